@@ -1,0 +1,114 @@
+#include "common/clock.h"
+
+#include <vector>
+
+namespace morpheus {
+
+RealClock::RealClock() : thread_([this] { run(); }) {}
+
+RealClock::~RealClock() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+TimePoint RealClock::now() const {
+  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+}
+
+TimerId RealClock::schedule(TimePoint at, std::function<void()> fn) {
+  TimerId id;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    id = next_id_++;
+    q_.emplace(std::make_pair(at, id), std::move(fn));
+  }
+  cv_.notify_all();
+  return id;
+}
+
+bool RealClock::cancel(TimerId id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto it = q_.begin(); it != q_.end(); ++it) {
+    if (it->first.second == id) {
+      q_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void RealClock::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    if (q_.empty()) {
+      cv_.wait(lk);
+      continue;
+    }
+    auto due = q_.begin()->first.first;
+    if (now() < due) {
+      cv_.wait_until(lk, std::chrono::system_clock::time_point(due));
+      continue;
+    }
+    auto fn = std::move(q_.begin()->second);
+    q_.erase(q_.begin());
+    lk.unlock();
+    fn();
+    lk.lock();
+  }
+}
+
+TimePoint VirtualClock::now() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return now_;
+}
+
+TimerId VirtualClock::schedule(TimePoint at, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lk(mu_);
+  TimerId id = next_id_++;
+  q_.emplace(std::make_pair(at < now_ ? now_ : at, id), std::move(fn));
+  return id;
+}
+
+bool VirtualClock::cancel(TimerId id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto it = q_.begin(); it != q_.end(); ++it) {
+    if (it->first.second == id) {
+      q_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void VirtualClock::advance(Millis d) {
+  TimePoint target;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    target = now_ + d;
+  }
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (q_.empty() || q_.begin()->first.first > target) {
+        now_ = target;
+        return;
+      }
+      now_ = q_.begin()->first.first;
+      fn = std::move(q_.begin()->second);
+      q_.erase(q_.begin());
+    }
+    fn();
+  }
+}
+
+size_t VirtualClock::pendingTimers() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return q_.size();
+}
+
+}  // namespace morpheus

@@ -1,0 +1,144 @@
+#include "common/resource.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+namespace morpheus {
+
+int64_t Resource::extendedValue(const std::string& name) const {
+  for (const auto& [n, v] : extended_) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+void Resource::setExtended(const std::string& name, int64_t value) {
+  auto it = std::lower_bound(extended_.begin(), extended_.end(), name,
+                             [](const auto& e, const std::string& n) { return e.first < n; });
+  if (it != extended_.end() && it->first == name) {
+    if (value == 0) {
+      extended_.erase(it);
+    } else {
+      it->second = value;
+    }
+  } else if (value != 0) {
+    extended_.insert(it, {name, value});
+  }
+}
+
+bool Resource::anyNegative() const {
+  if (memory_mib_ < 0 || vcores_ < 0) return true;
+  return std::any_of(extended_.begin(), extended_.end(), [](const auto& e) { return e.second < 0; });
+}
+
+Resource& Resource::operator+=(const Resource& o) {
+  memory_mib_ += o.memory_mib_;
+  vcores_ += o.vcores_;
+  for (const auto& [n, v] : o.extended_) setExtended(n, extendedValue(n) + v);
+  return *this;
+}
+
+Resource& Resource::operator-=(const Resource& o) {
+  memory_mib_ -= o.memory_mib_;
+  vcores_ -= o.vcores_;
+  for (const auto& [n, v] : o.extended_) setExtended(n, extendedValue(n) - v);
+  return *this;
+}
+
+Resource Resource::operator*(int64_t k) const {
+  Resource r(memory_mib_ * k, vcores_ * k);
+  for (const auto& [n, v] : extended_) r.setExtended(n, v * k);
+  return r;
+}
+
+bool Resource::fitsIn(const Resource& capacity) const {
+  if (memory_mib_ > capacity.memory_mib_ || vcores_ > capacity.vcores_) return false;
+  for (const auto& [n, v] : extended_) {
+    if (v > capacity.extendedValue(n)) return false;
+  }
+  // Negative extended values in *this are always within capacity >= 0; nothing else to check.
+  return true;
+}
+
+Resource Resource::max(const Resource& a, const Resource& b) {
+  Resource r(std::max(a.memory_mib_, b.memory_mib_), std::max(a.vcores_, b.vcores_));
+  for (const auto& [n, v] : a.extended_) r.setExtended(n, std::max(v, b.extendedValue(n)));
+  for (const auto& [n, v] : b.extended_) r.setExtended(n, std::max(v, a.extendedValue(n)));
+  return r;
+}
+
+Resource Resource::min(const Resource& a, const Resource& b) {
+  Resource r(std::min(a.memory_mib_, b.memory_mib_), std::min(a.vcores_, b.vcores_));
+  for (const auto& [n, v] : a.extended_) r.setExtended(n, std::min(v, b.extendedValue(n)));
+  for (const auto& [n, v] : b.extended_) r.setExtended(n, std::min(v, a.extendedValue(n)));
+  return r;
+}
+
+namespace {
+double share(int64_t used, int64_t cap) {
+  if (used <= 0) return 0.0;
+  if (cap <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(used) / static_cast<double>(cap);
+}
+}  // namespace
+
+double Resource::dominantShare(const Resource& capacity) const {
+  double s = std::max(share(memory_mib_, capacity.memory_mib_), share(vcores_, capacity.vcores_));
+  for (const auto& [n, v] : extended_) s = std::max(s, share(v, capacity.extendedValue(n)));
+  return s;
+}
+
+int64_t Resource::countFitting(const Resource& unit) const {
+  MORPHEUS_CHECK(!unit.isZero() && !unit.anyNegative(), "countFitting: unit must be positive");
+  int64_t n = std::numeric_limits<int64_t>::max();
+  auto lim = [&n](int64_t have, int64_t need) {
+    if (need > 0) n = std::min(n, have <= 0 ? 0 : have / need);
+  };
+  lim(memory_mib_, unit.memory_mib_);
+  lim(vcores_, unit.vcores_);
+  for (const auto& [name, v] : unit.extended_) lim(extendedValue(name), v);
+  return n;
+}
+
+std::string Resource::toString() const {
+  std::ostringstream os;
+  os << "<memory:" << memory_mib_ << " MiB, vcores:" << vcores_;
+  for (const auto& [n, v] : extended_) os << ", " << n << ":" << v;
+  os << ">";
+  return os.str();
+}
+
+Result<Resource> Resource::parse(const std::string& text, const std::string& field) {
+  Resource r;
+  if (text.empty()) return invalidArgument(field, "empty resource; expected memory=MIB,vcores=N");
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return invalidArgument(field, "'" + item + "' is not name=value");
+    }
+    std::string name = item.substr(0, eq);
+    std::string val = item.substr(eq + 1);
+    int64_t v = 0;
+    try {
+      size_t pos = 0;
+      v = std::stoll(val, &pos);
+      if (pos != val.size()) throw std::invalid_argument(val);
+    } catch (const std::exception&) {
+      return invalidArgument(field + "." + name, "'" + val + "' is not an integer");
+    }
+    if (v < 0) return invalidArgument(field + "." + name, "must be >= 0");
+    if (name == "memory" || name == "memory-mb" || name == "memory_mib") {
+      r.memory_mib_ = v;
+    } else if (name == "vcores" || name == "vCores") {
+      r.vcores_ = v;
+    } else {
+      r.setExtended(name, v);
+    }
+  }
+  return r;
+}
+
+}  // namespace morpheus
