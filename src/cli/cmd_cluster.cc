@@ -1,0 +1,91 @@
+#include "cli/cmd_cluster.h"
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/wire.h"
+#include "morpheus/v1/client.grpc.pb.h"
+
+namespace morpheus::cli {
+
+namespace {
+
+nlohmann::json resourceJson(const v1::Resource& r) {
+  nlohmann::json j = {{"memory_mib", r.memory_mib()}, {"vcores", r.vcores()}};
+  for (const auto& [k, v] : r.extended()) j[k] = v;
+  return j;
+}
+
+void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
+  auto stub = v1::ClientService::NewStub(makeChannel(ctx.rm_address));
+  v1::ListNodesRequest req;
+  req.set_include_lost(include_lost);
+  v1::ListNodesResponse nodes;
+  auto c1 = makeContext(Millis(5000));
+  grpc::Status st = stub->ListNodes(c1.get(), req, &nodes);
+  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+  v1::ClusterMetrics metrics;
+  auto c2 = makeContext(Millis(5000));
+  st = stub->GetClusterMetrics(c2.get(), v1::GetClusterMetricsRequest(), &metrics);
+  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+
+  if (json) {
+    nlohmann::json j;
+    j["rm"] = ctx.rm_address;
+    j["live_nodes"] = metrics.live_nodes();
+    j["lost_nodes"] = metrics.lost_nodes();
+    j["capacity"] = resourceJson(metrics.total());
+    j["used"] = resourceJson(metrics.used());
+    j["nodes"] = nlohmann::json::array();
+    for (const auto& n : nodes.nodes()) {
+      nlohmann::json attrs = nlohmann::json::object();
+      for (const auto& a : n.attributes()) attrs[a.key()] = a.value();
+      j["nodes"].push_back({{"node_id", n.node_id()},
+                            {"state", n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST"},
+                            {"address", n.container_manager_address()},
+                            {"http_address", n.http_address()},
+                            {"total", resourceJson(n.total())},
+                            {"used", resourceJson(n.used())},
+                            {"containers", n.num_containers()},
+                            {"attributes", attrs},
+                            {"last_heartbeat_ms", n.last_heartbeat_ms()}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("RM %s: %d live node(s), %d lost; capacity memory %lld MiB, vcores %lld; used memory "
+              "%lld MiB, vcores %lld\n",
+              ctx.rm_address.c_str(), metrics.live_nodes(), metrics.lost_nodes(),
+              static_cast<long long>(metrics.total().memory_mib()),
+              static_cast<long long>(metrics.total().vcores()),
+              static_cast<long long>(metrics.used().memory_mib()),
+              static_cast<long long>(metrics.used().vcores()));
+  std::printf("%-24s %-8s %-20s %-12s %-10s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
+              "VCORES", "CONTAINERS");
+  for (const auto& n : nodes.nodes()) {
+    char mem[64], cpu[32];
+    std::snprintf(mem, sizeof mem, "%lld/%lld", static_cast<long long>(n.used().memory_mib()),
+                  static_cast<long long>(n.total().memory_mib()));
+    std::snprintf(cpu, sizeof cpu, "%lld/%lld", static_cast<long long>(n.used().vcores()),
+                  static_cast<long long>(n.total().vcores()));
+    std::printf("%-24s %-8s %-20s %-12s %-10d\n", n.node_id().c_str(),
+                n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST", mem, cpu,
+                n.num_containers());
+  }
+}
+
+}  // namespace
+
+void addClusterCommands(CLI::App& root, CliContext& ctx) {
+  auto* cluster = root.add_subcommand("cluster", "Cluster-wide views");
+  cluster->require_subcommand(1);
+  auto* status = cluster->add_subcommand("status", "Live nodes with their resources");
+  auto json = std::make_shared<bool>(false);
+  auto lost = std::make_shared<bool>(false);
+  status->add_flag("--json", *json, "Machine-readable output");
+  status->add_flag("--include-lost", *lost, "Also list nodes declared lost");
+  status->callback([&ctx, json, lost] { clusterStatus(ctx, *json, *lost); });
+}
+
+}  // namespace morpheus::cli

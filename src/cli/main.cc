@@ -1,0 +1,57 @@
+// morpheusctl: the CLI for operators and job owners.
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/cli_context.h"
+#include "cli/cmd_cluster.h"
+#if __has_include("cli/cmd_skyline.h")
+#include "cli/cmd_skyline.h"
+#define MORPHEUS_HAVE_SKYLINE 1
+#endif
+
+namespace morpheus::cli {
+
+void failWith(const Status& st) {
+  std::cerr << "morpheusctl: " << st.toString() << "\n";
+  throw CliExit{st.code() == StatusCode::kInvalidArgument ? 2 : 1};
+}
+
+namespace {
+std::string envOr(const char* name, const std::string& def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : def;
+}
+}  // namespace
+
+}  // namespace morpheus::cli
+
+int main(int argc, char** argv) {
+  using namespace morpheus::cli;
+  CliContext ctx;
+  ctx.rm_address = envOr("MORPHEUS_RM", "127.0.0.1:8030");
+  ctx.rm_http_address = envOr("MORPHEUS_RM_HTTP", "127.0.0.1:8088");
+  ctx.inference_address = envOr("MORPHEUS_INFERENCE", "127.0.0.1:8050");
+  ctx.user = envOr("MORPHEUS_USER", envOr("USER", "anonymous"));
+  ctx.token = envOr("MORPHEUS_TOKEN", "");
+
+  CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs"};
+  app.require_subcommand(1);
+  app.add_option("--rm", ctx.rm_address, "RM gRPC address HOST:PORT (env MORPHEUS_RM)");
+  app.add_option("--rm-http", ctx.rm_http_address, "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
+  app.add_option("--inference", ctx.inference_address,
+                 "Inference service address HOST:PORT (env MORPHEUS_INFERENCE)");
+  app.add_option("--user", ctx.user, "Acting user (env MORPHEUS_USER, else USER)");
+  app.add_option("--token", ctx.token, "Bearer token (env MORPHEUS_TOKEN)");
+  addClusterCommands(app, ctx);
+#ifdef MORPHEUS_HAVE_SKYLINE
+  morpheus::inference::addSkylineCommands(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const CliExit& e) {
+    return e.code;
+  }
+  return 0;
+}

@@ -1,0 +1,211 @@
+#include "common/daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/logging.h"
+
+namespace morpheus {
+
+namespace fs = std::filesystem;
+
+void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
+                      int64_t default_http_port, const std::string& default_data_dir) {
+  schema.addString("grpc.host", &opts->grpc_host, "127.0.0.1",
+                   "Address the gRPC server listens on.");
+  schema.addInt("grpc.port", &opts->grpc_port, default_grpc_port, 0, 65535, "TCP port",
+                "gRPC listen port; 0 picks a free port and logs it.");
+  schema.addString("http.host", &opts->http_host, "127.0.0.1",
+                   "Address the HTTP server (/healthz, /metrics, REST) listens on.");
+  schema.addInt("http.port", &opts->http_port, default_http_port, 0, 65535, "TCP port",
+                "HTTP listen port; 0 picks a free port and logs it.");
+  schema.addString("data-dir", &opts->data_dir, default_data_dir,
+                   "Directory for durable state; created if missing, locked while running.");
+  schema.addString("log.level", &opts->log_level, "info", "Log level.",
+                   {"trace", "debug", "info", "warn", "error"});
+  schema.addString("log.file", &opts->log_file, "",
+                   "Also append logs to this file (\"\" = stderr only).");
+}
+
+void blockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int waitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
+                           const std::vector<FlagAlias>& extra) {
+  CLI::App app{"Morpheus " + program};
+  std::string config_file;
+  bool print_config = false;
+  app.add_option("--config", config_file, "YAML config file (see deploy/ for commented examples)");
+  app.add_flag("--print-config", print_config, "Print every option with its meaning and default");
+  std::vector<FlagAlias> aliases = {
+      {"--grpc-port", "grpc.port", "gRPC port (0 = pick a free one)"},
+      {"--http-port", "http.port", "HTTP port (0 = pick a free one)"},
+      {"--data-dir", "data-dir", "Directory for durable state"},
+      {"--log-level", "log.level", "trace|debug|info|warn|error"},
+      {"--log-file", "log.file", "Append logs to this file"},
+  };
+  aliases.insert(aliases.end(), extra.begin(), extra.end());
+  // Overrides are applied in command-line order after the file.
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (const auto& a : aliases) {
+    app.add_option_function<std::string>(
+        a.flag, [&overrides, key = a.key](const std::string& v) { overrides.emplace_back(key, v); },
+        a.help + " [config key " + a.key + "]");
+  }
+  app.add_option_function<std::vector<std::string>>(
+      "--set",
+      [&overrides](const std::vector<std::string>& kvs) {
+        for (const auto& kv : kvs) {
+          auto eq = kv.find('=');
+          overrides.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+        }
+      },
+      "Override any config key: --set key=value (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 2;
+  }
+  if (print_config) {
+    std::cout << schema.describe();
+    return 0;
+  }
+  if (!config_file.empty()) {
+    Status st = schema.loadYamlFile(config_file);
+    if (!st.isOk()) {
+      std::cerr << program << ": config error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+  for (const auto& [k, v] : overrides) {
+    Status st = schema.set(k, v);
+    if (!st.isOk()) {
+      std::cerr << program << ": config error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+  return -1;
+}
+
+Status prepareDataDir(const std::string& dir) {
+  if (dir.empty()) return invalidArgument("data-dir", "must not be empty");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return invalidArgument("data-dir", "'" + dir + "' cannot be created: " + ec.message());
+  if (!fs::is_directory(dir, ec)) return invalidArgument("data-dir", "'" + dir + "' is not a directory");
+  std::string probe = dir + "/.write-probe";
+  {
+    std::ofstream out(probe);
+    if (!out || !(out << "ok") || !out.flush()) {
+      return invalidArgument("data-dir", "'" + dir + "' is not writable");
+    }
+  }
+  fs::remove(probe, ec);
+  std::string lock = dir + "/LOCK";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return invalidArgument("data-dir", "cannot open lock file '" + lock + "'");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return unavailable("data-dir '" + dir + "' is locked by another running daemon");
+  }
+  // fd intentionally kept open: the lock lives as long as the process.
+  return Status::ok();
+}
+
+DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts, MetricsRegistry& metrics)
+    : component_(std::move(component)), opts_(opts), metrics_(metrics) {}
+
+DaemonServer::~DaemonServer() { shutdown(Millis(0)); }
+
+Status DaemonServer::start() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
+  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &grpc_port_);
+  for (auto* s : services_) builder.RegisterService(s);
+  server_ = builder.BuildAndStart();
+  if (!server_ || grpc_port_ == 0) {
+    server_.reset();
+    return unavailable("cannot listen on gRPC address " + addr + " (port busy or address invalid)");
+  }
+  server_->GetHealthCheckService()->SetServingStatus(true);
+
+  http_.route("GET", "/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok\n"}; });
+  auto started = std::chrono::steady_clock::now();
+  metrics_.gauge("morpheus_" + component_ + "_up", "1 while the daemon is serving").set(1);
+  http_.route("GET", "/metrics", [this, started](const HttpRequest&) {
+    double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    metrics_.gauge("morpheus_" + component_ + "_uptime_seconds", "Seconds since start").set(up);
+    return HttpResponse{200, "text/plain; version=0.0.4", metrics_.render()};
+  });
+  auto hp = http_.start(opts_.http_host, static_cast<int>(opts_.http_port));
+  if (!hp.isOk()) {
+    server_->Shutdown();
+    server_.reset();
+    return hp.status();
+  }
+  http_port_ = *hp;
+  std::string grpc_ep = opts_.grpc_host + ":" + std::to_string(grpc_port_);
+  std::string http_ep = opts_.http_host + ":" + std::to_string(http_port_);
+  spdlog::info("{} listening grpc={} http={}", component_, grpc_ep, http_ep);
+  nlohmann::json j = {{"grpc", grpc_ep}, {"http", http_ep}, {"pid", ::getpid()}};
+  std::string path = opts_.data_dir + "/" + component_ + ".endpoints.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump() << "\n";
+    if (!out.flush()) return internalError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return internalError("cannot write " + path + ": " + ec.message());
+  return Status::ok();
+}
+
+void DaemonServer::shutdown(Millis grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (server_) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    server_->Wait();
+  }
+  http_.stop();
+  std::error_code ec;
+  fs::remove(opts_.data_dir + "/" + component_ + ".endpoints.json", ec);
+}
+
+}  // namespace morpheus

@@ -1,0 +1,95 @@
+// Scaffolding shared by morpheus-rm, morpheus-nm and morpheus-inference:
+// config + flags, logging, data dir, gRPC server (health + reflection),
+// HTTP (/healthz, /metrics), endpoints file, SIGTERM handling. `main()` only
+// wires a component's core objects into this and waits.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/config.h"
+#include "common/http_server.h"
+#include "common/metrics.h"
+#include "common/status.h"
+
+namespace morpheus {
+
+// Options every daemon has. Declared into the component's schema by
+// addDaemonOptions so they appear in the same YAML file and `--print-config`.
+struct DaemonOptions {
+  std::string grpc_host;
+  int64_t grpc_port = 0;
+  std::string http_host;
+  int64_t http_port = 0;
+  std::string data_dir;
+  std::string log_level;
+  std::string log_file;
+};
+
+void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
+                      int64_t default_http_port, const std::string& default_data_dir);
+
+// A dedicated flag that sets a config key (e.g. --rm sets nm.rm-address).
+struct FlagAlias {
+  std::string flag;   // "--grpc-port"
+  std::string key;    // "grpc.port"
+  std::string help;
+};
+
+// Blocks SIGTERM/SIGINT/SIGPIPE in the calling thread; call first thing in
+// main() so every thread created later inherits the mask and the signals are
+// delivered only to waitForTerminationSignal().
+void blockTerminationSignals();
+// Blocks until SIGTERM or SIGINT; returns the signal number.
+int waitForTerminationSignal();
+
+// Parses argv: --config FILE, the standard aliases (--grpc-port, --http-port,
+// --data-dir, --log-level) plus `extra`, --set KEY=VALUE (repeatable) and
+// --print-config. Loads the file, then applies flags in order. On error
+// prints one line "<program>: <reason>" to stderr and returns the exit code
+// to use (2); returns -1 when the daemon should start, 0 after --help or
+// --print-config.
+int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
+                           const std::vector<FlagAlias>& extra);
+
+// Creates the directory if needed, verifies it is writable and takes an
+// exclusive lock (LOCK file) so two daemons never share one data dir.
+// The lock is held for the life of the process.
+Status prepareDataDir(const std::string& dir);
+
+// Runs the network side of a daemon. Construct, register services, start().
+class DaemonServer {
+ public:
+  DaemonServer(std::string component, const DaemonOptions& opts, MetricsRegistry& metrics);
+  ~DaemonServer();
+
+  void addService(grpc::Service* service) { services_.push_back(service); }
+  HttpServer& http() { return http_; }
+
+  // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
+  // is an error) and HTTP, logs the bound addresses and writes them to
+  // <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy.
+  Status start();
+  // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
+  void shutdown(Millis grace = Millis(2000));
+
+  int grpcPort() const { return grpc_port_; }
+  int httpPort() const { return http_port_; }
+  grpc::Server* grpcServer() { return server_.get(); }
+
+ private:
+  std::string component_;
+  DaemonOptions opts_;
+  MetricsRegistry& metrics_;
+  std::vector<grpc::Service*> services_;
+  std::unique_ptr<grpc::Server> server_;
+  HttpServer http_;
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace morpheus

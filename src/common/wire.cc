@@ -1,0 +1,80 @@
+#include "common/wire.h"
+
+namespace morpheus {
+
+Resource fromProto(const v1::Resource& r) {
+  Resource out(r.memory_mib(), r.vcores());
+  for (const auto& [k, v] : r.extended()) out.setExtended(k, v);
+  return out;
+}
+
+void toProto(const Resource& r, v1::Resource* out) {
+  out->set_memory_mib(r.memoryMib());
+  out->set_vcores(r.vcores());
+  out->clear_extended();
+  for (const auto& [k, v] : r.extended()) (*out->mutable_extended())[k] = v;
+}
+
+v1::Resource toProto(const Resource& r) {
+  v1::Resource out;
+  toProto(r, &out);
+  return out;
+}
+
+Result<Resource> validatedResource(const v1::Resource& r, const std::string& field) {
+  if (r.memory_mib() < 0) return invalidArgument(field + ".memory_mib", "must be >= 0");
+  if (r.vcores() < 0) return invalidArgument(field + ".vcores", "must be >= 0");
+  for (const auto& [k, v] : r.extended()) {
+    if (k.empty()) return invalidArgument(field + ".extended", "empty resource name");
+    if (v < 0) return invalidArgument(field + ".extended." + k, "must be >= 0");
+  }
+  return fromProto(r);
+}
+
+grpc::Status toGrpc(const Status& s) {
+  grpc::StatusCode c = grpc::StatusCode::OK;
+  switch (s.code()) {
+    case StatusCode::kOk: return grpc::Status::OK;
+    case StatusCode::kInvalidArgument: c = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case StatusCode::kNotFound: c = grpc::StatusCode::NOT_FOUND; break;
+    case StatusCode::kInfeasible: c = grpc::StatusCode::FAILED_PRECONDITION; break;
+    case StatusCode::kAlreadyExists: c = grpc::StatusCode::ALREADY_EXISTS; break;
+    case StatusCode::kPermissionDenied: c = grpc::StatusCode::PERMISSION_DENIED; break;
+    case StatusCode::kUnavailable: c = grpc::StatusCode::UNAVAILABLE; break;
+    case StatusCode::kInternal: c = grpc::StatusCode::INTERNAL; break;
+  }
+  return grpc::Status(c, s.message());
+}
+
+Status fromGrpc(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK: return Status::ok();
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE: return Status(StatusCode::kInvalidArgument, s.error_message());
+    case grpc::StatusCode::NOT_FOUND: return Status(StatusCode::kNotFound, s.error_message());
+    case grpc::StatusCode::FAILED_PRECONDITION: return Status(StatusCode::kInfeasible, s.error_message());
+    case grpc::StatusCode::ALREADY_EXISTS: return Status(StatusCode::kAlreadyExists, s.error_message());
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED: return Status(StatusCode::kPermissionDenied, s.error_message());
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return Status(StatusCode::kUnavailable, s.error_message());
+    default: return Status(StatusCode::kInternal, s.error_message());
+  }
+}
+
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+std::unique_ptr<grpc::ClientContext> makeContext(Millis timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
+}  // namespace morpheus

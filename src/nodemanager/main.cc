@@ -1,0 +1,58 @@
+// morpheus-nm: the node agent on every machine. main() only wires.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "common/daemon.h"
+#include "common/logging.h"
+#include "morpheus/v1/container_manager.grpc.pb.h"
+#include "nodemanager/node_agent.h"
+
+using namespace morpheus;
+
+int main(int argc, char** argv) {
+  blockTerminationSignals();
+  nm::NmOptions opts;
+  ConfigSchema schema("morpheus-nm");
+  nm::declareNmOptions(schema, &opts);
+  std::vector<FlagAlias> extra = {
+      {"--rm", "nm.rm-address", "RM gRPC address HOST:PORT"},
+      {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
+      {"--node-id", "nm.node-id", "Stable node id"},
+  };
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra); rc >= 0) return rc;
+  if (Status st = setupLogging("nm", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
+    std::cerr << "morpheus-nm: " << st.message() << "\n";
+    return 2;
+  }
+  if (opts.resources.memoryMib() <= 0 || opts.resources.vcores() <= 0) {
+    std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
+    return 2;
+  }
+  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
+    std::cerr << "morpheus-nm: " << st.message() << "\n";
+    return 2;
+  }
+  if (opts.local_dir.empty()) opts.local_dir = opts.daemon.data_dir + "/local";
+  MetricsRegistry metrics;
+  // Container launching arrives with the runtime (issue #3); until then the
+  // ContainerManager answers UNIMPLEMENTED.
+  v1::ContainerManager::Service container_manager;
+  DaemonServer server("nm", opts.daemon, metrics);
+  server.addService(&container_manager);
+  if (Status st = server.start(); !st.isOk()) {
+    std::cerr << "morpheus-nm: " << st.message() << "\n";
+    return 2;
+  }
+  std::string cm_address = opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort());
+  std::string node_id = opts.node_id.empty() ? cm_address : opts.node_id;
+  nm::NodeAgent agent(opts, node_id, cm_address,
+                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics);
+  agent.start();
+  int sig = waitForTerminationSignal();
+  spdlog::info("morpheus-nm stopping on signal {}", sig);
+  agent.stop();
+  server.shutdown();
+  spdlog::info("morpheus-nm stopped");
+  return 0;
+}

@@ -1,0 +1,48 @@
+// Every option of morpheus-nm, with meaning, unit and default.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/config.h"
+#include "common/daemon.h"
+
+namespace morpheus::nm {
+
+struct NmOptions {
+  DaemonOptions daemon;
+  std::string rm_address;                        // nm.rm-address
+  Resource resources;                            // nm.resources
+  std::string node_id;                           // nm.node-id
+  std::map<std::string, std::string> attributes; // nm.attributes
+  std::string local_dir;                         // nm.local-dir
+  Millis heartbeat_interval{1000};               // nm.heartbeat-interval
+  Millis monitor_interval{1000};                 // nm.monitor-interval
+  Millis kill_grace{5000};                       // nm.kill-grace
+};
+
+inline constexpr int64_t kDefaultNmGrpcPort = 8040;
+inline constexpr int64_t kDefaultNmHttpPort = 8042;
+
+inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
+  addDaemonOptions(s, &o->daemon, kDefaultNmGrpcPort, kDefaultNmHttpPort, "./var/nm");
+  s.addString("nm.rm-address", &o->rm_address, "127.0.0.1:8030",
+              "host:port of the RM's gRPC endpoint (ResourceTracker).");
+  s.addResource("nm.resources", &o->resources, Resource(8192, 8),
+                "Resources this node offers to containers.");
+  s.addString("nm.node-id", &o->node_id, "",
+              "Stable node id; \"\" = <grpc.host>:<bound gRPC port>.");
+  s.addStringMap("nm.attributes", &o->attributes,
+                 "Node attributes (key: value) used by placement constraints, e.g. rack: r1.");
+  s.addString("nm.local-dir", &o->local_dir, "",
+              "Where container working dirs, logs and the recovery state live; \"\" = "
+              "<data-dir>/local.");
+  s.addDuration("nm.heartbeat-interval", &o->heartbeat_interval, Millis(1000), Millis(10),
+                "Heartbeat interval until the RM says otherwise.");
+  s.addDuration("nm.monitor-interval", &o->monitor_interval, Millis(1000), Millis(10),
+                "How often container memory/CPU is sampled and limits enforced.");
+  s.addDuration("nm.kill-grace", &o->kill_grace, Millis(5000), Millis(0),
+                "Time between SIGTERM and SIGKILL when a container is stopped.");
+}
+
+}  // namespace morpheus::nm

@@ -1,0 +1,108 @@
+#include "nodemanager/node_agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/wire.h"
+
+namespace morpheus::nm {
+
+NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
+                     std::string container_manager_address, std::string http_address,
+                     MetricsRegistry& metrics)
+    : opts_(opts),
+      node_id_(std::move(node_id)),
+      cm_address_(std::move(container_manager_address)),
+      http_address_(std::move(http_address)),
+      metrics_(metrics),
+      stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address))),
+      interval_(opts.heartbeat_interval) {}
+
+NodeAgent::~NodeAgent() { stop(); }
+
+void NodeAgent::start() { thread_ = std::thread([this] { run(); }); }
+
+void NodeAgent::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool NodeAgent::registerOnce() {
+  v1::RegisterNodeRequest req;
+  req.set_node_id(node_id_);
+  req.set_container_manager_address(cm_address_);
+  req.set_http_address(http_address_);
+  toProto(opts_.resources, req.mutable_total());
+  for (const auto& [k, v] : opts_.attributes) {
+    auto* a = req.add_attributes();
+    a->set_key(k);
+    a->set_value(v);
+  }
+  req.set_version("0.1.0");
+  v1::RegisterNodeResponse resp;
+  auto ctx = makeContext(Millis(5000));
+  grpc::Status st = stub_->RegisterNode(ctx.get(), req, &resp);
+  if (!st.ok()) {
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      spdlog::error("RM refused registration of node {}: {}", node_id_, st.error_message());
+    } else {
+      spdlog::warn("cannot register with RM at {}: {}", opts_.rm_address, st.error_message());
+    }
+    return false;
+  }
+  epoch_ = resp.rm_epoch();
+  sequence_ = 0;
+  if (resp.heartbeat_interval_ms() > 0) interval_ = Millis(resp.heartbeat_interval_ms());
+  registered_ = true;
+  spdlog::info("node {} registered with RM {} (epoch {}) offering {}", node_id_, opts_.rm_address,
+               epoch_, opts_.resources.toString());
+  return true;
+}
+
+bool NodeAgent::heartbeatOnce() {
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id(node_id_);
+  req.set_sequence(++sequence_);
+  req.set_rm_epoch(epoch_);
+  v1::NodeHeartbeatResponse resp;
+  auto ctx = makeContext(Millis(5000));
+  grpc::Status st = stub_->NodeHeartbeat(ctx.get(), req, &resp);
+  if (!st.ok()) {
+    spdlog::warn("heartbeat to RM {} failed: {}", opts_.rm_address, st.error_message());
+    metrics_.counter("morpheus_nm_heartbeat_failures_total", "Failed heartbeats").inc();
+    return true;  // keep trying; the RM may be restarting
+  }
+  metrics_.counter("morpheus_nm_heartbeats_total", "Heartbeats sent").inc();
+  if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
+  if (resp.action() == v1::NodeHeartbeatResponse::ACTION_RESYNC) {
+    spdlog::info("RM ordered resync: re-registering node {}", node_id_);
+    registered_ = false;
+    return false;
+  }
+  return true;
+}
+
+void NodeAgent::run() {
+  Millis backoff(200);
+  for (;;) {
+    Millis wait = interval_;
+    if (!registered_) {
+      if (registerOnce()) {
+        backoff = Millis(200);
+        wait = Millis(0);
+      } else {
+        wait = backoff;
+        backoff = std::min(backoff * 2, Millis(5000));
+      }
+    } else if (!heartbeatOnce()) {
+      wait = Millis(0);
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    if (cv_.wait_for(lk, wait, [this] { return stopping_; })) return;
+  }
+}
+
+}  // namespace morpheus::nm

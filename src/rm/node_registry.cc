@@ -1,0 +1,84 @@
+#include "rm/node_registry.h"
+
+namespace morpheus::rm {
+
+Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
+  if (info.id.empty()) return invalidArgument("node_id", "must not be empty");
+  if (info.container_manager_address.empty()) {
+    return invalidArgument("container_manager_address", "must not be empty");
+  }
+  if (info.total.anyNegative()) return invalidArgument("total", "resources must be >= 0");
+  if (info.total.memoryMib() <= 0 || info.total.vcores() <= 0) {
+    return invalidArgument("total", "a node must offer memory > 0 and vcores > 0");
+  }
+  info.live = true;
+  info.registered_at = now;
+  info.last_heartbeat = now;
+  info.last_sequence = 0;
+  nodes_[info.id] = std::move(info);
+  return Status::ok();
+}
+
+Status NodeRegistry::heartbeat(const NodeId& id, int64_t sequence, const Resource& used,
+                               int64_t rss_mib, double cpu_vcores, int32_t num_containers,
+                               TimePoint now) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || !it->second.live) {
+    return notFound("node " + id.value() + " is not registered");
+  }
+  NodeInfo& n = it->second;
+  n.last_heartbeat = now;
+  n.last_sequence = sequence;
+  n.used = used;
+  n.used_rss_mib = rss_mib;
+  n.used_cpu_vcores = cpu_vcores;
+  n.num_containers = num_containers;
+  return Status::ok();
+}
+
+Status NodeRegistry::unregisterNode(const NodeId& id) {
+  if (nodes_.erase(id) == 0) return notFound("node " + id.value() + " is not registered");
+  return Status::ok();
+}
+
+std::vector<NodeId> NodeRegistry::expire(TimePoint now) {
+  std::vector<NodeId> lost;
+  for (auto& [id, n] : nodes_) {
+    if (n.live && now - n.last_heartbeat > expiry_) {
+      n.live = false;
+      lost.push_back(id);
+    }
+  }
+  return lost;
+}
+
+const NodeInfo* NodeRegistry::find(const NodeId& id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+std::vector<NodeInfo> NodeRegistry::nodes(bool include_lost) const {
+  std::vector<NodeInfo> out;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live || include_lost) out.push_back(n);
+  }
+  return out;
+}
+
+Resource NodeRegistry::liveCapacity() const {
+  Resource r;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live) r += n.total;
+  }
+  return r;
+}
+
+int NodeRegistry::liveCount() const {
+  int c = 0;
+  for (const auto& [_, n] : nodes_) c += n.live ? 1 : 0;
+  return c;
+}
+
+int NodeRegistry::lostCount() const { return static_cast<int>(nodes_.size()) - liveCount(); }
+
+}  // namespace morpheus::rm

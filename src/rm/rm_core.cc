@@ -1,0 +1,107 @@
+#include "rm/rm_core.h"
+
+#include <spdlog/spdlog.h>
+
+namespace morpheus::rm {
+
+namespace {
+std::string newEpoch(const Clock& clock) {
+  return std::to_string(toEpochMs(clock.now())) + "-" + std::to_string(::getpid());
+}
+}  // namespace
+
+RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics)
+    : opts_(opts), clock_(clock), metrics_(metrics), epoch_(newEpoch(clock)), nodes_(opts.node_expiry) {
+  updateNodeGauges();
+}
+
+RmCore::~RmCore() { stop(); }
+
+void RmCore::start() {
+  std::lock_guard<std::mutex> lk(mu_);
+  running_ = true;
+  liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
+    checkLiveness();
+    scheduleLiveness();
+  });
+}
+
+void RmCore::scheduleLiveness() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!running_) return;
+  liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
+    checkLiveness();
+    scheduleLiveness();
+  });
+}
+
+void RmCore::stop() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!running_) return;
+  running_ = false;
+  clock_.cancel(liveness_timer_);
+}
+
+Status RmCore::registerNode(NodeInfo info) {
+  std::lock_guard<std::mutex> lk(mu_);
+  NodeId id = info.id;
+  Resource total = info.total;
+  bool existed = nodes_.find(id) != nullptr;
+  MORPHEUS_RETURN_IF_ERROR(nodes_.registerNode(std::move(info), clock_.now()));
+  spdlog::info("node {} {} with {}", id.value(), existed ? "re-registered" : "registered",
+               total.toString());
+  metrics_.counter("morpheus_rm_node_registrations_total", "Node registrations").inc();
+  updateNodeGauges();
+  return Status::ok();
+}
+
+Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used,
+                             int64_t rss_mib, double cpu_vcores, int32_t num_containers) {
+  std::lock_guard<std::mutex> lk(mu_);
+  metrics_.counter("morpheus_rm_node_heartbeats_total", "Node heartbeats received").inc();
+  return nodes_.heartbeat(id, sequence, used, rss_mib, cpu_vcores, num_containers, clock_.now());
+}
+
+Status RmCore::unregisterNode(const NodeId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
+  spdlog::info("node {} unregistered", id.value());
+  updateNodeGauges();
+  return Status::ok();
+}
+
+void RmCore::checkLiveness() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& id : nodes_.expire(clock_.now())) {
+    spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
+                 opts_.node_expiry.count());
+    metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
+  }
+  updateNodeGauges();
+}
+
+std::vector<NodeInfo> RmCore::nodes(bool include_lost) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return nodes_.nodes(include_lost);
+}
+
+ClusterSummary RmCore::summary() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  ClusterSummary s;
+  s.live_nodes = nodes_.liveCount();
+  s.lost_nodes = nodes_.lostCount();
+  s.total = nodes_.liveCapacity();
+  for (const auto& n : nodes_.nodes(false)) s.used += n.used;
+  return s;
+}
+
+void RmCore::updateNodeGauges() {
+  metrics_.gauge("morpheus_rm_nodes_live", "Live nodes").set(nodes_.liveCount());
+  metrics_.gauge("morpheus_rm_nodes_lost", "Nodes declared lost and not re-registered")
+      .set(nodes_.lostCount());
+  Resource cap = nodes_.liveCapacity();
+  metrics_.gauge("morpheus_rm_capacity_memory_mib", "Memory of live nodes, MiB").set(cap.memoryMib());
+  metrics_.gauge("morpheus_rm_capacity_vcores", "Vcores of live nodes").set(cap.vcores());
+}
+
+}  // namespace morpheus::rm

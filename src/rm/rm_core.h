@@ -1,0 +1,66 @@
+// The RM's core object: owns cluster state and serialises access to it.
+// gRPC/HTTP services translate protobuf to the core's types and call in.
+//
+// Thread-safety: every public method takes mu_; the liveness check runs from
+// the clock's timer thread through the same lock.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "rm/node_registry.h"
+#include "rm/rm_options.h"
+
+namespace morpheus::rm {
+
+struct ClusterSummary {
+  int live_nodes = 0;
+  int lost_nodes = 0;
+  Resource total;
+  Resource used;
+};
+
+class RmCore {
+ public:
+  // `clock` and `metrics` must outlive the core.
+  RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics);
+  ~RmCore();
+
+  // Starts the periodic liveness check.
+  void start();
+  void stop();
+
+  const std::string& epoch() const { return epoch_; }
+  Millis heartbeatInterval() const { return opts_.heartbeat_interval; }
+
+  Status registerNode(NodeInfo info);
+  // NOT_FOUND means "resync": the node must register again.
+  Status nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used, int64_t rss_mib,
+                       double cpu_vcores, int32_t num_containers);
+  Status unregisterNode(const NodeId& id);
+
+  std::vector<NodeInfo> nodes(bool include_lost) const;
+  ClusterSummary summary() const;
+
+  // Runs one liveness pass now (also called by the timer).
+  void checkLiveness();
+
+ private:
+  void scheduleLiveness();
+  void updateNodeGauges();  // REQUIRES(mu_)
+
+  // Constant after construction.
+  const RmOptions opts_;
+  Clock& clock_;
+  MetricsRegistry& metrics_;
+  const std::string epoch_;
+
+  mutable std::mutex mu_;
+  NodeRegistry nodes_;        // GUARDED_BY(mu_)
+  bool running_ = false;      // GUARDED_BY(mu_)
+  TimerId liveness_timer_ = 0;  // GUARDED_BY(mu_)
+};
+
+}  // namespace morpheus::rm
