@@ -1,5 +1,7 @@
 #include "common/http_server.h"
 
+#include <utility>
+
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,7 @@
 #include "common/metrics.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -41,10 +42,9 @@ bool validName(const std::string& n) {
 
 std::string num(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+  return std::string(buf, r.ptr);
 }
 }  // namespace
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency of Morpheus on Debian 12
+# from Debian's own packages. Idempotent: does nothing when all are present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git curl python3
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libboost-dev libboost-system-dev
+  libspdlog-dev libfmt-dev
+  libglpk-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libpq-dev postgresql   # PostgreSQL provenance store and its tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The postgresql package starts a cluster-wide server we do not use; tests
+# start their own in a temporary directory.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet postgresql 2>/dev/null; then
+  $SUDO systemctl stop postgresql || true
+fi
+echo "install-deps: done"

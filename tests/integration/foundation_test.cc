@@ -1,0 +1,177 @@
+// Foundation integration tests: the real daemons on loopback (issue #6).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/wire.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+grpc::health::v1::HealthCheckResponse::ServingStatus healthOf(const std::string& address) {
+  auto stub = grpc::health::v1::Health::NewStub(makeChannel(address));
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  auto ctx = makeContext(Millis(3000));
+  grpc::Status st = stub->Check(ctx.get(), req, &resp);
+  if (!st.ok()) return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  return resp.status();
+}
+
+class DaemonTest : public ::testing::TestWithParam<std::string> {};
+
+// Each daemon serves /healthz 200, /metrics, gRPC health SERVING, and exits 0 on SIGTERM within 5 s.
+TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
+  std::vector<std::string> args;
+  if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};  // no RM: must still serve
+  Process p = Process::startDaemon(GetParam(), freshDir(GetParam()), args);
+  ASSERT_FALSE(p.httpAddress().empty()) << p.log();
+  auto h = httpRequest(p.httpAddress(), "GET", "/healthz");
+  EXPECT_EQ(h.status, 200);
+  auto m = httpRequest(p.httpAddress(), "GET", "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.body.find("morpheus_" + GetParam() + "_up 1"), std::string::npos) << m.body;
+  EXPECT_EQ(httpRequest(p.httpAddress(), "GET", "/nope").status, 404);
+  EXPECT_EQ(healthOf(p.grpcAddress()), grpc::health::v1::HealthCheckResponse::SERVING);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.signalAndWait(SIGTERM, 5s), 0) << p.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// A config file with a bad value exits non-zero with one line naming the key.
+TEST_P(DaemonTest, BadConfigExitsNamingTheKey) {
+  std::string dir = freshDir("badcfg");
+  std::string cfg = dir + "/bad.yaml";
+  std::ofstream(cfg) << "grpc:\n  port: not-a-port\n";
+  auto [code, out] = runCommand({binary("morpheus-" + GetParam()), "--config", cfg});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("grpc.port"), std::string::npos) << out;
+  std::ofstream(cfg) << "log:\n  levle: info\n";
+  auto [code2, out2] = runCommand({binary("morpheus-" + GetParam()), "--config", cfg});
+  EXPECT_NE(code2, 0);
+  EXPECT_NE(out2.find("log.levle"), std::string::npos) << out2;
+}
+
+// A busy gRPC port and an unusable data dir are clear start-up failures.
+TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
+  std::vector<std::string> args;
+  if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};
+  Process first = Process::startDaemon(GetParam(), freshDir("first"), args);
+  ASSERT_FALSE(first.grpcAddress().empty()) << first.log();
+  std::string port = first.grpcAddress().substr(first.grpcAddress().rfind(':') + 1);
+  std::vector<std::string> argv = {binary("morpheus-" + GetParam()), "--data-dir",
+                                   freshDir("second"), "--grpc-port", port, "--http-port", "0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto [code, out] = runCommand(argv);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find(port), std::string::npos) << out;
+
+  std::string file = freshDir("file") + "/plain-file";
+  std::ofstream(file) << "x";
+  auto [code2, out2] = runCommand({binary("morpheus-" + GetParam()), "--data-dir", file,
+                                   "--grpc-port", "0", "--http-port", "0"});
+  EXPECT_NE(code2, 0);
+  EXPECT_NE(out2.find("data-dir"), std::string::npos) << out2;
+}
+
+INSTANTIATE_TEST_SUITE_P(Daemons, DaemonTest, ::testing::Values("rm", "nm", "inference"));
+
+// Three NMs register and show up in `morpheusctl cluster status` (text and --json).
+TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
+  Process rm = Process::startDaemon("rm", freshDir("rm"), {});
+  ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
+  std::vector<Process> nms;
+  for (int i = 0; i < 3; i++) {
+    nms.push_back(Process::startDaemon(
+        "nm", freshDir("nm"),
+        {"--rm", rm.grpcAddress(), "--resources", "memory=2048,vcores=2", "--node-id",
+         "node-" + std::to_string(i), "--set", "nm.attributes=rack=r" + std::to_string(i)}));
+    ASSERT_FALSE(nms.back().grpcAddress().empty()) << nms.back().log();
+  }
+  nlohmann::json status;
+  bool ok = waitFor(
+      [&] {
+        auto [code, out] = runCommand({binary("morpheusctl"), "cluster", "status", "--json"},
+                                      {{"MORPHEUS_RM", rm.grpcAddress()}});
+        if (code != 0) return false;
+        status = nlohmann::json::parse(out, nullptr, false);
+        return !status.is_discarded() && status["live_nodes"] == 3;
+      },
+      15s);
+  ASSERT_TRUE(ok) << status.dump();
+  EXPECT_EQ(status["capacity"]["memory_mib"], 3 * 2048);
+  std::set<std::string> ids;
+  for (const auto& n : status["nodes"]) {
+    ids.insert(n["node_id"].get<std::string>());
+    EXPECT_EQ(n["total"]["vcores"], 2);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"node-0", "node-1", "node-2"}));
+  EXPECT_EQ(status["nodes"][1]["attributes"]["rack"], "r1");
+
+  auto [code, text] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster", "status"});
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(text.find("3 live node(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("node-2"), std::string::npos) << text;
+}
+
+// Node expiry: with a short expiry a killed NM turns LOST, and comes back when restarted.
+TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
+  Process rm = Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.node-expiry=1s"});
+  ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
+  std::string nm_dir = freshDir("nm");
+  auto startNm = [&] {
+    return Process::startDaemon("nm", nm_dir, {"--rm", rm.grpcAddress(), "--node-id", "n1"});
+  };
+  Process nm = startNm();
+  auto liveNodes = [&] {
+    auto [code, out] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster",
+                                   "status", "--json", "--include-lost"});
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    return j.is_discarded() ? -1 : j["live_nodes"].get<int>();
+  };
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 10s));
+  nm.signalAndWait(SIGKILL, 5s);
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 0; }, 10s));
+  auto m = httpRequest(rm.httpAddress(), "GET", "/metrics");
+  EXPECT_NE(m.body.find("morpheus_rm_nodes_lost_total 1"), std::string::npos) << m.body;
+  Process nm2 = startNm();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 10s)) << nm2.log();
+}
+
+// morpheusctl reports an unreachable RM as one line and a non-zero exit.
+TEST(CliTest, UnreachableRmIsAClearError) {
+  auto [code, out] = runCommand({binary("morpheusctl"), "--rm", "127.0.0.1:1", "cluster", "status"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
+}
+
+// The example configs in deploy/ load and document every option the daemon has.
+TEST(ConfigFilesTest, ExampleConfigsListEveryOption) {
+  for (std::string d : {"rm", "nm", "inference"}) {
+    std::string path = std::string(MORPHEUS_SOURCE_DIR) + "/deploy/" + d + ".yaml";
+    auto [code, out] = runCommand({binary("morpheus-" + d), "--config", path, "--print-config"});
+    ASSERT_EQ(code, 0) << out;
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string file = ss.str();
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::string key = line.substr(0, line.find(':'));
+      EXPECT_NE(file.find("\n" + key + ":"), std::string::npos) << d << ".yaml lacks " << key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace morpheus::testing

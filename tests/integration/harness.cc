@@ -1,0 +1,179 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+namespace morpheus::testing {
+
+namespace fs = std::filesystem;
+
+std::string binary(const std::string& name) { return std::string(MORPHEUS_BIN_DIR) + "/" + name; }
+
+std::string freshDir(const std::string& tag) {
+  static int counter = 0;
+  fs::path base = fs::temp_directory_path() / ("morpheus-it-" + std::to_string(::getpid()));
+  fs::path d = base / (tag + "-" + std::to_string(counter++));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+Process::Process(Process&& o) noexcept
+    : pid_(o.pid_), exit_status_(o.exit_status_), log_path_(std::move(o.log_path_)),
+      grpc_(std::move(o.grpc_)), http_(std::move(o.http_)) {
+  o.pid_ = -1;
+}
+
+Process::~Process() {
+  if (pid_ > 0 && running()) {
+    ::kill(pid_, SIGKILL);
+    int st;
+    ::waitpid(pid_, &st, 0);
+  }
+}
+
+Process Process::start(const std::string& bin, const std::vector<std::string>& args,
+                       const std::string& log_path) {
+  Process p;
+  p.log_path_ = log_path;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::setpgid(0, 0);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  p.pid_ = pid;
+  return p;
+}
+
+Process Process::startDaemon(const std::string& component, const std::string& data_dir,
+                             const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--data-dir", data_dir, "--grpc-port", "0", "--http-port", "0"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::string bin = binary("morpheus-" + component);
+  Process p = start(bin, all, data_dir + ".log");
+  std::string ep = data_dir + "/" + component + ".endpoints.json";
+  waitFor([&] { return fs::exists(ep) || !p.running(); }, std::chrono::seconds(20));
+  if (fs::exists(ep)) {
+    std::ifstream in(ep);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_discarded()) {
+      p.grpc_ = j.value("grpc", "");
+      p.http_ = j.value("http", "");
+    }
+  }
+  return p;
+}
+
+std::string Process::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Process::running() {
+  if (pid_ <= 0 || exit_status_ >= 0) return false;
+  int st;
+  pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  if (r == 0) return true;
+  exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return false;
+}
+
+int Process::wait(std::chrono::milliseconds timeout) {
+  if (!waitFor([&] { return !running(); }, timeout)) return -1;
+  return exit_status_;
+}
+
+int Process::signalAndWait(int sig, std::chrono::milliseconds timeout) {
+  if (running()) ::kill(pid_, sig);
+  return wait(timeout);
+}
+
+HttpResult httpRequest(const std::string& address, const std::string& method,
+                       const std::string& target, const std::string& body,
+                       const std::string& content_type) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  using tcp = boost::asio::ip::tcp;
+  HttpResult out;
+  try {
+    auto colon = address.rfind(':');
+    boost::asio::io_context io;
+    tcp::socket sock(io);
+    sock.connect(tcp::endpoint(boost::asio::ip::make_address(address.substr(0, colon)),
+                               static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))));
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, address);
+    if (!body.empty()) req.set(http::field::content_type, content_type);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(sock, req);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(sock, buf, res);
+    out.status = static_cast<int>(res.result_int());
+    out.body = res.body();
+  } catch (const std::exception&) {
+    out.status = 0;
+  }
+  return out;
+}
+
+std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
+                                       const std::map<std::string, std::string>& env) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) return {-1, "pipe failed"};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::dup2(pipefd[1], 1);
+    ::dup2(pipefd[1], 2);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(argv[0].c_str(), args.data());
+    _exit(127);
+  }
+  ::close(pipefd[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(pipefd[0]);
+  int st;
+  ::waitpid(pid, &st, 0);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+}  // namespace morpheus::testing

@@ -1,0 +1,69 @@
+// Integration-test harness: starts the real binaries on loopback with port 0
+// and a fresh data dir, learns their ports from <data-dir>/<c>.endpoints.json,
+// and stops them. Conditions are polled with a deadline, never fixed sleeps.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace morpheus::testing {
+
+// Absolute path of a built binary (<build>/bin/NAME).
+std::string binary(const std::string& name);
+// A fresh empty directory under the test temp dir.
+std::string freshDir(const std::string& tag);
+
+// Polls `cond` every 20 ms until it returns true or `timeout` passes.
+bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+class Process {
+ public:
+  Process() = default;
+  Process(Process&& o) noexcept;
+  Process& operator=(Process&&) = delete;
+  ~Process();
+
+  // Starts `bin` with `args`; stdout+stderr go to `log_path`.
+  static Process start(const std::string& bin, const std::vector<std::string>& args,
+                       const std::string& log_path);
+  // Starts a daemon with --data-dir DIR --grpc-port 0 --http-port 0 plus `args` and
+  // waits (<= 20 s) for its endpoints file. On failure, pid() is -1 or the
+  // process has exited; log() shows why.
+  static Process startDaemon(const std::string& component, const std::string& data_dir,
+                             const std::vector<std::string>& args);
+
+  pid_t pid() const { return pid_; }
+  const std::string& grpcAddress() const { return grpc_; }
+  const std::string& httpAddress() const { return http_; }
+  std::string log() const;
+  bool running();
+  // Sends `sig`; returns the exit status (exit code, or 128+signal) or -1 on timeout.
+  int signalAndWait(int sig, std::chrono::milliseconds timeout);
+  // Waits for exit without signalling; -1 on timeout.
+  int wait(std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+  std::string log_path_;
+  std::string grpc_, http_;
+};
+
+struct HttpResult {
+  int status = 0;  // 0 = could not connect
+  std::string body;
+};
+HttpResult httpRequest(const std::string& address, const std::string& method,
+                       const std::string& target, const std::string& body = "",
+                       const std::string& content_type = "application/json");
+
+// Runs a command to completion; returns {exit code, stdout+stderr}.
+std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
+                                       const std::map<std::string, std::string>& env = {});
+
+}  // namespace morpheus::testing

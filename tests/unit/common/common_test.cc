@@ -1,0 +1,147 @@
+// Unit tests for the common core: Resource math, Status/Result, virtual clock, metrics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/resource.h"
+#include "common/status.h"
+
+namespace morpheus {
+namespace {
+
+// Per-dimension fit: one dimension over capacity is enough to not fit.
+TEST(ResourceTest, FitsInIsPerDimension) {
+  Resource cap(4096, 4);
+  EXPECT_TRUE(Resource(4096, 4).fitsIn(cap));
+  EXPECT_FALSE(Resource(4097, 1).fitsIn(cap));
+  EXPECT_FALSE(Resource(1, 5).fitsIn(cap));
+  Resource gpu(1, 1);
+  gpu.setExtended("gpu", 1);
+  EXPECT_FALSE(gpu.fitsIn(cap));
+  cap.setExtended("gpu", 2);
+  EXPECT_TRUE(gpu.fitsIn(cap));
+}
+
+// Dominant share is the max over dimensions; zero capacity with demand is infinite.
+TEST(ResourceTest, DominantShareTakesMaxDimension) {
+  Resource cap(1000, 10);
+  EXPECT_DOUBLE_EQ(Resource(500, 1).dominantShare(cap), 0.5);
+  EXPECT_DOUBLE_EQ(Resource(100, 8).dominantShare(cap), 0.8);
+  Resource g(0, 0);
+  g.setExtended("gpu", 1);
+  EXPECT_TRUE(std::isinf(g.dominantShare(cap)));
+  EXPECT_DOUBLE_EQ(Resource().dominantShare(cap), 0.0);
+}
+
+// Arithmetic keeps extended dimensions and drops zeroes.
+TEST(ResourceTest, ArithmeticHandlesExtendedDimensions) {
+  Resource a(10, 1), b(5, 2);
+  a.setExtended("gpu", 2);
+  b.setExtended("gpu", 2);
+  Resource d = a - b;
+  EXPECT_EQ(d.memoryMib(), 5);
+  EXPECT_EQ(d.vcores(), -1);
+  EXPECT_TRUE(d.extended().empty());
+  EXPECT_TRUE(d.anyNegative());
+  EXPECT_EQ((a + b).extendedValue("gpu"), 4);
+  EXPECT_EQ((b * 3).memoryMib(), 15);
+  EXPECT_EQ(Resource::max(a, b), Resource(10, 2) + Resource() + [] {
+    Resource r;
+    r.setExtended("gpu", 2);
+    return r;
+  }());
+}
+
+// countFitting is the per-dimension floor minimum.
+TEST(ResourceTest, CountFittingUsesScarcestDimension) {
+  EXPECT_EQ(Resource(10240, 3).countFitting(Resource(1024, 1)), 3);
+  EXPECT_EQ(Resource(2048, 30).countFitting(Resource(1024, 1)), 2);
+  EXPECT_EQ(Resource(0, 30).countFitting(Resource(1024, 1)), 0);
+}
+
+// Parsing names the field and the bad part.
+TEST(ResourceTest, ParseReportsFieldOnError) {
+  auto ok = Resource::parse("memory=2048,vcores=2,gpu=1", "nm.resources");
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_EQ(ok->memoryMib(), 2048);
+  EXPECT_EQ(ok->extendedValue("gpu"), 1);
+  auto bad = Resource::parse("memory=lots", "nm.resources");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("nm.resources.memory"), std::string::npos);
+  EXPECT_FALSE(Resource::parse("memory=-1", "x").isOk());
+  EXPECT_FALSE(Resource::parse("memory", "x").isOk());
+}
+
+// Result carries either a value or the error; context is prefixed.
+TEST(StatusTest, ResultAndContext) {
+  Result<int> r = 5;
+  EXPECT_TRUE(r.isOk());
+  EXPECT_EQ(*r, 5);
+  Result<int> e = invalidArgument("deadline", "must be in the future");
+  EXPECT_FALSE(e.isOk());
+  EXPECT_EQ(e.status().toString(), "INVALID_ARGUMENT: deadline: must be in the future");
+  EXPECT_EQ(e.status().withContext("reservation r1").message(),
+            "reservation r1: deadline: must be in the future");
+}
+
+// Timers run in deadline order, ties in scheduling order, and now() is the deadline inside.
+TEST(VirtualClockTest, AdvanceRunsDueTimersInOrder) {
+  VirtualClock clock(fromEpochMs(1000));
+  std::vector<std::pair<int, int64_t>> ran;
+  clock.schedule(fromEpochMs(3000), [&] { ran.push_back({3, toEpochMs(clock.now())}); });
+  clock.schedule(fromEpochMs(2000), [&] { ran.push_back({2, toEpochMs(clock.now())}); });
+  clock.schedule(fromEpochMs(2000), [&] { ran.push_back({22, toEpochMs(clock.now())}); });
+  TimerId late = clock.schedule(fromEpochMs(9000), [&] { ran.push_back({9, 0}); });
+  clock.advance(Millis(1500));
+  ASSERT_EQ(ran.size(), 2u);
+  EXPECT_EQ(ran[0], std::make_pair(2, int64_t{2000}));
+  EXPECT_EQ(ran[1], std::make_pair(22, int64_t{2000}));
+  EXPECT_EQ(toEpochMs(clock.now()), 2500);
+  clock.advance(Millis(1000));
+  ASSERT_EQ(ran.size(), 3u);
+  EXPECT_TRUE(clock.cancel(late));
+  clock.advance(Millis(100000));
+  EXPECT_EQ(ran.size(), 3u);
+}
+
+// A timer scheduled by a callback inside the window runs in the same advance.
+TEST(VirtualClockTest, TimersScheduledDuringAdvanceRun) {
+  VirtualClock clock;
+  int ticks = 0;
+  std::function<void()> tick = [&] {
+    ticks++;
+    clock.scheduleAfter(Millis(100), tick);
+  };
+  clock.scheduleAfter(Millis(100), tick);
+  clock.advance(Millis(1000));
+  EXPECT_EQ(ticks, 10);
+  EXPECT_EQ(clock.pendingTimers(), 1u);
+}
+
+// Prometheus text has HELP/TYPE lines, labels and histogram buckets.
+TEST(MetricsTest, RendersPrometheusText) {
+  MetricsRegistry reg;
+  reg.counter("morpheus_test_total", "A counter", {{"reason", "full"}}).inc(2);
+  reg.gauge("morpheus_test_gauge", "A gauge").set(7);
+  auto& h = reg.histogram("morpheus_test_latency_seconds", "Latency", {0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.5);
+  h.observe(5);
+  std::string text = reg.render();
+  EXPECT_NE(text.find("# TYPE morpheus_test_total counter"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_total{reason=\"full\"} 2"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_gauge 7"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_latency_seconds_bucket{le=\"0.1\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_latency_seconds_bucket{le=\"1\"} 2"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_latency_seconds_bucket{le=\"+Inf\"} 3"), std::string::npos);
+  EXPECT_NE(text.find("morpheus_test_latency_seconds_count 3"), std::string::npos);
+  EXPECT_EQ(reg.valueOf("morpheus_test_gauge"), 7);
+  EXPECT_EQ(reg.valueOf("absent"), -1);
+}
+
+}  // namespace
+}  // namespace morpheus
