@@ -41,26 +41,28 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
     for (const auto& n : nodes.nodes()) {
       nlohmann::json attrs = nlohmann::json::object();
       for (const auto& a : n.attributes()) attrs[a.key()] = a.value();
-      j["nodes"].push_back({{"node_id", n.node_id()},
-                            {"state", n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST"},
-                            {"address", n.container_manager_address()},
-                            {"http_address", n.http_address()},
-                            {"total", resourceJson(n.total())},
-                            {"used", resourceJson(n.used())},
-                            {"containers", n.num_containers()},
-                            {"attributes", attrs},
-                            {"last_heartbeat_ms", n.last_heartbeat_ms()}});
+      j["nodes"].push_back(
+          {{"node_id", n.node_id()},
+           {"state", n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST"},
+           {"address", n.container_manager_address()},
+           {"http_address", n.http_address()},
+           {"total", resourceJson(n.total())},
+           {"used", resourceJson(n.used())},
+           {"containers", n.num_containers()},
+           {"attributes", attrs},
+           {"last_heartbeat_ms", n.last_heartbeat_ms()}});
     }
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("RM %s: %d live node(s), %d lost; capacity memory %lld MiB, vcores %lld; used memory "
-              "%lld MiB, vcores %lld\n",
-              ctx.rm_address.c_str(), metrics.live_nodes(), metrics.lost_nodes(),
-              static_cast<long long>(metrics.total().memory_mib()),
-              static_cast<long long>(metrics.total().vcores()),
-              static_cast<long long>(metrics.used().memory_mib()),
-              static_cast<long long>(metrics.used().vcores()));
+  std::printf(
+      "RM %s: %d live node(s), %d lost; capacity memory %lld MiB, vcores %lld; used memory "
+      "%lld MiB, vcores %lld\n",
+      ctx.rm_address.c_str(), metrics.live_nodes(), metrics.lost_nodes(),
+      static_cast<long long>(metrics.total().memory_mib()),
+      static_cast<long long>(metrics.total().vcores()),
+      static_cast<long long>(metrics.used().memory_mib()),
+      static_cast<long long>(metrics.used().vcores()));
   std::printf("%-24s %-8s %-20s %-12s %-10s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
               "VCORES", "CONTAINERS");
   for (const auto& n : nodes.nodes()) {

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs"};
   app.require_subcommand(1);
   app.add_option("--rm", ctx.rm_address, "RM gRPC address HOST:PORT (env MORPHEUS_RM)");
-  app.add_option("--rm-http", ctx.rm_http_address, "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
+  app.add_option("--rm-http", ctx.rm_http_address,
+                 "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
   app.add_option("--inference", ctx.inference_address,
                  "Inference service address HOST:PORT (env MORPHEUS_INFERENCE)");
   app.add_option("--user", ctx.user, "Acting user (env MORPHEUS_USER, else USER)");

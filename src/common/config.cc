@@ -48,7 +48,8 @@ std::vector<std::string> splitComma(const std::string& s) {
 Result<Millis> parseDuration(const std::string& text, const std::string& field) {
   if (text.empty()) return invalidArgument(field, "empty duration");
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) i++;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    i++;
   std::string num = text.substr(0, i), unit = text.substr(i);
   double v = 0;
   try {
@@ -59,12 +60,18 @@ Result<Millis> parseDuration(const std::string& text, const std::string& field) 
     return invalidArgument(field, "'" + text + "' is not a duration (e.g. 500ms, 10s, 2m, 1h, 1d)");
   }
   double mult;
-  if (unit.empty() || unit == "ms") mult = 1;
-  else if (unit == "s") mult = 1000;
-  else if (unit == "m" || unit == "min") mult = 60000;
-  else if (unit == "h") mult = 3600000;
-  else if (unit == "d") mult = 86400000;
-  else return invalidArgument(field, "unknown duration unit '" + unit + "' (use ms, s, m, h, d)");
+  if (unit.empty() || unit == "ms")
+    mult = 1;
+  else if (unit == "s")
+    mult = 1000;
+  else if (unit == "m" || unit == "min")
+    mult = 60000;
+  else if (unit == "h")
+    mult = 3600000;
+  else if (unit == "d")
+    mult = 86400000;
+  else
+    return invalidArgument(field, "unknown duration unit '" + unit + "' (use ms, s, m, h, d)");
   return Millis(static_cast<int64_t>(v * mult));
 }
 
@@ -195,22 +202,23 @@ void ConfigSchema::addResource(const std::string& key, Resource* target, const R
     Resource val = *v;
     return Commit([target, val] { *target = val; });
   };
-  std::string def_text = "memory=" + std::to_string(def.memoryMib()) +
-                         ",vcores=" + std::to_string(def.vcores());
-  options_.push_back(
-      {key, doc + " Format: memory=MIB,vcores=N[,name=N].", def_text,
-       [=](const YAML::Node& n) -> Result<Commit> {
-         if (n.IsScalar()) return parse(scalarText(n));
-         if (!n.IsMap()) return invalidArgument(key, "expected memory=MIB,vcores=N or a mapping");
-         std::string text;
-         for (const auto& kv : n) {
-           if (!kv.second.IsScalar()) return invalidArgument(key, "values must be integers");
-           text += (text.empty() ? "" : ",") + kv.first.as<std::string>() + "=" +
-                   kv.second.as<std::string>();
-         }
-         return parse(text);
-       },
-       parse});
+  std::string def_text =
+      "memory=" + std::to_string(def.memoryMib()) + ",vcores=" + std::to_string(def.vcores());
+  options_.push_back({key, doc + " Format: memory=MIB,vcores=N[,name=N].", def_text,
+                      [=](const YAML::Node& n) -> Result<Commit> {
+                        if (n.IsScalar()) return parse(scalarText(n));
+                        if (!n.IsMap())
+                          return invalidArgument(key, "expected memory=MIB,vcores=N or a mapping");
+                        std::string text;
+                        for (const auto& kv : n) {
+                          if (!kv.second.IsScalar())
+                            return invalidArgument(key, "values must be integers");
+                          text += (text.empty() ? "" : ",") + kv.first.as<std::string>() + "=" +
+                                  kv.second.as<std::string>();
+                        }
+                        return parse(text);
+                      },
+                      parse});
 }
 
 void ConfigSchema::addStringList(const std::string& key, std::vector<std::string>* target,
@@ -222,18 +230,19 @@ void ConfigSchema::addStringList(const std::string& key, std::vector<std::string
   auto commit = [target](std::vector<std::string> v) {
     return Commit([target, v] { *target = v; });
   };
-  options_.push_back({key, doc, def_text,
-                      [=](const YAML::Node& n) -> Result<Commit> {
-                        if (n.IsNull()) return commit({});
-                        if (!n.IsSequence()) return invalidArgument(key, "expected a list");
-                        std::vector<std::string> v;
-                        for (const auto& e : n) {
-                          if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
-                          v.push_back(e.as<std::string>());
-                        }
-                        return commit(v);
-                      },
-                      [=](const std::string& text) -> Result<Commit> { return commit(splitComma(text)); }});
+  options_.push_back(
+      {key, doc, def_text,
+       [=](const YAML::Node& n) -> Result<Commit> {
+         if (n.IsNull()) return commit({});
+         if (!n.IsSequence()) return invalidArgument(key, "expected a list");
+         std::vector<std::string> v;
+         for (const auto& e : n) {
+           if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
+           v.push_back(e.as<std::string>());
+         }
+         return commit(v);
+       },
+       [=](const std::string& text) -> Result<Commit> { return commit(splitComma(text)); }});
 }
 
 void ConfigSchema::addStringMap(const std::string& key, std::map<std::string, std::string>* target,
@@ -242,31 +251,31 @@ void ConfigSchema::addStringMap(const std::string& key, std::map<std::string, st
   auto commit = [target](std::map<std::string, std::string> v) {
     return Commit([target, v] { *target = v; });
   };
-  options_.push_back(
-      {key, doc, "{}",
-       [=](const YAML::Node& n) -> Result<Commit> {
-         if (n.IsNull()) return commit({});
-         if (!n.IsMap()) return invalidArgument(key, "expected a mapping");
-         std::map<std::string, std::string> v;
-         for (const auto& kv : n) {
-           if (!kv.second.IsScalar()) {
-             return invalidArgument(key + "." + kv.first.as<std::string>(), "expected a scalar");
-           }
-           v[kv.first.as<std::string>()] = kv.second.as<std::string>();
-         }
-         return commit(v);
-       },
-       [=](const std::string& text) -> Result<Commit> {
-         std::map<std::string, std::string> v;
-         for (const auto& item : splitComma(text)) {
-           auto eq = item.find('=');
-           if (eq == std::string::npos || eq == 0) {
-             return invalidArgument(key, "'" + item + "' is not name=value");
-           }
-           v[item.substr(0, eq)] = item.substr(eq + 1);
-         }
-         return commit(v);
-       }});
+  options_.push_back({key, doc, "{}",
+                      [=](const YAML::Node& n) -> Result<Commit> {
+                        if (n.IsNull()) return commit({});
+                        if (!n.IsMap()) return invalidArgument(key, "expected a mapping");
+                        std::map<std::string, std::string> v;
+                        for (const auto& kv : n) {
+                          if (!kv.second.IsScalar()) {
+                            return invalidArgument(key + "." + kv.first.as<std::string>(),
+                                                   "expected a scalar");
+                          }
+                          v[kv.first.as<std::string>()] = kv.second.as<std::string>();
+                        }
+                        return commit(v);
+                      },
+                      [=](const std::string& text) -> Result<Commit> {
+                        std::map<std::string, std::string> v;
+                        for (const auto& item : splitComma(text)) {
+                          auto eq = item.find('=');
+                          if (eq == std::string::npos || eq == 0) {
+                            return invalidArgument(key, "'" + item + "' is not name=value");
+                          }
+                          v[item.substr(0, eq)] = item.substr(eq + 1);
+                        }
+                        return commit(v);
+                      }});
 }
 
 const ConfigSchema::Option* ConfigSchema::find(const std::string& key) const {
@@ -287,13 +296,15 @@ Status ConfigSchema::walk(const YAML::Node& node, const std::string& prefix,
   if (node.IsMap()) {
     for (const auto& kv : node) {
       std::string k = kv.first.as<std::string>();
-      MORPHEUS_RETURN_IF_ERROR(walk(kv.second, prefix.empty() ? k : prefix + "." + k, origin, commits));
+      MORPHEUS_RETURN_IF_ERROR(
+          walk(kv.second, prefix.empty() ? k : prefix + "." + k, origin, commits));
     }
     return Status::ok();
   }
   if (prefix.empty() && node.IsNull()) return Status::ok();  // empty file
   return invalidArgument(prefix.empty() ? "(top level)" : prefix,
-                         "unknown " + component_ + " config key").withContext(origin);
+                         "unknown " + component_ + " config key")
+      .withContext(origin);
 }
 
 Status ConfigSchema::loadYamlString(const std::string& text, const std::string& origin) {
@@ -301,8 +312,8 @@ Status ConfigSchema::loadYamlString(const std::string& text, const std::string& 
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Status(StatusCode::kInvalidArgument,
-                  origin + ": not valid YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return Status(StatusCode::kInvalidArgument, origin + ": not valid YAML at line " +
+                                                    std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (!root.IsNull() && !root.IsMap()) {
     return Status(StatusCode::kInvalidArgument, origin + ": top level must be a mapping");

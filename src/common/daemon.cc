@@ -5,14 +5,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/logging.h"
 
@@ -84,7 +84,8 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
       [&overrides](const std::vector<std::string>& kvs) {
         for (const auto& kv : kvs) {
           auto eq = kv.find('=');
-          overrides.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+          overrides.emplace_back(kv.substr(0, eq),
+                                 eq == std::string::npos ? "" : kv.substr(eq + 1));
         }
       },
       "Override any config key: --set key=value (repeatable)");
@@ -122,7 +123,8 @@ Status prepareDataDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return invalidArgument("data-dir", "'" + dir + "' cannot be created: " + ec.message());
-  if (!fs::is_directory(dir, ec)) return invalidArgument("data-dir", "'" + dir + "' is not a directory");
+  if (!fs::is_directory(dir, ec))
+    return invalidArgument("data-dir", "'" + dir + "' is not a directory");
   std::string probe = dir + "/.write-probe";
   {
     std::ofstream out(probe);
@@ -142,7 +144,8 @@ Status prepareDataDir(const std::string& dir) {
   return Status::ok();
 }
 
-DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts, MetricsRegistry& metrics)
+DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts,
+                           MetricsRegistry& metrics)
     : component_(std::move(component)), opts_(opts), metrics_(metrics) {}
 
 DaemonServer::~DaemonServer() { shutdown(Millis(0)); }
@@ -163,7 +166,9 @@ Status DaemonServer::start() {
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
 
-  http_.route("GET", "/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok\n"}; });
+  http_.route("GET", "/healthz", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "ok\n"};
+  });
   auto started = std::chrono::steady_clock::now();
   metrics_.gauge("morpheus_" + component_ + "_up", "1 while the daemon is serving").set(1);
   http_.route("GET", "/metrics", [this, started](const HttpRequest&) {

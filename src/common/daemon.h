@@ -34,8 +34,8 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
 
 // A dedicated flag that sets a config key (e.g. --rm sets nm.rm-address).
 struct FlagAlias {
-  std::string flag;   // "--grpc-port"
-  std::string key;    // "grpc.port"
+  std::string flag;  // "--grpc-port"
+  std::string key;   // "grpc.port"
   std::string help;
 };
 

@@ -2,10 +2,10 @@
 
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace morpheus {
 
@@ -16,14 +16,22 @@ using tcp = asio::ip::tcp;
 
 int httpStatusFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kInfeasible: return 409;
-    case StatusCode::kAlreadyExists: return 409;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kInternal: return 500;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kInfeasible:
+      return 409;
+    case StatusCode::kAlreadyExists:
+      return 409;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
   }
   return 500;
 }

@@ -14,10 +14,10 @@
 namespace morpheus {
 
 struct HttpRequest {
-  std::string method;                         // "GET", "POST", ...
-  std::string path;                           // without the query string
-  std::map<std::string, std::string> query;   // decoded query parameters
-  std::map<std::string, std::string> headers; // lower-cased names
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // without the query string
+  std::map<std::string, std::string> query;    // decoded query parameters
+  std::map<std::string, std::string> headers;  // lower-cased names
   std::string body;
 };
 

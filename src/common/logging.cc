@@ -9,7 +9,8 @@ namespace morpheus {
 Status setupLogging(const std::string& name, const std::string& level, const std::string& file) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") {
-    return invalidArgument("log.level", "'" + level + "' is not one of trace, debug, info, warn, error");
+    return invalidArgument("log.level",
+                           "'" + level + "' is not one of trace, debug, info, warn, error");
   }
   std::vector<spdlog::sink_ptr> sinks;
   sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());

@@ -129,7 +129,8 @@ double MetricsRegistry::valueOf(const std::string& name, const Labels& labels) c
   auto it = families_.find(name);
   if (it == families_.end()) return -1;
   std::string l = formatLabels(labels);
-  if (auto c = it->second.counters.find(l); c != it->second.counters.end()) return c->second->value();
+  if (auto c = it->second.counters.find(l); c != it->second.counters.end())
+    return c->second->value();
   if (auto g = it->second.gauges.find(l); g != it->second.gauges.end()) return g->second->value();
   return -1;
 }
@@ -138,7 +139,9 @@ std::string MetricsRegistry::render() const {
   std::lock_guard<std::mutex> lk(mu_);
   std::ostringstream os;
   for (const auto& [name, f] : families_) {
-    const char* type = f.type == Type::kCounter ? "counter" : f.type == Type::kGauge ? "gauge" : "histogram";
+    const char* type = f.type == Type::kCounter ? "counter"
+                       : f.type == Type::kGauge ? "gauge"
+                                                : "histogram";
     os << "# HELP " << name << " " << f.help << "\n# TYPE " << name << " " << type << "\n";
     for (const auto& [l, c] : f.counters) os << name << l << " " << num(c->value()) << "\n";
     for (const auto& [l, g] : f.gauges) os << name << l << " " << num(g->value()) << "\n";
@@ -146,7 +149,8 @@ std::string MetricsRegistry::render() const {
       auto cum = h->cumulative();
       std::string inner = l.empty() ? "" : l.substr(1, l.size() - 2) + ",";
       for (size_t i = 0; i < h->bounds().size(); i++) {
-        os << name << "_bucket{" << inner << "le=\"" << num(h->bounds()[i]) << "\"} " << cum[i] << "\n";
+        os << name << "_bucket{" << inner << "le=\"" << num(h->bounds()[i]) << "\"} " << cum[i]
+           << "\n";
       }
       os << name << "_bucket{" << inner << "le=\"+Inf\"} " << cum.back() << "\n";
       os << name << "_sum" << l << " " << num(h->sum()) << "\n";

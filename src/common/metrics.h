@@ -61,8 +61,8 @@ class MetricsRegistry {
   // the registry's lifetime.
   Counter& counter(const std::string& name, const std::string& help, const Labels& labels = {});
   Gauge& gauge(const std::string& name, const std::string& help, const Labels& labels = {});
-  Histogram& histogram(const std::string& name, const std::string& help,
-                       std::vector<double> bounds, const Labels& labels = {});
+  Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> bounds,
+                       const Labels& labels = {});
 
   // Prometheus text exposition format 0.0.4.
   std::string render() const;

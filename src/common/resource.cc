@@ -29,7 +29,8 @@ void Resource::setExtended(const std::string& name, int64_t value) {
 
 bool Resource::anyNegative() const {
   if (memory_mib_ < 0 || vcores_ < 0) return true;
-  return std::any_of(extended_.begin(), extended_.end(), [](const auto& e) { return e.second < 0; });
+  return std::any_of(extended_.begin(), extended_.end(),
+                     [](const auto& e) { return e.second < 0; });
 }
 
 Resource& Resource::operator+=(const Resource& o) {

@@ -4,14 +4,22 @@ namespace morpheus {
 
 const char* statusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound: return "NOT_FOUND";
-    case StatusCode::kInfeasible: return "FAILED_PRECONDITION";
-    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case StatusCode::kUnavailable: return "UNAVAILABLE";
-    case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kInfeasible:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case StatusCode::kInternal:
+      return "INTERNAL";
   }
   return "UNKNOWN";
 }

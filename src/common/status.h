@@ -63,15 +63,13 @@ inline Status permissionDenied(const std::string& what) {
 inline Status unavailable(const std::string& what) {
   return Status(StatusCode::kUnavailable, what);
 }
-inline Status internalError(const std::string& what) {
-  return Status(StatusCode::kInternal, what);
-}
+inline Status internalError(const std::string& what) { return Status(StatusCode::kInternal, what); }
 
 // Either a value or a non-OK Status. Accessing value() of an error aborts.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).isOk()) {
       std::fprintf(stderr, "Result constructed from OK status without a value\n");
@@ -115,18 +113,18 @@ class [[nodiscard]] Result {
 }  // namespace morpheus
 
 // Invariant check: aborts with file, line, condition and message.
-#define MORPHEUS_CHECK(cond, msg)                                      \
-  do {                                                                 \
+#define MORPHEUS_CHECK(cond, msg)                                           \
+  do {                                                                      \
     if (!(cond)) ::morpheus::checkFailed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
 #define MORPHEUS_CONCAT_INNER(a, b) a##b
 #define MORPHEUS_CONCAT(a, b) MORPHEUS_CONCAT_INNER(a, b)
 
-#define MORPHEUS_RETURN_IF_ERROR(expr)              \
-  do {                                              \
-    ::morpheus::Status _st = (expr);                \
-    if (!_st.isOk()) return _st;                    \
+#define MORPHEUS_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::morpheus::Status _st = (expr);   \
+    if (!_st.isOk()) return _st;       \
   } while (0)
 
 #define MORPHEUS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

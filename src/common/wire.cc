@@ -34,31 +34,54 @@ Result<Resource> validatedResource(const v1::Resource& r, const std::string& fie
 grpc::Status toGrpc(const Status& s) {
   grpc::StatusCode c = grpc::StatusCode::OK;
   switch (s.code()) {
-    case StatusCode::kOk: return grpc::Status::OK;
-    case StatusCode::kInvalidArgument: c = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case StatusCode::kNotFound: c = grpc::StatusCode::NOT_FOUND; break;
-    case StatusCode::kInfeasible: c = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case StatusCode::kAlreadyExists: c = grpc::StatusCode::ALREADY_EXISTS; break;
-    case StatusCode::kPermissionDenied: c = grpc::StatusCode::PERMISSION_DENIED; break;
-    case StatusCode::kUnavailable: c = grpc::StatusCode::UNAVAILABLE; break;
-    case StatusCode::kInternal: c = grpc::StatusCode::INTERNAL; break;
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      c = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case StatusCode::kNotFound:
+      c = grpc::StatusCode::NOT_FOUND;
+      break;
+    case StatusCode::kInfeasible:
+      c = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case StatusCode::kAlreadyExists:
+      c = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case StatusCode::kPermissionDenied:
+      c = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case StatusCode::kUnavailable:
+      c = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case StatusCode::kInternal:
+      c = grpc::StatusCode::INTERNAL;
+      break;
   }
   return grpc::Status(c, s.message());
 }
 
 Status fromGrpc(const grpc::Status& s) {
   switch (s.error_code()) {
-    case grpc::StatusCode::OK: return Status::ok();
+    case grpc::StatusCode::OK:
+      return Status::ok();
     case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE: return Status(StatusCode::kInvalidArgument, s.error_message());
-    case grpc::StatusCode::NOT_FOUND: return Status(StatusCode::kNotFound, s.error_message());
-    case grpc::StatusCode::FAILED_PRECONDITION: return Status(StatusCode::kInfeasible, s.error_message());
-    case grpc::StatusCode::ALREADY_EXISTS: return Status(StatusCode::kAlreadyExists, s.error_message());
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return Status(StatusCode::kInvalidArgument, s.error_message());
+    case grpc::StatusCode::NOT_FOUND:
+      return Status(StatusCode::kNotFound, s.error_message());
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return Status(StatusCode::kInfeasible, s.error_message());
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return Status(StatusCode::kAlreadyExists, s.error_message());
     case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: return Status(StatusCode::kPermissionDenied, s.error_message());
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return Status(StatusCode::kPermissionDenied, s.error_message());
     case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return Status(StatusCode::kUnavailable, s.error_message());
-    default: return Status(StatusCode::kInternal, s.error_message());
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return Status(StatusCode::kUnavailable, s.error_message());
+    default:
+      return Status(StatusCode::kInternal, s.error_message());
   }
 }
 

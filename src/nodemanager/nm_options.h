@@ -11,14 +11,14 @@ namespace morpheus::nm {
 
 struct NmOptions {
   DaemonOptions daemon;
-  std::string rm_address;                        // nm.rm-address
-  Resource resources;                            // nm.resources
-  std::string node_id;                           // nm.node-id
-  std::map<std::string, std::string> attributes; // nm.attributes
-  std::string local_dir;                         // nm.local-dir
-  Millis heartbeat_interval{1000};               // nm.heartbeat-interval
-  Millis monitor_interval{1000};                 // nm.monitor-interval
-  Millis kill_grace{5000};                       // nm.kill-grace
+  std::string rm_address;                         // nm.rm-address
+  Resource resources;                             // nm.resources
+  std::string node_id;                            // nm.node-id
+  std::map<std::string, std::string> attributes;  // nm.attributes
+  std::string local_dir;                          // nm.local-dir
+  Millis heartbeat_interval{1000};                // nm.heartbeat-interval
+  Millis monitor_interval{1000};                  // nm.monitor-interval
+  Millis kill_grace{5000};                        // nm.kill-grace
 };
 
 inline constexpr int64_t kDefaultNmGrpcPort = 8040;

@@ -19,7 +19,9 @@ NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
 
 NodeAgent::~NodeAgent() { stop(); }
 
-void NodeAgent::start() { thread_ = std::thread([this] { run(); }); }
+void NodeAgent::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void NodeAgent::stop() {
   {

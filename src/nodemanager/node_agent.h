@@ -43,9 +43,9 @@ class NodeAgent {
   std::condition_variable cv_;
   bool stopping_ = false;  // GUARDED_BY(mu_)
   std::atomic<bool> registered_{false};
-  std::string epoch_;      // used only by the agent thread
-  int64_t sequence_ = 0;   // used only by the agent thread
-  Millis interval_;        // used only by the agent thread
+  std::string epoch_;     // used only by the agent thread
+  int64_t sequence_ = 0;  // used only by the agent thread
+  Millis interval_;       // used only by the agent thread
   std::thread thread_;
 };
 

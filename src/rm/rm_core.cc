@@ -11,7 +11,11 @@ std::string newEpoch(const Clock& clock) {
 }  // namespace
 
 RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics)
-    : opts_(opts), clock_(clock), metrics_(metrics), epoch_(newEpoch(clock)), nodes_(opts.node_expiry) {
+    : opts_(opts),
+      clock_(clock),
+      metrics_(metrics),
+      epoch_(newEpoch(clock)),
+      nodes_(opts.node_expiry) {
   updateNodeGauges();
 }
 
@@ -100,7 +104,8 @@ void RmCore::updateNodeGauges() {
   metrics_.gauge("morpheus_rm_nodes_lost", "Nodes declared lost and not re-registered")
       .set(nodes_.lostCount());
   Resource cap = nodes_.liveCapacity();
-  metrics_.gauge("morpheus_rm_capacity_memory_mib", "Memory of live nodes, MiB").set(cap.memoryMib());
+  metrics_.gauge("morpheus_rm_capacity_memory_mib", "Memory of live nodes, MiB")
+      .set(cap.memoryMib());
   metrics_.gauge("morpheus_rm_capacity_vcores", "Vcores of live nodes").set(cap.vcores());
 }
 

@@ -58,8 +58,8 @@ class RmCore {
   const std::string epoch_;
 
   mutable std::mutex mu_;
-  NodeRegistry nodes_;        // GUARDED_BY(mu_)
-  bool running_ = false;      // GUARDED_BY(mu_)
+  NodeRegistry nodes_;          // GUARDED_BY(mu_)
+  bool running_ = false;        // GUARDED_BY(mu_)
   TimerId liveness_timer_ = 0;  // GUARDED_BY(mu_)
 };
 

@@ -38,15 +38,18 @@ int main(int argc, char** argv) {
     span = std::max(span, j.submit);
   }
   if (json) {
-    nlohmann::json out = {{"jobs", jobs->size()},       {"map_tasks", maps},
-                          {"reduce_tasks", reduces},    {"container_hours", container_hours},
+    nlohmann::json out = {{"jobs", jobs->size()},
+                          {"map_tasks", maps},
+                          {"reduce_tasks", reduces},
+                          {"container_hours", container_hours},
                           {"span_s", span.count() / 1000}};
     std::cout << out.dump(2) << "\n";
   } else {
-    std::printf("trace %s: %zu jobs over %lld s; %lld map + %lld reduce tasks; %.1f container-hours "
-                "(1-vcore containers, rates in sim/swim_trace.h)\n",
-                trace.c_str(), jobs->size(), static_cast<long long>(span.count() / 1000),
-                static_cast<long long>(maps), static_cast<long long>(reduces), container_hours);
+    std::printf(
+        "trace %s: %zu jobs over %lld s; %lld map + %lld reduce tasks; %.1f container-hours "
+        "(1-vcore containers, rates in sim/swim_trace.h)\n",
+        trace.c_str(), jobs->size(), static_cast<long long>(span.count() / 1000),
+        static_cast<long long>(maps), static_cast<long long>(reduces), container_hours);
   }
   return 0;
 }

@@ -17,9 +17,9 @@ Result<int64_t> field(const std::vector<std::string>& cols, size_t i, int line, 
     if (pos != s.size() || v < 0) throw std::invalid_argument(s);
     return v;
   } catch (const std::exception&) {
-    return invalidArgument("line " + std::to_string(line) + " column " + std::to_string(i + 1) +
-                               " (" + name + ")",
-                           "'" + s + "' is not a non-negative integer");
+    return invalidArgument(
+        "line " + std::to_string(line) + " column " + std::to_string(i + 1) + " (" + name + ")",
+        "'" + s + "' is not a non-negative integer");
   }
 }
 
@@ -44,8 +44,9 @@ Result<std::vector<SwimJob>> parseSwimTrace(const std::string& text, const SwimR
     std::string c;
     while (std::getline(ls, c, '\t')) cols.push_back(c);
     if (cols.size() != 6) {
-      return invalidArgument("line " + std::to_string(n),
-                             "expected 6 tab-separated columns, found " + std::to_string(cols.size()));
+      return invalidArgument(
+          "line " + std::to_string(n),
+          "expected 6 tab-separated columns, found " + std::to_string(cols.size()));
     }
     SwimJob j;
     j.name = cols[0];
@@ -56,7 +57,8 @@ Result<std::vector<SwimJob>> parseSwimTrace(const std::string& text, const SwimR
     j.submit = Millis(submit_s * 1000);
     j.map_tasks = std::max<int64_t>(1, (j.input_bytes + rates.block_bytes - 1) / rates.block_bytes);
     j.reduce_tasks = (j.shuffle_bytes + rates.block_bytes - 1) / rates.block_bytes;
-    j.map_task_duration = taskDuration(j.input_bytes / j.map_tasks, rates.map_bytes_per_s, rates.min_task);
+    j.map_task_duration =
+        taskDuration(j.input_bytes / j.map_tasks, rates.map_bytes_per_s, rates.min_task);
     if (j.reduce_tasks > 0) {
       j.reduce_task_duration = taskDuration((j.shuffle_bytes + j.output_bytes) / j.reduce_tasks,
                                             rates.reduce_bytes_per_s, rates.min_task);

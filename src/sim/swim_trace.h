@@ -19,7 +19,7 @@ namespace morpheus::sim {
 
 struct SwimJob {
   std::string name;
-  Millis submit;           // offset from trace start
+  Millis submit;  // offset from trace start
   int64_t input_bytes = 0;
   int64_t shuffle_bytes = 0;
   int64_t output_bytes = 0;

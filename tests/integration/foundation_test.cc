@@ -28,7 +28,8 @@ grpc::health::v1::HealthCheckResponse::ServingStatus healthOf(const std::string&
 
 class DaemonTest : public ::testing::TestWithParam<std::string> {};
 
-// Each daemon serves /healthz 200, /metrics, gRPC health SERVING, and exits 0 on SIGTERM within 5 s.
+// Each daemon serves /healthz 200, /metrics, gRPC health SERVING, and exits 0 on SIGTERM within 5
+// s.
 TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};  // no RM: must still serve
@@ -67,8 +68,13 @@ TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
   Process first = Process::startDaemon(GetParam(), freshDir("first"), args);
   ASSERT_FALSE(first.grpcAddress().empty()) << first.log();
   std::string port = first.grpcAddress().substr(first.grpcAddress().rfind(':') + 1);
-  std::vector<std::string> argv = {binary("morpheus-" + GetParam()), "--data-dir",
-                                   freshDir("second"), "--grpc-port", port, "--http-port", "0"};
+  std::vector<std::string> argv = {binary("morpheus-" + GetParam()),
+                                   "--data-dir",
+                                   freshDir("second"),
+                                   "--grpc-port",
+                                   port,
+                                   "--http-port",
+                                   "0"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto [code, out] = runCommand(argv);
   EXPECT_NE(code, 0);
@@ -116,7 +122,8 @@ TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
   EXPECT_EQ(ids, (std::set<std::string>{"node-0", "node-1", "node-2"}));
   EXPECT_EQ(status["nodes"][1]["attributes"]["rack"], "r1");
 
-  auto [code, text] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster", "status"});
+  auto [code, text] =
+      runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster", "status"});
   EXPECT_EQ(code, 0);
   EXPECT_NE(text.find("3 live node(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("node-2"), std::string::npos) << text;
@@ -148,7 +155,8 @@ TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
 
 // morpheusctl reports an unreachable RM as one line and a non-zero exit.
 TEST(CliTest, UnreachableRmIsAClearError) {
-  auto [code, out] = runCommand({binary("morpheusctl"), "--rm", "127.0.0.1:1", "cluster", "status"});
+  auto [code, out] =
+      runCommand({binary("morpheusctl"), "--rm", "127.0.0.1:1", "cluster", "status"});
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
 }

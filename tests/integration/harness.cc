@@ -40,8 +40,11 @@ bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
 }
 
 Process::Process(Process&& o) noexcept
-    : pid_(o.pid_), exit_status_(o.exit_status_), log_path_(std::move(o.log_path_)),
-      grpc_(std::move(o.grpc_)), http_(std::move(o.http_)) {
+    : pid_(o.pid_),
+      exit_status_(o.exit_status_),
+      log_path_(std::move(o.log_path_)),
+      grpc_(std::move(o.grpc_)),
+      http_(std::move(o.http_)) {
   o.pid_ = -1;
 }
 

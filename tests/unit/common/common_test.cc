@@ -48,11 +48,12 @@ TEST(ResourceTest, ArithmeticHandlesExtendedDimensions) {
   EXPECT_TRUE(d.anyNegative());
   EXPECT_EQ((a + b).extendedValue("gpu"), 4);
   EXPECT_EQ((b * 3).memoryMib(), 15);
-  EXPECT_EQ(Resource::max(a, b), Resource(10, 2) + Resource() + [] {
-    Resource r;
-    r.setExtended("gpu", 2);
-    return r;
-  }());
+  EXPECT_EQ(
+      Resource::max(a, b), Resource(10, 2) + Resource() + [] {
+        Resource r;
+        r.setExtended("gpu", 2);
+        return r;
+      }());
 }
 
 // countFitting is the per-dimension floor minimum.
