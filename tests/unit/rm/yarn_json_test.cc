@@ -1,0 +1,83 @@
+// Unit tests for the YARN reservation JSON translation (REST edge + CLI).
+#include <gtest/gtest.h>
+
+#include "rm/yarn_json.h"
+
+namespace morpheus::rm {
+namespace {
+
+const char* kDoc = R"({
+  "queue": "default", "reservation-id": "reservation_1_0001", "user": "alice",
+  "reservation-definition": {
+    "arrival": "1765541532000", "deadline": 1765542252000, "reservation-name": "res_1",
+    "priority": 0, "recurrence-expression": "86400000", "recurrence-key": "etl",
+    "reservation-requests": {"reservation-request-interpreter": 3,
+      "reservation-request": [{"duration": "60000", "num-containers": 20, "min-concurrency": 2,
+                               "capability": {"memory": 1024, "vCores": "1"}}]}}})";
+
+// Every YARN field reaches the wire message; numbers as strings are accepted.
+TEST(YarnJsonTest, ParsesSubmitWithStringNumbers) {
+  auto r = parseYarnSubmit(kDoc);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->reservation_id(), "reservation_1_0001");
+  EXPECT_EQ(r->user(), "alice");
+  const auto& d = r->definition();
+  EXPECT_EQ(d.arrival_ms(), 1765541532000);
+  EXPECT_EQ(d.period_ms(), 86400000);
+  EXPECT_EQ(d.interpreter(), v1::R_ORDER_NO_GAP);
+  EXPECT_EQ(d.recurrence_key(), "etl");
+  ASSERT_EQ(d.stages_size(), 1);
+  EXPECT_EQ(d.stages(0).duration_ms(), 60000);
+  EXPECT_EQ(d.stages(0).capability().vcores(), 1);
+  EXPECT_EQ(d.stages(0).min_concurrency(), 2);
+}
+
+// Serialising and parsing again yields the same definition.
+TEST(YarnJsonTest, RoundTripsDefinition) {
+  auto r = parseYarnSubmit(kDoc);
+  ASSERT_TRUE(r.isOk());
+  auto again = parseYarnDefinition(yarnDefinitionJson(r->definition()), "reservation-definition");
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->SerializeAsString(), r->definition().SerializeAsString());
+}
+
+// Errors name the JSON path of the bad field.
+TEST(YarnJsonTest, ErrorsNameTheFieldPath) {
+  auto bad = [](const std::string& from, const std::string& to) {
+    std::string doc = kDoc;
+    auto pos = doc.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    doc.replace(pos, from.size(), to);
+    auto r = parseYarnSubmit(doc);
+    EXPECT_FALSE(r.isOk());
+    return r.status().message();
+  };
+  EXPECT_NE(
+      bad("\"num-containers\": 20", "\"num-containers\": \"many\"")
+          .find(
+              "reservation-definition.reservation-requests.reservation-request[0].num-containers"),
+      std::string::npos);
+  EXPECT_NE(bad("\"reservation-request-interpreter\": 3", "\"reservation-request-interpreter\": 7")
+                .find("reservation-request-interpreter"),
+            std::string::npos);
+  EXPECT_NE(bad("\"arrival\": \"1765541532000\",", "").find("reservation-definition.arrival"),
+            std::string::npos);
+  EXPECT_NE(bad("\"memory\": 1024", "\"memory\": -5").find("capability.memory"), std::string::npos);
+  EXPECT_FALSE(parseYarnSubmit("{not json").isOk());
+  EXPECT_FALSE(parseYarnSubmit("[]").isOk());
+}
+
+// A single reservation-request object (JAXB style) is accepted as a one-stage list.
+TEST(YarnJsonTest, AcceptsSingleStageObject) {
+  std::string doc = R"({"reservation-definition": {"arrival": 1, "deadline": 2,
+    "reservation-requests": {"reservation-request": {"duration": 5, "num-containers": 1,
+    "capability": {"memory": 1, "vCores": 1}}}}})";
+  auto r = parseYarnSubmit(doc);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->definition().stages_size(), 1);
+  EXPECT_EQ(r->definition().interpreter(), v1::R_ALL) << "YARN's default interpreter is ALL";
+  EXPECT_EQ(r->definition().stages(0).min_concurrency(), 1);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
