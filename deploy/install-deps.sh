@@ -11,6 +11,7 @@ PACKAGES=(
   libglpk-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libsqlite3-dev sqlite3
+  libssl-dev   # HMAC-SHA256 for container and AM tokens
   libgtest-dev libgmock-dev libbenchmark-dev
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
 )

@@ -146,3 +146,27 @@ TEST(MetricsTest, RendersPrometheusText) {
 
 }  // namespace
 }  // namespace morpheus
+
+#include "common/token.h"
+
+namespace morpheus {
+namespace {
+
+// A signed token verifies; a tampered payload or another key does not.
+TEST(TokenTest, SignAndVerify) {
+  TokenSigner s("secret-1");
+  std::string t = s.sign("container_1|app_1|node-a");
+  auto ok = s.verify(t);
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_EQ(*ok, "container_1|app_1|node-a");
+  std::string forged = t;
+  forged[10] = forged[10] == 'x' ? 'y' : 'x';
+  EXPECT_EQ(s.verify(forged).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_FALSE(TokenSigner("secret-2").verify(t).isOk());
+  EXPECT_FALSE(s.verify("no-dot").isOk());
+  EXPECT_EQ(randomHex(16).size(), 32u);
+  EXPECT_NE(randomHex(16), randomHex(16));
+}
+
+}  // namespace
+}  // namespace morpheus

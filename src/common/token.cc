@@ -1,0 +1,86 @@
+#include "common/token.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace morpheus {
+
+namespace {
+std::string hex(const unsigned char* data, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; i++) {
+    out += kDigits[data[i] >> 4];
+    out += kDigits[data[i] & 15];
+  }
+  return out;
+}
+}  // namespace
+
+std::string TokenSigner::sign(const std::string& payload) const {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
+       reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &len);
+  return payload + "." + hex(mac, len);
+}
+
+Result<std::string> TokenSigner::verify(const std::string& token) const {
+  auto dot = token.rfind('.');
+  if (dot == std::string::npos) return permissionDenied("malformed token");
+  std::string payload = token.substr(0, dot);
+  std::string expected = sign(payload);
+  if (expected.size() != token.size() ||
+      CRYPTO_memcmp(expected.data(), token.data(), token.size()) != 0) {
+    return permissionDenied("token signature does not verify");
+  }
+  return payload;
+}
+
+std::string randomHex(size_t bytes) {
+  std::string buf(bytes, '\0');
+  MORPHEUS_CHECK(
+      RAND_bytes(reinterpret_cast<unsigned char*>(buf.data()), static_cast<int>(bytes)) == 1,
+      "RAND_bytes failed");
+  return hex(reinterpret_cast<const unsigned char*>(buf.data()), bytes);
+}
+
+Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalidArgument("token file", "cannot read '" + path + "'");
+  std::map<std::string, Principal> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    n++;
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    std::istringstream ls(line);
+    std::string token, user, role, extra;
+    if (!(ls >> token)) continue;
+    if (!(ls >> user)) {
+      return invalidArgument(path + " line " + std::to_string(n), "expected 'TOKEN USER [admin]'");
+    }
+    Principal p{user, false};
+    if (ls >> role) {
+      if (role != "admin") {
+        return invalidArgument(path + " line " + std::to_string(n),
+                               "role must be 'admin' or absent");
+      }
+      p.admin = true;
+    }
+    if (ls >> extra) {
+      return invalidArgument(path + " line " + std::to_string(n), "unexpected '" + extra + "'");
+    }
+    out[token] = p;
+  }
+  return out;
+}
+
+}  // namespace morpheus

@@ -1,0 +1,37 @@
+// Signed tokens (HMAC-SHA256): container tokens the RM issues and NMs verify,
+// AM tokens, and static bearer tokens for owners. A token is
+// "<payload>.<hex hmac>"; the payload is readable (not secret), the MAC makes
+// it unforgeable without the key.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/status.h"
+
+namespace morpheus {
+
+class TokenSigner {
+ public:
+  explicit TokenSigner(std::string secret) : secret_(std::move(secret)) {}
+  std::string sign(const std::string& payload) const;
+  // Returns the payload when the MAC is valid; PERMISSION_DENIED otherwise.
+  Result<std::string> verify(const std::string& token) const;
+  const std::string& secret() const { return secret_; }
+
+ private:
+  std::string secret_;
+};
+
+// `bytes` random bytes from the OS CSPRNG, hex-encoded.
+std::string randomHex(size_t bytes);
+
+// A static bearer-token file: one "TOKEN USER [admin]" per line, '#' comments.
+// INVALID_ARGUMENT naming the line on a malformed entry.
+struct Principal {
+  std::string user;
+  bool admin = false;
+};
+Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
+
+}  // namespace morpheus
