@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace morpheus {
 
@@ -81,6 +82,36 @@ Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) 
     out[token] = p;
   }
   return out;
+}
+
+}  // namespace morpheus
+
+namespace morpheus {
+
+std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenInfo& info) {
+  return signer.sign("c|" + info.container.value() + "|" + info.app.value() + "|" +
+                     info.node.value() + "|" + std::to_string(info.resource.memoryMib()) + "|" +
+                     std::to_string(info.resource.vcores()));
+}
+
+Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
+                                                const std::string& token) {
+  MORPHEUS_ASSIGN_OR_RETURN(std::string payload, signer.verify(token));
+  std::vector<std::string> parts;
+  std::stringstream ss(payload);
+  std::string p;
+  while (std::getline(ss, p, '|')) parts.push_back(p);
+  if (parts.size() != 6 || parts[0] != "c") return permissionDenied("not a container token");
+  ContainerTokenInfo info;
+  info.container = ContainerId(parts[1]);
+  info.app = AppId(parts[2]);
+  info.node = NodeId(parts[3]);
+  try {
+    info.resource = Resource(std::stoll(parts[4]), std::stoll(parts[5]));
+  } catch (const std::exception&) {
+    return permissionDenied("malformed container token");
+  }
+  return info;
 }
 
 }  // namespace morpheus

@@ -35,3 +35,23 @@ struct Principal {
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 
 }  // namespace morpheus
+
+#include "common/ids.h"
+#include "common/resource.h"
+
+namespace morpheus {
+
+// What a container token grants: run `container` of `app` on `node` with `resource`.
+struct ContainerTokenInfo {
+  ContainerId container;
+  AppId app;
+  NodeId node;
+  Resource resource;
+};
+
+std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenInfo& info);
+// PERMISSION_DENIED when the MAC or the payload is bad.
+Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
+                                                const std::string& token);
+
+}  // namespace morpheus

@@ -26,9 +26,14 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  auto secret = rm::loadOrCreateSecret(opts.daemon.data_dir);
+  if (!secret.isOk()) {
+    std::cerr << "morpheus-rm: " << secret.status().message() << "\n";
+    return 2;
+  }
   RealClock clock;
   MetricsRegistry metrics;
-  rm::RmCore core(opts, clock, metrics);
+  rm::RmCore core(opts, clock, metrics, *secret);
   rm::ResourceTrackerService tracker(core);
   rm::ClientServiceImpl client(core);
   // Not yet implemented by this build: answer UNIMPLEMENTED (generated defaults).

@@ -1,6 +1,10 @@
 #include "rm/rm_core.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace morpheus::rm {
 
@@ -10,13 +14,34 @@ std::string newEpoch(const Clock& clock) {
 }
 }  // namespace
 
-RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics)
+RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
+               std::string token_secret)
     : opts_(opts),
       clock_(clock),
       metrics_(metrics),
       epoch_(newEpoch(clock)),
+      signer_(std::move(token_secret)),
       nodes_(opts.node_expiry) {
   updateNodeGauges();
+}
+
+Result<std::string> loadOrCreateSecret(const std::string& data_dir) {
+  std::string path = data_dir + "/token-secret";
+  {
+    std::ifstream in(path);
+    std::string secret;
+    if (in && std::getline(in, secret) && !secret.empty()) return secret;
+  }
+  std::string secret = randomHex(32);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return internalError("cannot create " + tmp);
+  std::string line = secret + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return internalError("cannot write " + path);
+  return secret;
 }
 
 RmCore::~RmCore() { stop(); }

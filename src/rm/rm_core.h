@@ -10,10 +10,15 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/token.h"
 #include "rm/node_registry.h"
 #include "rm/rm_options.h"
 
 namespace morpheus::rm {
+
+// Reads <data_dir>/token-secret, creating it (mode 0600) with a random key on
+// first start, so tokens issued before an RM restart still verify after it.
+Result<std::string> loadOrCreateSecret(const std::string& data_dir);
 
 struct ClusterSummary {
   int live_nodes = 0;
@@ -25,7 +30,8 @@ struct ClusterSummary {
 class RmCore {
  public:
   // `clock` and `metrics` must outlive the core.
-  RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics);
+  // `token_secret` is the RM's persistent token key (see loadOrCreateSecret).
+  RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics, std::string token_secret);
   ~RmCore();
 
   // Starts the periodic liveness check.
@@ -33,6 +39,8 @@ class RmCore {
   void stop();
 
   const std::string& epoch() const { return epoch_; }
+  // Signs container and AM tokens; the secret is shared with NMs at registration.
+  const TokenSigner& signer() const { return signer_; }
   Millis heartbeatInterval() const { return opts_.heartbeat_interval; }
 
   Status registerNode(NodeInfo info);
@@ -56,6 +64,7 @@ class RmCore {
   Clock& clock_;
   MetricsRegistry& metrics_;
   const std::string epoch_;
+  const TokenSigner signer_;
 
   mutable std::mutex mu_;
   NodeRegistry nodes_;          // GUARDED_BY(mu_)

@@ -22,6 +22,7 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext*,
   if (!st.isOk()) return toGrpc(st);
   resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
   resp->set_rm_epoch(core_.epoch());
+  resp->set_container_token_secret(core_.signer().secret());
   return grpc::Status::OK;
 }
 
