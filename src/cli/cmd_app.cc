@@ -1,0 +1,380 @@
+#include "cli/cmd_app.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/wire.h"
+#include "dagam/job_spec.h"
+#include "morpheus/v1/client.grpc.pb.h"
+#include "morpheus/v1/container_manager.grpc.pb.h"
+
+namespace morpheus::cli {
+
+namespace {
+
+constexpr Millis kRpcTimeout(10000);
+constexpr Millis kWaitPoll(1000);
+
+std::unique_ptr<grpc::ClientContext> context(const CliContext& ctx) {
+  auto c = makeContext(kRpcTimeout);
+  if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
+  return c;
+}
+
+std::unique_ptr<v1::ClientService::Stub> clientStub(const CliContext& ctx) {
+  return v1::ClientService::NewStub(makeChannel(ctx.rm_address));
+}
+
+void check(const grpc::Status& st, const CliContext& ctx) {
+  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+}
+
+std::string stateName(v1::ApplicationState s) {
+  switch (s) {
+    case v1::APP_STATE_SUBMITTED:
+      return "SUBMITTED";
+    case v1::APP_STATE_RUNNING:
+      return "RUNNING";
+    case v1::APP_STATE_FINISHED:
+      return "FINISHED";
+    case v1::APP_STATE_FAILED:
+      return "FAILED";
+    case v1::APP_STATE_KILLED:
+      return "KILLED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+bool finalState(v1::ApplicationState s) {
+  return s == v1::APP_STATE_FINISHED || s == v1::APP_STATE_FAILED || s == v1::APP_STATE_KILLED;
+}
+
+std::string formatTime(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json reportJson(const v1::ApplicationReport& a) {
+  return {{"application_id", a.application_id()},
+          {"name", a.name()},
+          {"user", a.user()},
+          {"queue", a.queue()},
+          {"reservation_id", a.reservation_id()},
+          {"recurrence_key", a.recurrence_key()},
+          {"state", stateName(a.state())},
+          {"progress", a.progress()},
+          {"submit_ms", a.submit_ms()},
+          {"start_ms", a.start_ms()},
+          {"finish_ms", a.finish_ms()},
+          {"used", {{"memory_mib", a.used().memory_mib()}, {"vcores", a.used().vcores()}}},
+          {"running_containers", a.running_containers()},
+          {"am_attempt", a.am_attempt()},
+          {"am_node_id", a.am_node_id()},
+          {"am_container_id", a.am_container_id()},
+          {"diagnostics", a.diagnostics()}};
+}
+
+v1::ApplicationReport getApp(const CliContext& ctx, const std::string& id) {
+  auto stub = clientStub(ctx);
+  v1::GetApplicationRequest req;
+  req.set_application_id(id);
+  v1::ApplicationReport rep;
+  auto c = context(ctx);
+  check(stub->GetApplication(c.get(), req, &rep), ctx);
+  return rep;
+}
+
+// The morpheus-dag-am binary: $MORPHEUS_DAG_AM, else next to this morpheusctl.
+Result<std::string> dagAmBinary() {
+  if (const char* env = std::getenv("MORPHEUS_DAG_AM"); env && *env) {
+    if (::access(env, X_OK) != 0) {
+      return invalidArgument("MORPHEUS_DAG_AM", std::string("'") + env + "' is not executable");
+    }
+    return std::filesystem::absolute(env).string();
+  }
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return internalError("cannot resolve /proc/self/exe: " + ec.message());
+  auto am = self.parent_path() / "morpheus-dag-am";
+  if (::access(am.c_str(), X_OK) != 0) {
+    return notFound("morpheus-dag-am not found next to morpheusctl (" + am.string() +
+                    "); set MORPHEUS_DAG_AM");
+  }
+  return am.string();
+}
+
+struct SubmitArgs {
+  std::string job;
+  std::string queue;
+  std::string reservation;
+  std::string recurrence;
+  std::string name;
+  int priority = 0;
+  int max_am_attempts = 0;
+  bool wait = false;
+};
+
+int waitForApp(const CliContext& ctx, const std::string& id) {
+  v1::ApplicationState last = v1::APP_STATE_UNSPECIFIED;
+  float last_progress = -1;
+  while (true) {
+    v1::ApplicationReport rep = getApp(ctx, id);
+    if (rep.state() != last || rep.progress() != last_progress) {
+      std::fprintf(stderr, "%s %s progress %.0f%%\n", id.c_str(), stateName(rep.state()).c_str(),
+                   100.0 * rep.progress());
+      last = rep.state();
+      last_progress = rep.progress();
+    }
+    if (finalState(rep.state())) {
+      if (!rep.diagnostics().empty()) std::fprintf(stderr, "%s\n", rep.diagnostics().c_str());
+      return rep.state() == v1::APP_STATE_FINISHED ? 0 : 1;
+    }
+    std::this_thread::sleep_for(kWaitPoll);
+  }
+}
+
+void submit(const CliContext& ctx, const SubmitArgs& a) {
+  // Validate locally with the AM's own parser so errors come back at once.
+  auto spec = dagam::loadJobSpec(a.job);
+  if (!spec.isOk()) failWith(spec.status());
+  std::error_code ec;
+  std::string job_path = std::filesystem::canonical(a.job, ec).string();
+  if (ec) failWith(invalidArgument(a.job, "cannot resolve path: " + ec.message()));
+  auto am = dagAmBinary();
+  if (!am.isOk()) failWith(am.status());
+
+  v1::SubmitApplicationRequest req;
+  req.set_name(a.name.empty() ? spec->name : a.name);
+  req.set_user(ctx.user);
+  req.set_queue(a.queue);
+  req.set_reservation_id(a.reservation);
+  req.set_recurrence_key(a.recurrence);
+  req.mutable_am_resource()->set_memory_mib(256);
+  req.mutable_am_resource()->set_vcores(1);
+  auto* lc = req.mutable_am_launch_context();
+  lc->set_command(*am);
+  lc->add_args("--job");
+  lc->add_args(job_path);
+  req.set_max_am_attempts(a.max_am_attempts);
+  req.set_priority(a.priority);
+  (*req.mutable_tags())["framework"] = "dag";
+  (*req.mutable_tags())["job"] = spec->name;
+  auto stub = clientStub(ctx);
+  v1::SubmitApplicationResponse resp;
+  auto c = context(ctx);
+  check(stub->SubmitApplication(c.get(), req, &resp), ctx);
+  std::cout << resp.application_id() << "\n" << std::flush;
+  if (a.wait) {
+    int rc = waitForApp(ctx, resp.application_id());
+    if (rc != 0) throw CliExit{rc};
+  }
+}
+
+void list(const CliContext& ctx, bool json, const std::vector<std::string>& states,
+          const std::string& queue) {
+  v1::ListApplicationsRequest req;
+  for (const auto& s : states) {
+    bool matched = false;
+    for (int v = v1::APP_STATE_SUBMITTED; v <= v1::APP_STATE_KILLED; ++v) {
+      auto st = static_cast<v1::ApplicationState>(v);
+      if (stateName(st) == s) {
+        req.add_states(st);
+        matched = true;
+      }
+    }
+    if (!matched) {
+      failWith(invalidArgument("--state", "'" + s +
+                                              "' is not one of SUBMITTED, RUNNING, FINISHED, "
+                                              "FAILED, KILLED"));
+    }
+  }
+  req.set_queue(queue);
+  auto stub = clientStub(ctx);
+  v1::ListApplicationsResponse resp;
+  auto c = context(ctx);
+  check(stub->ListApplications(c.get(), req, &resp), ctx);
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& a : resp.applications()) j.push_back(reportJson(a));
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%-24s %-20s %-10s %-16s %-10s %-9s %s\n", "APPLICATION", "NAME", "USER", "QUEUE",
+              "STATE", "PROGRESS", "CONTAINERS");
+  for (const auto& a : resp.applications()) {
+    std::printf("%-24s %-20s %-10s %-16s %-10s %7.0f%%  %d\n", a.application_id().c_str(),
+                a.name().c_str(), a.user().c_str(), a.queue().c_str(), stateName(a.state()).c_str(),
+                100.0 * a.progress(), a.running_containers());
+  }
+}
+
+void status(const CliContext& ctx, const std::string& id, bool json) {
+  v1::ApplicationReport a = getApp(ctx, id);
+  if (json) {
+    std::cout << reportJson(a).dump(2) << "\n";
+    return;
+  }
+  std::printf("Application:   %s\n", a.application_id().c_str());
+  std::printf("Name:          %s\n", a.name().c_str());
+  std::printf("User:          %s\n", a.user().c_str());
+  std::printf("Queue:         %s\n", a.queue().c_str());
+  if (!a.reservation_id().empty()) std::printf("Reservation:   %s\n", a.reservation_id().c_str());
+  if (!a.recurrence_key().empty()) std::printf("Recurrence:    %s\n", a.recurrence_key().c_str());
+  std::printf("State:         %s\n", stateName(a.state()).c_str());
+  std::printf("Progress:      %.0f%%\n", 100.0 * a.progress());
+  std::printf("Submitted:     %s\n", formatTime(a.submit_ms()).c_str());
+  std::printf("Started:       %s\n", formatTime(a.start_ms()).c_str());
+  std::printf("Finished:      %s\n", formatTime(a.finish_ms()).c_str());
+  std::printf("Used:          memory %lld MiB, vcores %lld, %d container(s)\n",
+              static_cast<long long>(a.used().memory_mib()),
+              static_cast<long long>(a.used().vcores()), a.running_containers());
+  std::printf("AM:            attempt %d, container %s on node %s\n", a.am_attempt(),
+              a.am_container_id().empty() ? "-" : a.am_container_id().c_str(),
+              a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
+  if (!a.diagnostics().empty()) std::printf("Diagnostics:   %s\n", a.diagnostics().c_str());
+}
+
+void kill(const CliContext& ctx, const std::string& id, const std::string& reason) {
+  auto stub = clientStub(ctx);
+  v1::KillApplicationRequest req;
+  req.set_application_id(id);
+  req.set_reason(reason.empty() ? "killed by " + ctx.user + " via morpheusctl" : reason);
+  v1::KillApplicationResponse resp;
+  auto c = context(ctx);
+  check(stub->KillApplication(c.get(), req, &resp), ctx);
+  std::cout << "kill requested for " << id << "\n";
+}
+
+// Returns the logs of `container` from the NM at `address`, or a Status.
+Result<std::string> fetchLogs(const CliContext& ctx, const std::string& address,
+                              const std::string& container, bool stderr_stream, int64_t bytes) {
+  auto nm = v1::ContainerManager::NewStub(makeChannel(address));
+  v1::GetContainerLogsRequest req;
+  req.set_container_id(container);
+  req.set_stream(stderr_stream ? "stderr" : "stdout");
+  req.set_max_bytes(bytes);
+  v1::GetContainerLogsResponse resp;
+  auto c = context(ctx);
+  grpc::Status st = nm->GetContainerLogs(c.get(), req, &resp);
+  if (!st.ok()) return fromGrpc(st).withContext("NM at " + address);
+  return resp.data();
+}
+
+void logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
+          const std::string& node_arg, bool stderr_stream, int64_t bytes) {
+  v1::ApplicationReport a = getApp(ctx, id);
+  std::string container = container_arg.empty() ? a.am_container_id() : container_arg;
+  if (container.empty()) {
+    failWith(notFound("application " + id + " has no AM container yet (state " +
+                      stateName(a.state()) + ")"));
+  }
+  std::string node = node_arg;
+  if (node.empty() && container == a.am_container_id()) node = a.am_node_id();
+
+  auto stub = clientStub(ctx);
+  v1::ListNodesRequest nreq;
+  nreq.set_include_lost(true);
+  v1::ListNodesResponse nodes;
+  auto c = context(ctx);
+  check(stub->ListNodes(c.get(), nreq, &nodes), ctx);
+  std::vector<std::string> candidates;
+  for (const auto& n : nodes.nodes()) {
+    if (node.empty() || n.node_id() == node) candidates.push_back(n.container_manager_address());
+  }
+  if (candidates.empty()) {
+    failWith(notFound(node.empty() ? "no nodes in the cluster" : "node " + node + " not found"));
+  }
+  // Without a known node (a task container), ask every node until one has it.
+  Status last = notFound("container " + container + " not found on any node");
+  for (const auto& address : candidates) {
+    auto data = fetchLogs(ctx, address, container, stderr_stream, bytes);
+    if (data.isOk()) {
+      std::cout << *data << std::flush;
+      return;
+    }
+    last = data.status();
+    if (!node.empty()) break;
+  }
+  failWith(last);
+}
+
+}  // namespace
+
+void addAppCommands(CLI::App& root, CliContext& ctx) {
+  auto* app = root.add_subcommand("app", "Submit and follow applications (DAG jobs)");
+  app->require_subcommand(1);
+
+  auto sa = std::make_shared<SubmitArgs>();
+  auto* submit_cmd = app->add_subcommand(
+      "submit", "Submit a DAG job (YAML) run by morpheus-dag-am; prints the application id");
+  submit_cmd->add_option("job", sa->job, "Job file (YAML)")->required();
+  auto* q = submit_cmd->add_option("--queue", sa->queue, "Ad-hoc queue (e.g. root.adhoc)");
+  auto* r = submit_cmd->add_option("--reservation", sa->reservation, "Run in this reservation");
+  auto* k = submit_cmd->add_option("--recurrence", sa->recurrence,
+                                   "Recurrence key: bind to its active reservation, if any");
+  q->excludes(r)->excludes(k);
+  r->excludes(k);
+  submit_cmd->add_option("--name", sa->name, "Application name (default: the job's name)");
+  submit_cmd->add_option("--priority", sa->priority, "Application priority");
+  submit_cmd->add_option("--max-am-attempts", sa->max_am_attempts, "0 = RM default");
+  submit_cmd->add_flag("--wait", sa->wait,
+                       "Wait for a final state; exit 0 only when the app FINISHED");
+  submit_cmd->callback([&ctx, sa] { submit(ctx, *sa); });
+
+  auto list_json = std::make_shared<bool>(false);
+  auto list_states = std::make_shared<std::vector<std::string>>();
+  auto list_queue = std::make_shared<std::string>();
+  auto* list_cmd = app->add_subcommand("list", "List applications");
+  list_cmd->add_flag("--json", *list_json, "Machine-readable output");
+  list_cmd->add_option("--state", *list_states,
+                       "Only these states (SUBMITTED, RUNNING, FINISHED, FAILED, KILLED)");
+  list_cmd->add_option("--queue", *list_queue, "Only this queue");
+  list_cmd->callback([&ctx, list_json, list_states, list_queue] {
+    list(ctx, *list_json, *list_states, *list_queue);
+  });
+
+  auto st_id = std::make_shared<std::string>();
+  auto st_json = std::make_shared<bool>(false);
+  auto* status_cmd = app->add_subcommand("status", "Show one application");
+  status_cmd->add_option("id", *st_id, "Application id")->required();
+  status_cmd->add_flag("--json", *st_json, "Machine-readable output");
+  status_cmd->callback([&ctx, st_id, st_json] { status(ctx, *st_id, *st_json); });
+
+  auto kill_id = std::make_shared<std::string>();
+  auto kill_reason = std::make_shared<std::string>();
+  auto* kill_cmd = app->add_subcommand("kill", "Kill an application");
+  kill_cmd->add_option("id", *kill_id, "Application id")->required();
+  kill_cmd->add_option("--reason", *kill_reason, "Reason recorded in the diagnostics");
+  kill_cmd->callback([&ctx, kill_id, kill_reason] { kill(ctx, *kill_id, *kill_reason); });
+
+  auto log_id = std::make_shared<std::string>();
+  auto log_container = std::make_shared<std::string>();
+  auto log_node = std::make_shared<std::string>();
+  auto log_stderr = std::make_shared<bool>(false);
+  auto log_bytes = std::make_shared<int64_t>(0);
+  auto* logs_cmd = app->add_subcommand(
+      "logs", "Tail of a container's stdout (default: the application's AM container)");
+  logs_cmd->add_option("id", *log_id, "Application id")->required();
+  logs_cmd->add_option("--container", *log_container, "Container id (default: the AM container)");
+  logs_cmd->add_option("--node", *log_node, "Node id of --container (default: ask every node)");
+  logs_cmd->add_flag("--stderr", *log_stderr, "Show stderr instead of stdout");
+  logs_cmd->add_option("--bytes", *log_bytes, "Tail size in bytes (default 64 KiB)");
+  logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_bytes] {
+    logs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes);
+  });
+}
+
+}  // namespace morpheus::cli

@@ -1,0 +1,99 @@
+// morpheus-dag-am: the DAG application master. Launched by the RM as the AM
+// container process; runs the stages of a YAML job (see dagam/job_spec.h).
+//
+// Identity comes from the environment the RM sets in the AM container, each
+// overridable by a flag (for tests):
+//   MORPHEUS_RM_AM_ADDRESS  --rm-am-address  host:port of the RM's ApplicationMaster service
+//   MORPHEUS_APP_ID         --app-id         the application id
+//   MORPHEUS_AM_TOKEN       --am-token       the AM token issued at launch
+// Exit codes: 0 job succeeded, 1 job failed (or RM unreachable), 2 bad job file/flags.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/logging.h"
+#include "dagam/dag_am.h"
+#include "dagam/dag_job.h"
+#include "dagam/job_spec.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void onSignal(int) { g_stop.store(true); }
+
+std::string envOr(const char* name, const std::string& def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : def;
+}
+
+int usage(const std::string& msg) {
+  std::cerr << "morpheus-dag-am: " << msg << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace morpheus;
+  CLI::App app{"morpheus-dag-am: run a DAG of shell-task stages as a Morpheus application"};
+  std::string job_path;
+  dagam::AmOptions opt;
+  opt.rm_am_address = envOr("MORPHEUS_RM_AM_ADDRESS", "");
+  opt.app_id = envOr("MORPHEUS_APP_ID", "");
+  opt.am_token = envOr("MORPHEUS_AM_TOKEN", "");
+  std::string heartbeat = "300ms", retry_window = "60s", rpc_timeout = "10s";
+  std::string log_level = "info", log_file;
+  bool validate_only = false;
+  app.add_option("--job", job_path, "Job description (YAML)")->required();
+  app.add_option("--rm-am-address", opt.rm_am_address,
+                 "RM ApplicationMaster service HOST:PORT (env MORPHEUS_RM_AM_ADDRESS)");
+  app.add_option("--app-id", opt.app_id, "Application id (env MORPHEUS_APP_ID)");
+  app.add_option("--am-token", opt.am_token, "AM token (env MORPHEUS_AM_TOKEN)");
+  app.add_option("--heartbeat", heartbeat,
+                 "Interval between Allocate calls (duration, e.g. 300ms; default 300ms)");
+  app.add_option("--rm-retry-window", retry_window,
+                 "How long the RM may be unreachable before giving up (default 60s)");
+  app.add_option("--rpc-timeout", rpc_timeout, "Deadline of one RPC (default 10s)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error (default info)");
+  app.add_option("--log-file", log_file, "Also log to this file");
+  app.add_flag("--validate", validate_only, "Only validate the job file and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (Status st = setupLogging("dag-am", log_level, log_file); !st.isOk()) {
+    return usage(st.message());
+  }
+  auto spec = dagam::loadJobSpec(job_path);
+  if (!spec.isOk()) return usage(spec.status().message());
+  if (validate_only) {
+    std::cout << "job '" << spec->name << "' is valid: " << spec->stages.size() << " stage(s)\n";
+    return 0;
+  }
+  auto hb = parseDuration(heartbeat, "--heartbeat");
+  if (!hb.isOk()) return usage(hb.status().message());
+  auto rw = parseDuration(retry_window, "--rm-retry-window");
+  if (!rw.isOk()) return usage(rw.status().message());
+  auto rt = parseDuration(rpc_timeout, "--rpc-timeout");
+  if (!rt.isOk()) return usage(rt.status().message());
+  opt.heartbeat = *hb;
+  opt.rm_retry_window = *rw;
+  opt.rpc_timeout = *rt;
+  if (opt.rm_am_address.empty()) {
+    return usage("--rm-am-address: required (or set MORPHEUS_RM_AM_ADDRESS)");
+  }
+  if (opt.app_id.empty()) return usage("--app-id: required (or set MORPHEUS_APP_ID)");
+
+  std::signal(SIGTERM, onSignal);
+  std::signal(SIGINT, onSignal);
+  RealClock clock;
+  dagam::DagJob job(std::move(spec).value(), opt.app_id, clock);
+  dagam::DagAmDriver driver(opt, job, g_stop);
+  return driver.run();
+}
