@@ -21,6 +21,8 @@ namespace {
 
 constexpr Millis kRpcTimeout(10000);
 constexpr Millis kWaitPoll(1000);
+// `submit --wait` keeps polling through an RM outage this long.
+constexpr Millis kWaitUnavailableWindow(60000);
 
 std::unique_ptr<grpc::ClientContext> context(const CliContext& ctx) {
   auto c = makeContext(kRpcTimeout);
@@ -130,8 +132,27 @@ struct SubmitArgs {
 int waitForApp(const CliContext& ctx, const std::string& id) {
   v1::ApplicationState last = v1::APP_STATE_UNSPECIFIED;
   float last_progress = -1;
+  auto stub = clientStub(ctx);
+  auto unavailable_since = std::chrono::steady_clock::time_point::min();
   while (true) {
-    v1::ApplicationReport rep = getApp(ctx, id);
+    v1::GetApplicationRequest req;
+    req.set_application_id(id);
+    v1::ApplicationReport rep;
+    auto c = context(ctx);
+    grpc::Status st = stub->GetApplication(c.get(), req, &rep);
+    if (!st.ok()) {
+      // Ride out a brief RM restart; give up after kWaitUnavailableWindow.
+      auto now = std::chrono::steady_clock::now();
+      if (fromGrpc(st).code() != StatusCode::kUnavailable) check(st, ctx);
+      if (unavailable_since == std::chrono::steady_clock::time_point::min()) {
+        unavailable_since = now;
+      } else if (now - unavailable_since > kWaitUnavailableWindow) {
+        check(st, ctx);
+      }
+      std::this_thread::sleep_for(kWaitPoll);
+      continue;
+    }
+    unavailable_since = std::chrono::steady_clock::time_point::min();
     if (rep.state() != last || rep.progress() != last_progress) {
       std::fprintf(stderr, "%s %s progress %.0f%%\n", id.c_str(), stateName(rep.state()).c_str(),
                    100.0 * rep.progress());

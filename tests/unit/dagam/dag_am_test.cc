@@ -39,6 +39,8 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
     if (req->am_token() != token) return {grpc::StatusCode::PERMISSION_DENIED, "bad am token"};
     std::lock_guard<std::mutex> l(mu_);
     ++registrations;
+    // After a simulated RM restart, report the containers still running.
+    for (const auto& [id, c] : running_) *resp->add_running_containers() = c;
     resp->mutable_max_container()->set_memory_mib(4096);
     resp->mutable_max_container()->set_vcores(4);
     resp->set_queue("root.adhoc");
@@ -49,6 +51,11 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
                         v1::AllocateResponse* resp) override {
     std::lock_guard<std::mutex> l(mu_);
     ++allocate_calls;
+    if (resync_when_running && !running_.empty() && !resynced) {
+      resynced = true;
+      resp->set_resync(true);
+      return grpc::Status::OK;
+    }
     for (const auto& a : req->asks()) {
       max_ask[a.request_id()] = std::max(max_ask[a.request_id()], a.count());
       for (int i = 0; i < a.count(); ++i) {
@@ -94,6 +101,7 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
       for (const auto& [k, v] : r.launch_context().env()) env.push_back(k + "=" + v);
       std::string id = r.container().container_id();
       std::lock_guard<std::mutex> l(mu_);
+      running_[id] = r.container();
       launched.push_back(r.launch_context().env().at("MORPHEUS_STAGE") + "/" +
                          r.launch_context().env().at("MORPHEUS_TASK_INDEX"));
       threads_.emplace_back([this, argv, env, id] { runProcess(id, argv, env); });
@@ -103,6 +111,8 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
   }
 
   std::mutex mu_;
+  bool resync_when_running = false;  // answer one Allocate with resync while tasks run
+  bool resynced = false;
   int registrations = 0;
   int allocate_calls = 0;
   bool finished = false;
@@ -135,12 +145,14 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
     s.set_exit_status(code);
     s.set_exit_reason(code == 0 ? v1::EXIT_REASON_SUCCESS : v1::EXIT_REASON_FAILURE);
     std::lock_guard<std::mutex> l(mu_);
+    running_.erase(id);
     completed_.push_back(s);
   }
 
   std::string workdir_;
   int next_id_ = 0;
   std::vector<v1::ContainerStatus> completed_;
+  std::map<std::string, v1::Container> running_;
   std::vector<std::thread> threads_;
 };
 
@@ -233,6 +245,21 @@ TEST(DagAmDriverTest, FailingTaskFailsJobAfterMaxAttempts) {
   EXPECT_EQ(h.fake->finish.final_status(), v1::FINAL_STATUS_FAILED);
   EXPECT_NE(h.fake->finish.diagnostics().find("exit status 3"), std::string::npos)
       << h.fake->finish.diagnostics();
+}
+
+// On resync the AM registers again and keeps the containers the RM reports running.
+TEST(DagAmDriverTest, ResyncReRegistersAndKeepsRunningTasks) {
+  Harness h("resync");
+  h.fake->resync_when_running = true;
+  int rc = h.run("name: r\nstages: [{name: s, tasks: 2, command: 'sleep 0.5; echo x >> done'}]\n");
+  EXPECT_EQ(rc, 0);
+  std::lock_guard<std::mutex> l(h.fake->mu_);
+  EXPECT_TRUE(h.fake->resynced);
+  EXPECT_EQ(h.fake->registrations, 2);
+  // Both tasks ran exactly once: the running containers were kept, not rerun.
+  EXPECT_EQ(h.fake->launched.size(), 2u);
+  EXPECT_EQ(h.fake->finish.final_status(), v1::FINAL_STATUS_SUCCEEDED);
+  EXPECT_TRUE(h.fake->released.empty());
 }
 
 // With the RM unreachable, the AM gives up after the retry window with exit code 1.
