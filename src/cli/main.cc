@@ -5,6 +5,7 @@
 #include "cli/cli_context.h"
 #include "cli/cmd_cluster.h"
 #include "cli/cmd_reservation.h"
+#include "cli/cmd_slo.h"
 #if __has_include("cli/cmd_skyline.h")
 #include "cli/cmd_skyline.h"
 #define MORPHEUS_HAVE_SKYLINE 1
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   app.add_option("--token", ctx.token, "Bearer token (env MORPHEUS_TOKEN)");
   addClusterCommands(app, ctx);
   addReservationCommands(app, ctx);
+  addSloCommands(app, ctx);
 #ifdef MORPHEUS_HAVE_SKYLINE
   morpheus::inference::addSkylineCommands(app);
 #endif
