@@ -64,11 +64,6 @@ int64_t parseTimeArg(const std::string& s, const std::string& field) {
   failWith(invalidArgument(field, "'" + s + "' is not now, +DURATION, -DURATION or epoch ms"));
 }
 
-void printExplanation(const v1::Explanation& e) {
-  if (e.summary().empty()) return;
-  std::cerr << "explanation: " << e.summary() << "\n";
-}
-
 void printAllocations(const google::protobuf::RepeatedPtrField<v1::ResourceAllocation>& allocs) {
   for (const auto& a : allocs) {
     std::printf("  %s .. %s  memory %lld MiB, vcores %lld\n", formatTime(a.start_ms()).c_str(),

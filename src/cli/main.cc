@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/cli_context.h"
+#include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_slo.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   app.add_option("--user", ctx.user, "Acting user (env MORPHEUS_USER, else USER)");
   app.add_option("--token", ctx.token, "Bearer token (env MORPHEUS_TOKEN)");
   addClusterCommands(app, ctx);
+  addAppCommands(app, ctx);
   addReservationCommands(app, ctx);
   addSloCommands(app, ctx);
 #ifdef MORPHEUS_HAVE_SKYLINE
