@@ -1,0 +1,155 @@
+// The planner the RM owns (issue #2): a Plan plus the configured agent and
+// sharing policy. Every call takes the current time as a parameter; nothing
+// here reads a clock, blocks, or does I/O. Not thread-safe: the RM's
+// scheduler strand owns the Planner.
+//
+// Admission (submit/update) is atomic: on any failure the plan is unchanged.
+// Admitted reservations are never moved by later submissions (Morpheus §6,
+// incremental placement); only a capacity drop re-plans one-offs.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "planner/agent.h"
+#include "planner/plan.h"
+#include "planner/reservation.h"
+#include "planner/sharing_policy.h"
+
+namespace morpheus::planner {
+
+struct PlannerOptions {
+  Millis step{60'000};                     // plan step; default 60 s
+  Millis lcm{86'400'000};                  // periodic part; default 1 day; multiple of step
+  Millis one_off_horizon{7 * 86'400'000};  // one-off planning horizon; default 7 days
+  std::string agent = "lowcost";           // "lowcost" (Morpheus §6) or "greedy" (baseline)
+  AgentOptions agent_options;              // end points, alignment penalty weight
+  std::string sharing_policy = "no-overcommit";  // or "capacity-over-time"
+  SharingPolicyOptions sharing;                  // parameters of capacity-over-time
+};
+
+// Why a well-formed request could not be placed (returned with kInfeasible so
+// the RM can expose it, e.g. in `reservation submit` errors).
+struct InfeasibilityExplanation {
+  int stage = -1;  // stage that could not be placed (-1 when not a stage problem)
+  std::string reason;
+  // Steps inside the window where not even one container of that stage fits
+  // (absolute time, first instance), merged into ranges.
+  std::vector<std::pair<TimePoint, TimePoint>> saturated;
+  // Earliest deadline (same arrival, step granularity) at which the request
+  // would fit; nullopt when none within the period (periodic) or horizon.
+  std::optional<TimePoint> earliest_feasible_deadline;
+  // How many containers of the failed stage would fit by the requested
+  // deadline (the rest of the request unchanged); 0 when none.
+  int64_t containers_fitting_by_deadline = 0;
+  // One human-readable paragraph (also the Status message).
+  std::string toString() const;
+};
+
+// What a capacity change did (Planner::setCapacity); the RM logs it and
+// exports metrics.
+struct CapacityChangeReport {
+  std::vector<ReservationId> replanned;  // one-offs moved to a new placement
+  std::vector<ReservationId> dropped;    // one-offs that no longer fit (removed from the plan)
+  std::vector<ReservationId> extras_released;  // reservations whose DRA extras were released
+  // Periodic reservations holding allocation at an LCM offset where the
+  // periodic load alone exceeds the new capacity (they keep their placement,
+  // but the guarantee is no longer backed by capacity).
+  std::vector<ReservationId> periodic_over_capacity;
+  std::vector<std::pair<Millis, Millis>> over_capacity_offsets;  // [from, to) within the LCM
+};
+
+// One row of `plan show` / YARN's reservation list.
+struct PlacementSummary {
+  ReservationId id;
+  const ReservationDefinition* def = nullptr;  // owned by the planner; valid until the next edit
+  const Placement* placement = nullptr;        // ditto
+};
+
+class Planner {
+ public:
+  // Validates the options (INVALID_ARGUMENT naming the option) and builds the
+  // agent and sharing policy by name.
+  static Result<std::unique_ptr<Planner>> create(const PlannerOptions& options,
+                                                 const Resource& capacity);
+
+  // Admits a new reservation. INVALID_ARGUMENT (field-named) for a bad
+  // definition, ALREADY_EXISTS for a known id, kInfeasible when it cannot be
+  // placed (then *explanation, if given, is filled) or the sharing policy
+  // refuses it. On success the placement is committed and returned.
+  Result<Placement> submit(const ReservationId& id, const ReservationDefinition& def,
+                           TimePoint now, InfeasibilityExplanation* explanation = nullptr);
+  // Try-and-swap: re-plans `id` with `def` as if the old placement were gone;
+  // on any failure the old placement stays and the plan is unchanged.
+  Result<Placement> update(const ReservationId& id, const ReservationDefinition& def,
+                           TimePoint now, InfeasibilityExplanation* explanation = nullptr);
+  // Frees the reservation's capacity (placement and extras). NOT_FOUND when unknown.
+  Status remove(const ReservationId& id);
+  // Reloads a persisted reservation without re-planning; the allocations are
+  // reproduced exactly. Capacity is not checked (nodes may not have
+  // re-registered yet); call setCapacity afterwards to reconcile.
+  Status restore(const ReservationId& id, const ReservationDefinition& def,
+                 const Placement& placement);
+  // Changes the cluster capacity. When it drops, DRA extras on overloaded
+  // steps are released, then one-off reservations on overloaded steps are
+  // removed last-accepted-first until the one-off part fits, and re-planned
+  // oldest-first on the new capacity (or dropped). Periodic reservations are
+  // never moved; those on overloaded offsets are reported.
+  CapacityChangeReport setCapacity(const Resource& capacity, TimePoint now);
+
+  // DRA hook (Morpheus §7, issue #4): holds `extra` on top of the plan for `id`
+  // over the steps covering [from, to) if the plan has room at every one of
+  // them (kInfeasible otherwise, plan unchanged). Requires now <= from < to <=
+  // now + horizon.
+  Status tryAddToCurrentInstance(const ReservationId& id, const Resource& extra, TimePoint from,
+                                 TimePoint to, TimePoint now);
+  // Releases `id`'s extras from the step containing `from` on.
+  Status removeExtra(const ReservationId& id, TimePoint from);
+  // Rolling horizon: drops one-off reservations whose deadline is <= now and
+  // one-off load before now; returns the removed ids.
+  std::vector<ReservationId> expire(TimePoint now);
+
+  // What `id` is guaranteed at absolute time t (plan follower, every step). O(log n).
+  Resource guaranteedAt(const ReservationId& id, TimePoint t) const {
+    return plan_.guaranteedAt(id, t);
+  }
+  std::optional<InstanceWindow> instanceAt(const ReservationId& id, TimePoint t) const {
+    return plan_.instanceAt(id, t);
+  }
+  Resource loadAt(TimePoint t) const { return plan_.loadAt(t); }
+  std::vector<AllocationInterval> planLoad(TimePoint from, TimePoint to) const {
+    return plan_.planLoad(from, to);
+  }
+  const Placement* placement(const ReservationId& id) const;
+  std::vector<PlacementSummary> placements() const;  // acceptance order
+
+  const PlanView& view() const { return plan_; }
+  const Resource& capacity() const { return plan_.capacity(); }
+  const PlannerOptions& options() const { return options_; }
+  const ReservationAgent& agent() const { return *agent_; }
+
+ private:
+  Planner(const PlannerOptions& options, const Resource& capacity,
+          std::unique_ptr<ReservationAgent> agent, std::unique_ptr<SharingPolicy> sharing);
+
+  // Validates, proposes and checks the sharing policy (plan not modified).
+  Result<Placement> propose(const ReservationId& id, const ReservationDefinition& def,
+                            TimePoint now, InfeasibilityExplanation* explanation) const;
+  InfeasibilityExplanation explain(const ReservationDefinition& def, const AgentFailure& failure,
+                                   TimePoint now) const;
+  bool fits(const ReservationDefinition& def, TimePoint now) const;
+
+  PlannerOptions options_;
+  std::unique_ptr<ReservationAgent> agent_;
+  std::unique_ptr<SharingPolicy> sharing_;
+  Plan plan_;
+  uint64_t next_seq_ = 1;
+};
+
+}  // namespace morpheus::planner

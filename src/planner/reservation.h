@@ -1,0 +1,118 @@
+// Reservation definitions (YARN RDL, DESIGN.md §4) and placements.
+//
+// A ReservationDefinition is what a user (or morpheus-inference, for a
+// signed-off skyline) asks for; a Placement is what the planner granted. Both
+// are plain structs: the RM persists and serialises them itself and reloads
+// them with Planner::restore().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/resource.h"
+#include "common/status.h"
+
+namespace morpheus::planner {
+
+// How the stages of a definition combine (YARN ReservationRequestInterpreter).
+enum class Interpreter {
+  kAll,         // R_ALL: every stage, in any order, possibly overlapping
+  kAny,         // R_ANY: any one stage is enough
+  kOrder,       // R_ORDER: every stage, stage k+1 starts after stage k ends (gaps allowed)
+  kOrderNoGap,  // R_ORDER_NO_GAP: as R_ORDER, and the whole allocation is contiguous
+};
+
+// "R_ALL", "R_ANY", "R_ORDER", "R_ORDER_NO_GAP".
+const char* interpreterName(Interpreter i);
+// Parses the names above; errors name `field`.
+Result<Interpreter> parseInterpreter(const std::string& text, const std::string& field);
+
+// One stage (YARN ReservationRequest): `num_containers` containers of
+// `capability`, each for `duration`; at least `min_concurrency` of them (the
+// gang) must run at the same time, so the stage is placed as gangs of
+// `min_concurrency` containers x `duration` (plus one smaller gang for the
+// remainder when min_concurrency does not divide num_containers).
+struct ReservationStage {
+  Resource capability;
+  int64_t num_containers = 0;
+  int64_t min_concurrency = 1;
+  Millis duration{0};
+};
+
+struct ReservationDefinition {
+  UserId user;
+  std::string queue;
+  std::string name;
+  JobKey recurrence_key;
+  int priority = 0;
+  // Window of the first instance: earliest start and deadline (absolute).
+  TimePoint arrival;
+  TimePoint deadline;
+  // 0 = one-off; otherwise a divisor of the plan LCM and >= deadline - arrival.
+  // Instance k has the window [arrival + k*period, deadline + k*period).
+  Millis period{0};
+  std::vector<ReservationStage> stages;
+  Interpreter interpreter = Interpreter::kAll;
+  // Morpheus §6: jobs whose runs drift get an alignment penalty steering the
+  // allocation towards the middle of the window.
+  bool problematic = false;
+};
+
+// A Morpheus skyline R* (containers per plan step, Morpheus §5) as
+// R_ORDER_NO_GAP one-step stages with min concurrency 1, so a step's demand
+// may be stretched over later steps when the plan is busy. Zero steps carry no
+// demand and are skipped (the order of the others is kept).
+std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containers_per_step,
+                                            const Resource& capability, Millis step);
+
+// Shortest time the definition can run in: the longest stage for R_ALL, the
+// shortest for R_ANY, the sum for R_ORDER / R_ORDER_NO_GAP.
+Millis minDuration(const ReservationDefinition& def);
+
+// Input validation (CONVENTIONS.md "Errors"): INVALID_ARGUMENT whose message
+// starts with the offending field ("deadline: ...", "stages[2].min_concurrency: ...").
+// `capacity` is the cluster capacity (largest gang must fit), `lcm` the plan
+// period, `horizon` the one-off planning horizon from `now`.
+Status validateDefinition(const ReservationDefinition& def, const Resource& capacity, Millis lcm,
+                          Millis horizon, TimePoint now);
+
+// One YARN "resource-allocation": `resource` held over [start, end).
+struct AllocationInterval {
+  TimePoint start;
+  TimePoint end;
+  Resource resource;
+  bool operator==(const AllocationInterval&) const = default;
+};
+
+struct StagePlacement {
+  int stage = 0;  // index into ReservationDefinition::stages
+  std::vector<AllocationInterval> allocations;
+  bool operator==(const StagePlacement&) const = default;
+};
+
+// What the planner granted. Times are absolute and plan-step aligned, for the
+// first instance (the one whose window is [arrival, deadline)); instance k of a
+// periodic reservation holds the same allocation shifted by k*period.
+struct Placement {
+  Millis period{0};
+  // Total allocation: sorted, non-overlapping, no zero runs.
+  std::vector<AllocationInterval> allocations;
+  // Per stage (stages that received nothing, e.g. unused R_ANY stages, are absent).
+  std::vector<StagePlacement> stages;
+  double cost = 0;    // agent's cost of the whole allocation (informational)
+  std::string agent;  // which agent produced it
+  bool operator==(const Placement&) const = default;
+};
+
+// Which instance of a reservation is current at some time.
+struct InstanceWindow {
+  int64_t index = 0;  // k; always 0 for one-off reservations
+  TimePoint start;    // arrival + k*period
+  TimePoint end;      // deadline + k*period
+};
+
+}  // namespace morpheus::planner
