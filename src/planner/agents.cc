@@ -156,24 +156,36 @@ class Engine {
         fit_[i] = (p_.capacity - used).countFitting(unit);
         prefix_[i + 1] = prefix_[i] + (used + unit).dominantShare(p_.capacity);
       }
-      // Sliding minimum of fit_ over windows of d, positions from pmax down.
+      // Sliding minimum of fit_ and maximum of the step cost over windows of d.
       size_t npos = static_cast<size_t>(pmax - pmin + 1);
       bfit_.assign(npos, 0);
-      std::deque<size_t> dq;
+      bmax_.assign(npos, 0.0);
+      std::deque<size_t> dq, dqm;
       for (size_t i = 0; i < m; ++i) {
         while (!dq.empty() && fit_[dq.back()] >= fit_[i]) dq.pop_back();
         dq.push_back(i);
+        double ci = prefix_[i + 1] - prefix_[i];
+        while (!dqm.empty() && prefix_[dqm.back() + 1] - prefix_[dqm.back()] <= ci) dqm.pop_back();
+        dqm.push_back(i);
         if (i + 1 >= static_cast<size_t>(d)) {
           size_t start = i + 1 - static_cast<size_t>(d);
           while (dq.front() < start) dq.pop_front();
+          while (dqm.front() < start) dqm.pop_front();
           bfit_[start] = fit_[dq.front()];
+          bmax_[start] = prefix_[dqm.front() + 1] - prefix_[dqm.front()];
         }
       }
+      // Position cost: the highest step cost the gang would create (peak first,
+      // Morpheus §6 c(t)), then the block's average cost.
+      auto posCost = [&](size_t q) {
+        return bmax_[q] +
+               1e-3 * (prefix_[q + static_cast<size_t>(d)] - prefix_[q]) / static_cast<double>(d);
+      };
       int64_t best = -1;
       double best_cost = 0;
       for (int64_t q = static_cast<int64_t>(npos) - 1; q >= 0; --q) {
         if (bfit_[static_cast<size_t>(q)] <= 0) continue;
-        double c = prefix_[static_cast<size_t>(q + d)] - prefix_[static_cast<size_t>(q)];
+        double c = posCost(static_cast<size_t>(q));
         if (best < 0 || c < best_cost - kEps) {
           best = q;
           best_cost = c;
@@ -184,7 +196,7 @@ class Engine {
       int64_t ties = 0;
       for (size_t q = 0; q < npos; ++q) {
         if (bfit_[q] <= 0) continue;
-        double c = prefix_[q + static_cast<size_t>(d)] - prefix_[q];
+        double c = posCost(q);
         if (c <= best_cost + kEps) ++ties;
         if (static_cast<int64_t>(q) != best) second = std::min(second, c);
       }
@@ -192,7 +204,7 @@ class Engine {
       if (std::isinf(second)) {
         k = restricted ? 1 : remaining;
       } else {
-        double gap = (second - best_cost) / (static_cast<double>(d) * unit_share);
+        double gap = (second - best_cost) / unit_share;
         k = 1 + static_cast<int64_t>(std::min(gap, 1e15));
         if (ties > 1) {
           int64_t slots = std::max<int64_t>(1, ties / d);
@@ -211,6 +223,7 @@ class Engine {
   std::vector<int64_t> fit_;
   std::vector<int64_t> bfit_;
   std::vector<double> prefix_;
+  std::vector<double> bmax_;
 };
 
 // One pass over `ids` (stages, chronological) with the allocation ending by E.
