@@ -81,3 +81,27 @@ TEST(YarnJsonTest, AcceptsSingleStageObject) {
 
 }  // namespace
 }  // namespace morpheus::rm
+
+#include "rm/telemetry.h"
+
+namespace morpheus::rm {
+namespace {
+
+// Skyline = average containers in use per step, intervals clipped to the run.
+TEST(TelemetryTest, SkylineAveragesContainersPerStep) {
+  TimePoint t0 = fromEpochMs(1000000);
+  std::vector<ContainerInterval> iv = {
+      {t0, t0 + Millis(120000)},                 // 2 full steps
+      {t0 + Millis(30000), t0 + Millis(90000)},  // half of step 0, half of step 1
+      {t0 - Millis(60000), t0 + Millis(60000)},  // clipped: step 0 only
+  };
+  auto s = computeSkyline(iv, t0, t0 + Millis(150000), Millis(60000));
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_DOUBLE_EQ(s[0], 1.0 + 0.5 + 1.0);
+  EXPECT_DOUBLE_EQ(s[1], 1.0 + 0.5);
+  EXPECT_DOUBLE_EQ(s[2], 0.0) << "last partial step averages over its own length";
+  EXPECT_TRUE(computeSkyline(iv, t0, t0, Millis(60000)).empty());
+}
+
+}  // namespace
+}  // namespace morpheus::rm

@@ -1,0 +1,144 @@
+#include "rm/telemetry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/wire.h"
+#include "morpheus/v1/inference.grpc.pb.h"
+
+namespace morpheus::rm {
+
+std::vector<double> computeSkyline(const std::vector<ContainerInterval>& intervals, TimePoint start,
+                                   TimePoint end, Millis step) {
+  if (end <= start || step.count() <= 0) return {};
+  int64_t total = (end - start).count();
+  size_t n = static_cast<size_t>((total + step.count() - 1) / step.count());
+  std::vector<double> busy_ms(n, 0.0);
+  for (const auto& iv : intervals) {
+    TimePoint s = std::max(iv.start, start), e = std::min(iv.end, end);
+    if (e <= s) continue;
+    int64_t a = (s - start).count(), b = (e - start).count();
+    for (int64_t k = a / step.count(); k < static_cast<int64_t>(n) && k * step.count() < b; k++) {
+      int64_t lo = std::max(a, k * step.count()), hi = std::min(b, (k + 1) * step.count());
+      if (hi > lo) busy_ms[static_cast<size_t>(k)] += static_cast<double>(hi - lo);
+    }
+  }
+  std::vector<double> out(n);
+  for (size_t k = 0; k < n; k++) {
+    // The last step may be shorter than a full step; average over its real length.
+    int64_t len = std::min<int64_t>(step.count(), total - static_cast<int64_t>(k) * step.count());
+    out[k] = busy_ms[k] / static_cast<double>(len);
+  }
+  return out;
+}
+
+TelemetryForwarder::TelemetryForwarder(std::string address, MetricsRegistry& metrics,
+                                       size_t max_queue)
+    : address_(std::move(address)), metrics_(metrics), max_queue_(max_queue) {}
+
+TelemetryForwarder::~TelemetryForwarder() { stop(); }
+
+void TelemetryForwarder::start() {
+  if (address_.empty()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void TelemetryForwarder::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t TelemetryForwarder::queued() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return queue_.size();
+}
+
+void TelemetryForwarder::enqueue(AppTelemetryRecord rec) {
+  if (address_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (queue_.size() >= max_queue_) {
+      queue_.pop_front();
+      metrics_
+          .counter("morpheus_rm_telemetry_dropped_total",
+                   "Telemetry records dropped because the inference service lagged")
+          .inc();
+    }
+    queue_.push_back(std::move(rec));
+  }
+  cv_.notify_all();
+}
+
+bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
+  auto stub = v1::InferenceService::NewStub(makeChannel(address_));
+  v1::IngestRunsRequest req;
+  auto* run = req.add_runs();
+  run->set_job_key(rec.recurrence_key.empty() ? rec.app.value() : rec.recurrence_key.value());
+  run->set_run_id(rec.app.value());
+  run->set_user(rec.user.value());
+  run->set_submit_ms(toEpochMs(rec.submit));
+  run->set_start_ms(toEpochMs(rec.start));
+  run->set_end_ms(toEpochMs(rec.finish));
+  run->set_step_ms(rec.step.count());
+  for (double v : rec.skyline) run->add_skyline(v);
+  toProto(rec.container, run->mutable_container());
+  v1::IngestResponse resp;
+  auto ctx = makeContext(Millis(10000));
+  grpc::Status st = stub->IngestRuns(ctx.get(), req, &resp);
+  if (!st.ok()) {
+    spdlog::warn("telemetry of {} not delivered to inference at {}: {}", rec.app.value(), address_,
+                 st.error_message());
+    return false;
+  }
+  if (!rec.files.empty()) {
+    v1::IngestProvenanceRequest preq;
+    for (const auto& f : rec.files) {
+      auto* e = preq.add_events();
+      e->set_job_key(run->job_key());
+      e->set_run_id(rec.app.value());
+      e->set_path(f.path);
+      e->set_time_ms(toEpochMs(f.time));
+      e->set_kind(f.write ? v1::ProvenanceEvent::KIND_WRITE : v1::ProvenanceEvent::KIND_READ);
+    }
+    auto pctx = makeContext(Millis(10000));
+    st = stub->IngestProvenance(pctx.get(), preq, &resp);
+    if (!st.ok()) {
+      spdlog::warn("provenance of {} not delivered: {}", rec.app.value(), st.error_message());
+      return false;
+    }
+  }
+  metrics_
+      .counter("morpheus_rm_telemetry_forwarded_total", "Telemetry records delivered to inference")
+      .inc();
+  return true;
+}
+
+void TelemetryForwarder::run() {
+  Millis backoff(200);
+  for (;;) {
+    AppTelemetryRecord rec;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      rec = queue_.front();
+    }
+    if (send(rec)) {
+      backoff = Millis(200);
+      std::lock_guard<std::mutex> lk(mu_);
+      // Only pop if the record was not dropped for overflow meanwhile.
+      if (!queue_.empty() && queue_.front().app == rec.app) queue_.pop_front();
+      continue;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    if (cv_.wait_for(lk, backoff, [this] { return stopping_; })) return;
+    backoff = std::min(backoff * 2, Millis(30000));
+  }
+}
+
+}  // namespace morpheus::rm

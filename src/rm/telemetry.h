@@ -1,0 +1,78 @@
+// RM telemetry of finished applications (issue #3, Morpheus §4 input): each
+// app's skyline (containers in use per plan step, from container start/stop
+// times), times and recurrence key. Forwarded to morpheus-inference when one
+// is configured; forwarding never blocks scheduling.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/metrics.h"
+#include "common/resource.h"
+
+namespace morpheus::rm {
+
+struct ContainerInterval {
+  TimePoint start;
+  TimePoint end;  // for still-running containers: the time of the computation
+};
+
+struct FileAccessRecord {
+  std::string path;
+  TimePoint time;
+  bool write = false;
+};
+
+struct AppTelemetryRecord {
+  AppId app;
+  JobKey recurrence_key;
+  UserId user;
+  TimePoint submit, start, finish;
+  Millis step{60000};
+  std::vector<double> skyline;  // average containers in use per step from `start`
+  Resource container;           // typical (most common) container size
+  std::vector<FileAccessRecord> files;
+};
+
+// Average number of containers in use in each step [start + k*step, start +
+// (k+1)*step) for k = 0 .. ceil((end - start)/step) - 1. Intervals are clipped
+// to [start, end). Pure.
+std::vector<double> computeSkyline(const std::vector<ContainerInterval>& intervals, TimePoint start,
+                                   TimePoint end, Millis step);
+
+// Sends records to the inference service's IngestRuns on its own thread.
+// enqueue() never blocks: the queue is bounded (oldest dropped, counted in
+// morpheus_rm_telemetry_dropped_total); failed sends are retried with
+// exponential backoff (200 ms .. 30 s) until they succeed or stop() is called.
+class TelemetryForwarder {
+ public:
+  // `address` empty = forwarding disabled (records are still kept by the RM).
+  TelemetryForwarder(std::string address, MetricsRegistry& metrics, size_t max_queue = 10000);
+  ~TelemetryForwarder();
+  void start();
+  void stop();
+  void enqueue(AppTelemetryRecord rec);
+  size_t queued() const;
+
+ private:
+  void run();
+  bool send(const AppTelemetryRecord& rec);
+
+  const std::string address_;
+  MetricsRegistry& metrics_;
+  const size_t max_queue_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<AppTelemetryRecord> queue_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                 // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace morpheus::rm
