@@ -1,0 +1,105 @@
+#include "inference/rm_client.h"
+
+#include <ctime>
+
+#include "common/wire.h"
+#include "morpheus/v1/reservation.grpc.pb.h"
+
+namespace morpheus::inference {
+
+Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r, TimePoint now) {
+  if (r.period.count() <= 0) return invalidArgument("slo.period", "must be positive");
+  if (r.step.count() <= 0) return invalidArgument("step", "must be positive");
+  if (r.start_offset.count() < 0) return invalidArgument("slo.start_offset", "must be >= 0");
+  if (r.deadline_offset <= r.start_offset) {
+    return invalidArgument("slo.deadline_offset", "must be after the start offset");
+  }
+  if (r.deadline_offset - r.start_offset > r.period) {
+    return invalidArgument("slo.deadline_offset", "window longer than the period");
+  }
+  if (r.skyline.empty()) return invalidArgument("skyline", "is empty");
+  int64_t steps = static_cast<int64_t>(r.skyline.size());
+  // Trailing zero steps carry no demand and need no room in the window.
+  while (steps > 0 && r.skyline[static_cast<size_t>(steps - 1)] == 0) steps--;
+  if (steps == 0) return invalidArgument("skyline", "has no demand");
+  if (r.step * steps > r.deadline_offset - r.start_offset) {
+    return invalidArgument(
+        "slo.deadline_offset",
+        "window of " + std::to_string((r.deadline_offset - r.start_offset).count() / 1000) +
+            " s cannot hold a skyline of " + std::to_string(r.step.count() * steps / 1000) + " s");
+  }
+  int64_t p = r.period.count();
+  int64_t period_start = toEpochMs(now) / p * p;
+  if (period_start + r.start_offset.count() <= toEpochMs(now)) period_start += p;
+  v1::ReservationDefinition d;
+  d.set_arrival_ms(period_start + r.start_offset.count());
+  d.set_deadline_ms(period_start + r.deadline_offset.count());
+  d.set_name("slo:" + r.job_key);
+  d.set_period_ms(p);
+  d.set_interpreter(v1::R_ORDER_NO_GAP);
+  d.set_recurrence_key(r.job_key);
+  d.set_problematic(r.problematic);
+  d.set_reprovision_budget_container_ms(r.budget_container_ms);
+  for (int64_t k = 0; k < steps; k++) {
+    int64_t c = r.skyline[static_cast<size_t>(k)];
+    if (c <= 0) continue;  // zero steps carry no demand (Morpheus §5 skylines are stretchable)
+    auto* st = d.add_stages();
+    toProto(r.container, st->mutable_capability());
+    st->set_num_containers(static_cast<int32_t>(c));
+    st->set_min_concurrency(1);
+    st->set_duration_ms(r.step.count());
+  }
+  return d;
+}
+
+namespace {
+std::string summarize(const google::protobuf::RepeatedPtrField<v1::ResourceAllocation>& allocs) {
+  if (allocs.empty()) return "no allocation";
+  int64_t first = allocs.begin()->start_ms(), last = allocs.rbegin()->end_ms(), peak = 0;
+  for (const auto& a : allocs) peak = std::max<int64_t>(peak, a.resource().vcores());
+  auto fmt = [](int64_t ms) {
+    std::time_t t = ms / 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf);
+  };
+  return "first instance " + fmt(first) + " .. " + fmt(last) + ", " +
+         std::to_string(allocs.size()) + " allocation run(s), peak " + std::to_string(peak) +
+         " vcores";
+}
+}  // namespace
+
+Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest& r, TimePoint now,
+                                                         const std::string& existing_id) {
+  MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, recurringDefinition(r, now));
+  auto stub = v1::ReservationService::NewStub(makeChannel(address_));
+  if (!existing_id.empty()) {
+    v1::UpdateReservationRequest req;
+    req.set_reservation_id(existing_id);
+    req.set_user(r.owner);
+    *req.mutable_definition() = def;
+    v1::UpdateReservationResponse resp;
+    auto ctx = makeContext(Millis(30000));
+    grpc::Status st = stub->UpdateReservation(ctx.get(), req, &resp);
+    if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+    return SubmittedReservation{existing_id, summarize(resp.allocations())};
+  }
+  v1::NewReservationResponse nr;
+  auto c1 = makeContext(Millis(10000));
+  grpc::Status st = stub->NewReservation(c1.get(), v1::NewReservationRequest(), &nr);
+  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  v1::SubmitReservationRequest req;
+  req.set_reservation_id(nr.reservation_id());
+  req.set_queue(r.queue);
+  req.set_user(r.owner);
+  *req.mutable_definition() = def;
+  v1::SubmitReservationResponse resp;
+  auto c2 = makeContext(Millis(30000));
+  st = stub->SubmitReservation(c2.get(), req, &resp);
+  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  return SubmittedReservation{nr.reservation_id(), summarize(resp.allocations())};
+}
+
+}  // namespace morpheus::inference

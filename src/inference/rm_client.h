@@ -1,0 +1,52 @@
+// Submits signed-off SLOs to the RM as recurring reservations over gRPC
+// (Morpheus §4 -> §6): period P, window [a, d] relative to the period start,
+// the skyline as R_ORDER_NO_GAP one-step stages, the recurrence key = the job
+// key so each run binds to its reservation automatically.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "morpheus/v1/reservation.pb.h"
+
+namespace morpheus::inference {
+
+struct RecurringRequest {
+  std::string job_key;
+  std::string owner;
+  std::string queue = "default";
+  Millis period{0};
+  Millis start_offset{0};     // a, from the period start (epoch-aligned)
+  Millis deadline_offset{0};  // d, from the period start
+  Millis step{60000};
+  std::vector<int64_t> skyline;  // containers per step
+  Resource container;
+  int64_t budget_container_ms = 0;
+  bool problematic = false;
+};
+
+struct SubmittedReservation {
+  std::string reservation_id;
+  std::string placement_summary;  // human-readable allocations of the first instance
+};
+
+// The definition for the first instance whose window starts after `now`.
+// INVALID_ARGUMENT naming the field when the SLO cannot hold the skyline.
+Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r, TimePoint now);
+
+class RmReservationClient {
+ public:
+  explicit RmReservationClient(std::string rm_address) : address_(std::move(rm_address)) {}
+  // New + Submit; on FAILED_PRECONDITION the returned status carries the RM's
+  // explanation. `existing_id` non-empty = UpdateReservation instead.
+  Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
+                                      const std::string& existing_id = "");
+
+ private:
+  std::string address_;
+};
+
+}  // namespace morpheus::inference
