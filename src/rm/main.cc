@@ -1,14 +1,20 @@
 // morpheus-rm: the central resource manager daemon. main() only wires.
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <iostream>
+#include <mutex>
 
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
+#include "rm/reservation_manager.h"
+#include "rm/reservation_service.h"
+#include "rm/rest.h"
 #include "rm/rm_core.h"
 #include "rm/services.h"
+#include "store/state_store.h"
 
 using namespace morpheus;
 
@@ -34,25 +40,68 @@ int main(int argc, char** argv) {
   RealClock clock;
   MetricsRegistry metrics;
   rm::RmCore core(opts, clock, metrics, *secret);
+
+  std::string store_location = opts.state_store_location;
+  if (store_location.empty() && opts.state_store == "sqlite") {
+    store_location = opts.daemon.data_dir + "/rm-state.db";
+  }
+  auto store = store::openStateStore(opts.state_store, store_location);
+  if (!store.isOk()) {
+    std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
+    return 2;
+  }
+  opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
+  auto planner = planner::Planner::create(opts.planner, Resource());
+  if (!planner.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << planner.status().message() << "\n";
+    return 2;
+  }
+  rm::ReservationManagerOptions rmo;
+  rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
+  rmo.admins = {opts.admins.begin(), opts.admins.end()};
+  rm::ReservationManager reservations(rmo, std::move(planner).value(), **store, clock, metrics);
+  if (Status st = reservations.recover(); !st.isOk()) {
+    std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
+  core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
+    reservations.onCapacity(live, allow_drop);
+  });
+  rm::ReservationServiceImpl reservation_service(reservations);
   rm::ResourceTrackerService tracker(core);
   rm::ClientServiceImpl client(core);
   // Not yet implemented by this build: answer UNIMPLEMENTED (generated defaults).
   v1::ApplicationMaster::Service am_service;
-  v1::ReservationService::Service reservation_service;
   DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
+  rm::registerReservationRest(server.http(), reservation_service);
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
   core.start();
+  // Plan maintenance every plan step: the one-off horizon rolls forward.
+  std::mutex maintain_mu;
+  bool maintain_stopped = false;  // GUARDED_BY(maintain_mu)
+  std::function<void()> maintain = [&] {
+    std::lock_guard<std::mutex> lk(maintain_mu);
+    if (maintain_stopped) return;
+    reservations.expire();
+    clock.scheduleAfter(opts.planner.step, maintain);
+  };
+  clock.scheduleAfter(opts.planner.step, maintain);
   spdlog::info("morpheus-rm started (epoch {})", core.epoch());
   int sig = waitForTerminationSignal();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
+  {
+    std::lock_guard<std::mutex> lk(maintain_mu);
+    maintain_stopped = true;
+  }
   core.stop();
+  core.setCapacityListener(nullptr);
   server.shutdown();
   spdlog::info("morpheus-rm stopped");
   return 0;

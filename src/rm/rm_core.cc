@@ -21,6 +21,7 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
       metrics_(metrics),
       epoch_(newEpoch(clock)),
       signer_(std::move(token_secret)),
+      started_(clock.now()),
       nodes_(opts.node_expiry) {
   updateNodeGauges();
 }
@@ -81,6 +82,7 @@ Status RmCore::registerNode(NodeInfo info) {
                total.toString());
   metrics_.counter("morpheus_rm_node_registrations_total", "Node registrations").inc();
   updateNodeGauges();
+  notifyCapacity();
   return Status::ok();
 }
 
@@ -96,6 +98,7 @@ Status RmCore::unregisterNode(const NodeId& id) {
   MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
   spdlog::info("node {} unregistered", id.value());
   updateNodeGauges();
+  notifyCapacity();
   return Status::ok();
 }
 
@@ -107,6 +110,18 @@ void RmCore::checkLiveness() {
     metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
   }
   updateNodeGauges();
+  notifyCapacity();
+}
+
+void RmCore::setCapacityListener(CapacityListener listener) {
+  std::lock_guard<std::mutex> lk(mu_);
+  capacity_listener_ = std::move(listener);
+  notifyCapacity();
+}
+
+void RmCore::notifyCapacity() {
+  if (!capacity_listener_) return;
+  capacity_listener_(nodes_.liveCapacity(), clock_.now() - started_ >= opts_.node_expiry);
 }
 
 std::vector<NodeInfo> RmCore::nodes(bool include_lost) const {

@@ -5,6 +5,7 @@
 // the clock's timer thread through the same lock.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -55,9 +56,17 @@ class RmCore {
   // Runs one liveness pass now (also called by the timer).
   void checkLiveness();
 
+  // Called (under the core's lock) whenever the live capacity may have
+  // changed. `allow_drop` is false during the start-up grace (one node
+  // expiry) while NMs re-register after an RM restart, so a restarted RM never
+  // drops reservations because its nodes have not reported yet.
+  using CapacityListener = std::function<void(const Resource& live, bool allow_drop)>;
+  void setCapacityListener(CapacityListener listener);
+
  private:
   void scheduleLiveness();
   void updateNodeGauges();  // REQUIRES(mu_)
+  void notifyCapacity();    // REQUIRES(mu_)
 
   // Constant after construction.
   const RmOptions opts_;
@@ -65,11 +74,13 @@ class RmCore {
   MetricsRegistry& metrics_;
   const std::string epoch_;
   const TokenSigner signer_;
+  const TimePoint started_;
 
   mutable std::mutex mu_;
-  NodeRegistry nodes_;          // GUARDED_BY(mu_)
-  bool running_ = false;        // GUARDED_BY(mu_)
-  TimerId liveness_timer_ = 0;  // GUARDED_BY(mu_)
+  NodeRegistry nodes_;                  // GUARDED_BY(mu_)
+  bool running_ = false;                // GUARDED_BY(mu_)
+  TimerId liveness_timer_ = 0;          // GUARDED_BY(mu_)
+  CapacityListener capacity_listener_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace morpheus::rm

@@ -2,15 +2,24 @@
 // declareRmOptions). The YAML file uses the same dotted keys.
 #pragma once
 
+#include <vector>
+
 #include "common/config.h"
 #include "common/daemon.h"
+#include "planner/planner.h"
 
 namespace morpheus::rm {
 
 struct RmOptions {
   DaemonOptions daemon;
-  Millis node_expiry{10000};        // rm.node-expiry
-  Millis heartbeat_interval{1000};  // rm.heartbeat-interval
+  Millis node_expiry{10000};                   // rm.node-expiry
+  Millis heartbeat_interval{1000};             // rm.heartbeat-interval
+  std::vector<std::string> reservable_queues;  // rm.reservable-queues
+  std::vector<std::string> admins;             // rm.admins
+  std::string state_store;                     // state-store.kind
+  std::string state_store_location;            // state-store.location
+  planner::PlannerOptions planner;             // planner.*
+  int64_t planner_end_points = 8;              // planner.lowcost.end-points
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -23,6 +32,40 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "reported lost to their AMs.");
   s.addDuration("rm.heartbeat-interval", &o->heartbeat_interval, Millis(1000), Millis(10),
                 "Interval the RM tells node managers to heartbeat at.");
+  s.addStringList("rm.reservable-queues", &o->reservable_queues, {"default"},
+                  "Queues that accept reservations; a request naming another queue is refused.");
+  s.addStringList("rm.admins", &o->admins, {},
+                  "Users who may change or delete anyone's reservation.");
+  s.addString("state-store.kind", &o->state_store, "sqlite",
+              "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
+  s.addString("state-store.location", &o->state_store_location, "",
+              "sqlite: database file (\"\" = <data-dir>/rm-state.db); etcd: comma-separated "
+              "http://host:port endpoints.");
+  s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
+                "Plan step: the time granularity of reservations.");
+  s.addDuration(
+      "planner.lcm", &o->planner.lcm, Millis(86400000), Millis(60000),
+      "Period of the periodic plan (LCM of reservation periods); a multiple of the step.");
+  s.addDuration("planner.one-off-horizon", &o->planner.one_off_horizon, Millis(7 * 86400000LL),
+                Millis(60000), "How far ahead one-off reservations may be planned.");
+  s.addString("planner.agent", &o->planner.agent, "lowcost",
+              "Placement algorithm: LowCost (Morpheus §6) or the YARN-style greedy baseline.",
+              {"lowcost", "greedy"});
+  s.addInt("planner.lowcost.end-points", &o->planner_end_points, 8, 1, 1000, "",
+           "LowCost: end points tried between the earliest end and the deadline.");
+  s.addDouble("planner.lowcost.alignment-penalty", &o->planner.agent_options.alignment_penalty, 1.0,
+              0, 1e6, "cost units per window",
+              "Weight of the alignment penalty for problematic jobs (Morpheus §6).");
+  s.addString("planner.sharing-policy", &o->planner.sharing_policy, "no-overcommit",
+              "Admission policy.", {"no-overcommit", "capacity-over-time"});
+  s.addDouble("planner.capacity-over-time.instantaneous-max-share",
+              &o->planner.sharing.instantaneous_max_share, 1.0, 0, 1, "fraction of capacity",
+              "Most of the plan (dominant share) one user may hold at any step.");
+  s.addDouble("planner.capacity-over-time.average-share", &o->planner.sharing.average_share, 1.0, 0,
+              1, "fraction of capacity",
+              "Most of the plan one user may hold on average over the window.");
+  s.addDuration("planner.capacity-over-time.window", &o->planner.sharing.average_window,
+                Millis(86400000), Millis(60000), "Averaging window of average-share.");
 }
 
 }  // namespace morpheus::rm

@@ -48,6 +48,23 @@ Process::Process(Process&& o) noexcept
   o.pid_ = -1;
 }
 
+Process& Process::operator=(Process&& o) noexcept {
+  if (this != &o) {
+    if (pid_ > 0 && running()) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+    pid_ = o.pid_;
+    exit_status_ = o.exit_status_;
+    log_path_ = std::move(o.log_path_);
+    grpc_ = std::move(o.grpc_);
+    http_ = std::move(o.http_);
+    o.pid_ = -1;
+  }
+  return *this;
+}
+
 Process::~Process() {
   if (pid_ > 0 && running()) {
     ::kill(pid_, SIGKILL);
@@ -82,8 +99,9 @@ Process Process::startDaemon(const std::string& component, const std::string& da
   std::vector<std::string> all = {"--data-dir", data_dir, "--grpc-port", "0", "--http-port", "0"};
   all.insert(all.end(), args.begin(), args.end());
   std::string bin = binary("morpheus-" + component);
-  Process p = start(bin, all, data_dir + ".log");
   std::string ep = data_dir + "/" + component + ".endpoints.json";
+  fs::remove(ep);  // a SIGKILLed predecessor leaves its file behind
+  Process p = start(bin, all, data_dir + ".log");
   waitFor([&] { return fs::exists(ep) || !p.running(); }, std::chrono::seconds(20));
   if (fs::exists(ep)) {
     std::ifstream in(ep);

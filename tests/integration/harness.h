@@ -25,7 +25,8 @@ class Process {
  public:
   Process() = default;
   Process(Process&& o) noexcept;
-  Process& operator=(Process&&) = delete;
+  // Kills (SIGKILL) and reaps any process this object still owns, then takes o's.
+  Process& operator=(Process&& o) noexcept;
   ~Process();
 
   // Starts `bin` with `args`; stdout+stderr go to `log_path`.

@@ -1,0 +1,423 @@
+#include "rm/reservation_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rm/reservation_codec.h"
+
+namespace morpheus::rm {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kNs = "reservations";
+
+json encodeRecord(const ReservationRecord& r) {
+  json hist = json::array();
+  for (const auto& h : r.history) {
+    hist.push_back({{"time", toEpochMs(h.time)},
+                    {"policy", h.policy},
+                    {"granted", h.granted},
+                    {"extra", encodeResource(h.extra)},
+                    {"duration_ms", h.duration.count()},
+                    {"reason", h.reason}});
+  }
+  return {{"id", r.id.value()},
+          {"accepted", toEpochMs(r.accepted)},
+          {"definition", encodeDefinition(r.def)},
+          {"placement", encodePlacement(r.placement)},
+          {"budget", r.budget_container_ms},
+          {"budget_used", r.budget_used_container_ms},
+          {"budget_instance", r.budget_instance},
+          {"status", r.status},
+          {"status_reason", r.status_reason},
+          {"history", hist}};
+}
+
+Result<ReservationRecord> decodeRecord(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return internalError("corrupt stored reservation (not JSON)");
+  try {
+    ReservationRecord r;
+    r.id = ReservationId(j.at("id").get<std::string>());
+    r.accepted = fromEpochMs(j.at("accepted").get<int64_t>());
+    MORPHEUS_ASSIGN_OR_RETURN(r.def, decodeDefinition(j.at("definition")));
+    MORPHEUS_ASSIGN_OR_RETURN(r.placement, decodePlacement(j.at("placement")));
+    r.budget_container_ms = j.at("budget").get<int64_t>();
+    r.budget_used_container_ms = j.at("budget_used").get<int64_t>();
+    r.budget_instance = j.at("budget_instance").get<int64_t>();
+    r.status = j.at("status").get<std::string>();
+    r.status_reason = j.at("status_reason").get<std::string>();
+    for (const auto& h : j.at("history")) {
+      r.history.push_back(
+          {fromEpochMs(h.at("time").get<int64_t>()), h.at("policy").get<std::string>(),
+           h.at("granted").get<bool>(), decodeResource(h.at("extra")),
+           Millis(h.at("duration_ms").get<int64_t>()), h.at("reason").get<std::string>()});
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return internalError(std::string("corrupt stored reservation: ") + e.what());
+  }
+}
+
+bool validId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ReservationManager::ReservationManager(ReservationManagerOptions opts,
+                                       std::unique_ptr<planner::Planner> planner,
+                                       store::StateStore& store, Clock& clock,
+                                       MetricsRegistry& metrics)
+    : opts_(std::move(opts)),
+      store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      epoch_ms_(toEpochMs(clock.now())),
+      planner_(std::move(planner)) {
+  std::lock_guard<std::mutex> lk(mu_);
+  updateGauges();
+}
+
+Status ReservationManager::recover() {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto rows = store_.list(kNs);
+  if (!rows.isOk()) return rows.status().withContext("reading reservations from the state store");
+  for (const auto& [key, value] : *rows) {
+    auto rec = decodeRecord(value);
+    if (!rec.isOk()) return rec.status().withContext("reservation " + key);
+    MORPHEUS_RETURN_IF_ERROR(planner_->restore(rec->id, rec->def, rec->placement)
+                                 .withContext("restoring reservation " + key));
+    records_[rec->id] = std::move(rec).value();
+  }
+  spdlog::info("recovered {} reservation(s) from the state store", records_.size());
+  updateGauges();
+  return Status::ok();
+}
+
+ReservationId ReservationManager::newId() {
+  std::lock_guard<std::mutex> lk(mu_);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "reservation_%lld_%04llu", static_cast<long long>(epoch_ms_),
+                static_cast<unsigned long long>(next_seq_++));
+  return ReservationId(buf);
+}
+
+Status ReservationManager::persist(const ReservationRecord& rec) {
+  return store_.commit({{kNs, rec.id.value(), encodeRecord(rec).dump()}});
+}
+
+Result<ReservationRecord> ReservationManager::submit(
+    const ReservationId& id, const planner::ReservationDefinition& def, int64_t budget_container_ms,
+    planner::InfeasibilityExplanation* explanation) {
+  if (!validId(id.value())) {
+    return invalidArgument("reservation_id",
+                           "'" + id.value() + "' must be 1-128 of [A-Za-z0-9_.-]");
+  }
+  if (!opts_.reservable_queues.count(def.queue)) {
+    return invalidArgument("queue", "'" + def.queue + "' is not a reservable queue");
+  }
+  if (def.user.empty()) return invalidArgument("user", "is required");
+  if (budget_container_ms < 0)
+    return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
+  std::lock_guard<std::mutex> lk(mu_);
+  if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
+  TimePoint now = clock_.now();
+  auto placement = planner_->submit(id, def, now, explanation);
+  if (!placement.isOk()) {
+    metrics_
+        .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
+                 {{"code", statusCodeName(placement.status().code())}})
+        .inc();
+    return placement.status();
+  }
+  ReservationRecord rec;
+  rec.id = id;
+  rec.accepted = now;
+  rec.def = def;
+  rec.placement = *placement;
+  rec.budget_container_ms = budget_container_ms;
+  if (Status st = persist(rec); !st.isOk()) {
+    MORPHEUS_CHECK(planner_->remove(id).isOk(), "rollback of an unpersisted reservation");
+    return st.withContext("reservation " + id.value() + " not admitted: state store");
+  }
+  records_[id] = rec;
+  spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
+               id.value(), def.user.value(), def.queue, def.period.count(),
+               rec.placement.allocations.size());
+  metrics_.counter("morpheus_rm_reservations_admitted_total", "Reservations admitted").inc();
+  updateGauges();
+  return rec;
+}
+
+Result<ReservationRecord> ReservationManager::update(
+    const ReservationId& id, const UserId& user, const planner::ReservationDefinition& def,
+    int64_t budget_container_ms, planner::InfeasibilityExplanation* explanation) {
+  if (budget_container_ms < 0)
+    return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
+  const ReservationRecord old = it->second;
+  if (old.def.user != user && !opts_.admins.count(user.value())) {
+    return permissionDenied("only " + old.def.user.value() +
+                            " or an admin may change reservation " + id.value());
+  }
+  planner::ReservationDefinition nd = def;
+  nd.user = old.def.user;
+  if (nd.queue.empty()) nd.queue = old.def.queue;
+  if (!opts_.reservable_queues.count(nd.queue)) {
+    return invalidArgument("queue", "'" + nd.queue + "' is not a reservable queue");
+  }
+  auto placement = planner_->update(id, nd, clock_.now(), explanation);
+  if (!placement.isOk()) return placement.status();
+  ReservationRecord rec = old;
+  rec.def = nd;
+  rec.placement = *placement;
+  rec.budget_container_ms = budget_container_ms;
+  rec.status = "active";
+  rec.status_reason.clear();
+  if (Status st = persist(rec); !st.isOk()) {
+    MORPHEUS_CHECK(
+        planner_->remove(id).isOk() && planner_->restore(id, old.def, old.placement).isOk(),
+        "rollback of an unpersisted update");
+    return st.withContext("reservation " + id.value() + " not updated: state store");
+  }
+  it->second = rec;
+  spdlog::info("reservation {} updated by {}", id.value(), user.value());
+  return rec;
+}
+
+Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
+  if (it->second.def.user != user && !opts_.admins.count(user.value())) {
+    return permissionDenied("only " + it->second.def.user.value() +
+                            " or an admin may delete reservation " + id.value());
+  }
+  MORPHEUS_RETURN_IF_ERROR(
+      store_.commit({{kNs, id.value(), std::nullopt}})
+          .withContext("reservation " + id.value() + " not deleted: state store"));
+  MORPHEUS_CHECK(planner_->remove(id).isOk(), "planner lost reservation " + id.value());
+  records_.erase(it);
+  spdlog::info("reservation {} deleted by {}", id.value(), user.value());
+  updateGauges();
+  return Status::ok();
+}
+
+std::vector<ReservationRecord> ReservationManager::list(const std::string& queue,
+                                                        const std::string& id, TimePoint start,
+                                                        TimePoint end) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<ReservationRecord> out;
+  for (const auto& [rid, r] : records_) {
+    if (!queue.empty() && r.def.queue != queue) continue;
+    if (!id.empty() && rid.value() != id) continue;
+    if (toEpochMs(start) > 0 || toEpochMs(end) > 0) {
+      bool overlap = false;
+      for (const auto& a : r.placement.allocations) {
+        // Periodic: compare against the instance that could overlap [start, end).
+        Millis shift(0);
+        if (r.def.period.count() > 0 && start > a.end) {
+          int64_t k = (start - a.end).count() / r.def.period.count() + 1;
+          shift = r.def.period * k;
+        }
+        TimePoint s = a.start + shift, e = a.end + shift;
+        if (e > start && (toEpochMs(end) == 0 || s < end)) overlap = true;
+      }
+      if (!overlap) continue;
+    }
+    out.push_back(r);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.accepted < b.accepted; });
+  return out;
+}
+
+std::optional<ReservationRecord> ReservationManager::get(const ReservationId& id) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return std::nullopt;
+  return it->second;
+}
+
+PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  PlanSnapshot snap;
+  snap.step = planner_->options().step;
+  snap.capacity = planner_->capacity();
+  snap.reservations = static_cast<int>(records_.size());
+  int64_t step = snap.step.count();
+  TimePoint t = fromEpochMs(toEpochMs(from) / step * step);
+  const int64_t kMaxSteps = 20000;
+  for (int64_t i = 0; t < to && i < kMaxSteps; i++, t += snap.step) {
+    Resource total = planner_->loadAt(t);
+    Resource periodic = planner_->view().periodicLoadAt(t);
+    snap.steps.push_back({t, periodic, total - periodic});
+  }
+  return snap;
+}
+
+void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Resource current = planner_->capacity();
+  Resource target = allow_drop ? live : Resource::max(live, current);
+  if (target == current) return;
+  auto report = planner_->setCapacity(target, clock_.now());
+  spdlog::info("plan capacity {} -> {}", current.toString(), target.toString());
+  for (const auto& id : report.dropped) {
+    spdlog::warn("one-off reservation {} dropped: it no longer fits after a capacity drop",
+                 id.value());
+    metrics_
+        .counter("morpheus_rm_reservations_dropped_total",
+                 "One-off reservations dropped on capacity loss")
+        .inc();
+    if (store_.commit({{kNs, id.value(), std::nullopt}}).isOk()) records_.erase(id);
+  }
+  for (const auto& id : report.replanned) {
+    auto it = records_.find(id);
+    const planner::Placement* p = planner_->placement(id);
+    if (it != records_.end() && p) {
+      it->second.placement = *p;
+      spdlog::info("one-off reservation {} re-planned after a capacity drop", id.value());
+      (void)persist(it->second);
+    }
+  }
+  std::set<ReservationId> degraded(report.periodic_over_capacity.begin(),
+                                   report.periodic_over_capacity.end());
+  for (auto& [id, r] : records_) {
+    bool now_degraded = degraded.count(id) > 0;
+    std::string want = now_degraded ? "degraded" : "active";
+    if (r.status == want) continue;
+    r.status = want;
+    r.status_reason = now_degraded ? "cluster capacity " + target.toString() +
+                                         " no longer backs the periodic plan at its offsets"
+                                   : "";
+    if (now_degraded) {
+      spdlog::warn("periodic reservation {} (owner {}) lost its guarantee: {}", id.value(),
+                   r.def.user.value(), r.status_reason);
+    } else {
+      spdlog::info("periodic reservation {} guarantees restored", id.value());
+    }
+    (void)persist(r);
+  }
+  updateGauges();
+}
+
+void ReservationManager::expire() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& id : planner_->expire(clock_.now())) {
+    if (!store_.commit({{kNs, id.value(), std::nullopt}}).isOk()) {
+      spdlog::warn("expired reservation {} could not be removed from the state store", id.value());
+    }
+    records_.erase(id);
+    spdlog::info("one-off reservation {} expired", id.value());
+  }
+  updateGauges();
+}
+
+Resource ReservationManager::guaranteedAt(const ReservationId& id, TimePoint t) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return planner_->guaranteedAt(id, t);
+}
+
+bool ReservationManager::isPeriodic(const ReservationId& id) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  return it != records_.end() && it->second.def.period.count() > 0;
+}
+
+std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& key) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::optional<ReservationId> best;
+  TimePoint best_t;
+  for (const auto& [id, r] : records_) {
+    if (!key.empty() && r.def.recurrence_key == key && (!best || r.accepted > best_t)) {
+      best = id;
+      best_t = r.accepted;
+    }
+  }
+  return best;
+}
+
+std::vector<ReservationId> ReservationManager::ids() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<ReservationId> out;
+  for (const auto& [id, _] : records_) out.push_back(id);
+  return out;
+}
+
+Status ReservationManager::reprovision(const ReservationId& id, const std::string& policy,
+                                       const Resource& extra, int64_t extra_container_ms,
+                                       Millis duration, const std::string& rationale) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return notFound("reservation " + id.value());
+  ReservationRecord& r = it->second;
+  TimePoint now = clock_.now();
+  auto inst = planner_->instanceAt(id, now);
+  int64_t instance = inst ? inst->index : 0;
+  if (r.budget_instance != instance) {
+    r.budget_instance = instance;
+    r.budget_used_container_ms = 0;
+  }
+  ReprovisionRecord ev{now, policy, false, extra, duration, rationale};
+  Status st;
+  if (r.budget_used_container_ms + extra_container_ms > r.budget_container_ms) {
+    st = infeasible("reprovisioning budget exhausted (" +
+                    std::to_string(r.budget_used_container_ms) + " of " +
+                    std::to_string(r.budget_container_ms) + " container-ms used)");
+  } else {
+    st = planner_->tryAddToCurrentInstance(id, extra, now, now + duration, now);
+  }
+  if (st.isOk()) {
+    ev.granted = true;
+    r.budget_used_container_ms += extra_container_ms;
+  } else {
+    ev.reason = st.message();
+  }
+  r.history.push_back(ev);
+  if (r.history.size() > 200) r.history.erase(r.history.begin());
+  (void)persist(r);
+  return st;
+}
+
+void ReservationManager::recordDenial(const ReservationId& id, const std::string& policy,
+                                      const Resource& extra, Millis duration,
+                                      const std::string& reason) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return;
+  it->second.history.push_back({clock_.now(), policy, false, extra, duration, reason});
+  (void)persist(it->second);
+}
+
+void ReservationManager::updateGauges() {
+  int periodic = 0, one_off = 0, degraded = 0;
+  for (const auto& [_, r] : records_) {
+    (r.def.period.count() > 0 ? periodic : one_off)++;
+    degraded += r.status == "degraded" ? 1 : 0;
+  }
+  metrics_.gauge("morpheus_rm_reservations_active", "Admitted reservations", {{"kind", "periodic"}})
+      .set(periodic);
+  metrics_.gauge("morpheus_rm_reservations_active", "Admitted reservations", {{"kind", "one-off"}})
+      .set(one_off);
+  metrics_
+      .gauge("morpheus_rm_reservations_degraded",
+             "Periodic reservations whose guarantee lost capacity backing")
+      .set(degraded);
+  Resource cap = planner_->capacity();
+  metrics_.gauge("morpheus_rm_plan_capacity_memory_mib", "Plan capacity, MiB").set(cap.memoryMib());
+  metrics_.gauge("morpheus_rm_plan_capacity_vcores", "Plan capacity, vcores").set(cap.vcores());
+}
+
+}  // namespace morpheus::rm

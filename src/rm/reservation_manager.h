@@ -1,0 +1,141 @@
+// The RM's reservation system (issue #2): owns the Planner and the persisted
+// records of every admitted reservation. Each mutation is planned first and
+// persisted before it is acknowledged; when persisting fails the plan is
+// rolled back, so a rejected or failed request leaves no partial state and an
+// acknowledged one survives a crash (DESIGN.md §9).
+//
+// Thread-safety: internally locked; callable from gRPC/HTTP threads, the plan
+// follower and the DRA thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/metrics.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "planner/planner.h"
+#include "store/state_store.h"
+
+namespace morpheus::rm {
+
+struct ReprovisionRecord {
+  TimePoint time;
+  std::string policy;
+  bool granted = false;
+  Resource extra;  // per step
+  Millis duration{0};
+  std::string reason;
+};
+
+struct ReservationRecord {
+  ReservationId id;
+  TimePoint accepted;
+  planner::ReservationDefinition def;  // includes user and queue
+  planner::Placement placement;
+  int64_t budget_container_ms = 0;  // DRA budget per instance (owner signed off)
+  int64_t budget_used_container_ms = 0;
+  int64_t budget_instance = -1;   // instance the budget use refers to
+  std::string status = "active";  // "active" or "degraded"
+  std::string status_reason;
+  std::vector<ReprovisionRecord> history;
+};
+
+struct PlanStepLoad {
+  TimePoint start;
+  Resource periodic;
+  Resource one_off;
+};
+
+struct PlanSnapshot {
+  Millis step{0};
+  Resource capacity;
+  int reservations = 0;
+  std::vector<PlanStepLoad> steps;
+};
+
+struct ReservationManagerOptions {
+  std::set<std::string> reservable_queues{"default"};
+  std::set<std::string> admins;  // users who may change anyone's reservation
+};
+
+class ReservationManager {
+ public:
+  // `store`, `clock` and `metrics` must outlive the manager.
+  ReservationManager(ReservationManagerOptions opts, std::unique_ptr<planner::Planner> planner,
+                     store::StateStore& store, Clock& clock, MetricsRegistry& metrics);
+
+  // Reloads persisted reservations into the plan without re-planning.
+  Status recover();
+
+  // A fresh id, unique across RM restarts ("reservation_<start ms>_<seq>").
+  ReservationId newId();
+
+  // Plans and persists. INVALID_ARGUMENT (field named) for bad input or an
+  // unknown queue, ALREADY_EXISTS for a used id, kInfeasible with *explanation.
+  Result<ReservationRecord> submit(const ReservationId& id,
+                                   const planner::ReservationDefinition& def,
+                                   int64_t budget_container_ms,
+                                   planner::InfeasibilityExplanation* explanation);
+  // Try-and-swap; PERMISSION_DENIED unless `user` owns it or is an admin.
+  Result<ReservationRecord> update(const ReservationId& id, const UserId& user,
+                                   const planner::ReservationDefinition& def,
+                                   int64_t budget_container_ms,
+                                   planner::InfeasibilityExplanation* explanation);
+  Status remove(const ReservationId& id, const UserId& user);
+
+  // Filters: empty queue/id = all; [start, end) overlap with the current or
+  // next allocation (end 0 = unbounded).
+  std::vector<ReservationRecord> list(const std::string& queue, const std::string& id,
+                                      TimePoint start, TimePoint end) const;
+  std::optional<ReservationRecord> get(const ReservationId& id) const;
+  PlanSnapshot plan(TimePoint from, TimePoint to) const;
+
+  // Plan capacity follows the live nodes. A drop re-plans/drops one-offs and
+  // marks periodic reservations that lost guarantees "degraded" (log, metric,
+  // status). `allow_drop` false (RM start-up grace while NMs re-register)
+  // only ever raises the capacity.
+  void onCapacity(const Resource& live, bool allow_drop);
+
+  // Rolling horizon: drops one-off reservations whose deadline has passed
+  // (from the plan and the store). Called every plan step.
+  void expire();
+
+  // Plan follower / scheduler view.
+  Resource guaranteedAt(const ReservationId& id, TimePoint t) const;
+  bool isPeriodic(const ReservationId& id) const;
+  // Active reservation bound to a recurrence key, if any (latest accepted).
+  std::optional<ReservationId> byRecurrenceKey(const JobKey& key) const;
+  std::vector<ReservationId> ids() const;
+
+  // DRA (issue #4): extra on the current instance through the planner, within
+  // the budget; the decision is recorded in the history either way.
+  Status reprovision(const ReservationId& id, const std::string& policy, const Resource& extra,
+                     int64_t extra_container_ms, Millis duration, const std::string& rationale);
+  void recordDenial(const ReservationId& id, const std::string& policy, const Resource& extra,
+                    Millis duration, const std::string& reason);
+
+ private:
+  Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
+  void updateGauges();                           // REQUIRES(mu_)
+
+  const ReservationManagerOptions opts_;
+  store::StateStore& store_;
+  Clock& clock_;
+  MetricsRegistry& metrics_;
+  const int64_t epoch_ms_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<planner::Planner> planner_;           // GUARDED_BY(mu_)
+  std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
+  uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)
+};
+
+}  // namespace morpheus::rm

@@ -1,0 +1,41 @@
+// The RM's durable state (DESIGN.md §9): a small transactional key-value
+// store of namespaced records (reservations, apps, DRA budget use). Values are
+// opaque bytes; the RM encodes them.
+//
+// Contract: commit() is atomic (all writes of a batch or none) and durable
+// when it returns OK (a crash afterwards loses nothing). Implementations are
+// chosen by name: "sqlite" (default) and "etcd" (HA).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace morpheus::store {
+
+struct StateWrite {
+  std::string ns;
+  std::string key;
+  std::optional<std::string> value;  // nullopt = delete
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  virtual Status commit(const std::vector<StateWrite>& batch) = 0;
+  virtual Result<std::optional<std::string>> get(const std::string& ns, const std::string& key) = 0;
+  // All records of a namespace, sorted by key.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> list(const std::string& ns) = 0;
+  virtual std::string name() const = 0;
+};
+
+// kind "sqlite": `location` is the database file (created if missing).
+// INVALID_ARGUMENT naming "state-store.kind" for an unknown or unavailable kind.
+Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
+                                                   const std::string& location);
+
+}  // namespace morpheus::store

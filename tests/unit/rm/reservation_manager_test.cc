@@ -1,0 +1,135 @@
+// ReservationManager over a real SQLite store with the virtual clock:
+// persistence and recovery, queue/ACL checks, capacity grace, DRA budget.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "rm/reservation_manager.h"
+
+namespace morpheus::rm {
+namespace {
+
+class ReservationManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir =
+        std::filesystem::temp_directory_path() / ("morpheus-rmgr-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    path_ = (dir /
+             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
+                .string();
+    std::filesystem::remove(path_);
+    store_ = std::move(store::openStateStore("sqlite", path_)).value();
+    mgr_ = make();
+    mgr_->onCapacity(Resource(10240, 10), true);
+  }
+  std::unique_ptr<ReservationManager> make() {
+    ReservationManagerOptions o;
+    o.admins = {"root"};
+    return std::make_unique<ReservationManager>(
+        o, std::move(planner::Planner::create({}, Resource())).value(), *store_, clock_, metrics_);
+  }
+  planner::ReservationDefinition def(int containers, Millis period = Millis(0)) {
+    planner::ReservationDefinition d;
+    d.user = UserId("alice");
+    d.queue = "default";
+    d.arrival = clock_.now() + Millis(3600000);
+    d.deadline = d.arrival + Millis(1800000);
+    d.period = period;
+    d.stages = {{Resource(1024, 1), containers, 1, Millis(600000)}};
+    return d;
+  }
+  VirtualClock clock_{fromEpochMs(1800000000000)};
+  MetricsRegistry metrics_;
+  std::string path_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<ReservationManager> mgr_;
+};
+
+// An admitted reservation is persisted; a new manager recovers identical placements.
+TEST_F(ReservationManagerTest, RecoversIdenticalPlacements) {
+  auto r = mgr_->submit(ReservationId("r1"), def(5, Millis(86400000)), 60000, nullptr);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  auto again = make();
+  ASSERT_TRUE(again->recover().isOk());
+  auto got = again->get(ReservationId("r1"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->placement, r->placement);
+  EXPECT_EQ(got->budget_container_ms, 60000);
+  TimePoint t = r->placement.allocations.front().start;
+  EXPECT_EQ(again->guaranteedAt(ReservationId("r1"), t),
+            mgr_->guaranteedAt(ReservationId("r1"), t));
+}
+
+// Unknown queues, bad ids and duplicates are refused and leave nothing behind.
+TEST_F(ReservationManagerTest, RejectionsLeaveNoState) {
+  auto d = def(2);
+  d.queue = "nope";
+  auto r = mgr_->submit(ReservationId("r1"), d, 0, nullptr);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("queue"), std::string::npos);
+  EXPECT_FALSE(mgr_->submit(ReservationId("bad id!"), def(2), 0, nullptr).isOk());
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(2), 0, nullptr).isOk());
+  EXPECT_EQ(mgr_->submit(ReservationId("r1"), def(2), 0, nullptr).status().code(),
+            StatusCode::kAlreadyExists);
+  planner::InfeasibilityExplanation why;
+  auto big = mgr_->submit(ReservationId("r2"), def(1000), 0, &why);
+  EXPECT_EQ(big.status().code(), StatusCode::kInfeasible);
+  EXPECT_FALSE(why.toString().empty());
+  EXPECT_EQ((*store_->list("reservations")).size(), 1u);
+}
+
+// Only the owner or an admin may update or delete.
+TEST_F(ReservationManagerTest, OwnerOrAdminOnly) {
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(2), 0, nullptr).isOk());
+  EXPECT_EQ(mgr_->update(ReservationId("r1"), UserId("bob"), def(3), 0, nullptr).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(mgr_->remove(ReservationId("r1"), UserId("bob")).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(mgr_->update(ReservationId("r1"), UserId("root"), def(3), 0, nullptr).isOk());
+  EXPECT_TRUE(mgr_->remove(ReservationId("r1"), UserId("alice")).isOk());
+  EXPECT_TRUE((*store_->list("reservations")).empty());
+}
+
+// During the start-up grace capacity never drops; afterwards a one-off that no longer fits is
+// dropped.
+TEST_F(ReservationManagerTest, CapacityGraceThenDrop) {
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(8), 0, nullptr).isOk());
+  mgr_->onCapacity(Resource(), false);
+  EXPECT_TRUE(mgr_->get(ReservationId("r1")).has_value()) << "no drop while nodes re-register";
+  mgr_->onCapacity(Resource(1024, 1), true);
+  auto r = mgr_->get(ReservationId("r1"));
+  if (r) {
+    // Re-planned onto the smaller cluster: it must fit.
+    for (const auto& a : r->placement.allocations) EXPECT_LE(a.resource.vcores(), 1);
+  } else {
+    EXPECT_TRUE((*store_->list("reservations")).empty());
+  }
+}
+
+// DRA grants are charged to the per-instance budget and refused once it is spent.
+TEST_F(ReservationManagerTest, ReprovisionBudget) {
+  auto d = def(2, Millis(86400000));
+  d.arrival = clock_.now() + Millis(60000);
+  d.deadline = clock_.now() + Millis(3600000);
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), d, 2 * 60000, nullptr).isOk());
+  clock_.advance(Millis(120000));
+  EXPECT_TRUE(mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
+                                Millis(60000), "t")
+                  .isOk());
+  EXPECT_TRUE(mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
+                                Millis(60000), "t")
+                  .isOk());
+  auto third = mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
+                                 Millis(60000), "t");
+  EXPECT_EQ(third.code(), StatusCode::kInfeasible);
+  auto rec = mgr_->get(ReservationId("r1"));
+  ASSERT_EQ(rec->history.size(), 3u);
+  EXPECT_TRUE(rec->history[0].granted);
+  EXPECT_FALSE(rec->history[2].granted);
+  EXPECT_NE(rec->history[2].reason.find("budget"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
