@@ -23,7 +23,7 @@ constexpr size_t kPathsPerQuery = 500;
 constexpr const char* kMigrations[] = {
     // 1: the tables.
     "CREATE TABLE runs("
-    "  job TEXT NOT NULL, run TEXT NOT NULL, user TEXT NOT NULL,"
+    "  job TEXT NOT NULL, run TEXT NOT NULL, owner TEXT NOT NULL,"
     "  submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,"
     "  step_ms INTEGER NOT NULL, skyline TEXT NOT NULL, container TEXT NOT NULL,"
     "  PRIMARY KEY(job, run));"
@@ -108,9 +108,9 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
       Stmt run(db_,
-               "INSERT INTO runs(job, run, user, submit_ms, start_ms, end_ms, step_ms, skyline, "
+               "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, "
                "container) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-               "ON CONFLICT(job, run) DO UPDATE SET user = excluded.user, "
+               "ON CONFLICT(job, run) DO UPDATE SET owner = excluded.owner, "
                "submit_ms = excluded.submit_ms, start_ms = excluded.start_ms, "
                "end_ms = excluded.end_ms, step_ms = excluded.step_ms, "
                "skyline = excluded.skyline, container = excluded.container");
@@ -159,7 +159,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   Result<std::vector<RunRecord>> runs(const JobKey& job) override {
     std::lock_guard<std::mutex> lk(mu_);
     Stmt q(db_,
-           "SELECT job, run, user, submit_ms, start_ms, end_ms, step_ms, skyline, container "
+           "SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container "
            "FROM runs WHERE job = ?1 ORDER BY submit_ms, run");
     if (!q.prepared()) return error("prepare runs");
     q.text(1, job.value());
