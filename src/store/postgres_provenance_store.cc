@@ -103,9 +103,10 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       PQfinish(conn);
       return unavailable("postgres provenance store: cannot connect: " + msg);
     }
-    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-    std::string name = std::string("postgres://") + PQhost(conn) + ":" + PQport(conn) + "/" +
-                       PQdb(conn);
+    PQsetNoticeProcessor(
+        conn, [](void*, const char*) {}, nullptr);
+    std::string name =
+        std::string("postgres://") + PQhost(conn) + ":" + PQport(conn) + "/" + PQdb(conn);
     std::unique_ptr<PostgresProvenanceStore> s(new PostgresProvenanceStore(conn, name));
     MORPHEUS_RETURN_IF_ERROR(s->migrate(target_version));
     return std::unique_ptr<ProvenanceStore>(std::move(s));
@@ -127,8 +128,7 @@ class PostgresProvenanceStore final : public ProvenanceStore {
             "skyline = excluded.skyline, container = excluded.container",
             {r.job.value(), r.run.value(), r.user, std::to_string(toEpochMs(r.submit)),
              std::to_string(toEpochMs(r.start)), std::to_string(toEpochMs(r.end)),
-             std::to_string(r.step.count()), encodeSkyline(r.skyline),
-             encodeResource(r.container)},
+             std::to_string(r.step.count()), encodeSkyline(r.skyline), encodeResource(r.container)},
             "ingest run " + r.run.value());
         if (!res.isOk()) return res.status();
       }
@@ -197,10 +197,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     std::vector<FileEvent> out;
     MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
       out.clear();
-      MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
-                                exec("SELECT job, run, path, kind, time_ms FROM events "
-                                     "WHERE job = $1 ORDER BY time_ms, run, path, kind",
-                                     {job.value()}, "events of job"));
+      MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT job, run, path, kind, time_ms FROM events "
+                                                 "WHERE job = $1 ORDER BY time_ms, run, path, kind",
+                                                 {job.value()}, "events of job"));
       return readEvents(r.get(), out);
     }));
     return out;
@@ -225,11 +224,11 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
-      MORPHEUS_ASSIGN_OR_RETURN(
-          PgResult r, exec("INSERT INTO proposals(" + std::string(kProposalColumns) +
-                               ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-                               "ON CONFLICT(id) DO NOTHING",
-                           proposalParams(p), "insert proposal " + p.id.value()));
+      MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
+                                exec("INSERT INTO proposals(" + std::string(kProposalColumns) +
+                                         ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+                                         "ON CONFLICT(id) DO NOTHING",
+                                     proposalParams(p), "insert proposal " + p.id.value()));
       if (std::string(PQcmdTuples(r.get())) == "0") {
         return alreadyExists("proposal " + p.id.value() + " already exists");
       }
@@ -242,10 +241,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     std::vector<ProposalRecord> out;
     MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
       out.clear();
-      MORPHEUS_ASSIGN_OR_RETURN(
-          PgResult r,
-          exec("SELECT " + std::string(kProposalColumns) + " FROM proposals WHERE id = $1",
-               {id.value()}, "get proposal " + id.value()));
+      MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT " + std::string(kProposalColumns) +
+                                                     " FROM proposals WHERE id = $1",
+                                                 {id.value()}, "get proposal " + id.value()));
       return readProposals(r.get(), out);
     }));
     if (out.empty()) return std::optional<ProposalRecord>();
@@ -274,9 +272,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
-      MORPHEUS_ASSIGN_OR_RETURN(PgResult cur,
-                                exec("SELECT state FROM proposals WHERE id = $1 FOR UPDATE",
-                                     {p.id.value()}, "read proposal " + p.id.value()));
+      MORPHEUS_ASSIGN_OR_RETURN(
+          PgResult cur, exec("SELECT state FROM proposals WHERE id = $1 FOR UPDATE", {p.id.value()},
+                             "read proposal " + p.id.value()));
       if (PQntuples(cur.get()) == 0) {
         return notFound("proposal " + p.id.value() + " does not exist");
       }
@@ -298,9 +296,10 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     if (job.empty()) return invalidArgument("job", "must not be empty");
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
-      return exec("INSERT INTO reject_fingerprints(job, fingerprint) VALUES($1, $2) "
-                  "ON CONFLICT(job) DO UPDATE SET fingerprint = excluded.fingerprint",
-                  {job.value(), fingerprint}, "set reject fingerprint of " + job.value())
+      return exec(
+                 "INSERT INTO reject_fingerprints(job, fingerprint) VALUES($1, $2) "
+                 "ON CONFLICT(job) DO UPDATE SET fingerprint = excluded.fingerprint",
+                 {job.value(), fingerprint}, "set reject fingerprint of " + job.value())
           .status();
     });
   }
@@ -310,9 +309,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     std::optional<std::string> out;
     MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
       out.reset();
-      MORPHEUS_ASSIGN_OR_RETURN(
-          PgResult r, exec("SELECT fingerprint FROM reject_fingerprints WHERE job = $1",
-                           {job.value()}, "reject fingerprint of " + job.value()));
+      MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
+                                exec("SELECT fingerprint FROM reject_fingerprints WHERE job = $1",
+                                     {job.value()}, "reject fingerprint of " + job.value()));
       if (PQntuples(r.get()) > 0) out = PQgetvalue(r.get(), 0, 0);
       return Status::ok();
     }));
@@ -454,8 +453,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       e.path = PQgetvalue(r, i, 2);
       auto kind = parseFileAccess(PQgetvalue(r, i, 3));
       if (!kind) {
-        return internalError("corrupt event kind '" + std::string(PQgetvalue(r, i, 3)) +
-                             "' in " + name_);
+        return internalError("corrupt event kind '" + std::string(PQgetvalue(r, i, 3)) + "' in " +
+                             name_);
       }
       e.kind = *kind;
       MORPHEUS_ASSIGN_OR_RETURN(int64_t t, int64At(r, i, 4));

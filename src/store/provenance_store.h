@@ -10,6 +10,13 @@
 // - The schema is versioned; opening an older database migrates it forward in
 //   one transaction; a database newer than the code is refused (FAILED_PRECONDITION).
 // - Thread-safe: calls may come from several gRPC threads.
+// - Input is validated before anything is written: INVALID_ARGUMENT naming the
+//   field ("runs[2].job", "events[0].path", "proposal.id") and nothing stored.
+//   Runs need a job, a run id, submit <= start <= end, step > 0, finite
+//   non-negative skyline samples and a non-negative container; events need a
+//   job, a run id and a path; proposals an id and a job, created <= updated.
+// - Orderings are bytewise on strings (as std::string compares), in every
+//   implementation.
 //
 // Implementations, chosen by name: "sqlite" (default, `location` = database
 // file, created if missing) and "postgres" (`location` = libpq conninfo).

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -110,7 +111,13 @@ struct SqliteBackend {
 // listening on 127.0.0.1 at a free port. Run as user postgres when root.
 class PgServer {
  public:
+  // The newest /usr/lib/postgresql/<major>/bin with initdb and pg_ctl; ""
+  // if none. MORPHEUS_TEST_PG_BINDIR overrides the search (to test the skip).
   static std::string findBinDir() {
+    if (const char* dir = std::getenv("MORPHEUS_TEST_PG_BINDIR")) {
+      return fs::exists(fs::path(dir) / "initdb") && fs::exists(fs::path(dir) / "pg_ctl") ? dir
+                                                                                          : "";
+    }
     std::vector<fs::path> found;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator("/usr/lib/postgresql", ec)) {
@@ -150,8 +157,8 @@ class PgServer {
       port_ = freePort();
       std::string opts = "-c listen_addresses=127.0.0.1 -c port=" + std::to_string(port_) +
                          " -c unix_socket_directories=" + dir_ + " -c fsync=off";
-      if (run({bindir_ + "/pg_ctl", "-D", data, "-l", dir_ + "/server.log", "-w", "-t", "60",
-               "-o", opts, "start"},
+      if (run({bindir_ + "/pg_ctl", "-D", data, "-l", dir_ + "/server.log", "-w", "-t", "60", "-o",
+               opts, "start"},
               dir_ + "/pg_ctl.log") == 0) {
         running_ = true;
         return "";
@@ -534,12 +541,12 @@ TYPED_TEST(ProvenanceStoreTest, IngestIsIdempotent) {
 // jobs() is sorted bytewise; runs() by submit time then run id; only runs of
 // that job.
 TYPED_TEST(ProvenanceStoreTest, JobsAndRunsAreSorted) {
-  ASSERT_TRUE(this->store_
-                  ->ingestRuns({makeRun("b", "r1", 0), makeRun("a/x", "r1", 0),
-                                makeRun("A", "r1", 0), makeRun("a", "r9", 300),
-                                makeRun("a", "r2", 100), makeRun("a", "r10", 100),
-                                makeRun("a", "r1", 200)})
-                  .isOk());
+  ASSERT_TRUE(
+      this->store_
+          ->ingestRuns({makeRun("b", "r1", 0), makeRun("a/x", "r1", 0), makeRun("A", "r1", 0),
+                        makeRun("a", "r9", 300), makeRun("a", "r2", 100), makeRun("a", "r10", 100),
+                        makeRun("a", "r1", 200)})
+          .isOk());
   EXPECT_EQ(this->jobs(),
             (std::vector<JobKey>{JobKey("A"), JobKey("a"), JobKey("a/x"), JobKey("b")}));
   std::vector<std::string> ids;
@@ -741,8 +748,9 @@ TYPED_TEST(ProvenanceStoreTest, ConcurrentCallsAllLand) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         std::string run = "t" + std::to_string(t) + "-" + std::to_string(i);
-        if (!this->store_->ingest({{makeRun("j", run, i)}, {makeEvent("j", run, "/p",
-                                                                      FileAccess::kRead, i)}})
+        if (!this->store_
+                 ->ingest(
+                     {{makeRun("j", run, i)}, {makeEvent("j", run, "/p", FileAccess::kRead, i)}})
                  .isOk() ||
             !this->store_->insertProposal(makeProposal("p-" + run, "j", i)).isOk() ||
             !this->store_->runs(JobKey("j")).isOk()) {
