@@ -176,7 +176,14 @@ class Engine {
         }
       }
       // Position cost: the highest step cost the gang would create (peak first,
-      // Morpheus §6 c(t)), then the block's average cost.
+      // Morpheus §6 c(t)), then the block's average cost; ties go to the latest
+      // position. Measured alternatives (bench 2a generator, 300 instances
+      // against the GLPK optimum, and the same instances mirrored in time):
+      // sum of c(t)^2 / c(t)^4 / exp(c(t)), global-peak-first and
+      // room-leaving tie-breaks (earliest, centred, least total variation)
+      // all land within ~1% of this rule (median ratio ~1.22); "earliest"
+      // only looks better because that generator clips windows at the end of
+      // the day, and loses by as much on the mirrored instances.
       auto posCost = [&](size_t q) {
         return bmax_[q] +
                1e-3 * (prefix_[q + static_cast<size_t>(d)] - prefix_[q]) / static_cast<double>(d);
