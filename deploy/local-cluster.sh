@@ -34,8 +34,14 @@ start() {
   mkdir -p "$VAR/log" "$VAR/run"
   launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
     --grpc-port $RM_GRPC --http-port $RM_HTTP
+  # Sign-off identities for the inference service: one admin token for the
+  # local operator, made once (README: "Signing off SLOs").
+  if [ ! -f "$VAR/tokens" ]; then
+    (umask 077; printf '%s %s admin\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
+      "${USER:-operator}" >"$VAR/tokens")
+  fi
   launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
-    --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC
+    --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/tokens"
   local i=0
   for n in "${NODES[@]}"; do
     i=$((i + 1))
@@ -49,7 +55,8 @@ start() {
     live=$("$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC cluster status --json 2>/dev/null |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["live_nodes"])' 2>/dev/null || echo 0)
     if [ "$live" = "${#NODES[@]}" ]; then
-      echo "local-cluster: up: RM 127.0.0.1:$RM_GRPC (http $RM_HTTP), ${#NODES[@]} nodes"
+      echo "local-cluster: up: RM 127.0.0.1:$RM_GRPC (http $RM_HTTP), inference 127.0.0.1:8050, ${#NODES[@]} nodes"
+      echo "local-cluster: sign-off token: export MORPHEUS_TOKEN=$(cut -d" " -f1 "$VAR/tokens")"
       return 0
     fi
     for d in rm inference "${NODES[@]}"; do

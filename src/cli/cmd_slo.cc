@@ -259,6 +259,13 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
     check(stub(ctx)->RejectProposal(authed(ctx, Millis(10000)).get(), req, &resp), ctx);
     respond(resp, *json_out, "Rejected");
   });
+
+  auto* refit = slo->add_subcommand("refit", "Re-infer every job's SLO and skyline now (admin)");
+  refit->callback([&ctx] {
+    v1::RefitResponse resp;
+    check(stub(ctx)->Refit(authed(ctx, Millis(300000)).get(), v1::RefitRequest(), &resp), ctx);
+    std::printf("refit done: %d new proposal(s); see 'morpheusctl slo list'\n", resp.proposals_created());
+  });
 }
 
 }  // namespace morpheus::cli

@@ -6,11 +6,8 @@
 #include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
 #include "cli/cmd_reservation.h"
-#include "cli/cmd_slo.h"
-#if __has_include("cli/cmd_skyline.h")
 #include "cli/cmd_skyline.h"
-#define MORPHEUS_HAVE_SKYLINE 1
-#endif
+#include "cli/cmd_slo.h"
 
 namespace morpheus::cli {
 
@@ -50,9 +47,7 @@ int main(int argc, char** argv) {
   addAppCommands(app, ctx);
   addReservationCommands(app, ctx);
   addSloCommands(app, ctx);
-#ifdef MORPHEUS_HAVE_SKYLINE
-  morpheus::inference::addSkylineCommands(app);
-#endif
+  addSkylineCommands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

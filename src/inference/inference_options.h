@@ -8,7 +8,30 @@ namespace morpheus::inference {
 
 struct InferenceOptions {
   DaemonOptions daemon;
-  std::string rm_address;  // inference.rm-address
+  std::string rm_address;             // inference.rm-address
+  std::string store_kind;             // provenance-store.kind
+  std::string store_location;         // provenance-store.location
+  std::string token_file;             // inference.token-file
+  bool open = false;                  // inference.auth-disabled
+  std::string queue;                  // inference.queue
+  Millis refit_interval{86400000};    // inference.refit-interval
+  Millis step{60000};                 // skyline.step
+  double alpha = 0.5;                 // skyline.alpha
+  double beta = 0.1;                  // skyline.beta
+  std::string beta_mode;              // skyline.beta-mode
+  int64_t min_runs = 3;               // skyline.min-runs
+  double budget_fraction = 0.2;       // proposal.budget-fraction
+  double drift_threshold = 0.2;       // proposal.drift-threshold
+  std::string sample;                 // skyline.sample
+  int64_t history_runs = 30;          // skyline.history-runs
+  double period_tolerance = 0.1;      // slo.period-tolerance
+  double max_period_cv = 0.1;         // slo.max-period-cv
+  double max_outread_cv = 0.1;        // slo.max-outread-cv
+  double min_slack = 0.0;             // slo.min-slack
+  double start_percentile = 0.95;     // slo.start-percentile
+  double deadline_percentile = 0.5;   // slo.deadline-percentile
+  double problematic_cv = 0.5;        // slo.problematic-cv
+  Millis lcm{86400000};               // slo.lcm
 };
 
 inline constexpr int64_t kDefaultInferenceGrpcPort = 8050;
@@ -20,6 +43,61 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
   s.addString("inference.rm-address", &o->rm_address, "127.0.0.1:8030",
               "host:port of the RM's gRPC endpoint, where accepted proposals are submitted "
               "as recurring reservations.");
+  s.addString("provenance-store.kind", &o->store_kind, "sqlite",
+              "Where runs, file events and proposals are kept.", {"sqlite", "postgres"});
+  s.addString("provenance-store.location", &o->store_location, "",
+              "sqlite: database file (\"\" = <data-dir>/provenance.db); postgres: a libpq "
+              "conninfo string, e.g. \"host=127.0.0.1 dbname=morpheus user=morpheus\".");
+  s.addString("inference.token-file", &o->token_file, "",
+              "Bearer tokens for sign-off: one 'TOKEN USER [admin]' per line. Required unless "
+              "inference.auth-disabled is true.");
+  s.addBool("inference.auth-disabled", &o->open, false,
+            "Development only: accept every caller as an admin named 'anonymous'.");
+  s.addString("inference.queue", &o->queue, "default",
+              "Reservable RM queue that accepted proposals are submitted to.");
+  s.addDuration("inference.refit-interval", &o->refit_interval, Millis(86400000), Millis(1000),
+                "How often SLOs and skylines are re-inferred from the provenance store.");
+  s.addDuration("skyline.step", &o->step, Millis(60000), Millis(1000),
+                "Skyline step (must equal the RM's planner.step).");
+  s.addDouble("skyline.alpha", &o->alpha, 0.5, 0, 1, "",
+              "Weight of over-allocation vs under-allocation in the skyline LP (Morpheus §5).");
+  s.addDouble("skyline.beta", &o->beta, 0.1, 0, 1e9, "",
+              "Regularisation weight: a multiple of V (relative) or the weight itself (absolute).");
+  s.addString("skyline.beta-mode", &o->beta_mode, "relative",
+              "relative: beta * V with V the optimum without regularisation (two solves); "
+              "absolute: beta as given (Hadoop resource estimator).",
+              {"relative", "absolute"});
+  s.addInt("skyline.min-runs", &o->min_runs, 3, 1, 100000, "runs",
+           "Fewest runs a job needs before a skyline is fitted.");
+  s.addString("skyline.sample", &o->sample, "average",
+              "A fit step's sample from a run: the average containers in use over the step, or the max.",
+              {"average", "max"});
+  s.addInt("skyline.history-runs", &o->history_runs, 30, 1, 100000, "runs",
+           "The most recent runs a job's skyline is fitted from.");
+  s.addDouble("slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
+              "A median submission gap this close to a natural period (5/10/15/30 min, 1 h, 1 d, 1 w) "
+              "snaps to it (Morpheus §4).");
+  s.addDouble("slo.max-period-cv", &o->max_period_cv, 0.1, 0, 100, "MAD/median",
+              "Jobs whose submission gaps are more dispersed than this are not periodic.");
+  s.addDouble("slo.max-outread-cv", &o->max_outread_cv, 0.1, 0, 100, "MAD/median",
+              "A deadline is actionable only if the first read of the job's output (T_outRead) is at least "
+              "this stable.");
+  s.addDouble("slo.min-slack", &o->min_slack, 0.0, -1e9, 1e9, "fraction of the run time",
+              "A deadline is actionable only if median (T_outRead - T_end)/(T_end - T_start) is at least this.");
+  s.addDouble("slo.start-percentile", &o->start_percentile, 0.95, 0, 1, "quantile",
+              "Earliest start a = this percentile of the input-availability times T_inAvail.");
+  s.addDouble("slo.deadline-percentile", &o->deadline_percentile, 0.5, 0, 1, "quantile",
+              "Deadline d = this percentile of the output-read times T_outRead.");
+  s.addDouble("slo.problematic-cv", &o->problematic_cv, 0.5, 0, 100, "MAD/median",
+              "Jobs whose T_start - T_inAvail or T_outRead - T_end vary more than this are flagged "
+              "problematic (the planner's alignment penalty applies).");
+  s.addDuration("slo.lcm", &o->lcm, Millis(86400000), Millis(60000),
+                "The RM plan's LCM (planner.lcm); inferred periods must divide it.");
+  s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.2, 0, 10, "fraction of skyline area",
+              "Default reprovisioning budget of a proposal.");
+  s.addDouble("proposal.drift-threshold", &o->drift_threshold, 0.2, 0, 10, "relative change",
+              "A refit whose skyline area or peak differs by more than this from the accepted one "
+              "creates an update proposal.");
 }
 
 }  // namespace morpheus::inference

@@ -1,12 +1,19 @@
 // morpheus-inference: provenance store, SLO/skyline inference, sign-off.
+// main() only wires.
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <iostream>
+#include <mutex>
 
 #include "common/daemon.h"
 #include "common/logging.h"
+#include "inference/auth.h"
+#include "inference/inference_core.h"
 #include "inference/inference_options.h"
-#include "morpheus/v1/inference.grpc.pb.h"
+#include "inference/rm_client.h"
+#include "inference/service.h"
+#include "store/provenance_store.h"
 
 using namespace morpheus;
 
@@ -15,30 +22,89 @@ int main(int argc, char** argv) {
   inference::InferenceOptions opts;
   ConfigSchema schema("morpheus-inference");
   inference::declareInferenceOptions(schema, &opts);
-  std::vector<FlagAlias> extra = {{"--rm", "inference.rm-address", "RM gRPC address HOST:PORT"}};
+  std::vector<FlagAlias> extra = {{"--rm", "inference.rm-address", "RM gRPC address HOST:PORT"},
+                                  {"--token-file", "inference.token-file", "Bearer token file"}};
   if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-inference", schema, extra); rc >= 0) {
     return rc;
   }
-  if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file);
-      !st.isOk()) {
-    std::cerr << "morpheus-inference: " << st.message() << "\n";
+  auto fail = [](const std::string& msg) {
+    std::cerr << "morpheus-inference: " << msg << "\n";
     return 2;
+  };
+  if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
+    return fail(st.message());
   }
-  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
-    std::cerr << "morpheus-inference: " << st.message() << "\n";
-    return 2;
+  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
+  std::map<std::string, Principal> tokens;
+  if (!opts.token_file.empty()) {
+    auto t = loadTokenFile(opts.token_file);
+    if (!t.isOk()) return fail("config error: inference.token-file: " + t.status().message());
+    tokens = std::move(t).value();
+  } else if (!opts.open) {
+    return fail(
+        "config error: inference.token-file: required (or set inference.auth-disabled: true for "
+        "single-user development)");
   }
+  std::string location = opts.store_location;
+  if (location.empty() && opts.store_kind == "sqlite") location = opts.daemon.data_dir + "/provenance.db";
+  auto store = store::openProvenanceStore(opts.store_kind, location);
+  if (!store.isOk()) return fail("provenance store: " + store.status().message());
+
+  RealClock clock;
   MetricsRegistry metrics;
-  // The inference RPCs arrive with issue #5; until then UNIMPLEMENTED.
-  v1::InferenceService::Service service;
+  inference::InferenceCoreOptions core_opts;
+  core_opts.step = opts.step;
+  core_opts.alpha = opts.alpha;
+  core_opts.beta = opts.beta;
+  core_opts.beta_relative = opts.beta_mode == "relative";
+  core_opts.min_runs = opts.min_runs;
+  core_opts.budget_fraction = opts.budget_fraction;
+  core_opts.drift_threshold = opts.drift_threshold;
+  core_opts.queue = opts.queue;
+  core_opts.history_runs = opts.history_runs;
+  core_opts.sample = opts.sample == "max" ? inference::SampleMode::kMax : inference::SampleMode::kAverage;
+  core_opts.slo.period_tolerance = opts.period_tolerance;
+  core_opts.slo.max_period_cv = opts.max_period_cv;
+  core_opts.slo.max_outread_cv = opts.max_outread_cv;
+  core_opts.slo.min_slack = opts.min_slack;
+  core_opts.slo.start_percentile = opts.start_percentile;
+  core_opts.slo.deadline_percentile = opts.deadline_percentile;
+  core_opts.slo.problematic_cv = opts.problematic_cv;
+  core_opts.slo.lcm = opts.lcm;
+  core_opts.slo.min_runs = opts.min_runs;
+  inference::RmReservationClient rm(opts.rm_address);
+  inference::InferenceCore core(core_opts, **store, rm, clock, metrics);
+  inference::Authenticator auth(tokens, opts.open && tokens.empty());
+  inference::InferenceServiceImpl service(core, auth, core_opts);
   DaemonServer server("inference", opts.daemon, metrics);
   server.addService(&service);
-  if (Status st = server.start(); !st.isOk()) {
-    std::cerr << "morpheus-inference: " << st.message() << "\n";
-    return 2;
-  }
+  if (Status st = server.start(); !st.isOk()) return fail(st.message());
+  spdlog::info("morpheus-inference started: store {}, RM {}, refit every {} ms", (*store)->name(),
+               opts.rm_address, opts.refit_interval.count());
+
+  // Periodic refit (Morpheus §4: daily by default) on the clock's thread.
+  std::mutex refit_mu;
+  bool stopped = false;  // GUARDED_BY(refit_mu)
+  std::function<void()> refit = [&] {
+    std::lock_guard<std::mutex> lk(refit_mu);
+    if (stopped) return;
+    auto n = core.refit();
+    if (!n.isOk()) {
+      spdlog::warn("refit failed: {}", n.status().message());
+    } else {
+      spdlog::info("refit created {} proposal(s)", *n);
+    }
+    clock.scheduleAfter(opts.refit_interval, refit);
+  };
+  // The first refit soon after start, so the proposal list reflects the store.
+  clock.scheduleAfter(std::min(opts.refit_interval, Millis(2000)), refit);
+
   int sig = waitForTerminationSignal();
   spdlog::info("morpheus-inference stopping on signal {}", sig);
+  {
+    std::lock_guard<std::mutex> lk(refit_mu);
+    stopped = true;
+  }
   server.shutdown();
   return 0;
 }

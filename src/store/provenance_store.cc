@@ -111,7 +111,6 @@ Status validateIngest(const IngestBatch& batch) {
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const FileEvent& e = batch.events[i];
     if (e.job.empty()) return invalidArgument(at("events", i, "job"), "must not be empty");
-    if (e.run.empty()) return invalidArgument(at("events", i, "run"), "must not be empty");
     if (e.path.empty()) return invalidArgument(at("events", i, "path"), "must not be empty");
     if (e.kind != FileAccess::kRead && e.kind != FileAccess::kWrite) {
       return invalidArgument(at("events", i, "kind"), "must be read or write");

@@ -14,7 +14,8 @@
 //   field ("runs[2].job", "events[0].path", "proposal.id") and nothing stored.
 //   Runs need a job, a run id, submit <= start <= end, step > 0, finite
 //   non-negative skyline samples and a non-negative container; events need a
-//   job, a run id and a path; proposals an id and a job, created <= updated.
+//   job and a path (the run id may be empty for events of runs not stored);
+//   proposals an id and a job, created <= updated.
 // - Orderings are bytewise on strings (as std::string compares), in every
 //   implementation.
 //

@@ -33,6 +33,7 @@ class DaemonTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};  // no RM: must still serve
+  if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
   Process p = Process::startDaemon(GetParam(), freshDir(GetParam()), args);
   ASSERT_FALSE(p.httpAddress().empty()) << p.log();
   auto h = httpRequest(p.httpAddress(), "GET", "/healthz");
@@ -65,6 +66,7 @@ TEST_P(DaemonTest, BadConfigExitsNamingTheKey) {
 TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};
+  if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
   Process first = Process::startDaemon(GetParam(), freshDir("first"), args);
   ASSERT_FALSE(first.grpcAddress().empty()) << first.log();
   std::string port = first.grpcAddress().substr(first.grpcAddress().rfind(':') + 1);

@@ -1,0 +1,168 @@
+#include "cli/cmd_skyline.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/wire.h"
+#include "inference/run_import.h"
+#include "inference/skyline_fit.h"
+#include "morpheus/v1/inference.grpc.pb.h"
+
+namespace morpheus::cli {
+
+using nlohmann::json;
+
+namespace {
+
+store::IngestBatch readHistory(const std::string& path, const std::string& format, const std::string& owner) {
+  inference::ImportOptions o;
+  o.format = format;
+  o.default_user = owner;
+  auto b = inference::parseRunHistoryFile(path, o);
+  if (!b.isOk()) failWith(b.status());
+  return std::move(b).value();
+}
+
+void addFit(CLI::App& root) {
+  auto* sky = root.add_subcommand("skyline", "Skyline inference (Morpheus §5) without a server");
+  sky->require_subcommand(1);
+  struct Args {
+    std::string input, format = "native", beta_mode = "relative", sample = "average", job;
+    double alpha = 0.5, beta = 0.1, step_s = 60;
+    int64_t min_runs = 3;
+    bool json_out = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* fit = sky->add_subcommand("fit", "Fit the skyline LP to the runs in a file and print it");
+  fit->add_option("--input", a->input, "Run-history file")->required();
+  fit->add_option("--format", a->format, "native (Hadoop resource estimator) | jsonl")
+      ->check(CLI::IsMember({"native", "jsonl"}));
+  fit->add_option("--alpha", a->alpha, "Weight of over-allocation vs under-allocation, 0..1")
+      ->check(CLI::Range(0.0, 1.0));
+  fit->add_option("--beta", a->beta, "Regularisation weight (see --beta-mode)")->check(CLI::NonNegativeNumber);
+  fit->add_option("--beta-mode", a->beta_mode, "relative: beta x V (two solves) | absolute: beta as given")
+      ->check(CLI::IsMember({"relative", "absolute"}));
+  fit->add_option("--step", a->step_s, "Fit step, seconds")->check(CLI::PositiveNumber);
+  fit->add_option("--sample", a->sample, "A step's sample: average | max containers in use")
+      ->check(CLI::IsMember({"average", "max"}));
+  fit->add_option("--min-runs", a->min_runs, "Fewest runs a job needs")->check(CLI::PositiveNumber);
+  fit->add_option("--job", a->job, "Fit only this job (default: every job in the file)");
+  fit->add_flag("--json", a->json_out, "Machine-readable output");
+  fit->callback([a] {
+    store::IngestBatch batch = readHistory(a->input, a->format, "unknown");
+    std::map<std::string, std::vector<store::RunRecord>> by_job;
+    for (auto& r : batch.runs) {
+      if (a->job.empty() || r.job.value() == a->job) by_job[r.job.value()].push_back(r);
+    }
+    if (by_job.empty()) {
+      failWith(invalidArgument(a->job.empty() ? "--input" : "--job",
+                               a->job.empty() ? "the file holds no runs" : "no runs of job " + a->job));
+    }
+    inference::FitParams p;
+    p.step = Millis(static_cast<int64_t>(a->step_s * 1000));
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    p.beta_relative = a->beta_mode == "relative";
+    p.min_runs = a->min_runs;
+    p.sample = a->sample == "max" ? inference::SampleMode::kMax : inference::SampleMode::kAverage;
+    json out = json::array();
+    bool any_failed = false;
+    for (auto& [job, runs] : by_job) {
+      std::sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.submit < y.submit; });
+      auto started = std::chrono::steady_clock::now();
+      auto r = inference::fitRuns(runs, p);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      if (!r.isOk()) {
+        any_failed = true;
+        std::cerr << "morpheusctl: job " << job << ": " << r.status().toString() << "\n";
+        continue;
+      }
+      int64_t peak = 0, area = 0;
+      for (auto v : r->skyline) {
+        peak = std::max(peak, v);
+        area += v;
+      }
+      if (a->json_out) {
+        out.push_back({{"job", job},
+                       {"runs", r->runs_used},
+                       {"step_ms", p.step.count()},
+                       {"skyline", r->skyline},
+                       {"over_allocation", r->over_allocation},
+                       {"under_allocation", r->under_allocation},
+                       {"epsilon", r->epsilon},
+                       {"objective", r->objective},
+                       {"fit_ms", ms}});
+        continue;
+      }
+      std::printf("job %s: %d runs, %zu steps of %.0f s, peak %lld containers, area %lld container-steps\n",
+                  job.c_str(), r->runs_used, r->skyline.size(), a->step_s, static_cast<long long>(peak),
+                  static_cast<long long>(area));
+      std::printf("  A_o %.4f  A_u %.4f  eps %.6f  objective %.6f  (alpha %.2f, beta %g %s; %.1f ms)\n",
+                  r->over_allocation, r->under_allocation, r->epsilon, r->objective, p.alpha, p.beta,
+                  a->beta_mode.c_str(), ms);
+      std::printf("  skyline:");
+      for (auto v : r->skyline) std::printf(" %lld", static_cast<long long>(v));
+      std::printf("\n");
+    }
+    if (a->json_out) std::cout << out.dump(2) << "\n";
+    if (any_failed) throw CliExit{1};
+  });
+}
+
+void addImport(CLI::App& root, CliContext& ctx) {
+  auto* hist = root.add_subcommand("history", "Run history in the inference service's provenance store");
+  hist->require_subcommand(1);
+  struct Args {
+    std::string file, format = "jsonl", owner;
+  };
+  auto a = std::make_shared<Args>();
+  auto* imp = hist->add_subcommand("import", "Import a run-history file: all of it, or nothing");
+  imp->add_option("file", a->file, "File to import")->required();
+  imp->add_option("--format", a->format, "native (Hadoop resource estimator) | jsonl")
+      ->check(CLI::IsMember({"native", "jsonl"}));
+  imp->add_option("--owner", a->owner, "Owner of runs that name none (native lines); default --user");
+  imp->callback([a, &ctx] {
+    store::IngestBatch batch = readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
+    v1::IngestRunsRequest req;
+    for (const auto& r : batch.runs) {
+      auto* w = req.add_runs();
+      w->set_job_key(r.job.value());
+      w->set_run_id(r.run.value());
+      w->set_user(r.user.empty() ? (a->owner.empty() ? ctx.user : a->owner) : r.user);
+      w->set_submit_ms(toEpochMs(r.submit));
+      w->set_start_ms(toEpochMs(r.start));
+      w->set_end_ms(toEpochMs(r.end));
+      w->set_step_ms(r.step.count());
+      for (double v : r.skyline) w->add_skyline(v);
+      toProto(r.container, w->mutable_container());
+    }
+    for (const auto& e : batch.events) {
+      auto* w = req.add_events();
+      w->set_job_key(e.job.value());
+      w->set_run_id(e.run.value());
+      w->set_path(e.path);
+      w->set_time_ms(toEpochMs(e.time));
+      w->set_kind(e.kind == store::FileAccess::kRead ? v1::ProvenanceEvent::KIND_READ
+                                                     : v1::ProvenanceEvent::KIND_WRITE);
+    }
+    auto stub = v1::InferenceService::NewStub(makeChannel(ctx.inference_address));
+    auto c = makeContext(Millis(120000));
+    if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
+    v1::IngestResponse resp;
+    grpc::Status st = stub->IngestRuns(c.get(), req, &resp);
+    if (!st.ok()) failWith(fromGrpc(st).withContext("inference at " + ctx.inference_address));
+    std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(), batch.events.size(),
+                a->file.c_str());
+  });
+}
+
+}  // namespace
+
+void addSkylineCommands(CLI::App& root, CliContext& ctx) {
+  addFit(root);
+  addImport(root, ctx);
+}
+
+}  // namespace morpheus::cli

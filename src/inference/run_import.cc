@@ -1,0 +1,260 @@
+#include "inference/run_import.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace morpheus::inference {
+
+namespace {
+
+constexpr int64_t kNativeStepMs = 5000;
+
+bool parseInt(std::string_view s, int64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  *out = std::strtod(tmp.c_str(), &end);
+  return end == tmp.c_str() + tmp.size() && std::isfinite(*out);
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t b = 0;
+  while (true) {
+    size_t e = s.find(sep, b);
+    out.push_back(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+    if (e == std::string_view::npos) break;
+    b = e + 1;
+  }
+  return out;
+}
+
+std::vector<std::string_view> fields(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) i++;
+    size_t b = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') i++;
+    if (i > b) out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+// A value:offsetSeconds list as a 5 s step function over `steps` steps.
+Status parseSamples(std::string_view text, const std::string& field, int64_t steps,
+                    std::vector<double>* out) {
+  out->assign(static_cast<size_t>(steps), 0.0);
+  if (text.empty()) return invalidArgument(field, "is empty");
+  int64_t last_offset = -1;
+  std::vector<std::pair<int64_t, double>> samples;
+  for (auto item : split(text, '|')) {
+    if (item.empty()) continue;  // tolerate a trailing '|'
+    auto colon = item.find(':');
+    double v = 0;
+    int64_t off = 0;
+    if (colon == std::string_view::npos || !parseDouble(item.substr(0, colon), &v) ||
+        !parseInt(item.substr(colon + 1), &off)) {
+      return invalidArgument(field, "sample '" + std::string(item) + "' is not value:offsetSeconds");
+    }
+    if (v < 0) return invalidArgument(field, "sample '" + std::string(item) + "' is negative");
+    if (off < 0 || off < last_offset) {
+      return invalidArgument(field, "sample '" + std::string(item) + "': offsets must be >= 0 and non-decreasing");
+    }
+    last_offset = off;
+    samples.emplace_back(off, v);
+  }
+  if (samples.empty()) return invalidArgument(field, "has no samples");
+  for (size_t j = 0; j < samples.size(); j++) {
+    int64_t from = samples[j].first * 1000 / kNativeStepMs;
+    int64_t to = j + 1 < samples.size() ? samples[j + 1].first * 1000 / kNativeStepMs : steps;
+    if (from >= static_cast<int64_t>(out->size())) out->resize(static_cast<size_t>(from + 1), 0.0);
+    for (int64_t k = from; k < std::max(to, from + 1) && k < static_cast<int64_t>(out->size()); k++) {
+      (*out)[static_cast<size_t>(k)] = samples[j].second;
+    }
+  }
+  return Status::ok();
+}
+
+Status parseNativeLine(std::string_view line, const ImportOptions& opts, store::IngestBatch* batch) {
+  auto f = fields(line);
+  static const char* kNames[] = {"pipelineId", "numInstances", "submitTimeMs", "startTimeMs",
+                                 "endTimeMs",  "runId",        "memorySkyline", "containerSkyline"};
+  if (f.size() != 8) {
+    return invalidArgument("line", "expected 8 space-separated fields (pipelineId numInstances submitTimeMs "
+                                   "startTimeMs endTimeMs runId memorySkyline containerSkyline), got " +
+                                       std::to_string(f.size()));
+  }
+  int64_t nums[4];
+  for (int i = 1; i <= 4; i++) {
+    if (!parseInt(f[static_cast<size_t>(i)], &nums[i - 1]) || nums[i - 1] < 0) {
+      return invalidArgument(kNames[i], "'" + std::string(f[static_cast<size_t>(i)]) + "' is not a non-negative integer");
+    }
+  }
+  store::RunRecord r;
+  r.job = JobKey(std::string(f[0]));
+  r.run = RunId(std::string(f[5]));
+  r.user = opts.default_user;
+  r.submit = fromEpochMs(nums[1]);
+  r.start = fromEpochMs(nums[2]);
+  r.end = fromEpochMs(nums[3]);
+  r.step = Millis(kNativeStepMs);
+  r.container = Resource(1024, 1);
+  if (r.start < r.submit) return invalidArgument("startTimeMs", "is before submitTimeMs");
+  if (r.end < r.start) return invalidArgument("endTimeMs", "is before startTimeMs");
+  int64_t steps = (nums[3] - nums[2] + kNativeStepMs - 1) / kNativeStepMs;
+  std::vector<double> memory;
+  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[6], "memorySkyline", steps, &memory));
+  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[7], "containerSkyline", steps, &r.skyline));
+  batch->runs.push_back(std::move(r));
+  return Status::ok();
+}
+
+template <typename T>
+Status member(const nlohmann::json& j, const char* name, T* out, bool required = true) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) {
+    return required ? invalidArgument(name, "is required") : Status::ok();
+  }
+  try {
+    *out = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return invalidArgument(name, "has the wrong type");
+  }
+  return Status::ok();
+}
+
+Status parseJsonLine(std::string_view line, store::IngestBatch* batch) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalidArgument("line", "is not a JSON object");
+  std::string type;
+  MORPHEUS_RETURN_IF_ERROR(member(j, "type", &type));
+  std::string job, run;
+  MORPHEUS_RETURN_IF_ERROR(member(j, "job", &job));
+  MORPHEUS_RETURN_IF_ERROR(member(j, "run", &run, type == "run"));
+  if (type == "run") {
+    store::RunRecord r;
+    r.job = JobKey(job);
+    r.run = RunId(run);
+    int64_t submit = 0, start = 0, end = 0, step = 60000;
+    MORPHEUS_RETURN_IF_ERROR(member(j, "user", &r.user, false));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "submit_ms", &submit));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "start_ms", &start));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "end_ms", &end));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "step_ms", &step, false));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "skyline", &r.skyline));
+    r.submit = fromEpochMs(submit);
+    r.start = fromEpochMs(start);
+    r.end = fromEpochMs(end);
+    r.step = Millis(step);
+    r.container = Resource(1024, 1);
+    if (auto c = j.find("container"); c != j.end()) {
+      int64_t mem = 0, vc = 0;
+      if (!c->is_object()) return invalidArgument("container", "must be an object");
+      MORPHEUS_RETURN_IF_ERROR(member(*c, "memory_mib", &mem).withContext("container"));
+      MORPHEUS_RETURN_IF_ERROR(member(*c, "vcores", &vc).withContext("container"));
+      r.container = Resource(mem, vc);
+    }
+    MORPHEUS_RETURN_IF_ERROR(validateRun(r, "run"));
+    batch->runs.push_back(std::move(r));
+    return Status::ok();
+  }
+  if (type == "event") {
+    store::FileEvent e;
+    e.job = JobKey(job);
+    e.run = RunId(run);
+    std::string kind;
+    int64_t t = 0;
+    MORPHEUS_RETURN_IF_ERROR(member(j, "path", &e.path));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "kind", &kind));
+    MORPHEUS_RETURN_IF_ERROR(member(j, "time_ms", &t));
+    if (kind == "read") {
+      e.kind = store::FileAccess::kRead;
+    } else if (kind == "write") {
+      e.kind = store::FileAccess::kWrite;
+    } else {
+      return invalidArgument("kind", "must be \"read\" or \"write\", got \"" + kind + "\"");
+    }
+    e.time = fromEpochMs(t);
+    MORPHEUS_RETURN_IF_ERROR(validateEvent(e, "event"));
+    batch->events.push_back(std::move(e));
+    return Status::ok();
+  }
+  return invalidArgument("type", "must be \"run\" or \"event\", got \"" + type + "\"");
+}
+
+}  // namespace
+
+Status validateRun(const store::RunRecord& r, const std::string& field) {
+  if (r.job.empty()) return invalidArgument(field + ".job", "is required");
+  if (r.run.empty()) return invalidArgument(field + ".run", "is required");
+  if (toEpochMs(r.submit) < 0) return invalidArgument(field + ".submit_ms", "must be >= 0");
+  if (r.start < r.submit) return invalidArgument(field + ".start_ms", "is before submit_ms");
+  if (r.end < r.start) return invalidArgument(field + ".end_ms", "is before start_ms");
+  if (r.step.count() <= 0) return invalidArgument(field + ".step_ms", "must be > 0");
+  for (size_t k = 0; k < r.skyline.size(); k++) {
+    if (!(r.skyline[k] >= 0) || !std::isfinite(r.skyline[k])) {
+      return invalidArgument(field + ".skyline[" + std::to_string(k) + "]", "must be a finite number >= 0");
+    }
+  }
+  if (r.container.anyNegative() || r.container.isZero()) {
+    return invalidArgument(field + ".container", "must be a positive container size");
+  }
+  return Status::ok();
+}
+
+Status validateEvent(const store::FileEvent& e, const std::string& field) {
+  if (e.job.empty()) return invalidArgument(field + ".job", "is required");
+  if (e.path.empty()) return invalidArgument(field + ".path", "is required");
+  if (toEpochMs(e.time) < 0) return invalidArgument(field + ".time_ms", "must be >= 0");
+  return Status::ok();
+}
+
+Result<store::IngestBatch> parseRunHistory(std::istream& in, const ImportOptions& opts) {
+  if (opts.format != "native" && opts.format != "jsonl") {
+    return invalidArgument("format", "must be native or jsonl, got \"" + opts.format + "\"");
+  }
+  store::IngestBatch batch;
+  std::vector<std::string> errors;
+  size_t total_errors = 0;
+  std::string line;
+  int64_t lineno = 0;
+  while (std::getline(in, line)) {
+    lineno++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string_view v(line);
+    size_t b = v.find_first_not_of(" \t");
+    if (b == std::string_view::npos || v[b] == '#') continue;
+    Status st = opts.format == "native" ? parseNativeLine(v, opts, &batch) : parseJsonLine(v, &batch);
+    if (!st.isOk()) {
+      if (++total_errors <= opts.max_errors) errors.push_back("line " + std::to_string(lineno) + ": " + st.message());
+    }
+  }
+  if (in.bad()) return unavailable("read error");
+  if (total_errors > 0) {
+    std::string msg = std::to_string(total_errors) + " bad line(s), nothing imported:";
+    for (const auto& e : errors) msg += "\n  " + e;
+    if (total_errors > errors.size()) msg += "\n  ... and " + std::to_string(total_errors - errors.size()) + " more";
+    return Status(StatusCode::kInvalidArgument, msg);
+  }
+  if (batch.runs.empty() && batch.events.empty()) return invalidArgument("input", "holds no runs or events");
+  return batch;
+}
+
+Result<store::IngestBatch> parseRunHistoryFile(const std::string& path, const ImportOptions& opts) {
+  std::ifstream in(path);
+  if (!in) return invalidArgument("input", "cannot open " + path);
+  auto r = parseRunHistory(in, opts);
+  if (!r.isOk()) return r.status().withContext(path);
+  return r;
+}
+
+}  // namespace morpheus::inference

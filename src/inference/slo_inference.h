@@ -1,0 +1,87 @@
+// SLO inference (Morpheus §4): a recurring job's period, earliest start a and
+// deadline d from its run history and the provenance of the files it reads
+// and writes. Pure functions: no store, no clock.
+//
+// Definitions (all offsets relative to the run's period start, an
+// epoch-aligned multiple of the period P, the one nearest to submit - phase):
+// - P: median gap between submissions, snapped to a natural period (5, 10,
+//   15, 30 min, 1 h, 1 day, 1 week) when within `period_tolerance`; the gaps'
+//   dispersion CV = MAD/median must not exceed `max_period_cv`.
+// - T_inAvail: the last write by another job to any file the run read,
+//   before the run started; T_start, T_end: the run's own; T_outRead: the
+//   first read by another job of any file the run wrote, after it started.
+// - Actionable: CV(T_outRead) <= max_outread_cv and
+//   median((T_outRead - T_end) / (T_end - T_start)) >= min_slack.
+// - a = p(start_percentile) of T_inAvail (0 when the job reads nothing that
+//   others write), d = p(deadline_percentile) of T_outRead.
+// - A consumer with a longer period than the producer forces the producer's
+//   deadline: a reservation has one deadline per period, so every instance
+//   must be done by the end of its period (T_outRead is capped at P).
+// - Problematic (alignment penalty, §6/§7): CV of T_start - T_inAvail or of
+//   T_outRead - T_end above `problematic_cv`.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/provenance_store.h"
+
+namespace morpheus::inference {
+
+struct SloParams {
+  double period_tolerance = 0.1;   // relative distance to a natural period that snaps
+  double max_period_cv = 0.1;      // MAD/median of submission gaps
+  double max_outread_cv = 0.1;     // MAD/median of T_outRead
+  double min_slack = 0.0;          // median (T_outRead - T_end)/(T_end - T_start)
+  double start_percentile = 0.95;  // a
+  double deadline_percentile = 0.5;  // d
+  double problematic_cv = 0.5;
+  Millis lcm{86400000};            // periods must divide it (the RM plan's LCM)
+  int64_t min_runs = 3;
+};
+
+struct JobHistory {
+  JobKey job;
+  std::vector<store::RunRecord> runs;      // sorted by submit
+  std::vector<store::FileEvent> events;    // this job's own reads and writes
+};
+
+struct InferredSlo {
+  Millis period{0};
+  Millis start_offset{0};     // a
+  Millis deadline_offset{0};  // d
+  bool problematic = false;
+  double period_cv = 0;
+  double outread_cv = 0;
+  double median_slack = 0;
+  int runs_used = 0;
+};
+
+struct SloVerdict {
+  JobKey job;
+  std::optional<InferredSlo> slo;  // nullopt: not actionable, see reason
+  std::string reason;
+};
+
+// Statistics (exposed for tests). Empty input -> 0.
+double median(std::vector<double> v);
+double percentile(std::vector<double> v, double q);  // linear interpolation, q in [0, 1]
+double mad(const std::vector<double>& v);             // median absolute deviation
+double cv(const std::vector<double>& v);              // MAD / |median|; inf if median 0 and MAD > 0
+
+// The natural period within tolerance of `gap`, or nullopt.
+std::optional<Millis> snapPeriod(Millis gap, double tolerance);
+
+// Period of one job from its submissions; nullopt + reason when not periodic.
+std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, const SloParams& p,
+                                  double* cv_out, std::string* reason);
+
+// Infers every job's SLO. `path_events` holds the events (of any job) on the
+// paths the jobs read or wrote.
+std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
+                                  const std::vector<store::FileEvent>& path_events, const SloParams& p);
+
+}  // namespace morpheus::inference

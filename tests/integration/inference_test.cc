@@ -1,0 +1,267 @@
+// Inference service end to end (issue #5): 30 days of synthetic runs and file
+// provenance for 10 recurring jobs with known periods, earliest starts and
+// deadlines (plus one ad-hoc job) are imported with morpheusctl; a refit
+// recovers the SLOs within tolerance; owners accept; each reservation is in
+// the RM's plan. Real RM, NM and inference daemons on loopback.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr int64_t kMin = 60000, kHour = 60 * kMin, kDay = 24 * kHour;
+
+struct KnownJob {
+  std::string key, owner;
+  int64_t period;       // ms
+  int64_t avail;        // input written at this offset (+0..4 min jitter)
+  int64_t runtime;      // ms
+  int64_t read_after;   // output read this long after the run ends (+0/+2 min jitter)
+  int64_t expect_a() const { return avail + 4 * kMin; }  // p95 of avail + {0..4} min
+  int64_t expect_d() const { return avail + 5 * kMin + runtime + read_after + kMin; }  // median
+};
+
+std::vector<KnownJob> knownJobs() {
+  std::vector<KnownJob> jobs;
+  for (int i = 0; i < 5; i++) {
+    jobs.push_back({"daily-" + std::to_string(i), i % 2 ? "bob" : "alice", kDay, (1 + 2 * i) * kHour,
+                    (30 + 5 * i) * kMin, (60 + 10 * i) * kMin});
+  }
+  for (int i = 0; i < 3; i++) {
+    jobs.push_back({"hourly-" + std::to_string(i), "alice", kHour, (2 + i) * kMin, (10 + i) * kMin, 15 * kMin});
+  }
+  for (int i = 0; i < 2; i++) {
+    jobs.push_back({"halfhourly-" + std::to_string(i), "bob", 30 * kMin, kMin, 6 * kMin, 8 * kMin});
+  }
+  return jobs;
+}
+
+// Writes the history as JSON lines; returns the number of runs.
+int writeHistory(const std::string& path, const std::vector<KnownJob>& jobs, int64_t now) {
+  std::ofstream out(path);
+  int64_t first_day = now / kDay * kDay - 30 * kDay;
+  int runs = 0;
+  for (size_t j = 0; j < jobs.size(); j++) {
+    const KnownJob& k = jobs[j];
+    int n = 0;
+    for (int64_t base = first_day; base + k.period < now - kHour; base += k.period, n++) {
+      std::string rid = k.key + "-" + std::to_string(n);
+      int64_t avail = base + k.avail + (n % 5) * kMin;
+      int64_t submit = base + k.avail + 5 * kMin;
+      int64_t start = submit + 10000;
+      int64_t end = start + k.runtime;
+      int64_t read = end + k.read_after + (n % 2) * 2 * kMin;
+      json sky = json::array();
+      for (int64_t s = 0; s < k.runtime / kMin; s++) {
+        sky.push_back(2 + static_cast<int>(j % 3) + static_cast<int>((s + n) % 4));
+      }
+      out << json({{"type", "run"}, {"job", k.key}, {"run", rid}, {"user", k.owner}, {"submit_ms", submit},
+                   {"start_ms", start}, {"end_ms", end}, {"step_ms", kMin}, {"skyline", sky},
+                   {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+                 .dump()
+          << "\n";
+      std::string in = "/data/" + k.key + "/in/" + std::to_string(n);
+      std::string outp = "/data/" + k.key + "/out/" + std::to_string(n);
+      out << json({{"type", "event"}, {"job", "ingest"}, {"run", "ingest-" + rid}, {"path", in},
+                   {"kind", "write"}, {"time_ms", avail}})
+                 .dump()
+          << "\n";
+      out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", in}, {"kind", "read"},
+                   {"time_ms", start + 1000}})
+                 .dump()
+          << "\n";
+      out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", outp}, {"kind", "write"},
+                   {"time_ms", end - 1000}})
+                 .dump()
+          << "\n";
+      out << json({{"type", "event"}, {"job", "consumer-of-" + k.key}, {"run", "c-" + rid}, {"path", outp},
+                   {"kind", "read"}, {"time_ms", read}})
+                 .dump()
+          << "\n";
+      runs++;
+    }
+  }
+  // An ad-hoc job: irregular submissions, no SLO.
+  int64_t t = first_day;
+  int64_t gaps[] = {17, 95, 33, 240, 61, 12, 180, 45, 300, 27};
+  for (int i = 0; i < 10; i++) {
+    t += gaps[i] * kMin;
+    out << json({{"type", "run"}, {"job", "adhoc"}, {"run", "adhoc-" + std::to_string(i)}, {"user", "carol"},
+                 {"submit_ms", t}, {"start_ms", t}, {"end_ms", t + 5 * kMin}, {"step_ms", kMin},
+                 {"skyline", {1, 1, 1, 1, 1}}})
+               .dump()
+        << "\n";
+    runs++;
+  }
+  return runs;
+}
+
+class InferenceIT : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rm_ = Process::startDaemon("rm", freshDir("rm"), {});
+    ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+    nm_ = Process::startDaemon("nm", freshDir("nm"),
+                               {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
+    ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
+    dir_ = freshDir("inference");
+    tokens_ = dir_ + "-tokens";
+    std::ofstream(tokens_) << "tok-admin ops admin\ntok-alice alice\ntok-bob bob\n";
+    inf_ = Process::startDaemon("inference", dir_, {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
+    ASSERT_FALSE(inf_.grpcAddress().empty()) << inf_.log();
+    ASSERT_TRUE(waitFor(
+        [&] {
+          auto [code, out] = ctl({"plan", "show", "--json", "--to", "+2m"}, "");
+          auto j = json::parse(out, nullptr, false);
+          return code == 0 && !j.is_discarded() && j["capacity"]["vcores"] == 100;
+        },
+        15s))
+        << rm_.log();
+  }
+  std::pair<int, std::string> ctl(std::vector<std::string> args, const std::string& token) {
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--inference",
+                                     inf_.grpcAddress()};
+    if (!token.empty()) {
+      argv.push_back("--token");
+      argv.push_back(token);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+  Process rm_, nm_, inf_;
+  std::string dir_, tokens_;
+};
+
+TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
+  auto jobs = knownJobs();
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::string file = dir_ + "-history.jsonl";
+  int runs = writeHistory(file, jobs, now);
+  ASSERT_GT(runs, 5000);
+
+  // A file with one bad line imports nothing and names the line.
+  std::string bad = dir_ + "-bad.jsonl";
+  {
+    std::ifstream in(file);
+    std::ofstream out(bad);
+    std::string line;
+    for (int i = 0; i < 3 && std::getline(in, line); i++) out << line << "\n";
+    out << R"({"type":"run","job":"x","run":"y","submit_ms":5,"start_ms":1,"end_ms":9,"skyline":[1]})" << "\n";
+  }
+  auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, "tok-alice");
+  EXPECT_EQ(cb, 2) << ob;
+  EXPECT_NE(ob.find("line 4: run.start_ms"), std::string::npos) << ob;
+  auto [cr0, or0] = ctl({"slo", "refit"}, "tok-admin");
+  ASSERT_EQ(cr0, 0) << or0;
+  auto [cl0, ol0] = ctl({"slo", "list", "--json"}, "tok-alice");
+  ASSERT_EQ(cl0, 0) << ol0;
+  EXPECT_TRUE(json::parse(ol0)["proposals"].empty()) << ol0;
+  EXPECT_TRUE(json::parse(ol0)["not_actionable"].empty()) << "nothing may have been stored: " << ol0;
+
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, "tok-alice");
+  ASSERT_EQ(ci, 0) << oi << inf_.log();
+  EXPECT_NE(oi.find("imported " + std::to_string(runs) + " run(s)"), std::string::npos) << oi;
+
+  // Only an admin may trigger a refit.
+  auto [cr1, or1] = ctl({"slo", "refit"}, "tok-bob");
+  EXPECT_EQ(cr1, 1) << or1;
+  EXPECT_NE(or1.find("PERMISSION_DENIED"), std::string::npos) << or1;
+  auto [cr, orf] = ctl({"slo", "refit"}, "tok-admin");
+  ASSERT_EQ(cr, 0) << orf << inf_.log();
+
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, "tok-alice");
+  ASSERT_EQ(cl, 0) << ol;
+  json list = json::parse(ol);
+  std::map<std::string, json> by_job;
+  for (const auto& p : list["proposals"]) by_job[p["job_key"]] = p;
+  ASSERT_EQ(by_job.size(), jobs.size()) << ol;
+  // Tolerance: a and d within 2 minutes of the generator's; period exact.
+  for (const auto& k : jobs) {
+    SCOPED_TRACE(k.key);
+    ASSERT_TRUE(by_job.count(k.key)) << ol;
+    const json& p = by_job[k.key];
+    EXPECT_EQ(p["state"], "pending");
+    EXPECT_EQ(p["owner"], k.owner);
+    EXPECT_EQ(p["period_ms"].get<int64_t>(), k.period);
+    EXPECT_NEAR(p["start_offset_ms"].get<double>(), static_cast<double>(k.expect_a()), 2.0 * kMin);
+    EXPECT_NEAR(p["deadline_offset_ms"].get<double>(), static_cast<double>(k.expect_d()), 2.0 * kMin);
+    // The skyline covers the run time; its peak is the generator's peak.
+    EXPECT_EQ(p["skyline"].size(), static_cast<size_t>(k.runtime / kMin));
+    EXPECT_GT(p["reprovision_budget_container_ms"].get<int64_t>(), 0);
+  }
+  bool adhoc_listed = false;
+  for (const auto& n : list["not_actionable"]) {
+    if (n["job_key"] == "adhoc") {
+      adhoc_listed = true;
+      EXPECT_NE(n["reason"].get<std::string>().find("not periodic"), std::string::npos) << n.dump();
+    }
+  }
+  EXPECT_TRUE(adhoc_listed) << ol;
+
+  // Only the owner (or an admin) signs off.
+  std::string daily0 = by_job["daily-0"]["proposal_id"];  // alice's
+  auto [cd, od] = ctl({"slo", "accept", daily0}, "tok-bob");
+  EXPECT_EQ(cd, 1) << od;
+  EXPECT_NE(od.find("PERMISSION_DENIED"), std::string::npos) << od;
+
+  // Accept every proposal (owners for two, the admin for the rest).
+  std::map<std::string, std::string> reservation_of;
+  for (const auto& k : jobs) {
+    std::string token = k.key == "daily-0" ? "tok-alice" : k.key == "daily-1" ? "tok-bob" : "tok-admin";
+    auto [ca, oa] = ctl({"slo", "accept", by_job[k.key]["proposal_id"], "--json"}, token);
+    ASSERT_EQ(ca, 0) << k.key << ": " << oa << inf_.log();
+    json acc = json::parse(oa);
+    EXPECT_EQ(acc["state"], "accepted");
+    EXPECT_FALSE(acc["reservation_id"].get<std::string>().empty());
+    EXPECT_NE(acc["placement"].get<std::string>().find("first instance"), std::string::npos) << oa;
+    reservation_of[k.key] = acc["reservation_id"];
+  }
+  // A second accept of the same proposal is refused.
+  auto [c2, o2] = ctl({"slo", "accept", daily0}, "tok-alice");
+  EXPECT_EQ(c2, 1) << o2;
+
+  // Every reservation is in the RM's plan: periodic, owned by the job owner,
+  // with allocations inside [a, d] of its period.
+  auto r = httpRequest(rm_.httpAddress(), "GET",
+                       "/ws/v1/cluster/reservation/list?include-resource-allocations=true");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json rl = json::parse(r.body);
+  std::map<std::string, json> res;
+  for (const auto& x : rl["reservations"]) res[x["reservation-id"]] = x;
+  for (const auto& k : jobs) {
+    SCOPED_TRACE(k.key);
+    ASSERT_TRUE(res.count(reservation_of[k.key])) << r.body;
+    const json& x = res[reservation_of[k.key]];
+    EXPECT_EQ(x["user"], k.owner);
+    ASSERT_FALSE(x["resource-allocations"].empty()) << x.dump();
+    for (const auto& a : x["resource-allocations"]) {
+      int64_t s = a["startTime"].get<int64_t>() % k.period, e = a["endTime"].get<int64_t>() % k.period;
+      if (e == 0) e = k.period;
+      EXPECT_GE(s, by_job[k.key]["start_offset_ms"].get<int64_t>() % k.period) << a.dump();
+      EXPECT_LE(e, by_job[k.key]["deadline_offset_ms"].get<int64_t>() % k.period + (e < s ? k.period : 0))
+          << a.dump();
+    }
+  }
+  auto [cs, os] = ctl({"slo", "list", "--state", "accepted", "--json"}, "tok-alice");
+  ASSERT_EQ(cs, 0) << os;
+  EXPECT_EQ(json::parse(os)["proposals"].size(), jobs.size());
+
+  // A refit over the same history proposes nothing new (no material change).
+  auto [cr2, or2] = ctl({"slo", "refit"}, "tok-admin");
+  ASSERT_EQ(cr2, 0) << or2;
+  EXPECT_NE(or2.find("0 new proposal(s)"), std::string::npos) << or2;
+}
+
+}  // namespace
+}  // namespace morpheus::testing

@@ -1,0 +1,100 @@
+// Run-history import: both formats, line-numbered errors, all-or-nothing.
+#include "inference/run_import.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace morpheus::inference {
+namespace {
+
+Result<store::IngestBatch> parse(const char* text, const char* format) {
+  std::istringstream in{std::string(text)};
+  ImportOptions o;
+  o.format = format;
+  o.default_user = "bob";
+  return parseRunHistory(in, o);
+}
+
+TEST(RunImport, NativeLinesBecomeRunsAtFiveSecondSteps) {
+  auto b = parse(
+      "# comment\n"
+      "pipe1 1 1000 2000 22000 run1 1024:0|4096:10 1:0|4:10|2:15\n"
+      "\n"
+      "pipe1 1 90000 91000 101000 run2 1024:0 3:0\n",
+      "native");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  ASSERT_EQ(b->runs.size(), 2u);
+  const auto& r = b->runs[0];
+  EXPECT_EQ(r.job.value(), "pipe1");
+  EXPECT_EQ(r.run.value(), "run1");
+  EXPECT_EQ(r.user, "bob");
+  EXPECT_EQ(toEpochMs(r.start), 2000);
+  EXPECT_EQ(r.step, Millis(5000));
+  EXPECT_EQ(r.container, Resource(1024, 1));
+  // 20 s run = 4 steps: 1 (0-5 s), 1 (5-10 s), 4 (10-15 s), 2 (15-20 s).
+  EXPECT_EQ(r.skyline, (std::vector<double>{1, 1, 4, 2}));
+  EXPECT_EQ(b->runs[1].skyline, (std::vector<double>{3, 3}));
+}
+
+TEST(RunImport, BadLinesAreListedWithNumbersAndNothingIsImported) {
+  auto b = parse(
+      "pipe1 1 1000 2000 22000 run1 1024:0 1:0\n"
+      "pipe1 1 1000 2000\n"
+      "pipe1 1 1000 2000 22000 run3 1024:0 x:0\n"
+      "pipe1 1 5000 2000 22000 run4 1024:0 1:0\n",
+      "native");
+  ASSERT_FALSE(b.isOk());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  const std::string m = b.status().message();
+  EXPECT_NE(m.find("3 bad line(s), nothing imported"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 2: line: expected 8 space-separated fields"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 3: containerSkyline: sample 'x:0'"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 4: startTimeMs: is before submitTimeMs"), std::string::npos) << m;
+}
+
+TEST(RunImport, JsonLinesCarryRunsAndEvents) {
+  auto b = parse(
+      R"({"type":"run","job":"etl","run":"r1","user":"alice","submit_ms":1000,"start_ms":1000,"end_ms":61000,"step_ms":30000,"skyline":[2,3],"container":{"memory_mib":2048,"vcores":2}})"
+      "\n"
+      R"({"type":"event","job":"etl","run":"r1","path":"/out/x","kind":"write","time_ms":60000})"
+      "\n",
+      "jsonl");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  ASSERT_EQ(b->runs.size(), 1u);
+  ASSERT_EQ(b->events.size(), 1u);
+  EXPECT_EQ(b->runs[0].user, "alice");
+  EXPECT_EQ(b->runs[0].container, Resource(2048, 2));
+  EXPECT_EQ(b->runs[0].skyline, (std::vector<double>{2, 3}));
+  EXPECT_EQ(b->events[0].kind, store::FileAccess::kWrite);
+  EXPECT_EQ(b->events[0].path, "/out/x");
+}
+
+TEST(RunImport, JsonLineErrorsNameTheField) {
+  auto b = parse(
+      R"({"type":"run","job":"etl","run":"r1","submit_ms":1000,"start_ms":500,"end_ms":61000,"skyline":[1]})"
+      "\n"
+      R"({"type":"event","job":"etl","path":"/x","kind":"append","time_ms":1})"
+      "\n"
+      R"({"type":"run","job":"etl","run":"r2","submit_ms":1,"start_ms":1,"end_ms":2,"skyline":[-1]})"
+      "\n"
+      "not json\n"
+      R"({"type":"thing","job":"x"})"
+      "\n",
+      "jsonl");
+  ASSERT_FALSE(b.isOk());
+  const std::string m = b.status().message();
+  EXPECT_NE(m.find("line 1: run.start_ms: is before submit_ms"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 2: kind: must be \"read\" or \"write\""), std::string::npos) << m;
+  EXPECT_NE(m.find("line 3: run.skyline[0]"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 4: line: is not a JSON object"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 5: type: must be \"run\" or \"event\""), std::string::npos) << m;
+}
+
+TEST(RunImport, UnknownFormatAndEmptyInput) {
+  EXPECT_EQ(parse("x", "csv").status().message(), "format: must be native or jsonl, got \"csv\"");
+  EXPECT_EQ(parse("# nothing\n\n", "jsonl").status().message(), "input: holds no runs or events");
+}
+
+}  // namespace
+}  // namespace morpheus::inference

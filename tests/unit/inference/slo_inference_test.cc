@@ -1,0 +1,205 @@
+// Morpheus §4 statistics and SLO inference on hand-computed cases.
+#include "inference/slo_inference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace morpheus::inference {
+namespace {
+
+constexpr int64_t kMin = 60000, kHour = 3600000, kDay = 86400000;
+const int64_t kDay0 = 1'700'006'400'000 - (1'700'006'400'000 % kDay);  // a midnight, UTC
+
+store::RunRecord run(const std::string& job, int i, int64_t submit, int64_t start, int64_t end) {
+  store::RunRecord r;
+  r.job = JobKey(job);
+  r.run = RunId(job + "-" + std::to_string(i));
+  r.user = "alice";
+  r.submit = fromEpochMs(submit);
+  r.start = fromEpochMs(start);
+  r.end = fromEpochMs(end);
+  r.skyline = {1, 2, 3};
+  r.container = Resource(1024, 1);
+  return r;
+}
+
+store::FileEvent ev(const std::string& job, const std::string& run, const std::string& path,
+                    store::FileAccess kind, int64_t t) {
+  return {JobKey(job), RunId(run), path, kind, fromEpochMs(t)};
+}
+
+TEST(SloStats, MedianPercentileMadCv) {
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({5}), 5);
+  EXPECT_DOUBLE_EQ(percentile({0, 10}, 0.95), 9.5);
+  EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.0), 1);
+  EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 1.0), 3);
+  // median 3; |deviations| {2,1,0,1,97} -> median 1.
+  EXPECT_DOUBLE_EQ(mad({1, 2, 3, 4, 100}), 1);
+  EXPECT_DOUBLE_EQ(cv({1, 2, 3, 4, 100}), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(cv({7, 7, 7}), 0);
+  EXPECT_TRUE(std::isinf(cv({0, 0, 5, -5, 1})));
+  EXPECT_DOUBLE_EQ(median({}), 0);
+}
+
+TEST(SloPeriod, SnapsToNaturalPeriods) {
+  EXPECT_EQ(snapPeriod(Millis(kHour + 3 * kMin), 0.1), Millis(kHour));
+  EXPECT_EQ(snapPeriod(Millis(kDay - 20 * kMin), 0.1), Millis(kDay));
+  EXPECT_EQ(snapPeriod(Millis(14 * kMin), 0.1), Millis(15 * kMin));
+  EXPECT_EQ(snapPeriod(Millis(100 * kMin), 0.1), std::nullopt);  // 1 h 40 min: nothing near
+  EXPECT_EQ(snapPeriod(Millis(kHour + 12 * kMin), 0.1), std::nullopt);
+}
+
+TEST(SloPeriod, HourlyWithJitterAndAMissingRun) {
+  std::vector<store::RunRecord> runs;
+  for (int i = 0; i < 48; i++) {
+    if (i == 20) continue;  // one missing run doubles one gap; MAD ignores it
+    int64_t t = kDay0 + i * kHour + 5 * kMin + (i % 3) * 30000;
+    runs.push_back(run("j", i, t, t, t + 10 * kMin));
+  }
+  SloParams p;
+  double c = -1;
+  std::string why;
+  auto per = inferPeriod(runs, p, &c, &why);
+  ASSERT_TRUE(per.has_value()) << why;
+  EXPECT_EQ(*per, Millis(kHour));
+  EXPECT_LT(c, 0.05);
+}
+
+TEST(SloPeriod, DispersedGapsAreNotPeriodicAndSayWhy) {
+  std::vector<store::RunRecord> runs;
+  int64_t t = kDay0;
+  int64_t gaps[] = {10, 70, 25, 200, 40, 90, 15, 130};
+  for (int i = 0; i < 8; i++) {
+    t += gaps[i] * kMin;
+    runs.push_back(run("j", i, t, t, t + kMin));
+  }
+  double c = 0;
+  std::string why;
+  EXPECT_FALSE(inferPeriod(runs, SloParams{}, &c, &why).has_value());
+  EXPECT_NE(why.find("not periodic"), std::string::npos) << why;
+  EXPECT_GT(c, 0.1);
+}
+
+TEST(SloPeriod, TooFewRunsAndWeeklyPeriods) {
+  SloParams p;
+  p.min_runs = 3;
+  double c = 0;
+  std::string why;
+  std::vector<store::RunRecord> two = {run("j", 0, kDay0, kDay0, kDay0 + 1),
+                                       run("j", 1, kDay0 + kDay, kDay0 + kDay, kDay0 + kDay + 1)};
+  EXPECT_FALSE(inferPeriod(two, p, &c, &why).has_value());
+  EXPECT_EQ(why, "needs at least 3 runs, has 2");
+  std::vector<store::RunRecord> weekly;
+  for (int i = 0; i < 5; i++) weekly.push_back(run("j", i, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay + 1));
+  EXPECT_FALSE(inferPeriod(weekly, p, &c, &why).has_value());
+  EXPECT_NE(why.find("does not divide the plan's LCM"), std::string::npos) << why;
+}
+
+// A daily ETL job: its input is written by "ingest" at 01:30 + jitter, it
+// runs 02:00..03:00, and "report" reads its output at 05:00 + jitter.
+JobHistory dailyEtl(std::vector<store::FileEvent>* all, int days, int64_t read_jitter_min) {
+  JobHistory h;
+  h.job = JobKey("etl");
+  for (int i = 0; i < days; i++) {
+    int64_t base = kDay0 + i * kDay;
+    std::string rid = "etl-" + std::to_string(i);
+    std::string in = "/in/" + std::to_string(i), out = "/out/" + std::to_string(i);
+    int64_t avail = base + 90 * kMin + (i % 5) * kMin;  // 01:30 .. 01:34
+    int64_t start = base + 2 * kHour;
+    int64_t end = base + 3 * kHour;
+    h.runs.push_back(run("etl", i, start - 30000, start, end));
+    auto e1 = ev("etl", rid, in, store::FileAccess::kRead, start + kMin);
+    auto e2 = ev("etl", rid, out, store::FileAccess::kWrite, end - kMin);
+    h.events.push_back(e1);
+    h.events.push_back(e2);
+    all->push_back(e1);
+    all->push_back(e2);
+    all->push_back(ev("ingest", "ingest-" + std::to_string(i), in, store::FileAccess::kWrite, avail));
+    all->push_back(ev("report", "report-" + std::to_string(i), out, store::FileAccess::kRead,
+                      base + 5 * kHour + (i % 2) * read_jitter_min * kMin));
+  }
+  return h;
+}
+
+TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 20, 2);
+  auto v = inferSlos({h}, all, SloParams{});
+  ASSERT_EQ(v.size(), 1u);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  const auto& s = *v[0].slo;
+  EXPECT_EQ(s.period, Millis(kDay));
+  // a = p95 of {01:30..01:34} = 01:34 (rounded up to whole seconds).
+  EXPECT_EQ(s.start_offset, Millis(94 * kMin));
+  // d = p50 of {05:00, 05:02} alternating = 05:01.
+  EXPECT_EQ(s.deadline_offset, Millis(5 * kHour + kMin));
+  // slack = (05:01 - 03:00) / 1 h ~ 2.
+  EXPECT_NEAR(s.median_slack, 2.0, 0.05);
+  EXPECT_FALSE(s.problematic);
+}
+
+TEST(SloDeadline, DispersedReadsAreNotActionable) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 20, 180);  // reads at 05:00 or 08:00
+  auto v = inferSlos({h}, all, SloParams{});
+  ASSERT_FALSE(v[0].slo.has_value());
+  EXPECT_NE(v[0].reason.find("T_outRead too dispersed"), std::string::npos) << v[0].reason;
+}
+
+TEST(SloDeadline, NoConsumerMeansNoDeadline) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 10, 0);
+  std::erase_if(all, [](const auto& e) { return e.job.value() == "report"; });
+  auto v = inferSlos({h}, all, SloParams{});
+  ASSERT_FALSE(v[0].slo.has_value());
+  EXPECT_NE(v[0].reason.find("no other job reads its output"), std::string::npos) << v[0].reason;
+}
+
+TEST(SloDeadline, NegativeSlackFailsTheThreshold) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 10, 0);
+  for (auto& e : all) {
+    if (e.job.value() == "report") e.time -= Millis(kHour + 30 * kMin);  // read at 03:30: slack 0.5
+  }
+  SloParams p;
+  p.min_slack = 1.0;  // demand a read at least one run-time after the end
+  auto v = inferSlos({h}, all, p);
+  ASSERT_FALSE(v[0].slo.has_value());
+  EXPECT_NE(v[0].reason.find("median slack"), std::string::npos) << v[0].reason;
+}
+
+TEST(SloDeadline, LongerPeriodConsumerForcesTheDeadlineToThePeriodEnd) {
+  // Hourly producer at :05..:20 writing one file per hour; a daily consumer
+  // (itself periodic) reads all of yesterday's files at 00:30.
+  std::vector<store::FileEvent> all;
+  JobHistory prod;
+  prod.job = JobKey("hourly");
+  JobHistory cons;
+  cons.job = JobKey("daily");
+  for (int d = 0; d < 5; d++) {
+    int64_t day = kDay0 + d * kDay;
+    for (int h = 0; h < 24; h++) {
+      int i = d * 24 + h;
+      int64_t base = day + h * kHour;
+      std::string rid = "hourly-" + std::to_string(i), out = "/h/" + std::to_string(i);
+      prod.runs.push_back(run("hourly", i, base + 5 * kMin, base + 5 * kMin, base + 20 * kMin));
+      auto w = ev("hourly", rid, out, store::FileAccess::kWrite, base + 19 * kMin);
+      prod.events.push_back(w);
+      all.push_back(w);
+      auto r = ev("daily", "daily-" + std::to_string(d), out, store::FileAccess::kRead, day + kDay + 30 * kMin);
+      cons.events.push_back(r);
+      all.push_back(r);
+    }
+    cons.runs.push_back(run("daily", d, day + kDay + 25 * kMin, day + kDay + 25 * kMin, day + kDay + 50 * kMin));
+  }
+  auto v = inferSlos({prod, cons}, all, SloParams{});
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->period, Millis(kHour));
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(kHour));
+  EXPECT_EQ(v[0].slo->start_offset, Millis(0));  // reads nothing others write
+}
+
+}  // namespace
+}  // namespace morpheus::inference
