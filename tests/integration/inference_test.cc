@@ -45,50 +45,59 @@ std::vector<KnownJob> knownJobs() {
   return jobs;
 }
 
+// One run of job k (index j) in period n, as JSON lines (run + its file
+// events); `scale` multiplies its skyline.
+void writeRun(std::ostream& out, const KnownJob& k, size_t j, int n, int64_t first_day, int scale) {
+  int64_t base = first_day + n * k.period;
+  std::string rid = k.key + "-" + std::to_string(n);
+  int64_t avail = base + k.avail + (n % 5) * kMin;
+  int64_t submit = base + k.avail + 5 * kMin;
+  int64_t start = submit + 10000;
+  int64_t end = start + k.runtime;
+  int64_t read = end + k.read_after + (n % 2) * 2 * kMin;
+  json sky = json::array();
+  for (int64_t s = 0; s < k.runtime / kMin; s++) {
+    sky.push_back(scale * (2 + static_cast<int>(j % 3) + static_cast<int>((s + n) % 4)));
+  }
+  out << json({{"type", "run"}, {"job", k.key}, {"run", rid}, {"user", k.owner}, {"submit_ms", submit},
+               {"start_ms", start}, {"end_ms", end}, {"step_ms", kMin}, {"skyline", sky},
+               {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+             .dump()
+      << "\n";
+  std::string in = "/data/" + k.key + "/in/" + std::to_string(n);
+  std::string outp = "/data/" + k.key + "/out/" + std::to_string(n);
+  out << json({{"type", "event"}, {"job", "ingest"}, {"run", "ingest-" + rid}, {"path", in},
+               {"kind", "write"}, {"time_ms", avail}})
+             .dump()
+      << "\n";
+  out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", in}, {"kind", "read"},
+               {"time_ms", start + 1000}})
+             .dump()
+      << "\n";
+  out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", outp}, {"kind", "write"},
+               {"time_ms", end - 1000}})
+             .dump()
+      << "\n";
+  out << json({{"type", "event"}, {"job", "consumer-of-" + k.key}, {"run", "c-" + rid}, {"path", outp},
+               {"kind", "read"}, {"time_ms", read}})
+             .dump()
+      << "\n";
+}
+
+int64_t firstDay(int64_t now) { return now / kDay * kDay - 30 * kDay; }
+int periodsOf(const KnownJob& k, int64_t now) {
+  int n = 0;
+  while (firstDay(now) + (n + 1) * k.period < now - kHour) n++;
+  return n;
+}
+
 // Writes the history as JSON lines; returns the number of runs.
 int writeHistory(const std::string& path, const std::vector<KnownJob>& jobs, int64_t now) {
   std::ofstream out(path);
-  int64_t first_day = now / kDay * kDay - 30 * kDay;
+  int64_t first_day = firstDay(now);
   int runs = 0;
   for (size_t j = 0; j < jobs.size(); j++) {
-    const KnownJob& k = jobs[j];
-    int n = 0;
-    for (int64_t base = first_day; base + k.period < now - kHour; base += k.period, n++) {
-      std::string rid = k.key + "-" + std::to_string(n);
-      int64_t avail = base + k.avail + (n % 5) * kMin;
-      int64_t submit = base + k.avail + 5 * kMin;
-      int64_t start = submit + 10000;
-      int64_t end = start + k.runtime;
-      int64_t read = end + k.read_after + (n % 2) * 2 * kMin;
-      json sky = json::array();
-      for (int64_t s = 0; s < k.runtime / kMin; s++) {
-        sky.push_back(2 + static_cast<int>(j % 3) + static_cast<int>((s + n) % 4));
-      }
-      out << json({{"type", "run"}, {"job", k.key}, {"run", rid}, {"user", k.owner}, {"submit_ms", submit},
-                   {"start_ms", start}, {"end_ms", end}, {"step_ms", kMin}, {"skyline", sky},
-                   {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
-                 .dump()
-          << "\n";
-      std::string in = "/data/" + k.key + "/in/" + std::to_string(n);
-      std::string outp = "/data/" + k.key + "/out/" + std::to_string(n);
-      out << json({{"type", "event"}, {"job", "ingest"}, {"run", "ingest-" + rid}, {"path", in},
-                   {"kind", "write"}, {"time_ms", avail}})
-                 .dump()
-          << "\n";
-      out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", in}, {"kind", "read"},
-                   {"time_ms", start + 1000}})
-                 .dump()
-          << "\n";
-      out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", outp}, {"kind", "write"},
-                   {"time_ms", end - 1000}})
-                 .dump()
-          << "\n";
-      out << json({{"type", "event"}, {"job", "consumer-of-" + k.key}, {"run", "c-" + rid}, {"path", outp},
-                   {"kind", "read"}, {"time_ms", read}})
-                 .dump()
-          << "\n";
-      runs++;
-    }
+    for (int n = 0; n < periodsOf(jobs[j], now); n++, runs++) writeRun(out, jobs[j], j, n, first_day, 1);
   }
   // An ad-hoc job: irregular submissions, no SLO.
   int64_t t = first_day;
@@ -209,6 +218,17 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   }
   EXPECT_TRUE(adhoc_listed) << ol;
 
+  // A rejection is remembered while the history does not change materially.
+  std::string rejected = by_job["halfhourly-1"]["proposal_id"];
+  auto [cj, oj] = ctl({"slo", "reject", rejected, "--reason", "we run it by hand"}, "tok-bob");
+  ASSERT_EQ(cj, 0) << oj;
+  auto [crr, orr] = ctl({"slo", "refit"}, "tok-admin");
+  ASSERT_EQ(crr, 0) << orr;
+  EXPECT_NE(orr.find("0 new proposal(s)"), std::string::npos) << orr;
+  auto [cn, on] = ctl({"slo", "list", "--json"}, "tok-bob");
+  EXPECT_NE(on.find("owner rejected the proposal; history unchanged"), std::string::npos) << on;
+  jobs.pop_back();  // halfhourly-1 is not accepted below
+
   // Only the owner (or an admin) signs off.
   std::string daily0 = by_job["daily-0"]["proposal_id"];  // alice's
   auto [cd, od] = ctl({"slo", "accept", daily0}, "tok-bob");
@@ -261,6 +281,38 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   auto [cr2, or2] = ctl({"slo", "refit"}, "tok-admin");
   ASSERT_EQ(cr2, 0) << or2;
   EXPECT_NE(or2.find("0 new proposal(s)"), std::string::npos) << or2;
+
+  // The recent runs of hourly-0 (accepted) and halfhourly-1 (rejected) now
+  // use twice the containers: an update proposal for the first, a fresh
+  // proposal for the second.
+  std::string drift = dir_ + "-drift.jsonl";
+  {
+    std::ofstream out(drift);
+    auto all = knownJobs();
+    for (size_t j : {size_t{5}, size_t{9}}) {
+      int n = periodsOf(all[j], now);
+      for (int i = n - 30; i < n; i++) writeRun(out, all[j], j, i, firstDay(now), 2);
+    }
+  }
+  auto [cdi, odi] = ctl({"history", "import", drift, "--format", "jsonl"}, "tok-alice");
+  ASSERT_EQ(cdi, 0) << odi;
+  auto [cr3, or3] = ctl({"slo", "refit"}, "tok-admin");
+  ASSERT_EQ(cr3, 0) << or3;
+  EXPECT_NE(or3.find("2 new proposal(s)"), std::string::npos) << or3 << inf_.log();
+  auto [cp, op] = ctl({"slo", "list", "--state", "pending", "--json"}, "tok-alice");
+  ASSERT_EQ(cp, 0) << op;
+  std::map<std::string, json> pend;
+  json pending = json::parse(op);
+  for (const auto& p : pending["proposals"]) pend[p["job_key"]] = p;
+  ASSERT_EQ(pend.size(), 2u) << op;
+  EXPECT_TRUE(pend["hourly-0"]["is_update"].get<bool>()) << op;
+  EXPECT_FALSE(pend["halfhourly-1"]["is_update"].get<bool>()) << op;
+  // Accepting the update replaces the reservation in place.
+  auto [cu, ou] = ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, "tok-alice");
+  ASSERT_EQ(cu, 0) << ou;
+  EXPECT_EQ(json::parse(ou)["reservation_id"], reservation_of["hourly-0"]);
+  auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, "tok-alice");
+  EXPECT_EQ(json::parse(os2)["proposals"].size(), 1u) << os2;
 }
 
 }  // namespace
