@@ -68,14 +68,14 @@ void addFit(CLI::App& root) {
     p.min_runs = a->min_runs;
     p.sample = a->sample == "max" ? inference::SampleMode::kMax : inference::SampleMode::kAverage;
     json out = json::array();
-    bool any_failed = false;
+    int exit_code = 0;
     for (auto& [job, runs] : by_job) {
       std::sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.submit < y.submit; });
       auto started = std::chrono::steady_clock::now();
       auto r = inference::fitRuns(runs, p);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       if (!r.isOk()) {
-        any_failed = true;
+        exit_code = std::max(exit_code, r.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
         std::cerr << "morpheusctl: job " << job << ": " << r.status().toString() << "\n";
         continue;
       }
@@ -107,7 +107,7 @@ void addFit(CLI::App& root) {
       std::printf("\n");
     }
     if (a->json_out) std::cout << out.dump(2) << "\n";
-    if (any_failed) throw CliExit{1};
+    if (exit_code != 0) throw CliExit{exit_code};
   });
 }
 
