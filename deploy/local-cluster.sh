@@ -33,7 +33,7 @@ start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
   launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
-    --grpc-port $RM_GRPC --http-port $RM_HTTP
+    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050
   # Sign-off identities for the inference service: one admin token for the
   # local operator, made once (README: "Signing off SLOs").
   if [ ! -f "$VAR/tokens" ]; then

@@ -14,6 +14,7 @@
 #include "rm/rest.h"
 #include "rm/rm_core.h"
 #include "rm/services.h"
+#include "rm/telemetry.h"
 #include "store/state_store.h"
 
 using namespace morpheus;
@@ -83,6 +84,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   core.start();
+  // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
+  rm::TelemetryForwarder telemetry(opts.inference_address, metrics);
+  telemetry.start();
+  if (!opts.inference_address.empty()) {
+    spdlog::info("forwarding application telemetry to inference at {}", opts.inference_address);
+  }
   // Plan maintenance every plan step: the one-off horizon rolls forward.
   std::mutex maintain_mu;
   bool maintain_stopped = false;  // GUARDED_BY(maintain_mu)
@@ -101,6 +108,7 @@ int main(int argc, char** argv) {
     maintain_stopped = true;
   }
   core.stop();
+  telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();
   spdlog::info("morpheus-rm stopped");

@@ -20,6 +20,7 @@ struct RmOptions {
   std::string state_store_location;            // state-store.location
   planner::PlannerOptions planner;             // planner.*
   int64_t planner_end_points = 8;              // planner.lowcost.end-points
+  std::string inference_address;               // rm.inference-address
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -34,6 +35,9 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "Interval the RM tells node managers to heartbeat at.");
   s.addStringList("rm.reservable-queues", &o->reservable_queues, {"default"},
                   "Queues that accept reservations; a request naming another queue is refused.");
+  s.addString("rm.inference-address", &o->inference_address, "",
+              "host:port of morpheus-inference's gRPC endpoint; finished applications' skylines "
+              "are forwarded there (retried with backoff, never blocking scheduling). \"\" = off.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who may change or delete anyone's reservation.");
   s.addString("state-store.kind", &o->state_store, "sqlite",

@@ -87,6 +87,15 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
   run->set_step_ms(rec.step.count());
   for (double v : rec.skyline) run->add_skyline(v);
   toProto(rec.container, run->mutable_container());
+  // The run and its file events in one request: stored in one transaction.
+  for (const auto& f : rec.files) {
+    auto* e = req.add_events();
+    e->set_job_key(run->job_key());
+    e->set_run_id(rec.app.value());
+    e->set_path(f.path);
+    e->set_time_ms(toEpochMs(f.time));
+    e->set_kind(f.write ? v1::ProvenanceEvent::KIND_WRITE : v1::ProvenanceEvent::KIND_READ);
+  }
   v1::IngestResponse resp;
   auto ctx = makeContext(Millis(10000));
   grpc::Status st = stub->IngestRuns(ctx.get(), req, &resp);
@@ -94,23 +103,6 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
     spdlog::warn("telemetry of {} not delivered to inference at {}: {}", rec.app.value(), address_,
                  st.error_message());
     return false;
-  }
-  if (!rec.files.empty()) {
-    v1::IngestProvenanceRequest preq;
-    for (const auto& f : rec.files) {
-      auto* e = preq.add_events();
-      e->set_job_key(run->job_key());
-      e->set_run_id(rec.app.value());
-      e->set_path(f.path);
-      e->set_time_ms(toEpochMs(f.time));
-      e->set_kind(f.write ? v1::ProvenanceEvent::KIND_WRITE : v1::ProvenanceEvent::KIND_READ);
-    }
-    auto pctx = makeContext(Millis(10000));
-    st = stub->IngestProvenance(pctx.get(), preq, &resp);
-    if (!st.ok()) {
-      spdlog::warn("provenance of {} not delivered: {}", rec.app.value(), st.error_message());
-      return false;
-    }
   }
   metrics_
       .counter("morpheus_rm_telemetry_forwarded_total", "Telemetry records delivered to inference")

@@ -8,9 +8,12 @@
 
 #include <fstream>
 #include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 
+#include "common/metrics.h"
 #include "harness.h"
+#include "rm/telemetry.h"
 
 namespace morpheus::testing {
 namespace {
@@ -313,6 +316,60 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   EXPECT_EQ(json::parse(ou)["reservation_id"], reservation_of["hourly-0"]);
   auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, "tok-alice");
   EXPECT_EQ(json::parse(os2)["proposals"].size(), 1u) << os2;
+}
+
+}  // namespace
+}  // namespace morpheus::testing
+
+namespace morpheus::testing {
+namespace {
+
+// The RM's telemetry feed (rm::TelemetryForwarder) delivers finished runs and
+// their file events to a real morpheus-inference, retrying while it is down.
+TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
+  std::string dir = freshDir("inference-feed");
+  // Reserve a port for the inference service, which starts only later.
+  Process probe = Process::startDaemon("inference", freshDir("probe"), {"--set", "inference.auth-disabled=true"});
+  ASSERT_FALSE(probe.grpcAddress().empty()) << probe.log();
+  std::string address = probe.grpcAddress();
+  ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
+
+  MetricsRegistry metrics;
+  rm::TelemetryForwarder fwd(address, metrics);
+  fwd.start();
+  int64_t t0 = 1'790'000'000'000;
+  for (int i = 0; i < 4; i++) {
+    rm::AppTelemetryRecord r;
+    r.app = AppId("app_" + std::to_string(i));
+    r.recurrence_key = JobKey("feed-job");
+    r.user = UserId("alice");
+    r.submit = fromEpochMs(t0 + i * kHour);
+    r.start = r.submit + Millis(1000);
+    r.finish = r.start + Millis(5 * kMin);
+    r.skyline = {1, 2, 3, 2, 1};
+    r.container = Resource(1024, 1);
+    r.files = {{"/feed/out/" + std::to_string(i), r.finish - Millis(1000), true}};
+    fwd.enqueue(r);
+  }
+  // Nothing listens yet: records wait in the queue.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(fwd.queued(), 4u);
+
+  std::string port = address.substr(address.rfind(':') + 1);
+  Process inf = Process::start(binary("morpheus-inference"),
+                               {"--data-dir", dir, "--grpc-port", port, "--http-port", "0", "--set",
+                                "inference.auth-disabled=true"},
+                               dir + "-log");
+  ASSERT_TRUE(waitFor([&] { return fwd.queued() == 0; }, 40s)) << inf.log();
+  fwd.stop();
+  // The runs are in the provenance store: a refit sees a periodic job whose
+  // output nobody reads.
+  auto [code, out] = runCommand({binary("morpheusctl"), "--inference", address, "slo", "refit"});
+  ASSERT_EQ(code, 0) << out << inf.log();
+  auto [c2, list] = runCommand({binary("morpheusctl"), "--inference", address, "slo", "list", "--json"});
+  ASSERT_EQ(c2, 0) << list;
+  EXPECT_NE(list.find("feed-job"), std::string::npos) << list;
+  EXPECT_NE(list.find("no other job reads its output"), std::string::npos) << list;
 }
 
 }  // namespace
