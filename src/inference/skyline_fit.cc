@@ -4,50 +4,56 @@
 //
 // - solveSkylineReference() states the LP exactly as the paper writes it: one
 //   variable per (run, step) for the over-allocation o_ik, the under-allocation
-//   u_ik and the debt D_ik, plus s_k and eps; GLPK simplex with presolve. It is
+//   u_ik and the debt D_ik, plus s_k and eps; GLPK simplex with presolve. It has
 //   O(N*K) columns and rows and takes seconds at K = 240, minutes at K = 1440.
 //
-// - solveSkyline() solves an equivalent compact LP by row generation (below).
-//   Its optimum is the optimum of the reference LP, not an approximation.
+// - solveSkyline() solves an equivalent compact LP by row generation with a
+//   warm-started simplex. Its optimum is the reference LP's optimum (same
+//   value up to simplex round-off), not an approximation.
 //
-// The compact LP (Morpheus §5, variables eliminated).
-//   For a fixed s the per-(run, step) variables have closed forms at the
-//   optimum: o_ik = (s_k - s_ik)+, u_ik = (s_ik - s_k)+ (the eps row is then
-//   tight whenever beta_eff > 0, and eps is irrelevant when beta_eff = 0), and
-//   the debt recursion D_ik = (D_i,k-1 + s_ik - s_k)+ (Lindley) ends at
+// The compact LP (Morpheus §5 with the per-(run, step) variables eliminated).
+//   For a fixed s, the best o, u, D, eps have closed forms: o_ik = (s_k - s_ik)+,
+//   u_ik = (s_ik - s_k)+, eps = the regularisation sum (any larger eps only
+//   costs more when beta_eff > 0, and is free when beta_eff = 0), and the debt
+//   recursion D_ik = (D_i,k-1 + s_ik - s_k)+ (Lindley) ends at
 //     D_iK = max(0, max_j (c_ij - P_j)),  c_ij = sum_{k>=j} s_ik,  P_j = sum_{k>=j} s_k.
-//   So the reference objective, minimised over everything but s, is
-//     sum_k [alpha * ov_k(s_k) + beta_eff * un_k(s_k)] + (1-alpha)/N sum_i D_iK(s)
-//   with ov_k(x) = 1/N sum_i (x - s_ik)+ and un_k(x) = 1/N sum_{i: S_i>0} (s_ik - x)+ / S_i,
-//   both convex piecewise linear with breakpoints at the s_ik. Written as an LP:
-//     min  alpha sum_k x_k + beta_eff sum_k y_k + (1-alpha)/N sum_i D_i
-//     x_k >= every affine piece of ov_k(s_k)  (at most N+1 pieces per step)
-//     y_k >= every affine piece of un_k(s_k)  (at most N+1 pieces per step)
-//     D_i + P_j >= c_ij for every run i and step j,   P_j = s_j + P_j+1,  P_K = 0
-//     s, x, y, D >= 0
-//   The two LPs have the same optimal value and the same optimal s: any
-//   feasible point of one maps to a point of the other with an objective no
-//   larger (take x_k = alpha-weighted sums of the o_ik, D_i = D_iK, ... one
-//   way; o, u, D, eps at their closed forms the other way).
+//   (The reference LP's D rows only bound D_ik from below, and D_iK has a
+//   non-negative cost, so its optimum also sits at this value.) Minimised
+//   over everything but s, the reference objective is therefore
+//     sum_k g_k(s_k) + (1-alpha)/N sum_i D_iK(s),
+//     g_k(x) = sum_i [alpha/N (x - s_ik)+ + beta_eff/(N S_i) (s_ik - x)+]  (S_i = 0 runs: no u
+//     term)
+//   g_k is convex piecewise linear with breakpoints at the step's samples. We
+//   write it in segment form: s_k = sum_l delta_kl, 0 <= delta_kl <= length of
+//   the l-th segment of [0, inf) between breakpoints, cost = slope of g_k on
+//   it. The slopes ascend (convexity), so a minimiser fills segments left to
+//   right and pays exactly g_k(s_k) - g_k(0); the epigraph needs no rows, only
+//   bounded columns. With P_k = s_k + P_k+1 (K equality rows) the LP is
+//     min  sum_kl slope_kl delta_kl + (1-alpha)/N sum_i D_i
+//     D_i + P_j >= c_ij for every run i and step j,   D >= 0,
+//   whose optimal value is the reference optimum minus the constant
+//   sum_k g_k(0), with the same optimal s. Reported terms are always
+//   evaluateSkyline(s), as for the reference.
 //
-// Row generation (why it is exact). We solve the compact LP with only a subset
-// of its rows: first the rows active at a cheap guess (per-step median
-// pieces, the maximal suffix row of each run), then repeatedly add every row
-// the current optimum violates (for each step the piece of ov_k / un_k that is
-// active at s_k; for each run the suffix row j maximising c_ij - P_j) and
-// re-solve with GLPK's dual simplex from the previous basis (new rows enter
-// basic, so the old basis stays dual feasible and only a few pivots are
-// needed). A relaxation's optimum is a lower bound on the full LP; once it
-// violates no row of the full LP (beyond a 1e-9 relative tolerance, or only
-// rows already present, i.e. solver round-off) it is feasible for the full LP
-// and therefore optimal. Each step has at most N+1 pieces and each run K
-// suffix rows, so the loop ends after finitely many rounds; in practice a few
-// tens of rounds with a few percent of the rows.
+// Row generation (why it is exact). Of the N*K suffix rows only a few per run
+// bind. We start from the rows active at a guess (the per-step median: per
+// run its largest local maxima of c_ij - P_j) and a crash basis at that guess
+// (segments below it at their upper bounds, P basic, D_i basic in its largest
+// row) that is primal feasible, solve with the primal simplex, then repeatedly
+// add the violated rows (per run, up to 8 most violated local maxima of
+// c_ij - P_j; the global maximum is one of them) and re-solve with GLPK's dual
+// simplex from the previous basis (new rows enter with their auxiliary
+// variable basic, so the basis stays dual feasible). The relaxation's optimum
+// is a lower bound on the full LP; once it violates no suffix row (beyond a
+// 1e-9 relative tolerance, or only rows already present, i.e. simplex
+// round-off) it is feasible for the full LP and therefore optimal. There are
+// finitely many rows, so the loop ends; in practice after 3-6 rounds with a
+// few rows per run.
 //
 // The relative mode (beta_eff = beta * V) solves twice on the same GLPK
-// problem: the first solve has no y rows and cost 0 on y; the second sets the
-// y costs to beta_eff (y is nonbasic at 0, so the basis stays dual feasible),
-// adds the violated un_k pieces and continues the dual simplex.
+// problem: the second solve only changes segment costs, so the first optimal
+// basis stays primal feasible and the primal simplex continues from it; then
+// row generation resumes.
 #include "inference/skyline_fit.h"
 
 #include <glpk.h>
@@ -102,16 +108,12 @@ double runTotal(const std::vector<double>& run) {
   return std::accumulate(run.begin(), run.end(), 0.0);
 }
 
-// GLPK's simplex with messages off. `presolve` discards any basis; the
-// row-generation loop therefore runs without it.
-glp_smcp simplexParams(bool presolve) {
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = presolve ? GLP_ON : GLP_OFF;
-  parm.meth = presolve ? GLP_PRIMAL : GLP_DUALP;
-  return parm;
-}
+// How glp_simplex is run (messages off in every mode).
+enum class Simplex {
+  kPresolved,   // presolve on, primal simplex: a cold solve (the reference LP)
+  kWarmPrimal,  // from the current basis, still primal feasible (costs changed)
+  kWarmDual,    // from the current basis, still dual feasible (rows added)
+};
 
 // Owns a glp_prob.
 class GlpProblem {
@@ -126,8 +128,13 @@ class GlpProblem {
   glp_prob* lp_;
 };
 
-Status runSimplex(glp_prob* lp, bool presolve, const char* what) {
-  glp_smcp parm = simplexParams(presolve);
+Status runSimplex(glp_prob* lp, Simplex mode, const char* what) {
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  const bool presolve = mode == Simplex::kPresolved;
+  parm.presolve = presolve ? GLP_ON : GLP_OFF;
+  parm.meth = mode == Simplex::kWarmDual ? GLP_DUALP : GLP_PRIMAL;
   int rc = glp_simplex(lp, &parm);
   if (rc != 0 && !presolve) {
     // A singular or ill-conditioned warm basis: restart from a fresh one.
@@ -238,271 +245,294 @@ std::vector<double> referenceS(const ReferenceLp& r) {
 // ---------------------------------------------------------------------------
 // Compact LP with row generation (see the top of the file).
 
-// Per-problem data for the compact LP, computed once.
+// Per-problem data for the compact LP, computed once: the suffix sums c_ij and,
+// per step, the distinct sample values with the count of runs at each value
+// and the sum of their eps weights w_i = 1/(N S_i).
 struct Compact {
-  int n = 0, K = 0, m = 0;  // m: runs with S_i > 0
+  int n = 0, K = 0;
   double alpha = 0;
   std::vector<double> suffix;  // n x (K+1): c_ij = sum_{k>=j} s_ik
-  // ov_k pieces: ascending samples of step k and their prefix sums.
-  std::vector<double> ov_val;     // K x n
-  std::vector<double> ov_prefix;  // K x (n+1)
-  // un_k pieces: samples of runs with S_i > 0, descending, with cumulative
-  // weights w = 1/(N S_i) and cumulative w * sample.
-  std::vector<double> un_val;  // K x m
-  std::vector<double> un_w;    // K x (m+1)
-  std::vector<double> un_wv;   // K x (m+1)
+  // Step k's breakpoints are value[first[k] .. first[k+1]), ascending, with
+  // count[] runs and weight[] summed w_i at each.
+  std::vector<int> first;
+  std::vector<double> value, weight;
+  std::vector<int> count;
 
-  Compact(const SkylineProblem& p) {
+  explicit Compact(const SkylineProblem& p) {
     n = static_cast<int>(p.runs.size());
     K = static_cast<int>(horizon(p));
     alpha = p.alpha;
-    const double dn = n;
-    std::vector<double> weight;
-    std::vector<int> weighted;
+    std::vector<double> w(n, 0.0);
     for (int i = 0; i < n; ++i) {
       double t = runTotal(p.runs[i]);
-      if (t > 0) {
-        weighted.push_back(i);
-        weight.push_back(1.0 / (dn * t));
-      }
+      if (t > 0) w[i] = 1.0 / (static_cast<double>(n) * t);
     }
-    m = static_cast<int>(weighted.size());
     suffix.assign(static_cast<size_t>(n) * (K + 1), 0.0);
     for (int i = 0; i < n; ++i) {
-      for (int j = K - 1; j >= 0; --j)
-        suffix[i * (K + 1) + j] = suffix[i * (K + 1) + j + 1] + sample(p, i, j);
+      double* c = &suffix[static_cast<size_t>(i) * (K + 1)];
+      for (int j = K - 1; j >= 0; --j) c[j] = c[j + 1] + sample(p, i, j);
     }
-    ov_val.resize(static_cast<size_t>(K) * n);
-    ov_prefix.resize(static_cast<size_t>(K) * (n + 1));
-    un_val.resize(static_cast<size_t>(K) * m);
-    un_w.resize(static_cast<size_t>(K) * (m + 1));
-    un_wv.resize(static_cast<size_t>(K) * (m + 1));
-    std::vector<int> order(m);
+    std::vector<std::pair<double, double>> col(n);
+    first.reserve(K + 1);
     for (int k = 0; k < K; ++k) {
-      double* v = &ov_val[static_cast<size_t>(k) * n];
-      for (int i = 0; i < n; ++i) v[i] = sample(p, i, k);
-      std::sort(v, v + n);
-      double* pre = &ov_prefix[static_cast<size_t>(k) * (n + 1)];
-      pre[0] = 0;
-      for (int i = 0; i < n; ++i) pre[i + 1] = pre[i] + v[i];
-
-      std::iota(order.begin(), order.end(), 0);
-      std::sort(order.begin(), order.end(), [&](int a, int b) {
-        return sample(p, weighted[a], k) > sample(p, weighted[b], k);
-      });
-      double* uv = &un_val[static_cast<size_t>(k) * m];
-      double* uw = &un_w[static_cast<size_t>(k) * (m + 1)];
-      double* uwv = &un_wv[static_cast<size_t>(k) * (m + 1)];
-      uw[0] = uwv[0] = 0;
-      for (int l = 0; l < m; ++l) {
-        uv[l] = sample(p, weighted[order[l]], k);
-        uw[l + 1] = uw[l] + weight[order[l]];
-        uwv[l + 1] = uwv[l] + weight[order[l]] * uv[l];
+      first.push_back(static_cast<int>(value.size()));
+      for (int i = 0; i < n; ++i) col[i] = {sample(p, i, k), w[i]};
+      std::sort(col.begin(), col.end());
+      for (const auto& [v, wi] : col) {
+        if (value.size() > static_cast<size_t>(first.back()) && value.back() == v) {
+          ++count.back();
+          weight.back() += wi;
+        } else {
+          value.push_back(v);
+          count.push_back(1);
+          weight.push_back(wi);
+        }
       }
     }
+    first.push_back(static_cast<int>(value.size()));
   }
 
   double c(int i, int j) const { return suffix[static_cast<size_t>(i) * (K + 1) + j]; }
-  // Index of the ov_k piece active at x: the number of samples below x.
-  int ovPiece(int k, double x) const {
-    const double* v = &ov_val[static_cast<size_t>(k) * n];
-    return static_cast<int>(std::lower_bound(v, v + n, x) - v);
+  // Step k's segments: [0, b_1] when b_1 > 0, then [b_l, b_l+1], then [b_m, inf).
+  int segments(int k) const {
+    int m = first[k + 1] - first[k];
+    return m + (value[first[k]] > 0 ? 1 : 0);
   }
-  // Piece `q` of ov_k: (q/N) x - prefix_q / N.
-  double ovSlope(int q) const { return q / static_cast<double>(n); }
-  double ovIntercept(int k, int q) const {
-    return -ov_prefix[static_cast<size_t>(k) * (n + 1) + q] / n;
-  }
-  // Index of the un_k piece active at x: the number of samples above x.
-  int unPiece(int k, double x) const {
-    const double* v = &un_val[static_cast<size_t>(k) * m];
-    return static_cast<int>(std::upper_bound(v, v + m, x, std::greater<double>()) - v);
-  }
-  // Piece `q` of un_k: -W_q x + WV_q.
-  double unSlope(int k, int q) const { return -un_w[static_cast<size_t>(k) * (m + 1) + q]; }
-  double unIntercept(int k, int q) const { return un_wv[static_cast<size_t>(k) * (m + 1) + q]; }
 };
 
+// The compact LP with g_k in "segment" form: s_k = sum_l delta_kl with
+// 0 <= delta_kl <= length of segment l of g_k and cost = slope of g_k on it.
+// g_k is convex (slopes ascend), so an optimum fills segments left to right
+// and sum_l slope_l delta_kl = g_k(s_k) - g_k(0): the epigraph needs no rows.
+// Only the suffix rows D_i + P_j >= c_ij are generated.
 class RowGeneration {
  public:
   explicit RowGeneration(const Compact& d)
-      : d_(d),
-        have_ov_(static_cast<size_t>(d.K) * (d.n + 1), 0),
-        have_un_(static_cast<size_t>(d.K) * (d.m + 1), 0),
-        have_suffix_(static_cast<size_t>(d.n) * d.K, 0) {
+      : d_(d), have_(static_cast<size_t>(d.n) * d.K, 0), seg_first_(d.K + 1, 0) {
     glp_prob* lp = prob_.get();
     const int K = d.K;
+    for (int k = 0; k < K; ++k) seg_first_[k + 1] = seg_first_[k] + d.segments(k);
+    const int segs = seg_first_[K];
     glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_cols(lp, 4 * K + d.n);
-    for (int k = 0; k < K; ++k) {
-      glp_set_col_bnds(lp, colS(k), GLP_LO, 0.0, 0.0);
-      glp_set_col_bnds(lp, colP(k), GLP_FR, 0.0, 0.0);
-      glp_set_col_bnds(lp, colX(k), GLP_LO, 0.0, 0.0);
-      glp_set_col_bnds(lp, colY(k), GLP_LO, 0.0, 0.0);
-      glp_set_obj_coef(lp, colX(k), d.alpha);
-    }
+    glp_add_cols(lp, K + d.n + segs);
+    for (int k = 0; k < K; ++k) glp_set_col_bnds(lp, colP(k), GLP_FR, 0.0, 0.0);
     for (int i = 0; i < d.n; ++i) {
       glp_set_col_bnds(lp, colD(i), GLP_LO, 0.0, 0.0);
       glp_set_obj_coef(lp, colD(i), (1.0 - d.alpha) / d.n);
     }
-    // P_k - P_k+1 - s_k = 0.
+    // Segment bounds and P_k - P_k+1 - sum_l delta_kl = 0.
     glp_add_rows(lp, K);
+    std::vector<int> ind(1);
+    std::vector<double> val(1);
     for (int k = 0; k < K; ++k) {
-      int ind[4] = {0, colP(k), colS(k), 0};
-      double val[4] = {0, 1.0, -1.0, -1.0};
-      int len = 2;
+      ind.assign(1, 0);
+      val.assign(1, 0.0);
+      ind.push_back(colP(k));
+      val.push_back(1.0);
       if (k + 1 < K) {
-        ind[3] = colP(k + 1);
-        len = 3;
+        ind.push_back(colP(k + 1));
+        val.push_back(-1.0);
+      }
+      double lo = 0;
+      const int b0 = d.first[k], m = d.first[k + 1] - b0;
+      const int lead = d.value[b0] > 0 ? 1 : 0;
+      for (int l = 0; l < d.segments(k); ++l) {
+        const int col = colSeg(k, l);
+        // Segment l covers [lo, hi): hi is breakpoint l - lead + 1.
+        const int next = l - lead + 1;  // index of the breakpoint ending it
+        if (next < m) {
+          double hi = d.value[b0 + next];
+          glp_set_col_bnds(lp, col, GLP_DB, 0.0, hi - lo);
+          lo = hi;
+        } else {
+          glp_set_col_bnds(lp, col, GLP_LO, 0.0, 0.0);
+        }
+        ind.push_back(col);
+        val.push_back(-1.0);
       }
       glp_set_row_bnds(lp, k + 1, GLP_FX, 0.0, 0.0);
-      glp_set_mat_row(lp, k + 1, len, ind, val);
+      glp_set_mat_row(lp, k + 1, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
     }
   }
 
-  // Minimises with the given weight on the un_k terms (beta_eff), starting
-  // from the current rows and basis. Rows active at `guess` (s values) are
-  // added first when given.
+  // Minimises with beta_eff weighting the under-allocation part of g_k. The
+  // first call starts from a crash basis at `guess` (required); later calls
+  // continue from the current rows and basis (guess must be null).
   Status solve(double beta_eff, const std::vector<double>* guess) {
-    beta_eff_ = beta_eff;
-    for (int k = 0; k < d_.K; ++k) glp_set_obj_coef(prob_.get(), colY(k), beta_eff);
-    if (guess != nullptr) {
-      std::vector<double> p(d_.K + 1, 0.0);
-      for (int k = d_.K - 1; k >= 0; --k) p[k] = p[k + 1] + (*guess)[k];
-      const double kNoBound = -std::numeric_limits<double>::infinity();
-      std::vector<double> none_k(d_.K, kNoBound), none_n(d_.n, kNoBound);
-      separate(*guess, p, none_k, none_k, none_n);
-      flush();
+    if (rounds_ > 0 && guess != nullptr) return internalError("skyline LP: guess on a warm start");
+    setSegmentCosts(beta_eff);
+    // A cold start goes from a basis at `guess` (primal feasible, primal
+    // simplex). After a cost change the basis is still primal feasible
+    // (primal simplex); after adding rows it is still dual feasible (dual
+    // simplex).
+    bool primal = rounds_ > 0;
+    if (rounds_ == 0) {
+      MORPHEUS_CHECK(guess != nullptr, "a cold start needs a guess");
+      crashBasis(*guess);
+      primal = true;
     }
     for (int round = 0;; ++round) {
-      MORPHEUS_RETURN_IF_ERROR(runSimplex(prob_.get(), false, "skyline LP"));
+      MORPHEUS_RETURN_IF_ERROR(runSimplex(
+          prob_.get(), primal ? Simplex::kWarmPrimal : Simplex::kWarmDual, "skyline LP"));
+      primal = false;
       ++rounds_;
-      std::vector<double> s(d_.K), p(d_.K + 1, 0.0), x(d_.K), y(d_.K), dd(d_.n);
+      std::vector<double> p(d_.K + 1, 0.0), dd(d_.n);
       glp_prob* lp = prob_.get();
-      for (int k = 0; k < d_.K; ++k) {
-        s[k] = glp_get_col_prim(lp, colS(k));
-        p[k] = glp_get_col_prim(lp, colP(k));
-        x[k] = glp_get_col_prim(lp, colX(k));
-        y[k] = glp_get_col_prim(lp, colY(k));
-      }
+      for (int k = 0; k < d_.K; ++k) p[k] = glp_get_col_prim(lp, colP(k));
       for (int i = 0; i < d_.n; ++i) dd[i] = glp_get_col_prim(lp, colD(i));
-      if (separate(s, p, x, y, dd) == 0) return Status::ok();
-      flush();
+      if (separate(p, dd) == 0) return Status::ok();
       if (round > 100000) return internalError("skyline LP: row generation did not converge");
     }
   }
 
   std::vector<double> s() const {
-    std::vector<double> s(d_.K);
-    for (int k = 0; k < d_.K; ++k) s[k] = std::max(0.0, glp_get_col_prim(prob_.get(), colS(k)));
+    std::vector<double> s(d_.K, 0.0);
+    for (int k = 0; k < d_.K; ++k) {
+      for (int l = 0; l < d_.segments(k); ++l) {
+        s[k] += glp_get_col_prim(prob_.get(), colSeg(k, l));
+      }
+      s[k] = std::max(0.0, s[k]);
+    }
     return s;
   }
-  int rounds() const { return rounds_; }
-  int rows() const { return glp_get_num_rows(prob_.get()); }
 
  private:
-  int colS(int k) const { return 1 + k; }
-  int colP(int k) const { return 1 + d_.K + k; }
-  int colX(int k) const { return 1 + 2 * d_.K + k; }
-  int colY(int k) const { return 1 + 3 * d_.K + k; }
-  int colD(int i) const { return 1 + 4 * d_.K + i; }
+  int colP(int k) const { return 1 + k; }
+  int colD(int i) const { return 1 + d_.K + i; }
+  int colSeg(int k, int l) const { return 1 + d_.K + d_.n + seg_first_[k] + l; }
+
+  void setSegmentCosts(double beta_eff) {
+    glp_prob* lp = prob_.get();
+    const double dn = d_.n;
+    for (int k = 0; k < d_.K; ++k) {
+      const int b0 = d_.first[k], m = d_.first[k + 1] - b0;
+      const int lead = d_.value[b0] > 0 ? 1 : 0;
+      int below = 0;     // runs with a sample <= the segment's start
+      double above = 0;  // eps weight of runs with a sample >= the segment's end
+      for (int l = 0; l < m; ++l) above += d_.weight[b0 + l];
+      for (int l = 0; l < d_.segments(k); ++l) {
+        const int start = l - lead;  // breakpoint starting the segment (-1: zero)
+        if (start >= 0) {
+          below += d_.count[b0 + start];
+          above -= d_.weight[b0 + start];
+        }
+        if (start + 1 >= m) above = 0;
+        glp_set_obj_coef(lp, colSeg(k, l), d_.alpha * below / dn - beta_eff * above);
+      }
+    }
+  }
+
+  // Starts from s = `guess` rounded down to a breakpoint of each g_k: the
+  // segments below it at their upper bounds, P_k basic in the equality rows,
+  // the suffix rows at `guess` (per run its local maxima of c_ij - P_j) with
+  // D_i basic in the largest one when positive. This basis is primal feasible
+  // and typically close to the optimum, so the primal simplex needs far fewer
+  // pivots than from GLPK's standard basis (s = 0).
+  void crashBasis(const std::vector<double>& guess) {
+    glp_prob* lp = prob_.get();
+    const int K = d_.K;
+    std::vector<double> s(K, 0.0);
+    for (int k = 0; k < K; ++k) {
+      double hi = 0;  // end of the filled segments
+      bool filling = true;
+      for (int l = 0; l < d_.segments(k); ++l) {
+        const int col = colSeg(k, l);
+        filling = filling && glp_get_col_type(lp, col) == GLP_DB &&
+                  hi + glp_get_col_ub(lp, col) <= guess[k] * (1 + 1e-12);
+        if (filling) hi += glp_get_col_ub(lp, col);
+        glp_set_col_stat(lp, col, filling ? GLP_NU : GLP_NL);
+      }
+      s[k] = hi;
+      glp_set_row_stat(lp, k + 1, GLP_NS);
+      glp_set_col_stat(lp, colP(k), GLP_BS);
+    }
+    std::vector<double> p(K + 1, 0.0);
+    for (int k = K - 1; k >= 0; --k) p[k] = p[k + 1] + s[k];
+    std::vector<double> none(d_.n, -std::numeric_limits<double>::infinity());
+    const int first = glp_get_num_rows(lp) + 1;
+    separate(p, none);
+    const int last = glp_get_num_rows(lp);
+    std::vector<int> best_row(d_.n, 0);
+    std::vector<double> best(d_.n, 0.0);
+    for (int r = first; r <= last; ++r) {
+      glp_set_row_stat(lp, r, GLP_BS);
+      const Pending& q = added_[r - first];
+      const double f = d_.c(q.i, q.j) - p[q.j];
+      if (f > best[q.i]) {
+        best[q.i] = f;
+        best_row[q.i] = r;
+      }
+    }
+    for (int i = 0; i < d_.n; ++i) {
+      glp_set_col_stat(lp, colD(i), best_row[i] > 0 ? GLP_BS : GLP_NL);
+      if (best_row[i] > 0) glp_set_row_stat(lp, best_row[i], GLP_NL);
+    }
+  }
 
   static bool violated(double lhs, double rhs) { return rhs - lhs > 1e-9 * (1.0 + std::fabs(rhs)); }
 
-  // Queues the rows of the full compact LP that (s, P, x, y, D) violates and
-  // that are not in the LP yet; returns how many.
-  int separate(const std::vector<double>& s, const std::vector<double>& p,
-               const std::vector<double>& x, const std::vector<double>& y,
-               const std::vector<double>& dd) {
-    int added = 0;
+  // Adds the suffix rows D_i + P_j >= c_ij that (P, D) violates and that are
+  // not in the LP yet: per run, the most violated local maxima of
+  // c_ij - P_j over j. Returns how many.
+  int separate(const std::vector<double>& p, const std::vector<double>& dd) {
+    if (d_.alpha >= 1) return 0;  // D has no cost
     const int K = d_.K;
-    for (int k = 0; k < K; ++k) {
-      if (d_.alpha > 0) {
-        int q = d_.ovPiece(k, s[k]);
-        double rhs = d_.ovSlope(q) * s[k] + d_.ovIntercept(k, q);
-        char& have = have_ov_[static_cast<size_t>(k) * (d_.n + 1) + q];
-        if (q > 0 && !have && violated(x[k], rhs)) {
-          have = 1;
-          // x_k - (q/N) s_k >= intercept
-          queue(colX(k), 1.0, colS(k), -d_.ovSlope(q), d_.ovIntercept(k, q));
-          ++added;
-        }
+    std::vector<std::pair<double, int>> cand;
+    std::vector<Pending> rows;
+    for (int i = 0; i < d_.n; ++i) {
+      cand.clear();
+      for (int j = 0; j < K; ++j) {
+        const double f = d_.c(i, j) - p[j];
+        // A local maximum over j: no larger neighbour.
+        if (j > 0 && d_.c(i, j - 1) - p[j - 1] > f) continue;
+        if (j + 1 < K && d_.c(i, j + 1) - p[j + 1] > f) continue;
+        if (have_[static_cast<size_t>(i) * K + j] || !violated(dd[i] + p[j], d_.c(i, j))) continue;
+        cand.push_back({-f, j});
       }
-      if (beta_eff_ > 0 && d_.m > 0) {
-        int q = d_.unPiece(k, s[k]);
-        double rhs = d_.unSlope(k, q) * s[k] + d_.unIntercept(k, q);
-        char& have = have_un_[static_cast<size_t>(k) * (d_.m + 1) + q];
-        if (q > 0 && !have && violated(y[k], rhs)) {
-          have = 1;
-          // y_k + W_q s_k >= WV_q
-          queue(colY(k), 1.0, colS(k), -d_.unSlope(k, q), d_.unIntercept(k, q));
-          ++added;
-        }
+      const size_t take = std::min(cand.size(), kRowsPerRunPerRound);
+      std::partial_sort(cand.begin(), cand.begin() + take, cand.end());
+      for (size_t r = 0; r < take; ++r) {
+        const int j = cand[r].second;
+        have_[static_cast<size_t>(i) * K + j] = 1;
+        rows.push_back({i, j});
       }
     }
-    if (d_.alpha < 1) {
-      for (int i = 0; i < d_.n; ++i) {
-        int best = -1;
-        double best_gap = 0;
-        for (int j = 0; j < K; ++j) {
-          double gap = d_.c(i, j) - p[j] - dd[i];
-          if (gap > best_gap) {
-            best_gap = gap;
-            best = j;
-          }
-        }
-        if (best < 0) continue;
-        char& have = have_suffix_[static_cast<size_t>(i) * K + best];
-        if (!have && violated(dd[i] + p[best], d_.c(i, best))) {
-          have = 1;
-          // D_i + P_j >= c_ij
-          queue(colD(i), 1.0, colP(best), 1.0, d_.c(i, best));
-          ++added;
-        }
-      }
-    }
-    return added;
-  }
-
-  void queue(int c1, double v1, int c2, double v2, double lb) {
-    pending_.push_back({c1, v1, c2, v2, lb});
-  }
-
-  void flush() {
-    if (pending_.empty()) return;
+    added_ = rows;
+    if (rows.empty()) return 0;
     glp_prob* lp = prob_.get();
-    int first = glp_add_rows(lp, static_cast<int>(pending_.size()));
-    for (size_t r = 0; r < pending_.size(); ++r) {
-      const Pending& q = pending_[r];
-      int ind[3] = {0, q.c1, q.c2};
-      double val[3] = {0, q.v1, q.v2};
-      int row = first + static_cast<int>(r);
-      glp_set_row_bnds(lp, row, GLP_LO, q.lb, 0.0);
+    const int first = glp_add_rows(lp, static_cast<int>(rows.size()));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      int ind[3] = {0, colD(rows[r].i), colP(rows[r].j)};
+      double val[3] = {0, 1.0, 1.0};
+      const int row = first + static_cast<int>(r);
+      glp_set_row_bnds(lp, row, GLP_LO, d_.c(rows[r].i, rows[r].j), 0.0);
       glp_set_mat_row(lp, row, 2, ind, val);
     }
-    pending_.clear();
+    return static_cast<int>(rows.size());
   }
 
+  static constexpr size_t kRowsPerRunPerRound = 8;
   struct Pending {
-    int c1;
-    double v1;
-    int c2;
-    double v2;
-    double lb;
+    int i, j;
   };
 
   const Compact& d_;
   GlpProblem prob_;
-  double beta_eff_ = 0;
   int rounds_ = 0;
-  std::vector<char> have_ov_, have_un_, have_suffix_;
-  std::vector<Pending> pending_;
+  std::vector<Pending> added_;  // the rows the last separate() added, in order
+  std::vector<char> have_;      // n x K: suffix row (i, j) is in the LP
+  std::vector<int> seg_first_;
 };
 
 // A cheap starting point for the row set: the per-step median of the runs.
-std::vector<double> medianGuess(const Compact& d) {
-  std::vector<double> g(d.K);
-  for (int k = 0; k < d.K; ++k) g[k] = d.ov_val[static_cast<size_t>(k) * d.n + d.n / 2];
+std::vector<double> medianGuess(const SkylineProblem& p) {
+  const size_t K = horizon(p);
+  std::vector<double> g(K), col(p.runs.size());
+  for (size_t k = 0; k < K; ++k) {
+    for (size_t i = 0; i < p.runs.size(); ++i) col[i] = sample(p, i, k);
+    std::nth_element(col.begin(), col.begin() + col.size() / 2, col.end());
+    g[k] = col[col.size() / 2];
+  }
   return g;
 }
 
@@ -557,12 +587,12 @@ Result<SkylineSolution> solveSkylineReference(const SkylineProblem& p) {
   double v = 0;
   if (p.beta_relative) {
     glp_set_obj_coef(r.prob.get(), r.eps_col, 0.0);
-    MORPHEUS_RETURN_IF_ERROR(runSimplex(r.prob.get(), true, "skyline reference LP"));
+    MORPHEUS_RETURN_IF_ERROR(runSimplex(r.prob.get(), Simplex::kPresolved, "skyline reference LP"));
     v = evaluateSkyline(p, referenceS(r), 0.0).objective;
     beta_eff = p.beta * v;
   }
   glp_set_obj_coef(r.prob.get(), r.eps_col, beta_eff);
-  MORPHEUS_RETURN_IF_ERROR(runSimplex(r.prob.get(), true, "skyline reference LP"));
+  MORPHEUS_RETURN_IF_ERROR(runSimplex(r.prob.get(), Simplex::kPresolved, "skyline reference LP"));
   SkylineSolution sol = evaluateSkyline(p, referenceS(r), beta_eff);
   sol.v = v;
   return sol;
@@ -573,7 +603,7 @@ Result<SkylineSolution> solveSkyline(const SkylineProblem& p) {
   if (horizon(p) == 0) return trivialSolution(p);
   Compact d(p);
   RowGeneration lp(d);
-  std::vector<double> guess = medianGuess(d);
+  std::vector<double> guess = medianGuess(p);
   double beta_eff = p.beta;
   double v = 0;
   if (p.beta_relative) {
@@ -581,7 +611,7 @@ Result<SkylineSolution> solveSkyline(const SkylineProblem& p) {
     std::vector<double> s1 = lp.s();
     v = evaluateSkyline(p, s1, 0.0).objective;
     beta_eff = p.beta * v;
-    if (beta_eff > 0) MORPHEUS_RETURN_IF_ERROR(lp.solve(beta_eff, &s1));
+    if (beta_eff > 0) MORPHEUS_RETURN_IF_ERROR(lp.solve(beta_eff, nullptr));
   } else {
     MORPHEUS_RETURN_IF_ERROR(lp.solve(beta_eff, &guess));
   }
