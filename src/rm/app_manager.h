@@ -1,0 +1,126 @@
+// Application lifecycle in the RM (issue #3, DESIGN.md §6/§9): submission,
+// binding to a reservation (by id, or by recurrence key so a periodic job
+// needs no editing per run), AM attempts, finish and kill. Every transition
+// is persisted through the StateStore before it is acknowledged, so an RM
+// restart (kill -9 included) loses nothing that was acknowledged.
+//
+// AM tokens: an AM proves who it is with a token naming its application and
+// attempt, signed with the RM's persistent key; an AM may act only for its
+// own application (and only its current attempt).
+//
+// Thread-safety: internally locked.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/metrics.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "common/token.h"
+#include "store/state_store.h"
+
+namespace morpheus::rm {
+
+enum class AppState { kSubmitted, kRunning, kFinished, kFailed, kKilled };
+const char* toString(AppState s);
+inline bool isFinal(AppState s) {
+  return s == AppState::kFinished || s == AppState::kFailed || s == AppState::kKilled;
+}
+
+struct AppSpec {
+  std::string name;
+  UserId user;
+  std::string queue;  // ad-hoc queue path; "" = the default queue
+  ReservationId reservation;
+  JobKey recurrence_key;
+  Resource am_resource;
+  std::string am_launch_context;  // serialized v1::ContainerLaunchContext (opaque here)
+  int max_attempts = 0;           // 0 = the RM default
+  int priority = 0;
+  std::map<std::string, std::string> tags;
+};
+
+struct AppRecord {
+  AppId id;
+  AppSpec spec;
+  std::string queue;         // resolved ad-hoc queue ("" when bound to a reservation)
+  ReservationId reservation;  // bound reservation ("" = ad hoc)
+  AppState state = AppState::kSubmitted;
+  TimePoint submit, start, finish;
+  int attempt = 0;  // current AM attempt, 1-based once launched
+  int max_attempts = 1;
+  ContainerId am_container;
+  NodeId am_node;
+  float progress = 0;
+  std::string diagnostics;
+};
+
+struct AppManagerOptions {
+  int max_am_attempts = 2;
+  std::string default_queue = "root.default";
+  std::set<std::string> queues = {"root.default"};  // ad-hoc leaf queues that accept apps
+  Resource max_am_resource = Resource(1 << 20, 1 << 10);
+};
+
+class AppManager {
+ public:
+  // Binding lookups into the reservation system.
+  using RecurrenceLookup = std::function<std::optional<ReservationId>(const JobKey&)>;
+  using ReservationExists = std::function<bool(const ReservationId&)>;
+
+  AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock, MetricsRegistry& metrics,
+             const TokenSigner& signer, RecurrenceLookup by_key, ReservationExists exists);
+
+  // Loads every persisted app (RM restart).
+  Status recover();
+
+  // INVALID_ARGUMENT naming the field (name, user, queue, reservation_id,
+  // am_resource, am_launch_context, max_am_attempts); persisted before return.
+  Result<AppRecord> submit(const AppSpec& spec);
+
+  Result<AppRecord> get(const AppId& id) const;
+  std::vector<AppRecord> list(const std::set<AppState>& states, const std::string& queue) const;
+
+  // The AM container of the next attempt was allocated and started.
+  Status amLaunched(const AppId& id, const ContainerId& container, const NodeId& node);
+  // The AM container of the current attempt ended without the AM finishing
+  // the app: retried (back to SUBMITTED) while attempts remain, else FAILED.
+  Result<AppRecord> amAttemptFailed(const AppId& id, const std::string& diagnostics);
+  // The AM reports the end (FINISHED, FAILED or KILLED).
+  Status finish(const AppId& id, AppState final_state, const std::string& diagnostics);
+  // Owner or admin; NOT_FOUND / FAILED_PRECONDITION when already final.
+  Status kill(const AppId& id, const UserId& who, bool admin, const std::string& reason);
+  void setProgress(const AppId& id, float progress);
+
+  std::string amToken(const AppId& id, int attempt) const;
+  // PERMISSION_DENIED unless `token` was issued for `app`'s current attempt.
+  Status checkAmToken(const AppId& app, const std::string& token) const;
+
+ private:
+  Status persist(const AppRecord& rec);  // REQUIRES(mu_)
+  AppId newId();                          // REQUIRES(mu_)
+  void updateGauges();                    // REQUIRES(mu_)
+
+  const AppManagerOptions opts_;
+  store::StateStore& store_;
+  Clock& clock_;
+  MetricsRegistry& metrics_;
+  const TokenSigner& signer_;
+  const RecurrenceLookup by_key_;
+  const ReservationExists exists_;
+  const int64_t cluster_ts_;  // YARN-style id prefix: the RM's start time
+
+  mutable std::mutex mu_;
+  std::map<AppId, AppRecord> apps_;  // GUARDED_BY(mu_)
+  int64_t next_seq_ = 1;             // GUARDED_BY(mu_)
+};
+
+}  // namespace morpheus::rm
