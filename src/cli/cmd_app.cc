@@ -272,7 +272,8 @@ void kill(const CliContext& ctx, const std::string& id, const std::string& reaso
   auto stub = clientStub(ctx);
   v1::KillApplicationRequest req;
   req.set_application_id(id);
-  req.set_reason(reason.empty() ? "killed by " + ctx.user + " via morpheusctl" : reason);
+  req.set_reason(reason.empty() ? "via morpheusctl" : reason);
+  req.set_user(ctx.user);
   v1::KillApplicationResponse resp;
   auto c = context(ctx);
   check(stub->KillApplication(c.get(), req, &resp), ctx);

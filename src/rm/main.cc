@@ -68,9 +68,23 @@ int main(int argc, char** argv) {
   core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
     reservations.onCapacity(live, allow_drop);
   });
+  rm::AppManagerOptions amo;
+  amo.max_am_attempts = static_cast<int>(opts.max_am_attempts);
+  amo.queues.clear();
+  for (const auto& [path, weight] : opts.queues) amo.queues.insert(path);
+  if (amo.queues.empty()) amo.queues.insert("root.default");
+  amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
+  rm::AppManager apps(
+      amo, **store, clock, metrics, core.signer(),
+      [&reservations](const JobKey& k) { return reservations.byRecurrenceKey(k); },
+      [&reservations](const ReservationId& r) { return reservations.get(r).has_value(); });
+  if (Status st = apps.recover(); !st.isOk()) {
+    std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
   rm::ReservationServiceImpl reservation_service(reservations);
   rm::ResourceTrackerService tracker(core);
-  rm::ClientServiceImpl client(core);
+  rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()});
   // Not yet implemented by this build: answer UNIMPLEMENTED (generated defaults).
   v1::ApplicationMaster::Service am_service;
   DaemonServer server("rm", opts.daemon, metrics);

@@ -2,6 +2,8 @@
 // declareRmOptions). The YAML file uses the same dotted keys.
 #pragma once
 
+#include <map>
+
 #include <vector>
 
 #include "common/config.h"
@@ -21,6 +23,8 @@ struct RmOptions {
   planner::PlannerOptions planner;             // planner.*
   int64_t planner_end_points = 8;              // planner.lowcost.end-points
   std::string inference_address;               // rm.inference-address
+  int64_t max_am_attempts = 2;                 // rm.max-am-attempts
+  std::map<std::string, std::string> queues;   // scheduler.queues (path -> weight)
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -38,6 +42,14 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addString("rm.inference-address", &o->inference_address, "",
               "host:port of morpheus-inference's gRPC endpoint; finished applications' skylines "
               "are forwarded there (retried with backoff, never blocking scheduling). \"\" = off.");
+  s.addInt("rm.max-am-attempts", &o->max_am_attempts, 2, 1, 100, "attempts",
+           "How often an application's AM is (re)started before the application fails; an app may "
+           "ask for fewer or more.");
+  s.addStringMap("scheduler.queues", &o->queues,
+                 "Ad-hoc leaf queues and their weights, a mapping path: weight (e.g. {root.prod: 3, "
+                 "root.dev: 1}); empty = root.default with weight 1. Apps name one with --queue "
+                 "(default root.default). Capacity left by reservations is shared by weight, DRF "
+                 "between users inside a queue.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who may change or delete anyone's reservation.");
   s.addString("state-store.kind", &o->state_store, "sqlite",

@@ -91,4 +91,95 @@ grpc::Status ClientServiceImpl::GetClusterMetrics(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+v1::ApplicationState toProto(AppState s) {
+  switch (s) {
+    case AppState::kSubmitted: return v1::APP_STATE_SUBMITTED;
+    case AppState::kRunning: return v1::APP_STATE_RUNNING;
+    case AppState::kFinished: return v1::APP_STATE_FINISHED;
+    case AppState::kFailed: return v1::APP_STATE_FAILED;
+    case AppState::kKilled: return v1::APP_STATE_KILLED;
+  }
+  return v1::APP_STATE_UNSPECIFIED;
+}
+
+void toProto(const AppRecord& a, v1::ApplicationReport* out) {
+  out->set_application_id(a.id.value());
+  out->set_name(a.spec.name);
+  out->set_user(a.spec.user.value());
+  out->set_queue(a.queue);
+  out->set_reservation_id(a.reservation.value());
+  out->set_recurrence_key(a.spec.recurrence_key.value());
+  out->set_state(toProto(a.state));
+  out->set_progress(a.progress);
+  out->set_submit_ms(toEpochMs(a.submit));
+  out->set_start_ms(toEpochMs(a.start));
+  out->set_finish_ms(toEpochMs(a.finish));
+  out->set_am_attempt(a.attempt);
+  out->set_diagnostics(a.diagnostics);
+  out->set_am_node_id(a.am_node.value());
+  out->set_am_container_id(a.am_container.value());
+}
+
+grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest* req,
+                                                  v1::SubmitApplicationResponse* resp) {
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  AppSpec s;
+  s.name = req->name();
+  s.user = UserId(req->user());
+  s.queue = req->queue();
+  s.reservation = ReservationId(req->reservation_id());
+  s.recurrence_key = JobKey(req->recurrence_key());
+  auto res = validatedResource(req->am_resource(), "am_resource");
+  if (!res.isOk()) return toGrpc(res.status());
+  s.am_resource = *res;
+  if (!req->has_am_launch_context() || req->am_launch_context().command().empty()) {
+    return toGrpc(invalidArgument("am_launch_context.command", "is required"));
+  }
+  s.am_launch_context = req->am_launch_context().SerializeAsString();
+  s.max_attempts = req->max_am_attempts();
+  s.priority = req->priority();
+  s.tags = {req->tags().begin(), req->tags().end()};
+  auto rec = apps_->submit(s);
+  if (!rec.isOk()) return toGrpc(rec.status());
+  resp->set_application_id(rec->id.value());
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest* req,
+                                               v1::ApplicationReport* resp) {
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  auto rec = apps_->get(AppId(req->application_id()));
+  if (!rec.isOk()) return toGrpc(rec.status());
+  toProto(*rec, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest* req,
+                                                 v1::ListApplicationsResponse* resp) {
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  std::set<AppState> states;
+  for (int s : req->states()) {
+    switch (s) {
+      case v1::APP_STATE_SUBMITTED: states.insert(AppState::kSubmitted); break;
+      case v1::APP_STATE_RUNNING: states.insert(AppState::kRunning); break;
+      case v1::APP_STATE_FINISHED: states.insert(AppState::kFinished); break;
+      case v1::APP_STATE_FAILED: states.insert(AppState::kFailed); break;
+      case v1::APP_STATE_KILLED: states.insert(AppState::kKilled); break;
+      default: return toGrpc(invalidArgument("states", "unknown state " + std::to_string(s)));
+    }
+  }
+  for (const auto& a : apps_->list(states, req->queue())) toProto(a, resp->add_applications());
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest* req,
+                                                v1::KillApplicationResponse*) {
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  if (req->user().empty()) return toGrpc(invalidArgument("user", "is required"));
+  return toGrpc(apps_->kill(AppId(req->application_id()), UserId(req->user()), admins_.count(req->user()) > 0,
+                            req->reason()));
+}
+
 }  // namespace morpheus::rm

@@ -3,6 +3,9 @@
 
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include <set>
+
+#include "rm/app_manager.h"
 #include "rm/rm_core.h"
 
 namespace morpheus::rm {
@@ -23,7 +26,17 @@ class ResourceTrackerService final : public v1::ResourceTracker::Service {
 
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
-  explicit ClientServiceImpl(RmCore& core) : core_(core) {}
+  // `apps` null = the application RPCs answer UNIMPLEMENTED.
+  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr, std::set<std::string> admins = {})
+      : core_(core), apps_(apps), admins_(std::move(admins)) {}
+  grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
+                                 v1::SubmitApplicationResponse*) override;
+  grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest*,
+                              v1::ApplicationReport*) override;
+  grpc::Status ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest*,
+                                v1::ListApplicationsResponse*) override;
+  grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest*,
+                               v1::KillApplicationResponse*) override;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
   grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
@@ -31,6 +44,11 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 
  private:
   RmCore& core_;
+  AppManager* apps_;
+  const std::set<std::string> admins_;
 };
+
+v1::ApplicationState toProto(AppState s);
+void toProto(const AppRecord& a, v1::ApplicationReport* out);
 
 }  // namespace morpheus::rm
