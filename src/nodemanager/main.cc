@@ -35,10 +35,14 @@ int main(int argc, char** argv) {
   }
   if (opts.local_dir.empty()) opts.local_dir = opts.daemon.data_dir + "/local";
   MetricsRegistry metrics;
-  // Container launching arrives with the runtime (issue #3); until then the
-  // ContainerManager answers UNIMPLEMENTED.
-  v1::ContainerManager::Service container_manager;
+  nm::ContainerRuntime runtime(opts.local_dir, opts.monitor_interval, opts.kill_grace, metrics);
+  if (Status st = runtime.init(); !st.isOk()) {
+    std::cerr << "morpheus-nm: " << st.message() << "\n";
+    return 2;
+  }
+  nm::TokenKey token_key;
   DaemonServer server("nm", opts.daemon, metrics);
+  nm::ContainerServiceImpl container_manager(runtime, token_key);
   server.addService(&container_manager);
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
@@ -46,12 +50,18 @@ int main(int argc, char** argv) {
   }
   std::string cm_address = opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort());
   std::string node_id = opts.node_id.empty() ? cm_address : opts.node_id;
+  container_manager.setNodeId(node_id);
   nm::NodeAgent agent(opts, node_id, cm_address,
-                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics);
+                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics, runtime,
+                      token_key);
+  runtime.start();
   agent.start();
   int sig = waitForTerminationSignal();
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
+  // Containers keep running. Re-attaching to them after an NM restart is not
+  // implemented yet (issue #3): until then they are orphaned.
+  runtime.shutdown();
   server.shutdown();
   spdlog::info("morpheus-nm stopped");
   return 0;

@@ -8,12 +8,14 @@ namespace morpheus::nm {
 
 NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
                      std::string container_manager_address, std::string http_address,
-                     MetricsRegistry& metrics)
+                     MetricsRegistry& metrics, ContainerRuntime& runtime, TokenKey& key)
     : opts_(opts),
       node_id_(std::move(node_id)),
       cm_address_(std::move(container_manager_address)),
       http_address_(std::move(http_address)),
       metrics_(metrics),
+      runtime_(runtime),
+      key_(key),
       stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address))),
       interval_(opts.heartbeat_interval) {}
 
@@ -44,6 +46,8 @@ bool NodeAgent::registerOnce() {
     a->set_value(v);
   }
   req.set_version("0.1.0");
+  // Containers that survive an RM restart are reported so the RM re-adopts them.
+  for (const auto& c : runtime_.snapshot()) toProto(c, req.add_running_containers());
   v1::RegisterNodeResponse resp;
   auto ctx = makeContext(Millis(5000));
   grpc::Status st = stub_->RegisterNode(ctx.get(), req, &resp);
@@ -56,6 +60,7 @@ bool NodeAgent::registerOnce() {
     return false;
   }
   epoch_ = resp.rm_epoch();
+  if (!resp.container_token_secret().empty()) key_.set(resp.container_token_secret());
   sequence_ = 0;
   if (resp.heartbeat_interval_ms() > 0) interval_ = Millis(resp.heartbeat_interval_ms());
   registered_ = true;
@@ -69,6 +74,20 @@ bool NodeAgent::heartbeatOnce() {
   req.set_node_id(node_id_);
   req.set_sequence(++sequence_);
   req.set_rm_epoch(epoch_);
+  Resource used;
+  int64_t rss = 0;
+  double cpu = 0;
+  for (const auto& c : runtime_.snapshot()) {
+    toProto(c, req.add_container_statuses());
+    if (c.running) {
+      used += c.resource;
+      rss += c.rss_mib;
+      cpu += c.cpu_vcores;
+    }
+  }
+  toProto(used, req.mutable_used());
+  req.set_used_rss_mib(rss);
+  req.set_used_cpu_vcores(cpu);
   v1::NodeHeartbeatResponse resp;
   auto ctx = makeContext(Millis(5000));
   grpc::Status st = stub_->NodeHeartbeat(ctx.get(), req, &resp);
@@ -79,6 +98,16 @@ bool NodeAgent::heartbeatOnce() {
   }
   metrics_.counter("morpheus_nm_heartbeats_total", "Heartbeats sent").inc();
   if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
+  for (const auto& id : resp.containers_to_kill()) {
+    (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "killed by the RM");
+  }
+  std::vector<ContainerId> acked;
+  for (const auto& id : resp.containers_to_acknowledge()) acked.emplace_back(id);
+  runtime_.acknowledge(acked);
+  if (resp.action() == v1::NodeHeartbeatResponse::ACTION_SHUTDOWN) {
+    spdlog::warn("RM ordered shutdown of node {}: stopping all containers", node_id_);
+    runtime_.stopAll(ExitReason::kKilled, "node decommissioned");
+  }
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_RESYNC) {
     spdlog::info("RM ordered resync: re-registering node {}", node_id_);
     registered_ = false;

@@ -11,6 +11,8 @@
 
 #include "common/metrics.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "nodemanager/container_runtime.h"
+#include "nodemanager/container_service.h"
 #include "nodemanager/nm_options.h"
 
 namespace morpheus::nm {
@@ -18,8 +20,10 @@ namespace morpheus::nm {
 class NodeAgent {
  public:
   // `container_manager_address` / `http_address`: where this NM serves.
+  // Heartbeats report `runtime`'s containers and obey the RM's kill and
+  // acknowledge orders; the RM's token key is stored in `key` at registration.
   NodeAgent(const NmOptions& opts, std::string node_id, std::string container_manager_address,
-            std::string http_address, MetricsRegistry& metrics);
+            std::string http_address, MetricsRegistry& metrics, ContainerRuntime& runtime, TokenKey& key);
   ~NodeAgent();
 
   void start();
@@ -37,6 +41,8 @@ class NodeAgent {
   const std::string cm_address_;
   const std::string http_address_;
   MetricsRegistry& metrics_;
+  ContainerRuntime& runtime_;
+  TokenKey& key_;
   std::unique_ptr<v1::ResourceTracker::Stub> stub_;
 
   std::mutex mu_;

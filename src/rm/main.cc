@@ -11,6 +11,7 @@
 #include "morpheus/v1/reservation.grpc.pb.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
+#include "rm/am_service.h"
 #include "rm/rest.h"
 #include "rm/rm_core.h"
 #include "rm/services.h"
@@ -82,11 +83,17 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
+  rm::TelemetryForwarder telemetry(opts.inference_address, metrics);
+  rm::RuntimeOptions rto;
+  rto.telemetry_step = opts.planner.step;
+  rm::RmRuntime runtime(rto, core, apps, clock, metrics, &telemetry,
+                        [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); });
+  core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
   rm::ReservationServiceImpl reservation_service(reservations);
-  rm::ResourceTrackerService tracker(core);
-  rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()});
-  // Not yet implemented by this build: answer UNIMPLEMENTED (generated defaults).
-  v1::ApplicationMaster::Service am_service;
+  rm::ResourceTrackerService tracker(core, &runtime);
+  rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()}, &runtime);
+  rm::ApplicationMasterServiceImpl am_service(runtime);
   DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
   server.addService(&client);
@@ -97,9 +104,9 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  runtime.setAmAddress(opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));
+  runtime.start();
   core.start();
-  // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
-  rm::TelemetryForwarder telemetry(opts.inference_address, metrics);
   telemetry.start();
   if (!opts.inference_address.empty()) {
     spdlog::info("forwarding application telemetry to inference at {}", opts.inference_address);
@@ -122,6 +129,8 @@ int main(int argc, char** argv) {
     maintain_stopped = true;
   }
   core.stop();
+  core.setNodeLostListener(nullptr);
+  runtime.stop();
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();

@@ -103,14 +103,28 @@ Status RmCore::unregisterNode(const NodeId& id) {
 }
 
 void RmCore::checkLiveness() {
-  std::lock_guard<std::mutex> lk(mu_);
-  for (const auto& id : nodes_.expire(clock_.now())) {
-    spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
-                 opts_.node_expiry.count());
-    metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
+  std::vector<NodeId> lost;
+  NodeLostListener listener;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    lost = nodes_.expire(clock_.now());
+    for (const auto& id : lost) {
+      spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
+                   opts_.node_expiry.count());
+      metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
+    }
+    updateNodeGauges();
+    notifyCapacity();
+    listener = lost_listener_;
   }
-  updateNodeGauges();
-  notifyCapacity();
+  if (listener) {
+    for (const auto& id : lost) listener(id);
+  }
+}
+
+void RmCore::setNodeLostListener(NodeLostListener listener) {
+  std::lock_guard<std::mutex> lk(mu_);
+  lost_listener_ = std::move(listener);
 }
 
 void RmCore::setCapacityListener(CapacityListener listener) {

@@ -62,6 +62,10 @@ class RmCore {
   // drops reservations because its nodes have not reported yet.
   using CapacityListener = std::function<void(const Resource& live, bool allow_drop)>;
   void setCapacityListener(CapacityListener listener);
+  // Called (without the core's lock) with each node the liveness check
+  // declares lost; its containers are then lost too.
+  using NodeLostListener = std::function<void(const NodeId& node)>;
+  void setNodeLostListener(NodeLostListener listener);
 
  private:
   void scheduleLiveness();
@@ -81,6 +85,7 @@ class RmCore {
   bool running_ = false;                // GUARDED_BY(mu_)
   TimerId liveness_timer_ = 0;          // GUARDED_BY(mu_)
   CapacityListener capacity_listener_;  // GUARDED_BY(mu_)
+  NodeLostListener lost_listener_;      // GUARDED_BY(mu_)
 };
 
 }  // namespace morpheus::rm

@@ -20,6 +20,7 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext*,
   }
   Status st = core_.registerNode(std::move(info));
   if (!st.isOk()) return toGrpc(st);
+  if (runtime_) runtime_->onNodeRegistered(*req);
   resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
   resp->set_rm_epoch(core_.epoch());
   resp->set_container_token_secret(core_.signer().secret());
@@ -48,6 +49,7 @@ grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext*,
   }
   if (!st.isOk()) return toGrpc(st);
   resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
+  if (runtime_) runtime_->onNodeHeartbeat(*req, resp);
   return grpc::Status::OK;
 }
 
@@ -152,6 +154,13 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*, const v1::G
   auto rec = apps_->get(AppId(req->application_id()));
   if (!rec.isOk()) return toGrpc(rec.status());
   toProto(*rec, resp);
+  if (runtime_) {
+    int32_t n = 0;
+    Resource used;
+    runtime_->usage(rec->id, &n, &used);
+    resp->set_running_containers(n);
+    toProto(used, resp->mutable_used());
+  }
   return grpc::Status::OK;
 }
 
@@ -169,7 +178,17 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*, const v1:
       default: return toGrpc(invalidArgument("states", "unknown state " + std::to_string(s)));
     }
   }
-  for (const auto& a : apps_->list(states, req->queue())) toProto(a, resp->add_applications());
+  for (const auto& a : apps_->list(states, req->queue())) {
+    auto* r = resp->add_applications();
+    toProto(a, r);
+    if (runtime_) {
+      int32_t n = 0;
+      Resource used;
+      runtime_->usage(a.id, &n, &used);
+      r->set_running_containers(n);
+      toProto(used, r->mutable_used());
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -178,8 +197,10 @@ grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*, const v1::
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   if (req->application_id().empty()) return toGrpc(invalidArgument("application_id", "is required"));
   if (req->user().empty()) return toGrpc(invalidArgument("user", "is required"));
-  return toGrpc(apps_->kill(AppId(req->application_id()), UserId(req->user()), admins_.count(req->user()) > 0,
-                            req->reason()));
+  Status st = apps_->kill(AppId(req->application_id()), UserId(req->user()), admins_.count(req->user()) > 0,
+                          req->reason());
+  if (st.isOk() && runtime_) runtime_->onAppKilled(AppId(req->application_id()));
+  return toGrpc(st);
 }
 
 }  // namespace morpheus::rm

@@ -7,12 +7,14 @@
 
 #include "rm/app_manager.h"
 #include "rm/rm_core.h"
+#include "rm/runtime.h"
 
 namespace morpheus::rm {
 
 class ResourceTrackerService final : public v1::ResourceTracker::Service {
  public:
-  explicit ResourceTrackerService(RmCore& core) : core_(core) {}
+  // `runtime` null = node registration and liveness only.
+  explicit ResourceTrackerService(RmCore& core, RmRuntime* runtime = nullptr) : core_(core), runtime_(runtime) {}
   grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
                             v1::RegisterNodeResponse*) override;
   grpc::Status NodeHeartbeat(grpc::ServerContext*, const v1::NodeHeartbeatRequest*,
@@ -22,13 +24,15 @@ class ResourceTrackerService final : public v1::ResourceTracker::Service {
 
  private:
   RmCore& core_;
+  RmRuntime* runtime_;
 };
 
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
   // `apps` null = the application RPCs answer UNIMPLEMENTED.
-  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr, std::set<std::string> admins = {})
-      : core_(core), apps_(apps), admins_(std::move(admins)) {}
+  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr, std::set<std::string> admins = {},
+                             RmRuntime* runtime = nullptr)
+      : core_(core), apps_(apps), admins_(std::move(admins)), runtime_(runtime) {}
   grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
                                  v1::SubmitApplicationResponse*) override;
   grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest*,
@@ -46,6 +50,7 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   RmCore& core_;
   AppManager* apps_;
   const std::set<std::string> admins_;
+  RmRuntime* runtime_;
 };
 
 v1::ApplicationState toProto(AppState s);

@@ -1,0 +1,110 @@
+// Containers as real processes (issue #3, DESIGN.md §2 "morpheus-nm"): each
+// container is a process started in its own session (so its whole tree can be
+// signalled), with a working dir <local-dir>/containers/<id>/ holding its
+// stdout and stderr. A monitor thread reaps exits, samples the tree's RSS and
+// CPU from /proc every interval, and kills a container whose tree exceeds its
+// allocated memory (the diagnostic names the limit). Memory is enforced by
+// monitoring; cgroup v2 limits are not used yet (this sandbox's hierarchy is
+// not writable).
+//
+// Thread-safety: internally locked.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/metrics.h"
+#include "common/resource.h"
+#include "common/status.h"
+
+namespace morpheus::nm {
+
+// Mirrors v1::ContainerExitReason.
+enum class ExitReason { kNone = 0, kSuccess = 1, kFailure = 2, kKilled = 3, kPreempted = 4,
+                        kMemoryExceeded = 5, kNodeLost = 6, kLaunchFailed = 7 };
+
+struct LaunchSpec {
+  ContainerId id;
+  AppId app;
+  Resource resource;
+  std::string command;  // PATH lookup or absolute
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+};
+
+struct ContainerSnapshot {
+  ContainerId id;
+  AppId app;
+  Resource resource;
+  bool running = false;
+  int exit_status = 0;  // exit code or 128+signal, when complete
+  ExitReason reason = ExitReason::kNone;
+  std::string diagnostics;
+  int64_t rss_mib = 0;
+  double cpu_vcores = 0;
+  TimePoint start, end;
+  std::string work_dir;
+};
+
+class ContainerRuntime {
+ public:
+  ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace, MetricsRegistry& metrics);
+  ~ContainerRuntime();
+
+  // Creates <local-dir>/containers; FAILED_PRECONDITION naming nm.local-dir if unusable.
+  Status init();
+  void start();     // monitor thread
+  void shutdown();  // stops monitoring; running containers are left alone
+
+  // ALREADY_EXISTS for a known id. A command that cannot be executed yields a
+  // completed container with kLaunchFailed (and an error here).
+  Status launch(const LaunchSpec& spec);
+  // SIGTERM to the tree, SIGKILL after the grace period. No-op when done.
+  Status stop(const ContainerId& id, ExitReason reason, const std::string& why);
+  void stopAll(ExitReason reason, const std::string& why);
+
+  std::vector<ContainerSnapshot> snapshot() const;
+  std::optional<ContainerSnapshot> get(const ContainerId& id) const;
+  // Completed containers the RM has recorded are forgotten.
+  void acknowledge(const std::vector<ContainerId>& ids);
+  // Tail of stdout/stderr.
+  Result<std::string> logs(const ContainerId& id, const std::string& stream, size_t max_bytes) const;
+
+  // Runs one monitor pass (also called by the thread).
+  void monitorOnce();
+
+ private:
+  struct Entry {
+    ContainerSnapshot snap;
+    pid_t pid = -1;
+    bool stopping = false;
+    TimePoint kill_at;
+    ExitReason stop_reason = ExitReason::kKilled;
+    std::string stop_why;
+    uint64_t last_cpu_ticks = 0;
+    TimePoint last_sample;
+  };
+  void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
+
+  const std::string local_dir_;
+  const Millis interval_;
+  const Millis grace_;
+  MetricsRegistry& metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<ContainerId, Entry> containers_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace morpheus::nm

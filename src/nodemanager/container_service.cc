@@ -1,0 +1,123 @@
+#include "nodemanager/container_service.h"
+
+#include "common/wire.h"
+
+namespace morpheus::nm {
+
+void TokenKey::set(const std::string& secret) {
+  std::lock_guard<std::mutex> lk(mu_);
+  signer_.emplace(secret);
+}
+
+bool TokenKey::known() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return signer_.has_value();
+}
+
+Result<ContainerTokenInfo> TokenKey::verify(const std::string& token) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!signer_) return unavailable("node not registered with the RM yet");
+  return verifyContainerToken(*signer_, token);
+}
+
+void toProto(const ContainerSnapshot& s, v1::ContainerStatus* out) {
+  out->set_container_id(s.id.value());
+  out->set_state(s.running ? v1::CONTAINER_RUNNING : v1::CONTAINER_COMPLETE);
+  out->set_exit_status(s.exit_status);
+  out->set_exit_reason(static_cast<v1::ContainerExitReason>(static_cast<int>(s.reason)));
+  out->set_diagnostics(s.diagnostics);
+  out->set_rss_mib(s.rss_mib);
+  out->set_cpu_vcores(s.cpu_vcores);
+  out->set_start_ms(toEpochMs(s.start));
+  out->set_end_ms(s.running ? 0 : toEpochMs(s.end));
+}
+
+namespace {
+void fail(google::protobuf::RepeatedPtrField<v1::ContainerError>* errs, const std::string& id, const Status& st) {
+  auto* e = errs->Add();
+  e->set_container_id(id);
+  e->set_code(statusCodeName(st.code()));
+  e->set_message(st.message());
+}
+}  // namespace
+
+grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*, const v1::StartContainersRequest* req,
+                                                   v1::StartContainersResponse* resp) {
+  if (!key_.known()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
+  std::string node_id;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    node_id = node_id_;
+  }
+  for (const auto& r : req->requests()) {
+    const std::string& id = r.container().container_id();
+    auto info = key_.verify(r.container().token());
+    if (!info.isOk()) {
+      fail(resp->mutable_failed(), id, permissionDenied("container token: " + info.status().message()));
+      continue;
+    }
+    if (info->container.value() != id || info->node.value() != node_id) {
+      fail(resp->mutable_failed(), id,
+           permissionDenied("container token is for " + info->container.value() + " on " + info->node.value()));
+      continue;
+    }
+    LaunchSpec spec;
+    spec.id = info->container;
+    spec.app = info->app;
+    spec.resource = info->resource;  // the token's grant, not the caller's claim
+    spec.command = r.launch_context().command();
+    spec.args.assign(r.launch_context().args().begin(), r.launch_context().args().end());
+    spec.env = {r.launch_context().env().begin(), r.launch_context().env().end()};
+    Status st = runtime_.launch(spec);
+    if (st.isOk()) {
+      resp->add_started(id);
+    } else {
+      fail(resp->mutable_failed(), id, st);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*, const v1::StopContainersRequest* req,
+                                                  v1::StopContainersResponse* resp) {
+  auto info = key_.verify(req->token());
+  if (!info.isOk()) return toGrpc(permissionDenied("token: " + info.status().message()));
+  for (const auto& id : req->container_ids()) {
+    auto snap = runtime_.get(ContainerId(id));
+    if (!snap) {
+      fail(resp->mutable_failed(), id, notFound("container " + id + " is not on this node"));
+      continue;
+    }
+    if (snap->app != info->app) {
+      fail(resp->mutable_failed(), id, permissionDenied("container " + id + " belongs to another application"));
+      continue;
+    }
+    (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "stopped by the application master");
+    resp->add_stopped(id);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ContainerServiceImpl::GetContainerStatuses(grpc::ServerContext*,
+                                                        const v1::GetContainerStatusesRequest* req,
+                                                        v1::GetContainerStatusesResponse* resp) {
+  if (req->container_ids().empty()) {
+    for (const auto& s : runtime_.snapshot()) toProto(s, resp->add_statuses());
+    return grpc::Status::OK;
+  }
+  for (const auto& id : req->container_ids()) {
+    if (auto s = runtime_.get(ContainerId(id))) toProto(*s, resp->add_statuses());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ContainerServiceImpl::GetContainerLogs(grpc::ServerContext*, const v1::GetContainerLogsRequest* req,
+                                                    v1::GetContainerLogsResponse* resp) {
+  auto data = runtime_.logs(ContainerId(req->container_id()), req->stream().empty() ? "stdout" : req->stream(),
+                            static_cast<size_t>(std::max<int64_t>(req->max_bytes(), 0)));
+  if (!data.isOk()) return toGrpc(data.status());
+  resp->set_data(*data);
+  return grpc::Status::OK;
+}
+
+}  // namespace morpheus::nm

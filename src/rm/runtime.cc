@@ -1,0 +1,453 @@
+#include "rm/runtime.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/token.h"
+#include "common/wire.h"
+
+namespace morpheus::rm {
+
+namespace {
+
+AppId appOfContainer(const std::string& id) {
+  auto p = id.rfind("_c");
+  return AppId(p == std::string::npos ? "" : id.substr(0, p));
+}
+
+bool matchesHard(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs) {
+  for (const auto& c : ask.constraints()) {
+    if (!c.hard()) continue;
+    auto it = attrs.find(c.key());
+    if (it == attrs.end()) return false;
+    if (c.values_size() > 0 && std::find(c.values().begin(), c.values().end(), it->second) == c.values().end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+double dominantShare(const Resource& used, const Resource& total) {
+  double m = total.memoryMib() > 0 ? static_cast<double>(used.memoryMib()) / static_cast<double>(total.memoryMib()) : 0;
+  double c = total.vcores() > 0 ? static_cast<double>(used.vcores()) / static_cast<double>(total.vcores()) : 0;
+  return std::max(m, c);
+}
+
+}  // namespace
+
+RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
+                     TelemetryForwarder* telemetry, ReservationKind periodic)
+    : opts_(opts),
+      core_(core),
+      apps_(apps),
+      clock_(clock),
+      metrics_(metrics),
+      telemetry_(telemetry),
+      periodic_(std::move(periodic)) {}
+
+RmRuntime::~RmRuntime() { stop(); }
+
+void RmRuntime::setAmAddress(std::string address) {
+  std::lock_guard<std::mutex> lk(mu_);
+  am_address_ = std::move(address);
+}
+
+void RmRuntime::start() {
+  launcher_ = std::thread([this] { launcherLoop(); });
+}
+
+void RmRuntime::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (launcher_.joinable()) launcher_.join();
+}
+
+void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
+  std::lock_guard<std::mutex> lk(mu_);
+  NodeId id(req.node_id());
+  Node& n = nodes_[id];
+  n.id = id;
+  n.address = req.container_manager_address();
+  n.total = fromProto(req.total());
+  n.attributes.clear();
+  for (const auto& a : req.attributes()) n.attributes[a.key()] = a.value();
+  n.live = true;
+  n.used = Resource();
+  for (const auto& [cid, c] : containers_) {
+    if (c.node == id && c.running) n.used += c.resource;
+  }
+}
+
+void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
+  if (!c.running) return;
+  c.running = false;
+  c.end = clock_.now();
+  done_.insert(c.id);
+  if (auto n = nodes_.find(c.node); n != nodes_.end()) n->second.used -= c.resource;
+  AppRt& rt = rt_[c.app];
+  rt.used -= c.resource;
+  rt.running--;
+  auto app = apps_.get(c.app);
+  if (c.am) {
+    rt.am_pending = false;
+    if (app.isOk() && !isFinal(app->state) && app->am_container == c.id) {
+      std::string why = st.diagnostics().empty() ? "AM container exited with status " + std::to_string(st.exit_status())
+                                                 : st.diagnostics();
+      auto r = apps_.amAttemptFailed(c.app, why);
+      // A failed attempt's containers go with it (YARN semantics).
+      killAppContainers(c.app);
+      rt.asks.clear();
+      rt.allocated.clear();
+      rt.completed.clear();
+      metrics_.counter("morpheus_rm_am_attempts_failed_total", "AM attempts that ended without finishing").inc();
+      (void)r;
+    }
+    return;
+  }
+  rt.intervals.push_back({c.start, c.end});
+  if (app.isOk() && !isFinal(app->state)) rt.completed.push_back(st);
+}
+
+void RmRuntime::killAppContainers(const AppId& app) {
+  for (const auto& [id, c] : containers_) {
+    if (c.app == app && c.running) to_kill_[c.node].insert(id.value());
+  }
+}
+
+void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp) {
+  std::lock_guard<std::mutex> lk(mu_);
+  NodeId nid(req.node_id());
+  auto nit = nodes_.find(nid);
+  if (nit == nodes_.end()) return;
+  Node& node = nit->second;
+  node.live = true;
+  for (const auto& st : req.container_statuses()) {
+    ContainerId cid(st.container_id());
+    auto it = containers_.find(cid);
+    if (st.state() == v1::CONTAINER_COMPLETE) {
+      if (it != containers_.end()) containerDone(it->second, st);
+      to_ack_[nid].push_back(st.container_id());
+      continue;
+    }
+    if (it == containers_.end() && !done_.count(cid)) {
+      // Running but unknown (reported after an RM restart): re-adopt it if its
+      // app still runs, else stop it.
+      AppId app = appOfContainer(st.container_id());
+      auto rec = apps_.get(app);
+      if (!rec.isOk() || isFinal(rec->state)) {
+        to_kill_[nid].insert(st.container_id());
+        continue;
+      }
+      Cont c{cid, app, nid, Resource(), rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      containers_[cid] = c;
+      rt_[app].running++;
+    } else if (it != containers_.end() && !it->second.running) {
+      to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+    }
+  }
+  schedule(node, resp);
+  for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
+  to_kill_[nid].clear();
+  for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
+  to_ack_[nid].clear();
+}
+
+v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r, const v1::ResourceRequest* ask,
+                               bool am) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "_c%06lld", static_cast<long long>(seq_++));
+  ContainerId cid(app.value() + buf);
+  Cont c{cid, app, node.id, r, am, true, clock_.now(), {}};
+  containers_[cid] = c;
+  node.used += r;
+  AppRt& rt = rt_[app];
+  rt.used += r;
+  rt.running++;
+  v1::Container out;
+  out.set_container_id(cid.value());
+  out.set_node_id(node.id.value());
+  out.set_node_address(node.address);
+  toProto(r, out.mutable_resource());
+  out.set_token(issueContainerToken(core_.signer(), {cid, app, node.id, r}));
+  if (ask) {
+    out.set_priority(ask->priority());
+    out.set_allocation_request_id(ask->request_id());
+  }
+  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
+  return out;
+}
+
+void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
+  Resource cluster;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live) cluster += n.total;
+  }
+  // 1. AM containers of submitted apps, reservation-bound first, then by submission.
+  auto submitted = apps_.list({AppState::kSubmitted}, "");
+  std::stable_sort(submitted.begin(), submitted.end(), [](const AppRecord& a, const AppRecord& b) {
+    return !a.reservation.empty() && b.reservation.empty();
+  });
+  for (const auto& a : submitted) {
+    AppRt& rt = rt_[a.id];
+    if (rt.am_pending) continue;
+    if (!a.spec.am_resource.fitsIn(node.total - node.used)) continue;
+    v1::Container c = grant(node, a.id, a.spec.am_resource, nullptr, true);
+    if (Status st = apps_.amLaunched(a.id, ContainerId(c.container_id()), node.id); !st.isOk()) {
+      spdlog::error("app {}: cannot record AM launch: {}", a.id.value(), st.message());
+      continue;
+    }
+    rt.am_pending = true;
+    launches_.push_back({a.id, c, node.address, a.spec.am_launch_context, a.attempt + 1});
+    cv_.notify_all();
+  }
+  // 2. Asks of running apps: periodic reservations, one-off reservations, then DRF.
+  struct Cand {
+    int cls;
+    double share;
+    AppId app;
+  };
+  std::vector<Cand> cands;
+  for (auto& [app, rt] : rt_) {
+    if (rt.asks.empty()) continue;
+    auto rec = apps_.get(app);
+    if (!rec.isOk() || rec->state != AppState::kRunning) continue;
+    int cls = rec->reservation.empty() ? 2 : (periodic_(rec->reservation) ? 0 : 1);
+    cands.push_back({cls, dominantShare(rt.used, cluster), app});
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return a.cls != b.cls ? a.cls < b.cls : a.share != b.share ? a.share < b.share : a.app < b.app;
+  });
+  for (const auto& cand : cands) {
+    AppRt& rt = rt_[cand.app];
+    std::vector<v1::ResourceRequest*> order;
+    for (auto& [_, ask] : rt.asks) order.push_back(&ask);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->priority() < b->priority(); });
+    for (auto* ask : order) {
+      if (!matchesHard(*ask, node.attributes)) continue;
+      Resource cap = fromProto(ask->capability());
+      int gang = std::max(1, ask->gang_size());
+      while (ask->count() >= gang && (cap * gang).fitsIn(node.total - node.used)) {
+        for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, cand.app, cap, ask, false));
+        ask->set_count(ask->count() - gang);
+      }
+    }
+    for (auto it = rt.asks.begin(); it != rt.asks.end();) {
+      it = it->second.count() <= 0 ? rt.asks.erase(it) : std::next(it);
+    }
+  }
+}
+
+void RmRuntime::onNodeLost(const NodeId& node) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto nit = nodes_.find(node);
+  if (nit == nodes_.end()) return;
+  nit->second.live = false;
+  for (auto& [id, c] : containers_) {
+    if (c.node != node || !c.running) continue;
+    v1::ContainerStatus st;
+    st.set_container_id(id.value());
+    st.set_state(v1::CONTAINER_COMPLETE);
+    st.set_exit_status(-100);
+    st.set_exit_reason(v1::EXIT_REASON_NODE_LOST);
+    st.set_diagnostics("node " + node.value() + " lost");
+    st.set_start_ms(toEpochMs(c.start));
+    st.set_end_ms(toEpochMs(clock_.now()));
+    containerDone(c, st);
+  }
+  to_kill_.erase(node);
+}
+
+void RmRuntime::onAppKilled(const AppId& app) {
+  std::lock_guard<std::mutex> lk(mu_);
+  killAppContainers(app);
+  rt_[app].asks.clear();
+}
+
+void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = rt_.find(app);
+  *containers = it == rt_.end() ? 0 : it->second.running;
+  *used = it == rt_.end() ? Resource() : it->second.used;
+}
+
+Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
+                             v1::RegisterApplicationMasterResponse* resp) {
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  if (rec.state != AppState::kRunning) return infeasible("application " + app.value() + " is " + toString(rec.state));
+  resp->set_queue(rec.queue);
+  resp->set_reservation_id(rec.reservation.value());
+  std::lock_guard<std::mutex> lk(mu_);
+  Resource largest;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
+  }
+  toProto(largest, resp->mutable_max_container());
+  for (const auto& [id, c] : containers_) {
+    if (c.app != app || !c.running || c.am) continue;
+    auto* out = resp->add_running_containers();
+    out->set_container_id(id.value());
+    out->set_node_id(c.node.value());
+    if (auto n = nodes_.find(c.node); n != nodes_.end()) out->set_node_address(n->second.address);
+    toProto(c.resource, out->mutable_resource());
+  }
+  spdlog::info("AM of {} registered (attempt {})", app.value(), rec.attempt);
+  return Status::ok();
+}
+
+Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  if (rec.state != AppState::kRunning) return infeasible("application " + app.value() + " is " + toString(rec.state));
+  for (int i = 0; i < req.asks_size(); i++) {
+    const auto& a = req.asks(i);
+    std::string f = "asks[" + std::to_string(i) + "]";
+    if (a.count() < 0) return invalidArgument(f + ".count", "must be >= 0");
+    if (a.gang_size() < 0) return invalidArgument(f + ".gang_size", "must be >= 0");
+    if (a.count() > 0) {
+      auto cap = validatedResource(a.capability(), f + ".capability");
+      if (!cap.isOk()) return cap.status();
+      if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
+    }
+  }
+  if (req.progress() >= 0) apps_.setProgress(app, req.progress());
+  std::lock_guard<std::mutex> lk(mu_);
+  AppRt& rt = rt_[app];
+  for (const auto& a : req.asks()) {
+    if (a.count() <= 0) {
+      rt.asks.erase(a.request_id());
+    } else {
+      rt.asks[a.request_id()] = a;
+    }
+  }
+  for (const auto& id : req.releases()) {
+    auto it = containers_.find(ContainerId(id));
+    if (it == containers_.end() || it->second.app != app) {
+      return invalidArgument("releases", "container " + id + " is not a container of " + app.value());
+    }
+    if (it->second.running) to_kill_[it->second.node].insert(id);
+  }
+  for (auto& c : rt.allocated) *resp->add_allocated() = std::move(c);
+  rt.allocated.clear();
+  for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
+  rt.completed.clear();
+  resp->set_response_id(req.response_id() + 1);
+  int live = 0;
+  Resource free;
+  for (const auto& [_, n] : nodes_) {
+    if (!n.live) continue;
+    live++;
+    free += n.total - n.used;
+  }
+  resp->set_num_cluster_nodes(live);
+  toProto(free, resp->mutable_available());
+  return Status::ok();
+}
+
+Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  AppState final_state;
+  switch (req.final_status()) {
+    case v1::FINAL_STATUS_SUCCEEDED: final_state = AppState::kFinished; break;
+    case v1::FINAL_STATUS_FAILED: final_state = AppState::kFailed; break;
+    case v1::FINAL_STATUS_KILLED: final_state = AppState::kKilled; break;
+    default: return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
+  }
+  MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  AppTelemetryRecord t;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    AppRt& rt = rt_[app];
+    rt.asks.clear();
+    // Task containers still running are stopped; the AM exits on its own.
+    for (const auto& [id, c] : containers_) {
+      if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
+    }
+    std::vector<ContainerInterval> intervals = rt.intervals;
+    for (const auto& [id, c] : containers_) {
+      if (c.app == app && c.running && !c.am) intervals.push_back({c.start, rec.finish});
+    }
+    t.app = app;
+    t.recurrence_key = rec.spec.recurrence_key;
+    t.user = rec.spec.user;
+    t.submit = rec.submit;
+    t.start = rec.start;
+    t.finish = rec.finish;
+    t.step = opts_.telemetry_step;
+    t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step);
+    for (const auto& c : containers_) {
+      if (c.second.app == app && !c.second.am && !c.second.resource.isZero()) {
+        t.container = c.second.resource;
+        break;
+      }
+    }
+  }
+  for (const auto& f : req.files_read()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
+  for (const auto& f : req.files_written()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
+  if (telemetry_) telemetry_->enqueue(std::move(t));
+  return Status::ok();
+}
+
+void RmRuntime::launcherLoop() {
+  for (;;) {
+    Launch l;
+    std::string am_address;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return stopping_ || !launches_.empty(); });
+      if (stopping_) return;
+      l = std::move(launches_.front());
+      launches_.pop_front();
+      am_address = am_address_;
+    }
+    v1::StartContainersRequest req;
+    auto* r = req.add_requests();
+    *r->mutable_container() = l.container;
+    if (!r->mutable_launch_context()->ParseFromString(l.launch_context)) {
+      spdlog::error("app {}: corrupt AM launch context", l.app.value());
+    }
+    auto& env = *r->mutable_launch_context()->mutable_env();
+    env["MORPHEUS_RM_AM_ADDRESS"] = am_address;
+    env["MORPHEUS_APP_ID"] = l.app.value();
+    env["MORPHEUS_AM_TOKEN"] = apps_.amToken(l.app, l.attempt);
+    env["MORPHEUS_AM_ATTEMPT"] = std::to_string(l.attempt);
+    auto stub = v1::ContainerManager::NewStub(makeChannel(l.node_address));
+    v1::StartContainersResponse resp;
+    auto ctx = makeContext(Millis(10000));
+    grpc::Status st = stub->StartContainers(ctx.get(), req, &resp);
+    std::string error;
+    if (!st.ok()) {
+      error = "cannot reach node " + l.container.node_id() + ": " + st.error_message();
+    } else if (resp.failed_size() > 0) {
+      error = resp.failed(0).code() + ": " + resp.failed(0).message();
+    }
+    if (error.empty()) {
+      spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), l.attempt,
+                   l.container.container_id(), l.container.node_id());
+      continue;
+    }
+    spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = containers_.find(ContainerId(l.container.container_id()));
+    if (it == containers_.end()) continue;
+    v1::ContainerStatus cs;
+    cs.set_container_id(l.container.container_id());
+    cs.set_state(v1::CONTAINER_COMPLETE);
+    cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
+    cs.set_diagnostics("AM launch failed: " + error);
+    containerDone(it->second, cs);
+  }
+}
+
+}  // namespace morpheus::rm

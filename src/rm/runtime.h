@@ -1,0 +1,139 @@
+// The RM's runtime (issue #3, DESIGN.md §6): containers on nodes, AM launch,
+// the AM protocol and heartbeat-driven allocation. It joins the AppManager
+// (app records), the ReservationManager (plan: which apps are guaranteed) and
+// the NMs (ContainerManager, called to launch AM containers).
+//
+// Scheduling in this version (heartbeat driven, DESIGN.md §6): on each node
+// heartbeat, AM containers of submitted apps are placed first, then asks of
+// running apps in this order: apps bound to periodic reservations, then
+// one-off reservations, then ad-hoc apps with the smallest dominant share
+// first (DRF). Reservation queues' guarantees are not yet enforced by
+// preemption (issue #3 open items).
+//
+// Container ids embed their app id ("<app>_c<seq>") so an RM that restarts
+// can re-attribute containers reported by NMs.
+//
+// Thread-safety: internally locked. NM RPCs (AM launch) run on a launcher
+// thread, never under the lock.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "morpheus/v1/application_master.grpc.pb.h"
+#include "morpheus/v1/container_manager.grpc.pb.h"
+#include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "rm/app_manager.h"
+#include "rm/node_registry.h"
+#include "rm/rm_core.h"
+#include "rm/telemetry.h"
+
+namespace morpheus::rm {
+
+struct RuntimeOptions {
+  Millis telemetry_step{60000};  // skyline step of finished apps (= planner.step)
+};
+
+class RmRuntime {
+ public:
+  // `reservation_kind` tells whether a reservation is periodic (true) or one-off.
+  using ReservationKind = std::function<bool(const ReservationId&)>;
+  RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
+            TelemetryForwarder* telemetry, ReservationKind periodic);
+  ~RmRuntime();
+
+  // The RM's own gRPC address, given to AMs (MORPHEUS_RM_AM_ADDRESS).
+  void setAmAddress(std::string address);
+  void start();
+  void stop();
+
+  // NM side.
+  void onNodeRegistered(const v1::RegisterNodeRequest& req);
+  void onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  void onNodeLost(const NodeId& node);
+
+  // AM side (the token is checked here: an AM acts only for its own app).
+  Status registerAm(const v1::RegisterApplicationMasterRequest& req, v1::RegisterApplicationMasterResponse* resp);
+  Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp);
+  Status finishAm(const v1::FinishApplicationMasterRequest& req);
+
+  // Containers of an app the client killed are stopped at the next heartbeats.
+  void onAppKilled(const AppId& app);
+
+  // For ApplicationReports: running containers and resources in use.
+  void usage(const AppId& app, int32_t* containers, Resource* used) const;
+
+ private:
+  struct Node {
+    NodeId id;
+    std::string address;
+    Resource total, used;
+    std::map<std::string, std::string> attributes;
+    bool live = true;
+  };
+  struct Cont {
+    ContainerId id;
+    AppId app;
+    NodeId node;
+    Resource resource;
+    bool am = false;
+    bool running = true;
+    TimePoint start, end;
+  };
+  struct AppRt {
+    std::map<std::string, v1::ResourceRequest> asks;  // by request id
+    std::vector<v1::Container> allocated;             // not yet returned to the AM
+    std::vector<v1::ContainerStatus> completed;       // not yet returned to the AM
+    std::vector<ContainerInterval> intervals;         // task containers, for telemetry
+    bool am_pending = false;                          // AM container being launched
+    Resource used;
+    int32_t running = 0;
+  };
+  struct Launch {
+    AppId app;
+    v1::Container container;
+    std::string node_address;
+    std::string launch_context;  // serialized
+    int attempt = 0;
+  };
+
+  void schedule(Node& node, v1::NodeHeartbeatResponse* resp);  // REQUIRES(mu_)
+  v1::Container grant(Node& node, const AppId& app, const Resource& r, const v1::ResourceRequest* ask,
+                      bool am);                                  // REQUIRES(mu_)
+  void containerDone(Cont& c, const v1::ContainerStatus& st);    // REQUIRES(mu_)
+  void killAppContainers(const AppId& app);                      // REQUIRES(mu_)
+  void launcherLoop();
+
+  const RuntimeOptions opts_;
+  RmCore& core_;
+  AppManager& apps_;
+  Clock& clock_;
+  MetricsRegistry& metrics_;
+  TelemetryForwarder* telemetry_;
+  const ReservationKind periodic_;
+
+  mutable std::mutex mu_;
+  std::string am_address_;                       // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;                 // GUARDED_BY(mu_)
+  std::map<ContainerId, Cont> containers_;       // GUARDED_BY(mu_)
+  std::map<AppId, AppRt> rt_;                    // GUARDED_BY(mu_)
+  std::map<NodeId, std::set<std::string>> to_kill_;  // GUARDED_BY(mu_)
+  std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
+  std::set<ContainerId> done_;                   // GUARDED_BY(mu_): completed ids seen (dedupe)
+  int64_t seq_ = 1;                              // GUARDED_BY(mu_)
+  std::deque<Launch> launches_;                  // GUARDED_BY(mu_)
+  bool stopping_ = false;                        // GUARDED_BY(mu_)
+  std::condition_variable cv_;
+  std::thread launcher_;
+};
+
+}  // namespace morpheus::rm

@@ -1,0 +1,130 @@
+// Runtime end to end (issue #3): real RM, NMs and the DAG application master
+// on loopback. A 3-stage DAG completes on 3 NMs; a task over its memory is
+// killed with a diagnostic naming the limit; an NM killed mid-job loses its
+// containers, they re-run elsewhere and the job completes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class RuntimeIT : public ::testing::Test {
+ protected:
+  void startCluster(int nms, const std::vector<std::string>& rm_args = {}) {
+    rm_ = Process::startDaemon("rm", freshDir("rm"), rm_args);
+    ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+    for (int i = 0; i < nms; i++) {
+      nms_.push_back(Process::startDaemon(
+          "nm", freshDir("nm"),
+          {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources",
+           "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"}));
+      ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+    }
+    ASSERT_TRUE(waitFor(
+        [&] {
+          auto [code, out] = ctl({"cluster", "status", "--json"});
+          auto j = json::parse(out, nullptr, false);
+          return code == 0 && !j.is_discarded() && j["live_nodes"] == nms;
+        },
+        15s))
+        << rm_.log();
+  }
+  std::pair<int, std::string> ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--user", "alice"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+  json app(const std::string& id) {
+    auto [code, out] = ctl({"app", "status", id, "--json"});
+    return json::parse(out, nullptr, false);
+  }
+  std::string writeJob(const std::string& yaml) {
+    std::string path = freshDir("job") + "/job.yaml";
+    std::ofstream(path) << yaml;
+    return path;
+  }
+  Process rm_;
+  std::vector<Process> nms_;
+};
+
+TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
+  startCluster(3);
+  auto [code, out] = ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml", "--wait"});
+  ASSERT_EQ(code, 0) << out << rm_.log();
+  EXPECT_NE(out.find("all 5 task(s) of job 'dag-3stage' succeeded"), std::string::npos) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump();
+  EXPECT_EQ(a["am_attempt"], 1) << a.dump();
+}
+
+TEST_F(RuntimeIT, TaskOverItsMemoryIsKilledWithADiagnosticNamingTheLimit) {
+  startCluster(1);
+  auto [code, out] =
+      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-memory-hog.yaml", "--wait"});
+  EXPECT_EQ(code, 1) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FAILED") << a.dump();
+  std::string diag = a["diagnostics"].get<std::string>();
+  EXPECT_NE(diag.find("exceeded its limit of 64 MiB"), std::string::npos) << a.dump() << "\n" << out;
+}
+
+TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
+  startCluster(3, {"--set", "rm.node-expiry=2s", "--set", "rm.heartbeat-interval=300ms"});
+  std::string job = writeJob(
+      "name: survives-node-loss\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 6\n"
+      "    command: \"sleep 6; echo done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    max_attempts: 3\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  // Wait until tasks run, then kill an NM that runs tasks but not the AM.
+  std::string am_node;
+  int victim = -1;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        if (a.is_discarded() || a["state"] != "RUNNING" || a["running_containers"].get<double>() < 4) return false;
+        am_node = a["am_node_id"];
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        json s = json::parse(o, nullptr, false);
+        for (const auto& n : s["nodes"]) {
+          std::string nid = n["node_id"];
+          if (nid != am_node && n["containers"].get<double>() > 0) {
+            victim = std::stoi(nid.substr(2)) - 1;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
+  ASSERT_GE(victim, 0);
+  ASSERT_EQ(nms_[static_cast<size_t>(victim)].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
+      },
+      60s))
+      << rm_.log();
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
+  EXPECT_NE(rm_.log().find("lost"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace morpheus::testing
