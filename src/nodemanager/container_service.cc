@@ -30,6 +30,7 @@ void toProto(const ContainerSnapshot& s, v1::ContainerStatus* out) {
   out->set_cpu_vcores(s.cpu_vcores);
   out->set_start_ms(toEpochMs(s.start));
   out->set_end_ms(s.running ? 0 : toEpochMs(s.end));
+  morpheus::toProto(s.resource, out->mutable_resource());
 }
 
 namespace {

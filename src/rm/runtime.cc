@@ -44,7 +44,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       clock_(clock),
       metrics_(metrics),
       telemetry_(telemetry),
-      periodic_(std::move(periodic)) {}
+      periodic_(std::move(periodic)),
+      started_ms_(toEpochMs(clock.now())) {}
 
 RmRuntime::~RmRuntime() { stop(); }
 
@@ -142,9 +143,13 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
         to_kill_[nid].insert(st.container_id());
         continue;
       }
-      Cont c{cid, app, nid, Resource(), rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      Resource r = fromProto(st.resource());
+      Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
       containers_[cid] = c;
+      node.used += r;
       rt_[app].running++;
+      rt_[app].used += r;
+      spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
@@ -158,8 +163,9 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
 
 v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r, const v1::ResourceRequest* ask,
                                bool am) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "_c%06lld", static_cast<long long>(seq_++));
+  // Unique across RM restarts: the RM's start time, then a sequence number.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "_c%lld_%06lld", static_cast<long long>(started_ms_), static_cast<long long>(seq_++));
   ContainerId cid(app.value() + buf);
   Cont c{cid, app, node.id, r, am, true, clock_.now(), {}};
   containers_[cid] = c;
@@ -297,6 +303,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
     if (auto n = nodes_.find(c.node); n != nodes_.end()) out->set_node_address(n->second.address);
     toProto(c.resource, out->mutable_resource());
   }
+  rt_[app].registered = true;
   spdlog::info("AM of {} registered (attempt {})", app.value(), rec.attempt);
   return Status::ok();
 }
@@ -321,6 +328,16 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
   std::lock_guard<std::mutex> lk(mu_);
   AppRt& rt = rt_[app];
+  if (!rt.registered) {
+    // Work-preserving restart: this RM incarnation has not seen the AM
+    // register. Give the NMs a few heartbeats to re-report their running
+    // containers, then order a resync (the AM registers again and learns
+    // which containers survived).
+    Millis grace = std::max(Millis(1000), core_.heartbeatInterval() * 3);
+    if (clock_.now() - fromEpochMs(started_ms_) >= grace) resp->set_resync(true);
+    resp->set_response_id(req.response_id());
+    return Status::ok();
+  }
   for (const auto& a : req.asks()) {
     if (a.count() <= 0) {
       rt.asks.erase(a.request_id());

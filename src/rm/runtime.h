@@ -10,7 +10,7 @@
 // first (DRF). Reservation queues' guarantees are not yet enforced by
 // preemption (issue #3 open items).
 //
-// Container ids embed their app id ("<app>_c<seq>") so an RM that restarts
+// Container ids embed their app id ("<app>_c<rm start ms>_<seq>") so an RM that restarts
 // can re-attribute containers reported by NMs.
 //
 // Thread-safety: internally locked. NM RPCs (AM launch) run on a launcher
@@ -95,6 +95,7 @@ class RmRuntime {
     std::vector<v1::ContainerStatus> completed;       // not yet returned to the AM
     std::vector<ContainerInterval> intervals;         // task containers, for telemetry
     bool am_pending = false;                          // AM container being launched
+    bool registered = false;                          // AM registered with this RM incarnation
     Resource used;
     int32_t running = 0;
   };
@@ -120,6 +121,7 @@ class RmRuntime {
   MetricsRegistry& metrics_;
   TelemetryForwarder* telemetry_;
   const ReservationKind periodic_;
+  const int64_t started_ms_;
 
   mutable std::mutex mu_;
   std::string am_address_;                       // GUARDED_BY(mu_)

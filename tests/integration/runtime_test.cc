@@ -38,7 +38,8 @@ class RuntimeIT : public ::testing::Test {
         << rm_.log();
   }
   std::pair<int, std::string> ctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--user", "alice"};
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",
+                                     rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user", "alice"};
     argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
   }
@@ -52,6 +53,7 @@ class RuntimeIT : public ::testing::Test {
     return path;
   }
   Process rm_;
+  std::string rm_addr_;  // fixed RM address across a restart
   std::vector<Process> nms_;
 };
 
@@ -124,6 +126,67 @@ TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
   EXPECT_NE(rm_.log().find("lost"), std::string::npos);
+}
+
+// Work-preserving restart: the RM is SIGKILLed mid-job and restarted on the
+// same address; NMs resync, running containers survive (the AM is not
+// restarted), the job completes and nothing acknowledged is lost.
+TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
+  std::string rm_dir = freshDir("rm-restart");
+  rm_ = Process::startDaemon("rm", rm_dir, {"--set", "rm.heartbeat-interval=300ms"});
+  ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+  rm_addr_ = rm_.grpcAddress();
+  std::string grpc_port = rm_.grpcAddress().substr(rm_.grpcAddress().rfind(':') + 1);
+  std::string http_port = rm_.httpAddress().substr(rm_.httpAddress().rfind(':') + 1);
+  for (int i = 0; i < 2; i++) {
+    nms_.push_back(Process::startDaemon(
+        "nm", freshDir("nm"),
+        {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources", "memory=4096,vcores=4",
+         "--set", "nm.monitor-interval=200ms"}));
+  }
+  std::string job = writeJob(
+      "name: survives-rm-restart\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 3\n"
+      "    command: \"sleep 8; echo done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    max_attempts: 1\n");
+  ASSERT_TRUE(waitFor([&] { return ctl({"cluster", "status"}).first == 0; }, 10s));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        auto j = json::parse(o, nullptr, false);
+        return !j.is_discarded() && j["live_nodes"] == 2;
+      },
+      15s));
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        return !a.is_discarded() && a["state"] == "RUNNING" && a["running_containers"].get<double>() >= 3;
+      },
+      20s))
+      << rm_.log();
+  ASSERT_EQ(rm_.signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  std::string log = rm_dir + "-restart.log";
+  rm_ = Process::start(binary("morpheus-rm"),
+                       {"--data-dir", rm_dir, "--grpc-port", grpc_port, "--http-port", http_port, "--set",
+                        "rm.heartbeat-interval=300ms"},
+                       log);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
+      },
+      60s))
+      << rm_.log();
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
+  EXPECT_EQ(a["am_attempt"], 1) << "the AM survived the restart: " << a.dump();
+  EXPECT_NE(rm_.log().find("re-adopted running container"), std::string::npos) << rm_.log();
 }
 
 }  // namespace
