@@ -87,8 +87,11 @@ int main(int argc, char** argv) {
   rm::TelemetryForwarder telemetry(opts.inference_address, metrics);
   rm::RuntimeOptions rto;
   rto.telemetry_step = opts.planner.step;
-  rm::RmRuntime runtime(rto, core, apps, clock, metrics, &telemetry,
-                        [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); });
+  rto.preemption_grace = opts.preemption_grace;
+  rm::RmRuntime runtime(
+      rto, core, apps, clock, metrics, &telemetry,
+      [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); },
+      [&reservations](const ReservationId& r, TimePoint t) { return reservations.guaranteedAt(r, t); });
   core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
   rm::ReservationServiceImpl reservation_service(reservations);
   rm::ResourceTrackerService tracker(core, &runtime);

@@ -24,6 +24,7 @@ struct RmOptions {
   int64_t planner_end_points = 8;              // planner.lowcost.end-points
   std::string inference_address;               // rm.inference-address
   int64_t max_am_attempts = 2;                 // rm.max-am-attempts
+  Millis preemption_grace{15000};              // rm.preemption-grace
   std::map<std::string, std::string> queues;   // scheduler.queues (path -> weight)
 };
 
@@ -45,6 +46,9 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addInt("rm.max-am-attempts", &o->max_am_attempts, 2, 1, 100, "attempts",
            "How often an application's AM is (re)started before the application fails; an app may "
            "ask for fewer or more.");
+  s.addDuration("rm.preemption-grace", &o->preemption_grace, Millis(15000), Millis(0),
+                "Time between the preemption notice to an AM and the kill of a borrowed container "
+                "a reservation needs back.");
   s.addStringMap("scheduler.queues", &o->queues,
                  "Ad-hoc leaf queues and their weights, a mapping path: weight (e.g. {root.prod: 3, "
                  "root.dev: 1}); empty = root.default with weight 1. Apps name one with --queue "

@@ -37,7 +37,7 @@ double dominantShare(const Resource& used, const Resource& total) {
 }  // namespace
 
 RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
-                     TelemetryForwarder* telemetry, ReservationKind periodic)
+                     TelemetryForwarder* telemetry, ReservationKind periodic, Guarantee guarantee)
     : opts_(opts),
       core_(core),
       apps_(apps),
@@ -45,6 +45,7 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       metrics_(metrics),
       telemetry_(telemetry),
       periodic_(std::move(periodic)),
+      guarantee_(std::move(guarantee)),
       started_ms_(toEpochMs(clock.now())) {}
 
 RmRuntime::~RmRuntime() { stop(); }
@@ -110,7 +111,13 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     return;
   }
   rt.intervals.push_back({c.start, c.end});
-  if (app.isOk() && !isFinal(app->state)) rt.completed.push_back(st);
+  v1::ContainerStatus out = st;
+  if (preempting_.erase(c.id) > 0) {
+    out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
+    out.set_diagnostics("preempted: capacity taken back by a reservation");
+    metrics_.counter("morpheus_rm_containers_preempted_total", "Borrowed containers killed for a reservation").inc();
+  }
+  if (app.isOk() && !isFinal(app->state)) rt.completed.push_back(out);
 }
 
 void RmRuntime::killAppContainers(const AppId& app) {
@@ -153,6 +160,10 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
+  }
+  if (clock_.now() - last_preemption_pass_ >= Millis(250)) {
+    last_preemption_pass_ = clock_.now();
+    preemptionPass();
   }
   schedule(node, resp);
   for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
@@ -221,7 +232,12 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     if (rt.asks.empty()) continue;
     auto rec = apps_.get(app);
     if (!rec.isOk() || rec->state != AppState::kRunning) continue;
-    int cls = rec->reservation.empty() ? 2 : (periodic_(rec->reservation) ? 0 : 1);
+    int cls = 2;
+    if (!rec->reservation.empty()) {
+      Resource g = guarantee_(rec->reservation, clock_.now());
+      bool below = !g.isZero() && !g.fitsIn(rt.used);
+      if (below) cls = periodic_(rec->reservation) ? 0 : 1;
+    }
     cands.push_back({cls, dominantShare(rt.used, cluster), app});
   }
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
@@ -244,6 +260,69 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     for (auto it = rt.asks.begin(); it != rt.asks.end();) {
       it = it->second.count() <= 0 ? rt.asks.erase(it) : std::next(it);
     }
+  }
+}
+
+void RmRuntime::preemptionPass() {
+  TimePoint now = clock_.now();
+  // Deadlines that passed: kill.
+  for (const auto& [cid, deadline] : preempting_) {
+    auto it = containers_.find(cid);
+    if (it != containers_.end() && it->second.running && now >= deadline) to_kill_[it->second.node].insert(cid.value());
+  }
+  Resource free, coming;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live) free += n.total - n.used;
+  }
+  for (const auto& [cid, _] : preempting_) {
+    if (auto it = containers_.find(cid); it != containers_.end() && it->second.running) coming += it->second.resource;
+  }
+  // Reservations below their guarantee with unmet demand.
+  std::map<ReservationId, Resource> used_by, demand_of;
+  std::map<AppId, ReservationId> bound;
+  for (const auto& a : apps_.list({AppState::kSubmitted, AppState::kRunning}, "")) {
+    if (a.reservation.empty()) continue;
+    bound[a.id] = a.reservation;
+    AppRt& rt = rt_[a.id];
+    used_by[a.reservation] += rt.used;
+    if (a.state == AppState::kSubmitted && !rt.am_pending) demand_of[a.reservation] += a.spec.am_resource;
+    for (const auto& [_, ask] : rt.asks) demand_of[a.reservation] += fromProto(ask.capability()) * ask.count();
+  }
+  Resource need;
+  std::map<ReservationId, Resource> guarantees;
+  for (const auto& [r, d] : demand_of) {
+    Resource g = guarantee_(r, now);
+    guarantees[r] = g;
+    Resource room = g - used_by[r];
+    Resource want(std::max<int64_t>(0, std::min(room.memoryMib(), d.memoryMib())),
+                  std::max<int64_t>(0, std::min(room.vcores(), d.vcores())));
+    need += want;
+  }
+  if (need.isZero() || need.fitsIn(free + coming)) return;
+  // Victims: running task containers of borrowers (ad hoc, or a reservation
+  // beyond its guarantee), newest first.
+  std::vector<const Cont*> victims;
+  for (const auto& [cid, c] : containers_) {
+    if (!c.running || c.am || preempting_.count(cid)) continue;
+    auto b = bound.find(c.app);
+    if (b != bound.end()) {
+      Resource g = guarantees.count(b->second) ? guarantees[b->second] : guarantee_(b->second, now);
+      if (used_by[b->second].fitsIn(g)) continue;  // within its own guarantee: not borrowed
+    }
+    victims.push_back(&c);
+  }
+  std::sort(victims.begin(), victims.end(), [](const Cont* a, const Cont* b) { return a->start > b->start; });
+  for (const Cont* v : victims) {
+    if (need.fitsIn(free + coming)) break;
+    preempting_[v->id] = now + opts_.preemption_grace;
+    coming += v->resource;
+    v1::PreemptionNotice n;
+    n.set_container_id(v->id.value());
+    n.set_deadline_ms(toEpochMs(now + opts_.preemption_grace));
+    n.set_reason("a reservation reclaims its guaranteed capacity");
+    rt_[v->app].preemptions.push_back(n);
+    spdlog::info("preempting {} of {} within {} ms: a reservation reclaims its guarantee", v->id.value(),
+                 v->app.value(), opts_.preemption_grace.count());
   }
 }
 
@@ -356,6 +435,8 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   rt.allocated.clear();
   for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
   rt.completed.clear();
+  for (auto& n : rt.preemptions) *resp->add_preemptions() = std::move(n);
+  rt.preemptions.clear();
   resp->set_response_id(req.response_id() + 1);
   int live = 0;
   Resource free;

@@ -3,12 +3,17 @@
 // (app records), the ReservationManager (plan: which apps are guaranteed) and
 // the NMs (ContainerManager, called to launch AM containers).
 //
-// Scheduling in this version (heartbeat driven, DESIGN.md §6): on each node
-// heartbeat, AM containers of submitted apps are placed first, then asks of
-// running apps in this order: apps bound to periodic reservations, then
-// one-off reservations, then ad-hoc apps with the smallest dominant share
-// first (DRF). Reservation queues' guarantees are not yet enforced by
-// preemption (issue #3 open items).
+// Scheduling (heartbeat driven, DESIGN.md §6): every reservation is a queue
+// whose guaranteed capacity at each moment is the plan's allocation for its
+// current instance (asked of the plan on every pass: the plan follower). On
+// each node heartbeat, AM containers of submitted apps are placed first
+// (reservation-bound first), then asks of running apps in this order: apps
+// below their reservation's guarantee, periodic before one-off, then every
+// other app (ad hoc, or a reservation beyond its guarantee) smallest dominant
+// share first (DRF). Work conserving: capacity a reservation does not use is
+// lent; when a reservation below its guarantee has demand the free capacity
+// cannot meet, borrowed containers (newest first, never AMs) get a
+// preemption notice and are killed after the grace period.
 //
 // Container ids embed their app id ("<app>_c<rm start ms>_<seq>") so an RM that restarts
 // can re-attribute containers reported by NMs.
@@ -40,15 +45,18 @@
 namespace morpheus::rm {
 
 struct RuntimeOptions {
-  Millis telemetry_step{60000};  // skyline step of finished apps (= planner.step)
+  Millis telemetry_step{60000};     // skyline step of finished apps (= planner.step)
+  Millis preemption_grace{15000};   // notice to kill of a borrowed container
 };
 
 class RmRuntime {
  public:
   // `reservation_kind` tells whether a reservation is periodic (true) or one-off.
   using ReservationKind = std::function<bool(const ReservationId&)>;
+  // The plan's guaranteed capacity of a reservation at a time.
+  using Guarantee = std::function<Resource(const ReservationId&, TimePoint)>;
   RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
-            TelemetryForwarder* telemetry, ReservationKind periodic);
+            TelemetryForwarder* telemetry, ReservationKind periodic, Guarantee guarantee);
   ~RmRuntime();
 
   // The RM's own gRPC address, given to AMs (MORPHEUS_RM_AM_ADDRESS).
@@ -93,6 +101,7 @@ class RmRuntime {
     std::map<std::string, v1::ResourceRequest> asks;  // by request id
     std::vector<v1::Container> allocated;             // not yet returned to the AM
     std::vector<v1::ContainerStatus> completed;       // not yet returned to the AM
+    std::vector<v1::PreemptionNotice> preemptions;    // not yet returned to the AM
     std::vector<ContainerInterval> intervals;         // task containers, for telemetry
     bool am_pending = false;                          // AM container being launched
     bool registered = false;                          // AM registered with this RM incarnation
@@ -112,6 +121,7 @@ class RmRuntime {
                       bool am);                                  // REQUIRES(mu_)
   void containerDone(Cont& c, const v1::ContainerStatus& st);    // REQUIRES(mu_)
   void killAppContainers(const AppId& app);                      // REQUIRES(mu_)
+  void preemptionPass();                                         // REQUIRES(mu_)
   void launcherLoop();
 
   const RuntimeOptions opts_;
@@ -121,6 +131,7 @@ class RmRuntime {
   MetricsRegistry& metrics_;
   TelemetryForwarder* telemetry_;
   const ReservationKind periodic_;
+  const Guarantee guarantee_;
   const int64_t started_ms_;
 
   mutable std::mutex mu_;
@@ -131,6 +142,8 @@ class RmRuntime {
   std::map<NodeId, std::set<std::string>> to_kill_;  // GUARDED_BY(mu_)
   std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
   std::set<ContainerId> done_;                   // GUARDED_BY(mu_): completed ids seen (dedupe)
+  std::map<ContainerId, TimePoint> preempting_;  // GUARDED_BY(mu_): kill deadline
+  TimePoint last_preemption_pass_;               // GUARDED_BY(mu_)
   int64_t seq_ = 1;                              // GUARDED_BY(mu_)
   std::deque<Launch> launches_;                  // GUARDED_BY(mu_)
   bool stopping_ = false;                        // GUARDED_BY(mu_)

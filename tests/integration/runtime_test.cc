@@ -189,5 +189,94 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   EXPECT_NE(rm_.log().find("re-adopted running container"), std::string::npos) << rm_.log();
 }
 
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A reservation queue gets its guaranteed containers once its allocation
+// starts while an ad-hoc job fills the cluster: borrowed containers get a
+// preemption notice and are killed after the grace period.
+TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
+  startCluster(1, {"--set", "planner.step=5s", "--set", "rm.preemption-grace=1s", "--set",
+                   "rm.heartbeat-interval=300ms"});
+  // Ad hoc: AM + 3 long tasks fill the node's 4 vcores.
+  std::string adhoc = writeJob(
+      "name: filler\n"
+      "stages:\n"
+      "  - name: fill\n"
+      "    tasks: 6\n"
+      "    command: \"sleep 120\"\n"
+      "    resources: {memory_mib: 512, vcores: 1}\n"
+      "    max_attempts: 5\n");
+  auto [c1, o1] = ctl({"app", "submit", adhoc});
+  ASSERT_EQ(c1, 0) << o1;
+  std::string adhoc_id = o1.substr(0, o1.find('\n'));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(adhoc_id);
+        return !a.is_discarded() && a["running_containers"].get<double>() >= 4;
+      },
+      20s))
+      << rm_.log();
+
+  // A one-off reservation of 3 containers (1 GiB, 1 vcore) for 40 s, starting soon.
+  int64_t t0 = nowMs() + 8000;
+  auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation");
+  ASSERT_EQ(n.status, 200) << n.body;
+  std::string rid = json::parse(n.body)["reservation-id"];
+  json def = {{"arrival", t0},
+              {"deadline", t0 + 60000},
+              {"reservation-name", "reserved"},
+              {"recurrence-expression", "0"},
+              {"reservation-requests",
+               {{"reservation-request-interpreter", 1},
+                {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                      {"num-containers", 3},
+                                                      {"min-concurrency", 1},
+                                                      {"duration", 40000}}})}}}};
+  auto sub = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit",
+                         json({{"reservation-id", rid}, {"queue", "default"}, {"user", "alice"},
+                               {"reservation-definition", def}})
+                             .dump());
+  ASSERT_EQ(sub.status, 200) << sub.body;
+  int64_t alloc_start = INT64_MAX;
+  json placed = json::parse(sub.body);
+  for (const auto& a : placed["resource-allocations"]) {
+    alloc_start = std::min(alloc_start, a["startTime"].get<int64_t>());
+  }
+  ASSERT_NE(alloc_start, INT64_MAX) << sub.body << app(adhoc_id).dump();
+
+  std::string reserved = writeJob(
+      "name: reserved\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 2\n"
+      "    command: \"sleep 3\"\n"
+      "    resources: {memory_mib: 512, vcores: 1}\n");
+  auto [c2, o2] = ctl({"app", "submit", reserved, "--reservation", rid});
+  ASSERT_EQ(c2, 0) << o2;
+  std::string res_id = o2.substr(0, o2.find('\n'));
+  // Before its allocation starts the reservation guarantees nothing: it waits.
+  if (nowMs() < alloc_start - 1500) {
+    EXPECT_EQ(app(res_id)["state"], "SUBMITTED");
+  }
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(res_id);
+        return !a.is_discarded() && a["state"] == "FINISHED";
+      },
+      90s))
+      << rm_.log();
+  json a = app(res_id);
+  // Its AM started within the preemption grace plus a few heartbeats of the allocation start.
+  EXPECT_LE(a["start_ms"].get<int64_t>(), alloc_start + 1000 + 3000) << a.dump();
+  auto m = httpRequest(rm_.httpAddress(), "GET", "/metrics");
+  EXPECT_NE(m.body.find("morpheus_rm_containers_preempted_total"), std::string::npos) << m.body;
+  EXPECT_NE(rm_.log().find("preempting"), std::string::npos);
+  EXPECT_EQ(app(adhoc_id)["state"], "RUNNING") << "the ad-hoc job lost tasks, not its AM";
+}
+
 }  // namespace
 }  // namespace morpheus::testing
