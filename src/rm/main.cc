@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
       [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); },
       [&reservations](const ReservationId& r, TimePoint t) { return reservations.guaranteedAt(r, t); });
   core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
+  runtime.setStore(store->get());
+  if (Status st = runtime.recoverTelemetry(); !st.isOk()) {
+    std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
   rm::ReservationServiceImpl reservation_service(reservations);
   rm::ResourceTrackerService tracker(core, &runtime);
   rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()}, &runtime);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "common/token.h"
 #include "common/wire.h"
@@ -493,8 +494,75 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   }
   for (const auto& f : req.files_read()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
   for (const auto& f : req.files_written()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
+  if (store_) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : t.files) files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
+    nlohmann::json j = {{"app", t.app.value()},
+                        {"key", t.recurrence_key.value()},
+                        {"user", t.user.value()},
+                        {"submit_ms", toEpochMs(t.submit)},
+                        {"start_ms", toEpochMs(t.start)},
+                        {"finish_ms", toEpochMs(t.finish)},
+                        {"step_ms", t.step.count()},
+                        {"skyline", t.skyline},
+                        {"memory_mib", t.container.memoryMib()},
+                        {"vcores", t.container.vcores()},
+                        {"files", files}};
+    if (Status st = store_->commit({{"telemetry", t.app.value(), j.dump()}}); !st.isOk()) {
+      spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    finished_.push_back(t);
+    if (finished_.size() > 100000) finished_.pop_front();
+  }
   if (telemetry_) telemetry_->enqueue(std::move(t));
   return Status::ok();
+}
+
+void RmRuntime::setStore(store::StateStore* store) { store_ = store; }
+
+Status RmRuntime::recoverTelemetry() {
+  if (!store_) return Status::ok();
+  MORPHEUS_ASSIGN_OR_RETURN(auto rows, store_->list("telemetry"));
+  std::vector<AppTelemetryRecord> recs;
+  for (const auto& [key, value] : rows) {
+    auto j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded()) return internalError("corrupt telemetry record " + key);
+    try {
+      AppTelemetryRecord t;
+      t.app = AppId(j.at("app").get<std::string>());
+      t.recurrence_key = JobKey(j.at("key").get<std::string>());
+      t.user = UserId(j.at("user").get<std::string>());
+      t.submit = fromEpochMs(j.at("submit_ms").get<int64_t>());
+      t.start = fromEpochMs(j.at("start_ms").get<int64_t>());
+      t.finish = fromEpochMs(j.at("finish_ms").get<int64_t>());
+      t.step = Millis(j.at("step_ms").get<int64_t>());
+      t.skyline = j.at("skyline").get<std::vector<double>>();
+      t.container = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
+      for (const auto& f : j.at("files")) {
+        t.files.push_back({f.at("path").get<std::string>(), fromEpochMs(f.at("time_ms").get<int64_t>()),
+                           f.at("write").get<bool>()});
+      }
+      recs.push_back(std::move(t));
+    } catch (const nlohmann::json::exception& e) {
+      return internalError("corrupt telemetry record " + key + ": " + e.what());
+    }
+  }
+  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.finish < b.finish; });
+  std::lock_guard<std::mutex> lk(mu_);
+  finished_.assign(recs.begin(), recs.end());
+  return Status::ok();
+}
+
+std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<AppTelemetryRecord> out;
+  for (const auto& t : finished_) {
+    if (key.empty() || t.recurrence_key.value() == key) out.push_back(t);
+  }
+  return out;
 }
 
 void RmRuntime::launcherLoop() {

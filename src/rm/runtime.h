@@ -41,6 +41,7 @@
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
 #include "rm/telemetry.h"
+#include "store/state_store.h"
 
 namespace morpheus::rm {
 
@@ -76,6 +77,12 @@ class RmRuntime {
 
   // Containers of an app the client killed are stopped at the next heartbeats.
   void onAppKilled(const AppId& app);
+
+  // Telemetry of finished apps (Morpheus §4 input), newest last; kept in
+  // the state store so it survives restarts. `key` "" = all.
+  void setStore(store::StateStore* store);
+  Status recoverTelemetry();
+  std::vector<AppTelemetryRecord> telemetry(const std::string& key) const;
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
@@ -146,6 +153,8 @@ class RmRuntime {
   TimePoint last_preemption_pass_;               // GUARDED_BY(mu_)
   int64_t seq_ = 1;                              // GUARDED_BY(mu_)
   std::deque<Launch> launches_;                  // GUARDED_BY(mu_)
+  std::deque<AppTelemetryRecord> finished_;      // GUARDED_BY(mu_)
+  store::StateStore* store_ = nullptr;
   bool stopping_ = false;                        // GUARDED_BY(mu_)
   std::condition_variable cv_;
   std::thread launcher_;

@@ -203,4 +203,28 @@ grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*, const v1::
   return toGrpc(st);
 }
 
+grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext*, const v1::ListAppTelemetryRequest* req,
+                                                 v1::ListAppTelemetryResponse* resp) {
+  if (!runtime_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  for (const auto& t : runtime_->telemetry(req->recurrence_key())) {
+    auto* a = resp->add_apps();
+    a->set_application_id(t.app.value());
+    a->set_recurrence_key(t.recurrence_key.value());
+    a->set_user(t.user.value());
+    a->set_submit_ms(toEpochMs(t.submit));
+    a->set_start_ms(toEpochMs(t.start));
+    a->set_finish_ms(toEpochMs(t.finish));
+    a->set_step_ms(t.step.count());
+    for (double v : t.skyline) a->add_skyline(v);
+    toProto(t.container, a->mutable_container());
+    for (const auto& f : t.files) {
+      auto* e = a->add_files();
+      e->set_path(f.path);
+      e->set_time_ms(toEpochMs(f.time));
+      e->set_write(f.write);
+    }
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace morpheus::rm

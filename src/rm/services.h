@@ -41,6 +41,8 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                                 v1::ListApplicationsResponse*) override;
   grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest*,
                                v1::KillApplicationResponse*) override;
+  grpc::Status ListAppTelemetry(grpc::ServerContext*, const v1::ListAppTelemetryRequest*,
+                                v1::ListAppTelemetryResponse*) override;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
   grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,

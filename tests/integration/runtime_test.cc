@@ -57,15 +57,39 @@ class RuntimeIT : public ::testing::Test {
   std::vector<Process> nms_;
 };
 
+// Also: the finished app's telemetry is queryable in the RM and reaches a
+// real morpheus-inference (the RM's feed of Morpheus §4 input).
 TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
-  startCluster(3);
-  auto [code, out] = ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml", "--wait"});
+  Process inf = Process::startDaemon("inference", freshDir("inference"), {"--set", "inference.auth-disabled=true"});
+  ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
+  startCluster(3, {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s"});
+  auto [code, out] = ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
+                          "--recurrence", "dag-nightly", "--wait"});
   ASSERT_EQ(code, 0) << out << rm_.log();
   EXPECT_NE(out.find("all 5 task(s) of job 'dag-3stage' succeeded"), std::string::npos) << out;
   std::string id = out.substr(0, out.find('\n'));
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump();
   EXPECT_EQ(a["am_attempt"], 1) << a.dump();
+
+  auto [ct, ot] = ctl({"app", "telemetry", "--key", "dag-nightly", "--json"});
+  ASSERT_EQ(ct, 0) << ot;
+  json tel = json::parse(ot);
+  ASSERT_EQ(tel.size(), 1u) << ot;
+  EXPECT_EQ(tel[0]["application_id"], id);
+  double peak = 0;
+  for (double v : tel[0]["skyline"]) peak = std::max(peak, v);
+  EXPECT_GT(peak, 1.5) << "3 transform tasks ran in parallel: " << ot;
+  EXPECT_EQ(tel[0]["files"], 6) << ot;  // 3 stages x (read + write)
+  // The inference service received the run: a refit lists the job.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"});
+        auto [c, o] = runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"});
+        return o.find("dag-nightly") != std::string::npos;
+      },
+      20s))
+      << inf.log();
 }
 
 TEST_F(RuntimeIT, TaskOverItsMemoryIsKilledWithADiagnosticNamingTheLimit) {
