@@ -88,6 +88,16 @@ int main(int argc, char** argv) {
   rm::RuntimeOptions rto;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
+  for (const auto& [path, weight] : opts.queues) {
+    char* end = nullptr;
+    double w = std::strtod(weight.c_str(), &end);
+    if (end == weight.c_str() || *end != '\0' || !(w > 0)) {
+      std::cerr << "morpheus-rm: config error: scheduler.queues." << path << ": weight must be a number > 0, got '"
+                << weight << "'\n";
+      return 2;
+    }
+    rto.queue_weights[path] = w;
+  }
   rm::RmRuntime runtime(
       rto, core, apps, clock, metrics, &telemetry,
       [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); },

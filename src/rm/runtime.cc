@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "common/token.h"
@@ -222,42 +223,82 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     launches_.push_back({a.id, c, node.address, a.spec.am_launch_context, a.attempt + 1});
     cv_.notify_all();
   }
-  // 2. Asks of running apps: periodic reservations, one-off reservations, then DRF.
+  // 2. Asks of running apps. Apps below their reservation's guarantee first
+  // (periodic, then one-off); then everyone else by weighted fair share:
+  // the ad-hoc queue (or borrowing reservation) with the smallest dominant
+  // share / weight, inside it the user with the smallest dominant share
+  // (DRF), one container (or gang) at a time.
   struct Cand {
     int cls;
-    double share;
     AppId app;
+    std::string queue;  // ad-hoc queue, or "reservation:<id>" for a borrowing reservation
+    std::string user;
   };
   std::vector<Cand> cands;
+  std::map<std::string, Resource> queue_used;
+  std::map<std::pair<std::string, std::string>, Resource> user_used;
   for (auto& [app, rt] : rt_) {
-    if (rt.asks.empty()) continue;
+    if (rt.running == 0 && rt.asks.empty()) continue;
     auto rec = apps_.get(app);
     if (!rec.isOk() || rec->state != AppState::kRunning) continue;
     int cls = 2;
+    std::string queue = rec->queue;
     if (!rec->reservation.empty()) {
       Resource g = guarantee_(rec->reservation, clock_.now());
       bool below = !g.isZero() && !g.fitsIn(rt.used);
       if (below) cls = periodic_(rec->reservation) ? 0 : 1;
+      queue = "reservation:" + rec->reservation.value();
     }
-    cands.push_back({cls, dominantShare(rt.used, cluster), app});
+    queue_used[queue] += rt.used;
+    user_used[{queue, rec->spec.user.value()}] += rt.used;
+    if (!rt.asks.empty()) cands.push_back({cls, app, queue, rec->spec.user.value()});
   }
-  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
-    return a.cls != b.cls ? a.cls < b.cls : a.share != b.share ? a.share < b.share : a.app < b.app;
-  });
-  for (const auto& cand : cands) {
-    AppRt& rt = rt_[cand.app];
+  // Allocates one unit (a container or a gang) of `app`'s most urgent ask
+  // that fits this node; false when nothing fits.
+  auto allocateOne = [&](const Cand& c) {
+    AppRt& rt = rt_[c.app];
     std::vector<v1::ResourceRequest*> order;
-    for (auto& [_, ask] : rt.asks) order.push_back(&ask);
+    for (auto& [_, ask] : rt.asks) {
+      if (ask.count() > 0) order.push_back(&ask);
+    }
     std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->priority() < b->priority(); });
     for (auto* ask : order) {
       if (!matchesHard(*ask, node.attributes)) continue;
       Resource cap = fromProto(ask->capability());
       int gang = std::max(1, ask->gang_size());
-      while (ask->count() >= gang && (cap * gang).fitsIn(node.total - node.used)) {
-        for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, cand.app, cap, ask, false));
-        ask->set_count(ask->count() - gang);
+      if (ask->count() < gang || !(cap * gang).fitsIn(node.total - node.used)) continue;
+      for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, c.app, cap, ask, false));
+      ask->set_count(ask->count() - gang);
+      queue_used[c.queue] += cap * gang;
+      user_used[{c.queue, c.user}] += cap * gang;
+      return true;
+    }
+    return false;
+  };
+  // Guarantees first.
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cls < b.cls; });
+  for (const auto& c : cands) {
+    if (c.cls < 2) {
+      while (allocateOne(c)) {
       }
     }
+  }
+  // Then fair share among the rest.
+  std::vector<Cand> rest;
+  for (const auto& c : cands) {
+    if (c.cls == 2) rest.push_back(c);
+  }
+  while (!rest.empty()) {
+    auto key = [&](const Cand& c) {
+      auto w = opts_.queue_weights.find(c.queue);
+      double weight = w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0;
+      return std::make_tuple(dominantShare(queue_used[c.queue], cluster) / weight,
+                             dominantShare(user_used[{c.queue, c.user}], cluster), c.app);
+    };
+    auto best = std::min_element(rest.begin(), rest.end(), [&](const Cand& a, const Cand& b) { return key(a) < key(b); });
+    if (!allocateOne(*best)) rest.erase(best);
+  }
+  for (auto& [_, rt] : rt_) {
     for (auto it = rt.asks.begin(); it != rt.asks.end();) {
       it = it->second.count() <= 0 ? rt.asks.erase(it) : std::next(it);
     }

@@ -48,6 +48,7 @@ namespace morpheus::rm {
 struct RuntimeOptions {
   Millis telemetry_step{60000};     // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};   // notice to kill of a borrowed container
+  std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
 };
 
 class RmRuntime {

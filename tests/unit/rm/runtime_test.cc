@@ -1,0 +1,218 @@
+// RmRuntime scheduling with its real collaborators (RmCore, AppManager over
+// SQLite) and the virtual clock; NMs and AMs are played by direct calls with
+// the wire messages. No AM is actually launched (the launcher is not started).
+#include "rm/runtime.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/wire.h"
+
+namespace morpheus::rm {
+namespace {
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = std::filesystem::temp_directory_path() / ("morpheus-rt-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    path_ = (dir / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db")).string();
+    std::filesystem::remove(path_);
+    store_ = std::move(store::openStateStore("sqlite", path_)).value();
+    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
+    AppManagerOptions ao;
+    ao.queues = {"root.a", "root.b", "root.default"};
+    apps_ = std::make_unique<AppManager>(
+        ao, *store_, clock_, metrics_, core_->signer(), [this](const JobKey&) { return std::optional<ReservationId>(); },
+        [](const ReservationId& r) { return r.value() == "r1"; });
+    RuntimeOptions ro;
+    ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
+    ro.preemption_grace = Millis(1000);
+    rt_ = std::make_unique<RmRuntime>(
+        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+        [this](const ReservationId&, TimePoint) { return guarantee_; });
+  }
+  void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {}) {
+    v1::RegisterNodeRequest r;
+    r.set_node_id(id);
+    r.set_container_manager_address("127.0.0.1:1");
+    toProto(Resource(1024 * vcores, vcores), r.mutable_total());
+    for (const auto& [k, v] : attrs) {
+      auto* a = r.add_attributes();
+      a->set_key(k);
+      a->set_value(v);
+    }
+    NodeInfo info;
+    info.id = NodeId(id);
+    info.total = Resource(1024 * vcores, vcores);
+    info.container_manager_address = "127.0.0.1:1";
+    Status st = core_->registerNode(info);
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    rt_->onNodeRegistered(r);
+  }
+  v1::NodeHeartbeatResponse heartbeat(const std::string& node, std::vector<v1::ContainerStatus> statuses = {}) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id(node);
+    for (auto& s : statuses) *req.add_container_statuses() = s;
+    v1::NodeHeartbeatResponse resp;
+    rt_->onNodeHeartbeat(req, &resp);
+    return resp;
+  }
+  // Submits an app and starts its AM (AM container placed by a heartbeat of `node`).
+  AppId runningApp(const std::string& queue, const std::string& user, const std::string& node,
+                   const std::string& reservation = "") {
+    AppSpec s;
+    s.name = "app";
+    s.user = UserId(user);
+    s.queue = queue;
+    s.reservation = ReservationId(reservation);
+    s.am_resource = Resource(1024, 1);
+    s.am_launch_context = "x";
+    AppId id = apps_->submit(s)->id;
+    heartbeat(node);
+    EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
+    v1::RegisterApplicationMasterRequest reg;
+    reg.set_application_id(id.value());
+    reg.set_am_token(apps_->amToken(id, 1));
+    v1::RegisterApplicationMasterResponse rr;
+    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    return id;
+  }
+  v1::AllocateResponse ask(const AppId& app, int count, int gang = 0, std::vector<v1::PlacementConstraint> cons = {}) {
+    v1::AllocateRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    if (count >= 0) {
+      auto* a = req.add_asks();
+      a->set_request_id("tasks");
+      a->set_priority(1);
+      toProto(Resource(1024, 1), a->mutable_capability());
+      a->set_count(count);
+      a->set_gang_size(gang);
+      for (auto& c : cons) *a->add_constraints() = c;
+    }
+    v1::AllocateResponse resp;
+    Status st = rt_->allocate(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
+    return resp;
+  }
+  int running(const AppId& app) {
+    int32_t n = 0;
+    Resource used;
+    rt_->usage(app, &n, &used);
+    return n;
+  }
+
+  VirtualClock clock_{fromEpochMs(1800000000000)};
+  MetricsRegistry metrics_;
+  RmOptions opts_;
+  std::string path_;
+  Resource guarantee_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<RmCore> core_;
+  std::unique_ptr<AppManager> apps_;
+  std::unique_ptr<RmRuntime> rt_;
+};
+
+TEST_F(RuntimeTest, AdHocQueuesShareByWeight) {
+  addNode("n1", 8);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  ask(a, 20);
+  ask(b, 20);
+  heartbeat("n1");
+  // 8 vcores, weights 3:1 -> 6 : 2 (AM containers included).
+  EXPECT_EQ(running(a), 6);
+  EXPECT_EQ(running(b), 2);
+  EXPECT_EQ(ask(a, -1).allocated_size(), 5);
+}
+
+TEST_F(RuntimeTest, DrfBetweenUsersInsideAQueue) {
+  addNode("n1", 8);
+  AppId a1 = runningApp("root.a", "alice", "n1");
+  AppId a2 = runningApp("root.a", "alice", "n1");
+  AppId c = runningApp("root.a", "carol", "n1");
+  ask(a1, 10);
+  ask(a2, 10);
+  ask(c, 10);
+  heartbeat("n1");
+  // alice has 2 AMs, carol 1: the 5 free vcores even out the users: 4 : 4.
+  EXPECT_EQ(running(a1) + running(a2), 4);
+  EXPECT_EQ(running(c), 4);
+}
+
+TEST_F(RuntimeTest, GangsAreAllOrNothingAndHardConstraintsBind) {
+  addNode("n1", 4, {{"rack", "r1"}});
+  addNode("n2", 4, {{"rack", "r2"}});
+  AppId a = runningApp("root.a", "alice", "n1");  // AM on n1: 3 vcores left there
+  v1::PlacementConstraint onR2;
+  onR2.set_key("rack");
+  onR2.add_values("r2");
+  onR2.set_hard(true);
+  ask(a, 4, 4, {onR2});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 1) << "nothing on r1";
+  heartbeat("n2");
+  auto r = ask(a, -1);
+  ASSERT_EQ(r.allocated_size(), 4);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
+}
+
+TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  heartbeat("n1");
+  ASSERT_EQ(running(adhoc), 4);
+  // A reservation whose allocation starts now: 2 vcores guaranteed.
+  guarantee_ = Resource(2048, 2);
+  AppSpec s;
+  s.name = "reserved";
+  s.user = UserId("bob");
+  s.reservation = ReservationId("r1");
+  s.am_resource = Resource(1024, 1);
+  s.am_launch_context = "x";
+  AppId res = apps_->submit(s)->id;
+  clock_.advance(Millis(300));  // the preemption pass runs at most every 250 ms
+  heartbeat("n1");
+  auto notices = ask(adhoc, -1);
+  ASSERT_EQ(notices.preemptions_size(), 1);
+  EXPECT_EQ(apps_->get(res)->state, AppState::kSubmitted);
+  clock_.advance(Millis(1200));
+  auto resp = heartbeat("n1");
+  ASSERT_EQ(resp.containers_to_kill_size(), 1);
+  EXPECT_EQ(resp.containers_to_kill(0), notices.preemptions(0).container_id());
+  // The NM reports it killed; the reservation's AM gets the room at once.
+  v1::ContainerStatus st;
+  st.set_container_id(resp.containers_to_kill(0));
+  st.set_state(v1::CONTAINER_COMPLETE);
+  st.set_exit_status(137);
+  heartbeat("n1", {st});
+  EXPECT_EQ(apps_->get(res)->state, AppState::kRunning);
+  auto done = ask(adhoc, -1);
+  ASSERT_EQ(done.completed_size(), 1);
+  EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
+}
+
+TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
+  addNode("n1", 4);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  v1::AllocateRequest req;
+  req.set_application_id(b.value());
+  req.set_am_token(apps_->amToken(a, 1));
+  v1::AllocateResponse resp;
+  EXPECT_EQ(rt_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  req.set_am_token(apps_->amToken(b, 1));
+  auto* bad = req.add_asks();
+  bad->set_request_id("x");
+  bad->set_count(-1);
+  Status st = rt_->allocate(req, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace morpheus::rm
