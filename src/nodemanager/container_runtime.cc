@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace morpheus::nm {
@@ -56,6 +57,49 @@ void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
   *rss_mib = rss_pages * page / (1024 * 1024);
 }
 
+// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot): with
+// the pid it identifies a process across pid reuse. 0 if gone.
+uint64_t procStartTime(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return 0;
+  auto rp = line.rfind(')');
+  if (rp == std::string::npos) return 0;
+  std::istringstream in(line.substr(rp + 2));
+  std::string field;
+  for (int i = 3; i <= 22; i++) {
+    if (!(in >> field)) return 0;
+    if (i == 3 && field == "Z") return 0;  // zombie: it has exited
+  }
+  return std::strtoull(field.c_str(), nullptr, 10);
+}
+
+// The executable `command` resolves to in `path` ("" if none).
+std::string resolve(const std::string& command, const std::string& path) {
+  if (command.find('/') != std::string::npos) return access(command.c_str(), X_OK) == 0 ? command : "";
+  size_t b = 0;
+  while (b <= path.size()) {
+    size_t e = path.find(':', b);
+    std::string dir = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + command;
+    struct stat st {};
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(cand.c_str(), X_OK) == 0) return cand;
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return "";
+}
+
+// Writes `text` to `path` atomically and durably (temp file, fsync, rename).
+bool writeDurably(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
 std::string tail(const std::string& path, size_t max_bytes) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return "";
@@ -86,6 +130,44 @@ Status ContainerRuntime::init() {
     if (!(f << "x")) return infeasible("nm.local-dir: " + local_dir_ + " is not writable");
   }
   std::filesystem::remove(probe, ec);
+  // Re-attach to containers of a previous NM process.
+  int adopted = 0, ended = 0;
+  for (const auto& d : std::filesystem::directory_iterator(local_dir_ + "/containers", ec)) {
+    std::ifstream f(d.path() / "container.json");
+    if (!f) continue;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (j.is_discarded()) {
+      spdlog::warn("ignoring unreadable container record {}", (d.path() / "container.json").string());
+      continue;
+    }
+    try {
+      Entry e;
+      e.snap.id = ContainerId(j.at("id").get<std::string>());
+      e.snap.app = AppId(j.at("app").get<std::string>());
+      e.snap.resource = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
+      e.snap.start = fromEpochMs(j.at("start_ms").get<int64_t>());
+      e.snap.work_dir = d.path().string();
+      e.pid = j.at("pid").get<pid_t>();
+      e.proc_start = j.at("proc_start").get<uint64_t>();
+      e.adopted = true;
+      e.last_sample = now();
+      e.snap.running = true;
+      if (e.proc_start != 0 && procStartTime(e.pid) == e.proc_start) {
+        adopted++;
+      } else {
+        completeAdopted(e);
+        ended++;
+      }
+      containers_[e.snap.id] = e;
+    } catch (const nlohmann::json::exception& ex) {
+      spdlog::warn("ignoring container record {}: {}", d.path().string(), ex.what());
+    }
+  }
+  if (adopted + ended > 0) {
+    spdlog::info("re-attached to {} running container(s); {} ended while the NM was down", adopted, ended);
+  }
   spdlog::info("containers run under {}; memory enforced by monitoring every {} ms", local_dir_,
                interval_.count());
   return Status::ok();
@@ -124,33 +206,47 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return unavailable("cannot create " + dir + ": " + ec.message());
 
-  // argv/envp prepared before fork (no allocation in the child).
-  std::vector<std::string> argv_s = {spec.command};
-  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", dir}, {"PWD", dir},
       {"MORPHEUS_CONTAINER_ID", spec.id.value()}, {"MORPHEUS_APP_ID", spec.app.value()},
       {"MORPHEUS_CONTAINER_MEMORY_MIB", std::to_string(spec.resource.memoryMib())},
       {"MORPHEUS_CONTAINER_VCORES", std::to_string(spec.resource.vcores())}};
   for (const auto& [k, v] : spec.env) env[k] = v;
+  Entry e;
+  e.snap.id = spec.id;
+  e.snap.app = spec.app;
+  e.snap.resource = spec.resource;
+  e.snap.start = now();
+  e.snap.work_dir = dir;
+  e.last_sample = e.snap.start;
+  std::string exe = resolve(spec.command, env["PATH"]);
+  if (exe.empty()) {
+    e.snap.exit_status = 127;
+    e.snap.reason = ExitReason::kLaunchFailed;
+    e.snap.diagnostics = "cannot execute '" + spec.command + "': not found or not executable in PATH " + env["PATH"];
+    e.snap.end = now();
+    std::lock_guard<std::mutex> lk(mu_);
+    containers_[spec.id] = e;
+    metrics_.counter("morpheus_nm_containers_launch_failed_total", "Containers whose command could not run").inc();
+    return infeasible(e.snap.diagnostics);
+  }
+  // The command runs under a small shell that records its exit status in the
+  // container dir, so an NM restarted meanwhile still learns it.
+  std::vector<std::string> argv_s = {
+      "/bin/sh", "-c",
+      "\"$0\" \"$@\"; s=$?; echo $s > .exit_status.tmp && mv .exit_status.tmp exit_status; exit $s", exe};
+  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  // argv/envp prepared before fork (no allocation in the child).
   std::vector<char*> argv, envp;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
+  for (auto& x : env_s) envp.push_back(x.data());
   envp.push_back(nullptr);
   std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
-  // The child reports an exec failure through a close-on-exec pipe.
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) != 0) return unavailable(std::string("pipe: ") + std::strerror(errno));
-  std::string path_env = env["PATH"];
   pid_t pid = fork();
-  if (pid < 0) {
-    close(pfd[0]);
-    close(pfd[1]);
-    return unavailable(std::string("fork: ") + std::strerror(errno));
-  }
+  if (pid < 0) return unavailable(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     setsid();
     int fd0 = open("/dev/null", O_RDONLY);
@@ -160,39 +256,32 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (fd1 >= 0) dup2(fd1, 1);
     if (fd2 >= 0) dup2(fd2, 2);
     if (chdir(dir.c_str()) != 0) _exit(127);
-    // execvpe looks the command up in the container's PATH.
-    execvpe(argv[0], argv.data(), envp.data());
-    int err = errno;
-    (void)!write(pfd[1], &err, sizeof err);
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
-  close(pfd[1]);
-  int child_errno = 0;
-  ssize_t n = read(pfd[0], &child_errno, sizeof child_errno);
-  close(pfd[0]);
-  Entry e;
-  e.snap.id = spec.id;
-  e.snap.app = spec.app;
-  e.snap.resource = spec.resource;
-  e.snap.start = now();
-  e.snap.work_dir = dir;
   e.pid = pid;
-  e.last_sample = e.snap.start;
-  std::lock_guard<std::mutex> lk(mu_);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  e.snap.running = true;
+  // The record a restarted NM re-attaches from, on disk before we acknowledge.
+  uint64_t started = 0;
+  for (int i = 0; i < 50 && started == 0; i++) {
+    started = procStartTime(pid);
+    if (started == 0) usleep(1000);
+  }
+  e.proc_start = started;
+  nlohmann::json rec = {{"id", spec.id.value()},
+                        {"app", spec.app.value()},
+                        {"memory_mib", spec.resource.memoryMib()},
+                        {"vcores", spec.resource.vcores()},
+                        {"pid", pid},
+                        {"proc_start", started},
+                        {"start_ms", toEpochMs(e.snap.start)}};
+  if (!writeDurably(dir + "/container.json", rec.dump())) {
+    kill(-pid, SIGKILL);
     int st = 0;
     waitpid(pid, &st, 0);
-    e.pid = -1;
-    e.snap.running = false;
-    e.snap.exit_status = 127;
-    e.snap.reason = ExitReason::kLaunchFailed;
-    e.snap.diagnostics = "cannot execute '" + spec.command + "': " + std::strerror(child_errno);
-    e.snap.end = now();
-    containers_[spec.id] = e;
-    metrics_.counter("morpheus_nm_containers_launch_failed_total", "Containers whose command could not run").inc();
-    return infeasible(e.snap.diagnostics);
+    return unavailable("cannot record container " + spec.id.value() + " in " + dir);
   }
-  e.snap.running = true;
+  std::lock_guard<std::mutex> lk(mu_);
   containers_[spec.id] = e;
   metrics_.counter("morpheus_nm_containers_launched_total", "Containers launched").inc();
   spdlog::info("container {} of {} started: pid {}, {}", spec.id.value(), spec.app.value(), pid,
@@ -225,17 +314,47 @@ void ContainerRuntime::complete(Entry& e, int st) {
   metrics_.counter("morpheus_nm_containers_completed_total", "Containers completed").inc();
 }
 
+void ContainerRuntime::completeAdopted(Entry& e) {
+  e.snap.running = false;
+  e.snap.end = now();
+  std::ifstream f(e.snap.work_dir + "/exit_status");
+  int code = 0;
+  if (f >> code) {
+    e.snap.exit_status = code;
+    if (e.snap.reason == ExitReason::kNone) {
+      e.snap.reason = code == 0 ? ExitReason::kSuccess : ExitReason::kFailure;
+      if (code != 0) e.snap.diagnostics = "exited with status " + std::to_string(code);
+    }
+  } else {
+    e.snap.exit_status = -1;
+    if (e.snap.reason == ExitReason::kNone) {
+      e.snap.reason = e.stopping ? e.stop_reason : ExitReason::kFailure;
+      e.snap.diagnostics = "exit status unknown: the container ended by a signal while re-attached after an NM restart";
+    }
+  }
+  if (e.pid > 0) kill(-e.pid, SIGKILL);
+  e.pid = -1;
+  spdlog::info("re-attached container {} completed: status {}", e.snap.id.value(), e.snap.exit_status);
+}
+
 void ContainerRuntime::monitorOnce() {
   std::lock_guard<std::mutex> lk(mu_);
   static const long hz = sysconf(_SC_CLK_TCK);
   TimePoint t = now();
   for (auto& [id, e] : containers_) {
     if (!e.snap.running || e.pid <= 0) continue;
-    int st = 0;
-    pid_t r = waitpid(e.pid, &st, WNOHANG);
-    if (r == e.pid) {
-      complete(e, st);
-      continue;
+    if (e.adopted) {
+      if (procStartTime(e.pid) != e.proc_start) {
+        completeAdopted(e);
+        continue;
+      }
+    } else {
+      int st = 0;
+      pid_t r = waitpid(e.pid, &st, WNOHANG);
+      if (r == e.pid) {
+        complete(e, st);
+        continue;
+      }
     }
     int64_t rss = 0;
     uint64_t ticks = 0;
@@ -305,7 +424,12 @@ void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& id : ids) {
     auto it = containers_.find(id);
-    if (it != containers_.end() && !it->second.snap.running) containers_.erase(it);
+    if (it != containers_.end() && !it->second.snap.running) {
+      // The RM has recorded the completion: forget it (logs stay in the dir).
+      std::error_code ec;
+      std::filesystem::remove(it->second.snap.work_dir + "/container.json", ec);
+      containers_.erase(it);
+    }
   }
 }
 

@@ -4,8 +4,12 @@
 // stdout and stderr. A monitor thread reaps exits, samples the tree's RSS and
 // CPU from /proc every interval, and kills a container whose tree exceeds its
 // allocated memory (the diagnostic names the limit). Memory is enforced by
-// monitoring; cgroup v2 limits are not used yet (this sandbox's hierarchy is
-// not writable).
+// monitoring; cgroup v2 limits are not used yet.
+//
+// Crash safety: each container's record (pid, /proc start time, allocation)
+// is written durably to its dir before launch() returns, and the command runs
+// under /bin/sh that writes its exit status to the dir; a restarted NM
+// re-attaches from these records (init()).
 //
 // Thread-safety: internally locked.
 #pragma once
@@ -60,7 +64,10 @@ class ContainerRuntime {
   ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace, MetricsRegistry& metrics);
   ~ContainerRuntime();
 
-  // Creates <local-dir>/containers; FAILED_PRECONDITION naming nm.local-dir if unusable.
+  // Creates <local-dir>/containers; FAILED_PRECONDITION naming nm.local-dir if
+  // unusable. Re-attaches to the containers a previous NM process left
+  // running (their records are in the container dirs); those that ended
+  // meanwhile are reported complete with the exit status they recorded.
   Status init();
   void start();     // monitor thread
   void shutdown();  // stops monitoring; running containers are left alone
@@ -92,7 +99,10 @@ class ContainerRuntime {
     std::string stop_why;
     uint64_t last_cpu_ticks = 0;
     TimePoint last_sample;
+    uint64_t proc_start = 0;  // /proc start time of pid (pid-reuse guard)
+    bool adopted = false;     // re-attached after an NM restart: not our child
   };
+  void completeAdopted(Entry& e);  // REQUIRES(mu_)
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
 
   const std::string local_dir_;

@@ -302,5 +302,61 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
   EXPECT_EQ(app(adhoc_id)["state"], "RUNNING") << "the ad-hoc job lost tasks, not its AM";
 }
 
+// An NM killed with SIGKILL and restarted on the same data dir re-attaches
+// to its running containers (the AM among them): the job finishes with its
+// first AM attempt.
+TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
+  startCluster(1);
+  std::string nm_dir = freshDir("nm-reattach");
+  nms_[0] = Process::startDaemon("nm", nm_dir,
+                                 {"--rm", rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
+                                  "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"});
+  ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
+  std::string port = nms_[0].grpcAddress().substr(nms_[0].grpcAddress().rfind(':') + 1);
+  std::string job = writeJob(
+      "name: survives-nm-restart\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 2\n"
+      "    command: \"sleep 6; echo done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    max_attempts: 1\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        if (a.is_discarded() || a["am_node_id"] != "nmx") return false;
+        // The NM itself reports 3 running processes (AM + 2 tasks).
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        json st = json::parse(o, nullptr, false);
+        if (st.is_discarded()) return false;
+        for (const auto& n : st["nodes"]) {
+          if (n["node_id"] == "nmx" && n["containers"].get<double>() >= 3) return true;
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
+  ASSERT_EQ(nms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  nms_[0] = Process::start(binary("morpheus-nm"),
+                           {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm", rm_.grpcAddress(),
+                            "--node-id", "nmx", "--resources", "memory=4096,vcores=4", "--set",
+                            "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"},
+                           nm_dir + "-restart.log");
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
+      },
+      40s))
+      << rm_.log() << nms_[0].log();
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump();
+  EXPECT_EQ(a["am_attempt"], 1) << a.dump();
+  EXPECT_NE(nms_[0].log().find("re-attached to 3 running container(s)"), std::string::npos) << nms_[0].log();
+}
+
 }  // namespace
 }  // namespace morpheus::testing
