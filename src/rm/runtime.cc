@@ -18,6 +18,22 @@ AppId appOfContainer(const std::string& id) {
   return AppId(p == std::string::npos ? "" : id.substr(0, p));
 }
 
+bool matches(const v1::PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
+  auto it = attrs.find(c.key());
+  if (it == attrs.end()) return false;
+  return c.values_size() == 0 || std::find(c.values().begin(), c.values().end(), it->second) != c.values().end();
+}
+
+// Soft constraints are preferences (delay scheduling): a node that misses one
+// is used only once the ask has waited `patience`.
+bool softOk(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs, bool patient_enough) {
+  if (patient_enough) return true;
+  for (const auto& c : ask.constraints()) {
+    if (!c.hard() && !matches(c, attrs)) return false;
+  }
+  return true;
+}
+
 bool matchesHard(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs) {
   for (const auto& c : ask.constraints()) {
     if (!c.hard()) continue;
@@ -253,6 +269,7 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     user_used[{queue, rec->spec.user.value()}] += rt.used;
     if (!rt.asks.empty()) cands.push_back({cls, app, queue, rec->spec.user.value()});
   }
+  const Millis soft_patience = std::max(Millis(1000), core_.heartbeatInterval() * 3);
   // Allocates one unit (a container or a gang) of `app`'s most urgent ask
   // that fits this node; false when nothing fits.
   auto allocateOne = [&](const Cand& c) {
@@ -264,6 +281,9 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->priority() < b->priority(); });
     for (auto* ask : order) {
       if (!matchesHard(*ask, node.attributes)) continue;
+      auto since = rt.ask_since.find(ask->request_id());
+      bool patient = since == rt.ask_since.end() || clock_.now() - since->second >= soft_patience;
+      if (!softOk(*ask, node.attributes, patient)) continue;
       Resource cap = fromProto(ask->capability());
       int gang = std::max(1, ask->gang_size());
       if (ask->count() < gang || !(cap * gang).fitsIn(node.total - node.used)) continue;
@@ -300,7 +320,12 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   }
   for (auto& [_, rt] : rt_) {
     for (auto it = rt.asks.begin(); it != rt.asks.end();) {
-      it = it->second.count() <= 0 ? rt.asks.erase(it) : std::next(it);
+      if (it->second.count() > 0) {
+        ++it;
+        continue;
+      }
+      rt.ask_since.erase(it->first);
+      it = rt.asks.erase(it);
     }
   }
 }
@@ -462,8 +487,10 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   for (const auto& a : req.asks()) {
     if (a.count() <= 0) {
       rt.asks.erase(a.request_id());
+      rt.ask_since.erase(a.request_id());
     } else {
       rt.asks[a.request_id()] = a;
+      rt.ask_since.emplace(a.request_id(), clock_.now());
     }
   }
   for (const auto& id : req.releases()) {

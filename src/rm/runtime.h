@@ -107,6 +107,7 @@ class RmRuntime {
   };
   struct AppRt {
     std::map<std::string, v1::ResourceRequest> asks;  // by request id
+    std::map<std::string, TimePoint> ask_since;       // when each ask became pending
     std::vector<v1::Container> allocated;             // not yet returned to the AM
     std::vector<v1::ContainerStatus> completed;       // not yet returned to the AM
     std::vector<v1::PreemptionNotice> preemptions;    // not yet returned to the AM

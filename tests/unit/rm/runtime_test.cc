@@ -160,6 +160,31 @@ TEST_F(RuntimeTest, GangsAreAllOrNothingAndHardConstraintsBind) {
   for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
 }
 
+TEST_F(RuntimeTest, SoftConstraintsArePreferencesThatExpire) {
+  addNode("n1", 4, {{"disk", "hdd"}});
+  addNode("n2", 4, {{"disk", "ssd"}});
+  AppId a = runningApp("root.a", "alice", "n1");
+  v1::PlacementConstraint ssd;
+  ssd.set_key("disk");
+  ssd.add_values("ssd");
+  ssd.set_hard(false);
+  ask(a, 1, 0, {ssd});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 1) << "n1 lacks the preferred attribute: wait";
+  heartbeat("n2");
+  EXPECT_EQ(running(a), 2);
+  auto r = ask(a, -1);
+  ASSERT_EQ(r.allocated_size(), 1);
+  EXPECT_EQ(r.allocated(0).node_id(), "n2");
+  // A new ask; only n1 heartbeats: it is used once the ask waited its patience.
+  ask(a, 1, 0, {ssd});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 2);
+  clock_.advance(Millis(3500));
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 3);
+}
+
 TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   addNode("n1", 4);
   AppId adhoc = runningApp("root.a", "alice", "n1");
