@@ -124,6 +124,7 @@ AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& 
       cluster_ts_(toEpochMs(clock.now())) {}
 
 Status AppManager::persist(const AppRecord& rec) {
+  version_++;
   return store_.commit({{kNs, rec.id.value(), encode(rec).dump()}});
 }
 

@@ -11,6 +11,7 @@
 // Thread-safety: internally locked.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -100,6 +101,9 @@ class AppManager {
   Status kill(const AppId& id, const UserId& who, bool admin, const std::string& reason);
   void setProgress(const AppId& id, float progress);
 
+  // Increases on every change of any app (lets the runtime cache lists).
+  uint64_t version() const { return version_.load(); }
+
   std::string amToken(const AppId& id, int attempt) const;
   // PERMISSION_DENIED unless `token` was issued for `app`'s current attempt.
   Status checkAmToken(const AppId& app, const std::string& token) const;
@@ -118,6 +122,7 @@ class AppManager {
   const ReservationExists exists_;
   const int64_t cluster_ts_;  // YARN-style id prefix: the RM's start time
 
+  std::atomic<uint64_t> version_{0};
   mutable std::mutex mu_;
   std::map<AppId, AppRecord> apps_;  // GUARDED_BY(mu_)
   int64_t next_seq_ = 1;             // GUARDED_BY(mu_)

@@ -100,6 +100,31 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   for (const auto& [cid, c] : containers_) {
     if (c.node == id && c.running) n.used += c.resource;
   }
+  recomputeCluster();
+}
+
+void RmRuntime::recomputeCluster() {
+  cluster_ = Resource();
+  for (const auto& [_, n] : nodes_) {
+    if (n.live) cluster_ += n.total;
+  }
+}
+
+void RmRuntime::refresh(const AppId& app) {
+  AppRt& rt = rt_[app];
+  auto rec = apps_.get(app);
+  if (!rec.isOk()) return;
+  rt.cached = true;
+  rt.state = rec->state;
+  rt.queue = rec->queue;
+  rt.user = rec->spec.user.value();
+  rt.reservation = rec->reservation;
+}
+
+RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
+  AppRt& rt = rt_[app];
+  if (!rt.cached) refresh(app);
+  return rt;
 }
 
 void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
@@ -108,16 +133,17 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.end = clock_.now();
   done_.insert(c.id);
   if (auto n = nodes_.find(c.node); n != nodes_.end()) n->second.used -= c.resource;
-  AppRt& rt = rt_[c.app];
+  AppRt& rt = appRt(c.app);
   rt.used -= c.resource;
   rt.running--;
-  auto app = apps_.get(c.app);
   if (c.am) {
     rt.am_pending = false;
+    auto app = apps_.get(c.app);
     if (app.isOk() && !isFinal(app->state) && app->am_container == c.id) {
       std::string why = st.diagnostics().empty() ? "AM container exited with status " + std::to_string(st.exit_status())
                                                  : st.diagnostics();
       auto r = apps_.amAttemptFailed(c.app, why);
+      refresh(c.app);
       // A failed attempt's containers go with it (YARN semantics).
       killAppContainers(c.app);
       rt.asks.clear();
@@ -135,7 +161,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     out.set_diagnostics("preempted: capacity taken back by a reservation");
     metrics_.counter("morpheus_rm_containers_preempted_total", "Borrowed containers killed for a reservation").inc();
   }
-  if (app.isOk() && !isFinal(app->state)) rt.completed.push_back(out);
+  if (!isFinal(rt.state)) rt.completed.push_back(out);
 }
 
 void RmRuntime::killAppContainers(const AppId& app) {
@@ -150,12 +176,25 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
   auto nit = nodes_.find(nid);
   if (nit == nodes_.end()) return;
   Node& node = nit->second;
-  node.live = true;
+  if (!node.live) {
+    node.live = true;
+    recomputeCluster();
+  }
   for (const auto& st : req.container_statuses()) {
     ContainerId cid(st.container_id());
     auto it = containers_.find(cid);
     if (st.state() == v1::CONTAINER_COMPLETE) {
-      if (it != containers_.end()) containerDone(it->second, st);
+      if (it != containers_.end()) {
+        AppId app = it->second.app;
+        containerDone(it->second, st);
+        // Acknowledged now: the NM forgets it, and so do we.
+        containers_.erase(it);
+        auto r = rt_.find(app);
+        if (r != rt_.end() && r->second.running <= 0 && isFinal(r->second.state) && r->second.allocated.empty()) {
+          rt_.erase(r);  // a finished app with nothing left on any node
+        }
+      }
+      done_.erase(cid);
       to_ack_[nid].push_back(st.container_id());
       continue;
     }
@@ -217,28 +256,42 @@ v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r, 
 }
 
 void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
-  Resource cluster;
-  for (const auto& [_, n] : nodes_) {
-    if (n.live) cluster += n.total;
+  const Resource& cluster = cluster_;
+  // 1. AM containers of submitted apps, reservation-bound first, then by
+  // submission. The list is re-read when any app changed.
+  if (apps_.version() != submitted_version_) {
+    submitted_version_ = apps_.version();
+    submitted_ = apps_.list({AppState::kSubmitted}, "");
+    std::stable_sort(submitted_.begin(), submitted_.end(), [](const AppRecord& a, const AppRecord& b) {
+      return !a.reservation.empty() && b.reservation.empty();
+    });
   }
-  // 1. AM containers of submitted apps, reservation-bound first, then by submission.
-  auto submitted = apps_.list({AppState::kSubmitted}, "");
-  std::stable_sort(submitted.begin(), submitted.end(), [](const AppRecord& a, const AppRecord& b) {
-    return !a.reservation.empty() && b.reservation.empty();
-  });
-  for (const auto& a : submitted) {
+  for (auto it = submitted_.begin(); it != submitted_.end();) {
+    const AppRecord a = *it;
     AppRt& rt = rt_[a.id];
-    if (rt.am_pending) continue;
-    if (!a.spec.am_resource.fitsIn(node.total - node.used)) continue;
-    v1::Container c = grant(node, a.id, a.spec.am_resource, nullptr, true);
-    if (Status st = apps_.amLaunched(a.id, ContainerId(c.container_id()), node.id); !st.isOk()) {
-      spdlog::error("app {}: cannot record AM launch: {}", a.id.value(), st.message());
+    if (rt.am_pending || !a.spec.am_resource.fitsIn(node.total - node.used)) {
+      ++it;
       continue;
     }
-    rt.am_pending = true;
+    it = submitted_.erase(it);
+    v1::Container c = grant(node, a.id, a.spec.am_resource, nullptr, true);
+    if (Status st = apps_.amLaunched(a.id, ContainerId(c.container_id()), node.id); !st.isOk()) {
+      // E.g. killed meanwhile: undo the grant.
+      spdlog::warn("app {}: AM not launched: {}", a.id.value(), st.message());
+      Resource r = a.spec.am_resource;
+      containers_.erase(ContainerId(c.container_id()));
+      node.used -= r;
+      rt_[a.id].used -= r;
+      rt_[a.id].running--;
+      continue;
+    }
+    refresh(a.id);
+    rt_[a.id].am_pending = true;
     launches_.push_back({a.id, c, node.address, a.spec.am_launch_context, a.attempt + 1});
     cv_.notify_all();
   }
+  // A full node has nothing to offer (the common case in steady state).
+  if (!Resource(1, 1).fitsIn(node.total - node.used)) return;
   // 2. Asks of running apps. Apps below their reservation's guarantee first
   // (periodic, then one-off); then everyone else by weighted fair share:
   // the ad-hoc queue (or borrowing reservation) with the smallest dominant
@@ -247,53 +300,62 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   struct Cand {
     int cls;
     AppId app;
-    std::string queue;  // ad-hoc queue, or "reservation:<id>" for a borrowing reservation
-    std::string user;
+    size_t qi, ui;  // indexes into queue_used / user_used
+    double weight;
   };
   std::vector<Cand> cands;
-  std::map<std::string, Resource> queue_used;
-  std::map<std::pair<std::string, std::string>, Resource> user_used;
-  for (auto& [app, rt] : rt_) {
-    if (rt.running == 0 && rt.asks.empty()) continue;
-    auto rec = apps_.get(app);
-    if (!rec.isOk() || rec->state != AppState::kRunning) continue;
+  std::vector<Resource> queue_used, user_used;
+  std::map<std::string, size_t> queue_ix;
+  std::map<std::pair<std::string, std::string>, size_t> user_ix;
+  for (auto& [app, rt0] : rt_) {
+    if (rt0.running == 0 && rt0.asks.empty()) continue;
+    AppRt& rt = appRt(app);
+    if (rt.state != AppState::kRunning) continue;
     int cls = 2;
-    std::string queue = rec->queue;
-    if (!rec->reservation.empty()) {
-      Resource g = guarantee_(rec->reservation, clock_.now());
+    std::string queue = rt.queue;
+    if (!rt.reservation.empty()) {
+      Resource g = guarantee_(rt.reservation, clock_.now());
       bool below = !g.isZero() && !g.fitsIn(rt.used);
-      if (below) cls = periodic_(rec->reservation) ? 0 : 1;
-      queue = "reservation:" + rec->reservation.value();
+      if (below) cls = periodic_(rt.reservation) ? 0 : 1;
+      queue = "reservation:" + rt.reservation.value();
     }
-    queue_used[queue] += rt.used;
-    user_used[{queue, rec->spec.user.value()}] += rt.used;
-    if (!rt.asks.empty()) cands.push_back({cls, app, queue, rec->spec.user.value()});
+    auto [qit, qnew] = queue_ix.try_emplace(queue, queue_used.size());
+    if (qnew) queue_used.emplace_back();
+    auto [uit, unew] = user_ix.try_emplace({queue, rt.user}, user_used.size());
+    if (unew) user_used.emplace_back();
+    queue_used[qit->second] += rt.used;
+    user_used[uit->second] += rt.used;
+    if (!rt.asks.empty()) {
+      auto w = opts_.queue_weights.find(queue);
+      double weight = w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0;
+      cands.push_back({cls, app, qit->second, uit->second, weight});
+    }
   }
   const Millis soft_patience = std::max(Millis(1000), core_.heartbeatInterval() * 3);
   // Allocates one unit (a container or a gang) of `app`'s most urgent ask
   // that fits this node; false when nothing fits.
   auto allocateOne = [&](const Cand& c) {
+    if (!(Resource(1, 1)).fitsIn(node.total - node.used)) return false;  // node full
     AppRt& rt = rt_[c.app];
-    std::vector<v1::ResourceRequest*> order;
+    v1::ResourceRequest* best = nullptr;
     for (auto& [_, ask] : rt.asks) {
-      if (ask.count() > 0) order.push_back(&ask);
-    }
-    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->priority() < b->priority(); });
-    for (auto* ask : order) {
-      if (!matchesHard(*ask, node.attributes)) continue;
-      auto since = rt.ask_since.find(ask->request_id());
+      if (ask.count() <= 0 || !matchesHard(ask, node.attributes)) continue;
+      auto since = rt.ask_since.find(ask.request_id());
       bool patient = since == rt.ask_since.end() || clock_.now() - since->second >= soft_patience;
-      if (!softOk(*ask, node.attributes, patient)) continue;
-      Resource cap = fromProto(ask->capability());
-      int gang = std::max(1, ask->gang_size());
-      if (ask->count() < gang || !(cap * gang).fitsIn(node.total - node.used)) continue;
-      for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, c.app, cap, ask, false));
-      ask->set_count(ask->count() - gang);
-      queue_used[c.queue] += cap * gang;
-      user_used[{c.queue, c.user}] += cap * gang;
-      return true;
+      if (!softOk(ask, node.attributes, patient)) continue;
+      Resource cap = fromProto(ask.capability());
+      int gang = std::max(1, ask.gang_size());
+      if (ask.count() < gang || !(cap * gang).fitsIn(node.total - node.used)) continue;
+      if (!best || ask.priority() < best->priority()) best = &ask;
     }
-    return false;
+    if (!best) return false;
+    Resource cap = fromProto(best->capability());
+    int gang = std::max(1, best->gang_size());
+    for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, c.app, cap, best, false));
+    best->set_count(best->count() - gang);
+    queue_used[c.qi] += cap * gang;
+    user_used[c.ui] += cap * gang;
+    return true;
   };
   // Guarantees first.
   std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cls < b.cls; });
@@ -308,12 +370,10 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   for (const auto& c : cands) {
     if (c.cls == 2) rest.push_back(c);
   }
-  while (!rest.empty()) {
+  while (!rest.empty() && Resource(1, 1).fitsIn(node.total - node.used)) {
     auto key = [&](const Cand& c) {
-      auto w = opts_.queue_weights.find(c.queue);
-      double weight = w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0;
-      return std::make_tuple(dominantShare(queue_used[c.queue], cluster) / weight,
-                             dominantShare(user_used[{c.queue, c.user}], cluster), c.app);
+      return std::make_tuple(dominantShare(queue_used[c.qi], cluster) / c.weight, dominantShare(user_used[c.ui], cluster),
+                             std::cref(c.app));
     };
     auto best = std::min_element(rest.begin(), rest.end(), [&](const Cand& a, const Cand& b) { return key(a) < key(b); });
     if (!allocateOne(*best)) rest.erase(best);
@@ -398,6 +458,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
   nit->second.live = false;
+  recomputeCluster();
   for (auto& [id, c] : containers_) {
     if (c.node != node || !c.running) continue;
     v1::ContainerStatus st;
@@ -415,6 +476,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
 
 void RmRuntime::onAppKilled(const AppId& app) {
   std::lock_guard<std::mutex> lk(mu_);
+  refresh(app);
   killAppContainers(app);
   rt_[app].asks.clear();
 }
@@ -535,6 +597,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   AppTelemetryRecord t;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    refresh(app);
     AppRt& rt = rt_[app];
     rt.asks.clear();
     // Task containers still running are stopped; the AM exits on its own.

@@ -116,7 +116,16 @@ class RmRuntime {
     bool registered = false;                          // AM registered with this RM incarnation
     Resource used;
     int32_t running = 0;
+    // Cached from the AppManager (refreshed on every transition the runtime
+    // drives, and by onAppKilled), so a heartbeat does not copy records.
+    bool cached = false;
+    AppState state = AppState::kSubmitted;
+    std::string queue;
+    std::string user;
+    ReservationId reservation;
   };
+  AppRt& appRt(const AppId& app);  // REQUIRES(mu_): with its cache filled
+  void refresh(const AppId& app);  // REQUIRES(mu_)
   struct Launch {
     AppId app;
     v1::Container container;
@@ -131,6 +140,7 @@ class RmRuntime {
   void containerDone(Cont& c, const v1::ContainerStatus& st);    // REQUIRES(mu_)
   void killAppContainers(const AppId& app);                      // REQUIRES(mu_)
   void preemptionPass();                                         // REQUIRES(mu_)
+  void recomputeCluster();                                       // REQUIRES(mu_)
   void launcherLoop();
 
   const RuntimeOptions opts_;
@@ -146,6 +156,7 @@ class RmRuntime {
   mutable std::mutex mu_;
   std::string am_address_;                       // GUARDED_BY(mu_)
   std::map<NodeId, Node> nodes_;                 // GUARDED_BY(mu_)
+  Resource cluster_;                             // GUARDED_BY(mu_): total of live nodes
   std::map<ContainerId, Cont> containers_;       // GUARDED_BY(mu_)
   std::map<AppId, AppRt> rt_;                    // GUARDED_BY(mu_)
   std::map<NodeId, std::set<std::string>> to_kill_;  // GUARDED_BY(mu_)
@@ -153,6 +164,8 @@ class RmRuntime {
   std::set<ContainerId> done_;                   // GUARDED_BY(mu_): completed ids seen (dedupe)
   std::map<ContainerId, TimePoint> preempting_;  // GUARDED_BY(mu_): kill deadline
   TimePoint last_preemption_pass_;               // GUARDED_BY(mu_)
+  std::vector<AppRecord> submitted_;             // GUARDED_BY(mu_): apps waiting for an AM
+  uint64_t submitted_version_ = ~uint64_t{0};    // GUARDED_BY(mu_): AppManager version of submitted_
   int64_t seq_ = 1;                              // GUARDED_BY(mu_)
   std::deque<Launch> launches_;                  // GUARDED_BY(mu_)
   std::deque<AppTelemetryRecord> finished_;      // GUARDED_BY(mu_)
