@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,6 +122,34 @@ ContainerRuntime::ContainerRuntime(std::string local_dir, Millis monitor_interva
 
 ContainerRuntime::~ContainerRuntime() { shutdown(); }
 
+void ContainerRuntime::setMemoryEnforcement(std::string mode, std::string cgroup_root) {
+  enforcement_ = std::move(mode);
+  cgroup_root_ = std::move(cgroup_root);
+}
+
+namespace {
+bool writeFile(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// Why the cgroup v2 hierarchy at `root` cannot be used ("" = usable).
+std::string cgroupProblem(const std::string& root) {
+  std::ifstream f(root + "/cgroup.controllers");
+  std::string controllers;
+  if (!f || !std::getline(f, controllers)) return root + " is not a cgroup v2 hierarchy (no cgroup.controllers)";
+  if ((" " + controllers + " ").find(" memory ") == std::string::npos) {
+    return "the memory controller is not available in " + root;
+  }
+  if (access(root.c_str(), W_OK) != 0) return root + " is not writable";
+  return "";
+}
+}  // namespace
+
 Status ContainerRuntime::init() {
   std::error_code ec;
   std::filesystem::create_directories(local_dir_ + "/containers", ec);
@@ -130,6 +160,28 @@ Status ContainerRuntime::init() {
     if (!(f << "x")) return infeasible("nm.local-dir: " + local_dir_ + " is not writable");
   }
   std::filesystem::remove(probe, ec);
+  // Memory enforcement by the kernel: cgroup v2 where possible, else rlimits.
+  if (enforcement_ != "monitor") {
+    std::string problem = cgroupProblem(cgroup_root_);
+    std::string parent = cgroup_root_ + "/morpheus-nm";
+    if (problem.empty()) {
+      std::filesystem::create_directories(parent, ec);
+      if (ec) problem = "cannot create " + parent + ": " + ec.message();
+    }
+    if (problem.empty()) {
+      (void)writeFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
+      if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
+        problem = "cannot enable the memory controller in " + parent;
+      }
+    }
+    if (problem.empty()) {
+      cgroup_parent_ = parent;
+    } else if (enforcement_ == "cgroup") {
+      return infeasible("nm.memory-enforcement: cgroup: " + problem);
+    } else {
+      spdlog::info("cgroup v2 memory limits unavailable ({}); using rlimits plus monitoring", problem);
+    }
+  }
   // Re-attach to containers of a previous NM process.
   int adopted = 0, ended = 0;
   for (const auto& d : std::filesystem::directory_iterator(local_dir_ + "/containers", ec)) {
@@ -168,8 +220,8 @@ Status ContainerRuntime::init() {
   if (adopted + ended > 0) {
     spdlog::info("re-attached to {} running container(s); {} ended while the NM was down", adopted, ended);
   }
-  spdlog::info("containers run under {}; memory enforced by monitoring every {} ms", local_dir_,
-               interval_.count());
+  spdlog::info("containers run under {}; memory enforced by {} and monitoring every {} ms", local_dir_,
+               cgroup_parent_.empty() ? "rlimits" : "cgroup v2 memory.max under " + cgroup_parent_, interval_.count());
   return Status::ok();
 }
 
@@ -231,10 +283,13 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     return infeasible(e.snap.diagnostics);
   }
   // The command runs under a small shell that records its exit status in the
-  // container dir, so an NM restarted meanwhile still learns it.
+  // container dir, so an NM restarted meanwhile still learns it. The shell
+  // outlives a SIGTERM (a trap, reset for the command by exec) so the command
+  // gets its grace period.
   std::vector<std::string> argv_s = {
       "/bin/sh", "-c",
-      "\"$0\" \"$@\"; s=$?; echo $s > .exit_status.tmp && mv .exit_status.tmp exit_status; exit $s", exe};
+      "trap true TERM; \"$0\" \"$@\"; s=$?; echo $s > .exit_status.tmp && mv .exit_status.tmp exit_status; exit $s",
+      exe};
   argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
@@ -245,10 +300,36 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   for (auto& x : env_s) envp.push_back(x.data());
   envp.push_back(nullptr);
   std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  std::string cg_procs;
+  if (!cgroup_parent_.empty()) {
+    std::string cg = cgroup_parent_ + "/" + spec.id.value();
+    std::filesystem::create_directories(cg, ec);
+    if (ec || !writeFile(cg + "/memory.max", std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
+      return unavailable("cannot set up cgroup " + cg);
+    }
+    (void)writeFile(cg + "/memory.swap.max", "0");
+    cg_procs = cg + "/cgroup.procs";
+  }
+  rlim_t as_limit = static_cast<rlim_t>(spec.resource.memoryMib() * 8 + 2048) * 1024 * 1024;
   pid_t pid = fork();
   if (pid < 0) return unavailable(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     setsid();
+    if (!cg_procs.empty()) {
+      // Join the container's cgroup before exec (async-signal-safe calls only).
+      int cfd = open(cg_procs.c_str(), O_WRONLY | O_CREAT, 0644);
+      char buf[24];
+      int len = 0;
+      for (pid_t v = getpid(); v > 0; v /= 10) buf[len++] = static_cast<char>('0' + v % 10);
+      for (int i = 0; i < len / 2; i++) std::swap(buf[i], buf[len - 1 - i]);
+      if (cfd < 0 || write(cfd, buf, static_cast<size_t>(len)) != len) _exit(126);
+      close(cfd);
+    } else {
+      struct rlimit as{as_limit, as_limit};
+      setrlimit(RLIMIT_AS, &as);
+    }
+    struct rlimit core{0, 0};
+    setrlimit(RLIMIT_CORE, &core);
     int fd0 = open("/dev/null", O_RDONLY);
     int fd1 = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     int fd2 = open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -309,6 +390,20 @@ void ContainerRuntime::complete(Entry& e, int st) {
   // Orphans of the container's session go with it.
   kill(-e.pid, SIGKILL);
   e.pid = -1;
+  if (!cgroup_parent_.empty()) {
+    std::string cg = cgroup_parent_ + "/" + e.snap.id.value();
+    std::ifstream ev(cg + "/memory.events");
+    std::string k;
+    long long v = 0;
+    while (ev >> k >> v) {
+      if (k == "oom_kill" && v > 0 && e.snap.reason != ExitReason::kMemoryExceeded) {
+        e.snap.reason = ExitReason::kMemoryExceeded;
+        e.snap.diagnostics = "container " + e.snap.id.value() + " killed by the kernel: over its cgroup limit of " +
+                             std::to_string(e.snap.resource.memoryMib()) + " MiB";
+      }
+    }
+    ::rmdir(cg.c_str());
+  }
   spdlog::info("container {} completed: status {}{}", e.snap.id.value(), e.snap.exit_status,
                e.snap.diagnostics.empty() ? "" : " (" + e.snap.diagnostics + ")");
   metrics_.counter("morpheus_nm_containers_completed_total", "Containers completed").inc();

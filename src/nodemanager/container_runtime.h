@@ -3,8 +3,9 @@
 // signalled), with a working dir <local-dir>/containers/<id>/ holding its
 // stdout and stderr. A monitor thread reaps exits, samples the tree's RSS and
 // CPU from /proc every interval, and kills a container whose tree exceeds its
-// allocated memory (the diagnostic names the limit). Memory is enforced by
-// monitoring; cgroup v2 limits are not used yet.
+// allocated memory (the diagnostic names the limit). The kernel enforces the
+// limit too: a cgroup v2 memory.max per container where the hierarchy allows,
+// else rlimits (see setMemoryEnforcement).
 //
 // Crash safety: each container's record (pid, /proc start time, allocation)
 // is written durably to its dir before launch() returns, and the command runs
@@ -62,6 +63,15 @@ struct ContainerSnapshot {
 class ContainerRuntime {
  public:
   ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace, MetricsRegistry& metrics);
+
+  // Memory enforcement (issue #3): "auto" uses cgroup v2 (a cgroup per
+  // container with memory.max = its allocation) when `cgroup_root` is a
+  // writable cgroup v2 hierarchy offering the memory controller, otherwise
+  // rlimits (RLIMIT_AS at 8x the allocation + 2 GiB as a runaway guard, no
+  // core dumps) plus monitoring; "cgroup" and "monitor" force one. Call
+  // before init().
+  void setMemoryEnforcement(std::string mode, std::string cgroup_root);
+  bool usingCgroups() const { return !cgroup_parent_.empty(); }
   ~ContainerRuntime();
 
   // Creates <local-dir>/containers; FAILED_PRECONDITION naming nm.local-dir if
@@ -106,6 +116,9 @@ class ContainerRuntime {
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
 
   const std::string local_dir_;
+  std::string enforcement_ = "auto";
+  std::string cgroup_root_ = "/sys/fs/cgroup";
+  std::string cgroup_parent_;  // <root>/morpheus-nm when cgroups are used
   const Millis interval_;
   const Millis grace_;
   MetricsRegistry& metrics_;

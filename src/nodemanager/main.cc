@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   if (opts.local_dir.empty()) opts.local_dir = opts.daemon.data_dir + "/local";
   MetricsRegistry metrics;
   nm::ContainerRuntime runtime(opts.local_dir, opts.monitor_interval, opts.kill_grace, metrics);
+  runtime.setMemoryEnforcement(opts.memory_enforcement, opts.cgroup_root);
   if (Status st = runtime.init(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;

@@ -72,7 +72,12 @@ int main(int argc, char** argv) {
   rm::AppManagerOptions amo;
   amo.max_am_attempts = static_cast<int>(opts.max_am_attempts);
   amo.queues.clear();
-  for (const auto& [path, weight] : opts.queues) amo.queues.insert(path);
+  // Leaves accept apps; a path that prefixes another is a parent (weight only).
+  for (const auto& [path, weight] : opts.queues) {
+    bool parent = false;
+    for (const auto& [other, w2] : opts.queues) parent = parent || other.rfind(path + ".", 0) == 0;
+    if (!parent) amo.queues.insert(path);
+  }
   if (amo.queues.empty()) amo.queues.insert("root.default");
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   rm::AppManager apps(

@@ -50,10 +50,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "Time between the preemption notice to an AM and the kill of a borrowed container "
                 "a reservation needs back.");
   s.addStringMap("scheduler.queues", &o->queues,
-                 "Ad-hoc leaf queues and their weights, a mapping path: weight (e.g. {root.prod: 3, "
-                 "root.dev: 1}); empty = root.default with weight 1. Apps name one with --queue "
-                 "(default root.default). Capacity left by reservations is shared by weight, DRF "
-                 "between users inside a queue.");
+                 "Ad-hoc queue hierarchy and weights, a mapping path: weight (e.g. {root.prod: 3, "
+                 "root.prod.etl: 2, root.prod.bi: 1, root.dev: 1}); a path that prefixes another is a "
+                 "parent, the others are leaves that accept apps; unlisted weights are 1; empty = "
+                 "root.default. Apps name a leaf with --queue (default root.default). Capacity left by "
+                 "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who may change or delete anyone's reservation.");
   s.addString("state-store.kind", &o->state_store, "sqlite",

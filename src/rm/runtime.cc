@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,16 @@ bool matchesHard(const v1::ResourceRequest& ask, const std::map<std::string, std
     }
   }
   return true;
+}
+
+// "root.prod.etl" -> {"root.prod", "root.prod.etl"} (the root is shared by all).
+std::vector<std::string> pathPrefixes(const std::string& path) {
+  std::vector<std::string> out;
+  size_t p = path.find('.');
+  if (path.rfind("root.", 0) != 0 || p == std::string::npos) return {path};
+  while ((p = path.find('.', p + 1)) != std::string::npos) out.push_back(path.substr(0, p));
+  out.push_back(path);
+  return out;
 }
 
 double dominantShare(const Resource& used, const Resource& total) {
@@ -300,8 +311,9 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   struct Cand {
     int cls;
     AppId app;
-    size_t qi, ui;  // indexes into queue_used / user_used
-    double weight;
+    size_t qi, ui;             // indexes into queue_used / user_used
+    std::vector<size_t> levels;  // indexes into queue_used of each prefix of the queue path
+    std::vector<double> weights;  // weight of each prefix
   };
   std::vector<Cand> cands;
   std::vector<Resource> queue_used, user_used;
@@ -319,6 +331,11 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
       if (below) cls = periodic_(rt.reservation) ? 0 : 1;
       queue = "reservation:" + rt.reservation.value();
     }
+    for (const auto& prefix : pathPrefixes(queue)) {
+      auto [pit, pnew] = queue_ix.try_emplace(prefix, queue_used.size());
+      if (pnew) queue_used.emplace_back();
+      if (prefix != queue) queue_used[pit->second] += rt.used;
+    }
     auto [qit, qnew] = queue_ix.try_emplace(queue, queue_used.size());
     if (qnew) queue_used.emplace_back();
     auto [uit, unew] = user_ix.try_emplace({queue, rt.user}, user_used.size());
@@ -326,9 +343,15 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     queue_used[qit->second] += rt.used;
     user_used[uit->second] += rt.used;
     if (!rt.asks.empty()) {
-      auto w = opts_.queue_weights.find(queue);
-      double weight = w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0;
-      cands.push_back({cls, app, qit->second, uit->second, weight});
+      Cand c{cls, app, qit->second, uit->second, {}, {}};
+      for (const auto& prefix : pathPrefixes(queue)) {
+        auto [pit, pnew] = queue_ix.try_emplace(prefix, queue_used.size());
+        if (pnew) queue_used.emplace_back();
+        auto w = opts_.queue_weights.find(prefix);
+        c.levels.push_back(pit->second);
+        c.weights.push_back(w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0);
+      }
+      cands.push_back(std::move(c));
     }
   }
   const Millis soft_patience = std::max(Millis(1000), core_.heartbeatInterval() * 3);
@@ -353,7 +376,7 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     int gang = std::max(1, best->gang_size());
     for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, c.app, cap, best, false));
     best->set_count(best->count() - gang);
-    queue_used[c.qi] += cap * gang;
+    for (size_t l : c.levels) queue_used[l] += cap * gang;
     user_used[c.ui] += cap * gang;
     return true;
   };
@@ -371,11 +394,27 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     if (c.cls == 2) rest.push_back(c);
   }
   while (!rest.empty() && Resource(1, 1).fitsIn(node.total - node.used)) {
+    // Hierarchical fair share: at the first level where two queue paths
+    // differ, the child with the smaller dominant share / weight goes first.
+    // Levels beyond 8 compare as equal; the user's share is the last entry.
+    using Key = std::array<double, 9>;
     auto key = [&](const Cand& c) {
-      return std::make_tuple(dominantShare(queue_used[c.qi], cluster) / c.weight, dominantShare(user_used[c.ui], cluster),
-                             std::cref(c.app));
+      Key k{};
+      for (size_t i = 0; i < c.levels.size() && i < 8; i++) {
+        k[i] = dominantShare(queue_used[c.levels[i]], cluster) / c.weights[i];
+      }
+      k[8] = dominantShare(user_used[c.ui], cluster);
+      return k;
     };
-    auto best = std::min_element(rest.begin(), rest.end(), [&](const Cand& a, const Cand& b) { return key(a) < key(b); });
+    auto best = rest.begin();
+    Key best_key = key(*best);
+    for (auto it = std::next(rest.begin()); it != rest.end(); ++it) {
+      Key k = key(*it);
+      if (k < best_key || (k == best_key && it->app < best->app)) {
+        best = it;
+        best_key = k;
+      }
+    }
     if (!allocateOne(*best)) rest.erase(best);
   }
   for (auto& [_, rt] : rt_) {

@@ -23,12 +23,12 @@ class RuntimeTest : public ::testing::Test {
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
     AppManagerOptions ao;
-    ao.queues = {"root.a", "root.b", "root.default"};
+    ao.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
     apps_ = std::make_unique<AppManager>(
         ao, *store_, clock_, metrics_, core_->signer(), [this](const JobKey&) { return std::optional<ReservationId>(); },
         [](const ReservationId& r) { return r.value() == "r1"; });
     RuntimeOptions ro;
-    ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
+    ro.queue_weights = {{"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
     ro.preemption_grace = Millis(1000);
     rt_ = std::make_unique<RmRuntime>(
         ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
@@ -127,6 +127,21 @@ TEST_F(RuntimeTest, AdHocQueuesShareByWeight) {
   EXPECT_EQ(running(a), 6);
   EXPECT_EQ(running(b), 2);
   EXPECT_EQ(ask(a, -1).allocated_size(), 5);
+}
+
+TEST_F(RuntimeTest, QueueHierarchySharesAtEachLevel) {
+  addNode("n1", 16);
+  AppId b = runningApp("root.b", "bob", "n1");    // weight 1 at the top level
+  AppId x = runningApp("root.p.x", "xena", "n1");  // root.p (weight 1) > x (3)
+  AppId y = runningApp("root.p.y", "yann", "n1");  // root.p (weight 1) > y (1)
+  ask(b, 30);
+  ask(x, 30);
+  ask(y, 30);
+  heartbeat("n1");
+  // Top level: root.b and root.p split 16 vcores 8 : 8; inside root.p, x : y = 3 : 1 -> 6 : 2.
+  EXPECT_EQ(running(b), 8);
+  EXPECT_EQ(running(x), 6);
+  EXPECT_EQ(running(y), 2);
 }
 
 TEST_F(RuntimeTest, DrfBetweenUsersInsideAQueue) {

@@ -1,0 +1,162 @@
+// ContainerRuntime with real processes: exit codes, output, kill with grace,
+// memory kill, rlimits, the cgroup v2 files (on a stand-in hierarchy), and
+// re-attach after a restart.
+#include "nodemanager/container_runtime.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace morpheus::nm {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RuntimeFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("morpheus-nmrt-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<ContainerRuntime> make(Millis grace = Millis(300), const std::string& mode = "monitor",
+                                         const std::string& cg = "") {
+    auto rt = std::make_unique<ContainerRuntime>(dir_ + "/local", Millis(50), grace, metrics_);
+    rt->setMemoryEnforcement(mode, cg);
+    return rt;
+  }
+  LaunchSpec shell(const std::string& id, const std::string& script, int64_t mem = 256) {
+    LaunchSpec s;
+    s.id = ContainerId(id);
+    s.app = AppId("app_1");
+    s.resource = Resource(mem, 1);
+    s.command = "/bin/sh";
+    s.args = {"-c", script};
+    return s;
+  }
+  ContainerSnapshot waitDone(ContainerRuntime& rt, const std::string& id, std::chrono::milliseconds timeout = 10s) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      rt.monitorOnce();
+      auto s = rt.get(ContainerId(id));
+      if (s && !s->running) return *s;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << id << " did not complete";
+    return {};
+  }
+  std::string dir_;
+  MetricsRegistry metrics_;
+};
+
+TEST_F(RuntimeFixture, RunsAProcessAndReportsExitCodeAndOutput) {
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  ASSERT_TRUE(rt->launch(shell("c1", "echo hello $MORPHEUS_CONTAINER_ID; exit 3")).isOk());
+  auto s = waitDone(*rt, "c1");
+  EXPECT_EQ(s.exit_status, 3);
+  EXPECT_EQ(s.reason, ExitReason::kFailure);
+  EXPECT_EQ(*rt->logs(ContainerId("c1"), "stdout", 0), "hello c1\n");
+  EXPECT_EQ(rt->launch(shell("c1", "true")).code(), StatusCode::kAlreadyExists);
+  LaunchSpec bad = shell("c2", "");
+  bad.command = "no-such-command-xyz";
+  EXPECT_FALSE(rt->launch(bad).isOk());
+  EXPECT_EQ(rt->get(ContainerId("c2"))->reason, ExitReason::kLaunchFailed);
+}
+
+TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
+  auto rt = make(Millis(300));
+  ASSERT_TRUE(rt->init().isOk());
+  ASSERT_TRUE(rt->launch(shell("polite", "trap 'exit 0' TERM; while true; do sleep 0.05; done")).isOk());
+  ASSERT_TRUE(rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(rt->stop(ContainerId("polite"), ExitReason::kKilled, "test").isOk());
+  ASSERT_TRUE(rt->stop(ContainerId("stubborn"), ExitReason::kKilled, "test").isOk());
+  auto p = waitDone(*rt, "polite");
+  EXPECT_EQ(p.exit_status, 0) << "its trap ran and it exited by itself";
+  EXPECT_EQ(p.reason, ExitReason::kKilled);
+  auto s = waitDone(*rt, "stubborn");
+  EXPECT_EQ(s.exit_status, 128 + SIGKILL);
+  EXPECT_GE(s.end - s.start, Millis(300));
+}
+
+TEST_F(RuntimeFixture, KillsAContainerOverItsMemoryNamingTheLimit) {
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  ASSERT_TRUE(rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64)).isOk());
+  auto s = waitDone(*rt, "hog", 20s);
+  EXPECT_EQ(s.reason, ExitReason::kMemoryExceeded);
+  EXPECT_NE(s.diagnostics.find("exceeded its limit of 64 MiB"), std::string::npos) << s.diagnostics;
+}
+
+TEST_F(RuntimeFixture, WithoutCgroupsTheAddressSpaceIsLimited) {
+  auto rt = make(Millis(300), "auto", dir_ + "/not-a-cgroup");
+  ASSERT_TRUE(rt->init().isOk());
+  EXPECT_FALSE(rt->usingCgroups());
+  ASSERT_TRUE(rt->launch(shell("ul", "ulimit -v; ulimit -c", 100)).isOk());
+  waitDone(*rt, "ul");
+  EXPECT_EQ(*rt->logs(ContainerId("ul"), "stdout", 0), std::to_string((100 * 8 + 2048) * 1024) + "\n0\n");
+}
+
+TEST_F(RuntimeFixture, CgroupModeWritesMemoryMaxAndJoinsTheCgroup) {
+  // A stand-in for a cgroup v2 mount: the files the kernel would provide.
+  std::string root = dir_ + "/cgroup";
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/cgroup.controllers") << "cpuset cpu io memory pids\n";
+  auto rt = make(Millis(300), "cgroup", root);
+  ASSERT_TRUE(rt->init().isOk());
+  EXPECT_TRUE(rt->usingCgroups());
+  ASSERT_TRUE(rt->launch(shell("cg", "sleep 0.3", 128)).isOk());
+  std::string cg = root + "/morpheus-nm/cg";
+  std::ifstream mm(cg + "/memory.max");
+  std::string max;
+  mm >> max;
+  EXPECT_EQ(max, std::to_string(128LL * 1024 * 1024));
+  std::this_thread::sleep_for(100ms);
+  std::ifstream procs(cg + "/cgroup.procs");
+  pid_t pid = 0;
+  procs >> pid;
+  EXPECT_GT(pid, 0);
+  waitDone(*rt, "cg");
+  // Forcing cgroups on something that is not a hierarchy is a start-up error.
+  auto bad = make(Millis(300), "cgroup", dir_ + "/nothing");
+  Status st = bad->init();
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("nm.memory-enforcement"), std::string::npos) << st.message();
+}
+
+TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
+  {
+    auto rt = make();
+    ASSERT_TRUE(rt->init().isOk());
+    ASSERT_TRUE(rt->launch(shell("long", "sleep 1; exit 7")).isOk());
+    ASSERT_TRUE(rt->launch(shell("quick", "exit 5")).isOk());
+    std::this_thread::sleep_for(200ms);
+    // The "NM" goes away without reaping (records stay on disk).
+  }
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  auto q = rt->get(ContainerId("quick"));
+  ASSERT_TRUE(q.has_value());
+  EXPECT_FALSE(q->running);
+  EXPECT_EQ(q->exit_status, 5);
+  auto l = rt->get(ContainerId("long"));
+  ASSERT_TRUE(l.has_value());
+  EXPECT_TRUE(l->running);
+  auto done = waitDone(*rt, "long");
+  EXPECT_EQ(done.exit_status, 7);
+  rt->acknowledge({ContainerId("long"), ContainerId("quick")});
+  EXPECT_FALSE(rt->get(ContainerId("long")).has_value());
+  auto again = make();
+  ASSERT_TRUE(again->init().isOk());
+  EXPECT_TRUE(again->snapshot().empty()) << "acknowledged containers are forgotten";
+}
+
+}  // namespace
+}  // namespace morpheus::nm
