@@ -1,0 +1,123 @@
+// Value types of the scheduler core (DESIGN.md §6). They map 1:1 onto the AM
+// protocol messages (proto/morpheus/v1/application_master.proto, common.proto)
+// but do not depend on protobuf: the RM's service edge converts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/resource.h"
+
+namespace morpheus::sched {
+
+// Where an application runs: a reservation queue (DESIGN.md §6: every admitted
+// reservation is a per-job queue) or a leaf of the ad-hoc hierarchy
+// ("root.prod.etl").
+class QueueRef {
+ public:
+  static QueueRef reservation(ReservationId id) { return QueueRef(std::move(id)); }
+  static QueueRef adhoc(std::string path) { return QueueRef(std::move(path)); }
+
+  bool isReservation() const { return std::holds_alternative<ReservationId>(v_); }
+  // Requires isReservation().
+  const ReservationId& reservationId() const { return std::get<ReservationId>(v_); }
+  // Requires !isReservation().
+  const std::string& adhocPath() const { return std::get<std::string>(v_); }
+  bool operator==(const QueueRef&) const = default;
+
+ private:
+  explicit QueueRef(ReservationId id) : v_(std::move(id)) {}
+  explicit QueueRef(std::string path) : v_(std::move(path)) {}
+  std::variant<std::string, ReservationId> v_;
+};
+
+// Periodic reservations have strict priority over one-off ones (DESIGN.md §4:
+// one-off reservations are planned on the residual capacity).
+enum class ReservationKind { kPeriodic, kOneOff };
+
+// v1.PlacementConstraint: the node attribute `key` must have one of `values`
+// (empty `values`: the node must merely have the attribute). Hard constraints
+// are never violated; soft ones are preferences (Phoenix-style, delay
+// scheduling: see SchedulerOptions::soft_constraint_delay).
+struct PlacementConstraint {
+  std::string key;
+  std::vector<std::string> values;
+  bool hard = false;
+};
+
+// v1.ResourceRequest: `count` containers of `capability` at `priority`
+// (lower = more urgent). An ask with the same non-empty `request_id` (or, with
+// an empty request_id, the same priority) replaces the previous one; count 0
+// withdraws it. gang_size > 1: containers are granted in all-or-nothing groups
+// of gang_size within one scheduling pass; count must then be a multiple of it.
+struct ResourceRequest {
+  std::string request_id;
+  int32_t priority = 0;
+  Resource capability;
+  int32_t count = 0;
+  int32_t gang_size = 0;
+  std::vector<PlacementConstraint> constraints;
+};
+
+// v1.Container minus the transport fields (address, token): one container the
+// scheduler granted (or re-adopted, or is giving back in a removal result).
+struct Allocation {
+  ContainerId container;
+  AppId app;
+  NodeId node;
+  Resource resource;
+  int32_t priority = 0;
+  std::string request_id;      // echoes ResourceRequest.request_id
+  ReservationId reservation;   // the reservation queue it counts against ("" = ad hoc)
+};
+
+// v1.PreemptionNotice for the owning AM. After `deadline` the container is
+// returned in NodeUpdateResult::to_kill of its node.
+struct PreemptionNotice {
+  ContainerId container;
+  AppId app;
+  NodeId node;
+  TimePoint deadline;
+  std::string reason;
+};
+
+// What one node heartbeat produced.
+struct NodeUpdateResult {
+  // New containers, in grant order. Gang members are contiguous.
+  std::vector<Allocation> allocations;
+  // Preempted containers whose grace period expired: the NM must kill them.
+  // They stay accounted until containerCompleted() reports them gone. Each is
+  // returned once.
+  std::vector<Allocation> to_kill;
+};
+
+// One ad-hoc queue from config. Paths are dot-separated and start at "root"
+// ("root.prod.etl"); parents missing from the list are created with weight 1.
+struct AdhocQueueConfig {
+  std::string path;
+  double weight = 1.0;  // share relative to siblings; must be > 0
+};
+
+struct SchedulerOptions {
+  // Ad-hoc hierarchy. Apps go to leaves only. Empty = a single leaf
+  // "root.default" with weight 1.
+  std::vector<AdhocQueueConfig> adhoc_queues;
+  // Time between a preemption notice and the container appearing in a to_kill
+  // list. Default 15 s (issue #3, rm.preemption-grace).
+  Millis preemption_grace{15000};
+  // Delay scheduling for soft constraints: an ask whose soft constraints do
+  // not match a node may use it once it has been passed over for this long
+  // (measured with the TimePoints given to nodeUpdate). Default 3 s, three
+  // heartbeats at the default 1 s NM interval.
+  Millis soft_constraint_delay{3000};
+  // Container ids are "<app>_<container_id_epoch>_<sequence>"; give the RM's
+  // start time (ms) so ids stay unique across RM restarts. Default 0.
+  int64_t container_id_epoch = 0;
+};
+
+}  // namespace morpheus::sched

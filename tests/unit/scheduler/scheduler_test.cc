@@ -1,0 +1,455 @@
+// Scheduler core (DESIGN.md §6): order of guarantees, fairness, lending and
+// preemption with virtual time, gangs, constraints, accounting.
+#include "rm/scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace morpheus::sched {
+namespace {
+
+const TimePoint kT0 = fromEpochMs(1'800'000'000'000);
+
+std::unique_ptr<Scheduler> make(SchedulerOptions o = {}) {
+  auto s = Scheduler::create(std::move(o));
+  EXPECT_TRUE(s.isOk()) << s.status().toString();
+  return std::move(s).value();
+}
+
+ResourceRequest ask(int32_t count, Resource cap = Resource(1024, 1), int32_t priority = 1, std::string id = "",
+                    int32_t gang = 0) {
+  ResourceRequest r;
+  r.request_id = std::move(id);
+  r.priority = priority;
+  r.capability = cap;
+  r.count = count;
+  r.gang_size = gang;
+  return r;
+}
+
+std::map<std::string, int> countByApp(const std::vector<Allocation>& as) {
+  std::map<std::string, int> m;
+  for (const auto& a : as) m[a.app.value()]++;
+  return m;
+}
+
+NodeUpdateResult beat(Scheduler& s, const std::string& node, TimePoint t) {
+  auto r = s.nodeUpdate(NodeId(node), t);
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  return std::move(r).value();
+}
+
+// A reservation below its guarantee is served before ad-hoc work; ad-hoc work
+// is served before the reservation's demand beyond its guarantee.
+TEST(SchedulerTest, ReservationGetsGuaranteeBeforeAdhoc) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(8)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  auto m = countByApp(r.allocations);
+  EXPECT_EQ(m["res"], 4);
+  EXPECT_EQ(m["adhoc"], 4);
+  ASSERT_EQ(r.allocations.size(), 8u);
+  EXPECT_EQ(r.allocations[0].app, AppId("res"));  // guarantee first
+  EXPECT_EQ(r.allocations[0].reservation, ReservationId("r1"));
+  EXPECT_TRUE(r.allocations[7].reservation.empty());
+  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(4096, 4));
+}
+
+// With no ad-hoc demand, a reservation borrows beyond its guarantee (work conserving).
+TEST(SchedulerTest, ReservationBorrowsBeyondGuaranteeWhenIdle) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(6)}).isOk());
+  EXPECT_EQ(beat(*s, "n1", kT0).allocations.size(), 6u);
+}
+
+// Periodic reservations are served before one-off ones, whatever their creation order.
+TEST(SchedulerTest, OneOffAfterPeriodic) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 4), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("once"), ReservationKind::kOneOff, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("daily"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a_once"), UserId("u"), QueueRef::reservation(ReservationId("once"))).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a_daily"), UserId("u"), QueueRef::reservation(ReservationId("daily"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a_once"), {ask(4)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a_daily"), {ask(4)}).isOk());
+  auto m = countByApp(beat(*s, "n1", kT0).allocations);
+  EXPECT_EQ(m["a_daily"], 4);
+  EXPECT_EQ(m["a_once"], 0);
+}
+
+// Ad-hoc siblings split capacity in proportion to their weights, at every level.
+TEST(SchedulerTest, AdhocWeightsSplitCapacityProportionally) {
+  SchedulerOptions o;
+  o.adhoc_queues = {{"root.a", 3}, {"root.b", 1}};
+  auto s = make(o);
+  for (int i = 0; i < 4; i++) ASSERT_TRUE(s->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.a")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.b")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(100)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("b"), {ask(100)}).isOk());
+  auto m = countByApp(s->schedulePass(kT0).allocations);
+  EXPECT_EQ(m["a"], 12);
+  EXPECT_EQ(m["b"], 4);
+
+  // Hierarchy: root.p (weight 1) = root.p.x + root.p.y (equal), root.q (weight 1).
+  SchedulerOptions h;
+  h.adhoc_queues = {{"root.p.x", 1}, {"root.p.y", 1}, {"root.q", 1}};
+  auto t = make(h);
+  for (int i = 0; i < 4; i++) ASSERT_TRUE(t->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
+  for (const char* q : {"root.p.x", "root.p.y", "root.q"}) {
+    ASSERT_TRUE(t->addApp(AppId(q), UserId("u"), QueueRef::adhoc(q)).isOk());
+    ASSERT_TRUE(t->updateAsks(AppId(q), {ask(100)}).isOk());
+  }
+  auto hm = countByApp(t->schedulePass(kT0).allocations);
+  EXPECT_EQ(hm["root.q"], 8);
+  EXPECT_EQ(hm["root.p.x"], 4);
+  EXPECT_EQ(hm["root.p.y"], 4);
+  EXPECT_EQ(t->queueUsed(QueueRef::adhoc("root.p")).value().vcores(), 8);
+}
+
+// DRF between users of one leaf (the example of Ghodsi et al.: <9 CPU, 18 GB>,
+// user A tasks <1 CPU, 4 GB>, user B tasks <3 CPU, 1 GB> -> A 3 tasks, B 2).
+TEST(SchedulerTest, DrfBetweenTwoUsers) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(18 * 1024, 9), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("appA"), UserId("alice"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("appB"), UserId("bob"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("appA"), {ask(100, Resource(4096, 1))}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("appB"), {ask(100, Resource(1024, 3))}).isOk());
+  auto m = countByApp(beat(*s, "n1", kT0).allocations);
+  EXPECT_EQ(m["appA"], 3);
+  EXPECT_EQ(m["appB"], 2);
+  EXPECT_EQ(s->userUsed("root.default", UserId("alice")).value(), Resource(12288, 3));
+  EXPECT_EQ(s->userUsed("root.default", UserId("bob")).value(), Resource(2048, 6));
+}
+
+// Unused reserved capacity is lent; when the reservation needs it, the newest
+// borrowed containers get a notice, are returned to kill after the grace
+// period (virtual time), and once freed the reservation gets them on the next
+// heartbeat even though ad-hoc work still asks.
+TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
+  auto s = make();  // default grace 15 s
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  auto fill = beat(*s, "n1", kT0);
+  ASSERT_EQ(fill.allocations.size(), 8u);  // lent: the reservation asks nothing yet
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(4)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(4)}).isOk());
+  TimePoint t1 = kT0 + Seconds(1);
+  auto r1 = beat(*s, "n1", t1);
+  EXPECT_TRUE(r1.allocations.empty());
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    EXPECT_EQ(notices[i].container, fill.allocations[7 - i].container);  // newest first
+    EXPECT_EQ(notices[i].deadline, t1 + Seconds(15));
+    EXPECT_EQ(notices[i].node, NodeId("n1"));
+  }
+  // No duplicate selection while the notices are pending.
+  EXPECT_TRUE(beat(*s, "n1", t1 + Seconds(1)).to_kill.empty());
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+  EXPECT_TRUE(beat(*s, "n1", t1 + Seconds(14)).to_kill.empty());
+  auto kill = beat(*s, "n1", t1 + Seconds(15));
+  ASSERT_EQ(kill.to_kill.size(), 4u);
+  EXPECT_TRUE(beat(*s, "n1", t1 + Seconds(16)).to_kill.empty());  // returned once
+  for (const auto& k : kill.to_kill) ASSERT_TRUE(s->containerCompleted(k.container).isOk());
+  auto after = beat(*s, "n1", t1 + Seconds(16));
+  auto m = countByApp(after.allocations);
+  EXPECT_EQ(m["res"], 4);
+  EXPECT_EQ(m["adhoc"], 0);
+  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(4096, 4));
+}
+
+// Containers of a reservation within its guarantee are never preempted for
+// another reservation; only its part beyond the guarantee is.
+TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("big"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::reservation(ReservationId("big"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("b"), {ask(8)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);  // 2 guaranteed + 6 borrowed
+  ASSERT_TRUE(s->setReservation(ReservationId("p"), ReservationKind::kPeriodic, Resource(8192, 8)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("pa"), UserId("u"), QueueRef::reservation(ReservationId("p"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("pa"), {ask(8)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  EXPECT_EQ(s->takePreemptionNotices(AppId("b")).size(), 6u);
+}
+
+// Gang asks are granted all-or-none within a pass.
+TEST(SchedulerTest, GangGrantedAllOrNone) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("g"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("g"), {ask(6, Resource(1024, 1), 1, "gang", 3)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 3u);  // the second gang of 3 does not fit the 1 vcore left
+  for (const auto& a : r.allocations) EXPECT_EQ(a.request_id, "gang");
+  EXPECT_EQ(s->appPending(AppId("g")).value(), 3);
+  // A gang larger than the node never gets a partial grant.
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(65536, 2), {}).isOk());
+  EXPECT_TRUE(beat(*s, "n2", kT0).allocations.empty());
+  // Once enough is free the whole gang comes at once.
+  ASSERT_TRUE(s->release(AppId("g"), r.allocations[0].container).isOk());
+  ASSERT_TRUE(s->release(AppId("g"), r.allocations[1].container).isOk());
+  EXPECT_EQ(beat(*s, "n1", kT0).allocations.size(), 3u);
+  EXPECT_EQ(s->appPending(AppId("g")).value(), 0);
+}
+
+// Hard constraints are never violated; soft ones are preferred until the ask
+// has waited soft_constraint_delay.
+TEST(SchedulerTest, HardAndSoftAttributeConstraints) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {{"rack", "a"}}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(65536, 8), {{"rack", "b"}, {"gpu", "yes"}}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("hard"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  auto h = ask(2);
+  h.constraints = {{"rack", {"b"}, true}};
+  ASSERT_TRUE(s->updateAsks(AppId("hard"), {h}).isOk());
+  for (int i = 0; i < 10; i++) EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(i)).allocations.empty());
+  auto r2 = beat(*s, "n2", kT0);
+  ASSERT_EQ(r2.allocations.size(), 2u);
+  EXPECT_EQ(r2.allocations[0].node, NodeId("n2"));
+
+  ASSERT_TRUE(s->addApp(AppId("soft"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  auto sf = ask(2);
+  sf.constraints = {{"gpu", {}, false}};  // prefers nodes that have a gpu attribute
+  ASSERT_TRUE(s->updateAsks(AppId("soft"), {sf}).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(20)).allocations.empty());  // starts waiting
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(22)).allocations.empty());
+  auto late = beat(*s, "n1", kT0 + Seconds(23));  // waited the 3 s delay
+  EXPECT_EQ(late.allocations.size(), 2u);
+
+  ASSERT_TRUE(s->addApp(AppId("soft2"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("soft2"), {sf}).isOk());
+  EXPECT_EQ(beat(*s, "n2", kT0 + Seconds(30)).allocations.size(), 2u);  // matching node at once
+}
+
+// Removing a node returns its containers as lost and shrinks the cluster.
+TEST(SchedulerTest, NodeRemovalReturnsLostContainers) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 4), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(6)}).isOk());
+  auto r1 = beat(*s, "n1", kT0);
+  auto r2 = beat(*s, "n2", kT0);
+  ASSERT_EQ(r1.allocations.size() + r2.allocations.size(), 6u);
+  auto lost = s->removeNode(NodeId("n1"));
+  ASSERT_TRUE(lost.isOk());
+  ASSERT_EQ(lost->size(), r1.allocations.size());
+  for (size_t i = 0; i < lost->size(); i++) EXPECT_EQ((*lost)[i].container, r1.allocations[i].container);
+  EXPECT_EQ(s->clusterTotal(), Resource(8192, 4));
+  EXPECT_EQ(s->appUsed(AppId("a")).value().vcores(), static_cast<int64_t>(r2.allocations.size()));
+  EXPECT_EQ(s->numContainers(), r2.allocations.size());
+  EXPECT_EQ(s->removeNode(NodeId("n1")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->nodeUpdate(NodeId("n1"), kT0).status().code(), StatusCode::kNotFound);
+}
+
+// A recovered container is accounted to its app, its reservation queue and its node.
+TEST(SchedulerTest, RecoverContainerReaccounts) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  Allocation c;
+  c.container = ContainerId("a_17_3");
+  c.app = AppId("a");
+  c.node = NodeId("n1");
+  c.resource = Resource(3072, 3);
+  c.priority = 2;
+  ASSERT_TRUE(s->recoverContainer(c).isOk());
+  EXPECT_EQ(s->appUsed(AppId("a")).value(), Resource(3072, 3));
+  EXPECT_EQ(s->nodeUsed(NodeId("n1")).value(), Resource(3072, 3));
+  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(3072, 3));
+  EXPECT_EQ(s->recoverContainer(c).code(), StatusCode::kAlreadyExists);
+  Allocation bad = c;
+  bad.container = ContainerId("x");
+  bad.app = AppId("nope");
+  EXPECT_EQ(s->recoverContainer(bad).code(), StatusCode::kNotFound);
+  bad.app = AppId("a");
+  bad.node = NodeId("nope");
+  EXPECT_EQ(s->recoverContainer(bad).code(), StatusCode::kNotFound);
+  bad.node = NodeId("n1");
+  bad.resource = Resource();
+  EXPECT_EQ(s->recoverContainer(bad).code(), StatusCode::kInvalidArgument);
+  // The recovered container counts against the guarantee: one more fits within it.
+  ASSERT_TRUE(s->addApp(AppId("other"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("other"), {ask(10)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(10)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_FALSE(r.allocations.empty());
+  EXPECT_EQ(r.allocations[0].app, AppId("a"));
+  EXPECT_EQ(r.allocations[1].app, AppId("other"));
+  auto done = s->containerCompleted(ContainerId("a_17_3"));
+  ASSERT_TRUE(done.isOk());
+  EXPECT_EQ(done->reservation, ReservationId("r1"));
+}
+
+// Release and completion free capacity for the next heartbeat.
+TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(10)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 4u);
+  EXPECT_TRUE(beat(*s, "n1", kT0).allocations.empty());
+  EXPECT_EQ(s->release(AppId("b"), r.allocations[0].container).status().code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(s->release(AppId("a"), r.allocations[0].container).isOk());
+  ASSERT_TRUE(s->containerCompleted(r.allocations[1].container).isOk());
+  EXPECT_EQ(s->nodeUsed(NodeId("n1")).value(), Resource(2048, 2));
+  EXPECT_EQ(s->containerCompleted(r.allocations[1].container).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
+  EXPECT_EQ(s->clusterUsed(), Resource(4096, 4));
+  auto gone = s->removeApp(AppId("a"));
+  ASSERT_TRUE(gone.isOk());
+  EXPECT_EQ(gone->size(), 4u);
+  EXPECT_EQ(s->clusterUsed(), Resource());
+}
+
+// Asks with the same request id (or priority when ids are empty) replace earlier ones.
+TEST(SchedulerTest, AsksReplaceByRequestIdAndPriority) {
+  auto s = make();
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(5, Resource(1024, 1), 1, "x"), ask(3, Resource(1024, 1), 2)}).isOk());
+  EXPECT_EQ(s->appPending(AppId("a")).value(), 8);
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2, Resource(1024, 1), 7, "x")}).isOk());
+  EXPECT_EQ(s->appPending(AppId("a")).value(), 5);
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(0, Resource(1024, 1), 2)}).isOk());
+  EXPECT_EQ(s->appPending(AppId("a")).value(), 2);
+  // Priority order inside the app: lower first.
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(1, Resource(1024, 1), 0, "urgent")}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(1024, 1), {}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].request_id, "urgent");
+  EXPECT_EQ(r.allocations[0].priority, 0);
+}
+
+// Invalid inputs are rejected with the field named and leave no partial state.
+TEST(SchedulerTest, InvalidInputsNameTheField) {
+  SchedulerOptions bad;
+  bad.adhoc_queues = {{"root.a", 0}};
+  auto c = Scheduler::create(bad);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_NE(c.status().message().find("adhoc_queues[0].weight"), std::string::npos);
+  bad.adhoc_queues = {{"prod", 1}};
+  EXPECT_EQ(Scheduler::create(bad).status().code(), StatusCode::kInvalidArgument);
+  bad.adhoc_queues = {{"root.a", 1}, {"root.a", 2}};
+  EXPECT_EQ(Scheduler::create(bad).status().code(), StatusCode::kInvalidArgument);
+
+  SchedulerOptions o;
+  o.adhoc_queues = {{"root.p.leaf", 1}};
+  auto s = make(o);
+  auto st = s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r_missing")));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("queue.reservation_id"), std::string::npos);
+  EXPECT_NE(st.message().find("r_missing"), std::string::npos);
+  st = s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.nope"));
+  EXPECT_NE(st.message().find("queue.path"), std::string::npos);
+  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->addApp(AppId("a"), UserId(""), QueueRef::adhoc("root.p.leaf")).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p.leaf")).isOk());
+  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p.leaf")).code(), StatusCode::kAlreadyExists);
+
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2, Resource(1024, 1), 1, "keep")}).isOk());
+  st = s->updateAsks(AppId("a"), {ask(0, Resource(1024, 1), 1, "keep"), ask(-1)});
+  EXPECT_NE(st.message().find("asks[1].count"), std::string::npos);
+  EXPECT_EQ(s->appPending(AppId("a")).value(), 2);  // the first ask was not applied
+  st = s->updateAsks(AppId("a"), {ask(1, Resource())});
+  EXPECT_NE(st.message().find("asks[0].capability"), std::string::npos);
+  st = s->updateAsks(AppId("a"), {ask(5, Resource(1024, 1), 1, "g", 2)});
+  EXPECT_NE(st.message().find("asks[0].count"), std::string::npos);
+  st = s->updateAsks(AppId("a"), {ask(1, Resource(1024, 1), 1, "d"), ask(1, Resource(1024, 1), 2, "d")});
+  EXPECT_NE(st.message().find("asks[1].request_id"), std::string::npos);
+  EXPECT_EQ(s->updateAsks(AppId("zz"), {ask(1)}).code(), StatusCode::kNotFound);
+
+  EXPECT_NE(s->addNode(NodeId("n"), Resource(), {}).message().find("total"), std::string::npos);
+  EXPECT_EQ(s->addNode(NodeId("n"), Resource(-1, 4), {}).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s->addNode(NodeId("n"), Resource(1024, 1), {}).isOk());
+  EXPECT_EQ(s->addNode(NodeId("n"), Resource(1024, 1), {}).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(s->setReservation(ReservationId("r"), ReservationKind::kOneOff, Resource(-1, 0)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->removeReservation(ReservationId("r")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->removeApp(AppId("zz")).status().code(), StatusCode::kNotFound);
+}
+
+// A removed reservation keeps its apps running without a guarantee; new apps cannot bind.
+TEST(SchedulerTest, RemovedReservationLingersForItsApps) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->addApp(AppId("x"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
+  ASSERT_TRUE(s->removeReservation(ReservationId("r1")).isOk());
+  EXPECT_EQ(s->addApp(AppId("b"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).code(),
+            StatusCode::kInvalidArgument);
+  // The app's further asks now come after ad-hoc work.
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(6)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("x"), {ask(6)}).isOk());
+  auto m = countByApp(beat(*s, "n1", kT0).allocations);
+  EXPECT_EQ(m["x"], 6);
+  EXPECT_EQ(m["a"], 0);
+  ASSERT_TRUE(s->removeApp(AppId("a")).isOk());
+  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).status().code(), StatusCode::kNotFound);
+}
+
+// Same calls, same decisions: a randomised workload replayed gives identical allocations.
+TEST(SchedulerTest, DeterministicGivenSameCalls) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto run = [seed]() {
+    std::mt19937 rng(seed);
+    SchedulerOptions o;
+    o.adhoc_queues = {{"root.a", 2}, {"root.b", 1}};
+    auto s = make(o);
+    for (int i = 0; i < 20; i++) (void)s->addNode(NodeId("n" + std::to_string(i)), Resource(16384, 8), {});
+    (void)s->setReservation(ReservationId("r"), ReservationKind::kPeriodic, Resource(8192, 8));
+    for (int i = 0; i < 12; i++) {
+      QueueRef q = i % 3 == 0 ? QueueRef::reservation(ReservationId("r")) : QueueRef::adhoc(i % 3 == 1 ? "root.a" : "root.b");
+      (void)s->addApp(AppId("app" + std::to_string(i)), UserId("u" + std::to_string(i % 4)), q);
+    }
+    std::vector<std::string> log;
+    for (int step = 0; step < 30; step++) {
+      for (int i = 0; i < 12; i++) {
+        if (rng() % 3 == 0) {
+          (void)s->updateAsks(AppId("app" + std::to_string(i)),
+                              {ask(static_cast<int32_t>(rng() % 6), Resource(1024 * (1 + rng() % 3), 1 + rng() % 2))});
+        }
+      }
+      auto r = s->schedulePass(kT0 + Seconds(step));
+      for (const auto& a : r.allocations) log.push_back(a.container.value() + "@" + a.node.value());
+      for (const auto& k : r.to_kill) (void)s->containerCompleted(k.container);
+      if (step % 5 == 4 && !r.allocations.empty()) (void)s->containerCompleted(r.allocations.front().container);
+    }
+    return log;
+  };
+  auto a = run();
+  auto b = run();
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace morpheus::sched
