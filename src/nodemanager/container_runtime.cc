@@ -99,7 +99,14 @@ bool writeDurably(const std::string& path, const std::string& text) {
   if (fd < 0) return false;
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
   ::close(fd);
-  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
+  // The rename itself is durable only once the directory is synced.
+  std::string dir = path.substr(0, path.rfind('/'));
+  int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  ok = ::fsync(dfd) == 0;
+  ::close(dfd);
+  return ok;
 }
 
 std::string tail(const std::string& path, size_t max_bytes) {
@@ -206,14 +213,36 @@ Status ContainerRuntime::init() {
       e.adopted = true;
       e.last_sample = now();
       e.snap.running = true;
-      if (e.proc_start != 0 && procStartTime(e.pid) == e.proc_start) {
+      if (j.contains("reason")) {
+        int r = j.at("reason").get<int>();
+        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed)) throw std::out_of_range("bad reason");
+        e.snap.reason = static_cast<ExitReason>(r);
+        e.snap.diagnostics = j.value("diagnostics", "");
+      }
+      if (j.contains("stop")) {
+        const auto& sj = j.at("stop");
+        int r = sj.at("reason").get<int>();
+        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed)) throw std::out_of_range("bad stop reason");
+        e.stopping = true;
+        e.stop_reason = static_cast<ExitReason>(r);
+        e.stop_why = sj.value("why", "");
+        e.kill_at = fromEpochMs(sj.at("kill_at_ms").get<int64_t>());
+      }
+      if (j.contains("completed")) {
+        // Completed before the restart and not yet acknowledged by the RM.
+        e.snap.running = false;
+        e.snap.exit_status = j.at("completed").at("exit_status").get<int>();
+        e.snap.end = fromEpochMs(j.at("completed").at("end_ms").get<int64_t>());
+        e.pid = -1;
+        ended++;
+      } else if (e.proc_start != 0 && procStartTime(e.pid) == e.proc_start) {
         adopted++;
       } else {
         completeAdopted(e);
         ended++;
       }
       containers_[e.snap.id] = e;
-    } catch (const nlohmann::json::exception& ex) {
+    } catch (const std::exception& ex) {  // nlohmann::json::exception or a bad enum value
       spdlog::warn("ignoring container record {}: {}", d.path().string(), ex.what());
     }
   }
@@ -277,6 +306,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     e.snap.reason = ExitReason::kLaunchFailed;
     e.snap.diagnostics = "cannot execute '" + spec.command + "': not found or not executable in PATH " + env["PATH"];
     e.snap.end = now();
+    (void)persist(e);  // best effort: the failure is also returned to the caller
     std::lock_guard<std::mutex> lk(mu_);
     containers_[spec.id] = e;
     metrics_.counter("morpheus_nm_containers_launch_failed_total", "Containers whose command could not run").inc();
@@ -349,14 +379,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (started == 0) usleep(1000);
   }
   e.proc_start = started;
-  nlohmann::json rec = {{"id", spec.id.value()},
-                        {"app", spec.app.value()},
-                        {"memory_mib", spec.resource.memoryMib()},
-                        {"vcores", spec.resource.vcores()},
-                        {"pid", pid},
-                        {"proc_start", started},
-                        {"start_ms", toEpochMs(e.snap.start)}};
-  if (!writeDurably(dir + "/container.json", rec.dump())) {
+  if (!persist(e)) {
     kill(-pid, SIGKILL);
     int st = 0;
     waitpid(pid, &st, 0);
@@ -368,6 +391,45 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   spdlog::info("container {} of {} started: pid {}, {}", spec.id.value(), spec.app.value(), pid,
                spec.resource.toString());
   return Status::ok();
+}
+
+void ContainerRuntime::finishCgroup(Entry& e) {
+  if (cgroup_parent_.empty()) return;
+  std::string cg = cgroup_parent_ + "/" + e.snap.id.value();
+  std::ifstream ev(cg + "/memory.events");
+  std::string k;
+  long long v = 0;
+  while (ev >> k >> v) {
+    if (k == "oom_kill" && v > 0 && e.snap.reason != ExitReason::kMemoryExceeded) {
+      e.snap.reason = ExitReason::kMemoryExceeded;
+      e.snap.diagnostics = "container " + e.snap.id.value() + " killed by the kernel: over its cgroup limit of " +
+                           std::to_string(e.snap.resource.memoryMib()) + " MiB";
+    }
+  }
+  ::rmdir(cg.c_str());
+}
+
+bool ContainerRuntime::persist(const Entry& e) const {
+  nlohmann::json rec = {{"id", e.snap.id.value()},
+                        {"app", e.snap.app.value()},
+                        {"memory_mib", e.snap.resource.memoryMib()},
+                        {"vcores", e.snap.resource.vcores()},
+                        {"pid", e.pid},
+                        {"proc_start", e.proc_start},
+                        {"start_ms", toEpochMs(e.snap.start)}};
+  if (e.snap.reason != ExitReason::kNone) {
+    rec["reason"] = static_cast<int>(e.snap.reason);
+    rec["diagnostics"] = e.snap.diagnostics;
+  }
+  if (e.stopping) {
+    rec["stop"] = {{"reason", static_cast<int>(e.stop_reason)},
+                   {"why", e.stop_why},
+                   {"kill_at_ms", toEpochMs(e.kill_at)}};
+  }
+  if (!e.snap.running) {
+    rec["completed"] = {{"exit_status", e.snap.exit_status}, {"end_ms", toEpochMs(e.snap.end)}};
+  }
+  return writeDurably(e.snap.work_dir + "/container.json", rec.dump());
 }
 
 void ContainerRuntime::complete(Entry& e, int st) {
@@ -390,20 +452,8 @@ void ContainerRuntime::complete(Entry& e, int st) {
   // Orphans of the container's session go with it.
   kill(-e.pid, SIGKILL);
   e.pid = -1;
-  if (!cgroup_parent_.empty()) {
-    std::string cg = cgroup_parent_ + "/" + e.snap.id.value();
-    std::ifstream ev(cg + "/memory.events");
-    std::string k;
-    long long v = 0;
-    while (ev >> k >> v) {
-      if (k == "oom_kill" && v > 0 && e.snap.reason != ExitReason::kMemoryExceeded) {
-        e.snap.reason = ExitReason::kMemoryExceeded;
-        e.snap.diagnostics = "container " + e.snap.id.value() + " killed by the kernel: over its cgroup limit of " +
-                             std::to_string(e.snap.resource.memoryMib()) + " MiB";
-      }
-    }
-    ::rmdir(cg.c_str());
-  }
+  finishCgroup(e);
+  if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
   spdlog::info("container {} completed: status {}{}", e.snap.id.value(), e.snap.exit_status,
                e.snap.diagnostics.empty() ? "" : " (" + e.snap.diagnostics + ")");
   metrics_.counter("morpheus_nm_containers_completed_total", "Containers completed").inc();
@@ -421,14 +471,24 @@ void ContainerRuntime::completeAdopted(Entry& e) {
       if (code != 0) e.snap.diagnostics = "exited with status " + std::to_string(code);
     }
   } else {
+    // Its exit-status wrapper was killed too (SIGKILL to the tree): only the
+    // NM that was its parent could have learned how it ended.
     e.snap.exit_status = -1;
     if (e.snap.reason == ExitReason::kNone) {
-      e.snap.reason = e.stopping ? e.stop_reason : ExitReason::kFailure;
-      e.snap.diagnostics = "exit status unknown: the container ended by a signal while re-attached after an NM restart";
+      if (e.stopping) {
+        e.snap.reason = e.stop_reason;
+        e.snap.diagnostics = e.stop_why;
+      } else {
+        e.snap.reason = ExitReason::kNodeLost;
+        e.snap.diagnostics = "container " + e.snap.id.value() +
+                             " ended by a signal, exit status unknown: the NM restarted and is not its parent";
+      }
     }
   }
   if (e.pid > 0) kill(-e.pid, SIGKILL);
   e.pid = -1;
+  finishCgroup(e);
+  if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
   spdlog::info("re-attached container {} completed: status {}", e.snap.id.value(), e.snap.exit_status);
 }
 
@@ -467,6 +527,7 @@ void ContainerRuntime::monitorOnce() {
       e.snap.diagnostics = "container " + id.value() + " killed: memory " + std::to_string(rss) +
                            " MiB exceeded its limit of " + std::to_string(limit) + " MiB";
       spdlog::warn("{}", e.snap.diagnostics);
+      (void)persist(e);  // the verdict survives an NM restart before the reap
       metrics_.counter("morpheus_nm_containers_memory_killed_total", "Containers killed over their memory").inc();
       kill(-e.pid, SIGKILL);
       continue;
@@ -485,6 +546,7 @@ Status ContainerRuntime::stop(const ContainerId& id, ExitReason reason, const st
   e.stop_reason = reason;
   e.stop_why = why;
   e.kill_at = now() + grace_;
+  (void)persist(e);  // a restarted NM keeps the reason and the SIGKILL deadline
   kill(-e.pid, grace_.count() > 0 ? SIGTERM : SIGKILL);
   spdlog::info("stopping container {}: {}", id.value(), why);
   return Status::ok();

@@ -114,6 +114,12 @@ class ContainerRuntime {
   };
   void completeAdopted(Entry& e);  // REQUIRES(mu_)
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
+  // Cgroup clean-up and the kernel's OOM verdict, for either completion path.
+  void finishCgroup(Entry& e);  // REQUIRES(mu_)
+  // Rewrites <work_dir>/container.json (temp + fsync + rename): allocation,
+  // pid and /proc start time, a pending stop or memory verdict, and the
+  // completed status once done, so a restarted NM reports what this one knew.
+  bool persist(const Entry& e) const;  // REQUIRES(mu_) unless e is not yet shared
 
   const std::string local_dir_;
   std::string enforcement_ = "auto";

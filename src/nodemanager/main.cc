@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
   int sig = waitForTerminationSignal();
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
-  // Containers keep running. Re-attaching to them after an NM restart is not
-  // implemented yet (issue #3): until then they are orphaned.
+  // Containers keep running: their records in nm.local-dir let the next NM
+  // process re-attach to them (ContainerRuntime::init).
   runtime.shutdown();
   server.shutdown();
   spdlog::info("morpheus-nm stopped");

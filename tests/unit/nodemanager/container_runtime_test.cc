@@ -4,6 +4,7 @@
 #include "nodemanager/container_runtime.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -156,6 +157,50 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
   auto again = make();
   ASSERT_TRUE(again->init().isOk());
   EXPECT_TRUE(again->snapshot().empty()) << "acknowledged containers are forgotten";
+}
+
+// A restarted runtime reports what the old one had decided: a memory kill not
+// yet acknowledged, a stop in its grace period (SIGKILL still comes), and a
+// container killed behind its back (exit status unknown -> NODE_LOST).
+TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
+  pid_t victim_pid = 0;
+  TimePoint stopped_at;
+  {
+    auto rt = make(Millis(400));
+    ASSERT_TRUE(rt->init().isOk());
+    ASSERT_TRUE(rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64)).isOk());
+    ASSERT_TRUE(rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
+    ASSERT_TRUE(rt->launch(shell("victim", "echo $$ > pid; sleep 30")).isOk());
+    EXPECT_EQ(waitDone(*rt, "hog", 20s).reason, ExitReason::kMemoryExceeded);
+    stopped_at = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+    ASSERT_TRUE(rt->stop(ContainerId("stubborn"), ExitReason::kPreempted, "preempted for reservation r1").isOk());
+    std::string pid_file = dir_ + "/local/containers/victim/pid";
+    auto end = std::chrono::steady_clock::now() + 5s;
+    while (victim_pid == 0 && std::chrono::steady_clock::now() < end) {
+      std::ifstream(pid_file) >> victim_pid;
+      if (victim_pid == 0) std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_GT(victim_pid, 0);
+  }
+  // While no runtime watches, something else SIGKILLs the victim's whole tree.
+  ASSERT_EQ(::kill(-::getpgid(victim_pid), SIGKILL), 0);
+  auto rt = make(Millis(400));
+  ASSERT_TRUE(rt->init().isOk());
+  auto hog = rt->get(ContainerId("hog"));
+  ASSERT_TRUE(hog.has_value());
+  EXPECT_FALSE(hog->running);
+  EXPECT_EQ(hog->reason, ExitReason::kMemoryExceeded);
+  EXPECT_EQ(hog->exit_status, 128 + SIGKILL);
+  EXPECT_NE(hog->diagnostics.find("exceeded its limit of 64 MiB"), std::string::npos) << hog->diagnostics;
+  auto victim = waitDone(*rt, "victim");
+  EXPECT_EQ(victim.reason, ExitReason::kNodeLost);
+  EXPECT_EQ(victim.exit_status, -1);
+  EXPECT_NE(victim.diagnostics.find("NM restarted"), std::string::npos) << victim.diagnostics;
+  auto stubborn = waitDone(*rt, "stubborn");
+  EXPECT_EQ(stubborn.reason, ExitReason::kPreempted);
+  EXPECT_EQ(stubborn.diagnostics, "preempted for reservation r1");
+  EXPECT_EQ(stubborn.exit_status, -1) << "SIGKILLed with its wrapper: status unknown to a non-parent";
+  EXPECT_GE(stubborn.end - stopped_at, Millis(390)) << "the new runtime kept the SIGKILL deadline";
 }
 
 }  // namespace
