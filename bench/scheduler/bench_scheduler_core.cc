@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rm/scheduler/scheduler.h"
@@ -34,11 +36,11 @@ constexpr int kRuns = 5;
 using WallClock = std::chrono::steady_clock;
 
 struct RunResult {
-  double fill_rate = 0;      // allocations/s while filling
-  double steady_rate = 0;    // allocations/s in steady state
-  double heartbeat_us = 0;   // mean scheduler time per heartbeat in steady state
+  double fill_rate = 0;     // allocations/s while filling
+  double steady_rate = 0;   // allocations/s in steady state
+  double heartbeat_us = 0;  // mean scheduler time per heartbeat in steady state
   int64_t steady_allocs = 0;
-  size_t containers = 0;     // running at the end
+  size_t containers = 0;  // running at the end
   int64_t preempted = 0;
 };
 
@@ -61,10 +63,11 @@ RunResult runOnce(uint32_t seed) {
   std::vector<ReservationId> res;
   for (int r = 0; r < kReservations; r++) {
     res.emplace_back("r" + std::to_string(r));
-    (void)sched->setReservation(res.back(), r % 2 == 0 ? ReservationKind::kPeriodic : ReservationKind::kOneOff,
-                                cap * 1000);
+    (void)sched->setReservation(
+        res.back(), r % 2 == 0 ? ReservationKind::kPeriodic : ReservationKind::kOneOff, cap * 1000);
     apps.emplace_back("res_app" + std::to_string(r));
-    (void)sched->addApp(apps.back(), UserId("svc" + std::to_string(r)), QueueRef::reservation(res.back()));
+    (void)sched->addApp(apps.back(), UserId("svc" + std::to_string(r)),
+                        QueueRef::reservation(res.back()));
   }
   for (int a = 0; a < kAdhocApps; a++) {
     apps.emplace_back("app" + std::to_string(a));
@@ -128,8 +131,9 @@ RunResult runOnce(uint32_t seed) {
       // Plan step: guarantees move (some reservations grow, some shrink).
       for (int r = 0; r < kReservations; r++) {
         int64_t n = 200 + static_cast<int64_t>(rng() % 3000);
-        (void)sched->setReservation(res[static_cast<size_t>(r)],
-                                    r % 2 == 0 ? ReservationKind::kPeriodic : ReservationKind::kOneOff, cap * n);
+        (void)sched->setReservation(
+            res[static_cast<size_t>(r)],
+            r % 2 == 0 ? ReservationKind::kPeriodic : ReservationKind::kOneOff, cap * n);
         // The job's next stage: it asks for about its new guarantee, which
         // the free capacity of a full cluster cannot meet -> preemption.
         want[static_cast<size_t>(r)] = static_cast<int32_t>(n);
@@ -181,24 +185,28 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-  std::printf("bench_scheduler_core: %d nodes x <100 GiB, 40 vcores>, %d ad-hoc apps in 4 weighted queues, "
-              "%d reservation queues, 1-vcore/2-GiB containers living 30-90 virtual s\n",
-              kNodes, kAdhocApps, kReservations);
+  std::printf(
+      "bench_scheduler_core: %d nodes x <100 GiB, 40 vcores>, %d ad-hoc apps in 4 weighted queues, "
+      "%d reservation queues, 1-vcore/2-GiB containers living 30-90 virtual s\n",
+      kNodes, kAdhocApps, kReservations);
   std::vector<double> fill, steady, hb;
   for (int r = 0; r < kRuns; r++) {
     uint32_t seed = 1000u + static_cast<uint32_t>(r);
     RunResult res = runOnce(seed);
-    std::printf("  run %d (seed %u): fill %.0f alloc/s, steady %.0f alloc/s (%lld allocations in %d virtual s), "
-                "%.1f us/heartbeat, %zu containers running, %lld preempted\n",
-                r, seed, res.fill_rate, res.steady_rate, static_cast<long long>(res.steady_allocs), kSteadySeconds,
-                res.heartbeat_us, res.containers, static_cast<long long>(res.preempted));
+    std::printf(
+        "  run %d (seed %u): fill %.0f alloc/s, steady %.0f alloc/s (%lld allocations in %d "
+        "virtual s), "
+        "%.1f us/heartbeat, %zu containers running, %lld preempted\n",
+        r, seed, res.fill_rate, res.steady_rate, static_cast<long long>(res.steady_allocs),
+        kSteadySeconds, res.heartbeat_us, res.containers, static_cast<long long>(res.preempted));
     fill.push_back(res.fill_rate);
     steady.push_back(res.steady_rate);
     hb.push_back(res.heartbeat_us);
   }
   std::printf("fill (empty cluster): %.0f allocations/s (median of %d)\n", median(fill), kRuns);
-  std::printf("sustained (steady state): %.0f allocations/s (median of %d), %.1f us per heartbeat\n", median(steady),
-              kRuns, median(hb));
+  std::printf(
+      "sustained (steady state): %.0f allocations/s (median of %d), %.1f us per heartbeat\n",
+      median(steady), kRuns, median(hb));
   std::printf("target: >= 100,000 allocations/s\n");
   return 0;
 }

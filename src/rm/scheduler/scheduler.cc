@@ -79,7 +79,9 @@ struct Key {
   int tier = 0;
   double score = 0;
   uint64_t seq = 0;
-  bool operator<(const Key& o) const { return std::tie(tier, score, seq) < std::tie(o.tier, o.score, o.seq); }
+  bool operator<(const Key& o) const {
+    return std::tie(tier, score, seq) < std::tie(o.tier, o.score, o.seq);
+  }
 };
 
 // Heap slots: an entity can sit in its parent's child heap (kParent) and, for
@@ -249,7 +251,8 @@ bool askOrder(const Ask& a, const Ask& b) {
 }
 
 Status validatePath(const std::string& path, const std::string& field) {
-  if (path != "root" && path.rfind("root.", 0) != 0) return invalidArgument(field, "'" + path + "' must start at root");
+  if (path != "root" && path.rfind("root.", 0) != 0)
+    return invalidArgument(field, "'" + path + "' must start at root");
   if (path.back() == '.' || path.find("..") != std::string::npos) {
     return invalidArgument(field, "'" + path + "' has an empty segment");
   }
@@ -261,7 +264,8 @@ Status validatePath(const std::string& path, const std::string& field) {
 struct Scheduler::Impl {
   enum class Phase { kGuaranteed, kAdhoc, kOverage };
 
-  Impl(SchedulerOptions o, std::shared_ptr<const QueueOrderingPolicy> p) : opts(std::move(o)), policy(std::move(p)) {}
+  Impl(SchedulerOptions o, std::shared_ptr<const QueueOrderingPolicy> p)
+      : opts(std::move(o)), policy(std::move(p)) {}
 
   const SchedulerOptions opts;
   const std::shared_ptr<const QueueOrderingPolicy> policy;
@@ -271,14 +275,15 @@ struct Scheduler::Impl {
   std::map<std::string, std::unique_ptr<Queue>> queues;  // by path
   Queue* root = nullptr;
   std::map<ReservationId, std::unique_ptr<Reservation>> reservations;
-  std::unordered_map<AppId, std::unique_ptr<App>> apps;  // lookup only: never iterated for decisions
+  std::unordered_map<AppId, std::unique_ptr<App>>
+      apps;  // lookup only: never iterated for decisions
   std::unordered_map<ContainerId, Container> containers;  // stable element addresses
-  CList<&Container::all_link> all;  // allocation (or recovery) order, newest at the tail
+  CList<&Container::all_link> all;     // allocation (or recovery) order, newest at the tail
   EntityHeap guaranteed{kGuaranteed};  // reservations below guarantee with demand
   EntityHeap overage{kOverage};        // reservations with demand
   Resource preempting_total;           // containers under notice, all queues
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
-  std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
+  std::vector<std::pair<EntityHeap*, Entity*>> skipped;   // scratch of the current phase
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
 
@@ -328,7 +333,8 @@ struct Scheduler::Impl {
   // membership from `e` up to its top.
   void refresh(Entity* e) {
     for (; e != nullptr; e = e->parent) {
-      bool demand = e->kind == Kind::kApp ? static_cast<App*>(e)->pending > 0 : e->demand_children > 0;
+      bool demand =
+          e->kind == Kind::kApp ? static_cast<App*>(e)->pending > 0 : e->demand_children > 0;
       if (demand != e->has_demand) {
         e->has_demand = demand;
         if (e->parent != nullptr) e->parent->demand_children += demand ? 1 : -1;
@@ -459,8 +465,8 @@ struct Scheduler::Impl {
     return a;
   }
 
-  Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r, int32_t priority,
-                             const std::string& request_id) {
+  Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r,
+                             int32_t priority, const std::string& request_id) {
     auto [it, ok] = containers.try_emplace(id);
     if (!ok) return nullptr;
     Container& c = it->second;
@@ -496,15 +502,17 @@ struct Scheduler::Impl {
     for (int32_t i = 0; i < g; i++) {
       Container* c = nullptr;
       while (c == nullptr) {
-        c = insertContainer(nextId(a), a, n, ask.req.capability, ask.req.priority, ask.req.request_id);
+        c = insertContainer(nextId(a), a, n, ask.req.capability, ask.req.priority,
+                            ask.req.request_id);
       }
       out.allocations.push_back(toAllocation(*c));
     }
     ask.req.count -= g;
     // Delay scheduling: the wait ends when the ask is served where it
     // prefers; after a wait expired, its remaining containers go anywhere.
-    if (ask.waiting && std::all_of(ask.req.constraints.begin(), ask.req.constraints.end(),
-                                   [&n](const PlacementConstraint& c) { return c.hard || matches(c, n.attrs); })) {
+    if (ask.waiting &&
+        std::all_of(ask.req.constraints.begin(), ask.req.constraints.end(),
+                    [&n](const PlacementConstraint& c) { return c.hard || matches(c, n.attrs); })) {
       ask.waiting = false;
     }
     changeDemand(a, ask.req.capability, -g);
@@ -532,7 +540,8 @@ struct Scheduler::Impl {
       if (a->res != nullptr) a->res->preempting -= c->resource;
       if (!c->kill_sent) n->marked--;
       auto& ns = a->notices;
-      ns.erase(std::remove_if(ns.begin(), ns.end(), [c](const PreemptionNotice& p) { return p.container == c->id; }),
+      ns.erase(std::remove_if(ns.begin(), ns.end(),
+                              [c](const PreemptionNotice& p) { return p.container == c->id; }),
                ns.end());
     }
     containers.erase(c->id);
@@ -574,7 +583,8 @@ struct Scheduler::Impl {
       auto* r = static_cast<Reservation*>(guaranteed.at(i));
       need += Resource::min(r->demand, clampZero(r->guarantee - r->used));
     }
-    Resource shortfall = clampZero(need - clampZero(cluster_total - cluster_used) - preempting_total);
+    Resource shortfall =
+        clampZero(need - clampZero(cluster_total - cluster_used) - preempting_total);
     if (shortfall.isZero()) return;
     for (Container* c = all.tail; c != nullptr && !shortfall.isZero(); c = c->all_link.prev) {
       if (c->preempting) continue;
@@ -632,7 +642,8 @@ struct Scheduler::Impl {
 
   void maybeDropReservation(Reservation* r) {
     if (!r->removed || r->apps > 0) return;
-    MORPHEUS_CHECK(r->pos[kGuaranteed] < 0 && r->pos[kOverage] < 0, "reservation without apps in a heap");
+    MORPHEUS_CHECK(r->pos[kGuaranteed] < 0 && r->pos[kOverage] < 0,
+                   "reservation without apps in a heap");
     reservations.erase(r->id);
   }
 };
@@ -640,10 +651,12 @@ struct Scheduler::Impl {
 Scheduler::Scheduler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Scheduler::~Scheduler() = default;
 
-Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerOptions options,
-                                                     std::shared_ptr<const QueueOrderingPolicy> policy) {
-  if (options.preemption_grace.count() < 0) return invalidArgument("preemption_grace", "must be >= 0");
-  if (options.soft_constraint_delay.count() < 0) return invalidArgument("soft_constraint_delay", "must be >= 0");
+Result<std::unique_ptr<Scheduler>> Scheduler::create(
+    SchedulerOptions options, std::shared_ptr<const QueueOrderingPolicy> policy) {
+  if (options.preemption_grace.count() < 0)
+    return invalidArgument("preemption_grace", "must be >= 0");
+  if (options.soft_constraint_delay.count() < 0)
+    return invalidArgument("soft_constraint_delay", "must be >= 0");
   if (options.adhoc_queues.empty()) options.adhoc_queues.push_back({"root.default", 1.0});
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < options.adhoc_queues.size(); i++) {
@@ -651,7 +664,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerOptions options,
     std::string field = "adhoc_queues[" + std::to_string(i) + "]";
     MORPHEUS_RETURN_IF_ERROR(validatePath(q.path, field + ".path"));
     if (!(q.weight > 0)) return invalidArgument(field + ".weight", "must be > 0");
-    if (!seen.emplace(q.path, i).second) return invalidArgument(field + ".path", "duplicate '" + q.path + "'");
+    if (!seen.emplace(q.path, i).second)
+      return invalidArgument(field + ".path", "duplicate '" + q.path + "'");
   }
   if (policy == nullptr) policy = std::make_shared<DrfOrderingPolicy>();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(policy));
@@ -661,10 +675,12 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerOptions options,
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
 
-Status Scheduler::addNode(const NodeId& node, const Resource& total, std::map<std::string, std::string> attributes) {
+Status Scheduler::addNode(const NodeId& node, const Resource& total,
+                          std::map<std::string, std::string> attributes) {
   auto& s = *impl_;
   if (node.empty()) return invalidArgument("node", "empty node id");
-  if (!validResource(total)) return invalidArgument("total", "must be non-negative and non-zero, got " + total.toString());
+  if (!validResource(total))
+    return invalidArgument("total", "must be non-negative and non-zero, got " + total.toString());
   if (s.nodes.count(node) != 0) return alreadyExists("node " + node.value());
   Node& n = s.nodes[node];
   n.id = node;
@@ -700,14 +716,17 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
   if (queue.isReservation()) {
     auto it = s.reservations.find(queue.reservationId());
     if (it == s.reservations.end() || it->second->removed) {
-      return invalidArgument("queue.reservation_id", "unknown reservation '" + queue.reservationId().value() + "'");
+      return invalidArgument("queue.reservation_id",
+                             "unknown reservation '" + queue.reservationId().value() + "'");
     }
     res = it->second.get();
   } else {
     auto it = s.queues.find(queue.adhocPath());
-    if (it == s.queues.end()) return invalidArgument("queue.path", "unknown ad-hoc queue '" + queue.adhocPath() + "'");
+    if (it == s.queues.end())
+      return invalidArgument("queue.path", "unknown ad-hoc queue '" + queue.adhocPath() + "'");
     if (!it->second->leaf) {
-      return invalidArgument("queue.path", "'" + queue.adhocPath() + "' is a parent queue; apps go to leaves");
+      return invalidArgument("queue.path",
+                             "'" + queue.adhocPath() + "' is a parent queue; apps go to leaves");
     }
     leaf = it->second.get();
   }
@@ -777,21 +796,25 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     if (r.count < 0) return invalidArgument(f + ".count", "must be >= 0");
     if (r.gang_size < 0) return invalidArgument(f + ".gang_size", "must be >= 0");
     if (r.count > 0 && !validResource(r.capability)) {
-      return invalidArgument(f + ".capability", "must be non-negative and non-zero, got " + r.capability.toString());
+      return invalidArgument(f + ".capability",
+                             "must be non-negative and non-zero, got " + r.capability.toString());
     }
     if (r.gang_size > 1 && r.count % r.gang_size != 0) {
-      return invalidArgument(f + ".count", "must be a multiple of gang_size " + std::to_string(r.gang_size));
+      return invalidArgument(f + ".count",
+                             "must be a multiple of gang_size " + std::to_string(r.gang_size));
     }
     for (size_t j = 0; j < r.constraints.size(); j++) {
       if (r.constraints[j].key.empty()) {
-        return invalidArgument(f + ".constraints[" + std::to_string(j) + "].key", "empty attribute name");
+        return invalidArgument(f + ".constraints[" + std::to_string(j) + "].key",
+                               "empty attribute name");
       }
     }
     for (size_t j = 0; j < i; j++) {
       const auto& o = asks[j];
       bool same = r.request_id.empty() ? (o.request_id.empty() && o.priority == r.priority)
                                        : o.request_id == r.request_id;
-      if (same) return invalidArgument(f + ".request_id", "duplicates asks[" + std::to_string(j) + "]");
+      if (same)
+        return invalidArgument(f + ".request_id", "duplicates asks[" + std::to_string(j) + "]");
     }
   }
   for (const auto& r : asks) {
@@ -820,7 +843,8 @@ Result<Allocation> Scheduler::release(const AppId& app, const ContainerId& conta
   auto it = s.containers.find(container);
   if (it == s.containers.end()) return notFound("container " + container.value());
   if (it->second.app->id != app) {
-    return permissionDenied("container " + container.value() + " does not belong to app " + app.value());
+    return permissionDenied("container " + container.value() + " does not belong to app " +
+                            app.value());
   }
   return s.freeContainer(&it->second);
 }
@@ -836,23 +860,28 @@ Status Scheduler::recoverContainer(const Allocation& c) {
   auto& s = *impl_;
   if (c.container.empty()) return invalidArgument("container.container", "empty container id");
   if (!validResource(c.resource)) {
-    return invalidArgument("container.resource", "must be non-negative and non-zero, got " + c.resource.toString());
+    return invalidArgument("container.resource",
+                           "must be non-negative and non-zero, got " + c.resource.toString());
   }
   auto app = s.apps.find(c.app);
   if (app == s.apps.end()) return notFound("app " + c.app.value());
   auto node = s.nodes.find(c.node);
   if (node == s.nodes.end()) return notFound("node " + c.node.value());
-  if (s.containers.count(c.container) != 0) return alreadyExists("container " + c.container.value());
-  Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource, c.priority, c.request_id);
+  if (s.containers.count(c.container) != 0)
+    return alreadyExists("container " + c.container.value());
+  Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource,
+                                   c.priority, c.request_id);
   MORPHEUS_CHECK(k != nullptr, "container insert after existence check");
   s.refresh(app->second.get());
   return Status::ok();
 }
 
-Status Scheduler::setReservation(const ReservationId& id, ReservationKind kind, const Resource& guaranteed) {
+Status Scheduler::setReservation(const ReservationId& id, ReservationKind kind,
+                                 const Resource& guaranteed) {
   auto& s = *impl_;
   if (id.empty()) return invalidArgument("reservation_id", "empty reservation id");
-  if (guaranteed.anyNegative()) return invalidArgument("guaranteed", "negative: " + guaranteed.toString());
+  if (guaranteed.anyNegative())
+    return invalidArgument("guaranteed", "negative: " + guaranteed.toString());
   auto& slot = s.reservations[id];
   if (slot == nullptr) {
     slot = std::make_unique<Reservation>(Kind::kReservation, nullptr, s.entity_seq++);
@@ -874,7 +903,8 @@ Status Scheduler::setReservation(const ReservationId& id, ReservationKind kind, 
 Status Scheduler::removeReservation(const ReservationId& id) {
   auto& s = *impl_;
   auto it = s.reservations.find(id);
-  if (it == s.reservations.end() || it->second->removed) return notFound("reservation " + id.value());
+  if (it == s.reservations.end() || it->second->removed)
+    return notFound("reservation " + id.value());
   Reservation* r = it->second.get();
   r->removed = true;
   r->guarantee = Resource();
@@ -933,7 +963,8 @@ Result<int64_t> Scheduler::appPending(const AppId& app) const {
 Result<Resource> Scheduler::queueUsed(const QueueRef& queue) const {
   if (queue.isReservation()) {
     auto it = impl_->reservations.find(queue.reservationId());
-    if (it == impl_->reservations.end()) return notFound("reservation " + queue.reservationId().value());
+    if (it == impl_->reservations.end())
+      return notFound("reservation " + queue.reservationId().value());
     return it->second->used;
   }
   auto it = impl_->queues.find(queue.adhocPath());

@@ -61,8 +61,8 @@ class Scheduler {
   // INVALID_ARGUMENT naming the field ("adhoc_queues[2].weight"). `policy`
   // orders siblings; null = DrfOrderingPolicy. The policy is shared, not
   // copied, and must be stateless.
-  static Result<std::unique_ptr<Scheduler>> create(SchedulerOptions options,
-                                                   std::shared_ptr<const QueueOrderingPolicy> policy = nullptr);
+  static Result<std::unique_ptr<Scheduler>> create(
+      SchedulerOptions options, std::shared_ptr<const QueueOrderingPolicy> policy = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -72,7 +72,8 @@ class Scheduler {
   // A node joins with its capacity and attributes (matched by placement
   // constraints). ALREADY_EXISTS if known; INVALID_ARGUMENT ("total") if
   // `total` is negative in any dimension or zero.
-  Status addNode(const NodeId& node, const Resource& total, std::map<std::string, std::string> attributes);
+  Status addNode(const NodeId& node, const Resource& total,
+                 std::map<std::string, std::string> attributes);
 
   // The node is gone (lost or decommissioned). Returns its containers, oldest
   // first; they are no longer accounted anywhere and their apps' AMs should be

@@ -72,8 +72,8 @@ struct Allocation {
   NodeId node;
   Resource resource;
   int32_t priority = 0;
-  std::string request_id;      // echoes ResourceRequest.request_id
-  ReservationId reservation;   // the reservation queue it counts against ("" = ad hoc)
+  std::string request_id;     // echoes ResourceRequest.request_id
+  ReservationId reservation;  // the reservation queue it counts against ("" = ad hoc)
 };
 
 // v1.PreemptionNotice for the owning AM. After `deadline` the container is

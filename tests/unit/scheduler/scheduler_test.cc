@@ -20,8 +20,8 @@ std::unique_ptr<Scheduler> make(SchedulerOptions o = {}) {
   return std::move(s).value();
 }
 
-ResourceRequest ask(int32_t count, Resource cap = Resource(1024, 1), int32_t priority = 1, std::string id = "",
-                    int32_t gang = 0) {
+ResourceRequest ask(int32_t count, Resource cap = Resource(1024, 1), int32_t priority = 1,
+                    std::string id = "", int32_t gang = 0) {
   ResourceRequest r;
   r.request_id = std::move(id);
   r.priority = priority;
@@ -48,9 +48,11 @@ NodeUpdateResult beat(Scheduler& s, const std::string& node, TimePoint t) {
 TEST(SchedulerTest, ReservationGetsGuaranteeBeforeAdhoc) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
   ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(8)}).isOk());
   auto r = beat(*s, "n1", kT0);
@@ -68,8 +70,10 @@ TEST(SchedulerTest, ReservationGetsGuaranteeBeforeAdhoc) {
 TEST(SchedulerTest, ReservationBorrowsBeyondGuaranteeWhenIdle) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(6)}).isOk());
   EXPECT_EQ(beat(*s, "n1", kT0).allocations.size(), 6u);
 }
@@ -78,10 +82,16 @@ TEST(SchedulerTest, ReservationBorrowsBeyondGuaranteeWhenIdle) {
 TEST(SchedulerTest, OneOffAfterPeriodic) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 4), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("once"), ReservationKind::kOneOff, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("daily"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a_once"), UserId("u"), QueueRef::reservation(ReservationId("once"))).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a_daily"), UserId("u"), QueueRef::reservation(ReservationId("daily"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("once"), ReservationKind::kOneOff, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("daily"), ReservationKind::kPeriodic, Resource(4096, 4))
+          .isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("a_once"), UserId("u"), QueueRef::reservation(ReservationId("once"))).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("a_daily"), UserId("u"), QueueRef::reservation(ReservationId("daily")))
+          .isOk());
   ASSERT_TRUE(s->updateAsks(AppId("a_once"), {ask(4)}).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("a_daily"), {ask(4)}).isOk());
   auto m = countByApp(beat(*s, "n1", kT0).allocations);
@@ -94,7 +104,8 @@ TEST(SchedulerTest, AdhocWeightsSplitCapacityProportionally) {
   SchedulerOptions o;
   o.adhoc_queues = {{"root.a", 3}, {"root.b", 1}};
   auto s = make(o);
-  for (int i = 0; i < 4; i++) ASSERT_TRUE(s->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
+  for (int i = 0; i < 4; i++)
+    ASSERT_TRUE(s->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
   ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.a")).isOk());
   ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.b")).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(100)}).isOk());
@@ -107,7 +118,8 @@ TEST(SchedulerTest, AdhocWeightsSplitCapacityProportionally) {
   SchedulerOptions h;
   h.adhoc_queues = {{"root.p.x", 1}, {"root.p.y", 1}, {"root.q", 1}};
   auto t = make(h);
-  for (int i = 0; i < 4; i++) ASSERT_TRUE(t->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
+  for (int i = 0; i < 4; i++)
+    ASSERT_TRUE(t->addNode(NodeId("n" + std::to_string(i)), Resource(1 << 20, 4), {}).isOk());
   for (const char* q : {"root.p.x", "root.p.y", "root.q"}) {
     ASSERT_TRUE(t->addApp(AppId(q), UserId("u"), QueueRef::adhoc(q)).isOk());
     ASSERT_TRUE(t->updateAsks(AppId(q), {ask(100)}).isOk());
@@ -142,8 +154,10 @@ TEST(SchedulerTest, DrfBetweenTwoUsers) {
 TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
   auto s = make();  // default grace 15 s
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
   ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
   auto fill = beat(*s, "n1", kT0);
@@ -182,12 +196,16 @@ TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
 TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("big"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::reservation(ReservationId("big"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("big"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("b"), UserId("u"), QueueRef::reservation(ReservationId("big"))).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("b"), {ask(8)}).isOk());
   ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);  // 2 guaranteed + 6 borrowed
-  ASSERT_TRUE(s->setReservation(ReservationId("p"), ReservationKind::kPeriodic, Resource(8192, 8)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("pa"), UserId("u"), QueueRef::reservation(ReservationId("p"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("p"), ReservationKind::kPeriodic, Resource(8192, 8)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("pa"), UserId("u"), QueueRef::reservation(ReservationId("p"))).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("pa"), {ask(8)}).isOk());
   beat(*s, "n1", kT0 + Seconds(1));
   EXPECT_EQ(s->takePreemptionNotices(AppId("b")).size(), 6u);
@@ -255,7 +273,8 @@ TEST(SchedulerTest, NodeRemovalReturnsLostContainers) {
   auto lost = s->removeNode(NodeId("n1"));
   ASSERT_TRUE(lost.isOk());
   ASSERT_EQ(lost->size(), r1.allocations.size());
-  for (size_t i = 0; i < lost->size(); i++) EXPECT_EQ((*lost)[i].container, r1.allocations[i].container);
+  for (size_t i = 0; i < lost->size(); i++)
+    EXPECT_EQ((*lost)[i].container, r1.allocations[i].container);
   EXPECT_EQ(s->clusterTotal(), Resource(8192, 4));
   EXPECT_EQ(s->appUsed(AppId("a")).value().vcores(), static_cast<int64_t>(r2.allocations.size()));
   EXPECT_EQ(s->numContainers(), r2.allocations.size());
@@ -267,8 +286,10 @@ TEST(SchedulerTest, NodeRemovalReturnsLostContainers) {
 TEST(SchedulerTest, RecoverContainerReaccounts) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
   Allocation c;
   c.container = ContainerId("a_17_3");
   c.app = AppId("a");
@@ -313,11 +334,13 @@ TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
   auto r = beat(*s, "n1", kT0);
   ASSERT_EQ(r.allocations.size(), 4u);
   EXPECT_TRUE(beat(*s, "n1", kT0).allocations.empty());
-  EXPECT_EQ(s->release(AppId("b"), r.allocations[0].container).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s->release(AppId("b"), r.allocations[0].container).status().code(),
+            StatusCode::kPermissionDenied);
   ASSERT_TRUE(s->release(AppId("a"), r.allocations[0].container).isOk());
   ASSERT_TRUE(s->containerCompleted(r.allocations[1].container).isOk());
   EXPECT_EQ(s->nodeUsed(NodeId("n1")).value(), Resource(2048, 2));
-  EXPECT_EQ(s->containerCompleted(r.allocations[1].container).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->containerCompleted(r.allocations[1].container).status().code(),
+            StatusCode::kNotFound);
   EXPECT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
   EXPECT_EQ(s->clusterUsed(), Resource(4096, 4));
   auto gone = s->removeApp(AppId("a"));
@@ -330,7 +353,9 @@ TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
 TEST(SchedulerTest, AsksReplaceByRequestIdAndPriority) {
   auto s = make();
   ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(5, Resource(1024, 1), 1, "x"), ask(3, Resource(1024, 1), 2)}).isOk());
+  ASSERT_TRUE(
+      s->updateAsks(AppId("a"), {ask(5, Resource(1024, 1), 1, "x"), ask(3, Resource(1024, 1), 2)})
+          .isOk());
   EXPECT_EQ(s->appPending(AppId("a")).value(), 8);
   ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2, Resource(1024, 1), 7, "x")}).isOk());
   EXPECT_EQ(s->appPending(AppId("a")).value(), 5);
@@ -366,10 +391,13 @@ TEST(SchedulerTest, InvalidInputsNameTheField) {
   EXPECT_NE(st.message().find("r_missing"), std::string::npos);
   st = s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.nope"));
   EXPECT_NE(st.message().find("queue.path"), std::string::npos);
-  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p")).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->addApp(AppId("a"), UserId(""), QueueRef::adhoc("root.p.leaf")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p")).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->addApp(AppId("a"), UserId(""), QueueRef::adhoc("root.p.leaf")).code(),
+            StatusCode::kInvalidArgument);
   ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p.leaf")).isOk());
-  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p.leaf")).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.p.leaf")).code(),
+            StatusCode::kAlreadyExists);
 
   ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2, Resource(1024, 1), 1, "keep")}).isOk());
   st = s->updateAsks(AppId("a"), {ask(0, Resource(1024, 1), 1, "keep"), ask(-1)});
@@ -379,7 +407,8 @@ TEST(SchedulerTest, InvalidInputsNameTheField) {
   EXPECT_NE(st.message().find("asks[0].capability"), std::string::npos);
   st = s->updateAsks(AppId("a"), {ask(5, Resource(1024, 1), 1, "g", 2)});
   EXPECT_NE(st.message().find("asks[0].count"), std::string::npos);
-  st = s->updateAsks(AppId("a"), {ask(1, Resource(1024, 1), 1, "d"), ask(1, Resource(1024, 1), 2, "d")});
+  st = s->updateAsks(AppId("a"),
+                     {ask(1, Resource(1024, 1), 1, "d"), ask(1, Resource(1024, 1), 2, "d")});
   EXPECT_NE(st.message().find("asks[1].request_id"), std::string::npos);
   EXPECT_EQ(s->updateAsks(AppId("zz"), {ask(1)}).code(), StatusCode::kNotFound);
 
@@ -397,8 +426,10 @@ TEST(SchedulerTest, InvalidInputsNameTheField) {
 TEST(SchedulerTest, RemovedReservationLingersForItsApps) {
   auto s = make();
   ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
-  ASSERT_TRUE(s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("a"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
   ASSERT_TRUE(s->addApp(AppId("x"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(2)}).isOk());
   ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
@@ -412,7 +443,8 @@ TEST(SchedulerTest, RemovedReservationLingersForItsApps) {
   EXPECT_EQ(m["x"], 6);
   EXPECT_EQ(m["a"], 0);
   ASSERT_TRUE(s->removeApp(AppId("a")).isOk());
-  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).status().code(),
+            StatusCode::kNotFound);
 }
 
 // Same calls, same decisions: a randomised workload replayed gives identical allocations.
@@ -424,10 +456,12 @@ TEST(SchedulerTest, DeterministicGivenSameCalls) {
     SchedulerOptions o;
     o.adhoc_queues = {{"root.a", 2}, {"root.b", 1}};
     auto s = make(o);
-    for (int i = 0; i < 20; i++) (void)s->addNode(NodeId("n" + std::to_string(i)), Resource(16384, 8), {});
+    for (int i = 0; i < 20; i++)
+      (void)s->addNode(NodeId("n" + std::to_string(i)), Resource(16384, 8), {});
     (void)s->setReservation(ReservationId("r"), ReservationKind::kPeriodic, Resource(8192, 8));
     for (int i = 0; i < 12; i++) {
-      QueueRef q = i % 3 == 0 ? QueueRef::reservation(ReservationId("r")) : QueueRef::adhoc(i % 3 == 1 ? "root.a" : "root.b");
+      QueueRef q = i % 3 == 0 ? QueueRef::reservation(ReservationId("r"))
+                              : QueueRef::adhoc(i % 3 == 1 ? "root.a" : "root.b");
       (void)s->addApp(AppId("app" + std::to_string(i)), UserId("u" + std::to_string(i % 4)), q);
     }
     std::vector<std::string> log;
@@ -435,13 +469,15 @@ TEST(SchedulerTest, DeterministicGivenSameCalls) {
       for (int i = 0; i < 12; i++) {
         if (rng() % 3 == 0) {
           (void)s->updateAsks(AppId("app" + std::to_string(i)),
-                              {ask(static_cast<int32_t>(rng() % 6), Resource(1024 * (1 + rng() % 3), 1 + rng() % 2))});
+                              {ask(static_cast<int32_t>(rng() % 6),
+                                   Resource(1024 * (1 + rng() % 3), 1 + rng() % 2))});
         }
       }
       auto r = s->schedulePass(kT0 + Seconds(step));
       for (const auto& a : r.allocations) log.push_back(a.container.value() + "@" + a.node.value());
       for (const auto& k : r.to_kill) (void)s->containerCompleted(k.container);
-      if (step % 5 == 4 && !r.allocations.empty()) (void)s->containerCompleted(r.allocations.front().container);
+      if (step % 5 == 4 && !r.allocations.empty())
+        (void)s->containerCompleted(r.allocations.front().container);
     }
     return log;
   };
