@@ -36,7 +36,8 @@ using namespace std::chrono_literals;
 namespace {
 
 int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -105,20 +106,29 @@ void procStats(pid_t pid, double* cpu_s, long* hwm_kib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nodes = 2700, apps = 200, seconds = 30, per_app = 500, warmup = 60, min_dur = 10, max_dur = 20;
+  int nodes = 2700, apps = 200, seconds = 30, per_app = 500, warmup = 60, min_dur = 10,
+      max_dur = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::atoi(argv[i + 1]);
-    if (a == "--nodes") nodes = v;
-    else if (a == "--apps") apps = v;
-    else if (a == "--seconds") seconds = v;
-    else if (a == "--per-app") per_app = v;
-    else if (a == "--warmup") warmup = v;
-    else if (a == "--min-duration") min_dur = v;
-    else if (a == "--max-duration") max_dur = v;
+    if (a == "--nodes")
+      nodes = v;
+    else if (a == "--apps")
+      apps = v;
+    else if (a == "--seconds")
+      seconds = v;
+    else if (a == "--per-app")
+      per_app = v;
+    else if (a == "--warmup")
+      warmup = v;
+    else if (a == "--min-duration")
+      min_dur = v;
+    else if (a == "--max-duration")
+      max_dur = v;
   }
-  std::printf("== rm-load: %d simulated NMs (40 vcores), %d apps x %d containers, %d s measured ==\n", nodes, apps,
-              per_app, seconds);
+  std::printf(
+      "== rm-load: %d simulated NMs (40 vcores), %d apps x %d containers, %d s measured ==\n",
+      nodes, apps, per_app, seconds);
   g_nodes = std::vector<SimNode>(static_cast<size_t>(nodes));
   FakeContainerManager cm;
   grpc::ServerBuilder sb;
@@ -187,14 +197,17 @@ int main(int argc, char** argv) {
           auto ctx = makeContext(Millis(10000));
           auto s0 = std::chrono::steady_clock::now();
           grpc::Status st = stub->NodeHeartbeat(ctx.get(), req, &resp);
-          double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+          double ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0)
+                  .count();
           if (measuring) {
             std::lock_guard<std::mutex> lk(lat_mu);
             latencies.push_back(ms);
           }
           if (st.ok()) {
             std::lock_guard<std::mutex> lk(n.mu);
-            for (const auto& k : resp.containers_to_kill()) n.running[k] = 0;  // completes next beat
+            for (const auto& k : resp.containers_to_kill())
+              n.running[k] = 0;  // completes next beat
           }
         }
         std::this_thread::sleep_until(round + 1s);
@@ -287,7 +300,8 @@ int main(int argc, char** argv) {
             ask->set_request_id("t");
             ask->set_priority(1);
             toProto(Resource(1024, 1), ask->mutable_capability());
-            ask->set_count(static_cast<int32_t>(std::max<int64_t>(0, asked[a.app] - received[a.app])));
+            ask->set_count(
+                static_cast<int32_t>(std::max<int64_t>(0, asked[a.app] - received[a.app])));
             v1::AllocateResponse r2;
             auto c2 = makeContext(Millis(10000));
             if (am->Allocate(c2.get(), more, &r2).ok()) {
@@ -331,10 +345,12 @@ int main(int argc, char** argv) {
   size_t beats = latencies.size();
   std::printf("containers in use: %zu; heartbeats: %zu (%.0f/s, expected %d/s)\n", in_use, beats,
               static_cast<double>(beats) / wall, nodes);
-  std::printf("allocations: %.0f/s (target >= 5,000/s)\n", static_cast<double>(allocated.load()) / wall);
-  std::printf("heartbeat latency: p50 %.1f ms, p99 %.1f ms (target p99 <= 100 ms)\n", percentile(latencies, 0.5),
-              percentile(latencies, 0.99));
-  std::printf("RM: CPU %.0f%% of one core, peak RSS %ld MiB\n", 100.0 * (cpu1 - cpu0) / wall, hwm / 1024);
+  std::printf("allocations: %.0f/s (target >= 5,000/s)\n",
+              static_cast<double>(allocated.load()) / wall);
+  std::printf("heartbeat latency: p50 %.1f ms, p99 %.1f ms (target p99 <= 100 ms)\n",
+              percentile(latencies, 0.5), percentile(latencies, 0.99));
+  std::printf("RM: CPU %.0f%% of one core, peak RSS %ld MiB\n", 100.0 * (cpu1 - cpu0) / wall,
+              hwm / 1024);
   stop = true;
   for (auto& t : threads) t.join();
   cm_server->Shutdown();

@@ -6,12 +6,12 @@
 // containers. Prints the allocation throughput while filling the empty
 // cluster (target >= 100,000/s; YARN's Hydra reports > 40,000/s per cluster)
 // and the cost of a heartbeat in steady state.
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 #include "common/wire.h"
 #include "rm/runtime.h"
@@ -30,7 +30,8 @@ struct Running {
 };
 
 double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* fill_rate) {
-  auto dir = std::filesystem::temp_directory_path() / ("morpheus-bench-sched-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("morpheus-bench-sched-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::remove(dir / "state.db");
   auto store = std::move(store::openStateStore("sqlite", (dir / "state.db").string())).value();
@@ -40,12 +41,15 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
   RmCore core(opts, clock, metrics, "bench-secret");
   AppManagerOptions ao;
   ao.queues = {"root.q0", "root.q1", "root.q2", "root.q3"};
-  AppManager apps(ao, *store, clock, metrics, core.signer(), [](const JobKey&) { return std::optional<ReservationId>(); },
-                  [](const ReservationId&) { return false; });
+  AppManager apps(
+      ao, *store, clock, metrics, core.signer(),
+      [](const JobKey&) { return std::optional<ReservationId>(); },
+      [](const ReservationId&) { return false; });
   RuntimeOptions ro;
   ro.queue_weights = {{"root.q0", 4}, {"root.q1", 3}, {"root.q2", 2}, {"root.q3", 1}};
-  RmRuntime rt(ro, core, apps, clock, metrics, nullptr, [](const ReservationId&) { return false; },
-               [](const ReservationId&, TimePoint) { return Resource(); });
+  RmRuntime rt(
+      ro, core, apps, clock, metrics, nullptr, [](const ReservationId&) { return false; },
+      [](const ReservationId&, TimePoint) { return Resource(); });
   for (int n = 0; n < kNodes; n++) {
     NodeInfo info;
     info.id = NodeId("n" + std::to_string(n));
@@ -90,7 +94,8 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
     (void)count_tasks;
   };
   // AMs start and register.
-  for (int n = 0; n < kNodes && apps.list({AppState::kSubmitted}, "").size() > 0; n++) beat(n, false);
+  for (int n = 0; n < kNodes && apps.list({AppState::kSubmitted}, "").size() > 0; n++)
+    beat(n, false);
   for (const auto& id : ids) {
     v1::RegisterApplicationMasterRequest reg;
     reg.set_application_id(id.value());
@@ -134,8 +139,8 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
       if (got == 0) break;
     }
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("  fill: %lld containers allocated in %.3f s wall = %.0f allocations/s\n", static_cast<long long>(filled),
-                dt, static_cast<double>(filled) / dt);
+    std::printf("  fill: %lld containers allocated in %.3f s wall = %.0f allocations/s\n",
+                static_cast<long long>(filled), dt, static_cast<double>(filled) / dt);
     *fill_rate = static_cast<double>(filled) / dt;
   }
   // Phase 2, churn: containers end after 30-90 virtual s and are replaced.
@@ -160,8 +165,9 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
   *allocated_out = allocated;
   *in_use_out = in_use;
   std::filesystem::remove_all(dir);
-  std::printf("  churn: %d virtual s of %d heartbeats each took %.3f s wall (%.1f us per heartbeat)\n", seconds, kNodes,
-              wall, wall * 1e6 / (seconds * kNodes));
+  std::printf(
+      "  churn: %d virtual s of %d heartbeats each took %.3f s wall (%.1f us per heartbeat)\n",
+      seconds, kNodes, wall, wall * 1e6 / (seconds * kNodes));
   return static_cast<double>(allocated) / wall;
 }
 
@@ -169,8 +175,9 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
 
 int main(int argc, char** argv) {
   int reps = argc > 1 ? std::atoi(argv[1]) : 3;
-  std::printf("== scheduler core: %d nodes x 40 vcores, %d apps in 4 weighted queues, virtual clock ==\n", kNodes,
-              kApps);
+  std::printf(
+      "== scheduler core: %d nodes x 40 vcores, %d apps in 4 weighted queues, virtual clock ==\n",
+      kNodes, kApps);
   std::vector<double> fills;
   for (int r = 0; r < reps; r++) {
     int64_t allocated = 0;
@@ -178,10 +185,13 @@ int main(int argc, char** argv) {
     double fill = 0;
     double rate = runOnce(20, &allocated, &in_use, &fill);
     fills.push_back(fill);
-    std::printf("rep %d: churn replaced %lld containers (%.0f per wall s), %zu containers in use at the end\n", r + 1,
-                static_cast<long long>(allocated), rate, in_use);
+    std::printf(
+        "rep %d: churn replaced %lld containers (%.0f per wall s), %zu containers in use at the "
+        "end\n",
+        r + 1, static_cast<long long>(allocated), rate, in_use);
   }
   std::sort(fills.begin(), fills.end());
-  std::printf("median fill throughput %.0f allocations/s (target >= 100,000/s)\n", fills[fills.size() / 2]);
+  std::printf("median fill throughput %.0f allocations/s (target >= 100,000/s)\n",
+              fills[fills.size() / 2]);
   return 0;
 }

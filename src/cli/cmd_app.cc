@@ -400,7 +400,8 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
 
   auto tel_key = std::make_shared<std::string>();
   auto tel_json = std::make_shared<bool>(false);
-  auto* tel_cmd = app->add_subcommand("telemetry", "Skylines of finished applications (Morpheus §4 input)");
+  auto* tel_cmd =
+      app->add_subcommand("telemetry", "Skylines of finished applications (Morpheus §4 input)");
   tel_cmd->add_option("--key", *tel_key, "Only this recurrence key");
   tel_cmd->add_flag("--json", *tel_json, "Machine-readable output");
   tel_cmd->callback([&ctx, tel_key, tel_json] {
@@ -427,10 +428,13 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
                        {"skyline", std::vector<double>(a.skyline().begin(), a.skyline().end())},
                        {"files", a.files_size()}});
       } else {
-        std::printf("%s key=%s user=%s run %.0f s, %d step(s) of %lld s, peak %.2f, area %.2f container-steps, %d file event(s)\n",
-                    a.application_id().c_str(), a.recurrence_key().empty() ? "-" : a.recurrence_key().c_str(),
-                    a.user().c_str(), static_cast<double>(a.finish_ms() - a.start_ms()) / 1000.0, a.skyline_size(),
-                    static_cast<long long>(a.step_ms() / 1000), peak, area, a.files_size());
+        std::printf(
+            "%s key=%s user=%s run %.0f s, %d step(s) of %lld s, peak %.2f, area %.2f "
+            "container-steps, %d file event(s)\n",
+            a.application_id().c_str(),
+            a.recurrence_key().empty() ? "-" : a.recurrence_key().c_str(), a.user().c_str(),
+            static_cast<double>(a.finish_ms() - a.start_ms()) / 1000.0, a.skyline_size(),
+            static_cast<long long>(a.step_ms() / 1000), peak, area, a.files_size());
       }
     }
     if (*tel_json) std::cout << arr.dump(2) << "\n";

@@ -16,7 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-store::IngestBatch readHistory(const std::string& path, const std::string& format, const std::string& owner) {
+store::IngestBatch readHistory(const std::string& path, const std::string& format,
+                               const std::string& owner) {
   inference::ImportOptions o;
   o.format = format;
   o.default_user = owner;
@@ -41,8 +42,10 @@ void addFit(CLI::App& root) {
       ->check(CLI::IsMember({"native", "jsonl"}));
   fit->add_option("--alpha", a->alpha, "Weight of over-allocation vs under-allocation, 0..1")
       ->check(CLI::Range(0.0, 1.0));
-  fit->add_option("--beta", a->beta, "Regularisation weight (see --beta-mode)")->check(CLI::NonNegativeNumber);
-  fit->add_option("--beta-mode", a->beta_mode, "relative: beta x V (two solves) | absolute: beta as given")
+  fit->add_option("--beta", a->beta, "Regularisation weight (see --beta-mode)")
+      ->check(CLI::NonNegativeNumber);
+  fit->add_option("--beta-mode", a->beta_mode,
+                  "relative: beta x V (two solves) | absolute: beta as given")
       ->check(CLI::IsMember({"relative", "absolute"}));
   fit->add_option("--step", a->step_s, "Fit step, seconds")->check(CLI::PositiveNumber);
   fit->add_option("--sample", a->sample, "A step's sample: average | max containers in use")
@@ -57,8 +60,9 @@ void addFit(CLI::App& root) {
       if (a->job.empty() || r.job.value() == a->job) by_job[r.job.value()].push_back(r);
     }
     if (by_job.empty()) {
-      failWith(invalidArgument(a->job.empty() ? "--input" : "--job",
-                               a->job.empty() ? "the file holds no runs" : "no runs of job " + a->job));
+      failWith(
+          invalidArgument(a->job.empty() ? "--input" : "--job",
+                          a->job.empty() ? "the file holds no runs" : "no runs of job " + a->job));
     }
     inference::FitParams p;
     p.step = Millis(static_cast<int64_t>(a->step_s * 1000));
@@ -70,10 +74,13 @@ void addFit(CLI::App& root) {
     json out = json::array();
     int exit_code = 0;
     for (auto& [job, runs] : by_job) {
-      std::sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.submit < y.submit; });
+      std::sort(runs.begin(), runs.end(),
+                [](const auto& x, const auto& y) { return x.submit < y.submit; });
       auto started = std::chrono::steady_clock::now();
       auto r = inference::fitRuns(runs, p);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
       if (!r.isOk()) {
         exit_code = std::max(exit_code, r.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
         std::cerr << "morpheusctl: job " << job << ": " << r.status().toString() << "\n";
@@ -96,12 +103,14 @@ void addFit(CLI::App& root) {
                        {"fit_ms", ms}});
         continue;
       }
-      std::printf("job %s: %d runs, %zu steps of %.0f s, peak %lld containers, area %lld container-steps\n",
-                  job.c_str(), r->runs_used, r->skyline.size(), a->step_s, static_cast<long long>(peak),
-                  static_cast<long long>(area));
-      std::printf("  A_o %.4f  A_u %.4f  eps %.6f  objective %.6f  (alpha %.2f, beta %g %s; %.1f ms)\n",
-                  r->over_allocation, r->under_allocation, r->epsilon, r->objective, p.alpha, p.beta,
-                  a->beta_mode.c_str(), ms);
+      std::printf(
+          "job %s: %d runs, %zu steps of %.0f s, peak %lld containers, area %lld container-steps\n",
+          job.c_str(), r->runs_used, r->skyline.size(), a->step_s, static_cast<long long>(peak),
+          static_cast<long long>(area));
+      std::printf(
+          "  A_o %.4f  A_u %.4f  eps %.6f  objective %.6f  (alpha %.2f, beta %g %s; %.1f ms)\n",
+          r->over_allocation, r->under_allocation, r->epsilon, r->objective, p.alpha, p.beta,
+          a->beta_mode.c_str(), ms);
       std::printf("  skyline:");
       for (auto v : r->skyline) std::printf(" %lld", static_cast<long long>(v));
       std::printf("\n");
@@ -112,7 +121,8 @@ void addFit(CLI::App& root) {
 }
 
 void addImport(CLI::App& root, CliContext& ctx) {
-  auto* hist = root.add_subcommand("history", "Run history in the inference service's provenance store");
+  auto* hist =
+      root.add_subcommand("history", "Run history in the inference service's provenance store");
   hist->require_subcommand(1);
   struct Args {
     std::string file, format = "jsonl", owner;
@@ -122,9 +132,11 @@ void addImport(CLI::App& root, CliContext& ctx) {
   imp->add_option("file", a->file, "File to import")->required();
   imp->add_option("--format", a->format, "native (Hadoop resource estimator) | jsonl")
       ->check(CLI::IsMember({"native", "jsonl"}));
-  imp->add_option("--owner", a->owner, "Owner of runs that name none (native lines); default --user");
+  imp->add_option("--owner", a->owner,
+                  "Owner of runs that name none (native lines); default --user");
   imp->callback([a, &ctx] {
-    store::IngestBatch batch = readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
+    store::IngestBatch batch =
+        readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
     v1::IngestRunsRequest req;
     for (const auto& r : batch.runs) {
       auto* w = req.add_runs();
@@ -153,8 +165,8 @@ void addImport(CLI::App& root, CliContext& ctx) {
     v1::IngestResponse resp;
     grpc::Status st = stub->IngestRuns(c.get(), req, &resp);
     if (!st.ok()) failWith(fromGrpc(st).withContext("inference at " + ctx.inference_address));
-    std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(), batch.events.size(),
-                a->file.c_str());
+    std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(),
+                batch.events.size(), a->file.c_str());
   });
 }
 

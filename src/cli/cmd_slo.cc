@@ -264,7 +264,8 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
   refit->callback([&ctx] {
     v1::RefitResponse resp;
     check(stub(ctx)->Refit(authed(ctx, Millis(300000)).get(), v1::RefitRequest(), &resp), ctx);
-    std::printf("refit done: %d new proposal(s); see 'morpheusctl slo list'\n", resp.proposals_created());
+    std::printf("refit done: %d new proposal(s); see 'morpheusctl slo list'\n",
+                resp.proposals_created());
   });
 }
 

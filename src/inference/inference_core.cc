@@ -7,8 +7,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace morpheus::inference {
 
@@ -20,7 +20,8 @@ std::string encodePayload(const ProposalPayload& p) {
                {"deadline_offset_ms", p.deadline_offset.count()},
                {"step_ms", p.step.count()},
                {"skyline", p.skyline},
-               {"container", {{"memory_mib", p.container.memoryMib()}, {"vcores", p.container.vcores()}}},
+               {"container",
+                {{"memory_mib", p.container.memoryMib()}, {"vcores", p.container.vcores()}}},
                {"budget_container_ms", p.budget_container_ms},
                {"over_allocation", p.over_allocation},
                {"under_allocation", p.under_allocation},
@@ -85,15 +86,20 @@ std::optional<ProposalFingerprint> decodeFingerprint(const std::string& s) {
   }
 }
 
-bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint& b, double threshold) {
+bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint& b,
+                         double threshold) {
   if (a.period != b.period) return true;
   auto rel = [](double x, double y) {
     double m = std::max(std::fabs(x), std::fabs(y));
     return m == 0 ? 0.0 : std::fabs(x - y) / m;
   };
-  double window = static_cast<double>(std::max((a.deadline_offset - a.start_offset).count(), int64_t{1}));
-  if (std::fabs(static_cast<double>((a.start_offset - b.start_offset).count())) > threshold * window) return true;
-  if (std::fabs(static_cast<double>((a.deadline_offset - b.deadline_offset).count())) > threshold * window) {
+  double window =
+      static_cast<double>(std::max((a.deadline_offset - a.start_offset).count(), int64_t{1}));
+  if (std::fabs(static_cast<double>((a.start_offset - b.start_offset).count())) >
+      threshold * window)
+    return true;
+  if (std::fabs(static_cast<double>((a.deadline_offset - b.deadline_offset).count())) >
+      threshold * window) {
     return true;
   }
   return rel(a.area, b.area) > threshold || rel(a.peak, b.peak) > threshold;
@@ -190,7 +196,10 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
   req.problematic = p.payload.problematic;
   auto sub = rm_.submit(req, clock_.now(), existing);
   if (!sub.isOk()) {
-    metrics_.counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "rm-refused"}}).inc();
+    metrics_
+        .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
+                 {{"outcome", "rm-refused"}})
+        .inc();
     spdlog::warn("proposal {} of {}: RM refused the reservation: {}", p.record.id.value(),
                  p.record.job.value(), sub.status().message());
     return sub.status().withContext("proposal " + p.record.id.value() + " stays pending");
@@ -209,9 +218,11 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     old.updated = clock_.now();
     (void)store_.updateProposal(old, store::ProposalState::kAccepted);
   }
-  spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(), rec.job.value(),
-               who.user, rec.reservation_id, sub->placement_summary);
-  metrics_.counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}}).inc();
+  spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(),
+               rec.job.value(), who.user, rec.reservation_id, sub->placement_summary);
+  metrics_
+      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
+      .inc();
   return Proposal{rec, p.payload};
 }
 
@@ -241,12 +252,14 @@ Result<int> InferenceCore::refit() {
     for (const auto& e : h.events) paths.insert(e.path);
     histories.push_back(std::move(h));
   }
-  MORPHEUS_ASSIGN_OR_RETURN(std::vector<store::FileEvent> path_events,
-                            store_.eventsOnPaths(std::vector<std::string>(paths.begin(), paths.end())));
+  MORPHEUS_ASSIGN_OR_RETURN(
+      std::vector<store::FileEvent> path_events,
+      store_.eventsOnPaths(std::vector<std::string>(paths.begin(), paths.end())));
   SloParams slo_params = opts_.slo;
   slo_params.min_runs = opts_.min_runs;
   std::vector<SloVerdict> verdicts = inferSlos(histories, path_events, slo_params);
-  MORPHEUS_ASSIGN_OR_RETURN(std::vector<store::ProposalRecord> all, store_.listProposals(std::nullopt));
+  MORPHEUS_ASSIGN_OR_RETURN(std::vector<store::ProposalRecord> all,
+                            store_.listProposals(std::nullopt));
 
   std::vector<NotActionable> not_actionable;
   int created = 0;
@@ -260,7 +273,8 @@ Result<int> InferenceCore::refit() {
     size_t first = h.runs.size() > static_cast<size_t>(opts_.history_runs)
                        ? h.runs.size() - static_cast<size_t>(opts_.history_runs)
                        : 0;
-    std::vector<store::RunRecord> recent(h.runs.begin() + static_cast<std::ptrdiff_t>(first), h.runs.end());
+    std::vector<store::RunRecord> recent(h.runs.begin() + static_cast<std::ptrdiff_t>(first),
+                                         h.runs.end());
     FitParams fp;
     fp.step = opts_.step;
     fp.alpha = opts_.alpha;
@@ -341,38 +355,46 @@ Result<int> InferenceCore::refit() {
     p.record.updated = p.record.created;
     p.record.payload_json = encodePayload(pay);
     p.payload = pay;
-    if (pending) MORPHEUS_RETURN_IF_ERROR(supersede(*pending, "replaced by " + p.record.id.value()));
+    if (pending)
+      MORPHEUS_RETURN_IF_ERROR(supersede(*pending, "replaced by " + p.record.id.value()));
     MORPHEUS_RETURN_IF_ERROR(store_.insertProposal(p.record));
     created++;
-    spdlog::info("proposal {} for job {} (owner {}): period {} ms, window [{}, {}] ms, {} steps, peak {}{}",
-                 p.record.id.value(), v.job.value(), p.record.owner, pay.period.count(),
-                 pay.start_offset.count(), pay.deadline_offset.count(), pay.skyline.size(), fpr.peak,
-                 pay.is_update ? " (update of an accepted SLO)" : "");
-    metrics_.counter("morpheus_inference_proposals_total", "Proposals created",
-                     {{"kind", pay.is_update ? "update" : "new"}})
+    spdlog::info(
+        "proposal {} for job {} (owner {}): period {} ms, window [{}, {}] ms, {} steps, peak {}{}",
+        p.record.id.value(), v.job.value(), p.record.owner, pay.period.count(),
+        pay.start_offset.count(), pay.deadline_offset.count(), pay.skyline.size(), fpr.peak,
+        pay.is_update ? " (update of an accepted SLO)" : "");
+    metrics_
+        .counter("morpheus_inference_proposals_total", "Proposals created",
+                 {{"kind", pay.is_update ? "update" : "new"}})
         .inc();
     if (accepted && accepted->auto_update) {
       p.record.auto_update = true;
       auto r = submitAndAccept(p, Principal{"morpheus-inference", true});
       if (!r.isOk()) {
-        spdlog::warn("automatic update of job {} failed, proposal {} stays pending: {}", v.job.value(),
-                     p.record.id.value(), r.status().message());
+        spdlog::warn("automatic update of job {} failed, proposal {} stays pending: {}",
+                     v.job.value(), p.record.id.value(), r.status().message());
       }
     }
   }
   not_actionable_ = std::move(not_actionable);
-  metrics_.gauge("morpheus_inference_jobs_not_actionable", "Jobs without a proposal after the last refit")
+  metrics_
+      .gauge("morpheus_inference_jobs_not_actionable",
+             "Jobs without a proposal after the last refit")
       .set(static_cast<double>(not_actionable_.size()));
-  spdlog::info("refit: {} job(s), {} new proposal(s), {} not actionable, {:.0f} ms", jobs.size(), created,
-               not_actionable_.size(),
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+  spdlog::info("refit: {} job(s), {} new proposal(s), {} not actionable, {:.0f} ms", jobs.size(),
+               created, not_actionable_.size(),
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                   .count());
   return created;
 }
 
-Result<Proposal> InferenceCore::accept(const ProposalId& id, const Principal& who, bool auto_update) {
+Result<Proposal> InferenceCore::accept(const ProposalId& id, const Principal& who,
+                                       bool auto_update) {
   std::lock_guard<std::mutex> lk(mu_);
   MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(Authenticator::mayActFor(who, p.record.owner, "accept proposal " + id.value()));
+  MORPHEUS_RETURN_IF_ERROR(
+      Authenticator::mayActFor(who, p.record.owner, "accept proposal " + id.value()));
   if (p.record.state != store::ProposalState::kPending) {
     return infeasible("proposal " + id.value() + " is not pending");
   }
@@ -380,10 +402,12 @@ Result<Proposal> InferenceCore::accept(const ProposalId& id, const Principal& wh
   return submitAndAccept(std::move(p), who);
 }
 
-Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& who, const OverrideParams& o) {
+Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& who,
+                                         const OverrideParams& o) {
   std::lock_guard<std::mutex> lk(mu_);
   MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(Authenticator::mayActFor(who, p.record.owner, "override proposal " + id.value()));
+  MORPHEUS_RETURN_IF_ERROR(
+      Authenticator::mayActFor(who, p.record.owner, "override proposal " + id.value()));
   if (p.record.state != store::ProposalState::kPending) {
     return infeasible("proposal " + id.value() + " is not pending");
   }
@@ -402,26 +426,31 @@ Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& 
   }
   if (o.skyline) {
     for (size_t i = 0; i < o.skyline->size(); i++) {
-      if ((*o.skyline)[i] < 0) return invalidArgument("skyline[" + std::to_string(i) + "]", "must be >= 0");
+      if ((*o.skyline)[i] < 0)
+        return invalidArgument("skyline[" + std::to_string(i) + "]", "must be >= 0");
     }
     if (o.skyline->empty()) return invalidArgument("skyline", "must not be empty");
     p.payload.skyline = *o.skyline;
   }
   if (o.skyline_scale) {
     if (!(*o.skyline_scale > 0)) return invalidArgument("skyline_scale", "must be > 0");
-    for (auto& v : p.payload.skyline) v = static_cast<int64_t>(std::ceil(static_cast<double>(v) * *o.skyline_scale));
+    for (auto& v : p.payload.skyline)
+      v = static_cast<int64_t>(std::ceil(static_cast<double>(v) * *o.skyline_scale));
   }
   if (o.budget_container_ms) {
-    if (*o.budget_container_ms < 0) return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
+    if (*o.budget_container_ms < 0)
+      return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
     p.payload.budget_container_ms = *o.budget_container_ms;
   }
   return submitAndAccept(std::move(p), who);
 }
 
-Result<Proposal> InferenceCore::reject(const ProposalId& id, const Principal& who, const std::string& reason) {
+Result<Proposal> InferenceCore::reject(const ProposalId& id, const Principal& who,
+                                       const std::string& reason) {
   std::lock_guard<std::mutex> lk(mu_);
   MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(Authenticator::mayActFor(who, p.record.owner, "reject proposal " + id.value()));
+  MORPHEUS_RETURN_IF_ERROR(
+      Authenticator::mayActFor(who, p.record.owner, "reject proposal " + id.value()));
   if (p.record.state != store::ProposalState::kPending) {
     return infeasible("proposal " + id.value() + " is not pending");
   }
@@ -432,8 +461,11 @@ Result<Proposal> InferenceCore::reject(const ProposalId& id, const Principal& wh
   MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, store::ProposalState::kPending));
   // Remembered until the job's history changes materially (refit compares fingerprints).
   MORPHEUS_RETURN_IF_ERROR(store_.setRejectFingerprint(rec.job, p.payload.fingerprint));
-  spdlog::info("proposal {} of job {} rejected by {}: {}", id.value(), rec.job.value(), who.user, rec.reason);
-  metrics_.counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "rejected"}}).inc();
+  spdlog::info("proposal {} of job {} rejected by {}: {}", id.value(), rec.job.value(), who.user,
+               rec.reason);
+  metrics_
+      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "rejected"}})
+      .inc();
   return Proposal{rec, p.payload};
 }
 

@@ -86,7 +86,8 @@ std::string encodeFingerprint(const ProposalFingerprint& f);
 std::optional<ProposalFingerprint> decodeFingerprint(const std::string& s);
 // Period changed, a or d moved by more than threshold x window, or skyline
 // area or peak changed by more than threshold (relative).
-bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint& b, double threshold);
+bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint& b,
+                         double threshold);
 
 class InferenceCore {
  public:
@@ -125,9 +126,9 @@ class InferenceCore {
   Clock& clock_;
   MetricsRegistry& metrics_;
 
-  mutable std::mutex mu_;  // serialises sign-off and refit
-  std::vector<NotActionable> not_actionable_;       // GUARDED_BY(mu_), from the last refit
-  uint64_t next_seq_ = 1;                           // GUARDED_BY(mu_)
+  mutable std::mutex mu_;                      // serialises sign-off and refit
+  std::vector<NotActionable> not_actionable_;  // GUARDED_BY(mu_), from the last refit
+  uint64_t next_seq_ = 1;                      // GUARDED_BY(mu_)
 };
 
 std::string encodePayload(const ProposalPayload& p);

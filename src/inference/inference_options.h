@@ -8,30 +8,30 @@ namespace morpheus::inference {
 
 struct InferenceOptions {
   DaemonOptions daemon;
-  std::string rm_address;             // inference.rm-address
-  std::string store_kind;             // provenance-store.kind
-  std::string store_location;         // provenance-store.location
-  std::string token_file;             // inference.token-file
-  bool open = false;                  // inference.auth-disabled
-  std::string queue;                  // inference.queue
-  Millis refit_interval{86400000};    // inference.refit-interval
-  Millis step{60000};                 // skyline.step
-  double alpha = 0.5;                 // skyline.alpha
-  double beta = 0.1;                  // skyline.beta
-  std::string beta_mode;              // skyline.beta-mode
-  int64_t min_runs = 3;               // skyline.min-runs
-  double budget_fraction = 0.2;       // proposal.budget-fraction
-  double drift_threshold = 0.2;       // proposal.drift-threshold
-  std::string sample;                 // skyline.sample
-  int64_t history_runs = 30;          // skyline.history-runs
-  double period_tolerance = 0.1;      // slo.period-tolerance
-  double max_period_cv = 0.1;         // slo.max-period-cv
-  double max_outread_cv = 0.1;        // slo.max-outread-cv
-  double min_slack = 0.0;             // slo.min-slack
-  double start_percentile = 0.95;     // slo.start-percentile
-  double deadline_percentile = 0.5;   // slo.deadline-percentile
-  double problematic_cv = 0.5;        // slo.problematic-cv
-  Millis lcm{86400000};               // slo.lcm
+  std::string rm_address;            // inference.rm-address
+  std::string store_kind;            // provenance-store.kind
+  std::string store_location;        // provenance-store.location
+  std::string token_file;            // inference.token-file
+  bool open = false;                 // inference.auth-disabled
+  std::string queue;                 // inference.queue
+  Millis refit_interval{86400000};   // inference.refit-interval
+  Millis step{60000};                // skyline.step
+  double alpha = 0.5;                // skyline.alpha
+  double beta = 0.1;                 // skyline.beta
+  std::string beta_mode;             // skyline.beta-mode
+  int64_t min_runs = 3;              // skyline.min-runs
+  double budget_fraction = 0.2;      // proposal.budget-fraction
+  double drift_threshold = 0.2;      // proposal.drift-threshold
+  std::string sample;                // skyline.sample
+  int64_t history_runs = 30;         // skyline.history-runs
+  double period_tolerance = 0.1;     // slo.period-tolerance
+  double max_period_cv = 0.1;        // slo.max-period-cv
+  double max_outread_cv = 0.1;       // slo.max-outread-cv
+  double min_slack = 0.0;            // slo.min-slack
+  double start_percentile = 0.95;    // slo.start-percentile
+  double deadline_percentile = 0.5;  // slo.deadline-percentile
+  double problematic_cv = 0.5;       // slo.problematic-cv
+  Millis lcm{86400000};              // slo.lcm
 };
 
 inline constexpr int64_t kDefaultInferenceGrpcPort = 8050;
@@ -69,21 +69,25 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
               {"relative", "absolute"});
   s.addInt("skyline.min-runs", &o->min_runs, 3, 1, 100000, "runs",
            "Fewest runs a job needs before a skyline is fitted.");
-  s.addString("skyline.sample", &o->sample, "average",
-              "A fit step's sample from a run: the average containers in use over the step, or the max.",
-              {"average", "max"});
+  s.addString(
+      "skyline.sample", &o->sample, "average",
+      "A fit step's sample from a run: the average containers in use over the step, or the max.",
+      {"average", "max"});
   s.addInt("skyline.history-runs", &o->history_runs, 30, 1, 100000, "runs",
            "The most recent runs a job's skyline is fitted from.");
-  s.addDouble("slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
-              "A median submission gap this close to a natural period (5/10/15/30 min, 1 h, 1 d, 1 w) "
-              "snaps to it (Morpheus §4).");
+  s.addDouble(
+      "slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
+      "A median submission gap this close to a natural period (5/10/15/30 min, 1 h, 1 d, 1 w) "
+      "snaps to it (Morpheus §4).");
   s.addDouble("slo.max-period-cv", &o->max_period_cv, 0.1, 0, 100, "MAD/median",
               "Jobs whose submission gaps are more dispersed than this are not periodic.");
-  s.addDouble("slo.max-outread-cv", &o->max_outread_cv, 0.1, 0, 100, "MAD/median",
-              "A deadline is actionable only if the first read of the job's output (T_outRead) is at least "
-              "this stable.");
+  s.addDouble(
+      "slo.max-outread-cv", &o->max_outread_cv, 0.1, 0, 100, "MAD/median",
+      "A deadline is actionable only if the first read of the job's output (T_outRead) is at least "
+      "this stable.");
   s.addDouble("slo.min-slack", &o->min_slack, 0.0, -1e9, 1e9, "fraction of the run time",
-              "A deadline is actionable only if median (T_outRead - T_end)/(T_end - T_start) is at least this.");
+              "A deadline is actionable only if median (T_outRead - T_end)/(T_end - T_start) is at "
+              "least this.");
   s.addDouble("slo.start-percentile", &o->start_percentile, 0.95, 0, 1, "quantile",
               "Earliest start a = this percentile of the input-availability times T_inAvail.");
   s.addDouble("slo.deadline-percentile", &o->deadline_percentile, 0.5, 0, 1, "quantile",
@@ -93,8 +97,8 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
               "problematic (the planner's alignment penalty applies).");
   s.addDuration("slo.lcm", &o->lcm, Millis(86400000), Millis(60000),
                 "The RM plan's LCM (planner.lcm); inferred periods must divide it.");
-  s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.2, 0, 10, "fraction of skyline area",
-              "Default reprovisioning budget of a proposal.");
+  s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.2, 0, 10,
+              "fraction of skyline area", "Default reprovisioning budget of a proposal.");
   s.addDouble("proposal.drift-threshold", &o->drift_threshold, 0.2, 0, 10, "relative change",
               "A refit whose skyline area or peak differs by more than this from the accepted one "
               "creates an update proposal.");

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-inference: " << msg << "\n";
     return 2;
   };
-  if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
+  if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file);
+      !st.isOk()) {
     return fail(st.message());
   }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
         "single-user development)");
   }
   std::string location = opts.store_location;
-  if (location.empty() && opts.store_kind == "sqlite") location = opts.daemon.data_dir + "/provenance.db";
+  if (location.empty() && opts.store_kind == "sqlite")
+    location = opts.daemon.data_dir + "/provenance.db";
   auto store = store::openProvenanceStore(opts.store_kind, location);
   if (!store.isOk()) return fail("provenance store: " + store.status().message());
 
@@ -62,7 +64,8 @@ int main(int argc, char** argv) {
   core_opts.drift_threshold = opts.drift_threshold;
   core_opts.queue = opts.queue;
   core_opts.history_runs = opts.history_runs;
-  core_opts.sample = opts.sample == "max" ? inference::SampleMode::kMax : inference::SampleMode::kAverage;
+  core_opts.sample =
+      opts.sample == "max" ? inference::SampleMode::kMax : inference::SampleMode::kAverage;
   core_opts.slo.period_tolerance = opts.period_tolerance;
   core_opts.slo.max_period_cv = opts.max_period_cv;
   core_opts.slo.max_outread_cv = opts.max_outread_cv;

@@ -63,11 +63,13 @@ Status parseSamples(std::string_view text, const std::string& field, int64_t ste
     int64_t off = 0;
     if (colon == std::string_view::npos || !parseDouble(item.substr(0, colon), &v) ||
         !parseInt(item.substr(colon + 1), &off)) {
-      return invalidArgument(field, "sample '" + std::string(item) + "' is not value:offsetSeconds");
+      return invalidArgument(field,
+                             "sample '" + std::string(item) + "' is not value:offsetSeconds");
     }
     if (v < 0) return invalidArgument(field, "sample '" + std::string(item) + "' is negative");
     if (off < 0 || off < last_offset) {
-      return invalidArgument(field, "sample '" + std::string(item) + "': offsets must be >= 0 and non-decreasing");
+      return invalidArgument(
+          field, "sample '" + std::string(item) + "': offsets must be >= 0 and non-decreasing");
     }
     last_offset = off;
     samples.emplace_back(off, v);
@@ -77,26 +79,31 @@ Status parseSamples(std::string_view text, const std::string& field, int64_t ste
     int64_t from = samples[j].first * 1000 / kNativeStepMs;
     int64_t to = j + 1 < samples.size() ? samples[j + 1].first * 1000 / kNativeStepMs : steps;
     if (from >= static_cast<int64_t>(out->size())) out->resize(static_cast<size_t>(from + 1), 0.0);
-    for (int64_t k = from; k < std::max(to, from + 1) && k < static_cast<int64_t>(out->size()); k++) {
+    for (int64_t k = from; k < std::max(to, from + 1) && k < static_cast<int64_t>(out->size());
+         k++) {
       (*out)[static_cast<size_t>(k)] = samples[j].second;
     }
   }
   return Status::ok();
 }
 
-Status parseNativeLine(std::string_view line, const ImportOptions& opts, store::IngestBatch* batch) {
+Status parseNativeLine(std::string_view line, const ImportOptions& opts,
+                       store::IngestBatch* batch) {
   auto f = fields(line);
-  static const char* kNames[] = {"pipelineId", "numInstances", "submitTimeMs", "startTimeMs",
+  static const char* kNames[] = {"pipelineId", "numInstances", "submitTimeMs",  "startTimeMs",
                                  "endTimeMs",  "runId",        "memorySkyline", "containerSkyline"};
   if (f.size() != 8) {
-    return invalidArgument("line", "expected 8 space-separated fields (pipelineId numInstances submitTimeMs "
-                                   "startTimeMs endTimeMs runId memorySkyline containerSkyline), got " +
-                                       std::to_string(f.size()));
+    return invalidArgument(
+        "line",
+        "expected 8 space-separated fields (pipelineId numInstances submitTimeMs "
+        "startTimeMs endTimeMs runId memorySkyline containerSkyline), got " +
+            std::to_string(f.size()));
   }
   int64_t nums[4];
   for (int i = 1; i <= 4; i++) {
     if (!parseInt(f[static_cast<size_t>(i)], &nums[i - 1]) || nums[i - 1] < 0) {
-      return invalidArgument(kNames[i], "'" + std::string(f[static_cast<size_t>(i)]) + "' is not a non-negative integer");
+      return invalidArgument(kNames[i], "'" + std::string(f[static_cast<size_t>(i)]) +
+                                            "' is not a non-negative integer");
     }
   }
   store::RunRecord r;
@@ -202,7 +209,8 @@ Status validateRun(const store::RunRecord& r, const std::string& field) {
   if (r.step.count() <= 0) return invalidArgument(field + ".step_ms", "must be > 0");
   for (size_t k = 0; k < r.skyline.size(); k++) {
     if (!(r.skyline[k] >= 0) || !std::isfinite(r.skyline[k])) {
-      return invalidArgument(field + ".skyline[" + std::to_string(k) + "]", "must be a finite number >= 0");
+      return invalidArgument(field + ".skyline[" + std::to_string(k) + "]",
+                             "must be a finite number >= 0");
     }
   }
   if (r.container.anyNegative() || r.container.isZero()) {
@@ -233,19 +241,23 @@ Result<store::IngestBatch> parseRunHistory(std::istream& in, const ImportOptions
     std::string_view v(line);
     size_t b = v.find_first_not_of(" \t");
     if (b == std::string_view::npos || v[b] == '#') continue;
-    Status st = opts.format == "native" ? parseNativeLine(v, opts, &batch) : parseJsonLine(v, &batch);
+    Status st =
+        opts.format == "native" ? parseNativeLine(v, opts, &batch) : parseJsonLine(v, &batch);
     if (!st.isOk()) {
-      if (++total_errors <= opts.max_errors) errors.push_back("line " + std::to_string(lineno) + ": " + st.message());
+      if (++total_errors <= opts.max_errors)
+        errors.push_back("line " + std::to_string(lineno) + ": " + st.message());
     }
   }
   if (in.bad()) return unavailable("read error");
   if (total_errors > 0) {
     std::string msg = std::to_string(total_errors) + " bad line(s), nothing imported:";
     for (const auto& e : errors) msg += "\n  " + e;
-    if (total_errors > errors.size()) msg += "\n  ... and " + std::to_string(total_errors - errors.size()) + " more";
+    if (total_errors > errors.size())
+      msg += "\n  ... and " + std::to_string(total_errors - errors.size()) + " more";
     return Status(StatusCode::kInvalidArgument, msg);
   }
-  if (batch.runs.empty() && batch.events.empty()) return invalidArgument("input", "holds no runs or events");
+  if (batch.runs.empty() && batch.events.empty())
+    return invalidArgument("input", "holds no runs or events");
   return batch;
 }
 

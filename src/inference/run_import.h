@@ -4,7 +4,8 @@
 //
 // Formats:
 // - "native": Hadoop resource-estimator log lines, space-separated:
-//     pipelineId numInstances submitTimeMs startTimeMs endTimeMs runId memorySkyline containerSkyline
+//     pipelineId numInstances submitTimeMs startTimeMs endTimeMs runId memorySkyline
+//     containerSkyline
 //   each skyline a '|'-separated list of value:offsetSeconds samples (5 s
 //   steps; a sample holds until the next one). Containers are 1 GiB / 1 vcore.
 // - "jsonl": one JSON object per line (README "Run history in JSON lines"):

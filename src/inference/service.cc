@@ -11,18 +11,22 @@ namespace {
 
 v1::ProposalState toProtoState(store::ProposalState s) {
   switch (s) {
-    case store::ProposalState::kPending: return v1::PROPOSAL_PENDING;
-    case store::ProposalState::kAccepted: return v1::PROPOSAL_ACCEPTED;
-    case store::ProposalState::kRejected: return v1::PROPOSAL_REJECTED;
-    case store::ProposalState::kSuperseded: return v1::PROPOSAL_SUPERSEDED;
+    case store::ProposalState::kPending:
+      return v1::PROPOSAL_PENDING;
+    case store::ProposalState::kAccepted:
+      return v1::PROPOSAL_ACCEPTED;
+    case store::ProposalState::kRejected:
+      return v1::PROPOSAL_REJECTED;
+    case store::ProposalState::kSuperseded:
+      return v1::PROPOSAL_SUPERSEDED;
   }
   return v1::PROPOSAL_STATE_UNSPECIFIED;
 }
 
 }  // namespace
 
-Result<std::vector<store::RunRecord>> runsFromProto(const google::protobuf::RepeatedPtrField<v1::Run>& runs,
-                                                    const std::string& field) {
+Result<std::vector<store::RunRecord>> runsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Run>& runs, const std::string& field) {
   std::vector<store::RunRecord> out;
   for (int i = 0; i < runs.size(); i++) {
     const auto& r = runs.Get(i);
@@ -30,11 +34,14 @@ Result<std::vector<store::RunRecord>> runsFromProto(const google::protobuf::Repe
     if (r.job_key().empty()) return invalidArgument(f + ".job_key", "is required");
     if (r.run_id().empty()) return invalidArgument(f + ".run_id", "is required");
     if (r.submit_ms() < 0) return invalidArgument(f + ".submit_ms", "must be >= 0");
-    if (r.start_ms() < r.submit_ms()) return invalidArgument(f + ".start_ms", "is before submit_ms");
+    if (r.start_ms() < r.submit_ms())
+      return invalidArgument(f + ".start_ms", "is before submit_ms");
     if (r.end_ms() < r.start_ms()) return invalidArgument(f + ".end_ms", "is before start_ms");
-    if (r.step_ms() <= 0 && r.skyline_size() > 0) return invalidArgument(f + ".step_ms", "must be > 0");
+    if (r.step_ms() <= 0 && r.skyline_size() > 0)
+      return invalidArgument(f + ".step_ms", "must be > 0");
     for (int k = 0; k < r.skyline_size(); k++) {
-      if (!(r.skyline(k) >= 0) || !std::isfinite(r.skyline(k))) return invalidArgument(f + ".skyline[" + std::to_string(k) + "]", "must be >= 0");
+      if (!(r.skyline(k) >= 0) || !std::isfinite(r.skyline(k)))
+        return invalidArgument(f + ".skyline[" + std::to_string(k) + "]", "must be >= 0");
     }
     MORPHEUS_ASSIGN_OR_RETURN(Resource c, validatedResource(r.container(), f + ".container"));
     store::RunRecord rec;
@@ -76,7 +83,8 @@ void toProto(const Proposal& p, v1::Proposal* out) {
 }
 
 Result<std::vector<store::FileEvent>> eventsFromProto(
-    const google::protobuf::RepeatedPtrField<v1::ProvenanceEvent>& events, const std::string& field) {
+    const google::protobuf::RepeatedPtrField<v1::ProvenanceEvent>& events,
+    const std::string& field) {
   std::vector<store::FileEvent> out;
   for (int i = 0; i < events.size(); i++) {
     const auto& e = events.Get(i);
@@ -88,13 +96,15 @@ Result<std::vector<store::FileEvent>> eventsFromProto(
       return invalidArgument(f + ".kind", "must be KIND_READ or KIND_WRITE");
     }
     out.push_back({JobKey(e.job_key()), RunId(e.run_id()), e.path(),
-                   e.kind() == v1::ProvenanceEvent::KIND_READ ? store::FileAccess::kRead : store::FileAccess::kWrite,
+                   e.kind() == v1::ProvenanceEvent::KIND_READ ? store::FileAccess::kRead
+                                                              : store::FileAccess::kWrite,
                    fromEpochMs(e.time_ms())});
   }
   return out;
 }
 
-grpc::Status InferenceServiceImpl::IngestRuns(grpc::ServerContext*, const v1::IngestRunsRequest* req,
+grpc::Status InferenceServiceImpl::IngestRuns(grpc::ServerContext*,
+                                              const v1::IngestRunsRequest* req,
                                               v1::IngestResponse* resp) {
   store::IngestBatch batch;
   auto runs = runsFromProto(req->runs(), "runs");
@@ -108,7 +118,8 @@ grpc::Status InferenceServiceImpl::IngestRuns(grpc::ServerContext*, const v1::In
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::IngestProvenance(grpc::ServerContext*, const v1::IngestProvenanceRequest* req,
+grpc::Status InferenceServiceImpl::IngestProvenance(grpc::ServerContext*,
+                                                    const v1::IngestProvenanceRequest* req,
                                                     v1::IngestResponse* resp) {
   auto events = eventsFromProto(req->events(), "events");
   if (!events.isOk()) return toGrpc(events.status());
@@ -117,18 +128,29 @@ grpc::Status InferenceServiceImpl::IngestProvenance(grpc::ServerContext*, const 
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ListProposals(grpc::ServerContext* ctx, const v1::ListProposalsRequest* req,
+grpc::Status InferenceServiceImpl::ListProposals(grpc::ServerContext* ctx,
+                                                 const v1::ListProposalsRequest* req,
                                                  v1::ListProposalsResponse* resp) {
   auto who = auth_.identify(*ctx);
   if (!who.isOk()) return toGrpc(who.status());
   std::optional<store::ProposalState> state;
   switch (req->state()) {
-    case v1::PROPOSAL_STATE_UNSPECIFIED: break;
-    case v1::PROPOSAL_PENDING: state = store::ProposalState::kPending; break;
-    case v1::PROPOSAL_ACCEPTED: state = store::ProposalState::kAccepted; break;
-    case v1::PROPOSAL_REJECTED: state = store::ProposalState::kRejected; break;
-    case v1::PROPOSAL_SUPERSEDED: state = store::ProposalState::kSuperseded; break;
-    default: return toGrpc(invalidArgument("state", "unknown value"));
+    case v1::PROPOSAL_STATE_UNSPECIFIED:
+      break;
+    case v1::PROPOSAL_PENDING:
+      state = store::ProposalState::kPending;
+      break;
+    case v1::PROPOSAL_ACCEPTED:
+      state = store::ProposalState::kAccepted;
+      break;
+    case v1::PROPOSAL_REJECTED:
+      state = store::ProposalState::kRejected;
+      break;
+    case v1::PROPOSAL_SUPERSEDED:
+      state = store::ProposalState::kSuperseded;
+      break;
+    default:
+      return toGrpc(invalidArgument("state", "unknown value"));
   }
   auto list = core_.proposals(state);
   if (!list.isOk()) return toGrpc(list.status());
@@ -141,7 +163,8 @@ grpc::Status InferenceServiceImpl::ListProposals(grpc::ServerContext* ctx, const
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::GetProposal(grpc::ServerContext* ctx, const v1::GetProposalRequest* req,
+grpc::Status InferenceServiceImpl::GetProposal(grpc::ServerContext* ctx,
+                                               const v1::GetProposalRequest* req,
                                                v1::Proposal* resp) {
   auto who = auth_.identify(*ctx);
   if (!who.isOk()) return toGrpc(who.status());
@@ -152,7 +175,8 @@ grpc::Status InferenceServiceImpl::GetProposal(grpc::ServerContext* ctx, const v
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::AcceptProposal(grpc::ServerContext* ctx, const v1::AcceptProposalRequest* req,
+grpc::Status InferenceServiceImpl::AcceptProposal(grpc::ServerContext* ctx,
+                                                  const v1::AcceptProposalRequest* req,
                                                   v1::SignOffResponse* resp) {
   auto who = auth_.identify(*ctx);
   if (!who.isOk()) return toGrpc(who.status());
@@ -172,19 +196,23 @@ grpc::Status InferenceServiceImpl::OverrideProposal(grpc::ServerContext* ctx,
   OverrideParams o;
   if (req->deadline_offset_ms() != 0) o.deadline_offset = Millis(req->deadline_offset_ms());
   if (req->start_offset_ms() != -1) {
-    if (req->start_offset_ms() < -1) return toGrpc(invalidArgument("start_offset_ms", "must be >= 0 (-1 = keep)"));
+    if (req->start_offset_ms() < -1)
+      return toGrpc(invalidArgument("start_offset_ms", "must be >= 0 (-1 = keep)"));
     o.start_offset = Millis(req->start_offset_ms());
   }
   if (req->skyline_scale() != 0) o.skyline_scale = req->skyline_scale();
-  if (req->skyline_size() > 0) o.skyline = std::vector<int64_t>(req->skyline().begin(), req->skyline().end());
-  if (req->reprovision_budget_container_ms() != -1) o.budget_container_ms = req->reprovision_budget_container_ms();
+  if (req->skyline_size() > 0)
+    o.skyline = std::vector<int64_t>(req->skyline().begin(), req->skyline().end());
+  if (req->reprovision_budget_container_ms() != -1)
+    o.budget_container_ms = req->reprovision_budget_container_ms();
   auto p = core_.override(ProposalId(req->proposal_id()), *who, o);
   if (!p.isOk()) return toGrpc(p.status());
   toProto(*p, resp->mutable_proposal());
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::RejectProposal(grpc::ServerContext* ctx, const v1::RejectProposalRequest* req,
+grpc::Status InferenceServiceImpl::RejectProposal(grpc::ServerContext* ctx,
+                                                  const v1::RejectProposalRequest* req,
                                                   v1::SignOffResponse* resp) {
   auto who = auth_.identify(*ctx);
   if (!who.isOk()) return toGrpc(who.status());
@@ -195,20 +223,24 @@ grpc::Status InferenceServiceImpl::RejectProposal(grpc::ServerContext* ctx, cons
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*, const v1::FitSkylineRequest* req,
+grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*,
+                                              const v1::FitSkylineRequest* req,
                                               v1::FitSkylineResponse* resp) {
   auto runs = runsFromProto(req->runs(), "runs");
   if (!runs.isOk()) return toGrpc(runs.status());
   FitParams params;
   params.step = req->step_ms() > 0 ? Millis(req->step_ms()) : fit_defaults_.step;
   params.alpha = req->has_alpha() ? req->alpha() : fit_defaults_.alpha;
-  if (params.alpha < 0 || params.alpha > 1) return toGrpc(invalidArgument("alpha", "must be in [0, 1]"));
+  if (params.alpha < 0 || params.alpha > 1)
+    return toGrpc(invalidArgument("alpha", "must be in [0, 1]"));
   params.beta = req->has_beta() ? req->beta() : fit_defaults_.beta;
   if (params.beta < 0) return toGrpc(invalidArgument("beta", "must be >= 0"));
-  if (!req->beta_mode().empty() && req->beta_mode() != "relative" && req->beta_mode() != "absolute") {
+  if (!req->beta_mode().empty() && req->beta_mode() != "relative" &&
+      req->beta_mode() != "absolute") {
     return toGrpc(invalidArgument("beta_mode", "must be relative or absolute"));
   }
-  params.beta_relative = req->beta_mode().empty() ? fit_defaults_.beta_relative : req->beta_mode() == "relative";
+  params.beta_relative =
+      req->beta_mode().empty() ? fit_defaults_.beta_relative : req->beta_mode() == "relative";
   params.sample = fit_defaults_.sample;
   params.min_runs = fit_defaults_.min_runs;
   auto fit = fitRuns(*runs, params);
@@ -221,7 +253,8 @@ grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*, const v1::Fi
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::Refit(grpc::ServerContext* ctx, const v1::RefitRequest*, v1::RefitResponse* resp) {
+grpc::Status InferenceServiceImpl::Refit(grpc::ServerContext* ctx, const v1::RefitRequest*,
+                                         v1::RefitResponse* resp) {
   auto who = auth_.identify(*ctx);
   if (!who.isOk()) return toGrpc(who.status());
   if (!who->admin) return toGrpc(permissionDenied("only an admin may trigger a refit"));

@@ -11,22 +11,26 @@ namespace morpheus::inference {
 
 class InferenceServiceImpl final : public v1::InferenceService::Service {
  public:
-  InferenceServiceImpl(InferenceCore& core, const Authenticator& auth, InferenceCoreOptions fit_defaults)
+  InferenceServiceImpl(InferenceCore& core, const Authenticator& auth,
+                       InferenceCoreOptions fit_defaults)
       : core_(core), auth_(auth), fit_defaults_(std::move(fit_defaults)) {}
 
-  grpc::Status IngestRuns(grpc::ServerContext*, const v1::IngestRunsRequest*, v1::IngestResponse*) override;
+  grpc::Status IngestRuns(grpc::ServerContext*, const v1::IngestRunsRequest*,
+                          v1::IngestResponse*) override;
   grpc::Status IngestProvenance(grpc::ServerContext*, const v1::IngestProvenanceRequest*,
                                 v1::IngestResponse*) override;
   grpc::Status ListProposals(grpc::ServerContext*, const v1::ListProposalsRequest*,
                              v1::ListProposalsResponse*) override;
-  grpc::Status GetProposal(grpc::ServerContext*, const v1::GetProposalRequest*, v1::Proposal*) override;
+  grpc::Status GetProposal(grpc::ServerContext*, const v1::GetProposalRequest*,
+                           v1::Proposal*) override;
   grpc::Status AcceptProposal(grpc::ServerContext*, const v1::AcceptProposalRequest*,
                               v1::SignOffResponse*) override;
   grpc::Status OverrideProposal(grpc::ServerContext*, const v1::OverrideProposalRequest*,
                                 v1::SignOffResponse*) override;
   grpc::Status RejectProposal(grpc::ServerContext*, const v1::RejectProposalRequest*,
                               v1::SignOffResponse*) override;
-  grpc::Status FitSkyline(grpc::ServerContext*, const v1::FitSkylineRequest*, v1::FitSkylineResponse*) override;
+  grpc::Status FitSkyline(grpc::ServerContext*, const v1::FitSkylineRequest*,
+                          v1::FitSkylineResponse*) override;
   grpc::Status Refit(grpc::ServerContext*, const v1::RefitRequest*, v1::RefitResponse*) override;
 
  private:
@@ -39,7 +43,8 @@ class InferenceServiceImpl final : public v1::InferenceService::Service {
 Result<std::vector<store::RunRecord>> runsFromProto(
     const google::protobuf::RepeatedPtrField<v1::Run>& runs, const std::string& field);
 Result<std::vector<store::FileEvent>> eventsFromProto(
-    const google::protobuf::RepeatedPtrField<v1::ProvenanceEvent>& events, const std::string& field);
+    const google::protobuf::RepeatedPtrField<v1::ProvenanceEvent>& events,
+    const std::string& field);
 void toProto(const Proposal& p, v1::Proposal* out);
 
 }  // namespace morpheus::inference

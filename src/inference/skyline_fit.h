@@ -23,8 +23,8 @@ namespace morpheus::inference {
 
 struct SkylineProblem {
   std::vector<std::vector<double>> runs;  // N runs x up to K steps, each >= 0
-  double alpha = 0.5;                      // in [0, 1]
-  double beta = 0.1;                       // >= 0
+  double alpha = 0.5;                     // in [0, 1]
+  double beta = 0.1;                      // >= 0
   bool beta_relative = true;
 };
 
@@ -39,7 +39,8 @@ struct SkylineSolution {
 };
 
 // The terms of the objective for a given s (used by both solvers and tests).
-SkylineSolution evaluateSkyline(const SkylineProblem& p, std::vector<double> s, double beta_effective);
+SkylineSolution evaluateSkyline(const SkylineProblem& p, std::vector<double> s,
+                                double beta_effective);
 
 // Reference: the LP exactly as written above (variables s_k, o_ik, u_ik, D_ik,
 // eps), solved by GLPK's simplex. Slow; used by tests and the benchmark.

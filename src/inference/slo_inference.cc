@@ -70,7 +70,7 @@ double cv(const std::vector<double>& v) {
 }
 
 std::optional<Millis> snapPeriod(Millis gap, double tolerance) {
-  static const int64_t kNatural[] = {5 * 60000, 10 * 60000, 15 * 60000, 30 * 60000,
+  static const int64_t kNatural[] = {5 * 60000, 10 * 60000, 15 * 60000,  30 * 60000,
                                      3600000,   86400000,   7 * 86400000};
   std::optional<Millis> best;
   double best_rel = tolerance;
@@ -104,24 +104,27 @@ std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, con
   *cv_out = c;
   Millis m(static_cast<int64_t>(median(gaps)));
   if (c > p.max_period_cv) {
-    *reason = "not periodic: submission gaps too dispersed (CV " + fmt3(c) + " > " + fmt3(p.max_period_cv) +
-              ", median gap " + fmtDuration(m) + ")";
+    *reason = "not periodic: submission gaps too dispersed (CV " + fmt3(c) + " > " +
+              fmt3(p.max_period_cv) + ", median gap " + fmtDuration(m) + ")";
     return std::nullopt;
   }
   auto snapped = snapPeriod(m, p.period_tolerance);
   if (!snapped) {
-    *reason = "median submission gap " + fmtDuration(m) + " matches no natural period (5/10/15/30 min, 1 h, 1 d, 1 w)";
+    *reason = "median submission gap " + fmtDuration(m) +
+              " matches no natural period (5/10/15/30 min, 1 h, 1 d, 1 w)";
     return std::nullopt;
   }
   if (p.lcm.count() % snapped->count() != 0) {
-    *reason = "period " + fmtDuration(*snapped) + " does not divide the plan's LCM " + fmtDuration(p.lcm);
+    *reason =
+        "period " + fmtDuration(*snapped) + " does not divide the plan's LCM " + fmtDuration(p.lcm);
     return std::nullopt;
   }
   return snapped;
 }
 
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
-                                  const std::vector<store::FileEvent>& path_events, const SloParams& p) {
+                                  const std::vector<store::FileEvent>& path_events,
+                                  const SloParams& p) {
   // Pass 1: periods (consumers' periods are needed by pass 2).
   std::unordered_map<std::string, Millis> periods;
   std::vector<SloVerdict> out(jobs.size());
@@ -172,7 +175,8 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
         if (e.kind == store::FileAccess::kRead) {
           for (const auto* o : it->second) {
             if (o->time > r.start) break;
-            if (o->kind == store::FileAccess::kWrite && o->job != h.job && (!avail || o->time > *avail)) {
+            if (o->kind == store::FileAccess::kWrite && o->job != h.job &&
+                (!avail || o->time > *avail)) {
               avail = o->time;
             }
           }
@@ -206,21 +210,22 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
     }
     SloVerdict& v = out[j];
     if (static_cast<int64_t>(out_read.size()) < p.min_runs) {
-      v.reason = out_read.empty()
-                     ? "no deadline: no other job reads its output (no T_outRead)"
-                     : "no deadline: only " + std::to_string(out_read.size()) + " run(s) have their output read, " +
-                           std::to_string(p.min_runs) + " needed";
+      v.reason = out_read.empty() ? "no deadline: no other job reads its output (no T_outRead)"
+                                  : "no deadline: only " + std::to_string(out_read.size()) +
+                                        " run(s) have their output read, " +
+                                        std::to_string(p.min_runs) + " needed";
       continue;
     }
     double c = cv(out_read);
     double s = median(slack);
     if (c > p.max_outread_cv) {
-      v.reason = "no actionable deadline: T_outRead too dispersed (CV " + fmt3(c) + " > " + fmt3(p.max_outread_cv) + ")";
+      v.reason = "no actionable deadline: T_outRead too dispersed (CV " + fmt3(c) + " > " +
+                 fmt3(p.max_outread_cv) + ")";
       continue;
     }
     if (s < p.min_slack) {
-      v.reason = "no actionable deadline: median slack (T_outRead - T_end)/(T_end - T_start) " + fmt3(s) + " < " +
-                 fmt3(p.min_slack);
+      v.reason = "no actionable deadline: median slack (T_outRead - T_end)/(T_end - T_start) " +
+                 fmt3(s) + " < " + fmt3(p.min_slack);
       continue;
     }
     InferredSlo slo;
@@ -231,8 +236,8 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
     slo.start_offset = Millis(static_cast<int64_t>(std::ceil(a / 1000.0)) * 1000);
     slo.deadline_offset = Millis(static_cast<int64_t>(std::floor(d / 1000.0)) * 1000);
     if (slo.deadline_offset <= slo.start_offset) {
-      v.reason = "no actionable deadline: d (" + fmtDuration(slo.deadline_offset) + ") is not after a (" +
-                 fmtDuration(slo.start_offset) + ")";
+      v.reason = "no actionable deadline: d (" + fmtDuration(slo.deadline_offset) +
+                 ") is not after a (" + fmtDuration(slo.start_offset) + ")";
       continue;
     }
     slo.period_cv = period_cvs[j];

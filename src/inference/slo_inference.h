@@ -32,21 +32,21 @@
 namespace morpheus::inference {
 
 struct SloParams {
-  double period_tolerance = 0.1;   // relative distance to a natural period that snaps
-  double max_period_cv = 0.1;      // MAD/median of submission gaps
-  double max_outread_cv = 0.1;     // MAD/median of T_outRead
-  double min_slack = 0.0;          // median (T_outRead - T_end)/(T_end - T_start)
-  double start_percentile = 0.95;  // a
+  double period_tolerance = 0.1;     // relative distance to a natural period that snaps
+  double max_period_cv = 0.1;        // MAD/median of submission gaps
+  double max_outread_cv = 0.1;       // MAD/median of T_outRead
+  double min_slack = 0.0;            // median (T_outRead - T_end)/(T_end - T_start)
+  double start_percentile = 0.95;    // a
   double deadline_percentile = 0.5;  // d
   double problematic_cv = 0.5;
-  Millis lcm{86400000};            // periods must divide it (the RM plan's LCM)
+  Millis lcm{86400000};  // periods must divide it (the RM plan's LCM)
   int64_t min_runs = 3;
 };
 
 struct JobHistory {
   JobKey job;
-  std::vector<store::RunRecord> runs;      // sorted by submit
-  std::vector<store::FileEvent> events;    // this job's own reads and writes
+  std::vector<store::RunRecord> runs;    // sorted by submit
+  std::vector<store::FileEvent> events;  // this job's own reads and writes
 };
 
 struct InferredSlo {
@@ -69,8 +69,8 @@ struct SloVerdict {
 // Statistics (exposed for tests). Empty input -> 0.
 double median(std::vector<double> v);
 double percentile(std::vector<double> v, double q);  // linear interpolation, q in [0, 1]
-double mad(const std::vector<double>& v);             // median absolute deviation
-double cv(const std::vector<double>& v);              // MAD / |median|; inf if median 0 and MAD > 0
+double mad(const std::vector<double>& v);            // median absolute deviation
+double cv(const std::vector<double>& v);             // MAD / |median|; inf if median 0 and MAD > 0
 
 // The natural period within tolerance of `gap`, or nullopt.
 std::optional<Millis> snapPeriod(Millis gap, double tolerance);
@@ -82,6 +82,7 @@ std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, con
 // Infers every job's SLO. `path_events` holds the events (of any job) on the
 // paths the jobs read or wrote.
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
-                                  const std::vector<store::FileEvent>& path_events, const SloParams& p);
+                                  const std::vector<store::FileEvent>& path_events,
+                                  const SloParams& p);
 
 }  // namespace morpheus::inference

@@ -21,9 +21,7 @@ namespace morpheus::nm {
 
 namespace {
 
-TimePoint now() {
-  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
-}
+TimePoint now() { return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now()); }
 
 // Sum of RSS (MiB) and CPU ticks over every process in session `sid`.
 void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
@@ -42,15 +40,17 @@ void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
     if (rp == std::string::npos) continue;
     std::istringstream in(line.substr(rp + 2));
     // Fields after the command: state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt
-    // cmajflt utime(14) stime(15) cutime cstime priority nice threads itreal starttime vsize rss(24)
+    // cmajflt utime(14) stime(15) cutime cstime priority nice threads itreal starttime vsize
+    // rss(24)
     std::string state;
     long long ppid, pgrp, session, tty, tpgid;
     unsigned long long flags, minflt, cminflt, majflt, cmajflt, utime, stime;
     long long cutime, cstime, prio, nice, threads, itreal;
     unsigned long long starttime, vsize;
     long long rss;
-    in >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >> majflt >> cmajflt >>
-        utime >> stime >> cutime >> cstime >> prio >> nice >> threads >> itreal >> starttime >> vsize >> rss;
+    in >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >>
+        majflt >> cmajflt >> utime >> stime >> cutime >> cstime >> prio >> nice >> threads >>
+        itreal >> starttime >> vsize >> rss;
     if (!in || session != sid || state == "Z") continue;
     rss_pages += rss;
     *cpu_ticks += utime + stime;
@@ -78,14 +78,16 @@ uint64_t procStartTime(pid_t pid) {
 
 // The executable `command` resolves to in `path` ("" if none).
 std::string resolve(const std::string& command, const std::string& path) {
-  if (command.find('/') != std::string::npos) return access(command.c_str(), X_OK) == 0 ? command : "";
+  if (command.find('/') != std::string::npos)
+    return access(command.c_str(), X_OK) == 0 ? command : "";
   size_t b = 0;
   while (b <= path.size()) {
     size_t e = path.find(':', b);
     std::string dir = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
     std::string cand = (dir.empty() ? "." : dir) + "/" + command;
     struct stat st {};
-    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(cand.c_str(), X_OK) == 0) return cand;
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(cand.c_str(), X_OK) == 0)
+      return cand;
     if (e == std::string::npos) break;
     b = e + 1;
   }
@@ -97,7 +99,8 @@ bool writeDurably(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
   // The rename itself is durable only once the directory is synced.
@@ -123,9 +126,12 @@ std::string tail(const std::string& path, size_t max_bytes) {
 
 }  // namespace
 
-ContainerRuntime::ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace,
-                                   MetricsRegistry& metrics)
-    : local_dir_(std::move(local_dir)), interval_(monitor_interval), grace_(kill_grace), metrics_(metrics) {}
+ContainerRuntime::ContainerRuntime(std::string local_dir, Millis monitor_interval,
+                                   Millis kill_grace, MetricsRegistry& metrics)
+    : local_dir_(std::move(local_dir)),
+      interval_(monitor_interval),
+      grace_(kill_grace),
+      metrics_(metrics) {}
 
 ContainerRuntime::~ContainerRuntime() { shutdown(); }
 
@@ -148,7 +154,8 @@ bool writeFile(const std::string& path, const std::string& text) {
 std::string cgroupProblem(const std::string& root) {
   std::ifstream f(root + "/cgroup.controllers");
   std::string controllers;
-  if (!f || !std::getline(f, controllers)) return root + " is not a cgroup v2 hierarchy (no cgroup.controllers)";
+  if (!f || !std::getline(f, controllers))
+    return root + " is not a cgroup v2 hierarchy (no cgroup.controllers)";
   if ((" " + controllers + " ").find(" memory ") == std::string::npos) {
     return "the memory controller is not available in " + root;
   }
@@ -160,7 +167,8 @@ std::string cgroupProblem(const std::string& root) {
 Status ContainerRuntime::init() {
   std::error_code ec;
   std::filesystem::create_directories(local_dir_ + "/containers", ec);
-  if (ec) return infeasible("nm.local-dir: cannot create " + local_dir_ + "/containers: " + ec.message());
+  if (ec)
+    return infeasible("nm.local-dir: cannot create " + local_dir_ + "/containers: " + ec.message());
   std::string probe = local_dir_ + "/containers/.probe";
   {
     std::ofstream f(probe);
@@ -186,7 +194,8 @@ Status ContainerRuntime::init() {
     } else if (enforcement_ == "cgroup") {
       return infeasible("nm.memory-enforcement: cgroup: " + problem);
     } else {
-      spdlog::info("cgroup v2 memory limits unavailable ({}); using rlimits plus monitoring", problem);
+      spdlog::info("cgroup v2 memory limits unavailable ({}); using rlimits plus monitoring",
+                   problem);
     }
   }
   // Re-attach to containers of a previous NM process.
@@ -198,7 +207,8 @@ Status ContainerRuntime::init() {
     ss << f.rdbuf();
     auto j = nlohmann::json::parse(ss.str(), nullptr, false);
     if (j.is_discarded()) {
-      spdlog::warn("ignoring unreadable container record {}", (d.path() / "container.json").string());
+      spdlog::warn("ignoring unreadable container record {}",
+                   (d.path() / "container.json").string());
       continue;
     }
     try {
@@ -215,14 +225,16 @@ Status ContainerRuntime::init() {
       e.snap.running = true;
       if (j.contains("reason")) {
         int r = j.at("reason").get<int>();
-        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed)) throw std::out_of_range("bad reason");
+        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed))
+          throw std::out_of_range("bad reason");
         e.snap.reason = static_cast<ExitReason>(r);
         e.snap.diagnostics = j.value("diagnostics", "");
       }
       if (j.contains("stop")) {
         const auto& sj = j.at("stop");
         int r = sj.at("reason").get<int>();
-        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed)) throw std::out_of_range("bad stop reason");
+        if (r < 0 || r > static_cast<int>(ExitReason::kLaunchFailed))
+          throw std::out_of_range("bad stop reason");
         e.stopping = true;
         e.stop_reason = static_cast<ExitReason>(r);
         e.stop_why = sj.value("why", "");
@@ -247,10 +259,13 @@ Status ContainerRuntime::init() {
     }
   }
   if (adopted + ended > 0) {
-    spdlog::info("re-attached to {} running container(s); {} ended while the NM was down", adopted, ended);
+    spdlog::info("re-attached to {} running container(s); {} ended while the NM was down", adopted,
+                 ended);
   }
-  spdlog::info("containers run under {}; memory enforced by {} and monitoring every {} ms", local_dir_,
-               cgroup_parent_.empty() ? "rlimits" : "cgroup v2 memory.max under " + cgroup_parent_, interval_.count());
+  spdlog::info("containers run under {}; memory enforced by {} and monitoring every {} ms",
+               local_dir_,
+               cgroup_parent_.empty() ? "rlimits" : "cgroup v2 memory.max under " + cgroup_parent_,
+               interval_.count());
   return Status::ok();
 }
 
@@ -281,15 +296,19 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   std::string dir = local_dir_ + "/containers/" + spec.id.value();
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (containers_.count(spec.id)) return alreadyExists("container " + spec.id.value() + " already exists");
+    if (containers_.count(spec.id))
+      return alreadyExists("container " + spec.id.value() + " already exists");
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return unavailable("cannot create " + dir + ": " + ec.message());
 
   std::map<std::string, std::string> env = {
-      {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", dir}, {"PWD", dir},
-      {"MORPHEUS_CONTAINER_ID", spec.id.value()}, {"MORPHEUS_APP_ID", spec.app.value()},
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+      {"HOME", dir},
+      {"PWD", dir},
+      {"MORPHEUS_CONTAINER_ID", spec.id.value()},
+      {"MORPHEUS_APP_ID", spec.app.value()},
       {"MORPHEUS_CONTAINER_MEMORY_MIB", std::to_string(spec.resource.memoryMib())},
       {"MORPHEUS_CONTAINER_VCORES", std::to_string(spec.resource.vcores())}};
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -304,22 +323,26 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   if (exe.empty()) {
     e.snap.exit_status = 127;
     e.snap.reason = ExitReason::kLaunchFailed;
-    e.snap.diagnostics = "cannot execute '" + spec.command + "': not found or not executable in PATH " + env["PATH"];
+    e.snap.diagnostics =
+        "cannot execute '" + spec.command + "': not found or not executable in PATH " + env["PATH"];
     e.snap.end = now();
     (void)persist(e);  // best effort: the failure is also returned to the caller
     std::lock_guard<std::mutex> lk(mu_);
     containers_[spec.id] = e;
-    metrics_.counter("morpheus_nm_containers_launch_failed_total", "Containers whose command could not run").inc();
+    metrics_
+        .counter("morpheus_nm_containers_launch_failed_total",
+                 "Containers whose command could not run")
+        .inc();
     return infeasible(e.snap.diagnostics);
   }
   // The command runs under a small shell that records its exit status in the
   // container dir, so an NM restarted meanwhile still learns it. The shell
   // outlives a SIGTERM (a trap, reset for the command by exec) so the command
   // gets its grace period.
-  std::vector<std::string> argv_s = {
-      "/bin/sh", "-c",
-      "trap true TERM; \"$0\" \"$@\"; s=$?; echo $s > .exit_status.tmp && mv .exit_status.tmp exit_status; exit $s",
-      exe};
+  std::vector<std::string> argv_s = {"/bin/sh", "-c",
+                                     "trap true TERM; \"$0\" \"$@\"; s=$?; echo $s > "
+                                     ".exit_status.tmp && mv .exit_status.tmp exit_status; exit $s",
+                                     exe};
   argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
@@ -334,7 +357,8 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   if (!cgroup_parent_.empty()) {
     std::string cg = cgroup_parent_ + "/" + spec.id.value();
     std::filesystem::create_directories(cg, ec);
-    if (ec || !writeFile(cg + "/memory.max", std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
+    if (ec ||
+        !writeFile(cg + "/memory.max", std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
       return unavailable("cannot set up cgroup " + cg);
     }
     (void)writeFile(cg + "/memory.swap.max", "0");
@@ -355,10 +379,14 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
       if (cfd < 0 || write(cfd, buf, static_cast<size_t>(len)) != len) _exit(126);
       close(cfd);
     } else {
-      struct rlimit as{as_limit, as_limit};
+      struct rlimit as {
+        as_limit, as_limit
+      };
       setrlimit(RLIMIT_AS, &as);
     }
-    struct rlimit core{0, 0};
+    struct rlimit core {
+      0, 0
+    };
     setrlimit(RLIMIT_CORE, &core);
     int fd0 = open("/dev/null", O_RDONLY);
     int fd1 = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -402,7 +430,8 @@ void ContainerRuntime::finishCgroup(Entry& e) {
   while (ev >> k >> v) {
     if (k == "oom_kill" && v > 0 && e.snap.reason != ExitReason::kMemoryExceeded) {
       e.snap.reason = ExitReason::kMemoryExceeded;
-      e.snap.diagnostics = "container " + e.snap.id.value() + " killed by the kernel: over its cgroup limit of " +
+      e.snap.diagnostics = "container " + e.snap.id.value() +
+                           " killed by the kernel: over its cgroup limit of " +
                            std::to_string(e.snap.resource.memoryMib()) + " MiB";
     }
   }
@@ -446,7 +475,8 @@ void ContainerRuntime::complete(Entry& e, int st) {
       e.snap.diagnostics = e.stop_why;
     } else {
       e.snap.reason = e.snap.exit_status == 0 ? ExitReason::kSuccess : ExitReason::kFailure;
-      if (e.snap.exit_status != 0) e.snap.diagnostics = "exited with status " + std::to_string(e.snap.exit_status);
+      if (e.snap.exit_status != 0)
+        e.snap.diagnostics = "exited with status " + std::to_string(e.snap.exit_status);
     }
   }
   // Orphans of the container's session go with it.
@@ -480,8 +510,9 @@ void ContainerRuntime::completeAdopted(Entry& e) {
         e.snap.diagnostics = e.stop_why;
       } else {
         e.snap.reason = ExitReason::kNodeLost;
-        e.snap.diagnostics = "container " + e.snap.id.value() +
-                             " ended by a signal, exit status unknown: the NM restarted and is not its parent";
+        e.snap.diagnostics =
+            "container " + e.snap.id.value() +
+            " ended by a signal, exit status unknown: the NM restarted and is not its parent";
       }
     }
   }
@@ -489,7 +520,8 @@ void ContainerRuntime::completeAdopted(Entry& e) {
   e.pid = -1;
   finishCgroup(e);
   if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
-  spdlog::info("re-attached container {} completed: status {}", e.snap.id.value(), e.snap.exit_status);
+  spdlog::info("re-attached container {} completed: status {}", e.snap.id.value(),
+               e.snap.exit_status);
 }
 
 void ContainerRuntime::monitorOnce() {
@@ -516,7 +548,8 @@ void ContainerRuntime::monitorOnce() {
     sampleSession(e.pid, &rss, &ticks);
     double secs = std::chrono::duration<double>(t - e.last_sample).count();
     if (secs > 0 && e.last_cpu_ticks > 0 && ticks >= e.last_cpu_ticks) {
-      e.snap.cpu_vcores = static_cast<double>(ticks - e.last_cpu_ticks) / static_cast<double>(hz) / secs;
+      e.snap.cpu_vcores =
+          static_cast<double>(ticks - e.last_cpu_ticks) / static_cast<double>(hz) / secs;
     }
     e.last_cpu_ticks = ticks;
     e.last_sample = t;
@@ -528,7 +561,10 @@ void ContainerRuntime::monitorOnce() {
                            " MiB exceeded its limit of " + std::to_string(limit) + " MiB";
       spdlog::warn("{}", e.snap.diagnostics);
       (void)persist(e);  // the verdict survives an NM restart before the reap
-      metrics_.counter("morpheus_nm_containers_memory_killed_total", "Containers killed over their memory").inc();
+      metrics_
+          .counter("morpheus_nm_containers_memory_killed_total",
+                   "Containers killed over their memory")
+          .inc();
       kill(-e.pid, SIGKILL);
       continue;
     }
@@ -592,14 +628,17 @@ void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {
 
 Result<std::string> ContainerRuntime::logs(const ContainerId& id, const std::string& stream,
                                            size_t max_bytes) const {
-  if (stream != "stdout" && stream != "stderr") return invalidArgument("stream", "must be stdout or stderr");
+  if (stream != "stdout" && stream != "stderr")
+    return invalidArgument("stream", "must be stdout or stderr");
   std::string dir;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = containers_.find(id);
-    dir = it != containers_.end() ? it->second.snap.work_dir : local_dir_ + "/containers/" + id.value();
+    dir = it != containers_.end() ? it->second.snap.work_dir
+                                  : local_dir_ + "/containers/" + id.value();
   }
-  if (!std::filesystem::exists(dir)) return notFound("container " + id.value() + " is not on this node");
+  if (!std::filesystem::exists(dir))
+    return notFound("container " + id.value() + " is not on this node");
   return tail(dir + "/" + stream, max_bytes == 0 ? 65536 : max_bytes);
 }
 

@@ -19,8 +19,8 @@
 
 #include <condition_variable>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,8 +34,16 @@
 namespace morpheus::nm {
 
 // Mirrors v1::ContainerExitReason.
-enum class ExitReason { kNone = 0, kSuccess = 1, kFailure = 2, kKilled = 3, kPreempted = 4,
-                        kMemoryExceeded = 5, kNodeLost = 6, kLaunchFailed = 7 };
+enum class ExitReason {
+  kNone = 0,
+  kSuccess = 1,
+  kFailure = 2,
+  kKilled = 3,
+  kPreempted = 4,
+  kMemoryExceeded = 5,
+  kNodeLost = 6,
+  kLaunchFailed = 7
+};
 
 struct LaunchSpec {
   ContainerId id;
@@ -62,7 +70,8 @@ struct ContainerSnapshot {
 
 class ContainerRuntime {
  public:
-  ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace, MetricsRegistry& metrics);
+  ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace,
+                   MetricsRegistry& metrics);
 
   // Memory enforcement (issue #3): "auto" uses cgroup v2 (a cgroup per
   // container with memory.max = its allocation) when `cgroup_root` is a
@@ -94,7 +103,8 @@ class ContainerRuntime {
   // Completed containers the RM has recorded are forgotten.
   void acknowledge(const std::vector<ContainerId>& ids);
   // Tail of stdout/stderr.
-  Result<std::string> logs(const ContainerId& id, const std::string& stream, size_t max_bytes) const;
+  Result<std::string> logs(const ContainerId& id, const std::string& stream,
+                           size_t max_bytes) const;
 
   // Runs one monitor pass (also called by the thread).
   void monitorOnce();
@@ -112,7 +122,7 @@ class ContainerRuntime {
     uint64_t proc_start = 0;  // /proc start time of pid (pid-reuse guard)
     bool adopted = false;     // re-attached after an NM restart: not our child
   };
-  void completeAdopted(Entry& e);  // REQUIRES(mu_)
+  void completeAdopted(Entry& e);            // REQUIRES(mu_)
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
   // Cgroup clean-up and the kernel's OOM verdict, for either completion path.
   void finishCgroup(Entry& e);  // REQUIRES(mu_)

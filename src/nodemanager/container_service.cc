@@ -34,7 +34,8 @@ void toProto(const ContainerSnapshot& s, v1::ContainerStatus* out) {
 }
 
 namespace {
-void fail(google::protobuf::RepeatedPtrField<v1::ContainerError>* errs, const std::string& id, const Status& st) {
+void fail(google::protobuf::RepeatedPtrField<v1::ContainerError>* errs, const std::string& id,
+          const Status& st) {
   auto* e = errs->Add();
   e->set_container_id(id);
   e->set_code(statusCodeName(st.code()));
@@ -42,9 +43,11 @@ void fail(google::protobuf::RepeatedPtrField<v1::ContainerError>* errs, const st
 }
 }  // namespace
 
-grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*, const v1::StartContainersRequest* req,
+grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
+                                                   const v1::StartContainersRequest* req,
                                                    v1::StartContainersResponse* resp) {
-  if (!key_.known()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
+  if (!key_.known())
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
   std::string node_id;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -54,12 +57,14 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*, const v
     const std::string& id = r.container().container_id();
     auto info = key_.verify(r.container().token());
     if (!info.isOk()) {
-      fail(resp->mutable_failed(), id, permissionDenied("container token: " + info.status().message()));
+      fail(resp->mutable_failed(), id,
+           permissionDenied("container token: " + info.status().message()));
       continue;
     }
     if (info->container.value() != id || info->node.value() != node_id) {
       fail(resp->mutable_failed(), id,
-           permissionDenied("container token is for " + info->container.value() + " on " + info->node.value()));
+           permissionDenied("container token is for " + info->container.value() + " on " +
+                            info->node.value()));
       continue;
     }
     LaunchSpec spec;
@@ -79,7 +84,8 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*, const v
   return grpc::Status::OK;
 }
 
-grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*, const v1::StopContainersRequest* req,
+grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*,
+                                                  const v1::StopContainersRequest* req,
                                                   v1::StopContainersResponse* resp) {
   auto info = key_.verify(req->token());
   if (!info.isOk()) return toGrpc(permissionDenied("token: " + info.status().message()));
@@ -90,7 +96,8 @@ grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*, const v1
       continue;
     }
     if (snap->app != info->app) {
-      fail(resp->mutable_failed(), id, permissionDenied("container " + id + " belongs to another application"));
+      fail(resp->mutable_failed(), id,
+           permissionDenied("container " + id + " belongs to another application"));
       continue;
     }
     (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "stopped by the application master");
@@ -112,9 +119,11 @@ grpc::Status ContainerServiceImpl::GetContainerStatuses(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ContainerServiceImpl::GetContainerLogs(grpc::ServerContext*, const v1::GetContainerLogsRequest* req,
+grpc::Status ContainerServiceImpl::GetContainerLogs(grpc::ServerContext*,
+                                                    const v1::GetContainerLogsRequest* req,
                                                     v1::GetContainerLogsResponse* resp) {
-  auto data = runtime_.logs(ContainerId(req->container_id()), req->stream().empty() ? "stdout" : req->stream(),
+  auto data = runtime_.logs(ContainerId(req->container_id()),
+                            req->stream().empty() ? "stdout" : req->stream(),
                             static_cast<size_t>(std::max<int64_t>(req->max_bytes(), 0)));
   if (!data.isOk()) return toGrpc(data.status());
   resp->set_data(*data);

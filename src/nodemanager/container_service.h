@@ -29,7 +29,8 @@ class TokenKey {
 
 class ContainerServiceImpl final : public v1::ContainerManager::Service {
  public:
-  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key) : runtime_(runtime), key_(key) {}
+  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key)
+      : runtime_(runtime), key_(key) {}
   // Set once the NM knows its id (its address when none is configured).
   void setNodeId(const std::string& id) {
     std::lock_guard<std::mutex> lk(mu_);

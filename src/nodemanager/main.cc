@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   std::string node_id = opts.node_id.empty() ? cm_address : opts.node_id;
   container_manager.setNodeId(node_id);
   nm::NodeAgent agent(opts, node_id, cm_address,
-                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics, runtime,
-                      token_key);
+                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics,
+                      runtime, token_key);
   runtime.start();
   agent.start();
   int sig = waitForTerminationSignal();

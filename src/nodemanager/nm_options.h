@@ -43,12 +43,13 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
                 "Heartbeat interval until the RM says otherwise.");
   s.addDuration("nm.monitor-interval", &o->monitor_interval, Millis(1000), Millis(10),
                 "How often container memory/CPU is sampled and limits enforced.");
-  s.addString("nm.memory-enforcement", &o->memory_enforcement, "auto",
-              "auto: a cgroup v2 memory.max per container when nm.cgroup-root is a writable cgroup v2 "
-              "hierarchy with the memory controller, else rlimits plus monitoring; cgroup or monitor force "
-              "one (cgroup fails at start when unusable). Monitoring kills a container over its memory "
-              "in every mode.",
-              {"auto", "cgroup", "monitor"});
+  s.addString(
+      "nm.memory-enforcement", &o->memory_enforcement, "auto",
+      "auto: a cgroup v2 memory.max per container when nm.cgroup-root is a writable cgroup v2 "
+      "hierarchy with the memory controller, else rlimits plus monitoring; cgroup or monitor force "
+      "one (cgroup fails at start when unusable). Monitoring kills a container over its memory "
+      "in every mode.",
+      {"auto", "cgroup", "monitor"});
   s.addString("nm.cgroup-root", &o->cgroup_root, "/sys/fs/cgroup",
               "cgroup v2 mount under which the NM creates morpheus-nm/<container> cgroups.");
   s.addDuration("nm.kill-grace", &o->kill_grace, Millis(5000), Millis(0),

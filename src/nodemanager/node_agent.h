@@ -23,7 +23,8 @@ class NodeAgent {
   // Heartbeats report `runtime`'s containers and obey the RM's kill and
   // acknowledge orders; the RM's token key is stored in `key` at registration.
   NodeAgent(const NmOptions& opts, std::string node_id, std::string container_manager_address,
-            std::string http_address, MetricsRegistry& metrics, ContainerRuntime& runtime, TokenKey& key);
+            std::string http_address, MetricsRegistry& metrics, ContainerRuntime& runtime,
+            TokenKey& key);
   ~NodeAgent();
 
   void start();

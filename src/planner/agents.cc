@@ -33,8 +33,7 @@ struct StageTrack {
 // Engine per propose() call: the agents themselves stay stateless.
 class Engine {
  public:
-  explicit Engine(const PlanningProblem& p)
-      : p_(p), added_(static_cast<size_t>(p.window)) {}
+  explicit Engine(const PlanningProblem& p) : p_(p), added_(static_cast<size_t>(p.window)) {}
 
   void reset() { std::fill(added_.begin(), added_.end(), Resource()); }
 
@@ -48,8 +47,8 @@ class Engine {
     int64_t d = p_.duration[static_cast<size_t>(k)];
     int64_t g = st.min_concurrency;
     int64_t full = st.num_containers / g, rem = st.num_containers % g;
-    if (full > 0 && !placeGangs(st.capability, g, full, d, lo, hi, contiguous, anchor_end, mode,
-                                out)) {
+    if (full > 0 &&
+        !placeGangs(st.capability, g, full, d, lo, hi, contiguous, anchor_end, mode, out)) {
       return false;
     }
     if (rem > 0 && !placeGangs(st.capability, rem, 1, d, lo, hi, contiguous,

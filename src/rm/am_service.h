@@ -10,14 +10,17 @@ namespace morpheus::rm {
 class ApplicationMasterServiceImpl final : public v1::ApplicationMaster::Service {
  public:
   explicit ApplicationMasterServiceImpl(RmRuntime& runtime) : runtime_(runtime) {}
-  grpc::Status RegisterApplicationMaster(grpc::ServerContext*, const v1::RegisterApplicationMasterRequest* req,
+  grpc::Status RegisterApplicationMaster(grpc::ServerContext*,
+                                         const v1::RegisterApplicationMasterRequest* req,
                                          v1::RegisterApplicationMasterResponse* resp) override {
     return toGrpc(runtime_.registerAm(*req, resp));
   }
-  grpc::Status Allocate(grpc::ServerContext*, const v1::AllocateRequest* req, v1::AllocateResponse* resp) override {
+  grpc::Status Allocate(grpc::ServerContext*, const v1::AllocateRequest* req,
+                        v1::AllocateResponse* resp) override {
     return toGrpc(runtime_.allocate(*req, resp));
   }
-  grpc::Status FinishApplicationMaster(grpc::ServerContext*, const v1::FinishApplicationMasterRequest* req,
+  grpc::Status FinishApplicationMaster(grpc::ServerContext*,
+                                       const v1::FinishApplicationMasterRequest* req,
                                        v1::FinishApplicationMasterResponse*) override {
     return toGrpc(runtime_.finishAm(*req));
   }

@@ -26,13 +26,14 @@ std::string toHex(const std::string& s) {
 std::string fromHex(const std::string& h) {
   auto v = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
   std::string out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(static_cast<char>(v(h[i]) * 16 + v(h[i + 1])));
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    out.push_back(static_cast<char>(v(h[i]) * 16 + v(h[i + 1])));
   return out;
 }
 
 AppState stateFrom(const std::string& s) {
-  for (AppState a : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished, AppState::kFailed,
-                     AppState::kKilled}) {
+  for (AppState a : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished,
+                     AppState::kFailed, AppState::kKilled}) {
     if (s == toString(a)) return a;
   }
   return AppState::kFailed;
@@ -76,7 +77,8 @@ Result<AppRecord> decode(const std::string& text) {
     r.spec.queue = j.at("spec_queue").get<std::string>();
     r.spec.reservation = ReservationId(j.at("spec_reservation").get<std::string>());
     r.spec.recurrence_key = JobKey(j.at("recurrence_key").get<std::string>());
-    r.spec.am_resource = Resource(j.at("am_memory_mib").get<int64_t>(), j.at("am_vcores").get<int64_t>());
+    r.spec.am_resource =
+        Resource(j.at("am_memory_mib").get<int64_t>(), j.at("am_vcores").get<int64_t>());
     r.spec.am_launch_context = fromHex(j.at("am_launch").get<std::string>());
     r.spec.max_attempts = j.at("spec_max_attempts").get<int>();
     r.spec.priority = j.at("priority").get<int>();
@@ -103,17 +105,23 @@ Result<AppRecord> decode(const std::string& text) {
 
 const char* toString(AppState s) {
   switch (s) {
-    case AppState::kSubmitted: return "SUBMITTED";
-    case AppState::kRunning: return "RUNNING";
-    case AppState::kFinished: return "FINISHED";
-    case AppState::kFailed: return "FAILED";
-    case AppState::kKilled: return "KILLED";
+    case AppState::kSubmitted:
+      return "SUBMITTED";
+    case AppState::kRunning:
+      return "RUNNING";
+    case AppState::kFinished:
+      return "FINISHED";
+    case AppState::kFailed:
+      return "FAILED";
+    case AppState::kKilled:
+      return "KILLED";
   }
   return "UNKNOWN";
 }
 
-AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock, MetricsRegistry& metrics,
-                       const TokenSigner& signer, RecurrenceLookup by_key, ReservationExists exists)
+AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
+                       MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
+                       ReservationExists exists)
     : opts_(std::move(opts)),
       store_(store),
       clock_(clock),
@@ -138,8 +146,8 @@ AppId AppManager::newId() {
 void AppManager::updateGauges() {
   std::map<AppState, int> n;
   for (const auto& [_, a] : apps_) n[a.state]++;
-  for (AppState s : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished, AppState::kFailed,
-                     AppState::kKilled}) {
+  for (AppState s : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished,
+                     AppState::kFailed, AppState::kKilled}) {
     metrics_.gauge("morpheus_rm_apps", "Applications by state", {{"state", toString(s)}})
         .set(static_cast<double>(n[s]));
   }
@@ -194,8 +202,9 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec) {
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   apps_[rec.id] = rec;
   updateGauges();
-  spdlog::info("app {} '{}' of {} submitted to {}", rec.id.value(), spec.name, spec.user.value(),
-               rec.reservation.empty() ? "queue " + rec.queue : "reservation " + rec.reservation.value());
+  spdlog::info(
+      "app {} '{}' of {} submitted to {}", rec.id.value(), spec.name, spec.user.value(),
+      rec.reservation.empty() ? "queue " + rec.queue : "reservation " + rec.reservation.value());
   return rec;
 }
 
@@ -206,7 +215,8 @@ Result<AppRecord> AppManager::get(const AppId& id) const {
   return it->second;
 }
 
-std::vector<AppRecord> AppManager::list(const std::set<AppState>& states, const std::string& queue) const {
+std::vector<AppRecord> AppManager::list(const std::set<AppState>& states,
+                                        const std::string& queue) const {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<AppRecord> out;
   for (const auto& [_, a] : apps_) {
@@ -261,7 +271,8 @@ Result<AppRecord> AppManager::amAttemptFailed(const AppId& id, const std::string
 }
 
 Status AppManager::finish(const AppId& id, AppState final_state, const std::string& diagnostics) {
-  if (!isFinal(final_state)) return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
+  if (!isFinal(final_state))
+    return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
@@ -274,7 +285,8 @@ Status AppManager::finish(const AppId& id, AppState final_state, const std::stri
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   it->second = rec;
   updateGauges();
-  spdlog::info("app {} {}{}", id.value(), toString(final_state), diagnostics.empty() ? "" : ": " + diagnostics);
+  spdlog::info("app {} {}{}", id.value(), toString(final_state),
+               diagnostics.empty() ? "" : ": " + diagnostics);
   return Status::ok();
 }
 
@@ -314,7 +326,8 @@ Status AppManager::checkAmToken(const AppId& app, const std::string& token) cons
   auto payload = signer_.verify(token);
   if (!payload.isOk()) return permissionDenied("am_token: invalid");
   auto a = payload->find('|'), b = payload->rfind('|');
-  if (payload->compare(0, a, "am") != 0 || a == b) return permissionDenied("am_token: not an AM token");
+  if (payload->compare(0, a, "am") != 0 || a == b)
+    return permissionDenied("am_token: not an AM token");
   std::string tok_app = payload->substr(a + 1, b - a - 1);
   if (tok_app != app.value()) {
     return permissionDenied("am_token: issued for " + tok_app + ", not " + app.value());
@@ -323,8 +336,8 @@ Status AppManager::checkAmToken(const AppId& app, const std::string& token) cons
   auto it = apps_.find(app);
   if (it == apps_.end()) return notFound("application " + app.value() + " does not exist");
   if (std::to_string(it->second.attempt) != payload->substr(b + 1)) {
-    return permissionDenied("am_token: attempt " + payload->substr(b + 1) + " is not the current attempt " +
-                            std::to_string(it->second.attempt));
+    return permissionDenied("am_token: attempt " + payload->substr(b + 1) +
+                            " is not the current attempt " + std::to_string(it->second.attempt));
   }
   return Status::ok();
 }

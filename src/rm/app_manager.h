@@ -52,7 +52,7 @@ struct AppSpec {
 struct AppRecord {
   AppId id;
   AppSpec spec;
-  std::string queue;         // resolved ad-hoc queue ("" when bound to a reservation)
+  std::string queue;          // resolved ad-hoc queue ("" when bound to a reservation)
   ReservationId reservation;  // bound reservation ("" = ad hoc)
   AppState state = AppState::kSubmitted;
   TimePoint submit, start, finish;
@@ -77,8 +77,9 @@ class AppManager {
   using RecurrenceLookup = std::function<std::optional<ReservationId>(const JobKey&)>;
   using ReservationExists = std::function<bool(const ReservationId&)>;
 
-  AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock, MetricsRegistry& metrics,
-             const TokenSigner& signer, RecurrenceLookup by_key, ReservationExists exists);
+  AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
+             MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
+             ReservationExists exists);
 
   // Loads every persisted app (RM restart).
   Status recover();
@@ -110,8 +111,8 @@ class AppManager {
 
  private:
   Status persist(const AppRecord& rec);  // REQUIRES(mu_)
-  AppId newId();                          // REQUIRES(mu_)
-  void updateGauges();                    // REQUIRES(mu_)
+  AppId newId();                         // REQUIRES(mu_)
+  void updateGauges();                   // REQUIRES(mu_)
 
   const AppManagerOptions opts_;
   store::StateStore& store_;

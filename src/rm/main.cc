@@ -9,9 +9,9 @@
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
+#include "rm/am_service.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
-#include "rm/am_service.h"
 #include "rm/rest.h"
 #include "rm/rm_core.h"
 #include "rm/services.h"
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
     char* end = nullptr;
     double w = std::strtod(weight.c_str(), &end);
     if (end == weight.c_str() || *end != '\0' || !(w > 0)) {
-      std::cerr << "morpheus-rm: config error: scheduler.queues." << path << ": weight must be a number > 0, got '"
-                << weight << "'\n";
+      std::cerr << "morpheus-rm: config error: scheduler.queues." << path
+                << ": weight must be a number > 0, got '" << weight << "'\n";
       return 2;
     }
     rto.queue_weights[path] = w;
@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
   rm::RmRuntime runtime(
       rto, core, apps, clock, metrics, &telemetry,
       [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); },
-      [&reservations](const ReservationId& r, TimePoint t) { return reservations.guaranteedAt(r, t); });
+      [&reservations](const ReservationId& r, TimePoint t) {
+        return reservations.guaranteedAt(r, t);
+      });
   core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
   runtime.setStore(store->get());
   if (Status st = runtime.recoverTelemetry(); !st.isOk()) {

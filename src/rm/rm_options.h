@@ -49,12 +49,13 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDuration("rm.preemption-grace", &o->preemption_grace, Millis(15000), Millis(0),
                 "Time between the preemption notice to an AM and the kill of a borrowed container "
                 "a reservation needs back.");
-  s.addStringMap("scheduler.queues", &o->queues,
-                 "Ad-hoc queue hierarchy and weights, a mapping path: weight (e.g. {root.prod: 3, "
-                 "root.prod.etl: 2, root.prod.bi: 1, root.dev: 1}); a path that prefixes another is a "
-                 "parent, the others are leaves that accept apps; unlisted weights are 1; empty = "
-                 "root.default. Apps name a leaf with --queue (default root.default). Capacity left by "
-                 "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
+  s.addStringMap(
+      "scheduler.queues", &o->queues,
+      "Ad-hoc queue hierarchy and weights, a mapping path: weight (e.g. {root.prod: 3, "
+      "root.prod.etl: 2, root.prod.bi: 1, root.dev: 1}); a path that prefixes another is a "
+      "parent, the others are leaves that accept apps; unlisted weights are 1; empty = "
+      "root.default. Apps name a leaf with --queue (default root.default). Capacity left by "
+      "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who may change or delete anyone's reservation.");
   s.addString("state-store.kind", &o->state_store, "sqlite",

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/token.h"
 #include "common/wire.h"
@@ -22,12 +22,14 @@ AppId appOfContainer(const std::string& id) {
 bool matches(const v1::PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
   auto it = attrs.find(c.key());
   if (it == attrs.end()) return false;
-  return c.values_size() == 0 || std::find(c.values().begin(), c.values().end(), it->second) != c.values().end();
+  return c.values_size() == 0 ||
+         std::find(c.values().begin(), c.values().end(), it->second) != c.values().end();
 }
 
 // Soft constraints are preferences (delay scheduling): a node that misses one
 // is used only once the ask has waited `patience`.
-bool softOk(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs, bool patient_enough) {
+bool softOk(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs,
+            bool patient_enough) {
   if (patient_enough) return true;
   for (const auto& c : ask.constraints()) {
     if (!c.hard() && !matches(c, attrs)) return false;
@@ -40,7 +42,8 @@ bool matchesHard(const v1::ResourceRequest& ask, const std::map<std::string, std
     if (!c.hard()) continue;
     auto it = attrs.find(c.key());
     if (it == attrs.end()) return false;
-    if (c.values_size() > 0 && std::find(c.values().begin(), c.values().end(), it->second) == c.values().end()) {
+    if (c.values_size() > 0 &&
+        std::find(c.values().begin(), c.values().end(), it->second) == c.values().end()) {
       return false;
     }
   }
@@ -58,15 +61,20 @@ std::vector<std::string> pathPrefixes(const std::string& path) {
 }
 
 double dominantShare(const Resource& used, const Resource& total) {
-  double m = total.memoryMib() > 0 ? static_cast<double>(used.memoryMib()) / static_cast<double>(total.memoryMib()) : 0;
-  double c = total.vcores() > 0 ? static_cast<double>(used.vcores()) / static_cast<double>(total.vcores()) : 0;
+  double m = total.memoryMib() > 0
+                 ? static_cast<double>(used.memoryMib()) / static_cast<double>(total.memoryMib())
+                 : 0;
+  double c = total.vcores() > 0
+                 ? static_cast<double>(used.vcores()) / static_cast<double>(total.vcores())
+                 : 0;
   return std::max(m, c);
 }
 
 }  // namespace
 
-RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
-                     TelemetryForwarder* telemetry, ReservationKind periodic, Guarantee guarantee)
+RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
+                     MetricsRegistry& metrics, TelemetryForwarder* telemetry,
+                     ReservationKind periodic, Guarantee guarantee)
     : opts_(opts),
       core_(core),
       apps_(apps),
@@ -151,8 +159,9 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     rt.am_pending = false;
     auto app = apps_.get(c.app);
     if (app.isOk() && !isFinal(app->state) && app->am_container == c.id) {
-      std::string why = st.diagnostics().empty() ? "AM container exited with status " + std::to_string(st.exit_status())
-                                                 : st.diagnostics();
+      std::string why = st.diagnostics().empty()
+                            ? "AM container exited with status " + std::to_string(st.exit_status())
+                            : st.diagnostics();
       auto r = apps_.amAttemptFailed(c.app, why);
       refresh(c.app);
       // A failed attempt's containers go with it (YARN semantics).
@@ -160,7 +169,10 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
       rt.asks.clear();
       rt.allocated.clear();
       rt.completed.clear();
-      metrics_.counter("morpheus_rm_am_attempts_failed_total", "AM attempts that ended without finishing").inc();
+      metrics_
+          .counter("morpheus_rm_am_attempts_failed_total",
+                   "AM attempts that ended without finishing")
+          .inc();
       (void)r;
     }
     return;
@@ -170,7 +182,10 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   if (preempting_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
     out.set_diagnostics("preempted: capacity taken back by a reservation");
-    metrics_.counter("morpheus_rm_containers_preempted_total", "Borrowed containers killed for a reservation").inc();
+    metrics_
+        .counter("morpheus_rm_containers_preempted_total",
+                 "Borrowed containers killed for a reservation")
+        .inc();
   }
   if (!isFinal(rt.state)) rt.completed.push_back(out);
 }
@@ -181,7 +196,8 @@ void RmRuntime::killAppContainers(const AppId& app) {
   }
 }
 
-void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp) {
+void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
+                                v1::NodeHeartbeatResponse* resp) {
   std::lock_guard<std::mutex> lk(mu_);
   NodeId nid(req.node_id());
   auto nit = nodes_.find(nid);
@@ -201,7 +217,8 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
         // Acknowledged now: the NM forgets it, and so do we.
         containers_.erase(it);
         auto r = rt_.find(app);
-        if (r != rt_.end() && r->second.running <= 0 && isFinal(r->second.state) && r->second.allocated.empty()) {
+        if (r != rt_.end() && r->second.running <= 0 && isFinal(r->second.state) &&
+            r->second.allocated.empty()) {
           rt_.erase(r);  // a finished app with nothing left on any node
         }
       }
@@ -224,7 +241,8 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
       node.used += r;
       rt_[app].running++;
       rt_[app].used += r;
-      spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(), nid.value());
+      spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(),
+                   nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
@@ -240,11 +258,12 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHea
   to_ack_[nid].clear();
 }
 
-v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r, const v1::ResourceRequest* ask,
-                               bool am) {
+v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r,
+                               const v1::ResourceRequest* ask, bool am) {
   // Unique across RM restarts: the RM's start time, then a sequence number.
   char buf[64];
-  std::snprintf(buf, sizeof buf, "_c%lld_%06lld", static_cast<long long>(started_ms_), static_cast<long long>(seq_++));
+  std::snprintf(buf, sizeof buf, "_c%lld_%06lld", static_cast<long long>(started_ms_),
+                static_cast<long long>(seq_++));
   ContainerId cid(app.value() + buf);
   Cont c{cid, app, node.id, r, am, true, clock_.now(), {}};
   containers_[cid] = c;
@@ -273,9 +292,10 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   if (apps_.version() != submitted_version_) {
     submitted_version_ = apps_.version();
     submitted_ = apps_.list({AppState::kSubmitted}, "");
-    std::stable_sort(submitted_.begin(), submitted_.end(), [](const AppRecord& a, const AppRecord& b) {
-      return !a.reservation.empty() && b.reservation.empty();
-    });
+    std::stable_sort(submitted_.begin(), submitted_.end(),
+                     [](const AppRecord& a, const AppRecord& b) {
+                       return !a.reservation.empty() && b.reservation.empty();
+                     });
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     const AppRecord a = *it;
@@ -311,8 +331,8 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
   struct Cand {
     int cls;
     AppId app;
-    size_t qi, ui;             // indexes into queue_used / user_used
-    std::vector<size_t> levels;  // indexes into queue_used of each prefix of the queue path
+    size_t qi, ui;                // indexes into queue_used / user_used
+    std::vector<size_t> levels;   // indexes into queue_used of each prefix of the queue path
     std::vector<double> weights;  // weight of each prefix
   };
   std::vector<Cand> cands;
@@ -381,7 +401,8 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
     return true;
   };
   // Guarantees first.
-  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cls < b.cls; });
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const Cand& a, const Cand& b) { return a.cls < b.cls; });
   for (const auto& c : cands) {
     if (c.cls < 2) {
       while (allocateOne(c)) {
@@ -434,14 +455,16 @@ void RmRuntime::preemptionPass() {
   // Deadlines that passed: kill.
   for (const auto& [cid, deadline] : preempting_) {
     auto it = containers_.find(cid);
-    if (it != containers_.end() && it->second.running && now >= deadline) to_kill_[it->second.node].insert(cid.value());
+    if (it != containers_.end() && it->second.running && now >= deadline)
+      to_kill_[it->second.node].insert(cid.value());
   }
   Resource free, coming;
   for (const auto& [_, n] : nodes_) {
     if (n.live) free += n.total - n.used;
   }
   for (const auto& [cid, _] : preempting_) {
-    if (auto it = containers_.find(cid); it != containers_.end() && it->second.running) coming += it->second.resource;
+    if (auto it = containers_.find(cid); it != containers_.end() && it->second.running)
+      coming += it->second.resource;
   }
   // Reservations below their guarantee with unmet demand.
   std::map<ReservationId, Resource> used_by, demand_of;
@@ -451,8 +474,10 @@ void RmRuntime::preemptionPass() {
     bound[a.id] = a.reservation;
     AppRt& rt = rt_[a.id];
     used_by[a.reservation] += rt.used;
-    if (a.state == AppState::kSubmitted && !rt.am_pending) demand_of[a.reservation] += a.spec.am_resource;
-    for (const auto& [_, ask] : rt.asks) demand_of[a.reservation] += fromProto(ask.capability()) * ask.count();
+    if (a.state == AppState::kSubmitted && !rt.am_pending)
+      demand_of[a.reservation] += a.spec.am_resource;
+    for (const auto& [_, ask] : rt.asks)
+      demand_of[a.reservation] += fromProto(ask.capability()) * ask.count();
   }
   Resource need;
   std::map<ReservationId, Resource> guarantees;
@@ -477,7 +502,8 @@ void RmRuntime::preemptionPass() {
     }
     victims.push_back(&c);
   }
-  std::sort(victims.begin(), victims.end(), [](const Cont* a, const Cont* b) { return a->start > b->start; });
+  std::sort(victims.begin(), victims.end(),
+            [](const Cont* a, const Cont* b) { return a->start > b->start; });
   for (const Cont* v : victims) {
     if (need.fitsIn(free + coming)) break;
     preempting_[v->id] = now + opts_.preemption_grace;
@@ -487,8 +513,8 @@ void RmRuntime::preemptionPass() {
     n.set_deadline_ms(toEpochMs(now + opts_.preemption_grace));
     n.set_reason("a reservation reclaims its guaranteed capacity");
     rt_[v->app].preemptions.push_back(n);
-    spdlog::info("preempting {} of {} within {} ms: a reservation reclaims its guarantee", v->id.value(),
-                 v->app.value(), opts_.preemption_grace.count());
+    spdlog::info("preempting {} of {} within {} ms: a reservation reclaims its guarantee",
+                 v->id.value(), v->app.value(), opts_.preemption_grace.count());
   }
 }
 
@@ -533,7 +559,8 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   if (app.empty()) return invalidArgument("application_id", "is required");
   MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
-  if (rec.state != AppState::kRunning) return infeasible("application " + app.value() + " is " + toString(rec.state));
+  if (rec.state != AppState::kRunning)
+    return infeasible("application " + app.value() + " is " + toString(rec.state));
   resp->set_queue(rec.queue);
   resp->set_reservation_id(rec.reservation.value());
   std::lock_guard<std::mutex> lk(mu_);
@@ -560,7 +587,8 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   if (app.empty()) return invalidArgument("application_id", "is required");
   MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
-  if (rec.state != AppState::kRunning) return infeasible("application " + app.value() + " is " + toString(rec.state));
+  if (rec.state != AppState::kRunning)
+    return infeasible("application " + app.value() + " is " + toString(rec.state));
   for (int i = 0; i < req.asks_size(); i++) {
     const auto& a = req.asks(i);
     std::string f = "asks[" + std::to_string(i) + "]";
@@ -597,7 +625,8 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   for (const auto& id : req.releases()) {
     auto it = containers_.find(ContainerId(id));
     if (it == containers_.end() || it->second.app != app) {
-      return invalidArgument("releases", "container " + id + " is not a container of " + app.value());
+      return invalidArgument("releases",
+                             "container " + id + " is not a container of " + app.value());
     }
     if (it->second.running) to_kill_[it->second.node].insert(id);
   }
@@ -626,10 +655,17 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
   AppState final_state;
   switch (req.final_status()) {
-    case v1::FINAL_STATUS_SUCCEEDED: final_state = AppState::kFinished; break;
-    case v1::FINAL_STATUS_FAILED: final_state = AppState::kFailed; break;
-    case v1::FINAL_STATUS_KILLED: final_state = AppState::kKilled; break;
-    default: return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
+    case v1::FINAL_STATUS_SUCCEEDED:
+      final_state = AppState::kFinished;
+      break;
+    case v1::FINAL_STATUS_FAILED:
+      final_state = AppState::kFailed;
+      break;
+    case v1::FINAL_STATUS_KILLED:
+      final_state = AppState::kKilled;
+      break;
+    default:
+      return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
   }
   MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
@@ -662,11 +698,14 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
       }
     }
   }
-  for (const auto& f : req.files_read()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
-  for (const auto& f : req.files_written()) t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
+  for (const auto& f : req.files_read())
+    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
+  for (const auto& f : req.files_written())
+    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
   if (store_) {
     nlohmann::json files = nlohmann::json::array();
-    for (const auto& f : t.files) files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
+    for (const auto& f : t.files)
+      files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
     nlohmann::json j = {{"app", t.app.value()},
                         {"key", t.recurrence_key.value()},
                         {"user", t.user.value()},
@@ -712,15 +751,16 @@ Status RmRuntime::recoverTelemetry() {
       t.skyline = j.at("skyline").get<std::vector<double>>();
       t.container = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
       for (const auto& f : j.at("files")) {
-        t.files.push_back({f.at("path").get<std::string>(), fromEpochMs(f.at("time_ms").get<int64_t>()),
-                           f.at("write").get<bool>()});
+        t.files.push_back({f.at("path").get<std::string>(),
+                           fromEpochMs(f.at("time_ms").get<int64_t>()), f.at("write").get<bool>()});
       }
       recs.push_back(std::move(t));
     } catch (const nlohmann::json::exception& e) {
       return internalError("corrupt telemetry record " + key + ": " + e.what());
     }
   }
-  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.finish < b.finish; });
+  std::sort(recs.begin(), recs.end(),
+            [](const auto& a, const auto& b) { return a.finish < b.finish; });
   std::lock_guard<std::mutex> lk(mu_);
   finished_.assign(recs.begin(), recs.end());
   return Status::ok();

@@ -46,8 +46,8 @@
 namespace morpheus::rm {
 
 struct RuntimeOptions {
-  Millis telemetry_step{60000};     // skyline step of finished apps (= planner.step)
-  Millis preemption_grace{15000};   // notice to kill of a borrowed container
+  Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
+  Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
 };
 
@@ -57,8 +57,9 @@ class RmRuntime {
   using ReservationKind = std::function<bool(const ReservationId&)>;
   // The plan's guaranteed capacity of a reservation at a time.
   using Guarantee = std::function<Resource(const ReservationId&, TimePoint)>;
-  RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock, MetricsRegistry& metrics,
-            TelemetryForwarder* telemetry, ReservationKind periodic, Guarantee guarantee);
+  RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
+            MetricsRegistry& metrics, TelemetryForwarder* telemetry, ReservationKind periodic,
+            Guarantee guarantee);
   ~RmRuntime();
 
   // The RM's own gRPC address, given to AMs (MORPHEUS_RM_AM_ADDRESS).
@@ -72,7 +73,8 @@ class RmRuntime {
   void onNodeLost(const NodeId& node);
 
   // AM side (the token is checked here: an AM acts only for its own app).
-  Status registerAm(const v1::RegisterApplicationMasterRequest& req, v1::RegisterApplicationMasterResponse* resp);
+  Status registerAm(const v1::RegisterApplicationMasterRequest& req,
+                    v1::RegisterApplicationMasterResponse* resp);
   Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp);
   Status finishAm(const v1::FinishApplicationMasterRequest& req);
 
@@ -135,12 +137,13 @@ class RmRuntime {
   };
 
   void schedule(Node& node, v1::NodeHeartbeatResponse* resp);  // REQUIRES(mu_)
-  v1::Container grant(Node& node, const AppId& app, const Resource& r, const v1::ResourceRequest* ask,
-                      bool am);                                  // REQUIRES(mu_)
-  void containerDone(Cont& c, const v1::ContainerStatus& st);    // REQUIRES(mu_)
-  void killAppContainers(const AppId& app);                      // REQUIRES(mu_)
-  void preemptionPass();                                         // REQUIRES(mu_)
-  void recomputeCluster();                                       // REQUIRES(mu_)
+  v1::Container grant(Node& node, const AppId& app, const Resource& r,
+                      const v1::ResourceRequest* ask,
+                      bool am);                                // REQUIRES(mu_)
+  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
+  void killAppContainers(const AppId& app);                    // REQUIRES(mu_)
+  void preemptionPass();                                       // REQUIRES(mu_)
+  void recomputeCluster();                                     // REQUIRES(mu_)
   void launcherLoop();
 
   const RuntimeOptions opts_;
@@ -154,23 +157,23 @@ class RmRuntime {
   const int64_t started_ms_;
 
   mutable std::mutex mu_;
-  std::string am_address_;                       // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;                 // GUARDED_BY(mu_)
-  Resource cluster_;                             // GUARDED_BY(mu_): total of live nodes
-  std::map<ContainerId, Cont> containers_;       // GUARDED_BY(mu_)
-  std::map<AppId, AppRt> rt_;                    // GUARDED_BY(mu_)
-  std::map<NodeId, std::set<std::string>> to_kill_;  // GUARDED_BY(mu_)
+  std::string am_address_;                             // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;                       // GUARDED_BY(mu_)
+  Resource cluster_;                                   // GUARDED_BY(mu_): total of live nodes
+  std::map<ContainerId, Cont> containers_;             // GUARDED_BY(mu_)
+  std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
+  std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
   std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
   std::set<ContainerId> done_;                   // GUARDED_BY(mu_): completed ids seen (dedupe)
   std::map<ContainerId, TimePoint> preempting_;  // GUARDED_BY(mu_): kill deadline
   TimePoint last_preemption_pass_;               // GUARDED_BY(mu_)
   std::vector<AppRecord> submitted_;             // GUARDED_BY(mu_): apps waiting for an AM
-  uint64_t submitted_version_ = ~uint64_t{0};    // GUARDED_BY(mu_): AppManager version of submitted_
-  int64_t seq_ = 1;                              // GUARDED_BY(mu_)
-  std::deque<Launch> launches_;                  // GUARDED_BY(mu_)
-  std::deque<AppTelemetryRecord> finished_;      // GUARDED_BY(mu_)
+  uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
+  int64_t seq_ = 1;                            // GUARDED_BY(mu_)
+  std::deque<Launch> launches_;                // GUARDED_BY(mu_)
+  std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
   store::StateStore* store_ = nullptr;
-  bool stopping_ = false;                        // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
   std::condition_variable cv_;
   std::thread launcher_;
 };

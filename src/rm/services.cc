@@ -95,11 +95,16 @@ grpc::Status ClientServiceImpl::GetClusterMetrics(grpc::ServerContext*,
 
 v1::ApplicationState toProto(AppState s) {
   switch (s) {
-    case AppState::kSubmitted: return v1::APP_STATE_SUBMITTED;
-    case AppState::kRunning: return v1::APP_STATE_RUNNING;
-    case AppState::kFinished: return v1::APP_STATE_FINISHED;
-    case AppState::kFailed: return v1::APP_STATE_FAILED;
-    case AppState::kKilled: return v1::APP_STATE_KILLED;
+    case AppState::kSubmitted:
+      return v1::APP_STATE_SUBMITTED;
+    case AppState::kRunning:
+      return v1::APP_STATE_RUNNING;
+    case AppState::kFinished:
+      return v1::APP_STATE_FINISHED;
+    case AppState::kFailed:
+      return v1::APP_STATE_FAILED;
+    case AppState::kKilled:
+      return v1::APP_STATE_KILLED;
   }
   return v1::APP_STATE_UNSPECIFIED;
 }
@@ -122,7 +127,8 @@ void toProto(const AppRecord& a, v1::ApplicationReport* out) {
   out->set_am_container_id(a.am_container.value());
 }
 
-grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest* req,
+grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*,
+                                                  const v1::SubmitApplicationRequest* req,
                                                   v1::SubmitApplicationResponse* resp) {
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   AppSpec s;
@@ -147,10 +153,12 @@ grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*, const v1
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest* req,
+grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*,
+                                               const v1::GetApplicationRequest* req,
                                                v1::ApplicationReport* resp) {
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
   auto rec = apps_->get(AppId(req->application_id()));
   if (!rec.isOk()) return toGrpc(rec.status());
   toProto(*rec, resp);
@@ -164,18 +172,30 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*, const v1::G
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest* req,
+grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*,
+                                                 const v1::ListApplicationsRequest* req,
                                                  v1::ListApplicationsResponse* resp) {
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   std::set<AppState> states;
   for (int s : req->states()) {
     switch (s) {
-      case v1::APP_STATE_SUBMITTED: states.insert(AppState::kSubmitted); break;
-      case v1::APP_STATE_RUNNING: states.insert(AppState::kRunning); break;
-      case v1::APP_STATE_FINISHED: states.insert(AppState::kFinished); break;
-      case v1::APP_STATE_FAILED: states.insert(AppState::kFailed); break;
-      case v1::APP_STATE_KILLED: states.insert(AppState::kKilled); break;
-      default: return toGrpc(invalidArgument("states", "unknown state " + std::to_string(s)));
+      case v1::APP_STATE_SUBMITTED:
+        states.insert(AppState::kSubmitted);
+        break;
+      case v1::APP_STATE_RUNNING:
+        states.insert(AppState::kRunning);
+        break;
+      case v1::APP_STATE_FINISHED:
+        states.insert(AppState::kFinished);
+        break;
+      case v1::APP_STATE_FAILED:
+        states.insert(AppState::kFailed);
+        break;
+      case v1::APP_STATE_KILLED:
+        states.insert(AppState::kKilled);
+        break;
+      default:
+        return toGrpc(invalidArgument("states", "unknown state " + std::to_string(s)));
     }
   }
   for (const auto& a : apps_->list(states, req->queue())) {
@@ -192,20 +212,24 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*, const v1:
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest* req,
+grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*,
+                                                const v1::KillApplicationRequest* req,
                                                 v1::KillApplicationResponse*) {
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
   if (req->user().empty()) return toGrpc(invalidArgument("user", "is required"));
-  Status st = apps_->kill(AppId(req->application_id()), UserId(req->user()), admins_.count(req->user()) > 0,
-                          req->reason());
+  Status st = apps_->kill(AppId(req->application_id()), UserId(req->user()),
+                          admins_.count(req->user()) > 0, req->reason());
   if (st.isOk() && runtime_) runtime_->onAppKilled(AppId(req->application_id()));
   return toGrpc(st);
 }
 
-grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext*, const v1::ListAppTelemetryRequest* req,
+grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext*,
+                                                 const v1::ListAppTelemetryRequest* req,
                                                  v1::ListAppTelemetryResponse* resp) {
-  if (!runtime_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (!runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   for (const auto& t : runtime_->telemetry(req->recurrence_key())) {
     auto* a = resp->add_apps();
     a->set_application_id(t.app.value());

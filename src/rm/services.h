@@ -1,9 +1,9 @@
 // gRPC edge of the RM: protobuf <-> core types, Status -> grpc::Status.
 #pragma once
 
+#include <set>
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
-#include <set>
 
 #include "rm/app_manager.h"
 #include "rm/rm_core.h"
@@ -14,7 +14,8 @@ namespace morpheus::rm {
 class ResourceTrackerService final : public v1::ResourceTracker::Service {
  public:
   // `runtime` null = node registration and liveness only.
-  explicit ResourceTrackerService(RmCore& core, RmRuntime* runtime = nullptr) : core_(core), runtime_(runtime) {}
+  explicit ResourceTrackerService(RmCore& core, RmRuntime* runtime = nullptr)
+      : core_(core), runtime_(runtime) {}
   grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
                             v1::RegisterNodeResponse*) override;
   grpc::Status NodeHeartbeat(grpc::ServerContext*, const v1::NodeHeartbeatRequest*,
@@ -30,8 +31,8 @@ class ResourceTrackerService final : public v1::ResourceTracker::Service {
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
   // `apps` null = the application RPCs answer UNIMPLEMENTED.
-  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr, std::set<std::string> admins = {},
-                             RmRuntime* runtime = nullptr)
+  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr,
+                             std::set<std::string> admins = {}, RmRuntime* runtime = nullptr)
       : core_(core), apps_(apps), admins_(std::move(admins)), runtime_(runtime) {}
   grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
                                  v1::SubmitApplicationResponse*) override;

@@ -8,8 +8,8 @@
 
 #include <fstream>
 #include <map>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/metrics.h"
 #include "harness.h"
@@ -25,10 +25,10 @@ constexpr int64_t kMin = 60000, kHour = 60 * kMin, kDay = 24 * kHour;
 
 struct KnownJob {
   std::string key, owner;
-  int64_t period;       // ms
-  int64_t avail;        // input written at this offset (+0..4 min jitter)
-  int64_t runtime;      // ms
-  int64_t read_after;   // output read this long after the run ends (+0/+2 min jitter)
+  int64_t period;      // ms
+  int64_t avail;       // input written at this offset (+0..4 min jitter)
+  int64_t runtime;     // ms
+  int64_t read_after;  // output read this long after the run ends (+0/+2 min jitter)
   int64_t expect_a() const { return avail + 4 * kMin; }  // p95 of avail + {0..4} min
   int64_t expect_d() const { return avail + 5 * kMin + runtime + read_after + kMin; }  // median
 };
@@ -36,11 +36,12 @@ struct KnownJob {
 std::vector<KnownJob> knownJobs() {
   std::vector<KnownJob> jobs;
   for (int i = 0; i < 5; i++) {
-    jobs.push_back({"daily-" + std::to_string(i), i % 2 ? "bob" : "alice", kDay, (1 + 2 * i) * kHour,
-                    (30 + 5 * i) * kMin, (60 + 10 * i) * kMin});
+    jobs.push_back({"daily-" + std::to_string(i), i % 2 ? "bob" : "alice", kDay,
+                    (1 + 2 * i) * kHour, (30 + 5 * i) * kMin, (60 + 10 * i) * kMin});
   }
   for (int i = 0; i < 3; i++) {
-    jobs.push_back({"hourly-" + std::to_string(i), "alice", kHour, (2 + i) * kMin, (10 + i) * kMin, 15 * kMin});
+    jobs.push_back({"hourly-" + std::to_string(i), "alice", kHour, (2 + i) * kMin, (10 + i) * kMin,
+                    15 * kMin});
   }
   for (int i = 0; i < 2; i++) {
     jobs.push_back({"halfhourly-" + std::to_string(i), "bob", 30 * kMin, kMin, 6 * kMin, 8 * kMin});
@@ -62,27 +63,50 @@ void writeRun(std::ostream& out, const KnownJob& k, size_t j, int n, int64_t fir
   for (int64_t s = 0; s < k.runtime / kMin; s++) {
     sky.push_back(scale * (2 + static_cast<int>(j % 3) + static_cast<int>((s + n) % 4)));
   }
-  out << json({{"type", "run"}, {"job", k.key}, {"run", rid}, {"user", k.owner}, {"submit_ms", submit},
-               {"start_ms", start}, {"end_ms", end}, {"step_ms", kMin}, {"skyline", sky},
+  out << json({{"type", "run"},
+               {"job", k.key},
+               {"run", rid},
+               {"user", k.owner},
+               {"submit_ms", submit},
+               {"start_ms", start},
+               {"end_ms", end},
+               {"step_ms", kMin},
+               {"skyline", sky},
                {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
              .dump()
       << "\n";
   std::string in = "/data/" + k.key + "/in/" + std::to_string(n);
   std::string outp = "/data/" + k.key + "/out/" + std::to_string(n);
-  out << json({{"type", "event"}, {"job", "ingest"}, {"run", "ingest-" + rid}, {"path", in},
-               {"kind", "write"}, {"time_ms", avail}})
+  out << json({{"type", "event"},
+               {"job", "ingest"},
+               {"run", "ingest-" + rid},
+               {"path", in},
+               {"kind", "write"},
+               {"time_ms", avail}})
              .dump()
       << "\n";
-  out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", in}, {"kind", "read"},
+  out << json({{"type", "event"},
+               {"job", k.key},
+               {"run", rid},
+               {"path", in},
+               {"kind", "read"},
                {"time_ms", start + 1000}})
              .dump()
       << "\n";
-  out << json({{"type", "event"}, {"job", k.key}, {"run", rid}, {"path", outp}, {"kind", "write"},
+  out << json({{"type", "event"},
+               {"job", k.key},
+               {"run", rid},
+               {"path", outp},
+               {"kind", "write"},
                {"time_ms", end - 1000}})
              .dump()
       << "\n";
-  out << json({{"type", "event"}, {"job", "consumer-of-" + k.key}, {"run", "c-" + rid}, {"path", outp},
-               {"kind", "read"}, {"time_ms", read}})
+  out << json({{"type", "event"},
+               {"job", "consumer-of-" + k.key},
+               {"run", "c-" + rid},
+               {"path", outp},
+               {"kind", "read"},
+               {"time_ms", read}})
              .dump()
       << "\n";
 }
@@ -100,15 +124,22 @@ int writeHistory(const std::string& path, const std::vector<KnownJob>& jobs, int
   int64_t first_day = firstDay(now);
   int runs = 0;
   for (size_t j = 0; j < jobs.size(); j++) {
-    for (int n = 0; n < periodsOf(jobs[j], now); n++, runs++) writeRun(out, jobs[j], j, n, first_day, 1);
+    for (int n = 0; n < periodsOf(jobs[j], now); n++, runs++)
+      writeRun(out, jobs[j], j, n, first_day, 1);
   }
   // An ad-hoc job: irregular submissions, no SLO.
   int64_t t = first_day;
   int64_t gaps[] = {17, 95, 33, 240, 61, 12, 180, 45, 300, 27};
   for (int i = 0; i < 10; i++) {
     t += gaps[i] * kMin;
-    out << json({{"type", "run"}, {"job", "adhoc"}, {"run", "adhoc-" + std::to_string(i)}, {"user", "carol"},
-                 {"submit_ms", t}, {"start_ms", t}, {"end_ms", t + 5 * kMin}, {"step_ms", kMin},
+    out << json({{"type", "run"},
+                 {"job", "adhoc"},
+                 {"run", "adhoc-" + std::to_string(i)},
+                 {"user", "carol"},
+                 {"submit_ms", t},
+                 {"start_ms", t},
+                 {"end_ms", t + 5 * kMin},
+                 {"step_ms", kMin},
                  {"skyline", {1, 1, 1, 1, 1}}})
                .dump()
         << "\n";
@@ -122,13 +153,15 @@ class InferenceIT : public ::testing::Test {
   void SetUp() override {
     rm_ = Process::startDaemon("rm", freshDir("rm"), {});
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    nm_ = Process::startDaemon("nm", freshDir("nm"),
-                               {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
+    nm_ = Process::startDaemon(
+        "nm", freshDir("nm"),
+        {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     dir_ = freshDir("inference");
     tokens_ = dir_ + "-tokens";
     std::ofstream(tokens_) << "tok-admin ops admin\ntok-alice alice\ntok-bob bob\n";
-    inf_ = Process::startDaemon("inference", dir_, {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
+    inf_ = Process::startDaemon("inference", dir_,
+                                {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
     ASSERT_FALSE(inf_.grpcAddress().empty()) << inf_.log();
     ASSERT_TRUE(waitFor(
         [&] {
@@ -140,8 +173,8 @@ class InferenceIT : public ::testing::Test {
         << rm_.log();
   }
   std::pair<int, std::string> ctl(std::vector<std::string> args, const std::string& token) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--inference",
-                                     inf_.grpcAddress()};
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(),
+                                     "--inference", inf_.grpcAddress()};
     if (!token.empty()) {
       argv.push_back("--token");
       argv.push_back(token);
@@ -169,7 +202,8 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     std::ofstream out(bad);
     std::string line;
     for (int i = 0; i < 3 && std::getline(in, line); i++) out << line << "\n";
-    out << R"({"type":"run","job":"x","run":"y","submit_ms":5,"start_ms":1,"end_ms":9,"skyline":[1]})" << "\n";
+    out << R"({"type":"run","job":"x","run":"y","submit_ms":5,"start_ms":1,"end_ms":9,"skyline":[1]})"
+        << "\n";
   }
   auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, "tok-alice");
   EXPECT_EQ(cb, 2) << ob;
@@ -179,7 +213,8 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   auto [cl0, ol0] = ctl({"slo", "list", "--json"}, "tok-alice");
   ASSERT_EQ(cl0, 0) << ol0;
   EXPECT_TRUE(json::parse(ol0)["proposals"].empty()) << ol0;
-  EXPECT_TRUE(json::parse(ol0)["not_actionable"].empty()) << "nothing may have been stored: " << ol0;
+  EXPECT_TRUE(json::parse(ol0)["not_actionable"].empty())
+      << "nothing may have been stored: " << ol0;
 
   auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, "tok-alice");
   ASSERT_EQ(ci, 0) << oi << inf_.log();
@@ -207,7 +242,8 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     EXPECT_EQ(p["owner"], k.owner);
     EXPECT_EQ(p["period_ms"].get<int64_t>(), k.period);
     EXPECT_NEAR(p["start_offset_ms"].get<double>(), static_cast<double>(k.expect_a()), 2.0 * kMin);
-    EXPECT_NEAR(p["deadline_offset_ms"].get<double>(), static_cast<double>(k.expect_d()), 2.0 * kMin);
+    EXPECT_NEAR(p["deadline_offset_ms"].get<double>(), static_cast<double>(k.expect_d()),
+                2.0 * kMin);
     // The skyline covers the run time; its peak is the generator's peak.
     EXPECT_EQ(p["skyline"].size(), static_cast<size_t>(k.runtime / kMin));
     EXPECT_GT(p["reprovision_budget_container_ms"].get<int64_t>(), 0);
@@ -241,7 +277,9 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   // Accept every proposal (owners for two, the admin for the rest).
   std::map<std::string, std::string> reservation_of;
   for (const auto& k : jobs) {
-    std::string token = k.key == "daily-0" ? "tok-alice" : k.key == "daily-1" ? "tok-bob" : "tok-admin";
+    std::string token = k.key == "daily-0"   ? "tok-alice"
+                        : k.key == "daily-1" ? "tok-bob"
+                                             : "tok-admin";
     auto [ca, oa] = ctl({"slo", "accept", by_job[k.key]["proposal_id"], "--json"}, token);
     ASSERT_EQ(ca, 0) << k.key << ": " << oa << inf_.log();
     json acc = json::parse(oa);
@@ -269,10 +307,12 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     EXPECT_EQ(x["user"], k.owner);
     ASSERT_FALSE(x["resource-allocations"].empty()) << x.dump();
     for (const auto& a : x["resource-allocations"]) {
-      int64_t s = a["startTime"].get<int64_t>() % k.period, e = a["endTime"].get<int64_t>() % k.period;
+      int64_t s = a["startTime"].get<int64_t>() % k.period,
+              e = a["endTime"].get<int64_t>() % k.period;
       if (e == 0) e = k.period;
       EXPECT_GE(s, by_job[k.key]["start_offset_ms"].get<int64_t>() % k.period) << a.dump();
-      EXPECT_LE(e, by_job[k.key]["deadline_offset_ms"].get<int64_t>() % k.period + (e < s ? k.period : 0))
+      EXPECT_LE(
+          e, by_job[k.key]["deadline_offset_ms"].get<int64_t>() % k.period + (e < s ? k.period : 0))
           << a.dump();
     }
   }
@@ -329,7 +369,8 @@ namespace {
 TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::string dir = freshDir("inference-feed");
   // Reserve a port for the inference service, which starts only later.
-  Process probe = Process::startDaemon("inference", freshDir("probe"), {"--set", "inference.auth-disabled=true"});
+  Process probe = Process::startDaemon("inference", freshDir("probe"),
+                                       {"--set", "inference.auth-disabled=true"});
   ASSERT_FALSE(probe.grpcAddress().empty()) << probe.log();
   std::string address = probe.grpcAddress();
   ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
@@ -366,7 +407,8 @@ TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   // output nobody reads.
   auto [code, out] = runCommand({binary("morpheusctl"), "--inference", address, "slo", "refit"});
   ASSERT_EQ(code, 0) << out << inf.log();
-  auto [c2, list] = runCommand({binary("morpheusctl"), "--inference", address, "slo", "list", "--json"});
+  auto [c2, list] =
+      runCommand({binary("morpheusctl"), "--inference", address, "slo", "list", "--json"});
   ASSERT_EQ(c2, 0) << list;
   EXPECT_NE(list.find("feed-job"), std::string::npos) << list;
   EXPECT_NE(list.find("no other job reads its output"), std::string::npos) << list;

@@ -28,18 +28,20 @@ class NmContainerIT : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string rm_dir = freshDir("rm");
-    rm_ = Process::startDaemon("rm", rm_dir,
-                               {"--set", "rm.heartbeat-interval=60s", "--set", "rm.node-expiry=300s"});
+    rm_ = Process::startDaemon(
+        "rm", rm_dir, {"--set", "rm.heartbeat-interval=60s", "--set", "rm.node-expiry=300s"});
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
     std::string secret;
     std::ifstream in(rm_dir + "/token-secret");
     std::getline(in, secret);
-    ASSERT_FALSE(secret.empty()) << "the RM keeps its token secret in " << rm_dir << "/token-secret";
+    ASSERT_FALSE(secret.empty()) << "the RM keeps its token secret in " << rm_dir
+                                 << "/token-secret";
     signer_.emplace(secret);
-    nm_ = Process::startDaemon("nm", freshDir("nm"),
-                               {"--rm", rm_.grpcAddress(), "--node-id", "nm1", "--resources", "memory=2048,vcores=2",
-                                "--set", "nm.monitor-interval=100ms", "--set", "nm.kill-grace=500ms", "--set",
-                                "nm.heartbeat-interval=60s"});
+    nm_ =
+        Process::startDaemon("nm", freshDir("nm"),
+                             {"--rm", rm_.grpcAddress(), "--node-id", "nm1", "--resources",
+                              "memory=2048,vcores=2", "--set", "nm.monitor-interval=100ms", "--set",
+                              "nm.kill-grace=500ms", "--set", "nm.heartbeat-interval=60s"});
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     stub_ = v1::ContainerManager::NewStub(makeChannel(nm_.grpcAddress()));
     ASSERT_TRUE(waitFor(
@@ -52,11 +54,13 @@ class NmContainerIT : public ::testing::Test {
         << nm_.log();
   }
 
-  std::string token(const std::string& container, const std::string& app, const std::string& node = "nm1",
-                    int64_t memory_mib = 128) {
-    return issueContainerToken(*signer_, {ContainerId(container), AppId(app), NodeId(node), Resource(memory_mib, 1)});
+  std::string token(const std::string& container, const std::string& app,
+                    const std::string& node = "nm1", int64_t memory_mib = 128) {
+    return issueContainerToken(
+        *signer_, {ContainerId(container), AppId(app), NodeId(node), Resource(memory_mib, 1)});
   }
-  v1::StartContainersResponse start(const std::string& id, const std::string& tok, const std::string& command,
+  v1::StartContainersResponse start(const std::string& id, const std::string& tok,
+                                    const std::string& command,
                                     const std::vector<std::string>& args) {
     v1::StartContainersRequest req;
     auto* r = req.add_requests();
@@ -76,7 +80,8 @@ class NmContainerIT : public ::testing::Test {
     req.add_container_ids(id);
     v1::GetContainerStatusesResponse resp;
     auto ctx = makeContext(Millis(5000));
-    if (!stub_->GetContainerStatuses(ctx.get(), req, &resp).ok() || resp.statuses_size() != 1) return std::nullopt;
+    if (!stub_->GetContainerStatuses(ctx.get(), req, &resp).ok() || resp.statuses_size() != 1)
+      return std::nullopt;
     return resp.statuses(0);
   }
   v1::ContainerStatus waitComplete(const std::string& id, std::chrono::milliseconds timeout = 20s) {
@@ -101,7 +106,8 @@ class NmContainerIT : public ::testing::Test {
 // (exit code 0) and stdout are served; a duplicate id is ALREADY_EXISTS; only
 // a token of the same application stops a container, and that stop is KILLED.
 TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
-  auto resp = start("c_ok", token("c_ok", "app_it"), "sh", {"-c", "echo hello from $MORPHEUS_CONTAINER_ID"});
+  auto resp = start("c_ok", token("c_ok", "app_it"), "sh",
+                    {"-c", "echo hello from $MORPHEUS_CONTAINER_ID"});
   ASSERT_EQ(resp.started_size(), 1) << resp.DebugString();
   auto s = waitComplete("c_ok");
   EXPECT_EQ(s.exit_status(), 0) << s.DebugString();
@@ -144,8 +150,9 @@ TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
 // Forged, foreign-node and foreign-container tokens are PERMISSION_DENIED and
 // nothing starts.
 TEST_F(NmContainerIT, BadTokenIsRefused) {
-  std::string forged = issueContainerToken(TokenSigner("not-the-rm-secret"),
-                                           {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1)});
+  std::string forged =
+      issueContainerToken(TokenSigner("not-the-rm-secret"),
+                          {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1)});
   struct Case {
     std::string id, tok;
   } cases[] = {{"c_bad", forged},
@@ -170,7 +177,8 @@ TEST_F(NmContainerIT, MemoryHogIsKilledWithADiagnosticNamingTheLimit) {
   auto s = waitComplete("c_hog");
   EXPECT_EQ(s.exit_reason(), v1::EXIT_REASON_MEMORY_EXCEEDED) << s.DebugString();
   EXPECT_EQ(s.exit_status(), 128 + 9) << s.DebugString();
-  EXPECT_NE(s.diagnostics().find("exceeded its limit of 100 MiB"), std::string::npos) << s.DebugString();
+  EXPECT_NE(s.diagnostics().find("exceeded its limit of 100 MiB"), std::string::npos)
+      << s.DebugString();
 }
 
 // Before registration there is no token key: StartContainers is UNAVAILABLE.
@@ -182,15 +190,16 @@ TEST(NmContainerStartup, UnregisteredNodeAnswersUnavailable) {
   req.add_requests()->mutable_container()->set_container_id("c1");
   v1::StartContainersResponse resp;
   auto ctx = makeContext(Millis(5000));
-  EXPECT_EQ(stub->StartContainers(ctx.get(), req, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(stub->StartContainers(ctx.get(), req, &resp).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
 }
 
 // An unusable nm.local-dir is a one-line start-up error naming the option.
 TEST(NmContainerStartup, UnusableLocalDirRefusesToStart) {
   std::string dir = freshDir("nm-baddir");
   std::ofstream(dir + "/a-file") << "x";
-  auto [code, out] = runCommand({binary("morpheus-nm"), "--data-dir", dir + "/data", "--grpc-port", "0",
-                                 "--http-port", "0", "--rm", "127.0.0.1:1", "--set",
+  auto [code, out] = runCommand({binary("morpheus-nm"), "--data-dir", dir + "/data", "--grpc-port",
+                                 "0", "--http-port", "0", "--rm", "127.0.0.1:1", "--set",
                                  "nm.local-dir=" + dir + "/a-file/local"});
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("morpheus-nm: nm.local-dir"), std::string::npos) << out;

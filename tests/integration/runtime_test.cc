@@ -25,7 +25,8 @@ class RuntimeIT : public ::testing::Test {
       nms_.push_back(Process::startDaemon(
           "nm", freshDir("nm"),
           {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources",
-           "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"}));
+           "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
+           "nm.heartbeat-interval=300ms"}));
       ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
     }
     ASSERT_TRUE(waitFor(
@@ -39,7 +40,8 @@ class RuntimeIT : public ::testing::Test {
   }
   std::pair<int, std::string> ctl(std::vector<std::string> args) {
     std::vector<std::string> argv = {binary("morpheusctl"), "--rm",
-                                     rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user", "alice"};
+                                     rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user",
+                                     "alice"};
     argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
   }
@@ -60,11 +62,14 @@ class RuntimeIT : public ::testing::Test {
 // Also: the finished app's telemetry is queryable in the RM and reaches a
 // real morpheus-inference (the RM's feed of Morpheus §4 input).
 TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
-  Process inf = Process::startDaemon("inference", freshDir("inference"), {"--set", "inference.auth-disabled=true"});
+  Process inf = Process::startDaemon("inference", freshDir("inference"),
+                                     {"--set", "inference.auth-disabled=true"});
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
-  startCluster(3, {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s"});
-  auto [code, out] = ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
-                          "--recurrence", "dag-nightly", "--wait"});
+  startCluster(3,
+               {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s"});
+  auto [code, out] =
+      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
+           "--recurrence", "dag-nightly", "--wait"});
   ASSERT_EQ(code, 0) << out << rm_.log();
   EXPECT_NE(out.find("all 5 task(s) of job 'dag-3stage' succeeded"), std::string::npos) << out;
   std::string id = out.substr(0, out.find('\n'));
@@ -85,7 +90,8 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
   ASSERT_TRUE(waitFor(
       [&] {
         runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"});
-        auto [c, o] = runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"});
+        auto [c, o] =
+            runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"});
         return o.find("dag-nightly") != std::string::npos;
       },
       20s))
@@ -95,13 +101,15 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
 TEST_F(RuntimeIT, TaskOverItsMemoryIsKilledWithADiagnosticNamingTheLimit) {
   startCluster(1);
   auto [code, out] =
-      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-memory-hog.yaml", "--wait"});
+      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-memory-hog.yaml",
+           "--wait"});
   EXPECT_EQ(code, 1) << out;
   std::string id = out.substr(0, out.find('\n'));
   json a = app(id);
   EXPECT_EQ(a["state"], "FAILED") << a.dump();
   std::string diag = a["diagnostics"].get<std::string>();
-  EXPECT_NE(diag.find("exceeded its limit of 64 MiB"), std::string::npos) << a.dump() << "\n" << out;
+  EXPECT_NE(diag.find("exceeded its limit of 64 MiB"), std::string::npos) << a.dump() << "\n"
+                                                                          << out;
 }
 
 TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
@@ -123,7 +131,9 @@ TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
   ASSERT_TRUE(waitFor(
       [&] {
         json a = app(id);
-        if (a.is_discarded() || a["state"] != "RUNNING" || a["running_containers"].get<double>() < 4) return false;
+        if (a.is_discarded() || a["state"] != "RUNNING" ||
+            a["running_containers"].get<double>() < 4)
+          return false;
         am_node = a["am_node_id"];
         auto [c, o] = ctl({"cluster", "status", "--json"});
         json s = json::parse(o, nullptr, false);
@@ -165,8 +175,8 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   for (int i = 0; i < 2; i++) {
     nms_.push_back(Process::startDaemon(
         "nm", freshDir("nm"),
-        {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources", "memory=4096,vcores=4",
-         "--set", "nm.monitor-interval=200ms"}));
+        {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources",
+         "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms"}));
   }
   std::string job = writeJob(
       "name: survives-rm-restart\n"
@@ -190,15 +200,16 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   ASSERT_TRUE(waitFor(
       [&] {
         json a = app(id);
-        return !a.is_discarded() && a["state"] == "RUNNING" && a["running_containers"].get<double>() >= 3;
+        return !a.is_discarded() && a["state"] == "RUNNING" &&
+               a["running_containers"].get<double>() >= 3;
       },
       20s))
       << rm_.log();
   ASSERT_EQ(rm_.signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
   std::string log = rm_dir + "-restart.log";
   rm_ = Process::start(binary("morpheus-rm"),
-                       {"--data-dir", rm_dir, "--grpc-port", grpc_port, "--http-port", http_port, "--set",
-                        "rm.heartbeat-interval=300ms"},
+                       {"--data-dir", rm_dir, "--grpc-port", grpc_port, "--http-port", http_port,
+                        "--set", "rm.heartbeat-interval=300ms"},
                        log);
   ASSERT_TRUE(waitFor(
       [&] {
@@ -250,18 +261,21 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
   auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation");
   ASSERT_EQ(n.status, 200) << n.body;
   std::string rid = json::parse(n.body)["reservation-id"];
-  json def = {{"arrival", t0},
-              {"deadline", t0 + 60000},
-              {"reservation-name", "reserved"},
-              {"recurrence-expression", "0"},
-              {"reservation-requests",
-               {{"reservation-request-interpreter", 1},
-                {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
-                                                      {"num-containers", 3},
-                                                      {"min-concurrency", 1},
-                                                      {"duration", 40000}}})}}}};
+  json def = {
+      {"arrival", t0},
+      {"deadline", t0 + 60000},
+      {"reservation-name", "reserved"},
+      {"recurrence-expression", "0"},
+      {"reservation-requests",
+       {{"reservation-request-interpreter", 1},
+        {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                              {"num-containers", 3},
+                                              {"min-concurrency", 1},
+                                              {"duration", 40000}}})}}}};
   auto sub = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit",
-                         json({{"reservation-id", rid}, {"queue", "default"}, {"user", "alice"},
+                         json({{"reservation-id", rid},
+                               {"queue", "default"},
+                               {"user", "alice"},
                                {"reservation-definition", def}})
                              .dump());
   ASSERT_EQ(sub.status, 200) << sub.body;
@@ -308,9 +322,10 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
 TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   startCluster(1);
   std::string nm_dir = freshDir("nm-reattach");
-  nms_[0] = Process::startDaemon("nm", nm_dir,
-                                 {"--rm", rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
-                                  "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"});
+  nms_[0] = Process::startDaemon(
+      "nm", nm_dir,
+      {"--rm", rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
+       "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"});
   ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
   std::string port = nms_[0].grpcAddress().substr(nms_[0].grpcAddress().rfind(':') + 1);
   std::string job = writeJob(
@@ -340,11 +355,12 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
       20s))
       << rm_.log();
   ASSERT_EQ(nms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
-  nms_[0] = Process::start(binary("morpheus-nm"),
-                           {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm", rm_.grpcAddress(),
-                            "--node-id", "nmx", "--resources", "memory=4096,vcores=4", "--set",
-                            "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"},
-                           nm_dir + "-restart.log");
+  nms_[0] =
+      Process::start(binary("morpheus-nm"),
+                     {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm",
+                      rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
+                      "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"},
+                     nm_dir + "-restart.log");
   ASSERT_TRUE(waitFor(
       [&] {
         json a = app(id);
@@ -355,7 +371,8 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump();
   EXPECT_EQ(a["am_attempt"], 1) << a.dump();
-  EXPECT_NE(nms_[0].log().find("re-attached to 3 running container(s)"), std::string::npos) << nms_[0].log();
+  EXPECT_NE(nms_[0].log().find("re-attached to 3 running container(s)"), std::string::npos)
+      << nms_[0].log();
 }
 
 }  // namespace

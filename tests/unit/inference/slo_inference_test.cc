@@ -92,7 +92,9 @@ TEST(SloPeriod, TooFewRunsAndWeeklyPeriods) {
   EXPECT_FALSE(inferPeriod(two, p, &c, &why).has_value());
   EXPECT_EQ(why, "needs at least 3 runs, has 2");
   std::vector<store::RunRecord> weekly;
-  for (int i = 0; i < 5; i++) weekly.push_back(run("j", i, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay + 1));
+  for (int i = 0; i < 5; i++)
+    weekly.push_back(
+        run("j", i, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay + 1));
   EXPECT_FALSE(inferPeriod(weekly, p, &c, &why).has_value());
   EXPECT_NE(why.find("does not divide the plan's LCM"), std::string::npos) << why;
 }
@@ -116,7 +118,8 @@ JobHistory dailyEtl(std::vector<store::FileEvent>* all, int days, int64_t read_j
     h.events.push_back(e2);
     all->push_back(e1);
     all->push_back(e2);
-    all->push_back(ev("ingest", "ingest-" + std::to_string(i), in, store::FileAccess::kWrite, avail));
+    all->push_back(
+        ev("ingest", "ingest-" + std::to_string(i), in, store::FileAccess::kWrite, avail));
     all->push_back(ev("report", "report-" + std::to_string(i), out, store::FileAccess::kRead,
                       base + 5 * kHour + (i % 2) * read_jitter_min * kMin));
   }
@@ -188,11 +191,13 @@ TEST(SloDeadline, LongerPeriodConsumerForcesTheDeadlineToThePeriodEnd) {
       auto w = ev("hourly", rid, out, store::FileAccess::kWrite, base + 19 * kMin);
       prod.events.push_back(w);
       all.push_back(w);
-      auto r = ev("daily", "daily-" + std::to_string(d), out, store::FileAccess::kRead, day + kDay + 30 * kMin);
+      auto r = ev("daily", "daily-" + std::to_string(d), out, store::FileAccess::kRead,
+                  day + kDay + 30 * kMin);
       cons.events.push_back(r);
       all.push_back(r);
     }
-    cons.runs.push_back(run("daily", d, day + kDay + 25 * kMin, day + kDay + 25 * kMin, day + kDay + 50 * kMin));
+    cons.runs.push_back(
+        run("daily", d, day + kDay + 25 * kMin, day + kDay + 25 * kMin, day + kDay + 50 * kMin));
   }
   auto v = inferSlos({prod, cons}, all, SloParams{});
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;

@@ -26,7 +26,8 @@ class RuntimeFixture : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::unique_ptr<ContainerRuntime> make(Millis grace = Millis(300), const std::string& mode = "monitor",
+  std::unique_ptr<ContainerRuntime> make(Millis grace = Millis(300),
+                                         const std::string& mode = "monitor",
                                          const std::string& cg = "") {
     auto rt = std::make_unique<ContainerRuntime>(dir_ + "/local", Millis(50), grace, metrics_);
     rt->setMemoryEnforcement(mode, cg);
@@ -41,7 +42,8 @@ class RuntimeFixture : public ::testing::Test {
     s.args = {"-c", script};
     return s;
   }
-  ContainerSnapshot waitDone(ContainerRuntime& rt, const std::string& id, std::chrono::milliseconds timeout = 10s) {
+  ContainerSnapshot waitDone(ContainerRuntime& rt, const std::string& id,
+                             std::chrono::milliseconds timeout = 10s) {
     auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
       rt.monitorOnce();
@@ -74,8 +76,10 @@ TEST_F(RuntimeFixture, RunsAProcessAndReportsExitCodeAndOutput) {
 TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
   auto rt = make(Millis(300));
   ASSERT_TRUE(rt->init().isOk());
-  ASSERT_TRUE(rt->launch(shell("polite", "trap 'exit 0' TERM; while true; do sleep 0.05; done")).isOk());
-  ASSERT_TRUE(rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
+  ASSERT_TRUE(
+      rt->launch(shell("polite", "trap 'exit 0' TERM; while true; do sleep 0.05; done")).isOk());
+  ASSERT_TRUE(
+      rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
   std::this_thread::sleep_for(200ms);
   ASSERT_TRUE(rt->stop(ContainerId("polite"), ExitReason::kKilled, "test").isOk());
   ASSERT_TRUE(rt->stop(ContainerId("stubborn"), ExitReason::kKilled, "test").isOk());
@@ -90,7 +94,9 @@ TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
 TEST_F(RuntimeFixture, KillsAContainerOverItsMemoryNamingTheLimit) {
   auto rt = make();
   ASSERT_TRUE(rt->init().isOk());
-  ASSERT_TRUE(rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64)).isOk());
+  ASSERT_TRUE(
+      rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64))
+          .isOk());
   auto s = waitDone(*rt, "hog", 20s);
   EXPECT_EQ(s.reason, ExitReason::kMemoryExceeded);
   EXPECT_NE(s.diagnostics.find("exceeded its limit of 64 MiB"), std::string::npos) << s.diagnostics;
@@ -102,7 +108,8 @@ TEST_F(RuntimeFixture, WithoutCgroupsTheAddressSpaceIsLimited) {
   EXPECT_FALSE(rt->usingCgroups());
   ASSERT_TRUE(rt->launch(shell("ul", "ulimit -v; ulimit -c", 100)).isOk());
   waitDone(*rt, "ul");
-  EXPECT_EQ(*rt->logs(ContainerId("ul"), "stdout", 0), std::to_string((100 * 8 + 2048) * 1024) + "\n0\n");
+  EXPECT_EQ(*rt->logs(ContainerId("ul"), "stdout", 0),
+            std::to_string((100 * 8 + 2048) * 1024) + "\n0\n");
 }
 
 TEST_F(RuntimeFixture, CgroupModeWritesMemoryMaxAndJoinsTheCgroup) {
@@ -168,12 +175,17 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
   {
     auto rt = make(Millis(400));
     ASSERT_TRUE(rt->init().isOk());
-    ASSERT_TRUE(rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64)).isOk());
-    ASSERT_TRUE(rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
+    ASSERT_TRUE(
+        rt->launch(shell("hog", "x=$(head -c 150000000 /dev/zero | tr '\\0' a); sleep 30", 64))
+            .isOk());
+    ASSERT_TRUE(
+        rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
     ASSERT_TRUE(rt->launch(shell("victim", "echo $$ > pid; sleep 30")).isOk());
     EXPECT_EQ(waitDone(*rt, "hog", 20s).reason, ExitReason::kMemoryExceeded);
     stopped_at = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
-    ASSERT_TRUE(rt->stop(ContainerId("stubborn"), ExitReason::kPreempted, "preempted for reservation r1").isOk());
+    ASSERT_TRUE(
+        rt->stop(ContainerId("stubborn"), ExitReason::kPreempted, "preempted for reservation r1")
+            .isOk());
     std::string pid_file = dir_ + "/local/containers/victim/pid";
     auto end = std::chrono::steady_clock::now() + 5s;
     while (victim_pid == 0 && std::chrono::steady_clock::now() < end) {
@@ -191,7 +203,8 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
   EXPECT_FALSE(hog->running);
   EXPECT_EQ(hog->reason, ExitReason::kMemoryExceeded);
   EXPECT_EQ(hog->exit_status, 128 + SIGKILL);
-  EXPECT_NE(hog->diagnostics.find("exceeded its limit of 64 MiB"), std::string::npos) << hog->diagnostics;
+  EXPECT_NE(hog->diagnostics.find("exceeded its limit of 64 MiB"), std::string::npos)
+      << hog->diagnostics;
   auto victim = waitDone(*rt, "victim");
   EXPECT_EQ(victim.reason, ExitReason::kNodeLost);
   EXPECT_EQ(victim.exit_status, -1);
@@ -199,7 +212,8 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
   auto stubborn = waitDone(*rt, "stubborn");
   EXPECT_EQ(stubborn.reason, ExitReason::kPreempted);
   EXPECT_EQ(stubborn.diagnostics, "preempted for reservation r1");
-  EXPECT_EQ(stubborn.exit_status, -1) << "SIGKILLed with its wrapper: status unknown to a non-parent";
+  EXPECT_EQ(stubborn.exit_status, -1)
+      << "SIGKILLed with its wrapper: status unknown to a non-parent";
   EXPECT_GE(stubborn.end - stopped_at, Millis(390)) << "the new runtime kept the SIGKILL deadline";
 }
 

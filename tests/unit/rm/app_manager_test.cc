@@ -13,9 +13,12 @@ namespace {
 class AppManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = std::filesystem::temp_directory_path() / ("morpheus-apps-" + std::to_string(::getpid()));
+    auto dir =
+        std::filesystem::temp_directory_path() / ("morpheus-apps-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    path_ = (dir / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db")).string();
+    path_ = (dir /
+             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
+                .string();
     std::filesystem::remove(path_);
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     mgr_ = make();
@@ -57,7 +60,8 @@ TEST_F(AppManagerTest, ValidationNamesTheFieldAndStoresNothing) {
   s = spec();
   s.queue = "root.nope";
   auto r = mgr_->submit(s);
-  EXPECT_NE(r.status().message().find("queue: unknown queue 'root.nope'"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("queue: unknown queue 'root.nope'"), std::string::npos)
+      << r.status().message();
   s = spec();
   s.reservation = ReservationId("r_missing");
   EXPECT_NE(mgr_->submit(s).status().message().find("reservation_id"), std::string::npos);

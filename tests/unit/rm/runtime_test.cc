@@ -16,19 +16,24 @@ namespace {
 class RuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = std::filesystem::temp_directory_path() / ("morpheus-rt-" + std::to_string(::getpid()));
+    auto dir =
+        std::filesystem::temp_directory_path() / ("morpheus-rt-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    path_ = (dir / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db")).string();
+    path_ = (dir /
+             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
+                .string();
     std::filesystem::remove(path_);
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
     AppManagerOptions ao;
     ao.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
     apps_ = std::make_unique<AppManager>(
-        ao, *store_, clock_, metrics_, core_->signer(), [this](const JobKey&) { return std::optional<ReservationId>(); },
+        ao, *store_, clock_, metrics_, core_->signer(),
+        [this](const JobKey&) { return std::optional<ReservationId>(); },
         [](const ReservationId& r) { return r.value() == "r1"; });
     RuntimeOptions ro;
-    ro.queue_weights = {{"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
+    ro.queue_weights = {
+        {"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
     ro.preemption_grace = Millis(1000);
     rt_ = std::make_unique<RmRuntime>(
         ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
@@ -52,7 +57,8 @@ class RuntimeTest : public ::testing::Test {
     ASSERT_TRUE(st.isOk()) << st.toString();
     rt_->onNodeRegistered(r);
   }
-  v1::NodeHeartbeatResponse heartbeat(const std::string& node, std::vector<v1::ContainerStatus> statuses = {}) {
+  v1::NodeHeartbeatResponse heartbeat(const std::string& node,
+                                      std::vector<v1::ContainerStatus> statuses = {}) {
     v1::NodeHeartbeatRequest req;
     req.set_node_id(node);
     for (auto& s : statuses) *req.add_container_statuses() = s;
@@ -80,7 +86,8 @@ class RuntimeTest : public ::testing::Test {
     EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
     return id;
   }
-  v1::AllocateResponse ask(const AppId& app, int count, int gang = 0, std::vector<v1::PlacementConstraint> cons = {}) {
+  v1::AllocateResponse ask(const AppId& app, int count, int gang = 0,
+                           std::vector<v1::PlacementConstraint> cons = {}) {
     v1::AllocateRequest req;
     req.set_application_id(app.value());
     req.set_am_token(apps_->amToken(app, 1));
@@ -131,7 +138,7 @@ TEST_F(RuntimeTest, AdHocQueuesShareByWeight) {
 
 TEST_F(RuntimeTest, QueueHierarchySharesAtEachLevel) {
   addNode("n1", 16);
-  AppId b = runningApp("root.b", "bob", "n1");    // weight 1 at the top level
+  AppId b = runningApp("root.b", "bob", "n1");     // weight 1 at the top level
   AppId x = runningApp("root.p.x", "xena", "n1");  // root.p (weight 1) > x (3)
   AppId y = runningApp("root.p.y", "yann", "n1");  // root.p (weight 1) > y (1)
   ask(b, 30);
