@@ -304,6 +304,50 @@ Status Planner::tryAddToCurrentInstance(const ReservationId& id, const Resource&
   return plan_.addExtra(id, extra, from, to);
 }
 
+Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit,
+                                  int64_t max_count, TimePoint from, TimePoint to, TimePoint now,
+                                  std::string* limit) {
+  if (plan_.find(id) == nullptr) return notFound("reservation " + id.value());
+  if (unit.anyNegative() || unit.isZero()) {
+    return invalidArgument("unit", "must be non-negative and non-zero");
+  }
+  if (max_count <= 0) return invalidArgument("count", "must be > 0");
+  if (from < now - options_.step) return invalidArgument("from", "must not be in the past");
+  if (to <= from) return invalidArgument("to", "must be after from");
+  if (to > now + options_.one_off_horizon) {
+    return invalidArgument("to", "beyond the one-off planning horizon");
+  }
+  MORPHEUS_RETURN_IF_ERROR(plan_.removeExtrasFrom(id, from));
+  int64_t n = max_count;
+  for (int64_t s = plan_.stepFloor(from); s < plan_.stepCeil(to) && n > 0; ++s) {
+    Resource load = plan_.loadAtStep(s);
+    Resource room = plan_.capacity() - load;
+    int64_t fit = n;
+    if (unit.memoryMib() > 0) fit = std::min(fit, std::max<int64_t>(0, room.memoryMib()) / unit.memoryMib());
+    if (unit.vcores() > 0) fit = std::min(fit, std::max<int64_t>(0, room.vcores()) / unit.vcores());
+    if (fit < n) {
+      n = fit;
+      if (limit != nullptr) {
+        *limit = "plan room at " + ms(plan_.stepTime(s)) + " ms allows " + std::to_string(fit) +
+                 " (load " + load.toString() + ", capacity " + plan_.capacity().toString() + ")";
+      }
+    }
+  }
+  if (n > 0) MORPHEUS_RETURN_IF_ERROR(plan_.addExtra(id, unit * n, from, to));
+  return n;
+}
+
+Resource Planner::extraAt(const ReservationId& id, TimePoint t) const {
+  const PlannedReservation* r = plan_.find(id);
+  Resource out;
+  if (r == nullptr) return out;
+  int64_t s = plan_.stepFloor(t);
+  for (const auto& e : r->extras) {
+    if (e.start_step <= s && s < e.end_step) out += e.resource;
+  }
+  return out;
+}
+
 Status Planner::removeExtra(const ReservationId& id, TimePoint from) {
   return plan_.removeExtrasFrom(id, from);
 }

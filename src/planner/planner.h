@@ -111,6 +111,18 @@ class Planner {
                                  TimePoint to, TimePoint now);
   // Releases `id`'s extras from the step containing `from` on.
   Status removeExtra(const ReservationId& id, TimePoint from);
+  // DRA grant as a swap (Morpheus §7: a grant lasts T, then is re-evaluated):
+  // releases `id`'s extras from the step containing `from` on, then holds
+  // n x `unit` over [from, to), n the largest count <= max_count for which the
+  // plan has room at every step (what was just released counts as room).
+  // Returns n (0: nothing fits, no extra is held from `from` on); when
+  // n < max_count, *limit (if given) names the step and load that capped it.
+  // INVALID_ARGUMENT for a zero/negative unit or count, or a bad interval
+  // (as tryAddToCurrentInstance), NOT_FOUND for an unknown id.
+  Result<int64_t> setExtra(const ReservationId& id, const Resource& unit, int64_t max_count,
+                           TimePoint from, TimePoint to, TimePoint now, std::string* limit);
+  // DRA extras `id` holds at absolute time t (on top of its placement).
+  Resource extraAt(const ReservationId& id, TimePoint t) const;
   // Rolling horizon: drops one-off reservations whose deadline is <= now and
   // one-off load before now; returns the removed ids.
   std::vector<ReservationId> expire(TimePoint now);

@@ -49,7 +49,13 @@ class Jockey final : public ReprovisionPolicy {
 
   std::optional<ReprovisionDecision> decide(const ReprovisionInput& in) const override {
     double progress = std::clamp(in.progress, 0.0, 1.0);
-    double remaining_work = static_cast<double>(in.total_work_container_ms) * (1.0 - progress);
+    // Total work: the history's (skyline area), or what the run shows so far
+    // when that is larger (work done / progress).
+    double total = static_cast<double>(in.total_work_container_ms);
+    if (progress >= 0.05 && in.work_done_container_ms > 0) {
+      total = std::max(total, static_cast<double>(in.work_done_container_ms) / progress);
+    }
+    double remaining_work = total * (1.0 - progress);
     if (remaining_work <= 0) return std::nullopt;
     double left = static_cast<double>((in.deadline - in.now).count()) / (1.0 + o_.slack);
     double s = static_cast<double>(in.critical_path_remaining.count());
@@ -68,12 +74,13 @@ class Jockey final : public ReprovisionPolicy {
           << " container-s, critical path " << static_cast<int64_t>(s) / 1000 << " s, needs "
           << needed << " containers to finish with slack " << o_.slack;
     }
-    if (needed <= current) return std::nullopt;
-    if (current > 0 &&
-        static_cast<double>(needed - current) <= o_.dead_zone * static_cast<double>(current)) {
-      return std::nullopt;  // dead zone: avoid oscillating around the plan
+    int64_t extra = std::max<int64_t>(0, needed - in.skyline_now);
+    if (current > 0 && static_cast<double>(std::llabs(needed - current)) <=
+                           o_.dead_zone * static_cast<double>(current)) {
+      // Dead zone: keep what is held (avoid oscillating around the plan).
+      extra = in.extra_now;
+      why << "; within the dead zone of " << current << ", kept";
     }
-    int64_t extra = needed - in.skyline_now;
     extra = std::min({extra, demand_cap, o_.max_extra_containers});
     extra = capByBudget(extra, o_.extension, in.budget_remaining_container_ms);
     if (extra <= 0) return std::nullopt;

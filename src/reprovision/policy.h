@@ -44,6 +44,11 @@ struct ReprovisionInput {
   // unfinished work that cannot be parallelised), duration.
   int64_t total_work_container_ms = 0;
   Millis critical_path_remaining{0};
+  // Work done so far in this instance (containers in use integrated over
+  // time). With progress p it gives the observed total work done / p, which
+  // Jockey takes when it exceeds the history's: a slowed run (longer tasks,
+  // bigger input) is predicted from what it actually does.
+  int64_t work_done_container_ms = 0;
 };
 
 // A proposal: hold `extra_containers` on top of the plan for `duration`,
@@ -76,7 +81,7 @@ struct MorpheusDraOptions {
 // Jockey (EuroSys'12) style: smallest allocation a with
 // now + (S + P/a) * (1 + slack) <= deadline, P = remaining work, S = remaining
 // critical path; no change while the needed allocation is within `dead_zone`
-// (fraction) of the current one.
+// (fraction) of the current one (an active extra is then renewed as it is).
 struct JockeyOptions {
   double slack = 0.2;
   double dead_zone = 0.1;

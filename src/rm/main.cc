@@ -10,6 +10,7 @@
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
 #include "rm/am_service.h"
+#include "rm/dra_monitor.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
 #include "rm/rest.h"
@@ -115,6 +116,18 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  // Dynamic reprovisioning (Morpheus §7): the monitoring thread.
+  rm::DraOptions dra = opts.dra;
+  if (dra.interval <= Millis(0)) dra.interval = opts.planner.step;
+  dra.jockey.extension = dra.dra.extension;
+  auto policy = reprovision::makePolicy(dra.policy, dra.dra, dra.jockey, "dra.policy");
+  if (!policy.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << policy.status().message() << "\n";
+    return 2;
+  }
+  rm::DraMonitor dra_monitor(
+      dra, std::move(policy).value(), reservations,
+      [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::ReservationServiceImpl reservation_service(reservations);
   rm::ResourceTrackerService tracker(core, &runtime);
   rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()}, &runtime);
@@ -133,6 +146,11 @@ int main(int argc, char** argv) {
   runtime.start();
   core.start();
   telemetry.start();
+  if (dra.enabled) {
+    dra_monitor.start();
+  } else {
+    spdlog::info("dynamic reprovisioning off (dra.enabled: false)");
+  }
   if (!opts.inference_address.empty()) {
     spdlog::info("forwarding application telemetry to inference at {}", opts.inference_address);
   }
@@ -153,6 +171,7 @@ int main(int argc, char** argv) {
     std::lock_guard<std::mutex> lk(maintain_mu);
     maintain_stopped = true;
   }
+  dra_monitor.stop();
   core.stop();
   core.setNodeLostListener(nullptr);
   runtime.stop();

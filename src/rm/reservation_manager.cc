@@ -209,6 +209,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
           .withContext("reservation " + id.value() + " not deleted: state store"));
   MORPHEUS_CHECK(planner_->remove(id).isOk(), "planner lost reservation " + id.value());
   records_.erase(it);
+  grants_.erase(id);
   spdlog::info("reservation {} deleted by {}", id.value(), user.value());
   updateGauges();
   return Status::ok();
@@ -274,6 +275,14 @@ void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
   if (target == current) return;
   auto report = planner_->setCapacity(target, clock_.now());
   spdlog::info("plan capacity {} -> {}", current.toString(), target.toString());
+  for (const auto& id : report.extras_released) {
+    spdlog::warn("reservation {}: DRA extras released by a capacity drop", id.value());
+    if (auto it = records_.find(id); it != records_.end()) {
+      it->second.budget_used_container_ms = std::max<int64_t>(
+          0, it->second.budget_used_container_ms - refundOf(id, clock_.now()));
+    }
+    grants_.erase(id);
+  }
   for (const auto& id : report.dropped) {
     spdlog::warn("one-off reservation {} dropped: it no longer fits after a capacity drop",
                  id.value());
@@ -320,6 +329,7 @@ void ReservationManager::expire() {
       spdlog::warn("expired reservation {} could not be removed from the state store", id.value());
     }
     records_.erase(id);
+    grants_.erase(id);
     spdlog::info("one-off reservation {} expired", id.value());
   }
   updateGauges();
@@ -356,49 +366,141 @@ std::vector<ReservationId> ReservationManager::ids() const {
   return out;
 }
 
-Status ReservationManager::reprovision(const ReservationId& id, const std::string& policy,
-                                       const Resource& extra, int64_t extra_container_ms,
-                                       Millis duration, const std::string& rationale) {
+namespace {
+
+// The container size DRA counts in: the largest stage capability (dominant).
+Resource containerUnit(const planner::ReservationDefinition& def) {
+  Resource unit(1, 1);
+  for (const auto& st : def.stages) {
+    if (st.capability.memoryMib() * st.capability.vcores() > unit.memoryMib() * unit.vcores()) {
+      unit = st.capability;
+    }
+  }
+  return unit;
+}
+
+// `r` in containers of `unit`, rounded up (the dominant dimension).
+int64_t inUnits(const Resource& r, const Resource& unit) {
+  auto up = [](int64_t a, int64_t b) { return b > 0 ? (std::max<int64_t>(0, a) + b - 1) / b : 0; };
+  return std::max(up(r.memoryMib(), unit.memoryMib()), up(r.vcores(), unit.vcores()));
+}
+
+}  // namespace
+
+int64_t ReservationManager::refundOf(const ReservationId& id, TimePoint now) const {
+  auto g = grants_.find(id);
+  if (g == grants_.end() || g->second.until <= now) return 0;
+  return g->second.count * (g->second.until - now).count();
+}
+
+std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const ReservationId& id,
+                                                                           TimePoint now,
+                                                                           Millis recent) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return std::nullopt;
+  const ReservationRecord& r = it->second;
+  auto inst = planner_->instanceAt(id, now);
+  if (!inst) return std::nullopt;
+  DraPlanView v;
+  v.unit = containerUnit(r.def);
+  v.extra_now = planner_->extraAt(id, now);
+  v.planned_now = planner_->guaranteedAt(id, now) - v.extra_now;
+  const Millis step = planner_->options().step;
+  for (Millis back = recent; back > Millis(0); back -= step) {
+    TimePoint t = now - back;
+    v.planned_recent.push_back(t < inst->start ? Resource()
+                                               : planner_->guaranteedAt(id, t) -
+                                                     planner_->extraAt(id, t));
+  }
+  v.planned_recent.push_back(v.planned_now);
+  v.instance = *inst;
+  int64_t used = r.budget_instance == inst->index ? r.budget_used_container_ms : 0;
+  v.budget_remaining_container_ms =
+      std::max<int64_t>(0, r.budget_container_ms - used + refundOf(id, now));
+  for (const auto& a : r.placement.allocations) {
+    v.instance_work_container_ms += inUnits(a.resource, v.unit) * (a.end - a.start).count();
+  }
+  return v;
+}
+
+Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
+    const ReservationId& id, const std::string& policy, int64_t count, Millis duration,
+    const std::string& rationale) {
+  if (count <= 0) return invalidArgument("count", "must be > 0");
+  if (duration <= Millis(0)) return invalidArgument("duration", "must be > 0");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value());
   ReservationRecord& r = it->second;
-  TimePoint now = clock_.now();
+  const TimePoint now = clock_.now();
   auto inst = planner_->instanceAt(id, now);
   int64_t instance = inst ? inst->index : 0;
   if (r.budget_instance != instance) {
     r.budget_instance = instance;
     r.budget_used_container_ms = 0;
   }
-  ReprovisionRecord ev{now, policy, false, extra, duration, rationale};
-  Status st;
-  if (r.budget_used_container_ms + extra_container_ms > r.budget_container_ms) {
-    st = infeasible("reprovisioning budget exhausted (" +
-                    std::to_string(r.budget_used_container_ms) + " of " +
-                    std::to_string(r.budget_container_ms) + " container-ms used)");
-  } else {
-    st = planner_->tryAddToCurrentInstance(id, extra, now, now + duration, now);
+  const Resource unit = containerUnit(r.def);
+  const int64_t refund = refundOf(id, now);
+  const int64_t affordable =
+      std::max<int64_t>(0, r.budget_container_ms - r.budget_used_container_ms + refund) /
+      duration.count();
+  DraOutcome out;
+  int64_t want = std::min(count, affordable);
+  if (want < count) {
+    out.denial = "budget";
+    out.reason = "reprovisioning budget allows " + std::to_string(affordable) + " of " +
+                 std::to_string(count) + " (" + std::to_string(r.budget_used_container_ms) +
+                 " of " + std::to_string(r.budget_container_ms) + " container-ms used)";
   }
-  if (st.isOk()) {
-    ev.granted = true;
-    r.budget_used_container_ms += extra_container_ms;
-  } else {
-    ev.reason = st.message();
+  if (want > 0) {
+    std::string limit;
+    auto n = planner_->setExtra(id, unit, want, now, now + duration, now, &limit);
+    if (!n.isOk()) return n.status();
+    out.granted = *n;
+    if (*n < want) {
+      out.denial = "plan-full";
+      out.reason = limit;
+    }
+    r.budget_used_container_ms =
+        std::max<int64_t>(0, r.budget_used_container_ms - refund + *n * duration.count());
+    if (*n > 0) {
+      grants_[id] = {*n, now + duration};
+    } else {
+      grants_.erase(id);
+    }
   }
+  ReprovisionRecord ev{now, policy, out.granted > 0, unit * out.granted, duration, rationale};
+  if (!out.reason.empty()) ev.reason = rationale + "; " + out.reason;
   r.history.push_back(ev);
   if (r.history.size() > 200) r.history.erase(r.history.begin());
-  (void)persist(r);
-  return st;
+  if (Status st = persist(r); !st.isOk()) {
+    spdlog::warn("reservation {}: reprovisioning history not persisted: {}", id.value(),
+                 st.message());
+  }
+  return out;
 }
 
-void ReservationManager::recordDenial(const ReservationId& id, const std::string& policy,
-                                      const Resource& extra, Millis duration,
-                                      const std::string& reason) {
+void ReservationManager::releaseExtras(const ReservationId& id) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return;
-  it->second.history.push_back({clock_.now(), policy, false, extra, duration, reason});
-  (void)persist(it->second);
+  const TimePoint now = clock_.now();
+  ReservationRecord& r = it->second;
+  r.budget_used_container_ms = std::max<int64_t>(0, r.budget_used_container_ms - refundOf(id, now));
+  grants_.erase(id);
+  (void)planner_->removeExtra(id, now);
+  (void)persist(r);
+}
+
+std::vector<ReservationId> ReservationManager::withExtras() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<ReservationId> out;
+  const TimePoint now = clock_.now();
+  for (const auto& [id, g] : grants_) {
+    if (g.until > now) out.push_back(id);
+  }
+  return out;
 }
 
 void ReservationManager::updateGauges() {

@@ -115,12 +115,37 @@ class ReservationManager {
   std::optional<ReservationId> byRecurrenceKey(const JobKey& key) const;
   std::vector<ReservationId> ids() const;
 
-  // DRA (issue #4): extra on the current instance through the planner, within
-  // the budget; the decision is recorded in the history either way.
-  Status reprovision(const ReservationId& id, const std::string& policy, const Resource& extra,
-                     int64_t extra_container_ms, Millis duration, const std::string& rationale);
-  void recordDenial(const ReservationId& id, const std::string& policy, const Resource& extra,
-                    Millis duration, const std::string& reason);
+  // DRA (issue #4, Morpheus §7). What the plan holds for one reservation at
+  // `now`: the monitor's input besides the runtime's demand.
+  struct DraPlanView {
+    Resource unit;                         // container size: the largest stage capability
+    Resource planned_now;                  // placement at now, extras excluded
+    Resource extra_now;                    // DRA extras held at now
+    std::vector<Resource> planned_recent;  // placement over the last `recent`, oldest first
+    planner::InstanceWindow instance;      // the instance containing now
+    int64_t budget_remaining_container_ms = 0;  // incl. the refund of the active grant
+    int64_t instance_work_container_ms = 0;     // one instance's placement area, in units
+  };
+  // nullopt when unknown.
+  std::optional<DraPlanView> draView(const ReservationId& id, TimePoint now, Millis recent) const;
+
+  struct DraOutcome {
+    int64_t granted = 0;  // containers of `unit` held from now on (0 = denied)
+    std::string denial;   // when granted < asked: "budget" or "plan-full"
+    std::string reason;   // what capped or denied it
+  };
+  // A grant as a swap: holds up to `count` containers on top of the plan over
+  // [now, now + duration), replacing the earlier grant (whose unexpired part
+  // is refunded), capped by the owner's per-instance budget (budget
+  // container-ms = containers x ms) and the plan's room. A budget denial
+  // leaves the earlier grant in place. Every decision is recorded in the
+  // reservation's history and persisted.
+  Result<DraOutcome> reprovision(const ReservationId& id, const std::string& policy,
+                                 int64_t count, Millis duration, const std::string& rationale);
+  // Ends the grant now (its apps are done) and refunds its unexpired part.
+  void releaseExtras(const ReservationId& id);
+  // Reservations holding a DRA grant now.
+  std::vector<ReservationId> withExtras() const;
 
  private:
   Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
@@ -132,7 +157,15 @@ class ReservationManager {
   MetricsRegistry& metrics_;
   const int64_t epoch_ms_;
 
+  struct Grant {
+    int64_t count = 0;
+    TimePoint until;
+  };
+  int64_t refundOf(const ReservationId& id, TimePoint now) const;  // REQUIRES(mu_)
+
   mutable std::mutex mu_;
+  std::map<ReservationId, Grant> grants_;  // GUARDED_BY(mu_): active DRA grants (not persisted,
+                                           // like the plan's extras: they lapse within T)
   std::unique_ptr<planner::Planner> planner_;           // GUARDED_BY(mu_)
   std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)

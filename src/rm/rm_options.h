@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/daemon.h"
 #include "planner/planner.h"
+#include "rm/dra_monitor.h"
 
 namespace morpheus::rm {
 
@@ -26,6 +27,7 @@ struct RmOptions {
   int64_t max_am_attempts = 2;                 // rm.max-am-attempts
   Millis preemption_grace{15000};              // rm.preemption-grace
   std::map<std::string, std::string> queues;   // scheduler.queues (path -> weight)
+  DraOptions dra;                              // dra.* (interval: dra.interval, 0 = plan step)
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -86,6 +88,28 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDouble("planner.capacity-over-time.average-share", &o->planner.sharing.average_share, 1.0, 0,
               1, "fraction of capacity",
               "Most of the plan one user may hold on average over the window.");
+  s.addBool("dra.enabled", &o->dra.enabled, true,
+            "Dynamic reprovisioning (Morpheus §7): running reservations whose jobs fall behind "
+            "get extra containers where the plan has room, within the owner's budget.");
+  s.addString("dra.policy", &o->dra.policy, "morpheus-dra",
+              "Reprovisioning policy: Morpheus §7 (demand above the skyline) or Jockey-style "
+              "(progress and an Amdahl's-law completion-time predictor).",
+              {"morpheus-dra", "jockey"});
+  s.addDuration("dra.interval", &o->dra.interval, Millis(0), Millis(0),
+                "How often running reservations are reviewed; 0 = the plan step (planner.step).");
+  s.addDouble("dra.rho", &o->dra.dra.rho, 2.0, 0, 1000, "x max recent skyline",
+              "morpheus-dra: a grant is at most rho times the largest skyline step of the last "
+              "dra.recent.");
+  s.addDuration("dra.extension", &o->dra.dra.extension, Millis(60000), Millis(1000),
+                "T: how long a grant lasts before it is re-evaluated (both policies).");
+  s.addDuration("dra.recent", &o->dra.dra.recent, Millis(120000), Millis(0),
+                "morpheus-dra: the recent window (R_recent) of the rho cap.");
+  s.addDouble("dra.jockey.slack", &o->dra.jockey.slack, 0.2, 0, 10, "fraction of time left",
+              "jockey: the predicted finish must leave this share of the time to the deadline.");
+  s.addDouble("dra.jockey.dead-zone", &o->dra.jockey.dead_zone, 0.1, 0, 10,
+              "fraction of the allocation",
+              "jockey: no change while the needed allocation is within this share of the "
+              "current one.");
   s.addDuration("planner.capacity-over-time.window", &o->planner.sharing.average_window,
                 Millis(86400000), Millis(60000), "Averaging window of average-share.");
 }

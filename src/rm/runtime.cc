@@ -553,6 +553,30 @@ void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) con
   *used = it == rt_.end() ? Resource() : it->second.used;
 }
 
+std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
+  auto bound = apps_.list({AppState::kSubmitted, AppState::kRunning}, "");
+  std::lock_guard<std::mutex> lk(mu_);
+  std::map<ReservationId, ReservationDemand> out;
+  for (const auto& a : bound) {
+    if (a.reservation.empty()) continue;
+    ReservationDemand& d = out[a.reservation];
+    d.apps.push_back(a.id);
+    d.progress = std::min(d.progress, static_cast<double>(a.progress));
+    auto it = rt_.find(a.id);
+    bool am_pending = it != rt_.end() && it->second.am_pending;
+    if (a.state == AppState::kSubmitted && !am_pending) {
+      d.pending += a.spec.am_resource;
+      d.progress = 0;
+    }
+    if (it == rt_.end()) continue;
+    d.used += it->second.used;
+    for (const auto& [_, ask] : it->second.asks) {
+      d.pending += fromProto(ask.capability()) * ask.count();
+    }
+  }
+  return out;
+}
+
 Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
                              v1::RegisterApplicationMasterResponse* resp) {
   AppId app(req.application_id());

@@ -38,6 +38,7 @@
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "rm/app_manager.h"
+#include "rm/dra_monitor.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
 #include "rm/telemetry.h"
@@ -89,6 +90,10 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+
+  // DRA input (Morpheus §7): what the apps bound to each reservation do now.
+  // One entry per reservation with a submitted or running bound app.
+  std::map<ReservationId, ReservationDemand> reservationDemand() const;
 
  private:
   struct Node {

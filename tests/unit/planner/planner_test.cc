@@ -340,6 +340,46 @@ TEST_P(BothAgentsTest, ExtraIsAddedOnlyWhenThePlanHasRoom) {
   EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(25)), containers(50));
 }
 
+// DRA swap: setExtra replaces the earlier grant, counts it as room, and caps
+// the count at what every step of the interval can hold.
+TEST_P(BothAgentsTest, SetExtraSwapsAndCapsAtPlanRoom) {
+  auto p = makePlanner(GetParam());
+  ASSERT_TRUE(p->submit(ReservationId("a"), block(50, 0, 60), kNow).isOk());
+  ASSERT_TRUE(p->submit(ReservationId("b"), block(40, 30, 60), kNow).isOk());
+  std::string limit;
+  auto n = p->setExtra(ReservationId("a"), containers(1), 8, minute(10), minute(20), minute(10),
+                       &limit);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(*n, 8);
+  EXPECT_TRUE(limit.empty());
+  EXPECT_EQ(p->extraAt(ReservationId("a"), minute(15)), containers(8));
+  // Replacing at minute 12 with a bigger ask over [12, 40): steps from 30 on
+  // hold 90 of 100, so 10 fit; the 8 held before count as room.
+  n = p->setExtra(ReservationId("a"), containers(1), 30, minute(12), minute(40), minute(12),
+                  &limit);
+  ASSERT_TRUE(n.isOk());
+  EXPECT_EQ(*n, 10);
+  EXPECT_NE(limit.find("allows 10"), std::string::npos) << limit;
+  EXPECT_EQ(p->extraAt(ReservationId("a"), minute(11)), containers(8)) << "the past is kept";
+  EXPECT_EQ(p->extraAt(ReservationId("a"), minute(35)), containers(10));
+  EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(35)), containers(60));
+  EXPECT_EQ(p->loadAt(minute(35)), containers(100));
+  // Nothing fits: no extra from then on, and the count says so.
+  n = p->setExtra(ReservationId("b"), containers(1), 5, minute(35), minute(40), minute(35), &limit);
+  ASSERT_TRUE(n.isOk());
+  EXPECT_EQ(*n, 0);
+  EXPECT_EQ(p->setExtra(ReservationId("a"), Resource(), 1, minute(35), minute(40), minute(35),
+                        nullptr)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(p->setExtra(ReservationId("zz"), containers(1), 1, minute(35), minute(40), minute(35),
+                        nullptr)
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+}
+
 // Skyline stages: a step's demand is stretched over later steps when its own step is full.
 TEST_P(BothAgentsTest, SkylineStepStretchesOverLaterSteps) {
   auto p = makePlanner(GetParam());

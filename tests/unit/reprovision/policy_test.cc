@@ -125,6 +125,39 @@ TEST(JockeyTest, DeadZoneSuppressesSmallChanges) {
   EXPECT_TRUE(makeJockey(o)->decide(in).has_value());
 }
 
+// In the dead zone an active extra is renewed as it is, not dropped (a grant
+// lapses after T, so "no change" must re-ask for it).
+TEST(JockeyTest, DeadZoneRenewsTheActiveExtra) {
+  JockeyOptions o;
+  o.slack = 0;
+  o.dead_zone = 0.2;
+  auto in = jockeyInput();
+  in.progress = 0.0;  // needs 15
+  in.extra_now = 4;   // holds 14: |15 - 14| <= 0.2 * 14
+  auto d = makeJockey(o)->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->extra_containers, 4);
+}
+
+// A run slower than its history: the work it has done over its progress
+// predicts the rest, so Jockey asks for more although the history says
+// the plan suffices.
+TEST(JockeyTest, SlowRunIsPredictedFromObservedWork) {
+  JockeyOptions o;
+  o.slack = 0;
+  o.dead_zone = 0;
+  auto p = makeJockey(o);
+  auto in = jockeyInput();
+  in.progress = 0.5;  // history: 9e6 container-ms left over 1.2e6 ms -> 8 <= 10
+  EXPECT_FALSE(p->decide(in).has_value());
+  in.work_done_container_ms = 18'000'000;  // observed total 36e6 -> 18e6 left -> 15
+  auto d = p->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->extra_containers, 5);
+  in.work_done_container_ms = 1'000'000;  // less than history: history wins
+  EXPECT_FALSE(p->decide(in).has_value());
+}
+
 // Jockey is bounded by demand and budget like DRA.
 TEST(JockeyTest, BoundedByDemandAndBudget) {
   JockeyOptions o;

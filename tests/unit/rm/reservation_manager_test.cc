@@ -108,27 +108,40 @@ TEST_F(ReservationManagerTest, CapacityGraceThenDrop) {
   }
 }
 
-// DRA grants are charged to the per-instance budget and refused once it is spent.
+// DRA grants are swaps charged to the per-instance budget (the unexpired part
+// of a replaced grant is refunded) and refused once the budget is spent.
 TEST_F(ReservationManagerTest, ReprovisionBudget) {
   auto d = def(2, Millis(86400000));
   d.arrival = clock_.now() + Millis(60000);
   d.deadline = clock_.now() + Millis(3600000);
   ASSERT_TRUE(mgr_->submit(ReservationId("r1"), d, 2 * 60000, nullptr).isOk());
   clock_.advance(Millis(120000));
-  EXPECT_TRUE(mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
-                                Millis(60000), "t")
-                  .isOk());
-  EXPECT_TRUE(mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
-                                Millis(60000), "t")
-                  .isOk());
-  auto third = mgr_->reprovision(ReservationId("r1"), "morpheus-dra", Resource(1024, 1), 60000,
-                                 Millis(60000), "t");
-  EXPECT_EQ(third.code(), StatusCode::kInfeasible);
-  auto rec = mgr_->get(ReservationId("r1"));
-  ASSERT_EQ(rec->history.size(), 3u);
+  const ReservationId r1("r1");
+  auto g = mgr_->reprovision(r1, "morpheus-dra", 1, Millis(60000), "t");
+  ASSERT_TRUE(g.isOk()) << g.status().toString();
+  EXPECT_EQ(g->granted, 1);
+  // Replaced at once: the first grant is refunded, the budget use stays 60000.
+  g = mgr_->reprovision(r1, "morpheus-dra", 1, Millis(60000), "t");
+  EXPECT_EQ(g->granted, 1);
+  EXPECT_EQ(mgr_->get(r1)->budget_used_container_ms, 60000);
+  clock_.advance(Millis(60000));
+  g = mgr_->reprovision(r1, "morpheus-dra", 1, Millis(60000), "t");
+  EXPECT_EQ(g->granted, 1);
+  clock_.advance(Millis(60000));
+  g = mgr_->reprovision(r1, "morpheus-dra", 1, Millis(60000), "t");
+  EXPECT_EQ(g->granted, 0);
+  EXPECT_EQ(g->denial, "budget");
+  auto rec = mgr_->get(r1);
+  ASSERT_EQ(rec->history.size(), 4u);
   EXPECT_TRUE(rec->history[0].granted);
-  EXPECT_FALSE(rec->history[2].granted);
-  EXPECT_NE(rec->history[2].reason.find("budget"), std::string::npos);
+  EXPECT_EQ(rec->history[0].extra, Resource(1024, 1));
+  EXPECT_FALSE(rec->history[3].granted);
+  EXPECT_NE(rec->history[3].reason.find("budget"), std::string::npos);
+  // The history and the budget use survive a restart.
+  auto again = make();
+  ASSERT_TRUE(again->recover().isOk());
+  EXPECT_EQ(again->get(r1)->history.size(), 4u);
+  EXPECT_EQ(again->get(r1)->budget_used_container_ms, 120000);
 }
 
 }  // namespace

@@ -1,0 +1,187 @@
+#include "rm/dra_monitor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+namespace morpheus::rm {
+
+namespace {
+
+// `r` in containers of `unit`, rounded up on the dominant dimension.
+int64_t units(const Resource& r, const Resource& unit) {
+  auto up = [](int64_t a, int64_t b) { return b > 0 ? (std::max<int64_t>(0, a) + b - 1) / b : 0; };
+  return std::max(up(r.memoryMib(), unit.memoryMib()), up(r.vcores(), unit.vcores()));
+}
+
+std::string joinApps(const std::vector<AppId>& apps) {
+  std::string s;
+  for (const auto& a : apps) s += (s.empty() ? "" : ",") + a.value();
+  return s;
+}
+
+}  // namespace
+
+DraMonitor::DraMonitor(DraOptions opts, std::unique_ptr<reprovision::ReprovisionPolicy> policy,
+                       ReservationManager& reservations, DemandSource demand, Clock& clock,
+                       MetricsRegistry& metrics)
+    : opts_(std::move(opts)),
+      policy_(std::move(policy)),
+      reservations_(reservations),
+      demand_(std::move(demand)),
+      clock_(clock),
+      metrics_(metrics) {}
+
+DraMonitor::~DraMonitor() { stop(); }
+
+void DraMonitor::start() {
+  if (!opts_.enabled || thread_.joinable()) return;
+  // The clock only signals (its timer thread must not block); the pass runs
+  // on the monitor's own thread.
+  auto arm = std::make_shared<std::function<void()>>();
+  *arm = [this, arm] {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    due_++;
+    cv_.notify_all();
+    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
+  };
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
+  }
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (true) {
+      cv_.wait(lk, [this] { return stopping_ || due_ > 0; });
+      if (stopping_) return;
+      due_ = 0;
+      lk.unlock();
+      tick();
+      lk.lock();
+    }
+  });
+  spdlog::info("dynamic reprovisioning on: policy {}, every {} ms", policy_->name(),
+               opts_.interval.count());
+}
+
+void DraMonitor::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    clock_.cancel(timer_);
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DraMonitor::tick() {
+  const TimePoint now = clock_.now();
+  auto demand = demand_();
+  // Grants of reservations whose apps are all done end now.
+  for (const auto& id : reservations_.withExtras()) {
+    if (demand.count(id)) continue;
+    reservations_.releaseExtras(id);
+    spdlog::info("DRA {}: reservation {} has no running app; its extra containers are released",
+                 policy_->name(), id.value());
+  }
+  for (auto it = work_.begin(); it != work_.end();) {
+    it = demand.count(it->first) ? std::next(it) : work_.erase(it);
+  }
+  for (const auto& [id, d] : demand) review(id, d, now);
+}
+
+void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, TimePoint now) {
+  auto view = reservations_.draView(id, now, opts_.dra.recent);
+  if (!view) return;
+  const Resource& unit = view->unit;
+  Work& w = work_[id];
+  if (w.instance != view->instance.index) {
+    w = {view->instance.index, 0, now};
+  } else {
+    w.container_ms += units(d.used, unit) * (now - w.last).count();
+    w.last = now;
+  }
+  reprovision::ReprovisionInput in;
+  in.reservation = id;
+  in.now = now;
+  in.step = opts_.interval;
+  in.used_containers = units(d.used, unit);
+  in.pending_containers = units(d.pending, unit);
+  in.skyline_now = units(view->planned_now, unit);
+  in.extra_now = units(view->extra_now, unit);
+  for (const auto& r : view->planned_recent) in.skyline_recent.push_back(units(r, unit));
+  in.budget_remaining_container_ms = view->budget_remaining_container_ms;
+  in.progress = d.progress;
+  in.instance_start = view->instance.start;
+  in.deadline = view->instance.end;
+  in.total_work_container_ms = view->instance_work_container_ms;
+  // Jockey's serial part S: the RM knows no task-level critical path (a
+  // stage's container duration in the definition is a reservation length,
+  // not a task length), so S = 0 and the predictor is P / a.
+  in.critical_path_remaining = Millis(0);
+  in.work_done_container_ms = w.container_ms;
+
+  const std::string& policy = policy_->name();
+  auto decision = policy_->decide(in);
+  if (!decision) {
+    // Would the policy have asked without the budget? Then the budget is
+    // what denies it: say so once per instance.
+    auto unbounded = in;
+    unbounded.budget_remaining_container_ms = INT64_MAX / 2;
+    auto wanted = policy_->decide(unbounded);
+    std::string key = std::to_string(view->instance.index);
+    if (wanted && last_denial_[id] != key) {
+      last_denial_[id] = key;
+      std::string why = wanted->rationale + "; reprovisioning budget exhausted (" +
+                        std::to_string(view->budget_remaining_container_ms) +
+                        " container-ms left)";
+      (void)reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration,
+                                      why);
+      metrics_
+          .counter("morpheus_rm_dra_denials_total", "DRA requests refused, by reason",
+                   {{"reason", "budget"}})
+          .inc();
+      spdlog::warn("DRA {}: reservation {} (apps {}) denied +{} containers: {}", policy,
+                   id.value(), joinApps(d.apps), wanted->extra_containers, why);
+    }
+    return;
+  }
+  auto out = reservations_.reprovision(id, policy, decision->extra_containers, decision->duration,
+                                       decision->rationale);
+  if (!out.isOk()) {
+    spdlog::warn("DRA {}: reservation {}: {}", policy, id.value(), out.status().message());
+    return;
+  }
+  if (out->granted > 0) {
+    metrics_.counter("morpheus_rm_dra_grants_total", "DRA grants (swaps of the extra allocation)")
+        .inc();
+    metrics_
+        .counter("morpheus_rm_dra_extra_container_ms_total",
+                 "Extra container-ms granted by DRA (charged to owners' budgets)")
+        .inc(static_cast<double>(out->granted * decision->duration.count()));
+  }
+  if (!out->denial.empty()) {
+    metrics_
+        .counter("morpheus_rm_dra_denials_total", "DRA requests refused, by reason",
+                 {{"reason", out->denial}})
+        .inc();
+  }
+  if (out->granted > 0 && out->denial.empty()) {
+    spdlog::info(
+        "DRA {}: reservation {} (apps {}) +{} containers of {} for {} ms (used {}, pending {}, "
+        "planned {}): {}",
+        policy, id.value(), joinApps(d.apps), out->granted, unit.toString(),
+        decision->duration.count(), in.used_containers, in.pending_containers, in.skyline_now,
+        decision->rationale);
+  } else {
+    spdlog::warn(
+        "DRA {}: reservation {} (apps {}) asked +{} containers, granted {} ({}): {}; {}", policy,
+        id.value(), joinApps(d.apps), decision->extra_containers, out->granted, out->denial,
+        decision->rationale, out->reason);
+  }
+}
+
+}  // namespace morpheus::rm
