@@ -90,6 +90,11 @@ void DraMonitor::tick() {
   for (auto it = work_.begin(); it != work_.end();) {
     it = demand.count(it->first) ? std::next(it) : work_.erase(it);
   }
+  for (auto* m : {&last_outcome_, &last_denial_}) {
+    for (auto it = m->begin(); it != m->end();) {
+      it = demand.count(it->first) ? std::next(it) : m->erase(it);
+    }
+  }
   for (const auto& [id, d] : demand) review(id, d, now);
 }
 
@@ -169,7 +174,12 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
                  {{"reason", out->denial}})
         .inc();
   }
-  if (out->granted > 0 && out->denial.empty()) {
+  // One log line per change of outcome; renewals of the same grant are quiet.
+  std::string outcome = std::to_string(out->granted) + "/" + out->denial;
+  if (last_outcome_[id] == outcome) {
+    spdlog::debug("DRA {}: reservation {} renewed +{} containers", policy, id.value(),
+                  out->granted);
+  } else if (out->granted > 0 && out->denial.empty()) {
     spdlog::info(
         "DRA {}: reservation {} (apps {}) +{} containers of {} for {} ms (used {}, pending {}, "
         "planned {}): {}",
@@ -182,6 +192,7 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
         id.value(), joinApps(d.apps), decision->extra_containers, out->granted, out->denial,
         decision->rationale, out->reason);
   }
+  last_outcome_[id] = outcome;
 }
 
 }  // namespace morpheus::rm

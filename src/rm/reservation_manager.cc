@@ -472,8 +472,17 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
   }
   ReprovisionRecord ev{now, policy, out.granted > 0, unit * out.granted, duration, rationale};
   if (!out.reason.empty()) ev.reason = rationale + "; " + out.reason;
-  r.history.push_back(ev);
-  if (r.history.size() > 200) r.history.erase(r.history.begin());
+  // A renewal of the same decision extends the last entry (the history lists
+  // changes, each with the span it held for), so a straggler reviewed every
+  // step does not flood it.
+  ReprovisionRecord* last = r.history.empty() ? nullptr : &r.history.back();
+  if (last != nullptr && last->policy == ev.policy && last->granted == ev.granted &&
+      last->extra == ev.extra && last->time + last->duration >= now) {
+    last->duration = now + duration - last->time;
+  } else {
+    r.history.push_back(ev);
+    if (r.history.size() > 200) r.history.erase(r.history.begin());
+  }
   if (Status st = persist(r); !st.isOk()) {
     spdlog::warn("reservation {}: reprovisioning history not persisted: {}", id.value(),
                  st.message());

@@ -88,6 +88,8 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDouble("planner.capacity-over-time.average-share", &o->planner.sharing.average_share, 1.0, 0,
               1, "fraction of capacity",
               "Most of the plan one user may hold on average over the window.");
+  s.addDuration("planner.capacity-over-time.window", &o->planner.sharing.average_window,
+                Millis(86400000), Millis(60000), "Averaging window of average-share.");
   s.addBool("dra.enabled", &o->dra.enabled, true,
             "Dynamic reprovisioning (Morpheus §7): running reservations whose jobs fall behind "
             "get extra containers where the plan has room, within the owner's budget.");
@@ -110,8 +112,6 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "fraction of the allocation",
               "jockey: no change while the needed allocation is within this share of the "
               "current one.");
-  s.addDuration("planner.capacity-over-time.window", &o->planner.sharing.average_window,
-                Millis(86400000), Millis(60000), "Averaging window of average-share.");
 }
 
 }  // namespace morpheus::rm
