@@ -205,6 +205,20 @@ json yarnListJson(const v1::ListReservationsResponse& list, bool include_allocat
                  {"reservation-definition", yarnDefinitionJson(r.definition())},
                  {"morpheus-status", r.status()}};
     if (!r.status_reason().empty()) item["morpheus-status-reason"] = r.status_reason();
+    // Morpheus extension: dynamic reprovisioning (Morpheus §7) use and history.
+    json history = json::array();
+    for (const auto& e : r.reprovision_history()) {
+      history.push_back({{"time", e.time_ms()},
+                         {"policy", e.policy()},
+                         {"granted", e.granted()},
+                         {"extra", {{"memory", e.extra().memory_mib()}, {"vCores", e.extra().vcores()}}},
+                         {"duration", e.duration_ms()},
+                         {"reason", e.reason()}});
+    }
+    item["morpheus-reprovisioning"] = {
+        {"budget", r.definition().reprovision_budget_container_ms()},
+        {"budget-used", r.reprovision_budget_used_container_ms()},
+        {"history", history}};
     item["resource-allocations"] =
         include_allocations ? yarnAllocationsJson(r.allocations()) : json::array();
     arr.push_back(item);

@@ -36,7 +36,9 @@ nlohmann::json yarnDefinitionJson(const v1::ReservationDefinition& d);
 nlohmann::json yarnAllocationsJson(
     const google::protobuf::RepeatedPtrField<v1::ResourceAllocation>& allocations);
 // {"reservations": [{acceptance-time, user, reservation-id, queue,
-//   reservation-definition, resource-allocations, morpheus-status}]}
+//   reservation-definition, resource-allocations, morpheus-status,
+//   morpheus-reprovisioning {budget, budget-used, history [{time, policy,
+//   granted, extra {memory, vCores}, duration, reason}]}}]}
 nlohmann::json yarnListJson(const v1::ListReservationsResponse& list, bool include_allocations);
 // YARN's error shape: {"RemoteException": {"exception", "message", "javaClassName"}}.
 nlohmann::json yarnErrorJson(const Status& s);

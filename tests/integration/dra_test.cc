@@ -35,6 +35,7 @@ struct RunResult {
   int64_t finish_ms = 0;
   std::string state;
   std::string reservation_show;  // `morpheusctl reservation show ID`
+  json reservation_json;         // `morpheusctl reservation show ID --json`
   std::string metrics;           // the RM's /metrics after the run
   std::string rm_log;
 };
@@ -149,6 +150,8 @@ class DraIT : public ::testing::Test {
     out->state = a["state"];
     out->finish_ms = a["finish_ms"].get<int64_t>();
     out->reservation_show = ctl({"reservation", "show", rid}).second;
+    out->reservation_json =
+        json::parse(ctl({"reservation", "show", rid, "--json"}).second, nullptr, false);
     out->metrics = httpRequest(rm_.httpAddress(), "GET", "/metrics").body;
     out->rm_log = rm_.log();
     ctl({"app", "kill", filler_});
@@ -171,6 +174,12 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   EXPECT_NE(r.reservation_show.find("morpheus-dra granted"), std::string::npos)
       << r.reservation_show;
   EXPECT_NE(r.metrics.find("morpheus_rm_dra_grants_total "), std::string::npos) << r.metrics;
+  ASSERT_FALSE(r.reservation_json.is_discarded());
+  const json& dra = r.reservation_json["reservations"][0]["morpheus-reprovisioning"];
+  ASSERT_FALSE(dra["history"].empty()) << dra.dump();
+  EXPECT_TRUE(dra["history"][0]["granted"].get<bool>()) << dra.dump();
+  EXPECT_GT(dra["budget-used"].get<int64_t>(), 0) << dra.dump();
+  EXPECT_LE(dra["budget-used"].get<int64_t>(), 400000) << dra.dump();
   EXPECT_NE(r.rm_log.find("DRA morpheus-dra: reservation reservation_"), std::string::npos);
   std::printf("DRA on: finished %.1f s before the deadline\n",
               static_cast<double>(r.deadline_ms - r.finish_ms) / 1000.0);
@@ -183,6 +192,7 @@ TEST_F(DraIT, SameRunMissesItsDeadlineWithDraOff) {
   EXPECT_GT(r.finish_ms, r.deadline_ms) << r.reservation_show << r.rm_log;
   EXPECT_EQ(r.reservation_show.find("reprovisioning history:"), std::string::npos)
       << r.reservation_show;
+  EXPECT_TRUE(r.reservation_json["reservations"][0]["morpheus-reprovisioning"]["history"].empty());
   std::printf("DRA off: finished %.1f s after the deadline\n",
               static_cast<double>(r.finish_ms - r.deadline_ms) / 1000.0);
 }

@@ -35,6 +35,10 @@ TEST(RecurringDefinitionTest, BuildsNextInstanceWithOneStepStages) {
   EXPECT_EQ(d->stages(1).num_containers(), 3);
   EXPECT_EQ(d->stages(1).duration_ms(), 60000);
   EXPECT_EQ(d->reprovision_budget_container_ms(), 120000);
+  EXPECT_FALSE(d->problematic());
+  auto flagged = hourly();
+  flagged.problematic = true;  // inferred high CV: the planner's alignment penalty applies
+  EXPECT_TRUE(recurringDefinition(flagged, now)->problematic());
   auto early = recurringDefinition(hourly(), fromEpochMs(10 * 3600000LL + 60000));
   EXPECT_EQ(early->arrival_ms(), 10 * 3600000LL + 600000) << "this hour's window is still ahead";
 }

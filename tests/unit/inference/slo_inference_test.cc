@@ -143,6 +143,25 @@ TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
   EXPECT_FALSE(s.problematic);
 }
 
+// Morpheus §6/§7: a job whose start lags its input availability by widely
+// varying amounts (high CV of T_start - T_inAvail) is flagged problematic, so
+// the planner applies the alignment penalty to it (the flag travels in the
+// recurring reservation the service submits: rm_client_test).
+TEST(SloDeadline, ErraticStartIsFlaggedProblematic) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 20, 2);
+  // Same input times (01:30..01:34), but the start lags them by ~26-30 min or ~1-5 min.
+  for (size_t i = 0; i < h.runs.size(); i++) {
+    Millis shift = i % 2 == 0 ? Millis(-25 * kMin) : Millis(0);
+    h.runs[i].start += shift;
+    h.runs[i].submit += shift;
+    h.runs[i].end += shift;
+  }
+  auto v = inferSlos({h}, all, SloParams{});
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_TRUE(v[0].slo->problematic);
+}
+
 TEST(SloDeadline, DispersedReadsAreNotActionable) {
   std::vector<store::FileEvent> all;
   JobHistory h = dailyEtl(&all, 20, 180);  // reads at 05:00 or 08:00
