@@ -244,6 +244,7 @@ struct DagAmDriver::Impl {
       for (const auto& [name, p] : job.stageProgress()) {
         (*req.mutable_stage_progress())[name] = static_cast<float>(p);
       }
+      req.set_critical_path_remaining_ms(job.criticalPathRemaining().count());
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
       st = withRetry("Allocate", [&] {

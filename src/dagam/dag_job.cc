@@ -1,6 +1,7 @@
 #include "dagam/dag_job.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace morpheus::dagam {
 
@@ -146,6 +147,7 @@ std::vector<Launch> DagJob::onAllocated(const std::vector<Grant>& grants) {
     t.state = TaskState::kLaunching;
     t.container_id = g.container_id;
     t.preemption_noted = false;
+    t.launched = clock_.now();
     ++t.launches;
     by_container_[g.container_id] = chosen;
     if (!stage_start_[s]) stage_start_[s] = clock_.now();
@@ -193,6 +195,7 @@ void DagJob::taskEnded(int ti, bool counts, const std::string& why) {
   Task& t = tasks_[ti];
   by_container_.erase(t.container_id);
   t.container_id.clear();
+  t.launched.reset();
   t.last_diagnostics = why;
   const StageSpec& stage = spec_.stages[t.stage];
   std::string name = taskName(spec_, t.stage, t.index);
@@ -261,6 +264,7 @@ void DagJob::onCompleted(const std::vector<Completion>& completions) {
     by_container_.erase(it);
     t.container_id.clear();
     t.state = TaskState::kSucceeded;
+    if (t.launched) t.ran = clock_.now() - *t.launched;
     if (failed_) continue;
     if (stageCompleted(t.stage)) {
       stage_end_[t.stage] = clock_.now();
@@ -345,6 +349,51 @@ double DagJob::progress() const {
     if (t.state == TaskState::kSucceeded) ++done;
   }
   return tasks_.empty() ? 1.0 : static_cast<double>(done) / static_cast<double>(tasks_.size());
+}
+
+Millis DagJob::criticalPathRemaining() const {
+  const TimePoint now = clock_.now();
+  const size_t n = spec_.stages.size();
+  auto mean = [](int64_t sum, int64_t k) { return k > 0 ? sum / k : -1; };
+  int64_t job_sum = 0, job_k = 0;
+  std::vector<int64_t> stage_sum(n, 0), stage_k(n, 0), stage_elapsed(n, 0);
+  for (const auto& t : tasks_) {
+    if (t.ran) {
+      stage_sum[t.stage] += t.ran->count();
+      stage_k[t.stage]++;
+      job_sum += t.ran->count();
+      job_k++;
+    } else if (t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching)) {
+      stage_elapsed[t.stage] = std::max(stage_elapsed[t.stage], (now - *t.launched).count());
+    }
+  }
+  // Remaining time of each stage with unlimited containers.
+  std::vector<int64_t> rest(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    if (stageCompleted(static_cast<int>(s))) continue;
+    int64_t est = mean(stage_sum[s], stage_k[s]);
+    if (est < 0) est = mean(job_sum, job_k);
+    if (est < 0) est = *std::max_element(stage_elapsed.begin(), stage_elapsed.end());
+    int64_t r = 0;
+    for (int i = 0; i < spec_.stages[s].tasks; ++i) {
+      const Task& t = tasks_[taskIndex(static_cast<int>(s), i)];
+      if (t.state == TaskState::kSucceeded) continue;
+      bool running = t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching);
+      r = std::max(r, running ? std::max<int64_t>(0, est - (now - *t.launched).count()) : est);
+    }
+    rest[s] = r;
+  }
+  // Longest path: a stage ends after its dependencies (deps form a DAG).
+  std::vector<int64_t> finish(n, -1);
+  std::function<int64_t(size_t)> end = [&](size_t s) -> int64_t {
+    if (finish[s] >= 0) return finish[s];
+    int64_t before = 0;
+    for (int d : spec_.stages[s].deps) before = std::max(before, end(static_cast<size_t>(d)));
+    return finish[s] = before + rest[s];
+  };
+  int64_t longest = 0;
+  for (size_t s = 0; s < n; ++s) longest = std::max(longest, end(s));
+  return Millis(longest);
 }
 
 std::map<std::string, double> DagJob::stageProgress() const {

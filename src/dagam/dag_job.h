@@ -93,6 +93,8 @@ struct Task {
   std::string container_id;  // while kLaunching/kRunning
   bool preemption_noted = false;
   std::string last_diagnostics;
+  std::optional<TimePoint> launched;  // current launch (kLaunching/kRunning)
+  std::optional<Millis> ran;          // run time of the successful launch
 };
 
 class DagJob {
@@ -133,6 +135,12 @@ class DagJob {
   std::vector<std::string> takeReleases();
   double progress() const;                              // succeeded tasks / all tasks
   std::map<std::string, double> stageProgress() const;  // per stage name
+  // Jockey's serial part S (Amdahl): the time the rest of the job would still
+  // take with unlimited containers, i.e. the longest chain of unfinished
+  // stages through the DAG, each costing one task's duration (the mean of
+  // its finished tasks, else of the job's, else the longest any running task
+  // has run so far; a running task costs what it has left). 0 when unknown.
+  Millis criticalPathRemaining() const;
   bool finished() const { return succeeded() || failed(); }
   bool succeeded() const;
   bool failed() const { return failed_; }

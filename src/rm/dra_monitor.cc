@@ -123,10 +123,10 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   in.instance_start = view->instance.start;
   in.deadline = view->instance.end;
   in.total_work_container_ms = view->instance_work_container_ms;
-  // Jockey's serial part S: the RM knows no task-level critical path (a
-  // stage's container duration in the definition is a reservation length,
-  // not a task length), so S = 0 and the predictor is P / a.
-  in.critical_path_remaining = Millis(0);
+  // Jockey's serial part S comes from the AMs (the RM knows no task-level
+  // critical path: a stage's container duration in the definition is a
+  // reservation length, not a task length); 0 when they do not report it.
+  in.critical_path_remaining = d.critical_path;
   in.work_done_container_ms = w.container_ms;
 
   const std::string& policy = policy_->name();

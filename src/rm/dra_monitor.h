@@ -39,6 +39,7 @@ struct ReservationDemand {
   Resource used;            // containers in use (AMs included)
   Resource pending;         // outstanding asks, plus AMs waiting for a container
   double progress = 1;      // AM-reported progress, the least of the bound apps
+  Millis critical_path{0};  // AM-reported remaining critical path, the longest (0 = unknown)
 };
 
 struct DraOptions {

@@ -570,6 +570,7 @@ std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const 
     }
     if (it == rt_.end()) continue;
     d.used += it->second.used;
+    d.critical_path = std::max(d.critical_path, it->second.critical_path);
     for (const auto& [_, ask] : it->second.asks) {
       d.pending += fromProto(ask.capability()) * ask.count();
     }
@@ -624,6 +625,9 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
       if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
     }
   }
+  if (req.critical_path_remaining_ms() < 0) {
+    return invalidArgument("critical_path_remaining_ms", "must be >= 0");
+  }
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
   std::lock_guard<std::mutex> lk(mu_);
   AppRt& rt = rt_[app];
@@ -637,6 +641,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     resp->set_response_id(req.response_id());
     return Status::ok();
   }
+  rt.critical_path = Millis(req.critical_path_remaining_ms());
   for (const auto& a : req.asks()) {
     if (a.count() <= 0) {
       rt.asks.erase(a.request_id());

@@ -121,6 +121,7 @@ class RmRuntime {
     std::vector<ContainerInterval> intervals;         // task containers, for telemetry
     bool am_pending = false;                          // AM container being launched
     bool registered = false;                          // AM registered with this RM incarnation
+    Millis critical_path{0};                          // AM-reported (Jockey's S), 0 = unknown
     Resource used;
     int32_t running = 0;
     // Cached from the AppManager (refreshed on every transition the runtime

@@ -201,5 +201,24 @@ TEST_F(DraMonitorTest, JockeyAsksForWhatFinishesInTime) {
   EXPECT_EQ(rec->history.back().policy, "jockey");
 }
 
+// Jockey's serial part comes from the AM: with half the work done the plan
+// suffices, unless the remaining critical path alone outlasts the deadline,
+// then it asks for all the job can use.
+TEST_F(DraMonitorTest, JockeyUsesTheAmReportedCriticalPath) {
+  reserve("r", 2, 1000 * kMinute);
+  reprovision::JockeyOptions jo;
+  jo.dead_zone = 0;
+  auto m = monitor("jockey", jo);
+  clock_.advance(Millis(2 * kMinute));
+  demand("r", 2, 3, 0.5);
+  m->tick();
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2);
+  demand_[ReservationId("r")].critical_path = Millis(40 * kMinute);
+  m->tick();
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 5);
+  EXPECT_NE(mgr_->get(ReservationId("r"))->history.back().reason.find("critical path"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace morpheus::rm

@@ -243,6 +243,37 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
 }
 
+// The DRA input per reservation: containers in use (AM included), pending
+// asks, the least progress and the longest critical path its AMs report.
+TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  AppId res = runningApp("root.a", "bob", "n1", "r1");
+  v1::AllocateRequest req;
+  req.set_application_id(res.value());
+  req.set_am_token(apps_->amToken(res, 1));
+  auto* a = req.add_asks();
+  a->set_request_id("tasks");
+  toProto(Resource(1024, 1), a->mutable_capability());
+  a->set_count(5);
+  req.set_progress(0.25f);
+  req.set_critical_path_remaining_ms(30000);
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  heartbeat("n1");  // 2 of the 5 fit next to the two AMs
+  ask(adhoc, 0);
+  auto demand = rt_->reservationDemand();
+  ASSERT_EQ(demand.size(), 1u);
+  const ReservationDemand& d = demand.at(ReservationId("r1"));
+  EXPECT_EQ(d.apps, std::vector<AppId>{res});
+  EXPECT_EQ(d.used, Resource(3 * 1024, 3));
+  EXPECT_EQ(d.pending, Resource(3 * 1024, 3));
+  EXPECT_DOUBLE_EQ(d.progress, 0.25);
+  EXPECT_EQ(d.critical_path, Millis(30000));
+  req.set_critical_path_remaining_ms(-1);
+  EXPECT_EQ(rt_->allocate(req, &resp).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   addNode("n1", 4);
   AppId a = runningApp("root.a", "alice", "n1");
