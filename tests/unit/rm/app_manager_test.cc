@@ -3,9 +3,8 @@
 #include "rm/app_manager.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
+#include "test_db.h"
 
 namespace morpheus::rm {
 namespace {
@@ -13,13 +12,7 @@ namespace {
 class AppManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("morpheus-apps-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    path_ = (dir /
-             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
-                .string();
-    std::filesystem::remove(path_);
+    path_ = freshTestDb("apps");
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     mgr_ = make();
   }

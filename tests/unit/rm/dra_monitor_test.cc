@@ -5,9 +5,8 @@
 #include "rm/dra_monitor.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
+#include "test_db.h"
 
 namespace morpheus::rm {
 namespace {
@@ -17,17 +16,11 @@ constexpr int64_t kMinute = 60000;
 class DraMonitorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("morpheus-dra-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    path_ = (dir /
-             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
-                .string();
-    std::filesystem::remove(path_);
+    path_ = freshTestDb("dra");
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     mgr_ = std::make_unique<ReservationManager>(
-        ReservationManagerOptions{},
-        std::move(planner::Planner::create({}, Resource())).value(), *store_, clock_, metrics_);
+        ReservationManagerOptions{}, std::move(planner::Planner::create({}, Resource())).value(),
+        *store_, clock_, metrics_);
     mgr_->onCapacity(Resource(10 * 1024, 10), true);
     arrival_ = clock_.now() + Millis(kMinute);
   }

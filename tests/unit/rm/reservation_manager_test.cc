@@ -1,11 +1,10 @@
 // ReservationManager over a real SQLite store with the virtual clock:
 // persistence and recovery, queue/ACL checks, capacity grace, DRA budget.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "rm/reservation_manager.h"
+
+#include "test_db.h"
 
 namespace morpheus::rm {
 namespace {
@@ -13,13 +12,7 @@ namespace {
 class ReservationManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("morpheus-rmgr-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    path_ = (dir /
-             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
-                .string();
-    std::filesystem::remove(path_);
+    path_ = freshTestDb("rmgr");
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     mgr_ = make();
     mgr_->onCapacity(Resource(10240, 10), true);

@@ -4,11 +4,10 @@
 #include "rm/runtime.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "common/wire.h"
+
+#include "test_db.h"
 
 namespace morpheus::rm {
 namespace {
@@ -16,13 +15,7 @@ namespace {
 class RuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("morpheus-rt-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    path_ = (dir /
-             (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".db"))
-                .string();
-    std::filesystem::remove(path_);
+    path_ = freshTestDb("rt");
     store_ = std::move(store::openStateStore("sqlite", path_)).value();
     core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
     AppManagerOptions ao;
