@@ -138,8 +138,8 @@ int main(int argc, char** argv) {
   auto cm_server = sb.BuildAndStart();
   std::string cm_addr = "127.0.0.1:" + std::to_string(cm_port);
 
-  std::string dir = testing::freshDir("rm-load");
-  testing::Process rm = testing::Process::startDaemon(
+  std::string dir = morpheus::testing::freshDir("rm-load");
+  morpheus::testing::Process rm = morpheus::testing::Process::startDaemon(
       "rm", dir, {"--set", "rm.node-expiry=60s", "--set", "log.level=warn"});
   if (rm.grpcAddress().empty()) {
     std::fprintf(stderr, "RM did not start: %s\n", rm.log().c_str());

@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "harness.h"
 
@@ -23,12 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 struct RunResult {
   int64_t deadline_ms = 0;
@@ -40,48 +34,19 @@ struct RunResult {
   std::string rm_log;
 };
 
-class DraIT : public ::testing::Test {
+class DraIT : public ClusterTest {
  protected:
-  std::pair<int, std::string> ctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--user",
-                                     "alice"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv);
-  }
-  json app(const std::string& id) {
-    auto [code, out] = ctl({"app", "status", id, "--json"});
-    return json::parse(out, nullptr, false);
-  }
-  std::string writeJob(const std::string& yaml) {
-    std::string path = freshDir("job") + "/job.yaml";
-    std::ofstream(path) << yaml;
-    return path;
-  }
-
   // `policy` "" = DRA off.
   void run(const std::string& policy, RunResult* out) {
     const bool dra_on = !policy.empty();
-    rm_ = Process::startDaemon(
-        "rm", freshDir("rm"),
-        {"--set", "planner.step=1s", "--set", "planner.lcm=120s", "--set",
-         "rm.preemption-grace=1s", "--set", "rm.heartbeat-interval=300ms", "--set",
-         std::string("dra.enabled=") + (dra_on ? "true" : "false"), "--set",
-         "dra.policy=" + (dra_on ? policy : std::string("morpheus-dra")), "--set",
-         "dra.extension=2s"});
-    ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    nm_ = Process::startDaemon("nm", freshDir("nm"),
-                               {"--rm", rm_.grpcAddress(), "--node-id", "nm1", "--resources",
-                                "memory=8192,vcores=8", "--set", "nm.monitor-interval=200ms",
-                                "--set", "nm.heartbeat-interval=300ms"});
-    ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
-    ASSERT_TRUE(waitFor(
-        [&] {
-          auto [code, o] = ctl({"cluster", "status", "--json"});
-          auto j = json::parse(o, nullptr, false);
-          return code == 0 && !j.is_discarded() && j["live_nodes"] == 1;
-        },
-        15s))
-        << rm_.log();
+    ASSERT_NO_FATAL_FAILURE(
+        startCluster(1,
+                     {"--set", "planner.step=1s", "--set", "planner.lcm=120s", "--set",
+                      "rm.preemption-grace=1s", "--set", "rm.heartbeat-interval=300ms", "--set",
+                      std::string("dra.enabled=") + (dra_on ? "true" : "false"), "--set",
+                      "dra.policy=" + (dra_on ? policy : std::string("morpheus-dra")), "--set",
+                      "dra.extension=2s"},
+                     "memory=8192,vcores=8"));
 
     // Ad hoc work fills every container.
     auto [c1, o1] = ctl({"app", "submit",
@@ -160,7 +125,6 @@ class DraIT : public ::testing::Test {
     ctl({"app", "kill", filler_});
   }
 
-  Process rm_, nm_;
   std::string filler_;
 };
 

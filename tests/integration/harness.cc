@@ -197,4 +197,52 @@ std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
   return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
 }
 
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
+                               const std::string& nm_resources) {
+  using namespace std::chrono_literals;
+  rm_ = Process::startDaemon("rm", freshDir("rm"), rm_args);
+  ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+  for (int i = 0; i < nms; i++) {
+    nms_.push_back(
+        Process::startDaemon("nm", freshDir("nm"),
+                             {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1),
+                              "--resources", nm_resources, "--set", "nm.monitor-interval=200ms",
+                              "--set", "nm.heartbeat-interval=300ms"}));
+    ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+  }
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto [code, out] = ctl({"cluster", "status", "--json"});
+        auto j = nlohmann::json::parse(out, nullptr, false);
+        return code == 0 && !j.is_discarded() && j["live_nodes"] == nms;
+      },
+      15s))
+      << rm_.log();
+}
+
+std::pair<int, std::string> ClusterTest::ctl(std::vector<std::string> args) {
+  std::vector<std::string> argv = {binary("morpheusctl"), "--rm",
+                                   rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user",
+                                   "alice"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv);
+}
+
+nlohmann::json ClusterTest::app(const std::string& id) {
+  auto [code, out] = ctl({"app", "status", id, "--json"});
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+std::string ClusterTest::writeJob(const std::string& yaml) {
+  std::string path = freshDir("job") + "/job.yaml";
+  std::ofstream(path) << yaml;
+  return path;
+}
+
 }  // namespace morpheus::testing

@@ -3,11 +3,13 @@
 // and stops them. Conditions are polled with a deadline, never fixed sleeps.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -66,5 +68,27 @@ HttpResult httpRequest(const std::string& address, const std::string& method,
 // Runs a command to completion; returns {exit code, stdout+stderr}.
 std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
                                        const std::map<std::string, std::string>& env = {});
+
+// Wall-clock now in ms since the epoch (reservation windows of the real RM).
+int64_t nowMs();
+
+// An RM with NMs on loopback, driven through morpheusctl as user alice.
+class ClusterTest : public ::testing::Test {
+ protected:
+  // Starts the RM (`rm_args`) and `nms` NMs named nm1.. with `nm_resources`
+  // (heartbeat 300 ms, memory monitor 200 ms) and waits until all are live.
+  void startCluster(int nms, const std::vector<std::string>& rm_args = {},
+                    const std::string& nm_resources = "memory=4096,vcores=4");
+  // morpheusctl --rm <rm> --user alice ARGS.
+  std::pair<int, std::string> ctl(std::vector<std::string> args);
+  // `app status ID --json` (discarded JSON when it fails).
+  nlohmann::json app(const std::string& id);
+  // Writes a DAG job file and returns its path.
+  std::string writeJob(const std::string& yaml);
+
+  Process rm_;
+  std::string rm_addr_;  // fixed RM address across a restart ("" = rm_'s)
+  std::vector<Process> nms_;
+};
 
 }  // namespace morpheus::testing

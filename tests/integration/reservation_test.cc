@@ -15,12 +15,6 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 json definition(int64_t arrival, int64_t deadline, int64_t period, int containers, int gang,
                 int64_t duration, int interpreter = 1) {
   return {{"arrival", arrival},

@@ -16,48 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-class RuntimeIT : public ::testing::Test {
- protected:
-  void startCluster(int nms, const std::vector<std::string>& rm_args = {}) {
-    rm_ = Process::startDaemon("rm", freshDir("rm"), rm_args);
-    ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    for (int i = 0; i < nms; i++) {
-      nms_.push_back(Process::startDaemon(
-          "nm", freshDir("nm"),
-          {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources",
-           "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
-           "nm.heartbeat-interval=300ms"}));
-      ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
-    }
-    ASSERT_TRUE(waitFor(
-        [&] {
-          auto [code, out] = ctl({"cluster", "status", "--json"});
-          auto j = json::parse(out, nullptr, false);
-          return code == 0 && !j.is_discarded() && j["live_nodes"] == nms;
-        },
-        15s))
-        << rm_.log();
-  }
-  std::pair<int, std::string> ctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",
-                                     rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user",
-                                     "alice"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv);
-  }
-  json app(const std::string& id) {
-    auto [code, out] = ctl({"app", "status", id, "--json"});
-    return json::parse(out, nullptr, false);
-  }
-  std::string writeJob(const std::string& yaml) {
-    std::string path = freshDir("job") + "/job.yaml";
-    std::ofstream(path) << yaml;
-    return path;
-  }
-  Process rm_;
-  std::string rm_addr_;  // fixed RM address across a restart
-  std::vector<Process> nms_;
-};
+class RuntimeIT : public ClusterTest {};
 
 // Also: the finished app's telemetry is queryable in the RM and reaches a
 // real morpheus-inference (the RM's feed of Morpheus §4 input).
@@ -222,12 +181,6 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
   EXPECT_EQ(a["am_attempt"], 1) << "the AM survived the restart: " << a.dump();
   EXPECT_NE(rm_.log().find("re-adopted running container"), std::string::npos) << rm_.log();
-}
-
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // A reservation queue gets its guaranteed containers once its allocation
