@@ -1,20 +1,18 @@
 // SQLite implementation of ProvenanceStore: WAL journal, synchronous=FULL,
 // a busy timeout for other processes holding the file, one transaction per
 // mutating call; schema versioned in `schema_version` and migrated on open.
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <mutex>
 #include <tuple>
 
 #include "store/provenance_store.h"
 #include "store/provenance_store_internal.h"
+#include "store/sqlite_db.h"
 
 namespace morpheus::store {
 
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
 // Paths bound per eventsOnPaths query (below SQLITE_MAX_VARIABLE_NUMBER).
 constexpr size_t kPathsPerQuery = 500;
 
@@ -46,41 +44,7 @@ constexpr const char* kMigrations[] = {
 static_assert(std::size(kMigrations) == kProvenanceSchemaVersion,
               "one SQLite migration per schema version");
 
-// A prepared statement; finalized on destruction. Binds copy their argument.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  Stmt(sqlite3* db, const std::string& sql) : Stmt(db, sql.c_str()) {}
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  bool prepared() const { return rc_ == SQLITE_OK; }
-  Stmt& text(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& int64(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  int step() { return sqlite3_step(s_); }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  std::string col(int i) const {
-    const unsigned char* p = sqlite3_column_text(s_, i);
-    int n = sqlite3_column_bytes(s_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n))
-             : std::string();
-  }
-  int64_t colInt(int i) const { return sqlite3_column_int64(s_, i); }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-  int rc_ = SQLITE_ERROR;
-};
+using sqlite::Stmt;
 
 class SqliteProvenanceStore final : public ProvenanceStore {
  public:
@@ -88,20 +52,12 @@ class SqliteProvenanceStore final : public ProvenanceStore {
                                                        int target_version) {
     MORPHEUS_CHECK(target_version >= 1 && target_version <= kProvenanceSchemaVersion,
                    "target schema version out of range");
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(path.c_str(), &db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                        nullptr) != SQLITE_OK) {
-      std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-      sqlite3_close(db);
-      return invalidArgument("provenance-store.location", "cannot open '" + path + "': " + msg);
-    }
-    std::unique_ptr<SqliteProvenanceStore> s(new SqliteProvenanceStore(db, path));
+    MORPHEUS_ASSIGN_OR_RETURN(
+        auto db, sqlite::Db::open(path, "provenance-store.location", "provenance store " + path));
+    std::unique_ptr<SqliteProvenanceStore> s(new SqliteProvenanceStore(std::move(db), path));
     MORPHEUS_RETURN_IF_ERROR(s->migrate(target_version));
     return std::unique_ptr<ProvenanceStore>(std::move(s));
   }
-
-  ~SqliteProvenanceStore() override { sqlite3_close(db_); }
 
   Status ingest(const IngestBatch& batch) override {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
@@ -320,31 +276,15 @@ class SqliteProvenanceStore final : public ProvenanceStore {
       "id, job, owner, state, reservation_id, reason, auto_update, created_ms, updated_ms, "
       "payload_json";
 
-  SqliteProvenanceStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteProvenanceStore(std::unique_ptr<sqlite::Db> db, std::string path)
+      : owner_(std::move(db)), db_(owner_->handle()), path_(std::move(path)) {}
 
-  Status error(const std::string& what) const {
-    return unavailable("provenance store " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
-  }
-
-  Status exec(const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : "unknown";
-      sqlite3_free(err);
-      return unavailable("provenance store " + path_ + ": " + msg);
-    }
-    return Status::ok();
-  }
-
-  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; rolls back if it or the
-  // commit fails, so a failed call leaves nothing. REQUIRES(mu_).
+  Status error(const std::string& what) const { return owner_->error(what); }
+  Status exec(const char* sql) { return owner_->exec(sql); }
+  // REQUIRES(mu_).
   template <typename Body>
   Status inTransaction(Body&& body) {
-    MORPHEUS_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-    Status st = body();
-    if (st.isOk()) st = exec("COMMIT");
-    if (!st.isOk()) (void)exec("ROLLBACK");
-    return st;
+    return owner_->inTransaction(std::forward<Body>(body));
   }
 
   static void bindProposal(Stmt& q, const ProposalRecord& p) {
@@ -400,9 +340,6 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   // Applies the migrations after the stored version up to `target`, all in
   // one transaction; refuses a database newer than this code.
   Status migrate(int target) {
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    MORPHEUS_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
-    MORPHEUS_RETURN_IF_ERROR(exec("PRAGMA synchronous=FULL"));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
       MORPHEUS_RETURN_IF_ERROR(
@@ -433,7 +370,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   // Constant after construction.
-  sqlite3* const db_;
+  const std::unique_ptr<sqlite::Db> owner_;
+  sqlite3* const db_;  // owner_'s handle
   const std::string path_;
 
   std::mutex mu_;
