@@ -141,16 +141,15 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
     if (wanted && last_denial_[id] != key) {
       last_denial_[id] = key;
       std::string why = wanted->rationale + "; reprovisioning budget exhausted (" +
-                        std::to_string(view->budget_remaining_container_ms) +
-                        " container-ms left)";
-      (void)reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration,
-                                      why);
+                        std::to_string(view->budget_remaining_container_ms) + " container-ms left)";
+      (void)reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration, why);
       metrics_
-          .counter("morpheus_rm_dra_denials_total", "DRA requests refused, by reason",
+          .counter("morpheus_rm_dra_denials_total",
+                   "DRA reviews whose request was refused in whole or in part, by reason",
                    {{"reason", "budget"}})
           .inc();
-      spdlog::warn("DRA {}: reservation {} (apps {}) denied +{} containers: {}", policy,
-                   id.value(), joinApps(d.apps), wanted->extra_containers, why);
+      spdlog::warn("DRA {}: reservation {} (apps {}) denied +{} containers: {}", policy, id.value(),
+                   joinApps(d.apps), wanted->extra_containers, why);
     }
     return;
   }
@@ -170,7 +169,8 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   }
   if (!out->denial.empty()) {
     metrics_
-        .counter("morpheus_rm_dra_denials_total", "DRA requests refused, by reason",
+        .counter("morpheus_rm_dra_denials_total",
+                 "DRA reviews whose request was refused in whole or in part, by reason",
                  {{"reason", out->denial}})
         .inc();
   }
@@ -187,10 +187,9 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
         decision->duration.count(), in.used_containers, in.pending_containers, in.skyline_now,
         decision->rationale);
   } else {
-    spdlog::warn(
-        "DRA {}: reservation {} (apps {}) asked +{} containers, granted {} ({}): {}; {}", policy,
-        id.value(), joinApps(d.apps), decision->extra_containers, out->granted, out->denial,
-        decision->rationale, out->reason);
+    spdlog::warn("DRA {}: reservation {} (apps {}) asked +{} containers, granted {} ({}): {}; {}",
+                 policy, id.value(), joinApps(d.apps), decision->extra_containers, out->granted,
+                 out->denial, decision->rationale, out->reason);
   }
   last_outcome_[id] = outcome;
 }

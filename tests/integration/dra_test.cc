@@ -107,13 +107,7 @@ class DraIT : public ClusterTest {
     auto [c2, o2] = ctl({"app", "submit", job, "--reservation", rid});
     ASSERT_EQ(c2, 0) << o2;
     std::string id = o2.substr(0, o2.find('\n'));
-    ASSERT_TRUE(waitFor(
-        [&] {
-          json a = app(id);
-          return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
-        },
-        120s))
-        << rm_.log();
+    ASSERT_TRUE(waitFinal(id, 120s)) << rm_.log();
     json a = app(id);
     out->state = a["state"];
     out->finish_ms = a["finish_ms"].get<int64_t>();

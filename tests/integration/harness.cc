@@ -239,6 +239,16 @@ nlohmann::json ClusterTest::app(const std::string& id) {
   return nlohmann::json::parse(out, nullptr, false);
 }
 
+bool ClusterTest::waitFinal(const std::string& id, std::chrono::milliseconds timeout) {
+  return waitFor(
+      [&] {
+        nlohmann::json a = app(id);
+        return !a.is_discarded() &&
+               (a["state"] == "FINISHED" || a["state"] == "FAILED" || a["state"] == "KILLED");
+      },
+      timeout);
+}
+
 std::string ClusterTest::writeJob(const std::string& yaml) {
   std::string path = freshDir("job") + "/job.yaml";
   std::ofstream(path) << yaml;

@@ -83,6 +83,8 @@ class ClusterTest : public ::testing::Test {
   std::pair<int, std::string> ctl(std::vector<std::string> args);
   // `app status ID --json` (discarded JSON when it fails).
   nlohmann::json app(const std::string& id);
+  // Polls until the app is FINISHED, FAILED or KILLED; false on timeout.
+  bool waitFinal(const std::string& id, std::chrono::milliseconds timeout);
   // Writes a DAG job file and returns its path.
   std::string writeJob(const std::string& yaml);
 

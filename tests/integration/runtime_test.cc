@@ -109,13 +109,7 @@ TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
       << rm_.log();
   ASSERT_GE(victim, 0);
   ASSERT_EQ(nms_[static_cast<size_t>(victim)].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json a = app(id);
-        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
-      },
-      60s))
-      << rm_.log();
+  ASSERT_TRUE(waitFinal(id, 60s)) << rm_.log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
   EXPECT_NE(rm_.log().find("lost"), std::string::npos);
@@ -170,13 +164,7 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
                        {"--data-dir", rm_dir, "--grpc-port", grpc_port, "--http-port", http_port,
                         "--set", "rm.heartbeat-interval=300ms"},
                        log);
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json a = app(id);
-        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
-      },
-      60s))
-      << rm_.log();
+  ASSERT_TRUE(waitFinal(id, 60s)) << rm_.log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rm_.log();
   EXPECT_EQ(a["am_attempt"], 1) << "the AM survived the restart: " << a.dump();
@@ -314,13 +302,7 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
                       rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
                       "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"},
                      nm_dir + "-restart.log");
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json a = app(id);
-        return !a.is_discarded() && (a["state"] == "FINISHED" || a["state"] == "FAILED");
-      },
-      40s))
-      << rm_.log() << nms_[0].log();
+  ASSERT_TRUE(waitFinal(id, 40s)) << rm_.log() << nms_[0].log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump();
   EXPECT_EQ(a["am_attempt"], 1) << a.dump();
