@@ -4,6 +4,22 @@
 
 namespace morpheus {
 
+namespace {
+
+// Removes timer `id` from a queue keyed by (deadline, id); false if absent.
+template <typename Queue>
+bool eraseTimer(Queue& q, TimerId id) {
+  for (auto it = q.begin(); it != q.end(); ++it) {
+    if (it->first.second == id) {
+      q.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 RealClock::RealClock() : thread_([this] { run(); }) {}
 
 RealClock::~RealClock() {
@@ -32,13 +48,7 @@ TimerId RealClock::schedule(TimePoint at, std::function<void()> fn) {
 
 bool RealClock::cancel(TimerId id) {
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto it = q_.begin(); it != q_.end(); ++it) {
-    if (it->first.second == id) {
-      q_.erase(it);
-      return true;
-    }
-  }
-  return false;
+  return eraseTimer(q_, id);
 }
 
 void RealClock::run() {
@@ -75,13 +85,7 @@ TimerId VirtualClock::schedule(TimePoint at, std::function<void()> fn) {
 
 bool VirtualClock::cancel(TimerId id) {
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto it = q_.begin(); it != q_.end(); ++it) {
-    if (it->first.second == id) {
-      q_.erase(it);
-      return true;
-    }
-  }
-  return false;
+  return eraseTimer(q_, id);
 }
 
 void VirtualClock::advance(Millis d) {
