@@ -32,6 +32,7 @@ struct Container {
   Resource resource;
   int32_t priority = 0;
   std::string request_id;
+  bool am = false;          // an AM container: never preempted
   bool preempting = false;  // a notice went out
   bool kill_sent = false;   // returned in a to_kill list
   TimePoint kill_deadline;
@@ -462,6 +463,7 @@ struct Scheduler::Impl {
     a.priority = c.priority;
     a.request_id = c.request_id;
     if (c.app->res != nullptr) a.reservation = c.app->res->id;
+    a.am = c.am;
     return a;
   }
 
@@ -587,7 +589,7 @@ struct Scheduler::Impl {
         clampZero(need - clampZero(cluster_total - cluster_used) - preempting_total);
     if (shortfall.isZero()) return;
     for (Container* c = all.tail; c != nullptr && !shortfall.isZero(); c = c->all_link.prev) {
-      if (c->preempting) continue;
+      if (c->preempting || c->am) continue;
       App* a = c->app;
       Reservation* r = a->res;
       if (r != nullptr) {
@@ -872,6 +874,7 @@ Status Scheduler::recoverContainer(const Allocation& c) {
   Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource,
                                    c.priority, c.request_id);
   MORPHEUS_CHECK(k != nullptr, "container insert after existence check");
+  k->am = c.am;
   s.refresh(app->second.get());
   return Status::ok();
 }

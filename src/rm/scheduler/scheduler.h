@@ -115,6 +115,8 @@ class Scheduler {
   // the node. The app's asks are untouched (the AM resyncs them). NOT_FOUND
   // for an unknown app or node; ALREADY_EXISTS for a known container id;
   // INVALID_ARGUMENT ("container.resource") for a negative or zero resource.
+  // Also how the RM accounts an AM container it placed itself: with
+  // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
 
   // ---- Reservations (the plan follower, DESIGN.md §6) ----

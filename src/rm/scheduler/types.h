@@ -74,6 +74,10 @@ struct Allocation {
   int32_t priority = 0;
   std::string request_id;     // echoes ResourceRequest.request_id
   ReservationId reservation;  // the reservation queue it counts against ("" = ad hoc)
+  // An application master's container (placed by the RM, handed in with
+  // Scheduler::recoverContainer). Never selected for preemption: killing an
+  // AM kills the whole attempt, not just borrowed capacity.
+  bool am = false;
 };
 
 // v1.PreemptionNotice for the owning AM. After `deadline` the container is
