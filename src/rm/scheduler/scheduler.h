@@ -12,7 +12,9 @@
 //  2. the ad-hoc hierarchy: siblings by weighted dominant share (the
 //     QueueOrderingPolicy), DRF between users inside a leaf, then apps;
 //  3. reservation queues beyond their guarantee (work conserving: a
-//     reservation may borrow what nobody else asked for).
+//     reservation may borrow what nobody else asked for). With
+//     SchedulerOptions::borrowing_reservations_share they are served in step 2
+//     instead, as siblings of the top-level ad-hoc queues at weight 1.
 // Inside an app, asks go by priority (lower first), then request id.
 //
 // Work conserving with preemption: capacity a reservation does not use is

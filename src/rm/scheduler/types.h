@@ -122,6 +122,13 @@ struct SchedulerOptions {
   // Container ids are "<app>_<container_id_epoch>_<sequence>"; give the RM's
   // start time (ms) so ids stay unique across RM restarts. Default 0.
   int64_t container_id_epoch = 0;
+  // false: reservation queues beyond their guarantee are served after the
+  // whole ad-hoc hierarchy (they borrow only what nobody else asked for).
+  // true: they compete with the top-level ad-hoc queues by the ordering
+  // policy's score at weight 1 (the RM daemon's behaviour: a reservation whose
+  // window ended, or whose guarantee is below its needs, keeps progressing
+  // next to ad-hoc work instead of starving behind it).
+  bool borrowing_reservations_share = false;
 };
 
 }  // namespace morpheus::sched

@@ -245,6 +245,34 @@ TEST(SchedulerTest, AmContainersAreNeverPreempted) {
   EXPECT_TRUE(removed->back().am);
 }
 
+// Beyond its guarantee a reservation waits behind ad-hoc work by default;
+// with borrowing_reservations_share it shares with the top-level ad-hoc
+// queues by dominant share, as a sibling of weight 1.
+TEST(SchedulerTest, BorrowingReservationsShareWithAdhocWhenConfigured) {
+  for (bool share : {false, true}) {
+    SchedulerOptions o;
+    o.borrowing_reservations_share = share;
+    auto s = make(o);
+    ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+    ASSERT_TRUE(
+        s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(1024, 1))
+            .isOk());
+    ASSERT_TRUE(
+        s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+    ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(8)}).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+    auto m = countByApp(beat(*s, "n1", kT0).allocations);
+    if (share) {
+      EXPECT_EQ(m["res"], 4);  // 1 guaranteed, then 3 : 4 by dominant share
+      EXPECT_EQ(m["adhoc"], 4);
+    } else {
+      EXPECT_EQ(m["res"], 1);  // its guarantee only
+      EXPECT_EQ(m["adhoc"], 7);
+    }
+  }
+}
+
 // Gang asks are granted all-or-none within a pass.
 TEST(SchedulerTest, GangGrantedAllOrNone) {
   auto s = make();
