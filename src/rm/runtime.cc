@@ -3,9 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <tuple>
 
 #include "common/token.h"
 #include "common/wire.h"
@@ -14,60 +13,56 @@ namespace morpheus::rm {
 
 namespace {
 
+// The request id of the ask the core holds for a submitted app's AM: it makes
+// a reservation's unplaced AM count as demand (and so preempt borrowers).
+const std::string kAmAsk = std::string("\x01") + "am";
+
+// Container ids are "<app>_<epoch>_<suffix>" (the core's format, AM containers
+// "<app>_<epoch>_am<attempt>"; RMs before the core used "<app>_c<epoch>_<seq>",
+// which parses alike): the app id is all before the last two '_'.
 AppId appOfContainer(const std::string& id) {
-  auto p = id.rfind("_c");
-  return AppId(p == std::string::npos ? "" : id.substr(0, p));
+  auto p = id.rfind('_');
+  if (p == std::string::npos || p == 0) return AppId("");
+  auto q = id.rfind('_', p - 1);
+  return AppId(q == std::string::npos ? "" : id.substr(0, q));
 }
 
-bool matches(const v1::PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
-  auto it = attrs.find(c.key());
-  if (it == attrs.end()) return false;
-  return c.values_size() == 0 ||
-         std::find(c.values().begin(), c.values().end(), it->second) != c.values().end();
+// The core's ask identity: the request id, or the priority when it is empty.
+std::string askKey(const std::string& request_id, int32_t priority) {
+  return request_id.empty() ? "\x01p" + std::to_string(priority) : request_id;
 }
 
-// Soft constraints are preferences (delay scheduling): a node that misses one
-// is used only once the ask has waited `patience`.
-bool softOk(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs,
-            bool patient_enough) {
-  if (patient_enough) return true;
-  for (const auto& c : ask.constraints()) {
-    if (!c.hard() && !matches(c, attrs)) return false;
+sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
+  sched::ResourceRequest r;
+  r.request_id = a.request_id();
+  r.priority = a.priority();
+  r.capability = a.count() > 0 ? fromProto(a.capability()) : Resource();
+  r.count = std::max(0, a.count());
+  r.gang_size = a.gang_size();
+  // Whole gangs only, as before the core: the AM asks for the rest again with
+  // a smaller gang once these are granted.
+  if (r.gang_size > 1) r.count -= r.count % r.gang_size;
+  for (const auto& c : a.constraints()) {
+    r.constraints.push_back({c.key(), {c.values().begin(), c.values().end()}, c.hard()});
   }
-  return true;
+  return r;
 }
 
-bool matchesHard(const v1::ResourceRequest& ask, const std::map<std::string, std::string>& attrs) {
-  for (const auto& c : ask.constraints()) {
-    if (!c.hard()) continue;
-    auto it = attrs.find(c.key());
-    if (it == attrs.end()) return false;
-    if (c.values_size() > 0 &&
-        std::find(c.values().begin(), c.values().end(), it->second) == c.values().end()) {
-      return false;
+// The core's ad-hoc hierarchy from the configured weights. "root.default"
+// (the AppManager's default leaf) is added unless configured as a parent.
+std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, double>& weights) {
+  std::vector<sched::AdhocQueueConfig> out;
+  bool default_ok = true;
+  for (const auto& [path, w] : weights) {
+    if (path.rfind("root.", 0) != 0 || path.back() == '.' || path.find("..") != std::string::npos) {
+      spdlog::warn("ad-hoc queue '{}' ignored: paths start at root", path);
+      continue;
     }
+    if (path == "root.default" || path.rfind("root.default.", 0) == 0) default_ok = false;
+    out.push_back({path, w > 0 ? w : 1.0});
   }
-  return true;
-}
-
-// "root.prod.etl" -> {"root.prod", "root.prod.etl"} (the root is shared by all).
-std::vector<std::string> pathPrefixes(const std::string& path) {
-  std::vector<std::string> out;
-  size_t p = path.find('.');
-  if (path.rfind("root.", 0) != 0 || p == std::string::npos) return {path};
-  while ((p = path.find('.', p + 1)) != std::string::npos) out.push_back(path.substr(0, p));
-  out.push_back(path);
+  if (default_ok) out.push_back({"root.default", 1.0});
   return out;
-}
-
-double dominantShare(const Resource& used, const Resource& total) {
-  double m = total.memoryMib() > 0
-                 ? static_cast<double>(used.memoryMib()) / static_cast<double>(total.memoryMib())
-                 : 0;
-  double c = total.vcores() > 0
-                 ? static_cast<double>(used.vcores()) / static_cast<double>(total.vcores())
-                 : 0;
-  return std::max(m, c);
 }
 
 }  // namespace
@@ -83,7 +78,19 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       telemetry_(telemetry),
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
-      started_ms_(toEpochMs(clock.now())) {}
+      started_ms_(toEpochMs(clock.now())) {
+  sched::SchedulerOptions so;
+  so.adhoc_queues = adhocQueues(opts_.queue_weights);
+  so.preemption_grace = opts_.preemption_grace;
+  so.soft_constraint_delay = std::max(Millis(1000), core_.heartbeatInterval() * 3);
+  so.container_id_epoch = started_ms_;
+  // As before the core: a reservation beyond its guarantee (its window over,
+  // say) shares with the ad-hoc queues rather than waiting behind them.
+  so.borrowing_reservations_share = true;
+  auto s = sched::Scheduler::create(so);
+  MORPHEUS_CHECK(s.isOk(), "scheduler options: " + s.status().toString());
+  sched_ = std::move(s).value();
+}
 
 RmRuntime::~RmRuntime() { stop(); }
 
@@ -115,17 +122,15 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   n.attributes.clear();
   for (const auto& a : req.attributes()) n.attributes[a.key()] = a.value();
   n.live = true;
-  n.used = Resource();
-  for (const auto& [cid, c] : containers_) {
-    if (c.node == id && c.running) n.used += c.resource;
+  // (Re-)registration: the core takes the node as announced, with the
+  // containers this RM knows running there.
+  if (sched_->nodeUsed(id).isOk()) (void)sched_->removeNode(id);
+  if (Status st = sched_->addNode(id, n.total, n.attributes); !st.isOk()) {
+    spdlog::warn("node {} not schedulable: {}", id.value(), st.message());
+    return;
   }
-  recomputeCluster();
-}
-
-void RmRuntime::recomputeCluster() {
-  cluster_ = Resource();
-  for (const auto& [_, n] : nodes_) {
-    if (n.live) cluster_ += n.total;
+  for (const auto& [cid, c] : containers_) {
+    if (c.node == id && c.running) account(c);
   }
 }
 
@@ -146,12 +151,95 @@ RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
   return rt;
 }
 
+void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
+  auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
+  if (Status st = sched_->setReservation(id, kind, guarantee_(id, now)); !st.isOk()) {
+    spdlog::warn("reservation {}: {}", id.value(), st.message());
+  }
+}
+
+// Adds the app to the core (its reservation queue first) if not there yet.
+bool RmRuntime::ensureApp(const AppId& app, TimePoint now) {
+  AppRt& rt = appRt(app);
+  if (rt.in_sched) return true;
+  if (!rt.cached || isFinal(rt.state)) return false;
+  Status st;
+  if (!rt.reservation.empty()) {
+    pushGuarantee(rt.reservation, now);
+    st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::reservation(rt.reservation));
+    if (st.isOk()) bound_[rt.reservation]++;
+  } else {
+    st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc(rt.queue));
+    if (!st.isOk() && rt.queue != "root.default") {
+      spdlog::warn("app {}: {}; scheduled in root.default", app.value(), st.message());
+      st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc("root.default"));
+    }
+  }
+  if (!st.isOk()) {
+    spdlog::error("app {} not schedulable: {}", app.value(), st.message());
+    return false;
+  }
+  rt.in_sched = true;
+  return true;
+}
+
+// A final app leaves the core once nothing of it runs any more (its
+// containers stay accounted on their nodes until the NMs report them gone).
+void RmRuntime::forgetIfDone(const AppId& app) {
+  auto it = rt_.find(app);
+  if (it == rt_.end()) return;
+  AppRt& rt = it->second;
+  if (!rt.in_sched || !isFinal(rt.state) || rt.running > 0) return;
+  (void)sched_->removeApp(app);
+  rt.in_sched = false;
+  am_asks_.erase(app);
+  rt.am_ask = false;
+  if (auto b = bound_.find(rt.reservation); b != bound_.end() && --b->second <= 0) {
+    (void)sched_->removeReservation(rt.reservation);
+    bound_.erase(b);
+  }
+}
+
+void RmRuntime::withdrawAsks(const AppId& app) {
+  AppRt& rt = rt_[app];
+  std::vector<sched::ResourceRequest> off;
+  for (const auto& [_, a] : rt.asks) {
+    sched::ResourceRequest r;
+    r.request_id = a.request_id;
+    r.priority = a.priority;
+    off.push_back(std::move(r));
+  }
+  if (rt.am_ask) {
+    sched::ResourceRequest r;
+    r.request_id = kAmAsk;
+    off.push_back(std::move(r));
+    rt.am_ask = false;
+    am_asks_.erase(app);
+  }
+  rt.asks.clear();
+  if (rt.in_sched && !off.empty()) (void)sched_->updateAsks(app, off);
+}
+
+// Puts a container this RM knows into the core's accounts (node
+// re-registration, re-adoption after an RM restart, AM placement).
+void RmRuntime::account(const Cont& c) {
+  sched::Allocation a;
+  a.container = c.id;
+  a.app = c.app;
+  a.node = c.node;
+  a.resource = c.resource;
+  a.am = c.am;
+  if (Status st = sched_->recoverContainer(a); !st.isOk()) {
+    spdlog::warn("container {} not accounted: {}", c.id.value(), st.message());
+  }
+}
+
 void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   if (!c.running) return;
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
-  if (auto n = nodes_.find(c.node); n != nodes_.end()) n->second.used -= c.resource;
+  (void)sched_->containerCompleted(c.id);  // NOT_FOUND once released or its node removed
   AppRt& rt = appRt(c.app);
   rt.used -= c.resource;
   rt.running--;
@@ -166,7 +254,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
       refresh(c.app);
       // A failed attempt's containers go with it (YARN semantics).
       killAppContainers(c.app);
-      rt.asks.clear();
+      withdrawAsks(c.app);
       rt.allocated.clear();
       rt.completed.clear();
       metrics_
@@ -175,11 +263,12 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
           .inc();
       (void)r;
     }
+    forgetIfDone(c.app);
     return;
   }
   rt.intervals.push_back({c.start, c.end});
   v1::ContainerStatus out = st;
-  if (preempting_.erase(c.id) > 0) {
+  if (preempted_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
     out.set_diagnostics("preempted: capacity taken back by a reservation");
     metrics_
@@ -188,6 +277,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
         .inc();
   }
   if (!isFinal(rt.state)) rt.completed.push_back(out);
+  forgetIfDone(c.app);
 }
 
 void RmRuntime::killAppContainers(const AppId& app) {
@@ -203,9 +293,12 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
   auto nit = nodes_.find(nid);
   if (nit == nodes_.end()) return;
   Node& node = nit->second;
+  const TimePoint now = clock_.now();
   if (!node.live) {
     node.live = true;
-    recomputeCluster();
+    if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
+      spdlog::warn("node {} not schedulable: {}", nid.value(), st.message());
+    }
   }
   for (const auto& st : req.container_statuses()) {
     ContainerId cid(st.container_id());
@@ -238,7 +331,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       Resource r = fromProto(st.resource());
       Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
       containers_[cid] = c;
-      node.used += r;
+      if (ensureApp(app, now)) account(c);
       rt_[app].running++;
       rt_[app].used += r;
       spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(),
@@ -247,48 +340,41 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
   }
-  if (clock_.now() - last_preemption_pass_ >= Millis(250)) {
-    last_preemption_pass_ = clock_.now();
-    preemptionPass();
+  // The plan follower: each bound reservation's guarantee as of now.
+  for (const auto& [id, _] : bound_) pushGuarantee(id, now);
+  placeAms(node, now);
+  auto result = sched_->nodeUpdate(nid, now);
+  if (result.isOk()) {
+    for (const auto& a : result->allocations) {
+      if (a.request_id != kAmAsk) {
+        grantTask(node, a);
+        continue;
+      }
+      // The core placed an AM (its ask is there so that a reservation's AM
+      // counts as demand): launch it, accounted as an AM container.
+      (void)sched_->release(a.app, a.container);
+      AppRt& rt = rt_[a.app];
+      rt.am_ask = false;
+      am_asks_.erase(a.app);
+      auto rec = apps_.get(a.app);
+      if (rec.isOk() && rec->state == AppState::kSubmitted && !rt.am_pending) {
+        (void)startAm(node, *rec, a.container);
+      }
+    }
+    for (const auto& k : result->to_kill) {
+      to_kill_[nid].insert(k.container.value());
+      preempted_.insert(k.container);
+    }
   }
-  schedule(node, resp);
   for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
   to_kill_[nid].clear();
   for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
   to_ack_[nid].clear();
 }
 
-v1::Container RmRuntime::grant(Node& node, const AppId& app, const Resource& r,
-                               const v1::ResourceRequest* ask, bool am) {
-  // Unique across RM restarts: the RM's start time, then a sequence number.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "_c%lld_%06lld", static_cast<long long>(started_ms_),
-                static_cast<long long>(seq_++));
-  ContainerId cid(app.value() + buf);
-  Cont c{cid, app, node.id, r, am, true, clock_.now(), {}};
-  containers_[cid] = c;
-  node.used += r;
-  AppRt& rt = rt_[app];
-  rt.used += r;
-  rt.running++;
-  v1::Container out;
-  out.set_container_id(cid.value());
-  out.set_node_id(node.id.value());
-  out.set_node_address(node.address);
-  toProto(r, out.mutable_resource());
-  out.set_token(issueContainerToken(core_.signer(), {cid, app, node.id, r}));
-  if (ask) {
-    out.set_priority(ask->priority());
-    out.set_allocation_request_id(ask->request_id());
-  }
-  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
-  return out;
-}
-
-void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
-  const Resource& cluster = cluster_;
-  // 1. AM containers of submitted apps, reservation-bound first, then by
-  // submission. The list is re-read when any app changed.
+// AM containers of submitted apps go first, reservation-bound first, then by
+// submission. The list is re-read when any app changed.
+void RmRuntime::placeAms(Node& node, TimePoint now) {
   if (apps_.version() != submitted_version_) {
     submitted_version_ = apps_.version();
     submitted_ = apps_.list({AppState::kSubmitted}, "");
@@ -296,226 +382,114 @@ void RmRuntime::schedule(Node& node, v1::NodeHeartbeatResponse*) {
                      [](const AppRecord& a, const AppRecord& b) {
                        return !a.reservation.empty() && b.reservation.empty();
                      });
+    std::set<AppId> waiting;
+    for (const auto& a : submitted_) {
+      refresh(a.id);
+      AppRt& rt = rt_[a.id];
+      if (rt.am_pending || !ensureApp(a.id, now)) continue;
+      waiting.insert(a.id);
+      if (rt.am_ask) continue;
+      sched::ResourceRequest r;
+      r.request_id = kAmAsk;
+      r.priority = std::numeric_limits<int32_t>::min();
+      r.capability = a.spec.am_resource;
+      r.count = 1;
+      if (sched_->updateAsks(a.id, {r}).isOk()) {
+        rt.am_ask = true;
+        am_asks_.insert(a.id);
+      }
+    }
+    // Apps no longer waiting for an AM (killed, say) give their AM ask back.
+    std::vector<AppId> stale;
+    for (const auto& id : am_asks_) {
+      if (!waiting.count(id)) stale.push_back(id);
+    }
+    for (const auto& id : stale) {
+      refresh(id);
+      AppRt& rt = rt_[id];
+      sched::ResourceRequest r;
+      r.request_id = kAmAsk;
+      (void)sched_->updateAsks(id, {r});
+      rt.am_ask = false;
+      am_asks_.erase(id);
+      forgetIfDone(id);
+    }
   }
+  if (submitted_.empty()) return;
+  auto used = sched_->nodeUsed(node.id);
+  if (!used.isOk()) return;
+  Resource free = node.total - *used;
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     const AppRecord a = *it;
-    AppRt& rt = rt_[a.id];
-    if (rt.am_pending || !a.spec.am_resource.fitsIn(node.total - node.used)) {
+    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free)) {
       ++it;
       continue;
     }
     it = submitted_.erase(it);
-    v1::Container c = grant(node, a.id, a.spec.am_resource, nullptr, true);
-    if (Status st = apps_.amLaunched(a.id, ContainerId(c.container_id()), node.id); !st.isOk()) {
-      // E.g. killed meanwhile: undo the grant.
-      spdlog::warn("app {}: AM not launched: {}", a.id.value(), st.message());
-      Resource r = a.spec.am_resource;
-      containers_.erase(ContainerId(c.container_id()));
-      node.used -= r;
-      rt_[a.id].used -= r;
-      rt_[a.id].running--;
-      continue;
-    }
-    refresh(a.id);
-    rt_[a.id].am_pending = true;
-    launches_.push_back({a.id, c, node.address, a.spec.am_launch_context, a.attempt + 1});
-    cv_.notify_all();
-  }
-  // A full node has nothing to offer (the common case in steady state).
-  if (!Resource(1, 1).fitsIn(node.total - node.used)) return;
-  // 2. Asks of running apps. Apps below their reservation's guarantee first
-  // (periodic, then one-off); then everyone else by weighted fair share:
-  // the ad-hoc queue (or borrowing reservation) with the smallest dominant
-  // share / weight, inside it the user with the smallest dominant share
-  // (DRF), one container (or gang) at a time.
-  struct Cand {
-    int cls;
-    AppId app;
-    size_t qi, ui;                // indexes into queue_used / user_used
-    std::vector<size_t> levels;   // indexes into queue_used of each prefix of the queue path
-    std::vector<double> weights;  // weight of each prefix
-  };
-  std::vector<Cand> cands;
-  std::vector<Resource> queue_used, user_used;
-  std::map<std::string, size_t> queue_ix;
-  std::map<std::pair<std::string, std::string>, size_t> user_ix;
-  for (auto& [app, rt0] : rt_) {
-    if (rt0.running == 0 && rt0.asks.empty()) continue;
-    AppRt& rt = appRt(app);
-    if (rt.state != AppState::kRunning) continue;
-    int cls = 2;
-    std::string queue = rt.queue;
-    if (!rt.reservation.empty()) {
-      Resource g = guarantee_(rt.reservation, clock_.now());
-      bool below = !g.isZero() && !g.fitsIn(rt.used);
-      if (below) cls = periodic_(rt.reservation) ? 0 : 1;
-      queue = "reservation:" + rt.reservation.value();
-    }
-    for (const auto& prefix : pathPrefixes(queue)) {
-      auto [pit, pnew] = queue_ix.try_emplace(prefix, queue_used.size());
-      if (pnew) queue_used.emplace_back();
-      if (prefix != queue) queue_used[pit->second] += rt.used;
-    }
-    auto [qit, qnew] = queue_ix.try_emplace(queue, queue_used.size());
-    if (qnew) queue_used.emplace_back();
-    auto [uit, unew] = user_ix.try_emplace({queue, rt.user}, user_used.size());
-    if (unew) user_used.emplace_back();
-    queue_used[qit->second] += rt.used;
-    user_used[uit->second] += rt.used;
-    if (!rt.asks.empty()) {
-      Cand c{cls, app, qit->second, uit->second, {}, {}};
-      for (const auto& prefix : pathPrefixes(queue)) {
-        auto [pit, pnew] = queue_ix.try_emplace(prefix, queue_used.size());
-        if (pnew) queue_used.emplace_back();
-        auto w = opts_.queue_weights.find(prefix);
-        c.levels.push_back(pit->second);
-        c.weights.push_back(w != opts_.queue_weights.end() && w->second > 0 ? w->second : 1.0);
-      }
-      cands.push_back(std::move(c));
-    }
-  }
-  const Millis soft_patience = std::max(Millis(1000), core_.heartbeatInterval() * 3);
-  // Allocates one unit (a container or a gang) of `app`'s most urgent ask
-  // that fits this node; false when nothing fits.
-  auto allocateOne = [&](const Cand& c) {
-    if (!(Resource(1, 1)).fitsIn(node.total - node.used)) return false;  // node full
-    AppRt& rt = rt_[c.app];
-    v1::ResourceRequest* best = nullptr;
-    for (auto& [_, ask] : rt.asks) {
-      if (ask.count() <= 0 || !matchesHard(ask, node.attributes)) continue;
-      auto since = rt.ask_since.find(ask.request_id());
-      bool patient = since == rt.ask_since.end() || clock_.now() - since->second >= soft_patience;
-      if (!softOk(ask, node.attributes, patient)) continue;
-      Resource cap = fromProto(ask.capability());
-      int gang = std::max(1, ask.gang_size());
-      if (ask.count() < gang || !(cap * gang).fitsIn(node.total - node.used)) continue;
-      if (!best || ask.priority() < best->priority()) best = &ask;
-    }
-    if (!best) return false;
-    Resource cap = fromProto(best->capability());
-    int gang = std::max(1, best->gang_size());
-    for (int g = 0; g < gang; g++) rt.allocated.push_back(grant(node, c.app, cap, best, false));
-    best->set_count(best->count() - gang);
-    for (size_t l : c.levels) queue_used[l] += cap * gang;
-    user_used[c.ui] += cap * gang;
-    return true;
-  };
-  // Guarantees first.
-  std::stable_sort(cands.begin(), cands.end(),
-                   [](const Cand& a, const Cand& b) { return a.cls < b.cls; });
-  for (const auto& c : cands) {
-    if (c.cls < 2) {
-      while (allocateOne(c)) {
-      }
-    }
-  }
-  // Then fair share among the rest.
-  std::vector<Cand> rest;
-  for (const auto& c : cands) {
-    if (c.cls == 2) rest.push_back(c);
-  }
-  while (!rest.empty() && Resource(1, 1).fitsIn(node.total - node.used)) {
-    // Hierarchical fair share: at the first level where two queue paths
-    // differ, the child with the smaller dominant share / weight goes first.
-    // Levels beyond 8 compare as equal; the user's share is the last entry.
-    using Key = std::array<double, 9>;
-    auto key = [&](const Cand& c) {
-      Key k{};
-      for (size_t i = 0; i < c.levels.size() && i < 8; i++) {
-        k[i] = dominantShare(queue_used[c.levels[i]], cluster) / c.weights[i];
-      }
-      k[8] = dominantShare(user_used[c.ui], cluster);
-      return k;
-    };
-    auto best = rest.begin();
-    Key best_key = key(*best);
-    for (auto it = std::next(rest.begin()); it != rest.end(); ++it) {
-      Key k = key(*it);
-      if (k < best_key || (k == best_key && it->app < best->app)) {
-        best = it;
-        best_key = k;
-      }
-    }
-    if (!allocateOne(*best)) rest.erase(best);
-  }
-  for (auto& [_, rt] : rt_) {
-    for (auto it = rt.asks.begin(); it != rt.asks.end();) {
-      if (it->second.count() > 0) {
-        ++it;
-        continue;
-      }
-      rt.ask_since.erase(it->first);
-      it = rt.asks.erase(it);
-    }
+    ContainerId cid(a.id.value() + "_" + std::to_string(started_ms_) + "_am" +
+                    std::to_string(a.attempt + 1));
+    if (startAm(node, a, cid)) free -= a.spec.am_resource;
   }
 }
 
-void RmRuntime::preemptionPass() {
+// Starts attempt a.attempt + 1 of `a`'s AM in container `cid` on `node`: the
+// core accounts it as an AM container, the launcher thread calls the NM.
+bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) {
+  AppRt& rt = rt_[a.id];
+  if (rt.am_ask && rt.in_sched) {
+    sched::ResourceRequest r;
+    r.request_id = kAmAsk;
+    (void)sched_->updateAsks(a.id, {r});
+  }
+  rt.am_ask = false;
+  am_asks_.erase(a.id);
+  if (Status st = apps_.amLaunched(a.id, cid, node.id); !st.isOk()) {
+    // E.g. killed meanwhile.
+    spdlog::warn("app {}: AM not launched: {}", a.id.value(), st.message());
+    refresh(a.id);
+    forgetIfDone(a.id);
+    return false;
+  }
+  refresh(a.id);
   TimePoint now = clock_.now();
-  // Deadlines that passed: kill.
-  for (const auto& [cid, deadline] : preempting_) {
-    auto it = containers_.find(cid);
-    if (it != containers_.end() && it->second.running && now >= deadline)
-      to_kill_[it->second.node].insert(cid.value());
+  Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
+  containers_[cid] = c;
+  if (ensureApp(a.id, now)) account(c);
+  rt.used += c.resource;
+  rt.running++;
+  rt.am_pending = true;
+  v1::Container out;
+  out.set_container_id(cid.value());
+  out.set_node_id(node.id.value());
+  out.set_node_address(node.address);
+  toProto(c.resource, out.mutable_resource());
+  out.set_token(issueContainerToken(core_.signer(), {cid, a.id, node.id, c.resource}));
+  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
+  launches_.push_back({a.id, out, node.address, a.spec.am_launch_context, a.attempt + 1});
+  cv_.notify_all();
+  return true;
+}
+
+// A task container the core granted: recorded and buffered for the AM.
+void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
+  Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
+  containers_[a.container] = c;
+  AppRt& rt = rt_[a.app];
+  rt.used += a.resource;
+  rt.running++;
+  if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {
+    if (--p->second.count <= 0) rt.asks.erase(p);
   }
-  Resource free, coming;
-  for (const auto& [_, n] : nodes_) {
-    if (n.live) free += n.total - n.used;
-  }
-  for (const auto& [cid, _] : preempting_) {
-    if (auto it = containers_.find(cid); it != containers_.end() && it->second.running)
-      coming += it->second.resource;
-  }
-  // Reservations below their guarantee with unmet demand.
-  std::map<ReservationId, Resource> used_by, demand_of;
-  std::map<AppId, ReservationId> bound;
-  for (const auto& a : apps_.list({AppState::kSubmitted, AppState::kRunning}, "")) {
-    if (a.reservation.empty()) continue;
-    bound[a.id] = a.reservation;
-    AppRt& rt = rt_[a.id];
-    used_by[a.reservation] += rt.used;
-    if (a.state == AppState::kSubmitted && !rt.am_pending)
-      demand_of[a.reservation] += a.spec.am_resource;
-    for (const auto& [_, ask] : rt.asks)
-      demand_of[a.reservation] += fromProto(ask.capability()) * ask.count();
-  }
-  Resource need;
-  std::map<ReservationId, Resource> guarantees;
-  for (const auto& [r, d] : demand_of) {
-    Resource g = guarantee_(r, now);
-    guarantees[r] = g;
-    Resource room = g - used_by[r];
-    Resource want(std::max<int64_t>(0, std::min(room.memoryMib(), d.memoryMib())),
-                  std::max<int64_t>(0, std::min(room.vcores(), d.vcores())));
-    need += want;
-  }
-  if (need.isZero() || need.fitsIn(free + coming)) return;
-  // Victims: running task containers of borrowers (ad hoc, or a reservation
-  // beyond its guarantee), newest first.
-  std::vector<const Cont*> victims;
-  for (const auto& [cid, c] : containers_) {
-    if (!c.running || c.am || preempting_.count(cid)) continue;
-    auto b = bound.find(c.app);
-    if (b != bound.end()) {
-      Resource g = guarantees.count(b->second) ? guarantees[b->second] : guarantee_(b->second, now);
-      if (used_by[b->second].fitsIn(g)) continue;  // within its own guarantee: not borrowed
-    }
-    victims.push_back(&c);
-  }
-  std::sort(victims.begin(), victims.end(),
-            [](const Cont* a, const Cont* b) { return a->start > b->start; });
-  for (const Cont* v : victims) {
-    if (need.fitsIn(free + coming)) break;
-    preempting_[v->id] = now + opts_.preemption_grace;
-    coming += v->resource;
-    v1::PreemptionNotice n;
-    n.set_container_id(v->id.value());
-    n.set_deadline_ms(toEpochMs(now + opts_.preemption_grace));
-    n.set_reason("a reservation reclaims its guaranteed capacity");
-    rt_[v->app].preemptions.push_back(n);
-    spdlog::info("preempting {} of {} within {} ms: a reservation reclaims its guarantee",
-                 v->id.value(), v->app.value(), opts_.preemption_grace.count());
-  }
+  v1::Container out;
+  out.set_container_id(a.container.value());
+  out.set_node_id(node.id.value());
+  out.set_node_address(node.address);
+  toProto(a.resource, out.mutable_resource());
+  out.set_token(issueContainerToken(core_.signer(), {a.container, a.app, node.id, a.resource}));
+  out.set_priority(a.priority);
+  out.set_allocation_request_id(a.request_id);
+  rt.allocated.push_back(std::move(out));
+  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
 }
 
 void RmRuntime::onNodeLost(const NodeId& node) {
@@ -523,7 +497,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
   nit->second.live = false;
-  recomputeCluster();
+  (void)sched_->removeNode(node);  // its containers are no longer accounted anywhere
   for (auto& [id, c] : containers_) {
     if (c.node != node || !c.running) continue;
     v1::ContainerStatus st;
@@ -543,7 +517,8 @@ void RmRuntime::onAppKilled(const AppId& app) {
   std::lock_guard<std::mutex> lk(mu_);
   refresh(app);
   killAppContainers(app);
-  rt_[app].asks.clear();
+  withdrawAsks(app);
+  forgetIfDone(app);
 }
 
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
@@ -571,9 +546,7 @@ std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const 
     if (it == rt_.end()) continue;
     d.used += it->second.used;
     d.critical_path = std::max(d.critical_path, it->second.critical_path);
-    for (const auto& [_, ask] : it->second.asks) {
-      d.pending += fromProto(ask.capability()) * ask.count();
-    }
+    for (const auto& [_, ask] : it->second.asks) d.pending += ask.capability * ask.count;
   }
   return out;
 }
@@ -603,6 +576,8 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
     toProto(c.resource, out->mutable_resource());
   }
   rt_[app].registered = true;
+  refresh(app);
+  (void)ensureApp(app, clock_.now());
   spdlog::info("AM of {} registered (attempt {})", app.value(), rec.attempt);
   return Status::ok();
 }
@@ -642,13 +617,20 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     return Status::ok();
   }
   rt.critical_path = Millis(req.critical_path_remaining_ms());
-  for (const auto& a : req.asks()) {
-    if (a.count() <= 0) {
-      rt.asks.erase(a.request_id());
-      rt.ask_since.erase(a.request_id());
-    } else {
-      rt.asks[a.request_id()] = a;
-      rt.ask_since.emplace(a.request_id(), clock_.now());
+  if (req.asks_size() > 0) {
+    if (!ensureApp(app, clock_.now()))
+      return infeasible("application " + app.value() + " is not schedulable");
+    std::vector<sched::ResourceRequest> asks;
+    asks.reserve(static_cast<size_t>(req.asks_size()));
+    for (const auto& a : req.asks()) asks.push_back(toSched(a));
+    MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
+    for (const auto& a : asks) {
+      std::string key = askKey(a.request_id, a.priority);
+      if (a.count <= 0) {
+        rt.asks.erase(key);
+      } else {
+        rt.asks[key] = {a.request_id, a.priority, a.capability, a.count};
+      }
     }
   }
   for (const auto& id : req.releases()) {
@@ -657,24 +639,29 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
       return invalidArgument("releases",
                              "container " + id + " is not a container of " + app.value());
     }
-    if (it->second.running) to_kill_[it->second.node].insert(id);
+    if (!it->second.running) continue;
+    (void)sched_->release(app, it->first);  // free for the core at once
+    to_kill_[it->second.node].insert(id);
   }
   for (auto& c : rt.allocated) *resp->add_allocated() = std::move(c);
   rt.allocated.clear();
   for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
   rt.completed.clear();
-  for (auto& n : rt.preemptions) *resp->add_preemptions() = std::move(n);
-  rt.preemptions.clear();
+  for (const auto& n : sched_->takePreemptionNotices(app)) {
+    preempted_.insert(n.container);
+    auto* out = resp->add_preemptions();
+    out->set_container_id(n.container.value());
+    out->set_deadline_ms(toEpochMs(n.deadline));
+    out->set_reason(n.reason);
+    spdlog::info("preempting {} of {} by {}: {}", n.container.value(), app.value(),
+                 toEpochMs(n.deadline), n.reason);
+  }
   resp->set_response_id(req.response_id() + 1);
   int live = 0;
-  Resource free;
-  for (const auto& [_, n] : nodes_) {
-    if (!n.live) continue;
-    live++;
-    free += n.total - n.used;
-  }
+  for (const auto& [_, n] : nodes_) live += n.live ? 1 : 0;
   resp->set_num_cluster_nodes(live);
-  toProto(free, resp->mutable_available());
+  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
+          resp->mutable_available());
   return Status::ok();
 }
 
@@ -703,7 +690,8 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     std::lock_guard<std::mutex> lk(mu_);
     refresh(app);
     AppRt& rt = rt_[app];
-    rt.asks.clear();
+    withdrawAsks(app);
+    forgetIfDone(app);  // nothing left running (the AM usually still is)
     // Task containers still running are stopped; the AM exits on its own.
     for (const auto& [id, c] : containers_) {
       if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());

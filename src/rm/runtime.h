@@ -3,20 +3,21 @@
 // (app records), the ReservationManager (plan: which apps are guaranteed) and
 // the NMs (ContainerManager, called to launch AM containers).
 //
-// Scheduling (heartbeat driven, DESIGN.md §6): every reservation is a queue
-// whose guaranteed capacity at each moment is the plan's allocation for its
-// current instance (asked of the plan on every pass: the plan follower). On
-// each node heartbeat, AM containers of submitted apps are placed first
-// (reservation-bound first), then asks of running apps in this order: apps
-// below their reservation's guarantee, periodic before one-off, then every
-// other app (ad hoc, or a reservation beyond its guarantee) smallest dominant
-// share first (DRF). Work conserving: capacity a reservation does not use is
-// lent; when a reservation below its guarantee has demand the free capacity
-// cannot meet, borrowed containers (newest first, never AMs) get a
-// preemption notice and are killed after the grace period.
+// Scheduling is delegated to the scheduler core (rm/scheduler/scheduler.h,
+// DESIGN.md §6): this class translates the wire messages into its calls and
+// keeps what the core does not (AM launch, container records for telemetry,
+// acknowledgements, kills, notices buffered for the AM's next allocate()).
+// Every reservation with a bound app is a queue of the core whose guarantee is
+// pushed from the plan on each heartbeat (the plan follower); ad-hoc apps go
+// to their leaf queue. On each node heartbeat the runtime first places AM
+// containers of submitted apps (reservation-bound first) and hands them to the
+// core as AM containers (never preempted); then the core fills the node and
+// selects borrowed containers to preempt for reservations below their
+// guarantee (notices to the AMs, killed after the grace period).
 //
-// Container ids embed their app id ("<app>_c<rm start ms>_<seq>") so an RM that restarts
-// can re-attribute containers reported by NMs.
+// Container ids are the core's "<app>_<rm start ms>_<seq>" (AM containers
+// "<app>_<rm start ms>_am<attempt>"), so an RM that restarts can re-attribute
+// containers reported by NMs.
 //
 // Thread-safety: internally locked. NM RPCs (AM launch) run on a launcher
 // thread, never under the lock.
@@ -26,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -41,6 +43,7 @@
 #include "rm/dra_monitor.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
+#include "rm/scheduler/scheduler.h"
 #include "rm/telemetry.h"
 #include "store/state_store.h"
 
@@ -99,7 +102,7 @@ class RmRuntime {
   struct Node {
     NodeId id;
     std::string address;
-    Resource total, used;
+    Resource total;
     std::map<std::string, std::string> attributes;
     bool live = true;
   };
@@ -112,16 +115,24 @@ class RmRuntime {
     bool running = true;
     TimePoint start, end;
   };
+  // What the app still asks for, mirrored from its allocate() calls minus what
+  // the core granted (for reservationDemand and to withdraw asks).
+  struct PendingAsk {
+    std::string request_id;
+    int32_t priority = 0;
+    Resource capability;
+    int32_t count = 0;
+  };
   struct AppRt {
-    std::map<std::string, v1::ResourceRequest> asks;  // by request id
-    std::map<std::string, TimePoint> ask_since;       // when each ask became pending
-    std::vector<v1::Container> allocated;             // not yet returned to the AM
-    std::vector<v1::ContainerStatus> completed;       // not yet returned to the AM
-    std::vector<v1::PreemptionNotice> preemptions;    // not yet returned to the AM
-    std::vector<ContainerInterval> intervals;         // task containers, for telemetry
-    bool am_pending = false;                          // AM container being launched
-    bool registered = false;                          // AM registered with this RM incarnation
-    Millis critical_path{0};                          // AM-reported (Jockey's S), 0 = unknown
+    std::map<std::string, PendingAsk> asks;      // by the core's ask key
+    std::vector<v1::Container> allocated;        // not yet returned to the AM
+    std::vector<v1::ContainerStatus> completed;  // not yet returned to the AM
+    std::vector<ContainerInterval> intervals;    // task containers, for telemetry
+    bool am_pending = false;                     // AM container being launched
+    bool am_ask = false;                         // the core holds an ask for the AM
+    bool in_sched = false;                       // added to the scheduler core
+    bool registered = false;                     // AM registered with this RM incarnation
+    Millis critical_path{0};                     // AM-reported (Jockey's S), 0 = unknown
     Resource used;
     int32_t running = 0;
     // Cached from the AppManager (refreshed on every transition the runtime
@@ -142,14 +153,16 @@ class RmRuntime {
     int attempt = 0;
   };
 
-  void schedule(Node& node, v1::NodeHeartbeatResponse* resp);  // REQUIRES(mu_)
-  v1::Container grant(Node& node, const AppId& app, const Resource& r,
-                      const v1::ResourceRequest* ask,
-                      bool am);                                // REQUIRES(mu_)
-  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
-  void killAppContainers(const AppId& app);                    // REQUIRES(mu_)
-  void preemptionPass();                                       // REQUIRES(mu_)
-  void recomputeCluster();                                     // REQUIRES(mu_)
+  bool ensureApp(const AppId& app, TimePoint now);                       // REQUIRES(mu_)
+  void forgetIfDone(const AppId& app);                                   // REQUIRES(mu_)
+  void withdrawAsks(const AppId& app);                                   // REQUIRES(mu_)
+  void pushGuarantee(const ReservationId& id, TimePoint now);            // REQUIRES(mu_)
+  void placeAms(Node& node, TimePoint now);                              // REQUIRES(mu_)
+  bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
+  void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
+  void account(const Cont& c);                                           // REQUIRES(mu_)
+  void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
+  void killAppContainers(const AppId& app);                              // REQUIRES(mu_)
   void launcherLoop();
 
   const RuntimeOptions opts_;
@@ -163,19 +176,19 @@ class RmRuntime {
   const int64_t started_ms_;
 
   mutable std::mutex mu_;
-  std::string am_address_;                             // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;                       // GUARDED_BY(mu_)
-  Resource cluster_;                                   // GUARDED_BY(mu_): total of live nodes
-  std::map<ContainerId, Cont> containers_;             // GUARDED_BY(mu_)
-  std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
+  std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
+  std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
+  std::set<AppId> am_asks_;                  // GUARDED_BY(mu_): apps with an AM ask in sched_
+  std::string am_address_;                   // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;             // GUARDED_BY(mu_)
+  std::map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
+  std::map<AppId, AppRt> rt_;                // GUARDED_BY(mu_)
   std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
   std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
-  std::set<ContainerId> done_;                   // GUARDED_BY(mu_): completed ids seen (dedupe)
-  std::map<ContainerId, TimePoint> preempting_;  // GUARDED_BY(mu_): kill deadline
-  TimePoint last_preemption_pass_;               // GUARDED_BY(mu_)
-  std::vector<AppRecord> submitted_;             // GUARDED_BY(mu_): apps waiting for an AM
+  std::set<ContainerId> done_;                 // GUARDED_BY(mu_): completed ids seen (dedupe)
+  std::set<ContainerId> preempted_;            // GUARDED_BY(mu_): under a preemption notice
+  std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
   uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
-  int64_t seq_ = 1;                            // GUARDED_BY(mu_)
   std::deque<Launch> launches_;                // GUARDED_BY(mu_)
   std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
   store::StateStore* store_ = nullptr;

@@ -32,6 +32,7 @@ struct Container {
   Resource resource;
   int32_t priority = 0;
   std::string request_id;
+  bool am = false;          // an AM container: never preempted
   bool preempting = false;  // a notice went out
   bool kill_sent = false;   // returned in a to_kill list
   TimePoint kill_deadline;
@@ -97,6 +98,7 @@ class EntityHeap {
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
   Entity* top() const { return v_.front().e; }
+  const Key& topKey() const { return v_.front().key; }
   Entity* at(size_t i) const { return v_[i].e; }
   void push(Entity* e, Key k);
   void erase(Entity* e);
@@ -462,6 +464,7 @@ struct Scheduler::Impl {
     a.priority = c.priority;
     a.request_id = c.request_id;
     if (c.app->res != nullptr) a.reservation = c.app->res->id;
+    a.am = c.am;
     return a;
   }
 
@@ -561,6 +564,35 @@ struct Scheduler::Impl {
     restoreSkipped();
   }
 
+  // SchedulerOptions::borrowing_reservations_share: the top-level ad-hoc
+  // queues and the reservation queues (beyond their guarantee) as siblings,
+  // the smaller policy score first (reservations at weight 1, periodic and
+  // one-off alike), then creation order.
+  void runShared(Node& n, TimePoint now, NodeUpdateResult& out) {
+    EntityHeap& adhoc = root->children;
+    int ask = -1;
+    while (anyShapeFits(n.free) && (!adhoc.empty() || !overage.empty())) {
+      EntityHeap* h = &adhoc;
+      if (adhoc.empty()) {
+        h = &overage;
+      } else if (!overage.empty()) {
+        const Key& a = adhoc.topKey();
+        const Key& o = overage.topKey();
+        if (std::tie(o.score, o.seq) < std::tie(a.score, a.seq)) h = &overage;
+      }
+      Entity* e = h->top();
+      App* app = descend(e->children, n, h == &adhoc ? Phase::kAdhoc : Phase::kOverage, now, &ask);
+      if (app == nullptr) {
+        h->erase(e);
+        e->skipped[h->slot()] = true;
+        skipped.emplace_back(h, e);
+        continue;
+      }
+      grant(app, ask, n, out);
+    }
+    restoreSkipped();
+  }
+
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.marked == 0) return;
     for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
@@ -587,7 +619,7 @@ struct Scheduler::Impl {
         clampZero(need - clampZero(cluster_total - cluster_used) - preempting_total);
     if (shortfall.isZero()) return;
     for (Container* c = all.tail; c != nullptr && !shortfall.isZero(); c = c->all_link.prev) {
-      if (c->preempting) continue;
+      if (c->preempting || c->am) continue;
       App* a = c->app;
       Reservation* r = a->res;
       if (r != nullptr) {
@@ -611,8 +643,12 @@ struct Scheduler::Impl {
     collectKills(n, now, out);
     if (anyShapeFits(n.free)) {
       runPhase(Phase::kGuaranteed, guaranteed, n, now, out);
-      runPhase(Phase::kAdhoc, root->children, n, now, out);
-      runPhase(Phase::kOverage, overage, n, now, out);
+      if (opts.borrowing_reservations_share) {
+        runShared(n, now, out);
+      } else {
+        runPhase(Phase::kAdhoc, root->children, n, now, out);
+        runPhase(Phase::kOverage, overage, n, now, out);
+      }
     }
     preemptIfNeeded(now);
     return out;
@@ -872,6 +908,7 @@ Status Scheduler::recoverContainer(const Allocation& c) {
   Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource,
                                    c.priority, c.request_id);
   MORPHEUS_CHECK(k != nullptr, "container insert after existence check");
+  k->am = c.am;
   s.refresh(app->second.get());
   return Status::ok();
 }

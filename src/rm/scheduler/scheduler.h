@@ -12,7 +12,9 @@
 //  2. the ad-hoc hierarchy: siblings by weighted dominant share (the
 //     QueueOrderingPolicy), DRF between users inside a leaf, then apps;
 //  3. reservation queues beyond their guarantee (work conserving: a
-//     reservation may borrow what nobody else asked for).
+//     reservation may borrow what nobody else asked for). With
+//     SchedulerOptions::borrowing_reservations_share they are served in step 2
+//     instead, as siblings of the top-level ad-hoc queues at weight 1.
 // Inside an app, asks go by priority (lower first), then request id.
 //
 // Work conserving with preemption: capacity a reservation does not use is
@@ -115,6 +117,8 @@ class Scheduler {
   // the node. The app's asks are untouched (the AM resyncs them). NOT_FOUND
   // for an unknown app or node; ALREADY_EXISTS for a known container id;
   // INVALID_ARGUMENT ("container.resource") for a negative or zero resource.
+  // Also how the RM accounts an AM container it placed itself: with
+  // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
 
   // ---- Reservations (the plan follower, DESIGN.md §6) ----

@@ -74,6 +74,10 @@ struct Allocation {
   int32_t priority = 0;
   std::string request_id;     // echoes ResourceRequest.request_id
   ReservationId reservation;  // the reservation queue it counts against ("" = ad hoc)
+  // An application master's container (placed by the RM, handed in with
+  // Scheduler::recoverContainer). Never selected for preemption: killing an
+  // AM kills the whole attempt, not just borrowed capacity.
+  bool am = false;
 };
 
 // v1.PreemptionNotice for the owning AM. After `deadline` the container is
@@ -118,6 +122,13 @@ struct SchedulerOptions {
   // Container ids are "<app>_<container_id_epoch>_<sequence>"; give the RM's
   // start time (ms) so ids stay unique across RM restarts. Default 0.
   int64_t container_id_epoch = 0;
+  // false: reservation queues beyond their guarantee are served after the
+  // whole ad-hoc hierarchy (they borrow only what nobody else asked for).
+  // true: they compete with the top-level ad-hoc queues by the ordering
+  // policy's score at weight 1 (the RM daemon's behaviour: a reservation whose
+  // window ended, or whose guarantee is below its needs, keeps progressing
+  // next to ad-hoc work instead of starving behind it).
+  bool borrowing_reservations_share = false;
 };
 
 }  // namespace morpheus::sched

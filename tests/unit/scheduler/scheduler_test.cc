@@ -211,6 +211,68 @@ TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
   EXPECT_EQ(s->takePreemptionNotices(AppId("b")).size(), 6u);
 }
 
+// AM containers (handed in by the RM with am set) are never preemption
+// victims, even when they are the newest borrowed containers.
+TEST(SchedulerTest, AmContainersAreNeverPreempted) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(3)}).isOk());
+  auto fill = beat(*s, "n1", kT0);
+  ASSERT_EQ(fill.allocations.size(), 3u);
+  Allocation am;
+  am.container = ContainerId("adhoc_0_am1");
+  am.app = AppId("adhoc");
+  am.node = NodeId("n1");
+  am.resource = Resource(1024, 1);
+  am.am = true;
+  ASSERT_TRUE(s->recoverContainer(am).isOk());  // the newest container, and the node is full
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(4)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 3u);
+  for (const auto& n : notices) EXPECT_NE(n.container, am.container);
+  auto kill = beat(*s, "n1", kT0 + Seconds(20));
+  ASSERT_EQ(kill.to_kill.size(), 3u);
+  for (const auto& k : kill.to_kill) EXPECT_FALSE(k.am);
+  auto removed = s->removeApp(AppId("adhoc"));
+  ASSERT_TRUE(removed.isOk());
+  ASSERT_EQ(removed->size(), 4u);
+  EXPECT_TRUE(removed->back().am);
+}
+
+// Beyond its guarantee a reservation waits behind ad-hoc work by default;
+// with borrowing_reservations_share it shares with the top-level ad-hoc
+// queues by dominant share, as a sibling of weight 1.
+TEST(SchedulerTest, BorrowingReservationsShareWithAdhocWhenConfigured) {
+  for (bool share : {false, true}) {
+    SchedulerOptions o;
+    o.borrowing_reservations_share = share;
+    auto s = make(o);
+    ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+    ASSERT_TRUE(
+        s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(1024, 1))
+            .isOk());
+    ASSERT_TRUE(
+        s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+    ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(8)}).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+    auto m = countByApp(beat(*s, "n1", kT0).allocations);
+    if (share) {
+      EXPECT_EQ(m["res"], 4);  // 1 guaranteed, then 3 : 4 by dominant share
+      EXPECT_EQ(m["adhoc"], 4);
+    } else {
+      EXPECT_EQ(m["res"], 1);  // its guarantee only
+      EXPECT_EQ(m["adhoc"], 7);
+    }
+  }
+}
+
 // Gang asks are granted all-or-none within a pass.
 TEST(SchedulerTest, GangGrantedAllOrNone) {
   auto s = make();
