@@ -127,7 +127,24 @@ TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
   ASSERT_EQ(dup.failed_size(), 1) << dup.DebugString();
   EXPECT_EQ(dup.failed(0).code(), "ALREADY_EXISTS");
 
-  ASSERT_EQ(start("c_sleep", token("c_sleep", "app_it"), "sleep", {"60"}).started_size(), 1);
+  // The stop below checks SIGTERM-then-status of a command that is running;
+  // wait until the command itself has started (it prints), so the stop does
+  // not land in the wrapper's fork-to-exec window (a known NM race, see the
+  // stop-9 note: there the command would only get the SIGKILL).
+  ASSERT_EQ(
+      start("c_sleep", token("c_sleep", "app_it"), "sh", {"-c", "echo started; exec sleep 60"})
+          .started_size(),
+      1);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        v1::GetContainerLogsRequest r;
+        r.set_container_id("c_sleep");
+        r.set_stream("stdout");
+        v1::GetContainerLogsResponse out;
+        auto c = makeContext(Millis(5000));
+        return stub_->GetContainerLogs(c.get(), r, &out).ok() && out.data() == "started\n";
+      },
+      std::chrono::seconds(10)));
   auto stop = [&](const std::string& tok) {
     v1::StopContainersRequest req;
     req.add_container_ids("c_sleep");
