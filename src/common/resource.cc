@@ -102,6 +102,18 @@ int64_t Resource::countFitting(const Resource& unit) const {
   return n;
 }
 
+int64_t Resource::countCovering(const Resource& unit) const {
+  MORPHEUS_CHECK(!unit.isZero() && !unit.anyNegative(), "countCovering: unit must be positive");
+  int64_t n = 0;
+  auto cover = [&n](int64_t have, int64_t need) {
+    if (need > 0 && have > 0) n = std::max(n, (have + need - 1) / need);
+  };
+  cover(memory_mib_, unit.memory_mib_);
+  cover(vcores_, unit.vcores_);
+  for (const auto& [name, v] : unit.extended_) cover(extendedValue(name), v);
+  return n;
+}
+
 std::string Resource::toString() const {
   std::ostringstream os;
   os << "<memory:" << memory_mib_ << " MiB, vcores:" << vcores_;

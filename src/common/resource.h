@@ -56,6 +56,10 @@ class Resource {
   // How many copies of `unit` fit into *this (per-dimension floor, minimum over
   // the dimensions `unit` uses). `unit` must be non-zero.
   int64_t countFitting(const Resource& unit) const;
+  // How many copies of `unit` it takes to cover *this (per-dimension ceiling,
+  // maximum over the dimensions `unit` uses; negative dimensions count as 0).
+  // `unit` must be non-zero.
+  int64_t countCovering(const Resource& unit) const;
 
   // "<memory:4096 MiB, vcores:2>" (extended appended as name:value).
   std::string toString() const;

@@ -378,7 +378,8 @@ Millis DagJob::criticalPathRemaining() const {
     for (int i = 0; i < spec_.stages[s].tasks; ++i) {
       const Task& t = tasks_[taskIndex(static_cast<int>(s), i)];
       if (t.state == TaskState::kSucceeded) continue;
-      bool running = t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching);
+      bool running =
+          t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching);
       r = std::max(r, running ? std::max<int64_t>(0, est - (now - *t.launched).count()) : est);
     }
     rest[s] = r;

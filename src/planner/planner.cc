@@ -22,10 +22,9 @@ std::string InfeasibilityExplanation::toString() const {
       s += " [" + ms(a) + ", " + ms(b) + ")";
     }
   }
-  s += earliest_feasible_deadline
-           ? "; earliest feasible deadline with the same arrival: " +
-                 ms(*earliest_feasible_deadline) + " ms"
-           : "; no feasible deadline within the period/horizon";
+  s += earliest_feasible_deadline ? "; earliest feasible deadline with the same arrival: " +
+                                        ms(*earliest_feasible_deadline) + " ms"
+                                  : "; no feasible deadline within the period/horizon";
   if (stage >= 0) {
     s += "; " + std::to_string(containers_fitting_by_deadline) + " containers of stage " +
          std::to_string(stage) + " would fit by the requested deadline";
@@ -49,8 +48,7 @@ Result<std::unique_ptr<Planner>> Planner::create(const PlannerOptions& o,
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto agent, makeAgent(o.agent, o.agent_options));
   MORPHEUS_ASSIGN_OR_RETURN(auto sharing, makeSharingPolicy(o.sharing_policy, o.sharing));
-  return std::unique_ptr<Planner>(
-      new Planner(o, capacity, std::move(agent), std::move(sharing)));
+  return std::unique_ptr<Planner>(new Planner(o, capacity, std::move(agent), std::move(sharing)));
 }
 
 Planner::Planner(const PlannerOptions& options, const Resource& capacity,
@@ -85,8 +83,8 @@ InfeasibilityExplanation Planner::explain(const ReservationDefinition& def,
     }
   }
   // Earliest deadline (same arrival) at which it fits: binary search over steps.
-  TimePoint dmax = def.period.count() > 0 ? def.arrival + def.period
-                                          : now + options_.one_off_horizon;
+  TimePoint dmax =
+      def.period.count() > 0 ? def.arrival + def.period : now + options_.one_off_horizon;
   int64_t lo = plan_.stepFloor(def.deadline) + 1, hi = plan_.stepFloor(dmax);
   ReservationDefinition d2 = def;
   auto fitsBy = [&](int64_t s) {
@@ -131,8 +129,8 @@ InfeasibilityExplanation Planner::explain(const ReservationDefinition& def,
 Result<Placement> Planner::propose(const ReservationId& id, const ReservationDefinition& def,
                                    TimePoint now, InfeasibilityExplanation* explanation) const {
   if (id.empty()) return invalidArgument("id", "must not be empty");
-  MORPHEUS_RETURN_IF_ERROR(validateDefinition(def, plan_.capacity(), options_.lcm,
-                                              options_.one_off_horizon, now));
+  MORPHEUS_RETURN_IF_ERROR(
+      validateDefinition(def, plan_.capacity(), options_.lcm, options_.one_off_horizon, now));
   if (def.period.count() % options_.step.count() != 0) {
     return invalidArgument("period", "must be a multiple of the plan step (" +
                                          std::to_string(options_.step.count()) + " ms)");
@@ -169,10 +167,10 @@ Result<Placement> Planner::update(const ReservationId& id, const ReservationDefi
     MORPHEUS_CHECK(plan_.add(id, saved.def, saved.placement, saved.accepted_seq).isOk(),
                    "restoring the old placement of " + id.value());
     for (const auto& e : saved.extras) {
-      MORPHEUS_CHECK(plan_.addExtra(id, e.resource, plan_.stepTime(e.start_step),
-                                    plan_.stepTime(e.end_step))
-                         .isOk(),
-                     "restoring extras of " + id.value());
+      MORPHEUS_CHECK(
+          plan_.addExtra(id, e.resource, plan_.stepTime(e.start_step), plan_.stepTime(e.end_step))
+              .isOk(),
+          "restoring extras of " + id.value());
     }
     return r.status();
   }
@@ -216,7 +214,8 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
       bool hit = false;
       for (const auto& a : r->placement.allocations) {
         for (int64_t s = plan_.stepFloor(a.start); s < plan_.stepFloor(a.end) && !hit; ++s) {
-          for (int64_t k = 0; k < L / ps && !hit; ++k) hit = over_off[static_cast<size_t>(mod(s + k * ps))];
+          for (int64_t k = 0; k < L / ps && !hit; ++k)
+            hit = over_off[static_cast<size_t>(mod(s + k * ps))];
         }
       }
       if (hit) rep.periodic_over_capacity.push_back(r->id);
@@ -231,8 +230,8 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
     over.assign(static_cast<size_t>(s1 - s0), false);
     bool any = false;
     for (int64_t s = s0; s < s1; ++s) {
-      bool o = !(per[static_cast<size_t>(mod(s))] + one[static_cast<size_t>(s - s0)])
-                    .fitsIn(capacity);
+      bool o =
+          !(per[static_cast<size_t>(mod(s))] + one[static_cast<size_t>(s - s0)]).fitsIn(capacity);
       over[static_cast<size_t>(s - s0)] = o;
       any = any || o;
     }
@@ -282,31 +281,8 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
   return rep;
 }
 
-Status Planner::tryAddToCurrentInstance(const ReservationId& id, const Resource& extra,
-                                        TimePoint from, TimePoint to, TimePoint now) {
-  if (plan_.find(id) == nullptr) return notFound("reservation " + id.value());
-  if (extra.anyNegative() || extra.isZero()) {
-    return invalidArgument("extra", "must be non-negative and non-zero");
-  }
-  if (from < now - options_.step) return invalidArgument("from", "must not be in the past");
-  if (to <= from) return invalidArgument("to", "must be after from");
-  if (to > now + options_.one_off_horizon) {
-    return invalidArgument("to", "beyond the one-off planning horizon");
-  }
-  for (int64_t s = plan_.stepFloor(from); s < plan_.stepCeil(to); ++s) {
-    Resource total = plan_.loadAtStep(s) + extra;
-    if (!total.fitsIn(plan_.capacity())) {
-      return infeasible("extra: no room for " + extra.toString() + " at " +
-                        ms(plan_.stepTime(s)) + " ms (load " + plan_.loadAtStep(s).toString() +
-                        ", capacity " + plan_.capacity().toString() + ")");
-    }
-  }
-  return plan_.addExtra(id, extra, from, to);
-}
-
-Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit,
-                                  int64_t max_count, TimePoint from, TimePoint to, TimePoint now,
-                                  std::string* limit) {
+Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit, int64_t max_count,
+                                  TimePoint from, TimePoint to, TimePoint now, std::string* limit) {
   if (plan_.find(id) == nullptr) return notFound("reservation " + id.value());
   if (unit.anyNegative() || unit.isZero()) {
     return invalidArgument("unit", "must be non-negative and non-zero");
@@ -322,9 +298,7 @@ Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit,
   for (int64_t s = plan_.stepFloor(from); s < plan_.stepCeil(to) && n > 0; ++s) {
     Resource load = plan_.loadAtStep(s);
     Resource room = plan_.capacity() - load;
-    int64_t fit = n;
-    if (unit.memoryMib() > 0) fit = std::min(fit, std::max<int64_t>(0, room.memoryMib()) / unit.memoryMib());
-    if (unit.vcores() > 0) fit = std::min(fit, std::max<int64_t>(0, room.vcores()) / unit.vcores());
+    int64_t fit = std::min(n, room.countFitting(unit));
     if (fit < n) {
       n = fit;
       if (limit != nullptr) {

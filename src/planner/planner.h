@@ -25,11 +25,11 @@
 namespace morpheus::planner {
 
 struct PlannerOptions {
-  Millis step{60'000};                     // plan step; default 60 s
-  Millis lcm{86'400'000};                  // periodic part; default 1 day; multiple of step
-  Millis one_off_horizon{7 * 86'400'000};  // one-off planning horizon; default 7 days
-  std::string agent = "lowcost";           // "lowcost" (Morpheus §6) or "greedy" (baseline)
-  AgentOptions agent_options;              // end points, alignment penalty weight
+  Millis step{60'000};                           // plan step; default 60 s
+  Millis lcm{86'400'000};                        // periodic part; default 1 day; multiple of step
+  Millis one_off_horizon{7 * 86'400'000};        // one-off planning horizon; default 7 days
+  std::string agent = "lowcost";                 // "lowcost" (Morpheus §6) or "greedy" (baseline)
+  AgentOptions agent_options;                    // end points, alignment penalty weight
   std::string sharing_policy = "no-overcommit";  // or "capacity-over-time"
   SharingPolicyOptions sharing;                  // parameters of capacity-over-time
 };
@@ -83,12 +83,12 @@ class Planner {
   // definition, ALREADY_EXISTS for a known id, kInfeasible when it cannot be
   // placed (then *explanation, if given, is filled) or the sharing policy
   // refuses it. On success the placement is committed and returned.
-  Result<Placement> submit(const ReservationId& id, const ReservationDefinition& def,
-                           TimePoint now, InfeasibilityExplanation* explanation = nullptr);
+  Result<Placement> submit(const ReservationId& id, const ReservationDefinition& def, TimePoint now,
+                           InfeasibilityExplanation* explanation = nullptr);
   // Try-and-swap: re-plans `id` with `def` as if the old placement were gone;
   // on any failure the old placement stays and the plan is unchanged.
-  Result<Placement> update(const ReservationId& id, const ReservationDefinition& def,
-                           TimePoint now, InfeasibilityExplanation* explanation = nullptr);
+  Result<Placement> update(const ReservationId& id, const ReservationDefinition& def, TimePoint now,
+                           InfeasibilityExplanation* explanation = nullptr);
   // Frees the reservation's capacity (placement and extras). NOT_FOUND when unknown.
   Status remove(const ReservationId& id);
   // Reloads a persisted reservation without re-planning; the allocations are
@@ -103,12 +103,6 @@ class Planner {
   // never moved; those on overloaded offsets are reported.
   CapacityChangeReport setCapacity(const Resource& capacity, TimePoint now);
 
-  // DRA hook (Morpheus §7, issue #4): holds `extra` on top of the plan for `id`
-  // over the steps covering [from, to) if the plan has room at every one of
-  // them (kInfeasible otherwise, plan unchanged). Requires now <= from < to <=
-  // now + horizon.
-  Status tryAddToCurrentInstance(const ReservationId& id, const Resource& extra, TimePoint from,
-                                 TimePoint to, TimePoint now);
   // Releases `id`'s extras from the step containing `from` on.
   Status removeExtra(const ReservationId& id, TimePoint from);
   // DRA grant as a swap (Morpheus §7: a grant lasts T, then is re-evaluated):
@@ -118,7 +112,7 @@ class Planner {
   // Returns n (0: nothing fits, no extra is held from `from` on); when
   // n < max_count, *limit (if given) names the step and load that capped it.
   // INVALID_ARGUMENT for a zero/negative unit or count, or a bad interval
-  // (as tryAddToCurrentInstance), NOT_FOUND for an unknown id.
+  // (now <= from < to <= now + horizon), NOT_FOUND for an unknown id.
   Result<int64_t> setExtra(const ReservationId& id, const Resource& unit, int64_t max_count,
                            TimePoint from, TimePoint to, TimePoint now, std::string* limit);
   // DRA extras `id` holds at absolute time t (on top of its placement).

@@ -9,12 +9,6 @@ namespace morpheus::rm {
 
 namespace {
 
-// `r` in containers of `unit`, rounded up on the dominant dimension.
-int64_t units(const Resource& r, const Resource& unit) {
-  auto up = [](int64_t a, int64_t b) { return b > 0 ? (std::max<int64_t>(0, a) + b - 1) / b : 0; };
-  return std::max(up(r.memoryMib(), unit.memoryMib()), up(r.vcores(), unit.vcores()));
-}
-
 std::string joinApps(const std::vector<AppId>& apps) {
   std::string s;
   for (const auto& a : apps) s += (s.empty() ? "" : ",") + a.value();
@@ -106,18 +100,18 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   if (w.instance != view->instance.index) {
     w = {view->instance.index, 0, now};
   } else {
-    w.container_ms += units(d.used, unit) * (now - w.last).count();
+    w.container_ms += d.used.countCovering(unit) * (now - w.last).count();
     w.last = now;
   }
   reprovision::ReprovisionInput in;
   in.reservation = id;
   in.now = now;
   in.step = opts_.interval;
-  in.used_containers = units(d.used, unit);
-  in.pending_containers = units(d.pending, unit);
-  in.skyline_now = units(view->planned_now, unit);
-  in.extra_now = units(view->extra_now, unit);
-  for (const auto& r : view->planned_recent) in.skyline_recent.push_back(units(r, unit));
+  in.used_containers = d.used.countCovering(unit);
+  in.pending_containers = d.pending.countCovering(unit);
+  in.skyline_now = view->planned_now.countCovering(unit);
+  in.extra_now = view->extra_now.countCovering(unit);
+  for (const auto& r : view->planned_recent) in.skyline_recent.push_back(r.countCovering(unit));
   in.budget_remaining_container_ms = view->budget_remaining_container_ms;
   in.progress = d.progress;
   in.instance_start = view->instance.start;

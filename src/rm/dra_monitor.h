@@ -83,8 +83,8 @@ class DraMonitor {
   Clock& clock_;
   MetricsRegistry& metrics_;
 
-  std::map<ReservationId, Work> work_;             // owned by the ticking thread
-  std::map<ReservationId, std::string> last_denial_;  // ditto: budget denials are logged once
+  std::map<ReservationId, Work> work_;                 // owned by the ticking thread
+  std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once
   std::map<ReservationId, std::string> last_outcome_;  // ditto: renewals are not re-logged
 
   std::mutex mu_;

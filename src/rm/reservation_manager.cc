@@ -278,8 +278,8 @@ void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
   for (const auto& id : report.extras_released) {
     spdlog::warn("reservation {}: DRA extras released by a capacity drop", id.value());
     if (auto it = records_.find(id); it != records_.end()) {
-      it->second.budget_used_container_ms = std::max<int64_t>(
-          0, it->second.budget_used_container_ms - refundOf(id, clock_.now()));
+      it->second.budget_used_container_ms =
+          std::max<int64_t>(0, it->second.budget_used_container_ms - refundOf(id, clock_.now()));
     }
     grants_.erase(id);
   }
@@ -379,12 +379,6 @@ Resource containerUnit(const planner::ReservationDefinition& def) {
   return unit;
 }
 
-// `r` in containers of `unit`, rounded up (the dominant dimension).
-int64_t inUnits(const Resource& r, const Resource& unit) {
-  auto up = [](int64_t a, int64_t b) { return b > 0 ? (std::max<int64_t>(0, a) + b - 1) / b : 0; };
-  return std::max(up(r.memoryMib(), unit.memoryMib()), up(r.vcores(), unit.vcores()));
-}
-
 }  // namespace
 
 int64_t ReservationManager::refundOf(const ReservationId& id, TimePoint now) const {
@@ -409,9 +403,8 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
   const Millis step = planner_->options().step;
   for (Millis back = recent; back > Millis(0); back -= step) {
     TimePoint t = now - back;
-    v.planned_recent.push_back(t < inst->start ? Resource()
-                                               : planner_->guaranteedAt(id, t) -
-                                                     planner_->extraAt(id, t));
+    v.planned_recent.push_back(
+        t < inst->start ? Resource() : planner_->guaranteedAt(id, t) - planner_->extraAt(id, t));
   }
   v.planned_recent.push_back(v.planned_now);
   v.instance = *inst;
@@ -419,7 +412,7 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
   v.budget_remaining_container_ms =
       std::max<int64_t>(0, r.budget_container_ms - used + refundOf(id, now));
   for (const auto& a : r.placement.allocations) {
-    v.instance_work_container_ms += inUnits(a.resource, v.unit) * (a.end - a.start).count();
+    v.instance_work_container_ms += a.resource.countCovering(v.unit) * (a.end - a.start).count();
   }
   return v;
 }

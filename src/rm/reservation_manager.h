@@ -118,11 +118,11 @@ class ReservationManager {
   // DRA (issue #4, Morpheus §7). What the plan holds for one reservation at
   // `now`: the monitor's input besides the runtime's demand.
   struct DraPlanView {
-    Resource unit;                         // container size: the largest stage capability
-    Resource planned_now;                  // placement at now, extras excluded
-    Resource extra_now;                    // DRA extras held at now
-    std::vector<Resource> planned_recent;  // placement over the last `recent`, oldest first
-    planner::InstanceWindow instance;      // the instance containing now
+    Resource unit;                              // container size: the largest stage capability
+    Resource planned_now;                       // placement at now, extras excluded
+    Resource extra_now;                         // DRA extras held at now
+    std::vector<Resource> planned_recent;       // placement over the last `recent`, oldest first
+    planner::InstanceWindow instance;           // the instance containing now
     int64_t budget_remaining_container_ms = 0;  // incl. the refund of the active grant
     int64_t instance_work_container_ms = 0;     // one instance's placement area, in units
   };
@@ -140,8 +140,8 @@ class ReservationManager {
   // container-ms = containers x ms) and the plan's room. A budget denial
   // leaves the earlier grant in place. Every decision is recorded in the
   // reservation's history and persisted.
-  Result<DraOutcome> reprovision(const ReservationId& id, const std::string& policy,
-                                 int64_t count, Millis duration, const std::string& rationale);
+  Result<DraOutcome> reprovision(const ReservationId& id, const std::string& policy, int64_t count,
+                                 Millis duration, const std::string& rationale);
   // Ends the grant now (its apps are done) and refunds its unexpired part.
   void releaseExtras(const ReservationId& id);
   // Reservations holding a DRA grant now.
@@ -164,9 +164,9 @@ class ReservationManager {
   int64_t refundOf(const ReservationId& id, TimePoint now) const;  // REQUIRES(mu_)
 
   mutable std::mutex mu_;
-  std::map<ReservationId, Grant> grants_;  // GUARDED_BY(mu_): active DRA grants (not persisted,
-                                           // like the plan's extras: they lapse within T)
-  std::unique_ptr<planner::Planner> planner_;           // GUARDED_BY(mu_)
+  std::map<ReservationId, Grant> grants_;      // GUARDED_BY(mu_): active DRA grants (not persisted,
+                                               // like the plan's extras: they lapse within T)
+  std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)
   std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)
 };

@@ -208,17 +208,17 @@ json yarnListJson(const v1::ListReservationsResponse& list, bool include_allocat
     // Morpheus extension: dynamic reprovisioning (Morpheus §7) use and history.
     json history = json::array();
     for (const auto& e : r.reprovision_history()) {
-      history.push_back({{"time", e.time_ms()},
-                         {"policy", e.policy()},
-                         {"granted", e.granted()},
-                         {"extra", {{"memory", e.extra().memory_mib()}, {"vCores", e.extra().vcores()}}},
-                         {"duration", e.duration_ms()},
-                         {"reason", e.reason()}});
+      history.push_back(
+          {{"time", e.time_ms()},
+           {"policy", e.policy()},
+           {"granted", e.granted()},
+           {"extra", {{"memory", e.extra().memory_mib()}, {"vCores", e.extra().vcores()}}},
+           {"duration", e.duration_ms()},
+           {"reason", e.reason()}});
     }
-    item["morpheus-reprovisioning"] = {
-        {"budget", r.definition().reprovision_budget_container_ms()},
-        {"budget-used", r.reprovision_budget_used_container_ms()},
-        {"history", history}};
+    item["morpheus-reprovisioning"] = {{"budget", r.definition().reprovision_budget_container_ms()},
+                                       {"budget-used", r.reprovision_budget_used_container_ms()},
+                                       {"history", history}};
     item["resource-allocations"] =
         include_allocations ? yarnAllocationsJson(r.allocations()) : json::array();
     arr.push_back(item);

@@ -61,6 +61,10 @@ TEST(ResourceTest, CountFittingUsesScarcestDimension) {
   EXPECT_EQ(Resource(10240, 3).countFitting(Resource(1024, 1)), 3);
   EXPECT_EQ(Resource(2048, 30).countFitting(Resource(1024, 1)), 2);
   EXPECT_EQ(Resource(0, 30).countFitting(Resource(1024, 1)), 0);
+  // countCovering is the per-dimension ceiling maximum.
+  EXPECT_EQ(Resource(2500, 1).countCovering(Resource(1024, 1)), 3);
+  EXPECT_EQ(Resource(1024, 4).countCovering(Resource(1024, 1)), 4);
+  EXPECT_EQ(Resource(-1024, 0).countCovering(Resource(1024, 1)), 0);
 }
 
 // Parsing names the field and the bad part.

@@ -253,8 +253,8 @@ TEST_F(DagJobFixture, CriticalPathRemainingFollowsTheDag) {
   clock_.advance(Millis(2000));
   // Two maps still run (12 s of ~10 s: 0 left), then reduce ~10 s.
   EXPECT_EQ(job.criticalPathRemaining(), Millis(10000));
-  job.onCompleted({done(ls[1].container_id, ExitKind::kSuccess),
-                   done(ls[2].container_id, ExitKind::kSuccess)});
+  job.onCompleted(
+      {done(ls[1].container_id, ExitKind::kSuccess), done(ls[2].container_id, ExitKind::kSuccess)});
   auto r = run(job, "reduce", 1);
   clock_.advance(Millis(3000));
   // Reduce has no finished task: the job's mean (~10.7 s) less its 3 s.

@@ -120,10 +120,10 @@ TEST_P(BothAgentsTest, AnyInterpreterPlacesOneStage) {
 // R_ORDER: stage k+1 starts no earlier than stage k ends.
 TEST_P(BothAgentsTest, OrderInterpreterKeepsStagesInOrder) {
   auto p = makePlanner(GetParam());
-  auto r = p->submit(ReservationId("a"),
-                     def(0, 120, {stage(20, 20, 10), stage(10, 10, 20), stage(5, 5, 10)},
-                         Interpreter::kOrder),
-                     kNow);
+  auto r = p->submit(
+      ReservationId("a"),
+      def(0, 120, {stage(20, 20, 10), stage(10, 10, 20), stage(5, 5, 10)}, Interpreter::kOrder),
+      kNow);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   ASSERT_EQ(r->stages.size(), 3u);
   for (size_t k = 0; k + 1 < r->stages.size(); ++k) {
@@ -135,10 +135,10 @@ TEST_P(BothAgentsTest, OrderInterpreterKeepsStagesInOrder) {
 TEST_P(BothAgentsTest, OrderNoGapAllocationIsContiguous) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(p->submit(ReservationId("busy"), block(90, 50, 70), kNow).isOk());
-  auto r = p->submit(ReservationId("a"),
-                     def(0, 120, {stage(20, 20, 10), stage(30, 1, 5), stage(5, 5, 10)},
-                         Interpreter::kOrderNoGap),
-                     kNow);
+  auto r = p->submit(
+      ReservationId("a"),
+      def(0, 120, {stage(20, 20, 10), stage(30, 1, 5), stage(5, 5, 10)}, Interpreter::kOrderNoGap),
+      kNow);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   for (size_t i = 0; i + 1 < r->allocations.size(); ++i) {
     EXPECT_EQ(r->allocations[i].end, r->allocations[i + 1].start);
@@ -200,11 +200,11 @@ TEST_P(BothAgentsTest, OneOffIsPlannedOnResidualCapacity) {
 // A new periodic reservation does not overcommit steps held by admitted one-offs.
 TEST_P(BothAgentsTest, PeriodicRespectsAdmittedOneOffs) {
   auto p = makePlanner(GetParam());
-  ASSERT_TRUE(p->submit(ReservationId("once"), def(1440 + 100, 1440 + 130, {stage(90, 90, 30)}),
-                        kNow).isOk());
-  auto r = p->submit(ReservationId("daily"), def(90, 170, {stage(20, 20, 30)}, Interpreter::kAll,
-                                                 1440),
-                     kNow);
+  ASSERT_TRUE(
+      p->submit(ReservationId("once"), def(1440 + 100, 1440 + 130, {stage(90, 90, 30)}), kNow)
+          .isOk());
+  auto r = p->submit(ReservationId("daily"),
+                     def(90, 170, {stage(20, 20, 30)}, Interpreter::kAll, 1440), kNow);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   for (int64_t m = 0; m < 2 * 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100)));
 }
@@ -305,7 +305,8 @@ TEST_P(BothAgentsTest, RestoreReproducesAllocations) {
   std::vector<std::pair<ReservationId, ReservationDefinition>> defs = {
       {ReservationId("d"), block(30, 100, 200)},
       {ReservationId("h"), def(5, 50, {stage(20, 2, 15)}, Interpreter::kAll, 60)},
-      {ReservationId("o"), def(0, 3000, {stage(50, 10, 45), stage(10, 1, 60)}, Interpreter::kOrder)}};
+      {ReservationId("o"),
+       def(0, 3000, {stage(50, 10, 45), stage(10, 1, 60)}, Interpreter::kOrder)}};
   for (const auto& [id, d] : defs) ASSERT_TRUE(a->submit(id, d, kNow).isOk());
   for (const auto& [id, d] : defs) ASSERT_TRUE(b->restore(id, d, *a->placement(id)).isOk());
   EXPECT_EQ(a->planLoad(minute(0), minute(4000)), b->planLoad(minute(0), minute(4000)));
@@ -321,25 +322,6 @@ TEST_P(BothAgentsTest, RestoreReproducesAllocations) {
             StatusCode::kInvalidArgument);
 }
 
-// DRA extra: granted only when every step has room; otherwise the plan is unchanged.
-TEST_P(BothAgentsTest, ExtraIsAddedOnlyWhenThePlanHasRoom) {
-  auto p = makePlanner(GetParam());
-  ASSERT_TRUE(p->submit(ReservationId("a"), block(50, 0, 60), kNow).isOk());
-  ASSERT_TRUE(p->submit(ReservationId("b"), block(40, 30, 60), kNow).isOk());
-  EXPECT_TRUE(p->tryAddToCurrentInstance(ReservationId("a"), containers(10), minute(10),
-                                         minute(30), minute(10)).isOk());
-  EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(15)), containers(60));
-  EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(1440 + 15)), containers(50));
-  auto before = p->planLoad(minute(0), minute(120));
-  EXPECT_EQ(p->tryAddToCurrentInstance(ReservationId("a"), containers(20), minute(20),
-                                       minute(40), minute(10)).code(),
-            StatusCode::kInfeasible);
-  EXPECT_EQ(p->planLoad(minute(0), minute(120)), before);
-  ASSERT_TRUE(p->removeExtra(ReservationId("a"), minute(20)).isOk());
-  EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(15)), containers(60));
-  EXPECT_EQ(p->guaranteedAt(ReservationId("a"), minute(25)), containers(50));
-}
-
 // DRA swap: setExtra replaces the earlier grant, counts it as room, and caps
 // the count at what every step of the interval can hold.
 TEST_P(BothAgentsTest, SetExtraSwapsAndCapsAtPlanRoom) {
@@ -347,8 +329,8 @@ TEST_P(BothAgentsTest, SetExtraSwapsAndCapsAtPlanRoom) {
   ASSERT_TRUE(p->submit(ReservationId("a"), block(50, 0, 60), kNow).isOk());
   ASSERT_TRUE(p->submit(ReservationId("b"), block(40, 30, 60), kNow).isOk());
   std::string limit;
-  auto n = p->setExtra(ReservationId("a"), containers(1), 8, minute(10), minute(20), minute(10),
-                       &limit);
+  auto n =
+      p->setExtra(ReservationId("a"), containers(1), 8, minute(10), minute(20), minute(10), &limit);
   ASSERT_TRUE(n.isOk()) << n.status().toString();
   EXPECT_EQ(*n, 8);
   EXPECT_TRUE(limit.empty());
@@ -368,11 +350,11 @@ TEST_P(BothAgentsTest, SetExtraSwapsAndCapsAtPlanRoom) {
   n = p->setExtra(ReservationId("b"), containers(1), 5, minute(35), minute(40), minute(35), &limit);
   ASSERT_TRUE(n.isOk());
   EXPECT_EQ(*n, 0);
-  EXPECT_EQ(p->setExtra(ReservationId("a"), Resource(), 1, minute(35), minute(40), minute(35),
-                        nullptr)
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      p->setExtra(ReservationId("a"), Resource(), 1, minute(35), minute(40), minute(35), nullptr)
+          .status()
+          .code(),
+      StatusCode::kInvalidArgument);
   EXPECT_EQ(p->setExtra(ReservationId("zz"), containers(1), 1, minute(35), minute(40), minute(35),
                         nullptr)
                 .status()
@@ -415,8 +397,8 @@ TEST(LowCostTest, AlignmentPenaltyCentresProblematicJobs) {
   d.problematic = true;
   auto r = p->submit(ReservationId("drifty"), d, kNow);
   ASSERT_TRUE(r.isOk());
-  int64_t mid = (toEpochMs(r->allocations.front().start) + toEpochMs(r->allocations.back().end)) /
-                2 / 60'000;
+  int64_t mid =
+      (toEpochMs(r->allocations.front().start) + toEpochMs(r->allocations.back().end)) / 2 / 60'000;
   EXPECT_NEAR(static_cast<double>(mid), 50.0, 5.0);
 }
 
