@@ -163,6 +163,12 @@ class InferenceIT : public ::testing::Test {
     inf_ = Process::startDaemon("inference", dir_,
                                 {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
     ASSERT_FALSE(inf_.grpcAddress().empty()) << inf_.log();
+    // The service runs one refit ~2 s after start (then daily). Wait for it,
+    // so it cannot race the test's own refits and take their new proposals
+    // (it did on a slow CI machine: the drift refit below then reported 0).
+    ASSERT_TRUE(waitFor([&] { return inf_.log().find("refit created") != std::string::npos; },
+                        30s))
+        << inf_.log();
     ASSERT_TRUE(waitFor(
         [&] {
           auto [code, out] = ctl({"plan", "show", "--json", "--to", "+2m"}, "");
