@@ -3,10 +3,12 @@
 //     plan holding 900 periodic reservations on a ~100k-container cluster
 //     (Morpheus §8: ~900 reservations, submission latency target).
 //  2. Packing quality (max plan height) of LowCost vs greedy on online
-//     sequences: small instances against the offline MILP optimum (GLPK), and
-//     200 random periodic jobs LowCost vs greedy vs a proven lower bound on
-//     the offline optimum (min-peak model, checked against GLPK on 2a's
-//     instances; Lagrangian bound on 2b's).
+//     sequences: (2a) 8-16 large gang jobs against the offline MILP optimum
+//     (GLPK); (2c) the 200 random periodic jobs on a 48-step day,
+//     against the exact min-peak MILP (GLPK: proven lower bound, incumbent);
+//     (2b) 200 random periodic jobs on the 1440-step day, against a proven
+//     lower bound (min-peak model, checked against GLPK on 2a's instances;
+//     Lagrangian bound, as GLPK cannot solve that model).
 #include <glpk.h>
 
 #include <algorithm>
@@ -644,10 +646,15 @@ int64_t safeCeil(double v) {
 struct BbTrack {
   double bound = -DBL_MAX;
   double incumbent = DBL_MAX;
+  const std::vector<double>* start = nullptr;  // offered once as a first incumbent
 };
 
 void bbCallback(glp_tree* tree, void* info) {
   auto* b = static_cast<BbTrack*>(info);
+  if (glp_ios_reason(tree) == GLP_IHEUR && b->start != nullptr) {
+    glp_ios_heur_sol(tree, b->start->data());
+    b->start = nullptr;
+  }
   if (glp_ios_reason(tree) == GLP_IBINGO) {
     b->incumbent = std::min(b->incumbent, glp_mip_obj_val(glp_ios_get_prob(tree)));
   }
@@ -657,7 +664,10 @@ void bbCallback(glp_tree* tree, void* info) {
 
 // LP relaxation (dual simplex, `seconds`), then branch and bound from its
 // basis (`seconds`, best-bound node selection so the global bound rises).
-PeakBounds solvePeakModel(PeakModel& m, double seconds) {
+// `start` (optional): a feasible point (modelPoint) offered as the first
+// incumbent, which branch and bound then tries to improve on.
+PeakBounds solvePeakModel(PeakModel& m, double seconds,
+                          const std::vector<double>* start = nullptr) {
   PeakBounds b;
   b.trivial = m.trivial;
   b.lb = m.trivial;
@@ -679,6 +689,7 @@ PeakBounds solvePeakModel(PeakModel& m, double seconds) {
   ip.bt_tech = GLP_BT_BLB;
   ip.tm_lim = static_cast<int>(seconds * 1000);
   BbTrack track;
+  track.start = start;
   ip.cb_func = bbCallback;
   ip.cb_info = &track;
   t0 = std::chrono::steady_clock::now();
@@ -1059,11 +1070,91 @@ void packingLarge(double milp_seconds) {
       percentile(r_lb, 0.5), percentile(rg_lb, 0.5));
 }
 
+// Bench 2c's instances: 200 periodic one-stage gang jobs (daily, 6-hourly,
+// 2-hourly) on a 48-step day (30-minute steps), the shape of 2b's gang jobs at
+// a granularity where GLPK solves the exact min-peak MILP.
+std::vector<ReservationDefinition> mediumDefs(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t a, int64_t b) {
+    return std::uniform_int_distribution<int64_t>(a, b)(rng);
+  };
+  std::vector<ReservationDefinition> defs;
+  for (int i = 0; i < 200; ++i) {
+    const int64_t periods[] = {48, 48, 48, 12, 4};
+    int64_t period = periods[uni(0, 4)];
+    int64_t len = uni(1, period / 4);
+    int64_t window = std::min(period, len + uni(0, 3 * len));
+    int64_t arrival = uni(0, period - window);
+    ReservationDefinition d;
+    d.user = UserId("u");
+    d.arrival = at(arrival, kSmallStepMs);
+    d.deadline = at(arrival + window, kSmallStepMs);
+    d.period = Millis(period * kSmallStepMs);
+    int64_t n = uni(10, 100);
+    d.stages = {ReservationStage{kOne, n, uni(1, n), Millis(len * kSmallStepMs)}};
+    defs.push_back(std::move(d));
+  }
+  return defs;
+}
+
+// 2c: the 200 online periodic jobs against the offline optimum of the
+// exact min-peak MILP (GLPK, `seconds` for its LP and as much for branch and
+// bound). Ratios are taken against the MILP's proven lower bound, so they
+// are upper bounds on the ratios to the true optimum.
+void packingMedium(double seconds) {
+  std::printf(
+      "\n== 2c. packing, 200 online random periodic gang jobs vs the MILP optimum (48-step "
+      "plan) ==\n");
+  std::printf("%4s %7s %6s %9s %8s %10s %9s %14s  %s\n", "seed", "lowcost", "greedy", "MILP inc",
+              "MILP LB", "lowcost/LB", "greedy/LB", "lowcost/greedy", "cols/rows, LP+B&B s");
+  std::vector<double> rl, rg, ratio;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    std::vector<ReservationDefinition> defs = mediumDefs(seed);
+    PeakModel m;
+    buildPeakModel(defs, kSmallStepMs, kSmallSteps, m);
+    int64_t pk[2];
+    int idx = 0;
+    std::vector<double> points[2];
+    for (const std::string agent : {"lowcost", "greedy"}) {
+      auto p = submitAll(agent, 10'000'000, kSmallStepMs, defs);
+      pk[idx] = peak(*p, kSmallSteps, kSmallStepMs);
+      std::vector<double>& x = points[idx];
+      std::string why = modelPoint(m, *p, kSmallStepMs, stepLoad(*p, kSmallSteps, kSmallStepMs), x);
+      if (!why.empty() || x[1] != static_cast<double>(pk[idx])) {
+        std::printf("MODEL CHECK FAILED: 2c seed %llu, %s plan: %s\n",
+                    static_cast<unsigned long long>(seed), agent.c_str(), why.c_str());
+        std::exit(1);
+      }
+      ++idx;
+    }
+    PeakBounds b = solvePeakModel(m, seconds, &points[0]);
+    if (b.lb > pk[0] || b.lb > pk[1]) {
+      std::printf("MODEL WRONG: 2c seed %llu lower bound %lld above a plan\n",
+                  static_cast<unsigned long long>(seed), static_cast<long long>(b.lb));
+      std::exit(1);
+    }
+    rl.push_back(static_cast<double>(pk[0]) / static_cast<double>(b.lb));
+    rg.push_back(static_cast<double>(pk[1]) / static_cast<double>(b.lb));
+    ratio.push_back(static_cast<double>(pk[0]) / static_cast<double>(pk[1]));
+    std::string inc = b.incumbent < 0 ? std::string("-") : std::to_string(b.incumbent);
+    if (b.optimal) inc += " opt";
+    std::printf("%4llu %7lld %6lld %9s %8lld %10.3f %9.3f %14.3f  %d/%d, %.1f+%.1f\n",
+                static_cast<unsigned long long>(seed), static_cast<long long>(pk[0]),
+                static_cast<long long>(pk[1]), inc.c_str(), static_cast<long long>(b.lb), rl.back(),
+                rg.back(), ratio.back(), m.cols, m.rows, b.lp_s, b.mip_s);
+  }
+  std::printf(
+      "median lowcost/MILP-LB: %.3f (>= lowcost/OPT; target <= 1.2), greedy/MILP-LB: %.3f, "
+      "lowcost/greedy: %.3f (target < 1)\n",
+      percentile(rl, 0.5), percentile(rg, 0.5), percentile(ratio, 0.5));
+}
+
 }  // namespace
 
 // Usage: bench_planner [--milp-seconds=S]
-// S (default 60, or env MORPHEUS_BENCH_MILP_SECONDS) is the time 2b spends on
-// the lower bound of each of its 5 seeds (whole bench ~5.5 minutes by default).
+// S (default 60, or env MORPHEUS_BENCH_MILP_SECONDS) is the time 2c's branch
+// and bound and 2b's lower bound each get per seed (5 seeds each; whole bench
+// ~11 minutes by default).
 int main(int argc, char** argv) {
   double milp_seconds = 60;
   if (const char* env = std::getenv("MORPHEUS_BENCH_MILP_SECONDS")) milp_seconds = std::atof(env);
@@ -1084,6 +1175,7 @@ int main(int argc, char** argv) {
   glp_term_out(GLP_OFF);
   latencyBench();
   packingSmall();
+  packingMedium(milp_seconds);
   packingLarge(milp_seconds);
   return 0;
 }

@@ -166,8 +166,7 @@ class InferenceIT : public ::testing::Test {
     // The service runs one refit ~2 s after start (then daily). Wait for it,
     // so it cannot race the test's own refits and take their new proposals
     // (it did on a slow CI machine: the drift refit below then reported 0).
-    ASSERT_TRUE(waitFor([&] { return inf_.log().find("refit created") != std::string::npos; },
-                        30s))
+    ASSERT_TRUE(waitFor([&] { return inf_.log().find("refit created") != std::string::npos; }, 30s))
         << inf_.log();
     ASSERT_TRUE(waitFor(
         [&] {
