@@ -59,6 +59,39 @@ void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
   *rss_mib = rss_pages * page / (1024 * 1024);
 }
 
+// Sends `sig` to every process of session `sid` (found in /proc) except,
+// with `spare_leader`, the leader itself (the launcher, which then records
+// how the command ended). A process group alone would miss members that
+// moved to a group of their own, as the command does.
+void signalSession(pid_t sid, int sig, bool spare_leader) {
+  if (sid <= 0) return;
+  if (!spare_leader) kill(-sid, sig);
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (spare_leader && pid == sid) continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;
+    auto rp = line.rfind(')');
+    if (rp == std::string::npos) continue;
+    std::istringstream in(line.substr(rp + 2));
+    std::string state;
+    long long ppid = 0, pgrp = 0, session = 0;
+    if (in >> state >> ppid >> pgrp >> session && session == sid) kill(pid, sig);
+  }
+  closedir(d);
+}
+
+// The directory of the running executable ("" if unknown).
+std::string selfDir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : p.parent_path().string();
+}
+
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot): with
 // the pid it identifies a process across pid reuse. 0 if gone.
 uint64_t procStartTime(pid_t pid) {
@@ -129,6 +162,7 @@ std::string tail(const std::string& path, size_t max_bytes) {
 ContainerRuntime::ContainerRuntime(std::string local_dir, Millis monitor_interval,
                                    Millis kill_grace, MetricsRegistry& metrics)
     : local_dir_(std::move(local_dir)),
+      launcher_(selfDir() + "/morpheus-container-launch"),
       interval_(monitor_interval),
       grace_(kill_grace),
       metrics_(metrics) {}
@@ -175,6 +209,10 @@ Status ContainerRuntime::init() {
     if (!(f << "x")) return infeasible("nm.local-dir: " + local_dir_ + " is not writable");
   }
   std::filesystem::remove(probe, ec);
+  if (access(launcher_.c_str(), X_OK) != 0) {
+    return infeasible("the container launcher " + launcher_ +
+                      " is not executable (it is built and installed with morpheus-nm)");
+  }
   // Memory enforcement by the kernel: cgroup v2 where possible, else rlimits.
   if (enforcement_ != "monitor") {
     std::string problem = cgroupProblem(cgroup_root_);
@@ -219,6 +257,7 @@ Status ContainerRuntime::init() {
       e.snap.start = fromEpochMs(j.at("start_ms").get<int64_t>());
       e.snap.work_dir = d.path().string();
       e.pid = j.at("pid").get<pid_t>();
+      e.group = j.value("group", pid_t{-1});
       e.proc_start = j.at("proc_start").get<uint64_t>();
       e.adopted = true;
       e.last_sample = now();
@@ -335,14 +374,10 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
         .inc();
     return infeasible(e.snap.diagnostics);
   }
-  // The command runs under a small shell that records its exit status in the
-  // container dir, so an NM restarted meanwhile still learns it. The shell
-  // outlives a SIGTERM (a trap, reset for the command by exec) so the command
-  // gets its grace period.
-  std::vector<std::string> argv_s = {"/bin/sh", "-c",
-                                     "trap true TERM; \"$0\" \"$@\"; s=$?; echo $s > "
-                                     ".exit_status.tmp && mv .exit_status.tmp exit_status; exit $s",
-                                     exe};
+  // The command runs under the launcher (launch_main.cc), which records its
+  // exit status in the container dir, so an NM restarted meanwhile still
+  // learns it, and gives it a process group the NM can SIGTERM alone.
+  std::vector<std::string> argv_s = {launcher_, exe};
   argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
@@ -400,15 +435,33 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   }
   e.pid = pid;
   e.snap.running = true;
-  // The record a restarted NM re-attaches from, on disk before we acknowledge.
-  uint64_t started = 0;
-  for (int i = 0; i < 50 && started == 0; i++) {
-    started = procStartTime(pid);
-    if (started == 0) usleep(1000);
+  e.proc_start = procStartTime(pid);
+  // The launcher publishes the command's group at once (a few ms); until it
+  // has, nobody may stop the container, so wait for it here. A launcher that
+  // ends without publishing could not start the command.
+  for (int i = 0; i < 5000 && e.group <= 0; i++) {
+    std::ifstream g(dir + "/pgid");
+    long v = 0;
+    if (g >> v && v > 0) {
+      e.group = static_cast<pid_t>(v);
+      break;
+    }
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      return unavailable("the container launcher " + launcher_ + " failed to start " + exe +
+                         " (status " + std::to_string(st) + "); see " + err_path);
+    }
+    usleep(1000);
   }
-  e.proc_start = started;
+  if (e.group <= 0) {
+    signalSession(pid, SIGKILL, false);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return unavailable("the container launcher did not start " + exe + " within 5 s");
+  }
+  // The record a restarted NM re-attaches from, on disk before we acknowledge.
   if (!persist(e)) {
-    kill(-pid, SIGKILL);
+    signalSession(pid, SIGKILL, false);
     int st = 0;
     waitpid(pid, &st, 0);
     return unavailable("cannot record container " + spec.id.value() + " in " + dir);
@@ -444,6 +497,7 @@ bool ContainerRuntime::persist(const Entry& e) const {
                         {"memory_mib", e.snap.resource.memoryMib()},
                         {"vcores", e.snap.resource.vcores()},
                         {"pid", e.pid},
+                        {"group", e.group},
                         {"proc_start", e.proc_start},
                         {"start_ms", toEpochMs(e.snap.start)}};
   if (e.snap.reason != ExitReason::kNone) {
@@ -480,7 +534,7 @@ void ContainerRuntime::complete(Entry& e, int st) {
     }
   }
   // Orphans of the container's session go with it.
-  kill(-e.pid, SIGKILL);
+  signalSession(e.pid, SIGKILL, false);
   e.pid = -1;
   finishCgroup(e);
   if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
@@ -496,13 +550,17 @@ void ContainerRuntime::completeAdopted(Entry& e) {
   int code = 0;
   if (f >> code) {
     e.snap.exit_status = code;
-    if (e.snap.reason == ExitReason::kNone) {
+    if (e.snap.reason == ExitReason::kNone && e.stopping) {
+      e.snap.reason = e.stop_reason;
+      e.snap.diagnostics = e.stop_why;
+    } else if (e.snap.reason == ExitReason::kNone) {
       e.snap.reason = code == 0 ? ExitReason::kSuccess : ExitReason::kFailure;
       if (code != 0) e.snap.diagnostics = "exited with status " + std::to_string(code);
     }
   } else {
-    // Its exit-status wrapper was killed too (SIGKILL to the tree): only the
-    // NM that was its parent could have learned how it ended.
+    // Its launcher was killed too (SIGKILL to the whole session, from
+    // outside): only the NM that was its parent could have learned how it
+    // ended.
     e.snap.exit_status = -1;
     if (e.snap.reason == ExitReason::kNone) {
       if (e.stopping) {
@@ -516,7 +574,7 @@ void ContainerRuntime::completeAdopted(Entry& e) {
       }
     }
   }
-  if (e.pid > 0) kill(-e.pid, SIGKILL);
+  if (e.pid > 0) signalSession(e.pid, SIGKILL, false);
   e.pid = -1;
   finishCgroup(e);
   if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
@@ -565,10 +623,14 @@ void ContainerRuntime::monitorOnce() {
           .counter("morpheus_nm_containers_memory_killed_total",
                    "Containers killed over their memory")
           .inc();
-      kill(-e.pid, SIGKILL);
+      signalSession(e.pid, SIGKILL, true);
       continue;
     }
-    if (e.stopping && t >= e.kill_at) kill(-e.pid, SIGKILL);
+    // Repeated every pass until the launcher reaps the command: a process
+    // forked while the session was being scanned is caught by the next one.
+    if ((e.stopping && t >= e.kill_at) || e.snap.reason == ExitReason::kMemoryExceeded) {
+      signalSession(e.pid, SIGKILL, true);
+    }
   }
 }
 
@@ -583,9 +645,19 @@ Status ContainerRuntime::stop(const ContainerId& id, ExitReason reason, const st
   e.stop_why = why;
   e.kill_at = now() + grace_;
   (void)persist(e);  // a restarted NM keeps the reason and the SIGKILL deadline
-  kill(-e.pid, grace_.count() > 0 ? SIGTERM : SIGKILL);
+  terminate(e);
   spdlog::info("stopping container {}: {}", id.value(), why);
   return Status::ok();
+}
+
+void ContainerRuntime::terminate(const Entry& e) const {
+  if (grace_.count() <= 0) {
+    signalSession(e.pid, SIGKILL, true);
+  } else {
+    // Records of the former /bin/sh wrapper have no group: its trap kept the
+    // shell alive through a SIGTERM to the session's group.
+    kill(e.group > 0 ? -e.group : -e.pid, SIGTERM);
+  }
 }
 
 void ContainerRuntime::stopAll(ExitReason reason, const std::string& why) {

@@ -9,8 +9,13 @@
 //
 // Crash safety: each container's record (pid, /proc start time, allocation)
 // is written durably to its dir before launch() returns, and the command runs
-// under /bin/sh that writes its exit status to the dir; a restarted NM
-// re-attaches from these records (init()).
+// under morpheus-container-launch (launch_main.cc), which writes its exit
+// status to the dir; a restarted NM re-attaches from these records (init()).
+//
+// Signals: the launcher is the session leader and runs the command in a
+// process group of its own. SIGTERM goes to that group only (so the launcher
+// survives it without a trap that could swallow it); SIGKILL goes to every
+// process of the session, the launcher last.
 //
 // Thread-safety: internally locked.
 #pragma once
@@ -73,6 +78,10 @@ class ContainerRuntime {
   ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace,
                    MetricsRegistry& metrics);
 
+  // The exit-status wrapper binary; default: morpheus-container-launch next
+  // to the running executable. init() fails if it is not executable.
+  void setLauncher(std::string path) { launcher_ = std::move(path); }
+
   // Memory enforcement (issue #3): "auto" uses cgroup v2 (a cgroup per
   // container with memory.max = its allocation) when `cgroup_root` is a
   // writable cgroup v2 hierarchy offering the memory controller, otherwise
@@ -112,7 +121,8 @@ class ContainerRuntime {
  private:
   struct Entry {
     ContainerSnapshot snap;
-    pid_t pid = -1;
+    pid_t pid = -1;    // the launcher: session leader, our child unless adopted
+    pid_t group = -1;  // the command's process group; -1 = none known (SIGTERM the session's)
     bool stopping = false;
     TimePoint kill_at;
     ExitReason stop_reason = ExitReason::kKilled;
@@ -131,7 +141,10 @@ class ContainerRuntime {
   // completed status once done, so a restarted NM reports what this one knew.
   bool persist(const Entry& e) const;  // REQUIRES(mu_) unless e is not yet shared
 
+  // SIGTERM to the command's group (e.group), or SIGKILL to the session.
+  void terminate(const Entry& e) const;
   const std::string local_dir_;
+  std::string launcher_;
   std::string enforcement_ = "auto";
   std::string cgroup_root_ = "/sys/fs/cgroup";
   std::string cgroup_parent_;  // <root>/morpheus-nm when cgroups are used

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace morpheus::nm {
@@ -71,6 +72,68 @@ TEST_F(RuntimeFixture, RunsAProcessAndReportsExitCodeAndOutput) {
   bad.command = "no-such-command-xyz";
   EXPECT_FALSE(rt->launch(bad).isOk());
   EXPECT_EQ(rt->get(ContainerId("c2"))->reason, ExitReason::kLaunchFailed);
+}
+
+// A stop right after launch reaches the command, never a wrapper in between:
+// before the launcher's fork-to-exec completes the child dies of SIGTERM's
+// default action, after it the command gets the signal. The former sh wrapper
+// lost ~1 SIGTERM in 13 under load here (the command then lived until SIGKILL
+// after the grace, status 137).
+TEST_F(RuntimeFixture, StopRightAfterLaunchIsNeverLost) {
+  auto rt = make(Millis(20000));
+  ASSERT_TRUE(rt->init().isOk());
+  for (int i = 0; i < 30; i++) {
+    LaunchSpec s = shell("s" + std::to_string(i), "");
+    s.command = "sleep";
+    s.args = {"30"};
+    ASSERT_TRUE(rt->launch(s).isOk());
+    ASSERT_TRUE(rt->stop(s.id, ExitReason::kKilled, "stopped at once").isOk());
+  }
+  for (int i = 0; i < 30; i++) {
+    auto d = waitDone(*rt, "s" + std::to_string(i), 5s);
+    EXPECT_EQ(d.exit_status, 128 + SIGTERM) << "s" << i;
+    EXPECT_EQ(d.reason, ExitReason::kKilled) << "s" << i;
+  }
+}
+
+// The command starts with no signal blocked or ignored and SIGTERM/SIGPIPE at
+// their defaults, whatever the NM's own mask (which blocks SIGTERM for its
+// sigwait) and dispositions (it ignores SIGPIPE); its group is not the
+// launcher's.
+TEST_F(RuntimeFixture, CommandStartsWithDefaultSignalsInAGroupOfItsOwn) {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  auto old_pipe = signal(SIGPIPE, SIG_IGN);
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  ASSERT_TRUE(rt->launch(shell("sig",
+                               "grep -E '^Sig(Blk|Ign)' /proc/$$/status; "
+                               "echo pgid $(cut -d' ' -f5 /proc/$$/stat) sid "
+                               "$(cut -d' ' -f6 /proc/$$/stat) pid $$"))
+                  .isOk());
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  signal(SIGPIPE, old_pipe);
+  auto d = waitDone(*rt, "sig");
+  ASSERT_EQ(d.exit_status, 0);
+  std::string out = *rt->logs(ContainerId("sig"), "stdout", 0);
+  EXPECT_NE(out.find("SigBlk:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("SigIgn:\t0000000000000000"), std::string::npos) << out;
+  std::istringstream in(out.substr(out.find("pgid")));
+  std::string k1, k2, k3;
+  long pgid = 0, sid = 0, pid = 0;
+  in >> k1 >> pgid >> k2 >> sid >> k3 >> pid;
+  EXPECT_EQ(pgid, pid) << out;
+  EXPECT_NE(sid, pid) << out;
+}
+
+TEST_F(RuntimeFixture, MissingLauncherRefusesToStart) {
+  auto rt = make();
+  rt->setLauncher(dir_ + "/no-such-launcher");
+  Status st = rt->init();
+  EXPECT_EQ(st.code(), StatusCode::kInfeasible);
+  EXPECT_NE(st.message().find("no-such-launcher"), std::string::npos) << st.toString();
 }
 
 TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
@@ -168,7 +231,8 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
 
 // A restarted runtime reports what the old one had decided: a memory kill not
 // yet acknowledged, a stop in its grace period (SIGKILL still comes), and a
-// container killed behind its back (exit status unknown -> NODE_LOST).
+// container killed behind its back with its launcher (exit status unknown ->
+// NODE_LOST).
 TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
   pid_t victim_pid = 0;
   TimePoint stopped_at;
@@ -194,8 +258,13 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
     }
     ASSERT_GT(victim_pid, 0);
   }
-  // While no runtime watches, something else SIGKILLs the victim's whole tree.
+  // While no runtime watches, something else SIGKILLs the victim's whole
+  // session: the command's group and its launcher's.
+  pid_t victim_sid = ::getsid(victim_pid);
+  ASSERT_GT(victim_sid, 0);
+  ASSERT_NE(::getpgid(victim_pid), victim_sid) << "the command runs in a group of its own";
   ASSERT_EQ(::kill(-::getpgid(victim_pid), SIGKILL), 0);
+  ASSERT_EQ(::kill(-victim_sid, SIGKILL), 0);
   auto rt = make(Millis(400));
   ASSERT_TRUE(rt->init().isOk());
   auto hog = rt->get(ContainerId("hog"));
@@ -212,8 +281,8 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
   auto stubborn = waitDone(*rt, "stubborn");
   EXPECT_EQ(stubborn.reason, ExitReason::kPreempted);
   EXPECT_EQ(stubborn.diagnostics, "preempted for reservation r1");
-  EXPECT_EQ(stubborn.exit_status, -1)
-      << "SIGKILLed with its wrapper: status unknown to a non-parent";
+  EXPECT_EQ(stubborn.exit_status, 128 + SIGKILL)
+      << "the launcher outlives the command's SIGKILL and records it for a non-parent";
   EXPECT_GE(stubborn.end - stopped_at, Millis(390)) << "the new runtime kept the SIGKILL deadline";
 }
 
