@@ -74,11 +74,12 @@ TEST_F(RuntimeFixture, RunsAProcessAndReportsExitCodeAndOutput) {
   EXPECT_EQ(rt->get(ContainerId("c2"))->reason, ExitReason::kLaunchFailed);
 }
 
-// A stop right after launch reaches the command, never a wrapper in between:
-// before the launcher's fork-to-exec completes the child dies of SIGTERM's
-// default action, after it the command gets the signal. The former sh wrapper
-// lost ~1 SIGTERM in 13 under load here (the command then lived until SIGKILL
-// after the grace, status 137).
+// A stop at any moment after launch reaches the command, never a wrapper in
+// between: before the launcher's fork-to-exec completes the child dies of
+// SIGTERM's default action, after it the command gets the signal. (The former
+// sh wrapper's trap swallowed a SIGTERM landing in its fork-to-exec window,
+// ~1 in 13 stops under load in NmContainerIT; that window is too narrow to
+// hit reliably here, so the next test checks the structure that closes it.)
 TEST_F(RuntimeFixture, StopRightAfterLaunchIsNeverLost) {
   auto rt = make(Millis(20000));
   ASSERT_TRUE(rt->init().isOk());
@@ -87,6 +88,8 @@ TEST_F(RuntimeFixture, StopRightAfterLaunchIsNeverLost) {
     s.command = "sleep";
     s.args = {"30"};
     ASSERT_TRUE(rt->launch(s).isOk());
+    // 0..6 ms after launch: sweeps the wrapper's start, fork and exec.
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * i));
     ASSERT_TRUE(rt->stop(s.id, ExitReason::kKilled, "stopped at once").isOk());
   }
   for (int i = 0; i < 30; i++) {
