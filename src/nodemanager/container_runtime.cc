@@ -23,39 +23,56 @@ namespace {
 
 TimePoint now() { return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now()); }
 
-// Sum of RSS (MiB) and CPU ticks over every process in session `sid`.
-void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
-  *rss_mib = 0;
-  *cpu_ticks = 0;
-  static const long page = sysconf(_SC_PAGESIZE);
+// One process of a session, from /proc/<pid>/stat.
+struct ProcStat {
+  pid_t pid = 0;
+  std::string state;
+  long long rss_pages = 0;
+  unsigned long long cpu_ticks = 0;  // utime + stime
+};
+
+// Calls f(ProcStat) for every process in /proc whose session is `sid`.
+template <typename F>
+void forEachInSession(pid_t sid, F&& f) {
   DIR* d = opendir("/proc");
   if (!d) return;
-  int64_t rss_pages = 0;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
+    std::ifstream in_file(std::string("/proc/") + e->d_name + "/stat");
     std::string line;
-    if (!std::getline(f, line)) continue;
+    if (!std::getline(in_file, line)) continue;
     auto rp = line.rfind(')');
     if (rp == std::string::npos) continue;
     std::istringstream in(line.substr(rp + 2));
     // Fields after the command: state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt
     // cmajflt utime(14) stime(15) cutime cstime priority nice threads itreal starttime vsize
     // rss(24)
-    std::string state;
+    ProcStat p;
     long long ppid, pgrp, session, tty, tpgid;
     unsigned long long flags, minflt, cminflt, majflt, cmajflt, utime, stime;
     long long cutime, cstime, prio, nice, threads, itreal;
     unsigned long long starttime, vsize;
-    long long rss;
-    in >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >>
+    in >> p.state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >>
         majflt >> cmajflt >> utime >> stime >> cutime >> cstime >> prio >> nice >> threads >>
-        itreal >> starttime >> vsize >> rss;
-    if (!in || session != sid || state == "Z") continue;
-    rss_pages += rss;
-    *cpu_ticks += utime + stime;
+        itreal >> starttime >> vsize >> p.rss_pages;
+    if (!in || session != sid) continue;
+    p.pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    p.cpu_ticks = utime + stime;
+    f(p);
   }
   closedir(d);
+}
+
+// Sum of RSS (MiB) and CPU ticks over every live process in session `sid`.
+void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
+  static const long page = sysconf(_SC_PAGESIZE);
+  int64_t rss_pages = 0;
+  *cpu_ticks = 0;
+  forEachInSession(sid, [&](const ProcStat& p) {
+    if (p.state == "Z") return;
+    rss_pages += p.rss_pages;
+    *cpu_ticks += p.cpu_ticks;
+  });
   *rss_mib = rss_pages * page / (1024 * 1024);
 }
 
@@ -66,23 +83,9 @@ void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
 void signalSession(pid_t sid, int sig, bool spare_leader) {
   if (sid <= 0) return;
   if (!spare_leader) kill(-sid, sig);
-  DIR* d = opendir("/proc");
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
-    if (spare_leader && pid == sid) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(f, line)) continue;
-    auto rp = line.rfind(')');
-    if (rp == std::string::npos) continue;
-    std::istringstream in(line.substr(rp + 2));
-    std::string state;
-    long long ppid = 0, pgrp = 0, session = 0;
-    if (in >> state >> ppid >> pgrp >> session && session == sid) kill(pid, sig);
-  }
-  closedir(d);
+  forEachInSession(sid, [&](const ProcStat& p) {
+    if (!spare_leader || p.pid != sid) kill(p.pid, sig);
+  });
 }
 
 // The directory of the running executable ("" if unknown).
