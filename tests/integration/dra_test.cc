@@ -60,13 +60,7 @@ class DraIT : public ClusterTest {
                          "--queue", "root.default"});
     ASSERT_EQ(c1, 0) << o1;
     filler_ = o1.substr(0, o1.find('\n'));
-    ASSERT_TRUE(waitFor(
-        [&] {
-          json a = app(filler_);
-          return !a.is_discarded() && a["running_containers"].get<double>() >= 8;
-        },
-        20s))
-        << rm_.log();
+    ASSERT_TRUE(waitRunning(filler_, 8, 20s)) << rm_.log();
 
     // The periodic reservation: 3 containers for the whole 40 s window,
     // every 2 minutes, with a reprovisioning budget of 400 container-s.

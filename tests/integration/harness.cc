@@ -249,6 +249,15 @@ bool ClusterTest::waitFinal(const std::string& id, std::chrono::milliseconds tim
       timeout);
 }
 
+bool ClusterTest::waitRunning(const std::string& id, int n, std::chrono::milliseconds timeout) {
+  return waitFor(
+      [&] {
+        nlohmann::json a = app(id);
+        return !a.is_discarded() && a["running_containers"].get<double>() >= n;
+      },
+      timeout);
+}
+
 std::string ClusterTest::writeJob(const std::string& yaml) {
   std::string path = freshDir("job") + "/job.yaml";
   std::ofstream(path) << yaml;

@@ -85,6 +85,8 @@ class ClusterTest : public ::testing::Test {
   nlohmann::json app(const std::string& id);
   // Polls until the app is FINISHED, FAILED or KILLED; false on timeout.
   bool waitFinal(const std::string& id, std::chrono::milliseconds timeout);
+  // Polls until the app runs at least `n` containers; false on timeout.
+  bool waitRunning(const std::string& id, int n, std::chrono::milliseconds timeout);
   // Writes a DAG job file and returns its path.
   std::string writeJob(const std::string& yaml);
 

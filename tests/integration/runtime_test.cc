@@ -189,13 +189,7 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
   auto [c1, o1] = ctl({"app", "submit", adhoc});
   ASSERT_EQ(c1, 0) << o1;
   std::string adhoc_id = o1.substr(0, o1.find('\n'));
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json a = app(adhoc_id);
-        return !a.is_discarded() && a["running_containers"].get<double>() >= 4;
-      },
-      20s))
-      << rm_.log();
+  ASSERT_TRUE(waitRunning(adhoc_id, 4, 20s)) << rm_.log();
 
   // A one-off reservation of 3 containers (1 GiB, 1 vcore) for 40 s, starting soon.
   int64_t t0 = nowMs() + 8000;
