@@ -68,19 +68,23 @@ Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) 
     if (!(ls >> user)) {
       return invalidArgument(path + " line " + std::to_string(n), "expected 'TOKEN USER [admin]'");
     }
-    Principal p{user, false};
+    std::string where = path + " line " + std::to_string(n);
+    if (token.size() < 16) return invalidArgument(where, "token must be at least 16 characters");
+    if (out.count(token)) return invalidArgument(where, "token is listed twice");
+    Principal p{user, false, false};
     if (ls >> role) {
-      if (role != "admin") {
-        return invalidArgument(path + " line " + std::to_string(n),
-                               "role must be 'admin' or absent");
+      if (role != "admin" && role != "node") {
+        return invalidArgument(where, "role must be 'admin', 'node' or absent");
       }
-      p.admin = true;
+      p.admin = role == "admin";
+      p.node = role == "node";
     }
     if (ls >> extra) {
       return invalidArgument(path + " line " + std::to_string(n), "unexpected '" + extra + "'");
     }
     out[token] = p;
   }
+  if (out.empty()) return invalidArgument("token file", "'" + path + "' lists no token");
   return out;
 }
 

@@ -26,11 +26,15 @@ class TokenSigner {
 // `bytes` random bytes from the OS CSPRNG, hex-encoded.
 std::string randomHex(size_t bytes);
 
-// A static bearer-token file: one "TOKEN USER [admin]" per line, '#' comments.
-// INVALID_ARGUMENT naming the line on a malformed entry.
+// A static bearer-token file: one "TOKEN USER [admin|node]" per line, '#'
+// comments. "admin" grants administration; "node" marks a node manager's
+// credential (USER is then the node id it may register as). INVALID_ARGUMENT
+// naming the line on a malformed entry, a token shorter than 16 characters,
+// a token listed twice, or a file with no token at all.
 struct Principal {
   std::string user;
   bool admin = false;
+  bool node = false;
 };
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 

@@ -1,6 +1,6 @@
 #include "inference/inference_core.h"
 
-#include "inference/auth.h"
+#include "common/auth.h"
 #include "inference/run_import.h"
 
 #include <spdlog/spdlog.h>

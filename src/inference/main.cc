@@ -8,7 +8,7 @@
 
 #include "common/daemon.h"
 #include "common/logging.h"
-#include "inference/auth.h"
+#include "common/auth.h"
 #include "inference/inference_core.h"
 #include "inference/inference_options.h"
 #include "inference/rm_client.h"
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   core_opts.slo.min_runs = opts.min_runs;
   inference::RmReservationClient rm(opts.rm_address);
   inference::InferenceCore core(core_opts, **store, rm, clock, metrics);
-  inference::Authenticator auth(tokens, opts.open && tokens.empty());
+  Authenticator auth(tokens, opts.open && tokens.empty());
   inference::InferenceServiceImpl service(core, auth, core_opts);
   DaemonServer server("inference", opts.daemon, metrics);
   server.addService(&service);

@@ -3,7 +3,7 @@
 // translates between protobuf and the core's types.
 #pragma once
 
-#include "inference/auth.h"
+#include "common/auth.h"
 #include "inference/inference_core.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 

@@ -19,6 +19,8 @@ struct RmOptions {
   Millis heartbeat_interval{1000};             // rm.heartbeat-interval
   std::vector<std::string> reservable_queues;  // rm.reservable-queues
   std::vector<std::string> admins;             // rm.admins
+  std::string token_file;                      // rm.token-file
+  bool auth_disabled = false;                  // rm.auth-disabled
   std::string state_store;                     // state-store.kind
   std::string state_store_location;            // state-store.location
   planner::PlannerOptions planner;             // planner.*
@@ -60,6 +62,13 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who may change or delete anyone's reservation.");
+  s.addString("rm.token-file", &o->token_file, "",
+              "Bearer tokens of the RM's callers, one 'TOKEN USER [admin|node]' per line: users "
+              "(morpheusctl, REST, AMs' owners), admins, and node managers ('node': USER is the "
+              "node id that token may register as). Required unless rm.auth-disabled is true.");
+  s.addBool("rm.auth-disabled", &o->auth_disabled, false,
+            "Accept every caller as the admin 'anonymous' and nodes without credentials. For "
+            "tests and single-user development only; logged as a warning.");
   s.addString("state-store.kind", &o->state_store, "sqlite",
               "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
   s.addString("state-store.location", &o->state_store_location, "",

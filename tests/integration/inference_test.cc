@@ -159,7 +159,8 @@ class InferenceIT : public ::testing::Test {
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     dir_ = freshDir("inference");
     tokens_ = dir_ + "-tokens";
-    std::ofstream(tokens_) << "tok-admin ops admin\ntok-alice alice\ntok-bob bob\n";
+    std::ofstream(tokens_)
+        << "tok-admin-0123456789 ops admin\ntok-alice-0123456789 alice\ntok-bob-0123456789ab bob\n";
     inf_ = Process::startDaemon("inference", dir_,
                                 {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
     ASSERT_FALSE(inf_.grpcAddress().empty()) << inf_.log();
@@ -210,29 +211,29 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     out << R"({"type":"run","job":"x","run":"y","submit_ms":5,"start_ms":1,"end_ms":9,"skyline":[1]})"
         << "\n";
   }
-  auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, "tok-alice");
+  auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, "tok-alice-0123456789");
   EXPECT_EQ(cb, 2) << ob;
   EXPECT_NE(ob.find("line 4: run.start_ms"), std::string::npos) << ob;
-  auto [cr0, or0] = ctl({"slo", "refit"}, "tok-admin");
+  auto [cr0, or0] = ctl({"slo", "refit"}, "tok-admin-0123456789");
   ASSERT_EQ(cr0, 0) << or0;
-  auto [cl0, ol0] = ctl({"slo", "list", "--json"}, "tok-alice");
+  auto [cl0, ol0] = ctl({"slo", "list", "--json"}, "tok-alice-0123456789");
   ASSERT_EQ(cl0, 0) << ol0;
   EXPECT_TRUE(json::parse(ol0)["proposals"].empty()) << ol0;
   EXPECT_TRUE(json::parse(ol0)["not_actionable"].empty())
       << "nothing may have been stored: " << ol0;
 
-  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, "tok-alice");
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, "tok-alice-0123456789");
   ASSERT_EQ(ci, 0) << oi << inf_.log();
   EXPECT_NE(oi.find("imported " + std::to_string(runs) + " run(s)"), std::string::npos) << oi;
 
   // Only an admin may trigger a refit.
-  auto [cr1, or1] = ctl({"slo", "refit"}, "tok-bob");
+  auto [cr1, or1] = ctl({"slo", "refit"}, "tok-bob-0123456789ab");
   EXPECT_EQ(cr1, 1) << or1;
   EXPECT_NE(or1.find("PERMISSION_DENIED"), std::string::npos) << or1;
-  auto [cr, orf] = ctl({"slo", "refit"}, "tok-admin");
+  auto [cr, orf] = ctl({"slo", "refit"}, "tok-admin-0123456789");
   ASSERT_EQ(cr, 0) << orf << inf_.log();
 
-  auto [cl, ol] = ctl({"slo", "list", "--json"}, "tok-alice");
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, "tok-alice-0123456789");
   ASSERT_EQ(cl, 0) << ol;
   json list = json::parse(ol);
   std::map<std::string, json> by_job;
@@ -264,27 +265,28 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
 
   // A rejection is remembered while the history does not change materially.
   std::string rejected = by_job["halfhourly-1"]["proposal_id"];
-  auto [cj, oj] = ctl({"slo", "reject", rejected, "--reason", "we run it by hand"}, "tok-bob");
+  auto [cj, oj] =
+      ctl({"slo", "reject", rejected, "--reason", "we run it by hand"}, "tok-bob-0123456789ab");
   ASSERT_EQ(cj, 0) << oj;
-  auto [crr, orr] = ctl({"slo", "refit"}, "tok-admin");
+  auto [crr, orr] = ctl({"slo", "refit"}, "tok-admin-0123456789");
   ASSERT_EQ(crr, 0) << orr;
   EXPECT_NE(orr.find("0 new proposal(s)"), std::string::npos) << orr;
-  auto [cn, on] = ctl({"slo", "list", "--json"}, "tok-bob");
+  auto [cn, on] = ctl({"slo", "list", "--json"}, "tok-bob-0123456789ab");
   EXPECT_NE(on.find("owner rejected the proposal; history unchanged"), std::string::npos) << on;
   jobs.pop_back();  // halfhourly-1 is not accepted below
 
   // Only the owner (or an admin) signs off.
   std::string daily0 = by_job["daily-0"]["proposal_id"];  // alice's
-  auto [cd, od] = ctl({"slo", "accept", daily0}, "tok-bob");
+  auto [cd, od] = ctl({"slo", "accept", daily0}, "tok-bob-0123456789ab");
   EXPECT_EQ(cd, 1) << od;
   EXPECT_NE(od.find("PERMISSION_DENIED"), std::string::npos) << od;
 
   // Accept every proposal (owners for two, the admin for the rest).
   std::map<std::string, std::string> reservation_of;
   for (const auto& k : jobs) {
-    std::string token = k.key == "daily-0"   ? "tok-alice"
-                        : k.key == "daily-1" ? "tok-bob"
-                                             : "tok-admin";
+    std::string token = k.key == "daily-0"   ? "tok-alice-0123456789"
+                        : k.key == "daily-1" ? "tok-bob-0123456789ab"
+                                             : "tok-admin-0123456789";
     auto [ca, oa] = ctl({"slo", "accept", by_job[k.key]["proposal_id"], "--json"}, token);
     ASSERT_EQ(ca, 0) << k.key << ": " << oa << inf_.log();
     json acc = json::parse(oa);
@@ -294,7 +296,7 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     reservation_of[k.key] = acc["reservation_id"];
   }
   // A second accept of the same proposal is refused.
-  auto [c2, o2] = ctl({"slo", "accept", daily0}, "tok-alice");
+  auto [c2, o2] = ctl({"slo", "accept", daily0}, "tok-alice-0123456789");
   EXPECT_EQ(c2, 1) << o2;
 
   // Every reservation is in the RM's plan: periodic, owned by the job owner,
@@ -321,12 +323,12 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
           << a.dump();
     }
   }
-  auto [cs, os] = ctl({"slo", "list", "--state", "accepted", "--json"}, "tok-alice");
+  auto [cs, os] = ctl({"slo", "list", "--state", "accepted", "--json"}, "tok-alice-0123456789");
   ASSERT_EQ(cs, 0) << os;
   EXPECT_EQ(json::parse(os)["proposals"].size(), jobs.size());
 
   // A refit over the same history proposes nothing new (no material change).
-  auto [cr2, or2] = ctl({"slo", "refit"}, "tok-admin");
+  auto [cr2, or2] = ctl({"slo", "refit"}, "tok-admin-0123456789");
   ASSERT_EQ(cr2, 0) << or2;
   EXPECT_NE(or2.find("0 new proposal(s)"), std::string::npos) << or2;
 
@@ -342,12 +344,12 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
       for (int i = n - 30; i < n; i++) writeRun(out, all[j], j, i, firstDay(now), 2);
     }
   }
-  auto [cdi, odi] = ctl({"history", "import", drift, "--format", "jsonl"}, "tok-alice");
+  auto [cdi, odi] = ctl({"history", "import", drift, "--format", "jsonl"}, "tok-alice-0123456789");
   ASSERT_EQ(cdi, 0) << odi;
-  auto [cr3, or3] = ctl({"slo", "refit"}, "tok-admin");
+  auto [cr3, or3] = ctl({"slo", "refit"}, "tok-admin-0123456789");
   ASSERT_EQ(cr3, 0) << or3;
   EXPECT_NE(or3.find("2 new proposal(s)"), std::string::npos) << or3 << inf_.log();
-  auto [cp, op] = ctl({"slo", "list", "--state", "pending", "--json"}, "tok-alice");
+  auto [cp, op] = ctl({"slo", "list", "--state", "pending", "--json"}, "tok-alice-0123456789");
   ASSERT_EQ(cp, 0) << op;
   std::map<std::string, json> pend;
   json pending = json::parse(op);
@@ -356,10 +358,11 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   EXPECT_TRUE(pend["hourly-0"]["is_update"].get<bool>()) << op;
   EXPECT_FALSE(pend["halfhourly-1"]["is_update"].get<bool>()) << op;
   // Accepting the update replaces the reservation in place.
-  auto [cu, ou] = ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, "tok-alice");
+  auto [cu, ou] =
+      ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, "tok-alice-0123456789");
   ASSERT_EQ(cu, 0) << ou;
   EXPECT_EQ(json::parse(ou)["reservation_id"], reservation_of["hourly-0"]);
-  auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, "tok-alice");
+  auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, "tok-alice-0123456789");
   EXPECT_EQ(json::parse(os2)["proposals"].size(), 1u) << os2;
 }
 

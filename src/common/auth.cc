@@ -1,0 +1,36 @@
+#include "common/auth.h"
+
+namespace morpheus {
+
+Result<Principal> Authenticator::identifyHeader(const std::string* value) const {
+  if (open_) return Principal{"anonymous", true};
+  if (value == nullptr)
+    return permissionDenied("missing credentials: send 'authorization: Bearer TOKEN'");
+  const std::string prefix = "Bearer ";
+  if (value->rfind(prefix, 0) != 0) return permissionDenied("authorization must be 'Bearer TOKEN'");
+  auto p = tokens_.find(value->substr(prefix.size()));
+  if (p == tokens_.end()) return permissionDenied("unknown token");
+  return p->second;
+}
+
+Result<Principal> Authenticator::identify(const grpc::ServerContext& ctx) const {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return identifyHeader(nullptr);
+  std::string value(it->second.data(), it->second.size());
+  return identifyHeader(&value);
+}
+
+Result<Principal> Authenticator::identify(const HttpRequest& req) const {
+  auto it = req.headers.find("authorization");
+  return identifyHeader(it == req.headers.end() ? nullptr : &it->second);
+}
+
+Status Authenticator::mayActFor(const Principal& who, const std::string& owner,
+                                const std::string& what) {
+  if (who.admin || who.user == owner) return Status::ok();
+  return permissionDenied(who.user + " may not " + what + ": only the owner " + owner +
+                          " or an admin");
+}
+
+}  // namespace morpheus

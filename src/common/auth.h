@@ -1,0 +1,46 @@
+// Identity of a daemon's callers: a static bearer-token file ("TOKEN USER
+// [admin|node]" per line, see loadTokenFile). A gRPC request carries
+// "authorization: Bearer TOKEN" metadata; an HTTP request the same header.
+// Used by morpheus-inference (sign-off) and morpheus-rm (users, admins and
+// node managers). DESIGN.md §9.
+//
+// Contract: identify*() never trusts a user name the caller states; the
+// principal comes only from the token. With authentication disabled (an
+// explicit test/development setting) every caller is the admin "anonymous".
+// Thread-safe: immutable after construction.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <string>
+
+#include "common/http_server.h"
+#include "common/token.h"
+
+namespace morpheus {
+
+class Authenticator {
+ public:
+  // `open` true: authentication disabled (everyone is an admin named
+  // "anonymous"), for tests and single-user development only.
+  Authenticator(std::map<std::string, Principal> tokens, bool open)
+      : tokens_(std::move(tokens)), open_(open) {}
+
+  // PERMISSION_DENIED when the token is missing or unknown.
+  Result<Principal> identify(const grpc::ServerContext& ctx) const;
+  // The same for an HTTP request's "authorization" header.
+  Result<Principal> identify(const HttpRequest& req) const;
+  // The principal of a raw "Bearer TOKEN" header value.
+  Result<Principal> identifyHeader(const std::string* value) const;
+  // PERMISSION_DENIED unless `who` is `owner` or an admin.
+  static Status mayActFor(const Principal& who, const std::string& owner, const std::string& what);
+
+  bool open() const { return open_; }
+
+ private:
+  std::map<std::string, Principal> tokens_;
+  bool open_;
+};
+
+}  // namespace morpheus
