@@ -30,6 +30,25 @@ std::string freshDir(const std::string& tag) {
   return d.string();
 }
 
+std::string testToken(const std::string& principal) {
+  return "tok-" + principal + "-0123456789abcdef";
+}
+
+std::string testTokenFile() {
+  fs::path path = fs::path(freshDir("tokens")) / "tokens";
+  std::ofstream out(path);
+  for (const char* user : {"alice", "bob", "mallory"})
+    out << testToken(user) << " " << user << "\n";
+  out << testToken("ops") << " ops admin\n";
+  for (int i = 1; i <= 9; i++) {
+    std::string node = "nm" + std::to_string(i);
+    out << testToken(node) << " " << node << " node\n";
+  }
+  out.close();
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  return path.string();
+}
+
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -206,7 +225,9 @@ int64_t nowMs() {
 void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
                                const std::string& nm_resources) {
   using namespace std::chrono_literals;
-  rm_ = Process::startDaemon("rm", freshDir("rm"), rm_args);
+  std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
+  args.insert(args.end(), rm_args.begin(), rm_args.end());
+  rm_ = Process::startDaemon("rm", freshDir("rm"), args);
   ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
   for (int i = 0; i < nms; i++) {
     nms_.push_back(

@@ -20,6 +20,13 @@ std::string binary(const std::string& name);
 // A fresh empty directory under the test temp dir.
 std::string freshDir(const std::string& tag);
 
+// The test cluster's bearer tokens, all in one file for rm.token-file:
+// users alice, bob and mallory, the admin ops, and node managers nm1..nm9
+// (role node). testToken("alice") is alice's token.
+std::string testToken(const std::string& principal);
+// Writes that file (mode 0600) under the test temp dir; returns its path.
+std::string testTokenFile();
+
 // Polls `cond` every 20 ms until it returns true or `timeout` passes.
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
