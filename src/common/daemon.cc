@@ -3,12 +3,17 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,6 +41,57 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                    {"trace", "debug", "info", "warn", "error"});
   schema.addString("log.file", &opts->log_file, "",
                    "Also append logs to this file (\"\" = stderr only).");
+  schema.addInt("http.max-connections", &opts->http_max_connections, 1000, 1, 1000000,
+                "connections",
+                "Open HTTP connections at most; an excess connection is answered 503 and "
+                "closed at once. Lowered to half the process's descriptor limit if above it.");
+  schema.addInt("http.max-connections-per-client", &opts->http_max_connections_per_client, 100, 1,
+                1000000, "connections",
+                "Open HTTP connections from one client IP address at most; the excess is "
+                "answered 503 and closed at once.");
+  schema.addDuration("http.header-timeout", &opts->http_header_timeout, Millis(10000), Millis(100),
+                     "A request's headers and body must arrive within this (slow senders are "
+                     "closed); also the time a client has to read a response.");
+  schema.addDuration("http.idle-timeout", &opts->http_idle_timeout, Millis(60000), Millis(100),
+                     "A keep-alive HTTP connection with no new request for this long is closed.");
+  schema.addInt("http.max-body-bytes", &opts->http_max_body_bytes, 1 << 20, 0, 1LL << 30, "bytes",
+                "Largest HTTP request body; a larger one is answered 413 without being read.");
+}
+
+int64_t raiseDescriptorLimit() {
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    spdlog::warn("cannot read the descriptor limit (RLIMIT_NOFILE): {}", std::strerror(errno));
+    return 1024;
+  }
+  rlim_t before = lim.rlim_cur;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+      spdlog::warn("cannot raise the descriptor limit from {} to {}: {}", before, lim.rlim_max,
+                   std::strerror(errno));
+      lim.rlim_cur = before;
+    }
+  }
+  int64_t now = lim.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(lim.rlim_cur);
+  spdlog::info("descriptor limit (RLIMIT_NOFILE) {} (was {})", now, before);
+  return now;
+}
+
+HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descriptor_limit) {
+  HttpServerOptions h;
+  int64_t cap = std::min(opts.http_max_connections, std::max<int64_t>(descriptor_limit / 2, 1));
+  if (cap < opts.http_max_connections) {
+    spdlog::warn("http.max-connections {} lowered to {}, half the descriptor limit {}",
+                 opts.http_max_connections, cap, descriptor_limit);
+  }
+  h.max_connections = static_cast<int>(cap);
+  h.max_connections_per_client =
+      static_cast<int>(std::min(opts.http_max_connections_per_client, cap));
+  h.header_timeout = opts.http_header_timeout;
+  h.idle_timeout = opts.http_idle_timeout;
+  h.max_body_bytes = opts.http_max_body_bytes;
+  return h;
 }
 
 void blockTerminationSignals() {
@@ -146,7 +202,10 @@ Status prepareDataDir(const std::string& dir) {
 
 DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts,
                            MetricsRegistry& metrics)
-    : component_(std::move(component)), opts_(opts), metrics_(metrics) {}
+    : component_(std::move(component)),
+      opts_(opts),
+      metrics_(metrics),
+      http_(httpServerOptions(opts, raiseDescriptorLimit()), metrics) {}
 
 DaemonServer::~DaemonServer() { shutdown(Millis(0)); }
 
@@ -166,16 +225,24 @@ Status DaemonServer::start() {
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
 
-  http_.route("GET", "/healthz", [](const HttpRequest&) {
-    return HttpResponse{200, "text/plain", "ok\n"};
-  });
+  // Both on the I/O thread: cheap, and never queued behind a slow REST handler.
+  http_.route(
+      "GET", "/healthz",
+      [](const HttpRequest&) {
+        return HttpResponse{200, "text/plain", "ok\n"};
+      },
+      HandlerThread::kIoThread);
   auto started = std::chrono::steady_clock::now();
   metrics_.gauge("morpheus_" + component_ + "_up", "1 while the daemon is serving").set(1);
-  http_.route("GET", "/metrics", [this, started](const HttpRequest&) {
-    double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    metrics_.gauge("morpheus_" + component_ + "_uptime_seconds", "Seconds since start").set(up);
-    return HttpResponse{200, "text/plain; version=0.0.4", metrics_.render()};
-  });
+  http_.route(
+      "GET", "/metrics",
+      [this, started](const HttpRequest&) {
+        double up =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        metrics_.gauge("morpheus_" + component_ + "_uptime_seconds", "Seconds since start").set(up);
+        return HttpResponse{200, "text/plain; version=0.0.4", metrics_.render()};
+      },
+      HandlerThread::kIoThread);
   auto hp = http_.start(opts_.http_host, static_cast<int>(opts_.http_port));
   if (!hp.isOk()) {
     server_->Shutdown();

@@ -27,10 +27,25 @@ struct DaemonOptions {
   std::string data_dir;
   std::string log_level;
   std::string log_file;
+  // HTTP edge limits (http.*), documented in addDaemonOptions and HttpServerOptions.
+  int64_t http_max_connections = 1000;
+  int64_t http_max_connections_per_client = 100;
+  Millis http_header_timeout{10000};
+  Millis http_idle_timeout{60000};
+  int64_t http_max_body_bytes = 1 << 20;
 };
 
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
                       int64_t default_http_port, const std::string& default_data_dir);
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (logged) and returns the
+// soft limit now in force (the old one when raising fails).
+int64_t raiseDescriptorLimit();
+
+// The HttpServer limits of `opts`, with the connection caps kept to at most
+// half of `descriptor_limit` (logged as a warning when lowered) so that gRPC,
+// the store and the logs keep descriptors under an HTTP flood.
+HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descriptor_limit);
 
 // A dedicated flag that sets a config key (e.g. --rm sets nm.rm-address).
 struct FlagAlias {
@@ -63,6 +78,8 @@ Status prepareDataDir(const std::string& dir);
 // Runs the network side of a daemon. Construct, register services, start().
 class DaemonServer {
  public:
+  // Raises the descriptor limit (raiseDescriptorLimit) and sizes the HTTP
+  // server's caps under it (httpServerOptions).
   DaemonServer(std::string component, const DaemonOptions& opts, MetricsRegistry& metrics);
   ~DaemonServer();
 

@@ -1,9 +1,15 @@
 #include "common/http_server.h"
 
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
@@ -85,81 +91,403 @@ void parseTarget(const std::string& target, HttpRequest* req) {
   }
 }
 
+// Logs at most once per interval; counts what it held back. One thread only.
+class LogLimiter {
+ public:
+  explicit LogLimiter(Millis interval) : interval_(interval) {}
+  // True when a line may be logged now; *suppressed is how many were held
+  // back since the last one.
+  bool allow(uint64_t* suppressed) {
+    auto now = std::chrono::steady_clock::now();
+    if (logged_once_ && now - last_ < interval_) {
+      held_++;
+      return false;
+    }
+    logged_once_ = true;
+    last_ = now;
+    *suppressed = held_;
+    held_ = 0;
+    return true;
+  }
+
+ private:
+  Millis interval_;
+  bool logged_once_ = false;
+  std::chrono::steady_clock::time_point last_;
+  uint64_t held_ = 0;
+};
+
+constexpr Millis kMaxAcceptBackoff{1000};
+constexpr size_t kReadChunk = 4096;
+// Answer to a connection over a cap; written without reading the request.
+constexpr std::string_view kRefusedResponse =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: morpheus\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
+
 }  // namespace
 
 struct HttpServer::Impl {
+  struct Route {
+    HttpHandler handler;
+    HandlerThread where;
+  };
+  class Connection;
+
+  Impl(HttpServerOptions o, MetricsRegistry& metrics)
+      : opts(std::move(o)),
+        open_gauge(metrics.gauge("morpheus_http_connections_open", "Open HTTP connections")),
+        refused_total(metrics.counter(
+            "morpheus_http_connections_refused_total",
+            "HTTP connections refused at accept because a connection cap was reached",
+            {{"reason", "max-connections"}})),
+        refused_per_client(metrics.counter(
+            "morpheus_http_connections_refused_total",
+            "HTTP connections refused at accept because a connection cap was reached",
+            {{"reason", "max-connections-per-client"}})),
+        accept_errors(metrics.counter("morpheus_http_accept_errors_total",
+                                      "Failed accepts on the HTTP port (e.g. EMFILE); retried")),
+        timed_out(metrics.counter("morpheus_http_connections_timed_out_total",
+                                  "HTTP connections closed by the header, idle or write timeout")),
+        rejected_400(metrics.counter("morpheus_http_requests_rejected_total",
+                                     "HTTP requests rejected before dispatch",
+                                     {{"status", "400"}})),
+        rejected_413(metrics.counter("morpheus_http_requests_rejected_total",
+                                     "HTTP requests rejected before dispatch",
+                                     {{"status", "413"}})),
+        rejected_431(metrics.counter("morpheus_http_requests_rejected_total",
+                                     "HTTP requests rejected before dispatch",
+                                     {{"status", "431"}})),
+        refused_log(opts.log_interval),
+        accept_error_log(opts.log_interval),
+        backoff(opts.accept_backoff) {}
+
+  // Constant after start().
+  const HttpServerOptions opts;
+  std::map<std::pair<std::string, std::string>, Route> routes;
+  Gauge& open_gauge;
+  Counter& refused_total;
+  Counter& refused_per_client;
+  Counter& accept_errors;
+  Counter& timed_out;
+  Counter& rejected_400;
+  Counter& rejected_413;
+  Counter& rejected_431;
+
+  // Connection slots: taken on the I/O thread, released wherever a
+  // connection's last reference drops, hence the lock.
+  std::mutex slots_mu;
+  int open_connections = 0;                     // GUARDED_BY(slots_mu)
+  std::map<asio::ip::address, int> per_client;  // GUARDED_BY(slots_mu)
+
+  // I/O thread only. Declared before `io`/`pool` so they outlive the
+  // connections those destroy.
+  LogLimiter refused_log;
+  LogLimiter accept_error_log;
+  Millis backoff;
+
   asio::io_context io;
   std::unique_ptr<tcp::acceptor> acceptor;
-  std::map<std::pair<std::string, std::string>, HttpHandler> routes;
+  std::unique_ptr<asio::steady_timer> backoff_timer;
   std::thread thread;
+  // Destroyed before `io`: queued work holds connections whose sockets use it.
+  std::unique_ptr<asio::thread_pool> pool;
   bool running = false;
 
-  HttpResponse dispatch(const HttpRequest& req) {
+  // The route for a request, or the 404/405 answer when there is none.
+  const Route* find(const HttpRequest& req, HttpResponse* miss) const {
     auto it = routes.find({req.method, req.path});
-    if (it == routes.end()) {
-      bool path_known = false;
-      for (const auto& [k, _] : routes) path_known |= k.second == req.path;
-      if (path_known) return HttpResponse{405, "text/plain", "method not allowed\n"};
-      return HttpResponse{404, "text/plain", "not found: " + req.path + "\n"};
-    }
+    if (it != routes.end()) return &it->second;
+    bool path_known = false;
+    for (const auto& [k, _] : routes) path_known |= k.second == req.path;
+    *miss = path_known ? HttpResponse{405, "text/plain", "method not allowed\n"}
+                       : HttpResponse{404, "text/plain", "not found: " + req.path + "\n"};
+    return nullptr;
+  }
+
+  static HttpResponse invoke(const HttpHandler& handler, const HttpRequest& req) {
     try {
-      return it->second(req);
+      return handler(req);
     } catch (const std::exception& e) {
       spdlog::error("http handler {} {} threw: {}", req.method, req.path, e.what());
       return jsonError(internalError(e.what()));
     }
   }
 
-  void session(std::shared_ptr<tcp::socket> sock) {
-    auto buf = std::make_shared<beast::flat_buffer>();
-    auto parser = std::make_shared<http::request_parser<http::string_body>>();
-    parser->body_limit(16 * 1024 * 1024);
-    http::async_read(*sock, *buf, *parser, [this, sock, buf, parser](beast::error_code ec, size_t) {
-      if (ec) return;
-      auto& r = parser->get();
-      HttpRequest req;
-      req.method = std::string(r.method_string());
-      parseTarget(std::string(r.target()), &req);
-      for (const auto& f : r) {
-        std::string name(f.name_string());
-        std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-        req.headers[name] = std::string(f.value());
+  // Takes a connection slot for `peer`; false (and counted) when a cap is
+  // reached. Called on the I/O thread.
+  bool acquireSlot(const asio::ip::address& peer) {
+    Counter* refused = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(slots_mu);
+      int& mine = per_client[peer];
+      if (open_connections >= opts.max_connections) {
+        refused = &refused_total;
+      } else if (mine >= opts.max_connections_per_client) {
+        refused = &refused_per_client;
+      } else {
+        mine++;
+        open_connections++;
+        open_gauge.set(open_connections);
+        return true;
       }
-      req.body = r.body();
-      HttpResponse resp = dispatch(req);
-      auto res = std::make_shared<http::response<http::string_body>>(
-          static_cast<http::status>(resp.status), r.version());
-      res->set(http::field::server, "morpheus");
-      res->set(http::field::content_type, resp.content_type);
-      res->keep_alive(r.keep_alive());
-      res->body() = std::move(resp.body);
-      res->prepare_payload();
-      http::async_write(*sock, *res, [this, sock, res](beast::error_code ec2, size_t) {
-        if (ec2) return;
-        if (res->keep_alive()) {
-          session(sock);
-        } else {
-          beast::error_code ignored;
-          sock->shutdown(tcp::socket::shutdown_send, ignored);
-        }
+      if (mine == 0) per_client.erase(peer);
+    }
+    refused->inc();
+    uint64_t held = 0;
+    if (refused_log.allow(&held)) {
+      spdlog::warn(
+          "http: refusing connections over the cap (max-connections {}, per client {}); "
+          "latest from {}; {} more refused since the last line",
+          opts.max_connections, opts.max_connections_per_client, peer.to_string(), held);
+    }
+    return false;
+  }
+
+  void releaseSlot(const asio::ip::address& peer) {
+    std::lock_guard<std::mutex> lk(slots_mu);
+    auto it = per_client.find(peer);
+    if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
+    open_connections--;
+    open_gauge.set(open_connections);
+  }
+
+  void accept();
+  void onAcceptError(const beast::error_code& ec);
+  void onAccepted(tcp::socket sock);
+  void refuse(tcp::socket sock);
+};
+
+// One HTTP connection. Reads, writes and timers run on the I/O thread; only a
+// kWorker handler runs elsewhere, on a copy of the request, and posts its
+// response back. Holds a connection slot until destroyed.
+class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(HttpServer::Impl& server, tcp::socket sock, asio::ip::address peer)
+      : server_(server), stream_(std::move(sock)), peer_(std::move(peer)) {}
+  ~Connection() { server_.releaseSlot(peer_); }
+
+  // The first request: header_timeout runs from accept.
+  void start() { readRequest(); }
+
+ private:
+  const HttpServerOptions& opts() const { return server_.opts; }
+
+  void readRequest() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(opts().max_header_bytes));
+    parser_->body_limit(static_cast<uint64_t>(opts().max_body_bytes));
+    stream_.expires_after(opts().header_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->onRequest(ec); });
+  }
+
+  // Keep-alive: waits up to idle_timeout for the next request's first byte,
+  // then gives the whole request header_timeout.
+  void awaitNextRequest() {
+    if (buffer_.size() > 0) return readRequest();  // pipelined bytes already here
+    stream_.expires_after(opts().idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->onReadError(ec);
+                              self->buffer_.commit(n);
+                              self->readRequest();
+                            });
+  }
+
+  void onReadError(const beast::error_code& ec) {
+    if (ec == beast::error::timeout) server_.timed_out.inc();
+    close();
+  }
+
+  void onRequest(const beast::error_code& ec) {
+    if (!ec) return dispatch();
+    if (ec == http::error::body_limit) {
+      server_.rejected_413.inc();
+      return reject(413, "request body larger than " + std::to_string(opts().max_body_bytes) +
+                             " bytes (http.max-body-bytes)\n");
+    }
+    if (ec == http::error::header_limit) {
+      server_.rejected_431.inc();
+      return reject(431, "request headers larger than " + std::to_string(opts().max_header_bytes) +
+                             " bytes\n");
+    }
+    if (isMalformed(ec)) {
+      server_.rejected_400.inc();
+      return reject(400, "malformed request: " + ec.message() + "\n");
+    }
+    onReadError(ec);
+  }
+
+  // A parse error of the request itself (not the peer closing or a timeout).
+  static bool isMalformed(const beast::error_code& ec) {
+    return ec.category() == beast::http::make_error_code(http::error::bad_method).category() &&
+           ec != http::error::end_of_stream && ec != http::error::partial_message;
+  }
+
+  static HttpRequest toRequest(const http::request<http::string_body>& r) {
+    HttpRequest req;
+    req.method = std::string(r.method_string());
+    parseTarget(std::string(r.target()), &req);
+    for (const auto& f : r) {
+      std::string name(f.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      req.headers[name] = std::string(f.value());
+    }
+    req.body = r.body();
+    return req;
+  }
+
+  void dispatch() {
+    auto& r = parser_->get();
+    keep_alive_ = r.keep_alive();
+    version_ = r.version();
+    HttpRequest req = toRequest(r);
+    stream_.expires_never();  // no I/O while the handler runs
+    HttpResponse miss;
+    const Route* route = server_.find(req, &miss);
+    if (route == nullptr) return respond(std::move(miss));
+    if (route->where == HandlerThread::kIoThread) {
+      return respond(HttpServer::Impl::invoke(route->handler, req));
+    }
+    asio::post(*server_.pool, [self = shared_from_this(), handler = &route->handler,
+                               req = std::move(req)]() mutable {
+      HttpResponse resp = HttpServer::Impl::invoke(*handler, req);
+      auto ex = self->stream_.get_executor();
+      // The last reference moves back to the I/O thread with the response.
+      asio::post(ex, [self = std::move(self), resp = std::move(resp)]() mutable {
+        self->respond(std::move(resp));
       });
     });
   }
 
-  void accept() {
-    acceptor->async_accept([this](beast::error_code ec, tcp::socket sock) {
-      if (ec) return;  // acceptor closed
-      session(std::make_shared<tcp::socket>(std::move(sock)));
-      accept();
+  void respond(HttpResponse resp) {
+    res_.emplace(static_cast<http::status>(resp.status), version_);
+    res_->set(http::field::server, "morpheus");
+    res_->set(http::field::content_type, resp.content_type);
+    res_->keep_alive(keep_alive_);
+    res_->body() = std::move(resp.body);
+    res_->prepare_payload();
+    stream_.expires_after(opts().header_timeout);
+    http::async_write(stream_, *res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->onReadError(ec);
+      if (!self->keep_alive_) return self->close();
+      self->awaitNextRequest();
     });
   }
+
+  // Answers `status` with Connection: close without reading the rest of the
+  // request, then closes gracefully.
+  void reject(int status, std::string body) {
+    res_.emplace(static_cast<http::status>(status), 11);
+    res_->set(http::field::server, "morpheus");
+    res_->set(http::field::content_type, "text/plain");
+    res_->keep_alive(false);
+    res_->body() = std::move(body);
+    res_->prepare_payload();
+    stream_.expires_after(opts().header_timeout);
+    http::async_write(stream_, *res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->onReadError(ec);
+      self->lingerClose();
+    });
+  }
+
+  // Half-closes, then discards what the client still sends (bounded by
+  // header_timeout) so our answer is read before the socket is closed: closing
+  // with unread data would reset the connection and lose the answer.
+  void lingerClose() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(opts().header_timeout);
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(asio::buffer(discard_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->close();
+                              self->drain();
+                            });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  HttpServer::Impl& server_;
+  beast::tcp_stream stream_;
+  asio::ip::address peer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> res_;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+  std::array<char, kReadChunk> discard_{};
 };
 
-HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+void HttpServer::Impl::accept() {
+  acceptor->async_accept([this](beast::error_code ec, tcp::socket sock) {
+    if (!acceptor->is_open()) return;  // stopped
+    if (ec) return onAcceptError(ec);
+    backoff = opts.accept_backoff;
+    onAccepted(std::move(sock));
+    accept();
+  });
+}
+
+void HttpServer::Impl::onAcceptError(const beast::error_code& ec) {
+  accept_errors.inc();
+  uint64_t held = 0;
+  if (accept_error_log.allow(&held)) {
+    spdlog::warn(
+        "http: accept failed: {}; retrying in {} ms ({} more failures since the last line)",
+        ec.message(), backoff.count(), held);
+  }
+  if (ec == asio::error::connection_aborted) return accept();  // that peer gave up; not ours
+  // Out of descriptors or buffers: pause so the loop does not spin, then retry.
+  backoff_timer->expires_after(backoff);
+  backoff = std::min(backoff * 2, kMaxAcceptBackoff);
+  backoff_timer->async_wait([this](beast::error_code wait_ec) {
+    if (wait_ec || !acceptor->is_open()) return;
+    accept();
+  });
+}
+
+// Answers 503 without waiting: one non-blocking write, then a half-close.
+// What the client already sent is discarded first, as closing a socket with
+// unread data resets the connection and the client could lose the answer.
+void HttpServer::Impl::refuse(tcp::socket sock) {
+  beast::error_code ec;
+  sock.non_blocking(true, ec);
+  sock.write_some(asio::buffer(kRefusedResponse.data(), kRefusedResponse.size()), ec);
+  sock.shutdown(tcp::socket::shutdown_send, ec);
+  std::array<char, kReadChunk> discard;
+  for (int i = 0; i < 16 && !ec; i++) sock.read_some(asio::buffer(discard), ec);
+  sock.close(ec);
+}
+
+void HttpServer::Impl::onAccepted(tcp::socket sock) {
+  beast::error_code ec;
+  auto peer = sock.remote_endpoint(ec);
+  if (ec) return;  // already gone
+  if (!acquireSlot(peer.address())) {
+    refuse(std::move(sock));
+    return;
+  }
+  std::make_shared<Connection>(*this, std::move(sock), peer.address())->start();
+}
+
+HttpServer::HttpServer(HttpServerOptions options, MetricsRegistry& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics)) {}
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler) {
-  impl_->routes[{method, path}] = std::move(handler);
+const HttpServerOptions& HttpServer::options() const { return impl_->opts; }
+
+void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler,
+                       HandlerThread where) {
+  impl_->routes[{method, path}] = Impl::Route{std::move(handler), where};
 }
 
 Result<int> HttpServer::start(const std::string& host, int port) {
@@ -178,6 +506,8 @@ Result<int> HttpServer::start(const std::string& host, int port) {
   }
   int bound = acc->local_endpoint().port();
   impl_->acceptor = std::move(acc);
+  impl_->backoff_timer = std::make_unique<asio::steady_timer>(impl_->io);
+  impl_->pool = std::make_unique<asio::thread_pool>(std::max(1, impl_->opts.worker_threads));
   impl_->accept();
   impl_->running = true;
   impl_->thread = std::thread([this] { impl_->io.run(); });
@@ -190,9 +520,12 @@ void HttpServer::stop() {
   asio::post(impl_->io, [this] {
     beast::error_code ec;
     impl_->acceptor->close(ec);
+    impl_->backoff_timer->cancel();
   });
   impl_->io.stop();
   impl_->thread.join();
+  impl_->pool->stop();
+  impl_->pool->join();
 }
 
 }  // namespace morpheus

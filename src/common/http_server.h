@@ -1,14 +1,47 @@
-// A small HTTP/1.1 server (Boost.Beast) for /healthz, /metrics and REST
-// endpoints. One I/O thread; handlers run on it and must not block for long.
+// A small HTTP/1.1 server (Boost.Beast) for /healthz, /metrics and the REST
+// endpoints of every daemon, hardened for an untrusted network (issue #11
+// findings 2 and 9).
+//
+// Threads: one I/O thread accepts, reads and writes every connection. A route
+// registered with HandlerThread::kWorker (the default) runs on a small worker
+// pool, so a slow handler (planning a huge reservation) never delays the I/O
+// thread; a kIoThread route (/healthz, /metrics) runs on the I/O thread itself
+// and must be cheap and never block. Handlers may run concurrently with each
+// other and must be thread-safe.
+//
+// Limits (HttpServerOptions):
+// - At most max_connections open connections, and at most
+//   max_connections_per_client from one peer IP address. An excess connection
+//   is answered "503" at once, without reading from it, and closed.
+// - A request's headers and body must arrive within header_timeout (counted
+//   from accept for a connection's first request, from the request's first
+//   byte for later ones), so a slow-loris sender is closed. A keep-alive
+//   connection with no request for idle_timeout is closed. A client that does
+//   not take its response within header_timeout is closed.
+// - A body over max_body_bytes gets 413 before the body is read; headers over
+//   max_header_bytes get 431; a malformed request gets 400. Each closes the
+//   connection.
+// - An accept error (EMFILE, ENFILE, ENOBUFS, ...) never stops accepting: it
+//   is counted, logged at most once per log_interval, and accepting is retried
+//   after a back-off (accept_backoff, doubling up to 1 s). So the server serves
+//   again by itself once a descriptor flood stops.
+//
+// Metrics (in the registry given to the constructor):
+//   morpheus_http_connections_open                     gauge
+//   morpheus_http_connections_refused_total{reason}    counter, reason =
+//       "max-connections" | "max-connections-per-client"
+//   morpheus_http_accept_errors_total                  counter
+//   morpheus_http_connections_timed_out_total          counter
+//   morpheus_http_requests_rejected_total{status}      counter, 400 | 413 | 431
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
+#include "common/clock.h"
+#include "common/metrics.h"
 #include "common/status.h"
 
 namespace morpheus {
@@ -34,21 +67,57 @@ int httpStatusFor(const Status& s);
 // {"error": {"code": "...", "message": "..."}} with the matching HTTP status.
 HttpResponse jsonError(const Status& s);
 
+// Where a route's handler runs (see the file comment).
+enum class HandlerThread {
+  kWorker,    // the worker pool: may take long (planning, store access)
+  kIoThread,  // the I/O thread: must be cheap and never block (/healthz)
+};
+
+// Limits of one HttpServer. Daemons take them from the http.* config keys
+// (src/common/daemon.h); the defaults here are the same.
+struct HttpServerOptions {
+  // Open connections at most; the excess is refused with 503. Count.
+  int max_connections = 1000;
+  // Open connections from one peer IP address at most. Count.
+  int max_connections_per_client = 100;
+  // A request's headers and body must arrive within this; also the time a
+  // client has to take a response.
+  Millis header_timeout{10000};
+  // A keep-alive connection idle this long between requests is closed.
+  Millis idle_timeout{60000};
+  // Largest request body; a larger one gets 413 before it is read. Bytes.
+  int64_t max_body_bytes = 1 << 20;
+  // Largest request line + headers; larger gets 431. Bytes.
+  int64_t max_header_bytes = 16 << 10;
+  // Threads running kWorker handlers. Count, >= 1.
+  int worker_threads = 2;
+  // First pause after an accept error; doubles per consecutive error, to 1 s.
+  Millis accept_backoff{50};
+  // Refused connections and accept errors are logged at most once per this.
+  Millis log_interval{10000};
+};
+
 class HttpServer {
  public:
-  HttpServer();
+  // `metrics` must outlive the server.
+  HttpServer(HttpServerOptions options, MetricsRegistry& metrics);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Registers a handler for exact `method` + `path`. Call before start().
-  void route(const std::string& method, const std::string& path, HttpHandler handler);
+  // Registers a handler for exact `method` + `path`, run where `where` says.
+  // Call before start().
+  void route(const std::string& method, const std::string& path, HttpHandler handler,
+             HandlerThread where = HandlerThread::kWorker);
 
   // Binds host:port (port 0 = any free port) and starts serving. Returns the
   // bound port; UNAVAILABLE naming the address when it is busy.
   Result<int> start(const std::string& host, int port);
-  // Stops accepting and joins the I/O thread. Idempotent.
+  // Stops accepting, joins the I/O thread, then waits for running handlers
+  // and drops queued ones. Idempotent.
   void stop();
+
+  const HttpServerOptions& options() const;
 
  private:
   struct Impl;

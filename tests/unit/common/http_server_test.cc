@@ -1,0 +1,378 @@
+// HttpServer under hostile load (issue #11 findings 2 and 9), with real
+// loopback sockets: timeouts, connection caps, accept after EMFILE, handlers
+// off the I/O thread, body and header limits.
+#include "common/http_server.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace morpheus {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+// A client socket connected from `source` (any 127.x address: distinct
+// clients for the per-client cap); -1 on failure.
+int connectFrom(int port, const std::string& source = "127.0.0.1") {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool sendAll(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads what arrives within `timeout`; stops early at EOF (*closed = true) or
+// once `until` returns true on the data read so far.
+std::string readFor(int fd, std::chrono::milliseconds timeout, bool* closed,
+                    const std::function<bool(const std::string&)>& until = nullptr) {
+  std::string out;
+  *closed = false;
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (until && until(out)) return out;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      *closed = true;
+      return out;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// One complete response (status line, headers, Content-Length body) is in `s`.
+bool hasFullResponse(const std::string& s) {
+  auto end = s.find("\r\n\r\n");
+  if (end == std::string::npos) return false;
+  auto cl = s.find("Content-Length: ");
+  if (cl == std::string::npos || cl > end) return true;
+  return s.size() >= end + 4 + std::stoul(s.substr(cl + 16));
+}
+
+int statusOf(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+// GET `path` on a keep-alive connection; the status, 0 when none came in time.
+int getOn(int fd, const std::string& path, std::chrono::milliseconds timeout = 2000ms) {
+  if (!sendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n")) return 0;
+  bool closed = false;
+  return statusOf(readFor(fd, timeout, &closed, hasFullResponse));
+}
+
+// GET `path` on a fresh connection; the status (0 = none in time).
+int get(int port, const std::string& path, const std::string& source = "127.0.0.1",
+        std::chrono::milliseconds timeout = 2000ms) {
+  int fd = connectFrom(port, source);
+  if (fd < 0) return 0;
+  int status = getOn(fd, path, timeout);
+  ::close(fd);
+  return status;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void start(HttpServerOptions o) {
+    server_ = std::make_unique<HttpServer>(o, metrics_);
+    server_->route(
+        "GET", "/healthz",
+        [](const HttpRequest&) {
+          return HttpResponse{200, "text/plain", "ok\n"};
+        },
+        HandlerThread::kIoThread);
+    server_->route("POST", "/echo", [](const HttpRequest& r) {
+      return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+    });
+    server_->route("GET", "/slow", [this](const HttpRequest&) {
+      slow_entered_ = true;
+      std::this_thread::sleep_for(2s);
+      slow_done_ = true;
+      return HttpResponse{200, "text/plain", "slow\n"};
+    });
+    auto port = server_->start("127.0.0.1", 0);
+    ASSERT_TRUE(port.isOk()) << port.status().message();
+    port_ = *port;
+  }
+  void TearDown() override {
+    for (int fd : fds_) ::close(fd);
+    if (server_) server_->stop();
+  }
+  int keep(int fd) {
+    if (fd >= 0) fds_.push_back(fd);
+    return fd;
+  }
+  double metric(const std::string& name, const Labels& labels = {}) {
+    return metrics_.valueOf(name, labels);
+  }
+
+  MetricsRegistry metrics_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+  std::vector<int> fds_;
+  std::atomic<bool> slow_entered_{false};
+  std::atomic<bool> slow_done_{false};
+};
+
+// A client that dribbles header lines forever is closed once header_timeout
+// has passed since accept, though each line arrives well within it.
+TEST_F(HttpServerTest, SlowLorisClosedAfterHeaderTimeout) {
+  HttpServerOptions o;
+  o.header_timeout = 300ms;
+  start(o);
+  int fd = keep(connectFrom(port_));
+  ASSERT_GE(fd, 0);
+  auto t0 = Clock::now();
+  ASSERT_TRUE(sendAll(fd, "GET /healthz HTTP/1.1\r\n"));
+  bool closed = false;
+  while (!closed && Clock::now() - t0 < 5s) {
+    readFor(fd, 50ms, &closed);
+    if (!closed && !sendAll(fd, "X-Slow: a\r\n")) closed = true;
+  }
+  auto took = Clock::now() - t0;
+  EXPECT_TRUE(closed) << "slow-loris connection still open after 5 s";
+  EXPECT_GE(took, 250ms);
+  EXPECT_EQ(metric("morpheus_http_connections_timed_out_total"), 1);
+}
+
+// A keep-alive connection serves several requests, then is closed after
+// idle_timeout without a request (not earlier than the header timeout would).
+TEST_F(HttpServerTest, IdleKeepAliveClosedAfterIdleTimeout) {
+  HttpServerOptions o;
+  o.header_timeout = 500ms;
+  o.idle_timeout = 1500ms;
+  start(o);
+  int fd = keep(connectFrom(port_));
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(getOn(fd, "/healthz"), 200);
+  std::this_thread::sleep_for(800ms);  // idle longer than header_timeout, within idle_timeout
+  EXPECT_EQ(getOn(fd, "/healthz"), 200);
+  auto t0 = Clock::now();
+  bool closed = false;
+  readFor(fd, 5000ms, &closed);
+  EXPECT_TRUE(closed) << "idle keep-alive connection still open after 5 s";
+  EXPECT_GE(Clock::now() - t0, 1200ms);
+}
+
+// Over max_connections_per_client from one IP, or over max_connections in
+// total, a connection gets 503 at once; both are counted; a closed connection
+// frees its slot and the client is served again.
+TEST_F(HttpServerTest, ConnectionCapsRefuseExcessAndServeAgainAfterClose) {
+  HttpServerOptions o;
+  o.max_connections = 4;
+  o.max_connections_per_client = 2;
+  start(o);
+  int a1 = keep(connectFrom(port_, "127.0.0.2"));
+  int a2 = keep(connectFrom(port_, "127.0.0.2"));
+  ASSERT_EQ(getOn(a1, "/healthz"), 200);
+  ASSERT_EQ(getOn(a2, "/healthz"), 200);
+  int a3 = keep(connectFrom(port_, "127.0.0.2"));
+  bool closed = false;
+  std::string refused = readFor(a3, 2000ms, &closed);
+  EXPECT_EQ(statusOf(refused), 503) << refused;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(
+      metric("morpheus_http_connections_refused_total", {{"reason", "max-connections-per-client"}}),
+      1);
+
+  int b1 = keep(connectFrom(port_, "127.0.0.3"));
+  int b2 = keep(connectFrom(port_, "127.0.0.3"));
+  ASSERT_EQ(getOn(b1, "/healthz"), 200);
+  ASSERT_EQ(getOn(b2, "/healthz"), 200);
+  EXPECT_EQ(get(port_, "/healthz", "127.0.0.4"), 503);  // total cap, a new client
+  EXPECT_EQ(metric("morpheus_http_connections_refused_total", {{"reason", "max-connections"}}), 1);
+  EXPECT_EQ(metric("morpheus_http_connections_open"), 4);
+
+  ::close(a1);
+  fds_.erase(std::find(fds_.begin(), fds_.end(), a1));
+  // a1's slot is free once the server has seen it close: a new connection
+  // from the same client is served and fills the server up again.
+  int a4 = -1;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        if (a4 >= 0) ::close(a4);
+        a4 = connectFrom(port_, "127.0.0.2");
+        return getOn(a4, "/healthz") == 200;
+      },
+      3s));
+  keep(a4);
+  EXPECT_EQ(get(port_, "/healthz", "127.0.0.4"), 503);
+}
+
+// A handler blocking 2 s on the worker pool does not delay /healthz: five
+// probes all answer (median < 50 ms) while it still runs.
+TEST_F(HttpServerTest, SlowHandlerDoesNotDelayHealthz) {
+  start(HttpServerOptions{});
+  int slow_status = 0;
+  std::thread slow([&] { slow_status = get(port_, "/slow", "127.0.0.1", 10s); });
+  ASSERT_TRUE(waitFor([&] { return slow_entered_.load(); }, 2s));
+  std::vector<double> ms;
+  for (int i = 0; i < 5; i++) {
+    auto t0 = Clock::now();
+    EXPECT_EQ(get(port_, "/healthz"), 200);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::cout << "healthz during a 2 s handler: median " << ms[2] << " ms, max " << ms.back()
+            << " ms\n";
+  EXPECT_FALSE(slow_done_) << "/healthz waited for the slow handler";
+  EXPECT_LT(ms[2], 50.0);
+  EXPECT_LT(ms.back(), 1000.0);
+  slow.join();
+  EXPECT_EQ(slow_status, 200);
+}
+
+// A body over max_body_bytes gets 413 as soon as its Content-Length (or its
+// chunks) exceed the limit, without the body being sent; headers over the
+// header limit get 431; a body within the limit is served.
+TEST_F(HttpServerTest, OversizedBodyGets413AndOversizedHeaders431) {
+  HttpServerOptions o;
+  o.max_body_bytes = 1024;
+  start(o);
+  auto roundTrip = [&](const std::string& request) {
+    int fd = connectFrom(port_);
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(sendAll(fd, request));
+    bool closed = false;
+    std::string r = readFor(fd, 2000ms, &closed, hasFullResponse);
+    ::close(fd);
+    return r;
+  };
+  EXPECT_EQ(
+      statusOf(roundTrip("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\n\r\n")),
+      413);
+  std::string chunk(2000, 'x');
+  EXPECT_EQ(
+      statusOf(roundTrip("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "7d0\r\n" +
+                         chunk + "\r\n")),
+      413);
+  std::string big_header(64 * 1024, 'h');
+  EXPECT_EQ(
+      statusOf(roundTrip("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: " + big_header + "\r\n\r\n")),
+      431);
+  std::string ok = roundTrip("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" +
+                             std::string(1000, 'y'));
+  EXPECT_EQ(statusOf(ok), 200) << ok;
+  EXPECT_NE(ok.find("\r\n\r\n1000"), std::string::npos) << ok;
+  EXPECT_EQ(metric("morpheus_http_requests_rejected_total", {{"status", "413"}}), 2);
+  EXPECT_EQ(metric("morpheus_http_requests_rejected_total", {{"status", "431"}}), 1);
+}
+
+// Restores RLIMIT_NOFILE's soft limit when the test ends.
+class SoftFdLimit {
+ public:
+  SoftFdLimit() { ::getrlimit(RLIMIT_NOFILE, &saved_); }
+  ~SoftFdLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool set(rlim_t soft) {
+    rlimit l = saved_;
+    l.rlim_cur = soft;
+    return ::setrlimit(RLIMIT_NOFILE, &l) == 0;
+  }
+
+ private:
+  rlimit saved_{};
+};
+
+// The RLIMIT_NOFILE soft limit under which exactly `free` more descriptors
+// can be opened (descriptors take the lowest free number; open ones above the
+// limit, e.g. inherited from the parent, stay usable).
+rlim_t limitLeavingFree(int free) {
+  std::set<int> open;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return 0;
+  int own = ::dirfd(d);
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.' && std::atoi(e->d_name) != own) open.insert(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  int n = 0;
+  for (; free > 0; n++) {
+    if (!open.count(n)) free--;
+  }
+  return static_cast<rlim_t>(n);
+}
+
+// With the process out of descriptors the server's accept fails (EMFILE);
+// once descriptors are free again it accepts and serves by itself.
+TEST_F(HttpServerTest, AcceptResumesAfterDescriptorExhaustion) {
+  start(HttpServerOptions{});
+  // Client sockets are made before the limit drops, so only the server's
+  // accepts run out of descriptors.
+  std::vector<int> clients;
+  for (int i = 0; i < 64; i++) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    clients.push_back(keep(fd));
+  }
+  {
+    SoftFdLimit limit;
+    ASSERT_TRUE(limit.set(limitLeavingFree(8)));
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(static_cast<uint16_t>(port_));
+    ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+    for (int fd : clients) {
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst), 0);
+    }
+    ASSERT_TRUE(waitFor([&] { return metric("morpheus_http_accept_errors_total") > 0; }, 5s))
+        << "the server never ran out of descriptors";
+    for (int fd : clients) ::close(fd);
+    fds_.clear();
+    // Still under the low limit: the server must accept again on its own.
+    EXPECT_TRUE(waitFor([&] { return get(port_, "/healthz") == 200; }, 5s));
+  }
+  EXPECT_EQ(get(port_, "/healthz"), 200);
+}
+
+}  // namespace
+}  // namespace morpheus
