@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
+#include "common/wire.h"
 
 namespace morpheus {
 
@@ -36,6 +37,14 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                    {"trace", "debug", "info", "warn", "error"});
   schema.addString("log.file", &opts->log_file, "",
                    "Also append logs to this file (\"\" = stderr only).");
+  addTlsOptions(schema, &opts->tls_files);
+}
+
+Status loadDaemonTls(DaemonOptions* opts) {
+  auto tls = loadTls(opts->tls_files);
+  if (!tls.isOk()) return tls.status();
+  opts->tls = std::move(tls).value();
+  return Status::ok();
 }
 
 void blockTerminationSignals() {
@@ -157,7 +166,7 @@ Status DaemonServer::start() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
-  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(addr, makeServerCredentials(opts_.tls), &grpc_port_);
   for (auto* s : services_) builder.RegisterService(s);
   server_ = builder.BuildAndStart();
   if (!server_ || grpc_port_ == 0) {
@@ -185,7 +194,8 @@ Status DaemonServer::start() {
   http_port_ = *hp;
   std::string grpc_ep = opts_.grpc_host + ":" + std::to_string(grpc_port_);
   std::string http_ep = opts_.http_host + ":" + std::to_string(http_port_);
-  spdlog::info("{} listening grpc={} http={}", component_, grpc_ep, http_ep);
+  spdlog::info("{} listening grpc={} ({}) http={}", component_, grpc_ep,
+               opts_.tls.enabled() ? "mutual TLS" : "plaintext", http_ep);
   nlohmann::json j = {{"grpc", grpc_ep}, {"http", http_ep}, {"pid", ::getpid()}};
   std::string path = opts_.data_dir + "/" + component_ + ".endpoints.json";
   std::string tmp = path + ".tmp";

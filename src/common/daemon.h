@@ -14,6 +14,7 @@
 #include "common/http_server.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace morpheus {
 
@@ -27,10 +28,20 @@ struct DaemonOptions {
   std::string data_dir;
   std::string log_level;
   std::string log_file;
+  // Mutual TLS of every gRPC server and channel of the daemon (common/tls.h):
+  // tls_files as configured (tls.*), tls their content once loadDaemonTls()
+  // has validated them. Plaintext while !tls.enabled().
+  TlsFiles tls_files;
+  TlsOptions tls;
 };
 
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
                       int64_t default_http_port, const std::string& default_data_dir);
+
+// Loads and validates opts->tls_files into opts->tls. Call once after the
+// command line is parsed, before any server or channel is made; on error
+// (INVALID_ARGUMENT naming the tls.* option) the daemon must not start.
+Status loadDaemonTls(DaemonOptions* opts);
 
 // A dedicated flag that sets a config key (e.g. --rm sets nm.rm-address).
 struct FlagAlias {
@@ -70,8 +81,9 @@ class DaemonServer {
   HttpServer& http() { return http_; }
 
   // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
-  // is an error) and HTTP, logs the bound addresses and writes them to
-  // <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy.
+  // is an error; mutual TLS when opts.tls is enabled, else plaintext) and HTTP, logs the bound
+  // addresses and writes them to <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is
+  // busy.
   Status start();
   // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
   void shutdown(Millis grace = Millis(2000));
