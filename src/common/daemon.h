@@ -81,9 +81,9 @@ class DaemonServer {
   HttpServer& http() { return http_; }
 
   // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
-  // is an error; mutual TLS when opts.tls is enabled, else plaintext) and HTTP, logs the bound
-  // addresses and writes them to <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is
-  // busy.
+  // is an error) and HTTP, logs the bound addresses and writes them to
+  // <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy.
+  // gRPC uses mutual TLS when opts.tls is enabled, else plaintext.
   Status start();
   // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
   void shutdown(Millis grace = Millis(2000));

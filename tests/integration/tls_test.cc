@@ -242,6 +242,91 @@ TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   EXPECT_EQ(pc, 1) << po;
 }
 
+// Writes 48 hourly runs of job `key` (alice's; input written 2-6 min into the
+// hour, 10 min run, output read 15-17 min after) ending before `now_ms`, as
+// JSON lines for `history import --format jsonl`.
+void writeHourlyHistory(const std::string& path, const std::string& key, int64_t now_ms) {
+  constexpr int64_t kMin = 60000, kHour = 60 * kMin;
+  std::ofstream out(path);
+  int64_t first = now_ms / kHour * kHour - 50 * kHour;
+  auto event = [&](const std::string& job, const std::string& run, const std::string& file,
+                   const std::string& kind, int64_t t) {
+    out << nlohmann::json({{"type", "event"},
+                           {"job", job},
+                           {"run", run},
+                           {"path", file},
+                           {"kind", kind},
+                           {"time_ms", t}})
+               .dump()
+        << "\n";
+  };
+  for (int n = 0; n < 48; n++) {
+    int64_t base = first + n * kHour;
+    std::string run = key + "-" + std::to_string(n);
+    int64_t start = base + 7 * kMin + 10000;
+    int64_t end = start + 10 * kMin;
+    out << nlohmann::json({{"type", "run"},
+                           {"job", key},
+                           {"run", run},
+                           {"user", "alice"},
+                           {"submit_ms", base + 7 * kMin},
+                           {"start_ms", start},
+                           {"end_ms", end},
+                           {"step_ms", kMin},
+                           {"skyline", {1, 2, 2, 1, 1, 2, 2, 1, 1, 1}},
+                           {"container", {{"memory_mib", 256}, {"vcores", 1}}}})
+               .dump()
+        << "\n";
+    std::string in = "/data/" + key + "/in/" + std::to_string(n);
+    std::string outp = "/data/" + key + "/out/" + std::to_string(n);
+    event("ingest", "ingest-" + run, in, "write", base + 2 * kMin + (n % 5) * kMin);
+    event(key, run, in, "read", start + 1000);
+    event(key, run, outp, "write", end - 1000);
+    event("consumer", "c-" + run, outp, "read", end + 15 * kMin + (n % 2) * 2 * kMin);
+  }
+}
+
+// Sign-off reaches the RM over mutual TLS: the inference service's channel to
+// the RM presents its certificate, so accepting a proposal creates the
+// recurring reservation in an RM that requires TLS.
+TEST_F(TlsIT, SignOffReachesTheRmOverMutualTls) {
+  startCluster();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
+  std::vector<std::string> inf_args = {"--rm", rm_.grpcAddress(), "--set",
+                                       "inference.auth-disabled=true"};
+  for (const auto& a : tlsArgs(ca_, inference_id_)) inf_args.push_back(a);
+  Process inf = Process::startDaemon("inference", freshDir("inference"), inf_args);
+  ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
+  auto infCtl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        binary("morpheusctl"), "--inference",   inf.grpcAddress(), "--tls-ca",    ca_,
+        "--tls-cert",          client_id_.cert, "--tls-key",       client_id_.key};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  };
+  std::string history = pki_.path("history.jsonl");
+  writeHourlyHistory(history, "tls-hourly", nowMs());
+  auto [ci, oi] = infCtl({"history", "import", history, "--format", "jsonl"});
+  ASSERT_EQ(ci, 0) << oi << inf.log();
+  auto [cr, orf] = infCtl({"slo", "refit"});
+  ASSERT_EQ(cr, 0) << orf << inf.log();
+  auto [cl, ol] = infCtl({"slo", "list", "--json"});
+  ASSERT_EQ(cl, 0) << ol;
+  std::string proposal;
+  nlohmann::json list = nlohmann::json::parse(ol);
+  for (const auto& p : list["proposals"]) {
+    if (p["job_key"] == "tls-hourly") proposal = p["proposal_id"].get<std::string>();
+  }
+  ASSERT_FALSE(proposal.empty()) << ol;
+  auto [ca, oa] = infCtl({"slo", "accept", proposal, "--json"});
+  ASSERT_EQ(ca, 0) << oa << inf.log() << rm_.log();
+  std::string reservation = nlohmann::json::parse(oa)["reservation_id"].get<std::string>();
+  ASSERT_FALSE(reservation.empty()) << oa;
+  auto [cs, os] = ctl({"reservation", "list"});
+  ASSERT_EQ(cs, 0) << os;
+  EXPECT_NE(os.find(reservation), std::string::npos) << os;
+}
+
 // Each daemon refuses to start, with one line naming the option, when the TLS
 // files are incomplete, unreadable, not PEM or do not belong together.
 TEST_F(TlsIT, DaemonsRefuseIncompleteOrInvalidTlsSettings) {
