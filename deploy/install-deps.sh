@@ -12,6 +12,7 @@ PACKAGES=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libsqlite3-dev sqlite3
   libssl-dev   # HMAC-SHA256 for container and AM tokens
+  openssl      # CLI: the mutual-TLS integration test makes a throwaway CA with it
   libgtest-dev libgmock-dev libbenchmark-dev
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
 )

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "RM did not start: %s\n", rm.log().c_str());
     return 1;
   }
-  auto channel = makeChannel(rm.grpcAddress());
+  auto channel = makeChannel(rm.grpcAddress(), TlsOptions{});
   auto tracker = v1::ResourceTracker::NewStub(channel);
   for (int i = 0; i < nodes; i++) {
     v1::RegisterNodeRequest r;
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kNodeThreads; t++) {
     threads.emplace_back([&, t] {
-      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress()));
+      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
       std::vector<int> mine;
       for (int i = t; i < nodes; i += kNodeThreads) mine.push_back(i);
       while (!stop) {
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   std::mutex ams_mu;
   for (int t = 0; t < kAmThreads; t++) {
     threads.emplace_back([&, t] {
-      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm.grpcAddress()));
+      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
       std::mt19937_64 rng(static_cast<uint64_t>(t));
       // Per app: containers asked for and not yet received (our view of the
       // RM's outstanding count). Asks replace earlier ones (YARN semantics),

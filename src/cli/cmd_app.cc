@@ -31,7 +31,7 @@ std::unique_ptr<grpc::ClientContext> context(const CliContext& ctx) {
 }
 
 std::unique_ptr<v1::ClientService::Stub> clientStub(const CliContext& ctx) {
-  return v1::ClientService::NewStub(makeChannel(ctx.rm_address));
+  return v1::ClientService::NewStub(channelTo(ctx, ctx.rm_address));
 }
 
 void check(const grpc::Status& st, const CliContext& ctx) {
@@ -283,7 +283,7 @@ void kill(const CliContext& ctx, const std::string& id, const std::string& reaso
 // Returns the logs of `container` from the NM at `address`, or a Status.
 Result<std::string> fetchLogs(const CliContext& ctx, const std::string& address,
                               const std::string& container, bool stderr_stream, int64_t bytes) {
-  auto nm = v1::ContainerManager::NewStub(makeChannel(address));
+  auto nm = v1::ContainerManager::NewStub(channelTo(ctx, address));
   v1::GetContainerLogsRequest req;
   req.set_container_id(container);
   req.set_stream(stderr_stream ? "stderr" : "stdout");

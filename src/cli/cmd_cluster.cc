@@ -18,7 +18,7 @@ nlohmann::json resourceJson(const v1::Resource& r) {
 }
 
 void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
-  auto stub = v1::ClientService::NewStub(makeChannel(ctx.rm_address));
+  auto stub = v1::ClientService::NewStub(channelTo(ctx, ctx.rm_address));
   v1::ListNodesRequest req;
   req.set_include_lost(include_lost);
   v1::ListNodesResponse nodes;

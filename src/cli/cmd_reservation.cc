@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<v1::ReservationService::Stub> stub(const CliContext& ctx) {
-  return v1::ReservationService::NewStub(makeChannel(ctx.rm_address));
+  return v1::ReservationService::NewStub(channelTo(ctx, ctx.rm_address));
 }
 
 void check(const grpc::Status& st, const CliContext& ctx) {

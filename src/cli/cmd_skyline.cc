@@ -159,7 +159,7 @@ void addImport(CLI::App& root, CliContext& ctx) {
       w->set_kind(e.kind == store::FileAccess::kRead ? v1::ProvenanceEvent::KIND_READ
                                                      : v1::ProvenanceEvent::KIND_WRITE);
     }
-    auto stub = v1::InferenceService::NewStub(makeChannel(ctx.inference_address));
+    auto stub = v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
     auto c = makeContext(Millis(120000));
     if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
     v1::IngestResponse resp;

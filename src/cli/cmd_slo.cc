@@ -17,7 +17,7 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<v1::InferenceService::Stub> stub(const CliContext& ctx) {
-  return v1::InferenceService::NewStub(makeChannel(ctx.inference_address));
+  return v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
 }
 
 std::unique_ptr<grpc::ClientContext> authed(const CliContext& ctx, Millis timeout) {

@@ -8,12 +8,19 @@
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "common/wire.h"
 
 namespace morpheus::cli {
 
 void failWith(const Status& st) {
   std::cerr << "morpheusctl: " << st.toString() << "\n";
   throw CliExit{st.code() == StatusCode::kInvalidArgument ? 2 : 1};
+}
+
+std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::string& address) {
+  auto tls = loadTls(ctx.tls, kTlsFlagNames);
+  if (!tls.isOk()) failWith(tls.status());
+  return makeChannel(address, *tls);
 }
 
 namespace {
@@ -33,6 +40,7 @@ int main(int argc, char** argv) {
   ctx.inference_address = envOr("MORPHEUS_INFERENCE", "127.0.0.1:8050");
   ctx.user = envOr("MORPHEUS_USER", envOr("USER", "anonymous"));
   ctx.token = envOr("MORPHEUS_TOKEN", "");
+  ctx.tls = morpheus::tlsFilesFromEnvironment();
 
   CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs"};
   app.require_subcommand(1);
@@ -43,6 +51,12 @@ int main(int argc, char** argv) {
                  "Inference service address HOST:PORT (env MORPHEUS_INFERENCE)");
   app.add_option("--user", ctx.user, "Acting user (env MORPHEUS_USER, else USER)");
   app.add_option("--token", ctx.token, "Bearer token (env MORPHEUS_TOKEN)");
+  app.add_option("--tls-ca", ctx.tls.ca_file,
+                 "CA certificate(s) of the cluster's mutual TLS, PEM (env MORPHEUS_TLS_CA)");
+  app.add_option("--tls-cert", ctx.tls.cert_file,
+                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT)");
+  app.add_option("--tls-key", ctx.tls.key_file,
+                 "Private key of --tls-cert, PEM (env MORPHEUS_TLS_KEY)");
   addClusterCommands(app, ctx);
   addAppCommands(app, ctx);
   addReservationCommands(app, ctx);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
+#include "common/wire.h"
 
 namespace morpheus {
 
@@ -56,6 +57,7 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                      "A keep-alive HTTP connection with no new request for this long is closed.");
   schema.addInt("http.max-body-bytes", &opts->http_max_body_bytes, 1 << 20, 0, 1LL << 30, "bytes",
                 "Largest HTTP request body; a larger one is answered 413 without being read.");
+  addTlsOptions(schema, &opts->tls_files);
 }
 
 int64_t raiseDescriptorLimit() {
@@ -92,6 +94,13 @@ HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descripto
   h.idle_timeout = opts.http_idle_timeout;
   h.max_body_bytes = opts.http_max_body_bytes;
   return h;
+}
+
+Status loadDaemonTls(DaemonOptions* opts) {
+  auto tls = loadTls(opts->tls_files);
+  if (!tls.isOk()) return tls.status();
+  opts->tls = std::move(tls).value();
+  return Status::ok();
 }
 
 void blockTerminationSignals() {
@@ -216,7 +225,7 @@ Status DaemonServer::start() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
-  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(addr, makeServerCredentials(opts_.tls), &grpc_port_);
   for (auto* s : services_) builder.RegisterService(s);
   server_ = builder.BuildAndStart();
   if (!server_ || grpc_port_ == 0) {
@@ -252,7 +261,8 @@ Status DaemonServer::start() {
   http_port_ = *hp;
   std::string grpc_ep = opts_.grpc_host + ":" + std::to_string(grpc_port_);
   std::string http_ep = opts_.http_host + ":" + std::to_string(http_port_);
-  spdlog::info("{} listening grpc={} http={}", component_, grpc_ep, http_ep);
+  spdlog::info("{} listening grpc={} ({}) http={}", component_, grpc_ep,
+               opts_.tls.enabled() ? "mutual TLS" : "plaintext", http_ep);
   nlohmann::json j = {{"grpc", grpc_ep}, {"http", http_ep}, {"pid", ::getpid()}};
   std::string path = opts_.data_dir + "/" + component_ + ".endpoints.json";
   std::string tmp = path + ".tmp";

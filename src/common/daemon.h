@@ -14,6 +14,7 @@
 #include "common/http_server.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace morpheus {
 
@@ -33,6 +34,11 @@ struct DaemonOptions {
   Millis http_header_timeout{10000};
   Millis http_idle_timeout{60000};
   int64_t http_max_body_bytes = 1 << 20;
+  // Mutual TLS of every gRPC server and channel of the daemon (common/tls.h):
+  // tls_files as configured (tls.*), tls their content once loadDaemonTls()
+  // has validated them. Plaintext while !tls.enabled().
+  TlsFiles tls_files;
+  TlsOptions tls;
 };
 
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
@@ -46,6 +52,10 @@ int64_t raiseDescriptorLimit();
 // half of `descriptor_limit` (logged as a warning when lowered) so that gRPC,
 // the store and the logs keep descriptors under an HTTP flood.
 HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descriptor_limit);
+// Loads and validates opts->tls_files into opts->tls. Call once after the
+// command line is parsed, before any server or channel is made; on error
+// (INVALID_ARGUMENT naming the tls.* option) the daemon must not start.
+Status loadDaemonTls(DaemonOptions* opts);
 
 // A dedicated flag that sets a config key (e.g. --rm sets nm.rm-address).
 struct FlagAlias {
@@ -89,6 +99,7 @@ class DaemonServer {
   // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
   // is an error) and HTTP, logs the bound addresses and writes them to
   // <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy.
+  // gRPC uses mutual TLS when opts.tls is enabled, else plaintext.
   Status start();
   // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
   void shutdown(Millis grace = Millis(2000));

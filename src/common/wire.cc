@@ -85,13 +85,28 @@ Status fromGrpc(const grpc::Status& s) {
   }
 }
 
-std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, const TlsOptions& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!tls.enabled()) {
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = tls.ca_pem;
+  ssl.pem_cert_chain = tls.cert_pem;
+  ssl.pem_private_key = tls.key_pem;
+  return grpc::CreateCustomChannel(address, grpc::SslCredentials(ssl), args);
+}
+
+std::shared_ptr<grpc::ServerCredentials> makeServerCredentials(const TlsOptions& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = tls.ca_pem;
+  ssl.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
+  return grpc::SslServerCredentials(ssl);
 }
 
 std::unique_ptr<grpc::ClientContext> makeContext(Millis timeout) {

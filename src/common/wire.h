@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "morpheus/v1/common.pb.h"
 
 namespace morpheus {
@@ -21,7 +22,14 @@ grpc::Status toGrpc(const Status& s);
 Status fromGrpc(const grpc::Status& s);
 
 // Client channel to host:port with sane defaults (no proxy, bounded backoff).
-std::shared_ptr<grpc::Channel> makeChannel(const std::string& address);
+// With `tls` enabled the channel presents tls's certificate and accepts only a
+// server whose certificate the CA signed and that names the host of
+// `address`; otherwise plaintext. There is deliberately no overload without
+// `tls`, so no caller can forget the process's TLS setting.
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, const TlsOptions& tls);
+// Server credentials for `tls`: mutual TLS that requires and verifies a client
+// certificate signed by tls's CA, or plaintext when TLS is off.
+std::shared_ptr<grpc::ServerCredentials> makeServerCredentials(const TlsOptions& tls);
 // A client context with a deadline `timeout` from now.
 std::unique_ptr<grpc::ClientContext> makeContext(Millis timeout);
 

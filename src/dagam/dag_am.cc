@@ -53,7 +53,7 @@ struct DagAmDriver::Impl {
       : opt(std::move(o)),
         job(j),
         stop(s),
-        rm(v1::ApplicationMaster::NewStub(makeChannel(opt.rm_am_address))) {}
+        rm(v1::ApplicationMaster::NewStub(makeChannel(opt.rm_am_address, opt.tls))) {}
 
   std::unique_ptr<grpc::ClientContext> context() const {
     auto ctx = makeContext(opt.rpc_timeout);
@@ -134,7 +134,7 @@ struct DagAmDriver::Impl {
 
   v1::ContainerManager::Stub* nm(const std::string& address) {
     auto& stub = nms[address];
-    if (!stub) stub = v1::ContainerManager::NewStub(makeChannel(address));
+    if (!stub) stub = v1::ContainerManager::NewStub(makeChannel(address, opt.tls));
     return stub.get();
   }
 

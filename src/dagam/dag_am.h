@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/tls.h"
 #include "dagam/dag_job.h"
 
 namespace morpheus::dagam {
@@ -29,6 +30,9 @@ struct AmOptions {
   // Interval of the periodic progress line while nothing changes. Default 10 s.
   Millis progress_log_interval{10000};
   std::string tracking_url;  // optional, sent at registration
+  // Mutual TLS towards the RM and the NMs ($MORPHEUS_TLS_CA/CERT/KEY, which
+  // the NM sets in AM containers when it runs with TLS); plaintext when off.
+  TlsOptions tls;
 };
 
 class DagAmDriver {

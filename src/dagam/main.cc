@@ -6,6 +6,9 @@
 //   MORPHEUS_RM_AM_ADDRESS  --rm-am-address  host:port of the RM's ApplicationMaster service
 //   MORPHEUS_APP_ID         --app-id         the application id
 //   MORPHEUS_AM_TOKEN       --am-token       the AM token issued at launch
+//   MORPHEUS_TLS_CA, MORPHEUS_TLS_CERT, MORPHEUS_TLS_KEY  --tls-ca, --tls-cert, --tls-key
+//                           PEM files for mutual TLS (all three or none), set
+//                           by an NM configured with tls.* (see common/tls.h)
 // Exit codes: 0 job succeeded, 1 job failed (or RM unreachable), 2 bad job file/flags.
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
   opt.rm_am_address = envOr("MORPHEUS_RM_AM_ADDRESS", "");
   opt.app_id = envOr("MORPHEUS_APP_ID", "");
   opt.am_token = envOr("MORPHEUS_AM_TOKEN", "");
+  TlsFiles tls_files = tlsFilesFromEnvironment();
   std::string heartbeat = "300ms", retry_window = "60s", rpc_timeout = "10s";
   std::string log_level = "info", log_file;
   bool validate_only = false;
@@ -54,6 +58,11 @@ int main(int argc, char** argv) {
                  "RM ApplicationMaster service HOST:PORT (env MORPHEUS_RM_AM_ADDRESS)");
   app.add_option("--app-id", opt.app_id, "Application id (env MORPHEUS_APP_ID)");
   app.add_option("--am-token", opt.am_token, "AM token (env MORPHEUS_AM_TOKEN)");
+  app.add_option("--tls-ca", tls_files.ca_file, "CA certificate(s), PEM (env MORPHEUS_TLS_CA)");
+  app.add_option("--tls-cert", tls_files.cert_file,
+                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT)");
+  app.add_option("--tls-key", tls_files.key_file,
+                 "Private key of --tls-cert, PEM (env MORPHEUS_TLS_KEY)");
   app.add_option("--heartbeat", heartbeat,
                  "Interval between Allocate calls (duration, e.g. 300ms; default 300ms)");
   app.add_option("--rm-retry-window", retry_window,
@@ -82,6 +91,9 @@ int main(int argc, char** argv) {
   if (!rw.isOk()) return usage(rw.status().message());
   auto rt = parseDuration(rpc_timeout, "--rpc-timeout");
   if (!rt.isOk()) return usage(rt.status().message());
+  auto tls = loadTls(tls_files, kTlsFlagNames);
+  if (!tls.isOk()) return usage(tls.status().message());
+  opt.tls = std::move(tls).value();
   opt.heartbeat = *hb;
   opt.rm_retry_window = *rw;
   opt.rpc_timeout = *rt;

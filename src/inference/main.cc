@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-inference: " << msg << "\n";
     return 2;
   };
+  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
+    return fail("config error: " + st.message());
+  }
   if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file);
       !st.isOk()) {
     return fail(st.message());
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
   core_opts.slo.problematic_cv = opts.problematic_cv;
   core_opts.slo.lcm = opts.lcm;
   core_opts.slo.min_runs = opts.min_runs;
-  inference::RmReservationClient rm(opts.rm_address);
+  inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls);
   inference::InferenceCore core(core_opts, **store, rm, clock, metrics);
   Authenticator auth(tokens, opts.open && tokens.empty());
   inference::InferenceServiceImpl service(core, auth, core_opts);

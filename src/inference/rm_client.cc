@@ -74,7 +74,7 @@ std::string summarize(const google::protobuf::RepeatedPtrField<v1::ResourceAlloc
 Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest& r, TimePoint now,
                                                          const std::string& existing_id) {
   MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, recurringDefinition(r, now));
-  auto stub = v1::ReservationService::NewStub(makeChannel(address_));
+  auto stub = v1::ReservationService::NewStub(makeChannel(address_, tls_));
   if (!existing_id.empty()) {
     v1::UpdateReservationRequest req;
     req.set_reservation_id(existing_id);

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "morpheus/v1/reservation.pb.h"
 
 namespace morpheus::inference {
@@ -39,7 +40,9 @@ Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r,
 
 class RmReservationClient {
  public:
-  explicit RmReservationClient(std::string rm_address) : address_(std::move(rm_address)) {}
+  // `tls`: the inference daemon's mutual-TLS setting (plaintext when off).
+  RmReservationClient(std::string rm_address, TlsOptions tls)
+      : address_(std::move(rm_address)), tls_(std::move(tls)) {}
   // New + Submit; on FAILED_PRECONDITION the returned status carries the RM's
   // explanation. `existing_id` non-empty = UpdateReservation instead.
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
@@ -47,6 +50,7 @@ class RmReservationClient {
 
  private:
   std::string address_;
+  TlsOptions tls_;
 };
 
 }  // namespace morpheus::inference

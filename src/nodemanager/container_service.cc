@@ -74,6 +74,9 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
     spec.command = r.launch_context().command();
     spec.args.assign(r.launch_context().args().begin(), r.launch_context().args().end());
     spec.env = {r.launch_context().env().begin(), r.launch_context().env().end()};
+    if (spec.env.count("MORPHEUS_RM_AM_ADDRESS")) {
+      for (const auto& [k, v] : am_env_) spec.env[k] = v;
+    }
     Status st = runtime_.launch(spec);
     if (st.isOk()) {
       resp->add_started(id);

@@ -3,6 +3,7 @@
 // node; stops them for any holder of a token of the same application.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,11 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
     std::lock_guard<std::mutex> lk(mu_);
     node_id_ = id;
   }
+  // Variables added to the environment of every AM container (one whose
+  // launch environment has MORPHEUS_RM_AM_ADDRESS, set by the RM), e.g. the
+  // NM's TLS files so the AM can reach the RM (tlsEnvironment()). Call before
+  // the service is registered; constant afterwards.
+  void setAmEnvironment(std::map<std::string, std::string> env) { am_env_ = std::move(env); }
   grpc::Status StartContainers(grpc::ServerContext*, const v1::StartContainersRequest*,
                                v1::StartContainersResponse*) override;
   grpc::Status StopContainers(grpc::ServerContext*, const v1::StopContainersRequest*,
@@ -48,6 +54,7 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
  private:
   ContainerRuntime& runtime_;
   const TokenKey& key_;
+  std::map<std::string, std::string> am_env_;  // constant after setAmEnvironment
   mutable std::mutex mu_;
   std::string node_id_;  // GUARDED_BY(mu_)
 };

@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
       {"--node-id", "nm.node-id", "Stable node id"},
   };
   if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra); rc >= 0) return rc;
+  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
+    std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
+    return 2;
+  }
   if (Status st = setupLogging("nm", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
   nm::TokenKey token_key;
   DaemonServer server("nm", opts.daemon, metrics);
   nm::ContainerServiceImpl container_manager(runtime, token_key);
+  container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
   server.addService(&container_manager);
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";

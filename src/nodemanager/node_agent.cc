@@ -16,7 +16,7 @@ NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
       metrics_(metrics),
       runtime_(runtime),
       key_(key),
-      stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address))),
+      stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address, opts.daemon.tls))),
       interval_(opts.heartbeat_interval) {}
 
 NodeAgent::~NodeAgent() { stop(); }

@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
   ConfigSchema schema("morpheus-rm");
   rm::declareRmOptions(schema, &opts);
   if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}); rc >= 0) return rc;
+  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
+    return 2;
+  }
   if (Status st = setupLogging("rm", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
@@ -90,10 +94,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
-  rm::TelemetryForwarder telemetry(opts.inference_address, metrics);
+  rm::TelemetryForwarder telemetry(opts.inference_address, opts.daemon.tls, metrics);
   rm::RuntimeOptions rto;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
+  rto.tls = opts.daemon.tls;
   for (const auto& [path, weight] : opts.queues) {
     char* end = nullptr;
     double w = std::strtod(weight.c_str(), &end);

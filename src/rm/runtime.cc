@@ -815,7 +815,7 @@ void RmRuntime::launcherLoop() {
     env["MORPHEUS_APP_ID"] = l.app.value();
     env["MORPHEUS_AM_TOKEN"] = apps_.amToken(l.app, l.attempt);
     env["MORPHEUS_AM_ATTEMPT"] = std::to_string(l.attempt);
-    auto stub = v1::ContainerManager::NewStub(makeChannel(l.node_address));
+    auto stub = v1::ContainerManager::NewStub(makeChannel(l.node_address, opts_.tls));
     v1::StartContainersResponse resp;
     auto ctx = makeContext(Millis(10000));
     grpc::Status st = stub->StartContainers(ctx.get(), req, &resp);

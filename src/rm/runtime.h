@@ -36,6 +36,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
@@ -53,6 +54,7 @@ struct RuntimeOptions {
   Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
+  TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
 };
 
 class RmRuntime {

@@ -33,9 +33,12 @@ std::vector<double> computeSkyline(const std::vector<ContainerInterval>& interva
   return out;
 }
 
-TelemetryForwarder::TelemetryForwarder(std::string address, MetricsRegistry& metrics,
-                                       size_t max_queue)
-    : address_(std::move(address)), metrics_(metrics), max_queue_(max_queue) {}
+TelemetryForwarder::TelemetryForwarder(std::string address, TlsOptions tls,
+                                       MetricsRegistry& metrics, size_t max_queue)
+    : address_(std::move(address)),
+      tls_(std::move(tls)),
+      metrics_(metrics),
+      max_queue_(max_queue) {}
 
 TelemetryForwarder::~TelemetryForwarder() { stop(); }
 
@@ -75,7 +78,7 @@ void TelemetryForwarder::enqueue(AppTelemetryRecord rec) {
 }
 
 bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
-  auto stub = v1::InferenceService::NewStub(makeChannel(address_));
+  auto stub = v1::InferenceService::NewStub(makeChannel(address_, tls_));
   v1::IngestRunsRequest req;
   auto* run = req.add_runs();
   run->set_job_key(rec.recurrence_key.empty() ? rec.app.value() : rec.recurrence_key.value());

@@ -16,6 +16,7 @@
 #include "common/ids.h"
 #include "common/metrics.h"
 #include "common/resource.h"
+#include "common/tls.h"
 
 namespace morpheus::rm {
 
@@ -54,7 +55,9 @@ std::vector<double> computeSkyline(const std::vector<ContainerInterval>& interva
 class TelemetryForwarder {
  public:
   // `address` empty = forwarding disabled (records are still kept by the RM).
-  TelemetryForwarder(std::string address, MetricsRegistry& metrics, size_t max_queue = 10000);
+  // `tls`: the RM's mutual-TLS setting for the channel (plaintext when off).
+  TelemetryForwarder(std::string address, TlsOptions tls, MetricsRegistry& metrics,
+                     size_t max_queue = 10000);
   ~TelemetryForwarder();
   void start();
   void stop();
@@ -66,6 +69,7 @@ class TelemetryForwarder {
   bool send(const AppTelemetryRecord& rec);
 
   const std::string address_;
+  const TlsOptions tls_;
   MetricsRegistry& metrics_;
   const size_t max_queue_;
   mutable std::mutex mu_;

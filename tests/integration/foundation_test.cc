@@ -17,7 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 
 grpc::health::v1::HealthCheckResponse::ServingStatus healthOf(const std::string& address) {
-  auto stub = grpc::health::v1::Health::NewStub(makeChannel(address));
+  auto stub = grpc::health::v1::Health::NewStub(makeChannel(address, TlsOptions{}));
   grpc::health::v1::HealthCheckRequest req;
   grpc::health::v1::HealthCheckResponse resp;
   auto ctx = makeContext(Millis(3000));

@@ -384,7 +384,7 @@ TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
 
   MetricsRegistry metrics;
-  rm::TelemetryForwarder fwd(address, metrics);
+  rm::TelemetryForwarder fwd(address, TlsOptions{}, metrics);
   fwd.start();
   int64_t t0 = 1'790'000'000'000;
   for (int i = 0; i < 4; i++) {

@@ -43,7 +43,7 @@ class NmContainerIT : public ::testing::Test {
                               "memory=2048,vcores=2", "--set", "nm.monitor-interval=100ms", "--set",
                               "nm.kill-grace=500ms", "--set", "nm.heartbeat-interval=60s"});
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
-    stub_ = v1::ContainerManager::NewStub(makeChannel(nm_.grpcAddress()));
+    stub_ = v1::ContainerManager::NewStub(makeChannel(nm_.grpcAddress(), TlsOptions{}));
     ASSERT_TRUE(waitFor(
         [&] {
           auto m = httpRequest(nm_.httpAddress(), "GET", "/metrics");
@@ -202,7 +202,7 @@ TEST_F(NmContainerIT, MemoryHogIsKilledWithADiagnosticNamingTheLimit) {
 TEST(NmContainerStartup, UnregisteredNodeAnswersUnavailable) {
   Process nm = Process::startDaemon("nm", freshDir("nm"), {"--rm", "127.0.0.1:1"});
   ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
-  auto stub = v1::ContainerManager::NewStub(makeChannel(nm.grpcAddress()));
+  auto stub = v1::ContainerManager::NewStub(makeChannel(nm.grpcAddress(), TlsOptions{}));
   v1::StartContainersRequest req;
   req.add_requests()->mutable_container()->set_container_id("c1");
   v1::StartContainersResponse resp;
