@@ -61,6 +61,15 @@ Status NodeRegistry::heartbeat(const NodeId& id, int64_t sequence, const Resourc
   if (it == nodes_.end() || !it->second.live) {
     return notFound("node " + id.value() + " is not registered");
   }
+  // Reported usage is summed over nodes (cluster summary): keep it in the
+  // per-node bounds so no sum can overflow.
+  if (used.anyNegative() || used.memoryMib() > kMaxNodeMemoryMib ||
+      used.vcores() > kMaxNodeVcores) {
+    return invalidArgument("used", used.toString() + " is outside [0, per-node maximum]");
+  }
+  for (const auto& [name, v] : used.extended()) {
+    if (v > kMaxNodeExtended) return invalidArgument("used.extended." + name, "too large");
+  }
   NodeInfo& n = it->second;
   n.last_heartbeat = now;
   n.last_sequence = sequence;

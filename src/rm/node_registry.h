@@ -53,7 +53,8 @@ class NodeRegistry {
   // registration changes nothing.
   Status registerNode(NodeInfo info, TimePoint now);
   // Records a heartbeat. NOT_FOUND when the node is unknown or was declared
-  // lost (the NM must re-register: resync).
+  // lost (the NM must re-register: resync); INVALID_ARGUMENT for a usage
+  // outside [0, the kMaxNode* limits].
   Status heartbeat(const NodeId& id, int64_t sequence, const Resource& used, int64_t rss_mib,
                    double cpu_vcores, int32_t num_containers, TimePoint now);
   // Removes a node that leaves gracefully. NOT_FOUND when unknown.

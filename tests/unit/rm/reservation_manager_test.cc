@@ -370,6 +370,10 @@ TEST(NodeRegistryTest, RefusesAbsurdResourcesAndBadIds) {
   }
   EXPECT_EQ(reg.liveCapacity(), Resource(4096 + kMaxNodeMemoryMib, 4 + kMaxNodeVcores));
   EXPECT_EQ(reg.liveCount(), 2);
+  // Reported usage is bounded the same way (it is summed over nodes).
+  EXPECT_EQ(reg.heartbeat(NodeId("nm1"), 1, Resource(INT64_MAX, 1), 0, 0, 0, now).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(reg.heartbeat(NodeId("nm1"), 1, Resource(1024, 1), 0, 0, 0, now).isOk());
 }
 
 }  // namespace
