@@ -242,7 +242,35 @@ void ConfigSchema::addStringList(const std::string& key, std::vector<std::string
          }
          return commit(v);
        },
-       [=](const std::string& text) -> Result<Commit> { return commit(splitComma(text)); }});
+       [=](const std::string& text) -> Result<Commit> {
+         // "[a, b]" is YAML flow syntax: parse it as the list it is, rather than
+         // splitting it into the items "[a" and " b]".
+         if (!text.empty() && text.front() == '[') {
+           YAML::Node n;
+           try {
+             n = YAML::Load(text);
+           } catch (const YAML::Exception& e) {
+             return invalidArgument(key, "'" + text + "' is not a valid list: " + e.msg);
+           }
+           if (!n.IsSequence()) return invalidArgument(key, "expected a list");
+           std::vector<std::string> v;
+           for (const auto& e : n) {
+             if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
+             v.push_back(e.as<std::string>());
+           }
+           return commit(v);
+         }
+         std::vector<std::string> v;
+         for (const auto& item : splitComma(text)) {
+           if (item.find_first_of("[]{}") != std::string::npos) {
+             return invalidArgument(key, "'" + item +
+                                             "' is not a list item; write the list as a,b or "
+                                             "[a, b]");
+           }
+           v.push_back(item);
+         }
+         return commit(v);
+       }});
 }
 
 void ConfigSchema::addStringMap(const std::string& key, std::map<std::string, std::string>* target,

@@ -5,6 +5,7 @@
 
 #include "common/daemon.h"
 #include "common/logging.h"
+#include "common/validate.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/node_agent.h"
 
@@ -32,6 +33,12 @@ int main(int argc, char** argv) {
   if (opts.resources.memoryMib() <= 0 || opts.resources.vcores() <= 0) {
     std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
     return 2;
+  }
+  if (!opts.node_id.empty()) {
+    if (Status st = validateNodeId(opts.node_id, "nm.node-id"); !st.isOk()) {
+      std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
+      return 2;
+    }
   }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";

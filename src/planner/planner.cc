@@ -184,6 +184,7 @@ Status Planner::remove(const ReservationId& id) { return plan_.remove(id); }
 Status Planner::restore(const ReservationId& id, const ReservationDefinition& def,
                         const Placement& placement) {
   if (id.empty()) return invalidArgument("id", "must not be empty");
+  MORPHEUS_RETURN_IF_ERROR(checkPlacement(def, placement, options_.step));
   MORPHEUS_RETURN_IF_ERROR(plan_.add(id, def, placement, next_seq_++));
   return Status::ok();
 }
@@ -270,13 +271,21 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
   }
   // Re-plan the removed one-offs oldest first on the new capacity.
   std::reverse(removed.begin(), removed.end());
+  std::vector<const PlannedReservation*> unplaced;
   for (const auto& r : removed) {
     Result<Placement> p = propose(r.id, r.def, now, nullptr);
     if (p.isOk() && plan_.add(r.id, r.def, p.value(), r.accepted_seq).isOk()) {
       rep.replanned.push_back(r.id);
     } else {
-      rep.dropped.push_back(r.id);
+      unplaced.push_back(&r);
     }
+  }
+  // An acknowledged reservation is never deleted by the system: what found no
+  // new placement keeps its old one, over capacity, and is reported at risk.
+  for (const PlannedReservation* r : unplaced) {
+    MORPHEUS_CHECK(plan_.add(r->id, r->def, r->placement, r->accepted_seq).isOk(),
+                   "keeping the placement of " + r->id.value());
+    rep.at_risk.push_back(r->id);
   }
   return rep;
 }

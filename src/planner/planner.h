@@ -56,7 +56,10 @@ struct InfeasibilityExplanation {
 // exports metrics.
 struct CapacityChangeReport {
   std::vector<ReservationId> replanned;  // one-offs moved to a new placement
-  std::vector<ReservationId> dropped;    // one-offs that no longer fit (removed from the plan)
+  // One-offs on overloaded steps that found no new placement: they keep their
+  // placement (over capacity) until capacity returns or a later change
+  // re-places them; never removed from the plan.
+  std::vector<ReservationId> at_risk;
   std::vector<ReservationId> extras_released;  // reservations whose DRA extras were released
   // Periodic reservations holding allocation at an LCM offset where the
   // periodic load alone exceeds the new capacity (they keep their placement,
@@ -93,15 +96,23 @@ class Planner {
   Status remove(const ReservationId& id);
   // Reloads a persisted reservation without re-planning; the allocations are
   // reproduced exactly. Capacity is not checked (nodes may not have
-  // re-registered yet); call setCapacity afterwards to reconcile.
+  // re-registered yet); call setCapacity afterwards to reconcile. A placement
+  // that exceeds its definition (checkPlacement) is INVALID_ARGUMENT.
   Status restore(const ReservationId& id, const ReservationDefinition& def,
                  const Placement& placement);
-  // Changes the cluster capacity. When it drops, DRA extras on overloaded
-  // steps are released, then one-off reservations on overloaded steps are
-  // removed last-accepted-first until the one-off part fits, and re-planned
-  // oldest-first on the new capacity (or dropped). Periodic reservations are
-  // never moved; those on overloaded offsets are reported.
+  // Changes the cluster capacity. While some step of the horizon is
+  // overloaded, DRA extras on overloaded steps are released, then one-off
+  // reservations on overloaded steps are taken out last-accepted-first until
+  // the one-off part fits, and re-planned oldest-first on the new capacity;
+  // those that fit nowhere keep their old placement and are reported at_risk
+  // (nothing is ever removed). Called again when capacity returns, the same
+  // pass re-places at-risk one-offs (new placement) or finds their steps
+  // backed again (absent from the report: no longer at risk). Periodic
+  // reservations are never moved; those on overloaded offsets are reported.
   CapacityChangeReport setCapacity(const Resource& capacity, TimePoint now);
+  // Sets the capacity without re-planning or releasing anything (the RM's
+  // start-up grace, while nodes re-register).
+  void setCapacityOnly(const Resource& capacity) { plan_.setCapacity(capacity); }
 
   // Releases `id`'s extras from the step containing `from` on.
   Status removeExtra(const ReservationId& id, TimePoint from);

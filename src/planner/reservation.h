@@ -43,12 +43,17 @@ struct ReservationStage {
   Millis duration{0};
 };
 
+// Accepted range of ReservationDefinition::priority; values outside are
+// refused (validateDefinition), never clamped.
+inline constexpr int kMinReservationPriority = 0;
+inline constexpr int kMaxReservationPriority = 1000;
+
 struct ReservationDefinition {
   UserId user;
   std::string queue;
   std::string name;
   JobKey recurrence_key;
-  int priority = 0;
+  int priority = 0;  // [kMinReservationPriority, kMaxReservationPriority]
   // Window of the first instance: earliest start and deadline (absolute).
   TimePoint arrival;
   TimePoint deadline;
@@ -76,9 +81,17 @@ Millis minDuration(const ReservationDefinition& def);
 // Input validation (CONVENTIONS.md "Errors"): INVALID_ARGUMENT whose message
 // starts with the offending field ("deadline: ...", "stages[2].min_concurrency: ...").
 // `capacity` is the cluster capacity (largest gang must fit), `lcm` the plan
-// period, `horizon` the one-off planning horizon from `now`.
+// period, `horizon` the one-off planning horizon from `now`. Every product
+// (capability x min_concurrency, capability x num_containers) and the sum of
+// the stages is overflow-checked. Field names are the planner's own
+// ("stages[i].duration"); the RM's API edges rename them to their wire paths.
 Status validateDefinition(const ReservationDefinition& def, const Resource& capacity, Millis lcm,
                           Millis horizon, TimePoint now);
+
+// The most a definition can hold at one instant: the sum over stages of
+// capability x num_containers (R_ANY: the per-dimension max). nullopt on
+// overflow.
+std::optional<Resource> peakDemand(const ReservationDefinition& def);
 
 // One YARN "resource-allocation": `resource` held over [start, end).
 struct AllocationInterval {
@@ -107,6 +120,13 @@ struct Placement {
   std::string agent;  // which agent produced it
   bool operator==(const Placement&) const = default;
 };
+
+// Checks a stored placement against its definition (restore of persisted
+// state, DESIGN.md §9): every allocation inside [arrival, deadline), none
+// larger than peakDemand(def) at any instant, and the total area (resource x
+// time) no larger than the stages need with each duration rounded up to
+// `step`. INVALID_ARGUMENT naming the allocation otherwise.
+Status checkPlacement(const ReservationDefinition& def, const Placement& placement, Millis step);
 
 // Which instance of a reservation is current at some time.
 struct InstanceWindow {

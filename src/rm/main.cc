@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   if (store_location.empty() && opts.state_store == "sqlite") {
     store_location = opts.daemon.data_dir + "/rm-state.db";
   }
-  auto store = store::openStateStore(opts.state_store, store_location);
+  auto store = store::openStateStore(opts.state_store, store_location, {opts.state_store_init});
   if (!store.isOk()) {
     std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
     return 2;
@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   rm::ReservationManagerOptions rmo;
   rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
+  rmo.limits = {opts.max_name_length, opts.max_stages, opts.max_containers_per_stage,
+                opts.max_containers_per_request, opts.max_reservations_per_user};
   rm::ReservationManager reservations(rmo, std::move(planner).value(), **store, clock, metrics);
   if (Status st = reservations.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";

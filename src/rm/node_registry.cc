@@ -1,16 +1,51 @@
 #include "rm/node_registry.h"
 
+#include "common/validate.h"
+
 namespace morpheus::rm {
 
+namespace {
+
+Status checkNodeResources(const Resource& total) {
+  if (total.anyNegative()) return invalidArgument("total", "resources must be >= 0");
+  if (total.memoryMib() <= 0 || total.vcores() <= 0) {
+    return invalidArgument("total", "a node must offer memory > 0 and vcores > 0");
+  }
+  if (total.memoryMib() > kMaxNodeMemoryMib) {
+    return invalidArgument("total.memory_mib", std::to_string(total.memoryMib()) +
+                                                   " MiB is above the per-node maximum of " +
+                                                   std::to_string(kMaxNodeMemoryMib) +
+                                                   " MiB (64 TiB)");
+  }
+  if (total.vcores() > kMaxNodeVcores) {
+    return invalidArgument("total.vcores", std::to_string(total.vcores()) +
+                                               " is above the per-node maximum of " +
+                                               std::to_string(kMaxNodeVcores));
+  }
+  for (const auto& [name, v] : total.extended()) {
+    if (v > kMaxNodeExtended) {
+      return invalidArgument("total.extended." + name, std::to_string(v) +
+                                                           " is above the per-node maximum of " +
+                                                           std::to_string(kMaxNodeExtended));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
-  if (info.id.empty()) return invalidArgument("node_id", "must not be empty");
+  MORPHEUS_RETURN_IF_ERROR(validateNodeId(info.id.value(), "node_id"));
   if (info.container_manager_address.empty()) {
     return invalidArgument("container_manager_address", "must not be empty");
   }
-  if (info.total.anyNegative()) return invalidArgument("total", "resources must be >= 0");
-  if (info.total.memoryMib() <= 0 || info.total.vcores() <= 0) {
-    return invalidArgument("total", "a node must offer memory > 0 and vcores > 0");
+  MORPHEUS_RETURN_IF_ERROR(checkNodeResources(info.total));
+  // The cluster's capacity with this node (replacing its old record) must not overflow.
+  std::optional<Resource> sum = info.total;
+  for (const auto& [id, n] : nodes_) {
+    if (n.live && id != info.id && sum) sum = checkedSum(*sum, n.total);
   }
+  if (!sum) return invalidArgument("total", "the cluster's capacity would overflow");
   info.live = true;
   info.registered_at = now;
   info.last_heartbeat = now;
@@ -25,6 +60,15 @@ Status NodeRegistry::heartbeat(const NodeId& id, int64_t sequence, const Resourc
   auto it = nodes_.find(id);
   if (it == nodes_.end() || !it->second.live) {
     return notFound("node " + id.value() + " is not registered");
+  }
+  // Reported usage is summed over nodes (cluster summary): keep it in the
+  // per-node bounds so no sum can overflow.
+  if (used.anyNegative() || used.memoryMib() > kMaxNodeMemoryMib ||
+      used.vcores() > kMaxNodeVcores) {
+    return invalidArgument("used", used.toString() + " is outside [0, per-node maximum]");
+  }
+  for (const auto& [name, v] : used.extended()) {
+    if (v > kMaxNodeExtended) return invalidArgument("used.extended." + name, "too large");
   }
   NodeInfo& n = it->second;
   n.last_heartbeat = now;
@@ -68,7 +112,10 @@ std::vector<NodeInfo> NodeRegistry::nodes(bool include_lost) const {
 Resource NodeRegistry::liveCapacity() const {
   Resource r;
   for (const auto& [_, n] : nodes_) {
-    if (n.live) r += n.total;
+    if (!n.live) continue;
+    std::optional<Resource> sum = checkedSum(r, n.total);
+    MORPHEUS_CHECK(sum.has_value(), "registration keeps the live capacity within int64");
+    r = *sum;
   }
   return r;
 }

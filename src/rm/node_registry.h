@@ -34,16 +34,27 @@ struct NodeInfo {
   int32_t num_containers = 0;
 };
 
+// The most one node may offer (documented maximum; a registration above it is
+// refused): 64 TiB of memory, 100k vcores, 10^9 of any extended resource.
+// Bounded node resources keep every sum of node capacities, and the plan built
+// on it, far from int64 overflow.
+inline constexpr int64_t kMaxNodeMemoryMib = 64LL * 1024 * 1024;
+inline constexpr int64_t kMaxNodeVcores = 100'000;
+inline constexpr int64_t kMaxNodeExtended = 1'000'000'000;
+
 class NodeRegistry {
  public:
   explicit NodeRegistry(Millis expiry) : expiry_(expiry) {}
 
   // Adds or replaces the node (an NM restart re-registers the same id).
-  // INVALID_ARGUMENT naming the field on an empty id, empty address or
-  // zero/negative resources.
+  // INVALID_ARGUMENT naming the field on a bad node id (validateNodeId), an
+  // empty address, zero/negative resources, resources above the kMaxNode*
+  // limits, or a total that would overflow the cluster's capacity. A refused
+  // registration changes nothing.
   Status registerNode(NodeInfo info, TimePoint now);
   // Records a heartbeat. NOT_FOUND when the node is unknown or was declared
-  // lost (the NM must re-register: resync).
+  // lost (the NM must re-register: resync); INVALID_ARGUMENT for a usage
+  // outside [0, the kMaxNode* limits].
   Status heartbeat(const NodeId& id, int64_t sequence, const Resource& used, int64_t rss_mib,
                    double cpu_vcores, int32_t num_containers, TimePoint now);
   // Removes a node that leaves gracefully. NOT_FOUND when unknown.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/validate.h"
 #include "rm/reservation_codec.h"
 
 namespace morpheus::rm {
@@ -112,7 +113,65 @@ ReservationId ReservationManager::newId() {
 }
 
 Status ReservationManager::persist(const ReservationRecord& rec) {
-  return store_.commit({{kNs, rec.id.value(), encodeRecord(rec).dump()}});
+  std::string text;
+  try {
+    text = encodeRecord(rec).dump();
+  } catch (const json::exception& e) {
+    // Unencodable input must have been refused earlier; never let it escape
+    // between planning and the rollback.
+    return internalError("reservation " + rec.id.value() + " cannot be encoded: " + e.what());
+  }
+  return store_.commit({{kNs, rec.id.value(), text}});
+}
+
+Status ReservationManager::validateRequest(const planner::ReservationDefinition& def,
+                                           int64_t budget_container_ms) const {
+  const ReservationLimits& lim = opts_.limits;
+  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.user.value(), "user"));
+  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.queue, "queue"));
+  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.name, "name"));
+  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.recurrence_key.value(), "recurrence_key"));
+  auto tooLong = [&lim](const std::string& v) {
+    return static_cast<int64_t>(v.size()) > lim.max_name_length;
+  };
+  const std::string max_len = std::to_string(lim.max_name_length);
+  if (tooLong(def.name)) {
+    return invalidArgument("name", std::to_string(def.name.size()) + " bytes; at most " + max_len +
+                                       " (rm.max-name-length)");
+  }
+  if (tooLong(def.recurrence_key.value())) {
+    return invalidArgument("recurrence_key", std::to_string(def.recurrence_key.value().size()) +
+                                                 " bytes; at most " + max_len +
+                                                 " (rm.max-name-length)");
+  }
+  if (tooLong(def.user.value())) {
+    return invalidArgument("user", "longer than " + max_len + " bytes (rm.max-name-length)");
+  }
+  if (static_cast<int64_t>(def.stages.size()) > lim.max_stages) {
+    return invalidArgument("stages", std::to_string(def.stages.size()) + " stages; at most " +
+                                         std::to_string(lim.max_stages) + " (rm.max-stages)");
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < def.stages.size(); ++i) {
+    int64_t n = def.stages[i].num_containers;
+    if (n > lim.max_containers_per_stage) {
+      return invalidArgument("stages[" + std::to_string(i) + "].num_containers",
+                             std::to_string(n) + "; at most " +
+                                 std::to_string(lim.max_containers_per_stage) +
+                                 " per stage (rm.max-containers-per-stage)");
+    }
+    total += std::max<int64_t>(0, n);  // each term is bounded above: no overflow
+    if (total > lim.max_containers_per_request) {
+      return invalidArgument("stages", "more than " +
+                                           std::to_string(lim.max_containers_per_request) +
+                                           " containers in one request "
+                                           "(rm.max-containers-per-request)");
+    }
+  }
+  if (budget_container_ms < 0) {
+    return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
+  }
+  return Status::ok();
 }
 
 Result<ReservationRecord> ReservationManager::submit(
@@ -122,14 +181,19 @@ Result<ReservationRecord> ReservationManager::submit(
     return invalidArgument("reservation_id",
                            "'" + id.value() + "' must be 1-128 of [A-Za-z0-9_.-]");
   }
+  MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
   if (!opts_.reservable_queues.count(def.queue)) {
     return invalidArgument("queue", "'" + def.queue + "' is not a reservable queue");
   }
   if (def.user.empty()) return invalidArgument("user", "is required");
-  if (budget_container_ms < 0)
-    return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
   std::lock_guard<std::mutex> lk(mu_);
   if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
+  int64_t held = 0;
+  for (const auto& [_, r] : records_) held += r.def.user == def.user ? 1 : 0;
+  if (held >= opts_.limits.max_reservations_per_user) {
+    return permissionDenied("user " + def.user.value() + " holds " + std::to_string(held) +
+                            " reservations, the most rm.max-reservations-per-user allows");
+  }
   TimePoint now = clock_.now();
   auto placement = planner_->submit(id, def, now, explanation);
   if (!placement.isOk()) {
@@ -161,8 +225,7 @@ Result<ReservationRecord> ReservationManager::submit(
 Result<ReservationRecord> ReservationManager::update(
     const ReservationId& id, const UserId& user, const planner::ReservationDefinition& def,
     int64_t budget_container_ms, planner::InfeasibilityExplanation* explanation) {
-  if (budget_container_ms < 0)
-    return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
+  MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
   std::lock_guard<std::mutex> lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
@@ -271,10 +334,25 @@ PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
 void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
   std::lock_guard<std::mutex> lk(mu_);
   Resource current = planner_->capacity();
-  Resource target = allow_drop ? live : Resource::max(live, current);
-  if (target == current) return;
-  auto report = planner_->setCapacity(target, clock_.now());
-  spdlog::info("plan capacity {} -> {}", current.toString(), target.toString());
+  if (!allow_drop) {
+    Resource target = Resource::max(live, current);
+    if (target == current) return;
+    planner_->setCapacityOnly(target);
+    spdlog::info("plan capacity {} -> {} (start-up grace: nothing re-planned)", current.toString(),
+                 target.toString());
+    updateGauges();
+    return;
+  }
+  if (live == current && reconciled_) return;
+  reconciled_ = true;
+  auto report = planner_->setCapacity(live, clock_.now());
+  if (live != current) spdlog::info("plan capacity {} -> {}", current.toString(), live.toString());
+  applyCapacityReport(report, live);
+  updateGauges();
+}
+
+void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport& report,
+                                             const Resource& capacity) {
   for (const auto& id : report.extras_released) {
     spdlog::warn("reservation {}: DRA extras released by a capacity drop", id.value());
     if (auto it = records_.find(id); it != records_.end()) {
@@ -283,43 +361,56 @@ void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
     }
     grants_.erase(id);
   }
-  for (const auto& id : report.dropped) {
-    spdlog::warn("one-off reservation {} dropped: it no longer fits after a capacity drop",
-                 id.value());
-    metrics_
-        .counter("morpheus_rm_reservations_dropped_total",
-                 "One-off reservations dropped on capacity loss")
-        .inc();
-    if (store_.commit({{kNs, id.value(), std::nullopt}}).isOk()) records_.erase(id);
-  }
-  for (const auto& id : report.replanned) {
-    auto it = records_.find(id);
-    const planner::Placement* p = planner_->placement(id);
-    if (it != records_.end() && p) {
-      it->second.placement = *p;
-      spdlog::info("one-off reservation {} re-planned after a capacity drop", id.value());
-      (void)persist(it->second);
-    }
-  }
+  std::set<ReservationId> replanned(report.replanned.begin(), report.replanned.end());
+  std::set<ReservationId> at_risk(report.at_risk.begin(), report.at_risk.end());
   std::set<ReservationId> degraded(report.periodic_over_capacity.begin(),
                                    report.periodic_over_capacity.end());
   for (auto& [id, r] : records_) {
-    bool now_degraded = degraded.count(id) > 0;
-    std::string want = now_degraded ? "degraded" : "active";
-    if (r.status == want) continue;
-    r.status = want;
-    r.status_reason = now_degraded ? "cluster capacity " + target.toString() +
-                                         " no longer backs the periodic plan at its offsets"
-                                   : "";
-    if (now_degraded) {
-      spdlog::warn("periodic reservation {} (owner {}) lost its guarantee: {}", id.value(),
-                   r.def.user.value(), r.status_reason);
-    } else {
-      spdlog::info("periodic reservation {} guarantees restored", id.value());
+    bool changed = false;
+    if (replanned.count(id)) {
+      if (const planner::Placement* p = planner_->placement(id)) {
+        r.placement = *p;
+        changed = true;
+        spdlog::info("one-off reservation {} re-planned after a capacity change", id.value());
+      }
     }
-    (void)persist(r);
+    std::string want = "active", reason;
+    if (at_risk.count(id)) {
+      want = "at-risk";
+      reason = "cluster capacity " + capacity.toString() +
+               " no longer backs its placement and no other placement fits; kept, and re-placed "
+               "when capacity returns";
+    } else if (degraded.count(id)) {
+      want = "degraded";
+      reason = "cluster capacity " + capacity.toString() +
+               " no longer backs the periodic plan at its offsets";
+    }
+    if (r.status != want || r.status_reason != reason) {
+      if (want == "active") {
+        spdlog::info("reservation {} (owner {}) guarantees restored", id.value(),
+                     r.def.user.value());
+      } else if (r.status != want) {
+        spdlog::warn("reservation {} (owner {}) is {}: {}", id.value(), r.def.user.value(), want,
+                     reason);
+        if (want == "at-risk") {
+          metrics_
+              .counter("morpheus_rm_reservations_at_risk_total",
+                       "One-off reservations that lost their capacity backing (kept, not deleted)")
+              .inc();
+        }
+      }
+      r.status = want;
+      r.status_reason = reason;
+      changed = true;
+    }
+    if (!changed) continue;
+    if (Status st = persist(r); !st.isOk()) {
+      // The in-memory record is authoritative; the next capacity change or
+      // mutation persists it again.
+      spdlog::error("reservation {}: status {} not persisted: {}", id.value(), r.status,
+                    st.message());
+    }
   }
-  updateGauges();
 }
 
 void ReservationManager::expire() {
@@ -491,8 +582,11 @@ void ReservationManager::releaseExtras(const ReservationId& id) {
   ReservationRecord& r = it->second;
   r.budget_used_container_ms = std::max<int64_t>(0, r.budget_used_container_ms - refundOf(id, now));
   grants_.erase(id);
-  (void)planner_->removeExtra(id, now);
-  (void)persist(r);
+  // The record exists, so the planner knows the id: removeExtra cannot fail.
+  MORPHEUS_CHECK(planner_->removeExtra(id, now).isOk(), "planner lost reservation " + id.value());
+  if (Status st = persist(r); !st.isOk()) {
+    spdlog::warn("reservation {}: released extras not persisted: {}", id.value(), st.message());
+  }
 }
 
 std::vector<ReservationId> ReservationManager::withExtras() const {
@@ -506,10 +600,11 @@ std::vector<ReservationId> ReservationManager::withExtras() const {
 }
 
 void ReservationManager::updateGauges() {
-  int periodic = 0, one_off = 0, degraded = 0;
+  int periodic = 0, one_off = 0, degraded = 0, at_risk = 0;
   for (const auto& [_, r] : records_) {
     (r.def.period.count() > 0 ? periodic : one_off)++;
     degraded += r.status == "degraded" ? 1 : 0;
+    at_risk += r.status == "at-risk" ? 1 : 0;
   }
   metrics_.gauge("morpheus_rm_reservations_active", "Admitted reservations", {{"kind", "periodic"}})
       .set(periodic);
@@ -519,6 +614,10 @@ void ReservationManager::updateGauges() {
       .gauge("morpheus_rm_reservations_degraded",
              "Periodic reservations whose guarantee lost capacity backing")
       .set(degraded);
+  metrics_
+      .gauge("morpheus_rm_reservations_at_risk",
+             "One-off reservations kept over capacity after a capacity drop")
+      .set(at_risk);
   Resource cap = planner_->capacity();
   metrics_.gauge("morpheus_rm_plan_capacity_memory_mib", "Plan capacity, MiB").set(cap.memoryMib());
   metrics_.gauge("morpheus_rm_plan_capacity_vcores", "Plan capacity, vcores").set(cap.vcores());

@@ -42,8 +42,13 @@ struct ReservationRecord {
   planner::Placement placement;
   int64_t budget_container_ms = 0;  // DRA budget per instance (owner signed off)
   int64_t budget_used_container_ms = 0;
-  int64_t budget_instance = -1;   // instance the budget use refers to
-  std::string status = "active";  // "active" or "degraded"
+  int64_t budget_instance = -1;  // instance the budget use refers to
+  // "active"; "degraded" (periodic: the capacity no longer backs its plan at
+  // some offset); "at-risk" (one-off: the capacity dropped and no other
+  // placement fits; it keeps its placement and is re-placed or backed again
+  // when capacity returns). Persisted; the system never deletes an
+  // acknowledged reservation because of a capacity change.
+  std::string status = "active";
   std::string status_reason;
   std::vector<ReprovisionRecord> history;
 };
@@ -61,9 +66,20 @@ struct PlanSnapshot {
   std::vector<PlanStepLoad> steps;
 };
 
+// Request size limits (issue #11, finding 9), checked before any planning.
+// Defaults match the rm.* options declared in rm_options.h.
+struct ReservationLimits {
+  int64_t max_name_length = 256;                 // bytes of name and recurrence key
+  int64_t max_stages = 10000;                    // stages per definition
+  int64_t max_containers_per_stage = 100000;     // num_containers of one stage
+  int64_t max_containers_per_request = 1000000;  // sum over the stages
+  int64_t max_reservations_per_user = 1000;      // admitted reservations one user may hold
+};
+
 struct ReservationManagerOptions {
   std::set<std::string> reservable_queues{"default"};
   std::set<std::string> admins;  // users who may change anyone's reservation
+  ReservationLimits limits;
 };
 
 class ReservationManager {
@@ -78,13 +94,19 @@ class ReservationManager {
   // A fresh id, unique across RM restarts ("reservation_<start ms>_<seq>").
   ReservationId newId();
 
-  // Plans and persists. INVALID_ARGUMENT (field named) for bad input or an
-  // unknown queue, ALREADY_EXISTS for a used id, kInfeasible with *explanation.
+  // Plans and persists. Everything is validated before planning: strings
+  // (valid UTF-8, name length), sizes (ReservationLimits), queue, budget.
+  // INVALID_ARGUMENT (field named, planner names: "stages[0].duration") for
+  // bad input or an unknown queue, PERMISSION_DENIED when the user holds
+  // max_reservations_per_user, ALREADY_EXISTS for a used id, kInfeasible with
+  // *explanation. On any failure, including one after planning (persisting),
+  // the plan and the records are as before the call.
   Result<ReservationRecord> submit(const ReservationId& id,
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
                                    planner::InfeasibilityExplanation* explanation);
   // Try-and-swap; PERMISSION_DENIED unless `user` owns it or is an admin.
+  // Validated like submit; on any failure the old placement stays.
   Result<ReservationRecord> update(const ReservationId& id, const UserId& user,
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
@@ -98,10 +120,14 @@ class ReservationManager {
   std::optional<ReservationRecord> get(const ReservationId& id) const;
   PlanSnapshot plan(TimePoint from, TimePoint to) const;
 
-  // Plan capacity follows the live nodes. A drop re-plans/drops one-offs and
-  // marks periodic reservations that lost guarantees "degraded" (log, metric,
-  // status). `allow_drop` false (RM start-up grace while NMs re-register)
-  // only ever raises the capacity.
+  // Plan capacity follows the live nodes. A drop re-plans one-offs on
+  // overloaded steps; those that fit nowhere else keep their placement and
+  // become "at-risk", periodic reservations that lost backing "degraded"
+  // (log, metric, persisted status). When capacity returns they are re-placed
+  // or backed again and become "active". Nothing is deleted. `allow_drop`
+  // false (RM start-up grace while NMs re-register) only ever raises the
+  // capacity and re-plans nothing; the first call after the grace reconciles
+  // every status even when the capacity is unchanged.
   void onCapacity(const Resource& live, bool allow_drop);
 
   // Rolling horizon: drops one-off reservations whose deadline has passed
@@ -150,6 +176,12 @@ class ReservationManager {
  private:
   Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
   void updateGauges();                           // REQUIRES(mu_)
+  // Size, string and budget checks of submit/update (no lock, no plan).
+  Status validateRequest(const planner::ReservationDefinition& def,
+                         int64_t budget_container_ms) const;
+  // Sets each record's status from a capacity change and persists changes.
+  void applyCapacityReport(const planner::CapacityChangeReport& report,
+                           const Resource& capacity);  // REQUIRES(mu_)
 
   const ReservationManagerOptions opts_;
   store::StateStore& store_;
@@ -169,6 +201,7 @@ class ReservationManager {
   std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)
   std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)
+  bool reconciled_ = false;  // GUARDED_BY(mu_): statuses checked against capacity since start
 };
 
 }  // namespace morpheus::rm

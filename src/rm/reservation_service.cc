@@ -1,5 +1,7 @@
 #include "rm/reservation_service.h"
 
+#include <map>
+
 #include "common/wire.h"
 
 namespace morpheus::rm {
@@ -28,6 +30,43 @@ void allocationsToProto(const planner::Placement& p,
     r->set_start_ms(toEpochMs(a.start));
     r->set_end_ms(toEpochMs(a.end));
   }
+}
+
+// The wire-API path of a planner/manager field ("stages[0].duration" ->
+// "definition.stages[0].duration_ms"), so errors name what the caller sent.
+std::string wireFieldPath(const std::string& f) {
+  static const std::map<std::string, std::string> kTop = {
+      {"arrival", "definition.arrival_ms"},
+      {"deadline", "definition.deadline_ms"},
+      {"period", "definition.period_ms"},
+      {"priority", "definition.priority"},
+      {"name", "definition.name"},
+      {"recurrence_key", "definition.recurrence_key"},
+      {"stages", "definition.stages"},
+      {"interpreter", "definition.interpreter"},
+      {"reprovision_budget_container_ms", "definition.reprovision_budget_container_ms"},
+      {"id", "reservation_id"},
+  };
+  if (auto it = kTop.find(f); it != kTop.end()) return it->second;
+  if (f.rfind("stages[", 0) == 0) {
+    size_t close = f.find(']');
+    if (close == std::string::npos) return f;
+    std::string rest = f.substr(close + 1);
+    if (rest == ".duration") rest = ".duration_ms";
+    return "definition." + f.substr(0, close + 1) + rest;
+  }
+  return f;
+}
+
+Status withWireFieldPath(const Status& s) {
+  if (s.code() != StatusCode::kInvalidArgument) return s;
+  const std::string& msg = s.message();
+  size_t colon = msg.find(": ");
+  if (colon == std::string::npos) return s;
+  std::string field = msg.substr(0, colon);
+  std::string renamed = wireFieldPath(field);
+  if (renamed == field) return s;
+  return Status(s.code(), renamed + msg.substr(colon));
 }
 
 }  // namespace
@@ -148,7 +187,7 @@ grpc::Status ReservationServiceImpl::SubmitReservation(grpc::ServerContext*,
   resp->set_reservation_id(req->reservation_id());
   if (!rec.isOk()) {
     if (rec.status().code() == StatusCode::kInfeasible) toProto(why, resp->mutable_explanation());
-    return toGrpc(rec.status());
+    return toGrpc(withWireFieldPath(rec.status()));
   }
   allocationsToProto(rec->placement, resp->mutable_allocations());
   return grpc::Status::OK;
@@ -169,7 +208,7 @@ grpc::Status ReservationServiceImpl::UpdateReservation(grpc::ServerContext*,
                              req->definition().reprovision_budget_container_ms(), &why);
   if (!rec.isOk()) {
     if (rec.status().code() == StatusCode::kInfeasible) toProto(why, resp->mutable_explanation());
-    return toGrpc(rec.status());
+    return toGrpc(withWireFieldPath(rec.status()));
   }
   allocationsToProto(rec->placement, resp->mutable_allocations());
   return grpc::Status::OK;

@@ -19,7 +19,9 @@ HttpResponse errorResponse(const Status& st) {
   return jsonResponse(httpStatusFor(st), yarnErrorJson(st));
 }
 
-HttpResponse fromGrpcStatus(const grpc::Status& st) { return errorResponse(fromGrpc(st)); }
+HttpResponse fromGrpcStatus(const grpc::Status& st) {
+  return errorResponse(withYarnFieldPath(fromGrpc(st)));
+}
 
 std::string actingUser(const HttpRequest& req, const std::string& body_user) {
   if (!body_user.empty()) return body_user;

@@ -30,6 +30,14 @@ struct RmOptions {
   Millis preemption_grace{15000};              // rm.preemption-grace
   std::map<std::string, std::string> queues;   // scheduler.queues (path -> weight)
   DraOptions dra;                              // dra.* (interval: dra.interval, 0 = plan step)
+
+  // Issue #11: state database start-up and request size limits.
+  bool state_store_init = false;                 // state-store.init
+  int64_t max_name_length = 256;                 // rm.max-name-length
+  int64_t max_stages = 10000;                    // rm.max-stages
+  int64_t max_containers_per_stage = 100000;     // rm.max-containers-per-stage
+  int64_t max_containers_per_request = 1000000;  // rm.max-containers-per-request
+  int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -74,6 +82,26 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addString("state-store.location", &o->state_store_location, "",
               "sqlite: database file (\"\" = <data-dir>/rm-state.db); etcd: comma-separated "
               "http://host:port endpoints.");
+  s.addBool("state-store.init", &o->state_store_init, false,
+            "sqlite: accept an existing empty (0-byte) database file and start with no state. "
+            "Without it such a file is refused (a state database that lost its contents must not "
+            "start an RM that has forgotten every reservation); a missing file is always "
+            "created.");
+  s.addInt("rm.max-name-length", &o->max_name_length, 256, 1, 65536, "bytes",
+           "Longest reservation name or recurrence key accepted.");
+  s.addInt("rm.max-stages", &o->max_stages, 10000, 1, 1000000, "stages",
+           "Most stages (YARN reservation-requests) in one reservation; a one-day skyline at the "
+           "default 60 s step has at most 1440.");
+  s.addInt("rm.max-containers-per-stage", &o->max_containers_per_stage, 100000, 1, 1000000000,
+           "containers",
+           "Largest num-containers of one stage; larger requests are refused "
+           "before planning.");
+  s.addInt("rm.max-containers-per-request", &o->max_containers_per_request, 1000000, 1, 1000000000,
+           "containers", "Largest sum of num-containers over the stages of one reservation.");
+  s.addInt("rm.max-reservations-per-user", &o->max_reservations_per_user, 1000, 1, 100000000,
+           "reservations",
+           "Most admitted reservations one user may hold; more are refused "
+           "(PERMISSION_DENIED / 403).");
   s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
                 "Plan step: the time granularity of reservations.");
   s.addDuration(

@@ -1,5 +1,8 @@
 #include "rm/yarn_json.h"
 
+#include <map>
+#include <regex>
+
 namespace morpheus::rm {
 
 using nlohmann::json;
@@ -66,6 +69,59 @@ Result<json> parseJson(const std::string& body) {
 
 }  // namespace
 
+std::string yarnFieldPath(const std::string& f) {
+  static const std::map<std::string, std::string> kDefinition = {
+      {"arrival_ms", "arrival"},
+      {"deadline_ms", "deadline"},
+      {"name", "reservation-name"},
+      {"priority", "priority"},
+      {"period_ms", "recurrence-expression"},
+      {"recurrence_key", "recurrence-key"},
+      {"problematic", "problematic"},
+      {"reprovision_budget_container_ms", "reprovision-budget"},
+      {"interpreter", "reservation-requests.reservation-request-interpreter"},
+      {"stages", "reservation-requests.reservation-request"},
+  };
+  static const std::map<std::string, std::string> kStage = {
+      {"duration_ms", "duration"},
+      {"num_containers", "num-containers"},
+      {"min_concurrency", "min-concurrency"},
+      {"capability", "capability"},
+      {"capability.memory_mib", "capability.memory"},
+      {"capability.vcores", "capability.vCores"},
+  };
+  static const std::regex kStageRe(R"(definition\.stages\[(\d+)\](?:\.(.+))?)");
+  if (f == "reservation_id") return "reservation-id";
+  std::smatch m;
+  if (std::regex_match(f, m, kStageRe)) {
+    std::string base =
+        "reservation-definition.reservation-requests.reservation-request[" + m[1].str() + "]";
+    if (!m[2].matched) return base;
+    auto it = kStage.find(m[2].str());
+    if (it != kStage.end()) return base + "." + it->second;
+    if (m[2].str().rfind("capability.extended.", 0) == 0) {
+      return base + ".capability." + m[2].str().substr(20);
+    }
+    return base + "." + m[2].str();
+  }
+  if (f.rfind("definition.", 0) == 0) {
+    auto it = kDefinition.find(f.substr(11));
+    if (it != kDefinition.end()) return "reservation-definition." + it->second;
+  }
+  return f;
+}
+
+Status withYarnFieldPath(const Status& s) {
+  if (s.code() != StatusCode::kInvalidArgument) return s;
+  const std::string& msg = s.message();
+  size_t colon = msg.find(": ");
+  if (colon == std::string::npos) return s;
+  std::string field = msg.substr(0, colon);
+  std::string renamed = yarnFieldPath(field);
+  if (renamed == field) return s;
+  return Status(s.code(), renamed + msg.substr(colon));
+}
+
 Result<v1::ReservationDefinition> parseYarnDefinition(const json& j, const std::string& path) {
   if (!j.is_object()) return invalidArgument(path, "must be an object");
   const std::string p = path + ".";
@@ -81,6 +137,9 @@ Result<v1::ReservationDefinition> parseYarnDefinition(const json& j, const std::
   if (arrival < 0) return invalidArgument(p + "arrival", "must be >= 0");
   if (deadline < 0) return invalidArgument(p + "deadline", "must be >= 0");
   if (budget < 0) return invalidArgument(p + "reprovision-budget", "must be >= 0");
+  if (priority < INT32_MIN || priority > INT32_MAX) {
+    return invalidArgument(p + "priority", std::to_string(priority) + " is out of range");
+  }
   d.set_arrival_ms(arrival);
   d.set_deadline_ms(deadline);
   d.set_name(name);
@@ -121,8 +180,12 @@ Result<v1::ReservationDefinition> parseYarnDefinition(const json& j, const std::
     MORPHEUS_ASSIGN_OR_RETURN(int64_t dur, intField(s, "duration", sp, true));
     if (mem < 0) return invalidArgument(sp + "capability.memory", "must be >= 0");
     if (vcores < 0) return invalidArgument(sp + "capability.vCores", "must be >= 0");
-    if (n > INT32_MAX || gang > INT32_MAX)
-      return invalidArgument(sp + "num-containers", "too large");
+    if (n > INT32_MAX || n < INT32_MIN) {
+      return invalidArgument(sp + "num-containers", std::to_string(n) + " is out of range");
+    }
+    if (gang > INT32_MAX || gang < INT32_MIN) {
+      return invalidArgument(sp + "min-concurrency", std::to_string(gang) + " is out of range");
+    }
     auto* st = d.add_stages();
     st->mutable_capability()->set_memory_mib(mem);
     st->mutable_capability()->set_vcores(vcores);

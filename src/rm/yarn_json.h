@@ -25,6 +25,15 @@
 
 namespace morpheus::rm {
 
+// The YARN JSON path of a wire-API (gRPC) field path, e.g.
+// "definition.stages[0].duration_ms" ->
+// "reservation-definition.reservation-requests.reservation-request[0].duration".
+// Unknown paths are returned unchanged.
+std::string yarnFieldPath(const std::string& grpc_field);
+// An INVALID_ARGUMENT "<field>: ..." from the wire API with its field renamed
+// by yarnFieldPath (other statuses unchanged): what the REST edge reports.
+Status withYarnFieldPath(const Status& s);
+
 Result<v1::ReservationDefinition> parseYarnDefinition(const nlohmann::json& j,
                                                       const std::string& path);
 // Parses a whole submit/update document.

@@ -1,5 +1,12 @@
 // SQLite implementation of StateStore: WAL journal, synchronous=FULL, one
 // transaction per batch; schema versioned in `schema_version`.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "store/sqlite_db.h"
@@ -11,12 +18,62 @@ namespace {
 
 constexpr int kSchemaVersion = 1;
 
+// An exclusive flock(2) on the database file itself (created if missing),
+// held until the store is destroyed or the process dies. It locks the inode,
+// so every path that reaches the file (other data dirs, symlinks, "..")
+// meets it; SQLite's own fcntl locks are independent of it.
+class DbLock {
+ public:
+  static Result<std::unique_ptr<DbLock>> acquire(const std::string& db_path) {
+    int fd = ::open(db_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return invalidArgument("state-store.location",
+                             "cannot open '" + db_path + "': " + std::strerror(errno));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) {
+        return invalidArgument("state-store.location",
+                               "'" + db_path + "' is locked: another RM uses this database");
+      }
+      return invalidArgument("state-store.location",
+                             "cannot lock '" + db_path + "': " + std::strerror(err));
+    }
+    return std::unique_ptr<DbLock>(new DbLock(fd));
+  }
+  ~DbLock() { ::close(fd_); }
+  DbLock(const DbLock&) = delete;
+  DbLock& operator=(const DbLock&) = delete;
+
+ private:
+  explicit DbLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+bool isEmptyFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+// A database file that existed but was empty lost its contents (or was never
+// written): refused unless the operator asks to initialise it.
+Status emptyDatabase(const std::string& path) {
+  return invalidArgument("state-store.location",
+                         "'" + path +
+                             "' is an empty (0-byte) file: the RM's state is missing. Restore it, "
+                             "or start with --set state-store.init=true to begin with no state");
+}
+
 class SqliteStateStore final : public StateStore {
  public:
-  static Result<std::unique_ptr<StateStore>> open(const std::string& path) {
+  static Result<std::unique_ptr<StateStore>> open(const std::string& path, bool init) {
+    const bool was_empty = isEmptyFile(path);  // before the lock creates a missing file
+    MORPHEUS_ASSIGN_OR_RETURN(auto lock, DbLock::acquire(path));
+    if (was_empty && !init) return emptyDatabase(path);
     MORPHEUS_ASSIGN_OR_RETURN(
         auto db, sqlite::Db::open(path, "state-store.location", "state store " + path));
-    std::unique_ptr<SqliteStateStore> s(new SqliteStateStore(std::move(db), path));
+    std::unique_ptr<SqliteStateStore> s(new SqliteStateStore(std::move(lock), std::move(db), path));
     MORPHEUS_RETURN_IF_ERROR(s->migrate());
     return std::unique_ptr<StateStore>(std::move(s));
   }
@@ -64,8 +121,8 @@ class SqliteStateStore final : public StateStore {
   std::string name() const override { return "sqlite:" + path_; }
 
  private:
-  SqliteStateStore(std::unique_ptr<sqlite::Db> db, std::string path)
-      : db_(std::move(db)), path_(std::move(path)) {}
+  SqliteStateStore(std::unique_ptr<DbLock> lock, std::unique_ptr<sqlite::Db> db, std::string path)
+      : lock_(std::move(lock)), db_(std::move(db)), path_(std::move(path)) {}
 
   // Schema migrations, applied in order inside one transaction each.
   Status migrate() {
@@ -92,6 +149,7 @@ class SqliteStateStore final : public StateStore {
     return Status::ok();
   }
 
+  std::unique_ptr<DbLock> lock_;  // released after db_ is closed (declared first)
   std::unique_ptr<sqlite::Db> db_;
   std::string path_;
   std::mutex mu_;
@@ -100,10 +158,11 @@ class SqliteStateStore final : public StateStore {
 }  // namespace
 
 Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
-                                                   const std::string& location) {
+                                                   const std::string& location,
+                                                   const StateStoreOptions& opts) {
   if (kind == "sqlite") {
     if (location.empty()) return invalidArgument("state-store.location", "is required for sqlite");
-    return SqliteStateStore::open(location);
+    return SqliteStateStore::open(location, opts.init);
   }
   return invalidArgument("state-store.kind",
                          "'" + kind + "' is not available in this build (sqlite)");

@@ -33,9 +33,21 @@ class StateStore {
   virtual std::string name() const = 0;
 };
 
-// kind "sqlite": `location` is the database file (created if missing).
-// INVALID_ARGUMENT naming "state-store.kind" for an unknown or unavailable kind.
+struct StateStoreOptions {
+  // sqlite: accept an existing 0-byte database file and initialise it
+  // (state-store.init). Off by default: a database that lost its contents
+  // must not silently start an RM with no reservations.
+  bool init = false;
+};
+
+// kind "sqlite": `location` is the database file (created if missing). The
+// store holds an exclusive flock on the file for its lifetime, so a second
+// store on the same file (any path to it, this or another process) is
+// refused. INVALID_ARGUMENT naming "state-store.kind" for an
+// unknown or unavailable kind, naming "state-store.location" for an unusable,
+// locked or (without opts.init) 0-byte database file.
 Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
-                                                   const std::string& location);
+                                                   const std::string& location,
+                                                   const StateStoreOptions& opts = {});
 
 }  // namespace morpheus::store

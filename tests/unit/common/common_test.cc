@@ -8,9 +8,40 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "common/validate.h"
 
 namespace morpheus {
 namespace {
+
+// Checked arithmetic reports overflow in any dimension instead of wrapping.
+TEST(ValidateTest, CheckedResourceArithmetic) {
+  EXPECT_EQ(*checkedSum(Resource(1, 2), Resource(3, 4)), Resource(4, 6));
+  EXPECT_FALSE(checkedSum(Resource(INT64_MAX, 1), Resource(1, 1)).has_value());
+  EXPECT_EQ(*checkedProduct(Resource(1024, 1), 3), Resource(3072, 3));
+  EXPECT_FALSE(checkedProduct(Resource(INT64_MAX / 2, 1), 3).has_value());
+  Resource g(1, 1);
+  g.setExtended("gpu", INT64_MAX / 2);
+  EXPECT_FALSE(checkedProduct(g, 4).has_value());
+  EXPECT_FALSE(checkedSum(g, g.operator*(2)).has_value());
+}
+
+// UTF-8 validation refuses stray bytes, overlong forms and surrogates; node ids refuse
+// separators and "..".
+TEST(ValidateTest, Utf8AndNodeIds) {
+  EXPECT_TRUE(validUtf8("alice \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(validUtf8("al\xffice"));
+  EXPECT_FALSE(validUtf8("\xc0\xaf"));      // overlong '/'
+  EXPECT_FALSE(validUtf8("\xed\xa0\x80"));  // surrogate
+  EXPECT_FALSE(validUtf8("\xe2\x82"));      // truncated
+  EXPECT_TRUE(validateNodeId("nm1", "f").isOk());
+  EXPECT_TRUE(validateNodeId("127.0.0.1:4567", "f").isOk());
+  for (std::string bad :
+       std::vector<std::string>{"a|b", "a/b", "..", "x..y", "", "a b", std::string(256, 'a')}) {
+    Status st = validateNodeId(bad, "nm.node-id");
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message().rfind("nm.node-id:", 0), 0u) << st.message();
+  }
+}
 
 // Per-dimension fit: one dimension over capacity is enough to not fit.
 TEST(ResourceTest, FitsInIsPerDimension) {

@@ -102,6 +102,26 @@ TEST(ConfigTest, SetOverridesAndValidates) {
   EXPECT_FALSE(s.set("rm.node-expiry", "10ms").isOk()) << "below the minimum";
 }
 
+// Finding 11: a list written as a string is refused in YAML, and --set accepts "a,b" or the
+// flow form "[a, b]" (not the items "[a" and " b]").
+TEST(ConfigTest, ListValuesMustBeLists) {
+  Opts o;
+  auto s = makeSchema(&o);
+  Status st = s.loadYamlString("queues: \"a, b\"\n", "f.yaml");
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("queues"), std::string::npos);
+  EXPECT_NE(st.message().find("expected a list"), std::string::npos) << st.message();
+  ASSERT_TRUE(s.set("queues", "[a, b]").isOk());
+  EXPECT_EQ(o.list, (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(s.set("queues", "c,d").isOk());
+  EXPECT_EQ(o.list, (std::vector<std::string>{"c", "d"}));
+  st = s.set("queues", "x,[y");
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("queues"), std::string::npos);
+  EXPECT_EQ(o.list, (std::vector<std::string>{"c", "d"})) << "a refused value changes nothing";
+  EXPECT_FALSE(s.set("queues", "[a, [b]]").isOk());
+}
+
 // Durations accept unit suffixes and reject unknown units.
 TEST(ConfigTest, DurationParsing) {
   EXPECT_EQ(*parseDuration("500ms", "k"), Millis(500));

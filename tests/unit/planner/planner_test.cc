@@ -58,6 +58,21 @@ TEST(ValidationTest, RejectsEachMalformedField) {
   d = ok;
   d.stages[0] = stage(0, 1, 10);
   expectInvalid(d, "stages[0].num_containers:");
+  // Overflow of capability x containers is refused, not wrapped to a small or negative size.
+  d = ok;
+  d.stages[0] = {Resource(INT64_MAX / 2, 1), 4, 1, Millis(600'000)};
+  expectInvalid(d, "stages[0].num_containers:");
+  d = ok;
+  d.stages = {{Resource(INT64_MAX / 3, 1), 2, 1, Millis(600'000)},
+              {Resource(INT64_MAX / 3, 1), 2, 1, Millis(600'000)}};
+  expectInvalid(d, "stages:");
+  // Priorities outside [0, 1000] are refused, not coerced.
+  d = ok;
+  d.priority = 1001;
+  expectInvalid(d, "priority:");
+  d = ok;
+  d.priority = -1;
+  expectInvalid(d, "priority:");
   d = ok;
   d.stages[0].capability = Resource(-1, 1);
   expectInvalid(d, "stages[0].capability:");
@@ -262,22 +277,40 @@ TEST_P(BothAgentsTest, RemoveFreesCapacity) {
             StatusCode::kAlreadyExists);
 }
 
-// Capacity drop: last-accepted one-offs are re-planned or dropped, periodic ones reported.
-TEST_P(BothAgentsTest, CapacityDropReplansDropsAndReports) {
+// Capacity drop: a one-off that fits nowhere else keeps its placement and is reported at
+// risk (never removed), periodic ones are reported; when capacity returns nothing is at risk.
+TEST_P(BothAgentsTest, CapacityDropKeepsUnplaceableOneOffAtRisk) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(p->submit(ReservationId("daily"), block(50, 0, 30), kNow).isOk());
   ASSERT_TRUE(p->submit(ReservationId("first"), def(60, 90, {stage(40, 40, 30)}), kNow).isOk());
   ASSERT_TRUE(p->submit(ReservationId("fixed"), def(60, 90, {stage(40, 40, 30)}), kNow).isOk());
   ASSERT_TRUE(p->submit(ReservationId("loose"), def(60, 300, {stage(20, 20, 30)}), kNow).isOk());
-  // Make "loose" overlap the others so it is affected.
+  // Both agents place "loose" off the loaded minutes [60, 90) (LowCost avoids load, greedy
+  // goes latest), so the drop below does not touch it.
+  for (int64_t m = 60; m < 90; ++m) {
+    EXPECT_TRUE(p->guaranteedAt(ReservationId("loose"), minute(m)).isZero()) << m;
+  }
+  const Placement fixed = *p->placement(ReservationId("fixed"));
+  const Placement loose = *p->placement(ReservationId("loose"));
   auto rep = p->setCapacity(containers(45), kNow);
   EXPECT_EQ(rep.periodic_over_capacity, std::vector<ReservationId>{ReservationId("daily")});
   ASSERT_EQ(rep.over_capacity_offsets.size(), 1u);
   EXPECT_EQ(rep.over_capacity_offsets[0].second, Millis(30 * 60'000));
-  EXPECT_EQ(rep.dropped, std::vector<ReservationId>{ReservationId("fixed")});
-  EXPECT_NE(p->placement(ReservationId("first")), nullptr);
-  EXPECT_EQ(p->placement(ReservationId("fixed")), nullptr);
-  for (int64_t m = 30; m < 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(45)));
+  EXPECT_TRUE(rep.replanned.empty());
+  EXPECT_EQ(rep.at_risk, std::vector<ReservationId>{ReservationId("fixed")});
+  ASSERT_NE(p->placement(ReservationId("fixed")), nullptr) << "an at-risk one-off stays planned";
+  EXPECT_EQ(*p->placement(ReservationId("fixed")), fixed);
+  EXPECT_EQ(*p->placement(ReservationId("loose")), loose);
+  ASSERT_NE(p->placement(ReservationId("first")), nullptr);
+  for (int64_t m = 30; m < 1440; ++m) {
+    bool at_risk_step = m >= 60 && m < 90;
+    EXPECT_EQ(p->loadAt(minute(m)).fitsIn(containers(45)), !at_risk_step) << m;
+  }
+  // Capacity returns: nothing is at risk any more and no placement moved.
+  auto back = p->setCapacity(containers(100), kNow);
+  EXPECT_TRUE(back.at_risk.empty());
+  EXPECT_TRUE(back.replanned.empty());
+  EXPECT_EQ(*p->placement(ReservationId("fixed")), fixed);
 }
 
 // A dropped capacity forces a re-plan of a one-off sitting on an overloaded step.
@@ -289,7 +322,7 @@ TEST_P(BothAgentsTest, CapacityDropReplansFlexibleOneOff) {
   bool overlapped = p->guaranteedAt(ReservationId("flex"), minute(75)) == containers(40);
   EXPECT_EQ(overlapped, GetParam() == "greedy");  // greedy goes latest, LowCost avoids the load
   auto rep = p->setCapacity(containers(99), kNow);
-  EXPECT_TRUE(rep.dropped.empty());
+  EXPECT_TRUE(rep.at_risk.empty());
   EXPECT_EQ(rep.periodic_over_capacity, std::vector<ReservationId>{ReservationId("wall")});
   if (overlapped) {
     EXPECT_EQ(rep.replanned, std::vector<ReservationId>{ReservationId("flex")});
@@ -320,6 +353,30 @@ TEST_P(BothAgentsTest, RestoreReproducesAllocations) {
   bad.allocations[0].start += Millis(1);
   EXPECT_EQ(b->restore(ReservationId("z"), block(30, 100, 200), bad).code(),
             StatusCode::kInvalidArgument);
+}
+
+// Restore refuses a stored placement that holds more than its definition allows (more
+// containers at once, more container-time, or outside its window), naming the allocation.
+TEST_P(BothAgentsTest, RestoreRefusesPlacementBeyondDefinition) {
+  auto a = makePlanner(GetParam());
+  const auto d = def(0, 3000, {stage(50, 10, 45), stage(10, 1, 60)}, Interpreter::kOrder);
+  ASSERT_TRUE(a->submit(ReservationId("o"), d, kNow).isOk());
+  const Placement good = *a->placement(ReservationId("o"));
+  auto b = makePlanner(GetParam());
+  Placement wide = good;
+  wide.allocations[0].resource = containers(61);  // the stages hold at most 60 at once
+  Status st = b->restore(ReservationId("o"), d, wide);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("placement.allocations[0].resource:", 0), 0u) << st.message();
+  // 60 containers at every allocated step: within the peak, but more container-time than the
+  // stages' 50 x 45 + 10 x 60 container-minutes.
+  Placement longer = good;
+  for (auto& a : longer.allocations) a.resource = containers(60);
+  st = b->restore(ReservationId("o"), d, longer);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("x time"), std::string::npos) << st.message();
+  EXPECT_TRUE(b->planLoad(minute(0), minute(3000)).size() <= 1u) << "nothing was restored";
+  EXPECT_TRUE(b->restore(ReservationId("o"), d, good).isOk());
 }
 
 // DRA swap: setExtra replaces the earlier grant, counts it as room, and caps

@@ -4,6 +4,8 @@
 
 #include "rm/reservation_manager.h"
 
+#include <nlohmann/json.hpp>
+
 #include "test_db.h"
 
 namespace morpheus::rm {
@@ -55,6 +57,24 @@ TEST_F(ReservationManagerTest, RecoversIdenticalPlacements) {
             mgr_->guaranteedAt(ReservationId("r1"), t));
 }
 
+// Finding 10: a stored placement holding more than its definition allows (here 50 containers
+// at once for a 5-container definition) stops recovery with an error naming the reservation.
+TEST_F(ReservationManagerTest, RecoverRefusesPlacementBeyondDefinition) {
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(5), 0, nullptr).isOk());
+  auto text = *store_->get("reservations", "r1");
+  ASSERT_TRUE(text.has_value());
+  auto j = nlohmann::json::parse(*text);
+  j["placement"]["allocations"][0]["resource"]["vcores"] = 50;
+  j["placement"]["allocations"][0]["resource"]["memory_mib"] = 50 * 1024;
+  ASSERT_TRUE(store_->commit({{"reservations", "r1", j.dump()}}).isOk());
+  auto again = make();
+  Status st = again->recover();
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("r1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("exceeds what the definition allows"), std::string::npos)
+      << st.message();
+}
+
 // Unknown queues, bad ids and duplicates are refused and leave nothing behind.
 TEST_F(ReservationManagerTest, RejectionsLeaveNoState) {
   auto d = def(2);
@@ -86,19 +106,163 @@ TEST_F(ReservationManagerTest, OwnerOrAdminOnly) {
 }
 
 // During the start-up grace capacity never drops; afterwards a one-off that no longer fits is
-// dropped.
-TEST_F(ReservationManagerTest, CapacityGraceThenDrop) {
-  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(8), 0, nullptr).isOk());
+// kept at its placement with status "at-risk" (persisted), and becomes "active" again, same
+// placement, when capacity returns.
+TEST_F(ReservationManagerTest, CapacityGraceThenAtRiskThenActive) {
+  auto admitted = mgr_->submit(ReservationId("r1"), def(8), 0, nullptr);
+  ASSERT_TRUE(admitted.isOk());
   mgr_->onCapacity(Resource(), false);
-  EXPECT_TRUE(mgr_->get(ReservationId("r1")).has_value()) << "no drop while nodes re-register";
+  EXPECT_EQ(mgr_->get(ReservationId("r1"))->status, "active")
+      << "no change while nodes re-register";
+  // 8 x 10 min of one container cannot fit a 30 min window on one vcore.
   mgr_->onCapacity(Resource(1024, 1), true);
   auto r = mgr_->get(ReservationId("r1"));
-  if (r) {
-    // Re-planned onto the smaller cluster: it must fit.
-    for (const auto& a : r->placement.allocations) EXPECT_LE(a.resource.vcores(), 1);
-  } else {
-    EXPECT_TRUE((*store_->list("reservations")).empty());
+  ASSERT_TRUE(r.has_value()) << "an acknowledged reservation is never deleted by the system";
+  EXPECT_EQ(r->status, "at-risk");
+  EXPECT_NE(r->status_reason.find("<memory:1024 MiB, vcores:1>"), std::string::npos)
+      << r->status_reason;
+  EXPECT_EQ(r->placement, admitted->placement);
+  auto stored = *store_->get("reservations", "r1");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_NE(stored->find("\"at-risk\""), std::string::npos);
+  mgr_->onCapacity(Resource(10240, 10), true);
+  r = mgr_->get(ReservationId("r1"));
+  EXPECT_EQ(r->status, "active");
+  EXPECT_TRUE(r->status_reason.empty());
+  EXPECT_EQ(r->placement, admitted->placement);
+  EXPECT_NE((*store_->get("reservations", "r1"))->find("\"active\""), std::string::npos);
+}
+
+// An at-risk reservation is still at risk after an RM restart (recovered status), and the
+// first capacity report after the grace reconciles it even when the capacity is unchanged.
+TEST_F(ReservationManagerTest, AtRiskSurvivesRestartAndReconciles) {
+  ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(8), 0, nullptr).isOk());
+  mgr_->onCapacity(Resource(1024, 1), true);
+  ASSERT_EQ(mgr_->get(ReservationId("r1"))->status, "at-risk");
+  auto again = make();
+  ASSERT_TRUE(again->recover().isOk());
+  EXPECT_EQ(again->get(ReservationId("r1"))->status, "at-risk");
+  again->onCapacity(Resource(10240, 10), false);  // grace: nodes re-register
+  EXPECT_EQ(again->get(ReservationId("r1"))->status, "at-risk");
+  again->onCapacity(Resource(10240, 10), true);  // grace over, same capacity
+  EXPECT_EQ(again->get(ReservationId("r1"))->status, "active");
+}
+
+// A fingerprint of everything a caller can observe: plan load per step, records, store rows.
+std::string observable(ReservationManager& m, store::StateStore& s, TimePoint from) {
+  std::string out;
+  auto snap = m.plan(from, from + Millis(8 * 86400000LL));
+  out += std::to_string(snap.reservations) + ";";
+  for (const auto& st : snap.steps) out += st.periodic.toString() + st.one_off.toString() + ",";
+  for (const auto& r : m.list("", "", TimePoint(), TimePoint())) {
+    out += r.id.value() + "=" + r.status + ":" + std::to_string(r.placement.allocations.size());
   }
+  auto rows = s.list("reservations");
+  EXPECT_TRUE(rows.isOk());
+  for (const auto& [k, v] : *rows) out += k + "=" + v;
+  return out;
+}
+
+// The state store wrapper whose commits fail on demand (persistence failure injection).
+class FlakyStore : public store::StateStore {
+ public:
+  explicit FlakyStore(store::StateStore& real) : real_(real) {}
+  Status commit(const std::vector<store::StateWrite>& batch) override {
+    if (fail) return unavailable("injected commit failure");
+    return real_.commit(batch);
+  }
+  Result<std::optional<std::string>> get(const std::string& ns, const std::string& k) override {
+    return real_.get(ns, k);
+  }
+  Result<std::vector<std::pair<std::string, std::string>>> list(const std::string& ns) override {
+    return real_.list(ns);
+  }
+  std::string name() const override { return "flaky"; }
+  bool fail = false;
+
+ private:
+  store::StateStore& real_;
+};
+
+// Finding 6: every rejected submit/update, whichever check fails (before or after planning),
+// leaves the plan, the list and the store exactly as they were.
+TEST_F(ReservationManagerTest, EveryRejectedRequestLeavesNoState) {
+  FlakyStore flaky(*store_);
+  ReservationManagerOptions o;
+  o.limits.max_reservations_per_user = 2;
+  ReservationManager m(o, std::move(planner::Planner::create({}, Resource())).value(), flaky,
+                       clock_, metrics_);
+  m.onCapacity(Resource(10240, 10), true);
+  ASSERT_TRUE(m.submit(ReservationId("keep"), def(2), 0, nullptr).isOk());
+  const std::string before = observable(m, *store_, clock_.now());
+
+  struct Case {
+    std::string what;
+    planner::ReservationDefinition d;
+    StatusCode code;
+    std::string field;
+  };
+  std::vector<Case> cases;
+  auto d = def(2);
+  d.user = UserId(std::string("al\xffice"));
+  cases.push_back({"bad UTF-8 user", d, StatusCode::kInvalidArgument, "user:"});
+  d = def(2);
+  d.name = std::string("n\xc3\x28");
+  cases.push_back({"bad UTF-8 name", d, StatusCode::kInvalidArgument, "name:"});
+  d = def(2);
+  d.recurrence_key = JobKey(std::string("\xed\xa0\x80"));  // a UTF-16 surrogate
+  cases.push_back({"bad UTF-8 key", d, StatusCode::kInvalidArgument, "recurrence_key:"});
+  d = def(2);
+  d.queue = "nope";
+  cases.push_back({"bad queue", d, StatusCode::kInvalidArgument, "queue:"});
+  d = def(2);
+  d.stages[0].duration = Millis(0);
+  cases.push_back({"bad stage", d, StatusCode::kInvalidArgument, "stages[0].duration:"});
+  cases.push_back({"infeasible", def(1000), StatusCode::kInfeasible, ""});
+  d = def(2);
+  d.stages[0].capability = Resource(INT64_MAX / 2, 1);
+  d.stages[0].num_containers = 4;
+  cases.push_back({"overflow", d, StatusCode::kInvalidArgument, "stages[0].num_containers:"});
+  d = def(2);
+  d.stages[0].num_containers = INT32_MAX;
+  cases.push_back(
+      {"2^31-1 containers", d, StatusCode::kInvalidArgument, "stages[0].num_containers:"});
+  d = def(2);
+  d.name = std::string(300, 'x');
+  cases.push_back({"long name", d, StatusCode::kInvalidArgument, "name:"});
+  d = def(2);
+  d.stages.assign(10001, d.stages[0]);
+  cases.push_back({"too many stages", d, StatusCode::kInvalidArgument, "stages:"});
+  d = def(2);
+  d.priority = 5000;
+  cases.push_back({"priority out of range", d, StatusCode::kInvalidArgument, "priority:"});
+
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    auto r = m.submit(ReservationId("n" + std::to_string(i)), c.d, 0, nullptr);
+    ASSERT_FALSE(r.isOk()) << c.what;
+    EXPECT_EQ(r.status().code(), c.code) << c.what << ": " << r.status().toString();
+    EXPECT_EQ(r.status().message().rfind(c.field, 0), 0u) << c.what << ": " << r.status().message();
+    EXPECT_EQ(observable(m, *store_, clock_.now()), before) << "submit left state: " << c.what;
+    auto u = m.update(ReservationId("keep"), UserId("alice"), c.d, 0, nullptr);
+    ASSERT_FALSE(u.isOk()) << "update " << c.what;
+    EXPECT_EQ(observable(m, *store_, clock_.now()), before) << "update left state: " << c.what;
+  }
+  // A failure after planning: the state store refuses the commit.
+  flaky.fail = true;
+  EXPECT_EQ(m.submit(ReservationId("late"), def(2), 0, nullptr).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(m.update(ReservationId("keep"), UserId("alice"), def(3), 0, nullptr).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(observable(m, *store_, clock_.now()), before) << "persistence failure left state";
+  flaky.fail = false;
+  // Quota: alice may hold two; the third is refused and leaves nothing.
+  ASSERT_TRUE(m.submit(ReservationId("second"), def(1), 0, nullptr).isOk());
+  const std::string two = observable(m, *store_, clock_.now());
+  auto third = m.submit(ReservationId("third"), def(1), 0, nullptr);
+  EXPECT_EQ(third.status().code(), StatusCode::kPermissionDenied) << third.status().toString();
+  EXPECT_NE(third.status().message().find("rm.max-reservations-per-user"), std::string::npos);
+  EXPECT_EQ(observable(m, *store_, clock_.now()), two);
 }
 
 // DRA grants are swaps charged to the per-instance budget (the unexpired part
@@ -137,6 +301,79 @@ TEST_F(ReservationManagerTest, ReprovisionBudget) {
   ASSERT_TRUE(again->recover().isOk());
   EXPECT_EQ(again->get(r1)->history.size(), 2u);
   EXPECT_EQ(again->get(r1)->budget_used_container_ms, 120000);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
+
+#include "rm/node_registry.h"
+#include "rm/reservation_service.h"
+
+namespace morpheus::rm {
+namespace {
+
+// Finding 11: the gRPC edge names the wire field (definition.stages[0].duration_ms), not the
+// planner's internal one (stages[0].duration).
+TEST_F(ReservationManagerTest, GrpcErrorsNameWireFields) {
+  ReservationServiceImpl svc(*mgr_);
+  v1::SubmitReservationRequest req;
+  req.set_reservation_id("r1");
+  req.set_user("alice");
+  auto* d = req.mutable_definition();
+  d->set_arrival_ms(toEpochMs(clock_.now()) + 3600000);
+  d->set_deadline_ms(toEpochMs(clock_.now()) + 7200000);
+  auto* st = d->add_stages();
+  st->mutable_capability()->set_memory_mib(1024);
+  st->mutable_capability()->set_vcores(1);
+  st->set_num_containers(2);
+  st->set_duration_ms(0);
+  grpc::ServerContext ctx;
+  v1::SubmitReservationResponse resp;
+  grpc::Status s = svc.SubmitReservation(&ctx, &req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().rfind("definition.stages[0].duration_ms:", 0), 0u)
+      << s.error_message();
+  st->set_duration_ms(600000);
+  d->set_priority(1001);
+  s = svc.SubmitReservation(&ctx, &req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().rfind("definition.priority:", 0), 0u) << s.error_message();
+}
+
+// Finding 3: absurd node resources are refused at registration naming the field; ids with
+// '|', '/' or '..' are refused; the capacity is unchanged by a refused registration.
+TEST(NodeRegistryTest, RefusesAbsurdResourcesAndBadIds) {
+  NodeRegistry reg(Millis(10000));
+  TimePoint now = fromEpochMs(1000);
+  auto node = [](const std::string& id, Resource r) {
+    NodeInfo n;
+    n.id = NodeId(id);
+    n.container_manager_address = "127.0.0.1:1";
+    n.total = r;
+    return n;
+  };
+  ASSERT_TRUE(reg.registerNode(node("nm1", Resource(4096, 4)), now).isOk());
+  Status st = reg.registerNode(node("nm2", Resource(INT64_MAX, 4)), now);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("total.memory_mib:", 0), 0u) << st.message();
+  st = reg.registerNode(node("nm2", Resource(4096, kMaxNodeVcores + 1)), now);
+  EXPECT_EQ(st.message().rfind("total.vcores:", 0), 0u) << st.message();
+  Resource ext(4096, 4);
+  ext.setExtended("gpu", INT64_MAX);
+  EXPECT_EQ(reg.registerNode(node("nm2", ext), now).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      reg.registerNode(node("nm2", Resource(kMaxNodeMemoryMib, kMaxNodeVcores)), now).isOk());
+  for (std::string bad : {"a|b", "../etc", "a/b", "x..y", ""}) {
+    st = reg.registerNode(node(bad, Resource(4096, 4)), now);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message().rfind("node_id:", 0), 0u) << st.message();
+  }
+  EXPECT_EQ(reg.liveCapacity(), Resource(4096 + kMaxNodeMemoryMib, 4 + kMaxNodeVcores));
+  EXPECT_EQ(reg.liveCount(), 2);
+  // Reported usage is bounded the same way (it is summed over nodes).
+  EXPECT_EQ(reg.heartbeat(NodeId("nm1"), 1, Resource(INT64_MAX, 1), 0, 0, 0, now).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(reg.heartbeat(NodeId("nm1"), 1, Resource(1024, 1), 0, 0, 0, now).isOk());
 }
 
 }  // namespace

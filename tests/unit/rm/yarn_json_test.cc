@@ -67,6 +67,41 @@ TEST(YarnJsonTest, ErrorsNameTheFieldPath) {
   EXPECT_FALSE(parseYarnSubmit("[]").isOk());
 }
 
+// Wire-API field paths map to the YARN JSON paths the README promises.
+TEST(YarnJsonTest, WireFieldPathsBecomeJsonPaths) {
+  const std::string rr = "reservation-definition.reservation-requests.reservation-request";
+  EXPECT_EQ(yarnFieldPath("definition.stages[0].duration_ms"), rr + "[0].duration");
+  EXPECT_EQ(yarnFieldPath("definition.stages[12].num_containers"), rr + "[12].num-containers");
+  EXPECT_EQ(yarnFieldPath("definition.stages[1].min_concurrency"), rr + "[1].min-concurrency");
+  EXPECT_EQ(yarnFieldPath("definition.stages[0].capability.memory_mib"),
+            rr + "[0].capability.memory");
+  EXPECT_EQ(yarnFieldPath("definition.stages"), rr);
+  EXPECT_EQ(yarnFieldPath("definition.deadline_ms"), "reservation-definition.deadline");
+  EXPECT_EQ(yarnFieldPath("definition.period_ms"), "reservation-definition.recurrence-expression");
+  EXPECT_EQ(yarnFieldPath("definition.priority"), "reservation-definition.priority");
+  EXPECT_EQ(yarnFieldPath("definition.name"), "reservation-definition.reservation-name");
+  EXPECT_EQ(yarnFieldPath("queue"), "queue");
+  Status st = withYarnFieldPath(invalidArgument("definition.stages[0].duration_ms", "must be > 0"));
+  EXPECT_EQ(st.message(), rr + "[0].duration: must be > 0");
+  EXPECT_EQ(withYarnFieldPath(infeasible("definition.x: y")).message(), "definition.x: y");
+}
+
+// Out-of-range integers are refused with their path, not truncated to int32.
+TEST(YarnJsonTest, OutOfRangeNumbersAreRefusedNotCoerced) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string doc = kDoc;
+    doc.replace(doc.find(from), from.size(), to);
+    return parseYarnSubmit(doc);
+  };
+  auto p = with("\"priority\": 0", "\"priority\": 4294967297");
+  ASSERT_FALSE(p.isOk()) << "2^32+1 would become priority 1";
+  EXPECT_EQ(p.status().message().rfind("reservation-definition.priority:", 0), 0u);
+  auto g = with("\"min-concurrency\": 2", "\"min-concurrency\": 4294967298");
+  ASSERT_FALSE(g.isOk());
+  EXPECT_NE(g.status().message().find("reservation-request[0].min-concurrency"), std::string::npos)
+      << g.status().message();
+}
+
 // A single reservation-request object (JAXB style) is accepted as a one-stage list.
 TEST(YarnJsonTest, AcceptsSingleStageObject) {
   std::string doc = R"({"reservation-definition": {"arrival": 1, "deadline": 2,
@@ -91,15 +126,17 @@ namespace {
 TEST(TelemetryTest, SkylineAveragesContainersPerStep) {
   TimePoint t0 = fromEpochMs(1000000);
   std::vector<ContainerInterval> iv = {
-      {t0, t0 + Millis(120000)},                 // 2 full steps
-      {t0 + Millis(30000), t0 + Millis(90000)},  // half of step 0, half of step 1
-      {t0 - Millis(60000), t0 + Millis(60000)},  // clipped: step 0 only
+      {t0, t0 + Millis(120000)},                   // 2 full steps
+      {t0 + Millis(30000), t0 + Millis(90000)},    // half of step 0, half of step 1
+      {t0 - Millis(60000), t0 + Millis(60000)},    // clipped: step 0 only
+      {t0 + Millis(120000), t0 + Millis(135000)},  // 15 s of the last, 30 s long, step
   };
   auto s = computeSkyline(iv, t0, t0 + Millis(150000), Millis(60000));
   ASSERT_EQ(s.size(), 3u);
   EXPECT_DOUBLE_EQ(s[0], 1.0 + 0.5 + 1.0);
   EXPECT_DOUBLE_EQ(s[1], 1.0 + 0.5);
-  EXPECT_DOUBLE_EQ(s[2], 0.0) << "last partial step averages over its own length";
+  // 15 s busy in a 30 s partial step is 0.5 containers (0.25 if averaged over a full step).
+  EXPECT_DOUBLE_EQ(s[2], 0.5) << "last partial step averages over its own length";
   EXPECT_TRUE(computeSkyline(iv, t0, t0, Millis(60000)).empty());
 }
 

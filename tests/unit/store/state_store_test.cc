@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include "store/state_store.h"
 
@@ -72,6 +74,57 @@ TEST(StateStoreTest, BadConfigNamesTheKey) {
   auto l = openStateStore("sqlite", "/nonexistent-dir/x/y.db");
   ASSERT_FALSE(l.isOk());
   EXPECT_NE(l.status().message().find("state-store.location"), std::string::npos);
+}
+
+// Finding 10: an existing 0-byte database is refused (naming the file and the way out)
+// unless init is asked for; a missing file is a fresh start.
+TEST(StateStoreTest, EmptyDatabaseFileIsRefusedUnlessInit) {
+  std::string path = tempDb("empty");
+  { std::ofstream(path).flush(); }
+  ASSERT_EQ(std::filesystem::file_size(path), 0u);
+  auto s = openStateStore("sqlite", path);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find(path), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("state-store.init"), std::string::npos);
+  auto init = openStateStore("sqlite", path, {true});
+  ASSERT_TRUE(init.isOk()) << init.status().toString();
+  EXPECT_TRUE((*init)->commit({{"n", "k", "v"}}).isOk());
+  EXPECT_TRUE(openStateStore("sqlite", tempDb("fresh")).isOk()) << "a missing file is fresh";
+}
+
+// Finding 10: two stores on one database file are refused, whichever path reaches it, and the
+// lock goes with the store (and with a killed process).
+TEST(StateStoreTest, SecondStoreOnTheSameFileIsRefused) {
+  std::string path = tempDb("locked");
+  auto first = openStateStore("sqlite", path);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  auto link = std::filesystem::path(path).parent_path() / "locked-link.db";
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(path, link);
+  for (const std::string& other :
+       {path, link.string(),
+        (std::filesystem::path(path).parent_path() / "." / std::filesystem::path(path).filename())
+            .string()}) {
+    auto second = openStateStore("sqlite", other);
+    ASSERT_FALSE(second.isOk()) << other;
+    EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(second.status().message().find("locked"), std::string::npos)
+        << second.status().message();
+  }
+  first->reset();
+  EXPECT_TRUE(openStateStore("sqlite", link.string()).isOk()) << "released with the store";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto s = openStateStore("sqlite", path);
+    if (!s.isOk()) _exit(1);
+    ::kill(::getpid(), SIGKILL);
+    _exit(2);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(openStateStore("sqlite", path).isOk()) << "a killed holder releases the lock";
 }
 
 }  // namespace
