@@ -54,7 +54,10 @@ std::vector<double> computeSkyline(const std::vector<ContainerInterval>& interva
 class TelemetryForwarder {
  public:
   // `address` empty = forwarding disabled (records are still kept by the RM).
-  TelemetryForwarder(std::string address, MetricsRegistry& metrics, size_t max_queue = 10000);
+  // `token` non-empty: sent as "authorization: Bearer TOKEN" (inference
+  // refuses unauthenticated ingestion; rm.inference-token-file).
+  TelemetryForwarder(std::string address, MetricsRegistry& metrics, size_t max_queue = 10000,
+                     std::string token = "");
   ~TelemetryForwarder();
   void start();
   void stop();
@@ -66,6 +69,7 @@ class TelemetryForwarder {
   bool send(const AppTelemetryRecord& rec);
 
   const std::string address_;
+  const std::string token_;
   MetricsRegistry& metrics_;
   const size_t max_queue_;
   mutable std::mutex mu_;
