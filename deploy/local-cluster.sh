@@ -32,11 +32,12 @@ launch() {
 token() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 
 # Bearer tokens of the RM and inference (one file, mode 0600, made once;
-# README "Security"): the local operator as admin, the daemons' own service
+# README "Caller identity and queue ACLs"): the local operator as admin, the daemons' own service
 # identity (RM telemetry -> inference, inference sign-off -> RM) as admin, and
 # nm1..nm3 as nodes. Each client's own token is also kept alone in a file.
 make_tokens() {
-  [ -f "$VAR/tokens" ] && return 0
+  # A token file of an older version (operator only) is replaced.
+  [ -f "$VAR/tokens" ] && [ -f "$VAR/operator.token" ] && [ -f "$VAR/services.token" ] && return 0
   local op svc
   op=$(token)
   svc=$(token)
