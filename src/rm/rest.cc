@@ -40,7 +40,15 @@ HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
   return [&access, h = std::move(h)](const HttpRequest& req) {
     int http_status = 401;
     auto who = access.caller(req, &http_status);
-    if (!who.isOk()) return jsonResponse(http_status, yarnErrorJson(who.status()));
+    if (!who.isOk()) {
+      json err = yarnErrorJson(who.status());
+      if (http_status == 401) {
+        err["RemoteException"]["exception"] = "AuthenticationException";
+        err["RemoteException"]["javaClassName"] =
+            "org.apache.hadoop.security.AuthenticationException";
+      }
+      return jsonResponse(http_status, err);
+    }
     return h(*who, req);
   };
 }
