@@ -29,19 +29,41 @@ launch() {
   echo "local-cluster: started $name (pid $!, log var/log/$name.log)"
 }
 
+token() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+
+# Bearer tokens of the RM and inference (one file, mode 0600, made once;
+# README "Caller identity and queue ACLs"): the local operator as admin, the daemons' own service
+# identity (RM telemetry -> inference, inference sign-off -> RM) as admin, and
+# nm1..nm3 as nodes. Each client's own token is also kept alone in a file.
+make_tokens() {
+  # A token file of an older version (operator only) is replaced.
+  [ -f "$VAR/tokens" ] && [ -f "$VAR/operator.token" ] && [ -f "$VAR/services.token" ] && return 0
+  local op svc
+  op=$(token)
+  svc=$(token)
+  (
+    umask 077
+    {
+      printf '# TOKEN USER [admin|node]\n%s %s admin\n%s services admin\n' "$op" "${USER:-operator}" "$svc"
+      for n in "${NODES[@]}"; do printf '%s %s node\n' "$(token)" "$n"; done
+    } >"$VAR/tokens.new"
+    printf '%s\n' "$op" >"$VAR/operator.token"
+    printf '%s\n' "$svc" >"$VAR/services.token"
+    mv "$VAR/tokens.new" "$VAR/tokens"
+  )
+  echo "local-cluster: made bearer tokens in var/tokens (0600)"
+}
+
 start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
+  make_tokens
   launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
-    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050
-  # Sign-off identities for the inference service: one admin token for the
-  # local operator, made once (README: "Signing off SLOs").
-  if [ ! -f "$VAR/tokens" ]; then
-    (umask 077; printf '%s %s admin\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
-      "${USER:-operator}" >"$VAR/tokens")
-  fi
+    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050 \
+    --set "rm.token-file=$VAR/tokens" --set "rm.inference-token-file=$VAR/services.token"
   launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
-    --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/tokens"
+    --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/tokens" \
+    --set "inference.rm-token-file=$VAR/services.token"
   local i=0
   for n in "${NODES[@]}"; do
     i=$((i + 1))
@@ -52,11 +74,13 @@ start() {
   # Wait (bounded) until all nodes are registered.
   local deadline=$((SECONDS + 30))
   while [ $SECONDS -lt $deadline ]; do
-    live=$("$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC cluster status --json 2>/dev/null |
+    live=$("$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/operator.token" \
+      cluster status --json 2>/dev/null |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["live_nodes"])' 2>/dev/null || echo 0)
     if [ "$live" = "${#NODES[@]}" ]; then
       echo "local-cluster: up: RM 127.0.0.1:$RM_GRPC (http $RM_HTTP), inference 127.0.0.1:8050, ${#NODES[@]} nodes"
-      echo "local-cluster: sign-off token: export MORPHEUS_TOKEN=$(cut -d" " -f1 "$VAR/tokens")"
+      echo "local-cluster: your admin token for morpheusctl and REST (Authorization: Bearer):"
+      echo "export MORPHEUS_TOKEN=$(cat "$VAR/operator.token")"
       return 0
     fi
     for d in rm inference "${NODES[@]}"; do
@@ -84,7 +108,9 @@ status() {
   for d in rm inference "${NODES[@]}"; do
     if running "$d"; then echo "$d: running (pid $(cat "$VAR/run/$d.pid"))"; else echo "$d: stopped"; fi
   done
-  if running rm && [ -n "$BIN" ]; then "$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC cluster status || true; fi
+  if running rm && [ -n "$BIN" ]; then
+    "$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/operator.token" cluster status || true
+  fi
 }
 
 case "${1:-}" in

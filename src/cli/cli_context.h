@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "common/tls.h"
 
@@ -18,12 +19,30 @@ struct CliContext {
   std::string rm_address;         // --rm or $MORPHEUS_RM, default 127.0.0.1:8030
   std::string rm_http_address;    // --rm-http or $MORPHEUS_RM_HTTP, default 127.0.0.1:8088
   std::string inference_address;  // --inference or $MORPHEUS_INFERENCE, default 127.0.0.1:8050
-  std::string user;               // --user or $MORPHEUS_USER or $USER
-  std::string token;              // --token or $MORPHEUS_TOKEN (bearer token for sign-off)
+  // --user: an admin's "act for USER" ("" = the token's own user). The RM and
+  // inference take the caller's identity from the token only and refuse a
+  // different user unless the token is an admin's.
+  std::string user;
+  std::string token;       // --token or $MORPHEUS_TOKEN: bearer token for the RM and inference
+  std::string token_file;  // --token-file: read the token from this file (wins over --token)
   // --tls-ca/--tls-cert/--tls-key or $MORPHEUS_TLS_CA/CERT/KEY: mutual TLS to
   // daemons configured with tls.* (all three or none; none = plaintext).
   TlsFiles tls;
 };
+
+// The bearer token to send: the first non-empty line of --token-file when
+// given, else --token / $MORPHEUS_TOKEN ("" = none). A file that cannot be
+// read fails the command (exit 2).
+std::string bearerToken(const CliContext& ctx);
+
+// A client context with deadline `timeout` that carries the bearer token as
+// "authorization: Bearer TOKEN" metadata.
+std::unique_ptr<grpc::ClientContext> authedContext(const CliContext& ctx, Millis timeout);
+
+// Fails (one line on stderr) unless `st` is OK. `daemon` names the callee
+// ("RM at 127.0.0.1:8030"); a refused or missing token gets a one-line hint
+// naming --token, --token-file and MORPHEUS_TOKEN.
+void checkCall(const grpc::Status& st, const std::string& daemon);
 
 // Thrown by subcommand callbacks after printing; main() turns it into the exit code.
 struct CliExit {

@@ -25,9 +25,7 @@ constexpr Millis kWaitPoll(1000);
 constexpr Millis kWaitUnavailableWindow(60000);
 
 std::unique_ptr<grpc::ClientContext> context(const CliContext& ctx) {
-  auto c = makeContext(kRpcTimeout);
-  if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
-  return c;
+  return authedContext(ctx, kRpcTimeout);
 }
 
 std::unique_ptr<v1::ClientService::Stub> clientStub(const CliContext& ctx) {
@@ -35,7 +33,7 @@ std::unique_ptr<v1::ClientService::Stub> clientStub(const CliContext& ctx) {
 }
 
 void check(const grpc::Status& st, const CliContext& ctx) {
-  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+  checkCall(st, "RM at " + ctx.rm_address);
 }
 
 std::string stateName(v1::ApplicationState s) {
@@ -281,54 +279,45 @@ void kill(const CliContext& ctx, const std::string& id, const std::string& reaso
 }
 
 // Returns the logs of `container` from the NM at `address`, or a Status.
+// `token` is the container token of its app the RM handed out for that node.
 Result<std::string> fetchLogs(const CliContext& ctx, const std::string& address,
-                              const std::string& container, bool stderr_stream, int64_t bytes) {
+                              const std::string& container, const std::string& token,
+                              bool stderr_stream, int64_t bytes) {
   auto nm = v1::ContainerManager::NewStub(channelTo(ctx, address));
   v1::GetContainerLogsRequest req;
   req.set_container_id(container);
   req.set_stream(stderr_stream ? "stderr" : "stdout");
   req.set_max_bytes(bytes);
+  req.set_token(token);
   v1::GetContainerLogsResponse resp;
-  auto c = context(ctx);
+  auto c = makeContext(kRpcTimeout);
   grpc::Status st = nm->GetContainerLogs(c.get(), req, &resp);
   if (!st.ok()) return fromGrpc(st).withContext("NM at " + address);
   return resp.data();
 }
 
+// The RM checks that the caller may read the app's logs (owner, queue
+// administrator, admin) and names the node(s) with a container token each.
 void logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
           const std::string& node_arg, bool stderr_stream, int64_t bytes) {
-  v1::ApplicationReport a = getApp(ctx, id);
-  std::string container = container_arg.empty() ? a.am_container_id() : container_arg;
-  if (container.empty()) {
-    failWith(notFound("application " + id + " has no AM container yet (state " +
-                      stateName(a.state()) + ")"));
-  }
-  std::string node = node_arg;
-  if (node.empty() && container == a.am_container_id()) node = a.am_node_id();
-
-  auto stub = clientStub(ctx);
-  v1::ListNodesRequest nreq;
-  nreq.set_include_lost(true);
-  v1::ListNodesResponse nodes;
+  v1::GetContainerLogAccessRequest req;
+  req.set_application_id(id);
+  req.set_container_id(container_arg);
+  req.set_node_id(node_arg);
+  v1::GetContainerLogAccessResponse access;
   auto c = context(ctx);
-  check(stub->ListNodes(c.get(), nreq, &nodes), ctx);
-  std::vector<std::string> candidates;
-  for (const auto& n : nodes.nodes()) {
-    if (node.empty() || n.node_id() == node) candidates.push_back(n.container_manager_address());
-  }
-  if (candidates.empty()) {
-    failWith(notFound(node.empty() ? "no nodes in the cluster" : "node " + node + " not found"));
-  }
-  // Without a known node (a task container), ask every node until one has it.
-  Status last = notFound("container " + container + " not found on any node");
-  for (const auto& address : candidates) {
-    auto data = fetchLogs(ctx, address, container, stderr_stream, bytes);
+  check(clientStub(ctx)->GetContainerLogAccess(c.get(), req, &access), ctx);
+  // Without a known node (a finished task container), ask every node until one has it.
+  Status last = notFound("container " + access.container_id() + " not found on any node");
+  for (const auto& t : access.targets()) {
+    auto data = fetchLogs(t.container_manager_address(), access.container_id(), t.token(),
+                          stderr_stream, bytes);
     if (data.isOk()) {
       std::cout << *data << std::flush;
       return;
     }
     last = data.status();
-    if (!node.empty()) break;
+    if (access.targets_size() == 1) break;
   }
   failWith(last);
 }

@@ -22,13 +22,13 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
   v1::ListNodesRequest req;
   req.set_include_lost(include_lost);
   v1::ListNodesResponse nodes;
-  auto c1 = makeContext(Millis(5000));
+  auto c1 = authedContext(ctx, Millis(5000));
   grpc::Status st = stub->ListNodes(c1.get(), req, &nodes);
-  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+  checkCall(st, "RM at " + ctx.rm_address);
   v1::ClusterMetrics metrics;
-  auto c2 = makeContext(Millis(5000));
+  auto c2 = authedContext(ctx, Millis(5000));
   st = stub->GetClusterMetrics(c2.get(), v1::GetClusterMetricsRequest(), &metrics);
-  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+  checkCall(st, "RM at " + ctx.rm_address);
 
   if (json) {
     nlohmann::json j;

@@ -24,7 +24,7 @@ std::unique_ptr<v1::ReservationService::Stub> stub(const CliContext& ctx) {
 }
 
 void check(const grpc::Status& st, const CliContext& ctx) {
-  if (!st.ok()) failWith(fromGrpc(st).withContext("RM at " + ctx.rm_address));
+  checkCall(st, "RM at " + ctx.rm_address);
 }
 
 std::string readFile(const std::string& path) {
@@ -74,7 +74,7 @@ void printAllocations(const google::protobuf::RepeatedPtrField<v1::ResourceAlloc
 
 std::string newId(const CliContext& ctx) {
   v1::NewReservationResponse resp;
-  auto c = makeContext(Millis(10000));
+  auto c = authedContext(ctx, Millis(10000));
   check(stub(ctx)->NewReservation(c.get(), v1::NewReservationRequest(), &resp), ctx);
   return resp.reservation_id();
 }
@@ -83,10 +83,10 @@ void submit(const CliContext& ctx, const std::string& file, bool json_out) {
   auto req = rm::parseYarnSubmit(readFile(file));
   if (!req.isOk()) failWith(req.status().withContext(file));
   if (req->reservation_id().empty()) req->set_reservation_id(newId(ctx));
-  if (req->user().empty()) req->set_user(ctx.user);
+  if (req->user().empty()) req->set_user(ctx.user);  // "" = the token's user
   if (req->queue().empty()) req->set_queue("default");
   v1::SubmitReservationResponse resp;
-  auto c = makeContext(Millis(30000));
+  auto c = authedContext(ctx, Millis(30000));
   grpc::Status st = stub(ctx)->SubmitReservation(c.get(), *req, &resp);
   check(st, ctx);
   if (json_out) {
@@ -110,7 +110,7 @@ void update(const CliContext& ctx, const std::string& file, const std::string& i
   req.set_user(parsed->user().empty() ? ctx.user : parsed->user());
   *req.mutable_definition() = parsed->definition();
   v1::UpdateReservationResponse resp;
-  auto c = makeContext(Millis(30000));
+  auto c = authedContext(ctx, Millis(30000));
   check(stub(ctx)->UpdateReservation(c.get(), req, &resp), ctx);
   if (json_out) {
     std::cout << json({{"reservation-id", req.reservation_id()},
@@ -130,7 +130,7 @@ void list(const CliContext& ctx, const std::string& id, const std::string& queue
   req.set_queue(queue);
   req.set_include_allocations(true);
   v1::ListReservationsResponse resp;
-  auto c = makeContext(Millis(10000));
+  auto c = authedContext(ctx, Millis(10000));
   check(stub(ctx)->ListReservations(c.get(), req, &resp), ctx);
   if (show && resp.reservations_size() == 0) failWith(notFound("reservation " + id));
   if (json_out) {
@@ -184,7 +184,7 @@ void remove(const CliContext& ctx, const std::string& id) {
   req.set_reservation_id(id);
   req.set_user(ctx.user);
   v1::DeleteReservationResponse resp;
-  auto c = makeContext(Millis(10000));
+  auto c = authedContext(ctx, Millis(10000));
   check(stub(ctx)->DeleteReservation(c.get(), req, &resp), ctx);
   std::printf("reservation %s deleted\n", id.c_str());
 }
@@ -198,7 +198,7 @@ void planShow(const CliContext& ctx, const std::string& from, const std::string&
   req.set_end_ms(to.empty() ? req.start_ms() + 86400000 : parseTimeArg(to, "--to"));
   if (req.end_ms() <= req.start_ms()) failWith(invalidArgument("--to", "must be after --from"));
   v1::GetPlanResponse resp;
-  auto c = makeContext(Millis(30000));
+  auto c = authedContext(ctx, Millis(30000));
   check(stub(ctx)->GetPlan(c.get(), req, &resp), ctx);
   if (json_out) {
     json steps = json::array();

@@ -133,7 +133,7 @@ void addImport(CLI::App& root, CliContext& ctx) {
   imp->add_option("--format", a->format, "native (Hadoop resource estimator) | jsonl")
       ->check(CLI::IsMember({"native", "jsonl"}));
   imp->add_option("--owner", a->owner,
-                  "Owner of runs that name none (native lines); default --user");
+                  "Owner of runs that name none (default: --user, else the token's user)");
   imp->callback([a, &ctx] {
     store::IngestBatch batch =
         readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
@@ -160,8 +160,7 @@ void addImport(CLI::App& root, CliContext& ctx) {
                                                      : v1::ProvenanceEvent::KIND_WRITE);
     }
     auto stub = v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
-    auto c = makeContext(Millis(120000));
-    if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
+    auto c = authedContext(ctx, Millis(120000));
     v1::IngestResponse resp;
     grpc::Status st = stub->IngestRuns(c.get(), req, &resp);
     if (!st.ok()) failWith(fromGrpc(st).withContext("inference at " + ctx.inference_address));

@@ -21,8 +21,7 @@ std::unique_ptr<v1::InferenceService::Stub> stub(const CliContext& ctx) {
 }
 
 std::unique_ptr<grpc::ClientContext> authed(const CliContext& ctx, Millis timeout) {
-  auto c = makeContext(timeout);
-  if (!ctx.token.empty()) c->AddMetadata("authorization", "Bearer " + ctx.token);
+  auto c = authedContext(ctx, timeout);
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "common/token.h"
 #include "common/wire.h"
 
 namespace morpheus::cli {
@@ -21,6 +22,30 @@ std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::strin
   auto tls = loadTls(ctx.tls, kTlsFlagNames);
   if (!tls.isOk()) failWith(tls.status());
   return makeChannel(address, *tls);
+}
+
+std::string bearerToken(const CliContext& ctx) {
+  if (ctx.token_file.empty()) return ctx.token;
+  auto token = readBearerTokenFile(ctx.token_file);
+  if (!token.isOk()) failWith(token.status().withContext("--token-file"));
+  return *token;
+}
+
+std::unique_ptr<grpc::ClientContext> authedContext(const CliContext& ctx, Millis timeout) {
+  auto c = makeContext(timeout);
+  std::string token = bearerToken(ctx);
+  if (!token.empty()) c->AddMetadata("authorization", "Bearer " + token);
+  return c;
+}
+
+void checkCall(const grpc::Status& st, const std::string& daemon) {
+  if (st.ok()) return;
+  if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    std::cerr << "morpheusctl: " << daemon << " refused the credentials (" << st.error_message()
+              << "): pass a valid token with --token, --token-file or MORPHEUS_TOKEN\n";
+    throw CliExit{1};
+  }
+  failWith(fromGrpc(st).withContext(daemon));
 }
 
 namespace {
@@ -38,7 +63,6 @@ int main(int argc, char** argv) {
   ctx.rm_address = envOr("MORPHEUS_RM", "127.0.0.1:8030");
   ctx.rm_http_address = envOr("MORPHEUS_RM_HTTP", "127.0.0.1:8088");
   ctx.inference_address = envOr("MORPHEUS_INFERENCE", "127.0.0.1:8050");
-  ctx.user = envOr("MORPHEUS_USER", envOr("USER", "anonymous"));
   ctx.token = envOr("MORPHEUS_TOKEN", "");
   ctx.tls = morpheus::tlsFilesFromEnvironment();
 
@@ -49,8 +73,11 @@ int main(int argc, char** argv) {
                  "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
   app.add_option("--inference", ctx.inference_address,
                  "Inference service address HOST:PORT (env MORPHEUS_INFERENCE)");
-  app.add_option("--user", ctx.user, "Acting user (env MORPHEUS_USER, else USER)");
-  app.add_option("--token", ctx.token, "Bearer token (env MORPHEUS_TOKEN)");
+  app.add_option("--user", ctx.user,
+                 "Act for this user (admins only; default: the token's own user)");
+  app.add_option("--token", ctx.token,
+                 "Bearer token for the RM and inference (env MORPHEUS_TOKEN)");
+  app.add_option("--token-file", ctx.token_file, "Read the bearer token from this file");
   app.add_option("--tls-ca", ctx.tls.ca_file,
                  "CA certificate(s) of the cluster's mutual TLS, PEM (env MORPHEUS_TLS_CA)");
   app.add_option("--tls-cert", ctx.tls.cert_file,

@@ -118,4 +118,15 @@ Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
   return info;
 }
 
+Result<std::string> readBearerTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalidArgument(path, "cannot read the token file");
+  for (std::string line; std::getline(in, line);) {
+    auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    return line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
+  }
+  return invalidArgument(path, "holds no token");
+}
+
 }  // namespace morpheus

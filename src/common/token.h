@@ -38,6 +38,11 @@ struct Principal {
 };
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 
+// A client's own bearer token kept in a file (morpheusctl --token-file, the
+// RM's and inference's tokens for each other): the first non-blank line,
+// trimmed. INVALID_ARGUMENT when the file cannot be read or holds none.
+Result<std::string> readBearerTokenFile(const std::string& path);
+
 }  // namespace morpheus
 
 #include "common/ids.h"

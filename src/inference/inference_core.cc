@@ -138,6 +138,40 @@ Status InferenceCore::ingest(const store::IngestBatch& batch) {
   return Status::ok();
 }
 
+Status InferenceCore::mayAddToJob(const Principal& who, const JobKey& job,
+                                  const std::string& what) {
+  if (who.admin) return Status::ok();
+  MORPHEUS_ASSIGN_OR_RETURN(auto runs, store_.runs(job));
+  for (const auto& r : runs) {
+    if (r.user != who.user) {
+      return permissionDenied(what + ": " + who.user + " may not add to job " + job.value() +
+                              ", whose run " + r.run.value() + " belongs to " + r.user +
+                              " (only an admin may change a job's owner)");
+    }
+  }
+  return Status::ok();
+}
+
+Status InferenceCore::ingestAs(const Principal& who, const store::IngestBatch& batch) {
+  std::lock_guard<std::mutex> lk(ingest_mu_);
+  std::set<JobKey> checked;
+  for (size_t i = 0; i < batch.runs.size(); i++) {
+    const auto& r = batch.runs[i];
+    std::string f = "runs[" + std::to_string(i) + "]";
+    if (!who.admin && r.user != who.user) {
+      return permissionDenied(f + ".user: " + who.user + " may not import runs as " + r.user);
+    }
+    if (checked.insert(r.job).second) MORPHEUS_RETURN_IF_ERROR(mayAddToJob(who, r.job, f));
+  }
+  for (size_t i = 0; i < batch.events.size(); i++) {
+    const auto& e = batch.events[i];
+    if (checked.insert(e.job).second) {
+      MORPHEUS_RETURN_IF_ERROR(mayAddToJob(who, e.job, "events[" + std::to_string(i) + "]"));
+    }
+  }
+  return ingest(batch);
+}
+
 ProposalId InferenceCore::newProposalId() {
   char buf[64];
   std::snprintf(buf, sizeof buf, "p_%lld_%llu", static_cast<long long>(toEpochMs(clock_.now())),

@@ -12,6 +12,7 @@ struct InferenceOptions {
   std::string store_kind;            // provenance-store.kind
   std::string store_location;        // provenance-store.location
   std::string token_file;            // inference.token-file
+  std::string rm_token_file;         // inference.rm-token-file
   bool open = false;                 // inference.auth-disabled
   std::string queue;                 // inference.queue
   Millis refit_interval{86400000};   // inference.refit-interval
@@ -49,8 +50,14 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
               "sqlite: database file (\"\" = <data-dir>/provenance.db); postgres: a libpq "
               "conninfo string, e.g. \"host=127.0.0.1 dbname=morpheus user=morpheus\".");
   s.addString("inference.token-file", &o->token_file, "",
-              "Bearer tokens for sign-off: one 'TOKEN USER [admin]' per line. Required unless "
+              "Bearer tokens of callers (history import, sign-off, the RM's telemetry feed): one "
+              "'TOKEN USER [admin]' per line. The RM's rm.inference-token-file token must be "
+              "listed as admin (it imports runs for every owner). Required unless "
               "inference.auth-disabled is true.");
+  s.addString("inference.rm-token-file", &o->rm_token_file, "",
+              "File holding the bearer token (first line) sent to the RM when an accepted "
+              "proposal is submitted as a reservation for its owner; it must be an admin in the "
+              "RM's rm.token-file. \"\" = none (only for an RM with rm.auth-disabled).");
   s.addBool("inference.auth-disabled", &o->open, false,
             "Development only: accept every caller as an admin named 'anonymous'.");
   s.addString("inference.queue", &o->queue, "default",

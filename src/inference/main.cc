@@ -6,9 +6,9 @@
 #include <iostream>
 #include <mutex>
 
+#include "common/auth.h"
 #include "common/daemon.h"
 #include "common/logging.h"
-#include "common/auth.h"
 #include "inference/inference_core.h"
 #include "inference/inference_options.h"
 #include "inference/rm_client.h"
@@ -78,7 +78,13 @@ int main(int argc, char** argv) {
   core_opts.slo.problematic_cv = opts.problematic_cv;
   core_opts.slo.lcm = opts.lcm;
   core_opts.slo.min_runs = opts.min_runs;
-  inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls);
+  std::string rm_token;
+  if (!opts.rm_token_file.empty()) {
+    auto t = readBearerTokenFile(opts.rm_token_file);
+    if (!t.isOk()) return fail("config error: inference.rm-token-file: " + t.status().message());
+    rm_token = *t;
+  }
+  inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls, rm_token);
   inference::InferenceCore core(core_opts, **store, rm, clock, metrics);
   Authenticator auth(tokens, opts.open && tokens.empty());
   inference::InferenceServiceImpl service(core, auth, core_opts);

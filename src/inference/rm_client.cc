@@ -71,6 +71,12 @@ std::string summarize(const google::protobuf::RepeatedPtrField<v1::ResourceAlloc
 }
 }  // namespace
 
+std::unique_ptr<grpc::ClientContext> RmReservationClient::context(Millis timeout) const {
+  auto c = makeContext(timeout);
+  if (!token_.empty()) c->AddMetadata("authorization", "Bearer " + token_);
+  return c;
+}
+
 Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest& r, TimePoint now,
                                                          const std::string& existing_id) {
   MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, recurringDefinition(r, now));
@@ -81,13 +87,13 @@ Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest&
     req.set_user(r.owner);
     *req.mutable_definition() = def;
     v1::UpdateReservationResponse resp;
-    auto ctx = makeContext(Millis(30000));
+    auto ctx = context(Millis(30000));
     grpc::Status st = stub->UpdateReservation(ctx.get(), req, &resp);
     if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
     return SubmittedReservation{existing_id, summarize(resp.allocations())};
   }
   v1::NewReservationResponse nr;
-  auto c1 = makeContext(Millis(10000));
+  auto c1 = context(Millis(10000));
   grpc::Status st = stub->NewReservation(c1.get(), v1::NewReservationRequest(), &nr);
   if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
   v1::SubmitReservationRequest req;
@@ -96,7 +102,7 @@ Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest&
   req.set_user(r.owner);
   *req.mutable_definition() = def;
   v1::SubmitReservationResponse resp;
-  auto c2 = makeContext(Millis(30000));
+  auto c2 = context(Millis(30000));
   st = stub->SubmitReservation(c2.get(), req, &resp);
   if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
   return SubmittedReservation{nr.reservation_id(), summarize(resp.allocations())};

@@ -4,6 +4,9 @@
 // key so each run binds to its reservation automatically.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,16 +44,21 @@ Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r,
 class RmReservationClient {
  public:
   // `tls`: the inference daemon's mutual-TLS setting (plaintext when off).
-  RmReservationClient(std::string rm_address, TlsOptions tls)
-      : address_(std::move(rm_address)), tls_(std::move(tls)) {}
+  // `token` non-empty: sent as "authorization: Bearer TOKEN"; it must be an
+  // RM admin's, as reservations are submitted for their owners.
+  RmReservationClient(std::string rm_address, TlsOptions tls, std::string token = "")
+      : address_(std::move(rm_address)), tls_(std::move(tls)), token_(std::move(token)) {}
   // New + Submit; on FAILED_PRECONDITION the returned status carries the RM's
   // explanation. `existing_id` non-empty = UpdateReservation instead.
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
                                       const std::string& existing_id = "");
 
  private:
+  std::unique_ptr<grpc::ClientContext> context(Millis timeout) const;
+
   std::string address_;
   TlsOptions tls_;
+  std::string token_;
 };
 
 }  // namespace morpheus::inference

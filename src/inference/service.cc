@@ -103,27 +103,35 @@ Result<std::vector<store::FileEvent>> eventsFromProto(
   return out;
 }
 
-grpc::Status InferenceServiceImpl::IngestRuns(grpc::ServerContext*,
+grpc::Status InferenceServiceImpl::IngestRuns(grpc::ServerContext* ctx,
                                               const v1::IngestRunsRequest* req,
                                               v1::IngestResponse* resp) {
+  auto who = auth_.identify(*ctx);
+  if (!who.isOk()) return toGrpc(who.status());
   store::IngestBatch batch;
   auto runs = runsFromProto(req->runs(), "runs");
   if (!runs.isOk()) return toGrpc(runs.status());
+  for (auto& r : *runs) {
+    if (r.user.empty()) r.user = who->user;  // the caller owns what it imports
+  }
   auto events = eventsFromProto(req->events(), "events");
   if (!events.isOk()) return toGrpc(events.status());
   batch.runs = std::move(runs).value();
   batch.events = std::move(events).value();
-  if (Status st = core_.ingest(batch); !st.isOk()) return toGrpc(st);
+  if (Status st = core_.ingestAs(*who, batch); !st.isOk()) return toGrpc(st);
   resp->set_accepted(req->runs_size() + req->events_size());
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::IngestProvenance(grpc::ServerContext*,
+grpc::Status InferenceServiceImpl::IngestProvenance(grpc::ServerContext* ctx,
                                                     const v1::IngestProvenanceRequest* req,
                                                     v1::IngestResponse* resp) {
+  auto who = auth_.identify(*ctx);
+  if (!who.isOk()) return toGrpc(who.status());
   auto events = eventsFromProto(req->events(), "events");
   if (!events.isOk()) return toGrpc(events.status());
-  if (Status st = core_.ingestEvents(*events); !st.isOk()) return toGrpc(st);
+  if (Status st = core_.ingestAs(*who, {{}, std::move(events).value()}); !st.isOk())
+    return toGrpc(st);
   resp->set_accepted(req->events_size());
   return grpc::Status::OK;
 }

@@ -89,6 +89,8 @@ class AppManager {
   Result<AppRecord> submit(const AppSpec& spec);
 
   Result<AppRecord> get(const AppId& id) const;
+  // The queue of an app submitted without one.
+  const std::string& defaultQueue() const { return opts_.default_queue; }
   std::vector<AppRecord> list(const std::set<AppState>& states, const std::string& queue) const;
 
   // The AM container of the next attempt was allocated and started.

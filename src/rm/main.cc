@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
+#include "rm/access.h"
 #include "rm/am_service.h"
 #include "rm/dra_monitor.h"
 #include "rm/reservation_manager.h"
@@ -37,6 +38,23 @@ int main(int argc, char** argv) {
   }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
+  // Caller identity and queue ACLs of the client surfaces (issue #11, DESIGN.md §9),
+  // checked before any state is opened.
+  auto authenticator = rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled);
+  if (!authenticator.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << authenticator.status().message() << "\n";
+    return 2;
+  }
+  auto acls = rm::QueueAcls::parse(opts.queue_acls_submit, opts.queue_acls_administer);
+  if (!acls.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << acls.status().message() << "\n";
+    return 2;
+  }
+  auto inference_token = rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file");
+  if (!inference_token.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << inference_token.status().message() << "\n";
     return 2;
   }
   auto secret = rm::loadOrCreateSecret(opts.daemon.data_dir);
@@ -96,7 +114,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
-  rm::TelemetryForwarder telemetry(opts.inference_address, opts.daemon.tls, metrics);
+  rm::TelemetryForwarder telemetry(opts.inference_address, opts.daemon.tls, metrics, 10000,
+                                   *inference_token);
   rm::RuntimeOptions rto;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
@@ -135,16 +154,17 @@ int main(int argc, char** argv) {
   rm::DraMonitor dra_monitor(
       dra, std::move(policy).value(), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
-  rm::ReservationServiceImpl reservation_service(reservations);
+  rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
+  rm::ReservationServiceImpl reservation_service(reservations, access);
   rm::ResourceTrackerService tracker(core, &runtime);
-  rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()}, &runtime);
+  rm::ClientServiceImpl client(core, access, &apps, &runtime);
   rm::ApplicationMasterServiceImpl am_service(runtime);
   DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
-  rm::registerReservationRest(server.http(), reservation_service);
+  rm::registerReservationRest(server.http(), reservation_service, access);
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

@@ -222,18 +222,31 @@ Result<ReservationRecord> ReservationManager::submit(
   return rec;
 }
 
+ReservationManager::AccessCheck ReservationManager::ownerOrAdmin(const UserId& user,
+                                                                 const std::string& verb) const {
+  return [this, user, verb](const ReservationRecord& r) {
+    if (r.def.user == user || opts_.admins.count(user.value())) return Status::ok();
+    return permissionDenied("only " + r.def.user.value() + " or an admin may " + verb +
+                            " reservation " + r.id.value());
+  };
+}
+
 Result<ReservationRecord> ReservationManager::update(
     const ReservationId& id, const UserId& user, const planner::ReservationDefinition& def,
     int64_t budget_container_ms, planner::InfeasibilityExplanation* explanation) {
+  return update(id, user, ownerOrAdmin(user, "change"), def, budget_container_ms, explanation);
+}
+
+Result<ReservationRecord> ReservationManager::update(
+    const ReservationId& id, const UserId& user, const AccessCheck& may,
+    const planner::ReservationDefinition& def, int64_t budget_container_ms,
+    planner::InfeasibilityExplanation* explanation) {
   MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
   std::lock_guard<std::mutex> lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
   const ReservationRecord old = it->second;
-  if (old.def.user != user && !opts_.admins.count(user.value())) {
-    return permissionDenied("only " + old.def.user.value() +
-                            " or an admin may change reservation " + id.value());
-  }
+  MORPHEUS_RETURN_IF_ERROR(may(old));
   planner::ReservationDefinition nd = def;
   nd.user = old.def.user;
   if (nd.queue.empty()) nd.queue = old.def.queue;
@@ -260,13 +273,15 @@ Result<ReservationRecord> ReservationManager::update(
 }
 
 Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
+  return remove(id, user, ownerOrAdmin(user, "delete"));
+}
+
+Status ReservationManager::remove(const ReservationId& id, const UserId& user,
+                                  const AccessCheck& may) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
-  if (it->second.def.user != user && !opts_.admins.count(user.value())) {
-    return permissionDenied("only " + it->second.def.user.value() +
-                            " or an admin may delete reservation " + id.value());
-  }
+  MORPHEUS_RETURN_IF_ERROR(may(it->second));
   MORPHEUS_RETURN_IF_ERROR(
       store_.commit({{kNs, id.value(), std::nullopt}})
           .withContext("reservation " + id.value() + " not deleted: state store"));

@@ -8,6 +8,7 @@
 // follower and the DRA thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,6 +113,17 @@ class ReservationManager {
                                    int64_t budget_container_ms,
                                    planner::InfeasibilityExplanation* explanation);
   Status remove(const ReservationId& id, const UserId& user);
+  // The caller's access check, run under the manager's lock against the
+  // current record before anything changes (the RM edge passes its queue-ACL
+  // and owner check here; DESIGN.md §9). A non-OK result is returned as is and
+  // leaves no state. `by` only names the actor in the log.
+  using AccessCheck = std::function<Status(const ReservationRecord&)>;
+  Result<ReservationRecord> update(const ReservationId& id, const UserId& by,
+                                   const AccessCheck& may,
+                                   const planner::ReservationDefinition& def,
+                                   int64_t budget_container_ms,
+                                   planner::InfeasibilityExplanation* explanation);
+  Status remove(const ReservationId& id, const UserId& by, const AccessCheck& may);
 
   // Filters: empty queue/id = all; [start, end) overlap with the current or
   // next allocation (end 0 = unbounded).
@@ -174,6 +186,8 @@ class ReservationManager {
   std::vector<ReservationId> withExtras() const;
 
  private:
+  // The check of the user-named overloads: the owner or an rm.admins user.
+  AccessCheck ownerOrAdmin(const UserId& user, const std::string& verb) const;
   Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
   void updateGauges();                           // REQUIRES(mu_)
   // Size, string and budget checks of submit/update (no lock, no plan).

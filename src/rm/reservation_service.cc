@@ -164,27 +164,40 @@ void toProto(const ReservationRecord& r, bool include_allocations, v1::Reservati
   }
 }
 
-grpc::Status ReservationServiceImpl::NewReservation(grpc::ServerContext*,
+grpc::Status ReservationServiceImpl::NewReservation(grpc::ServerContext* ctx,
                                                     const v1::NewReservationRequest*,
                                                     v1::NewReservationResponse* resp) {
-  resp->set_reservation_id(manager_.newId().value());
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  resp->set_reservation_id(newId());
   return grpc::Status::OK;
 }
 
-grpc::Status ReservationServiceImpl::SubmitReservation(grpc::ServerContext*,
+grpc::Status ReservationServiceImpl::SubmitReservation(grpc::ServerContext* ctx,
                                                        const v1::SubmitReservationRequest* req,
                                                        v1::SubmitReservationResponse* resp) {
-  if (req->reservation_id().empty()) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  return submitAs(who, *req, resp);
+}
+
+grpc::Status ReservationServiceImpl::submitAs(const Principal& who,
+                                              const v1::SubmitReservationRequest& req,
+                                              v1::SubmitReservationResponse* resp) {
+  if (req.reservation_id().empty()) {
     return toGrpc(invalidArgument("reservation_id", "is required (call NewReservation first)"));
   }
-  if (req->user().empty()) return toGrpc(invalidArgument("user", "is required"));
-  std::string queue = req->queue().empty() ? "default" : req->queue();
-  auto def = fromProto(req->definition(), req->user(), queue);
+  std::string queue = req.queue().empty() ? "default" : req.queue();
+  std::string action = "submit reservation " + req.reservation_id();
+  auto user = RmAccess::actingUser(who, req.user(), action);
+  if (!user.isOk()) return toGrpc(user.status());
+  if (Status st = access_.maySubmit(who, queue, action); !st.isOk()) return toGrpc(st);
+  auto def = fromProto(req.definition(), *user, queue);
   if (!def.isOk()) return toGrpc(def.status());
   planner::InfeasibilityExplanation why;
-  auto rec = manager_.submit(ReservationId(req->reservation_id()), *def,
-                             req->definition().reprovision_budget_container_ms(), &why);
-  resp->set_reservation_id(req->reservation_id());
+  auto rec = manager_.submit(ReservationId(req.reservation_id()), *def,
+                             req.definition().reprovision_budget_container_ms(), &why);
+  resp->set_reservation_id(req.reservation_id());
   if (!rec.isOk()) {
     if (rec.status().code() == StatusCode::kInfeasible) toProto(why, resp->mutable_explanation());
     return toGrpc(withWireFieldPath(rec.status()));
@@ -193,19 +206,31 @@ grpc::Status ReservationServiceImpl::SubmitReservation(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ReservationServiceImpl::UpdateReservation(grpc::ServerContext*,
+grpc::Status ReservationServiceImpl::UpdateReservation(grpc::ServerContext* ctx,
                                                        const v1::UpdateReservationRequest* req,
                                                        v1::UpdateReservationResponse* resp) {
-  if (req->reservation_id().empty())
-    return toGrpc(invalidArgument("reservation_id", "is required"));
-  auto existing = manager_.get(ReservationId(req->reservation_id()));
-  if (!existing)
-    return toGrpc(notFound("reservation " + req->reservation_id() + " does not exist"));
-  auto def = fromProto(req->definition(), existing->def.user.value(), existing->def.queue);
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  return updateAs(who, *req, resp);
+}
+
+grpc::Status ReservationServiceImpl::updateAs(const Principal& who,
+                                              const v1::UpdateReservationRequest& req,
+                                              v1::UpdateReservationResponse* resp) {
+  if (req.reservation_id().empty()) return toGrpc(invalidArgument("reservation_id", "is required"));
+  std::string action = "change reservation " + req.reservation_id();
+  if (auto user = RmAccess::actingUser(who, req.user(), action); !user.isOk())
+    return toGrpc(user.status());
+  auto existing = manager_.get(ReservationId(req.reservation_id()));
+  if (!existing) return toGrpc(notFound("reservation " + req.reservation_id() + " does not exist"));
+  auto def = fromProto(req.definition(), existing->def.user.value(), existing->def.queue);
   if (!def.isOk()) return toGrpc(def.status());
+  auto may = [this, &who, &action](const ReservationRecord& r) {
+    return access_.mayAdminister(who, r.def.user.value(), r.def.queue, action);
+  };
   planner::InfeasibilityExplanation why;
-  auto rec = manager_.update(ReservationId(req->reservation_id()), UserId(req->user()), *def,
-                             req->definition().reprovision_budget_container_ms(), &why);
+  auto rec = manager_.update(ReservationId(req.reservation_id()), UserId(who.user), may, *def,
+                             req.definition().reprovision_budget_container_ms(), &why);
   if (!rec.isOk()) {
     if (rec.status().code() == StatusCode::kInfeasible) toProto(why, resp->mutable_explanation());
     return toGrpc(withWireFieldPath(rec.status()));
@@ -214,30 +239,52 @@ grpc::Status ReservationServiceImpl::UpdateReservation(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ReservationServiceImpl::DeleteReservation(grpc::ServerContext*,
+grpc::Status ReservationServiceImpl::DeleteReservation(grpc::ServerContext* ctx,
                                                        const v1::DeleteReservationRequest* req,
                                                        v1::DeleteReservationResponse*) {
-  if (req->reservation_id().empty())
-    return toGrpc(invalidArgument("reservation_id", "is required"));
-  return toGrpc(manager_.remove(ReservationId(req->reservation_id()), UserId(req->user())));
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  return deleteAs(who, *req);
 }
 
-grpc::Status ReservationServiceImpl::ListReservations(grpc::ServerContext*,
+grpc::Status ReservationServiceImpl::deleteAs(const Principal& who,
+                                              const v1::DeleteReservationRequest& req) {
+  if (req.reservation_id().empty()) return toGrpc(invalidArgument("reservation_id", "is required"));
+  std::string action = "delete reservation " + req.reservation_id();
+  if (auto user = RmAccess::actingUser(who, req.user(), action); !user.isOk())
+    return toGrpc(user.status());
+  auto may = [this, &who, &action](const ReservationRecord& r) {
+    return access_.mayAdminister(who, r.def.user.value(), r.def.queue, action);
+  };
+  return toGrpc(manager_.remove(ReservationId(req.reservation_id()), UserId(who.user), may));
+}
+
+grpc::Status ReservationServiceImpl::ListReservations(grpc::ServerContext* ctx,
                                                       const v1::ListReservationsRequest* req,
                                                       v1::ListReservationsResponse* resp) {
-  if (req->start_ms() < 0) return toGrpc(invalidArgument("start_ms", "must be >= 0"));
-  if (req->end_ms() != 0 && req->end_ms() < req->start_ms()) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  return list(*req, resp);
+}
+
+grpc::Status ReservationServiceImpl::list(const v1::ListReservationsRequest& req,
+                                          v1::ListReservationsResponse* resp) {
+  if (req.start_ms() < 0) return toGrpc(invalidArgument("start_ms", "must be >= 0"));
+  if (req.end_ms() != 0 && req.end_ms() < req.start_ms()) {
     return toGrpc(invalidArgument("end_ms", "must not be before start_ms"));
   }
-  for (const auto& r : manager_.list(req->queue(), req->reservation_id(),
-                                     fromEpochMs(req->start_ms()), fromEpochMs(req->end_ms()))) {
-    toProto(r, req->include_allocations(), resp->add_reservations());
+  for (const auto& r : manager_.list(req.queue(), req.reservation_id(), fromEpochMs(req.start_ms()),
+                                     fromEpochMs(req.end_ms()))) {
+    toProto(r, req.include_allocations(), resp->add_reservations());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status ReservationServiceImpl::GetPlan(grpc::ServerContext*, const v1::GetPlanRequest* req,
+grpc::Status ReservationServiceImpl::GetPlan(grpc::ServerContext* ctx,
+                                             const v1::GetPlanRequest* req,
                                              v1::GetPlanResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   int64_t now =
       std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
           .count();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "morpheus/v1/reservation.grpc.pb.h"
+#include "rm/access.h"
 #include "rm/reservation_manager.h"
 
 namespace morpheus::rm {
@@ -12,9 +13,23 @@ Result<planner::ReservationDefinition> fromProto(const v1::ReservationDefinition
                                                  const std::string& user, const std::string& queue);
 void toProto(const ReservationRecord& r, bool include_allocations, v1::ReservationReport* out);
 
+// Every RPC first authenticates its caller (RmAccess); the *As forms take an
+// already authenticated caller (the REST edge authenticates HTTP requests
+// itself). Submit needs submit on the queue; update and delete need the
+// owner, a queue administrator or an admin; a stated `user` other than the
+// caller needs an admin. `manager` and `access` must outlive the service.
 class ReservationServiceImpl final : public v1::ReservationService::Service {
  public:
-  explicit ReservationServiceImpl(ReservationManager& manager) : manager_(manager) {}
+  ReservationServiceImpl(ReservationManager& manager, const RmAccess& access)
+      : manager_(manager), access_(access) {}
+
+  grpc::Status submitAs(const Principal& who, const v1::SubmitReservationRequest& req,
+                        v1::SubmitReservationResponse* resp);
+  grpc::Status updateAs(const Principal& who, const v1::UpdateReservationRequest& req,
+                        v1::UpdateReservationResponse* resp);
+  grpc::Status deleteAs(const Principal& who, const v1::DeleteReservationRequest& req);
+  grpc::Status list(const v1::ListReservationsRequest& req, v1::ListReservationsResponse* resp);
+  std::string newId() { return manager_.newId().value(); }
 
   grpc::Status NewReservation(grpc::ServerContext*, const v1::NewReservationRequest*,
                               v1::NewReservationResponse*) override;
@@ -31,6 +46,7 @@ class ReservationServiceImpl final : public v1::ReservationService::Service {
 
  private:
   ReservationManager& manager_;
+  const RmAccess& access_;
 };
 
 }  // namespace morpheus::rm

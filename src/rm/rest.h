@@ -9,13 +9,17 @@
 #pragma once
 
 #include "common/http_server.h"
-#include "morpheus/v1/reservation.grpc.pb.h"
+#include "rm/access.h"
+#include "rm/reservation_service.h"
 
 namespace morpheus::rm {
 
-// `service` must outlive `http`. The acting user is the "user" field of the
-// body, else the `user.name` query parameter (YARN's pseudo auth), else
-// "anonymous".
-void registerReservationRest(HttpServer& http, v1::ReservationService::Service& service);
+// `service` and `access` must outlive `http`. Every request is authenticated
+// by its "Authorization: Bearer TOKEN" header: 401 without valid credentials,
+// 403 for a node credential. The caller is the token's principal; a "user"
+// field in the body or a `user.name` query parameter (YARN's pseudo auth)
+// other than the caller is refused with 403 unless the caller is an admin.
+void registerReservationRest(HttpServer& http, ReservationServiceImpl& service,
+                             const RmAccess& access);
 
 }  // namespace morpheus::rm

@@ -15,21 +15,24 @@ namespace morpheus::rm {
 
 struct RmOptions {
   DaemonOptions daemon;
-  Millis node_expiry{10000};                   // rm.node-expiry
-  Millis heartbeat_interval{1000};             // rm.heartbeat-interval
-  std::vector<std::string> reservable_queues;  // rm.reservable-queues
-  std::vector<std::string> admins;             // rm.admins
-  std::string token_file;                      // rm.token-file
-  bool auth_disabled = false;                  // rm.auth-disabled
-  std::string state_store;                     // state-store.kind
-  std::string state_store_location;            // state-store.location
-  planner::PlannerOptions planner;             // planner.*
-  int64_t planner_end_points = 8;              // planner.lowcost.end-points
-  std::string inference_address;               // rm.inference-address
-  int64_t max_am_attempts = 2;                 // rm.max-am-attempts
-  Millis preemption_grace{15000};              // rm.preemption-grace
-  std::map<std::string, std::string> queues;   // scheduler.queues (path -> weight)
-  DraOptions dra;                              // dra.* (interval: dra.interval, 0 = plan step)
+  Millis node_expiry{10000};                                 // rm.node-expiry
+  Millis heartbeat_interval{1000};                           // rm.heartbeat-interval
+  std::vector<std::string> reservable_queues;                // rm.reservable-queues
+  std::vector<std::string> admins;                           // rm.admins
+  std::string token_file;                                    // rm.token-file
+  bool auth_disabled = false;                                // rm.auth-disabled
+  std::map<std::string, std::string> queue_acls_submit;      // rm.queue-acls.submit
+  std::map<std::string, std::string> queue_acls_administer;  // rm.queue-acls.administer
+  std::string inference_token_file;                          // rm.inference-token-file
+  std::string state_store;                                   // state-store.kind
+  std::string state_store_location;                          // state-store.location
+  planner::PlannerOptions planner;                           // planner.*
+  int64_t planner_end_points = 8;                            // planner.lowcost.end-points
+  std::string inference_address;                             // rm.inference-address
+  int64_t max_am_attempts = 2;                               // rm.max-am-attempts
+  Millis preemption_grace{15000};                            // rm.preemption-grace
+  std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
+  DraOptions dra;  // dra.* (interval: dra.interval, 0 = plan step)
 
   // Issue #11: state database start-up and request size limits.
   bool state_store_init = false;                 // state-store.init
@@ -69,7 +72,8 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "root.default. Apps name a leaf with --queue (default root.default). Capacity left by "
       "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
   s.addStringList("rm.admins", &o->admins, {},
-                  "Users who may change or delete anyone's reservation.");
+                  "Users who are admins like a token with role admin: they may act for other "
+                  "users and kill, change or delete anyone's applications and reservations.");
   s.addString("rm.token-file", &o->token_file, "",
               "Bearer tokens of the RM's callers, one 'TOKEN USER [admin|node]' per line: users "
               "(morpheusctl, REST, AMs' owners), admins, and node managers ('node': USER is the "
@@ -77,6 +81,24 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addBool("rm.auth-disabled", &o->auth_disabled, false,
             "Accept every caller as the admin 'anonymous' and nodes without credentials. For "
             "tests and single-user development only; logged as a warning.");
+  s.addStringMap(
+      "rm.queue-acls.submit", &o->queue_acls_submit,
+      "Who may submit applications and reservations to a queue: a mapping queue path -> "
+      "space-separated user names ('*' = everyone), e.g. {root.prod: \"alice bob\"}. A "
+      "parent's list applies to its children (YARN); \"default\" and \"root.default\" are "
+      "one queue. A queue with no list on it or a parent is open to every user. Admins and "
+      "the queue's administrators may always submit. Default: {} (all open).");
+  s.addStringMap(
+      "rm.queue-acls.administer", &o->queue_acls_administer,
+      "Who administers a queue: may kill, delete, update and read the logs of anyone's "
+      "applications and reservations in it. Same form as rm.queue-acls.submit; a queue with "
+      "no list on it or a parent is administered by admins only (token role admin or "
+      "rm.admins). Default: {}.");
+  s.addString("rm.inference-token-file", &o->inference_token_file, "",
+              "File holding the bearer token (first line) the RM sends to morpheus-inference "
+              "with application telemetry; that token must be an admin of inference's "
+              "inference.token-file. \"\" = send none (only for an inference with "
+              "inference.auth-disabled).");
   s.addString("state-store.kind", &o->state_store, "sqlite",
               "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
   s.addString("state-store.location", &o->state_store_location, "",

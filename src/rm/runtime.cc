@@ -521,6 +521,15 @@ void RmRuntime::onAppKilled(const AppId& app) {
   forgetIfDone(app);
 }
 
+std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = containers_.find(container);
+  if (it == containers_.end()) return std::nullopt;
+  return it->second.node;
+}
+
+AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
+
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = rt_.find(app);

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -92,6 +93,12 @@ class RmRuntime {
   void setStore(store::StateStore* store);
   Status recoverTelemetry();
   std::vector<AppTelemetryRecord> telemetry(const std::string& key) const;
+
+  // The node a container runs on; nullopt once it completed and was
+  // acknowledged (the RM forgets it then).
+  std::optional<NodeId> nodeOf(const ContainerId& container) const;
+  // The app a container id belongs to ("" for a malformed id).
+  static AppId appOf(const std::string& container_id);
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;

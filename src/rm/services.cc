@@ -1,5 +1,6 @@
 #include "rm/services.h"
 
+#include "common/token.h"
 #include "common/wire.h"
 
 namespace morpheus::rm {
@@ -59,8 +60,10 @@ grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext*,
   return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
 }
 
-grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* req,
+grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest* req,
                                           v1::ListNodesResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   for (const auto& n : core_.nodes(req->include_lost())) {
     auto* r = resp->add_nodes();
     r->set_node_id(n.id.value());
@@ -82,9 +85,11 @@ grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext*, const v1::ListNo
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::GetClusterMetrics(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::GetClusterMetrics(grpc::ServerContext* ctx,
                                                   const v1::GetClusterMetricsRequest*,
                                                   v1::ClusterMetrics* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   ClusterSummary s = core_.summary();
   resp->set_live_nodes(s.live_nodes);
   resp->set_lost_nodes(s.lost_nodes);
@@ -127,13 +132,20 @@ void toProto(const AppRecord& a, v1::ApplicationReport* out) {
   out->set_am_container_id(a.am_container.value());
 }
 
-grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext* ctx,
                                                   const v1::SubmitApplicationRequest* req,
                                                   v1::SubmitApplicationResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  std::string action = "submit application " + req->name();
+  auto user = RmAccess::actingUser(who, req->user(), action);
+  if (!user.isOk()) return toGrpc(user.status());
+  std::string queue = req->queue().empty() ? apps_->defaultQueue() : req->queue();
+  if (Status st = access_.maySubmit(who, queue, action); !st.isOk()) return toGrpc(st);
   AppSpec s;
   s.name = req->name();
-  s.user = UserId(req->user());
+  s.user = UserId(*user);
   s.queue = req->queue();
   s.reservation = ReservationId(req->reservation_id());
   s.recurrence_key = JobKey(req->recurrence_key());
@@ -153,9 +165,11 @@ grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
                                                const v1::GetApplicationRequest* req,
                                                v1::ApplicationReport* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   if (req->application_id().empty())
     return toGrpc(invalidArgument("application_id", "is required"));
@@ -172,9 +186,11 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext* ctx,
                                                  const v1::ListApplicationsRequest* req,
                                                  v1::ListApplicationsResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   std::set<AppState> states;
   for (int s : req->states()) {
@@ -212,22 +228,34 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext* ctx,
                                                 const v1::KillApplicationRequest* req,
                                                 v1::KillApplicationResponse*) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   if (req->application_id().empty())
     return toGrpc(invalidArgument("application_id", "is required"));
-  if (req->user().empty()) return toGrpc(invalidArgument("user", "is required"));
-  Status st = apps_->kill(AppId(req->application_id()), UserId(req->user()),
-                          admins_.count(req->user()) > 0, req->reason());
+  std::string action = "kill application " + req->application_id();
+  if (auto user = RmAccess::actingUser(who, req->user(), action); !user.isOk())
+    return toGrpc(user.status());
+  auto rec = apps_->get(AppId(req->application_id()));
+  if (!rec.isOk()) return toGrpc(rec.status());
+  if (Status may = access_.mayAdminister(who, rec->spec.user.value(), rec->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  // Owner, queue administrator or admin: checked above (owner and queue never change).
+  Status st = apps_->kill(rec->id, UserId(who.user), /*admin=*/true, req->reason());
   if (st.isOk() && runtime_) runtime_->onAppKilled(AppId(req->application_id()));
   return toGrpc(st);
 }
 
-grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext*,
+grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext* ctx,
                                                  const v1::ListAppTelemetryRequest* req,
                                                  v1::ListAppTelemetryResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   if (!runtime_)
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
   for (const auto& t : runtime_->telemetry(req->recurrence_key())) {
@@ -249,6 +277,62 @@ grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext*,
     }
   }
   return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
+                                                      const v1::GetContainerLogAccessRequest* req,
+                                                      v1::GetContainerLogAccessResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(req->application_id()));
+  if (!app.isOk()) return toGrpc(app.status());
+  ContainerId container(req->container_id().empty() ? app->am_container.value()
+                                                    : req->container_id());
+  if (container.empty()) {
+    return toGrpc(notFound("application " + app->id.value() + " has no AM container yet"));
+  }
+  if (RmRuntime::appOf(container.value()) != app->id) {
+    return toGrpc(invalidArgument(
+        "container_id",
+        "'" + container.value() + "' is not a container of application " + app->id.value()));
+  }
+  std::string action = "read the logs of application " + app->id.value();
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  logTargets(*app, container, req->node_id(), resp);
+  if (resp->targets_size() == 0) {
+    return toGrpc(notFound(req->node_id().empty() ? "no nodes in the cluster"
+                                                  : "node " + req->node_id() + " not found"));
+  }
+  return grpc::Status::OK;
+}
+
+void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& container,
+                                   const std::string& node_id,
+                                   v1::GetContainerLogAccessResponse* resp) const {
+  std::string node = node_id;
+  if (node.empty()) {
+    if (auto known = runtime_->nodeOf(container)) {
+      node = known->value();
+    } else if (container == app.am_container) {
+      node = app.am_node.value();
+    }
+  }
+  resp->set_container_id(container.value());
+  for (const auto& n : core_.nodes(/*include_lost=*/true)) {
+    if (!node.empty() && n.id.value() != node) continue;
+    auto* t = resp->add_targets();
+    t->set_node_id(n.id.value());
+    t->set_container_manager_address(n.container_manager_address);
+    // TODO(lead, issue #11 merge): per-node key method of RmCore (node engineer).
+    t->set_token(issueContainerToken(core_.signer(), {container, app.id, n.id, Resource()}));
+  }
 }
 
 }  // namespace morpheus::rm

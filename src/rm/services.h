@@ -5,6 +5,7 @@
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 
+#include "rm/access.h"
 #include "rm/app_manager.h"
 #include "rm/rm_core.h"
 #include "rm/runtime.h"
@@ -28,12 +29,16 @@ class ResourceTrackerService final : public v1::ResourceTracker::Service {
   RmRuntime* runtime_;
 };
 
+// Every RPC authenticates its caller (RmAccess): any user may read; submit
+// needs submit on the queue; kill and log access need the owner, a queue
+// administrator or an admin.
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
-  // `apps` null = the application RPCs answer UNIMPLEMENTED.
-  explicit ClientServiceImpl(RmCore& core, AppManager* apps = nullptr,
-                             std::set<std::string> admins = {}, RmRuntime* runtime = nullptr)
-      : core_(core), apps_(apps), admins_(std::move(admins)), runtime_(runtime) {}
+  // `apps` null = the application RPCs answer UNIMPLEMENTED. `access` must
+  // outlive the service.
+  ClientServiceImpl(RmCore& core, const RmAccess& access, AppManager* apps = nullptr,
+                    RmRuntime* runtime = nullptr)
+      : core_(core), access_(access), apps_(apps), runtime_(runtime) {}
   grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
                                  v1::SubmitApplicationResponse*) override;
   grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest*,
@@ -48,11 +53,18 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                          v1::ListNodesResponse*) override;
   grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
                                  v1::ClusterMetrics*) override;
+  grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
+                                     v1::GetContainerLogAccessResponse*) override;
 
  private:
+  // The targets of a log read: the container's known node, else `node_id`,
+  // else every node; each with a container token of `app` for that node.
+  void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
+                  v1::GetContainerLogAccessResponse* resp) const;
+
   RmCore& core_;
+  const RmAccess& access_;
   AppManager* apps_;
-  const std::set<std::string> admins_;
   RmRuntime* runtime_;
 };
 

@@ -34,9 +34,11 @@ std::vector<double> computeSkyline(const std::vector<ContainerInterval>& interva
 }
 
 TelemetryForwarder::TelemetryForwarder(std::string address, TlsOptions tls,
-                                       MetricsRegistry& metrics, size_t max_queue)
+                                       MetricsRegistry& metrics, size_t max_queue,
+                                       std::string token)
     : address_(std::move(address)),
       tls_(std::move(tls)),
+      token_(std::move(token)),
       metrics_(metrics),
       max_queue_(max_queue) {}
 
@@ -101,6 +103,7 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
   }
   v1::IngestResponse resp;
   auto ctx = makeContext(Millis(10000));
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
   grpc::Status st = stub->IngestRuns(ctx.get(), req, &resp);
   if (!st.ok()) {
     spdlog::warn("telemetry of {} not delivered to inference at {}: {}", rec.app.value(), address_,

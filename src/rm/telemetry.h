@@ -56,8 +56,10 @@ class TelemetryForwarder {
  public:
   // `address` empty = forwarding disabled (records are still kept by the RM).
   // `tls`: the RM's mutual-TLS setting for the channel (plaintext when off).
+  // `token` non-empty: sent as "authorization: Bearer TOKEN" (inference
+  // refuses unauthenticated ingestion; rm.inference-token-file).
   TelemetryForwarder(std::string address, TlsOptions tls, MetricsRegistry& metrics,
-                     size_t max_queue = 10000);
+                     size_t max_queue = 10000, std::string token = "");
   ~TelemetryForwarder();
   void start();
   void stop();
@@ -70,6 +72,7 @@ class TelemetryForwarder {
 
   const std::string address_;
   const TlsOptions tls_;
+  const std::string token_;
   MetricsRegistry& metrics_;
   const size_t max_queue_;
   mutable std::mutex mu_;

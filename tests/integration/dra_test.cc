@@ -77,7 +77,8 @@ class DraIT : public ClusterTest {
                                                 {"num-containers", 3},
                                                 {"min-concurrency", 1},
                                                 {"duration", 40000}}})}}}};
-    auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation");
+    auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation",
+                         "", "application/json", bearer("alice"));
     ASSERT_EQ(n.status, 200) << n.body;
     std::string rid = json::parse(n.body)["reservation-id"];
     auto sub = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit",
@@ -85,7 +86,8 @@ class DraIT : public ClusterTest {
                                  {"queue", "default"},
                                  {"user", "alice"},
                                  {"reservation-definition", def}})
-                               .dump());
+                               .dump(),
+                           "application/json", bearer("alice"));
     ASSERT_EQ(sub.status, 200) << sub.body;
     out->deadline_ms = t0 + 40000;
 

@@ -34,6 +34,7 @@ TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};  // no RM: must still serve
   if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
+  if (GetParam() == "rm") args = {"--set", "rm.token-file=" + testTokenFile()};
   Process p = Process::startDaemon(GetParam(), freshDir(GetParam()), args);
   ASSERT_FALSE(p.httpAddress().empty()) << p.log();
   auto h = httpRequest(p.httpAddress(), "GET", "/healthz");
@@ -67,6 +68,7 @@ TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};
   if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
+  if (GetParam() == "rm") args = {"--set", "rm.token-file=" + testTokenFile()};
   Process first = Process::startDaemon(GetParam(), freshDir("first"), args);
   ASSERT_FALSE(first.grpcAddress().empty()) << first.log();
   std::string port = first.grpcAddress().substr(first.grpcAddress().rfind(':') + 1);
@@ -94,7 +96,8 @@ INSTANTIATE_TEST_SUITE_P(Daemons, DaemonTest, ::testing::Values("rm", "nm", "inf
 
 // Three NMs register and show up in `morpheusctl cluster status` (text and --json).
 TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
-  Process rm = Process::startDaemon("rm", freshDir("rm"), {});
+  Process rm =
+      Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.token-file=" + testTokenFile()});
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::vector<Process> nms;
   for (int i = 0; i < 3; i++) {
@@ -107,8 +110,9 @@ TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
   nlohmann::json status;
   bool ok = waitFor(
       [&] {
-        auto [code, out] = runCommand({binary("morpheusctl"), "cluster", "status", "--json"},
-                                      {{"MORPHEUS_RM", rm.grpcAddress()}});
+        auto [code, out] =
+            runCommand({binary("morpheusctl"), "cluster", "status", "--json"},
+                       {{"MORPHEUS_RM", rm.grpcAddress()}, {"MORPHEUS_TOKEN", testToken("alice")}});
         if (code != 0) return false;
         status = nlohmann::json::parse(out, nullptr, false);
         return !status.is_discarded() && status["live_nodes"] == 3;
@@ -124,8 +128,8 @@ TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
   EXPECT_EQ(ids, (std::set<std::string>{"node-0", "node-1", "node-2"}));
   EXPECT_EQ(status["nodes"][1]["attributes"]["rack"], "r1");
 
-  auto [code, text] =
-      runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster", "status"});
+  auto [code, text] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "--token",
+                                  testToken("alice"), "cluster", "status"});
   EXPECT_EQ(code, 0);
   EXPECT_NE(text.find("3 live node(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("node-2"), std::string::npos) << text;
@@ -133,7 +137,9 @@ TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
 
 // Node expiry: with a short expiry a killed NM turns LOST, and comes back when restarted.
 TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
-  Process rm = Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.node-expiry=1s"});
+  Process rm = Process::startDaemon(
+      "rm", freshDir("rm"),
+      {"--set", "rm.node-expiry=1s", "--set", "rm.token-file=" + testTokenFile()});
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::string nm_dir = freshDir("nm");
   auto startNm = [&] {
@@ -141,8 +147,9 @@ TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
   };
   Process nm = startNm();
   auto liveNodes = [&] {
-    auto [code, out] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "cluster",
-                                   "status", "--json", "--include-lost"});
+    auto [code, out] =
+        runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "--token", testToken("alice"),
+                    "cluster", "status", "--json", "--include-lost"});
     auto j = nlohmann::json::parse(out, nullptr, false);
     return j.is_discarded() ? -1 : j["live_nodes"].get<int>();
   };

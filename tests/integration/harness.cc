@@ -161,7 +161,8 @@ int Process::signalAndWait(int sig, std::chrono::milliseconds timeout) {
 
 HttpResult httpRequest(const std::string& address, const std::string& method,
                        const std::string& target, const std::string& body,
-                       const std::string& content_type) {
+                       const std::string& content_type,
+                       const std::map<std::string, std::string>& headers) {
   namespace beast = boost::beast;
   namespace http = beast::http;
   using tcp = boost::asio::ip::tcp;
@@ -175,6 +176,7 @@ HttpResult httpRequest(const std::string& address, const std::string& method,
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, address);
     if (!body.empty()) req.set(http::field::content_type, content_type);
+    for (const auto& [name, value] : headers) req.set(name, value);
     req.body() = body;
     req.prepare_payload();
     http::write(sock, req);
@@ -248,11 +250,23 @@ void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
 }
 
 std::pair<int, std::string> ClusterTest::ctl(std::vector<std::string> args) {
+  return ctlAs("alice", std::move(args));
+}
+
+std::pair<int, std::string> ClusterTest::ctlAs(const std::string& principal,
+                                               std::vector<std::string> args) {
   std::vector<std::string> argv = {binary("morpheusctl"), "--rm",
-                                   rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_, "--user",
-                                   "alice"};
+                                   rm_addr_.empty() ? rm_.grpcAddress() : rm_addr_};
+  if (!principal.empty()) {
+    argv.push_back("--token");
+    argv.push_back(testToken(principal));
+  }
   argv.insert(argv.end(), args.begin(), args.end());
-  return runCommand(argv);
+  return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
+}
+
+std::map<std::string, std::string> bearer(const std::string& principal) {
+  return {{"Authorization", "Bearer " + testToken(principal)}};
 }
 
 nlohmann::json ClusterTest::app(const std::string& id) {

@@ -68,9 +68,13 @@ struct HttpResult {
   int status = 0;  // 0 = could not connect
   std::string body;
 };
+// `headers`: extra request headers, e.g. bearer("alice").
 HttpResult httpRequest(const std::string& address, const std::string& method,
                        const std::string& target, const std::string& body = "",
-                       const std::string& content_type = "application/json");
+                       const std::string& content_type = "application/json",
+                       const std::map<std::string, std::string>& headers = {});
+// {"Authorization": "Bearer <testToken(principal)>"} for httpRequest.
+std::map<std::string, std::string> bearer(const std::string& principal);
 
 // Runs a command to completion; returns {exit code, stdout+stderr}.
 std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
@@ -79,15 +83,18 @@ std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
 // Wall-clock now in ms since the epoch (reservation windows of the real RM).
 int64_t nowMs();
 
-// An RM with NMs on loopback, driven through morpheusctl as user alice.
+// An RM with NMs on loopback (auth on: testTokenFile()), driven through
+// morpheusctl as user alice.
 class ClusterTest : public ::testing::Test {
  protected:
   // Starts the RM (`rm_args`) and `nms` NMs named nm1.. with `nm_resources`
   // (heartbeat 300 ms, memory monitor 200 ms) and waits until all are live.
   void startCluster(int nms, const std::vector<std::string>& rm_args = {},
                     const std::string& nm_resources = "memory=4096,vcores=4");
-  // morpheusctl --rm <rm> --user alice ARGS.
+  // morpheusctl --rm <rm> --token <alice's token> ARGS.
   std::pair<int, std::string> ctl(std::vector<std::string> args);
+  // The same as `principal` (a testToken name; "" = no token at all).
+  std::pair<int, std::string> ctlAs(const std::string& principal, std::vector<std::string> args);
   // `app status ID --json` (discarded JSON when it fails).
   nlohmann::json app(const std::string& id);
   // Polls until the app is FINISHED, FAILED or KILLED; false on timeout.

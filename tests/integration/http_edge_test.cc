@@ -85,7 +85,7 @@ int timedGet(const std::string& address, const std::string& target,
 
 // The RM's gRPC health service answers SERVING.
 bool grpcServing(const std::string& address) {
-  auto stub = grpc::health::v1::Health::NewStub(makeChannel(address));
+  auto stub = grpc::health::v1::Health::NewStub(makeChannel(address, TlsOptions{}));
   grpc::health::v1::HealthCheckRequest req;
   grpc::health::v1::HealthCheckResponse resp;
   auto ctx = makeContext(Millis(2000));

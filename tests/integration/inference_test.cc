@@ -151,18 +151,20 @@ int writeHistory(const std::string& path, const std::vector<KnownJob>& jobs, int
 class InferenceIT : public ::testing::Test {
  protected:
   void SetUp() override {
-    rm_ = Process::startDaemon("rm", freshDir("rm"), {});
+    tokens_ = testTokenFile();
+    rm_ = Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.token-file=" + tokens_});
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
     nm_ = Process::startDaemon(
         "nm", freshDir("nm"),
         {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     dir_ = freshDir("inference");
-    tokens_ = dir_ + "-tokens";
-    std::ofstream(tokens_)
-        << "tok-admin-0123456789 ops admin\ntok-alice-0123456789 alice\ntok-bob-0123456789ab bob\n";
+    // Inference submits accepted proposals for their owners: an RM admin's token.
+    std::string rm_token = dir_ + "-rm-token";
+    std::ofstream(rm_token) << testToken("ops") << "\n";
     inf_ = Process::startDaemon("inference", dir_,
-                                {"--rm", rm_.grpcAddress(), "--token-file", tokens_});
+                                {"--rm", rm_.grpcAddress(), "--token-file", tokens_, "--set",
+                                 "inference.rm-token-file=" + rm_token});
     ASSERT_FALSE(inf_.grpcAddress().empty()) << inf_.log();
     // The service runs one refit ~2 s after start (then daily). Wait for it,
     // so it cannot race the test's own refits and take their new proposals
@@ -171,7 +173,7 @@ class InferenceIT : public ::testing::Test {
         << inf_.log();
     ASSERT_TRUE(waitFor(
         [&] {
-          auto [code, out] = ctl({"plan", "show", "--json", "--to", "+2m"}, "");
+          auto [code, out] = ctl({"plan", "show", "--json", "--to", "+2m"}, testToken("alice"));
           auto j = json::parse(out, nullptr, false);
           return code == 0 && !j.is_discarded() && j["capacity"]["vcores"] == 100;
         },
@@ -186,7 +188,7 @@ class InferenceIT : public ::testing::Test {
       argv.push_back(token);
     }
     argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv);
+    return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
   }
   Process rm_, nm_, inf_;
   std::string dir_, tokens_;
@@ -211,29 +213,30 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     out << R"({"type":"run","job":"x","run":"y","submit_ms":5,"start_ms":1,"end_ms":9,"skyline":[1]})"
         << "\n";
   }
-  auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, "tok-alice-0123456789");
+  auto [cb, ob] = ctl({"history", "import", bad, "--format", "jsonl"}, testToken("alice"));
   EXPECT_EQ(cb, 2) << ob;
   EXPECT_NE(ob.find("line 4: run.start_ms"), std::string::npos) << ob;
-  auto [cr0, or0] = ctl({"slo", "refit"}, "tok-admin-0123456789");
+  auto [cr0, or0] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr0, 0) << or0;
-  auto [cl0, ol0] = ctl({"slo", "list", "--json"}, "tok-alice-0123456789");
+  auto [cl0, ol0] = ctl({"slo", "list", "--json"}, testToken("alice"));
   ASSERT_EQ(cl0, 0) << ol0;
   EXPECT_TRUE(json::parse(ol0)["proposals"].empty()) << ol0;
   EXPECT_TRUE(json::parse(ol0)["not_actionable"].empty())
       << "nothing may have been stored: " << ol0;
 
-  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, "tok-alice-0123456789");
+  // The history names several owners: the operator (an admin) imports it for them.
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("ops"));
   ASSERT_EQ(ci, 0) << oi << inf_.log();
   EXPECT_NE(oi.find("imported " + std::to_string(runs) + " run(s)"), std::string::npos) << oi;
 
   // Only an admin may trigger a refit.
-  auto [cr1, or1] = ctl({"slo", "refit"}, "tok-bob-0123456789ab");
+  auto [cr1, or1] = ctl({"slo", "refit"}, testToken("bob"));
   EXPECT_EQ(cr1, 1) << or1;
   EXPECT_NE(or1.find("PERMISSION_DENIED"), std::string::npos) << or1;
-  auto [cr, orf] = ctl({"slo", "refit"}, "tok-admin-0123456789");
+  auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr, 0) << orf << inf_.log();
 
-  auto [cl, ol] = ctl({"slo", "list", "--json"}, "tok-alice-0123456789");
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
   ASSERT_EQ(cl, 0) << ol;
   json list = json::parse(ol);
   std::map<std::string, json> by_job;
@@ -266,27 +269,27 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   // A rejection is remembered while the history does not change materially.
   std::string rejected = by_job["halfhourly-1"]["proposal_id"];
   auto [cj, oj] =
-      ctl({"slo", "reject", rejected, "--reason", "we run it by hand"}, "tok-bob-0123456789ab");
+      ctl({"slo", "reject", rejected, "--reason", "we run it by hand"}, testToken("bob"));
   ASSERT_EQ(cj, 0) << oj;
-  auto [crr, orr] = ctl({"slo", "refit"}, "tok-admin-0123456789");
+  auto [crr, orr] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(crr, 0) << orr;
   EXPECT_NE(orr.find("0 new proposal(s)"), std::string::npos) << orr;
-  auto [cn, on] = ctl({"slo", "list", "--json"}, "tok-bob-0123456789ab");
+  auto [cn, on] = ctl({"slo", "list", "--json"}, testToken("bob"));
   EXPECT_NE(on.find("owner rejected the proposal; history unchanged"), std::string::npos) << on;
   jobs.pop_back();  // halfhourly-1 is not accepted below
 
   // Only the owner (or an admin) signs off.
   std::string daily0 = by_job["daily-0"]["proposal_id"];  // alice's
-  auto [cd, od] = ctl({"slo", "accept", daily0}, "tok-bob-0123456789ab");
+  auto [cd, od] = ctl({"slo", "accept", daily0}, testToken("bob"));
   EXPECT_EQ(cd, 1) << od;
   EXPECT_NE(od.find("PERMISSION_DENIED"), std::string::npos) << od;
 
   // Accept every proposal (owners for two, the admin for the rest).
   std::map<std::string, std::string> reservation_of;
   for (const auto& k : jobs) {
-    std::string token = k.key == "daily-0"   ? "tok-alice-0123456789"
-                        : k.key == "daily-1" ? "tok-bob-0123456789ab"
-                                             : "tok-admin-0123456789";
+    std::string token = k.key == "daily-0"   ? testToken("alice")
+                        : k.key == "daily-1" ? testToken("bob")
+                                             : testToken("ops");
     auto [ca, oa] = ctl({"slo", "accept", by_job[k.key]["proposal_id"], "--json"}, token);
     ASSERT_EQ(ca, 0) << k.key << ": " << oa << inf_.log();
     json acc = json::parse(oa);
@@ -296,13 +299,14 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
     reservation_of[k.key] = acc["reservation_id"];
   }
   // A second accept of the same proposal is refused.
-  auto [c2, o2] = ctl({"slo", "accept", daily0}, "tok-alice-0123456789");
+  auto [c2, o2] = ctl({"slo", "accept", daily0}, testToken("alice"));
   EXPECT_EQ(c2, 1) << o2;
 
   // Every reservation is in the RM's plan: periodic, owned by the job owner,
   // with allocations inside [a, d] of its period.
   auto r = httpRequest(rm_.httpAddress(), "GET",
-                       "/ws/v1/cluster/reservation/list?include-resource-allocations=true");
+                       "/ws/v1/cluster/reservation/list?include-resource-allocations=true", "",
+                       "application/json", bearer("ops"));
   ASSERT_EQ(r.status, 200) << r.body;
   json rl = json::parse(r.body);
   std::map<std::string, json> res;
@@ -323,12 +327,12 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
           << a.dump();
     }
   }
-  auto [cs, os] = ctl({"slo", "list", "--state", "accepted", "--json"}, "tok-alice-0123456789");
+  auto [cs, os] = ctl({"slo", "list", "--state", "accepted", "--json"}, testToken("alice"));
   ASSERT_EQ(cs, 0) << os;
   EXPECT_EQ(json::parse(os)["proposals"].size(), jobs.size());
 
   // A refit over the same history proposes nothing new (no material change).
-  auto [cr2, or2] = ctl({"slo", "refit"}, "tok-admin-0123456789");
+  auto [cr2, or2] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr2, 0) << or2;
   EXPECT_NE(or2.find("0 new proposal(s)"), std::string::npos) << or2;
 
@@ -344,12 +348,12 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
       for (int i = n - 30; i < n; i++) writeRun(out, all[j], j, i, firstDay(now), 2);
     }
   }
-  auto [cdi, odi] = ctl({"history", "import", drift, "--format", "jsonl"}, "tok-alice-0123456789");
+  auto [cdi, odi] = ctl({"history", "import", drift, "--format", "jsonl"}, testToken("ops"));
   ASSERT_EQ(cdi, 0) << odi;
-  auto [cr3, or3] = ctl({"slo", "refit"}, "tok-admin-0123456789");
+  auto [cr3, or3] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr3, 0) << or3;
   EXPECT_NE(or3.find("2 new proposal(s)"), std::string::npos) << or3 << inf_.log();
-  auto [cp, op] = ctl({"slo", "list", "--state", "pending", "--json"}, "tok-alice-0123456789");
+  auto [cp, op] = ctl({"slo", "list", "--state", "pending", "--json"}, testToken("alice"));
   ASSERT_EQ(cp, 0) << op;
   std::map<std::string, json> pend;
   json pending = json::parse(op);
@@ -359,10 +363,10 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   EXPECT_FALSE(pend["halfhourly-1"]["is_update"].get<bool>()) << op;
   // Accepting the update replaces the reservation in place.
   auto [cu, ou] =
-      ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, "tok-alice-0123456789");
+      ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, testToken("alice"));
   ASSERT_EQ(cu, 0) << ou;
   EXPECT_EQ(json::parse(ou)["reservation_id"], reservation_of["hourly-0"]);
-  auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, "tok-alice-0123456789");
+  auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, testToken("alice"));
   EXPECT_EQ(json::parse(os2)["proposals"].size(), 1u) << os2;
 }
 
@@ -374,6 +378,65 @@ namespace {
 
 // The RM's telemetry feed (rm::TelemetryForwarder) delivers finished runs and
 // their file events to a real morpheus-inference, retrying while it is down.
+
+// Issue #11 finding 7: bob cannot hijack alice's history. Re-importing her run
+// ids as himself, with no owner (he is then the owner) or in her name, adding a
+// newer run of her job, and importing without a token are refused; after a
+// refit the job's proposal is still hers, fitted from her runs only, and bob
+// cannot accept it. (Old code: every import succeeded, bob became the owner.)
+TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  KnownJob k{"alice-etl", "alice", kDay, 2 * kHour, 30 * kMin, 60 * kMin};
+  auto write = [&](const std::string& tag, KnownJob job, int from, int to, int scale) {
+    std::string path = dir_ + "-" + tag + ".jsonl";
+    std::ofstream out(path);
+    for (int n = from; n < to; n++) writeRun(out, job, 0, n, firstDay(now), scale);
+    return path;
+  };
+  int periods = periodsOf(k, now);
+  auto [ca, oa] = ctl({"history", "import", write("alice", k, 0, periods, 1), "--format", "jsonl"},
+                      testToken("alice"));
+  ASSERT_EQ(ca, 0) << oa << inf_.log();
+
+  KnownJob as_bob = k;
+  as_bob.owner = "bob";
+  KnownJob unnamed = k;
+  unnamed.owner = "";
+  struct Attempt {
+    std::string what, file, token;
+  };
+  std::vector<Attempt> attempts = {
+      {"her run ids as bob", write("bob", as_bob, 0, periods, 5), testToken("bob")},
+      {"her run ids without an owner", write("unnamed", unnamed, 0, periods, 5), testToken("bob")},
+      {"her run ids in her name", write("forged", k, 0, periods, 5), testToken("bob")},
+      {"a newer run of her job", write("newer", as_bob, periods, periods + 1, 5), testToken("bob")},
+  };
+  for (const auto& a : attempts) {
+    auto [c, o] = ctl({"history", "import", a.file, "--format", "jsonl"}, a.token);
+    EXPECT_EQ(c, 1) << a.what << ": " << o;
+    EXPECT_NE(o.find("PERMISSION_DENIED"), std::string::npos) << a.what << ": " << o;
+  }
+  auto [cn, on] = ctl({"history", "import", attempts[0].file, "--format", "jsonl"}, "");
+  EXPECT_EQ(cn, 1) << "no token: " << on;
+
+  auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
+  ASSERT_EQ(cr, 0) << orf;
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
+  ASSERT_EQ(cl, 0) << ol;
+  json listed = json::parse(ol), proposal;
+  for (const auto& p : listed["proposals"])
+    if (p["job_key"] == "alice-etl") proposal = p;
+  ASSERT_FALSE(proposal.is_null()) << ol << inf_.log();
+  EXPECT_EQ(proposal["owner"], "alice") << proposal.dump();
+  // Her runs use 2..5 containers; bob's copies 10..25.
+  for (const auto& v : proposal["skyline"]) EXPECT_LE(v.get<int64_t>(), 5) << proposal.dump();
+  auto [cb, ob] = ctl({"slo", "accept", proposal["proposal_id"]}, testToken("bob"));
+  EXPECT_EQ(cb, 1) << ob;
+  EXPECT_NE(ob.find("PERMISSION_DENIED"), std::string::npos) << ob;
+}
+
 TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::string dir = freshDir("inference-feed");
   // Reserve a port for the inference service, which starts only later.

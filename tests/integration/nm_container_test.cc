@@ -28,8 +28,10 @@ class NmContainerIT : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string rm_dir = freshDir("rm");
-    rm_ = Process::startDaemon(
-        "rm", rm_dir, {"--set", "rm.heartbeat-interval=60s", "--set", "rm.node-expiry=300s"});
+    rm_ =
+        Process::startDaemon("rm", rm_dir,
+                             {"--set", "rm.heartbeat-interval=60s", "--set", "rm.node-expiry=300s",
+                              "--set", "rm.token-file=" + testTokenFile()});
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
     std::string secret;
     std::ifstream in(rm_dir + "/token-secret");

@@ -21,11 +21,14 @@ class RuntimeIT : public ClusterTest {};
 // Also: the finished app's telemetry is queryable in the RM and reaches a
 // real morpheus-inference (the RM's feed of Morpheus §4 input).
 TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
-  Process inf = Process::startDaemon("inference", freshDir("inference"),
-                                     {"--set", "inference.auth-disabled=true"});
+  // Inference authenticates ingestion: the RM feeds it as the admin ops (issue #11).
+  std::string inf_dir = freshDir("inference");
+  std::string feed_token = inf_dir + "-rm-token";
+  std::ofstream(feed_token) << testToken("ops") << "\n";
+  Process inf = Process::startDaemon("inference", inf_dir, {"--token-file", testTokenFile()});
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
-  startCluster(3,
-               {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s"});
+  startCluster(3, {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s",
+                   "--set", "rm.inference-token-file=" + feed_token});
   auto [code, out] =
       ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
            "--recurrence", "dag-nightly", "--wait"});
@@ -48,9 +51,10 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
   // The inference service received the run: a refit lists the job.
   ASSERT_TRUE(waitFor(
       [&] {
-        runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"});
-        auto [c, o] =
-            runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"});
+        std::map<std::string, std::string> ops = {{"MORPHEUS_TOKEN", testToken("ops")}};
+        runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"}, ops);
+        auto [c, o] = runCommand(
+            {binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"}, ops);
         return o.find("dag-nightly") != std::string::npos;
       },
       20s))
@@ -120,7 +124,9 @@ TEST_F(RuntimeIT, NodeKilledMidJobLosesItsContainersWhichRunElsewhere) {
 // restarted), the job completes and nothing acknowledged is lost.
 TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   std::string rm_dir = freshDir("rm-restart");
-  rm_ = Process::startDaemon("rm", rm_dir, {"--set", "rm.heartbeat-interval=300ms"});
+  std::string tokens = testTokenFile();
+  rm_ = Process::startDaemon(
+      "rm", rm_dir, {"--set", "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens});
   ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
   rm_addr_ = rm_.grpcAddress();
   std::string grpc_port = rm_.grpcAddress().substr(rm_.grpcAddress().rfind(':') + 1);
@@ -162,7 +168,7 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   std::string log = rm_dir + "-restart.log";
   rm_ = Process::start(binary("morpheus-rm"),
                        {"--data-dir", rm_dir, "--grpc-port", grpc_port, "--http-port", http_port,
-                        "--set", "rm.heartbeat-interval=300ms"},
+                        "--set", "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens},
                        log);
   ASSERT_TRUE(waitFinal(id, 60s)) << rm_.log();
   json a = app(id);
@@ -193,7 +199,8 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
 
   // A one-off reservation of 3 containers (1 GiB, 1 vcore) for 40 s, starting soon.
   int64_t t0 = nowMs() + 8000;
-  auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation");
+  auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation", "",
+                       "application/json", bearer("alice"));
   ASSERT_EQ(n.status, 200) << n.body;
   std::string rid = json::parse(n.body)["reservation-id"];
   json def = {
@@ -212,7 +219,8 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
                                {"queue", "default"},
                                {"user", "alice"},
                                {"reservation-definition", def}})
-                             .dump());
+                             .dump(),
+                         "application/json", bearer("alice"));
   ASSERT_EQ(sub.status, 200) << sub.body;
   int64_t alloc_start = INT64_MAX;
   json placed = json::parse(sub.body);
