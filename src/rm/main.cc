@@ -3,8 +3,10 @@
 
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 
+#include "common/auth.h"
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
@@ -31,6 +33,26 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  // Callers' identities (issue #11): rm.token-file, or explicitly none.
+  std::map<std::string, Principal> tokens;
+  if (!opts.token_file.empty()) {
+    auto t = loadTokenFile(opts.token_file);
+    if (!t.isOk()) {
+      std::cerr << "morpheus-rm: config error: rm.token-file: " << t.status().message() << "\n";
+      return 2;
+    }
+    tokens = std::move(t).value();
+  } else if (!opts.auth_disabled) {
+    std::cerr << "morpheus-rm: config error: rm.token-file: required (or set rm.auth-disabled: "
+                 "true for tests and single-user development)\n";
+    return 2;
+  }
+  if (opts.auth_disabled) {
+    spdlog::warn(
+        "authentication is disabled (rm.auth-disabled: true): any caller may register "
+        "as any node; for tests and single-user development only");
+  }
+  const Authenticator auth(std::move(tokens), opts.auth_disabled);
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
@@ -129,7 +151,7 @@ int main(int argc, char** argv) {
       dra, std::move(policy).value(), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::ReservationServiceImpl reservation_service(reservations);
-  rm::ResourceTrackerService tracker(core, &runtime);
+  rm::ResourceTrackerService tracker(core, auth, &runtime);
   rm::ClientServiceImpl client(core, &apps, {opts.admins.begin(), opts.admins.end()}, &runtime);
   rm::ApplicationMasterServiceImpl am_service(runtime);
   DaemonServer server("rm", opts.daemon, metrics);

@@ -11,6 +11,14 @@ Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
   if (info.total.memoryMib() <= 0 || info.total.vcores() <= 0) {
     return invalidArgument("total", "a node must offer memory > 0 and vcores > 0");
   }
+  if (auto it = nodes_.find(info.id);
+      it != nodes_.end() && it->second.live &&
+      it->second.container_manager_address != info.container_manager_address) {
+    return alreadyExists("node " + info.id.value() + " is live at " +
+                         it->second.container_manager_address + "; a registration from " +
+                         info.container_manager_address +
+                         " is refused until that node is lost or unregisters");
+  }
   info.live = true;
   info.registered_at = now;
   info.last_heartbeat = now;

@@ -21,6 +21,7 @@ struct RmOptions {
   std::vector<std::string> admins;             // rm.admins
   std::string token_file;                      // rm.token-file
   bool auth_disabled = false;                  // rm.auth-disabled
+  Millis container_token_expiry{600000};       // rm.container-token-expiry
   std::string state_store;                     // state-store.kind
   std::string state_store_location;            // state-store.location
   planner::PlannerOptions planner;             // planner.*
@@ -69,6 +70,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addBool("rm.auth-disabled", &o->auth_disabled, false,
             "Accept every caller as the admin 'anonymous' and nodes without credentials. For "
             "tests and single-user development only; logged as a warning.");
+  s.addDuration("rm.container-token-expiry", &o->container_token_expiry, Millis(600000),
+                Millis(1000),
+                "How long a container token the RM issues may start its container (YARN's "
+                "allocation expiry); node managers refuse StartContainers with an older token. "
+                "Stopping a container or reading its logs accepts an expired token of its app.");
   s.addString("state-store.kind", &o->state_store, "sqlite",
               "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
   s.addString("state-store.location", &o->state_store_location, "",
