@@ -57,8 +57,10 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
                                 v1::GetContainerLogsResponse*) override;
 
  private:
-  // The token's grant when `token` is a token of the application `id` belongs
-  // to (expired accepted); PERMISSION_DENIED or NOT_FOUND otherwise.
+  // OK when `token` verifies with this node's key and names the application
+  // container `id` belongs to (an expired token is accepted). PERMISSION_DENIED
+  // for a bad token or another application; NOT_FOUND when the node has no
+  // record of `id`.
   Status authorizeForContainer(const std::string& token, const ContainerId& id) const;
 
   ContainerRuntime& runtime_;

@@ -151,11 +151,12 @@ int writeHistory(const std::string& path, const std::vector<KnownJob>& jobs, int
 class InferenceIT : public ::testing::Test {
  protected:
   void SetUp() override {
-    rm_ = Process::startDaemon("rm", freshDir("rm"), {});
+    rm_ = Process::startDaemon("rm", freshDir("rm"), rmAuthArgs());
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    nm_ = Process::startDaemon(
-        "nm", freshDir("nm"),
-        {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
+    std::vector<std::string> nm_args = {
+        "--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
+    for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+    nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     dir_ = freshDir("inference");
     tokens_ = dir_ + "-tokens";

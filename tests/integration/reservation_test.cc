@@ -35,9 +35,10 @@ class ReservationIT : public ::testing::Test {
   void SetUp() override {
     rm_dir_ = freshDir("rm");
     startRm();
-    nm_ = Process::startDaemon("nm", freshDir("nm"),
-                               {"--rm", rm_.grpcAddress(), "--resources",
-                                "memory=102400,vcores=100", "--node-id", "big-node"});
+    std::vector<std::string> nm_args = {
+        "--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
+    for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+    nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     ASSERT_TRUE(waitFor(
         [&] {
@@ -50,7 +51,8 @@ class ReservationIT : public ::testing::Test {
         << rm_.log();
   }
   void startRm() {
-    rm_ = Process::startDaemon("rm", rm_dir_, {});
+    if (rm_token_file_.empty()) rm_token_file_ = testTokenFile();
+    rm_ = Process::startDaemon("rm", rm_dir_, {"--set", "rm.token-file=" + rm_token_file_});
     ASSERT_FALSE(rm_.httpAddress().empty()) << rm_.log();
   }
   json listAll() {
@@ -59,7 +61,7 @@ class ReservationIT : public ::testing::Test {
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body, nullptr, false);
   }
-  std::string rm_dir_;
+  std::string rm_dir_, rm_token_file_;
   Process rm_, nm_;
 };
 
