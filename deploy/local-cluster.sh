@@ -32,14 +32,28 @@ launch() {
 start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
-  launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
-    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050
   # Sign-off identities for the inference service: one admin token for the
   # local operator, made once (README: "Signing off SLOs").
   if [ ! -f "$VAR/tokens" ]; then
     (umask 077; printf '%s %s admin\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
       "${USER:-operator}" >"$VAR/tokens")
   fi
+  # The RM's callers (rm.token-file): the operator's admin token and one node
+  # token per NM (role node, user = node id); each NM reads its own from
+  # var/<node>.token (nm.token-file). Made once.
+  if [ ! -f "$VAR/rm-tokens" ]; then
+    (umask 077
+      cp "$VAR/tokens" "$VAR/rm-tokens.tmp"
+      for n in "${NODES[@]}"; do
+        t=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+        printf '%s %s node\n' "$t" "$n" >>"$VAR/rm-tokens.tmp"
+        printf '%s\n' "$t" >"$VAR/$n.token"
+      done
+      mv "$VAR/rm-tokens.tmp" "$VAR/rm-tokens")
+  fi
+  launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
+    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050 \
+    --set rm.token-file="$VAR/rm-tokens"
   launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
     --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/tokens"
   local i=0
@@ -47,7 +61,7 @@ start() {
     i=$((i + 1))
     launch "$n" "$BIN/morpheus-nm" --config "$ROOT/deploy/nm.yaml" --data-dir "$VAR/$n" \
       --grpc-port $((8140 + i)) --http-port $((8240 + i)) --node-id "$n" \
-      --rm 127.0.0.1:$RM_GRPC --set "nm.attributes=rack=r$i"
+      --rm 127.0.0.1:$RM_GRPC --set "nm.attributes=rack=r$i" --set nm.token-file="$VAR/$n.token"
   done
   # Wait (bounded) until all nodes are registered.
   local deadline=$((SECONDS + 30))
