@@ -79,6 +79,8 @@ Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
 // past info.expires. Starting a container needs an unexpired token; stopping
 // one or reading its logs accepts an expired token of the same application
 // (the signature still proves the RM issued it for that application).
+// `now` is the verifier's (the NM's) clock, the expiry the RM's: their clocks
+// must agree to well within rm.container-token-expiry.
 Status checkNotExpired(const ContainerTokenInfo& info, TimePoint now);
 
 // Container ids the NM accepts (they become directory names under

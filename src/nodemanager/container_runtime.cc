@@ -343,6 +343,10 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (containers_.count(spec.id))
       return alreadyExists("container " + spec.id.value() + " already exists");
   }
+  // An acknowledged container is forgotten but its record stays: a replayed
+  // token must not run it again.
+  if (std::filesystem::exists(dir + "/container.acked.json"))
+    return alreadyExists("container " + spec.id.value() + " already ran on this node");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return unavailable("cannot create " + dir + ": " + ec.message());

@@ -100,7 +100,8 @@ class ContainerRuntime {
   void start();     // monitor thread
   void shutdown();  // stops monitoring; running containers are left alone
 
-  // ALREADY_EXISTS for a known id; INVALID_ARGUMENT naming container_id for an
+  // ALREADY_EXISTS for a known id, also one acknowledged and forgotten (a
+  // replayed container token runs nothing twice); INVALID_ARGUMENT naming container_id for an
   // id that is not a container id (validateContainerId: it names a directory).
   // A command that cannot be executed yields a completed container with
   // kLaunchFailed (and an error here).

@@ -299,7 +299,8 @@ namespace {
 // (launch and logs are INVALID_ARGUMENT naming container_id, nothing is
 // created); an acknowledged container's application stays known (for the
 // logs' token check), also to a restarted runtime, which does not re-attach
-// it. Before, "../escape" made <local-dir>/escape and logs read any dir.
+// it, and launching it again is ALREADY_EXISTS. Before, "../escape" made
+// <local-dir>/escape, logs read any dir, and an acknowledged id ran again.
 TEST_F(RuntimeFixture, MalformedIdsAreRefusedAndAcknowledgedContainersKeepTheirApp) {
   auto rt = make();
   ASSERT_TRUE(rt->init().isOk());
@@ -321,6 +322,8 @@ TEST_F(RuntimeFixture, MalformedIdsAreRefusedAndAcknowledgedContainersKeepTheirA
   EXPECT_EQ(app->value(), "app_1");
   EXPECT_EQ(*rt->logs(ContainerId("c1"), "stdout", 0), "hi\n");
   EXPECT_EQ(rt->appOf(ContainerId("c404")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(rt->launch(shell("c1", "echo again")).code(), StatusCode::kAlreadyExists)
+      << "a replayed token does not run an acknowledged container again";
   rt->shutdown();
 
   auto again = make();
