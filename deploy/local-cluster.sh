@@ -37,7 +37,8 @@ token() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 # nm1..nm3 as nodes. Each client's own token is also kept alone in a file.
 make_tokens() {
   # A token file of an older version (operator only) is replaced.
-  [ -f "$VAR/tokens" ] && [ -f "$VAR/operator.token" ] && [ -f "$VAR/services.token" ] && return 0
+  [ -f "$VAR/tokens" ] && [ -f "$VAR/operator.token" ] && [ -f "$VAR/services.token" ] &&
+    [ -f "$VAR/${NODES[0]}.token" ] && return 0
   local op svc
   op=$(token)
   svc=$(token)
@@ -45,7 +46,13 @@ make_tokens() {
     umask 077
     {
       printf '# TOKEN USER [admin|node]\n%s %s admin\n%s services admin\n' "$op" "${USER:-operator}" "$svc"
-      for n in "${NODES[@]}"; do printf '%s %s node\n' "$(token)" "$n"; done
+      # One node token per NM (role node, user = node id); each NM reads its
+      # own from var/<node>.token (nm.token-file).
+      for n in "${NODES[@]}"; do
+        t=$(token)
+        printf '%s %s node\n' "$t" "$n"
+        printf '%s\n' "$t" >"$VAR/$n.token"
+      done
     } >"$VAR/tokens.new"
     printf '%s\n' "$op" >"$VAR/operator.token"
     printf '%s\n' "$svc" >"$VAR/services.token"
@@ -69,7 +76,7 @@ start() {
     i=$((i + 1))
     launch "$n" "$BIN/morpheus-nm" --config "$ROOT/deploy/nm.yaml" --data-dir "$VAR/$n" \
       --grpc-port $((8140 + i)) --http-port $((8240 + i)) --node-id "$n" \
-      --rm 127.0.0.1:$RM_GRPC --set "nm.attributes=rack=r$i"
+      --rm 127.0.0.1:$RM_GRPC --set "nm.attributes=rack=r$i" --set nm.token-file="$VAR/$n.token"
   done
   # Wait (bounded) until all nodes are registered.
   local deadline=$((SECONDS + 30))

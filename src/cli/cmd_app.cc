@@ -310,7 +310,7 @@ void logs(const CliContext& ctx, const std::string& id, const std::string& conta
   // Without a known node (a finished task container), ask every node until one has it.
   Status last = notFound("container " + access.container_id() + " not found on any node");
   for (const auto& t : access.targets()) {
-    auto data = fetchLogs(t.container_manager_address(), access.container_id(), t.token(),
+    auto data = fetchLogs(ctx, t.container_manager_address(), access.container_id(), t.token(),
                           stderr_stream, bytes);
     if (data.isOk()) {
       std::cout << *data << std::flush;

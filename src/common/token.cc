@@ -5,6 +5,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <charconv>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -92,10 +95,41 @@ Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) 
 
 namespace morpheus {
 
+namespace {
+
+// A plain non-negative decimal integer (no sign, spaces or suffix).
+bool parseNonNegative(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && *out >= 0;
+}
+
+std::string utcString(TimePoint t) {
+  std::time_t secs = static_cast<std::time_t>(toEpochMs(t) / 1000);
+  std::tm tm{};
+  char buf[32];
+  if (gmtime_r(&secs, &tm) == nullptr ||
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    return "?";
+  return buf;
+}
+
+}  // namespace
+
+std::string deriveNodeKey(const std::string& master_secret, const NodeId& node) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  std::string context = "node-key|" + node.value();
+  HMAC(EVP_sha256(), master_secret.data(), static_cast<int>(master_secret.size()),
+       reinterpret_cast<const unsigned char*>(context.data()), context.size(), mac, &len);
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+
 std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenInfo& info) {
   return signer.sign("c|" + info.container.value() + "|" + info.app.value() + "|" +
                      info.node.value() + "|" + std::to_string(info.resource.memoryMib()) + "|" +
-                     std::to_string(info.resource.vcores()));
+                     std::to_string(info.resource.vcores()) + "|" +
+                     std::to_string(toEpochMs(info.expires)));
 }
 
 Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
@@ -105,16 +139,21 @@ Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
   std::stringstream ss(payload);
   std::string p;
   while (std::getline(ss, p, '|')) parts.push_back(p);
-  if (parts.size() != 6 || parts[0] != "c") return permissionDenied("not a container token");
+  if (!payload.empty() && payload.back() == '|') parts.push_back("");
+  if (parts.size() != 7 || parts[0] != "c") return permissionDenied("not a container token");
   ContainerTokenInfo info;
   info.container = ContainerId(parts[1]);
   info.app = AppId(parts[2]);
   info.node = NodeId(parts[3]);
-  try {
-    info.resource = Resource(std::stoll(parts[4]), std::stoll(parts[5]));
-  } catch (const std::exception&) {
-    return permissionDenied("malformed container token");
+  int64_t memory = 0, vcores = 0, expires = 0;
+  if (!parseNonNegative(parts[4], &memory) || !parseNonNegative(parts[5], &vcores)) {
+    return permissionDenied("malformed container token: resource");
   }
+  if (!parseNonNegative(parts[6], &expires)) {
+    return permissionDenied("malformed container token: expiry");
+  }
+  info.resource = Resource(memory, vcores);
+  info.expires = fromEpochMs(expires);
   return info;
 }
 
@@ -127,6 +166,30 @@ Result<std::string> readBearerTokenFile(const std::string& path) {
     return line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
   }
   return invalidArgument(path, "holds no token");
+}
+
+Status checkNotExpired(const ContainerTokenInfo& info, TimePoint now) {
+  if (now < info.expires) return Status::ok();
+  return permissionDenied("container token for " + info.container.value() + " expired at " +
+                          utcString(info.expires) + " (expiry " +
+                          std::to_string(toEpochMs(info.expires)) + " ms since the epoch)");
+}
+
+Status validateContainerId(const std::string& id) {
+  if (id.empty()) return invalidArgument("container_id", "is required");
+  if (id.size() > kMaxContainerIdLength) {
+    return invalidArgument("container_id",
+                           "longer than " + std::to_string(kMaxContainerIdLength) + " characters");
+  }
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  auto ok = [&](char c) { return alnum(c) || c == '_' || c == '-'; };
+  if (!alnum(id[0]) || !std::all_of(id.begin(), id.end(), ok)) {
+    return invalidArgument("container_id",
+                           "must be letters, digits, '_' and '-', starting with a letter or digit");
+  }
+  return Status::ok();
 }
 
 }  // namespace morpheus

@@ -2,6 +2,12 @@
 // AM tokens, and static bearer tokens for owners. A token is
 // "<payload>.<hex hmac>"; the payload is readable (not secret), the MAC makes
 // it unforgeable without the key.
+//
+// Keys (issue #11, finding 1): the RM's master secret signs AM tokens and
+// never leaves the RM. Each node has its own container-token key derived from
+// it (deriveNodeKey); the RM signs a container token with the key of the node
+// the container runs on and hands that key only to the authenticated NM of
+// that node, so one node's key cannot start containers on another node.
 #pragma once
 
 #include <map>
@@ -45,22 +51,49 @@ Result<std::string> readBearerTokenFile(const std::string& path);
 
 }  // namespace morpheus
 
+#include "common/clock.h"
 #include "common/ids.h"
 #include "common/resource.h"
 
 namespace morpheus {
 
-// What a container token grants: run `container` of `app` on `node` with `resource`.
+// K_node = HMAC-SHA256(master_secret, "node-key|" + node): the 32 raw bytes
+// that sign and verify container tokens of `node`. Deterministic, so a
+// restarted RM (same master secret in its data dir) re-derives the same keys.
+std::string deriveNodeKey(const std::string& master_secret, const NodeId& node);
+
+// What a container token grants: run `container` of `app` on `node` with
+// `resource`, if started before `expires`.
 struct ContainerTokenInfo {
   ContainerId container;
   AppId app;
   NodeId node;
   Resource resource;
+  TimePoint expires;
 };
 
+// Payload "c|<container>|<app>|<node>|<memory MiB>|<vcores>|<expires, epoch ms>",
+// signed with `signer` (the RM passes the key of info.node).
 std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenInfo& info);
-// PERMISSION_DENIED when the MAC or the payload is bad.
+// PERMISSION_DENIED when the MAC does not verify or the payload is not a
+// container token of this format (a field missing or extra, a resource or the
+// expiry not a plain non-negative integer). Does not check the expiry.
 Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
                                                 const std::string& token);
+// PERMISSION_DENIED naming the expiry (epoch ms and UTC) when `now` is at or
+// past info.expires. Starting a container needs an unexpired token; stopping
+// one or reading its logs accepts an expired token of the same application
+// (the signature still proves the RM issued it for that application).
+// `now` is the verifier's (the NM's) clock, the expiry the RM's: their clocks
+// must agree to well within rm.container-token-expiry.
+Status checkNotExpired(const ContainerTokenInfo& info, TimePoint now);
+
+// Container ids the NM accepts (they become directory names under
+// nm.local-dir): 1 to kMaxContainerIdLength characters of [A-Za-z0-9_-],
+// starting with a letter or digit. The RM's ids ("<app>_<epoch>_<seq>",
+// "<app>_<epoch>_am<attempt>", app "application_<ts>_<seq>") all match; '/',
+// '.', ".." and the empty id never do. INVALID_ARGUMENT naming container_id.
+inline constexpr size_t kMaxContainerIdLength = 128;
+Status validateContainerId(const std::string& id);
 
 }  // namespace morpheus

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/token.h"
+
 namespace morpheus::nm {
 
 namespace {
@@ -333,7 +335,7 @@ void ContainerRuntime::shutdown() {
 }
 
 Status ContainerRuntime::launch(const LaunchSpec& spec) {
-  if (spec.id.empty()) return invalidArgument("container_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(validateContainerId(spec.id.value()));
   if (spec.command.empty()) return invalidArgument("launch_context.command", "is required");
   std::string dir = local_dir_ + "/containers/" + spec.id.value();
   {
@@ -341,6 +343,10 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (containers_.count(spec.id))
       return alreadyExists("container " + spec.id.value() + " already exists");
   }
+  // An acknowledged container is forgotten but its record stays: a replayed
+  // token must not run it again.
+  if (std::filesystem::exists(dir + "/container.acked.json"))
+    return alreadyExists("container " + spec.id.value() + " already ran on this node");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return unavailable("cannot create " + dir + ": " + ec.message());
@@ -695,14 +701,33 @@ void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {
     if (it != containers_.end() && !it->second.snap.running) {
       // The RM has recorded the completion: forget it (logs stay in the dir).
       std::error_code ec;
-      std::filesystem::remove(it->second.snap.work_dir + "/container.json", ec);
+      std::filesystem::rename(it->second.snap.work_dir + "/container.json",
+                              it->second.snap.work_dir + "/container.acked.json", ec);
       containers_.erase(it);
     }
   }
 }
 
+Result<AppId> ContainerRuntime::appOf(const ContainerId& id) const {
+  MORPHEUS_RETURN_IF_ERROR(validateContainerId(id.value()));
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = containers_.find(id); it != containers_.end()) return it->second.snap.app;
+  }
+  std::string dir = local_dir_ + "/containers/" + id.value();
+  for (const char* name : {"/container.acked.json", "/container.json"}) {
+    std::ifstream f(dir + name);
+    if (!f) continue;
+    auto j = nlohmann::json::parse(f, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("app") && j["app"].is_string())
+      return AppId(j["app"].get<std::string>());
+  }
+  return notFound("container " + id.value() + " is not on this node");
+}
+
 Result<std::string> ContainerRuntime::logs(const ContainerId& id, const std::string& stream,
                                            size_t max_bytes) const {
+  MORPHEUS_RETURN_IF_ERROR(validateContainerId(id.value()));
   if (stream != "stdout" && stream != "stderr")
     return invalidArgument("stream", "must be stdout or stderr");
   std::string dir;

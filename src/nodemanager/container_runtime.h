@@ -100,8 +100,11 @@ class ContainerRuntime {
   void start();     // monitor thread
   void shutdown();  // stops monitoring; running containers are left alone
 
-  // ALREADY_EXISTS for a known id. A command that cannot be executed yields a
-  // completed container with kLaunchFailed (and an error here).
+  // ALREADY_EXISTS for a known id, also one acknowledged and forgotten (a
+  // replayed container token runs nothing twice); INVALID_ARGUMENT naming container_id for an
+  // id that is not a container id (validateContainerId: it names a directory).
+  // A command that cannot be executed yields a completed container with
+  // kLaunchFailed (and an error here).
   Status launch(const LaunchSpec& spec);
   // SIGTERM to the tree, SIGKILL after the grace period. No-op when done.
   Status stop(const ContainerId& id, ExitReason reason, const std::string& why);
@@ -109,9 +112,15 @@ class ContainerRuntime {
 
   std::vector<ContainerSnapshot> snapshot() const;
   std::optional<ContainerSnapshot> get(const ContainerId& id) const;
-  // Completed containers the RM has recorded are forgotten.
+  // Completed containers the RM has recorded are forgotten; their dirs keep
+  // the logs and the record (renamed container.acked.json, which init() does
+  // not re-attach from) so appOf still answers for them.
   void acknowledge(const std::vector<ContainerId>& ids);
-  // Tail of stdout/stderr.
+  // The application `id` belongs to, from memory or its record on disk.
+  // INVALID_ARGUMENT for a malformed id, NOT_FOUND when the node has no
+  // record of it.
+  Result<AppId> appOf(const ContainerId& id) const;
+  // Tail of stdout/stderr. INVALID_ARGUMENT for a malformed id or stream.
   Result<std::string> logs(const ContainerId& id, const std::string& stream,
                            size_t max_bytes) const;
 

@@ -55,6 +55,10 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
   }
   for (const auto& r : req->requests()) {
     const std::string& id = r.container().container_id();
+    if (Status valid = validateContainerId(id); !valid.isOk()) {
+      fail(resp->mutable_failed(), id, valid);
+      continue;
+    }
     auto info = key_.verify(r.container().token());
     if (!info.isOk()) {
       fail(resp->mutable_failed(), id,
@@ -65,6 +69,10 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
       fail(resp->mutable_failed(), id,
            permissionDenied("container token is for " + info->container.value() + " on " +
                             info->node.value()));
+      continue;
+    }
+    if (Status fresh = checkNotExpired(*info, clock_.now()); !fresh.isOk()) {
+      fail(resp->mutable_failed(), id, fresh);
       continue;
     }
     LaunchSpec spec;
@@ -93,6 +101,10 @@ grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*,
   auto info = key_.verify(req->token());
   if (!info.isOk()) return toGrpc(permissionDenied("token: " + info.status().message()));
   for (const auto& id : req->container_ids()) {
+    if (Status valid = validateContainerId(id); !valid.isOk()) {
+      fail(resp->mutable_failed(), id, valid);
+      continue;
+    }
     auto snap = runtime_.get(ContainerId(id));
     if (!snap) {
       fail(resp->mutable_failed(), id, notFound("container " + id + " is not on this node"));
@@ -103,7 +115,12 @@ grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*,
            permissionDenied("container " + id + " belongs to another application"));
       continue;
     }
-    (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "stopped by the application master");
+    Status st =
+        runtime_.stop(ContainerId(id), ExitReason::kKilled, "stopped by the application master");
+    if (!st.isOk()) {
+      fail(resp->mutable_failed(), id, st);
+      continue;
+    }
     resp->add_stopped(id);
   }
   return grpc::Status::OK;
@@ -117,16 +134,32 @@ grpc::Status ContainerServiceImpl::GetContainerStatuses(grpc::ServerContext*,
     return grpc::Status::OK;
   }
   for (const auto& id : req->container_ids()) {
+    if (Status valid = validateContainerId(id); !valid.isOk()) return toGrpc(valid);
+  }
+  for (const auto& id : req->container_ids()) {
     if (auto s = runtime_.get(ContainerId(id))) toProto(*s, resp->add_statuses());
   }
   return grpc::Status::OK;
 }
 
+Status ContainerServiceImpl::authorizeForContainer(const std::string& token,
+                                                   const ContainerId& id) const {
+  auto info = key_.verify(token);
+  if (!info.isOk()) return permissionDenied("token: " + info.status().message());
+  MORPHEUS_ASSIGN_OR_RETURN(AppId app, runtime_.appOf(id));
+  if (app != info->app) {
+    return permissionDenied("container " + id.value() + " belongs to another application");
+  }
+  return Status::ok();
+}
+
 grpc::Status ContainerServiceImpl::GetContainerLogs(grpc::ServerContext*,
                                                     const v1::GetContainerLogsRequest* req,
                                                     v1::GetContainerLogsResponse* resp) {
-  auto data = runtime_.logs(ContainerId(req->container_id()),
-                            req->stream().empty() ? "stdout" : req->stream(),
+  if (Status valid = validateContainerId(req->container_id()); !valid.isOk()) return toGrpc(valid);
+  ContainerId id(req->container_id());
+  if (Status st = authorizeForContainer(req->token(), id); !st.isOk()) return toGrpc(st);
+  auto data = runtime_.logs(id, req->stream().empty() ? "stdout" : req->stream(),
                             static_cast<size_t>(std::max<int64_t>(req->max_bytes(), 0)));
   if (!data.isOk()) return toGrpc(data.status());
   resp->set_data(*data);

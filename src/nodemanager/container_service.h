@@ -1,6 +1,14 @@
-// The NM's ContainerManager gRPC service (YARN's ContainerManagementProtocol):
-// starts only containers carrying a valid RM-issued container token for this
-// node; stops them for any holder of a token of the same application.
+// The NM's ContainerManager gRPC service (YARN's ContainerManagementProtocol).
+// Container tokens verify with this node's key (learned at registration, see
+// TokenKey); a token signed for another node never verifies here.
+//  - StartContainers: only with an unexpired token naming this container and
+//    this node (PERMISSION_DENIED otherwise, naming the expiry if expired).
+//  - StopContainers, GetContainerLogs: with any token of the container's
+//    application, expired or not (an AM or the app's owner holding an older
+//    token of the app may still stop its containers and read their logs).
+// Every container id is validated (validateContainerId) before it is used,
+// INVALID_ARGUMENT naming container_id, so no id can reach outside
+// nm.local-dir.
 #pragma once
 
 #include <map>
@@ -9,13 +17,15 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/token.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/container_runtime.h"
 
 namespace morpheus::nm {
 
-// The RM's token key, learned at registration. Thread-safe.
+// This node's container-token key (the RM's deriveNodeKey for this node id),
+// learned at registration. Thread-safe.
 class TokenKey {
  public:
   void set(const std::string& secret);
@@ -30,8 +40,9 @@ class TokenKey {
 
 class ContainerServiceImpl final : public v1::ContainerManager::Service {
  public:
-  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key)
-      : runtime_(runtime), key_(key) {}
+  // `clock` judges token expiry. All three must outlive the service.
+  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key, const Clock& clock)
+      : runtime_(runtime), key_(key), clock_(clock) {}
   // Set once the NM knows its id (its address when none is configured).
   void setNodeId(const std::string& id) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -52,9 +63,16 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
                                 v1::GetContainerLogsResponse*) override;
 
  private:
+  // OK when `token` verifies with this node's key and names the application
+  // container `id` belongs to (an expired token is accepted). PERMISSION_DENIED
+  // for a bad token or another application; NOT_FOUND when the node has no
+  // record of `id`.
+  Status authorizeForContainer(const std::string& token, const ContainerId& id) const;
+
   ContainerRuntime& runtime_;
   const TokenKey& key_;
   std::map<std::string, std::string> am_env_;  // constant after setAmEnvironment
+  const Clock& clock_;
   mutable std::mutex mu_;
   std::string node_id_;  // GUARDED_BY(mu_)
 };

@@ -40,6 +40,25 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // This node's credential towards the RM (issue #11).
+  std::string rm_token;
+  if (!opts.token_file.empty()) {
+    auto t = nm::readNodeToken(opts.token_file);
+    if (!t.isOk()) {
+      std::cerr << "morpheus-nm: config error: " << t.status().message() << "\n";
+      return 2;
+    }
+    rm_token = std::move(t).value();
+  } else if (!opts.auth_disabled) {
+    std::cerr << "morpheus-nm: config error: nm.token-file: required (or set nm.auth-disabled: "
+                 "true for tests and single-user development)\n";
+    return 2;
+  }
+  if (opts.auth_disabled && rm_token.empty()) {
+    spdlog::warn(
+        "nm.auth-disabled: true: registering with the RM without credentials; for tests "
+        "and single-user development only");
+  }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
@@ -53,8 +72,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   nm::TokenKey token_key;
+  RealClock clock;
   DaemonServer server("nm", opts.daemon, metrics);
-  nm::ContainerServiceImpl container_manager(runtime, token_key);
+  nm::ContainerServiceImpl container_manager(runtime, token_key, clock);
   container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
   server.addService(&container_manager);
   if (Status st = server.start(); !st.isOk()) {
@@ -65,8 +85,8 @@ int main(int argc, char** argv) {
   std::string node_id = opts.node_id.empty() ? cm_address : opts.node_id;
   container_manager.setNodeId(node_id);
   nm::NodeAgent agent(opts, node_id, cm_address,
-                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()), metrics,
-                      runtime, token_key);
+                      opts.daemon.http_host + ":" + std::to_string(server.httpPort()),
+                      std::move(rm_token), metrics, runtime, token_key);
   runtime.start();
   agent.start();
   int sig = waitForTerminationSignal();

@@ -21,6 +21,8 @@ struct NmOptions {
   Millis kill_grace{5000};                        // nm.kill-grace
   std::string memory_enforcement;                 // nm.memory-enforcement
   std::string cgroup_root;                        // nm.cgroup-root
+  std::string token_file;                         // nm.token-file
+  bool auth_disabled = false;                     // nm.auth-disabled
 };
 
 inline constexpr int64_t kDefaultNmGrpcPort = 8040;
@@ -54,6 +56,13 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
               "cgroup v2 mount under which the NM creates morpheus-nm/<container> cgroups.");
   s.addDuration("nm.kill-grace", &o->kill_grace, Millis(5000), Millis(0),
                 "Time between SIGTERM and SIGKILL when a container is stopped.");
+  s.addString("nm.token-file", &o->token_file, "",
+              "File holding this node's bearer token (one line: the token), sent to the RM on "
+              "every RPC; the RM's rm.token-file lists it as 'TOKEN <nm.node-id> node'. Keep it "
+              "mode 0600. Required unless nm.auth-disabled is true.");
+  s.addBool("nm.auth-disabled", &o->auth_disabled, false,
+            "Talk to the RM without a token (an RM with rm.auth-disabled: true). For tests and "
+            "single-user development only; logged as a warning.");
 }
 
 }  // namespace morpheus::nm

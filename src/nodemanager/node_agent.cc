@@ -2,17 +2,46 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "common/wire.h"
 
 namespace morpheus::nm {
 
+Result<std::string> readNodeToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalidArgument("nm.token-file", "cannot read '" + path + "'");
+  std::string token, line;
+  while (std::getline(in, line)) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (!token.empty()) {
+        return invalidArgument("nm.token-file",
+                               "'" + path + "' must hold one token only (one word on one line)");
+      }
+      token = word;
+    }
+  }
+  if (token.empty()) return invalidArgument("nm.token-file", "'" + path + "' holds no token");
+  if (token.size() < 16) {
+    return invalidArgument("nm.token-file",
+                           "the token in '" + path + "' is shorter than 16 characters");
+  }
+  return token;
+}
+
 NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
                      std::string container_manager_address, std::string http_address,
-                     MetricsRegistry& metrics, ContainerRuntime& runtime, TokenKey& key)
+                     std::string rm_token, MetricsRegistry& metrics, ContainerRuntime& runtime,
+                     TokenKey& key)
     : opts_(opts),
       node_id_(std::move(node_id)),
       cm_address_(std::move(container_manager_address)),
       http_address_(std::move(http_address)),
+      rm_token_(std::move(rm_token)),
       metrics_(metrics),
       runtime_(runtime),
       key_(key),
@@ -34,6 +63,12 @@ void NodeAgent::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::unique_ptr<grpc::ClientContext> NodeAgent::rmContext() const {
+  auto ctx = makeContext(Millis(5000));
+  if (!rm_token_.empty()) ctx->AddMetadata("authorization", "Bearer " + rm_token_);
+  return ctx;
+}
+
 bool NodeAgent::registerOnce() {
   v1::RegisterNodeRequest req;
   req.set_node_id(node_id_);
@@ -49,11 +84,13 @@ bool NodeAgent::registerOnce() {
   // Containers that survive an RM restart are reported so the RM re-adopts them.
   for (const auto& c : runtime_.snapshot()) toProto(c, req.add_running_containers());
   v1::RegisterNodeResponse resp;
-  auto ctx = makeContext(Millis(5000));
+  auto ctx = rmContext();
   grpc::Status st = stub_->RegisterNode(ctx.get(), req, &resp);
   if (!st.ok()) {
-    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-      spdlog::error("RM refused registration of node {}: {}", node_id_, st.error_message());
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        st.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
+      spdlog::error("RM refused registration of node {}: {}", node_id_, fromGrpc(st).toString());
     } else {
       spdlog::warn("cannot register with RM at {}: {}", opts_.rm_address, st.error_message());
     }
@@ -89,7 +126,7 @@ bool NodeAgent::heartbeatOnce() {
   req.set_used_rss_mib(rss);
   req.set_used_cpu_vcores(cpu);
   v1::NodeHeartbeatResponse resp;
-  auto ctx = makeContext(Millis(5000));
+  auto ctx = rmContext();
   grpc::Status st = stub_->NodeHeartbeat(ctx.get(), req, &resp);
   if (!st.ok()) {
     spdlog::warn("heartbeat to RM {} failed: {}", opts_.rm_address, st.error_message());

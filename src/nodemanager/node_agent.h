@@ -1,5 +1,8 @@
 // The NM's link to the RM: registers, heartbeats, follows resync orders.
 // Runs its own thread; the RM being down is not fatal (retries with backoff).
+// Every RPC to the RM carries this node's bearer token (nm.token-file) as
+// "authorization: Bearer TOKEN" metadata; a refused registration (wrong
+// token, or the node id live elsewhere) is logged as an error and retried.
 #pragma once
 
 #include <atomic>
@@ -17,14 +20,20 @@
 
 namespace morpheus::nm {
 
+// The token in nm.token-file: its one non-comment line ('#' starts a
+// comment), a single word of at least 16 characters. INVALID_ARGUMENT naming
+// nm.token-file otherwise.
+Result<std::string> readNodeToken(const std::string& path);
+
 class NodeAgent {
  public:
   // `container_manager_address` / `http_address`: where this NM serves.
   // Heartbeats report `runtime`'s containers and obey the RM's kill and
-  // acknowledge orders; the RM's token key is stored in `key` at registration.
+  // acknowledge orders; this node's container-token key is stored in `key`
+  // at registration. `rm_token` "" = send no credentials (nm.auth-disabled).
   NodeAgent(const NmOptions& opts, std::string node_id, std::string container_manager_address,
-            std::string http_address, MetricsRegistry& metrics, ContainerRuntime& runtime,
-            TokenKey& key);
+            std::string http_address, std::string rm_token, MetricsRegistry& metrics,
+            ContainerRuntime& runtime, TokenKey& key);
   ~NodeAgent();
 
   void start();
@@ -36,11 +45,14 @@ class NodeAgent {
   void run();
   bool registerOnce();
   bool heartbeatOnce();  // false = must re-register
+  // A context with the RPC deadline and this node's credentials.
+  std::unique_ptr<grpc::ClientContext> rmContext() const;
 
   const NmOptions opts_;
   const std::string node_id_;
   const std::string cm_address_;
   const std::string http_address_;
+  const std::string rm_token_;
   MetricsRegistry& metrics_;
   ContainerRuntime& runtime_;
   TokenKey& key_;

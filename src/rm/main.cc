@@ -3,8 +3,10 @@
 
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 
+#include "common/auth.h"
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
@@ -156,7 +158,7 @@ int main(int argc, char** argv) {
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
   rm::ReservationServiceImpl reservation_service(reservations, access);
-  rm::ResourceTrackerService tracker(core, &runtime);
+  rm::ResourceTrackerService tracker(core, **authenticator, &runtime);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   rm::ApplicationMasterServiceImpl am_service(runtime);
   DaemonServer server("rm", opts.daemon, metrics);

@@ -46,6 +46,14 @@ Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
     if (n.live && id != info.id && sum) sum = checkedSum(*sum, n.total);
   }
   if (!sum) return invalidArgument("total", "the cluster's capacity would overflow");
+  if (auto it = nodes_.find(info.id);
+      it != nodes_.end() && it->second.live &&
+      it->second.container_manager_address != info.container_manager_address) {
+    return alreadyExists("node " + info.id.value() + " is live at " +
+                         it->second.container_manager_address + "; a registration from " +
+                         info.container_manager_address +
+                         " is refused until that node is lost or unregisters");
+  }
   info.live = true;
   info.registered_at = now;
   info.last_heartbeat = now;

@@ -49,8 +49,12 @@ class NodeRegistry {
   // Adds or replaces the node (an NM restart re-registers the same id).
   // INVALID_ARGUMENT naming the field on a bad node id (validateNodeId), an
   // empty address, zero/negative resources, resources above the kMaxNode*
-  // limits, or a total that would overflow the cluster's capacity. A refused
-  // registration changes nothing.
+  // limits, or a total that would overflow the cluster's capacity.
+  // ALREADY_EXISTS naming the node and its live address when the id is live
+  // at another container_manager_address (issue #11 finding 5: a second NM
+  // with the same id must not take the record over); the same address (an NM
+  // restart) is accepted, and so is a new address once the node is lost or
+  // has unregistered. A refused registration changes nothing.
   Status registerNode(NodeInfo info, TimePoint now);
   // Records a heartbeat. NOT_FOUND when the node is unknown or was declared
   // lost (the NM must re-register: resync); INVALID_ARGUMENT for a usage

@@ -47,6 +47,16 @@ Result<std::string> loadOrCreateSecret(const std::string& data_dir) {
 
 RmCore::~RmCore() { stop(); }
 
+std::string RmCore::nodeKey(const NodeId& node) const {
+  return deriveNodeKey(signer_.secret(), node);
+}
+
+std::string RmCore::issueContainerToken(const ContainerTokenInfo& info) const {
+  ContainerTokenInfo t = info;
+  t.expires = clock_.now() + opts_.container_token_expiry;
+  return morpheus::issueContainerToken(TokenSigner(nodeKey(info.node)), t);
+}
+
 void RmCore::start() {
   std::lock_guard<std::mutex> lk(mu_);
   running_ = true;
@@ -77,7 +87,11 @@ Status RmCore::registerNode(NodeInfo info) {
   NodeId id = info.id;
   Resource total = info.total;
   bool existed = nodes_.find(id) != nullptr;
-  MORPHEUS_RETURN_IF_ERROR(nodes_.registerNode(std::move(info), clock_.now()));
+  if (Status st = nodes_.registerNode(std::move(info), clock_.now()); !st.isOk()) {
+    if (st.code() == StatusCode::kAlreadyExists)
+      spdlog::warn("refused registration: {}", st.message());
+    return st;
+  }
   spdlog::info("node {} {} with {}", id.value(), existed ? "re-registered" : "registered",
                total.toString());
   metrics_.counter("morpheus_rm_node_registrations_total", "Node registrations").inc();

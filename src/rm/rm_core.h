@@ -40,10 +40,21 @@ class RmCore {
   void stop();
 
   const std::string& epoch() const { return epoch_; }
-  // Signs container and AM tokens; the secret is shared with NMs at registration.
+  // The master key: signs AM tokens. Its secret never leaves the RM (NMs get
+  // per-node keys, see nodeKey).
   const TokenSigner& signer() const { return signer_; }
+  // The container-token key of `node` (deriveNodeKey of the master secret).
+  // For the registration reply of that node's authenticated NM only.
+  std::string nodeKey(const NodeId& node) const;
+  // A container token for `info` (its `expires` is ignored), signed with the
+  // key of info.node and valid for rm.container-token-expiry from now. Thread-
+  // safe (constant state only).
+  std::string issueContainerToken(const ContainerTokenInfo& info) const;
   Millis heartbeatInterval() const { return opts_.heartbeat_interval; }
 
+  // ALREADY_EXISTS when the node id is live at another container-manager
+  // address (an impostor, or a second NM configured with the same id): see
+  // NodeRegistry::registerNode. Nothing changes on failure.
   Status registerNode(NodeInfo info);
   // NOT_FOUND means "resync": the node must register again.
   Status nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used, int64_t rss_mib,

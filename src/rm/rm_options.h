@@ -21,6 +21,7 @@ struct RmOptions {
   std::vector<std::string> admins;                           // rm.admins
   std::string token_file;                                    // rm.token-file
   bool auth_disabled = false;                                // rm.auth-disabled
+  Millis container_token_expiry{600000};                     // rm.container-token-expiry
   std::map<std::string, std::string> queue_acls_submit;      // rm.queue-acls.submit
   std::map<std::string, std::string> queue_acls_administer;  // rm.queue-acls.administer
   std::string inference_token_file;                          // rm.inference-token-file
@@ -99,6 +100,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "with application telemetry; that token must be an admin of inference's "
               "inference.token-file. \"\" = send none (only for an inference with "
               "inference.auth-disabled).");
+  s.addDuration("rm.container-token-expiry", &o->container_token_expiry, Millis(600000),
+                Millis(1000),
+                "How long a container token the RM issues may start its container (YARN's "
+                "allocation expiry); node managers refuse StartContainers with an older token. "
+                "Stopping a container or reading its logs accepts an expired token of its app.");
   s.addString("state-store.kind", &o->state_store, "sqlite",
               "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
   s.addString("state-store.location", &o->state_store_location, "",

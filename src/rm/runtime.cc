@@ -463,7 +463,7 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   out.set_node_id(node.id.value());
   out.set_node_address(node.address);
   toProto(c.resource, out.mutable_resource());
-  out.set_token(issueContainerToken(core_.signer(), {cid, a.id, node.id, c.resource}));
+  out.set_token(core_.issueContainerToken({cid, a.id, node.id, c.resource, {}}));
   metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
   launches_.push_back({a.id, out, node.address, a.spec.am_launch_context, a.attempt + 1});
   cv_.notify_all();
@@ -485,7 +485,7 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   out.set_node_id(node.id.value());
   out.set_node_address(node.address);
   toProto(a.resource, out.mutable_resource());
-  out.set_token(issueContainerToken(core_.signer(), {a.container, a.app, node.id, a.resource}));
+  out.set_token(core_.issueContainerToken({a.container, a.app, node.id, a.resource, {}}));
   out.set_priority(a.priority);
   out.set_allocation_request_id(a.request_id);
   rt.allocated.push_back(std::move(out));

@@ -1,13 +1,33 @@
 #include "rm/services.h"
 
 #include "common/token.h"
+#include <spdlog/spdlog.h>
+
 #include "common/wire.h"
 
 namespace morpheus::rm {
 
-grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext*,
+Status ResourceTrackerService::authorizeNode(const grpc::ServerContext& ctx,
+                                             const std::string& node_id) const {
+  if (auth_.open()) return Status::ok();
+  auto who = auth_.identify(ctx);
+  Status st = who.isOk() ? Status::ok() : who.status();
+  if (st.isOk() && !who->node) {
+    st = permissionDenied(who->user +
+                          " is not a node manager: only a node token may register, "
+                          "heartbeat or unregister a node");
+  } else if (st.isOk() && who->user != node_id) {
+    st = permissionDenied("the node token of " + who->user + " may not act as node '" + node_id +
+                          "'");
+  }
+  if (!st.isOk()) spdlog::warn("refused a node RPC from {}: {}", ctx.peer(), st.message());
+  return st;
+}
+
+grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
                                                   const v1::RegisterNodeRequest* req,
                                                   v1::RegisterNodeResponse* resp) {
+  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
   auto total = validatedResource(req->total(), "total");
   if (!total.isOk()) return toGrpc(total.status());
   NodeInfo info;
@@ -24,13 +44,14 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext*,
   if (runtime_) runtime_->onNodeRegistered(*req);
   resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
   resp->set_rm_epoch(core_.epoch());
-  resp->set_container_token_secret(core_.signer().secret());
+  resp->set_container_token_secret(core_.nodeKey(NodeId(req->node_id())));
   return grpc::Status::OK;
 }
 
-grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext*,
+grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext* ctx,
                                                    const v1::NodeHeartbeatRequest* req,
                                                    v1::NodeHeartbeatResponse* resp) {
+  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
   auto used = validatedResource(req->used(), "used");
   if (!used.isOk()) return toGrpc(used.status());
   resp->set_next_heartbeat_interval_ms(core_.heartbeatInterval().count());
@@ -54,9 +75,10 @@ grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext*,
+grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
                                                     const v1::UnregisterNodeRequest* req,
                                                     v1::UnregisterNodeResponse*) {
+  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
   return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
 }
 
@@ -330,8 +352,9 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
     auto* t = resp->add_targets();
     t->set_node_id(n.id.value());
     t->set_container_manager_address(n.container_manager_address);
-    // TODO(lead, issue #11 merge): per-node key method of RmCore (node engineer).
-    t->set_token(issueContainerToken(core_.signer(), {container, app.id, n.id, Resource()}));
+    // Signed with that node's key, valid for rm.container-token-expiry: the NM
+    // serves logs only for a token of the container's app.
+    t->set_token(core_.issueContainerToken({container, app.id, n.id, Resource(), {}}));
   }
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <set>
+
+#include "common/auth.h"
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 
@@ -12,11 +14,17 @@
 
 namespace morpheus::rm {
 
+// Node managers' RPCs. Each needs "authorization: Bearer TOKEN" metadata
+// whose principal has the role node and user == the request's node_id
+// (unless authentication is disabled); otherwise PERMISSION_DENIED and
+// nothing changes. RegisterNode's reply carries that node's container-token
+// key (RmCore::nodeKey), never the master secret.
 class ResourceTrackerService final : public v1::ResourceTracker::Service {
  public:
-  // `runtime` null = node registration and liveness only.
-  explicit ResourceTrackerService(RmCore& core, RmRuntime* runtime = nullptr)
-      : core_(core), runtime_(runtime) {}
+  // `runtime` null = node registration and liveness only. `auth` must
+  // outlive the service.
+  ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr)
+      : core_(core), auth_(auth), runtime_(runtime) {}
   grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
                             v1::RegisterNodeResponse*) override;
   grpc::Status NodeHeartbeat(grpc::ServerContext*, const v1::NodeHeartbeatRequest*,
@@ -25,7 +33,11 @@ class ResourceTrackerService final : public v1::ResourceTracker::Service {
                               v1::UnregisterNodeResponse*) override;
 
  private:
+  // OK when the caller may act as node `node_id` (see the class comment).
+  Status authorizeNode(const grpc::ServerContext& ctx, const std::string& node_id) const;
+
   RmCore& core_;
+  const Authenticator& auth_;
   RmRuntime* runtime_;
 };
 

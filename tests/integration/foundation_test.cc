@@ -33,6 +33,9 @@ class DaemonTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   std::vector<std::string> args;
   if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};  // no RM: must still serve
+  if (GetParam() == "nm")
+    args.insert(args.end(), {"--set", "nm.token-file=" + nodeTokenFile("nm1")});
+  if (GetParam() == "rm") args = rmAuthArgs();
   if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
   if (GetParam() == "rm") args = {"--set", "rm.token-file=" + testTokenFile()};
   Process p = Process::startDaemon(GetParam(), freshDir(GetParam()), args);
@@ -66,7 +69,9 @@ TEST_P(DaemonTest, BadConfigExitsNamingTheKey) {
 // A busy gRPC port and an unusable data dir are clear start-up failures.
 TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
   std::vector<std::string> args;
-  if (GetParam() == "nm") args = {"--rm", "127.0.0.1:1"};
+  if (GetParam() == "nm")
+    args = {"--rm", "127.0.0.1:1", "--set", "nm.token-file=" + nodeTokenFile("nm1")};
+  if (GetParam() == "rm") args = rmAuthArgs();
   if (GetParam() == "inference") args = {"--set", "inference.auth-disabled=true"};
   if (GetParam() == "rm") args = {"--set", "rm.token-file=" + testTokenFile()};
   Process first = Process::startDaemon(GetParam(), freshDir("first"), args);
@@ -86,8 +91,10 @@ TEST_P(DaemonTest, BusyPortAndBadDataDirFail) {
 
   std::string file = freshDir("file") + "/plain-file";
   std::ofstream(file) << "x";
-  auto [code2, out2] = runCommand({binary("morpheus-" + GetParam()), "--data-dir", file,
-                                   "--grpc-port", "0", "--http-port", "0"});
+  std::vector<std::string> argv2 = {
+      binary("morpheus-" + GetParam()), "--data-dir", file, "--grpc-port", "0", "--http-port", "0"};
+  argv2.insert(argv2.end(), args.begin(), args.end());
+  auto [code2, out2] = runCommand(argv2);
   EXPECT_NE(code2, 0);
   EXPECT_NE(out2.find("data-dir"), std::string::npos) << out2;
 }
@@ -96,15 +103,17 @@ INSTANTIATE_TEST_SUITE_P(Daemons, DaemonTest, ::testing::Values("rm", "nm", "inf
 
 // Three NMs register and show up in `morpheusctl cluster status` (text and --json).
 TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
-  Process rm =
-      Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.token-file=" + testTokenFile()});
+  Process rm = Process::startDaemon("rm", freshDir("rm"), rmAuthArgs());
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::vector<Process> nms;
   for (int i = 0; i < 3; i++) {
-    nms.push_back(Process::startDaemon(
-        "nm", freshDir("nm"),
-        {"--rm", rm.grpcAddress(), "--resources", "memory=2048,vcores=2", "--node-id",
-         "node-" + std::to_string(i), "--set", "nm.attributes=rack=r" + std::to_string(i)}));
+    std::string node = "nm" + std::to_string(i + 1);
+    std::vector<std::string> args = {"--rm",        rm.grpcAddress(),
+                                     "--resources", "memory=2048,vcores=2",
+                                     "--node-id",   node,
+                                     "--set",       "nm.attributes=rack=r" + std::to_string(i)};
+    for (auto& a : nmAuthArgs(node)) args.push_back(std::move(a));
+    nms.push_back(Process::startDaemon("nm", freshDir("nm"), args));
     ASSERT_FALSE(nms.back().grpcAddress().empty()) << nms.back().log();
   }
   nlohmann::json status;
@@ -125,26 +134,28 @@ TEST(ClusterTest, ThreeNodesShowUpInClusterStatus) {
     ids.insert(n["node_id"].get<std::string>());
     EXPECT_EQ(n["total"]["vcores"], 2);
   }
-  EXPECT_EQ(ids, (std::set<std::string>{"node-0", "node-1", "node-2"}));
+  EXPECT_EQ(ids, (std::set<std::string>{"nm1", "nm2", "nm3"}));
   EXPECT_EQ(status["nodes"][1]["attributes"]["rack"], "r1");
 
   auto [code, text] = runCommand({binary("morpheusctl"), "--rm", rm.grpcAddress(), "--token",
                                   testToken("alice"), "cluster", "status"});
   EXPECT_EQ(code, 0);
   EXPECT_NE(text.find("3 live node(s)"), std::string::npos) << text;
-  EXPECT_NE(text.find("node-2"), std::string::npos) << text;
+  EXPECT_NE(text.find("nm3"), std::string::npos) << text;
 }
 
 // Node expiry: with a short expiry a killed NM turns LOST, and comes back when restarted.
 TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
-  Process rm = Process::startDaemon(
-      "rm", freshDir("rm"),
-      {"--set", "rm.node-expiry=1s", "--set", "rm.token-file=" + testTokenFile()});
+  std::vector<std::string> rm_args = {"--set", "rm.node-expiry=1s"};
+  for (auto& a : rmAuthArgs()) rm_args.push_back(std::move(a));
+  Process rm = Process::startDaemon("rm", freshDir("rm"), rm_args);
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::string nm_dir = freshDir("nm");
-  auto startNm = [&] {
-    return Process::startDaemon("nm", nm_dir, {"--rm", rm.grpcAddress(), "--node-id", "n1"});
-  };
+  std::vector<std::string> nm_args = {"--rm", rm.grpcAddress(), "--node-id", "nm1"};
+  for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+  // Port 0: the restarted NM registers from a new address, accepted because
+  // the node is lost by then.
+  auto startNm = [&] { return Process::startDaemon("nm", nm_dir, nm_args); };
   Process nm = startNm();
   auto liveNodes = [&] {
     auto [code, out] =

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -21,10 +23,13 @@ namespace fs = std::filesystem;
 
 std::string binary(const std::string& name) { return std::string(MORPHEUS_BIN_DIR) + "/" + name; }
 
+std::string testTempRoot() {
+  return (fs::temp_directory_path() / ("morpheus-it-" + std::to_string(::getpid()))).string();
+}
+
 std::string freshDir(const std::string& tag) {
   static int counter = 0;
-  fs::path base = fs::temp_directory_path() / ("morpheus-it-" + std::to_string(::getpid()));
-  fs::path d = base / (tag + "-" + std::to_string(counter++));
+  fs::path d = fs::path(testTempRoot()) / (tag + "-" + std::to_string(counter++));
   fs::remove_all(d);
   fs::create_directories(d);
   return d.string();
@@ -47,6 +52,118 @@ std::string testTokenFile() {
   out.close();
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   return path.string();
+}
+
+std::string nodeTokenFile(const std::string& node) {
+  fs::path path = fs::path(freshDir("token-" + node)) / "token";
+  std::ofstream(path) << testToken(node) << "\n";
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  return path.string();
+}
+
+std::vector<std::string> rmAuthArgs() { return {"--set", "rm.token-file=" + testTokenFile()}; }
+
+std::vector<std::string> nmAuthArgs(const std::string& node) {
+  return {"--set", "nm.token-file=" + nodeTokenFile(node)};
+}
+
+namespace {
+
+// Fields of /proc/<pid>/stat the reaper needs; nullopt when the process is gone.
+struct ProcStat {
+  char state = '?';
+  long long session = -1;
+  unsigned long long start = 0;  // field 22, clock ticks after boot
+};
+
+std::optional<ProcStat> procStat(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return std::nullopt;
+  auto rp = line.rfind(')');
+  if (rp == std::string::npos || rp + 2 > line.size()) return std::nullopt;
+  std::istringstream in(line.substr(rp + 2));
+  ProcStat p;
+  long long ppid = 0, pgrp = 0;
+  std::string field;
+  in >> p.state >> ppid >> pgrp >> p.session;
+  for (int i = 7; i <= 22 && (in >> field); i++) {
+    if (i == 22) p.start = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  if (!in) return std::nullopt;
+  return p;
+}
+
+// Live (non-zombie) processes of session `sid`.
+std::vector<pid_t> sessionMembers(pid_t sid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    auto p = procStat(pid);
+    if (p && p->session == sid && p->state != 'Z') out.push_back(pid);
+  }
+  return out;
+}
+
+// The session of a container from its record, if the container still runs.
+std::optional<pid_t> liveContainerSession(const fs::path& record) {
+  std::ifstream in(record);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.contains("completed")) return std::nullopt;
+  pid_t pid = j.value("pid", pid_t{-1});
+  unsigned long long start = j.value("proc_start", 0ULL);
+  if (pid <= 1 || start == 0) return std::nullopt;
+  auto p = procStat(pid);
+  if (!p || p->state == 'Z' || p->start != start || p->session != pid) return std::nullopt;
+  return pid;
+}
+
+// Stops, after each test, what that test's NMs left running (see harness.h).
+class ContainerReaper : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& test) override {
+    int n = stopContainersUnder(testTempRoot());
+    if (n > 0) {
+      std::printf("[  harness ] %s.%s: stopped %d container(s) its NMs left running\n",
+                  test.test_suite_name(), test.name(), n);
+    }
+  }
+};
+
+// Installed once per test binary; gtest owns (and deletes) the listener.
+const bool kContainerReaperInstalled = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ContainerReaper);
+  return true;
+}();
+
+}  // namespace
+
+int stopContainersUnder(const std::string& dir) {
+  std::vector<pid_t> sessions;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code dir_ec;
+    if (!it->is_directory(dir_ec) || it->path().filename() != "containers") continue;
+    it.disable_recursion_pending();  // container work dirs hold no NM
+    for (const auto& c : fs::directory_iterator(it->path(), dir_ec)) {
+      if (auto sid = liveContainerSession(c.path() / "container.json")) sessions.push_back(*sid);
+    }
+  }
+  auto anyLeft = [&] {
+    bool left = false;
+    for (pid_t sid : sessions) {
+      for (pid_t pid : sessionMembers(sid)) {
+        ::kill(pid, SIGKILL);
+        left = true;
+      }
+    }
+    return left;
+  };
+  waitFor([&] { return !anyLeft(); }, std::chrono::seconds(5));
+  return static_cast<int>(sessions.size());
 }
 
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
@@ -232,11 +349,14 @@ void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
   rm_ = Process::startDaemon("rm", freshDir("rm"), args);
   ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
   for (int i = 0; i < nms; i++) {
-    nms_.push_back(
-        Process::startDaemon("nm", freshDir("nm"),
-                             {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1),
-                              "--resources", nm_resources, "--set", "nm.monitor-interval=200ms",
-                              "--set", "nm.heartbeat-interval=300ms"}));
+    std::string node = "nm" + std::to_string(i + 1);
+    std::vector<std::string> nm_args = {"--rm",        rm_.grpcAddress(),
+                                        "--node-id",   node,
+                                        "--resources", nm_resources,
+                                        "--set",       "nm.monitor-interval=200ms",
+                                        "--set",       "nm.heartbeat-interval=300ms"};
+    for (auto& a : nmAuthArgs(node)) nm_args.push_back(std::move(a));
+    nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
     ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
   }
   ASSERT_TRUE(waitFor(

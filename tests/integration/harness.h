@@ -26,6 +26,25 @@ std::string freshDir(const std::string& tag);
 std::string testToken(const std::string& principal);
 // Writes that file (mode 0600) under the test temp dir; returns its path.
 std::string testTokenFile();
+// A file (mode 0600) holding only testToken(node), for nm.token-file.
+std::string nodeTokenFile(const std::string& node);
+// {"--set", "rm.token-file=<testTokenFile()>"}: an RM started directly.
+std::vector<std::string> rmAuthArgs();
+// {"--set", "nm.token-file=<nodeTokenFile(node)>"}: an NM with --node-id `node`.
+std::vector<std::string> nmAuthArgs(const std::string& node);
+
+// Containers outlive a killed NM by design (they are re-attached by the next
+// NM process). After every test (a gtest listener installed by the harness,
+// run once the test's fixture and its Process objects are gone) the harness
+// stops what the test's NMs left running: for each record
+// <nm.local-dir>/containers/<id>/container.json under `dir` that is not
+// completed and whose launcher pid still has the recorded /proc start time,
+// SIGKILL to every process of that session (the launcher is the session
+// leader). Returns how many containers it stopped; waits (<= 5 s) until
+// their processes are gone.
+int stopContainersUnder(const std::string& dir);
+// The directory all freshDir()s of this test process live in.
+std::string testTempRoot();
 
 // Polls `cond` every 20 ms until it returns true or `timeout` passes.
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);

@@ -154,9 +154,10 @@ class InferenceIT : public ::testing::Test {
     tokens_ = testTokenFile();
     rm_ = Process::startDaemon("rm", freshDir("rm"), {"--set", "rm.token-file=" + tokens_});
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    nm_ = Process::startDaemon(
-        "nm", freshDir("nm"),
-        {"--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100"});
+    std::vector<std::string> nm_args = {
+        "--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
+    for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+    nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     dir_ = freshDir("inference");
     // Inference submits accepted proposals for their owners: an RM admin's token.

@@ -1,13 +1,15 @@
 // The NM's ContainerManager end to end (issue #3): a real morpheus-rm and
 // morpheus-nm on loopback; the test plays the AM, issuing container tokens
-// with the RM's secret (<rm data dir>/token-secret) and calling the NM's
-// StartContainers directly.
+// with nm1's key as the RM derives it (deriveNodeKey of the RM's master
+// secret, <rm data dir>/token-secret) and calling the NM's StartContainers
+// directly.
 //
 // The RM kills running containers of applications it does not know and
 // acknowledges completed ones (the NM then forgets them). These containers
 // belong to no submitted application, so heartbeats are set a minute apart and
 // every check happens after the NM's first heartbeat, before its second.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -28,22 +30,23 @@ class NmContainerIT : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string rm_dir = freshDir("rm");
-    rm_ =
-        Process::startDaemon("rm", rm_dir,
-                             {"--set", "rm.heartbeat-interval=60s", "--set", "rm.node-expiry=300s",
-                              "--set", "rm.token-file=" + testTokenFile()});
+    std::vector<std::string> rm_args = {"--set", "rm.heartbeat-interval=60s", "--set",
+                                        "rm.node-expiry=300s"};
+    for (auto& a : rmAuthArgs()) rm_args.push_back(std::move(a));
+    rm_ = Process::startDaemon("rm", rm_dir, rm_args);
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    std::string secret;
     std::ifstream in(rm_dir + "/token-secret");
-    std::getline(in, secret);
-    ASSERT_FALSE(secret.empty()) << "the RM keeps its token secret in " << rm_dir
-                                 << "/token-secret";
-    signer_.emplace(secret);
-    nm_ =
-        Process::startDaemon("nm", freshDir("nm"),
-                             {"--rm", rm_.grpcAddress(), "--node-id", "nm1", "--resources",
-                              "memory=2048,vcores=2", "--set", "nm.monitor-interval=100ms", "--set",
-                              "nm.kill-grace=500ms", "--set", "nm.heartbeat-interval=60s"});
+    std::getline(in, master_);
+    ASSERT_FALSE(master_.empty()) << "the RM keeps its token secret in " << rm_dir
+                                  << "/token-secret";
+    signer_.emplace(deriveNodeKey(master_, NodeId("nm1")));
+    nm_dir_ = freshDir("nm");
+    std::vector<std::string> nm_args = {
+        "--rm",        rm_.grpcAddress(),      "--node-id", "nm1",
+        "--resources", "memory=2048,vcores=2", "--set",     "nm.monitor-interval=100ms",
+        "--set",       "nm.kill-grace=500ms",  "--set",     "nm.heartbeat-interval=60s"};
+    for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+    nm_ = Process::startDaemon("nm", nm_dir_, nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     stub_ = v1::ContainerManager::NewStub(makeChannel(nm_.grpcAddress(), TlsOptions{}));
     ASSERT_TRUE(waitFor(
@@ -56,10 +59,25 @@ class NmContainerIT : public ::testing::Test {
         << nm_.log();
   }
 
+  // A token as the RM issues it for nm1 (expiring in 10 minutes unless
+  // `expires` is given).
   std::string token(const std::string& container, const std::string& app,
-                    const std::string& node = "nm1", int64_t memory_mib = 128) {
+                    const std::string& node = "nm1", int64_t memory_mib = 128,
+                    std::optional<TimePoint> expires = std::nullopt) {
+    TimePoint exp = expires.value_or(fromEpochMs(nowMs()) + std::chrono::minutes(10));
     return issueContainerToken(
-        *signer_, {ContainerId(container), AppId(app), NodeId(node), Resource(memory_mib, 1)});
+        *signer_, {ContainerId(container), AppId(app), NodeId(node), Resource(memory_mib, 1), exp});
+  }
+  // GetContainerLogs of `id` (stdout) presenting `tok`; the status and the data.
+  std::pair<grpc::Status, std::string> logs(const std::string& id, const std::string& tok) {
+    v1::GetContainerLogsRequest req;
+    req.set_container_id(id);
+    req.set_stream("stdout");
+    req.set_token(tok);
+    v1::GetContainerLogsResponse resp;
+    auto ctx = makeContext(Millis(5000));
+    grpc::Status st = stub_->GetContainerLogs(ctx.get(), req, &resp);
+    return {st, resp.data()};
   }
   v1::StartContainersResponse start(const std::string& id, const std::string& tok,
                                     const std::string& command,
@@ -100,6 +118,7 @@ class NmContainerIT : public ::testing::Test {
   }
 
   Process rm_, nm_;
+  std::string master_, nm_dir_;
   std::optional<TokenSigner> signer_;
   std::unique_ptr<v1::ContainerManager::Stub> stub_;
 };
@@ -117,13 +136,9 @@ TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
   EXPECT_GT(s.end_ms(), 0);
   EXPECT_GE(s.end_ms(), s.start_ms());
   EXPECT_EQ(s.resource().memory_mib(), 128) << "the allocation comes from the token";
-  v1::GetContainerLogsRequest lreq;
-  lreq.set_container_id("c_ok");
-  lreq.set_stream("stdout");
-  v1::GetContainerLogsResponse lresp;
-  auto ctx = makeContext(Millis(5000));
-  ASSERT_TRUE(stub_->GetContainerLogs(ctx.get(), lreq, &lresp).ok());
-  EXPECT_EQ(lresp.data(), "hello from c_ok\n");
+  auto [lst, data] = logs("c_ok", token("c_ok", "app_it"));
+  ASSERT_TRUE(lst.ok()) << lst.error_message();
+  EXPECT_EQ(data, "hello from c_ok\n");
 
   auto dup = start("c_ok", token("c_ok", "app_it"), "true", {});
   ASSERT_EQ(dup.failed_size(), 1) << dup.DebugString();
@@ -139,12 +154,8 @@ TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
       1);
   ASSERT_TRUE(waitFor(
       [&] {
-        v1::GetContainerLogsRequest r;
-        r.set_container_id("c_sleep");
-        r.set_stream("stdout");
-        v1::GetContainerLogsResponse out;
-        auto c = makeContext(Millis(5000));
-        return stub_->GetContainerLogs(c.get(), r, &out).ok() && out.data() == "started\n";
+        auto [st, out] = logs("c_sleep", token("c_sleep", "app_it"));
+        return st.ok() && out == "started\n";
       },
       std::chrono::seconds(10)));
   auto stop = [&](const std::string& tok) {
@@ -171,13 +182,25 @@ TEST_F(NmContainerIT, ContainerRunsAndReportsExitCodeZero) {
 TEST_F(NmContainerIT, BadTokenIsRefused) {
   std::string forged =
       issueContainerToken(TokenSigner("not-the-rm-secret"),
-                          {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1)});
+                          {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1),
+                           fromEpochMs(nowMs()) + std::chrono::minutes(10)});
+  // What the RM signed before per-node keys: the master secret itself.
+  std::string master_signed = issueContainerToken(
+      TokenSigner(master_), {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1),
+                             fromEpochMs(nowMs()) + std::chrono::minutes(10)});
+  // nm2's key (what nm2's NM learns) signing a token that names nm1.
+  std::string other_node_key =
+      issueContainerToken(TokenSigner(deriveNodeKey(master_, NodeId("nm2"))),
+                          {ContainerId("c_bad"), AppId("app_it"), NodeId("nm1"), Resource(128, 1),
+                           fromEpochMs(nowMs()) + std::chrono::minutes(10)});
   struct Case {
     std::string id, tok;
   } cases[] = {{"c_bad", forged},
                {"c_bad", "garbage"},
                {"c_bad", token("c_bad", "app_it", "nm2")},
-               {"c_bad", token("c_other", "app_it")}};
+               {"c_bad", token("c_other", "app_it")},
+               {"c_bad", master_signed},
+               {"c_bad", other_node_key}};
   for (const auto& c : cases) {
     auto resp = start(c.id, c.tok, "true", {});
     EXPECT_EQ(resp.started_size(), 0) << resp.DebugString();
@@ -200,9 +223,126 @@ TEST_F(NmContainerIT, MemoryHogIsKilledWithADiagnosticNamingTheLimit) {
       << s.DebugString();
 }
 
+// Issue #11 finding 1: a token past its expiry starts nothing
+// (PERMISSION_DENIED naming the expiry); an expired token of the same app
+// still reads the container's logs and stops it. Old tokens had no expiry.
+TEST_F(NmContainerIT, ExpiredTokenStartsNothingButStillStopsAndReadsLogs) {
+  TimePoint past = fromEpochMs(nowMs()) - std::chrono::seconds(1);
+  auto denied = start("c_late", token("c_late", "app_it", "nm1", 128, past), "sh",
+                      {"-c", "echo should not run"});
+  EXPECT_EQ(denied.started_size(), 0) << denied.DebugString();
+  ASSERT_EQ(denied.failed_size(), 1) << denied.DebugString();
+  EXPECT_EQ(denied.failed(0).code(), "PERMISSION_DENIED");
+  EXPECT_NE(denied.failed(0).message().find("expired at"), std::string::npos)
+      << denied.failed(0).message();
+  EXPECT_NE(denied.failed(0).message().find(std::to_string(toEpochMs(past))), std::string::npos)
+      << "the message names the expiry: " << denied.failed(0).message();
+  EXPECT_FALSE(status("c_late").has_value()) << "no container was created";
+
+  ASSERT_EQ(start("c_live", token("c_live", "app_it"), "sh", {"-c", "echo up; exec sleep 60"})
+                .started_size(),
+            1);
+  std::string expired = token("c_other", "app_it", "nm1", 128, past);
+  ASSERT_TRUE(waitFor([&] { return logs("c_live", expired).second == "up\n"; }, 10s))
+      << "an expired token of the app reads the logs: "
+      << logs("c_live", expired).first.error_message();
+  v1::StopContainersRequest req;
+  req.add_container_ids("c_live");
+  req.set_token(expired);
+  v1::StopContainersResponse out;
+  auto ctx = makeContext(Millis(5000));
+  ASSERT_TRUE(stub_->StopContainers(ctx.get(), req, &out).ok());
+  EXPECT_EQ(out.stopped_size(), 1) << out.DebugString();
+  EXPECT_EQ(waitComplete("c_live").exit_reason(), v1::EXIT_REASON_KILLED);
+}
+
+// Issue #11 finding 8: GetContainerLogs needs a token of the container's
+// application; without one, with another application's token, or with a
+// token signed by another node's key it is PERMISSION_DENIED. The old NM
+// served any container's logs to anyone.
+TEST_F(NmContainerIT, ContainerLogsNeedATokenOfTheContainersApplication) {
+  ASSERT_EQ(start("c_secret", token("c_secret", "app_it"), "sh", {"-c", "echo secret output"})
+                .started_size(),
+            1);
+  waitComplete("c_secret");
+  std::string other_node =
+      issueContainerToken(TokenSigner(deriveNodeKey(master_, NodeId("nm2"))),
+                          {ContainerId("c_any"), AppId("app_it"), NodeId("nm2"), Resource(128, 1),
+                           fromEpochMs(nowMs()) + std::chrono::minutes(10)});
+  for (const std::string& tok : {std::string(), token("c_x", "app_other"), other_node}) {
+    auto [st, data] = logs("c_secret", tok);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+    EXPECT_EQ(data, "");
+  }
+  auto [st, data] = logs("c_secret", token("c_any", "app_it"));
+  ASSERT_TRUE(st.ok()) << "any token of the app: " << st.error_message();
+  EXPECT_EQ(data, "secret output\n");
+}
+
+// Issue #11 finding 8: container ids are validated before they are used as a
+// path: "../../.." and other non-ids are INVALID_ARGUMENT naming container_id
+// for logs, start, stop and status, and no directory appears outside
+// <nm.local-dir>/containers. The old NM read <local-dir>/containers/../../..
+TEST_F(NmContainerIT, ContainerIdsThatAreNotIdsAreRefused) {
+  const std::vector<std::string> bad = {
+      "../../..", "..", ".", "a/b", "../escape", "", "c_ok/../../x", std::string(129, 'a'),
+      "-rf",      "a b"};
+  for (const auto& id : bad) {
+    auto [st, data] = logs(id, token(id, "app_it"));
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "'" << id << "'";
+    EXPECT_NE(st.error_message().find("container_id"), std::string::npos) << st.error_message();
+
+    auto resp = start(id, token(id, "app_it"), "sh", {"-c", "echo escaped > ../../../escaped"});
+    EXPECT_EQ(resp.started_size(), 0) << "'" << id << "' " << resp.DebugString();
+    ASSERT_EQ(resp.failed_size(), 1) << resp.DebugString();
+    EXPECT_EQ(resp.failed(0).code(), "INVALID_ARGUMENT") << resp.DebugString();
+
+    v1::StopContainersRequest sreq;
+    sreq.add_container_ids(id);
+    sreq.set_token(token("c_any", "app_it"));
+    v1::StopContainersResponse sresp;
+    auto ctx = makeContext(Millis(5000));
+    ASSERT_TRUE(stub_->StopContainers(ctx.get(), sreq, &sresp).ok());
+    ASSERT_EQ(sresp.failed_size(), 1) << sresp.DebugString();
+    EXPECT_EQ(sresp.failed(0).code(), "INVALID_ARGUMENT");
+
+    v1::GetContainerStatusesRequest qreq;
+    qreq.add_container_ids(id);
+    v1::GetContainerStatusesResponse qresp;
+    auto qctx = makeContext(Millis(5000));
+    EXPECT_EQ(stub_->GetContainerStatuses(qctx.get(), qreq, &qresp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  EXPECT_FALSE(std::filesystem::exists(nm_dir_ + "/local/escape"));
+  EXPECT_FALSE(std::filesystem::exists(nm_dir_ + "/escaped"));
+  int dirs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(nm_dir_ + "/local/containers"))
+    dirs += e.is_directory() ? 1 : 0;
+  EXPECT_EQ(dirs, 0) << "no container dir was made";
+}
+
+// The harness's teardown reaper: a container a SIGKILLed NM left running is
+// stopped by stopContainersUnder (from the NM's record, by session), so test
+// runs leave no `sleep` behind. Without the reaper the sleep outlives the test.
+TEST_F(NmContainerIT, HarnessStopsContainersAKilledNmLeftRunning) {
+  ASSERT_EQ(start("c_orphan", token("c_orphan", "app_it"), "sh", {"-c", "echo up; exec sleep 297"})
+                .started_size(),
+            1);
+  ASSERT_TRUE(
+      waitFor([&] { return logs("c_orphan", token("c_orphan", "app_it")).second == "up\n"; }, 10s));
+  ASSERT_EQ(nm_.signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  auto sleeping = [] { return runCommand({"/usr/bin/pgrep", "-f", "^sleep 297$"}).first == 0; };
+  ASSERT_TRUE(waitFor(sleeping, 5s)) << "the container outlives its NM (by design)";
+  EXPECT_EQ(stopContainersUnder(nm_dir_), 1);
+  EXPECT_FALSE(sleeping());
+  EXPECT_EQ(stopContainersUnder(nm_dir_), 0) << "nothing left to stop";
+}
+
 // Before registration there is no token key: StartContainers is UNAVAILABLE.
 TEST(NmContainerStartup, UnregisteredNodeAnswersUnavailable) {
-  Process nm = Process::startDaemon("nm", freshDir("nm"), {"--rm", "127.0.0.1:1"});
+  std::vector<std::string> args = {"--rm", "127.0.0.1:1"};
+  for (auto& a : nmAuthArgs("nm1")) args.push_back(std::move(a));
+  Process nm = Process::startDaemon("nm", freshDir("nm"), args);
   ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
   auto stub = v1::ContainerManager::NewStub(makeChannel(nm.grpcAddress(), TlsOptions{}));
   v1::StartContainersRequest req;
@@ -219,7 +359,8 @@ TEST(NmContainerStartup, UnusableLocalDirRefusesToStart) {
   std::ofstream(dir + "/a-file") << "x";
   auto [code, out] = runCommand({binary("morpheus-nm"), "--data-dir", dir + "/data", "--grpc-port",
                                  "0", "--http-port", "0", "--rm", "127.0.0.1:1", "--set",
-                                 "nm.local-dir=" + dir + "/a-file/local"});
+                                 "nm.local-dir=" + dir + "/a-file/local", "--set",
+                                 "nm.token-file=" + nodeTokenFile("nm1")});
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("morpheus-nm: nm.local-dir"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;

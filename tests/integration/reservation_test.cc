@@ -39,9 +39,10 @@ class ReservationIT : public ::testing::Test {
   }
   // (Re)starts the NM against the current RM and waits until the plan has its capacity.
   void startNm() {
-    nm_ = Process::startDaemon("nm", freshDir("nm"),
-                               {"--rm", rm_.grpcAddress(), "--resources",
-                                "memory=102400,vcores=100", "--node-id", "big-node"});
+    std::vector<std::string> nm_args = {
+        "--rm", rm_.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
+    for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+    nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
     ASSERT_TRUE(waitFor(
         [&] {
@@ -53,7 +54,8 @@ class ReservationIT : public ::testing::Test {
         << rm_.log();
   }
   void startRm() {
-    rm_ = Process::startDaemon("rm", rm_dir_, {"--set", "rm.token-file=" + testTokenFile()});
+    if (rm_token_file_.empty()) rm_token_file_ = testTokenFile();
+    rm_ = Process::startDaemon("rm", rm_dir_, {"--set", "rm.token-file=" + rm_token_file_});
     ASSERT_FALSE(rm_.httpAddress().empty()) << rm_.log();
   }
   json listAll() {
@@ -77,7 +79,7 @@ class ReservationIT : public ::testing::Test {
   bool listed(const std::string& id) {
     return rest("alice", "GET", "/list?reservation-id=" + id).body.find(id) != std::string::npos;
   }
-  std::string rm_dir_;
+  std::string rm_dir_, rm_token_file_;
   Process rm_, nm_;
 };
 

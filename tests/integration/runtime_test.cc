@@ -132,10 +132,12 @@ TEST_F(RuntimeIT, RmKilledMidJobRestartsAndTheJobCompletes) {
   std::string grpc_port = rm_.grpcAddress().substr(rm_.grpcAddress().rfind(':') + 1);
   std::string http_port = rm_.httpAddress().substr(rm_.httpAddress().rfind(':') + 1);
   for (int i = 0; i < 2; i++) {
-    nms_.push_back(Process::startDaemon(
-        "nm", freshDir("nm"),
-        {"--rm", rm_.grpcAddress(), "--node-id", "nm" + std::to_string(i + 1), "--resources",
-         "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms"}));
+    std::string node = "nm" + std::to_string(i + 1);
+    std::vector<std::string> args = {
+        "--rm",        rm_.grpcAddress(),      "--node-id", node,
+        "--resources", "memory=4096,vcores=4", "--set",     "nm.monitor-interval=200ms"};
+    for (auto& a : nmAuthArgs(node)) args.push_back(std::move(a));
+    nms_.push_back(Process::startDaemon("nm", freshDir("nm"), args));
   }
   std::string job = writeJob(
       "name: survives-rm-restart\n"
@@ -265,10 +267,12 @@ TEST_F(RuntimeIT, ReservationReclaimsItsGuaranteeFromAdHocWork) {
 TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   startCluster(1);
   std::string nm_dir = freshDir("nm-reattach");
-  nms_[0] = Process::startDaemon(
-      "nm", nm_dir,
-      {"--rm", rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
-       "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"});
+  std::string nm_token = nodeTokenFile("nm2");
+  nms_[0] =
+      Process::startDaemon("nm", nm_dir,
+                           {"--rm", rm_.grpcAddress(), "--node-id", "nm2", "--resources",
+                            "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
+                            "nm.heartbeat-interval=300ms", "--set", "nm.token-file=" + nm_token});
   ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
   std::string port = nms_[0].grpcAddress().substr(nms_[0].grpcAddress().rfind(':') + 1);
   std::string job = writeJob(
@@ -285,25 +289,25 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   ASSERT_TRUE(waitFor(
       [&] {
         json a = app(id);
-        if (a.is_discarded() || a["am_node_id"] != "nmx") return false;
+        if (a.is_discarded() || a["am_node_id"] != "nm2") return false;
         // The NM itself reports 3 running processes (AM + 2 tasks).
         auto [c, o] = ctl({"cluster", "status", "--json"});
         json st = json::parse(o, nullptr, false);
         if (st.is_discarded()) return false;
         for (const auto& n : st["nodes"]) {
-          if (n["node_id"] == "nmx" && n["containers"].get<double>() >= 3) return true;
+          if (n["node_id"] == "nm2" && n["containers"].get<double>() >= 3) return true;
         }
         return false;
       },
       20s))
       << rm_.log();
   ASSERT_EQ(nms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
-  nms_[0] =
-      Process::start(binary("morpheus-nm"),
-                     {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm",
-                      rm_.grpcAddress(), "--node-id", "nmx", "--resources", "memory=4096,vcores=4",
-                      "--set", "nm.monitor-interval=200ms", "--set", "nm.heartbeat-interval=300ms"},
-                     nm_dir + "-restart.log");
+  nms_[0] = Process::start(binary("morpheus-nm"),
+                           {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm",
+                            rm_.grpcAddress(), "--node-id", "nm2", "--resources",
+                            "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
+                            "nm.heartbeat-interval=300ms", "--set", "nm.token-file=" + nm_token},
+                           nm_dir + "-restart.log");
   ASSERT_TRUE(waitFinal(id, 40s)) << rm_.log() << nms_[0].log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump();

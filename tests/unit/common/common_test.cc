@@ -205,3 +205,108 @@ TEST(TokenTest, SignAndVerify) {
 
 }  // namespace
 }  // namespace morpheus
+
+namespace morpheus {
+namespace {
+
+std::string hexOf(const std::string& bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+ContainerTokenInfo tokenInfo(const std::string& node, TimePoint expires) {
+  return {ContainerId("application_1_0001_17_3"), AppId("application_1_0001"), NodeId(node),
+          Resource(256, 2), expires};
+}
+
+// K_node = HMAC-SHA256(master, "node-key|" + node): a known answer (Python's
+// hmac), deterministic, and different per node and per master secret.
+TEST(TokenTest, NodeKeyIsHmacOfTheMasterSecretPerNode) {
+  EXPECT_EQ(hexOf(deriveNodeKey("master-secret", NodeId("nm1"))),
+            "e867f459c28cd76aea76a84c39d67b786dda2c16b7e86fd3b81444a36a1f0c7b");
+  EXPECT_EQ(deriveNodeKey("master-secret", NodeId("nm1")),
+            deriveNodeKey("master-secret", NodeId("nm1")));
+  EXPECT_NE(deriveNodeKey("master-secret", NodeId("nm1")),
+            deriveNodeKey("master-secret", NodeId("nm2")));
+  EXPECT_NE(deriveNodeKey("master-secret", NodeId("nm1")),
+            deriveNodeKey("other-secret", NodeId("nm1")));
+}
+
+// A container token signed with nm1's key verifies with nm1's key only (not
+// nm2's, not the master secret's), and carries its expiry to the millisecond.
+TEST(TokenTest, ContainerTokenVerifiesOnlyWithItsNodesKeyAndCarriesTheExpiry) {
+  TimePoint exp = fromEpochMs(1800000123456);
+  TokenSigner nm1(deriveNodeKey("master-secret", NodeId("nm1")));
+  std::string tok = issueContainerToken(nm1, tokenInfo("nm1", exp));
+  auto info = verifyContainerToken(nm1, tok);
+  ASSERT_TRUE(info.isOk()) << info.status().toString();
+  EXPECT_EQ(info->container.value(), "application_1_0001_17_3");
+  EXPECT_EQ(info->app.value(), "application_1_0001");
+  EXPECT_EQ(info->node.value(), "nm1");
+  EXPECT_EQ(info->resource, Resource(256, 2));
+  EXPECT_EQ(info->expires, exp);
+  TokenSigner nm2(deriveNodeKey("master-secret", NodeId("nm2")));
+  EXPECT_EQ(verifyContainerToken(nm2, tok).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(verifyContainerToken(TokenSigner("master-secret"), tok).status().code(),
+            StatusCode::kPermissionDenied);
+}
+
+// The expiry field is parsed strictly: a token without one (the format
+// before expiry) or with a non-numeric, negative or suffixed one is
+// PERMISSION_DENIED even though its signature verifies.
+TEST(TokenTest, MalformedOrMissingExpiryIsRefused) {
+  TokenSigner s("k");
+  const std::string base = "c|application_1_0001_1_1|application_1_0001|nm1|128|1";
+  ASSERT_TRUE(verifyContainerToken(s, s.sign(base + "|1800000000000")).isOk());
+  for (const std::string& payload :
+       {base, base + "|", base + "|abc", base + "|-5", base + "|12x", base + "| 12",
+        base + "|99999999999999999999999", base + "|1|2"}) {
+    auto r = verifyContainerToken(s, s.sign(payload));
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << payload;
+  }
+  EXPECT_NE(verifyContainerToken(s, s.sign(base + "|abc")).status().message().find("expiry"),
+            std::string::npos);
+}
+
+// checkNotExpired: valid strictly before the expiry; at or after it the
+// error names the expiry (UTC and epoch ms).
+TEST(TokenTest, ExpiryIsCheckedAgainstNow) {
+  TimePoint exp = fromEpochMs(1800000000000);  // 2027-01-15T08:00:00Z
+  ContainerTokenInfo info = tokenInfo("nm1", exp);
+  EXPECT_TRUE(checkNotExpired(info, exp - Millis(1)).isOk());
+  Status at = checkNotExpired(info, exp);
+  EXPECT_EQ(at.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(at.message().find("expired at 2027-01-15T08:00:00Z"), std::string::npos)
+      << at.message();
+  EXPECT_NE(at.message().find("1800000000000"), std::string::npos) << at.message();
+  EXPECT_FALSE(checkNotExpired(info, exp + Millis(1)).isOk());
+}
+
+// Container ids: the RM's forms pass; anything that could leave
+// <local-dir>/containers (or is empty or overlong) is INVALID_ARGUMENT naming
+// container_id.
+TEST(TokenTest, ContainerIdsAreValidatedBeforeUseAsAPath) {
+  for (const std::string& ok :
+       {std::string("application_1700000000000_0001_1700000000123_7"),
+        std::string("application_1700000000000_0001_1700000000123_am1"), std::string("c_ok"),
+        std::string("a-b"), std::string(kMaxContainerIdLength, 'a')}) {
+    EXPECT_TRUE(validateContainerId(ok).isOk()) << ok;
+  }
+  for (const std::string& bad :
+       {std::string(), std::string("."), std::string(".."), std::string("../../.."),
+        std::string("a/b"), std::string("/etc"), std::string("a.b"), std::string("-x"),
+        std::string("_x"), std::string("a b"), std::string("a|b"), std::string("a\nb"),
+        std::string(kMaxContainerIdLength + 1, 'a')}) {
+    Status st = validateContainerId(bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message().rfind("container_id: ", 0), 0u) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace morpheus

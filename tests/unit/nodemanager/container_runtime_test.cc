@@ -291,3 +291,47 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
 
 }  // namespace
 }  // namespace morpheus::nm
+
+namespace morpheus::nm {
+namespace {
+
+// Issue #11 finding 8: an id that is not a container id never becomes a path
+// (launch and logs are INVALID_ARGUMENT naming container_id, nothing is
+// created); an acknowledged container's application stays known (for the
+// logs' token check), also to a restarted runtime, which does not re-attach
+// it, and launching it again is ALREADY_EXISTS. Before, "../escape" made
+// <local-dir>/escape, logs read any dir, and an acknowledged id ran again.
+TEST_F(RuntimeFixture, MalformedIdsAreRefusedAndAcknowledgedContainersKeepTheirApp) {
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  for (std::string id : {"../escape", "..", "a/b", "", "../../.."}) {
+    Status st = rt->launch(shell(id, "true"));
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "'" << id << "'";
+    EXPECT_EQ(st.message().rfind("container_id", 0), 0u) << st.message();
+    EXPECT_EQ(rt->logs(ContainerId(id), "stdout", 0).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(rt->appOf(ContainerId(id)).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/local/escape"));
+
+  ASSERT_TRUE(rt->launch(shell("c1", "echo hi")).isOk());
+  waitDone(*rt, "c1");
+  rt->acknowledge({ContainerId("c1")});
+  EXPECT_FALSE(rt->get(ContainerId("c1")).has_value()) << "forgotten once acknowledged";
+  auto app = rt->appOf(ContainerId("c1"));
+  ASSERT_TRUE(app.isOk()) << app.status().toString();
+  EXPECT_EQ(app->value(), "app_1");
+  EXPECT_EQ(*rt->logs(ContainerId("c1"), "stdout", 0), "hi\n");
+  EXPECT_EQ(rt->appOf(ContainerId("c404")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(rt->launch(shell("c1", "echo again")).code(), StatusCode::kAlreadyExists)
+      << "a replayed token does not run an acknowledged container again";
+  rt->shutdown();
+
+  auto again = make();
+  ASSERT_TRUE(again->init().isOk());
+  EXPECT_FALSE(again->get(ContainerId("c1")).has_value()) << "not re-attached";
+  ASSERT_TRUE(again->appOf(ContainerId("c1")).isOk());
+  EXPECT_EQ(again->appOf(ContainerId("c1"))->value(), "app_1");
+}
+
+}  // namespace
+}  // namespace morpheus::nm
