@@ -10,6 +10,15 @@ Result<Principal> Authenticator::identifyHeader(const std::string* value) const 
   if (value->rfind(prefix, 0) != 0) return permissionDenied("authorization must be 'Bearer TOKEN'");
   auto p = tokens_.find(value->substr(prefix.size()));
   if (p == tokens_.end()) return permissionDenied("unknown token");
+  if (p->second.expires) {
+    TimePoint now = clock_ ? clock_->now()
+                           : std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+    if (now >= *p->second.expires) {
+      return permissionDenied("the token of " + p->second.user + " expired at " +
+                              std::to_string(toEpochMs(*p->second.expires)) +
+                              " ms since the epoch");
+    }
+  }
   return p->second;
 }
 

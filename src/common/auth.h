@@ -23,11 +23,12 @@ namespace morpheus {
 class Authenticator {
  public:
   // `open` true: authentication disabled (everyone is an admin named
-  // "anonymous"), for tests and single-user development only.
-  Authenticator(std::map<std::string, Principal> tokens, bool open)
-      : tokens_(std::move(tokens)), open_(open) {}
+  // "anonymous"), for tests and single-user development only. `clock` judges
+  // tokens' expiry (Principal::expires); nullptr = the wall clock. Not owned.
+  Authenticator(std::map<std::string, Principal> tokens, bool open, const Clock* clock = nullptr)
+      : tokens_(std::move(tokens)), open_(open), clock_(clock) {}
 
-  // PERMISSION_DENIED when the token is missing or unknown.
+  // PERMISSION_DENIED when the token is missing, unknown or expired.
   Result<Principal> identify(const grpc::ServerContext& ctx) const;
   // The same for an HTTP request's "authorization" header.
   Result<Principal> identify(const HttpRequest& req) const;
@@ -41,6 +42,7 @@ class Authenticator {
  private:
   std::map<std::string, Principal> tokens_;
   bool open_;
+  const Clock* clock_;
 };
 
 }  // namespace morpheus

@@ -55,6 +55,46 @@ std::string randomHex(size_t bytes) {
   return hex(reinterpret_cast<const unsigned char*>(buf.data()), bytes);
 }
 
+namespace {
+
+// "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ" (UTC); nullopt when malformed.
+std::optional<TimePoint> parseUtc(const std::string& text) {
+  struct tm tm {};
+  const char* end = nullptr;
+  if (text.size() == 10) {
+    end = strptime(text.c_str(), "%Y-%m-%d", &tm);
+  } else if (text.size() == 20) {
+    end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  }
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  time_t t = timegm(&tm);
+  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  return TimePoint(std::chrono::duration_cast<Millis>(std::chrono::seconds(t)));
+}
+
+// Applies one optional word after USER (a role or expires=WHEN) to `p`.
+Status applyTokenAttribute(const std::string& word, Principal* p) {
+  if (word == "admin" || word == "node") {
+    if (p->admin || p->node) return invalidArgument("role", "given twice");
+    p->admin = word == "admin";
+    p->node = word == "node";
+    return Status::ok();
+  }
+  const std::string prefix = "expires=";
+  if (word.rfind(prefix, 0) == 0) {
+    if (p->expires) return invalidArgument("expires", "given twice");
+    p->expires = parseUtc(word.substr(prefix.size()));
+    if (!p->expires) {
+      return invalidArgument("expires", "'" + word.substr(prefix.size()) +
+                                            "' is not YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)");
+    }
+    return Status::ok();
+  }
+  return invalidArgument("role", "'" + word + "': expected 'admin', 'node' or expires=WHEN");
+}
+
+}  // namespace
+
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return invalidArgument("token file", "cannot read '" + path + "'");
@@ -66,24 +106,18 @@ Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path) 
     auto hash = line.find('#');
     if (hash != std::string::npos) line = line.substr(0, hash);
     std::istringstream ls(line);
-    std::string token, user, role, extra;
+    std::string token, user, word;
     if (!(ls >> token)) continue;
-    if (!(ls >> user)) {
-      return invalidArgument(path + " line " + std::to_string(n), "expected 'TOKEN USER [admin]'");
-    }
     std::string where = path + " line " + std::to_string(n);
+    if (!(ls >> user)) {
+      return invalidArgument(where, "expected 'TOKEN USER [admin|node] [expires=WHEN]'");
+    }
     if (token.size() < 16) return invalidArgument(where, "token must be at least 16 characters");
     if (out.count(token)) return invalidArgument(where, "token is listed twice");
-    Principal p{user, false, false};
-    if (ls >> role) {
-      if (role != "admin" && role != "node") {
-        return invalidArgument(where, "role must be 'admin', 'node' or absent");
-      }
-      p.admin = role == "admin";
-      p.node = role == "node";
-    }
-    if (ls >> extra) {
-      return invalidArgument(path + " line " + std::to_string(n), "unexpected '" + extra + "'");
+    Principal p{user, false, false, std::nullopt};
+    while (ls >> word) {
+      Status st = applyTokenAttribute(word, &p);
+      if (!st.isOk()) return invalidArgument(where, st.message());
     }
     out[token] = p;
   }

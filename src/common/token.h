@@ -11,8 +11,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace morpheus {
@@ -32,15 +34,19 @@ class TokenSigner {
 // `bytes` random bytes from the OS CSPRNG, hex-encoded.
 std::string randomHex(size_t bytes);
 
-// A static bearer-token file: one "TOKEN USER [admin|node]" per line, '#'
-// comments. "admin" grants administration; "node" marks a node manager's
-// credential (USER is then the node id it may register as). INVALID_ARGUMENT
-// naming the line on a malformed entry, a token shorter than 16 characters,
-// a token listed twice, or a file with no token at all.
+// A static bearer-token file: one "TOKEN USER [admin|node] [expires=WHEN]"
+// per line, '#' comments. "admin" grants administration; "node" marks a node
+// manager's credential (USER is then the node id it may register as).
+// WHEN is a UTC date YYYY-MM-DD (the token is valid until that day starts)
+// or YYYY-MM-DDTHH:MM:SSZ; a token past it is refused like an unknown one, so
+// operators can hand out credentials that lapse by themselves. INVALID_ARGUMENT
+// naming the line on a malformed entry, a token shorter than 16 characters, a
+// token listed twice, or a file with no token at all.
 struct Principal {
   std::string user;
   bool admin = false;
   bool node = false;
+  std::optional<TimePoint> expires;  // none = until removed from the file
 };
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 
