@@ -14,6 +14,9 @@ PACKAGES=(
   libssl-dev   # HMAC-SHA256 for container and AM tokens
   libgtest-dev libgmock-dev libbenchmark-dev
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
+  # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
+  # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
