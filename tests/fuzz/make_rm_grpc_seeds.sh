@@ -85,7 +85,7 @@ call $ALLOCATE AllocateRequest "application_id: \"$APP\" am_token: \"@am\" progr
          constraints { key: \"rack\" values: \"r1\" hard: true } }"
 call $NODE_HEARTBEAT NodeHeartbeatRequest 'node_id: "n1" sequence: 2'
 call $ALLOCATE AllocateRequest "application_id: \"$APP\" am_token: \"@am\" progress: 0.5 response_id: 1"
-call $FINISH_AM FinishApplicationMasterRequest "application_id: \"$APP\" am_token: \"@am\" diagnostics: \"done\"
+call $FINISH_AM FinishApplicationMasterRequest "application_id: \"$APP\" am_token: \"@am\" final_status: FINAL_STATUS_SUCCEEDED diagnostics: \"done\"
   files_read { path: \"/in\" time_ms: 1800000001000 }"
 call $GET_APP GetApplicationRequest "application_id: \"$APP\""
 call $LIST_APPS ListApplicationsRequest ''

@@ -16,12 +16,17 @@
 //   - selector kTick advances the virtual clock by the payload's first 4
 //     bytes (ms, little-endian) and runs the liveness check and plan expiry.
 // tests/fuzz/make_rm_grpc_seeds.sh writes seeds in this format from text protos.
+// MORPHEUS_FUZZ_TRACE=1 prints each call and its status (to check a seed does
+// what it means to: build-fuzz/bin/fuzz_rm_grpc FILE).
 //
 // Properties (CONVENTIONS.md "Errors", issue #11 finding 6): a rejected
 // mutating request (register/unregister node, submit/kill application,
 // submit/update/delete reservation) leaves the listed state unchanged.
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -111,6 +116,10 @@ class Rm {
     grpc::ServerContext ctx;
     Resp resp;
     grpc::Status st = handler(&ctx, &req, &resp);
+    if (trace_) {
+      std::fprintf(stderr, "%s -> %d %s\n", std::string(Req::descriptor()->name()).c_str(),
+                   static_cast<int>(st.error_code()), st.error_message().c_str());
+    }
     if (snapshot && !st.ok()) {
       FUZZ_CHECK(snapshot() == before,
                  std::string(Req::descriptor()->name()) + " rejected (" + st.error_message() +
@@ -125,6 +134,7 @@ class Rm {
   void fillAmToken(const std::string& app, std::string* token) const;
   void tick(std::string_view payload);
 
+  const bool trace_ = std::getenv("MORPHEUS_FUZZ_TRACE") != nullptr;
   VirtualClock clock_;
   MetricsRegistry metrics_;
   rm::RmOptions opts_;
@@ -292,6 +302,8 @@ void Rm::call(uint8_t selector, std::string_view p) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::quietLogs();
+  // Undecodable payloads are expected; protobuf would log each one.
+  google::protobuf::SetLogHandler(nullptr);
   return 0;
 }
 
