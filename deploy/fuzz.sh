@@ -67,9 +67,11 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # field NAME LOG: the last "NAME: value" of libFuzzer's status lines.
-field() { grep -oE "$1: [0-9]+" "$2" | tail -n 1 | awk '{print $2}'; }
+# Both print nothing when the value is missing (e.g. a crash before the first
+# status line).
+field() { { grep -oE "$1: [0-9]+" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
 # stat NAME LOG: a -print_final_stats value.
-stat() { grep -E "^stat::$1:" "$2" | tail -n 1 | awk '{print $2}'; }
+stat() { { grep -E "^stat::$1:" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
 
 failed=0
 json_targets=()

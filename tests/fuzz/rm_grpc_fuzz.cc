@@ -12,9 +12,13 @@
 // it). A short last record takes what is left. Two harness conveniences let
 // the fuzzer get past checks it cannot forge:
 //   - an am_token of "@am" is replaced by the valid AM token of the named
-//     application's current attempt (the fuzzer plays a genuine AM);
+//     application's current attempt once it has one (attempt >= 1: the RM
+//     never issues a token for attempt 0), so the fuzzer plays a genuine AM;
 //   - selector kTick advances the virtual clock by the payload's first 4
-//     bytes (ms, little-endian) and runs the liveness check and plan expiry.
+//     bytes (ms, little-endian; at most one day per tick) and runs the
+//     liveness check and plan expiry. The cap keeps an input's virtual time
+//     to weeks: a finished app's telemetry skyline has one 60 s step per
+//     minute it ran, so years of virtual time make one input run for minutes.
 // tests/fuzz/make_rm_grpc_seeds.sh writes seeds in this format from text protos.
 // MORPHEUS_FUZZ_TRACE=1 prints each call and its status (to check a seed does
 // what it means to: build-fuzz/bin/fuzz_rm_grpc FILE).
@@ -25,6 +29,7 @@
 #include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -50,6 +55,7 @@ namespace {
 
 constexpr size_t kMaxCalls = 48;
 constexpr char kValidAmToken[] = "@am";
+constexpr Millis kMaxTick{86400000};
 const TimePoint kStart = fromEpochMs(1800000000000);
 
 // One RM, wired as main.cc does (no network, no threads: the runtime's
@@ -181,7 +187,8 @@ std::string Rm::nodeState() {
 void Rm::fillAmToken(const std::string& app, std::string* token) const {
   if (*token != kValidAmToken) return;
   auto rec = apps_->get(AppId(app));
-  *token = rec.isOk() ? apps_->amToken(AppId(app), rec->attempt) : std::string();
+  const bool issued = rec.isOk() && rec->attempt >= 1;
+  *token = issued ? apps_->amToken(AppId(app), rec->attempt) : std::string();
 }
 
 void Rm::tick(std::string_view payload) {
@@ -189,7 +196,7 @@ void Rm::tick(std::string_view payload) {
   for (size_t i = 0; i < 4 && i < payload.size(); i++) {
     ms |= static_cast<uint32_t>(static_cast<uint8_t>(payload[i])) << (8 * i);
   }
-  clock_.advance(Millis(ms));
+  clock_.advance(std::min(Millis(ms), kMaxTick));
   core_->checkLiveness();
   reservations_->expire();
 }
