@@ -70,8 +70,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Both print nothing when the value is missing (e.g. a crash before the first
 # status line).
 field() { { grep -oE "$1: [0-9]+" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
-# stat NAME LOG: a -print_final_stats value.
-stat() { { grep -E "^stat::$1:" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
+# final_stat NAME LOG: a -print_final_stats value.
+final_stat() { { grep -E "^stat::$1:" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
 
 failed=0
 json_targets=()
@@ -92,8 +92,8 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(stat number_of_executed_units "$log")
-  eps=$(stat average_exec_per_sec "$log")
+  execs=$(final_stat number_of_executed_units "$log")
+  eps=$(final_stat average_exec_per_sec "$log")
   cov=$(field cov "$log")
   ft=$(field ft "$log")
   corpus=$(find "$work" -type f | wc -l)
