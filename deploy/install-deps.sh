@@ -15,6 +15,9 @@ PACKAGES=(
   openssl      # CLI: the mutual-TLS integration test makes a throwaway CA with it
   libgtest-dev libgmock-dev libbenchmark-dev
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
+  # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
+  # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -72,7 +72,10 @@ Result<Millis> parseDuration(const std::string& text, const std::string& field) 
     mult = 86400000;
   else
     return invalidArgument(field, "unknown duration unit '" + unit + "' (use ms, s, m, h, d)");
-  return Millis(static_cast<int64_t>(v * mult));
+  // Converting a double outside int64's range is undefined behaviour: check first.
+  const double ms = v * mult;
+  if (!(ms < 0x1p63)) return invalidArgument(field, "'" + text + "' is too large");
+  return Millis(static_cast<int64_t>(ms));
 }
 
 std::string formatDuration(Millis d) {

@@ -46,7 +46,7 @@ struct Principal {
   std::string user;
   bool admin = false;
   bool node = false;
-  std::optional<TimePoint> expires;  // none = until removed from the file
+  std::optional<TimePoint> expires = std::nullopt;  // none = until removed from the file
 };
 Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 

@@ -5,12 +5,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 namespace morpheus::inference {
 
 namespace {
 
 constexpr int64_t kNativeStepMs = 5000;
+// Longest run a native line may describe (and latest sample offset): 30 days.
+// Bounds the skyline's size (30 days = 518400 steps of 5 s) and keeps offset
+// arithmetic far from int64 overflow; a longer line is a corrupt log.
+constexpr int64_t kNativeMaxRunMs = int64_t{30} * 86400 * 1000;
 
 bool parseInt(std::string_view s, int64_t* out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -71,6 +76,10 @@ Status parseSamples(std::string_view text, const std::string& field, int64_t ste
       return invalidArgument(
           field, "sample '" + std::string(item) + "': offsets must be >= 0 and non-decreasing");
     }
+    if (off > kNativeMaxRunMs / 1000) {
+      return invalidArgument(field, "sample '" + std::string(item) + "': offset beyond " +
+                                        std::to_string(kNativeMaxRunMs / 1000) + " s (30 days)");
+    }
     last_offset = off;
     samples.emplace_back(off, v);
   }
@@ -117,6 +126,10 @@ Status parseNativeLine(std::string_view line, const ImportOptions& opts,
   r.container = Resource(1024, 1);
   if (r.start < r.submit) return invalidArgument("startTimeMs", "is before submitTimeMs");
   if (r.end < r.start) return invalidArgument("endTimeMs", "is before startTimeMs");
+  if (nums[3] - nums[2] > kNativeMaxRunMs) {
+    return invalidArgument(
+        "endTimeMs", "run longer than 30 days (" + std::to_string(nums[3] - nums[2]) + " ms)");
+  }
   int64_t steps = (nums[3] - nums[2] + kNativeStepMs - 1) / kNativeStepMs;
   std::vector<double> memory;
   MORPHEUS_RETURN_IF_ERROR(parseSamples(f[6], "memorySkyline", steps, &memory));
@@ -125,12 +138,39 @@ Status parseNativeLine(std::string_view line, const ImportOptions& opts,
   return Status::ok();
 }
 
+// A JSON number as int64: an integer in range, or a float with an integral
+// value in range. (nlohmann's get<int64_t>() of a float outside int64's range,
+// e.g. 1e31, is undefined behaviour, and it wraps unsigned values above
+// INT64_MAX to negative ones.)
+Status toInt64(const nlohmann::json& v, const char* name, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return invalidArgument(name, "is out of range");
+    }
+    *out = static_cast<int64_t>(v.get<uint64_t>());
+    return Status::ok();
+  }
+  if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+    return Status::ok();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(d >= -0x1p63 && d < 0x1p63)) return invalidArgument(name, "is out of range");
+    if (d != std::trunc(d)) return invalidArgument(name, "must be an integer");
+    *out = static_cast<int64_t>(d);
+    return Status::ok();
+  }
+  return invalidArgument(name, "has the wrong type");
+}
+
 template <typename T>
 Status member(const nlohmann::json& j, const char* name, T* out, bool required = true) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) {
     return required ? invalidArgument(name, "is required") : Status::ok();
   }
+  if constexpr (std::is_same_v<T, int64_t>) return toInt64(*it, name, out);
   try {
     *out = it->get<T>();
   } catch (const nlohmann::json::exception&) {

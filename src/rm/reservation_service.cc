@@ -8,6 +8,12 @@ namespace morpheus::rm {
 
 namespace {
 
+// Latest time a plan query may name: 9999-12-31T23:59:59.999Z. Keeps the
+// query's defaults (start + 1 day) and the plan's step walk far from int64
+// overflow (found through the rm_grpc fuzz target: UBSan on start_ms near
+// 2^63, in the default end and in the step walk).
+constexpr int64_t kMaxPlanQueryMs = 253402300799999;
+
 void toProto(const planner::InfeasibilityExplanation& e, v1::Explanation* out) {
   out->set_summary(e.toString());
   out->set_failed_stage(e.stage);
@@ -288,6 +294,10 @@ grpc::Status ReservationServiceImpl::GetPlan(grpc::ServerContext* ctx,
   int64_t now =
       std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
           .count();
+  if (req->start_ms() > kMaxPlanQueryMs || req->end_ms() > kMaxPlanQueryMs) {
+    return toGrpc(invalidArgument(req->start_ms() > kMaxPlanQueryMs ? "start_ms" : "end_ms",
+                                  "must not be after year 9999"));
+  }
   int64_t start = req->start_ms() == 0 ? now : req->start_ms();
   int64_t end = req->end_ms() == 0 ? start + 86400000 : req->end_ms();
   if (start < 0) return toGrpc(invalidArgument("start_ms", "must be >= 0"));

@@ -1,5 +1,7 @@
 #include "rm/yarn_json.h"
 
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <regex>
 
@@ -17,12 +19,19 @@ Result<int64_t> intField(const json& obj, const std::string& name, const std::st
     if (required) return invalidArgument(path + name, "is required");
     return def;
   }
+  // Numbers outside int64 are refused before any conversion: a double out of
+  // range converts with undefined behaviour, an unsigned above INT64_MAX wraps.
+  if (it->is_number_unsigned()) {
+    if (it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return invalidArgument(path + name, "is out of range");
+    }
+    return static_cast<int64_t>(it->get<uint64_t>());
+  }
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_number_float()) {
-    double d = it->get<double>();
-    if (d != static_cast<double>(static_cast<int64_t>(d))) {
-      return invalidArgument(path + name, "must be an integer");
-    }
+    const double d = it->get<double>();
+    if (!(d >= -0x1p63 && d < 0x1p63)) return invalidArgument(path + name, "is out of range");
+    if (d != std::trunc(d)) return invalidArgument(path + name, "must be an integer");
     return static_cast<int64_t>(d);
   }
   if (it->is_string()) {

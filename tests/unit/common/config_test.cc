@@ -131,5 +131,16 @@ TEST(ConfigTest, DurationParsing) {
   EXPECT_EQ(formatDuration(Millis(120000)), "2m");
 }
 
+// Fuzz finding (config): a duration beyond int64 milliseconds is an error
+// naming the key. The old parser converted the double with undefined
+// behaviour (on x86 to INT64_MIN, accepted as a negative duration).
+TEST(ConfigTest, DurationBeyondInt64IsRejected) {
+  auto huge = parseDuration("99999999999999999999d", "rm.node-expiry");
+  ASSERT_FALSE(huge.isOk()) << huge->count();
+  EXPECT_EQ(huge.status().message(), "rm.node-expiry: '99999999999999999999d' is too large");
+  EXPECT_FALSE(parseDuration("106751991168d", "k").isOk()) << "just above 2^63 ms";
+  EXPECT_EQ(*parseDuration("1000000d", "k"), Millis(int64_t{1000000} * 86400000));
+}
+
 }  // namespace
 }  // namespace morpheus

@@ -96,5 +96,50 @@ TEST(RunImport, UnknownFormatAndEmptyInput) {
   EXPECT_EQ(parse("# nothing\n\n", "jsonl").status().message(), "input: holds no runs or events");
 }
 
+// Fuzz finding (history_native): a native run or sample offset beyond 30 days
+// is refused instead of sizing the skyline from it (a 500-year line asked for
+// 26 GB). The old parser accepted both lines below.
+TEST(RunImport, NativeRunsAndOffsetsBeyondThirtyDaysAreRefused) {
+  // 31 days: 535680 steps of 5 s.
+  auto longRun = parse("pipe1 1 0 0 2678400000 run1 1024:0 1:0\n", "native");
+  ASSERT_FALSE(longRun.isOk());
+  EXPECT_NE(longRun.status().message().find("endTimeMs: run longer than 30 days"),
+            std::string::npos)
+      << longRun.status().message();
+  auto farSample = parse("pipe1 1 0 0 5000 run1 1024:0 1:0|2:2678400\n", "native");
+  ASSERT_FALSE(farSample.isOk());
+  EXPECT_NE(
+      farSample.status().message().find("containerSkyline: sample '2:2678400': offset beyond"),
+      std::string::npos)
+      << farSample.status().message();
+  // Exactly 30 days is still a run.
+  EXPECT_TRUE(parse("pipe1 1 0 0 2592000000 run1 1024:0 1:0|2:2592000\n", "native").isOk());
+}
+
+// Fuzz finding (history_jsonl): integer fields given as numbers outside int64
+// (1e31, 2^64-1) or with a fraction are errors naming the field; the old
+// parser converted them (undefined behaviour for 1e31, -1 for 2^64-1, 1000
+// for 1000.5) and failed later on a different field, or not at all.
+TEST(RunImport, JsonIntegersOutOfRangeOrFractionalNameTheField) {
+  auto huge =
+      parse(R"({"type":"event","job":"j","path":"/p","kind":"read","time_ms":1.7935e31})", "jsonl");
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_NE(huge.status().message().find("line 1: time_ms: is out of range"), std::string::npos)
+      << huge.status().message();
+  auto wrapped = parse(
+      R"({"type":"run","job":"j","run":"r","submit_ms":0,"start_ms":0,"end_ms":18446744073709551615,"skyline":[1]})",
+      "jsonl");
+  ASSERT_FALSE(wrapped.isOk());
+  EXPECT_NE(wrapped.status().message().find("line 1: end_ms: is out of range"), std::string::npos)
+      << wrapped.status().message();
+  auto fraction = parse(
+      R"({"type":"run","job":"j","run":"r","submit_ms":1000.5,"start_ms":2000,"end_ms":3000,"skyline":[1]})",
+      "jsonl");
+  ASSERT_FALSE(fraction.isOk());
+  EXPECT_NE(fraction.status().message().find("line 1: submit_ms: must be an integer"),
+            std::string::npos)
+      << fraction.status().message();
+}
+
 }  // namespace
 }  // namespace morpheus::inference

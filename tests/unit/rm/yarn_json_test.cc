@@ -114,6 +114,30 @@ TEST(YarnJsonTest, AcceptsSingleStageObject) {
   EXPECT_EQ(r->definition().stages(0).min_concurrency(), 1);
 }
 
+// Fuzz finding (yarn_json): numbers outside int64 are errors naming the JSON
+// path. The old decoder converted a float like 1e300 with undefined behaviour
+// and wrapped an unsigned above INT64_MAX to -1 (accepting duration -1).
+TEST(YarnJsonTest, NumbersOutsideInt64AreRejectedWithThePath) {
+  auto message = [](const std::string& from, const std::string& to) {
+    std::string doc = kDoc;
+    auto pos = doc.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    doc.replace(pos, from.size(), to);
+    auto r = parseYarnSubmit(doc);
+    EXPECT_FALSE(r.isOk()) << to;
+    return r.isOk() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(message("\"deadline\": 1765542252000", "\"deadline\": 1e300")
+                .find("reservation-definition.deadline: is out of range"),
+            std::string::npos);
+  EXPECT_NE(message("\"duration\": \"60000\"", "\"duration\": 18446744073709551615")
+                .find("reservation-request[0].duration: is out of range"),
+            std::string::npos);
+  EXPECT_NE(message("\"duration\": \"60000\"", "\"duration\": 60000.5")
+                .find("reservation-request[0].duration: must be an integer"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace morpheus::rm
 

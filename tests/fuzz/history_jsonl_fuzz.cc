@@ -1,0 +1,12 @@
+// Fuzz target: run-history import, "jsonl" format (src/inference/run_import.h),
+// as `morpheusctl history import --format jsonl` and the inference service read it.
+#include "history_fuzz.h"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  morpheus::fuzz::quietLogs();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return morpheus::fuzz::fuzzRunHistory(data, size, "jsonl");
+}
