@@ -36,10 +36,10 @@
 #include <memory>
 #include <string>
 
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "fuzz_util.h"
-#include "common/auth.h"
 #include "rm/access.h"
 #include "rm/am_service.h"
 #include "rm/app_manager.h"

@@ -306,6 +306,8 @@ TEST_F(ReservationManagerTest, ReprovisionBudget) {
 }  // namespace
 }  // namespace morpheus::rm
 
+#include "common/auth.h"
+#include "rm/access.h"
 #include "rm/node_registry.h"
 #include "rm/reservation_service.h"
 
@@ -315,7 +317,10 @@ namespace {
 // Finding 11: the gRPC edge names the wire field (definition.stages[0].duration_ms), not the
 // planner's internal one (stages[0].duration).
 TEST_F(ReservationManagerTest, GrpcErrorsNameWireFields) {
-  ReservationServiceImpl svc(*mgr_);
+  // No server, so no token metadata: authentication off, the caller is an admin.
+  Authenticator auth({}, /*open=*/true);
+  RmAccess access(auth, {}, QueueAcls());
+  ReservationServiceImpl svc(*mgr_, access);
   v1::SubmitReservationRequest req;
   req.set_reservation_id("r1");
   req.set_user("alice");

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/auth.h"
+#include "rm/access.h"
+
 namespace morpheus::rm {
 namespace {
 
@@ -15,7 +18,7 @@ class ReservationServiceTest : public ::testing::Test {
         ReservationManagerOptions{}, std::move(planner::Planner::create({}, Resource())).value(),
         *store_, clock_, metrics_);
     mgr_->onCapacity(Resource(8192, 8), true);
-    service_ = std::make_unique<ReservationServiceImpl>(*mgr_);
+    service_ = std::make_unique<ReservationServiceImpl>(*mgr_, access_);
   }
   grpc::Status getPlan(int64_t start_ms, int64_t end_ms) {
     v1::GetPlanRequest req;
@@ -25,6 +28,9 @@ class ReservationServiceTest : public ::testing::Test {
     grpc::ServerContext ctx;
     return service_->GetPlan(&ctx, &req, &resp);
   }
+  // No server, so no token metadata: authentication off (the caller is an admin).
+  const Authenticator auth_{{}, /*open=*/true};
+  const RmAccess access_{auth_, {}, QueueAcls()};
   VirtualClock clock_{fromEpochMs(1800000000000)};
   MetricsRegistry metrics_;
   std::unique_ptr<store::StateStore> store_;
