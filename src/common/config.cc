@@ -224,6 +224,20 @@ void ConfigSchema::addResource(const std::string& key, Resource* target, const R
                       parse});
 }
 
+namespace {
+// The strings of a YAML sequence; INVALID_ARGUMENT naming `key` when `n` is
+// not a sequence of scalars.
+Result<std::vector<std::string>> yamlStringList(const std::string& key, const YAML::Node& n) {
+  if (!n.IsSequence()) return invalidArgument(key, "expected a list");
+  std::vector<std::string> v;
+  for (const auto& e : n) {
+    if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
+    v.push_back(e.as<std::string>());
+  }
+  return v;
+}
+}  // namespace
+
 void ConfigSchema::addStringList(const std::string& key, std::vector<std::string>* target,
                                  std::vector<std::string> def, const std::string& doc) {
   std::string def_text = "[";
@@ -237,12 +251,7 @@ void ConfigSchema::addStringList(const std::string& key, std::vector<std::string
       {key, doc, def_text,
        [=](const YAML::Node& n) -> Result<Commit> {
          if (n.IsNull()) return commit({});
-         if (!n.IsSequence()) return invalidArgument(key, "expected a list");
-         std::vector<std::string> v;
-         for (const auto& e : n) {
-           if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
-           v.push_back(e.as<std::string>());
-         }
+         MORPHEUS_ASSIGN_OR_RETURN(auto v, yamlStringList(key, n));
          return commit(v);
        },
        [=](const std::string& text) -> Result<Commit> {
@@ -255,12 +264,7 @@ void ConfigSchema::addStringList(const std::string& key, std::vector<std::string
            } catch (const YAML::Exception& e) {
              return invalidArgument(key, "'" + text + "' is not a valid list: " + e.msg);
            }
-           if (!n.IsSequence()) return invalidArgument(key, "expected a list");
-           std::vector<std::string> v;
-           for (const auto& e : n) {
-             if (!e.IsScalar()) return invalidArgument(key, "list items must be strings");
-             v.push_back(e.as<std::string>());
-           }
+           MORPHEUS_ASSIGN_OR_RETURN(auto v, yamlStringList(key, n));
            return commit(v);
          }
          std::vector<std::string> v;
