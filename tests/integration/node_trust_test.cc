@@ -31,7 +31,7 @@ class NodeTrustIT : public ClusterTest {
   // A cluster of `nms` NMs (nm1..) with authentication on.
   void start(int nms) {
     ASSERT_NO_FATAL_FAILURE(startCluster(nms));
-    tracker_ = v1::ResourceTracker::NewStub(makeChannel(rm_.grpcAddress()));
+    tracker_ = v1::ResourceTracker::NewStub(makeChannel(rm_.grpcAddress(), TlsOptions{}));
   }
   // RegisterNode of `node` at `address` presenting `bearer`.
   std::pair<grpc::Status, v1::RegisterNodeResponse> registerNode(const std::string& node,
@@ -86,7 +86,7 @@ TEST_F(NodeTrustIT, RegisterNodeHandsAKeyOnlyToThatNodesTokenAndItOpensNoOtherNo
 
   // With nm3's key the attacker signs container tokens naming nm2 and nm3 and
   // asks nm2 to run `/bin/sh -c id`: both are refused and nothing runs.
-  auto cm = v1::ContainerManager::NewStub(makeChannel(nm(2).grpcAddress()));
+  auto cm = v1::ContainerManager::NewStub(makeChannel(nm(2).grpcAddress(), TlsOptions{}));
   TimePoint exp = fromEpochMs(nowMs()) + std::chrono::minutes(10);
   for (std::string named_node : {"nm2", "nm3"}) {
     std::string id = "application_1_0001_1_" + named_node;
@@ -224,7 +224,7 @@ TEST(NodeAuthStartup, DaemonsNeedTokenFilesUnlessAuthIsExplicitlyDisabled) {
   Process rm = Process::startDaemon("rm", freshDir("rm-open"), {"--set", "rm.auth-disabled=true"});
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   EXPECT_NE(rm.log().find("authentication is disabled"), std::string::npos) << rm.log();
-  auto tracker = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress()));
+  auto tracker = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
   v1::RegisterNodeRequest req;
   req.set_node_id("dev-node");
   req.set_container_manager_address("127.0.0.1:1");
