@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/validate.h"
 #include "common/wire.h"
 
 namespace morpheus::rm {
@@ -40,7 +41,10 @@ Result<Principal> RmAccess::caller(const HttpRequest& req, int* http_status) con
 Result<std::string> RmAccess::actingUser(const Principal& who, const std::string& stated,
                                          const std::string& action) {
   if (stated.empty() || stated == who.user) return who.user;
-  if (who.admin) return stated;
+  if (who.admin) {
+    MORPHEUS_RETURN_IF_ERROR(checkUtf8(stated, "user"));
+    return stated;
+  }
   return permissionDenied("user: " + who.user + " may not " + action + " as " + stated +
                           ": the credentials are " + who.user +
                           "'s (only an admin may act for another user)");
@@ -64,7 +68,8 @@ Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(const std::string& to
                                                            bool disabled) {
   if (disabled) {
     spdlog::warn(
-        "rm.auth-disabled: true: every caller is the admin 'anonymous' (tests and single-user "
+        "rm.auth-disabled: true: every caller is the admin 'anonymous' and any caller may register "
+        "as any node (tests and single-user "
         "development only)");
     return std::make_unique<Authenticator>(std::map<std::string, Principal>{}, true);
   }

@@ -62,7 +62,8 @@ class ResilienceIT : public ClusterTest {
   // What a caller can observe of the reservation system: REST list and plan.
   std::string observable(int64_t from) {
     auto l = httpRequest(rm_.httpAddress(), "GET",
-                         "/ws/v1/cluster/reservation/list?include-resource-allocations=true");
+                         "/ws/v1/cluster/reservation/list?include-resource-allocations=true", "",
+                         "application/json", bearer("alice"));
     auto [code, plan] = ctl({"plan", "show", "--json", "--from", std::to_string(from), "--to",
                              std::to_string(from + 4 * 3600000)});
     auto compact = json::parse(plan, nullptr, false);  // one line in a failure message
@@ -70,8 +71,11 @@ class ResilienceIT : public ClusterTest {
            (compact.is_discarded() ? plan : compact.dump());
   }
   std::vector<std::string> nmArgs(const std::string& id, const std::string& resources) {
-    return {"--rm",        rm_.grpcAddress(), "--node-id", id,
-            "--resources", resources,         "--set",     "nm.heartbeat-interval=300ms"};
+    std::vector<std::string> args = {
+        "--rm",        rm_.grpcAddress(), "--node-id", id,
+        "--resources", resources,         "--set",     "nm.heartbeat-interval=300ms"};
+    for (auto& a : nmAuthArgs(id)) args.push_back(std::move(a));
+    return args;
   }
 };
 
@@ -96,7 +100,8 @@ TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
       << m[whole].dump();
   EXPECT_EQ(m[whole]["resource-allocations"], allocations) << "kept at its placement";
   EXPECT_EQ(m[small].value("morpheus-status", ""), "active");
-  auto rest = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list");
+  auto rest = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list", "",
+                          "application/json", bearer("alice"));
   EXPECT_NE(rest.body.find("\"at-risk\""), std::string::npos) << rest.body;
 
   nms_[1] = Process::startDaemon("nm", freshDir("nm"), nmArgs("nm2", "memory=4096,vcores=4"));
@@ -141,7 +146,8 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
     std::string what;
     json def;
     std::string queue;
-    std::string user_query;  // "" = as alice, the owner of `kept`
+    std::string user_query;  // "" = as alice, the owner of `kept`; else as the admin ops
+                             // acting for the user named in the query
     int http;
     std::string names;
     bool update_refused;  // the same body as an update of `kept` is refused too
@@ -165,13 +171,16 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
       {"infeasible", twice, "default", "", 409, "PlanningException", true},
   };
   for (const auto& c : cases) {
-    auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation");
+    // Only an admin may act for a user named in the request (issue #11 finding 4).
+    const auto auth = bearer(c.user_query.empty() ? "alice" : "ops");
+    auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation",
+                         "", "application/json", auth);
     std::string id = json::parse(n.body, nullptr, false).value("reservation-id", "");
     json body = {{"reservation-id", id}, {"queue", c.queue}, {"reservation-definition", c.def}};
-    const std::string as = c.user_query.empty() ? "?user.name=alice" : c.user_query;
+    const std::string as = c.user_query;
     auto t = std::chrono::steady_clock::now();
     auto r = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit" + as,
-                         body.dump());
+                         body.dump(), "application/json", auth);
     auto took = std::chrono::steady_clock::now() - t;
     EXPECT_EQ(r.status, c.http) << c.what << ": " << r.body;
     EXPECT_NE(r.body.find(c.names), std::string::npos) << c.what << ": " << r.body;
@@ -180,7 +189,7 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
     if (!c.update_refused) continue;
     body["reservation-id"] = kept;
     auto u = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/update" + as,
-                         body.dump());
+                         body.dump(), "application/json", auth);
     EXPECT_GE(u.status, 400) << c.what << ": " << u.body;
     EXPECT_LT(u.status, 500) << c.what << ": " << u.body;
     EXPECT_EQ(observable(t0), before) << "update left state: " << c.what;

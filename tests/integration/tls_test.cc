@@ -144,6 +144,7 @@ class TlsIT : public ::testing::Test {
         "--resources", "memory=4096,vcores=8",     "--set",     "nm.heartbeat-interval=300ms",
         "--set",       "nm.monitor-interval=200ms"};
     for (const auto& a : tlsArgs(ca_, nm_id_)) nm_args.push_back(a);
+    for (const auto& a : nmAuthArgs("nm1")) nm_args.push_back(a);
     nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
   }
@@ -292,8 +293,12 @@ void writeHourlyHistory(const std::string& path, const std::string& key, int64_t
 TEST_F(TlsIT, SignOffReachesTheRmOverMutualTls) {
   startCluster();
   ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
-  std::vector<std::string> inf_args = {"--rm", rm_.grpcAddress(), "--set",
-                                       "inference.auth-disabled=true"};
+  // Inference submits accepted proposals for their owners: an RM admin's token.
+  std::string rm_token = pki_.path("inference-rm.token");
+  std::ofstream(rm_token) << testToken("ops") << "\n";
+  std::vector<std::string> inf_args = {"--rm",  rm_.grpcAddress(),
+                                       "--set", "inference.auth-disabled=true",
+                                       "--set", "inference.rm-token-file=" + rm_token};
   for (const auto& a : tlsArgs(ca_, inference_id_)) inf_args.push_back(a);
   Process inf = Process::startDaemon("inference", freshDir("inference"), inf_args);
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
