@@ -68,8 +68,14 @@ Status emptyDatabase(const std::string& path) {
 class SqliteStateStore final : public StateStore {
  public:
   static Result<std::unique_ptr<StateStore>> open(const std::string& path, bool init) {
-    const bool was_empty = isEmptyFile(path);  // before the lock creates a missing file
-    MORPHEUS_ASSIGN_OR_RETURN(auto lock, DbLock::acquire(path));
+    // ":memory:" is SQLite's private in-memory database (tests): no file to
+    // lock or to find empty.
+    const bool in_memory = path == ":memory:";
+    const bool was_empty = !in_memory && isEmptyFile(path);  // before the lock creates it
+    std::unique_ptr<DbLock> lock;
+    if (!in_memory) {
+      MORPHEUS_ASSIGN_OR_RETURN(lock, DbLock::acquire(path));
+    }
     if (was_empty && !init) return emptyDatabase(path);
     MORPHEUS_ASSIGN_OR_RETURN(
         auto db, sqlite::Db::open(path, "state-store.location", "state store " + path));

@@ -93,6 +93,16 @@ TEST(StateStoreTest, EmptyDatabaseFileIsRefusedUnlessInit) {
   EXPECT_TRUE(openStateStore("sqlite", tempDb("fresh")).isOk()) << "a missing file is fresh";
 }
 
+// ":memory:" is SQLite's private in-memory database, not a file: any number of
+// stores open at once, and no file named ":memory:" is created or locked.
+TEST(StateStoreTest, InMemoryStoresNeedNoFile) {
+  auto a = openStateStore("sqlite", ":memory:");
+  auto b = openStateStore("sqlite", ":memory:");
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  EXPECT_FALSE(std::filesystem::exists(":memory:"));
+}
+
 // Finding 10: two stores on one database file are refused, whichever path reaches it, and the
 // lock goes with the store (and with a killed process).
 TEST(StateStoreTest, SecondStoreOnTheSameFileIsRefused) {
