@@ -51,7 +51,8 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
               "conninfo string, e.g. \"host=127.0.0.1 dbname=morpheus user=morpheus\".");
   s.addString("inference.token-file", &o->token_file, "",
               "Bearer tokens of callers (history import, sign-off, the RM's telemetry feed): one "
-              "'TOKEN USER [admin]' per line. The RM's rm.inference-token-file token must be "
+              "'TOKEN USER [admin] [expires=WHEN]' per line (README: Provisioning tokens). The "
+              "RM's rm.inference-token-file token must be "
               "listed as admin (it imports runs for every owner). Required unless "
               "inference.auth-disabled is true.");
   s.addString("inference.rm-token-file", &o->rm_token_file, "",
