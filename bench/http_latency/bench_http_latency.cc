@@ -25,32 +25,10 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-int connectTo(int port, const char* source, bool blocking) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0);
-  if (fd < 0) return -1;
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  ::inet_pton(AF_INET, source, &src.sin_addr);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst);
-  if (rc != 0 && errno != EINPROGRESS) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // One GET /healthz on a fresh connection; milliseconds, or -1 on failure.
 double healthzMs(int port) {
   auto t0 = Steady::now();
-  int fd = connectTo(port, "127.0.0.1", true);
+  int fd = connectLoopback(port, "127.0.0.1", true);
   if (fd < 0) return -1;
   timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -121,7 +99,7 @@ int main(int argc, char** argv) {
   measure(port, 0, runs, requests);
   std::vector<int> held;
   for (int i = 0; i < idle; i++) {
-    int fd = connectTo(port, "127.0.0.2", false);
+    int fd = connectLoopback(port, "127.0.0.2", false);
     if (fd >= 0) held.push_back(fd);
   }
   double open = -1;

@@ -1,7 +1,7 @@
 #include "rm/services.h"
 
-#include "common/token.h"
 #include <spdlog/spdlog.h>
+#include "common/token.h"
 
 #include "common/wire.h"
 

@@ -1,10 +1,14 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <utility>
 
@@ -33,6 +37,28 @@ std::string freshDir(const std::string& tag) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d.string();
+}
+
+int connectLoopback(int port, const std::string& source, bool blocking) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0);
+  if (fd < 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst);
+  if (rc != 0 && (blocking || errno != EINPROGRESS)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 std::string testToken(const std::string& principal) {

@@ -95,6 +95,12 @@ HttpResult httpRequest(const std::string& address, const std::string& method,
 // {"Authorization": "Bearer <testToken(principal)>"} for httpRequest.
 std::map<std::string, std::string> bearer(const std::string& principal);
 
+// A TCP connection from `source` (a 127.x address, so tests can act as several
+// clients) to 127.0.0.1:port; the socket, or -1. `blocking` false: the connect
+// is started non-blocking and completes in the kernel's backlog whether or not
+// the server accepts it (connection floods).
+int connectLoopback(int port, const std::string& source, bool blocking);
+
 // Runs a command to completion; returns {exit code, stdout+stderr}.
 std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
                                        const std::map<std::string, std::string>& env = {});

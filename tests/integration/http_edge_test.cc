@@ -31,31 +31,6 @@ using nlohmann::json;
 
 int portOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 
-// A non-blocking connect from `source` (a 127.x address) to 127.0.0.1:port;
-// the socket, or -1. The connection completes in the kernel's backlog whether
-// or not the server accepts it.
-int floodConnect(int port, const std::string& source) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst);
-  if (rc != 0 && errno != EINPROGRESS) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // GET `target` with a deadline (the harness's httpRequest has none, and a
 // dead server would hang the test). The status, or 0 when no answer came.
 int timedGet(const std::string& address, const std::string& target,
@@ -131,7 +106,7 @@ TEST(HttpEdgeIT, RmServesAgainAfterDescriptorFlood) {
   ASSERT_EQ(::prlimit(rm.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   Sockets flood;
   for (int i = 0; i < 400; i++) {
-    int fd = floodConnect(portOf(rm.httpAddress()), "127.0.0.2");
+    int fd = connectLoopback(portOf(rm.httpAddress()), "127.0.0.2", false);
     ASSERT_GE(fd, 0) << std::strerror(errno);
     flood.fds.push_back(fd);
   }
@@ -176,7 +151,7 @@ TEST(HttpEdgeIT, RmUnderLowDescriptorLimitRefusesFloodAndKeepsGrpc) {
   Sockets flood;
   for (const char* source : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
     for (int i = 0; i < 100; i++) {
-      int fd = floodConnect(portOf(http), source);
+      int fd = connectLoopback(portOf(http), source, false);
       ASSERT_GE(fd, 0) << std::strerror(errno);
       flood.fds.push_back(fd);
     }
@@ -200,7 +175,7 @@ TEST(HttpEdgeIT, TwoHundredIdleConnectionsDoNotDelayHealthz) {
   Sockets idle;
   for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
     for (int i = 0; i < 100; i++) {
-      int fd = floodConnect(portOf(rm.httpAddress()), source);
+      int fd = connectLoopback(portOf(rm.httpAddress()), source, false);
       ASSERT_GE(fd, 0);
       idle.fds.push_back(fd);
     }
