@@ -46,6 +46,9 @@ Result<std::unique_ptr<Planner>> Planner::create(const PlannerOptions& o,
   if (o.agent_options.alignment_penalty < 0) {
     return invalidArgument("agent_options.alignment_penalty", "must be >= 0");
   }
+  if (!(o.agent_options.tie_break_slack >= 0 && o.agent_options.tie_break_slack < 1)) {
+    return invalidArgument("agent_options.tie_break_slack", "must be in [0, 1)");
+  }
   MORPHEUS_ASSIGN_OR_RETURN(auto agent, makeAgent(o.agent, o.agent_options));
   MORPHEUS_ASSIGN_OR_RETURN(auto sharing, makeSharingPolicy(o.sharing_policy, o.sharing));
   return std::unique_ptr<Planner>(new Planner(o, capacity, std::move(agent), std::move(sharing)));
