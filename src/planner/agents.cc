@@ -145,15 +145,17 @@ class GreedyStagePlacer final : public StagePlacer {
 
 // Morpheus §6 LowCost: every gang goes to the eligible position of least cost
 // (the highest step cost c(t) it would create, then the block's average
-// cost), ties broken by AgentOptions::tie_break. Gangs are placed in batches
-// that reproduce one-gang-at-a-time placement exactly (up to kEps ties):
-//  - a unique cheapest position takes as many gangs as keep its cost below
-//    every other position's current cost (others only get dearer, so the
-//    gang-by-gang rule would pick it each time; found by binary search);
-//  - tied positions take one gang each, in tie-break order, skipping those
-//    overlapping a position already taken this round (those got dearer);
-//  - a gang that widens a contiguous stage's eligible range goes alone.
-// Each batch scans the eligible range once: O(window) per batch.
+// cost), ties broken by AgentOptions::tie_break. Costs are computed step by
+// step in one fixed order, so equal step profiles give exactly equal costs and
+// positions are totally ordered by (cost, tie rank).
+//
+// Batching (AgentOptions::batch_gangs) reproduces one-gang-at-a-time placement
+// exactly: positions sit in a min-heap; a gang changes only the costs of the
+// 2d - 1 positions overlapping it, which are marked stale and re-evaluated
+// when they reach the top (costs only grow, so a stale entry never surfaces
+// late). The top position takes as many gangs as keep it ahead of the next
+// entry (binary search on its cost). A gang that widens a contiguous stage's
+// eligible range goes alone and the range is scanned again.
 class LowCostStagePlacer final : public StagePlacer {
  public:
   LowCostStagePlacer(const PlanningProblem& p, const AgentOptions& o)
@@ -174,8 +176,8 @@ class LowCostStagePlacer final : public StagePlacer {
       }
       if (pmin > pmax) return false;
       scan(eng, req, pmin, pmax);
-      int64_t placed = opts_.batch_gangs ? placeBatch(eng, req, pmin, remaining, out)
-                                         : placeOne(eng, req, pmin, out);
+      int64_t placed =
+          opts_.batch_gangs ? placeBatches(eng, req, remaining, out) : placeOne(eng, req, out);
       if (placed == 0) return false;
       remaining -= placed;
     }
@@ -183,50 +185,86 @@ class LowCostStagePlacer final : public StagePlacer {
   }
 
  private:
-  // Fills, for positions pmin..pmax, how many units fit (bfit_) and the cost
-  // of one more unit there (pos_cost_); step costs after one more unit in
-  // prefix_ (prefix sums). Sliding window min/max over d steps: O(range).
+  struct Entry {
+    double cost;
+    int64_t rank;
+    int64_t q;
+    uint64_t stamp;
+  };
+  static bool ahead(double c1, int64_t r1, double c2, int64_t r2) {
+    return c1 < c2 || (c1 == c2 && r1 < r2);
+  }
+
+  // Step cost with one more unit (sc_) and units that fit (fit_) for the
+  // steps of positions pmin..pmax; then every position's cost and fit.
   void scan(const Engine& eng, const GangRequest& req, int64_t pmin, int64_t pmax) {
-    const PlanningProblem& p = eng.problem();
-    int64_t d = req.d;
-    size_t m = static_cast<size_t>(pmax + d - pmin);
+    pmin_ = pmin;
+    d_ = req.d;
+    size_t m = static_cast<size_t>(pmax + req.d - pmin);
+    sc_.resize(m);
+    isc_.resize(m);
     fit_.resize(m);
-    prefix_.assign(m + 1, 0.0);
-    for (size_t i = 0; i < m; ++i) {
-      Resource u = eng.used(pmin + static_cast<int64_t>(i));
-      fit_[i] = (p.capacity - u).countFitting(req.unit);
-      prefix_[i + 1] = prefix_[i] + (u + req.unit).dominantShare(p.capacity);
-    }
+    for (int64_t s = pmin; s < pmax + req.d; ++s) refreshStep(eng, req, s);
     size_t npos = static_cast<size_t>(pmax - pmin + 1);
-    bfit_.assign(npos, 0);
-    pos_cost_.assign(npos, 0.0);
-    std::deque<size_t> dq, dqm;
-    auto stepCost = [&](size_t i) { return prefix_[i + 1] - prefix_[i]; };
+    cost_.resize(npos);
+    bfit_.resize(npos);
+    stamp_.assign(npos, 0);
+    // Sliding windows of d steps: max of sc_, min of fit_, exact sum of isc_.
+    std::deque<size_t> dmax, dmin;
+    int64_t sum = 0;
+    auto d = static_cast<size_t>(req.d);
     for (size_t i = 0; i < m; ++i) {
-      while (!dq.empty() && fit_[dq.back()] >= fit_[i]) dq.pop_back();
-      dq.push_back(i);
-      while (!dqm.empty() && stepCost(dqm.back()) <= stepCost(i)) dqm.pop_back();
-      dqm.push_back(i);
-      if (i + 1 < static_cast<size_t>(d)) continue;
-      size_t q = i + 1 - static_cast<size_t>(d);
-      while (dq.front() < q) dq.pop_front();
-      while (dqm.front() < q) dqm.pop_front();
-      bfit_[q] = fit_[dq.front()];
-      // Position cost: the highest step cost the gang would create (peak
-      // first, Morpheus §6 c(t)), then the block's average cost. Measured
-      // alternatives (bench 2a generator, 300 instances against the GLPK
-      // optimum, and the same instances mirrored in time): sum of c(t)^2 /
-      // c(t)^4 / exp(c(t)) and global-peak-first all land within ~1% of this
-      // rule (median ratio ~1.22); for the tie-break see AgentOptions.
-      pos_cost_[q] =
-          stepCost(dqm.front()) +
-          1e-3 * (prefix_[q + static_cast<size_t>(d)] - prefix_[q]) / static_cast<double>(d);
+      while (!dmax.empty() && sc_[dmax.back()] <= sc_[i]) dmax.pop_back();
+      dmax.push_back(i);
+      while (!dmin.empty() && fit_[dmin.back()] >= fit_[i]) dmin.pop_back();
+      dmin.push_back(i);
+      sum += isc_[i];
+      if (i + 1 < d) continue;
+      size_t q = i + 1 - d;
+      if (dmax.front() < q) dmax.pop_front();
+      if (dmin.front() < q) dmin.pop_front();
+      cost_[q] = positionCost(sc_[dmax.front()], sum);
+      bfit_[q] = fit_[dmin.front()];
+      sum -= isc_[q];
     }
+  }
+
+  // Step costs enter the average as integers (units of 2^-40), so equal step
+  // profiles give exactly equal position costs whatever the summation order.
+  static int64_t quantize(double c) { return std::llround(c * 0x1p40); }
+  double positionCost(double peak, int64_t sum) const {
+    return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
+  }
+
+  void refreshStep(const Engine& eng, const GangRequest& req, int64_t s) {
+    const PlanningProblem& p = eng.problem();
+    Resource u = eng.used(s);
+    auto i = static_cast<size_t>(s - pmin_);
+    fit_[i] = (p.capacity - u).countFitting(req.unit);
+    sc_[i] = (u + req.unit).dominantShare(p.capacity);
+    isc_[i] = quantize(sc_[i]);
+  }
+
+  // Position cost: the highest step cost the gang would create (peak first,
+  // Morpheus §6 c(t)), then the block's average cost. Measured alternatives
+  // (bench 2a generator, 300 instances against the GLPK optimum, and the same
+  // instances mirrored in time): sum of c(t)^2 / c(t)^4 / exp(c(t)) and
+  // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
+  void evaluate(int64_t q) {
+    double peak = 0;
+    int64_t sum = 0, f = std::numeric_limits<int64_t>::max();
+    for (int64_t i = q; i < q + d_; ++i) {
+      peak = std::max(peak, sc_[static_cast<size_t>(i)]);
+      sum += isc_[static_cast<size_t>(i)];
+      f = std::min(f, fit_[static_cast<size_t>(i)]);
+    }
+    cost_[static_cast<size_t>(q)] = positionCost(peak, sum);
+    bfit_[static_cast<size_t>(q)] = f;
   }
 
   // Tie-break preference of a gang at window step pos (lower is preferred; a
   // total order over positions).
-  int64_t tieRank(int64_t pos, int64_t d) const {
+  int64_t tieRank(int64_t pos) const {
     switch (opts_.tie_break) {
       case TieBreak::kLatest:
         return -pos;
@@ -235,24 +273,8 @@ class LowCostStagePlacer final : public StagePlacer {
       case TieBreak::kSlack:
         break;
     }
-    int64_t end = pos + d;
+    int64_t end = pos + d_;
     return end <= slack_end_ ? slack_end_ - end : window_ + (end - slack_end_);
-  }
-
-  // The cheapest eligible position (index into bfit_), ties by tieRank; -1 if none.
-  int64_t best(int64_t pmin, int64_t d) const {
-    int64_t b = -1;
-    for (size_t q = 0; q < bfit_.size(); ++q) {
-      if (bfit_[q] <= 0) continue;
-      double c = pos_cost_[q];
-      auto qi = static_cast<int64_t>(q);
-      if (b < 0 || c < pos_cost_[static_cast<size_t>(b)] - kEps ||
-          (c <= pos_cost_[static_cast<size_t>(b)] + kEps &&
-           tieRank(pmin + qi, d) < tieRank(pmin + b, d))) {
-        b = qi;
-      }
-    }
-    return b;
   }
 
   // True when a gang at `pos` would widen a contiguous stage's eligible range.
@@ -261,85 +283,101 @@ class LowCostStagePlacer final : public StagePlacer {
     return req.contiguous && (out.gangs.empty() || pos < out.lo || pos + req.d > out.hi);
   }
 
-  int64_t placeOne(Engine& eng, const GangRequest& req, int64_t pmin, StageTrack& out) {
-    int64_t b = best(pmin, req.d);
+  // Holds k gangs at position q and refreshes what they changed.
+  void apply(Engine& eng, const GangRequest& req, int64_t q, int64_t k, StageTrack& out) {
+    int64_t pos = pmin_ + q;
+    eng.apply(out, pos, req.d, k * req.gang, req.unit * k);
+    for (int64_t s = pos; s < pos + req.d; ++s) refreshStep(eng, req, s);
+    auto npos = static_cast<int64_t>(cost_.size());
+    for (int64_t o = std::max<int64_t>(0, q - d_ + 1); o < std::min(npos, q + d_); ++o) {
+      ++stamp_[static_cast<size_t>(o)];
+    }
+  }
+
+  // Reference: one gang at the best position of a full scan.
+  int64_t placeOne(Engine& eng, const GangRequest& req, StageTrack& out) {
+    int64_t b = -1;
+    for (size_t q = 0; q < cost_.size(); ++q) {
+      if (bfit_[q] <= 0) continue;
+      auto qi = static_cast<int64_t>(q);
+      if (b < 0 ||
+          ahead(cost_[q], tieRank(pmin_ + qi), cost_[static_cast<size_t>(b)], tieRank(pmin_ + b))) {
+        b = qi;
+      }
+    }
     if (b < 0) return 0;
-    eng.apply(out, pmin + b, req.d, req.gang, req.unit);
+    apply(eng, req, b, 1, out);
     return 1;
   }
 
-  int64_t placeBatch(Engine& eng, const GangRequest& req, int64_t pmin, int64_t remaining,
-                     StageTrack& out) {
-    int64_t b = best(pmin, req.d);
-    if (b < 0) return 0;
-    double cb = pos_cost_[static_cast<size_t>(b)];
-    double second = std::numeric_limits<double>::infinity();
-    std::vector<int64_t>& tied = tied_;
-    tied.clear();
-    for (size_t q = 0; q < bfit_.size(); ++q) {
+  int64_t placeBatches(Engine& eng, const GangRequest& req, int64_t remaining, StageTrack& out) {
+    auto later = [](const Entry& a, const Entry& b) {
+      return ahead(b.cost, b.rank, a.cost, a.rank);
+    };
+    heap_.clear();
+    for (size_t q = 0; q < cost_.size(); ++q) {
       if (bfit_[q] <= 0) continue;
-      if (pos_cost_[q] <= cb + kEps) {
-        tied.push_back(static_cast<int64_t>(q));
-      } else {
-        second = std::min(second, pos_cost_[q]);
-      }
+      auto qi = static_cast<int64_t>(q);
+      heap_.push_back({cost_[q], tieRank(pmin_ + qi), qi, 0});
     }
-    if (widens(req, out, pmin + b)) {
-      eng.apply(out, pmin + b, req.d, req.gang, req.unit);
-      return 1;
-    }
-    if (tied.size() > 1) return tieRound(eng, req, pmin, remaining, out);
-    int64_t k = std::min(remaining, bfit_[static_cast<size_t>(b)]);
-    if (!std::isinf(second)) k = std::min(k, gangsBelow(eng, req, pmin + b, second - kEps));
-    eng.apply(out, pmin + b, req.d, k * req.gang, req.unit * k);
-    return k;
-  }
-
-  // One gang on each tied position, in tie-break order, skipping positions
-  // overlapping one taken this round and (contiguous stages) any that would
-  // widen the eligible range.
-  int64_t tieRound(Engine& eng, const GangRequest& req, int64_t pmin, int64_t remaining,
-                   StageTrack& out) {
-    std::sort(tied_.begin(), tied_.end(), [&](int64_t a, int64_t b) {
-      return tieRank(pmin + a, req.d) < tieRank(pmin + b, req.d);
-    });
-    taken_.clear();
+    std::make_heap(heap_.begin(), heap_.end(), later);
     int64_t placed = 0;
-    for (int64_t q : tied_) {
-      if (placed == remaining) break;
-      int64_t pos = pmin + q;
-      bool overlaps = false;
-      for (int64_t t : taken_) overlaps = overlaps || (pos < t + req.d && t < pos + req.d);
-      if (overlaps || (placed > 0 && widens(req, out, pos))) continue;
-      eng.apply(out, pos, req.d, req.gang, req.unit);
-      taken_.push_back(pos);
-      ++placed;
+    while (placed < remaining && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      Entry e = heap_.back();
+      heap_.pop_back();
+      auto qs = static_cast<size_t>(e.q);
+      if (e.stamp != stamp_[qs]) {  // stale: re-evaluate and queue again
+        evaluate(e.q);
+        if (bfit_[qs] > 0) {
+          heap_.push_back({cost_[qs], e.rank, e.q, stamp_[qs]});
+          std::push_heap(heap_.begin(), heap_.end(), later);
+        }
+        continue;
+      }
+      if (widens(req, out, pmin_ + e.q)) {
+        apply(eng, req, e.q, 1, out);
+        return placed + 1;
+      }
+      int64_t k = std::min(remaining - placed, bfit_[qs]);
+      if (!heap_.empty()) k = gangsAhead(eng, req, e, heap_.front(), k);
+      apply(eng, req, e.q, k, out);
+      placed += k;
+      evaluate(e.q);
+      if (bfit_[qs] > 0) {
+        heap_.push_back({cost_[qs], e.rank, e.q, stamp_[qs]});
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      }
     }
     return placed;
   }
 
-  // Cost at `pos` of the gang after j more (j >= 0), as pos_cost_ computes it.
-  static double costAfter(const Engine& eng, const GangRequest& req, int64_t pos, int64_t j) {
+  // Cost at position q of one more gang after j more (j >= 0), as evaluate()
+  // computes it after those j were placed.
+  double costAfter(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
     const PlanningProblem& p = eng.problem();
     Resource add = req.unit * (j + 1);
-    double peak = 0, sum = 0;
-    for (int64_t s = pos; s < pos + req.d; ++s) {
+    double peak = 0;
+    int64_t sum = 0;
+    for (int64_t s = pmin_ + q; s < pmin_ + q + d_; ++s) {
       double c = (eng.used(s) + add).dominantShare(p.capacity);
       peak = std::max(peak, c);
-      sum += c;
+      sum += quantize(c);
     }
-    return peak + 1e-3 * sum / static_cast<double>(req.d);
+    return positionCost(peak, sum);
   }
 
-  // Gangs the cheapest position takes in one batch: 1 + the largest j such
-  // that the next gang after j costs less than `bound` (others' cost now).
-  static int64_t gangsBelow(const Engine& eng, const GangRequest& req, int64_t pos, double bound) {
-    int64_t lo = 0, hi = req.count;  // invariant: costAfter(lo) < bound (or lo == 0)
-    if (costAfter(eng, req, pos, 1) >= bound) return 1;
-    lo = 1;
+  // Gangs (1..k) the top entry takes: gang j+1 goes there while its cost
+  // after j keeps it ahead of `next` (a lower bound of every other position).
+  int64_t gangsAhead(const Engine& eng, const GangRequest& req, const Entry& top, const Entry& next,
+                     int64_t k) const {
+    auto stays = [&](int64_t j) {
+      return ahead(costAfter(eng, req, top.q, j), top.rank, next.cost, next.rank);
+    };
+    int64_t lo = 0, hi = k - 1;  // largest j in [0, k-1] with stays(1..j)
     while (lo < hi) {
       int64_t mid = lo + (hi - lo + 1) / 2;
-      if (costAfter(eng, req, pos, mid) < bound) {
+      if (stays(mid)) {
         lo = mid;
       } else {
         hi = mid - 1;
@@ -350,13 +388,16 @@ class LowCostStagePlacer final : public StagePlacer {
 
   const AgentOptions& opts_;
   int64_t window_ = 0;
-  int64_t slack_end_ = 0;  // kSlack: the window step tied gangs prefer to end by
-  std::vector<int64_t> fit_;
-  std::vector<int64_t> bfit_;
-  std::vector<double> prefix_;
-  std::vector<double> pos_cost_;
-  std::vector<int64_t> tied_;
-  std::vector<int64_t> taken_;
+  int64_t slack_end_ = 0;      // kSlack: the window step tied gangs prefer to end by
+  int64_t pmin_ = 0;           // first position of the current scan
+  int64_t d_ = 0;              // gang duration of the current scan
+  std::vector<double> sc_;     // per step: cost with one more unit
+  std::vector<int64_t> isc_;   // per step: sc_ quantized (see quantize)
+  std::vector<int64_t> fit_;   // per step: units that fit
+  std::vector<double> cost_;   // per position
+  std::vector<int64_t> bfit_;  // per position: units that fit at every step
+  std::vector<uint64_t> stamp_;
+  std::vector<Entry> heap_;
 };
 
 // Places all gangs of stage k inside [lo, hi): full gangs of min_concurrency,

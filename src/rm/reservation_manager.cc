@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/validate.h"
@@ -113,15 +115,81 @@ ReservationId ReservationManager::newId() {
 }
 
 Status ReservationManager::persist(const ReservationRecord& rec) {
-  std::string text;
-  try {
-    text = encodeRecord(rec).dump();
-  } catch (const json::exception& e) {
-    // Unencodable input must have been refused earlier; never let it escape
-    // between planning and the rollback.
-    return internalError("reservation " + rec.id.value() + " cannot be encoded: " + e.what());
+  return persist(std::vector<ReservationRecord>{rec});
+}
+
+Status ReservationManager::persist(const std::vector<ReservationRecord>& recs) {
+  std::vector<store::StateWrite> batch;
+  for (const auto& rec : recs) {
+    try {
+      batch.push_back({kNs, rec.id.value(), encodeRecord(rec).dump()});
+    } catch (const json::exception& e) {
+      // Unencodable input must have been refused earlier; never let it escape
+      // between planning and the rollback.
+      return internalError("reservation " + rec.id.value() + " cannot be encoded: " + e.what());
+    }
   }
-  return store_.commit({{kNs, rec.id.value(), text}});
+  return store_.commit(batch);
+}
+
+std::vector<ReservationRecord> ReservationManager::displacedRecords(
+    const planner::DisplacementReport& rep, const ReservationId& by, TimePoint now) const {
+  std::map<ReservationId, ReservationRecord> out;
+  auto copy = [&](const ReservationId& id) -> ReservationRecord* {
+    auto it = records_.find(id);
+    if (it == records_.end()) return nullptr;  // `by` itself (update) has its own record
+    return &out.emplace(id, it->second).first->second;
+  };
+  for (const auto& id : rep.extras_released) {
+    if (ReservationRecord* r = copy(id)) {
+      r->budget_used_container_ms =
+          std::max<int64_t>(0, r->budget_used_container_ms - refundOf(id, now));
+    }
+  }
+  for (const auto& id : rep.replanned) {
+    ReservationRecord* r = copy(id);
+    const planner::Placement* p = planner_->placement(id);
+    if (r == nullptr || p == nullptr) continue;
+    r->placement = *p;
+    r->status = "active";
+    r->status_reason.clear();
+  }
+  for (const auto& id : rep.at_risk) {
+    ReservationRecord* r = copy(id);
+    if (r == nullptr) continue;
+    r->status = "at-risk";
+    r->status_reason = "displaced by periodic reservation " + by.value() +
+                       " (periodic reservations have strict priority, Morpheus §6) and no other "
+                       "placement fits its window; kept on its placement, over capacity";
+  }
+  std::vector<ReservationRecord> v;
+  for (auto& [_, r] : out) v.push_back(std::move(r));
+  return v;
+}
+
+void ReservationManager::commitDisplaced(const planner::DisplacementReport& rep,
+                                         std::vector<ReservationRecord> changed,
+                                         const ReservationId& by) {
+  for (const auto& id : rep.extras_released) {
+    spdlog::warn("reservation {}: DRA extras released, displaced by periodic reservation {}",
+                 id.value(), by.value());
+    grants_.erase(id);
+  }
+  for (auto& r : changed) {
+    ReservationRecord& cur = records_[r.id];
+    if (r.status == "at-risk" && cur.status != "at-risk") {
+      spdlog::warn("reservation {} (owner {}) is at-risk: {}", r.id.value(), r.def.user.value(),
+                   r.status_reason);
+      metrics_
+          .counter("morpheus_rm_reservations_at_risk_total",
+                   "One-off reservations that lost their capacity backing (kept, not deleted)")
+          .inc();
+    } else if (cur.placement != r.placement) {
+      spdlog::info("one-off reservation {} re-planned: displaced by periodic reservation {}",
+                   r.id.value(), by.value());
+    }
+    cur = std::move(r);
+  }
 }
 
 Status ReservationManager::validateRequest(const planner::ReservationDefinition& def,
@@ -195,7 +263,8 @@ Result<ReservationRecord> ReservationManager::submit(
                             " reservations, the most rm.max-reservations-per-user allows");
   }
   TimePoint now = clock_.now();
-  auto placement = planner_->submit(id, def, now, explanation);
+  planner::DisplacementReport displaced;
+  auto placement = planner_->submit(id, def, now, explanation, &displaced);
   if (!placement.isOk()) {
     metrics_
         .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
@@ -209,10 +278,16 @@ Result<ReservationRecord> ReservationManager::submit(
   rec.def = def;
   rec.placement = *placement;
   rec.budget_container_ms = budget_container_ms;
-  if (Status st = persist(rec); !st.isOk()) {
+  // The periodic reservation and every one-off it displaced commit together.
+  std::vector<ReservationRecord> changed = displacedRecords(displaced, id, now);
+  changed.push_back(rec);
+  if (Status st = persist(changed); !st.isOk()) {
     MORPHEUS_CHECK(planner_->remove(id).isOk(), "rollback of an unpersisted reservation");
+    planner_->revertDisplacement(displaced);
     return st.withContext("reservation " + id.value() + " not admitted: state store");
   }
+  changed.pop_back();
+  commitDisplaced(displaced, std::move(changed), id);
   records_[id] = rec;
   spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
                id.value(), def.user.value(), def.queue, def.period.count(),
@@ -253,7 +328,9 @@ Result<ReservationRecord> ReservationManager::update(
   if (!opts_.reservable_queues.count(nd.queue)) {
     return invalidArgument("queue", "'" + nd.queue + "' is not a reservable queue");
   }
-  auto placement = planner_->update(id, nd, clock_.now(), explanation);
+  TimePoint now = clock_.now();
+  planner::DisplacementReport displaced;
+  auto placement = planner_->update(id, nd, now, explanation, &displaced);
   if (!placement.isOk()) return placement.status();
   ReservationRecord rec = old;
   rec.def = nd;
@@ -261,12 +338,17 @@ Result<ReservationRecord> ReservationManager::update(
   rec.budget_container_ms = budget_container_ms;
   rec.status = "active";
   rec.status_reason.clear();
-  if (Status st = persist(rec); !st.isOk()) {
+  std::vector<ReservationRecord> changed = displacedRecords(displaced, id, now);
+  changed.push_back(rec);
+  if (Status st = persist(changed); !st.isOk()) {
     MORPHEUS_CHECK(
         planner_->remove(id).isOk() && planner_->restore(id, old.def, old.placement).isOk(),
         "rollback of an unpersisted update");
+    planner_->revertDisplacement(displaced);
     return st.withContext("reservation " + id.value() + " not updated: state store");
   }
+  changed.pop_back();
+  commitDisplaced(displaced, std::move(changed), id);
   it->second = rec;
   spdlog::info("reservation {} updated by {}", id.value(), user.value());
   return rec;
@@ -286,9 +368,17 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user,
       store_.commit({{kNs, id.value(), std::nullopt}})
           .withContext("reservation " + id.value() + " not deleted: state store"));
   MORPHEUS_CHECK(planner_->remove(id).isOk(), "planner lost reservation " + id.value());
+  bool periodic = it->second.def.period.count() > 0;
   records_.erase(it);
   grants_.erase(id);
   spdlog::info("reservation {} deleted by {}", id.value(), user.value());
+  // Room freed by a periodic reservation may back (or re-place) at-risk one-offs.
+  bool any_at_risk = std::any_of(records_.begin(), records_.end(),
+                                 [](const auto& kv) { return kv.second.status == "at-risk"; });
+  if (periodic && any_at_risk && reconciled_) {
+    applyCapacityReport(planner_->setCapacity(planner_->capacity(), clock_.now()),
+                        planner_->capacity());
+  }
   updateGauges();
   return Status::ok();
 }
@@ -392,9 +482,12 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
     std::string want = "active", reason;
     if (at_risk.count(id)) {
       want = "at-risk";
-      reason = "cluster capacity " + capacity.toString() +
-               " no longer backs its placement and no other placement fits; kept, and re-placed "
-               "when capacity returns";
+      // Still at risk: keep the first cause (e.g. the periodic reservation that displaced it).
+      reason = r.status == "at-risk" && !r.status_reason.empty()
+                   ? r.status_reason
+                   : "cluster capacity " + capacity.toString() +
+                         " no longer backs its placement and no other placement fits; kept, and "
+                         "re-placed when capacity returns";
     } else if (degraded.count(id)) {
       want = "degraded";
       reason = "cluster capacity " + capacity.toString() +

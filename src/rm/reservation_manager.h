@@ -45,10 +45,11 @@ struct ReservationRecord {
   int64_t budget_used_container_ms = 0;
   int64_t budget_instance = -1;  // instance the budget use refers to
   // "active"; "degraded" (periodic: the capacity no longer backs its plan at
-  // some offset); "at-risk" (one-off: the capacity dropped and no other
-  // placement fits; it keeps its placement and is re-placed or backed again
-  // when capacity returns). Persisted; the system never deletes an
-  // acknowledged reservation because of a capacity change.
+  // some offset); "at-risk" (one-off: the capacity dropped, or a periodic
+  // reservation displaced it (reason names it), and no other placement fits;
+  // it keeps its placement and is re-placed or backed again when capacity
+  // returns or the periodic one is removed). Persisted; the system never
+  // deletes an acknowledged reservation because of a capacity change.
   std::string status = "active";
   std::string status_reason;
   std::vector<ReprovisionRecord> history;
@@ -101,7 +102,11 @@ class ReservationManager {
   // bad input or an unknown queue, PERMISSION_DENIED when the user holds
   // max_reservations_per_user, ALREADY_EXISTS for a used id, kInfeasible with
   // *explanation. On any failure, including one after planning (persisting),
-  // the plan and the records are as before the call.
+  // the plan and the records are as before the call. A periodic reservation
+  // has strict priority (Morpheus §6): it is planned ignoring one-offs, and
+  // the one-offs it displaces are re-planned ("active", new placement) or,
+  // when none fits, keep their placement as "at-risk" with a reason naming it;
+  // all of that is persisted in the same commit as the new reservation.
   Result<ReservationRecord> submit(const ReservationId& id,
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
@@ -112,6 +117,8 @@ class ReservationManager {
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
                                    planner::InfeasibilityExplanation* explanation);
+  // Removing a periodic reservation re-checks at-risk one-offs (the room it
+  // frees may back or re-place them).
   Status remove(const ReservationId& id, const UserId& user);
   // The caller's access check, run under the manager's lock against the
   // current record before anything changes (the RM edge passes its queue-ACL
@@ -189,7 +196,17 @@ class ReservationManager {
   // The check of the user-named overloads: the owner or an rm.admins user.
   AccessCheck ownerOrAdmin(const UserId& user, const std::string& verb) const;
   Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
-  void updateGauges();                           // REQUIRES(mu_)
+  // One atomic commit of several records. REQUIRES(mu_)
+  Status persist(const std::vector<ReservationRecord>& recs);
+  // Copies of the records a periodic admission by `by` changed (re-placed:
+  // new placement, "active"; kept: "at-risk" with a reason naming `by`; DRA
+  // extras released: budget refunded), not yet stored. REQUIRES(mu_)
+  std::vector<ReservationRecord> displacedRecords(const planner::DisplacementReport& rep,
+                                                  const ReservationId& by, TimePoint now) const;
+  // After they were persisted: installs them, ends released grants, logs. REQUIRES(mu_)
+  void commitDisplaced(const planner::DisplacementReport& rep,
+                       std::vector<ReservationRecord> changed, const ReservationId& by);
+  void updateGauges();  // REQUIRES(mu_)
   // Size, string and budget checks of submit/update (no lock, no plan).
   Status validateRequest(const planner::ReservationDefinition& def,
                          int64_t budget_container_ms) const;

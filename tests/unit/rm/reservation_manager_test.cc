@@ -265,6 +265,98 @@ TEST_F(ReservationManagerTest, EveryRejectedRequestLeavesNoState) {
   EXPECT_EQ(observable(m, *store_, clock_.now()), two);
 }
 
+// Issue #12: periodic reservations have strict priority at admission (Morpheus §6).
+class DisplacementTest : public ReservationManagerTest {
+ protected:
+  // One gang of n containers for 10 min inside [from, from + window).
+  planner::ReservationDefinition gang(int n, TimePoint from, Millis window, Millis period) {
+    auto d = def(n, period);
+    d.arrival = from;
+    d.deadline = from + window;
+    d.stages = {{Resource(1024, 1), n, n, Millis(600000)}};
+    return d;
+  }
+  TimePoint start() const { return clock_.now() + Millis(3600000); }
+};
+
+// A one-off displaced by a new periodic reservation is re-planned elsewhere in
+// its window, stays active, and its new placement is persisted with the admission.
+TEST_F(DisplacementTest, DisplacedOneOffIsReplacedAndPersisted) {
+  ASSERT_TRUE(
+      mgr_->submit(ReservationId("flex"), gang(10, start(), Millis(3600000), Millis(0)), 0, nullptr)
+          .isOk());
+  const auto before = *mgr_->get(ReservationId("flex"));
+  TimePoint at = before.placement.allocations.front().start;
+  auto daily = mgr_->submit(ReservationId("daily"), gang(10, at, Millis(600000), Millis(86400000)),
+                            0, nullptr);
+  ASSERT_TRUE(daily.isOk()) << daily.status().toString();
+  auto after = *mgr_->get(ReservationId("flex"));
+  EXPECT_EQ(after.status, "active");
+  EXPECT_NE(after.placement, before.placement);
+  EXPECT_GE(after.placement.allocations.front().start, start());
+  EXPECT_LE(after.placement.allocations.back().end, start() + Millis(3600000));
+  for (TimePoint t = start(); t < start() + Millis(3600000); t += Millis(60000)) {
+    EXPECT_TRUE(mgr_->plan(t, t + Millis(60000)).steps[0].one_off.fitsIn(Resource(10240, 10)));
+    auto snap = mgr_->plan(t, t + Millis(60000));
+    EXPECT_TRUE((snap.steps[0].periodic + snap.steps[0].one_off).fitsIn(Resource(10240, 10)));
+  }
+  auto again = make();
+  ASSERT_TRUE(again->recover().isOk());
+  EXPECT_EQ(again->get(ReservationId("flex"))->placement, after.placement);
+}
+
+// A displaced one-off that fits nowhere keeps its placement, becomes "at-risk" with a reason
+// naming the periodic reservation (persisted, listed); removing the periodic one backs it again.
+TEST_F(DisplacementTest, DisplacedOneOffThatFitsNowhereIsAtRiskNamingThePeriodic) {
+  ASSERT_TRUE(
+      mgr_->submit(ReservationId("fixed"), gang(10, start(), Millis(600000), Millis(0)), 0, nullptr)
+          .isOk());
+  const auto before = *mgr_->get(ReservationId("fixed"));
+  auto daily = mgr_->submit(ReservationId("daily"),
+                            gang(10, start(), Millis(600000), Millis(86400000)), 0, nullptr);
+  ASSERT_TRUE(daily.isOk()) << daily.status().toString();
+  auto r = *mgr_->get(ReservationId("fixed"));
+  EXPECT_EQ(r.status, "at-risk");
+  EXPECT_NE(r.status_reason.find("displaced by periodic reservation daily"), std::string::npos)
+      << r.status_reason;
+  EXPECT_EQ(r.placement, before.placement);
+  auto listed = mgr_->list("", "fixed", TimePoint(), TimePoint());
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].status, "at-risk");
+  auto stored = *store_->get("reservations", "fixed");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_NE(stored->find("displaced by periodic reservation daily"), std::string::npos);
+  ASSERT_TRUE(mgr_->remove(ReservationId("daily"), UserId("alice")).isOk());
+  r = *mgr_->get(ReservationId("fixed"));
+  EXPECT_EQ(r.status, "active");
+  EXPECT_EQ(r.placement, before.placement);
+}
+
+// A periodic admission that cannot be persisted leaves the displaced one-offs as they were.
+TEST_F(DisplacementTest, UnpersistedPeriodicAdmissionChangesNothing) {
+  FlakyStore flaky(*store_);
+  ReservationManager m({}, std::move(planner::Planner::create({}, Resource())).value(), flaky,
+                       clock_, metrics_);
+  m.onCapacity(Resource(10240, 10), true);
+  ASSERT_TRUE(
+      m.submit(ReservationId("fixed"), gang(10, start(), Millis(600000), Millis(0)), 0, nullptr)
+          .isOk());
+  ASSERT_TRUE(
+      m.submit(ReservationId("flex"), gang(10, start(), Millis(3600000), Millis(0)), 0, nullptr)
+          .isOk());
+  const std::string before = observable(m, *store_, clock_.now());
+  flaky.fail = true;
+  auto daily = m.submit(ReservationId("daily"),
+                        gang(10, start(), Millis(3600000), Millis(86400000)), 0, nullptr);
+  EXPECT_EQ(daily.status().code(), StatusCode::kUnavailable) << daily.status().toString();
+  EXPECT_EQ(observable(m, *store_, clock_.now()), before);
+  flaky.fail = false;
+  ASSERT_TRUE(m.submit(ReservationId("daily"), gang(10, start(), Millis(3600000), Millis(86400000)),
+                       0, nullptr)
+                  .isOk());
+  EXPECT_NE(observable(m, *store_, clock_.now()), before);
+}
+
 // DRA grants are swaps charged to the per-instance budget (the unexpired part
 // of a replaced grant is refunded) and refused once the budget is spent.
 TEST_F(ReservationManagerTest, ReprovisionBudget) {
