@@ -149,17 +149,15 @@ class GreedyStagePlacer final : public StagePlacer {
 // step in one fixed order, so equal step profiles give exactly equal costs and
 // positions are totally ordered by (cost, tie rank).
 //
-// Batching (AgentOptions::batch_gangs) reproduces one-gang-at-a-time placement
-// exactly: positions sit in a min-heap; a gang changes only the costs of the
-// 2d - 1 positions overlapping it, which are marked stale and re-evaluated
-// when they reach the top (costs only grow, so a stale entry never surfaces
-// late). The top position takes as many gangs as keep it ahead of the next
-// entry (binary search on its cost). A gang that widens a contiguous stage's
-// eligible range goes alone and the range is scanned again.
-class LowCostStagePlacer final : public StagePlacer {
+// LowCostStagePlacer batches gangs and reproduces one-gang-at-a-time placement
+// (LowCostOneGangPlacer, the reference) exactly: positions sit in a min-heap; a gang changes only
+// the costs of the 2d - 1 positions overlapping it, which are marked stale and re-evaluated when
+// they reach the top (costs only grow, so a stale entry never surfaces late). The top position
+// takes as many gangs as keep it ahead of the next entry (binary search on its cost). A gang that
+// widens a contiguous stage's eligible range goes alone and the range is scanned again.
+class LowCostPositions : public StagePlacer {
  public:
-  LowCostStagePlacer(const PlanningProblem& p, const AgentOptions& o)
-      : opts_(o), window_(p.window) {
+  LowCostPositions(const PlanningProblem& p, const AgentOptions& o) : opts_(o), window_(p.window) {
     int64_t slack =
         static_cast<int64_t>(std::ceil(o.tie_break_slack * static_cast<double>(p.window) - 1e-9));
     slack_end_ = p.window - std::max<int64_t>(0, slack);
@@ -176,21 +174,19 @@ class LowCostStagePlacer final : public StagePlacer {
       }
       if (pmin > pmax) return false;
       scan(eng, req, pmin, pmax);
-      int64_t placed =
-          opts_.batch_gangs ? placeBatches(eng, req, remaining, out) : placeOne(eng, req, out);
+      int64_t placed = placeSome(eng, req, remaining, out);
       if (placed == 0) return false;
       remaining -= placed;
     }
     return true;
   }
 
- private:
-  struct Entry {
-    double cost;
-    int64_t rank;
-    int64_t q;
-    uint64_t stamp;
-  };
+ protected:
+  // Places at least one of `remaining` gangs on the scanned range; 0 when
+  // no position fits.
+  virtual int64_t placeSome(Engine& eng, const GangRequest& req, int64_t remaining,
+                            StageTrack& out) = 0;
+
   static bool ahead(double c1, int64_t r1, double c2, int64_t r2) {
     return c1 < c2 || (c1 == c2 && r1 < r2);
   }
@@ -210,7 +206,10 @@ class LowCostStagePlacer final : public StagePlacer {
     bfit_.resize(npos);
     stamp_.assign(npos, 0);
     // Sliding windows of d steps: max of sc_, min of fit_, exact sum of isc_.
-    std::deque<size_t> dmax, dmin;
+    std::deque<size_t>& dmax = dmax_;
+    std::deque<size_t>& dmin = dmin_;
+    dmax.clear();
+    dmin.clear();
     int64_t sum = 0;
     auto d = static_cast<size_t>(req.d);
     for (size_t i = 0; i < m; ++i) {
@@ -294,8 +293,28 @@ class LowCostStagePlacer final : public StagePlacer {
     }
   }
 
-  // Reference: one gang at the best position of a full scan.
-  int64_t placeOne(Engine& eng, const GangRequest& req, StageTrack& out) {
+  const AgentOptions& opts_;
+  int64_t window_ = 0;
+  int64_t slack_end_ = 0;      // kSlack: the window step tied gangs prefer to end by
+  int64_t pmin_ = 0;           // first position of the current scan
+  int64_t d_ = 0;              // gang duration of the current scan
+  std::vector<double> sc_;     // per step: cost with one more unit
+  std::vector<int64_t> isc_;   // per step: sc_ quantized (see quantize)
+  std::vector<int64_t> fit_;   // per step: units that fit
+  std::vector<double> cost_;   // per position
+  std::vector<int64_t> bfit_;  // per position: units that fit at every step
+  std::vector<uint64_t> stamp_;
+  std::deque<size_t> dmax_, dmin_;  // scan(): sliding-window scratch
+};
+
+// The reference LowCost placement (AgentOptions::batch_gangs false): one gang
+// at the best position of a full scan. O(gangs x window).
+class LowCostOneGangPlacer final : public LowCostPositions {
+ public:
+  using LowCostPositions::LowCostPositions;
+
+ private:
+  int64_t placeSome(Engine& eng, const GangRequest& req, int64_t, StageTrack& out) override {
     int64_t b = -1;
     for (size_t q = 0; q < cost_.size(); ++q) {
       if (bfit_[q] <= 0) continue;
@@ -309,8 +328,23 @@ class LowCostStagePlacer final : public StagePlacer {
     apply(eng, req, b, 1, out);
     return 1;
   }
+};
 
-  int64_t placeBatches(Engine& eng, const GangRequest& req, int64_t remaining, StageTrack& out) {
+// LowCost with batches (see LowCostPositions): same placement, fast on large requests.
+class LowCostStagePlacer final : public LowCostPositions {
+ public:
+  using LowCostPositions::LowCostPositions;
+
+ private:
+  struct Entry {
+    double cost;
+    int64_t rank;
+    int64_t q;
+    uint64_t stamp;
+  };
+
+  int64_t placeSome(Engine& eng, const GangRequest& req, int64_t remaining,
+                    StageTrack& out) override {
     auto later = [](const Entry& a, const Entry& b) {
       return ahead(b.cost, b.rank, a.cost, a.rank);
     };
@@ -339,11 +373,19 @@ class LowCostStagePlacer final : public StagePlacer {
         apply(eng, req, e.q, 1, out);
         return placed + 1;
       }
-      int64_t k = std::min(remaining - placed, bfit_[qs]);
-      if (!heap_.empty()) k = gangsAhead(eng, req, e, heap_.front(), k);
-      apply(eng, req, e.q, k, out);
-      placed += k;
+      // The first gang goes here; more while the position stays ahead of the
+      // heap's top (a lower bound of every other position's cost).
+      apply(eng, req, e.q, 1, out);
+      ++placed;
       evaluate(e.q);
+      int64_t more = std::min(remaining - placed, bfit_[qs]);
+      if (more > 0 &&
+          (heap_.empty() || ahead(cost_[qs], e.rank, heap_.front().cost, heap_.front().rank))) {
+        int64_t k = heap_.empty() ? more : gangsAhead(eng, req, e, heap_.front(), more);
+        apply(eng, req, e.q, k, out);
+        placed += k;
+        evaluate(e.q);
+      }
       if (bfit_[qs] > 0) {
         heap_.push_back({cost_[qs], e.rank, e.q, stamp_[qs]});
         std::push_heap(heap_.begin(), heap_.end(), later);
@@ -367,14 +409,42 @@ class LowCostStagePlacer final : public StagePlacer {
     return positionCost(peak, sum);
   }
 
-  // Gangs (1..k) the top entry takes: gang j+1 goes there while its cost
-  // after j keeps it ahead of `next` (a lower bound of every other position).
+  // Gangs (1..k) position `top` takes, its next gang being ahead of `next`
+  // (a lower bound of every other position): 1 + the largest j in [0, k-1]
+  // such that the gang after j more is still ahead. Starts from the estimate
+  // of the cost gap (one unit raises the cost by about its share), then
+  // gallops and bisects on the exact cost: O(log) cost evaluations at most.
   int64_t gangsAhead(const Engine& eng, const GangRequest& req, const Entry& top, const Entry& next,
                      int64_t k) const {
     auto stays = [&](int64_t j) {
-      return ahead(costAfter(eng, req, top.q, j), top.rank, next.cost, next.rank);
+      return j == 0 || ahead(costAfter(eng, req, top.q, j), top.rank, next.cost, next.rank);
     };
-    int64_t lo = 0, hi = k - 1;  // largest j in [0, k-1] with stays(1..j)
+    double per = std::max(req.unit.dominantShare(eng.problem().capacity), 1e-15) * (1 + 1e-3);
+    double est = std::floor((next.cost - cost_[static_cast<size_t>(top.q)]) / per);
+    int64_t guess = static_cast<int64_t>(std::clamp(est, 0.0, static_cast<double>(k - 1)));
+    int64_t lo = 0, hi = k - 1;  // the answer lies in [lo, hi]; stays(lo)
+    if (stays(guess)) {
+      lo = guess;
+      for (int64_t step = 1;; step *= 2) {
+        if (lo + step > k - 1) break;
+        if (!stays(lo + step)) {
+          hi = lo + step - 1;
+          break;
+        }
+        lo += step;
+      }
+    } else {
+      int64_t bad = guess;  // !stays(bad)
+      for (int64_t step = 1;; step *= 2) {
+        int64_t c = std::max<int64_t>(0, bad - step);
+        if (stays(c)) {
+          lo = c;
+          hi = bad - 1;
+          break;
+        }
+        bad = c;
+      }
+    }
     while (lo < hi) {
       int64_t mid = lo + (hi - lo + 1) / 2;
       if (stays(mid)) {
@@ -386,17 +456,6 @@ class LowCostStagePlacer final : public StagePlacer {
     return lo + 1;
   }
 
-  const AgentOptions& opts_;
-  int64_t window_ = 0;
-  int64_t slack_end_ = 0;      // kSlack: the window step tied gangs prefer to end by
-  int64_t pmin_ = 0;           // first position of the current scan
-  int64_t d_ = 0;              // gang duration of the current scan
-  std::vector<double> sc_;     // per step: cost with one more unit
-  std::vector<int64_t> isc_;   // per step: sc_ quantized (see quantize)
-  std::vector<int64_t> fit_;   // per step: units that fit
-  std::vector<double> cost_;   // per position
-  std::vector<int64_t> bfit_;  // per position: units that fit at every step
-  std::vector<uint64_t> stamp_;
   std::vector<Entry> heap_;
 };
 
@@ -618,6 +677,7 @@ class LowCostAgent final : public AgentBase {
     return {.proportional_intervals = true, .first_fit = false};
   }
   std::unique_ptr<StagePlacer> makePlacer(const PlanningProblem& p) const override {
+    if (!opts_.batch_gangs) return std::make_unique<LowCostOneGangPlacer>(p, opts_);
     return std::make_unique<LowCostStagePlacer>(p, opts_);
   }
   std::vector<int64_t> endPoints(const PlanningProblem& p, int64_t emin) const override {

@@ -169,5 +169,50 @@ TEST(LowCostBatchingTest, BatchedPeakNeverAboveOneGangAtATime) {
   EXPECT_GT(compared, 100);
 }
 
+// Strict priority (Morpheus §6): a periodic reservation is planned ignoring
+// one-offs; a one-off it displaces is re-planned elsewhere in its window,
+// and the report names it (with its old state, for a caller's rollback).
+TEST(PeriodicPriorityTest, DisplacedOneOffIsReplannedElsewhere) {
+  auto p = makePlanner("lowcost", 100);
+  ASSERT_TRUE(p->submit(ReservationId("flex"), def(0, 300, {stage(60, 60, 30)}), kNow).isOk());
+  const Placement before = *p->placement(ReservationId("flex"));
+  int64_t at = toEpochMs(firstStart(before)) / 60'000;
+  DisplacementReport rep;
+  auto daily = p->submit(ReservationId("daily"),
+                         def(at, at + 30, {stage(80, 80, 30)}, Interpreter::kAll, 1440), kNow,
+                         nullptr, &rep);
+  ASSERT_TRUE(daily.isOk()) << daily.status().toString();
+  EXPECT_EQ(firstStart(daily.value()), minute(at)) << "planned as if the one-off were not there";
+  EXPECT_EQ(rep.replanned, std::vector<ReservationId>{ReservationId("flex")});
+  EXPECT_TRUE(rep.at_risk.empty());
+  ASSERT_EQ(rep.before.size(), 1u);
+  EXPECT_EQ(rep.before[0].placement, before);
+  const Placement& after = *p->placement(ReservationId("flex"));
+  EXPECT_NE(after, before);
+  EXPECT_EQ(containerMinutes(after.allocations), 60 * 30);
+  for (int64_t m = 0; m < 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100))) << m;
+  // The caller's rollback puts the one-off back exactly.
+  ASSERT_TRUE(p->remove(ReservationId("daily")).isOk());
+  p->revertDisplacement(rep);
+  EXPECT_EQ(*p->placement(ReservationId("flex")), before);
+}
+
+// A periodic reservation that cannot be placed even on periodic load leaves everything as it was.
+TEST(PeriodicPriorityTest, InfeasiblePeriodicChangesNothing) {
+  auto p = makePlanner("lowcost", 100);
+  ASSERT_TRUE(p->submit(ReservationId("wall"),
+                        def(0, 30, {stage(50, 50, 30)}, Interpreter::kAll, 1440), kNow)
+                  .isOk());
+  ASSERT_TRUE(p->submit(ReservationId("once"), def(0, 30, {stage(50, 50, 30)}), kNow).isOk());
+  const Placement once = *p->placement(ReservationId("once"));
+  DisplacementReport rep;
+  auto r = p->submit(ReservationId("daily"),
+                     def(0, 30, {stage(60, 60, 30)}, Interpreter::kAll, 1440), kNow, nullptr, &rep);
+  EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+  EXPECT_TRUE(rep.empty());
+  EXPECT_EQ(*p->placement(ReservationId("once")), once);
+  EXPECT_EQ(p->placement(ReservationId("daily")), nullptr);
+}
+
 }  // namespace
 }  // namespace morpheus::planner
