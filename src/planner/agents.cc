@@ -47,15 +47,17 @@ struct GangRequest {
 // propose() call: the agents themselves stay stateless.
 class Engine {
  public:
-  explicit Engine(const PlanningProblem& p) : p_(p), added_(static_cast<size_t>(p.window)) {}
+  explicit Engine(const PlanningProblem& p)
+      : p_(p), added_(static_cast<size_t>(p.window)), used_(p.load) {}
 
   const PlanningProblem& problem() const { return p_; }
-  void reset() { std::fill(added_.begin(), added_.end(), Resource()); }
+  void reset() {
+    std::fill(added_.begin(), added_.end(), Resource());
+    used_ = p_.load;
+  }
 
   // Load plus what this allocation holds so far at window step s.
-  Resource used(int64_t s) const {
-    return p_.load[static_cast<size_t>(s)] + added_[static_cast<size_t>(s)];
-  }
+  const Resource& used(int64_t s) const { return used_[static_cast<size_t>(s)]; }
   // Units that still fit at window step s.
   int64_t fitAt(int64_t s, const Resource& unit) const {
     return (p_.capacity - used(s)).countFitting(unit);
@@ -63,7 +65,10 @@ class Engine {
 
   // Holds `containers` (= r) over [pos, pos + len) for the stage of `out`.
   void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const Resource& r) {
-    for (int64_t s = pos; s < pos + len; ++s) added_[static_cast<size_t>(s)] += r;
+    for (int64_t s = pos; s < pos + len; ++s) {
+      added_[static_cast<size_t>(s)] += r;
+      used_[static_cast<size_t>(s)] += r;
+    }
     out.gangs.push_back({pos, len, containers});
     out.lo = std::min(out.lo, pos);
     out.hi = std::max(out.hi, pos + len);
@@ -73,7 +78,10 @@ class Engine {
     const ReservationStage& st = p_.def->stages[static_cast<size_t>(t.stage)];
     for (const auto& g : t.gangs) {
       Resource r = st.capability * g.containers;
-      for (int64_t s = g.pos; s < g.pos + g.len; ++s) added_[static_cast<size_t>(s)] -= r;
+      for (int64_t s = g.pos; s < g.pos + g.len; ++s) {
+        added_[static_cast<size_t>(s)] -= r;
+        used_[static_cast<size_t>(s)] -= r;
+      }
     }
   }
 
@@ -107,7 +115,8 @@ class Engine {
 
  private:
   const PlanningProblem& p_;
-  std::vector<Resource> added_;
+  std::vector<Resource> added_;  // this allocation so far, per window step
+  std::vector<Resource> used_;   // load + added_
 };
 
 // StageAllocator policy (CONVENTIONS.md "Shape"): where the gangs of one
@@ -145,16 +154,11 @@ class GreedyStagePlacer final : public StagePlacer {
 
 // Morpheus §6 LowCost: every gang goes to the eligible position of least cost
 // (the highest step cost c(t) it would create, then the block's average
-// cost), ties broken by AgentOptions::tie_break. Costs are computed step by
-// step in one fixed order, so equal step profiles give exactly equal costs and
-// positions are totally ordered by (cost, tie rank).
-//
-// LowCostStagePlacer batches gangs and reproduces one-gang-at-a-time placement
-// (LowCostOneGangPlacer, the reference) exactly: positions sit in a min-heap; a gang changes only
-// the costs of the 2d - 1 positions overlapping it, which are marked stale and re-evaluated when
-// they reach the top (costs only grow, so a stale entry never surfaces late). The top position
-// takes as many gangs as keep it ahead of the next entry (binary search on its cost). A gang that
-// widens a contiguous stage's eligible range goes alone and the range is scanned again.
+// cost), ties broken by AgentOptions::tie_break. Costs are kept as (peak,
+// exact integer sum), so equal step profiles give exactly equal costs and
+// positions are totally ordered by (cost, tie rank). This base scans a range
+// of positions and keeps every position's cost current as gangs are placed;
+// the subclasses choose how many gangs go where.
 class LowCostPositions : public StagePlacer {
  public:
   LowCostPositions(const PlanningProblem& p, const AgentOptions& o) : opts_(o), window_(p.window) {
@@ -182,66 +186,22 @@ class LowCostPositions : public StagePlacer {
   }
 
  protected:
-  // Places at least one of `remaining` gangs on the scanned range; 0 when
-  // no position fits.
+  // Places at least one of `remaining` gangs on the scanned range (positions
+  // 0..npos()-1 = window steps pmin_..); 0 when no position fits.
   virtual int64_t placeSome(Engine& eng, const GangRequest& req, int64_t remaining,
                             StageTrack& out) = 0;
+  // Positions [lo, hi] changed cost or fit (after apply).
+  virtual void changed(int64_t lo, int64_t hi) = 0;
 
+  int64_t npos() const { return static_cast<int64_t>(cost_.size()); }
+  bool fits(int64_t q) const { return bfit_[static_cast<size_t>(q)] > 0; }
+  // Whether position a is preferred to position b.
+  bool before(int64_t a, int64_t b) const {
+    return ahead(cost_[static_cast<size_t>(a)], rank_[static_cast<size_t>(a)],
+                 cost_[static_cast<size_t>(b)], rank_[static_cast<size_t>(b)]);
+  }
   static bool ahead(double c1, int64_t r1, double c2, int64_t r2) {
     return c1 < c2 || (c1 == c2 && r1 < r2);
-  }
-
-  // Step cost with one more unit (sc_) and units that fit (fit_) for the
-  // steps of positions pmin..pmax; then every position's cost and fit.
-  void scan(const Engine& eng, const GangRequest& req, int64_t pmin, int64_t pmax) {
-    pmin_ = pmin;
-    d_ = req.d;
-    size_t m = static_cast<size_t>(pmax + req.d - pmin);
-    sc_.resize(m);
-    isc_.resize(m);
-    fit_.resize(m);
-    for (int64_t s = pmin; s < pmax + req.d; ++s) refreshStep(eng, req, s);
-    size_t npos = static_cast<size_t>(pmax - pmin + 1);
-    cost_.resize(npos);
-    bfit_.resize(npos);
-    stamp_.assign(npos, 0);
-    // Sliding windows of d steps: max of sc_, min of fit_, exact sum of isc_.
-    std::deque<size_t>& dmax = dmax_;
-    std::deque<size_t>& dmin = dmin_;
-    dmax.clear();
-    dmin.clear();
-    int64_t sum = 0;
-    auto d = static_cast<size_t>(req.d);
-    for (size_t i = 0; i < m; ++i) {
-      while (!dmax.empty() && sc_[dmax.back()] <= sc_[i]) dmax.pop_back();
-      dmax.push_back(i);
-      while (!dmin.empty() && fit_[dmin.back()] >= fit_[i]) dmin.pop_back();
-      dmin.push_back(i);
-      sum += isc_[i];
-      if (i + 1 < d) continue;
-      size_t q = i + 1 - d;
-      if (dmax.front() < q) dmax.pop_front();
-      if (dmin.front() < q) dmin.pop_front();
-      cost_[q] = positionCost(sc_[dmax.front()], sum);
-      bfit_[q] = fit_[dmin.front()];
-      sum -= isc_[q];
-    }
-  }
-
-  // Step costs enter the average as integers (units of 2^-40), so equal step
-  // profiles give exactly equal position costs whatever the summation order.
-  static int64_t quantize(double c) { return std::llround(c * 0x1p40); }
-  double positionCost(double peak, int64_t sum) const {
-    return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
-  }
-
-  void refreshStep(const Engine& eng, const GangRequest& req, int64_t s) {
-    const PlanningProblem& p = eng.problem();
-    Resource u = eng.used(s);
-    auto i = static_cast<size_t>(s - pmin_);
-    fit_[i] = (p.capacity - u).countFitting(req.unit);
-    sc_[i] = (u + req.unit).dominantShare(p.capacity);
-    isc_[i] = quantize(sc_[i]);
   }
 
   // Position cost: the highest step cost the gang would create (peak first,
@@ -249,16 +209,115 @@ class LowCostPositions : public StagePlacer {
   // (bench 2a generator, 300 instances against the GLPK optimum, and the same
   // instances mirrored in time): sum of c(t)^2 / c(t)^4 / exp(c(t)) and
   // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
-  void evaluate(int64_t q) {
-    double peak = 0;
-    int64_t sum = 0, f = std::numeric_limits<int64_t>::max();
-    for (int64_t i = q; i < q + d_; ++i) {
-      peak = std::max(peak, sc_[static_cast<size_t>(i)]);
-      sum += isc_[static_cast<size_t>(i)];
-      f = std::min(f, fit_[static_cast<size_t>(i)]);
+  // Step costs enter the average as integers (units of 2^-40), so the sum is
+  // exact whatever the order it was accumulated in.
+  static int64_t quantize(double c) { return std::llround(c * 0x1p40); }
+  double positionCost(double peak, int64_t sum) const {
+    return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
+  }
+
+  // Holds k gangs at position q; updates the step values of its block and
+  // the cost and fit of the 2d - 1 positions overlapping it in O(d) (step
+  // costs only grow and fits only shrink, so a position's new peak / fit is
+  // its old one against the block's changed part; its sum moves by the
+  // block's exact delta).
+  void apply(Engine& eng, const GangRequest& req, int64_t q, int64_t k, StageTrack& out) {
+    eng.apply(out, pmin_ + q, d_, k * req.gang, req.unit * k);
+    auto d = static_cast<size_t>(d_);
+    delta_.assign(d + 1, 0);
+    for (size_t j = 0; j < d; ++j) {
+      size_t i = static_cast<size_t>(q) + j;
+      int64_t before_isc = isc_[i];
+      refreshStep(eng, req, pmin_ + static_cast<int64_t>(i));
+      delta_[j + 1] = delta_[j] + isc_[i] - before_isc;
     }
-    cost_[static_cast<size_t>(q)] = positionCost(peak, sum);
-    bfit_[static_cast<size_t>(q)] = f;
+    pre_max_.resize(d);
+    pre_fit_.resize(d);
+    suf_max_.resize(d);
+    suf_fit_.resize(d);
+    for (size_t j = 0; j < d; ++j) {
+      size_t i = static_cast<size_t>(q) + j, r = static_cast<size_t>(q) + d - 1 - j;
+      pre_max_[j] = j == 0 ? sc_[i] : std::max(pre_max_[j - 1], sc_[i]);
+      pre_fit_[j] = j == 0 ? fit_[i] : std::min(pre_fit_[j - 1], fit_[i]);
+      suf_max_[d - 1 - j] = j == 0 ? sc_[r] : std::max(suf_max_[d - j], sc_[r]);
+      suf_fit_[d - 1 - j] = j == 0 ? fit_[r] : std::min(suf_fit_[d - j], fit_[r]);
+    }
+    int64_t lo = std::max<int64_t>(0, q - d_ + 1), hi = std::min(npos() - 1, q + d_ - 1);
+    for (int64_t o = lo; o <= hi; ++o) {
+      // Overlap with the block, in block offsets [x, y).
+      auto x = static_cast<size_t>(std::max(o, q) - q);
+      auto y = static_cast<size_t>(std::min(o + d_, q + d_) - q);
+      double mx = x == 0 ? pre_max_[y - 1] : suf_max_[x];
+      int64_t mf = x == 0 ? pre_fit_[y - 1] : suf_fit_[x];
+      auto os = static_cast<size_t>(o);
+      peak_[os] = std::max(peak_[os], mx);
+      sum_[os] += delta_[y] - delta_[x];
+      bfit_[os] = std::min(bfit_[os], mf);
+      cost_[os] = positionCost(peak_[os], sum_[os]);
+    }
+    changed(lo, hi);
+  }
+
+  // True when a gang at position q would widen a contiguous stage's eligible range.
+  bool widens(const GangRequest& req, const StageTrack& out, int64_t q) const {
+    int64_t pos = pmin_ + q;
+    if (req.anchor_end && out.gangs.empty()) return true;
+    return req.contiguous && (out.gangs.empty() || pos < out.lo || pos + req.d > out.hi);
+  }
+
+  int64_t pmin_ = 0;  // window step of position 0 of the current scan
+  int64_t d_ = 0;     // gang duration of the current scan
+  std::vector<double> cost_;
+  std::vector<int64_t> bfit_;  // per position: units that fit at every step
+  std::vector<int64_t> rank_;  // per position: tie-break rank (lower first)
+
+ private:
+  // Step values for the positions pmin..pmax, then every position's cost.
+  void scan(const Engine& eng, const GangRequest& req, int64_t pmin, int64_t pmax) {
+    pmin_ = pmin;
+    d_ = req.d;
+    auto m = static_cast<size_t>(pmax + req.d - pmin);
+    sc_.resize(m);
+    isc_.resize(m);
+    fit_.resize(m);
+    for (int64_t s = pmin; s < pmax + req.d; ++s) refreshStep(eng, req, s);
+    auto n = static_cast<size_t>(pmax - pmin + 1);
+    cost_.resize(n);
+    bfit_.resize(n);
+    peak_.resize(n);
+    sum_.resize(n);
+    rank_.resize(n);
+    // Sliding windows of d steps: max of sc_, min of fit_, exact sum of isc_.
+    dmax_.clear();
+    dmin_.clear();
+    int64_t sum = 0;
+    auto d = static_cast<size_t>(req.d);
+    for (size_t i = 0; i < m; ++i) {
+      while (!dmax_.empty() && sc_[dmax_.back()] <= sc_[i]) dmax_.pop_back();
+      dmax_.push_back(i);
+      while (!dmin_.empty() && fit_[dmin_.back()] >= fit_[i]) dmin_.pop_back();
+      dmin_.push_back(i);
+      sum += isc_[i];
+      if (i + 1 < d) continue;
+      size_t q = i + 1 - d;
+      if (dmax_.front() < q) dmax_.pop_front();
+      if (dmin_.front() < q) dmin_.pop_front();
+      peak_[q] = sc_[dmax_.front()];
+      sum_[q] = sum;
+      cost_[q] = positionCost(peak_[q], sum);
+      bfit_[q] = fit_[dmin_.front()];
+      rank_[q] = tieRank(pmin + static_cast<int64_t>(q));
+      sum -= isc_[q];
+    }
+  }
+
+  void refreshStep(const Engine& eng, const GangRequest& req, int64_t s) {
+    const PlanningProblem& p = eng.problem();
+    const Resource& u = eng.used(s);
+    auto i = static_cast<size_t>(s - pmin_);
+    fit_[i] = (p.capacity - u).countFitting(req.unit);
+    sc_[i] = (u + req.unit).dominantShare(p.capacity);
+    isc_[i] = quantize(sc_[i]);
   }
 
   // Tie-break preference of a gang at window step pos (lower is preferred; a
@@ -276,35 +335,17 @@ class LowCostPositions : public StagePlacer {
     return end <= slack_end_ ? slack_end_ - end : window_ + (end - slack_end_);
   }
 
-  // True when a gang at `pos` would widen a contiguous stage's eligible range.
-  static bool widens(const GangRequest& req, const StageTrack& out, int64_t pos) {
-    if (req.anchor_end && out.gangs.empty()) return true;
-    return req.contiguous && (out.gangs.empty() || pos < out.lo || pos + req.d > out.hi);
-  }
-
-  // Holds k gangs at position q and refreshes what they changed.
-  void apply(Engine& eng, const GangRequest& req, int64_t q, int64_t k, StageTrack& out) {
-    int64_t pos = pmin_ + q;
-    eng.apply(out, pos, req.d, k * req.gang, req.unit * k);
-    for (int64_t s = pos; s < pos + req.d; ++s) refreshStep(eng, req, s);
-    auto npos = static_cast<int64_t>(cost_.size());
-    for (int64_t o = std::max<int64_t>(0, q - d_ + 1); o < std::min(npos, q + d_); ++o) {
-      ++stamp_[static_cast<size_t>(o)];
-    }
-  }
-
   const AgentOptions& opts_;
   int64_t window_ = 0;
-  int64_t slack_end_ = 0;      // kSlack: the window step tied gangs prefer to end by
-  int64_t pmin_ = 0;           // first position of the current scan
-  int64_t d_ = 0;              // gang duration of the current scan
-  std::vector<double> sc_;     // per step: cost with one more unit
-  std::vector<int64_t> isc_;   // per step: sc_ quantized (see quantize)
-  std::vector<int64_t> fit_;   // per step: units that fit
-  std::vector<double> cost_;   // per position
-  std::vector<int64_t> bfit_;  // per position: units that fit at every step
-  std::vector<uint64_t> stamp_;
+  int64_t slack_end_ = 0;           // kSlack: the window step tied gangs prefer to end by
+  std::vector<double> sc_;          // per step: cost with one more unit
+  std::vector<int64_t> isc_;        // per step: sc_ quantized
+  std::vector<int64_t> fit_;        // per step: units that fit
+  std::vector<double> peak_;        // per position: max of sc_ over its block
+  std::vector<int64_t> sum_;        // per position: sum of isc_ over its block
   std::deque<size_t> dmax_, dmin_;  // scan(): sliding-window scratch
+  std::vector<int64_t> delta_, pre_fit_, suf_fit_;  // apply() scratch
+  std::vector<double> pre_max_, suf_max_;
 };
 
 // The reference LowCost placement (AgentOptions::batch_gangs false): one gang
@@ -316,86 +357,88 @@ class LowCostOneGangPlacer final : public LowCostPositions {
  private:
   int64_t placeSome(Engine& eng, const GangRequest& req, int64_t, StageTrack& out) override {
     int64_t b = -1;
-    for (size_t q = 0; q < cost_.size(); ++q) {
-      if (bfit_[q] <= 0) continue;
-      auto qi = static_cast<int64_t>(q);
-      if (b < 0 ||
-          ahead(cost_[q], tieRank(pmin_ + qi), cost_[static_cast<size_t>(b)], tieRank(pmin_ + b))) {
-        b = qi;
-      }
+    for (int64_t q = 0; q < npos(); ++q) {
+      if (fits(q) && (b < 0 || before(q, b))) b = q;
     }
     if (b < 0) return 0;
     apply(eng, req, b, 1, out);
     return 1;
   }
+  void changed(int64_t, int64_t) override {}
 };
 
-// LowCost with batches (see LowCostPositions): same placement, fast on large requests.
+// LowCost with batches: the same placement as LowCostOneGangPlacer, fast on
+// large requests. A min-tree over positions finds the best one in O(1) and is
+// refreshed over the 2d - 1 positions a gang changes in O(d + log n). The best
+// position takes its gang, then as many more as keep it ahead of every other
+// position (cost-gap estimate, then gallop and bisect on the exact cost). A
+// gang that widens a contiguous stage's eligible range goes alone and the
+// range is scanned again.
 class LowCostStagePlacer final : public LowCostPositions {
  public:
   using LowCostPositions::LowCostPositions;
 
  private:
-  struct Entry {
-    double cost;
-    int64_t rank;
-    int64_t q;
-    uint64_t stamp;
-  };
-
   int64_t placeSome(Engine& eng, const GangRequest& req, int64_t remaining,
                     StageTrack& out) override {
-    auto later = [](const Entry& a, const Entry& b) {
-      return ahead(b.cost, b.rank, a.cost, a.rank);
-    };
-    heap_.clear();
-    for (size_t q = 0; q < cost_.size(); ++q) {
-      if (bfit_[q] <= 0) continue;
-      auto qi = static_cast<int64_t>(q);
-      heap_.push_back({cost_[q], tieRank(pmin_ + qi), qi, 0});
-    }
-    std::make_heap(heap_.begin(), heap_.end(), later);
+    build();
     int64_t placed = 0;
-    while (placed < remaining && !heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-      Entry e = heap_.back();
-      heap_.pop_back();
-      auto qs = static_cast<size_t>(e.q);
-      if (e.stamp != stamp_[qs]) {  // stale: re-evaluate and queue again
-        evaluate(e.q);
-        if (bfit_[qs] > 0) {
-          heap_.push_back({cost_[qs], e.rank, e.q, stamp_[qs]});
-          std::push_heap(heap_.begin(), heap_.end(), later);
-        }
-        continue;
-      }
-      if (widens(req, out, pmin_ + e.q)) {
-        apply(eng, req, e.q, 1, out);
-        return placed + 1;
-      }
-      // The first gang goes here; more while the position stays ahead of the
-      // heap's top (a lower bound of every other position's cost).
-      apply(eng, req, e.q, 1, out);
+    while (placed < remaining) {
+      int64_t b = tree_[1];
+      if (b < 0) break;
+      bool widening = widens(req, out, b);
+      apply(eng, req, b, 1, out);
       ++placed;
-      evaluate(e.q);
-      int64_t more = std::min(remaining - placed, bfit_[qs]);
-      if (more > 0 &&
-          (heap_.empty() || ahead(cost_[qs], e.rank, heap_.front().cost, heap_.front().rank))) {
-        int64_t k = heap_.empty() ? more : gangsAhead(eng, req, e, heap_.front(), more);
-        apply(eng, req, e.q, k, out);
-        placed += k;
-        evaluate(e.q);
-      }
-      if (bfit_[qs] > 0) {
-        heap_.push_back({cost_[qs], e.rank, e.q, stamp_[qs]});
-        std::push_heap(heap_.begin(), heap_.end(), later);
-      }
+      if (widening) break;
+      int64_t more = std::min(remaining - placed, bfit_[static_cast<size_t>(b)]);
+      if (more <= 0) continue;
+      int64_t next = bestExcept(b);
+      if (next >= 0 && !before(b, next)) continue;
+      int64_t k = next < 0 ? more : gangsAhead(eng, req, b, next, more);
+      apply(eng, req, b, k, out);
+      placed += k;
     }
     return placed;
   }
 
-  // Cost at position q of one more gang after j more (j >= 0), as evaluate()
-  // computes it after those j were placed.
+  // Winner of two positions (-1 = none).
+  int64_t pick(int64_t a, int64_t b) const {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return before(b, a) ? b : a;
+  }
+  void build() {
+    leaves_ = 1;
+    while (leaves_ < npos()) leaves_ *= 2;
+    tree_.assign(static_cast<size_t>(2 * leaves_), -1);
+    for (int64_t q = 0; q < npos(); ++q) tree_[static_cast<size_t>(leaves_ + q)] = fits(q) ? q : -1;
+    for (int64_t v = leaves_ - 1; v >= 1; --v) pull(v);
+  }
+  void pull(int64_t v) {
+    tree_[static_cast<size_t>(v)] =
+        pick(tree_[static_cast<size_t>(2 * v)], tree_[static_cast<size_t>(2 * v + 1)]);
+  }
+  void changed(int64_t lo, int64_t hi) override {
+    for (int64_t q = lo; q <= hi; ++q) tree_[static_cast<size_t>(leaves_ + q)] = fits(q) ? q : -1;
+    for (int64_t l = (leaves_ + lo) / 2, r = (leaves_ + hi) / 2; l >= 1; l /= 2, r /= 2) {
+      for (int64_t v = l; v <= r; ++v) pull(v);
+    }
+  }
+  // Best position other than b (-1 = none).
+  int64_t bestExcept(int64_t b) const {
+    int64_t best = -1;
+    auto query = [&](int64_t lo, int64_t hi) {  // leaves [lo, hi)
+      for (lo += leaves_, hi += leaves_; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) best = pick(best, tree_[static_cast<size_t>(lo++)]);
+        if (hi & 1) best = pick(best, tree_[static_cast<size_t>(--hi)]);
+      }
+    };
+    query(0, b);
+    query(b + 1, npos());
+    return best;
+  }
+
+  // Cost at position q of one more gang after j more (j >= 0); j = 0 is cost_[q].
   double costAfter(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
     const PlanningProblem& p = eng.problem();
     Resource add = req.unit * (j + 1);
@@ -409,19 +452,21 @@ class LowCostStagePlacer final : public LowCostPositions {
     return positionCost(peak, sum);
   }
 
-  // Gangs (1..k) position `top` takes, its next gang being ahead of `next`
-  // (a lower bound of every other position): 1 + the largest j in [0, k-1]
-  // such that the gang after j more is still ahead. Starts from the estimate
-  // of the cost gap (one unit raises the cost by about its share), then
-  // gallops and bisects on the exact cost: O(log) cost evaluations at most.
-  int64_t gangsAhead(const Engine& eng, const GangRequest& req, const Entry& top, const Entry& next,
+  // Gangs (1..k) position b takes while ahead of position `next` (the best
+  // other one, whose cost does not change meanwhile): 1 + the largest j in
+  // [0, k-1] such that b's gang after j more is still ahead. Starts from the
+  // cost-gap estimate (one unit raises the cost by about its share), then
+  // gallops and bisects on the exact cost.
+  int64_t gangsAhead(const Engine& eng, const GangRequest& req, int64_t b, int64_t next,
                      int64_t k) const {
+    double next_cost = cost_[static_cast<size_t>(next)];
+    int64_t next_rank = rank_[static_cast<size_t>(next)], b_rank = rank_[static_cast<size_t>(b)];
     auto stays = [&](int64_t j) {
-      return j == 0 || ahead(costAfter(eng, req, top.q, j), top.rank, next.cost, next.rank);
+      return j == 0 || ahead(costAfter(eng, req, b, j), b_rank, next_cost, next_rank);
     };
     double per = std::max(req.unit.dominantShare(eng.problem().capacity), 1e-15) * (1 + 1e-3);
-    double est = std::floor((next.cost - cost_[static_cast<size_t>(top.q)]) / per);
-    int64_t guess = static_cast<int64_t>(std::clamp(est, 0.0, static_cast<double>(k - 1)));
+    double est = std::floor((next_cost - cost_[static_cast<size_t>(b)]) / per);
+    auto guess = static_cast<int64_t>(std::clamp(est, 0.0, static_cast<double>(k - 1)));
     int64_t lo = 0, hi = k - 1;  // the answer lies in [lo, hi]; stays(lo)
     if (stays(guess)) {
       lo = guess;
@@ -456,7 +501,8 @@ class LowCostStagePlacer final : public LowCostPositions {
     return lo + 1;
   }
 
-  std::vector<Entry> heap_;
+  int64_t leaves_ = 1;
+  std::vector<int64_t> tree_;  // min-tree over positions: index of the best leaf below (-1: none)
 };
 
 // Places all gangs of stage k inside [lo, hi): full gangs of min_concurrency,
