@@ -31,6 +31,25 @@ std::optional<ProposalState> parseProposalState(std::string_view s) {
   return std::nullopt;
 }
 
+const char* toString(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kKilled:
+      return "killed";
+  }
+  return "unknown";
+}
+
+std::optional<RunStatus> parseRunStatus(std::string_view s) {
+  for (RunStatus st : {RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kKilled}) {
+    if (s == toString(st)) return st;
+  }
+  return std::nullopt;
+}
+
 const char* toString(FileAccess a) { return a == FileAccess::kWrite ? "write" : "read"; }
 
 std::optional<FileAccess> parseFileAccess(std::string_view s) {
@@ -100,6 +119,9 @@ Status validateIngest(const IngestBatch& batch) {
     }
     if (r.container.anyNegative()) {
       return invalidArgument(at("runs", i, "container"), "must not be negative");
+    }
+    if (!parseRunStatus(toString(r.status))) {
+      return invalidArgument(at("runs", i, "status"), "must be succeeded, failed or killed");
     }
     // Extended resource names must survive the text encoding ("gpu", not "a,b=").
     auto back = Resource::parse(encodeResource(r.container), at("runs", i, "container"));
