@@ -31,25 +31,6 @@ std::optional<ProposalState> parseProposalState(std::string_view s) {
   return std::nullopt;
 }
 
-const char* toString(RunStatus s) {
-  switch (s) {
-    case RunStatus::kSucceeded:
-      return "succeeded";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kKilled:
-      return "killed";
-  }
-  return "unknown";
-}
-
-std::optional<RunStatus> parseRunStatus(std::string_view s) {
-  for (RunStatus st : {RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kKilled}) {
-    if (s == toString(st)) return st;
-  }
-  return std::nullopt;
-}
-
 const char* toString(FileAccess a) { return a == FileAccess::kWrite ? "write" : "read"; }
 
 std::optional<FileAccess> parseFileAccess(std::string_view s) {

@@ -39,9 +39,25 @@ namespace morpheus::store {
 // How a run ended (the application's final status). Only succeeded runs feed
 // the skyline fit and the SLO statistics (Morpheus §4/§5 learn from runs that
 // did their work); failed and killed runs are kept and shown, not fitted.
+// Inline: the pure inference code (import, fit) uses it without linking a store.
 enum class RunStatus { kSucceeded, kFailed, kKilled };
-const char* toString(RunStatus s);  // "succeeded" / "failed" / "killed"
-std::optional<RunStatus> parseRunStatus(std::string_view s);
+inline const char* toString(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kKilled:
+      return "killed";
+  }
+  return "unknown";
+}
+inline std::optional<RunStatus> parseRunStatus(std::string_view s) {
+  for (RunStatus st : {RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kKilled}) {
+    if (s == toString(st)) return st;
+  }
+  return std::nullopt;
+}
 
 // One finished run of a recurring job.
 struct RunRecord {
