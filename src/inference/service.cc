@@ -54,6 +54,20 @@ Result<std::vector<store::RunRecord>> runsFromProto(
     rec.step = Millis(r.step_ms() > 0 ? r.step_ms() : 60000);
     rec.skyline.assign(r.skyline().begin(), r.skyline().end());
     rec.container = c.isZero() ? Resource(1024, 1) : c;
+    switch (r.status()) {
+      case v1::RUN_STATUS_UNSPECIFIED:
+      case v1::RUN_STATUS_SUCCEEDED:
+        rec.status = store::RunStatus::kSucceeded;
+        break;
+      case v1::RUN_STATUS_FAILED:
+        rec.status = store::RunStatus::kFailed;
+        break;
+      case v1::RUN_STATUS_KILLED:
+        rec.status = store::RunStatus::kKilled;
+        break;
+      default:
+        return invalidArgument(f + ".status", "must be SUCCEEDED, FAILED or KILLED");
+    }
     out.push_back(std::move(rec));
   }
   return out;
