@@ -152,6 +152,9 @@ void addImport(CLI::App& root, CliContext& ctx) {
       w->set_step_ms(r.step.count());
       for (double v : r.skyline) w->add_skyline(v);
       toProto(r.container, w->mutable_container());
+      w->set_status(r.status == store::RunStatus::kFailed   ? v1::RUN_STATUS_FAILED
+                    : r.status == store::RunStatus::kKilled ? v1::RUN_STATUS_KILLED
+                                                            : v1::RUN_STATUS_SUCCEEDED);
     }
     for (const auto& e : batch.events) {
       auto* w = req.add_events();
