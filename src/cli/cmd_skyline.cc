@@ -31,7 +31,7 @@ void addFit(CLI::App& root) {
   sky->require_subcommand(1);
   struct Args {
     std::string input, format = "native", beta_mode = "relative", sample = "average", job;
-    double alpha = 0.5, beta = 0.1, step_s = 60;
+    double alpha = inference::kDefaultSkylineAlpha, beta = 0.1, step_s = 60;
     int64_t min_runs = 3;
     bool json_out = false;
   };
@@ -40,7 +40,8 @@ void addFit(CLI::App& root) {
   fit->add_option("--input", a->input, "Run-history file")->required();
   fit->add_option("--format", a->format, "native (Hadoop resource estimator) | jsonl")
       ->check(CLI::IsMember({"native", "jsonl"}));
-  fit->add_option("--alpha", a->alpha, "Weight of over-allocation vs under-allocation, 0..1")
+  fit->add_option("--alpha", a->alpha,
+                  "Weight of over-allocation vs under-allocation, 0..1 (default 0.01, Morpheus §9)")
       ->check(CLI::Range(0.0, 1.0));
   fit->add_option("--beta", a->beta, "Regularisation weight (see --beta-mode)")
       ->check(CLI::NonNegativeNumber);
@@ -57,6 +58,8 @@ void addFit(CLI::App& root) {
     store::IngestBatch batch = readHistory(a->input, a->format, "unknown");
     std::map<std::string, std::vector<store::RunRecord>> by_job;
     for (auto& r : batch.runs) {
+      // Only succeeded runs are fitted, as in the service (jsonl "status").
+      if (r.status != store::RunStatus::kSucceeded) continue;
       if (a->job.empty() || r.job.value() == a->job) by_job[r.job.value()].push_back(r);
     }
     if (by_job.empty()) {
@@ -149,6 +152,9 @@ void addImport(CLI::App& root, CliContext& ctx) {
       w->set_step_ms(r.step.count());
       for (double v : r.skyline) w->add_skyline(v);
       toProto(r.container, w->mutable_container());
+      w->set_status(r.status == store::RunStatus::kFailed   ? v1::RUN_STATUS_FAILED
+                    : r.status == store::RunStatus::kKilled ? v1::RUN_STATUS_KILLED
+                                                            : v1::RUN_STATUS_SUCCEEDED);
     }
     for (const auto& e : batch.events) {
       auto* w = req.add_events();

@@ -1,6 +1,7 @@
 #include "cli/cmd_slo.h"
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -44,10 +45,35 @@ const char* stateName(v1::ProposalState s) {
   }
 }
 
+std::string utc(int64_t ms) {
+  std::time_t t = ms / 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 json proposalJson(const v1::Proposal& p) {
   json sky = json::array();
   for (auto v : p.skyline()) sky.push_back(v);
+  json instances = json::array();
+  for (const auto& i : p.instances()) {
+    instances.push_back({{"arrival_ms", i.arrival_ms()},
+                         {"deadline_ms", i.deadline_ms()},
+                         {"reservation_id", i.reservation_id()},
+                         {"state", i.state()},
+                         {"detail", i.detail()}});
+  }
+  json warnings = json::array();
+  for (const auto& w : p.warnings()) warnings.push_back(w);
   return {{"proposal_id", p.proposal_id()},
+          {"one_off_instances", p.one_off_instances()},
+          {"next_instance_arrival_ms", p.next_instance_arrival_ms()},
+          {"instances", instances},
+          {"warnings", warnings},
+          {"runs_failed", p.runs_failed()},
+          {"runs_killed", p.runs_killed()},
           {"job_key", p.job_key()},
           {"owner", p.owner()},
           {"state", stateName(p.state())},
@@ -83,6 +109,20 @@ void printProposal(const v1::Proposal& p) {
   std::printf("  SLO: every %s, start after +%s, deadline +%s (offsets from the period start)\n",
               dur(p.slo().period_ms()).c_str(), dur(p.slo().start_offset_ms()).c_str(),
               dur(p.slo().deadline_offset_ms()).c_str());
+  for (const auto& w : p.warnings()) std::printf("  WARNING: %s\n", w.c_str());
+  if (p.one_off_instances()) {
+    std::printf(
+        "  reservations: per-instance one-off reservations (the period does not divide the "
+        "plan's LCM), each submitted ahead of its window; next instance %s .. %s\n",
+        utc(p.next_instance_arrival_ms()).c_str(),
+        utc(p.next_instance_arrival_ms() - p.slo().start_offset_ms() + p.slo().deadline_offset_ms())
+            .c_str());
+    for (const auto& i : p.instances()) {
+      std::printf("    instance %s .. %s: %s %s%s%s\n", utc(i.arrival_ms()).c_str(),
+                  utc(i.deadline_ms()).c_str(), i.state().c_str(), i.reservation_id().c_str(),
+                  i.detail().empty() ? "" : " - ", i.detail().c_str());
+    }
+  }
   std::printf(
       "  skyline: %d steps of %s, peak %lld containers, area %lld container-steps; "
       "container %lld MiB / %lld vcores\n",
@@ -92,6 +132,12 @@ void printProposal(const v1::Proposal& p) {
   std::printf("  fit over %d runs: over-allocation %.3f, under-allocation %.3f, eps %.4f%s\n",
               p.runs_used(), p.over_allocation(), p.under_allocation(), p.epsilon(),
               p.problematic() ? "; problematic (alignment penalty)" : "");
+  if (p.runs_failed() + p.runs_killed() > 0) {
+    std::printf(
+        "  history: %d failed and %d killed run(s) stored but not fitted "
+        "('morpheusctl slo history %s')\n",
+        p.runs_failed(), p.runs_killed(), p.job_key().c_str());
+  }
   std::printf("  reprovisioning budget: %lld container-ms\n",
               static_cast<long long>(p.reprovision_budget_container_ms()));
   if (!p.reservation_id().empty()) std::printf("  reservation: %s\n", p.reservation_id().c_str());
@@ -160,15 +206,20 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
       std::cout << json({{"proposals", arr}, {"not_actionable", na}}).dump(2) << "\n";
       return;
     }
-    std::printf("%-14s %-24s %-10s %-11s %-8s %-10s %-10s %s\n", "PROPOSAL", "JOB", "OWNER",
-                "STATE", "PERIOD", "START", "DEADLINE", "PEAK");
+    std::printf("%-14s %-24s %-10s %-11s %-8s %-10s %-10s %-6s %s\n", "PROPOSAL", "JOB", "OWNER",
+                "STATE", "PERIOD", "START", "DEADLINE", "PEAK", "RESERVATIONS");
     for (const auto& p : resp.proposals()) {
       int64_t peak = 0;
       for (auto v : p.skyline()) peak = std::max<int64_t>(peak, v);
-      std::printf("%-14s %-24s %-10s %-11s %-8s %-10s %-10s %lld\n", p.proposal_id().c_str(),
+      std::string kind = p.one_off_instances() ? "per-instance one-off reservations, next " +
+                                                     utc(p.next_instance_arrival_ms())
+                                               : "recurring";
+      if (p.warnings_size() > 0) kind += " (" + std::to_string(p.warnings_size()) + " warning(s))";
+      std::printf("%-14s %-24s %-10s %-11s %-8s %-10s %-10s %-6lld %s\n", p.proposal_id().c_str(),
                   p.job_key().c_str(), p.owner().c_str(), stateName(p.state()),
                   dur(p.slo().period_ms()).c_str(), ("+" + dur(p.slo().start_offset_ms())).c_str(),
-                  ("+" + dur(p.slo().deadline_offset_ms())).c_str(), static_cast<long long>(peak));
+                  ("+" + dur(p.slo().deadline_offset_ms())).c_str(), static_cast<long long>(peak),
+                  kind.c_str());
     }
     for (const auto& n : resp.not_actionable()) {
       std::printf("no SLO for %s: %s\n", n.job_key().c_str(), n.reason().c_str());
@@ -257,6 +308,44 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
     v1::SignOffResponse resp;
     check(stub(ctx)->RejectProposal(authed(ctx, Millis(10000)).get(), req, &resp), ctx);
     respond(resp, *json_out, "Rejected");
+  });
+
+  auto job = std::make_shared<std::string>();
+  auto* hist = slo->add_subcommand("history", "A job's stored runs and how each ended");
+  hist->add_option("job", *job, "Job (recurrence) key")->required();
+  hist->add_flag("--json", *json_out, "Machine-readable output");
+  hist->callback([&ctx, job, json_out] {
+    v1::ListRunsRequest req;
+    req.set_job_key(*job);
+    v1::ListRunsResponse resp;
+    check(stub(ctx)->ListRuns(authed(ctx, Millis(10000)).get(), req, &resp), ctx);
+    auto status = [](v1::RunStatus s) {
+      return s == v1::RUN_STATUS_FAILED   ? "failed"
+             : s == v1::RUN_STATUS_KILLED ? "killed"
+                                          : "succeeded";
+    };
+    if (*json_out) {
+      json arr = json::array();
+      for (const auto& r : resp.runs()) {
+        arr.push_back({{"run_id", r.run_id()},
+                       {"user", r.user()},
+                       {"submit_ms", r.submit_ms()},
+                       {"start_ms", r.start_ms()},
+                       {"end_ms", r.end_ms()},
+                       {"status", status(r.status())}});
+      }
+      std::cout << json({{"job_key", *job}, {"runs", arr}}).dump(2) << "\n";
+      return;
+    }
+    std::printf("%-28s %-10s %-21s %-10s %s\n", "RUN", "USER", "SUBMITTED", "DURATION", "STATUS");
+    for (const auto& r : resp.runs()) {
+      std::printf("%-28s %-10s %-21s %-10s %s%s\n", r.run_id().c_str(), r.user().c_str(),
+                  utc(r.submit_ms()).c_str(), dur(r.end_ms() - r.start_ms()).c_str(),
+                  status(r.status()),
+                  r.status() == v1::RUN_STATUS_FAILED || r.status() == v1::RUN_STATUS_KILLED
+                      ? " (not fitted)"
+                      : "");
+    }
   });
 
   auto* refit = slo->add_subcommand("refit", "Re-infer every job's SLO and skyline now (admin)");

@@ -385,6 +385,88 @@ namespace {
 // newer run of her job, and importing without a token are refused; after a
 // refit the job's proposal is still hers, fitted from her runs only, and bob
 // cannot accept it. (Old code: every import succeeded, bob became the owner.)
+// Morpheus §6 against a real RM: a 7-hourly job (7 h does not divide the
+// one-day LCM) is proposed with per-instance one-off reservations; accepting
+// it places one one-off reservation per instance whose window opens within
+// the lead time (1 day) in the RM's plan. A failed run is stored, listed by
+// `slo history` with its status, and not fitted.
+TEST_F(InferenceIT, OffKilterJobGetsOneOffReservationsInTheRm) {
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  KnownJob seven{"seven", "alice", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin};
+  std::string file = dir_ + "-seven.jsonl";
+  {
+    std::ofstream out(file);
+    for (int n = 0; n < periodsOf(seven, now); n++) writeRun(out, seven, 0, n, firstDay(now), 1);
+    out << json({{"type", "run"},
+                 {"job", "seven"},
+                 {"run", "seven-failed"},
+                 {"user", "alice"},
+                 {"submit_ms", now - 2 * kHour},
+                 {"start_ms", now - 2 * kHour},
+                 {"end_ms", now - kHour},
+                 {"step_ms", kMin},
+                 {"skyline", std::vector<int>(60, 90)},
+                 {"status", "failed"}})
+               .dump()
+        << "\n";
+  }
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
+  ASSERT_EQ(ci, 0) << oi << inf_.log();
+  auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
+  ASSERT_EQ(cr, 0) << orf << inf_.log();
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
+  ASSERT_EQ(cl, 0) << ol;
+  json p, listed = json::parse(ol);
+  for (const auto& x : listed["proposals"]) {
+    if (x["job_key"] == "seven") p = x;
+  }
+  ASSERT_FALSE(p.is_null()) << ol;
+  EXPECT_EQ(p["period_ms"].get<int64_t>(), 7 * kHour);
+  EXPECT_TRUE(p["one_off_instances"].get<bool>()) << p.dump();
+  EXPECT_GT(p["next_instance_arrival_ms"].get<int64_t>(), now);
+  EXPECT_EQ(p["runs_failed"].get<int>(), 1) << p.dump();
+  int64_t peak = 0;
+  for (const auto& v : p["skyline"]) peak = std::max<int64_t>(peak, v.get<int64_t>());
+  EXPECT_LT(peak, 90) << "the failed run is not fitted";
+  const std::string id = p["proposal_id"];
+  auto [cs, os] = ctl({"slo", "show", id}, testToken("alice"));
+  ASSERT_EQ(cs, 0) << os;
+  EXPECT_NE(os.find("per-instance one-off reservations"), std::string::npos) << os;
+  auto [ch, oh] = ctl({"slo", "history", "seven"}, testToken("alice"));
+  ASSERT_EQ(ch, 0) << oh;
+  EXPECT_NE(oh.find("seven-failed"), std::string::npos) << oh;
+  EXPECT_NE(oh.find("failed (not fitted)"), std::string::npos) << oh;
+
+  auto [ca, oa] = ctl({"slo", "accept", id, "--json"}, testToken("alice"));
+  ASSERT_EQ(ca, 0) << oa << inf_.log();
+  json acc = json::parse(oa);
+  EXPECT_EQ(acc["state"], "accepted");
+  // Windows opening within the next day, 7 h apart: 3 or 4 of them.
+  ASSERT_GE(acc["instances"].size(), 3u) << oa;
+  ASSERT_LE(acc["instances"].size(), 4u) << oa;
+  auto r = httpRequest(rm_.httpAddress(), "GET",
+                       "/ws/v1/cluster/reservation/list?include-resource-allocations=true", "",
+                       "application/json", bearer("ops"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::map<std::string, json> res;
+  json rl = json::parse(r.body);
+  for (const auto& x : rl["reservations"]) res[x["reservation-id"]] = x;
+  for (const auto& inst : acc["instances"]) {
+    SCOPED_TRACE(inst.dump());
+    EXPECT_EQ(inst["state"], "submitted");
+    ASSERT_TRUE(res.count(inst["reservation_id"])) << r.body;
+    const json& x = res[inst["reservation_id"]];
+    EXPECT_EQ(x["user"], "alice");
+    ASSERT_FALSE(x["resource-allocations"].empty()) << x.dump();
+    for (const auto& a : x["resource-allocations"]) {
+      EXPECT_GE(a["startTime"].get<int64_t>(), inst["arrival_ms"].get<int64_t>()) << a.dump();
+      EXPECT_LE(a["endTime"].get<int64_t>(), inst["deadline_ms"].get<int64_t>()) << a.dump();
+    }
+  }
+}
+
 TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())

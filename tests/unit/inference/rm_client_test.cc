@@ -58,5 +58,24 @@ TEST(RecurringDefinitionTest, RejectsWindowsThatCannotHoldTheSkyline) {
   EXPECT_FALSE(recurringDefinition(r, fromEpochMs(0)).isOk());
 }
 
+// One instance of an off-kilter job (Morpheus §6): a one-off (period 0)
+// definition whose window is [period_start + a, period_start + d], with the
+// same stages and validation as the recurring one.
+TEST(RecurringDefinitionTest, OneOffInstanceHasItsOwnWindowAndNoPeriod) {
+  OneOffRequest r{hourly(), fromEpochMs(7 * 3600000LL * 1000), "slo-etl-1"};
+  r.slo.period = Millis(7 * 3600000LL);
+  auto d = oneOffDefinition(r);
+  ASSERT_TRUE(d.isOk()) << d.status().toString();
+  EXPECT_EQ(d->period_ms(), 0);
+  EXPECT_EQ(d->arrival_ms(), 7 * 3600000LL * 1000 + 600000);
+  EXPECT_EQ(d->deadline_ms(), 7 * 3600000LL * 1000 + 2400000);
+  EXPECT_EQ(d->recurrence_key(), "etl");
+  EXPECT_EQ(d->stages_size(), 2);
+  r.slo.deadline_offset = Millis(600000 + 120000);  // cannot hold 3 steps
+  EXPECT_FALSE(oneOffDefinition(r).isOk());
+  r = OneOffRequest{hourly(), fromEpochMs(0), ""};
+  EXPECT_FALSE(oneOffDefinition(r).isOk()) << "the caller names the reservation";
+}
+
 }  // namespace
 }  // namespace morpheus::inference

@@ -1,0 +1,296 @@
+// InferenceCore (Morpheus §4-§6) on a real SQLite provenance store, a
+// virtual clock and a fake RM: which runs feed the fit and the SLO
+// statistics, the history window, window warnings, the default alpha, and
+// per-instance one-off reservations of jobs whose period does not divide the
+// LCM.
+#include "inference/inference_core.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "common/config.h"
+#include "inference/inference_options.h"
+#include "inference/service.h"
+
+namespace morpheus::inference {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMin = 60000, kHour = 60 * kMin, kDay = 24 * kHour;
+
+// The RM as a recorder: recurring and one-off submissions, ALREADY_EXISTS
+// for a one-off id it has seen (as the real RM does).
+class FakeRm final : public ReservationClient {
+ public:
+  Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint,
+                                      const std::string& existing_id) override {
+    recurring.push_back(r);
+    return SubmittedReservation{existing_id.empty() ? "res_" + r.job_key : existing_id, "placed"};
+  }
+  Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override {
+    auto def = oneOffDefinition(r);
+    if (!def.isOk()) return def.status();
+    if (!ids.insert(r.reservation_id).second) {
+      return alreadyExists("reservation " + r.reservation_id + " exists");
+    }
+    one_offs.push_back(*def);
+    return SubmittedReservation{r.reservation_id, "placed"};
+  }
+  std::vector<RecurringRequest> recurring;
+  std::vector<v1::ReservationDefinition> one_offs;
+  std::set<std::string> ids;
+};
+
+// A recurring job's history: instance k is the period [k*P, (k+1)*P); "src"
+// writes its input at +avail, it runs `dur` from +avail+5 min, and "report"
+// reads its output `read_after` after it ends.
+struct JobShape {
+  std::string key;
+  int64_t period, avail, dur, read_after;
+  std::vector<double> skyline;  // per minute; empty = 2 containers throughout
+  store::RunStatus status = store::RunStatus::kSucceeded;
+};
+
+void addInstance(store::IngestBatch* b, const JobShape& j, int64_t k) {
+  const int64_t base = k * j.period;
+  const std::string rid = j.key + "-" + std::to_string(k);
+  const std::string in = "/in/" + rid, out = "/out/" + rid;
+  store::RunRecord r;
+  r.job = JobKey(j.key);
+  r.run = RunId(rid);
+  r.user = "alice";
+  r.submit = fromEpochMs(base + j.avail + 5 * kMin);
+  r.start = r.submit + Millis(10000);
+  r.end = r.start + Millis(j.dur);
+  r.step = Millis(kMin);
+  r.skyline =
+      j.skyline.empty() ? std::vector<double>(static_cast<size_t>(j.dur / kMin), 2.0) : j.skyline;
+  r.container = Resource(1024, 1);
+  r.status = j.status;
+  b->runs.push_back(r);
+  auto ev = [&](const std::string& job, const std::string& run, const std::string& path,
+                store::FileAccess kind, TimePoint t) {
+    b->events.push_back({JobKey(job), RunId(run), path, kind, t});
+  };
+  ev("src", "src-" + rid, in, store::FileAccess::kWrite, fromEpochMs(base + j.avail));
+  ev(j.key, rid, in, store::FileAccess::kRead, r.start + Millis(kMin));
+  ev(j.key, rid, out, store::FileAccess::kWrite, r.end - Millis(kMin));
+  ev("report", "report-" + rid, out, store::FileAccess::kRead, r.end + Millis(j.read_after));
+}
+
+class InferenceCoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("inference_core_test_" + std::to_string(::getpid()) +
+                                          "_" + std::to_string(counter_++) + ".db"))
+                .string();
+    removeDb();
+    auto s = store::openProvenanceStore("sqlite", path_);
+    ASSERT_TRUE(s.isOk()) << s.status().toString();
+    store_ = std::move(s).value();
+  }
+  void TearDown() override {
+    core_.reset();
+    store_.reset();
+    removeDb();
+  }
+  void removeDb() {
+    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) fs::remove(path_ + suffix);
+  }
+  InferenceCore& core() {
+    if (!core_) core_ = std::make_unique<InferenceCore>(opts_, *store_, rm_, clock_, metrics_);
+    return *core_;
+  }
+  void ingest(const store::IngestBatch& b) { ASSERT_TRUE(core().ingest(b).isOk()); }
+  // The only proposal of `job` in `state`.
+  Proposal only(const std::string& job, store::ProposalState state) {
+    auto all = core().proposals(state);
+    EXPECT_TRUE(all.isOk());
+    std::vector<Proposal> mine;
+    for (auto& p : *all) {
+      if (p.record.job.value() == job) mine.push_back(p);
+    }
+    EXPECT_EQ(mine.size(), 1u) << job;
+    return mine.empty() ? Proposal{} : mine.front();
+  }
+  std::string notActionableReason(const std::string& job) {
+    for (const auto& n : core().notActionable()) {
+      if (n.job.value() == job) return n.reason;
+    }
+    return "";
+  }
+
+  static inline int counter_ = 0;
+  std::string path_;
+  InferenceCoreOptions opts_;
+  std::unique_ptr<store::ProvenanceStore> store_;
+  FakeRm rm_;
+  VirtualClock clock_{fromEpochMs(400 * kDay)};
+  MetricsRegistry metrics_;
+  std::unique_ptr<InferenceCore> core_;
+  Principal alice_{"alice", false};
+};
+
+// Morpheus §9: alpha = 1% by default, everywhere a fit is configured, and
+// skyline.alpha still changes it.
+TEST_F(InferenceCoreTest, DefaultAlphaIsOnePercent) {
+  EXPECT_DOUBLE_EQ(kDefaultSkylineAlpha, 0.01);
+  EXPECT_DOUBLE_EQ(InferenceCoreOptions{}.alpha, 0.01);
+  EXPECT_DOUBLE_EQ(FitParams{}.alpha, 0.01);
+  EXPECT_DOUBLE_EQ(SkylineProblem{}.alpha, 0.01);
+  InferenceOptions o;
+  ConfigSchema s("morpheus-inference");
+  declareInferenceOptions(s, &o);
+  EXPECT_DOUBLE_EQ(o.alpha, 0.01);
+  ASSERT_TRUE(s.set("skyline.alpha", "0.2").isOk());
+  EXPECT_DOUBLE_EQ(o.alpha, 0.2);
+  EXPECT_EQ(o.history_window, Millis(30 * kDay));
+}
+
+// Failed and killed runs are stored but neither fitted nor counted in the
+// SLO statistics: their huge skylines and late ends change nothing, and the
+// proposal says how many were left out.
+TEST_F(InferenceCoreTest, FitAndSloIgnoreFailedAndKilledRuns) {
+  JobShape ok{"etl", kDay, 90 * kMin, 30 * kMin, 60 * kMin, {}};
+  JobShape bad = ok;
+  bad.skyline = std::vector<double>(120, 50.0);
+  bad.dur = 120 * kMin;
+  bad.read_after = 5 * kHour;
+  store::IngestBatch b;
+  for (int64_t k = 380; k < 390; k++) addInstance(&b, ok, k);
+  bad.status = store::RunStatus::kFailed;
+  for (int64_t k = 390; k < 394; k++) addInstance(&b, bad, k);
+  bad.status = store::RunStatus::kKilled;
+  for (int64_t k = 394; k < 396; k++) addInstance(&b, bad, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk());
+  Proposal p = only("etl", store::ProposalState::kPending);
+  EXPECT_EQ(p.payload.skyline, std::vector<int64_t>(30, 2));
+  EXPECT_EQ(p.payload.runs_used, 10);
+  EXPECT_EQ(p.payload.runs_failed, 4);
+  EXPECT_EQ(p.payload.runs_killed, 2);
+  // d = end of a 30 min run from 01:35:10 + 60 min of slack, not the failed runs' 5 h.
+  EXPECT_EQ(p.payload.deadline_offset, Millis(90 * kMin + 5 * kMin + 10000 + 90 * kMin));
+  auto runs = core().runsOf(JobKey("etl"));
+  ASSERT_TRUE(runs.isOk());
+  EXPECT_EQ(runs->size(), 16u);  // all stored, with their status
+  EXPECT_EQ(runs->back().status, store::RunStatus::kKilled);
+}
+
+// SLO statistics use slo.history-window (30 days): a job whose consumer
+// moved from 60 min to 4 h after the run 40 days ago gets the new deadline,
+// although 60 of its 100 days of history say otherwise.
+TEST_F(InferenceCoreTest, DeadlineThatMovedFortyDaysAgoIsTheNewOne) {
+  JobShape old_shape{"etl", kDay, 90 * kMin, 30 * kMin, 60 * kMin, {}};
+  JobShape new_shape = old_shape;
+  new_shape.read_after = 4 * kHour;
+  store::IngestBatch b;
+  for (int64_t k = 300; k < 360; k++) addInstance(&b, old_shape, k);
+  for (int64_t k = 360; k < 400; k++) addInstance(&b, new_shape, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk());
+  Proposal p = only("etl", store::ProposalState::kPending);
+  EXPECT_EQ(p.payload.deadline_offset,
+            Millis(90 * kMin + 5 * kMin + 10000 + 30 * kMin + 4 * kHour));
+}
+
+// A window d - a shorter than the skyline is proposed as inferred, with a
+// warning the owner sees (also on the wire), not widened towards the period
+// start before the input is available.
+TEST_F(InferenceCoreTest, WindowShorterThanTheSkylineIsAWarningNotWidened) {
+  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, {}};
+  JobShape slow = usual;
+  slow.dur = 150 * kMin;  // a long tail the fit covers (alpha 0.01 fears under-allocation)
+  store::IngestBatch b;
+  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+  Proposal p = only("etl", store::ProposalState::kPending);
+  EXPECT_EQ(p.payload.start_offset, Millis(90 * kMin));  // a = when the input is available
+  const Millis window = p.payload.deadline_offset - p.payload.start_offset;
+  ASSERT_GT(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
+  ASSERT_EQ(p.payload.warnings.size(), 1u);
+  EXPECT_NE(p.payload.warnings[0].find("shorter than the skyline"), std::string::npos)
+      << p.payload.warnings[0];
+  v1::Proposal wire;
+  toProto(p, clock_.now(), &wire);
+  ASSERT_EQ(wire.warnings_size(), 1);
+  EXPECT_EQ(wire.warnings(0), p.payload.warnings[0]);
+}
+
+// Morpheus §6: a 7-hourly job (7 h does not divide the day) is proposed, not
+// rejected; accepting it submits no recurring reservation but a one-off one
+// per instance whose window opens within the lead time, each once, also
+// across a restart; later instances follow as the clock advances.
+TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
+  opts_.one_off_lead = Millis(kDay);
+  JobShape j{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  store::IngestBatch b;
+  const int64_t last = 400 * kDay / (7 * kHour) - 1;  // an instance that ended before now
+  for (int64_t k = last - 20; k <= last; k++) addInstance(&b, j, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("seven");
+  Proposal p = only("seven", store::ProposalState::kPending);
+  EXPECT_TRUE(p.payload.one_off_instances);
+  EXPECT_EQ(p.payload.period, Millis(7 * kHour));
+  v1::Proposal wire;
+  toProto(p, clock_.now(), &wire);
+  EXPECT_TRUE(wire.one_off_instances());
+  const int64_t next = ((toEpochMs(clock_.now()) - 30 * kMin) / (7 * kHour) + 1) * 7 * kHour;
+  EXPECT_EQ(wire.next_instance_arrival_ms(), next + 30 * kMin);
+
+  auto acc = core().accept(p.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  EXPECT_TRUE(rm_.recurring.empty());
+  // Windows opening within one day of now (4.5 h, 11.5 h, 18.5 h ahead), 7 h apart.
+  ASSERT_EQ(rm_.one_offs.size(), 3u);
+  for (size_t i = 0; i < rm_.one_offs.size(); i++) {
+    const auto& d = rm_.one_offs[i];
+    EXPECT_EQ(d.period_ms(), 0);
+    EXPECT_EQ(d.arrival_ms(), next + static_cast<int64_t>(i) * 7 * kHour + 30 * kMin);
+    EXPECT_EQ(d.deadline_ms() - d.arrival_ms(),
+              (p.payload.deadline_offset - p.payload.start_offset).count());
+    EXPECT_EQ(d.recurrence_key(), "seven");
+  }
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_EQ(rm_.one_offs.size(), 3u) << "nothing submitted twice";
+
+  // A restarted service (new core, same store) submits nothing again.
+  core_.reset();
+  FakeRm fresh;
+  InferenceCore restarted(opts_, *store_, fresh, clock_, metrics_);
+  auto n = restarted.submitDueInstances();
+  ASSERT_TRUE(n.isOk());
+  EXPECT_EQ(*n, 0);
+  EXPECT_TRUE(fresh.one_offs.empty());
+  // Seven hours later the fourth instance (25.5 h from the start) is due, and only it.
+  clock_.advance(Millis(7 * kHour));
+  n = restarted.submitDueInstances();
+  ASSERT_TRUE(n.isOk());
+  EXPECT_EQ(*n, 1);
+  ASSERT_EQ(fresh.one_offs.size(), 1u);
+  EXPECT_EQ(fresh.one_offs[0].arrival_ms(), next + 3 * 7 * kHour + 30 * kMin);
+  auto shown = restarted.proposal(p.record.id);
+  ASSERT_TRUE(shown.isOk());
+  EXPECT_EQ(shown->payload.instances.size(), 4u);
+}
+
+// A weekly job (longer than the one-day LCM) is likewise proposed with
+// per-instance one-off reservations instead of being reported not actionable.
+TEST_F(InferenceCoreTest, WeeklyJobIsProposedWithPerInstanceReservations) {
+  JobShape j{"weekly", 7 * kDay, 2 * kHour, 40 * kMin, 30 * kMin, {}};
+  store::IngestBatch b;
+  for (int64_t k = 50; k < 57; k++) addInstance(&b, j, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("weekly");
+  Proposal p = only("weekly", store::ProposalState::kPending);
+  EXPECT_TRUE(p.payload.one_off_instances);
+  EXPECT_EQ(p.payload.period, Millis(7 * kDay));
+}
+
+}  // namespace
+}  // namespace morpheus::inference
