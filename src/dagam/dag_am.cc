@@ -244,7 +244,15 @@ struct DagAmDriver::Impl {
       for (const auto& [name, p] : job.stageProgress()) {
         (*req.mutable_stage_progress())[name] = static_cast<float>(p);
       }
-      req.set_critical_path_remaining_ms(job.criticalPathRemaining().count());
+      for (const auto& r : job.stageReports()) {
+        auto* out = req.add_stages();
+        out->set_name(r.name);
+        for (const auto& d : r.depends_on) out->add_depends_on(d);
+        out->set_tasks(r.tasks);
+        out->set_completed(r.completed);
+        for (Millis e : r.running_elapsed) out->add_running_elapsed_ms(e.count());
+        out->set_mean_task_ms(r.mean_task.count());
+      }
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
       st = withRetry("Allocate", [&] {
