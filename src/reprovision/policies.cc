@@ -151,6 +151,9 @@ class Jockey final : public ReprovisionPolicy {
     };
     auto fastest = withSlack(most);
     if (!fastest) return std::nullopt;
+    // Allocations are totals (plan, skyline and grants count the AMs); the
+    // simulator runs tasks on what the AMs leave.
+    const int64_t am = std::max<int64_t>(0, in.am_containers);
     const int64_t prev = in.previous_allocation > 0
                              ? std::max(in.previous_allocation, in.skyline_now)
                              : in.skyline_now + in.extra_now;
@@ -158,16 +161,16 @@ class Jockey final : public ReprovisionPolicy {
     why << "progress " << static_cast<int>(std::lround(100 * jockeyProgress(in.stages)))
         << "% of task time";
     int64_t target;
-    auto at_prev = prev > 0 ? withSlack(prev) : std::nullopt;
+    auto at_prev = prev - am > 0 ? withSlack(prev - am) : std::nullopt;
     if (at_prev && *at_prev <= left &&
         *at_prev >= left - static_cast<double>(o_.dead_zone.count())) {
       target = prev;
-      why << "; with " << prev << " containers predicted to finish in "
+      why << "; with " << prev - am << " task containers predicted to finish in "
           << static_cast<int64_t>(*at_prev) / 1000 << " s (slack " << o_.slack
           << ") within the dead zone before the deadline in " << static_cast<int64_t>(left) / 1000
           << " s, kept";
     } else {
-      int64_t raw = rawAllocation(sim, most, *fastest, left, why);
+      int64_t raw = am + rawAllocation(sim, most, *fastest, left, why);
       target = smooth(prev, raw);
       if (target != raw) why << "; hysteresis from " << prev << ": " << target;
     }
@@ -188,7 +191,7 @@ class Jockey final : public ReprovisionPolicy {
                         std::ostringstream& why) const {
     if (fastest > left) {
       why << "; cannot meet the deadline in " << static_cast<int64_t>(left) / 1000
-          << " s even with " << most << " containers (" << static_cast<int64_t>(fastest) / 1000
+          << " s even with " << most << " task containers (" << static_cast<int64_t>(fastest) / 1000
           << " s with slack): asks for them";
       return most;
     }
@@ -202,7 +205,7 @@ class Jockey final : public ReprovisionPolicy {
         lo = mid + 1;
       }
     }
-    why << "; " << lo << " containers predicted to finish in "
+    why << "; " << lo << " task containers predicted to finish in "
         << static_cast<int64_t>(sim.run(lo)->count()) / 1000 << " s (x" << 1.0 + o_.slack
         << " slack) before the deadline in " << static_cast<int64_t>(left) / 1000 << " s";
     return lo;

@@ -41,7 +41,8 @@ struct ReprovisionInput {
   ReservationId reservation;
   TimePoint now;
   Millis step{60000};
-  int64_t used_containers = 0;     // containers of the bound apps in use now
+  int64_t used_containers = 0;     // containers of the bound apps in use now, AMs included
+  int64_t am_containers = 0;       // of used_containers: the AMs' (they run no tasks)
   int64_t pending_containers = 0;  // outstanding asks of the bound apps
   int64_t skyline_now = 0;         // planned containers (guarantee) at the current step,
                                    // excluding extra already granted
@@ -96,7 +97,9 @@ struct MorpheusDraOptions {
 //  - progress p = the fraction of the job's total task time completed
 //    (jockeyProgress);
 //  - C(p, a) = predicted time to completion with a containers, from the job's
-//    recorded per-stage task counts and durations (jockeyRemaining);
+//    recorded per-stage task counts and durations (jockeyRemaining); a counts
+//    task containers, the allocation is a + the AMs' containers (the plan and
+//    the skyline count both);
 //  - utility: full when the job finishes by the deadline, falling after it, so
 //    the raw allocation is the least a with C(p, a) * (1 + slack) <= time left,
 //    or, when none meets it, the a that finishes soonest (all remaining tasks

@@ -104,6 +104,7 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   in.step = opts_.interval;
   in.used_containers = d.used.countCovering(unit);
   in.pending_containers = d.pending.countCovering(unit);
+  in.am_containers = d.am.countCovering(unit);
   in.skyline_now = view->planned_now.countCovering(unit);
   in.extra_now = view->extra_now.countCovering(unit);
   for (const auto& r : view->planned_recent) in.skyline_recent.push_back(r.countCovering(unit));

@@ -40,6 +40,7 @@ struct ReservationDemand {
   // app's telemetry skyline counts (computeSkyline), so a run at its skyline
   // has demand == skyline.
   Resource used;
+  Resource am;       // of `used`: the AM containers (Jockey simulates tasks on the rest)
   Resource pending;  // outstanding asks, plus AMs waiting for a container
   // Jockey's view of the bound apps: their AM-reported stages (one app's
   // stages after another's, deps re-indexed), task durations completed from

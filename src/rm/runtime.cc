@@ -603,6 +603,9 @@ std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const 
     }
     if (it == rt_.end()) continue;
     d.used += it->second.used;
+    if (auto c = containers_.find(a.am_container); c != containers_.end() && c->second.running) {
+      d.am += c->second.resource;
+    }
     // Jockey: this app's stages after those of the apps before it.
     const size_t base = d.stages.size();
     auto hist = a.spec.recurrence_key.empty() ? stage_history_.end()

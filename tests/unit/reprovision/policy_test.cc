@@ -185,6 +185,20 @@ TEST(JockeyTest, BehindAsksTheLeastAllocationMeetingTheDeadlineWithSlack) {
   EXPECT_EQ(d->extra_containers, 5) << "capped by demand 2 + 5 - plan 2";
 }
 
+// The AMs hold part of the allocation and run no tasks: the same job with an
+// AM in a plan of 3 needs what it needs with a plan of 2 and no AM, plus the AM.
+TEST(JockeyTest, TheAmContainersRunNoTasks) {
+  auto p = makeJockey(plainJockey());
+  auto in = jockeyInput(Millis(66000));
+  in.skyline_now = 3;
+  in.used_containers = 3;
+  in.am_containers = 1;
+  auto d = p->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->allocation, 4) << "3 task containers + the AM";
+  EXPECT_EQ(d->extra_containers, 1);
+}
+
 // Dead zone: an allocation predicted to finish on time and at most D early is kept,
 // even when fewer containers would do.
 TEST(JockeyTest, DeadZoneKeepsThePreviousAllocation) {

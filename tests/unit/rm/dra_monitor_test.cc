@@ -189,7 +189,7 @@ TEST_F(DraMonitorTest, JockeyAsksForWhatFinishesInTime) {
   auto rec = mgr_->get(ReservationId("r"));
   ASSERT_FALSE(rec->history.empty());
   EXPECT_EQ(rec->history.back().policy, "jockey");
-  EXPECT_NE(rec->history.back().reason.find("4 containers"), std::string::npos)
+  EXPECT_NE(rec->history.back().reason.find("4 task containers"), std::string::npos)
       << rec->history.back().reason;
 }
 

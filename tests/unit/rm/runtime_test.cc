@@ -285,6 +285,7 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   const ReservationDemand& d = demand.at(ReservationId("r1"));
   EXPECT_EQ(d.apps, std::vector<AppId>{res});
   EXPECT_EQ(d.used, Resource(3 * 1024, 3));
+  EXPECT_EQ(d.am, Resource(1024, 1));
   EXPECT_EQ(d.pending, Resource(3 * 1024, 3));
 }
 
