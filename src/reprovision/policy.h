@@ -5,8 +5,8 @@
 // only) and charges the owner's budget; the policy never sees the plan.
 //
 // Policies are stateless and re-entrant (CONVENTIONS.md "Shape"): anything
-// that must persist between steps (e.g. Jockey's dead-zone reference) comes
-// in through the input.
+// that must persist between steps (Jockey's previous allocation, for its
+// hysteresis) comes in through the input.
 #pragma once
 
 #include <memory>
