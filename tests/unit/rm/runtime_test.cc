@@ -332,6 +332,36 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
 }
 
+// The stage history survives an RM restart (state store table "stage-history").
+TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
+  addNode("n1", 4);
+  rt_->setStore(store_.get());
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  auto req = stageReport(first);
+  addStage(req, "map", 2, 2, 7000);
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(finish(first).isOk());
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+
+  RmRuntime restarted(
+      {}, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  restarted.setStore(store_.get());
+  ASSERT_TRUE(restarted.recoverTelemetry().isOk());
+  v1::RegisterApplicationMasterRequest reg;
+  reg.set_application_id(next.value());
+  reg.set_am_token(apps_->amToken(next, 1));
+  v1::RegisterApplicationMasterResponse rr;
+  ASSERT_TRUE(restarted.registerAm(reg, &rr).isOk());
+  req = stageReport(next);
+  addStage(req, "map", 2, 0, 0);
+  ASSERT_TRUE(restarted.allocate(req, &resp).isOk());
+  auto stages = restarted.reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_EQ(stages.size(), 1u);
+  EXPECT_EQ(stages[0].task_duration, Millis(7000));
+}
+
 // Issue #12: the skyline a run leaves (telemetry) counts the containers DRA
 // counts as used, AM included; a reservation fitted to it and a next run of
 // the same shape is at its plan, and DRA grants nothing.
