@@ -32,21 +32,23 @@ std::string askKey(const std::string& request_id, int32_t priority) {
   return request_id.empty() ? "\x01p" + std::to_string(priority) : request_id;
 }
 
-// The AM's stage reports (AllocateRequest.stages) as Jockey's stages, deps
-// as indices within the app. INVALID_ARGUMENT naming the field otherwise.
-Result<std::vector<reprovision::StageState>> stagesFromProto(const v1::AllocateRequest& req) {
+// The AM's stage reports (AllocateRequest.stages, FinishApplicationMaster-
+// Request.stages) as Jockey's stages, deps as indices within the app.
+// INVALID_ARGUMENT naming the field otherwise.
+Result<std::vector<reprovision::StageState>> stagesFromProto(
+    const google::protobuf::RepeatedPtrField<v1::StageReport>& reports) {
   std::map<std::string, size_t> index;
-  for (int i = 0; i < req.stages_size(); i++) {
-    const auto& r = req.stages(i);
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
     std::string f = "stages[" + std::to_string(i) + "]";
     if (r.name().empty()) return invalidArgument(f + ".name", "is required");
     if (!index.emplace(r.name(), static_cast<size_t>(i)).second)
       return invalidArgument(f + ".name", "duplicate stage '" + r.name() + "'");
   }
   std::vector<reprovision::StageState> out;
-  out.reserve(static_cast<size_t>(req.stages_size()));
-  for (int i = 0; i < req.stages_size(); i++) {
-    const auto& r = req.stages(i);
+  out.reserve(static_cast<size_t>(reports.size()));
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
     std::string f = "stages[" + std::to_string(i) + "]";
     if (r.tasks() <= 0) return invalidArgument(f + ".tasks", "must be > 0");
     if (r.completed() < 0 || r.completed() > r.tasks())
@@ -672,7 +674,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
       if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
     }
   }
-  MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req));
+  MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
   std::lock_guard<std::mutex> lk(mu_);
   AppRt& rt = rt_[app];
@@ -753,6 +755,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     default:
       return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
   }
+  MORPHEUS_ASSIGN_OR_RETURN(auto final_stages, stagesFromProto(req.stages()));
   MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   AppTelemetryRecord t;
@@ -769,7 +772,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     }
     // Jockey's history: the stage durations of the last successful run.
     if (final_state == AppState::kFinished && !rec.spec.recurrence_key.empty()) {
-      profile = stageProfile(rt.stages);
+      profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
       if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
     }
     // The skyline counts every container of the app, its AM's included (as

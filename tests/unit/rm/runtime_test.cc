@@ -101,11 +101,12 @@ class RuntimeTest : public ::testing::Test {
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
-  Status finish(const AppId& app) {
+  Status finish(const AppId& app, const v1::AllocateRequest& final_report = {}) {
     v1::FinishApplicationMasterRequest req;
     req.set_application_id(app.value());
     req.set_am_token(apps_->amToken(app, 1));
     req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+    *req.mutable_stages() = final_report.stages();
     return rt_->finishAm(req);
   }
   // An AllocateRequest of `app` carrying only stage reports.
@@ -332,16 +333,25 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
 }
 
-// The stage history survives an RM restart (state store table "stage-history").
+// The history is the final stage report sent with the finish (the last
+// allocate may predate the last tasks); it survives an RM restart (state store
+// table "stage-history"). A bad final report is refused before the app ends.
 TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
   addNode("n1", 4);
   rt_->setStore(store_.get());
   AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
   auto req = stageReport(first);
-  addStage(req, "map", 2, 2, 7000);
+  addStage(req, "map", 2, 1, 5000);
   v1::AllocateResponse resp;
   ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
-  ASSERT_TRUE(finish(first).isOk());
+  auto bad = stageReport(first);
+  addStage(bad, "map", 2, 3, 7000);
+  Status st = finish(first, bad);
+  EXPECT_NE(st.message().find("stages[0].completed"), std::string::npos) << st.message();
+  EXPECT_EQ(apps_->get(first)->state, AppState::kRunning);
+  auto final_report = stageReport(first);
+  addStage(final_report, "map", 2, 2, 7000);
+  ASSERT_TRUE(finish(first, final_report).isOk());
   AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
 
   RmRuntime restarted(
