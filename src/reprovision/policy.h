@@ -108,7 +108,10 @@ struct MorpheusDraOptions {
 //    finish neither late nor more than `dead_zone` early, it is kept;
 //  - hysteresis: a = prev + hysteresis * (raw - prev), rounded away from prev.
 // Extra = a - plan, never more than the job asks for above the plan, nor
-// max_extra_containers, nor the budget.
+// max_extra_containers, nor the budget. The decision carries a (allocation),
+// which the caller returns as previous_allocation at the next review. Cost
+// per decision: O(log T) simulations (binary search on a), T = remaining
+// tasks.
 struct JockeyOptions {
   double slack = 0.2;       // predicted remaining time is multiplied by 1 + slack
   Millis dead_zone{60000};  // D: width of the no-change band before the deadline
