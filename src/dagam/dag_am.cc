@@ -33,6 +33,19 @@ ExitKind exitKindFromProto(v1::ContainerExitReason r) {
   }
 }
 
+// The job's stage reports (Jockey's input at the RM) into `out`.
+void addStageReports(const DagJob& job, google::protobuf::RepeatedPtrField<v1::StageReport>* out) {
+  for (const auto& r : job.stageReports()) {
+    auto* st = out->Add();
+    st->set_name(r.name);
+    for (const auto& d : r.depends_on) st->add_depends_on(d);
+    st->set_tasks(r.tasks);
+    st->set_completed(r.completed);
+    for (Millis e : r.running_elapsed) st->add_running_elapsed_ms(e.count());
+    st->set_mean_task_ms(r.mean_task.count());
+  }
+}
+
 bool transient(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -191,6 +204,7 @@ struct DagAmDriver::Impl {
       a->set_path(f.path);
       a->set_time_ms(toEpochMs(f.time));
     }
+    addStageReports(job, req.mutable_stages());
     v1::FinishApplicationMasterResponse resp;
     grpc::Status st = withRetry("FinishApplicationMaster", [&] {
       auto ctx = context();
@@ -244,7 +258,7 @@ struct DagAmDriver::Impl {
       for (const auto& [name, p] : job.stageProgress()) {
         (*req.mutable_stage_progress())[name] = static_cast<float>(p);
       }
-      req.set_critical_path_remaining_ms(job.criticalPathRemaining().count());
+      addStageReports(job, req.mutable_stages());
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
       st = withRetry("Allocate", [&] {

@@ -351,50 +351,31 @@ double DagJob::progress() const {
   return tasks_.empty() ? 1.0 : static_cast<double>(done) / static_cast<double>(tasks_.size());
 }
 
-Millis DagJob::criticalPathRemaining() const {
+std::vector<StageReport> DagJob::stageReports() const {
   const TimePoint now = clock_.now();
-  const size_t n = spec_.stages.size();
-  auto mean = [](int64_t sum, int64_t k) { return k > 0 ? sum / k : -1; };
-  int64_t job_sum = 0, job_k = 0;
-  std::vector<int64_t> stage_sum(n, 0), stage_k(n, 0), stage_elapsed(n, 0);
+  std::vector<StageReport> out(spec_.stages.size());
+  std::vector<int64_t> ran_sum(spec_.stages.size(), 0), ran_k(spec_.stages.size(), 0);
+  for (size_t s = 0; s < spec_.stages.size(); ++s) {
+    out[s].name = spec_.stages[s].name;
+    out[s].depends_on = spec_.stages[s].depends_on;
+    out[s].tasks = spec_.stages[s].tasks;
+  }
   for (const auto& t : tasks_) {
-    if (t.ran) {
-      stage_sum[t.stage] += t.ran->count();
-      stage_k[t.stage]++;
-      job_sum += t.ran->count();
-      job_k++;
+    StageReport& r = out[static_cast<size_t>(t.stage)];
+    if (t.state == TaskState::kSucceeded) {
+      r.completed++;
+      if (t.ran) {
+        ran_sum[static_cast<size_t>(t.stage)] += t.ran->count();
+        ran_k[static_cast<size_t>(t.stage)]++;
+      }
     } else if (t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching)) {
-      stage_elapsed[t.stage] = std::max(stage_elapsed[t.stage], (now - *t.launched).count());
+      r.running_elapsed.push_back(std::max(Millis(0), now - *t.launched));
     }
   }
-  // Remaining time of each stage with unlimited containers.
-  std::vector<int64_t> rest(n, 0);
-  for (size_t s = 0; s < n; ++s) {
-    if (stageCompleted(static_cast<int>(s))) continue;
-    int64_t est = mean(stage_sum[s], stage_k[s]);
-    if (est < 0) est = mean(job_sum, job_k);
-    if (est < 0) est = *std::max_element(stage_elapsed.begin(), stage_elapsed.end());
-    int64_t r = 0;
-    for (int i = 0; i < spec_.stages[s].tasks; ++i) {
-      const Task& t = tasks_[taskIndex(static_cast<int>(s), i)];
-      if (t.state == TaskState::kSucceeded) continue;
-      bool running =
-          t.launched && (t.state == TaskState::kRunning || t.state == TaskState::kLaunching);
-      r = std::max(r, running ? std::max<int64_t>(0, est - (now - *t.launched).count()) : est);
-    }
-    rest[s] = r;
+  for (size_t s = 0; s < out.size(); ++s) {
+    if (ran_k[s] > 0) out[s].mean_task = Millis(ran_sum[s] / ran_k[s]);
   }
-  // Longest path: a stage ends after its dependencies (deps form a DAG).
-  std::vector<int64_t> finish(n, -1);
-  std::function<int64_t(size_t)> end = [&](size_t s) -> int64_t {
-    if (finish[s] >= 0) return finish[s];
-    int64_t before = 0;
-    for (int d : spec_.stages[s].deps) before = std::max(before, end(static_cast<size_t>(d)));
-    return finish[s] = before + rest[s];
-  };
-  int64_t longest = 0;
-  for (size_t s = 0; s < n; ++s) longest = std::max(longest, end(s));
-  return Millis(longest);
+  return out;
 }
 
 std::map<std::string, double> DagJob::stageProgress() const {

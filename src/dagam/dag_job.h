@@ -79,6 +79,15 @@ struct Completion {
   std::string diagnostics;
 };
 
+struct StageReport {
+  std::string name;
+  std::vector<std::string> depends_on;
+  int tasks = 0;
+  int completed = 0;                    // succeeded
+  std::vector<Millis> running_elapsed;  // per kLaunching/kRunning task, since its launch
+  Millis mean_task{0};                  // of the succeeded tasks' run times; 0 = none yet
+};
+
 struct FileEvent {
   std::string path;
   TimePoint time;
@@ -135,12 +144,10 @@ class DagJob {
   std::vector<std::string> takeReleases();
   double progress() const;                              // succeeded tasks / all tasks
   std::map<std::string, double> stageProgress() const;  // per stage name
-  // Jockey's serial part S (Amdahl): the time the rest of the job would still
-  // take with unlimited containers, i.e. the longest chain of unfinished
-  // stages through the DAG, each costing one task's duration (the mean of
-  // its finished tasks, else of the job's, else the longest any running task
-  // has run so far; a running task costs what it has left). 0 when unknown.
-  Millis criticalPathRemaining() const;
+  // Jockey's view of the job (EuroSys'12 §4.1, AllocateRequest.stages): per
+  // stage its task counts, the elapsed time of its running tasks and the mean
+  // duration of its tasks that succeeded in this run; in spec order.
+  std::vector<StageReport> stageReports() const;
   bool finished() const { return succeeded() || failed(); }
   bool succeeded() const;
   bool failed() const { return failed_; }

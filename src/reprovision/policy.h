@@ -5,8 +5,8 @@
 // only) and charges the owner's budget; the policy never sees the plan.
 //
 // Policies are stateless and re-entrant (CONVENTIONS.md "Shape"): anything
-// that must persist between steps (e.g. Jockey's dead-zone reference) comes
-// in through the input.
+// that must persist between steps (Jockey's previous allocation, for its
+// hysteresis) comes in through the input.
 #pragma once
 
 #include <memory>
@@ -20,13 +20,29 @@
 
 namespace morpheus::reprovision {
 
+// One stage of a running job, for Jockey's simulator (EuroSys'12 §4.1: per-
+// stage task counts and task durations from the job's own history). A stage
+// starts when every stage in `deps` has finished all its tasks.
+struct StageState {
+  std::string name;
+  std::vector<size_t> deps;     // indices into ReprovisionInput::stages; must form a DAG
+  int64_t tasks = 0;            // all tasks of the stage
+  int64_t completed = 0;        // tasks that succeeded
+  std::vector<Millis> running;  // elapsed time of each running task (running.size() tasks)
+  // Recorded task duration of the stage: the mean of its tasks that succeeded
+  // in this run, else of the same stage in the last run of the job; 0 =
+  // unknown (the simulator then takes the mean of the known stages).
+  Millis task_duration{0};
+};
+
 // What the RM knows about one running reservation at the current step.
 // Container counts are in units of the reservation's container size.
 struct ReprovisionInput {
   ReservationId reservation;
   TimePoint now;
   Millis step{60000};
-  int64_t used_containers = 0;     // containers of the bound apps in use now
+  int64_t used_containers = 0;     // containers of the bound apps in use now, AMs included
+  int64_t am_containers = 0;       // of used_containers: the AMs' (they run no tasks)
   int64_t pending_containers = 0;  // outstanding asks of the bound apps
   int64_t skyline_now = 0;         // planned containers (guarantee) at the current step,
                                    // excluding extra already granted
@@ -35,20 +51,16 @@ struct ReprovisionInput {
   std::vector<int64_t> skyline_recent;
   int64_t budget_remaining_container_ms = 0;  // what is left of the owner's signed-off budget
 
-  // Progress (Jockey): AM-reported progress in [0,1] and the instance timing.
-  double progress = 0;
-  TimePoint instance_start;
+  // Jockey (EuroSys'12 §4): the job's stages as its simulator sees them,
+  // and the instance's deadline. Empty stages = the AM reports none (the
+  // jockey policy then makes no decision).
   TimePoint deadline;
-  // Total work of one instance in container-ms (the skyline's area unless the
-  // AM reports better), and the remaining critical path (longest chain of
-  // unfinished work that cannot be parallelised), duration.
-  int64_t total_work_container_ms = 0;
-  Millis critical_path_remaining{0};
-  // Work done so far in this instance (containers in use integrated over
-  // time). With progress p it gives the observed total work done / p, which
-  // Jockey takes when it exceeds the history's: a slowed run (longer tasks,
-  // bigger input) is predicted from what it actually does.
-  int64_t work_done_container_ms = 0;
+  std::vector<StageState> stages;
+  // The allocation (plan + extra, containers) this policy chose at the
+  // previous review of the same instance (ReprovisionDecision::allocation);
+  // 0 = none, i.e. the first review or no decision last time. Jockey's
+  // hysteresis smooths from it; the caller (DraMonitor) keeps it.
+  int64_t previous_allocation = 0;
 };
 
 // A proposal: hold `extra_containers` on top of the plan for `duration`,
@@ -58,6 +70,9 @@ struct ReprovisionDecision {
   int64_t extra_containers = 0;
   Millis duration{0};
   std::string rationale;  // for logs and `reservation show`
+  // The total allocation (plan + extra, containers) the policy aims at; the
+  // caller feeds it back as ReprovisionInput::previous_allocation.
+  int64_t allocation = 0;
 };
 
 class ReprovisionPolicy {
@@ -78,16 +93,47 @@ struct MorpheusDraOptions {
   Millis recent{120000};    // R_recent
 };
 
-// Jockey (EuroSys'12) style: smallest allocation a with
-// now + (S + P/a) * (1 + slack) <= deadline, P = remaining work, S = remaining
-// critical path; no change while the needed allocation is within `dead_zone`
-// (fraction) of the current one (an active extra is then renewed as it is).
+// Jockey (EuroSys'12 §4.3), the control loop run once per review:
+//  - progress p = the fraction of the job's total task time completed
+//    (jockeyProgress);
+//  - C(p, a) = predicted time to completion with a containers, from the job's
+//    recorded per-stage task counts and durations (jockeyRemaining); a counts
+//    task containers, the allocation is a + the AMs' containers (the plan and
+//    the skyline count both);
+//  - utility: full when the job finishes by the deadline, falling after it, so
+//    the raw allocation is the least a with C(p, a) * (1 + slack) <= time left,
+//    or, when none meets it, the a that finishes soonest (all remaining tasks
+//    at once);
+//  - dead zone: while the previous allocation is predicted (with slack) to
+//    finish neither late nor more than `dead_zone` early, it is kept;
+//  - hysteresis: a = prev + hysteresis * (raw - prev), rounded away from prev.
+// Extra = a - plan, never more than the job asks for above the plan, nor
+// max_extra_containers, nor the budget. The decision carries a (allocation),
+// which the caller returns as previous_allocation at the next review. Cost
+// per decision: O(log T) simulations (binary search on a), T = remaining
+// tasks.
 struct JockeyOptions {
-  double slack = 0.2;
-  double dead_zone = 0.1;
-  Millis extension{60000};
+  double slack = 0.2;       // predicted remaining time is multiplied by 1 + slack
+  Millis dead_zone{60000};  // D: width of the no-change band before the deadline
+  double hysteresis = 0.5;  // alpha in (0, 1]: share of the step towards the raw allocation
+  Millis extension{60000};  // T: how long a grant lasts before re-evaluation
   int64_t max_extra_containers = 1 << 30;
 };
+
+// Jockey's progress indicator: sum over stages of task time done (completed
+// tasks x duration + running tasks' elapsed time, capped at the duration),
+// over the total task time. Stages of unknown duration take the mean of the
+// known ones. 1 for an empty or fully unknown job. Pure.
+double jockeyProgress(const std::vector<StageState>& stages);
+
+// Jockey's C(p, a): the time the rest of the job takes with `allocation`
+// containers, by list-scheduling the remaining tasks (Jockey's simulator):
+// running tasks keep their containers and end after duration - elapsed (at
+// once when already over); a stage's tasks become ready when all its `deps`
+// finished; ready tasks take free containers in stage order. nullopt when no
+// stage duration is known, the deps are not a DAG or out of range, or
+// allocation < 1. Cost O(tasks x log allocation). Pure.
+std::optional<Millis> jockeyRemaining(const std::vector<StageState>& stages, int64_t allocation);
 
 std::unique_ptr<ReprovisionPolicy> makeMorpheusDra(const MorpheusDraOptions& opts);
 std::unique_ptr<ReprovisionPolicy> makeJockey(const JockeyOptions& opts);

@@ -81,8 +81,8 @@ void DraMonitor::tick() {
     spdlog::info("DRA {}: reservation {} has no running app; its extra containers are released",
                  policy_->name(), id.value());
   }
-  for (auto it = work_.begin(); it != work_.end();) {
-    it = demand.count(it->first) ? std::next(it) : work_.erase(it);
+  for (auto it = chosen_.begin(); it != chosen_.end();) {
+    it = demand.count(it->first) ? std::next(it) : chosen_.erase(it);
   }
   for (auto* m : {&last_outcome_, &last_denial_}) {
     for (auto it = m->begin(); it != m->end();) {
@@ -96,35 +96,26 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   auto view = reservations_.draView(id, now, opts_.dra.recent);
   if (!view) return;
   const Resource& unit = view->unit;
-  Work& w = work_[id];
-  if (w.instance != view->instance.index) {
-    w = {view->instance.index, 0, now};
-  } else {
-    w.container_ms += d.used.countCovering(unit) * (now - w.last).count();
-    w.last = now;
-  }
+  Chosen& chosen = chosen_[id];
+  if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0};
   reprovision::ReprovisionInput in;
   in.reservation = id;
   in.now = now;
   in.step = opts_.interval;
   in.used_containers = d.used.countCovering(unit);
   in.pending_containers = d.pending.countCovering(unit);
+  in.am_containers = d.am.countCovering(unit);
   in.skyline_now = view->planned_now.countCovering(unit);
   in.extra_now = view->extra_now.countCovering(unit);
   for (const auto& r : view->planned_recent) in.skyline_recent.push_back(r.countCovering(unit));
   in.budget_remaining_container_ms = view->budget_remaining_container_ms;
-  in.progress = d.progress;
-  in.instance_start = view->instance.start;
   in.deadline = view->instance.end;
-  in.total_work_container_ms = view->instance_work_container_ms;
-  // Jockey's serial part S comes from the AMs (the RM knows no task-level
-  // critical path: a stage's container duration in the definition is a
-  // reservation length, not a task length); 0 when they do not report it.
-  in.critical_path_remaining = d.critical_path;
-  in.work_done_container_ms = w.container_ms;
+  in.stages = d.stages;
+  in.previous_allocation = chosen.allocation;
 
   const std::string& policy = policy_->name();
   auto decision = policy_->decide(in);
+  chosen.allocation = decision ? decision->allocation : 0;
   if (!decision) {
     // Would the policy have asked without the budget? Then the budget is
     // what denies it: say so once per instance.

@@ -36,10 +36,16 @@ namespace morpheus::rm {
 // What the apps bound to one reservation do now (the runtime's view).
 struct ReservationDemand {
   std::vector<AppId> apps;  // submitted or running, bound to the reservation
-  Resource used;            // containers in use (AMs included)
-  Resource pending;         // outstanding asks, plus AMs waiting for a container
-  double progress = 1;      // AM-reported progress, the least of the bound apps
-  Millis critical_path{0};  // AM-reported remaining critical path, the longest (0 = unknown)
+  // Containers in use, AM containers included: the same containers the
+  // app's telemetry skyline counts (computeSkyline), so a run at its skyline
+  // has demand == skyline.
+  Resource used;
+  Resource am;       // of `used`: the AM containers (Jockey simulates tasks on the rest)
+  Resource pending;  // outstanding asks, plus AMs waiting for a container
+  // Jockey's view of the bound apps: their AM-reported stages (one app's
+  // stages after another's, deps re-indexed), task durations completed from
+  // the recurrence key's last run (RmRuntime::reservationDemand).
+  std::vector<reprovision::StageState> stages;
 };
 
 struct DraOptions {
@@ -67,12 +73,11 @@ class DraMonitor {
   void tick();
 
  private:
-  // Work done by the bound apps in the current instance (Jockey's observed
-  // progress rate): containers in use integrated over the passes.
-  struct Work {
+  // The allocation the policy chose at the last review of an instance
+  // (Jockey's hysteresis state, ReprovisionInput::previous_allocation).
+  struct Chosen {
     int64_t instance = -1;
-    int64_t container_ms = 0;
-    TimePoint last;
+    int64_t allocation = 0;
   };
   void review(const ReservationId& id, const ReservationDemand& d, TimePoint now);
 
@@ -83,7 +88,7 @@ class DraMonitor {
   Clock& clock_;
   MetricsRegistry& metrics_;
 
-  std::map<ReservationId, Work> work_;                 // owned by the ticking thread
+  std::map<ReservationId, Chosen> chosen_;             // owned by the ticking thread
   std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once
   std::map<ReservationId, std::string> last_outcome_;  // ditto: renewals are not re-logged
 

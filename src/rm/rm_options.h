@@ -170,8 +170,8 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
             "Dynamic reprovisioning (Morpheus §7): running reservations whose jobs fall behind "
             "get extra containers where the plan has room, within the owner's budget.");
   s.addString("dra.policy", &o->dra.policy, "morpheus-dra",
-              "Reprovisioning policy: Morpheus §7 (demand above the skyline) or Jockey-style "
-              "(progress and an Amdahl's-law completion-time predictor).",
+              "Reprovisioning policy: Morpheus §7 (demand above the skyline) or Jockey "
+              "(EuroSys'12: completion time simulated from the AM's stage reports).",
               {"morpheus-dra", "jockey"});
   s.addDuration("dra.interval", &o->dra.interval, Millis(0), Millis(0),
                 "How often running reservations are reviewed; 0 = the plan step (planner.step).");
@@ -182,12 +182,16 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "T: how long a grant lasts before it is re-evaluated (both policies).");
   s.addDuration("dra.recent", &o->dra.dra.recent, Millis(120000), Millis(0),
                 "morpheus-dra: the recent window (R_recent) of the rho cap.");
-  s.addDouble("dra.jockey.slack", &o->dra.jockey.slack, 0.2, 0, 10, "fraction of time left",
-              "jockey: the predicted finish must leave this share of the time to the deadline.");
-  s.addDouble("dra.jockey.dead-zone", &o->dra.jockey.dead_zone, 0.1, 0, 10,
-              "fraction of the allocation",
-              "jockey: no change while the needed allocation is within this share of the "
-              "current one.");
+  s.addDouble("dra.jockey.slack", &o->dra.jockey.slack, 0.2, 0, 10, "fraction of predicted time",
+              "jockey: the predicted remaining time is multiplied by 1 + slack before it is "
+              "compared with the time left to the deadline (Jockey §4.3).");
+  s.addDuration("dra.jockey.dead-zone", &o->dra.jockey.dead_zone, Millis(60000), Millis(0),
+                "jockey: the current allocation is kept while it is predicted (with slack) to "
+                "finish on time and at most this long before the deadline (Jockey's dead zone).");
+  s.addDouble("dra.jockey.hysteresis", &o->dra.jockey.hysteresis, 0.5, 0.01, 1,
+              "fraction of the gap",
+              "jockey: each review moves the allocation this share of the way from the previous "
+              "one to the one the deadline needs (1 = no smoothing; Jockey's hysteresis).");
 }
 
 }  // namespace morpheus::rm

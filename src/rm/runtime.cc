@@ -32,6 +32,59 @@ std::string askKey(const std::string& request_id, int32_t priority) {
   return request_id.empty() ? "\x01p" + std::to_string(priority) : request_id;
 }
 
+// The AM's stage reports (AllocateRequest.stages, FinishApplicationMaster-
+// Request.stages) as Jockey's stages, deps as indices within the app.
+// INVALID_ARGUMENT naming the field otherwise.
+Result<std::vector<reprovision::StageState>> stagesFromProto(
+    const google::protobuf::RepeatedPtrField<v1::StageReport>& reports) {
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
+    std::string f = "stages[" + std::to_string(i) + "]";
+    if (r.name().empty()) return invalidArgument(f + ".name", "is required");
+    if (!index.emplace(r.name(), static_cast<size_t>(i)).second)
+      return invalidArgument(f + ".name", "duplicate stage '" + r.name() + "'");
+  }
+  std::vector<reprovision::StageState> out;
+  out.reserve(static_cast<size_t>(reports.size()));
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
+    std::string f = "stages[" + std::to_string(i) + "]";
+    if (r.tasks() <= 0) return invalidArgument(f + ".tasks", "must be > 0");
+    if (r.completed() < 0 || r.completed() > r.tasks())
+      return invalidArgument(f + ".completed", "must be in [0, tasks]");
+    if (r.running_elapsed_ms_size() > r.tasks() - r.completed())
+      return invalidArgument(f + ".running_elapsed_ms", "more running tasks than unfinished ones");
+    if (r.mean_task_ms() < 0) return invalidArgument(f + ".mean_task_ms", "must be >= 0");
+    reprovision::StageState st;
+    st.name = r.name();
+    st.tasks = r.tasks();
+    st.completed = r.completed();
+    st.task_duration = Millis(r.mean_task_ms());
+    for (int64_t e : r.running_elapsed_ms()) {
+      if (e < 0) return invalidArgument(f + ".running_elapsed_ms", "must be >= 0");
+      st.running.push_back(Millis(e));
+    }
+    for (const auto& d : r.depends_on()) {
+      auto it = index.find(d);
+      if (it == index.end() || it->second == static_cast<size_t>(i))
+        return invalidArgument(f + ".depends_on", "unknown stage '" + d + "'");
+      st.deps.push_back(it->second);
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// Stage name -> measured mean task duration, for the stages that have one.
+std::map<std::string, Millis> stageProfile(const std::vector<reprovision::StageState>& stages) {
+  std::map<std::string, Millis> out;
+  for (const auto& st : stages) {
+    if (st.task_duration.count() > 0) out[st.name] = st.task_duration;
+  }
+  return out;
+}
+
 sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
   sched::ResourceRequest r;
   r.request_id = a.request_id();
@@ -243,6 +296,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   AppRt& rt = appRt(c.app);
   rt.used -= c.resource;
   rt.running--;
+  rt.intervals.push_back({c.start, c.end, c.resource, c.am});
   if (c.am) {
     rt.am_pending = false;
     auto app = apps_.get(c.app);
@@ -266,7 +320,6 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     forgetIfDone(c.app);
     return;
   }
-  rt.intervals.push_back({c.start, c.end});
   v1::ContainerStatus out = st;
   if (preempted_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
@@ -545,16 +598,28 @@ std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const 
     if (a.reservation.empty()) continue;
     ReservationDemand& d = out[a.reservation];
     d.apps.push_back(a.id);
-    d.progress = std::min(d.progress, static_cast<double>(a.progress));
     auto it = rt_.find(a.id);
     bool am_pending = it != rt_.end() && it->second.am_pending;
     if (a.state == AppState::kSubmitted && !am_pending) {
       d.pending += a.spec.am_resource;
-      d.progress = 0;
     }
     if (it == rt_.end()) continue;
     d.used += it->second.used;
-    d.critical_path = std::max(d.critical_path, it->second.critical_path);
+    if (auto c = containers_.find(a.am_container); c != containers_.end() && c->second.running) {
+      d.am += c->second.resource;
+    }
+    // Jockey: this app's stages after those of the apps before it.
+    const size_t base = d.stages.size();
+    auto hist = a.spec.recurrence_key.empty() ? stage_history_.end()
+                                              : stage_history_.find(a.spec.recurrence_key.value());
+    for (auto st : it->second.stages) {
+      for (auto& dep : st.deps) dep += base;
+      if (st.task_duration.count() <= 0 && hist != stage_history_.end()) {
+        if (auto h = hist->second.find(st.name); h != hist->second.end())
+          st.task_duration = h->second;
+      }
+      d.stages.push_back(std::move(st));
+    }
     for (const auto& [_, ask] : it->second.asks) d.pending += ask.capability * ask.count;
   }
   return out;
@@ -609,9 +674,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
       if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
     }
   }
-  if (req.critical_path_remaining_ms() < 0) {
-    return invalidArgument("critical_path_remaining_ms", "must be >= 0");
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
   std::lock_guard<std::mutex> lk(mu_);
   AppRt& rt = rt_[app];
@@ -625,7 +688,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     resp->set_response_id(req.response_id());
     return Status::ok();
   }
-  rt.critical_path = Millis(req.critical_path_remaining_ms());
+  rt.stages = std::move(stages);
   if (req.asks_size() > 0) {
     if (!ensureApp(app, clock_.now()))
       return infeasible("application " + app.value() + " is not schedulable");
@@ -692,9 +755,11 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     default:
       return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
   }
+  MORPHEUS_ASSIGN_OR_RETURN(auto final_stages, stagesFromProto(req.stages()));
   MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   AppTelemetryRecord t;
+  std::map<std::string, Millis> profile;
   {
     std::lock_guard<std::mutex> lk(mu_);
     refresh(app);
@@ -705,9 +770,17 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     for (const auto& [id, c] : containers_) {
       if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
     }
+    // Jockey's history: the stage durations of the last successful run.
+    if (final_state == AppState::kFinished && !rec.spec.recurrence_key.empty()) {
+      profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
+      if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
+    }
+    // The skyline counts every container of the app, its AM's included (as
+    // ReservationDemand::used does): the AM holds reservation capacity for
+    // the whole run, so the plan must cover it.
     std::vector<ContainerInterval> intervals = rt.intervals;
     for (const auto& [id, c] : containers_) {
-      if (c.app == app && c.running && !c.am) intervals.push_back({c.start, rec.finish});
+      if (c.app == app && c.running) intervals.push_back({c.start, rec.finish, c.resource, c.am});
     }
     t.app = app;
     t.recurrence_key = rec.spec.recurrence_key;
@@ -719,13 +792,8 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     t.outcome = final_state == AppState::kFinished ? AppOutcome::kSucceeded
                 : final_state == AppState::kFailed ? AppOutcome::kFailed
                                                    : AppOutcome::kKilled;
-    t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step);
-    for (const auto& c : containers_) {
-      if (c.second.app == app && !c.second.am && !c.second.resource.isZero()) {
-        t.container = c.second.resource;
-        break;
-      }
-    }
+    t.container = typicalContainer(intervals);
+    t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step, t.container);
   }
   for (const auto& f : req.files_read())
     t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
@@ -747,7 +815,13 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
                         {"vcores", t.container.vcores()},
                         {"status", static_cast<int>(t.outcome)},
                         {"files", files}};
-    if (Status st = store_->commit({{"telemetry", t.app.value(), j.dump()}}); !st.isOk()) {
+    std::vector<store::StateWrite> batch = {{"telemetry", t.app.value(), j.dump()}};
+    if (!profile.empty()) {
+      nlohmann::json p = nlohmann::json::object();
+      for (const auto& [name, d] : profile) p[name] = d.count();
+      batch.push_back({"stage-history", t.recurrence_key.value(), p.dump()});
+    }
+    if (Status st = store_->commit(batch); !st.isOk()) {
       spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
     }
   }
@@ -793,8 +867,20 @@ Status RmRuntime::recoverTelemetry() {
   }
   std::sort(recs.begin(), recs.end(),
             [](const auto& a, const auto& b) { return a.finish < b.finish; });
+  MORPHEUS_ASSIGN_OR_RETURN(auto hist_rows, store_->list("stage-history"));
+  std::map<std::string, std::map<std::string, Millis>> history;
+  for (const auto& [key, value] : hist_rows) {
+    auto j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return internalError("corrupt stage history " + key);
+    for (const auto& [name, ms] : j.items()) {
+      if (!ms.is_number_integer() || ms.get<int64_t>() <= 0)
+        return internalError("corrupt stage history " + key + ": stage " + name);
+      history[key][name] = Millis(ms.get<int64_t>());
+    }
+  }
   std::lock_guard<std::mutex> lk(mu_);
   finished_.assign(recs.begin(), recs.end());
+  stage_history_ = std::move(history);
   return Status::ok();
 }
 

@@ -89,7 +89,9 @@ class RmRuntime {
   void onAppKilled(const AppId& app);
 
   // Telemetry of finished apps (Morpheus §4 input), newest last; kept in
-  // the state store so it survives restarts. `key` "" = all.
+  // the state store so it survives restarts. `key` "" = all. Recovery also
+  // reloads the per-stage task durations of the last successful run of each
+  // recurrence key (table "stage-history").
   void setStore(store::StateStore* store);
   Status recoverTelemetry();
   std::vector<AppTelemetryRecord> telemetry(const std::string& key) const;
@@ -104,7 +106,10 @@ class RmRuntime {
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
 
   // DRA input (Morpheus §7): what the apps bound to each reservation do now.
-  // One entry per reservation with a submitted or running bound app.
+  // One entry per reservation with a submitted or running bound app. Stage
+  // task durations the AM has not measured yet in this run come from the
+  // same stage of the last successful run with the app's recurrence key
+  // (Jockey's job history, EuroSys'12 §4.1).
   std::map<ReservationId, ReservationDemand> reservationDemand() const;
 
  private:
@@ -133,15 +138,15 @@ class RmRuntime {
     int32_t count = 0;
   };
   struct AppRt {
-    std::map<std::string, PendingAsk> asks;      // by the core's ask key
-    std::vector<v1::Container> allocated;        // not yet returned to the AM
-    std::vector<v1::ContainerStatus> completed;  // not yet returned to the AM
-    std::vector<ContainerInterval> intervals;    // task containers, for telemetry
-    bool am_pending = false;                     // AM container being launched
-    bool am_ask = false;                         // the core holds an ask for the AM
-    bool in_sched = false;                       // added to the scheduler core
-    bool registered = false;                     // AM registered with this RM incarnation
-    Millis critical_path{0};                     // AM-reported (Jockey's S), 0 = unknown
+    std::map<std::string, PendingAsk> asks;       // by the core's ask key
+    std::vector<v1::Container> allocated;         // not yet returned to the AM
+    std::vector<v1::ContainerStatus> completed;   // not yet returned to the AM
+    std::vector<ContainerInterval> intervals;     // ended containers (AMs too), for telemetry
+    bool am_pending = false;                      // AM container being launched
+    bool am_ask = false;                          // the core holds an ask for the AM
+    bool in_sched = false;                        // added to the scheduler core
+    bool registered = false;                      // AM registered with this RM incarnation
+    std::vector<reprovision::StageState> stages;  // AM-reported (Jockey), deps within the app
     Resource used;
     int32_t running = 0;
     // Cached from the AppManager (refreshed on every transition the runtime
@@ -200,6 +205,9 @@ class RmRuntime {
   uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
   std::deque<Launch> launches_;                // GUARDED_BY(mu_)
   std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
+  // Recurrence key -> stage name -> mean task duration of its last successful
+  // run (from the AM's final stage reports). GUARDED_BY(mu_)
+  std::map<std::string, std::map<std::string, Millis>> stage_history_;
   store::StateStore* store_ = nullptr;
   bool stopping_ = false;  // GUARDED_BY(mu_)
   std::condition_variable cv_;

@@ -10,27 +10,74 @@
 namespace morpheus::rm {
 
 std::vector<double> computeSkyline(const std::vector<ContainerInterval>& intervals, TimePoint start,
-                                   TimePoint end, Millis step) {
+                                   TimePoint end, Millis step, const Resource& unit) {
   if (end <= start || step.count() <= 0) return {};
-  int64_t total = (end - start).count();
-  size_t n = static_cast<size_t>((total + step.count() - 1) / step.count());
+  const int64_t total = (end - start).count();
+  const int64_t len = step.count();
+  const size_t n = static_cast<size_t>((total + len - 1) / len);
   std::vector<double> busy_ms(n, 0.0);
+  if (unit.isZero() || unit.anyNegative()) return busy_ms;
+  // Sweep over the start/end events: between two events the set of live
+  // containers, hence their count in units, is constant.
+  struct Event {
+    int64_t at;
+    bool begin;
+    const Resource* r;
+  };
+  std::vector<Event> ev;
+  ev.reserve(intervals.size() * 2);
   for (const auto& iv : intervals) {
     TimePoint s = std::max(iv.start, start), e = std::min(iv.end, end);
     if (e <= s) continue;
-    int64_t a = (s - start).count(), b = (e - start).count();
-    for (int64_t k = a / step.count(); k < static_cast<int64_t>(n) && k * step.count() < b; k++) {
-      int64_t lo = std::max(a, k * step.count()), hi = std::min(b, (k + 1) * step.count());
-      if (hi > lo) busy_ms[static_cast<size_t>(k)] += static_cast<double>(hi - lo);
+    ev.push_back({(s - start).count(), true, &iv.resource});
+    ev.push_back({(e - start).count(), false, &iv.resource});
+  }
+  std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.at < y.at; });
+  Resource live;
+  int64_t at = 0;
+  for (const auto& e : ev) {
+    if (e.at > at) {
+      const auto count = static_cast<double>(live.countCovering(unit));
+      for (int64_t k = at / len; count > 0 && k * len < e.at; k++) {
+        int64_t lo = std::max(at, k * len), hi = std::min(e.at, (k + 1) * len);
+        busy_ms[static_cast<size_t>(k)] += count * static_cast<double>(hi - lo);
+      }
+      at = e.at;
+    }
+    if (e.begin) {
+      live += *e.r;
+    } else {
+      live -= *e.r;
     }
   }
-  std::vector<double> out(n);
   for (size_t k = 0; k < n; k++) {
     // The last step may be shorter than a full step; average over its real length.
-    int64_t len = std::min<int64_t>(step.count(), total - static_cast<int64_t>(k) * step.count());
-    out[k] = busy_ms[k] / static_cast<double>(len);
+    int64_t real = std::min<int64_t>(len, total - static_cast<int64_t>(k) * len);
+    busy_ms[k] /= static_cast<double>(real);
   }
-  return out;
+  return busy_ms;
+}
+
+Resource typicalContainer(const std::vector<ContainerInterval>& intervals) {
+  for (bool am : {false, true}) {
+    std::vector<std::pair<Resource, int>> seen;  // first-seen order
+    for (const auto& iv : intervals) {
+      if (iv.am != am || iv.resource.isZero()) continue;
+      auto it = std::find_if(seen.begin(), seen.end(),
+                             [&](const auto& p) { return p.first == iv.resource; });
+      if (it == seen.end()) {
+        seen.push_back({iv.resource, 1});
+      } else {
+        it->second++;
+      }
+    }
+    const std::pair<Resource, int>* best = nullptr;
+    for (const auto& p : seen) {
+      if (!best || p.second > best->second) best = &p;
+    }
+    if (best) return best->first;
+  }
+  return Resource();
 }
 
 TelemetryForwarder::TelemetryForwarder(std::string address, TlsOptions tls,

@@ -27,6 +27,8 @@ namespace morpheus::rm {
 struct ContainerInterval {
   TimePoint start;
   TimePoint end;  // for still-running containers: the time of the computation
+  Resource resource;
+  bool am = false;  // the app's AM container
 };
 
 struct FileAccessRecord {
@@ -45,8 +47,10 @@ struct AppTelemetryRecord {
   UserId user;
   TimePoint submit, start, finish;
   Millis step{60000};
-  std::vector<double> skyline;  // average containers in use per step from `start`
-  Resource container;           // typical (most common) container size
+  // Containers in use per step from `start`, AM included, in units of
+  // `container` (computeSkyline): the count DRA compares with the plan.
+  std::vector<double> skyline;
+  Resource container;  // typical (most common) task container size (typicalContainer)
   std::vector<FileAccessRecord> files;
   AppOutcome outcome = AppOutcome::kSucceeded;
 };
@@ -55,11 +59,21 @@ struct AppTelemetryRecord {
 // status) and its file events, stored by inference in one transaction. Pure.
 void toIngestRequest(const AppTelemetryRecord& rec, v1::IngestRunsRequest* out);
 
-// Average number of containers in use in each step [start + k*step, start +
-// (k+1)*step) for k = 0 .. ceil((end - start)/step) - 1. Intervals are clipped
-// to [start, end). Pure.
+// The skyline of a run: for each step [start + k*step, start + (k+1)*step),
+// k = 0 .. ceil((end - start)/step) - 1, the time average over the step of
+// the containers in use, counted as DRA counts them
+// (ReservationDemand::used): the sum of the resources of the intervals live
+// at an instant, covered by copies of `unit` (Resource::countCovering).
+// Every interval counts (AM containers included; Issue #12: a job using
+// exactly its skyline is at its plan, not above it). Intervals are clipped to
+// [start, end); the last, partial step averages over its own length. All
+// zeros when `unit` is zero. Pure; O(n log n + steps) for n intervals.
 std::vector<double> computeSkyline(const std::vector<ContainerInterval>& intervals, TimePoint start,
-                                   TimePoint end, Millis step);
+                                   TimePoint end, Millis step, const Resource& unit);
+
+// The most common resource among the task (non-AM) intervals (the first seen
+// on a tie); among the AM's when there are none; zero when empty. Pure.
+Resource typicalContainer(const std::vector<ContainerInterval>& intervals);
 
 // Sends records to the inference service's IngestRuns on its own thread.
 // enqueue() never blocks: the queue is bounded (oldest dropped, counted in

@@ -147,9 +147,11 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   EXPECT_NE(r.rm_log.find("DRA morpheus-dra: reservation reservation_"), std::string::npos);
 }
 
-// The Jockey-style policy on the same run: progress from the DAG AM (tasks
-// done) and its remaining critical path (one 12 s task per unfinished
-// stage) predict a miss once the first wave shows how slow the tasks are.
+// Jockey on the same run (no earlier run of the job: no history). Once the
+// first wave shows 12 s tasks, the AM's stage report (2 done, 2 running, 4
+// pending) simulated on the 2 task containers of the plan predicts 36 s for
+// the ~28 s left; 6 task containers (12 s x 1.2 slack) meet the deadline, and
+// the hysteresis steps the allocation there: 3 -> 5 -> 7.
 TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithJockey) {
   RunResult r;
   ASSERT_NO_FATAL_FAILURE(run("jockey", &r));

@@ -73,6 +73,7 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
     for (auto& s : completed_) *resp->add_completed() = s;
     completed_.clear();
     last_progress = req->progress();
+    max_stage_reports = std::max(max_stage_reports, req->stages_size());
     resp->set_response_id(req->response_id() + 1);
     return grpc::Status::OK;
   }
@@ -117,6 +118,7 @@ class FakeCluster final : public v1::ApplicationMaster::Service,
   int allocate_calls = 0;
   bool finished = false;
   float last_progress = 0;
+  int max_stage_reports = 0;
   v1::FinishApplicationMasterRequest finish;
   std::vector<std::string> launched;
   std::vector<std::string> released;
@@ -228,6 +230,14 @@ stages:
   EXPECT_GE(h.fake->finish.files_written(0).time_ms(), h.fake->finish.files_read(0).time_ms());
   EXPECT_EQ(h.fake->launched.back(), "reduce/0");
   EXPECT_EQ(h.fake->max_ask["map"], 3);
+  // The final stage reports (Jockey's history at the RM) go with the finish.
+  ASSERT_EQ(h.fake->finish.stages_size(), 2);
+  EXPECT_EQ(h.fake->finish.stages(1).name(), "reduce");
+  EXPECT_EQ(h.fake->finish.stages(1).depends_on(0), "map");
+  EXPECT_EQ(h.fake->finish.stages(0).completed(), 3);
+  EXPECT_EQ(h.fake->finish.stages(1).completed(), 1);
+  EXPECT_EQ(h.fake->finish.stages(1).running_elapsed_ms_size(), 0);
+  EXPECT_GT(h.fake->max_stage_reports, 0) << "allocate calls carry the stage reports too";
 }
 
 // A task that always exits non-zero is tried max_attempts times and the AM finishes FAILED.

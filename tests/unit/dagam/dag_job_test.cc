@@ -237,30 +237,27 @@ TEST_F(DagJobFixture, ProgressValues) {
   EXPECT_TRUE(job.asks().empty());
 }
 
-// Jockey's S: the longest chain of unfinished stages, each one task long
-// (mean of finished tasks, else the job's, else running time so far); a
-// running task costs what it has left.
-TEST_F(DagJobFixture, CriticalPathRemainingFollowsTheDag) {
+// Stage reports (Jockey's input): counts, running tasks' elapsed time, mean of succeeded run times.
+TEST_F(DagJobFixture, StageReportsFollowTheTasks) {
   DagJob job(spec(kTwoStage), "app_1", clock_);
-  EXPECT_EQ(job.criticalPathRemaining(), Millis(0)) << "nothing known yet";
+  auto r = job.stageReports();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "map");
+  EXPECT_EQ(r[0].tasks, 3);
+  EXPECT_EQ(r[1].depends_on, std::vector<std::string>{"map"});
+  EXPECT_EQ(r[0].mean_task, Millis(0)) << "nothing ran yet";
   auto ls = run(job, "map", 3);
+  clock_.advance(Millis(10000));
+  job.onCompleted({done(ls[0].container_id, ExitKind::kSuccess)});
   clock_.advance(Millis(4000));
-  // No task finished: map is estimated by how long its tasks have run (4 s,
-  // none left), reduce by the same estimate.
-  EXPECT_EQ(job.criticalPathRemaining(), Millis(4000));
-  clock_.advance(Millis(6000));
-  job.onCompleted({done(ls[0].container_id, ExitKind::kSuccess)});  // a map task took 10 s
-  clock_.advance(Millis(2000));
-  // Two maps still run (12 s of ~10 s: 0 left), then reduce ~10 s.
-  EXPECT_EQ(job.criticalPathRemaining(), Millis(10000));
-  job.onCompleted(
-      {done(ls[1].container_id, ExitKind::kSuccess), done(ls[2].container_id, ExitKind::kSuccess)});
-  auto r = run(job, "reduce", 1);
-  clock_.advance(Millis(3000));
-  // Reduce has no finished task: the job's mean (~10.7 s) less its 3 s.
-  EXPECT_EQ(job.criticalPathRemaining(), Millis((10000 + 12000 + 12000) / 3 - 3000));
-  job.onCompleted({done(r[0].container_id, ExitKind::kSuccess)});
-  EXPECT_EQ(job.criticalPathRemaining(), Millis(0));
+  job.onCompleted({done(ls[1].container_id, ExitKind::kSuccess)});
+  clock_.advance(Millis(1000));
+  r = job.stageReports();
+  EXPECT_EQ(r[0].completed, 2);
+  EXPECT_EQ(r[0].mean_task, Millis(12000)) << "(10 s + 14 s) / 2";
+  EXPECT_EQ(r[0].running_elapsed, std::vector<Millis>{Millis(15000)});
+  EXPECT_EQ(r[1].completed, 0);
+  EXPECT_TRUE(r[1].running_elapsed.empty());
 }
 
 // Reads are stamped at stage start (first launch), writes at stage end (last success).

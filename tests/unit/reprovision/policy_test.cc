@@ -76,102 +76,183 @@ TEST(MorpheusDraTest, BudgetBoundsAndExhaustion) {
   EXPECT_FALSE(p->decide(in).has_value());
 }
 
-ReprovisionInput jockeyInput() {
+// The 3-stage DAG of the Jockey tests: map 4 x 10 s; reduce 2 x 20 s and
+// report 1 x 30 s both after map. Total task time 40 + 40 + 30 = 110 s.
+// C(p, a) by hand (ready tasks take free containers in stage order):
+//  p = 0, a = 1: 40 + 40 + 30                                    = 110 s
+//  p = 0, a = 2: map 2 waves (20); reduce x2 (20-40); report 40-70 =  70 s
+//  p = 0, a = 3: map 0-10 x3, 10-20 x1; reduce x2 + report at 20   =  50 s
+//  p = 0, a = 4: map 0-10; reduce x2 + report at 10 (report 10-40) =  40 s
+//  map 2 done + 2 running 5 s (p = 30/110), a = 2: map ends at 5,
+//      reduce 5-25, report 25-55                                  =  55 s
+//  same, a = 3: map ends at 5; reduce x2 + report 5-35             =  35 s
+//  map done (p = 40/110), a = 1: 20 + 20 + 30 = 70 s; a = 2: 20 + 30 = 50 s
+std::vector<StageState> threeStages() {
+  std::vector<StageState> s(3);
+  s[0] = {"map", {}, 4, 0, {}, Millis(10000)};
+  s[1] = {"reduce", {0}, 2, 0, {}, Millis(20000)};
+  s[2] = {"report", {0}, 1, 0, {}, Millis(30000)};
+  return s;
+}
+
+// C(p, a) from the simulator matches the hand computation above.
+TEST(JockeyTest, RemainingTimeSimulatesTheDagWithAContainers) {
+  auto st = threeStages();
+  EXPECT_EQ(jockeyRemaining(st, 1), Millis(110000));
+  EXPECT_EQ(jockeyRemaining(st, 2), Millis(70000));
+  EXPECT_EQ(jockeyRemaining(st, 3), Millis(50000));
+  EXPECT_EQ(jockeyRemaining(st, 4), Millis(40000));
+  EXPECT_EQ(jockeyRemaining(st, 100), Millis(40000)) << "the critical path bounds it";
+  st[0].completed = 2;
+  st[0].running = {Millis(5000), Millis(5000)};
+  EXPECT_EQ(jockeyRemaining(st, 2), Millis(55000));
+  EXPECT_EQ(jockeyRemaining(st, 3), Millis(35000));
+  st[0].completed = 4;
+  st[0].running.clear();
+  EXPECT_EQ(jockeyRemaining(st, 1), Millis(70000));
+  EXPECT_EQ(jockeyRemaining(st, 2), Millis(50000));
+  EXPECT_FALSE(jockeyRemaining(st, 0).has_value());
+}
+
+// Progress is the fraction of total task time done, running tasks counted by elapsed time.
+TEST(JockeyTest, ProgressIsTheFractionOfTaskTimeDone) {
+  auto st = threeStages();
+  EXPECT_DOUBLE_EQ(jockeyProgress(st), 0.0);
+  st[0].completed = 2;
+  st[0].running = {Millis(5000), Millis(5000)};
+  EXPECT_DOUBLE_EQ(jockeyProgress(st), 30.0 / 110.0);
+  st[0].completed = 4;
+  st[0].running.clear();
+  st[1].completed = 1;
+  EXPECT_DOUBLE_EQ(jockeyProgress(st), 60.0 / 110.0) << "not 5 of 7 tasks";
+}
+
+// A stage of unknown duration takes the mean of the known; nothing known or a cycle: no prediction.
+TEST(JockeyTest, UnknownDurationsAndBadGraphs) {
+  auto st = threeStages();
+  st[2].task_duration = Millis(0);  // mean of 10 s and 20 s = 15 s
+  EXPECT_EQ(jockeyRemaining(st, 4), Millis(10000 + 20000));
+  st[1].deps = {2};
+  st[2].deps = {1};
+  EXPECT_FALSE(jockeyRemaining(st, 4).has_value()) << "reduce and report wait on each other";
+  st = threeStages();
+  st[1].deps = {7};
+  EXPECT_FALSE(jockeyRemaining(st, 4).has_value());
+  st = threeStages();
+  for (auto& s : st) s.task_duration = Millis(0);
+  EXPECT_FALSE(jockeyRemaining(st, 4).has_value()) << "no duration known";
+}
+
+JockeyOptions plainJockey() {
+  JockeyOptions o;
+  o.slack = 0.2;
+  o.dead_zone = Millis(0);
+  o.hysteresis = 1.0;
+  return o;
+}
+
+// The job at the start of the DAG, plan of 2 containers, the deadline `left` away.
+ReprovisionInput jockeyInput(Millis left) {
   ReprovisionInput in = base();
-  in.instance_start = fromEpochMs(0);
-  in.now = fromEpochMs(600000);                 // 10 min in
-  in.deadline = fromEpochMs(600000 + 1200000);  // 20 min left
-  in.total_work_container_ms = 10LL * 1800000;  // 10 containers x 30 min
-  in.used_containers = 10;
-  in.pending_containers = 50;
+  in.stages = threeStages();
+  in.skyline_now = 2;
+  in.skyline_recent = {2};
+  in.used_containers = 2;
+  in.pending_containers = 5;
+  in.deadline = in.now + left;
   return in;
 }
 
-// On track: 10 containers finish the remaining work in time -> no change.
-TEST(JockeyTest, OnTrackNeedsNothing) {
-  auto p = makeJockey({});
-  auto in = jockeyInput();
-  in.progress = 0.5;  // 9e6 container-ms left over 1000 s usable (20 min / 1.2) -> 9 <= 10
-  EXPECT_FALSE(p->decide(in).has_value());
+// On track (C(0, 2) x 1.2 = 84 s <= 100 s left): no extra.
+TEST(JockeyTest, NoExtraWhenThePlanMeetsTheDeadline) {
+  auto p = makeJockey(plainJockey());
+  EXPECT_FALSE(p->decide(jockeyInput(Millis(100000))).has_value());
 }
 
-// Behind: remaining work / (time left / (1+slack) - S) containers are asked for.
-TEST(JockeyTest, BehindAsksForSmallestSufficientAllocation) {
-  JockeyOptions o;
-  o.slack = 0;
-  o.dead_zone = 0;
-  auto p = makeJockey(o);
-  auto in = jockeyInput();
-  in.progress = 0.0;  // 18e6 container-ms left, 1.2e6 ms left -> 15 containers
+// Behind: the least a with C(0, a) x 1.2 <= time left; the fastest a when none meets it.
+TEST(JockeyTest, BehindAsksTheLeastAllocationMeetingTheDeadlineWithSlack) {
+  auto p = makeJockey(plainJockey());
+  auto d = p->decide(jockeyInput(Millis(66000)));  // a = 2: 84 s > 66; a = 3: 60 s <= 66
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->extra_containers, 1);
+  EXPECT_EQ(d->allocation, 3);
+  d = p->decide(jockeyInput(Millis(50000)));  // a = 3: 60 s > 50; a = 4: 48 s <= 50
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->extra_containers, 2);
+  d = p->decide(jockeyInput(Millis(40000)));  // even a = 7 takes 48 s: all 7 tasks at once
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->allocation, 7);
+  EXPECT_EQ(d->extra_containers, 5) << "capped by demand 2 + 5 - plan 2";
+}
+
+// The AMs hold part of the allocation and run no tasks: the same job with an
+// AM in a plan of 3 needs what it needs with a plan of 2 and no AM, plus the AM.
+TEST(JockeyTest, TheAmContainersRunNoTasks) {
+  auto p = makeJockey(plainJockey());
+  auto in = jockeyInput(Millis(66000));
+  in.skyline_now = 3;
+  in.used_containers = 3;
+  in.am_containers = 1;
   auto d = p->decide(in);
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->extra_containers, 5);
-  in.critical_path_remaining = Millis(600000);  // only 600 s usable -> 30 containers
-  d = p->decide(in);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->extra_containers, 20);
+  EXPECT_EQ(d->allocation, 4) << "3 task containers + the AM";
+  EXPECT_EQ(d->extra_containers, 1);
 }
 
-// Within the dead zone nothing changes; outside it the policy acts.
-TEST(JockeyTest, DeadZoneSuppressesSmallChanges) {
-  JockeyOptions o;
-  o.slack = 0;
-  o.dead_zone = 0.6;
-  auto p = makeJockey(o);
-  auto in = jockeyInput();
-  in.progress = 0.0;  // needs 15 vs 10 current: +50% < 60% dead zone
-  EXPECT_FALSE(p->decide(in).has_value());
-  o.dead_zone = 0.4;
-  EXPECT_TRUE(makeJockey(o)->decide(in).has_value());
-}
-
-// In the dead zone an active extra is renewed as it is, not dropped (a grant
-// lapses after T, so "no change" must re-ask for it).
-TEST(JockeyTest, DeadZoneRenewsTheActiveExtra) {
-  JockeyOptions o;
-  o.slack = 0;
-  o.dead_zone = 0.2;
-  auto in = jockeyInput();
-  in.progress = 0.0;  // needs 15
-  in.extra_now = 4;   // holds 14: |15 - 14| <= 0.2 * 14
+// Dead zone: an allocation predicted to finish on time and at most D early is kept,
+// even when fewer containers would do.
+TEST(JockeyTest, DeadZoneKeepsThePreviousAllocation) {
+  JockeyOptions o = plainJockey();
+  o.dead_zone = Millis(20000);
+  auto in = jockeyInput(Millis(65000));
+  in.previous_allocation = 4;  // C(0, 4) x 1.2 = 48 s, within [65 - 20, 65]
   auto d = makeJockey(o)->decide(in);
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->extra_containers, 4);
+  EXPECT_EQ(d->extra_containers, 2);
+  o.dead_zone = Millis(10000);  // 48 s < 55 s: outside, back to the least a = 3
+  d = makeJockey(o)->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->extra_containers, 1);
 }
 
-// A run slower than its history: the work it has done over its progress
-// predicts the rest, so Jockey asks for more although the history says
-// the plan suffices.
-TEST(JockeyTest, SlowRunIsPredictedFromObservedWork) {
-  JockeyOptions o;
-  o.slack = 0;
-  o.dead_zone = 0;
+// Hysteresis: the allocation moves by alpha of the gap to the raw one, step by step.
+TEST(JockeyTest, HysteresisSmoothsTheAllocation) {
+  JockeyOptions o = plainJockey();
+  o.hysteresis = 0.5;
   auto p = makeJockey(o);
-  auto in = jockeyInput();
-  in.progress = 0.5;  // history: 9e6 container-ms left over 1.2e6 ms -> 8 <= 10
-  EXPECT_FALSE(p->decide(in).has_value());
-  in.work_done_container_ms = 18'000'000;  // observed total 36e6 -> 18e6 left -> 15
+  auto in = jockeyInput(Millis(50000));  // raw a = 4, from the plan's 2
   auto d = p->decide(in);
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->extra_containers, 5);
-  in.work_done_container_ms = 1'000'000;  // less than history: history wins
-  EXPECT_FALSE(p->decide(in).has_value());
+  EXPECT_EQ(d->allocation, 3);
+  in.previous_allocation = d->allocation;
+  d = p->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->allocation, 4) << "3 + ceil(0.5)";
+  in = jockeyInput(Millis(100000));  // raw a = 2, down from 6
+  in.previous_allocation = 6;
+  d = p->decide(in);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->allocation, 4);
+  EXPECT_EQ(d->extra_containers, 2);
 }
 
 // Jockey is bounded by demand and budget like DRA.
 TEST(JockeyTest, BoundedByDemandAndBudget) {
-  JockeyOptions o;
-  o.slack = 0;
-  o.dead_zone = 0;
-  auto p = makeJockey(o);
-  auto in = jockeyInput();
-  in.progress = 0.0;
-  in.pending_containers = 2;  // demand 12 -> at most 2 extra
+  auto p = makeJockey(plainJockey());
+  auto in = jockeyInput(Millis(50000));
+  in.pending_containers = 1;  // demand 3 -> at most 1 extra
   auto d = p->decide(in);
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->extra_containers, 2);
+  EXPECT_EQ(d->extra_containers, 1);
   in.budget_remaining_container_ms = 0;
   EXPECT_FALSE(p->decide(in).has_value());
+}
+
+// Without stage reports there is nothing to simulate: no decision.
+TEST(JockeyTest, NoStagesNoDecision) {
+  auto in = jockeyInput(Millis(1000));
+  in.stages.clear();
+  EXPECT_FALSE(makeJockey(plainJockey())->decide(in).has_value());
 }
 
 // Policies are chosen by name; an unknown name names the config key.

@@ -44,12 +44,13 @@ class DraMonitorTest : public ::testing::Test {
     return std::make_unique<DraMonitor>(
         o, std::move(p), *mgr_, [this] { return demand_; }, clock_, metrics_);
   }
-  void demand(const std::string& id, int used, int pending, double progress = 0.5) {
+  void demand(const std::string& id, int used, int pending,
+              std::vector<reprovision::StageState> stages = {}) {
     ReservationDemand d;
     d.apps = {AppId("app_1")};
     d.used = Resource(1024, 1) * used;
     d.pending = Resource(1024, 1) * pending;
-    d.progress = progress;
+    d.stages = std::move(stages);
     demand_[ReservationId(id)] = d;
   }
   Resource guaranteed(const std::string& id) {
@@ -171,46 +172,65 @@ TEST_F(DraMonitorTest, GrantIsReleasedWhenTheAppsFinish) {
   EXPECT_EQ(mgr_->get(ReservationId("r"))->budget_used_container_ms, 2 * kMinute);
 }
 
-// Jockey through the monitor: a run whose progress lags what it has consumed
-// is predicted from its own work rate and gets the allocation that finishes
-// it before the deadline with the slack.
+// Jockey through the monitor: 20 map tasks of 5 min at the instance start,
+// 30 min to the deadline, slack 0.1: 2 containers take 50 min, 3 take 35 min
+// (38.5 with slack), 4 take 25 min (27.5): the plan of 2 grows to 4.
 TEST_F(DraMonitorTest, JockeyAsksForWhatFinishesInTime) {
   reserve("r", 2, 1000 * kMinute);
   reprovision::JockeyOptions jo;
   jo.slack = 0.1;
-  jo.dead_zone = 0;
+  jo.dead_zone = Millis(0);
+  jo.hysteresis = 1;
   auto m = monitor("jockey", jo);
   clock_.advance(Millis(kMinute));  // the instance starts
-  for (int k = 0; k <= 10; ++k) {
-    demand("r", 2, 10, 0.02 * k);
-    m->tick();
-    if (k < 10) clock_.advance(Millis(kMinute));
-  }
-  // 10 min x 2 containers = 1.2e6 container-ms for 20% -> 4.8e6 left over
-  // 20 min / 1.1 -> 5 containers: 3 extra.
-  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 5);
+  demand("r", 2, 18, {{"map", {}, 20, 0, {}, Millis(5 * kMinute)}});
+  m->tick();
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 4);
   auto rec = mgr_->get(ReservationId("r"));
   ASSERT_FALSE(rec->history.empty());
   EXPECT_EQ(rec->history.back().policy, "jockey");
+  EXPECT_NE(rec->history.back().reason.find("4 task containers"), std::string::npos)
+      << rec->history.back().reason;
 }
 
-// Jockey's serial part comes from the AM: with half the work done the plan
-// suffices, unless the remaining critical path alone outlasts the deadline,
-// then it asks for all the job can use.
-TEST_F(DraMonitorTest, JockeyUsesTheAmReportedCriticalPath) {
+// Records the previous allocation it is given; asks for one more each time
+// until told to stop.
+class RecordingPolicy final : public reprovision::ReprovisionPolicy {
+ public:
+  RecordingPolicy(std::vector<int64_t>* seen, bool* stop) : seen_(seen), stop_(stop) {}
+  std::string name() const override { return "recording"; }
+  std::optional<reprovision::ReprovisionDecision> decide(
+      const reprovision::ReprovisionInput& in) const override {
+    seen_->push_back(in.previous_allocation);
+    if (*stop_) return std::nullopt;
+    return reprovision::ReprovisionDecision{1, Millis(kMinute), "test", in.skyline_now + 10};
+  }
+
+ private:
+  std::vector<int64_t>* seen_;
+  bool* stop_;
+};
+
+// The monitor keeps the policy's chosen allocation between reviews (Jockey's
+// hysteresis state) and forgets it when the policy asks for nothing.
+TEST_F(DraMonitorTest, FeedsTheChosenAllocationBackToThePolicy) {
   reserve("r", 2, 1000 * kMinute);
-  reprovision::JockeyOptions jo;
-  jo.dead_zone = 0;
-  auto m = monitor("jockey", jo);
+  std::vector<int64_t> seen;
+  bool stop = false;
+  DraOptions o;
+  DraMonitor m(
+      o, std::make_unique<RecordingPolicy>(&seen, &stop), *mgr_, [this] { return demand_; }, clock_,
+      metrics_);
   clock_.advance(Millis(2 * kMinute));
-  demand("r", 2, 3, 0.5);
-  m->tick();
-  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2);
-  demand_[ReservationId("r")].critical_path = Millis(40 * kMinute);
-  m->tick();
-  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 5);
-  EXPECT_NE(mgr_->get(ReservationId("r"))->history.back().reason.find("critical path"),
-            std::string::npos);
+  demand("r", 2, 5);
+  m.tick();
+  m.tick();
+  stop = true;
+  m.tick();
+  m.tick();
+  // A review without a decision asks once more without the budget (to tell a
+  // budget denial), with the same input.
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 12, 12, 12, 0, 0}));
 }
 
 }  // namespace

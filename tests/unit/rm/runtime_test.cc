@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/wire.h"
 
 #include "test_db.h"
@@ -61,12 +63,13 @@ class RuntimeTest : public ::testing::Test {
   }
   // Submits an app and starts its AM (AM container placed by a heartbeat of `node`).
   AppId runningApp(const std::string& queue, const std::string& user, const std::string& node,
-                   const std::string& reservation = "") {
+                   const std::string& reservation = "", const std::string& key = "") {
     AppSpec s;
     s.name = "app";
     s.user = UserId(user);
     s.queue = queue;
     s.reservation = ReservationId(reservation);
+    s.recurrence_key = JobKey(key);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
     AppId id = apps_->submit(s)->id;
@@ -97,6 +100,32 @@ class RuntimeTest : public ::testing::Test {
     Status st = rt_->allocate(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
+  }
+  Status finish(const AppId& app, const v1::AllocateRequest& final_report = {}) {
+    v1::FinishApplicationMasterRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+    *req.mutable_stages() = final_report.stages();
+    return rt_->finishAm(req);
+  }
+  // An AllocateRequest of `app` carrying only stage reports.
+  v1::AllocateRequest stageReport(const AppId& app) {
+    v1::AllocateRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    return req;
+  }
+  static v1::StageReport* addStage(v1::AllocateRequest& req, const std::string& name, int tasks,
+                                   int completed, int64_t mean_ms,
+                                   std::vector<std::string> deps = {}) {
+    auto* st = req.add_stages();
+    st->set_name(name);
+    st->set_tasks(tasks);
+    st->set_completed(completed);
+    st->set_mean_task_ms(mean_ms);
+    for (const auto& d : deps) st->add_depends_on(d);
+    return st;
   }
   int running(const AppId& app) {
     int32_t n = 0;
@@ -236,8 +265,7 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
 }
 
-// The DRA input per reservation: containers in use (AM included), pending
-// asks, the least progress and the longest critical path its AMs report.
+// The DRA input per reservation: containers in use (AM included) and pending asks.
 TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   addNode("n1", 4);
   AppId adhoc = runningApp("root.a", "alice", "n1");
@@ -249,8 +277,6 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   a->set_request_id("tasks");
   toProto(Resource(1024, 1), a->mutable_capability());
   a->set_count(5);
-  req.set_progress(0.25f);
-  req.set_critical_path_remaining_ms(30000);
   v1::AllocateResponse resp;
   ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
   heartbeat("n1");  // 2 of the 5 fit next to the two AMs
@@ -260,11 +286,140 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   const ReservationDemand& d = demand.at(ReservationId("r1"));
   EXPECT_EQ(d.apps, std::vector<AppId>{res});
   EXPECT_EQ(d.used, Resource(3 * 1024, 3));
+  EXPECT_EQ(d.am, Resource(1024, 1));
   EXPECT_EQ(d.pending, Resource(3 * 1024, 3));
-  EXPECT_DOUBLE_EQ(d.progress, 0.25);
-  EXPECT_EQ(d.critical_path, Millis(30000));
-  req.set_critical_path_remaining_ms(-1);
-  EXPECT_EQ(rt_->allocate(req, &resp).code(), StatusCode::kInvalidArgument);
+}
+
+// Jockey's input: the AM's stage reports reach the demand; a stage the run has
+// not measured yet takes its duration from the key's last successful run.
+TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
+  addNode("n1", 4);
+  rt_->setStore(store_.get());
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  auto req = stageReport(first);
+  addStage(req, "map", 4, 4, 10000);
+  addStage(req, "reduce", 2, 2, 20000, {"map"});
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(finish(first).isOk());
+
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  req = stageReport(next);
+  addStage(req, "map", 4, 1, 12000)->add_running_elapsed_ms(3000);
+  addStage(req, "reduce", 2, 0, 0, {"map"});
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  auto stages = rt_->reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].task_duration, Millis(12000)) << "this run's own measurement";
+  EXPECT_EQ(stages[0].running, std::vector<Millis>{Millis(3000)});
+  EXPECT_EQ(stages[1].task_duration, Millis(20000)) << "from the last run of 'nightly'";
+  EXPECT_EQ(stages[1].deps, std::vector<size_t>{0});
+  auto saved = store_->get("stage-history", "nightly");
+  ASSERT_TRUE(saved.isOk() && saved->has_value());
+
+  // A bad report names its field and leaves the previous one in place.
+  req = stageReport(next);
+  addStage(req, "map", 4, 1, 12000);
+  addStage(req, "reduce", 2, 0, 0, {"mapp"});
+  Status st = rt_->allocate(req, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("stages[1].depends_on"), std::string::npos) << st.message();
+  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).stages[0].running.size(), 1u);
+  req = stageReport(next);
+  auto* over = addStage(req, "map", 4, 3, 0);
+  over->add_running_elapsed_ms(1);
+  over->add_running_elapsed_ms(1);  // 2 running of 1 unfinished
+  st = rt_->allocate(req, &resp);
+  EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
+}
+
+// The history is the final stage report sent with the finish (the last
+// allocate may predate the last tasks); it survives an RM restart (state store
+// table "stage-history"). A bad final report is refused before the app ends.
+TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
+  addNode("n1", 4);
+  rt_->setStore(store_.get());
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  auto req = stageReport(first);
+  addStage(req, "map", 2, 1, 5000);
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  auto bad = stageReport(first);
+  addStage(bad, "map", 2, 3, 7000);
+  Status st = finish(first, bad);
+  EXPECT_NE(st.message().find("stages[0].completed"), std::string::npos) << st.message();
+  EXPECT_EQ(apps_->get(first)->state, AppState::kRunning);
+  auto final_report = stageReport(first);
+  addStage(final_report, "map", 2, 2, 7000);
+  ASSERT_TRUE(finish(first, final_report).isOk());
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+
+  RmRuntime restarted(
+      {}, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  restarted.setStore(store_.get());
+  ASSERT_TRUE(restarted.recoverTelemetry().isOk());
+  v1::RegisterApplicationMasterRequest reg;
+  reg.set_application_id(next.value());
+  reg.set_am_token(apps_->amToken(next, 1));
+  v1::RegisterApplicationMasterResponse rr;
+  ASSERT_TRUE(restarted.registerAm(reg, &rr).isOk());
+  req = stageReport(next);
+  addStage(req, "map", 2, 0, 0);
+  ASSERT_TRUE(restarted.allocate(req, &resp).isOk());
+  auto stages = restarted.reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_EQ(stages.size(), 1u);
+  EXPECT_EQ(stages[0].task_duration, Millis(7000));
+}
+
+// Issue #12: the skyline a run leaves (telemetry) counts the containers DRA
+// counts as used, AM included; a reservation fitted to it and a next run of
+// the same shape is at its plan, and DRA grants nothing.
+TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
+  addNode("n1", 8);
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(first, 3);
+  heartbeat("n1");
+  ASSERT_EQ(running(first), 4) << "AM + 3 tasks";
+  const Resource unit(1024, 1);
+  int64_t dra_used = rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit);
+  clock_.advance(Millis(60000));  // one telemetry step
+  ASSERT_TRUE(finish(first).isOk());
+  auto runs = rt_->telemetry("nightly");
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].skyline.size(), 1u);
+  EXPECT_EQ(runs[0].container, unit);
+  EXPECT_DOUBLE_EQ(runs[0].skyline[0], static_cast<double>(dra_used))
+      << "telemetry counts what DRA counts as used";
+
+  // The reservation fitted to that skyline, and the next run of the same shape.
+  auto dbpath = freshTestDb("rt-plan");
+  auto plan_store = std::move(store::openStateStore("sqlite", dbpath)).value();
+  ReservationManager mgr(ReservationManagerOptions{},
+                         std::move(planner::Planner::create({}, Resource())).value(), *plan_store,
+                         clock_, metrics_);
+  mgr.onCapacity(Resource(8 * 1024, 8), true);
+  planner::ReservationDefinition def;
+  def.user = UserId("bob");
+  def.queue = "default";
+  def.arrival = clock_.now() + Millis(60000);
+  def.deadline = def.arrival + Millis(30 * 60000);
+  def.period = Millis(1440 * 60000);
+  auto n = static_cast<int>(std::ceil(runs[0].skyline[0]));
+  def.stages = {{runs[0].container, n, 1, Millis(30 * 60000)}};
+  ASSERT_TRUE(mgr.submit(ReservationId("r1"), def, 100 * 60000, nullptr).isOk());
+  clock_.advance(Millis(2 * 60000));
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(next, 3);
+  heartbeat("n1");
+  ASSERT_EQ(running(next), 4);
+  DraOptions o;
+  DraMonitor monitor(
+      o, reprovision::makeMorpheusDra(o.dra), mgr, [this] { return rt_->reservationDemand(); },
+      clock_, metrics_);
+  monitor.tick();
+  EXPECT_TRUE(mgr.get(ReservationId("r1"))->history.empty()) << "no DRA review asked for more";
+  EXPECT_EQ(mgr.guaranteedAt(ReservationId("r1"), clock_.now()), unit * n);
 }
 
 TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {

@@ -150,19 +150,37 @@ namespace {
 // Skyline = average containers in use per step, intervals clipped to the run.
 TEST(TelemetryTest, SkylineAveragesContainersPerStep) {
   TimePoint t0 = fromEpochMs(1000000);
+  const Resource c(1024, 1);
   std::vector<ContainerInterval> iv = {
-      {t0, t0 + Millis(120000)},                   // 2 full steps
-      {t0 + Millis(30000), t0 + Millis(90000)},    // half of step 0, half of step 1
-      {t0 - Millis(60000), t0 + Millis(60000)},    // clipped: step 0 only
-      {t0 + Millis(120000), t0 + Millis(135000)},  // 15 s of the last, 30 s long, step
+      {t0, t0 + Millis(120000), c},                   // 2 full steps
+      {t0 + Millis(30000), t0 + Millis(90000), c},    // half of step 0, half of step 1
+      {t0 - Millis(60000), t0 + Millis(60000), c},    // clipped: step 0 only
+      {t0 + Millis(120000), t0 + Millis(135000), c},  // 15 s of the last, 30 s long, step
   };
-  auto s = computeSkyline(iv, t0, t0 + Millis(150000), Millis(60000));
+  auto s = computeSkyline(iv, t0, t0 + Millis(150000), Millis(60000), c);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_DOUBLE_EQ(s[0], 1.0 + 0.5 + 1.0);
   EXPECT_DOUBLE_EQ(s[1], 1.0 + 0.5);
   // 15 s busy in a 30 s partial step is 0.5 containers (0.25 if averaged over a full step).
   EXPECT_DOUBLE_EQ(s[2], 0.5) << "last partial step averages over its own length";
-  EXPECT_TRUE(computeSkyline(iv, t0, t0, Millis(60000)).empty());
+  EXPECT_TRUE(computeSkyline(iv, t0, t0, Millis(60000), c).empty());
+}
+
+// Containers count as DRA counts them: the AM too, and resources covered by the unit.
+TEST(TelemetryTest, SkylineCountsInUnitsOfTheContainerAmIncluded) {
+  TimePoint t0 = fromEpochMs(1000000);
+  const Resource c(2048, 1);
+  std::vector<ContainerInterval> iv = {
+      {t0, t0 + Millis(60000), Resource(1024, 1), true},  // a small AM: 1 unit
+      {t0, t0 + Millis(60000), c},
+      {t0, t0 + Millis(30000), Resource(4096, 2)},  // a double container: 2 units, half the step
+  };
+  auto s = computeSkyline(iv, t0, t0 + Millis(60000), Millis(60000), c);
+  ASSERT_EQ(s.size(), 1u);
+  // 0-30 s: 1024 + 2048 + 4096 MiB = 7168 -> 4 units; 30-60 s: 3072 -> 2 units.
+  EXPECT_DOUBLE_EQ(s[0], (4.0 + 2.0) / 2);
+  EXPECT_EQ(typicalContainer(iv), c) << "task containers first (tie: the first seen)";
+  EXPECT_EQ(typicalContainer({iv[0]}), Resource(1024, 1)) << "only an AM";
 }
 
 // The record sent to inference carries the run's final status next to its
