@@ -60,7 +60,7 @@ constexpr double kRuntimeMaxPeriodShare = 0.3;
 constexpr int64_t kTaskMinMs = 20 * kSecondMs;
 constexpr int64_t kTaskMaxMs = 30 * kMinuteMs;
 // Width of the first map stage before load scaling (heavy-tailed); each later
-// stage keeps 10%-60% of its predecessor's tasks.
+// stage keeps 10%-60% of the tasks of the narrowest stage it depends on.
 constexpr double kWidthMin = 1.0;
 constexpr double kWidthMax = 100.0;
 // No job is wider than half the cluster's containers.
@@ -169,7 +169,7 @@ void drawStages(DraftJob& d, const Resource& container, const rng::Stream& s) {
       width = d.raw_width[0] * s.uniform(21, 0.3, 1.0);
     } else {
       st.name = "reduce" + std::to_string(i);
-      const size_t from = join && i == 2 ? 0 : static_cast<size_t>(i - 1);
+      const size_t from = static_cast<size_t>(i - 1);  // after a join: the narrower map
       width = d.raw_width[from] * s.uniform(30 + i, 0.1, 0.6);
       if (join && i == 2) {
         st.depends_on = {0, 1};
@@ -361,6 +361,9 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
   return r;
 }
 
+// Jobs are drafted independently, scaled together to periodic_load, then get
+// their SLO and provisioning from the scaled DAG. periodic_load 0 (like
+// periodic_jobs 0) yields no periodic jobs: a job cannot have zero tasks.
 Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   MORPHEUS_RETURN_IF_ERROR(validate(options));
   Workload w;

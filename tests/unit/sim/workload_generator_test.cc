@@ -171,6 +171,8 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   double n = static_cast<double>(w->periodic.size());
   int hourly = 0, daily = 0, early = 0, over = 0, over10 = 0, under = 0, loose = 0;
+  int growing = 0, code_change = 0;
+  double failure = 0;
   for (size_t i = 0; i < w->periodic.size(); i++) {
     const auto& j = w->periodic[i];
     hourly += j.period == Millis(3600000);
@@ -179,6 +181,12 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
     early += j.submit_offset.count() % 3600000 < 300000;
     EXPECT_GE(j.stages.size(), 2u);
     EXPECT_LE(j.stages.size(), 5u);
+    for (const auto& st : j.stages) {
+      for (int d : st.depends_on) EXPECT_LE(st.tasks, j.stages[d].tasks) << j.key;  // narrower
+    }
+    growing += j.input_growth_per_day > 0;
+    code_change += j.code_change_day >= 0;
+    failure += j.failure_probability;
     EXPECT_LE(j.input_available, j.submit_offset);
     EXPECT_LE(j.deadline - j.input_available, j.period);
     double ratio = static_cast<double>(j.user_containers) / averageNeed(j);
@@ -198,6 +206,9 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
   EXPECT_NEAR(over10 / n, 0.20, 0.04);
   EXPECT_NEAR(under / n, 0.15, 0.04);
   EXPECT_NEAR(loose / n, 0.70, 0.05);
+  EXPECT_NEAR(growing / n, 0.5, 0.05);
+  EXPECT_NEAR(code_change / n, 0.1, 0.03);
+  EXPECT_NEAR(failure / n, 0.015, 0.002);
 }
 
 // The realised periodic demand over the simulated days is periodic_load of the cluster.
