@@ -138,5 +138,9 @@ Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options);
 // of the first bad field; nothing is returned then.
 Result<Workload> parseWorkloadJson(const std::string& text);
 Result<Workload> loadWorkloadJson(const std::string& path);
+// The same format written out (every field, durations as "1h2m3s"), so a
+// generated workload can be saved, edited and fed back: parseWorkloadJson of
+// the result gives the workload back exactly.
+std::string workloadJson(const Workload& workload);
 
 }  // namespace morpheus::sim

@@ -301,3 +301,86 @@ Result<Workload> loadWorkloadJson(const std::string& path) {
 }
 
 }  // namespace morpheus::sim
+
+namespace morpheus::sim {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// Largest units first, zero parts left out ("0s" for zero).
+std::string durationText(Millis d) {
+  int64_t ms = d.count();
+  if (ms == 0) return "0s";
+  std::string out;
+  for (const auto& [unit, scale] : {std::pair<const char*, int64_t>{"d", 86400000},
+                                    {"h", 3600000},
+                                    {"m", 60000},
+                                    {"s", 1000},
+                                    {"ms", 1}}) {
+    if (ms >= scale) {
+      out += std::to_string(ms / scale) + unit;
+      ms %= scale;
+    }
+  }
+  return out;
+}
+
+std::string resourceText(const Resource& r) {
+  std::string out =
+      "memory=" + std::to_string(r.memoryMib()) + ",vcores=" + std::to_string(r.vcores());
+  for (const auto& [name, value] : r.extended()) out += "," + name + "=" + std::to_string(value);
+  return out;
+}
+
+ordered_json stagesJson(const std::vector<SimStage>& stages) {
+  ordered_json out = ordered_json::array();
+  for (const auto& st : stages) {
+    ordered_json s = {{"name", st.name},
+                      {"tasks", st.tasks},
+                      {"task_duration", durationText(st.task_duration)},
+                      {"task_resource", resourceText(st.task_resource)}};
+    if (!st.depends_on.empty()) s["depends_on"] = st.depends_on;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ordered_json periodicJson(const PeriodicJob& j) {
+  return {{"key", j.key.value()},
+          {"owner", j.owner.value()},
+          {"queue", j.queue},
+          {"period", durationText(j.period)},
+          {"submit_offset", durationText(j.submit_offset)},
+          {"stages", stagesJson(j.stages)},
+          {"duration_noise_cv", j.duration_noise_cv},
+          {"straggler_probability", j.straggler_probability},
+          {"straggler_factor", j.straggler_factor},
+          {"failure_probability", j.failure_probability},
+          {"input_growth_per_day", j.input_growth_per_day},
+          {"code_change_day", j.code_change_day},
+          {"code_change_factor", j.code_change_factor},
+          {"input_available", durationText(j.input_available)},
+          {"deadline", durationText(j.deadline)},
+          {"input_path", j.input_path},
+          {"output_path", j.output_path},
+          {"user_containers", j.user_containers},
+          {"user_container_resource", resourceText(j.user_container_resource)}};
+}
+
+}  // namespace
+
+std::string workloadJson(const Workload& workload) {
+  ordered_json doc = {{"periodic", ordered_json::array()}, {"adhoc", ordered_json::array()}};
+  for (const auto& j : workload.periodic) doc["periodic"].push_back(periodicJson(j));
+  for (const auto& a : workload.adhoc) {
+    doc["adhoc"].push_back({{"name", a.name},
+                            {"user", a.user.value()},
+                            {"queue", a.queue},
+                            {"submit", durationText(a.submit)},
+                            {"stages", stagesJson(a.stages)}});
+  }
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace morpheus::sim

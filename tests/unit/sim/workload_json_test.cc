@@ -103,6 +103,34 @@ TEST(WorkloadJsonTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(dup.status().message().rfind("periodic[1].key:", 0), 0u) << dup.status().message();
 }
 
+// A generated workload written as JSON parses back to the same workload (and so passes the strict
+// checks).
+TEST(WorkloadJsonTest, GeneratedWorkloadRoundTrips) {
+  sim::GeneratorOptions o;
+  o.periodic_jobs = 300;
+  o.days = 20;
+  o.nodes = 100;
+  o.node_size = Resource(32768, 8);
+  auto w = sim::generatePeriodic(o);
+  ASSERT_TRUE(w.isOk());
+  sim::AdhocJob a;
+  a.name = "q\"1";
+  a.user = UserId("u");
+  a.submit = Millis(90061001);
+  a.stages = w->periodic[0].stages;
+  w->adhoc.push_back(a);
+  const std::string text = sim::workloadJson(*w);
+  EXPECT_NE(text.find("\"submit\": \"1d1h1m1s1ms\""), std::string::npos);
+  auto back = sim::parseWorkloadJson(text);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  ASSERT_EQ(back->periodic.size(), w->periodic.size());
+  EXPECT_EQ(back->periodic[7].deadline, w->periodic[7].deadline);
+  EXPECT_EQ(back->periodic[7].stages[0].tasks, w->periodic[7].stages[0].tasks);
+  EXPECT_EQ(back->periodic[7].straggler_factor, w->periodic[7].straggler_factor);
+  EXPECT_EQ(back->adhoc[0].name, "q\"1");
+  EXPECT_EQ(sim::workloadJson(*back), text);
+}
+
 // A file that cannot be read is reported with its path.
 TEST(WorkloadJsonTest, MissingFileNamesThePath) {
   auto r = sim::loadWorkloadJson("/nonexistent/trace.json");
