@@ -215,15 +215,17 @@ std::vector<double> stageUnitDemand(const PeriodicJob& job, int64_t days,
 // Scales every job's widths by one factor so the expected total periodic
 // demand is `target` (a share of the cluster). Tasks are integers >= 1 and at
 // most `max_tasks`, so the factor is refined a few times on the rounded counts.
-void scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<double>>& unit,
-                 double target, int64_t max_tasks) {
+// Returns the expected demand reached.
+double scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<double>>& unit,
+                   double target, int64_t max_tasks) {
   double raw = 0;
   for (size_t j = 0; j < drafts.size(); j++) {
     for (size_t s = 0; s < unit[j].size(); s++) raw += drafts[j].raw_width[s] * unit[j][s];
   }
   double factor = raw > 0 ? target / raw : 0;
+  double got = 0;
   for (int round = 0; round < 4; round++) {
-    double got = 0;
+    got = 0;
     for (size_t j = 0; j < drafts.size(); j++) {
       for (size_t s = 0; s < unit[j].size(); s++) {
         auto tasks = static_cast<int64_t>(std::llround(drafts[j].raw_width[s] * factor));
@@ -235,6 +237,32 @@ void scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<do
     if (got <= 0) break;
     factor *= target / got;
   }
+  return got;
+}
+
+// The scaled demand may miss periodic_load when the jobs cannot be made
+// narrow enough (one task per stage) or wide enough (half the cluster); the
+// generator refuses rather than run a different experiment than asked.
+constexpr double kLoadTolerance = 0.25;
+
+Status checkReachedLoad(const GeneratorOptions& o, double reached) {
+  auto pct = [](double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; };
+  const std::string setup =
+      std::to_string(o.periodic_jobs) + " jobs on " + std::to_string(o.nodes) + " nodes";
+  if (reached > o.periodic_load * (1 + kLoadTolerance)) {
+    return invalidArgument("periodic_jobs", setup + " need " + pct(reached) +
+                                                " of the cluster with one task per stage, more "
+                                                "than periodic_load " +
+                                                pct(o.periodic_load) +
+                                                "; use fewer jobs or more nodes");
+  }
+  if (reached < o.periodic_load * (1 - kLoadTolerance)) {
+    return invalidArgument("periodic_load", pct(o.periodic_load) + " is out of reach for " + setup +
+                                                " (at most " + pct(reached) +
+                                                ", a job is at most half the cluster wide); use "
+                                                "more jobs");
+  }
+  return Status::ok();
 }
 
 // Longest dependency chain through `stage_ms` (stages are in topological
@@ -382,7 +410,8 @@ Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   const int64_t cluster_containers = options.node_size.vcores() * options.nodes;
   const auto max_tasks = std::max<int64_t>(
       1, static_cast<int64_t>(kMaxJobClusterShare * static_cast<double>(cluster_containers)));
-  scaleToLoad(drafts, unit, options.periodic_load, max_tasks);
+  MORPHEUS_RETURN_IF_ERROR(
+      checkReachedLoad(options, scaleToLoad(drafts, unit, options.periodic_load, max_tasks)));
 
   w.periodic.reserve(drafts.size());
   for (size_t i = 0; i < drafts.size(); i++) {

@@ -256,6 +256,10 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
   bad = o;
   bad.node_size = Resource(0, 8);
   expectField(bad, "node_size");
+  bad = options(3000, 2, 1, 1);  // one task per stage is already too much
+  expectField(bad, "periodic_jobs");
+  bad = options(1, 200, 1, 1);  // one job cannot be 40% of 200 nodes
+  expectField(bad, "periodic_load");
   EXPECT_TRUE(sim::generatePeriodic(o).isOk());
 }
 
