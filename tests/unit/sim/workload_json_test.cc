@@ -51,10 +51,16 @@ TEST(WorkloadJsonTest, ParsesExampleTrace) {
 
 // Durations concatenate <integer><unit> parts; anything else is refused.
 TEST(WorkloadJsonTest, ParsesDurationStrings) {
+  auto huge = sim::parseWorkloadJson(R"({"adhoc": [{"name": "a", "user": "u",
+      "submit": "999999999999d", "stages": []}]})");
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_EQ(huge.status().message().rfind("adhoc[0].submit: '999999999999d' is longer than", 0), 0u)
+      << huge.status().message();
   auto w = sim::parseWorkloadJson(periodicWith("submit_offset", "\"1m30s250ms\""));
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   EXPECT_EQ(w->periodic[0].submit_offset, Millis(90250));
-  for (const char* bad : {"\"\"", "\"5\"", "\"1.5m\"", "\"m\"", "\"3 s\"", "300"}) {
+  for (const char* bad : {"\"\"", "\"5\"", "\"1.5m\"", "\"m\"", "\"3 s\"", "300",
+                          "\"999999999999d\"", "\"3650d1ms\""}) {
     auto r = sim::parseWorkloadJson(periodicWith("submit_offset", bad));
     ASSERT_FALSE(r.isOk()) << bad;
     EXPECT_EQ(r.status().message().rfind("periodic[0].submit_offset:", 0), 0u)
@@ -77,6 +83,7 @@ TEST(WorkloadJsonTest, ErrorsNameTheJsonPath) {
                     R"([{"tasks": 1, "task_duration": "1s", "task_resource": "memory=lots"}])"),
        "periodic[0].stages[0].task_resource"},
       {periodicWith("taks", "1"), "periodic[0].taks: unknown field"},
+      {periodicWith("user_containers", "18446744073709551615"), "periodic[0].user_containers:"},
       {periodicWith("failure_probability", "1.5"), "periodic[0].failure_probability:"},
       {periodicWith("user_containers", "\"many\""), "periodic[0].user_containers:"},
       {periodicWith("submit_offset", "\"2h\""), "periodic[0].submit_offset:"},
