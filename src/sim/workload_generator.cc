@@ -67,16 +67,21 @@ constexpr double kWidthMax = 100.0;
 constexpr double kMaxJobClusterShare = 0.5;
 
 // Run-to-run variance (§2 "runtimes vary"): noise cv 5%-25%; stragglers per
-// task 0.05%-0.5%, 1.5x-3x longer; failures 0.5%-2.5% of runs (mean 1.5%);
-// half the jobs grow their input by up to 1% a day; 10% change code once.
+// task 0.05%-0.5%, 1.5x-2.5x longer; failures 0.5%-2.5% of runs (mean 1.5%);
+// half the jobs grow their input by up to 1% a day; 10% change code once,
+// making tasks 0.75x-1.3x as long.
 constexpr double kGrowingShare = 0.5;
 constexpr double kGrowthMax = 0.01;
 constexpr double kCodeChangeShare = 0.1;
 
 // Deadline slack (Fig. 9a): 70% of jobs have slack in [2.05, 6] (could run
-// twice before the deadline), 30% in [1.1, 1.95]. The window never exceeds
-// the period, so an instance's deadline is at most the next one's input.
+// twice before the deadline), 30% in [1.3, 1.95]. The deadline is set from
+// the submission (deadline - submit = slack x T), so even a tight job can
+// make it with enough capacity in a typical run; deadline - input_available
+// is longer by the input lead. The window never exceeds the period, so an
+// instance's deadline is at most the next one's input.
 constexpr double kLooseSlackShare = 0.7;
+constexpr double kTightSlackMin = 1.3;
 
 // User provisioning (Fig. 2a), ratio to the average need A: 15% under
 // (0.3-0.85), 10% about right (0.95-1.05), 55% over by 1.15-10x, 20% over by
@@ -135,12 +140,12 @@ Resource drawContainer(const Resource& node, const rng::Stream& s) {
 void drawVariance(PeriodicJob& job, int64_t days, const rng::Stream& s) {
   job.duration_noise_cv = s.uniform(0, 0.05, 0.25);
   job.straggler_probability = s.uniform(1, 0.0005, 0.005);
-  job.straggler_factor = s.uniform(2, 1.5, 3.0);
+  job.straggler_factor = s.uniform(2, 1.5, 2.5);
   job.failure_probability = s.uniform(3, 0.005, 0.025);
   job.input_growth_per_day = s.uniform(4) < kGrowingShare ? s.uniform(5, 0.0, kGrowthMax) : 0.0;
   if (days > 1 && s.uniform(6) < kCodeChangeShare) {
     job.code_change_day = 1 + s.below(7, days - 1);
-    job.code_change_factor = s.logUniform(8, 0.7, 1.5);
+    job.code_change_factor = s.logUniform(8, 0.75, 1.3);
   }
 }
 
@@ -308,11 +313,12 @@ void drawSlo(PeriodicJob& job, double typical_ms, const rng::Stream& s) {
   const int64_t hour_start = job.submit_offset.count() / kHourMs * kHourMs;
   const int64_t lead = roundToSecond(s.uniform(0) * kInputLeadMaxMs);
   job.input_available = Millis(std::max(hour_start, job.submit_offset.count() - lead));
-  const double slack =
-      s.uniform(1) < kLooseSlackShare ? s.logUniform(2, 2.05, 6.0) : s.uniform(3, 1.1, 1.95);
-  const int64_t window =
-      std::clamp<int64_t>(roundToSecond(slack * typical_ms), kSecondMs, job.period.count());
-  job.deadline = job.input_available + Millis(window);
+  const double slack = s.uniform(1) < kLooseSlackShare ? s.logUniform(2, 2.05, 6.0)
+                                                       : s.uniform(3, kTightSlackMin, 1.95);
+  const Millis lead_ms = job.submit_offset - job.input_available;
+  const int64_t window = std::clamp<int64_t>(roundToSecond(slack * typical_ms), kSecondMs,
+                                             (job.period - lead_ms).count());
+  job.deadline = job.submit_offset + Millis(window);
 }
 
 void drawProvisioning(PeriodicJob& job, int64_t max_containers, const rng::Stream& s) {

@@ -211,6 +211,26 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
   EXPECT_NEAR(failure / n, 0.015, 0.002);
 }
 
+// With unlimited capacity almost every instance can meet its deadline from its submission (the
+// slack is measured from there), so no strategy starts from a floor of unmeetable deadlines.
+TEST(WorkloadGeneratorTest, InstancesAreFeasibleWithUnlimitedCapacity) {
+  auto o = options(300, 300, 3, 13);
+  auto w = sim::generatePeriodic(o);
+  ASSERT_TRUE(w.isOk());
+  int64_t runs = 0, infeasible = 0;
+  for (size_t i = 0; i < w->periodic.size(); i++) {
+    const auto& j = w->periodic[i];
+    for (int64_t k = 0; k * j.period.count() < o.days * 86400000; k++) {
+      auto r = sim::drawInstance(j, i, k, o.seed);
+      if (r.fails) continue;
+      runs++;
+      infeasible += toEpochMs(r.submit) + criticalPathMs(j, r) > toEpochMs(r.deadline);
+    }
+  }
+  EXPECT_LT(static_cast<double>(infeasible) / static_cast<double>(runs), 0.01)
+      << infeasible << " of " << runs;
+}
+
 // The realised periodic demand over the simulated days is periodic_load of the cluster.
 TEST(WorkloadGeneratorTest, ScalesDemandToPeriodicLoad) {
   auto o = options(100, 100, 2, 9);
