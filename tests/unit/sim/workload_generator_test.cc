@@ -260,7 +260,7 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(r.status().message().rfind(field + ":", 0), 0u) << r.status().message();
   };
-  auto o = options(10, 10, 1, 1);
+  auto o = options(20, 5, 1, 1);
   auto bad = o;
   bad.periodic_jobs = -1;
   expectField(bad, "periodic_jobs");
@@ -278,7 +278,7 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
   expectField(bad, "node_size");
   bad = options(3000, 2, 1, 1);  // one task per stage is already too much
   expectField(bad, "periodic_jobs");
-  bad = options(1, 200, 1, 1);  // one job cannot be 40% of 200 nodes
+  bad = options(5, 50, 1, 1);  // 5 jobs of at most a quarter of the cluster cannot average 40%
   expectField(bad, "periodic_load");
   EXPECT_TRUE(sim::generatePeriodic(o).isOk());
 }
