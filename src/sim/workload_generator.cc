@@ -73,6 +73,8 @@ constexpr double kMaxJobClusterShare = 0.25;
 // making tasks 0.75x-1.3x as long.
 constexpr double kGrowingShare = 0.5;
 constexpr double kGrowthMax = 0.01;
+// drawInstance never multiplies task counts by more than this.
+constexpr double kMaxGrowth = 1000.0;
 constexpr double kCodeChangeShare = 0.1;
 
 // Deadline slack (Fig. 9a): 70% of jobs have slack in [2.05, 6] (could run
@@ -369,8 +371,11 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
   const int64_t day = (start + job.submit_offset.count()) / kDayMs;
   r.fails = rng::Stream(seed, job_index, k, "fail").uniform(0) < job.failure_probability;
 
-  // Input growth compounds daily; a code change scales durations from its day.
-  const double growth = std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day));
+  // A code change scales durations from its day.
+  // Input growth compounds daily, bounded at 1000x so a long run of a fast-
+  // growing job stays finite.
+  const double growth =
+      std::min(kMaxGrowth, std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day)));
   const double code =
       job.code_change_day >= 0 && day >= job.code_change_day ? job.code_change_factor : 1.0;
   // Lognormal with mean 1 and coefficient of variation cv.

@@ -96,6 +96,9 @@ TEST(DrawInstanceTest, AppliesGrowthCodeChangeStragglersAndFailures) {
   ASSERT_EQ(day2.stages[0].task_durations.size(), 12u);  // round(10 * 1.1^2)
   EXPECT_EQ(day2.stages[0].task_durations[5], Millis(120000));
   EXPECT_EQ(toEpochMs(day2.submit), 2 * 86400000);
+  j.input_growth_per_day = 0.1;
+  j.code_change_day = -1;
+  EXPECT_EQ(sim::drawInstance(j, 0, 3000, 1).stages[0].task_durations.size(), 10000u);  // 1000x cap
   j.straggler_probability = 1.0;
   j.failure_probability = 1.0;
   auto s = sim::drawInstance(j, 0, 0, 1);
