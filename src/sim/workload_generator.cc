@@ -16,8 +16,9 @@
 // - typical runtime T = median, over instances 0..4, of the realised critical
 //   path (each stage lasts as long as its longest realised task), i.e. the
 //   job's duration with unconstrained parallelism;
-// - slack = (deadline - input_available) / T (Fig. 9a: "could run twice"
-//   means slack >= 2).
+// - slack = (deadline - submit) / T; deadline - input_available is longer by
+//   the input lead (Fig. 9a: "could run twice" means
+//   deadline - input_available >= 2 T).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -88,7 +89,8 @@ constexpr double kTightSlackMin = 1.3;
 
 // User provisioning (Fig. 2a), ratio to the average need A: 15% under
 // (0.3-0.85), 10% about right (0.95-1.05), 55% over by 1.15-10x, 20% over by
-// 10.5-40x; at least one container, at most the cluster's containers.
+// 10.5-40x; at least one container, at most the cluster's containers of
+// the job's size.
 constexpr double kUnderShare = 0.15;
 constexpr double kRightShare = 0.10;
 constexpr double kBigOverShare = 0.20;
