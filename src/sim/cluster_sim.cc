@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
-#include <tuple>
 #include <map>
 #include <memory>
 #include <queue>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "planner/planner.h"
@@ -55,7 +55,8 @@ std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages
   for (size_t s = 0; s < n; s++) {
     remaining[s] = static_cast<int64_t>(inst.stages[s].task_durations.size());
     unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
-    for (int d : stages[s].depends_on) dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+    for (int d : stages[s].depends_on)
+      dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
   }
   std::function<void(size_t)> release = [&](size_t s) {
     if (remaining[s] == 0) {
@@ -105,7 +106,14 @@ std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages
 
 namespace {
 
-enum class Ev : uint8_t { kTaskEnd, kHeartbeat, kGuarantee, kPeriodicSubmit, kAdhocSubmit, kPlanStep };
+enum class Ev : uint8_t {
+  kTaskEnd,
+  kHeartbeat,
+  kGuarantee,
+  kPeriodicSubmit,
+  kAdhocSubmit,
+  kPlanStep
+};
 
 struct Event {
   int64_t t;
@@ -164,7 +172,7 @@ struct ResState {
   Resource unit;
   Resource static_resource;
   Millis from_off{0}, to_off{0}, period{0};  // static window per period
-  std::vector<TimePoint> boundaries;          // planned: first instance's allocation edges
+  std::vector<TimePoint> boundaries;         // planned: first instance's allocation edges
   Resource guarantee;
   uint64_t gen = 0;
   std::vector<int> live;  // live apps bound to it, by creation
@@ -210,6 +218,7 @@ class Sim {
   TimePoint nextBoundary(const ResState& r, TimePoint t) const;
   void refreshGuarantee(int r, bool reschedule);
   void planStep();
+  void collectNotices();
   void draTick();
   void draReview(int r);
   void releaseExtras(int r);
@@ -286,9 +295,8 @@ Status Sim::init() {
   for (const auto& j : w_.adhoc) takeMin(j.stages);
 
   const Resource capacity = o_.node_size * o_.nodes;
-  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(), [](const auto& p) {
-    return p.kind == JobProvision::Kind::kPlanned;
-  });
+  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(),
+                             [](const auto& p) { return p.kind == JobProvision::Kind::kPlanned; });
   if (planned) {
     planner::PlannerOptions po;
     po.step = o_.step;
@@ -353,10 +361,9 @@ Status Sim::init() {
     push(fromEpochMs(k * job.period.count() + job.submit_offset.count()), Ev::kPeriodicSubmit,
          static_cast<int64_t>(j), k);
   }
-  auto first_adhoc = std::lower_bound(w_.adhoc.begin(), w_.adhoc.end(), s_.from,
-                                      [](const AdhocJob& a, TimePoint t) {
-                                        return fromEpochMs(a.submit.count()) < t;
-                                      });
+  auto first_adhoc = std::lower_bound(
+      w_.adhoc.begin(), w_.adhoc.end(), s_.from,
+      [](const AdhocJob& a, TimePoint t) { return fromEpochMs(a.submit.count()) < t; });
   if (first_adhoc != w_.adhoc.end()) {
     push(fromEpochMs(first_adhoc->submit.count()), Ev::kAdhocSubmit,
          first_adhoc - w_.adhoc.begin());
@@ -430,6 +437,9 @@ void Sim::round() {
   }
   asks_dirty_ = false;
   if (poke_ && !updated && !nodes_.empty()) updateNode(0);
+  // Preemption is selected inside nodeUpdate once a guarantee cannot be
+  // served from free capacity; guarantees change only when poked.
+  if (poke_) collectNotices();
   poke_ = false;
   // Kills found above free capacity: serve it in the same instant.
   while (!dirty_nodes_.empty()) {
@@ -482,10 +492,11 @@ void Sim::startTask(const sched::Allocation& a) {
     slot = static_cast<int64_t>(slots_.size());
     slots_.emplace_back();
   }
-  int node = static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
+  int node =
+      static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
-  slots_[static_cast<size_t>(slot)] = TaskSlot{
-      ai->second, static_cast<int>(s), task, node, now_, a.resource, a.container, true, gen};
+  slots_[static_cast<size_t>(slot)] = TaskSlot{ai->second, static_cast<int>(s), task, node, now_,
+                                               a.resource, a.container,         true, gen};
   slot_of_[a.container.value()] = slot;
   node_used_[static_cast<size_t>(node)] += a.resource;
   app.used += a.resource;
@@ -588,11 +599,13 @@ int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueR
   app.stages_left = n;
   app.stage_max.assign(n, Millis(0));
   for (size_t s = 0; s < n; s++) {
-    for (Millis d : app.inst.stages[s].task_durations) app.stage_max[s] = std::max(app.stage_max[s], d);
+    for (Millis d : app.inst.stages[s].task_durations)
+      app.stage_max[s] = std::max(app.stage_max[s], d);
     app.remaining[s] = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
     app.tasks_total += app.remaining[s];
     app.unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
-    for (int d : stages[s].depends_on) app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+    for (int d : stages[s].depends_on)
+      app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
   }
   app_index_[name] = ai;
   live_apps_.insert(ai);
@@ -635,9 +648,8 @@ void Sim::submitAdhoc(int idx) {
   const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
   RealizedInstance inst;
   for (const auto& st : job.stages) {
-    inst.stages.push_back(
-        RealizedStage{std::vector<Millis>(static_cast<size_t>(std::max<int64_t>(0, st.tasks)),
-                                          st.task_duration)});
+    inst.stages.push_back(RealizedStage{std::vector<Millis>(
+        static_cast<size_t>(std::max<int64_t>(0, st.tasks)), st.task_duration)});
   }
   int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
                   sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
@@ -659,9 +671,9 @@ void Sim::finishApp(int ai) {
     if (s_.record_history) recordRun(app);
     judge(ai, false);
   } else if (app.adhoc >= 0) {
-    out_.result.adhoc.push_back(AdhocOutcome{
-        w_.adhoc[static_cast<size_t>(app.adhoc)].name,
-        w_.adhoc[static_cast<size_t>(app.adhoc)].submit, app.end - app.submit});
+    out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
+                                             w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
+                                             app.end - app.submit});
   }
   app.bins.clear();
   app.bins.shrink_to_fit();
@@ -725,19 +737,22 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
   if (next < s_.to) push(next, Ev::kGuarantee, ri, static_cast<int64_t>(r.gen));
 }
 
+void Sim::collectNotices() {
+  for (int ai : live_apps_) {
+    for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
+      int node =
+          static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), n.node) - nodes_.begin());
+      push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
+    }
+  }
+}
+
 void Sim::planStep() {
   if (stop_ != nullptr && stop_->load()) {
     out_.interrupted = true;
     return;
   }
   if (policy_) draTick();
-  for (int ai : live_apps_) {
-    for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
-      int node = static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), n.node) -
-                                  nodes_.begin());
-      push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
-    }
-  }
   Resource total = sched_->clusterTotal();
   double u = total.isZero() ? 0 : sched_->clusterUsed().dominantShare(total);
   util_sum_ += u;
@@ -798,16 +813,17 @@ void Sim::draReview(int ri) {
     for (size_t s = 0; s < app.pending.size(); s++) {
       pending += (*app.stages)[s].task_resource * app.pending[s];
     }
-    double p = app.tasks_total > 0 ? static_cast<double>(app.tasks_done) /
-                                         static_cast<double>(app.tasks_total)
-                                   : 1.0;
+    double p = app.tasks_total > 0
+                   ? static_cast<double>(app.tasks_done) / static_cast<double>(app.tasks_total)
+                   : 1.0;
     progress = std::min(progress, p);
     // Remaining critical path: unfinished stages along the longest dependency chain
     // (stages depend on earlier ones only).
     std::vector<Millis> finish(app.remaining.size(), Millis(0));
     for (size_t s = 0; s < finish.size(); s++) {
       Millis before{0};
-      for (int d : (*app.stages)[s].depends_on) before = std::max(before, finish[static_cast<size_t>(d)]);
+      for (int d : (*app.stages)[s].depends_on)
+        before = std::max(before, finish[static_cast<size_t>(d)]);
       finish[s] = before + (app.remaining[s] > 0 ? app.stage_max[s] : Millis(0));
       critical = std::max(critical, finish[s]);
     }

@@ -196,14 +196,16 @@ void summarise(StrategyResult& r) {
   r.worst_case_violation_rate = n > 0 ? static_cast<double>(r.worst_case_violations) / n : 0;
   std::vector<double> jct;
   for (const auto& a : r.adhoc) {
-    if (a.completion >= Millis(0)) jct.push_back(static_cast<double>(a.completion.count()) / 1000.0);
+    if (a.completion >= Millis(0))
+      jct.push_back(static_cast<double>(a.completion.count()) / 1000.0);
   }
   r.adhoc_jct_median_s = percentileOf(jct, 0.5);
   r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
-  r.extra["adhoc_unfinished"] = static_cast<double>(r.adhoc.size()) -
-                                static_cast<double>(std::count_if(
-                                    r.adhoc.begin(), r.adhoc.end(),
-                                    [](const AdhocOutcome& a) { return a.completion >= Millis(0); }));
+  r.extra["adhoc_unfinished"] =
+      static_cast<double>(r.adhoc.size()) -
+      static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {
+        return a.completion >= Millis(0);
+      }));
 }
 
 Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
@@ -318,8 +320,7 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   for (const auto& spec : strategies) {
     if (interrupted) break;
     MORPHEUS_ASSIGN_OR_RETURN(
-        StrategyResult r,
-        evaluate(workload, options, spec, learned, progress, stop, &interrupted));
+        StrategyResult r, evaluate(workload, options, spec, learned, progress, stop, &interrupted));
     summary.strategies.push_back(std::move(r));
   }
   summary.interrupted = interrupted;

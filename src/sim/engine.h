@@ -47,17 +47,17 @@ using RealizeFn = std::function<RealizedInstance(const PeriodicJob& job, size_t 
                                                  int64_t k, uint64_t seed)>;
 
 struct ExperimentOptions {
-  int64_t nodes = 50;                  // simulated nodes; > 0
-  Resource node_size{65536, 16};       // per node (MiB, vcores); default 64 GiB, 16 vcores
-  int64_t days = 10;                   // simulated days; > 0
-  double train_fraction = 0.7;         // first share of the days used for training (paper: 70%)
-  uint64_t seed = 1;                   // passed to the realisation function
-  Millis step{60000};                  // plan step and DRA interval; default 60 s
-  Millis preemption_grace{15000};      // scheduler preemption grace; default 15 s (rm default)
-  double dra_budget_fraction = 0.2;    // DRA budget per instance, share of the skyline area
-                                       // (inference proposal.budget-fraction default)
-  int64_t history_runs = 30;           // runs fitted per job (inference skyline.history-runs)
-  RealizeFn realize;                   // required
+  int64_t nodes = 50;                // simulated nodes; > 0
+  Resource node_size{65536, 16};     // per node (MiB, vcores); default 64 GiB, 16 vcores
+  int64_t days = 10;                 // simulated days; > 0
+  double train_fraction = 0.7;       // first share of the days used for training (paper: 70%)
+  uint64_t seed = 1;                 // passed to the realisation function
+  Millis step{60000};                // plan step and DRA interval; default 60 s
+  Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
+  double dra_budget_fraction = 0.2;  // DRA budget per instance, share of the skyline area
+                                     // (inference proposal.budget-fraction default)
+  int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
+  RealizeFn realize;                 // required
 };
 
 // Progress of the whole experiment: `done` of `total` simulated plan steps.

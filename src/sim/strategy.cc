@@ -49,8 +49,8 @@ std::string alphaName(double a) {
 }  // namespace
 
 std::vector<std::string> strategyNames() {
-  return {"baseline",   "morpheus",       "slo-packing", "lp-skyline",
-          "no-dra",     "greedy-planner", "jockey-dra"};
+  return {"baseline", "morpheus",       "slo-packing", "lp-skyline",
+          "no-dra",   "greedy-planner", "jockey-dra"};
 }
 
 Result<std::vector<StrategySpec>> parseStrategies(const std::vector<std::string>& names,
