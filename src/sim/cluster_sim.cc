@@ -10,7 +10,6 @@
 #include <queue>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 #include "planner/planner.h"
 #include "reprovision/policy.h"
@@ -105,6 +104,8 @@ std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages
 }
 
 namespace {
+
+constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
 
 enum class Ev : uint8_t {
   kTaskEnd,
@@ -249,10 +250,10 @@ class Sim {
   int64_t pending_total_ = 0;
 
   std::vector<AppState> apps_;
-  std::unordered_map<std::string, int> app_index_;
+
   std::vector<TaskSlot> slots_;
   std::vector<int64_t> free_slots_;
-  std::unordered_map<std::string, int64_t> slot_of_;
+  std::vector<std::vector<int64_t>> node_slots_;  // live task slots per node
   std::set<int> live_apps_;
 
   std::vector<ResState> res_;
@@ -282,6 +283,7 @@ Status Sim::init() {
     nodes_.emplace_back(name);
     MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
     node_used_.emplace_back();
+    node_slots_.emplace_back();
     free_nodes_.insert(static_cast<int>(i));
   }
   bool first = true;
@@ -454,8 +456,12 @@ void Sim::updateNode(int n) {
   if (!r.isOk()) return;
   for (const auto& a : r->allocations) startTask(a);
   for (const auto& k : r->to_kill) {
-    auto it = slot_of_.find(k.container.value());
-    if (it != slot_of_.end()) endTask(it->second, true);
+    for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
+      if (slots_[static_cast<size_t>(slot)].container == k.container) {
+        endTask(slot, true);
+        break;
+      }
+    }
   }
   refreshFree(n);
 }
@@ -470,9 +476,9 @@ void Sim::refreshFree(int n) {
 }
 
 void Sim::startTask(const sched::Allocation& a) {
-  auto ai = app_index_.find(a.app.value());
-  if (ai == app_index_.end()) return;
-  AppState& app = apps_[static_cast<size_t>(ai->second)];
+  // App ids are "a<index>:<name>".
+  const int app_index = static_cast<int>(std::strtol(a.app.value().c_str() + 1, nullptr, 10));
+  AppState& app = apps_[static_cast<size_t>(app_index)];
   size_t s = static_cast<size_t>(std::stoi(a.request_id.substr(1)));
   int64_t task;
   if (!app.requeued[s].empty()) {
@@ -495,9 +501,9 @@ void Sim::startTask(const sched::Allocation& a) {
   int node =
       static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
-  slots_[static_cast<size_t>(slot)] = TaskSlot{ai->second, static_cast<int>(s), task, node, now_,
+  slots_[static_cast<size_t>(slot)] = TaskSlot{app_index,  static_cast<int>(s), task, node, now_,
                                                a.resource, a.container,         true, gen};
-  slot_of_[a.container.value()] = slot;
+  node_slots_[static_cast<size_t>(node)].push_back(slot);
   node_used_[static_cast<size_t>(node)] += a.resource;
   app.used += a.resource;
   app.pending[s]--;
@@ -506,7 +512,10 @@ void Sim::startTask(const sched::Allocation& a) {
     app.started = true;
     app.start = now_;
   }
-  push(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)], Ev::kTaskEnd, slot,
+  // The NM reports a container's end on its next heartbeat (1 s grid).
+  const int64_t end =
+      toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
+  push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
        gen);
 }
 
@@ -529,7 +538,8 @@ void Sim::endTask(int64_t slot, bool killed) {
   if (!t.alive) return;
   t.alive = false;
   (void)sched_->containerCompleted(t.container);
-  slot_of_.erase(t.container.value());
+  auto& on_node = node_slots_[static_cast<size_t>(t.node)];
+  on_node.erase(std::find(on_node.begin(), on_node.end(), slot));
   free_slots_.push_back(slot);
   node_used_[static_cast<size_t>(t.node)] -= t.resource;
   dirty_nodes_.insert(t.node);
@@ -584,7 +594,7 @@ int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueR
   int ai = static_cast<int>(apps_.size());
   apps_.emplace_back();
   AppState& app = apps_.back();
-  app.id = AppId(name);
+  app.id = AppId("a" + std::to_string(ai) + ":" + name);
   app.stages = &stages;
   app.inst = std::move(inst);
   app.unit = jobUnit(stages);
@@ -607,7 +617,6 @@ int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueR
     for (int d : stages[s].depends_on)
       app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
   }
-  app_index_[name] = ai;
   live_apps_.insert(ai);
   if (!sched_->addApp(app.id, user, queue).isOk()) {
     // Unreachable with a validated workload; the app is dropped as finished.
