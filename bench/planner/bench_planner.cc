@@ -136,6 +136,25 @@ void latencyBench() {
         agent.c_str(), lat.size(), ok, percentile(lat, 0.5), percentile(lat, 0.99),
         *std::max_element(lat.begin(), lat.end()));
   }
+  // Large one-off requests (many gangs): LowCost batching must stay fast
+  // (issue #12: batches reproduce one-gang-at-a-time placement).
+  std::printf("-- large one-off requests on the same plan (LowCost, gangs of 1, window 1440) --\n");
+  for (int64_t n : {1'000LL, 10'000LL, 100'000LL}) {
+    for (int64_t dur : {1LL, 30LL}) {
+      ReservationDefinition d;
+      d.user = UserId("bench");
+      d.arrival = at(0, kStepMs);
+      d.deadline = at(1440, kStepMs);
+      d.stages = {ReservationStage{kOne, n, 1, Millis(dur * kStepMs)}};
+      auto s = std::chrono::steady_clock::now();
+      auto r = planner->submit(ReservationId("large"), d, at(0, kStepMs));
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+      std::printf("n=%-7lld x %2lld steps: %s in %.1f ms\n", static_cast<long long>(n),
+                  static_cast<long long>(dur), r.isOk() ? "placed" : "infeasible", ms);
+      if (r.isOk()) (void)planner->remove(ReservationId("large"));
+    }
+  }
 }
 
 struct Job {

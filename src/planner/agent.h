@@ -29,6 +29,22 @@
 
 namespace morpheus::planner {
 
+// How LowCost breaks ties between gang positions of equal cost (Morpheus §6,
+// "Adjusting LowCost to facilitate reprovisioning": a reservation placed right
+// against its deadline leaves DRA no room to extend a late instance).
+enum class TieBreak {
+  kLatest,    // the latest tied position (the rule before issue #12)
+  kEarliest,  // the earliest tied position
+  // Default. The tied position ending closest to, but not after, deadline -
+  // slack (slack = tie_break_slack x window, rounded up to whole steps); when
+  // no tied position ends that early, the earliest one. Keeps allocations late
+  // (close to the data) while leaving free steps before the deadline for DRA.
+  kSlack,
+};
+// "latest", "earliest", "slack"; INVALID_ARGUMENT naming `tie_break` otherwise.
+Result<TieBreak> parseTieBreak(const std::string& name);
+std::string tieBreakName(TieBreak t);
+
 struct AgentOptions {
   // LowCost: how many end points are tried between the earliest possible end
   // and the deadline (>= 1; the deadline is always tried). Default 8.
@@ -36,6 +52,15 @@ struct AgentOptions {
   // LowCost: weight of the alignment penalty for problematic definitions, in
   // cost units per window length of |mid(allocation) - (a+d)/2|. Default 1.0.
   double alignment_penalty = 1.0;
+  // LowCost: tie-break between positions of equal cost. Default kSlack.
+  TieBreak tie_break = TieBreak::kSlack;
+  // LowCost, kSlack only: the slack left before the deadline, as a fraction of
+  // the reservation's window [arrival, deadline), in [0, 1). Default 0.2.
+  double tie_break_slack = 0.2;
+  // LowCost: place gangs in batches that reproduce one-gang-at-a-time placement
+  // (fast on large requests). false: one gang per scan, the reference the
+  // property tests compare against (O(gangs x window)). Default true.
+  bool batch_gangs = true;
 };
 
 // Why an agent could not place a definition.

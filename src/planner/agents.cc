@@ -14,8 +14,6 @@ namespace {
 
 constexpr double kEps = 1e-12;
 
-enum class Mode { kLowCost, kGreedy };
-
 struct Gang {
   int64_t pos = 0;         // first window step
   int64_t len = 0;         // steps
@@ -29,33 +27,46 @@ struct StageTrack {
   int64_t hi = std::numeric_limits<int64_t>::min();
 };
 
-// Places gangs on a copy-free overlay (added_) of the problem's load. One
-// Engine per propose() call: the agents themselves stay stateless.
+// The gangs of one stage to place: `count` gangs of `unit` (= capability x
+// `gang` containers), each `d` steps inside the window steps [lo, hi).
+// `contiguous`: each gang must touch the stage's allocation so far;
+// `anchor_end`: the first gang must end exactly at hi.
+struct GangRequest {
+  Resource unit;
+  int64_t gang = 0;
+  int64_t count = 0;
+  int64_t d = 0;
+  int64_t lo = 0;
+  int64_t hi = 0;
+  bool contiguous = false;
+  bool anchor_end = false;
+};
+
+// The allocation under construction: an overlay (added_) on the problem's
+// load, with apply/undo and the whole-allocation cost. One Engine per
+// propose() call: the agents themselves stay stateless.
 class Engine {
  public:
   explicit Engine(const PlanningProblem& p) : p_(p), added_(static_cast<size_t>(p.window)) {}
 
+  const PlanningProblem& problem() const { return p_; }
   void reset() { std::fill(added_.begin(), added_.end(), Resource()); }
 
-  // Places all gangs of stage k inside [lo, hi) (window steps). `contiguous`:
-  // each gang must touch the stage's allocation so far; `anchor_end`: the
-  // first gang must end exactly at hi. On failure the partial placement stays
-  // in `out` (call undo()).
-  bool placeStage(int k, int64_t lo, int64_t hi, bool contiguous, bool anchor_end, Mode mode,
-                  StageTrack& out) {
-    const ReservationStage& st = p_.def->stages[static_cast<size_t>(k)];
-    int64_t d = p_.duration[static_cast<size_t>(k)];
-    int64_t g = st.min_concurrency;
-    int64_t full = st.num_containers / g, rem = st.num_containers % g;
-    if (full > 0 &&
-        !placeGangs(st.capability, g, full, d, lo, hi, contiguous, anchor_end, mode, out)) {
-      return false;
-    }
-    if (rem > 0 && !placeGangs(st.capability, rem, 1, d, lo, hi, contiguous,
-                               anchor_end && out.gangs.empty(), mode, out)) {
-      return false;
-    }
-    return true;
+  // Load plus what this allocation holds so far at window step s.
+  Resource used(int64_t s) const {
+    return p_.load[static_cast<size_t>(s)] + added_[static_cast<size_t>(s)];
+  }
+  // Units that still fit at window step s.
+  int64_t fitAt(int64_t s, const Resource& unit) const {
+    return (p_.capacity - used(s)).countFitting(unit);
+  }
+
+  // Holds `containers` (= r) over [pos, pos + len) for the stage of `out`.
+  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const Resource& r) {
+    for (int64_t s = pos; s < pos + len; ++s) added_[static_cast<size_t>(s)] += r;
+    out.gangs.push_back({pos, len, containers});
+    out.lo = std::min(out.lo, pos);
+    out.hi = std::max(out.hi, pos + len);
   }
 
   void undo(const StageTrack& t) {
@@ -95,146 +106,299 @@ class Engine {
   }
 
  private:
-  int64_t fitAt(int64_t s, const Resource& unit) const {
-    Resource resid = p_.capacity - p_.load[static_cast<size_t>(s)] - added_[static_cast<size_t>(s)];
-    return resid.countFitting(unit);
-  }
+  const PlanningProblem& p_;
+  std::vector<Resource> added_;
+};
 
-  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const Resource& r) {
-    for (int64_t s = pos; s < pos + len; ++s) added_[static_cast<size_t>(s)] += r;
-    out.gangs.push_back({pos, len, containers});
-    out.lo = std::min(out.lo, pos);
-    out.hi = std::max(out.hi, pos + len);
-  }
+// StageAllocator policy (CONVENTIONS.md "Shape"): where the gangs of one
+// stage go. Returns false when not all fit; the partial placement then stays
+// in `out` (the caller undoes it).
+class StagePlacer {
+ public:
+  virtual ~StagePlacer() = default;
+  virtual bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) = 0;
+};
 
-  bool placeGangs(const Resource& cap, int64_t g, int64_t count, int64_t d, int64_t lo, int64_t hi,
-                  bool contiguous, bool anchor_end, Mode mode, StageTrack& out) {
-    Resource unit = cap * g;
-    int64_t remaining = count;
-    if (mode == Mode::kGreedy) {
-      // Latest first: fill each position as far as it goes, then move earlier.
-      for (int64_t p = hi - d; remaining > 0; --p) {
-        if (p < lo) return false;
-        if (anchor_end && out.gangs.empty() && p != hi - d) return false;
-        if (contiguous && !out.gangs.empty()) {
-          if (p + d < out.lo) return false;
-          if (p > out.hi) continue;  // would leave a gap after the allocation so far
-        }
-        int64_t f = std::numeric_limits<int64_t>::max();
-        for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, fitAt(s, unit));
-        if (f <= 0) continue;
-        int64_t k = std::min(remaining, f);
-        apply(out, p, d, k * g, unit * k);
-        remaining -= k;
+// YARN GreedyReservationAgent-style: latest position first, each filled as
+// far as it goes, then one step earlier.
+class GreedyStagePlacer final : public StagePlacer {
+ public:
+  bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) override {
+    int64_t remaining = req.count, d = req.d;
+    for (int64_t p = req.hi - d; remaining > 0; --p) {
+      if (p < req.lo) return false;
+      if (req.anchor_end && out.gangs.empty() && p != req.hi - d) return false;
+      if (req.contiguous && !out.gangs.empty()) {
+        if (p + d < out.lo) return false;
+        if (p > out.hi) continue;  // would leave a gap after the allocation so far
       }
-      return true;
-    }
-    double unit_share = std::max(unit.dominantShare(p_.capacity), 1e-15);
-    while (remaining > 0) {
-      int64_t pmin = lo, pmax = hi - d;
-      if (anchor_end && out.gangs.empty()) pmin = pmax;
-      bool restricted = false;
-      if (contiguous && !out.gangs.empty()) {
-        if (out.lo - d > pmin) {
-          pmin = out.lo - d;
-          restricted = true;
-        }
-        if (out.hi < pmax) {
-          pmax = out.hi;
-          restricted = true;
-        }
-      }
-      if (anchor_end && out.gangs.empty()) restricted = true;
-      if (pmin > pmax) return false;
-      size_t m = static_cast<size_t>(pmax + d - pmin);
-      fit_.resize(m);
-      prefix_.assign(m + 1, 0.0);
-      for (size_t i = 0; i < m; ++i) {
-        int64_t s = pmin + static_cast<int64_t>(i);
-        Resource used = p_.load[static_cast<size_t>(s)] + added_[static_cast<size_t>(s)];
-        fit_[i] = (p_.capacity - used).countFitting(unit);
-        prefix_[i + 1] = prefix_[i] + (used + unit).dominantShare(p_.capacity);
-      }
-      // Sliding minimum of fit_ and maximum of the step cost over windows of d.
-      size_t npos = static_cast<size_t>(pmax - pmin + 1);
-      bfit_.assign(npos, 0);
-      bmax_.assign(npos, 0.0);
-      std::deque<size_t> dq, dqm;
-      for (size_t i = 0; i < m; ++i) {
-        while (!dq.empty() && fit_[dq.back()] >= fit_[i]) dq.pop_back();
-        dq.push_back(i);
-        double ci = prefix_[i + 1] - prefix_[i];
-        while (!dqm.empty() && prefix_[dqm.back() + 1] - prefix_[dqm.back()] <= ci) dqm.pop_back();
-        dqm.push_back(i);
-        if (i + 1 >= static_cast<size_t>(d)) {
-          size_t start = i + 1 - static_cast<size_t>(d);
-          while (dq.front() < start) dq.pop_front();
-          while (dqm.front() < start) dqm.pop_front();
-          bfit_[start] = fit_[dq.front()];
-          bmax_[start] = prefix_[dqm.front() + 1] - prefix_[dqm.front()];
-        }
-      }
-      // Position cost: the highest step cost the gang would create (peak first,
-      // Morpheus §6 c(t)), then the block's average cost; ties go to the latest
-      // position. Measured alternatives (bench 2a generator, 300 instances
-      // against the GLPK optimum, and the same instances mirrored in time):
-      // sum of c(t)^2 / c(t)^4 / exp(c(t)), global-peak-first and
-      // room-leaving tie-breaks (earliest, centred, least total variation)
-      // all land within ~1% of this rule (median ratio ~1.22); "earliest"
-      // only looks better because that generator clips windows at the end of
-      // the day, and loses by as much on the mirrored instances.
-      auto posCost = [&](size_t q) {
-        return bmax_[q] +
-               1e-3 * (prefix_[q + static_cast<size_t>(d)] - prefix_[q]) / static_cast<double>(d);
-      };
-      int64_t best = -1;
-      double best_cost = 0;
-      for (int64_t q = static_cast<int64_t>(npos) - 1; q >= 0; --q) {
-        if (bfit_[static_cast<size_t>(q)] <= 0) continue;
-        double c = posCost(static_cast<size_t>(q));
-        if (best < 0 || c < best_cost - kEps) {
-          best = q;
-          best_cost = c;
-        }
-      }
-      if (best < 0) return false;
-      double second = std::numeric_limits<double>::infinity();
-      int64_t ties = 0;
-      for (size_t q = 0; q < npos; ++q) {
-        if (bfit_[q] <= 0) continue;
-        double c = posCost(q);
-        if (c <= best_cost + kEps) ++ties;
-        if (static_cast<int64_t>(q) != best) second = std::min(second, c);
-      }
-      int64_t k;
-      if (std::isinf(second)) {
-        k = restricted ? 1 : remaining;
-      } else {
-        double gap = (second - best_cost) / unit_share;
-        k = 1 + static_cast<int64_t>(std::min(gap, 1e15));
-        if (ties > 1) {
-          int64_t slots = std::max<int64_t>(1, ties / d);
-          k = std::max(k, (remaining + slots - 1) / slots);
-        }
-      }
-      k = std::min({k, remaining, bfit_[static_cast<size_t>(best)]});
-      apply(out, pmin + best, d, k * g, unit * k);
+      int64_t f = std::numeric_limits<int64_t>::max();
+      for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, eng.fitAt(s, req.unit));
+      if (f <= 0) continue;
+      int64_t k = std::min(remaining, f);
+      eng.apply(out, p, d, k * req.gang, req.unit * k);
       remaining -= k;
     }
     return true;
   }
+};
 
-  const PlanningProblem& p_;
-  std::vector<Resource> added_;
+// Morpheus §6 LowCost: every gang goes to the eligible position of least cost
+// (the highest step cost c(t) it would create, then the block's average
+// cost), ties broken by AgentOptions::tie_break. Gangs are placed in batches
+// that reproduce one-gang-at-a-time placement exactly (up to kEps ties):
+//  - a unique cheapest position takes as many gangs as keep its cost below
+//    every other position's current cost (others only get dearer, so the
+//    gang-by-gang rule would pick it each time; found by binary search);
+//  - tied positions take one gang each, in tie-break order, skipping those
+//    overlapping a position already taken this round (those got dearer);
+//  - a gang that widens a contiguous stage's eligible range goes alone.
+// Each batch scans the eligible range once: O(window) per batch.
+class LowCostStagePlacer final : public StagePlacer {
+ public:
+  LowCostStagePlacer(const PlanningProblem& p, const AgentOptions& o)
+      : opts_(o), window_(p.window) {
+    int64_t slack =
+        static_cast<int64_t>(std::ceil(o.tie_break_slack * static_cast<double>(p.window) - 1e-9));
+    slack_end_ = p.window - std::max<int64_t>(0, slack);
+  }
+
+  bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) override {
+    int64_t remaining = req.count;
+    while (remaining > 0) {
+      int64_t pmin = req.lo, pmax = req.hi - req.d;
+      if (req.anchor_end && out.gangs.empty()) pmin = pmax;
+      if (req.contiguous && !out.gangs.empty()) {
+        pmin = std::max(pmin, out.lo - req.d);
+        pmax = std::min(pmax, out.hi);
+      }
+      if (pmin > pmax) return false;
+      scan(eng, req, pmin, pmax);
+      int64_t placed = opts_.batch_gangs ? placeBatch(eng, req, pmin, remaining, out)
+                                         : placeOne(eng, req, pmin, out);
+      if (placed == 0) return false;
+      remaining -= placed;
+    }
+    return true;
+  }
+
+ private:
+  // Fills, for positions pmin..pmax, how many units fit (bfit_) and the cost
+  // of one more unit there (pos_cost_); step costs after one more unit in
+  // prefix_ (prefix sums). Sliding window min/max over d steps: O(range).
+  void scan(const Engine& eng, const GangRequest& req, int64_t pmin, int64_t pmax) {
+    const PlanningProblem& p = eng.problem();
+    int64_t d = req.d;
+    size_t m = static_cast<size_t>(pmax + d - pmin);
+    fit_.resize(m);
+    prefix_.assign(m + 1, 0.0);
+    for (size_t i = 0; i < m; ++i) {
+      Resource u = eng.used(pmin + static_cast<int64_t>(i));
+      fit_[i] = (p.capacity - u).countFitting(req.unit);
+      prefix_[i + 1] = prefix_[i] + (u + req.unit).dominantShare(p.capacity);
+    }
+    size_t npos = static_cast<size_t>(pmax - pmin + 1);
+    bfit_.assign(npos, 0);
+    pos_cost_.assign(npos, 0.0);
+    std::deque<size_t> dq, dqm;
+    auto stepCost = [&](size_t i) { return prefix_[i + 1] - prefix_[i]; };
+    for (size_t i = 0; i < m; ++i) {
+      while (!dq.empty() && fit_[dq.back()] >= fit_[i]) dq.pop_back();
+      dq.push_back(i);
+      while (!dqm.empty() && stepCost(dqm.back()) <= stepCost(i)) dqm.pop_back();
+      dqm.push_back(i);
+      if (i + 1 < static_cast<size_t>(d)) continue;
+      size_t q = i + 1 - static_cast<size_t>(d);
+      while (dq.front() < q) dq.pop_front();
+      while (dqm.front() < q) dqm.pop_front();
+      bfit_[q] = fit_[dq.front()];
+      // Position cost: the highest step cost the gang would create (peak
+      // first, Morpheus §6 c(t)), then the block's average cost. Measured
+      // alternatives (bench 2a generator, 300 instances against the GLPK
+      // optimum, and the same instances mirrored in time): sum of c(t)^2 /
+      // c(t)^4 / exp(c(t)) and global-peak-first all land within ~1% of this
+      // rule (median ratio ~1.22); for the tie-break see AgentOptions.
+      pos_cost_[q] =
+          stepCost(dqm.front()) +
+          1e-3 * (prefix_[q + static_cast<size_t>(d)] - prefix_[q]) / static_cast<double>(d);
+    }
+  }
+
+  // Tie-break preference of a gang at window step pos (lower is preferred; a
+  // total order over positions).
+  int64_t tieRank(int64_t pos, int64_t d) const {
+    switch (opts_.tie_break) {
+      case TieBreak::kLatest:
+        return -pos;
+      case TieBreak::kEarliest:
+        return pos;
+      case TieBreak::kSlack:
+        break;
+    }
+    int64_t end = pos + d;
+    return end <= slack_end_ ? slack_end_ - end : window_ + (end - slack_end_);
+  }
+
+  // The cheapest eligible position (index into bfit_), ties by tieRank; -1 if none.
+  int64_t best(int64_t pmin, int64_t d) const {
+    int64_t b = -1;
+    for (size_t q = 0; q < bfit_.size(); ++q) {
+      if (bfit_[q] <= 0) continue;
+      double c = pos_cost_[q];
+      auto qi = static_cast<int64_t>(q);
+      if (b < 0 || c < pos_cost_[static_cast<size_t>(b)] - kEps ||
+          (c <= pos_cost_[static_cast<size_t>(b)] + kEps &&
+           tieRank(pmin + qi, d) < tieRank(pmin + b, d))) {
+        b = qi;
+      }
+    }
+    return b;
+  }
+
+  // True when a gang at `pos` would widen a contiguous stage's eligible range.
+  static bool widens(const GangRequest& req, const StageTrack& out, int64_t pos) {
+    if (req.anchor_end && out.gangs.empty()) return true;
+    return req.contiguous && (out.gangs.empty() || pos < out.lo || pos + req.d > out.hi);
+  }
+
+  int64_t placeOne(Engine& eng, const GangRequest& req, int64_t pmin, StageTrack& out) {
+    int64_t b = best(pmin, req.d);
+    if (b < 0) return 0;
+    eng.apply(out, pmin + b, req.d, req.gang, req.unit);
+    return 1;
+  }
+
+  int64_t placeBatch(Engine& eng, const GangRequest& req, int64_t pmin, int64_t remaining,
+                     StageTrack& out) {
+    int64_t b = best(pmin, req.d);
+    if (b < 0) return 0;
+    double cb = pos_cost_[static_cast<size_t>(b)];
+    double second = std::numeric_limits<double>::infinity();
+    std::vector<int64_t>& tied = tied_;
+    tied.clear();
+    for (size_t q = 0; q < bfit_.size(); ++q) {
+      if (bfit_[q] <= 0) continue;
+      if (pos_cost_[q] <= cb + kEps) {
+        tied.push_back(static_cast<int64_t>(q));
+      } else {
+        second = std::min(second, pos_cost_[q]);
+      }
+    }
+    if (widens(req, out, pmin + b)) {
+      eng.apply(out, pmin + b, req.d, req.gang, req.unit);
+      return 1;
+    }
+    if (tied.size() > 1) return tieRound(eng, req, pmin, remaining, out);
+    int64_t k = std::min(remaining, bfit_[static_cast<size_t>(b)]);
+    if (!std::isinf(second)) k = std::min(k, gangsBelow(eng, req, pmin + b, second - kEps));
+    eng.apply(out, pmin + b, req.d, k * req.gang, req.unit * k);
+    return k;
+  }
+
+  // One gang on each tied position, in tie-break order, skipping positions
+  // overlapping one taken this round and (contiguous stages) any that would
+  // widen the eligible range.
+  int64_t tieRound(Engine& eng, const GangRequest& req, int64_t pmin, int64_t remaining,
+                   StageTrack& out) {
+    std::sort(tied_.begin(), tied_.end(), [&](int64_t a, int64_t b) {
+      return tieRank(pmin + a, req.d) < tieRank(pmin + b, req.d);
+    });
+    taken_.clear();
+    int64_t placed = 0;
+    for (int64_t q : tied_) {
+      if (placed == remaining) break;
+      int64_t pos = pmin + q;
+      bool overlaps = false;
+      for (int64_t t : taken_) overlaps = overlaps || (pos < t + req.d && t < pos + req.d);
+      if (overlaps || (placed > 0 && widens(req, out, pos))) continue;
+      eng.apply(out, pos, req.d, req.gang, req.unit);
+      taken_.push_back(pos);
+      ++placed;
+    }
+    return placed;
+  }
+
+  // Cost at `pos` of the gang after j more (j >= 0), as pos_cost_ computes it.
+  static double costAfter(const Engine& eng, const GangRequest& req, int64_t pos, int64_t j) {
+    const PlanningProblem& p = eng.problem();
+    Resource add = req.unit * (j + 1);
+    double peak = 0, sum = 0;
+    for (int64_t s = pos; s < pos + req.d; ++s) {
+      double c = (eng.used(s) + add).dominantShare(p.capacity);
+      peak = std::max(peak, c);
+      sum += c;
+    }
+    return peak + 1e-3 * sum / static_cast<double>(req.d);
+  }
+
+  // Gangs the cheapest position takes in one batch: 1 + the largest j such
+  // that the next gang after j costs less than `bound` (others' cost now).
+  static int64_t gangsBelow(const Engine& eng, const GangRequest& req, int64_t pos, double bound) {
+    int64_t lo = 0, hi = req.count;  // invariant: costAfter(lo) < bound (or lo == 0)
+    if (costAfter(eng, req, pos, 1) >= bound) return 1;
+    lo = 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (costAfter(eng, req, pos, mid) < bound) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo + 1;
+  }
+
+  const AgentOptions& opts_;
+  int64_t window_ = 0;
+  int64_t slack_end_ = 0;  // kSlack: the window step tied gangs prefer to end by
   std::vector<int64_t> fit_;
   std::vector<int64_t> bfit_;
   std::vector<double> prefix_;
-  std::vector<double> bmax_;
+  std::vector<double> pos_cost_;
+  std::vector<int64_t> tied_;
+  std::vector<int64_t> taken_;
+};
+
+// Places all gangs of stage k inside [lo, hi): full gangs of min_concurrency,
+// then the remainder as one smaller gang. Partial placement stays in `out`.
+bool placeStage(Engine& eng, StagePlacer& placer, int k, int64_t lo, int64_t hi, bool contiguous,
+                bool anchor_end, StageTrack& out) {
+  const PlanningProblem& p = eng.problem();
+  const ReservationStage& st = p.def->stages[static_cast<size_t>(k)];
+  int64_t g = st.min_concurrency;
+  GangRequest req{st.capability * g,
+                  g,
+                  st.num_containers / g,
+                  p.duration[static_cast<size_t>(k)],
+                  lo,
+                  hi,
+                  contiguous,
+                  anchor_end};
+  if (req.count > 0 && !placer.placeGangs(eng, req, out)) return false;
+  int64_t rem = st.num_containers % g;
+  if (rem == 0) return true;
+  req.unit = st.capability * rem;
+  req.gang = rem;
+  req.count = 1;
+  req.anchor_end = anchor_end && out.gangs.empty();
+  return placer.placeGangs(eng, req, out);
+}
+
+// How an agent searches (one options struct per algorithm, set by the agent).
+struct SearchOptions {
+  // Ordered interpreters: stage k first tries an interval ending at stage
+  // k+1's start whose length is proportional to its share of the remaining
+  // demand (LowCost); otherwise everything still free.
+  bool proportional_intervals = false;
+  // Stop at the first end point / R_ANY stage that fits (greedy) instead of
+  // keeping the cheapest.
+  bool first_fit = false;
 };
 
 // One pass over `ids` (stages, chronological) with the allocation ending by E.
-bool runPass(Engine& eng, const PlanningProblem& p, const std::vector<int>& ids, bool ordered,
-             bool no_gap, int64_t e, Mode mode, std::vector<StageTrack>& tracks, int& failed) {
+bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const std::vector<int>& ids,
+             bool ordered, bool no_gap, int64_t e, std::vector<StageTrack>& tracks, int& failed) {
+  const PlanningProblem& p = eng.problem();
   eng.reset();
   tracks.clear();
   size_t n = ids.size();
@@ -262,13 +426,13 @@ bool runPass(Engine& eng, const PlanningProblem& p, const std::vector<int>& ids,
     StageTrack tr;
     tr.stage = k;
     bool ok = false;
-    if (mode == Mode::kLowCost && ordered && ii > 0) {
+    if (so.proportional_intervals && ordered && ii > 0) {
       double share = demand[ii] / cum[ii + 1];
       int64_t len = std::max<int64_t>(
           d, static_cast<int64_t>(std::ceil(static_cast<double>(stage_hi) * share)));
       int64_t lo = std::max(lo_min, stage_hi - len);
       if (lo > lo_min) {
-        ok = eng.placeStage(k, lo, stage_hi, no_gap, anchor, mode, tr);
+        ok = placeStage(eng, placer, k, lo, stage_hi, no_gap, anchor, tr);
         if (!ok) {
           eng.undo(tr);
           tr = StageTrack();
@@ -276,7 +440,7 @@ bool runPass(Engine& eng, const PlanningProblem& p, const std::vector<int>& ids,
         }
       }
     }
-    if (!ok) ok = eng.placeStage(k, lo_min, stage_hi, no_gap, anchor, mode, tr);
+    if (!ok) ok = placeStage(eng, placer, k, lo_min, stage_hi, no_gap, anchor, tr);
     if (!ok) {
       eng.undo(tr);
       failed = k;
@@ -354,6 +518,8 @@ class AgentBase : public ReservationAgent {
       for (size_t s = 0; s < def.stages.size(); ++s) lists.back().push_back(static_cast<int>(s));
     }
     Engine eng(p);
+    std::unique_ptr<StagePlacer> placer = makePlacer(p);
+    const SearchOptions so = searchOptions();
     std::vector<StageTrack> tracks, best_tracks;
     double best_cost = std::numeric_limits<double>::infinity();
     int failed = -1;
@@ -369,7 +535,7 @@ class AgentBase : public ReservationAgent {
       }
       for (int64_t e : endPoints(p, emin)) {
         int f = -1;
-        if (!runPass(eng, p, ids, ordered, no_gap, e, mode(), tracks, f)) {
+        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, tracks, f)) {
           if (e == p.window && failed < 0) failed = f;
           continue;
         }
@@ -378,9 +544,9 @@ class AgentBase : public ReservationAgent {
           best_cost = c;
           best_tracks = tracks;
         }
-        if (mode() == Mode::kGreedy) break;
+        if (so.first_fit) break;
       }
-      if (mode() == Mode::kGreedy && !best_tracks.empty()) break;  // R_ANY: first that fits
+      if (so.first_fit && !best_tracks.empty()) break;  // R_ANY: first that fits
     }
     if (best_tracks.empty()) {
       std::string why = p.window <= 0 ? "no whole plan step inside [arrival, deadline)"
@@ -393,7 +559,9 @@ class AgentBase : public ReservationAgent {
   }
 
  protected:
-  virtual Mode mode() const = 0;
+  virtual SearchOptions searchOptions() const = 0;
+  // A fresh stage placer for one propose() call (it holds scratch buffers).
+  virtual std::unique_ptr<StagePlacer> makePlacer(const PlanningProblem& p) const = 0;
   // End points to try, latest first.
   virtual std::vector<int64_t> endPoints(const PlanningProblem& p, int64_t emin) const = 0;
   AgentOptions opts_;
@@ -405,7 +573,12 @@ class LowCostAgent final : public AgentBase {
   std::string name() const override { return "lowcost"; }
 
  protected:
-  Mode mode() const override { return Mode::kLowCost; }
+  SearchOptions searchOptions() const override {
+    return {.proportional_intervals = true, .first_fit = false};
+  }
+  std::unique_ptr<StagePlacer> makePlacer(const PlanningProblem& p) const override {
+    return std::make_unique<LowCostStagePlacer>(p, opts_);
+  }
   std::vector<int64_t> endPoints(const PlanningProblem& p, int64_t emin) const override {
     std::vector<int64_t> e{p.window};
     int n = std::max(1, opts_.end_points);
@@ -426,7 +599,12 @@ class GreedyAgent final : public AgentBase {
   std::string name() const override { return "greedy"; }
 
  protected:
-  Mode mode() const override { return Mode::kGreedy; }
+  SearchOptions searchOptions() const override {
+    return {.proportional_intervals = false, .first_fit = true};
+  }
+  std::unique_ptr<StagePlacer> makePlacer(const PlanningProblem&) const override {
+    return std::make_unique<GreedyStagePlacer>();
+  }
   std::vector<int64_t> endPoints(const PlanningProblem& p, int64_t) const override {
     return {p.window};
   }
@@ -434,8 +612,30 @@ class GreedyAgent final : public AgentBase {
 
 }  // namespace
 
+Result<TieBreak> parseTieBreak(const std::string& name) {
+  if (name == "latest") return TieBreak::kLatest;
+  if (name == "earliest") return TieBreak::kEarliest;
+  if (name == "slack") return TieBreak::kSlack;
+  return invalidArgument("tie_break", "'" + name + "' is not one of latest, earliest, slack");
+}
+
+std::string tieBreakName(TieBreak t) {
+  switch (t) {
+    case TieBreak::kLatest:
+      return "latest";
+    case TieBreak::kEarliest:
+      return "earliest";
+    case TieBreak::kSlack:
+      break;
+  }
+  return "slack";
+}
+
 Result<std::unique_ptr<ReservationAgent>> makeAgent(const std::string& name,
                                                     const AgentOptions& options) {
+  if (!(options.tie_break_slack >= 0 && options.tie_break_slack < 1)) {
+    return invalidArgument("tie_break_slack", "must be in [0, 1)");
+  }
   if (name == "lowcost") return std::unique_ptr<ReservationAgent>(new LowCostAgent(options));
   if (name == "greedy") return std::unique_ptr<ReservationAgent>(new GreedyAgent(options));
   return invalidArgument("agent", "'" + name + "' is not one of lowcost, greedy");

@@ -14,10 +14,7 @@ int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
 }  // namespace
 
 Plan::Plan(const PlanOptions& options, const Resource& capacity)
-    : options_(options),
-      step_ms_(options.step.count()),
-      lcm_steps_(0),
-      capacity_(capacity) {
+    : options_(options), step_ms_(options.step.count()), lcm_steps_(0), capacity_(capacity) {
   MORPHEUS_CHECK(step_ms_ > 0, "plan step must be positive");
   MORPHEUS_CHECK(options.lcm.count() > 0 && options.lcm.count() % step_ms_ == 0,
                  "plan LCM must be a positive multiple of the step");
@@ -54,8 +51,8 @@ std::vector<AllocationInterval> Plan::planLoad(TimePoint from, TimePoint to) con
   std::vector<Resource> one;
   oneOffDense(s0, s1, one);
   for (int64_t s = s0; s < s1; ++s) {
-    Resource v = periodic[static_cast<size_t>(floorMod(s, lcm_steps_))] +
-                 one[static_cast<size_t>(s - s0)];
+    Resource v =
+        periodic[static_cast<size_t>(floorMod(s, lcm_steps_))] + one[static_cast<size_t>(s - s0)];
     TimePoint a = std::max(from, stepTime(s)), b = std::min(to, stepTime(s + 1));
     if (!out.empty() && out.back().resource == v) {
       out.back().end = b;
@@ -133,27 +130,14 @@ PlanningProblem Plan::problemFor(const ReservationDefinition& def, TimePoint now
     std::vector<Resource> per = periodicDense();
     one_off_.fill(p.first_step, p.first_step + p.window, p.load, 0);
     for (size_t j = 0; j < w; ++j) {
-      p.load[j] += per[static_cast<size_t>(floorMod(p.first_step + static_cast<int64_t>(j),
-                                                    lcm_steps_))];
+      p.load[j] +=
+          per[static_cast<size_t>(floorMod(p.first_step + static_cast<int64_t>(j), lcm_steps_))];
     }
     return p;
   }
-  // Periodic: per offset, periodic load plus the largest one-off load with that
-  // offset inside the horizon; then the max over all instances in the LCM.
+  // Periodic: strict priority over one-offs (Morpheus §6), so only the
+  // periodic load counts; the max over all instances in the LCM.
   std::vector<Resource> comb = periodicDense();
-  if (!one_off_.empty()) {
-    int64_t h0 = stepFloor(now);
-    int64_t h1 = stepCeil(now + options_.one_off_horizon);
-    std::vector<Resource> oneMax(static_cast<size_t>(lcm_steps_));
-    for (const auto& seg : one_off_.segments(h0, h1)) {
-      if (seg.value.isZero()) continue;
-      for (int64_t s = seg.start; s < seg.end; ++s) {
-        auto& m = oneMax[static_cast<size_t>(floorMod(s, lcm_steps_))];
-        m = Resource::max(m, seg.value);
-      }
-    }
-    for (size_t o = 0; o < comb.size(); ++o) comb[o] += oneMax[o];
-  }
   int64_t ps = def.period.count() / step_ms_;
   int64_t n = std::max<int64_t>(1, lcm_steps_ / std::max<int64_t>(1, ps));
   for (size_t j = 0; j < w; ++j) {
@@ -210,8 +194,8 @@ Status Plan::add(const ReservationId& id, const ReservationDefinition& def,
   if (placement.period != def.period) {
     return invalidArgument("placement.period", "does not match the definition's period");
   }
-  if (def.period.count() % step_ms_ != 0 || (def.period.count() > 0 &&
-                                             options_.lcm.count() % def.period.count() != 0)) {
+  if (def.period.count() % step_ms_ != 0 ||
+      (def.period.count() > 0 && options_.lcm.count() % def.period.count() != 0)) {
     return invalidArgument("period", "must be a multiple of the step dividing the LCM");
   }
   TimePoint prev_end = fromEpochMs(INT64_MIN);

@@ -26,9 +26,10 @@
 namespace morpheus::planner {
 
 struct PlanOptions {
-  Millis step{60'000};                     // plan step; default 60 s
-  Millis lcm{86'400'000};                  // periodic part length; default 1 day; multiple of step
-  Millis one_off_horizon{7 * 86'400'000};  // one-off deadlines lie within now + horizon; default 7 days
+  Millis step{60'000};     // plan step; default 60 s
+  Millis lcm{86'400'000};  // periodic part length; default 1 day; multiple of step
+  Millis one_off_horizon{7 *
+                         86'400'000};  // one-off deadlines lie within now + horizon; default 7 days
 };
 
 // Extra capacity granted to a running instance by DRA (Morpheus §7), held over
@@ -51,10 +52,11 @@ struct PlannedReservation {
 // A read-only snapshot of what an agent needs to place one definition, in
 // window steps: step j is absolute plan step first_step + j of the first
 // instance. For a periodic definition load[j] is, per dimension, the maximum
-// over all instances in the LCM of the load at that offset, plus the largest
-// one-off load at that offset within the horizon (so every instance and every
-// admitted one-off still fits; Morpheus §6, multiple instances). For a one-off
-// definition load[j] is periodic + one-off load at that absolute step.
+// over all instances in the LCM of the PERIODIC load at that offset (so every
+// instance fits; Morpheus §6, multiple instances). One-offs are ignored:
+// periodic jobs have strict priority, and the Planner re-plans the one-offs a
+// new periodic placement displaces. For a one-off definition load[j] is
+// periodic + one-off load (with extras) at that absolute step.
 struct PlanningProblem {
   const ReservationDefinition* def = nullptr;  // not owned; outlives the problem
   Millis step{60'000};

@@ -1,6 +1,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <set>
 
 namespace morpheus::planner {
 
@@ -45,6 +46,9 @@ Result<std::unique_ptr<Planner>> Planner::create(const PlannerOptions& o,
   }
   if (o.agent_options.alignment_penalty < 0) {
     return invalidArgument("agent_options.alignment_penalty", "must be >= 0");
+  }
+  if (!(o.agent_options.tie_break_slack >= 0 && o.agent_options.tie_break_slack < 1)) {
+    return invalidArgument("agent_options.tie_break_slack", "must be in [0, 1)");
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto agent, makeAgent(o.agent, o.agent_options));
   MORPHEUS_ASSIGN_OR_RETURN(auto sharing, makeSharingPolicy(o.sharing_policy, o.sharing));
@@ -148,15 +152,19 @@ Result<Placement> Planner::propose(const ReservationId& id, const ReservationDef
 }
 
 Result<Placement> Planner::submit(const ReservationId& id, const ReservationDefinition& def,
-                                  TimePoint now, InfeasibilityExplanation* explanation) {
+                                  TimePoint now, InfeasibilityExplanation* explanation,
+                                  DisplacementReport* displaced) {
   if (plan_.find(id) != nullptr) return alreadyExists("reservation " + id.value());
   MORPHEUS_ASSIGN_OR_RETURN(Placement p, propose(id, def, now, explanation));
   MORPHEUS_RETURN_IF_ERROR(plan_.add(id, def, p, next_seq_++));
+  DisplacementReport rep = displaceOneOffs(id, now);
+  if (displaced != nullptr) *displaced = std::move(rep);
   return p;
 }
 
 Result<Placement> Planner::update(const ReservationId& id, const ReservationDefinition& def,
-                                  TimePoint now, InfeasibilityExplanation* explanation) {
+                                  TimePoint now, InfeasibilityExplanation* explanation,
+                                  DisplacementReport* displaced) {
   const PlannedReservation* old = plan_.find(id);
   if (old == nullptr) return notFound("reservation " + id.value());
   PlannedReservation saved = *old;
@@ -176,7 +184,44 @@ Result<Placement> Planner::update(const ReservationId& id, const ReservationDefi
   }
   // The new placement was planned without the old extras; they are released.
   MORPHEUS_RETURN_IF_ERROR(plan_.add(id, def, r.value(), saved.accepted_seq));
+  DisplacementReport rep = displaceOneOffs(id, now);
+  if (displaced != nullptr) *displaced = std::move(rep);
   return r;
+}
+
+std::vector<bool> Planner::periodicOffsets(const PlannedReservation& r) const {
+  const int64_t L = plan_.lcmSteps();
+  const int64_t ps = r.def.period.count() / options_.step.count();
+  std::vector<bool> mask(static_cast<size_t>(L), false);
+  auto mod = [L](int64_t s) { return ((s % L) + L) % L; };
+  for (const auto& a : r.placement.allocations) {
+    for (int64_t s = plan_.stepFloor(a.start); s < plan_.stepFloor(a.end); ++s) {
+      for (int64_t k = 0; k < L / ps; ++k) mask[static_cast<size_t>(mod(s + k * ps))] = true;
+    }
+  }
+  return mask;
+}
+
+DisplacementReport Planner::displaceOneOffs(const ReservationId& id, TimePoint now) {
+  const PlannedReservation* r = plan_.find(id);
+  if (r == nullptr || r->def.period.count() == 0) return {};
+  return repairOneOffs(now, periodicOffsets(*r));
+}
+
+void Planner::revertDisplacement(const DisplacementReport& report) {
+  for (const PlannedReservation& r : report.before) {
+    if (plan_.find(r.id) != nullptr) {
+      MORPHEUS_CHECK(plan_.remove(r.id).isOk(), "reverting " + r.id.value());
+    }
+    MORPHEUS_CHECK(plan_.add(r.id, r.def, r.placement, r.accepted_seq).isOk(),
+                   "reverting the placement of " + r.id.value());
+    for (const auto& e : r.extras) {
+      MORPHEUS_CHECK(
+          plan_.addExtra(r.id, e.resource, plan_.stepTime(e.start_step), plan_.stepTime(e.end_step))
+              .isOk(),
+          "reverting extras of " + r.id.value());
+    }
+  }
 }
 
 Status Planner::remove(const ReservationId& id) { return plan_.remove(id); }
@@ -222,7 +267,24 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
       if (hit) rep.periodic_over_capacity.push_back(r->id);
     }
   }
-  // One-off part: steps of the horizon where periodic + one-off load exceeds capacity.
+  DisplacementReport fix = repairOneOffs(now, {});
+  rep.replanned = std::move(fix.replanned);
+  rep.at_risk = std::move(fix.at_risk);
+  rep.extras_released = std::move(fix.extras_released);
+  return rep;
+}
+
+DisplacementReport Planner::repairOneOffs(TimePoint now, const std::vector<bool>& offsets) {
+  DisplacementReport rep;
+  const Resource& capacity = plan_.capacity();
+  const int64_t L = plan_.lcmSteps();
+  auto mod = [L](int64_t s) { return ((s % L) + L) % L; };
+  std::vector<Resource> per = plan_.periodicDense();
+  std::set<ReservationId> saved;
+  auto save = [&](const PlannedReservation& r) {
+    if (saved.insert(r.id).second) rep.before.push_back(r);
+  };
+  // Steps of the horizon where periodic + one-off load exceeds capacity.
   const int64_t s0 = plan_.stepFloor(now), s1 = plan_.stepCeil(now + options_.one_off_horizon);
   std::vector<bool> over;
   auto recompute = [&]() {
@@ -231,6 +293,7 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
     over.assign(static_cast<size_t>(s1 - s0), false);
     bool any = false;
     for (int64_t s = s0; s < s1; ++s) {
+      if (!offsets.empty() && !offsets[static_cast<size_t>(mod(s))]) continue;
       bool o =
           !(per[static_cast<size_t>(mod(s))] + one[static_cast<size_t>(s - s0)]).fitsIn(capacity);
       over[static_cast<size_t>(s - s0)] = o;
@@ -248,7 +311,9 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
   for (const PlannedReservation* r : plan_.reservations()) {
     bool hit = false;
     for (const auto& e : r->extras) hit = hit || touches(e.start_step, e.end_step);
-    if (hit) rep.extras_released.push_back(r->id);
+    if (!hit) continue;
+    rep.extras_released.push_back(r->id);
+    save(*r);
   }
   for (const auto& id : rep.extras_released) {
     MORPHEUS_CHECK(plan_.removeExtrasFrom(id, now).isOk(), "releasing extras");
@@ -264,12 +329,13 @@ CapacityChangeReport Planner::setCapacity(const Resource& capacity, TimePoint no
         hit = hit || touches(plan_.stepFloor(a.start), plan_.stepFloor(a.end));
       }
       if (!hit) continue;
+      save(*r);
       removed.push_back(*r);
       MORPHEUS_CHECK(plan_.remove(r->id).isOk(), "removing a one-off");
       if (!recompute()) break;
     }
   }
-  // Re-plan the removed one-offs oldest first on the new capacity.
+  // Re-plan the removed one-offs oldest first on the residual capacity.
   std::reverse(removed.begin(), removed.end());
   std::vector<const PlannedReservation*> unplaced;
   for (const auto& r : removed) {

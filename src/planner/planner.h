@@ -4,8 +4,11 @@
 // scheduler strand owns the Planner.
 //
 // Admission (submit/update) is atomic: on any failure the plan is unchanged.
-// Admitted reservations are never moved by later submissions (Morpheus §6,
-// incremental placement); only a capacity drop re-plans one-offs.
+// Admitted reservations are never moved by later one-off submissions
+// (Morpheus §6, incremental placement). Periodic reservations have strict
+// priority: a periodic definition is planned on capacity minus periodic load
+// only, and the one-offs it displaces are re-planned (DisplacementReport);
+// otherwise only a capacity drop re-plans one-offs.
 #pragma once
 
 #include <memory>
@@ -68,6 +71,23 @@ struct CapacityChangeReport {
   std::vector<std::pair<Millis, Millis>> over_capacity_offsets;  // [from, to) within the LCM
 };
 
+// What admitting a periodic reservation did to the one-offs it displaced
+// (Morpheus §6, DESIGN.md §4 "Plan": periodic jobs have strict priority, so a
+// periodic definition is planned on capacity minus periodic load only).
+struct DisplacementReport {
+  // One-offs on steps where periodic + one-off load now exceeds capacity,
+  // re-planned oldest first on the residual capacity.
+  std::vector<ReservationId> replanned;
+  // Displaced one-offs that fit nowhere else: they keep their placement (over
+  // capacity) and are never removed; a later setCapacity re-tries them.
+  std::vector<ReservationId> at_risk;
+  // Reservations whose DRA extras on those steps were released first.
+  std::vector<ReservationId> extras_released;
+  // Every reservation changed above, as it was before (revertDisplacement).
+  std::vector<PlannedReservation> before;
+  bool empty() const { return before.empty(); }
+};
+
 // One row of `plan show` / YARN's reservation list.
 struct PlacementSummary {
   ReservationId id;
@@ -86,12 +106,21 @@ class Planner {
   // definition, ALREADY_EXISTS for a known id, kInfeasible when it cannot be
   // placed (then *explanation, if given, is filled) or the sharing policy
   // refuses it. On success the placement is committed and returned.
+  // A periodic definition ignores one-off load; the one-offs it displaces
+  // are re-planned or kept at risk, and *displaced (if given) says which.
   Result<Placement> submit(const ReservationId& id, const ReservationDefinition& def, TimePoint now,
-                           InfeasibilityExplanation* explanation = nullptr);
+                           InfeasibilityExplanation* explanation = nullptr,
+                           DisplacementReport* displaced = nullptr);
   // Try-and-swap: re-plans `id` with `def` as if the old placement were gone;
-  // on any failure the old placement stays and the plan is unchanged.
+  // on any failure the old placement stays and the plan is unchanged. A
+  // periodic `def` displaces one-offs as in submit.
   Result<Placement> update(const ReservationId& id, const ReservationDefinition& def, TimePoint now,
-                           InfeasibilityExplanation* explanation = nullptr);
+                           InfeasibilityExplanation* explanation = nullptr,
+                           DisplacementReport* displaced = nullptr);
+  // Puts every reservation of `report.before` back as it was (placement,
+  // acceptance order, extras): the caller's rollback of a periodic admission
+  // it could not persist (after removing or restoring the periodic one).
+  void revertDisplacement(const DisplacementReport& report);
   // Frees the reservation's capacity (placement and extras). NOT_FOUND when unknown.
   Status remove(const ReservationId& id);
   // Reloads a persisted reservation without re-planning; the allocations are
@@ -161,6 +190,17 @@ class Planner {
   InfeasibilityExplanation explain(const ReservationDefinition& def, const AgentFailure& failure,
                                    TimePoint now) const;
   bool fits(const ReservationDefinition& def, TimePoint now) const;
+  // Resolves overloaded steps of the one-off part within the horizon (steps
+  // where periodic + one-off load exceeds capacity; with a non-empty
+  // `offsets` mask only steps whose LCM offset is set): releases DRA extras
+  // there, takes one-offs there out last-accepted-first until none is
+  // overloaded and re-plans them oldest first; those that fit nowhere keep
+  // their old placement (at_risk). Never removes a reservation.
+  DisplacementReport repairOneOffs(TimePoint now, const std::vector<bool>& offsets);
+  // LCM offsets where `id` (periodic) holds allocation in some instance.
+  std::vector<bool> periodicOffsets(const PlannedReservation& r) const;
+  // After `id` was added: the one-offs a periodic `id` displaced.
+  DisplacementReport displaceOneOffs(const ReservationId& id, TimePoint now);
 
   PlannerOptions options_;
   std::unique_ptr<ReservationAgent> agent_;

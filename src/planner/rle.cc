@@ -60,8 +60,7 @@ std::vector<RleSegment> RleResource::segments(int64_t from, int64_t to) const {
   return out;
 }
 
-void RleResource::fill(int64_t from, int64_t to, std::vector<Resource>& out,
-                       size_t offset) const {
+void RleResource::fill(int64_t from, int64_t to, std::vector<Resource>& out, size_t offset) const {
   if (from >= to) return;
   auto it = runs_.upper_bound(from);
   Resource cur = it == runs_.begin() ? Resource() : std::prev(it)->second;

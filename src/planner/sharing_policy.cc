@@ -63,7 +63,9 @@ class NoOverCommitPolicy final : public SharingPolicy {
         if (e > now) {
           for (TimePoint t = std::max(s, fromEpochMs(floorDivMs(toEpochMs(now), step) * step));
                t < e; t += Millis(step)) {
-            Resource total = plan.loadAt(t) + a.resource;
+            // Periodic definitions have strict priority over one-offs (Morpheus §6).
+            Resource load = p == 0 ? plan.loadAt(t) : plan.periodicLoadAt(t);
+            Resource total = load + a.resource;
             if (!total.fitsIn(plan.capacity())) {
               return infeasible("no-overcommit: load " + total.toString() + " at " +
                                 std::to_string(toEpochMs(t)) + " ms exceeds the capacity " +
@@ -101,11 +103,10 @@ class CapacityOverTimePolicy final : public SharingPolicy {
       if (share[i] > o_.instantaneous_max_share + 1e-9) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.3f", share[i]);
-        return infeasible("capacity-over-time: user " + def.user.value() + " would hold " + buf +
-                          " of the cluster at " +
-                          std::to_string((s0 + static_cast<int64_t>(i)) * step) +
-                          " ms, above the instantaneous limit " +
-                          std::to_string(o_.instantaneous_max_share));
+        return infeasible(
+            "capacity-over-time: user " + def.user.value() + " would hold " + buf +
+            " of the cluster at " + std::to_string((s0 + static_cast<int64_t>(i)) * step) +
+            " ms, above the instantaneous limit " + std::to_string(o_.instantaneous_max_share));
       }
     }
     double sum = 0;

@@ -3,7 +3,8 @@
 // refuse it. Stateless and re-entrant; chosen by name (CONVENTIONS.md "Shape").
 //
 //  - "no-overcommit": the proposal plus the plan's load fits the capacity at
-//    every step of every instance (YARN NoOverCommitPolicy).
+//    every step of every instance (YARN NoOverCommitPolicy); for a periodic
+//    definition the periodic load only (strict priority, Morpheus §6).
 //  - "capacity-over-time": per user, the user's reservations (including the
 //    proposal) may hold at most `instantaneous_max_share` of the cluster at
 //    any step, and at most `average_share` on average over any window of
@@ -20,8 +21,8 @@ namespace morpheus::planner {
 
 struct SharingPolicyOptions {
   double instantaneous_max_share = 1.0;  // fraction of capacity (dominant share); default 1.0
-  double average_share = 1.0;            // fraction of capacity averaged over the window; default 1.0
-  Millis average_window{86'400'000};     // averaging window; default 1 day
+  double average_share = 1.0;         // fraction of capacity averaged over the window; default 1.0
+  Millis average_window{86'400'000};  // averaging window; default 1 day
 };
 
 class SharingPolicy {

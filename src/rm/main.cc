@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
+  opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
   auto planner = planner::Planner::create(opts.planner, Resource());
   if (!planner.isOk()) {
     std::cerr << "morpheus-rm: config error: " << planner.status().message() << "\n";

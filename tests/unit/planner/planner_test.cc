@@ -212,16 +212,24 @@ TEST_P(BothAgentsTest, OneOffIsPlannedOnResidualCapacity) {
   EXPECT_EQ(r2->allocations.front().start, minute(1440 + 60));
 }
 
-// A new periodic reservation does not overcommit steps held by admitted one-offs.
-TEST_P(BothAgentsTest, PeriodicRespectsAdmittedOneOffs) {
+// Periodic reservations have strict priority (Morpheus §6): a new periodic one
+// is planned ignoring one-offs, even where a one-off fills its whole window;
+// the displaced one-off (fixed window) is kept, over capacity, at risk.
+TEST_P(BothAgentsTest, PeriodicHasPriorityOverAdmittedOneOffs) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(
-      p->submit(ReservationId("once"), def(1440 + 100, 1440 + 130, {stage(90, 90, 30)}), kNow)
+      p->submit(ReservationId("once"), def(1440 + 90, 1440 + 170, {stage(90, 90, 80)}), kNow)
           .isOk());
-  auto r = p->submit(ReservationId("daily"),
-                     def(90, 170, {stage(20, 20, 30)}, Interpreter::kAll, 1440), kNow);
+  const Placement once = *p->placement(ReservationId("once"));
+  DisplacementReport rep;
+  auto r =
+      p->submit(ReservationId("daily"), def(90, 170, {stage(20, 20, 30)}, Interpreter::kAll, 1440),
+                kNow, nullptr, &rep);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
-  for (int64_t m = 0; m < 2 * 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100)));
+  EXPECT_EQ(rep.at_risk, std::vector<ReservationId>{ReservationId("once")});
+  EXPECT_TRUE(rep.replanned.empty());
+  EXPECT_EQ(*p->placement(ReservationId("once")), once);
+  for (int64_t m = 0; m < 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100)));
 }
 
 // Infeasible requests report the failed stage, saturated steps, the earliest
@@ -450,7 +458,7 @@ TEST(LowCostTest, AlignmentPenaltyCentresProblematicJobs) {
   auto d = def(0, 100, {stage(10, 10, 10)});
   auto plain = p->submit(ReservationId("plain"), d, kNow);
   ASSERT_TRUE(plain.isOk());
-  EXPECT_EQ(plain->allocations.back().end, minute(100));
+  EXPECT_EQ(plain->allocations.back().end, minute(80));  // default tie-break: 20% slack
   d.problematic = true;
   auto r = p->submit(ReservationId("drifty"), d, kNow);
   ASSERT_TRUE(r.isOk());
