@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -15,7 +17,19 @@ namespace morpheus::inference {
 using nlohmann::json;
 
 std::string encodePayload(const ProposalPayload& p) {
+  json instances = json::array();
+  for (const auto& i : p.instances) {
+    instances.push_back({{"period_start_ms", toEpochMs(i.period_start)},
+                         {"reservation_id", i.reservation_id},
+                         {"state", i.state},
+                         {"detail", i.detail}});
+  }
   return json({{"period_ms", p.period.count()},
+               {"one_off_instances", p.one_off_instances},
+               {"warnings", p.warnings},
+               {"runs_failed", p.runs_failed},
+               {"runs_killed", p.runs_killed},
+               {"instances", instances},
                {"start_offset_ms", p.start_offset.count()},
                {"deadline_offset_ms", p.deadline_offset.count()},
                {"step_ms", p.step.count()},
@@ -55,6 +69,16 @@ Result<ProposalPayload> decodePayload(const std::string& text) {
     p.is_update = j.at("is_update").get<bool>();
     p.fingerprint = j.at("fingerprint").get<std::string>();
     p.placement = j.at("placement").get<std::string>();
+    // Absent from payloads written before per-instance reservations and warnings.
+    p.one_off_instances = j.value("one_off_instances", false);
+    p.warnings = j.value("warnings", std::vector<std::string>{});
+    p.runs_failed = j.value("runs_failed", 0);
+    p.runs_killed = j.value("runs_killed", 0);
+    for (const auto& i : j.value("instances", json::array())) {
+      p.instances.push_back({fromEpochMs(i.at("period_start_ms").get<int64_t>()),
+                             i.at("reservation_id").get<std::string>(),
+                             i.at("state").get<std::string>(), i.at("detail").get<std::string>()});
+    }
     return p;
   } catch (const json::exception& e) {
     return internalError(std::string("corrupt proposal payload: ") + e.what());
@@ -105,6 +129,31 @@ bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint
   return rel(a.area, b.area) > threshold || rel(a.peak, b.peak) > threshold;
 }
 
+TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now) {
+  const int64_t period = std::max<int64_t>(p.period.count(), 1);
+  const int64_t a = p.start_offset.count();
+  // Smallest k*P with k*P + a > now.
+  int64_t k = (toEpochMs(now) - a) / period;
+  while (k * period + a <= toEpochMs(now)) k++;
+  while (k > 0 && (k - 1) * period + a > toEpochMs(now)) k--;
+  return fromEpochMs(k * period);
+}
+
+std::string instanceReservationId(const JobKey& job, TimePoint period_start) {
+  // RM ids are 1-128 of [A-Za-z0-9_.-]: the key's other bytes become '_', and
+  // an FNV-1a hash of the whole key keeps distinct keys distinct.
+  std::string safe;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : job.value()) {
+    h = (h ^ c) * 1099511628211ull;
+    if (safe.size() < 64) safe.push_back(std::isalnum(c) || c == '.' || c == '-' ? c : '_');
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "-%016llx-%lld", static_cast<unsigned long long>(h),
+                static_cast<long long>(toEpochMs(period_start)));
+  return "slo-" + safe + buf;
+}
+
 namespace {
 ProposalFingerprint fingerprintOf(const ProposalPayload& p) {
   ProposalFingerprint f;
@@ -120,7 +169,7 @@ ProposalFingerprint fingerprintOf(const ProposalPayload& p) {
 }  // namespace
 
 InferenceCore::InferenceCore(InferenceCoreOptions opts, store::ProvenanceStore& store,
-                             RmReservationClient& rm, Clock& clock, MetricsRegistry& metrics)
+                             ReservationClient& rm, Clock& clock, MetricsRegistry& metrics)
     : opts_(std::move(opts)), store_(store), rm_(rm), clock_(clock), metrics_(metrics) {}
 
 Status InferenceCore::ingest(const store::IngestBatch& batch) {
@@ -203,6 +252,154 @@ std::vector<NotActionable> InferenceCore::notActionable() const {
 
 Result<Proposal> InferenceCore::proposal(const ProposalId& id) { return load(id); }
 
+namespace {
+
+RecurringRequest requestOf(const Proposal& p, const std::string& queue) {
+  RecurringRequest req;
+  req.job_key = p.record.job.value();
+  req.owner = p.record.owner;
+  req.queue = queue;
+  req.period = p.payload.period;
+  req.start_offset = p.payload.start_offset;
+  req.deadline_offset = p.payload.deadline_offset;
+  req.step = p.payload.step;
+  req.skyline = p.payload.skyline;
+  req.container = p.payload.container;
+  req.budget_container_ms = p.payload.budget_container_ms;
+  req.problematic = p.payload.problematic;
+  return req;
+}
+
+// Instance records kept on a proposal: enough to never resubmit an instance
+// whose window has not closed, bounded so the payload stays small.
+constexpr size_t kKeptInstances = 32;
+
+}  // namespace
+
+Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitted) {
+  const TimePoint now = clock_.now();
+  const Millis period = p.payload.period;
+  Status first_refusal = Status::ok();
+  for (TimePoint start = nextInstanceStart(p.payload, now);
+       start + p.payload.start_offset <= now + opts_.one_off_lead; start += period) {
+    auto rec = std::find_if(p.payload.instances.begin(), p.payload.instances.end(),
+                            [&](const InstanceReservation& i) { return i.period_start == start; });
+    if (rec != p.payload.instances.end() && rec->state == "submitted") continue;
+    OneOffRequest req{requestOf(p, opts_.queue), start, instanceReservationId(p.record.job, start)};
+    auto sub = rm_.submitOneOff(req);
+    InstanceReservation inst{start, req.reservation_id, "submitted", ""};
+    if (sub.isOk()) {
+      inst.detail = sub->placement_summary;
+      ++*submitted;
+      spdlog::info("job {}: one-off reservation {} for the instance of {} submitted ({})",
+                   p.record.job.value(), req.reservation_id, toEpochMs(start), inst.detail);
+    } else if (sub.status().code() == StatusCode::kAlreadyExists) {
+      inst.detail = "submitted earlier";  // e.g. before a restart lost the record
+    } else {
+      inst.state = "refused";
+      inst.detail = sub.status().message();
+      if (first_refusal.isOk()) first_refusal = sub.status();
+      spdlog::warn("job {}: one-off reservation for the instance of {} refused: {}",
+                   p.record.job.value(), toEpochMs(start), inst.detail);
+    }
+    metrics_
+        .counter("morpheus_inference_instance_reservations_total",
+                 "One-off reservations of instances of off-kilter jobs", {{"outcome", inst.state}})
+        .inc();
+    if (rec != p.payload.instances.end()) {
+      if (*rec == inst) continue;
+      *rec = inst;
+    } else {
+      p.payload.instances.push_back(inst);
+    }
+    *changed = true;
+  }
+  std::sort(p.payload.instances.begin(), p.payload.instances.end(),
+            [](const auto& a, const auto& b) { return a.period_start < b.period_start; });
+  if (p.payload.instances.size() > kKeptInstances) {
+    p.payload.instances.erase(
+        p.payload.instances.begin(),
+        p.payload.instances.end() - static_cast<std::ptrdiff_t>(kKeptInstances));
+  }
+  return first_refusal;
+}
+
+// Morpheus §6: a job whose period does not divide the LCM is accepted
+// without a recurring reservation; the instances due now are submitted as
+// one-off reservations (an RM refusal keeps the proposal pending), later
+// ones by submitDueInstances().
+Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
+                                             std::optional<store::ProposalRecord> previous,
+                                             const Principal& who) {
+  if (previous) {
+    auto old = decodePayload(previous->payload_json);
+    if (old.isOk() && old->one_off_instances) p.payload.instances = old->instances;
+    if (!previous->reservation_id.empty()) {
+      spdlog::warn("job {}: recurring reservation {} of the superseded proposal stays in the RM",
+                   p.record.job.value(), previous->reservation_id);
+    }
+  }
+  bool changed = false;
+  int submitted = 0;
+  if (Status st = submitInstancesOf(p, &changed, &submitted); !st.isOk()) {
+    metrics_
+        .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
+                 {{"outcome", "rm-refused"}})
+        .inc();
+    return st.withContext("proposal " + p.record.id.value() + " stays pending");
+  }
+  p.payload.placement = "per-instance one-off reservations (period does not divide the LCM)";
+  store::ProposalRecord rec = p.record;
+  store::ProposalState expected = rec.state;
+  rec.state = store::ProposalState::kAccepted;
+  rec.reservation_id.clear();
+  rec.updated = clock_.now();
+  rec.payload_json = encodePayload(p.payload);
+  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, expected));
+  if (previous) {
+    store::ProposalRecord old = *previous;
+    old.state = store::ProposalState::kSuperseded;
+    old.updated = clock_.now();
+    MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(old, store::ProposalState::kAccepted));
+  }
+  spdlog::info(
+      "proposal {} of job {} accepted by {}: per-instance one-off reservations, {} "
+      "submitted now",
+      rec.id.value(), rec.job.value(), who.user, submitted);
+  metrics_
+      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
+      .inc();
+  return Proposal{rec, p.payload};
+}
+
+Result<int> InferenceCore::submitDueInstances() {
+  std::lock_guard<std::mutex> lk(mu_);
+  MORPHEUS_ASSIGN_OR_RETURN(auto accepted, store_.listProposals(store::ProposalState::kAccepted));
+  int submitted = 0, refusals = 0;
+  for (auto& rec : accepted) {
+    MORPHEUS_ASSIGN_OR_RETURN(ProposalPayload payload, decodePayload(rec.payload_json));
+    if (!payload.one_off_instances) continue;
+    Proposal p{rec, std::move(payload)};
+    bool changed = false;
+    if (Status refused = submitInstancesOf(p, &changed, &submitted); !refused.isOk()) {
+      refusals++;  // recorded on the proposal, retried on the next call
+    }
+    if (!changed) continue;
+    p.record.payload_json = encodePayload(p.payload);
+    p.record.updated = std::max(p.record.updated, clock_.now());
+    MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(p.record, store::ProposalState::kAccepted));
+  }
+  if (refusals > 0) {
+    spdlog::warn("{} job(s) have instance reservations the RM refused; retried on the next check",
+                 refusals);
+  }
+  return submitted;
+}
+
+Result<std::vector<store::RunRecord>> InferenceCore::runsOf(const JobKey& job) {
+  return store_.runs(job);
+}
+
 Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who) {
   // An update proposal replaces the reservation of the job's accepted proposal.
   std::string existing;
@@ -216,18 +413,12 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
       }
     }
   }
-  RecurringRequest req;
-  req.job_key = p.record.job.value();
-  req.owner = p.record.owner;
-  req.queue = opts_.queue;
-  req.period = p.payload.period;
-  req.start_offset = p.payload.start_offset;
-  req.deadline_offset = p.payload.deadline_offset;
-  req.step = p.payload.step;
-  req.skyline = p.payload.skyline;
-  req.container = p.payload.container;
-  req.budget_container_ms = p.payload.budget_container_ms;
-  req.problematic = p.payload.problematic;
+  if (p.payload.one_off_instances) return acceptOneOff(std::move(p), previous, who);
+  if (previous) {
+    auto old = decodePayload(previous->payload_json);
+    if (old.isOk() && old->one_off_instances) existing.clear();  // no recurring one to update
+  }
+  RecurringRequest req = requestOf(p, opts_.queue);
   auto sub = rm_.submit(req, clock_.now(), existing);
   if (!sub.isOk()) {
     metrics_
@@ -272,16 +463,45 @@ Status InferenceCore::supersede(const store::ProposalRecord& rec, const std::str
 // Morpheus §4/§5 refit: re-infers every job's SLO from its history and fits
 // its skyline from the most recent runs, then compares with what the owner
 // has already seen (pending, accepted or rejected proposals).
+namespace {
+
+// The runs SLO statistics and fits use: succeeded ones submitted within
+// `window` before now, at least the `min_runs` most recent succeeded ones
+// (a monthly job still has history). Counts failed and killed runs.
+std::vector<store::RunRecord> usableRuns(const std::vector<store::RunRecord>& runs, TimePoint now,
+                                         Millis window, int64_t min_runs, int* failed,
+                                         int* killed) {
+  std::vector<store::RunRecord> ok;
+  for (const auto& r : runs) {
+    if (r.status == store::RunStatus::kFailed) ++*failed;
+    if (r.status == store::RunStatus::kKilled) ++*killed;
+    if (r.status == store::RunStatus::kSucceeded) ok.push_back(r);
+  }
+  // Runs are sorted by submit: keep the window, but never fewer than min_runs.
+  size_t first = ok.size();
+  while (first > 0 && ok[first - 1].submit >= now - window) first--;
+  const size_t floor_runs = static_cast<size_t>(std::max<int64_t>(min_runs, 0));
+  if (ok.size() - first < floor_runs) first = ok.size() > floor_runs ? ok.size() - floor_runs : 0;
+  return std::vector<store::RunRecord>(ok.begin() + static_cast<std::ptrdiff_t>(first), ok.end());
+}
+
+}  // namespace
+
 Result<int> InferenceCore::refit() {
   std::lock_guard<std::mutex> lk(mu_);
   auto started = std::chrono::steady_clock::now();
   MORPHEUS_ASSIGN_OR_RETURN(std::vector<JobKey> jobs, store_.jobs());
   std::vector<JobHistory> histories;
+  std::vector<std::pair<int, int>> excluded;  // failed, killed runs per job
   std::set<std::string> paths;
   for (const auto& job : jobs) {
     JobHistory h;
     h.job = job;
-    MORPHEUS_ASSIGN_OR_RETURN(h.runs, store_.runs(job));
+    MORPHEUS_ASSIGN_OR_RETURN(auto all_runs, store_.runs(job));
+    auto& [failed, killed] = excluded.emplace_back(0, 0);
+    // Morpheus §4/§5 learn from runs that did their work, recent ones.
+    h.runs =
+        usableRuns(all_runs, clock_.now(), opts_.history_window, opts_.min_runs, &failed, &killed);
     MORPHEUS_ASSIGN_OR_RETURN(h.events, store_.eventsOfJob(job));
     for (const auto& e : h.events) paths.insert(e.path);
     histories.push_back(std::move(h));
@@ -291,6 +511,7 @@ Result<int> InferenceCore::refit() {
       store_.eventsOnPaths(std::vector<std::string>(paths.begin(), paths.end())));
   SloParams slo_params = opts_.slo;
   slo_params.min_runs = opts_.min_runs;
+  slo_params.step = opts_.step;
   std::vector<SloVerdict> verdicts = inferSlos(histories, path_events, slo_params);
   MORPHEUS_ASSIGN_OR_RETURN(std::vector<store::ProposalRecord> all,
                             store_.listProposals(std::nullopt));
@@ -300,8 +521,14 @@ Result<int> InferenceCore::refit() {
   for (size_t j = 0; j < verdicts.size(); j++) {
     const SloVerdict& v = verdicts[j];
     const JobHistory& h = histories[j];
+    const auto [failed, killed] = excluded[j];
     if (!v.slo) {
-      not_actionable.push_back({v.job, v.reason});
+      std::string why = v.reason;
+      if (failed + killed > 0) {
+        why += " (succeeded runs only; " + std::to_string(failed) + " failed and " +
+               std::to_string(killed) + " killed run(s) not used)";
+      }
+      not_actionable.push_back({v.job, why});
       continue;
     }
     size_t first = h.runs.size() > static_cast<size_t>(opts_.history_runs)
@@ -332,16 +559,19 @@ Result<int> InferenceCore::refit() {
       not_actionable.push_back({v.job, "its runs use no containers"});
       continue;
     }
-    // The window must hold the skyline: widen it towards the period start if needed.
+    // a and d stay as inferred (a is when the input is available): a window
+    // too short for the skyline is the owner's call, not silently widened.
     Millis need = opts_.step * static_cast<int64_t>(pay.skyline.size());
     if (pay.deadline_offset - pay.start_offset < need) {
-      if (pay.deadline_offset < need) {
-        not_actionable.push_back({v.job, "deadline d leaves less room than the skyline needs (" +
-                                             std::to_string(need.count() / 1000) + " s)"});
-        continue;
-      }
-      pay.start_offset = pay.deadline_offset - need;
+      pay.warnings.push_back(
+          "window d - a (" +
+          std::to_string((pay.deadline_offset - pay.start_offset).count() / 1000) +
+          " s) is shorter than the skyline (" + std::to_string(need.count() / 1000) +
+          " s): the RM cannot place it as proposed; override the start, deadline or skyline");
     }
+    pay.one_off_instances = v.slo->one_off_instances;
+    pay.runs_failed = failed;
+    pay.runs_killed = killed;
     pay.container = recent.back().container;
     int64_t area = 0;
     for (auto c : pay.skyline) area += c;

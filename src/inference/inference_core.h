@@ -22,9 +22,23 @@
 
 namespace morpheus::inference {
 
+// One instance's one-off reservation of an off-kilter job (Morpheus §6).
+struct InstanceReservation {
+  TimePoint period_start;      // the instance's period start (a multiple of the period)
+  std::string reservation_id;  // deterministic: instanceReservationId(job, period_start)
+  std::string state;           // "submitted" | "refused" (retried until the window opens)
+  std::string detail;          // the RM's placement or refusal
+
+  bool operator==(const InstanceReservation&) const = default;
+};
+
 // What a proposal says, stored as JSON in ProposalRecord::payload_json.
 struct ProposalPayload {
   Millis period{0};
+  // The period does not divide the plan's LCM (off-kilter, weekly, monthly):
+  // no recurring reservation; each instance gets a one-off reservation,
+  // submitted one-off-lead-time ahead of its window (Morpheus §6).
+  bool one_off_instances = false;
   Millis start_offset{0};     // a
   Millis deadline_offset{0};  // d
   Millis step{60000};
@@ -39,7 +53,20 @@ struct ProposalPayload {
   bool is_update = false;
   std::string fingerprint;  // history the proposal was computed from
   std::string placement;    // the RM's placement or explanation
+  // What the owner must know before signing off, e.g. a window d - a shorter
+  // than the skyline (the proposal keeps the inferred a and d).
+  std::vector<std::string> warnings;
+  int runs_failed = 0;  // in the job's history, stored but not fitted
+  int runs_killed = 0;
+  std::vector<InstanceReservation> instances;  // one_off_instances: newest last
 };
+
+// The first instance whose window [start + a, start + d] has not opened at
+// `now`: its period start (a multiple of the period since the epoch).
+TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now);
+// A valid RM reservation id naming the job and the instance: the same for
+// every submission of that instance, so a repeat is seen as ALREADY_EXISTS.
+std::string instanceReservationId(const JobKey& job, TimePoint period_start);
 
 struct Proposal {
   store::ProposalRecord record;
@@ -61,7 +88,7 @@ struct OverrideParams {
 
 struct InferenceCoreOptions {
   Millis step{60000};
-  double alpha = 0.5;
+  double alpha = kDefaultSkylineAlpha;
   double beta = 0.1;
   bool beta_relative = true;
   int64_t min_runs = 3;
@@ -71,6 +98,11 @@ struct InferenceCoreOptions {
   int64_t history_runs = 30;  // most recent runs a skyline is fitted from
   SampleMode sample = SampleMode::kAverage;
   SloParams slo;
+  // SLO statistics and fits use succeeded runs submitted within this window
+  // before now (at least the min_runs most recent ones), so drift shows.
+  Millis history_window{int64_t{30} * 86400000};
+  // How far ahead of an instance's window its one-off reservation is submitted.
+  Millis one_off_lead{86400000};
 };
 
 // What a proposal was computed from, compared across refits: a new proposal
@@ -92,7 +124,7 @@ bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint
 class InferenceCore {
  public:
   // Collaborators must outlive the core.
-  InferenceCore(InferenceCoreOptions opts, store::ProvenanceStore& store, RmReservationClient& rm,
+  InferenceCore(InferenceCoreOptions opts, store::ProvenanceStore& store, ReservationClient& rm,
                 Clock& clock, MetricsRegistry& metrics);
 
   // All-or-nothing; INVALID_ARGUMENT naming "runs[i].field" / "events[i].field".
@@ -111,6 +143,18 @@ class InferenceCore {
   // proposals for accepted jobs whose skyline drifted. Returns how many.
   Result<int> refit();
 
+  // Submits the one-off reservation of every instance of an accepted
+  // off-kilter job whose window opens within one_off_lead of now and that
+  // was not submitted before (recorded in the proposal, so not twice across
+  // restarts). Returns how many were submitted; refusals are recorded on the
+  // proposal and retried on the next call. Call it more often than the lead.
+  Result<int> submitDueInstances();
+
+  TimePoint now() const { return clock_.now(); }
+
+  // A job's stored runs (every status), sorted by submit time.
+  Result<std::vector<store::RunRecord>> runsOf(const JobKey& job);
+
   Result<std::vector<Proposal>> proposals(std::optional<store::ProposalState> state);
   std::vector<NotActionable> notActionable() const;
   Result<Proposal> proposal(const ProposalId& id);
@@ -124,12 +168,18 @@ class InferenceCore {
  private:
   Result<Proposal> load(const ProposalId& id);
   Result<Proposal> submitAndAccept(Proposal p, const Principal& who);
+  Result<Proposal> acceptOneOff(Proposal p, std::optional<store::ProposalRecord> previous,
+                                const Principal& who);
+  // Submits p's due instances; false in *changed when nothing was recorded.
+  // Returns the first refusal of an instance whose window opens before the
+  // next call could retry it (for sign-off to report); REQUIRES(mu_).
+  Status submitInstancesOf(Proposal& p, bool* changed, int* submitted);
   Status supersede(const store::ProposalRecord& rec, const std::string& reason);
   ProposalId newProposalId();
 
   const InferenceCoreOptions opts_;
   store::ProvenanceStore& store_;
-  RmReservationClient& rm_;
+  ReservationClient& rm_;
   Clock& clock_;
   MetricsRegistry& metrics_;
 

@@ -3,36 +3,40 @@
 
 #include "common/config.h"
 #include "common/daemon.h"
+#include "inference/skyline_fit.h"
 
 namespace morpheus::inference {
 
 struct InferenceOptions {
   DaemonOptions daemon;
-  std::string rm_address;            // inference.rm-address
-  std::string store_kind;            // provenance-store.kind
-  std::string store_location;        // provenance-store.location
-  std::string token_file;            // inference.token-file
-  std::string rm_token_file;         // inference.rm-token-file
-  bool open = false;                 // inference.auth-disabled
-  std::string queue;                 // inference.queue
-  Millis refit_interval{86400000};   // inference.refit-interval
-  Millis step{60000};                // skyline.step
-  double alpha = 0.5;                // skyline.alpha
-  double beta = 0.1;                 // skyline.beta
-  std::string beta_mode;             // skyline.beta-mode
-  int64_t min_runs = 3;              // skyline.min-runs
-  double budget_fraction = 0.2;      // proposal.budget-fraction
-  double drift_threshold = 0.2;      // proposal.drift-threshold
-  std::string sample;                // skyline.sample
-  int64_t history_runs = 30;         // skyline.history-runs
-  double period_tolerance = 0.1;     // slo.period-tolerance
-  double max_period_cv = 0.1;        // slo.max-period-cv
-  double max_outread_cv = 0.1;       // slo.max-outread-cv
-  double min_slack = 0.0;            // slo.min-slack
-  double start_percentile = 0.95;    // slo.start-percentile
-  double deadline_percentile = 0.5;  // slo.deadline-percentile
-  double problematic_cv = 0.5;       // slo.problematic-cv
-  Millis lcm{86400000};              // slo.lcm
+  std::string rm_address;                         // inference.rm-address
+  std::string store_kind;                         // provenance-store.kind
+  std::string store_location;                     // provenance-store.location
+  std::string token_file;                         // inference.token-file
+  std::string rm_token_file;                      // inference.rm-token-file
+  bool open = false;                              // inference.auth-disabled
+  std::string queue;                              // inference.queue
+  Millis refit_interval{86400000};                // inference.refit-interval
+  Millis step{60000};                             // skyline.step
+  double alpha = 0.01;                            // skyline.alpha
+  double beta = 0.1;                              // skyline.beta
+  std::string beta_mode;                          // skyline.beta-mode
+  int64_t min_runs = 3;                           // skyline.min-runs
+  double budget_fraction = 0.2;                   // proposal.budget-fraction
+  double drift_threshold = 0.2;                   // proposal.drift-threshold
+  std::string sample;                             // skyline.sample
+  int64_t history_runs = 30;                      // skyline.history-runs
+  double period_tolerance = 0.1;                  // slo.period-tolerance
+  double max_period_cv = 0.1;                     // slo.max-period-cv
+  double max_outread_cv = 0.1;                    // slo.max-outread-cv
+  double min_slack = 0.0;                         // slo.min-slack
+  double start_percentile = 0.95;                 // slo.start-percentile
+  double deadline_percentile = 0.5;               // slo.deadline-percentile
+  double problematic_cv = 0.5;                    // slo.problematic-cv
+  Millis lcm{86400000};                           // slo.lcm
+  Millis history_window{int64_t{30} * 86400000};  // slo.history-window
+  Millis one_off_lead{86400000};                  // inference.one-off-lead-time
+  Millis one_off_check{60000};                    // inference.one-off-check-interval
 };
 
 inline constexpr int64_t kDefaultInferenceGrpcPort = 8050;
@@ -67,8 +71,9 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
                 "How often SLOs and skylines are re-inferred from the provenance store.");
   s.addDuration("skyline.step", &o->step, Millis(60000), Millis(1000),
                 "Skyline step (must equal the RM's planner.step).");
-  s.addDouble("skyline.alpha", &o->alpha, 0.5, 0, 1, "",
-              "Weight of over-allocation vs under-allocation in the skyline LP (Morpheus §5).");
+  s.addDouble("skyline.alpha", &o->alpha, kDefaultSkylineAlpha, 0, 1, "",
+              "Weight of over-allocation vs under-allocation in the skyline LP (Morpheus §5); "
+              "the default 0.01 is the paper's best balance (§9).");
   s.addDouble("skyline.beta", &o->beta, 0.1, 0, 1e9, "",
               "Regularisation weight: a multiple of V (relative) or the weight itself (absolute).");
   s.addString("skyline.beta-mode", &o->beta_mode, "relative",
@@ -85,8 +90,8 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
            "The most recent runs a job's skyline is fitted from.");
   s.addDouble(
       "slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
-      "A median submission gap this close to a natural period (5/10/15/30 min, 1 h, 1 d, 1 w) "
-      "snaps to it (Morpheus §4).");
+      "A median submission gap this close (relative) to a divisor of slo.lcm that is whole "
+      "skyline steps (1 day: 5, 20 min, 1, 2, 3, 4, 6, 8, 12 h, ...) snaps to it (Morpheus §4).");
   s.addDouble("slo.max-period-cv", &o->max_period_cv, 0.1, 0, 100, "MAD/median",
               "Jobs whose submission gaps are more dispersed than this are not periodic.");
   s.addDouble(
@@ -104,7 +109,22 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
               "Jobs whose T_start - T_inAvail or T_outRead - T_end vary more than this are flagged "
               "problematic (the planner's alignment penalty applies).");
   s.addDuration("slo.lcm", &o->lcm, Millis(86400000), Millis(60000),
-                "The RM plan's LCM (planner.lcm); inferred periods must divide it.");
+                "The RM plan's LCM (planner.lcm). A job whose period divides it (within "
+                "slo.period-tolerance) gets a recurring reservation; any other period (off-kilter "
+                "like 7 h, or longer: weekly, monthly) gets a one-off reservation per instance "
+                "(Morpheus §6).");
+  s.addDuration("slo.history-window", &o->history_window, Millis(int64_t{30} * 86400000),
+                Millis(60000),
+                "SLO statistics (period, dispersion, a, d) and skyline fits use the succeeded runs "
+                "submitted within this window before now (but at least skyline.min-runs most "
+                "recent ones), so a moved deadline is seen.");
+  s.addDuration("inference.one-off-lead-time", &o->one_off_lead, Millis(86400000), Millis(60000),
+                "How long before an instance's window opens its one-off reservation is submitted "
+                "to the RM (jobs whose period does not divide slo.lcm). Keep it below the RM's "
+                "one-off plan horizon.");
+  s.addDuration("inference.one-off-check-interval", &o->one_off_check, Millis(60000), Millis(1000),
+                "How often accepted off-kilter jobs are checked for instances due a one-off "
+                "reservation (must be well below inference.one-off-lead-time).");
   s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.2, 0, 10,
               "fraction of skyline area", "Default reprovisioning budget of a proposal.");
   s.addDouble("proposal.drift-threshold", &o->drift_threshold, 0.2, 0, 10, "relative change",

@@ -77,7 +77,10 @@ int main(int argc, char** argv) {
   core_opts.slo.deadline_percentile = opts.deadline_percentile;
   core_opts.slo.problematic_cv = opts.problematic_cv;
   core_opts.slo.lcm = opts.lcm;
+  core_opts.slo.step = opts.step;
   core_opts.slo.min_runs = opts.min_runs;
+  core_opts.history_window = opts.history_window;
+  core_opts.one_off_lead = opts.one_off_lead;
   std::string rm_token;
   if (!opts.rm_token_file.empty()) {
     auto t = readBearerTokenFile(opts.rm_token_file);
@@ -110,6 +113,15 @@ int main(int argc, char** argv) {
   };
   // The first refit soon after start, so the proposal list reflects the store.
   clock.scheduleAfter(std::min(opts.refit_interval, Millis(2000)), refit);
+  // One-off reservations of the instances of off-kilter jobs (Morpheus §6).
+  std::function<void()> instances = [&] {
+    std::lock_guard<std::mutex> lk(refit_mu);
+    if (stopped) return;
+    auto n = core.submitDueInstances();
+    if (!n.isOk()) spdlog::warn("instance reservations: {}", n.status().message());
+    clock.scheduleAfter(opts.one_off_check, instances);
+  };
+  clock.scheduleAfter(opts.one_off_check, instances);
 
   int sig = waitForTerminationSignal();
   spdlog::info("morpheus-inference stopping on signal {}", sig);

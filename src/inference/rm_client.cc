@@ -7,7 +7,11 @@
 
 namespace morpheus::inference {
 
-Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r, TimePoint now) {
+namespace {
+
+// Validates the SLO against its skyline; the number of steps up to the last
+// one with demand (trailing zero steps need no room in the window).
+Result<int64_t> validatedSteps(const RecurringRequest& r) {
   if (r.period.count() <= 0) return invalidArgument("slo.period", "must be positive");
   if (r.step.count() <= 0) return invalidArgument("step", "must be positive");
   if (r.start_offset.count() < 0) return invalidArgument("slo.start_offset", "must be >= 0");
@@ -19,7 +23,6 @@ Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r,
   }
   if (r.skyline.empty()) return invalidArgument("skyline", "is empty");
   int64_t steps = static_cast<int64_t>(r.skyline.size());
-  // Trailing zero steps carry no demand and need no room in the window.
   while (steps > 0 && r.skyline[static_cast<size_t>(steps - 1)] == 0) steps--;
   if (steps == 0) return invalidArgument("skyline", "has no demand");
   if (r.step * steps > r.deadline_offset - r.start_offset) {
@@ -28,14 +31,13 @@ Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r,
         "window of " + std::to_string((r.deadline_offset - r.start_offset).count() / 1000) +
             " s cannot hold a skyline of " + std::to_string(r.step.count() * steps / 1000) + " s");
   }
-  int64_t p = r.period.count();
-  int64_t period_start = toEpochMs(now) / p * p;
-  if (period_start + r.start_offset.count() <= toEpochMs(now)) period_start += p;
+  return steps;
+}
+
+// Everything but the window and the period: name, key, flags, stages.
+v1::ReservationDefinition definitionBody(const RecurringRequest& r, int64_t steps) {
   v1::ReservationDefinition d;
-  d.set_arrival_ms(period_start + r.start_offset.count());
-  d.set_deadline_ms(period_start + r.deadline_offset.count());
   d.set_name("slo:" + r.job_key);
-  d.set_period_ms(p);
   d.set_interpreter(v1::R_ORDER_NO_GAP);
   d.set_recurrence_key(r.job_key);
   d.set_problematic(r.problematic);
@@ -49,6 +51,32 @@ Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r,
     st->set_min_concurrency(1);
     st->set_duration_ms(r.step.count());
   }
+  return d;
+}
+
+}  // namespace
+
+Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r, TimePoint now) {
+  MORPHEUS_ASSIGN_OR_RETURN(int64_t steps, validatedSteps(r));
+  int64_t p = r.period.count();
+  int64_t period_start = toEpochMs(now) / p * p;
+  if (period_start + r.start_offset.count() <= toEpochMs(now)) period_start += p;
+  v1::ReservationDefinition d = definitionBody(r, steps);
+  d.set_arrival_ms(period_start + r.start_offset.count());
+  d.set_deadline_ms(period_start + r.deadline_offset.count());
+  d.set_period_ms(p);
+  return d;
+}
+
+Result<v1::ReservationDefinition> oneOffDefinition(const OneOffRequest& r) {
+  MORPHEUS_ASSIGN_OR_RETURN(int64_t steps, validatedSteps(r.slo));
+  if (r.reservation_id.empty()) return invalidArgument("reservation_id", "is required");
+  const int64_t start = toEpochMs(r.period_start);
+  v1::ReservationDefinition d = definitionBody(r.slo, steps);
+  d.set_name("slo:" + r.slo.job_key + "@" + std::to_string(start));
+  d.set_arrival_ms(start + r.slo.start_offset.count());
+  d.set_deadline_ms(start + r.slo.deadline_offset.count());
+  d.set_period_ms(0);
   return d;
 }
 
@@ -106,6 +134,21 @@ Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest&
   st = stub->SubmitReservation(c2.get(), req, &resp);
   if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
   return SubmittedReservation{nr.reservation_id(), summarize(resp.allocations())};
+}
+
+Result<SubmittedReservation> RmReservationClient::submitOneOff(const OneOffRequest& r) {
+  MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, oneOffDefinition(r));
+  auto stub = v1::ReservationService::NewStub(makeChannel(address_, tls_));
+  v1::SubmitReservationRequest req;
+  req.set_reservation_id(r.reservation_id);
+  req.set_queue(r.slo.queue);
+  req.set_user(r.slo.owner);
+  *req.mutable_definition() = def;
+  v1::SubmitReservationResponse resp;
+  auto ctx = context(Millis(30000));
+  grpc::Status st = stub->SubmitReservation(ctx.get(), req, &resp);
+  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  return SubmittedReservation{r.reservation_id, summarize(resp.allocations())};
 }
 
 }  // namespace morpheus::inference

@@ -37,21 +37,46 @@ struct SubmittedReservation {
   std::string placement_summary;  // human-readable allocations of the first instance
 };
 
+// One instance of a job whose period does not divide the plan's LCM
+// (off-kilter, weekly, monthly): Morpheus §6 gives it a non-periodic (one-off)
+// reservation per instance, window [period_start + a, period_start + d].
+struct OneOffRequest {
+  RecurringRequest slo;        // the signed-off SLO (period = the job's own)
+  TimePoint period_start;      // the instance's period start, a multiple of the period
+  std::string reservation_id;  // chosen by the caller, so a re-submission is detected
+};
+
 // The definition for the first instance whose window starts after `now`.
 // INVALID_ARGUMENT naming the field when the SLO cannot hold the skyline.
 Result<v1::ReservationDefinition> recurringDefinition(const RecurringRequest& r, TimePoint now);
+// The one-off definition of one instance (period 0). Same validation.
+Result<v1::ReservationDefinition> oneOffDefinition(const OneOffRequest& r);
 
-class RmReservationClient {
+// The RM as the inference core sees it: where signed-off SLOs become
+// reservations. Implementations: RmReservationClient (gRPC); fakes in tests.
+class ReservationClient {
+ public:
+  virtual ~ReservationClient() = default;
+  // New + Submit of a recurring reservation; on FAILED_PRECONDITION the
+  // status carries the RM's explanation. `existing_id` non-empty =
+  // UpdateReservation of that reservation instead.
+  virtual Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
+                                              const std::string& existing_id) = 0;
+  // Submits one instance's one-off reservation under r.reservation_id;
+  // ALREADY_EXISTS if that id was submitted before (e.g. before a restart).
+  virtual Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) = 0;
+};
+
+class RmReservationClient final : public ReservationClient {
  public:
   // `tls`: the inference daemon's mutual-TLS setting (plaintext when off).
   // `token` non-empty: sent as "authorization: Bearer TOKEN"; it must be an
   // RM admin's, as reservations are submitted for their owners.
   RmReservationClient(std::string rm_address, TlsOptions tls, std::string token = "")
       : address_(std::move(rm_address)), tls_(std::move(tls)), token_(std::move(token)) {}
-  // New + Submit; on FAILED_PRECONDITION the returned status carries the RM's
-  // explanation. `existing_id` non-empty = UpdateReservation instead.
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
-                                      const std::string& existing_id = "");
+                                      const std::string& existing_id) override;
+  Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override;
 
  private:
   std::unique_ptr<grpc::ClientContext> context(Millis timeout) const;

@@ -1,5 +1,6 @@
 #include "inference/run_import.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -54,13 +55,13 @@ std::vector<std::string_view> fields(std::string_view s) {
   return out;
 }
 
-// A value:offsetSeconds list as a 5 s step function over `steps` steps.
-Status parseSamples(std::string_view text, const std::string& field, int64_t steps,
-                    std::vector<double>* out) {
-  out->assign(static_cast<size_t>(steps), 0.0);
+// A value:offsetSeconds list, validated: offsets >= 0, non-decreasing, within
+// 30 days; values finite and >= 0.
+Status parseSamples(std::string_view text, const std::string& field,
+                    std::vector<std::pair<int64_t, double>>* samples) {
+  samples->clear();
   if (text.empty()) return invalidArgument(field, "is empty");
   int64_t last_offset = -1;
-  std::vector<std::pair<int64_t, double>> samples;
   for (auto item : split(text, '|')) {
     if (item.empty()) continue;  // tolerate a trailing '|'
     auto colon = item.find(':');
@@ -81,19 +82,31 @@ Status parseSamples(std::string_view text, const std::string& field, int64_t ste
                                         std::to_string(kNativeMaxRunMs / 1000) + " s (30 days)");
     }
     last_offset = off;
-    samples.emplace_back(off, v);
+    samples->emplace_back(off, v);
   }
-  if (samples.empty()) return invalidArgument(field, "has no samples");
-  for (size_t j = 0; j < samples.size(); j++) {
-    int64_t from = samples[j].first * 1000 / kNativeStepMs;
-    int64_t to = j + 1 < samples.size() ? samples[j + 1].first * 1000 / kNativeStepMs : steps;
-    if (from >= static_cast<int64_t>(out->size())) out->resize(static_cast<size_t>(from + 1), 0.0);
-    for (int64_t k = from; k < std::max(to, from + 1) && k < static_cast<int64_t>(out->size());
-         k++) {
-      (*out)[static_cast<size_t>(k)] = samples[j].second;
-    }
-  }
+  if (samples->empty()) return invalidArgument(field, "has no samples");
   return Status::ok();
+}
+
+// The skyline Hadoop's resource estimator sees in a native line
+// (NativeSingleLineParser + SolverPreprocessor.getDiscreteSkyline): sample
+// `v:off` adds v containers over [off, off + 5) seconds (samples at one offset
+// add up; nothing holds between samples); step k is the most containers in
+// use at any whole second of [5k, 5k + 5). The skyline ends with the last
+// sample's interval, whatever the line's endTimeMs says.
+std::vector<double> nativeSkyline(const std::vector<std::pair<int64_t, double>>& samples) {
+  constexpr int64_t kStepS = kNativeStepMs / 1000;
+  const int64_t end_s = samples.back().first + kStepS;  // latest non-null time
+  std::vector<double> out(static_cast<size_t>((end_s + kStepS - 1) / kStepS), 0.0);
+  size_t lo = 0, hi = 0;  // samples [lo, hi) cover second s: off in (s - 5, s]
+  double in_use = 0;
+  for (int64_t sec = 0; sec < end_s; sec++) {
+    while (hi < samples.size() && samples[hi].first <= sec) in_use += samples[hi++].second;
+    while (lo < hi && samples[lo].first <= sec - kStepS) in_use -= samples[lo++].second;
+    double& o = out[static_cast<size_t>(sec / kStepS)];
+    o = std::max(o, lo == hi ? 0.0 : in_use);
+  }
+  return out;
 }
 
 Status parseNativeLine(std::string_view line, const ImportOptions& opts,
@@ -130,10 +143,12 @@ Status parseNativeLine(std::string_view line, const ImportOptions& opts,
     return invalidArgument(
         "endTimeMs", "run longer than 30 days (" + std::to_string(nums[3] - nums[2]) + " ms)");
   }
-  int64_t steps = (nums[3] - nums[2] + kNativeStepMs - 1) / kNativeStepMs;
-  std::vector<double> memory;
-  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[6], "memorySkyline", steps, &memory));
-  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[7], "containerSkyline", steps, &r.skyline));
+  // Hadoop's estimator fits containers only; the memory skyline is validated.
+  std::vector<std::pair<int64_t, double>> samples;
+  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[6], "memorySkyline", &samples));
+  MORPHEUS_RETURN_IF_ERROR(parseSamples(f[7], "containerSkyline", &samples));
+  r.skyline = nativeSkyline(samples);
+  r.status = store::RunStatus::kSucceeded;  // the format carries no status
   batch->runs.push_back(std::move(r));
   return Status::ok();
 }
@@ -198,6 +213,14 @@ Status parseJsonLine(std::string_view line, store::IngestBatch* batch) {
     MORPHEUS_RETURN_IF_ERROR(member(j, "end_ms", &end));
     MORPHEUS_RETURN_IF_ERROR(member(j, "step_ms", &step, false));
     MORPHEUS_RETURN_IF_ERROR(member(j, "skyline", &r.skyline));
+    std::string status = "succeeded";
+    MORPHEUS_RETURN_IF_ERROR(member(j, "status", &status, false));
+    auto st = store::parseRunStatus(status);
+    if (!st) {
+      return invalidArgument(
+          "status", "must be \"succeeded\", \"failed\" or \"killed\", got \"" + status + "\"");
+    }
+    r.status = *st;
     r.submit = fromEpochMs(submit);
     r.start = fromEpochMs(start);
     r.end = fromEpochMs(end);

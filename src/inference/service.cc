@@ -54,12 +54,26 @@ Result<std::vector<store::RunRecord>> runsFromProto(
     rec.step = Millis(r.step_ms() > 0 ? r.step_ms() : 60000);
     rec.skyline.assign(r.skyline().begin(), r.skyline().end());
     rec.container = c.isZero() ? Resource(1024, 1) : c;
+    switch (r.status()) {
+      case v1::RUN_STATUS_UNSPECIFIED:
+      case v1::RUN_STATUS_SUCCEEDED:
+        rec.status = store::RunStatus::kSucceeded;
+        break;
+      case v1::RUN_STATUS_FAILED:
+        rec.status = store::RunStatus::kFailed;
+        break;
+      case v1::RUN_STATUS_KILLED:
+        rec.status = store::RunStatus::kKilled;
+        break;
+      default:
+        return invalidArgument(f + ".status", "must be SUCCEEDED, FAILED or KILLED");
+    }
     out.push_back(std::move(rec));
   }
   return out;
 }
 
-void toProto(const Proposal& p, v1::Proposal* out) {
+void toProto(const Proposal& p, TimePoint now, v1::Proposal* out) {
   out->set_proposal_id(p.record.id.value());
   out->set_job_key(p.record.job.value());
   out->set_owner(p.record.owner);
@@ -80,6 +94,22 @@ void toProto(const Proposal& p, v1::Proposal* out) {
   out->set_problematic(p.payload.problematic);
   out->set_created_ms(toEpochMs(p.record.created));
   out->set_is_update(p.payload.is_update);
+  out->set_one_off_instances(p.payload.one_off_instances);
+  if (p.payload.one_off_instances && p.payload.period.count() > 0) {
+    out->set_next_instance_arrival_ms(
+        toEpochMs(nextInstanceStart(p.payload, now) + p.payload.start_offset));
+  }
+  for (const auto& i : p.payload.instances) {
+    auto* o = out->add_instances();
+    o->set_arrival_ms(toEpochMs(i.period_start + p.payload.start_offset));
+    o->set_deadline_ms(toEpochMs(i.period_start + p.payload.deadline_offset));
+    o->set_reservation_id(i.reservation_id);
+    o->set_state(i.state);
+    o->set_detail(i.detail);
+  }
+  for (const auto& w : p.payload.warnings) out->add_warnings(w);
+  out->set_runs_failed(p.payload.runs_failed);
+  out->set_runs_killed(p.payload.runs_killed);
 }
 
 Result<std::vector<store::FileEvent>> eventsFromProto(
@@ -162,7 +192,7 @@ grpc::Status InferenceServiceImpl::ListProposals(grpc::ServerContext* ctx,
   }
   auto list = core_.proposals(state);
   if (!list.isOk()) return toGrpc(list.status());
-  for (const auto& p : *list) toProto(p, resp->add_proposals());
+  for (const auto& p : *list) toProto(p, core_.now(), resp->add_proposals());
   for (const auto& n : core_.notActionable()) {
     auto* na = resp->add_not_actionable();
     na->set_job_key(n.job.value());
@@ -179,7 +209,7 @@ grpc::Status InferenceServiceImpl::GetProposal(grpc::ServerContext* ctx,
   if (req->proposal_id().empty()) return toGrpc(invalidArgument("proposal_id", "is required"));
   auto p = core_.proposal(ProposalId(req->proposal_id()));
   if (!p.isOk()) return toGrpc(p.status());
-  toProto(*p, resp);
+  toProto(*p, core_.now(), resp);
   return grpc::Status::OK;
 }
 
@@ -191,7 +221,7 @@ grpc::Status InferenceServiceImpl::AcceptProposal(grpc::ServerContext* ctx,
   if (req->proposal_id().empty()) return toGrpc(invalidArgument("proposal_id", "is required"));
   auto p = core_.accept(ProposalId(req->proposal_id()), *who, req->auto_update());
   if (!p.isOk()) return toGrpc(p.status());
-  toProto(*p, resp->mutable_proposal());
+  toProto(*p, core_.now(), resp->mutable_proposal());
   return grpc::Status::OK;
 }
 
@@ -215,7 +245,7 @@ grpc::Status InferenceServiceImpl::OverrideProposal(grpc::ServerContext* ctx,
     o.budget_container_ms = req->reprovision_budget_container_ms();
   auto p = core_.override(ProposalId(req->proposal_id()), *who, o);
   if (!p.isOk()) return toGrpc(p.status());
-  toProto(*p, resp->mutable_proposal());
+  toProto(*p, core_.now(), resp->mutable_proposal());
   return grpc::Status::OK;
 }
 
@@ -227,7 +257,7 @@ grpc::Status InferenceServiceImpl::RejectProposal(grpc::ServerContext* ctx,
   if (req->proposal_id().empty()) return toGrpc(invalidArgument("proposal_id", "is required"));
   auto p = core_.reject(ProposalId(req->proposal_id()), *who, req->reason());
   if (!p.isOk()) return toGrpc(p.status());
-  toProto(*p, resp->mutable_proposal());
+  toProto(*p, core_.now(), resp->mutable_proposal());
   return grpc::Status::OK;
 }
 
@@ -251,7 +281,12 @@ grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*,
       req->beta_mode().empty() ? fit_defaults_.beta_relative : req->beta_mode() == "relative";
   params.sample = fit_defaults_.sample;
   params.min_runs = fit_defaults_.min_runs;
-  auto fit = fitRuns(*runs, params);
+  // Only succeeded runs are fitted (Morpheus §5 learns from runs that did their work).
+  std::vector<store::RunRecord> ok;
+  for (auto& r : *runs) {
+    if (r.status == store::RunStatus::kSucceeded) ok.push_back(std::move(r));
+  }
+  auto fit = fitRuns(ok, params);
   if (!fit.isOk()) return toGrpc(fit.status());
   for (auto v : fit->skyline) resp->add_skyline(v);
   resp->set_over_allocation(fit->over_allocation);
@@ -269,6 +304,39 @@ grpc::Status InferenceServiceImpl::Refit(grpc::ServerContext* ctx, const v1::Ref
   auto n = core_.refit();
   if (!n.isOk()) return toGrpc(n.status());
   resp->set_proposals_created(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ListRuns(grpc::ServerContext* ctx,
+                                            const v1::ListRunsRequest* req,
+                                            v1::ListRunsResponse* resp) {
+  auto who = auth_.identify(*ctx);
+  if (!who.isOk()) return toGrpc(who.status());
+  if (req->job_key().empty()) return toGrpc(invalidArgument("job_key", "is required"));
+  auto runs = core_.runsOf(JobKey(req->job_key()));
+  if (!runs.isOk()) return toGrpc(runs.status());
+  for (const auto& r : *runs) {
+    auto* o = resp->add_runs();
+    o->set_job_key(r.job.value());
+    o->set_run_id(r.run.value());
+    o->set_user(r.user);
+    o->set_submit_ms(toEpochMs(r.submit));
+    o->set_start_ms(toEpochMs(r.start));
+    o->set_end_ms(toEpochMs(r.end));
+    o->set_step_ms(r.step.count());
+    morpheus::toProto(r.container, o->mutable_container());
+    switch (r.status) {
+      case store::RunStatus::kSucceeded:
+        o->set_status(v1::RUN_STATUS_SUCCEEDED);
+        break;
+      case store::RunStatus::kFailed:
+        o->set_status(v1::RUN_STATUS_FAILED);
+        break;
+      case store::RunStatus::kKilled:
+        o->set_status(v1::RUN_STATUS_KILLED);
+        break;
+    }
+  }
   return grpc::Status::OK;
 }
 

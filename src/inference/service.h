@@ -32,6 +32,8 @@ class InferenceServiceImpl final : public v1::InferenceService::Service {
   grpc::Status FitSkyline(grpc::ServerContext*, const v1::FitSkylineRequest*,
                           v1::FitSkylineResponse*) override;
   grpc::Status Refit(grpc::ServerContext*, const v1::RefitRequest*, v1::RefitResponse*) override;
+  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,
+                        v1::ListRunsResponse*) override;
 
  private:
   InferenceCore& core_;
@@ -45,6 +47,7 @@ Result<std::vector<store::RunRecord>> runsFromProto(
 Result<std::vector<store::FileEvent>> eventsFromProto(
     const google::protobuf::RepeatedPtrField<v1::ProvenanceEvent>& events,
     const std::string& field);
-void toProto(const Proposal& p, v1::Proposal* out);
+// `now` places the next instance of a job with per-instance reservations.
+void toProto(const Proposal& p, TimePoint now, v1::Proposal* out);
 
 }  // namespace morpheus::inference

@@ -21,9 +21,14 @@
 
 namespace morpheus::inference {
 
+// Default weight of over-allocation against under-allocation. Morpheus §9
+// (sensitivity to alpha): "a value of 1% leads to the best balance" between
+// over-allocation and SLO misses; configurable as skyline.alpha.
+inline constexpr double kDefaultSkylineAlpha = 0.01;
+
 struct SkylineProblem {
   std::vector<std::vector<double>> runs;  // N runs x up to K steps, each >= 0
-  double alpha = 0.5;                     // in [0, 1]
+  double alpha = kDefaultSkylineAlpha;    // in [0, 1]
   double beta = 0.1;                      // >= 0
   bool beta_relative = true;
 };
@@ -58,7 +63,7 @@ std::vector<double> resample(const store::RunRecord& run, Millis step, SampleMod
 
 struct FitParams {
   Millis step{60000};
-  double alpha = 0.5;
+  double alpha = kDefaultSkylineAlpha;
   double beta = 0.1;
   bool beta_relative = true;
   int64_t min_runs = 3;

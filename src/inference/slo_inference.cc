@@ -69,23 +69,26 @@ double cv(const std::vector<double>& v) {
   return d / m;
 }
 
-std::optional<Millis> snapPeriod(Millis gap, double tolerance) {
-  static const int64_t kNatural[] = {5 * 60000, 10 * 60000, 15 * 60000,  30 * 60000,
-                                     3600000,   86400000,   7 * 86400000};
+std::optional<Millis> snapPeriod(Millis gap, double tolerance, Millis lcm, Millis step) {
+  if (gap.count() <= 0 || lcm.count() <= 0 || step.count() <= 0) return std::nullopt;
   std::optional<Millis> best;
   double best_rel = tolerance;
-  for (int64_t n : kNatural) {
-    double rel = std::fabs(static_cast<double>(gap.count() - n)) / static_cast<double>(n);
+  // Divisors lcm/n, n = 1 .. lcm/step: at most 1440 candidates for a day of minutes.
+  for (int64_t n = 1; n <= lcm.count() / step.count(); n++) {
+    if (lcm.count() % n != 0) continue;
+    const int64_t cand = lcm.count() / n;
+    if (cand % step.count() != 0) continue;
+    double rel = std::fabs(static_cast<double>(gap.count() - cand)) / static_cast<double>(cand);
     if (rel <= best_rel) {
       best_rel = rel;
-      best = Millis(n);
+      best = Millis(cand);
     }
   }
   return best;
 }
 
-std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, const SloParams& p,
-                                  double* cv_out, std::string* reason) {
+std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& runs,
+                                          const SloParams& p, double* cv_out, std::string* reason) {
   if (static_cast<int64_t>(runs.size()) < std::max<int64_t>(p.min_runs, 2)) {
     *reason = "needs at least " + std::to_string(std::max<int64_t>(p.min_runs, 2)) + " runs, has " +
               std::to_string(runs.size());
@@ -108,18 +111,13 @@ std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, con
               fmt3(p.max_period_cv) + ", median gap " + fmtDuration(m) + ")";
     return std::nullopt;
   }
-  auto snapped = snapPeriod(m, p.period_tolerance);
-  if (!snapped) {
-    *reason = "median submission gap " + fmtDuration(m) +
-              " matches no natural period (5/10/15/30 min, 1 h, 1 d, 1 w)";
-    return std::nullopt;
+  if (auto snapped = snapPeriod(m, p.period_tolerance, p.lcm, p.step)) {
+    return InferredPeriod{*snapped, true};
   }
-  if (p.lcm.count() % snapped->count() != 0) {
-    *reason =
-        "period " + fmtDuration(*snapped) + " does not divide the plan's LCM " + fmtDuration(p.lcm);
-    return std::nullopt;
-  }
-  return snapped;
+  // Off-kilter or longer than the LCM: whole steps, one-off reservation per instance.
+  const int64_t step = std::max<int64_t>(p.step.count(), 1);
+  const int64_t steps = std::max<int64_t>(1, (m.count() + step / 2) / step);
+  return InferredPeriod{Millis(steps * step), false};
 }
 
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
@@ -127,12 +125,16 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
                                   const SloParams& p) {
   // Pass 1: periods (consumers' periods are needed by pass 2).
   std::unordered_map<std::string, Millis> periods;
+  std::unordered_map<std::string, bool> one_off;
   std::vector<SloVerdict> out(jobs.size());
   std::vector<double> period_cvs(jobs.size(), 0);
   for (size_t j = 0; j < jobs.size(); j++) {
     out[j].job = jobs[j].job;
     auto per = inferPeriod(jobs[j].runs, p, &period_cvs[j], &out[j].reason);
-    if (per) periods[jobs[j].job.value()] = *per;
+    if (per) {
+      periods[jobs[j].job.value()] = per->period;
+      one_off[jobs[j].job.value()] = !per->divides_lcm;
+    }
   }
   // Events on each path, by time.
   std::unordered_map<std::string, std::vector<const store::FileEvent*>> on_path;
@@ -230,6 +232,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
     }
     InferredSlo slo;
     slo.period = Millis(P);
+    slo.one_off_instances = one_off[h.job.value()];
     double a = in_avail.empty() ? 0.0 : std::max(0.0, percentile(in_avail, p.start_percentile));
     double d = percentile(out_read, p.deadline_percentile);
     // Whole seconds: a rounded up, d rounded down (never looser than inferred).

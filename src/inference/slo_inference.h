@@ -4,9 +4,14 @@
 //
 // Definitions (all offsets relative to the run's period start, an
 // epoch-aligned multiple of the period P, the one nearest to submit - phase):
-// - P: median gap between submissions, snapped to a natural period (5, 10,
-//   15, 30 min, 1 h, 1 day, 1 week) when within `period_tolerance`; the gaps'
-//   dispersion CV = MAD/median must not exceed `max_period_cv`.
+// - P: median gap between submissions; the gaps' dispersion CV = MAD/median
+//   must not exceed `max_period_cv`. A median gap within `period_tolerance`
+//   (relative) of a divisor of the plan's LCM that is a whole number of plan
+//   steps snaps to it (LCM 1 day: 5, 20 min, 1, 2, 3, 4, 6, 8, 12 h, 1 day,
+//   ...): the job is periodic and gets one recurring reservation. Otherwise
+//   (off-kilter, e.g. 7 h, or longer than the LCM: weekly, monthly) P is the
+//   median gap rounded to whole steps and the job gets a non-periodic
+//   (one-off) reservation per instance (Morpheus §6), `one_off_instances`.
 // - T_inAvail: the last write by another job to any file the run read,
 //   before the run started; T_start, T_end: the run's own; T_outRead: the
 //   first read by another job of any file the run wrote, after it started.
@@ -39,7 +44,8 @@ struct SloParams {
   double start_percentile = 0.95;    // a
   double deadline_percentile = 0.5;  // d
   double problematic_cv = 0.5;
-  Millis lcm{86400000};  // periods must divide it (the RM plan's LCM)
+  Millis lcm{86400000};  // the RM plan's LCM: periods dividing it are periodic
+  Millis step{60000};    // plan step: periods are whole steps
   int64_t min_runs = 3;
 };
 
@@ -49,10 +55,18 @@ struct JobHistory {
   std::vector<store::FileEvent> events;  // this job's own reads and writes
 };
 
+// Instance k of a job with period P is the period [k*P, (k+1)*P) from the
+// epoch; its window is [k*P + a, k*P + d].
+struct InferredPeriod {
+  Millis period{0};
+  bool divides_lcm = true;  // false: one one-off reservation per instance (§6)
+};
+
 struct InferredSlo {
   Millis period{0};
-  Millis start_offset{0};     // a
-  Millis deadline_offset{0};  // d
+  bool one_off_instances = false;  // the period does not divide the LCM
+  Millis start_offset{0};          // a
+  Millis deadline_offset{0};       // d
   bool problematic = false;
   double period_cv = 0;
   double outread_cv = 0;
@@ -72,12 +86,14 @@ double percentile(std::vector<double> v, double q);  // linear interpolation, q 
 double mad(const std::vector<double>& v);            // median absolute deviation
 double cv(const std::vector<double>& v);             // MAD / |median|; inf if median 0 and MAD > 0
 
-// The natural period within tolerance of `gap`, or nullopt.
-std::optional<Millis> snapPeriod(Millis gap, double tolerance);
+// The divisor of `lcm` that is a whole number of `step`s nearest to `gap`
+// (relative distance), if within `tolerance`; nullopt otherwise.
+std::optional<Millis> snapPeriod(Millis gap, double tolerance, Millis lcm, Millis step);
 
-// Period of one job from its submissions; nullopt + reason when not periodic.
-std::optional<Millis> inferPeriod(const std::vector<store::RunRecord>& runs, const SloParams& p,
-                                  double* cv_out, std::string* reason);
+// Period of one job from its submissions; nullopt + reason when the gaps are
+// too few or too dispersed to call the job recurring.
+std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& runs,
+                                          const SloParams& p, double* cv_out, std::string* reason);
 
 // Infers every job's SLO. `path_events` holds the events (of any job) on the
 // paths the jobs read or wrote.

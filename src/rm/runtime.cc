@@ -716,6 +716,9 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     t.start = rec.start;
     t.finish = rec.finish;
     t.step = opts_.telemetry_step;
+    t.outcome = final_state == AppState::kFinished ? AppOutcome::kSucceeded
+                : final_state == AppState::kFailed ? AppOutcome::kFailed
+                                                   : AppOutcome::kKilled;
     t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step);
     for (const auto& c : containers_) {
       if (c.second.app == app && !c.second.am && !c.second.resource.isZero()) {
@@ -742,6 +745,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
                         {"skyline", t.skyline},
                         {"memory_mib", t.container.memoryMib()},
                         {"vcores", t.container.vcores()},
+                        {"status", static_cast<int>(t.outcome)},
                         {"files", files}};
     if (Status st = store_->commit({{"telemetry", t.app.value(), j.dump()}}); !st.isOk()) {
       spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
@@ -776,6 +780,8 @@ Status RmRuntime::recoverTelemetry() {
       t.step = Millis(j.at("step_ms").get<int64_t>());
       t.skyline = j.at("skyline").get<std::vector<double>>();
       t.container = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
+      // Records persisted before the status was kept are successful runs.
+      t.outcome = static_cast<AppOutcome>(std::clamp(j.value("status", 0), 0, 2));
       for (const auto& f : j.at("files")) {
         t.files.push_back({f.at("path").get<std::string>(),
                            fromEpochMs(f.at("time_ms").get<int64_t>()), f.at("write").get<bool>()});

@@ -79,9 +79,8 @@ void TelemetryForwarder::enqueue(AppTelemetryRecord rec) {
   cv_.notify_all();
 }
 
-bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
-  auto stub = v1::InferenceService::NewStub(makeChannel(address_, tls_));
-  v1::IngestRunsRequest req;
+void toIngestRequest(const AppTelemetryRecord& rec, v1::IngestRunsRequest* out) {
+  v1::IngestRunsRequest& req = *out;
   auto* run = req.add_runs();
   run->set_job_key(rec.recurrence_key.empty() ? rec.app.value() : rec.recurrence_key.value());
   run->set_run_id(rec.app.value());
@@ -92,6 +91,17 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
   run->set_step_ms(rec.step.count());
   for (double v : rec.skyline) run->add_skyline(v);
   toProto(rec.container, run->mutable_container());
+  switch (rec.outcome) {
+    case AppOutcome::kSucceeded:
+      run->set_status(v1::RUN_STATUS_SUCCEEDED);
+      break;
+    case AppOutcome::kFailed:
+      run->set_status(v1::RUN_STATUS_FAILED);
+      break;
+    case AppOutcome::kKilled:
+      run->set_status(v1::RUN_STATUS_KILLED);
+      break;
+  }
   // The run and its file events in one request: stored in one transaction.
   for (const auto& f : rec.files) {
     auto* e = req.add_events();
@@ -101,6 +111,12 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
     e->set_time_ms(toEpochMs(f.time));
     e->set_kind(f.write ? v1::ProvenanceEvent::KIND_WRITE : v1::ProvenanceEvent::KIND_READ);
   }
+}
+
+bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
+  auto stub = v1::InferenceService::NewStub(makeChannel(address_, tls_));
+  v1::IngestRunsRequest req;
+  toIngestRequest(rec, &req);
   v1::IngestResponse resp;
   auto ctx = makeContext(Millis(10000));
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);

@@ -18,6 +18,10 @@
 #include "common/resource.h"
 #include "common/tls.h"
 
+namespace morpheus::v1 {
+class IngestRunsRequest;
+}
+
 namespace morpheus::rm {
 
 struct ContainerInterval {
@@ -31,6 +35,10 @@ struct FileAccessRecord {
   bool write = false;
 };
 
+// How the application ended (its AM's final status). The inference service
+// fits skylines and SLO statistics from succeeded runs only (Morpheus §4/§5).
+enum class AppOutcome { kSucceeded, kFailed, kKilled };
+
 struct AppTelemetryRecord {
   AppId app;
   JobKey recurrence_key;
@@ -40,7 +48,12 @@ struct AppTelemetryRecord {
   std::vector<double> skyline;  // average containers in use per step from `start`
   Resource container;           // typical (most common) container size
   std::vector<FileAccessRecord> files;
+  AppOutcome outcome = AppOutcome::kSucceeded;
 };
+
+// The IngestRunsRequest that delivers one record: the run (with its final
+// status) and its file events, stored by inference in one transaction. Pure.
+void toIngestRequest(const AppTelemetryRecord& rec, v1::IngestRunsRequest* out);
 
 // Average number of containers in use in each step [start + k*step, start +
 // (k+1)*step) for k = 0 .. ceil((end - start)/step) - 1. Intervals are clipped

@@ -47,6 +47,9 @@ constexpr const char* kMigrations[] = {
     "CREATE INDEX events_by_job ON events(job, time_ms);"
     "CREATE INDEX runs_by_submit ON runs(job, submit_ms, run);"
     "CREATE INDEX proposals_by_state ON proposals(state, created_ms, id);",
+    // 3: how each run ended; runs stored before were successful runs.
+    "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'succeeded'"
+    "  CHECK(status IN ('succeeded', 'failed', 'killed'));",
 };
 static_assert(std::size(kMigrations) == kProvenanceSchemaVersion,
               "one PostgreSQL migration per schema version");
@@ -121,14 +124,16 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       for (const RunRecord& r : batch.runs) {
         auto res = exec(
             "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, "
-            "container) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            "container, status) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
             "ON CONFLICT(job, run) DO UPDATE SET owner = excluded.owner, "
             "submit_ms = excluded.submit_ms, start_ms = excluded.start_ms, "
             "end_ms = excluded.end_ms, step_ms = excluded.step_ms, "
-            "skyline = excluded.skyline, container = excluded.container",
+            "skyline = excluded.skyline, container = excluded.container, "
+            "status = excluded.status",
             {r.job.value(), r.run.value(), r.user, std::to_string(toEpochMs(r.submit)),
              std::to_string(toEpochMs(r.start)), std::to_string(toEpochMs(r.end)),
-             std::to_string(r.step.count()), encodeSkyline(r.skyline), encodeResource(r.container)},
+             std::to_string(r.step.count()), encodeSkyline(r.skyline), encodeResource(r.container),
+             toString(r.status)},
             "ingest run " + r.run.value());
         if (!res.isOk()) return res.status();
       }
@@ -165,8 +170,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(
           PgResult r,
-          exec("SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container "
-               "FROM runs WHERE job = $1 ORDER BY submit_ms, run",
+          exec("SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container, "
+               "status FROM runs WHERE job = $1 ORDER BY submit_ms, run",
                {job.value()}, "runs"));
       for (int i = 0; i < PQntuples(r.get()); ++i) {
         RunRecord rec;
@@ -185,6 +190,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
         auto c = Resource::parse(PQgetvalue(r.get(), i, 8), "container");
         if (!c.isOk()) return internalError("corrupt container in provenance store " + name_);
         rec.container = *c;
+        auto status = parseRunStatus(PQgetvalue(r.get(), i, 9));
+        if (!status) return internalError("corrupt run status in provenance store " + name_);
+        rec.status = *status;
         out.push_back(std::move(rec));
       }
       return Status::ok();

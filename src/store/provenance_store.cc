@@ -101,6 +101,9 @@ Status validateIngest(const IngestBatch& batch) {
     if (r.container.anyNegative()) {
       return invalidArgument(at("runs", i, "container"), "must not be negative");
     }
+    if (!parseRunStatus(toString(r.status))) {
+      return invalidArgument(at("runs", i, "status"), "must be succeeded, failed or killed");
+    }
     // Extended resource names must survive the text encoding ("gpu", not "a,b=").
     auto back = Resource::parse(encodeResource(r.container), at("runs", i, "container"));
     if (!back.isOk() || !(*back == r.container)) {

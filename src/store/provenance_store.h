@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -34,6 +35,29 @@
 #include "common/status.h"
 
 namespace morpheus::store {
+
+// How a run ended (the application's final status). Only succeeded runs feed
+// the skyline fit and the SLO statistics (Morpheus §4/§5 learn from runs that
+// did their work); failed and killed runs are kept and shown, not fitted.
+// Inline: the pure inference code (import, fit) uses it without linking a store.
+enum class RunStatus { kSucceeded, kFailed, kKilled };
+inline const char* toString(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kKilled:
+      return "killed";
+  }
+  return "unknown";
+}
+inline std::optional<RunStatus> parseRunStatus(std::string_view s) {
+  for (RunStatus st : {RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kKilled}) {
+    if (s == toString(st)) return st;
+  }
+  return std::nullopt;
+}
 
 // One finished run of a recurring job.
 struct RunRecord {
@@ -46,6 +70,7 @@ struct RunRecord {
   Millis step{60000};           // duration of one skyline sample
   std::vector<double> skyline;  // containers in use per step from `start`
   Resource container;           // size of one container
+  RunStatus status = RunStatus::kSucceeded;
 
   bool operator==(const RunRecord&) const = default;
 };

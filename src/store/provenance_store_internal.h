@@ -20,7 +20,8 @@ namespace morpheus::store {
 // Schema version this code writes (the number of migrations it knows).
 // 1: runs, events, proposals, reject_fingerprints.
 // 2: secondary indexes for eventsOnPaths, eventsOfJob and listProposals.
-inline constexpr int kProvenanceSchemaVersion = 2;
+// 3: runs.status (succeeded / failed / killed); existing runs become succeeded.
+inline constexpr int kProvenanceSchemaVersion = 3;
 
 // Validation done by every implementation before any write: INVALID_ARGUMENT
 // naming the field ("runs[2].job", "events[0].path", "proposal.id").

@@ -40,6 +40,9 @@ constexpr const char* kMigrations[] = {
     "CREATE INDEX events_by_job ON events(job, time_ms);"
     "CREATE INDEX runs_by_submit ON runs(job, submit_ms, run);"
     "CREATE INDEX proposals_by_state ON proposals(state, created_ms, id);",
+    // 3: how each run ended; runs stored before were successful runs.
+    "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'succeeded'"
+    "  CHECK(status IN ('succeeded', 'failed', 'killed'));",
 };
 static_assert(std::size(kMigrations) == kProvenanceSchemaVersion,
               "one SQLite migration per schema version");
@@ -65,11 +68,12 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     return inTransaction([&]() -> Status {
       Stmt run(db_,
                "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, "
-               "container) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+               "container, status) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
                "ON CONFLICT(job, run) DO UPDATE SET owner = excluded.owner, "
                "submit_ms = excluded.submit_ms, start_ms = excluded.start_ms, "
                "end_ms = excluded.end_ms, step_ms = excluded.step_ms, "
-               "skyline = excluded.skyline, container = excluded.container");
+               "skyline = excluded.skyline, container = excluded.container, "
+               "status = excluded.status");
       if (!run.prepared()) return error("prepare runs");
       for (const RunRecord& r : batch.runs) {
         run.text(1, r.job.value())
@@ -80,7 +84,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
             .int64(6, toEpochMs(r.end))
             .int64(7, r.step.count())
             .text(8, encodeSkyline(r.skyline))
-            .text(9, encodeResource(r.container));
+            .text(9, encodeResource(r.container))
+            .text(10, toString(r.status));
         if (run.step() != SQLITE_DONE) return error("ingest run " + r.run.value());
         run.reset();
       }
@@ -115,8 +120,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   Result<std::vector<RunRecord>> runs(const JobKey& job) override {
     std::lock_guard<std::mutex> lk(mu_);
     Stmt q(db_,
-           "SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container "
-           "FROM runs WHERE job = ?1 ORDER BY submit_ms, run");
+           "SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container, "
+           "status FROM runs WHERE job = ?1 ORDER BY submit_ms, run");
     if (!q.prepared()) return error("prepare runs");
     q.text(1, job.value());
     std::vector<RunRecord> out;
@@ -134,6 +139,9 @@ class SqliteProvenanceStore final : public ProvenanceStore {
       auto c = Resource::parse(q.col(8), "container");
       if (!c.isOk()) return internalError("corrupt container in provenance store " + path_);
       r.container = *c;
+      auto status = parseRunStatus(q.col(9));
+      if (!status) return internalError("corrupt run status in provenance store " + path_);
+      r.status = *status;
       out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) return error("runs");

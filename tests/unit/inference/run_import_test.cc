@@ -1,6 +1,8 @@
 // Run-history import: both formats, line-numbered errors, all-or-nothing.
 #include "inference/run_import.h"
 
+#include "inference/skyline_fit.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -32,9 +34,66 @@ TEST(RunImport, NativeLinesBecomeRunsAtFiveSecondSteps) {
   EXPECT_EQ(toEpochMs(r.start), 2000);
   EXPECT_EQ(r.step, Millis(5000));
   EXPECT_EQ(r.container, Resource(1024, 1));
-  // 20 s run = 4 steps: 1 (0-5 s), 1 (5-10 s), 4 (10-15 s), 2 (15-20 s).
-  EXPECT_EQ(r.skyline, (std::vector<double>{1, 1, 4, 2}));
-  EXPECT_EQ(b->runs[1].skyline, (std::vector<double>{3, 3}));
+  // Each sample is one 5 s step; nothing holds between samples (Hadoop):
+  // 1 (0-5 s), 0 (5-10 s), 4 (10-15 s), 2 (15-20 s).
+  EXPECT_EQ(r.skyline, (std::vector<double>{1, 0, 4, 2}));
+  EXPECT_EQ(r.status, store::RunStatus::kSucceeded);
+  // One sample = one step, although the line ends 10 s after its start.
+  EXPECT_EQ(b->runs[1].skyline, (std::vector<double>{3}));
+}
+
+// A native run whose endTimeMs is minutes after its last sample has exactly
+// its samples as skyline (the end does not extend the last value), and the
+// LP fits what Hadoop's estimator would: three identical runs give their own
+// 3-step skyline, not one held for 10 minutes.
+TEST(RunImport, NativeEndTimeDoesNotExtendTheLastSample) {
+  auto b = parse(
+      "pipe 1 0 1000 601000 r1 1024:0 2:0|4:5|3:10\n"
+      "pipe 1 86400000 86401000 87001000 r2 1024:0 2:0|4:5|3:10\n"
+      "pipe 1 172800000 172801000 173401000 r3 1024:0 2:0|4:5|3:10\n",
+      "native");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  ASSERT_EQ(b->runs.size(), 3u);
+  EXPECT_EQ(b->runs[0].skyline, (std::vector<double>{2, 4, 3}));
+  EXPECT_EQ(toEpochMs(b->runs[0].end), 601000);  // kept for the SLO statistics
+  FitParams fp;
+  fp.step = Millis(5000);
+  auto fit = fitRuns(b->runs, fp);
+  ASSERT_TRUE(fit.isOk()) << fit.status().message();
+  EXPECT_EQ(fit->skyline, (std::vector<int64_t>{2, 4, 3}));
+}
+
+// Samples at one offset add up and an off-grid sample covers the two steps
+// its 5 s interval touches (Hadoop's per-second max within a step).
+TEST(RunImport, NativeSamplesAddUpAndCoverFiveSeconds) {
+  auto b = parse("pipe 1 0 0 60000 r1 1024:0 1:0|2:0|3:7\n", "native");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  // [0,5): 1+2; [7,12): 3 -> steps 0-5 s: 3, 5-10 s: 3 (from 7 s), 10-15 s: 3 (to 12 s).
+  EXPECT_EQ(b->runs[0].skyline, (std::vector<double>{3, 3, 3}));
+}
+
+// jsonl runs may say how they ended; the default is succeeded, anything but
+// succeeded/failed/killed is refused naming the field.
+TEST(RunImport, JsonLinesCarryRunStatus) {
+  auto b = parse(
+      R"({"type":"run","job":"etl","run":"r1","submit_ms":1,"start_ms":1,"end_ms":2,"skyline":[1]})"
+      "\n"
+      R"({"type":"run","job":"etl","run":"r2","submit_ms":1,"start_ms":1,"end_ms":2,"skyline":[1],"status":"failed"})"
+      "\n"
+      R"({"type":"run","job":"etl","run":"r3","submit_ms":1,"start_ms":1,"end_ms":2,"skyline":[1],"status":"killed"})"
+      "\n",
+      "jsonl");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  EXPECT_EQ(b->runs[0].status, store::RunStatus::kSucceeded);
+  EXPECT_EQ(b->runs[1].status, store::RunStatus::kFailed);
+  EXPECT_EQ(b->runs[2].status, store::RunStatus::kKilled);
+  auto bad = parse(
+      R"({"type":"run","job":"etl","run":"r1","submit_ms":1,"start_ms":1,"end_ms":2,"skyline":[1],"status":"lost"})"
+      "\n",
+      "jsonl");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("line 1: status: must be"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(RunImport, BadLinesAreListedWithNumbersAndNothingIsImported) {

@@ -43,12 +43,61 @@ TEST(SloStats, MedianPercentileMadCv) {
   EXPECT_DOUBLE_EQ(median({}), 0);
 }
 
-TEST(SloPeriod, SnapsToNaturalPeriods) {
-  EXPECT_EQ(snapPeriod(Millis(kHour + 3 * kMin), 0.1), Millis(kHour));
-  EXPECT_EQ(snapPeriod(Millis(kDay - 20 * kMin), 0.1), Millis(kDay));
-  EXPECT_EQ(snapPeriod(Millis(14 * kMin), 0.1), Millis(15 * kMin));
-  EXPECT_EQ(snapPeriod(Millis(100 * kMin), 0.1), std::nullopt);  // 1 h 40 min: nothing near
-  EXPECT_EQ(snapPeriod(Millis(kHour + 12 * kMin), 0.1), std::nullopt);
+// Any divisor of the one-day LCM that is whole minutes snaps, not only a
+// list of natural periods; off-kilter gaps snap to nothing.
+TEST(SloPeriod, SnapsToDivisorsOfTheLcm) {
+  const Millis lcm(kDay), step(kMin);
+  EXPECT_EQ(snapPeriod(Millis(kHour + 3 * kMin), 0.1, lcm, step), Millis(kHour));
+  EXPECT_EQ(snapPeriod(Millis(kDay - 20 * kMin), 0.1, lcm, step), Millis(kDay));
+  EXPECT_EQ(snapPeriod(Millis(14 * kMin), 0.1, lcm, step), Millis(15 * kMin));
+  EXPECT_EQ(snapPeriod(Millis(2 * kHour + kMin), 0.1, lcm, step), Millis(2 * kHour));
+  EXPECT_EQ(snapPeriod(Millis(3 * kHour - 2 * kMin), 0.1, lcm, step), Millis(3 * kHour));
+  EXPECT_EQ(snapPeriod(Millis(8 * kHour), 0.1, lcm, step), Millis(8 * kHour));
+  EXPECT_EQ(snapPeriod(Millis(20 * kMin + 20000), 0.1, lcm, step), Millis(20 * kMin));
+  EXPECT_EQ(snapPeriod(Millis(kHour + 12 * kMin), 0.1, lcm, step), Millis(72 * kMin));
+  EXPECT_EQ(snapPeriod(Millis(7 * kHour), 0.1, lcm, step), std::nullopt);  // 6 h, 8 h too far
+  EXPECT_EQ(snapPeriod(Millis(7 * kDay), 0.1, lcm, step), std::nullopt);   // beyond the LCM
+}
+
+// Periods inferred from submissions: 2 h, 3 h and 20 min divide the day and
+// are periodic; 7 h, weekly and monthly (30/31-day gaps) are not periodic in
+// the LCM and get one-off reservations per instance, with their own period.
+TEST(SloPeriod, DivisorsArePeriodicOthersAreOneOffPerInstance) {
+  struct Case {
+    int64_t gap;
+    int64_t want;
+    bool divides;
+  };
+  const Case cases[] = {{2 * kHour, 2 * kHour, true},
+                        {3 * kHour, 3 * kHour, true},
+                        {20 * kMin, 20 * kMin, true},
+                        {7 * kHour, 7 * kHour, false},
+                        {7 * kDay, 7 * kDay, false}};
+  for (const Case& c : cases) {
+    std::vector<store::RunRecord> runs;
+    for (int i = 0; i < 6; i++) {
+      int64_t t = kDay0 + i * c.gap + (i % 2) * 20000;  // 20 s of jitter
+      runs.push_back(run("j", i, t, t, t + kMin));
+    }
+    double cvo = 0;
+    std::string why;
+    auto per = inferPeriod(runs, SloParams{}, &cvo, &why);
+    ASSERT_TRUE(per.has_value()) << c.gap << ": " << why;
+    EXPECT_EQ(per->period, Millis(c.want)) << c.gap;
+    EXPECT_EQ(per->divides_lcm, c.divides) << c.gap;
+  }
+  std::vector<store::RunRecord> monthly;
+  int64_t t = kDay0;
+  for (int64_t days : {31, 30, 31, 30, 31, 31}) {
+    monthly.push_back(run("m", static_cast<int>(monthly.size()), t, t, t + kHour));
+    t += days * kDay;
+  }
+  double cvo = 0;
+  std::string why;
+  auto per = inferPeriod(monthly, SloParams{}, &cvo, &why);
+  ASSERT_TRUE(per.has_value()) << why;
+  EXPECT_FALSE(per->divides_lcm);
+  EXPECT_EQ(per->period, Millis(31 * kDay));
 }
 
 TEST(SloPeriod, HourlyWithJitterAndAMissingRun) {
@@ -63,7 +112,8 @@ TEST(SloPeriod, HourlyWithJitterAndAMissingRun) {
   std::string why;
   auto per = inferPeriod(runs, p, &c, &why);
   ASSERT_TRUE(per.has_value()) << why;
-  EXPECT_EQ(*per, Millis(kHour));
+  EXPECT_EQ(per->period, Millis(kHour));
+  EXPECT_TRUE(per->divides_lcm);
   EXPECT_LT(c, 0.05);
 }
 
@@ -95,8 +145,10 @@ TEST(SloPeriod, TooFewRunsAndWeeklyPeriods) {
   for (int i = 0; i < 5; i++)
     weekly.push_back(
         run("j", i, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay, kDay0 + i * 7 * kDay + 1));
-  EXPECT_FALSE(inferPeriod(weekly, p, &c, &why).has_value());
-  EXPECT_NE(why.find("does not divide the plan's LCM"), std::string::npos) << why;
+  auto per = inferPeriod(weekly, p, &c, &why);
+  ASSERT_TRUE(per.has_value()) << why;  // not rejected: one-off reservations per instance
+  EXPECT_EQ(per->period, Millis(7 * kDay));
+  EXPECT_FALSE(per->divides_lcm);
 }
 
 // A daily ETL job: its input is written by "ingest" at 01:30 + jitter, it

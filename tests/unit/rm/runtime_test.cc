@@ -285,5 +285,29 @@ TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
 }
 
+// A finished app's telemetry record carries the AM's final status, so the
+// inference service can keep failed and killed runs out of its fits.
+TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
+  addNode("n1", 4);
+  AppId ok = runningApp("root.a", "alice", "n1");
+  AppId failed = runningApp("root.a", "alice", "n1");
+  AppId killed = runningApp("root.b", "bob", "n1");
+  auto finish = [&](const AppId& app, v1::FinalStatus status) {
+    v1::FinishApplicationMasterRequest f;
+    f.set_application_id(app.value());
+    f.set_am_token(apps_->amToken(app, 1));
+    f.set_final_status(status);
+    ASSERT_TRUE(rt_->finishAm(f).isOk());
+  };
+  finish(ok, v1::FINAL_STATUS_SUCCEEDED);
+  finish(failed, v1::FINAL_STATUS_FAILED);
+  finish(killed, v1::FINAL_STATUS_KILLED);
+  std::map<AppId, AppOutcome> got;
+  for (const auto& t : rt_->telemetry("")) got[t.app] = t.outcome;
+  EXPECT_EQ(got.at(ok), AppOutcome::kSucceeded);
+  EXPECT_EQ(got.at(failed), AppOutcome::kFailed);
+  EXPECT_EQ(got.at(killed), AppOutcome::kKilled);
+}
+
 }  // namespace
 }  // namespace morpheus::rm

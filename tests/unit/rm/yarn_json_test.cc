@@ -141,6 +141,7 @@ TEST(YarnJsonTest, NumbersOutsideInt64AreRejectedWithThePath) {
 }  // namespace
 }  // namespace morpheus::rm
 
+#include "morpheus/v1/inference.pb.h"
 #include "rm/telemetry.h"
 
 namespace morpheus::rm {
@@ -162,6 +163,36 @@ TEST(TelemetryTest, SkylineAveragesContainersPerStep) {
   // 15 s busy in a 30 s partial step is 0.5 containers (0.25 if averaged over a full step).
   EXPECT_DOUBLE_EQ(s[2], 0.5) << "last partial step averages over its own length";
   EXPECT_TRUE(computeSkyline(iv, t0, t0, Millis(60000)).empty());
+}
+
+// The record sent to inference carries the run's final status next to its
+// times, skyline and file events (succeeded, failed and killed each map).
+TEST(TelemetryTest, IngestRequestCarriesTheFinalStatus) {
+  AppTelemetryRecord rec;
+  rec.app = AppId("app_1");
+  rec.recurrence_key = JobKey("etl");
+  rec.user = UserId("alice");
+  rec.submit = fromEpochMs(1000);
+  rec.start = fromEpochMs(2000);
+  rec.finish = fromEpochMs(62000);
+  rec.skyline = {2, 3};
+  rec.container = Resource(1024, 1);
+  rec.files = {{"/out", fromEpochMs(60000), true}};
+  const std::pair<AppOutcome, v1::RunStatus> cases[] = {
+      {AppOutcome::kSucceeded, v1::RUN_STATUS_SUCCEEDED},
+      {AppOutcome::kFailed, v1::RUN_STATUS_FAILED},
+      {AppOutcome::kKilled, v1::RUN_STATUS_KILLED}};
+  for (const auto& [outcome, wire] : cases) {
+    rec.outcome = outcome;
+    v1::IngestRunsRequest req;
+    toIngestRequest(rec, &req);
+    ASSERT_EQ(req.runs_size(), 1);
+    EXPECT_EQ(req.runs(0).status(), wire);
+    EXPECT_EQ(req.runs(0).job_key(), "etl");
+    EXPECT_EQ(req.runs(0).end_ms(), 62000);
+    ASSERT_EQ(req.events_size(), 1);
+    EXPECT_EQ(req.events(0).kind(), v1::ProvenanceEvent::KIND_WRITE);
+  }
 }
 
 }  // namespace

@@ -708,7 +708,18 @@ TYPED_TEST(ProvenanceStoreTest, MigratesOldSchemaAndRefusesNewer) {
     auto old = TypeParam::openAtVersion(loc, 1);
     ASSERT_TRUE(old.isOk()) << old.status().toString();
     EXPECT_EQ((*old)->schemaVersion(), 1);
-    ASSERT_TRUE((*old)->ingest({{r}, {e}}).isOk());
+    // The run and event as code of schema version 1 wrote them (no status column).
+    TypeParam::query(loc,
+                     "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, "
+                     "skyline, container) VALUES('j', 'r1', 'alice', " +
+                         std::to_string(toEpochMs(r.submit)) + ", " +
+                         std::to_string(toEpochMs(r.start)) + ", " +
+                         std::to_string(toEpochMs(r.end)) + ", 60000, '" +
+                         encodeSkyline(r.skyline) + "', '" + encodeResource(r.container) + "')");
+    TypeParam::query(loc,
+                     "INSERT INTO events(job, run, path, kind, time_ms) VALUES('j', 'r1', "
+                     "'/a', 'read', " +
+                         std::to_string(toEpochMs(e.time)) + ")");
     ASSERT_TRUE((*old)->insertProposal(p).isOk());
   }
   EXPECT_EQ(TypeParam::query(loc, "SELECT MAX(version) FROM schema_version"), "1");
@@ -733,6 +744,47 @@ TYPED_TEST(ProvenanceStoreTest, MigratesOldSchemaAndRefusesNewer) {
   EXPECT_NE(newer.status().message().find(std::to_string(kProvenanceSchemaVersion + 1)),
             std::string::npos)
       << newer.status().toString();
+}
+
+// A run's final status is stored and read back (failed and killed runs are
+// kept, not dropped), and a re-ingested run replaces its status.
+TYPED_TEST(ProvenanceStoreTest, RunStatusRoundTrips) {
+  RunRecord ok = makeRun("j", "r1", 0);
+  RunRecord failed = makeRun("j", "r2", 100);
+  failed.status = RunStatus::kFailed;
+  RunRecord killed = makeRun("j", "r3", 200);
+  killed.status = RunStatus::kKilled;
+  ASSERT_TRUE(this->store_->ingestRuns({ok, failed, killed}).isOk());
+  EXPECT_EQ(this->runsOf("j"), (std::vector<RunRecord>{ok, failed, killed}));
+  failed.status = RunStatus::kSucceeded;
+  ASSERT_TRUE(this->store_->ingestRuns({failed}).isOk());
+  EXPECT_EQ(this->runsOf("j")[1].status, RunStatus::kSucceeded);
+  EXPECT_EQ(this->query("SELECT status FROM runs WHERE run = 'r3'"), "killed");
+}
+
+// A database of schema version 2 (before run statuses) still opens; its runs
+// read back as succeeded and new runs carry their status.
+TYPED_TEST(ProvenanceStoreTest, DatabaseWithoutRunStatusOpensAsSucceeded) {
+  std::string loc = TypeParam::freshLocation("v2");
+  RunRecord r = makeRun("j", "r1", 0);
+  {
+    auto old = TypeParam::openAtVersion(loc, 2);
+    ASSERT_TRUE(old.isOk()) << old.status().toString();
+  }
+  TypeParam::query(loc,
+                   "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, "
+                   "skyline, container) VALUES('j', 'r1', 'alice', " +
+                       std::to_string(toEpochMs(r.submit)) + ", " +
+                       std::to_string(toEpochMs(r.start)) + ", " +
+                       std::to_string(toEpochMs(r.end)) + ", 60000, '" + encodeSkyline(r.skyline) +
+                       "', '" + encodeResource(r.container) + "')");
+  auto s = openProvenanceStore(TypeParam::kKind, loc);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  EXPECT_EQ(*(*s)->runs(JobKey("j")), std::vector<RunRecord>{r});
+  RunRecord k = makeRun("j", "r2", 100);
+  k.status = RunStatus::kKilled;
+  ASSERT_TRUE((*s)->ingestRuns({k}).isOk());
+  EXPECT_EQ((*(*s)->runs(JobKey("j")))[1].status, RunStatus::kKilled);
 }
 
 // Calls from several threads at once all land (the store is thread-safe).
