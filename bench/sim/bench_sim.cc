@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "inference/skyline_fit.h"
 #include "sim/engine.h"
 #include "sim/strategy.h"
 #include "sim/workload.h"
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     w->adhoc = std::move(*adhoc);
   }
   const double gen_s = since(t0);
-  auto specs = sim::parseStrategies(strategies, {}, 0.5);
+  auto specs = sim::parseStrategies(strategies, {}, inference::FitParams{}.alpha);
   if (!specs.isOk()) {
     std::cerr << "bench_sim: " << specs.status().message() << "\n";
     return 2;

@@ -259,6 +259,7 @@ class Sim {
   std::vector<ResState> res_;
   std::vector<int> res_of_job_;
   int64_t unreserved_ = 0;
+  int64_t fallback_ = 0;
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -331,23 +332,34 @@ Status Sim::init() {
       r.static_resource = p.static_resource;
       r.from_off = job.submit_offset;
       r.to_off = job.deadline;
-    } else if (p.kind == JobProvision::Kind::kPlanned) {
-      auto placed = planner_->submit(r.id, p.def, s_.from);
-      if (!placed.isOk()) {
+    } else {
+      std::optional<planner::Placement> placed;
+      if (p.kind == JobProvision::Kind::kPlanned) {
+        auto got = planner_->submit(r.id, p.def, s_.from);
+        if (got.isOk()) {
+          placed = *got;
+          r.period = p.def.period;
+          r.budget = p.budget_container_ms;
+        }
+      }
+      if (!placed && p.fallback) {
+        auto got = planner_->submit(r.id, *p.fallback, s_.from);
+        if (got.isOk()) {
+          placed = *got;
+          r.period = p.fallback->period;
+          fallback_++;
+        }
+      }
+      if (!placed) {
         unreserved_++;
         continue;
       }
       r.planned = true;
-      r.period = p.def.period;
-      r.budget = p.budget_container_ms;
       for (const auto& a : placed->allocations) {
         r.boundaries.push_back(a.start);
         r.boundaries.push_back(a.end);
         r.instance_work += a.resource.countCovering(r.unit) * (a.end - a.start).count();
       }
-    } else {
-      unreserved_++;
-      continue;
     }
     res_of_job_[j] = static_cast<int>(res_.size());
     res_.push_back(std::move(r));
@@ -964,8 +976,11 @@ void Sim::recordRun(const AppState& app) {
   event(job.key, job.input_path, store::FileAccess::kRead, app.start);
   if (app.inst.fails) return;
   event(job.key, job.output_path, store::FileAccess::kWrite, app.end);
+  // The consumer reads the output at its deadline, or, when the output is
+  // late, as soon as it is written (a data-triggered consumer, e.g. an Oozie
+  // coordinator waiting for its input dataset).
   event(JobKey("consumer:" + job.output_path), job.output_path, store::FileAccess::kRead,
-        app.inst.deadline);
+        std::max(app.inst.deadline, app.end));
   store::RunRecord rec;
   rec.job = job.key;
   rec.run = run;
@@ -1009,6 +1024,7 @@ void Sim::finalize() {
   });
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
+  r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
 }
 
 }  // namespace

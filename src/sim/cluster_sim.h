@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct JobProvision {
   Resource static_resource;
   planner::ReservationDefinition def;
   int64_t budget_container_ms = 0;  // DRA budget per instance (planned only)
+  // Planned strategies: when `def` is absent or the planner refuses it, the
+  // user's own request (user_containers over [submit, deadline) of each
+  // period) is submitted instead; the job runs unreserved only if that fails too.
+  std::optional<planner::ReservationDefinition> fallback;
 };
 
 struct RunSetup {

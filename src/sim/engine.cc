@@ -60,15 +60,12 @@ std::optional<std::vector<int64_t>> fitSkyline(const Learned& l, size_t j, doubl
   return s;
 }
 
-// A window [a, d) of one period holding `need`: widened towards the period
-// start as morpheus-inference does; nullopt when d < need.
+// The window [a, d) of one period, if it can hold `need`. Like
+// morpheus-inference, a window too short for the skyline is never widened
+// (the planner could not place it): the job stays unreserved.
 std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need) {
-  Millis a = slo.start_offset, d = slo.deadline_offset;
-  if (d - a < need) {
-    if (d < need) return std::nullopt;
-    a = d - need;
-  }
-  return std::make_pair(a, d);
+  if (slo.one_off_instances || slo.deadline_offset - slo.start_offset < need) return std::nullopt;
+  return std::make_pair(slo.start_offset, slo.deadline_offset);
 }
 
 planner::ReservationDefinition baseDef(const PeriodicJob& job, Millis period) {
@@ -150,6 +147,22 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   return p;
 }
 
+// The user's own request as a planned periodic reservation: user_containers
+// (one gang) over the whole window [submit, deadline) of each period, in
+// whole plan steps.
+planner::ReservationDefinition userDef(const PeriodicJob& job, TimePoint from,
+                                       const ExperimentOptions& o) {
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + job.submit_offset;
+  def.deadline = from + job.deadline;
+  const int64_t steps = (job.deadline - job.submit_offset) / o.step - 1;
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers,
+                                                 o.step * std::max<int64_t>(1, steps)});
+  def.interpreter = planner::Interpreter::kAll;
+  return def;
+}
+
 std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
                                         const Learned& l, TimePoint from,
                                         const ExperimentOptions& o) {
@@ -161,18 +174,17 @@ std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload
       continue;
     }
     const auto& slo = l.verdicts[j].slo;
+    JobProvision p;
     if (spec.provisioning == Provisioning::kPackedUser) {
-      out.push_back(slo ? packedUser(job, *slo, l.history.runtimes[j], from, o) : JobProvision{});
-      continue;
-    }
-    auto skyline = fitSkyline(l, j, spec.alpha, o);
-    if (!skyline) {
-      out.emplace_back();
+      if (slo) p = packedUser(job, *slo, l.history.runtimes[j], from, o);
+    } else if (auto skyline = fitSkyline(l, j, spec.alpha, o); !skyline) {
     } else if (spec.provisioning == Provisioning::kSkylineAtSubmit) {
-      out.push_back(skylineAtSubmit(job, *skyline, from, o));
-    } else {
-      out.push_back(slo ? packedSkyline(job, *slo, *skyline, from, o) : JobProvision{});
+      p = skylineAtSubmit(job, *skyline, from, o);
+    } else if (slo) {
+      p = packedSkyline(job, *slo, *skyline, from, o);
     }
+    p.fallback = userDef(job, from, o);
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "inference/skyline_fit.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
@@ -180,7 +181,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
     if (!a.isOk()) return fail(a.status().message());
     alphas = *a;
   }
-  auto specs = sim::parseStrategies(f.strategies, alphas, 0.5);
+  auto specs = sim::parseStrategies(f.strategies, alphas, inference::FitParams{}.alpha);
   if (!specs.isOk()) return fail(specs.status().message());
   auto workload = buildWorkload(f, *node_size);
   if (!workload.isOk()) return fail(workload.status().message());
@@ -198,8 +199,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
   auto summary = min_cluster ? sim::runMinCluster(*workload, o, *specs, progress, &g_stop)
                              : sim::runExperiment(*workload, o, *specs, progress, &g_stop);
   if (!summary.isOk()) return fail(summary.status().message());
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start)
-                          .count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (summary->interrupted) std::fprintf(stderr, "\ninterrupted: writing what is done so far\n");
   Status st = sim::writeReport(f.out, *summary);
   if (!st.isOk()) {

@@ -21,12 +21,12 @@ namespace morpheus::sim {
 
 // One evaluated periodic instance (evaluation days only).
 struct InstanceOutcome {
-  std::string job;          // JobKey value
-  int64_t index = 0;        // k
-  Millis runtime{0};        // end - start; 0 if it never started
-  Millis lateness{0};       // max(0, end - deadline)
-  bool met = false;         // ended successfully by the true deadline
-  bool failed = false;      // the run failed (not a deadline miss; excluded from violations)
+  std::string job;              // JobKey value
+  int64_t index = 0;            // k
+  Millis runtime{0};            // end - start; 0 if it never started
+  Millis lateness{0};           // max(0, end - deadline)
+  bool met = false;             // ended successfully by the true deadline
+  bool failed = false;          // the run failed (not a deadline miss; excluded from violations)
   bool worst_case_met = false;  // met using only guaranteed (reserved) capacity, Morpheus §9
   double reserved_container_s = 0;  // containers held for it x seconds
   double used_container_s = 0;      // containers it actually used x seconds
@@ -63,7 +63,7 @@ struct SimSummary {
   int64_t nodes = 0;
   int64_t days = 0;
   int64_t train_days = 0;
-  std::string command;  // "run" or "min-cluster"
+  std::string command;                     // "run" or "min-cluster"
   std::vector<StrategyResult> strategies;  // in the order they were run
   bool interrupted = false;                // Ctrl-C: what was done so far
 };

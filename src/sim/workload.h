@@ -52,7 +52,7 @@ struct PeriodicJob {
   std::vector<SimStage> stages;  // nominal DAG (day 0)
 
   // Run-to-run variance, applied by drawInstance.
-  double duration_noise_cv = 0.1;     // lognormal noise on each task's duration
+  double duration_noise_cv = 0.1;       // lognormal noise on each task's duration
   double straggler_probability = 0.01;  // per task
   double straggler_factor = 3.0;        // a straggler runs this many times longer
   double failure_probability = 0.0;     // per instance: the run fails (status failed)
@@ -93,11 +93,11 @@ struct RealizedStage {
   std::vector<Millis> task_durations;  // size = this run's task count
 };
 struct RealizedInstance {
-  int64_t index = 0;       // k: submitted at k * period + submit_offset
-  TimePoint submit;        // absolute
-  TimePoint input_available;  // absolute, ground truth
-  TimePoint deadline;      // absolute, ground truth
-  bool fails = false;      // the run ends as failed (counted, never fitted)
+  int64_t index = 0;                  // k: submitted at k * period + submit_offset
+  TimePoint submit;                   // absolute
+  TimePoint input_available;          // absolute, ground truth
+  TimePoint deadline;                 // absolute, ground truth
+  bool fails = false;                 // the run ends as failed (counted, never fitted)
   std::vector<RealizedStage> stages;  // parallel to PeriodicJob::stages
 };
 
@@ -114,8 +114,8 @@ struct GeneratorOptions {
   int64_t periodic_jobs = 50;
   int64_t days = 10;
   uint64_t seed = 1;
-  Resource node_size;    // containers are sized against it
-  int64_t nodes = 50;    // the jobs' total average demand is scaled to `periodic_load`
+  Resource node_size;          // containers are sized against it
+  int64_t nodes = 50;          // the jobs' total average demand is scaled to `periodic_load`
   double periodic_load = 0.4;  // share of cluster capacity used on average by periodic jobs
 };
 Result<Workload> generatePeriodic(const GeneratorOptions& options);
