@@ -18,6 +18,9 @@ PACKAGES=(
   # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
   # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).
   clang-14 libclang-rt-14-dev
+  # morpheus-sim (issue #13) draws its report's PNG plots with gnuplot; without
+  # it the report says so and keeps the CSVs and report.gp.
+  gnuplot-nox
 )
 
 missing=()

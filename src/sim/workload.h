@@ -111,25 +111,30 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
 
 // ---- Generator (Morpheus §2 findings; defaults documented in workload.cc) ----
 struct GeneratorOptions {
-  int64_t periodic_jobs = 50;
-  int64_t days = 10;
-  uint64_t seed = 1;
-  Resource node_size;          // containers are sized against it
+  int64_t periodic_jobs = 50;  // jobs generated (>= 0)
+  int64_t days = 10;           // simulated days the demand is averaged over (>= 1)
+  uint64_t seed = 1;           // every draw derives from it
+  Resource node_size;          // one node's capacity; containers are sized against it
   int64_t nodes = 50;          // the jobs' total average demand is scaled to `periodic_load`
   double periodic_load = 0.4;  // share of cluster capacity used on average by periodic jobs
 };
+// INVALID_ARGUMENT naming the option when one is out of range, or when
+// periodic_load cannot be reached within 25% (too many jobs for the cluster:
+// "periodic_jobs"; too few to fill it: "periodic_load").
 Result<Workload> generatePeriodic(const GeneratorOptions& options);
 
 // ---- Ad-hoc load from a SWIM trace (sim/swim_trace.h), repeated daily over
 // `days` and scaled (by sampling jobs, deterministically) so the ad-hoc work
-// is `load` of the cluster's capacity on average. ----
+// is `load` of the cluster's capacity on average. Jobs are a map stage, then
+// a reduce stage when the trace job shuffles; 1-vcore containers with the
+// node's memory per vcore. Sorted by submit. ----
 struct AdhocOptions {
   std::string trace_path;  // SWIM TSV
-  int64_t days = 10;
-  double load = 0.3;
-  uint64_t seed = 1;
-  Resource node_size;
-  int64_t nodes = 50;
+  int64_t days = 10;       // the trace's day is repeated this many times (>= 1)
+  double load = 0.3;       // share of cluster capacity, in [0, 1]
+  uint64_t seed = 1;       // sampling and user assignment derive from it
+  Resource node_size;      // one node's capacity
+  int64_t nodes = 50;      // cluster size the load is relative to (>= 1)
 };
 Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options);
 
@@ -138,5 +143,9 @@ Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options);
 // of the first bad field; nothing is returned then.
 Result<Workload> parseWorkloadJson(const std::string& text);
 Result<Workload> loadWorkloadJson(const std::string& path);
+// The same format written out (every field, durations as "1h2m3s"), so a
+// generated workload can be saved, edited and fed back: parseWorkloadJson of
+// the result gives the workload back exactly.
+std::string workloadJson(const Workload& workload);
 
 }  // namespace morpheus::sim

@@ -60,23 +60,28 @@ constexpr double kRuntimeMaxPeriodShare = 0.3;
 constexpr int64_t kTaskMinMs = 20 * kSecondMs;
 constexpr int64_t kTaskMaxMs = 30 * kMinuteMs;
 // Width of the first map stage before load scaling (heavy-tailed); each later
-// stage keeps 10%-60% of its predecessor's tasks.
+// stage keeps 10%-60% of the tasks of the narrowest stage it depends on.
 constexpr double kWidthMin = 1.0;
 constexpr double kWidthMax = 100.0;
 // No job is wider than half the cluster's containers.
 constexpr double kMaxJobClusterShare = 0.5;
 
 // Run-to-run variance (§2 "runtimes vary"): noise cv 5%-25%; stragglers per
-// task 0.05%-0.5%, 1.5x-3x longer; failures 0.5%-2.5% of runs (mean 1.5%);
-// half the jobs grow their input by up to 1% a day; 10% change code once.
+// task 0.05%-0.5%, 1.5x-2.5x longer; failures 0.5%-2.5% of runs (mean 1.5%);
+// half the jobs grow their input by up to 1% a day; 10% change code once,
+// making tasks 0.75x-1.3x as long.
 constexpr double kGrowingShare = 0.5;
 constexpr double kGrowthMax = 0.01;
 constexpr double kCodeChangeShare = 0.1;
 
 // Deadline slack (Fig. 9a): 70% of jobs have slack in [2.05, 6] (could run
-// twice before the deadline), 30% in [1.1, 1.95]. The window never exceeds
-// the period, so an instance's deadline is at most the next one's input.
+// twice before the deadline), 30% in [1.3, 1.95]. The deadline is set from
+// the submission (deadline - submit = slack x T), so even a tight job can
+// make it with enough capacity in a typical run; deadline - input_available
+// is longer by the input lead. The window never exceeds the period, so an
+// instance's deadline is at most the next one's input.
 constexpr double kLooseSlackShare = 0.7;
+constexpr double kTightSlackMin = 1.3;
 
 // User provisioning (Fig. 2a), ratio to the average need A: 15% under
 // (0.3-0.85), 10% about right (0.95-1.05), 55% over by 1.15-10x, 20% over by
@@ -135,12 +140,12 @@ Resource drawContainer(const Resource& node, const rng::Stream& s) {
 void drawVariance(PeriodicJob& job, int64_t days, const rng::Stream& s) {
   job.duration_noise_cv = s.uniform(0, 0.05, 0.25);
   job.straggler_probability = s.uniform(1, 0.0005, 0.005);
-  job.straggler_factor = s.uniform(2, 1.5, 3.0);
+  job.straggler_factor = s.uniform(2, 1.5, 2.5);
   job.failure_probability = s.uniform(3, 0.005, 0.025);
   job.input_growth_per_day = s.uniform(4) < kGrowingShare ? s.uniform(5, 0.0, kGrowthMax) : 0.0;
   if (days > 1 && s.uniform(6) < kCodeChangeShare) {
     job.code_change_day = 1 + s.below(7, days - 1);
-    job.code_change_factor = s.logUniform(8, 0.7, 1.5);
+    job.code_change_factor = s.logUniform(8, 0.75, 1.3);
   }
 }
 
@@ -169,7 +174,7 @@ void drawStages(DraftJob& d, const Resource& container, const rng::Stream& s) {
       width = d.raw_width[0] * s.uniform(21, 0.3, 1.0);
     } else {
       st.name = "reduce" + std::to_string(i);
-      const size_t from = join && i == 2 ? 0 : static_cast<size_t>(i - 1);
+      const size_t from = static_cast<size_t>(i - 1);  // after a join: the narrower map
       width = d.raw_width[from] * s.uniform(30 + i, 0.1, 0.6);
       if (join && i == 2) {
         st.depends_on = {0, 1};
@@ -215,15 +220,17 @@ std::vector<double> stageUnitDemand(const PeriodicJob& job, int64_t days,
 // Scales every job's widths by one factor so the expected total periodic
 // demand is `target` (a share of the cluster). Tasks are integers >= 1 and at
 // most `max_tasks`, so the factor is refined a few times on the rounded counts.
-void scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<double>>& unit,
-                 double target, int64_t max_tasks) {
+// Returns the expected demand reached.
+double scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<double>>& unit,
+                   double target, int64_t max_tasks) {
   double raw = 0;
   for (size_t j = 0; j < drafts.size(); j++) {
     for (size_t s = 0; s < unit[j].size(); s++) raw += drafts[j].raw_width[s] * unit[j][s];
   }
   double factor = raw > 0 ? target / raw : 0;
+  double got = 0;
   for (int round = 0; round < 4; round++) {
-    double got = 0;
+    got = 0;
     for (size_t j = 0; j < drafts.size(); j++) {
       for (size_t s = 0; s < unit[j].size(); s++) {
         auto tasks = static_cast<int64_t>(std::llround(drafts[j].raw_width[s] * factor));
@@ -235,6 +242,32 @@ void scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<do
     if (got <= 0) break;
     factor *= target / got;
   }
+  return got;
+}
+
+// The scaled demand may miss periodic_load when the jobs cannot be made
+// narrow enough (one task per stage) or wide enough (half the cluster); the
+// generator refuses rather than run a different experiment than asked.
+constexpr double kLoadTolerance = 0.25;
+
+Status checkReachedLoad(const GeneratorOptions& o, double reached) {
+  auto pct = [](double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; };
+  const std::string setup =
+      std::to_string(o.periodic_jobs) + " jobs on " + std::to_string(o.nodes) + " nodes";
+  if (reached > o.periodic_load * (1 + kLoadTolerance)) {
+    return invalidArgument("periodic_jobs", setup + " need " + pct(reached) +
+                                                " of the cluster with one task per stage, more "
+                                                "than periodic_load " +
+                                                pct(o.periodic_load) +
+                                                "; use fewer jobs or more nodes");
+  }
+  if (reached < o.periodic_load * (1 - kLoadTolerance)) {
+    return invalidArgument("periodic_load", pct(o.periodic_load) + " is out of reach for " + setup +
+                                                " (at most " + pct(reached) +
+                                                ", a job is at most half the cluster wide); use "
+                                                "more jobs");
+  }
+  return Status::ok();
 }
 
 // Longest dependency chain through `stage_ms` (stages are in topological
@@ -280,11 +313,12 @@ void drawSlo(PeriodicJob& job, double typical_ms, const rng::Stream& s) {
   const int64_t hour_start = job.submit_offset.count() / kHourMs * kHourMs;
   const int64_t lead = roundToSecond(s.uniform(0) * kInputLeadMaxMs);
   job.input_available = Millis(std::max(hour_start, job.submit_offset.count() - lead));
-  const double slack =
-      s.uniform(1) < kLooseSlackShare ? s.logUniform(2, 2.05, 6.0) : s.uniform(3, 1.1, 1.95);
-  const int64_t window =
-      std::clamp<int64_t>(roundToSecond(slack * typical_ms), kSecondMs, job.period.count());
-  job.deadline = job.input_available + Millis(window);
+  const double slack = s.uniform(1) < kLooseSlackShare ? s.logUniform(2, 2.05, 6.0)
+                                                       : s.uniform(3, kTightSlackMin, 1.95);
+  const Millis lead_ms = job.submit_offset - job.input_available;
+  const int64_t window = std::clamp<int64_t>(roundToSecond(slack * typical_ms), kSecondMs,
+                                             (job.period - lead_ms).count());
+  job.deadline = job.submit_offset + Millis(window);
 }
 
 void drawProvisioning(PeriodicJob& job, int64_t max_containers, const rng::Stream& s) {
@@ -361,6 +395,9 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
   return r;
 }
 
+// Jobs are drafted independently, scaled together to periodic_load, then get
+// their SLO and provisioning from the scaled DAG. periodic_load 0 (like
+// periodic_jobs 0) yields no periodic jobs: a job cannot have zero tasks.
 Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   MORPHEUS_RETURN_IF_ERROR(validate(options));
   Workload w;
@@ -379,7 +416,8 @@ Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   const int64_t cluster_containers = options.node_size.vcores() * options.nodes;
   const auto max_tasks = std::max<int64_t>(
       1, static_cast<int64_t>(kMaxJobClusterShare * static_cast<double>(cluster_containers)));
-  scaleToLoad(drafts, unit, options.periodic_load, max_tasks);
+  MORPHEUS_RETURN_IF_ERROR(
+      checkReachedLoad(options, scaleToLoad(drafts, unit, options.periodic_load, max_tasks)));
 
   w.periodic.reserve(drafts.size());
   for (size_t i = 0; i < drafts.size(); i++) {

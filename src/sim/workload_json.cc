@@ -22,6 +22,13 @@ namespace {
 
 using nlohmann::json;
 
+// Bounds that keep the simulator's arithmetic and memory sane: durations up
+// to 10 years, at most a million tasks per stage.
+constexpr int64_t kMaxDurationMs = 3650LL * 86400 * 1000;
+constexpr int64_t kMaxTasks = 1'000'000;
+constexpr int64_t kMaxContainers = 100'000'000;
+constexpr int64_t kMaxDay = 100'000;
+
 Result<Millis> parseDuration(const std::string& text, const std::string& path) {
   const auto bad = [&] {
     return invalidArgument(path, "'" + text +
@@ -46,6 +53,9 @@ Result<Millis> parseDuration(const std::string& text, const std::string& path) {
     if (unit == "h") scale = 3600 * 1000;
     if (unit == "d") scale = 86400 * 1000;
     if (scale == 0) return bad();
+    if (n > (kMaxDurationMs - total) / scale) {
+      return invalidArgument(path, "'" + text + "' is longer than 3650 days");
+    }
     total += n * scale;
     i = unit_end;
   }
@@ -73,11 +83,13 @@ class ObjectReader {
     }
     return v.get<std::string>();
   }
-  Result<int64_t> integer(const std::string& key, std::optional<int64_t> def, int64_t min) {
+  Result<int64_t> integer(const std::string& key, std::optional<int64_t> def, int64_t min,
+                          int64_t max) {
     if (!has(key)) return def ? Result<int64_t>(*def) : missing(key);
     const json& v = obj_.at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < min) {
-      return invalidArgument(at(key), "must be an integer >= " + std::to_string(min));
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
+      return invalidArgument(at(key), "must be an integer in [" + std::to_string(min) + ", " +
+                                          std::to_string(max) + "]");
     }
     return v.get<int64_t>();
   }
@@ -140,7 +152,7 @@ Result<SimStage> parseStage(const json& v, const std::string& path, int index) {
   ObjectReader r(v, path);
   SimStage st;
   MORPHEUS_ASSIGN_OR_RETURN(st.name, r.str("name", "stage" + std::to_string(index)));
-  MORPHEUS_ASSIGN_OR_RETURN(st.tasks, r.integer("tasks", std::nullopt, 1));
+  MORPHEUS_ASSIGN_OR_RETURN(st.tasks, r.integer("tasks", std::nullopt, 1, kMaxTasks));
   MORPHEUS_ASSIGN_OR_RETURN(st.task_duration, r.duration("task_duration", std::nullopt));
   if (st.task_duration <= Millis(0)) {
     return invalidArgument(r.at("task_duration"), "must be longer than 0");
@@ -186,7 +198,7 @@ Status parseVariance(ObjectReader& r, PeriodicJob& j) {
                             r.number("failure_probability", d.failure_probability, 0, 1, false));
   MORPHEUS_ASSIGN_OR_RETURN(j.input_growth_per_day,
                             r.number("input_growth_per_day", d.input_growth_per_day, -1, 1, true));
-  MORPHEUS_ASSIGN_OR_RETURN(j.code_change_day, r.integer("code_change_day", -1, -1));
+  MORPHEUS_ASSIGN_OR_RETURN(j.code_change_day, r.integer("code_change_day", -1, -1, kMaxDay));
   MORPHEUS_ASSIGN_OR_RETURN(j.code_change_factor,
                             r.number("code_change_factor", d.code_change_factor, 0, 100, true));
   return Status::ok();
@@ -223,7 +235,8 @@ Result<PeriodicJob> parsePeriodic(const json& v, const std::string& path) {
   MORPHEUS_ASSIGN_OR_RETURN(j.stages, parseStages(r));
   MORPHEUS_RETURN_IF_ERROR(parseVariance(r, j));
   MORPHEUS_RETURN_IF_ERROR(parseSlo(r, j));
-  MORPHEUS_ASSIGN_OR_RETURN(j.user_containers, r.integer("user_containers", std::nullopt, 1));
+  MORPHEUS_ASSIGN_OR_RETURN(j.user_containers,
+                            r.integer("user_containers", std::nullopt, 1, kMaxContainers));
   MORPHEUS_ASSIGN_OR_RETURN(j.user_container_resource,
                             r.resource("user_container_resource", j.stages[0].task_resource));
   MORPHEUS_RETURN_IF_ERROR(r.noUnknownFields());
@@ -298,6 +311,89 @@ Result<Workload> loadWorkloadJson(const std::string& path) {
   auto r = parseWorkloadJson(ss.str());
   if (!r.isOk()) return r.status().withContext(path);
   return r;
+}
+
+}  // namespace morpheus::sim
+
+namespace morpheus::sim {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// Largest units first, zero parts left out ("0s" for zero).
+std::string durationText(Millis d) {
+  int64_t ms = d.count();
+  if (ms == 0) return "0s";
+  std::string out;
+  for (const auto& [unit, scale] : {std::pair<const char*, int64_t>{"d", 86400000},
+                                    {"h", 3600000},
+                                    {"m", 60000},
+                                    {"s", 1000},
+                                    {"ms", 1}}) {
+    if (ms >= scale) {
+      out += std::to_string(ms / scale) + unit;
+      ms %= scale;
+    }
+  }
+  return out;
+}
+
+std::string resourceText(const Resource& r) {
+  std::string out =
+      "memory=" + std::to_string(r.memoryMib()) + ",vcores=" + std::to_string(r.vcores());
+  for (const auto& [name, value] : r.extended()) out += "," + name + "=" + std::to_string(value);
+  return out;
+}
+
+ordered_json stagesJson(const std::vector<SimStage>& stages) {
+  ordered_json out = ordered_json::array();
+  for (const auto& st : stages) {
+    ordered_json s = {{"name", st.name},
+                      {"tasks", st.tasks},
+                      {"task_duration", durationText(st.task_duration)},
+                      {"task_resource", resourceText(st.task_resource)}};
+    if (!st.depends_on.empty()) s["depends_on"] = st.depends_on;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ordered_json periodicJson(const PeriodicJob& j) {
+  return {{"key", j.key.value()},
+          {"owner", j.owner.value()},
+          {"queue", j.queue},
+          {"period", durationText(j.period)},
+          {"submit_offset", durationText(j.submit_offset)},
+          {"stages", stagesJson(j.stages)},
+          {"duration_noise_cv", j.duration_noise_cv},
+          {"straggler_probability", j.straggler_probability},
+          {"straggler_factor", j.straggler_factor},
+          {"failure_probability", j.failure_probability},
+          {"input_growth_per_day", j.input_growth_per_day},
+          {"code_change_day", j.code_change_day},
+          {"code_change_factor", j.code_change_factor},
+          {"input_available", durationText(j.input_available)},
+          {"deadline", durationText(j.deadline)},
+          {"input_path", j.input_path},
+          {"output_path", j.output_path},
+          {"user_containers", j.user_containers},
+          {"user_container_resource", resourceText(j.user_container_resource)}};
+}
+
+}  // namespace
+
+std::string workloadJson(const Workload& workload) {
+  ordered_json doc = {{"periodic", ordered_json::array()}, {"adhoc", ordered_json::array()}};
+  for (const auto& j : workload.periodic) doc["periodic"].push_back(periodicJson(j));
+  for (const auto& a : workload.adhoc) {
+    doc["adhoc"].push_back({{"name", a.name},
+                            {"user", a.user.value()},
+                            {"queue", a.queue},
+                            {"submit", durationText(a.submit)},
+                            {"stages", stagesJson(a.stages)}});
+  }
+  return doc.dump(2) + "\n";
 }
 
 }  // namespace morpheus::sim

@@ -171,6 +171,8 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   double n = static_cast<double>(w->periodic.size());
   int hourly = 0, daily = 0, early = 0, over = 0, over10 = 0, under = 0, loose = 0;
+  int growing = 0, code_change = 0;
+  double failure = 0;
   for (size_t i = 0; i < w->periodic.size(); i++) {
     const auto& j = w->periodic[i];
     hourly += j.period == Millis(3600000);
@@ -179,6 +181,12 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
     early += j.submit_offset.count() % 3600000 < 300000;
     EXPECT_GE(j.stages.size(), 2u);
     EXPECT_LE(j.stages.size(), 5u);
+    for (const auto& st : j.stages) {
+      for (int d : st.depends_on) EXPECT_LE(st.tasks, j.stages[d].tasks) << j.key;  // narrower
+    }
+    growing += j.input_growth_per_day > 0;
+    code_change += j.code_change_day >= 0;
+    failure += j.failure_probability;
     EXPECT_LE(j.input_available, j.submit_offset);
     EXPECT_LE(j.deadline - j.input_available, j.period);
     double ratio = static_cast<double>(j.user_containers) / averageNeed(j);
@@ -198,6 +206,29 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
   EXPECT_NEAR(over10 / n, 0.20, 0.04);
   EXPECT_NEAR(under / n, 0.15, 0.04);
   EXPECT_NEAR(loose / n, 0.70, 0.05);
+  EXPECT_NEAR(growing / n, 0.5, 0.05);
+  EXPECT_NEAR(code_change / n, 0.1, 0.03);
+  EXPECT_NEAR(failure / n, 0.015, 0.002);
+}
+
+// With unlimited capacity almost every instance can meet its deadline from its submission (the
+// slack is measured from there), so no strategy starts from a floor of unmeetable deadlines.
+TEST(WorkloadGeneratorTest, InstancesAreFeasibleWithUnlimitedCapacity) {
+  auto o = options(300, 300, 3, 13);
+  auto w = sim::generatePeriodic(o);
+  ASSERT_TRUE(w.isOk());
+  int64_t runs = 0, infeasible = 0;
+  for (size_t i = 0; i < w->periodic.size(); i++) {
+    const auto& j = w->periodic[i];
+    for (int64_t k = 0; k * j.period.count() < o.days * 86400000; k++) {
+      auto r = sim::drawInstance(j, i, k, o.seed);
+      if (r.fails) continue;
+      runs++;
+      infeasible += toEpochMs(r.submit) + criticalPathMs(j, r) > toEpochMs(r.deadline);
+    }
+  }
+  EXPECT_LT(static_cast<double>(infeasible) / static_cast<double>(runs), 0.01)
+      << infeasible << " of " << runs;
 }
 
 // The realised periodic demand over the simulated days is periodic_load of the cluster.
@@ -245,6 +276,10 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
   bad = o;
   bad.node_size = Resource(0, 8);
   expectField(bad, "node_size");
+  bad = options(3000, 2, 1, 1);  // one task per stage is already too much
+  expectField(bad, "periodic_jobs");
+  bad = options(1, 200, 1, 1);  // one job cannot be 40% of 200 nodes
+  expectField(bad, "periodic_load");
   EXPECT_TRUE(sim::generatePeriodic(o).isOk());
 }
 

@@ -51,10 +51,16 @@ TEST(WorkloadJsonTest, ParsesExampleTrace) {
 
 // Durations concatenate <integer><unit> parts; anything else is refused.
 TEST(WorkloadJsonTest, ParsesDurationStrings) {
+  auto huge = sim::parseWorkloadJson(R"({"adhoc": [{"name": "a", "user": "u",
+      "submit": "999999999999d", "stages": []}]})");
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_EQ(huge.status().message().rfind("adhoc[0].submit: '999999999999d' is longer than", 0), 0u)
+      << huge.status().message();
   auto w = sim::parseWorkloadJson(periodicWith("submit_offset", "\"1m30s250ms\""));
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   EXPECT_EQ(w->periodic[0].submit_offset, Millis(90250));
-  for (const char* bad : {"\"\"", "\"5\"", "\"1.5m\"", "\"m\"", "\"3 s\"", "300"}) {
+  for (const char* bad : {"\"\"", "\"5\"", "\"1.5m\"", "\"m\"", "\"3 s\"", "300",
+                          "\"999999999999d\"", "\"3650d1ms\""}) {
     auto r = sim::parseWorkloadJson(periodicWith("submit_offset", bad));
     ASSERT_FALSE(r.isOk()) << bad;
     EXPECT_EQ(r.status().message().rfind("periodic[0].submit_offset:", 0), 0u)
@@ -77,6 +83,7 @@ TEST(WorkloadJsonTest, ErrorsNameTheJsonPath) {
                     R"([{"tasks": 1, "task_duration": "1s", "task_resource": "memory=lots"}])"),
        "periodic[0].stages[0].task_resource"},
       {periodicWith("taks", "1"), "periodic[0].taks: unknown field"},
+      {periodicWith("user_containers", "18446744073709551615"), "periodic[0].user_containers:"},
       {periodicWith("failure_probability", "1.5"), "periodic[0].failure_probability:"},
       {periodicWith("user_containers", "\"many\""), "periodic[0].user_containers:"},
       {periodicWith("submit_offset", "\"2h\""), "periodic[0].submit_offset:"},
@@ -101,6 +108,34 @@ TEST(WorkloadJsonTest, ErrorsNameTheJsonPath) {
   auto dup = sim::parseWorkloadJson("{\"periodic\": [" + job + ", " + job + "]}");
   ASSERT_FALSE(dup.isOk());
   EXPECT_EQ(dup.status().message().rfind("periodic[1].key:", 0), 0u) << dup.status().message();
+}
+
+// A generated workload written as JSON parses back to the same workload (and so passes the strict
+// checks).
+TEST(WorkloadJsonTest, GeneratedWorkloadRoundTrips) {
+  sim::GeneratorOptions o;
+  o.periodic_jobs = 300;
+  o.days = 20;
+  o.nodes = 100;
+  o.node_size = Resource(32768, 8);
+  auto w = sim::generatePeriodic(o);
+  ASSERT_TRUE(w.isOk());
+  sim::AdhocJob a;
+  a.name = "q\"1";
+  a.user = UserId("u");
+  a.submit = Millis(90061001);
+  a.stages = w->periodic[0].stages;
+  w->adhoc.push_back(a);
+  const std::string text = sim::workloadJson(*w);
+  EXPECT_NE(text.find("\"submit\": \"1d1h1m1s1ms\""), std::string::npos);
+  auto back = sim::parseWorkloadJson(text);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  ASSERT_EQ(back->periodic.size(), w->periodic.size());
+  EXPECT_EQ(back->periodic[7].deadline, w->periodic[7].deadline);
+  EXPECT_EQ(back->periodic[7].stages[0].tasks, w->periodic[7].stages[0].tasks);
+  EXPECT_EQ(back->periodic[7].straggler_factor, w->periodic[7].straggler_factor);
+  EXPECT_EQ(back->adhoc[0].name, "q\"1");
+  EXPECT_EQ(sim::workloadJson(*back), text);
 }
 
 // A file that cannot be read is reported with its path.
