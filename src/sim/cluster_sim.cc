@@ -298,8 +298,9 @@ Status Sim::init() {
   for (const auto& j : w_.adhoc) takeMin(j.stages);
 
   const Resource capacity = o_.node_size * o_.nodes;
-  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(),
-                             [](const auto& p) { return p.kind == JobProvision::Kind::kPlanned; });
+  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(), [](const auto& p) {
+    return p.kind == JobProvision::Kind::kPlanned || p.fallback;
+  });
   if (planned) {
     planner::PlannerOptions po;
     po.step = o_.step;
