@@ -72,11 +72,12 @@ int traceSummary(const std::string& trace, bool json) {
 }
 
 // Flags shared by `run` and `min-cluster`.
+// Defaults: a small experiment that runs in about a minute on 2 cores.
 struct SimFlags {
-  int64_t nodes = 50;
+  int64_t nodes = 20;
   std::string node_size = "memory=65536,vcores=16";
-  int64_t days = 10;
-  int64_t periodic_jobs = 50;
+  int64_t days = 7;
+  int64_t periodic_jobs = 30;
   double periodic_load = 0.4;
   std::string adhoc_trace = "../shared/data/swim-fb2009-24h.tsv";
   bool adhoc_trace_given = false;
