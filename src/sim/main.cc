@@ -1,31 +1,48 @@
-// morpheus-sim: trace-driven simulator. This build loads and characterises
-// the ad-hoc workload trace; planning/scheduling replay arrives with the
-// planner and scheduler libraries (issues #2, #3).
+// morpheus-sim (issue #13): the trace-driven simulator over the real planner,
+// scheduler core, DRA policies, skyline LP and SLO inference (sim/engine.h).
+//
+//   morpheus-sim run --nodes N [--node-size memory=MIB,vcores=V] --days D
+//       --periodic-jobs J [--adhoc-trace FILE] [--adhoc-load F] [--strategy S]...
+//       [--alpha LIST] [--seed S] --out DIR
+//   morpheus-sim min-cluster (same flags)
+//   morpheus-sim trace --trace FILE [--json]     (summary of a SWIM trace)
+//
+// Exit codes: 0 done (also after Ctrl-C: what was done is written), 1 the
+// report could not be written, 2 bad input (one line on stderr).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "inference/skyline_fit.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "sim/strategy.h"
 #include "sim/swim_trace.h"
+#include "sim/workload.h"
 
 using namespace morpheus;
 
-int main(int argc, char** argv) {
-  CLI::App app{"morpheus-sim: trace-driven simulator"};
-  std::string trace;
-  bool json = false;
-  app.add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
-      ->required();
-  app.add_flag("--json", json, "Machine-readable summary");
-  CLI11_PARSE(app, argc, argv);
+namespace {
 
+std::atomic<bool> g_stop{false};
+
+extern "C" void onSigint(int) { g_stop.store(true); }
+
+int fail(const std::string& message) {
+  std::cerr << "morpheus-sim: " << message << "\n";
+  return 2;
+}
+
+int traceSummary(const std::string& trace, bool json) {
   sim::SwimRates rates;
   auto jobs = sim::loadSwimTrace(trace, rates);
-  if (!jobs.isOk()) {
-    std::cerr << "morpheus-sim: " << jobs.status().message() << "\n";
-    return 2;
-  }
+  if (!jobs.isOk()) return fail(jobs.status().message());
   int64_t maps = 0, reduces = 0;
   double container_hours = 0;
   Millis span(0);
@@ -52,4 +69,188 @@ int main(int argc, char** argv) {
         static_cast<long long>(maps), static_cast<long long>(reduces), container_hours);
   }
   return 0;
+}
+
+// Flags shared by `run` and `min-cluster`.
+// Defaults: a small experiment that runs in about a minute on 2 cores.
+struct SimFlags {
+  int64_t nodes = 20;
+  std::string node_size = "memory=65536,vcores=16";
+  int64_t days = 7;
+  int64_t periodic_jobs = 30;
+  double periodic_load = 0.4;
+  std::string adhoc_trace = "../shared/data/swim-fb2009-24h.tsv";
+  bool adhoc_trace_given = false;
+  double adhoc_load = 0.3;
+  std::string workload;  // JSON trace of the user's own jobs (replaces the generator)
+  std::vector<std::string> strategies;
+  std::string alpha;
+  uint64_t seed = 1;
+  std::string out = "sim-out";
+};
+
+void addFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--nodes", f.nodes, "Simulated nodes (> 0)")->capture_default_str();
+  cmd->add_option("--node-size", f.node_size, "Node capacity, memory in MiB and vcores")
+      ->capture_default_str();
+  cmd->add_option("--days", f.days, "Simulated days; the first 70% train (>= 2)")
+      ->capture_default_str();
+  cmd->add_option("--periodic-jobs", f.periodic_jobs, "Generated periodic jobs")
+      ->capture_default_str();
+  cmd->add_option("--periodic-load", f.periodic_load,
+                  "Share of cluster capacity the periodic jobs use on average")
+      ->capture_default_str();
+  cmd->add_option("--adhoc-trace", f.adhoc_trace,
+                  "SWIM trace (TSV) of the ad-hoc load, repeated daily; '' for none")
+      ->capture_default_str();
+  cmd->add_option("--adhoc-load", f.adhoc_load, "Share of cluster capacity used by ad-hoc jobs")
+      ->capture_default_str();
+  cmd->add_option("--workload", f.workload,
+                  "JSON trace of periodic and ad-hoc jobs (README); replaces the generator");
+  cmd->add_option("--strategy", f.strategies,
+                  "Strategy to run (repeatable; default all): baseline, morpheus, slo-packing, "
+                  "lp-skyline, no-dra, greedy-planner, jockey-dra");
+  cmd->add_option("--alpha", f.alpha, "Alpha sweep, e.g. 0.01,0.1,0.5,0.9 (morpheus-alphaA)");
+  cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
+}
+
+Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size) {
+  sim::Workload w;
+  if (!f.workload.empty()) {
+    MORPHEUS_ASSIGN_OR_RETURN(w, sim::loadWorkloadJson(f.workload));
+  } else {
+    sim::GeneratorOptions g;
+    g.periodic_jobs = f.periodic_jobs;
+    g.days = f.days;
+    g.seed = f.seed;
+    g.node_size = node_size;
+    g.nodes = f.nodes;
+    g.periodic_load = f.periodic_load;
+    MORPHEUS_ASSIGN_OR_RETURN(w, sim::generatePeriodic(g));
+  }
+  if (!f.adhoc_trace.empty() && f.adhoc_load > 0) {
+    if (!f.adhoc_trace_given && !std::filesystem::exists(f.adhoc_trace)) {
+      std::cerr << "morpheus-sim: note: default ad-hoc trace " << f.adhoc_trace
+                << " not found; running without ad-hoc load\n";
+      return w;
+    }
+    sim::AdhocOptions a;
+    a.trace_path = f.adhoc_trace;
+    a.days = f.days;
+    a.load = f.adhoc_load;
+    a.seed = f.seed;
+    a.node_size = node_size;
+    a.nodes = f.nodes;
+    MORPHEUS_ASSIGN_OR_RETURN(std::vector<sim::AdhocJob> adhoc, sim::loadAdhoc(a));
+    w.adhoc.insert(w.adhoc.end(), adhoc.begin(), adhoc.end());
+    std::stable_sort(w.adhoc.begin(), w.adhoc.end(),
+                     [](const auto& x, const auto& y) { return x.submit < y.submit; });
+  }
+  return w;
+}
+
+class ProgressBar {
+ public:
+  void operator()(const std::string& phase, int64_t done, int64_t total) {
+    int pct = total > 0 ? static_cast<int>(done * 100 / total) : 100;
+    if (phase == phase_ && pct == pct_) return;
+    phase_ = phase;
+    pct_ = pct;
+    std::string bar(static_cast<size_t>(pct / 5), '#');
+    bar.resize(20, '.');
+    std::fprintf(stderr, "\r%-20s [%s] %3d%%%s", phase.c_str(), bar.c_str(), pct,
+                 done >= total ? "\n" : "");
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string phase_;
+  int pct_ = -1;
+};
+
+int simulate(const SimFlags& f, bool min_cluster) {
+  if (f.nodes <= 0) return fail("nodes: must be > 0");
+  if (f.days < 2) return fail("days: must be >= 2 (training and evaluation days)");
+  if (f.periodic_jobs < 0) return fail("periodic-jobs: must be >= 0");
+  if (!(f.adhoc_load >= 0 && f.adhoc_load <= 10)) return fail("adhoc-load: must be in [0, 10]");
+  auto node_size = Resource::parse(f.node_size, "node-size");
+  if (!node_size.isOk()) return fail(node_size.status().message());
+  std::vector<double> alphas;
+  if (!f.alpha.empty()) {
+    auto a = sim::parseAlphaList(f.alpha);
+    if (!a.isOk()) return fail(a.status().message());
+    alphas = *a;
+  }
+  auto specs = sim::parseStrategies(f.strategies, alphas, inference::FitParams{}.alpha);
+  if (!specs.isOk()) return fail(specs.status().message());
+  auto workload = buildWorkload(f, *node_size);
+  if (!workload.isOk()) return fail(workload.status().message());
+
+  sim::ExperimentOptions o;
+  o.nodes = f.nodes;
+  o.node_size = *node_size;
+  o.days = f.days;
+  o.seed = f.seed;
+  o.realize = sim::drawInstance;
+  std::signal(SIGINT, onSigint);
+  ProgressBar bar;
+  sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };
+  const auto wall_start = std::chrono::steady_clock::now();
+  auto summary = min_cluster ? sim::runMinCluster(*workload, o, *specs, progress, &g_stop)
+                             : sim::runExperiment(*workload, o, *specs, progress, &g_stop);
+  if (!summary.isOk()) return fail(summary.status().message());
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (summary->interrupted) std::fprintf(stderr, "\ninterrupted: writing what is done so far\n");
+  Status st = sim::writeReport(f.out, *summary);
+  if (!st.isOk()) {
+    std::cerr << "morpheus-sim: " << st.message() << "\n";
+    return 1;
+  }
+  std::fprintf(stderr, "%zu periodic jobs, %zu ad-hoc jobs; %.1f s wall; report in %s\n",
+               workload->periodic.size(), workload->adhoc.size(), wall, f.out.c_str());
+  for (const auto& s : summary->strategies) {
+    std::fprintf(stderr, "  %-22s violations %lld/%lld (%.4f), worst case %.4f, util %.3f%s\n",
+                 s.name.c_str(), static_cast<long long>(s.deadline_violations),
+                 static_cast<long long>(s.periodic_instances), s.violation_rate,
+                 s.worst_case_violation_rate, s.utilisation,
+                 s.min_nodes_at_baseline_rate
+                     ? (", min nodes " + std::to_string(*s.min_nodes_at_baseline_rate)).c_str()
+                     : "");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"morpheus-sim: trace-driven simulator over the real planner and scheduler"};
+  app.require_subcommand(1);
+  SimFlags run_flags, min_flags;
+  auto* run = app.add_subcommand("run", "Run the strategies on one cluster size");
+  addFlags(run, run_flags);
+  auto* min = app.add_subcommand(
+      "min-cluster", "Smallest cluster at which each strategy matches the baseline's violations");
+  addFlags(min, min_flags);
+  std::string trace;
+  bool json = false;
+  auto* tr = app.add_subcommand("trace", "Summarise a SWIM trace");
+  tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
+      ->required();
+  tr->add_flag("--json", json, "Machine-readable summary");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(e.what());
+  }
+  if (tr->parsed()) return traceSummary(trace, json);
+  SimFlags& f = run->parsed() ? run_flags : min_flags;
+  CLI::App* cmd = run->parsed() ? run : min;
+  f.adhoc_trace_given = cmd->count("--adhoc-trace") > 0;
+  return simulate(f, min->parsed());
 }

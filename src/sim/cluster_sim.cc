@@ -1,0 +1,1043 @@
+#include "sim/cluster_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "planner/planner.h"
+#include "reprovision/policy.h"
+#include "rm/scheduler/scheduler.h"
+
+namespace morpheus::sim {
+
+Resource jobUnit(const std::vector<SimStage>& stages) {
+  Resource unit;
+  for (const auto& st : stages) {
+    if (unit.isZero() || st.task_resource.memoryMib() * st.task_resource.vcores() >
+                             unit.memoryMib() * unit.vcores()) {
+      unit = st.task_resource;
+    }
+  }
+  return unit;
+}
+
+namespace {
+
+int64_t weightOf(const Resource& r, const Resource& unit) {
+  return unit.isZero() ? 1 : std::max<int64_t>(1, r.countCovering(unit));
+}
+
+TimePoint stepFloor(TimePoint t, Millis step) {
+  int64_t ms = toEpochMs(t);
+  int64_t s = step.count();
+  return fromEpochMs(ms >= 0 ? ms / s * s : -((-ms + s - 1) / s) * s);
+}
+
+}  // namespace
+
+std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages,
+                                             const RealizedInstance& inst, const Resource& unit,
+                                             TimePoint start, TimePoint deadline, Millis step,
+                                             const std::function<int64_t(TimePoint)>& capacity) {
+  const size_t n = stages.size();
+  std::vector<int64_t> remaining(n), unmet(n);
+  std::vector<std::vector<int>> dependents(n);
+  std::deque<std::pair<int, Millis>> ready;  // (stage, duration)
+  size_t stages_left = n;
+  for (size_t s = 0; s < n; s++) {
+    remaining[s] = static_cast<int64_t>(inst.stages[s].task_durations.size());
+    unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
+    for (int d : stages[s].depends_on)
+      dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+  }
+  std::function<void(size_t)> release = [&](size_t s) {
+    if (remaining[s] == 0) {
+      stages_left--;
+      for (int d : dependents[s]) {
+        if (--unmet[static_cast<size_t>(d)] == 0) release(static_cast<size_t>(d));
+      }
+      return;
+    }
+    for (Millis dur : inst.stages[s].task_durations) ready.emplace_back(static_cast<int>(s), dur);
+  };
+  for (size_t s = 0; s < n; s++) {
+    if (unmet[s] == 0) release(s);
+  }
+  using Running = std::tuple<TimePoint, int, int64_t>;  // end, stage, weight
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  int64_t used = 0;
+  TimePoint t = start;
+  while (true) {
+    if (stages_left == 0) return t <= deadline ? std::optional<TimePoint>(t) : std::nullopt;
+    const int64_t cap = capacity(t);
+    while (!ready.empty()) {
+      auto [s, dur] = ready.front();
+      int64_t w = weightOf(stages[static_cast<size_t>(s)].task_resource, unit);
+      if (used + w > cap) break;
+      ready.pop_front();
+      used += w;
+      running.emplace(t + dur, s, w);
+    }
+    TimePoint next = stepFloor(t, step) + step;
+    if (!running.empty()) next = std::min(next, std::get<0>(running.top()));
+    if (next > deadline) return std::nullopt;
+    t = next;
+    while (!running.empty() && std::get<0>(running.top()) <= t) {
+      auto [end, s, w] = running.top();
+      running.pop();
+      used -= w;
+      if (--remaining[static_cast<size_t>(s)] == 0) {
+        stages_left--;
+        for (int d : dependents[static_cast<size_t>(s)]) {
+          if (--unmet[static_cast<size_t>(d)] == 0) release(static_cast<size_t>(d));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
+
+enum class Ev : uint8_t {
+  kTaskEnd,
+  kHeartbeat,
+  kGuarantee,
+  kPeriodicSubmit,
+  kAdhocSubmit,
+  kPlanStep
+};
+
+struct Event {
+  int64_t t;
+  uint64_t seq;
+  Ev type;
+  int64_t a;
+  int64_t b;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct Grant {
+  TimePoint from;
+  TimePoint to;
+  int64_t count;
+};
+
+struct AppState {
+  AppId id;
+  int job = -1;    // periodic job index, or -1
+  int adhoc = -1;  // ad-hoc job index, or -1
+  int res = -1;    // reservation index, or -1
+  const std::vector<SimStage>* stages = nullptr;
+  RealizedInstance inst;  // periodic: the realisation; ad hoc: nominal durations
+  Resource unit;
+  std::vector<int64_t> next_task, pending, remaining, unmet;
+  std::vector<std::vector<int64_t>> requeued;
+  std::vector<std::vector<int>> dependents;
+  std::vector<Millis> stage_max;  // longest task of each stage (critical path)
+  size_t stages_left = 0;
+  int64_t tasks_total = 0, tasks_done = 0;
+  Resource used;
+  TimePoint submit, start, end;
+  bool started = false, done = false;
+  std::vector<double> bins;  // unit-ms in use per step from start (history)
+  double used_unit_ms = 0;
+  int64_t dra_grants = 0;
+  std::vector<Grant> grants;
+};
+
+struct TaskSlot {
+  int app = -1;
+  int stage = 0;
+  int64_t task = 0;
+  int node = 0;
+  TimePoint start;
+  Resource resource;
+  ContainerId container;
+  bool alive = false;
+  int64_t gen = 0;  // bumped on reuse: a stale task-end event names an older gen
+};
+
+struct ResState {
+  ReservationId id;
+  int job = -1;
+  bool planned = false;
+  Resource unit;
+  Resource static_resource;
+  Millis from_off{0}, to_off{0}, period{0};  // static window per period
+  std::vector<TimePoint> boundaries;         // planned: first instance's allocation edges
+  Resource guarantee;
+  uint64_t gen = 0;
+  std::vector<int> live;  // live apps bound to it, by creation
+  // DRA (mirrors rm/reservation_manager.cc)
+  int64_t budget = 0, budget_used = 0, budget_instance = -1;
+  int64_t grant_count = 0;
+  TimePoint grant_until;
+  int64_t work_instance = -1, work_ms = 0;
+  TimePoint work_last;
+  int64_t instance_work = 0;
+};
+
+class Sim {
+ public:
+  Sim(const Workload& w, const ExperimentOptions& o, const RunSetup& s, const std::string& phase,
+      const ProgressFn& progress, const std::atomic<bool>* stop)
+      : w_(w), o_(o), s_(s), phase_(phase), progress_(progress), stop_(stop) {}
+
+  Result<RunOutput> run();
+
+ private:
+  Status init();
+  void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
+    q_.push(Event{toEpochMs(t), seq_++, type, a, b});
+  }
+  void dispatch(const Event& e);
+  void round();
+  void updateNode(int n);
+  void refreshFree(int n);
+  void startTask(const sched::Allocation& a);
+  void endTask(int64_t slot, bool killed);
+  void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
+  void releaseStage(int app, size_t s);
+  void askStage(int app, size_t s);
+  void stageDone(int app, size_t s);
+  void finishApp(int app);
+  void submitPeriodic(int job, int64_t k);
+  void submitAdhoc(int idx);
+  int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
+             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
+  Resource guaranteeAt(const ResState& r, TimePoint t) const;
+  Resource plannedAt(const ResState& r, TimePoint t) const;
+  TimePoint nextBoundary(const ResState& r, TimePoint t) const;
+  void refreshGuarantee(int r, bool reschedule);
+  void planStep();
+  void collectNotices();
+  void draTick();
+  void draReview(int r);
+  void releaseExtras(int r);
+  void recordGrant(ResState& r, int64_t count, TimePoint until);
+  void judge(int app, bool unfinished);
+  void recordRun(const AppState& app);
+  void finalize();
+
+  const Workload& w_;
+  const ExperimentOptions& o_;
+  const RunSetup& s_;
+  const std::string phase_;
+  const ProgressFn& progress_;
+  const std::atomic<bool>* stop_;
+
+  std::unique_ptr<sched::Scheduler> sched_;
+  std::unique_ptr<planner::Planner> planner_;
+  std::unique_ptr<reprovision::ReprovisionPolicy> policy_;
+  TimePoint now_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
+  uint64_t seq_ = 0;
+
+  std::vector<NodeId> nodes_;
+  std::vector<Resource> node_used_;
+  std::set<int> free_nodes_, dirty_nodes_;
+  Resource min_task_;
+  bool asks_dirty_ = false, poke_ = false;
+  int64_t pending_total_ = 0;
+
+  std::vector<AppState> apps_;
+
+  std::vector<TaskSlot> slots_;
+  std::vector<int64_t> free_slots_;
+  std::vector<std::vector<int64_t>> node_slots_;  // live task slots per node
+  std::set<int> live_apps_;
+
+  std::vector<ResState> res_;
+  std::vector<int> res_of_job_;
+  int64_t unreserved_ = 0;
+  int64_t fallback_ = 0;
+
+  RunOutput out_;
+  std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
+  double util_sum_ = 0;
+  int64_t util_n_ = 0;
+  int64_t steps_done_ = 0, steps_total_ = 0;
+};
+
+Status Sim::init() {
+  sched::SchedulerOptions so;
+  std::set<std::string> queues;
+  for (const auto& j : w_.periodic) queues.insert(j.queue);
+  for (const auto& j : w_.adhoc) queues.insert(j.queue);
+  if (queues.empty()) queues.insert("root.default");
+  for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0});
+  so.preemption_grace = o_.preemption_grace;
+  so.borrowing_reservations_share = true;  // the RM daemon's behaviour
+  MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
+  for (int64_t i = 0; i < o_.nodes; i++) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(i));
+    nodes_.emplace_back(name);
+    MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
+    node_used_.emplace_back();
+    node_slots_.emplace_back();
+    free_nodes_.insert(static_cast<int>(i));
+  }
+  bool first = true;
+  auto takeMin = [&](const std::vector<SimStage>& st) {
+    for (const auto& x : st) {
+      min_task_ = first ? x.task_resource : Resource::min(min_task_, x.task_resource);
+      first = false;
+    }
+  };
+  for (const auto& j : w_.periodic) takeMin(j.stages);
+  for (const auto& j : w_.adhoc) takeMin(j.stages);
+
+  const Resource capacity = o_.node_size * o_.nodes;
+  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(), [](const auto& p) {
+    return p.kind == JobProvision::Kind::kPlanned || p.fallback;
+  });
+  if (planned) {
+    planner::PlannerOptions po;
+    po.step = o_.step;
+    po.agent = s_.agent;
+    MORPHEUS_ASSIGN_OR_RETURN(planner_, planner::Planner::create(po, capacity));
+  }
+  if (!s_.dra.empty()) {
+    reprovision::MorpheusDraOptions dra;
+    dra.extension = o_.step;
+    reprovision::JockeyOptions jockey;
+    jockey.extension = o_.step;
+    MORPHEUS_ASSIGN_OR_RETURN(policy_, reprovision::makePolicy(s_.dra, dra, jockey, "strategy"));
+  }
+  now_ = s_.from;
+  if (s_.record_history) {
+    out_.history.runs.resize(w_.periodic.size());
+    out_.history.runtimes.resize(w_.periodic.size());
+    out_.history.own_events.resize(w_.periodic.size());
+  }
+  res_of_job_.assign(w_.periodic.size(), -1);
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const PeriodicJob& job = w_.periodic[j];
+    const JobProvision& p = s_.provisions[j];
+    ResState r;
+    r.id = ReservationId("res-" + job.key.value());
+    r.job = static_cast<int>(j);
+    r.unit = jobUnit(job.stages);
+    r.period = job.period;
+    if (p.kind == JobProvision::Kind::kStatic) {
+      r.static_resource = p.static_resource;
+      r.from_off = job.submit_offset;
+      r.to_off = job.deadline;
+    } else {
+      std::optional<planner::Placement> placed;
+      if (p.kind == JobProvision::Kind::kPlanned) {
+        auto got = planner_->submit(r.id, p.def, s_.from);
+        if (got.isOk()) {
+          placed = *got;
+          r.period = p.def.period;
+          r.budget = p.budget_container_ms;
+        }
+      }
+      if (!placed && p.fallback) {
+        auto got = planner_->submit(r.id, *p.fallback, s_.from);
+        if (got.isOk()) {
+          placed = *got;
+          r.period = p.fallback->period;
+          fallback_++;
+        }
+      }
+      if (!placed) {
+        unreserved_++;
+        continue;
+      }
+      r.planned = true;
+      for (const auto& a : placed->allocations) {
+        r.boundaries.push_back(a.start);
+        r.boundaries.push_back(a.end);
+        r.instance_work += a.resource.countCovering(r.unit) * (a.end - a.start).count();
+      }
+    }
+    res_of_job_[j] = static_cast<int>(res_.size());
+    res_.push_back(std::move(r));
+    MORPHEUS_RETURN_IF_ERROR(
+        sched_->setReservation(res_.back().id, sched::ReservationKind::kPeriodic, Resource()));
+    refreshGuarantee(static_cast<int>(res_.size()) - 1, true);
+  }
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const PeriodicJob& job = w_.periodic[j];
+    int64_t k = 0;
+    int64_t rel = toEpochMs(s_.from) - job.submit_offset.count();
+    if (rel > 0) k = (rel + job.period.count() - 1) / job.period.count();
+    push(fromEpochMs(k * job.period.count() + job.submit_offset.count()), Ev::kPeriodicSubmit,
+         static_cast<int64_t>(j), k);
+  }
+  auto first_adhoc = std::lower_bound(
+      w_.adhoc.begin(), w_.adhoc.end(), s_.from,
+      [](const AdhocJob& a, TimePoint t) { return fromEpochMs(a.submit.count()) < t; });
+  if (first_adhoc != w_.adhoc.end()) {
+    push(fromEpochMs(first_adhoc->submit.count()), Ev::kAdhocSubmit,
+         first_adhoc - w_.adhoc.begin());
+  }
+  push(s_.from, Ev::kPlanStep, 0);
+  steps_total_ = (s_.to - s_.from) / o_.step;
+  return Status::ok();
+}
+
+Result<RunOutput> Sim::run() {
+  MORPHEUS_RETURN_IF_ERROR(init());
+  while (!q_.empty() && !out_.interrupted) {
+    const int64_t t = q_.top().t;
+    if (t >= toEpochMs(s_.to)) break;
+    now_ = fromEpochMs(t);
+    while (!q_.empty() && q_.top().t == t && !out_.interrupted) {
+      Event e = q_.top();
+      q_.pop();
+      out_.events++;
+      dispatch(e);
+    }
+    round();
+  }
+  if (!out_.interrupted) now_ = s_.to;
+  finalize();
+  return std::move(out_);
+}
+
+void Sim::dispatch(const Event& e) {
+  switch (e.type) {
+    case Ev::kTaskEnd:
+      if (slots_[static_cast<size_t>(e.a)].gen == e.b) endTask(e.a, false);
+      break;
+    case Ev::kHeartbeat:
+      dirty_nodes_.insert(static_cast<int>(e.a));
+      break;
+    case Ev::kGuarantee:
+      if (res_[static_cast<size_t>(e.a)].gen == static_cast<uint64_t>(e.b)) {
+        refreshGuarantee(static_cast<int>(e.a), true);
+      }
+      break;
+    case Ev::kPeriodicSubmit:
+      submitPeriodic(static_cast<int>(e.a), e.b);
+      break;
+    case Ev::kAdhocSubmit:
+      submitAdhoc(static_cast<int>(e.a));
+      break;
+    case Ev::kPlanStep:
+      planStep();
+      break;
+  }
+}
+
+// ---- scheduling ----
+
+void Sim::round() {
+  bool updated = false;
+  while (!dirty_nodes_.empty()) {
+    int n = *dirty_nodes_.begin();
+    dirty_nodes_.erase(dirty_nodes_.begin());
+    updateNode(n);
+    updated = true;
+  }
+  if (asks_dirty_ && pending_total_ > 0) {
+    for (auto it = free_nodes_.begin(); it != free_nodes_.end() && pending_total_ > 0;) {
+      int n = *it;
+      updateNode(n);
+      updated = true;
+      it = free_nodes_.upper_bound(n);
+    }
+  }
+  asks_dirty_ = false;
+  if (poke_ && !updated && !nodes_.empty()) updateNode(0);
+  // Preemption is selected inside nodeUpdate once a guarantee cannot be
+  // served from free capacity; guarantees change only when poked.
+  if (poke_) collectNotices();
+  poke_ = false;
+  // Kills found above free capacity: serve it in the same instant.
+  while (!dirty_nodes_.empty()) {
+    int n = *dirty_nodes_.begin();
+    dirty_nodes_.erase(dirty_nodes_.begin());
+    updateNode(n);
+  }
+}
+
+void Sim::updateNode(int n) {
+  auto r = sched_->nodeUpdate(nodes_[static_cast<size_t>(n)], now_);
+  if (!r.isOk()) return;
+  for (const auto& a : r->allocations) startTask(a);
+  for (const auto& k : r->to_kill) {
+    for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
+      if (slots_[static_cast<size_t>(slot)].container == k.container) {
+        endTask(slot, true);
+        break;
+      }
+    }
+  }
+  refreshFree(n);
+}
+
+void Sim::refreshFree(int n) {
+  Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+  if (!min_task_.isZero() && min_task_.fitsIn(free)) {
+    free_nodes_.insert(n);
+  } else {
+    free_nodes_.erase(n);
+  }
+}
+
+void Sim::startTask(const sched::Allocation& a) {
+  // App ids are "a<index>:<name>".
+  const int app_index = static_cast<int>(std::strtol(a.app.value().c_str() + 1, nullptr, 10));
+  AppState& app = apps_[static_cast<size_t>(app_index)];
+  size_t s = static_cast<size_t>(std::stoi(a.request_id.substr(1)));
+  int64_t task;
+  if (!app.requeued[s].empty()) {
+    task = app.requeued[s].back();
+    app.requeued[s].pop_back();
+  } else if (app.next_task[s] < static_cast<int64_t>(app.inst.stages[s].task_durations.size())) {
+    task = app.next_task[s]++;
+  } else {
+    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    return;
+  }
+  int64_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int64_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  int node =
+      static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
+  slots_[static_cast<size_t>(slot)] = TaskSlot{app_index,  static_cast<int>(s), task, node, now_,
+                                               a.resource, a.container,         true, gen};
+  node_slots_[static_cast<size_t>(node)].push_back(slot);
+  node_used_[static_cast<size_t>(node)] += a.resource;
+  app.used += a.resource;
+  app.pending[s]--;
+  pending_total_--;
+  if (!app.started) {
+    app.started = true;
+    app.start = now_;
+  }
+  // The NM reports a container's end on its next heartbeat (1 s grid).
+  const int64_t end =
+      toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
+  push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
+       gen);
+}
+
+void Sim::accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight) {
+  app.used_unit_ms += static_cast<double>(weight) * static_cast<double>((to - from).count());
+  if (!s_.record_history || to <= from) return;
+  const int64_t step = o_.step.count();
+  int64_t a = (from - app.start).count(), b = (to - app.start).count();
+  while (a < b) {
+    size_t bin = static_cast<size_t>(a / step);
+    int64_t edge = std::min(b, (a / step + 1) * step);
+    if (app.bins.size() <= bin) app.bins.resize(bin + 1, 0.0);
+    app.bins[bin] += static_cast<double>(weight) * static_cast<double>(edge - a);
+    a = edge;
+  }
+}
+
+void Sim::endTask(int64_t slot, bool killed) {
+  TaskSlot& t = slots_[static_cast<size_t>(slot)];
+  if (!t.alive) return;
+  t.alive = false;
+  (void)sched_->containerCompleted(t.container);
+  auto& on_node = node_slots_[static_cast<size_t>(t.node)];
+  on_node.erase(std::find(on_node.begin(), on_node.end(), slot));
+  free_slots_.push_back(slot);
+  node_used_[static_cast<size_t>(t.node)] -= t.resource;
+  dirty_nodes_.insert(t.node);
+  AppState& app = apps_[static_cast<size_t>(t.app)];
+  app.used -= t.resource;
+  accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
+  size_t s = static_cast<size_t>(t.stage);
+  if (killed) {
+    app.requeued[s].push_back(t.task);
+    app.pending[s]++;
+    pending_total_++;
+    askStage(t.app, s);
+    return;
+  }
+  app.tasks_done++;
+  if (--app.remaining[s] == 0) stageDone(t.app, s);
+}
+
+void Sim::askStage(int ai, size_t s) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  sched::ResourceRequest r;
+  r.request_id = "s" + std::to_string(s);
+  r.priority = static_cast<int32_t>(s);
+  r.capability = (*app.stages)[s].task_resource;
+  r.count = static_cast<int32_t>(app.pending[s]);
+  (void)sched_->updateAsks(app.id, {r});
+  asks_dirty_ = true;
+}
+
+void Sim::releaseStage(int ai, size_t s) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  if (app.remaining[s] == 0) {
+    stageDone(ai, s);
+    return;
+  }
+  app.pending[s] = app.remaining[s];
+  pending_total_ += app.pending[s];
+  askStage(ai, s);
+}
+
+void Sim::stageDone(int ai, size_t s) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.stages_left--;
+  for (int d : app.dependents[s]) {
+    if (--app.unmet[static_cast<size_t>(d)] == 0) releaseStage(ai, static_cast<size_t>(d));
+  }
+  if (app.stages_left == 0 && !app.done) finishApp(ai);
+}
+
+int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
+                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit) {
+  int ai = static_cast<int>(apps_.size());
+  apps_.emplace_back();
+  AppState& app = apps_.back();
+  app.id = AppId("a" + std::to_string(ai) + ":" + name);
+  app.stages = &stages;
+  app.inst = std::move(inst);
+  app.unit = jobUnit(stages);
+  app.submit = submit;
+  const size_t n = stages.size();
+  app.next_task.assign(n, 0);
+  app.pending.assign(n, 0);
+  app.remaining.assign(n, 0);
+  app.unmet.assign(n, 0);
+  app.requeued.assign(n, {});
+  app.dependents.assign(n, {});
+  app.stages_left = n;
+  app.stage_max.assign(n, Millis(0));
+  for (size_t s = 0; s < n; s++) {
+    for (Millis d : app.inst.stages[s].task_durations)
+      app.stage_max[s] = std::max(app.stage_max[s], d);
+    app.remaining[s] = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
+    app.tasks_total += app.remaining[s];
+    app.unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
+    for (int d : stages[s].depends_on)
+      app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+  }
+  live_apps_.insert(ai);
+  if (!sched_->addApp(app.id, user, queue).isOk()) {
+    // Unreachable with a validated workload; the app is dropped as finished.
+    app.done = true;
+    live_apps_.erase(ai);
+    return ai;
+  }
+  if (n == 0) {
+    finishApp(ai);
+    return ai;
+  }
+  for (size_t s = 0; s < n; s++) {
+    if (apps_[static_cast<size_t>(ai)].unmet[s] == 0) releaseStage(ai, s);
+  }
+  return ai;
+}
+
+void Sim::submitPeriodic(int j, int64_t k) {
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(j)];
+  push(now_ + job.period, Ev::kPeriodicSubmit, j, k + 1);
+  RealizedInstance inst = o_.realize(job, static_cast<size_t>(j), k, o_.seed);
+  int r = res_of_job_[static_cast<size_t>(j)];
+  auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
+                      : sched::QueueRef::adhoc(job.queue);
+  int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
+                  std::move(inst), now_);
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.job = j;
+  app.res = r;
+  if (r >= 0 && !app.done) res_[static_cast<size_t>(r)].live.push_back(ai);
+}
+
+void Sim::submitAdhoc(int idx) {
+  if (static_cast<size_t>(idx + 1) < w_.adhoc.size()) {
+    push(fromEpochMs(w_.adhoc[static_cast<size_t>(idx + 1)].submit.count()), Ev::kAdhocSubmit,
+         idx + 1);
+  }
+  const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+  RealizedInstance inst;
+  for (const auto& st : job.stages) {
+    inst.stages.push_back(RealizedStage{std::vector<Millis>(
+        static_cast<size_t>(std::max<int64_t>(0, st.tasks)), st.task_duration)});
+  }
+  int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
+                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
+  apps_[static_cast<size_t>(ai)].adhoc = idx;
+}
+
+void Sim::finishApp(int ai) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.done = true;
+  app.end = now_;
+  if (!app.started) app.start = now_;
+  (void)sched_->removeApp(app.id);
+  live_apps_.erase(ai);
+  if (app.res >= 0) {
+    auto& live = res_[static_cast<size_t>(app.res)].live;
+    live.erase(std::remove(live.begin(), live.end(), ai), live.end());
+  }
+  if (app.job >= 0) {
+    if (s_.record_history) recordRun(app);
+    judge(ai, false);
+  } else if (app.adhoc >= 0) {
+    out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
+                                             w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
+                                             app.end - app.submit});
+  }
+  app.bins.clear();
+  app.bins.shrink_to_fit();
+  app.inst.stages.clear();
+  app.inst.stages.shrink_to_fit();
+}
+
+// ---- reservations: plan follower and DRA ----
+
+Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
+  if (r.planned) return planner_->guaranteedAt(r.id, t) - planner_->extraAt(r.id, t);
+  const int64_t p = r.period.count(), ms = toEpochMs(t);
+  // Instances k with k*p + from_off <= t < k*p + to_off, submitted in this run.
+  int64_t k_hi = (ms - r.from_off.count()) >= 0 ? (ms - r.from_off.count()) / p : -1;
+  int64_t lo_num = ms - r.to_off.count() + 1;
+  int64_t k_lo = lo_num <= 0 ? 0 : (lo_num + p - 1) / p;
+  int64_t first = toEpochMs(s_.from) - r.from_off.count();
+  int64_t k_first = first <= 0 ? 0 : (first + p - 1) / p;
+  k_lo = std::max(k_lo, k_first);
+  int64_t count = std::max<int64_t>(0, k_hi - k_lo + 1);
+  return r.static_resource * count;
+}
+
+Resource Sim::guaranteeAt(const ResState& r, TimePoint t) const {
+  return r.planned ? planner_->guaranteedAt(r.id, t) : plannedAt(r, t);
+}
+
+TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
+  TimePoint best = TimePoint::max();
+  const int64_t p = r.period.count(), ms = toEpochMs(t);
+  auto consider = [&](int64_t b) {
+    int64_t k = 0;
+    if (b <= ms) {
+      if (p <= 0) return;
+      k = (ms - b) / p + 1;
+    }
+    best = std::min(best, fromEpochMs(b + k * p));
+  };
+  if (r.planned) {
+    for (TimePoint b : r.boundaries) consider(toEpochMs(b));
+    if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
+  } else {
+    consider(r.from_off.count());
+    consider(r.to_off.count());
+  }
+  return best;
+}
+
+void Sim::refreshGuarantee(int ri, bool reschedule) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  Resource g = guaranteeAt(r, now_);
+  if (!(g == r.guarantee)) {
+    r.guarantee = g;
+    (void)sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g);
+    asks_dirty_ = true;
+    poke_ = true;
+  }
+  if (!reschedule) return;
+  r.gen++;
+  TimePoint next = nextBoundary(r, now_);
+  if (next < s_.to) push(next, Ev::kGuarantee, ri, static_cast<int64_t>(r.gen));
+}
+
+void Sim::collectNotices() {
+  for (int ai : live_apps_) {
+    for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
+      int node =
+          static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), n.node) - nodes_.begin());
+      push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
+    }
+  }
+}
+
+void Sim::planStep() {
+  if (stop_ != nullptr && stop_->load()) {
+    out_.interrupted = true;
+    return;
+  }
+  if (policy_) draTick();
+  Resource total = sched_->clusterTotal();
+  double u = total.isZero() ? 0 : sched_->clusterUsed().dominantShare(total);
+  util_sum_ += u;
+  util_n_++;
+  out_.result.utilisation_series.push_back(u);
+  poke_ = true;
+  steps_done_++;
+  if (progress_ && (steps_done_ % 60 == 0 || steps_done_ == steps_total_)) {
+    progress_(phase_, steps_done_, steps_total_);
+  }
+  push(now_ + o_.step, Ev::kPlanStep, 0);
+}
+
+void Sim::draTick() {
+  for (size_t ri = 0; ri < res_.size(); ri++) {
+    ResState& r = res_[ri];
+    if (!r.planned) continue;
+    if (r.live.empty()) {
+      if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
+      r.work_instance = -1;
+      continue;
+    }
+    draReview(static_cast<int>(ri));
+  }
+}
+
+void Sim::recordGrant(ResState& r, int64_t count, TimePoint until) {
+  for (int ai : r.live) {
+    auto& g = apps_[static_cast<size_t>(ai)].grants;
+    if (!g.empty() && g.back().to > now_) g.back().to = now_;
+    if (count > 0) {
+      g.push_back(Grant{now_, until, count});
+      apps_[static_cast<size_t>(ai)].dra_grants++;
+    }
+  }
+}
+
+void Sim::releaseExtras(int ri) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  int64_t refund = r.grant_count * (r.grant_until - now_).count();
+  r.budget_used = std::max<int64_t>(0, r.budget_used - refund);
+  r.grant_count = 0;
+  (void)planner_->removeExtra(r.id, now_);
+  recordGrant(r, 0, now_);
+  refreshGuarantee(ri, true);
+}
+
+void Sim::draReview(int ri) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  auto inst = planner_->instanceAt(r.id, now_);
+  if (!inst) return;
+  Resource used, pending;
+  double progress = 1;
+  Millis critical{0};
+  for (int ai : r.live) {
+    const AppState& app = apps_[static_cast<size_t>(ai)];
+    used += app.used;
+    for (size_t s = 0; s < app.pending.size(); s++) {
+      pending += (*app.stages)[s].task_resource * app.pending[s];
+    }
+    double p = app.tasks_total > 0
+                   ? static_cast<double>(app.tasks_done) / static_cast<double>(app.tasks_total)
+                   : 1.0;
+    progress = std::min(progress, p);
+    // Remaining critical path: unfinished stages along the longest dependency chain
+    // (stages depend on earlier ones only).
+    std::vector<Millis> finish(app.remaining.size(), Millis(0));
+    for (size_t s = 0; s < finish.size(); s++) {
+      Millis before{0};
+      for (int d : (*app.stages)[s].depends_on)
+        before = std::max(before, finish[static_cast<size_t>(d)]);
+      finish[s] = before + (app.remaining[s] > 0 ? app.stage_max[s] : Millis(0));
+      critical = std::max(critical, finish[s]);
+    }
+  }
+  if (r.work_instance != inst->index) {
+    r.work_instance = inst->index;
+    r.work_ms = 0;
+    r.work_last = now_;
+  } else {
+    r.work_ms += used.countCovering(r.unit) * (now_ - r.work_last).count();
+    r.work_last = now_;
+  }
+  const bool active = r.grant_count > 0 && r.grant_until > now_;
+  const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
+  const int64_t budget_used = r.budget_instance == inst->index ? r.budget_used : 0;
+  reprovision::ReprovisionInput in;
+  in.reservation = r.id;
+  in.now = now_;
+  in.step = o_.step;
+  in.used_containers = used.countCovering(r.unit);
+  in.pending_containers = pending.countCovering(r.unit);
+  in.extra_now = planner_->extraAt(r.id, now_).countCovering(r.unit);
+  in.skyline_now = plannedAt(r, now_).countCovering(r.unit);
+  for (Millis back = reprovision::MorpheusDraOptions{}.recent; back > Millis(0); back -= o_.step) {
+    TimePoint t = now_ - back;
+    in.skyline_recent.push_back(t < inst->start ? 0 : plannedAt(r, t).countCovering(r.unit));
+  }
+  in.skyline_recent.push_back(in.skyline_now);
+  in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
+  in.progress = progress;
+  in.instance_start = inst->start;
+  in.deadline = inst->end;
+  in.total_work_container_ms = r.instance_work;
+  in.critical_path_remaining = critical;
+  in.work_done_container_ms = r.work_ms;
+  auto decision = policy_->decide(in);
+  if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
+  // ReservationManager::reprovision: budget per instance, swap through the planner.
+  if (r.budget_instance != inst->index) {
+    r.budget_instance = inst->index;
+    r.budget_used = 0;
+  }
+  const int64_t affordable =
+      std::max<int64_t>(0, r.budget - r.budget_used + refund) / decision->duration.count();
+  const int64_t want = std::min(decision->extra_containers, affordable);
+  if (want <= 0) return;
+  const TimePoint until = now_ + decision->duration;
+  auto n = planner_->setExtra(r.id, r.unit, want, now_, until, now_, nullptr);
+  if (!n.isOk()) return;
+  r.budget_used = std::max<int64_t>(0, r.budget_used - refund + *n * decision->duration.count());
+  r.grant_count = *n;
+  r.grant_until = until;
+  recordGrant(r, *n, until);
+  refreshGuarantee(ri, true);
+}
+
+// ---- outcomes ----
+
+void Sim::judge(int ai, bool unfinished) {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(app.job)];
+  if (s_.record_history) return;
+  if (app.inst.deadline > s_.to || app.submit < s_.from) return;
+  InstanceOutcome o;
+  o.job = job.key.value();
+  o.index = app.inst.index;
+  o.failed = app.inst.fails && !unfinished;
+  TimePoint end = unfinished ? s_.to : app.end;
+  o.runtime = app.started ? end - app.start : Millis(0);
+  o.lateness = std::max(Millis(0), end - app.inst.deadline);
+  o.met = !unfinished && !app.inst.fails && app.end <= app.inst.deadline;
+  o.used_container_s = app.used_unit_ms / 1000.0;
+  o.dra_grants = app.dra_grants;
+  // Reserved capacity for this instance: the guarantee over its own window
+  // (baseline: submit..deadline; planned: the placement instance), plus its grants.
+  const int ri = app.res;
+  const ResState* r = ri >= 0 ? &res_[static_cast<size_t>(ri)] : nullptr;
+  // The window whose reserved capacity serves this instance.
+  TimePoint win_from = app.submit, win_to = app.inst.deadline;
+  if (r != nullptr && r->planned) {
+    auto win = planner_->instanceAt(r->id, app.inst.deadline - Millis(1));
+    if (!win) win = planner_->instanceAt(r->id, app.submit);
+    if (win) {
+      win_from = win->start;
+      win_to = win->end;
+    } else {
+      win_to = win_from;
+    }
+  }
+  auto reservedAt = [&](TimePoint t) -> int64_t {
+    int64_t units = 0;
+    if (r != nullptr && t >= win_from && t < win_to) {
+      units = r->planned ? plannedAt(*r, t).countCovering(r->unit)
+                         : r->static_resource.countCovering(r->unit);
+    }
+    for (const auto& g : app.grants) {
+      if (t >= g.from && t < g.to) units += g.count;
+    }
+    return units;
+  };
+  double reserved_ms = 0;
+  const TimePoint span_from = std::min(win_from, app.submit);
+  const TimePoint span_to = std::max(win_to, app.inst.deadline);
+  for (TimePoint t = stepFloor(span_from, o_.step); t < span_to; t += o_.step) {
+    TimePoint a = std::max(t, span_from), b = std::min(t + o_.step, span_to);
+    reserved_ms += static_cast<double>(reservedAt(a)) * static_cast<double>((b - a).count());
+  }
+  o.reserved_container_s = reserved_ms / 1000.0;
+  auto wc = worstCaseCompletion(job.stages, app.inst, app.unit, app.submit, app.inst.deadline,
+                                o_.step, reservedAt);
+  o.worst_case_met = !app.inst.fails && wc.has_value();
+  outcomes_.push_back({{app.job, app.inst.index}, o});
+}
+
+void Sim::recordRun(const AppState& app) {
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(app.job)];
+  const size_t j = static_cast<size_t>(app.job);
+  History& h = out_.history;
+  RunId run(job.key.value() + "#" + std::to_string(app.inst.index));
+  auto event = [&](const JobKey& who, const std::string& path, store::FileAccess kind,
+                   TimePoint t) {
+    if (path.empty()) return;
+    store::FileEvent e{who, run, path, kind, t};
+    h.path_events.push_back(e);
+    if (who == job.key) h.own_events[j].push_back(e);
+  };
+  event(JobKey("producer:" + job.input_path), job.input_path, store::FileAccess::kWrite,
+        app.inst.input_available);
+  event(job.key, job.input_path, store::FileAccess::kRead, app.start);
+  if (app.inst.fails) return;
+  event(job.key, job.output_path, store::FileAccess::kWrite, app.end);
+  // The consumer reads the output at its deadline, or, when the output is
+  // late, as soon as it is written (a data-triggered consumer, e.g. an Oozie
+  // coordinator waiting for its input dataset).
+  event(JobKey("consumer:" + job.output_path), job.output_path, store::FileAccess::kRead,
+        std::max(app.inst.deadline, app.end));
+  store::RunRecord rec;
+  rec.job = job.key;
+  rec.run = run;
+  rec.user = job.owner.value();
+  rec.submit = app.submit;
+  rec.start = app.start;
+  rec.end = app.end;
+  rec.step = o_.step;
+  rec.container = app.unit;
+  for (double b : app.bins) rec.skyline.push_back(b / static_cast<double>(o_.step.count()));
+  h.runs[j].push_back(std::move(rec));
+  h.runtimes[j].push_back(app.end - app.start);
+}
+
+void Sim::finalize() {
+  // Instances still running at the end: judged as unfinished (a miss once
+  // their deadline passed; never counted twice).
+  for (const TaskSlot& t : slots_) {
+    if (!t.alive) continue;
+    AppState& app = apps_[static_cast<size_t>(t.app)];
+    accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
+  }
+  std::vector<int> live(live_apps_.begin(), live_apps_.end());
+  for (int ai : live) {
+    AppState& app = apps_[static_cast<size_t>(ai)];
+    if (app.job >= 0 && !out_.interrupted) judge(ai, true);
+    if (app.adhoc >= 0) {
+      out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
+                                               w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
+                                               Millis(-1)});
+    }
+  }
+  std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),
+                   [](const auto& a, const auto& b) { return a.time < b.time; });
+  std::sort(outcomes_.begin(), outcomes_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  StrategyResult& r = out_.result;
+  for (auto& [key, o] : outcomes_) r.instances.push_back(std::move(o));
+  std::sort(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a, const AdhocOutcome& b) {
+    return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
+  });
+  r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
+  r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
+  r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+}
+
+}  // namespace
+
+Result<RunOutput> simulateRun(const Workload& workload, const ExperimentOptions& options,
+                              const RunSetup& setup, const std::string& phase,
+                              const ProgressFn& progress, const std::atomic<bool>* stop) {
+  if (setup.provisions.size() != workload.periodic.size()) {
+    return invalidArgument("provisions", "one per periodic job expected");
+  }
+  Sim sim(workload, options, setup, phase, progress, stop);
+  return sim.run();
+}
+
+}  // namespace morpheus::sim

@@ -1,0 +1,96 @@
+// One simulated run of the cluster over [from, to) (issue #13; used by
+// sim/engine.h for the training phase and for each strategy's evaluation).
+// The real sched::Scheduler holds the simulated nodes, apps and reservation
+// queues; a planner::Planner (when any job is planned) holds the reservations
+// and the DRA extras; a reprovision::ReprovisionPolicy (when configured)
+// reviews every reservation with running apps once per plan step, exactly as
+// the RM's DraMonitor does (rm/dra_monitor.cc, rm/reservation_manager.cc
+// reprovision()).
+//
+// Tasks are containers held for their realised duration; a stage asks for its
+// tasks when every stage it depends on has finished. A preempted task is
+// killed and asked for again (its work is lost).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/resource.h"
+#include "planner/reservation.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "sim/workload.h"
+#include "store/provenance_store.h"
+
+namespace morpheus::sim {
+
+// What a run leaves for SLO inference and the skyline LP (training only).
+struct History {
+  // Per periodic job (workload order): its successful runs, by submit.
+  std::vector<std::vector<store::RunRecord>> runs;
+  // Per periodic job: the runtime (end - start) of each successful run.
+  std::vector<std::vector<Millis>> runtimes;
+  // Every job's own file events, per job; and all events on any path, by time.
+  std::vector<std::vector<store::FileEvent>> own_events;
+  std::vector<store::FileEvent> path_events;
+};
+
+// How one periodic job is provisioned during a run.
+struct JobProvision {
+  enum class Kind {
+    kNone,     // no reservation: the job runs in its ad-hoc queue
+    kStatic,   // user provisioning: `static_resource` over [submit_offset, deadline) per period
+    kPlanned,  // `def` is submitted to the planner when the run starts
+  };
+  Kind kind = Kind::kNone;
+  Resource static_resource;
+  planner::ReservationDefinition def;
+  int64_t budget_container_ms = 0;  // DRA budget per instance (planned only)
+  // Planned strategies: when `def` is absent or the planner refuses it, the
+  // user's own request (user_containers over [submit, deadline) of each
+  // period) is submitted instead; the job runs unreserved only if that fails too.
+  std::optional<planner::ReservationDefinition> fallback;
+};
+
+struct RunSetup {
+  TimePoint from;
+  TimePoint to;
+  std::vector<JobProvision> provisions;  // parallel to workload.periodic
+  std::string agent = "lowcost";         // planner agent
+  std::string dra;                       // "" = none, else reprovision::makePolicy name
+  bool record_history = false;
+};
+
+struct RunOutput {
+  StrategyResult result;  // name left empty; extra holds unreserved_jobs, events, ...
+  History history;        // filled when record_history
+  int64_t events = 0;     // events processed
+  bool interrupted = false;
+};
+
+// Runs the cluster. INVALID_ARGUMENT for bad options (planner/scheduler
+// validation, naming the field).
+Result<RunOutput> simulateRun(const Workload& workload, const ExperimentOptions& options,
+                              const RunSetup& setup, const std::string& phase,
+                              const ProgressFn& progress, const std::atomic<bool>* stop);
+
+// The container unit of a job: the largest task resource of its stages (by
+// memory x vcores), as the RM's containerUnit() takes the largest capability.
+Resource jobUnit(const std::vector<SimStage>& stages);
+
+// Worst-case completion (Morpheus §9): list-schedules the instance's tasks
+// (stage order, dependencies respected, each task weighing
+// task_resource.countCovering(unit) units) on `capacity(t)` units — the
+// capacity of the step containing t — from `start`. Returns the completion
+// time if it is <= deadline, nullopt otherwise. Running tasks are never cut
+// when capacity drops.
+std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages,
+                                             const RealizedInstance& inst, const Resource& unit,
+                                             TimePoint start, TimePoint deadline, Millis step,
+                                             const std::function<int64_t(TimePoint)>& capacity);
+
+}  // namespace morpheus::sim

@@ -1,0 +1,394 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "inference/skyline_fit.h"
+#include "inference/slo_inference.h"
+#include "planner/reservation.h"
+#include "sim/cluster_sim.h"
+
+namespace morpheus::sim {
+
+namespace {
+
+constexpr Millis kDay{86'400'000};
+
+TimePoint stepFloor(Millis offset, Millis step) {
+  return fromEpochMs(offset.count() / step.count() * step.count());
+}
+
+// What the training phase taught: inferred SLOs (one per job, or why not).
+struct Learned {
+  History history;
+  std::vector<inference::SloVerdict> verdicts;  // parallel to workload.periodic
+};
+
+Learned learn(const Workload& w, History history) {
+  std::vector<inference::JobHistory> jobs;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    inference::JobHistory h;
+    h.job = w.periodic[j].key;
+    h.runs = history.runs[j];
+    h.events = history.own_events[j];
+    jobs.push_back(std::move(h));
+  }
+  Learned l;
+  l.verdicts = inference::inferSlos(jobs, history.path_events, inference::SloParams{});
+  l.history = std::move(history);
+  return l;
+}
+
+// The LP skyline of job j (Morpheus §5) from its most recent runs.
+std::optional<std::vector<int64_t>> fitSkyline(const Learned& l, size_t j, double alpha,
+                                               const ExperimentOptions& o) {
+  const auto& runs = l.history.runs[j];
+  size_t first = runs.size() > static_cast<size_t>(o.history_runs)
+                     ? runs.size() - static_cast<size_t>(o.history_runs)
+                     : 0;
+  std::vector<store::RunRecord> recent(runs.begin() + static_cast<std::ptrdiff_t>(first),
+                                       runs.end());
+  inference::FitParams fp;
+  fp.step = o.step;
+  fp.alpha = alpha;
+  auto fit = inference::fitRuns(recent, fp);
+  if (!fit.isOk()) return std::nullopt;
+  std::vector<int64_t> s = fit->skyline;
+  while (!s.empty() && s.back() == 0) s.pop_back();
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+// The window [a, d) of one period, if it can hold `need`. Like
+// morpheus-inference, a window too short for the skyline is never widened
+// (the planner could not place it): the job stays unreserved.
+std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need) {
+  if (slo.one_off_instances || slo.deadline_offset - slo.start_offset < need) return std::nullopt;
+  return std::make_pair(slo.start_offset, slo.deadline_offset);
+}
+
+planner::ReservationDefinition baseDef(const PeriodicJob& job, Millis period) {
+  planner::ReservationDefinition def;
+  def.user = job.owner;
+  def.queue = job.queue;
+  def.name = job.key.value();
+  def.recurrence_key = job.key;
+  def.period = period;
+  return def;
+}
+
+JobProvision userStatic(const PeriodicJob& job) {
+  JobProvision p;
+  p.kind = JobProvision::Kind::kStatic;
+  p.static_resource = job.user_container_resource * job.user_containers;
+  return p;
+}
+
+JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,
+                           const std::vector<int64_t>& skyline, TimePoint from,
+                           const ExperimentOptions& o) {
+  JobProvision p;
+  const Millis need = o.step * static_cast<int64_t>(skyline.size());
+  auto win = windowFor(slo, need);
+  if (!win) return p;
+  const Resource unit = jobUnit(job.stages);
+  planner::ReservationDefinition def = baseDef(job, slo.period);
+  def.arrival = from + win->first;
+  def.deadline = from + win->second;
+  def.stages = planner::skylineStages(skyline, unit, o.step);
+  def.interpreter = planner::Interpreter::kOrderNoGap;
+  def.problematic = slo.problematic;
+  int64_t area = 0;
+  for (int64_t c : skyline) area += c;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  p.budget_container_ms = static_cast<int64_t>(std::llround(
+      o.dra_budget_fraction * static_cast<double>(area) * static_cast<double>(o.step.count())));
+  return p;
+}
+
+JobProvision packedUser(const PeriodicJob& job, const inference::InferredSlo& slo,
+                        const std::vector<Millis>& runtimes, TimePoint from,
+                        const ExperimentOptions& o) {
+  JobProvision p;
+  if (runtimes.empty()) return p;
+  std::vector<Millis> sorted = runtimes;
+  std::sort(sorted.begin(), sorted.end());
+  Millis median = sorted[sorted.size() / 2];
+  Millis dur = Millis((median.count() + o.step.count() - 1) / o.step.count() * o.step.count());
+  dur = std::max(dur, o.step);
+  auto win = windowFor(slo, dur);
+  if (!win) return p;
+  planner::ReservationDefinition def = baseDef(job, slo.period);
+  def.arrival = from + win->first;
+  def.deadline = from + win->second;
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers, dur});
+  def.interpreter = planner::Interpreter::kAll;
+  def.problematic = slo.problematic;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  return p;
+}
+
+JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>& skyline,
+                             TimePoint from, const ExperimentOptions& o) {
+  JobProvision p;
+  const Millis need = o.step * static_cast<int64_t>(skyline.size());
+  if (need > job.period) return p;
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + (stepFloor(job.submit_offset, o.step) - fromEpochMs(0));
+  def.deadline = def.arrival + need;
+  def.stages = planner::skylineStages(skyline, jobUnit(job.stages), o.step);
+  def.interpreter = planner::Interpreter::kOrderNoGap;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  return p;
+}
+
+// The user's own request as a planned periodic reservation: user_containers
+// (one gang) over the whole window [submit, deadline) of each period, in
+// whole plan steps.
+planner::ReservationDefinition userDef(const PeriodicJob& job, TimePoint from,
+                                       const ExperimentOptions& o) {
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + job.submit_offset;
+  def.deadline = from + job.deadline;
+  const int64_t steps = (job.deadline - job.submit_offset) / o.step - 1;
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers,
+                                                 o.step * std::max<int64_t>(1, steps)});
+  def.interpreter = planner::Interpreter::kAll;
+  return def;
+}
+
+std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
+                                        const Learned& l, TimePoint from,
+                                        const ExperimentOptions& o) {
+  std::vector<JobProvision> out;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    const PeriodicJob& job = w.periodic[j];
+    if (spec.provisioning == Provisioning::kUserStatic) {
+      out.push_back(userStatic(job));
+      continue;
+    }
+    const auto& slo = l.verdicts[j].slo;
+    JobProvision p;
+    if (spec.provisioning == Provisioning::kPackedUser) {
+      if (slo) p = packedUser(job, *slo, l.history.runtimes[j], from, o);
+    } else if (auto skyline = fitSkyline(l, j, spec.alpha, o); !skyline) {
+    } else if (spec.provisioning == Provisioning::kSkylineAtSubmit) {
+      p = skylineAtSubmit(job, *skyline, from, o);
+    } else if (slo) {
+      p = packedSkyline(job, *slo, *skyline, from, o);
+    }
+    p.fallback = userDef(job, from, o);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double percentileOf(std::vector<double> v, double q) {
+  return v.empty() ? 0 : inference::percentile(std::move(v), q);
+}
+
+void summarise(StrategyResult& r) {
+  r.periodic_instances = 0;
+  r.deadline_violations = 0;
+  r.worst_case_violations = 0;
+  for (const auto& i : r.instances) {
+    if (i.failed) continue;
+    r.periodic_instances++;
+    r.deadline_violations += i.met ? 0 : 1;
+    r.worst_case_violations += i.worst_case_met ? 0 : 1;
+  }
+  const double n = static_cast<double>(r.periodic_instances);
+  r.violation_rate = n > 0 ? static_cast<double>(r.deadline_violations) / n : 0;
+  r.worst_case_violation_rate = n > 0 ? static_cast<double>(r.worst_case_violations) / n : 0;
+  std::vector<double> jct;
+  for (const auto& a : r.adhoc) {
+    if (a.completion >= Millis(0))
+      jct.push_back(static_cast<double>(a.completion.count()) / 1000.0);
+  }
+  r.adhoc_jct_median_s = percentileOf(jct, 0.5);
+  r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
+  r.extra["adhoc_unfinished"] =
+      static_cast<double>(r.adhoc.size()) -
+      static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {
+        return a.completion >= Millis(0);
+      }));
+}
+
+Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
+                      const std::atomic<bool>* stop, bool* interrupted) {
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(0) + kDay * trainDays(o);
+  setup.record_history = true;
+  for (const auto& job : w.periodic) setup.provisions.push_back(userStatic(job));
+  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, "training", progress, stop));
+  *interrupted = out.interrupted;
+  return learn(w, std::move(out.history));
+}
+
+Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
+                                const StrategySpec& spec, const Learned& l,
+                                const ProgressFn& progress, const std::atomic<bool>* stop,
+                                bool* interrupted) {
+  RunSetup setup;
+  setup.from = fromEpochMs(0) + kDay * trainDays(o);
+  setup.to = fromEpochMs(0) + kDay * o.days;
+  setup.agent = spec.agent;
+  setup.dra = spec.dra;
+  setup.provisions = provisionsFor(spec, w, l, setup.from, o);
+  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, spec.name, progress, stop));
+  *interrupted = out.interrupted;
+  StrategyResult r = std::move(out.result);
+  r.name = spec.name;
+  if (spec.provisioning != Provisioning::kUserStatic) r.extra["alpha"] = spec.alpha;
+  r.extra["events"] = static_cast<double>(out.events);
+  summarise(r);
+  return r;
+}
+
+SimSummary header(const ExperimentOptions& o, const std::string& command) {
+  SimSummary s;
+  s.seed = o.seed;
+  s.nodes = o.nodes;
+  s.days = o.days;
+  s.train_days = trainDays(o);
+  s.command = command;
+  return s;
+}
+
+}  // namespace
+
+int64_t trainDays(const ExperimentOptions& o) {
+  auto t = static_cast<int64_t>(std::floor(static_cast<double>(o.days) * o.train_fraction));
+  return std::clamp<int64_t>(t, 1, std::max<int64_t>(1, o.days - 1));
+}
+
+Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
+  if (o.nodes <= 0) return invalidArgument("nodes", "must be > 0");
+  if (o.days < 2) return invalidArgument("days", "must be >= 2 (training and evaluation days)");
+  if (o.node_size.anyNegative() || o.node_size.memoryMib() <= 0 || o.node_size.vcores() <= 0) {
+    return invalidArgument("node_size", "memory and vcores must be > 0");
+  }
+  if (!(o.train_fraction > 0 && o.train_fraction < 1)) {
+    return invalidArgument("train_fraction", "must be in (0, 1)");
+  }
+  if (o.step <= Millis(0) || kDay.count() % o.step.count() != 0) {
+    return invalidArgument("step", "must be > 0 and divide a day");
+  }
+  if (!o.realize) return invalidArgument("realize", "required");
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    const auto& job = w.periodic[j];
+    const std::string f = "workload.periodic[" + std::to_string(j) + "]";
+    if (job.period <= Millis(0)) return invalidArgument(f + ".period", "must be > 0");
+    for (size_t s = 0; s < job.stages.size(); s++) {
+      const auto& st = job.stages[s];
+      const std::string fs = f + ".stages[" + std::to_string(s) + "]";
+      if (!st.task_resource.fitsIn(o.node_size) || st.task_resource.isZero()) {
+        return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
+      }
+      for (int d : st.depends_on) {
+        if (d < 0 || static_cast<size_t>(d) >= s) {
+          return invalidArgument(fs + ".depends_on", "must name earlier stages");
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < w.adhoc.size(); i++) {
+    const auto& job = w.adhoc[i];
+    const std::string f = "workload.adhoc[" + std::to_string(i) + "]";
+    if (i > 0 && job.submit < w.adhoc[i - 1].submit) {
+      return invalidArgument(f + ".submit", "ad-hoc jobs must be sorted by submit");
+    }
+    for (size_t s = 0; s < job.stages.size(); s++) {
+      const auto& st = job.stages[s];
+      const std::string fs = f + ".stages[" + std::to_string(s) + "]";
+      if (!st.task_resource.fitsIn(o.node_size) || st.task_resource.isZero()) {
+        return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
+      }
+      for (int d : st.depends_on) {
+        if (d < 0 || static_cast<size_t>(d) >= s) {
+          return invalidArgument(fs + ".depends_on", "must name earlier stages");
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  SimSummary summary = header(options, "run");
+  bool interrupted = false;
+  MORPHEUS_ASSIGN_OR_RETURN(Learned learned,
+                            train(workload, options, progress, stop, &interrupted));
+  for (const auto& spec : strategies) {
+    if (interrupted) break;
+    MORPHEUS_ASSIGN_OR_RETURN(
+        StrategyResult r, evaluate(workload, options, spec, learned, progress, stop, &interrupted));
+    summary.strategies.push_back(std::move(r));
+  }
+  summary.interrupted = interrupted;
+  return summary;
+}
+
+Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  SimSummary summary = header(options, "min-cluster");
+  bool interrupted = false;
+  std::map<int64_t, Learned> trained;  // training per cluster size
+  auto at = [&](const StrategySpec& spec, int64_t nodes) -> Result<StrategyResult> {
+    ExperimentOptions o = options;
+    o.nodes = nodes;
+    auto it = trained.find(nodes);
+    if (it == trained.end()) {
+      MORPHEUS_ASSIGN_OR_RETURN(Learned l, train(workload, o, progress, stop, &interrupted));
+      it = trained.emplace(nodes, std::move(l)).first;
+    }
+    return evaluate(workload, o, spec, it->second, progress, stop, &interrupted);
+  };
+  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
+  MORPHEUS_ASSIGN_OR_RETURN(StrategyResult base, at(baseline, options.nodes));
+  const double target = base.violation_rate + 1e-12;
+  for (const auto& spec : strategies) {
+    if (interrupted) break;
+    if (spec.provisioning == Provisioning::kUserStatic && spec.agent == baseline.agent &&
+        spec.dra.empty()) {
+      base.min_nodes_at_baseline_rate = options.nodes;
+      summary.strategies.push_back(base);
+      continue;
+    }
+    MORPHEUS_ASSIGN_OR_RETURN(StrategyResult best, at(spec, options.nodes));
+    if (best.violation_rate > target) {
+      summary.strategies.push_back(std::move(best));  // no size up to --nodes matches
+      continue;
+    }
+    int64_t lo = 0, hi = options.nodes;  // rate(hi) <= target; lo fails (or is 0)
+    while (hi - lo > 1 && !interrupted) {
+      int64_t mid = lo + (hi - lo) / 2;
+      MORPHEUS_ASSIGN_OR_RETURN(StrategyResult r, at(spec, mid));
+      if (r.violation_rate <= target) {
+        hi = mid;
+        best = std::move(r);
+      } else {
+        lo = mid;
+      }
+    }
+    best.min_nodes_at_baseline_rate = hi;
+    best.extra["nodes"] = static_cast<double>(hi);
+    summary.strategies.push_back(std::move(best));
+  }
+  summary.interrupted = interrupted;
+  return summary;
+}
+
+}  // namespace morpheus::sim

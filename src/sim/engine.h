@@ -1,0 +1,93 @@
+// morpheus-sim engine (issue #13 "What it runs"): the real planner, scheduler
+// core, DRA policies, skyline LP and SLO inference driven on a virtual time
+// line, with simulated nodes and tasks and no RPC.
+//
+// An experiment (Morpheus OSDI'16 §9):
+//  1. training: the first `train_days` run under user provisioning (the
+//     baseline); every periodic run leaves a RunRecord (containers in use per
+//     plan step) and provenance FileEvents (the producer's write of the input,
+//     the run's read and write, the consumer's read of the output at the
+//     ground-truth deadline);
+//  2. each strategy derives its reservations from that history (SLO inference
+//     §4, skyline LP §5, packing §6) and runs the evaluation days on a fresh
+//     cluster; DRA (§7) is applied per strategy;
+//  3. every periodic instance of the evaluation days is judged against its
+//     ground-truth deadline, and again "worst case" (§9): completion computed
+//     with only the capacity reserved for it (placement + DRA grants), as if
+//     no opportunistic capacity were available.
+//
+// Event driven: a priority queue of events (task ends, submissions, guarantee
+// changes at placement boundaries, plan steps, preemption deadlines). After
+// all events of one instant, one scheduling round runs Scheduler::nodeUpdate
+// on the nodes that freed capacity, and — only when there are pending asks —
+// on nodes with free room until the asks are served. No pass over all nodes.
+//
+// Determinism: no wall clock and no hash-order iteration reaches a decision;
+// the same workload, options and seed give the same results.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "sim/report.h"
+#include "sim/strategy.h"
+#include "sim/workload.h"
+
+namespace morpheus::sim {
+
+// How instance k of periodic job number `job_index` runs (sim/workload.h
+// drawInstance in the CLI; tests hand in exact realisations).
+using RealizeFn = std::function<RealizedInstance(const PeriodicJob& job, size_t job_index,
+                                                 int64_t k, uint64_t seed)>;
+
+struct ExperimentOptions {
+  int64_t nodes = 50;                // simulated nodes; > 0
+  Resource node_size{65536, 16};     // per node (MiB, vcores); default 64 GiB, 16 vcores
+  int64_t days = 10;                 // simulated days; > 0
+  double train_fraction = 0.7;       // first share of the days used for training (paper: 70%)
+  uint64_t seed = 1;                 // passed to the realisation function
+  Millis step{60000};                // plan step and DRA interval; default 60 s
+  Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
+  double dra_budget_fraction = 0.2;  // DRA budget per instance, share of the skyline area
+                                     // (inference proposal.budget-fraction default)
+  int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
+  RealizeFn realize;                 // required
+};
+
+// Progress of the whole experiment: `done` of `total` simulated plan steps.
+using ProgressFn = std::function<void(const std::string& phase, int64_t done, int64_t total)>;
+
+// The days actually used for training: floor(days * train_fraction), at
+// least 1 and at most days - 1 (days >= 2), so both phases exist.
+int64_t trainDays(const ExperimentOptions& options);
+
+// Validates options: INVALID_ARGUMENT naming the field ("nodes", "days",
+// "node_size", "train_fraction", "realize", "workload.periodic[3].period").
+Status validateExperiment(const Workload& workload, const ExperimentOptions& options);
+
+// Runs the training phase once, then every strategy in order. `stop` (may be
+// null) is polled every plan step: once set, the strategy being run ends at
+// that instant, results so far are returned, and summary.interrupted is set.
+Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress = nullptr,
+                                 const std::atomic<bool>* stop = nullptr);
+
+// `morpheus-sim min-cluster`: runs the experiment at `options.nodes` for the
+// baseline, then for every other strategy searches (bisection over the node
+// count, assuming violations fall as nodes grow) the smallest cluster whose
+// violation rate is at most the baseline's at options.nodes; the result is in
+// StrategyResult::min_nodes_at_baseline_rate (the baseline's is
+// options.nodes). The other figures of each strategy are those at that size.
+Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress = nullptr,
+                                 const std::atomic<bool>* stop = nullptr);
+
+}  // namespace morpheus::sim
