@@ -148,7 +148,7 @@ TEST(LowCostBatchingTest, BatchedPeakNeverAboveOneGangAtATime) {
     std::vector<ReservationStage> stages;
     for (int k = 0; k < nst; ++k) {
       int64_t g = uni(1, 4);
-      stages.push_back({Resource(uni(256, 2048), uni(1, 2)), uni(g, 4 * cap), g,
+      stages.push_back({Resource(uni(256, 2048), uni(1, 2)), uni(g, 2 * cap), g,
                         Millis(uni(1, std::max<int64_t>(1, window / (nst + 1))) * 60'000)});
     }
     auto d = def(0, window, stages, in);
