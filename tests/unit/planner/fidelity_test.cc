@@ -197,6 +197,22 @@ TEST(PeriodicPriorityTest, DisplacedOneOffIsReplannedElsewhere) {
   EXPECT_EQ(*p->placement(ReservationId("flex")), before);
 }
 
+// Updating a periodic reservation onto a one-off's steps displaces it the same way.
+TEST(PeriodicPriorityTest, UpdateOfPeriodicDisplacesOneOff) {
+  auto p = makePlanner("lowcost", 100);
+  ASSERT_TRUE(p->submit(ReservationId("fixed"), def(100, 130, {stage(60, 60, 30)}), kNow).isOk());
+  ASSERT_TRUE(p->submit(ReservationId("daily"),
+                        def(200, 230, {stage(80, 80, 30)}, Interpreter::kAll, 1440), kNow)
+                  .isOk());
+  DisplacementReport rep;
+  auto r =
+      p->update(ReservationId("daily"), def(100, 130, {stage(80, 80, 30)}, Interpreter::kAll, 1440),
+                kNow, nullptr, &rep);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(rep.at_risk, std::vector<ReservationId>{ReservationId("fixed")});
+  EXPECT_NE(p->placement(ReservationId("fixed")), nullptr);
+}
+
 // A periodic reservation that cannot be placed even on periodic load leaves everything as it was.
 TEST(PeriodicPriorityTest, InfeasiblePeriodicChangesNothing) {
   auto p = makePlanner("lowcost", 100);
