@@ -148,7 +148,7 @@ TEST(LowCostBatchingTest, BatchedPeakNeverAboveOneGangAtATime) {
     std::vector<ReservationStage> stages;
     for (int k = 0; k < nst; ++k) {
       int64_t g = uni(1, 4);
-      stages.push_back({Resource(uni(256, 2048), uni(1, 2)), uni(g, 4 * cap), g,
+      stages.push_back({Resource(uni(256, 2048), uni(1, 2)), uni(g, 2 * cap), g,
                         Millis(uni(1, std::max<int64_t>(1, window / (nst + 1))) * 60'000)});
     }
     auto d = def(0, window, stages, in);
@@ -195,6 +195,22 @@ TEST(PeriodicPriorityTest, DisplacedOneOffIsReplannedElsewhere) {
   ASSERT_TRUE(p->remove(ReservationId("daily")).isOk());
   p->revertDisplacement(rep);
   EXPECT_EQ(*p->placement(ReservationId("flex")), before);
+}
+
+// Updating a periodic reservation onto a one-off's steps displaces it the same way.
+TEST(PeriodicPriorityTest, UpdateOfPeriodicDisplacesOneOff) {
+  auto p = makePlanner("lowcost", 100);
+  ASSERT_TRUE(p->submit(ReservationId("fixed"), def(100, 130, {stage(60, 60, 30)}), kNow).isOk());
+  ASSERT_TRUE(p->submit(ReservationId("daily"),
+                        def(200, 230, {stage(80, 80, 30)}, Interpreter::kAll, 1440), kNow)
+                  .isOk());
+  DisplacementReport rep;
+  auto r =
+      p->update(ReservationId("daily"), def(100, 130, {stage(80, 80, 30)}, Interpreter::kAll, 1440),
+                kNow, nullptr, &rep);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(rep.at_risk, std::vector<ReservationId>{ReservationId("fixed")});
+  EXPECT_NE(p->placement(ReservationId("fixed")), nullptr);
 }
 
 // A periodic reservation that cannot be placed even on periodic load leaves everything as it was.
