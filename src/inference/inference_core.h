@@ -1,7 +1,13 @@
 // The inference service's core (Morpheus §4, §5): ingests runs and file
 // events into the provenance store, infers each periodic job's SLO (period,
 // earliest start a, deadline d) and skyline, keeps proposals for owner
-// sign-off, and submits accepted ones to the RM as recurring reservations.
+// sign-off, and submits accepted ones to the RM as recurring reservations
+// or, for jobs whose period does not divide the plan's LCM, as one one-off
+// reservation per instance ahead of its window (§6).
+//
+// Inputs: only succeeded runs, submitted within history_window (at least the
+// min_runs most recent), feed the SLO statistics and the fit. A proposal keeps
+// the inferred a and d; a window shorter than the skyline is a warning on it.
 //
 // Thread-safety: internally locked (gRPC threads and the refit timer).
 #pragma once
