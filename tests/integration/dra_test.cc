@@ -150,7 +150,7 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
 // Jockey on the same run (no earlier run of the job: no history). Once the
 // first wave shows 12 s tasks, the AM's stage report (2 done, 2 running, 4
 // pending) simulated on the 2 task containers of the plan predicts 36 s for
-// the ~28 s left; 6 task containers (12 s x 1.2 slack) meet the deadline, and
+// the ~22 s left; 6 task containers (12 s x 1.2 slack) meet the deadline, and
 // the hysteresis steps the allocation there (AM included): 3 -> 5 -> 6 -> 7.
 TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithJockey) {
   RunResult r;
