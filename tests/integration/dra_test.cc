@@ -150,14 +150,19 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
 // Jockey on the same run (no earlier run of the job: no history). Once the
 // first wave shows 12 s tasks, the AM's stage report (2 done, 2 running, 4
 // pending) simulated on the 2 task containers of the plan predicts 36 s for
-// the ~28 s left; 6 task containers (12 s x 1.2 slack) meet the deadline, and
-// the hysteresis steps the allocation there: 3 -> 5 -> 7.
+// the ~22 s left; 6 task containers (12 s x 1.2 slack) meet the deadline, and
+// the hysteresis steps the allocation there (AM included): 3 -> 5 -> 6 -> 7.
 TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithJockey) {
   RunResult r;
   ASSERT_NO_FATAL_FAILURE(run("jockey", &r));
   expectMetDeadline(r, "Jockey");
   EXPECT_NE(r.reservation_show.find("jockey       granted"), std::string::npos)
       << r.reservation_show;
+  // The grants come from the simulation of the AM's stage reports.
+  EXPECT_NE(r.reservation_show.find("of task time"), std::string::npos) << r.reservation_show;
+  EXPECT_NE(r.reservation_show.find("task containers predicted to finish"), std::string::npos)
+      << r.reservation_show;
+  std::printf("%s", r.reservation_show.c_str());  // the control loop's decisions, for the log
 }
 
 TEST_F(DraIT, SameRunMissesItsDeadlineWithDraOff) {
