@@ -7,6 +7,7 @@
 //   <strategy>/instances.csv         one row per evaluated periodic instance
 //   <strategy>/adhoc.csv             one row per ad-hoc job
 //   <strategy>/utilisation.csv       cluster utilisation per plan step
+//   <strategy>/utilisation_binned.csv  its means over kUtilisationBins bins (plotted)
 //   <strategy>/provisioned_used_cdf.csv, <strategy>/adhoc_jct_cdf.csv  plot data
 //   report.gp, *.png, gnuplot.log    the plots (PNG only when gnuplot runs)
 //   report.md                        tables and plots, reading like §9
@@ -179,6 +180,23 @@ std::string adhocCsv(const StrategyResult& r) {
   return out;
 }
 
+// The utilisation plot shows means over this many equal bins of plan steps:
+// thousands of raw steps swinging with every hourly burst are unreadable.
+constexpr size_t kUtilisationBins = 120;
+
+std::string binnedUtilisationCsv(const StrategyResult& r) {
+  const auto& u = r.utilisation_series;
+  const size_t width = std::max<size_t>(1, (u.size() + kUtilisationBins - 1) / kUtilisationBins);
+  std::string out = "first_step,mean_utilisation\n";
+  for (size_t start = 0; start < u.size(); start += width) {
+    const size_t end = std::min(u.size(), start + width);
+    double sum = 0;
+    for (size_t i = start; i < end; i++) sum += u[i];
+    out += std::to_string(start) + "," + fixed(sum / static_cast<double>(end - start)) + "\n";
+  }
+  return out;
+}
+
 std::string utilisationCsv(const StrategyResult& r) {
   std::string out = "step,utilisation\n";
   for (size_t i = 0; i < r.utilisation_series.size(); i++) {
@@ -240,8 +258,9 @@ std::string seriesPlot(const SimSummary& s, const std::string& csv, const std::s
              " title \"" + dirName(r.name) + "\"";
   }
   if (plots.empty()) return "";
-  return "reset\nset datafile separator \",\"\nset key noenhanced\nset grid\n" + setup +
-         "set output \"" + png + "\"\nplot " + plots + "\n\n";
+  return "reset\nset datafile separator \",\"\nset key noenhanced outside bottom center "
+         "horizontal\nset grid\n" +
+         setup + "set output \"" + png + "\"\nplot " + plots + "\n\n";
 }
 
 bool anyPositive(const std::vector<double>& v) {
@@ -273,10 +292,12 @@ std::string gnuplotScript(const SimSummary& s, std::vector<Plot>& plots) {
                  "steps", [](const StrategyResult& r) { return anyPositive(ratios(r)); });
   if (!part.empty()) plots.push_back({"provisioned_used_cdf.png", "Provisioned / used, CDF"});
   gp += part;
-  part = seriesPlot(s, "utilisation.csv", "utilisation.png",
-                    "set xlabel \"plan step of the evaluation days\"\n"
-                    "set ylabel \"cluster utilisation (dominant share)\"\nset yrange [0:1]\n"
-                    "set title \"Utilisation over time\"\n",
+  part = seriesPlot(s, "utilisation_binned.csv", "utilisation.png",
+                    "set xlabel \"plan step of the evaluation days (each point: mean of 1/" +
+                        std::to_string(kUtilisationBins) +
+                        " of them)\"\n"
+                        "set ylabel \"cluster utilisation (dominant share)\"\nset yrange [0:1]\n"
+                        "set title \"Utilisation over time\"\n",
                     "lines", [](const StrategyResult& r) { return !r.utilisation_series.empty(); });
   if (!part.empty()) plots.push_back({"utilisation.png", "Utilisation over time"});
   gp += part;
@@ -424,6 +445,7 @@ Status writeStrategyFiles(const fs::path& dir, const StrategyResult& r) {
   MORPHEUS_RETURN_IF_ERROR(writeFile(sub / "instances.csv", instancesCsv(r)));
   MORPHEUS_RETURN_IF_ERROR(writeFile(sub / "adhoc.csv", adhocCsv(r)));
   MORPHEUS_RETURN_IF_ERROR(writeFile(sub / "utilisation.csv", utilisationCsv(r)));
+  MORPHEUS_RETURN_IF_ERROR(writeFile(sub / "utilisation_binned.csv", binnedUtilisationCsv(r)));
   MORPHEUS_RETURN_IF_ERROR(
       writeFile(sub / "provisioned_used_cdf.csv", cdfCsv(ratios(r), "provisioned_used")));
   return writeFile(sub / "adhoc_jct_cdf.csv", cdfCsv(finishedJctS(r), "jct_s"));

@@ -16,8 +16,9 @@
 // - typical runtime T = median, over instances 0..4, of the realised critical
 //   path (each stage lasts as long as its longest realised task), i.e. the
 //   job's duration with unconstrained parallelism;
-// - slack = (deadline - input_available) / T (Fig. 9a: "could run twice"
-//   means slack >= 2).
+// - slack = (deadline - submit) / T; deadline - input_available is longer by
+//   the input lead (Fig. 9a: "could run twice" means
+//   deadline - input_available >= 2 T).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -63,8 +64,9 @@ constexpr int64_t kTaskMaxMs = 30 * kMinuteMs;
 // stage keeps 10%-60% of the tasks of the narrowest stage it depends on.
 constexpr double kWidthMin = 1.0;
 constexpr double kWidthMax = 100.0;
-// No job is wider than half the cluster's containers.
-constexpr double kMaxJobClusterShare = 0.5;
+// No stage is wider than a quarter of the containers of its size the cluster
+// holds (counted per node, so 2x-memory containers count half as many).
+constexpr double kMaxJobClusterShare = 0.25;
 
 // Run-to-run variance (§2 "runtimes vary"): noise cv 5%-25%; stragglers per
 // task 0.05%-0.5%, 1.5x-2.5x longer; failures 0.5%-2.5% of runs (mean 1.5%);
@@ -72,6 +74,8 @@ constexpr double kMaxJobClusterShare = 0.5;
 // making tasks 0.75x-1.3x as long.
 constexpr double kGrowingShare = 0.5;
 constexpr double kGrowthMax = 0.01;
+// drawInstance never multiplies task counts by more than this.
+constexpr double kMaxGrowth = 1000.0;
 constexpr double kCodeChangeShare = 0.1;
 
 // Deadline slack (Fig. 9a): 70% of jobs have slack in [2.05, 6] (could run
@@ -85,7 +89,8 @@ constexpr double kTightSlackMin = 1.3;
 
 // User provisioning (Fig. 2a), ratio to the average need A: 15% under
 // (0.3-0.85), 10% about right (0.95-1.05), 55% over by 1.15-10x, 20% over by
-// 10.5-40x; at least one container, at most the cluster's containers.
+// 10.5-40x; at least one container, at most the cluster's containers of
+// the job's size.
 constexpr double kUnderShare = 0.15;
 constexpr double kRightShare = 0.10;
 constexpr double kBigOverShare = 0.20;
@@ -219,10 +224,10 @@ std::vector<double> stageUnitDemand(const PeriodicJob& job, int64_t days,
 
 // Scales every job's widths by one factor so the expected total periodic
 // demand is `target` (a share of the cluster). Tasks are integers >= 1 and at
-// most `max_tasks`, so the factor is refined a few times on the rounded counts.
-// Returns the expected demand reached.
+// most `max_tasks[j]`, so the factor is refined a few times on the rounded
+// counts. Returns the expected demand reached.
 double scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<double>>& unit,
-                   double target, int64_t max_tasks) {
+                   double target, const std::vector<int64_t>& max_tasks) {
   double raw = 0;
   for (size_t j = 0; j < drafts.size(); j++) {
     for (size_t s = 0; s < unit[j].size(); s++) raw += drafts[j].raw_width[s] * unit[j][s];
@@ -234,7 +239,7 @@ double scaleToLoad(std::vector<DraftJob>& drafts, const std::vector<std::vector<
     for (size_t j = 0; j < drafts.size(); j++) {
       for (size_t s = 0; s < unit[j].size(); s++) {
         auto tasks = static_cast<int64_t>(std::llround(drafts[j].raw_width[s] * factor));
-        tasks = std::clamp<int64_t>(tasks, 1, max_tasks);
+        tasks = std::clamp<int64_t>(tasks, 1, max_tasks[j]);
         drafts[j].job.stages[s].tasks = tasks;
         got += static_cast<double>(tasks) * unit[j][s];
       }
@@ -262,10 +267,11 @@ Status checkReachedLoad(const GeneratorOptions& o, double reached) {
                                                 "; use fewer jobs or more nodes");
   }
   if (reached < o.periodic_load * (1 - kLoadTolerance)) {
-    return invalidArgument("periodic_load", pct(o.periodic_load) + " is out of reach for " + setup +
-                                                " (at most " + pct(reached) +
-                                                ", a job is at most half the cluster wide); use "
-                                                "more jobs");
+    return invalidArgument("periodic_load",
+                           pct(o.periodic_load) + " is out of reach for " + setup + " (at most " +
+                               pct(reached) +
+                               ", a stage is at most a quarter of the cluster wide); use "
+                               "more jobs");
   }
   return Status::ok();
 }
@@ -367,8 +373,11 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
   const int64_t day = (start + job.submit_offset.count()) / kDayMs;
   r.fails = rng::Stream(seed, job_index, k, "fail").uniform(0) < job.failure_probability;
 
-  // Input growth compounds daily; a code change scales durations from its day.
-  const double growth = std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day));
+  // A code change scales durations from its day.
+  // Input growth compounds daily, bounded at 1000x so a long run of a fast-
+  // growing job stays finite.
+  const double growth =
+      std::min(kMaxGrowth, std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day)));
   const double code =
       job.code_change_day >= 0 && day >= job.code_change_day ? job.code_change_factor : 1.0;
   // Lognormal with mean 1 and coefficient of variation cv.
@@ -407,15 +416,19 @@ Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   const int64_t users = std::max<int64_t>(1, (options.periodic_jobs + 7) / 8);
   std::vector<DraftJob> drafts;
   std::vector<std::vector<double>> unit;
+  std::vector<int64_t> cluster_containers;  // per job: containers of its size in the cluster
+  std::vector<int64_t> max_tasks;
   drafts.reserve(static_cast<size_t>(options.periodic_jobs));
   for (int64_t i = 0; i < options.periodic_jobs; i++) {
     drafts.push_back(draftJob(options, static_cast<size_t>(i), users));
-    unit.push_back(stageUnitDemand(drafts.back().job, options.days, capacity));
+    const PeriodicJob& job = drafts.back().job;
+    unit.push_back(stageUnitDemand(job, options.days, capacity));
+    cluster_containers.push_back(options.node_size.countFitting(job.stages.front().task_resource) *
+                                 options.nodes);
+    max_tasks.push_back(
+        std::max<int64_t>(1, static_cast<int64_t>(kMaxJobClusterShare *
+                                                  static_cast<double>(cluster_containers.back()))));
   }
-  // Every generated container has one vcore, so vcores bound the containers.
-  const int64_t cluster_containers = options.node_size.vcores() * options.nodes;
-  const auto max_tasks = std::max<int64_t>(
-      1, static_cast<int64_t>(kMaxJobClusterShare * static_cast<double>(cluster_containers)));
   MORPHEUS_RETURN_IF_ERROR(
       checkReachedLoad(options, scaleToLoad(drafts, unit, options.periodic_load, max_tasks)));
 
@@ -423,7 +436,7 @@ Result<Workload> generatePeriodic(const GeneratorOptions& options) {
   for (size_t i = 0; i < drafts.size(); i++) {
     PeriodicJob& job = drafts[i].job;
     drawSlo(job, typicalRuntimeMs(job, i, options.seed), rng::Stream(options.seed, i, -1, "slo"));
-    drawProvisioning(job, cluster_containers, rng::Stream(options.seed, i, -1, "provisioning"));
+    drawProvisioning(job, cluster_containers[i], rng::Stream(options.seed, i, -1, "provisioning"));
     w.periodic.push_back(std::move(job));
   }
   return w;

@@ -196,8 +196,9 @@ Status parseVariance(ObjectReader& r, PeriodicJob& j) {
                             r.number("straggler_factor", d.straggler_factor, 1, 1000, false));
   MORPHEUS_ASSIGN_OR_RETURN(j.failure_probability,
                             r.number("failure_probability", d.failure_probability, 0, 1, false));
-  MORPHEUS_ASSIGN_OR_RETURN(j.input_growth_per_day,
-                            r.number("input_growth_per_day", d.input_growth_per_day, -1, 1, true));
+  MORPHEUS_ASSIGN_OR_RETURN(
+      j.input_growth_per_day,
+      r.number("input_growth_per_day", d.input_growth_per_day, -1, 0.1, true));
   MORPHEUS_ASSIGN_OR_RETURN(j.code_change_day, r.integer("code_change_day", -1, -1, kMaxDay));
   MORPHEUS_ASSIGN_OR_RETURN(j.code_change_factor,
                             r.number("code_change_factor", d.code_change_factor, 0, 100, true));

@@ -137,6 +137,8 @@ TEST(ReportTest, WriteReportWithoutGnuplotSaysSo) {
   EXPECT_EQ(lines(out / "baseline" / "instances.csv"), 101);
   EXPECT_EQ(lines(out / "baseline" / "adhoc.csv"), 6);
   EXPECT_EQ(lines(out / "morpheus" / "utilisation.csv"), 4);
+  EXPECT_EQ(slurp(out / "morpheus" / "utilisation_binned.csv"),
+            "first_step,mean_utilisation\n0,0.100000\n1,0.500000\n2,0.450000\n");
   EXPECT_EQ(lines(out / "morpheus" / "adhoc_jct_cdf.csv"), 5);  // header + 4 finished
   EXPECT_TRUE(fs::exists(out / "report.gp"));
   const std::string md = slurp(out / "report.md");

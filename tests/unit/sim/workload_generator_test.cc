@@ -96,6 +96,9 @@ TEST(DrawInstanceTest, AppliesGrowthCodeChangeStragglersAndFailures) {
   ASSERT_EQ(day2.stages[0].task_durations.size(), 12u);  // round(10 * 1.1^2)
   EXPECT_EQ(day2.stages[0].task_durations[5], Millis(120000));
   EXPECT_EQ(toEpochMs(day2.submit), 2 * 86400000);
+  j.input_growth_per_day = 0.1;
+  j.code_change_day = -1;
+  EXPECT_EQ(sim::drawInstance(j, 0, 3000, 1).stages[0].task_durations.size(), 10000u);  // 1000x cap
   j.straggler_probability = 1.0;
   j.failure_probability = 1.0;
   auto s = sim::drawInstance(j, 0, 0, 1);
@@ -260,7 +263,7 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(r.status().message().rfind(field + ":", 0), 0u) << r.status().message();
   };
-  auto o = options(10, 10, 1, 1);
+  auto o = options(20, 5, 1, 1);
   auto bad = o;
   bad.periodic_jobs = -1;
   expectField(bad, "periodic_jobs");
@@ -278,7 +281,7 @@ TEST(WorkloadGeneratorTest, RejectsBadOptionsNamingTheField) {
   expectField(bad, "node_size");
   bad = options(3000, 2, 1, 1);  // one task per stage is already too much
   expectField(bad, "periodic_jobs");
-  bad = options(1, 200, 1, 1);  // one job cannot be 40% of 200 nodes
+  bad = options(5, 50, 1, 1);  // 5 jobs of at most a quarter of the cluster cannot average 40%
   expectField(bad, "periodic_load");
   EXPECT_TRUE(sim::generatePeriodic(o).isOk());
 }
