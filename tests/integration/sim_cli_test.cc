@@ -29,7 +29,7 @@ std::vector<std::string> smallRun(const std::string& out) {
           "--periodic-jobs",
           "8",
           "--periodic-load",
-          "0.2",
+          "0.1",
           "--adhoc-trace",
           std::string(MORPHEUS_SOURCE_DIR) + "/../shared/data/swim-fb2009-24h.tsv",
           "--adhoc-load",
