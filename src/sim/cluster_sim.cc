@@ -201,13 +201,13 @@ class Sim {
   }
   void dispatch(const Event& e);
   void round();
-  void updateNode(int n);
+  int64_t updateNode(int n);  // containers granted
   void refreshFree(int n);
   void startTask(const sched::Allocation& a);
   void endTask(int64_t slot, bool killed);
   void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
   void releaseStage(int app, size_t s);
-  void askStage(int app, size_t s);
+  void askStage(int app, size_t s, int64_t added);
   void stageDone(int app, size_t s);
   void finishApp(int app);
   void submitPeriodic(int job, int64_t k);
@@ -246,8 +246,12 @@ class Sim {
   std::vector<Resource> node_used_;
   std::set<int> free_nodes_, dirty_nodes_;
   Resource min_task_;
-  bool asks_dirty_ = false, poke_ = false;
-  int64_t pending_total_ = 0;
+  bool poke_ = false;
+  // Containers asked for since the last round, and the smallest shape among
+  // them: only nodes with that much free room are offered to the new asks
+  // (older asks already saw every free node; freed nodes are dirty).
+  int64_t new_asked_ = 0;
+  Resource new_ask_min_;
 
   std::vector<AppState> apps_;
 
@@ -442,15 +446,16 @@ void Sim::round() {
     updateNode(n);
     updated = true;
   }
-  if (asks_dirty_ && pending_total_ > 0) {
-    for (auto it = free_nodes_.begin(); it != free_nodes_.end() && pending_total_ > 0;) {
-      int n = *it;
-      updateNode(n);
+  int64_t granted = 0;
+  for (auto it = free_nodes_.begin(); it != free_nodes_.end() && granted < new_asked_;) {
+    const int n = *it;
+    if (new_ask_min_.fitsIn(o_.node_size - node_used_[static_cast<size_t>(n)])) {
+      granted += updateNode(n);
       updated = true;
-      it = free_nodes_.upper_bound(n);
     }
+    it = free_nodes_.upper_bound(n);
   }
-  asks_dirty_ = false;
+  new_asked_ = 0;
   if (poke_ && !updated && !nodes_.empty()) updateNode(0);
   // Preemption is selected inside nodeUpdate once a guarantee cannot be
   // served from free capacity; guarantees change only when poked.
@@ -464,9 +469,9 @@ void Sim::round() {
   }
 }
 
-void Sim::updateNode(int n) {
+int64_t Sim::updateNode(int n) {
   auto r = sched_->nodeUpdate(nodes_[static_cast<size_t>(n)], now_);
-  if (!r.isOk()) return;
+  if (!r.isOk()) return 0;
   for (const auto& a : r->allocations) startTask(a);
   for (const auto& k : r->to_kill) {
     for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
@@ -477,6 +482,7 @@ void Sim::updateNode(int n) {
     }
   }
   refreshFree(n);
+  return static_cast<int64_t>(r->allocations.size());
 }
 
 void Sim::refreshFree(int n) {
@@ -520,7 +526,6 @@ void Sim::startTask(const sched::Allocation& a) {
   node_used_[static_cast<size_t>(node)] += a.resource;
   app.used += a.resource;
   app.pending[s]--;
-  pending_total_--;
   if (!app.started) {
     app.started = true;
     app.start = now_;
@@ -563,15 +568,14 @@ void Sim::endTask(int64_t slot, bool killed) {
   if (killed) {
     app.requeued[s].push_back(t.task);
     app.pending[s]++;
-    pending_total_++;
-    askStage(t.app, s);
+    askStage(t.app, s, 1);
     return;
   }
   app.tasks_done++;
   if (--app.remaining[s] == 0) stageDone(t.app, s);
 }
 
-void Sim::askStage(int ai, size_t s) {
+void Sim::askStage(int ai, size_t s, int64_t added) {
   AppState& app = apps_[static_cast<size_t>(ai)];
   sched::ResourceRequest r;
   r.request_id = "s" + std::to_string(s);
@@ -579,7 +583,8 @@ void Sim::askStage(int ai, size_t s) {
   r.capability = (*app.stages)[s].task_resource;
   r.count = static_cast<int32_t>(app.pending[s]);
   (void)sched_->updateAsks(app.id, {r});
-  asks_dirty_ = true;
+  new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
+  new_asked_ += added;
 }
 
 void Sim::releaseStage(int ai, size_t s) {
@@ -589,8 +594,7 @@ void Sim::releaseStage(int ai, size_t s) {
     return;
   }
   app.pending[s] = app.remaining[s];
-  pending_total_ += app.pending[s];
-  askStage(ai, s);
+  askStage(ai, s, app.pending[s]);
 }
 
 void Sim::stageDone(int ai, size_t s) {
@@ -750,7 +754,6 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
   if (!(g == r.guarantee)) {
     r.guarantee = g;
     (void)sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g);
-    asks_dirty_ = true;
     poke_ = true;
   }
   if (!reschedule) return;

@@ -237,6 +237,33 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
   }
 }
 
+// min-cluster: the baseline keeps --nodes; every other strategy's size, when
+// found, is the smallest whose violation rate is at most the baseline's.
+TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
+  Workload w = mixed();
+  ExperimentOptions o = options(4, 4);
+  o.realize = noisy;
+  auto specs = parseStrategies({"baseline", "no-dra"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto s = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  ASSERT_EQ(s->strategies.size(), 2u);
+  const StrategyResult& base = s->strategies[0];
+  EXPECT_EQ(base.min_nodes_at_baseline_rate, std::optional<int64_t>(4));
+  const StrategyResult& nd = s->strategies[1];
+  ASSERT_TRUE(nd.min_nodes_at_baseline_rate.has_value());
+  const int64_t n = *nd.min_nodes_at_baseline_rate;
+  EXPECT_LE(nd.violation_rate, base.violation_rate + 1e-12);
+  if (n > 1) {
+    // One node fewer misses more often than the baseline.
+    ExperimentOptions smaller = o;
+    smaller.nodes = n - 1;
+    auto r = runExperiment(w, smaller, {specs->at(1)});
+    ASSERT_TRUE(r.isOk());
+    EXPECT_GT(r->strategies[0].violation_rate, base.violation_rate);
+  }
+}
+
 // Bad inputs: one error naming the field.
 TEST(SimEngineTest, BadInputsNameTheField) {
   auto unknown = parseStrategies({"morpheus", "fastest"}, {}, 0.5);

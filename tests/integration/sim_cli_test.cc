@@ -1,0 +1,90 @@
+// morpheus-sim CLI (issue #13 "Tests"): a small run writes the report, the
+// same seed gives a byte-identical summary.json, bad inputs get one clear
+// line and exit code 2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> smallRun(const std::string& out) {
+  return {binary("morpheus-sim"),
+          "run",
+          "--nodes",
+          "4",
+          "--days",
+          "3",
+          "--periodic-jobs",
+          "8",
+          "--periodic-load",
+          "0.1",
+          "--adhoc-trace",
+          std::string(MORPHEUS_SOURCE_DIR) + "/../shared/data/swim-fb2009-24h.tsv",
+          "--adhoc-load",
+          "0.1",
+          "--strategy",
+          "baseline",
+          "--strategy",
+          "morpheus",
+          "--seed",
+          "7",
+          "--out",
+          out};
+}
+
+// Same seed and inputs: byte-identical summary.json; the report files exist.
+TEST(SimCliTest, SameSeedWritesIdenticalSummary) {
+  std::string a = freshDir("sim-a"), b = freshDir("sim-b");
+  auto [code_a, out_a] = runCommand(smallRun(a));
+  ASSERT_EQ(code_a, 0) << out_a;
+  auto [code_b, out_b] = runCommand(smallRun(b));
+  ASSERT_EQ(code_b, 0) << out_b;
+  std::string sa = readFile(a + "/summary.json");
+  ASSERT_FALSE(sa.empty());
+  EXPECT_EQ(sa, readFile(b + "/summary.json"));
+  EXPECT_NE(sa.find("\"morpheus\""), std::string::npos);
+  EXPECT_NE(sa.find("\"worst_case_violation_rate\""), std::string::npos);
+  EXPECT_FALSE(readFile(a + "/report.md").empty());
+}
+
+// Bad inputs: exit 2 and one line naming the problem.
+TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
+  std::string dir = freshDir("sim-bad");
+  auto [c1, o1] =
+      runCommand({binary("morpheus-sim"), "run", "--strategy", "fastest", "--out", dir});
+  EXPECT_EQ(c1, 2);
+  EXPECT_NE(o1.find("unknown strategy 'fastest'"), std::string::npos) << o1;
+  EXPECT_EQ(std::count(o1.begin(), o1.end(), '\n'), 1) << o1;
+
+  auto [c2, o2] = runCommand({binary("morpheus-sim"), "run", "--nodes", "0", "--out", dir});
+  EXPECT_EQ(c2, 2);
+  EXPECT_NE(o2.find("nodes: must be > 0"), std::string::npos) << o2;
+
+  std::string trace = dir + "/bad.tsv";
+  {
+    std::ofstream f(trace);
+    f << "job0\t0\t0\t100\t10\t10\n"
+      << "job1\tnot-a-number\n";
+  }
+  auto [c3, o3] =
+      runCommand({binary("morpheus-sim"), "run", "--nodes", "2", "--days", "2", "--periodic-jobs",
+                  "4", "--periodic-load", "0.1", "--adhoc-trace", trace, "--out", dir});
+  EXPECT_EQ(c3, 2);
+  EXPECT_NE(o3.find("line 2"), std::string::npos) << o3;
+  EXPECT_EQ(std::count(o3.begin(), o3.end(), '\n'), 1) << o3;
+}
+
+}  // namespace
+}  // namespace morpheus::testing
