@@ -734,9 +734,37 @@ class LowCostAgent final : public AgentBase {
       int64_t c = static_cast<int64_t>(std::llround(p.center + static_cast<double>(emin) / 2.0));
       e.push_back(std::clamp(c, emin, p.window));
     }
+    if (opts_.tie_break == TieBreak::kSlack) e.push_back(std::max(emin, slackEnd(p.window)));
     std::sort(e.begin(), e.end(), std::greater<>());
     e.erase(std::unique(e.begin(), e.end()), e.end());
+    orderByTieBreak(p.window, e);
     return e;
+  }
+
+ private:
+  int64_t slackEnd(int64_t window) const {
+    auto slack =
+        static_cast<int64_t>(std::ceil(opts_.tie_break_slack * static_cast<double>(window)));
+    return window - slack;
+  }
+  // propose() keeps the first of equally cheap allocations, so the end points
+  // are tried in the tie-break's order of preference (issue #12: ties must
+  // not default to the latest end): latest first, earliest first, or (slack)
+  // the ends at or before deadline - slack from the latest down, then the
+  // later ones from the earliest up. `e` comes sorted latest first.
+  void orderByTieBreak(int64_t window, std::vector<int64_t>& e) const {
+    switch (opts_.tie_break) {
+      case TieBreak::kLatest:
+        return;
+      case TieBreak::kEarliest:
+        std::reverse(e.begin(), e.end());
+        return;
+      case TieBreak::kSlack:
+        break;
+    }
+    const int64_t by = slackEnd(window);
+    auto late = std::stable_partition(e.begin(), e.end(), [by](int64_t x) { return x <= by; });
+    std::reverse(late, e.end());
   }
 };
 

@@ -143,6 +143,9 @@ struct AppState {
   std::vector<std::vector<int64_t>> requeued;
   std::vector<std::vector<int>> dependents;
   std::vector<Millis> stage_max;  // longest task of each stage (critical path)
+  // Jockey's recorded durations: tasks of each stage that succeeded, and their time.
+  std::vector<int64_t> done_count;
+  std::vector<Millis> done_time;
   size_t stages_left = 0;
   int64_t tasks_total = 0, tasks_done = 0;
   Resource used;
@@ -181,9 +184,9 @@ struct ResState {
   int64_t budget = 0, budget_used = 0, budget_instance = -1;
   int64_t grant_count = 0;
   TimePoint grant_until;
-  int64_t work_instance = -1, work_ms = 0;
-  TimePoint work_last;
-  int64_t instance_work = 0;
+  // Jockey's hysteresis state, as DraMonitor keeps it: the allocation the
+  // policy chose at the previous review of instance `chosen_instance`.
+  int64_t chosen_instance = -1, chosen_allocation = 0;
 };
 
 class Sim {
@@ -222,6 +225,8 @@ class Sim {
   void collectNotices();
   void draTick();
   void draReview(int r);
+  std::vector<reprovision::StageState> stageStates(int app) const;
+  void rememberStageDurations(const AppState& app);
   void releaseExtras(int r);
   void recordGrant(ResState& r, int64_t count, TimePoint until);
   void judge(int app, bool unfinished);
@@ -238,6 +243,12 @@ class Sim {
   std::unique_ptr<sched::Scheduler> sched_;
   std::unique_ptr<planner::Planner> planner_;
   std::unique_ptr<reprovision::ReprovisionPolicy> policy_;
+  bool jockey_ = false;  // the policy reads stage states (filled only then: they cost a slot scan)
+  // Jockey's history: per periodic job, each stage's mean task duration in
+  // its last successful run (0 = never ran), as the RM keeps "stage-history".
+  std::vector<std::vector<Millis>> last_stage_mean_;
+  // Per live app, per stage: elapsed time of its running tasks (draTick, Jockey only).
+  std::map<int, std::vector<std::vector<Millis>>> running_;
   TimePoint now_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
   uint64_t seq_ = 0;
@@ -309,6 +320,7 @@ Status Sim::init() {
     planner::PlannerOptions po;
     po.step = o_.step;
     po.agent = s_.agent;
+    po.agent_options.tie_break = o_.tie_break;
     MORPHEUS_ASSIGN_OR_RETURN(planner_, planner::Planner::create(po, capacity));
   }
   if (!s_.dra.empty()) {
@@ -317,6 +329,7 @@ Status Sim::init() {
     reprovision::JockeyOptions jockey;
     jockey.extension = o_.step;
     MORPHEUS_ASSIGN_OR_RETURN(policy_, reprovision::makePolicy(s_.dra, dra, jockey, "strategy"));
+    jockey_ = policy_->name() == "jockey";
   }
   now_ = s_.from;
   if (s_.record_history) {
@@ -363,7 +376,6 @@ Status Sim::init() {
       for (const auto& a : placed->allocations) {
         r.boundaries.push_back(a.start);
         r.boundaries.push_back(a.end);
-        r.instance_work += a.resource.countCovering(r.unit) * (a.end - a.start).count();
       }
     }
     res_of_job_[j] = static_cast<int>(res_.size());
@@ -572,6 +584,8 @@ void Sim::endTask(int64_t slot, bool killed) {
     return;
   }
   app.tasks_done++;
+  app.done_count[s]++;
+  app.done_time[s] += now_ - t.start;
   if (--app.remaining[s] == 0) stageDone(t.app, s);
 }
 
@@ -625,6 +639,8 @@ int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueR
   app.dependents.assign(n, {});
   app.stages_left = n;
   app.stage_max.assign(n, Millis(0));
+  app.done_count.assign(n, 0);
+  app.done_time.assign(n, Millis(0));
   for (size_t s = 0; s < n; s++) {
     for (Millis d : app.inst.stages[s].task_durations)
       app.stage_max[s] = std::max(app.stage_max[s], d);
@@ -694,6 +710,7 @@ void Sim::finishApp(int ai) {
     live.erase(std::remove(live.begin(), live.end(), ai), live.end());
   }
   if (app.job >= 0) {
+    if (!app.inst.fails) rememberStageDurations(app);
     if (s_.record_history) recordRun(app);
     judge(ai, false);
   } else if (app.adhoc >= 0) {
@@ -792,12 +809,20 @@ void Sim::planStep() {
 }
 
 void Sim::draTick() {
+  running_.clear();
+  if (jockey_) {
+    for (const TaskSlot& t : slots_) {
+      if (!t.alive) continue;
+      auto& per_stage = running_[t.app];
+      per_stage.resize(apps_[static_cast<size_t>(t.app)].stages->size());
+      per_stage[static_cast<size_t>(t.stage)].push_back(now_ - t.start);
+    }
+  }
   for (size_t ri = 0; ri < res_.size(); ri++) {
     ResState& r = res_[ri];
     if (!r.planned) continue;
     if (r.live.empty()) {
       if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
-      r.work_instance = -1;
       continue;
     }
     draReview(static_cast<int>(ri));
@@ -825,41 +850,63 @@ void Sim::releaseExtras(int ri) {
   refreshGuarantee(ri, true);
 }
 
+// Jockey's view of one app (EuroSys'12 §4.1), as the DAG AM reports it to the
+// RM: per stage its tasks, those done, the running ones' elapsed time and the
+// recorded task duration (this run's mean so far, else the last run's).
+std::vector<reprovision::StageState> Sim::stageStates(int ai) const {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  std::vector<reprovision::StageState> out(app.stages->size());
+  auto run = running_.find(ai);
+  for (size_t s = 0; s < out.size(); s++) {
+    reprovision::StageState& st = out[s];
+    st.name = (*app.stages)[s].name;
+    for (int d : (*app.stages)[s].depends_on) st.deps.push_back(static_cast<size_t>(d));
+    st.tasks = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
+    st.completed = app.done_count[s];
+    if (run != running_.end() && s < run->second.size()) st.running = run->second[s];
+    if (app.done_count[s] > 0) {
+      st.task_duration = app.done_time[s] / app.done_count[s];
+    } else if (app.job >= 0 && static_cast<size_t>(app.job) < last_stage_mean_.size() &&
+               s < last_stage_mean_[static_cast<size_t>(app.job)].size()) {
+      st.task_duration = last_stage_mean_[static_cast<size_t>(app.job)][s];
+    }
+  }
+  return out;
+}
+
+void Sim::rememberStageDurations(const AppState& app) {
+  const size_t j = static_cast<size_t>(app.job);
+  if (last_stage_mean_.size() <= j) last_stage_mean_.resize(j + 1);
+  auto& means = last_stage_mean_[j];
+  means.resize(app.done_count.size(), Millis(0));
+  for (size_t s = 0; s < means.size(); s++) {
+    if (app.done_count[s] > 0) means[s] = app.done_time[s] / app.done_count[s];
+  }
+}
+
 void Sim::draReview(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
   auto inst = planner_->instanceAt(r.id, now_);
   if (!inst) return;
   Resource used, pending;
-  double progress = 1;
-  Millis critical{0};
+  std::vector<reprovision::StageState> stages;
   for (int ai : r.live) {
     const AppState& app = apps_[static_cast<size_t>(ai)];
     used += app.used;
     for (size_t s = 0; s < app.pending.size(); s++) {
       pending += (*app.stages)[s].task_resource * app.pending[s];
     }
-    double p = app.tasks_total > 0
-                   ? static_cast<double>(app.tasks_done) / static_cast<double>(app.tasks_total)
-                   : 1.0;
-    progress = std::min(progress, p);
-    // Remaining critical path: unfinished stages along the longest dependency chain
-    // (stages depend on earlier ones only).
-    std::vector<Millis> finish(app.remaining.size(), Millis(0));
-    for (size_t s = 0; s < finish.size(); s++) {
-      Millis before{0};
-      for (int d : (*app.stages)[s].depends_on)
-        before = std::max(before, finish[static_cast<size_t>(d)]);
-      finish[s] = before + (app.remaining[s] > 0 ? app.stage_max[s] : Millis(0));
-      critical = std::max(critical, finish[s]);
+    if (!jockey_) continue;
+    // Several apps on one reservation: their DAGs side by side, deps shifted.
+    const size_t base = stages.size();
+    for (auto st : stageStates(ai)) {
+      for (size_t& d : st.deps) d += base;
+      stages.push_back(std::move(st));
     }
   }
-  if (r.work_instance != inst->index) {
-    r.work_instance = inst->index;
-    r.work_ms = 0;
-    r.work_last = now_;
-  } else {
-    r.work_ms += used.countCovering(r.unit) * (now_ - r.work_last).count();
-    r.work_last = now_;
+  if (r.chosen_instance != inst->index) {
+    r.chosen_instance = inst->index;
+    r.chosen_allocation = 0;
   }
   const bool active = r.grant_count > 0 && r.grant_until > now_;
   const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
@@ -878,13 +925,11 @@ void Sim::draReview(int ri) {
   }
   in.skyline_recent.push_back(in.skyline_now);
   in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
-  in.progress = progress;
-  in.instance_start = inst->start;
   in.deadline = inst->end;
-  in.total_work_container_ms = r.instance_work;
-  in.critical_path_remaining = critical;
-  in.work_done_container_ms = r.work_ms;
+  in.stages = std::move(stages);
+  in.previous_allocation = r.chosen_allocation;
   auto decision = policy_->decide(in);
+  r.chosen_allocation = decision ? decision->allocation : 0;
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
   // ReservationManager::reprovision: budget per instance, swap through the planner.
   if (r.budget_instance != inst->index) {

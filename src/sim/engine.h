@@ -35,6 +35,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "planner/agent.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
 #include "sim/workload.h"
@@ -57,7 +58,10 @@ struct ExperimentOptions {
   double dra_budget_fraction = 0.2;  // DRA budget per instance, share of the skyline area
                                      // (inference proposal.budget-fraction default)
   int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
-  RealizeFn realize;                 // required
+  // LowCost's rule among equally cheap positions (planner.tie-break: latest,
+  // earliest, slack); default the planner's own default (slack).
+  planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
+  RealizeFn realize;  // required
 };
 
 // Progress of the whole experiment: `done` of `total` simulated plan steps.

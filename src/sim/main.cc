@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inference/skyline_fit.h"
+#include "planner/agent.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
@@ -85,6 +86,7 @@ struct SimFlags {
   std::string workload;  // JSON trace of the user's own jobs (replaces the generator)
   std::vector<std::string> strategies;
   std::string alpha;
+  std::string tie_break = planner::tieBreakName(planner::AgentOptions{}.tie_break);
   uint64_t seed = 1;
   std::string out = "sim-out";
 };
@@ -111,6 +113,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
                   "Strategy to run (repeatable; default all): baseline, morpheus, slo-packing, "
                   "lp-skyline, no-dra, greedy-planner, jockey-dra");
   cmd->add_option("--alpha", f.alpha, "Alpha sweep, e.g. 0.01,0.1,0.5,0.9 (morpheus-alphaA)");
+  cmd->add_option("--tie-break", f.tie_break,
+                  "LowCost's rule among equally cheap positions: latest, earliest or slack "
+                  "(planner.tie-break)")
+      ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
 }
@@ -173,7 +179,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.nodes <= 0) return fail("nodes: must be > 0");
   if (f.days < 2) return fail("days: must be >= 2 (training and evaluation days)");
   if (f.periodic_jobs < 0) return fail("periodic-jobs: must be >= 0");
-  if (!(f.adhoc_load >= 0 && f.adhoc_load <= 10)) return fail("adhoc-load: must be in [0, 10]");
+  if (!(f.adhoc_load >= 0 && f.adhoc_load <= 1)) return fail("adhoc-load: must be in [0, 1]");
+  auto tie_break = planner::parseTieBreak(f.tie_break);
+  if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
   auto node_size = Resource::parse(f.node_size, "node-size");
   if (!node_size.isOk()) return fail(node_size.status().message());
   std::vector<double> alphas;
@@ -192,6 +200,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.node_size = *node_size;
   o.days = f.days;
   o.seed = f.seed;
+  o.tie_break = *tie_break;
   o.realize = sim::drawInstance;
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
