@@ -170,11 +170,20 @@ class LowCostPositions : public StagePlacer {
   bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) override {
     int64_t remaining = req.count;
     while (remaining > 0) {
-      // Scan every position of [lo, hi); a contiguous stage's eligible
-      // window within it follows the allocation (setEligible).
+      // A contiguous stage's eligible window follows the allocation
+      // (setEligible); the scan covers it plus as much again on each side,
+      // so a growing allocation is scanned again O(log) times.
       int64_t pmin = req.lo, pmax = req.hi - req.d;
       if (req.anchor_end && out.gangs.empty()) pmin = pmax;
       if (pmin > pmax) return false;
+      full_lo_ = pmin;
+      full_hi_ = pmax;
+      if (req.contiguous && !out.gangs.empty()) {
+        int64_t elo = std::max(pmin, out.lo - req.d), ehi = std::min(pmax, out.hi);
+        int64_t margin = std::max<int64_t>(req.d, ehi - elo + 1);
+        pmin = std::max(pmin, elo - margin);
+        pmax = std::min(pmax, ehi + margin);
+      }
       scan(eng, req, pmin, pmax);
       setEligible(req, out);
       if (elig_lo_ > elig_hi_) return false;
@@ -279,7 +288,13 @@ class LowCostPositions : public StagePlacer {
 
   int64_t pmin_ = 0;                    // window step of position 0 of the current scan
   int64_t elig_lo_ = 0, elig_hi_ = -1;  // eligible positions [elig_lo_, elig_hi_]
-  int64_t d_ = 0;                       // gang duration of the current scan
+  int64_t full_lo_ = 0, full_hi_ = -1;  // window steps of every position the request allows
+  // After a widening gang: the eligible window reaches past the scanned range.
+  bool outgrown(const GangRequest& req, const StageTrack& out) const {
+    return (out.lo - req.d < pmin_ && pmin_ > full_lo_) ||
+           (out.hi > pmin_ + npos() - 1 && pmin_ + npos() - 1 < full_hi_);
+  }
+  int64_t d_ = 0;  // gang duration of the current scan
   std::vector<double> cost_;
   std::vector<int64_t> bfit_;  // per position: units that fit at every step
   std::vector<int64_t> rank_;  // per position: tie-break rank (lower first)
@@ -405,6 +420,7 @@ class LowCostStagePlacer final : public LowCostPositions {
       ++placed;
       if (anchored) break;  // the rest may go anywhere touching it: scan again
       if (widening) {       // the eligible window follows the allocation
+        if (outgrown(req, out)) break;
         int64_t lo = elig_lo_, hi = elig_hi_;
         setEligible(req, out);
         if (elig_lo_ != lo || elig_hi_ != hi) {
