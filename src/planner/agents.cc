@@ -170,14 +170,23 @@ class LowCostPositions : public StagePlacer {
   bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) override {
     int64_t remaining = req.count;
     while (remaining > 0) {
+      // A contiguous stage's eligible window follows the allocation
+      // (setEligible); the scan covers it plus as much again on each side,
+      // so a growing allocation is scanned again O(log) times.
       int64_t pmin = req.lo, pmax = req.hi - req.d;
       if (req.anchor_end && out.gangs.empty()) pmin = pmax;
-      if (req.contiguous && !out.gangs.empty()) {
-        pmin = std::max(pmin, out.lo - req.d);
-        pmax = std::min(pmax, out.hi);
-      }
       if (pmin > pmax) return false;
+      full_lo_ = pmin;
+      full_hi_ = pmax;
+      if (req.contiguous && !out.gangs.empty()) {
+        int64_t elo = std::max(pmin, out.lo - req.d), ehi = std::min(pmax, out.hi);
+        int64_t margin = std::max<int64_t>(req.d, ehi - elo + 1);
+        pmin = std::max(pmin, elo - margin);
+        pmax = std::min(pmax, ehi + margin);
+      }
       scan(eng, req, pmin, pmax);
+      setEligible(req, out);
+      if (elig_lo_ > elig_hi_) return false;
       int64_t placed = placeSome(eng, req, remaining, out);
       if (placed == 0) return false;
       remaining -= placed;
@@ -194,7 +203,19 @@ class LowCostPositions : public StagePlacer {
   virtual void changed(int64_t lo, int64_t hi) = 0;
 
   int64_t npos() const { return static_cast<int64_t>(cost_.size()); }
-  bool fits(int64_t q) const { return bfit_[static_cast<size_t>(q)] > 0; }
+  bool fits(int64_t q) const {
+    return q >= elig_lo_ && q <= elig_hi_ && bfit_[static_cast<size_t>(q)] > 0;
+  }
+  // Eligible positions: all, or for a contiguous stage with an allocation
+  // those touching it ([out.lo - d, out.hi] in window steps).
+  void setEligible(const GangRequest& req, const StageTrack& out) {
+    elig_lo_ = 0;
+    elig_hi_ = npos() - 1;
+    if (req.contiguous && !out.gangs.empty()) {
+      elig_lo_ = std::max(elig_lo_, out.lo - req.d - pmin_);
+      elig_hi_ = std::min(elig_hi_, out.hi - pmin_);
+    }
+  }
   // Whether position a is preferred to position b.
   bool before(int64_t a, int64_t b) const {
     return ahead(cost_[static_cast<size_t>(a)], rank_[static_cast<size_t>(a)],
@@ -265,8 +286,15 @@ class LowCostPositions : public StagePlacer {
     return req.contiguous && (out.gangs.empty() || pos < out.lo || pos + req.d > out.hi);
   }
 
-  int64_t pmin_ = 0;  // window step of position 0 of the current scan
-  int64_t d_ = 0;     // gang duration of the current scan
+  int64_t pmin_ = 0;                    // window step of position 0 of the current scan
+  int64_t elig_lo_ = 0, elig_hi_ = -1;  // eligible positions [elig_lo_, elig_hi_]
+  int64_t full_lo_ = 0, full_hi_ = -1;  // window steps of every position the request allows
+  // After a widening gang: the eligible window reaches past the scanned range.
+  bool outgrown(const GangRequest& req, const StageTrack& out) const {
+    return (out.lo - req.d < pmin_ && pmin_ > full_lo_) ||
+           (out.hi > pmin_ + npos() - 1 && pmin_ + npos() - 1 < full_hi_);
+  }
+  int64_t d_ = 0;  // gang duration of the current scan
   std::vector<double> cost_;
   std::vector<int64_t> bfit_;  // per position: units that fit at every step
   std::vector<int64_t> rank_;  // per position: tie-break rank (lower first)
@@ -387,9 +415,19 @@ class LowCostStagePlacer final : public LowCostPositions {
       int64_t b = tree_[1];
       if (b < 0) break;
       bool widening = widens(req, out, b);
+      bool anchored = req.anchor_end && out.gangs.empty();
       apply(eng, req, b, 1, out);
       ++placed;
-      if (widening) break;
+      if (anchored) break;  // the rest may go anywhere touching it: scan again
+      if (widening) {       // the eligible window follows the allocation
+        if (outgrown(req, out)) break;
+        int64_t lo = elig_lo_, hi = elig_hi_;
+        setEligible(req, out);
+        if (elig_lo_ != lo || elig_hi_ != hi) {
+          changed(std::min(lo, elig_lo_), std::max(hi, elig_hi_));
+        }
+        continue;
+      }
       int64_t more = std::min(remaining - placed, bfit_[static_cast<size_t>(b)]);
       if (more <= 0) continue;
       int64_t next = bestExcept(b);
