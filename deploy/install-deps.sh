@@ -18,6 +18,9 @@ PACKAGES=(
   # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
   # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).
   clang-14 libclang-rt-14-dev
+  # Web UI test (issue #14): the RM's page is loaded in headless Chromium
+  # (tests/integration/web_ui_test.cc; skipped when absent).
+  chromium
 )
 
 missing=()

@@ -148,7 +148,7 @@ std::multiset<std::string> chartSeries(const std::string& dom) {
   if (chart == std::string::npos) return ids;
   auto end = dom.find("id=\"legend\"", chart);
   std::string part = dom.substr(chart, end == std::string::npos ? std::string::npos : end - chart);
-  std::regex re("class=\"series\" data-reservation=\"([^\"]+)\"");
+  std::regex re("class=\"series[^\"]*\" data-reservation=\"([^\"]+)\"");
   for (std::sregex_iterator it(part.begin(), part.end(), re), e; it != e; ++it)
     ids.insert((*it)[1]);
   return ids;
@@ -191,7 +191,9 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
   }
   EXPECT_EQ(plan["capacity"]["memory_mib"], 2 * 4096);
 
-  const std::string url = "http://" + addr + "/ui/#token=" + testToken("alice");
+  // The page opens the periodic reservation's detail (#reservation=) too.
+  const std::string url =
+      "http://" + addr + "/ui/#token=" + testToken("alice") + "&reservation=" + periodic;
   auto t0 = std::chrono::steady_clock::now();
   BrowserRun dom = runChromium({"--virtual-time-budget=4000", "--dump-dom", url}, 25s);
   ASSERT_EQ(dom.exit_code, 0) << dom.log;
@@ -201,6 +203,9 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
   EXPECT_NE(dom.output.find("class=\"capacity\""), std::string::npos);
   EXPECT_NE(dom.output.find("hourly-etl"), std::string::npos);        // legend
   EXPECT_EQ(dom.output.find(testToken("alice")), std::string::npos);  // never rendered
+  // The detail: its id, one planned rectangle per allocation of the placement.
+  EXPECT_NE(dom.output.find("id=\"detail-id\">" + periodic), std::string::npos);
+  EXPECT_NE(dom.output.find("class=\"planned\""), std::string::npos);
 
   std::string artifacts = std::string(MORPHEUS_BIN_DIR) + "/../test-artifacts";
   std::filesystem::create_directories(artifacts);

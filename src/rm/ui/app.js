@@ -16,11 +16,13 @@ let timer = null;
 
 function $(id) { return document.getElementById(id); }
 
-function takeTokenFromFragment() {
-  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-  if (!m) return;
-  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-  history.replaceState(null, '', location.pathname + location.search);
+// #token=T moves T to sessionStorage; #reservation=ID opens that detail.
+// The fragment is then stripped from the address bar (and history).
+function takeFragment() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (params.has('token')) sessionStorage.setItem(TOKEN_KEY, params.get('token'));
+  if (params.has('reservation')) selected = params.get('reservation');
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
 }
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
@@ -134,7 +136,8 @@ function renderPlan(plan) {
   root.appendChild(axes(plan, x, y, ymax, dim, W, H, L, R, B));
   const base = new Array(n).fill(0);
   plan.series.forEach((s, k) => {
-    const g = svg('g', {'class': 'series', 'data-reservation': s.id});
+    const g = svg('g', {'class': s.id === selected ? 'series selected' : 'series',
+                        'data-reservation': s.id});
     const path = svg('path', {d: stackPath(s[dim], base, plan, x, y),
                               fill: COLORS[k % COLORS.length]});
     const title = svg('title');
@@ -185,7 +188,7 @@ function axes(plan, x, y, ymax, dim, W, H, L, R, B) {
   for (let k = 0; k <= 4; k++) {
     const v = ymax * k / 4;
     const label = svg('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'});
-    label.textContent = dim === 'memory_mib' ? (v / 1024).toFixed(0) + ' GiB' : v.toFixed(0);
+    label.textContent = dim === 'memory_mib' ? (v / 1024).toFixed(1) + ' GiB' : v.toFixed(1);
     g.appendChild(label);
     g.appendChild(svg('line', {x1: L, x2: W - R, y1: y(v), y2: y(v)}));
   }
@@ -194,6 +197,7 @@ function axes(plan, x, y, ymax, dim, W, H, L, R, B) {
 
 function select(id) {
   selected = id;
+  if (lastPlan) renderPlan(lastPlan);
   refreshDetail();
 }
 
@@ -246,13 +250,34 @@ function renderDetail(r) {
   for (const l of r.running) {
     root.appendChild(svg('circle', {'class': 'actual', cx: x(l.offset_ms), cy: y(l.used.memory_mib), r: 5}));
   }
-  const legend = svg('text', {x: L + 5, y: T + 12, 'class': 'axis'});
-  legend.textContent = 'blue: planned memory (one instance); orange: actual memory of runs';
-  root.appendChild(legend);
+  root.appendChild(detailAxes(x, y, span, peak * 1.1, W, H, L, R, T, B));
   $('detail-chart').replaceChildren(root);
   fillTable('dra', r.dra_history.map(h => [time(h.time_ms), h.policy, h.granted ? 'granted' : 'denied',
                                            res(h.extra), Math.round(h.duration_ms / 1000) + ' s',
                                            h.reason]));
+}
+
+// Minutes into the instance window (x) and GiB (y), with the series legend.
+function detailAxes(x, y, span, ymax, W, H, L, R, T, B) {
+  const g = svg('g', {'class': 'axis'});
+  for (let k = 0; k <= 5; k++) {
+    const off = span * k / 5;
+    g.appendChild(svg('line', {x1: x(off), x2: x(off), y1: T, y2: H - B}));
+    const label = svg('text', {x: x(off), y: H - B + 15, 'text-anchor': 'middle'});
+    label.textContent = '+' + (off / 60000).toFixed(1) + ' min';
+    g.appendChild(label);
+  }
+  for (let k = 0; k <= 4; k++) {
+    const v = ymax * k / 4;
+    const label = svg('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'});
+    label.textContent = (v / 1024).toFixed(1) + ' GiB';
+    g.appendChild(label);
+  }
+  const legend = svg('text', {x: L + 6, y: T + 12});
+  legend.textContent = 'blue: planned memory of one instance; orange: actual memory of the ' +
+                       'last runs (lines) and of running apps (dots)';
+  g.appendChild(legend);
+  return g;
 }
 
 function showLogin(message) {
@@ -285,7 +310,7 @@ async function poll() {
 }
 
 function start() {
-  takeTokenFromFragment();
+  takeFragment();
   $('login').addEventListener('submit', ev => {
     ev.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
