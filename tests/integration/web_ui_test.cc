@@ -226,5 +226,111 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
             << " ms\n";
 }
 
+// Two days of an hourly job of alice's (runs of 10 min of 2-3 containers,
+// input written 2 min into the hour, output read 15 min after the run) as
+// `history import` JSON lines, ending an hour before `now`.
+void writeHourlyHistory(const std::string& path, int64_t now) {
+  constexpr int64_t kMin = 60000, kHour = 60 * kMin;
+  std::ofstream out(path);
+  const int64_t first = (now / kHour - 49) * kHour;
+  for (int n = 0; n < 48; n++) {
+    const int64_t base = first + n * kHour, submit = base + 4 * kMin, end = submit + 10 * kMin;
+    const std::string run = "web-report-" + std::to_string(n);
+    json sky = json::array();
+    for (int k = 0; k < 10; k++) sky.push_back(2 + (k + n) % 2);
+    out << json({{"type", "run"},
+                 {"job", "web-report"},
+                 {"run", run},
+                 {"user", "alice"},
+                 {"submit_ms", submit},
+                 {"start_ms", submit},
+                 {"end_ms", end},
+                 {"step_ms", kMin},
+                 {"skyline", sky},
+                 {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+               .dump()
+        << "\n";
+    auto event = [&out](const std::string& job, const std::string& r, const std::string& file,
+                        const char* kind, int64_t t) {
+      out << json({{"type", "event"},
+                   {"job", job},
+                   {"run", r},
+                   {"path", file},
+                   {"kind", kind},
+                   {"time_ms", t}})
+                 .dump()
+          << "\n";
+    };
+    const std::string in = "/data/web/in/" + std::to_string(n);
+    const std::string result = "/data/web/out/" + std::to_string(n);
+    event("ingest", "ingest-" + run, in, "write", base + 2 * kMin);
+    event("web-report", run, in, "read", submit + 1000);
+    event("web-report", run, result, "write", end - 1000);
+    event("dashboard", "dash-" + run, result, "read", end + 15 * kMin);
+  }
+}
+
+// The proposals panel: the RM reads pending proposals from a real
+// morpheus-inference with its rm.inference token and the page lists them; an
+// unreachable service is a 503 naming its address, not an empty list.
+TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
+  const std::string tokens = testTokenFile();
+  const std::string inf_dir = freshDir("inference");
+  // Inference calls the RM only to submit accepted proposals (not done here).
+  Process inference =
+      Process::startDaemon("inference", inf_dir, {"--rm", "127.0.0.1:1", "--token-file", tokens});
+  ASSERT_FALSE(inference.grpcAddress().empty()) << inference.log();
+  auto infCtl = [&](const std::string& who, std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary("morpheusctl"), "--inference", inference.grpcAddress(),
+                                     "--token", testToken(who)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
+  };
+  const std::string history = inf_dir + "-history.jsonl";
+  writeHourlyHistory(history, nowMs());
+  auto [ci, oi] = infCtl("alice", {"history", "import", history, "--format", "jsonl"});
+  ASSERT_EQ(ci, 0) << oi;
+  json pending;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        infCtl("ops", {"slo", "refit"});
+        auto [code, out] = infCtl("alice", {"slo", "list", "--state", "pending", "--json"});
+        pending = json::parse(out, nullptr, false);
+        return code == 0 && !pending.is_discarded() && !pending["proposals"].empty();
+      },
+      20s))
+      << pending.dump() << inference.log();
+  const std::string proposal = pending["proposals"][0]["proposal_id"];
+
+  const std::string rm_token = inf_dir + "-rm-token";
+  std::ofstream(rm_token) << testToken("ops") << "\n";
+  startCluster(1, {"--set", "rm.inference-address=" + inference.grpcAddress(), "--set",
+                   "rm.inference-token-file=" + rm_token});
+  const std::string addr = rm_.httpAddress();
+  auto resp = httpRequest(addr, "GET", "/ui/api/proposals", "", "", bearer("bob"));
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  json listed = json::parse(resp.body, nullptr, false);
+  ASSERT_FALSE(listed.is_discarded()) << resp.body;
+  EXPECT_EQ(listed["configured"], true);
+  std::set<std::string> ids;
+  for (const auto& p : listed["proposals"]) ids.insert(p["proposal_id"].get<std::string>());
+  EXPECT_EQ(ids.count(proposal), 1u) << resp.body;
+
+  if (!chromiumBinary().empty()) {
+    BrowserRun dom = runChromium({"--virtual-time-budget=4000", "--dump-dom",
+                                  "http://" + addr + "/ui/#token=" + testToken("bob")},
+                                 25s);
+    ASSERT_EQ(dom.exit_code, 0) << dom.log;
+    auto table = dom.output.find("id=\"proposals\"");
+    ASSERT_NE(table, std::string::npos) << dom.output;
+    EXPECT_NE(dom.output.find(proposal, table), std::string::npos) << dom.output;
+  }
+
+  ASSERT_EQ(inference.signalAndWait(SIGTERM, 10s), 0) << inference.log();
+  resp = httpRequest(addr, "GET", "/ui/api/proposals", "", "", bearer("bob"));
+  EXPECT_EQ(resp.status, 503) << resp.body;
+  EXPECT_NE(resp.body.find(inference.grpcAddress()), std::string::npos) << resp.body;
+}
+
 }  // namespace
 }  // namespace morpheus::testing
