@@ -18,8 +18,10 @@ function $(id) { return document.getElementById(id); }
 
 // #token=T moves T to sessionStorage; #reservation=ID opens that detail.
 // The fragment is then stripped from the address bar (and history).
+// Values are percent-decoded only ('+' stays '+', as in base64 tokens).
 function takeFragment() {
-  const params = new URLSearchParams(location.hash.slice(1));
+  const params = new Map(location.hash.slice(1).split('&').filter(p => p.includes('=')).map(
+      p => [p.slice(0, p.indexOf('=')), decodeURIComponent(p.slice(p.indexOf('=') + 1))]));
   if (params.has('token')) sessionStorage.setItem(TOKEN_KEY, params.get('token'));
   if (params.has('reservation')) selected = params.get('reservation');
   if (location.hash) history.replaceState(null, '', location.pathname + location.search);
