@@ -224,6 +224,14 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
   EXPECT_NE(dom.output.find("id=\"detail-id\">" + periodic), std::string::npos);
   EXPECT_NE(dom.output.find("class=\"planned\""), std::string::npos);
 
+  // A wrong token: the page asks for one and shows no data.
+  BrowserRun refused = runChromium(
+      {"--virtual-time-budget=3000", "--dump-dom", "http://" + addr + "/ui/#token=not-a-token"},
+      25s);
+  ASSERT_EQ(refused.exit_code, 0) << refused.log;
+  EXPECT_NE(refused.output.find("data-state=\"login\""), std::string::npos) << refused.output;
+  EXPECT_EQ(chartSeries(refused.output).size(), 0u) << refused.output;
+
   std::string artifacts = std::string(MORPHEUS_BIN_DIR) + "/../test-artifacts";
   std::filesystem::create_directories(artifacts);
   std::string png = std::filesystem::weakly_canonical(artifacts + "/web_ui.png").string();
