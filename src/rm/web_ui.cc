@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/wire.h"
 #include "morpheus/v1/inference.grpc.pb.h"
@@ -279,11 +280,14 @@ HttpResponse reservationResponse(const WebUiSources& s, const HttpRequest& req) 
   return jsonResponse(200, out);
 }
 
-// Reads pending proposals from morpheus-inference; the stub is made once.
+// Reads pending proposals from morpheus-inference. One read at a time, and
+// an answer (or error) is reused for kProposalCacheTtl, so many open pages
+// cost inference one call per TTL and a dead service holds at most one HTTP
+// worker for the call's deadline at a time.
 class ProposalReader {
  public:
   explicit ProposalReader(const WebUiSources& s)
-      : address_(s.inference_address), tls_(s.tls), token_(s.inference_token) {}
+      : address_(s.inference_address), tls_(s.tls), token_(s.inference_token), clock_(*s.clock) {}
 
   HttpResponse read() {
     if (address_.empty()) {
@@ -293,13 +297,25 @@ class ProposalReader {
                                  "proposals are listed by `morpheusctl slo list` against "
                                  "morpheus-inference"}});
     }
+    std::lock_guard<std::mutex> lk(mu_);
+    const TimePoint now = clock_.now();
+    if (!cached_ || now - cached_at_ >= kProposalCacheTtl) {
+      cached_ = fetch();
+      cached_at_ = now;
+    }
+    return *cached_;
+  }
+
+ private:
+  HttpResponse fetch() {  // REQUIRES(mu_)
+    if (!stub_) stub_ = v1::InferenceService::NewStub(makeChannel(address_, tls_));
     v1::ListProposalsRequest request;
     request.set_state(v1::PROPOSAL_PENDING);
     v1::ListProposalsResponse response;
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    ctx.set_deadline(std::chrono::system_clock::now() + kProposalDeadline);
     if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
-    grpc::Status st = stub()->ListProposals(&ctx, request, &response);
+    grpc::Status st = stub_->ListProposals(&ctx, request, &response);
     if (!st.ok()) {
       return jsonError(unavailable("inference service at " + address_ +
                                    " did not list proposals: " + st.error_message()));
@@ -315,18 +331,16 @@ class ProposalReader {
     return jsonResponse(200, out);
   }
 
- private:
-  v1::InferenceService::Stub* stub() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!stub_) stub_ = v1::InferenceService::NewStub(makeChannel(address_, tls_));
-    return stub_.get();
-  }
-
+  static constexpr Millis kProposalCacheTtl{3000};
+  static constexpr std::chrono::seconds kProposalDeadline{2};
   const std::string address_;
   const TlsOptions tls_;
   const std::string token_;
+  Clock& clock_;
   std::mutex mu_;
-  std::unique_ptr<v1::InferenceService::Stub> stub_;  // GUARDED_BY(mu_); thread-safe once made
+  std::unique_ptr<v1::InferenceService::Stub> stub_;  // GUARDED_BY(mu_)
+  std::optional<HttpResponse> cached_;                // GUARDED_BY(mu_)
+  TimePoint cached_at_;                               // GUARDED_BY(mu_)
 };
 
 }  // namespace

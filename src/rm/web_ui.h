@@ -25,7 +25,8 @@
 //                              (Morpheus §7 decisions, granted and denied)
 //   GET /ui/api/proposals      pending SLO proposals: the RM reads them from
 //                              morpheus-inference (rm.inference-address, with
-//                              rm.inference-token-file's token, 3 s deadline);
+//                              rm.inference-token-file's token, 2 s deadline,
+//                              one read at a time, an answer reused for 3 s);
 //                              {"configured": false} when none is configured,
 //                              503 naming the address when it cannot be read
 //
