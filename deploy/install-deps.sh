@@ -21,6 +21,9 @@ PACKAGES=(
   # morpheus-sim (issue #13) draws its report's PNG plots with gnuplot; without
   # it the report says so and keeps the CSVs and report.gp.
   gnuplot-nox
+  # Web UI test (issue #14): the RM's page is loaded in headless Chromium
+  # (tests/integration/web_ui_test.cc; skipped when absent).
+  chromium
 )
 
 missing=()

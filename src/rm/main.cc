@@ -20,6 +20,7 @@
 #include "rm/rm_core.h"
 #include "rm/services.h"
 #include "rm/telemetry.h"
+#include "rm/web_ui.h"
 #include "store/state_store.h"
 
 using namespace morpheus;
@@ -168,6 +169,11 @@ int main(int argc, char** argv) {
   server.addService(&am_service);
   server.addService(&reservation_service);
   rm::registerReservationRest(server.http(), reservation_service, access);
+  // The operator's web page and its JSON (issue #14), at / and /ui/.
+  rm::registerWebUi(server.http(),
+                    {&core, &apps, &runtime, &reservations, &access, &clock, rto.queue_weights,
+                     amo.queues, opts.planner.lcm, opts.planner.step, opts.inference_address,
+                     opts.daemon.tls, *inference_token});
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

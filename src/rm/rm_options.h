@@ -59,7 +59,8 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                   "Queues that accept reservations; a request naming another queue is refused.");
   s.addString("rm.inference-address", &o->inference_address, "",
               "host:port of morpheus-inference's gRPC endpoint; finished applications' skylines "
-              "are forwarded there (retried with backoff, never blocking scheduling). \"\" = off.");
+              "are forwarded there (retried with backoff, never blocking scheduling), and the web "
+              "UI reads pending SLO proposals from it. \"\" = off.");
   s.addInt("rm.max-am-attempts", &o->max_am_attempts, 2, 1, 100, "attempts",
            "How often an application's AM is (re)started before the application fails; an app may "
            "ask for fewer or more.");
@@ -98,7 +99,8 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "rm.admins). Default: {}.");
   s.addString("rm.inference-token-file", &o->inference_token_file, "",
               "File holding the bearer token (first line) the RM sends to morpheus-inference "
-              "with application telemetry; that token must be an admin of inference's "
+              "with application telemetry and the web UI's proposal reads; that token must be "
+              "an admin of inference's "
               "inference.token-file. \"\" = send none (only for an inference with "
               "inference.auth-disabled).");
   s.addDuration("rm.container-token-expiry", &o->container_token_expiry, Millis(600000),

@@ -31,7 +31,9 @@ struct RunResult {
   std::string reservation_show;  // `morpheusctl reservation show ID`
   json reservation_json;         // `morpheusctl reservation show ID --json`
   std::string metrics;           // the RM's /metrics after the run
+  json ui_detail;                // the web UI's /ui/api/reservation?id=ID (issue #14)
   std::string rm_log;
+  std::string run_app;  // the slowed run's app id
 };
 
 class DraIT : public ClusterTest {
@@ -111,6 +113,12 @@ class DraIT : public ClusterTest {
     out->reservation_json =
         json::parse(ctl({"reservation", "show", rid, "--json"}).second, nullptr, false);
     out->metrics = httpRequest(rm_.httpAddress(), "GET", "/metrics").body;
+    out->ui_detail =
+        json::parse(httpRequest(rm_.httpAddress(), "GET", "/ui/api/reservation?id=" + rid, "", "",
+                                bearer("alice"))
+                        .body,
+                    nullptr, false);
+    out->run_app = id;
     out->rm_log = rm_.log();
     ctl({"app", "kill", filler_});
   }
@@ -145,6 +153,14 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   EXPECT_GT(dra["budget-used"].get<int64_t>(), 0) << dra.dump();
   EXPECT_LE(dra["budget-used"].get<int64_t>(), 400000) << dra.dump();
   EXPECT_NE(r.rm_log.find("DRA morpheus-dra: reservation reservation_"), std::string::npos);
+  // The web UI's reservation detail shows the same grants and the run's actual skyline.
+  ASSERT_FALSE(r.ui_detail.is_discarded());
+  ASSERT_EQ(r.ui_detail["dra_history"].size(), dra["history"].size()) << r.ui_detail.dump();
+  EXPECT_TRUE(r.ui_detail["dra_history"][0]["granted"].get<bool>()) << r.ui_detail.dump();
+  EXPECT_FALSE(r.ui_detail["planned"].empty()) << r.ui_detail.dump();
+  ASSERT_EQ(r.ui_detail["runs"].size(), 1u) << r.ui_detail.dump();
+  EXPECT_EQ(r.ui_detail["runs"][0]["app"], r.run_app);
+  EXPECT_FALSE(r.ui_detail["runs"][0]["memory_mib"].empty()) << r.ui_detail.dump();
 }
 
 // Jockey on the same run (no earlier run of the job: no history). Once the
