@@ -545,17 +545,49 @@ bool ReservationManager::isPeriodic(const ReservationId& id) const {
   return it != records_.end() && it->second.def.period.count() > 0;
 }
 
+namespace {
+
+// The window of `def`'s instance that ends after `now` (the current one, or
+// the next): [arrival, deadline) for a one-off, shifted by whole periods for
+// a periodic reservation. nullopt when a one-off's window has passed.
+std::optional<std::pair<TimePoint, TimePoint>> currentOrNextWindow(
+    const planner::ReservationDefinition& def, TimePoint now) {
+  TimePoint start = def.arrival, end = def.deadline;
+  if (def.period > Millis(0) && end <= now) {
+    int64_t k = (now - end) / def.period + 1;
+    start += def.period * k;
+    end += def.period * k;
+  }
+  if (end <= now) return std::nullopt;
+  return std::make_pair(start, end);
+}
+
+}  // namespace
+
 std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& key) const {
+  if (key.empty()) return std::nullopt;
+  const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lk(mu_);
-  std::optional<ReservationId> best;
-  TimePoint best_t;
+  // Prefer the reservation serving the current (or next) instance: a job with
+  // per-instance one-off reservations (issue #12) has the next instances'
+  // reservations accepted ahead of time, and its run must bind to its own.
+  std::optional<ReservationId> best, latest;
+  TimePoint best_start, best_accepted, latest_accepted;
   for (const auto& [id, r] : records_) {
-    if (!key.empty() && r.def.recurrence_key == key && (!best || r.accepted > best_t)) {
+    if (r.def.recurrence_key != key) continue;
+    if (!latest || r.accepted > latest_accepted) {
+      latest = id;
+      latest_accepted = r.accepted;
+    }
+    auto w = currentOrNextWindow(r.def, now);
+    if (!w) continue;
+    if (!best || w->first < best_start || (w->first == best_start && r.accepted > best_accepted)) {
       best = id;
-      best_t = r.accepted;
+      best_start = w->first;
+      best_accepted = r.accepted;
     }
   }
-  return best;
+  return best ? best : latest;
 }
 
 std::vector<ReservationId> ReservationManager::ids() const {

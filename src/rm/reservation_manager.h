@@ -156,7 +156,9 @@ class ReservationManager {
   // Plan follower / scheduler view.
   Resource guaranteedAt(const ReservationId& id, TimePoint t) const;
   bool isPeriodic(const ReservationId& id) const;
-  // Active reservation bound to a recurrence key, if any (latest accepted).
+  // The reservation an app with this recurrence key binds to: the one whose
+  // current or next instance window (ending after now) starts first, ties to
+  // the latest accepted; when every window has passed, the latest accepted.
   std::optional<ReservationId> byRecurrenceKey(const JobKey& key) const;
   std::vector<ReservationId> ids() const;
 

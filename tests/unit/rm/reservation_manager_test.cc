@@ -475,3 +475,29 @@ TEST(NodeRegistryTest, RefusesAbsurdResourcesAndBadIds) {
 
 }  // namespace
 }  // namespace morpheus::rm
+
+namespace morpheus::rm {
+namespace {
+
+// Per-instance one-off reservations (issue #12) are accepted ahead of their
+// instances: an app with the recurrence key binds to the reservation of the
+// current or next instance, not to the latest accepted one; once every window
+// has passed, to the latest accepted.
+TEST_F(ReservationManagerTest, RecurrenceKeyBindsToTheCurrentInstancesReservation) {
+  auto first = def(2), second = def(2);
+  first.recurrence_key = second.recurrence_key = JobKey("seven");
+  second.arrival = first.arrival + Millis(7 * 3600000);
+  second.deadline = first.deadline + Millis(7 * 3600000);
+  ASSERT_TRUE(mgr_->submit(ReservationId("i1"), first, 0, nullptr).isOk());
+  clock_.advance(Millis(1000));
+  ASSERT_TRUE(mgr_->submit(ReservationId("i2"), second, 0, nullptr).isOk());
+  EXPECT_EQ(mgr_->byRecurrenceKey(JobKey("seven")), ReservationId("i1"));
+  clock_.advance(first.deadline - clock_.now());  // the first window ends
+  EXPECT_EQ(mgr_->byRecurrenceKey(JobKey("seven")), ReservationId("i2"));
+  clock_.advance(second.deadline - clock_.now() + Millis(1));
+  EXPECT_EQ(mgr_->byRecurrenceKey(JobKey("seven")), ReservationId("i2"));
+  EXPECT_FALSE(mgr_->byRecurrenceKey(JobKey("other")).has_value());
+}
+
+}  // namespace
+}  // namespace morpheus::rm
