@@ -1017,4 +1017,43 @@ Result<Resource> Scheduler::userUsed(const std::string& path, const UserId& user
   return u->second->used;
 }
 
+std::vector<QueueView> Scheduler::queues() const {
+  // Pending demand and app counts of ad-hoc queues, charged to every ancestor.
+  std::map<const Queue*, std::pair<Resource, int32_t>> adhoc;
+  for (const auto& [id, app] : impl_->apps) {
+    if (app->user == nullptr) continue;
+    Resource pending;
+    for (const Ask& a : app->asks) pending += a.req.capability * a.req.count;
+    for (const Entity* q = app->user->leaf; q != nullptr; q = q->parent) {
+      auto& [res, n] = adhoc[static_cast<const Queue*>(q)];
+      res += pending;
+      n++;
+    }
+  }
+  std::vector<QueueView> out;
+  for (const auto& [path, q] : impl_->queues) {
+    QueueView v;
+    v.ref = QueueRef::adhoc(path);
+    v.leaf = q->leaf;
+    v.weight = q->weight;
+    v.used = q->used;
+    if (auto it = adhoc.find(q.get()); it != adhoc.end()) {
+      v.pending = it->second.first;
+      v.apps = it->second.second;
+    }
+    out.push_back(std::move(v));
+  }
+  for (const auto& [id, r] : impl_->reservations) {
+    QueueView v;
+    v.ref = QueueRef::reservation(id);
+    v.kind = r->rkind;
+    v.guaranteed = r->guarantee;
+    v.used = r->used;
+    v.pending = r->demand;
+    v.apps = r->apps;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 }  // namespace morpheus::sched
