@@ -1019,15 +1019,20 @@ Result<Resource> Scheduler::userUsed(const std::string& path, const UserId& user
 
 std::vector<QueueView> Scheduler::queues() const {
   // Pending demand and app counts of ad-hoc queues, charged to every ancestor.
-  std::map<const Queue*, std::pair<Resource, int32_t>> adhoc;
+  std::map<const Queue*, QueueView> adhoc;
+  std::map<const Reservation*, int64_t> res_pending;
   for (const auto& [id, app] : impl_->apps) {
-    if (app->user == nullptr) continue;
+    if (app->user == nullptr) {
+      if (app->res != nullptr) res_pending[app->res] += app->pending;
+      continue;
+    }
     Resource pending;
     for (const Ask& a : app->asks) pending += a.req.capability * a.req.count;
     for (const Entity* q = app->user->leaf; q != nullptr; q = q->parent) {
-      auto& [res, n] = adhoc[static_cast<const Queue*>(q)];
-      res += pending;
-      n++;
+      QueueView& v = adhoc[static_cast<const Queue*>(q)];
+      v.pending += pending;
+      v.pending_containers += app->pending;
+      v.apps++;
     }
   }
   std::vector<QueueView> out;
@@ -1038,8 +1043,9 @@ std::vector<QueueView> Scheduler::queues() const {
     v.weight = q->weight;
     v.used = q->used;
     if (auto it = adhoc.find(q.get()); it != adhoc.end()) {
-      v.pending = it->second.first;
-      v.apps = it->second.second;
+      v.pending = it->second.pending;
+      v.pending_containers = it->second.pending_containers;
+      v.apps = it->second.apps;
     }
     out.push_back(std::move(v));
   }
@@ -1050,6 +1056,7 @@ std::vector<QueueView> Scheduler::queues() const {
     v.guaranteed = r->guarantee;
     v.used = r->used;
     v.pending = r->demand;
+    v.pending_containers = res_pending[r.get()];
     v.apps = r->apps;
     out.push_back(std::move(v));
   }

@@ -580,6 +580,7 @@ TEST(SchedulerTest, QueuesReadViewReportsUsagePendingAndApps) {
   EXPECT_DOUBLE_EQ(etl.weight, 2.0);
   EXPECT_EQ(etl.apps, 1);
   EXPECT_EQ(etl.used + etl.pending, Resource(5 * 1024, 5));
+  EXPECT_EQ(etl.pending_containers, etl.pending.vcores());
   EXPECT_FALSE(by["root.prod"].leaf);
   EXPECT_EQ(by["root.prod"].used, etl.used);
   EXPECT_EQ(by["root"].pending, etl.pending);
@@ -590,6 +591,7 @@ TEST(SchedulerTest, QueuesReadViewReportsUsagePendingAndApps) {
   EXPECT_EQ(r1.guaranteed, Resource(1024, 1));
   EXPECT_EQ(r1.apps, 1);
   EXPECT_EQ(r1.used + r1.pending, Resource(2 * 1024, 2));
+  EXPECT_EQ(r1.pending_containers, r1.pending.vcores());
   EXPECT_EQ(etl.used + r1.used, Resource(4096, 4));
 }
 
