@@ -5,10 +5,13 @@
 #include "cli/cli_context.h"
 #include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
+#include "cli/cmd_queue.h"
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "cli/completion.h"
 #include "common/token.h"
+#include "common/version.h"
 #include "common/wire.h"
 
 namespace morpheus::cli {
@@ -66,8 +69,10 @@ int main(int argc, char** argv) {
   ctx.token = envOr("MORPHEUS_TOKEN", "");
   ctx.tls = morpheus::tlsFilesFromEnvironment();
 
-  CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs"};
+  CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs", "morpheusctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", morpheus::versionLine("morpheusctl"),
+                       "Print the version and git revision");
   app.add_option("--rm", ctx.rm_address, "RM gRPC address HOST:PORT (env MORPHEUS_RM)");
   app.add_option("--rm-http", ctx.rm_http_address,
                  "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
@@ -89,10 +94,21 @@ int main(int argc, char** argv) {
   addReservationCommands(app, ctx);
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
+  addQueueCommands(app, ctx);
+  addCompletionCommand(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Bad usage (unknown option, missing argument, bad value): exit 2 as
+    // README states, not CLI11's own codes (105-109).
+    app.exit(e);
+    return 2;
   } catch (const CliExit& e) {
     return e.code;
   }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/version.h"
 #include "sim/swim_trace.h"
 
 using namespace morpheus;
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
       ->required();
   app.add_flag("--json", json, "Machine-readable summary");
+  app.set_version_flag("--version", morpheus::versionLine("morpheus-sim"),
+                       "Print the version and git revision");
   CLI11_PARSE(app, argc, argv);
 
   sim::SwimRates rates;
