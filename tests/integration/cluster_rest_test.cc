@@ -158,6 +158,35 @@ TEST_F(ClusterRestIT, YarnEndpointsReportNodesAppsAndQueues) {
   EXPECT_TRUE(waitFinal(id, 20s));
 }
 
+// `app logs --follow` prints the AM's log as it grows and returns once the app
+// is final; what it printed is the whole log (no line lost or repeated).
+TEST_F(ClusterRestIT, AppLogsFollowPrintsTheWholeLogUntilTheAppEnds) {
+  startCluster(1);
+  std::string job = writeJob(
+      "name: follow-probe\n"
+      "stages:\n"
+      "  - name: a\n"
+      "    tasks: 1\n"
+      "    command: \"sleep 2\"\n"
+      "    resources: {memory_mib: 128, vcores: 1}\n"
+      "  - name: b\n"
+      "    tasks: 1\n"
+      "    command: \"sleep 2\"\n"
+      "    resources: {memory_mib: 128, vcores: 1}\n"
+      "    depends_on: [a]\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  ASSERT_TRUE(waitRunning(id, 1, 20s)) << rm_.log();
+  auto [cf, followed] = ctl({"app", "logs", id, "--follow", "--stderr"});
+  ASSERT_EQ(cf, 0) << followed;
+  EXPECT_EQ(app(id)["state"], "FINISHED");  // --follow returned only once the app ended
+  auto [cl, whole] = ctl({"app", "logs", id, "--stderr"});
+  ASSERT_EQ(cl, 0) << whole;
+  EXPECT_FALSE(whole.empty());
+  EXPECT_EQ(followed, whole);
+}
+
 // morpheusctl: bad usage exits 2 (README), a failed call 1, --version names the
 // git revision, and the bash completion lists every command (queue list too).
 TEST(CliUsageIT, ExitCodesVersionAndCompletion) {
