@@ -1,6 +1,11 @@
 // morpheusctl: the CLI for operators and job owners.
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "cli/cli_context.h"
 #include "cli/cmd_app.h"
@@ -49,6 +54,33 @@ void checkCall(const grpc::Status& st, const std::string& daemon) {
     throw CliExit{1};
   }
   failWith(fromGrpc(st).withContext(daemon));
+}
+
+grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // GUARDED_BY(mu)
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread ticker([&] {
+    std::unique_lock<std::mutex> lk(mu);
+    auto next = t0 + std::chrono::seconds(2);
+    while (!cv.wait_until(lk, next, [&] { return done; })) {
+      auto secs =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
+              .count();
+      std::fprintf(stderr, "%s: still running (%lld s)\n", what.c_str(),
+                   static_cast<long long>(secs));
+      next += std::chrono::seconds(5);
+    }
+  });
+  grpc::Status st = call();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    done = true;
+  }
+  cv.notify_all();
+  ticker.join();
+  return st;
 }
 
 namespace {
