@@ -1,5 +1,6 @@
 #include "rm/queue_report.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
