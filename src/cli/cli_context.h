@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,11 @@ std::unique_ptr<grpc::ClientContext> authedContext(const CliContext& ctx, Millis
 // ("RM at 127.0.0.1:8030"); a refused or missing token gets a one-line hint
 // naming --token, --token-file and MORPHEUS_TOKEN.
 void checkCall(const grpc::Status& st, const std::string& daemon);
+
+// Runs `call` (a blocking RPC) on this thread; once it has taken 2 s, prints
+// "<what>: still running (N s)" to stderr every 5 s until it returns, so a
+// long call (slo refit on a large history) is never silent. Returns its status.
+grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call);
 
 // Thrown by subcommand callbacks after printing; main() turns it into the exit code.
 struct CliExit {

@@ -296,10 +296,34 @@ Result<std::string> fetchLogs(const CliContext& ctx, const std::string& address,
   return resp.data();
 }
 
+// How many bytes at the end of `prev` are the start of `cur` (the longest
+// such overlap), in O(|prev| + |cur|) with the KMP prefix function. Both are
+// tails of one growing file, so cur's bytes after the overlap are new.
+size_t overlap(const std::string& prev, const std::string& cur) {
+  // Prefix function over cur + sentinel + prev; -1 never equals a byte.
+  std::vector<int> s;
+  s.reserve(cur.size() + prev.size() + 1);
+  for (unsigned char c : cur) s.push_back(c);
+  s.push_back(-1);
+  for (unsigned char c : prev) s.push_back(c);
+  std::vector<size_t> pi(s.size(), 0);
+  for (size_t i = 1; i < s.size(); i++) {
+    size_t k = pi[i - 1];
+    while (k > 0 && s[i] != s[k]) k = pi[k - 1];
+    if (s[i] == s[k]) k++;
+    pi[i] = k;
+  }
+  return pi.back();
+}
+
 // The RM checks that the caller may read the app's logs (owner, queue
 // administrator, admin) and names the node(s) with a container token each.
-void logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
-          const std::string& node_arg, bool stderr_stream, int64_t bytes) {
+// Returns where the logs were read (NM address, container, token).
+struct LogSource {
+  std::string address, container, token;
+};
+LogSource logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
+               const std::string& node_arg, bool stderr_stream, int64_t bytes, std::string* data) {
   v1::GetContainerLogAccessRequest req;
   req.set_application_id(id);
   req.set_container_id(container_arg);
@@ -310,16 +334,40 @@ void logs(const CliContext& ctx, const std::string& id, const std::string& conta
   // Without a known node (a finished task container), ask every node until one has it.
   Status last = notFound("container " + access.container_id() + " not found on any node");
   for (const auto& t : access.targets()) {
-    auto data = fetchLogs(ctx, t.container_manager_address(), access.container_id(), t.token(),
-                          stderr_stream, bytes);
-    if (data.isOk()) {
-      std::cout << *data << std::flush;
-      return;
+    auto got = fetchLogs(ctx, t.container_manager_address(), access.container_id(), t.token(),
+                         stderr_stream, bytes);
+    if (got.isOk()) {
+      *data = *got;
+      return {t.container_manager_address(), access.container_id(), t.token()};
     }
-    last = data.status();
+    last = got.status();
     if (access.targets_size() == 1) break;
   }
   failWith(last);
+}
+
+// --follow: prints the logs, then what is appended to them every second
+// until the application is final (one last read after that). A burst larger
+// than the tail window (--bytes) between two reads is shown from its last
+// window on.
+void followLogs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
+                const std::string& node_arg, bool stderr_stream, int64_t bytes) {
+  std::string prev;
+  LogSource src = logs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
+  std::cout << prev << std::flush;
+  for (bool final = false; !final;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    v1::GetApplicationRequest greq;
+    greq.set_application_id(id);
+    v1::ApplicationReport rep;
+    auto c = context(ctx);
+    check(clientStub(ctx)->GetApplication(c.get(), greq, &rep), ctx);
+    final = finalState(rep.state());
+    auto cur = fetchLogs(ctx, src.address, src.container, src.token, stderr_stream, bytes);
+    if (!cur.isOk()) failWith(cur.status());
+    std::cout << cur->substr(overlap(prev, *cur)) << std::flush;
+    prev = std::move(cur).value();
+  }
 }
 
 }  // namespace
@@ -383,8 +431,17 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
   logs_cmd->add_option("--node", *log_node, "Node id of --container (default: ask every node)");
   logs_cmd->add_flag("--stderr", *log_stderr, "Show stderr instead of stdout");
   logs_cmd->add_option("--bytes", *log_bytes, "Tail size in bytes (default 64 KiB)");
-  logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_bytes] {
-    logs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes);
+  auto log_follow = std::make_shared<bool>(false);
+  logs_cmd->add_flag("--follow,-f", *log_follow,
+                     "Keep printing what is appended, every second, until the app ends");
+  logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_bytes, log_follow] {
+    if (*log_follow) {
+      followLogs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes);
+      return;
+    }
+    std::string data;
+    logs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes, &data);
+    std::cout << data << std::flush;
   });
 
   auto tel_key = std::make_shared<std::string>();

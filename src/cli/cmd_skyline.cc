@@ -123,12 +123,55 @@ void addFit(CLI::App& root) {
   });
 }
 
+// The wire form of a validated history file, split into requests of at most
+// about `max_bytes` each (a single record larger than that goes alone), runs
+// first, then events, in file order. Ingestion is an upsert keyed by (job,
+// run) and (job, run, path, kind, time), so a re-sent request changes nothing.
+std::vector<v1::IngestRunsRequest> importRequests(const store::IngestBatch& batch,
+                                                  const std::string& owner, int64_t max_bytes) {
+  std::vector<v1::IngestRunsRequest> out(1);
+  auto room = [&](size_t bytes) {
+    size_t used = out.back().ByteSizeLong();
+    if (used > 0 && used + bytes > static_cast<size_t>(max_bytes)) out.emplace_back();
+  };
+  for (const auto& r : batch.runs) {
+    v1::Run w;
+    w.set_job_key(r.job.value());
+    w.set_run_id(r.run.value());
+    w.set_user(r.user.empty() ? owner : r.user);
+    w.set_submit_ms(toEpochMs(r.submit));
+    w.set_start_ms(toEpochMs(r.start));
+    w.set_end_ms(toEpochMs(r.end));
+    w.set_step_ms(r.step.count());
+    for (double v : r.skyline) w.add_skyline(v);
+    toProto(r.container, w.mutable_container());
+    w.set_status(r.status == store::RunStatus::kFailed   ? v1::RUN_STATUS_FAILED
+                 : r.status == store::RunStatus::kKilled ? v1::RUN_STATUS_KILLED
+                                                         : v1::RUN_STATUS_SUCCEEDED);
+    room(w.ByteSizeLong() + 8);
+    *out.back().add_runs() = std::move(w);
+  }
+  for (const auto& e : batch.events) {
+    v1::ProvenanceEvent w;
+    w.set_job_key(e.job.value());
+    w.set_run_id(e.run.value());
+    w.set_path(e.path);
+    w.set_time_ms(toEpochMs(e.time));
+    w.set_kind(e.kind == store::FileAccess::kRead ? v1::ProvenanceEvent::KIND_READ
+                                                  : v1::ProvenanceEvent::KIND_WRITE);
+    room(w.ByteSizeLong() + 8);
+    *out.back().add_events() = std::move(w);
+  }
+  return out;
+}
+
 void addImport(CLI::App& root, CliContext& ctx) {
   auto* hist =
       root.add_subcommand("history", "Run history in the inference service's provenance store");
   hist->require_subcommand(1);
   struct Args {
     std::string file, format = "jsonl", owner;
+    int64_t batch_bytes = int64_t{4} << 20;
   };
   auto a = std::make_shared<Args>();
   auto* imp = hist->add_subcommand("import", "Import a run-history file: all of it, or nothing");
@@ -137,39 +180,37 @@ void addImport(CLI::App& root, CliContext& ctx) {
       ->check(CLI::IsMember({"native", "jsonl"}));
   imp->add_option("--owner", a->owner,
                   "Owner of runs that name none (default: --user, else the token's user)");
+  imp->add_option("--batch-bytes", a->batch_bytes,
+                  "Largest request sent at once, bytes (default 4 MiB); a larger file goes in "
+                  "several requests with progress on stderr")
+      ->check(CLI::Range(int64_t{1024}, int64_t{32} << 20));
   imp->callback([a, &ctx] {
     store::IngestBatch batch =
         readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
-    v1::IngestRunsRequest req;
-    for (const auto& r : batch.runs) {
-      auto* w = req.add_runs();
-      w->set_job_key(r.job.value());
-      w->set_run_id(r.run.value());
-      w->set_user(r.user.empty() ? (a->owner.empty() ? ctx.user : a->owner) : r.user);
-      w->set_submit_ms(toEpochMs(r.submit));
-      w->set_start_ms(toEpochMs(r.start));
-      w->set_end_ms(toEpochMs(r.end));
-      w->set_step_ms(r.step.count());
-      for (double v : r.skyline) w->add_skyline(v);
-      toProto(r.container, w->mutable_container());
-      w->set_status(r.status == store::RunStatus::kFailed   ? v1::RUN_STATUS_FAILED
-                    : r.status == store::RunStatus::kKilled ? v1::RUN_STATUS_KILLED
-                                                            : v1::RUN_STATUS_SUCCEEDED);
-    }
-    for (const auto& e : batch.events) {
-      auto* w = req.add_events();
-      w->set_job_key(e.job.value());
-      w->set_run_id(e.run.value());
-      w->set_path(e.path);
-      w->set_time_ms(toEpochMs(e.time));
-      w->set_kind(e.kind == store::FileAccess::kRead ? v1::ProvenanceEvent::KIND_READ
-                                                     : v1::ProvenanceEvent::KIND_WRITE);
-    }
+    std::string owner = a->owner.empty() ? ctx.user : a->owner;
+    std::vector<v1::IngestRunsRequest> requests = importRequests(batch, owner, a->batch_bytes);
     auto stub = v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
-    auto c = authedContext(ctx, Millis(120000));
-    v1::IngestResponse resp;
-    grpc::Status st = stub->IngestRuns(c.get(), req, &resp);
-    if (!st.ok()) failWith(fromGrpc(st).withContext("inference at " + ctx.inference_address));
+    size_t runs = 0, events = 0;
+    for (size_t i = 0; i < requests.size(); i++) {
+      auto c = authedContext(ctx, Millis(120000));
+      v1::IngestResponse resp;
+      grpc::Status st = stub->IngestRuns(c.get(), requests[i], &resp);
+      if (!st.ok()) {
+        Status err = fromGrpc(st).withContext("inference at " + ctx.inference_address);
+        if (i > 0) {
+          err = err.withContext("batch " + std::to_string(i + 1) + " of " +
+                                std::to_string(requests.size()) + " (the " + std::to_string(i) +
+                                " before it were imported; importing the file again is safe)");
+        }
+        failWith(err);
+      }
+      runs += static_cast<size_t>(requests[i].runs_size());
+      events += static_cast<size_t>(requests[i].events_size());
+      if (requests.size() > 1) {
+        std::fprintf(stderr, "history import: batch %zu/%zu, %zu/%zu run(s), %zu/%zu event(s)\n",
+                     i + 1, requests.size(), runs, batch.runs.size(), events, batch.events.size());
+      }
+    }
     std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(),
                 batch.events.size(), a->file.c_str());
   });

@@ -351,7 +351,10 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
   auto* refit = slo->add_subcommand("refit", "Re-infer every job's SLO and skyline now (admin)");
   refit->callback([&ctx] {
     v1::RefitResponse resp;
-    check(stub(ctx)->Refit(authed(ctx, Millis(300000)).get(), v1::RefitRequest(), &resp), ctx);
+    auto c = authed(ctx, Millis(300000));
+    check(withProgress("slo refit",
+                       [&] { return stub(ctx)->Refit(c.get(), v1::RefitRequest(), &resp); }),
+          ctx);
     std::printf("refit done: %d new proposal(s); see 'morpheusctl slo list'\n",
                 resp.proposals_created());
   });

@@ -1,14 +1,22 @@
 // morpheusctl: the CLI for operators and job owners.
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "cli/cli_context.h"
 #include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
+#include "cli/cmd_queue.h"
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "cli/completion.h"
 #include "common/token.h"
+#include "common/version.h"
 #include "common/wire.h"
 
 namespace morpheus::cli {
@@ -48,6 +56,33 @@ void checkCall(const grpc::Status& st, const std::string& daemon) {
   failWith(fromGrpc(st).withContext(daemon));
 }
 
+grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // GUARDED_BY(mu)
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread ticker([&] {
+    std::unique_lock<std::mutex> lk(mu);
+    auto next = t0 + std::chrono::seconds(2);
+    while (!cv.wait_until(lk, next, [&] { return done; })) {
+      auto secs =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
+              .count();
+      std::fprintf(stderr, "%s: still running (%lld s)\n", what.c_str(),
+                   static_cast<long long>(secs));
+      next += std::chrono::seconds(5);
+    }
+  });
+  grpc::Status st = call();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    done = true;
+  }
+  cv.notify_all();
+  ticker.join();
+  return st;
+}
+
 namespace {
 std::string envOr(const char* name, const std::string& def) {
   const char* v = std::getenv(name);
@@ -66,8 +101,10 @@ int main(int argc, char** argv) {
   ctx.token = envOr("MORPHEUS_TOKEN", "");
   ctx.tls = morpheus::tlsFilesFromEnvironment();
 
-  CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs"};
+  CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs", "morpheusctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", morpheus::versionLine("morpheusctl"),
+                       "Print the version and git revision");
   app.add_option("--rm", ctx.rm_address, "RM gRPC address HOST:PORT (env MORPHEUS_RM)");
   app.add_option("--rm-http", ctx.rm_http_address,
                  "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
@@ -89,10 +126,21 @@ int main(int argc, char** argv) {
   addReservationCommands(app, ctx);
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
+  addQueueCommands(app, ctx);
+  addCompletionCommand(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Bad usage (unknown option, missing argument, bad value): exit 2 as
+    // README states, not CLI11's own codes (105-109).
+    app.exit(e);
+    return 2;
   } catch (const CliExit& e) {
     return e.code;
   }

@@ -45,37 +45,55 @@ std::vector<std::string> splitComma(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// Milliseconds per `unit`, or 0 for an unknown unit.
+double unitMillis(const std::string& unit) {
+  if (unit.empty() || unit == "ms") return 1;
+  if (unit == "s") return 1000;
+  if (unit == "m" || unit == "min") return 60000;
+  if (unit == "h") return 3600000;
+  if (unit == "d") return 86400000;
+  return 0;
+}
+
+}  // namespace
+
 Result<Millis> parseDuration(const std::string& text, const std::string& field) {
   if (text.empty()) return invalidArgument(field, "empty duration");
+  const std::string bad = "'" + text + "' is not a duration (e.g. 500ms, 10s, 2m, 1h, 1d, 5h30m)";
+  double total = 0;
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-    i++;
-  std::string num = text.substr(0, i), unit = text.substr(i);
-  double v = 0;
-  try {
-    size_t pos = 0;
-    v = std::stod(num, &pos);
-    if (pos != num.size()) throw std::invalid_argument(num);
-  } catch (const std::exception&) {
-    return invalidArgument(field, "'" + text + "' is not a duration (e.g. 500ms, 10s, 2m, 1h, 1d)");
+  int terms = 0;
+  while (i < text.size()) {
+    size_t num_start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      i++;
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) i++;
+    std::string num = text.substr(num_start, unit_start - num_start);
+    std::string unit = text.substr(unit_start, i - unit_start);
+    if (num.empty()) return invalidArgument(field, bad);
+    double v = 0;
+    try {
+      size_t pos = 0;
+      v = std::stod(num, &pos);
+      if (pos != num.size()) return invalidArgument(field, bad);
+    } catch (const std::exception&) {
+      return invalidArgument(field, bad);
+    }
+    double mult = unitMillis(unit);
+    if (mult == 0) {
+      return invalidArgument(field, "unknown duration unit '" + unit + "' (use ms, s, m, h, d)");
+    }
+    // A bare number means milliseconds only on its own ("500", not "1h30").
+    if (unit.empty() && (terms > 0 || i < text.size())) return invalidArgument(field, bad);
+    total += v * mult;
+    terms++;
   }
-  double mult;
-  if (unit.empty() || unit == "ms")
-    mult = 1;
-  else if (unit == "s")
-    mult = 1000;
-  else if (unit == "m" || unit == "min")
-    mult = 60000;
-  else if (unit == "h")
-    mult = 3600000;
-  else if (unit == "d")
-    mult = 86400000;
-  else
-    return invalidArgument(field, "unknown duration unit '" + unit + "' (use ms, s, m, h, d)");
   // Converting a double outside int64's range is undefined behaviour: check first.
-  const double ms = v * mult;
-  if (!(ms < 0x1p63)) return invalidArgument(field, "'" + text + "' is too large");
-  return Millis(static_cast<int64_t>(ms));
+  if (!(total < 0x1p63)) return invalidArgument(field, "'" + text + "' is too large");
+  return Millis(static_cast<int64_t>(total));
 }
 
 std::string formatDuration(Millis d) {

@@ -39,7 +39,8 @@ class ConfigSchema {
   // `allowed` non-empty restricts the value to that set.
   void addString(const std::string& key, std::string* target, const std::string& def,
                  const std::string& doc, std::vector<std::string> allowed = {});
-  // Durations are written with a unit suffix: "500ms", "10s", "2m", "1h", "1d".
+  // Durations are written with a unit suffix: "500ms", "10s", "2m", "1h", "1d",
+  // or several together ("5h30m").
   void addDuration(const std::string& key, Millis* target, Millis def, Millis min,
                    const std::string& doc);
   void addResource(const std::string& key, Resource* target, const Resource& def,
@@ -80,7 +81,9 @@ class ConfigSchema {
   std::vector<Option> options_;  // in declaration order
 };
 
-// Parses "500ms", "10s", "2m", "1h", "1d" (a bare number = milliseconds).
+// Parses "500ms", "10s", "2m", "1h", "1d" and sums of them written together
+// ("5h30m", "1d2h", "1m30s"); a bare number alone = milliseconds. Errors are
+// INVALID_ARGUMENT naming `field`.
 Result<Millis> parseDuration(const std::string& text, const std::string& field);
 std::string formatDuration(Millis d);
 

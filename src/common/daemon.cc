@@ -1,5 +1,7 @@
 #include "common/daemon.h"
 
+#include "common/version.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -129,6 +131,7 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
   bool print_config = false;
   app.add_option("--config", config_file, "YAML config file (see deploy/ for commented examples)");
   app.add_flag("--print-config", print_config, "Print every option with its meaning and default");
+  app.set_version_flag("--version", versionLine(program), "Print the version and git revision");
   std::vector<FlagAlias> aliases = {
       {"--grpc-port", "grpc.port", "gRPC port (0 = pick a free one)"},
       {"--http-port", "http.port", "HTTP port (0 = pick a free one)"},
@@ -157,6 +160,8 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << program << ": " << e.what() << "\n";

@@ -197,6 +197,13 @@ struct HttpServer::Impl {
   const Route* find(const HttpRequest& req, HttpResponse* miss) const {
     auto it = routes.find({req.method, req.path});
     if (it != routes.end()) return &it->second;
+    // Subtree routes ("/a/b/*"): the deepest one strictly above the path.
+    for (size_t slash = req.path.rfind('/'); slash != std::string::npos && slash > 0;
+         slash = req.path.rfind('/', slash - 1)) {
+      if (slash + 1 == req.path.size()) continue;
+      auto sub = routes.find({req.method, req.path.substr(0, slash) + "/*"});
+      if (sub != routes.end()) return &sub->second;
+    }
     bool path_known = false;
     for (const auto& [k, _] : routes) path_known |= k.second == req.path;
     *miss = path_known ? HttpResponse{405, "text/plain", "method not allowed\n"}

@@ -106,7 +106,10 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Registers a handler for exact `method` + `path`, run where `where` says.
-  // Call before start().
+  // A path ending in "/*" ("/ws/v1/cluster/apps/*") is a subtree route: it
+  // serves every longer path below it ("/ws/v1/cluster/apps/X", the handler
+  // reads HttpRequest::path) that has no exact route; the deepest subtree
+  // wins. Call before start().
   void route(const std::string& method, const std::string& path, HttpHandler handler,
              HandlerThread where = HandlerThread::kWorker);
 

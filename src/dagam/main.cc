@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/version.h"
 #include "dagam/dag_am.h"
 #include "dagam/dag_job.h"
 #include "dagam/job_spec.h"
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error (default info)");
   app.add_option("--log-file", log_file, "Also log to this file");
   app.add_flag("--validate", validate_only, "Only validate the job file and exit");
+  app.set_version_flag("--version", morpheus::versionLine("morpheus-dag-am"),
+                       "Print the version and git revision");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,6 +13,7 @@
 #include "morpheus/v1/reservation.grpc.pb.h"
 #include "rm/access.h"
 #include "rm/am_service.h"
+#include "rm/cluster_rest.h"
 #include "rm/dra_monitor.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   rm::ReservationServiceImpl reservation_service(reservations, access);
   rm::ResourceTrackerService tracker(core, **authenticator, &runtime);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
+  client.setQueueSources(&reservations, &clock);
   rm::ApplicationMasterServiceImpl am_service(runtime);
   DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
@@ -174,6 +176,8 @@ int main(int argc, char** argv) {
                     {&core, &apps, &runtime, &reservations, &access, &clock, rto.queue_weights,
                      amo.queues, opts.planner.lcm, opts.planner.step, opts.inference_address,
                      opts.daemon.tls, *inference_token});
+  rm::registerClusterRest(server.http(),
+                          {core, apps, runtime, reservations, access, clock, clock.now()});
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

@@ -35,10 +35,13 @@ Result<std::string> statedUser(const HttpRequest& req, const std::string& body_u
   return body_user.empty() ? query_user : body_user;
 }
 
-// A handler that receives the authenticated caller.
-using AuthedHandler = std::function<HttpResponse(const Principal&, const HttpRequest&)>;
-
 HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
+  return authenticatedRest(access, std::move(h));
+}
+
+}  // namespace
+
+HttpHandler authenticatedRest(const RmAccess& access, AuthedHandler h) {
   return [&access, h = std::move(h)](const HttpRequest& req) {
     int http_status = 401;
     auto who = access.caller(req, &http_status);
@@ -54,6 +57,8 @@ HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
     return h(*who, req);
   };
 }
+
+namespace {
 
 Result<int64_t> queryInt(const HttpRequest& req, const std::string& name, int64_t def) {
   auto it = req.query.find(name);

@@ -19,6 +19,13 @@ namespace morpheus::rm {
 // 403 for a node credential. The caller is the token's principal; a "user"
 // field in the body or a `user.name` query parameter (YARN's pseudo auth)
 // other than the caller is refused with 403 unless the caller is an admin.
+// A handler that receives the authenticated caller.
+using AuthedHandler = std::function<HttpResponse(const Principal&, const HttpRequest&)>;
+// Wraps `h` so it runs only for a valid user token (see above): 401 with
+// YARN's AuthenticationException without one, 403 for a node credential.
+// `access` must outlive the handler.
+HttpHandler authenticatedRest(const RmAccess& access, AuthedHandler h);
+
 void registerReservationRest(HttpServer& http, ReservationServiceImpl& service,
                              const RmAccess& access);
 

@@ -944,4 +944,9 @@ void RmRuntime::launcherLoop() {
   }
 }
 
+std::vector<sched::QueueView> RmRuntime::queues() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return sched_->queues();
+}
+
 }  // namespace morpheus::rm

@@ -105,6 +105,10 @@ class RmRuntime {
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
 
+  // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
+  // then reservation queues with bound apps.
+  std::vector<sched::QueueView> queues() const;
+
   // DRA input (Morpheus §7): what the apps bound to each reservation do now.
   // One entry per reservation with a submitted or running bound app. Stage
   // task durations the AM has not measured yet in this run come from the

@@ -4,6 +4,7 @@
 #include "common/token.h"
 
 #include "common/wire.h"
+#include "rm/queue_report.h"
 
 namespace morpheus::rm {
 
@@ -356,6 +357,20 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
     // serves logs only for a token of the container's app.
     t->set_token(core_.issueContainerToken({container, app.id, n.id, Resource(), {}}));
   }
+}
+
+grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest*,
+                                           v1::ListQueuesResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  TimePoint now = clock_ ? clock_->now()
+                         : std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  for (auto& q : queueReports(*runtime_, *apps_, reservations_, now)) {
+    *resp->add_queues() = std::move(q);
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace morpheus::rm

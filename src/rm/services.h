@@ -9,6 +9,7 @@
 
 #include "rm/access.h"
 #include "rm/app_manager.h"
+#include "rm/reservation_manager.h"
 #include "rm/rm_core.h"
 #include "rm/runtime.h"
 
@@ -67,6 +68,18 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                                  v1::ClusterMetrics*) override;
   grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
                                      v1::GetContainerLogAccessResponse*) override;
+  // Every queue (queueReports): ad-hoc hierarchy, then reservation queues.
+  // Needs `apps` and `runtime`; UNIMPLEMENTED without them.
+  grpc::Status ListQueues(grpc::ServerContext*, const v1::ListQueuesRequest*,
+                          v1::ListQueuesResponse*) override;
+
+  // Where ListQueues finds reservation queues without bound apps and the
+  // time of their current guarantee. Both must outlive the service; unset =
+  // only the scheduler's reservation queues, at the system clock.
+  void setQueueSources(const ReservationManager* reservations, Clock* clock) {
+    reservations_ = reservations;
+    clock_ = clock;
+  }
 
  private:
   // The targets of a log read: the container's known node, else `node_id`,
@@ -78,6 +91,8 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   const RmAccess& access_;
   AppManager* apps_;
   RmRuntime* runtime_;
+  const ReservationManager* reservations_ = nullptr;
+  Clock* clock_ = nullptr;
 };
 
 v1::ApplicationState toProto(AppState s);

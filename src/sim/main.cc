@@ -19,6 +19,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/version.h"
 #include "inference/skyline_fit.h"
 #include "planner/agent.h"
 #include "sim/engine.h"
@@ -235,6 +236,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
 
 int main(int argc, char** argv) {
   CLI::App app{"morpheus-sim: trace-driven simulator over the real planner and scheduler"};
+  app.set_version_flag("--version", morpheus::versionLine("morpheus-sim"),
+                       "Print the version and git revision");
   app.require_subcommand(1);
   SimFlags run_flags, min_flags;
   auto* run = app.add_subcommand("run", "Run the strategies on one cluster size");

@@ -480,9 +480,14 @@ TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
     return path;
   };
   int periods = periodsOf(k, now);
-  auto [ca, oa] = ctl({"history", "import", write("alice", k, 0, periods, 1), "--format", "jsonl"},
+  // Sent in small batches (issue #14) with progress on stderr; every run
+  // arrives (the proposal below is fitted on them).
+  auto [ca, oa] = ctl({"history", "import", write("alice", k, 0, periods, 1), "--format", "jsonl",
+                       "--batch-bytes", "1024"},
                       testToken("alice"));
   ASSERT_EQ(ca, 0) << oa << inf_.log();
+  EXPECT_NE(oa.find("history import: batch 2/"), std::string::npos) << oa;
+  EXPECT_NE(oa.find("imported " + std::to_string(periods) + " run(s)"), std::string::npos) << oa;
 
   KnownJob as_bob = k;
   as_bob.owner = "bob";

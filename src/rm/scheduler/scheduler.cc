@@ -1017,4 +1017,50 @@ Result<Resource> Scheduler::userUsed(const std::string& path, const UserId& user
   return u->second->used;
 }
 
+std::vector<QueueView> Scheduler::queues() const {
+  // Pending demand and app counts of ad-hoc queues, charged to every ancestor.
+  std::map<const Queue*, QueueView> adhoc;
+  std::map<const Reservation*, int64_t> res_pending;
+  for (const auto& [id, app] : impl_->apps) {
+    if (app->user == nullptr) {
+      if (app->res != nullptr) res_pending[app->res] += app->pending;
+      continue;
+    }
+    Resource pending;
+    for (const Ask& a : app->asks) pending += a.req.capability * a.req.count;
+    for (const Entity* q = app->user->leaf; q != nullptr; q = q->parent) {
+      QueueView& v = adhoc[static_cast<const Queue*>(q)];
+      v.pending += pending;
+      v.pending_containers += app->pending;
+      v.apps++;
+    }
+  }
+  std::vector<QueueView> out;
+  for (const auto& [path, q] : impl_->queues) {
+    QueueView v;
+    v.ref = QueueRef::adhoc(path);
+    v.leaf = q->leaf;
+    v.weight = q->weight;
+    v.used = q->used;
+    if (auto it = adhoc.find(q.get()); it != adhoc.end()) {
+      v.pending = it->second.pending;
+      v.pending_containers = it->second.pending_containers;
+      v.apps = it->second.apps;
+    }
+    out.push_back(std::move(v));
+  }
+  for (const auto& [id, r] : impl_->reservations) {
+    QueueView v;
+    v.ref = QueueRef::reservation(id);
+    v.kind = r->rkind;
+    v.guaranteed = r->guarantee;
+    v.used = r->used;
+    v.pending = r->demand;
+    v.pending_containers = res_pending[r.get()];
+    v.apps = r->apps;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 }  // namespace morpheus::sched

@@ -169,6 +169,11 @@ class Scheduler {
   Result<Resource> queueUsed(const QueueRef& queue) const;
   // Used by `user` inside ad-hoc leaf `path` (zero if the user has no app there).
   Result<Resource> userUsed(const std::string& path, const UserId& user) const;
+  // Every queue as it stands (for ListQueues and the REST scheduler view):
+  // the ad-hoc hierarchy in path order, then the reservation queues in id
+  // order (those removed but lingering for their apps included). Costs
+  // O(queues + apps + asks); for reports, never called while scheduling.
+  std::vector<QueueView> queues() const;
 
  private:
   struct Impl;

@@ -107,6 +107,19 @@ struct AdhocQueueConfig {
   double weight = 1.0;  // share relative to siblings; must be > 0
 };
 
+// Read view of one queue (Scheduler::queues).
+struct QueueView {
+  QueueRef ref = QueueRef::adhoc("");
+  bool leaf = true;     // ad-hoc: accepts apps (reservation queues: true)
+  double weight = 1.0;  // ad-hoc: share relative to siblings
+  ReservationKind kind = ReservationKind::kOneOff;  // reservation queues only
+  Resource guaranteed;             // reservation queues: guarantee now; ad-hoc: zero
+  Resource used;                   // containers in use, descendants included
+  Resource pending;                // sum of capability x count of the apps' asks
+  int64_t pending_containers = 0;  // sum of the apps' ask counts
+  int32_t apps = 0;                // apps in the scheduler (descendants included)
+};
+
 struct SchedulerOptions {
   // Ad-hoc hierarchy. Apps go to leaves only. Empty = a single leaf
   // "root.default" with weight 1.

@@ -134,6 +134,20 @@ TEST(ConfigTest, DurationParsing) {
 // Fuzz finding (config): a duration beyond int64 milliseconds is an error
 // naming the key. The old parser converted the double with undefined
 // behaviour (on x86 to INT64_MIN, accepted as a negative duration).
+// Compound durations as README writes them ("5h30m") are the sum of their
+// terms; a unit-less number inside a compound and unknown units are refused.
+TEST(ConfigTest, CompoundDurationParsing) {
+  EXPECT_EQ(*parseDuration("5h30m", "k"), Millis(5 * 3600000 + 30 * 60000));
+  EXPECT_EQ(*parseDuration("1d2h", "k"), Millis(86400000 + 2 * 3600000));
+  EXPECT_EQ(*parseDuration("1m30s500ms", "k"), Millis(90500));
+  EXPECT_EQ(*parseDuration("250", "k"), Millis(250));
+  EXPECT_FALSE(parseDuration("1h30", "--deadline").isOk());
+  EXPECT_FALSE(parseDuration("h30m", "--deadline").isOk());
+  auto bad = parseDuration("5h3x", "--deadline");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("--deadline"), std::string::npos);
+}
+
 TEST(ConfigTest, DurationBeyondInt64IsRejected) {
   auto huge = parseDuration("99999999999999999999d", "rm.node-expiry");
   ASSERT_FALSE(huge.isOk()) << huge->count();

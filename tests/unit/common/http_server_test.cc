@@ -133,6 +133,12 @@ class HttpServerTest : public ::testing::Test {
     server_->route("POST", "/echo", [](const HttpRequest& r) {
       return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
     });
+    server_->route("GET", "/items/*", [](const HttpRequest& r) {
+      return HttpResponse{r.path == "/items/a/b" ? 201 : 200, "text/plain", r.path};
+    });
+    server_->route("GET", "/items/special", [](const HttpRequest&) {
+      return HttpResponse{202, "text/plain", "exact"};
+    });
     server_->route("GET", "/slow", [this](const HttpRequest&) {
       slow_entered_ = true;
       std::this_thread::sleep_for(2s);
@@ -162,6 +168,18 @@ class HttpServerTest : public ::testing::Test {
   std::atomic<bool> slow_entered_{false};
   std::atomic<bool> slow_done_{false};
 };
+
+// A subtree route ("/items/*") serves every path below it; an exact route
+// wins over it, and the subtree's own root is not part of it.
+TEST_F(HttpServerTest, SubtreeRouteServesPathsBelowIt) {
+  start({});
+  EXPECT_EQ(get(port_, "/items/x"), 200);
+  EXPECT_EQ(get(port_, "/items/a/b"), 201);
+  EXPECT_EQ(get(port_, "/items/special"), 202);
+  EXPECT_EQ(get(port_, "/items"), 404);
+  EXPECT_EQ(get(port_, "/items/"), 404);
+  EXPECT_EQ(get(port_, "/other/x"), 404);
+}
 
 // A client that dribbles header lines forever is closed once header_timeout
 // has passed since accept, though each line arrives well within it.

@@ -551,3 +551,49 @@ TEST(SchedulerTest, DeterministicGivenSameCalls) {
 
 }  // namespace
 }  // namespace morpheus::sched
+
+namespace morpheus::sched {
+namespace {
+
+// queues() reports every ad-hoc queue (parents with their leaves' usage,
+// pending asks and apps) and every reservation queue with its guarantee.
+TEST(SchedulerTest, QueuesReadViewReportsUsagePendingAndApps) {
+  SchedulerOptions o;
+  o.adhoc_queues = {{"root.prod", 3}, {"root.prod.etl", 2}, {"root.dev", 1}};
+  auto s = make(o);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(1024, 1)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a1"), UserId("u"), QueueRef::adhoc("root.prod.etl")).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("a2"), UserId("v"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a1"), {ask(5)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a2"), {ask(2)}).isOk());
+  beat(*s, "n1", kT0);  // 4 slots: r1 gets its guaranteed 1 first, the rest is shared
+  std::map<std::string, QueueView> by;
+  for (const auto& q : s->queues()) {
+    by[q.ref.isReservation() ? "res:" + q.ref.reservationId().value() : q.ref.adhocPath()] = q;
+  }
+  ASSERT_EQ(by.size(), 5u);  // root, root.prod, root.prod.etl, root.dev, res:r1
+  const QueueView& etl = by["root.prod.etl"];
+  EXPECT_TRUE(etl.leaf);
+  EXPECT_DOUBLE_EQ(etl.weight, 2.0);
+  EXPECT_EQ(etl.apps, 1);
+  EXPECT_EQ(etl.used + etl.pending, Resource(5 * 1024, 5));
+  EXPECT_EQ(etl.pending_containers, etl.pending.vcores());
+  EXPECT_FALSE(by["root.prod"].leaf);
+  EXPECT_EQ(by["root.prod"].used, etl.used);
+  EXPECT_EQ(by["root"].pending, etl.pending);
+  EXPECT_EQ(by["root.dev"].apps, 0);
+  EXPECT_TRUE(by["root.dev"].used.isZero());
+  const QueueView& r1 = by["res:r1"];
+  EXPECT_EQ(r1.kind, ReservationKind::kPeriodic);
+  EXPECT_EQ(r1.guaranteed, Resource(1024, 1));
+  EXPECT_EQ(r1.apps, 1);
+  EXPECT_EQ(r1.used + r1.pending, Resource(2 * 1024, 2));
+  EXPECT_EQ(r1.pending_containers, r1.pending.vcores());
+  EXPECT_EQ(etl.used + r1.used, Resource(4096, 4));
+}
+
+}  // namespace
+}  // namespace morpheus::sched
