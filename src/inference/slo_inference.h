@@ -17,12 +17,8 @@
 //   first read by another job of any file the run wrote, after it started.
 // - Actionable: CV(T_outRead) <= max_outread_cv and
 //   median((T_outRead - T_end) / (T_end - T_start)) >= min_slack.
-// - a = p(start_percentile) of T_ready = max(T_inAvail, T_submit), d =
-//   p(deadline_percentile) of T_outRead. Morpheus §4 takes T_inAvail alone:
-//   its jobs are triggered by their input. Where a job is submitted after
-//   its input is available (cron-style), a reservation before the
-//   submission cannot be used by the run, so the earliest start is the later
-//   of the two (T_submit alone when the job reads nothing others write).
+// - a = p(start_percentile) of T_inAvail (0 when the job reads nothing that
+//   others write), d = p(deadline_percentile) of T_outRead.
 // - A consumer with a longer period than the producer forces the producer's
 //   deadline: a reservation has one deadline per period, so every instance
 //   must be done by the end of its period (T_outRead is capped at P).

@@ -29,8 +29,7 @@ struct KnownJob {
   int64_t avail;       // input written at this offset (+0..4 min jitter)
   int64_t runtime;     // ms
   int64_t read_after;  // output read this long after the run ends (+0/+2 min jitter)
-  // p95 of max(input avail + {0..4} min, submit = avail + 5 min): the submission
-  int64_t expect_a() const { return avail + 5 * kMin; }
+  int64_t expect_a() const { return avail + 4 * kMin; }  // p95 of avail + {0..4} min
   int64_t expect_d() const { return avail + 5 * kMin + runtime + read_after + kMin; }  // median
 };
 

@@ -210,8 +210,7 @@ TEST_F(InferenceCoreTest, WindowShorterThanTheSkylineIsAWarningNotWidened) {
   ingest(b);
   ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
   Proposal p = only("etl", store::ProposalState::kPending);
-  // a = when the run can start: submitted 5 min after its input is available
-  EXPECT_EQ(p.payload.start_offset, Millis(95 * kMin));
+  EXPECT_EQ(p.payload.start_offset, Millis(90 * kMin));  // a = when the input is available
   const Millis window = p.payload.deadline_offset - p.payload.start_offset;
   ASSERT_GT(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
   ASSERT_EQ(p.payload.warnings.size(), 1u);
@@ -241,10 +240,8 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   v1::Proposal wire;
   toProto(p, clock_.now(), &wire);
   EXPECT_TRUE(wire.one_off_instances());
-  // a: submitted 5 min after the input (30 min into the period) is available
-  const int64_t a = 35 * kMin;
-  const int64_t next = ((toEpochMs(clock_.now()) - a) / (7 * kHour) + 1) * 7 * kHour;
-  EXPECT_EQ(wire.next_instance_arrival_ms(), next + a);
+  const int64_t next = ((toEpochMs(clock_.now()) - 30 * kMin) / (7 * kHour) + 1) * 7 * kHour;
+  EXPECT_EQ(wire.next_instance_arrival_ms(), next + 30 * kMin);
 
   auto acc = core().accept(p.record.id, alice_, false);
   ASSERT_TRUE(acc.isOk()) << acc.status().toString();
@@ -254,7 +251,7 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   for (size_t i = 0; i < rm_.one_offs.size(); i++) {
     const auto& d = rm_.one_offs[i];
     EXPECT_EQ(d.period_ms(), 0);
-    EXPECT_EQ(d.arrival_ms(), next + static_cast<int64_t>(i) * 7 * kHour + a);
+    EXPECT_EQ(d.arrival_ms(), next + static_cast<int64_t>(i) * 7 * kHour + 30 * kMin);
     EXPECT_EQ(d.deadline_ms() - d.arrival_ms(),
               (p.payload.deadline_offset - p.payload.start_offset).count());
     EXPECT_EQ(d.recurrence_key(), "seven");
@@ -276,7 +273,7 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   ASSERT_TRUE(n.isOk());
   EXPECT_EQ(*n, 1);
   ASSERT_EQ(fresh.one_offs.size(), 1u);
-  EXPECT_EQ(fresh.one_offs[0].arrival_ms(), next + 3 * 7 * kHour + a);
+  EXPECT_EQ(fresh.one_offs[0].arrival_ms(), next + 3 * 7 * kHour + 30 * kMin);
   auto shown = restarted.proposal(p.record.id);
   ASSERT_TRUE(shown.isOk());
   EXPECT_EQ(shown->payload.instances.size(), 4u);

@@ -186,9 +186,8 @@ TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
   const auto& s = *v[0].slo;
   EXPECT_EQ(s.period, Millis(kDay));
-  // a = p95 of max(T_inAvail, T_submit): the input is there at 01:30..01:34
-  // but the job is submitted at 01:59:30, so that is when it can start.
-  EXPECT_EQ(s.start_offset, Millis(2 * kHour - 30000));
+  // a = p95 of {01:30..01:34} = 01:34 (rounded up to whole seconds).
+  EXPECT_EQ(s.start_offset, Millis(94 * kMin));
   // d = p50 of {05:00, 05:02} alternating = 05:01.
   EXPECT_EQ(s.deadline_offset, Millis(5 * kHour + kMin));
   // slack = (05:01 - 03:00) / 1 h ~ 2.
@@ -275,8 +274,7 @@ TEST(SloDeadline, LongerPeriodConsumerForcesTheDeadlineToThePeriodEnd) {
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
   EXPECT_EQ(v[0].slo->period, Millis(kHour));
   EXPECT_EQ(v[0].slo->deadline_offset, Millis(kHour));
-  // reads nothing others write: a = its submission, 5 min into the hour
-  EXPECT_EQ(v[0].slo->start_offset, Millis(5 * kMin));
+  EXPECT_EQ(v[0].slo->start_offset, Millis(0));  // reads nothing others write
 }
 
 }  // namespace
