@@ -165,6 +165,7 @@ class LowCostPositions : public StagePlacer {
     int64_t slack =
         static_cast<int64_t>(std::ceil(o.tie_break_slack * static_cast<double>(p.window) - 1e-9));
     slack_end_ = p.window - std::max<int64_t>(0, slack);
+    if (p.def->problematic) center2_ = static_cast<int64_t>(std::llround(2.0 * p.center));
   }
 
   bool placeGangs(Engine& eng, const GangRequest& req, StageTrack& out) override {
@@ -351,6 +352,9 @@ class LowCostPositions : public StagePlacer {
   // Tie-break preference of a gang at window step pos (lower is preferred; a
   // total order over positions).
   int64_t tieRank(int64_t pos) const {
+    // Problematic jobs (Morpheus §6 alignment penalty): ties go to the
+    // position centred closest to (a + d) / 2, whatever the rule.
+    if (center2_ >= 0) return std::abs(2 * pos + d_ - center2_);
     switch (opts_.tie_break) {
       case TieBreak::kLatest:
         return -pos;
@@ -366,6 +370,7 @@ class LowCostPositions : public StagePlacer {
   const AgentOptions& opts_;
   int64_t window_ = 0;
   int64_t slack_end_ = 0;           // kSlack: the window step tied gangs prefer to end by
+  int64_t center2_ = -1;            // problematic: twice the window centre (steps); else -1
   std::vector<double> sc_;          // per step: cost with one more unit
   std::vector<int64_t> isc_;        // per step: sc_ quantized
   std::vector<int64_t> fit_;        // per step: units that fit

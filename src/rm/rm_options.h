@@ -29,7 +29,7 @@ struct RmOptions {
   std::string state_store_location;                          // state-store.location
   planner::PlannerOptions planner;                           // planner.*
   int64_t planner_end_points = 8;                            // planner.lowcost.end-points
-  std::string planner_tie_break = "slack";                   // planner.tie-break
+  std::string planner_tie_break = "earliest";                // planner.tie-break
   std::string inference_address;                             // rm.inference-address
   int64_t max_am_attempts = 2;                               // rm.max-am-attempts
   Millis preemption_grace{15000};                            // rm.preemption-grace
@@ -148,12 +148,13 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDouble("planner.lowcost.alignment-penalty", &o->planner.agent_options.alignment_penalty, 1.0,
               0, 1e6, "cost units per window",
               "Weight of the alignment penalty for problematic jobs (Morpheus §6).");
-  s.addString("planner.tie-break", &o->planner_tie_break, "slack",
+  s.addString("planner.tie-break", &o->planner_tie_break, "earliest",
               "LowCost: which of several equally cheap gang positions wins (Morpheus §6, "
               "adjusting LowCost to facilitate reprovisioning). slack: the one ending closest to "
               "deadline - tie-break-slack x window (the earliest when none ends that early), "
               "leaving free steps before the deadline for DRA; latest: against the deadline "
-              "(the rule before issue #12); earliest: the earliest.",
+              "(the rule before issue #12); earliest (default; fewest deadline violations with DRA "
+              "in morpheus-sim): the earliest.",
               {"slack", "latest", "earliest"});
   s.addDouble("planner.tie-break-slack", &o->planner.agent_options.tie_break_slack, 0.2, 0, 0.999,
               "fraction of the reservation window",

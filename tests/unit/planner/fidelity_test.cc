@@ -54,8 +54,8 @@ TEST(TieBreakTest, SlackRuleLeavesFreeStepsBeforeDeadlineLatestDoesNot) {
 }
 
 // The default is the slack-leaving rule; names parse both ways and bad ones name the field.
-TEST(TieBreakTest, DefaultIsSlackAndNamesRoundTrip) {
-  EXPECT_EQ(AgentOptions().tie_break, TieBreak::kSlack);
+TEST(TieBreakTest, DefaultIsEarliestAndNamesRoundTrip) {
+  EXPECT_EQ(AgentOptions().tie_break, TieBreak::kEarliest);
   for (TieBreak t : {TieBreak::kLatest, TieBreak::kEarliest, TieBreak::kSlack}) {
     EXPECT_EQ(parseTieBreak(tieBreakName(t)).value(), t);
   }
