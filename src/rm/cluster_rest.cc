@@ -63,21 +63,9 @@ std::vector<std::string> listParam(const HttpRequest& req, const std::string& na
   return out;
 }
 
-const char* yarnState(AppState s) {
-  switch (s) {
-    case AppState::kSubmitted:
-      return "ACCEPTED";
-    case AppState::kRunning:
-      return "RUNNING";
-    case AppState::kFinished:
-      return "FINISHED";
-    case AppState::kFailed:
-      return "FAILED";
-    case AppState::kKilled:
-      return "KILLED";
-  }
-  return "NEW";
-}
+// YARN's name: a submitted app waits for its AM as YARN's ACCEPTED; the
+// other states have YARN's names already.
+const char* yarnState(AppState s) { return s == AppState::kSubmitted ? "ACCEPTED" : toString(s); }
 
 const char* yarnFinalStatus(AppState s) {
   switch (s) {

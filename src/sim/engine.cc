@@ -269,6 +269,29 @@ int64_t trainDays(const ExperimentOptions& o) {
   return std::clamp<int64_t>(t, 1, std::max<int64_t>(1, o.days - 1));
 }
 
+namespace {
+
+// A job's DAG: every task fits one node, dependencies name earlier stages.
+// Errors name `field`.stages[i].
+Status validateStages(const std::vector<SimStage>& stages, const std::string& field,
+                      const Resource& node_size) {
+  for (size_t s = 0; s < stages.size(); s++) {
+    const auto& st = stages[s];
+    const std::string fs = field + ".stages[" + std::to_string(s) + "]";
+    if (!st.task_resource.fitsIn(node_size) || st.task_resource.isZero()) {
+      return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
+    }
+    for (int d : st.depends_on) {
+      if (d < 0 || static_cast<size_t>(d) >= s) {
+        return invalidArgument(fs + ".depends_on", "must name earlier stages");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   if (o.nodes <= 0) return invalidArgument("nodes", "must be > 0");
   if (o.days < 2) return invalidArgument("days", "must be >= 2 (training and evaluation days)");
@@ -286,18 +309,7 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     const auto& job = w.periodic[j];
     const std::string f = "workload.periodic[" + std::to_string(j) + "]";
     if (job.period <= Millis(0)) return invalidArgument(f + ".period", "must be > 0");
-    for (size_t s = 0; s < job.stages.size(); s++) {
-      const auto& st = job.stages[s];
-      const std::string fs = f + ".stages[" + std::to_string(s) + "]";
-      if (!st.task_resource.fitsIn(o.node_size) || st.task_resource.isZero()) {
-        return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
-      }
-      for (int d : st.depends_on) {
-        if (d < 0 || static_cast<size_t>(d) >= s) {
-          return invalidArgument(fs + ".depends_on", "must name earlier stages");
-        }
-      }
-    }
+    MORPHEUS_RETURN_IF_ERROR(validateStages(job.stages, f, o.node_size));
   }
   for (size_t i = 0; i < w.adhoc.size(); i++) {
     const auto& job = w.adhoc[i];
@@ -305,18 +317,7 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     if (i > 0 && job.submit < w.adhoc[i - 1].submit) {
       return invalidArgument(f + ".submit", "ad-hoc jobs must be sorted by submit");
     }
-    for (size_t s = 0; s < job.stages.size(); s++) {
-      const auto& st = job.stages[s];
-      const std::string fs = f + ".stages[" + std::to_string(s) + "]";
-      if (!st.task_resource.fitsIn(o.node_size) || st.task_resource.isZero()) {
-        return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
-      }
-      for (int d : st.depends_on) {
-        if (d < 0 || static_cast<size_t>(d) >= s) {
-          return invalidArgument(fs + ".depends_on", "must name earlier stages");
-        }
-      }
-    }
+    MORPHEUS_RETURN_IF_ERROR(validateStages(job.stages, f, o.node_size));
   }
   return Status::ok();
 }
