@@ -36,6 +36,9 @@ struct CliContext {
 // read fails the command (exit 2).
 std::string bearerToken(const CliContext& ctx);
 
+// An epoch-ms time as RFC 3339 UTC, whole seconds ("2026-11-24T04:51:48Z").
+std::string formatTime(int64_t ms);
+
 // A client context with deadline `timeout` that carries the bearer token as
 // "authorization: Bearer TOKEN" metadata.
 std::unique_ptr<grpc::ClientContext> authedContext(const CliContext& ctx, Millis timeout);

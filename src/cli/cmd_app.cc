@@ -57,15 +57,8 @@ bool finalState(v1::ApplicationState s) {
   return s == v1::APP_STATE_FINISHED || s == v1::APP_STATE_FAILED || s == v1::APP_STATE_KILLED;
 }
 
-std::string formatTime(int64_t ms) {
-  if (ms <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+// "-" for a time not reached yet (0).
+std::string formatAppTime(int64_t ms) { return ms <= 0 ? "-" : formatTime(ms); }
 
 nlohmann::json reportJson(const v1::ApplicationReport& a) {
   return {{"application_id", a.application_id()},
@@ -254,9 +247,9 @@ void status(const CliContext& ctx, const std::string& id, bool json) {
   if (!a.recurrence_key().empty()) std::printf("Recurrence:    %s\n", a.recurrence_key().c_str());
   std::printf("State:         %s\n", stateName(a.state()).c_str());
   std::printf("Progress:      %.0f%%\n", 100.0 * a.progress());
-  std::printf("Submitted:     %s\n", formatTime(a.submit_ms()).c_str());
-  std::printf("Started:       %s\n", formatTime(a.start_ms()).c_str());
-  std::printf("Finished:      %s\n", formatTime(a.finish_ms()).c_str());
+  std::printf("Submitted:     %s\n", formatAppTime(a.submit_ms()).c_str());
+  std::printf("Started:       %s\n", formatAppTime(a.start_ms()).c_str());
+  std::printf("Finished:      %s\n", formatAppTime(a.finish_ms()).c_str());
   std::printf("Used:          memory %lld MiB, vcores %lld, %d container(s)\n",
               static_cast<long long>(a.used().memory_mib()),
               static_cast<long long>(a.used().vcores()), a.running_containers());

@@ -35,15 +35,6 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-std::string formatTime(int64_t ms) {
-  std::time_t t = ms / 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // "now", "+2h", "-30m", or milliseconds since the epoch.
 int64_t parseTimeArg(const std::string& s, const std::string& field) {
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -45,15 +45,6 @@ const char* stateName(v1::ProposalState s) {
   }
 }
 
-std::string utc(int64_t ms) {
-  std::time_t t = ms / 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 json proposalJson(const v1::Proposal& p) {
   json sky = json::array();
   for (auto v : p.skyline()) sky.push_back(v);
@@ -114,13 +105,14 @@ void printProposal(const v1::Proposal& p) {
     std::printf(
         "  reservations: per-instance one-off reservations (the period does not divide the "
         "plan's LCM), each submitted ahead of its window; next instance %s .. %s\n",
-        utc(p.next_instance_arrival_ms()).c_str(),
-        utc(p.next_instance_arrival_ms() - p.slo().start_offset_ms() + p.slo().deadline_offset_ms())
+        formatTime(p.next_instance_arrival_ms()).c_str(),
+        formatTime(p.next_instance_arrival_ms() - p.slo().start_offset_ms() +
+                   p.slo().deadline_offset_ms())
             .c_str());
     for (const auto& i : p.instances()) {
-      std::printf("    instance %s .. %s: %s %s%s%s\n", utc(i.arrival_ms()).c_str(),
-                  utc(i.deadline_ms()).c_str(), i.state().c_str(), i.reservation_id().c_str(),
-                  i.detail().empty() ? "" : " - ", i.detail().c_str());
+      std::printf("    instance %s .. %s: %s %s%s%s\n", formatTime(i.arrival_ms()).c_str(),
+                  formatTime(i.deadline_ms()).c_str(), i.state().c_str(),
+                  i.reservation_id().c_str(), i.detail().empty() ? "" : " - ", i.detail().c_str());
     }
   }
   std::printf(
@@ -212,7 +204,7 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
       int64_t peak = 0;
       for (auto v : p.skyline()) peak = std::max<int64_t>(peak, v);
       std::string kind = p.one_off_instances() ? "per-instance one-off reservations, next " +
-                                                     utc(p.next_instance_arrival_ms())
+                                                     formatTime(p.next_instance_arrival_ms())
                                                : "recurring";
       if (p.warnings_size() > 0) kind += " (" + std::to_string(p.warnings_size()) + " warning(s))";
       std::printf("%-14s %-24s %-10s %-11s %-8s %-10s %-10s %-6lld %s\n", p.proposal_id().c_str(),
@@ -340,7 +332,7 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
     std::printf("%-28s %-10s %-21s %-10s %s\n", "RUN", "USER", "SUBMITTED", "DURATION", "STATUS");
     for (const auto& r : resp.runs()) {
       std::printf("%-28s %-10s %-21s %-10s %s%s\n", r.run_id().c_str(), r.user().c_str(),
-                  utc(r.submit_ms()).c_str(), dur(r.end_ms() - r.start_ms()).c_str(),
+                  formatTime(r.submit_ms()).c_str(), dur(r.end_ms() - r.start_ms()).c_str(),
                   status(r.status()),
                   r.status() == v1::RUN_STATUS_FAILED || r.status() == v1::RUN_STATUS_KILLED
                       ? " (not fitted)"

@@ -32,6 +32,15 @@ std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::strin
   return makeChannel(address, *tls);
 }
 
+std::string formatTime(int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 std::string bearerToken(const CliContext& ctx) {
   if (ctx.token_file.empty()) return ctx.token;
   auto token = readBearerTokenFile(ctx.token_file);

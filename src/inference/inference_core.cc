@@ -328,6 +328,24 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
 // without a recurring reservation; the instances due now are submitted as
 // one-off reservations (an RM refusal keeps the proposal pending), later
 // ones by submitDueInstances().
+Result<store::ProposalRecord> InferenceCore::recordAccepted(const Proposal& p,
+                                                            const std::string& reservation_id) {
+  store::ProposalRecord rec = p.record;
+  rec.state = store::ProposalState::kAccepted;
+  rec.reservation_id = reservation_id;
+  rec.updated = clock_.now();
+  rec.payload_json = encodePayload(p.payload);
+  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, p.record.state));
+  return rec;
+}
+
+Status InferenceCore::markSuperseded(const store::ProposalRecord& previous) {
+  store::ProposalRecord old = previous;
+  old.state = store::ProposalState::kSuperseded;
+  old.updated = clock_.now();
+  return store_.updateProposal(old, store::ProposalState::kAccepted);
+}
+
 Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
                                              std::optional<store::ProposalRecord> previous,
                                              const Principal& who) {
@@ -349,18 +367,9 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
     return st.withContext("proposal " + p.record.id.value() + " stays pending");
   }
   p.payload.placement = "per-instance one-off reservations (period does not divide the LCM)";
-  store::ProposalRecord rec = p.record;
-  store::ProposalState expected = rec.state;
-  rec.state = store::ProposalState::kAccepted;
-  rec.reservation_id.clear();
-  rec.updated = clock_.now();
-  rec.payload_json = encodePayload(p.payload);
-  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, expected));
+  MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, ""));
   if (previous) {
-    store::ProposalRecord old = *previous;
-    old.state = store::ProposalState::kSuperseded;
-    old.updated = clock_.now();
-    MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(old, store::ProposalState::kAccepted));
+    MORPHEUS_RETURN_IF_ERROR(markSuperseded(*previous));
   }
   spdlog::info(
       "proposal {} of job {} accepted by {}: per-instance one-off reservations, {} "
@@ -430,18 +439,13 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     return sub.status().withContext("proposal " + p.record.id.value() + " stays pending");
   }
   p.payload.placement = sub->placement_summary;
-  store::ProposalRecord rec = p.record;
-  store::ProposalState expected = rec.state;
-  rec.state = store::ProposalState::kAccepted;
-  rec.reservation_id = sub->reservation_id;
-  rec.updated = clock_.now();
-  rec.payload_json = encodePayload(p.payload);
-  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, expected));
+  MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, sub->reservation_id));
   if (previous) {
-    store::ProposalRecord old = *previous;
-    old.state = store::ProposalState::kSuperseded;
-    old.updated = clock_.now();
-    (void)store_.updateProposal(old, store::ProposalState::kAccepted);
+    // The reservation is in the RM already: the new proposal stays accepted.
+    if (Status st = markSuperseded(*previous); !st.isOk()) {
+      spdlog::warn("proposal {} stays accepted next to its successor {}: {}", previous->id.value(),
+                   rec.id.value(), st.message());
+    }
   }
   spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(),
                rec.job.value(), who.user, rec.reservation_id, sub->placement_summary);

@@ -174,6 +174,12 @@ class InferenceCore {
  private:
   Result<Proposal> load(const ProposalId& id);
   Result<Proposal> submitAndAccept(Proposal p, const Principal& who);
+  // Stores `p` as accepted (with the RM's reservation id, "" for per-instance
+  // one-offs), expecting its stored state unchanged; returns the record.
+  Result<store::ProposalRecord> recordAccepted(const Proposal& p,
+                                               const std::string& reservation_id);
+  // The accepted proposal `previous` is superseded by a newer accepted one.
+  Status markSuperseded(const store::ProposalRecord& previous);
   Result<Proposal> acceptOneOff(Proposal p, std::optional<store::ProposalRecord> previous,
                                 const Principal& who);
   // Submits p's due instances; false in *changed when nothing was recorded.

@@ -41,8 +41,8 @@ std::string fingerprint(const rm::RmOptions& o) {
     << p.sharing.average_window.count() << '|';
   f << o.dra.enabled << '|' << o.dra.policy << '|' << o.dra.interval.count() << '|' << o.dra.dra.rho
     << '|' << o.dra.dra.extension.count() << '|' << o.dra.dra.recent.count() << '|'
-    << o.dra.jockey.slack << '|' << o.dra.jockey.dead_zone.count() << '|'
-    << o.dra.jockey.hysteresis << '|';
+    << o.dra.jockey.slack << '|' << o.dra.jockey.dead_zone.count() << '|' << o.dra.jockey.hysteresis
+    << '|';
   for (const auto& [k, v] : o.queues) f << k << '=' << v << ',';
   return f.str();
 }

@@ -395,6 +395,16 @@ void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
       << rm_.log();
 }
 
+std::string ClusterTest::submitReservation(const nlohmann::json& def) {
+  std::string path = freshDir("res") + "/r.json";
+  std::ofstream(path)
+      << nlohmann::json({{"queue", "default"}, {"reservation-definition", def}}).dump();
+  auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
+  EXPECT_EQ(code, 0) << out;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  return j.is_discarded() ? "" : j.value("reservation-id", "");
+}
+
 std::pair<int, std::string> ClusterTest::ctl(std::vector<std::string> args) {
   return ctlAs("alice", std::move(args));
 }

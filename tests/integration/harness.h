@@ -120,6 +120,10 @@ class ClusterTest : public ::testing::Test {
   std::pair<int, std::string> ctl(std::vector<std::string> args);
   // The same as `principal` (a testToken name; "" = no token at all).
   std::pair<int, std::string> ctlAs(const std::string& principal, std::vector<std::string> args);
+  // `reservation submit -f FILE --json` of YARN's reservation-definition `def`
+  // in queue default, as alice; the reservation id ("" and a test failure
+  // when refused).
+  std::string submitReservation(const nlohmann::json& def);
   // `app status ID --json` (discarded JSON when it fails).
   nlohmann::json app(const std::string& id);
   // Polls until the app is FINISHED, FAILED or KILLED; false on timeout.

@@ -37,15 +37,6 @@ int64_t alignedHourAhead() { return (nowMs() / 60000 + 60) * 60000; }
 
 class ResilienceIT : public ClusterTest {
  protected:
-  // morpheusctl reservation submit of `def`; returns the id ("" on failure).
-  std::string submit(const json& def) {
-    std::string path = freshDir("res") + "/r.json";
-    std::ofstream(path) << json({{"queue", "default"}, {"reservation-definition", def}}).dump();
-    auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
-    EXPECT_EQ(code, 0) << out;
-    auto j = json::parse(out, nullptr, false);
-    return j.is_discarded() ? "" : j.value("reservation-id", "");
-  }
   // id -> reservation of `reservation list --json`.
   std::map<std::string, json> listed() {
     auto [code, out] = ctl({"reservation", "list", "--json"});
@@ -85,8 +76,8 @@ class ResilienceIT : public ClusterTest {
 TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
   startCluster(2, {"--set", "rm.node-expiry=1500ms", "--set", "rm.heartbeat-interval=200ms"});
   const int64_t t0 = alignedHourAhead();
-  std::string whole = submit(oneOff(t0, 8));  // needs both NMs (2 x 4 vcores)
-  std::string small = submit(oneOff(t0 + 3600000, 1));
+  std::string whole = submitReservation(oneOff(t0, 8));  // needs both NMs (2 x 4 vcores)
+  std::string small = submitReservation(oneOff(t0 + 3600000, 1));
   ASSERT_FALSE(whole.empty());
   ASSERT_FALSE(small.empty());
   const json allocations = listed()[whole]["resource-allocations"];
@@ -116,8 +107,8 @@ TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
 TEST_F(ResilienceIT, AbsurdNodeResourcesAreRefusedAndChangeNothing) {
   startCluster(1);
   const int64_t t0 = alignedHourAhead();
-  ASSERT_FALSE(submit(oneOff(t0, 4)).empty());
-  ASSERT_FALSE(submit(oneOff(t0 + 600000, 2)).empty());
+  ASSERT_FALSE(submitReservation(oneOff(t0, 4)).empty());
+  ASSERT_FALSE(submitReservation(oneOff(t0 + 600000, 2)).empty());
   const std::string before = observable(t0);
   Process absurd = Process::startDaemon("nm", freshDir("nm"),
                                         nmArgs("nm2", "memory=9223372036854775807,vcores=4"));
@@ -138,7 +129,7 @@ TEST_F(ResilienceIT, AbsurdNodeResourcesAreRefusedAndChangeNothing) {
 TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
   startCluster(1, {}, "memory=8192,vcores=8");
   const int64_t t0 = alignedHourAhead();
-  std::string kept = submit(oneOff(t0, 4));
+  std::string kept = submitReservation(oneOff(t0, 4));
   ASSERT_FALSE(kept.empty());
   const std::string before = observable(t0);
   const std::string rr = "reservation-definition.reservation-requests.reservation-request[0].";

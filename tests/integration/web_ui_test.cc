@@ -133,17 +133,7 @@ json definition(const std::string& name, int64_t arrival, int containers, int64_
                                                   {"duration", 300000}}})}}}};
 }
 
-class WebUiIT : public ClusterTest {
- protected:
-  std::string submit(const json& def) {
-    std::string path = freshDir("res") + "/r.json";
-    std::ofstream(path) << json({{"queue", "default"}, {"reservation-definition", def}}).dump();
-    auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
-    EXPECT_EQ(code, 0) << out;
-    auto j = json::parse(out, nullptr, false);
-    return j.is_discarded() ? "" : j.value("reservation-id", "");
-  }
-};
+class WebUiIT : public ClusterTest {};
 
 // Series ids of the rendered chart: data-reservation attributes inside #chart.
 std::multiset<std::string> chartSeries(const std::string& dom) {
@@ -179,8 +169,8 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
   EXPECT_EQ(httpRequest(addr, "GET", "/ui/api/cluster", "", "", bearer("nm1")).status, 403);
 
   const int64_t arrival = (nowMs() / 60000 + 2) * 60000;
-  std::string periodic = submit(definition("hourly-etl", arrival, 2, 3600000));
-  std::string one_off = submit(definition("backfill", arrival, 1, 0));
+  std::string periodic = submitReservation(definition("hourly-etl", arrival, 2, 3600000));
+  std::string one_off = submitReservation(definition("backfill", arrival, 1, 0));
   ASSERT_FALSE(periodic.empty());
   ASSERT_FALSE(one_off.empty());
 
