@@ -63,7 +63,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "admin")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Debug info stays in the build tree; the packaged binaries are stripped.
 set(CPACK_STRIP_FILES ON)
-# Creates the morpheus system user the units run as; reloads systemd.
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/deploy/debian/postinst)
+# postinst creates the morpheus system user the units run as and reloads
+# systemd; conffiles keeps an operator's edits of /etc/morpheus/*.yaml.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/deploy/debian/postinst
+                                       ${CMAKE_SOURCE_DIR}/deploy/debian/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)
