@@ -3,9 +3,10 @@
 # build tree with cpack (its binaries are reused, nothing is rebuilt), checks
 # the package's file list, control data and conffiles, unpacks it into a
 # throwaway root (dpkg -x, no installation on this machine) and runs the
-# unpacked morpheus-rm. Usage: check_deb.sh BUILD_DIR
+# unpacked morpheus-rm. Usage: check_deb.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
+source=$(cd "$2" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/morpheus-deb-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -50,7 +51,12 @@ version=$("$work/root/usr/bin/morpheus-rm" --version)
 echo "$version"
 echo "$version" | grep -Eq '^morpheus-rm [0-9]+\.[0-9]+\.[0-9]+ \(git [0-9a-zA-Z.-]+\)$' ||
   fail "unexpected --version line: '$version'"
-echo "$version" | grep -q '(git unknown)' && fail "--version names no git revision: '$version'"
+# A git checkout must show its revision; a tarball (no .git) says "unknown".
+if git -C "$source" rev-parse --git-dir >/dev/null 2>&1; then
+  rev=$(git -C "$source" rev-parse --short=7 HEAD)
+  echo "$version" | grep -q "(git [^)]*$rev" ||
+    fail "--version does not name the checkout's revision $rev: '$version'"
+fi
 for d in rm nm inference; do
   grep -qxF "data-dir: \"/var/lib/morpheus/$d\"" "$work/root/etc/morpheus/$d.yaml" ||
     fail "the packaged $d.yaml does not put data-dir in /var/lib/morpheus/$d (the unit's StateDirectory)"
