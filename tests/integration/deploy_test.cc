@@ -150,5 +150,44 @@ TEST(LogReopenTest, SighupReopensTheLogFileAfterRotation) {
   EXPECT_EQ(rm.signalAndWait(SIGTERM, 20s), 0) << rm.log();
 }
 
+// morpheus-nm with nm.cgroup-parent: own (as its systemd unit runs it) takes
+// its cgroup from /proc/self/cgroup, moves itself to <own>/supervisor and
+// keeps containers below <own>/containers, writing nothing above <own>
+// (stand-in hierarchy under nm.cgroup-root; the kernel's side is
+// RuntimeFixture.KernelEnforcesMemoryMaxOnARealCgroupV2).
+TEST(NmCgroupTest, OwnCgroupParentKeepsTheNmBelowItsDelegatedCgroup) {
+  std::string root = freshDir("cgroot");
+  std::ifstream self("/proc/self/cgroup");
+  std::string line, own;
+  while (std::getline(self, line)) {
+    if (line.rfind("0::", 0) == 0) own = line.substr(3);
+  }
+  if (own.empty()) GTEST_SKIP() << "this process is in no cgroup v2 hierarchy (no 0:: line)";
+  // The NM inherits this test's cgroup; mirror it in the stand-in hierarchy.
+  std::string own_dir = root + (own == "/" ? "" : own);
+  fs::create_directories(own_dir);
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory pids\n";
+  std::ofstream(own_dir + "/cgroup.controllers") << "cpu memory pids\n";
+  std::vector<std::string> args = {"--rm",  "127.0.0.1:1",
+                                   "--set", "nm.cgroup-parent=own",
+                                   "--set", "nm.memory-enforcement=cgroup",
+                                   "--set", "nm.cgroup-root=" + root};
+  for (auto& a : nmAuthArgs("nm1")) args.push_back(a);
+  Process nm = Process::startDaemon("nm", freshDir("nm-own"), args);
+  ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
+  std::ifstream procs(own_dir + "/supervisor/cgroup.procs");
+  pid_t pid = 0;
+  procs >> pid;
+  EXPECT_EQ(pid, nm.pid()) << "the NM moved itself out of its own cgroup\n" << nm.log();
+  EXPECT_TRUE(fs::exists(own_dir + "/containers/cgroup.subtree_control")) << nm.log();
+  EXPECT_NE(nm.log().find("containers below " + own_dir + "/containers"), std::string::npos)
+      << nm.log();
+  if (own != "/") {
+    EXPECT_FALSE(fs::exists(root + "/cgroup.subtree_control")) << "nothing written above <own>";
+  }
+  EXPECT_FALSE(fs::exists(root + "/morpheus-nm"));
+  EXPECT_EQ(nm.signalAndWait(SIGTERM, 20s), 0) << nm.log();
+}
+
 }  // namespace
 }  // namespace morpheus::testing
