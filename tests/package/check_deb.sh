@@ -51,11 +51,12 @@ version=$("$work/root/usr/bin/morpheus-rm" --version)
 echo "$version"
 echo "$version" | grep -Eq '^morpheus-rm [0-9]+\.[0-9]+\.[0-9]+ \(git [0-9a-zA-Z.-]+\)$' ||
   fail "unexpected --version line: '$version'"
-# A git checkout must show its revision; a tarball (no .git) says "unknown".
+# Built from a git checkout, --version names a commit of it (the one of the
+# last build: HEAD unless committed since); a tarball (no .git) says "unknown".
 if git -C "$source" rev-parse --git-dir >/dev/null 2>&1; then
-  rev=$(git -C "$source" rev-parse --short=7 HEAD)
-  echo "$version" | grep -q "(git [^)]*$rev" ||
-    fail "--version does not name the checkout's revision $rev: '$version'"
+  rev=$(echo "$version" | sed -E 's/.*\(git (.*-g)?([0-9a-f]{7,})(-dirty)?\)$/\2/')
+  git -C "$source" cat-file -e "$rev^{commit}" 2>/dev/null ||
+    fail "--version names no commit of $source: '$version'"
 fi
 for d in rm nm inference; do
   grep -qxF "data-dir: \"/var/lib/morpheus/$d\"" "$work/root/etc/morpheus/$d.yaml" ||
