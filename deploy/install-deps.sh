@@ -14,6 +14,12 @@ PACKAGES=(
   libssl-dev   # HMAC-SHA256 for container and AM tokens
   openssl      # CLI: the mutual-TLS integration test makes a throwaway CA with it
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Issue #16: sd_notify readiness of the daemons in their Type=notify systemd
+  # units (common/daemon.h notifyReady/notifyStopping).
+  libsystemd-dev
+  # Issue #16: the Debian package (cpack -G DEB; dpkg-shlibdeps computes its
+  # Depends, `file` finds the binaries to strip); tests/package/check_deb.sh.
+  dpkg-dev file
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
   # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
   # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).

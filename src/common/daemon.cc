@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -43,7 +44,15 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
   schema.addString("log.level", &opts->log_level, "info", "Log level.",
                    {"trace", "debug", "info", "warn", "error"});
   schema.addString("log.file", &opts->log_file, "",
-                   "Also append logs to this file (\"\" = stderr only).");
+                   "Also append logs to this file (\"\" = stderr only, which systemd sends to "
+                   "the journal). SIGHUP reopens it (for logrotate). Lines start with the UTC "
+                   "time and offset, ISO 8601.");
+  schema.addInt("log.max-size", &opts->log_max_size, 0, 0, 1LL << 40, "bytes",
+                "Rotate log.file when it would grow past this size (spdlog's rotating sink: "
+                "rm.log -> rm.1.log -> ... -> rm.<log.max-files>.log, the oldest dropped); 0 = "
+                "never (rotate it outside and send SIGHUP).");
+  schema.addInt("log.max-files", &opts->log_max_files, 5, 1, 10000, "files",
+                "Rotated log files kept besides log.file when log.max-size > 0.");
   schema.addInt("http.max-connections", &opts->http_max_connections, 1000, 1, 1000000,
                 "connections",
                 "Open HTTP connections at most; an excess connection is answered 503 and "
@@ -105,24 +114,60 @@ Status loadDaemonTls(DaemonOptions* opts) {
   return Status::ok();
 }
 
-void blockTerminationSignals() {
+LogOptions daemonLogOptions(const DaemonOptions& opts) {
+  LogOptions log;
+  log.level = opts.log_level;
+  log.file = opts.log_file;
+  log.max_size_bytes = opts.log_max_size;
+  log.max_files = opts.log_max_files;
+  return log;
+}
+
+namespace {
+sigset_t daemonSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+}  // namespace
+
+void blockTerminationSignals() {
+  sigset_t set = daemonSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
 int waitForTerminationSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  int sig = 0;
-  sigwait(&set, &sig);
-  return sig;
+  sigset_t set = daemonSignals();
+  while (true) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (sig != SIGHUP) return sig;
+    if (Status st = reopenLogFile(); st.isOk()) {
+      spdlog::info("log file reopened on SIGHUP");
+    } else {
+      spdlog::error("SIGHUP: {}", st.message());
+    }
+  }
 }
+
+namespace {
+void notifyServiceManager(const std::string& state) {
+  int rc = sd_notify(0, state.c_str());
+  if (rc < 0) {
+    spdlog::warn("sd_notify({}) to the service manager failed: {}", state, std::strerror(-rc));
+  } else if (rc > 0) {
+    spdlog::debug("told the service manager {}", state);
+  }
+}
+}  // namespace
+
+void notifyReady(const std::string& status) { notifyServiceManager("READY=1\nSTATUS=" + status); }
+
+void notifyStopping() { notifyServiceManager("STOPPING=1"); }
 
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
                            const std::vector<FlagAlias>& extra) {

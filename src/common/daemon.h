@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/http_server.h"
+#include "common/logging.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/tls.h"
@@ -28,6 +29,8 @@ struct DaemonOptions {
   std::string data_dir;
   std::string log_level;
   std::string log_file;
+  int64_t log_max_size = 0;   // log.max-size (bytes; 0 = no rotation by the daemon)
+  int64_t log_max_files = 5;  // log.max-files
   // HTTP edge limits (http.*), documented in addDaemonOptions and HttpServerOptions.
   int64_t http_max_connections = 1000;
   int64_t http_max_connections_per_client = 100;
@@ -64,12 +67,25 @@ struct FlagAlias {
   std::string help;
 };
 
-// Blocks SIGTERM/SIGINT/SIGPIPE in the calling thread; call first thing in
-// main() so every thread created later inherits the mask and the signals are
-// delivered only to waitForTerminationSignal().
+// The logging options of `opts` (log.*) for setupLogging (common/logging.h).
+LogOptions daemonLogOptions(const DaemonOptions& opts);
+
+// Blocks SIGTERM/SIGINT/SIGHUP and ignores SIGPIPE in the calling thread; call
+// first thing in main() so every thread created later inherits the mask and
+// the signals are delivered only to waitForTerminationSignal(). (Container
+// launchers reset the mask before exec: nodemanager/launch_main.cc.)
 void blockTerminationSignals();
-// Blocks until SIGTERM or SIGINT; returns the signal number.
+// Blocks until SIGTERM or SIGINT; returns the signal number. SIGHUP meanwhile
+// reopens the log file (reopenLogFile: after logrotate moved it) and waits on.
 int waitForTerminationSignal();
+
+// The systemd readiness protocol (sd_notify(3), libsystemd) for Type=notify
+// units; each is a no-op when NOTIFY_SOCKET is unset (not under systemd).
+// READY=1 with STATUS=`status`: call once the daemon serves (its servers
+// listen and its components run), just before waitForTerminationSignal.
+void notifyReady(const std::string& status);
+// STOPPING=1: call as soon as the termination signal arrived.
+void notifyStopping();
 
 // Parses argv: --config FILE, the standard aliases (--grpc-port, --http-port,
 // --data-dir, --log-level) plus `extra`, --set KEY=VALUE (repeatable) and

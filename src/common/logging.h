@@ -1,15 +1,48 @@
 // spdlog setup shared by every binary. Logs are for operators: one line per
 // event that matters, with ids (CONVENTIONS.md "Metrics and logs").
+//
+// Every line starts with an ISO 8601 timestamp in UTC with its offset
+// ("2026-11-24T05:30:00.123+00:00"), whatever the machine's time zone, so
+// lines of daemons on different machines sort together (issue #16).
+// Lines always go to stderr (the journal under systemd); with a file they go
+// there too, either rotated by the daemon (spdlog's rotating sink: max size
+// and count) or rotated outside (logrotate) and reopened on SIGHUP
+// (reopenLogFile, called by waitForTerminationSignal in common/daemon.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
 
 namespace morpheus {
 
-// `level`: trace, debug, info, warn, error. `file` empty = stderr only;
-// otherwise stderr plus the file (appended). `name` tags each line.
+// The spdlog pattern of every line: UTC timestamp with offset, level, logger name.
+inline constexpr const char* kLogPattern = "%Y-%m-%dT%H:%M:%S.%e%z %^%L%$ [%n] %v";
+
+struct LogOptions {
+  // trace, debug, info, warn, error (or off).
+  std::string level = "info";
+  // "" = stderr only; otherwise stderr plus this file (appended to).
+  std::string file;
+  // Rotate the file when it would grow past this many bytes; 0 = never (the
+  // daemon only appends; rotate it outside and send SIGHUP).
+  int64_t max_size_bytes = 0;
+  // Rotated files kept (file.1 ... file.N) when max_size_bytes > 0.
+  int64_t max_files = 5;
+};
+
+// Installs the default logger named `name`. INVALID_ARGUMENT naming log.level
+// or log.file (unknown level, file cannot be opened, bad rotation numbers);
+// on error the previous logger stays in place.
+Status setupLogging(const std::string& name, const LogOptions& options);
+// The same with no rotation: `file` empty = stderr only.
 Status setupLogging(const std::string& name, const std::string& level, const std::string& file);
+
+// Closes and reopens the log file of the last successful setupLogging (after
+// an outside rotation moved it away), creating it anew. A no-op without a
+// file. Thread-safe against concurrent logging: lines written meanwhile go to
+// the old or the new file, none is lost. On error the old file is kept.
+Status reopenLogFile();
 
 }  // namespace morpheus

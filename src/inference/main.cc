@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     return fail("config error: " + st.message());
   }
-  if (Status st = setupLogging("inference", opts.daemon.log_level, opts.daemon.log_file);
-      !st.isOk()) {
+  if (Status st = setupLogging("inference", daemonLogOptions(opts.daemon)); !st.isOk()) {
     return fail(st.message());
   }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
@@ -123,7 +122,10 @@ int main(int argc, char** argv) {
   };
   clock.scheduleAfter(opts.one_off_check, instances);
 
+  notifyReady("serving gRPC on port " + std::to_string(server.grpcPort()) + ", HTTP on port " +
+              std::to_string(server.httpPort()));
   int sig = waitForTerminationSignal();
+  notifyStopping();
   spdlog::info("morpheus-inference stopping on signal {}", sig);
   {
     std::lock_guard<std::mutex> lk(refit_mu);

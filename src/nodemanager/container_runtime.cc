@@ -203,6 +203,65 @@ std::string cgroupProblem(const std::string& root) {
 }
 }  // namespace
 
+Result<std::string> ownCgroupPath(const std::string& proc_cgroup_text) {
+  std::istringstream in(proc_cgroup_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0 && line.size() > 3 && line[3] == '/') return line.substr(3);
+  }
+  return invalidArgument("nm.cgroup-parent",
+                         "own: this process is in no cgroup v2 hierarchy (no '0::/...' line in "
+                         "/proc/self/cgroup)");
+}
+
+Result<std::string> readOwnCgroupPath() {
+  std::ifstream self("/proc/self/cgroup");
+  std::stringstream text;
+  text << self.rdbuf();
+  return ownCgroupPath(text.str());
+}
+
+Result<std::string> ContainerRuntime::cgroupParentBelowRoot() const {
+  std::string problem = cgroupProblem(cgroup_root_);
+  if (!problem.empty()) return unavailable(problem);
+  std::string parent = cgroup_root_ + "/morpheus-nm";
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return unavailable("cannot create " + parent + ": " + ec.message());
+  // Fails harmlessly when already enabled; the check is the parent's write.
+  (void)writeFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
+  if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
+    return unavailable("cannot enable the memory controller in " + parent);
+  }
+  return parent;
+}
+
+Result<std::string> ContainerRuntime::cgroupParentBelowOwn() const {
+  std::string own = own_cgroup_ == "/" ? cgroup_root_ : cgroup_root_ + own_cgroup_;
+  std::string problem = cgroupProblem(own);
+  if (!problem.empty()) return unavailable("delegated cgroup " + own_cgroup_ + ": " + problem);
+  std::string supervisor = own + "/supervisor", parent = own + "/containers";
+  std::error_code ec;
+  std::filesystem::create_directories(supervisor, ec);
+  if (!ec) std::filesystem::create_directories(parent, ec);
+  if (ec) return unavailable("cannot create cgroups below " + own + ": " + ec.message());
+  // No internal processes: the NM leaves <own> before <own> hands memory down.
+  if (!writeFile(supervisor + "/cgroup.procs", std::to_string(::getpid()))) {
+    return unavailable("cannot move the NM into " + supervisor + ": " + std::strerror(errno));
+  }
+  if (!writeFile(own + "/cgroup.subtree_control", "+memory")) {
+    return unavailable("cannot enable the memory controller in " + own + ": " +
+                       std::strerror(errno));
+  }
+  if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
+    return unavailable("cannot enable the memory controller in " + parent + ": " +
+                       std::strerror(errno));
+  }
+  spdlog::info("delegated cgroup {}: the NM runs in {}, containers below {}", own, supervisor,
+               parent);
+  return parent;
+}
+
 Status ContainerRuntime::init() {
   std::error_code ec;
   std::filesystem::create_directories(local_dir_ + "/containers", ec);
@@ -220,25 +279,14 @@ Status ContainerRuntime::init() {
   }
   // Memory enforcement by the kernel: cgroup v2 where possible, else rlimits.
   if (enforcement_ != "monitor") {
-    std::string problem = cgroupProblem(cgroup_root_);
-    std::string parent = cgroup_root_ + "/morpheus-nm";
-    if (problem.empty()) {
-      std::filesystem::create_directories(parent, ec);
-      if (ec) problem = "cannot create " + parent + ": " + ec.message();
-    }
-    if (problem.empty()) {
-      (void)writeFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
-      if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
-        problem = "cannot enable the memory controller in " + parent;
-      }
-    }
-    if (problem.empty()) {
-      cgroup_parent_ = parent;
+    auto parent = own_cgroup_.empty() ? cgroupParentBelowRoot() : cgroupParentBelowOwn();
+    if (parent.isOk()) {
+      cgroup_parent_ = *parent;
     } else if (enforcement_ == "cgroup") {
-      return infeasible("nm.memory-enforcement: cgroup: " + problem);
+      return infeasible("nm.memory-enforcement: cgroup: " + parent.status().message());
     } else {
       spdlog::info("cgroup v2 memory limits unavailable ({}); using rlimits plus monitoring",
-                   problem);
+                   parent.status().message());
     }
   }
   // Re-attach to containers of a previous NM process.

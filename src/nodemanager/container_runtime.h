@@ -73,6 +73,13 @@ struct ContainerSnapshot {
   std::string work_dir;
 };
 
+// The cgroup v2 path of a process ("/system.slice/morpheus-nm.service")
+// from the text of /proc/<pid>/cgroup (its "0::<path>" line). INVALID_ARGUMENT
+// naming nm.cgroup-parent when there is no cgroup v2 line.
+Result<std::string> ownCgroupPath(const std::string& proc_cgroup_text);
+// ownCgroupPath of this process (/proc/self/cgroup).
+Result<std::string> readOwnCgroupPath();
+
 class ContainerRuntime {
  public:
   ContainerRuntime(std::string local_dir, Millis monitor_interval, Millis kill_grace,
@@ -89,7 +96,19 @@ class ContainerRuntime {
   // core dumps) plus monitoring; "cgroup" and "monitor" force one. Call
   // before init().
   void setMemoryEnforcement(std::string mode, std::string cgroup_root);
+  // Where container cgroups go (issue #16). Without a call (or with ""): the
+  // NM creates <cgroup_root>/morpheus-nm and enables the memory controller in
+  // the root's cgroup.subtree_control. With `own_cgroup` (the NM's cgroup
+  // relative to the mount, from /proc/self/cgroup: ownCgroupPath) the NM owns
+  // that subtree (systemd Delegate=yes, or a cgroup namespace) and never
+  // writes above it: cgroup v2 allows no processes in a cgroup that hands
+  // controllers down, so init() moves this process into <own>/supervisor,
+  // enables memory in <own> and puts containers under <own>/containers.
+  // Call before init().
+  void setDelegatedCgroup(std::string own_cgroup) { own_cgroup_ = std::move(own_cgroup); }
   bool usingCgroups() const { return !cgroup_parent_.empty(); }
+  // The directory container cgroups are created in; "" without cgroups.
+  const std::string& cgroupParent() const { return cgroup_parent_; }
   ~ContainerRuntime();
 
   // Creates <local-dir>/containers; FAILED_PRECONDITION naming nm.local-dir if
@@ -150,13 +169,19 @@ class ContainerRuntime {
   // completed status once done, so a restarted NM reports what this one knew.
   bool persist(const Entry& e) const;  // REQUIRES(mu_) unless e is not yet shared
 
+  // Prepares the directory container cgroups go in (see setDelegatedCgroup);
+  // the error says why cgroups cannot be used.
+  Result<std::string> cgroupParentBelowRoot() const;
+  Result<std::string> cgroupParentBelowOwn() const;
+
   // SIGTERM to the command's group (e.group), or SIGKILL to the session.
   void terminate(const Entry& e) const;
   const std::string local_dir_;
   std::string launcher_;
   std::string enforcement_ = "auto";
   std::string cgroup_root_ = "/sys/fs/cgroup";
-  std::string cgroup_parent_;  // <root>/morpheus-nm when cgroups are used
+  std::string own_cgroup_;     // setDelegatedCgroup; "" = not delegated
+  std::string cgroup_parent_;  // where container cgroups go when cgroups are used
   const Millis interval_;
   const Millis grace_;
   MetricsRegistry& metrics_;

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
     return 2;
   }
-  if (Status st = setupLogging("nm", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
+  if (Status st = setupLogging("nm", daemonLogOptions(opts.daemon)); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
   }
@@ -67,6 +67,14 @@ int main(int argc, char** argv) {
   MetricsRegistry metrics;
   nm::ContainerRuntime runtime(opts.local_dir, opts.monitor_interval, opts.kill_grace, metrics);
   runtime.setMemoryEnforcement(opts.memory_enforcement, opts.cgroup_root);
+  if (opts.cgroup_parent == "own" && opts.memory_enforcement != "monitor") {
+    auto own = nm::readOwnCgroupPath();
+    if (!own.isOk()) {
+      std::cerr << "morpheus-nm: config error: " << own.status().message() << "\n";
+      return 2;
+    }
+    runtime.setDelegatedCgroup(*own);
+  }
   if (Status st = runtime.init(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
@@ -89,7 +97,10 @@ int main(int argc, char** argv) {
                       std::move(rm_token), metrics, runtime, token_key);
   runtime.start();
   agent.start();
+  notifyReady("node " + node_id + " serving gRPC on port " + std::to_string(server.grpcPort()) +
+              ", HTTP on port " + std::to_string(server.httpPort()));
   int sig = waitForTerminationSignal();
+  notifyStopping();
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
   // Containers keep running: their records in nm.local-dir let the next NM

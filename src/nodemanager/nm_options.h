@@ -21,6 +21,7 @@ struct NmOptions {
   Millis kill_grace{5000};                        // nm.kill-grace
   std::string memory_enforcement;                 // nm.memory-enforcement
   std::string cgroup_root;                        // nm.cgroup-root
+  std::string cgroup_parent;                      // nm.cgroup-parent
   std::string token_file;                         // nm.token-file
   bool auth_disabled = false;                     // nm.auth-disabled
 };
@@ -53,7 +54,15 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
       "in every mode.",
       {"auto", "cgroup", "monitor"});
   s.addString("nm.cgroup-root", &o->cgroup_root, "/sys/fs/cgroup",
-              "cgroup v2 mount under which the NM creates morpheus-nm/<container> cgroups.");
+              "cgroup v2 mount the NM's container cgroups are in.");
+  s.addString("nm.cgroup-parent", &o->cgroup_parent, "root",
+              "Where container cgroups go. root: <nm.cgroup-root>/morpheus-nm/<container>, "
+              "enabling the memory controller in the root's cgroup.subtree_control. own: below "
+              "the NM's own cgroup (/proc/self/cgroup), delegated to it (systemd Delegate=yes, "
+              "as deploy/systemd/morpheus-nm.service sets, or a cgroup namespace): the NM moves "
+              "itself to <own>/supervisor and creates <own>/containers/<container>, never "
+              "writing above <own>.",
+              {"root", "own"});
   s.addDuration("nm.kill-grace", &o->kill_grace, Millis(5000), Millis(0),
                 "Time between SIGTERM and SIGKILL when a container is stopped.");
   s.addString("nm.token-file", &o->token_file, "",

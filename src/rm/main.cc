@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
   }
-  if (Status st = setupLogging("rm", opts.daemon.log_level, opts.daemon.log_file); !st.isOk()) {
+  if (Status st = setupLogging("rm", daemonLogOptions(opts.daemon)); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
@@ -205,7 +205,10 @@ int main(int argc, char** argv) {
   };
   clock.scheduleAfter(opts.planner.step, maintain);
   spdlog::info("morpheus-rm started (epoch {})", core.epoch());
+  notifyReady("serving gRPC on port " + std::to_string(server.grpcPort()) + ", HTTP on port " +
+              std::to_string(server.httpPort()));
   int sig = waitForTerminationSignal();
+  notifyStopping();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
   {
     std::lock_guard<std::mutex> lk(maintain_mu);

@@ -7,6 +7,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -203,6 +208,116 @@ TEST_F(RuntimeFixture, CgroupModeWritesMemoryMaxAndJoinsTheCgroup) {
   Status st = bad->init();
   EXPECT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("nm.memory-enforcement"), std::string::npos) << st.message();
+}
+
+// nm.cgroup-parent: own (issue #16): the NM moves itself below its delegated
+// cgroup and puts containers in <own>/containers, never writing the root's
+// cgroup.subtree_control (stand-in hierarchy: the files the kernel would provide).
+TEST_F(RuntimeFixture, DelegatedCgroupKeepsContainersBelowTheNmsOwnCgroup) {
+  std::string root = dir_ + "/cgroup";
+  std::string own = root + "/system.slice/morpheus-nm.service";
+  std::filesystem::create_directories(own);
+  std::ofstream(root + "/cgroup.controllers") << "cpuset cpu io memory pids\n";
+  std::ofstream(own + "/cgroup.controllers") << "cpu memory pids\n";
+  auto rt = make(Millis(300), "cgroup", root);
+  rt->setDelegatedCgroup("/system.slice/morpheus-nm.service");
+  ASSERT_TRUE(rt->init().isOk());
+  EXPECT_EQ(rt->cgroupParent(), own + "/containers");
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  EXPECT_EQ(slurp(own + "/supervisor/cgroup.procs"), std::to_string(::getpid()))
+      << "the NM left its own cgroup (no processes in a cgroup that hands controllers down)";
+  EXPECT_EQ(slurp(own + "/cgroup.subtree_control"), "+memory");
+  EXPECT_EQ(slurp(own + "/containers/cgroup.subtree_control"), "+memory");
+  EXPECT_FALSE(std::filesystem::exists(root + "/cgroup.subtree_control"))
+      << "nothing written above the delegated cgroup";
+  EXPECT_FALSE(std::filesystem::exists(root + "/morpheus-nm"));
+  ASSERT_TRUE(rt->launch(shell("dg", "sleep 0.2", 96)).isOk());
+  EXPECT_EQ(slurp(own + "/containers/dg/memory.max"), std::to_string(96LL * 1024 * 1024));
+  waitDone(*rt, "dg");
+  // A delegated cgroup without the memory controller: cgroup mode refuses to start.
+  std::ofstream(own + "/cgroup.controllers", std::ios::trunc) << "cpu pids\n";
+  auto bad = make(Millis(300), "cgroup", root);
+  bad->setDelegatedCgroup("/system.slice/morpheus-nm.service");
+  Status st = bad->init();
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("memory controller"), std::string::npos) << st.message();
+}
+
+// The NM's own cgroup is the "0::" line of /proc/<pid>/cgroup (v2 or hybrid layout).
+TEST(OwnCgroupPathTest, ReadsTheCgroupV2Line) {
+  EXPECT_EQ(*ownCgroupPath("0::/system.slice/morpheus-nm.service\n"),
+            "/system.slice/morpheus-nm.service");
+  EXPECT_EQ(*ownCgroupPath("4:memory:/x\n1:cpu:/\n0::/\n"), "/");
+  auto none = ownCgroupPath("4:memory:/x\n1:cpu:/\n");
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("nm.cgroup-parent"), std::string::npos);
+  EXPECT_TRUE(readOwnCgroupPath().isOk() || !std::filesystem::exists("/sys/fs/cgroup"));
+}
+
+// Where the machine has cgroup v2 with the memory controller and lets this
+// test create cgroups (root, a delegated subtree or a cgroup namespace), the
+// kernel itself enforces memory.max: the container is OOM-killed in its
+// cgroup before the NM's monitor acts. Otherwise skipped, saying why.
+TEST_F(RuntimeFixture, KernelEnforcesMemoryMaxOnARealCgroupV2) {
+  std::string mount;
+  {
+    std::ifstream mi("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(mi, line)) {
+      // "... <mount point> <options> - cgroup2 <source> <super options>"
+      std::istringstream f(line);
+      std::vector<std::string> w;
+      for (std::string x; f >> x;) w.push_back(x);
+      auto dash = std::find(w.begin(), w.end(), "-");
+      if (w.size() > 4 && dash != w.end() && dash + 1 != w.end() && *(dash + 1) == "cgroup2") {
+        mount = w[4];
+        break;
+      }
+    }
+  }
+  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy is mounted on this machine";
+  auto own = readOwnCgroupPath();
+  std::string base = mount + (own.isOk() && *own != "/" ? *own : "");
+  std::string controllers;
+  std::getline(std::ifstream(base + "/cgroup.controllers"), controllers);
+  if ((" " + controllers + " ").find(" memory ") == std::string::npos) {
+    GTEST_SKIP() << "cgroup v2 at " << base << " offers controllers '" << controllers
+                 << "' without memory (on this machine memory is bound to a cgroup v1 "
+                    "hierarchy or not delegated): memory.max cannot be exercised";
+  }
+  // The test's cgroup next to (not containing) this process, memory handed down to it.
+  std::string test_cg = base + "/morpheus-nmrt-" + std::to_string(::getpid());
+  if (::mkdir(test_cg.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "cannot create a cgroup in " << base << ": " << std::strerror(errno);
+  }
+  std::ofstream(base + "/cgroup.subtree_control") << "+memory";
+  std::string test_controllers;
+  std::getline(std::ifstream(test_cg + "/cgroup.controllers"), test_controllers);
+  if ((" " + test_controllers + " ").find(" memory ") == std::string::npos) {
+    ::rmdir(test_cg.c_str());
+    GTEST_SKIP() << "cannot enable the memory controller in " << base
+                 << " (it holds processes or is not ours)";
+  }
+  {
+    // A monitor that never runs on its own: only the kernel can stop the hog.
+    ContainerRuntime rt(dir_ + "/local", Millis(600000), Millis(300), metrics_);
+    rt.setMemoryEnforcement("cgroup", test_cg);
+    ASSERT_TRUE(rt.init().isOk());
+    ASSERT_TRUE(rt.launch(shell("oom", "x=$(head -c 400000000 /dev/zero | tr '\\0' a); exit 3", 48))
+                    .isOk());
+    auto s = waitDone(rt, "oom", 30s);
+    EXPECT_EQ(s.reason, ExitReason::kMemoryExceeded) << s.diagnostics;
+    EXPECT_NE(s.diagnostics.find("killed by the kernel: over its cgroup limit of 48 MiB"),
+              std::string::npos)
+        << s.diagnostics;
+  }
+  ::rmdir((test_cg + "/morpheus-nm").c_str());
+  EXPECT_EQ(::rmdir(test_cg.c_str()), 0) << "the container's cgroup was removed";
 }
 
 TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
