@@ -154,6 +154,52 @@ TEST(SimEngineTest, SmallReservationMissesWithoutDraMeetsWithDra) {
   EXPECT_GT(with.result.instances[0].dra_grants, 0);
 }
 
+// Two jobs on one 8-container node, both due 10 min after submit: "greedy"
+// (first in the workload) has no reservation of the strategy's and a user
+// fallback of all 8 containers; "fit" has a planned skyline of 4. The
+// strategy's reservation is admitted before any fallback, so "fit" is
+// reserved and meets its deadline on reserved capacity alone, and "greedy"'s
+// fallback, which no longer fits, leaves it unreserved.
+TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
+  Workload w;
+  w.periodic.push_back(
+      job("greedy", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(2, 5)}, 8));
+  w.periodic.push_back(
+      job("fit", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(4, 5)}, 8));
+  ExperimentOptions o = options(1, 2);
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  auto def = [&](const std::string& key, int64_t containers, Millis duration) {
+    planner::ReservationDefinition d;
+    d.user = UserId("owner-" + key);
+    d.queue = "root.prod";
+    d.name = key;
+    d.recurrence_key = JobKey(key);
+    d.period = Millis(86400'000);
+    d.arrival = fromEpochMs(0);
+    d.deadline = fromEpochMs(10 * kMin);
+    d.stages.push_back(
+        planner::ReservationStage{Resource(1024, 1), containers, containers, duration});
+    return d;
+  };
+  JobProvision greedy;  // kNone: the strategy derived nothing for it
+  greedy.fallback = def("greedy", 8, Millis(9 * kMin));
+  JobProvision fit;
+  fit.kind = JobProvision::Kind::kPlanned;
+  fit.def = def("fit", 4, Millis(5 * kMin));
+  fit.fallback = def("fit", 8, Millis(9 * kMin));
+  setup.provisions = {greedy, fit};
+  auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ(out->result.extra.at("unreserved_jobs"), 1);
+  EXPECT_EQ(out->result.extra.at("user_reservation_jobs"), 0);
+  ASSERT_EQ(out->result.instances.size(), 2u);  // greedy#0, fit#0 (sorted by job)
+  EXPECT_EQ(out->result.instances[1].job, "fit");
+  EXPECT_TRUE(out->result.instances[1].worst_case_met);
+  EXPECT_DOUBLE_EQ(out->result.instances[0].reserved_container_s, 0);
+}
+
 // Worst case (Morpheus §9): only reserved capacity counts.
 TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
   std::vector<SimStage> stages{stage(4, 10), stage(2, 5, {0})};
