@@ -78,10 +78,33 @@ planner::ReservationDefinition baseDef(const PeriodicJob& job, Millis period) {
   return def;
 }
 
-JobProvision userStatic(const PeriodicJob& job) {
+// The user's own request as a periodic reservation: user_containers (one
+// gang) over every whole plan step of the window [submit, deadline) of each
+// period (at least one step).
+planner::ReservationDefinition userDef(const PeriodicJob& job, TimePoint from,
+                                       const ExperimentOptions& o) {
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + job.submit_offset;
+  def.deadline = from + job.deadline;
+  const int64_t first = (job.submit_offset.count() + o.step.count() - 1) / o.step.count();
+  const int64_t last = job.deadline.count() / o.step.count();
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers,
+                                                 o.step * std::max<int64_t>(1, last - first)});
+  def.interpreter = planner::Interpreter::kAll;
+  return def;
+}
+
+// The baseline (Morpheus §9, "user provisioning" of Fig. 2a): the user's
+// request goes through the reservation system, which admits it only if the
+// plan can hold it — a guarantee beyond the cluster's capacity is no
+// guarantee. Admitted requests are isolated reservations for the whole
+// window; a refused one leaves the job in its ad-hoc queue (fair share). No
+// DRA budget: users provision statically.
+JobProvision userReservation(const PeriodicJob& job, TimePoint from, const ExperimentOptions& o) {
   JobProvision p;
-  p.kind = JobProvision::Kind::kStatic;
-  p.static_resource = job.user_container_resource * job.user_containers;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = userDef(job, from, o);
   return p;
 }
 
@@ -147,30 +170,14 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   return p;
 }
 
-// The user's own request as a planned periodic reservation: user_containers
-// (one gang) over the whole window [submit, deadline) of each period, in
-// whole plan steps.
-planner::ReservationDefinition userDef(const PeriodicJob& job, TimePoint from,
-                                       const ExperimentOptions& o) {
-  planner::ReservationDefinition def = baseDef(job, job.period);
-  def.arrival = from + job.submit_offset;
-  def.deadline = from + job.deadline;
-  const int64_t steps = (job.deadline - job.submit_offset) / o.step - 1;
-  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
-                                                 job.user_containers,
-                                                 o.step * std::max<int64_t>(1, steps)});
-  def.interpreter = planner::Interpreter::kAll;
-  return def;
-}
-
 std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
                                         const Learned& l, TimePoint from,
                                         const ExperimentOptions& o) {
   std::vector<JobProvision> out;
   for (size_t j = 0; j < w.periodic.size(); j++) {
     const PeriodicJob& job = w.periodic[j];
-    if (spec.provisioning == Provisioning::kUserStatic) {
-      out.push_back(userStatic(job));
+    if (spec.provisioning == Provisioning::kUserReservation) {
+      out.push_back(userReservation(job, from, o));
       continue;
     }
     const auto& slo = l.verdicts[j].slo;
@@ -226,7 +233,12 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   setup.from = fromEpochMs(0);
   setup.to = fromEpochMs(0) + kDay * trainDays(o);
   setup.record_history = true;
-  for (const auto& job : w.periodic) setup.provisions.push_back(userStatic(job));
+  // Training runs under the status quo: the baseline's provisioning and agent.
+  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
+  setup.agent = baseline.agent;
+  for (const auto& job : w.periodic) {
+    setup.provisions.push_back(userReservation(job, setup.from, o));
+  }
   MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, "training", progress, stop));
   *interrupted = out.interrupted;
   return learn(w, std::move(out.history));
@@ -246,7 +258,7 @@ Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
   *interrupted = out.interrupted;
   StrategyResult r = std::move(out.result);
   r.name = spec.name;
-  if (spec.provisioning != Provisioning::kUserStatic) r.extra["alpha"] = spec.alpha;
+  if (spec.provisioning != Provisioning::kUserReservation) r.extra["alpha"] = spec.alpha;
   r.extra["events"] = static_cast<double>(out.events);
   summarise(r);
   return r;
@@ -362,7 +374,7 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   const double target = base.violation_rate + 1e-12;
   for (const auto& spec : strategies) {
     if (interrupted) break;
-    if (spec.provisioning == Provisioning::kUserStatic && spec.agent == baseline.agent &&
+    if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
         spec.dra.empty()) {
       base.min_nodes_at_baseline_rate = options.nodes;
       summary.strategies.push_back(base);
