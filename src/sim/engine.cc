@@ -170,26 +170,67 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   return p;
 }
 
+// Why a planned strategy derived no reservation of its own for a job (it then
+// falls back to the user's request): counted per strategy in
+// StrategyResult::extra so a report shows what keeps jobs unreserved.
+constexpr const char* kNoSlo = "unplanned_no_slo_jobs";             // SLO not actionable
+constexpr const char* kNoSkyline = "unplanned_no_skyline_jobs";     // no successful run to fit
+constexpr const char* kWindow = "unplanned_window_too_short_jobs";  // the need outlasts a..d
+// A period not dividing the day: Morpheus gives each instance a one-off
+// reservation (§6), which the simulator does not model yet.
+constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
+
+JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, size_t j,
+                              const Learned& l, TimePoint from, const ExperimentOptions& o,
+                              std::map<std::string, double>& why) {
+  const auto& slo = l.verdicts[j].slo;
+  if (spec.provisioning == Provisioning::kPackedUser) {
+    if (!slo || slo->one_off_instances) {
+      why[slo ? kOffKilter : kNoSlo]++;
+      return {};
+    }
+    JobProvision p = packedUser(job, *slo, l.history.runtimes[j], from, o);
+    if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+    return p;
+  }
+  auto skyline = fitSkyline(l, j, spec.alpha, o);
+  if (!skyline) {
+    why[kNoSkyline]++;
+    return {};
+  }
+  if (spec.provisioning == Provisioning::kSkylineAtSubmit) {
+    JobProvision p = skylineAtSubmit(job, *skyline, from, o);
+    if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+    return p;
+  }
+  if (!slo) {
+    why[kNoSlo]++;
+    return {};
+  }
+  if (slo->one_off_instances) {
+    why[kOffKilter]++;
+    return {};
+  }
+  JobProvision p = packedSkyline(job, *slo, *skyline, from, o);
+  if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+  return p;
+}
+
 std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
                                         const Learned& l, TimePoint from,
-                                        const ExperimentOptions& o) {
+                                        const ExperimentOptions& o,
+                                        std::map<std::string, double>& why) {
   std::vector<JobProvision> out;
+  if (spec.provisioning != Provisioning::kUserReservation) {
+    for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter}) why[k] = 0;
+  }
   for (size_t j = 0; j < w.periodic.size(); j++) {
     const PeriodicJob& job = w.periodic[j];
     if (spec.provisioning == Provisioning::kUserReservation) {
       out.push_back(userReservation(job, from, o));
       continue;
     }
-    const auto& slo = l.verdicts[j].slo;
-    JobProvision p;
-    if (spec.provisioning == Provisioning::kPackedUser) {
-      if (slo) p = packedUser(job, *slo, l.history.runtimes[j], from, o);
-    } else if (auto skyline = fitSkyline(l, j, spec.alpha, o); !skyline) {
-    } else if (spec.provisioning == Provisioning::kSkylineAtSubmit) {
-      p = skylineAtSubmit(job, *skyline, from, o);
-    } else if (slo) {
-      p = packedSkyline(job, *slo, *skyline, from, o);
-    }
+    JobProvision p = derivedProvision(spec, job, j, l, from, o, why);
     p.fallback = userDef(job, from, o);
     out.push_back(std::move(p));
   }
@@ -253,13 +294,15 @@ Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
   setup.to = fromEpochMs(0) + kDay * o.days;
   setup.agent = spec.agent;
   setup.dra = spec.dra;
-  setup.provisions = provisionsFor(spec, w, l, setup.from, o);
+  std::map<std::string, double> why;
+  setup.provisions = provisionsFor(spec, w, l, setup.from, o, why);
   MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, spec.name, progress, stop));
   *interrupted = out.interrupted;
   StrategyResult r = std::move(out.result);
   r.name = spec.name;
   if (spec.provisioning != Provisioning::kUserReservation) r.extra["alpha"] = spec.alpha;
   r.extra["events"] = static_cast<double>(out.events);
+  r.extra.insert(why.begin(), why.end());
   summarise(r);
   return r;
 }

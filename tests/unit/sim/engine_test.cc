@@ -228,6 +228,32 @@ TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
   EXPECT_DOUBLE_EQ(out->result.instances[0].reserved_container_s, 0);
 }
 
+// An hourly job due 30 min after submit whose one 10 min task runs 40 min
+// every fourth hour: its consumer reads at the deadline (or at the late
+// end), so the inferred window is [0, 30 min), while the LP skyline (alpha
+// 0.01) covers the 40 min runs. Morpheus cannot place it, says why in the
+// summary, and the job keeps the user's request.
+RealizedInstance everyFourthLong(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  if (k % 4 == 0) r.stages[0].task_durations[0] = Millis(40 * kMin);
+  return r;
+}
+
+TEST(SimEngineTest, SkylineLongerThanWindowIsCountedAndFallsBack) {
+  Workload w;
+  w.periodic.push_back(
+      job("tail", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  ExperimentOptions o = options(1, 4);
+  o.realize = everyFourthLong;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_no_slo_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
 // Worst case (Morpheus §9): only reserved capacity counts.
 TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
   std::vector<SimStage> stages{stage(4, 10), stage(2, 5, {0})};
