@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "inference/skyline_fit.h"
 #include "inference/slo_inference.h"
@@ -268,6 +269,30 @@ void summarise(StrategyResult& r) {
       }));
 }
 
+// The paper's population (Morpheus §9): a deadline exists only where an SLO
+// was inferred, so its violation figures are over jobs with an actionable
+// SLO. The same figures over the instances of those jobs (the set is fixed by
+// training, hence common to every strategy), judged against the true
+// deadline: extra "slo_jobs", "slo_jobs_instances", "slo_jobs_violations",
+// "slo_jobs_violation_rate".
+void summariseSloJobs(StrategyResult& r, const Workload& w, const Learned& l) {
+  std::set<std::string> with_slo;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    if (l.verdicts[j].slo) with_slo.insert(w.periodic[j].key.value());
+  }
+  int64_t instances = 0, violations = 0;
+  for (const auto& i : r.instances) {
+    if (i.failed || !with_slo.count(i.job)) continue;
+    instances++;
+    violations += i.met ? 0 : 1;
+  }
+  r.extra["slo_jobs"] = static_cast<double>(with_slo.size());
+  r.extra["slo_jobs_instances"] = static_cast<double>(instances);
+  r.extra["slo_jobs_violations"] = static_cast<double>(violations);
+  r.extra["slo_jobs_violation_rate"] =
+      instances > 0 ? static_cast<double>(violations) / static_cast<double>(instances) : 0;
+}
+
 Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
                       const std::atomic<bool>* stop, bool* interrupted) {
   RunSetup setup;
@@ -304,6 +329,7 @@ Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
   r.extra["events"] = static_cast<double>(out.events);
   r.extra.insert(why.begin(), why.end());
   summarise(r);
+  summariseSloJobs(r, w, l);
   return r;
 }
 

@@ -254,6 +254,28 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsCountedAndFallsBack) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// The paper's population: "ok" (10 min, due at 30 min) has its output read,
+// so an SLO is inferred; nobody reads "unread"'s output, so it has none, and
+// its 50 min task misses the 30 min deadline every hour. Over all jobs the
+// baseline misses half its instances; over the jobs with an SLO, none.
+TEST(SimEngineTest, SloJobFiguresCountOnlyJobsWithAnInferredSlo) {
+  Workload w;
+  w.periodic.push_back(
+      job("ok", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  w.periodic.push_back(
+      job("unread", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 50)}, 1));
+  w.periodic.back().output_path.clear();
+  auto s = runExperiment(w, options(2, 2), only("baseline"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.periodic_instances, 48);
+  EXPECT_DOUBLE_EQ(r.violation_rate, 0.5);
+  EXPECT_EQ(r.extra.at("slo_jobs"), 1);
+  EXPECT_EQ(r.extra.at("slo_jobs_instances"), 24);
+  EXPECT_EQ(r.extra.at("slo_jobs_violations"), 0);
+  EXPECT_DOUBLE_EQ(r.extra.at("slo_jobs_violation_rate"), 0);
+}
+
 // Worst case (Morpheus §9): only reserved capacity counts.
 TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
   std::vector<SimStage> stages{stage(4, 10), stage(2, 5, {0})};
