@@ -189,6 +189,10 @@ struct ResState {
   int64_t chosen_instance = -1, chosen_allocation = 0;
 };
 
+ReservationId reservationIdOf(const PeriodicJob& job) {
+  return ReservationId("res-" + job.key.value());
+}
+
 class Sim {
  public:
   Sim(const Workload& w, const ExperimentOptions& o, const RunSetup& s, const std::string& phase,
@@ -199,6 +203,13 @@ class Sim {
 
  private:
   Status init();
+  // What the planner accepted for one job (planned provisionings only).
+  struct Admission {
+    std::optional<planner::Placement> placement;
+    const planner::ReservationDefinition* def = nullptr;
+    bool fallback = false;  // the user's own request, not the strategy's
+  };
+  std::vector<Admission> admitPlanned();
   void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
     q_.push(Event{toEpochMs(t), seq_++, type, a, b});
   }
@@ -338,11 +349,12 @@ Status Sim::init() {
     out_.history.own_events.resize(w_.periodic.size());
   }
   res_of_job_.assign(w_.periodic.size(), -1);
+  const std::vector<Admission> admitted = admitPlanned();
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const PeriodicJob& job = w_.periodic[j];
     const JobProvision& p = s_.provisions[j];
     ResState r;
-    r.id = ReservationId("res-" + job.key.value());
+    r.id = reservationIdOf(job);
     r.job = static_cast<int>(j);
     r.unit = jobUnit(job.stages);
     r.period = job.period;
@@ -351,31 +363,18 @@ Status Sim::init() {
       r.from_off = job.submit_offset;
       r.to_off = job.deadline;
     } else {
-      std::optional<planner::Placement> placed;
-      if (p.kind == JobProvision::Kind::kPlanned) {
-        auto got = planner_->submit(r.id, p.def, s_.from);
-        if (got.isOk()) {
-          placed = *got;
-          r.period = p.def.period;
-          r.budget = p.budget_container_ms;
-        }
-      }
-      if (!placed && p.fallback) {
-        auto got = planner_->submit(r.id, *p.fallback, s_.from);
-        if (got.isOk()) {
-          placed = *got;
-          r.period = p.fallback->period;
-          fallback_++;
-        }
-      }
-      if (!placed) {
+      const Admission& a = admitted[j];
+      if (!a.placement) {
         unreserved_++;
         continue;
       }
+      r.period = a.def->period;
+      if (!a.fallback) r.budget = p.budget_container_ms;
+      fallback_ += a.fallback ? 1 : 0;
       r.planned = true;
-      for (const auto& a : placed->allocations) {
-        r.boundaries.push_back(a.start);
-        r.boundaries.push_back(a.end);
+      for (const auto& alloc : a.placement->allocations) {
+        r.boundaries.push_back(alloc.start);
+        r.boundaries.push_back(alloc.end);
       }
     }
     res_of_job_[j] = static_cast<int>(res_.size());
@@ -402,6 +401,31 @@ Status Sim::init() {
   push(s_.from, Ev::kPlanStep, 0);
   steps_total_ = (s_.to - s_.from) / o_.step;
   return Status::ok();
+}
+
+// The strategy's own reservations go to the planner first, in workload
+// order; only then the user fallbacks of the jobs left without one, so a
+// user's request (often over-provisioned many times, Morpheus Fig. 2a) never
+// takes the room of a reservation the strategy derived — as Morpheus would
+// migrate jobs onto inferred reservations before keeping any user request.
+std::vector<Sim::Admission> Sim::admitPlanned() {
+  std::vector<Admission> out(w_.periodic.size());
+  auto tryAdmit = [&](size_t j, const planner::ReservationDefinition& def, bool fallback) {
+    auto got = planner_->submit(reservationIdOf(w_.periodic[j]), def, s_.from);
+    if (!got.isOk()) return;
+    out[j] = Admission{*got, &def, fallback};
+  };
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    if (s_.provisions[j].kind == JobProvision::Kind::kPlanned)
+      tryAdmit(j, s_.provisions[j].def, false);
+  }
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const JobProvision& p = s_.provisions[j];
+    if (p.kind != JobProvision::Kind::kStatic && !out[j].placement && p.fallback) {
+      tryAdmit(j, *p.fallback, true);
+    }
+  }
+  return out;
 }
 
 Result<RunOutput> Sim::run() {

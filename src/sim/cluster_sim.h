@@ -52,7 +52,8 @@ struct JobProvision {
   int64_t budget_container_ms = 0;  // DRA budget per instance (planned only)
   // Planned strategies: when `def` is absent or the planner refuses it, the
   // user's own request (user_containers over [submit, deadline) of each
-  // period) is submitted instead; the job runs unreserved only if that fails too.
+  // period) is submitted instead, after every job's `def` was; the job runs
+  // unreserved only if that fails too.
   std::optional<planner::ReservationDefinition> fallback;
 };
 

@@ -400,6 +400,25 @@ std::string minClusterSection(const SimSummary& s) {
   return "## Smallest cluster at the baseline's violation rate (cf. Fig. 10b)\n\n" + md + "\n";
 }
 
+// "; jobs with an inferred SLO (the paper's population): ..." when the engine
+// filled the slo_jobs extras (sim/engine.cc summariseSloJobs).
+std::string sloJobsPart(const StrategyResult& r, const StrategyResult& base) {
+  auto get = [](const StrategyResult& x, const char* k) -> std::optional<double> {
+    auto it = x.extra.find(k);
+    return it == x.extra.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  auto v = get(r, "slo_jobs_violations"), n = get(r, "slo_jobs_instances");
+  auto bv = get(base, "slo_jobs_violations"), rate = get(r, "slo_jobs_violation_rate"),
+       brate = get(base, "slo_jobs_violation_rate");
+  if (!v || !n || !bv || !rate || !brate || *n <= 0) return "";
+  const std::string ratio = *rate > 0    ? fixed(*brate / *rate, 1) + "x"
+                            : *brate > 0 ? "none left"
+                                         : "equal (none)";
+  return "; over the jobs with an inferred SLO (the paper's population): " +
+         std::to_string(std::llround(*v)) + " of " + std::to_string(std::llround(*n)) +
+         " against the baseline's " + std::to_string(std::llround(*bv)) + " (" + ratio + ")";
+}
+
 std::string headline(const SimSummary& s) {
   const StrategyResult* base = baselineOf(s);
   std::string md;
@@ -409,7 +428,7 @@ std::string headline(const SimSummary& s) {
           std::to_string(r.periodic_instances) + " instances against the baseline's " +
           std::to_string(base->deadline_violations) + " of " +
           std::to_string(base->periodic_instances) +
-          " (baseline / strategy rate: " + vsBaseline(r, base) + ")\n";
+          " (baseline / strategy rate: " + vsBaseline(r, base) + ")" + sloJobsPart(r, *base) + "\n";
   }
   return md.empty() ? "" : md + "\n";
 }

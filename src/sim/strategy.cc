@@ -15,7 +15,8 @@ Result<StrategySpec> specOf(const std::string& name, double alpha) {
   s.name = name;
   s.alpha = alpha;
   if (name == "baseline") {
-    s.provisioning = Provisioning::kUserStatic;
+    s.provisioning = Provisioning::kUserReservation;
+    s.agent = "greedy";  // YARN's reservation system places user requests greedily
   } else if (name == "morpheus") {
     s.provisioning = Provisioning::kPackedSkyline;
     s.dra = "morpheus-dra";

@@ -2,9 +2,12 @@
 // 10a ablations). A strategy says how each periodic job is provisioned in the
 // evaluation days and which DRA policy runs:
 //
-//  baseline        user provisioning: a static reservation of the job's
-//                  user_containers from each instance's submit to its deadline
-//                  (no planner), plus fair share of the rest (work conserving).
+//  baseline        user provisioning: the user's request — user_containers
+//                  from each instance's submit to its deadline — submitted to
+//                  the reservation system (greedy agent, as YARN's), which
+//                  admits it only if the plan can hold it; a refused job runs
+//                  in its ad-hoc queue. Plus fair share of the rest (work
+//                  conserving). Training runs under it (the status quo).
 //  morpheus        inferred SLO (§4) + LP skyline (§5) + LowCost packing (§6) +
 //                  DRA "morpheus-dra" (§7).
 //  slo-packing     inferred SLO + LowCost packing of the user's provisioning
@@ -29,7 +32,7 @@
 namespace morpheus::sim {
 
 enum class Provisioning {
-  kUserStatic,       // baseline
+  kUserReservation,  // baseline
   kPackedUser,       // slo-packing
   kSkylineAtSubmit,  // lp-skyline
   kPackedSkyline,    // morpheus and its variants
@@ -37,7 +40,7 @@ enum class Provisioning {
 
 struct StrategySpec {
   std::string name;
-  Provisioning provisioning = Provisioning::kUserStatic;
+  Provisioning provisioning = Provisioning::kUserReservation;
   std::string agent = "lowcost";  // planner agent for planned provisionings
   std::string dra;                // "" (none), "morpheus-dra" or "jockey"
   double alpha = 0.5;             // skyline LP alpha (Morpheus §5)

@@ -86,6 +86,34 @@ TEST(SimEngineTest, OverProvisionedBaselineWasteIsExact) {
   }
 }
 
+// The baseline's user requests go through the reservation system: on one
+// 8-container node two jobs each ask for all 8 over the same 20 min window.
+// The first is admitted and holds exactly its request; the second, which the
+// plan cannot hold, is refused and runs in its ad-hoc queue with nothing
+// reserved (a guarantee beyond capacity is not a guarantee).
+TEST(SimEngineTest, BaselineAdmitsOnlyUserRequestsThePlanHolds) {
+  Workload w;
+  w.periodic.push_back(
+      job("first", Millis(3600'000), Millis(0), Millis(20 * kMin), {stage(2, 5)}, 8));
+  w.periodic.push_back(
+      job("second", Millis(3600'000), Millis(0), Millis(20 * kMin), {stage(2, 5)}, 8));
+  auto s = runExperiment(w, options(1, 2), only("baseline"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 1);
+  ASSERT_EQ(r.periodic_instances, 48);  // day 2, two hourly jobs
+  for (const auto& i : r.instances) {
+    EXPECT_TRUE(i.met) << i.job << "#" << i.index;  // 4 tasks of 5 min fit either way
+    if (i.job == "first") {
+      EXPECT_DOUBLE_EQ(i.reserved_container_s, 8.0 * 1200);
+      EXPECT_TRUE(i.worst_case_met);
+    } else {
+      EXPECT_DOUBLE_EQ(i.reserved_container_s, 0);
+      EXPECT_FALSE(i.worst_case_met);
+    }
+  }
+}
+
 // A job that cannot meet its deadline (its task alone is longer than the
 // window) is one violation per instance, also when still running at the end.
 TEST(SimEngineTest, UnmeetableDeadlineCountedOncePerInstance) {
@@ -152,6 +180,100 @@ TEST(SimEngineTest, SmallReservationMissesWithoutDraMeetsWithDra) {
   EXPECT_TRUE(with.result.instances[0].met)
       << "runtime " << with.result.instances[0].runtime.count();
   EXPECT_GT(with.result.instances[0].dra_grants, 0);
+}
+
+// Two jobs on one 8-container node, both due 10 min after submit: "greedy"
+// (first in the workload) has no reservation of the strategy's and a user
+// fallback of all 8 containers; "fit" has a planned skyline of 4. The
+// strategy's reservation is admitted before any fallback, so "fit" is
+// reserved and meets its deadline on reserved capacity alone, and "greedy"'s
+// fallback, which no longer fits, leaves it unreserved.
+TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
+  Workload w;
+  w.periodic.push_back(
+      job("greedy", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(2, 5)}, 8));
+  w.periodic.push_back(
+      job("fit", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(4, 5)}, 8));
+  ExperimentOptions o = options(1, 2);
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  auto def = [&](const std::string& key, int64_t containers, Millis duration) {
+    planner::ReservationDefinition d;
+    d.user = UserId("owner-" + key);
+    d.queue = "root.prod";
+    d.name = key;
+    d.recurrence_key = JobKey(key);
+    d.period = Millis(86400'000);
+    d.arrival = fromEpochMs(0);
+    d.deadline = fromEpochMs(10 * kMin);
+    d.stages.push_back(
+        planner::ReservationStage{Resource(1024, 1), containers, containers, duration});
+    return d;
+  };
+  JobProvision greedy;  // kNone: the strategy derived nothing for it
+  greedy.fallback = def("greedy", 8, Millis(9 * kMin));
+  JobProvision fit;
+  fit.kind = JobProvision::Kind::kPlanned;
+  fit.def = def("fit", 4, Millis(5 * kMin));
+  fit.fallback = def("fit", 8, Millis(9 * kMin));
+  setup.provisions = {greedy, fit};
+  auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ(out->result.extra.at("unreserved_jobs"), 1);
+  EXPECT_EQ(out->result.extra.at("user_reservation_jobs"), 0);
+  ASSERT_EQ(out->result.instances.size(), 2u);  // greedy#0, fit#0 (sorted by job)
+  EXPECT_EQ(out->result.instances[1].job, "fit");
+  EXPECT_TRUE(out->result.instances[1].worst_case_met);
+  EXPECT_DOUBLE_EQ(out->result.instances[0].reserved_container_s, 0);
+}
+
+// An hourly job due 30 min after submit whose one 10 min task runs 40 min
+// every fourth hour: its consumer reads at the deadline (or at the late
+// end), so the inferred window is [0, 30 min), while the LP skyline (alpha
+// 0.01) covers the 40 min runs. Morpheus cannot place it, says why in the
+// summary, and the job keeps the user's request.
+RealizedInstance everyFourthLong(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  if (k % 4 == 0) r.stages[0].task_durations[0] = Millis(40 * kMin);
+  return r;
+}
+
+TEST(SimEngineTest, SkylineLongerThanWindowIsCountedAndFallsBack) {
+  Workload w;
+  w.periodic.push_back(
+      job("tail", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  ExperimentOptions o = options(1, 4);
+  o.realize = everyFourthLong;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_no_slo_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
+// The paper's population: "ok" (10 min, due at 30 min) has its output read,
+// so an SLO is inferred; nobody reads "unread"'s output, so it has none, and
+// its 50 min task misses the 30 min deadline every hour. Over all jobs the
+// baseline misses half its instances; over the jobs with an SLO, none.
+TEST(SimEngineTest, SloJobFiguresCountOnlyJobsWithAnInferredSlo) {
+  Workload w;
+  w.periodic.push_back(
+      job("ok", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  w.periodic.push_back(
+      job("unread", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 50)}, 1));
+  w.periodic.back().output_path.clear();
+  auto s = runExperiment(w, options(2, 2), only("baseline"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.periodic_instances, 48);
+  EXPECT_DOUBLE_EQ(r.violation_rate, 0.5);
+  EXPECT_EQ(r.extra.at("slo_jobs"), 1);
+  EXPECT_EQ(r.extra.at("slo_jobs_instances"), 24);
+  EXPECT_EQ(r.extra.at("slo_jobs_violations"), 0);
+  EXPECT_DOUBLE_EQ(r.extra.at("slo_jobs_violation_rate"), 0);
 }
 
 // Worst case (Morpheus §9): only reserved capacity counts.
