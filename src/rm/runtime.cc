@@ -118,6 +118,12 @@ std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, dou
   return out;
 }
 
+AmLauncherOptions launchOptions(const RuntimeOptions& opts) {
+  AmLauncherOptions out = opts.launch;
+  out.tls = opts.tls;
+  return out;
+}
+
 }  // namespace
 
 RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
@@ -131,7 +137,11 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       telemetry_(telemetry),
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
-      started_ms_(toEpochMs(clock.now())) {
+      started_ms_(toEpochMs(clock.now())),
+      allocated_total_(
+          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      launcher_(launchOptions(opts_),
+                [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
   so.adhoc_queues = adhocQueues(opts_.queue_weights);
   so.preemption_grace = opts_.preemption_grace;
@@ -152,23 +162,16 @@ void RmRuntime::setAmAddress(std::string address) {
   am_address_ = std::move(address);
 }
 
-void RmRuntime::start() {
-  launcher_ = std::thread([this] { launcherLoop(); });
-}
+void RmRuntime::start() { launcher_.start(); }
 
-void RmRuntime::stop() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (launcher_.joinable()) launcher_.join();
-}
+void RmRuntime::stop() { launcher_.stop(); }
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   std::lock_guard<std::mutex> lk(mu_);
   NodeId id(req.node_id());
-  Node& n = nodes_[id];
+  auto [it, added] = nodes_.try_emplace(id);
+  Node& n = it->second;
+  if (added || !n.live) live_nodes_++;
   n.id = id;
   n.address = req.container_manager_address();
   n.total = fromProto(req.total());
@@ -349,6 +352,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
   const TimePoint now = clock_.now();
   if (!node.live) {
     node.live = true;
+    live_nodes_++;
     if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
       spdlog::warn("node {} not schedulable: {}", nid.value(), st.message());
     }
@@ -517,9 +521,19 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   out.set_node_address(node.address);
   toProto(c.resource, out.mutable_resource());
   out.set_token(core_.issueContainerToken({cid, a.id, node.id, c.resource, {}}));
-  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
-  launches_.push_back({a.id, out, node.address, a.spec.am_launch_context, a.attempt + 1});
-  cv_.notify_all();
+  allocated_total_.inc();
+  AmLaunch l{a.id, node.id, node.address, {}};
+  auto* r = l.request.add_requests();
+  *r->mutable_container() = std::move(out);
+  if (!r->mutable_launch_context()->ParseFromString(a.spec.am_launch_context)) {
+    spdlog::error("app {}: corrupt AM launch context", a.id.value());
+  }
+  auto& env = *r->mutable_launch_context()->mutable_env();
+  env["MORPHEUS_RM_AM_ADDRESS"] = am_address_;
+  env["MORPHEUS_APP_ID"] = a.id.value();
+  env["MORPHEUS_AM_TOKEN"] = apps_.amToken(a.id, a.attempt + 1);
+  env["MORPHEUS_AM_ATTEMPT"] = std::to_string(a.attempt + 1);
+  launcher_.submit(std::move(l));
   return true;
 }
 
@@ -538,17 +552,17 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   out.set_node_id(node.id.value());
   out.set_node_address(node.address);
   toProto(a.resource, out.mutable_resource());
-  out.set_token(core_.issueContainerToken({a.container, a.app, node.id, a.resource, {}}));
   out.set_priority(a.priority);
   out.set_allocation_request_id(a.request_id);
-  rt.allocated.push_back(std::move(out));
-  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
+  rt.allocated.push_back(std::move(out));  // its token is signed by allocate(), outside mu_
+  allocated_total_.inc();
 }
 
 void RmRuntime::onNodeLost(const NodeId& node) {
   std::lock_guard<std::mutex> lk(mu_);
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
+  if (nit->second.live) live_nodes_--;
   nit->second.live = false;
   (void)sched_->removeNode(node);  // its containers are no longer accounted anywhere
   for (auto& [id, c] : containers_) {
@@ -676,7 +690,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   AppRt& rt = rt_[app];
   if (!rt.registered) {
     // Work-preserving restart: this RM incarnation has not seen the AM
@@ -715,25 +729,33 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     (void)sched_->release(app, it->first);  // free for the core at once
     to_kill_[it->second.node].insert(id);
   }
-  for (auto& c : rt.allocated) *resp->add_allocated() = std::move(c);
-  rt.allocated.clear();
+  std::vector<v1::Container> granted;
+  granted.swap(rt.allocated);
   for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
   rt.completed.clear();
-  for (const auto& n : sched_->takePreemptionNotices(app)) {
+  auto notices = sched_->takePreemptionNotices(app);
+  for (const auto& n : notices) {
     preempted_.insert(n.container);
     auto* out = resp->add_preemptions();
     out->set_container_id(n.container.value());
     out->set_deadline_ms(toEpochMs(n.deadline));
     out->set_reason(n.reason);
+  }
+  resp->set_response_id(req.response_id() + 1);
+  resp->set_num_cluster_nodes(live_nodes_);
+  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
+          resp->mutable_available());
+  lk.unlock();
+  // Signing (HMAC per container) and logging need none of the runtime's state.
+  for (auto& c : granted) {
+    c.set_token(core_.issueContainerToken(
+        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {}}));
+    *resp->add_allocated() = std::move(c);
+  }
+  for (const auto& n : notices) {
     spdlog::info("preempting {} of {} by {}: {}", n.container.value(), app.value(),
                  toEpochMs(n.deadline), n.reason);
   }
-  resp->set_response_id(req.response_id() + 1);
-  int live = 0;
-  for (const auto& [_, n] : nodes_) live += n.live ? 1 : 0;
-  resp->set_num_cluster_nodes(live);
-  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
-          resp->mutable_available());
   return Status::ok();
 }
 
@@ -893,55 +915,27 @@ std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) con
   return out;
 }
 
-void RmRuntime::launcherLoop() {
-  for (;;) {
-    Launch l;
-    std::string am_address;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !launches_.empty(); });
-      if (stopping_) return;
-      l = std::move(launches_.front());
-      launches_.pop_front();
-      am_address = am_address_;
-    }
-    v1::StartContainersRequest req;
-    auto* r = req.add_requests();
-    *r->mutable_container() = l.container;
-    if (!r->mutable_launch_context()->ParseFromString(l.launch_context)) {
-      spdlog::error("app {}: corrupt AM launch context", l.app.value());
-    }
-    auto& env = *r->mutable_launch_context()->mutable_env();
-    env["MORPHEUS_RM_AM_ADDRESS"] = am_address;
-    env["MORPHEUS_APP_ID"] = l.app.value();
-    env["MORPHEUS_AM_TOKEN"] = apps_.amToken(l.app, l.attempt);
-    env["MORPHEUS_AM_ATTEMPT"] = std::to_string(l.attempt);
-    auto stub = v1::ContainerManager::NewStub(makeChannel(l.node_address, opts_.tls));
-    v1::StartContainersResponse resp;
-    auto ctx = makeContext(Millis(10000));
-    grpc::Status st = stub->StartContainers(ctx.get(), req, &resp);
-    std::string error;
-    if (!st.ok()) {
-      error = "cannot reach node " + l.container.node_id() + ": " + st.error_message();
-    } else if (resp.failed_size() > 0) {
-      error = resp.failed(0).code() + ": " + resp.failed(0).message();
-    }
-    if (error.empty()) {
-      spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), l.attempt,
-                   l.container.container_id(), l.container.node_id());
-      continue;
-    }
-    spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = containers_.find(ContainerId(l.container.container_id()));
-    if (it == containers_.end()) continue;
-    v1::ContainerStatus cs;
-    cs.set_container_id(l.container.container_id());
-    cs.set_state(v1::CONTAINER_COMPLETE);
-    cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
-    cs.set_diagnostics("AM launch failed: " + error);
-    containerDone(it->second, cs);
+// The AmLauncher's verdict on a launch (its dispatcher thread): a failed
+// launch completes the AM container, so the app retries or fails.
+void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
+  const auto& c = l.request.requests(0).container();
+  const std::string attempt =
+      l.request.requests(0).launch_context().env().at("MORPHEUS_AM_ATTEMPT");
+  if (error.empty()) {
+    spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), attempt,
+                 c.container_id(), c.node_id());
+    return;
   }
+  spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = containers_.find(ContainerId(c.container_id()));
+  if (it == containers_.end()) return;
+  v1::ContainerStatus cs;
+  cs.set_container_id(c.container_id());
+  cs.set_state(v1::CONTAINER_COMPLETE);
+  cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
+  cs.set_diagnostics("AM launch failed: " + error);
+  containerDone(it->second, cs);
 }
 
 std::vector<sched::QueueView> RmRuntime::queues() const {
