@@ -34,7 +34,10 @@ void Strand::stop() {
     std::lock_guard<std::mutex> lk(mu_);
     left.swap(tasks_);
   }
-  for (auto& t : left) t();
+  for (auto& t : left) {
+    t();
+    queued_gauge_.set(static_cast<double>(--outstanding_));
+  }
 }
 
 bool Strand::post(std::function<void()> task) {
