@@ -126,6 +126,18 @@ AmLauncherOptions launchOptions(const RuntimeOptions& opts) {
 
 }  // namespace
 
+RmRuntime::Guard::Guard(const RmRuntime& rt) : rt_(rt), lk_(rt.mu_) {}
+
+RmRuntime::Guard::~Guard() { release(); }
+
+void RmRuntime::Guard::release() {
+  if (!lk_.owns_lock()) return;
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> logs;
+  logs.swap(rt_.pending_logs_);
+  lk_.unlock();
+  for (const auto& [level, line] : logs) spdlog::log(level, "{}", line);
+}
+
 RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
                      MetricsRegistry& metrics, TelemetryForwarder* telemetry,
                      ReservationKind periodic, Guarantee guarantee)
@@ -158,7 +170,7 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
 RmRuntime::~RmRuntime() { stop(); }
 
 void RmRuntime::setAmAddress(std::string address) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   am_address_ = std::move(address);
 }
 
@@ -167,7 +179,7 @@ void RmRuntime::start() { launcher_.start(); }
 void RmRuntime::stop() { launcher_.stop(); }
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   NodeId id(req.node_id());
   auto [it, added] = nodes_.try_emplace(id);
   Node& n = it->second;
@@ -182,7 +194,7 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   // containers this RM knows running there.
   if (sched_->nodeUsed(id).isOk()) (void)sched_->removeNode(id);
   if (Status st = sched_->addNode(id, n.total, n.attributes); !st.isOk()) {
-    spdlog::warn("node {} not schedulable: {}", id.value(), st.message());
+    logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
     return;
   }
   for (const auto& [cid, c] : containers_) {
@@ -210,7 +222,7 @@ RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
 void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
   auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
   if (Status st = sched_->setReservation(id, kind, guarantee_(id, now)); !st.isOk()) {
-    spdlog::warn("reservation {}: {}", id.value(), st.message());
+    logLater(spdlog::level::warn, "reservation {}: {}", id.value(), st.message());
   }
 }
 
@@ -227,12 +239,13 @@ bool RmRuntime::ensureApp(const AppId& app, TimePoint now) {
   } else {
     st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc(rt.queue));
     if (!st.isOk() && rt.queue != "root.default") {
-      spdlog::warn("app {}: {}; scheduled in root.default", app.value(), st.message());
+      logLater(spdlog::level::warn, "app {}: {}; scheduled in root.default", app.value(),
+               st.message());
       st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc("root.default"));
     }
   }
   if (!st.isOk()) {
-    spdlog::error("app {} not schedulable: {}", app.value(), st.message());
+    logLater(spdlog::level::err, "app {} not schedulable: {}", app.value(), st.message());
     return false;
   }
   rt.in_sched = true;
@@ -286,7 +299,7 @@ void RmRuntime::account(const Cont& c) {
   a.resource = c.resource;
   a.am = c.am;
   if (Status st = sched_->recoverContainer(a); !st.isOk()) {
-    spdlog::warn("container {} not accounted: {}", c.id.value(), st.message());
+    logLater(spdlog::level::warn, "container {} not accounted: {}", c.id.value(), st.message());
   }
 }
 
@@ -344,7 +357,7 @@ void RmRuntime::killAppContainers(const AppId& app) {
 
 void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
                                 v1::NodeHeartbeatResponse* resp) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   NodeId nid(req.node_id());
   auto nit = nodes_.find(nid);
   if (nit == nodes_.end()) return;
@@ -354,7 +367,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
     node.live = true;
     live_nodes_++;
     if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
-      spdlog::warn("node {} not schedulable: {}", nid.value(), st.message());
+      logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
     }
   }
   for (const auto& st : req.container_statuses()) {
@@ -391,8 +404,8 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       if (ensureApp(app, now)) account(c);
       rt_[app].running++;
       rt_[app].used += r;
-      spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(),
-                   nid.value());
+      logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
+               app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
@@ -502,7 +515,7 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   am_asks_.erase(a.id);
   if (Status st = apps_.amLaunched(a.id, cid, node.id); !st.isOk()) {
     // E.g. killed meanwhile.
-    spdlog::warn("app {}: AM not launched: {}", a.id.value(), st.message());
+    logLater(spdlog::level::warn, "app {}: AM not launched: {}", a.id.value(), st.message());
     refresh(a.id);
     forgetIfDone(a.id);
     return false;
@@ -526,7 +539,7 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   auto* r = l.request.add_requests();
   *r->mutable_container() = std::move(out);
   if (!r->mutable_launch_context()->ParseFromString(a.spec.am_launch_context)) {
-    spdlog::error("app {}: corrupt AM launch context", a.id.value());
+    logLater(spdlog::level::err, "app {}: corrupt AM launch context", a.id.value());
   }
   auto& env = *r->mutable_launch_context()->mutable_env();
   env["MORPHEUS_RM_AM_ADDRESS"] = am_address_;
@@ -559,7 +572,7 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
 }
 
 void RmRuntime::onNodeLost(const NodeId& node) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
   if (nit->second.live) live_nodes_--;
@@ -581,7 +594,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
 }
 
 void RmRuntime::onAppKilled(const AppId& app) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   refresh(app);
   killAppContainers(app);
   withdrawAsks(app);
@@ -589,7 +602,7 @@ void RmRuntime::onAppKilled(const AppId& app) {
 }
 
 std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto it = containers_.find(container);
   if (it == containers_.end()) return std::nullopt;
   return it->second.node;
@@ -598,7 +611,7 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
 
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto it = rt_.find(app);
   *containers = it == rt_.end() ? 0 : it->second.running;
   *used = it == rt_.end() ? Resource() : it->second.used;
@@ -606,7 +619,7 @@ void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) con
 
 std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
   auto bound = apps_.list({AppState::kSubmitted, AppState::kRunning}, "");
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   std::map<ReservationId, ReservationDemand> out;
   for (const auto& a : bound) {
     if (a.reservation.empty()) continue;
@@ -649,7 +662,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
     return infeasible("application " + app.value() + " is " + toString(rec.state));
   resp->set_queue(rec.queue);
   resp->set_reservation_id(rec.reservation.value());
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   Resource largest;
   for (const auto& [_, n] : nodes_) {
     if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
@@ -666,7 +679,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   rt_[app].registered = true;
   refresh(app);
   (void)ensureApp(app, clock_.now());
-  spdlog::info("AM of {} registered (attempt {})", app.value(), rec.attempt);
+  logLater(spdlog::level::info, "AM of {} registered (attempt {})", app.value(), rec.attempt);
   return Status::ok();
 }
 
@@ -690,7 +703,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
-  std::unique_lock<std::mutex> lk(mu_);
+  Guard lk(*this);
   AppRt& rt = rt_[app];
   if (!rt.registered) {
     // Work-preserving restart: this RM incarnation has not seen the AM
@@ -745,7 +758,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   resp->set_num_cluster_nodes(live_nodes_);
   toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
           resp->mutable_available());
-  lk.unlock();
+  lk.release();
   // Signing (HMAC per container) and logging need none of the runtime's state.
   for (auto& c : granted) {
     c.set_token(core_.issueContainerToken(
@@ -783,7 +796,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   AppTelemetryRecord t;
   std::map<std::string, Millis> profile;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    Guard lk(*this);
     refresh(app);
     AppRt& rt = rt_[app];
     withdrawAsks(app);
@@ -848,7 +861,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     }
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    Guard lk(*this);
     finished_.push_back(t);
     if (finished_.size() > 100000) finished_.pop_front();
   }
@@ -900,14 +913,14 @@ Status RmRuntime::recoverTelemetry() {
       history[key][name] = Millis(ms.get<int64_t>());
     }
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   finished_.assign(recs.begin(), recs.end());
   stage_history_ = std::move(history);
   return Status::ok();
 }
 
 std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   std::vector<AppTelemetryRecord> out;
   for (const auto& t : finished_) {
     if (key.empty() || t.recurrence_key.value() == key) out.push_back(t);
@@ -927,7 +940,7 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
     return;
   }
   spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto it = containers_.find(ContainerId(c.container_id()));
   if (it == containers_.end()) return;
   v1::ContainerStatus cs;
@@ -939,7 +952,7 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
 }
 
 std::vector<sched::QueueView> RmRuntime::queues() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   return sched_->queues();
 }
 

@@ -38,6 +38,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/tls.h"
@@ -168,6 +170,28 @@ class RmRuntime {
     std::string user;
     ReservationId reservation;
   };
+  // Holds mu_; when released emits the log lines queued under it, so no log
+  // I/O (spdlog's sinks take their own lock and write files) happens inside
+  // the runtime's critical section (issue #15).
+  class Guard {
+   public:
+    explicit Guard(const RmRuntime& rt);
+    ~Guard();  // release()
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    void release();  // idempotent
+
+   private:
+    const RmRuntime& rt_;
+    std::unique_lock<std::mutex> lk_;
+  };
+  // Queues a log line for the holder's Guard to emit. REQUIRES(mu_)
+  template <typename... Args>
+  void logLater(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+                Args&&... args) const {
+    pending_logs_.emplace_back(level, fmt::format(format, std::forward<Args>(args)...));
+  }
+
   AppRt& appRt(const AppId& app);                   // REQUIRES(mu_): with its cache filled
   void refresh(const AppId& app);                   // REQUIRES(mu_)
   bool ensureApp(const AppId& app, TimePoint now);  // REQUIRES(mu_)
@@ -194,6 +218,8 @@ class RmRuntime {
   Counter& allocated_total_;  // morpheus_rm_containers_allocated_total
 
   mutable std::mutex mu_;
+  // Log lines queued under mu_ (logLater), emitted by Guard::release.
+  mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_;
   std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
   std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
   std::set<AppId> am_asks_;                  // GUARDED_BY(mu_): apps with an AM ask in sched_
