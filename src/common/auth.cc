@@ -22,7 +22,7 @@ Result<Principal> Authenticator::identifyHeader(const std::string* value) const 
   return p->second;
 }
 
-Result<Principal> Authenticator::identify(const grpc::ServerContext& ctx) const {
+Result<Principal> Authenticator::identify(const grpc::ServerContextBase& ctx) const {
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) return identifyHeader(nullptr);

@@ -29,7 +29,7 @@ class Authenticator {
       : tokens_(std::move(tokens)), open_(open), clock_(clock) {}
 
   // PERMISSION_DENIED when the token is missing, unknown or expired.
-  Result<Principal> identify(const grpc::ServerContext& ctx) const;
+  Result<Principal> identify(const grpc::ServerContextBase& ctx) const;  // sync or callback API
   // The same for an HTTP request's "authorization" header.
   Result<Principal> identify(const HttpRequest& req) const;
   // The principal of a raw "Bearer TOKEN" header value.

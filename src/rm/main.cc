@@ -161,7 +161,12 @@ int main(int argc, char** argv) {
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
   rm::ReservationServiceImpl reservation_service(reservations, access);
-  rm::ResourceTrackerService tracker(core, **authenticator, &runtime);
+  // Node heartbeats' scheduling runs on one strand (issue #15); up to 50,000
+  // heartbeats may wait (5 s of a 10,000-node cluster's 1 s heartbeats)
+  // before the RM answers UNAVAILABLE instead of queueing more.
+  rm::Strand strand(metrics, 50000);
+  strand.start();
+  rm::ResourceTrackerService tracker(core, **authenticator, &runtime, &strand);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
   rm::ApplicationMasterServiceImpl am_service(runtime);
@@ -221,6 +226,7 @@ int main(int argc, char** argv) {
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();
+  strand.stop();  // after the server: pending heartbeats finish their calls
   spdlog::info("morpheus-rm stopped");
   return 0;
 }

@@ -118,7 +118,25 @@ std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, dou
   return out;
 }
 
+AmLauncherOptions launchOptions(const RuntimeOptions& opts) {
+  AmLauncherOptions out = opts.launch;
+  out.tls = opts.tls;
+  return out;
+}
+
 }  // namespace
+
+RmRuntime::Guard::Guard(const RmRuntime& rt) : rt_(rt), lk_(rt.mu_) {}
+
+RmRuntime::Guard::~Guard() { release(); }
+
+void RmRuntime::Guard::release() {
+  if (!lk_.owns_lock()) return;
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> logs;
+  logs.swap(rt_.pending_logs_);
+  lk_.unlock();
+  for (const auto& [level, line] : logs) spdlog::log(level, "{}", line);
+}
 
 RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
                      MetricsRegistry& metrics, TelemetryForwarder* telemetry,
@@ -131,7 +149,11 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       telemetry_(telemetry),
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
-      started_ms_(toEpochMs(clock.now())) {
+      started_ms_(toEpochMs(clock.now())),
+      allocated_total_(
+          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      launcher_(launchOptions(opts_),
+                [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
   so.adhoc_queues = adhocQueues(opts_.queue_weights);
   so.preemption_grace = opts_.preemption_grace;
@@ -148,27 +170,20 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
 RmRuntime::~RmRuntime() { stop(); }
 
 void RmRuntime::setAmAddress(std::string address) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   am_address_ = std::move(address);
 }
 
-void RmRuntime::start() {
-  launcher_ = std::thread([this] { launcherLoop(); });
-}
+void RmRuntime::start() { launcher_.start(); }
 
-void RmRuntime::stop() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (launcher_.joinable()) launcher_.join();
-}
+void RmRuntime::stop() { launcher_.stop(); }
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   NodeId id(req.node_id());
-  Node& n = nodes_[id];
+  auto [it, added] = nodes_.try_emplace(id);
+  Node& n = it->second;
+  if (added || !n.live) live_nodes_++;
   n.id = id;
   n.address = req.container_manager_address();
   n.total = fromProto(req.total());
@@ -179,7 +194,7 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   // containers this RM knows running there.
   if (sched_->nodeUsed(id).isOk()) (void)sched_->removeNode(id);
   if (Status st = sched_->addNode(id, n.total, n.attributes); !st.isOk()) {
-    spdlog::warn("node {} not schedulable: {}", id.value(), st.message());
+    logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
     return;
   }
   for (const auto& [cid, c] : containers_) {
@@ -207,7 +222,7 @@ RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
 void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
   auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
   if (Status st = sched_->setReservation(id, kind, guarantee_(id, now)); !st.isOk()) {
-    spdlog::warn("reservation {}: {}", id.value(), st.message());
+    logLater(spdlog::level::warn, "reservation {}: {}", id.value(), st.message());
   }
 }
 
@@ -224,12 +239,13 @@ bool RmRuntime::ensureApp(const AppId& app, TimePoint now) {
   } else {
     st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc(rt.queue));
     if (!st.isOk() && rt.queue != "root.default") {
-      spdlog::warn("app {}: {}; scheduled in root.default", app.value(), st.message());
+      logLater(spdlog::level::warn, "app {}: {}; scheduled in root.default", app.value(),
+               st.message());
       st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc("root.default"));
     }
   }
   if (!st.isOk()) {
-    spdlog::error("app {} not schedulable: {}", app.value(), st.message());
+    logLater(spdlog::level::err, "app {} not schedulable: {}", app.value(), st.message());
     return false;
   }
   rt.in_sched = true;
@@ -283,7 +299,7 @@ void RmRuntime::account(const Cont& c) {
   a.resource = c.resource;
   a.am = c.am;
   if (Status st = sched_->recoverContainer(a); !st.isOk()) {
-    spdlog::warn("container {} not accounted: {}", c.id.value(), st.message());
+    logLater(spdlog::level::warn, "container {} not accounted: {}", c.id.value(), st.message());
   }
 }
 
@@ -341,7 +357,7 @@ void RmRuntime::killAppContainers(const AppId& app) {
 
 void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
                                 v1::NodeHeartbeatResponse* resp) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   NodeId nid(req.node_id());
   auto nit = nodes_.find(nid);
   if (nit == nodes_.end()) return;
@@ -349,8 +365,9 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
   const TimePoint now = clock_.now();
   if (!node.live) {
     node.live = true;
+    live_nodes_++;
     if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
-      spdlog::warn("node {} not schedulable: {}", nid.value(), st.message());
+      logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
     }
   }
   for (const auto& st : req.container_statuses()) {
@@ -387,8 +404,8 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       if (ensureApp(app, now)) account(c);
       rt_[app].running++;
       rt_[app].used += r;
-      spdlog::info("re-adopted running container {} of {} on {}", cid.value(), app.value(),
-                   nid.value());
+      logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
+               app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
@@ -498,7 +515,7 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   am_asks_.erase(a.id);
   if (Status st = apps_.amLaunched(a.id, cid, node.id); !st.isOk()) {
     // E.g. killed meanwhile.
-    spdlog::warn("app {}: AM not launched: {}", a.id.value(), st.message());
+    logLater(spdlog::level::warn, "app {}: AM not launched: {}", a.id.value(), st.message());
     refresh(a.id);
     forgetIfDone(a.id);
     return false;
@@ -517,9 +534,19 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   out.set_node_address(node.address);
   toProto(c.resource, out.mutable_resource());
   out.set_token(core_.issueContainerToken({cid, a.id, node.id, c.resource, {}}));
-  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
-  launches_.push_back({a.id, out, node.address, a.spec.am_launch_context, a.attempt + 1});
-  cv_.notify_all();
+  allocated_total_.inc();
+  AmLaunch l{a.id, node.id, node.address, {}};
+  auto* r = l.request.add_requests();
+  *r->mutable_container() = std::move(out);
+  if (!r->mutable_launch_context()->ParseFromString(a.spec.am_launch_context)) {
+    logLater(spdlog::level::err, "app {}: corrupt AM launch context", a.id.value());
+  }
+  auto& env = *r->mutable_launch_context()->mutable_env();
+  env["MORPHEUS_RM_AM_ADDRESS"] = am_address_;
+  env["MORPHEUS_APP_ID"] = a.id.value();
+  env["MORPHEUS_AM_TOKEN"] = apps_.amToken(a.id, a.attempt + 1);
+  env["MORPHEUS_AM_ATTEMPT"] = std::to_string(a.attempt + 1);
+  launcher_.submit(std::move(l));
   return true;
 }
 
@@ -538,17 +565,17 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   out.set_node_id(node.id.value());
   out.set_node_address(node.address);
   toProto(a.resource, out.mutable_resource());
-  out.set_token(core_.issueContainerToken({a.container, a.app, node.id, a.resource, {}}));
   out.set_priority(a.priority);
   out.set_allocation_request_id(a.request_id);
-  rt.allocated.push_back(std::move(out));
-  metrics_.counter("morpheus_rm_containers_allocated_total", "Containers allocated").inc();
+  rt.allocated.push_back(std::move(out));  // its token is signed by allocate(), outside mu_
+  allocated_total_.inc();
 }
 
 void RmRuntime::onNodeLost(const NodeId& node) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
+  if (nit->second.live) live_nodes_--;
   nit->second.live = false;
   (void)sched_->removeNode(node);  // its containers are no longer accounted anywhere
   for (auto& [id, c] : containers_) {
@@ -567,7 +594,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
 }
 
 void RmRuntime::onAppKilled(const AppId& app) {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   refresh(app);
   killAppContainers(app);
   withdrawAsks(app);
@@ -575,7 +602,7 @@ void RmRuntime::onAppKilled(const AppId& app) {
 }
 
 std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto it = containers_.find(container);
   if (it == containers_.end()) return std::nullopt;
   return it->second.node;
@@ -584,7 +611,7 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
 
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   auto it = rt_.find(app);
   *containers = it == rt_.end() ? 0 : it->second.running;
   *used = it == rt_.end() ? Resource() : it->second.used;
@@ -592,7 +619,7 @@ void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) con
 
 std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
   auto bound = apps_.list({AppState::kSubmitted, AppState::kRunning}, "");
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   std::map<ReservationId, ReservationDemand> out;
   for (const auto& a : bound) {
     if (a.reservation.empty()) continue;
@@ -635,7 +662,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
     return infeasible("application " + app.value() + " is " + toString(rec.state));
   resp->set_queue(rec.queue);
   resp->set_reservation_id(rec.reservation.value());
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   Resource largest;
   for (const auto& [_, n] : nodes_) {
     if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
@@ -652,7 +679,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   rt_[app].registered = true;
   refresh(app);
   (void)ensureApp(app, clock_.now());
-  spdlog::info("AM of {} registered (attempt {})", app.value(), rec.attempt);
+  logLater(spdlog::level::info, "AM of {} registered (attempt {})", app.value(), rec.attempt);
   return Status::ok();
 }
 
@@ -676,7 +703,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   AppRt& rt = rt_[app];
   if (!rt.registered) {
     // Work-preserving restart: this RM incarnation has not seen the AM
@@ -715,25 +742,33 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     (void)sched_->release(app, it->first);  // free for the core at once
     to_kill_[it->second.node].insert(id);
   }
-  for (auto& c : rt.allocated) *resp->add_allocated() = std::move(c);
-  rt.allocated.clear();
+  std::vector<v1::Container> granted;
+  granted.swap(rt.allocated);
   for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
   rt.completed.clear();
-  for (const auto& n : sched_->takePreemptionNotices(app)) {
+  auto notices = sched_->takePreemptionNotices(app);
+  for (const auto& n : notices) {
     preempted_.insert(n.container);
     auto* out = resp->add_preemptions();
     out->set_container_id(n.container.value());
     out->set_deadline_ms(toEpochMs(n.deadline));
     out->set_reason(n.reason);
+  }
+  resp->set_response_id(req.response_id() + 1);
+  resp->set_num_cluster_nodes(live_nodes_);
+  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
+          resp->mutable_available());
+  lk.release();
+  // Signing (HMAC per container) and logging need none of the runtime's state.
+  for (auto& c : granted) {
+    c.set_token(core_.issueContainerToken(
+        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {}}));
+    *resp->add_allocated() = std::move(c);
+  }
+  for (const auto& n : notices) {
     spdlog::info("preempting {} of {} by {}: {}", n.container.value(), app.value(),
                  toEpochMs(n.deadline), n.reason);
   }
-  resp->set_response_id(req.response_id() + 1);
-  int live = 0;
-  for (const auto& [_, n] : nodes_) live += n.live ? 1 : 0;
-  resp->set_num_cluster_nodes(live);
-  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
-          resp->mutable_available());
   return Status::ok();
 }
 
@@ -761,7 +796,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   AppTelemetryRecord t;
   std::map<std::string, Millis> profile;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    Guard lk(*this);
     refresh(app);
     AppRt& rt = rt_[app];
     withdrawAsks(app);
@@ -826,7 +861,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
     }
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    Guard lk(*this);
     finished_.push_back(t);
     if (finished_.size() > 100000) finished_.pop_front();
   }
@@ -878,14 +913,14 @@ Status RmRuntime::recoverTelemetry() {
       history[key][name] = Millis(ms.get<int64_t>());
     }
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   finished_.assign(recs.begin(), recs.end());
   stage_history_ = std::move(history);
   return Status::ok();
 }
 
 std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   std::vector<AppTelemetryRecord> out;
   for (const auto& t : finished_) {
     if (key.empty() || t.recurrence_key.value() == key) out.push_back(t);
@@ -893,59 +928,31 @@ std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) con
   return out;
 }
 
-void RmRuntime::launcherLoop() {
-  for (;;) {
-    Launch l;
-    std::string am_address;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !launches_.empty(); });
-      if (stopping_) return;
-      l = std::move(launches_.front());
-      launches_.pop_front();
-      am_address = am_address_;
-    }
-    v1::StartContainersRequest req;
-    auto* r = req.add_requests();
-    *r->mutable_container() = l.container;
-    if (!r->mutable_launch_context()->ParseFromString(l.launch_context)) {
-      spdlog::error("app {}: corrupt AM launch context", l.app.value());
-    }
-    auto& env = *r->mutable_launch_context()->mutable_env();
-    env["MORPHEUS_RM_AM_ADDRESS"] = am_address;
-    env["MORPHEUS_APP_ID"] = l.app.value();
-    env["MORPHEUS_AM_TOKEN"] = apps_.amToken(l.app, l.attempt);
-    env["MORPHEUS_AM_ATTEMPT"] = std::to_string(l.attempt);
-    auto stub = v1::ContainerManager::NewStub(makeChannel(l.node_address, opts_.tls));
-    v1::StartContainersResponse resp;
-    auto ctx = makeContext(Millis(10000));
-    grpc::Status st = stub->StartContainers(ctx.get(), req, &resp);
-    std::string error;
-    if (!st.ok()) {
-      error = "cannot reach node " + l.container.node_id() + ": " + st.error_message();
-    } else if (resp.failed_size() > 0) {
-      error = resp.failed(0).code() + ": " + resp.failed(0).message();
-    }
-    if (error.empty()) {
-      spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), l.attempt,
-                   l.container.container_id(), l.container.node_id());
-      continue;
-    }
-    spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = containers_.find(ContainerId(l.container.container_id()));
-    if (it == containers_.end()) continue;
-    v1::ContainerStatus cs;
-    cs.set_container_id(l.container.container_id());
-    cs.set_state(v1::CONTAINER_COMPLETE);
-    cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
-    cs.set_diagnostics("AM launch failed: " + error);
-    containerDone(it->second, cs);
+// The AmLauncher's verdict on a launch (its dispatcher thread): a failed
+// launch completes the AM container, so the app retries or fails.
+void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
+  const auto& c = l.request.requests(0).container();
+  const std::string attempt =
+      l.request.requests(0).launch_context().env().at("MORPHEUS_AM_ATTEMPT");
+  if (error.empty()) {
+    spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), attempt,
+                 c.container_id(), c.node_id());
+    return;
   }
+  spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
+  Guard lk(*this);
+  auto it = containers_.find(ContainerId(c.container_id()));
+  if (it == containers_.end()) return;
+  v1::ContainerStatus cs;
+  cs.set_container_id(c.container_id());
+  cs.set_state(v1::CONTAINER_COMPLETE);
+  cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
+  cs.set_diagnostics("AM launch failed: " + error);
+  containerDone(it->second, cs);
 }
 
 std::vector<sched::QueueView> RmRuntime::queues() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  Guard lk(*this);
   return sched_->queues();
 }
 

@@ -19,8 +19,9 @@
 // "<app>_<rm start ms>_am<attempt>"), so an RM that restarts can re-attribute
 // containers reported by NMs.
 //
-// Thread-safety: internally locked. NM RPCs (AM launch) run on a launcher
-// thread, never under the lock.
+// Thread-safety: internally locked. NM RPCs (AM launch) are asynchronous
+// calls of the AmLauncher (rm/am_launcher.h: concurrent, bounded per node and
+// in total, one reused channel per node), never made under the lock.
 #pragma once
 
 #include <condition_variable>
@@ -33,7 +34,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -41,6 +46,7 @@
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "rm/am_launcher.h"
 #include "rm/app_manager.h"
 #include "rm/dra_monitor.h"
 #include "rm/node_registry.h"
@@ -56,6 +62,9 @@ struct RuntimeOptions {
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
   TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
+  // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
+  // replaced by `tls` above).
+  AmLauncherOptions launch;
 };
 
 class RmRuntime {
@@ -161,19 +170,33 @@ class RmRuntime {
     std::string user;
     ReservationId reservation;
   };
-  AppRt& appRt(const AppId& app);  // REQUIRES(mu_): with its cache filled
-  void refresh(const AppId& app);  // REQUIRES(mu_)
-  struct Launch {
-    AppId app;
-    v1::Container container;
-    std::string node_address;
-    std::string launch_context;  // serialized
-    int attempt = 0;
-  };
+  // Holds mu_; when released emits the log lines queued under it, so no log
+  // I/O (spdlog's sinks take their own lock and write files) happens inside
+  // the runtime's critical section (issue #15).
+  class Guard {
+   public:
+    explicit Guard(const RmRuntime& rt);
+    ~Guard();  // release()
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    void release();  // idempotent
 
-  bool ensureApp(const AppId& app, TimePoint now);                       // REQUIRES(mu_)
-  void forgetIfDone(const AppId& app);                                   // REQUIRES(mu_)
-  void withdrawAsks(const AppId& app);                                   // REQUIRES(mu_)
+   private:
+    const RmRuntime& rt_;
+    std::unique_lock<std::mutex> lk_;
+  };
+  // Queues a log line for the holder's Guard to emit. REQUIRES(mu_)
+  template <typename... Args>
+  void logLater(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+                Args&&... args) const {
+    pending_logs_.emplace_back(level, fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  AppRt& appRt(const AppId& app);                   // REQUIRES(mu_): with its cache filled
+  void refresh(const AppId& app);                   // REQUIRES(mu_)
+  bool ensureApp(const AppId& app, TimePoint now);  // REQUIRES(mu_)
+  void forgetIfDone(const AppId& app);              // REQUIRES(mu_)
+  void withdrawAsks(const AppId& app);              // REQUIRES(mu_)
   void pushGuarantee(const ReservationId& id, TimePoint now);            // REQUIRES(mu_)
   void placeAms(Node& node, TimePoint now);                              // REQUIRES(mu_)
   bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
@@ -181,7 +204,7 @@ class RmRuntime {
   void account(const Cont& c);                                           // REQUIRES(mu_)
   void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
   void killAppContainers(const AppId& app);                              // REQUIRES(mu_)
-  void launcherLoop();
+  void onLaunched(const AmLaunch& launch, const std::string& error);
 
   const RuntimeOptions opts_;
   RmCore& core_;
@@ -192,30 +215,33 @@ class RmRuntime {
   const ReservationKind periodic_;
   const Guarantee guarantee_;
   const int64_t started_ms_;
+  Counter& allocated_total_;  // morpheus_rm_containers_allocated_total
 
   mutable std::mutex mu_;
+  // Log lines queued under mu_ (logLater), emitted by Guard::release.
+  mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_;
   std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
   std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
   std::set<AppId> am_asks_;                  // GUARDED_BY(mu_): apps with an AM ask in sched_
   std::string am_address_;                   // GUARDED_BY(mu_)
   std::map<NodeId, Node> nodes_;             // GUARDED_BY(mu_)
-  std::map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
-  std::map<AppId, AppRt> rt_;                // GUARDED_BY(mu_)
+  int live_nodes_ = 0;                       // GUARDED_BY(mu_): nodes_ with live set
+  // Hashed: every heartbeat looks up each container its node reports (a
+  // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
+  std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
+  std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
   std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
   std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
-  std::set<ContainerId> done_;                 // GUARDED_BY(mu_): completed ids seen (dedupe)
+  std::unordered_set<ContainerId> done_;       // GUARDED_BY(mu_): completed ids seen (dedupe)
   std::set<ContainerId> preempted_;            // GUARDED_BY(mu_): under a preemption notice
   std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
   uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
-  std::deque<Launch> launches_;                // GUARDED_BY(mu_)
   std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
   // Recurrence key -> stage name -> mean task duration of its last successful
   // run (from the AM's final stage reports). GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Millis>> stage_history_;
   store::StateStore* store_ = nullptr;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  std::condition_variable cv_;
-  std::thread launcher_;
+  AmLauncher launcher_;  // internally locked; its callbacks take mu_
 };
 
 }  // namespace morpheus::rm

@@ -8,7 +8,7 @@
 
 namespace morpheus::rm {
 
-Status ResourceTrackerService::authorizeNode(const grpc::ServerContext& ctx,
+Status ResourceTrackerService::authorizeNode(const grpc::ServerContextBase& ctx,
                                              const std::string& node_id) const {
   if (auth_.open()) return Status::ok();
   auto who = auth_.identify(ctx);
@@ -49,31 +49,65 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext* ctx,
-                                                   const v1::NodeHeartbeatRequest* req,
-                                                   v1::NodeHeartbeatResponse* resp) {
-  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
-  auto used = validatedResource(req->used(), "used");
+grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBase& ctx,
+                                                    const v1::NodeHeartbeatRequest& req,
+                                                    v1::NodeHeartbeatResponse* resp,
+                                                    bool* schedule) {
+  *schedule = false;
+  if (Status st = authorizeNode(ctx, req.node_id()); !st.isOk()) return toGrpc(st);
+  auto used = validatedResource(req.used(), "used");
   if (!used.isOk()) return toGrpc(used.status());
   resp->set_next_heartbeat_interval_ms(core_.heartbeatInterval().count());
-  if (!req->rm_epoch().empty() && req->rm_epoch() != core_.epoch()) {
+  if (!req.rm_epoch().empty() && req.rm_epoch() != core_.epoch()) {
     resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
     return grpc::Status::OK;
   }
   int32_t running = 0;
-  for (const auto& c : req->container_statuses()) {
+  for (const auto& c : req.container_statuses()) {
     running += c.state() == v1::CONTAINER_RUNNING ? 1 : 0;
   }
-  Status st = core_.nodeHeartbeat(NodeId(req->node_id()), req->sequence(), *used,
-                                  req->used_rss_mib(), req->used_cpu_vcores(), running);
+  Status st = core_.nodeHeartbeat(NodeId(req.node_id()), req.sequence(), *used, req.used_rss_mib(),
+                                  req.used_cpu_vcores(), running);
   if (st.code() == StatusCode::kNotFound) {
     resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
     return grpc::Status::OK;
   }
   if (!st.isOk()) return toGrpc(st);
   resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
-  if (runtime_) runtime_->onNodeHeartbeat(*req, resp);
+  *schedule = runtime_ != nullptr;
   return grpc::Status::OK;
+}
+
+grpc::Status ResourceTrackerService::heartbeat(const grpc::ServerContextBase& ctx,
+                                               const v1::NodeHeartbeatRequest& req,
+                                               v1::NodeHeartbeatResponse* resp) {
+  bool schedule = false;
+  grpc::Status st = admitHeartbeat(ctx, req, resp, &schedule);
+  if (st.ok() && schedule) runtime_->onNodeHeartbeat(req, resp);
+  return st;
+}
+
+grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackServerContext* ctx,
+                                                                const v1::NodeHeartbeatRequest* req,
+                                                                v1::NodeHeartbeatResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  bool schedule = false;
+  grpc::Status st = admitHeartbeat(*ctx, *req, resp, &schedule);
+  if (!st.ok() || !schedule) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
+  // The request, response and context live until Finish.
+  bool posted = strand_->post([this, req, resp, reactor] {
+    runtime_->onNodeHeartbeat(*req, resp);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!posted) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the RM's scheduling queue is full: retry at the next heartbeat"));
+  }
+  return reactor;
 }
 
 grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,

@@ -12,6 +12,7 @@
 #include "rm/reservation_manager.h"
 #include "rm/rm_core.h"
 #include "rm/runtime.h"
+#include "rm/strand.h"
 
 namespace morpheus::rm {
 
@@ -20,26 +21,49 @@ namespace morpheus::rm {
 // (unless authentication is disabled); otherwise PERMISSION_DENIED and
 // nothing changes. RegisterNode's reply carries that node's container-token
 // key (RmCore::nodeKey), never the master secret.
-class ResourceTrackerService final : public v1::ResourceTracker::Service {
+//
+// NodeHeartbeat is on gRPC's callback API (issue #15): the gRPC thread
+// authorizes, validates and records liveness (RmCore), then posts the
+// scheduling part (RmRuntime::onNodeHeartbeat) to the RM's Strand and returns;
+// the strand finishes the call. No thread is held per waiting heartbeat, so
+// 10k+ NMs cost queue entries, not threads. A full strand answers
+// UNAVAILABLE (the NM retries at its next heartbeat). Register and
+// Unregister stay on the synchronous API (rare).
+class ResourceTrackerService final
+    : public v1::ResourceTracker::WithCallbackMethod_NodeHeartbeat<v1::ResourceTracker::Service> {
  public:
-  // `runtime` null = node registration and liveness only. `auth` must
-  // outlive the service.
-  ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr)
-      : core_(core), auth_(auth), runtime_(runtime) {}
+  // `runtime` null = node registration and liveness only; otherwise `strand`
+  // (started, stopped only after the gRPC server shut down) runs its part of
+  // the heartbeats. `auth`, `runtime` and `strand` must outlive the service.
+  ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr,
+                         Strand* strand = nullptr)
+      : core_(core), auth_(auth), runtime_(runtime), strand_(strand) {}
   grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
                             v1::RegisterNodeResponse*) override;
-  grpc::Status NodeHeartbeat(grpc::ServerContext*, const v1::NodeHeartbeatRequest*,
-                             v1::NodeHeartbeatResponse*) override;
+  grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext*,
+                                          const v1::NodeHeartbeatRequest*,
+                                          v1::NodeHeartbeatResponse*) override;
   grpc::Status UnregisterNode(grpc::ServerContext*, const v1::UnregisterNodeRequest*,
                               v1::UnregisterNodeResponse*) override;
 
+  // The whole heartbeat on the calling thread: what NodeHeartbeat does on the
+  // gRPC thread and then on the strand (the fuzzer calls it directly).
+  grpc::Status heartbeat(const grpc::ServerContextBase& ctx, const v1::NodeHeartbeatRequest& req,
+                         v1::NodeHeartbeatResponse* resp);
+
  private:
   // OK when the caller may act as node `node_id` (see the class comment).
-  Status authorizeNode(const grpc::ServerContext& ctx, const std::string& node_id) const;
+  Status authorizeNode(const grpc::ServerContextBase& ctx, const std::string& node_id) const;
+  // The gRPC thread's part: authorization, validation, epoch and liveness.
+  // *schedule is true when the runtime must still handle the heartbeat.
+  grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
+                              const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
+                              bool* schedule);
 
   RmCore& core_;
   const Authenticator& auth_;
   RmRuntime* runtime_;
+  Strand* strand_;
 };
 
 // Every RPC authenticates its caller (RmAccess): any user may read; submit

@@ -252,7 +252,8 @@ void Rm::call(uint8_t selector, std::string_view p) {
           p, std::bind(&rm::ResourceTrackerService::RegisterNode, t, _1, _2, _3), nodes);
     case kNodeHeartbeat:
       return invoke<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse>(
-          p, std::bind(&rm::ResourceTrackerService::NodeHeartbeat, t, _1, _2, _3));
+          p, [t](grpc::ServerContext* ctx, const v1::NodeHeartbeatRequest* q,
+                 v1::NodeHeartbeatResponse* r) { return t->heartbeat(*ctx, *q, r); });
     case kUnregisterNode:
       return invoke<v1::UnregisterNodeRequest, v1::UnregisterNodeResponse>(
           p, std::bind(&rm::ResourceTrackerService::UnregisterNode, t, _1, _2, _3), nodes);
@@ -304,8 +305,11 @@ void Rm::call(uint8_t selector, std::string_view p) {
           nullptr, [this](auto* q) { fillAmToken(q->application_id(), q->mutable_am_token()); });
     case kAllocate:
       return invoke<v1::AllocateRequest, v1::AllocateResponse>(
-          p, std::bind(&rm::ApplicationMasterServiceImpl::Allocate, a, _1, _2, _3), nullptr,
-          [this](auto* q) { fillAmToken(q->application_id(), q->mutable_am_token()); });
+          p,
+          [this](grpc::ServerContext*, const v1::AllocateRequest* q, v1::AllocateResponse* r) {
+            return toGrpc(runtime_->allocate(*q, r));  // what the callback handler runs
+          },
+          nullptr, [this](auto* q) { fillAmToken(q->application_id(), q->mutable_am_token()); });
     case kFinishApplicationMaster:
       return invoke<v1::FinishApplicationMasterRequest, v1::FinishApplicationMasterResponse>(
           p, std::bind(&rm::ApplicationMasterServiceImpl::FinishApplicationMaster, a, _1, _2, _3),

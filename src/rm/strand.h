@@ -1,0 +1,59 @@
+// The RM's scheduling strand (issue #15, CONVENTIONS.md "One thread owns each
+// piece of mutable state"): one thread that runs posted tasks in order. The
+// heartbeat RPCs (gRPC callback API, services.h) post their scheduling work
+// here, so no gRPC thread waits for the scheduler and the scheduler core runs
+// on one thread at a time.
+//
+// Bounded: post() refuses a task when `max_queued` tasks wait (the caller
+// answers UNAVAILABLE; an NM retries at its next heartbeat), so overload shows
+// as refusals and as the queue-depth gauge, never as unbounded memory.
+//
+// Thread-safety: post() from any thread. stop() runs what was queued before it
+// and joins; tasks posted afterwards are refused.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/metrics.h"
+
+namespace morpheus::rm {
+
+class Strand {
+ public:
+  // `max_queued` >= 1: tasks waiting at most (not counting the running one).
+  // Exports morpheus_rm_strand_queued (tasks posted and not yet finished, a
+  // gauge: the RM's backlog) and
+  // morpheus_rm_strand_refused_total to `metrics`.
+  Strand(MetricsRegistry& metrics, size_t max_queued);
+  ~Strand();  // stop()
+  Strand(const Strand&) = delete;
+  Strand& operator=(const Strand&) = delete;
+
+  void start();
+  void stop();
+  // false (and `task` not run) when the queue is full or the strand stopped.
+  bool post(std::function<void()> task);
+  size_t queued() const;
+
+ private:
+  void loop();
+
+  const size_t max_queued_;
+  Gauge& queued_gauge_;
+  Counter& refused_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  std::atomic<int64_t> outstanding_{0};      // posted, not finished
+  std::thread thread_;
+};
+
+}  // namespace morpheus::rm
