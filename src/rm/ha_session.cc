@@ -16,13 +16,19 @@ Result<std::optional<std::unique_ptr<HaSession>>> HaSession::becomeActive(const 
   MORPHEUS_ASSIGN_OR_RETURN(
       std::shared_ptr<store::EtcdClient> etcd,
       store::EtcdClient::connect(opts.endpoints, "state-store.location", timeout));
+  // The warm copy a standby keeps while it waits (served to recovery on takeover).
+  auto mirror =
+      std::make_shared<store::EtcdStateMirror>(etcd, store::kEtcdStatePrefix, Millis(500));
   auto elector = std::make_unique<LeaderElector>(etcd, opts.election, clock);
   spdlog::info("HA: campaigning for {} as {} (etcd {})", opts.election.key, opts.election.identity,
                opts.endpoints);
   auto fence = campaignUntilElected(*elector, opts.election.lease_ttl / 5);
   if (!fence) return std::optional<std::unique_ptr<HaSession>>();
-  spdlog::info("HA: this RM is active (leader key revision {})", fence->create_revision);
-  auto store = store::makeEtcdStateStore(etcd, store::kEtcdStatePrefix, *fence);
+  spdlog::info(
+      "HA: this RM is active (leader key revision {}); warm copy: {} record(s) at "
+      "revision {}",
+      fence->create_revision, mirror->size(), mirror->revision());
+  auto store = store::makeEtcdStateStore(etcd, store::kEtcdStatePrefix, *fence, mirror);
   return std::optional<std::unique_ptr<HaSession>>(
       std::unique_ptr<HaSession>(new HaSession(std::move(elector), std::move(store))));
 }

@@ -23,6 +23,7 @@ EtcdClient::EtcdClient(std::string endpoints, std::shared_ptr<grpc::Channel> ch,
       channel_(std::move(ch)),
       kv_(etcdserverpb::KV::NewStub(channel_)),
       lease_(etcdserverpb::Lease::NewStub(channel_)),
+      watch_(etcdserverpb::Watch::NewStub(channel_)),
       timeout_(timeout) {}
 
 std::unique_ptr<grpc::ClientContext> EtcdClient::context() const {
@@ -96,6 +97,11 @@ Status EtcdClient::leaseRevoke(int64_t lease) {
   grpc::Status s = lease_->LeaseRevoke(ctx.get(), req, &resp);
   if (!s.ok()) return failed(s, "lease revoke");
   return Status::ok();
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+EtcdClient::watch(grpc::ClientContext* ctx) {
+  return watch_->Watch(ctx);
 }
 
 std::string prefixRangeEnd(const std::string& prefix) {

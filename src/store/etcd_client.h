@@ -34,6 +34,9 @@ class EtcdClient {
   // NOT_FOUND when the lease has expired (TTL <= 0).
   Result<int64_t> leaseKeepAlive(int64_t lease);
   Status leaseRevoke(int64_t lease);
+  // A Watch stream on `ctx` (no deadline: the caller cancels it).
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+  watch(grpc::ClientContext* ctx);
 
   const std::string& endpoints() const { return endpoints_; }
 
@@ -46,6 +49,7 @@ class EtcdClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
   Millis timeout_;
 };
 

@@ -1,6 +1,7 @@
 #include "store/etcd_state_store.h"
 
 #include <map>
+#include <mutex>
 
 namespace morpheus::store {
 
@@ -16,8 +17,12 @@ Status checkNs(const std::string& ns) {
 class EtcdStateStore final : public StateStore {
  public:
   EtcdStateStore(std::shared_ptr<EtcdClient> client, std::string prefix,
-                 std::optional<EtcdFence> fence)
-      : client_(std::move(client)), prefix_(std::move(prefix)), fence_(std::move(fence)) {}
+                 std::optional<EtcdFence> fence, std::shared_ptr<EtcdStateMirror> mirror)
+      : client_(std::move(client)),
+        prefix_(std::move(prefix)),
+        fence_(std::move(fence)),
+        mirror_(std::move(mirror)),
+        barrier_(fence_ ? fence_->create_revision : 0) {}
 
   Status commit(const std::vector<StateWrite>& batch) override {
     // etcd refuses a key twice in one Txn; the last write of a key wins, as in SQLite.
@@ -35,7 +40,10 @@ class EtcdStateStore final : public StateStore {
     addFence(&req);
     for (const auto& [key, w] : last) addWrite(key, *w, req.add_success());
     MORPHEUS_ASSIGN_OR_RETURN(auto resp, client_->txn(req));
-    if (!resp.succeeded()) {
+    if (resp.succeeded()) {
+      std::lock_guard<std::mutex> lk(mu_);
+      barrier_ = std::max(barrier_, resp.header().revision());
+    } else {
       return infeasible("state store fenced: leader key " + fence_->key +
                         " is no longer this RM's (another RM is active); write refused");
     }
@@ -44,6 +52,7 @@ class EtcdStateStore final : public StateStore {
 
   Result<std::optional<std::string>> get(const std::string& ns, const std::string& key) override {
     MORPHEUS_RETURN_IF_ERROR(checkNs(ns));
+    if (mirrorCurrent()) return mirror_->get(path(ns, key));
     etcdserverpb::RangeRequest req;
     req.set_key(path(ns, key));
     MORPHEUS_ASSIGN_OR_RETURN(auto resp, client_->range(req));
@@ -54,6 +63,7 @@ class EtcdStateStore final : public StateStore {
   Result<std::vector<std::pair<std::string, std::string>>> list(const std::string& ns) override {
     MORPHEUS_RETURN_IF_ERROR(checkNs(ns));
     const std::string dir = prefix_ + ns + "/";
+    if (mirrorCurrent()) return mirror_->list(dir);
     etcdserverpb::RangeRequest req;
     req.set_key(dir);
     req.set_range_end(prefixRangeEnd(dir));
@@ -69,6 +79,17 @@ class EtcdStateStore final : public StateStore {
   std::string name() const override { return "etcd:" + client_->endpoints() + prefix_; }
 
  private:
+  // Whether the warm copy holds every write this store must see.
+  bool mirrorCurrent() {
+    if (!mirror_) return false;
+    int64_t barrier;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      barrier = barrier_;
+    }
+    return mirror_->caughtUpTo(barrier, Millis(2000));
+  }
+
   std::string path(const std::string& ns, const std::string& key) const {
     return prefix_ + ns + "/" + key;
   }
@@ -95,13 +116,18 @@ class EtcdStateStore final : public StateStore {
   std::shared_ptr<EtcdClient> client_;
   std::string prefix_;
   std::optional<EtcdFence> fence_;
+  std::shared_ptr<EtcdStateMirror> mirror_;
+  std::mutex mu_;
+  int64_t barrier_;  // GUARDED_BY(mu_): the revision reads must reflect
 };
 
 }  // namespace
 
 std::unique_ptr<StateStore> makeEtcdStateStore(std::shared_ptr<EtcdClient> client,
-                                               std::string prefix, std::optional<EtcdFence> fence) {
-  return std::make_unique<EtcdStateStore>(std::move(client), std::move(prefix), std::move(fence));
+                                               std::string prefix, std::optional<EtcdFence> fence,
+                                               std::shared_ptr<EtcdStateMirror> mirror) {
+  return std::make_unique<EtcdStateStore>(std::move(client), std::move(prefix), std::move(fence),
+                                          std::move(mirror));
 }
 
 }  // namespace morpheus::store

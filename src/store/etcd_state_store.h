@@ -19,6 +19,7 @@
 #include <string>
 
 #include "store/etcd_client.h"
+#include "store/etcd_state_mirror.h"
 #include "store/state_store.h"
 
 namespace morpheus::store {
@@ -33,7 +34,13 @@ struct EtcdFence {
   int64_t create_revision;  // its create revision when this RM won
 };
 
+// `mirror` (optional): a warm copy of `prefix` (etcd_state_mirror.h). Reads
+// are then served from it once it has caught up with this store's last
+// commit (and with the fence's revision), so they see every earlier write of
+// the single (fenced) writer; a mirror lagging by more than 2 s is bypassed
+// for a direct read.
 std::unique_ptr<StateStore> makeEtcdStateStore(std::shared_ptr<EtcdClient> client,
-                                               std::string prefix, std::optional<EtcdFence> fence);
+                                               std::string prefix, std::optional<EtcdFence> fence,
+                                               std::shared_ptr<EtcdStateMirror> mirror = nullptr);
 
 }  // namespace morpheus::store

@@ -62,6 +62,23 @@ struct EtcdBackend {
   }
 };
 
+// etcd with a warm copy (the active RM's store after a takeover): reads come
+// from a watched in-memory mirror once it has caught up with the store's writes.
+struct EtcdMirrorBackend {
+  static constexpr const char* kName = "etcd_mirror";
+  static bool available() { return EtcdBackend::available(); }
+  static Result<std::unique_ptr<StateStore>> open(const std::string& tag) {
+    auto& cluster = EtcdBackend::cluster();
+    if (!cluster.ok()) return unavailable("etcd did not start: " + cluster.log());
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    MORPHEUS_ASSIGN_OR_RETURN(std::shared_ptr<EtcdClient> client,
+                              EtcdClient::connect(cluster.endpoints(), "endpoints", Millis(5000)));
+    std::string prefix = std::string("/test-mirror/") + info->name() + "/" + tag + "/";
+    auto mirror = std::make_shared<EtcdStateMirror>(client, prefix, Millis(100));
+    return makeEtcdStateStore(client, prefix, std::nullopt, mirror);
+  }
+};
+
 template <typename B>
 class StateStoreContractTest : public ::testing::Test {
  protected:
@@ -74,7 +91,7 @@ class StateStoreContractTest : public ::testing::Test {
     return s.isOk() ? std::move(s).value() : nullptr;
   }
 };
-using Backends = ::testing::Types<SqliteBackend, EtcdBackend>;
+using Backends = ::testing::Types<SqliteBackend, EtcdBackend, EtcdMirrorBackend>;
 struct BackendName {
   template <typename B>
   static std::string GetName(int) {
@@ -230,6 +247,27 @@ TEST(EtcdStateStoreTest, FencedStoreCannotWriteAfterLeaderKeyChanges) {
   EXPECT_NE(st.message().find("fenced"), std::string::npos);
   EXPECT_EQ(**a->get("n", "k"), "from-a");
   EXPECT_FALSE(a->get("n", "k2")->has_value());
+}
+
+// etcd: a standby's warm copy follows the active's commits and deletions (watch).
+TEST(EtcdStateStoreTest, MirrorFollowsAnotherWritersCommits) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  ASSERT_TRUE(EtcdBackend::cluster().ok()) << EtcdBackend::cluster().log();
+  auto client = EtcdClient::connect(EtcdBackend::cluster().endpoints(), "e", Millis(5000));
+  ASSERT_TRUE(client.isOk());
+  std::shared_ptr<EtcdClient> c = std::move(client).value();
+  auto active = makeEtcdStateStore(c, "/mirror-test/", std::nullopt);
+  ASSERT_TRUE(active->commit({{"n", "old", "1"}}).isOk());
+  EtcdStateMirror warm(c, "/mirror-test/", Millis(100));
+  ASSERT_TRUE(active->commit({{"n", "a", "x"}, {"n", "old", std::nullopt}}).isOk());
+  etcdserverpb::RangeRequest now;
+  now.set_key("/mirror-test/");
+  auto rev = c->range(now);
+  ASSERT_TRUE(rev.isOk());
+  ASSERT_TRUE(warm.caughtUpTo(rev->header().revision(), Millis(2000)));
+  EXPECT_EQ(warm.list("/mirror-test/n/"),
+            (std::vector<std::pair<std::string, std::string>>{{"a", "x"}}));
+  EXPECT_FALSE(warm.get("/mirror-test/n/old").has_value());
 }
 
 // etcd: a batch over etcd's transaction size is refused whole, naming the batch.
