@@ -49,7 +49,7 @@ int freeLoopbackPort() {
 
 bool EtcdCluster::available() { return ::access(etcdBinary().c_str(), X_OK) == 0; }
 
-EtcdCluster::EtcdCluster(int members) {
+EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms) {
   std::string token = "morpheus-test-" + std::to_string(::getpid()) + "-" + std::to_string(nowMs());
   std::string initial;
   for (int i = 0; i < members; ++i) {
@@ -86,9 +86,9 @@ EtcdCluster::EtcdCluster(int members) {
                                      "--initial-cluster-token",
                                      token,
                                      "--heartbeat-interval",
-                                     "50",
+                                     std::to_string(heartbeat_ms),
                                      "--election-timeout",
-                                     "500",
+                                     std::to_string(election_ms),
                                      "--log-level",
                                      "warn"},
                                     dir + ".log"));

@@ -20,9 +20,10 @@ int freeLoopbackPort();
 class EtcdCluster {
  public:
   // Starts `members` etcd processes (/usr/bin/etcd or $MORPHEUS_ETCD) with
-  // fast heartbeats (50 ms, election 500 ms) and waits (<= 20 s) until every
-  // member answers a read. ok() tells whether it did; log() shows why not.
-  explicit EtcdCluster(int members);
+  // fast heartbeats (default 50 ms, election timeout 500 ms) and waits
+  // (<= 20 s) until every member is healthy. ok() tells whether it did;
+  // log() shows why not.
+  explicit EtcdCluster(int members, int heartbeat_ms = 50, int election_ms = 500);
   ~EtcdCluster() = default;
   bool ok() const { return ok_; }
   std::string log() const;
