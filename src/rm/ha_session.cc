@@ -29,6 +29,9 @@ Result<std::optional<std::unique_ptr<HaSession>>> HaSession::becomeActive(const 
       "revision {}",
       fence->create_revision, mirror->size(), mirror->revision());
   auto store = store::makeEtcdStateStore(etcd, store::kEtcdStatePrefix, *fence, mirror);
+  // The first fenced write, under the state prefix: it proves the fence and
+  // gives the warm copy an event to catch up to before recovery reads from it.
+  MORPHEUS_RETURN_IF_ERROR(store->commit({{"rm-ha", "active", opts.election.identity}}));
   return std::optional<std::unique_ptr<HaSession>>(
       std::unique_ptr<HaSession>(new HaSession(std::move(elector), std::move(store))));
 }

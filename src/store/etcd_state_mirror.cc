@@ -61,17 +61,12 @@ void EtcdStateMirror::follow() {
   create.mutable_create_request()->set_start_revision(snap->header().revision() + 1);
   etcdserverpb::WatchResponse resp;
   if (stream->Write(create)) {
-    {
-      // Later writes (progress requests) come from caughtUpTo, serialised by mu_.
-      std::lock_guard<std::mutex> lk(mu_);
-      request_progress_ = [s = stream.get()] {
-        etcdserverpb::WatchRequest p;
-        p.mutable_progress_request();
-        s->Write(p);
-      };
-    }
     while (stream->Read(&resp)) {
       if (resp.canceled()) break;  // e.g. compacted: start again from a Range
+      // Only events move the copy's revision: the "created" reply and etcd
+      // 3.4's progress replies carry etcd's current revision even while the
+      // watch is still replaying older events.
+      if (resp.events_size() == 0) continue;
       std::lock_guard<std::mutex> lk(mu_);
       for (const auto& ev : resp.events()) {
         if (ev.type() == mvccpb::Event::PUT) {
@@ -80,17 +75,13 @@ void EtcdStateMirror::follow() {
           records_.erase(ev.kv().key());
         }
       }
-      // Events carry their own revision; an empty (progress) response reports etcd's.
-      int64_t rev = resp.events_size() > 0 ? resp.events(resp.events_size() - 1).kv().mod_revision()
-                                           : resp.header().revision();
-      revision_ = std::max(revision_, rev);
+      revision_ = std::max(revision_, resp.events(resp.events_size() - 1).kv().mod_revision());
       cv_.notify_all();
     }
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
     stream_ctx_ = nullptr;
-    request_progress_ = nullptr;
   }
   ctx.TryCancel();
   stream->Finish();
@@ -100,7 +91,6 @@ bool EtcdStateMirror::caughtUpTo(int64_t rev, Millis timeout) {
   std::unique_lock<std::mutex> lk(mu_);
   auto ready = [&] { return revision_ > 0 && revision_ >= rev; };  // > 0: first Range done
   if (ready()) return true;
-  if (request_progress_) request_progress_();
   return cv_.wait_for(lk, timeout, ready);
 }
 

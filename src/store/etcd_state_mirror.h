@@ -4,9 +4,11 @@
 //
 // Contract: after caughtUpTo(rev) returns true the copy holds exactly the
 // records of etcd's revision >= rev under the prefix (etcd delivers a watch's
-// events in revision order; a progress request makes etcd report the current
-// revision when nothing under the prefix changed). A stream that breaks is
-// re-established with a fresh Range, so the copy never misses an event.
+// events in revision order). The copy learns revisions only from events under
+// the prefix (etcd 3.4's progress replies do not wait for a replaying watch),
+// so `rev` should be that of a write under the prefix — a writer's own
+// commit. A stream that breaks is re-established with a fresh Range, so the
+// copy never misses an event.
 #pragma once
 
 #include <condition_variable>
@@ -56,7 +58,6 @@ class EtcdStateMirror {
   int64_t revision_ = 0;                        // GUARDED_BY(mu_)
   bool stop_ = false;                           // GUARDED_BY(mu_)
   grpc::ClientContext* stream_ctx_ = nullptr;   // GUARDED_BY(mu_): to cancel
-  std::function<void()> request_progress_;      // GUARDED_BY(mu_)
   std::thread thread_;
 };
 

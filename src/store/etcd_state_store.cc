@@ -87,7 +87,7 @@ class EtcdStateStore final : public StateStore {
       std::lock_guard<std::mutex> lk(mu_);
       barrier = barrier_;
     }
-    return mirror_->caughtUpTo(barrier, Millis(2000));
+    return mirror_->caughtUpTo(barrier, Millis(500));
   }
 
   std::string path(const std::string& ns, const std::string& key) const {

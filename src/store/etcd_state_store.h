@@ -37,7 +37,7 @@ struct EtcdFence {
 // `mirror` (optional): a warm copy of `prefix` (etcd_state_mirror.h). Reads
 // are then served from it once it has caught up with this store's last
 // commit (and with the fence's revision), so they see every earlier write of
-// the single (fenced) writer; a mirror lagging by more than 2 s is bypassed
+// the single (fenced) writer; a mirror lagging by more than 0.5 s is bypassed
 // for a direct read.
 std::unique_ptr<StateStore> makeEtcdStateStore(std::shared_ptr<EtcdClient> client,
                                                std::string prefix, std::optional<EtcdFence> fence,

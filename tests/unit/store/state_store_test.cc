@@ -259,10 +259,12 @@ TEST(EtcdStateStoreTest, MirrorFollowsAnotherWritersCommits) {
   auto active = makeEtcdStateStore(c, "/mirror-test/", std::nullopt);
   ASSERT_TRUE(active->commit({{"n", "old", "1"}}).isOk());
   EtcdStateMirror warm(c, "/mirror-test/", Millis(100));
-  ASSERT_TRUE(active->commit({{"n", "a", "x"}, {"n", "old", std::nullopt}}).isOk());
-  etcdserverpb::RangeRequest now;
-  now.set_key("/mirror-test/");
-  auto rev = c->range(now);
+  etcdserverpb::TxnRequest t;  // the active's next commit, by hand to learn its revision
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key("/mirror-test/n/a");
+  put->set_value("x");
+  t.add_success()->mutable_request_delete_range()->set_key("/mirror-test/n/old");
+  auto rev = c->txn(t);
   ASSERT_TRUE(rev.isOk());
   ASSERT_TRUE(warm.caughtUpTo(rev->header().revision(), Millis(2000)));
   EXPECT_EQ(warm.list("/mirror-test/n/"),
