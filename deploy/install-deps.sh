@@ -30,6 +30,11 @@ PACKAGES=(
   # Web UI test (issue #14): the RM's page is loaded in headless Chromium
   # (tests/integration/web_ui_test.cc; skipped when absent).
   chromium
+  # HA (issue #16): etcd holds the RMs' shared state and leader lease; the tests
+  # start real etcd members. The etcd StateStore's gRPC stubs are generated from
+  # etcd's own .proto files (golang-etcd-server-dev) and the ones they import.
+  etcd-server etcd-client
+  golang-etcd-server-dev golang-github-gogo-protobuf-dev golang-github-grpc-ecosystem-grpc-gateway-dev
 )
 
 missing=()

@@ -114,7 +114,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", morpheus::versionLine("morpheusctl"),
                        "Print the version and git revision");
-  app.add_option("--rm", ctx.rm_address, "RM gRPC address HOST:PORT (env MORPHEUS_RM)");
+  app.add_option(
+      "--rm", ctx.rm_address,
+      "RM gRPC address HOST:PORT, or HOST:PORT,HOST:PORT of active/standby RMs (env MORPHEUS_RM)");
   app.add_option("--rm-http", ctx.rm_http_address,
                  "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
   app.add_option("--inference", ctx.inference_address,

@@ -1,5 +1,7 @@
 #include "common/wire.h"
 
+#include "common/address_list.h"
+
 namespace morpheus {
 
 Resource fromProto(const v1::Resource& r) {
@@ -86,19 +88,27 @@ Status fromGrpc(const grpc::Status& s) {
 }
 
 std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, const TlsOptions& tls) {
+  // A list of peers (HA RMs, issue #16) becomes one pick_first channel over all
+  // of them; a list that does not resolve keeps the text, so the first call
+  // fails UNAVAILABLE naming it (options were validated at start).
+  std::string target = address;
+  if (address.find(',') != std::string::npos) {
+    auto t = grpcTargetForList(address, "address");
+    if (t.isOk()) target = *t;
+  }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   if (!tls.enabled()) {
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   }
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = tls.ca_pem;
   ssl.pem_cert_chain = tls.cert_pem;
   ssl.pem_private_key = tls.key_pem;
-  return grpc::CreateCustomChannel(address, grpc::SslCredentials(ssl), args);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 std::shared_ptr<grpc::ServerCredentials> makeServerCredentials(const TlsOptions& tls) {

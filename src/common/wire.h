@@ -22,6 +22,8 @@ grpc::Status toGrpc(const Status& s);
 Status fromGrpc(const grpc::Status& s);
 
 // Client channel to host:port with sane defaults (no proxy, bounded backoff).
+// `address` may list several peers "h:p,h:p" (see common/address_list.h): the
+// channel follows whichever of them accepts connections.
 // With `tls` enabled the channel presents tls's certificate and accepts only a
 // server whose certificate the CA signed and that names the host of
 // `address`; otherwise plaintext. There is deliberately no overload without

@@ -47,7 +47,8 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
                    "./var/inference");
   s.addString("inference.rm-address", &o->rm_address, "127.0.0.1:8030",
               "host:port of the RM's gRPC endpoint, where accepted proposals are submitted "
-              "as recurring reservations.");
+              "as recurring reservations; for active/standby RMs a comma-separated list of all "
+              "of them (the service follows the active one).");
   s.addString("provenance-store.kind", &o->store_kind, "sqlite",
               "Where runs, file events and proposals are kept.", {"sqlite", "postgres"});
   s.addString("provenance-store.location", &o->store_location, "",

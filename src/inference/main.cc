@@ -22,8 +22,10 @@ int main(int argc, char** argv) {
   inference::InferenceOptions opts;
   ConfigSchema schema("morpheus-inference");
   inference::declareInferenceOptions(schema, &opts);
-  std::vector<FlagAlias> extra = {{"--rm", "inference.rm-address", "RM gRPC address HOST:PORT"},
-                                  {"--token-file", "inference.token-file", "Bearer token file"}};
+  std::vector<FlagAlias> extra = {
+      {"--rm", "inference.rm-address",
+       "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
+      {"--token-file", "inference.token-file", "Bearer token file"}};
   if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-inference", schema, extra); rc >= 0) {
     return rc;
   }

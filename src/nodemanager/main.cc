@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   ConfigSchema schema("morpheus-nm");
   nm::declareNmOptions(schema, &opts);
   std::vector<FlagAlias> extra = {
-      {"--rm", "nm.rm-address", "RM gRPC address HOST:PORT"},
+      {"--rm", "nm.rm-address", "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
       {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
       {"--node-id", "nm.node-id", "Stable node id"},
   };

@@ -32,7 +32,8 @@ inline constexpr int64_t kDefaultNmHttpPort = 8042;
 inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
   addDaemonOptions(s, &o->daemon, kDefaultNmGrpcPort, kDefaultNmHttpPort, "./var/nm");
   s.addString("nm.rm-address", &o->rm_address, "127.0.0.1:8030",
-              "host:port of the RM's gRPC endpoint (ResourceTracker).");
+              "host:port of the RM's gRPC endpoint (ResourceTracker); for active/standby RMs "
+              "(issue #16) a comma-separated list of all of them: the NM follows the active one.");
   s.addResource("nm.resources", &o->resources, Resource(8192, 8),
                 "Resources this node offers to containers.");
   s.addString("nm.node-id", &o->node_id, "",

@@ -1,6 +1,10 @@
 // morpheus-rm: the central resource manager daemon. main() only wires.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -15,6 +19,7 @@
 #include "rm/am_service.h"
 #include "rm/cluster_rest.h"
 #include "rm/dra_monitor.h"
+#include "rm/ha_session.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
 #include "rm/rest.h"
@@ -25,6 +30,22 @@
 #include "store/state_store.h"
 
 using namespace morpheus;
+
+namespace {
+
+// HA options from the config (issue #16). The identity other RMs log for the
+// active one: the configured client address(es) and this process.
+rm::HaOptions haOptions(const rm::RmOptions& opts) {
+  rm::HaOptions ha;
+  ha.endpoints = opts.state_store_location;
+  ha.election.key = opts.ha_leader_key;
+  ha.election.lease_ttl = opts.ha_lease_ttl;
+  ha.election.identity = opts.daemon.grpc_host + ":" + std::to_string(opts.daemon.grpc_port) +
+                         " (pid " + std::to_string(::getpid()) + ")";
+  return ha;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   blockTerminationSignals();
@@ -68,17 +89,39 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
-  rm::RmCore core(opts, clock, metrics, *secret);
 
-  std::string store_location = opts.state_store_location;
-  if (store_location.empty() && opts.state_store == "sqlite") {
-    store_location = opts.daemon.data_dir + "/rm-state.db";
+  // With etcd the RM is one of an active/standby pair (issue #16): a standby
+  // waits in becomeActive, not listening, until it wins the leader key.
+  std::unique_ptr<rm::HaSession> ha;
+  Result<std::unique_ptr<store::StateStore>> store = std::unique_ptr<store::StateStore>();
+  if (opts.state_store == "etcd") {
+    // Under systemd (Type=notify) a standby is a started service doing its
+    // job; without READY=1 here it would hit TimeoutStartSec while it waits.
+    // READY=1 is sent again with the serving status once it is active.
+    notifyReady("standby: campaigning for the RM leader key");
+    auto active = rm::HaSession::becomeActive(haOptions(opts), clock);
+    if (!active.isOk()) {
+      std::cerr << "morpheus-rm: state store: " << active.status().message() << "\n";
+      return 2;
+    }
+    if (!active->has_value()) return 0;  // stopped while standby
+    ha = std::move(**active);
+    secret = ha->sharedTokenSecret(*secret);
+    if (!secret.isOk()) {
+      std::cerr << "morpheus-rm: HA token key: " << secret.status().message() << "\n";
+      return 2;
+    }
+  } else {
+    std::string store_location = opts.state_store_location;
+    if (store_location.empty()) store_location = opts.daemon.data_dir + "/rm-state.db";
+    store = store::openStateStore(opts.state_store, store_location, {opts.state_store_init});
+    if (!store.isOk()) {
+      std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
+      return 2;
+    }
   }
-  auto store = store::openStateStore(opts.state_store, store_location, {opts.state_store_init});
-  if (!store.isOk()) {
-    std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
-    return 2;
-  }
+  store::StateStore& state = ha ? ha->store() : **store;
+  rm::RmCore core(opts, clock, metrics, *secret);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
   auto planner = planner::Planner::create(opts.planner, Resource());
@@ -91,7 +134,7 @@ int main(int argc, char** argv) {
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
   rmo.limits = {opts.max_name_length, opts.max_stages, opts.max_containers_per_stage,
                 opts.max_containers_per_request, opts.max_reservations_per_user};
-  rm::ReservationManager reservations(rmo, std::move(planner).value(), **store, clock, metrics);
+  rm::ReservationManager reservations(rmo, std::move(planner).value(), state, clock, metrics);
   if (Status st = reservations.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
@@ -111,7 +154,7 @@ int main(int argc, char** argv) {
   if (amo.queues.empty()) amo.queues.insert("root.default");
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   rm::AppManager apps(
-      amo, **store, clock, metrics, core.signer(),
+      amo, state, clock, metrics, core.signer(),
       [&reservations](const JobKey& k) { return reservations.byRecurrenceKey(k); },
       [&reservations](const ReservationId& r) { return reservations.get(r).has_value(); });
   if (Status st = apps.recover(); !st.isOk()) {
@@ -142,7 +185,7 @@ int main(int argc, char** argv) {
         return reservations.guaranteedAt(r, t);
       });
   core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
-  runtime.setStore(store->get());
+  runtime.setStore(&state);
   if (Status st = runtime.recoverTelemetry(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
@@ -187,7 +230,17 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
-  runtime.setAmAddress(opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));
+  runtime.setAmAddress(!opts.ha_rm_addresses.empty()
+                           ? opts.ha_rm_addresses
+                           : opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));
+  std::atomic<bool> leadership_lost{false};
+  if (ha) {
+    // Step down: stop serving at once (the store is fenced regardless).
+    ha->keepLeadership([&leadership_lost] {
+      leadership_lost = true;
+      ::kill(::getpid(), SIGTERM);
+    });
+  }
   runtime.start();
   core.start();
   telemetry.start();
@@ -227,6 +280,13 @@ int main(int argc, char** argv) {
   core.setCapacityListener(nullptr);
   server.shutdown();
   strand.stop();  // after the server: pending heartbeats finish their calls
+  if (leadership_lost) {
+    spdlog::error("morpheus-rm stopped: leadership lost (restart it to rejoin as standby)");
+    return 3;
+  }
+  if (ha) {
+    if (Status st = ha->resign(); !st.isOk()) spdlog::warn("HA resign: {}", st.message());
+  }
   spdlog::info("morpheus-rm stopped");
   return 0;
 }

@@ -43,6 +43,11 @@ struct RmOptions {
   int64_t max_containers_per_stage = 100000;     // rm.max-containers-per-stage
   int64_t max_containers_per_request = 1000000;  // rm.max-containers-per-request
   int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
+
+  // Issue #16: active/standby RMs on etcd (state-store.kind etcd).
+  Millis ha_lease_ttl{5000};    // rm.ha.lease-ttl
+  std::string ha_leader_key;    // rm.ha.leader-key
+  std::string ha_rm_addresses;  // rm.ha.rm-addresses
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -112,7 +117,9 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "Where RM state (reservations, placements, apps) is kept.", {"sqlite", "etcd"});
   s.addString("state-store.location", &o->state_store_location, "",
               "sqlite: database file (\"\" = <data-dir>/rm-state.db); etcd: comma-separated "
-              "http://host:port endpoints.");
+              "host:port (or http://host:port) client endpoints of the etcd cluster. With etcd "
+              "the RM runs active/standby (rm.ha.*): it campaigns for leadership first and, as a "
+              "standby, does not listen until it is elected.");
   s.addBool("state-store.init", &o->state_store_init, false,
             "sqlite: accept an existing empty (0-byte) database file and start with no state. "
             "Without it such a file is refused (a state database that lost its contents must not "
@@ -129,6 +136,16 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
            "before planning.");
   s.addInt("rm.max-containers-per-request", &o->max_containers_per_request, 1000000, 1, 1000000000,
            "containers", "Largest sum of num-containers over the stages of one reservation.");
+  s.addDuration("rm.ha.lease-ttl", &o->ha_lease_ttl, Millis(5000), Millis(1000),
+                "state-store.kind etcd: TTL of the etcd lease that holds this RM's leadership "
+                "(whole seconds). A standby takes over at most about this long after the active "
+                "dies; the active steps down after 2/3 of it without reaching etcd.");
+  s.addString("rm.ha.leader-key", &o->ha_leader_key, "/morpheus/rm/leader",
+              "state-store.kind etcd: the etcd key the RMs of one cluster compete for; its value "
+              "names the active RM.");
+  s.addString("rm.ha.rm-addresses", &o->ha_rm_addresses, "",
+              "Comma-separated gRPC host:port of every RM of the HA pair, handed to application "
+              "masters so they follow whichever is active (\"\" = this RM's own address).");
   s.addInt("rm.max-reservations-per-user", &o->max_reservations_per_user, 1000, 1, 100000000,
            "reservations",
            "Most admitted reservations one user may hold; more are refused "

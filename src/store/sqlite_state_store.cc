@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "store/etcd_state_store.h"
 #include "store/sqlite_db.h"
 #include "store/state_store.h"
 
@@ -161,6 +162,23 @@ class SqliteStateStore final : public StateStore {
   std::mutex mu_;
 };
 
+// An etcd store without a leader fence (one writer by construction, e.g.
+// tests); the RM's HA path fences its store (rm/leader_election.h). The
+// cluster is asked once so a wrong endpoint list fails at start.
+Result<std::unique_ptr<StateStore>> openUnfencedEtcdStore(const std::string& endpoints) {
+  if (endpoints.empty()) {
+    return invalidArgument("state-store.location", "is required for etcd (endpoint list)");
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto client,
+                            EtcdClient::connect(endpoints, "state-store.location", Millis(5000)));
+  etcdserverpb::RangeRequest probe;
+  probe.set_key(kEtcdStatePrefix);
+  probe.set_count_only(true);
+  auto r = client->range(probe);
+  if (!r.isOk()) return invalidArgument("state-store.location", r.status().message());
+  return makeEtcdStateStore(std::move(client), kEtcdStatePrefix, std::nullopt);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
@@ -170,8 +188,8 @@ Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
     if (location.empty()) return invalidArgument("state-store.location", "is required for sqlite");
     return SqliteStateStore::open(location, opts.init);
   }
-  return invalidArgument("state-store.kind",
-                         "'" + kind + "' is not available in this build (sqlite)");
+  if (kind == "etcd") return openUnfencedEtcdStore(location);
+  return invalidArgument("state-store.kind", "'" + kind + "' is not one of sqlite, etcd");
 }
 
 }  // namespace morpheus::store

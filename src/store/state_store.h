@@ -43,7 +43,11 @@ struct StateStoreOptions {
 // kind "sqlite": `location` is the database file (created if missing). The
 // store holds an exclusive flock on the file for its lifetime, so a second
 // store on the same file (any path to it, this or another process) is
-// refused. INVALID_ARGUMENT naming "state-store.kind" for an
+// refused.
+// kind "etcd": `location` is the comma-separated endpoint list of the etcd
+// cluster (host:port or http://host:port); records under kEtcdStatePrefix, no
+// leader fence (see etcd_state_store.h); an unreachable cluster is refused.
+// INVALID_ARGUMENT naming "state-store.kind" for an
 // unknown or unavailable kind, naming "state-store.location" for an unusable,
 // locked or (without opts.init) 0-byte database file.
 Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,

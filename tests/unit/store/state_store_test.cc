@@ -1,4 +1,4 @@
-// StateStore conformance tests (SQLite): atomic batches, durability, ordering.
+// StateStore conformance tests (SQLite and etcd): atomic batches, durability, ordering.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,26 +6,105 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "etcd_cluster.h"
+#include "store/etcd_state_store.h"
 #include "store/state_store.h"
 
 namespace morpheus::store {
 namespace {
 
-std::string tempDb(const std::string& tag) {
+std::string tempDbPath(const std::string& tag) {
   auto dir =
       std::filesystem::temp_directory_path() / ("morpheus-store-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  auto p = dir / (tag + ".db");
-  std::filesystem::remove(p);
-  return p.string();
+  return (dir / (tag + ".db")).string();
 }
 
+// A fresh (removed) database path for `tag`.
+std::string tempDb(const std::string& tag) {
+  std::string p = tempDbPath(tag);
+  std::filesystem::remove(p);
+  return p;
+}
+
+// The StateStore contract, run against every implementation (typed suite):
+// SQLite on a temp file, and etcd v3 on a real single-member etcd started on
+// loopback for this test binary (each test gets its own key prefix).
+struct SqliteBackend {
+  static constexpr const char* kName = "sqlite";
+  static bool available() { return true; }
+  // A store on the database `tag`; the same tag reopens the same database.
+  static Result<std::unique_ptr<StateStore>> open(const std::string& tag) {
+    static std::set<std::string> fresh;  // tempDb() empties a database on its first use only
+    std::string key =
+        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" + tag;
+    std::string path = fresh.insert(key).second ? tempDb(key) : tempDbPath(key);
+    return openStateStore("sqlite", path);
+  }
+};
+
+struct EtcdBackend {
+  static constexpr const char* kName = "etcd";
+  static bool available() { return testing::EtcdCluster::available(); }
+  static testing::EtcdCluster& cluster() {
+    static testing::EtcdCluster c(1);  // killed at exit (and with the process: pdeathsig)
+    return c;
+  }
+  static Result<std::unique_ptr<StateStore>> open(const std::string& tag) {
+    if (!cluster().ok()) return unavailable("etcd did not start: " + cluster().log());
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    MORPHEUS_ASSIGN_OR_RETURN(
+        auto client, EtcdClient::connect(cluster().endpoints(), "endpoints", Millis(5000)));
+    return makeEtcdStateStore(std::move(client),
+                              std::string("/test/") + info->name() + "/" + tag + "/", std::nullopt);
+  }
+};
+
+// etcd with a warm copy (the active RM's store after a takeover): reads come
+// from a watched in-memory mirror once it has caught up with the store's writes.
+struct EtcdMirrorBackend {
+  static constexpr const char* kName = "etcd_mirror";
+  static bool available() { return EtcdBackend::available(); }
+  static Result<std::unique_ptr<StateStore>> open(const std::string& tag) {
+    auto& cluster = EtcdBackend::cluster();
+    if (!cluster.ok()) return unavailable("etcd did not start: " + cluster.log());
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    MORPHEUS_ASSIGN_OR_RETURN(std::shared_ptr<EtcdClient> client,
+                              EtcdClient::connect(cluster.endpoints(), "endpoints", Millis(5000)));
+    std::string prefix = std::string("/test-mirror/") + info->name() + "/" + tag + "/";
+    auto mirror = std::make_shared<EtcdStateMirror>(client, prefix, Millis(100));
+    return makeEtcdStateStore(client, prefix, std::nullopt, mirror);
+  }
+};
+
+template <typename B>
+class StateStoreContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!B::available()) GTEST_SKIP() << B::kName << " is not installed on this machine";
+  }
+  std::unique_ptr<StateStore> open(const std::string& tag) {
+    auto s = B::open(tag);
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(s).value() : nullptr;
+  }
+};
+using Backends = ::testing::Types<SqliteBackend, EtcdBackend, EtcdMirrorBackend>;
+struct BackendName {
+  template <typename B>
+  static std::string GetName(int) {
+    return B::kName;
+  }
+};
+TYPED_TEST_SUITE(StateStoreContractTest, Backends, BackendName);
+
 // Writes, overwrites, deletes and lists sorted by key.
-TEST(StateStoreTest, CommitGetListDelete) {
-  auto s = openStateStore("sqlite", tempDb("basic"));
-  ASSERT_TRUE(s.isOk()) << s.status().toString();
-  auto& st = **s;
+TYPED_TEST(StateStoreContractTest, CommitGetListDelete) {
+  auto s = this->open("basic");
+  ASSERT_TRUE(s);
+  auto& st = *s;
   ASSERT_TRUE(st.commit({{"r", "b", "2"}, {"r", "a", "1"}, {"x", "a", "other"}}).isOk());
   ASSERT_TRUE(st.commit({{"r", "b", "22"}}).isOk());
   auto l = st.list("r");
@@ -39,11 +118,49 @@ TEST(StateStoreTest, CommitGetListDelete) {
 }
 
 // Binary values survive unchanged.
-TEST(StateStoreTest, ValuesAreOpaqueBytes) {
-  auto s = openStateStore("sqlite", tempDb("bin"));
+TYPED_TEST(StateStoreContractTest, ValuesAreOpaqueBytes) {
+  auto s = this->open("bin");
+  ASSERT_TRUE(s);
   std::string v("a\0b\xff", 4);
-  ASSERT_TRUE((*s)->commit({{"n", "k", v}}).isOk());
-  EXPECT_EQ(**(*s)->get("n", "k"), v);
+  ASSERT_TRUE(s->commit({{"n", "k", v}}).isOk());
+  EXPECT_EQ(**s->get("n", "k"), v);
+}
+
+// A key written twice in one batch ends with the batch's last value.
+TYPED_TEST(StateStoreContractTest, LastWriteOfAKeyInABatchWins) {
+  auto s = this->open("dup");
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(
+      s->commit({{"n", "k", "1"}, {"n", "k", "2"}, {"n", "j", "x"}, {"n", "j", {}}}).isOk());
+  EXPECT_EQ(**s->get("n", "k"), "2");
+  EXPECT_FALSE(s->get("n", "j")->has_value());
+}
+
+// A namespace lists only its own records, not those of a namespace it prefixes.
+TYPED_TEST(StateStoreContractTest, ListKeepsNamespacesApart) {
+  auto s = this->open("ns");
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->commit({{"app", "1", "a"}, {"apps", "1", "b"}, {"ap", "1", "c"}}).isOk());
+  auto l = s->list("app");
+  ASSERT_TRUE(l.isOk());
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].second, "a");
+  EXPECT_TRUE(s->list("empty")->empty());
+}
+
+// What one store committed, a second store on the same data reads (a restarted
+// RM, or the standby that takes over).
+TYPED_TEST(StateStoreContractTest, ASecondStoreSeesCommittedRecords) {
+  {
+    auto a = this->open("shared");
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->commit({{"n", "k1", "v1"}, {"n", "k2", "v2"}}).isOk());
+  }
+  auto b = this->open("shared");
+  ASSERT_TRUE(b);
+  auto l = b->list("n");
+  ASSERT_TRUE(l.isOk());
+  EXPECT_EQ(l->size(), 2u);
 }
 
 // A committed batch survives the process being SIGKILLed right after commit returns.
@@ -74,6 +191,98 @@ TEST(StateStoreTest, BadConfigNamesTheKey) {
   auto l = openStateStore("sqlite", "/nonexistent-dir/x/y.db");
   ASSERT_FALSE(l.isOk());
   EXPECT_NE(l.status().message().find("state-store.location"), std::string::npos);
+}
+
+// etcd: an empty or unreachable endpoint list is INVALID_ARGUMENT naming state-store.location.
+TEST(EtcdStateStoreTest, BadEndpointsNameTheLocation) {
+  auto empty = openStateStore("etcd", "");
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_NE(empty.status().message().find("state-store.location"), std::string::npos);
+  auto dead = openStateStore("etcd", "127.0.0.1:" + std::to_string(testing::freeLoopbackPort()));
+  ASSERT_FALSE(dead.isOk());
+  EXPECT_EQ(dead.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(dead.status().message().find("state-store.location"), std::string::npos)
+      << dead.status().message();
+}
+
+// etcd: openStateStore("etcd", endpoints) reaches the cluster and round-trips a record.
+TEST(EtcdStateStoreTest, OpensByKindWithEndpointList) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  ASSERT_TRUE(EtcdBackend::cluster().ok()) << EtcdBackend::cluster().log();
+  auto s = openStateStore("etcd", "http://" + EtcdBackend::cluster().endpoints());
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  ASSERT_TRUE((*s)->commit({{"kind-test", "k", "v"}}).isOk());
+  EXPECT_EQ(**(*s)->get("kind-test", "k"), "v");
+  auto bad_ns = (*s)->commit({{"a/b", "k", "v"}});
+  EXPECT_EQ(bad_ns.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_ns.message().find("ns"), std::string::npos);
+}
+
+// etcd fencing: once the leader key is re-created by another RM, the deposed
+// store's commits fail (kInfeasible) and none of their records is written.
+TEST(EtcdStateStoreTest, FencedStoreCannotWriteAfterLeaderKeyChanges) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  ASSERT_TRUE(EtcdBackend::cluster().ok()) << EtcdBackend::cluster().log();
+  auto client = EtcdClient::connect(EtcdBackend::cluster().endpoints(), "e", Millis(5000));
+  ASSERT_TRUE(client.isOk());
+  std::shared_ptr<EtcdClient> c = std::move(client).value();
+  auto putLeader = [&](const std::string& who) -> int64_t {
+    etcdserverpb::TxnRequest del;
+    del.add_success()->mutable_request_delete_range()->set_key("/fence-test/leader");
+    EXPECT_TRUE(c->txn(del).isOk());
+    etcdserverpb::TxnRequest t;
+    auto* put = t.add_success()->mutable_request_put();
+    put->set_key("/fence-test/leader");
+    put->set_value(who);
+    auto r = c->txn(t);
+    EXPECT_TRUE(r.isOk());
+    return r->header().revision();
+  };
+  int64_t rev = putLeader("rm-a");
+  auto a = makeEtcdStateStore(c, "/fence-test/state/", EtcdFence{"/fence-test/leader", rev});
+  ASSERT_TRUE(a->commit({{"n", "k", "from-a"}}).isOk());
+  putLeader("rm-b");
+  Status st = a->commit({{"n", "k", "late-a"}, {"n", "k2", "late-a"}});
+  EXPECT_EQ(st.code(), StatusCode::kInfeasible) << st.toString();
+  EXPECT_NE(st.message().find("fenced"), std::string::npos);
+  EXPECT_EQ(**a->get("n", "k"), "from-a");
+  EXPECT_FALSE(a->get("n", "k2")->has_value());
+}
+
+// etcd: a standby's warm copy follows the active's commits and deletions (watch).
+TEST(EtcdStateStoreTest, MirrorFollowsAnotherWritersCommits) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  ASSERT_TRUE(EtcdBackend::cluster().ok()) << EtcdBackend::cluster().log();
+  auto client = EtcdClient::connect(EtcdBackend::cluster().endpoints(), "e", Millis(5000));
+  ASSERT_TRUE(client.isOk());
+  std::shared_ptr<EtcdClient> c = std::move(client).value();
+  auto active = makeEtcdStateStore(c, "/mirror-test/", std::nullopt);
+  ASSERT_TRUE(active->commit({{"n", "old", "1"}}).isOk());
+  EtcdStateMirror warm(c, "/mirror-test/", Millis(100));
+  etcdserverpb::TxnRequest t;  // the active's next commit, by hand to learn its revision
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key("/mirror-test/n/a");
+  put->set_value("x");
+  t.add_success()->mutable_request_delete_range()->set_key("/mirror-test/n/old");
+  auto rev = c->txn(t);
+  ASSERT_TRUE(rev.isOk());
+  ASSERT_TRUE(warm.caughtUpTo(rev->header().revision(), Millis(2000)));
+  EXPECT_EQ(warm.list("/mirror-test/n/"),
+            (std::vector<std::pair<std::string, std::string>>{{"a", "x"}}));
+  EXPECT_FALSE(warm.get("/mirror-test/n/old").has_value());
+}
+
+// etcd: a batch over etcd's transaction size is refused whole, naming the batch.
+TEST(EtcdStateStoreTest, OversizedBatchIsRefusedWhole) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  auto s = EtcdBackend::open("big");
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  std::vector<StateWrite> batch;
+  for (size_t i = 0; i <= kMaxEtcdBatch; ++i) batch.push_back({"n", std::to_string(i), "v"});
+  Status st = (*s)->commit(batch);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("batch"), std::string::npos);
+  EXPECT_TRUE((*s)->list("n")->empty());
 }
 
 // Finding 10: an existing 0-byte database is refused (naming the file and the way out)

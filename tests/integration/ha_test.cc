@@ -1,0 +1,250 @@
+// Active/standby RMs on a real 3-member etcd cluster (issue #16): failover of
+// a SIGKILLed active under load, an etcd member lost, and an active
+// partitioned from etcd. Clients (morpheusctl, NMs, the DAG AM) are given the
+// list of both RMs and follow the active one.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "etcd_cluster.h"
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// One-off reservation: 1 container of 1 GiB / 1 vcore for 10 min within 2 h from t0.
+json smallReservation(int64_t t0) {
+  return {{"arrival", t0},
+          {"deadline", t0 + 7200000},
+          {"reservation-name", "ha-load"},
+          {"priority", 0},
+          {"recurrence-expression", "0"},
+          {"reservation-requests",
+           {{"reservation-request-interpreter", 1},
+            {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                  {"num-containers", 1},
+                                                  {"min-concurrency", 1},
+                                                  {"duration", 600000}}})}}}};
+}
+
+class HaIT : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (!EtcdCluster::available()) GTEST_SKIP() << "etcd is not installed: HA tests skipped";
+    // Slower raft timing than the unit tests: the suite shares a loaded machine.
+    etcd_ = std::make_unique<EtcdCluster>(3, 100, 1000);
+    ASSERT_TRUE(etcd_->ok()) << etcd_->log();
+    ports_ = {freeLoopbackPort(), freeLoopbackPort()};
+    rm_addr_ = "127.0.0.1:" + std::to_string(ports_[0]) + ",127.0.0.1:" + std::to_string(ports_[1]);
+    tokens_ = testTokenFile();
+  }
+
+  // Starts RM `i` of the pair on its fixed port, its store on `endpoints`.
+  Process startRm(int i, const std::string& endpoints) {
+    dirs_[i] = freshDir("rm" + std::to_string(i));
+    return Process::start(
+        binary("morpheus-rm"),
+        {"--data-dir", dirs_[i], "--grpc-port", std::to_string(ports_[i]), "--http-port", "0",
+         "--set", "state-store.kind=etcd", "--set", "state-store.location=" + endpoints, "--set",
+         "rm.ha.lease-ttl=4s", "--set", "rm.ha.rm-addresses=" + rm_addr_, "--set",
+         "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens_},
+        dirs_[i] + ".log");
+  }
+  // Whether RM `i` is active (it writes its endpoints file once it serves).
+  bool active(int i) { return std::filesystem::exists(dirs_[i] + "/rm.endpoints.json"); }
+  bool isStandby(Process& p) { return p.log().find("the active RM is") != std::string::npos; }
+
+  // Starts the pair: RM 0 active, RM 1 standby.
+  void startPair(const std::string& endpoints0, const std::string& endpoints1) {
+    rms_[0] = startRm(0, endpoints0);
+    ASSERT_TRUE(waitFor([&] { return active(0); }, 20s)) << rms_[0].log();
+    rms_[1] = startRm(1, endpoints1);
+    ASSERT_TRUE(waitFor([&] { return isStandby(rms_[1]); }, 20s)) << rms_[1].log();
+    EXPECT_FALSE(active(1));
+  }
+
+  void startNms(int n) {
+    for (int i = 0; i < n; i++) {
+      std::string node = "nm" + std::to_string(i + 1);
+      std::vector<std::string> args = {"--rm",        rm_addr_,
+                                       "--node-id",   node,
+                                       "--resources", "memory=4096,vcores=4",
+                                       "--set",       "nm.monitor-interval=200ms",
+                                       "--set",       "nm.heartbeat-interval=300ms"};
+      for (auto& a : nmAuthArgs(node)) args.push_back(std::move(a));
+      nms_.push_back(Process::startDaemon("nm", freshDir("nm"), args));
+      ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+    }
+    ASSERT_TRUE(waitFor(
+        [&] {
+          auto [c, o] = ctl({"cluster", "status", "--json"});
+          auto j = json::parse(o, nullptr, false);
+          return c == 0 && !j.is_discarded() && j["live_nodes"] == n;
+        },
+        15s));
+  }
+
+  // Submits one reservation; on success records its allocations in acked_.
+  bool submitOne(int64_t t0) {
+    std::string path = freshDir("res") + "/r.json";
+    std::ofstream(path)
+        << json({{"queue", "default"}, {"reservation-definition", smallReservation(t0)}}).dump();
+    auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
+    if (code != 0) return false;
+    auto j = json::parse(out, nullptr, false);
+    if (j.is_discarded()) return false;
+    std::lock_guard<std::mutex> lk(mu_);
+    acked_[j["reservation-id"]] = j["resource-allocations"];
+    return true;
+  }
+
+  size_t ackedCount() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return acked_.size();
+  }
+
+  // id -> reservation entry of `reservation list --json` (empty on failure).
+  std::map<std::string, json> listed() {
+    auto [code, out] = ctl({"reservation", "list", "--json"});
+    std::map<std::string, json> m;
+    auto j = json::parse(out, nullptr, false);
+    if (code != 0 || j.is_discarded()) return m;
+    for (const auto& r : j["reservations"]) m[r["reservation-id"]] = r;
+    return m;
+  }
+
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::vector<int> ports_;
+  std::string dirs_[2];
+  Process rms_[2];
+  std::string tokens_;
+  std::mutex mu_;
+  std::map<std::string, json> acked_;  // GUARDED_BY(mu_)
+};
+
+// kill -9 of the active under load (reservations being submitted, a DAG job
+// running): the standby serves within 10 s, every acknowledged reservation is
+// there with identical allocations, and the job finishes on its first AM attempt.
+TEST_F(HaIT, ActiveKilledStandbyTakesOverAndNothingIsLost) {
+  ASSERT_NO_FATAL_FAILURE(startPair(etcd_->endpoints(), etcd_->endpoints()));
+  ASSERT_NO_FATAL_FAILURE(startNms(2));
+  std::string job = writeJob(
+      "name: survives-failover\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 3\n"
+      "    command: \"sleep 8; echo done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    max_attempts: 1\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  ASSERT_TRUE(waitRunning(id, 3, 20s)) << rms_[0].log();
+
+  int64_t t0 = (nowMs() / 60000 + 60) * 60000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> refused{0};
+  std::thread load([&] {
+    while (!stop) {
+      if (!submitOne(t0)) refused++;
+    }
+  });
+  ASSERT_TRUE(waitFor([&] { return ackedCount() >= 5; }, 20s));
+  auto before = listed();
+  ASSERT_GE(before.size(), 5u);
+  auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(rms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  ASSERT_TRUE(waitFor([&] { return active(1); }, 10s)) << rms_[1].log();
+  auto active_after = std::chrono::steady_clock::now() - killed_at;
+  size_t acked_at_failover = ackedCount();
+  ASSERT_TRUE(waitFor([&] { return ackedCount() >= acked_at_failover + 3; }, 15s))
+      << "submissions resume on the new active";
+  auto serving_after = std::chrono::steady_clock::now() - killed_at;
+  stop = true;
+  load.join();
+
+  auto after = listed();
+  std::lock_guard<std::mutex> lk(mu_);
+  size_t lost = 0, changed = 0;
+  for (const auto& [rid, entry] : before) {
+    if (!after.count(rid))
+      lost++;
+    else if (after[rid] != entry)
+      changed++;
+  }
+  for (const auto& [rid, allocs] : acked_) {
+    if (!after.count(rid))
+      lost++;
+    else if (after[rid]["resource-allocations"] != allocs)
+      changed++;
+  }
+  std::cout << "[ failover ] standby active after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(active_after).count()
+            << " ms, submissions served again after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(serving_after).count()
+            << " ms; acknowledged reservations " << acked_.size() << ", lost " << lost
+            << ", allocations changed " << changed << ", refused during failover " << refused
+            << "\n";
+  EXPECT_EQ(lost, 0u);
+  EXPECT_EQ(changed, 0u);
+  EXPECT_LT(active_after, 10s);
+
+  ASSERT_TRUE(waitFinal(id, 40s)) << rms_[1].log();
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rms_[1].log();
+  EXPECT_EQ(a["am_attempt"], 1) << "the AM carried on across the failover: " << a.dump();
+  EXPECT_NE(rms_[1].log().find("re-adopted running container"), std::string::npos) << rms_[1].log();
+}
+
+// Losing one of three etcd members changes nothing: the active stays active,
+// the standby standby, and writes go on.
+TEST_F(HaIT, KillingOneEtcdMemberHasNoEffect) {
+  ASSERT_NO_FATAL_FAILURE(startPair(etcd_->endpoints(), etcd_->endpoints()));
+  ASSERT_NO_FATAL_FAILURE(startNms(1));
+  int64_t t0 = (nowMs() / 60000 + 60) * 60000;
+  ASSERT_TRUE(submitOne(t0));
+  etcd_->kill(0);  // the first endpoint both RMs' channels use
+  ASSERT_TRUE(waitFor([&] { return submitOne(t0); }, 10s)) << rms_[0].log();
+  for (int i = 0; i < 3; i++) EXPECT_TRUE(submitOne(t0));
+  EXPECT_TRUE(rms_[0].running());
+  EXPECT_TRUE(rms_[1].running());
+  EXPECT_FALSE(active(1)) << rms_[1].log();
+  EXPECT_EQ(rms_[0].log().find("leadership lost"), std::string::npos) << rms_[0].log();
+  EXPECT_EQ(listed().size(), 5u);
+}
+
+// The active cut off from etcd (its traffic goes through a proxy the test
+// freezes) steps down and exits; the standby takes over and serves.
+TEST_F(HaIT, ActivePartitionedFromEtcdStepsDown) {
+  std::string member = etcd_->endpoint(0);
+  TcpProxy proxy(std::stoi(member.substr(member.rfind(':') + 1)));
+  ASSERT_NO_FATAL_FAILURE(
+      startPair("127.0.0.1:" + std::to_string(proxy.port()), etcd_->endpoints()));
+  ASSERT_NO_FATAL_FAILURE(startNms(1));
+  int64_t t0 = (nowMs() / 60000 + 60) * 60000;
+  ASSERT_TRUE(submitOne(t0));
+  proxy.freeze();
+  auto frozen_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(rms_[0].wait(10s), 3) << "exit 3: leadership lost\n" << rms_[0].log();
+  auto stepped_down = std::chrono::steady_clock::now() - frozen_at;
+  EXPECT_NE(rms_[0].log().find("leadership lost"), std::string::npos) << rms_[0].log();
+  ASSERT_TRUE(waitFor([&] { return active(1); }, 10s)) << rms_[1].log();
+  ASSERT_TRUE(waitFor([&] { return submitOne(t0); }, 10s)) << rms_[1].log();
+  std::cout << "[ partition ] active stepped down "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(stepped_down).count()
+            << " ms after losing etcd\n";
+  EXPECT_EQ(listed().size(), 2u);
+}
+
+}  // namespace
+}  // namespace morpheus::testing
