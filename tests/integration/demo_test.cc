@@ -1,0 +1,128 @@
+// The README's demo (issue #14) in CI: deploy/demo.sh --profile ci runs the
+// same scenario as ./deploy/quickstart.sh against this build's binaries
+// (plan step 2 s, a run every 30 s, ~3 min) on a private var dir and free
+// ports, then stops the cluster. The script records what morpheusctl and
+// the RM's JSON said at each step under <var>/demo/; this test asserts every
+// step from those records: the proposal came from the RM's telemetry feed,
+// the owner's sign-off made a reservation that is in the plan, the next runs
+// were bound to it while an ad-hoc flood filled the cluster, and the slowed
+// run got DRA grants when its demand exceeded its plan and met its deadline.
+// The counterfactual (the same slowed run misses without DRA) is
+// DraIT.SameRunMissesItsDeadlineWithDraOff.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using nlohmann::json;
+
+json readJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, false);
+}
+
+// The scenario's steps, each asserted from what the system reported.
+TEST(DemoIT, QuickstartScenarioLearnsSignsOffReservesAndRescuesTheSlowedRun) {
+  const std::string var = freshDir("demo");
+  auto [code, out] = runCommand({std::string(MORPHEUS_SOURCE_DIR) + "/deploy/demo.sh", "--profile",
+                                 "ci", "--var", var, "--ports", "auto"},
+                                {{"MORPHEUS_BIN", std::string(MORPHEUS_BIN_DIR)}});
+  std::printf("%s\n", out.c_str());  // the demo's own progress and summary, for the CI log
+  EXPECT_EQ(code, 0) << out;
+
+  // Nothing left running: every daemon stopped, every container gone.
+  for (const char* d : {"rm", "inference", "nm1", "nm2", "nm3"}) {
+    EXPECT_FALSE(std::filesystem::exists(var + "/run/" + d + ".pid")) << d;
+  }
+  EXPECT_EQ(stopContainersUnder(var), 0) << "containers left running";
+
+  const std::string dir = var + "/demo/";
+  json summary = readJson(dir + "summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << "no summary.json\n" << out;
+
+  // 1-2. The proposal was inferred from the runs the RM fed to inference.
+  const json& prop = summary["proposal"];
+  ASSERT_TRUE(prop.is_object()) << summary.dump(2);
+  EXPECT_EQ(prop["job_key"], "demo-sessions");
+  EXPECT_EQ(prop["period_ms"], 30000);
+  EXPECT_GE(prop["runs_used"].get<int>(), 3);
+  EXPECT_GT(prop["deadline_offset_ms"].get<int64_t>(), prop["start_offset_ms"].get<int64_t>());
+  EXPECT_FALSE(prop["skyline"].empty());
+  json telemetry = readJson(dir + "telemetry.json");
+  ASSERT_TRUE(telemetry.is_array()) << "no telemetry.json";
+  EXPECT_GE(telemetry.size(), 5u) << "every run's skyline reached the RM's feed";
+  json accept = readJson(dir + "accept.json");
+  const std::string rid = summary["reservation_id"].get<std::string>();
+  ASSERT_FALSE(rid.empty()) << accept.dump(2);
+  EXPECT_EQ(accept["reservation_id"], rid);
+
+  // 3. The reservation is in the plan.
+  json plan = readJson(dir + "plan.json");
+  ASSERT_FALSE(plan.is_discarded()) << "no plan.json";
+  EXPECT_EQ(plan["reservations"], 1) << plan.dump();
+  int64_t planned_vcores = 0;
+  for (const auto& s : plan["steps"]) planned_vcores += s["periodic"]["vcores"].get<int64_t>();
+  EXPECT_GT(planned_vcores, 0) << plan.dump();
+
+  // 4-6. Runs: learned ones ad hoc, then the reserved ones, the second slowed.
+  const json& runs = summary["runs"];
+  int learned = 0, reserved = 0;
+  const json* slowed = nullptr;
+  for (const auto& r : runs) {
+    EXPECT_EQ(r["state"], "FINISHED") << r.dump();
+    if (r["reservation_id"].get<std::string>().empty()) {
+      EXPECT_EQ(reserved, 0) << "a run after the sign-off was not bound: " << r.dump();
+      learned++;
+      continue;
+    }
+    reserved++;
+    EXPECT_EQ(r["reservation_id"], rid);
+    EXPECT_TRUE(r["met_deadline"].get<bool>()) << r.dump();
+    if (r["slowed"].get<bool>()) slowed = &r;
+  }
+  EXPECT_GE(learned, 3);
+  EXPECT_EQ(reserved, 2) << runs.dump(2);
+  ASSERT_NE(slowed, nullptr) << runs.dump(2);
+  EXPECT_GT((*slowed)["dra_grants"].get<int>(), 0) << slowed->dump();
+  EXPECT_LE((*slowed)["finish_ms"].get<int64_t>(), (*slowed)["deadline_ms"].get<int64_t>());
+  // Its work (telemetry skyline) did not fit the container-time its reservation plans per
+  // instance, and the flood held every container nobody was guaranteed.
+  EXPECT_GT((*slowed)["used_container_ms"].get<double>(),
+            (*slowed)["reserved_container_ms"].get<double>())
+      << slowed->dump();
+
+  // The flood filled the cluster while the reserved runs ran.
+  json flood = readJson(dir + "flood.json");
+  ASSERT_TRUE(flood.is_array() && !flood.empty()) << "no flood.json";
+  for (const auto& sample : flood) {
+    EXPECT_GE(sample["flood"]["running_containers"].get<int>(), 8) << sample.dump();
+    EXPECT_EQ(sample["flood"]["queue"], "root.adhoc");
+  }
+  const json& first = flood[0]["cluster"];
+  EXPECT_GE(first["used"]["vcores"].get<int64_t>() * 4,
+            first["capacity"]["vcores"].get<int64_t>() * 3)
+      << first.dump();
+
+  // DRA granted the slowed run containers while its demand exceeded its plan.
+  json detail = readJson(dir + "reservation-detail.json");
+  int during = 0;
+  for (const auto& h : detail["dra_history"]) {
+    int64_t t = h["time_ms"].get<int64_t>();
+    if (h["granted"].get<bool>() && t >= (*slowed)["start_ms"].get<int64_t>() &&
+        t <= (*slowed)["finish_ms"].get<int64_t>()) {
+      EXPECT_NE(h["reason"].get<std::string>().find("> planned"), std::string::npos) << h.dump();
+      during++;
+    }
+  }
+  EXPECT_EQ(during, (*slowed)["dra_grants"].get<int>()) << detail["dra_history"].dump(2);
+}
+
+}  // namespace
+}  // namespace morpheus::testing
