@@ -16,7 +16,7 @@ running local cluster (DIR/cluster.env). Everything goes through morpheusctl
    job spec); dynamic reprovisioning (Morpheus §7) grants it extra containers;
 6. a summary table of every run of demo-sessions, from the RM's records.
 
-Writes what it saw as JSON under DIR/demo/ (summary.json and the morpheusctl
+Writes what it saw as JSON under DIR/scenario/ (summary.json and the morpheusctl
 outputs of each step) for the integration test (tests/integration/demo_test.cc).
 Exit code 0 when every step happened and the slowed run met its deadline with
 DRA grants, 1 otherwise.
@@ -363,7 +363,7 @@ def main():
     ap.add_argument("--jobs", required=True, help="examples/demo")
     a = ap.parse_args()
     p = PROFILES[a.profile]
-    out = os.path.join(a.var, "demo")
+    out = os.path.join(a.var, "scenario")
     c = Cluster(a.var)
     s = Scenario(c, p, write_jobs(a.jobs, os.path.join(out, "jobs"), p), out)
     try:
@@ -375,6 +375,9 @@ def main():
     except (DemoError, OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
         say(f"demo failed: {e}")
         return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
     s.save("summary.json", {"proposal": s.proposal, "reservation_id": s.reservation,
                             "flood": s.flood, "runs": rows})
     print_summary(rows)

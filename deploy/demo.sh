@@ -10,7 +10,10 @@
 #   --keep          leave the cluster running afterwards (stop: local-cluster.sh stop)
 #   --profile       demo (default): plan step 5 s, a run every minute, ~8 min;
 #                   ci: plan step 2 s, a run every 30 s, ~3 min (the integration test)
-#   --var, --ports  as deploy/local-cluster.sh (default ./var, fixed ports)
+#   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
+#                   from the plain local cluster's ./var); the previous demo's state in
+#                   DIR is removed first, so every run learns from scratch
+#   --ports         fixed (default: the RM on 8030, web page on 8088) or auto (free ports)
 # Ctrl-C stops the scenario and the cluster (applications killed, no daemon or
 # container left), unless --keep. Exit code 0 when every step happened and the
 # slowed run met its deadline, 1 otherwise, 2 on bad usage.
@@ -19,7 +22,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 KEEP=0
 PROFILE=demo
-VAR=$ROOT/var
+VAR=$ROOT/var/demo
 PORTS=fixed
 usage() { sed -n '9,17p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -52,6 +55,15 @@ mkdir -p "$VAR"
 VAR=$(cd "$VAR" && pwd)
 CLUSTER=("$ROOT/deploy/local-cluster.sh")
 CLUSTER_OPTS=(--var "$VAR" --ports "$PORTS")
+for f in "$VAR"/run/*.pid; do
+  if [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then
+    echo "demo: a cluster already runs in $VAR (e.g. a demo left by --keep); stop it first:" >&2
+    echo "  ./deploy/local-cluster.sh stop --var $VAR" >&2
+    exit 1
+  fi
+done
+# A fresh start: the previous demo's reservations, history and containers go.
+rm -rf "$VAR/rm" "$VAR/inference" "$VAR"/nm[0-9]* "$VAR/log" "$VAR/run" "$VAR/scenario" "$VAR/cluster.env"
 
 started=0
 cleanup() {
@@ -64,7 +76,8 @@ cleanup() {
   elif [ "$started" = 1 ]; then
     echo
     echo "demo: the cluster keeps running (--keep); web page: http://$(. "$VAR/cluster.env"; echo "$RM_HTTP")/"
-    echo "  stop it with: ./deploy/local-cluster.sh stop${VAR:+ --var $VAR}"
+    echo "  token:        export MORPHEUS_TOKEN=\$(cat $VAR/operator.token)"
+    echo "  stop it with: ./deploy/local-cluster.sh stop --var $VAR"
   fi
   exit "$rc"
 }

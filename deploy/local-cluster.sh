@@ -52,7 +52,9 @@ running() { [ -f "$VAR/run/$1.pid" ] && kill -0 "$(cat "$VAR/run/$1.pid")" 2>/de
 launch() {
   local name=$1; shift
   if running "$name"; then echo "local-cluster: $name already running (pid $(cat "$VAR/run/$name.pid"))"; return; fi
-  "$@" >>"$VAR/log/$name.log" 2>&1 &
+  # Its own session: a Ctrl-C meant for the script that started the cluster
+  # (deploy/demo.sh) does not reach the daemons, which stop() stops in order.
+  setsid "$@" >>"$VAR/log/$name.log" 2>&1 </dev/null &
   echo $! >"$VAR/run/$name.pid"
   echo "local-cluster: started $name (pid $!, log $VAR/log/$name.log)"
 }

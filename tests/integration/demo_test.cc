@@ -2,7 +2,7 @@
 // same scenario as ./deploy/quickstart.sh against this build's binaries
 // (plan step 2 s, a run every 30 s, ~3 min) on a private var dir and free
 // ports, then stops the cluster. The script records what morpheusctl and
-// the RM's JSON said at each step under <var>/demo/; this test asserts every
+// the RM's JSON said at each step under <var>/scenario/; this test asserts every
 // step from those records: the proposal came from the RM's telemetry feed,
 // the owner's sign-off made a reservation that is in the plan, the next runs
 // were bound to it while an ad-hoc flood filled the cluster, and the slowed
@@ -43,7 +43,7 @@ TEST(DemoIT, QuickstartScenarioLearnsSignsOffReservesAndRescuesTheSlowedRun) {
   }
   EXPECT_EQ(stopContainersUnder(var), 0) << "containers left running";
 
-  const std::string dir = var + "/demo/";
+  const std::string dir = var + "/scenario/";
   json summary = readJson(dir + "summary.json");
   ASSERT_FALSE(summary.is_discarded()) << "no summary.json\n" << out;
 
