@@ -8,6 +8,7 @@
 #              plan step 5 s, LCM 10 min); stop it with deploy/local-cluster.sh stop
 #   --no-demo  only start the cluster with the default options and show its
 #              nodes; it keeps running
+# MORPHEUS_BIN=DIR: use the binaries in DIR (e.g. build-test/bin) instead of building.
 # Ctrl-C during the demo stops it and the cluster (nothing left running).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +22,13 @@ for a in "$@"; do
   esac
 done
 ./deploy/install-deps.sh
-echo "quickstart: building (Release) into build-release/ ..."
-./deploy/build.sh build-release Release -DMORPHEUS_BUILD_TESTS=OFF -DMORPHEUS_BUILD_BENCH=OFF
-export MORPHEUS_BIN=${MORPHEUS_BIN:-$(pwd)/build-release/bin}
+if [ -n "${MORPHEUS_BIN:-}" ] && [ -x "$MORPHEUS_BIN/morpheus-rm" ]; then
+  echo "quickstart: using the binaries in $MORPHEUS_BIN (MORPHEUS_BIN); not building"
+else
+  echo "quickstart: building (Release) into build-release/ ..."
+  ./deploy/build.sh build-release Release -DMORPHEUS_BUILD_TESTS=OFF -DMORPHEUS_BUILD_BENCH=OFF
+  export MORPHEUS_BIN=$(pwd)/build-release/bin
+fi
 if [ "$DEMO" = 1 ]; then
   exec ./deploy/demo.sh ${KEEP[@]+"${KEEP[@]}"}
 fi
