@@ -122,6 +122,17 @@ def write_jobs(src, dst, p):
     return out
 
 
+def instance_deadline(detail, submit_ms):
+    """The deadline of the instance of a reservation (the web page's detail
+    JSON) that a run submitted at submit_ms is bound to: the first whose
+    deadline is after the submission, as the RM binds a run by its recurrence
+    key (ReservationManager::byRecurrenceKey, current or next window)."""
+    d, period = detail["deadline_ms"], detail["period_ms"]
+    if submit_ms >= d and period > 0:
+        d += -(-(submit_ms - d + 1) // period) * period
+    return d
+
+
 def fmt_s(ms):
     return f"{ms / 1000:.1f} s"
 
@@ -146,7 +157,7 @@ class Scenario:
 
     # ---- what happens each period ----
     def submit_period(self, start):
-        p, c = self.p, self.c
+        p = self.p
         events = [(start + p["ingest_at"], "ingest"), (start + p["run_at"], "run"),
                   (start + p["report_at"], "report")]
         return sorted(events)
@@ -183,8 +194,14 @@ class Scenario:
             st = self.c.json("app", "status", r["app"])
             if st["state"] in ("FINISHED", "FAILED", "KILLED"):
                 self.finished.add(r["app"])
+                verdict = ""
+                if st["reservation_id"]:
+                    detail = self.c.ui(f"/ui/api/reservation?id={st['reservation_id']}")
+                    d = instance_deadline(detail, st["submit_ms"])
+                    verdict = (f"; its instance's deadline {fmt_s(abs(d - st['finish_ms']))} "
+                               + ("later: met" if st["finish_ms"] <= d else "earlier: MISSED"))
                 say(f"{JOB} {r['app']} {st['state']} after {fmt_s(st['finish_ms'] - st['submit_ms'])}"
-                    f" (submitted to finished)")
+                    f" (submitted to finished){verdict}")
 
     def poll_proposal(self, now, period_start):
         listing = self.c.json("slo", "list")
@@ -217,6 +234,7 @@ class Scenario:
         self.save("reservation-accepted.json", res)
         plan = self.c.json("plan", "show", "--from", "now", "--to", f"+{2 * self.p['period']}s")
         self.save("plan.json", plan)
+        self.save("ui-plan.json", self.c.ui("/ui/api/plan"))  # what the web page charts
         say("the plan (morpheusctl plan show; also the web page "
             f"http://{self.c.rm_http}/):")
         print(indent(self.c.run("plan", "show", "--from", "now", "--to",
@@ -262,17 +280,17 @@ class Scenario:
                 if learned_periods > p["learn_max"]:
                     raise DemoError(f"no SLO proposal for {JOB} after {p['learn_max']} periods "
                                     f"(last reason: {self.reason})")
-            elif self.reserved_submitted >= p["reserved_runs"]:
+            if self.reserved_submitted >= p["reserved_runs"]:
                 break
             for at, kind in self.submit_period(start):
                 while time.time() < at:
                     self.tick(start)
                     time.sleep(min(0.5, max(0.0, at - time.time())))
-                if kind == "run" and self.reservation and self.reserved_submitted >= p["reserved_runs"]:
-                    continue
                 self.do(kind, start)
                 if kind == "run" and self.flood:
                     self.sample_flood()
+                if kind == "run" and self.reserved_submitted >= p["reserved_runs"]:
+                    break  # the last run is out: wait for it below
             start += period
         # Wait for the last runs to end.
         deadline = time.time() + 3 * period
@@ -299,7 +317,6 @@ class Scenario:
         self.save("reservation.json", res)
         self.save("reservation-detail.json", detail)
         self.save("telemetry.json", list(telemetry.values()))
-        period = detail["period_ms"]
         unit = self.proposal["container"]["memory_mib"]  # the skyline's container (memory-bound)
         # The reservation's planned container-seconds per instance.
         planned_ms = sum((a["end_offset_ms"] - a["offset_ms"]) * a["resource"]["memory_mib"] / unit
@@ -315,11 +332,7 @@ class Scenario:
                    "finish_ms": st["finish_ms"], "runtime_ms": st["finish_ms"] - st["submit_ms"],
                    "used_container_ms": used_ms}
             if st["reservation_id"]:
-                # The instance the RM bound it to: the first whose deadline is after its
-                # submission (ReservationManager::byRecurrenceKey, current or next window).
-                d = detail["deadline_ms"]
-                if st["submit_ms"] >= d:
-                    d += -(-(st["submit_ms"] - d + 1) // period) * period
+                d = instance_deadline(detail, st["submit_ms"])
                 row["deadline_ms"] = d
                 row["met_deadline"] = st["state"] == "FINISHED" and st["finish_ms"] <= d
                 row["reserved_container_ms"] = planned_ms

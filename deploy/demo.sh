@@ -8,8 +8,8 @@
 #
 # Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
 #   --keep          leave the cluster running afterwards (stop: local-cluster.sh stop)
-#   --profile       demo (default): plan step 5 s, a run every minute, ~8 min;
-#                   ci: plan step 2 s, a run every 30 s, ~3 min (the integration test)
+#   --profile       demo (default): plan step 5 s, a run every minute, ~7 min;
+#                   ci: plan step 2 s, a run every 30 s, ~3.5 min (the integration test)
 #   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
 #                   from the plain local cluster's ./var); the previous demo's state in
 #                   DIR is removed first, so every run learns from scratch

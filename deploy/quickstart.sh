@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command (1): install dependencies, build (Release), start a local
 # cluster on loopback (RM + inference + 3 NMs) and run the demo scenario
-# (deploy/demo.sh, ~8 minutes): a periodic DAG job is learned, its SLO signed
+# (deploy/demo.sh, ~7 minutes): a periodic DAG job is learned, its SLO signed
 # off, reserved, run next to an ad-hoc flood, and a slowed run rescued by DRA.
 # Usage: deploy/quickstart.sh [--keep] [--no-demo]
 #   --keep     leave the demo's cluster running afterwards (time-compressed:

@@ -10,11 +10,11 @@
 // The counterfactual (the same slowed run misses without DRA) is
 // DraIT.SameRunMissesItsDeadlineWithDraOff.
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "harness.h"
 
@@ -70,6 +70,13 @@ TEST(DemoIT, QuickstartScenarioLearnsSignsOffReservesAndRescuesTheSlowedRun) {
   int64_t planned_vcores = 0;
   for (const auto& s : plan["steps"]) planned_vcores += s["periodic"]["vcores"].get<int64_t>();
   EXPECT_GT(planned_vcores, 0) << plan.dump();
+  json ui_plan = readJson(dir + "ui-plan.json");  // the web page's chart data
+  ASSERT_FALSE(ui_plan.is_discarded()) << "no ui-plan.json";
+  ASSERT_EQ(ui_plan["series"].size(), 1u) << ui_plan.dump();
+  EXPECT_EQ(ui_plan["series"][0]["id"], rid);
+  int64_t charted = 0;
+  for (const auto& v : ui_plan["series"][0]["vcores"]) charted += v.get<int64_t>();
+  EXPECT_GT(charted, 0) << ui_plan.dump();
 
   // 4-6. Runs: learned ones ad hoc, then the reserved ones, the second slowed.
   const json& runs = summary["runs"];
@@ -110,8 +117,18 @@ TEST(DemoIT, QuickstartScenarioLearnsSignsOffReservesAndRescuesTheSlowedRun) {
             first["capacity"]["vcores"].get<int64_t>() * 3)
       << first.dump();
 
-  // DRA granted the slowed run containers while its demand exceeded its plan.
+  // The reservation's own record lists the reserved runs with their usage.
   json detail = readJson(dir + "reservation-detail.json");
+  ASSERT_FALSE(detail.is_discarded()) << "no reservation-detail.json";
+  std::set<std::string> in_detail;
+  for (const auto& r : detail["runs"]) in_detail.insert(r["app"].get<std::string>());
+  for (const auto& r : runs) {
+    if (!r["reservation_id"].get<std::string>().empty()) {
+      EXPECT_TRUE(in_detail.count(r["app"].get<std::string>())) << detail["runs"].dump();
+    }
+  }
+
+  // DRA granted the slowed run containers while its demand exceeded its plan.
   int during = 0;
   for (const auto& h : detail["dra_history"]) {
     int64_t t = h["time_ms"].get<int64_t>();
