@@ -7,7 +7,7 @@
 # deliberately slowed run is rescued by dynamic reprovisioning.
 #
 # Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
-#   --keep          leave the cluster running afterwards (stop: local-cluster.sh stop)
+#   --keep          leave the cluster running (stop: local-cluster.sh stop --var DIR)
 #   --profile       demo (default): plan step 5 s, a run every minute, ~7 min;
 #                   ci: plan step 2 s, a run every 30 s, ~3.5 min (the integration test)
 #   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
@@ -24,7 +24,7 @@ KEEP=0
 PROFILE=demo
 VAR=$ROOT/var/demo
 PORTS=fixed
-usage() { sed -n '9,17p' "$0" >&2; exit 2; }
+usage() { sed -n '9,20p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) KEEP=1; shift ;;

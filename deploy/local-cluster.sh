@@ -61,9 +61,13 @@ launch() {
 
 token() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 
-# A TCP port that is free now (the kernel's pick for port 0).
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# Two distinct TCP ports that are free now (the kernel's picks for port 0,
+# both held until both are known).
+free_ports() {
+  python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))'
 }
 
 # "host:port" of a daemon's `kind` (grpc|http) endpoint from the endpoints
@@ -119,8 +123,7 @@ start() {
   make_tokens
   local rm_grpc=8030 rm_http=8088 inf_grpc=8050 inf_http=8051 nm_grpc=8140 nm_http=8240
   if [ "$PORTS" = auto ]; then
-    rm_grpc=$(free_port)
-    inf_grpc=$(free_port)
+    read -r rm_grpc inf_grpc < <(free_ports)
     rm_http=0
     inf_http=0
   fi
