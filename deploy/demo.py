@@ -40,8 +40,8 @@ import urllib.request
 PROFILES = {
     "demo": dict(period=60, ingest_at=0, run_at=5, report_at=50, task_s=4, slow_task_s=8,
                  reserved_runs=3, slowed_run=2, learn_max=6),
-    "ci": dict(period=30, ingest_at=0, run_at=2, report_at=28, task_s=2, slow_task_s=5,
-               reserved_runs=2, slowed_run=2, learn_max=6),
+    "ci": dict(period=30, ingest_at=0, run_at=2, report_at=28, task_s=2, slow_task_s=4,
+               reserved_runs=2, slowed_run=2, learn_max=5),
 }
 JOB = "demo-sessions"
 T0 = time.time()
@@ -293,13 +293,13 @@ class Scenario:
                     break  # the last run is out: wait for it below
             start += period
         # Wait for the last runs to end.
-        deadline = time.time() + 3 * period
+        deadline = time.time() + 2 * period
         while len(self.finished) < len(self.runs) and time.time() < deadline:
             self.tick(start)
             time.sleep(0.5)
         self.tick(start)
         if len(self.finished) < len(self.runs):
-            raise DemoError("runs still not finished 3 periods after the last submission")
+            raise DemoError("runs still not finished 2 periods after the last submission")
 
     def tick(self, period_start):
         self.poll_runs()
