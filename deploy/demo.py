@@ -4,7 +4,7 @@ running local cluster (DIR/cluster.env). Everything goes through morpheusctl
 (and the RM's web-UI JSON) as a job owner and an operator would use them:
 
 1. every period a producer (demo-ingest), the periodic job (demo-sessions, in
-   its owner's ad-hoc queue root.prod on an idle cluster) and a consumer
+   its owner's ad-hoc queue root.default on an idle cluster) and a consumer
    (demo-report) run as real DAG jobs (morpheus-dag-am); the RM forwards each
    finished run's skyline and file reads/writes to the inference service;
 2. the inference service proposes an SLO and skyline for demo-sessions (Morpheus
@@ -235,8 +235,8 @@ class Scenario:
         plan = self.c.json("plan", "show", "--from", "now", "--to", f"+{2 * self.p['period']}s")
         self.save("plan.json", plan)
         self.save("ui-plan.json", self.c.ui("/ui/api/plan"))  # what the web page charts
-        say("the plan (morpheusctl plan show; also the web page "
-            f"http://{self.c.rm_http}/):")
+        say("the plan (morpheusctl plan show; the web page charts it: "
+            f"http://{self.c.rm_http}/ui/#token={self.c.token}&reservation={self.reservation}):")
         print(indent(self.c.run("plan", "show", "--from", "now", "--to",
                                 f"+{2 * self.p['period']}s", "--width", "60")), end="", flush=True)
         self.start_flood()
