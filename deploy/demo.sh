@@ -4,19 +4,22 @@
 # runs deploy/demo.py, which drives it with morpheusctl exactly as a job's
 # owner and an operator would: a periodic DAG job is learned, its SLO signed
 # off, reserved, run inside its reservation next to an ad-hoc flood, and one
-# deliberately slowed run is rescued by dynamic reprovisioning.
+# deliberately slowed run gets dynamic reprovisioning; then the owner sets the
+# reservation's DRA budget to 0 and the same slowed job runs again without
+# DRA (the counterfactual; its verdict is printed).
 #
 # Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
 #   --keep          leave the cluster running (stop: local-cluster.sh stop --var DIR)
-#   --profile       demo (default): plan step 5 s, a run every minute, ~7 min;
+#   --profile       demo (default): plan step 5 s, a run every minute, ~8 min;
 #                   ci: plan step 2 s, a run every 30 s, ~3.5 min (the integration test)
 #   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
 #                   from the plain local cluster's ./var); the previous demo's state in
 #                   DIR is removed first, so every run learns from scratch
 #   --ports         fixed (default: the RM on 8030, web page on 8088) or auto (free ports)
 # Ctrl-C stops the scenario and the cluster (applications killed, no daemon or
-# container left), unless --keep. Exit code 0 when every step happened and the
-# slowed run met its deadline, 1 otherwise, 2 on bad usage.
+# container left), unless --keep. Exit code 0 when every step happened, the
+# slowed run met its deadline with DRA grants and the same slowed run ran
+# with DRA budget 0 and no grant, 1 otherwise, 2 on bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -24,7 +27,7 @@ KEEP=0
 PROFILE=demo
 VAR=$ROOT/var/demo
 PORTS=fixed
-usage() { sed -n '9,20p' "$0" >&2; exit 2; }
+usage() { sed -n '11,22p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) KEEP=1; shift ;;

@@ -5,10 +5,15 @@
 // the RM's JSON said at each step under <var>/scenario/; this test asserts every
 // step from those records: the proposal came from the RM's telemetry feed,
 // the owner's sign-off made a reservation that is in the plan, the next runs
-// were bound to it while an ad-hoc flood filled the cluster, and the slowed
-// run got DRA grants when its demand exceeded its plan and met its deadline.
-// The counterfactual (the same slowed run misses without DRA) is
-// DraIT.SameRunMissesItsDeadlineWithDraOff.
+// were bound to it while an ad-hoc flood filled the cluster, the slowed run
+// got DRA grants when its demand exceeded its plan and met its deadline, and
+// the counterfactual ran: the identically slowed next run, same cluster, same
+// plan, same flood, after the owner set the reservation's DRA budget to 0
+// with `morpheusctl reservation update`, got no grant. Whether it missed its
+// deadline is printed with both margins but NOT asserted: measured, it meets
+// it too (a reservation beyond its guarantee shares the containers finishing
+// flood tasks leave with the ad-hoc queues, rm/runtime.cc), so this test does
+// not prove the slowed run met its deadline because of DRA.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,36 +83,70 @@ TEST(DemoIT, QuickstartScenarioLearnsSignsOffReservesAndRescuesTheSlowedRun) {
   for (const auto& v : ui_plan["series"][0]["vcores"]) charted += v.get<int64_t>();
   EXPECT_GT(charted, 0) << ui_plan.dump();
 
-  // 4-6. Runs: learned ones ad hoc, then the reserved ones, the second slowed.
+  // 4-6. Runs: learned ones ad hoc, then the reserved ones: the slowed run with
+  // the owner's DRA budget, then the same slowed job with the budget 0.
   const json& runs = summary["runs"];
   int learned = 0, reserved = 0;
   const json* slowed = nullptr;
+  const json* no_dra = nullptr;
   for (const auto& r : runs) {
-    EXPECT_EQ(r["state"], "FINISHED") << r.dump();
     if (r["reservation_id"].get<std::string>().empty()) {
+      EXPECT_EQ(r["state"], "FINISHED") << r.dump();
       EXPECT_EQ(reserved, 0) << "a run after the sign-off was not bound: " << r.dump();
       learned++;
       continue;
     }
     reserved++;
     EXPECT_EQ(r["reservation_id"], rid);
+    if (r["kind"] == "slowed-no-dra") {
+      no_dra = &r;
+      continue;
+    }
+    EXPECT_EQ(r["state"], "FINISHED") << r.dump();
     EXPECT_TRUE(r["met_deadline"].get<bool>()) << r.dump();
-    if (r["slowed"].get<bool>()) slowed = &r;
+    EXPECT_GT(r["dra_budget_container_ms"].get<int64_t>(), 0) << r.dump();
+    if (r["kind"] == "slowed") slowed = &r;
   }
   EXPECT_GE(learned, 3);
   EXPECT_EQ(reserved, 2) << runs.dump(2);
   ASSERT_NE(slowed, nullptr) << runs.dump(2);
+  ASSERT_NE(no_dra, nullptr) << runs.dump(2);
   EXPECT_GT((*slowed)["dra_grants"].get<int>(), 0) << slowed->dump();
-  EXPECT_LE((*slowed)["finish_ms"].get<int64_t>(), (*slowed)["deadline_ms"].get<int64_t>());
-  // Its work (telemetry skyline) did not fit the container-time its reservation plans per
-  // instance, and the flood held every container nobody was guaranteed.
-  EXPECT_GT((*slowed)["used_container_ms"].get<double>(),
-            (*slowed)["reserved_container_ms"].get<double>())
-      << slowed->dump();
+  const int64_t dra_spare =
+      (*slowed)["deadline_ms"].get<int64_t>() - (*slowed)["finish_ms"].get<int64_t>();
+  EXPECT_GE(dra_spare, 0) << slowed->dump();
 
-  // The flood filled the cluster while the reserved runs ran.
+  // The counterfactual: the same slowed job, bound to the same reservation with the
+  // same plan next to the same flood, but with the owner's DRA budget 0, got no grant
+  // (any DRA decision during it is a denial naming the budget). Its verdict is printed.
+  EXPECT_TRUE((*no_dra)["slowed"].get<bool>()) << no_dra->dump();
+  EXPECT_EQ((*no_dra)["dra_budget_container_ms"].get<int64_t>(), 0) << no_dra->dump();
+  EXPECT_EQ((*no_dra)["dra_grants"].get<int>(), 0) << no_dra->dump();
+  for (const auto& why : (*no_dra)["dra_denials"]) {
+    EXPECT_NE(why.get<std::string>().find("budget"), std::string::npos) << why;
+  }
+  const int64_t no_dra_late =
+      (*no_dra)["finish_ms"].get<int64_t>() - (*no_dra)["deadline_ms"].get<int64_t>();
+  EXPECT_TRUE((*no_dra)["state"] == "FINISHED" || (*no_dra)["state"] == "KILLED") << no_dra->dump();
+  json dra_on = readJson(dir + "reservation-detail-dra-on.json");
+  json dra_off = readJson(dir + "reservation-detail-dra-off.json");
+  ASSERT_FALSE(dra_on.is_discarded() || dra_off.is_discarded()) << "no reservation-detail-dra-*";
+  EXPECT_GT(dra_on["budget_container_ms"].get<int64_t>(), 0) << dra_on.dump();
+  EXPECT_EQ(dra_off["budget_container_ms"], 0) << dra_off.dump();
+  EXPECT_EQ(dra_on["planned"], dra_off["planned"]) << "the update changed the plan";
+  EXPECT_EQ((*no_dra)["reserved_container_ms"], (*slowed)["reserved_container_ms"]);
+  std::printf(
+      "margins: the slowed run with DRA finished %.1f s before its deadline (%.1f s "
+      "runtime), the same run without DRA finished at deadline %+.1f s (%.1f s runtime, %s, %zu "
+      "denials)\n",
+      static_cast<double>(dra_spare) / 1000.0, (*slowed)["runtime_ms"].get<double>() / 1000.0,
+      static_cast<double>(no_dra_late) / 1000.0, (*no_dra)["runtime_ms"].get<double>() / 1000.0,
+      (*no_dra)["state"].get<std::string>().c_str(), (*no_dra)["dra_denials"].size());
+
+  // The flood filled the cluster as each reserved run started and ended.
   json flood = readJson(dir + "flood.json");
-  ASSERT_TRUE(flood.is_array() && !flood.empty()) << "no flood.json";
+  ASSERT_TRUE(flood.is_array() && flood.size() >= 4u)
+      << "flood.json: a sample per reserved run start and end";
   for (const auto& sample : flood) {
     EXPECT_GE(sample["flood"]["running_containers"].get<int>(), 8) << sample.dump();
     EXPECT_EQ(sample["flood"]["queue"], "root.adhoc");
