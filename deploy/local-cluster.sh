@@ -1,35 +1,89 @@
 #!/usr/bin/env bash
 # A local Morpheus cluster on loopback: RM + inference + 3 NMs.
-# Usage: deploy/local-cluster.sh start|stop|status
-# Data under ./var/<daemon>, logs under ./var/log, pids under ./var/run.
-# Binaries from $MORPHEUS_BIN (default: build-release/bin, else build/bin).
+# Usage: deploy/local-cluster.sh start|stop|status [options]
+#   --var DIR             data, logs, pids and tokens under DIR (default ./var)
+#   --ports fixed|auto    fixed (default): RM gRPC 8030, RM HTTP 8088, inference 8050,
+#                         NMs 8141.. / 8241..; auto: free ports (the RM's and
+#                         inference's gRPC ports are picked free, every other is 0)
+#   --rm-set K=V          extra `--set K=V` for the RM (repeatable); likewise
+#   --inference-set K=V   for inference and --nm-set K=V for every NM (start only)
+# Logs under DIR/log, pids under DIR/run; DIR/cluster.env holds the addresses
+# (RM, RM_HTTP, INFERENCE, INFERENCE_HTTP, BIN) for scripts to source.
+# Binaries from $MORPHEUS_BIN (default: build-release/bin, else build/bin, build-test/bin).
+#
+# stop first kills the applications still running (their containers outlive
+# a stopped NM by design, README "Running applications") and waits for their
+# containers to end, then stops the NMs, inference and the RM; a container a
+# dead NM left behind is killed from its record (DIR/<nm>/local/containers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-VAR=$ROOT/var
 BIN=${MORPHEUS_BIN:-}
 if [ -z "$BIN" ]; then
   for d in build-release/bin build/bin build-test/bin; do
     if [ -x "$d/morpheus-rm" ]; then BIN=$ROOT/$d; break; fi
   done
 fi
-RM_GRPC=8030
-RM_HTTP=8088
 NODES=(nm1 nm2 nm3)
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
+
+CMD=${1:-}
+[ $# -gt 0 ] && shift
+VAR=$ROOT/var
+PORTS=fixed
+RM_SETS=()
+INF_SETS=()
+NM_SETS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --var) VAR=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
+    --ports) PORTS=$2; shift 2 ;;
+    --rm-set) RM_SETS+=(--set "$2"); shift 2 ;;
+    --inference-set) INF_SETS+=(--set "$2"); shift 2 ;;
+    --nm-set) NM_SETS+=(--set "$2"); shift 2 ;;
+    *) die "unknown option '$1' (see the usage at the top of $0)" ;;
+  esac
+done
+case "$PORTS" in fixed | auto) ;; *) die "--ports: '$PORTS' is not fixed or auto" ;; esac
 
 running() { [ -f "$VAR/run/$1.pid" ] && kill -0 "$(cat "$VAR/run/$1.pid")" 2>/dev/null; }
 
 launch() {
   local name=$1; shift
   if running "$name"; then echo "local-cluster: $name already running (pid $(cat "$VAR/run/$name.pid"))"; return; fi
-  "$@" >>"$VAR/log/$name.log" 2>&1 &
+  # Its own session: a Ctrl-C meant for the script that started the cluster
+  # (deploy/demo.sh) does not reach the daemons, which stop() stops in order.
+  setsid "$@" >>"$VAR/log/$name.log" 2>&1 </dev/null &
   echo $! >"$VAR/run/$name.pid"
-  echo "local-cluster: started $name (pid $!, log var/log/$name.log)"
+  echo "local-cluster: started $name (pid $!, log $VAR/log/$name.log)"
 }
 
 token() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+
+# Two distinct TCP ports that are free now (the kernel's picks for port 0,
+# both held until both are known).
+free_ports() {
+  python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))'
+}
+
+# "host:port" of a daemon's `kind` (grpc|http) endpoint from the endpoints
+# file it writes once listening; waits up to 20 s.
+endpoint() {
+  local dir=$1 component=$2 kind=$3 name=$4
+  local f=$dir/$component.endpoints.json
+  for _ in $(seq 1 200); do
+    if [ -s "$f" ]; then
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$f" "$kind" && return 0
+    fi
+    running "$name" || die "$name exited; see $VAR/log/$name.log: $(tail -n 1 "$VAR/log/$name.log" 2>/dev/null)"
+    sleep 0.1
+  done
+  die "$name did not write $f within 20 s"
+}
 
 # Bearer tokens of the RM and inference (one file, mode 0600, made once;
 # README "Caller identity and queue ACLs"): the local operator as admin, the daemons' own service
@@ -58,47 +112,130 @@ make_tokens() {
     printf '%s\n' "$svc" >"$VAR/services.token"
     mv "$VAR/tokens.new" "$VAR/tokens"
   )
-  echo "local-cluster: made bearer tokens in var/tokens (0600)"
+  echo "local-cluster: made bearer tokens in $VAR/tokens (0600)"
 }
+
+ctl() { "$BIN/morpheusctl" --rm "$RM" --inference "$INFERENCE" --token-file "$VAR/operator.token" "$@"; }
 
 start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
   make_tokens
+  local rm_grpc=8030 rm_http=8088 inf_grpc=8050 inf_http=8051 nm_grpc=8140 nm_http=8240
+  if [ "$PORTS" = auto ]; then
+    read -r rm_grpc inf_grpc < <(free_ports)
+    rm_http=0
+    inf_http=0
+  fi
   launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
-    --grpc-port $RM_GRPC --http-port $RM_HTTP --set rm.inference-address=127.0.0.1:8050 \
-    --set "rm.token-file=$VAR/tokens" --set "rm.inference-token-file=$VAR/services.token"
+    --grpc-port "$rm_grpc" --http-port "$rm_http" --set "rm.inference-address=127.0.0.1:$inf_grpc" \
+    --set "rm.token-file=$VAR/tokens" --set "rm.inference-token-file=$VAR/services.token" \
+    ${RM_SETS[@]+"${RM_SETS[@]}"}
+  RM=127.0.0.1:$rm_grpc
   launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
-    --data-dir "$VAR/inference" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/tokens" \
-    --set "inference.rm-token-file=$VAR/services.token"
+    --data-dir "$VAR/inference" --grpc-port "$inf_grpc" --http-port "$inf_http" --rm "$RM" \
+    --token-file "$VAR/tokens" --set "inference.rm-token-file=$VAR/services.token" \
+    ${INF_SETS[@]+"${INF_SETS[@]}"}
+  INFERENCE=127.0.0.1:$inf_grpc
   local i=0
   for n in "${NODES[@]}"; do
     i=$((i + 1))
+    local g=$((nm_grpc + i)) h=$((nm_http + i))
+    [ "$PORTS" = auto ] && g=0 && h=0
     launch "$n" "$BIN/morpheus-nm" --config "$ROOT/deploy/nm.yaml" --data-dir "$VAR/$n" \
-      --grpc-port $((8140 + i)) --http-port $((8240 + i)) --node-id "$n" \
-      --rm 127.0.0.1:$RM_GRPC --set "nm.attributes=rack=r$i" --set nm.token-file="$VAR/$n.token"
+      --grpc-port "$g" --http-port "$h" --node-id "$n" \
+      --rm "$RM" --set "nm.attributes=rack=r$i" --set nm.token-file="$VAR/$n.token" \
+      ${NM_SETS[@]+"${NM_SETS[@]}"}
   done
+  local rm_http_addr inf_http_addr
+  rm_http_addr=$(endpoint "$VAR/rm" rm http rm)
+  inf_http_addr=$(endpoint "$VAR/inference" inference http inference)
+  {
+    echo "RM=$RM"
+    echo "RM_HTTP=$rm_http_addr"
+    echo "INFERENCE=$INFERENCE"
+    echo "INFERENCE_HTTP=$inf_http_addr"
+    echo "BIN=$BIN"
+  } >"$VAR/cluster.env"
   # Wait (bounded) until all nodes are registered.
-  local deadline=$((SECONDS + 30))
+  local deadline=$((SECONDS + 30)) live
   while [ $SECONDS -lt $deadline ]; do
-    live=$("$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/operator.token" \
-      cluster status --json 2>/dev/null |
+    live=$(ctl cluster status --json 2>/dev/null |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["live_nodes"])' 2>/dev/null || echo 0)
     if [ "$live" = "${#NODES[@]}" ]; then
-      echo "local-cluster: up: RM 127.0.0.1:$RM_GRPC (http $RM_HTTP), inference 127.0.0.1:8050, ${#NODES[@]} nodes"
+      echo "local-cluster: up: RM $RM (http $rm_http_addr), inference $INFERENCE, ${#NODES[@]} nodes"
       echo "local-cluster: your admin token for morpheusctl and REST (Authorization: Bearer):"
       echo "export MORPHEUS_TOKEN=$(cat "$VAR/operator.token")"
       return 0
     fi
     for d in rm inference "${NODES[@]}"; do
-      running "$d" || die "$d exited; see var/log/$d.log: $(tail -n 1 "$VAR/log/$d.log" 2>/dev/null)"
+      running "$d" || die "$d exited; see $VAR/log/$d.log: $(tail -n 1 "$VAR/log/$d.log" 2>/dev/null)"
     done
     sleep 0.5
   done
-  die "nodes did not register within 30 s; see var/log/"
+  die "nodes did not register within 30 s; see $VAR/log/"
+}
+
+# Kills every application that is not final and waits (<= 30 s) until the RM
+# reports none running, so their containers are stopped by their NMs.
+kill_apps() {
+  running rm || return 0
+  local ids
+  ids=$(ctl app list --state SUBMITTED --state RUNNING --json 2>/dev/null |
+    python3 -c 'import json,sys; print(" ".join(a["application_id"] for a in json.load(sys.stdin)))' 2>/dev/null) || return 0
+  [ -z "$ids" ] && return 0
+  for id in $ids; do ctl app kill "$id" --reason "local cluster stopping" >/dev/null 2>&1 || true; done
+  echo "local-cluster: killed running application(s) $ids"
+  local deadline=$((SECONDS + 30)) used
+  while [ $SECONDS -lt $deadline ]; do
+    used=$(ctl cluster status --json 2>/dev/null |
+      python3 -c 'import json,sys; print(sum(n["containers"] for n in json.load(sys.stdin)["nodes"]))' 2>/dev/null || echo 0)
+    [ "$used" = 0 ] && return 0
+    sleep 0.5
+  done
+  echo "local-cluster: containers still running after 30 s; stopping them from their records" >&2
+}
+
+# SIGKILLs the process session of every container record under DIR whose
+# launcher (the session leader) is still the recorded process.
+kill_left_containers() {
+  python3 - "$VAR" <<'EOF2'
+import glob, json, os, signal, sys
+
+def stat(pid):
+    # Fields after the command name: [0] state, [3] session, [19] start time.
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+
+n = 0
+for rec in glob.glob(os.path.join(sys.argv[1], "nm*", "local", "containers", "*", "container.json")):
+    try:
+        c = json.load(open(rec))
+        pid = int(c.get("pid", -1))
+        if pid <= 1 or "completed" in c:
+            continue
+        f = stat(pid)
+        if f[0] == "Z" or int(f[19]) != int(c.get("proc_start", 0)) or int(f[3]) != pid:
+            continue
+    except (OSError, ValueError, IndexError):
+        continue
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and int(stat(int(p))[3]) == pid:
+                os.kill(int(p), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+    n += 1
+if n:
+    print(f"local-cluster: killed {n} container(s) left running")
+EOF2
 }
 
 stop() {
+  if [ -f "$VAR/cluster.env" ]; then
+    # shellcheck disable=SC1091
+    . "$VAR/cluster.env"
+    kill_apps
+  fi
   for d in "${NODES[@]}" inference rm; do
     if running "$d"; then
       pid=$(cat "$VAR/run/$d.pid")
@@ -109,20 +246,23 @@ stop() {
     fi
     rm -f "$VAR/run/$d.pid"
   done
+  kill_left_containers
 }
 
 status() {
   for d in rm inference "${NODES[@]}"; do
     if running "$d"; then echo "$d: running (pid $(cat "$VAR/run/$d.pid"))"; else echo "$d: stopped"; fi
   done
-  if running rm && [ -n "$BIN" ]; then
-    "$BIN/morpheusctl" --rm 127.0.0.1:$RM_GRPC --token-file "$VAR/operator.token" cluster status || true
+  if running rm && [ -n "$BIN" ] && [ -f "$VAR/cluster.env" ]; then
+    # shellcheck disable=SC1091
+    . "$VAR/cluster.env"
+    ctl cluster status || true
   fi
 }
 
-case "${1:-}" in
+case "$CMD" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status [--var DIR] [--ports fixed|auto] [--rm-set K=V] [--inference-set K=V] [--nm-set K=V]" >&2; exit 2 ;;
 esac

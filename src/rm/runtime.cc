@@ -741,6 +741,16 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     if (!it->second.running) continue;
     (void)sched_->release(app, it->first);  // free for the core at once
     to_kill_[it->second.node].insert(id);
+    // Released is done for the RM at once (YARN): the app's usage, DRA's
+    // `used` and the telemetry interval end now. A surplus grant the AM never
+    // launched gets no COMPLETE from any NM, and would otherwise count as in
+    // use until the app ends; a launched one's later COMPLETE is acknowledged.
+    v1::ContainerStatus released;
+    released.set_container_id(id);
+    released.set_state(v1::CONTAINER_COMPLETE);
+    released.set_exit_reason(v1::EXIT_REASON_KILLED);
+    released.set_diagnostics("released by the application master");
+    containerDone(it->second, released);
   }
   std::vector<v1::Container> granted;
   granted.swap(rt.allocated);

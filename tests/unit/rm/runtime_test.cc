@@ -422,6 +422,32 @@ TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
   EXPECT_EQ(mgr.guaranteedAt(ReservationId("r1"), clock_.now()), unit * n);
 }
 
+// A container the AM releases without launching it (a surplus grant) stops
+// counting at the release: the app's usage, DRA's used and the telemetry
+// skyline drop, though no NM ever reports it complete.
+TEST_F(RuntimeTest, ReleasedContainerNeverLaunchedEndsAtTheRelease) {
+  addNode("n1", 8);
+  AppId app = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(app, 3);
+  heartbeat("n1");
+  auto granted = ask(app, 0);
+  ASSERT_EQ(granted.allocated_size(), 3);
+  ASSERT_EQ(running(app), 4) << "AM + 3 tasks";
+  v1::AllocateRequest rel = stageReport(app);
+  rel.add_releases(granted.allocated(2).container_id());
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(rel, &resp).isOk());
+  EXPECT_EQ(running(app), 3);
+  const Resource unit(1024, 1);
+  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit), 3);
+  clock_.advance(Millis(60000));
+  ASSERT_TRUE(finish(app).isOk());
+  auto runs = rt_->telemetry("nightly");
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].skyline.size(), 1u);
+  EXPECT_DOUBLE_EQ(runs[0].skyline[0], 3.0) << "the released container is not in the skyline";
+}
+
 TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   addNode("n1", 4);
   AppId a = runningApp("root.a", "alice", "n1");

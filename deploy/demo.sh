@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The Morpheus demo (README "The two commands", issue #14): starts a local
+# cluster (deploy/local-cluster.sh) with time-compressed planning options and
+# runs deploy/demo.py, which drives it with morpheusctl exactly as a job's
+# owner and an operator would: a periodic DAG job is learned, its SLO signed
+# off, reserved, run inside its reservation next to an ad-hoc flood, and one
+# deliberately slowed run gets dynamic reprovisioning; then the owner sets the
+# reservation's DRA budget to 0 and the same slowed job runs again without
+# DRA (the counterfactual; its verdict is printed).
+#
+# Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
+#   --keep          leave the cluster running (stop: local-cluster.sh stop --var DIR)
+#   --profile       demo (default): plan step 5 s, a run every minute, ~8 min;
+#                   ci: plan step 2 s, a run every 30 s, ~3.5 min (the integration test)
+#   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
+#                   from the plain local cluster's ./var); the previous demo's state in
+#                   DIR is removed first, so every run learns from scratch
+#   --ports         fixed (default: the RM on 8030, web page on 8088) or auto (free ports)
+# Ctrl-C stops the scenario and the cluster (applications killed, no daemon or
+# container left), unless --keep. Exit code 0 when every step happened, the
+# slowed run met its deadline with DRA grants and the same slowed run ran
+# with DRA budget 0 and no grant, 1 otherwise, 2 on bad usage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+KEEP=0
+PROFILE=demo
+VAR=$ROOT/var/demo
+PORTS=fixed
+usage() { sed -n '11,22p' "$0" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) KEEP=1; shift ;;
+    --profile) PROFILE=${2:-}; shift 2 || usage ;;
+    --var) VAR=${2:-}; shift 2 || usage ;;
+    --ports) PORTS=${2:-}; shift 2 || usage ;;
+    -h | --help) usage ;;
+    *) echo "demo: unknown option '$1'" >&2; usage ;;
+  esac
+done
+
+# Time-compressed options (every key is documented in deploy/*.yaml). The
+# plan's LCM ("day") is 10 periods of the job; DRA reviews every plan step,
+# a grant lasts T = 2 steps and its cap looks back R_recent = 2 steps
+# (Morpheus §7's 60 s / 2 min at a 60 s step); preemption grace and the
+# NM's kill grace shrink likewise. The inference service refits every plan
+# step instead of once a day, with the same LCM and step as the RM, and
+# proposes a reprovisioning budget of the whole skyline's area (default 20%)
+# so that DRA, not the budget, decides the slowed run. The ad-hoc queues:
+# root.default (weight 3: where the jobs run before sign-off) and root.adhoc
+# (weight 1: the flood).
+case "$PROFILE" in
+  demo) STEP=5s LCM=10m HB=500ms GRACE=2s ;;
+  ci) STEP=2s LCM=1m HB=300ms GRACE=1s ;;
+  *) echo "demo: --profile: '$PROFILE' is not demo or ci" >&2; exit 2 ;;
+esac
+mkdir -p "$VAR"
+VAR=$(cd "$VAR" && pwd)
+CLUSTER=("$ROOT/deploy/local-cluster.sh")
+CLUSTER_OPTS=(--var "$VAR" --ports "$PORTS")
+for f in "$VAR"/run/*.pid; do
+  if [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then
+    echo "demo: a cluster already runs in $VAR (e.g. a demo left by --keep); stop it first:" >&2
+    echo "  ./deploy/local-cluster.sh stop --var $VAR" >&2
+    exit 1
+  fi
+done
+# A fresh start: the previous demo's reservations, history and containers go.
+rm -rf "$VAR/rm" "$VAR/inference" "$VAR"/nm[0-9]* "$VAR/log" "$VAR/run" "$VAR/scenario" "$VAR/cluster.env"
+
+started=0
+cleanup() {
+  local rc=$?
+  trap - INT TERM EXIT
+  if [ "$started" = 1 ] && [ "$KEEP" = 0 ]; then
+    echo
+    echo "demo: stopping the cluster (--keep leaves it running)"
+    "${CLUSTER[@]}" stop "${CLUSTER_OPTS[@]}" || true
+  elif [ "$started" = 1 ]; then
+    echo
+    echo "demo: the cluster keeps running (--keep); web page: http://$(. "$VAR/cluster.env"; echo "$RM_HTTP")/"
+    echo "  token:        export MORPHEUS_TOKEN=\$(cat $VAR/operator.token)"
+    echo "  stop it with: ./deploy/local-cluster.sh stop --var $VAR"
+  fi
+  exit "$rc"
+}
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap cleanup EXIT
+
+started=1
+"${CLUSTER[@]}" start "${CLUSTER_OPTS[@]}" \
+  --rm-set "planner.step=$STEP" --rm-set "planner.lcm=$LCM" \
+  --rm-set "rm.heartbeat-interval=$HB" --rm-set "rm.preemption-grace=$GRACE" \
+  --rm-set "dra.extension=$((2 * ${STEP%s}))s" --rm-set "dra.recent=$((2 * ${STEP%s}))s" \
+  --rm-set "scheduler.queues=root.default=3,root.adhoc=1" \
+  --inference-set "skyline.step=$STEP" --inference-set "slo.lcm=$LCM" \
+  --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=1" \
+  --nm-set "nm.heartbeat-interval=$HB" --nm-set "nm.kill-grace=1s"
+python3 "$ROOT/deploy/demo.py" --var "$VAR" --profile "$PROFILE" --jobs "$ROOT/examples/demo"
