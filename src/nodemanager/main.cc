@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   nm::ContainerServiceImpl container_manager(runtime, token_key, clock);
   container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
   server.addService(&container_manager);
+  server.readiness().require("registered");
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
@@ -87,6 +88,8 @@ int main(int argc, char** argv) {
   nm::NodeAgent agent(opts, node_id, cm_address,
                       opts.daemon.http_host + ":" + std::to_string(server.httpPort()),
                       std::move(rm_token), metrics, runtime, token_key);
+  agent.setRegistrationListener(
+      [&server](bool registered) { server.readiness().set("registered", registered); });
   runtime.start();
   agent.start();
   int sig = waitForTerminationSignal();

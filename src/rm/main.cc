@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
+  // Made first so /readyz can name what is not ready yet (state store, plan).
+  DaemonServer server("rm", opts.daemon, metrics);
+  server.readiness().require("state-store");
+  server.readiness().require("plan");
   rm::RmCore core(opts, clock, metrics, *secret);
 
   std::string store_location = opts.state_store_location;
@@ -79,6 +83,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
     return 2;
   }
+  server.readiness().set("state-store", true);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
   auto planner = planner::Planner::create(opts.planner, Resource());
@@ -96,6 +101,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  server.readiness().set("plan", true);
   core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
     reservations.onCapacity(live, allow_drop);
   });
@@ -165,7 +171,6 @@ int main(int argc, char** argv) {
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
   rm::ApplicationMasterServiceImpl am_service(runtime);
-  DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);

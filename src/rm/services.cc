@@ -52,6 +52,7 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
 grpc::Status ResourceTrackerService::NodeHeartbeat(grpc::ServerContext* ctx,
                                                    const v1::NodeHeartbeatRequest* req,
                                                    v1::NodeHeartbeatResponse* resp) {
+  ScopedTimer timer(core_.latency().heartbeat);
   if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
   auto used = validatedResource(req->used(), "used");
   if (!used.isOk()) return toGrpc(used.status());
