@@ -103,9 +103,11 @@ class Timeline {
     s.latencies.push_back(static_cast<float>(latency_s));
     atLocked(SteadyClock::now()).completed++;
   }
-  void sendLag(SteadyTime intended, double lag_s) {
+  // A call intended at `intended` was sent `lag_s` later (now).
+  void sent(SteadyTime intended, double lag_s) {
     std::lock_guard<std::mutex> lk(mu_);
     atLocked(intended).send_lags.push_back(static_cast<float>(lag_s));
+    atLocked(SteadyClock::now()).sent++;
   }
   void allocated(SteadyTime when, int n) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -117,8 +119,9 @@ class Timeline {
   }
   struct Second {
     // offered/delivered/failed/latencies/send_lags by intended second;
-    // completed/allocations/in_flight by the second they happened in.
-    int64_t offered = 0, delivered = 0, failed = 0, completed = 0, allocations = 0, in_flight = 0;
+    // sent/completed/allocations/in_flight by the second they happened in.
+    int64_t offered = 0, delivered = 0, failed = 0, sent = 0, completed = 0, allocations = 0,
+            in_flight = 0;
     std::vector<float> latencies, send_lags;
   };
   // Seconds [from, to) merged; caller must have stopped all writers.
@@ -130,6 +133,7 @@ class Timeline {
       m.delivered += s.delivered;
       m.failed += s.failed;
       m.completed += s.completed;
+      m.sent += s.sent;
       m.allocations += s.allocations;
       m.in_flight = std::max(m.in_flight, s.in_flight);
       m.latencies.insert(m.latencies.end(), s.latencies.begin(), s.latencies.end());
@@ -297,7 +301,7 @@ class HeartbeatLoad {
     fleet_.fillHeartbeat(node, now, &call->req);
     call->ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     tl_.offered(intended);
-    tl_.sendLag(intended, secondsSince(intended, now));
+    tl_.sent(intended, secondsSince(intended, now));
     in_flight_++;
     stub.async()->NodeHeartbeat(&call->ctx, &call->req, &call->resp,
                                 [this, call](grpc::Status st) { done(call, st); });
@@ -566,19 +570,32 @@ nlohmann::json latencyJson(const std::vector<float>& v) {
           {"max", percentileMs(v, 1.0)}};
 }
 
-// Latency and calls in flight of one stretch of the measured window.
-nlohmann::json stretchJson(const Timeline::Second& s) {
+// Share of the heartbeats scheduled in a stretch (by intended time) that
+// were answered or failed by the end of the run (calls still in flight at
+// the end are waited for, so a low share means the generator could not even
+// send them: its send path was stalled behind the RM).
+double answeredShare(const Timeline::Second& s, double scheduled) {
+  return scheduled > 0 ? static_cast<double>(s.delivered + s.failed) / scheduled : 1.0;
+}
+
+// Latency, calls in flight and answered share of one stretch of the
+// measured window.
+nlohmann::json stretchJson(const Timeline::Second& s, double scheduled) {
   return {{"p50_ms", percentileMs(s.latencies, 0.5)},
           {"p99_ms", percentileMs(s.latencies, 0.99)},
-          {"in_flight_max", s.in_flight}};
+          {"in_flight_max", s.in_flight},
+          {"answered_share", answeredShare(s, scheduled)}};
 }
 
 // The backlog grew when, from the first to the last minute of the measured
 // window, the median heartbeat latency rose by more than max(20 ms, half of
-// the first minute's) or the most calls in flight more than doubled (+100).
-bool backlogGrew(const Timeline::Second& first, const Timeline::Second& last) {
+// the first minute's), the most calls in flight more than doubled (+100), or
+// under 99% of the last minute's scheduled heartbeats were answered.
+bool backlogGrew(const Timeline::Second& first, const Timeline::Second& last,
+                 double scheduled_per_stretch) {
   double p50a = percentileMs(first.latencies, 0.5), p50b = percentileMs(last.latencies, 0.5);
-  return p50b - p50a > std::max(20.0, 0.5 * p50a) || last.in_flight > 2 * first.in_flight + 100;
+  return p50b - p50a > std::max(20.0, 0.5 * p50a) || last.in_flight > 2 * first.in_flight + 100 ||
+         answeredShare(last, scheduled_per_stretch) < 0.99;
 }
 
 struct Fill {
@@ -653,6 +670,7 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
   Timeline::Second hb = hb_tl.merge(a, b), am = am_tl.merge(a, b);
   const int w = std::max(1, std::min(60, (b - a) / 3));
   Timeline::Second first = hb_tl.merge(a, a + w), last = hb_tl.merge(b - w, b);
+  const double scheduled_per_s = 1000.0 * o.nodes / o.interval_ms;
   nlohmann::json j;
   j["config"] = {{"nodes", o.nodes},
                  {"apps", o.apps},
@@ -660,7 +678,8 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
                  {"seconds", o.seconds},
                  {"interval_ms", o.interval_ms},
                  {"container_seconds", {o.min_duration, o.max_duration}}};
-  j["heartbeats"] = {{"offered_per_s", static_cast<double>(hb.offered) / win},
+  j["heartbeats"] = {{"offered_per_s", scheduled_per_s},
+                     {"sent_per_s", static_cast<double>(hb.sent) / win},
                      {"delivered_per_s", static_cast<double>(hb.completed) / win},
                      {"failed", hb.failed},
                      {"latency_ms", latencyJson(hb.latencies)},
@@ -675,9 +694,9 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
                 static_cast<double>(fill_s.allocated) / std::max(0.001, fill_s.seconds)}};
   j["containers_running"] = m.running - o.apps;
   j["backlog"] = {{"compared_seconds", w},
-                  {"first", stretchJson(first)},
-                  {"last", stretchJson(last)},
-                  {"growing", backlogGrew(first, last)}};
+                  {"first", stretchJson(first, scheduled_per_s * w)},
+                  {"last", stretchJson(last, scheduled_per_s * w)},
+                  {"growing", backlogGrew(first, last, scheduled_per_s * w)}};
   j["rm"] = {{"cpu_cores", (m.rm1.cpu_s - m.rm0.cpu_s) / m.wall_s},
              {"peak_rss_mib", m.rm1.hwm_kib / 1024}};
   j["generator"] = {{"cpu_cores", (m.self1.cpu_s - m.self0.cpu_s) / m.wall_s},
@@ -687,8 +706,9 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
 
 void printHuman(const nlohmann::json& j) {
   const auto& hb = j["heartbeats"];
-  std::printf("heartbeats: offered %.0f/s, delivered %.0f/s, %lld failed\n",
-              hb["offered_per_s"].get<double>(), hb["delivered_per_s"].get<double>(),
+  std::printf("heartbeats: offered (scheduled) %.0f/s, sent %.0f/s, answered %.0f/s, %lld failed\n",
+              hb["offered_per_s"].get<double>(), hb["sent_per_s"].get<double>(),
+              hb["delivered_per_s"].get<double>(),
               static_cast<long long>(hb["failed"].get<int64_t>()));
   std::printf(
       "heartbeat latency from intended send: p50 %.1f p99 %.1f p99.9 %.1f max %.1f ms (target p99 "
@@ -711,12 +731,14 @@ void printHuman(const nlohmann::json& j) {
               static_cast<long long>(j["containers_running"].get<int64_t>()));
   const auto& bl = j["backlog"];
   std::printf(
-      "backlog: first %ds p50 %.1f ms (in flight <= %lld), last %ds p50 %.1f ms (in flight <= "
-      "%lld): %s\n",
+      "backlog: first %ds p50 %.1f ms (in flight <= %lld, %.1f%% answered), last %ds p50 %.1f ms "
+      "(in flight <= %lld, %.1f%% answered): %s\n",
       bl["compared_seconds"].get<int>(), bl["first"]["p50_ms"].get<double>(),
       static_cast<long long>(bl["first"]["in_flight_max"].get<int64_t>()),
-      bl["compared_seconds"].get<int>(), bl["last"]["p50_ms"].get<double>(),
+      100 * bl["first"]["answered_share"].get<double>(), bl["compared_seconds"].get<int>(),
+      bl["last"]["p50_ms"].get<double>(),
       static_cast<long long>(bl["last"]["in_flight_max"].get<int64_t>()),
+      100 * bl["last"]["answered_share"].get<double>(),
       bl["growing"].get<bool>() ? "GROWING" : "steady");
   std::printf("RM: %.2f cores, peak RSS %lld MiB; generator: %.2f cores, peak RSS %lld MiB\n",
               j["rm"]["cpu_cores"].get<double>(),
