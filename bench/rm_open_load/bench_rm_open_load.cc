@@ -346,10 +346,9 @@ class AmLoad {
   }
   int64_t allocatedTotal() const { return allocated_.load(); }
   int64_t completionsSeen() const { return completed_.load(); }
-  // When the first container was received (max() before that).
-  SteadyTime firstAllocation() const {
-    return SteadyTime(SteadyTime::duration(first_alloc_ns_.load()));
-  }
+  // When the first ask for containers was sent (max() before that): the
+  // fill is timed from there, so it includes the RM's scheduling of the asks.
+  SteadyTime firstAsk() const { return SteadyTime(SteadyTime::duration(first_ask_ns_.load())); }
   int registered() const { return static_cast<int>(registered_.load()); }
 
  private:
@@ -418,6 +417,10 @@ class AmLoad {
     ask->set_priority(1);
     toProto(Resource(1024, 1), ask->mutable_capability());
     ask->set_count(static_cast<int32_t>(std::max<int64_t>(0, app.asked - app.received)));
+    if (ask->count() > 0) {
+      SteadyTime::rep none = SteadyTime::max().time_since_epoch().count();
+      first_ask_ns_.compare_exchange_strong(none, SteadyClock::now().time_since_epoch().count());
+    }
     call->ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     app.in_flight = true;
     in_flight_++;
@@ -446,10 +449,6 @@ class AmLoad {
     for (const auto& c : resp.allocated()) {
       fleet_.add(c.node_id(), c.container_id(), now + std::chrono::seconds(run_s(rng)));
     }
-    if (resp.allocated_size() > 0) {
-      SteadyTime::rep none = SteadyTime::max().time_since_epoch().count();
-      first_alloc_ns_.compare_exchange_strong(none, now.time_since_epoch().count());
-    }
     allocated_ += resp.allocated_size();
     tl_.allocated(now, resp.allocated_size());
     std::lock_guard<std::mutex> lk(app.mu);
@@ -466,7 +465,7 @@ class AmLoad {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> in_flight_{0}, allocated_{0}, registered_{0}, completed_{0};
-  std::atomic<SteadyTime::rep> first_alloc_ns_{SteadyTime::max().time_since_epoch().count()};
+  std::atomic<SteadyTime::rep> first_ask_ns_{SteadyTime::max().time_since_epoch().count()};
   std::mutex apps_mu_;
   std::vector<std::unique_ptr<App>> apps_;  // GUARDED_BY(apps_mu_)
 };
@@ -599,13 +598,13 @@ bool backlogGrew(const Timeline::Second& first, const Timeline::Second& last,
 }
 
 struct Fill {
-  double seconds = 0;     // first allocation to the end of the fill
+  double seconds = 0;     // first ask to the end of the fill
   bool reached = false;   // 95% of apps x per-app running
   int64_t allocated = 0;  // containers received by then
 };
 
-// Fill phase: from the first allocation until 95% of the containers wanted
-// run (or max_warmup).
+// Fill phase: from the first ask until 95% of the containers wanted run
+// (or max_warmup).
 Fill fill(const Options& o, Fleet& fleet, Timeline& hb_tl, HeartbeatLoad& hb, AmLoad& am) {
   const int64_t wanted = static_cast<int64_t>(o.apps) * o.per_app * 95 / 100;
   SteadyTime begin = SteadyClock::now();
@@ -614,11 +613,11 @@ Fill fill(const Options& o, Fleet& fleet, Timeline& hb_tl, HeartbeatLoad& hb, Am
     SteadyTime now = SteadyClock::now();
     hb_tl.inFlight(now, hb.inFlight());
     if (fleet.running() - o.apps >= wanted) {
-      return {secondsSince(std::min(am.firstAllocation(), now), now), true, am.allocatedTotal()};
+      return {secondsSince(std::min(am.firstAsk(), now), now), true, am.allocatedTotal()};
     }
   }
   SteadyTime now = SteadyClock::now();
-  return {secondsSince(std::min(am.firstAllocation(), now), now), false, am.allocatedTotal()};
+  return {secondsSince(std::min(am.firstAsk(), now), now), false, am.allocatedTotal()};
 }
 
 void submitApps(const Options& o, const std::shared_ptr<grpc::Channel>& channel) {
