@@ -533,9 +533,13 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Registers every node, at most 500 calls in flight. Prints the first
+// failure and how many failed to stderr; false when any failed.
 bool registerNodes(const Options& o, const std::string& cm_addr,
                    const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
   std::atomic<int> ok{0}, left{o.nodes};
+  std::mutex err_mu;
+  std::string first_error;  // GUARDED_BY(err_mu)
   std::vector<std::unique_ptr<v1::ResourceTracker::Stub>> stubs;
   for (const auto& c : channels) stubs.push_back(v1::ResourceTracker::NewStub(c));
   struct Call {
@@ -552,12 +556,20 @@ bool registerNodes(const Options& o, const std::string& cm_addr,
     stubs[static_cast<size_t>(i) % stubs.size()]->async()->RegisterNode(
         &call->ctx, &call->req, &call->resp, [&, call](grpc::Status st) {
           ok += st.ok() ? 1 : 0;
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> lk(err_mu);
+            if (first_error.empty()) first_error = call->req.node_id() + ": " + st.error_message();
+          }
           delete call;
           left--;
         });
     while (i - (o.nodes - left.load()) > 500) std::this_thread::sleep_for(1ms);  // bounded burst
   }
   while (left.load() > 0) std::this_thread::sleep_for(5ms);
+  if (ok.load() != o.nodes) {
+    std::fprintf(stderr, "%d of %d registrations failed, first: %s\n", o.nodes - ok.load(), o.nodes,
+                 first_error.c_str());
+  }
   return ok.load() == o.nodes;
 }
 
