@@ -4,7 +4,7 @@
 // each on a fresh connection, and takes their median; the figure printed is
 // the median over the runs, with the best and worst run medians.
 //
-// usage: bench_http_latency [--idle N] [--runs K] [--requests R]
+// usage: bench_http_latency [--idle N] [--runs K] [--requests R] [--json]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "report/bench_report.h"
 
 using namespace morpheus::testing;
 using Steady = std::chrono::steady_clock;
@@ -49,8 +50,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median over `runs` of the median of `requests` requests; prints one line.
-void measure(int port, int idle, int runs, int requests) {
+// Median over `runs` of the median of `requests` requests; prints one line
+// and returns that median in ms (-1 when every request failed).
+double measure(int port, int idle, int runs, int requests) {
   std::vector<double> run_medians;
   int failed = 0;
   for (int r = 0; r < runs; r++) {
@@ -67,17 +69,19 @@ void measure(int port, int idle, int runs, int requests) {
   }
   if (run_medians.empty()) {
     std::printf("idle=%d: every request failed\n", idle);
-    return;
+    return -1;
   }
   std::sort(run_medians.begin(), run_medians.end());
   std::printf(
       "idle=%4d  /healthz median %.3f ms (run medians %.3f..%.3f ms, %d runs x %d, %d failed)\n",
       idle, median(run_medians), run_medians.front(), run_medians.back(), runs, requests, failed);
+  return median(run_medians);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  morpheus::bench::BenchReport report("http_latency", &argc, argv);
   int idle = 200, runs = 7, requests = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--idle")) idle = std::atoi(argv[i + 1]);
@@ -96,7 +100,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   int port = std::stoi(rm.httpAddress().substr(rm.httpAddress().rfind(':') + 1));
-  measure(port, 0, runs, requests);
+  report.figures()["healthz_median_ms_no_idle"] = measure(port, 0, runs, requests);
   std::vector<int> held;
   for (int i = 0; i < idle; i++) {
     int fd = connectLoopback(port, "127.0.0.2", false);
@@ -112,7 +116,12 @@ int main(int argc, char** argv) {
       },
       std::chrono::seconds(10));
   std::printf("the RM reports %.0f open HTTP connections\n", open);
-  measure(port, static_cast<int>(held.size()), runs, requests);
+  report.figures()["healthz_median_ms_with_idle"] =
+      measure(port, static_cast<int>(held.size()), runs, requests);
+  report.figures()["idle_connections"] = held.size();
   for (int fd : held) ::close(fd);
+  // Issue #11 finding 2: idle connections must not delay /healthz beyond a few ms.
+  report.targets() = {{"healthz_median_ms_with_idle_max", 5}};
+  report.emit();
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/wire.h"
+#include "report/bench_report.h"
 #include "rm/runtime.h"
 
 using namespace morpheus;
@@ -174,17 +175,19 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
 }  // namespace
 
 int main(int argc, char** argv) {
+  morpheus::bench::BenchReport report("scheduler", &argc, argv);
   int reps = argc > 1 ? std::atoi(argv[1]) : 3;
   std::printf(
       "== scheduler core: %d nodes x 40 vcores, %d apps in 4 weighted queues, virtual clock ==\n",
       kNodes, kApps);
-  std::vector<double> fills;
+  std::vector<double> fills, churns;
   for (int r = 0; r < reps; r++) {
     int64_t allocated = 0;
     size_t in_use = 0;
     double fill = 0;
     double rate = runOnce(20, &allocated, &in_use, &fill);
     fills.push_back(fill);
+    churns.push_back(rate);
     std::printf(
         "rep %d: churn replaced %lld containers (%.0f per wall s), %zu containers in use at the "
         "end\n",
@@ -193,5 +196,11 @@ int main(int argc, char** argv) {
   std::sort(fills.begin(), fills.end());
   std::printf("median fill throughput %.0f allocations/s (target >= 100,000/s)\n",
               fills[fills.size() / 2]);
+  std::sort(churns.begin(), churns.end());
+  report.figures() = {{"fill_allocations_per_s_median", fills[fills.size() / 2]},
+                      {"churn_allocations_per_wall_s_median", churns[churns.size() / 2]},
+                      {"reps", reps}};
+  report.targets() = {{"fill_allocations_per_s_min", 100000}};
+  report.emit();
   return 0;
 }

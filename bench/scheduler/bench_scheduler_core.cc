@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "report/bench_report.h"
 #include "rm/scheduler/scheduler.h"
 
 using namespace morpheus;
@@ -184,7 +185,8 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  morpheus::bench::BenchReport report("scheduler_core", &argc, argv);
   std::printf(
       "bench_scheduler_core: %d nodes x <100 GiB, 40 vcores>, %d ad-hoc apps in 4 weighted queues, "
       "%d reservation queues, 1-vcore/2-GiB containers living 30-90 virtual s\n",
@@ -208,5 +210,11 @@ int main() {
       "sustained (steady state): %.0f allocations/s (median of %d), %.1f us per heartbeat\n",
       median(steady), kRuns, median(hb));
   std::printf("target: >= 100,000 allocations/s\n");
+  report.figures() = {{"fill_allocations_per_s_median", median(fill)},
+                      {"steady_allocations_per_s_median", median(steady)},
+                      {"heartbeat_us_median", median(hb)},
+                      {"runs", kRuns}};
+  report.targets() = {{"allocations_per_s_min", 100000}};
+  report.emit();
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inference/skyline_fit.h"
+#include "report/bench_report.h"
 #include "sim/engine.h"
 #include "sim/strategy.h"
 #include "sim/workload.h"
@@ -34,6 +35,7 @@ double since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  morpheus::bench::BenchReport report("sim", &argc, argv);
   CLI::App app{"bench_sim: morpheus-sim engine scale"};
   int64_t nodes = 500, days = 7, jobs = 500;
   double adhoc_load = 0.3, periodic_load = 0.4;
@@ -127,18 +129,20 @@ int main(int argc, char** argv) {
         r.worst_case_violation_rate, r.utilisation, r.adhoc_jct_median_s, r.adhoc_jct_p95_s,
         r.extra.count("unreserved_jobs") ? r.extra.at("unreserved_jobs") : 0, ev);
   }
-  nlohmann::json out = {{"bench", "sim"},
-                        {"nodes", nodes},
-                        {"days", days},
-                        {"periodic_jobs", w->periodic.size()},
-                        {"adhoc_jobs", w->adhoc.size()},
-                        {"seed", seed},
-                        {"generate_s", gen_s},
-                        {"wall_s", run_s},
-                        {"events", events},
-                        {"events_per_s", run_s > 0 ? events / run_s : 0},
-                        {"peak_rss_mib", peakRssMib()},
-                        {"strategies", per}};
-  std::printf("%s\n", out.dump().c_str());
+  report.figures() = {{"nodes", nodes},
+                      {"days", days},
+                      {"periodic_jobs", w->periodic.size()},
+                      {"adhoc_jobs", w->adhoc.size()},
+                      {"seed", seed},
+                      {"generate_s", gen_s},
+                      {"wall_s", run_s},
+                      {"events", events},
+                      {"events_per_s", run_s > 0 ? events / run_s : 0},
+                      {"peak_rss_mib", peakRssMib()},
+                      {"strategies", per}};
+  // Issue #13 "Scale": 50,000 nodes, 30 days, 10,000 jobs within 15 minutes.
+  report.targets() = {
+      {"nodes", 50000}, {"days", 30}, {"periodic_jobs", 10000}, {"wall_s_max", 900}};
+  report.emit();
   return 0;
 }

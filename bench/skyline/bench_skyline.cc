@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "inference/skyline_fit.h"
+#include "report/bench_report.h"
 
 using namespace morpheus;             // NOLINT
 using namespace morpheus::inference;  // NOLINT
@@ -80,9 +81,9 @@ struct Case {
   const char* target;
 };
 
-// Prints one line of figures; a case already measured is printed again
-// without re-running it.
-void runCase(const Case& c) {
+// Prints one line of figures and records them in `fig` under "N<n>_K<k>"; a
+// case already measured is printed again without re-running it.
+void runCase(const Case& c, nlohmann::json& fig) {
   static std::map<std::pair<int, int>, std::string> done;
   auto it = done.find({c.n, c.k});
   if (it != done.end()) {
@@ -126,6 +127,12 @@ void runCase(const Case& c) {
     len += std::snprintf(line + len, sizeof line - len, "  reference skipped");
   }
   std::snprintf(line + len, sizeof line - len, "  objective %.4f\n", last_obj);
+  nlohmann::json& f = fig["N" + std::to_string(c.n) + "_K" + std::to_string(c.k)];
+  f["fast_median_ms"] = median(fast_ms);
+  if (!gaps.empty()) {
+    f["reference_median_ms"] = median(ref_ms);
+    f["max_relative_gap"] = *std::max_element(gaps.begin(), gaps.end());
+  }
   done[{c.n, c.k}] = line;
   std::printf("%s", line);
   std::fflush(stdout);
@@ -134,26 +141,32 @@ void runCase(const Case& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  morpheus::bench::BenchReport report("skyline", &argc, argv);
+  nlohmann::json& fig = report.figures();
   bool reference_large = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "--reference-large") == 0) {
       reference_large = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--reference-large]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reference-large] [--json]\n", argv[0]);
       return 2;
     }
   }
   std::printf("== skyline LP fit time (alpha 0.5, beta 0.1 relative: two solves) ==\n");
   std::printf("-- against K at N = 30 --\n");
-  runCase({30, 60, 9, 5, "-"});
-  runCase({30, 240, 9, 2, "100 ms"});
-  runCase({30, 1440, 5, reference_large ? 1 : 0, "2 s"});
+  runCase({30, 60, 9, 5, "-"}, fig);
+  runCase({30, 240, 9, 2, "100 ms"}, fig);
+  runCase({30, 1440, 5, reference_large ? 1 : 0, "2 s"}, fig);
   std::printf("-- against N at K = 240 --\n");
-  runCase({10, 240, 9, 2, "-"});
-  runCase({30, 240, 9, 2, "100 ms"});
-  runCase({100, 240, 5, reference_large ? 1 : 0, "-"});
+  runCase({10, 240, 9, 2, "-"}, fig);
+  runCase({30, 240, 9, 2, "100 ms"}, fig);
+  runCase({100, 240, 5, reference_large ? 1 : 0, "-"}, fig);
   if (!reference_large) {
     std::printf("(K=1440 and N=100 reference: run with --reference-large; minutes)\n");
   }
+  report.targets() = {{"N30_K240_fast_median_ms_max", 100},
+                      {"N30_K1440_fast_median_ms_max", 2000},
+                      {"max_relative_gap_max", 1e-6}};
+  report.emit();
   return 0;
 }

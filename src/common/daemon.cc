@@ -284,13 +284,9 @@ Status DaemonServer::start() {
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
 
-  // Both on the I/O thread: cheap, and never queued behind a slow REST handler.
-  http_.route(
-      "GET", "/healthz",
-      [](const HttpRequest&) {
-        return HttpResponse{200, "text/plain", "ok\n"};
-      },
-      HandlerThread::kIoThread);
+  // All on the I/O thread: cheap, and never queued behind a slow REST handler.
+  readiness_.require("serving");
+  registerHealthRoutes(http_, readiness_);
   auto started = std::chrono::steady_clock::now();
   metrics_.gauge("morpheus_" + component_ + "_up", "1 while the daemon is serving").set(1);
   http_.route(
@@ -299,6 +295,11 @@ Status DaemonServer::start() {
         double up =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         metrics_.gauge("morpheus_" + component_ + "_uptime_seconds", "Seconds since start").set(up);
+        metrics_.gauge("morpheus_" + component_ + "_ready", "1 while /readyz answers 200")
+            .set(readiness_.unmet().empty() ? 1 : 0);
+        if (Status st = updateProcessMetrics(metrics_); !st.isOk()) {
+          spdlog::warn("process metrics: {}", st.message());
+        }
         return HttpResponse{200, "text/plain; version=0.0.4", metrics_.render()};
       },
       HandlerThread::kIoThread);
@@ -309,6 +310,7 @@ Status DaemonServer::start() {
     return hp.status();
   }
   http_port_ = *hp;
+  readiness_.set("serving", true);
   std::string grpc_ep = opts_.grpc_host + ":" + std::to_string(grpc_port_);
   std::string http_ep = opts_.http_host + ":" + std::to_string(http_port_);
   spdlog::info("{} listening grpc={} ({}) http={}", component_, grpc_ep,
@@ -330,6 +332,7 @@ Status DaemonServer::start() {
 void DaemonServer::shutdown(Millis grace) {
   if (stopped_) return;
   stopped_ = true;
+  readiness_.set("serving", false);
   if (server_) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(std::chrono::system_clock::now() + grace);

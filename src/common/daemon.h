@@ -111,11 +111,16 @@ class DaemonServer {
 
   void addService(grpc::Service* service) { services_.push_back(service); }
   HttpServer& http() { return http_; }
+  // What /readyz reports (registerHealthRoutes). The daemon itself requires
+  // "serving" (set by start(), cleared when shutdown() begins); components
+  // add their own conditions (RM: state-store, plan; NM: registered).
+  Readiness& readiness() { return readiness_; }
 
   // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
-  // is an error) and HTTP, logs the bound addresses and writes them to
-  // <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy.
-  // gRPC uses mutual TLS when opts.tls is enabled, else plaintext.
+  // is an error) and HTTP (/healthz liveness, /readyz readiness, /metrics
+  // with the process_* metrics and morpheus_<component>_ready), logs the bound addresses and writes
+  // them to <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy. gRPC uses
+  // mutual TLS when opts.tls is enabled, else plaintext.
   Status start();
   // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
   void shutdown(Millis grace = Millis(2000));
@@ -130,6 +135,7 @@ class DaemonServer {
   MetricsRegistry& metrics_;
   std::vector<grpc::Service*> services_;
   std::unique_ptr<grpc::Server> server_;
+  Readiness readiness_;
   HttpServer http_;
   int grpc_port_ = 0;
   int http_port_ = 0;

@@ -535,4 +535,42 @@ void HttpServer::stop() {
   impl_->pool->join();
 }
 
+void Readiness::require(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  conditions_.emplace(name, false);
+}
+
+void Readiness::set(const std::string& name, bool met) {
+  std::lock_guard<std::mutex> lk(mu_);
+  conditions_[name] = met;
+}
+
+std::vector<std::string> Readiness::unmet() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, met] : conditions_) {
+    if (!met) out.push_back(name);
+  }
+  return out;
+}
+
+void registerHealthRoutes(HttpServer& server, const Readiness& readiness) {
+  server.route(
+      "GET", "/healthz",
+      [](const HttpRequest&) {
+        return HttpResponse{200, "text/plain", "ok\n"};
+      },
+      HandlerThread::kIoThread);
+  server.route(
+      "GET", "/readyz",
+      [&readiness](const HttpRequest&) {
+        std::vector<std::string> unmet = readiness.unmet();
+        if (unmet.empty()) return HttpResponse{200, "text/plain", "ready\n"};
+        std::string body = "not ready:";
+        for (size_t i = 0; i < unmet.size(); i++) body += (i ? ", " : " ") + unmet[i];
+        return HttpResponse{503, "text/plain", body + "\n"};
+      },
+      HandlerThread::kIoThread);
+}
+
 }  // namespace morpheus

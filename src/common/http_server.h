@@ -38,7 +38,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -126,5 +128,31 @@ class HttpServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Readiness of a daemon: named conditions that must all hold before it should
+// get traffic (RM: "state-store" open and "plan" loaded; NM: "registered"
+// with the RM; every daemon: "serving", cleared when shutdown begins).
+// Liveness is separate: a live daemon that is not ready still answers.
+// Thread-safe; set() is cheap and may be called from any thread.
+class Readiness {
+ public:
+  // Declares a condition, unmet until set(name, true). Idempotent.
+  void require(const std::string& name);
+  // Sets a declared condition; a name never declared is declared by this.
+  void set(const std::string& name, bool met);
+  // The unmet conditions in name order; empty = ready.
+  std::vector<std::string> unmet() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, bool> conditions_;  // GUARDED_BY(mu_)
+};
+
+// Routes, both on the I/O thread (cheap, never queued behind a slow handler):
+//   GET /healthz  liveness: 200 "ok" while the process serves HTTP.
+//   GET /readyz   readiness: 200 "ready" when readiness.unmet() is empty,
+//                 else 503 "not ready: <unmet conditions, comma-separated>".
+// `readiness` must outlive the server. Call before server.start().
+void registerHealthRoutes(HttpServer& server, const Readiness& readiness);
 
 }  // namespace morpheus

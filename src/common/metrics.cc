@@ -1,8 +1,13 @@
 #include "common/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "common/status.h"
@@ -49,6 +54,17 @@ std::string num(double v) {
 }  // namespace
 
 void Counter::inc(double v) { atomicAdd(v_, v); }
+
+void Counter::advanceTo(double total) {
+  double cur = v_.load();
+  while (cur < total && !v_.compare_exchange_weak(cur, total)) {
+  }
+}
+
+std::vector<double> latencyBucketsSeconds() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+}
 void Gauge::add(double v) { atomicAdd(v_, v); }
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -158,6 +174,67 @@ std::string MetricsRegistry::render() const {
     }
   }
   return os.str();
+}
+
+namespace {
+
+// Fields of /proc/self/stat after the command name, numbered as in proc(5)
+// (field 3 is the state); the command may hold spaces and parentheses.
+Result<std::vector<std::string>> readProcStat() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  if (!std::getline(in, line)) return unavailable("cannot read /proc/self/stat");
+  size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 > line.size()) {
+    return unavailable("/proc/self/stat: unexpected format");
+  }
+  std::vector<std::string> fields(3);  // 0..2 unused: pid, comm
+  std::istringstream rest(line.substr(close + 2));
+  for (std::string f; rest >> f;) fields.push_back(f);
+  if (fields.size() < 25) return unavailable("/proc/self/stat: too few fields");
+  return fields;
+}
+
+// Seconds since the epoch at boot (btime of /proc/stat), or -1.
+double bootTimeSeconds() {
+  std::ifstream in("/proc/stat");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("btime ", 0) == 0) return std::atof(line.c_str() + 6);
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status updateProcessMetrics(MetricsRegistry& m) {
+  auto fields = readProcStat();
+  if (!fields.isOk()) return fields.status();
+  const auto& f = *fields;
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  m.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")
+      .advanceTo((std::stod(f[14]) + std::stod(f[15])) / tick);
+  m.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.").set(std::stod(f[23]));
+  m.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
+      .set(std::stod(f[24]) * page);
+  std::error_code ec;
+  double fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    fds++;
+  }
+  if (ec) return unavailable("cannot list /proc/self/fd: " + ec.message());
+  m.gauge("process_open_fds", "Number of open file descriptors.").set(fds);
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    m.gauge("process_max_fds", "Maximum number of open file descriptors.")
+        .set(static_cast<double>(rl.rlim_cur));
+  }
+  double boot = bootTimeSeconds();
+  if (boot < 0) return unavailable("cannot read btime from /proc/stat");
+  m.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.")
+      .set(boot + std::stod(f[22]) / tick);
+  return Status::ok();
 }
 
 }  // namespace morpheus

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "common/status.h"
 
 namespace morpheus {
 
@@ -20,6 +23,9 @@ using Labels = std::map<std::string, std::string>;
 class Counter {
  public:
   void inc(double v = 1.0);
+  // Raises the value to `total` (never lowers it): for counters read from
+  // elsewhere as a running total (process_cpu_seconds_total from /proc).
+  void advanceTo(double total);
   double value() const { return v_.load(); }
 
  private:
@@ -51,6 +57,30 @@ class Histogram {
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // bounds_.size() + 1
   std::atomic<double> sum_{0.0};
   std::atomic<uint64_t> count_{0};
+};
+
+// Bucket bounds, in seconds, for the latency histograms of request handling
+// (heartbeat, allocate, admission, DRA decision): 100 us to 10 s, roughly
+// 1-2.5-5 per decade.
+std::vector<double> latencyBucketsSeconds();
+
+// Observes into `h` the seconds from construction to destruction, on the
+// steady clock: the wall time a handler took. (The daemon's Clock is the
+// wrong source here: a virtual clock does not advance while code runs.)
+// Use as one line at the top of a handler:
+//   ScopedTimer t(metrics.histogram("..._duration_seconds", ..., latencyBucketsSeconds()));
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(Histogram& h) : h_(h), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    h_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  Histogram& h_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 class MetricsRegistry {
@@ -85,5 +115,18 @@ class MetricsRegistry {
 
 // "{a=\"x\",b=\"y\"}" (empty string for no labels).
 std::string formatLabels(const Labels& labels);
+
+// Sets the standard process metrics of Prometheus client libraries in
+// `metrics` from /proc/self (Linux), in base units:
+//   process_cpu_seconds_total       counter, user + system CPU seconds
+//   process_resident_memory_bytes   gauge
+//   process_virtual_memory_bytes    gauge
+//   process_open_fds                gauge, descriptors open now
+//   process_max_fds                 gauge, soft RLIMIT_NOFILE
+//   process_start_time_seconds      gauge, start time since the Unix epoch
+// Call before each render() of /metrics. Cost: a few small /proc reads and
+// one directory listing. UNAVAILABLE naming the /proc file that could not be
+// read; the metrics read so far are still set.
+Status updateProcessMetrics(MetricsRegistry& metrics);
 
 }  // namespace morpheus

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   nm::ContainerServiceImpl container_manager(runtime, token_key, clock);
   container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
   server.addService(&container_manager);
+  server.readiness().require("registered");
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";
     return 2;
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
   nm::NodeAgent agent(opts, node_id, cm_address,
                       opts.daemon.http_host + ":" + std::to_string(server.httpPort()),
                       std::move(rm_token), metrics, runtime, token_key);
+  agent.setRegistrationListener(
+      [&server](bool registered) { server.readiness().set("registered", registered); });
   runtime.start();
   agent.start();
   notifyReady("node " + node_id + " serving gRPC on port " + std::to_string(server.grpcPort()) +

@@ -100,7 +100,7 @@ bool NodeAgent::registerOnce() {
   if (!resp.container_token_secret().empty()) key_.set(resp.container_token_secret());
   sequence_ = 0;
   if (resp.heartbeat_interval_ms() > 0) interval_ = Millis(resp.heartbeat_interval_ms());
-  registered_ = true;
+  setRegistered(true);
   spdlog::info("node {} registered with RM {} (epoch {}) offering {}", node_id_, opts_.rm_address,
                epoch_, opts_.resources.toString());
   return true;
@@ -147,10 +147,15 @@ bool NodeAgent::heartbeatOnce() {
   }
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_RESYNC) {
     spdlog::info("RM ordered resync: re-registering node {}", node_id_);
-    registered_ = false;
+    setRegistered(false);
     return false;
   }
   return true;
+}
+
+void NodeAgent::setRegistered(bool registered) {
+  registered_ = registered;
+  if (on_registration_) on_registration_(registered);
 }
 
 void NodeAgent::run() {

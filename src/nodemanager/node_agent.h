@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,11 @@ class NodeAgent {
             ContainerRuntime& runtime, TokenKey& key);
   ~NodeAgent();
 
+  // Called on the agent thread with true when the node registers and false
+  // when the RM orders a resync (registration lost). Set before start().
+  void setRegistrationListener(std::function<void(bool)> listener) {
+    on_registration_ = std::move(listener);
+  }
   void start();
   // Stops the loop; does not unregister (containers survive an NM restart).
   void stop();
@@ -45,6 +51,7 @@ class NodeAgent {
   void run();
   bool registerOnce();
   bool heartbeatOnce();  // false = must re-register
+  void setRegistered(bool registered);
   // A context with the RPC deadline and this node's credentials.
   std::unique_ptr<grpc::ClientContext> rmContext() const;
 
@@ -57,6 +64,7 @@ class NodeAgent {
   ContainerRuntime& runtime_;
   TokenKey& key_;
   std::unique_ptr<v1::ResourceTracker::Stub> stub_;
+  std::function<void(bool)> on_registration_;  // constant after start()
 
   std::mutex mu_;
   std::condition_variable cv_;

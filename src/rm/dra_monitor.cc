@@ -25,7 +25,8 @@ DraMonitor::DraMonitor(DraOptions opts, std::unique_ptr<reprovision::Reprovision
       reservations_(reservations),
       demand_(std::move(demand)),
       clock_(clock),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      latency_(metrics) {}
 
 DraMonitor::~DraMonitor() { stop(); }
 
@@ -95,6 +96,7 @@ void DraMonitor::tick() {
 void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, TimePoint now) {
   auto view = reservations_.draView(id, now, opts_.dra.recent);
   if (!view) return;
+  ScopedTimer timer(latency_.dra_decision);
   const Resource& unit = view->unit;
   Chosen& chosen = chosen_[id];
   if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0};

@@ -87,6 +87,7 @@ class DraMonitor {
   const DemandSource demand_;
   Clock& clock_;
   MetricsRegistry& metrics_;
+  RmLatencyMetrics latency_;
 
   std::map<ReservationId, Chosen> chosen_;             // owned by the ticking thread
   std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once

@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
+  // Made first so /readyz can name what is not ready yet (state store, plan).
+  DaemonServer server("rm", opts.daemon, metrics);
+  server.readiness().require("state-store");
+  server.readiness().require("plan");
 
   // With etcd the RM is one of an active/standby pair (issue #16): a standby
   // waits in becomeActive, not listening, until it wins the leader key.
@@ -122,6 +126,7 @@ int main(int argc, char** argv) {
   }
   store::StateStore& state = ha ? ha->store() : **store;
   rm::RmCore core(opts, clock, metrics, *secret);
+  server.readiness().set("state-store", true);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
   auto planner = planner::Planner::create(opts.planner, Resource());
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  server.readiness().set("plan", true);
   core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
     reservations.onCapacity(live, allow_drop);
   });
@@ -213,7 +219,6 @@ int main(int argc, char** argv) {
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
   rm::ApplicationMasterServiceImpl am_service(runtime);
-  DaemonServer server("rm", opts.daemon, metrics);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);

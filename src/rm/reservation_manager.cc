@@ -84,6 +84,7 @@ ReservationManager::ReservationManager(ReservationManagerOptions opts,
       store_(store),
       clock_(clock),
       metrics_(metrics),
+      latency_(metrics),
       epoch_ms_(toEpochMs(clock.now())),
       planner_(std::move(planner)) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -245,6 +246,7 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
 Result<ReservationRecord> ReservationManager::submit(
     const ReservationId& id, const planner::ReservationDefinition& def, int64_t budget_container_ms,
     planner::InfeasibilityExplanation* explanation) {
+  ScopedTimer timer(latency_.admission);
   if (!validId(id.value())) {
     return invalidArgument("reservation_id",
                            "'" + id.value() + "' must be 1-128 of [A-Za-z0-9_.-]");

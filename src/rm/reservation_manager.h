@@ -23,6 +23,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "planner/planner.h"
+#include "rm/rm_metrics.h"
 #include "store/state_store.h"
 
 namespace morpheus::rm {
@@ -220,6 +221,7 @@ class ReservationManager {
   store::StateStore& store_;
   Clock& clock_;
   MetricsRegistry& metrics_;
+  RmLatencyMetrics latency_;
   const int64_t epoch_ms_;
 
   struct Grant {

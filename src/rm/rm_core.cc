@@ -22,6 +22,7 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
       epoch_(newEpoch(clock)),
       signer_(std::move(token_secret)),
       started_(clock.now()),
+      latency_(metrics),
       nodes_(opts.node_expiry) {
   updateNodeGauges();
 }

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "rm/rm_metrics.h"
 #include "common/token.h"
 #include "rm/node_registry.h"
 #include "rm/rm_options.h"
@@ -51,6 +52,8 @@ class RmCore {
   // safe (constant state only).
   std::string issueContainerToken(const ContainerTokenInfo& info) const;
   Millis heartbeatInterval() const { return opts_.heartbeat_interval; }
+  // The RM's latency histograms (rm_metrics.h), for the RPC edge to time.
+  RmLatencyMetrics& latency() { return latency_; }
 
   // ALREADY_EXISTS when the node id is live at another container-manager
   // address (an impostor, or a second NM configured with the same id): see
@@ -90,6 +93,7 @@ class RmCore {
   const std::string epoch_;
   const TokenSigner signer_;
   const TimePoint started_;
+  RmLatencyMetrics latency_;
 
   mutable std::mutex mu_;
   NodeRegistry nodes_;                  // GUARDED_BY(mu_)

@@ -684,6 +684,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
 }
 
 Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
+  ScopedTimer timer(core_.latency().allocate);
   AppId app(req.application_id());
   if (app.empty()) return invalidArgument("application_id", "is required");
   MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));

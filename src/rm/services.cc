@@ -1,6 +1,8 @@
 #include "rm/services.h"
 
+#include <memory>
 #include <spdlog/spdlog.h>
+#include "common/metrics.h"
 #include "common/token.h"
 
 #include "common/wire.h"
@@ -90,6 +92,9 @@ grpc::Status ResourceTrackerService::heartbeat(const grpc::ServerContextBase& ct
 grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackServerContext* ctx,
                                                                 const v1::NodeHeartbeatRequest* req,
                                                                 v1::NodeHeartbeatResponse* resp) {
+  // Times the whole heartbeat: admission here, the wait on the strand and the
+  // scheduling there (the timer lives as long as the posted task).
+  auto timer = std::make_shared<ScopedTimer>(core_.latency().heartbeat);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   bool schedule = false;
   grpc::Status st = admitHeartbeat(*ctx, *req, resp, &schedule);
@@ -99,7 +104,7 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
   }
   MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
   // The request, response and context live until Finish.
-  bool posted = strand_->post([this, req, resp, reactor] {
+  bool posted = strand_->post([this, req, resp, reactor, timer] {
     runtime_->onNodeHeartbeat(*req, resp);
     reactor->Finish(grpc::Status::OK);
   });

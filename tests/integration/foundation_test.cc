@@ -173,6 +173,58 @@ TEST(ClusterTest, SilentNodeIsLostAndRejoins) {
   ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 10s)) << nm2.log();
 }
 
+// Number after `series ` at the start of a line of Prometheus text, or -1.
+double sample(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// Readiness (issue #15): the RM is ready with its store open and plan loaded;
+// an NM is ready once registered, and not ready (but live) while its RM is
+// unreachable. /metrics carries process_* and the RM's latency histograms,
+// the heartbeat one counting the NM's heartbeats.
+TEST(ObservabilityTest, ReadinessProcessMetricsAndLatencyHistograms) {
+  Process rm = Process::startDaemon("rm", freshDir("rm"), rmAuthArgs());
+  ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
+  EXPECT_EQ(httpRequest(rm.httpAddress(), "GET", "/readyz").status, 200);
+  std::vector<std::string> lonely_args = {"--rm", "127.0.0.1:1", "--node-id", "nm2"};
+  for (auto& a : nmAuthArgs("nm2")) lonely_args.push_back(std::move(a));
+  Process lonely = Process::startDaemon("nm", freshDir("nm"), lonely_args);
+  ASSERT_FALSE(lonely.httpAddress().empty()) << lonely.log();
+  auto not_ready = httpRequest(lonely.httpAddress(), "GET", "/readyz");
+  EXPECT_EQ(not_ready.status, 503);
+  EXPECT_NE(not_ready.body.find("registered"), std::string::npos) << not_ready.body;
+  EXPECT_EQ(httpRequest(lonely.httpAddress(), "GET", "/healthz").status, 200);
+  std::vector<std::string> nm_args = {"--rm", rm.grpcAddress(), "--node-id", "nm1"};
+  for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+  Process nm = Process::startDaemon("nm", freshDir("nm"), nm_args);
+  ASSERT_FALSE(nm.httpAddress().empty()) << nm.log();
+  EXPECT_TRUE(
+      waitFor([&] { return httpRequest(nm.httpAddress(), "GET", "/readyz").status == 200; }, 10s))
+      << nm.log();
+  std::string text;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        text = httpRequest(rm.httpAddress(), "GET", "/metrics").body;
+        return sample(text, "morpheus_rm_node_heartbeat_duration_seconds_count") >= 1;
+      },
+      10s))
+      << text;
+  EXPECT_EQ(sample(text, "morpheus_rm_ready"), 1);
+  EXPECT_GT(sample(text, "process_cpu_seconds_total"), 0);
+  EXPECT_GT(sample(text, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(sample(text, "process_open_fds"), 3);
+  EXPECT_GT(sample(text, "process_start_time_seconds"), 1.6e9);
+  for (const char* h : {"morpheus_rm_allocate_duration_seconds_count",
+                        "morpheus_rm_reservation_admission_duration_seconds_count",
+                        "morpheus_rm_dra_decision_duration_seconds_count"}) {
+    EXPECT_GE(sample(text, h), 0) << h;
+  }
+  std::string nm_text = httpRequest(lonely.httpAddress(), "GET", "/metrics").body;
+  EXPECT_EQ(sample(nm_text, "morpheus_nm_ready"), 0) << nm_text;
+  EXPECT_GT(sample(nm_text, "process_open_fds"), 3);
+}
+
 // morpheusctl reports an unreachable RM as one line and a non-zero exit.
 TEST(CliTest, UnreachableRmIsAClearError) {
   auto [code, out] =

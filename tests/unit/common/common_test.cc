@@ -1,7 +1,13 @@
 // Unit tests for the common core: Resource math, Status/Result, virtual clock, metrics.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -177,6 +183,63 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_NE(text.find("morpheus_test_latency_seconds_count 3"), std::string::npos);
   EXPECT_EQ(reg.valueOf("morpheus_test_gauge"), 7);
   EXPECT_EQ(reg.valueOf("absent"), -1);
+}
+
+// process_* metrics come from /proc/self in base units: CPU seconds grow with
+// work, open fds count a newly opened descriptor, start time is the recent past.
+TEST(MetricsTest, ProcessMetricsReflectThisProcess) {
+  MetricsRegistry reg;
+  ASSERT_TRUE(updateProcessMetrics(reg).isOk());
+  double cpu0 = reg.valueOf("process_cpu_seconds_total");
+  double fds0 = reg.valueOf("process_open_fds");
+  // 50 ms of this process's CPU time (not wall time: the machine may be busy).
+  auto cpuNow = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  volatile double sink = 0;
+  for (double c0 = cpuNow(); cpuNow() - c0 < 0.05;) sink = sink + std::sqrt(sink + 1.0);
+  int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(updateProcessMetrics(reg).isOk());
+  ::close(fd);
+  EXPECT_GT(reg.valueOf("process_cpu_seconds_total"), cpu0);
+  EXPECT_EQ(reg.valueOf("process_open_fds"), fds0 + 1);
+  EXPECT_GT(reg.valueOf("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(reg.valueOf("process_virtual_memory_bytes"),
+            reg.valueOf("process_resident_memory_bytes"));
+  EXPECT_GT(reg.valueOf("process_max_fds"), 0);
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  double start = reg.valueOf("process_start_time_seconds");
+  EXPECT_LE(start, now + 1);
+  EXPECT_GT(start, now - 3600);  // a test binary started within the hour
+  EXPECT_NE(reg.render().find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+}
+
+// A counter advanced to a running total never goes back.
+TEST(MetricsTest, CounterAdvanceToNeverLowers) {
+  Counter c;
+  c.advanceTo(5);
+  c.advanceTo(3);
+  EXPECT_EQ(c.value(), 5);
+  c.advanceTo(7.5);
+  EXPECT_EQ(c.value(), 7.5);
+}
+
+// ScopedTimer observes its scope's wall time in seconds into the histogram's bucket.
+TEST(MetricsTest, ScopedTimerObservesSecondsOfItsScope) {
+  MetricsRegistry reg;
+  auto& h = reg.histogram("morpheus_test_duration_seconds", "t", latencyBucketsSeconds());
+  {
+    ScopedTimer t(h);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  ASSERT_EQ(h.count(), 1u);
+  EXPECT_GE(h.sum(), 0.003);
+  EXPECT_LT(h.sum(), 1.0);
+  EXPECT_EQ(h.cumulative()[3], 0u);  // nothing at or under 1 ms
 }
 
 }  // namespace

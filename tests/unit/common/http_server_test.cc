@@ -169,6 +169,36 @@ class HttpServerTest : public ::testing::Test {
   std::atomic<bool> slow_done_{false};
 };
 
+// /readyz answers 503 naming each unmet condition until all are set, while
+// /healthz (liveness) answers 200 throughout; a condition cleared again
+// makes it 503 again.
+TEST(HealthRoutesTest, ReadyzFollowsReadinessConditions) {
+  MetricsRegistry metrics;
+  Readiness readiness;
+  readiness.require("plan");
+  readiness.require("state-store");
+  HttpServer server({}, metrics);
+  registerHealthRoutes(server, readiness);
+  auto port = server.start("127.0.0.1", 0);
+  ASSERT_TRUE(port.isOk()) << port.status().message();
+  int fd = connectFrom(*port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(sendAll(fd, "GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  bool closed = false;
+  std::string first = readFor(fd, 2000ms, &closed, hasFullResponse);
+  ::close(fd);
+  EXPECT_EQ(statusOf(first), 503);
+  EXPECT_NE(first.find("not ready: plan, state-store"), std::string::npos) << first;
+  EXPECT_EQ(get(*port, "/healthz"), 200);
+  readiness.set("state-store", true);
+  EXPECT_EQ(get(*port, "/readyz"), 503);
+  readiness.set("plan", true);
+  EXPECT_EQ(get(*port, "/readyz"), 200);
+  readiness.set("plan", false);
+  EXPECT_EQ(get(*port, "/readyz"), 503);
+  server.stop();
+}
+
 // A subtree route ("/items/*") serves every path below it; an exact route
 // wins over it, and the subtree's own root is not part of it.
 TEST_F(HttpServerTest, SubtreeRouteServesPathsBelowIt) {
