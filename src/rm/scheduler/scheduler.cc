@@ -35,8 +35,11 @@ struct Container {
   bool am = false;          // an AM container: never preempted
   bool preempting = false;  // a notice went out
   bool kill_sent = false;   // returned in a to_kill list
+  uint64_t order = 0;       // allocation (or recovery) order: the newer, the larger
   TimePoint kill_deadline;
-  Link node_link, app_link, all_link;
+  // cand_link: on its owner's list of preemption candidates (not an AM, not
+  // under notice) — Reservation::cands or Impl::adhoc_cands.
+  Link node_link, app_link, cand_link;
 };
 
 template <Link Container::*L>
@@ -158,6 +161,10 @@ struct Reservation : Entity {
   Resource preempting;  // its own containers under a preemption notice
   int32_t apps = 0;
   bool removed = false;  // removeReservation called; lingers for its apps
+  // Preemption bookkeeping (Impl::syncPreemption keeps it current):
+  CList<&Container::cand_link> cands;  // its candidates, allocation order
+  Resource need;                       // its share of Impl::need_total
+  int32_t lender_pos = -1;             // index in Impl::lenders, -1 if not there
 };
 
 struct Ask {
@@ -280,10 +287,20 @@ struct Scheduler::Impl {
   std::unordered_map<AppId, std::unique_ptr<App>>
       apps;  // lookup only: never iterated for decisions
   std::unordered_map<ContainerId, Container> containers;  // stable element addresses
-  CList<&Container::all_link> all;     // allocation (or recovery) order, newest at the tail
-  EntityHeap guaranteed{kGuaranteed};  // reservations below guarantee with demand
-  EntityHeap overage{kOverage};        // reservations with demand
-  Resource preempting_total;           // containers under notice, all queues
+  // Preemption candidates of ad-hoc apps (no reservation), allocation order.
+  CList<&Container::cand_link> adhoc_cands;
+  // Sum over reservations below their guarantee with demand (the guaranteed
+  // heap) of min(demand, guarantee - used): what preemption must make room for.
+  Resource need_total;
+  // Reservations that may lend a container: beyond their guarantee net of
+  // containers already under notice, not below it with demand, with candidates.
+  std::vector<Reservation*> lenders;
+  uint64_t order_seq = 0;
+  std::vector<Container*> victim_heap;      // scratch of selectVictims
+  std::vector<Reservation*> victim_owners;  // scratch of selectVictims
+  EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
+  EntityHeap overage{kOverage};             // reservations with demand
+  Resource preempting_total;                // containers under notice, all queues
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;   // scratch of the current phase
   uint64_t entity_seq = 0;
@@ -342,6 +359,42 @@ struct Scheduler::Impl {
         if (e->parent != nullptr) e->parent->demand_children += demand ? 1 : -1;
       }
       for (int s = 0; s < kSlots; s++) place(e, static_cast<Slot>(s));
+      if (e->kind == Kind::kReservation) syncPreemption(static_cast<Reservation*>(e));
+    }
+  }
+
+  // ---- preemption bookkeeping (kept current so a heartbeat with no
+  // shortfall costs O(1) and a selection visits only possible victims) ----
+
+  CList<&Container::cand_link>& candsOf(App* a) {
+    return a->res != nullptr ? a->res->cands : adhoc_cands;
+  }
+
+  // Re-derives r's share of need_total and whether it is a lender from its
+  // guarantee, usage, demand, notices and candidates. Called whenever one of
+  // them changed (refresh, and after a selection marked its containers).
+  // Membership of the guaranteed heap is wants(r, kGuaranteed), which holds
+  // whenever no phase is running (the heap then has no skipped entities).
+  void syncPreemption(Reservation* r) {
+    const bool below = wants(r, kGuaranteed);
+    Resource need =
+        below ? Resource::min(r->demand, clampZero(r->guarantee - r->used)) : Resource();
+    if (!(need == r->need)) {
+      need_total -= r->need;
+      need_total += need;
+      r->need = std::move(need);
+    }
+    const bool lender =
+        r->cands.head != nullptr && !below && r->guarantee.fitsIn(r->used - r->preempting);
+    if (lender && r->lender_pos < 0) {
+      r->lender_pos = static_cast<int32_t>(lenders.size());
+      lenders.push_back(r);
+    } else if (!lender && r->lender_pos >= 0) {
+      Reservation* last = lenders.back();
+      lenders[static_cast<size_t>(r->lender_pos)] = last;
+      last->lender_pos = r->lender_pos;
+      lenders.pop_back();
+      r->lender_pos = -1;
     }
   }
 
@@ -469,7 +522,7 @@ struct Scheduler::Impl {
   }
 
   Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r,
-                             int32_t priority, const std::string& request_id) {
+                             int32_t priority, const std::string& request_id, bool am) {
     auto [it, ok] = containers.try_emplace(id);
     if (!ok) return nullptr;
     Container& c = it->second;
@@ -479,9 +532,11 @@ struct Scheduler::Impl {
     c.resource = r;
     c.priority = priority;
     c.request_id = request_id;
+    c.am = am;
+    c.order = ++order_seq;
     n.containers.pushBack(&c);
     a->containers.pushBack(&c);
-    all.pushBack(&c);
+    if (!am) candsOf(a).pushBack(&c);
     n.used += r;
     n.free -= r;
     cluster_used += r;
@@ -506,7 +561,7 @@ struct Scheduler::Impl {
       Container* c = nullptr;
       while (c == nullptr) {
         c = insertContainer(nextId(a), a, n, ask.req.capability, ask.req.priority,
-                            ask.req.request_id);
+                            ask.req.request_id, false);
       }
       out.allocations.push_back(toAllocation(*c));
     }
@@ -533,7 +588,7 @@ struct Scheduler::Impl {
     Node* n = c->node;
     n->containers.erase(c);
     a->containers.erase(c);
-    all.erase(c);
+    if (!c->preempting && !c->am) candsOf(a).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
     cluster_used -= c->resource;
@@ -608,34 +663,65 @@ struct Scheduler::Impl {
   // containers already under notice cannot meet take capacity back from
   // borrowers, newest container first (DESIGN.md §6, work conserving).
   // Approximation: free capacity counts cluster-wide, not per node shape.
+  // O(1) when there is no shortfall (need_total is kept incrementally).
   void preemptIfNeeded(TimePoint now) {
-    if (guaranteed.empty()) return;
-    Resource need;
-    for (size_t i = 0; i < guaranteed.size(); i++) {
-      auto* r = static_cast<Reservation*>(guaranteed.at(i));
-      need += Resource::min(r->demand, clampZero(r->guarantee - r->used));
-    }
     Resource shortfall =
-        clampZero(need - clampZero(cluster_total - cluster_used) - preempting_total);
+        clampZero(need_total - clampZero(cluster_total - cluster_used) - preempting_total);
     if (shortfall.isZero()) return;
-    for (Container* c = all.tail; c != nullptr && !shortfall.isZero(); c = c->all_link.prev) {
-      if (c->preempting || c->am) continue;
-      App* a = c->app;
-      Reservation* r = a->res;
-      if (r != nullptr) {
-        // Only the part of a reservation beyond its guarantee is borrowed.
-        if (r->pos[kGuaranteed] >= 0) continue;
-        if (!r->guarantee.fitsIn(r->used - r->preempting - c->resource)) continue;
-        r->preempting += c->resource;
+    selectVictims(shortfall, now);
+  }
+
+  // Marks borrowed containers, newest first over every borrower, until
+  // `shortfall` is covered: an ad-hoc container always; a reservation's
+  // container only while the reservation stays within its guarantee without
+  // it (only the part beyond the guarantee is borrowed), never one of a
+  // reservation below its guarantee with demand, never an AM. The same
+  // victims as walking every container newest first (the differential test
+  // SchedulerPreemptionTest keeps that walk): candidates are merged by
+  // allocation order from the ad-hoc list and each lender's list, and a
+  // lender no longer beyond its guarantee is dropped whole (no container of
+  // it can pass the check any more). Cost O((lenders + visited) log lenders).
+  void selectVictims(Resource shortfall, TimePoint now) {
+    auto newer = [](const Container* a, const Container* b) { return a->order < b->order; };
+    std::vector<Container*>& heap = victim_heap;
+    heap.clear();
+    if (adhoc_cands.tail != nullptr) heap.push_back(adhoc_cands.tail);
+    for (Reservation* r : lenders) heap.push_back(r->cands.tail);
+    std::make_heap(heap.begin(), heap.end(), newer);
+    std::vector<Reservation*>& touched = victim_owners;
+    touched.clear();
+    while (!heap.empty() && !shortfall.isZero()) {
+      std::pop_heap(heap.begin(), heap.end(), newer);
+      Container* c = heap.back();
+      heap.pop_back();
+      Container* next = c->cand_link.prev;
+      Reservation* r = c->app->res;
+      if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) continue;  // lends no more
+      if (r == nullptr || r->guarantee.fitsIn(r->used - r->preempting - c->resource)) {
+        if (r != nullptr) touched.push_back(r);
+        mark(c, now);
+        shortfall = clampZero(shortfall - c->resource);
       }
-      c->preempting = true;
-      c->kill_deadline = now + opts.preemption_grace;
-      c->node->marked++;
-      preempting_total += c->resource;
-      shortfall = clampZero(shortfall - c->resource);
-      a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
-                                            "a reservation reclaims its guaranteed capacity"});
+      if (next != nullptr) {
+        heap.push_back(next);
+        std::push_heap(heap.begin(), heap.end(), newer);
+      }
     }
+    for (Reservation* r : touched) syncPreemption(r);
+  }
+
+  // A preemption notice for `c`: it leaves the candidates and is killed
+  // after the grace period.
+  void mark(Container* c, TimePoint now) {
+    App* a = c->app;
+    candsOf(a).erase(c);
+    if (a->res != nullptr) a->res->preempting += c->resource;
+    c->preempting = true;
+    c->kill_deadline = now + opts.preemption_grace;
+    c->node->marked++;
+    preempting_total += c->resource;
+    a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
+                                          "a reservation reclaims its guaranteed capacity"});
   }
 
   NodeUpdateResult update(Node& n, TimePoint now) {
@@ -680,6 +766,8 @@ struct Scheduler::Impl {
     if (!r->removed || r->apps > 0) return;
     MORPHEUS_CHECK(r->pos[kGuaranteed] < 0 && r->pos[kOverage] < 0,
                    "reservation without apps in a heap");
+    MORPHEUS_CHECK(r->lender_pos < 0 && r->need.isZero(),
+                   "reservation without apps in the preemption bookkeeping");
     reservations.erase(r->id);
   }
 };
@@ -906,9 +994,8 @@ Status Scheduler::recoverContainer(const Allocation& c) {
   if (s.containers.count(c.container) != 0)
     return alreadyExists("container " + c.container.value());
   Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource,
-                                   c.priority, c.request_id);
+                                   c.priority, c.request_id, c.am);
   MORPHEUS_CHECK(k != nullptr, "container insert after existence check");
-  k->am = c.am;
   s.refresh(app->second.get());
   return Status::ok();
 }
