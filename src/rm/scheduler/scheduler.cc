@@ -164,6 +164,7 @@ struct Reservation : Entity {
   // Preemption bookkeeping (Impl::syncPreemption keeps it current):
   CList<&Container::cand_link> cands;  // its candidates, allocation order
   Resource need;                       // its share of Impl::need_total
+  Resource slack;                      // used - preempting - guarantee at the last sync
   int32_t lender_pos = -1;             // index in Impl::lenders, -1 if not there
 };
 
@@ -296,6 +297,9 @@ struct Scheduler::Impl {
   // containers already under notice, not below it with demand, with candidates.
   std::vector<Reservation*> lenders;
   uint64_t order_seq = 0;
+  // The last selection ran out of candidates, and since then no candidate
+  // was added and no lender's slack grew: a new selection would mark nothing.
+  bool victims_exhausted = false;
   std::vector<Container*> victim_heap;      // scratch of selectVictims
   std::vector<Reservation*> victim_owners;  // scratch of selectVictims
   EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
@@ -386,6 +390,12 @@ struct Scheduler::Impl {
     }
     const bool lender =
         r->cands.head != nullptr && !below && r->guarantee.fitsIn(r->used - r->preempting);
+    Resource slack = r->used - r->preempting - r->guarantee;
+    // A new lender or more slack may let a container pass that failed before.
+    if (lender && (r->lender_pos < 0 || !clampZero(slack - r->slack).isZero())) {
+      victims_exhausted = false;
+    }
+    r->slack = std::move(slack);
     if (lender && r->lender_pos < 0) {
       r->lender_pos = static_cast<int32_t>(lenders.size());
       lenders.push_back(r);
@@ -536,7 +546,10 @@ struct Scheduler::Impl {
     c.order = ++order_seq;
     n.containers.pushBack(&c);
     a->containers.pushBack(&c);
-    if (!am) candsOf(a).pushBack(&c);
+    if (!am) {
+      candsOf(a).pushBack(&c);
+      victims_exhausted = false;
+    }
     n.used += r;
     n.free -= r;
     cluster_used += r;
@@ -667,7 +680,7 @@ struct Scheduler::Impl {
   void preemptIfNeeded(TimePoint now) {
     Resource shortfall =
         clampZero(need_total - clampZero(cluster_total - cluster_used) - preempting_total);
-    if (shortfall.isZero()) return;
+    if (shortfall.isZero() || victims_exhausted) return;
     selectVictims(shortfall, now);
   }
 
@@ -708,6 +721,9 @@ struct Scheduler::Impl {
       }
     }
     for (Reservation* r : touched) syncPreemption(r);
+    // Every candidate was visited: those left failed their reservation's
+    // check, and keep failing while slack only shrinks (see syncPreemption).
+    if (heap.empty()) victims_exhausted = true;
   }
 
   // A preemption notice for `c`: it leaves the candidates and is killed
