@@ -1,6 +1,7 @@
 #include "rm/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -32,10 +33,11 @@ struct Container {
   Resource resource;
   int32_t priority = 0;
   std::string request_id;
-  bool am = false;          // an AM container: never preempted
-  bool preempting = false;  // a notice went out
-  bool kill_sent = false;   // returned in a to_kill list
-  uint64_t order = 0;       // allocation (or recovery) order: the newer, the larger
+  bool am = false;                  // an AM container: never preempted
+  bool preempting = false;          // a notice went out
+  bool kill_sent = false;           // returned in a to_kill list
+  uint64_t order = 0;               // allocation (or recovery) order: the newer, the larger
+  struct Source* source = nullptr;  // its reservation's candidates of its shape (null: ad hoc)
   TimePoint kill_deadline;
   // cand_link: on its owner's list of preemption candidates (not an AM, not
   // under notice) — Reservation::cands or Impl::adhoc_cands.
@@ -152,6 +154,17 @@ struct User : Entity {
   int32_t apps = 0;
 };
 
+// A reservation's preemption candidates of one shape, in allocation order.
+// All of them pass or fail the "only what is beyond the guarantee" check
+// together, so a selection takes or skips the list as a whole.
+struct Reservation;
+struct Source {
+  Reservation* owner = nullptr;
+  Resource shape;
+  CList<&Container::cand_link> cands;
+  uint64_t key = 0;  // its key in Impl::lenders (its newest candidate's order), 0 = not there
+};
+
 struct Reservation : Entity {
   using Entity::Entity;
   ReservationId id;
@@ -162,10 +175,8 @@ struct Reservation : Entity {
   int32_t apps = 0;
   bool removed = false;  // removeReservation called; lingers for its apps
   // Preemption bookkeeping (Impl::syncPreemption keeps it current):
-  CList<&Container::cand_link> cands;  // its candidates, allocation order
-  Resource need;                       // its share of Impl::need_total
-  Resource slack;                      // used - preempting - guarantee at the last sync
-  int32_t lender_pos = -1;             // index in Impl::lenders, -1 if not there
+  std::vector<std::unique_ptr<Source>> sources;  // its candidates, one list per shape
+  Resource need;                                 // its share of Impl::need_total
 };
 
 struct Ask {
@@ -293,13 +304,12 @@ struct Scheduler::Impl {
   // Sum over reservations below their guarantee with demand (the guaranteed
   // heap) of min(demand, guarantee - used): what preemption must make room for.
   Resource need_total;
-  // Reservations that may lend a container: beyond their guarantee net of
-  // containers already under notice, not below it with demand, with candidates.
-  std::vector<Reservation*> lenders;
+  // Sources that may lend a container: of a reservation not below its
+  // guarantee with demand, non-empty, and whose shape the reservation can
+  // spare net of containers already under notice; by the allocation order of
+  // their newest candidate.
+  std::set<std::pair<uint64_t, Source*>> lenders;
   uint64_t order_seq = 0;
-  // The last selection ran out of candidates, and since then no candidate
-  // was added and no lender's slack grew: a new selection would mark nothing.
-  bool victims_exhausted = false;
   std::vector<Container*> victim_heap;      // scratch of selectVictims
   std::vector<Reservation*> victim_owners;  // scratch of selectVictims
   EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
@@ -370,8 +380,26 @@ struct Scheduler::Impl {
   // ---- preemption bookkeeping (kept current so a heartbeat with no
   // shortfall costs O(1) and a selection visits only possible victims) ----
 
-  CList<&Container::cand_link>& candsOf(App* a) {
-    return a->res != nullptr ? a->res->cands : adhoc_cands;
+  CList<&Container::cand_link>& candsOf(Container* c) {
+    return c->source != nullptr ? c->source->cands : adhoc_cands;
+  }
+
+  // The candidate list of `r` for containers of `shape` (created on first use;
+  // a reservation's apps use few shapes).
+  Source* sourceOf(Reservation* r, const Resource& shape) {
+    for (auto& src : r->sources) {
+      if (src->shape == shape) return src.get();
+    }
+    r->sources.push_back(std::make_unique<Source>());
+    r->sources.back()->owner = r;
+    r->sources.back()->shape = shape;
+    return r->sources.back().get();
+  }
+
+  // The old per-container check: `r` stays within its guarantee without a
+  // container of `shape` (and those already under notice).
+  static bool canSpare(const Reservation* r, const Resource& shape) {
+    return r->guarantee.fitsIn(r->used - r->preempting - shape);
   }
 
   // Re-derives r's share of need_total and whether it is a lender from its
@@ -388,23 +416,13 @@ struct Scheduler::Impl {
       need_total += need;
       r->need = std::move(need);
     }
-    const bool lender =
-        r->cands.head != nullptr && !below && r->guarantee.fitsIn(r->used - r->preempting);
-    Resource slack = r->used - r->preempting - r->guarantee;
-    // A new lender or more slack may let a container pass that failed before.
-    if (lender && (r->lender_pos < 0 || !clampZero(slack - r->slack).isZero())) {
-      victims_exhausted = false;
-    }
-    r->slack = std::move(slack);
-    if (lender && r->lender_pos < 0) {
-      r->lender_pos = static_cast<int32_t>(lenders.size());
-      lenders.push_back(r);
-    } else if (!lender && r->lender_pos >= 0) {
-      Reservation* last = lenders.back();
-      lenders[static_cast<size_t>(r->lender_pos)] = last;
-      last->lender_pos = r->lender_pos;
-      lenders.pop_back();
-      r->lender_pos = -1;
+    for (auto& src : r->sources) {
+      const bool lends = !below && src->cands.head != nullptr && canSpare(r, src->shape);
+      const uint64_t key = lends ? src->cands.tail->order : 0;
+      if (key == src->key) continue;
+      if (src->key != 0) lenders.erase({src->key, src.get()});
+      if (key != 0) lenders.emplace(key, src.get());
+      src->key = key;
     }
   }
 
@@ -546,10 +564,8 @@ struct Scheduler::Impl {
     c.order = ++order_seq;
     n.containers.pushBack(&c);
     a->containers.pushBack(&c);
-    if (!am) {
-      candsOf(a).pushBack(&c);
-      victims_exhausted = false;
-    }
+    if (a->res != nullptr) c.source = sourceOf(a->res, r);
+    if (!am) candsOf(&c).pushBack(&c);
     n.used += r;
     n.free -= r;
     cluster_used += r;
@@ -601,7 +617,7 @@ struct Scheduler::Impl {
     Node* n = c->node;
     n->containers.erase(c);
     a->containers.erase(c);
-    if (!c->preempting && !c->am) candsOf(a).erase(c);
+    if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
     cluster_used -= c->resource;
@@ -680,7 +696,7 @@ struct Scheduler::Impl {
   void preemptIfNeeded(TimePoint now) {
     Resource shortfall =
         clampZero(need_total - clampZero(cluster_total - cluster_used) - preempting_total);
-    if (shortfall.isZero() || victims_exhausted) return;
+    if (shortfall.isZero()) return;
     selectVictims(shortfall, now);
   }
 
@@ -691,46 +707,49 @@ struct Scheduler::Impl {
   // reservation below its guarantee with demand, never an AM. The same
   // victims as walking every container newest first (the differential test
   // SchedulerPreemptionTest keeps that walk): candidates are merged by
-  // allocation order from the ad-hoc list and each lender's list, and a
-  // lender no longer beyond its guarantee is dropped whole (no container of
-  // it can pass the check any more). Cost O((lenders + visited) log lenders).
+  // allocation order from the ad-hoc list and the lending sources (one per
+  // reservation and shape), entered lazily newest first from the ordered
+  // `lenders`; a source whose shape its reservation can no longer spare is
+  // dropped whole (none of its containers could pass any more). Every
+  // container visited is marked, save one per dropped source: cost
+  // O(marked * log lenders), whatever the number of containers.
   void selectVictims(Resource shortfall, TimePoint now) {
     auto newer = [](const Container* a, const Container* b) { return a->order < b->order; };
-    std::vector<Container*>& heap = victim_heap;
+    std::vector<Container*>& heap = victim_heap;  // entered sources' next candidates
     heap.clear();
     if (adhoc_cands.tail != nullptr) heap.push_back(adhoc_cands.tail);
-    for (Reservation* r : lenders) heap.push_back(r->cands.tail);
-    std::make_heap(heap.begin(), heap.end(), newer);
+    auto fresh = lenders.rbegin();  // sources not entered yet, newest first
     std::vector<Reservation*>& touched = victim_owners;
     touched.clear();
-    while (!heap.empty() && !shortfall.isZero()) {
-      std::pop_heap(heap.begin(), heap.end(), newer);
-      Container* c = heap.back();
-      heap.pop_back();
-      Container* next = c->cand_link.prev;
-      Reservation* r = c->app->res;
-      if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) continue;  // lends no more
-      if (r == nullptr || r->guarantee.fitsIn(r->used - r->preempting - c->resource)) {
-        if (r != nullptr) touched.push_back(r);
-        mark(c, now);
-        shortfall = clampZero(shortfall - c->resource);
+    while ((!heap.empty() || fresh != lenders.rend()) && !shortfall.isZero()) {
+      Container* c = nullptr;
+      if (fresh != lenders.rend() && (heap.empty() || heap.front()->order < fresh->first)) {
+        c = fresh->second->cands.tail;
+        ++fresh;
+      } else {
+        std::pop_heap(heap.begin(), heap.end(), newer);
+        c = heap.back();
+        heap.pop_back();
       }
+      Reservation* r = c->app->res;
+      if (r != nullptr && !canSpare(r, c->resource)) continue;  // the source lends no more
+      Container* next = c->cand_link.prev;
+      if (r != nullptr) touched.push_back(r);
+      mark(c, now);
+      shortfall = clampZero(shortfall - c->resource);
       if (next != nullptr) {
         heap.push_back(next);
         std::push_heap(heap.begin(), heap.end(), newer);
       }
     }
     for (Reservation* r : touched) syncPreemption(r);
-    // Every candidate was visited: those left failed their reservation's
-    // check, and keep failing while slack only shrinks (see syncPreemption).
-    if (heap.empty()) victims_exhausted = true;
   }
 
   // A preemption notice for `c`: it leaves the candidates and is killed
   // after the grace period.
   void mark(Container* c, TimePoint now) {
     App* a = c->app;
-    candsOf(a).erase(c);
+    candsOf(c).erase(c);
     if (a->res != nullptr) a->res->preempting += c->resource;
     c->preempting = true;
     c->kill_deadline = now + opts.preemption_grace;
@@ -782,7 +801,8 @@ struct Scheduler::Impl {
     if (!r->removed || r->apps > 0) return;
     MORPHEUS_CHECK(r->pos[kGuaranteed] < 0 && r->pos[kOverage] < 0,
                    "reservation without apps in a heap");
-    MORPHEUS_CHECK(r->lender_pos < 0 && r->need.isZero(),
+    MORPHEUS_CHECK(r->need.isZero() && std::all_of(r->sources.begin(), r->sources.end(),
+                                                   [](const auto& src) { return src->key == 0; }),
                    "reservation without apps in the preemption bookkeeping");
     reservations.erase(r->id);
   }
