@@ -197,39 +197,44 @@ int main(int argc, char** argv) {
   const bool target_scenario = nodes >= kTargetNodes && days >= kTargetDays &&
                                static_cast<int64_t>(w->periodic.size()) >= kTargetJobs &&
                                !w->adhoc.empty();
+  // Stopped before the first simulated hour (progress comes hourly): no projection.
+  std::string projection;
+  if (!complete) {
+    projection = done > 0
+                     ? ", projected full wall " + std::to_string(std::lround(full_wall_s)) + " s"
+                     : ", too little simulated to project";
+  }
   std::printf(
       "wall %.1f s, cpu %.1f s, %.0f events (training included), %.0f events/s wall, %.0f "
       "events/s cpu, peak RSS %.0f MiB, simulated %.1f%% of the experiment%s\n",
       run_s, cpu_s, events, run_s > 0 ? events / run_s : 0, cpu_s > 0 ? events / cpu_s : 0,
-      peakRssMib(), 100 * done,
-      complete
-          ? ""
-          : (", projected full wall " + std::to_string(std::lround(full_wall_s)) + " s").c_str());
-  nlohmann::json out = {{"bench", "sim"},
-                        {"nodes", nodes},
-                        {"days", days},
-                        {"periodic_jobs", w->periodic.size()},
-                        {"adhoc_jobs", w->adhoc.size()},
-                        {"seed", seed},
-                        {"generate_s", gen_s},
-                        {"wall_s", run_s},
-                        {"cpu_s", cpu_s},
-                        {"events", events},
-                        {"events_per_s", run_s > 0 ? events / run_s : 0},
-                        {"events_per_cpu_s", cpu_s > 0 ? events / cpu_s : 0},
-                        {"peak_rss_mib", peakRssMib()},
-                        {"complete", complete},
-                        {"simulated_fraction", done},
-                        {"projected_full_wall_s", full_wall_s},
-                        {"projected_full_cpu_s", full_cpu_s},
-                        {"target",
-                         {{"nodes", kTargetNodes},
-                          {"days", kTargetDays},
-                          {"periodic_jobs", kTargetJobs},
-                          {"wall_s", kTargetWallS},
-                          {"scenario", target_scenario},
-                          {"met", target_scenario && complete && run_s <= kTargetWallS}}},
-                        {"strategies", per}};
+      peakRssMib(), 100 * done, projection.c_str());
+  nlohmann::json out = {
+      {"bench", "sim"},
+      {"nodes", nodes},
+      {"days", days},
+      {"periodic_jobs", w->periodic.size()},
+      {"adhoc_jobs", w->adhoc.size()},
+      {"seed", seed},
+      {"generate_s", gen_s},
+      {"wall_s", run_s},
+      {"cpu_s", cpu_s},
+      {"events", events},
+      {"events_per_s", run_s > 0 ? events / run_s : 0},
+      {"events_per_cpu_s", cpu_s > 0 ? events / cpu_s : 0},
+      {"peak_rss_mib", peakRssMib()},
+      {"complete", complete},
+      {"simulated_fraction", done},
+      {"projected_full_wall_s", done > 0 ? nlohmann::json(full_wall_s) : nlohmann::json()},
+      {"projected_full_cpu_s", done > 0 ? nlohmann::json(full_cpu_s) : nlohmann::json()},
+      {"target",
+       {{"nodes", kTargetNodes},
+        {"days", kTargetDays},
+        {"periodic_jobs", kTargetJobs},
+        {"wall_s", kTargetWallS},
+        {"scenario", target_scenario},
+        {"met", target_scenario && complete && run_s <= kTargetWallS}}},
+      {"strategies", per}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }
