@@ -1,7 +1,7 @@
 #include "rm/services.h"
 
-#include <memory>
 #include <spdlog/spdlog.h>
+#include <memory>
 #include "common/metrics.h"
 #include "common/token.h"
 

@@ -443,6 +443,7 @@ Result<RunOutput> Sim::run() {
     round();
   }
   if (!out_.interrupted) now_ = s_.to;
+  if (o_.events_processed != nullptr) o_.events_processed->fetch_add(out_.events);
   finalize();
   return std::move(out_);
 }

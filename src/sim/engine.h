@@ -62,6 +62,9 @@ struct ExperimentOptions {
   // earliest, slack); default the planner's own default (slack).
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
   RealizeFn realize;  // required
+  // Optional (benchmarks): every simulated run, training included, adds the
+  // events it processed here when it ends (interrupted runs too). Not owned.
+  std::atomic<int64_t>* events_processed = nullptr;
 };
 
 // Progress of the whole experiment: `done` of `total` simulated plan steps.
