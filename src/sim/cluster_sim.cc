@@ -172,11 +172,9 @@ struct TaskSlot {
 struct ResState {
   ReservationId id;
   int job = -1;
-  bool planned = false;
   Resource unit;
-  Resource static_resource;
-  Millis from_off{0}, to_off{0}, period{0};  // static window per period
-  std::vector<TimePoint> boundaries;         // planned: first instance's allocation edges
+  Millis period{0};
+  std::vector<TimePoint> boundaries;  // first instance's allocation edges
   Resource guarantee;
   uint64_t gen = 0;
   std::vector<int> live;  // live apps bound to it, by creation
@@ -358,24 +356,17 @@ Status Sim::init() {
     r.job = static_cast<int>(j);
     r.unit = jobUnit(job.stages);
     r.period = job.period;
-    if (p.kind == JobProvision::Kind::kStatic) {
-      r.static_resource = p.static_resource;
-      r.from_off = job.submit_offset;
-      r.to_off = job.deadline;
-    } else {
-      const Admission& a = admitted[j];
-      if (!a.placement) {
-        unreserved_++;
-        continue;
-      }
-      r.period = a.def->period;
-      if (!a.fallback) r.budget = p.budget_container_ms;
-      fallback_ += a.fallback ? 1 : 0;
-      r.planned = true;
-      for (const auto& alloc : a.placement->allocations) {
-        r.boundaries.push_back(alloc.start);
-        r.boundaries.push_back(alloc.end);
-      }
+    const Admission& a = admitted[j];
+    if (!a.placement) {
+      unreserved_++;
+      continue;
+    }
+    r.period = a.def->period;
+    if (!a.fallback) r.budget = p.budget_container_ms;
+    fallback_ += a.fallback ? 1 : 0;
+    for (const auto& alloc : a.placement->allocations) {
+      r.boundaries.push_back(alloc.start);
+      r.boundaries.push_back(alloc.end);
     }
     res_of_job_[j] = static_cast<int>(res_.size());
     res_.push_back(std::move(r));
@@ -421,7 +412,7 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
-    if (p.kind != JobProvision::Kind::kStatic && !out[j].placement && p.fallback) {
+    if (!out[j].placement && p.fallback) {
       tryAdmit(j, *p.fallback, true);
     }
   }
@@ -752,21 +743,11 @@ void Sim::finishApp(int ai) {
 // ---- reservations: plan follower and DRA ----
 
 Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
-  if (r.planned) return planner_->guaranteedAt(r.id, t) - planner_->extraAt(r.id, t);
-  const int64_t p = r.period.count(), ms = toEpochMs(t);
-  // Instances k with k*p + from_off <= t < k*p + to_off, submitted in this run.
-  int64_t k_hi = (ms - r.from_off.count()) >= 0 ? (ms - r.from_off.count()) / p : -1;
-  int64_t lo_num = ms - r.to_off.count() + 1;
-  int64_t k_lo = lo_num <= 0 ? 0 : (lo_num + p - 1) / p;
-  int64_t first = toEpochMs(s_.from) - r.from_off.count();
-  int64_t k_first = first <= 0 ? 0 : (first + p - 1) / p;
-  k_lo = std::max(k_lo, k_first);
-  int64_t count = std::max<int64_t>(0, k_hi - k_lo + 1);
-  return r.static_resource * count;
+  return planner_->guaranteedAt(r.id, t) - planner_->extraAt(r.id, t);
 }
 
 Resource Sim::guaranteeAt(const ResState& r, TimePoint t) const {
-  return r.planned ? planner_->guaranteedAt(r.id, t) : plannedAt(r, t);
+  return planner_->guaranteedAt(r.id, t);
 }
 
 TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
@@ -780,13 +761,8 @@ TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
     }
     best = std::min(best, fromEpochMs(b + k * p));
   };
-  if (r.planned) {
-    for (TimePoint b : r.boundaries) consider(toEpochMs(b));
-    if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
-  } else {
-    consider(r.from_off.count());
-    consider(r.to_off.count());
-  }
+  for (TimePoint b : r.boundaries) consider(toEpochMs(b));
+  if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
   return best;
 }
 
@@ -845,7 +821,6 @@ void Sim::draTick() {
   }
   for (size_t ri = 0; ri < res_.size(); ri++) {
     ResState& r = res_[ri];
-    if (!r.planned) continue;
     if (r.live.empty()) {
       if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
       continue;
@@ -998,7 +973,7 @@ void Sim::judge(int ai, bool unfinished) {
   const ResState* r = ri >= 0 ? &res_[static_cast<size_t>(ri)] : nullptr;
   // The window whose reserved capacity serves this instance.
   TimePoint win_from = app.submit, win_to = app.inst.deadline;
-  if (r != nullptr && r->planned) {
+  if (r != nullptr) {
     auto win = planner_->instanceAt(r->id, app.inst.deadline - Millis(1));
     if (!win) win = planner_->instanceAt(r->id, app.submit);
     if (win) {
@@ -1011,8 +986,7 @@ void Sim::judge(int ai, bool unfinished) {
   auto reservedAt = [&](TimePoint t) -> int64_t {
     int64_t units = 0;
     if (r != nullptr && t >= win_from && t < win_to) {
-      units = r->planned ? plannedAt(*r, t).countCovering(r->unit)
-                         : r->static_resource.countCovering(r->unit);
+      units = plannedAt(*r, t).countCovering(r->unit);
     }
     for (const auto& g : app.grants) {
       if (t >= g.from && t < g.to) units += g.count;

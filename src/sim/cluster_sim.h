@@ -43,11 +43,9 @@ struct History {
 struct JobProvision {
   enum class Kind {
     kNone,     // no reservation: the job runs in its ad-hoc queue
-    kStatic,   // user provisioning: `static_resource` over [submit_offset, deadline) per period
     kPlanned,  // `def` is submitted to the planner when the run starts
   };
   Kind kind = Kind::kNone;
-  Resource static_resource;
   planner::ReservationDefinition def;
   int64_t budget_container_ms = 0;  // DRA budget per instance (planned only)
   // Planned strategies: when `def` is absent or the planner refuses it, the
