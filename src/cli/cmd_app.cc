@@ -315,8 +315,9 @@ size_t overlap(const std::string& prev, const std::string& cur) {
 struct LogSource {
   std::string address, container, token;
 };
-LogSource logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
-               const std::string& node_arg, bool stderr_stream, int64_t bytes, std::string* data) {
+Result<LogSource> tryLogs(const CliContext& ctx, const std::string& id,
+                          const std::string& container_arg, const std::string& node_arg,
+                          bool stderr_stream, int64_t bytes, std::string* data) {
   v1::GetContainerLogAccessRequest req;
   req.set_application_id(id);
   req.set_container_id(container_arg);
@@ -331,12 +332,28 @@ LogSource logs(const CliContext& ctx, const std::string& id, const std::string& 
                          stderr_stream, bytes);
     if (got.isOk()) {
       *data = *got;
-      return {t.container_manager_address(), access.container_id(), t.token()};
+      return LogSource{t.container_manager_address(), access.container_id(), t.token()};
     }
     last = got.status();
     if (access.targets_size() == 1) break;
   }
-  failWith(last);
+  return last;
+}
+
+LogSource logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
+               const std::string& node_arg, bool stderr_stream, int64_t bytes, std::string* data) {
+  auto src = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, data);
+  if (!src.isOk()) failWith(src.status());
+  return *src;
+}
+
+bool appIsFinal(const CliContext& ctx, const std::string& id) {
+  v1::GetApplicationRequest greq;
+  greq.set_application_id(id);
+  v1::ApplicationReport rep;
+  auto c = context(ctx);
+  check(clientStub(ctx)->GetApplication(c.get(), greq, &rep), ctx);
+  return finalState(rep.state());
 }
 
 // --follow: prints the logs, then what is appended to them every second
@@ -346,16 +363,19 @@ LogSource logs(const CliContext& ctx, const std::string& id, const std::string& 
 void followLogs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
                 const std::string& node_arg, bool stderr_stream, int64_t bytes) {
   std::string prev;
-  LogSource src = logs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
+  // A container the RM has allocated may not have started on its node yet:
+  // wait for its log while the application lives.
+  auto first = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
+  while (!first.isOk() && first.status().code() == StatusCode::kNotFound && !appIsFinal(ctx, id)) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    first = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
+  }
+  if (!first.isOk()) failWith(first.status());
+  const LogSource src = *first;
   std::cout << prev << std::flush;
   for (bool final = false; !final;) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    v1::GetApplicationRequest greq;
-    greq.set_application_id(id);
-    v1::ApplicationReport rep;
-    auto c = context(ctx);
-    check(clientStub(ctx)->GetApplication(c.get(), greq, &rep), ctx);
-    final = finalState(rep.state());
+    final = appIsFinal(ctx, id);
     auto cur = fetchLogs(ctx, src.address, src.container, src.token, stderr_stream, bytes);
     if (!cur.isOk()) failWith(cur.status());
     std::cout << cur->substr(overlap(prev, *cur)) << std::flush;
