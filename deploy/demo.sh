@@ -6,7 +6,7 @@
 # off, reserved, run inside its reservation next to an ad-hoc flood, and one
 # deliberately slowed run gets dynamic reprovisioning; then the owner sets the
 # reservation's DRA budget to 0 and the same slowed job runs again without
-# DRA (the counterfactual; its verdict is printed).
+# DRA and misses its deadline (the counterfactual).
 #
 # Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
 #   --keep          leave the cluster running (stop: local-cluster.sh stop --var DIR)
@@ -18,8 +18,8 @@
 #   --ports         fixed (default: the RM on 8030, web page on 8088) or auto (free ports)
 # Ctrl-C stops the scenario and the cluster (applications killed, no daemon or
 # container left), unless --keep. Exit code 0 when every step happened, the
-# slowed run met its deadline with DRA grants and the same slowed run ran
-# with DRA budget 0 and no grant, 1 otherwise, 2 on bad usage.
+# slowed run met its deadline with DRA grants and the same slowed run, with
+# DRA budget 0 and no grant, missed it; 1 otherwise, 2 on bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -43,15 +43,19 @@ done
 # plan's LCM ("day") is 10 periods of the job; DRA reviews every plan step,
 # a grant lasts T = 2 steps and its cap looks back R_recent = 2 steps
 # (Morpheus §7's 60 s / 2 min at a 60 s step); preemption grace and the
-# NM's kill grace shrink likewise. The inference service refits every plan
-# step instead of once a day, with the same LCM and step as the RM, and
-# proposes a reprovisioning budget of the whole skyline's area (default 20%)
-# so that DRA, not the budget, decides the slowed run. The ad-hoc queues:
-# root.default (weight 3: where the jobs run before sign-off) and root.adhoc
-# (weight 1: the flood).
+# NM's kill grace shrink likewise. DRA reviews every second (dra.interval,
+# default: the plan step) and a grant may reach rho = 6 times the recent
+# plan (default 2): LowCost spreads the job's plan flat (1-3 containers, the
+# AM included) where the slowed run's 6-wide transform stage needs 7 at once. The inference service refits every plan step instead of
+# once a day, with the same LCM and step as the RM, and proposes a
+# reprovisioning budget of 3 times the skyline's area (default 20%): a grant
+# is charged for its whole T, so that DRA, not the budget, decides the
+# slowed run. The ad-hoc queues: root.default (weight 3: where the jobs run
+# before sign-off) and root.adhoc (weight 1: the flood, whose tasks outlast
+# the demo).
 case "$PROFILE" in
   demo) STEP=5s LCM=10m HB=500ms GRACE=2s ;;
-  ci) STEP=2s LCM=1m HB=300ms GRACE=1s ;;
+  ci) STEP=2s LCM=1m HB=300ms GRACE=500ms ;;
   *) echo "demo: --profile: '$PROFILE' is not demo or ci" >&2; exit 2 ;;
 esac
 mkdir -p "$VAR"
@@ -93,8 +97,9 @@ started=1
   --rm-set "planner.step=$STEP" --rm-set "planner.lcm=$LCM" \
   --rm-set "rm.heartbeat-interval=$HB" --rm-set "rm.preemption-grace=$GRACE" \
   --rm-set "dra.extension=$((2 * ${STEP%s}))s" --rm-set "dra.recent=$((2 * ${STEP%s}))s" \
+  --rm-set "dra.rho=6" --rm-set "dra.interval=1s" \
   --rm-set "scheduler.queues=root.default=3,root.adhoc=1" \
   --inference-set "skyline.step=$STEP" --inference-set "slo.lcm=$LCM" \
-  --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=1" \
+  --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=3" \
   --nm-set "nm.heartbeat-interval=$HB" --nm-set "nm.kill-grace=1s"
 python3 "$ROOT/deploy/demo.py" --var "$VAR" --profile "$PROFILE" --jobs "$ROOT/examples/demo"
