@@ -11,9 +11,9 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "rm/rm_metrics.h"
 #include "common/token.h"
 #include "rm/node_registry.h"
+#include "rm/rm_metrics.h"
 #include "rm/rm_options.h"
 
 namespace morpheus::rm {
