@@ -107,12 +107,10 @@ int main(int argc, char** argv) {
     a.seed = seed;
     a.node_size = node_size;
     a.nodes = nodes;
-    auto adhoc = sim::loadAdhoc(a);
-    if (!adhoc.isOk()) {
-      std::cerr << "bench_sim: " << adhoc.status().message() << "\n";
+    if (Status st = sim::addAdhocLoad(*w, a); !st.isOk()) {
+      std::cerr << "bench_sim: " << st.message() << "\n";
       return 2;
     }
-    w->adhoc = std::move(*adhoc);
   }
   const double gen_s = since(t0);
   auto specs = sim::parseStrategies(strategies, {}, inference::FitParams{}.alpha);

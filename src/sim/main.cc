@@ -149,10 +149,7 @@ Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size
     a.seed = f.seed;
     a.node_size = node_size;
     a.nodes = f.nodes;
-    MORPHEUS_ASSIGN_OR_RETURN(std::vector<sim::AdhocJob> adhoc, sim::loadAdhoc(a));
-    w.adhoc.insert(w.adhoc.end(), adhoc.begin(), adhoc.end());
-    std::stable_sort(w.adhoc.begin(), w.adhoc.end(),
-                     [](const auto& x, const auto& y) { return x.submit < y.submit; });
+    MORPHEUS_RETURN_IF_ERROR(sim::addAdhocLoad(w, a));
   }
   return w;
 }

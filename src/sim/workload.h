@@ -137,6 +137,10 @@ struct AdhocOptions {
   int64_t nodes = 50;      // cluster size the load is relative to (>= 1)
 };
 Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options);
+// loadAdhoc's jobs appended to `workload`'s ad-hoc jobs, which stay sorted by
+// submit (stable: a user trace's order among equal submits is kept). On error
+// the workload is unchanged.
+Status addAdhocLoad(Workload& workload, const AdhocOptions& options);
 
 // ---- User traces: the documented JSON format (README "morpheus-sim") ----
 // INVALID_ARGUMENT naming the JSON path (e.g. "periodic[3].stages[0].tasks")

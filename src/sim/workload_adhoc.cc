@@ -143,4 +143,12 @@ Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options) {
   return out;
 }
 
+Status addAdhocLoad(Workload& workload, const AdhocOptions& options) {
+  MORPHEUS_ASSIGN_OR_RETURN(std::vector<AdhocJob> adhoc, loadAdhoc(options));
+  workload.adhoc.insert(workload.adhoc.end(), adhoc.begin(), adhoc.end());
+  std::stable_sort(workload.adhoc.begin(), workload.adhoc.end(),
+                   [](const AdhocJob& x, const AdhocJob& y) { return x.submit < y.submit; });
+  return Status::ok();
+}
+
 }  // namespace morpheus::sim
