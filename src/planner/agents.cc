@@ -7,6 +7,7 @@
 #include <map>
 
 #include "planner/agent.h"
+#include "planner/dense_resource.h"
 
 namespace morpheus::planner {
 
@@ -33,6 +34,7 @@ struct StageTrack {
 // `anchor_end`: the first gang must end exactly at hi.
 struct GangRequest {
   Resource unit;
+  const int64_t* urow = nullptr;  // unit as an Engine row
   int64_t gang = 0;
   int64_t count = 0;
   int64_t d = 0;
@@ -44,30 +46,44 @@ struct GangRequest {
 
 // The allocation under construction: an overlay (added_) on the problem's
 // load, with apply/undo and the whole-allocation cost. One Engine per
-// propose() call: the agents themselves stay stateless.
+// propose() call: the agents themselves stay stateless. Resources are held as
+// DenseDims rows (k() integers per window step), which give the same shares
+// and fits as Resource (issue #15).
 class Engine {
  public:
   explicit Engine(const PlanningProblem& p)
-      : p_(p), added_(static_cast<size_t>(p.window)), used_(p.load) {}
+      : p_(p), dims_(p), k_(dims_.k()), load_(static_cast<size_t>(p.window) * k_) {
+    for (size_t j = 0; j < p.load.size(); ++j) dims_.put(p.load[j], &load_[j * k_]);
+    used_ = load_;
+    added_.assign(load_.size(), 0);
+    unit_.assign(k_, 0);
+    scratch_.assign(k_, 0);
+  }
 
   const PlanningProblem& problem() const { return p_; }
+  const DenseDims& dims() const { return dims_; }
   void reset() {
-    std::fill(added_.begin(), added_.end(), Resource());
-    used_ = p_.load;
+    std::fill(added_.begin(), added_.end(), 0);
+    std::copy(load_.begin(), load_.end(), used_.begin());
   }
 
-  // Load plus what this allocation holds so far at window step s.
-  const Resource& used(int64_t s) const { return used_[static_cast<size_t>(s)]; }
-  // Units that still fit at window step s.
-  int64_t fitAt(int64_t s, const Resource& unit) const {
-    return (p_.capacity - used(s)).countFitting(unit);
+  // Load plus what this allocation holds so far at window step s (a row).
+  const int64_t* used(int64_t s) const { return &used_[static_cast<size_t>(s) * k_]; }
+  // `r` as a row, valid until the next unitRow() call.
+  const int64_t* unitRow(const Resource& r) {
+    dims_.put(r, unit_.data());
+    return unit_.data();
   }
+  // Units (rows) that still fit at window step s.
+  int64_t fitAt(int64_t s, const int64_t* unit) const { return dims_.fitting(used(s), unit); }
 
-  // Holds `containers` (= r) over [pos, pos + len) for the stage of `out`.
-  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const Resource& r) {
+  // Holds `containers` (= m x unit) over [pos, pos + len) for the stage of `out`.
+  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const int64_t* unit,
+             int64_t m) {
     for (int64_t s = pos; s < pos + len; ++s) {
-      added_[static_cast<size_t>(s)] += r;
-      used_[static_cast<size_t>(s)] += r;
+      auto at = static_cast<size_t>(s) * k_;
+      dims_.addScaled(&added_[at], unit, m);
+      dims_.addScaled(&used_[at], unit, m);
     }
     out.gangs.push_back({pos, len, containers});
     out.lo = std::min(out.lo, pos);
@@ -76,11 +92,12 @@ class Engine {
 
   void undo(const StageTrack& t) {
     const ReservationStage& st = p_.def->stages[static_cast<size_t>(t.stage)];
+    dims_.put(st.capability, scratch_.data());
     for (const auto& g : t.gangs) {
-      Resource r = st.capability * g.containers;
       for (int64_t s = g.pos; s < g.pos + g.len; ++s) {
-        added_[static_cast<size_t>(s)] -= r;
-        used_[static_cast<size_t>(s)] -= r;
+        auto at = static_cast<size_t>(s) * k_;
+        dims_.addScaled(&added_[at], scratch_.data(), -g.containers);
+        dims_.addScaled(&used_[at], scratch_.data(), -g.containers);
       }
     }
   }
@@ -97,10 +114,10 @@ class Engine {
     if (lo >= hi) return 0;
     double peak = 0, sumw = 0, suma = 0;
     for (int64_t s = lo; s < hi; ++s) {
-      const Resource& a = added_[static_cast<size_t>(s)];
-      if (a.isZero()) continue;
-      double ca = (p_.load[static_cast<size_t>(s)] + a).dominantShare(p_.capacity);
-      double aa = a.dominantShare(p_.capacity);
+      const int64_t* a = &added_[static_cast<size_t>(s) * k_];
+      if (DenseDims::isZero(a, k_)) continue;
+      double ca = dims_.share(used(s));
+      double aa = dims_.share(a);
       peak = std::max(peak, ca);
       sumw += aa * ca;
       suma += aa;
@@ -115,8 +132,12 @@ class Engine {
 
  private:
   const PlanningProblem& p_;
-  std::vector<Resource> added_;  // this allocation so far, per window step
-  std::vector<Resource> used_;   // load + added_
+  DenseDims dims_;
+  size_t k_;
+  std::vector<int64_t> load_;   // the problem's load, k_ per window step
+  std::vector<int64_t> added_;  // this allocation so far
+  std::vector<int64_t> used_;   // load_ + added_
+  std::vector<int64_t> unit_, scratch_;
 };
 
 // StageAllocator policy (CONVENTIONS.md "Shape"): where the gangs of one
@@ -142,10 +163,10 @@ class GreedyStagePlacer final : public StagePlacer {
         if (p > out.hi) continue;  // would leave a gap after the allocation so far
       }
       int64_t f = std::numeric_limits<int64_t>::max();
-      for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, eng.fitAt(s, req.unit));
+      for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, eng.fitAt(s, req.urow));
       if (f <= 0) continue;
       int64_t k = std::min(remaining, f);
-      eng.apply(out, p, d, k * req.gang, req.unit * k);
+      eng.apply(out, p, d, k * req.gang, req.urow, k);
       remaining -= k;
     }
     return true;
@@ -233,7 +254,15 @@ class LowCostPositions : public StagePlacer {
   // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
   // Step costs enter the average as integers (units of 2^-40), so the sum is
   // exact whatever the order it was accumulated in.
-  static int64_t quantize(double c) { return std::llround(c * 0x1p40); }
+  // std::llround(c x 2^40), inlined for the finite non-negative values below
+  // 2^52 where the truncation and the remainder are exact (rounding half away
+  // from zero, as llround); anything else goes to std::llround.
+  static int64_t quantize(double c) {
+    double x = c * 0x1p40;
+    if (!(x >= 0 && x < 0x1p52)) return std::llround(x);
+    auto r = static_cast<int64_t>(x);
+    return x - static_cast<double>(r) >= 0.5 ? r + 1 : r;
+  }
   double positionCost(double peak, int64_t sum) const {
     return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
   }
@@ -244,7 +273,7 @@ class LowCostPositions : public StagePlacer {
   // its old one against the block's changed part; its sum moves by the
   // block's exact delta).
   void apply(Engine& eng, const GangRequest& req, int64_t q, int64_t k, StageTrack& out) {
-    eng.apply(out, pmin_ + q, d_, k * req.gang, req.unit * k);
+    eng.apply(out, pmin_ + q, d_, k * req.gang, req.urow, k);
     auto d = static_cast<size_t>(d_);
     delta_.assign(d + 1, 0);
     for (size_t j = 0; j < d; ++j) {
@@ -341,11 +370,10 @@ class LowCostPositions : public StagePlacer {
   }
 
   void refreshStep(const Engine& eng, const GangRequest& req, int64_t s) {
-    const PlanningProblem& p = eng.problem();
-    const Resource& u = eng.used(s);
+    const int64_t* u = eng.used(s);
     auto i = static_cast<size_t>(s - pmin_);
-    fit_[i] = (p.capacity - u).countFitting(req.unit);
-    sc_[i] = (u + req.unit).dominantShare(p.capacity);
+    fit_[i] = eng.dims().fitting(u, req.urow);
+    sc_[i] = eng.dims().shareWith(u, req.urow, 1);
     isc_[i] = quantize(sc_[i]);
   }
 
@@ -483,12 +511,10 @@ class LowCostStagePlacer final : public LowCostPositions {
 
   // Cost at position q of one more gang after j more (j >= 0); j = 0 is cost_[q].
   double costAfter(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
-    const PlanningProblem& p = eng.problem();
-    Resource add = req.unit * (j + 1);
     double peak = 0;
     int64_t sum = 0;
     for (int64_t s = pmin_ + q; s < pmin_ + q + d_; ++s) {
-      double c = (eng.used(s) + add).dominantShare(p.capacity);
+      double c = eng.dims().shareWith(eng.used(s), req.urow, j + 1);
       peak = std::max(peak, c);
       sum += quantize(c);
     }
@@ -556,6 +582,7 @@ bool placeStage(Engine& eng, StagePlacer& placer, int k, int64_t lo, int64_t hi,
   const ReservationStage& st = p.def->stages[static_cast<size_t>(k)];
   int64_t g = st.min_concurrency;
   GangRequest req{st.capability * g,
+                  eng.unitRow(st.capability * g),
                   g,
                   st.num_containers / g,
                   p.duration[static_cast<size_t>(k)],
@@ -567,6 +594,7 @@ bool placeStage(Engine& eng, StagePlacer& placer, int k, int64_t lo, int64_t hi,
   int64_t rem = st.num_containers % g;
   if (rem == 0) return true;
   req.unit = st.capability * rem;
+  req.urow = eng.unitRow(req.unit);
   req.gang = rem;
   req.count = 1;
   req.anchor_end = anchor_end && out.gangs.empty();
