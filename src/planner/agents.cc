@@ -102,6 +102,17 @@ class Engine {
     }
   }
 
+  // Highest step cost (share of load + allocation) over the steps of t that
+  // hold some of this allocation; what cost() takes the peak over.
+  double peakOver(const StageTrack& t) const {
+    double m = 0;
+    for (int64_t s = t.lo; s < t.hi; ++s) {
+      if (DenseDims::isZero(&added_[static_cast<size_t>(s) * k_], k_)) continue;
+      m = std::max(m, dims_.share(used(s)));
+    }
+    return m;
+  }
+
   // Cost of the current overlay: peak step cost after placement, plus a small
   // area-weighted term (cost where the allocation sits), plus the alignment
   // penalty (Morpheus §6, problematic jobs).
@@ -449,6 +460,10 @@ class LowCostStagePlacer final : public LowCostPositions {
       if (b < 0) break;
       bool widening = widens(req, out, b);
       bool anchored = req.anchor_end && out.gangs.empty();
+      if (d_ == 1 && !widening && !anchored) {
+        placed += fillSteps(eng, req, remaining - placed, out);
+        continue;
+      }
       apply(eng, req, b, 1, out);
       ++placed;
       if (anchored) break;  // the rest may go anywhere touching it: scan again
@@ -472,6 +487,80 @@ class LowCostStagePlacer final : public LowCostPositions {
     return placed;
   }
 
+  // One-step gangs (d == 1, every skyline stage): a position is one step and
+  // a gang changes only its own position's cost, which never falls. The
+  // one-gang-at-a-time order (least cost, then rank, then index, as the
+  // tree) is then the merge of each position's cost sequence: replay that
+  // merge on a heap (costAfter, O(k) per gang) instead of applying and
+  // re-ranking every gang, until `limit` gangs are taken or the best widening
+  // position, whose cost does not move meanwhile, would come first. Then each
+  // position's gangs are held at once. Returns the gangs placed (>= 1: the
+  // caller checked the tree's best is not widening).
+  int64_t fillSteps(Engine& eng, const GangRequest& req, int64_t limit, StageTrack& out) {
+    int64_t wall = -1;  // best eligible widening position
+    heap_.clear();
+    for (int64_t q = elig_lo_; q <= elig_hi_; ++q) {
+      if (!fits(q)) continue;
+      if (!widens(req, out, q)) {
+        heap_.push_back({cost_[static_cast<size_t>(q)], rank_[static_cast<size_t>(q)], q, 0});
+      } else if (wall < 0 || before(q, wall)) {
+        wall = q;
+      }
+    }
+    // Few candidates (a contiguous stage's own steps): a linear pick beats a heap.
+    const bool small = heap_.size() <= 8;
+    if (!small) std::make_heap(heap_.begin(), heap_.end(), later);
+    Next stop{0, 0, -1, 0};
+    if (wall >= 0) {
+      stop = {cost_[static_cast<size_t>(wall)], rank_[static_cast<size_t>(wall)], wall, 0};
+    }
+    taken_.clear();
+    taken_count_.resize(static_cast<size_t>(npos()));
+    int64_t total = 0;
+    while (total < limit && !heap_.empty()) {
+      Next n = popLeast(small);
+      if (wall >= 0 && later(n, stop)) break;
+      if (n.j == 0) taken_.push_back(n.q);
+      ++total;
+      int64_t j = n.j + 1;  // gangs now taken at n.q
+      taken_count_[static_cast<size_t>(n.q)] = j;
+      if (j < bfit_[static_cast<size_t>(n.q)]) {
+        heap_.push_back({costAfter(eng, req, n.q, j), n.rank, n.q, j});
+        if (!small) std::push_heap(heap_.begin(), heap_.end(), later);
+      }
+    }
+    for (int64_t q : taken_) apply(eng, req, q, taken_count_[static_cast<size_t>(q)], out);
+    return total;
+  }
+  // A position's next gang in fillSteps: its cost and rank, position, gangs taken.
+  struct Next {
+    double cost;
+    int64_t rank;
+    int64_t q;
+    int64_t j;
+  };
+  // Heap order: x comes after y (least cost, then rank, then index first).
+  static bool later(const Next& x, const Next& y) {
+    if (x.cost != y.cost) return x.cost > y.cost;
+    if (x.rank != y.rank) return x.rank > y.rank;
+    return x.q > y.q;
+  }
+
+  // Removes and returns the least of heap_ (a heap unless `small`).
+  Next popLeast(bool small) {
+    if (!small) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+    } else {
+      auto least = heap_.begin();
+      for (auto it = least + 1; it != heap_.end(); ++it) {
+        if (later(*least, *it)) least = it;
+      }
+      std::swap(*least, heap_.back());
+    }
+    Next n = heap_.back();
+    heap_.pop_back();
+    return n;
+  }
   // Winner of two positions (-1 = none).
   int64_t pick(int64_t a, int64_t b) const {
     if (a < 0) return b;
@@ -571,6 +660,9 @@ class LowCostStagePlacer final : public LowCostPositions {
   }
 
   int64_t leaves_ = 1;
+  std::vector<Next> heap_;            // fillSteps scratch
+  std::vector<int64_t> taken_;        // fillSteps: positions taken, in first-taken order
+  std::vector<int64_t> taken_count_;  // fillSteps: gangs per taken position
   std::vector<int64_t> tree_;  // min-tree over positions: index of the best leaf below (-1: none)
 };
 
@@ -612,9 +704,16 @@ struct SearchOptions {
   bool first_fit = false;
 };
 
-// One pass over `ids` (stages, chronological) with the allocation ending by E.
+// One pass over `ids` (stages, chronological) with the allocation ending by
+// E. Exact early cut-off (issue #15): the pass stops (false, failed = -1) as
+// soon as the highest step cost under the stages placed so far reaches
+// `cutoff`. Steps only gain load during a pass, so that is a lower bound on
+// the whole allocation's peak, and Engine::cost >= its peak: a pass stopped
+// here could not have been cheaper than `cutoff` (the propose() loop would
+// have dropped it).
 bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const std::vector<int>& ids,
-             bool ordered, bool no_gap, int64_t e, std::vector<StageTrack>& tracks, int& failed) {
+             bool ordered, bool no_gap, int64_t e, double cutoff, std::vector<StageTrack>& tracks,
+             int& failed) {
   const PlanningProblem& p = eng.problem();
   eng.reset();
   tracks.clear();
@@ -630,6 +729,7 @@ bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const st
     cum[i + 1] = cum[i] + demand[i];
   }
   int64_t hi = e;
+  double peak = 0;  // highest step cost under the stages placed so far
   for (size_t ii = n; ii-- > 0;) {
     int k = ids[ii];
     int64_t d = p.duration[static_cast<size_t>(k)];
@@ -664,7 +764,12 @@ bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const st
       return false;
     }
     if (ordered) hi = tr.lo;
+    peak = std::max(peak, eng.peakOver(tr));
     tracks.push_back(std::move(tr));
+    if (peak >= cutoff) {
+      failed = -1;
+      return false;
+    }
   }
   return true;
 }
@@ -752,7 +857,7 @@ class AgentBase : public ReservationAgent {
       }
       for (int64_t e : endPoints(p, emin)) {
         int f = -1;
-        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, tracks, f)) {
+        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, best_cost - kEps, tracks, f)) {
           if (e == p.window && failed < 0) failed = f;
           continue;
         }
