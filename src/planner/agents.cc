@@ -275,7 +275,9 @@ class LowCostPositions : public StagePlacer {
     return x - static_cast<double>(r) >= 0.5 ? r + 1 : r;
   }
   double positionCost(double peak, int64_t sum) const {
-    return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
+    double avg = 1e-3 * (static_cast<double>(sum) * 0x1p-40);
+    // x / 1.0 == x exactly: one-step gangs (every skyline stage) skip the division.
+    return peak + (d_ == 1 ? avg : avg / static_cast<double>(d_));
   }
 
   // Holds k gangs at position q; updates the step values of its block and
@@ -489,78 +491,144 @@ class LowCostStagePlacer final : public LowCostPositions {
 
   // One-step gangs (d == 1, every skyline stage): a position is one step and
   // a gang changes only its own position's cost, which never falls. The
-  // one-gang-at-a-time order (least cost, then rank, then index, as the
-  // tree) is then the merge of each position's cost sequence: replay that
-  // merge on a heap (costAfter, O(k) per gang) instead of applying and
-  // re-ranking every gang, until `limit` gangs are taken or the best widening
-  // position, whose cost does not move meanwhile, would come first. Then each
-  // position's gangs are held at once. Returns the gangs placed (>= 1: the
-  // caller checked the tree's best is not widening).
+  // one-gang-at-a-time placement is then the merge of each position's cost
+  // sequence (least cost, then rank, then index, as the tree), cut where the
+  // best widening position (whose cost does not move meanwhile) would come
+  // first or after `limit` gangs. So: count each position's gangs ahead of
+  // that position (gallop on costAfter); when more than `limit`, the first
+  // `limit` of the merge are the least `limit` elements, found from a
+  // water-level estimate corrected by exchanges until every gang taken is
+  // ahead of every gang left. Each position's gangs are then held at once.
+  // Returns the gangs placed (>= 1: the caller checked the tree's best is
+  // not widening).
   int64_t fillSteps(Engine& eng, const GangRequest& req, int64_t limit, StageTrack& out) {
     int64_t wall = -1;  // best eligible widening position
-    heap_.clear();
+    cand_.clear();
     for (int64_t q = elig_lo_; q <= elig_hi_; ++q) {
       if (!fits(q)) continue;
       if (!widens(req, out, q)) {
-        heap_.push_back({cost_[static_cast<size_t>(q)], rank_[static_cast<size_t>(q)], q, 0});
+        cand_.push_back(q);
       } else if (wall < 0 || before(q, wall)) {
         wall = q;
       }
     }
-    // Few candidates (a contiguous stage's own steps): a linear pick beats a heap.
-    const bool small = heap_.size() <= 8;
-    if (!small) std::make_heap(heap_.begin(), heap_.end(), later);
-    Next stop{0, 0, -1, 0};
-    if (wall >= 0) {
-      stop = {cost_[static_cast<size_t>(wall)], rank_[static_cast<size_t>(wall)], wall, 0};
-    }
-    taken_.clear();
-    taken_count_.resize(static_cast<size_t>(npos()));
+    room_.clear();
     int64_t total = 0;
-    while (total < limit && !heap_.empty()) {
-      Next n = popLeast(small);
-      if (wall >= 0 && later(n, stop)) break;
-      if (n.j == 0) taken_.push_back(n.q);
-      ++total;
-      int64_t j = n.j + 1;  // gangs now taken at n.q
-      taken_count_[static_cast<size_t>(n.q)] = j;
-      if (j < bfit_[static_cast<size_t>(n.q)]) {
-        heap_.push_back({costAfter(eng, req, n.q, j), n.rank, n.q, j});
-        if (!small) std::push_heap(heap_.begin(), heap_.end(), later);
-      }
+    for (int64_t q : cand_) {
+      int64_t r = bfit_[static_cast<size_t>(q)];
+      if (wall >= 0) r = countAhead(eng, req, q, elemAt(eng, req, wall, 0));
+      room_.push_back(r);
+      total += r;
     }
-    for (int64_t q : taken_) apply(eng, req, q, taken_count_[static_cast<size_t>(q)], out);
+    take_ = room_;
+    if (total > limit) {
+      estimateLeast(eng, req, limit);
+      exchangeToLeast(eng, req);
+      total = limit;
+    }
+    for (size_t i = 0; i < cand_.size(); ++i) {
+      if (take_[i] > 0) apply(eng, req, cand_[i], take_[i], out);
+    }
     return total;
   }
-  // A position's next gang in fillSteps: its cost and rank, position, gangs taken.
+  // Gang j (0 = the next one) at one-step position q: its cost, rank, index.
   struct Next {
     double cost;
     int64_t rank;
     int64_t q;
     int64_t j;
   };
-  // Heap order: x comes after y (least cost, then rank, then index first).
+  Next elemAt(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
+    auto i = static_cast<size_t>(q);
+    return {j == 0 ? cost_[i] : costAfter(eng, req, q, j), rank_[i], q, j};
+  }
+  // Merge order: x comes after y (least cost, then rank, then index, then gang).
   static bool later(const Next& x, const Next& y) {
     if (x.cost != y.cost) return x.cost > y.cost;
     if (x.rank != y.rank) return x.rank > y.rank;
-    return x.q > y.q;
+    if (x.q != y.q) return x.q > y.q;
+    return x.j > y.j;
+  }
+  // Gangs at q (at most its fit) that come before `stop`.
+  int64_t countAhead(const Engine& eng, const GangRequest& req, int64_t q, const Next& stop) const {
+    int64_t fit = bfit_[static_cast<size_t>(q)];
+    auto ahead = [&](int64_t j) { return later(stop, elemAt(eng, req, q, j)); };
+    if (!ahead(0)) return 0;
+    int64_t lo = 0, step = 1;  // ahead(lo)
+    while (lo + step < fit && ahead(lo + step)) {
+      lo += step;
+      step *= 2;
+    }
+    int64_t hi = std::min(lo + step, fit);  // hi == fit or !ahead(hi)
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      (ahead(mid) ? lo : hi) = mid;
+    }
+    return lo + 1;
+  }
+  // take_ := about `limit` gangs spread to an equal cost level (each gang
+  // raises a position's cost by about the unit's share), within room_,
+  // summing to exactly `limit`.
+  void estimateLeast(const Engine& eng, const GangRequest& req, int64_t limit) {
+    double per = std::max(eng.dims().share(req.urow), 1e-15);
+    auto at = [&](double level) {
+      int64_t sum = 0;
+      for (size_t i = 0; i < cand_.size(); ++i) {
+        double c0 = cost_[static_cast<size_t>(cand_[i])];
+        double n = level < c0 ? 0.0 : std::floor((level - c0) / per) + 1;
+        take_[i] = static_cast<int64_t>(std::min(n, static_cast<double>(room_[i])));
+        sum += take_[i];
+      }
+      return sum;
+    };
+    double lo = std::numeric_limits<double>::max(), hi = 0;
+    for (int64_t q : cand_) {
+      lo = std::min(lo, cost_[static_cast<size_t>(q)]);
+      hi = std::max(hi, cost_[static_cast<size_t>(q)]);
+    }
+    hi += per * static_cast<double>(limit + 1);
+    for (int it = 0; it < 60 && lo < hi; ++it) {  // least level reaching `limit`
+      double mid = lo + (hi - lo) / 2;
+      if (at(mid) >= limit) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    int64_t excess = at(hi) - limit;
+    for (size_t i = cand_.size(); i-- > 0 && excess != 0;) {
+      int64_t d = excess > 0 ? std::min(excess, take_[i]) : std::max(excess, take_[i] - room_[i]);
+      take_[i] -= d;
+      excess -= d;
+    }
+  }
+  // Exchanges the latest gang taken for the earliest left until every gang
+  // taken comes before every gang left: then take_ holds the least elements
+  // of the merge (each exchange strictly lowers the taken set, so it ends).
+  void exchangeToLeast(const Engine& eng, const GangRequest& req) {
+    size_t m = cand_.size();
+    last_.resize(m);
+    first_.resize(m);
+    for (size_t i = 0; i < m; ++i) {
+      if (take_[i] > 0) last_[i] = elemAt(eng, req, cand_[i], take_[i] - 1);
+      if (take_[i] < room_[i]) first_[i] = elemAt(eng, req, cand_[i], take_[i]);
+    }
+    for (;;) {
+      size_t a = m, b = m;  // latest taken, earliest left
+      for (size_t i = 0; i < m; ++i) {
+        if (take_[i] > 0 && (a == m || later(last_[i], last_[a]))) a = i;
+        if (take_[i] < room_[i] && (b == m || later(first_[b], first_[i]))) b = i;
+      }
+      if (a == m || b == m || later(first_[b], last_[a])) return;
+      first_[a] = last_[a];
+      last_[b] = first_[b];
+      --take_[a];
+      ++take_[b];
+      if (take_[a] > 0) last_[a] = elemAt(eng, req, cand_[a], take_[a] - 1);
+      if (take_[b] < room_[b]) first_[b] = elemAt(eng, req, cand_[b], take_[b]);
+    }
   }
 
-  // Removes and returns the least of heap_ (a heap unless `small`).
-  Next popLeast(bool small) {
-    if (!small) {
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-    } else {
-      auto least = heap_.begin();
-      for (auto it = least + 1; it != heap_.end(); ++it) {
-        if (later(*least, *it)) least = it;
-      }
-      std::swap(*least, heap_.back());
-    }
-    Next n = heap_.back();
-    heap_.pop_back();
-    return n;
-  }
   // Winner of two positions (-1 = none).
   int64_t pick(int64_t a, int64_t b) const {
     if (a < 0) return b;
@@ -660,9 +728,10 @@ class LowCostStagePlacer final : public LowCostPositions {
   }
 
   int64_t leaves_ = 1;
-  std::vector<Next> heap_;            // fillSteps scratch
-  std::vector<int64_t> taken_;        // fillSteps: positions taken, in first-taken order
-  std::vector<int64_t> taken_count_;  // fillSteps: gangs per taken position
+  // fillSteps scratch, per candidate position: the position, the gangs
+  // before the wall, the gangs taken, the last taken and first left.
+  std::vector<int64_t> cand_, room_, take_;
+  std::vector<Next> last_, first_;
   std::vector<int64_t> tree_;  // min-tree over positions: index of the best leaf below (-1: none)
 };
 
