@@ -570,12 +570,12 @@ class LowCostStagePlacer final : public LowCostPositions {
   // raises a position's cost by about the unit's share), within room_,
   // summing to exactly `limit`.
   void estimateLeast(const Engine& eng, const GangRequest& req, int64_t limit) {
-    double per = std::max(eng.dims().share(req.urow), 1e-15);
+    double per = std::max(eng.dims().share(req.urow), 1e-15), inv = 1 / per;
     auto at = [&](double level) {
       int64_t sum = 0;
       for (size_t i = 0; i < cand_.size(); ++i) {
         double c0 = cost_[static_cast<size_t>(cand_[i])];
-        double n = level < c0 ? 0.0 : std::floor((level - c0) / per) + 1;
+        double n = level < c0 ? 0.0 : std::floor((level - c0) * inv) + 1;
         take_[i] = static_cast<int64_t>(std::min(n, static_cast<double>(room_[i])));
         sum += take_[i];
       }
@@ -587,7 +587,9 @@ class LowCostStagePlacer final : public LowCostPositions {
       hi = std::max(hi, cost_[static_cast<size_t>(q)]);
     }
     hi += per * static_cast<double>(limit + 1);
-    for (int it = 0; it < 60 && lo < hi; ++it) {  // least level reaching `limit`
+    // About the least level reaching `limit`, to a quarter gang (the exchanges
+    // below make it exact).
+    while (hi - lo > per / 4) {
       double mid = lo + (hi - lo) / 2;
       if (at(mid) >= limit) {
         hi = mid;
