@@ -187,5 +187,48 @@ TEST(LowCostDecisionTest, PlacementsMatchRecordedDecisions) {
   EXPECT_GE(accepted, 100);
 }
 
+// One-step gangs on an evenly loaded plan, where one gang at a time
+// alternates between equally loaded steps (the case the batched placer takes
+// by water level and exchanges): batched LowCost places exactly what the
+// one-gang reference places, for spread (R_ALL) and skyline (R_ORDER_NO_GAP)
+// requests under every tie-break.
+TEST(LowCostDecisionTest, OneStepGangsOnLevelLoadMatchOneGangAtATime) {
+  Rng rng(1515);
+  int compared = 0;
+  for (int inst = 0; inst < 120; ++inst) {
+    int64_t cap = rng.uni(40, 200), window = rng.uni(6, 48);
+    auto bg = makePlanner("greedy", cap);
+    int64_t level = rng.uni(0, cap / 2);
+    if (level > 0) {
+      (void)bg->submit(ReservationId("level"), def(0, window, {stage(level, level, window)}),
+                       minute(0));
+    }
+    for (int i = 0; i < rng.uni(0, 3); ++i) {  // a few bumps on the level
+      int64_t a = rng.uni(0, window - 1), n = rng.uni(1, 4);
+      (void)bg->submit(ReservationId("bump" + std::to_string(i)), def(a, a + 1, {stage(n, 1, 1)}),
+                       minute(0));
+    }
+    ReservationDefinition d;
+    if (rng.uni(0, 1) == 0) {
+      d = def(0, window, {stage(rng.uni(1, 3 * cap), 1, 1)}, Interpreter::kAll);
+    } else {
+      std::vector<int64_t> sky;
+      for (int64_t k = 0; k < std::max<int64_t>(1, window / 4); ++k) sky.push_back(rng.uni(1, cap));
+      d = def(0, window, skylineStages(sky, kOne, Millis(60'000)), Interpreter::kOrderNoGap);
+    }
+    PlanningProblem prob = bg->view().problemFor(d, minute(0));
+    AgentOptions batched, one;
+    batched.tie_break = one.tie_break = static_cast<TieBreak>(rng.uni(0, 2));
+    one.batch_gangs = false;
+    auto rb = makeAgent("lowcost", batched).value()->propose(prob, nullptr);
+    auto ro = makeAgent("lowcost", one).value()->propose(prob, nullptr);
+    ASSERT_EQ(rb.isOk(), ro.isOk()) << "instance " << inst;
+    if (!rb.isOk()) continue;
+    ++compared;
+    EXPECT_EQ(describe(rb), describe(ro)) << "instance " << inst;
+  }
+  EXPECT_GE(compared, 80);
+}
+
 }  // namespace
 }  // namespace morpheus::planner
