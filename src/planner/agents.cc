@@ -7,6 +7,7 @@
 #include <map>
 
 #include "planner/agent.h"
+#include "planner/dense_resource.h"
 
 namespace morpheus::planner {
 
@@ -33,6 +34,7 @@ struct StageTrack {
 // `anchor_end`: the first gang must end exactly at hi.
 struct GangRequest {
   Resource unit;
+  const int64_t* urow = nullptr;  // unit as an Engine row
   int64_t gang = 0;
   int64_t count = 0;
   int64_t d = 0;
@@ -44,30 +46,44 @@ struct GangRequest {
 
 // The allocation under construction: an overlay (added_) on the problem's
 // load, with apply/undo and the whole-allocation cost. One Engine per
-// propose() call: the agents themselves stay stateless.
+// propose() call: the agents themselves stay stateless. Resources are held as
+// DenseDims rows (k() integers per window step), which give the same shares
+// and fits as Resource (issue #15).
 class Engine {
  public:
   explicit Engine(const PlanningProblem& p)
-      : p_(p), added_(static_cast<size_t>(p.window)), used_(p.load) {}
+      : p_(p), dims_(p), k_(dims_.k()), load_(static_cast<size_t>(p.window) * k_) {
+    for (size_t j = 0; j < p.load.size(); ++j) dims_.put(p.load[j], &load_[j * k_]);
+    used_ = load_;
+    added_.assign(load_.size(), 0);
+    unit_.assign(k_, 0);
+    scratch_.assign(k_, 0);
+  }
 
   const PlanningProblem& problem() const { return p_; }
+  const DenseDims& dims() const { return dims_; }
   void reset() {
-    std::fill(added_.begin(), added_.end(), Resource());
-    used_ = p_.load;
+    std::fill(added_.begin(), added_.end(), 0);
+    std::copy(load_.begin(), load_.end(), used_.begin());
   }
 
-  // Load plus what this allocation holds so far at window step s.
-  const Resource& used(int64_t s) const { return used_[static_cast<size_t>(s)]; }
-  // Units that still fit at window step s.
-  int64_t fitAt(int64_t s, const Resource& unit) const {
-    return (p_.capacity - used(s)).countFitting(unit);
+  // Load plus what this allocation holds so far at window step s (a row).
+  const int64_t* used(int64_t s) const { return &used_[static_cast<size_t>(s) * k_]; }
+  // `r` as a row, valid until the next unitRow() call.
+  const int64_t* unitRow(const Resource& r) {
+    dims_.put(r, unit_.data());
+    return unit_.data();
   }
+  // Units (rows) that still fit at window step s.
+  int64_t fitAt(int64_t s, const int64_t* unit) const { return dims_.fitting(used(s), unit); }
 
-  // Holds `containers` (= r) over [pos, pos + len) for the stage of `out`.
-  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const Resource& r) {
+  // Holds `containers` (= m x unit) over [pos, pos + len) for the stage of `out`.
+  void apply(StageTrack& out, int64_t pos, int64_t len, int64_t containers, const int64_t* unit,
+             int64_t m) {
     for (int64_t s = pos; s < pos + len; ++s) {
-      added_[static_cast<size_t>(s)] += r;
-      used_[static_cast<size_t>(s)] += r;
+      auto at = static_cast<size_t>(s) * k_;
+      dims_.addScaled(&added_[at], unit, m);
+      dims_.addScaled(&used_[at], unit, m);
     }
     out.gangs.push_back({pos, len, containers});
     out.lo = std::min(out.lo, pos);
@@ -76,13 +92,25 @@ class Engine {
 
   void undo(const StageTrack& t) {
     const ReservationStage& st = p_.def->stages[static_cast<size_t>(t.stage)];
+    dims_.put(st.capability, scratch_.data());
     for (const auto& g : t.gangs) {
-      Resource r = st.capability * g.containers;
       for (int64_t s = g.pos; s < g.pos + g.len; ++s) {
-        added_[static_cast<size_t>(s)] -= r;
-        used_[static_cast<size_t>(s)] -= r;
+        auto at = static_cast<size_t>(s) * k_;
+        dims_.addScaled(&added_[at], scratch_.data(), -g.containers);
+        dims_.addScaled(&used_[at], scratch_.data(), -g.containers);
       }
     }
+  }
+
+  // Highest step cost (share of load + allocation) over the steps of t that
+  // hold some of this allocation; what cost() takes the peak over.
+  double peakOver(const StageTrack& t) const {
+    double m = 0;
+    for (int64_t s = t.lo; s < t.hi; ++s) {
+      if (DenseDims::isZero(&added_[static_cast<size_t>(s) * k_], k_)) continue;
+      m = std::max(m, dims_.share(used(s)));
+    }
+    return m;
   }
 
   // Cost of the current overlay: peak step cost after placement, plus a small
@@ -97,10 +125,10 @@ class Engine {
     if (lo >= hi) return 0;
     double peak = 0, sumw = 0, suma = 0;
     for (int64_t s = lo; s < hi; ++s) {
-      const Resource& a = added_[static_cast<size_t>(s)];
-      if (a.isZero()) continue;
-      double ca = (p_.load[static_cast<size_t>(s)] + a).dominantShare(p_.capacity);
-      double aa = a.dominantShare(p_.capacity);
+      const int64_t* a = &added_[static_cast<size_t>(s) * k_];
+      if (DenseDims::isZero(a, k_)) continue;
+      double ca = dims_.share(used(s));
+      double aa = dims_.share(a);
       peak = std::max(peak, ca);
       sumw += aa * ca;
       suma += aa;
@@ -115,8 +143,12 @@ class Engine {
 
  private:
   const PlanningProblem& p_;
-  std::vector<Resource> added_;  // this allocation so far, per window step
-  std::vector<Resource> used_;   // load + added_
+  DenseDims dims_;
+  size_t k_;
+  std::vector<int64_t> load_;   // the problem's load, k_ per window step
+  std::vector<int64_t> added_;  // this allocation so far
+  std::vector<int64_t> used_;   // load_ + added_
+  std::vector<int64_t> unit_, scratch_;
 };
 
 // StageAllocator policy (CONVENTIONS.md "Shape"): where the gangs of one
@@ -142,10 +174,10 @@ class GreedyStagePlacer final : public StagePlacer {
         if (p > out.hi) continue;  // would leave a gap after the allocation so far
       }
       int64_t f = std::numeric_limits<int64_t>::max();
-      for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, eng.fitAt(s, req.unit));
+      for (int64_t s = p; s < p + d && f > 0; ++s) f = std::min(f, eng.fitAt(s, req.urow));
       if (f <= 0) continue;
       int64_t k = std::min(remaining, f);
-      eng.apply(out, p, d, k * req.gang, req.unit * k);
+      eng.apply(out, p, d, k * req.gang, req.urow, k);
       remaining -= k;
     }
     return true;
@@ -233,9 +265,19 @@ class LowCostPositions : public StagePlacer {
   // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
   // Step costs enter the average as integers (units of 2^-40), so the sum is
   // exact whatever the order it was accumulated in.
-  static int64_t quantize(double c) { return std::llround(c * 0x1p40); }
+  // std::llround(c x 2^40), inlined for the finite non-negative values below
+  // 2^52 where the truncation and the remainder are exact (rounding half away
+  // from zero, as llround); anything else goes to std::llround.
+  static int64_t quantize(double c) {
+    double x = c * 0x1p40;
+    if (!(x >= 0 && x < 0x1p52)) return std::llround(x);
+    auto r = static_cast<int64_t>(x);
+    return x - static_cast<double>(r) >= 0.5 ? r + 1 : r;
+  }
   double positionCost(double peak, int64_t sum) const {
-    return peak + 1e-3 * (static_cast<double>(sum) * 0x1p-40) / static_cast<double>(d_);
+    double avg = 1e-3 * (static_cast<double>(sum) * 0x1p-40);
+    // x / 1.0 == x exactly: one-step gangs (every skyline stage) skip the division.
+    return peak + (d_ == 1 ? avg : avg / static_cast<double>(d_));
   }
 
   // Holds k gangs at position q; updates the step values of its block and
@@ -244,7 +286,7 @@ class LowCostPositions : public StagePlacer {
   // its old one against the block's changed part; its sum moves by the
   // block's exact delta).
   void apply(Engine& eng, const GangRequest& req, int64_t q, int64_t k, StageTrack& out) {
-    eng.apply(out, pmin_ + q, d_, k * req.gang, req.unit * k);
+    eng.apply(out, pmin_ + q, d_, k * req.gang, req.urow, k);
     auto d = static_cast<size_t>(d_);
     delta_.assign(d + 1, 0);
     for (size_t j = 0; j < d; ++j) {
@@ -341,11 +383,10 @@ class LowCostPositions : public StagePlacer {
   }
 
   void refreshStep(const Engine& eng, const GangRequest& req, int64_t s) {
-    const PlanningProblem& p = eng.problem();
-    const Resource& u = eng.used(s);
+    const int64_t* u = eng.used(s);
     auto i = static_cast<size_t>(s - pmin_);
-    fit_[i] = (p.capacity - u).countFitting(req.unit);
-    sc_[i] = (u + req.unit).dominantShare(p.capacity);
+    fit_[i] = eng.dims().fitting(u, req.urow);
+    sc_[i] = eng.dims().shareWith(u, req.urow, 1);
     isc_[i] = quantize(sc_[i]);
   }
 
@@ -421,6 +462,10 @@ class LowCostStagePlacer final : public LowCostPositions {
       if (b < 0) break;
       bool widening = widens(req, out, b);
       bool anchored = req.anchor_end && out.gangs.empty();
+      if (d_ == 1 && !widening && !anchored) {
+        placed += fillSteps(eng, req, remaining - placed, out);
+        continue;
+      }
       apply(eng, req, b, 1, out);
       ++placed;
       if (anchored) break;  // the rest may go anywhere touching it: scan again
@@ -442,6 +487,148 @@ class LowCostStagePlacer final : public LowCostPositions {
       placed += k;
     }
     return placed;
+  }
+
+  // One-step gangs (d == 1, every skyline stage): a position is one step and
+  // a gang changes only its own position's cost, which never falls. The
+  // one-gang-at-a-time placement is then the merge of each position's cost
+  // sequence (least cost, then rank, then index, as the tree), cut where the
+  // best widening position (whose cost does not move meanwhile) would come
+  // first or after `limit` gangs. So: count each position's gangs ahead of
+  // that position (gallop on costAfter); when more than `limit`, the first
+  // `limit` of the merge are the least `limit` elements, found from a
+  // water-level estimate corrected by exchanges until every gang taken is
+  // ahead of every gang left. Each position's gangs are then held at once.
+  // Returns the gangs placed (>= 1: the caller checked the tree's best is
+  // not widening).
+  int64_t fillSteps(Engine& eng, const GangRequest& req, int64_t limit, StageTrack& out) {
+    int64_t wall = -1;  // best eligible widening position
+    cand_.clear();
+    for (int64_t q = elig_lo_; q <= elig_hi_; ++q) {
+      if (!fits(q)) continue;
+      if (!widens(req, out, q)) {
+        cand_.push_back(q);
+      } else if (wall < 0 || before(q, wall)) {
+        wall = q;
+      }
+    }
+    room_.clear();
+    int64_t total = 0;
+    for (int64_t q : cand_) {
+      int64_t r = bfit_[static_cast<size_t>(q)];
+      if (wall >= 0) r = countAhead(eng, req, q, elemAt(eng, req, wall, 0));
+      room_.push_back(r);
+      total += r;
+    }
+    take_ = room_;
+    if (total > limit) {
+      estimateLeast(eng, req, limit);
+      exchangeToLeast(eng, req);
+      total = limit;
+    }
+    for (size_t i = 0; i < cand_.size(); ++i) {
+      if (take_[i] > 0) apply(eng, req, cand_[i], take_[i], out);
+    }
+    return total;
+  }
+  // Gang j (0 = the next one) at one-step position q: its cost, rank, index.
+  struct Next {
+    double cost;
+    int64_t rank;
+    int64_t q;
+    int64_t j;
+  };
+  Next elemAt(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
+    auto i = static_cast<size_t>(q);
+    return {j == 0 ? cost_[i] : costAfter(eng, req, q, j), rank_[i], q, j};
+  }
+  // Merge order: x comes after y (least cost, then rank, then index, then gang).
+  static bool later(const Next& x, const Next& y) {
+    if (x.cost != y.cost) return x.cost > y.cost;
+    if (x.rank != y.rank) return x.rank > y.rank;
+    if (x.q != y.q) return x.q > y.q;
+    return x.j > y.j;
+  }
+  // Gangs at q (at most its fit) that come before `stop`.
+  int64_t countAhead(const Engine& eng, const GangRequest& req, int64_t q, const Next& stop) const {
+    int64_t fit = bfit_[static_cast<size_t>(q)];
+    auto ahead = [&](int64_t j) { return later(stop, elemAt(eng, req, q, j)); };
+    if (!ahead(0)) return 0;
+    int64_t lo = 0, step = 1;  // ahead(lo)
+    while (lo + step < fit && ahead(lo + step)) {
+      lo += step;
+      step *= 2;
+    }
+    int64_t hi = std::min(lo + step, fit);  // hi == fit or !ahead(hi)
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      (ahead(mid) ? lo : hi) = mid;
+    }
+    return lo + 1;
+  }
+  // take_ := about `limit` gangs spread to an equal cost level (each gang
+  // raises a position's cost by about the unit's share), within room_,
+  // summing to exactly `limit`.
+  void estimateLeast(const Engine& eng, const GangRequest& req, int64_t limit) {
+    double per = std::max(eng.dims().share(req.urow), 1e-15), inv = 1 / per;
+    auto at = [&](double level) {
+      int64_t sum = 0;
+      for (size_t i = 0; i < cand_.size(); ++i) {
+        double c0 = cost_[static_cast<size_t>(cand_[i])];
+        double n = level < c0 ? 0.0 : std::floor((level - c0) * inv) + 1;
+        take_[i] = static_cast<int64_t>(std::min(n, static_cast<double>(room_[i])));
+        sum += take_[i];
+      }
+      return sum;
+    };
+    double lo = std::numeric_limits<double>::max(), hi = 0;
+    for (int64_t q : cand_) {
+      lo = std::min(lo, cost_[static_cast<size_t>(q)]);
+      hi = std::max(hi, cost_[static_cast<size_t>(q)]);
+    }
+    hi += per * static_cast<double>(limit + 1);
+    // About the least level reaching `limit`, to a quarter gang (the exchanges
+    // below make it exact).
+    while (hi - lo > per / 4) {
+      double mid = lo + (hi - lo) / 2;
+      if (at(mid) >= limit) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    int64_t excess = at(hi) - limit;
+    for (size_t i = cand_.size(); i-- > 0 && excess != 0;) {
+      int64_t d = excess > 0 ? std::min(excess, take_[i]) : std::max(excess, take_[i] - room_[i]);
+      take_[i] -= d;
+      excess -= d;
+    }
+  }
+  // Exchanges the latest gang taken for the earliest left until every gang
+  // taken comes before every gang left: then take_ holds the least elements
+  // of the merge (each exchange strictly lowers the taken set, so it ends).
+  void exchangeToLeast(const Engine& eng, const GangRequest& req) {
+    size_t m = cand_.size();
+    last_.resize(m);
+    first_.resize(m);
+    for (size_t i = 0; i < m; ++i) {
+      if (take_[i] > 0) last_[i] = elemAt(eng, req, cand_[i], take_[i] - 1);
+      if (take_[i] < room_[i]) first_[i] = elemAt(eng, req, cand_[i], take_[i]);
+    }
+    for (;;) {
+      size_t a = m, b = m;  // latest taken, earliest left
+      for (size_t i = 0; i < m; ++i) {
+        if (take_[i] > 0 && (a == m || later(last_[i], last_[a]))) a = i;
+        if (take_[i] < room_[i] && (b == m || later(first_[b], first_[i]))) b = i;
+      }
+      if (a == m || b == m || later(first_[b], last_[a])) return;
+      first_[a] = last_[a];
+      last_[b] = first_[b];
+      --take_[a];
+      ++take_[b];
+      if (take_[a] > 0) last_[a] = elemAt(eng, req, cand_[a], take_[a] - 1);
+      if (take_[b] < room_[b]) first_[b] = elemAt(eng, req, cand_[b], take_[b]);
+    }
   }
 
   // Winner of two positions (-1 = none).
@@ -483,12 +670,10 @@ class LowCostStagePlacer final : public LowCostPositions {
 
   // Cost at position q of one more gang after j more (j >= 0); j = 0 is cost_[q].
   double costAfter(const Engine& eng, const GangRequest& req, int64_t q, int64_t j) const {
-    const PlanningProblem& p = eng.problem();
-    Resource add = req.unit * (j + 1);
     double peak = 0;
     int64_t sum = 0;
     for (int64_t s = pmin_ + q; s < pmin_ + q + d_; ++s) {
-      double c = (eng.used(s) + add).dominantShare(p.capacity);
+      double c = eng.dims().shareWith(eng.used(s), req.urow, j + 1);
       peak = std::max(peak, c);
       sum += quantize(c);
     }
@@ -545,6 +730,10 @@ class LowCostStagePlacer final : public LowCostPositions {
   }
 
   int64_t leaves_ = 1;
+  // fillSteps scratch, per candidate position: the position, the gangs
+  // before the wall, the gangs taken, the last taken and first left.
+  std::vector<int64_t> cand_, room_, take_;
+  std::vector<Next> last_, first_;
   std::vector<int64_t> tree_;  // min-tree over positions: index of the best leaf below (-1: none)
 };
 
@@ -556,6 +745,7 @@ bool placeStage(Engine& eng, StagePlacer& placer, int k, int64_t lo, int64_t hi,
   const ReservationStage& st = p.def->stages[static_cast<size_t>(k)];
   int64_t g = st.min_concurrency;
   GangRequest req{st.capability * g,
+                  eng.unitRow(st.capability * g),
                   g,
                   st.num_containers / g,
                   p.duration[static_cast<size_t>(k)],
@@ -567,6 +757,7 @@ bool placeStage(Engine& eng, StagePlacer& placer, int k, int64_t lo, int64_t hi,
   int64_t rem = st.num_containers % g;
   if (rem == 0) return true;
   req.unit = st.capability * rem;
+  req.urow = eng.unitRow(req.unit);
   req.gang = rem;
   req.count = 1;
   req.anchor_end = anchor_end && out.gangs.empty();
@@ -584,9 +775,16 @@ struct SearchOptions {
   bool first_fit = false;
 };
 
-// One pass over `ids` (stages, chronological) with the allocation ending by E.
+// One pass over `ids` (stages, chronological) with the allocation ending by
+// E. Exact early cut-off (issue #15): the pass stops (false, failed = -1) as
+// soon as the highest step cost under the stages placed so far reaches
+// `cutoff`. Steps only gain load during a pass, so that is a lower bound on
+// the whole allocation's peak, and Engine::cost >= its peak: a pass stopped
+// here could not have been cheaper than `cutoff` (the propose() loop would
+// have dropped it).
 bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const std::vector<int>& ids,
-             bool ordered, bool no_gap, int64_t e, std::vector<StageTrack>& tracks, int& failed) {
+             bool ordered, bool no_gap, int64_t e, double cutoff, std::vector<StageTrack>& tracks,
+             int& failed) {
   const PlanningProblem& p = eng.problem();
   eng.reset();
   tracks.clear();
@@ -602,6 +800,7 @@ bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const st
     cum[i + 1] = cum[i] + demand[i];
   }
   int64_t hi = e;
+  double peak = 0;  // highest step cost under the stages placed so far
   for (size_t ii = n; ii-- > 0;) {
     int k = ids[ii];
     int64_t d = p.duration[static_cast<size_t>(k)];
@@ -636,7 +835,12 @@ bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const st
       return false;
     }
     if (ordered) hi = tr.lo;
+    peak = std::max(peak, eng.peakOver(tr));
     tracks.push_back(std::move(tr));
+    if (peak >= cutoff) {
+      failed = -1;
+      return false;
+    }
   }
   return true;
 }
@@ -724,7 +928,7 @@ class AgentBase : public ReservationAgent {
       }
       for (int64_t e : endPoints(p, emin)) {
         int f = -1;
-        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, tracks, f)) {
+        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, best_cost - kEps, tracks, f)) {
           if (e == p.window && failed < 0) failed = f;
           continue;
         }

@@ -205,6 +205,15 @@ std::vector<bool> Planner::periodicOffsets(const PlannedReservation& r) const {
 DisplacementReport Planner::displaceOneOffs(const ReservationId& id, TimePoint now) {
   const PlannedReservation* r = plan_.find(id);
   if (r == nullptr || r->def.period.count() == 0) return {};
+  // Only one-offs and DRA extras can be displaced: on a plan with neither
+  // (periodic reservations only, Morpheus' common case) repairOneOffs would
+  // scan the whole one-off horizon and find nothing (issue #15: ~10% of a
+  // LowCost admission).
+  bool displaceable = false;
+  for (const PlannedReservation* o : plan_.reservations()) {
+    displaceable = displaceable || o->def.period.count() == 0 || !o->extras.empty();
+  }
+  if (!displaceable) return {};
   return repairOneOffs(now, periodicOffsets(*r));
 }
 
