@@ -3,7 +3,7 @@
 //
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
-//       [--blocks B] [--days D] [--json]
+//       [--blocks B] [--days D] [--duration-scale F] [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
 // utilisation, then blocks lost and unavailable per replica placement.
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   sim::HarvestSimOptions ho;
   sim::ReplicaSimOptions ro;
   bool json = false;
+  double duration_scale = 1;
   app.add_option("--swim", swim, "SWIM trace (TSV) of the batch jobs")->required();
   app.add_option("--primary", primary,
                  "Real primary-tenant series: lines 'TENANT U0 U1 ...' (fractions, one per 5 min, "
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", gen.seed, "Seed of the series, job sample and draws");
   app.add_option("--blocks", ro.blocks, "Blocks placed in the storage simulation");
   app.add_option("--days", ro.days, "Days of reimaging events in the storage simulation");
+  app.add_option("--duration-scale", duration_scale,
+                 "Multiplies SWIM task durations (SWIM-derived tasks last seconds; production "
+                 "batch tasks on harvested machines last minutes)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
@@ -69,6 +74,12 @@ int main(int argc, char** argv) {
   ro.free_blocks_per_server = std::max<int64_t>(1, 2 * ro.blocks * ro.replicas / servers);
   auto jobs = sim::loadSwimTrace(swim, sim::SwimRates{});
   if (!jobs.isOk()) return fail("--swim: " + jobs.status().message());
+  for (auto& j : *jobs) {
+    j.map_task_duration =
+        Millis(static_cast<int64_t>(j.map_task_duration.count() * duration_scale));
+    j.reduce_task_duration =
+        Millis(static_cast<int64_t>(j.reduce_task_duration.count() * duration_scale));
+  }
 
   nlohmann::json out = {{"seed", gen.seed},
                         {"tenants", traces.size()},
