@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/validate.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
+#include "nodemanager/harvest_guard.h"
 #include "nodemanager/node_agent.h"
 
 using namespace morpheus;
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   nm::NmOptions opts;
   ConfigSchema schema("morpheus-nm");
   nm::declareNmOptions(schema, &opts);
+  nm::HarvestOptions harvest_opts;
+  nm::declareHarvestOptions(schema, &harvest_opts);
   std::vector<FlagAlias> extra = {
       {"--rm", "nm.rm-address", "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
       {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
@@ -98,7 +101,20 @@ int main(int argc, char** argv) {
                       std::move(rm_token), metrics, runtime, token_key);
   agent.setRegistrationListener(
       [&server](bool registered) { server.readiness().set("registered", registered); });
+  // Harvesting a primary tenant's spare resources (issue #18).
+  auto harvest =
+      nm::makeHarvestMonitor(harvest_opts, node_id, opts.resources, runtime, metrics, clock);
+  if (!harvest.isOk()) {
+    std::cerr << "morpheus-nm: config error: " << harvest.status().message() << "\n";
+    return 2;
+  }
+  std::unique_ptr<nm::HarvestMonitor> harvester = std::move(harvest).value();
+  if (harvester) {
+    agent.setHeartbeatExtension(
+        [&harvester](v1::NodeHeartbeatRequest* req) { harvester->fillHeartbeat(req); });
+  }
   runtime.start();
+  if (harvester) harvester->start();
   agent.start();
   notifyReady("node " + node_id + " serving gRPC on port " + std::to_string(server.grpcPort()) +
               ", HTTP on port " + std::to_string(server.httpPort()));
@@ -106,6 +122,7 @@ int main(int argc, char** argv) {
   notifyStopping();
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
+  if (harvester) harvester->stop();
   // Containers keep running: their records in nm.local-dir let the next NM
   // process re-attach to them (ContainerRuntime::init).
   runtime.shutdown();

@@ -125,6 +125,7 @@ bool NodeAgent::heartbeatOnce() {
   toProto(used, req.mutable_used());
   req.set_used_rss_mib(rss);
   req.set_used_cpu_vcores(cpu);
+  if (extend_heartbeat_) extend_heartbeat_(&req);
   v1::NodeHeartbeatResponse resp;
   auto ctx = rmContext();
   grpc::Status st = stub_->NodeHeartbeat(ctx.get(), req, &resp);

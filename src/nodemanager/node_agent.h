@@ -42,6 +42,11 @@ class NodeAgent {
   void setRegistrationListener(std::function<void(bool)> listener) {
     on_registration_ = std::move(listener);
   }
+  // Harvesting (issue #18): called on the agent thread to add fields to
+  // every heartbeat before it is sent. Set before start().
+  void setHeartbeatExtension(std::function<void(v1::NodeHeartbeatRequest*)> extend) {
+    extend_heartbeat_ = std::move(extend);
+  }
   void start();
   // Stops the loop; does not unregister (containers survive an NM restart).
   void stop();
@@ -64,7 +69,8 @@ class NodeAgent {
   ContainerRuntime& runtime_;
   TokenKey& key_;
   std::unique_ptr<v1::ResourceTracker::Stub> stub_;
-  std::function<void(bool)> on_registration_;  // constant after start()
+  std::function<void(bool)> on_registration_;                        // constant after start()
+  std::function<void(v1::NodeHeartbeatRequest*)> extend_heartbeat_;  // constant after start()
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -410,6 +410,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
   }
+  onHarvestReport(node, req, now);
   // The plan follower: each bound reservation's guarantee as of now.
   for (const auto& [id, _] : bound_) pushGuarantee(id, now);
   placeAms(node, now);

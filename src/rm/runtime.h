@@ -49,6 +49,7 @@
 #include "rm/am_launcher.h"
 #include "rm/app_manager.h"
 #include "rm/dra_monitor.h"
+#include "rm/harvest_series.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
 #include "rm/scheduler/scheduler.h"
@@ -204,6 +205,10 @@ class RmRuntime {
   void account(const Cont& c);                                           // REQUIRES(mu_)
   void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
   void killAppContainers(const AppId& app);                              // REQUIRES(mu_)
+  // Harvesting (issue #18, runtime_harvest.cc): records the primary tenant's
+  // usage in harvest_history_ and caps the node's schedulable capacity at
+  // the NM's harvest offer. REQUIRES(mu_)
+  void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
   void onLaunched(const AmLaunch& launch, const std::string& error);
 
   const RuntimeOptions opts_;
@@ -225,6 +230,7 @@ class RmRuntime {
   std::set<AppId> am_asks_;                  // GUARDED_BY(mu_): apps with an AM ask in sched_
   std::string am_address_;                   // GUARDED_BY(mu_)
   std::map<NodeId, Node> nodes_;             // GUARDED_BY(mu_)
+  HarvestHistory harvest_history_;           // GUARDED_BY(mu_): primary tenants' usage (issue #18)
   int live_nodes_ = 0;                       // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).

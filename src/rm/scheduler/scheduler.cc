@@ -863,6 +863,23 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   return Status::ok();
 }
 
+Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
+  auto& s = *impl_;
+  auto it = s.nodes.find(node);
+  if (it == s.nodes.end()) return notFound("node " + node.value());
+  if (total.anyNegative()) {
+    return invalidArgument("total", "must be non-negative, got " + total.toString());
+  }
+  Node& n = it->second;
+  if (n.total == total) return Status::ok();
+  s.cluster_total -= n.total;
+  s.cluster_total += total;
+  n.total = total;
+  n.free = total - n.used;
+  s.rekeyAll();
+  return Status::ok();
+}
+
 Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   auto& s = *impl_;
   auto it = s.nodes.find(node);

@@ -86,6 +86,14 @@ class Scheduler {
   // told they were lost. NOT_FOUND if unknown.
   Result<std::vector<Allocation>> removeNode(const NodeId& node);
 
+  // Harvesting (issue #18; Zhang et al. OSDI'16 §3): what the node offers
+  // changes with its primary tenant's usage. The node's capacity becomes
+  // `total` (may be zero); its running containers stay, and while they exceed
+  // it nothing more is placed there (free stays below zero until enough end).
+  // NOT_FOUND if unknown; INVALID_ARGUMENT ("total") if negative. O(1) when
+  // unchanged, else re-sorts queues as addNode does.
+  Status setNodeTotal(const NodeId& node, const Resource& total);
+
   // ---- Applications ----
 
   // Admits an app to a queue. INVALID_ARGUMENT naming the field when the

@@ -492,3 +492,33 @@ TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
 
 }  // namespace
 }  // namespace morpheus::rm
+
+namespace morpheus::rm {
+namespace {
+
+// Harvesting (issue #18): the NM's harvest offer caps what the RM places on
+// the node (its AM counts against it too); a larger offer frees room again.
+TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
+  addNode("n1", 8);
+  AppId a = runningApp("root.a", "alice", "n1");
+  ask(a, 20);
+  auto harvestBeat = [&](Resource offer) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id("n1");
+    req.mutable_primary_usage()->set_tenant("web");
+    req.mutable_primary_usage()->set_cpu_vcores(4.5);
+    req.mutable_primary_usage()->set_memory_mib(4096);
+    toProto(offer, req.mutable_harvest_offer());
+    v1::NodeHeartbeatResponse resp;
+    rt_->onNodeHeartbeat(req, &resp);
+  };
+  harvestBeat(Resource(3072, 3));
+  EXPECT_EQ(running(a), 3);  // the AM and two tasks
+  harvestBeat(Resource(0, 0));
+  EXPECT_EQ(running(a), 3) << "running containers stay; the NM kills if it must";
+  harvestBeat(Resource(8192, 8));
+  EXPECT_EQ(running(a), 8);
+}
+
+}  // namespace
+}  // namespace morpheus::rm

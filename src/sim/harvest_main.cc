@@ -1,0 +1,135 @@
+// morpheus-harvest-sim (issue #18): harvesting figures on a virtual time line
+// (sim/harvest_sim.h).
+//
+//   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N]
+//       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
+//       [--blocks B] [--days D] [--duration-scale F] [--json]
+//
+// Prints, per strategy, task kills, job completion times and harvested
+// utilisation, then blocks lost and unavailable per replica placement.
+// Exit codes: 0 done, 2 bad input (one line on stderr).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/harvest_sim.h"
+
+using namespace morpheus;
+
+namespace {
+
+int fail(const std::string& m) {
+  std::cerr << "morpheus-harvest-sim: " << m << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"morpheus-harvest-sim: history-based harvesting figures (issue #18)"};
+  std::string swim, primary;
+  sim::PrimaryGenOptions gen;
+  sim::HarvestSimOptions ho;
+  sim::ReplicaSimOptions ro;
+  bool json = false;
+  double duration_scale = 1;
+  app.add_option("--swim", swim, "SWIM trace (TSV) of the batch jobs")->required();
+  app.add_option("--primary", primary,
+                 "Real primary-tenant series: lines 'TENANT U0 U1 ...' (fractions, one per 5 min, "
+                 ">= 2 days); default: generated");
+  app.add_option("--tenants", gen.tenants, "Generated primary tenants (a third per pattern)");
+  app.add_option("--servers-per-tenant", ho.servers_per_tenant, "Servers per primary tenant");
+  app.add_option("--cores", ho.cores, "Cores per server");
+  app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated");
+  app.add_option("--seed", gen.seed, "Seed of the series, job sample and draws");
+  app.add_option("--blocks", ro.blocks, "Blocks placed in the storage simulation");
+  app.add_option("--days", ro.days, "Days of reimaging events in the storage simulation");
+  app.add_option("--duration-scale", duration_scale,
+                 "Multiplies SWIM task durations (SWIM-derived tasks last seconds; production "
+                 "batch tasks on harvested machines last minutes)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--json", json, "JSON output");
+  CLI11_PARSE(app, argc, argv);
+  ho.seed = ro.seed = gen.seed;
+  ro.servers_per_tenant = ho.servers_per_tenant;
+
+  std::vector<sim::PrimaryTrace> traces;
+  if (!primary.empty()) {
+    std::ifstream in(primary);
+    if (!in) return fail("--primary: cannot read '" + primary + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto t = sim::parsePrimaryTraces(ss.str());
+    if (!t.isOk()) return fail("--primary: " + t.status().message());
+    traces = std::move(t).value();
+  } else {
+    if (gen.tenants < 3) return fail("--tenants: must be >= 3");
+    traces = sim::generatePrimaryTraces(gen);
+  }
+  // Disks twice as large as the blocks need, so placement is never short of space.
+  const int64_t servers = static_cast<int64_t>(traces.size()) * ro.servers_per_tenant;
+  ro.free_blocks_per_server = std::max<int64_t>(1, 2 * ro.blocks * ro.replicas / servers);
+  auto jobs = sim::loadSwimTrace(swim, sim::SwimRates{});
+  if (!jobs.isOk()) return fail("--swim: " + jobs.status().message());
+  for (auto& j : *jobs) {
+    j.map_task_duration =
+        Millis(static_cast<int64_t>(j.map_task_duration.count() * duration_scale));
+    j.reduce_task_duration =
+        Millis(static_cast<int64_t>(j.reduce_task_duration.count() * duration_scale));
+  }
+
+  nlohmann::json out = {{"seed", gen.seed},
+                        {"tenants", traces.size()},
+                        {"placement", nlohmann::json::array()},
+                        {"replicas", nlohmann::json::array()}};
+  for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kRandom,
+                 sim::PlacementStrategy::kPrimaryUnaware}) {
+    auto r = sim::runHarvestSim(traces, *jobs, s, ho);
+    if (!r.isOk()) return fail(r.status().message());
+    out["placement"].push_back({{"strategy", sim::strategyName(s)},
+                                {"jobs", r->jobs},
+                                {"jobs_finished", r->jobs_finished},
+                                {"tasks_run", r->tasks_run},
+                                {"task_kills", r->task_kills},
+                                {"mean_jct_s", r->mean_jct_s},
+                                {"p50_jct_s", r->p50_jct_s},
+                                {"p95_jct_s", r->p95_jct_s},
+                                {"harvested_util", r->harvested_util},
+                                {"primary_util", r->primary_util}});
+  }
+  for (auto s : {sim::ReplicaStrategy::kAlgorithm2, sim::ReplicaStrategy::kRandom,
+                 sim::ReplicaStrategy::kBestFirst}) {
+    auto r = sim::runReplicaSim(traces, s, ro);
+    if (!r.isOk()) return fail(r.status().message());
+    out["replicas"].push_back({{"strategy", sim::replicaStrategyName(s)},
+                               {"blocks", r->blocks},
+                               {"lost", r->lost},
+                               {"unavailable", r->unavailable}});
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("seed %llu, %zu primary tenants\n", static_cast<unsigned long long>(gen.seed),
+              traces.size());
+  std::printf("%-16s %6s %8s %8s %8s %10s %10s %10s %9s\n", "placement", "jobs", "finished",
+              "tasks", "kills", "mean JCT s", "p50 JCT s", "p95 JCT s", "harvested");
+  for (const auto& p : out["placement"]) {
+    std::printf("%-16s %6lld %8lld %8lld %8lld %10.1f %10.1f %10.1f %8.1f%%\n",
+                p["strategy"].get<std::string>().c_str(), p["jobs"].get<long long>(),
+                p["jobs_finished"].get<long long>(), p["tasks_run"].get<long long>(),
+                p["task_kills"].get<long long>(), p["mean_jct_s"].get<double>(),
+                p["p50_jct_s"].get<double>(), p["p95_jct_s"].get<double>(),
+                100 * p["harvested_util"].get<double>());
+  }
+  std::printf("%-16s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
+  for (const auto& p : out["replicas"]) {
+    std::printf("%-16s %8lld %8lld %11.4f%%\n", p["strategy"].get<std::string>().c_str(),
+                p["blocks"].get<long long>(), p["lost"].get<long long>(),
+                100 * p["unavailable"].get<double>());
+  }
+  return 0;
+}

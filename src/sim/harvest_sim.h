@@ -1,0 +1,115 @@
+// Harvesting simulator (issue #18; Zhang et al., OSDI'16 §5-6): primary
+// tenants' utilisation series with the paper's three patterns, SWIM batch
+// jobs harvesting what the primaries leave, and reimaging events hitting a
+// storage layer. Compares
+//  - task placement: history-based class selection (Algorithm 1, the real
+//    rm/harvest_selection code) vs random among nodes with room vs
+//    primary-unaware (ignores the primary when placing; the NM still kills);
+//  - replica placement: Algorithm 2 (rm/harvest_replicas) vs random vs
+//    best-first.
+// Everything runs on a virtual time line; the same seed gives the same
+// numbers.
+//
+// Model (stated assumptions): a server has `cores` cores; its primary uses
+// util(t) * cores, piecewise constant per series step; secondary tasks take
+// one core each; the NM policy of src/nodemanager/harvest_guard.h (kill the
+// newest tasks while primary + reserve + tasks > cores) runs every tick (the
+// CPU throttle phase is not modelled: a kill counts at once). A killed task
+// reruns from scratch. Jobs are SWIM jobs (map stage, then reduce stage). All
+// days of the series but the last are history (clustering: a daily pattern
+// needs two days to show two cycles); jobs arrive on the last day at their
+// SWIM offsets. A job's length type uses its ideal duration as "last run"
+// (SWIM jobs recur in production). Storage: a tenant's reimage wipes all its
+// servers at once (Poisson, rate per tenant); a wiped replica is back after
+// `rereplicate`; a block is lost when all its replicas are wiped at once, and
+// unavailable while every replica's primary is busier than `busy_util`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "rm/harvest_classes.h"
+#include "sim/swim_trace.h"
+
+namespace morpheus::sim {
+
+struct PrimaryTrace {
+  std::string tenant;
+  rm::UtilPattern truth =
+      rm::UtilPattern::kUnpredictable;  // generated pattern (or inferred on load)
+  std::vector<double> util;             // fraction per step
+};
+
+struct PrimaryGenOptions {
+  int tenants = 30;  // a third of each pattern
+  int days = 3;
+  Millis step{Millis(5 * 60 * 1000)};
+  uint64_t seed = 1;
+};
+
+// Periodic: a daily wave (mean 0.15-0.45, amplitude 0.1-0.35, phase within
+// +-3 h of a common peak) plus small noise; constant: a level 0.1-0.6 +-0.02;
+// unpredictable: a random walk in [0.05, 0.95] with bursts.
+std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o);
+
+// Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
+// fractions in [0, 1], one per step, '#' starts a comment); all lines must
+// have the same number of samples. INVALID_ARGUMENT naming the line.
+Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
+
+enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
+const char* strategyName(PlacementStrategy s);
+
+struct HarvestSimOptions {
+  int servers_per_tenant = 10;
+  int cores = 16;
+  int reserve_cores = 1;
+  Millis tick{Millis(10000)};
+  Millis step{Millis(5 * 60 * 1000)};  // of the primary series
+  double job_sample = 0.1;             // share of SWIM jobs kept
+  int64_t max_tasks_per_stage = 200;
+  uint64_t seed = 1;
+};
+
+struct HarvestSimResult {
+  int64_t jobs = 0, jobs_finished = 0;
+  int64_t tasks_run = 0, task_kills = 0;
+  double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0;
+  double harvested_util = 0;  // secondary core-time / all core-time on the last day
+  double primary_util = 0;
+};
+
+Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
+                                       const std::vector<SwimJob>& jobs, PlacementStrategy strategy,
+                                       const HarvestSimOptions& o);
+
+enum class ReplicaStrategy { kAlgorithm2, kRandom, kBestFirst };
+const char* replicaStrategyName(ReplicaStrategy s);
+
+struct ReplicaSimOptions {
+  int servers_per_tenant = 10;
+  int64_t blocks = 20000;
+  int replicas = 3;
+  int64_t free_blocks_per_server = 1000;
+  int days = 30;
+  Millis rereplicate{Millis(60 * 60 * 1000)};
+  double busy_util = 0.8;
+  // Reimage rates of the tenants (per month): tenants 0-2 the first, 3-5 the
+  // second, ... round-robin in groups of three (one per generated pattern).
+  std::vector<double> reimage_rates = {0.5, 2, 8};
+  uint64_t seed = 1;
+};
+
+struct ReplicaSimResult {
+  int64_t blocks = 0;
+  int64_t lost = 0;
+  double unavailable = 0;  // mean share of steps a block has no available replica
+};
+
+Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
+                                       ReplicaStrategy strategy, const ReplicaSimOptions& o);
+
+}  // namespace morpheus::sim

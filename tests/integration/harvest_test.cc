@@ -1,0 +1,133 @@
+// Harvesting end to end (issue #18): a real RM, two NMs each sharing its
+// machine with a primary tenant whose agent writes its usage to a file
+// (nm.harvest.source: file), and the DAG AM. A load spike of one primary
+// tenant kills only the secondary containers on its node, newest first, with
+// a diagnostic naming the primary tenant; the AM sees preemptions, not task
+// failures (max_attempts 1 would fail the job otherwise), the tasks rerun
+// where there is room and the job finishes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace morpheus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class HarvestIT : public ClusterTest {
+ protected:
+  // The tenant's agent: write a temp file, then rename (the documented way).
+  static void writeUsage(const std::string& path, double cpu, int64_t mem) {
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << "# written by the primary tenant's agent\ncpu_vcores " << cpu
+                       << "\nmemory_mib " << mem << "\n";
+    std::filesystem::rename(tmp, path);
+  }
+  void startHarvestCluster() {
+    std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
+    rm_ = Process::startDaemon("rm", freshDir("rm"), args);
+    ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+    for (int i = 0; i < 2; i++) {
+      std::string node = "nm" + std::to_string(i + 1);
+      usage_.push_back(freshDir("tenant-" + node) + "/usage");
+      writeUsage(usage_.back(), 0.2, 100);  // an idle primary tenant
+      std::vector<std::string> nm_args = {"--rm",        rm_.grpcAddress(),
+                                          "--node-id",   node,
+                                          "--resources", "memory=4096,vcores=8",
+                                          "--set",       "nm.monitor-interval=200ms",
+                                          "--set",       "nm.heartbeat-interval=300ms",
+                                          "--set",       "nm.harvest.source=file",
+                                          "--set",       "nm.harvest.file=" + usage_.back(),
+                                          "--set",       "nm.harvest.tenant=web-" + node,
+                                          "--set",       "nm.harvest.reserve=memory=256,vcores=1",
+                                          "--set",       "nm.harvest.interval=100ms"};
+      for (auto& a : nmAuthArgs(node)) nm_args.push_back(std::move(a));
+      nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
+      ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+    }
+    ASSERT_TRUE(waitFor(
+        [&] {
+          auto [code, out] = ctl({"cluster", "status", "--json"});
+          auto j = json::parse(out, nullptr, false);
+          return code == 0 && !j.is_discarded() && j["live_nodes"] == 2;
+        },
+        15s))
+        << rm_.log();
+  }
+  std::vector<std::string> usage_;
+};
+
+TEST_F(HarvestIT, PrimarySpikeKillsOnlyItsNodesSecondaryContainersAndTheJobRecovers) {
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster());
+  std::string job = writeJob(
+      "name: harvested\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 8\n"
+      "    command: \"sleep 3; echo done\"\n"
+      "    resources: {memory_mib: 1024, vcores: 1}\n"
+      "    max_attempts: 1\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  // Wait until the node without the AM runs tasks.
+  std::string am_node;
+  int victim = -1;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json a = app(id);
+        if (a.is_discarded() || a["state"] != "RUNNING") return false;
+        am_node = a["am_node_id"];
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        json s = json::parse(o, nullptr, false);
+        for (const auto& n : s["nodes"]) {
+          std::string nid = n["node_id"];
+          if (nid != am_node && n["containers"].get<double>() >= 2) {
+            victim = std::stoi(nid.substr(2)) - 1;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
+  const size_t v = static_cast<size_t>(victim);
+  const size_t other = 1 - v;
+  // The primary tenant on the victim grows into all its memory.
+  writeUsage(usage_[v], 1.0, 4000);
+  const std::string tenant = "web-nm" + std::to_string(victim + 1);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return nms_[v].log().find("harvest: killing secondary container") != std::string::npos;
+      },
+      10s))
+      << nms_[v].log();
+  ASSERT_TRUE(waitFinal(id, 60s)) << rm_.log();
+  json a = app(id);
+  EXPECT_EQ(a["state"], "FINISHED") << a.dump() << "\n" << rm_.log();
+  // Only the spiking tenant's node killed, and only secondary containers.
+  EXPECT_NE(nms_[v].log().find("the primary tenant '" + tenant + "' needed the resources"),
+            std::string::npos)
+      << nms_[v].log();
+  EXPECT_EQ(nms_[other].log().find("harvest: killing"), std::string::npos) << nms_[other].log();
+  // The AM saw preemptions with the NM's diagnostic and reran the tasks
+  // without counting them as failed attempts.
+  auto [cl, logs] = ctl({"app", "logs", id, "--stderr"});
+  ASSERT_EQ(cl, 0) << logs;
+  auto [co, stdout_logs] = ctl({"app", "logs", id});
+  logs += stdout_logs;
+  EXPECT_NE(logs.find("will rerun (not counted as a failed attempt): preempted"), std::string::npos)
+      << logs;
+  EXPECT_NE(logs.find("primary tenant '" + tenant + "' needed the resources"), std::string::npos)
+      << logs;
+  EXPECT_EQ(logs.find("failed attempt 1/"), std::string::npos) << logs;
+}
+
+}  // namespace
+}  // namespace morpheus::testing

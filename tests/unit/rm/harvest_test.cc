@@ -1,0 +1,274 @@
+// Harvesting in the RM (issue #18; Zhang et al., OSDI'16 §4): bounded
+// downsampled utilisation series, FFT labelling and k-means classes (§4.1),
+// class selection (Algorithm 1) and replica placement (Algorithm 2), on
+// hand-made series and clusters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "rm/harvest_classes.h"
+#include "rm/harvest_replicas.h"
+#include "rm/harvest_selection.h"
+#include "rm/harvest_series.h"
+
+namespace morpheus::rm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A full series doubles its step and merges buckets: bounded, average
+// weighted by samples, peak kept.
+TEST(UtilSeriesTest, DownsamplesWhenFullKeepingAverageAndPeak) {
+  UtilSeries s(1000ms, 4);
+  for (int i = 0; i < 8; i++) s.add(fromEpochMs(i * 1000), i == 5 ? 0.9 : 0.1);
+  ASSERT_EQ(s.buckets().size(), 4u);
+  EXPECT_EQ(s.step(), 2000ms);
+  EXPECT_DOUBLE_EQ(s.buckets()[2].avg, 0.5);  // samples 4 (0.1) and 5 (0.9)
+  EXPECT_DOUBLE_EQ(s.buckets()[2].peak, 0.9);
+  for (int i = 8; i < 100; i++) s.add(fromEpochMs(i * 1000), 0.2);
+  EXPECT_LE(s.buckets().size(), 4u);
+  EXPECT_FALSE(s.add(fromEpochMs(0), 0.3));  // out of order: dropped
+  EXPECT_EQ(s.regular().size(), s.buckets().size());
+}
+
+// Samples from two nodes of one tenant average in its series; nodes keep their own.
+TEST(HarvestHistoryTest, TenantSeriesAveragesItsNodes) {
+  HarvestHistory h(60s, 16);
+  h.record(NodeId("n1"), "web", fromEpochMs(0), 0.2, 0.5);
+  h.record(NodeId("n2"), "web", fromEpochMs(1000), 0.6, 0.1);
+  ASSERT_NE(h.tenantCpu("web"), nullptr);
+  EXPECT_DOUBLE_EQ(h.tenantCpu("web")->buckets()[0].avg, 0.4);
+  EXPECT_DOUBLE_EQ(h.tenantCpu("web")->buckets()[0].peak, 0.6);
+  EXPECT_DOUBLE_EQ(h.nodeCpu(NodeId("n1"))->buckets()[0].avg, 0.2);
+  EXPECT_EQ(h.tenantOf(NodeId("n2")), "web");
+  EXPECT_EQ(h.tenants(), std::vector<std::string>{"web"});
+}
+
+std::vector<double> sine(int n, int cycles, double mean, double amp) {
+  std::vector<double> v;
+  for (int i = 0; i < n; i++)
+    v.push_back(mean + amp * std::sin(2 * std::numbers::pi * cycles * i / n));
+  return v;
+}
+
+// Deterministic noise in [0, 1).
+std::vector<double> noise(int n, uint32_t seed, double lo, double hi) {
+  std::vector<double> v;
+  uint32_t x = seed;
+  for (int i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    v.push_back(lo + (hi - lo) * static_cast<double>(x >> 8) / static_cast<double>(1u << 24));
+  }
+  return v;
+}
+
+// The FFT of a pure tone has its energy in the tone's bin.
+TEST(HarvestFftTest, PureToneLandsInItsBin) {
+  auto spec = fft(sine(64, 5, 0, 1));
+  ASSERT_EQ(spec.size(), 64u);
+  size_t best = 1;
+  for (size_t k = 1; k <= 32; k++)
+    if (std::abs(spec[k]) > std::abs(spec[best])) best = k;
+  EXPECT_EQ(best, 5u);
+  EXPECT_NEAR(std::abs(spec[5]), 32, 1e-9);
+}
+
+// Flat series are constant, daily waves periodic (with their period), noise unpredictable.
+TEST(HarvestClassesTest, LabelsThreePatterns) {
+  ClassifierOptions o;
+  auto c = profileTenant({"db", std::vector<double>(256, 0.3)}, o);
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->pattern, UtilPattern::kConstant);
+  auto p = profileTenant({"web", sine(256, 4, 0.5, 0.3)}, o);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->pattern, UtilPattern::kPeriodic);
+  EXPECT_DOUBLE_EQ(p->period_samples, 64);
+  EXPECT_NEAR(p->peak, 0.8, 1e-3);
+  auto u = profileTenant({"adhoc", noise(256, 7, 0.0, 0.9)}, o);
+  ASSERT_TRUE(u.isOk());
+  EXPECT_EQ(u->pattern, UtilPattern::kUnpredictable);
+  EXPECT_FALSE(profileTenant({"empty", {}}, o).isOk());
+}
+
+// k-means separates low and high constant tenants and tags each class.
+TEST(HarvestClassesTest, KMeansSplitsLowAndHighWithinALabel) {
+  ClassifierOptions o;
+  o.max_classes_per_label = 2;
+  std::vector<TenantSeries> in = {{"a", std::vector<double>(64, 0.10)},
+                                  {"b", std::vector<double>(64, 0.12)},
+                                  {"c", std::vector<double>(64, 0.70)},
+                                  {"d", std::vector<double>(64, 0.74)},
+                                  {"w", sine(64, 4, 0.5, 0.3)}};
+  auto cls = clusterTenants(in, o);
+  ASSERT_TRUE(cls.isOk()) << cls.status().message();
+  ASSERT_EQ(cls->size(), 3u);
+  EXPECT_EQ((*cls)[0].id, "periodic-0");
+  EXPECT_EQ((*cls)[1].id, "constant-0");
+  EXPECT_EQ((*cls)[1].tenants, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NEAR((*cls)[1].average, 0.11, 1e-9);
+  EXPECT_DOUBLE_EQ((*cls)[1].peak, 0.12);
+  EXPECT_EQ((*cls)[2].tenants, (std::vector<std::string>{"c", "d"}));
+  in.push_back({"e", {}});
+  auto bad = clusterTenants(in, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("series[5].util"), std::string::npos);
+}
+
+// Length type thresholds; unseen jobs are medium.
+TEST(HarvestSelectionTest, LengthTypeFromLastRun) {
+  SelectionOptions o;
+  EXPECT_EQ(lengthType(std::nullopt, o), JobLength::kMedium);
+  EXPECT_EQ(lengthType(Millis(60000), o), JobLength::kShort);
+  EXPECT_EQ(lengthType(Millis(30 * 60000), o), JobLength::kMedium);
+  EXPECT_EQ(lengthType(Millis(2 * 3600000), o), JobLength::kLong);
+}
+
+// Breadth-first over the DAG: the widest depth's task sum; unknown deps and cycles named.
+TEST(HarvestSelectionTest, MaxConcurrentContainersOfADiamond) {
+  std::vector<StageShape> dag = {{"extract", 4, {}},
+                                 {"left", 10, {"extract"}},
+                                 {"right", 6, {"extract"}},
+                                 {"join", 2, {"left", "right"}}};
+  auto m = maxConcurrentContainers(dag);
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(*m, 16);
+  dag[0].depends_on = {"join"};
+  auto cyc = maxConcurrentContainers(dag);
+  ASSERT_FALSE(cyc.isOk());
+  EXPECT_NE(cyc.status().message().find("depends_on"), std::string::npos);
+  auto unknown = maxConcurrentContainers({{"a", 1, {"zzz"}}});
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("stages[0].depends_on"), std::string::npos);
+}
+
+// Headroom per type: short uses current, medium max(avg, current), long max(peak, current).
+TEST(HarvestSelectionTest, HeadroomPerLengthType) {
+  HarvestClass c;
+  c.average = 0.3;
+  c.peak = 0.8;
+  EXPECT_DOUBLE_EQ(headroom(JobLength::kShort, c, 0.1), 0.9);
+  EXPECT_DOUBLE_EQ(headroom(JobLength::kMedium, c, 0.1), 0.7);
+  EXPECT_DOUBLE_EQ(headroom(JobLength::kMedium, c, 0.5), 0.5);
+  EXPECT_NEAR(headroom(JobLength::kLong, c, 0.1), 0.2, 1e-12);
+}
+
+ClassState state(const std::string& id, UtilPattern p, double avg, double peak, double cur,
+                 int64_t slots) {
+  ClassState s;
+  s.cls.id = id;
+  s.cls.pattern = p;
+  s.cls.average = avg;
+  s.cls.peak = peak;
+  s.current = cur;
+  s.capacity_slots = slots;
+  return s;
+}
+
+// Fitting classes are drawn by weight; a class that cannot hold the job is never drawn.
+TEST(HarvestSelectionTest, ProbabilisticChoiceAmongFittingClasses) {
+  SelectionOptions o;
+  std::vector<ClassState> cs = {
+      state("constant-0", UtilPattern::kConstant, 0.2, 0.3, 0.2, 100),
+      state("periodic-0", UtilPattern::kPeriodic, 0.3, 0.6, 0.3, 100),
+      state("unpredictable-0", UtilPattern::kUnpredictable, 0.5, 1.0, 0.5, 100)};
+  // Long job, 50 containers: constant 70 slots, periodic 40, unpredictable 0 -> only constant.
+  for (double d : {0.0, 0.5, 0.99}) {
+    EXPECT_EQ(selectClasses(JobLength::kLong, 50, cs, o, d),
+              std::vector<std::string>{"constant-0"});
+  }
+  // Medium job, 30 containers: periodic (w3) and constant (w2) fit, unpredictable (w1, 50 slots)
+  // too.
+  EXPECT_EQ(selectClasses(JobLength::kMedium, 30, cs, o, 0.0),
+            std::vector<std::string>{"constant-0"});
+  EXPECT_EQ(selectClasses(JobLength::kMedium, 30, cs, o, 0.5),
+            std::vector<std::string>{"periodic-0"});
+  EXPECT_EQ(selectClasses(JobLength::kMedium, 30, cs, o, 0.95),
+            std::vector<std::string>{"unpredictable-0"});
+}
+
+// No single class holds the job: best-ranked classes combined; nothing fits: none.
+TEST(HarvestSelectionTest, CombinesClassesOrNoneWhenNothingFits) {
+  SelectionOptions o;
+  std::vector<ClassState> cs = {state("constant-0", UtilPattern::kConstant, 0.2, 0.3, 0.2, 100),
+                                state("periodic-0", UtilPattern::kPeriodic, 0.3, 0.6, 0.3, 100)};
+  // Long: constant 70 + periodic 40 = 110 >= 100.
+  EXPECT_EQ(selectClasses(JobLength::kLong, 100, cs, o, 0.3),
+            (std::vector<std::string>{"constant-0", "periodic-0"}));
+  EXPECT_TRUE(selectClasses(JobLength::kLong, 111, cs, o, 0.3).empty());
+  auto c = harvestConstraint({"constant-0", "periodic-0"});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->key, "harvest-class");
+  EXPECT_FALSE(c->hard);
+  EXPECT_FALSE(harvestConstraint({}).has_value());
+}
+
+std::vector<StorageServer> grid() {
+  // 9 servers, 3 reimage rates x 3 peak utilisations, 3 racks.
+  std::vector<StorageServer> s;
+  for (int r = 0; r < 3; r++)
+    for (int u = 0; u < 3; u++)
+      s.push_back({NodeId("s" + std::to_string(r) + std::to_string(u)), "rack" + std::to_string(u),
+                   1.0 + 5.0 * r, 0.2 + 0.3 * u, 10});
+  return s;
+}
+
+// Three replicas land in three different reimage classes and utilisation
+// classes (and racks), reproducibly per block.
+TEST(ReplicaPlacerTest, ReplicasSpreadAcrossBothClassDimensions) {
+  auto p = ReplicaPlacer::create(grid(), {});
+  ASSERT_TRUE(p.isOk());
+  auto q = ReplicaPlacer::create(grid(), {});
+  for (int b = 0; b < 20; b++) {
+    Block blk{"blk" + std::to_string(b), 3};
+    auto nodes = p->PlaceReplicas(blk);
+    ASSERT_TRUE(nodes.isOk());
+    ASSERT_EQ(nodes->size(), 3u);
+    std::set<int> rc, uc;
+    for (const auto& n : *nodes) {
+      rc.insert(p->cellOf(n).first);
+      uc.insert(p->cellOf(n).second);
+    }
+    EXPECT_EQ(rc.size(), 3u) << blk.id;
+    EXPECT_EQ(uc.size(), 3u) << blk.id;
+    EXPECT_EQ(*q->PlaceReplicas(blk), *nodes) << "same block, same seed: same servers";
+  }
+}
+
+// Not enough servers with space: INFEASIBLE and no space taken; bad input named.
+TEST(ReplicaPlacerTest, InfeasibleTakesNothingAndInputIsValidated) {
+  auto servers = grid();
+  for (auto& s : servers) s.free_blocks = 0;
+  servers[0].free_blocks = 1;
+  servers[1].free_blocks = 1;
+  auto p = ReplicaPlacer::create(servers, {});
+  ASSERT_TRUE(p.isOk());
+  auto r = p->PlaceReplicas({"b", 3});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+  EXPECT_EQ(p->freeBlocks(servers[0].id), 1);
+  auto two = p->PlaceReplicas({"b", 2});
+  ASSERT_TRUE(two.isOk());
+  EXPECT_EQ(p->freeBlocks(servers[0].id), 0);
+  EXPECT_FALSE(p->PlaceReplicas({"", 1}).isOk());
+  servers[3].id = servers[2].id;
+  auto dup = ReplicaPlacer::create(servers, {});
+  ASSERT_FALSE(dup.isOk());
+  EXPECT_NE(dup.status().message().find("servers[3].id"), std::string::npos);
+}
+
+// Best-first puts every replica on the calmest servers; random on distinct ones.
+TEST(ReplicaPlacerTest, BaselinesBestFirstAndRandom) {
+  auto s = grid();
+  auto best = placeBestFirst(s, {"b", 3});
+  ASSERT_TRUE(best.isOk());
+  EXPECT_EQ((*best)[0].value(), "s00");
+  EXPECT_EQ((*best)[1].value(), "s01");
+  auto rnd = placeRandom(s, {"b", 3}, 42);
+  ASSERT_TRUE(rnd.isOk());
+  EXPECT_EQ(std::set<NodeId>(rnd->begin(), rnd->end()).size(), 3u);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
