@@ -125,6 +125,17 @@ class Scheduler {
   // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
 
+  // Issue #17: the app's remaining DAG as its AM reported it (each report
+  // replaces the previous one; empty = no DAG). The policy of the app's leaf
+  // queue turns it into the app's ordering hint (Carbyne: its altruistic
+  // need and remaining time) at the app's fair share now: the cluster not used
+  // by reservations, split evenly over the apps of the app's leaf (sibling
+  // queues' weights are not taken into account).
+  // INVALID_ARGUMENT naming the field ("stages[2].deps": out of range, self
+  // or a cycle; ".tasks_left", ".task_duration" > 0; ".task" non-zero and
+  // non-negative) leaves the previous hint; NOT_FOUND if the app is unknown.
+  Status reportDag(const AppId& app, const std::vector<DagStage>& stages);
+
   // ---- Reservations (the plan follower, DESIGN.md §6) ----
 
   // Creates or updates the reservation queue `id`: its guaranteed capacity is
