@@ -2,14 +2,16 @@
 // scheduler.policy root.default=carbyne, one NM and two DAG AMs on loopback.
 //
 // The NM has 8 vcores. A filler job holds 6 of them while the two jobs'
-// AMs start and ask: "altruist" has a critical 8 s task and 4 side tasks of
-// 1 s (plenty of slack), "short" has 4 tasks of 3 s (no slack). When the
-// filler is killed, 6 slots come free at once. Under DRF the two would split
-// them 3/3 and short would need a second wave. Under Carbyne the altruist
-// takes only its least allocation (the critical task and one side task),
-// the leftover goes to short (closest to completion), so short runs its 4
-// tasks in one wave — and the altruist still finishes within its estimate
-// (its 8 s critical path).
+// AMs start and ask: "altruist" has a critical 12 s task and 4 side tasks of
+// 3 s (slack: one at a time still ends by 12 s), "short" has 4 tasks of 4 s.
+// When the filler is killed, 6 slots come free. Under DRF the two split them
+// 3/3; the altruist's freed side slots go back to it (it holds less), so
+// short never runs its 4 tasks at once (checked: this test fails with
+// scheduler.policy root.default=drf). Under Carbyne the altruist takes only
+// its least allocation (the critical task and one side task), the leftover
+// goes to short (closest to completion), so short runs its 4 tasks in one
+// wave — and the altruist still finishes within its estimate (its 12 s
+// critical path).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -61,21 +63,21 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
       "stages:\n"
       "  - name: critical\n"
       "    tasks: 1\n"
-      "    command: \"sleep 8\"\n"
-      "    estimated_task_ms: 8000\n"
+      "    command: \"sleep 12\"\n"
+      "    estimated_task_ms: 12000\n"
       "    resources: {memory_mib: 256, vcores: 1}\n"
       "  - name: side\n"
       "    tasks: 4\n"
-      "    command: \"sleep 1\"\n"
-      "    estimated_task_ms: 1000\n"
+      "    command: \"sleep 3\"\n"
+      "    estimated_task_ms: 3000\n"
       "    resources: {memory_mib: 256, vcores: 1}\n");
   const std::string shortjob = submit(
       "name: short\n"
       "stages:\n"
       "  - name: work\n"
       "    tasks: 4\n"
-      "    command: \"sleep 3\"\n"
-      "    estimated_task_ms: 3000\n"
+      "    command: \"sleep 4\"\n"
+      "    estimated_task_ms: 4000\n"
       "    resources: {memory_mib: 256, vcores: 1}\n");
   // Both AMs run and have asked for all their tasks (5 + 4 vcores).
   ASSERT_TRUE(waitFor([&] { return pendingVcores() >= 9; }, 20s)) << rm_.log();
@@ -100,11 +102,12 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
   json a = app(altruist);
   EXPECT_EQ(a["state"], "FINISHED");
   EXPECT_EQ(app(shortjob)["state"], "FINISHED");
-  // Its estimate is its critical path, 8 s from when the slots came free;
-  // allow 3 s for kills, heartbeats (300 ms) and container launches.
+  // Its estimate is its critical path, 12 s from when the slots came free;
+  // allow 4 s for kills, heartbeats (300 ms) and container launches on a
+  // loaded machine (measured: 13.6-13.9 s).
   const int64_t took = a["finish_ms"].get<int64_t>() - freed_ms;
-  EXPECT_LE(took, 11000) << "the altruist finished " << took << " ms after the slots came free";
-  std::printf("altruist: %.1f s after the slots came free (estimate 8 s)\n",
+  EXPECT_LE(took, 16000) << "the altruist finished " << took << " ms after the slots came free";
+  std::printf("altruist: %.1f s after the slots came free (estimate 12 s)\n",
               static_cast<double>(took) / 1000.0);
 }
 
