@@ -70,9 +70,6 @@ class FifoOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource&, double, const Resource&) const override { return 0.0; }
 };
 
-// Policies by config name ("drf", "fifo"); unknown names are INVALID_ARGUMENT
-// naming `field`.
-Result<std::shared_ptr<const QueueOrderingPolicy>> makeQueueOrderingPolicy(std::string_view name,
-                                                                           std::string_view field);
+// Policies by config name: rm/scheduler/policy_factory.h (makeOrderingPolicy).
 
 }  // namespace morpheus::sched

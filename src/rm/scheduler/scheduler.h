@@ -10,7 +10,9 @@
 //     the queue using the smallest fraction of its guarantee. A container is
 //     placed here only if it keeps the queue within its guarantee;
 //  2. the ad-hoc hierarchy: siblings by weighted dominant share (the
-//     QueueOrderingPolicy), DRF between users inside a leaf, then apps;
+//     QueueOrderingPolicy), then users and apps inside a leaf by the leaf's
+//     policy (AdhocQueueConfig::policy; default DRF between users, then
+//     apps; Carbyne uses the apps' reported DAGs, see reportDag);
 //  3. reservation queues beyond their guarantee (work conserving: a
 //     reservation may borrow what nobody else asked for). With
 //     SchedulerOptions::borrowing_reservations_share they are served in step 2
