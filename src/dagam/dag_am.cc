@@ -43,6 +43,9 @@ void addStageReports(const DagJob& job, google::protobuf::RepeatedPtrField<v1::S
     st->set_completed(r.completed);
     for (Millis e : r.running_elapsed) st->add_running_elapsed_ms(e.count());
     st->set_mean_task_ms(r.mean_task.count());
+    // Carbyne (issue #17): what one task takes, so the RM can plan the DAG.
+    toProto(r.task_resource, st->mutable_task_resource());
+    st->set_estimated_task_ms(r.estimated_task.count());
   }
 }
 

@@ -359,6 +359,8 @@ std::vector<StageReport> DagJob::stageReports() const {
     out[s].name = spec_.stages[s].name;
     out[s].depends_on = spec_.stages[s].depends_on;
     out[s].tasks = spec_.stages[s].tasks;
+    out[s].task_resource = spec_.stages[s].resources;
+    out[s].estimated_task = spec_.stages[s].estimated_task;
   }
   for (const auto& t : tasks_) {
     StageReport& r = out[static_cast<size_t>(t.stage)];

@@ -86,6 +86,8 @@ struct StageReport {
   int completed = 0;                    // succeeded
   std::vector<Millis> running_elapsed;  // per kLaunching/kRunning task, since its launch
   Millis mean_task{0};                  // of the succeeded tasks' run times; 0 = none yet
+  Resource task_resource;               // per task (the stage's resources)
+  Millis estimated_task{0};             // the spec's estimate; 0 = none
 };
 
 struct FileEvent {

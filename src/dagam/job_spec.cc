@@ -115,6 +115,9 @@ Result<StageSpec> readStage(const YAML::Node& n, const std::string& field) {
     } else if (key == "max_attempts") {
       MORPHEUS_ASSIGN_OR_RETURN(int64_t a, readInt(v, f, 1, 1000));
       s.max_attempts = static_cast<int>(a);
+    } else if (key == "estimated_task_ms") {
+      MORPHEUS_ASSIGN_OR_RETURN(int64_t ms, readInt(v, f, 1, int64_t{1} << 40));
+      s.estimated_task = Millis(ms);
     } else if (key == "constraints") {
       if (!v.IsSequence()) return invalidArgument(f, "must be a list");
       for (size_t i = 0; i < v.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
 
@@ -30,6 +31,10 @@ struct StageSpec {
   std::vector<int> deps;                // the same as stage indices (filled by the parser)
   int gang = 1;                         // gang size of the asks (1 = no gang), <= tasks
   int max_attempts = 3;                 // failed attempts allowed per task, >= 1
+  // estimated_task_ms: the user's estimate of one task's run time, reported
+  // to the RM until a task of the stage has succeeded (issue #17, Carbyne's
+  // altruistic share); 0 (default) = none, the RM then orders the job by DRF.
+  Millis estimated_task{0};
   std::vector<ConstraintSpec> constraints;
   std::vector<std::string> reads;          // provenance: files read (time = stage start)
   std::vector<std::string> writes;         // provenance: files written (time = stage end)

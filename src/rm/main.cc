@@ -20,6 +20,7 @@
 #include "rm/cluster_rest.h"
 #include "rm/dra_monitor.h"
 #include "rm/ha_session.h"
+#include "rm/queue_policies.h"
 #include "rm/reservation_manager.h"
 #include "rm/reservation_service.h"
 #include "rm/rest.h"
@@ -183,6 +184,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     rto.queue_weights[path] = w;
+  }
+  if (Status st = rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto); !st.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
+    return 2;
   }
   rm::RmRuntime runtime(
       rto, core, apps, clock, metrics, &telemetry,

@@ -34,6 +34,7 @@ struct RmOptions {
   int64_t max_am_attempts = 2;                               // rm.max-am-attempts
   Millis preemption_grace{15000};                            // rm.preemption-grace
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
+  std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
   DraOptions dra;  // dra.* (interval: dra.interval, 0 = plan step)
 
   // Issue #11: state database start-up and request size limits.
@@ -79,6 +80,14 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "parent, the others are leaves that accept apps; unlisted weights are 1; empty = "
       "root.default. Apps name a leaf with --queue (default root.default). Capacity left by "
       "reservations is shared hierarchically by weight, DRF between users inside a leaf.");
+  s.addStringMap(
+      "scheduler.policy", &o->queue_policies,
+      "Ordering of the jobs inside each ad-hoc leaf queue, a mapping leaf path: policy (e.g. "
+      "{root.default: carbyne}). drf: dominant resource fairness between users, then apps; "
+      "fifo: submission order; carbyne: altruistic scheduling (Grandl et al., OSDI'16) -- "
+      "DRF between jobs for the least share that keeps each job's estimated completion "
+      "(from its AM's stage reports), the leftover to the jobs closest to completion. "
+      "Unlisted leaves use drf. Default: {} (drf everywhere).");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

@@ -8,6 +8,7 @@
 
 #include "common/token.h"
 #include "common/wire.h"
+#include "rm/dag_report.h"
 
 namespace morpheus::rm {
 
@@ -118,6 +119,16 @@ std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, dou
   return out;
 }
 
+// Issue #17: each leaf's configured ordering policy (scheduler.policy).
+void applyQueuePolicies(
+    std::vector<sched::AdhocQueueConfig>& queues,
+    const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies) {
+  for (auto& q : queues) {
+    auto it = policies.find(q.path);
+    if (it != policies.end()) q.policy = it->second;
+  }
+}
+
 AmLauncherOptions launchOptions(const RuntimeOptions& opts) {
   AmLauncherOptions out = opts.launch;
   out.tls = opts.tls;
@@ -156,6 +167,7 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
                 [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
   so.adhoc_queues = adhocQueues(opts_.queue_weights);
+  applyQueuePolicies(so.adhoc_queues, opts_.queue_policies);
   so.preemption_grace = opts_.preemption_grace;
   so.soft_constraint_delay = std::max(Millis(1000), core_.heartbeatInterval() * 3);
   so.container_id_epoch = started_ms_;
@@ -704,6 +716,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     }
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
+  MORPHEUS_ASSIGN_OR_RETURN(auto dag, dagFromStageReports(req.stages()));
   if (req.progress() >= 0) apps_.setProgress(app, req.progress());
   Guard lk(*this);
   AppRt& rt = rt_[app];
@@ -716,6 +729,13 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     if (clock_.now() - fromEpochMs(started_ms_) >= grace) resp->set_resync(true);
     resp->set_response_id(req.response_id());
     return Status::ok();
+  }
+  // Carbyne (issue #17): each report replaces the app's DAG in the core,
+  // before the asks so a refused report (a cycle) changes nothing.
+  if (req.stages_size() > 0 && (rt.in_sched || req.asks_size() > 0)) {
+    if (!ensureApp(app, clock_.now()))
+      return infeasible("application " + app.value() + " is not schedulable");
+    MORPHEUS_RETURN_IF_ERROR(sched_->reportDag(app, dag));
   }
   rt.stages = std::move(stages);
   if (req.asks_size() > 0) {

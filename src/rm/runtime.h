@@ -62,6 +62,9 @@ struct RuntimeOptions {
   Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
+  // Ad-hoc leaf path -> ordering policy of its users and apps (scheduler.policy;
+  // issue #17); leaves not listed use DRF.
+  std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> queue_policies;
   TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
   // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
   // replaced by `tls` above).

@@ -13,7 +13,9 @@
 
 #include "planner/planner.h"
 #include "reprovision/policy.h"
+#include "rm/scheduler/policy_factory.h"
 #include "rm/scheduler/scheduler.h"
+#include "sim/workload_rng.h"
 
 namespace morpheus::sim {
 
@@ -155,6 +157,10 @@ struct AppState {
   double used_unit_ms = 0;
   int64_t dra_grants = 0;
   std::vector<Grant> grants;
+  // Issue #17: an ad-hoc job whose AM reports its DAG, and the misestimate
+  // factor of each stage's reported task duration.
+  bool reports_dag = false;
+  std::vector<double> estimate_factor;
 };
 
 struct TaskSlot {
@@ -224,6 +230,7 @@ class Sim {
   void finishApp(int app);
   void submitPeriodic(int job, int64_t k);
   void submitAdhoc(int idx);
+  void reportDag(int app);
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
@@ -298,7 +305,9 @@ Status Sim::init() {
   for (const auto& j : w_.periodic) queues.insert(j.queue);
   for (const auto& j : w_.adhoc) queues.insert(j.queue);
   if (queues.empty()) queues.insert("root.default");
-  for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0});
+  MORPHEUS_ASSIGN_OR_RETURN(auto adhoc_policy,
+                            sched::makeOrderingPolicy(o_.adhoc_policy, "adhoc_policy"));
+  for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0, adhoc_policy});
   so.preemption_grace = o_.preemption_grace;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
   MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
@@ -603,6 +612,7 @@ void Sim::endTask(int64_t slot, bool killed) {
   app.done_count[s]++;
   app.done_time[s] += now_ - t.start;
   if (--app.remaining[s] == 0) stageDone(t.app, s);
+  if (app.reports_dag && !app.done) reportDag(t.app);
 }
 
 void Sim::askStage(int ai, size_t s, int64_t added) {
@@ -613,6 +623,7 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
   r.capability = (*app.stages)[s].task_resource;
   r.count = static_cast<int32_t>(app.pending[s]);
   (void)sched_->updateAsks(app.id, {r});
+  if (app.reports_dag) reportDag(ai);
   new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
   new_asked_ += added;
 }
@@ -711,7 +722,42 @@ void Sim::submitAdhoc(int idx) {
   }
   int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
                   sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
-  apps_[static_cast<size_t>(ai)].adhoc = idx;
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.adhoc = idx;
+  // Issue #17: which jobs report their DAG, and how wrong their estimates are
+  // (deterministic in the seed and the job's index).
+  const rng::Stream draw(o_.seed, static_cast<uint64_t>(idx), -1, "carbyne");
+  app.reports_dag = !app.done && draw.uniform(0) < o_.altruistic_share;
+  for (size_t s = 0; s < job.stages.size(); s++) {
+    app.estimate_factor.push_back(
+        draw.uniform(s + 1, 1.0 - o_.estimate_noise, 1.0 + o_.estimate_noise));
+  }
+  if (app.reports_dag) reportDag(ai);
+}
+
+// The AM's report (rm/dag_report.cc): unfinished stages, their remaining
+// tasks, estimated durations and task resources, deps among them.
+void Sim::reportDag(int ai) {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  std::vector<sched::DagStage> dag;
+  std::vector<int64_t> index(app.remaining.size(), -1);
+  for (size_t s = 0; s < app.remaining.size(); s++) {
+    if (app.remaining[s] <= 0) continue;
+    const SimStage& st = (*app.stages)[s];
+    sched::DagStage d;
+    d.tasks_left = app.remaining[s];
+    d.task_duration = std::max(
+        Millis(1), Millis(static_cast<int64_t>(static_cast<double>(st.task_duration.count()) *
+                                               app.estimate_factor[s])));
+    d.task = st.task_resource;
+    for (int dep : st.depends_on) {
+      if (index[static_cast<size_t>(dep)] >= 0)
+        d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(dep)]));
+    }
+    index[s] = static_cast<int64_t>(dag.size());
+    dag.push_back(std::move(d));
+  }
+  (void)sched_->reportDag(app.id, dag);
 }
 
 void Sim::finishApp(int ai) {

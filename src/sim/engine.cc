@@ -8,6 +8,7 @@
 #include "inference/skyline_fit.h"
 #include "inference/slo_inference.h"
 #include "planner/reservation.h"
+#include "rm/scheduler/policy_factory.h"
 #include "sim/cluster_sim.h"
 
 namespace morpheus::sim {
@@ -386,6 +387,11 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     return invalidArgument("step", "must be > 0 and divide a day");
   }
   if (!o.realize) return invalidArgument("realize", "required");
+  MORPHEUS_RETURN_IF_ERROR(sched::makeOrderingPolicy(o.adhoc_policy, "adhoc_policy").status());
+  if (!(o.altruistic_share >= 0 && o.altruistic_share <= 1))
+    return invalidArgument("altruistic_share", "must be in [0, 1]");
+  if (!(o.estimate_noise >= 0 && o.estimate_noise < 1))
+    return invalidArgument("estimate_noise", "must be in [0, 1)");
   for (size_t j = 0; j < w.periodic.size(); j++) {
     const auto& job = w.periodic[j];
     const std::string f = "workload.periodic[" + std::to_string(j) + "]";

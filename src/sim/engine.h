@@ -62,6 +62,16 @@ struct ExperimentOptions {
   // earliest, slack); default the planner's own default (slack).
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
   RealizeFn realize;  // required
+  // Issue #17 (Carbyne): the ordering policy of the ad-hoc leaf queues
+  // (scheduler.policy names: drf, fifo, carbyne; default drf); the share of
+  // ad-hoc jobs whose AM reports its DAG (the altruistic ones under carbyne;
+  // the others get their DRF share), in [0, 1], default 1; and estimate
+  // noise: each job's reported task duration of each stage is the true one
+  // times a factor drawn uniformly from [1 - noise, 1 + noise], noise in
+  // [0, 1), default 0 (exact estimates).
+  std::string adhoc_policy = "drf";
+  double altruistic_share = 1.0;
+  double estimate_noise = 0.0;
   // Optional (benchmarks): every simulated run, training included, adds the
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;

@@ -90,7 +90,23 @@ struct SimFlags {
   std::string tie_break = planner::tieBreakName(planner::AgentOptions{}.tie_break);
   uint64_t seed = 1;
   std::string out = "sim-out";
+  // Issue #17 (Carbyne): see ExperimentOptions.
+  std::string adhoc_policy = "drf";
+  double altruistic_share = 1.0;
+  double estimate_noise = 0.0;
 };
+
+void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--adhoc-policy", f.adhoc_policy,
+                  "Ordering inside the ad-hoc queues (scheduler.policy): drf, fifo or carbyne")
+      ->capture_default_str();
+  cmd->add_option("--altruistic-share", f.altruistic_share,
+                  "Share of ad-hoc jobs whose AM reports its DAG (altruistic under carbyne)")
+      ->capture_default_str();
+  cmd->add_option("--estimate-noise", f.estimate_noise,
+                  "Reported task durations are off by a factor uniform in [1-x, 1+x], x < 1")
+      ->capture_default_str();
+}
 
 void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--nodes", f.nodes, "Simulated nodes (> 0)")->capture_default_str();
@@ -120,6 +136,7 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
+  addCarbyneFlags(cmd, f);
 }
 
 Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size) {
@@ -200,6 +217,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.seed = f.seed;
   o.tie_break = *tie_break;
   o.realize = sim::drawInstance;
+  o.adhoc_policy = f.adhoc_policy;
+  o.altruistic_share = f.altruistic_share;
+  o.estimate_noise = f.estimate_noise;
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };

@@ -10,9 +10,11 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "common/resource.h"
 #include "common/status.h"
+#include "rm/scheduler/types.h"
 
 namespace morpheus::sched {
 
@@ -24,6 +26,31 @@ class QueueOrderingPolicy {
   // configured weight (1 for users and apps); `cluster` the live cluster total.
   // Must be a pure function of its arguments.
   virtual double score(const Resource& used, double weight, const Resource& cluster) const = 0;
+
+  // ---- Job-aware hooks (issue #17). A leaf queue's policy orders the users
+  // and apps inside it with these; the defaults reduce to score(). ----
+
+  // What the policy derives from an app's remaining DAG (Scheduler::reportDag)
+  // given the app's fair share now. Default: no hint (the app is scored by
+  // score()). Pure function of its arguments.
+  virtual AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const {
+    (void)dag;
+    (void)fair_share;
+    return {};
+  }
+  // An app inside its user: lower is served first. Default score(used, 1, cluster).
+  virtual double appScore(const Resource& used, const AppHint& hint,
+                          const Resource& cluster) const {
+    (void)hint;
+    return score(used, 1.0, cluster);
+  }
+  // A user inside a leaf; `best_app` is the lowest appScore among the user's
+  // apps with demand (+inf when none). Default score(used, weight, cluster).
+  virtual double userScore(const Resource& used, double weight, const Resource& cluster,
+                           double best_app) const {
+    (void)best_app;
+    return score(used, weight, cluster);
+  }
 };
 
 // Weighted Dominant Resource Fairness (Ghodsi et al.): dominant share / weight,
@@ -43,9 +70,6 @@ class FifoOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource&, double, const Resource&) const override { return 0.0; }
 };
 
-// Policies by config name ("drf", "fifo"); unknown names are INVALID_ARGUMENT
-// naming `field`.
-Result<std::shared_ptr<const QueueOrderingPolicy>> makeQueueOrderingPolicy(std::string_view name,
-                                                                           std::string_view field);
+// Policies by config name: rm/scheduler/policy_factory.h (makeOrderingPolicy).
 
 }  // namespace morpheus::sched

@@ -1,6 +1,7 @@
 #include "rm/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 #include <tuple>
@@ -145,6 +146,9 @@ struct Queue : Entity {
   std::string path;
   bool leaf = true;
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
+  // Leaves: orders users and apps inside (issue #17); null = the scheduler's.
+  std::shared_ptr<const QueueOrderingPolicy> policy;
+  int32_t apps = 0;  // leaves: apps admitted (fair share of reportDag)
 };
 
 struct User : Entity {
@@ -195,6 +199,7 @@ struct App : Entity {
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
+  AppHint hint;  // from the leaf policy's planApp over the last reportDag
 };
 
 struct Node {
@@ -333,8 +338,30 @@ struct Scheduler::Impl {
 
   // ---- keys and heap membership ----
 
+  // The policy ordering the children of `e`'s parent: a leaf's own policy
+  // for its users and their apps, the scheduler's otherwise.
+  const QueueOrderingPolicy& policyOf(const Entity* e) const {
+    const Queue* leaf = nullptr;
+    if (e->kind == Kind::kUser) leaf = static_cast<const User*>(e)->leaf;
+    if (e->kind == Kind::kApp && static_cast<const App*>(e)->user != nullptr)
+      leaf = static_cast<const App*>(e)->user->leaf;
+    return leaf != nullptr && leaf->policy != nullptr ? *leaf->policy : *policy;
+  }
+
+  double parentScore(Entity* e) const {
+    const QueueOrderingPolicy& p = policyOf(e);
+    if (e->kind == Kind::kApp)
+      return p.appScore(e->used, static_cast<App*>(e)->hint, cluster_total);
+    if (e->kind == Kind::kUser) {
+      double best = e->children.empty() ? std::numeric_limits<double>::infinity()
+                                        : e->children.topKey().score;
+      return p.userScore(e->used, e->weight, cluster_total, best);
+    }
+    return p.score(e->used, e->weight, cluster_total);
+  }
+
   Key key(Entity* e, Slot s) const {
-    if (s == kParent) return Key{0, policy->score(e->used, e->weight, cluster_total), e->seq};
+    if (s == kParent) return Key{0, parentScore(e), e->seq};
     auto* r = static_cast<Reservation*>(e);
     int tier = r->rkind == ReservationKind::kPeriodic ? 0 : 1;
     if (s == kGuaranteed) return Key{tier, r->used.dominantShare(r->guarantee), e->seq};
@@ -451,6 +478,10 @@ struct Scheduler::Impl {
     }
     for (auto& [id, r] : reservations) rekey(r.get());
     for (auto& [id, a] : apps) rekey(a.get());
+    // Users last: their key may depend on their apps' (userScore).
+    for (auto& [path, q] : queues) {
+      for (auto& [uid, u] : q->users) rekey(u.get());
+    }
   }
 
   void addUsed(App* a, const Resource& r) {
@@ -541,6 +572,12 @@ struct Scheduler::Impl {
       Slot s = it->first->slot();
       it->second->skipped[s] = false;
       place(it->second, s);
+    }
+    // A user's key may depend on its best app (QueueOrderingPolicy::userScore):
+    // re-key the users of restored apps now that all of them are back.
+    for (const auto& [h, e] : skipped) {
+      if (e->kind == Kind::kApp && static_cast<App*>(e)->user != nullptr)
+        place(static_cast<App*>(e)->user, kParent);
     }
     skipped.clear();
   }
@@ -841,7 +878,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
   if (policy == nullptr) policy = std::make_shared<DrfOrderingPolicy>();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(policy));
   impl->root = impl->addQueue("root", 1.0);
-  for (const auto& q : impl->opts.adhoc_queues) impl->addQueue(q.path, q.weight);
+  for (const auto& q : impl->opts.adhoc_queues) impl->addQueue(q.path, q.weight)->policy = q.policy;
   impl->containers.reserve(1024);
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
@@ -929,6 +966,7 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
     }
     u = slot.get();
     u->apps++;
+    leaf->apps++;
     parent = u;
   } else {
     res->apps++;
@@ -961,6 +999,7 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
   s.apps.erase(it);
   if (owned->user != nullptr) {
     User* u = owned->user;
+    u->leaf->apps--;
     if (--u->apps == 0) {
       MORPHEUS_CHECK(u->pos[kParent] < 0 && u->used.isZero(), "empty user still active");
       u->leaf->users.erase(u->id);
@@ -970,6 +1009,64 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
     s.maybeDropReservation(owned->res);
   }
   return out;
+}
+
+namespace {
+
+// DagStage contracts and acyclicity (Kahn's algorithm over the deps).
+Status validateDag(const std::vector<DagStage>& stages) {
+  const size_t n = stages.size();
+  std::vector<int64_t> indegree(n, 0);
+  std::vector<std::vector<size_t>> dependents(n);
+  for (size_t i = 0; i < n; i++) {
+    const DagStage& st = stages[i];
+    const std::string f = "stages[" + std::to_string(i) + "]";
+    if (st.tasks_left <= 0) return invalidArgument(f + ".tasks_left", "must be > 0");
+    if (st.task_duration.count() <= 0) return invalidArgument(f + ".task_duration", "must be > 0");
+    if (!validResource(st.task))
+      return invalidArgument(f + ".task", "must be non-negative and non-zero");
+    for (size_t d : st.deps) {
+      if (d >= n || d == i)
+        return invalidArgument(f + ".deps", "no stage " + std::to_string(d) + " to depend on");
+      indegree[i]++;
+      dependents[d].push_back(i);
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < n; i++) {
+    if (indegree[i] == 0) ready.push_back(i);
+  }
+  size_t seen = 0;
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    seen++;
+    for (size_t d : dependents[i]) {
+      if (--indegree[d] == 0) ready.push_back(d);
+    }
+  }
+  if (seen != n) return invalidArgument("stages.deps", "the dependencies form a cycle");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stages) {
+  auto& s = *impl_;
+  auto it = s.apps.find(app);
+  if (it == s.apps.end()) return notFound("app " + app.value());
+  MORPHEUS_RETURN_IF_ERROR(validateDag(stages));
+  App* a = it->second.get();
+  Resource share;
+  if (a->user != nullptr) {
+    // Ad-hoc capacity: what reservations do not use; split over the leaf's apps.
+    const Resource adhoc = clampZero(s.cluster_total - (s.cluster_used - s.root->used));
+    const int64_t apps = std::max<int32_t>(1, a->user->leaf->apps);
+    share = Resource(adhoc.memoryMib() / apps, adhoc.vcores() / apps);
+  }
+  a->hint = s.policyOf(a).planApp(stages, share);
+  s.refresh(a);
+  return Status::ok();
 }
 
 Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest>& asks) {

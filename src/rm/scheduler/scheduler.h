@@ -10,7 +10,9 @@
 //     the queue using the smallest fraction of its guarantee. A container is
 //     placed here only if it keeps the queue within its guarantee;
 //  2. the ad-hoc hierarchy: siblings by weighted dominant share (the
-//     QueueOrderingPolicy), DRF between users inside a leaf, then apps;
+//     QueueOrderingPolicy), then users and apps inside a leaf by the leaf's
+//     policy (AdhocQueueConfig::policy; default DRF between users, then
+//     apps; Carbyne uses the apps' reported DAGs, see reportDag);
 //  3. reservation queues beyond their guarantee (work conserving: a
 //     reservation may borrow what nobody else asked for). With
 //     SchedulerOptions::borrowing_reservations_share they are served in step 2
@@ -132,6 +134,17 @@ class Scheduler {
   // Also how the RM accounts an AM container it placed itself: with
   // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
+
+  // Issue #17: the app's remaining DAG as its AM reported it (each report
+  // replaces the previous one; empty = no DAG). The policy of the app's leaf
+  // queue turns it into the app's ordering hint (Carbyne: its altruistic
+  // need and remaining time) at the app's fair share now: the cluster not used
+  // by reservations, split evenly over the apps of the app's leaf (sibling
+  // queues' weights are not taken into account).
+  // INVALID_ARGUMENT naming the field ("stages[2].deps": out of range, self
+  // or a cycle; ".tasks_left", ".task_duration" > 0; ".task" non-zero and
+  // non-negative) leaves the previous hint; NOT_FOUND if the app is unknown.
+  Status reportDag(const AppId& app, const std::vector<DagStage>& stages);
 
   // ---- Reservations (the plan follower, DESIGN.md §6) ----
 

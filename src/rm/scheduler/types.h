@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -100,11 +101,34 @@ struct NodeUpdateResult {
   std::vector<Allocation> to_kill;
 };
 
+// One remaining stage of an app's DAG as its AM reports it (issue #17,
+// Carbyne: AllocateRequest.stages). Stages that finished are not reported.
+struct DagStage {
+  int64_t tasks_left = 0;    // tasks not yet succeeded (running ones included), > 0
+  Millis task_duration{0};   // estimated duration of one task, > 0
+  Resource task;             // resources of one task, not zero
+  std::vector<size_t> deps;  // indices (in the same report) of stages that must finish first
+};
+
+// What an ordering policy derived from an app's DAG (QueueOrderingPolicy::
+// planApp). valid = false: the app reported no DAG (or the policy ignores
+// DAGs) and is ordered by its usage alone.
+struct AppHint {
+  bool valid = false;
+  Resource need;        // least allocation now that keeps the estimated completion
+  Millis remaining{0};  // estimated time to completion at its fair share
+};
+
+class QueueOrderingPolicy;
+
 // One ad-hoc queue from config. Paths are dot-separated and start at "root"
 // ("root.prod.etl"); parents missing from the list are created with weight 1.
 struct AdhocQueueConfig {
   std::string path;
   double weight = 1.0;  // share relative to siblings; must be > 0
+  // Leaves only: orders the users and apps inside the queue (issue #17,
+  // scheduler.policy); null = the scheduler's policy.
+  std::shared_ptr<const QueueOrderingPolicy> policy = nullptr;
 };
 
 // Read view of one queue (Scheduler::queues).

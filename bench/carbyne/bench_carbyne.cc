@@ -1,0 +1,251 @@
+// bench_carbyne: Carbyne (Grandl et al., OSDI'16) against DRF as the policy of
+// the ad-hoc queue in morpheus-sim (issue #17). Each seed runs the same
+// workload twice, --adhoc-policy drf and carbyne (strategy baseline, no
+// periodic jobs), and compares the ad-hoc jobs of the evaluation day(s):
+//   avg / p95 JCT and their DRF/Carbyne ratios (the paper: 1.59x lower avg);
+//   makespan (first submit to last finish) and the efficiency gain DRF
+//   makespan / Carbyne makespan (the paper: 1.26x);
+//   per-job slowdown Carbyne JCT / DRF JCT: median, p95, share of jobs > 1.1x
+//   (issue #17: the median job no more than 10% slower).
+// Scenarios: "swim" (the SWIM ad-hoc load, map -> reduce jobs arriving over
+// the day) and "batch" (DAG jobs — map -> reduce, 3-stage chains, fork-join —
+// all submitted within the first minute of the evaluation day).
+//   bench_carbyne [--scenario swim|batch] [--seeds 1,2,3] [--nodes 20]
+//                 [--adhoc-load 0.6] [--batch-jobs 150] [--noise 0]
+//                 [--altruistic-share 1] [--json]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "inference/skyline_fit.h"
+#include "report/bench_report.h"
+#include "sim/engine.h"
+#include "sim/strategy.h"
+#include "sim/workload.h"
+#include "sim/workload_rng.h"
+
+using namespace morpheus;
+
+namespace {
+
+constexpr int64_t kDayMs = 86'400'000;
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+sim::SimStage stage(const std::string& name, int64_t tasks, Millis d, Resource r,
+                    std::vector<int> deps) {
+  sim::SimStage s;
+  s.name = name;
+  s.tasks = tasks;
+  s.task_duration = d;
+  s.task_resource = r;
+  s.depends_on = std::move(deps);
+  return s;
+}
+
+// `n` DAG jobs submitted in [start, start + 60 s): shapes map -> reduce,
+// a 3-stage chain, and fork-join (two maps -> join); task counts log-uniform
+// in [1, 200], durations log-uniform in [10 s, 300 s], 1 or 2 vcores.
+std::vector<sim::AdhocJob> batchJobs(int64_t n, uint64_t seed, Millis start) {
+  std::vector<sim::AdhocJob> jobs;
+  for (int64_t i = 0; i < n; i++) {
+    const sim::rng::Stream r(seed, static_cast<uint64_t>(i), -1, "carbyne-batch");
+    auto tasks = [&](uint64_t k) { return static_cast<int64_t>(r.logUniform(k, 1, 200)); };
+    auto dur = [&](uint64_t k) {
+      return Millis(static_cast<int64_t>(r.logUniform(k, 10, 300)) * 1000);
+    };
+    const Resource res = r.uniform(20) < 0.7 ? Resource(2048, 1) : Resource(4096, 2);
+    sim::AdhocJob j;
+    j.name = "dag-" + std::to_string(i);
+    j.user = UserId("user" + std::to_string(i % 10));
+    j.submit = start + Millis(r.below(21, 60) * 1000);
+    switch (r.below(22, 3)) {
+      case 0:
+        j.stages = {stage("map", tasks(1), dur(2), res, {}),
+                    stage("reduce", std::max<int64_t>(1, tasks(3) / 4), dur(4), res, {0})};
+        break;
+      case 1:
+        j.stages = {stage("a", tasks(1), dur(2), res, {}), stage("b", tasks(3), dur(4), res, {0}),
+                    stage("c", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {1})};
+        break;
+      default:
+        j.stages = {stage("m1", tasks(1), dur(2), res, {}), stage("m2", tasks(3), dur(4), res, {}),
+                    stage("join", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {0, 1})};
+    }
+    jobs.push_back(std::move(j));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const auto& a, const auto& b) { return a.submit < b.submit; });
+  return jobs;
+}
+
+struct Outcome {
+  std::vector<sim::AdhocOutcome> jobs;
+};
+
+Result<Outcome> runPolicy(const sim::Workload& w, sim::ExperimentOptions o,
+                          const std::string& policy) {
+  o.adhoc_policy = policy;
+  MORPHEUS_ASSIGN_OR_RETURN(auto specs,
+                            sim::parseStrategies({"baseline"}, {}, inference::FitParams{}.alpha));
+  MORPHEUS_ASSIGN_OR_RETURN(auto summary, sim::runExperiment(w, o, specs));
+  return Outcome{summary.strategies.at(0).adhoc};
+}
+
+std::vector<uint64_t> parseSeeds(const std::string& text) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoull(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::BenchReport report("carbyne", &argc, argv);
+  CLI::App app{"bench_carbyne: Carbyne vs DRF in morpheus-sim's ad-hoc queue"};
+  std::string scenario = "swim", seeds_text = "1,2,3";
+  std::string trace = "../shared/data/swim-fb2009-24h.tsv";
+  int64_t nodes = 20, batch_jobs = 150;
+  double adhoc_load = 0.6, noise = 0.0, altruistic = 1.0;
+  app.add_option("--scenario", scenario, "swim or batch")->capture_default_str();
+  app.add_option("--seeds", seeds_text, "Comma-separated seeds")->capture_default_str();
+  app.add_option("--adhoc-trace", trace, "SWIM trace (swim scenario)")->capture_default_str();
+  app.add_option("--nodes", nodes)->capture_default_str();
+  app.add_option("--adhoc-load", adhoc_load, "swim: share of capacity")->capture_default_str();
+  app.add_option("--batch-jobs", batch_jobs, "batch: DAG jobs")->capture_default_str();
+  app.add_option("--noise", noise, "Estimate noise in [0, 1)")->capture_default_str();
+  app.add_option("--altruistic-share", altruistic, "Share of jobs reporting their DAG")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (scenario != "swim" && scenario != "batch") {
+    std::cerr << "bench_carbyne: --scenario: swim or batch\n";
+    return 2;
+  }
+
+  const Resource node_size(65536, 16);
+  std::vector<double> avg_ratio, p95_ratio, eff, med_slow, frac_slow;
+  nlohmann::json per_seed = nlohmann::json::array();
+  for (uint64_t seed : parseSeeds(seeds_text)) {
+    sim::ExperimentOptions o;
+    o.nodes = nodes;
+    o.node_size = node_size;
+    o.days = 2;  // one training day (nothing to train: no periodic jobs), one evaluated
+    o.seed = seed;
+    o.realize = sim::drawInstance;
+    o.estimate_noise = noise;
+    o.altruistic_share = altruistic;
+    sim::Workload w;
+    if (scenario == "batch") {
+      w.adhoc = batchJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs));
+    } else {
+      sim::AdhocOptions a;
+      a.trace_path = trace;
+      a.days = o.days;
+      a.load = adhoc_load;
+      a.seed = seed;
+      a.node_size = node_size;
+      a.nodes = nodes;
+      if (Status st = sim::addAdhocLoad(w, a); !st.isOk()) {
+        std::cerr << "bench_carbyne: " << st.message() << "\n";
+        return 2;
+      }
+    }
+    auto drf = runPolicy(w, o, "drf");
+    auto car = runPolicy(w, o, "carbyne");
+    if (!drf.isOk() || !car.isOk()) {
+      std::cerr << "bench_carbyne: " << (drf.isOk() ? car.status() : drf.status()).message()
+                << "\n";
+      return 2;
+    }
+    std::vector<double> jd, jc, slow;
+    double first = 1e300, end_d = 0, end_c = 0;
+    int64_t unfinished = 0;
+    for (size_t i = 0; i < drf->jobs.size() && i < car->jobs.size(); i++) {
+      const auto& d = drf->jobs[i];
+      const auto& c = car->jobs[i];
+      if (d.job != c.job || d.submit != c.submit) {
+        std::cerr << "bench_carbyne: runs disagree on job " << i << "\n";
+        return 2;
+      }
+      if (d.completion < Millis(0) || c.completion < Millis(0)) {
+        unfinished++;
+        continue;
+      }
+      const double s = static_cast<double>(d.submit.count()) / 1000.0;
+      const double td = static_cast<double>(d.completion.count()) / 1000.0;
+      const double tc = static_cast<double>(c.completion.count()) / 1000.0;
+      jd.push_back(td);
+      jc.push_back(tc);
+      slow.push_back(tc / std::max(td, 1e-3));
+      first = std::min(first, s);
+      end_d = std::max(end_d, s + td);
+      end_c = std::max(end_c, s + tc);
+    }
+    const double mk_d = end_d - first, mk_c = end_c - first;
+    int64_t over = 0;
+    for (double x : slow) over += x > 1.1 ? 1 : 0;
+    nlohmann::json r = {
+        {"seed", seed},
+        {"jobs", jd.size()},
+        {"unfinished", unfinished},
+        {"drf_avg_jct_s", mean(jd)},
+        {"carbyne_avg_jct_s", mean(jc)},
+        {"drf_p95_jct_s", quantile(jd, 0.95)},
+        {"carbyne_p95_jct_s", quantile(jc, 0.95)},
+        {"avg_jct_gain", mean(jd) / std::max(mean(jc), 1e-9)},
+        {"p95_jct_gain", quantile(jd, 0.95) / std::max(quantile(jc, 0.95), 1e-9)},
+        {"drf_makespan_s", mk_d},
+        {"carbyne_makespan_s", mk_c},
+        {"efficiency_gain", mk_d / std::max(mk_c, 1e-9)},
+        {"slowdown_median", quantile(slow, 0.5)},
+        {"slowdown_p95", quantile(slow, 0.95)},
+        {"share_slower_10pct", slow.empty() ? 0.0 : static_cast<double>(over) / slow.size()}};
+    std::printf(
+        "seed %llu: %zu jobs (%lld unfinished): avg JCT %.1f s (DRF) / %.1f s (Carbyne) = "
+        "%.2fx; p95 %.1f / %.1f = %.2fx; makespan %.0f / %.0f s = %.2fx; slowdown vs DRF "
+        "median %.2f, p95 %.2f, %.1f%% of jobs > 1.1x\n",
+        static_cast<unsigned long long>(seed), jd.size(), static_cast<long long>(unfinished),
+        mean(jd), mean(jc), r["avg_jct_gain"].get<double>(), quantile(jd, 0.95), quantile(jc, 0.95),
+        r["p95_jct_gain"].get<double>(), mk_d, mk_c, r["efficiency_gain"].get<double>(),
+        quantile(slow, 0.5), quantile(slow, 0.95), 100.0 * r["share_slower_10pct"].get<double>());
+    std::fflush(stdout);
+    avg_ratio.push_back(r["avg_jct_gain"]);
+    p95_ratio.push_back(r["p95_jct_gain"]);
+    eff.push_back(r["efficiency_gain"]);
+    med_slow.push_back(r["slowdown_median"]);
+    frac_slow.push_back(r["share_slower_10pct"]);
+    per_seed.push_back(std::move(r));
+  }
+  report.figures()["scenario"] = scenario;
+  report.figures()["noise"] = noise;
+  report.figures()["altruistic_share"] = altruistic;
+  report.figures()["nodes"] = nodes;
+  report.figures()["seeds"] = per_seed;
+  report.figures()["avg_jct_gain_mean"] = mean(avg_ratio);
+  report.figures()["p95_jct_gain_mean"] = mean(p95_ratio);
+  report.figures()["efficiency_gain_mean"] = mean(eff);
+  report.figures()["slowdown_median_max"] =
+      med_slow.empty() ? 0.0 : *std::max_element(med_slow.begin(), med_slow.end());
+  report.targets()["avg_jct_gain_min"] = 1.59;
+  report.targets()["efficiency_gain_min"] = 1.26;
+  report.targets()["slowdown_median_max"] = 1.10;
+  report.emit();
+  return 0;
+}

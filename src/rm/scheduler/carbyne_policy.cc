@@ -1,0 +1,108 @@
+#include "rm/scheduler/carbyne_policy.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace morpheus::sched {
+namespace {
+
+// Tasks of `task` that fit in `share` at once (at least 1: a stage always progresses).
+int64_t slotsFor(const Resource& share, const Resource& task) {
+  return std::max<int64_t>(1, share.countFitting(task));
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Length of stage `s` at `share`: its tasks in waves of the slots that fit.
+Millis stageLength(const DagStage& s, const Resource& share) {
+  return s.task_duration * ceilDiv(s.tasks_left, slotsFor(share, s.task));
+}
+
+// Earliest finish of every stage (forward packing, dependencies first).
+std::vector<Millis> earliestFinish(const std::vector<DagStage>& dag, const Resource& share) {
+  std::vector<Millis> ef(dag.size(), Millis(-1));
+  // Iterative DFS in dependency order; `dag` is acyclic.
+  for (size_t root = 0; root < dag.size(); root++) {
+    std::vector<size_t> stack{root};
+    while (!stack.empty()) {
+      size_t i = stack.back();
+      if (ef[i] >= Millis(0)) {
+        stack.pop_back();
+        continue;
+      }
+      Millis start{0};
+      bool ready = true;
+      for (size_t d : dag[i].deps) {
+        if (ef[d] < Millis(0)) {
+          stack.push_back(d);
+          ready = false;
+        } else {
+          start = std::max(start, ef[d]);
+        }
+      }
+      if (!ready) continue;
+      ef[i] = start + stageLength(dag[i], share);
+      stack.pop_back();
+    }
+  }
+  return ef;
+}
+
+// Latest finish of every stage that keeps completion `t` (reverse packing
+// from the sinks: a stage must end before each dependent's latest start).
+std::vector<Millis> latestFinish(const std::vector<DagStage>& dag, const Resource& share,
+                                 const std::vector<Millis>& ef, Millis t) {
+  std::vector<size_t> order(dag.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  // Dependents finish after their dependencies: later earliest finish first.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ef[a] > ef[b]; });
+  std::vector<Millis> lf(dag.size(), t);
+  for (size_t i : order) {
+    const Millis latest_start = lf[i] - stageLength(dag[i], share);
+    for (size_t d : dag[i].deps) lf[d] = std::min(lf[d], latest_start);
+  }
+  return lf;
+}
+
+}  // namespace
+
+CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share) {
+  CarbynePlan p;
+  const std::vector<Millis> ef = earliestFinish(dag, fair_share);
+  for (Millis f : ef) p.completion = std::max(p.completion, f);
+  p.latest_finish = latestFinish(dag, fair_share, ef, p.completion);
+  p.need_tasks.assign(dag.size(), 0);
+  for (size_t i = 0; i < dag.size(); i++) {
+    if (!dag[i].deps.empty()) continue;  // waits for another stage: needs nothing now
+    const int64_t waves = std::max<int64_t>(1, p.latest_finish[i] / dag[i].task_duration);
+    p.need_tasks[i] = std::min(dag[i].tasks_left, ceilDiv(dag[i].tasks_left, waves));
+    p.need += dag[i].task * p.need_tasks[i];
+  }
+  if (!fair_share.isZero()) p.need = Resource::min(p.need, fair_share);
+  return p;
+}
+
+double CarbyneOrderingPolicy::score(const Resource& used, double weight,
+                                    const Resource& cluster) const {
+  return used.dominantShare(cluster) / weight;
+}
+
+AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
+                                       const Resource& fair_share) const {
+  if (dag.empty()) return {};
+  CarbynePlan p = carbynePlan(dag, fair_share);
+  return AppHint{true, std::move(p.need), p.completion};
+}
+
+double CarbyneOrderingPolicy::appScore(const Resource& used, const AppHint& hint,
+                                       const Resource& cluster) const {
+  if (!hint.valid || !hint.need.fitsIn(used)) return used.dominantShare(cluster);
+  return kLeftoverTier + static_cast<double>(hint.remaining.count()) / 1000.0;
+}
+
+double CarbyneOrderingPolicy::userScore(const Resource&, double, const Resource&,
+                                        double best_app) const {
+  return best_app;
+}
+
+}  // namespace morpheus::sched

@@ -1,0 +1,24 @@
+// Ordering policies by config name (issue #17: scheduler.policy per ad-hoc
+// queue). One line per policy in policy_factory.cc; the list of names in the
+// error message and in policyNames() comes from the same table.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "rm/scheduler/ordering_policy.h"
+
+namespace morpheus::sched {
+
+// Every accepted name, in table order ("drf", "fifo", "carbyne", ...).
+std::vector<std::string> policyNames();
+
+// The policy called `name`; INVALID_ARGUMENT naming `field` (e.g.
+// "scheduler.policy.root.default") for an unknown name, listing the known ones.
+Result<std::shared_ptr<const QueueOrderingPolicy>> makeOrderingPolicy(std::string_view name,
+                                                                      std::string_view field);
+
+}  // namespace morpheus::sched
