@@ -12,7 +12,13 @@
 // so a slow RM slows the load: coordinated omission); it is kept as the
 // reference of earlier figures. bench_rm_open_load is the open-loop one.
 //
-// usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S] [--json]
+// Heartbeats report containers as the NM does (nodemanager/heartbeat_report.h):
+// every --full-report-every-th heartbeat lists all of them, the others only
+// those started since the last heartbeat and the completed ones (1 = every
+// heartbeat lists all, the NM before issue #15's change).
+//
+// usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S]
+//   [--full-report-every N] [--json]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -50,7 +56,14 @@ struct SimNode {
   std::mutex mu;
   std::map<std::string, int64_t> running;  // container -> end ms
   std::vector<std::string> done;           // completed, to report once
+  std::vector<std::string> fresh;          // started since the last heartbeat
+  int64_t beats = 0;                       // heartbeats built
 };
+
+// Adds a running container to `n` (REQUIRES n.mu).
+void startOn(SimNode& n, const std::string& id, int64_t end_ms) {
+  if (n.running.emplace(id, end_ms).second) n.fresh.push_back(id);
+}
 
 struct AmInfo {
   std::string app, token;
@@ -76,7 +89,7 @@ class FakeContainerManager final : public v1::ContainerManager::Service {
       }
       SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(r.container().node_id()))];
       std::lock_guard<std::mutex> lk(n.mu);
-      n.running[r.container().container_id()] = INT64_MAX;  // AMs run until the end
+      startOn(n, r.container().container_id(), INT64_MAX);  // AMs run until the end
       resp->add_started(r.container().container_id());
     }
     return grpc::Status::OK;
@@ -113,7 +126,7 @@ void procStats(pid_t pid, double* cpu_s, long* hwm_kib) {
 int main(int argc, char** argv) {
   morpheus::bench::BenchReport report("rm_load", &argc, argv);
   int nodes = 2700, apps = 200, seconds = 30, per_app = 500, warmup = 60, min_dur = 10,
-      max_dur = 20;
+      max_dur = 20, full_every = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::atoi(argv[i + 1]);
@@ -131,6 +144,8 @@ int main(int argc, char** argv) {
       min_dur = v;
     else if (a == "--max-duration")
       max_dur = v;
+    else if (a == "--full-report-every")
+      full_every = std::max(1, v);
   }
   std::printf(
       "== rm-load: %d simulated NMs (40 vcores), %d apps x %d containers, %d s measured ==\n",
@@ -188,17 +203,25 @@ int main(int argc, char** argv) {
           int64_t now = nowMs();
           {
             std::lock_guard<std::mutex> lk(n.mu);
+            const bool full = n.beats++ % full_every == 0;
             for (auto it = n.running.begin(); it != n.running.end();) {
-              auto* s = req.add_container_statuses();
-              s->set_container_id(it->first);
-              if (it->second <= now) {
-                s->set_state(v1::CONTAINER_COMPLETE);
-                it = n.running.erase(it);
-              } else {
-                s->set_state(v1::CONTAINER_RUNNING);
-                ++it;
+              bool done = it->second <= now;
+              if (done || full) {
+                auto* s = req.add_container_statuses();
+                s->set_container_id(it->first);
+                s->set_state(done ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
               }
+              it = done ? n.running.erase(it) : std::next(it);
             }
+            for (const auto& id : n.fresh) {
+              if (full || !n.running.count(id)) continue;
+              auto* s = req.add_container_statuses();
+              s->set_container_id(id);
+              s->set_state(v1::CONTAINER_RUNNING);
+            }
+            n.fresh.clear();
+            req.set_changes_only(!full);
+            req.set_running_containers(static_cast<int32_t>(n.running.size()));
           }
           v1::NodeHeartbeatResponse resp;
           auto ctx = makeContext(Millis(10000));
@@ -292,8 +315,8 @@ int main(int argc, char** argv) {
           for (const auto& c : resp.allocated()) {
             SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(c.node_id()))];
             std::lock_guard<std::mutex> lk(n.mu);
-            n.running[c.container_id()] =
-                now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng);
+            startOn(n, c.container_id(),
+                    now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng));
           }
           received[a.app] += resp.allocated_size();
           if (measuring) allocated += resp.allocated_size();
@@ -315,8 +338,8 @@ int main(int argc, char** argv) {
               for (const auto& c : r2.allocated()) {
                 SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(c.node_id()))];
                 std::lock_guard<std::mutex> lk(n.mu);
-                n.running[c.container_id()] =
-                    now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng);
+                startOn(n, c.container_id(),
+                        now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng));
               }
               received[a.app] += r2.allocated_size();
               if (measuring) allocated += r2.allocated_size();
@@ -363,6 +386,7 @@ int main(int argc, char** argv) {
   cm_server->Shutdown();
   rm.signalAndWait(SIGTERM, 10s);
   report.figures() = {{"nodes", nodes},
+                      {"full_report_every", full_every},
                       {"containers_in_use", in_use},
                       {"heartbeats_per_s", static_cast<double>(beats) / wall},
                       {"allocations_per_s", static_cast<double>(allocated.load()) / wall},

@@ -59,6 +59,9 @@ class ResourceTrackerService final
   grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
                               const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
                               bool* schedule);
+  // Running containers on the node (full or change report, issue #15);
+  // INVALID_ARGUMENT naming running_containers when negative.
+  static Result<int32_t> runningContainers(const v1::NodeHeartbeatRequest& req);
 
   RmCore& core_;
   const Authenticator& auth_;
