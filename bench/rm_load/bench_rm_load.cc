@@ -18,7 +18,7 @@
 // heartbeat lists all, the NM before issue #15's change).
 //
 // usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S]
-//   [--full-report-every N] [--json]
+//   [--full-report-every N] [--rm-bin PATH] [--json]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -33,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/mutex_tuning.h"
 #include "common/wire.h"
 #include "harness.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
@@ -124,11 +125,17 @@ void procStats(pid_t pid, double* cpu_s, long* hwm_kib) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  disableAbseilDeadlockDetection();  // common/mutex_tuning.h
   morpheus::bench::BenchReport report("rm_load", &argc, argv);
   int nodes = 2700, apps = 200, seconds = 30, per_app = 500, warmup = 60, min_dur = 10,
       max_dur = 20, full_every = 10;
+  std::string rm_bin;  // another morpheus-rm build (old figures); "" = the one built with this
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--rm-bin") {
+      rm_bin = argv[i + 1];
+      continue;
+    }
     int v = std::atoi(argv[i + 1]);
     if (a == "--nodes")
       nodes = v;
@@ -160,14 +167,29 @@ int main(int argc, char** argv) {
   std::string cm_addr = "127.0.0.1:" + std::to_string(cm_port);
 
   std::string dir = morpheus::testing::freshDir("rm-load");
-  morpheus::testing::Process rm = morpheus::testing::Process::startDaemon(
-      "rm", dir,
-      {"--set", "rm.node-expiry=60s", "--set", "log.level=warn", "--set", "rm.auth-disabled=true"});
-  if (rm.grpcAddress().empty()) {
+  std::vector<std::string> rm_args = {"--set", "rm.node-expiry=60s",   "--set", "log.level=warn",
+                                      "--set", "rm.auth-disabled=true"};
+  morpheus::testing::Process rm;
+  std::string rm_addr;
+  if (rm_bin.empty()) {
+    rm = morpheus::testing::Process::startDaemon("rm", dir, rm_args);
+    rm_addr = rm.grpcAddress();
+  } else {  // as startDaemon does, from rm_bin
+    std::vector<std::string> all = {"--data-dir", dir, "--grpc-port", "0", "--http-port", "0"};
+    all.insert(all.end(), rm_args.begin(), rm_args.end());
+    rm = morpheus::testing::Process::start(rm_bin, all, dir + ".log");
+    for (int i = 0; i < 2000 && rm_addr.empty() && rm.running(); i++) {
+      std::this_thread::sleep_for(10ms);
+      std::ifstream in(dir + "/rm.endpoints.json");
+      auto j = nlohmann::json::parse(in, nullptr, false);
+      if (!j.is_discarded()) rm_addr = j.value("grpc", "");
+    }
+  }
+  if (rm_addr.empty()) {
     std::fprintf(stderr, "RM did not start: %s\n", rm.log().c_str());
     return 1;
   }
-  auto channel = makeChannel(rm.grpcAddress(), TlsOptions{});
+  auto channel = makeChannel(rm_addr, TlsOptions{});
   auto tracker = v1::ResourceTracker::NewStub(channel);
   for (int i = 0; i < nodes; i++) {
     v1::RegisterNodeRequest r;
@@ -190,7 +212,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kNodeThreads; t++) {
     threads.emplace_back([&, t] {
-      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
+      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm_addr, TlsOptions{}));
       std::vector<int> mine;
       for (int i = t; i < nodes; i += kNodeThreads) mine.push_back(i);
       while (!stop) {
@@ -263,7 +285,7 @@ int main(int argc, char** argv) {
   std::mutex ams_mu;
   for (int t = 0; t < kAmThreads; t++) {
     threads.emplace_back([&, t] {
-      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
+      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm_addr, TlsOptions{}));
       std::mt19937_64 rng(static_cast<uint64_t>(t));
       // Per app: containers asked for and not yet received (our view of the
       // RM's outstanding count). Asks replace earlier ones (YARN semantics),
