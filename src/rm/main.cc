@@ -220,6 +220,9 @@ int main(int argc, char** argv) {
   rm::Strand strand(metrics, static_cast<size_t>(opts.strand_max_queued));
   strand.start();
   rm::ResourceTrackerService tracker(core, **authenticator, &runtime, &strand);
+  rm::ReplyQueue replies;  // heartbeat replies written off the strand (reply_queue.h)
+  replies.start();
+  tracker.setReplyQueue(&replies);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
   rm::ApplicationMasterServiceImpl am_service(runtime, &strand);
@@ -288,7 +291,8 @@ int main(int argc, char** argv) {
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();
-  strand.stop();  // after the server: pending heartbeats finish their calls
+  strand.stop();   // after the server: pending heartbeats finish their calls
+  replies.stop();  // after the strand: its last replies are written
   if (leadership_lost) {
     spdlog::error("morpheus-rm stopped: leadership lost (restart it to rejoin as standby)");
     return 3;

@@ -117,16 +117,32 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
     return reactor;
   }
   MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
-  // The request, response and context live until Finish.
-  bool posted = strand_->post([this, req, resp, reactor, timer] {
+  // The request, response and context live until Finish. A heartbeat whose
+  // caller gave up while it waited (deadline passed, cancelled) is not
+  // scheduled: the NM sends its changes again (heartbeat_report.h), and an
+  // overloaded strand does not spend itself on answers nobody reads.
+  bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
+    if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
+      finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "the heartbeat waited past its deadline for the RM"));
+      return;
+    }
     runtime_->onNodeHeartbeat(*req, resp);
-    reactor->Finish(grpc::Status::OK);
+    finish(reactor, grpc::Status::OK);
   });
   if (!posted) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                  "the RM's scheduling queue is full: retry at the next heartbeat"));
   }
   return reactor;
+}
+
+void ResourceTrackerService::finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) {
+  if (replies_ != nullptr) {
+    replies_->finish(reactor, std::move(status));
+  } else {
+    reactor->Finish(status);
+  }
 }
 
 grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
