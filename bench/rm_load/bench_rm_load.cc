@@ -12,7 +12,13 @@
 // so a slow RM slows the load: coordinated omission); it is kept as the
 // reference of earlier figures. bench_rm_open_load is the open-loop one.
 //
-// usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S] [--json]
+// Heartbeats report containers as the NM does (nodemanager/heartbeat_report.h):
+// every --full-report-every-th heartbeat lists all of them, the others only
+// those started since the last heartbeat and the completed ones (1 = every
+// heartbeat lists all, the NM before issue #15's change).
+//
+// usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S]
+//   [--full-report-every N] [--rm-bin PATH] [--json]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -27,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/mutex_tuning.h"
 #include "common/wire.h"
 #include "harness.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
@@ -50,7 +57,14 @@ struct SimNode {
   std::mutex mu;
   std::map<std::string, int64_t> running;  // container -> end ms
   std::vector<std::string> done;           // completed, to report once
+  std::vector<std::string> fresh;          // started since the last heartbeat
+  int64_t beats = 0;                       // heartbeats built
 };
+
+// Adds a running container to `n` (REQUIRES n.mu).
+void startOn(SimNode& n, const std::string& id, int64_t end_ms) {
+  if (n.running.emplace(id, end_ms).second) n.fresh.push_back(id);
+}
 
 struct AmInfo {
   std::string app, token;
@@ -76,7 +90,7 @@ class FakeContainerManager final : public v1::ContainerManager::Service {
       }
       SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(r.container().node_id()))];
       std::lock_guard<std::mutex> lk(n.mu);
-      n.running[r.container().container_id()] = INT64_MAX;  // AMs run until the end
+      startOn(n, r.container().container_id(), INT64_MAX);  // AMs run until the end
       resp->add_started(r.container().container_id());
     }
     return grpc::Status::OK;
@@ -111,11 +125,17 @@ void procStats(pid_t pid, double* cpu_s, long* hwm_kib) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  disableAbseilDeadlockDetection();  // common/mutex_tuning.h
   morpheus::bench::BenchReport report("rm_load", &argc, argv);
   int nodes = 2700, apps = 200, seconds = 30, per_app = 500, warmup = 60, min_dur = 10,
-      max_dur = 20;
+      max_dur = 20, full_every = 10;
+  std::string rm_bin;  // another morpheus-rm build (old figures); "" = the one built with this
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--rm-bin") {
+      rm_bin = argv[i + 1];
+      continue;
+    }
     int v = std::atoi(argv[i + 1]);
     if (a == "--nodes")
       nodes = v;
@@ -131,6 +151,8 @@ int main(int argc, char** argv) {
       min_dur = v;
     else if (a == "--max-duration")
       max_dur = v;
+    else if (a == "--full-report-every")
+      full_every = std::max(1, v);
   }
   std::printf(
       "== rm-load: %d simulated NMs (40 vcores), %d apps x %d containers, %d s measured ==\n",
@@ -145,14 +167,29 @@ int main(int argc, char** argv) {
   std::string cm_addr = "127.0.0.1:" + std::to_string(cm_port);
 
   std::string dir = morpheus::testing::freshDir("rm-load");
-  morpheus::testing::Process rm = morpheus::testing::Process::startDaemon(
-      "rm", dir,
-      {"--set", "rm.node-expiry=60s", "--set", "log.level=warn", "--set", "rm.auth-disabled=true"});
-  if (rm.grpcAddress().empty()) {
+  std::vector<std::string> rm_args = {"--set", "rm.node-expiry=60s",   "--set", "log.level=warn",
+                                      "--set", "rm.auth-disabled=true"};
+  morpheus::testing::Process rm;
+  std::string rm_addr;
+  if (rm_bin.empty()) {
+    rm = morpheus::testing::Process::startDaemon("rm", dir, rm_args);
+    rm_addr = rm.grpcAddress();
+  } else {  // as startDaemon does, from rm_bin
+    std::vector<std::string> all = {"--data-dir", dir, "--grpc-port", "0", "--http-port", "0"};
+    all.insert(all.end(), rm_args.begin(), rm_args.end());
+    rm = morpheus::testing::Process::start(rm_bin, all, dir + ".log");
+    for (int i = 0; i < 2000 && rm_addr.empty() && rm.running(); i++) {
+      std::this_thread::sleep_for(10ms);
+      std::ifstream in(dir + "/rm.endpoints.json");
+      auto j = nlohmann::json::parse(in, nullptr, false);
+      if (!j.is_discarded()) rm_addr = j.value("grpc", "");
+    }
+  }
+  if (rm_addr.empty()) {
     std::fprintf(stderr, "RM did not start: %s\n", rm.log().c_str());
     return 1;
   }
-  auto channel = makeChannel(rm.grpcAddress(), TlsOptions{});
+  auto channel = makeChannel(rm_addr, TlsOptions{});
   auto tracker = v1::ResourceTracker::NewStub(channel);
   for (int i = 0; i < nodes; i++) {
     v1::RegisterNodeRequest r;
@@ -175,7 +212,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kNodeThreads; t++) {
     threads.emplace_back([&, t] {
-      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
+      auto stub = v1::ResourceTracker::NewStub(makeChannel(rm_addr, TlsOptions{}));
       std::vector<int> mine;
       for (int i = t; i < nodes; i += kNodeThreads) mine.push_back(i);
       while (!stop) {
@@ -188,17 +225,25 @@ int main(int argc, char** argv) {
           int64_t now = nowMs();
           {
             std::lock_guard<std::mutex> lk(n.mu);
+            const bool full = n.beats++ % full_every == 0;
             for (auto it = n.running.begin(); it != n.running.end();) {
-              auto* s = req.add_container_statuses();
-              s->set_container_id(it->first);
-              if (it->second <= now) {
-                s->set_state(v1::CONTAINER_COMPLETE);
-                it = n.running.erase(it);
-              } else {
-                s->set_state(v1::CONTAINER_RUNNING);
-                ++it;
+              bool done = it->second <= now;
+              if (done || full) {
+                auto* s = req.add_container_statuses();
+                s->set_container_id(it->first);
+                s->set_state(done ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
               }
+              it = done ? n.running.erase(it) : std::next(it);
             }
+            for (const auto& id : n.fresh) {
+              if (full || !n.running.count(id)) continue;
+              auto* s = req.add_container_statuses();
+              s->set_container_id(id);
+              s->set_state(v1::CONTAINER_RUNNING);
+            }
+            n.fresh.clear();
+            req.set_changes_only(!full);
+            req.set_running_containers(static_cast<int32_t>(n.running.size()));
           }
           v1::NodeHeartbeatResponse resp;
           auto ctx = makeContext(Millis(10000));
@@ -240,7 +285,7 @@ int main(int argc, char** argv) {
   std::mutex ams_mu;
   for (int t = 0; t < kAmThreads; t++) {
     threads.emplace_back([&, t] {
-      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm.grpcAddress(), TlsOptions{}));
+      auto am = v1::ApplicationMaster::NewStub(makeChannel(rm_addr, TlsOptions{}));
       std::mt19937_64 rng(static_cast<uint64_t>(t));
       // Per app: containers asked for and not yet received (our view of the
       // RM's outstanding count). Asks replace earlier ones (YARN semantics),
@@ -292,8 +337,8 @@ int main(int argc, char** argv) {
           for (const auto& c : resp.allocated()) {
             SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(c.node_id()))];
             std::lock_guard<std::mutex> lk(n.mu);
-            n.running[c.container_id()] =
-                now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng);
+            startOn(n, c.container_id(),
+                    now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng));
           }
           received[a.app] += resp.allocated_size();
           if (measuring) allocated += resp.allocated_size();
@@ -315,8 +360,8 @@ int main(int argc, char** argv) {
               for (const auto& c : r2.allocated()) {
                 SimNode& n = g_nodes[static_cast<size_t>(nodeIndex(c.node_id()))];
                 std::lock_guard<std::mutex> lk(n.mu);
-                n.running[c.container_id()] =
-                    now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng);
+                startOn(n, c.container_id(),
+                        now + 1000 * std::uniform_int_distribution<int64_t>(min_dur, max_dur)(rng));
               }
               received[a.app] += r2.allocated_size();
               if (measuring) allocated += r2.allocated_size();
@@ -363,6 +408,7 @@ int main(int argc, char** argv) {
   cm_server->Shutdown();
   rm.signalAndWait(SIGTERM, 10s);
   report.figures() = {{"nodes", nodes},
+                      {"full_report_every", full_every},
                       {"containers_in_use", in_use},
                       {"heartbeats_per_s", static_cast<double>(beats) / wall},
                       {"allocations_per_s", static_cast<double>(allocated.load()) / wall},

@@ -31,13 +31,18 @@
 //
 // usage: bench_rm_open_load [--nodes N] [--apps A] [--per-app C] [--seconds S]
 //   [--max-warmup S] [--min-duration S] [--max-duration S] [--interval-ms MS]
-//   [--senders T] [--channels K] [--json]
+//   [--senders T] [--channels K] [--full-report-every N] [--rm-bin PATH]
+//   [--null-rm] [--json]
+// --null-rm runs against a trivial RM (null_rm.h) with no apps: it measures
+// the generator alone. --rm-bin runs another morpheus-rm build (the old one,
+// with --full-report-every 1 as its NMs sent).
 // Defaults are the issue's 10,000-NM target: 600 apps x 500 containers that
 // run 600-900 s (so the measured window holds >= 300k containers); for the
 // 2,700-NM churn comparison with bench_rm_load use --nodes 2700 --apps 200
 // --min-duration 10 --max-duration 20.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,12 +60,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex_tuning.h"
 #include "common/wire.h"
 #include "harness.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "null_rm.h"
 #include "report/bench_report.h"
 
 using namespace morpheus;
@@ -78,8 +85,17 @@ struct Options {
   int max_warmup = 180;                        // fill phase at most this long, s
   int min_duration = 600, max_duration = 900;  // container run time, s
   int interval_ms = 1000;                      // NM and AM heartbeat interval
-  int senders = 2;                             // heartbeat sender threads
-  int channels = 8;                            // TCP connections to the RM
+  // Heartbeat sender threads and TCP connections to the RM. 8 and 16 offer
+  // 10,000 NMs/s against the null RM on the shared machine (2 and 8 reached
+  // ~5,300/s there: each sender's share of a loaded CPU caps it).
+  int senders = 8;
+  int channels = 16;
+  // Heartbeats per full container report (as nm.full-report-every); between
+  // them a heartbeat lists only new and completed containers. 1 = every
+  // heartbeat lists every container (the NM before issue #15's change).
+  int full_report_every = 10;
+  bool null_rm = false;  // against a trivial RM that does no work (null_rm.h)
+  std::string rm_bin;    // morpheus-rm binary; "" = the one built with this bench
 };
 
 double secondsSince(SteadyTime a, SteadyTime b) {
@@ -165,18 +181,27 @@ class Fleet {
   void add(const std::string& node_id, const std::string& container, SteadyTime end) {
     Node& n = nodes_[static_cast<size_t>(index(node_id))];
     std::lock_guard<std::mutex> lk(n.mu);
-    if (n.running.emplace(container, end).second) running_++;
+    if (!n.running.emplace(container, end).second) return;
+    running_++;
+    n.fresh.push_back(container);
   }
-  // Statuses of node i's containers; those past their end are reported
-  // COMPLETE once and forgotten.
-  void fillHeartbeat(int i, SteadyTime now, v1::NodeHeartbeatRequest* req) {
+  // Statuses of node i's containers as the NM reports them
+  // (nodemanager/heartbeat_report.h): every `full_every`-th heartbeat all of
+  // them, else those started since the last heartbeat; those past their end
+  // are reported COMPLETE once and forgotten. (The NM repeats a change until
+  // a heartbeat is answered; here a failed heartbeat's changes are not
+  // repeated, which the RM does not need for containers it allocated.)
+  void fillHeartbeat(int i, SteadyTime now, int full_every, v1::NodeHeartbeatRequest* req) {
     Node& n = nodes_[static_cast<size_t>(i)];
     std::lock_guard<std::mutex> lk(n.mu);
+    const bool full = n.beats++ % full_every == 0;
     for (auto it = n.running.begin(); it != n.running.end();) {
-      auto* s = req->add_container_statuses();
-      s->set_container_id(it->first);
       bool done = it->second <= now;
-      s->set_state(done ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
+      if (done || full) {
+        auto* s = req->add_container_statuses();
+        s->set_container_id(it->first);
+        s->set_state(done ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
+      }
       if (done) {
         it = n.running.erase(it);
         running_--;
@@ -184,6 +209,15 @@ class Fleet {
         ++it;
       }
     }
+    for (const auto& id : n.fresh) {
+      if (full || !n.running.count(id)) continue;
+      auto* s = req->add_container_statuses();
+      s->set_container_id(id);
+      s->set_state(v1::CONTAINER_RUNNING);
+    }
+    n.fresh.clear();
+    req->set_changes_only(!full);
+    req->set_running_containers(static_cast<int32_t>(n.running.size()));
   }
   void kill(int i, const std::string& container) {
     Node& n = nodes_[static_cast<size_t>(i)];
@@ -196,6 +230,8 @@ class Fleet {
   struct Node {
     std::mutex mu;
     std::unordered_map<std::string, SteadyTime> running;  // container -> end
+    std::vector<std::string> fresh;                       // added since the last heartbeat
+    int64_t beats = 0;                                    // heartbeats built
   };
   std::vector<Node> nodes_;
   std::atomic<int64_t> running_{0};
@@ -298,7 +334,7 @@ class HeartbeatLoad {
     call->intended = intended;
     call->req.set_node_id(Fleet::name(node));
     SteadyTime now = SteadyClock::now();
-    fleet_.fillHeartbeat(node, now, &call->req);
+    fleet_.fillHeartbeat(node, now, o_.full_report_every, &call->req);
     call->ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     tl_.offered(intended);
     tl_.sent(intended, secondsSince(intended, now));
@@ -341,7 +377,7 @@ class AmLoad {
   }
   void stop() {
     stop_ = true;
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     while (in_flight_.load() > 0) std::this_thread::sleep_for(10ms);
   }
   int64_t allocatedTotal() const { return allocated_.load(); }
@@ -514,11 +550,16 @@ Options parse(int argc, char** argv) {
                                       {"--max-duration", &o.max_duration},
                                       {"--interval-ms", &o.interval_ms},
                                       {"--senders", &o.senders},
-                                      {"--channels", &o.channels}};
+                                      {"--channels", &o.channels},
+                                      {"--full-report-every", &o.full_report_every}};
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (ints.count(a) && i + 1 < argc) {
       *ints[a] = std::atoi(argv[++i]);
+    } else if (a == "--null-rm") {
+      o.null_rm = true;
+    } else if (a == "--rm-bin" && i + 1 < argc) {
+      o.rm_bin = argv[++i];
     } else {
       std::fprintf(stderr, "bench_rm_open_load: unknown or incomplete option %s\n", a.c_str());
       std::exit(2);
@@ -526,7 +567,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.nodes < 1 || o.apps < 1 || o.per_app < 1 || o.seconds < 1 || o.senders < 1 ||
       o.channels < 1 || o.interval_ms < 1 || o.min_duration < 1 ||
-      o.max_duration < o.min_duration) {
+      o.max_duration < o.min_duration || o.full_report_every < 1) {
     std::fprintf(stderr, "bench_rm_open_load: option out of range\n");
     std::exit(2);
   }
@@ -688,6 +729,9 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
                  {"per_app", o.per_app},
                  {"seconds", o.seconds},
                  {"interval_ms", o.interval_ms},
+                 {"full_report_every", o.full_report_every},
+                 {"null_rm", o.null_rm},
+                 {"rm_bin", o.rm_bin},
                  {"container_seconds", {o.min_duration, o.max_duration}}};
   j["heartbeats"] = {{"offered_per_s", scheduled_per_s},
                      {"sent_per_s", static_cast<double>(hb.sent) / win},
@@ -758,11 +802,48 @@ void printHuman(const nlohmann::json& j) {
               static_cast<long long>(j["generator"]["peak_rss_mib"].get<int64_t>()));
 }
 
+struct RmProcess {
+  morpheus::testing::Process proc;
+  std::string grpc;  // "" when it did not start
+};
+
+// Starts morpheus-rm as harness.h's startDaemon does, from `o.rm_bin` when
+// set (an older build, for side-by-side figures).
+RmProcess startRm(const Options& o, const std::string& dir) {
+  std::vector<std::string> args = {"--set", "rm.node-expiry=60s",   "--set", "log.level=warn",
+                                   "--set", "rm.auth-disabled=true"};
+  if (o.rm_bin.empty()) {
+    auto p = morpheus::testing::Process::startDaemon("rm", dir, args);
+    std::string grpc = p.grpcAddress();
+    return {std::move(p), grpc};
+  }
+  std::vector<std::string> all = {"--data-dir", dir, "--grpc-port", "0", "--http-port", "0"};
+  all.insert(all.end(), args.begin(), args.end());
+  RmProcess rm{morpheus::testing::Process::start(o.rm_bin, all, dir + ".log"), ""};
+  const std::string ep = dir + "/rm.endpoints.json";
+  for (int i = 0; i < 2000 && rm.grpc.empty() && rm.proc.running(); i++) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream in(ep);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_discarded()) rm.grpc = j.value("grpc", "");
+  }
+  return rm;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  disableAbseilDeadlockDetection();  // common/mutex_tuning.h: else gRPC caps the load
   bench::BenchReport out("rm_open_load", &argc, argv);
   const Options o = parse(argc, argv);
+  bench::NullRm null_rm;  // forked before this process creates any gRPC object
+  if (o.null_rm) {
+    null_rm = bench::startNullRm();
+    if (null_rm.address.empty()) {
+      std::fprintf(stderr, "the null RM did not start\n");
+      return 1;
+    }
+  }
   auto say = [](const std::string& s) {
     std::printf("%s\n", s.c_str());
     std::fflush(stdout);
@@ -777,15 +858,19 @@ int main(int argc, char** argv) {
   sb.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &cm_port);
   sb.RegisterService(&cm);
   auto cm_server = sb.BuildAndStart();
-  std::string dir = morpheus::testing::freshDir("rm-open-load");
-  auto rm = morpheus::testing::Process::startDaemon(
-      "rm", dir,
-      {"--set", "rm.node-expiry=60s", "--set", "log.level=warn", "--set", "rm.auth-disabled=true"});
-  if (rm.grpcAddress().empty()) {
-    std::fprintf(stderr, "RM did not start: %s\n", rm.log().c_str());
-    return 1;
+  RmProcess rm;
+  pid_t rm_pid = null_rm.pid;
+  std::string rm_addr = null_rm.address;
+  if (!o.null_rm) {
+    rm = startRm(o, morpheus::testing::freshDir("rm-open-load"));
+    if (rm.grpc.empty()) {
+      std::fprintf(stderr, "RM did not start: %s\n", rm.proc.log().c_str());
+      return 1;
+    }
+    rm_pid = rm.proc.pid();
+    rm_addr = rm.grpc;
   }
-  auto channels = makeChannels(rm.grpcAddress(), o.channels);
+  auto channels = makeChannels(rm_addr, o.channels);
   if (!registerNodes(o, "127.0.0.1:" + std::to_string(cm_port), channels)) {
     std::fprintf(stderr, "node registration failed\n");
     return 1;
@@ -795,12 +880,15 @@ int main(int argc, char** argv) {
   HeartbeatLoad hb(o, fleet, hb_tl, channels);
   AmLoad am(o, fleet, am_tl, cm, channels[0]);
   hb.start(t0);
-  am.start(t0);
-  submitApps(o, channels[0]);
-  say("filling (at most " + std::to_string(o.max_warmup) + " s)...");
-  Fill fill_s = fill(o, fleet, hb_tl, hb, am);
+  Fill fill_s;
+  if (!o.null_rm) {
+    am.start(t0);
+    submitApps(o, channels[0]);
+    say("filling (at most " + std::to_string(o.max_warmup) + " s)...");
+    fill_s = fill(o, fleet, hb_tl, hb, am);
+  }
   say("measuring...");
-  Measured m = measure(o, rm.pid(), fleet, hb_tl, hb);
+  Measured m = measure(o, rm_pid, fleet, hb_tl, hb);
   hb.stop();
   am.stop();
   nlohmann::json j = report(o, m, hb_tl, am_tl, fill_s);
@@ -809,7 +897,12 @@ int main(int argc, char** argv) {
                     {"killed_by_rm", hb.kills()}};
   printHuman(j);
   cm_server->Shutdown();
-  rm.signalAndWait(SIGTERM, 10s);
+  if (o.null_rm) {
+    kill(null_rm.pid, SIGTERM);
+    waitpid(null_rm.pid, nullptr, 0);
+  } else {
+    rm.proc.signalAndWait(SIGTERM, 10s);
+  }
   out.figures() = j;
   out.targets() = {{"heartbeat_p99_ms_max", 100},
                    {"fill_allocations_per_s_min", 20000},

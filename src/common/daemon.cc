@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
+#include "common/mutex_tuning.h"
 #include "common/wire.h"
 
 namespace morpheus {
@@ -171,6 +172,7 @@ void notifyStopping() { notifyServiceManager("STOPPING=1"); }
 
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
                            const std::vector<FlagAlias>& extra) {
+  disableAbseilDeadlockDetection();  // before any gRPC object exists (mutex_tuning.h)
   CLI::App app{"Morpheus " + program};
   std::string config_file;
   bool print_config = false;

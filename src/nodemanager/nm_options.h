@@ -24,6 +24,7 @@ struct NmOptions {
   std::string cgroup_parent;                      // nm.cgroup-parent
   std::string token_file;                         // nm.token-file
   bool auth_disabled = false;                     // nm.auth-disabled
+  int64_t full_report_every = 10;                 // nm.full-report-every
 };
 
 inline constexpr int64_t kDefaultNmGrpcPort = 8040;
@@ -45,6 +46,11 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
               "<data-dir>/local.");
   s.addDuration("nm.heartbeat-interval", &o->heartbeat_interval, Millis(1000), Millis(10),
                 "Heartbeat interval until the RM says otherwise.");
+  s.addInt("nm.full-report-every", &o->full_report_every, 10, 1, 1000000, "heartbeats",
+           "Heartbeats per full container report. Between full reports a heartbeat "
+           "lists only completed containers not yet acknowledged and running ones the RM has "
+           "not received since this registration (issue #15); 1 = list every container on "
+           "every heartbeat. A registration is always followed by a full report.");
   s.addDuration("nm.monitor-interval", &o->monitor_interval, Millis(1000), Millis(10),
                 "How often container memory/CPU is sampled and limits enforced.");
   s.addString(

@@ -46,7 +46,8 @@ NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
       runtime_(runtime),
       key_(key),
       stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address, opts.daemon.tls))),
-      interval_(opts.heartbeat_interval) {}
+      interval_(opts.heartbeat_interval),
+      report_(static_cast<int>(opts.full_report_every)) {}
 
 NodeAgent::~NodeAgent() { stop(); }
 
@@ -99,6 +100,7 @@ bool NodeAgent::registerOnce() {
   epoch_ = resp.rm_epoch();
   if (!resp.container_token_secret().empty()) key_.set(resp.container_token_secret());
   sequence_ = 0;
+  report_.reset();
   if (resp.heartbeat_interval_ms() > 0) interval_ = Millis(resp.heartbeat_interval_ms());
   setRegistered(true);
   spdlog::info("node {} registered with RM {} (epoch {}) offering {}", node_id_, opts_.rm_address,
@@ -111,20 +113,7 @@ bool NodeAgent::heartbeatOnce() {
   req.set_node_id(node_id_);
   req.set_sequence(++sequence_);
   req.set_rm_epoch(epoch_);
-  Resource used;
-  int64_t rss = 0;
-  double cpu = 0;
-  for (const auto& c : runtime_.snapshot()) {
-    toProto(c, req.add_container_statuses());
-    if (c.running) {
-      used += c.resource;
-      rss += c.rss_mib;
-      cpu += c.cpu_vcores;
-    }
-  }
-  toProto(used, req.mutable_used());
-  req.set_used_rss_mib(rss);
-  req.set_used_cpu_vcores(cpu);
+  report_.build(runtime_.snapshot(), &req);
   if (extend_heartbeat_) extend_heartbeat_(&req);
   v1::NodeHeartbeatResponse resp;
   auto ctx = rmContext();
@@ -135,6 +124,7 @@ bool NodeAgent::heartbeatOnce() {
     return true;  // keep trying; the RM may be restarting
   }
   metrics_.counter("morpheus_nm_heartbeats_total", "Heartbeats sent").inc();
+  report_.delivered();
   if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
   for (const auto& id : resp.containers_to_kill()) {
     (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "killed by the RM");

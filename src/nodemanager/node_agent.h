@@ -17,6 +17,7 @@
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "nodemanager/container_runtime.h"
 #include "nodemanager/container_service.h"
+#include "nodemanager/heartbeat_report.h"
 #include "nodemanager/nm_options.h"
 
 namespace morpheus::nm {
@@ -76,9 +77,10 @@ class NodeAgent {
   std::condition_variable cv_;
   bool stopping_ = false;  // GUARDED_BY(mu_)
   std::atomic<bool> registered_{false};
-  std::string epoch_;     // used only by the agent thread
-  int64_t sequence_ = 0;  // used only by the agent thread
-  Millis interval_;       // used only by the agent thread
+  std::string epoch_;         // used only by the agent thread
+  int64_t sequence_ = 0;      // used only by the agent thread
+  Millis interval_;           // used only by the agent thread
+  HeartbeatReporter report_;  // used only by the agent thread
   std::thread thread_;
 };
 

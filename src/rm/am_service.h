@@ -1,20 +1,24 @@
 // gRPC edge of the AM protocol (YARN's ApplicationMasterProtocol). Allocate,
 // called by every AM about once a second, is on gRPC's callback API (issue
-// #15): handled on the gRPC thread that received it (RmRuntime::allocate holds
-// the runtime's lock only for its bookkeeping), no thread pool slot per call.
+// #15), no thread pool slot per call. With a strand it runs there, in order
+// with the node heartbeats (so gRPC threads never wait for the runtime's lock
+// the strand holds); a full strand answers UNAVAILABLE and the AM retries at
+// its next allocate. Without one (tests, fuzzing) it runs on the gRPC thread.
 // Register and Finish stay synchronous (once per attempt).
 #pragma once
 
 #include "common/wire.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "rm/runtime.h"
+#include "rm/strand.h"
 
 namespace morpheus::rm {
 
 class ApplicationMasterServiceImpl final
     : public v1::ApplicationMaster::WithCallbackMethod_Allocate<v1::ApplicationMaster::Service> {
  public:
-  explicit ApplicationMasterServiceImpl(RmRuntime& runtime) : runtime_(runtime) {}
+  explicit ApplicationMasterServiceImpl(RmRuntime& runtime, Strand* strand = nullptr)
+      : runtime_(runtime), strand_(strand) {}
   grpc::Status RegisterApplicationMaster(grpc::ServerContext*,
                                          const v1::RegisterApplicationMasterRequest* req,
                                          v1::RegisterApplicationMasterResponse* resp) override {
@@ -24,7 +28,18 @@ class ApplicationMasterServiceImpl final
                                      const v1::AllocateRequest* req,
                                      v1::AllocateResponse* resp) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(toGrpc(runtime_.allocate(*req, resp)));
+    if (strand_ == nullptr) {
+      reactor->Finish(toGrpc(runtime_.allocate(*req, resp)));
+      return reactor;
+    }
+    // The request and response live until Finish.
+    bool posted = strand_->post(
+        [this, req, resp, reactor] { reactor->Finish(toGrpc(runtime_.allocate(*req, resp))); });
+    if (!posted) {
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "the RM's scheduling queue is full: retry at the next allocate"));
+    }
     return reactor;
   }
   grpc::Status FinishApplicationMaster(grpc::ServerContext*,
@@ -35,6 +50,7 @@ class ApplicationMasterServiceImpl final
 
  private:
   RmRuntime& runtime_;
+  Strand* strand_;  // nullable
 };
 
 }  // namespace morpheus::rm

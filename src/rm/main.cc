@@ -175,6 +175,10 @@ int main(int argc, char** argv) {
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
   rto.tls = opts.daemon.tls;
+  rto.launch.max_in_flight = static_cast<int>(opts.am_launch_max_in_flight);
+  rto.launch.per_node_in_flight = static_cast<int>(opts.am_launch_per_node);
+  rto.launch.timeout = opts.am_launch_timeout;
+  rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
   for (const auto& [path, weight] : opts.queues) {
     char* end = nullptr;
     double w = std::strtod(weight.c_str(), &end);
@@ -215,15 +219,18 @@ int main(int argc, char** argv) {
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
   rm::ReservationServiceImpl reservation_service(reservations, access);
-  // Node heartbeats' scheduling runs on one strand (issue #15); up to 50,000
-  // heartbeats may wait (5 s of a 10,000-node cluster's 1 s heartbeats)
-  // before the RM answers UNAVAILABLE instead of queueing more.
-  rm::Strand strand(metrics, 50000);
+  // Node heartbeats' and AM allocates' scheduling runs on one strand (issue
+  // #15); up to rm.strand.max-queued calls may wait before the RM answers
+  // UNAVAILABLE instead of queueing more.
+  rm::Strand strand(metrics, static_cast<size_t>(opts.strand_max_queued));
   strand.start();
   rm::ResourceTrackerService tracker(core, **authenticator, &runtime, &strand);
+  rm::ReplyQueue replies;  // heartbeat replies written off the strand (reply_queue.h)
+  replies.start();
+  tracker.setReplyQueue(&replies);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
-  rm::ApplicationMasterServiceImpl am_service(runtime);
+  rm::ApplicationMasterServiceImpl am_service(runtime, &strand);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);
@@ -289,7 +296,8 @@ int main(int argc, char** argv) {
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();
-  strand.stop();  // after the server: pending heartbeats finish their calls
+  strand.stop();   // after the server: pending heartbeats finish their calls
+  replies.stop();  // after the strand: its last replies are written
   if (leadership_lost) {
     spdlog::error("morpheus-rm stopped: leadership lost (restart it to rejoin as standby)");
     return 3;

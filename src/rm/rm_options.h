@@ -49,10 +49,37 @@ struct RmOptions {
   Millis ha_lease_ttl{5000};    // rm.ha.lease-ttl
   std::string ha_leader_key;    // rm.ha.leader-key
   std::string ha_rm_addresses;  // rm.ha.rm-addresses
+
+  // Issue #15: limits of the heartbeat strand and of AM launches.
+  int64_t strand_max_queued = 50000;      // rm.strand.max-queued
+  int64_t am_launch_max_in_flight = 64;   // rm.am-launch.max-in-flight
+  int64_t am_launch_per_node = 2;         // rm.am-launch.per-node-in-flight
+  Millis am_launch_timeout{10000};        // rm.am-launch.timeout
+  int64_t am_launch_max_channels = 1024;  // rm.am-launch.max-channels
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
 inline constexpr int64_t kDefaultRmHttpPort = 8088;
+
+// Issue #15: the scheduling strand's queue and the AmLauncher's limits
+// (rm/strand.h, rm/am_launcher.h).
+inline void declareRmScaleOptions(ConfigSchema& s, RmOptions* o) {
+  s.addInt("rm.strand.max-queued", &o->strand_max_queued, 50000, 1, 10000000, "calls",
+           "Node heartbeats and AM allocate calls that may wait for the scheduling strand. "
+           "Beyond it the RM answers UNAVAILABLE and the caller retries at its next "
+           "heartbeat; 50,000 is 5 s of a 10,000-node cluster's 1 s heartbeats.");
+  s.addInt("rm.am-launch.max-in-flight", &o->am_launch_max_in_flight, 64, 1, 100000, "launches",
+           "AM container launches (StartContainers calls to NMs) in flight at once, in total.");
+  s.addInt("rm.am-launch.per-node-in-flight", &o->am_launch_per_node, 2, 1, 10000, "launches",
+           "AM container launches in flight at once to one node: a slow node holds at "
+           "most this many of rm.am-launch.max-in-flight.");
+  s.addDuration("rm.am-launch.timeout", &o->am_launch_timeout, Millis(10000), Millis(100),
+                "Deadline of one AM launch call; a silent node fails the launch then and the "
+                "app gets a new AM attempt, up to rm.max-am-attempts.");
+  s.addInt("rm.am-launch.max-channels", &o->am_launch_max_channels, 1024, 1, 1000000, "channels",
+           "Channels to NMs kept open for reuse by AM launches (the least recently used "
+           "is closed beyond it).");
+}
 
 inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   addDaemonOptions(s, &o->daemon, kDefaultRmGrpcPort, kDefaultRmHttpPort, "./var/rm");
@@ -221,6 +248,7 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "fraction of the gap",
               "jockey: each review moves the allocation this share of the way from the previous "
               "one to the one the deadline needs (1 = no smoothing; Jockey's hysteresis).");
+  declareRmScaleOptions(s, o);
 }
 
 }  // namespace morpheus::rm

@@ -231,11 +231,26 @@ RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
   return rt;
 }
 
+// The core hears of a guarantee only when it changed (issue #15): setting
+// an equal one would re-key the reservation in the core's heaps for nothing.
 void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
   auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
-  if (Status st = sched_->setReservation(id, kind, guarantee_(id, now)); !st.isOk()) {
+  Resource guaranteed = guarantee_(id, now);
+  auto it = pushed_.find(id);
+  if (it != pushed_.end() && it->second.first == kind && it->second.second == guaranteed) return;
+  if (Status st = sched_->setReservation(id, kind, guaranteed); !st.isOk()) {
     logLater(spdlog::level::warn, "reservation {}: {}", id.value(), st.message());
+    pushed_.erase(id);
+    return;
   }
+  pushed_[id] = {kind, guaranteed};
+}
+
+// The plan follower: each bound reservation's guarantee as of now. (Read on
+// every heartbeat: the plan changes with admissions and DRA grants, which do
+// not tell the runtime; a read is a lookup, the push is what costs.)
+void RmRuntime::followPlan(TimePoint now) {
+  for (const auto& [id, _] : bound_) pushGuarantee(id, now);
 }
 
 // Adds the app to the core (its reservation queue first) if not there yet.
@@ -277,6 +292,7 @@ void RmRuntime::forgetIfDone(const AppId& app) {
   rt.am_ask = false;
   if (auto b = bound_.find(rt.reservation); b != bound_.end() && --b->second <= 0) {
     (void)sched_->removeReservation(rt.reservation);
+    pushed_.erase(rt.reservation);
     bound_.erase(b);
   }
 }
@@ -423,8 +439,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
     }
   }
   onHarvestReport(node, req, now);
-  // The plan follower: each bound reservation's guarantee as of now.
-  for (const auto& [id, _] : bound_) pushGuarantee(id, now);
+  followPlan(now);
   placeAms(node, now);
   auto result = sched_->nodeUpdate(nid, now);
   if (result.isOk()) {

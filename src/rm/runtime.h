@@ -202,6 +202,7 @@ class RmRuntime {
   void forgetIfDone(const AppId& app);              // REQUIRES(mu_)
   void withdrawAsks(const AppId& app);              // REQUIRES(mu_)
   void pushGuarantee(const ReservationId& id, TimePoint now);            // REQUIRES(mu_)
+  void followPlan(TimePoint now);                                        // REQUIRES(mu_)
   void placeAms(Node& node, TimePoint now);                              // REQUIRES(mu_)
   bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
   void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
@@ -230,11 +231,14 @@ class RmRuntime {
   mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_;
   std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
   std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
-  std::set<AppId> am_asks_;                  // GUARDED_BY(mu_): apps with an AM ask in sched_
-  std::string am_address_;                   // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;             // GUARDED_BY(mu_)
-  HarvestHistory harvest_history_;           // GUARDED_BY(mu_): primary tenants' usage (issue #18)
-  int live_nodes_ = 0;                       // GUARDED_BY(mu_): nodes_ with live set
+  // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
+  // (issue #15: pushed only when it changes).
+  std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
+  std::set<AppId> am_asks_;       // GUARDED_BY(mu_): apps with an AM ask in sched_
+  std::string am_address_;        // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;  // GUARDED_BY(mu_)
+  HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage (issue #18)
+  int live_nodes_ = 0;            // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
   std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)

@@ -51,6 +51,22 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+// The node's running containers: counted from a full report, given by the
+// NM with a change report (changes_only, issue #15).
+Result<int32_t> ResourceTrackerService::runningContainers(const v1::NodeHeartbeatRequest& req) {
+  if (req.changes_only()) {
+    if (req.running_containers() < 0) {
+      return invalidArgument("running_containers", "must be >= 0");
+    }
+    return req.running_containers();
+  }
+  int32_t running = 0;
+  for (const auto& c : req.container_statuses()) {
+    running += c.state() == v1::CONTAINER_RUNNING ? 1 : 0;
+  }
+  return running;
+}
+
 grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBase& ctx,
                                                     const v1::NodeHeartbeatRequest& req,
                                                     v1::NodeHeartbeatResponse* resp,
@@ -64,12 +80,10 @@ grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBas
     resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
     return grpc::Status::OK;
   }
-  int32_t running = 0;
-  for (const auto& c : req.container_statuses()) {
-    running += c.state() == v1::CONTAINER_RUNNING ? 1 : 0;
-  }
+  auto running = runningContainers(req);
+  if (!running.isOk()) return toGrpc(running.status());
   Status st = core_.nodeHeartbeat(NodeId(req.node_id()), req.sequence(), *used, req.used_rss_mib(),
-                                  req.used_cpu_vcores(), running);
+                                  req.used_cpu_vcores(), *running);
   if (st.code() == StatusCode::kNotFound) {
     resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
     return grpc::Status::OK;
@@ -103,16 +117,32 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
     return reactor;
   }
   MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
-  // The request, response and context live until Finish.
-  bool posted = strand_->post([this, req, resp, reactor, timer] {
+  // The request, response and context live until Finish. A heartbeat whose
+  // caller gave up while it waited (deadline passed, cancelled) is not
+  // scheduled: the NM sends its changes again (heartbeat_report.h), and an
+  // overloaded strand does not spend itself on answers nobody reads.
+  bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
+    if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
+      finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "the heartbeat waited past its deadline for the RM"));
+      return;
+    }
     runtime_->onNodeHeartbeat(*req, resp);
-    reactor->Finish(grpc::Status::OK);
+    finish(reactor, grpc::Status::OK);
   });
   if (!posted) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                  "the RM's scheduling queue is full: retry at the next heartbeat"));
   }
   return reactor;
+}
+
+void ResourceTrackerService::finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) {
+  if (replies_ != nullptr) {
+    replies_->finish(reactor, std::move(status));
+  } else {
+    reactor->Finish(status);
+  }
 }
 
 grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,

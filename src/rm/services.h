@@ -9,6 +9,7 @@
 
 #include "rm/access.h"
 #include "rm/app_manager.h"
+#include "rm/reply_queue.h"
 #include "rm/reservation_manager.h"
 #include "rm/rm_core.h"
 #include "rm/runtime.h"
@@ -38,6 +39,9 @@ class ResourceTrackerService final
   ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr,
                          Strand* strand = nullptr)
       : core_(core), auth_(auth), runtime_(runtime), strand_(strand) {}
+  // Heartbeat replies are finished on `replies` instead of the strand
+  // (reply_queue.h); set before serving. nullptr = on the strand.
+  void setReplyQueue(ReplyQueue* replies) { replies_ = replies; }
   grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
                             v1::RegisterNodeResponse*) override;
   grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext*,
@@ -59,11 +63,17 @@ class ResourceTrackerService final
   grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
                               const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
                               bool* schedule);
+  // Running containers on the node (full or change report, issue #15);
+  // INVALID_ARGUMENT naming running_containers when negative.
+  static Result<int32_t> runningContainers(const v1::NodeHeartbeatRequest& req);
 
   RmCore& core_;
   const Authenticator& auth_;
   RmRuntime* runtime_;
   Strand* strand_;
+  ReplyQueue* replies_ = nullptr;
+  // Finishes on replies_ when set, else inline.
+  void finish(grpc::ServerUnaryReactor* reactor, grpc::Status status);
 };
 
 // Every RPC authenticates its caller (RmAccess): any user may read; submit

@@ -1,0 +1,18 @@
+// Abseil's Mutex deadlock detection off (issue #15 profile). Debian's abseil
+// is built without NDEBUG, so its Mutex keeps a global lock-order graph on
+// every Lock() unless told not to: every lock of gRPC's (call creation,
+// completion queues, channels) then takes a process-wide lock and allocates
+// graph nodes. Under load that serialised the open-loop generator at ~3,000
+// calls/s against an RM that did nothing. Our own code uses std::mutex and is
+// not affected; this only stops gRPC's internal locks from paying for a debug
+// check.
+//
+// Call once at start-up, before gRPC is used (daemons: via
+// parseDaemonCommandLine; benches and tools that use gRPC call it in main).
+#pragma once
+
+namespace morpheus {
+
+void disableAbseilDeadlockDetection();
+
+}  // namespace morpheus
