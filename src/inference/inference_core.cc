@@ -2,6 +2,7 @@
 
 #include "common/auth.h"
 #include "inference/run_import.h"
+#include "inference/skyline_reshape.h"
 
 #include <spdlog/spdlog.h>
 
@@ -489,6 +490,43 @@ std::vector<store::RunRecord> usableRuns(const std::vector<store::RunRecord>& ru
   return std::vector<store::RunRecord>(ok.begin() + static_cast<std::ptrdiff_t>(first), ok.end());
 }
 
+// The widest any of `runs` ran: the most containers in use at one sample.
+int64_t widestRun(const std::vector<store::RunRecord>& runs) {
+  double most = 0;
+  for (const auto& r : runs) {
+    for (double c : r.skyline) most = std::max(most, c);
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(most)));
+}
+
+// a and d stay as inferred (a is when the input is available): they are never
+// widened. A skyline longer than the window d - a is reshaped to it (Morpheus
+// §5/§6, inference/skyline_reshape.h: same area, higher and shorter), up to
+// the widest any fitted run ran, with a warning saying so; when even that
+// cannot hold its area the skyline stays as fitted, with a warning that the
+// RM cannot place it, for the owner to override.
+void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs, Millis step) {
+  const Millis window = pay.deadline_offset - pay.start_offset;
+  const Millis need = step * static_cast<int64_t>(pay.skyline.size());
+  if (window >= need) return;
+  const int64_t widest = widestRun(runs);
+  auto fitted = fitSkylineToWindow(pay.skyline, window.count() / step.count(), widest);
+  if (fitted.isOk()) {
+    pay.warnings.push_back(
+        "skyline (" + std::to_string(need.count() / 1000) + " s) reshaped to the window d - a (" +
+        std::to_string(window.count() / 1000) + " s): same area, at most " +
+        std::to_string(widest) + " containers (the widest run), phases in order");
+    pay.skyline = std::move(*fitted);
+    return;
+  }
+  pay.warnings.push_back(
+      "window d - a (" + std::to_string(window.count() / 1000) +
+      " s) is shorter than the skyline (" + std::to_string(need.count() / 1000) + " s) even at " +
+      std::to_string(widest) +
+      " containers (the widest run): the RM cannot place it as proposed; override the start, "
+      "deadline or skyline");
+}
+
 }  // namespace
 
 Result<int> InferenceCore::refit() {
@@ -563,16 +601,7 @@ Result<int> InferenceCore::refit() {
       not_actionable.push_back({v.job, "its runs use no containers"});
       continue;
     }
-    // a and d stay as inferred (a is when the input is available): a window
-    // too short for the skyline is the owner's call, not silently widened.
-    Millis need = opts_.step * static_cast<int64_t>(pay.skyline.size());
-    if (pay.deadline_offset - pay.start_offset < need) {
-      pay.warnings.push_back(
-          "window d - a (" +
-          std::to_string((pay.deadline_offset - pay.start_offset).count() / 1000) +
-          " s) is shorter than the skyline (" + std::to_string(need.count() / 1000) +
-          " s): the RM cannot place it as proposed; override the start, deadline or skyline");
-    }
+    fitToWindow(pay, recent, opts_.step);
     pay.one_off_instances = v.slo->one_off_instances;
     pay.runs_failed = failed;
     pay.runs_killed = killed;

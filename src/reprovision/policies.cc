@@ -22,9 +22,12 @@ class MorpheusDra final : public ReprovisionPolicy {
   explicit MorpheusDra(MorpheusDraOptions o) : o_(o) {}
   std::string name() const override { return "morpheus-dra"; }
 
-  // Morpheus §7: when demand (used + pending) exceeds the skyline at t, ask
-  // for min(demand - skyline(t), rho * max(skyline over R_recent)) for T.
+  // Morpheus §7: a job that is not ahead of its plan (cumulative usage <=
+  // cumulative guarantee) and whose demand (used + pending) exceeds the
+  // skyline at t asks for min(demand - skyline(t), rho * max(skyline over
+  // R_recent)) for T.
   std::optional<ReprovisionDecision> decide(const ReprovisionInput& in) const override {
+    if (in.used_container_ms_so_far > in.guaranteed_container_ms_so_far) return std::nullopt;
     int64_t demand = in.used_containers + in.pending_containers;
     int64_t planned = in.skyline_now;
     if (demand <= planned) return std::nullopt;

@@ -50,6 +50,17 @@ struct ReprovisionInput {
   // Planned containers over the last R_recent, oldest first (current step last).
   std::vector<int64_t> skyline_recent;
   int64_t budget_remaining_container_ms = 0;  // what is left of the owner's signed-off budget
+  // Progress against the plan (Morpheus §7: DRA reacts to jobs falling
+  // behind their plan), both since the current instance's first review and
+  // sampled once per review (containers x interval), this review included:
+  // container-ms the bound apps used, and container-ms guaranteed to them
+  // (the plan plus extra granted). morpheus-dra grants only while
+  // used_container_ms_so_far <= guaranteed_container_ms_so_far: a job that ran
+  // ahead on borrowed (opportunistic) capacity is not behind, and a grant to
+  // it would only preempt others. A job at its guarantee stays eligible, so a
+  // skyline too small for a busy cluster can still be topped up.
+  int64_t used_container_ms_so_far = 0;
+  int64_t guaranteed_container_ms_so_far = 0;
 
   // Jockey (EuroSys'12 §4): the job's stages as its simulator sees them,
   // and the instance's deadline. Empty stages = the AM reports none (the
@@ -84,7 +95,10 @@ class ReprovisionPolicy {
   virtual std::optional<ReprovisionDecision> decide(const ReprovisionInput& in) const = 0;
 };
 
-// Morpheus §7: rho, T and R_recent as in the paper (defaults rho = 2, T = 60 s,
+// Morpheus §7: grants only to a job not ahead of its plan (used so far <=
+// guaranteed so far, ReprovisionInput); then, when demand exceeds the
+// skyline, min(demand - skyline(t), rho * max(skyline over R_recent)) for T.
+// rho, T and R_recent as in the paper (defaults rho = 2, T = 60 s,
 // R_recent = 2 min; R_recent is applied by the caller when it fills
 // skyline_recent, and kept here for documentation and validation).
 struct MorpheusDraOptions {

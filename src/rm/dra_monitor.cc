@@ -99,7 +99,7 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   ScopedTimer timer(latency_.dra_decision);
   const Resource& unit = view->unit;
   Chosen& chosen = chosen_[id];
-  if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0};
+  if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0, 0, 0};
   reprovision::ReprovisionInput in;
   in.reservation = id;
   in.now = now;
@@ -114,6 +114,10 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   in.deadline = view->instance.end;
   in.stages = d.stages;
   in.previous_allocation = chosen.allocation;
+  chosen.used_ms += in.used_containers * opts_.interval.count();
+  chosen.guaranteed_ms += (in.skyline_now + in.extra_now) * opts_.interval.count();
+  in.used_container_ms_so_far = chosen.used_ms;
+  in.guaranteed_container_ms_so_far = chosen.guaranteed_ms;
 
   const std::string& policy = policy_->name();
   auto decision = policy_->decide(in);

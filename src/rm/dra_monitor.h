@@ -73,11 +73,17 @@ class DraMonitor {
   void tick();
 
  private:
-  // The allocation the policy chose at the last review of an instance
-  // (Jockey's hysteresis state, ReprovisionInput::previous_allocation).
+  // Per reservation, for its current instance: the allocation the policy
+  // chose at the last review (Jockey's hysteresis state,
+  // ReprovisionInput::previous_allocation) and the progress against the plan
+  // (Morpheus §7): containers used and guaranteed (plan + extra), summed over
+  // the reviews of the instance, x interval, in container-ms
+  // (ReprovisionInput::used_container_ms_so_far, guaranteed_container_ms_so_far).
   struct Chosen {
     int64_t instance = -1;
     int64_t allocation = 0;
+    int64_t used_ms = 0;
+    int64_t guaranteed_ms = 0;
   };
   void review(const ReservationId& id, const ReservationDemand& d, TimePoint now);
 

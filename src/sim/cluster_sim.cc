@@ -191,6 +191,10 @@ struct ResState {
   // Jockey's hysteresis state, as DraMonitor keeps it: the allocation the
   // policy chose at the previous review of instance `chosen_instance`.
   int64_t chosen_instance = -1, chosen_allocation = 0;
+  // Progress against the plan, as DraMonitor keeps it (Morpheus §7): used and
+  // guaranteed (plan + extra) containers x step, summed over the reviews of
+  // instance `chosen_instance`.
+  int64_t used_ms = 0, guaranteed_ms = 0;
 };
 
 ReservationId reservationIdOf(const PeriodicJob& job) {
@@ -953,6 +957,8 @@ void Sim::draReview(int ri) {
   if (r.chosen_instance != inst->index) {
     r.chosen_instance = inst->index;
     r.chosen_allocation = 0;
+    r.used_ms = 0;
+    r.guaranteed_ms = 0;
   }
   const bool active = r.grant_count > 0 && r.grant_until > now_;
   const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
@@ -974,6 +980,10 @@ void Sim::draReview(int ri) {
   in.deadline = inst->end;
   in.stages = std::move(stages);
   in.previous_allocation = r.chosen_allocation;
+  r.used_ms += in.used_containers * o_.step.count();
+  r.guaranteed_ms += (in.skyline_now + in.extra_now) * o_.step.count();
+  in.used_container_ms_so_far = r.used_ms;
+  in.guaranteed_container_ms_so_far = r.guaranteed_ms;
   auto decision = policy_->decide(in);
   r.chosen_allocation = decision ? decision->allocation : 0;
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "inference/skyline_fit.h"
+#include "inference/skyline_reshape.h"
 #include "inference/slo_inference.h"
 #include "planner/reservation.h"
 #include "rm/scheduler/policy_factory.h"
@@ -110,12 +111,45 @@ JobProvision userReservation(const PeriodicJob& job, TimePoint from, const Exper
   return p;
 }
 
+// Why a planned strategy derived no reservation of its own for a job (it then
+// falls back to the user's request): counted per strategy in
+// StrategyResult::extra so a report shows what keeps jobs unreserved.
+constexpr const char* kNoSlo = "unplanned_no_slo_jobs";             // SLO not actionable
+constexpr const char* kNoSkyline = "unplanned_no_skyline_jobs";     // no successful run to fit
+constexpr const char* kWindow = "unplanned_window_too_short_jobs";  // the need outlasts a..d
+// A period not dividing the day: Morpheus gives each instance a one-off
+// reservation (§6), which the simulator does not model yet.
+constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
+// Not a fallback: jobs whose skyline was reshaped to fit their window.
+constexpr const char* kReshaped = "skyline_reshaped_jobs";
+
+// The job's widest stage: the most containers it can use at once (the cap
+// when a skyline is reshaped to its window).
+int64_t maxParallelism(const PeriodicJob& job) {
+  int64_t most = 1;
+  for (const auto& st : job.stages) most = std::max(most, st.tasks);
+  return most;
+}
+
+// The LP skyline placed in the inferred window [a, d). A skyline longer than
+// the window is reshaped to it (same area, higher and shorter, up to the
+// job's parallelism: inference/skyline_reshape.h) and counted in `why` under
+// kReshaped; only one whose area cannot fit the window even at full
+// parallelism leaves the job unreserved.
 JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,
-                           const std::vector<int64_t>& skyline, TimePoint from,
-                           const ExperimentOptions& o) {
+                           std::vector<int64_t> skyline, TimePoint from, const ExperimentOptions& o,
+                           std::map<std::string, double>& why) {
   JobProvision p;
-  const Millis need = o.step * static_cast<int64_t>(skyline.size());
-  auto win = windowFor(slo, need);
+  if (slo.one_off_instances) return p;
+  const int64_t window_steps = (slo.deadline_offset - slo.start_offset).count() / o.step.count();
+  if (static_cast<int64_t>(skyline.size()) > window_steps) {
+    if (window_steps < 1) return p;
+    auto fitted = inference::fitSkylineToWindow(skyline, window_steps, maxParallelism(job));
+    if (!fitted.isOk()) return p;
+    skyline = std::move(*fitted);
+    why[kReshaped]++;
+  }
+  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()));
   if (!win) return p;
   const Resource unit = jobUnit(job.stages);
   planner::ReservationDefinition def = baseDef(job, slo.period);
@@ -172,16 +206,6 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   return p;
 }
 
-// Why a planned strategy derived no reservation of its own for a job (it then
-// falls back to the user's request): counted per strategy in
-// StrategyResult::extra so a report shows what keeps jobs unreserved.
-constexpr const char* kNoSlo = "unplanned_no_slo_jobs";             // SLO not actionable
-constexpr const char* kNoSkyline = "unplanned_no_skyline_jobs";     // no successful run to fit
-constexpr const char* kWindow = "unplanned_window_too_short_jobs";  // the need outlasts a..d
-// A period not dividing the day: Morpheus gives each instance a one-off
-// reservation (§6), which the simulator does not model yet.
-constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
-
 JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, size_t j,
                               const Learned& l, TimePoint from, const ExperimentOptions& o,
                               std::map<std::string, double>& why) {
@@ -213,7 +237,7 @@ JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, 
     why[kOffKilter]++;
     return {};
   }
-  JobProvision p = packedSkyline(job, *slo, *skyline, from, o);
+  JobProvision p = packedSkyline(job, *slo, *skyline, from, o, why);
   if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
   return p;
 }
@@ -224,7 +248,7 @@ std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload
                                         std::map<std::string, double>& why) {
   std::vector<JobProvision> out;
   if (spec.provisioning != Provisioning::kUserReservation) {
-    for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter}) why[k] = 0;
+    for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter, kReshaped}) why[k] = 0;
   }
   for (size_t j = 0; j < w.periodic.size(); j++) {
     const PeriodicJob& job = w.periodic[j];
@@ -294,6 +318,30 @@ void summariseSloJobs(StrategyResult& r, const Workload& w, const Learned& l) {
       instances > 0 ? static_cast<double>(violations) / static_cast<double>(instances) : 0;
 }
 
+// Fig. 9a on observed runtimes (Morpheus §9: "about 70% of jobs could run
+// twice before their deadline"): the share of jobs whose window from input
+// availability to deadline is at least twice their median observed runtime
+// (end - start) in this strategy's evaluation days, over jobs with a
+// successful run. Extra "could_run_twice_job_share".
+void summariseSlack(StrategyResult& r, const Workload& w) {
+  std::map<std::string, std::vector<int64_t>> runtimes;
+  for (const auto& i : r.instances) {
+    if (!i.failed && i.runtime > Millis(0)) runtimes[i.job].push_back(i.runtime.count());
+  }
+  int64_t jobs = 0, twice = 0;
+  for (const auto& job : w.periodic) {
+    auto it = runtimes.find(job.key.value());
+    if (it == runtimes.end()) continue;
+    std::vector<int64_t>& v = it->second;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    const int64_t median = v[v.size() / 2];
+    jobs++;
+    twice += (job.deadline - job.input_available).count() >= 2 * median ? 1 : 0;
+  }
+  r.extra["could_run_twice_job_share"] =
+      jobs > 0 ? static_cast<double>(twice) / static_cast<double>(jobs) : 0;
+}
+
 Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
                       const std::atomic<bool>* stop, bool* interrupted) {
   RunSetup setup;
@@ -331,6 +379,7 @@ Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
   r.extra.insert(why.begin(), why.end());
   summarise(r);
   summariseSloJobs(r, w, l);
+  summariseSlack(r, w);
   return r;
 }
 

@@ -222,6 +222,39 @@ TEST_F(InferenceCoreTest, WindowShorterThanTheSkylineIsAWarningNotWidened) {
   EXPECT_EQ(wire.warnings(0), p.payload.warnings[0]);
 }
 
+// A job that ran 10 wide before a long 1-container tail: its skyline (the
+// slow runs' 150 min tail, alpha 0.01) outlasts the ~85 min window, but its
+// area fits the window at the width its runs reached, so the proposal holds
+// the skyline reshaped to the window (Morpheus §5/§6) and says so.
+TEST_F(InferenceCoreTest, SkylineLongerThanTheWindowIsReshapedUpToTheWidestRun) {
+  auto shape = [](int64_t minutes) {
+    std::vector<double> s(static_cast<size_t>(minutes), 1.0);
+    std::fill(s.begin(), s.begin() + 10, 10.0);
+    return s;
+  };
+  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, shape(60)};
+  JobShape slow = usual;
+  slow.dur = 150 * kMin;
+  slow.skyline = shape(150);
+  store::IngestBatch b;
+  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+  Proposal p = only("etl", store::ProposalState::kPending);
+  EXPECT_EQ(p.payload.start_offset, Millis(90 * kMin));  // a and d as inferred
+  const Millis window = p.payload.deadline_offset - p.payload.start_offset;
+  EXPECT_LE(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
+  int64_t area = 0;
+  for (int64_t c : p.payload.skyline) {
+    EXPECT_LE(c, 10);
+    area += c;
+  }
+  EXPECT_GE(area, 10 * 10 + 140) << "the slow runs' area is kept";
+  ASSERT_EQ(p.payload.warnings.size(), 1u);
+  EXPECT_NE(p.payload.warnings[0].find("reshaped to the window"), std::string::npos)
+      << p.payload.warnings[0];
+}
+
 // Morpheus §6: a 7-hourly job (7 h does not divide the day) is proposed, not
 // rejected; accepting it submits no recurring reservation but a one-off one
 // per instance whose window opens within the lead time, each once, also

@@ -76,6 +76,27 @@ TEST(MorpheusDraTest, BudgetBoundsAndExhaustion) {
   EXPECT_FALSE(p->decide(in).has_value());
 }
 
+// Morpheus §7: DRA reacts to jobs falling behind their plan. A job that used
+// more than it was guaranteed so far (it ran ahead on borrowed capacity) gets
+// nothing however high its demand; one behind or exactly at its guarantee does.
+TEST(MorpheusDraTest, NoGrantToAJobAheadOfItsPlan) {
+  auto p = makeMorpheusDra({});
+  auto in = base();
+  in.used_containers = 10;
+  in.pending_containers = 5;
+  in.guaranteed_container_ms_so_far = 10 * 60000 * 5;  // 5 reviews at 10 containers
+  in.used_container_ms_so_far = in.guaranteed_container_ms_so_far + 1;
+  EXPECT_FALSE(p->decide(in).has_value());
+  in.used_container_ms_so_far = in.guaranteed_container_ms_so_far;  // on plan
+  auto on_plan = p->decide(in);
+  ASSERT_TRUE(on_plan.has_value());
+  EXPECT_EQ(on_plan->extra_containers, 5);
+  in.used_container_ms_so_far = 6 * 60000 * 5;  // behind
+  auto behind = p->decide(in);
+  ASSERT_TRUE(behind.has_value());
+  EXPECT_EQ(behind->extra_containers, 5);
+}
+
 // The 3-stage DAG of the Jockey tests: map 4 x 10 s; reduce 2 x 20 s and
 // report 1 x 30 s both after map. Total task time 40 + 40 + 30 = 110 s.
 // C(p, a) by hand (ready tasks take free containers in stage order):

@@ -90,6 +90,27 @@ TEST_F(DraMonitorTest, GrantsTheRhoCappedExcessForT) {
   EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2) << "lapsed after T";
 }
 
+// Morpheus §7: DRA reacts to jobs falling behind. A job that ran ahead of
+// its plan on borrowed capacity (5 in use against 2 guaranteed) gets no grant
+// however much it asks; once its usage summed over the instance's reviews is
+// back within what was guaranteed, it does.
+TEST_F(DraMonitorTest, NoGrantToAJobAheadOfItsPlan) {
+  reserve("r", 2, 100 * kMinute);
+  auto m = monitor();
+  clock_.advance(Millis(2 * kMinute));
+  demand("r", 5, 10);
+  m->tick();  // used 5, guaranteed 2: ahead by 3 container-minutes
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2);
+  EXPECT_TRUE(mgr_->get(ReservationId("r"))->history.empty());
+  demand("r", 0, 10);  // its borrowed containers were taken back
+  clock_.advance(Millis(kMinute));
+  m->tick();  // used 5, guaranteed 4: still ahead
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2);
+  clock_.advance(Millis(kMinute));
+  m->tick();  // used 5, guaranteed 6: behind
+  EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 6) << "2 planned + min(10, 2 * 2)";
+}
+
 // Never more than the job asks for; nothing when demand is within the plan.
 TEST_F(DraMonitorTest, NeverAboveDemand) {
   reserve("r", 2, 100 * kMinute);

@@ -254,6 +254,24 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsCountedAndFallsBack) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// A job that could run wider than its runs did: its skyline (long tail of
+// every fourth run) outlasts the 30 min window, so it is reshaped to the window
+// (same area, up to 4 containers) and the job keeps a reservation of its own.
+TEST(SimEngineTest, SkylineLongerThanWindowIsReshapedWhenTheJobCanRunWider) {
+  Workload w;
+  w.periodic.push_back(
+      job("wide", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(4, 10)}, 1));
+  ExperimentOptions o = options(1, 4);
+  o.realize = everyFourthLong;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
 // The paper's population: "ok" (10 min, due at 30 min) has its output read,
 // so an SLO is inferred; nobody reads "unread"'s output, so it has none, and
 // its 50 min task misses the 30 min deadline every hour. Over all jobs the

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <queue>
 #include <sstream>
 
 #include "sim/workload.h"
@@ -151,6 +153,28 @@ double criticalPathMs(const sim::PeriodicJob& job, const sim::RealizedInstance& 
   return end;
 }
 
+// Runtime on the user's provisioning (Fig. 9a's "observed" runtime,
+// workload_generator.cc): stages in order, each task on the earliest free of
+// `slots` containers, not before its stage's dependencies finished.
+double provisionedMs(const sim::PeriodicJob& job, const sim::RealizedInstance& r, int64_t slots) {
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> free_at;
+  for (int64_t i = 0; i < slots; i++) free_at.push(0);
+  std::vector<int64_t> finish(job.stages.size(), 0);
+  int64_t end = 0;
+  for (size_t s = 0; s < job.stages.size(); s++) {
+    int64_t ready = 0;
+    for (int d : job.stages[s].depends_on) ready = std::max(ready, finish[d]);
+    for (Millis t : r.stages[s].task_durations) {
+      const int64_t start = std::max(ready, free_at.top());
+      free_at.pop();
+      free_at.push(start + t.count());
+      finish[s] = std::max(finish[s], start + t.count());
+    }
+    end = std::max(end, finish[s]);
+  }
+  return static_cast<double>(end);
+}
+
 // Average need: nominal container-ms / nominal critical path (workload_generator.cc).
 double averageNeed(const sim::PeriodicJob& job) {
   double work = 0;
@@ -198,7 +222,7 @@ TEST(WorkloadGeneratorTest, StatisticsMatchTraceFindings) {
     under += ratio < 0.9;
     std::vector<double> runs;
     for (int64_t k = 0; k < 5; k++)
-      runs.push_back(criticalPathMs(j, sim::drawInstance(j, i, k, 5)));
+      runs.push_back(provisionedMs(j, sim::drawInstance(j, i, k, 5), j.user_containers));
     std::sort(runs.begin(), runs.end());
     loose += static_cast<double>((j.deadline - j.input_available).count()) >= 2 * runs[2];
   }

@@ -1,0 +1,35 @@
+// Fitting an LP skyline into its job's window (Morpheus §5 and §6).
+//
+// The skyline LP (skyline_fit.h, §5) fits the job's resource demand as the
+// runs showed it: its length is that of the longest training run, long tails
+// included. The window [a, d) comes from SLO inference (§4). When the skyline
+// is longer than the window the reservation cannot be placed as fitted; §5's
+// skyline describes a demand (an area of container-steps), and the planner
+// (§6) only needs that area inside [a, d). So the skyline is reshaped to the
+// window by trading time for parallelism: the same area, higher and shorter,
+// keeping the order of its phases, never wider than the job can run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+
+namespace morpheus::inference {
+
+// The skyline compressed to `window_steps` steps when it is longer (returned
+// unchanged otherwise):
+//  - time is scaled by K / W (K = skyline.size(), W = window_steps): step k of
+//    the result holds the skyline's area over [k*K/W, (k+1)*K/W), rounded up
+//    to whole containers, so phases keep their order and no area is lost;
+//  - no step exceeds cap = max(max_parallelism, the skyline's own peak) (a
+//    skyline already above max_parallelism is not cut); what a step cannot
+//    hold moves to the next steps with room, then to the last steps with room;
+//  - the result's area is >= the skyline's area and <= W * cap.
+// INVALID_ARGUMENT naming "window_steps" (< 1), "max_parallelism" (< 1) or
+// "skyline[i]" (< 0); INFEASIBLE when the area exceeds W * cap (the job cannot
+// run its demand in the window even at full parallelism).
+Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyline,
+                                                int64_t window_steps, int64_t max_parallelism);
+
+}  // namespace morpheus::inference
