@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   auto t1 = std::chrono::steady_clock::now();
   const double cpu1 = cpuSeconds();
-  // --max-wall: a watcher sets the engine's stop flag (polled every plan step).
+  // --max-wall: a watcher sets the engine's stop flag (polled every simulated instant).
   std::atomic<bool> finished{false};
   std::thread watch([&] {
     while (!finished.load()) {
