@@ -23,6 +23,7 @@
 #include "report/bench_report.h"
 #include "sim/engine.h"
 #include "sim/strategy.h"
+#include "sim/task_model.h"
 #include "sim/workload.h"
 
 using namespace morpheus;
@@ -77,7 +78,18 @@ int main(int argc, char** argv) {
                  "Stop the experiment after this many wall seconds (0 = run to the end) and "
                  "report the simulated share done")
       ->capture_default_str();
+  sim::TaskModel model;
+  app.add_option("--task-model", model.name,
+                 "task (every task simulated) or grouped (--task-group tasks of a stage per "
+                 "container; sim/task_model.h)")
+      ->capture_default_str();
+  app.add_option("--task-group", model.group, "grouped model: tasks per simulated container")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (Status st = sim::validateTaskModel(model); !st.isOk()) {
+    std::cerr << "bench_sim: " << st.message() << "\n";
+    return 2;
+  }
   if (strategies.empty()) strategies = {"baseline", "morpheus"};
   if (scale) {
     nodes = kTargetNodes;
@@ -112,6 +124,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  auto original = std::make_shared<const sim::Workload>(std::move(*w));
+  const sim::Workload workload = sim::groupWorkload(*original, model, node_size);
   const double gen_s = since(t0);
   auto specs = sim::parseStrategies(strategies, {}, inference::FitParams{}.alpha);
   if (!specs.isOk()) {
@@ -123,7 +137,7 @@ int main(int argc, char** argv) {
   o.node_size = node_size;
   o.days = days;
   o.seed = seed;
-  o.realize = sim::drawInstance;
+  o.realize = sim::groupRealize(sim::drawInstance, original, model, node_size);
   std::atomic<int64_t> events_all{0};
   o.events_processed = &events_all;
   // Simulated plan steps of the whole experiment: training, then each strategy.
@@ -135,7 +149,7 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   auto t1 = std::chrono::steady_clock::now();
   const double cpu1 = cpuSeconds();
-  // --max-wall: a watcher sets the engine's stop flag (polled every plan step).
+  // --max-wall: a watcher sets the engine's stop flag (polled every simulated instant).
   std::atomic<bool> finished{false};
   std::thread watch([&] {
     while (!finished.load()) {
@@ -148,7 +162,7 @@ int main(int argc, char** argv) {
   });
   std::string last_phase;
   auto s = sim::runExperiment(
-      *w, o, *specs,
+      workload, o, *specs,
       [&](const std::string& p, int64_t d, int64_t t) {
         if (p != last_phase && !last_phase.empty()) steps_before += steps_phase;
         steps_phase = d;
@@ -195,8 +209,8 @@ int main(int argc, char** argv) {
   const double full_wall_s = done > 0 ? run_s / done : 0;
   const double full_cpu_s = done > 0 ? cpu_s / done : 0;
   const bool target_scenario = nodes >= kTargetNodes && days >= kTargetDays &&
-                               static_cast<int64_t>(w->periodic.size()) >= kTargetJobs &&
-                               !w->adhoc.empty();
+                               static_cast<int64_t>(workload.periodic.size()) >= kTargetJobs &&
+                               !workload.adhoc.empty();
   // Stopped before the first simulated hour (progress comes hourly): no projection.
   std::string projection;
   if (!complete) {
@@ -212,8 +226,10 @@ int main(int argc, char** argv) {
   report.figures() = {
       {"nodes", nodes},
       {"days", days},
-      {"periodic_jobs", w->periodic.size()},
-      {"adhoc_jobs", w->adhoc.size()},
+      {"periodic_jobs", workload.periodic.size()},
+      {"adhoc_jobs", workload.adhoc.size()},
+      {"task_model", model.name},
+      {"task_group", model.name == "grouped" ? model.group : 1},
       {"seed", seed},
       {"generate_s", gen_s},
       {"wall_s", run_s},

@@ -437,6 +437,13 @@ Result<RunOutput> Sim::run() {
   while (!q_.empty() && !out_.interrupted) {
     const int64_t t = q_.top().t;
     if (t >= toEpochMs(s_.to)) break;
+    // `stop` is polled every instant, not only at plan steps: one simulated
+    // minute at 50,000 nodes can take minutes of wall time (--max-wall
+    // overshot by 270 s when it was polled at plan steps only).
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      out_.interrupted = true;
+      break;
+    }
     now_ = fromEpochMs(t);
     while (!q_.empty() && q_.top().t == t && !out_.interrupted) {
       Event e = q_.top();

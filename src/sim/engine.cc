@@ -356,6 +356,9 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   }
   MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, "training", progress, stop));
   *interrupted = out.interrupted;
+  // Interrupted: no strategy runs, so the SLO inference and skyline fits of
+  // every job (minutes at 10,000 jobs) would only delay the stop.
+  if (out.interrupted) return Learned{};
   return learn(w, std::move(out.history));
 }
 

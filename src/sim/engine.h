@@ -89,8 +89,10 @@ int64_t trainDays(const ExperimentOptions& options);
 Status validateExperiment(const Workload& workload, const ExperimentOptions& options);
 
 // Runs the training phase once, then every strategy in order. `stop` (may be
-// null) is polled every plan step: once set, the strategy being run ends at
-// that instant, results so far are returned, and summary.interrupted is set.
+// null) is polled every simulated instant (between the events of two
+// instants): once set, the run in progress ends there, results so far are
+// returned, summary.interrupted is set, and an interrupted training skips its
+// SLO inference (no strategy runs after it).
 Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress = nullptr,

@@ -26,6 +26,7 @@
 #include "sim/report.h"
 #include "sim/strategy.h"
 #include "sim/swim_trace.h"
+#include "sim/task_model.h"
 #include "sim/workload.h"
 
 using namespace morpheus;
@@ -94,6 +95,7 @@ struct SimFlags {
   std::string adhoc_policy = "drf";
   double altruistic_share = 1.0;
   double estimate_noise = 0.0;
+  sim::TaskModel task_model;  // --task-model, --task-group (sim/task_model.h)
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -105,6 +107,17 @@ void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
   cmd->add_option("--estimate-noise", f.estimate_noise,
                   "Reported task durations are off by a factor uniform in [1-x, 1+x], x < 1")
+      ->capture_default_str();
+}
+
+// Issue #13 "Scale": the coarser model is an explicit choice (sim/task_model.h).
+void addTaskModelFlags(CLI::App* cmd, sim::TaskModel& m) {
+  cmd->add_option("--task-model", m.name,
+                  "task: every task is simulated (default); grouped: up to --task-group tasks "
+                  "of a stage run as one container (faster, coarser: see README)")
+      ->capture_default_str();
+  cmd->add_option("--task-group", m.group,
+                  "grouped model: most tasks of one stage per simulated container (>= 1)")
       ->capture_default_str();
 }
 
@@ -137,6 +150,7 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   addCarbyneFlags(cmd, f);
+  addTaskModelFlags(cmd, f.task_model);
 }
 
 Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size) {
@@ -207,8 +221,11 @@ int simulate(const SimFlags& f, bool min_cluster) {
   }
   auto specs = sim::parseStrategies(f.strategies, alphas, inference::FitParams{}.alpha);
   if (!specs.isOk()) return fail(specs.status().message());
-  auto workload = buildWorkload(f, *node_size);
-  if (!workload.isOk()) return fail(workload.status().message());
+  if (Status st = sim::validateTaskModel(f.task_model); !st.isOk()) return fail(st.message());
+  auto built = buildWorkload(f, *node_size);
+  if (!built.isOk()) return fail(built.status().message());
+  auto original = std::make_shared<const sim::Workload>(std::move(*built));
+  const sim::Workload workload = sim::groupWorkload(*original, f.task_model, *node_size);
 
   sim::ExperimentOptions o;
   o.nodes = f.nodes;
@@ -216,7 +233,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.days = f.days;
   o.seed = f.seed;
   o.tie_break = *tie_break;
-  o.realize = sim::drawInstance;
+  o.realize = sim::groupRealize(sim::drawInstance, original, f.task_model, *node_size);
   o.adhoc_policy = f.adhoc_policy;
   o.altruistic_share = f.altruistic_share;
   o.estimate_noise = f.estimate_noise;
@@ -224,8 +241,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };
   const auto wall_start = std::chrono::steady_clock::now();
-  auto summary = min_cluster ? sim::runMinCluster(*workload, o, *specs, progress, &g_stop)
-                             : sim::runExperiment(*workload, o, *specs, progress, &g_stop);
+  auto summary = min_cluster ? sim::runMinCluster(workload, o, *specs, progress, &g_stop)
+                             : sim::runExperiment(workload, o, *specs, progress, &g_stop);
   if (!summary.isOk()) return fail(summary.status().message());
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -236,7 +253,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
     return 1;
   }
   std::fprintf(stderr, "%zu periodic jobs, %zu ad-hoc jobs; %.1f s wall; report in %s\n",
-               workload->periodic.size(), workload->adhoc.size(), wall, f.out.c_str());
+               workload.periodic.size(), workload.adhoc.size(), wall, f.out.c_str());
   for (const auto& s : summary->strategies) {
     std::fprintf(stderr, "  %-22s violations %lld/%lld (%.4f), worst case %.4f, util %.3f%s\n",
                  s.name.c_str(), static_cast<long long>(s.deadline_violations),

@@ -124,6 +124,47 @@ class EntityHeap {
 
 enum class Kind : uint8_t { kQueue, kUser, kApp, kReservation };
 
+// The pending-ask index (issue #13 scale work): the distinct container needs
+// (capability x gang size) of the pending asks below an entity, with how many
+// asks have each. A heartbeat descends into an entity only if one of them fits
+// the node's free resources; otherwise no ask below it could be granted there
+// (findAsk rejects an ask whose need does not fit before any other test or
+// side effect), so the entity is skipped exactly as the full walk would have
+// skipped it after visiting every app below it. Kept incrementally: an ask
+// entering or leaving an app's list updates the app and its ancestors,
+// O(depth * distinct needs).
+class FitIndex {
+ public:
+  void add(const Resource& need) {
+    for (auto& [r, n] : needs_) {
+      if (r == need) {
+        n++;
+        return;
+      }
+    }
+    needs_.emplace_back(need, 1);
+  }
+  void remove(const Resource& need) {
+    for (size_t i = 0; i < needs_.size(); i++) {
+      if (needs_[i].first == need && --needs_[i].second == 0) {
+        needs_[i] = std::move(needs_.back());
+        needs_.pop_back();
+        return;
+      }
+    }
+  }
+  // Some pending ask's need fits `free`.
+  bool anyFits(const Resource& free) const {
+    for (const auto& [r, n] : needs_) {
+      if (r.fitsIn(free)) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::pair<Resource, int64_t>> needs_;  // distinct needs, ask counts > 0
+};
+
 // A node of the scheduling tree: ad-hoc queue, user (inside a leaf), app, or
 // reservation queue. `used` includes all descendants.
 struct Entity {
@@ -136,6 +177,7 @@ struct Entity {
   int32_t demand_children = 0;  // children with has_demand
   bool has_demand = false;
   EntityHeap children{kParent};  // children with demand, by policy score
+  FitIndex fit;                  // needs of the pending asks below (itself for an app)
   int32_t pos[kSlots] = {-1, -1, -1};
   bool skipped[kSlots] = {false, false, false};  // out of the heap for the current phase
 };
@@ -332,7 +374,8 @@ struct Scheduler::Impl {
   EntityHeap overage{kOverage};             // reservations with demand
   Resource preempting_total;                // containers under notice, all queues
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
-  std::vector<std::pair<EntityHeap*, Entity*>> skipped;   // scratch of the current phase
+  FitIndex reservation_fit;  // needs of the pending asks of reservation apps (all reservations)
+  std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
 
@@ -493,11 +536,32 @@ struct Scheduler::Impl {
 
   // ---- asks ----
 
-  void addShape(const Resource& c) { shapes[{c.memoryMib(), c.vcores()}]++; }
-  void removeShape(const Resource& c) {
-    auto it = shapes.find({c.memoryMib(), c.vcores()});
-    if (it != shapes.end() && --it->second == 0) shapes.erase(it);
+  // The container need of one grant of `r` (a whole gang for gangs).
+  static Resource askNeed(const ResourceRequest& r) {
+    return r.gang_size > 1 ? r.capability * r.gang_size : r.capability;
   }
+  // An ask enters or leaves `a`'s list: the global shapes and the FitIndex of
+  // `a`, its ancestors and (for reservation apps) reservation_fit.
+  void addShape(App* a, const ResourceRequest& r) {
+    shapes[{r.capability.memoryMib(), r.capability.vcores()}]++;
+    const Resource need = askNeed(r);
+    for (Entity* e = a; e != nullptr; e = e->parent) e->fit.add(need);
+    if (a->res != nullptr) reservation_fit.add(need);
+  }
+  void removeShape(App* a, const ResourceRequest& r) {
+    auto it = shapes.find({r.capability.memoryMib(), r.capability.vcores()});
+    if (it != shapes.end() && --it->second == 0) shapes.erase(it);
+    const Resource need = askNeed(r);
+    for (Entity* e = a; e != nullptr; e = e->parent) e->fit.remove(need);
+    if (a->res != nullptr) reservation_fit.remove(need);
+  }
+  // The index says something below `e` may be placeable on `n` (false:
+  // nothing is; the full walk would visit and skip all of it). Deliberately
+  // not sharpened with the guaranteed phase's "keeps the reservation within
+  // its guarantee" test: findAsk starts a soft-constraint wait for an ask
+  // that fits the node before that test, and skipping the reservation would
+  // skip that side effect (the differential test caught it).
+  bool mayPlace(const Entity* e, const Node& n) const { return e->fit.anyFits(n.free); }
   // Cheap pre-check: could any pending ask fit in `free`? (Extended resources
   // are checked later, per ask.)
   bool anyShapeFits(const Resource& free) const {
@@ -554,7 +618,9 @@ struct Scheduler::Impl {
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
-      if (e->kind == Kind::kApp) {
+      if (!mayPlace(e, n)) {
+        // Nothing below fits: skipped without visiting its apps.
+      } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);
       } else if (App* a = descend(e->children, n, phase, now, ask)) {
@@ -652,7 +718,7 @@ struct Scheduler::Impl {
     }
     changeDemand(a, ask.req.capability, -g);
     if (ask.req.count == 0) {
-      removeShape(ask.req.capability);
+      removeShape(a, ask.req);
       a->asks.erase(a->asks.begin() + idx);
     }
     refresh(a);
@@ -686,7 +752,15 @@ struct Scheduler::Impl {
 
   // ---- scheduling ----
 
+  // The index says some pending ask of the phase's hierarchy fits `n` (the
+  // ad-hoc tree for kAdhoc, the reservations otherwise). Only asks leave and
+  // free room only shrinks during a heartbeat, so a false stays false.
+  bool phaseMayPlace(Phase phase, const Node& n) const {
+    return phase == Phase::kAdhoc ? root->fit.anyFits(n.free) : reservation_fit.anyFits(n.free);
+  }
+
   void runPhase(Phase phase, EntityHeap& h, Node& n, TimePoint now, NodeUpdateResult& out) {
+    if (!phaseMayPlace(phase, n)) return;
     int ask = -1;
     while (!h.empty() && anyShapeFits(n.free)) {
       App* a = descend(h, n, phase, now, &ask);
@@ -702,18 +776,24 @@ struct Scheduler::Impl {
   // one-off alike), then creation order.
   void runShared(Node& n, TimePoint now, NodeUpdateResult& out) {
     EntityHeap& adhoc = root->children;
+    // A side whose asks cannot fit is as good as empty: the full walk would
+    // skip each of its entities in turn.
+    const bool adhoc_on = phaseMayPlace(Phase::kAdhoc, n);
+    const bool overage_on = phaseMayPlace(Phase::kOverage, n);
     int ask = -1;
-    while (anyShapeFits(n.free) && (!adhoc.empty() || !overage.empty())) {
+    auto live = [](bool on, const EntityHeap& h) { return on && !h.empty(); };
+    while (anyShapeFits(n.free) && (live(adhoc_on, adhoc) || live(overage_on, overage))) {
       EntityHeap* h = &adhoc;
-      if (adhoc.empty()) {
+      if (!live(adhoc_on, adhoc)) {
         h = &overage;
-      } else if (!overage.empty()) {
+      } else if (live(overage_on, overage)) {
         const Key& a = adhoc.topKey();
         const Key& o = overage.topKey();
         if (std::tie(o.score, o.seq) < std::tie(a.score, a.seq)) h = &overage;
       }
       Entity* e = h->top();
-      App* app = descend(e->children, n, h == &adhoc ? Phase::kAdhoc : Phase::kOverage, now, &ask);
+      const Phase phase = h == &adhoc ? Phase::kAdhoc : Phase::kOverage;
+      App* app = mayPlace(e, n) ? descend(e->children, n, phase, now, &ask) : nullptr;
       if (app == nullptr) {
         h->erase(e);
         e->skipped[h->slot()] = true;
@@ -989,7 +1069,7 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
   out.reserve(a->containers.size);
   while (a->containers.head != nullptr) out.push_back(s.freeContainer(a->containers.head));
   for (const auto& ask : a->asks) {
-    s.removeShape(ask.req.capability);
+    s.removeShape(a, ask.req);
     s.changeDemand(a, ask.req.capability, -ask.req.count);
   }
   a->asks.clear();
@@ -1108,14 +1188,14 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
                                   : x.req.request_id == r.request_id;
     });
     if (old != a->asks.end()) {
-      s.removeShape(old->req.capability);
+      s.removeShape(a, old->req);
       s.changeDemand(a, old->req.capability, -old->req.count);
       a->asks.erase(old);
     }
     if (r.count == 0) continue;
     Ask ask;
     ask.req = r;
-    s.addShape(r.capability);
+    s.addShape(a, r);
     s.changeDemand(a, r.capability, r.count);
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }

@@ -39,7 +39,13 @@
 //
 // Cost: an allocation costs O(depth * log siblings) heap updates plus a scan
 // of the chosen app's asks; a heartbeat on a node where no pending ask shape
-// fits costs O(distinct ask shapes). No per-allocation scan over apps.
+// fits costs O(distinct ask shapes). No per-allocation scan over apps. Every
+// queue, user, reservation and app keeps the distinct needs (capability x
+// gang) of the pending asks below it, so a heartbeat descends only into
+// entities with an ask whose need fits the node's free room; others are
+// skipped at O(distinct needs + log siblings) each instead of visiting every
+// app below them (issue #13: 96% of the simulator's time at 50,000 nodes).
+// Decisions are exactly those of the full walk (SchedulerAskIndexTest).
 // Preemption: the shortfall is kept incrementally, so a heartbeat without one
 // costs O(1); a selection costs O((lenders + containers visited) log lenders)
 // — it never walks containers of reservations within their guarantee (issue

@@ -3,6 +3,8 @@
 // exactly (no noise) unless a test says otherwise.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "sim/cluster_sim.h"
 #include "sim/engine.h"
 #include "sim/strategy.h"
@@ -425,6 +427,46 @@ TEST(SimEngineTest, BadInputsNameTheField) {
   ASSERT_FALSE(too_big.isOk());
   EXPECT_NE(too_big.status().message().find("workload.periodic[0].stages[0].task_resource"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace morpheus::sim
+
+namespace morpheus::sim {
+namespace {
+
+std::atomic<bool> g_stop_at_submit{false};
+
+// `exact`, and the stop flag goes up as the instance is drawn (at its submit).
+RealizedInstance exactThenStop(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  g_stop_at_submit.store(true);
+  return exact(j, i, k, seed);
+}
+
+// The stop flag is honoured at the next simulated instant, not at the next
+// plan step: a job of two 10-second tasks submitted 10 s into the first minute
+// and stopped there processes no event after its submission.
+TEST(SimEngineTest, StopIsHonouredAtTheNextInstantNotTheNextPlanStep) {
+  g_stop_at_submit.store(false);
+  Workload w;
+  PeriodicJob j = job("quick", Millis(86400'000), Millis(10'000), Millis(5 * kMin), {}, 1);
+  SimStage s = stage(1, 1);
+  s.task_duration = Millis(10'000);
+  j.stages = {s, s};
+  j.stages[1].depends_on = {0};
+  w.periodic.push_back(j);
+  ExperimentOptions o = options(1, 2);
+  o.realize = exactThenStop;
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  setup.provisions.resize(1);
+  auto out = simulateRun(w, o, setup, "test", nullptr, &g_stop_at_submit);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_TRUE(out->interrupted);
+  // The plan step at 0 and the submission at 10 s; the old polling went on to
+  // both task ends (20 s, 30 s) and the plan step at 60 s.
+  EXPECT_EQ(out->events, 2);
 }
 
 }  // namespace
