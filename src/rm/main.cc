@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                      opts.daemon.tls, *inference_token});
   rm::registerClusterRest(server.http(),
                           {core, apps, runtime, reservations, access, clock, clock.now()});
-  if (standby) standby->stop();  // frees the ports the real servers bind now
+  standby.reset();  // frees the ports the real servers bind now
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

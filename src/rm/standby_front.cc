@@ -73,7 +73,10 @@ StandbyFront::StandbyFront(const DaemonOptions& opts, MetricsRegistry& metrics)
       refusal_(std::make_unique<Refusal>(*this)),
       server_(std::make_unique<DaemonServer>("rm", opts, metrics)) {}
 
-StandbyFront::~StandbyFront() { stop(); }
+StandbyFront::~StandbyFront() {
+  server_->shutdown(Millis(500));
+  server_.reset();  // the HTTP server's socket is closed only when it is destroyed
+}
 
 Result<std::unique_ptr<StandbyFront>> StandbyFront::start(const DaemonOptions& opts,
                                                           MetricsRegistry& metrics) {
@@ -124,10 +127,6 @@ void StandbyFront::registerHttpRefusals() {
       server_->http().route(method, path, refuse, HandlerThread::kIoThread);
     }
   }
-}
-
-void StandbyFront::stop() {
-  if (server_) server_->shutdown(Millis(500));
 }
 
 }  // namespace morpheus::rm

@@ -13,7 +13,8 @@
 //    is host:port)"; /metrics with morpheus_rm_ha_active 0; the web UI ("/",
 //    "/ui", "/ui/*") and REST ("/ws/*") answer 503 naming the active RM's
 //    HTTP address for every method, so no mutation is ever served here.
-// Once elected the RM recovers its state, stop()s the front and starts its
+// Once elected the RM recovers its state, destroys the front (which frees
+// the ports: HttpServer::stop alone leaves its socket bound) and starts its
 // real servers on the same ports (grpcPort(), httpPort()).
 #pragma once
 
@@ -48,11 +49,10 @@ class StandbyFront {
   // UNAVAILABLE naming the address when a port is busy.
   static Result<std::unique_ptr<StandbyFront>> start(const DaemonOptions& opts,
                                                      MetricsRegistry& metrics);
+  // Stops both servers and releases their ports.
   ~StandbyFront();
   // Thread-safe: the leader record (etcd value, "" = none) to name from now on.
   void setLeader(const std::string& record);
-  // Stops both servers (the ports are free afterwards). Idempotent.
-  void stop();
   int grpcPort() const { return server_->grpcPort(); }
   int httpPort() const { return server_->httpPort(); }
 

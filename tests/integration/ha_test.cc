@@ -372,6 +372,7 @@ TEST_F(HaIT, StandbyAnswersUnavailableNamingTheActive) {
   rm_addr_ = standby + "," + leader;  // morpheusctl tries the standby first
   auto [code, out] = ctl({"cluster", "status", "--json"});
   EXPECT_EQ(code, 0) << out;
+  ASSERT_NO_FATAL_FAILURE(startNms(1));  // given the same order; capacity to reserve
   ASSERT_TRUE(submitOne((nowMs() / 60000 + 60) * 60000)) << "a mutation through the list";
   EXPECT_EQ(listed().size(), 1u);
 }
@@ -419,7 +420,9 @@ TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
   auto [cl, ol] = ctlInf({"slo", "list", "--json"});
   ASSERT_EQ(cl, 0) << ol;
   std::map<std::string, std::string> proposal;
-  for (const auto& p : json::parse(ol)["proposals"]) proposal[p["job_key"]] = p["proposal_id"];
+  const json listed_proposals = json::parse(ol);
+  for (const auto& p : listed_proposals["proposals"])
+    proposal[p["job_key"].get<std::string>()] = p["proposal_id"].get<std::string>();
   ASSERT_EQ(proposal.size(), 2u) << ol;
   auto accept = [&](const std::string& job) {
     auto [c, o] = ctlInf({"slo", "accept", proposal[job], "--json"});
@@ -427,27 +430,25 @@ TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
     auto j = json::parse(o, nullptr, false);
     return j.is_discarded() ? std::string() : j.value("reservation_id", "");
   };
+  auto liveNodes = [&] {
+    auto [c, o] = ctl({"cluster", "status", "--json"});
+    auto j = json::parse(o, nullptr, false);
+    return c == 0 && !j.is_discarded() ? j["live_nodes"].get<int>() : -1;
+  };
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << nms_.back().log();
   const std::string before = accept("ha-a");  // through the standby's refusal
   ASSERT_FALSE(before.empty());
-  ASSERT_TRUE(waitFor(
-      [&] { return nms_.back().log().find("registered with RM") != std::string::npos; }, 15s));
 
   ASSERT_EQ(rms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
   ASSERT_TRUE(waitFor([&] { return active(1); }, 10s)) << rms_[1].log();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s))
+      << "the NM registered with the new active\n"
+      << nms_.back().log();
   const std::string after = accept("ha-b");  // the old active is gone: the list moves on
   ASSERT_FALSE(after.empty());
   auto now_listed = listed();
   EXPECT_TRUE(now_listed.count(before)) << "accepted before the failover";
   EXPECT_TRUE(now_listed.count(after)) << "accepted after the failover";
-  ASSERT_TRUE(waitFor(
-      [&] {
-        auto [c, o] = ctl({"cluster", "status", "--json"});
-        auto j = json::parse(o, nullptr, false);
-        return c == 0 && !j.is_discarded() && j["live_nodes"] == 1;
-      },
-      15s))
-      << "the NM registered with the new active\n"
-      << nms_.back().log();
 }
 
 }  // namespace
