@@ -9,6 +9,19 @@
 
 namespace morpheus {
 
+namespace {
+
+// Whether `st` is a failure the channel handles (UNAVAILABLE, or CANCELLED by
+// the server); other statuses are the call's answer.
+bool failedOver(const grpc::Status& st) {
+  // CANCELLED: this client never cancels its calls, so the server did (a
+  // standby front or an active shutting down as the call arrived).
+  return st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         st.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<FailoverChannel>> FailoverChannel::create(const std::string& list,
                                                                  const TlsOptions& tls,
                                                                  const std::string& field,
@@ -52,7 +65,7 @@ grpc::Status FailoverChannel::call(Millis timeout, CallKind kind, const Attempt&
     ctx.set_deadline(deadline);
     if (prepare) prepare(&ctx);
     grpc::Status st = attempt(channels_[index], &ctx);
-    if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return st;
+    if (!failedOver(st)) return st;
     const std::optional<std::string> hint = leaderHint(ctx);
     if (!hint && !neverSent(st) && kind == CallKind::kNotIdempotent) return st;
     const size_t next = moveOn(index, hint.value_or(""));

@@ -12,7 +12,9 @@
 //  - no connection ("failed to connect to all addresses": nothing was sent):
 //    always retried on the next address.
 //  - any other UNAVAILABLE (the connection broke in flight at a dying active,
-//    an overloaded RM): the call may have been executed, so it is retried only
+//    an overloaded RM) or CANCELLED (never done by this client: a server
+//    shutting down as the call arrived, e.g. a standby handing its ports to
+//    the real servers): the call may have been executed, so it is retried only
 //    when the caller declared it CallKind::kIdempotent.
 // After every address of the list has been tried without success the next
 // round waits a backoff (initial_backoff, doubling to max_backoff, never past

@@ -259,7 +259,8 @@ TEST_F(HaIT, ActiveKilledStandbyTakesOverAndNothingIsLost) {
   EXPECT_EQ(changed, 0u);
   EXPECT_LT(active_after, 10s);
 
-  ASSERT_TRUE(waitFinal(id, 40s)) << rms_[1].log();
+  ASSERT_TRUE(waitFinal(id, 40s)) << app(id).dump() << "\n"
+                                  << rms_[1].log() << nms_[0].log() << nms_[1].log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rms_[1].log();
   EXPECT_EQ(a["am_attempt"], 1) << "the AM carried on across the failover: " << a.dump();

@@ -148,6 +148,23 @@ TEST(FailoverChannelTest, InFlightFailureIsRetriedOnlyWhenIdempotent) {
   EXPECT_EQ(rm.calls, 1);
 }
 
+// CANCELLED by a server shutting down as the call arrived (a standby handing
+// its ports over) is treated like an in-flight failure: retried only when idempotent.
+TEST(FailoverChannelTest, ServerCancelledCallIsRetriedOnlyWhenIdempotent) {
+  FakeRm closing(grpc::Status(grpc::StatusCode::CANCELLED, "shutting down"));
+  Server first(&closing);
+  FakeRm rm;
+  Server active(&rm);
+  const std::string list = first.address() + "," + active.address();
+  v1::ClusterMetrics out;
+  EXPECT_EQ(metrics(*channel(list), CallKind::kNotIdempotent, &out).error_code(),
+            grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(rm.calls, 0);
+  grpc::Status st = metrics(*channel(list), CallKind::kIdempotent, &out);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(rm.calls, 1);
+}
+
 // With no active RM (both standbys, no leader yet) the call backs off between
 // rounds and gives up UNAVAILABLE at its deadline, naming the last address.
 TEST(FailoverChannelTest, GivesUpAtTheDeadlineWhenNoRmIsActive) {
