@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/rm_failover.h"
 #include "common/status.h"
 #include "common/tls.h"
 
@@ -29,6 +30,8 @@ struct CliContext {
   // --tls-ca/--tls-cert/--tls-key or $MORPHEUS_TLS_CA/CERT/KEY: mutual TLS to
   // daemons configured with tls.* (all three or none; none = plaintext).
   TlsFiles tls;
+  // The failover channel over rm_address, made by rmChannel() on first use.
+  mutable std::shared_ptr<FailoverChannel> rm_channel;
 };
 
 // The bearer token to send: the first non-empty line of --token-file when
@@ -66,5 +69,23 @@ struct CliExit {
 // setting (partial, unreadable or bad PEM) fails with the flag's name
 // (failWith, exit 2).
 std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::string& address);
+
+// The channel to the RM: --rm may list every RM of an HA pair ("h:p,h:p",
+// issue #16) and calls follow the active one (common/rm_failover.h). A
+// malformed list or TLS setting fails naming the flag (failWith, exit 2).
+FailoverChannel& rmChannel(const CliContext& ctx);
+
+// One RM call with the bearer token (authedContext's metadata) through
+// rmChannel; `kind` says whether it may be repeated after an in-flight
+// failure (see the list in common/rm_failover.h).
+template <class Stub, class Req, class Resp>
+grpc::Status callRm(const CliContext& ctx,
+                    grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                    const Req& req, Resp* resp, Millis timeout, CallKind kind) {
+  const std::string token = bearerToken(ctx);
+  return rmChannel(ctx).unary(method, req, resp, timeout, kind, [&token](grpc::ClientContext* c) {
+    if (!token.empty()) c->AddMetadata("authorization", "Bearer " + token);
+  });
+}
 
 }  // namespace morpheus::cli

@@ -24,16 +24,8 @@ constexpr Millis kWaitPoll(1000);
 // `submit --wait` keeps polling through an RM outage this long.
 constexpr Millis kWaitUnavailableWindow(60000);
 
-std::unique_ptr<grpc::ClientContext> context(const CliContext& ctx) {
-  return authedContext(ctx, kRpcTimeout);
-}
-
-std::unique_ptr<v1::ClientService::Stub> clientStub(const CliContext& ctx) {
-  return v1::ClientService::NewStub(channelTo(ctx, ctx.rm_address));
-}
-
 void check(const grpc::Status& st, const CliContext& ctx) {
-  checkCall(st, "RM at " + ctx.rm_address);
+  checkCall(st, "RM at " + rmChannel(ctx).current());
 }
 
 std::string stateName(v1::ApplicationState s) {
@@ -81,12 +73,12 @@ nlohmann::json reportJson(const v1::ApplicationReport& a) {
 }
 
 v1::ApplicationReport getApp(const CliContext& ctx, const std::string& id) {
-  auto stub = clientStub(ctx);
   v1::GetApplicationRequest req;
   req.set_application_id(id);
   v1::ApplicationReport rep;
-  auto c = context(ctx);
-  check(stub->GetApplication(c.get(), req, &rep), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::GetApplication, req, &rep, kRpcTimeout,
+               CallKind::kIdempotent),
+        ctx);
   return rep;
 }
 
@@ -123,14 +115,13 @@ struct SubmitArgs {
 int waitForApp(const CliContext& ctx, const std::string& id) {
   v1::ApplicationState last = v1::APP_STATE_UNSPECIFIED;
   float last_progress = -1;
-  auto stub = clientStub(ctx);
   auto unavailable_since = std::chrono::steady_clock::time_point::min();
   while (true) {
     v1::GetApplicationRequest req;
     req.set_application_id(id);
     v1::ApplicationReport rep;
-    auto c = context(ctx);
-    grpc::Status st = stub->GetApplication(c.get(), req, &rep);
+    grpc::Status st = callRm(ctx, &v1::ClientService::Stub::GetApplication, req, &rep, kRpcTimeout,
+                             CallKind::kIdempotent);
     if (!st.ok()) {
       // Ride out a brief RM restart; give up after kWaitUnavailableWindow.
       auto now = std::chrono::steady_clock::now();
@@ -184,10 +175,10 @@ void submit(const CliContext& ctx, const SubmitArgs& a) {
   req.set_priority(a.priority);
   (*req.mutable_tags())["framework"] = "dag";
   (*req.mutable_tags())["job"] = spec->name;
-  auto stub = clientStub(ctx);
   v1::SubmitApplicationResponse resp;
-  auto c = context(ctx);
-  check(stub->SubmitApplication(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::SubmitApplication, req, &resp, kRpcTimeout,
+               CallKind::kNotIdempotent),
+        ctx);
   std::cout << resp.application_id() << "\n" << std::flush;
   if (a.wait) {
     int rc = waitForApp(ctx, resp.application_id());
@@ -214,10 +205,10 @@ void list(const CliContext& ctx, bool json, const std::vector<std::string>& stat
     }
   }
   req.set_queue(queue);
-  auto stub = clientStub(ctx);
   v1::ListApplicationsResponse resp;
-  auto c = context(ctx);
-  check(stub->ListApplications(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::ListApplications, req, &resp, kRpcTimeout,
+               CallKind::kIdempotent),
+        ctx);
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& a : resp.applications()) j.push_back(reportJson(a));
@@ -260,14 +251,14 @@ void status(const CliContext& ctx, const std::string& id, bool json) {
 }
 
 void kill(const CliContext& ctx, const std::string& id, const std::string& reason) {
-  auto stub = clientStub(ctx);
   v1::KillApplicationRequest req;
   req.set_application_id(id);
   req.set_reason(reason.empty() ? "via morpheusctl" : reason);
   req.set_user(ctx.user);
   v1::KillApplicationResponse resp;
-  auto c = context(ctx);
-  check(stub->KillApplication(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::KillApplication, req, &resp, kRpcTimeout,
+               CallKind::kNotIdempotent),
+        ctx);
   std::cout << "kill requested for " << id << "\n";
 }
 
@@ -323,8 +314,9 @@ Result<LogSource> tryLogs(const CliContext& ctx, const std::string& id,
   req.set_container_id(container_arg);
   req.set_node_id(node_arg);
   v1::GetContainerLogAccessResponse access;
-  auto c = context(ctx);
-  check(clientStub(ctx)->GetContainerLogAccess(c.get(), req, &access), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::GetContainerLogAccess, req, &access, kRpcTimeout,
+               CallKind::kIdempotent),
+        ctx);
   // Without a known node (a finished task container), ask every node until one has it.
   Status last = notFound("container " + access.container_id() + " not found on any node");
   for (const auto& t : access.targets()) {
@@ -351,8 +343,9 @@ bool appIsFinal(const CliContext& ctx, const std::string& id) {
   v1::GetApplicationRequest greq;
   greq.set_application_id(id);
   v1::ApplicationReport rep;
-  auto c = context(ctx);
-  check(clientStub(ctx)->GetApplication(c.get(), greq, &rep), ctx);
+  check(callRm(ctx, &v1::ClientService::Stub::GetApplication, greq, &rep, kRpcTimeout,
+               CallKind::kIdempotent),
+        ctx);
   return finalState(rep.state());
 }
 
@@ -467,8 +460,9 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
     v1::ListAppTelemetryRequest req;
     req.set_recurrence_key(*tel_key);
     v1::ListAppTelemetryResponse resp;
-    auto c = context(ctx);
-    check(clientStub(ctx)->ListAppTelemetry(c.get(), req, &resp), ctx);
+    check(callRm(ctx, &v1::ClientService::Stub::ListAppTelemetry, req, &resp, kRpcTimeout,
+                 CallKind::kIdempotent),
+          ctx);
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& a : resp.apps()) {
       double peak = 0, area = 0;

@@ -18,17 +18,16 @@ nlohmann::json resourceJson(const v1::Resource& r) {
 }
 
 void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
-  auto stub = v1::ClientService::NewStub(channelTo(ctx, ctx.rm_address));
   v1::ListNodesRequest req;
   req.set_include_lost(include_lost);
   v1::ListNodesResponse nodes;
-  auto c1 = authedContext(ctx, Millis(5000));
-  grpc::Status st = stub->ListNodes(c1.get(), req, &nodes);
-  checkCall(st, "RM at " + ctx.rm_address);
+  grpc::Status st = callRm(ctx, &v1::ClientService::Stub::ListNodes, req, &nodes, Millis(5000),
+                           CallKind::kIdempotent);
+  checkCall(st, "RM at " + rmChannel(ctx).current());
   v1::ClusterMetrics metrics;
-  auto c2 = authedContext(ctx, Millis(5000));
-  st = stub->GetClusterMetrics(c2.get(), v1::GetClusterMetricsRequest(), &metrics);
-  checkCall(st, "RM at " + ctx.rm_address);
+  st = callRm(ctx, &v1::ClientService::Stub::GetClusterMetrics, v1::GetClusterMetricsRequest(),
+              &metrics, Millis(5000), CallKind::kIdempotent);
+  checkCall(st, "RM at " + rmChannel(ctx).current());
 
   if (json) {
     nlohmann::json j;

@@ -19,10 +19,10 @@ std::string shortResource(const v1::Resource& r) {
 }
 
 void listQueues(const CliContext& ctx, bool json) {
-  auto stub = v1::ClientService::NewStub(channelTo(ctx, ctx.rm_address));
   v1::ListQueuesResponse resp;
-  auto c = authedContext(ctx, Millis(5000));
-  checkCall(stub->ListQueues(c.get(), v1::ListQueuesRequest(), &resp), "RM at " + ctx.rm_address);
+  checkCall(callRm(ctx, &v1::ClientService::Stub::ListQueues, v1::ListQueuesRequest(), &resp,
+                   Millis(5000), CallKind::kIdempotent),
+            "RM at " + rmChannel(ctx).current());
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& q : resp.queues()) {

@@ -19,10 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-std::unique_ptr<v1::ReservationService::Stub> stub(const CliContext& ctx) {
-  return v1::ReservationService::NewStub(channelTo(ctx, ctx.rm_address));
-}
-
 void check(const grpc::Status& st, const CliContext& ctx) {
   checkCall(st, "RM at " + ctx.rm_address);
 }
@@ -65,8 +61,9 @@ void printAllocations(const google::protobuf::RepeatedPtrField<v1::ResourceAlloc
 
 std::string newId(const CliContext& ctx) {
   v1::NewReservationResponse resp;
-  auto c = authedContext(ctx, Millis(10000));
-  check(stub(ctx)->NewReservation(c.get(), v1::NewReservationRequest(), &resp), ctx);
+  check(callRm(ctx, &v1::ReservationService::Stub::NewReservation, v1::NewReservationRequest(),
+               &resp, Millis(10000), CallKind::kIdempotent),
+        ctx);
   return resp.reservation_id();
 }
 
@@ -77,8 +74,8 @@ void submit(const CliContext& ctx, const std::string& file, bool json_out) {
   if (req->user().empty()) req->set_user(ctx.user);  // "" = the token's user
   if (req->queue().empty()) req->set_queue("default");
   v1::SubmitReservationResponse resp;
-  auto c = authedContext(ctx, Millis(30000));
-  grpc::Status st = stub(ctx)->SubmitReservation(c.get(), *req, &resp);
+  grpc::Status st = callRm(ctx, &v1::ReservationService::Stub::SubmitReservation, *req, &resp,
+                           Millis(30000), CallKind::kNotIdempotent);
   check(st, ctx);
   if (json_out) {
     std::cout << json({{"reservation-id", resp.reservation_id()},
@@ -101,8 +98,9 @@ void update(const CliContext& ctx, const std::string& file, const std::string& i
   req.set_user(parsed->user().empty() ? ctx.user : parsed->user());
   *req.mutable_definition() = parsed->definition();
   v1::UpdateReservationResponse resp;
-  auto c = authedContext(ctx, Millis(30000));
-  check(stub(ctx)->UpdateReservation(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ReservationService::Stub::UpdateReservation, req, &resp, Millis(30000),
+               CallKind::kNotIdempotent),
+        ctx);
   if (json_out) {
     std::cout << json({{"reservation-id", req.reservation_id()},
                        {"resource-allocations", rm::yarnAllocationsJson(resp.allocations())}})
@@ -121,8 +119,9 @@ void list(const CliContext& ctx, const std::string& id, const std::string& queue
   req.set_queue(queue);
   req.set_include_allocations(true);
   v1::ListReservationsResponse resp;
-  auto c = authedContext(ctx, Millis(10000));
-  check(stub(ctx)->ListReservations(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ReservationService::Stub::ListReservations, req, &resp, Millis(10000),
+               CallKind::kIdempotent),
+        ctx);
   if (show && resp.reservations_size() == 0) failWith(notFound("reservation " + id));
   if (json_out) {
     std::cout << rm::yarnListJson(resp, true).dump(2) << "\n";
@@ -175,8 +174,9 @@ void remove(const CliContext& ctx, const std::string& id) {
   req.set_reservation_id(id);
   req.set_user(ctx.user);
   v1::DeleteReservationResponse resp;
-  auto c = authedContext(ctx, Millis(10000));
-  check(stub(ctx)->DeleteReservation(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ReservationService::Stub::DeleteReservation, req, &resp, Millis(10000),
+               CallKind::kNotIdempotent),
+        ctx);
   std::printf("reservation %s deleted\n", id.c_str());
 }
 
@@ -189,8 +189,9 @@ void planShow(const CliContext& ctx, const std::string& from, const std::string&
   req.set_end_ms(to.empty() ? req.start_ms() + 86400000 : parseTimeArg(to, "--to"));
   if (req.end_ms() <= req.start_ms()) failWith(invalidArgument("--to", "must be after --from"));
   v1::GetPlanResponse resp;
-  auto c = authedContext(ctx, Millis(30000));
-  check(stub(ctx)->GetPlan(c.get(), req, &resp), ctx);
+  check(callRm(ctx, &v1::ReservationService::Stub::GetPlan, req, &resp, Millis(30000),
+               CallKind::kIdempotent),
+        ctx);
   if (json_out) {
     json steps = json::array();
     for (const auto& s : resp.steps()) {

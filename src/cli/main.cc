@@ -32,6 +32,17 @@ std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::strin
   return makeChannel(address, *tls);
 }
 
+FailoverChannel& rmChannel(const CliContext& ctx) {
+  if (!ctx.rm_channel) {
+    auto tls = loadTls(ctx.tls, kTlsFlagNames);
+    if (!tls.isOk()) failWith(tls.status());
+    auto ch = FailoverChannel::create(ctx.rm_address, *tls, "--rm");
+    if (!ch.isOk()) failWith(ch.status());
+    ctx.rm_channel = *ch;
+  }
+  return *ctx.rm_channel;
+}
+
 std::string formatTime(int64_t ms) {
   std::time_t t = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};

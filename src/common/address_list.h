@@ -1,8 +1,9 @@
 // Lists of peer addresses (issue #16, DESIGN.md §9 HA): "host:port,host:port"
 // names every RM of an active/standby pair, or every member of an etcd
-// cluster. A client keeps one gRPC channel over the whole list and follows
-// whichever peer accepts connections (a standby RM does not listen until it
-// is elected, so the list's live listener is the active one).
+// cluster. RM clients keep one channel per RM and follow the active one per
+// call (common/rm_failover.h): a standby RM listens too, so a channel over
+// the whole list would stick to it. grpcTargetForList's one channel over all
+// peers suits etcd, whose every member serves.
 #pragma once
 
 #include <string>

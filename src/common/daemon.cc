@@ -279,6 +279,7 @@ Status DaemonServer::start() {
   std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
   builder.AddListeningPort(addr, makeServerCredentials(opts_.tls), &grpc_port_);
   for (auto* s : services_) builder.RegisterService(s);
+  if (fallback_) builder.RegisterCallbackGenericService(fallback_);
   server_ = builder.BuildAndStart();
   if (!server_ || grpc_port_ == 0) {
     server_.reset();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include "common/config.h"
@@ -110,6 +111,9 @@ class DaemonServer {
   ~DaemonServer();
 
   void addService(grpc::Service* service) { services_.push_back(service); }
+  // Answers every method no added service has (a standby RM's refusal, issue
+  // #16). Call before start(); `service` must outlive the server.
+  void setFallbackService(grpc::CallbackGenericService* service) { fallback_ = service; }
   HttpServer& http() { return http_; }
   // What /readyz reports (registerHealthRoutes). The daemon itself requires
   // "serving" (set by start(), cleared when shutdown() begins); components
@@ -134,6 +138,7 @@ class DaemonServer {
   DaemonOptions opts_;
   MetricsRegistry& metrics_;
   std::vector<grpc::Service*> services_;
+  grpc::CallbackGenericService* fallback_ = nullptr;
   std::unique_ptr<grpc::Server> server_;
   Readiness readiness_;
   HttpServer http_;

@@ -88,9 +88,10 @@ Status fromGrpc(const grpc::Status& s) {
 }
 
 std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, const TlsOptions& tls) {
-  // A list of peers (HA RMs, issue #16) becomes one pick_first channel over all
-  // of them; a list that does not resolve keeps the text, so the first call
-  // fails UNAVAILABLE naming it (options were validated at start).
+  // A list of peers (etcd members; HA RMs use FailoverChannel, since a standby
+  // accepts connections too) becomes one pick_first channel over all of them; a list that does not
+  // resolve keeps the text, so the first call fails UNAVAILABLE naming it (options were validated
+  // at start).
   std::string target = address;
   if (address.find(',') != std::string::npos) {
     auto t = grpcTargetForList(address, "address");

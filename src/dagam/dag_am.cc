@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/rm_failover.h"
 #include "common/wire.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
@@ -60,7 +61,8 @@ struct DagAmDriver::Impl {
   AmOptions opt;
   DagJob& job;
   const std::atomic<bool>& stop;
-  std::unique_ptr<v1::ApplicationMaster::Stub> rm;
+  // The RM, or the RMs of an HA pair: calls follow the active one (issue #16).
+  std::shared_ptr<FailoverChannel> rm;
   std::map<std::string, std::unique_ptr<v1::ContainerManager::Stub>> nms;  // by address
   std::map<std::string, v1::Container> containers;  // granted, by id (carry the token)
   int64_t response_id = 0;
@@ -69,12 +71,20 @@ struct DagAmDriver::Impl {
       : opt(std::move(o)),
         job(j),
         stop(s),
-        rm(v1::ApplicationMaster::NewStub(makeChannel(opt.rm_am_address, opt.tls))) {}
+        rm(FailoverChannel::create(opt.rm_am_address, opt.tls, "rm address").value()) {}
 
-  std::unique_ptr<grpc::ClientContext> context() const {
-    auto ctx = makeContext(opt.rpc_timeout);
-    if (!opt.am_token.empty()) ctx->AddMetadata("authorization", "Bearer " + opt.am_token);
-    return ctx;
+  // One AM call to the active RM. Every AM call is idempotent (rm_failover.h):
+  // registration is a resync and Allocate's response_id detects a duplicate.
+  template <class Req, class Resp>
+  grpc::Status callRm(grpc::Status (v1::ApplicationMaster::Stub::*method)(grpc::ClientContext*,
+                                                                          const Req&, Resp*),
+                      const Req& req, Resp* resp) {
+    return rm->unary(method, req, resp, opt.rpc_timeout, CallKind::kIdempotent,
+                     [this](grpc::ClientContext* ctx) {
+                       if (!opt.am_token.empty()) {
+                         ctx->AddMetadata("authorization", "Bearer " + opt.am_token);
+                       }
+                     });
   }
 
   // Sleeps `d` in small slices so a stop request is honoured quickly.
@@ -123,8 +133,7 @@ struct DagAmDriver::Impl {
     req.set_tracking_url(opt.tracking_url);
     v1::RegisterApplicationMasterResponse resp;
     grpc::Status st = withRetry("RegisterApplicationMaster", [&] {
-      auto ctx = context();
-      return rm->RegisterApplicationMaster(ctx.get(), req, &resp);
+      return callRm(&v1::ApplicationMaster::Stub::RegisterApplicationMaster, req, &resp);
     });
     if (!st.ok()) return st;
     response_id = 0;
@@ -210,8 +219,7 @@ struct DagAmDriver::Impl {
     addStageReports(job, req.mutable_stages());
     v1::FinishApplicationMasterResponse resp;
     grpc::Status st = withRetry("FinishApplicationMaster", [&] {
-      auto ctx = context();
-      return rm->FinishApplicationMaster(ctx.get(), req, &resp);
+      return callRm(&v1::ApplicationMaster::Stub::FinishApplicationMaster, req, &resp);
     });
     if (!st.ok()) {
       spdlog::error("app {}: FinishApplicationMaster failed: {}", opt.app_id, st.error_message());
@@ -264,10 +272,8 @@ struct DagAmDriver::Impl {
       addStageReports(job, req.mutable_stages());
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
-      st = withRetry("Allocate", [&] {
-        auto ctx = context();
-        return rm->Allocate(ctx.get(), req, &resp);
-      });
+      st = withRetry("Allocate",
+                     [&] { return callRm(&v1::ApplicationMaster::Stub::Allocate, req, &resp); });
       if (!st.ok()) {
         if (stop.load()) continue;
         if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
@@ -331,8 +337,7 @@ struct DagAmDriver::Impl {
       req.set_progress(static_cast<float>(job.progress()));
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
-      auto ctx = context();
-      (void)rm->Allocate(ctx.get(), req, &resp);
+      (void)callRm(&v1::ApplicationMaster::Stub::Allocate, req, &resp);
     }
     logEvents();
     return finish();

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/address_list.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/logging.h"
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
   opt.rpc_timeout = *rt;
   if (opt.rm_am_address.empty()) {
     return usage("--rm-am-address: required (or set MORPHEUS_RM_AM_ADDRESS)");
+  }
+  if (auto rms = splitAddressList(opt.rm_am_address, "--rm-am-address"); !rms.isOk()) {
+    return usage(rms.status().message());
   }
   if (opt.app_id.empty()) return usage("--app-id: required (or set MORPHEUS_APP_ID)");
 

@@ -99,55 +99,62 @@ std::string summarize(const google::protobuf::RepeatedPtrField<v1::ResourceAlloc
 }
 }  // namespace
 
-std::unique_ptr<grpc::ClientContext> RmReservationClient::context(Millis timeout) const {
-  auto c = makeContext(timeout);
-  if (!token_.empty()) c->AddMetadata("authorization", "Bearer " + token_);
-  return c;
+void RmReservationClient::authorize(grpc::ClientContext* ctx) const {
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+}
+
+template <class Req, class Resp>
+Status RmReservationClient::callRm(
+    grpc::Status (v1::ReservationService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+    const Req& req, Resp* resp, Millis timeout, CallKind kind) {
+  if (!rm_.isOk()) return rm_.status();
+  grpc::Status st = (*rm_)->unary(method, req, resp, timeout, kind,
+                                  [this](grpc::ClientContext* ctx) { authorize(ctx); });
+  if (!st.ok()) return fromGrpc(st).withContext("RM at " + (*rm_)->current());
+  return Status::ok();
 }
 
 Result<SubmittedReservation> RmReservationClient::submit(const RecurringRequest& r, TimePoint now,
                                                          const std::string& existing_id) {
   MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, recurringDefinition(r, now));
-  auto stub = v1::ReservationService::NewStub(makeChannel(address_, tls_));
   if (!existing_id.empty()) {
     v1::UpdateReservationRequest req;
     req.set_reservation_id(existing_id);
     req.set_user(r.owner);
     *req.mutable_definition() = def;
     v1::UpdateReservationResponse resp;
-    auto ctx = context(Millis(30000));
-    grpc::Status st = stub->UpdateReservation(ctx.get(), req, &resp);
-    if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+    MORPHEUS_RETURN_IF_ERROR(callRm(&v1::ReservationService::Stub::UpdateReservation, req, &resp,
+                                    Millis(30000), CallKind::kNotIdempotent));
     return SubmittedReservation{existing_id, summarize(resp.allocations())};
   }
+  // NewReservation only hands out an id: repeating it is harmless.
   v1::NewReservationResponse nr;
-  auto c1 = context(Millis(10000));
-  grpc::Status st = stub->NewReservation(c1.get(), v1::NewReservationRequest(), &nr);
-  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  MORPHEUS_RETURN_IF_ERROR(callRm(&v1::ReservationService::Stub::NewReservation,
+                                  v1::NewReservationRequest(), &nr, Millis(10000),
+                                  CallKind::kIdempotent));
   v1::SubmitReservationRequest req;
   req.set_reservation_id(nr.reservation_id());
   req.set_queue(r.queue);
   req.set_user(r.owner);
   *req.mutable_definition() = def;
   v1::SubmitReservationResponse resp;
-  auto c2 = context(Millis(30000));
-  st = stub->SubmitReservation(c2.get(), req, &resp);
-  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  MORPHEUS_RETURN_IF_ERROR(callRm(&v1::ReservationService::Stub::SubmitReservation, req, &resp,
+                                  Millis(30000), CallKind::kNotIdempotent));
   return SubmittedReservation{nr.reservation_id(), summarize(resp.allocations())};
 }
 
 Result<SubmittedReservation> RmReservationClient::submitOneOff(const OneOffRequest& r) {
   MORPHEUS_ASSIGN_OR_RETURN(v1::ReservationDefinition def, oneOffDefinition(r));
-  auto stub = v1::ReservationService::NewStub(makeChannel(address_, tls_));
   v1::SubmitReservationRequest req;
   req.set_reservation_id(r.reservation_id);
   req.set_queue(r.slo.queue);
   req.set_user(r.slo.owner);
   *req.mutable_definition() = def;
   v1::SubmitReservationResponse resp;
-  auto ctx = context(Millis(30000));
-  grpc::Status st = stub->SubmitReservation(ctx.get(), req, &resp);
-  if (!st.ok()) return fromGrpc(st).withContext("RM at " + address_);
+  // The caller chose the id: a repeat after an in-flight failure is refused
+  // ALREADY_EXISTS, which the caller already treats as submitted.
+  MORPHEUS_RETURN_IF_ERROR(callRm(&v1::ReservationService::Stub::SubmitReservation, req, &resp,
+                                  Millis(30000), CallKind::kIdempotent));
   return SubmittedReservation{r.reservation_id, summarize(resp.allocations())};
 }
 

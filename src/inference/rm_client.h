@@ -12,9 +12,10 @@
 
 #include "common/clock.h"
 #include "common/resource.h"
+#include "common/rm_failover.h"
 #include "common/status.h"
 #include "common/tls.h"
-#include "morpheus/v1/reservation.pb.h"
+#include "morpheus/v1/reservation.grpc.pb.h"
 
 namespace morpheus::inference {
 
@@ -69,20 +70,31 @@ class ReservationClient {
 
 class RmReservationClient final : public ReservationClient {
  public:
+  // `rm_address`: the RM, or every RM of an HA pair ("h:p,h:p", issue #16):
+  // calls follow the active one (common/rm_failover.h); a malformed list
+  // fails every call INVALID_ARGUMENT naming inference.rm-address.
   // `tls`: the inference daemon's mutual-TLS setting (plaintext when off).
   // `token` non-empty: sent as "authorization: Bearer TOKEN"; it must be an
   // RM admin's, as reservations are submitted for their owners.
   RmReservationClient(std::string rm_address, TlsOptions tls, std::string token = "")
-      : address_(std::move(rm_address)), tls_(std::move(tls)), token_(std::move(token)) {}
+      : address_(std::move(rm_address)),
+        rm_(FailoverChannel::create(address_, tls, "inference.rm-address")),
+        token_(std::move(token)) {}
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
                                       const std::string& existing_id) override;
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override;
 
  private:
-  std::unique_ptr<grpc::ClientContext> context(Millis timeout) const;
+  // Adds the bearer token to an RPC's context.
+  void authorize(grpc::ClientContext* ctx) const;
+  // One ReservationService call through the failover channel; errors name the RM.
+  template <class Req, class Resp>
+  Status callRm(grpc::Status (v1::ReservationService::Stub::*method)(grpc::ClientContext*,
+                                                                     const Req&, Resp*),
+                const Req& req, Resp* resp, Millis timeout, CallKind kind);
 
   std::string address_;
-  TlsOptions tls_;
+  Result<std::shared_ptr<FailoverChannel>> rm_;
   std::string token_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "common/address_list.h"
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "common/validate.h"
@@ -61,6 +62,10 @@ int main(int argc, char** argv) {
     spdlog::warn(
         "nm.auth-disabled: true: registering with the RM without credentials; for tests "
         "and single-user development only");
+  }
+  if (auto rms = splitAddressList(opts.rm_address, "nm.rm-address"); !rms.isOk()) {
+    std::cerr << "morpheus-nm: config error: " << rms.status().message() << "\n";
+    return 2;
   }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-nm: " << st.message() << "\n";

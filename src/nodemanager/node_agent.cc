@@ -45,7 +45,7 @@ NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
       metrics_(metrics),
       runtime_(runtime),
       key_(key),
-      stub_(v1::ResourceTracker::NewStub(makeChannel(opts.rm_address, opts.daemon.tls))),
+      rm_(FailoverChannel::create(opts.rm_address, opts.daemon.tls, "nm.rm-address").value()),
       interval_(opts.heartbeat_interval),
       report_(static_cast<int>(opts.full_report_every)) {}
 
@@ -64,10 +64,8 @@ void NodeAgent::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::unique_ptr<grpc::ClientContext> NodeAgent::rmContext() const {
-  auto ctx = makeContext(Millis(5000));
+void NodeAgent::authorize(grpc::ClientContext* ctx) const {
   if (!rm_token_.empty()) ctx->AddMetadata("authorization", "Bearer " + rm_token_);
-  return ctx;
 }
 
 bool NodeAgent::registerOnce() {
@@ -85,8 +83,10 @@ bool NodeAgent::registerOnce() {
   // Containers that survive an RM restart are reported so the RM re-adopts them.
   for (const auto& c : runtime_.snapshot()) toProto(c, req.add_running_containers());
   v1::RegisterNodeResponse resp;
-  auto ctx = rmContext();
-  grpc::Status st = stub_->RegisterNode(ctx.get(), req, &resp);
+  // Idempotent: a repeated registration replaces the node's record.
+  grpc::Status st =
+      rm_->unary(&v1::ResourceTracker::Stub::RegisterNode, req, &resp, Millis(5000),
+                 CallKind::kIdempotent, [this](grpc::ClientContext* ctx) { authorize(ctx); });
   if (!st.ok()) {
     if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
         st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
@@ -103,7 +103,7 @@ bool NodeAgent::registerOnce() {
   report_.reset();
   if (resp.heartbeat_interval_ms() > 0) interval_ = Millis(resp.heartbeat_interval_ms());
   setRegistered(true);
-  spdlog::info("node {} registered with RM {} (epoch {}) offering {}", node_id_, opts_.rm_address,
+  spdlog::info("node {} registered with RM {} (epoch {}) offering {}", node_id_, rm_->current(),
                epoch_, opts_.resources.toString());
   return true;
 }
@@ -116,8 +116,10 @@ bool NodeAgent::heartbeatOnce() {
   report_.build(runtime_.snapshot(), &req);
   if (extend_heartbeat_) extend_heartbeat_(&req);
   v1::NodeHeartbeatResponse resp;
-  auto ctx = rmContext();
-  grpc::Status st = stub_->NodeHeartbeat(ctx.get(), req, &resp);
+  // Idempotent: a heartbeat carries the node's full status.
+  grpc::Status st =
+      rm_->unary(&v1::ResourceTracker::Stub::NodeHeartbeat, req, &resp, Millis(5000),
+                 CallKind::kIdempotent, [this](grpc::ClientContext* ctx) { authorize(ctx); });
   if (!st.ok()) {
     spdlog::warn("heartbeat to RM {} failed: {}", opts_.rm_address, st.error_message());
     metrics_.counter("morpheus_nm_heartbeat_failures_total", "Failed heartbeats").inc();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "common/rm_failover.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "nodemanager/container_runtime.h"
 #include "nodemanager/container_service.h"
@@ -30,6 +31,7 @@ Result<std::string> readNodeToken(const std::string& path);
 class NodeAgent {
  public:
   // `container_manager_address` / `http_address`: where this NM serves.
+  // opts.rm_address must be a valid address list (splitAddressList).
   // Heartbeats report `runtime`'s containers and obey the RM's kill and
   // acknowledge orders; this node's container-token key is stored in `key`
   // at registration. `rm_token` "" = send no credentials (nm.auth-disabled).
@@ -58,8 +60,8 @@ class NodeAgent {
   bool registerOnce();
   bool heartbeatOnce();  // false = must re-register
   void setRegistered(bool registered);
-  // A context with the RPC deadline and this node's credentials.
-  std::unique_ptr<grpc::ClientContext> rmContext() const;
+  // Adds this node's credentials to an RPC's context.
+  void authorize(grpc::ClientContext* ctx) const;
 
   const NmOptions opts_;
   const std::string node_id_;
@@ -69,8 +71,10 @@ class NodeAgent {
   MetricsRegistry& metrics_;
   ContainerRuntime& runtime_;
   TokenKey& key_;
-  std::unique_ptr<v1::ResourceTracker::Stub> stub_;
-  std::function<void(bool)> on_registration_;                        // constant after start()
+  // nm.rm-address, one address or the RMs of an HA pair (issue #16): calls
+  // follow the active RM (common/rm_failover.h).
+  std::shared_ptr<FailoverChannel> rm_;
+  std::function<void(bool)> on_registration_;  // constant after start()
   std::function<void(v1::NodeHeartbeatRequest*)> extend_heartbeat_;  // constant after start()
 
   std::mutex mu_;

@@ -22,13 +22,14 @@ Result<std::optional<std::unique_ptr<HaSession>>> HaSession::becomeActive(const 
   auto elector = std::make_unique<LeaderElector>(etcd, opts.election, clock);
   spdlog::info("HA: campaigning for {} as {} (etcd {})", opts.election.key, opts.election.identity,
                opts.endpoints);
-  auto fence = campaignUntilElected(*elector, opts.election.lease_ttl / 5);
+  auto fence = campaignUntilElected(*elector, opts.election.lease_ttl / 5, opts.on_leader_change);
   if (!fence) return std::optional<std::unique_ptr<HaSession>>();
   spdlog::info(
       "HA: this RM is active (leader key revision {}); warm copy: {} record(s) at "
       "revision {}",
       fence->create_revision, mirror->size(), mirror->revision());
-  auto store = store::makeEtcdStateStore(etcd, store::kEtcdStatePrefix, *fence, mirror);
+  auto store =
+      store::makeEtcdStateStore(etcd, store::kEtcdStatePrefix, *fence, mirror, opts.max_txn_ops);
   // The first fenced write, under the state prefix: it proves the fence and
   // gives the warm copy an event to catch up to before recovery reads from it.
   MORPHEUS_RETURN_IF_ERROR(store->commit({{"rm-ha", "active", opts.election.identity}}));

@@ -3,6 +3,7 @@
 // key between the RMs of a pair, and step down.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@ namespace morpheus::rm {
 struct HaOptions {
   std::string endpoints;  // state-store.location
   LeaderElectionOptions election;
+  size_t max_txn_ops = 128;  // state-store.etcd.max-txn-ops
+  // Called from becomeActive with the leader record (election.identity of
+  // the active RM, "" = none) whenever it changes while this RM is standby.
+  std::function<void(const std::string&)> on_leader_change;
 };
 
 class HaSession {

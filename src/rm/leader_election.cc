@@ -111,7 +111,8 @@ std::string LeaderElector::leader() const {
   return leader_;
 }
 
-std::optional<store::EtcdFence> campaignUntilElected(LeaderElector& elector, Millis poll) {
+std::optional<store::EtcdFence> campaignUntilElected(
+    LeaderElector& elector, Millis poll, const std::function<void(const std::string&)>& on_leader) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -125,6 +126,7 @@ std::optional<store::EtcdFence> campaignUntilElected(LeaderElector& elector, Mil
     } else if (elector.leader() != shown) {
       shown = elector.leader();
       spdlog::info("standby: the active RM is {}", shown.empty() ? "(none yet)" : shown);
+      if (on_leader) on_leader(shown);
     }
     timespec ts{static_cast<time_t>(poll.count() / 1000),
                 static_cast<long>((poll.count() % 1000) * 1000000)};

@@ -73,9 +73,12 @@ class LeaderElector {
 };
 
 // Campaigns until this RM is active: tryAcquire() every `poll`, logging the
-// current leader when it changes. Returns the fence, or nullopt when SIGTERM
-// or SIGINT arrived first (the signals must be blocked, see
-// blockTerminationSignals; the signal is consumed).
-std::optional<store::EtcdFence> campaignUntilElected(LeaderElector& elector, Millis poll);
+// current leader when it changes and passing its record to `on_leader` (if
+// set; "" = no leader). Returns the fence, or nullopt when SIGTERM or SIGINT
+// arrived first (the signals must be blocked, see blockTerminationSignals;
+// the signal is consumed).
+std::optional<store::EtcdFence> campaignUntilElected(
+    LeaderElector& elector, Millis poll,
+    const std::function<void(const std::string&)>& on_leader = nullptr);
 
 }  // namespace morpheus::rm

@@ -26,6 +26,7 @@
 #include "rm/rest.h"
 #include "rm/rm_core.h"
 #include "rm/services.h"
+#include "rm/standby_front.h"
 #include "rm/telemetry.h"
 #include "rm/web_ui.h"
 #include "store/state_store.h"
@@ -34,15 +35,22 @@ using namespace morpheus;
 
 namespace {
 
-// HA options from the config (issue #16). The identity other RMs log for the
-// active one: the configured client address(es) and this process.
-rm::HaOptions haOptions(const rm::RmOptions& opts) {
+// HA options from the config (issue #16). The identity other RMs read for
+// the active one: its advertised client addresses (the standby front's ports,
+// which the real servers take over) and this process.
+rm::HaOptions haOptions(const rm::RmOptions& opts, rm::StandbyFront& standby) {
   rm::HaOptions ha;
   ha.endpoints = opts.state_store_location;
   ha.election.key = opts.ha_leader_key;
   ha.election.lease_ttl = opts.ha_lease_ttl;
-  ha.election.identity = opts.daemon.grpc_host + ":" + std::to_string(opts.daemon.grpc_port) +
-                         " (pid " + std::to_string(::getpid()) + ")";
+  ha.max_txn_ops = static_cast<size_t>(opts.etcd_max_txn_ops);
+  ha.election.identity =
+      rm::encodeLeaderRecord({rm::advertisedHost(opts.ha_advertise_host, opts.daemon.grpc_host) +
+                                  ":" + std::to_string(standby.grpcPort()),
+                              rm::advertisedHost(opts.ha_advertise_host, opts.daemon.http_host) +
+                                  ":" + std::to_string(standby.httpPort()),
+                              ::getpid()});
+  ha.on_leader_change = [&standby](const std::string& leader) { standby.setLeader(leader); };
   return ha;
 }
 
@@ -90,27 +98,34 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
-  // Made first so /readyz can name what is not ready yet (state store, plan).
-  DaemonServer server("rm", opts.daemon, metrics);
-  server.readiness().require("state-store");
-  server.readiness().require("plan");
-
   // With etcd the RM is one of an active/standby pair (issue #16): a standby
-  // waits in becomeActive, not listening, until it wins the leader key.
+  // listens from the start but only answers UNAVAILABLE naming the active RM
+  // (rm/standby_front.h) until it wins the leader key.
   std::unique_ptr<rm::HaSession> ha;
+  std::unique_ptr<rm::StandbyFront> standby;
   Result<std::unique_ptr<store::StateStore>> store = std::unique_ptr<store::StateStore>();
   if (opts.state_store == "etcd") {
+    auto front = rm::StandbyFront::start(opts.daemon, metrics);
+    if (!front.isOk()) {
+      std::cerr << "morpheus-rm: " << front.status().message() << "\n";
+      return 2;
+    }
+    standby = std::move(*front);
+    opts.daemon.grpc_port = standby->grpcPort();  // the real servers take these over
+    opts.daemon.http_port = standby->httpPort();
     // Under systemd (Type=notify) a standby is a started service doing its
     // job; without READY=1 here it would hit TimeoutStartSec while it waits.
     // READY=1 is sent again with the serving status once it is active.
     notifyReady("standby: campaigning for the RM leader key");
-    auto active = rm::HaSession::becomeActive(haOptions(opts), clock);
+    rm::HaOptions ha_opts = haOptions(opts, *standby);
+    auto active = rm::HaSession::becomeActive(ha_opts, clock);
     if (!active.isOk()) {
       std::cerr << "morpheus-rm: state store: " << active.status().message() << "\n";
       return 2;
     }
     if (!active->has_value()) return 0;  // stopped while standby
     ha = std::move(**active);
+    standby->setLeader(ha_opts.election.identity);  // clients wait here while it recovers
     secret = ha->sharedTokenSecret(*secret);
     if (!secret.isOk()) {
       std::cerr << "morpheus-rm: HA token key: " << secret.status().message() << "\n";
@@ -126,6 +141,10 @@ int main(int argc, char** argv) {
     }
   }
   store::StateStore& state = ha ? ha->store() : **store;
+  // Made before the components so /readyz can name what is not ready yet.
+  DaemonServer server("rm", opts.daemon, metrics);
+  server.readiness().require("state-store");
+  server.readiness().require("plan");
   rm::RmCore core(opts, clock, metrics, *secret);
   server.readiness().set("state-store", true);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
@@ -243,10 +262,14 @@ int main(int argc, char** argv) {
                      opts.daemon.tls, *inference_token});
   rm::registerClusterRest(server.http(),
                           {core, apps, runtime, reservations, access, clock, clock.now()});
+  standby.reset();  // frees the ports the real servers bind now
   if (Status st = server.start(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  if (ha)
+    metrics.gauge("morpheus_rm_ha_active", "1 on the active RM of an HA pair, 0 on a standby")
+        .set(1);
   runtime.setAmAddress(!opts.ha_rm_addresses.empty()
                            ? opts.ha_rm_addresses
                            : opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));

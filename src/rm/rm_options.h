@@ -46,9 +46,11 @@ struct RmOptions {
   int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
 
   // Issue #16: active/standby RMs on etcd (state-store.kind etcd).
-  Millis ha_lease_ttl{5000};    // rm.ha.lease-ttl
-  std::string ha_leader_key;    // rm.ha.leader-key
-  std::string ha_rm_addresses;  // rm.ha.rm-addresses
+  Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
+  std::string ha_leader_key;       // rm.ha.leader-key
+  std::string ha_rm_addresses;     // rm.ha.rm-addresses
+  std::string ha_advertise_host;   // rm.ha.advertise-host
+  int64_t etcd_max_txn_ops = 128;  // state-store.etcd.max-txn-ops
 
   // Issue #15: limits of the heartbeat strand and of AM launches.
   int64_t strand_max_queued = 50000;      // rm.strand.max-queued
@@ -155,7 +157,14 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "sqlite: database file (\"\" = <data-dir>/rm-state.db); etcd: comma-separated "
               "host:port (or http://host:port) client endpoints of the etcd cluster. With etcd "
               "the RM runs active/standby (rm.ha.*): it campaigns for leadership first and, as a "
-              "standby, does not listen until it is elected.");
+              "standby, answers every client UNAVAILABLE naming the active RM until it is "
+              "elected.");
+  s.addInt("state-store.etcd.max-txn-ops", &o->etcd_max_txn_ops, 128, 2, 1000000, "operations",
+           "state-store.kind etcd: most operations in one etcd transaction; must match the "
+           "etcd servers' --max-txn-ops (etcd's default 128). One RM commit is one "
+           "transaction of its records plus the leader fence, so a commit of more than this "
+           "less one records (a periodic reservation displacing many one-offs) is refused "
+           "with INVALID_ARGUMENT before anything is sent; raise both together.");
   s.addBool("state-store.init", &o->state_store_init, false,
             "sqlite: accept an existing empty (0-byte) database file and start with no state. "
             "Without it such a file is refused (a state database that lost its contents must not "
@@ -182,6 +191,12 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addString("rm.ha.rm-addresses", &o->ha_rm_addresses, "",
               "Comma-separated gRPC host:port of every RM of the HA pair, handed to application "
               "masters so they follow whichever is active (\"\" = this RM's own address).");
+  s.addString("rm.ha.advertise-host", &o->ha_advertise_host, "",
+              "state-store.kind etcd: host name this RM publishes in the leader key while "
+              "active, with its bound gRPC and HTTP ports; standbys send it to clients as "
+              "the active RM's address (\"\" = grpc.host / http.host, or the machine's host "
+              "name when that is a wildcard). Write rm.ha.rm-addresses and the clients' "
+              "lists with the same host names so clients follow the hint at once.");
   s.addInt("rm.max-reservations-per-user", &o->max_reservations_per_user, 1000, 1, 100000000,
            "reservations",
            "Most admitted reservations one user may hold; more are refused "

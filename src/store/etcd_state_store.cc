@@ -17,8 +17,10 @@ Status checkNs(const std::string& ns) {
 class EtcdStateStore final : public StateStore {
  public:
   EtcdStateStore(std::shared_ptr<EtcdClient> client, std::string prefix,
-                 std::optional<EtcdFence> fence, std::shared_ptr<EtcdStateMirror> mirror)
-      : client_(std::move(client)),
+                 std::optional<EtcdFence> fence, std::shared_ptr<EtcdStateMirror> mirror,
+                 size_t max_txn_ops)
+      : max_records_(max_txn_ops - (fence ? 1 : 0)),
+        client_(std::move(client)),
         prefix_(std::move(prefix)),
         fence_(std::move(fence)),
         mirror_(std::move(mirror)),
@@ -31,9 +33,11 @@ class EtcdStateStore final : public StateStore {
       MORPHEUS_RETURN_IF_ERROR(checkNs(w.ns));
       last[path(w.ns, w.key)] = &w;
     }
-    if (last.size() > kMaxEtcdBatch) {
-      return invalidArgument("batch", std::to_string(last.size()) + " records exceed " +
-                                          std::to_string(kMaxEtcdBatch) + " in one commit");
+    if (last.size() > max_records_) {
+      return invalidArgument(
+          "batch", std::to_string(last.size()) + " records exceed " + std::to_string(max_records_) +
+                       " in one commit (etcd transaction limit: state-store.etcd.max-txn-ops, "
+                       "which must match etcd's --max-txn-ops)");
     }
     if (last.empty()) return Status::ok();
     etcdserverpb::TxnRequest req;
@@ -113,6 +117,7 @@ class EtcdStateStore final : public StateStore {
     }
   }
 
+  const size_t max_records_;  // records per commit: max-txn-ops less the fence
   std::shared_ptr<EtcdClient> client_;
   std::string prefix_;
   std::optional<EtcdFence> fence_;
@@ -125,9 +130,10 @@ class EtcdStateStore final : public StateStore {
 
 std::unique_ptr<StateStore> makeEtcdStateStore(std::shared_ptr<EtcdClient> client,
                                                std::string prefix, std::optional<EtcdFence> fence,
-                                               std::shared_ptr<EtcdStateMirror> mirror) {
+                                               std::shared_ptr<EtcdStateMirror> mirror,
+                                               size_t max_txn_ops) {
   return std::make_unique<EtcdStateStore>(std::move(client), std::move(prefix), std::move(fence),
-                                          std::move(mirror));
+                                          std::move(mirror), max_txn_ops);
 }
 
 }  // namespace morpheus::store

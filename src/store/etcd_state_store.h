@@ -7,10 +7,13 @@
 // won. A deposed leader's key is gone or re-created by the successor, so its
 // writes fail with kInfeasible ("fenced") and change nothing.
 //
-// Limits: a batch may touch at most kMaxEtcdBatch distinct records (etcd's
-// default --max-txn-ops is 128, one op is the fence); larger batches are
-// INVALID_ARGUMENT naming "batch". A namespace must be non-empty and contain
-// no '/' (INVALID_ARGUMENT naming "ns").
+// Limits: one Txn carries at most `max_txn_ops` operations, which must match
+// the etcd servers' --max-txn-ops (default 128; RM option
+// state-store.etcd.max-txn-ops). A fenced store spends one on the fence, so
+// a batch may touch at most max_txn_ops - 1 distinct records (127 by
+// default); a larger batch is refused before anything is sent,
+// INVALID_ARGUMENT naming "batch" and state-store.etcd.max-txn-ops. A
+// namespace must be non-empty and contain no '/' (INVALID_ARGUMENT naming "ns").
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,10 @@
 
 namespace morpheus::store {
 
-constexpr size_t kMaxEtcdBatch = 127;
+// etcd's default --max-txn-ops.
+constexpr size_t kDefaultEtcdMaxTxnOps = 128;
+// Records per batch of a fenced store under the default.
+constexpr size_t kMaxEtcdBatch = kDefaultEtcdMaxTxnOps - 1;
 
 // Default key prefix of the RM's records in etcd.
 inline constexpr const char* kEtcdStatePrefix = "/morpheus/state/";
@@ -39,8 +45,10 @@ struct EtcdFence {
 // commit (and with the fence's revision), so they see every earlier write of
 // the single (fenced) writer; a mirror lagging by more than 0.5 s is bypassed
 // for a direct read.
+// `max_txn_ops` >= 2.
 std::unique_ptr<StateStore> makeEtcdStateStore(std::shared_ptr<EtcdClient> client,
                                                std::string prefix, std::optional<EtcdFence> fence,
-                                               std::shared_ptr<EtcdStateMirror> mirror = nullptr);
+                                               std::shared_ptr<EtcdStateMirror> mirror = nullptr,
+                                               size_t max_txn_ops = kDefaultEtcdMaxTxnOps);
 
 }  // namespace morpheus::store

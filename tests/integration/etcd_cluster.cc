@@ -49,7 +49,8 @@ int freeLoopbackPort() {
 
 bool EtcdCluster::available() { return ::access(etcdBinary().c_str(), X_OK) == 0; }
 
-EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms) {
+EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms,
+                         const std::vector<std::string>& extra_args) {
   std::string token = "morpheus-test-" + std::to_string(::getpid()) + "-" + std::to_string(nowMs());
   std::string initial;
   for (int i = 0; i < members; ++i) {
@@ -63,8 +64,7 @@ EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms) {
     std::string c = "http://127.0.0.1:" + std::to_string(client_ports_[i]);
     std::string p = "http://127.0.0.1:" + std::to_string(peer_ports_[i]);
     // setpriv --pdeathsig: the member dies with the test process, even one that crashes.
-    procs_.push_back(Process::start("/usr/bin/setpriv",
-                                    {"--pdeathsig",
+    std::vector<std::string> args = {"--pdeathsig",
                                      "KILL",
                                      etcdBinary(),
                                      "--name",
@@ -90,8 +90,9 @@ EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms) {
                                      "--election-timeout",
                                      std::to_string(election_ms),
                                      "--log-level",
-                                     "warn"},
-                                    dir + ".log"));
+                                     "warn"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    procs_.push_back(Process::start("/usr/bin/setpriv", args, dir + ".log"));
   }
   ok_ = waitFor(
       [&] {

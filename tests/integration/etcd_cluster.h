@@ -22,8 +22,9 @@ class EtcdCluster {
   // Starts `members` etcd processes (/usr/bin/etcd or $MORPHEUS_ETCD) with
   // fast heartbeats (default 50 ms, election timeout 500 ms) and waits
   // (<= 20 s) until every member is healthy. ok() tells whether it did;
-  // log() shows why not.
-  explicit EtcdCluster(int members, int heartbeat_ms = 50, int election_ms = 500);
+  // log() shows why not. `extra_args` go to every member (--max-txn-ops 400).
+  explicit EtcdCluster(int members, int heartbeat_ms = 50, int election_ms = 500,
+                       const std::vector<std::string>& extra_args = {});
   ~EtcdCluster() = default;
   bool ok() const { return ok_; }
   std::string log() const;

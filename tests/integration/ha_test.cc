@@ -13,8 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/rm_failover.h"
+#include "common/wire.h"
 #include "etcd_cluster.h"
 #include "harness.h"
+#include "morpheus/v1/client.grpc.pb.h"
+#include "morpheus/v1/reservation.grpc.pb.h"
+#include "morpheus/v1/resource_tracker.grpc.pb.h"
 
 namespace morpheus::testing {
 namespace {
@@ -35,6 +40,51 @@ json smallReservation(int64_t t0) {
                                                   {"num-containers", 1},
                                                   {"min-concurrency", 1},
                                                   {"duration", 600000}}})}}}};
+}
+
+constexpr int64_t kMin = 60000, kHour = 60 * kMin, kDay = 24 * kHour;
+
+// 30 days of daily runs of job `key` (alice's): the run with its skyline and
+// the file events the SLO inference derives the window from (input written at
+// `avail` into the day, output read an hour after the 30 min run).
+void writeDailyHistory(std::ostream& out, const std::string& key, int64_t avail, int64_t now) {
+  const int64_t first_day = now / kDay * kDay - 30 * kDay;
+  for (int n = 0; first_day + (n + 1) * kDay < now - kHour; ++n) {
+    const int64_t base = first_day + n * kDay, written = base + avail + (n % 5) * kMin;
+    const int64_t start = base + avail + 5 * kMin + 10000, end = start + 30 * kMin;
+    const std::string rid = key + "-" + std::to_string(n);
+    const std::string in = "/data/" + key + "/in/" + std::to_string(n);
+    const std::string outp = "/data/" + key + "/out/" + std::to_string(n);
+    json sky = json::array();
+    for (int s = 0; s < 30; ++s) sky.push_back(2 + (s + n) % 4);
+    out << json({{"type", "run"},
+                 {"job", key},
+                 {"run", rid},
+                 {"user", "alice"},
+                 {"submit_ms", start - 10000},
+                 {"start_ms", start},
+                 {"end_ms", end},
+                 {"step_ms", kMin},
+                 {"skyline", sky},
+                 {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+               .dump()
+        << "\n";
+    auto event = [&](const std::string& job, const std::string& run, const std::string& path,
+                     const char* kind, int64_t t) {
+      out << json({{"type", "event"},
+                   {"job", job},
+                   {"run", run},
+                   {"path", path},
+                   {"kind", kind},
+                   {"time_ms", t}})
+                 .dump()
+          << "\n";
+    };
+    event("ingest", "ingest-" + rid, in, "write", written);
+    event(key, rid, in, "read", start + 1000);
+    event(key, rid, outp, "write", end - 1000);
+    event("consumer-of-" + key, "c-" + rid, outp, "read", end + kHour);
+  }
 }
 
 class HaIT : public ClusterTest {
@@ -60,8 +110,18 @@ class HaIT : public ClusterTest {
          "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens_},
         dirs_[i] + ".log");
   }
-  // Whether RM `i` is active (it writes its endpoints file once it serves).
-  bool active(int i) { return std::filesystem::exists(dirs_[i] + "/rm.endpoints.json"); }
+  // RM `i`'s "grpc" or "http" address from its endpoints file (a standby
+  // writes it too: it listens from the start); "" while there is none.
+  std::string endpoint(int i, const std::string& which) {
+    std::ifstream in(dirs_[i] + "/rm.endpoints.json");
+    auto j = json::parse(in, nullptr, false);
+    return j.is_discarded() ? "" : j.value(which, "");
+  }
+  // Whether RM `i` is active: its /readyz answers 200 (a standby's 503).
+  bool active(int i) {
+    std::string http = endpoint(i, "http");
+    return !http.empty() && httpRequest(http, "GET", "/readyz").status == 200;
+  }
   bool isStandby(Process& p) { return p.log().find("the active RM is") != std::string::npos; }
 
   // Starts the pair: RM 0 active, RM 1 standby.
@@ -199,7 +259,8 @@ TEST_F(HaIT, ActiveKilledStandbyTakesOverAndNothingIsLost) {
   EXPECT_EQ(changed, 0u);
   EXPECT_LT(active_after, 10s);
 
-  ASSERT_TRUE(waitFinal(id, 40s)) << rms_[1].log();
+  ASSERT_TRUE(waitFinal(id, 40s)) << app(id).dump() << "\n"
+                                  << rms_[1].log() << nms_[0].log() << nms_[1].log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump() << rms_[1].log();
   EXPECT_EQ(a["am_attempt"], 1) << "the AM carried on across the failover: " << a.dump();
@@ -244,6 +305,151 @@ TEST_F(HaIT, ActivePartitionedFromEtcdStepsDown) {
             << std::chrono::duration_cast<std::chrono::milliseconds>(stepped_down).count()
             << " ms after losing etcd\n";
   EXPECT_EQ(listed().size(), 2u);
+}
+
+// A standby listens from the start and serves nothing: every RM RPC
+// (client, reservation, node tracker) is refused UNAVAILABLE naming the
+// active RM, in the message and as `morpheus-leader` metadata; HTTP answers
+// /healthz 200, /readyz 503 and /metrics (role gauge 0) and refuses the web UI
+// and REST, mutations included, with 503 naming the active's HTTP address.
+// morpheusctl given "standby,active" follows the hint.
+TEST_F(HaIT, StandbyAnswersUnavailableNamingTheActive) {
+  ASSERT_NO_FATAL_FAILURE(startPair(etcd_->endpoints(), etcd_->endpoints()));
+  const std::string leader = "127.0.0.1:" + std::to_string(ports_[0]);
+  const std::string standby = "127.0.0.1:" + std::to_string(ports_[1]);
+  ASSERT_EQ(endpoint(1, "grpc"), standby);
+  auto channel = makeChannel(standby, TlsOptions{});
+  auto expectRefused = [&](const char* what, grpc::ClientContext& ctx, const grpc::Status& st) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+    EXPECT_EQ(st.error_message(), "standby; active RM is " + leader);
+    EXPECT_EQ(leaderHint(ctx).value_or("(none)"), leader);
+  };
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + testToken("alice"));
+    v1::ClusterMetrics m;
+    auto st = v1::ClientService::NewStub(channel)->GetClusterMetrics(
+        &ctx, v1::GetClusterMetricsRequest(), &m);
+    expectRefused("GetClusterMetrics", ctx, st);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + testToken("ops"));
+    v1::NewReservationResponse r;
+    auto st = v1::ReservationService::NewStub(channel)->NewReservation(
+        &ctx, v1::NewReservationRequest(), &r);
+    expectRefused("NewReservation", ctx, st);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterNodeRequest req;
+    req.set_node_id("nm1");
+    v1::RegisterNodeResponse r;
+    auto st = v1::ResourceTracker::NewStub(channel)->RegisterNode(&ctx, req, &r);
+    expectRefused("RegisterNode", ctx, st);
+  }
+  const std::string http = endpoint(1, "http"), leader_http = endpoint(0, "http");
+  EXPECT_EQ(httpRequest(http, "GET", "/healthz").status, 200);
+  auto ready = httpRequest(http, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("standby; active RM is " + leader_http), std::string::npos)
+      << ready.body;
+  auto metrics = httpRequest(http, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("morpheus_rm_ha_active 0\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(httpRequest(leader_http, "GET", "/metrics").body.find("morpheus_rm_ha_active 1\n"),
+            std::string::npos);
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/"},
+           {"GET", "/ui/api/cluster"},
+           {"GET", "/ws/v1/cluster/info"},
+           {"POST", "/ws/v1/cluster/reservation/new-reservation"},
+           {"POST", "/ws/v1/cluster/reservation/delete"}}) {
+    auto r = httpRequest(http, method, path, "{}", "application/json", bearer("ops"));
+    EXPECT_EQ(r.status, 503) << method << " " << path << ": " << r.body;
+    EXPECT_NE(r.body.find("active RM is " + leader_http), std::string::npos) << r.body;
+  }
+  rm_addr_ = standby + "," + leader;  // morpheusctl tries the standby first
+  auto [code, out] = ctl({"cluster", "status", "--json"});
+  EXPECT_EQ(code, 0) << out;
+  ASSERT_NO_FATAL_FAILURE(startNms(1));  // given the same order; capacity to reserve
+  ASSERT_TRUE(submitOne((nowMs() / 60000 + 60) * 60000)) << "a mutation through the list";
+  EXPECT_EQ(listed().size(), 1u);
+}
+
+// The inference service and an NM configured with both RMs (the standby
+// first) keep working across kill -9 of the active: the NM registers with the
+// new active and the inference service's reservation submissions succeed again.
+TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
+  ASSERT_NO_FATAL_FAILURE(startPair(etcd_->endpoints(), etcd_->endpoints()));
+  const std::string both = "127.0.0.1:" + std::to_string(ports_[1]) +
+                           ",127.0.0.1:" + std::to_string(ports_[0]);  // standby first
+  std::vector<std::string> nm_args = {"--rm",        both,
+                                      "--node-id",   "nm1",
+                                      "--resources", "memory=102400,vcores=100",
+                                      "--set",       "nm.heartbeat-interval=300ms"};
+  for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+  nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
+  ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+  std::string inf_dir = freshDir("inference"), rm_token = inf_dir + "-rm-token";
+  std::ofstream(rm_token) << testToken("ops") << "\n";
+  Process inf = Process::startDaemon(
+      "inference", inf_dir,
+      {"--rm", both, "--token-file", tokens_, "--set", "inference.rm-token-file=" + rm_token});
+  ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
+  ASSERT_TRUE(waitFor([&] { return inf.log().find("refit created") != std::string::npos; }, 30s))
+      << inf.log();
+  auto ctlInf = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        binary("morpheusctl"), "--rm",    rm_addr_,        "--inference",
+        inf.grpcAddress(),     "--token", testToken("ops")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
+  };
+  const int64_t now = nowMs();
+  std::string history = inf_dir + "-history.jsonl";
+  {
+    std::ofstream out(history);
+    writeDailyHistory(out, "ha-a", 2 * kHour, now);
+    writeDailyHistory(out, "ha-b", 5 * kHour, now);
+  }
+  auto [ci, oi] = ctlInf({"history", "import", history, "--format", "jsonl"});
+  ASSERT_EQ(ci, 0) << oi << inf.log();
+  auto [cr, orf] = ctlInf({"slo", "refit"});
+  ASSERT_EQ(cr, 0) << orf << inf.log();
+  auto [cl, ol] = ctlInf({"slo", "list", "--json"});
+  ASSERT_EQ(cl, 0) << ol;
+  std::map<std::string, std::string> proposal;
+  const json listed_proposals = json::parse(ol);
+  for (const auto& p : listed_proposals["proposals"])
+    proposal[p["job_key"].get<std::string>()] = p["proposal_id"].get<std::string>();
+  ASSERT_EQ(proposal.size(), 2u) << ol;
+  auto accept = [&](const std::string& job) {
+    auto [c, o] = ctlInf({"slo", "accept", proposal[job], "--json"});
+    EXPECT_EQ(c, 0) << o << inf.log();
+    auto j = json::parse(o, nullptr, false);
+    return j.is_discarded() ? std::string() : j.value("reservation_id", "");
+  };
+  auto liveNodes = [&] {
+    auto [c, o] = ctl({"cluster", "status", "--json"});
+    auto j = json::parse(o, nullptr, false);
+    return c == 0 && !j.is_discarded() ? j["live_nodes"].get<int>() : -1;
+  };
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << nms_.back().log();
+  const std::string before = accept("ha-a");  // through the standby's refusal
+  ASSERT_FALSE(before.empty());
+
+  ASSERT_EQ(rms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  ASSERT_TRUE(waitFor([&] { return active(1); }, 10s)) << rms_[1].log();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s))
+      << "the NM registered with the new active\n"
+      << nms_.back().log();
+  const std::string after = accept("ha-b");  // the old active is gone: the list moves on
+  ASSERT_FALSE(after.empty());
+  auto now_listed = listed();
+  EXPECT_TRUE(now_listed.count(before)) << "accepted before the failover";
+  EXPECT_TRUE(now_listed.count(after)) << "accepted after the failover";
 }
 
 }  // namespace

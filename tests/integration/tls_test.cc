@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/wire.h"
+#include "etcd_cluster.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "harness.h"
 
@@ -203,6 +204,37 @@ TEST_F(TlsIT, ClusterAcceptsOnlyClientsCertifiedByItsCa) {
                   foreign_id_.cert, "--tls-key", foreign_id_.key, "cluster", "status"});
   EXPECT_EQ(c2, 2) << o2;
   EXPECT_NE(o2.find("--tls-cert (MORPHEUS_TLS_CERT): certificate in"), std::string::npos) << o2;
+}
+
+// RM address lists under mTLS (issue #16): each address is verified against
+// its own host name. An NM given "127.0.0.1:<nothing>,localhost:<rm>" and
+// morpheusctl given "localhost:<nothing>,127.0.0.1:<rm>" skip the dead entry
+// and reach the RM whose certificate names both 127.0.0.1 and localhost (one
+// channel over the resolved list checked every peer against one name).
+TEST_F(TlsIT, RmAddressListVerifiesEachAddressAgainstItsOwnName) {
+  std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
+  for (const auto& a : tlsArgs(ca_, rm_id_)) args.push_back(a);
+  rm_ = Process::startDaemon("rm", freshDir("rm"), args);
+  ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
+  const std::string port = rm_.grpcAddress().substr(rm_.grpcAddress().rfind(':') + 1);
+  const std::string dead = std::to_string(freeLoopbackPort());
+  std::vector<std::string> nm_args = {"--rm",        "127.0.0.1:" + dead + ",localhost:" + port,
+                                      "--node-id",   "nm1",
+                                      "--resources", "memory=4096,vcores=8",
+                                      "--set",       "nm.heartbeat-interval=300ms"};
+  for (const auto& a : tlsArgs(ca_, nm_id_)) nm_args.push_back(a);
+  for (const auto& a : nmAuthArgs("nm1")) nm_args.push_back(a);
+  nm_ = Process::startDaemon("nm", freshDir("nm"), nm_args);
+  ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
+  auto live = [&] {
+    auto [code, out] =
+        runCommand({binary("morpheusctl"), "--rm", "localhost:" + dead + ",127.0.0.1:" + port,
+                    "--token", testToken("alice"), "--tls-ca", ca_, "--tls-cert", client_id_.cert,
+                    "--tls-key", client_id_.key, "cluster", "status", "--json"});
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    return code == 0 && !j.is_discarded() ? j["live_nodes"].get<int>() : -1;
+  };
+  EXPECT_TRUE(waitFor([&] { return live() == 1; }, 15s)) << rm_.log() << nm_.log();
 }
 
 // A DAG job runs end to end under mTLS: the RM launches the AM on the NM over

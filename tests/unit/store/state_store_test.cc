@@ -272,17 +272,51 @@ TEST(EtcdStateStoreTest, MirrorFollowsAnotherWritersCommits) {
   EXPECT_FALSE(warm.get("/mirror-test/n/old").has_value());
 }
 
-// etcd: a batch over etcd's transaction size is refused whole, naming the batch.
+// etcd: a batch over the configured transaction size is refused whole,
+// before sending, naming the batch and the option.
 TEST(EtcdStateStoreTest, OversizedBatchIsRefusedWhole) {
   if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
   auto s = EtcdBackend::open("big");
   ASSERT_TRUE(s.isOk()) << s.status().toString();
   std::vector<StateWrite> batch;
-  for (size_t i = 0; i <= kMaxEtcdBatch; ++i) batch.push_back({"n", std::to_string(i), "v"});
+  for (size_t i = 0; i <= kDefaultEtcdMaxTxnOps; ++i)
+    batch.push_back({"n", std::to_string(i), "v"});
   Status st = (*s)->commit(batch);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("batch"), std::string::npos);
+  EXPECT_NE(st.message().find("state-store.etcd.max-txn-ops"), std::string::npos) << st.message();
   EXPECT_TRUE((*s)->list("n")->empty());
+}
+
+// etcd started with --max-txn-ops 400: a fenced store with max_txn_ops raised
+// to match commits a batch of 300 records in one Txn; with the default limit
+// the same batch is refused before sending and nothing is written.
+TEST(EtcdStateStoreTest, RaisedMaxTxnOpsAcceptsABatchOf300) {
+  if (!EtcdBackend::available()) GTEST_SKIP() << "etcd is not installed on this machine";
+  testing::EtcdCluster big(1, 50, 500, {"--max-txn-ops", "400"});
+  ASSERT_TRUE(big.ok()) << big.log();
+  auto client = EtcdClient::connect(big.endpoints(), "e", Millis(5000));
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  std::shared_ptr<EtcdClient> c = std::move(client).value();
+  etcdserverpb::TxnRequest lead;  // a leader key to fence on (the fence costs one op)
+  auto* put = lead.add_success()->mutable_request_put();
+  put->set_key("/txn-test/leader");
+  put->set_value("rm-a");
+  auto rev = c->txn(lead);
+  ASSERT_TRUE(rev.isOk());
+  EtcdFence fence{"/txn-test/leader", rev->header().revision()};
+  std::vector<StateWrite> batch;
+  for (int i = 0; i < 300; ++i) batch.push_back({"n", std::to_string(i), "v"});
+
+  auto small = makeEtcdStateStore(c, "/txn-test/state/", fence);
+  Status refused = small->commit(batch);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.toString();
+  EXPECT_TRUE(small->list("n")->empty());
+
+  auto raised = makeEtcdStateStore(c, "/txn-test/state/", fence, nullptr, 400);
+  Status st = raised->commit(batch);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  EXPECT_EQ(raised->list("n")->size(), 300u);
 }
 
 // Finding 10: an existing 0-byte database is refused (naming the file and the way out)
