@@ -524,13 +524,14 @@ Result<int> HttpServer::start(const std::string& host, int port) {
 void HttpServer::stop() {
   if (!impl_->running) return;
   impl_->running = false;
-  asio::post(impl_->io, [this] {
-    beast::error_code ec;
-    impl_->acceptor->close(ec);
-    impl_->backoff_timer->cancel();
-  });
   impl_->io.stop();
   impl_->thread.join();
+  // The I/O thread is gone, so the acceptor is closed here: a handler posted
+  // to the stopped loop would never run and the port would stay bound until
+  // the destructor (an HA takeover rebinds the standby's ports at once).
+  beast::error_code ec;
+  impl_->acceptor->close(ec);
+  impl_->backoff_timer->cancel();
   impl_->pool->stop();
   impl_->pool->join();
 }

@@ -119,7 +119,8 @@ class HttpServer {
   // bound port; UNAVAILABLE naming the address when it is busy.
   Result<int> start(const std::string& host, int port);
   // Stops accepting, joins the I/O thread, then waits for running handlers
-  // and drops queued ones. Idempotent.
+  // and drops queued ones; the port is free to bind again when it returns.
+  // Idempotent.
   void stop();
 
   const HttpServerOptions& options() const;

@@ -383,6 +383,28 @@ void RmRuntime::killAppContainers(const AppId& app) {
   }
 }
 
+// An AM container that ended while no RM knew of it: it exited during an RM
+// restart or HA failover, and its NM reported the exit only after
+// re-registering. The attempt ended all the same, so it is adopted and ended
+// like one this RM watched (containerDone: next attempt or app failed);
+// without this the app would stay RUNNING with no AM. Any other unknown
+// completed container is only acknowledged.
+void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
+                                      TimePoint now) {
+  ContainerId cid(st.container_id());
+  AppId app = appOfContainer(st.container_id());
+  auto rec = apps_.get(app);
+  if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
+  Resource r = fromProto(st.resource());
+  Cont c{cid, app, nid, r, true, true, fromEpochMs(st.start_ms()), {}};
+  if (ensureApp(app, now)) account(c);
+  rt_[app].running++;
+  rt_[app].used += r;
+  logLater(spdlog::level::info, "AM container {} of {} ended while no RM watched it", cid.value(),
+           app.value());
+  containerDone(c, st);
+}
+
 void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
                                 v1::NodeHeartbeatResponse* resp) {
   Guard lk(*this);
@@ -402,6 +424,7 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
     ContainerId cid(st.container_id());
     auto it = containers_.find(cid);
     if (st.state() == v1::CONTAINER_COMPLETE) {
+      if (it == containers_.end() && !done_.count(cid)) endUnknownAmContainer(nid, st, now);
       if (it != containers_.end()) {
         AppId app = it->second.app;
         containerDone(it->second, st);

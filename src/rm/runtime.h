@@ -208,7 +208,9 @@ class RmRuntime {
   void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
   void account(const Cont& c);                                           // REQUIRES(mu_)
   void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
-  void killAppContainers(const AppId& app);                              // REQUIRES(mu_)
+  void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
+                             TimePoint now);  // REQUIRES(mu_)
+  void killAppContainers(const AppId& app);   // REQUIRES(mu_)
   // Harvesting (issue #18, runtime_harvest.cc): records the primary tenant's
   // usage in harvest_history_ and caps the node's schedulable capacity at
   // the NM's harvest offer. REQUIRES(mu_)
@@ -234,11 +236,11 @@ class RmRuntime {
   // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
   // (issue #15: pushed only when it changes).
   std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
-  std::set<AppId> am_asks_;       // GUARDED_BY(mu_): apps with an AM ask in sched_
-  std::string am_address_;        // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;  // GUARDED_BY(mu_)
+  std::set<AppId> am_asks_;         // GUARDED_BY(mu_): apps with an AM ask in sched_
+  std::string am_address_;          // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;    // GUARDED_BY(mu_)
   HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage (issue #18)
-  int live_nodes_ = 0;            // GUARDED_BY(mu_): nodes_ with live set
+  int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
   std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)

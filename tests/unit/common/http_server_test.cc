@@ -172,6 +172,20 @@ class HttpServerTest : public ::testing::Test {
 // /readyz answers 503 naming each unmet condition until all are set, while
 // /healthz (liveness) answers 200 throughout; a condition cleared again
 // makes it 503 again.
+// stop() frees the port before it returns, while the server object lives on:
+// an HA takeover binds the real servers on the standby's ports right away.
+TEST(HttpServerStopTest, PortIsFreeAgainWhenStopReturns) {
+  MetricsRegistry metrics;
+  HttpServer first({}, metrics);
+  auto port = first.start("127.0.0.1", 0);
+  ASSERT_TRUE(port.isOk()) << port.status().message();
+  first.stop();
+  HttpServer second({}, metrics);
+  auto again = second.start("127.0.0.1", *port);
+  EXPECT_TRUE(again.isOk()) << again.status().message();
+  second.stop();
+}
+
 TEST(HealthRoutesTest, ReadyzFollowsReadinessConditions) {
   MetricsRegistry metrics;
   Readiness readiness;

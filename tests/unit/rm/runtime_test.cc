@@ -372,6 +372,41 @@ TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
   EXPECT_EQ(stages[0].task_duration, Millis(7000));
 }
 
+// An AM that exited while no RM was up (restart or HA failover) is reported
+// complete by its re-registered NM to an RM that never knew the container:
+// the attempt still ends (next attempt), instead of the app staying RUNNING
+// with no AM. An unknown completed task container is only acknowledged.
+TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
+  addNode("n1", 4);
+  AppId app = runningApp("root.a", "bob", "n1");
+  const ContainerId am = apps_->get(app)->am_container;
+  ASSERT_FALSE(am.value().empty());
+  ASSERT_EQ(apps_->get(app)->attempt, 1);
+
+  rt_ = std::make_unique<RmRuntime>(
+      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
+      [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  v1::RegisterNodeRequest again;  // the NM re-registers with the new RM
+  again.set_node_id("n1");
+  again.set_container_manager_address("127.0.0.1:1");
+  toProto(Resource(4096, 4), again.mutable_total());
+  rt_->onNodeRegistered(again);
+  v1::ContainerStatus exited;
+  exited.set_container_id(am.value());
+  exited.set_state(v1::CONTAINER_COMPLETE);
+  exited.set_exit_status(1);
+  toProto(Resource(1024, 1), exited.mutable_resource());
+  v1::ContainerStatus task = exited;
+  task.set_container_id(am.value() + "-not-an-am");
+  auto resp = heartbeat("n1", {exited, task});
+  EXPECT_EQ(resp.containers_to_acknowledge_size(), 2);
+  auto rec = apps_->get(app);
+  ASSERT_TRUE(rec.isOk());
+  EXPECT_EQ(rec->attempt, 2) << "the exit ended attempt 1 and the next AM was placed";
+  EXPECT_NE(rec->am_container, am);
+}
+
 // Issue #12: the skyline a run leaves (telemetry) counts the containers DRA
 // counts as used, AM included; a reservation fitted to it and a next run of
 // the same shape is at its plan, and DRA grants nothing.
