@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "rm/scheduler/phoenix_policy.h"
+
 namespace morpheus::sched {
 
 double DrfOrderingPolicy::score(const Resource& used, double weight,
@@ -15,8 +17,10 @@ Result<std::shared_ptr<const QueueOrderingPolicy>> makeQueueOrderingPolicy(std::
     return std::shared_ptr<const QueueOrderingPolicy>(std::make_shared<DrfOrderingPolicy>());
   if (name == "fifo")
     return std::shared_ptr<const QueueOrderingPolicy>(std::make_shared<FifoOrderingPolicy>());
-  return invalidArgument(std::string(field),
-                         "unknown ordering policy '" + std::string(name) + "' (drf, fifo)");
+  if (name == "phoenix")
+    return std::shared_ptr<const QueueOrderingPolicy>(std::make_shared<PhoenixOrderingPolicy>());
+  return invalidArgument(std::string(field), "unknown ordering policy '" + std::string(name) +
+                                                 "' (drf, fifo, phoenix)");
 }
 
 }  // namespace morpheus::sched

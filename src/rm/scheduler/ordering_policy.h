@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
 
@@ -24,6 +25,21 @@ class QueueOrderingPolicy {
   // configured weight (1 for users and apps); `cluster` the live cluster total.
   // Must be a pure function of its arguments.
   virtual double score(const Resource& used, double weight, const Resource& cluster) const = 0;
+
+  // What an app's order may depend on beyond its usage (issue #17, Phoenix).
+  struct AppInput {
+    const Resource& used;
+    const Resource& cluster;
+    Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
+    Millis estimated_wait;     // CRV waiting estimate of its hard constraints (crv.h)
+  };
+  // Score of an app among its siblings, lower first. Default: score(used, 1,
+  // cluster), so policies that ignore durations and constraints order apps
+  // exactly as users and queues. Must be a pure function of its arguments.
+  virtual double appScore(const AppInput& in) const { return score(in.used, 1.0, in.cluster); }
+  // True if appScore reads estimated_wait: the scheduler then re-keys apps
+  // with hard constraints once per heartbeat when the CRV changed.
+  virtual bool usesConstraintWaits() const { return false; }
 };
 
 // Weighted Dominant Resource Fairness (Ghodsi et al.): dominant share / weight,
@@ -43,8 +59,8 @@ class FifoOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource&, double, const Resource&) const override { return 0.0; }
 };
 
-// Policies by config name ("drf", "fifo"); unknown names are INVALID_ARGUMENT
-// naming `field`.
+// Policies by config name ("drf", "fifo", "phoenix": phoenix_policy.h); unknown names are
+// INVALID_ARGUMENT naming `field`.
 Result<std::shared_ptr<const QueueOrderingPolicy>> makeQueueOrderingPolicy(std::string_view name,
                                                                            std::string_view field);
 

@@ -1,5 +1,7 @@
 #include "rm/scheduler/scheduler.h"
 
+#include "rm/scheduler/crv.h"
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -203,6 +205,7 @@ struct Node {
   std::map<std::string, std::string> attrs;
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
+  ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
 };
 
 void EntityHeap::set(size_t i, Item it) {
@@ -271,14 +274,31 @@ struct StoredHash {
 bool validResource(const Resource& r) { return !r.anyNegative() && !r.isZero(); }
 
 bool matches(const PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
-  auto it = attrs.find(c.key);
-  if (it == attrs.end()) return false;
-  if (c.values.empty()) return true;
-  return std::find(c.values.begin(), c.values.end(), it->second) != c.values.end();
+  return constraintMatches(c, attrs);
+}
+
+bool hasHard(const ResourceRequest& r) {
+  return std::any_of(r.constraints.begin(), r.constraints.end(),
+                     [](const PlacementConstraint& c) { return c.hard; });
 }
 
 bool askOrder(const Ask& a, const Ask& b) {
   return std::tie(a.req.priority, a.req.request_id) < std::tie(b.req.priority, b.req.request_id);
+}
+
+// A key, and for the comparison operators exactly one value (a number for
+// kAtLeast).
+Status validateConstraint(const PlacementConstraint& c, const std::string& field) {
+  if (c.key.empty()) return invalidArgument(field + ".key", "empty attribute name");
+  if (c.op == ConstraintOp::kIn) return Status::ok();
+  if (c.values.size() != 1)
+    return invalidArgument(field + ".values", "a lower bound takes exactly one value");
+  PlacementConstraint probe = c;
+  if (c.op == ConstraintOp::kAtLeast && !constraintMatches(probe, {{c.key, c.values[0]}}))
+    return invalidArgument(field + ".values", "'" + c.values[0] + "' is not a number");
+  if (c.op == ConstraintOp::kVersionAtLeast && !constraintMatches(probe, {{c.key, c.values[0]}}))
+    return invalidArgument(field + ".values", "'" + c.values[0] + "' is not a version");
+  return Status::ok();
 }
 
 Status validatePath(const std::string& path, const std::string& field) {
@@ -330,10 +350,18 @@ struct Scheduler::Impl {
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;   // scratch of the current phase
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
+  // Phoenix (issue #17): the Constraint Resource Vector of the pending asks,
+  // the apps with hard-constrained asks (by creation order) whose keys follow
+  // its estimates, and the CRV version they were keyed at.
+  ConstraintResourceVector crv;
+  std::map<uint64_t, App*> constrained_apps;
+  uint64_t crv_keyed = 0;
 
   // ---- keys and heap membership ----
 
   Key key(Entity* e, Slot s) const {
+    if (s == kParent && e->kind == Kind::kApp)
+      return Key{0, appScore(static_cast<App*>(e)), e->seq};
     if (s == kParent) return Key{0, policy->score(e->used, e->weight, cluster_total), e->seq};
     auto* r = static_cast<Reservation*>(e);
     int tier = r->rkind == ReservationKind::kPeriodic ? 0 : 1;
@@ -453,6 +481,35 @@ struct Scheduler::Impl {
     for (auto& [id, a] : apps) rekey(a.get());
   }
 
+  // The policy's app score from the app's pending asks: its longest expected
+  // run time and the CRV's waiting estimate of its hard constraints.
+  double appScore(const App* a) const {
+    Millis duration(0), wait(0);
+    for (const Ask& ask : a->asks) {
+      duration = std::max(duration, ask.req.expected_duration);
+      if (policy->usesConstraintWaits())
+        wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
+    }
+    return policy->appScore({a->used, cluster_total, duration, wait});
+  }
+
+  // Once per heartbeat, if the CRV moved: the keys of apps with hard
+  // constraints follow its new estimates (Phoenix §IV reordering).
+  void rekeyConstrainedApps() {
+    if (!policy->usesConstraintWaits() || crv.version() == crv_keyed) return;
+    crv_keyed = crv.version();
+    for (auto& [seq, a] : constrained_apps) place(a, kParent);
+  }
+
+  // Keeps `a` in constrained_apps while it has a hard-constrained ask.
+  void syncConstrained(App* a) {
+    if (std::any_of(a->asks.begin(), a->asks.end(), [](const Ask& x) { return hasHard(x.req); })) {
+      constrained_apps.emplace(a->seq, a);
+    } else {
+      constrained_apps.erase(a->seq);
+    }
+  }
+
   void addUsed(App* a, const Resource& r) {
     for (Entity* e = a; e != nullptr; e = e->parent) e->used += r;
   }
@@ -474,6 +531,12 @@ struct Scheduler::Impl {
       if (shape.first <= free.memoryMib() && shape.second <= free.vcores()) return true;
     }
     return false;
+  }
+
+  // changeDemand plus the ask's share of the CRV.
+  void askDemand(App* a, const ResourceRequest& r, int64_t delta) {
+    changeDemand(a, r.capability, delta);
+    crv.changeDemand(r.constraints, r.capability.vcores(), r.expected_duration, delta);
   }
 
   void changeDemand(App* a, const Resource& cap, int64_t delta) {
@@ -579,6 +642,7 @@ struct Scheduler::Impl {
     if (!am) candsOf(&c).pushBack(&c);
     n.used += r;
     n.free -= r;
+    crv.nodeFreeChanged(n.crv, -r.vcores());
     cluster_used += r;
     addUsed(a, r);
     return &c;
@@ -613,10 +677,11 @@ struct Scheduler::Impl {
                     [&n](const PlacementConstraint& c) { return c.hard || matches(c, n.attrs); })) {
       ask.waiting = false;
     }
-    changeDemand(a, ask.req.capability, -g);
+    askDemand(a, ask.req, -g);
     if (ask.req.count == 0) {
       removeShape(ask.req.capability);
       a->asks.erase(a->asks.begin() + idx);
+      syncConstrained(a);
     }
     refresh(a);
   }
@@ -631,6 +696,7 @@ struct Scheduler::Impl {
     if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
+    crv.nodeFreeChanged(n->crv, c->resource.vcores());
     cluster_used -= c->resource;
     subUsed(a, c->resource);
     if (c->preempting) {
@@ -773,6 +839,7 @@ struct Scheduler::Impl {
   NodeUpdateResult update(Node& n, TimePoint now) {
     NodeUpdateResult out;
     collectKills(n, now, out);
+    rekeyConstrainedApps();
     if (anyShapeFits(n.free)) {
       runPhase(Phase::kGuaranteed, guaranteed, n, now, out);
       if (opts.borrowing_reservations_share) {
@@ -858,6 +925,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   n.total = total;
   n.free = total;
   n.attrs = std::move(attributes);
+  n.crv = s.crv.addNode(node, n.attrs, total.vcores());
   s.cluster_total += total;
   s.rekeyAll();
   return Status::ok();
@@ -872,6 +940,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   lost.reserve(n.containers.size);
   while (n.containers.head != nullptr) lost.push_back(s.freeContainer(n.containers.head));
   s.cluster_total -= n.total;
+  s.crv.removeNode(node);
   s.nodes.erase(it);
   s.rekeyAll();
   return lost;
@@ -935,9 +1004,10 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
   while (a->containers.head != nullptr) out.push_back(s.freeContainer(a->containers.head));
   for (const auto& ask : a->asks) {
     s.removeShape(ask.req.capability);
-    s.changeDemand(a, ask.req.capability, -ask.req.count);
+    s.askDemand(a, ask.req, -ask.req.count);
   }
   a->asks.clear();
+  s.constrained_apps.erase(a->seq);
   s.refresh(a);
   MORPHEUS_CHECK(a->pos[kParent] < 0, "removed app still in a heap");
   std::unique_ptr<App> owned = std::move(it->second);
@@ -974,11 +1044,11 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
       return invalidArgument(f + ".count",
                              "must be a multiple of gang_size " + std::to_string(r.gang_size));
     }
+    if (r.expected_duration.count() < 0)
+      return invalidArgument(f + ".expected_duration", "must be >= 0");
     for (size_t j = 0; j < r.constraints.size(); j++) {
-      if (r.constraints[j].key.empty()) {
-        return invalidArgument(f + ".constraints[" + std::to_string(j) + "].key",
-                               "empty attribute name");
-      }
+      MORPHEUS_RETURN_IF_ERROR(
+          validateConstraint(r.constraints[j], f + ".constraints[" + std::to_string(j) + "]"));
     }
     for (size_t j = 0; j < i; j++) {
       const auto& o = asks[j];
@@ -995,16 +1065,17 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     });
     if (old != a->asks.end()) {
       s.removeShape(old->req.capability);
-      s.changeDemand(a, old->req.capability, -old->req.count);
+      s.askDemand(a, old->req, -old->req.count);
       a->asks.erase(old);
     }
     if (r.count == 0) continue;
     Ask ask;
     ask.req = r;
     s.addShape(r.capability);
-    s.changeDemand(a, r.capability, r.count);
+    s.askDemand(a, r, r.count);
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }
+  s.syncConstrained(a);
   s.refresh(a);
   return Status::ok();
 }
@@ -1149,6 +1220,46 @@ Result<Resource> Scheduler::userUsed(const std::string& path, const UserId& user
   auto u = it->second->users.find(user);
   if (u == it->second->users.end()) return Resource();
   return u->second->used;
+}
+
+Result<std::vector<std::string>> Scheduler::pendingReasons(const AppId& app) const {
+  auto it = impl_->apps.find(app);
+  if (it == impl_->apps.end()) return notFound("app " + app.value());
+  std::vector<std::string> out;
+  for (const Ask& ask : it->second->asks) {
+    if (!hasHard(ask.req)) continue;
+    const ResourceRequest& r = ask.req;
+    bool has = false, fits = false;
+    Resource need = r.capability * std::max(1, r.gang_size);
+    for (const auto& [id, n] : impl_->nodes) {
+      if (!std::all_of(
+              r.constraints.begin(), r.constraints.end(),
+              [&n](const PlacementConstraint& c) { return !c.hard || matches(c, n.attrs); }))
+        continue;
+      has = true;
+      if (need.fitsIn(n.total)) {
+        fits = true;
+        break;
+      }
+    }
+    if (fits) continue;
+    std::string what;
+    for (const auto& c : r.constraints) {
+      if (c.hard) what += (what.empty() ? "" : ", ") + describeConstraint(c);
+    }
+    std::string ask_name =
+        r.request_id.empty() ? "priority " + std::to_string(r.priority) : "request " + r.request_id;
+    out.push_back(
+        ask_name + ": " +
+        (has ? "no registered node with " + what + " is large enough for " + need.toString()
+             : "no registered node has " + what) +
+        "; waits until such a node registers");
+  }
+  return out;
+}
+
+std::vector<ConstraintResourceVector::Entry> Scheduler::constraintResourceVector() const {
+  return impl_->crv.entries();
 }
 
 std::vector<QueueView> Scheduler::queues() const {

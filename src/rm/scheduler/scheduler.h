@@ -55,6 +55,7 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "rm/scheduler/crv.h"
 #include "rm/scheduler/ordering_policy.h"
 #include "rm/scheduler/types.h"
 
@@ -178,6 +179,18 @@ class Scheduler {
   // order (those removed but lingering for their apps included). Costs
   // O(queues + apps + asks); for reports, never called while scheduling.
   std::vector<QueueView> queues() const;
+
+  // Admission control (Phoenix, issue #17): for each pending ask of `app`
+  // whose hard constraints no registered node meets (or no such node is large
+  // enough for one container or gang), one line naming the ask and the
+  // constraints. Empty when every ask can be placed some day. The ask stays
+  // pending (a node may register later); this is its pending reason for app
+  // reports. O(asks x nodes): for reports, never called while scheduling.
+  // NOT_FOUND if unknown.
+  Result<std::vector<std::string>> pendingReasons(const AppId& app) const;
+
+  // The Constraint Resource Vector as it stands (crv.h), by resource.
+  std::vector<ConstraintResourceVector::Entry> constraintResourceVector() const;
 
  private:
   struct Impl;
