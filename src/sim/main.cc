@@ -23,6 +23,7 @@
 #include "inference/skyline_fit.h"
 #include "planner/agent.h"
 #include "sim/engine.h"
+#include "sim/phoenix_cli.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
 #include "sim/swim_trace.h"
@@ -248,6 +249,8 @@ int main(int argc, char** argv) {
   tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
       ->required();
   tr->add_flag("--json", json, "Machine-readable summary");
+  sim::PhoenixCliFlags phoenix_flags;  // issue #17
+  auto* phoenix = sim::addPhoenixCommand(app, phoenix_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -260,6 +263,7 @@ int main(int argc, char** argv) {
     return fail(e.what());
   }
   if (tr->parsed()) return traceSummary(trace, json);
+  if (phoenix->parsed()) return sim::runPhoenixCommand(phoenix_flags);
   SimFlags& f = run->parsed() ? run_flags : min_flags;
   CLI::App* cmd = run->parsed() ? run : min;
   f.adhoc_trace_given = cmd->count("--adhoc-trace") > 0;

@@ -32,6 +32,7 @@ class QueueOrderingPolicy {
     const Resource& cluster;
     Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
     Millis estimated_wait;     // CRV waiting estimate of its hard constraints (crv.h)
+    TimePoint since;           // when it joined: the last heartbeat time seen before addApp
   };
   // Score of an app among its siblings, lower first. Default: score(used, 1,
   // cluster), so policies that ignore durations and constraints order apps

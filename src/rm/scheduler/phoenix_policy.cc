@@ -9,7 +9,8 @@ double PhoenixOrderingPolicy::score(const Resource& used, double weight,
 
 double PhoenixOrderingPolicy::appScore(const AppInput& in) const {
   const double wait = use_crv_ ? static_cast<double>(in.estimated_wait.count()) : 0.0;
-  return static_cast<double>(in.expected_duration.count()) - wait;
+  const double since = static_cast<double>(toEpochMs(in.since));
+  return since + static_cast<double>(in.expected_duration.count()) - wait;
 }
 
 }  // namespace morpheus::sched

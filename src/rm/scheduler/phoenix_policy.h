@@ -9,14 +9,18 @@
 // a user in an ad-hoc leaf queue, which every node heartbeat scans in score
 // order, and the CRV is kept by the scheduler core (crv.h). An app's score is
 //
-//   score = expected_duration - estimated_wait     (milliseconds, lower first)
+//   score = since + expected_duration - estimated_wait   (ms, lower first)
 //
-// i.e. shortest expected run time first (SRPT, the reordering), advanced by
-// the time its hard-constrained resource is expected to make it wait (M/G/1
-// from the CRV): an app that can only run on scarce nodes takes such a node
-// when one frees instead of leaving it to work that could run anywhere. Apps
-// without durations score 0 - wait (unknown = not known to be long). Ties go
-// to the app created first (FIFO). Between users and queues Phoenix keeps
+// i.e. a virtual deadline: shorter expected run time first (the reordering),
+// advanced by the time its hard-constrained resource is expected to make it
+// wait (M/G/1 from the CRV) — an app that can only run on scarce nodes takes
+// such a node when one frees instead of leaving it to work that could run
+// anywhere — and aged by its arrival `since`, so an app is overtaken only by
+// apps that arrived less than its own expected duration (plus their wait
+// advantage) after it: bounded bypass, no starvation of long or of the longer
+// short jobs (pure shortest-first starved them in the simulator). Apps
+// without durations count 0 (unknown = not known to be long). Ties go to the
+// app created first (FIFO). Between users and queues Phoenix keeps
 // weighted DRF (score()), so it changes the order of work inside a user, not
 // the fairness between users.
 //

@@ -197,6 +197,7 @@ struct App : Entity {
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
+  TimePoint since;  // Impl::last_now when added (QueueOrderingPolicy::AppInput::since)
 };
 
 struct Node {
@@ -355,6 +356,7 @@ struct Scheduler::Impl {
   // its estimates, and the CRV version they were keyed at.
   ConstraintResourceVector crv;
   std::map<uint64_t, App*> constrained_apps;
+  TimePoint last_now;  // the latest heartbeat time: the scheduler's notion of now
   uint64_t crv_keyed = 0;
 
   // ---- keys and heap membership ----
@@ -490,7 +492,7 @@ struct Scheduler::Impl {
       if (policy->usesConstraintWaits())
         wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
     }
-    return policy->appScore({a->used, cluster_total, duration, wait});
+    return policy->appScore({a->used, cluster_total, duration, wait, a->since});
   }
 
   // Once per heartbeat, if the CRV moved: the keys of apps with hard
@@ -838,6 +840,7 @@ struct Scheduler::Impl {
 
   NodeUpdateResult update(Node& n, TimePoint now) {
     NodeUpdateResult out;
+    last_now = std::max(last_now, now);
     collectKills(n, now, out);
     rekeyConstrainedApps();
     if (anyShapeFits(n.free)) {
@@ -990,6 +993,7 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
   a->user_id = user;
   a->user = u;
   a->res = res;
+  a->since = s.last_now;
   s.apps.emplace(app, std::move(a));
   return Status::ok();
 }
