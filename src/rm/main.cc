@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
   rm::RuntimeOptions rto;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
+  rto.ordering_policy = opts.ordering_policy;
   rto.tls = opts.daemon.tls;
   for (const auto& [path, weight] : opts.queues) {
     char* end = nullptr;

@@ -34,6 +34,7 @@ struct RmOptions {
   int64_t max_am_attempts = 2;                               // rm.max-am-attempts
   Millis preemption_grace{15000};                            // rm.preemption-grace
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
+  std::string ordering_policy = "drf";                       // scheduler.policy (issue #17)
   DraOptions dra;  // dra.* (interval: dra.interval, 0 = plan step)
 
   // Issue #11: state database start-up and request size limits.
@@ -72,6 +73,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDuration("rm.preemption-grace", &o->preemption_grace, Millis(15000), Millis(0),
                 "Time between the preemption notice to an AM and the kill of a borrowed container "
                 "a reservation needs back.");
+  s.addString("scheduler.policy", &o->ordering_policy, "drf",
+              "Order of apps (and queues) in the ad-hoc queues: drf (weighted DRF), fifo, or "
+              "phoenix (issue #17: constraint-aware; apps by arrival + expected duration - CRV "
+              "waiting estimate of their hard constraints, DRF between users and queues).",
+              {"drf", "fifo", "phoenix"});
   s.addStringMap(
       "scheduler.queues", &o->queues,
       "Ad-hoc queue hierarchy and weights, a mapping path: weight (e.g. {root.prod: 3, "

@@ -61,6 +61,7 @@ struct RuntimeOptions {
   Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
+  std::string ordering_policy = "drf";          // scheduler.policy (issue #17: or phoenix)
   TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
   // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
   // replaced by `tls` above).
@@ -113,6 +114,9 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Admission control (issue #17): sched::Scheduler::pendingReasons of the
+  // app; empty for an app not (or no longer) in the scheduler core.
+  std::vector<std::string> pendingReasons(const AppId& app) const;
 
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.

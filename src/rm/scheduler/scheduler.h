@@ -43,6 +43,13 @@
 // — it never walks containers of reservations within their guarantee (issue
 // #13: the full walk on every heartbeat was 86% of the simulator's time).
 //
+// Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
+// Resource Vector of pending hard-constrained asks — O(hard constraints) per
+// ask change, O(constrained resources the node has) per container start or
+// end. With a policy that reads CRV waits, apps with hard constraints are
+// re-keyed at the start of a heartbeat when the CRV moved: O(constrained
+// apps x log siblings), so the order may lag the CRV by one heartbeat.
+//
 // Thread-safety: none. One thread (the RM's scheduling strand) owns it.
 #pragma once
 
