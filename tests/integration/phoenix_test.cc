@@ -14,15 +14,16 @@ namespace {
 
 class PhoenixIT : public ClusterTest {
  protected:
-  // The RM with `policy`; nm1 an x86_64 node with 3 vcores, nm2 the only
-  // aarch64 node with 2 vcores (heartbeat 300 ms).
+  // The RM with `policy`; nm1 an x86_64 node with 2 vcores, nm2 the only
+  // aarch64 node with 4 vcores (heartbeat 300 ms): room for the three AMs
+  // (1 vcore each) anywhere and still a task slot on nm2.
   void startHeterogeneous(const std::string& policy) {
     startCluster(0, {"--set", "scheduler.policy=" + policy});
     struct Spec {
       std::string id, resources, attrs;
     };
-    for (const Spec& s : {Spec{"nm1", "memory=3072,vcores=3", "isa=x86_64,cores=16"},
-                          Spec{"nm2", "memory=2048,vcores=2", "isa=aarch64,cores=64"}}) {
+    for (const Spec& s : {Spec{"nm1", "memory=2048,vcores=2", "isa=x86_64,cores=16"},
+                          Spec{"nm2", "memory=4096,vcores=4", "isa=aarch64,cores=64"}}) {
       std::vector<std::string> args = {"--rm",        rm_.grpcAddress(),
                                        "--node-id",   s.id,
                                        "--resources", s.resources,
@@ -55,7 +56,7 @@ class PhoenixIT : public ClusterTest {
            "\n"
            "stages:\n"
            "  - name: work\n"
-           "    tasks: 12\n"
+           "    tasks: 16\n"
            "    command: \"sleep 2\"\n"
            "    expected_task_ms: 600000\n"
            "    resources: {memory_mib: 256, vcores: 1}\n";
@@ -63,8 +64,9 @@ class PhoenixIT : public ClusterTest {
 };
 
 // A short job that needs the aarch64 node, submitted behind two long jobs
-// that keep every slot busy, finishes while the first long job still runs
-// (under FIFO it would wait for every task of both long jobs to be placed);
+// (16 tasks of 2 s each on 5 vcores) that keep every slot busy, finishes
+// while the first long job still runs (under FIFO its AM and task would wait
+// for every task of both long jobs to be placed);
 // an ask no node can meet shows a pending reason in `app status`; node
 // attributes are listed by `cluster status`.
 TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
@@ -75,7 +77,6 @@ TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
   std::string l1 = submit(longJob("long-1"));
   std::string l2 = submit(longJob("long-2"));
   ASSERT_TRUE(waitRunning(l1, 2, 20s)) << rm_.log();
-  ASSERT_TRUE(waitRunning(l2, 2, 20s)) << rm_.log();
   std::string s = submit(
       "name: short-arm\n"
       "stages:\n"
