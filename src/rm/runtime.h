@@ -117,6 +117,9 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Admission control (issue #17): sched::Scheduler::pendingReasons of the
+  // app; empty for an app not (or no longer) in the scheduler core.
+  std::vector<std::string> pendingReasons(const AppId& app) const;
 
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.
@@ -234,11 +237,11 @@ class RmRuntime {
   // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
   // (issue #15: pushed only when it changes).
   std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
-  std::set<AppId> am_asks_;       // GUARDED_BY(mu_): apps with an AM ask in sched_
-  std::string am_address_;        // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;  // GUARDED_BY(mu_)
+  std::set<AppId> am_asks_;         // GUARDED_BY(mu_): apps with an AM ask in sched_
+  std::string am_address_;          // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;    // GUARDED_BY(mu_)
   HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage (issue #18)
-  int live_nodes_ = 0;            // GUARDED_BY(mu_): nodes_ with live set
+  int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
   std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
