@@ -69,7 +69,9 @@ nlohmann::json reportJson(const v1::ApplicationReport& a) {
           {"am_attempt", a.am_attempt()},
           {"am_node_id", a.am_node_id()},
           {"am_container_id", a.am_container_id()},
-          {"diagnostics", a.diagnostics()}};
+          {"diagnostics", a.diagnostics()},
+          {"pending_reasons",
+           std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())}};
 }
 
 v1::ApplicationReport getApp(const CliContext& ctx, const std::string& id) {
@@ -248,6 +250,7 @@ void status(const CliContext& ctx, const std::string& id, bool json) {
               a.am_container_id().empty() ? "-" : a.am_container_id().c_str(),
               a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
   if (!a.diagnostics().empty()) std::printf("Diagnostics:   %s\n", a.diagnostics().c_str());
+  for (const auto& r : a.pending_reasons()) std::printf("Pending:       %s\n", r.c_str());
 }
 
 void kill(const CliContext& ctx, const std::string& id, const std::string& reason) {

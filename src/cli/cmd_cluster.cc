@@ -62,17 +62,20 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
       static_cast<long long>(metrics.total().vcores()),
       static_cast<long long>(metrics.used().memory_mib()),
       static_cast<long long>(metrics.used().vcores()));
-  std::printf("%-24s %-8s %-20s %-12s %-10s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
-              "VCORES", "CONTAINERS");
+  std::printf("%-24s %-8s %-20s %-12s %-10s %s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
+              "VCORES", "CONTAINERS", "ATTRIBUTES");
   for (const auto& n : nodes.nodes()) {
     char mem[64], cpu[32];
     std::snprintf(mem, sizeof mem, "%lld/%lld", static_cast<long long>(n.used().memory_mib()),
                   static_cast<long long>(n.total().memory_mib()));
     std::snprintf(cpu, sizeof cpu, "%lld/%lld", static_cast<long long>(n.used().vcores()),
                   static_cast<long long>(n.total().vcores()));
-    std::printf("%-24s %-8s %-20s %-12s %-10d\n", n.node_id().c_str(),
+    std::string attrs;  // issue #17: the resource kinds constraints match
+    for (const auto& a : n.attributes())
+      attrs += (attrs.empty() ? "" : ",") + a.key() + "=" + a.value();
+    std::printf("%-24s %-8s %-20s %-12s %-10d %s\n", n.node_id().c_str(),
                 n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST", mem, cpu,
-                n.num_containers());
+                n.num_containers(), attrs.empty() ? "-" : attrs.c_str());
   }
 }
 

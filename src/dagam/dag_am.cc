@@ -261,7 +261,10 @@ struct DagAmDriver::Impl {
           pc->set_key(c.key);
           for (const auto& v : c.values) pc->add_values(v);
           pc->set_hard(c.hard);
+          if (c.op == "at_least") pc->set_op(v1::CONSTRAINT_OP_AT_LEAST);
+          if (c.op == "version_at_least") pc->set_op(v1::CONSTRAINT_OP_VERSION_AT_LEAST);
         }
+        r->set_expected_duration_ms(a.expected_ms);
       }
       std::vector<std::string> releases = job.takeReleases();
       for (const auto& id : releases) req.add_releases(id);

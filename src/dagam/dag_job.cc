@@ -326,6 +326,7 @@ std::vector<Ask> DagJob::asks() const {
     // single task of a gang stage go out as smaller groups).
     a.gang_size = pending > 0 ? std::min(stage.gang, pending) : stage.gang;
     a.constraints = stage.constraints;
+    a.expected_ms = stage.expected_task_ms;
     out.push_back(std::move(a));
   }
   return out;

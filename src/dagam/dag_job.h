@@ -51,6 +51,7 @@ struct Ask {
   int count = 0;  // containers still wanted (0 cancels)
   int gang_size = 1;
   std::vector<ConstraintSpec> constraints;
+  int64_t expected_ms = 0;  // StageSpec::expected_task_ms
 };
 
 struct Grant {

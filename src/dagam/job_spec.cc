@@ -134,8 +134,12 @@ Result<StageSpec> readStage(const YAML::Node& n, const std::string& field) {
             have_values = true;
           } else if (ck == "hard") {
             MORPHEUS_ASSIGN_OR_RETURN(c.hard, readBool(ckv.second, cf + ".hard"));
+          } else if (ck == "op") {
+            MORPHEUS_ASSIGN_OR_RETURN(c.op, readString(ckv.second, cf + ".op"));
+            if (c.op != "in" && c.op != "at_least" && c.op != "version_at_least")
+              return invalidArgument(cf + ".op", "must be in, at_least or version_at_least");
           } else {
-            return invalidArgument(cf + "." + ck, "unknown field (expected key, values, hard)");
+            return invalidArgument(cf + "." + ck, "unknown field (expected key, values, hard, op)");
           }
         }
         if (c.key.empty()) return invalidArgument(cf + ".key", "is required");
@@ -144,6 +148,8 @@ Result<StageSpec> readStage(const YAML::Node& n, const std::string& field) {
         }
         s.constraints.push_back(std::move(c));
       }
+    } else if (key == "expected_task_ms") {
+      MORPHEUS_ASSIGN_OR_RETURN(s.expected_task_ms, readInt(v, f, 0, 366LL * 24 * 3600 * 1000));
     } else if (key == "reads") {
       MORPHEUS_ASSIGN_OR_RETURN(s.reads, readStringList(v, f));
     } else if (key == "writes") {

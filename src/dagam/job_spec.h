@@ -20,6 +20,9 @@ struct ConstraintSpec {
   std::string key;
   std::vector<std::string> values;  // non-empty
   bool hard = false;                // true: never place elsewhere
+  // Issue #17: "in" (default), "at_least" (number) or "version_at_least";
+  // the lower bounds take one value.
+  std::string op = "in";
 };
 
 struct StageSpec {
@@ -36,8 +39,9 @@ struct StageSpec {
   // altruistic share); 0 (default) = none, the RM then orders the job by DRF.
   Millis estimated_task{0};
   std::vector<ConstraintSpec> constraints;
-  std::vector<std::string> reads;          // provenance: files read (time = stage start)
-  std::vector<std::string> writes;         // provenance: files written (time = stage end)
+  int64_t expected_task_ms = 0;     // issue #17: expected run time of one task (0 = unknown), ms
+  std::vector<std::string> reads;   // provenance: files read (time = stage start)
+  std::vector<std::string> writes;  // provenance: files written (time = stage end)
   std::map<std::string, std::string> env;  // extra environment for every task
 };
 

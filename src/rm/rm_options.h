@@ -115,8 +115,10 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "{root.default: carbyne}). drf: dominant resource fairness between users, then apps; "
       "fifo: submission order; carbyne: altruistic scheduling (Grandl et al., OSDI'16) -- "
       "DRF between jobs for the least share that keeps each job's estimated completion "
-      "(from its AM's stage reports), the leftover to the jobs closest to completion. "
-      "Unlisted leaves use drf. Default: {} (drf everywhere).");
+      "(from its AM's stage reports), the leftover to the jobs closest to completion; "
+      "phoenix: constraint-aware (apps by arrival + expected duration - CRV waiting estimate "
+      "of their hard constraints, DRF between users). Unlisted leaves use drf. Default: {} (drf "
+      "everywhere).");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

@@ -86,6 +86,18 @@ std::map<std::string, Millis> stageProfile(const std::vector<reprovision::StageS
   return out;
 }
 
+// Issue #17: unknown enum values (a newer client) compare as kIn.
+sched::ConstraintOp constraintOp(v1::PlacementConstraintOp op) {
+  switch (op) {
+    case v1::CONSTRAINT_OP_AT_LEAST:
+      return sched::ConstraintOp::kAtLeast;
+    case v1::CONSTRAINT_OP_VERSION_AT_LEAST:
+      return sched::ConstraintOp::kVersionAtLeast;
+    default:
+      return sched::ConstraintOp::kIn;
+  }
+}
+
 sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
   sched::ResourceRequest r;
   r.request_id = a.request_id();
@@ -98,7 +110,9 @@ sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
   if (r.gang_size > 1) r.count -= r.count % r.gang_size;
   for (const auto& c : a.constraints()) {
     r.constraints.push_back({c.key(), {c.values().begin(), c.values().end()}, c.hard()});
+    r.constraints.back().op = constraintOp(c.op());
   }
+  r.expected_duration = Millis(a.expected_duration_ms());
   return r;
 }
 
@@ -660,6 +674,12 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 }
 
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
+
+std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
+  Guard lk(*this);
+  auto r = sched_->pendingReasons(app);
+  return r.isOk() ? *r : std::vector<std::string>{};
+}
 
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
   Guard lk(*this);

@@ -117,6 +117,9 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Admission control (issue #17): sched::Scheduler::pendingReasons of the
+  // app; empty for an app not (or no longer) in the scheduler core.
+  std::vector<std::string> pendingReasons(const AppId& app) const;
 
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.

@@ -274,6 +274,7 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
     runtime_->usage(rec->id, &n, &used);
     resp->set_running_containers(n);
     toProto(used, resp->mutable_used());
+    for (auto& reason : runtime_->pendingReasons(rec->id)) resp->add_pending_reasons(reason);
   }
   return grpc::Status::OK;
 }
@@ -315,6 +316,7 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext* ctx,
       runtime_->usage(a.id, &n, &used);
       r->set_running_containers(n);
       toProto(used, r->mutable_used());
+      for (auto& reason : runtime_->pendingReasons(a.id)) r->add_pending_reasons(reason);
     }
   }
   return grpc::Status::OK;

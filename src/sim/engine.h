@@ -63,7 +63,7 @@ struct ExperimentOptions {
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
   RealizeFn realize;  // required
   // Issue #17 (Carbyne): the ordering policy of the ad-hoc leaf queues
-  // (scheduler.policy names: drf, fifo, carbyne; default drf); the share of
+  // (scheduler.policy names: drf, fifo, carbyne, phoenix; default drf); the share of
   // ad-hoc jobs whose AM reports its DAG (the altruistic ones under carbyne;
   // the others get their DRF share), in [0, 1], default 1; and estimate
   // noise: each job's reported task duration of each stage is the true one

@@ -23,6 +23,7 @@
 #include "inference/skyline_fit.h"
 #include "planner/agent.h"
 #include "sim/engine.h"
+#include "sim/phoenix_cli.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
 #include "sim/swim_trace.h"
@@ -99,8 +100,9 @@ struct SimFlags {
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
-  cmd->add_option("--adhoc-policy", f.adhoc_policy,
-                  "Ordering inside the ad-hoc queues (scheduler.policy): drf, fifo or carbyne")
+  cmd->add_option(
+         "--adhoc-policy", f.adhoc_policy,
+         "Ordering inside the ad-hoc queues (scheduler.policy): drf, fifo, carbyne or phoenix")
       ->capture_default_str();
   cmd->add_option("--altruistic-share", f.altruistic_share,
                   "Share of ad-hoc jobs whose AM reports its DAG (altruistic under carbyne)")
@@ -285,6 +287,8 @@ int main(int argc, char** argv) {
   tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
       ->required();
   tr->add_flag("--json", json, "Machine-readable summary");
+  sim::PhoenixCliFlags phoenix_flags;  // issue #17
+  auto* phoenix = sim::addPhoenixCommand(app, phoenix_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -297,6 +301,7 @@ int main(int argc, char** argv) {
     return fail(e.what());
   }
   if (tr->parsed()) return traceSummary(trace, json);
+  if (phoenix->parsed()) return sim::runPhoenixCommand(phoenix_flags);
   SimFlags& f = run->parsed() ? run_flags : min_flags;
   CLI::App* cmd = run->parsed() ? run : min;
   f.adhoc_trace_given = cmd->count("--adhoc-trace") > 0;

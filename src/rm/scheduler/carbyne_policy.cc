@@ -94,10 +94,9 @@ AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
   return AppHint{true, std::move(p.need), p.completion};
 }
 
-double CarbyneOrderingPolicy::appScore(const Resource& used, const AppHint& hint,
-                                       const Resource& cluster) const {
-  if (!hint.valid || !hint.need.fitsIn(used)) return used.dominantShare(cluster);
-  return kLeftoverTier + static_cast<double>(hint.remaining.count()) / 1000.0;
+double CarbyneOrderingPolicy::appScore(const AppInput& in) const {
+  if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return in.used.dominantShare(in.cluster);
+  return kLeftoverTier + static_cast<double>(in.hint.remaining.count()) / 1000.0;
 }
 
 double CarbyneOrderingPolicy::userScore(const Resource&, double, const Resource&,

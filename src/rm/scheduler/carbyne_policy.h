@@ -60,8 +60,8 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
   std::string_view name() const override { return "carbyne"; }
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
-  double appScore(const Resource& used, const AppHint& hint,
-                  const Resource& cluster) const override;
+  // Reads in.used, in.hint and in.cluster only.
+  double appScore(const AppInput& in) const override;
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
 };

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
 #include "rm/scheduler/types.h"
@@ -38,12 +39,24 @@ class QueueOrderingPolicy {
     (void)fair_share;
     return {};
   }
-  // An app inside its user: lower is served first. Default score(used, 1, cluster).
-  virtual double appScore(const Resource& used, const AppHint& hint,
-                          const Resource& cluster) const {
-    (void)hint;
-    return score(used, 1.0, cluster);
-  }
+  // What an app's order may depend on beyond its usage: the hint of planApp
+  // (Carbyne) and durations, constraint waits and arrival (Phoenix).
+  struct AppInput {
+    const Resource& used;
+    const AppHint& hint;  // planApp's hint for the app's last reported DAG ({} = none)
+    const Resource& cluster;
+    Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
+    Millis estimated_wait;     // CRV waiting estimate of its hard constraints (crv.h)
+    TimePoint since;           // when it joined: the last heartbeat time seen before addApp
+  };
+  // An app inside its user (or reservation queue): lower is served first.
+  // Default: score(used, 1, cluster), so policies that ignore hints, durations
+  // and constraints order apps exactly as users and queues. Must be a pure
+  // function of its arguments.
+  virtual double appScore(const AppInput& in) const { return score(in.used, 1.0, in.cluster); }
+  // True if appScore reads estimated_wait: the scheduler then re-keys apps
+  // with hard constraints once per heartbeat when the CRV changed.
+  virtual bool usesConstraintWaits() const { return false; }
   // A user inside a leaf; `best_app` is the lowest appScore among the user's
   // apps with demand (+inf when none). Default score(used, weight, cluster).
   virtual double userScore(const Resource& used, double weight, const Resource& cluster,
@@ -70,6 +83,7 @@ class FifoOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource&, double, const Resource&) const override { return 0.0; }
 };
 
-// Policies by config name: rm/scheduler/policy_factory.h (makeOrderingPolicy).
+// Policies by config name: rm/scheduler/policy_factory.h (makeOrderingPolicy;
+// "drf", "fifo", "carbyne", "phoenix").
 
 }  // namespace morpheus::sched

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "rm/scheduler/carbyne_policy.h"
+#include "rm/scheduler/phoenix_policy.h"
 
 namespace morpheus::sched {
 namespace {
@@ -20,6 +21,7 @@ const std::vector<std::pair<std::string_view, Maker>>& table() {
       entry<DrfOrderingPolicy>("drf"),
       entry<FifoOrderingPolicy>("fifo"),
       entry<CarbyneOrderingPolicy>("carbyne"),
+      entry<PhoenixOrderingPolicy>("phoenix"),
   };
   return t;
 }

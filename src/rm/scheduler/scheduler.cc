@@ -1,5 +1,7 @@
 #include "rm/scheduler/scheduler.h"
 
+#include "rm/scheduler/crv.h"
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -241,7 +243,8 @@ struct App : Entity {
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
-  AppHint hint;  // from the leaf policy's planApp over the last reportDag
+  AppHint hint;     // from the leaf policy's planApp over the last reportDag
+  TimePoint since;  // Impl::last_now when added (QueueOrderingPolicy::AppInput::since)
 };
 
 struct Node {
@@ -250,6 +253,7 @@ struct Node {
   std::map<std::string, std::string> attrs;
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
+  ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
 };
 
 void EntityHeap::set(size_t i, Item it) {
@@ -318,14 +322,31 @@ struct StoredHash {
 bool validResource(const Resource& r) { return !r.anyNegative() && !r.isZero(); }
 
 bool matches(const PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
-  auto it = attrs.find(c.key);
-  if (it == attrs.end()) return false;
-  if (c.values.empty()) return true;
-  return std::find(c.values.begin(), c.values.end(), it->second) != c.values.end();
+  return constraintMatches(c, attrs);
+}
+
+bool hasHard(const ResourceRequest& r) {
+  return std::any_of(r.constraints.begin(), r.constraints.end(),
+                     [](const PlacementConstraint& c) { return c.hard; });
 }
 
 bool askOrder(const Ask& a, const Ask& b) {
   return std::tie(a.req.priority, a.req.request_id) < std::tie(b.req.priority, b.req.request_id);
+}
+
+// A key, and for the comparison operators exactly one value (a number for
+// kAtLeast).
+Status validateConstraint(const PlacementConstraint& c, const std::string& field) {
+  if (c.key.empty()) return invalidArgument(field + ".key", "empty attribute name");
+  if (c.op == ConstraintOp::kIn) return Status::ok();
+  if (c.values.size() != 1)
+    return invalidArgument(field + ".values", "a lower bound takes exactly one value");
+  PlacementConstraint probe = c;
+  if (c.op == ConstraintOp::kAtLeast && !constraintMatches(probe, {{c.key, c.values[0]}}))
+    return invalidArgument(field + ".values", "'" + c.values[0] + "' is not a number");
+  if (c.op == ConstraintOp::kVersionAtLeast && !constraintMatches(probe, {{c.key, c.values[0]}}))
+    return invalidArgument(field + ".values", "'" + c.values[0] + "' is not a version");
+  return Status::ok();
 }
 
 Status validatePath(const std::string& path, const std::string& field) {
@@ -378,6 +399,14 @@ struct Scheduler::Impl {
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
+  // Phoenix (issue #17): the Constraint Resource Vector of the pending asks,
+  // the apps with hard-constrained asks (by creation order) whose keys follow
+  // its estimates, and the CRV version they were keyed at.
+  ConstraintResourceVector crv;
+  std::map<uint64_t, App*> constrained_apps;
+  TimePoint last_now;  // the latest heartbeat time: the scheduler's notion of now
+  uint64_t crv_keyed = 0;
+  bool crv_waits = false;  // some policy (a leaf's or the scheduler's) reads CRV waits
 
   // ---- keys and heap membership ----
 
@@ -393,8 +422,7 @@ struct Scheduler::Impl {
 
   double parentScore(Entity* e) const {
     const QueueOrderingPolicy& p = policyOf(e);
-    if (e->kind == Kind::kApp)
-      return p.appScore(e->used, static_cast<App*>(e)->hint, cluster_total);
+    if (e->kind == Kind::kApp) return appScore(static_cast<const App*>(e), p);
     if (e->kind == Kind::kUser) {
       double best = e->children.empty() ? std::numeric_limits<double>::infinity()
                                         : e->children.topKey().score;
@@ -527,6 +555,42 @@ struct Scheduler::Impl {
     }
   }
 
+  // `p`'s (the app's leaf policy, policyOf) score of `a`: its hint, the
+  // longest expected run time of its pending asks and, when `p` reads them,
+  // the CRV's waiting estimate of its hard constraints.
+  double appScore(const App* a, const QueueOrderingPolicy& p) const {
+    Millis duration(0), wait(0);
+    const bool waits = p.usesConstraintWaits();
+    for (const Ask& ask : a->asks) {
+      duration = std::max(duration, ask.req.expected_duration);
+      if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
+    }
+    return p.appScore({a->used, a->hint, cluster_total, duration, wait, a->since});
+  }
+
+  // Once per heartbeat, if the CRV moved: the keys of apps with hard
+  // constraints whose leaf policy reads CRV waits follow its new estimates
+  // (Phoenix §IV reordering); their users' keys follow (userScore may read
+  // the best app's score).
+  void rekeyConstrainedApps() {
+    if (!crv_waits || crv.version() == crv_keyed) return;
+    crv_keyed = crv.version();
+    for (auto& [seq, a] : constrained_apps) {
+      if (!policyOf(a).usesConstraintWaits()) continue;
+      place(a, kParent);
+      if (a->user != nullptr) place(a->user, kParent);
+    }
+  }
+
+  // Keeps `a` in constrained_apps while it has a hard-constrained ask.
+  void syncConstrained(App* a) {
+    if (std::any_of(a->asks.begin(), a->asks.end(), [](const Ask& x) { return hasHard(x.req); })) {
+      constrained_apps.emplace(a->seq, a);
+    } else {
+      constrained_apps.erase(a->seq);
+    }
+  }
+
   void addUsed(App* a, const Resource& r) {
     for (Entity* e = a; e != nullptr; e = e->parent) e->used += r;
   }
@@ -569,6 +633,12 @@ struct Scheduler::Impl {
       if (shape.first <= free.memoryMib() && shape.second <= free.vcores()) return true;
     }
     return false;
+  }
+
+  // changeDemand plus the ask's share of the CRV.
+  void askDemand(App* a, const ResourceRequest& r, int64_t delta) {
+    changeDemand(a, r.capability, delta);
+    crv.changeDemand(r.constraints, r.capability.vcores(), r.expected_duration, delta);
   }
 
   void changeDemand(App* a, const Resource& cap, int64_t delta) {
@@ -682,6 +752,7 @@ struct Scheduler::Impl {
     if (!am) candsOf(&c).pushBack(&c);
     n.used += r;
     n.free -= r;
+    crv.nodeFreeChanged(n.crv, -r.vcores());
     cluster_used += r;
     addUsed(a, r);
     return &c;
@@ -716,10 +787,11 @@ struct Scheduler::Impl {
                     [&n](const PlacementConstraint& c) { return c.hard || matches(c, n.attrs); })) {
       ask.waiting = false;
     }
-    changeDemand(a, ask.req.capability, -g);
+    askDemand(a, ask.req, -g);
     if (ask.req.count == 0) {
       removeShape(a, ask.req);
       a->asks.erase(a->asks.begin() + idx);
+      syncConstrained(a);
     }
     refresh(a);
   }
@@ -734,6 +806,7 @@ struct Scheduler::Impl {
     if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
+    crv.nodeFreeChanged(n->crv, c->resource.vcores());
     cluster_used -= c->resource;
     subUsed(a, c->resource);
     if (c->preempting) {
@@ -889,7 +962,9 @@ struct Scheduler::Impl {
 
   NodeUpdateResult update(Node& n, TimePoint now) {
     NodeUpdateResult out;
+    last_now = std::max(last_now, now);
     collectKills(n, now, out);
+    rekeyConstrainedApps();
     if (anyShapeFits(n.free)) {
       runPhase(Phase::kGuaranteed, guaranteed, n, now, out);
       if (opts.borrowing_reservations_share) {
@@ -959,6 +1034,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
   auto impl = std::make_unique<Impl>(std::move(options), std::move(policy));
   impl->root = impl->addQueue("root", 1.0);
   for (const auto& q : impl->opts.adhoc_queues) impl->addQueue(q.path, q.weight)->policy = q.policy;
+  impl->crv_waits = impl->policy->usesConstraintWaits() ||
+                    std::any_of(impl->opts.adhoc_queues.begin(), impl->opts.adhoc_queues.end(),
+                                [](const AdhocQueueConfig& q) {
+                                  return q.policy != nullptr && q.policy->usesConstraintWaits();
+                                });
   impl->containers.reserve(1024);
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
@@ -975,6 +1055,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   n.total = total;
   n.free = total;
   n.attrs = std::move(attributes);
+  n.crv = s.crv.addNode(node, n.attrs, total.vcores());
   s.cluster_total += total;
   s.rekeyAll();
   return Status::ok();
@@ -991,8 +1072,10 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
   if (n.total == total) return Status::ok();
   s.cluster_total -= n.total;
   s.cluster_total += total;
+  const int64_t old_free_vcores = n.free.vcores();
   n.total = total;
   n.free = total - n.used;
+  s.crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
   s.rekeyAll();
   return Status::ok();
 }
@@ -1006,6 +1089,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   lost.reserve(n.containers.size);
   while (n.containers.head != nullptr) lost.push_back(s.freeContainer(n.containers.head));
   s.cluster_total -= n.total;
+  s.crv.removeNode(node);
   s.nodes.erase(it);
   s.rekeyAll();
   return lost;
@@ -1056,6 +1140,7 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
   a->user_id = user;
   a->user = u;
   a->res = res;
+  a->since = s.last_now;
   s.apps.emplace(app, std::move(a));
   return Status::ok();
 }
@@ -1070,9 +1155,10 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
   while (a->containers.head != nullptr) out.push_back(s.freeContainer(a->containers.head));
   for (const auto& ask : a->asks) {
     s.removeShape(a, ask.req);
-    s.changeDemand(a, ask.req.capability, -ask.req.count);
+    s.askDemand(a, ask.req, -ask.req.count);
   }
   a->asks.clear();
+  s.constrained_apps.erase(a->seq);
   s.refresh(a);
   MORPHEUS_CHECK(a->pos[kParent] < 0, "removed app still in a heap");
   std::unique_ptr<App> owned = std::move(it->second);
@@ -1168,11 +1254,11 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
       return invalidArgument(f + ".count",
                              "must be a multiple of gang_size " + std::to_string(r.gang_size));
     }
+    if (r.expected_duration.count() < 0)
+      return invalidArgument(f + ".expected_duration", "must be >= 0");
     for (size_t j = 0; j < r.constraints.size(); j++) {
-      if (r.constraints[j].key.empty()) {
-        return invalidArgument(f + ".constraints[" + std::to_string(j) + "].key",
-                               "empty attribute name");
-      }
+      MORPHEUS_RETURN_IF_ERROR(
+          validateConstraint(r.constraints[j], f + ".constraints[" + std::to_string(j) + "]"));
     }
     for (size_t j = 0; j < i; j++) {
       const auto& o = asks[j];
@@ -1189,16 +1275,17 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     });
     if (old != a->asks.end()) {
       s.removeShape(a, old->req);
-      s.changeDemand(a, old->req.capability, -old->req.count);
+      s.askDemand(a, old->req, -old->req.count);
       a->asks.erase(old);
     }
     if (r.count == 0) continue;
     Ask ask;
     ask.req = r;
     s.addShape(a, r);
-    s.changeDemand(a, r.capability, r.count);
+    s.askDemand(a, r, r.count);
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }
+  s.syncConstrained(a);
   s.refresh(a);
   return Status::ok();
 }
@@ -1343,6 +1430,46 @@ Result<Resource> Scheduler::userUsed(const std::string& path, const UserId& user
   auto u = it->second->users.find(user);
   if (u == it->second->users.end()) return Resource();
   return u->second->used;
+}
+
+Result<std::vector<std::string>> Scheduler::pendingReasons(const AppId& app) const {
+  auto it = impl_->apps.find(app);
+  if (it == impl_->apps.end()) return notFound("app " + app.value());
+  std::vector<std::string> out;
+  for (const Ask& ask : it->second->asks) {
+    if (!hasHard(ask.req)) continue;
+    const ResourceRequest& r = ask.req;
+    bool has = false, fits = false;
+    Resource need = r.capability * std::max(1, r.gang_size);
+    for (const auto& [id, n] : impl_->nodes) {
+      if (!std::all_of(
+              r.constraints.begin(), r.constraints.end(),
+              [&n](const PlacementConstraint& c) { return !c.hard || matches(c, n.attrs); }))
+        continue;
+      has = true;
+      if (need.fitsIn(n.total)) {
+        fits = true;
+        break;
+      }
+    }
+    if (fits) continue;
+    std::string what;
+    for (const auto& c : r.constraints) {
+      if (c.hard) what += (what.empty() ? "" : ", ") + describeConstraint(c);
+    }
+    std::string ask_name =
+        r.request_id.empty() ? "priority " + std::to_string(r.priority) : "request " + r.request_id;
+    out.push_back(
+        ask_name + ": " +
+        (has ? "no registered node with " + what + " is large enough for " + need.toString()
+             : "no registered node has " + what) +
+        "; waits until such a node registers");
+  }
+  return out;
+}
+
+std::vector<ConstraintResourceVector::Entry> Scheduler::constraintResourceVector() const {
+  return impl_->crv.entries();
 }
 
 std::vector<QueueView> Scheduler::queues() const {

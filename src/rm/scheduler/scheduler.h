@@ -51,6 +51,15 @@
 // — it never walks containers of reservations within their guarantee (issue
 // #13: the full walk on every heartbeat was 86% of the simulator's time).
 //
+// Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
+// Resource Vector of pending hard-constrained asks — O(hard constraints) per
+// ask change, O(constrained resources the node has) per container start or
+// end. Apps with hard constraints whose leaf policy (policyOf: the leaf's
+// AdhocQueueConfig::policy, else the scheduler's) reads CRV waits are
+// re-keyed, with their users, at the start of a heartbeat when the CRV
+// moved: O(constrained apps x log siblings), so the order may lag the CRV by
+// one heartbeat.
+//
 // Thread-safety: none. One thread (the RM's scheduling strand) owns it.
 #pragma once
 
@@ -63,6 +72,7 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "rm/scheduler/crv.h"
 #include "rm/scheduler/ordering_policy.h"
 #include "rm/scheduler/types.h"
 
@@ -205,6 +215,18 @@ class Scheduler {
   // order (those removed but lingering for their apps included). Costs
   // O(queues + apps + asks); for reports, never called while scheduling.
   std::vector<QueueView> queues() const;
+
+  // Admission control (Phoenix, issue #17): for each pending ask of `app`
+  // whose hard constraints no registered node meets (or no such node is large
+  // enough for one container or gang), one line naming the ask and the
+  // constraints. Empty when every ask can be placed some day. The ask stays
+  // pending (a node may register later); this is its pending reason for app
+  // reports. O(asks x nodes): for reports, never called while scheduling.
+  // NOT_FOUND if unknown.
+  Result<std::vector<std::string>> pendingReasons(const AppId& app) const;
+
+  // The Constraint Resource Vector as it stands (crv.h), by resource.
+  std::vector<ConstraintResourceVector::Entry> constraintResourceVector() const;
 
  private:
   struct Impl;

@@ -41,14 +41,25 @@ class QueueRef {
 // one-off reservations are planned on the residual capacity).
 enum class ReservationKind { kPeriodic, kOneOff };
 
-// v1.PlacementConstraint: the node attribute `key` must have one of `values`
-// (empty `values`: the node must merely have the attribute). Hard constraints
-// are never violated; soft ones are preferences (Phoenix-style, delay
-// scheduling: see SchedulerOptions::soft_constraint_delay).
+// How a PlacementConstraint compares the node attribute with its values
+// (Phoenix, Thinakaran et al. ICDCS'17 §III: constraints on resource kinds —
+// ISA, number of cores, memory, disks, kernel version, network speed,
+// accelerators — are equalities or lower bounds).
+enum class ConstraintOp {
+  kIn,              // the attribute is one of `values` (empty: merely present)
+  kAtLeast,         // numeric attribute >= values[0] ("cores", "network_gbps")
+  kVersionAtLeast,  // dot-separated version >= values[0] ("kernel": 5.10 > 5.4)
+};
+
+// v1.PlacementConstraint: the node attribute `key` compared with `values` by
+// `op` (see ConstraintOp). Hard constraints are never violated; soft ones are
+// preferences (Phoenix-style, delay scheduling: see
+// SchedulerOptions::soft_constraint_delay). Matching: rm/scheduler/crv.h.
 struct PlacementConstraint {
   std::string key;
   std::vector<std::string> values;
   bool hard = false;
+  ConstraintOp op = ConstraintOp::kIn;
 };
 
 // v1.ResourceRequest: `count` containers of `capability` at `priority`
@@ -63,6 +74,10 @@ struct ResourceRequest {
   int32_t count = 0;
   int32_t gang_size = 0;
   std::vector<PlacementConstraint> constraints;
+  // The AM's estimate of one container's run time (0 = unknown). Used by the
+  // Phoenix ordering (shortest first, M/G/1 waiting estimate); ignored by
+  // DRF and FIFO.
+  Millis expected_duration{0};
 };
 
 // v1.Container minus the transport fields (address, token): one container the

@@ -162,6 +162,25 @@ TEST(JobSpecTest, RejectsBadNumbersAndConstraints) {
   EXPECT_EQ(errorOf(twoStages(", reads: /data/x")), "stages[1].reads: must be a list of strings");
 }
 
+// Issue #17: a stage's expected task time and constraint operators are read;
+// an unknown operator is refused naming the field.
+TEST(JobSpecTest, ReadsExpectedTaskTimeAndConstraintOps) {
+  auto r = parseJobSpec(twoStages(
+      ", expected_task_ms: 5000, constraints: [{key: cores, values: ['32'], op: at_least, "
+      "hard: true}]"));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const StageSpec& s = r->stages[1];
+  EXPECT_EQ(s.expected_task_ms, 5000);
+  ASSERT_EQ(s.constraints.size(), 1u);
+  EXPECT_EQ(s.constraints[0].op, "at_least");
+  EXPECT_EQ(r->stages[0].expected_task_ms, 0);
+  EXPECT_EQ(r->stages[0].constraints.size(), 0u);
+  EXPECT_EQ(errorOf(twoStages(", constraints: [{key: cores, values: ['1'], op: bigger}]")),
+            "stages[1].constraints[0].op: must be in, at_least or version_at_least");
+  EXPECT_EQ(errorOf(twoStages(", expected_task_ms: -1")),
+            "stages[1].expected_task_ms: must be >= 0");
+}
+
 // Syntax errors are reported against the origin, not as a crash.
 TEST(JobSpecTest, RejectsMalformedYaml) {
   std::string err = errorOf("name: j\nstages: [\n");

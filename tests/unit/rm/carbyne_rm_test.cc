@@ -66,6 +66,13 @@ TEST(QueuePoliciesTest, ResolvesLeavesAndNamesBadEntries) {
   Status parent = resolveQueuePolicies({{"root.prod", "drf"}}, {"root.prod.etl"}, &o);
   EXPECT_NE(parent.message().find("scheduler.policy.root.prod"), std::string::npos);
   EXPECT_EQ(o.queue_policies["root.default"]->name(), "carbyne");
+  // Phoenix (issue #17) is one more leaf policy, next to carbyne.
+  RuntimeOptions mixed;
+  ASSERT_TRUE(resolveQueuePolicies({{"root.a", "phoenix"}, {"root.b", "carbyne"}},
+                                   {"root.a", "root.b"}, &mixed)
+                  .isOk());
+  EXPECT_EQ(mixed.queue_policies["root.a"]->name(), "phoenix");
+  EXPECT_EQ(mixed.queue_policies["root.b"]->name(), "carbyne");
 }
 
 }  // namespace

@@ -98,15 +98,19 @@ TEST(CarbyneOrderingPolicyTest, ScoresDrfBelowNeedAndSrtfAbove) {
   const Resource cluster = slots(10);
   AppHint h = p.planApp({stage(8, 10)}, slots(4));  // need 4, T = 20 s
   ASSERT_TRUE(h.valid);
-  EXPECT_DOUBLE_EQ(p.appScore(slots(2), h, cluster), 0.2);
-  EXPECT_DOUBLE_EQ(p.appScore(slots(4), h, cluster), CarbyneOrderingPolicy::kLeftoverTier + 20.0);
-  EXPECT_DOUBLE_EQ(p.appScore(slots(9), AppHint{}, cluster), 0.9);  // no DAG: DRF
+  const AppHint none;
+  const Resource two = slots(2), four = slots(4), nine = slots(9);
+  EXPECT_DOUBLE_EQ(p.appScore({two, h, cluster, Millis(0), Millis(0), TimePoint{}}), 0.2);
+  EXPECT_DOUBLE_EQ(p.appScore({four, h, cluster, Millis(0), Millis(0), TimePoint{}}),
+                   CarbyneOrderingPolicy::kLeftoverTier + 20.0);
+  EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), Millis(0), TimePoint{}}),
+                   0.9);  // no DAG: DRF
   EXPECT_DOUBLE_EQ(p.userScore(slots(9), 1.0, cluster, 3.5), 3.5);
 }
 
-// The factory knows drf, fifo and carbyne; anything else names the field.
+// The factory knows drf, fifo, carbyne and phoenix; anything else names the field.
 TEST(PolicyFactoryTest, UnknownNameIsInvalidArgumentNamingField) {
-  for (const char* n : {"drf", "fifo", "carbyne"}) {
+  for (const char* n : {"drf", "fifo", "carbyne", "phoenix"}) {
     auto p = makeOrderingPolicy(n, "f");
     ASSERT_TRUE(p.isOk()) << n;
     EXPECT_EQ((*p)->name(), n);

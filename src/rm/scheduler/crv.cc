@@ -1,0 +1,208 @@
+#include "rm/scheduler/crv.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace morpheus::sched {
+
+namespace {
+
+bool parseNumber(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+// "5.10.0-21-amd64" -> {5, 10, 0, 21}; non-numeric components stop parsing.
+std::vector<int64_t> versionParts(const std::string& s) {
+  std::vector<int64_t> parts;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') j++;
+    if (j == i) break;
+    int64_t v = 0;
+    std::from_chars(s.data() + i, s.data() + j, v);
+    parts.push_back(v);
+    if (j >= s.size() || (s[j] != '.' && s[j] != '-')) break;
+    i = j + 1;
+  }
+  return parts;
+}
+
+bool versionAtLeast(const std::string& have, const std::string& want) {
+  std::vector<int64_t> a = versionParts(have), b = versionParts(want);
+  if (a.empty() || b.empty()) return false;
+  size_t n = std::max(a.size(), b.size());
+  a.resize(n, 0);
+  b.resize(n, 0);
+  return !std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+}
+
+PlacementConstraint hardForm(const PlacementConstraint& c) {
+  PlacementConstraint h = c;
+  h.hard = true;
+  std::sort(h.values.begin(), h.values.end());
+  return h;
+}
+
+}  // namespace
+
+bool constraintMatches(const PlacementConstraint& c, const NodeAttributes& attrs) {
+  auto it = attrs.find(c.key);
+  if (it == attrs.end()) return false;
+  switch (c.op) {
+    case ConstraintOp::kIn:
+      return c.values.empty() ||
+             std::find(c.values.begin(), c.values.end(), it->second) != c.values.end();
+    case ConstraintOp::kAtLeast: {
+      double have = 0, want = 0;
+      return !c.values.empty() && parseNumber(it->second, &have) &&
+             parseNumber(c.values[0], &want) && have >= want;
+    }
+    case ConstraintOp::kVersionAtLeast:
+      return !c.values.empty() && versionAtLeast(it->second, c.values[0]);
+  }
+  return false;
+}
+
+std::string describeConstraint(const PlacementConstraint& c) {
+  switch (c.op) {
+    case ConstraintOp::kAtLeast:
+      return c.key + " >= " + (c.values.empty() ? "?" : c.values[0]);
+    case ConstraintOp::kVersionAtLeast:
+      return c.key + " >= v" + (c.values.empty() ? "?" : c.values[0]);
+    case ConstraintOp::kIn:
+      break;
+  }
+  if (c.values.empty()) return c.key + " present";
+  std::vector<std::string> v = c.values;
+  std::sort(v.begin(), v.end());
+  std::string out = c.key + " in {";
+  for (size_t i = 0; i < v.size(); i++) out += (i > 0 ? "," : "") + v[i];
+  return out + "}";
+}
+
+ConstraintResourceVector::NodeSlot* ConstraintResourceVector::addNode(const NodeId& node,
+                                                                      const NodeAttributes& attrs,
+                                                                      int64_t free_vcores) {
+  NodeSlot& n = nodes_[node];
+  n.attrs = attrs;
+  n.free_vcores = free_vcores;
+  n.resources.clear();
+  for (auto& [name, r] : resources_) {
+    if (!constraintMatches(r.constraint, attrs)) continue;
+    n.resources.push_back(&r);
+    r.nodes.push_back(node);
+    r.supply_vcores += free_vcores;
+  }
+  version_++;
+  return &n;
+}
+
+void ConstraintResourceVector::removeNode(const NodeId& node) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return;
+  for (Tracked* r : it->second.resources) {
+    r->supply_vcores -= it->second.free_vcores;
+    r->nodes.erase(std::find(r->nodes.begin(), r->nodes.end(), node));
+  }
+  nodes_.erase(it);
+  version_++;
+}
+
+void ConstraintResourceVector::nodeFreeChanged(NodeSlot* node, int64_t delta) {
+  if (node == nullptr || delta == 0) return;
+  node->free_vcores += delta;
+  for (Tracked* r : node->resources) r->supply_vcores += delta;
+  if (!node->resources.empty()) version_++;
+}
+
+ConstraintResourceVector::Tracked& ConstraintResourceVector::track(const PlacementConstraint& c) {
+  PlacementConstraint h = hardForm(c);
+  auto [it, fresh] = resources_.try_emplace(describeConstraint(h));
+  Tracked& r = it->second;
+  if (!fresh) return r;
+  r.constraint = std::move(h);
+  for (auto& [id, n] : nodes_) {
+    if (!constraintMatches(r.constraint, n.attrs)) continue;
+    n.resources.push_back(&r);
+    r.nodes.push_back(id);
+    r.supply_vcores += n.free_vcores;
+  }
+  return r;
+}
+
+void ConstraintResourceVector::untrack(std::map<std::string, Tracked>::iterator it) {
+  Tracked* r = &it->second;
+  for (const NodeId& id : r->nodes) {
+    auto& v = nodes_[id].resources;
+    v.erase(std::find(v.begin(), v.end(), r));
+  }
+  resources_.erase(it);
+}
+
+void ConstraintResourceVector::changeDemand(const std::vector<PlacementConstraint>& constraints,
+                                            int64_t vcores, Millis duration, int64_t count) {
+  if (count == 0) return;
+  const double s = static_cast<double>(duration.count());
+  const double n = static_cast<double>(count);
+  for (const auto& c : constraints) {
+    if (!c.hard) continue;
+    Tracked& r = track(c);
+    r.refs += count;
+    r.demand_vcores += std::max<int64_t>(1, vcores) * count;
+    r.sum_s += s * n;
+    r.sum_s2 += s * s * n;
+    if (r.refs == 0) untrack(resources_.find(describeConstraint(r.constraint)));
+  }
+  version_++;
+}
+
+Millis ConstraintResourceVector::waitOf(const Tracked& r) {
+  if (r.refs <= 0 || r.sum_s <= 0 || r.nodes.empty()) return Millis(0);
+  double rho = r.supply_vcores <= 0
+                   ? kMaxUtilisation
+                   : static_cast<double>(r.demand_vcores) / static_cast<double>(r.supply_vcores);
+  rho = std::min(rho, kMaxUtilisation);
+  const double mean = r.sum_s / static_cast<double>(r.refs);
+  const double second = r.sum_s2 / static_cast<double>(r.refs);
+  const double w = rho / (1.0 - rho) * second / (2.0 * mean);
+  return Millis(static_cast<int64_t>(std::llround(w)));
+}
+
+Millis ConstraintResourceVector::estimatedWait(
+    const std::vector<PlacementConstraint>& constraints) const {
+  Millis out(0);
+  for (const auto& c : constraints) {
+    if (!c.hard) continue;
+    auto it = resources_.find(describeConstraint(hardForm(c)));
+    if (it != resources_.end()) out = std::max(out, waitOf(it->second));
+  }
+  return out;
+}
+
+ConstraintResourceVector::Entry ConstraintResourceVector::entryOf(const Tracked& r) {
+  Entry e;
+  e.resource = describeConstraint(r.constraint);
+  e.demand_vcores = r.demand_vcores;
+  e.supply_vcores = r.supply_vcores;
+  e.nodes = static_cast<int32_t>(r.nodes.size());
+  e.ratio = r.supply_vcores > 0
+                ? static_cast<double>(r.demand_vcores) / static_cast<double>(r.supply_vcores)
+                : std::numeric_limits<double>::infinity();
+  e.estimated_wait = waitOf(r);
+  return e;
+}
+
+std::vector<ConstraintResourceVector::Entry> ConstraintResourceVector::entries() const {
+  std::vector<Entry> out;
+  out.reserve(resources_.size());
+  for (const auto& [name, r] : resources_) out.push_back(entryOf(r));
+  return out;
+}
+
+}  // namespace morpheus::sched

@@ -1,0 +1,122 @@
+// Phoenix's Constraint Resource Vector (Thinakaran et al., "Phoenix: A
+// Constraint-aware Scheduler for Heterogeneous Datacenters", ICDCS'17, §IV):
+// for every constrained resource — one hard PlacementConstraint, e.g.
+// "isa in {aarch64}" or "network_gbps >= 40" — the ratio of pending demand
+// that needs it to the free supply of the nodes that have it. A ratio near or
+// above 1 means the constrained resource is the bottleneck of the asks that
+// need it; from it the M/G/1 (Pollaczek-Khinchine) mean waiting time of such
+// an ask is estimated:
+//
+//   rho = min(demand / supply, kMaxUtilisation),
+//   W   = rho / (1 - rho) * E[S^2] / (2 E[S])
+//
+// with S the expected run time of the pending containers that need the
+// resource (the P-K formula lambda E[S^2] / (2 (1 - rho)) with lambda =
+// rho / E[S]). Units: demand and supply in vcores (at least 1 per
+// container), times in milliseconds.
+//
+// Kept incrementally (issue #17): demand changes with asks, supply with the
+// free capacity of the matching nodes; both O(constrained resources the node
+// or ask touches) per change, never a scan over nodes or asks — except when a
+// constrained resource is seen for the first time (one scan over the nodes to
+// find those that have it).
+//
+// Also the matching of constraints against node attributes (one definition
+// for the scheduler core, the CRV and admission control).
+//
+// Thread-safety: none; owned by the scheduler core's thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "rm/scheduler/types.h"
+
+namespace morpheus::sched {
+
+using NodeAttributes = std::map<std::string, std::string>;
+
+// True if `attrs` satisfies `c` (hard or soft alike). kAtLeast: both sides
+// parse as numbers; kVersionAtLeast: dot/dash-separated integer components,
+// compared left to right (a missing component is 0). A node without the
+// attribute never matches.
+bool constraintMatches(const PlacementConstraint& c, const NodeAttributes& attrs);
+
+// "isa in {aarch64}", "cores >= 32", "kernel >= v5.10", "gpu present": the
+// identity of a constrained resource in the CRV and in pending reasons.
+std::string describeConstraint(const PlacementConstraint& c);
+
+class ConstraintResourceVector {
+ public:
+  // Saturation cap of rho, so a resource with demand >= supply gets a large
+  // but finite waiting estimate (19 x E[S^2]/(2E[S]) at 0.95).
+  static constexpr double kMaxUtilisation = 0.95;
+
+  // Per constrained resource, as reported (tests, metrics, CLI).
+  struct Entry {
+    std::string resource;       // describeConstraint
+    int64_t demand_vcores = 0;  // pending containers needing it, in vcores
+    int64_t supply_vcores = 0;  // free vcores of the nodes that have it
+    int32_t nodes = 0;          // registered nodes that have it
+    double ratio = 0;           // demand / supply (infinity when supply is 0)
+    Millis estimated_wait{0};   // M/G/1 estimate above
+  };
+
+  // One constrained resource (internal bookkeeping, exposed as Entry).
+  struct Tracked {
+    PlacementConstraint constraint;
+    int64_t refs = 0;  // pending containers referring to it (any vcores)
+    int64_t demand_vcores = 0;
+    double sum_s = 0;   // sum over pending containers of S (ms)
+    double sum_s2 = 0;  // sum over pending containers of S^2 (ms^2)
+    int64_t supply_vcores = 0;
+    std::vector<NodeId> nodes;  // nodes that have it
+  };
+  // A registered node; the handle stays valid until removeNode.
+  struct NodeSlot {
+    NodeAttributes attrs;
+    int64_t free_vcores = 0;
+    std::vector<Tracked*> resources;  // tracked resources it has
+  };
+  // Nodes: `free_vcores` is what the node has free now. The caller keeps the
+  // handle for nodeFreeChanged (no lookup on the allocation path).
+  NodeSlot* addNode(const NodeId& node, const NodeAttributes& attrs, int64_t free_vcores);
+  void removeNode(const NodeId& node);
+  // The node's free vcores changed by `delta` (negative when allocating).
+  void nodeFreeChanged(NodeSlot* node, int64_t delta);
+
+  // `count` more (negative: fewer) pending containers of `vcores` each and
+  // expected run time `duration` need every hard constraint in `constraints`
+  // (soft ones are ignored: they do not restrict supply).
+  void changeDemand(const std::vector<PlacementConstraint>& constraints, int64_t vcores,
+                    Millis duration, int64_t count);
+
+  // Largest estimated wait over the hard constraints of `constraints` whose
+  // resource at least one node has (an ask no node can serve is a matter of
+  // admission control, not of ordering); 0 without hard constraints.
+  Millis estimatedWait(const std::vector<PlacementConstraint>& constraints) const;
+
+  // Bumped on every change: the scheduler re-keys apps whose order depends
+  // on the estimates when it moved.
+  uint64_t version() const { return version_; }
+  bool empty() const { return resources_.empty(); }
+
+  // Every tracked resource in describeConstraint order.
+  std::vector<Entry> entries() const;
+
+ private:
+  Tracked& track(const PlacementConstraint& c);
+  void untrack(std::map<std::string, Tracked>::iterator it);
+  static Millis waitOf(const Tracked& r);
+  static Entry entryOf(const Tracked& r);
+
+  std::map<NodeId, NodeSlot> nodes_;
+  std::map<std::string, Tracked> resources_;  // by describeConstraint (hard form)
+  uint64_t version_ = 0;
+};
+
+}  // namespace morpheus::sched

@@ -1,0 +1,120 @@
+// Phoenix in the RM daemon (issue #17): real RM, two NMs with resource-kind
+// attributes, morpheusctl and morpheus-dag-am on loopback, with
+// scheduler.policy root.default=phoenix.
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness.h"
+
+using namespace std::chrono_literals;
+
+namespace morpheus::testing {
+namespace {
+
+class PhoenixIT : public ClusterTest {
+ protected:
+  // The RM with `policy` in root.default; nm1 an x86_64 node with 2 vcores, nm2 the only
+  // aarch64 node with 4 vcores (heartbeat 300 ms): room for the three AMs
+  // (1 vcore each) anywhere and still a task slot on nm2.
+  void startHeterogeneous(const std::string& policy) {
+    startCluster(0, {"--set", "scheduler.policy=root.default=" + policy});
+    struct Spec {
+      std::string id, resources, attrs;
+    };
+    for (const Spec& s : {Spec{"nm1", "memory=2048,vcores=2", "isa=x86_64,cores=16"},
+                          Spec{"nm2", "memory=4096,vcores=4", "isa=aarch64,cores=64"}}) {
+      std::vector<std::string> args = {"--rm",        rm_.grpcAddress(),
+                                       "--node-id",   s.id,
+                                       "--resources", s.resources,
+                                       "--set",       "nm.attributes=" + s.attrs,
+                                       "--set",       "nm.monitor-interval=200ms",
+                                       "--set",       "nm.heartbeat-interval=300ms"};
+      for (auto& a : nmAuthArgs(s.id)) args.push_back(std::move(a));
+      nms_.push_back(Process::startDaemon("nm", freshDir("nm"), args));
+      ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
+    }
+    ASSERT_TRUE(waitFor(
+        [&] {
+          auto [code, out] = ctl({"cluster", "status", "--json"});
+          auto j = nlohmann::json::parse(out, nullptr, false);
+          return code == 0 && !j.is_discarded() && j["live_nodes"] == 2;
+        },
+        15s))
+        << rm_.log();
+  }
+
+  std::string submit(const std::string& yaml) {
+    auto [code, out] = ctl({"app", "submit", writeJob(yaml)});
+    EXPECT_EQ(code, 0) << out;
+    return out.substr(0, out.find('\n'));
+  }
+
+  // A long job: many 1 vcore tasks of 2 s each, declared as 10 min long.
+  static std::string longJob(const std::string& name) {
+    return "name: " + name +
+           "\n"
+           "stages:\n"
+           "  - name: work\n"
+           "    tasks: 16\n"
+           "    command: \"sleep 2\"\n"
+           "    expected_task_ms: 600000\n"
+           "    resources: {memory_mib: 256, vcores: 1}\n";
+  }
+};
+
+// A short job that needs the aarch64 node, submitted behind two long jobs
+// (16 tasks of 2 s each on 5 vcores) that keep every slot busy, finishes
+// while the first long job still runs (under FIFO its AM and task would wait
+// for every task of both long jobs to be placed);
+// an ask no node can meet shows a pending reason in `app status`; node
+// attributes are listed by `cluster status`.
+TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
+  startHeterogeneous("phoenix");
+  auto [cs, status] = ctl({"cluster", "status"});
+  EXPECT_NE(status.find("isa=aarch64"), std::string::npos) << status;
+
+  std::string l1 = submit(longJob("long-1"));
+  std::string l2 = submit(longJob("long-2"));
+  ASSERT_TRUE(waitRunning(l1, 2, 20s)) << rm_.log();
+  std::string s = submit(
+      "name: short-arm\n"
+      "stages:\n"
+      "  - name: probe\n"
+      "    tasks: 1\n"
+      "    command: \"true\"\n"
+      "    expected_task_ms: 1000\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    constraints: [{key: isa, values: [aarch64], hard: true}]\n");
+  ASSERT_TRUE(waitFinal(s, 20s)) << rm_.log();
+  EXPECT_EQ(app(s)["state"], "FINISHED");
+  EXPECT_EQ(app(l1)["state"], "RUNNING") << "the short job did not overtake long-1";
+
+  // Admission control: nothing has isa sparc, so the app says why it waits.
+  std::string u = submit(
+      "name: no-such-node\n"
+      "stages:\n"
+      "  - name: probe\n"
+      "    tasks: 1\n"
+      "    command: \"true\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    constraints: [{key: isa, values: [sparc], hard: true}]\n");
+  std::string reason;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        auto a = app(u);
+        if (a.is_discarded() || a["pending_reasons"].empty()) return false;
+        reason = a["pending_reasons"][0].get<std::string>();
+        return true;
+      },
+      20s))
+      << rm_.log();
+  EXPECT_NE(reason.find("no registered node has isa in {sparc}"), std::string::npos) << reason;
+  auto [code, text] = ctl({"app", "status", u});
+  EXPECT_NE(text.find("Pending:"), std::string::npos) << text;
+  for (const auto& id : {l1, l2, u}) ctl({"app", "kill", id});
+  for (const auto& id : {l1, l2, u}) EXPECT_TRUE(waitFinal(id, 20s));
+}
+
+}  // namespace
+}  // namespace morpheus::testing

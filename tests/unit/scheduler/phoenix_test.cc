@@ -1,0 +1,223 @@
+// Phoenix in the scheduler core (issue #17): constraint matching on resource
+// kinds, the Constraint Resource Vector, the phoenix ordering and admission
+// control's pending reasons.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rm/scheduler/crv.h"
+#include "rm/scheduler/phoenix_policy.h"
+#include "rm/scheduler/policy_factory.h"
+#include "rm/scheduler/scheduler.h"
+
+namespace morpheus::sched {
+namespace {
+
+const TimePoint kT0 = fromEpochMs(1'800'000'000'000);
+
+PlacementConstraint hard(std::string key, std::vector<std::string> values,
+                         ConstraintOp op = ConstraintOp::kIn) {
+  PlacementConstraint c;
+  c.key = std::move(key);
+  c.values = std::move(values);
+  c.hard = true;
+  c.op = op;
+  return c;
+}
+
+ResourceRequest job(int32_t count, Millis duration, std::vector<PlacementConstraint> cs = {}) {
+  ResourceRequest r;
+  r.priority = 1;
+  r.capability = Resource(1024, 1);
+  r.count = count;
+  r.expected_duration = duration;
+  r.constraints = std::move(cs);
+  return r;
+}
+
+// `p` orders root.default, as scheduler.policy {root.default: <p>} in the RM.
+std::unique_ptr<Scheduler> make(std::shared_ptr<const QueueOrderingPolicy> p) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.default", 1.0, std::move(p)});
+  auto s = Scheduler::create(std::move(o));
+  EXPECT_TRUE(s.isOk()) << s.status().toString();
+  return std::move(s).value();
+}
+
+std::vector<std::string> grantOrder(Scheduler& s, const std::string& node, TimePoint t) {
+  auto r = s.nodeUpdate(NodeId(node), t);
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  std::vector<std::string> out;
+  for (const auto& a : r->allocations) out.push_back(a.app.value());
+  return out;
+}
+
+// Lower bounds compare numbers and versions, not strings; a missing or
+// non-numeric attribute never matches.
+TEST(ConstraintMatchTest, LowerBoundsOnNumbersAndVersions) {
+  NodeAttributes n = {{"cores", "32"}, {"kernel", "5.10.0-21-amd64"}, {"isa", "x86_64"}};
+  EXPECT_TRUE(constraintMatches(hard("cores", {"16"}, ConstraintOp::kAtLeast), n));
+  EXPECT_TRUE(constraintMatches(hard("cores", {"32"}, ConstraintOp::kAtLeast), n));
+  EXPECT_FALSE(constraintMatches(hard("cores", {"64"}, ConstraintOp::kAtLeast), n));
+  EXPECT_TRUE(constraintMatches(hard("kernel", {"5.4"}, ConstraintOp::kVersionAtLeast), n));
+  EXPECT_FALSE(constraintMatches(hard("kernel", {"6.1"}, ConstraintOp::kVersionAtLeast), n));
+  EXPECT_FALSE(constraintMatches(hard("isa", {"1"}, ConstraintOp::kAtLeast), n));
+  EXPECT_FALSE(constraintMatches(hard("gpu", {}), n));
+  EXPECT_TRUE(constraintMatches(hard("isa", {"aarch64", "x86_64"}), n));
+  EXPECT_EQ(describeConstraint(hard("isa", {"x86_64", "aarch64"})), "isa in {aarch64,x86_64}");
+  EXPECT_EQ(describeConstraint(hard("kernel", {"5.4"}, ConstraintOp::kVersionAtLeast)),
+            "kernel >= v5.4");
+}
+
+// The CRV's demand, supply, ratio and M/G/1 estimate follow asks and the free
+// capacity of matching nodes incrementally; a resource without demand is
+// forgotten.
+TEST(CrvTest, RatioAndWaitFollowDemandAndSupply) {
+  ConstraintResourceVector crv;
+  auto* fast = crv.addNode(NodeId("fast"), {{"network_gbps", "40"}}, 8);
+  crv.addNode(NodeId("slow"), {{"network_gbps", "10"}}, 8);
+  const auto c = hard("network_gbps", {"25"}, ConstraintOp::kAtLeast);
+  crv.changeDemand({c}, 1, Millis(10000), 4);
+  auto e = crv.entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].resource, "network_gbps >= 25");
+  EXPECT_EQ(e[0].nodes, 1);
+  EXPECT_EQ(e[0].demand_vcores, 4);
+  EXPECT_EQ(e[0].supply_vcores, 8);
+  EXPECT_DOUBLE_EQ(e[0].ratio, 0.5);
+  // rho 0.5, deterministic S = 10 s: W = 1 * 10 s / 2 = 5 s.
+  EXPECT_EQ(crv.estimatedWait({c}), Millis(5000));
+  crv.nodeFreeChanged(fast, -6);  // 2 vcores left: rho capped at 0.95
+  EXPECT_EQ(crv.entries()[0].supply_vcores, 2);
+  EXPECT_EQ(crv.estimatedWait({c}), Millis(std::llround(0.95 / 0.05 * 5000)));
+  crv.changeDemand({c}, 1, Millis(10000), -4);
+  EXPECT_TRUE(crv.entries().empty());
+  EXPECT_EQ(crv.estimatedWait({c}), Millis(0));
+}
+
+// Phoenix reordering: a short constrained job submitted after two long jobs
+// gets the matching node first; FIFO gives it to the long jobs.
+TEST(SchedulerPhoenixTest, ShortConstrainedJobOvertakesLongQueue) {
+  for (bool phoenix : {false, true}) {
+    auto s = make(phoenix ? std::shared_ptr<const QueueOrderingPolicy>(
+                                std::make_shared<PhoenixOrderingPolicy>())
+                          : std::make_shared<FifoOrderingPolicy>());
+    ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 2), {{"isa", "aarch64"}}).isOk());
+    for (const char* app : {"long1", "long2", "short"})
+      ASSERT_TRUE(s->addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("long1"), {job(10, Millis(600000))}).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("long2"), {job(10, Millis(600000))}).isOk());
+    ASSERT_TRUE(
+        s->updateAsks(AppId("short"), {job(2, Millis(5000), {hard("isa", {"aarch64"})})}).isOk());
+    auto order = grantOrder(*s, "n1", kT0);
+    ASSERT_EQ(order.size(), 2u);
+    if (phoenix) {
+      EXPECT_EQ(order, (std::vector<std::string>{"short", "short"}));
+    } else {
+      EXPECT_EQ(order, (std::vector<std::string>{"long1", "long1"}));
+    }
+  }
+}
+
+// The CRV estimate advances an app whose hard-constrained resource is
+// contended: on the scarce node it goes before a shorter unconstrained app
+// (which can run anywhere); without the CRV (shortest first only) it does not.
+TEST(SchedulerPhoenixTest, CrvWaitPromotesContendedConstrainedApp) {
+  for (bool use_crv : {false, true}) {
+    auto s = make(std::make_shared<PhoenixOrderingPolicy>(use_crv));
+    ASSERT_TRUE(s->addNode(NodeId("gpu"), Resource(8192, 2), {{"gpu", "a100"}}).isOk());
+    ASSERT_TRUE(s->addNode(NodeId("cpu"), Resource(8192, 2), {}).isOk());
+    ASSERT_TRUE(s->addApp(AppId("any"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->addApp(AppId("needs"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("any"), {job(2, Millis(20000))}).isOk());
+    // 8 vcores of demand on 2 free vcores: rho capped, W = 19 * 30 s / 2.
+    ASSERT_TRUE(s->updateAsks(AppId("needs"), {job(8, Millis(30000), {hard("gpu", {})})}).isOk());
+    auto order = grantOrder(*s, "gpu", kT0);
+    ASSERT_EQ(order.size(), 2u);
+    EXPECT_EQ(order[0], use_crv ? "needs" : "any");
+  }
+}
+
+// scheduler.policy names phoenix like any other leaf policy; it reads CRV
+// waits, the others do not.
+TEST(PolicyFactoryTest, PhoenixByNameReadsConstraintWaits) {
+  auto p = makeOrderingPolicy("phoenix", "scheduler.policy.root.default");
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  EXPECT_EQ((*p)->name(), "phoenix");
+  EXPECT_TRUE((*p)->usesConstraintWaits());
+  for (const char* n : {"drf", "fifo", "carbyne"}) {
+    auto o = makeOrderingPolicy(n, "f");
+    ASSERT_TRUE(o.isOk()) << n;
+    EXPECT_FALSE((*o)->usesConstraintWaits()) << n;
+  }
+}
+
+// Only the leaf configured with phoenix orders by CRV waits: the same apps in
+// a drf leaf next to it keep DRF (creation) order on the scarce node.
+TEST(SchedulerPhoenixTest, CrvWaitsOnlyInPhoenixLeaf) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.p", 1.0, std::make_shared<PhoenixOrderingPolicy>()});
+  o.adhoc_queues.push_back({"root.d", 1.0, std::make_shared<DrfOrderingPolicy>()});
+  auto created = Scheduler::create(std::move(o));
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  auto& s = **created;
+  ASSERT_TRUE(s.addNode(NodeId("gpu"), Resource(8192, 2), {{"gpu", "a100"}}).isOk());
+  ASSERT_TRUE(s.addNode(NodeId("cpu"), Resource(8192, 2), {}).isOk());
+  for (const char* leaf : {"root.p", "root.d"}) {
+    const std::string l(leaf);
+    ASSERT_TRUE(s.addApp(AppId(l + ".any"), UserId("u"), QueueRef::adhoc(l)).isOk());
+    ASSERT_TRUE(s.addApp(AppId(l + ".needs"), UserId("u"), QueueRef::adhoc(l)).isOk());
+    ASSERT_TRUE(s.updateAsks(AppId(l + ".any"), {job(2, Millis(20000))}).isOk());
+    ASSERT_TRUE(
+        s.updateAsks(AppId(l + ".needs"), {job(8, Millis(30000), {hard("gpu", {})})}).isOk());
+  }
+  // One container per grant; the two leaves alternate by weighted DRF.
+  auto order = grantOrder(s, "gpu", kT0);
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_NE(std::find(order.begin(), order.end(), "root.p.needs"), order.end());
+  EXPECT_NE(std::find(order.begin(), order.end(), "root.d.any"), order.end());
+}
+
+// Admission control: an ask whose hard constraints no node meets gets a
+// pending reason naming them; it clears once such a node registers.
+TEST(SchedulerPhoenixTest, PendingReasonForUnmeetableHardConstraint) {
+  auto s = make(std::make_shared<PhoenixOrderingPolicy>());
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 4), {{"cores", "4"}}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  auto r = job(1, Millis(1000), {hard("cores", {"64"}, ConstraintOp::kAtLeast)});
+  r.request_id = "big";
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {r}).isOk());
+  auto reasons = s->pendingReasons(AppId("a"));
+  ASSERT_TRUE(reasons.isOk());
+  ASSERT_EQ(reasons->size(), 1u);
+  EXPECT_NE((*reasons)[0].find("request big"), std::string::npos) << (*reasons)[0];
+  EXPECT_NE((*reasons)[0].find("no registered node has cores >= 64"), std::string::npos);
+  EXPECT_TRUE(grantOrder(*s, "n1", kT0).empty());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 64), {{"cores", "64"}}).isOk());
+  EXPECT_TRUE(s->pendingReasons(AppId("a"))->empty());
+  EXPECT_EQ(grantOrder(*s, "n2", kT0).size(), 1u);
+  EXPECT_EQ(s->pendingReasons(AppId("nope")).status().code(), StatusCode::kNotFound);
+}
+
+// A lower bound that is not a number is INVALID_ARGUMENT naming the field and
+// leaves the app's asks and the CRV untouched.
+TEST(SchedulerPhoenixTest, RejectsMalformedLowerBound) {
+  auto s = make(std::make_shared<PhoenixOrderingPolicy>());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  auto bad = job(1, Millis(1000), {hard("cores", {"many"}, ConstraintOp::kAtLeast)});
+  bad.priority = 2;
+  auto st = s->updateAsks(AppId("a"), {job(1, Millis(1000), {hard("isa", {"x86"})}), bad});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("asks[1].constraints[0].values"), std::string::npos) << st.message();
+  EXPECT_EQ(*s->appPending(AppId("a")), 0);
+  EXPECT_TRUE(s->constraintResourceVector().empty());
+  auto neg = job(1, Millis(-1));
+  EXPECT_EQ(s->updateAsks(AppId("a"), {neg}).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace morpheus::sched
