@@ -74,7 +74,7 @@ class NodeAgent {
   // nm.rm-address, one address or the RMs of an HA pair (issue #16): calls
   // follow the active RM (common/rm_failover.h).
   std::shared_ptr<FailoverChannel> rm_;
-  std::function<void(bool)> on_registration_;  // constant after start()
+  std::function<void(bool)> on_registration_;                        // constant after start()
   std::function<void(v1::NodeHeartbeatRequest*)> extend_heartbeat_;  // constant after start()
 
   std::mutex mu_;
