@@ -1441,7 +1441,8 @@ Result<std::vector<std::string>> Scheduler::pendingReasons(const AppId& app) con
     const ResourceRequest& r = ask.req;
     bool has = false, fits = false;
     Resource need = r.capability * std::max(1, r.gang_size);
-    for (const auto& [id, n] : impl_->nodes) {
+    for (const auto& entry : impl_->nodes) {
+      const auto& n = entry.second;  // not a structured binding: clang 14 cannot capture one
       if (!std::all_of(
               r.constraints.begin(), r.constraints.end(),
               [&n](const PlacementConstraint& c) { return !c.hard || matches(c, n.attrs); }))
