@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 namespace morpheus::testing {
@@ -37,7 +38,42 @@ bool healthy(int port) {
 
 }  // namespace
 
+namespace {
+
+// The lowest port the kernel hands out to outgoing connections
+// (net.ipv4.ip_local_port_range), 32768 when unreadable.
+int ephemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  in >> low;
+  return low;
+}
+
+bool bindable(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopback(port);
+  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+// A port chosen below the ephemeral range: one the kernel picks (port 0) can
+// be taken by any test's outgoing connection before the daemon binds it (seen
+// in HaIT under ctest -j2, where the standby starts seconds after its port was
+// chosen). Random, so concurrent tests rarely pick the same one, and checked
+// bindable; the kernel's choice only when nothing below the range is free.
 int freeLoopbackPort() {
+  static std::mt19937 rng(static_cast<uint32_t>(::getpid()) ^ static_cast<uint32_t>(nowMs()));
+  const int high = ephemeralLow();
+  if (high > 11000) {
+    std::uniform_int_distribution<int> pick(10000, high - 1);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      int port = pick(rng);
+      if (bindable(port)) return port;
+    }
+  }
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a = loopback(0);
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
