@@ -385,14 +385,18 @@ void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
     nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
     ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
   }
-  ASSERT_TRUE(waitFor(
+  ASSERT_TRUE(waitLiveNodes(nms)) << rm_.log();
+}
+
+bool ClusterTest::waitLiveNodes(int n) {
+  using namespace std::chrono_literals;
+  return waitFor(
       [&] {
         auto [code, out] = ctl({"cluster", "status", "--json"});
         auto j = nlohmann::json::parse(out, nullptr, false);
-        return code == 0 && !j.is_discarded() && j["live_nodes"] == nms;
+        return code == 0 && !j.is_discarded() && j["live_nodes"] == n;
       },
-      15s))
-      << rm_.log();
+      15s);
 }
 
 std::string ClusterTest::submitReservation(const nlohmann::json& def) {

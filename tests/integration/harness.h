@@ -117,6 +117,8 @@ class ClusterTest : public ::testing::Test {
   void startCluster(int nms, const std::vector<std::string>& rm_args = {},
                     const std::string& nm_resources = "memory=4096,vcores=4");
   // morpheusctl --rm <rm> --token <alice's token> ARGS.
+  // True once `morpheusctl cluster status` reports `n` live nodes (polled, 15 s).
+  bool waitLiveNodes(int n);
   std::pair<int, std::string> ctl(std::vector<std::string> args);
   // The same as `principal` (a testToken name; "" = no token at all).
   std::pair<int, std::string> ctlAs(const std::string& principal, std::vector<std::string> args);

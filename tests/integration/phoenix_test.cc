@@ -34,14 +34,7 @@ class PhoenixIT : public ClusterTest {
       nms_.push_back(Process::startDaemon("nm", freshDir("nm"), args));
       ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
     }
-    ASSERT_TRUE(waitFor(
-        [&] {
-          auto [code, out] = ctl({"cluster", "status", "--json"});
-          auto j = nlohmann::json::parse(out, nullptr, false);
-          return code == 0 && !j.is_discarded() && j["live_nodes"] == 2;
-        },
-        15s))
-        << rm_.log();
+    ASSERT_TRUE(waitLiveNodes(2)) << rm_.log();
   }
 
   std::string submit(const std::string& yaml) {
