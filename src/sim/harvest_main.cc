@@ -10,16 +10,26 @@
 // Exit codes: 0 done, 2 bad input (one line on stderr).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rm/harvest_selection.h"
 #include "sim/harvest_sim.h"
 
 using namespace morpheus;
 
 namespace {
+
+// {"name": value} for the three entries of a per-pattern or per-length array.
+template <typename T>
+nlohmann::json breakdown(const T (&v)[3], const std::array<const char*, 3>& names) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < 3; i++) out[names[i]] = v[i];
+  return out;
+}
 
 int fail(const std::string& m) {
   std::cerr << "morpheus-harvest-sim: " << m << "\n";
@@ -85,20 +95,33 @@ int main(int argc, char** argv) {
                         {"tenants", traces.size()},
                         {"placement", nlohmann::json::array()},
                         {"replicas", nlohmann::json::array()}};
+  const std::array<const char*, 3> patterns = {rm::patternName(rm::UtilPattern::kPeriodic),
+                                               rm::patternName(rm::UtilPattern::kConstant),
+                                               rm::patternName(rm::UtilPattern::kUnpredictable)};
+  const std::array<const char*, 3> lengths = {rm::jobLengthName(rm::JobLength::kShort),
+                                              rm::jobLengthName(rm::JobLength::kMedium),
+                                              rm::jobLengthName(rm::JobLength::kLong)};
   for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kRandom,
                  sim::PlacementStrategy::kPrimaryUnaware}) {
     auto r = sim::runHarvestSim(traces, *jobs, s, ho);
     if (!r.isOk()) return fail(r.status().message());
-    out["placement"].push_back({{"strategy", sim::strategyName(s)},
-                                {"jobs", r->jobs},
-                                {"jobs_finished", r->jobs_finished},
-                                {"tasks_run", r->tasks_run},
-                                {"task_kills", r->task_kills},
-                                {"mean_jct_s", r->mean_jct_s},
-                                {"p50_jct_s", r->p50_jct_s},
-                                {"p95_jct_s", r->p95_jct_s},
-                                {"harvested_util", r->harvested_util},
-                                {"primary_util", r->primary_util}});
+    out["placement"].push_back(
+        {{"strategy", sim::strategyName(s)},
+         {"jobs", r->jobs},
+         {"jobs_finished", r->jobs_finished},
+         {"tasks_run", r->tasks_run},
+         {"task_kills", r->task_kills},
+         {"mean_jct_s", r->mean_jct_s},
+         {"p50_jct_s", r->p50_jct_s},
+         {"p95_jct_s", r->p95_jct_s},
+         {"harvested_util", r->harvested_util},
+         {"primary_util", r->primary_util},
+         {"lost_core_s", r->lost_core_s},
+         {"jobs_without_class", r->jobs_without_class},
+         {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
+         {"kills_by_length", breakdown(r->kills_by_length, lengths)},
+         {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
+         {"mean_jct_by_length_s", breakdown(r->mean_jct_by_length_s, lengths)}});
   }
   for (auto s : {sim::ReplicaStrategy::kAlgorithm2, sim::ReplicaStrategy::kRandom,
                  sim::ReplicaStrategy::kBestFirst}) {
@@ -124,6 +147,20 @@ int main(int argc, char** argv) {
                 p["task_kills"].get<long long>(), p["mean_jct_s"].get<double>(),
                 p["p50_jct_s"].get<double>(), p["p95_jct_s"].get<double>(),
                 100 * p["harvested_util"].get<double>());
+  }
+  for (const auto& p : out["placement"]) {
+    std::printf("%-16s lost %.1f core-h; jobs without class %lld; kills on",
+                p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
+                p["jobs_without_class"].get<long long>());
+    for (const auto& [k, v] : p["kills_by_pattern"].items())
+      std::printf(" %s %lld", k.c_str(), v.get<long long>());
+    std::printf("; per job length (jobs / kills / mean JCT s):");
+    for (const char* l : lengths) {
+      std::printf(" %s %lld/%lld/%.0f", l, p["jobs_by_length"][l].get<long long>(),
+                  p["kills_by_length"][l].get<long long>(),
+                  p["mean_jct_by_length_s"][l].get<double>());
+    }
+    std::printf("\n");
   }
   std::printf("%-16s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
   for (const auto& p : out["replicas"]) {

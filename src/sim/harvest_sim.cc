@@ -85,6 +85,11 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
     std::istringstream w(line);
     PrimaryTrace tr;
     if (!(w >> tr.tenant)) continue;
+    for (const auto& seen : out) {
+      if (seen.tenant == tr.tenant)
+        return invalidArgument("line " + std::to_string(no),
+                               "tenant '" + tr.tenant + "' appears twice");
+    }
     std::string v;
     while (w >> v) {
       char* end = nullptr;
@@ -127,6 +132,7 @@ struct JobRt {
   int64_t dur_ticks[2] = {1, 1};
   std::vector<int> preferred;  // servers of the chosen classes (history)
   int64_t finish_tick = -1;
+  rm::JobLength length = rm::JobLength::kMedium;
 };
 
 struct Server {
@@ -172,6 +178,9 @@ class HarvestRun {
           if (servers_[s].tenant == t) class_servers_[c].push_back(static_cast<int>(s));
       }
     }
+    server_class_.assign(servers_.size(), -1);
+    for (size_t c = 0; c < classes_.size(); c++)
+      for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
     return Status::ok();
   }
 
@@ -188,6 +197,7 @@ class HarvestRun {
       r.dur_ticks[0] = std::max<int64_t>(1, (j.map_task_duration + o_.tick - Millis(1)) / o_.tick);
       r.dur_ticks[1] =
           std::max<int64_t>(1, (j.reduce_task_duration + o_.tick - Millis(1)) / o_.tick);
+      r.length = rm::lengthType(j.map_task_duration + j.reduce_task_duration, opts_);
       jobs_.push_back(r);
     }
     std::sort(jobs_.begin(), jobs_.end(),
@@ -220,7 +230,18 @@ class HarvestRun {
       r.jobs_finished++;
       jct.push_back(static_cast<double>((j.finish_tick - j.submit_tick) * o_.tick.count()) /
                     1000.0);
+      const auto l = static_cast<size_t>(j.length);
+      r.jobs_by_length[l]++;
+      r.mean_jct_by_length_s[l] += jct.back();
     }
+    for (size_t l = 0; l < 3; l++) {
+      r.kills_by_pattern[l] = kills_by_pattern_[l];
+      r.kills_by_length[l] = kills_by_length_[l];
+      if (r.jobs_by_length[l] > 0)
+        r.mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+    }
+    r.lost_core_s = static_cast<double>(lost_ticks_ * o_.tick.count()) / 1000.0;
+    r.jobs_without_class = jobs_without_class_;
     double sum = 0;
     for (double v : jct) sum += v;
     r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
@@ -270,15 +291,16 @@ class HarvestRun {
       }
       st.current =
           class_servers_[c].empty() ? 0 : cur / static_cast<double>(class_servers_[c].size());
-      // Capacity left for this job: the class's cores minus reserves and the
-      // secondary tasks already there (headroom applies to what is left).
-      int64_t cores =
-          static_cast<int64_t>(class_servers_[c].size()) * (o_.cores - o_.reserve_cores);
-      st.capacity_slots = std::max<int64_t>(0, cores - used);
+      // The headroom is a share of the class's cores; the NMs' reserves and
+      // the secondary tasks already there are taken from it.
+      const auto n = static_cast<int64_t>(class_servers_[c].size());
+      st.capacity_slots = n * o_.cores;
+      st.taken_slots = n * o_.reserve_cores + used;
       states.push_back(st);
     }
     std::uniform_real_distribution<double> u(0, 1);
     auto chosen = rm::selectClasses(type, width, states, opts_, u(rng_));
+    if (chosen.empty()) jobs_without_class_++;
     for (const auto& id : chosen) {
       for (size_t c = 0; c < classes_.size(); c++)
         if (classes_[c].id == id)
@@ -298,6 +320,9 @@ class HarvestRun {
         j.running[t.stage]--;
         j.pending[t.stage]++;
         kills_++;
+        kills_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)]++;
+        kills_by_length_[static_cast<size_t>(j.length)]++;
+        lost_ticks_ += now - t.start_tick;
       }
     }
   }
@@ -320,11 +345,25 @@ class HarvestRun {
     }
   }
 
+  // Cores a task of a job of length `type` may use on `s` within the
+  // headroom its classes were chosen for (Algorithm 1's headroom per type,
+  // with the tags of the server's class): a long job does not fill a server
+  // above what the class's peak leaves, so the primary's return to its peak
+  // does not kill it.
+  int64_t headroomRoom(const Server& s, int server, rm::JobLength type, int64_t now) const {
+    const int c = server_class_[server];
+    if (c < 0) return room(s, now);
+    const double current = primaryCores(s, now) / o_.cores;
+    const double used = (1.0 - rm::headroom(type, classes_[c], current)) * o_.cores;
+    return static_cast<int64_t>(
+        std::floor(o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size())));
+  }
+
   int pickServer(const JobRt& j, int64_t now) {
     std::vector<int> cand;
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
-        if (room(servers_[s], now) >= 1) cand.push_back(s);
+        if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
     }
     if (cand.empty()) {
       for (size_t s = 0; s < servers_.size(); s++)
@@ -364,7 +403,9 @@ class HarvestRun {
   std::vector<int> active_;
   std::vector<rm::HarvestClass> classes_;
   std::vector<std::vector<int>> class_servers_, class_tenants_;
-  int64_t kills_ = 0, tasks_run_ = 0;
+  std::vector<int> server_class_;  // class index per server (-1: none)
+  int64_t kills_ = 0, tasks_run_ = 0, lost_ticks_ = 0, jobs_without_class_ = 0;
+  int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
 };
 
 }  // namespace

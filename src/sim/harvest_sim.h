@@ -19,8 +19,15 @@
 // days of the series but the last are history (clustering: a daily pattern
 // needs two days to show two cycles); jobs arrive on the last day at their
 // SWIM offsets. A job's length type uses its ideal duration as "last run"
-// (SWIM jobs recur in production). Storage: a tenant's reimage wipes all its
-// servers at once (Poisson, rate per tenant); a wiped replica is back after
+// (SWIM jobs recur in production). History placement: Algorithm 1 runs once
+// per job at arrival (class headroom minus the reserves and the secondary
+// tasks already in the class); the job's tasks then go to servers of its
+// classes only within the headroom of its length type, with the tags of the
+// server's class (short: what the primary leaves now; medium: below
+// max(average, current); long: below max(peak, current)); when none has such
+// room, or no class fitted, they go anywhere with room now (the soft
+// constraint falls back; our scheduler's delay, 3 s, is below one tick). Storage: a tenant's
+// reimage wipes all its servers at once (Poisson, rate per tenant); a wiped replica is back after
 // `rereplicate`; a block is lost when all its replicas are wiped at once, and
 // unavailable while every replica's primary is busier than `busy_util`.
 #pragma once
@@ -57,7 +64,8 @@ std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o);
 
 // Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
 // fractions in [0, 1], one per step, '#' starts a comment); all lines must
-// have the same number of samples. INVALID_ARGUMENT naming the line.
+// have the same number of samples; tenant names are unique. INVALID_ARGUMENT
+// naming the line. The classifier labels each loaded tenant (its `truth`).
 Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
 
 enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
@@ -80,6 +88,16 @@ struct HarvestSimResult {
   double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0;
   double harvested_util = 0;  // secondary core-time / all core-time on the last day
   double primary_util = 0;
+  // Breakdowns: index 0/1/2 = rm::UtilPattern of the killing server's tenant
+  // (its generated or inferred pattern), and rm::JobLength of the job.
+  int64_t kills_by_pattern[3] = {0, 0, 0};
+  int64_t kills_by_length[3] = {0, 0, 0};
+  int64_t jobs_by_length[3] = {0, 0, 0};
+  double mean_jct_by_length_s[3] = {0, 0, 0};
+  double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
+  // History only: jobs for which Algorithm 1 found no class (or combination)
+  // with room; they run without a constraint, i.e. like random placement.
+  int64_t jobs_without_class = 0;
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rm/harvest_selection.h"
+
 namespace morpheus::sim {
 namespace {
 
@@ -38,6 +40,86 @@ TEST(HarvestSimTest, ParsesRealSeriesAndNamesBadLines) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("line 2"), std::string::npos);
   EXPECT_FALSE(parsePrimaryTraces("web 0.1\ndb 0.5 0.5\n").isOk());
+  auto dup = parsePrimaryTraces("web 0.1 0.2\n# again\nweb 0.3 0.3\n");
+  ASSERT_FALSE(dup.isOk());
+  EXPECT_NE(dup.status().message().find("line 3"), std::string::npos);
+  EXPECT_NE(dup.status().message().find("'web' appears twice"), std::string::npos);
+}
+
+// Two days: 0.1 all day but `high` from 12:00 to 13:00 (5-min steps).
+PrimaryTrace middaySpike(const std::string& name, double high) {
+  PrimaryTrace t;
+  t.tenant = name;
+  t.util.assign(2 * 288, 0.1);
+  for (int d = 0; d < 2; d++)
+    for (int i = 144; i < 156; i++) t.util[d * 288 + i] = high;
+  return t;
+}
+
+// `n` jobs of `tasks` map tasks of 3 h (long), submitted at 10:00 + 5 min * k.
+std::vector<SwimJob> longJobs(int n, int64_t tasks) {
+  std::vector<SwimJob> jobs;
+  for (int k = 0; k < n; k++) {
+    SwimJob j;
+    j.name = "long" + std::to_string(k);
+    j.submit = Millis((10 * 60 + 5 * k) * 60 * 1000);
+    j.map_tasks = tasks;
+    j.map_task_duration = 3h;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+// Algorithm 1 in the simulator: long jobs go to the flat tenant (the spiky
+// one's peak leaves no headroom) and are never killed; random placement puts
+// some on the spiky tenant, which kills them at noon (all kills on its pattern).
+TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[0].truth = rm::UtilPattern::kUnpredictable;
+  traces[1].tenant = "flat";
+  traces[1].truth = rm::UtilPattern::kConstant;
+  traces[1].util.assign(2 * 288, 0.5);
+  HarvestSimOptions o;
+  o.servers_per_tenant = 2;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto jobs = longJobs(3, 2);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_by_length[static_cast<size_t>(rm::JobLength::kLong)], 3);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
+  EXPECT_EQ(random->kills_by_pattern[static_cast<size_t>(rm::UtilPattern::kUnpredictable)],
+            random->task_kills);
+  EXPECT_GT(random->lost_core_s, 0);
+  EXPECT_LT(history->mean_jct_s, random->mean_jct_s);
+  EXPECT_EQ(random->jobs_finished, 3) << "killed tasks rerun";
+}
+
+// Within its class a long job uses only the headroom under the class's peak
+// (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
+// nothing; random fills a server up to what the primary leaves now and loses
+// tasks at noon.
+TEST(HarvestSimTest, HistoryPlacesLongTasksWithinThePeakHeadroom) {
+  std::vector<PrimaryTrace> traces = {middaySpike("wave", 0.5)};
+  HarvestSimOptions o;
+  o.servers_per_tenant = 2;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto jobs = longJobs(1, 6);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->tasks_run, 6);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
 }
 
 // A primary that grows at noon kills tasks placed without regard to it; a
