@@ -3,7 +3,7 @@
 //
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
-//       [--blocks B] [--days D] [--duration-scale F] [--json]
+//       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S] [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
 // utilisation, then blocks lost and unavailable per replica placement.
@@ -61,9 +61,15 @@ int main(int argc, char** argv) {
                  "Multiplies SWIM task durations (SWIM-derived tasks last seconds; production "
                  "batch tasks on harvested machines last minutes)")
       ->check(CLI::PositiveNumber);
+  double no_class_wait_s = 0;
+  app.add_option("--no-class-wait", no_class_wait_s,
+                 "History placement: seconds a job no class fits is held (selection retried "
+                 "every tick) before it runs unconstrained; 0 = at once (default)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
+  ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
   ro.servers_per_tenant = ho.servers_per_tenant;
 
   std::vector<sim::PrimaryTrace> traces;

@@ -131,6 +131,7 @@ struct JobRt {
   int64_t left[2] = {0, 0};  // tasks not yet finished per stage
   int64_t dur_ticks[2] = {1, 1};
   std::vector<int> preferred;  // servers of the chosen classes (history)
+  int64_t hold_until = -1;     // history: held without a class until this tick
   int64_t finish_tick = -1;
   rm::JobLength length = rm::JobLength::kMedium;
 };
@@ -272,14 +273,11 @@ class HarvestRun {
     return static_cast<int64_t>(std::floor(o_.cores - busy));
   }
 
-  void admit(int j, int64_t now) {
-    if (strategy_ != PlacementStrategy::kHistory) return;
-    JobRt& job = jobs_[j];
-    Millis ideal = job.swim->map_task_duration + job.swim->reduce_task_duration;
-    rm::JobLength type = rm::lengthType(ideal, opts_);
-    std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
-    int64_t width = rm::maxConcurrentContainers(dag).value();
-    std::vector<rm::ClassState> states;
+  // The classes as Algorithm 1 sees them at `now`; computed once per tick
+  // and kept current as this tick's placements take slots (placeTask).
+  const std::vector<rm::ClassState>& classStates(int64_t now) {
+    if (states_tick_ == now) return states_;
+    states_.clear();
     for (size_t c = 0; c < classes_.size(); c++) {
       rm::ClassState st;
       st.cls = classes_[c];
@@ -296,17 +294,52 @@ class HarvestRun {
       const auto n = static_cast<int64_t>(class_servers_[c].size());
       st.capacity_slots = n * o_.cores;
       st.taken_slots = n * o_.reserve_cores + used;
-      states.push_back(st);
+      states_.push_back(st);
     }
+    states_tick_ = now;
+    return states_;
+  }
+
+  // Algorithm 1 for the job's remaining tasks; fills `preferred` with the
+  // chosen classes' servers. False when no class (or combination) fits.
+  bool select(JobRt& job, int64_t now) {
+    std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
+    int64_t width = rm::maxConcurrentContainers(dag).value();
     std::uniform_real_distribution<double> u(0, 1);
-    auto chosen = rm::selectClasses(type, width, states, opts_, u(rng_));
-    if (chosen.empty()) jobs_without_class_++;
+    auto chosen = rm::selectClasses(job.length, width, classStates(now), opts_, u(rng_));
     for (const auto& id : chosen) {
       for (size_t c = 0; c < classes_.size(); c++)
         if (classes_[c].id == id)
           job.preferred.insert(job.preferred.end(), class_servers_[c].begin(),
                                class_servers_[c].end());
     }
+    return !chosen.empty();
+  }
+
+  // History: a job no class fits either runs unconstrained at once or, with
+  // no_class_wait, is held (selection retried every tick) for that long.
+  void admit(int j, int64_t now) {
+    if (strategy_ != PlacementStrategy::kHistory) return;
+    JobRt& job = jobs_[j];
+    if (select(job, now)) return;
+    if (o_.no_class_wait.count() > 0) {
+      job.hold_until = now + (o_.no_class_wait + o_.tick - Millis(1)) / o_.tick;
+    } else {
+      jobs_without_class_++;
+    }
+  }
+
+  // True while the job is held; releases it when a class fits or time is up.
+  bool held(JobRt& job, int64_t now) {
+    if (job.hold_until < 0) return false;
+    if (select(job, now)) {
+      job.hold_until = -1;
+      return false;
+    }
+    if (now < job.hold_until) return true;
+    job.hold_until = -1;
+    jobs_without_class_++;
+    return false;
   }
 
   // The NM's harvest guard on every server: newest tasks die first.
@@ -374,22 +407,30 @@ class HarvestRun {
   }
 
   void place(int64_t now) {
+    states_tick_ = -1;  // kills and completions since admission changed the classes
     std::vector<int> still;
     for (int ji : active_) {
       JobRt& j = jobs_[ji];
+      if (j.finish_tick < 0) still.push_back(ji);
+      if (held(j, now)) continue;
       for (int st = 0; st < 2; st++) {
         while (j.pending[st] > 0) {
           int s = pickServer(j, now);
           if (s < 0) break;
-          servers_[s].tasks.push_back({ji, st, now + j.dur_ticks[st], now});
-          j.pending[st]--;
-          j.running[st]++;
-          tasks_run_++;
+          placeTask(ji, st, s, now);
         }
       }
-      if (j.finish_tick < 0) still.push_back(ji);
     }
     active_ = std::move(still);
+  }
+
+  void placeTask(int ji, int stage, int s, int64_t now) {
+    JobRt& j = jobs_[ji];
+    servers_[s].tasks.push_back({ji, stage, now + j.dur_ticks[stage], now});
+    j.pending[stage]--;
+    j.running[stage]++;
+    tasks_run_++;
+    if (states_tick_ == now && server_class_[s] >= 0) states_[server_class_[s]].taken_slots++;
   }
 
   const std::vector<PrimaryTrace>& traces_;
@@ -403,7 +444,9 @@ class HarvestRun {
   std::vector<int> active_;
   std::vector<rm::HarvestClass> classes_;
   std::vector<std::vector<int>> class_servers_, class_tenants_;
-  std::vector<int> server_class_;  // class index per server (-1: none)
+  std::vector<int> server_class_;       // class index per server (-1: none)
+  std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
+  int64_t states_tick_ = -1;
   int64_t kills_ = 0, tasks_run_ = 0, lost_ticks_ = 0, jobs_without_class_ = 0;
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
 };
@@ -418,6 +461,7 @@ Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
   if (o.servers_per_tenant < 1) return invalidArgument("servers_per_tenant", "must be >= 1");
   if (o.tick.count() <= 0 || o.step < o.tick)
     return invalidArgument("tick", "must be > 0 and <= step");
+  if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
   const int64_t per_day = Millis(86400000) / o.step;
   if (static_cast<int64_t>(traces.front().util.size()) < 2 * per_day) {
     return invalidArgument("traces", "need two days of samples (day 0 is history)");

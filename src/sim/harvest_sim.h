@@ -79,6 +79,10 @@ struct HarvestSimOptions {
   Millis step{Millis(5 * 60 * 1000)};  // of the primary series
   double job_sample = 0.1;             // share of SWIM jobs kept
   int64_t max_tasks_per_stage = 200;
+  // History only: how long a job for which Algorithm 1 finds no class is
+  // held (selection retried every tick) before it runs unconstrained; 0 =
+  // runs unconstrained at once (the RM's "no classes, no constraint").
+  Millis no_class_wait{0};
   uint64_t seed = 1;
 };
 

@@ -100,6 +100,41 @@ TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
   EXPECT_EQ(random->jobs_finished, 3) << "killed tasks rerun";
 }
 
+// A long job arriving while the flat tenant's headroom is taken (3 slots,
+// all held by an earlier 1-hour job) fits no class: run unconstrained at
+// once, its only room is on the spiky tenant, which kills it at noon; held
+// (no_class_wait), it waits until 11:00, then runs on the flat tenant unharmed.
+TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[1].tenant = "flat";
+  traces[1].util.assign(2 * 288, 0.5);
+  std::vector<SwimJob> jobs = longJobs(1, 3);
+  jobs[0].map_task_duration = 1h;
+  jobs.push_back(longJobs(1, 2)[0]);
+  jobs[1].name = "late";
+  jobs[1].submit = Millis((10 * 60 + 30) * 60 * 1000);
+  HarvestSimOptions o;
+  o.servers_per_tenant = 1;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto at_once = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.no_class_wait = 1h;
+  auto held = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(at_once.isOk()) << at_once.status().message();
+  ASSERT_TRUE(held.isOk());
+  EXPECT_EQ(at_once->jobs_without_class, 1);
+  EXPECT_EQ(at_once->task_kills, 2);
+  EXPECT_EQ(held->jobs_without_class, 0);
+  EXPECT_EQ(held->task_kills, 0);
+  EXPECT_EQ(held->jobs_finished, 2);
+  EXPECT_EQ(held->tasks_run, 5);
+  o.no_class_wait = -1s;
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("no_class_wait"), std::string::npos);
+}
+
 // Within its class a long job uses only the headroom under the class's peak
 // (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
 // nothing; random fills a server up to what the primary leaves now and loses
