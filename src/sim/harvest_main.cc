@@ -1,7 +1,7 @@
 // morpheus-harvest-sim (issue #18): harvesting figures on a virtual time line
 // (sim/harvest_sim.h).
 //
-//   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N]
+//   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S] [--json]
 //
@@ -50,7 +50,13 @@ int main(int argc, char** argv) {
   app.add_option("--primary", primary,
                  "Real primary-tenant series: lines 'TENANT U0 U1 ...' (fractions, one per 5 min, "
                  ">= 2 days); default: generated");
-  app.add_option("--tenants", gen.tenants, "Generated primary tenants (a third per pattern)");
+  app.add_option("--tenants", gen.tenants, "Generated primary tenants");
+  std::vector<double> mix = {1, 1, 1};
+  app.add_option("--mix", mix,
+                 "Relative shares of periodic, constant and unpredictable generated tenants "
+                 "(default 1,1,1)")
+      ->delimiter(',')
+      ->expected(3);
   app.add_option("--servers-per-tenant", ho.servers_per_tenant, "Servers per primary tenant");
   app.add_option("--cores", ho.cores, "Cores per server");
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated");
@@ -83,7 +89,11 @@ int main(int argc, char** argv) {
     traces = std::move(t).value();
   } else {
     if (gen.tenants < 3) return fail("--tenants: must be >= 3");
-    traces = sim::generatePrimaryTraces(gen);
+    if (mix.size() != 3) return fail("--mix: three shares (periodic,constant,unpredictable)");
+    std::copy(mix.begin(), mix.end(), gen.mix.begin());
+    auto t = sim::generatePrimaryTraces(gen);
+    if (!t.isOk()) return fail("--" + t.status().message());
+    traces = std::move(t).value();
   }
   // Disks twice as large as the blocks need, so placement is never short of space.
   const int64_t servers = static_cast<int64_t>(traces.size()) * ro.servers_per_tenant;

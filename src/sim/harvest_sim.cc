@@ -37,7 +37,34 @@ const char* replicaStrategyName(ReplicaStrategy s) {
   return "?";
 }
 
-std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o) {
+namespace {
+
+// The pattern of each of `n` tenants: smooth weighted round-robin over the
+// shares (ties go to the earlier pattern).
+std::vector<rm::UtilPattern> patternOrder(int n, const std::array<double, 3>& mix) {
+  const double total = mix[0] + mix[1] + mix[2];
+  std::array<double, 3> credit = {0, 0, 0};
+  std::vector<rm::UtilPattern> out;
+  for (int t = 0; t < n; t++) {
+    size_t best = 0;
+    for (size_t p = 0; p < 3; p++) credit[p] += mix[p];
+    for (size_t p = 1; p < 3; p++)
+      if (credit[p] > credit[best]) best = p;
+    credit[best] -= total;
+    out.push_back(static_cast<rm::UtilPattern>(best));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o) {
+  if (o.mix[0] < 0 || o.mix[1] < 0 || o.mix[2] < 0 || o.mix[0] + o.mix[1] + o.mix[2] <= 0)
+    return invalidArgument("mix", "shares must be >= 0 and not all 0");
+  if (o.tenants < 1) return invalidArgument("tenants", "must be >= 1");
+  if (o.days < 2)
+    return invalidArgument("days", "must be >= 2 (all days but the last are history)");
+  const std::vector<rm::UtilPattern> order = patternOrder(o.tenants, o.mix);
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::normal_distribution<double> noise(0, 1);
@@ -46,7 +73,7 @@ std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o) {
   std::vector<PrimaryTrace> out;
   for (int t = 0; t < o.tenants; t++) {
     PrimaryTrace tr;
-    tr.truth = static_cast<rm::UtilPattern>(t % 3);
+    tr.truth = order[static_cast<size_t>(t)];
     tr.tenant = std::string(rm::patternName(tr.truth)) + "-" + std::to_string(t);
     if (tr.truth == rm::UtilPattern::kPeriodic) {
       double mean = 0.15 + 0.3 * u(rng), amp = 0.1 + 0.25 * u(rng);

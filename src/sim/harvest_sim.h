@@ -32,6 +32,7 @@
 // unavailable while every replica's primary is busier than `busy_util`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,7 +52,11 @@ struct PrimaryTrace {
 };
 
 struct PrimaryGenOptions {
-  int tenants = 30;  // a third of each pattern
+  int tenants = 30;
+  // Relative shares of periodic, constant and unpredictable tenants (>= 0,
+  // not all 0); tenants take patterns in smooth weighted round-robin order,
+  // so equal shares give periodic, constant, unpredictable, periodic, ...
+  std::array<double, 3> mix = {1, 1, 1};
   int days = 3;
   Millis step{Millis(5 * 60 * 1000)};
   uint64_t seed = 1;
@@ -60,7 +65,9 @@ struct PrimaryGenOptions {
 // Periodic: a daily wave (mean 0.15-0.45, amplitude 0.1-0.35, phase within
 // +-3 h of a common peak) plus small noise; constant: a level 0.1-0.6 +-0.02;
 // unpredictable: a random walk in [0.05, 0.95] with bursts.
-std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o);
+// INVALID_ARGUMENT naming "mix" for negative or all-zero shares, "tenants"
+// below 1, "days" below 2.
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o);
 
 // Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
 // fractions in [0, 1], one per step, '#' starts a comment); all lines must

@@ -18,7 +18,7 @@ TEST(HarvestSimTest, GeneratedPatternsAreRecoveredByTheClassifier) {
   PrimaryGenOptions g;
   g.tenants = 12;
   g.seed = 7;
-  auto traces = generatePrimaryTraces(g);
+  auto traces = generatePrimaryTraces(g).value();
   ASSERT_EQ(traces.size(), 12u);
   int right = 0;
   for (const auto& t : traces) {
@@ -28,7 +28,32 @@ TEST(HarvestSimTest, GeneratedPatternsAreRecoveredByTheClassifier) {
     right += p->pattern == t.truth ? 1 : 0;
   }
   EXPECT_GE(right, 10) << "seed 7";
-  EXPECT_EQ(generatePrimaryTraces(g)[3].util, traces[3].util) << "same seed, same series";
+  EXPECT_EQ(generatePrimaryTraces(g)->at(3).util, traces[3].util) << "same seed, same series";
+}
+
+// The mix sets each pattern's share in round-robin order; bad shares are refused.
+TEST(HarvestSimTest, MixSetsThePatternShares) {
+  PrimaryGenOptions g;
+  g.tenants = 8;
+  g.mix = {2, 1, 1};
+  auto traces = generatePrimaryTraces(g);
+  ASSERT_TRUE(traces.isOk());
+  std::vector<rm::UtilPattern> got;
+  for (const auto& t : *traces) got.push_back(t.truth);
+  using P = rm::UtilPattern;
+  EXPECT_EQ(got, (std::vector<P>{P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic,
+                                 P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic}));
+  g.mix = {1, 1, 1};
+  auto equal = generatePrimaryTraces(g);
+  ASSERT_TRUE(equal.isOk());
+  for (size_t t = 0; t < equal->size(); t++)
+    EXPECT_EQ(equal->at(t).truth, static_cast<P>(t % 3)) << "tenant " << t;
+  g.mix = {0, 0, 0};
+  auto bad = generatePrimaryTraces(g);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("mix"), std::string::npos);
+  g.mix = {1, -1, 1};
+  EXPECT_FALSE(generatePrimaryTraces(g).isOk());
 }
 
 // The real-series format: lines of fractions, equal lengths, errors name the line.
@@ -200,7 +225,7 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
   PrimaryGenOptions g;
   g.tenants = 9;
   g.seed = 3;
-  auto traces = generatePrimaryTraces(g);
+  auto traces = generatePrimaryTraces(g).value();
   ReplicaSimOptions o;
   o.servers_per_tenant = 4;
   o.blocks = 500;
