@@ -26,10 +26,11 @@
 // server's class (short: what the primary leaves now; medium: below
 // max(average, current); long: below max(peak, current)); when none has such
 // room, or no class fitted, they go anywhere with room now (the soft
-// constraint falls back; our scheduler's delay, 3 s, is below one tick). Storage: a tenant's
-// reimage wipes all its servers at once (Poisson, rate per tenant); a wiped replica is back after
-// `rereplicate`; a block is lost when all its replicas are wiped at once, and
-// unavailable while every replica's primary is busier than `busy_util`.
+// constraint falls back; our scheduler's delay, 3 s, is below one tick).
+// Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
+// per tenant); a wiped replica is back after `rereplicate`; a block is
+// lost when all its replicas are wiped at once, and unavailable while every
+// replica's primary is busier than `busy_util`.
 #pragma once
 
 #include <array>
@@ -107,7 +108,8 @@ struct HarvestSimResult {
   double mean_jct_by_length_s[3] = {0, 0, 0};
   double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
   // History only: jobs for which Algorithm 1 found no class (or combination)
-  // with room; they run without a constraint, i.e. like random placement.
+  // with room (within no_class_wait); they run without a constraint, i.e.
+  // like random placement.
   int64_t jobs_without_class = 0;
 };
 
