@@ -108,6 +108,7 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
   int no = 0;
   for (; std::getline(lines, line);) {
     no++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
     std::istringstream w(line);
     PrimaryTrace tr;

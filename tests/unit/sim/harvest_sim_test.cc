@@ -65,6 +65,9 @@ TEST(HarvestSimTest, ParsesRealSeriesAndNamesBadLines) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("line 2"), std::string::npos);
   EXPECT_FALSE(parsePrimaryTraces("web 0.1\ndb 0.5 0.5\n").isOk());
+  auto crlf = parsePrimaryTraces("web 0.1 0.2\r\ndb 0.5 0.5\r\n");
+  ASSERT_TRUE(crlf.isOk()) << crlf.status().message();
+  EXPECT_EQ(crlf->at(1).util, (std::vector<double>{0.5, 0.5}));
   auto dup = parsePrimaryTraces("web 0.1 0.2\n# again\nweb 0.3 0.3\n");
   ASSERT_FALSE(dup.isOk());
   EXPECT_NE(dup.status().message().find("line 3"), std::string::npos);
