@@ -3,7 +3,8 @@
 //
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
-//       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S] [--json]
+//       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
+//       [--weights LENGTH:P,C,U]... [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
 // utilisation, then blocks lost and unavailable per replica placement.
@@ -13,6 +14,7 @@
 #include <array>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -72,10 +74,19 @@ int main(int argc, char** argv) {
                  "History placement: seconds a job no class fits is held (selection retried "
                  "every tick) before it runs unconstrained; 0 = at once (default)")
       ->check(CLI::NonNegativeNumber);
+  std::vector<std::string> weights;
+  app.add_option("--weights", weights,
+                 "Algorithm 1's ranking weights of a job length for periodic, constant and "
+                 "unpredictable classes, e.g. short:2,3,1 (repeatable; defaults: short:2,1,3 "
+                 "medium:3,2,1 long:2,3,1)");
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
+  for (const auto& w : weights) {
+    if (Status st = sim::parseRankingWeights(w, ho.selection); !st.isOk())
+      return fail("--" + st.message());
+  }
   ro.servers_per_tenant = ho.servers_per_tenant;
 
   std::vector<sim::PrimaryTrace> traces;

@@ -142,6 +142,31 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
   return out;
 }
 
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
+  auto colon = spec.find(':');
+  const std::string length = spec.substr(0, colon);
+  const std::map<std::string, rm::JobLength> names = {{"short", rm::JobLength::kShort},
+                                                      {"medium", rm::JobLength::kMedium},
+                                                      {"long", rm::JobLength::kLong}};
+  if (colon == std::string::npos || !names.count(length))
+    return invalidArgument("weights", "'" + spec + "': expected short|medium|long:P,C,U");
+  std::istringstream in(spec.substr(colon + 1));
+  std::map<rm::UtilPattern, double> w;
+  std::string v;
+  for (int p = 0; p < 3; p++) {
+    char* end = nullptr;
+    if (!std::getline(in, v, ',')) return invalidArgument("weights", "'" + spec + "': 3 weights");
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x >= 0))
+      return invalidArgument("weights", "'" + spec + "': '" + v + "' is not a weight >= 0");
+    w[static_cast<rm::UtilPattern>(p)] = x;
+  }
+  if (std::getline(in, v, ','))
+    return invalidArgument("weights", "'" + spec + "': more than 3 weights");
+  o.weights[names.at(length)] = w;
+  return Status::ok();
+}
+
 namespace {
 
 struct Task {
@@ -226,7 +251,7 @@ class HarvestRun {
       r.dur_ticks[0] = std::max<int64_t>(1, (j.map_task_duration + o_.tick - Millis(1)) / o_.tick);
       r.dur_ticks[1] =
           std::max<int64_t>(1, (j.reduce_task_duration + o_.tick - Millis(1)) / o_.tick);
-      r.length = rm::lengthType(j.map_task_duration + j.reduce_task_duration, opts_);
+      r.length = rm::lengthType(j.map_task_duration + j.reduce_task_duration, o_.selection);
       jobs_.push_back(r);
     }
     std::sort(jobs_.begin(), jobs_.end(),
@@ -334,7 +359,7 @@ class HarvestRun {
     std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
     int64_t width = rm::maxConcurrentContainers(dag).value();
     std::uniform_real_distribution<double> u(0, 1);
-    auto chosen = rm::selectClasses(job.length, width, classStates(now), opts_, u(rng_));
+    auto chosen = rm::selectClasses(job.length, width, classStates(now), o_.selection, u(rng_));
     for (const auto& id : chosen) {
       for (size_t c = 0; c < classes_.size(); c++)
         if (classes_[c].id == id)
@@ -464,7 +489,6 @@ class HarvestRun {
   const std::vector<PrimaryTrace>& traces_;
   const PlacementStrategy strategy_;
   const HarvestSimOptions o_;
-  const rm::SelectionOptions opts_;
   std::mt19937_64 rng_;
   int64_t per_day_ = 0, ticks_per_step_ = 1;
   std::vector<Server> servers_;

@@ -41,6 +41,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "rm/harvest_classes.h"
+#include "rm/harvest_selection.h"
 #include "sim/swim_trace.h"
 
 namespace morpheus::sim {
@@ -76,6 +77,11 @@ Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions&
 // naming the line. The classifier labels each loaded tenant (its `truth`).
 Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
 
+// "LENGTH:P,C,U" (e.g. "short:1,3,2"): sets the ranking weights of job
+// length short|medium|long for periodic, constant and unpredictable classes
+// in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
+
 enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
 const char* strategyName(PlacementStrategy s);
 
@@ -91,6 +97,7 @@ struct HarvestSimOptions {
   // held (selection retried every tick) before it runs unconstrained; 0 =
   // runs unconstrained at once (the RM's "no classes, no constraint").
   Millis no_class_wait{0};
+  rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
   uint64_t seed = 1;
 };
 

@@ -56,6 +56,23 @@ TEST(HarvestSimTest, MixSetsThePatternShares) {
   EXPECT_FALSE(generatePrimaryTraces(g).isOk());
 }
 
+// Ranking weights from the CLI form; bad specs name "weights" and change nothing.
+TEST(HarvestSimTest, ParsesRankingWeights) {
+  rm::SelectionOptions o;
+  ASSERT_TRUE(parseRankingWeights("short:2,3,1", o).isOk());
+  using P = rm::UtilPattern;
+  EXPECT_EQ(o.weights[rm::JobLength::kShort],
+            (std::map<P, double>{{P::kPeriodic, 2}, {P::kConstant, 3}, {P::kUnpredictable, 1}}));
+  const auto before = o.weights;
+  for (const char* bad :
+       {"short:1,2", "tiny:1,2,3", "short:1,x,3", "short:1,2,3,4", "long:1,-1,2", "medium"}) {
+    Status st = parseRankingWeights(bad, o);
+    ASSERT_FALSE(st.isOk()) << bad;
+    EXPECT_EQ(st.message().rfind("weights: ", 0), 0u) << st.message();
+  }
+  EXPECT_EQ(o.weights, before);
+}
+
 // The real-series format: lines of fractions, equal lengths, errors name the line.
 TEST(HarvestSimTest, ParsesRealSeriesAndNamesBadLines) {
   auto ok = parsePrimaryTraces("# tenant samples\nweb 0.1 0.2 0.3\ndb 0.5 0.5 0.5\n");
