@@ -7,7 +7,9 @@
 //       [--weights LENGTH:P,C,U]... [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
-// utilisation, then blocks lost and unavailable per replica placement.
+// utilisation, then the work lost to kills, the jobs Algorithm 1 found no
+// class for, kills per tenant pattern and per job length; then blocks lost
+// and unavailable per replica placement.
 // Exit codes: 0 done, 2 bad input (one line on stderr).
 #include <CLI/CLI.hpp>
 #include <algorithm>
