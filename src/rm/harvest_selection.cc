@@ -75,6 +75,12 @@ double headroom(JobLength type, const HarvestClass& c, double current) {
   return std::clamp(1.0 - used, 0.0, 1.0);
 }
 
+int64_t freeSlots(JobLength type, const ClassState& c) {
+  auto slots = static_cast<int64_t>(
+      std::floor(headroom(type, c.cls, c.current) * static_cast<double>(c.capacity_slots)));
+  return std::max<int64_t>(0, slots - c.taken_slots);
+}
+
 namespace {
 
 struct Cand {
@@ -99,8 +105,7 @@ std::vector<std::string> selectClasses(JobLength type, int64_t max_concurrent,
   for (const auto& c : classes) {
     double w = weightOf(o, type, c.cls.pattern);
     if (w <= 0) continue;
-    auto slots = static_cast<int64_t>(
-        std::floor(headroom(type, c.cls, c.current) * static_cast<double>(c.capacity_slots)));
+    int64_t slots = freeSlots(type, c);
     if (slots > 0) cands.push_back({c.cls.id, w, slots});
   }
   std::vector<const Cand*> fit;

@@ -9,7 +9,10 @@
 //       short:  1 - current
 //       medium: 1 - max(average, current)
 //       long:   1 - max(peak, current)
-//     times the class's capacity in containers of the job's size;
+//     times the class's capacity in containers of the job's size, minus the
+//     containers other secondaries (and the NMs' reserves) already hold
+//     there: the headroom is the primary's, so what earlier jobs took from
+//     it is gone for this one;
 //  4. among classes whose headroom holds the whole job, one is drawn with
 //     probability proportional to its ranking weight for the type (options);
 //     when none holds it alone, classes are combined in decreasing weight
@@ -64,6 +67,9 @@ struct ClassState {
   HarvestClass cls;
   double current = 0;          // the members' current utilisation (fraction)
   int64_t capacity_slots = 0;  // containers of the job's size the class's nodes hold when idle
+  // Containers of the job's size the class's nodes already give to other
+  // secondary containers or keep as the NMs' reserve (0 = none).
+  int64_t taken_slots = 0;
 };
 
 struct StageShape {
@@ -77,6 +83,8 @@ JobLength lengthType(std::optional<Millis> last_run, const SelectionOptions& o);
 // INVALID_ARGUMENT naming "stages[i].depends_on" for an unknown stage or a cycle.
 Result<int64_t> maxConcurrentContainers(const std::vector<StageShape>& stages);
 double headroom(JobLength type, const HarvestClass& c, double current);
+// floor(headroom * capacity_slots) - taken_slots, at least 0.
+int64_t freeSlots(JobLength type, const ClassState& c);
 
 // The chosen class ids (empty = nothing fits). `draw` in [0, 1).
 std::vector<std::string> selectClasses(JobLength type, int64_t max_concurrent,

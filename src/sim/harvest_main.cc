@@ -1,25 +1,39 @@
 // morpheus-harvest-sim (issue #18): harvesting figures on a virtual time line
 // (sim/harvest_sim.h).
 //
-//   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N]
+//   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
-//       [--blocks B] [--days D] [--duration-scale F] [--json]
+//       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
+//       [--weights LENGTH:P,C,U]... [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
-// utilisation, then blocks lost and unavailable per replica placement.
+// utilisation, then the work lost to kills, the jobs Algorithm 1 found no
+// class for, kills per tenant pattern and per job length; then blocks lost
+// and unavailable per replica placement.
 // Exit codes: 0 done, 2 bad input (one line on stderr).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rm/harvest_selection.h"
 #include "sim/harvest_sim.h"
 
 using namespace morpheus;
 
 namespace {
+
+// {"name": value} for the three entries of a per-pattern or per-length array.
+template <typename T>
+nlohmann::json breakdown(const T (&v)[3], const std::array<const char*, 3>& names) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < 3; i++) out[names[i]] = v[i];
+  return out;
+}
 
 int fail(const std::string& m) {
   std::cerr << "morpheus-harvest-sim: " << m << "\n";
@@ -40,7 +54,13 @@ int main(int argc, char** argv) {
   app.add_option("--primary", primary,
                  "Real primary-tenant series: lines 'TENANT U0 U1 ...' (fractions, one per 5 min, "
                  ">= 2 days); default: generated");
-  app.add_option("--tenants", gen.tenants, "Generated primary tenants (a third per pattern)");
+  app.add_option("--tenants", gen.tenants, "Generated primary tenants");
+  std::vector<double> mix = {1, 1, 1};
+  app.add_option("--mix", mix,
+                 "Relative shares of periodic, constant and unpredictable generated tenants "
+                 "(default 1,1,1)")
+      ->delimiter(',')
+      ->expected(3);
   app.add_option("--servers-per-tenant", ho.servers_per_tenant, "Servers per primary tenant");
   app.add_option("--cores", ho.cores, "Cores per server");
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated");
@@ -51,9 +71,24 @@ int main(int argc, char** argv) {
                  "Multiplies SWIM task durations (SWIM-derived tasks last seconds; production "
                  "batch tasks on harvested machines last minutes)")
       ->check(CLI::PositiveNumber);
+  double no_class_wait_s = 0;
+  app.add_option("--no-class-wait", no_class_wait_s,
+                 "History placement: seconds a job no class fits is held (selection retried "
+                 "every tick) before it runs unconstrained; 0 = at once (default)")
+      ->check(CLI::NonNegativeNumber);
+  std::vector<std::string> weights;
+  app.add_option("--weights", weights,
+                 "Algorithm 1's ranking weights of a job length for periodic, constant and "
+                 "unpredictable classes, e.g. short:2,3,1 (repeatable; defaults: short:2,1,3 "
+                 "medium:3,2,1 long:2,3,1)");
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
+  ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
+  for (const auto& w : weights) {
+    if (Status st = sim::parseRankingWeights(w, ho.selection); !st.isOk())
+      return fail("--" + st.message());
+  }
   ro.servers_per_tenant = ho.servers_per_tenant;
 
   std::vector<sim::PrimaryTrace> traces;
@@ -67,7 +102,11 @@ int main(int argc, char** argv) {
     traces = std::move(t).value();
   } else {
     if (gen.tenants < 3) return fail("--tenants: must be >= 3");
-    traces = sim::generatePrimaryTraces(gen);
+    if (mix.size() != 3) return fail("--mix: three shares (periodic,constant,unpredictable)");
+    std::copy(mix.begin(), mix.end(), gen.mix.begin());
+    auto t = sim::generatePrimaryTraces(gen);
+    if (!t.isOk()) return fail("--" + t.status().message());
+    traces = std::move(t).value();
   }
   // Disks twice as large as the blocks need, so placement is never short of space.
   const int64_t servers = static_cast<int64_t>(traces.size()) * ro.servers_per_tenant;
@@ -85,20 +124,33 @@ int main(int argc, char** argv) {
                         {"tenants", traces.size()},
                         {"placement", nlohmann::json::array()},
                         {"replicas", nlohmann::json::array()}};
+  const std::array<const char*, 3> patterns = {rm::patternName(rm::UtilPattern::kPeriodic),
+                                               rm::patternName(rm::UtilPattern::kConstant),
+                                               rm::patternName(rm::UtilPattern::kUnpredictable)};
+  const std::array<const char*, 3> lengths = {rm::jobLengthName(rm::JobLength::kShort),
+                                              rm::jobLengthName(rm::JobLength::kMedium),
+                                              rm::jobLengthName(rm::JobLength::kLong)};
   for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kRandom,
                  sim::PlacementStrategy::kPrimaryUnaware}) {
     auto r = sim::runHarvestSim(traces, *jobs, s, ho);
     if (!r.isOk()) return fail(r.status().message());
-    out["placement"].push_back({{"strategy", sim::strategyName(s)},
-                                {"jobs", r->jobs},
-                                {"jobs_finished", r->jobs_finished},
-                                {"tasks_run", r->tasks_run},
-                                {"task_kills", r->task_kills},
-                                {"mean_jct_s", r->mean_jct_s},
-                                {"p50_jct_s", r->p50_jct_s},
-                                {"p95_jct_s", r->p95_jct_s},
-                                {"harvested_util", r->harvested_util},
-                                {"primary_util", r->primary_util}});
+    out["placement"].push_back(
+        {{"strategy", sim::strategyName(s)},
+         {"jobs", r->jobs},
+         {"jobs_finished", r->jobs_finished},
+         {"tasks_run", r->tasks_run},
+         {"task_kills", r->task_kills},
+         {"mean_jct_s", r->mean_jct_s},
+         {"p50_jct_s", r->p50_jct_s},
+         {"p95_jct_s", r->p95_jct_s},
+         {"harvested_util", r->harvested_util},
+         {"primary_util", r->primary_util},
+         {"lost_core_s", r->lost_core_s},
+         {"jobs_without_class", r->jobs_without_class},
+         {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
+         {"kills_by_length", breakdown(r->kills_by_length, lengths)},
+         {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
+         {"mean_jct_by_length_s", breakdown(r->mean_jct_by_length_s, lengths)}});
   }
   for (auto s : {sim::ReplicaStrategy::kAlgorithm2, sim::ReplicaStrategy::kRandom,
                  sim::ReplicaStrategy::kBestFirst}) {
@@ -124,6 +176,20 @@ int main(int argc, char** argv) {
                 p["task_kills"].get<long long>(), p["mean_jct_s"].get<double>(),
                 p["p50_jct_s"].get<double>(), p["p95_jct_s"].get<double>(),
                 100 * p["harvested_util"].get<double>());
+  }
+  for (const auto& p : out["placement"]) {
+    std::printf("%-16s lost %.1f core-h; jobs without class %lld; kills on",
+                p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
+                p["jobs_without_class"].get<long long>());
+    for (const auto& [k, v] : p["kills_by_pattern"].items())
+      std::printf(" %s %lld", k.c_str(), v.get<long long>());
+    std::printf("; per job length (jobs / kills / mean JCT s):");
+    for (const char* l : lengths) {
+      std::printf(" %s %lld/%lld/%.0f", l, p["jobs_by_length"][l].get<long long>(),
+                  p["kills_by_length"][l].get<long long>(),
+                  p["mean_jct_by_length_s"][l].get<double>());
+    }
+    std::printf("\n");
   }
   std::printf("%-16s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
   for (const auto& p : out["replicas"]) {

@@ -37,7 +37,34 @@ const char* replicaStrategyName(ReplicaStrategy s) {
   return "?";
 }
 
-std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o) {
+namespace {
+
+// The pattern of each of `n` tenants: smooth weighted round-robin over the
+// shares (ties go to the earlier pattern).
+std::vector<rm::UtilPattern> patternOrder(int n, const std::array<double, 3>& mix) {
+  const double total = mix[0] + mix[1] + mix[2];
+  std::array<double, 3> credit = {0, 0, 0};
+  std::vector<rm::UtilPattern> out;
+  for (int t = 0; t < n; t++) {
+    size_t best = 0;
+    for (size_t p = 0; p < 3; p++) credit[p] += mix[p];
+    for (size_t p = 1; p < 3; p++)
+      if (credit[p] > credit[best]) best = p;
+    credit[best] -= total;
+    out.push_back(static_cast<rm::UtilPattern>(best));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o) {
+  if (o.mix[0] < 0 || o.mix[1] < 0 || o.mix[2] < 0 || o.mix[0] + o.mix[1] + o.mix[2] <= 0)
+    return invalidArgument("mix", "shares must be >= 0 and not all 0");
+  if (o.tenants < 1) return invalidArgument("tenants", "must be >= 1");
+  if (o.days < 2)
+    return invalidArgument("days", "must be >= 2 (all days but the last are history)");
+  const std::vector<rm::UtilPattern> order = patternOrder(o.tenants, o.mix);
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::normal_distribution<double> noise(0, 1);
@@ -46,7 +73,7 @@ std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o) {
   std::vector<PrimaryTrace> out;
   for (int t = 0; t < o.tenants; t++) {
     PrimaryTrace tr;
-    tr.truth = static_cast<rm::UtilPattern>(t % 3);
+    tr.truth = order[static_cast<size_t>(t)];
     tr.tenant = std::string(rm::patternName(tr.truth)) + "-" + std::to_string(t);
     if (tr.truth == rm::UtilPattern::kPeriodic) {
       double mean = 0.15 + 0.3 * u(rng), amp = 0.1 + 0.25 * u(rng);
@@ -81,10 +108,16 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
   int no = 0;
   for (; std::getline(lines, line);) {
     no++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
     std::istringstream w(line);
     PrimaryTrace tr;
     if (!(w >> tr.tenant)) continue;
+    for (const auto& seen : out) {
+      if (seen.tenant == tr.tenant)
+        return invalidArgument("line " + std::to_string(no),
+                               "tenant '" + tr.tenant + "' appears twice");
+    }
     std::string v;
     while (w >> v) {
       char* end = nullptr;
@@ -109,6 +142,31 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
   return out;
 }
 
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
+  auto colon = spec.find(':');
+  const std::string length = spec.substr(0, colon);
+  const std::map<std::string, rm::JobLength> names = {{"short", rm::JobLength::kShort},
+                                                      {"medium", rm::JobLength::kMedium},
+                                                      {"long", rm::JobLength::kLong}};
+  if (colon == std::string::npos || !names.count(length))
+    return invalidArgument("weights", "'" + spec + "': expected short|medium|long:P,C,U");
+  std::istringstream in(spec.substr(colon + 1));
+  std::map<rm::UtilPattern, double> w;
+  std::string v;
+  for (int p = 0; p < 3; p++) {
+    char* end = nullptr;
+    if (!std::getline(in, v, ',')) return invalidArgument("weights", "'" + spec + "': 3 weights");
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x >= 0))
+      return invalidArgument("weights", "'" + spec + "': '" + v + "' is not a weight >= 0");
+    w[static_cast<rm::UtilPattern>(p)] = x;
+  }
+  if (std::getline(in, v, ','))
+    return invalidArgument("weights", "'" + spec + "': more than 3 weights");
+  o.weights[names.at(length)] = w;
+  return Status::ok();
+}
+
 namespace {
 
 struct Task {
@@ -126,7 +184,9 @@ struct JobRt {
   int64_t left[2] = {0, 0};  // tasks not yet finished per stage
   int64_t dur_ticks[2] = {1, 1};
   std::vector<int> preferred;  // servers of the chosen classes (history)
+  int64_t hold_until = -1;     // history: held without a class until this tick
   int64_t finish_tick = -1;
+  rm::JobLength length = rm::JobLength::kMedium;
 };
 
 struct Server {
@@ -172,6 +232,9 @@ class HarvestRun {
           if (servers_[s].tenant == t) class_servers_[c].push_back(static_cast<int>(s));
       }
     }
+    server_class_.assign(servers_.size(), -1);
+    for (size_t c = 0; c < classes_.size(); c++)
+      for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
     return Status::ok();
   }
 
@@ -188,6 +251,7 @@ class HarvestRun {
       r.dur_ticks[0] = std::max<int64_t>(1, (j.map_task_duration + o_.tick - Millis(1)) / o_.tick);
       r.dur_ticks[1] =
           std::max<int64_t>(1, (j.reduce_task_duration + o_.tick - Millis(1)) / o_.tick);
+      r.length = rm::lengthType(j.map_task_duration + j.reduce_task_duration, o_.selection);
       jobs_.push_back(r);
     }
     std::sort(jobs_.begin(), jobs_.end(),
@@ -220,7 +284,18 @@ class HarvestRun {
       r.jobs_finished++;
       jct.push_back(static_cast<double>((j.finish_tick - j.submit_tick) * o_.tick.count()) /
                     1000.0);
+      const auto l = static_cast<size_t>(j.length);
+      r.jobs_by_length[l]++;
+      r.mean_jct_by_length_s[l] += jct.back();
     }
+    for (size_t l = 0; l < 3; l++) {
+      r.kills_by_pattern[l] = kills_by_pattern_[l];
+      r.kills_by_length[l] = kills_by_length_[l];
+      if (r.jobs_by_length[l] > 0)
+        r.mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+    }
+    r.lost_core_s = static_cast<double>(lost_ticks_ * o_.tick.count()) / 1000.0;
+    r.jobs_without_class = jobs_without_class_;
     double sum = 0;
     for (double v : jct) sum += v;
     r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
@@ -251,14 +326,11 @@ class HarvestRun {
     return static_cast<int64_t>(std::floor(o_.cores - busy));
   }
 
-  void admit(int j, int64_t now) {
-    if (strategy_ != PlacementStrategy::kHistory) return;
-    JobRt& job = jobs_[j];
-    Millis ideal = job.swim->map_task_duration + job.swim->reduce_task_duration;
-    rm::JobLength type = rm::lengthType(ideal, opts_);
-    std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
-    int64_t width = rm::maxConcurrentContainers(dag).value();
-    std::vector<rm::ClassState> states;
+  // The classes as Algorithm 1 sees them at `now`; computed once per tick
+  // and kept current as this tick's placements take slots (placeTask).
+  const std::vector<rm::ClassState>& classStates(int64_t now) {
+    if (states_tick_ == now) return states_;
+    states_.clear();
     for (size_t c = 0; c < classes_.size(); c++) {
       rm::ClassState st;
       st.cls = classes_[c];
@@ -270,21 +342,57 @@ class HarvestRun {
       }
       st.current =
           class_servers_[c].empty() ? 0 : cur / static_cast<double>(class_servers_[c].size());
-      // Capacity left for this job: the class's cores minus reserves and the
-      // secondary tasks already there (headroom applies to what is left).
-      int64_t cores =
-          static_cast<int64_t>(class_servers_[c].size()) * (o_.cores - o_.reserve_cores);
-      st.capacity_slots = std::max<int64_t>(0, cores - used);
-      states.push_back(st);
+      // The headroom is a share of the class's cores; the NMs' reserves and
+      // the secondary tasks already there are taken from it.
+      const auto n = static_cast<int64_t>(class_servers_[c].size());
+      st.capacity_slots = n * o_.cores;
+      st.taken_slots = n * o_.reserve_cores + used;
+      states_.push_back(st);
     }
+    states_tick_ = now;
+    return states_;
+  }
+
+  // Algorithm 1 for the job's remaining tasks; fills `preferred` with the
+  // chosen classes' servers. False when no class (or combination) fits.
+  bool select(JobRt& job, int64_t now) {
+    std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
+    int64_t width = rm::maxConcurrentContainers(dag).value();
     std::uniform_real_distribution<double> u(0, 1);
-    auto chosen = rm::selectClasses(type, width, states, opts_, u(rng_));
+    auto chosen = rm::selectClasses(job.length, width, classStates(now), o_.selection, u(rng_));
     for (const auto& id : chosen) {
       for (size_t c = 0; c < classes_.size(); c++)
         if (classes_[c].id == id)
           job.preferred.insert(job.preferred.end(), class_servers_[c].begin(),
                                class_servers_[c].end());
     }
+    return !chosen.empty();
+  }
+
+  // History: a job no class fits either runs unconstrained at once or, with
+  // no_class_wait, is held (selection retried every tick) for that long.
+  void admit(int j, int64_t now) {
+    if (strategy_ != PlacementStrategy::kHistory) return;
+    JobRt& job = jobs_[j];
+    if (select(job, now)) return;
+    if (o_.no_class_wait.count() > 0) {
+      job.hold_until = now + (o_.no_class_wait + o_.tick - Millis(1)) / o_.tick;
+    } else {
+      jobs_without_class_++;
+    }
+  }
+
+  // True while the job is held; releases it when a class fits or time is up.
+  bool held(JobRt& job, int64_t now) {
+    if (job.hold_until < 0) return false;
+    if (select(job, now)) {
+      job.hold_until = -1;
+      return false;
+    }
+    if (now < job.hold_until) return true;
+    job.hold_until = -1;
+    jobs_without_class_++;
+    return false;
   }
 
   // The NM's harvest guard on every server: newest tasks die first.
@@ -298,6 +406,9 @@ class HarvestRun {
         j.running[t.stage]--;
         j.pending[t.stage]++;
         kills_++;
+        kills_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)]++;
+        kills_by_length_[static_cast<size_t>(j.length)]++;
+        lost_ticks_ += now - t.start_tick;
       }
     }
   }
@@ -320,11 +431,25 @@ class HarvestRun {
     }
   }
 
+  // Cores a task of a job of length `type` may use on `s` within the
+  // headroom its classes were chosen for (Algorithm 1's headroom per type,
+  // with the tags of the server's class): a long job does not fill a server
+  // above what the class's peak leaves, so the primary's return to its peak
+  // does not kill it.
+  int64_t headroomRoom(const Server& s, int server, rm::JobLength type, int64_t now) const {
+    const int c = server_class_[server];
+    if (c < 0) return room(s, now);
+    const double current = primaryCores(s, now) / o_.cores;
+    const double used = (1.0 - rm::headroom(type, classes_[c], current)) * o_.cores;
+    return static_cast<int64_t>(
+        std::floor(o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size())));
+  }
+
   int pickServer(const JobRt& j, int64_t now) {
     std::vector<int> cand;
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
-        if (room(servers_[s], now) >= 1) cand.push_back(s);
+        if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
     }
     if (cand.empty()) {
       for (size_t s = 0; s < servers_.size(); s++)
@@ -335,28 +460,35 @@ class HarvestRun {
   }
 
   void place(int64_t now) {
+    states_tick_ = -1;  // kills and completions since admission changed the classes
     std::vector<int> still;
     for (int ji : active_) {
       JobRt& j = jobs_[ji];
+      if (j.finish_tick < 0) still.push_back(ji);
+      if (held(j, now)) continue;
       for (int st = 0; st < 2; st++) {
         while (j.pending[st] > 0) {
           int s = pickServer(j, now);
           if (s < 0) break;
-          servers_[s].tasks.push_back({ji, st, now + j.dur_ticks[st], now});
-          j.pending[st]--;
-          j.running[st]++;
-          tasks_run_++;
+          placeTask(ji, st, s, now);
         }
       }
-      if (j.finish_tick < 0) still.push_back(ji);
     }
     active_ = std::move(still);
+  }
+
+  void placeTask(int ji, int stage, int s, int64_t now) {
+    JobRt& j = jobs_[ji];
+    servers_[s].tasks.push_back({ji, stage, now + j.dur_ticks[stage], now});
+    j.pending[stage]--;
+    j.running[stage]++;
+    tasks_run_++;
+    if (states_tick_ == now && server_class_[s] >= 0) states_[server_class_[s]].taken_slots++;
   }
 
   const std::vector<PrimaryTrace>& traces_;
   const PlacementStrategy strategy_;
   const HarvestSimOptions o_;
-  const rm::SelectionOptions opts_;
   std::mt19937_64 rng_;
   int64_t per_day_ = 0, ticks_per_step_ = 1;
   std::vector<Server> servers_;
@@ -364,7 +496,11 @@ class HarvestRun {
   std::vector<int> active_;
   std::vector<rm::HarvestClass> classes_;
   std::vector<std::vector<int>> class_servers_, class_tenants_;
-  int64_t kills_ = 0, tasks_run_ = 0;
+  std::vector<int> server_class_;       // class index per server (-1: none)
+  std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
+  int64_t states_tick_ = -1;
+  int64_t kills_ = 0, tasks_run_ = 0, lost_ticks_ = 0, jobs_without_class_ = 0;
+  int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
 };
 
 }  // namespace
@@ -377,6 +513,7 @@ Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
   if (o.servers_per_tenant < 1) return invalidArgument("servers_per_tenant", "must be >= 1");
   if (o.tick.count() <= 0 || o.step < o.tick)
     return invalidArgument("tick", "must be > 0 and <= step");
+  if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
   const int64_t per_day = Millis(86400000) / o.step;
   if (static_cast<int64_t>(traces.front().util.size()) < 2 * per_day) {
     return invalidArgument("traces", "need two days of samples (day 0 is history)");

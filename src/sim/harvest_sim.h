@@ -19,12 +19,21 @@
 // days of the series but the last are history (clustering: a daily pattern
 // needs two days to show two cycles); jobs arrive on the last day at their
 // SWIM offsets. A job's length type uses its ideal duration as "last run"
-// (SWIM jobs recur in production). Storage: a tenant's reimage wipes all its
-// servers at once (Poisson, rate per tenant); a wiped replica is back after
-// `rereplicate`; a block is lost when all its replicas are wiped at once, and
-// unavailable while every replica's primary is busier than `busy_util`.
+// (SWIM jobs recur in production). History placement: Algorithm 1 runs once
+// per job at arrival (class headroom minus the reserves and the secondary
+// tasks already in the class); the job's tasks then go to servers of its
+// classes only within the headroom of its length type, with the tags of the
+// server's class (short: what the primary leaves now; medium: below
+// max(average, current); long: below max(peak, current)); when none has such
+// room, or no class fitted, they go anywhere with room now (the soft
+// constraint falls back; our scheduler's delay, 3 s, is below one tick).
+// Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
+// per tenant); a wiped replica is back after `rereplicate`; a block is
+// lost when all its replicas are wiped at once, and unavailable while every
+// replica's primary is busier than `busy_util`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +41,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "rm/harvest_classes.h"
+#include "rm/harvest_selection.h"
 #include "sim/swim_trace.h"
 
 namespace morpheus::sim {
@@ -44,7 +54,11 @@ struct PrimaryTrace {
 };
 
 struct PrimaryGenOptions {
-  int tenants = 30;  // a third of each pattern
+  int tenants = 30;
+  // Relative shares of periodic, constant and unpredictable tenants (>= 0,
+  // not all 0); tenants take patterns in smooth weighted round-robin order,
+  // so equal shares give periodic, constant, unpredictable, periodic, ...
+  std::array<double, 3> mix = {1, 1, 1};
   int days = 3;
   Millis step{Millis(5 * 60 * 1000)};
   uint64_t seed = 1;
@@ -53,12 +67,20 @@ struct PrimaryGenOptions {
 // Periodic: a daily wave (mean 0.15-0.45, amplitude 0.1-0.35, phase within
 // +-3 h of a common peak) plus small noise; constant: a level 0.1-0.6 +-0.02;
 // unpredictable: a random walk in [0.05, 0.95] with bursts.
-std::vector<PrimaryTrace> generatePrimaryTraces(const PrimaryGenOptions& o);
+// INVALID_ARGUMENT naming "mix" for negative or all-zero shares, "tenants"
+// below 1, "days" below 2.
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o);
 
 // Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
 // fractions in [0, 1], one per step, '#' starts a comment); all lines must
-// have the same number of samples. INVALID_ARGUMENT naming the line.
+// have the same number of samples; tenant names are unique. INVALID_ARGUMENT
+// naming the line. The classifier labels each loaded tenant (its `truth`).
 Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
+
+// "LENGTH:P,C,U" (e.g. "short:1,3,2"): sets the ranking weights of job
+// length short|medium|long for periodic, constant and unpredictable classes
+// in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
 
 enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
 const char* strategyName(PlacementStrategy s);
@@ -71,6 +93,11 @@ struct HarvestSimOptions {
   Millis step{Millis(5 * 60 * 1000)};  // of the primary series
   double job_sample = 0.1;             // share of SWIM jobs kept
   int64_t max_tasks_per_stage = 200;
+  // History only: how long a job for which Algorithm 1 finds no class is
+  // held (selection retried every tick) before it runs unconstrained; 0 =
+  // runs unconstrained at once (the RM's "no classes, no constraint").
+  Millis no_class_wait{0};
+  rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
   uint64_t seed = 1;
 };
 
@@ -80,6 +107,17 @@ struct HarvestSimResult {
   double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0;
   double harvested_util = 0;  // secondary core-time / all core-time on the last day
   double primary_util = 0;
+  // Breakdowns: index 0/1/2 = rm::UtilPattern of the killing server's tenant
+  // (its generated or inferred pattern), and rm::JobLength of the job.
+  int64_t kills_by_pattern[3] = {0, 0, 0};
+  int64_t kills_by_length[3] = {0, 0, 0};
+  int64_t jobs_by_length[3] = {0, 0, 0};
+  double mean_jct_by_length_s[3] = {0, 0, 0};
+  double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
+  // History only: jobs for which Algorithm 1 found no class (or combination)
+  // with room (within no_class_wait); they run without a constraint, i.e.
+  // like random placement.
+  int64_t jobs_without_class = 0;
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,

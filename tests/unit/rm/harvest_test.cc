@@ -204,6 +204,30 @@ TEST(HarvestSelectionTest, CombinesClassesOrNoneWhenNothingFits) {
   EXPECT_FALSE(harvestConstraint({}).has_value());
 }
 
+// What other secondaries already hold counts in full against the headroom:
+// long job, peak 0.6 of 100 slots = 40, 25 taken -> 15 free, a 20-wide job
+// no longer fits the periodic class and goes to the constant one.
+TEST(HarvestSelectionTest, SlotsTakenByOtherJobsLeaveTheHeadroom) {
+  SelectionOptions o;
+  o.weights[JobLength::kLong] = {{UtilPattern::kPeriodic, 3}, {UtilPattern::kConstant, 1}};
+  ClassState periodic = state("periodic-0", UtilPattern::kPeriodic, 0.3, 0.6, 0.3, 100);
+  ClassState constant = state("constant-0", UtilPattern::kConstant, 0.5, 0.5, 0.5, 100);
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 40);
+  periodic.taken_slots = 25;
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 15);
+  EXPECT_EQ(freeSlots(JobLength::kShort, periodic), 45);  // 70 - 25
+  periodic.taken_slots = 90;
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 0);
+  periodic.taken_slots = 25;
+  for (double d : {0.0, 0.9}) {
+    EXPECT_EQ(selectClasses(JobLength::kLong, 20, {periodic, constant}, o, d),
+              std::vector<std::string>{"constant-0"});
+  }
+  periodic.taken_slots = 0;
+  EXPECT_EQ(selectClasses(JobLength::kLong, 20, {periodic, constant}, o, 0.0),
+            std::vector<std::string>{"periodic-0"});
+}
+
 std::vector<StorageServer> grid() {
   // 9 servers, 3 reimage rates x 3 peak utilisations, 3 racks.
   std::vector<StorageServer> s;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rm/harvest_selection.h"
+
 namespace morpheus::sim {
 namespace {
 
@@ -16,7 +18,7 @@ TEST(HarvestSimTest, GeneratedPatternsAreRecoveredByTheClassifier) {
   PrimaryGenOptions g;
   g.tenants = 12;
   g.seed = 7;
-  auto traces = generatePrimaryTraces(g);
+  auto traces = generatePrimaryTraces(g).value();
   ASSERT_EQ(traces.size(), 12u);
   int right = 0;
   for (const auto& t : traces) {
@@ -26,7 +28,49 @@ TEST(HarvestSimTest, GeneratedPatternsAreRecoveredByTheClassifier) {
     right += p->pattern == t.truth ? 1 : 0;
   }
   EXPECT_GE(right, 10) << "seed 7";
-  EXPECT_EQ(generatePrimaryTraces(g)[3].util, traces[3].util) << "same seed, same series";
+  EXPECT_EQ(generatePrimaryTraces(g)->at(3).util, traces[3].util) << "same seed, same series";
+}
+
+// The mix sets each pattern's share in round-robin order; bad shares are refused.
+TEST(HarvestSimTest, MixSetsThePatternShares) {
+  PrimaryGenOptions g;
+  g.tenants = 8;
+  g.mix = {2, 1, 1};
+  auto traces = generatePrimaryTraces(g);
+  ASSERT_TRUE(traces.isOk());
+  std::vector<rm::UtilPattern> got;
+  for (const auto& t : *traces) got.push_back(t.truth);
+  using P = rm::UtilPattern;
+  EXPECT_EQ(got, (std::vector<P>{P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic,
+                                 P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic}));
+  g.mix = {1, 1, 1};
+  auto equal = generatePrimaryTraces(g);
+  ASSERT_TRUE(equal.isOk());
+  for (size_t t = 0; t < equal->size(); t++)
+    EXPECT_EQ(equal->at(t).truth, static_cast<P>(t % 3)) << "tenant " << t;
+  g.mix = {0, 0, 0};
+  auto bad = generatePrimaryTraces(g);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("mix"), std::string::npos);
+  g.mix = {1, -1, 1};
+  EXPECT_FALSE(generatePrimaryTraces(g).isOk());
+}
+
+// Ranking weights from the CLI form; bad specs name "weights" and change nothing.
+TEST(HarvestSimTest, ParsesRankingWeights) {
+  rm::SelectionOptions o;
+  ASSERT_TRUE(parseRankingWeights("short:2,3,1", o).isOk());
+  using P = rm::UtilPattern;
+  EXPECT_EQ(o.weights[rm::JobLength::kShort],
+            (std::map<P, double>{{P::kPeriodic, 2}, {P::kConstant, 3}, {P::kUnpredictable, 1}}));
+  const auto before = o.weights;
+  for (const char* bad :
+       {"short:1,2", "tiny:1,2,3", "short:1,x,3", "short:1,2,3,4", "long:1,-1,2", "medium"}) {
+    Status st = parseRankingWeights(bad, o);
+    ASSERT_FALSE(st.isOk()) << bad;
+    EXPECT_EQ(st.message().rfind("weights: ", 0), 0u) << st.message();
+  }
+  EXPECT_EQ(o.weights, before);
 }
 
 // The real-series format: lines of fractions, equal lengths, errors name the line.
@@ -38,6 +82,124 @@ TEST(HarvestSimTest, ParsesRealSeriesAndNamesBadLines) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("line 2"), std::string::npos);
   EXPECT_FALSE(parsePrimaryTraces("web 0.1\ndb 0.5 0.5\n").isOk());
+  auto crlf = parsePrimaryTraces("web 0.1 0.2\r\ndb 0.5 0.5\r\n");
+  ASSERT_TRUE(crlf.isOk()) << crlf.status().message();
+  EXPECT_EQ(crlf->at(1).util, (std::vector<double>{0.5, 0.5}));
+  auto dup = parsePrimaryTraces("web 0.1 0.2\n# again\nweb 0.3 0.3\n");
+  ASSERT_FALSE(dup.isOk());
+  EXPECT_NE(dup.status().message().find("line 3"), std::string::npos);
+  EXPECT_NE(dup.status().message().find("'web' appears twice"), std::string::npos);
+}
+
+// Two days: 0.1 all day but `high` from 12:00 to 13:00 (5-min steps).
+PrimaryTrace middaySpike(const std::string& name, double high) {
+  PrimaryTrace t;
+  t.tenant = name;
+  t.util.assign(2 * 288, 0.1);
+  for (int d = 0; d < 2; d++)
+    for (int i = 144; i < 156; i++) t.util[d * 288 + i] = high;
+  return t;
+}
+
+// `n` jobs of `tasks` map tasks of 3 h (long), submitted at 10:00 + 5 min * k.
+std::vector<SwimJob> longJobs(int n, int64_t tasks) {
+  std::vector<SwimJob> jobs;
+  for (int k = 0; k < n; k++) {
+    SwimJob j;
+    j.name = "long" + std::to_string(k);
+    j.submit = Millis((10 * 60 + 5 * k) * 60 * 1000);
+    j.map_tasks = tasks;
+    j.map_task_duration = 3h;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+// Algorithm 1 in the simulator: long jobs go to the flat tenant (the spiky
+// one's peak leaves no headroom) and are never killed; random placement puts
+// some on the spiky tenant, which kills them at noon (all kills on its pattern).
+TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[0].truth = rm::UtilPattern::kUnpredictable;
+  traces[1].tenant = "flat";
+  traces[1].truth = rm::UtilPattern::kConstant;
+  traces[1].util.assign(2 * 288, 0.5);
+  HarvestSimOptions o;
+  o.servers_per_tenant = 2;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto jobs = longJobs(3, 2);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_by_length[static_cast<size_t>(rm::JobLength::kLong)], 3);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
+  EXPECT_EQ(random->kills_by_pattern[static_cast<size_t>(rm::UtilPattern::kUnpredictable)],
+            random->task_kills);
+  EXPECT_GT(random->lost_core_s, 0);
+  EXPECT_LT(history->mean_jct_s, random->mean_jct_s);
+  EXPECT_EQ(random->jobs_finished, 3) << "killed tasks rerun";
+}
+
+// A long job arriving while the flat tenant's headroom is taken (3 slots,
+// all held by an earlier 1-hour job) fits no class: run unconstrained at
+// once, its only room is on the spiky tenant, which kills it at noon; held
+// (no_class_wait), it waits until 11:00, then runs on the flat tenant unharmed.
+TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[1].tenant = "flat";
+  traces[1].util.assign(2 * 288, 0.5);
+  std::vector<SwimJob> jobs = longJobs(1, 3);
+  jobs[0].map_task_duration = 1h;
+  jobs.push_back(longJobs(1, 2)[0]);
+  jobs[1].name = "late";
+  jobs[1].submit = Millis((10 * 60 + 30) * 60 * 1000);
+  HarvestSimOptions o;
+  o.servers_per_tenant = 1;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto at_once = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.no_class_wait = 1h;
+  auto held = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(at_once.isOk()) << at_once.status().message();
+  ASSERT_TRUE(held.isOk());
+  EXPECT_EQ(at_once->jobs_without_class, 1);
+  EXPECT_EQ(at_once->task_kills, 2);
+  EXPECT_EQ(held->jobs_without_class, 0);
+  EXPECT_EQ(held->task_kills, 0);
+  EXPECT_EQ(held->jobs_finished, 2);
+  EXPECT_EQ(held->tasks_run, 5);
+  o.no_class_wait = -1s;
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("no_class_wait"), std::string::npos);
+}
+
+// Within its class a long job uses only the headroom under the class's peak
+// (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
+// nothing; random fills a server up to what the primary leaves now and loses
+// tasks at noon.
+TEST(HarvestSimTest, HistoryPlacesLongTasksWithinThePeakHeadroom) {
+  std::vector<PrimaryTrace> traces = {middaySpike("wave", 0.5)};
+  HarvestSimOptions o;
+  o.servers_per_tenant = 2;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto jobs = longJobs(1, 6);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->tasks_run, 6);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
 }
 
 // A primary that grows at noon kills tasks placed without regard to it; a
@@ -83,7 +245,7 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
   PrimaryGenOptions g;
   g.tenants = 9;
   g.seed = 3;
-  auto traces = generatePrimaryTraces(g);
+  auto traces = generatePrimaryTraces(g).value();
   ReplicaSimOptions o;
   o.servers_per_tenant = 4;
   o.blocks = 500;
