@@ -316,6 +316,41 @@ TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
                    .has_value());
 }
 
+// Instance k runs 10, 40 or 50 min (k mod 3): late for its 30 min deadline in
+// two of three runs.
+RealizedInstance lateTwoInThree(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  r.stages[0].task_durations[0] = Millis((k % 3 == 0 ? 10 : k % 3 == 1 ? 40 : 50) * kMin);
+  return r;
+}
+
+// Morpheus §4 with a scheduled consumer: a job late in most training runs
+// (its consumer's reads follow the late outputs, at 30, ~40 and ~50 min) still
+// gets an SLO whose deadline is its consumer's scheduled start (30 min), from
+// the consumer's run records in the training provenance.
+TEST(SimEngineTest, LateJobGetsItsConsumersScheduledStartAsDeadline) {
+  Workload w;
+  w.periodic.push_back(
+      job("late", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  ExperimentOptions o = options(1, 2);
+  o.realize = lateTwoInThree;
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  setup.provisions.resize(1);
+  setup.record_history = true;
+  auto out = simulateRun(w, o, setup, "training", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  int late = 0;
+  for (const auto& r : out->history.runs[0]) late += r.end > r.submit + Millis(30 * kMin);
+  EXPECT_EQ(late, 16);  // of 24
+  ASSERT_EQ(out->history.consumer_runs.size(), 24u);
+  EXPECT_EQ(out->history.consumer_runs[1].start, fromEpochMs(kMin * 90));
+  auto v = inferTrainingSlos(w, out->history);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(30 * kMin));
+}
+
 // Noisy but seeded realisation for the determinism test.
 RealizedInstance noisy(const PeriodicJob& j, size_t idx, int64_t k, uint64_t seed) {
   RealizedInstance r = exact(j, idx, k, seed);
