@@ -316,6 +316,30 @@ TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
                    .has_value());
 }
 
+// A job with no usable SLO (nobody reads its output) keeps under morpheus
+// what its owner has under the baseline: the user's own request (10
+// containers over [submit, deadline)), no DRA, the same outcomes.
+TEST(SimEngineTest, JobWithoutSloKeepsTheUsersOwnProvisioning) {
+  Workload w;
+  w.periodic.push_back(
+      job("unread", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(12, 10)}, 10));
+  w.periodic.back().output_path.clear();
+  auto s = runExperiment(w, options(2, 2), *parseStrategies({"baseline", "morpheus"}, {}, 0.5));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& base = s->strategies.at(0);
+  const StrategyResult& m = s->strategies.at(1);
+  EXPECT_EQ(m.extra.at("unplanned_no_slo_jobs"), 1);
+  EXPECT_EQ(m.extra.at("user_reservation_jobs"), 1);
+  ASSERT_EQ(m.instances.size(), 24u);
+  ASSERT_EQ(base.instances.size(), m.instances.size());
+  for (size_t i = 0; i < m.instances.size(); i++) {
+    EXPECT_DOUBLE_EQ(m.instances[i].reserved_container_s, 10.0 * 1800) << i;
+    EXPECT_EQ(m.instances[i].dra_grants, 0) << i;
+    EXPECT_EQ(m.instances[i].runtime, base.instances[i].runtime) << i;
+    EXPECT_EQ(m.instances[i].met, base.instances[i].met) << i;
+  }
+}
+
 // Instance k runs 10, 40 or 50 min (k mod 3): late for its 30 min deadline in
 // two of three runs.
 RealizedInstance lateTwoInThree(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
