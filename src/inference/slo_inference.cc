@@ -52,13 +52,19 @@ RunStarts runStarts(const std::vector<JobHistory>& jobs,
   return out;
 }
 
-// T_need of a read: the start of the reading run when it is known and not
-// after the read (the reader was running and needed the data from then on,
-// even if the read had to wait for the output), else the read itself.
-TimePoint neededAt(const store::FileEvent& read, const RunStarts& starts) {
+// T_need of a read of producer run `producer`'s output: the start of the
+// reading run when it is known, not after the read (the reader was running
+// and needed the data from then on, even if the read had to wait for the
+// output) and not before the producer run was submitted (a reader running
+// since before says nothing about this instance); else the read itself.
+TimePoint neededAt(const store::FileEvent& read, const RunStarts& starts,
+                   const store::RunRecord& producer) {
   if (read.run.empty()) return read.time;
   auto it = starts.find(runKey(read.job, read.run));
-  return it != starts.end() && it->second < read.time ? it->second : read.time;
+  if (it == starts.end() || it->second >= read.time || it->second < producer.submit) {
+    return read.time;
+  }
+  return it->second;
 }
 
 }  // namespace
@@ -214,7 +220,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
             if (o->kind == store::FileAccess::kRead && o->job != h.job) {
               if (!first_read || o->time < *first_read) {
                 first_read = o->time;
-                need = neededAt(*o, starts);
+                need = neededAt(*o, starts, r);
                 auto cp = periods.find(o->job.value());
                 forced = cp != periods.end() && cp->second.count() > P;
               }

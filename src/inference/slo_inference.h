@@ -18,7 +18,8 @@
 // - T_need: when the consumer needed the output (Morpheus §4: the deadline is
 //   when the dependent job needs the data). A consumer whose run record is
 //   known (a JobHistory's runs or `reader_runs`, matched by the read's job
-//   and run id) needed it from that run's start when the read came later —
+//   and run id) needed it from that run's start when the read came later
+//   and the start was not before the producing run's submission —
 //   a scheduled consumer that started on time and waited for a late output
 //   still shows its scheduled start, so a producer late under the status
 //   quo keeps its true deadline. Otherwise T_need = T_outRead.

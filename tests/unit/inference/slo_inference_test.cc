@@ -348,5 +348,20 @@ TEST(SloDeadline, ReaderRunStartingAfterTheReadLeavesTheRead) {
   EXPECT_EQ(v[0].slo->deadline_offset, Millis(5 * kHour));
 }
 
+// A reader whose run started before the producing run was submitted (a
+// long-running reader) says nothing about this instance: T_need is the read.
+TEST(SloDeadline, ReaderRunningSinceBeforeTheProducerLeavesTheRead) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 10, 0);
+  std::vector<store::RunRecord> readers;
+  for (int i = 0; i < 10; i++) {
+    const int64_t early = kDay0 + i * kDay + kHour;  // 01:00, the producer submits ~02:00
+    readers.push_back(run("report", i, early, early, early + 5 * kHour));
+  }
+  auto v = inferSlos({h}, all, SloParams{}, readers);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(5 * kHour));
+}
+
 }  // namespace
 }  // namespace morpheus::inference
