@@ -38,6 +38,35 @@ bool ofRun(const store::FileEvent& e, const store::RunRecord& r) {
   return e.time >= r.submit && e.time <= r.end;
 }
 
+// Start time of every known run, keyed by job and run id (reader lookup).
+using RunStarts = std::unordered_map<std::string, TimePoint>;
+std::string runKey(const JobKey& job, const RunId& run) { return job.value() + '\n' + run.value(); }
+
+RunStarts runStarts(const std::vector<JobHistory>& jobs,
+                    const std::vector<store::RunRecord>& reader_runs) {
+  RunStarts out;
+  for (const auto& h : jobs) {
+    for (const auto& r : h.runs) out.emplace(runKey(r.job, r.run), r.start);
+  }
+  for (const auto& r : reader_runs) out.emplace(runKey(r.job, r.run), r.start);
+  return out;
+}
+
+// T_need of a read of producer run `producer`'s output: the start of the
+// reading run when it is known, not after the read (the reader was running
+// and needed the data from then on, even if the read had to wait for the
+// output) and not before the producer run was submitted (a reader running
+// since before says nothing about this instance); else the read itself.
+TimePoint neededAt(const store::FileEvent& read, const RunStarts& starts,
+                   const store::RunRecord& producer) {
+  if (read.run.empty()) return read.time;
+  auto it = starts.find(runKey(read.job, read.run));
+  if (it == starts.end() || it->second >= read.time || it->second < producer.submit) {
+    return read.time;
+  }
+  return it->second;
+}
+
 }  // namespace
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
@@ -122,7 +151,9 @@ std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& r
 
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
                                   const std::vector<store::FileEvent>& path_events,
-                                  const SloParams& p) {
+                                  const SloParams& p,
+                                  const std::vector<store::RunRecord>& reader_runs) {
+  const RunStarts starts = runStarts(jobs, reader_runs);
   // Pass 1: periods (consumers' periods are needed by pass 2).
   std::unordered_map<std::string, Millis> periods;
   std::unordered_map<std::string, bool> one_off;
@@ -169,6 +200,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
       // T_inAvail: last write by another job to an input, before the start.
       std::optional<TimePoint> avail;
       std::optional<TimePoint> first_read;
+      std::optional<TimePoint> need;  // T_need of first_read
       bool forced = false;
       for (const auto& e : h.events) {
         if (!ofRun(e, r)) continue;
@@ -188,6 +220,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
             if (o->kind == store::FileAccess::kRead && o->job != h.job) {
               if (!first_read || o->time < *first_read) {
                 first_read = o->time;
+                need = neededAt(*o, starts, r);
                 auto cp = periods.find(o->job.value());
                 forced = cp != periods.end() && cp->second.count() > P;
               }
@@ -204,7 +237,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
         double o = off(*first_read);
         // A longer-period consumer forces the deadline to the period's end.
         if (forced) o = std::min(o, static_cast<double>(P));
-        out_read.push_back(o);
+        out_read.push_back(forced ? std::min(off(*need), static_cast<double>(P)) : off(*need));
         double dur = static_cast<double>((r.end - r.start).count());
         if (dur > 0) slack.push_back((o - off(r.end)) / dur);
         read_gap.push_back(o - off(r.end));

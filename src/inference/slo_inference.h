@@ -15,13 +15,21 @@
 // - T_inAvail: the last write by another job to any file the run read,
 //   before the run started; T_start, T_end: the run's own; T_outRead: the
 //   first read by another job of any file the run wrote, after it started.
-// - Actionable: CV(T_outRead) <= max_outread_cv and
+// - T_need: when the consumer needed the output (Morpheus §4: the deadline is
+//   when the dependent job needs the data). A consumer whose run record is
+//   known (a JobHistory's runs or `reader_runs`, matched by the read's job
+//   and run id) needed it from that run's start when the read came later
+//   and the start was not before the producing run's submission —
+//   a scheduled consumer that started on time and waited for a late output
+//   still shows its scheduled start, so a producer late under the status
+//   quo keeps its true deadline. Otherwise T_need = T_outRead.
+// - Actionable: CV(T_need) <= max_outread_cv and
 //   median((T_outRead - T_end) / (T_end - T_start)) >= min_slack.
 // - a = p(start_percentile) of T_inAvail (0 when the job reads nothing that
-//   others write), d = p(deadline_percentile) of T_outRead.
+//   others write), d = p(deadline_percentile) of T_need.
 // - A consumer with a longer period than the producer forces the producer's
 //   deadline: a reservation has one deadline per period, so every instance
-//   must be done by the end of its period (T_outRead is capped at P).
+//   must be done by the end of its period (T_need is capped at P).
 // - Problematic (alignment penalty, §6/§7): CV of T_start - T_inAvail or of
 //   T_outRead - T_end above `problematic_cv`.
 #pragma once
@@ -96,9 +104,11 @@ std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& r
                                           const SloParams& p, double* cv_out, std::string* reason);
 
 // Infers every job's SLO. `path_events` holds the events (of any job) on the
-// paths the jobs read or wrote.
+// paths the jobs read or wrote; `reader_runs` run records of readers that are
+// not among `jobs` (their starts give T_need; see above).
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
                                   const std::vector<store::FileEvent>& path_events,
-                                  const SloParams& p);
+                                  const SloParams& p,
+                                  const std::vector<store::RunRecord>& reader_runs = {});
 
 }  // namespace morpheus::inference

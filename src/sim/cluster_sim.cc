@@ -1087,11 +1087,12 @@ void Sim::recordRun(const AppState& app) {
   event(job.key, job.input_path, store::FileAccess::kRead, app.start);
   if (app.inst.fails) return;
   event(job.key, job.output_path, store::FileAccess::kWrite, app.end);
-  // The consumer reads the output at its deadline, or, when the output is
-  // late, as soon as it is written (a data-triggered consumer, e.g. an Oozie
-  // coordinator waiting for its input dataset).
-  event(JobKey("consumer:" + job.output_path), job.output_path, store::FileAccess::kRead,
-        std::max(app.inst.deadline, app.end));
+  // The consumer, a scheduled job of its own, starts at the deadline and
+  // reads the output then, or when the output is late, as soon as it is written.
+  if (auto c = consumerRun(job, app.inst, app.end)) {
+    h.path_events.push_back(c->read);
+    h.consumer_runs.push_back(std::move(c->run));
+  }
   store::RunRecord rec;
   rec.job = job.key;
   rec.run = run;
@@ -1126,6 +1127,8 @@ void Sim::finalize() {
   }
   std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),
                    [](const auto& a, const auto& b) { return a.time < b.time; });
+  std::stable_sort(out_.history.consumer_runs.begin(), out_.history.consumer_runs.end(),
+                   [](const auto& a, const auto& b) { return a.submit < b.submit; });
   std::sort(outcomes_.begin(), outcomes_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   StrategyResult& r = out_.result;

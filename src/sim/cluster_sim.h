@@ -37,6 +37,9 @@ struct History {
   // Every job's own file events, per job; and all events on any path, by time.
   std::vector<std::vector<store::FileEvent>> own_events;
   std::vector<store::FileEvent> path_events;
+  // The consumers' runs (sim/workload.h consumerRun), by submit: readers'
+  // run records for SLO inference (T_need).
+  std::vector<store::RunRecord> consumer_runs;
 };
 
 // How one periodic job is provisioned during a run.

@@ -29,16 +29,8 @@ struct Learned {
 };
 
 Learned learn(const Workload& w, History history) {
-  std::vector<inference::JobHistory> jobs;
-  for (size_t j = 0; j < w.periodic.size(); j++) {
-    inference::JobHistory h;
-    h.job = w.periodic[j].key;
-    h.runs = history.runs[j];
-    h.events = history.own_events[j];
-    jobs.push_back(std::move(h));
-  }
   Learned l;
-  l.verdicts = inference::inferSlos(jobs, history.path_events, inference::SloParams{});
+  l.verdicts = inferTrainingSlos(w, history);
   l.history = std::move(history);
   return l;
 }
@@ -397,6 +389,19 @@ SimSummary header(const ExperimentOptions& o, const std::string& command) {
 }
 
 }  // namespace
+
+std::vector<inference::SloVerdict> inferTrainingSlos(const Workload& w, const History& history) {
+  std::vector<inference::JobHistory> jobs;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    inference::JobHistory h;
+    h.job = w.periodic[j].key;
+    h.runs = history.runs[j];
+    h.events = history.own_events[j];
+    jobs.push_back(std::move(h));
+  }
+  return inference::inferSlos(jobs, history.path_events, inference::SloParams{},
+                              history.consumer_runs);
+}
 
 int64_t trainDays(const ExperimentOptions& o) {
   auto t = static_cast<int64_t>(std::floor(static_cast<double>(o.days) * o.train_fraction));

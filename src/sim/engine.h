@@ -6,8 +6,9 @@
 //  1. training: the first `train_days` run under user provisioning (the
 //     baseline); every periodic run leaves a RunRecord (containers in use per
 //     plan step) and provenance FileEvents (the producer's write of the input,
-//     the run's read and write, the consumer's read of the output at the
-//     ground-truth deadline);
+//     the run's read and write, and the consumer — a scheduled job started at
+//     the ground-truth deadline — with its run record and its read of the
+//     output, at its start or when a late output is written);
 //  2. each strategy derives its reservations from that history (SLO inference
 //     §4, skyline LP §5, packing §6) and runs the evaluation days on a fresh
 //     cluster; DRA (§7) is applied per strategy;
@@ -35,6 +36,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "inference/slo_inference.h"
 #include "planner/agent.h"
 #include "sim/report.h"
 #include "sim/strategy.h"
@@ -76,6 +78,15 @@ struct ExperimentOptions {
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;
 };
+
+struct History;  // sim/cluster_sim.h
+
+// The SLO inference of the training phase (Morpheus §4), one verdict per
+// periodic job in workload order: each job's runs and file events, every
+// event on the paths, and the consumers' run records (T_need), exactly as
+// morpheus-inference sees a provenance store.
+std::vector<inference::SloVerdict> inferTrainingSlos(const Workload& workload,
+                                                     const History& history);
 
 // Progress of the whole experiment: `done` of `total` simulated plan steps.
 using ProgressFn = std::function<void(const std::string& phase, int64_t done, int64_t total)>;

@@ -26,6 +26,7 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "store/provenance_store.h"
 
 namespace morpheus::sim {
 
@@ -62,7 +63,8 @@ struct PeriodicJob {
 
   // Ground truth SLO, offsets from the period start (Morpheus §4): the job's
   // input is written by its producer at `input_available`, and its consumer
-  // first reads the output at `deadline` (the run must end by then).
+  // (a scheduled job, see consumerRun) starts at `deadline` and reads the
+  // output then (the run must end by then).
   Millis input_available{0};
   Millis deadline{3600000};
 
@@ -108,6 +110,24 @@ struct Workload {
 
 // Deterministic realisation of instance k of periodic job number `job_index`.
 RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t k, uint64_t seed);
+
+// The consumer of instance `inst`'s output (Morpheus §4: production
+// pipelines, where the dependent job is itself scheduled): a job of its own,
+// "consumer:" + output_path, with a fixed schedule — submitted and started
+// at the instance's true deadline, every period. It reads the output at its
+// start or, when the output is late, as soon as it is written; its run ends
+// at that read (its own work is not simulated: no tasks, no skyline).
+// Provenance gets both its run record (submit/start = the scheduled start)
+// and the read (event of the consumer's run), so inference can tell when the
+// data was needed from when it was read.
+struct ConsumerRun {
+  store::RunRecord run;
+  store::FileEvent read;
+};
+// nullopt when the job has no output path. `output_written`: when the
+// instance wrote its output.
+std::optional<ConsumerRun> consumerRun(const PeriodicJob& job, const RealizedInstance& inst,
+                                       TimePoint output_written);
 
 // ---- Generator (Morpheus §2 findings; defaults documented in workload.cc) ----
 struct GeneratorOptions {

@@ -439,6 +439,21 @@ RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t 
   return r;
 }
 
+std::optional<ConsumerRun> consumerRun(const PeriodicJob& job, const RealizedInstance& inst,
+                                       TimePoint output_written) {
+  if (job.output_path.empty()) return std::nullopt;
+  const JobKey who("consumer:" + job.output_path);
+  ConsumerRun c;
+  c.run.job = who;
+  c.run.run = RunId(who.value() + "#" + std::to_string(inst.index));
+  c.run.user = job.owner.value();
+  c.run.submit = inst.deadline;
+  c.run.start = inst.deadline;
+  c.run.end = std::max(inst.deadline, output_written);
+  c.read = store::FileEvent{who, c.run.run, job.output_path, store::FileAccess::kRead, c.run.end};
+  return c;
+}
+
 // Jobs are drafted independently, scaled together to periodic_load, then get
 // their provisioning from the scaled DAG and their SLO from the runtime on
 // that provisioning. periodic_load 0 (like

@@ -277,5 +277,91 @@ TEST(SloDeadline, LongerPeriodConsumerForcesTheDeadlineToThePeriodEnd) {
   EXPECT_EQ(v[0].slo->start_offset, Millis(0));  // reads nothing others write
 }
 
+// A daily job running 02:00..end whose consumer "report" is a scheduled job:
+// it starts at 05:00 every day and reads the output then, or as soon as it is
+// written when the job is late. The job is late (ends 06:00..08:20) in 12 of
+// 20 runs, so the reads follow its late ends.
+JobHistory lateProducer(std::vector<store::FileEvent>* all,
+                        std::vector<store::RunRecord>* readers) {
+  JobHistory h;
+  h.job = JobKey("etl");
+  for (int i = 0; i < 20; i++) {
+    const int64_t base = kDay0 + i * kDay;
+    const std::string rid = "etl-" + std::to_string(i), out = "/out/" + std::to_string(i);
+    const int64_t start = base + 2 * kHour;
+    const int64_t end = i % 5 < 3 ? base + 6 * kHour + i * 7 * kMin : base + 4 * kHour;
+    h.runs.push_back(run("etl", i, start, start, end));
+    auto w = ev("etl", rid, out, store::FileAccess::kWrite, end);
+    h.events.push_back(w);
+    all->push_back(w);
+    const int64_t sched = base + 5 * kHour;
+    readers->push_back(run("report", i, sched, sched, std::max(sched, end) + kMin));
+    all->push_back(ev("report", "report-" + std::to_string(i), out, store::FileAccess::kRead,
+                      std::max(sched, end)));
+  }
+  return h;
+}
+
+// §4 T_need: with the scheduled consumer's run records the late job's
+// deadline is the consumer's start (05:00) although most reads came later;
+// without them (reads only) its reads are too dispersed for a deadline.
+TEST(SloDeadline, ScheduledConsumerGivesALateProducerItsTrueDeadline) {
+  std::vector<store::FileEvent> all;
+  std::vector<store::RunRecord> readers;
+  JobHistory h = lateProducer(&all, &readers);
+  auto without = inferSlos({h}, all, SloParams{});
+  ASSERT_FALSE(without[0].slo.has_value());
+  EXPECT_NE(without[0].reason.find("T_outRead too dispersed"), std::string::npos)
+      << without[0].reason;
+  auto with = inferSlos({h}, all, SloParams{}, readers);
+  ASSERT_TRUE(with[0].slo.has_value()) << with[0].reason;
+  EXPECT_EQ(with[0].slo->deadline_offset, Millis(5 * kHour));
+  EXPECT_DOUBLE_EQ(with[0].slo->outread_cv, 0);
+}
+
+// morpheus-inference passes every stored job: a consumer that is one of the
+// jobs (its runs in its JobHistory) gives T_need the same way.
+TEST(SloDeadline, ConsumerAmongTheJobsGivesTNeedToo) {
+  std::vector<store::FileEvent> all;
+  std::vector<store::RunRecord> readers;
+  JobHistory h = lateProducer(&all, &readers);
+  JobHistory consumer;
+  consumer.job = JobKey("report");
+  consumer.runs = readers;
+  auto v = inferSlos({h, consumer}, all, SloParams{});
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(5 * kHour));
+}
+
+// A reader run whose record starts after its read (clock skew, or a record
+// of another run under the same id) is ignored: T_need is the read.
+TEST(SloDeadline, ReaderRunStartingAfterTheReadLeavesTheRead) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 10, 0);
+  std::vector<store::RunRecord> readers;
+  for (int i = 0; i < 10; i++) {
+    const int64_t late = kDay0 + i * kDay + 7 * kHour;
+    readers.push_back(run("report", i, late, late, late + kMin));
+  }
+  auto v = inferSlos({h}, all, SloParams{}, readers);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(5 * kHour));
+}
+
+// A reader whose run started before the producing run was submitted (a
+// long-running reader) says nothing about this instance: T_need is the read.
+TEST(SloDeadline, ReaderRunningSinceBeforeTheProducerLeavesTheRead) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 10, 0);
+  std::vector<store::RunRecord> readers;
+  for (int i = 0; i < 10; i++) {
+    const int64_t early = kDay0 + i * kDay + kHour;  // 01:00, the producer submits ~02:00
+    readers.push_back(run("report", i, early, early, early + 5 * kHour));
+  }
+  auto v = inferSlos({h}, all, SloParams{}, readers);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(5 * kHour));
+}
+
 }  // namespace
 }  // namespace morpheus::inference

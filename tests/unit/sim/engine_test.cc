@@ -316,6 +316,65 @@ TEST(SimEngineTest, WorstCaseUsesReservedCapacityOnly) {
                    .has_value());
 }
 
+// A job with no usable SLO (nobody reads its output) keeps under morpheus
+// what its owner has under the baseline: the user's own request (10
+// containers over [submit, deadline)), no DRA, the same outcomes.
+TEST(SimEngineTest, JobWithoutSloKeepsTheUsersOwnProvisioning) {
+  Workload w;
+  w.periodic.push_back(
+      job("unread", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(12, 10)}, 10));
+  w.periodic.back().output_path.clear();
+  auto s = runExperiment(w, options(2, 2), *parseStrategies({"baseline", "morpheus"}, {}, 0.5));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& base = s->strategies.at(0);
+  const StrategyResult& m = s->strategies.at(1);
+  EXPECT_EQ(m.extra.at("unplanned_no_slo_jobs"), 1);
+  EXPECT_EQ(m.extra.at("user_reservation_jobs"), 1);
+  ASSERT_EQ(m.instances.size(), 24u);
+  ASSERT_EQ(base.instances.size(), m.instances.size());
+  for (size_t i = 0; i < m.instances.size(); i++) {
+    EXPECT_DOUBLE_EQ(m.instances[i].reserved_container_s, 10.0 * 1800) << i;
+    EXPECT_EQ(m.instances[i].dra_grants, 0) << i;
+    EXPECT_EQ(m.instances[i].runtime, base.instances[i].runtime) << i;
+    EXPECT_EQ(m.instances[i].met, base.instances[i].met) << i;
+  }
+}
+
+// Instance k runs 10, 40 or 50 min (k mod 3): late for its 30 min deadline in
+// two of three runs.
+RealizedInstance lateTwoInThree(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  r.stages[0].task_durations[0] = Millis((k % 3 == 0 ? 10 : k % 3 == 1 ? 40 : 50) * kMin);
+  return r;
+}
+
+// Morpheus §4 with a scheduled consumer: a job late in most training runs
+// (its consumer's reads follow the late outputs, at 30, ~40 and ~50 min) still
+// gets an SLO whose deadline is its consumer's scheduled start (30 min), from
+// the consumer's run records in the training provenance.
+TEST(SimEngineTest, LateJobGetsItsConsumersScheduledStartAsDeadline) {
+  Workload w;
+  w.periodic.push_back(
+      job("late", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  ExperimentOptions o = options(1, 2);
+  o.realize = lateTwoInThree;
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  setup.provisions.resize(1);
+  setup.record_history = true;
+  auto out = simulateRun(w, o, setup, "training", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  int late = 0;
+  for (const auto& r : out->history.runs[0]) late += r.end > r.submit + Millis(30 * kMin);
+  EXPECT_EQ(late, 16);  // of 24
+  ASSERT_EQ(out->history.consumer_runs.size(), 24u);
+  EXPECT_EQ(out->history.consumer_runs[1].start, fromEpochMs(kMin * 90));
+  auto v = inferTrainingSlos(w, out->history);
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->deadline_offset, Millis(30 * kMin));
+}
+
 // Noisy but seeded realisation for the determinism test.
 RealizedInstance noisy(const PeriodicJob& j, size_t idx, int64_t k, uint64_t seed) {
   RealizedInstance r = exact(j, idx, k, seed);

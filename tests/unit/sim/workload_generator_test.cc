@@ -68,6 +68,35 @@ sim::PeriodicJob simpleJob() {
   return j;
 }
 
+// The consumer is a scheduled job: it starts at the deadline whether the
+// output is early or late, reads at its start or when a late output appears,
+// and its read is an event of its own run; no output path, no consumer.
+TEST(ConsumerRunTest, StartsAtTheDeadlineReadsWhenTheOutputExists) {
+  sim::PeriodicJob job;
+  job.key = JobKey("j");
+  job.owner = UserId("u");
+  job.output_path = "/out/j";
+  sim::RealizedInstance inst;
+  inst.index = 3;
+  inst.deadline = fromEpochMs(5000);
+  auto early = sim::consumerRun(job, inst, fromEpochMs(4000));
+  ASSERT_TRUE(early.has_value());
+  EXPECT_EQ(early->run.job, JobKey("consumer:/out/j"));
+  EXPECT_EQ(early->run.run, RunId("consumer:/out/j#3"));
+  EXPECT_EQ(early->run.submit, fromEpochMs(5000));
+  EXPECT_EQ(early->run.start, fromEpochMs(5000));
+  EXPECT_EQ(early->read.time, fromEpochMs(5000));
+  EXPECT_EQ(early->read.run, early->run.run);
+  EXPECT_EQ(early->read.kind, store::FileAccess::kRead);
+  EXPECT_EQ(early->read.path, "/out/j");
+  auto late = sim::consumerRun(job, inst, fromEpochMs(9000));
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->run.start, fromEpochMs(5000));
+  EXPECT_EQ(late->read.time, fromEpochMs(9000));
+  job.output_path.clear();
+  EXPECT_FALSE(sim::consumerRun(job, inst, fromEpochMs(4000)).has_value());
+}
+
 // The same job, index, instance and seed always give the same draw, in any order; others differ.
 TEST(DrawInstanceTest, DeterministicPerKeyAndOrderIndependent) {
   auto w = sim::generatePeriodic(options(20, 50, 2, 7));
