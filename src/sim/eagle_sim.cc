@@ -54,31 +54,31 @@ const std::vector<int32_t>& EagleCluster::matching(
   return matching_.emplace(key, std::move(ws)).first->second;
 }
 
-// SSS: matching workers not running long tasks; else the matching short
-// partition; else every matching worker. Then probe_ratio x tasks distinct
-// random ones (all when fewer).
+// probe_ratio x tasks distinct random matching workers, chosen first among
+// those not running long tasks (SSS: the short partition and idle or
+// short-busy general workers); only when these are too few, the rest among
+// matching workers running long tasks (the probe waits for the long task:
+// the head-of-line blocking Phoenix's reordering addresses).
 std::vector<int32_t> EagleCluster::probeTargets(size_t job,
                                                 const std::vector<int32_t>& match) const {
-  std::vector<int32_t> pool;
+  std::vector<int32_t> free, behind_long;
   for (int32_t w : match) {
-    if (!workers_[static_cast<size_t>(w)].running_long) pool.push_back(w);
+    (workers_[static_cast<size_t>(w)].running_long ? behind_long : free).push_back(w);
   }
-  if (pool.empty()) {
-    for (int32_t w : match) {
-      if (workers_[static_cast<size_t>(w)].short_partition) pool.push_back(w);
+  const JobState& j = jobs_.at(job);
+  size_t want = static_cast<size_t>(opts_.probe_ratio) * static_cast<size_t>(j.unlaunched);
+  rng::Stream s(seed_, job, -1, "eagle-probe");
+  uint64_t draw = 0;
+  std::vector<int32_t> out;
+  for (auto* pool : {&free, &behind_long}) {
+    const size_t n = std::min(pool->size(), want - out.size());
+    for (size_t i = 0; i < n; i++) {
+      size_t k = i + static_cast<size_t>(s.below(draw++, static_cast<int64_t>(pool->size() - i)));
+      std::swap((*pool)[i], (*pool)[k]);
+      out.push_back((*pool)[i]);
     }
   }
-  if (pool.empty()) pool = match;
-  const JobState& j = jobs_.at(job);
-  const size_t want = std::min(
-      pool.size(), static_cast<size_t>(opts_.probe_ratio) * static_cast<size_t>(j.unlaunched));
-  rng::Stream s(seed_, job, -1, "eagle-probe");
-  for (size_t i = 0; i < want; i++) {
-    size_t k = i + static_cast<size_t>(s.below(i, static_cast<int64_t>(pool.size() - i)));
-    std::swap(pool[i], pool[k]);
-  }
-  pool.resize(want);
-  return pool;
+  return out;
 }
 
 bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
@@ -195,11 +195,12 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   EagleCluster cluster(eagle, opts.seed);
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
-  const auto short_nodes =
-      static_cast<int32_t>(std::ceil(eagle.short_partition * static_cast<double>(opts.nodes)));
   for (int32_t n = 0; n < opts.nodes; n++) {
     const auto attrs = phoenixNodeAttributes(opts.seed, n);
-    for (int64_t k = 0; k < slots; k++) cluster.addWorker(attrs, n < short_nodes);
+    // Spread evenly over the node list: floor((n+1)p) > floor(np).
+    const bool in_short =
+        std::floor((n + 1) * eagle.short_partition) > std::floor(n * eagle.short_partition);
+    for (int64_t k = 0; k < slots; k++) cluster.addWorker(attrs, in_short);
   }
   const TimePoint t0 = fromEpochMs(0);
   std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);

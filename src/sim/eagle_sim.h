@@ -10,9 +10,10 @@
 //    work; long jobs are placed by a centralized scheduler, first come first
 //    served, on idle workers of the general partition (never the short one).
 //  - Succinct State Sharing (SSS): the distributed schedulers know which
-//    workers run long tasks and never probe them; short work that can go
-//    nowhere else goes to the short partition (Eagle's fall-back), and only if
-//    no matching short-partition worker exists either, behind long tasks.
+//    workers run long tasks and probe the others (the short partition and
+//    general workers free of long work); only when too few of those meet
+//    the job's constraints do the remaining probes wait behind long tasks
+//    (the head-of-line blocking at constrained workers that Phoenix targets).
 //  - Probing: a short job sends `probe_ratio` probes per task to distinct
 //    random workers; late binding: a probe reaching the head of a worker's
 //    queue asks its job for a task and is dropped when the job has none left.
@@ -123,8 +124,9 @@ class EagleCluster {
 
 // Runs the workload of `opts` (phoenix_sim.h; the same jobs and nodes as
 // runPhoenixSim) under Eagle-C: every node gives min(vcores, memory / 2 GiB)
-// workers, the first ceil(short_partition x nodes) nodes form the short
-// partition; 1 s dispatch rounds. policy = "eagle-c".
+// workers; the short partition is short_partition of the nodes spread evenly
+// over the node list (node n when floor((n+1)p) > floor(np)); 1 s dispatch
+// rounds. policy = "eagle-c".
 // INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
 

@@ -46,23 +46,31 @@ TEST(EagleSimTest, ProbesOnlyWorkersMeetingConstraints) {
   EXPECT_FALSE(c.submit(1, false, 1, Millis(1000), {isaIn("riscv64")}));
 }
 
-// Long jobs run only in the general partition; short probes then avoid the
-// workers running long tasks (SSS) and fall back to the short partition.
+// Long jobs run only in the general partition; short probes then go to
+// workers free of long tasks (SSS), and only the probes those cannot take
+// wait behind long tasks.
 TEST(EagleSimTest, LongJobsStayInGeneralPartitionAndShortProbesAvoidThem) {
   EagleCluster c(EagleOptions{}, 1);
-  c.addWorker(isa("x86_64"), true);  // worker 0: short partition
+  c.addWorker(isa("x86_64"), true);  // workers 0, 1: short partition
+  c.addWorker(isa("x86_64"), true);
   for (int i = 0; i < 3; i++) c.addWorker(isa("x86_64"), false);
   ASSERT_TRUE(c.submit(0, true, 5, Millis(60000), {}));
   auto started = c.dispatch();
   ASSERT_EQ(started.size(), 3u);
-  for (const auto& s : started) EXPECT_NE(s.worker, 0);
+  for (const auto& s : started) EXPECT_GE(s.worker, 2);
   EXPECT_FALSE(c.worker(0).running.has_value());
-  ASSERT_TRUE(c.submit(1, false, 2, Millis(1000), {}));
-  EXPECT_EQ(probedWorkers(c, 4, 1), (std::set<int32_t>{0}));
+  ASSERT_TRUE(c.submit(1, false, 1, Millis(1000), {}));  // 2 probes
+  EXPECT_EQ(probedWorkers(c, 5, 1), (std::set<int32_t>{0, 1}));
   started = c.dispatch();
   ASSERT_EQ(started.size(), 1u);
-  EXPECT_EQ(started[0].worker, 0);
   EXPECT_EQ(started[0].job, 1u);
+  EXPECT_LT(started[0].worker, 2);
+  // 4 probes, 2 workers free of long work (one busy with job 1's short
+  // task): both, then 2 of the 3 running long tasks.
+  ASSERT_TRUE(c.submit(2, false, 2, Millis(1000), {}));
+  auto probed = probedWorkers(c, 5, 2);
+  EXPECT_EQ(probed.size(), 4u);
+  EXPECT_EQ(probed.count(0) + probed.count(1), 2u);
 }
 
 // SBP: a worker that finished a task of a job runs that job's next task before
