@@ -23,7 +23,11 @@
 //    duration x U(0.8, 1.2) and the job declares the duration as expected;
 //  - constraints, per job independently (Table II-like frequencies: ISA,
 //    number of cores, network speed and kernel version are the constraint
-//    kinds the paper measures in the Google trace): isa in {aarch64}
+//    kinds the paper measures in the Google trace; the table's figures, and
+//    those of its source, Sharma et al., "Modeling and synthesizing task
+//    placement constraints in Google compute clusters", SoCC'11, could not
+//    be retrieved for issue #17 — only the abstracts were reachable — so the
+//    rates below are our approximation, not the trace's): isa in {aarch64}
 //    `isa_rate`, cores >= 32 `cores_rate`, network_gbps >= 25
 //    `network_rate`, kernel >= 5.10 `kernel_rate`; long jobs never carry
 //    constraints (the paper's constrained short jobs behind long ones).
