@@ -140,7 +140,7 @@ std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
 // constraints `worker` meets (finished jobs leave the queue on the way).
 std::optional<size_t> EagleCluster::nextLong(int32_t worker) {
   for (auto it = long_queue_.begin(); it != long_queue_.end();) {
-    const JobState j = jobs_.at(*it);
+    const JobState& j = jobs_.at(*it);
     if (j.unlaunched == 0) {
       it = long_queue_.erase(it);
       continue;
