@@ -10,6 +10,7 @@
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/harvest_guard.h"
 #include "nodemanager/node_agent.h"
+#include "nodemanager/node_attributes_detect.h"
 
 using namespace morpheus;
 
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
     return 2;
   }
+  // Issue #17: detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
+  opts.attributes = nm::mergeAttributes(
+      nm::detectNodeAttributes(nm::DetectRoots{}, nm::hostUname()), opts.attributes);
   if (!opts.node_id.empty()) {
     if (Status st = validateNodeId(opts.node_id, "nm.node-id"); !st.isOk()) {
       std::cerr << "morpheus-nm: config error: " << st.message() << "\n";

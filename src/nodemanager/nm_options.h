@@ -40,7 +40,11 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
   s.addString("nm.node-id", &o->node_id, "",
               "Stable node id; \"\" = <grpc.host>:<bound gRPC port>.");
   s.addStringMap("nm.attributes", &o->attributes,
-                 "Node attributes (key: value) used by placement constraints, e.g. rack: r1.");
+                 "Node attributes (key: value) used by placement constraints, e.g. rack: r1. "
+                 "Added to the attributes detected at start (isa, kernel, cores, memory_mib, "
+                 "disks, disk_kind, network_gbps, gpus, gpu_vendor; "
+                 "nodemanager/node_attributes_detect.h), overriding them key by key; an empty "
+                 "value removes a detected key.");
   s.addString("nm.local-dir", &o->local_dir, "",
               "Where container working dirs, logs and the recovery state live; \"\" = "
               "<data-dir>/local.");

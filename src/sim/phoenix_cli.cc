@@ -7,6 +7,7 @@
 
 #include "rm/scheduler/phoenix_policy.h"
 #include "rm/scheduler/policy_factory.h"
+#include "sim/eagle_sim.h"
 
 namespace morpheus::sim {
 
@@ -18,6 +19,13 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
         std::make_shared<sched::PhoenixOrderingPolicy>(false));
   }
   return sched::makeOrderingPolicy(name, "--policies");
+}
+
+// One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
+Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixCliFlags& f) {
+  if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
+  MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
+  return runPhoenixSim(f.opts, policy);
 }
 
 nlohmann::json toJson(const Percentiles& p) {
@@ -44,7 +52,12 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
       ->capture_default_str();
   c->add_option("--kernel-rate", f.opts.kernel_rate, "... kernel >= 5.10")->capture_default_str();
   c->add_option("--seeds", f.seeds, "Workload seeds")->capture_default_str();
-  c->add_option("--policies", f.policies, "fifo, drf, phoenix-no-crv, phoenix")
+  c->add_option("--eagle-short-partition", f.eagle.short_partition,
+                "eagle-c: share of nodes reserved for short jobs")
+      ->capture_default_str();
+  c->add_option("--eagle-probe-ratio", f.eagle.probe_ratio, "eagle-c: probes per short task")
+      ->capture_default_str();
+  c->add_option("--policies", f.policies, "fifo, drf, phoenix-no-crv, phoenix, eagle-c")
       ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
@@ -65,13 +78,8 @@ int runPhoenixCommand(PhoenixCliFlags f) {
   }
   for (uint64_t seed : f.seeds) {
     for (const auto& name : f.policies) {
-      auto policy = policyByName(name);
-      if (!policy.isOk()) {
-        std::cerr << "morpheus-sim: " << policy.status().message() << "\n";
-        return 2;
-      }
       f.opts.seed = seed;
-      auto r = runPhoenixSim(f.opts, *policy);
+      auto r = runOne(name, f);
       if (!r.isOk()) {
         std::cerr << "morpheus-sim: " << r.status().message() << "\n";
         return 2;

@@ -8,16 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "sim/eagle_sim.h"
 #include "sim/phoenix_sim.h"
 
 namespace morpheus::sim {
 
 struct PhoenixCliFlags {
   PhoenixSimOptions opts;
+  EagleOptions eagle;  // the eagle-c baseline
   std::string node_size = "memory=65536,vcores=16";
   int64_t arrivals_min = 120;  // minutes of arrivals
   std::vector<uint64_t> seeds = {1, 2, 3};
-  std::vector<std::string> policies = {"fifo", "drf", "phoenix-no-crv", "phoenix"};
+  std::vector<std::string> policies = {"fifo", "drf", "eagle-c", "phoenix-no-crv", "phoenix"};
   bool json = false;
 };
 

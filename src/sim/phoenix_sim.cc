@@ -21,18 +21,6 @@ using sched::PlacementConstraint;
 // Per-job draw names (workload_rng.h): values depend only on (seed, job, name).
 constexpr uint64_t kNodeStream = 1ULL << 40;  // node index offset: nodes never collide with jobs
 
-struct Job {
-  TimePoint submit;
-  bool is_short = true;
-  int32_t tasks = 0;
-  Millis duration{0};
-  std::vector<PlacementConstraint> constraints;
-  bool rejected = false;  // admission control: no node meets its constraints
-  int32_t started = 0;
-  int32_t done = 0;
-  TimePoint finish;
-};
-
 PlacementConstraint hard(std::string key, std::string value, ConstraintOp op) {
   PlacementConstraint c;
   c.key = std::move(key);
@@ -51,7 +39,9 @@ const T& pick(double u, const std::vector<std::pair<double, T>>& table) {
   return table.back().second;
 }
 
-sched::NodeAttributes nodeAttributes(uint64_t seed, int32_t i) {
+}  // namespace
+
+sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i) {
   rng::Stream s(seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
   return {
       {"isa", s.uniform(0) < 0.15 ? "aarch64" : "x86_64"},
@@ -60,6 +50,8 @@ sched::NodeAttributes nodeAttributes(uint64_t seed, int32_t i) {
       {"kernel", pick<std::string>(s.uniform(3), {{0.4, "5.4"}, {0.4, "5.10"}, {0.2, "6.1"}})},
   };
 }
+
+namespace {
 
 // Mean vcore-seconds of a job (for the arrival rate): E[tasks] x E[duration]
 // of each class (log-uniform mean (hi - lo) / ln(hi / lo)).
@@ -70,15 +62,18 @@ double meanJobWork(const PhoenixSimOptions& o) {
   return o.short_fraction * shorts + (1 - o.short_fraction) * longs;
 }
 
-std::vector<Job> makeJobs(const PhoenixSimOptions& o, TimePoint t0, int64_t capacity_vcores) {
+}  // namespace
+
+std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& o, TimePoint t0) {
+  const int64_t capacity_vcores = o.node_size.vcores() * o.nodes;
   const double rate = o.load * static_cast<double>(capacity_vcores) / meanJobWork(o);  // jobs/s
-  std::vector<Job> jobs;
+  std::vector<PhoenixJob> jobs;
   double t = 0;
   for (uint64_t j = 0;; j++) {
     rng::Stream s(o.seed, j, -1, "phoenix-job");
     t += -std::log(1.0 - s.uniform(0)) / rate;
     if (t * 1000 >= static_cast<double>(o.arrivals.count())) break;
-    Job job;
+    PhoenixJob job;
     job.submit = t0 + Millis(static_cast<int64_t>(t * 1000));
     job.is_short = s.uniform(1) < o.short_fraction;
     if (job.is_short) {
@@ -101,7 +96,7 @@ std::vector<Job> makeJobs(const PhoenixSimOptions& o, TimePoint t0, int64_t capa
   return jobs;
 }
 
-Percentiles percentiles(std::vector<double> v) {
+Percentiles percentilesOf(std::vector<double> v) {
   Percentiles p;
   p.count = static_cast<int64_t>(v.size());
   if (v.empty()) return p;
@@ -119,7 +114,7 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
-Status validate(const PhoenixSimOptions& o) {
+Status validatePhoenixOptions(const PhoenixSimOptions& o) {
   if (o.nodes <= 0) return invalidArgument("nodes", "must be > 0");
   if (o.node_size.vcores() <= 0 || o.node_size.memoryMib() < 2048)
     return invalidArgument("node_size", "needs >= 1 vcore and >= 2048 MiB for one task");
@@ -136,11 +131,29 @@ Status validate(const PhoenixSimOptions& o) {
   return Status::ok();
 }
 
-}  // namespace
+void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult& out) {
+  std::vector<double> shorts, constrained, longs;
+  TimePoint last = jobs.empty() ? TimePoint{} : jobs[0].submit;
+  for (const PhoenixJob& j : jobs) {
+    if (j.rejected) continue;
+    double r = std::chrono::duration<double>(j.finish - j.submit).count();
+    last = std::max(last, j.finish);
+    if (j.is_short) {
+      shorts.push_back(r);
+      if (!j.constraints.empty()) constrained.push_back(r);
+    } else {
+      longs.push_back(r);
+    }
+  }
+  out.short_jobs = percentilesOf(std::move(shorts));
+  out.short_constrained = percentilesOf(std::move(constrained));
+  out.long_unconstrained = percentilesOf(std::move(longs));
+  out.makespan_s = jobs.empty() ? 0 : std::chrono::duration<double>(last - jobs[0].submit).count();
+}
 
 Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
                                        std::shared_ptr<const sched::QueueOrderingPolicy> policy) {
-  MORPHEUS_RETURN_IF_ERROR(validate(opts));
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
   out.policy = std::string(policy->name());
@@ -149,11 +162,11 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
   so.adhoc_queues.push_back({"root.default", 1.0, policy});
   MORPHEUS_ASSIGN_OR_RETURN(auto s, sched::Scheduler::create(std::move(so)));
   for (int32_t i = 0; i < opts.nodes; i++) {
-    MORPHEUS_RETURN_IF_ERROR(
-        s->addNode(NodeId("n" + std::to_string(i)), opts.node_size, nodeAttributes(opts.seed, i)));
+    MORPHEUS_RETURN_IF_ERROR(s->addNode(NodeId("n" + std::to_string(i)), opts.node_size,
+                                        phoenixNodeAttributes(opts.seed, i)));
   }
   const TimePoint t0 = fromEpochMs(0);
-  std::vector<Job> jobs = makeJobs(opts, t0, opts.node_size.vcores() * opts.nodes);
+  std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
   out.jobs = static_cast<int64_t>(jobs.size());
   using End = std::pair<TimePoint, ContainerId>;
   std::priority_queue<End, std::vector<End>, std::greater<>> ends;
@@ -163,7 +176,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
   const Resource task(2048, 1);
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
-      const Job j = jobs[next];
+      const PhoenixJob j = jobs[next];
       AppId app("job" + std::to_string(next));
       MORPHEUS_RETURN_IF_ERROR(s->addApp(app, UserId("u"), sched::QueueRef::adhoc("root.default")));
       sched::ResourceRequest r;
@@ -189,7 +202,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
       MORPHEUS_RETURN_IF_ERROR(s->containerCompleted(c).status());
       size_t ji = job_of[c];
       job_of.erase(c);
-      Job& j = jobs[ji];
+      PhoenixJob& j = jobs[ji];
       if (++j.done == j.tasks) {
         j.finish = now;
         finished++;
@@ -198,7 +211,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
     }
     for (const auto& a : s->schedulePass(now).allocations) {
       size_t ji = std::stoul(a.app.value().substr(3));
-      Job& j = jobs[ji];
+      PhoenixJob& j = jobs[ji];
       double jitter = rng::Stream(opts.seed, ji, j.started++, "task").uniform(0, 0.8, 1.2);
       ends.emplace(
           now + Millis(static_cast<int64_t>(static_cast<double>(j.duration.count()) * jitter)),
@@ -207,23 +220,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
     }
     now += Seconds(1);
   }
-  std::vector<double> shorts, constrained, longs;
-  TimePoint last = t0;
-  for (const Job& j : jobs) {
-    if (j.rejected) continue;
-    double r = std::chrono::duration<double>(j.finish - j.submit).count();
-    last = std::max(last, j.finish);
-    if (j.is_short) {
-      shorts.push_back(r);
-      if (!j.constraints.empty()) constrained.push_back(r);
-    } else {
-      longs.push_back(r);
-    }
-  }
-  out.short_jobs = percentiles(std::move(shorts));
-  out.short_constrained = percentiles(std::move(constrained));
-  out.long_unconstrained = percentiles(std::move(longs));
-  out.makespan_s = jobs.empty() ? 0 : std::chrono::duration<double>(last - jobs[0].submit).count();
+  summarisePhoenixJobs(jobs, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

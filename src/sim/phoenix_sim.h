@@ -23,7 +23,11 @@
 //    duration x U(0.8, 1.2) and the job declares the duration as expected;
 //  - constraints, per job independently (Table II-like frequencies: ISA,
 //    number of cores, network speed and kernel version are the constraint
-//    kinds the paper measures in the Google trace): isa in {aarch64}
+//    kinds the paper measures in the Google trace; the table's figures, and
+//    those of its source, Sharma et al., "Modeling and synthesizing task
+//    placement constraints in Google compute clusters", SoCC'11, could not
+//    be retrieved for issue #17 — only the abstracts were reachable — so the
+//    rates below are our approximation, not the trace's): isa in {aarch64}
 //    `isa_rate`, cores >= 32 `cores_rate`, network_gbps >= 25
 //    `network_rate`, kernel >= 5.10 `kernel_rate`; long jobs never carry
 //    constraints (the paper's constrained short jobs behind long ones).
@@ -37,6 +41,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "rm/scheduler/crv.h"
 #include "rm/scheduler/ordering_policy.h"
 
 namespace morpheus::sim {
@@ -69,6 +74,31 @@ struct PhoenixSimResult {
   double makespan_s = 0;           // last finish - first submit
   double wall_s = 0;               // simulator run time
 };
+
+// One job of the workload (shared with the Eagle-C baseline, eagle_sim.h).
+struct PhoenixJob {
+  TimePoint submit;
+  bool is_short = true;
+  int32_t tasks = 0;
+  Millis duration{0};  // expected (declared) task run time
+  std::vector<sched::PlacementConstraint> constraints;
+  bool rejected = false;  // admission control: no node meets its constraints
+  int32_t started = 0;
+  int32_t done = 0;
+  TimePoint finish;
+};
+
+// The workload described above, deterministic in opts.seed: node i's
+// attributes and the jobs in submission order (from t0).
+sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i);
+std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& opts, TimePoint t0);
+// INVALID_ARGUMENT naming the field for bad options.
+Status validatePhoenixOptions(const PhoenixSimOptions& opts);
+// Nearest-rank percentiles (seconds in, seconds out).
+Percentiles percentilesOf(std::vector<double> v);
+// Fills the percentile groups and makespan of `out` from finished jobs
+// (rejected ones are not measured).
+void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult& out);
 
 // Runs the workload of `opts` under `policy` until every job finished or was
 // turned away by admission control (Scheduler::pendingReasons not empty at

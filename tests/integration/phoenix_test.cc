@@ -1,6 +1,7 @@
 // Phoenix in the RM daemon (issue #17): real RM, two NMs with resource-kind
 // attributes, morpheusctl and morpheus-dag-am on loopback, with
 // scheduler.policy root.default=phoenix.
+#include <sys/utsname.h>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -107,6 +108,28 @@ TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
   EXPECT_NE(text.find("Pending:"), std::string::npos) << text;
   for (const auto& id : {l1, l2, u}) ctl({"app", "kill", id});
   for (const auto& id : {l1, l2, u}) EXPECT_TRUE(waitFinal(id, 20s));
+}
+
+// Attributes detected at NM start reach `cluster status` next to the
+// configured ones: isa and kernel are uname's, cores is set; a configured
+// value overrides the detected one (nm1 says isa=x86_64 whatever the host is).
+TEST_F(PhoenixIT, NmDetectedAttributesShowInClusterStatus) {
+  startHeterogeneous("phoenix");
+  auto [code, out] = ctl({"cluster", "status", "--json"});
+  ASSERT_EQ(code, 0) << out;
+  auto status = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  struct utsname u {};
+  ASSERT_EQ(uname(&u), 0);
+  ASSERT_EQ(status["nodes"].size(), 2u);
+  for (const auto& n : status["nodes"]) {
+    const auto& a = n["attributes"];
+    EXPECT_EQ(a.value("kernel", ""), std::string(u.release)) << n.dump();
+    EXPECT_FALSE(a.value("memory_mib", "").empty()) << n.dump();
+    // Configured in startHeterogeneous: they override the detected values.
+    EXPECT_EQ(a.value("cores", ""), n["node_id"] == "nm1" ? "16" : "64") << n.dump();
+    EXPECT_EQ(a.value("isa", ""), n["node_id"] == "nm1" ? "x86_64" : "aarch64") << n.dump();
+  }
 }
 
 }  // namespace
