@@ -44,15 +44,13 @@ class V2Throttle final : public CpuThrottle {
 class V1Throttle final : public CpuThrottle {
  public:
   V1Throttle(std::string root, std::string dir) : root_(std::move(root)), dir_(std::move(dir)) {}
-  ~V1Throttle() override {
-    prune({});
-    ::rmdir(dir_.c_str());
-  }
+  ~V1Throttle() override { prune({}); }
   std::string describe() const override { return "cgroup v1 cpu.cfs_quota_us under " + dir_; }
 
   Status limit(const ContainerId& id, int session, std::optional<double> vcores) override {
     const std::string cg = dir_ + "/" + id.value();
-    if (::mkdir(cg.c_str(), 0755) != 0 && errno != EEXIST) {
+    if ((::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) ||
+        (::mkdir(cg.c_str(), 0755) != 0 && errno != EEXIST)) {
       return unavailable("cannot create " + cg + ": " + std::strerror(errno));
     }
     created_.insert(id);
@@ -81,6 +79,7 @@ class V1Throttle final : public CpuThrottle {
       remove(dir_ + "/" + it->value());
       it = created_.erase(it);
     }
+    if (created_.empty()) ::rmdir(dir_.c_str());  // created again by the next limit()
   }
 
  private:
@@ -98,6 +97,30 @@ class V1Throttle final : public CpuThrottle {
 };
 
 }  // namespace
+
+int removeStaleCpuGroups(const std::string& root, const std::string& prefix) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind(prefix, 0) != 0) continue;
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos || dash + 1 >= name.size()) continue;
+    const std::string pid = name.substr(dash + 1);
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::filesystem::exists("/proc/" + pid)) continue;  // its NM still runs
+    for (const auto& c : std::filesystem::directory_iterator(e.path(), ec)) {
+      if (!c.is_directory()) continue;
+      std::ifstream procs(c.path() / "cgroup.procs");
+      for (std::string p; std::getline(procs, p);) {
+        if (!p.empty()) (void)writeFile(root + "/cgroup.procs", p);
+      }
+      ::rmdir(c.path().c_str());
+    }
+    if (::rmdir(e.path().c_str()) == 0) removed++;
+  }
+  return removed;
+}
 
 int64_t cpuQuotaUs(double vcores) {
   return std::max<int64_t>(1000,
@@ -117,10 +140,9 @@ Result<std::unique_ptr<CpuThrottle>> makeCgroupV1CpuThrottle(const std::string& 
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return unavailable("cannot create " + dir + ": " + std::strerror(errno));
   }
-  if (::access((dir + "/cpu.cfs_quota_us").c_str(), W_OK) != 0) {
-    ::rmdir(dir.c_str());
-    return unavailable(dir + "/cpu.cfs_quota_us is not writable");
-  }
+  const bool writable = ::access((dir + "/cpu.cfs_quota_us").c_str(), W_OK) == 0;
+  ::rmdir(dir.c_str());  // a probe: the group exists only while a container is capped
+  if (!writable) return unavailable(dir + "/cpu.cfs_quota_us is not writable");
   return std::unique_ptr<CpuThrottle>(std::make_unique<V1Throttle>(root, dir));
 }
 

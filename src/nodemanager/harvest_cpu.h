@@ -7,7 +7,9 @@
 //    cap); needs the cpu controller in <parent>/cgroup.subtree_control.
 //  - cgroup v1: a cpu-controller hierarchy (e.g. /sys/fs/cgroup/cpu) apart
 //    from the runtime's (memory) cgroups. The throttle owns
-//    <root>/<group>/<container>: limit() creates it, moves every process of
+//    <root>/<group>/<container>, and <root>/<group> only while some container
+//    is capped (an NM killed with SIGKILL leaves it: removeStaleCpuGroups at
+//    the next start removes it). limit() creates it, moves every process of
 //    the container's session into it (again on each call, so processes the
 //    container started since are caught; their children inherit it) and
 //    writes cpu.cfs_period_us and cpu.cfs_quota_us (-1 = no cap).
@@ -43,6 +45,11 @@ class CpuThrottle {
   virtual void prune(const std::vector<ContainerId>& live) = 0;
 };
 
+// Removes the groups <root>/<prefix>...-<pid> (and their container cgroups,
+// moving processes left to <root>) whose process <pid> no longer runs: what
+// an NM killed with SIGKILL left behind. Returns how many were removed.
+int removeStaleCpuGroups(const std::string& root, const std::string& prefix);
+
 // Quota in microseconds per kPeriodUs for `vcores` (>= 1 ms).
 int64_t cpuQuotaUs(double vcores);
 
@@ -52,7 +59,7 @@ std::unique_ptr<CpuThrottle> makeCgroupV2CpuThrottle(std::string parent);
 // `root`: a mounted cgroup v1 hierarchy with the cpu controller; the
 // throttle creates <root>/<group>. UNAVAILABLE naming the path when `root`
 // has no cpu.cfs_quota_us or the group cannot be created (not root, read-
-// only); nothing is left behind then.
+// only; probed by creating and removing it); nothing is left behind.
 Result<std::unique_ptr<CpuThrottle>> makeCgroupV1CpuThrottle(const std::string& root,
                                                              const std::string& group);
 

@@ -112,6 +112,10 @@ std::unique_ptr<CpuThrottle> HarvestMonitor::pickThrottle() const {
     return makeCgroupV2CpuThrottle(runtime_.cgroupParent());
   }
   if (opts_.cpu_cgroup_v1.empty()) return nullptr;
+  if (int n = removeStaleCpuGroups(opts_.cpu_cgroup_v1, "morpheus-harvest-"); n > 0) {
+    spdlog::info("harvest: removed {} cgroup(s) of NMs that no longer run under {}", n,
+                 opts_.cpu_cgroup_v1);
+  }
   auto v1 = makeCgroupV1CpuThrottle(
       opts_.cpu_cgroup_v1, "morpheus-harvest-" + tenant_ + "-" + std::to_string(::getpid()));
   if (!v1.isOk()) {

@@ -54,7 +54,7 @@ inline void declareHarvestOptions(ConfigSchema& s, HarvestOptions* o) {
   s.addString("nm.harvest.cpu-cgroup-v1", &o->cpu_cgroup_v1, "/sys/fs/cgroup/cpu",
               "Where secondary containers are CPU-throttled when the containers do not run in "
               "cgroup v2 cgroups with the cpu controller: a cgroup v1 cpu hierarchy (the NM, "
-              "as root, creates morpheus-harvest-<node>-<pid> there, one cgroup per container "
+              "as root, creates morpheus-harvest-<tenant>-<pid> there, one cgroup per container "
               "with cpu.cfs_quota_us, and removes them). \"\" = no v1 throttling (CPU overlap "
               "is then only killed after nm.harvest.cpu-kill-after).");
 }

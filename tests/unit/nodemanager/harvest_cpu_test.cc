@@ -118,6 +118,29 @@ TEST(HarvestCpuThrottleTest, CgroupV1QuotaThrottlesABusyProcess) {
   EXPECT_FALSE(std::filesystem::exists(root + "/" + group));
 }
 
+// Groups left by an NM killed with SIGKILL (its pid gone) are removed with
+// their container cgroups at the next start; a live NM's group is kept.
+TEST(HarvestCpuThrottleTest, StaleGroupsOfDeadNmsAreRemoved) {
+  const std::string root = "/sys/fs/cgroup/cpu";
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = root + "/morpheus-harvest-stale-test-" + std::to_string(dead);
+  const std::string live = root + "/morpheus-harvest-stale-test-" + std::to_string(::getpid());
+  std::error_code ec;
+  if (!std::filesystem::create_directory(stale, ec)) {
+    GTEST_SKIP() << "no writable cgroup v1 cpu controller at " << root << " (needs root)";
+  }
+  std::filesystem::create_directory(stale + "/container_1", ec);
+  std::filesystem::create_directory(live, ec);
+  EXPECT_EQ(removeStaleCpuGroups(root, "morpheus-harvest-stale-test-"), 1);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  std::filesystem::remove(live, ec);
+  std::filesystem::remove(stale + "/container_1", ec);
+  std::filesystem::remove(stale, ec);
+}
+
 // The same through cgroup v2 cpu.max where a v2 hierarchy offers the cpu
 // controller to a cgroup this test may create.
 TEST(HarvestCpuThrottleTest, CgroupV2CpuMaxThrottlesABusyProcess) {
