@@ -7,6 +7,7 @@
 // where there is room and the job finishes.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,9 @@ class HarvestIT : public ClusterTest {
     std::filesystem::rename(tmp, path);
   }
   // `cpu[i]`: the vcores nm<i+1>'s primary tenant uses at start (default 0.2).
-  void startHarvestCluster(std::vector<std::string> rm_args = {}, std::vector<double> cpu = {}) {
+  // `nm_extra`: more NM arguments (both NMs).
+  void startHarvestCluster(std::vector<std::string> rm_args = {}, std::vector<double> cpu = {},
+                           std::vector<std::string> nm_extra = {}) {
     std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
     args.insert(args.end(), rm_args.begin(), rm_args.end());
     rm_ = Process::startDaemon("rm", freshDir("rm"), args);
@@ -52,6 +55,7 @@ class HarvestIT : public ClusterTest {
                                           "--set",       "nm.harvest.reserve=memory=256,vcores=1",
                                           "--set",       "nm.harvest.interval=100ms"};
       for (auto& a : nmAuthArgs(node)) nm_args.push_back(std::move(a));
+      nm_args.insert(nm_args.end(), nm_extra.begin(), nm_extra.end());
       nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
       ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
     }
@@ -200,6 +204,82 @@ TEST_F(HarvestIT, LongJobRunsOnTheClassWithHeadroom) {
       << rm_.log();
   EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
   EXPECT_EQ(tasksStarted(nms_[1].log(), id), 5) << nms_[1].log();
+}
+
+int64_t nrThrottled(const std::string& cgroup) {
+  std::ifstream f(cgroup + "/cpu.stat");
+  std::string key;
+  int64_t value = 0;
+  while (f >> key >> value) {
+    if (key == "nr_throttled") return value;
+  }
+  return -1;
+}
+
+// Issue #18, OSDI'16 §3: when the primary tenant's CPU grows into what a
+// busy secondary container uses, the NM throttles the container (here with a
+// long nm.harvest.cpu-kill-after, so it is not killed) through the cgroup
+// cpu controller it found; on cgroup v1 the kernel's nr_throttled of the
+// container's cgroup grows. The app is killed and the NM stopped: the cgroups
+// it created are gone.
+TEST_F(HarvestIT, PrimaryCpuGrowthThrottlesTheSecondaryContainer) {
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster({}, {}, {"--set", "nm.harvest.cpu-kill-after=60s"}));
+  std::string v2_controllers;
+  std::getline(std::ifstream("/sys/fs/cgroup/cgroup.controllers"), v2_controllers);
+  if (::access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) != 0 &&
+      v2_controllers.find("cpu") == std::string::npos) {
+    GTEST_SKIP() << "neither a writable cgroup v1 cpu controller at /sys/fs/cgroup/cpu (needs "
+                    "root) nor a cgroup v2 cpu controller here";
+  }
+  ASSERT_NE(nms_[0].log().find("CPU-throttled through"), std::string::npos) << nms_[0].log();
+  std::string job = writeJob(
+      "name: spinner\n"
+      "stages:\n"
+      "  - name: spin\n"
+      "    tasks: 1\n"
+      "    command: \"while :; do :; done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  size_t node = 0;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (size_t i = 0; i < nms_.size(); i++) {
+          if (tasksStarted(nms_[i].log(), id) == 1) {
+            node = i;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
+  // The primary grows to 7.5 of 8 vcores: with the 1-vcore reserve, nothing is left.
+  writeUsage(usage_[node], 7.5, 100);
+  ASSERT_TRUE(waitFor(
+      [&] { return nms_[node].log().find("secondary CPU throttled") != std::string::npos; }, 10s))
+      << nms_[node].log();
+  const std::string v1_root = "/sys/fs/cgroup/cpu/morpheus-harvest-web-nm" +
+                              std::to_string(node + 1) + "-" + std::to_string(nms_[node].pid());
+  if (nms_[node].log().find("through cgroup v1") != std::string::npos) {
+    std::string cg;
+    for (const auto& e : std::filesystem::directory_iterator(v1_root)) {
+      if (e.is_directory() && e.path().filename().string().find("_am") == std::string::npos) {
+        cg = e.path().string();
+      }
+    }
+    ASSERT_FALSE(cg.empty()) << v1_root;
+    ASSERT_TRUE(waitFor([&] { return nrThrottled(cg) > 0; }, 10s)) << cg;
+  }
+  EXPECT_EQ(nms_[node].log().find("harvest: killing"), std::string::npos) << nms_[node].log();
+  ASSERT_EQ(ctl({"app", "kill", id}).first, 0);
+  ASSERT_TRUE(waitFinal(id, 20s)) << rm_.log();
+  ASSERT_TRUE(waitFor(
+      [&] { return nms_[node].log().find(" completed: status") != std::string::npos; }, 20s))
+      << nms_[node].log();
+  for (auto& nm : nms_) EXPECT_EQ(nm.signalAndWait(SIGTERM, 20s), 0) << nm.log();
+  EXPECT_FALSE(std::filesystem::exists(v1_root)) << v1_root;
 }
 
 }  // namespace
