@@ -246,9 +246,9 @@ class RmRuntime {
   // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
   // sent them (before the harvest-class constraint) and its chosen classes.
   struct HarvestJob {
-    std::string job;                   // harvestJobName
-    std::vector<std::string> classes;  // last selection
-    bool selected = false;             // selected since the last clustering
+    std::string job;                                     // harvestJobName
+    std::vector<std::string> classes;                    // last selection
+    bool selected = false;                               // selected since the last clustering
     std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
   };
   void startHarvestClustering();
@@ -256,7 +256,8 @@ class RmRuntime {
   void harvestTick();
   // Adds the job's harvest-class soft constraint to `asks` (selecting the
   // classes on its first asks). REQUIRES(mu_)
-  void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks);
+  void harvestAsks(const AppRecord& rec, const AppRt& rt,
+                   std::vector<sched::ResourceRequest>* asks);
   std::vector<std::string> selectHarvest(const AppId& app, const HarvestJob& job,
                                          const AppRt& rt) const;  // REQUIRES(mu_)
   void applyHarvestClasses(std::vector<HarvestClass> classes);    // REQUIRES(mu_)
@@ -313,7 +314,7 @@ class RmRuntime {
   std::mutex harvest_mu_;
   bool harvest_stopped_ = true;  // GUARDED_BY(harvest_mu_)
   TimerId harvest_timer_ = 0;    // GUARDED_BY(harvest_mu_)
-  AmLauncher launcher_;  // internally locked; its callbacks take mu_
+  AmLauncher launcher_;          // internally locked; its callbacks take mu_
 };
 
 }  // namespace morpheus::rm

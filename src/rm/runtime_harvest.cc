@@ -79,7 +79,15 @@ Status RmRuntime::recomputeHarvestClasses() {
       if (s != nullptr && !s->buckets().empty()) series.push_back({t, s->regular()});
     }
   }
-  if (series.empty()) return Status::ok();
+  if (series.empty()) {
+    // No classes yet; drop the jobs of apps that ended without finishAm (killed).
+    Guard lk(*this);
+    std::erase_if(harvest_jobs_, [this](const auto& j) {
+      auto r = rt_.find(j.first);
+      return r == rt_.end() || !r->second.in_sched;
+    });
+    return Status::ok();
+  }
   // The FFT and k-means run without the runtime's lock.
   MORPHEUS_ASSIGN_OR_RETURN(auto classes, clusterTenants(series, opts_.harvest.classifier()));
   Guard lk(*this);
@@ -152,6 +160,7 @@ std::vector<std::string> RmRuntime::selectHarvest(const AppId& app, const Harves
 
 void RmRuntime::harvestAsks(const AppRecord& rec, const AppRt& rt,
                             std::vector<sched::ResourceRequest>* asks) {
+  if (opts_.harvest.cluster_every <= Millis(0)) return;  // harvesting classes off
   HarvestJob& job = harvest_jobs_[rec.id];
   job.job = harvestJobName(rec.spec.name, rec.spec.recurrence_key.value());
   for (const auto& a : *asks) {
