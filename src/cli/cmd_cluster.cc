@@ -17,6 +17,32 @@ nlohmann::json resourceJson(const v1::Resource& r) {
   return j;
 }
 
+// Issue #18: the primary-tenant classes of the RM's last clustering.
+nlohmann::json harvestClassesJson(const v1::ListNodesResponse& nodes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : nodes.harvest_classes()) {
+    out.push_back(
+        {{"id", c.id()},
+         {"pattern", c.pattern()},
+         {"average", c.average()},
+         {"peak", c.peak()},
+         {"tenants", std::vector<std::string>(c.tenants().begin(), c.tenants().end())},
+         {"nodes", c.node_ids_size()},
+         {"node_ids", std::vector<std::string>(c.node_ids().begin(), c.node_ids().end())}});
+  }
+  return out;
+}
+
+void printHarvestClasses(const v1::ListNodesResponse& nodes) {
+  if (nodes.harvest_classes().empty()) return;
+  std::printf("\nHarvesting classes (primary tenants' CPU utilisation):\n");
+  std::printf("%-16s %-14s %-8s %-8s %s\n", "CLASS", "PATTERN", "AVERAGE", "PEAK", "NODES");
+  for (const auto& c : nodes.harvest_classes()) {
+    std::printf("%-16s %-14s %-8.2f %-8.2f %d\n", c.id().c_str(), c.pattern().c_str(), c.average(),
+                c.peak(), c.node_ids_size());
+  }
+}
+
 void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
   v1::ListNodesRequest req;
   req.set_include_lost(include_lost);
@@ -49,8 +75,10 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
            {"used", resourceJson(n.used())},
            {"containers", n.num_containers()},
            {"attributes", attrs},
+           {"harvest_class", n.harvest_class()},
            {"last_heartbeat_ms", n.last_heartbeat_ms()}});
     }
+    j["harvest_classes"] = harvestClassesJson(nodes);
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -62,8 +90,8 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
       static_cast<long long>(metrics.total().vcores()),
       static_cast<long long>(metrics.used().memory_mib()),
       static_cast<long long>(metrics.used().vcores()));
-  std::printf("%-24s %-8s %-20s %-12s %-10s %s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
-              "VCORES", "CONTAINERS", "ATTRIBUTES");
+  std::printf("%-24s %-8s %-20s %-12s %-10s %-16s %s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
+              "VCORES", "CONTAINERS", "HARVEST CLASS", "ATTRIBUTES");
   for (const auto& n : nodes.nodes()) {
     char mem[64], cpu[32];
     std::snprintf(mem, sizeof mem, "%lld/%lld", static_cast<long long>(n.used().memory_mib()),
@@ -73,10 +101,12 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
     std::string attrs;  // issue #17: the resource kinds constraints match
     for (const auto& a : n.attributes())
       attrs += (attrs.empty() ? "" : ",") + a.key() + "=" + a.value();
-    std::printf("%-24s %-8s %-20s %-12s %-10d %s\n", n.node_id().c_str(),
+    std::printf("%-24s %-8s %-20s %-12s %-10d %-16s %s\n", n.node_id().c_str(),
                 n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST", mem, cpu,
-                n.num_containers(), attrs.empty() ? "-" : attrs.c_str());
+                n.num_containers(), n.harvest_class().empty() ? "-" : n.harvest_class().c_str(),
+                attrs.empty() ? "-" : attrs.c_str());
   }
+  printHarvestClasses(nodes);
 }
 
 }  // namespace

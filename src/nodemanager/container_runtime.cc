@@ -65,6 +65,19 @@ void forEachInSession(pid_t sid, F&& f) {
   closedir(d);
 }
 
+}  // namespace
+
+std::vector<int> sessionProcesses(int sid) {
+  std::vector<int> out;
+  if (sid <= 0) return out;
+  forEachInSession(static_cast<pid_t>(sid), [&](const ProcStat& p) {
+    if (p.state != "Z") out.push_back(static_cast<int>(p.pid));
+  });
+  return out;
+}
+
+namespace {
+
 // Sum of RSS (MiB) and CPU ticks over every live process in session `sid`.
 void sampleSession(pid_t sid, int64_t* rss_mib, uint64_t* cpu_ticks) {
   static const long page = sysconf(_SC_PAGESIZE);
@@ -731,7 +744,10 @@ void ContainerRuntime::stopAll(ExitReason reason, const std::string& why) {
 std::vector<ContainerSnapshot> ContainerRuntime::snapshot() const {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<ContainerSnapshot> out;
-  for (const auto& [_, e] : containers_) out.push_back(e.snap);
+  for (const auto& [_, e] : containers_) {
+    out.push_back(e.snap);
+    out.back().session = e.snap.running && e.pid > 0 ? e.pid : 0;
+  }
   return out;
 }
 
@@ -739,7 +755,9 @@ std::optional<ContainerSnapshot> ContainerRuntime::get(const ContainerId& id) co
   std::lock_guard<std::mutex> lk(mu_);
   auto it = containers_.find(id);
   if (it == containers_.end()) return std::nullopt;
-  return it->second.snap;
+  ContainerSnapshot s = it->second.snap;
+  s.session = s.running && it->second.pid > 0 ? it->second.pid : 0;
+  return s;
 }
 
 void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {

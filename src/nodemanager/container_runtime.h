@@ -71,7 +71,12 @@ struct ContainerSnapshot {
   double cpu_vcores = 0;
   TimePoint start, end;
   std::string work_dir;
+  int session = 0;  // session id of its processes while running (0 = none)
 };
+
+// The processes of session `sid` (from /proc), e.g. a container's (issue #18:
+// the cgroup v1 CPU throttle moves them into its cgroup).
+std::vector<int> sessionProcesses(int sid);
 
 // The cgroup v2 path of a process ("/system.slice/morpheus-nm.service")
 // from the text of /proc/<pid>/cgroup (its "0::<path>" line). INVALID_ARGUMENT

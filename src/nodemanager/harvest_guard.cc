@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -82,15 +84,16 @@ HarvestMonitor::HarvestMonitor(HarvestOptions opts, std::string tenant, Resource
 HarvestMonitor::~HarvestMonitor() { stop(); }
 
 void HarvestMonitor::start() {
-  if (runtime_.usingCgroups()) {
-    cpu_controller_ = writeFile(runtime_.cgroupParent() + "/cgroup.subtree_control", "+cpu");
-    if (!cpu_controller_) {
-      spdlog::warn(
-          "harvest: cannot enable the cpu controller under {}: a primary tenant's CPU "
-          "growth kills secondary containers after nm.harvest.cpu-kill-after without "
-          "throttling them first",
-          runtime_.cgroupParent());
-    }
+  throttle_ = pickThrottle();
+  if (throttle_) {
+    spdlog::info("harvest: secondary containers are CPU-throttled through {}",
+                 throttle_->describe());
+  } else {
+    spdlog::warn(
+        "harvest: no cgroup cpu controller (v2 under the container cgroups, or v1 at "
+        "nm.harvest.cpu-cgroup-v1 '{}'): a primary tenant's CPU growth kills secondary "
+        "containers after nm.harvest.cpu-kill-after without throttling them first",
+        opts_.cpu_cgroup_v1);
   }
   checkOnce();
   thread_ = std::thread([this] {
@@ -103,6 +106,25 @@ void HarvestMonitor::start() {
   });
 }
 
+std::unique_ptr<CpuThrottle> HarvestMonitor::pickThrottle() const {
+  if (runtime_.usingCgroups() &&
+      writeFile(runtime_.cgroupParent() + "/cgroup.subtree_control", "+cpu")) {
+    return makeCgroupV2CpuThrottle(runtime_.cgroupParent());
+  }
+  if (opts_.cpu_cgroup_v1.empty()) return nullptr;
+  if (int n = removeStaleCpuGroups(opts_.cpu_cgroup_v1, "morpheus-harvest-"); n > 0) {
+    spdlog::info("harvest: removed {} cgroup(s) of NMs that no longer run under {}", n,
+                 opts_.cpu_cgroup_v1);
+  }
+  auto v1 = makeCgroupV1CpuThrottle(
+      opts_.cpu_cgroup_v1, "morpheus-harvest-" + tenant_ + "-" + std::to_string(::getpid()));
+  if (!v1.isOk()) {
+    spdlog::info("harvest: cgroup v1 CPU throttling unavailable: {}", v1.status().message());
+    return nullptr;
+  }
+  return std::move(v1).value();
+}
+
 void HarvestMonitor::stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -110,6 +132,7 @@ void HarvestMonitor::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  throttle_.reset();  // removes the v1 cgroups it created
 }
 
 void HarvestMonitor::checkOnce() {
@@ -127,7 +150,9 @@ void HarvestMonitor::checkOnce() {
   std::vector<SecondaryContainer> running;
   std::unique_lock<std::mutex> lk(mu_);
   for (const auto& c : runtime_.snapshot()) {
-    if (c.running && killed_.count(c.id) == 0) running.push_back({c.id, c.resource, c.start});
+    if (c.running && killed_.count(c.id) == 0) {
+      running.push_back({c.id, c.resource, c.start, c.session});
+    }
   }
   Millis over_for = cpu_over_since_ ? now - *cpu_over_since_ : Millis(0);
   HarvestDecision d = decideHarvest(limits_, tenant_, *sample, running, over_for);
@@ -168,25 +193,26 @@ void HarvestMonitor::applyThrottle(const HarvestDecision& d,
     spdlog::info("harvest: secondary CPU {} (primary tenant {} leaves {:.2f} vcores)",
                  d.throttle ? "throttled" : "unthrottled", tenant_, d.cpu_left);
   }
-  if (!cpu_controller_ || (!d.throttle && !was)) return;
+  if (!throttle_) return;
+  std::vector<ContainerId> live;
+  for (const auto& c : running) live.push_back(c.id);
+  throttle_->prune(live);  // containers gone since the last pass
+  if (!d.throttle && !was) return;
   int64_t total = 0;
   for (const auto& c : running) total += c.resource.vcores();
-  constexpr int64_t kPeriodUs = 100000;
   for (const auto& c : running) {
     if (std::find(d.kill.begin(), d.kill.end(), c.id) != d.kill.end()) continue;
-    std::string value = "max " + std::to_string(kPeriodUs);
+    std::optional<double> cap;
     if (d.throttle && total > 0) {
-      // Each container's share of the CPU left, in proportion to its vcores;
-      // at least 1 ms per period so it still makes progress.
-      double share = std::max(0.0, d.cpu_left) * static_cast<double>(c.resource.vcores()) /
-                     static_cast<double>(total);
-      int64_t quota = std::max<int64_t>(1000, static_cast<int64_t>(share * kPeriodUs));
-      value = std::to_string(quota) + " " + std::to_string(kPeriodUs);
+      // Each container's share of the CPU left, in proportion to its vcores
+      // (cpuQuotaUs keeps at least 1 ms per period so it still progresses).
+      cap = std::max(0.0, d.cpu_left) * static_cast<double>(c.resource.vcores()) /
+            static_cast<double>(total);
     }
-    if (!writeFile(runtime_.cgroupParent() + "/" + c.id.value() + "/cpu.max", value)) {
+    if (Status st = throttle_->limit(c.id, c.session, cap); !st.isOk()) {
       metrics_
           .counter("morpheus_nm_harvest_throttle_failures_total",
-                   "cpu.max writes that failed (container gone or no cpu controller)")
+                   "CPU cap writes that failed (container gone or no cpu controller)")
           .inc();
     }
   }

@@ -7,7 +7,8 @@
 // reserve per dimension (never below 0; vcores rounded down). Memory cannot be
 // taken back without killing: while the secondary containers' allocations
 // exceed the offered memory, the newest are killed until they fit. CPU can:
-// secondary containers are first throttled to the CPU left (cgroup cpu.max);
+// secondary containers are first throttled to the CPU left (harvest_cpu.h:
+// cgroup v2 cpu.max, else cgroup v1 cpu.cfs_quota_us);
 // when that has lasted `cpu_kill_after`, the newest are killed until their
 // vcores fit.
 //
@@ -34,6 +35,7 @@
 #include "common/resource.h"
 #include "morpheus/v1/resource_tracker.pb.h"
 #include "nodemanager/container_runtime.h"
+#include "nodemanager/harvest_cpu.h"
 #include "nodemanager/harvest_options.h"
 #include "nodemanager/primary_usage.h"
 
@@ -49,6 +51,7 @@ struct SecondaryContainer {
   ContainerId id;
   Resource resource;  // allocation
   TimePoint start;
+  int session = 0;  // its processes' session (cgroup v1 throttling moves them)
 };
 
 struct HarvestDecision {
@@ -72,9 +75,10 @@ class HarvestMonitor {
                  MetricsRegistry& metrics, const Clock& clock);
   ~HarvestMonitor();
 
-  // Enables the cpu controller for container cgroups when the runtime uses
-  // cgroups (best effort: without it, CPU overlap is only killed), then
-  // starts the thread.
+  // Picks the CPU throttle: cgroup v2 when the runtime uses cgroups and the
+  // cpu controller can be enabled for them, else cgroup v1 under
+  // nm.harvest.cpu-cgroup-v1 (best effort: without either, CPU overlap is
+  // only killed), then starts the thread.
   void start();
   void stop();
   // One pass: sample, decide, throttle, kill.
@@ -85,6 +89,7 @@ class HarvestMonitor {
 
  private:
   void applyThrottle(const HarvestDecision& d, const std::vector<SecondaryContainer>& running);
+  std::unique_ptr<CpuThrottle> pickThrottle() const;
 
   const HarvestOptions opts_;
   const std::string tenant_;
@@ -93,7 +98,7 @@ class HarvestMonitor {
   ContainerRuntime& runtime_;
   MetricsRegistry& metrics_;
   const Clock& clock_;
-  bool cpu_controller_ = false;  // written before the thread starts
+  std::unique_ptr<CpuThrottle> throttle_;  // null = none; written before the thread starts
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

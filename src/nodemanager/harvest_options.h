@@ -10,14 +10,15 @@
 namespace morpheus::nm {
 
 struct HarvestOptions {
-  std::string source = "none";         // nm.harvest.source
-  std::string tenant;                  // nm.harvest.tenant
-  std::string file;                    // nm.harvest.file
-  std::string cgroup;                  // nm.harvest.cgroup
-  std::vector<std::string> processes;  // nm.harvest.processes
-  Resource reserve{512, 1};            // nm.harvest.reserve
-  Millis cpu_kill_after{5000};         // nm.harvest.cpu-kill-after
-  Millis interval{1000};               // nm.harvest.interval
+  std::string source = "none";                       // nm.harvest.source
+  std::string tenant;                                // nm.harvest.tenant
+  std::string file;                                  // nm.harvest.file
+  std::string cgroup;                                // nm.harvest.cgroup
+  std::vector<std::string> processes;                // nm.harvest.processes
+  Resource reserve{512, 1};                          // nm.harvest.reserve
+  Millis cpu_kill_after{5000};                       // nm.harvest.cpu-kill-after
+  Millis interval{1000};                             // nm.harvest.interval
+  std::string cpu_cgroup_v1 = "/sys/fs/cgroup/cpu";  // nm.harvest.cpu-cgroup-v1
 };
 
 inline void declareHarvestOptions(ConfigSchema& s, HarvestOptions* o) {
@@ -50,6 +51,12 @@ inline void declareHarvestOptions(ConfigSchema& s, HarvestOptions* o) {
   s.addDuration("nm.harvest.interval", &o->interval, Millis(1000), Millis(10),
                 "How often the primary's usage is sampled and the secondary containers fitted "
                 "to what it leaves.");
+  s.addString("nm.harvest.cpu-cgroup-v1", &o->cpu_cgroup_v1, "/sys/fs/cgroup/cpu",
+              "Where secondary containers are CPU-throttled when the containers do not run in "
+              "cgroup v2 cgroups with the cpu controller: a cgroup v1 cpu hierarchy (the NM, "
+              "as root, creates morpheus-harvest-<tenant>-<pid> there, one cgroup per container "
+              "with cpu.cfs_quota_us, and removes them). \"\" = no v1 throttling (CPU overlap "
+              "is then only killed after nm.harvest.cpu-kill-after).");
 }
 
 }  // namespace morpheus::nm

@@ -198,6 +198,11 @@ int main(int argc, char** argv) {
   rto.launch.per_node_in_flight = static_cast<int>(opts.am_launch_per_node);
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
+  rto.harvest = opts.harvest;  // issue #18
+  if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
+    return 2;
+  }
   for (const auto& [path, weight] : opts.queues) {
     char* end = nullptr;
     double w = std::strtod(weight.c_str(), &end);

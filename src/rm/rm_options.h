@@ -10,6 +10,7 @@
 #include "common/daemon.h"
 #include "planner/planner.h"
 #include "rm/dra_monitor.h"
+#include "rm/harvest_rm.h"
 
 namespace morpheus::rm {
 
@@ -58,6 +59,9 @@ struct RmOptions {
   int64_t am_launch_per_node = 2;         // rm.am-launch.per-node-in-flight
   Millis am_launch_timeout{10000};        // rm.am-launch.timeout
   int64_t am_launch_max_channels = 1024;  // rm.am-launch.max-channels
+
+  // Issue #18: primary-tenant classes and class selection (rm/harvest_rm.h).
+  HarvestRmOptions harvest;  // rm.harvest.*
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
@@ -266,6 +270,7 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "jockey: each review moves the allocation this share of the way from the previous "
               "one to the one the deadline needs (1 = no smoothing; Jockey's hysteresis).");
   declareRmScaleOptions(s, o);
+  declareHarvestRmOptions(s, &o->harvest);
 }
 
 }  // namespace morpheus::rm

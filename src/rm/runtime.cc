@@ -200,9 +200,15 @@ void RmRuntime::setAmAddress(std::string address) {
   am_address_ = std::move(address);
 }
 
-void RmRuntime::start() { launcher_.start(); }
+void RmRuntime::start() {
+  launcher_.start();
+  startHarvestClustering();
+}
 
-void RmRuntime::stop() { launcher_.stop(); }
+void RmRuntime::stop() {
+  stopHarvestClustering();
+  launcher_.stop();
+}
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   Guard lk(*this);
@@ -213,8 +219,13 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   n.id = id;
   n.address = req.container_manager_address();
   n.total = fromProto(req.total());
+  // The harvest class is the RM's own attribute (issue #18): kept across a
+  // re-registration until the next clustering.
+  auto cls = n.attributes.find(kHarvestClassAttribute);
+  std::string harvest_class = cls != n.attributes.end() ? cls->second : "";
   n.attributes.clear();
   for (const auto& a : req.attributes()) n.attributes[a.key()] = a.value();
+  if (!harvest_class.empty()) n.attributes[kHarvestClassAttribute] = harvest_class;
   n.live = true;
   // (Re-)registration: the core takes the node as announced, with the
   // containers this RM knows running there.
@@ -802,6 +813,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     std::vector<sched::ResourceRequest> asks;
     asks.reserve(static_cast<size_t>(req.asks_size()));
     for (const auto& a : req.asks()) asks.push_back(toSched(a));
+    harvestAsks(rec, rt, &asks);  // issue #18: the job's harvest classes, a soft constraint
     MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
     for (const auto& a : asks) {
       std::string key = askKey(a.request_id, a.priority);
@@ -885,6 +897,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   AppTelemetryRecord t;
   std::map<std::string, Millis> profile;
+  std::optional<store::StateWrite> harvest_run;  // issue #18: the job's run length
   {
     Guard lk(*this);
     refresh(app);
@@ -900,6 +913,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
       profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
       if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
     }
+    harvest_run = recordHarvestRun(rec, final_state);
     // The skyline counts every container of the app, its AM's included (as
     // ReservationDemand::used does): the AM holds reservation capacity for
     // the whole run, so the plan must cover it.
@@ -946,6 +960,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
       for (const auto& [name, d] : profile) p[name] = d.count();
       batch.push_back({"stage-history", t.recurrence_key.value(), p.dump()});
     }
+    if (harvest_run) batch.push_back(*harvest_run);
     if (Status st = store_->commit(batch); !st.isOk()) {
       spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
     }
@@ -1003,6 +1018,7 @@ Status RmRuntime::recoverTelemetry() {
       history[key][name] = Millis(ms.get<int64_t>());
     }
   }
+  MORPHEUS_RETURN_IF_ERROR(recoverHarvestRuns());
   Guard lk(*this);
   finished_.assign(recs.begin(), recs.end());
   stage_history_ = std::move(history);

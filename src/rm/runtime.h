@@ -49,6 +49,7 @@
 #include "rm/am_launcher.h"
 #include "rm/app_manager.h"
 #include "rm/dra_monitor.h"
+#include "rm/harvest_rm.h"
 #include "rm/harvest_series.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
@@ -69,6 +70,7 @@ struct RuntimeOptions {
   // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
   // replaced by `tls` above).
   AmLauncherOptions launch;
+  HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes (issue #18)
 };
 
 class RmRuntime {
@@ -131,6 +133,28 @@ class RmRuntime {
   // same stage of the last successful run with the app's recurrence key
   // (Jockey's job history, EuroSys'12 §4.1).
   std::map<ReservationId, ReservationDemand> reservationDemand() const;
+
+  // ---- Harvesting classes (issue #18; OSDI'16 §4.1; runtime_harvest.cc) ----
+  // Clusters the primary tenants from the CPU history the NMs reported
+  // (clusterTenants), off the scheduler strand: the history is copied under
+  // the lock, clustered without it, and the result applied under it. Every
+  // node whose tenant is in a class gets node attribute harvest-class=<id>
+  // (others lose it), and the class selection of every job with pending asks
+  // is redone. A no-op while no tenant has history. The RM calls it every
+  // rm.harvest.cluster-every (start()).
+  Status recomputeHarvestClasses();
+  struct HarvestClassView {
+    HarvestClass cls;
+    std::vector<NodeId> nodes;  // nodes tagged with it
+  };
+  // The classes of the last clustering, in clusterTenants order.
+  std::vector<HarvestClassView> harvestClasses() const;
+  // The node's class id ("" = none).
+  std::string harvestClassOf(const NodeId& node) const;
+  // The classes chosen for the app's asks (empty = no constraint).
+  std::vector<std::string> harvestSelection(const AppId& app) const;
+  // The last successful run length of a job (harvestJobName), if known.
+  std::optional<Millis> harvestLastRun(const std::string& job) const;
 
  private:
   struct Node {
@@ -219,6 +243,28 @@ class RmRuntime {
   // the NM's harvest offer. REQUIRES(mu_)
   void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
   void onLaunched(const AmLaunch& launch, const std::string& error);
+  // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
+  // sent them (before the harvest-class constraint) and its chosen classes.
+  struct HarvestJob {
+    std::string job;                                     // harvestJobName
+    std::vector<std::string> classes;                    // last selection
+    bool selected = false;                               // selected since the last clustering
+    std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
+  };
+  void startHarvestClustering();
+  void stopHarvestClustering();
+  void harvestTick();
+  // Adds the job's harvest-class soft constraint to `asks` (selecting the
+  // classes on its first asks). REQUIRES(mu_)
+  void harvestAsks(const AppRecord& rec, const AppRt& rt,
+                   std::vector<sched::ResourceRequest>* asks);
+  std::vector<std::string> selectHarvest(const AppId& app, const HarvestJob& job,
+                                         const AppRt& rt) const;  // REQUIRES(mu_)
+  void applyHarvestClasses(std::vector<HarvestClass> classes);    // REQUIRES(mu_)
+  void reselectHarvest();                                         // REQUIRES(mu_)
+  // Records a successful run's length; the store row for it. REQUIRES(mu_)
+  std::optional<store::StateWrite> recordHarvestRun(const AppRecord& rec, AppState final_state);
+  Status recoverHarvestRuns();
 
   const RuntimeOptions opts_;
   RmCore& core_;
@@ -259,7 +305,16 @@ class RmRuntime {
   // run (from the AM's final stage reports). GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Millis>> stage_history_;
   store::StateStore* store_ = nullptr;
-  AmLauncher launcher_;  // internally locked; its callbacks take mu_
+  // Harvesting classes (issue #18). GUARDED_BY(mu_)
+  std::vector<HarvestClass> harvest_classes_;
+  std::map<std::string, Millis> harvest_runs_;  // GUARDED_BY(mu_): job -> last run length
+  std::map<AppId, HarvestJob> harvest_jobs_;    // GUARDED_BY(mu_)
+  // The clustering timer: harvest_mu_ is held for a whole tick, so
+  // stopHarvestClustering waits for a running one.
+  std::mutex harvest_mu_;
+  bool harvest_stopped_ = true;  // GUARDED_BY(harvest_mu_)
+  TimerId harvest_timer_ = 0;    // GUARDED_BY(harvest_mu_)
+  AmLauncher launcher_;          // internally locked; its callbacks take mu_
 };
 
 }  // namespace morpheus::rm

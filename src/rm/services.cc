@@ -152,6 +152,23 @@ grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
   return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
 }
 
+namespace {
+
+// Issue #18: the classes of the RM's last clustering, for cluster status.
+void addHarvestClasses(const RmRuntime& runtime, v1::ListNodesResponse* resp) {
+  for (const auto& v : runtime.harvestClasses()) {
+    auto* c = resp->add_harvest_classes();
+    c->set_id(v.cls.id);
+    c->set_pattern(patternName(v.cls.pattern));
+    c->set_average(v.cls.average);
+    c->set_peak(v.cls.peak);
+    for (const auto& t : v.cls.tenants) c->add_tenants(t);
+    for (const auto& n : v.nodes) c->add_node_ids(n.value());
+  }
+}
+
+}  // namespace
+
 grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest* req,
                                           v1::ListNodesResponse* resp) {
   Principal who;
@@ -173,7 +190,9 @@ grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* ctx, const v1::Li
     r->set_num_containers(n.num_containers);
     r->set_used_rss_mib(n.used_rss_mib);
     r->set_used_cpu_vcores(n.used_cpu_vcores);
+    if (runtime_) r->set_harvest_class(runtime_->harvestClassOf(n.id));
   }
+  if (runtime_) addHarvestClasses(*runtime_, resp);
   return grpc::Status::OK;
 }
 

@@ -7,9 +7,11 @@
 // where there is room and the job finishes.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -29,14 +31,19 @@ class HarvestIT : public ClusterTest {
                        << "\nmemory_mib " << mem << "\n";
     std::filesystem::rename(tmp, path);
   }
-  void startHarvestCluster() {
+  // `cpu[i]`: the vcores nm<i+1>'s primary tenant uses at start (default 0.2).
+  // `nm_extra`: more NM arguments (both NMs).
+  void startHarvestCluster(std::vector<std::string> rm_args = {}, std::vector<double> cpu = {},
+                           std::vector<std::string> nm_extra = {}) {
     std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
+    args.insert(args.end(), rm_args.begin(), rm_args.end());
     rm_ = Process::startDaemon("rm", freshDir("rm"), args);
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
     for (int i = 0; i < 2; i++) {
       std::string node = "nm" + std::to_string(i + 1);
       usage_.push_back(freshDir("tenant-" + node) + "/usage");
-      writeUsage(usage_.back(), 0.2, 100);  // an idle primary tenant
+      writeUsage(usage_.back(),
+                 i < static_cast<int>(cpu.size()) ? cpu[static_cast<size_t>(i)] : 0.2, 100);
       std::vector<std::string> nm_args = {"--rm",        rm_.grpcAddress(),
                                           "--node-id",   node,
                                           "--resources", "memory=4096,vcores=8",
@@ -48,6 +55,7 @@ class HarvestIT : public ClusterTest {
                                           "--set",       "nm.harvest.reserve=memory=256,vcores=1",
                                           "--set",       "nm.harvest.interval=100ms"};
       for (auto& a : nmAuthArgs(node)) nm_args.push_back(std::move(a));
+      nm_args.insert(nm_args.end(), nm_extra.begin(), nm_extra.end());
       nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
       ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
     }
@@ -120,6 +128,158 @@ TEST_F(HarvestIT, PrimarySpikeKillsOnlyItsNodesSecondaryContainersAndTheJobRecov
   EXPECT_NE(logs.find("primary tenant '" + tenant + "' needed the resources"), std::string::npos)
       << logs;
   EXPECT_EQ(logs.find("failed attempt 1/"), std::string::npos) << logs;
+}
+
+// Task containers of `app` the NM's log shows started (its AM's excluded).
+int tasksStarted(const std::string& log, const std::string& app) {
+  int n = 0;
+  const std::string tail = " of " + app + " started";
+  for (size_t at = log.find(tail); at != std::string::npos; at = log.find(tail, at + 1)) {
+    size_t line = log.rfind('\n', at);
+    std::string head = log.substr(line == std::string::npos ? 0 : line, at - line);
+    if (head.find("_am") == std::string::npos) n++;
+  }
+  return n;
+}
+
+// Issue #18, OSDI'16 §4.1: the RM clusters the primary tenants (a short
+// rm.harvest.cluster-every here) into a busy constant class (nm1: 4 of 8
+// vcores) and an idle one (nm2); `cluster status` shows them. A job whose
+// last run was long (rm.harvest.long-min 500 ms) and that needs 5 concurrent
+// containers fits only the idle class's headroom (busy: (1 - 0.5) x 8 = 4
+// slots), so all its tasks run on nm2 although nm1 has room for 3.
+TEST_F(HarvestIT, LongJobRunsOnTheClassWithHeadroom) {
+  ASSERT_NO_FATAL_FAILURE(
+      startHarvestCluster({"--set", "rm.harvest.cluster-every=1s", "--set",
+                           "rm.harvest.short-max=100ms", "--set", "rm.harvest.long-min=500ms"},
+                          {4.0, 0.1}));
+  auto job = [this](int tasks) {
+    return writeJob(
+        "name: nightly-etl\n"
+        "stages:\n"
+        "  - name: work\n"
+        "    tasks: " +
+        std::to_string(tasks) +
+        "\n"
+        "    command: \"sleep 2\"\n"
+        "    resources: {memory_mib: 256, vcores: 1}\n");
+  };
+  auto run = [this](const std::string& file) {
+    auto [code, out] = ctl({"app", "submit", file});
+    EXPECT_EQ(code, 0) << out;
+    std::string id = out.substr(0, out.find('\n'));
+    EXPECT_TRUE(waitFinal(id, 20s)) << rm_.log();
+    EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
+    return id;
+  };
+  run(job(1));  // the job's first run: its length (> 2 s) makes it long
+  json classes;
+  std::map<std::string, std::string> class_of;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        json s = json::parse(o, nullptr, false);
+        if (s.is_discarded() || s["harvest_classes"].size() != 2) return false;
+        classes = s["harvest_classes"];
+        for (const auto& n : s["nodes"]) class_of[n["node_id"]] = n["harvest_class"];
+        return !class_of["nm1"].empty() && !class_of["nm2"].empty();
+      },
+      10s))
+      << rm_.log();
+  ASSERT_NE(class_of["nm1"], class_of["nm2"]);
+  for (const auto& c : classes) {
+    EXPECT_EQ(c["pattern"], "constant") << c.dump();
+    EXPECT_EQ(c["nodes"], 1) << c.dump();
+    std::string node = c["node_ids"][0];
+    EXPECT_NEAR(c["peak"].get<double>(), node == "nm1" ? 0.5 : 0.0125, 0.01) << c.dump();
+  }
+  auto [tc, table] = ctl({"cluster", "status"});
+  EXPECT_NE(table.find("HARVEST CLASS"), std::string::npos) << table;
+  EXPECT_NE(table.find(class_of["nm2"]), std::string::npos) << table;
+  EXPECT_NE(table.find("Harvesting classes"), std::string::npos) << table;
+
+  std::string id = run(job(5));
+  EXPECT_NE(rm_.log().find(id + " (long job 'nightly-etl', 5 concurrent container(s)"),
+            std::string::npos)
+      << rm_.log();
+  EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
+  EXPECT_EQ(tasksStarted(nms_[1].log(), id), 5) << nms_[1].log();
+}
+
+int64_t nrThrottled(const std::string& cgroup) {
+  std::ifstream f(cgroup + "/cpu.stat");
+  std::string key;
+  int64_t value = 0;
+  while (f >> key >> value) {
+    if (key == "nr_throttled") return value;
+  }
+  return -1;
+}
+
+// Issue #18, OSDI'16 §3: when the primary tenant's CPU grows into what a
+// busy secondary container uses, the NM throttles the container (here with a
+// long nm.harvest.cpu-kill-after, so it is not killed) through the cgroup
+// cpu controller it found; on cgroup v1 the kernel's nr_throttled of the
+// container's cgroup grows. The app is killed and the NM stopped: the cgroups
+// it created are gone.
+TEST_F(HarvestIT, PrimaryCpuGrowthThrottlesTheSecondaryContainer) {
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster({}, {}, {"--set", "nm.harvest.cpu-kill-after=60s"}));
+  std::string v2_controllers;
+  std::getline(std::ifstream("/sys/fs/cgroup/cgroup.controllers"), v2_controllers);
+  if (::access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) != 0 &&
+      v2_controllers.find("cpu") == std::string::npos) {
+    GTEST_SKIP() << "neither a writable cgroup v1 cpu controller at /sys/fs/cgroup/cpu (needs "
+                    "root) nor a cgroup v2 cpu controller here";
+  }
+  ASSERT_NE(nms_[0].log().find("CPU-throttled through"), std::string::npos) << nms_[0].log();
+  std::string job = writeJob(
+      "name: spinner\n"
+      "stages:\n"
+      "  - name: spin\n"
+      "    tasks: 1\n"
+      "    command: \"while :; do :; done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  size_t node = 0;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (size_t i = 0; i < nms_.size(); i++) {
+          if (tasksStarted(nms_[i].log(), id) == 1) {
+            node = i;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
+  // The primary grows to 7.5 of 8 vcores: with the 1-vcore reserve, nothing is left.
+  writeUsage(usage_[node], 7.5, 100);
+  ASSERT_TRUE(waitFor(
+      [&] { return nms_[node].log().find("secondary CPU throttled") != std::string::npos; }, 10s))
+      << nms_[node].log();
+  const std::string v1_root = "/sys/fs/cgroup/cpu/morpheus-harvest-web-nm" +
+                              std::to_string(node + 1) + "-" + std::to_string(nms_[node].pid());
+  if (nms_[node].log().find("through cgroup v1") != std::string::npos) {
+    std::string cg;
+    for (const auto& e : std::filesystem::directory_iterator(v1_root)) {
+      if (e.is_directory() && e.path().filename().string().find("_am") == std::string::npos) {
+        cg = e.path().string();
+      }
+    }
+    ASSERT_FALSE(cg.empty()) << v1_root;
+    ASSERT_TRUE(waitFor([&] { return nrThrottled(cg) > 0; }, 10s)) << cg;
+  }
+  EXPECT_EQ(nms_[node].log().find("harvest: killing"), std::string::npos) << nms_[node].log();
+  ASSERT_EQ(ctl({"app", "kill", id}).first, 0);
+  ASSERT_TRUE(waitFinal(id, 20s)) << rm_.log();
+  ASSERT_TRUE(waitFor(
+      [&] { return nms_[node].log().find(" completed: status") != std::string::npos; }, 20s))
+      << nms_[node].log();
+  for (auto& nm : nms_) EXPECT_EQ(nm.signalAndWait(SIGTERM, 20s), 0) << nm.log();
+  EXPECT_FALSE(std::filesystem::exists(v1_root)) << v1_root;
 }
 
 }  // namespace

@@ -1080,6 +1080,27 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
   return Status::ok();
 }
 
+Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
+                                   const std::string& value) {
+  auto& s = *impl_;
+  if (key.empty()) return invalidArgument("key", "is required");
+  auto it = s.nodes.find(node);
+  if (it == s.nodes.end()) return notFound("node " + node.value());
+  Node& n = it->second;
+  auto old = n.attrs.find(key);
+  if (value.empty() ? old == n.attrs.end() : old != n.attrs.end() && old->second == value)
+    return Status::ok();
+  if (value.empty()) {
+    n.attrs.erase(old);
+  } else {
+    n.attrs[key] = value;
+  }
+  // The CRV's supply follows the node's attributes: re-register its slot.
+  s.crv.removeNode(node);
+  n.crv = s.crv.addNode(node, n.attrs, n.free.vcores());
+  return Status::ok();
+}
+
 Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   auto& s = *impl_;
   auto it = s.nodes.find(node);

@@ -112,6 +112,13 @@ class Scheduler {
   // unchanged, else re-sorts queues as addNode does.
   Status setNodeTotal(const NodeId& node, const Resource& total);
 
+  // Harvesting (issue #18; Zhang et al. OSDI'16 §4.1): the RM tags a node
+  // with its primary tenant's class when it recomputes the classes. Sets (or,
+  // with `value` empty, removes) attribute `key`; constraints see the change
+  // from the next placement on. NOT_FOUND if unknown; INVALID_ARGUMENT
+  // ("key") for an empty key. O(constrained resources) via the CRV.
+  Status setNodeAttribute(const NodeId& node, const std::string& key, const std::string& value);
+
   // ---- Applications ----
 
   // Admits an app to a queue. INVALID_ARGUMENT naming the field when the

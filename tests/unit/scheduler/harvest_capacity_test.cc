@@ -41,5 +41,29 @@ TEST(SchedulerHarvestTest, NodeTotalShrinksAndGrowsWithThePrimary) {
   EXPECT_NE(neg.message().find("total"), std::string::npos);
 }
 
+// A node attribute set after the node joined (the RM's harvest class) is
+// what constraints match from then on; removing it stops the matches.
+TEST(SchedulerHarvestTest, NodeAttributeSetLaterIsMatchedByConstraints) {
+  auto s = Scheduler::create({});
+  ASSERT_TRUE(s.isOk());
+  auto& sch = **s;
+  ASSERT_TRUE(sch.addNode(NodeId("n1"), Resource(8192, 8), {{"isa", "x86"}}).isOk());
+  ASSERT_TRUE(sch.addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ResourceRequest r = ask(4);
+  r.constraints.push_back({"harvest-class", {"constant-0"}, true});
+  ASSERT_TRUE(sch.updateAsks(AppId("a"), {r}).isOk());
+  EXPECT_TRUE(sch.nodeUpdate(NodeId("n1"), kT0)->allocations.empty());
+  ASSERT_TRUE(sch.setNodeAttribute(NodeId("n1"), "harvest-class", "constant-0").isOk());
+  EXPECT_EQ(sch.nodeUpdate(NodeId("n1"), kT0)->allocations.size(), 4u);
+  r.count = 2;
+  ASSERT_TRUE(sch.updateAsks(AppId("a"), {r}).isOk());
+  ASSERT_TRUE(sch.setNodeAttribute(NodeId("n1"), "harvest-class", "").isOk());
+  EXPECT_TRUE(sch.nodeUpdate(NodeId("n1"), kT0)->allocations.empty());
+  EXPECT_EQ(sch.setNodeAttribute(NodeId("zz"), "harvest-class", "x").code(), StatusCode::kNotFound);
+  Status empty = sch.setNodeAttribute(NodeId("n1"), "", "x");
+  EXPECT_EQ(empty.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.message().find("key"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace morpheus::sched

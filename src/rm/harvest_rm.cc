@@ -1,0 +1,103 @@
+#include "rm/harvest_rm.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace morpheus::rm {
+
+void declareHarvestRmOptions(ConfigSchema& s, HarvestRmOptions* o) {
+  s.addDuration("rm.harvest.cluster-every", &o->cluster_every, Millis(86400000), Millis(0),
+                "Harvesting (OSDI'16 §4.1): how often the RM clusters the primary tenants "
+                "(FFT label + k-means over each tenant's CPU history) and tags every node with "
+                "its tenant's class (node attribute harvest-class); also once at start. "
+                "0 = never (no classes, no class selection).");
+  s.addDuration("rm.harvest.short-max", &o->selection.short_max, Millis(5 * 60 * 1000), Millis(1),
+                "Harvesting class selection: a job whose last successful run took at most this "
+                "long is short.");
+  s.addDuration("rm.harvest.long-min", &o->selection.long_min, Millis(60 * 60 * 1000), Millis(1),
+                "Harvesting class selection: a job whose last successful run took at least "
+                "this long is long (between short-max and this: medium; never run: medium).");
+  s.addInt("rm.harvest.max-classes-per-label", &o->max_classes_per_label, 4, 1, 64, "classes",
+           "Harvesting: most classes per utilisation pattern (periodic, constant, "
+           "unpredictable), the k of the k-means.");
+}
+
+Status validateHarvestRmOptions(const HarvestRmOptions& o) {
+  if (o.selection.long_min <= o.selection.short_max) {
+    return invalidArgument("rm.harvest.long-min", "must be above rm.harvest.short-max");
+  }
+  return Status::ok();
+}
+
+ClassifierOptions HarvestRmOptions::classifier() const {
+  ClassifierOptions c;
+  c.max_classes_per_label = static_cast<int>(max_classes_per_label);
+  return c;
+}
+
+std::string harvestJobName(const std::string& app_name, const std::string& recurrence_key) {
+  return recurrence_key.empty() ? app_name : recurrence_key;
+}
+
+std::string encodeHarvestRun(Millis length) {
+  return nlohmann::json{{"length_ms", length.count()}}.dump();
+}
+
+Result<Millis> decodeHarvestRun(const std::string& job, const std::string& value) {
+  auto j = nlohmann::json::parse(value, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("length_ms") ||
+      !j["length_ms"].is_number_integer() || j["length_ms"].get<int64_t>() <= 0) {
+    return internalError("corrupt harvest run history of job '" + job + "': " + value);
+  }
+  return Millis(j["length_ms"].get<int64_t>());
+}
+
+std::vector<StageShape> stageShapes(const std::vector<reprovision::StageState>& stages) {
+  std::vector<StageShape> out;
+  out.reserve(stages.size());
+  for (const auto& st : stages) {
+    StageShape s{st.name, st.tasks, {}};
+    for (size_t d : st.deps) {
+      if (d < stages.size()) s.depends_on.push_back(stages[d].name);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+double harvestDraw(const std::string& app_id) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : app_id) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<double>(h >> 11) / static_cast<double>(uint64_t{1} << 53);
+}
+
+std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
+                                    const std::vector<HarvestNode>& nodes,
+                                    const Resource& container) {
+  std::vector<ClassState> out;
+  out.reserve(classes.size());
+  for (const auto& c : classes) {
+    ClassState st{c, 0, 0};
+    int members = 0;
+    double current = 0;
+    for (const auto& n : nodes) {
+      if (n.cls != c.id) continue;
+      members++;
+      current += n.current;
+      int64_t fit = std::numeric_limits<int64_t>::max();
+      if (container.memoryMib() > 0) fit = n.total.memoryMib() / container.memoryMib();
+      if (container.vcores() > 0) fit = std::min(fit, n.total.vcores() / container.vcores());
+      if (container.isZero()) fit = 0;
+      st.capacity_slots += std::max<int64_t>(0, fit);
+    }
+    st.current = members > 0 ? current / members : 0;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace morpheus::rm

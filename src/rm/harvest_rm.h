@@ -1,0 +1,80 @@
+// The RM daemon's use of the harvesting classes (issue #18; Zhang et al.,
+// "History-Based Harvesting of Spare Cycles and Storage in Large-Scale
+// Datacenters", OSDI'16 §4.1, Algorithm 1). The algorithms live in
+// harvest_classes.h (clustering) and harvest_selection.h (class selection);
+// this file holds what the RM adds around them: its options (rm.harvest.*),
+// the per-job run history record of the state store (table "harvest-runs"),
+// and the translation of the RM's nodes and DAG reports into the selector's
+// input. Pure: no I/O, no clock, no locks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/ids.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "reprovision/policy.h"
+#include "rm/harvest_classes.h"
+#include "rm/harvest_selection.h"
+
+namespace morpheus::rm {
+
+// The node attribute the RM sets to the node's primary-tenant class id.
+inline constexpr const char* kHarvestClassAttribute = "harvest-class";
+// State-store namespace: job name -> {"length_ms": <last successful run>}.
+inline constexpr const char* kHarvestRunsTable = "harvest-runs";
+
+struct HarvestRmOptions {
+  // rm.harvest.cluster-every: period of the primary tenants' clustering on the
+  // RM's clock (ms; default 24 h, the paper's daily run; 0 = never). It also
+  // runs once when the RM starts (a no-op while no NM reported a tenant).
+  Millis cluster_every{Millis(86400000)};
+  // rm.harvest.short-max / rm.harvest.long-min: job length types; see
+  // SelectionOptions (weights are the library's defaults).
+  SelectionOptions selection;
+  // rm.harvest.max-classes-per-label: k of the k-means within each label
+  // (classes; default 4). Other classifier thresholds are the library's.
+  int64_t max_classes_per_label = 4;
+  ClassifierOptions classifier() const;
+};
+
+// Declares rm.harvest.* (meaning, unit, default) on `s`.
+void declareHarvestRmOptions(ConfigSchema& s, HarvestRmOptions* o);
+// INVALID_ARGUMENT naming "rm.harvest.long-min" when it is not above
+// rm.harvest.short-max.
+Status validateHarvestRmOptions(const HarvestRmOptions& o);
+
+// The name a job's run history is kept under: its recurrence key when it has
+// one, else its application name ("" for neither: no history).
+std::string harvestJobName(const std::string& app_name, const std::string& recurrence_key);
+std::string encodeHarvestRun(Millis length);
+// INTERNAL naming the job for a record that is not {"length_ms": n > 0}.
+Result<Millis> decodeHarvestRun(const std::string& job, const std::string& value);
+
+// The AM's stage reports as the selector's DAG (names and dependencies).
+std::vector<StageShape> stageShapes(const std::vector<reprovision::StageState>& stages);
+
+// The selector's draw for an app: FNV-1a of its id scaled to [0, 1), so the
+// same app gets the same choice on every re-selection and in every run.
+double harvestDraw(const std::string& app_id);
+
+// One node as the selector sees it.
+struct HarvestNode {
+  NodeId id;
+  std::string cls;     // its class id ("" = none)
+  Resource total;      // registered capacity
+  double current = 0;  // its primary tenant's latest CPU utilisation (fraction)
+};
+
+// Each class with its members' current utilisation (mean over its nodes)
+// and its capacity in containers of `container` (sum over its nodes of the
+// containers that fit the node's registered total). Classes without nodes
+// get capacity 0.
+std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
+                                    const std::vector<HarvestNode>& nodes,
+                                    const Resource& container);
+
+}  // namespace morpheus::rm
