@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include "reprovision/policy.h"
 #include "rm/scheduler/policy_factory.h"
 #include "rm/scheduler/scheduler.h"
+#include "sim/node_set.h"
 #include "sim/workload_rng.h"
 
 namespace morpheus::sim {
@@ -108,6 +110,19 @@ std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages
 namespace {
 
 constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
+
+// Simulated nodes are named "node<index, 6+ digits>" (sorted like their
+// indices); the index is read back from the name, with no lookup per
+// allocation or notice.
+NodeId nodeName(int64_t index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(index));
+  return NodeId(name);
+}
+
+int nodeIndex(const NodeId& node) {
+  return static_cast<int>(std::strtol(node.value().c_str() + 4, nullptr, 10));
+}
 
 enum class Ev : uint8_t {
   kTaskEnd,
@@ -275,7 +290,7 @@ class Sim {
 
   std::vector<NodeId> nodes_;
   std::vector<Resource> node_used_;
-  std::set<int> free_nodes_, dirty_nodes_;
+  NodeSet free_nodes_, dirty_nodes_;  // dense node indices (sim/node_set.h)
   Resource min_task_;
   bool poke_ = false;
   // Containers asked for since the last round, and the smallest shape among
@@ -315,10 +330,10 @@ Status Sim::init() {
   so.preemption_grace = o_.preemption_grace;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
   MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
+  free_nodes_.resize(static_cast<size_t>(o_.nodes));
+  dirty_nodes_.resize(static_cast<size_t>(o_.nodes));
   for (int64_t i = 0; i < o_.nodes; i++) {
-    char name[32];
-    std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(i));
-    nodes_.emplace_back(name);
+    nodes_.push_back(nodeName(i));
     MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
     node_used_.emplace_back();
     node_slots_.emplace_back();
@@ -488,20 +503,17 @@ void Sim::dispatch(const Event& e) {
 
 void Sim::round() {
   bool updated = false;
-  while (!dirty_nodes_.empty()) {
-    int n = *dirty_nodes_.begin();
-    dirty_nodes_.erase(dirty_nodes_.begin());
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
     updated = true;
   }
   int64_t granted = 0;
-  for (auto it = free_nodes_.begin(); it != free_nodes_.end() && granted < new_asked_;) {
-    const int n = *it;
+  for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
+       n = free_nodes_.next(n)) {
     if (new_ask_min_.fitsIn(o_.node_size - node_used_[static_cast<size_t>(n)])) {
       granted += updateNode(n);
       updated = true;
     }
-    it = free_nodes_.upper_bound(n);
   }
   new_asked_ = 0;
   if (poke_ && !updated && !nodes_.empty()) updateNode(0);
@@ -510,9 +522,7 @@ void Sim::round() {
   if (poke_) collectNotices();
   poke_ = false;
   // Kills found above free capacity: serve it in the same instant.
-  while (!dirty_nodes_.empty()) {
-    int n = *dirty_nodes_.begin();
-    dirty_nodes_.erase(dirty_nodes_.begin());
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
   }
 }
@@ -565,8 +575,7 @@ void Sim::startTask(const sched::Allocation& a) {
     slot = static_cast<int64_t>(slots_.size());
     slots_.emplace_back();
   }
-  int node =
-      static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
+  const int node = nodeIndex(a.node);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
   slots_[static_cast<size_t>(slot)] = TaskSlot{app_index,  static_cast<int>(s), task, node, now_,
                                                a.resource, a.container,         true, gen};
@@ -840,8 +849,7 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
 void Sim::collectNotices() {
   for (int ai : live_apps_) {
     for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
-      int node =
-          static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), n.node) - nodes_.begin());
+      const int node = nodeIndex(n.node);
       push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
     }
   }
