@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <queue>
@@ -16,6 +17,7 @@
 #include "reprovision/policy.h"
 #include "rm/scheduler/policy_factory.h"
 #include "rm/scheduler/scheduler.h"
+#include "sim/fluid_adhoc.h"
 #include "sim/node_set.h"
 #include "sim/workload_rng.h"
 
@@ -130,7 +132,8 @@ enum class Ev : uint8_t {
   kGuarantee,
   kPeriodicSubmit,
   kAdhocSubmit,
-  kPlanStep
+  kPlanStep,
+  kFluidStep  // fluid ad-hoc pools advance (--task-model fluid only)
 };
 
 struct Event {
@@ -176,6 +179,20 @@ struct AppState {
   // factor of each stage's reported task duration.
   bool reports_dag = false;
   std::vector<double> estimate_factor;
+  // --task-model fluid: the index of the fluid pool this app holds
+  // containers for (cluster_sim's pools_), or -1 for a job's own app.
+  int fluid = -1;
+};
+
+// One fluid ad-hoc pool (sim/fluid_adhoc.h) and the scheduler app that holds
+// its containers: the ad-hoc jobs of one queue and one task resource.
+struct FluidState {
+  std::string queue;
+  Resource shape;
+  FluidPool pool;
+  int app = -1;
+  std::vector<int64_t> held;  // task slots of held containers; slot.task = position here
+  int64_t asked = 0;          // containers asked for and not yet granted
 };
 
 struct TaskSlot {
@@ -241,6 +258,8 @@ class Sim {
   int64_t updateNode(int n);  // containers granted
   void refreshFree(int n);
   void startTask(const sched::Allocation& a);
+  // A container granted on a.node becomes task slot (app, stage, task) on it.
+  int64_t placeSlot(int app, int stage, int64_t task, const sched::Allocation& a);
   void endTask(int64_t slot, bool killed);
   void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
   void releaseStage(int app, size_t s);
@@ -250,6 +269,12 @@ class Sim {
   void submitPeriodic(int job, int64_t k);
   void submitAdhoc(int idx);
   void reportDag(int app);
+  // --task-model fluid (sim/fluid_adhoc.h).
+  Status initFluid();
+  void submitFluid(int idx);
+  void fluidStep();
+  void startFluid(AppState& app, int app_index, const sched::Allocation& a);
+  void releaseFluid(FluidState& f, int64_t count);
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
@@ -300,6 +325,8 @@ class Sim {
   Resource new_ask_min_;
 
   std::vector<AppState> apps_;
+  std::vector<FluidState> pools_;   // --task-model fluid only
+  std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid only)
 
   std::vector<TaskSlot> slots_;
   std::vector<int64_t> free_slots_;
@@ -369,6 +396,7 @@ Status Sim::init() {
     jockey_ = policy_->name() == "jockey";
   }
   now_ = s_.from;
+  if (o_.fluid_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initFluid());
   if (s_.record_history) {
     out_.history.runs.resize(w_.periodic.size());
     out_.history.runtimes.resize(w_.periodic.size());
@@ -496,6 +524,9 @@ void Sim::dispatch(const Event& e) {
     case Ev::kPlanStep:
       planStep();
       break;
+    case Ev::kFluidStep:
+      fluidStep();
+      break;
   }
 }
 
@@ -556,6 +587,10 @@ void Sim::startTask(const sched::Allocation& a) {
   // App ids are "a<index>:<name>".
   const int app_index = static_cast<int>(std::strtol(a.app.value().c_str() + 1, nullptr, 10));
   AppState& app = apps_[static_cast<size_t>(app_index)];
+  if (app.fluid >= 0) {
+    startFluid(app, app_index, a);
+    return;
+  }
   size_t s = static_cast<size_t>(std::stoi(a.request_id.substr(1)));
   int64_t task;
   if (!app.requeued[s].empty()) {
@@ -567,21 +602,8 @@ void Sim::startTask(const sched::Allocation& a) {
     (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
     return;
   }
-  int64_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<int64_t>(slots_.size());
-    slots_.emplace_back();
-  }
-  const int node = nodeIndex(a.node);
-  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
-  slots_[static_cast<size_t>(slot)] = TaskSlot{app_index,  static_cast<int>(s), task, node, now_,
-                                               a.resource, a.container,         true, gen};
-  node_slots_[static_cast<size_t>(node)].push_back(slot);
-  node_used_[static_cast<size_t>(node)] += a.resource;
-  app.used += a.resource;
+  const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
   app.pending[s]--;
   if (!app.started) {
     app.started = true;
@@ -592,6 +614,25 @@ void Sim::startTask(const sched::Allocation& a) {
       toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
   push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
        gen);
+}
+
+int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allocation& a) {
+  int64_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int64_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  const int node = nodeIndex(a.node);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
+  slots_[static_cast<size_t>(slot)] =
+      TaskSlot{app_index, stage, task, node, now_, a.resource, a.container, true, gen};
+  node_slots_[static_cast<size_t>(node)].push_back(slot);
+  node_used_[static_cast<size_t>(node)] += a.resource;
+  apps_[static_cast<size_t>(app_index)].used += a.resource;
+  return slot;
 }
 
 void Sim::accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight) {
@@ -620,6 +661,15 @@ void Sim::endTask(int64_t slot, bool killed) {
   dirty_nodes_.insert(t.node);
   AppState& app = apps_[static_cast<size_t>(t.app)];
   app.used -= t.resource;
+  if (app.fluid >= 0) {
+    // Swap-remove from the pool's held list; the moved slot learns its place.
+    auto& held = pools_[static_cast<size_t>(app.fluid)].held;
+    const auto pos = static_cast<size_t>(t.task);
+    held[pos] = held.back();
+    slots_[static_cast<size_t>(held[pos])].task = static_cast<int64_t>(pos);
+    held.pop_back();
+    return;
+  }
   accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
   size_t s = static_cast<size_t>(t.stage);
   if (killed) {
@@ -734,6 +784,10 @@ void Sim::submitAdhoc(int idx) {
     push(fromEpochMs(w_.adhoc[static_cast<size_t>(idx + 1)].submit.count()), Ev::kAdhocSubmit,
          idx + 1);
   }
+  if (o_.fluid_adhoc_step > Millis(0)) {
+    submitFluid(idx);
+    return;
+  }
   const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
   RealizedInstance inst;
   for (const auto& st : job.stages) {
@@ -804,6 +858,104 @@ void Sim::finishApp(int ai) {
   app.bins.shrink_to_fit();
   app.inst.stages.clear();
   app.inst.stages.shrink_to_fit();
+}
+
+// ---- fluid ad-hoc pools (--task-model fluid, sim/fluid_adhoc.h) ----
+
+// One pool per (queue, task resource) of the ad-hoc jobs, each with its
+// scheduler app in that ad-hoc queue; the first step is one fluid step in.
+Status Sim::initFluid() {
+  if (o_.adhoc_policy != "drf") {
+    return invalidArgument("adhoc_policy",
+                           "the fluid task model shares ad-hoc capacity max-min fairly among "
+                           "jobs (drf); '" +
+                               o_.adhoc_policy + "' needs the task model");
+  }
+  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
+  for (size_t i = 0; i < w_.adhoc.size(); i++) {
+    const AdhocJob& job = w_.adhoc[i];
+    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
+    for (size_t s = 1; s < job.stages.size(); s++) {
+      if (!(job.stages[s].task_resource == shape)) {
+        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
+                                   std::to_string(s) + "].task_resource",
+                               "the fluid task model needs one task resource per ad-hoc job");
+      }
+    }
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const FluidState& f) {
+      return f.queue == job.queue && f.shape == shape;
+    });
+    if (it == pools_.end()) {
+      pools_.emplace_back();
+      pools_.back().queue = job.queue;
+      pools_.back().shape = shape;
+      it = pools_.end() - 1;
+    }
+    pool_of_adhoc_[i] = static_cast<int>(it - pools_.begin());
+  }
+  for (size_t p = 0; p < pools_.size(); p++) {
+    const int ai = static_cast<int>(apps_.size());
+    apps_.emplace_back();
+    AppState& app = apps_.back();
+    app.id = AppId("a" + std::to_string(ai) + ":fluid-adhoc-" + std::to_string(p));
+    app.fluid = static_cast<int>(p);
+    pools_[p].app = ai;
+    MORPHEUS_RETURN_IF_ERROR(
+        sched_->addApp(app.id, UserId("fluid-adhoc"), sched::QueueRef::adhoc(pools_[p].queue)));
+    live_apps_.insert(ai);
+  }
+  if (!pools_.empty()) push(s_.from + o_.fluid_adhoc_step, Ev::kFluidStep, 0);
+  return Status::ok();
+}
+
+void Sim::submitFluid(int idx) {
+  const auto i = static_cast<size_t>(idx);
+  pools_[static_cast<size_t>(pool_of_adhoc_[i])].pool.add(idx, w_.adhoc[i].stages);
+}
+
+// Each pool: the step just ended ran on the containers held now (finished
+// jobs recorded), then its ask becomes its demand net of what it holds, and
+// what it holds beyond its demand is released (newest first).
+void Sim::fluidStep() {
+  const Millis dt = o_.fluid_adhoc_step;
+  for (FluidState& f : pools_) {
+    for (const FluidFinished& d : f.pool.advance(now_, dt, static_cast<int64_t>(f.held.size()))) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(d.job)];
+      out_.result.adhoc.push_back(
+          AdhocOutcome{job.name, job.submit, d.end - fromEpochMs(job.submit.count())});
+    }
+    const int64_t want = f.pool.demand();
+    const auto held = static_cast<int64_t>(f.held.size());
+    if (held > want) releaseFluid(f, held - want);
+    const int64_t ask = std::max<int64_t>(0, want - held);
+    if (ask == f.asked) continue;
+    sched::ResourceRequest r;
+    r.request_id = "fluid";
+    r.capability = f.shape;
+    r.count = static_cast<int32_t>(std::min<int64_t>(ask, std::numeric_limits<int32_t>::max()));
+    (void)sched_->updateAsks(apps_[static_cast<size_t>(f.app)].id, {r});
+    if (ask > f.asked) {
+      new_ask_min_ = new_asked_ == 0 ? f.shape : Resource::min(new_ask_min_, f.shape);
+      new_asked_ += ask - f.asked;
+    }
+    f.asked = ask;
+  }
+  push(now_ + dt, Ev::kFluidStep, 0);
+}
+
+void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
+  FluidState& f = pools_[static_cast<size_t>(app.fluid)];
+  if (f.asked <= 0) {
+    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    return;
+  }
+  f.asked--;
+  const int64_t slot = placeSlot(app_index, 0, static_cast<int64_t>(f.held.size()), a);
+  f.held.push_back(slot);
+}
+
+void Sim::releaseFluid(FluidState& f, int64_t count) {
+  for (int64_t i = 0; i < count && !f.held.empty(); i++) endTask(f.held.back(), false);
 }
 
 // ---- reservations: plan follower and DRA ----
@@ -878,7 +1030,7 @@ void Sim::draTick() {
   running_.clear();
   if (jockey_) {
     for (const TaskSlot& t : slots_) {
-      if (!t.alive) continue;
+      if (!t.alive || apps_[static_cast<size_t>(t.app)].fluid >= 0) continue;
       auto& per_stage = running_[t.app];
       per_stage.resize(apps_[static_cast<size_t>(t.app)].stages->size());
       per_stage[static_cast<size_t>(t.stage)].push_back(now_ - t.start);
@@ -1130,6 +1282,12 @@ void Sim::finalize() {
       out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
                                                w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
                                                Millis(-1)});
+    }
+  }
+  for (const FluidState& f : pools_) {
+    for (int64_t idx : f.pool.unfinished()) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+      out_.result.adhoc.push_back(AdhocOutcome{job.name, job.submit, Millis(-1)});
     }
   }
   std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),
