@@ -327,6 +327,9 @@ class Sim {
   std::vector<AppState> apps_;
   std::vector<FluidState> pools_;   // --task-model fluid only
   std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid only)
+  // What the jobs' own apps ask for and were not granted (sum of pending
+  // tasks' resources): the fluid pools turn containers over only for it.
+  Resource pending_tasks_;
 
   std::vector<TaskSlot> slots_;
   std::vector<int64_t> free_slots_;
@@ -605,6 +608,7 @@ void Sim::startTask(const sched::Allocation& a) {
   const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
   app.pending[s]--;
+  pending_tasks_ -= (*app.stages)[s].task_resource;
   if (!app.started) {
     app.started = true;
     app.start = now_;
@@ -675,6 +679,7 @@ void Sim::endTask(int64_t slot, bool killed) {
   if (killed) {
     app.requeued[s].push_back(t.task);
     app.pending[s]++;
+    pending_tasks_ += (*app.stages)[s].task_resource;
     askStage(t.app, s, 1);
     return;
   }
@@ -705,6 +710,7 @@ void Sim::releaseStage(int ai, size_t s) {
     return;
   }
   app.pending[s] = app.remaining[s];
+  pending_tasks_ += (*app.stages)[s].task_resource * app.pending[s];
   askStage(ai, s, app.pending[s]);
 }
 
@@ -914,8 +920,10 @@ void Sim::submitFluid(int idx) {
 }
 
 // Each pool: the step just ended ran on the containers held now (finished
-// jobs recorded), then its ask becomes its demand net of what it holds, and
-// what it holds beyond its demand is released (newest first).
+// jobs recorded), then what it holds beyond its demand is released (newest
+// first), and so are the containers of the tasks that ended in the step
+// while jobs' apps wait for room; its ask becomes its demand net of what it
+// still holds.
 void Sim::fluidStep() {
   const Millis dt = o_.fluid_adhoc_step;
   for (FluidState& f : pools_) {
@@ -927,7 +935,16 @@ void Sim::fluidStep() {
     const int64_t want = f.pool.demand();
     const auto held = static_cast<int64_t>(f.held.size());
     if (held > want) releaseFluid(f, held - want);
-    const int64_t ask = std::max<int64_t>(0, want - held);
+    // Turnover: the containers whose tasks ended in the step go back to the
+    // scheduler (and are asked for again) while other apps wait for room, so
+    // they are ordered against those apps as ended tasks are in the task
+    // model (reservations first, then queue shares), without preemption.
+    const int64_t waiting =
+        pending_tasks_.isZero() || f.shape.isZero() ? 0 : pending_tasks_.countCovering(f.shape);
+    const auto turnover = std::min<int64_t>({static_cast<int64_t>(f.pool.lastCompletions()),
+                                             waiting, static_cast<int64_t>(f.held.size())});
+    releaseFluid(f, turnover);
+    const int64_t ask = std::max<int64_t>(0, want - static_cast<int64_t>(f.held.size()));
     if (ask == f.asked) continue;
     sched::ResourceRequest r;
     r.request_id = "fluid";

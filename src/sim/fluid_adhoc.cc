@@ -78,7 +78,7 @@ void FluidPool::finishStage(Job& job, size_t s) {
   for (size_t d : st.dependents) job.stages[d].unmet--;
 }
 
-bool FluidPool::runJob(Job& job, double alloc, Millis dt) {
+bool FluidPool::runJob(Job& job, double alloc, Millis dt, double& completions) {
   // Stages ready at the start of the step share it; stages released by a
   // stage finishing in this step start at the next one.
   std::vector<size_t> ready;
@@ -91,6 +91,7 @@ bool FluidPool::runJob(Job& job, double alloc, Millis dt) {
     const double r = std::min(alloc, static_cast<double>(stageDemand(st)));
     alloc -= r;
     st.work_ms -= r * static_cast<double>(dt.count());
+    completions += r * static_cast<double>(dt.count()) / static_cast<double>(st.duration_ms);
     st.elapsed_ms += dt.count();
     st.last_running = static_cast<int64_t>(std::ceil(r - 1e-9));
     if (st.work_ms <= kDoneEpsilonMs) finishStage(job, s);
@@ -115,11 +116,12 @@ std::vector<FluidFinished> FluidPool::advance(TimePoint now, Millis dt, int64_t 
   for (size_t i = 0; i < jobs_.size(); i++) want[i] = jobDemand(jobs_[i]);
   const std::vector<double> share =
       waterFill(want, static_cast<double>(std::max<int64_t>(0, held)));
+  last_completions_ = 0;
   std::vector<FluidFinished> done;
   std::vector<Job> live;
   live.reserve(jobs_.size());
   for (size_t i = 0; i < jobs_.size(); i++) {
-    if (runJob(jobs_[i], share[i], dt)) {
+    if (runJob(jobs_[i], share[i], dt, last_completions_)) {
       done.push_back(FluidFinished{jobs_[i].index, now});
     } else {
       live.push_back(std::move(jobs_[i]));

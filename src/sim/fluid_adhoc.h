@@ -26,7 +26,10 @@
 //   step's end; a job ends at the end of the step its last stage finished
 //   in. Jobs submitted during a step start at the next step;
 // - a preempted container loses no work (a killed task loses its progress in
-//   the task model).
+//   the task model);
+// - lastCompletions() tells how many tasks' worth of work ended in the step:
+//   the simulator returns that many containers to the scheduler while other
+//   apps wait for room (the turnover of ended tasks in the task model).
 // Deterministic: no randomness, fixed iteration order (submission order).
 #pragma once
 
@@ -58,6 +61,10 @@ class FluidPool {
   // and returns the jobs that finished in it, in the order they were added.
   std::vector<FluidFinished> advance(TimePoint now, Millis dt, int64_t held);
 
+  // Tasks that ended in the last advance(): the work done in it, in task
+  // durations, summed over stages (a fluid figure: may be fractional).
+  double lastCompletions() const { return last_completions_; }
+
   // Jobs added and not finished, in the order they were added.
   std::vector<int64_t> unfinished() const;
   size_t live() const { return jobs_.size(); }
@@ -85,10 +92,11 @@ class FluidPool {
   static std::vector<double> waterFill(const std::vector<int64_t>& want, double held);
   // Runs `alloc` containers for dt on the job's ready stages (stage order);
   // true when the job's last stage finished.
-  static bool runJob(Job& job, double alloc, Millis dt);
+  static bool runJob(Job& job, double alloc, Millis dt, double& completions);
   static void finishStage(Job& job, size_t s);
 
   std::vector<Job> jobs_;  // live, in the order added
+  double last_completions_ = 0;
 };
 
 }  // namespace morpheus::sim

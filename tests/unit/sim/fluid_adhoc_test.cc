@@ -41,6 +41,10 @@ TEST(FluidPoolTest, StageTakesItsDurationOrItsWorkOverTheContainers) {
   wide.add(0, {stage(4, 30)});
   EXPECT_EQ(wide.demand(), 4);
   EXPECT_EQ(stepsUntilDone(wide, 0, 100), 3);  // 30 s although 100 containers are held
+  FluidPool turnover;
+  turnover.add(0, {stage(4, 30)});
+  turnover.advance(fromEpochMs(10'000), kStep, 4);
+  EXPECT_DOUBLE_EQ(turnover.lastCompletions(), 4.0 / 3.0);  // 40 task-s of 30 s tasks
   FluidPool narrow;
   narrow.add(0, {stage(4, 30)});
   EXPECT_EQ(stepsUntilDone(narrow, 0, 2), 6);  // 120 task-s on 2 containers
