@@ -193,6 +193,7 @@ struct FluidState {
   int app = -1;
   std::vector<int64_t> held;  // task slots of held containers; slot.task = position here
   int64_t asked = 0;          // containers asked for and not yet granted
+  double ended_credit = 0;    // tasks' worth ended, not yet turned over (< 1 after a step)
 };
 
 struct TaskSlot {
@@ -941,8 +942,12 @@ void Sim::fluidStep() {
     // model (reservations first, then queue shares), without preemption.
     const int64_t waiting =
         pending_tasks_.isZero() || f.shape.isZero() ? 0 : pending_tasks_.countCovering(f.shape);
-    const auto turnover = std::min<int64_t>({static_cast<int64_t>(f.pool.lastCompletions()),
-                                             waiting, static_cast<int64_t>(f.held.size())});
+    // Fractions of a task carry to the next step; whole tasks not needed
+    // by anyone waiting were followed by ad-hoc tasks and are dropped.
+    f.ended_credit += f.pool.lastCompletions();
+    const auto ended = static_cast<int64_t>(f.ended_credit);
+    f.ended_credit -= static_cast<double>(ended);
+    const auto turnover = std::min<int64_t>({ended, waiting, static_cast<int64_t>(f.held.size())});
     releaseFluid(f, turnover);
     const int64_t ask = std::max<int64_t>(0, want - static_cast<int64_t>(f.held.size()));
     if (ask == f.asked) continue;

@@ -170,3 +170,42 @@ TEST(FluidSimTest, BadInputsNameTheField) {
 
 }  // namespace
 }  // namespace morpheus::sim
+
+namespace morpheus::sim {
+namespace {
+
+// An unreserved periodic job (4 tasks x 60 s, due 5 min after its submit at
+// 50 s) on one 8-vcore node that a fluid ad-hoc job (64 tasks x 100 s)
+// holds: the pool hands back the containers of its ended tasks while the
+// job waits, so the job gets its queue's share and meets its deadline, as in
+// the task model where the ad-hoc tasks end at 100 s. Without the turnover
+// the pool kept all 8 containers until its last wave (about 800 s).
+TEST(FluidSimTest, WaitingJobGetsTheContainersOfEndedAdhocTasks) {
+  Workload w = adhocOnly(1, 64, 100);
+  PeriodicJob p;
+  p.key = JobKey("p");
+  p.owner = UserId("owner-p");
+  p.period = Millis(86400'000);
+  p.submit_offset = Millis(50'000);
+  p.input_available = p.submit_offset;
+  p.deadline = Millis(350'000);
+  p.stages = {stage(4, 60)};
+  p.user_containers = 4;
+  p.user_container_resource = Resource(1024, 1);
+  w.periodic.push_back(p);
+  const ExperimentOptions o = fluidOptions(1);
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(3600'000);
+  setup.provisions.resize(1);  // kNone: the job runs in its ad-hoc queue
+  auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  ASSERT_EQ(out->result.instances.size(), 1u);
+  EXPECT_TRUE(out->result.instances[0].met)
+      << "runtime " << out->result.instances[0].runtime.count() << " ms";
+  ASSERT_EQ(out->result.adhoc.size(), 1u);
+  EXPECT_GT(out->result.adhoc[0].completion, Millis(800'000));  // it shared the node
+}
+
+}  // namespace
+}  // namespace morpheus::sim
