@@ -80,11 +80,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   sim::TaskModel model;
   app.add_option("--task-model", model.name,
-                 "task (every task simulated) or grouped (--task-group tasks of a stage per "
-                 "container; sim/task_model.h)")
+                 "task (every task simulated), grouped (--task-group tasks of a stage per "
+                 "container) or fluid (fluid ad-hoc pools, periodic jobs grouped; "
+                 "sim/task_model.h)")
       ->capture_default_str();
-  app.add_option("--task-group", model.group, "grouped model: tasks per simulated container")
+  app.add_option("--task-group", model.group,
+                 "grouped and fluid models: tasks per simulated container (fluid: periodic jobs)")
       ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--fluid-step", [&model](const int64_t& s) { model.fluid_step = Millis(s * 1000); },
+         "fluid model: seconds between steps of the fluid ad-hoc pools")
+      ->default_str("10");
   CLI11_PARSE(app, argc, argv);
   if (Status st = sim::validateTaskModel(model); !st.isOk()) {
     std::cerr << "bench_sim: " << st.message() << "\n";
@@ -138,6 +144,7 @@ int main(int argc, char** argv) {
   o.days = days;
   o.seed = seed;
   o.realize = sim::groupRealize(sim::drawInstance, original, model, node_size);
+  o.fluid_adhoc_step = sim::fluidAdhocStep(model);
   std::atomic<int64_t> events_all{0};
   o.events_processed = &events_all;
   // Simulated plan steps of the whole experiment: training, then each strategy.
@@ -229,7 +236,8 @@ int main(int argc, char** argv) {
       {"periodic_jobs", workload.periodic.size()},
       {"adhoc_jobs", workload.adhoc.size()},
       {"task_model", model.name},
-      {"task_group", model.name == "grouped" ? model.group : 1},
+      {"task_group", model.name != "task" ? model.group : 1},
+      {"fluid_step_s", model.name == "fluid" ? model.fluid_step.count() / 1000 : 0},
       {"seed", seed},
       {"generate_s", gen_s},
       {"wall_s", run_s},

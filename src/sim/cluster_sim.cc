@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <queue>
@@ -15,6 +17,8 @@
 #include "reprovision/policy.h"
 #include "rm/scheduler/policy_factory.h"
 #include "rm/scheduler/scheduler.h"
+#include "sim/fluid_adhoc.h"
+#include "sim/node_set.h"
 #include "sim/workload_rng.h"
 
 namespace morpheus::sim {
@@ -109,13 +113,27 @@ namespace {
 
 constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
 
+// Simulated nodes are named "node<index, 6+ digits>" (sorted like their
+// indices); the index is read back from the name, with no lookup per
+// allocation or notice.
+NodeId nodeName(int64_t index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(index));
+  return NodeId(name);
+}
+
+int nodeIndex(const NodeId& node) {
+  return static_cast<int>(std::strtol(node.value().c_str() + 4, nullptr, 10));
+}
+
 enum class Ev : uint8_t {
   kTaskEnd,
   kHeartbeat,
   kGuarantee,
   kPeriodicSubmit,
   kAdhocSubmit,
-  kPlanStep
+  kPlanStep,
+  kFluidStep  // fluid ad-hoc pools advance (--task-model fluid only)
 };
 
 struct Event {
@@ -161,6 +179,21 @@ struct AppState {
   // factor of each stage's reported task duration.
   bool reports_dag = false;
   std::vector<double> estimate_factor;
+  // --task-model fluid: the index of the fluid pool this app holds
+  // containers for (cluster_sim's pools_), or -1 for a job's own app.
+  int fluid = -1;
+};
+
+// One fluid ad-hoc pool (sim/fluid_adhoc.h) and the scheduler app that holds
+// its containers: the ad-hoc jobs of one queue and one task resource.
+struct FluidState {
+  std::string queue;
+  Resource shape;
+  FluidPool pool;
+  int app = -1;
+  std::vector<int64_t> held;  // task slots of held containers; slot.task = position here
+  int64_t asked = 0;          // containers asked for and not yet granted
+  double ended_credit = 0;    // tasks' worth ended, not yet turned over (< 1 after a step)
 };
 
 struct TaskSlot {
@@ -226,6 +259,8 @@ class Sim {
   int64_t updateNode(int n);  // containers granted
   void refreshFree(int n);
   void startTask(const sched::Allocation& a);
+  // A container granted on a.node becomes task slot (app, stage, task) on it.
+  int64_t placeSlot(int app, int stage, int64_t task, const sched::Allocation& a);
   void endTask(int64_t slot, bool killed);
   void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
   void releaseStage(int app, size_t s);
@@ -235,6 +270,12 @@ class Sim {
   void submitPeriodic(int job, int64_t k);
   void submitAdhoc(int idx);
   void reportDag(int app);
+  // --task-model fluid (sim/fluid_adhoc.h).
+  Status initFluid();
+  void submitFluid(int idx);
+  void fluidStep();
+  void startFluid(AppState& app, int app_index, const sched::Allocation& a);
+  void releaseFluid(FluidState& f, int64_t count);
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
@@ -275,7 +316,7 @@ class Sim {
 
   std::vector<NodeId> nodes_;
   std::vector<Resource> node_used_;
-  std::set<int> free_nodes_, dirty_nodes_;
+  NodeSet free_nodes_, dirty_nodes_;  // dense node indices (sim/node_set.h)
   Resource min_task_;
   bool poke_ = false;
   // Containers asked for since the last round, and the smallest shape among
@@ -285,6 +326,11 @@ class Sim {
   Resource new_ask_min_;
 
   std::vector<AppState> apps_;
+  std::vector<FluidState> pools_;   // --task-model fluid only
+  std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid only)
+  // What the jobs' own apps ask for and were not granted (sum of pending
+  // tasks' resources): the fluid pools turn containers over only for it.
+  Resource pending_tasks_;
 
   std::vector<TaskSlot> slots_;
   std::vector<int64_t> free_slots_;
@@ -315,10 +361,10 @@ Status Sim::init() {
   so.preemption_grace = o_.preemption_grace;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
   MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
+  free_nodes_.resize(static_cast<size_t>(o_.nodes));
+  dirty_nodes_.resize(static_cast<size_t>(o_.nodes));
   for (int64_t i = 0; i < o_.nodes; i++) {
-    char name[32];
-    std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(i));
-    nodes_.emplace_back(name);
+    nodes_.push_back(nodeName(i));
     MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
     node_used_.emplace_back();
     node_slots_.emplace_back();
@@ -354,6 +400,7 @@ Status Sim::init() {
     jockey_ = policy_->name() == "jockey";
   }
   now_ = s_.from;
+  if (o_.fluid_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initFluid());
   if (s_.record_history) {
     out_.history.runs.resize(w_.periodic.size());
     out_.history.runtimes.resize(w_.periodic.size());
@@ -481,6 +528,9 @@ void Sim::dispatch(const Event& e) {
     case Ev::kPlanStep:
       planStep();
       break;
+    case Ev::kFluidStep:
+      fluidStep();
+      break;
   }
 }
 
@@ -488,20 +538,17 @@ void Sim::dispatch(const Event& e) {
 
 void Sim::round() {
   bool updated = false;
-  while (!dirty_nodes_.empty()) {
-    int n = *dirty_nodes_.begin();
-    dirty_nodes_.erase(dirty_nodes_.begin());
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
     updated = true;
   }
   int64_t granted = 0;
-  for (auto it = free_nodes_.begin(); it != free_nodes_.end() && granted < new_asked_;) {
-    const int n = *it;
+  for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
+       n = free_nodes_.next(n)) {
     if (new_ask_min_.fitsIn(o_.node_size - node_used_[static_cast<size_t>(n)])) {
       granted += updateNode(n);
       updated = true;
     }
-    it = free_nodes_.upper_bound(n);
   }
   new_asked_ = 0;
   if (poke_ && !updated && !nodes_.empty()) updateNode(0);
@@ -510,9 +557,7 @@ void Sim::round() {
   if (poke_) collectNotices();
   poke_ = false;
   // Kills found above free capacity: serve it in the same instant.
-  while (!dirty_nodes_.empty()) {
-    int n = *dirty_nodes_.begin();
-    dirty_nodes_.erase(dirty_nodes_.begin());
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
   }
 }
@@ -546,6 +591,10 @@ void Sim::startTask(const sched::Allocation& a) {
   // App ids are "a<index>:<name>".
   const int app_index = static_cast<int>(std::strtol(a.app.value().c_str() + 1, nullptr, 10));
   AppState& app = apps_[static_cast<size_t>(app_index)];
+  if (app.fluid >= 0) {
+    startFluid(app, app_index, a);
+    return;
+  }
   size_t s = static_cast<size_t>(std::stoi(a.request_id.substr(1)));
   int64_t task;
   if (!app.requeued[s].empty()) {
@@ -557,23 +606,10 @@ void Sim::startTask(const sched::Allocation& a) {
     (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
     return;
   }
-  int64_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<int64_t>(slots_.size());
-    slots_.emplace_back();
-  }
-  int node =
-      static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), a.node) - nodes_.begin());
-  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
-  slots_[static_cast<size_t>(slot)] = TaskSlot{app_index,  static_cast<int>(s), task, node, now_,
-                                               a.resource, a.container,         true, gen};
-  node_slots_[static_cast<size_t>(node)].push_back(slot);
-  node_used_[static_cast<size_t>(node)] += a.resource;
-  app.used += a.resource;
+  const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
   app.pending[s]--;
+  pending_tasks_ -= (*app.stages)[s].task_resource;
   if (!app.started) {
     app.started = true;
     app.start = now_;
@@ -583,6 +619,25 @@ void Sim::startTask(const sched::Allocation& a) {
       toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
   push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
        gen);
+}
+
+int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allocation& a) {
+  int64_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int64_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  const int node = nodeIndex(a.node);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
+  slots_[static_cast<size_t>(slot)] =
+      TaskSlot{app_index, stage, task, node, now_, a.resource, a.container, true, gen};
+  node_slots_[static_cast<size_t>(node)].push_back(slot);
+  node_used_[static_cast<size_t>(node)] += a.resource;
+  apps_[static_cast<size_t>(app_index)].used += a.resource;
+  return slot;
 }
 
 void Sim::accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight) {
@@ -611,11 +666,21 @@ void Sim::endTask(int64_t slot, bool killed) {
   dirty_nodes_.insert(t.node);
   AppState& app = apps_[static_cast<size_t>(t.app)];
   app.used -= t.resource;
+  if (app.fluid >= 0) {
+    // Swap-remove from the pool's held list; the moved slot learns its place.
+    auto& held = pools_[static_cast<size_t>(app.fluid)].held;
+    const auto pos = static_cast<size_t>(t.task);
+    held[pos] = held.back();
+    slots_[static_cast<size_t>(held[pos])].task = static_cast<int64_t>(pos);
+    held.pop_back();
+    return;
+  }
   accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
   size_t s = static_cast<size_t>(t.stage);
   if (killed) {
     app.requeued[s].push_back(t.task);
     app.pending[s]++;
+    pending_tasks_ += (*app.stages)[s].task_resource;
     askStage(t.app, s, 1);
     return;
   }
@@ -646,6 +711,7 @@ void Sim::releaseStage(int ai, size_t s) {
     return;
   }
   app.pending[s] = app.remaining[s];
+  pending_tasks_ += (*app.stages)[s].task_resource * app.pending[s];
   askStage(ai, s, app.pending[s]);
 }
 
@@ -725,6 +791,10 @@ void Sim::submitAdhoc(int idx) {
     push(fromEpochMs(w_.adhoc[static_cast<size_t>(idx + 1)].submit.count()), Ev::kAdhocSubmit,
          idx + 1);
   }
+  if (o_.fluid_adhoc_step > Millis(0)) {
+    submitFluid(idx);
+    return;
+  }
   const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
   RealizedInstance inst;
   for (const auto& st : job.stages) {
@@ -797,6 +867,119 @@ void Sim::finishApp(int ai) {
   app.inst.stages.shrink_to_fit();
 }
 
+// ---- fluid ad-hoc pools (--task-model fluid, sim/fluid_adhoc.h) ----
+
+// One pool per (queue, task resource) of the ad-hoc jobs, each with its
+// scheduler app in that ad-hoc queue; the first step is one fluid step in.
+Status Sim::initFluid() {
+  if (o_.adhoc_policy != "drf") {
+    return invalidArgument("adhoc_policy",
+                           "the fluid task model shares ad-hoc capacity max-min fairly among "
+                           "jobs (drf); '" +
+                               o_.adhoc_policy + "' needs the task model");
+  }
+  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
+  for (size_t i = 0; i < w_.adhoc.size(); i++) {
+    const AdhocJob& job = w_.adhoc[i];
+    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
+    for (size_t s = 1; s < job.stages.size(); s++) {
+      if (!(job.stages[s].task_resource == shape)) {
+        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
+                                   std::to_string(s) + "].task_resource",
+                               "the fluid task model needs one task resource per ad-hoc job");
+      }
+    }
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const FluidState& f) {
+      return f.queue == job.queue && f.shape == shape;
+    });
+    if (it == pools_.end()) {
+      pools_.emplace_back();
+      pools_.back().queue = job.queue;
+      pools_.back().shape = shape;
+      it = pools_.end() - 1;
+    }
+    pool_of_adhoc_[i] = static_cast<int>(it - pools_.begin());
+  }
+  for (size_t p = 0; p < pools_.size(); p++) {
+    const int ai = static_cast<int>(apps_.size());
+    apps_.emplace_back();
+    AppState& app = apps_.back();
+    app.id = AppId("a" + std::to_string(ai) + ":fluid-adhoc-" + std::to_string(p));
+    app.fluid = static_cast<int>(p);
+    pools_[p].app = ai;
+    MORPHEUS_RETURN_IF_ERROR(
+        sched_->addApp(app.id, UserId("fluid-adhoc"), sched::QueueRef::adhoc(pools_[p].queue)));
+    live_apps_.insert(ai);
+  }
+  if (!pools_.empty()) push(s_.from + o_.fluid_adhoc_step, Ev::kFluidStep, 0);
+  return Status::ok();
+}
+
+void Sim::submitFluid(int idx) {
+  const auto i = static_cast<size_t>(idx);
+  pools_[static_cast<size_t>(pool_of_adhoc_[i])].pool.add(idx, w_.adhoc[i].stages);
+}
+
+// Each pool: the step just ended ran on the containers held now (finished
+// jobs recorded), then what it holds beyond its demand is released (newest
+// first), and so are the containers of the tasks that ended in the step
+// while jobs' apps wait for room; its ask becomes its demand net of what it
+// still holds.
+void Sim::fluidStep() {
+  const Millis dt = o_.fluid_adhoc_step;
+  for (FluidState& f : pools_) {
+    for (const FluidFinished& d : f.pool.advance(now_, dt, static_cast<int64_t>(f.held.size()))) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(d.job)];
+      out_.result.adhoc.push_back(
+          AdhocOutcome{job.name, job.submit, d.end - fromEpochMs(job.submit.count())});
+    }
+    const int64_t want = f.pool.demand();
+    const auto held = static_cast<int64_t>(f.held.size());
+    if (held > want) releaseFluid(f, held - want);
+    // Turnover: the containers whose tasks ended in the step go back to the
+    // scheduler (and are asked for again) while other apps wait for room, so
+    // they are ordered against those apps as ended tasks are in the task
+    // model (reservations first, then queue shares), without preemption.
+    const int64_t waiting =
+        pending_tasks_.isZero() || f.shape.isZero() ? 0 : pending_tasks_.countCovering(f.shape);
+    // Fractions of a task carry to the next step; whole tasks not needed
+    // by anyone waiting were followed by ad-hoc tasks and are dropped.
+    f.ended_credit += f.pool.lastCompletions();
+    const auto ended = static_cast<int64_t>(f.ended_credit);
+    f.ended_credit -= static_cast<double>(ended);
+    const auto turnover = std::min<int64_t>({ended, waiting, static_cast<int64_t>(f.held.size())});
+    releaseFluid(f, turnover);
+    const int64_t ask = std::max<int64_t>(0, want - static_cast<int64_t>(f.held.size()));
+    if (ask == f.asked) continue;
+    sched::ResourceRequest r;
+    r.request_id = "fluid";
+    r.capability = f.shape;
+    r.count = static_cast<int32_t>(std::min<int64_t>(ask, std::numeric_limits<int32_t>::max()));
+    (void)sched_->updateAsks(apps_[static_cast<size_t>(f.app)].id, {r});
+    if (ask > f.asked) {
+      new_ask_min_ = new_asked_ == 0 ? f.shape : Resource::min(new_ask_min_, f.shape);
+      new_asked_ += ask - f.asked;
+    }
+    f.asked = ask;
+  }
+  push(now_ + dt, Ev::kFluidStep, 0);
+}
+
+void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
+  FluidState& f = pools_[static_cast<size_t>(app.fluid)];
+  if (f.asked <= 0) {
+    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    return;
+  }
+  f.asked--;
+  const int64_t slot = placeSlot(app_index, 0, static_cast<int64_t>(f.held.size()), a);
+  f.held.push_back(slot);
+}
+
+void Sim::releaseFluid(FluidState& f, int64_t count) {
+  for (int64_t i = 0; i < count && !f.held.empty(); i++) endTask(f.held.back(), false);
+}
+
 // ---- reservations: plan follower and DRA ----
 
 Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
@@ -840,8 +1023,7 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
 void Sim::collectNotices() {
   for (int ai : live_apps_) {
     for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
-      int node =
-          static_cast<int>(std::lower_bound(nodes_.begin(), nodes_.end(), n.node) - nodes_.begin());
+      const int node = nodeIndex(n.node);
       push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
     }
   }
@@ -870,7 +1052,7 @@ void Sim::draTick() {
   running_.clear();
   if (jockey_) {
     for (const TaskSlot& t : slots_) {
-      if (!t.alive) continue;
+      if (!t.alive || apps_[static_cast<size_t>(t.app)].fluid >= 0) continue;
       auto& per_stage = running_[t.app];
       per_stage.resize(apps_[static_cast<size_t>(t.app)].stages->size());
       per_stage[static_cast<size_t>(t.stage)].push_back(now_ - t.start);
@@ -1123,6 +1305,12 @@ void Sim::finalize() {
       out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
                                                w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
                                                Millis(-1)});
+    }
+  }
+  for (const FluidState& f : pools_) {
+    for (int64_t idx : f.pool.unfinished()) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+      out_.result.adhoc.push_back(AdhocOutcome{job.name, job.submit, Millis(-1)});
     }
   }
   std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),

@@ -77,6 +77,10 @@ struct ExperimentOptions {
   // Optional (benchmarks): every simulated run, training included, adds the
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;
+  // Issue #13 "Scale" (sim/task_model.h, sim/fluid_adhoc.h): > 0 simulates
+  // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
+  // (default) simulates every ad-hoc task.
+  Millis fluid_adhoc_step{0};
 };
 
 struct History;  // sim/cluster_sim.h

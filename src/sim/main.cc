@@ -116,11 +116,18 @@ void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
 void addTaskModelFlags(CLI::App* cmd, sim::TaskModel& m) {
   cmd->add_option("--task-model", m.name,
                   "task: every task is simulated (default); grouped: up to --task-group tasks "
-                  "of a stage run as one container (faster, coarser: see README)")
+                  "of a stage run as one container (faster, coarser: see README); fluid: ad-hoc "
+                  "jobs as fluid work advanced every --fluid-step, periodic jobs grouped by "
+                  "--task-group (the scale model: see README)")
       ->capture_default_str();
   cmd->add_option("--task-group", m.group,
-                  "grouped model: most tasks of one stage per simulated container (>= 1)")
+                  "grouped and fluid models: most tasks of one stage of a job (fluid: of a "
+                  "periodic job) per simulated container (>= 1)")
       ->capture_default_str();
+  cmd->add_option_function<int64_t>(
+         "--fluid-step", [&m](const int64_t& s) { m.fluid_step = Millis(s * 1000); },
+         "fluid model: seconds between steps of the fluid ad-hoc pools (>= 1)")
+      ->default_str("10");
 }
 
 void addFlags(CLI::App* cmd, SimFlags& f) {
@@ -239,6 +246,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.adhoc_policy = f.adhoc_policy;
   o.altruistic_share = f.altruistic_share;
   o.estimate_noise = f.estimate_noise;
+  o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };

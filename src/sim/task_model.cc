@@ -10,7 +10,8 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool grouped(const TaskModel& m) { return m.name == "grouped"; }
+// Whether periodic jobs are grouped; ad-hoc jobs are only in "grouped".
+bool grouped(const TaskModel& m) { return m.name == "grouped" || m.name == "fluid"; }
 
 void groupStages(std::vector<SimStage>& stages, int64_t g) {
   for (auto& st : stages) {
@@ -22,11 +23,17 @@ void groupStages(std::vector<SimStage>& stages, int64_t g) {
 }  // namespace
 
 Status validateTaskModel(const TaskModel& model) {
-  if (model.name != "task" && model.name != "grouped") {
-    return invalidArgument("task-model", "unknown model '" + model.name + "' (task, grouped)");
+  if (model.name != "task" && model.name != "grouped" && model.name != "fluid") {
+    return invalidArgument("task-model",
+                           "unknown model '" + model.name + "' (task, grouped, fluid)");
   }
   if (model.group < 1) return invalidArgument("task-group", "must be >= 1");
+  if (model.fluid_step < Millis(1000)) return invalidArgument("fluid-step", "must be >= 1 s");
   return Status::ok();
+}
+
+Millis fluidAdhocStep(const TaskModel& model) {
+  return model.name == "fluid" ? model.fluid_step : Millis(0);
 }
 
 int64_t jobGroup(const TaskModel& model, const std::vector<SimStage>& stages,
@@ -50,6 +57,7 @@ Workload groupWorkload(const Workload& workload, const TaskModel& model,
     job.user_containers = ceilDiv(std::max<int64_t>(1, job.user_containers), g);
     job.user_container_resource = job.user_container_resource * g;
   }
+  if (model.name != "grouped") return w;
   for (auto& job : w.adhoc) groupStages(job.stages, jobGroup(model, job.stages, node_size));
   return w;
 }

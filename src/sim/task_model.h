@@ -18,6 +18,14 @@
 //   one node (more fragmentation), and preemption kills a whole group.
 //   The group of a job is min(group, the tasks of its largest task resource a
 //   node holds), so every grouped container still fits a node.
+// - fluid: ad-hoc jobs are fluid work (sim/fluid_adhoc.h): per ad-hoc queue
+//   and container shape one scheduler app holds containers for the ad-hoc
+//   load, and each stage is one record with a task count and remaining work,
+//   advanced every `fluid_step` (completions batched per step). Periodic jobs
+//   keep the real planner, scheduler, reservation queues and DRA, grouped by
+//   `group` as in the grouped model (`--task-group 1` keeps them task-level).
+//   Ad-hoc events fall from one per task to about one per held container
+//   change and step.
 //
 // Pure functions of their inputs: determinism of the engine is kept.
 #pragma once
@@ -34,17 +42,24 @@
 namespace morpheus::sim {
 
 struct TaskModel {
-  // "task" or "grouped".
+  // "task", "grouped" or "fluid".
   std::string name = "task";
-  // grouped only: the most tasks of one stage simulated as one container
-  // (tasks, >= 1). Default 8: at the default 16-vcore nodes and 1-vcore
-  // tasks, two grouped containers per node.
+  // grouped (all jobs) and fluid (periodic jobs): the most tasks of one stage
+  // simulated as one container (tasks, >= 1). Default 8: at the default
+  // 16-vcore nodes and 1-vcore tasks, two grouped containers per node.
   int64_t group = 8;
+  // fluid only: the step at which the fluid ad-hoc pools advance, ask and
+  // release (ms, >= 1000: the NM heartbeat). Default 10 s.
+  Millis fluid_step{10000};
 };
 
-// INVALID_ARGUMENT naming "task-model" (an unknown name) or "task-group"
-// (< 1).
+// INVALID_ARGUMENT naming "task-model" (an unknown name), "task-group"
+// (< 1) or "fluid-step" (< 1 s).
 Status validateTaskModel(const TaskModel& model);
+
+// ExperimentOptions::fluid_adhoc_step for the model: fluid_step for fluid,
+// else 0 (ad-hoc jobs simulated task by task).
+Millis fluidAdhocStep(const TaskModel& model);
 
 // The group size used for `stages` on nodes of `node_size`: 1 for the task
 // model, else min(model.group, the fewest tasks of any stage's resource that
@@ -55,7 +70,8 @@ int64_t jobGroup(const TaskModel& model, const std::vector<SimStage>& stages,
 // The workload as the model simulates it (a copy; the task model returns it
 // unchanged): per job, every stage's tasks become ceil(tasks / g) containers
 // of g x task_resource, and a periodic job's user_containers become
-// ceil(user_containers / g) of g x user_container_resource.
+// ceil(user_containers / g) of g x user_container_resource. The fluid model
+// groups periodic jobs only (ad-hoc jobs stay as given: their pool is fluid).
 Workload groupWorkload(const Workload& workload, const TaskModel& model, const Resource& node_size);
 
 // The realisation for the grouped workload: `inner` draws instance k of the

@@ -370,6 +370,14 @@ struct Scheduler::Impl {
   const std::shared_ptr<const QueueOrderingPolicy> policy;
 
   std::map<NodeId, Node> nodes;
+  // Lookup by id without string compares down the tree (issue #13: the
+  // tree's find led morpheus-sim's profile at 50,000 nodes). Never iterated;
+  // std::map keeps element addresses stable.
+  std::unordered_map<NodeId, Node*, StoredHash<NodeId>> node_index;
+  Node* findNode(const NodeId& id) const {
+    auto it = node_index.find(id);
+    return it == node_index.end() ? nullptr : it->second;
+  }
   Resource cluster_total, cluster_used;
   std::map<std::string, std::unique_ptr<Queue>> queues;  // by path
   Queue* root = nullptr;
@@ -1051,6 +1059,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
     return invalidArgument("total", "must be non-negative and non-zero, got " + total.toString());
   if (s.nodes.count(node) != 0) return alreadyExists("node " + node.value());
   Node& n = s.nodes[node];
+  s.node_index.emplace(node, &n);
   n.id = node;
   n.total = total;
   n.free = total;
@@ -1111,6 +1120,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   while (n.containers.head != nullptr) lost.push_back(s.freeContainer(n.containers.head));
   s.cluster_total -= n.total;
   s.crv.removeNode(node);
+  s.node_index.erase(node);
   s.nodes.erase(it);
   s.rekeyAll();
   return lost;
@@ -1387,9 +1397,9 @@ Status Scheduler::removeReservation(const ReservationId& id) {
 }
 
 Result<NodeUpdateResult> Scheduler::nodeUpdate(const NodeId& node, TimePoint now) {
-  auto it = impl_->nodes.find(node);
-  if (it == impl_->nodes.end()) return notFound("node " + node.value());
-  return impl_->update(it->second, now);
+  Node* n = impl_->findNode(node);
+  if (n == nullptr) return notFound("node " + node.value());
+  return impl_->update(*n, now);
 }
 
 NodeUpdateResult Scheduler::schedulePass(TimePoint now) {

@@ -32,8 +32,12 @@ PeriodicJob jobWith(int64_t tasks, const Resource& task) {
 // Unknown model names and groups below 1 are refused naming the flag.
 TEST(TaskModelTest, BadModelOrGroupIsRefusedNamingTheFlag) {
   TaskModel m;
-  m.name = "fluid";
+  m.name = "fluidic";
   EXPECT_NE(validateTaskModel(m).message().find("task-model"), std::string::npos);
+  m.name = "fluid";
+  EXPECT_TRUE(validateTaskModel(m).isOk());
+  m.fluid_step = Millis(999);
+  EXPECT_NE(validateTaskModel(m).message().find("fluid-step"), std::string::npos);
   EXPECT_NE(validateTaskModel(groupedBy(0)).message().find("task-group"), std::string::npos);
   EXPECT_TRUE(validateTaskModel(groupedBy(4)).isOk());
   EXPECT_TRUE(validateTaskModel(TaskModel{}).isOk());
