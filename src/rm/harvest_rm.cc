@@ -75,6 +75,19 @@ double harvestDraw(const std::string& app_id) {
   return static_cast<double>(h >> 11) / static_cast<double>(uint64_t{1} << 53);
 }
 
+namespace {
+
+// Containers of `container` that fit in `room` (0 for a zero container).
+int64_t slotsIn(const Resource& room, const Resource& container) {
+  if (container.isZero()) return 0;
+  int64_t fit = std::numeric_limits<int64_t>::max();
+  if (container.memoryMib() > 0) fit = room.memoryMib() / container.memoryMib();
+  if (container.vcores() > 0) fit = std::min(fit, room.vcores() / container.vcores());
+  return std::max<int64_t>(0, fit);
+}
+
+}  // namespace
+
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,
                                     const Resource& container) {
@@ -88,11 +101,9 @@ std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
       if (n.cls != c.id) continue;
       members++;
       current += n.current;
-      int64_t fit = std::numeric_limits<int64_t>::max();
-      if (container.memoryMib() > 0) fit = n.total.memoryMib() / container.memoryMib();
-      if (container.vcores() > 0) fit = std::min(fit, n.total.vcores() / container.vcores());
-      if (container.isZero()) fit = 0;
-      st.capacity_slots += std::max<int64_t>(0, fit);
+      int64_t fit = slotsIn(n.total, container);
+      st.capacity_slots += fit;
+      st.taken_slots += fit - slotsIn(Resource::max(n.total - n.used, Resource()), container);
     }
     st.current = members > 0 ? current / members : 0;
     out.push_back(std::move(st));

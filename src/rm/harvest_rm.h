@@ -67,11 +67,13 @@ struct HarvestNode {
   std::string cls;     // its class id ("" = none)
   Resource total;      // registered capacity
   double current = 0;  // its primary tenant's latest CPU utilisation (fraction)
+  Resource used;       // what secondary containers hold on it now
 };
 
 // Each class with its members' current utilisation (mean over its nodes)
 // and its capacity in containers of `container` (sum over its nodes of the
-// containers that fit the node's registered total). Classes without nodes
+// containers that fit the node's registered total) and the containers of
+// that size other secondaries already take there. Classes without nodes
 // get capacity 0.
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,

@@ -143,7 +143,8 @@ std::vector<std::string> RmRuntime::selectHarvest(const AppId& app, const Harves
     if (!n.live || a == n.attributes.end()) continue;
     const UtilSeries* cpu = harvest_history_.nodeCpu(id);
     double current = cpu != nullptr && !cpu->buckets().empty() ? cpu->buckets().back().avg : 0;
-    nodes.push_back({id, a->second, n.total, current});
+    auto used = sched_->nodeUsed(id);
+    nodes.push_back({id, a->second, n.total, current, used.isOk() ? *used : Resource()});
   }
   auto run = harvest_runs_.find(job.job);
   JobLength type =

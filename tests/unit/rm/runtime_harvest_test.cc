@@ -243,16 +243,19 @@ TEST(HarvestRmTest, CorruptRunRecordNamesTheJob) {
 }
 
 // Class states: capacity in containers of the job's size over the class's
-// nodes, current = mean of its nodes; the draw is deterministic in [0, 1).
+// nodes, slots other secondaries take, current = mean of its nodes; the draw is deterministic in
+// [0, 1).
 TEST(HarvestRmTest, ClassStatesCountContainersAndAverageCurrent) {
   HarvestClass a{"constant-0", UtilPattern::kConstant, {"t1", "t2"}, 0.1, 0.2};
   HarvestClass b{"periodic-0", UtilPattern::kPeriodic, {"t3"}, 0.5, 0.9};
-  std::vector<HarvestNode> nodes = {{NodeId("n1"), "constant-0", Resource(8192, 8), 0.2},
-                                    {NodeId("n2"), "constant-0", Resource(4096, 16), 0.4},
-                                    {NodeId("n3"), "", Resource(8192, 8), 0.9}};
+  std::vector<HarvestNode> nodes = {
+      {NodeId("n1"), "constant-0", Resource(8192, 8), 0.2},
+      {NodeId("n2"), "constant-0", Resource(4096, 16), 0.4, Resource(2048, 2)},
+      {NodeId("n3"), "", Resource(8192, 8), 0.9}};
   auto st = classStates({a, b}, nodes, Resource(2048, 1));
   ASSERT_EQ(st.size(), 2u);
   EXPECT_EQ(st[0].capacity_slots, 4 + 2);
+  EXPECT_EQ(st[0].taken_slots, 1);  // n2's secondaries leave room for 1 of its 2
   EXPECT_DOUBLE_EQ(st[0].current, 0.3);
   EXPECT_EQ(st[1].capacity_slots, 0);
   double d = harvestDraw("app_1");
