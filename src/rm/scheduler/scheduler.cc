@@ -192,7 +192,7 @@ struct Queue : Entity {
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
   // Leaves: orders users and apps inside (issue #17); null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
-  int32_t apps = 0;  // leaves: apps admitted (fair share of reportDag)
+  int32_t apps = 0;  // leaves: apps admitted
 };
 
 struct User : Entity {
