@@ -96,7 +96,8 @@ struct SimFlags {
   std::string adhoc_policy = "drf";
   double altruistic_share = 1.0;
   double estimate_noise = 0.0;
-  sim::TaskModel task_model;  // --task-model, --task-group (sim/task_model.h)
+  bool adhoc_diverse_shapes = false;  // AdhocOptions::diverse_shapes
+  sim::TaskModel task_model;          // --task-model, --task-group (sim/task_model.h)
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -107,6 +108,9 @@ void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--altruistic-share", f.altruistic_share,
                   "Share of ad-hoc jobs whose AM reports its DAG (altruistic under carbyne)")
       ->capture_default_str();
+  cmd->add_flag("--adhoc-diverse-shapes", f.adhoc_diverse_shapes,
+                "SWIM tasks draw multi-resource shapes per stage (vcores 1/2/4, memory 1/4-2x "
+                "per vcore) instead of 1 vcore + the node's memory per vcore");
   cmd->add_option("--estimate-noise", f.estimate_noise,
                   "Reported task durations are off by a factor uniform in [1-x, 1+x], x < 1")
       ->capture_default_str();
@@ -189,6 +193,7 @@ Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size
     a.seed = f.seed;
     a.node_size = node_size;
     a.nodes = f.nodes;
+    a.diverse_shapes = f.adhoc_diverse_shapes;
     MORPHEUS_RETURN_IF_ERROR(sim::addAdhocLoad(w, a));
   }
   return w;

@@ -155,6 +155,15 @@ struct AdhocOptions {
   uint64_t seed = 1;       // sampling and user assignment derive from it
   Resource node_size;      // one node's capacity
   int64_t nodes = 50;      // cluster size the load is relative to (>= 1)
+  // Task shapes (issue #17). false (default): every task is 1 vcore + the
+  // node's memory per vcore. true: multi-resource diversity as Tetris
+  // (SIGCOMM'14 §2.1) and Carbyne (OSDI'16 §2) measure in production
+  // clusters: each stage of a job draws its own shape, vcores uniform in
+  // {1, 2, 4} and memory log-uniform in [1/4, 2] x the node's memory per
+  // vcore times its vcores, independent of each other and between map and
+  // reduce; the load counts each task by its dominant share, so the offered
+  // load stays `load`.
+  bool diverse_shapes = false;
 };
 Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options);
 // loadAdhoc's jobs appended to `workload`'s ad-hoc jobs, which stay sorted by

@@ -50,8 +50,42 @@ double workMs(const SwimJob& j) {
          static_cast<double>(j.reduce_tasks) * static_cast<double>(j.reduce_task_duration.count());
 }
 
-AdhocJob toAdhoc(const SwimJob& j, int64_t widen, const Resource& container, uint64_t seed,
+// The task shape of stage `stage` (0 map, 1 reduce) of trace job `index`
+// (AdhocOptions::diverse_shapes; `container` when off).
+Resource stageShape(const AdhocOptions& o, const Resource& container, size_t index, int stage) {
+  if (!o.diverse_shapes) return container;
+  const rng::Stream r(o.seed, index, stage, "adhoc.shape");
+  const int64_t vcores = int64_t{1} << r.below(0, 3);
+  const double mem =
+      static_cast<double>(container.memoryMib() * vcores) * r.logUniform(1, 0.25, 2.0);
+  return Resource(std::clamp<int64_t>(static_cast<int64_t>(mem), 1, o.node_size.memoryMib()),
+                  std::min(vcores, o.node_size.vcores()));
+}
+
+// Per trace job: its work weighted by its tasks' dominant share relative to
+// `container`'s (1 for every job without diverse shapes).
+std::vector<double> weightedWork(const std::vector<SwimJob>& trace, const AdhocOptions& o,
+                                 const Resource& container) {
+  const Resource cluster = o.node_size * o.nodes;
+  const double base = container.dominantShare(cluster);
+  std::vector<double> w(trace.size());
+  for (size_t i = 0; i < trace.size(); i++) {
+    const SwimJob& j = trace[i];
+    w[i] = workMs(j);
+    if (!o.diverse_shapes) continue;
+    w[i] =
+        (static_cast<double>(j.map_tasks) * static_cast<double>(j.map_task_duration.count()) *
+             stageShape(o, container, i, 0).dominantShare(cluster) +
+         static_cast<double>(j.reduce_tasks) * static_cast<double>(j.reduce_task_duration.count()) *
+             stageShape(o, container, i, 1).dominantShare(cluster)) /
+        base;
+  }
+  return w;
+}
+
+AdhocJob toAdhoc(const SwimJob& j, int64_t widen, const Resource& container, const AdhocOptions& o,
                  size_t index) {
+  const uint64_t seed = o.seed;
   AdhocJob a;
   a.user = UserId("adhoc-user-" +
                   std::to_string(rng::Stream(seed, index, -1, "adhoc.user").below(0, kAdhocUsers)));
@@ -59,14 +93,14 @@ AdhocJob toAdhoc(const SwimJob& j, int64_t widen, const Resource& container, uin
   map.name = "map";
   map.tasks = j.map_tasks * widen;
   map.task_duration = j.map_task_duration;
-  map.task_resource = container;
+  map.task_resource = stageShape(o, container, index, 0);
   a.stages.push_back(map);
   if (j.reduce_tasks > 0) {
     SimStage reduce;
     reduce.name = "reduce";
     reduce.tasks = j.reduce_tasks * widen;
     reduce.task_duration = j.reduce_task_duration;
-    reduce.task_resource = container;
+    reduce.task_resource = stageShape(o, container, index, 1);
     reduce.depends_on = {0};
     a.stages.push_back(reduce);
   }
@@ -74,8 +108,8 @@ AdhocJob toAdhoc(const SwimJob& j, int64_t widen, const Resource& container, uin
 }
 
 // Copies of each trace job on `day` (indices parallel to `jobs`).
-std::vector<int64_t> copiesOnDay(const std::vector<SwimJob>& jobs, double q, int64_t day,
-                                 uint64_t seed) {
+std::vector<int64_t> copiesOnDay(const std::vector<SwimJob>& jobs, const std::vector<double>& work,
+                                 double q, int64_t day, uint64_t seed) {
   const auto whole = static_cast<int64_t>(std::floor(q));
   const double frac = q - static_cast<double>(whole);
   std::vector<int64_t> copies(jobs.size(), whole);
@@ -87,7 +121,7 @@ std::vector<int64_t> copiesOnDay(const std::vector<SwimJob>& jobs, double q, int
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
   double owed = 0, taken = 0;
   for (size_t i : order) {
-    const double w = workMs(jobs[i]);
+    const double w = work[i];
     owed += frac * w;
     if (taken + 0.5 * w <= owed) {
       copies[i]++;
@@ -113,8 +147,9 @@ Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options) {
   const Resource container(
       std::max<int64_t>(1, options.node_size.memoryMib() / options.node_size.vcores()), 1);
   const double share = container.dominantShare(options.node_size * options.nodes);
+  const std::vector<double> work = weightedWork(trace, options, container);
   double trace_work = 0;
-  for (const auto& j : trace) trace_work += workMs(j);
+  for (double w : work) trace_work += w;
   const double trace_load = trace_work * share / static_cast<double>(kDayMs);
   if (options.load == 0.0 || trace_load <= 0.0) return out;
 
@@ -126,12 +161,12 @@ Result<std::vector<AdhocJob>> loadAdhoc(const AdhocOptions& options) {
   }
   const int64_t horizon = options.days * kDayMs;
   for (int64_t day = 0; day < options.days; day++) {
-    const std::vector<int64_t> copies = copiesOnDay(trace, q, day, options.seed);
+    const std::vector<int64_t> copies = copiesOnDay(trace, work, q, day, options.seed);
     for (size_t i = 0; i < trace.size(); i++) {
       const int64_t submit = day * kDayMs + trace[i].submit.count();
       if (submit >= horizon) continue;
       for (int64_t c = 0; c < copies[i]; c++) {
-        AdhocJob a = toAdhoc(trace[i], widen, container, options.seed, i);
+        AdhocJob a = toAdhoc(trace[i], widen, container, options, i);
         a.name = copyName(trace[i].name, day, c);
         a.submit = Millis(submit);
         out.push_back(std::move(a));

@@ -99,9 +99,29 @@ double CarbyneOrderingPolicy::appScore(const AppInput& in) const {
   return kLeftoverTier + static_cast<double>(in.hint.remaining.count()) / 1000.0;
 }
 
-double CarbyneOrderingPolicy::userScore(const Resource&, double, const Resource&,
-                                        double best_app) const {
-  return best_app;
+double CarbyneOrderingPolicy::userScore(const Resource& used, double weight,
+                                        const Resource& cluster, double best_app) const {
+  if (best_app >= kLeftoverTier) return best_app;
+  return used.dominantShare(cluster) / weight;
+}
+
+double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
+  if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return 0.0;
+  return tetrisAlignment(in.need, in.node_free, in.node_total);
+}
+
+double tetrisAlignment(const Resource& need, const Resource& free, const Resource& total) {
+  auto term = [](int64_t n, int64_t f, int64_t t) {
+    if (t <= 0) return 0.0;
+    const double td = static_cast<double>(t);
+    return (static_cast<double>(n) / td) * (static_cast<double>(f) / td);
+  };
+  double sum = term(need.memoryMib(), free.memoryMib(), total.memoryMib()) +
+               term(need.vcores(), free.vcores(), total.vcores());
+  for (const auto& [name, v] : need.extended()) {
+    sum += term(v, free.extendedValue(name), total.extendedValue(name));
+  }
+  return sum;
 }
 
 }  // namespace morpheus::sched

@@ -15,9 +15,13 @@
 //     the fair share is leftover.
 //  3. Leftover redistribution (§4.3), the leftover tier: a job at or above
 //     its need competes only after every job below its need, shortest
-//     estimated remaining time first (SRTF). The second step, packing, is the
-//     scheduler core's per-node heartbeat: each node's free room goes to the
-//     first job in that order with an ask that fits it.
+//     estimated remaining time first (SRTF). Then packing (Tetris,
+//     SIGCOMM'14 §3.1): on each node heartbeat, among the asks of that job
+//     which fit the node, the one whose demand best aligns with the node's
+//     free room (the largest dot product of demand and free vector, both
+//     normalised by the node's capacity) is placed (choosesAsks/askScore);
+//     jobs below their need take their asks in priority order (the critical
+//     stages their AM asks first).
 //
 // Non-altruistic jobs (no DAG reported, AppHint::valid false) stay in the DRF
 // tier by their dominant share, as under DRF. Running
@@ -26,8 +30,12 @@
 // misestimates: a job that falls behind its estimate asks again at its next
 // report (§4.4 "misestimations").
 //
-// Users inside the leaf are ordered by their best job (Carbyne's fairness is
-// between jobs, not users). Stateless; pure functions of their arguments.
+// Users inside the leaf (§4.1: isolation at the level of the tenant): a user
+// with a job below its need is ordered by its weighted dominant share (DRF
+// between users); a user whose jobs all hold their need competes in the
+// leftover tier by its best job's remaining time. The fair share planApp
+// gets is split by queue weight, then over the leaf's users and the user's
+// jobs (Scheduler::reportDag). Stateless; pure functions of their arguments.
 #pragma once
 
 #include <string_view>
@@ -62,8 +70,20 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
   // Reads in.used, in.hint and in.cluster only.
   double appScore(const AppInput& in) const override;
+  // best_app in the leftover tier (or +inf): best_app; else used's dominant
+  // share / weight.
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
+  bool choosesAsks() const override { return true; }
+  // Leftover tier (hint valid and need held): the Tetris alignment
+  // sum over resources of need/node_total x node_free/node_total; 0 below
+  // the need (priority order decides).
+  double askScore(const AskInput& in) const override;
 };
+
+// Tetris's alignment of `need` with `free` on a node of capacity `total`:
+// the dot product of both normalised by `total`, over memory, vcores and
+// `need`'s extended resources (dimensions with zero total count 0).
+double tetrisAlignment(const Resource& need, const Resource& free, const Resource& total);
 
 }  // namespace morpheus::sched

@@ -64,6 +64,27 @@ class QueueOrderingPolicy {
     (void)best_app;
     return score(used, weight, cluster);
   }
+
+  // ---- Node-aware choice among an app's asks (issue #17: Carbyne's
+  // leftover packing, Tetris SIGCOMM'14 §3.1). ----
+
+  // True if the scheduler should offer every ask of an app that can be
+  // placed on a node to askScore and take the highest; false (the default):
+  // the first placeable ask in priority order, as the core always did.
+  virtual bool choosesAsks() const { return false; }
+  struct AskInput {
+    const Resource& used;        // the app's usage now
+    const AppHint& hint;         // its planApp hint ({} = none)
+    const Resource& need;        // room the ask takes on the node (capability x gang)
+    const Resource& node_free;   // the node's free room (need fits in it)
+    const Resource& node_total;  // the node's capacity
+  };
+  // Only called when choosesAsks(): higher is taken first; ties go to the
+  // earlier ask in priority order. Must be a pure function of its arguments.
+  virtual double askScore(const AskInput& in) const {
+    (void)in;
+    return 0.0;
+  }
 };
 
 // Weighted Dominant Resource Fairness (Ghodsi et al.): dominant share / weight,

@@ -192,7 +192,7 @@ struct Queue : Entity {
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
   // Leaves: orders users and apps inside (issue #17); null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
-  int32_t apps = 0;  // leaves: apps admitted (fair share of reportDag)
+  int32_t apps = 0;  // leaves: apps admitted
 };
 
 struct User : Entity {
@@ -563,6 +563,34 @@ struct Scheduler::Impl {
     }
   }
 
+  // reportDag's fair share of ad-hoc app `a`: the capacity reservations do
+  // not use, split down the queue hierarchy by weight among the siblings in
+  // use (with demand or usage; `a`'s own line always counts), then evenly
+  // over the leaf's users and the user's apps (Carbyne §4.1: DRF between
+  // users, then between a user's jobs). O(queues x depth).
+  Resource adhocFairShare(const App* a) const {
+    const Resource adhoc = clampZero(cluster_total - (cluster_used - root->used));
+    double frac = 1.0;
+    for (const Entity* e = a->user->leaf; e->parent != nullptr; e = e->parent) {
+      frac *= weightShare(e);
+    }
+    const User* u = a->user;
+    frac /= static_cast<double>(std::max<size_t>(1, u->leaf->users.size())) *
+            static_cast<double>(std::max<int32_t>(1, u->apps));
+    return Resource(static_cast<int64_t>(static_cast<double>(adhoc.memoryMib()) * frac),
+                    static_cast<int64_t>(static_cast<double>(adhoc.vcores()) * frac));
+  }
+
+  // `q`'s weight over the weights of its siblings in use and its own.
+  double weightShare(const Entity* q) const {
+    double sum = q->weight;
+    for (const auto& [path, other] : queues) {
+      if (other.get() == q || other->parent != q->parent) continue;
+      if (other->has_demand || !other->used.isZero()) sum += other->weight;
+    }
+    return q->weight / sum;
+  }
+
   // `p`'s (the app's leaf policy, policyOf) score of `a`: its hint, the
   // longest expected run time of its pending asks and, when `p` reads them,
   // the CRV's waiting estimate of its hard constraints.
@@ -660,34 +688,57 @@ struct Scheduler::Impl {
     }
   }
 
-  // The first ask of `a` (priority order) that can be placed on `n` in
-  // `phase`, or -1.
+  // True if `ask` of `a` can be placed on `n` in `phase` (marks a soft-
+  // constrained ask as waiting the first time a node misses its constraints).
+  bool placeable(App* a, Ask& ask, Node& n, Phase phase, TimePoint now) {
+    const ResourceRequest& r = ask.req;
+    const Resource need = askNeed(r);
+    if (!need.fitsIn(n.free)) return false;
+    bool hard_ok = true;
+    bool soft_ok = true;
+    for (const auto& c : r.constraints) {
+      bool m = matches(c, n.attrs);
+      if (c.hard && !m) hard_ok = false;
+      if (!c.hard && !m) soft_ok = false;
+    }
+    if (!hard_ok) return false;
+    if (!soft_ok) {
+      if (!ask.waiting) {
+        ask.waiting = true;
+        ask.wait_since = now;
+      }
+      if (now - ask.wait_since < opts.soft_constraint_delay) return false;
+    }
+    return phase != Phase::kGuaranteed || (a->res->used + need).fitsIn(a->res->guarantee);
+  }
+
+  // The ask of `a` to place on `n` in `phase`, or -1: the first placeable
+  // one in priority order, unless the app's policy chooses among them
+  // (QueueOrderingPolicy::choosesAsks, bestAsk).
   int findAsk(App* a, Node& n, Phase phase, TimePoint now) {
+    const QueueOrderingPolicy& p = policyOf(a);
+    if (p.choosesAsks()) return bestAsk(a, p, n, phase, now);
     for (size_t i = 0; i < a->asks.size(); i++) {
-      Ask& ask = a->asks[i];
-      const ResourceRequest& r = ask.req;
-      int32_t g = std::max(1, r.gang_size);
-      Resource need = g > 1 ? r.capability * g : r.capability;
-      if (!need.fitsIn(n.free)) continue;
-      bool hard_ok = true;
-      bool soft_ok = true;
-      for (const auto& c : r.constraints) {
-        bool m = matches(c, n.attrs);
-        if (c.hard && !m) hard_ok = false;
-        if (!c.hard && !m) soft_ok = false;
-      }
-      if (!hard_ok) continue;
-      if (!soft_ok) {
-        if (!ask.waiting) {
-          ask.waiting = true;
-          ask.wait_since = now;
-        }
-        if (now - ask.wait_since < opts.soft_constraint_delay) continue;
-      }
-      if (phase == Phase::kGuaranteed && !(a->res->used + need).fitsIn(a->res->guarantee)) continue;
-      return static_cast<int>(i);
+      if (placeable(a, a->asks[i], n, phase, now)) return static_cast<int>(i);
     }
     return -1;
+  }
+
+  // The placeable ask of `a` with the highest askScore of `p` on `n`
+  // (earlier asks win ties), or -1. O(asks of `a`).
+  int bestAsk(App* a, const QueueOrderingPolicy& p, Node& n, Phase phase, TimePoint now) {
+    int best = -1;
+    double best_score = 0.0;
+    for (size_t i = 0; i < a->asks.size(); i++) {
+      if (!placeable(a, a->asks[i], n, phase, now)) continue;
+      const Resource need = askNeed(a->asks[i].req);
+      const double sc = p.askScore({a->used, a->hint, need, n.free, n.total});
+      if (best < 0 || sc > best_score) {
+        best = static_cast<int>(i);
+        best_score = sc;
+      }
+    }
+    return best;
   }
 
   // Descends the heap to the best app with an ask placeable on `n`. Subtrees
@@ -1254,13 +1305,7 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
   if (it == s.apps.end()) return notFound("app " + app.value());
   MORPHEUS_RETURN_IF_ERROR(validateDag(stages));
   App* a = it->second.get();
-  Resource share;
-  if (a->user != nullptr) {
-    // Ad-hoc capacity: what reservations do not use; split over the leaf's apps.
-    const Resource adhoc = clampZero(s.cluster_total - (s.cluster_used - s.root->used));
-    const int64_t apps = std::max<int32_t>(1, a->user->leaf->apps);
-    share = Resource(adhoc.memoryMib() / apps, adhoc.vcores() / apps);
-  }
+  const Resource share = a->user != nullptr ? s.adhocFairShare(a) : Resource();
   a->hint = s.policyOf(a).planApp(stages, share);
   s.refresh(a);
   return Status::ok();
@@ -1441,6 +1486,12 @@ Result<int64_t> Scheduler::appPending(const AppId& app) const {
   auto it = impl_->apps.find(app);
   if (it == impl_->apps.end()) return notFound("app " + app.value());
   return it->second->pending;
+}
+
+Result<AppHint> Scheduler::appHint(const AppId& app) const {
+  auto it = impl_->apps.find(app);
+  if (it == impl_->apps.end()) return notFound("app " + app.value());
+  return it->second->hint;
 }
 
 Result<Resource> Scheduler::queueUsed(const QueueRef& queue) const {

@@ -162,8 +162,9 @@ class Scheduler {
   // replaces the previous one; empty = no DAG). The policy of the app's leaf
   // queue turns it into the app's ordering hint (Carbyne: its altruistic
   // need and remaining time) at the app's fair share now: the cluster not used
-  // by reservations, split evenly over the apps of the app's leaf (sibling
-  // queues' weights are not taken into account).
+  // by reservations, split down the ad-hoc hierarchy by queue weight among
+  // the siblings in use (demand or usage; the app's own queues always
+  // count), then evenly over the leaf's users, then over the user's apps.
   // INVALID_ARGUMENT naming the field ("stages[2].deps": out of range, self
   // or a cycle; ".tasks_left", ".task_duration" > 0; ".task" non-zero and
   // non-negative) leaves the previous hint; NOT_FOUND if the app is unknown.
@@ -213,6 +214,8 @@ class Scheduler {
   Result<Resource> appUsed(const AppId& app) const;
   // Containers still asked for by the app (sum of its ask counts).
   Result<int64_t> appPending(const AppId& app) const;
+  // The ordering hint of the app's last reportDag (issue #17; {} if none).
+  Result<AppHint> appHint(const AppId& app) const;
   // Used by a reservation queue or an ad-hoc queue (leaf or parent path).
   Result<Resource> queueUsed(const QueueRef& queue) const;
   // Used by `user` inside ad-hoc leaf `path` (zero if the user has no app there).

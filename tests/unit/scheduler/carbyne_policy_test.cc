@@ -105,7 +105,31 @@ TEST(CarbyneOrderingPolicyTest, ScoresDrfBelowNeedAndSrtfAbove) {
                    CarbyneOrderingPolicy::kLeftoverTier + 20.0);
   EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), Millis(0), TimePoint{}}),
                    0.9);  // no DAG: DRF
-  EXPECT_DOUBLE_EQ(p.userScore(slots(9), 1.0, cluster, 3.5), 3.5);
+}
+
+// Users: one with a job below its need by weighted dominant share (DRF
+// between users), one whose jobs all hold their need by its best job's
+// remaining time (leftover tier).
+TEST(CarbyneOrderingPolicyTest, UsersByDrfBelowNeedAndBestJobInLeftover) {
+  CarbyneOrderingPolicy p;
+  const Resource cluster = slots(10);
+  const double leftover = CarbyneOrderingPolicy::kLeftoverTier + 20.0;
+  EXPECT_DOUBLE_EQ(p.userScore(slots(9), 1.0, cluster, 0.2), 0.9);
+  EXPECT_DOUBLE_EQ(p.userScore(slots(9), 2.0, cluster, 0.2), 0.45);
+  EXPECT_DOUBLE_EQ(p.userScore(slots(1), 1.0, cluster, leftover), leftover);
+}
+
+// Tetris alignment on a 64 GiB / 16-vcore node with 16 GiB / 2 vcores free:
+// (4096/65536)(16384/65536) + (1/16)(2/16) = 0.015625 + 0.0078125.
+TEST(CarbynePackingTest, AlignmentIsNormalisedDotProduct) {
+  const Resource total(65536, 16), free(16384, 2);
+  EXPECT_DOUBLE_EQ(tetrisAlignment(Resource(4096, 1), free, total), 0.0234375);
+  EXPECT_DOUBLE_EQ(tetrisAlignment(Resource(0, 1), free, Resource(0, 16)), 0.0078125);
+  CarbyneOrderingPolicy p;
+  AppHint h{true, Resource(4096, 1), Millis(1000)};
+  const Resource need(4096, 1), below(2048, 1);
+  EXPECT_DOUBLE_EQ(p.askScore({need, h, need, free, total}), 0.0234375);  // at its need
+  EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total}), 0.0);       // below: priority
 }
 
 // The factory knows drf, fifo, carbyne and phoenix; anything else names the field.
@@ -201,6 +225,92 @@ TEST(CarbyneSchedulerTest, LeftoverGoesToShortestRemainingTimeFirst) {
   auto m = grantsByApp(*s, kT0);
   EXPECT_EQ(m["near"], 5);
   EXPECT_EQ(m["long"], 2);
+}
+
+// Leftover packing. One job: L 1 x 100 s (1 GiB, 1 vcore), M 2 x 10 s
+// (6 GiB, 1 vcore; priority 1), C 2 x 10 s (2 GiB, 3 vcores; priority 2). At
+// the cluster (17 GiB, 8 vcores) T = 100 s and the need is one task of each
+// (9 GiB, 5 vcores). Node n1 (9 GiB, 5 vcores) takes L, M, C in priority
+// order: the need. On n2 (8 GiB, 3 vcores), in the leftover tier, C aligns
+// better (2/8 x 8/8 + 3/3 x 3/3 = 1.25) than M (6/8 + 1/3 = 1.083) and
+// takes the node; the first fitting ask in priority order would take M.
+TEST(CarbyneSchedulerTest, LeftoverGoesToBestAlignedAsk) {
+  auto s = carbyneScheduler();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(9216, 5), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 3), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("j"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  const Resource l(1024, 1), m(6144, 1), c(2048, 3);
+  auto st = [](int64_t tasks, int64_t secs, Resource r) {
+    DagStage d = stage(tasks, secs);
+    d.task = r;
+    return d;
+  };
+  ASSERT_TRUE(s->reportDag(AppId("j"), {st(1, 100, l), st(2, 10, m), st(2, 10, c)}).isOk());
+  auto mk = [](std::string id, int32_t count, int32_t prio, Resource r) {
+    ResourceRequest q = ask(count, std::move(id), prio);
+    q.capability = r;
+    return q;
+  };
+  ASSERT_TRUE(
+      s->updateAsks(AppId("j"), {mk("L", 1, 0, l), mk("M", 2, 1, m), mk("C", 2, 2, c)}).isOk());
+  auto r = s->schedulePass(kT0);
+  std::map<std::string, int> on_n2;
+  for (const auto& a : r.allocations) {
+    if (a.node == NodeId("n2")) on_n2[std::to_string(a.resource.memoryMib())]++;
+  }
+  EXPECT_EQ(r.allocations.size(), 4u);
+  EXPECT_EQ(on_n2["2048"], 1);
+  EXPECT_EQ(on_n2["6144"], 0);
+}
+
+// The fair share planApp gets follows queue weights and users: 16 slots,
+// root.a (weight 3, carbyne) next to root.b (weight 1) with demand. A job of
+// 48 x 10 s alone in root.a gets 12 slots: 4 waves, T = 40 s, need 12. With
+// a second user's job in root.a, 6 slots: 8 waves, T = 80 s, need 6. (The
+// previous split, the cluster over the leaf's apps, gave 16 and 8 slots.)
+TEST(CarbyneSchedulerTest, FairShareFollowsQueueWeightsAndUsers) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.a", 3.0, std::make_shared<CarbyneOrderingPolicy>()});
+  o.adhoc_queues.push_back({"root.b", 1.0, nullptr});
+  auto s = std::move(Scheduler::create(std::move(o))).value();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(16), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("b"), UserId("ub"), QueueRef::adhoc("root.b")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("b"), {ask(16)}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("x"), UserId("u1"), QueueRef::adhoc("root.a")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("x"), {stage(48, 10)}).isOk());
+  AppHint h = s->appHint(AppId("x")).value();
+  EXPECT_EQ(h.need, slots(12));
+  EXPECT_EQ(h.remaining, Millis(40'000));
+  ASSERT_TRUE(s->addApp(AppId("y"), UserId("u2"), QueueRef::adhoc("root.a")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("x"), {stage(48, 10)}).isOk());
+  h = s->appHint(AppId("x")).value();
+  EXPECT_EQ(h.need, slots(6));
+  EXPECT_EQ(h.remaining, Millis(80'000));
+  EXPECT_EQ(s->appHint(AppId("nope")).status().code(), StatusCode::kNotFound);
+}
+
+// Fairness between users: 8 slots, u1 with three jobs, u2 with one, each a
+// single stage of 40 x 10 s. Shares: 4 slots per user, so u1's jobs get 4/3
+// (1 slot: need 1, T = 400 s) and u2's job 4 (need 4, T = 100 s). Users
+// below their need go by DRF, so u1 gets 3 (its needs) and u2 4, and the
+// leftover slot goes SRTF to u2's job: 3 / 5. (Jobs as tenants, the previous
+// rule, gave every job 2 slots: u1 6, u2 2.)
+TEST(CarbyneSchedulerTest, UsersShareByDrfThenLeftoverSrtf) {
+  auto s = carbyneScheduler();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  for (std::string id : {"a1", "a2", "a3"}) {
+    ASSERT_TRUE(s->addApp(AppId(id), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  }
+  ASSERT_TRUE(s->addApp(AppId("b1"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  for (std::string id : {"a1", "a2", "a3", "b1"}) {
+    ASSERT_TRUE(s->reportDag(AppId(id), {stage(40, 10)}).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId(id), {ask(40)}).isOk());
+  }
+  auto m = grantsByApp(*s, kT0);
+  EXPECT_EQ(m["b1"], 5);
+  EXPECT_EQ(m["a1"], 1);
+  EXPECT_EQ(m["a2"], 1);
+  EXPECT_EQ(m["a3"], 1);
 }
 
 // A bad report names the field and keeps the previous hint.
