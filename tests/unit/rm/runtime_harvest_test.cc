@@ -249,9 +249,9 @@ TEST(HarvestRmTest, ClassStatesCountContainersAndAverageCurrent) {
   HarvestClass a{"constant-0", UtilPattern::kConstant, {"t1", "t2"}, 0.1, 0.2};
   HarvestClass b{"periodic-0", UtilPattern::kPeriodic, {"t3"}, 0.5, 0.9};
   std::vector<HarvestNode> nodes = {
-      {NodeId("n1"), "constant-0", Resource(8192, 8), 0.2},
+      {NodeId("n1"), "constant-0", Resource(8192, 8), 0.2, Resource()},
       {NodeId("n2"), "constant-0", Resource(4096, 16), 0.4, Resource(2048, 2)},
-      {NodeId("n3"), "", Resource(8192, 8), 0.9}};
+      {NodeId("n3"), "", Resource(8192, 8), 0.9, Resource()}};
   auto st = classStates({a, b}, nodes, Resource(2048, 1));
   ASSERT_EQ(st.size(), 2u);
   EXPECT_EQ(st[0].capacity_slots, 4 + 2);
