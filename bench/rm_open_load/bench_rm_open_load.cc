@@ -885,17 +885,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "node registration failed\n");
     return 1;
   }
+  // Clients and AMs connect on their own (not behind a heartbeat backlog).
+  auto control = makeChannels(rm_addr, 1).front();
+  // Apps are submitted before the heartbeat load starts: at 10,000 NMs a
+  // saturated RM answered SubmitApplication about once a second (some past
+  // their 10 s deadline), so submitting 600 apps under load took longer than
+  // the run. Their AMs are placed once heartbeats begin; the fill is timed
+  // from the first ask.
+  if (!o.null_rm) submitApps(o, control);
   SteadyTime t0 = SteadyClock::now() + 100ms;
   Timeline hb_tl(t0), am_tl(t0);
   HeartbeatLoad hb(o, fleet, hb_tl, channels);
-  // Clients and AMs connect on their own (not behind a heartbeat backlog).
-  auto control = makeChannels(rm_addr, 1).front();
   AmLoad am(o, fleet, am_tl, cm, control);
-  hb.start(t0);
   Fill fill_s;
+  hb.start(t0);
   if (!o.null_rm) {
     am.start(t0);
-    submitApps(o, control);
     say("filling (at most " + std::to_string(o.max_warmup) + " s)...");
     fill_s = fill(o, fleet, hb_tl, hb, am);
   }
