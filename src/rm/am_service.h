@@ -9,6 +9,7 @@
 
 #include "common/wire.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
+#include "rm/arena_messages.h"
 #include "rm/runtime.h"
 #include "rm/strand.h"
 
@@ -18,7 +19,9 @@ class ApplicationMasterServiceImpl final
     : public v1::ApplicationMaster::WithCallbackMethod_Allocate<v1::ApplicationMaster::Service> {
  public:
   explicit ApplicationMasterServiceImpl(RmRuntime& runtime, Strand* strand = nullptr)
-      : runtime_(runtime), strand_(strand) {}
+      : runtime_(runtime), strand_(strand) {
+    SetMessageAllocatorFor_Allocate(&messages_);
+  }
   grpc::Status RegisterApplicationMaster(grpc::ServerContext*,
                                          const v1::RegisterApplicationMasterRequest* req,
                                          v1::RegisterApplicationMasterResponse* resp) override {
@@ -51,6 +54,11 @@ class ApplicationMasterServiceImpl final
  private:
   RmRuntime& runtime_;
   Strand* strand_;  // nullable
+  // Each Allocate's request and response on a pooled arena (issue #15,
+  // arena_messages.h): 16 KiB holds a reply of about fifty containers; one
+  // AM calls about once a second, so 256 pooled holders (4 MiB) cover
+  // hundreds of AMs.
+  ArenaMessageAllocator<v1::AllocateRequest, v1::AllocateResponse> messages_{16 * 1024, 256};
 };
 
 }  // namespace morpheus::rm

@@ -9,6 +9,7 @@
 
 #include "rm/access.h"
 #include "rm/app_manager.h"
+#include "rm/arena_messages.h"
 #include "rm/reply_queue.h"
 #include "rm/reservation_manager.h"
 #include "rm/rm_core.h"
@@ -38,7 +39,9 @@ class ResourceTrackerService final
   // the heartbeats. `auth`, `runtime` and `strand` must outlive the service.
   ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr,
                          Strand* strand = nullptr)
-      : core_(core), auth_(auth), runtime_(runtime), strand_(strand) {}
+      : core_(core), auth_(auth), runtime_(runtime), strand_(strand) {
+    SetMessageAllocatorFor_NodeHeartbeat(&messages_);
+  }
   // Heartbeat replies are finished on `replies` instead of the strand
   // (reply_queue.h); set before serving. nullptr = on the strand.
   void setReplyQueue(ReplyQueue* replies) { replies_ = replies; }
@@ -72,6 +75,11 @@ class ResourceTrackerService final
   RmRuntime* runtime_;
   Strand* strand_;
   ReplyQueue* replies_ = nullptr;
+  // Each heartbeat's request and response on a pooled arena (issue #15):
+  // 8 KiB holds a change report and a reply of a few dozen containers;
+  // 1,024 pooled holders keep 8 MiB.
+  ArenaMessageAllocator<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse> messages_{8 * 1024,
+                                                                                       1024};
   // Finishes on replies_ when set, else inline.
   void finish(grpc::ServerUnaryReactor* reactor, grpc::Status status);
 };
