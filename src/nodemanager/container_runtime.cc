@@ -192,15 +192,21 @@ void ContainerRuntime::setMemoryEnforcement(std::string mode, std::string cgroup
   cgroup_root_ = std::move(cgroup_root);
 }
 
-namespace {
-bool writeFile(const std::string& path, const std::string& text) {
+bool writeControlFile(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::ftruncate(fd, 0) != 0) {
+    ::close(fd);
+    return false;
+  }
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   return ok;
 }
+
+namespace {
 
 // Why the cgroup v2 hierarchy at `root` cannot be used ("" = usable).
 std::string cgroupProblem(const std::string& root) {
@@ -242,8 +248,8 @@ Result<std::string> ContainerRuntime::cgroupParentBelowRoot() const {
   std::filesystem::create_directories(parent, ec);
   if (ec) return unavailable("cannot create " + parent + ": " + ec.message());
   // Fails harmlessly when already enabled; the check is the parent's write.
-  (void)writeFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
-  if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
+  (void)writeControlFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
+  if (!writeControlFile(parent + "/cgroup.subtree_control", "+memory")) {
     return unavailable("cannot enable the memory controller in " + parent);
   }
   return parent;
@@ -259,14 +265,14 @@ Result<std::string> ContainerRuntime::cgroupParentBelowOwn() const {
   if (!ec) std::filesystem::create_directories(parent, ec);
   if (ec) return unavailable("cannot create cgroups below " + own + ": " + ec.message());
   // No internal processes: the NM leaves <own> before <own> hands memory down.
-  if (!writeFile(supervisor + "/cgroup.procs", std::to_string(::getpid()))) {
+  if (!writeControlFile(supervisor + "/cgroup.procs", std::to_string(::getpid()))) {
     return unavailable("cannot move the NM into " + supervisor + ": " + std::strerror(errno));
   }
-  if (!writeFile(own + "/cgroup.subtree_control", "+memory")) {
+  if (!writeControlFile(own + "/cgroup.subtree_control", "+memory")) {
     return unavailable("cannot enable the memory controller in " + own + ": " +
                        std::strerror(errno));
   }
-  if (!writeFile(parent + "/cgroup.subtree_control", "+memory")) {
+  if (!writeControlFile(parent + "/cgroup.subtree_control", "+memory")) {
     return unavailable("cannot enable the memory controller in " + parent + ": " +
                        std::strerror(errno));
   }
@@ -462,11 +468,11 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   if (!cgroup_parent_.empty()) {
     std::string cg = cgroup_parent_ + "/" + spec.id.value();
     std::filesystem::create_directories(cg, ec);
-    if (ec ||
-        !writeFile(cg + "/memory.max", std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
+    if (ec || !writeControlFile(cg + "/memory.max",
+                                std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
       return unavailable("cannot set up cgroup " + cg);
     }
-    (void)writeFile(cg + "/memory.swap.max", "0");
+    (void)writeControlFile(cg + "/memory.swap.max", "0");
     cg_procs = cg + "/cgroup.procs";
   }
   rlim_t as_limit = static_cast<rlim_t>(spec.resource.memoryMib() * 8 + 2048) * 1024 * 1024;

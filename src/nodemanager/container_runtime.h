@@ -78,6 +78,11 @@ struct ContainerSnapshot {
 // the cgroup v1 CPU throttle moves them into its cgroup).
 std::vector<int> sessionProcesses(int sid);
 
+// Writes `text` to a cgroup control file in one write(2), as the kernel's
+// control files need; a regular file (tests' fake hierarchies) is created or
+// replaced. False on any failure.
+bool writeControlFile(const std::string& path, const std::string& text);
+
 // The cgroup v2 path of a process ("/system.slice/morpheus-nm.service")
 // from the text of /proc/<pid>/cgroup (its "0::<path>" line). INVALID_ARGUMENT
 // naming nm.cgroup-parent when there is no cgroup v2 line.

@@ -16,13 +16,6 @@
 namespace morpheus::nm {
 namespace {
 
-bool writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
-}
-
 class V2Throttle final : public CpuThrottle {
  public:
   explicit V2Throttle(std::string parent) : parent_(std::move(parent)) {}
@@ -30,7 +23,7 @@ class V2Throttle final : public CpuThrottle {
   Status limit(const ContainerId& id, int, std::optional<double> vcores) override {
     std::string value = vcores ? std::to_string(cpuQuotaUs(*vcores)) : "max";
     std::string path = parent_ + "/" + id.value() + "/cpu.max";
-    if (!writeFile(path, value + " " + std::to_string(kPeriodUs))) {
+    if (!writeControlFile(path, value + " " + std::to_string(kPeriodUs))) {
       return unavailable("cannot write " + path + ": " + std::strerror(errno));
     }
     return Status::ok();
@@ -57,14 +50,14 @@ class V1Throttle final : public CpuThrottle {
     if (session > 0) {
       for (int pid : sessionProcesses(session)) {
         // A process that ended meanwhile is no error.
-        (void)writeFile(cg + "/cgroup.procs", std::to_string(pid));
+        (void)writeControlFile(cg + "/cgroup.procs", std::to_string(pid));
       }
     }
-    if (!writeFile(cg + "/cpu.cfs_period_us", std::to_string(kPeriodUs))) {
+    if (!writeControlFile(cg + "/cpu.cfs_period_us", std::to_string(kPeriodUs))) {
       return unavailable("cannot write " + cg + "/cpu.cfs_period_us: " + std::strerror(errno));
     }
     std::string quota = vcores ? std::to_string(cpuQuotaUs(*vcores)) : "-1";
-    if (!writeFile(cg + "/cpu.cfs_quota_us", quota)) {
+    if (!writeControlFile(cg + "/cpu.cfs_quota_us", quota)) {
       return unavailable("cannot write " + cg + "/cpu.cfs_quota_us: " + std::strerror(errno));
     }
     return Status::ok();
@@ -87,7 +80,7 @@ class V1Throttle final : public CpuThrottle {
   void remove(const std::string& cg) {
     std::ifstream procs(cg + "/cgroup.procs");
     for (std::string pid; std::getline(procs, pid);) {
-      if (!pid.empty()) (void)writeFile(root_ + "/cgroup.procs", pid);
+      if (!pid.empty()) (void)writeControlFile(root_ + "/cgroup.procs", pid);
     }
     ::rmdir(cg.c_str());
   }
@@ -113,7 +106,7 @@ int removeStaleCpuGroups(const std::string& root, const std::string& prefix) {
       if (!c.is_directory()) continue;
       std::ifstream procs(c.path() / "cgroup.procs");
       for (std::string p; std::getline(procs, p);) {
-        if (!p.empty()) (void)writeFile(root + "/cgroup.procs", p);
+        if (!p.empty()) (void)writeControlFile(root + "/cgroup.procs", p);
       }
       ::rmdir(c.path().c_str());
     }

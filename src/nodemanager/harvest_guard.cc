@@ -10,16 +10,10 @@
 #include <sstream>
 
 #include "common/wire.h"
+#include "nodemanager/container_runtime.h"
 
 namespace morpheus::nm {
 namespace {
-
-bool writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
-}
 
 // Newest first: later start, then the larger id for a deterministic order.
 void sortNewestFirst(std::vector<SecondaryContainer>* v) {
@@ -108,7 +102,7 @@ void HarvestMonitor::start() {
 
 std::unique_ptr<CpuThrottle> HarvestMonitor::pickThrottle() const {
   if (runtime_.usingCgroups() &&
-      writeFile(runtime_.cgroupParent() + "/cgroup.subtree_control", "+cpu")) {
+      writeControlFile(runtime_.cgroupParent() + "/cgroup.subtree_control", "+cpu")) {
     return makeCgroupV2CpuThrottle(runtime_.cgroupParent());
   }
   if (opts_.cpu_cgroup_v1.empty()) return nullptr;

@@ -9,6 +9,7 @@
 #include "rm/harvest_rm.h"
 #include "rm/runtime.h"
 #include "test_db.h"
+#include "test_nodes.h"
 
 namespace morpheus::rm {
 namespace {
@@ -46,16 +47,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     store_.reset();
   }
   void addNode(const std::string& id, int vcores) {
-    v1::RegisterNodeRequest r;
-    r.set_node_id(id);
-    r.set_container_manager_address("127.0.0.1:1");
-    toProto(Resource(1024 * vcores, vcores), r.mutable_total());
-    NodeInfo info;
-    info.id = NodeId(id);
-    info.total = Resource(1024 * vcores, vcores);
-    info.container_manager_address = "127.0.0.1:1";
-    ASSERT_TRUE(core_->registerNode(info).isOk());
-    rt_->onNodeRegistered(r);
+    registerTestNode(*core_, *rt_, id, vcores);
   }
   // `cpu` < 0: no primary tenant on the node.
   v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1) {
