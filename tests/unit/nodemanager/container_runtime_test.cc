@@ -377,12 +377,14 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
     ASSERT_GT(victim_pid, 0);
   }
   // While no runtime watches, something else SIGKILLs the victim's whole
-  // session: the command's group and its launcher's.
+  // session: its launcher's group first (killed second, the launcher could
+  // still record the command's death), then the command's group.
   pid_t victim_sid = ::getsid(victim_pid);
   ASSERT_GT(victim_sid, 0);
-  ASSERT_NE(::getpgid(victim_pid), victim_sid) << "the command runs in a group of its own";
-  ASSERT_EQ(::kill(-::getpgid(victim_pid), SIGKILL), 0);
+  const pid_t victim_pgid = ::getpgid(victim_pid);
+  ASSERT_NE(victim_pgid, victim_sid) << "the command runs in a group of its own";
   ASSERT_EQ(::kill(-victim_sid, SIGKILL), 0);
+  ASSERT_EQ(::kill(-victim_pgid, SIGKILL), 0);
   auto rt = make(Millis(400));
   ASSERT_TRUE(rt->init().isOk());
   auto hog = rt->get(ContainerId("hog"));
