@@ -46,9 +46,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     core_.reset();
     store_.reset();
   }
-  void addNode(const std::string& id, int vcores) {
-    registerTestNode(*core_, *rt_, id, vcores);
-  }
+  void addNode(const std::string& id, int vcores) { registerTestNode(*core_, *rt_, id, vcores); }
   // `cpu` < 0: no primary tenant on the node.
   v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1) {
     v1::NodeHeartbeatRequest req;
