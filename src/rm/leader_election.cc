@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <ctime>
 
@@ -70,7 +71,12 @@ void LeaderElector::startKeepAlive(std::function<void()> on_lost) {
 }
 
 void LeaderElector::keepAliveLoop(std::function<void()> on_lost) {
-  const Millis period = opts_.lease_ttl / 3;
+  // Losing etcd's raft leader stalls every renewal for one or more election
+  // rounds. Renewing every TTL/6 with attempts bounded to TTL/12 (retried
+  // every 100 ms) leaves about half the TTL for etcd to elect before this RM
+  // must step down; one hung call never uses the whole budget.
+  const Millis period = opts_.lease_ttl / 6;
+  const Millis attempt = std::max(Millis(100), opts_.lease_ttl / 12);
   const Millis give_up = opts_.lease_ttl * 2 / 3;
   TimePoint last_ok = clock_.now();
   std::unique_lock<std::mutex> lk(mu_);
@@ -78,7 +84,7 @@ void LeaderElector::keepAliveLoop(std::function<void()> on_lost) {
     const int64_t lease = lease_;
     lk.unlock();
     const TimePoint sent = clock_.now();
-    auto ttl = etcd_->leaseKeepAlive(lease);
+    auto ttl = etcd_->leaseKeepAlive(lease, attempt);
     if (ttl.isOk()) last_ok = sent;
     const bool expired = !ttl.isOk() && ttl.status().code() == StatusCode::kNotFound;
     if (expired || clock_.now() - last_ok >= give_up) {

@@ -48,9 +48,10 @@ class LeaderElector {
   // RM holds the key (leader() names it). Renews (or re-grants) this RM's
   // lease. UNAVAILABLE when etcd cannot be reached.
   Result<std::optional<store::EtcdFence>> tryAcquire();
-  // After winning: renews the lease every TTL/3 on a thread; runs `on_lost`
-  // once (on that thread) when the lease expired or was not renewed for 2/3
-  // of the TTL.
+  // After winning: renews the lease every TTL/6 on a thread (attempts of at
+  // most TTL/12, retried every 100 ms after a failure); runs `on_lost` once
+  // (on that thread) when the lease expired or was not renewed for 2/3 of
+  // the TTL.
   void startKeepAlive(std::function<void()> on_lost);
   // Revokes the lease: the key goes at once and a standby can take over.
   Status resign();

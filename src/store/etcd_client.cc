@@ -73,7 +73,15 @@ Result<int64_t> EtcdClient::leaseGrant(int64_t ttl_seconds) {
 }
 
 Result<int64_t> EtcdClient::leaseKeepAlive(int64_t lease) {
-  auto ctx = context();
+  return leaseKeepAlive(lease, timeout_);
+}
+
+Result<int64_t> EtcdClient::leaseKeepAlive(int64_t lease, Millis timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  // etcd's rpctypes.MetadataRequireLeaderKey: a member without a leader
+  // refuses the stream ("no leader") instead of holding it until our deadline.
+  ctx->AddMetadata("hasleader", "true");
   auto stream = lease_->LeaseKeepAlive(ctx.get());
   etcdserverpb::LeaseKeepAliveRequest req;
   req.set_id(lease);

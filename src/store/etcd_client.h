@@ -31,8 +31,12 @@ class EtcdClient {
   // A lease of `ttl_seconds`; returns its id.
   Result<int64_t> leaseGrant(int64_t ttl_seconds);
   // One keep-alive round trip; returns the lease's remaining TTL in seconds,
-  // NOT_FOUND when the lease has expired (TTL <= 0).
+  // NOT_FOUND when the lease has expired (TTL <= 0). The call gives up after
+  // `timeout` (default: the client's timeout), and at once with UNAVAILABLE
+  // when the member it reaches has no raft leader (etcd's "hasleader"
+  // metadata), so a caller can retry within its own bound while etcd elects.
   Result<int64_t> leaseKeepAlive(int64_t lease);
+  Result<int64_t> leaseKeepAlive(int64_t lease, Millis timeout);
   Status leaseRevoke(int64_t lease);
   // A Watch stream on `ctx` (no deadline: the caller cancels it).
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -155,6 +156,18 @@ std::string EtcdCluster::endpoints() const {
 }
 
 void EtcdCluster::kill(int i) { procs_[i].signalAndWait(SIGKILL, std::chrono::seconds(10)); }
+
+int EtcdCluster::leaderIndex() const {
+  for (int i = 0; i < size(); ++i) {
+    auto r = httpRequest(endpoint(i), "POST", "/v3/maintenance/status", "{}");
+    if (r.status != 200) continue;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded() || !j.contains("header") || !j.contains("leader")) continue;
+    // uint64 ids, as JSON strings in etcd's gateway.
+    if (j["header"].value("member_id", "") == j.value("leader", "-")) return i;
+  }
+  return -1;
+}
 
 TcpProxy::TcpProxy(int target_port) : target_port_(target_port) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -33,6 +33,9 @@ class EtcdCluster {
   std::string endpoint(int i) const { return "127.0.0.1:" + std::to_string(client_ports_[i]); }
   int size() const { return static_cast<int>(procs_.size()); }
   void kill(int i);  // SIGKILL member i and reap it
+  // The member that is raft leader now, as its own status reports it
+  // (etcd's /v3/maintenance/status gateway); -1 when no live member says so.
+  int leaderIndex() const;
 
   // Whether the etcd binary exists (tests skip, saying so, when it does not).
   static bool available();
