@@ -55,11 +55,24 @@ std::optional<std::vector<int64_t>> fitSkyline(const Learned& l, size_t j, doubl
   return s;
 }
 
-// The window [a, d) of one period, if it can hold `need`. Like
-// morpheus-inference, a window too short for the skyline is never widened
-// (the planner could not place it): the job stays unreserved.
-std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need) {
-  if (slo.one_off_instances || slo.deadline_offset - slo.start_offset < need) return std::nullopt;
+// The whole plan steps inside the window [a, d): the planner places a
+// reservation only there (planner::Plan::problemFor rounds the arrival up and
+// the deadline down to the step grid; run starts are day multiples, which
+// the step divides). A window off the grid holds one step fewer than
+// (d - a) / step: a skyline sized to that quotient was refused.
+int64_t planSteps(const inference::InferredSlo& slo, Millis step) {
+  const int64_t s = step.count();
+  const int64_t first = (slo.start_offset.count() + s - 1) / s;  // a >= 0
+  const int64_t last = slo.deadline_offset.count() / s;
+  return std::max<int64_t>(0, last - first);
+}
+
+// The window [a, d) of one period, if its whole plan steps can hold `need`.
+// Like morpheus-inference, a window too short for the skyline is never
+// widened (the planner could not place it): the job stays unreserved.
+std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need,
+                                                   Millis step) {
+  if (slo.one_off_instances || step * planSteps(slo, step) < need) return std::nullopt;
   return std::make_pair(slo.start_offset, slo.deadline_offset);
 }
 
@@ -133,7 +146,7 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
                            std::map<std::string, double>& why) {
   JobProvision p;
   if (slo.one_off_instances) return p;
-  const int64_t window_steps = (slo.deadline_offset - slo.start_offset).count() / o.step.count();
+  const int64_t window_steps = planSteps(slo, o.step);
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
     if (window_steps < 1) return p;
     auto fitted = inference::fitSkylineToWindow(skyline, window_steps, maxParallelism(job));
@@ -141,7 +154,7 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
     skyline = std::move(*fitted);
     why[kReshaped]++;
   }
-  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()));
+  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()), o.step);
   if (!win) return p;
   const Resource unit = jobUnit(job.stages);
   planner::ReservationDefinition def = baseDef(job, slo.period);
@@ -169,7 +182,7 @@ JobProvision packedUser(const PeriodicJob& job, const inference::InferredSlo& sl
   Millis median = sorted[sorted.size() / 2];
   Millis dur = Millis((median.count() + o.step.count() - 1) / o.step.count() * o.step.count());
   dur = std::max(dur, o.step);
-  auto win = windowFor(slo, dur);
+  auto win = windowFor(slo, dur, o.step);
   if (!win) return p;
   planner::ReservationDefinition def = baseDef(job, slo.period);
   def.arrival = from + win->first;

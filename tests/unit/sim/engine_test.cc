@@ -274,6 +274,42 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsReshapedWhenTheJobCanRunWider) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// Issue #13 (seed 1's periodic-00006, seed 2's periodic-00022): a window off
+// the plan-step grid. Input and submission at 30 s, due at 30 min 30 s: the
+// window is 30 min long but holds only 29 whole plan steps ([1 min, 30 min)),
+// all the planner can place in. The skyline (40 min runs every fourth hour)
+// must be reshaped to those 29 steps; reshaped to 30 the planner refused it
+// and the job fell back to the user's request.
+TEST(SimEngineTest, SkylineIsReshapedToTheWholePlanStepsOfAnOffGridWindow) {
+  Workload w;
+  w.periodic.push_back(job("offgrid", Millis(3600'000), Millis(30'000), Millis(30 * kMin + 30'000),
+                           {stage(4, 10)}, 1));
+  ExperimentOptions o = options(1, 4);
+  o.realize = everyFourthLong;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
+// The same off-grid window for slo-packing: the user's container for the
+// median runtime (30 min, 30 steps) does not fit the window's 29 whole plan
+// steps. The job is counted as too short for its window (before, the request
+// went to the planner, which refused it, and the summary did not say why).
+TEST(SimEngineTest, PackedUserNeedsWholePlanStepsOfAnOffGridWindow) {
+  Workload w;
+  w.periodic.push_back(job("offgrid", Millis(3600'000), Millis(30'000), Millis(30 * kMin + 30'000),
+                           {stage(1, 30)}, 1));
+  auto s = runExperiment(w, options(1, 4), only("slo-packing"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 1);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 1);
+}
+
 // The paper's population: "ok" (10 min, due at 30 min) has its output read,
 // so an SLO is inferred; nobody reads "unread"'s output, so it has none, and
 // its 50 min task misses the 30 min deadline every hour. Over all jobs the
