@@ -128,11 +128,45 @@ constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
 // Not a fallback: jobs whose skyline was reshaped to fit their window.
 constexpr const char* kReshaped = "skyline_reshaped_jobs";
 
-// The job's widest stage: the most containers it can use at once (the cap
-// when a skyline is reshaped to its window).
+// The most containers (in the job's unit, as its skyline counts them) the
+// job can use at once: the largest total over stages that can run side by
+// side, i.e. no dependency path between any two of them — not the widest
+// single stage, which undercounts a join whose map stages run together. The
+// cap when a skyline is reshaped to its window. Exact up to
+// kMaxParallelismStages stages (every set of stages is tried); a larger DAG
+// (user traces) is capped at all its tasks at once.
+constexpr size_t kMaxParallelismStages = 16;
+
 int64_t maxParallelism(const PeriodicJob& job) {
+  const Resource unit = jobUnit(job.stages);
+  const size_t n = job.stages.size();
+  std::vector<int64_t> width(n);
+  int64_t all = 0;
+  for (size_t s = 0; s < n; s++) {
+    const auto& st = job.stages[s];
+    width[s] = std::max<int64_t>(0, st.tasks) *
+               std::max<int64_t>(1, unit.isZero() ? 1 : st.task_resource.countCovering(unit));
+    all += width[s];
+  }
+  if (n > kMaxParallelismStages) return std::max<int64_t>(1, all);
+  // ancestors[s]: the stages s transitively depends on (they are earlier).
+  std::vector<uint32_t> ancestors(n, 0);
+  for (size_t s = 0; s < n; s++) {
+    for (int d : job.stages[s].depends_on) {
+      ancestors[s] |= ancestors[static_cast<size_t>(d)] | (1u << static_cast<unsigned>(d));
+    }
+  }
   int64_t most = 1;
-  for (const auto& st : job.stages) most = std::max(most, st.tasks);
+  for (uint32_t set = 1; set < (1u << n); set++) {
+    int64_t total = 0;
+    bool side_by_side = true;
+    for (size_t s = 0; s < n && side_by_side; s++) {
+      if ((set >> s & 1u) == 0) continue;
+      side_by_side = (ancestors[s] & set) == 0;
+      total += width[s];
+    }
+    if (side_by_side) most = std::max(most, total);
+  }
   return most;
 }
 

@@ -295,6 +295,39 @@ TEST(SimEngineTest, SkylineIsReshapedToTheWholePlanStepsOfAnOffGridWindow) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// A join DAG: two 8-task map stages of 30 s run side by side (16 containers
+// at once), then 8 reduce tasks of 10 min that run 40 min every fourth hour.
+// The LP skyline (alpha 0.01) covers the 40 min runs: about 8 + 8 x 40 = 328
+// container-min over 41 steps, longer than the 22 min window. The runs never
+// hold 16 containers for a whole step (peak about 12), so reshaping them to
+// the window needs the job's real parallelism, 16 (22 x 16 = 352 fits); capped
+// at the widest single stage (8, or the peak: 22 x 12 = 264) the skyline was
+// declared infeasible and the job fell back to the user's request.
+RealizedInstance everyFourthLongReduce(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  if (k % 4 == 0) {
+    for (auto& d : r.stages[2].task_durations) d = Millis(40 * kMin);
+  }
+  return r;
+}
+
+TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
+  SimStage map = stage(8, 1);
+  map.task_duration = Millis(30'000);
+  Workload w;
+  w.periodic.push_back(job("join", Millis(3600'000), Millis(0), Millis(22 * kMin),
+                           {map, map, stage(8, 10, {0, 1})}, 16));
+  ExperimentOptions o = options(2, 4);
+  o.realize = everyFourthLongReduce;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
 // The same off-grid window for slo-packing: the user's container for the
 // median runtime (30 min, 30 steps) does not fit the window's 29 whole plan
 // steps. The job is counted as too short for its window (before, the request
