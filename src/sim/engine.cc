@@ -55,11 +55,24 @@ std::optional<std::vector<int64_t>> fitSkyline(const Learned& l, size_t j, doubl
   return s;
 }
 
-// The window [a, d) of one period, if it can hold `need`. Like
-// morpheus-inference, a window too short for the skyline is never widened
-// (the planner could not place it): the job stays unreserved.
-std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need) {
-  if (slo.one_off_instances || slo.deadline_offset - slo.start_offset < need) return std::nullopt;
+// The whole plan steps inside the window [a, d): the planner places a
+// reservation only there (planner::Plan::problemFor rounds the arrival up and
+// the deadline down to the step grid; run starts are day multiples, which
+// the step divides). A window off the grid holds one step fewer than
+// (d - a) / step: a skyline sized to that quotient was refused.
+int64_t planSteps(const inference::InferredSlo& slo, Millis step) {
+  const int64_t s = step.count();
+  const int64_t first = (slo.start_offset.count() + s - 1) / s;  // a >= 0
+  const int64_t last = slo.deadline_offset.count() / s;
+  return std::max<int64_t>(0, last - first);
+}
+
+// The window [a, d) of one period, if its whole plan steps can hold `need`.
+// Like morpheus-inference, a window too short for the skyline is never
+// widened (the planner could not place it): the job stays unreserved.
+std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need,
+                                                   Millis step) {
+  if (slo.one_off_instances || step * planSteps(slo, step) < need) return std::nullopt;
   return std::make_pair(slo.start_offset, slo.deadline_offset);
 }
 
@@ -115,11 +128,45 @@ constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
 // Not a fallback: jobs whose skyline was reshaped to fit their window.
 constexpr const char* kReshaped = "skyline_reshaped_jobs";
 
-// The job's widest stage: the most containers it can use at once (the cap
-// when a skyline is reshaped to its window).
+// The most containers (in the job's unit, as its skyline counts them) the
+// job can use at once: the largest total over stages that can run side by
+// side, i.e. no dependency path between any two of them — not the widest
+// single stage, which undercounts a join whose map stages run together. The
+// cap when a skyline is reshaped to its window. Exact up to
+// kMaxParallelismStages stages (every set of stages is tried); a larger DAG
+// (user traces) is capped at all its tasks at once.
+constexpr size_t kMaxParallelismStages = 16;
+
 int64_t maxParallelism(const PeriodicJob& job) {
+  const Resource unit = jobUnit(job.stages);
+  const size_t n = job.stages.size();
+  std::vector<int64_t> width(n);
+  int64_t all = 0;
+  for (size_t s = 0; s < n; s++) {
+    const auto& st = job.stages[s];
+    width[s] = std::max<int64_t>(0, st.tasks) *
+               std::max<int64_t>(1, unit.isZero() ? 1 : st.task_resource.countCovering(unit));
+    all += width[s];
+  }
+  if (n > kMaxParallelismStages) return std::max<int64_t>(1, all);
+  // ancestors[s]: the stages s transitively depends on (they are earlier).
+  std::vector<uint32_t> ancestors(n, 0);
+  for (size_t s = 0; s < n; s++) {
+    for (int d : job.stages[s].depends_on) {
+      ancestors[s] |= ancestors[static_cast<size_t>(d)] | (1u << static_cast<unsigned>(d));
+    }
+  }
   int64_t most = 1;
-  for (const auto& st : job.stages) most = std::max(most, st.tasks);
+  for (uint32_t set = 1; set < (1u << n); set++) {
+    int64_t total = 0;
+    bool side_by_side = true;
+    for (size_t s = 0; s < n && side_by_side; s++) {
+      if ((set >> s & 1u) == 0) continue;
+      side_by_side = (ancestors[s] & set) == 0;
+      total += width[s];
+    }
+    if (side_by_side) most = std::max(most, total);
+  }
   return most;
 }
 
@@ -133,7 +180,7 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
                            std::map<std::string, double>& why) {
   JobProvision p;
   if (slo.one_off_instances) return p;
-  const int64_t window_steps = (slo.deadline_offset - slo.start_offset).count() / o.step.count();
+  const int64_t window_steps = planSteps(slo, o.step);
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
     if (window_steps < 1) return p;
     auto fitted = inference::fitSkylineToWindow(skyline, window_steps, maxParallelism(job));
@@ -141,7 +188,7 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
     skyline = std::move(*fitted);
     why[kReshaped]++;
   }
-  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()));
+  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()), o.step);
   if (!win) return p;
   const Resource unit = jobUnit(job.stages);
   planner::ReservationDefinition def = baseDef(job, slo.period);
@@ -169,7 +216,7 @@ JobProvision packedUser(const PeriodicJob& job, const inference::InferredSlo& sl
   Millis median = sorted[sorted.size() / 2];
   Millis dur = Millis((median.count() + o.step.count() - 1) / o.step.count() * o.step.count());
   dur = std::max(dur, o.step);
-  auto win = windowFor(slo, dur);
+  auto win = windowFor(slo, dur, o.step);
   if (!win) return p;
   planner::ReservationDefinition def = baseDef(job, slo.period);
   def.arrival = from + win->first;

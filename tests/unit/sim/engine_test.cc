@@ -274,6 +274,75 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsReshapedWhenTheJobCanRunWider) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// Issue #13 (seed 1's periodic-00006, seed 2's periodic-00022): a window off
+// the plan-step grid. Input and submission at 30 s, due at 30 min 30 s: the
+// window is 30 min long but holds only 29 whole plan steps ([1 min, 30 min)),
+// all the planner can place in. The skyline (40 min runs every fourth hour)
+// must be reshaped to those 29 steps; reshaped to 30 the planner refused it
+// and the job fell back to the user's request.
+TEST(SimEngineTest, SkylineIsReshapedToTheWholePlanStepsOfAnOffGridWindow) {
+  Workload w;
+  w.periodic.push_back(job("offgrid", Millis(3600'000), Millis(30'000), Millis(30 * kMin + 30'000),
+                           {stage(4, 10)}, 1));
+  ExperimentOptions o = options(1, 4);
+  o.realize = everyFourthLong;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
+// A join DAG: two 8-task map stages of 30 s run side by side (16 containers
+// at once), then 8 reduce tasks of 10 min that run 40 min every fourth hour.
+// The LP skyline (alpha 0.01) covers the 40 min runs: about 8 + 8 x 40 = 328
+// container-min over 41 steps, longer than the 22 min window. The runs never
+// hold 16 containers for a whole step (peak about 12), so reshaping them to
+// the window needs the job's real parallelism, 16 (22 x 16 = 352 fits); capped
+// at the widest single stage (8, or the peak: 22 x 12 = 264) the skyline was
+// declared infeasible and the job fell back to the user's request.
+RealizedInstance everyFourthLongReduce(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = exact(j, i, k, seed);
+  if (k % 4 == 0) {
+    for (auto& d : r.stages[2].task_durations) d = Millis(40 * kMin);
+  }
+  return r;
+}
+
+TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
+  SimStage map = stage(8, 1);
+  map.task_duration = Millis(30'000);
+  Workload w;
+  w.periodic.push_back(job("join", Millis(3600'000), Millis(0), Millis(22 * kMin),
+                           {map, map, stage(8, 10, {0, 1})}, 16));
+  ExperimentOptions o = options(2, 4);
+  o.realize = everyFourthLongReduce;
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
+// The same off-grid window for slo-packing: the user's container for the
+// median runtime (30 min, 30 steps) does not fit the window's 29 whole plan
+// steps. The job is counted as too short for its window (before, the request
+// went to the planner, which refused it, and the summary did not say why).
+TEST(SimEngineTest, PackedUserNeedsWholePlanStepsOfAnOffGridWindow) {
+  Workload w;
+  w.periodic.push_back(job("offgrid", Millis(3600'000), Millis(30'000), Millis(30 * kMin + 30'000),
+                           {stage(1, 30)}, 1));
+  auto s = runExperiment(w, options(1, 4), only("slo-packing"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 1);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 1);
+}
+
 // The paper's population: "ok" (10 min, due at 30 min) has its output read,
 // so an SLO is inferred; nobody reads "unread"'s output, so it has none, and
 // its 50 min task misses the 30 min deadline every hour. Over all jobs the
