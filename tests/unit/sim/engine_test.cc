@@ -256,6 +256,19 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsCountedAndFallsBack) {
   EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
 }
 
+// Runs morpheus on `w`: the one job's skyline was reshaped to its window and
+// reserved for the job itself (no fallback to the user's request, none
+// unreserved).
+void expectReshapedOwnReservation(const Workload& w, const ExperimentOptions& o) {
+  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
+  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+}
+
 // A job that could run wider than its runs did: its skyline (long tail of
 // every fourth run) outlasts the 30 min window, so it is reshaped to the window
 // (same area, up to 4 containers) and the job keeps a reservation of its own.
@@ -265,13 +278,7 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsReshapedWhenTheJobCanRunWider) {
       job("wide", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(4, 10)}, 1));
   ExperimentOptions o = options(1, 4);
   o.realize = everyFourthLong;
-  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
-  ASSERT_TRUE(s.isOk()) << s.status().message();
-  const StrategyResult& r = s->strategies.at(0);
-  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
-  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
-  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
-  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+  expectReshapedOwnReservation(w, o);
 }
 
 // Issue #13 (seed 1's periodic-00006, seed 2's periodic-00022): a window off
@@ -286,13 +293,7 @@ TEST(SimEngineTest, SkylineIsReshapedToTheWholePlanStepsOfAnOffGridWindow) {
                            {stage(4, 10)}, 1));
   ExperimentOptions o = options(1, 4);
   o.realize = everyFourthLong;
-  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
-  ASSERT_TRUE(s.isOk()) << s.status().message();
-  const StrategyResult& r = s->strategies.at(0);
-  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
-  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
-  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
-  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+  expectReshapedOwnReservation(w, o);
 }
 
 // A join DAG: two 8-task map stages of 30 s run side by side (16 containers
@@ -319,13 +320,7 @@ TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
                            {map, map, stage(8, 10, {0, 1})}, 16));
   ExperimentOptions o = options(2, 4);
   o.realize = everyFourthLongReduce;
-  auto s = runExperiment(w, o, *parseStrategies({"morpheus"}, {}, 0.01));
-  ASSERT_TRUE(s.isOk()) << s.status().message();
-  const StrategyResult& r = s->strategies.at(0);
-  EXPECT_EQ(r.extra.at("skyline_reshaped_jobs"), 1);
-  EXPECT_EQ(r.extra.at("unplanned_window_too_short_jobs"), 0);
-  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
-  EXPECT_EQ(r.extra.at("unreserved_jobs"), 0);
+  expectReshapedOwnReservation(w, o);
 }
 
 // The same off-grid window for slo-packing: the user's container for the
