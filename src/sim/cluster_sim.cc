@@ -341,6 +341,7 @@ class Sim {
   std::vector<int> res_of_job_;
   int64_t unreserved_ = 0;
   int64_t fallback_ = 0;
+  int64_t preemption_kills_ = 0;  // tasks killed by the scheduler's to_kill
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -569,6 +570,7 @@ int64_t Sim::updateNode(int n) {
   for (const auto& k : r->to_kill) {
     for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
       if (slots_[static_cast<size_t>(slot)].container == k.container) {
+        preemption_kills_++;
         endTask(slot, true);
         break;
       }
@@ -1327,6 +1329,7 @@ void Sim::finalize() {
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+  r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
 }
 
 }  // namespace
