@@ -28,6 +28,18 @@
 // to_kill of their node. Once the NM reports them gone (containerCompleted),
 // the reservation gets the capacity on that node's next heartbeat, because
 // step 1 runs first on every heartbeat.
+// A notice is re-checked when its grace ends (issue #13; like YARN's
+// ProportionalCapacityPreemptionPolicy, which recomputes its to-preempt set
+// every round): at the first heartbeat of its node at or after the deadline,
+// in the node's allocation order, the container is killed only if it is
+// still needed — its reservation, if any, stays within its guarantee without
+// it, and the shortfall (reservations' unmet need minus free capacity minus
+// the other containers under notice, killed or not) is not covered without
+// it. Otherwise the notice is withdrawn as if never sent: the container keeps
+// running and is a candidate again. So when the need shrinks, the containers
+// checked first are the ones spared (on one node, the older ones). Notices
+// are advisory, as YARN's PreemptionMessage: the AM is not told of a
+// withdrawal (a notice not yet taken is dropped), only kills are binding.
 //
 // Allocation is heartbeat driven (YARN style): nodeUpdate fills one node.
 // Gangs are granted all-or-none within that pass, so a gang must fit on the
@@ -200,7 +212,8 @@ class Scheduler {
   NodeUpdateResult schedulePass(TimePoint now);
 
   // Preemption notices for `app` not yet handed out (each returned once, in
-  // selection order). Notices of containers that ended meanwhile are dropped.
+  // selection order). Notices of containers that ended meanwhile, or whose
+  // notice was withdrawn, are dropped.
   std::vector<PreemptionNotice> takePreemptionNotices(const AppId& app);
 
   // ---- Read view (metrics, reports, tests) ----
