@@ -62,6 +62,8 @@
 // costs O(1); a selection costs O((lenders + containers visited) log lenders)
 // — it never walks containers of reservations within their guarantee (issue
 // #13: the full walk on every heartbeat was 86% of the simulator's time).
+// Re-checking a notice at its deadline is O(1); withdrawing it costs
+// O(candidates allocated after it) to put it back in allocation order.
 //
 // Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
