@@ -283,7 +283,7 @@ void DagJob::onPreemptionNotice(const std::string& container_id, const std::stri
   t.preemption_noted = true;
   events_.push_back("preemption notice for container " + container_id + " (task " +
                     taskName(spec_, t.stage, t.index) + "): " + reason +
-                    "; the task will rerun after the kill");
+                    "; the task reruns if it is killed (the RM may withdraw a notice)");
 }
 
 void DagJob::onResync(const std::set<std::string>& running) {

@@ -849,8 +849,10 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
   rt.completed.clear();
   auto notices = sched_->takePreemptionNotices(app);
+  // Notices are advisory (the scheduler withdraws one no longer needed at its
+  // deadline, issue #13): a container counts as preempted once it is sent to
+  // kill, not when noticed.
   for (const auto& n : notices) {
-    preempted_.insert(n.container);
     auto* out = resp->add_preemptions();
     out->set_container_id(n.container.value());
     out->set_deadline_ms(toEpochMs(n.deadline));

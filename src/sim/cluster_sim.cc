@@ -341,6 +341,8 @@ class Sim {
   std::vector<int> res_of_job_;
   int64_t unreserved_ = 0;
   int64_t fallback_ = 0;
+  int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
+  int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -569,6 +571,7 @@ int64_t Sim::updateNode(int n) {
   for (const auto& k : r->to_kill) {
     for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
       if (slots_[static_cast<size_t>(slot)].container == k.container) {
+        preemption_kills_++;
         endTask(slot, true);
         break;
       }
@@ -1024,6 +1027,7 @@ void Sim::collectNotices() {
   for (int ai : live_apps_) {
     for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
       const int node = nodeIndex(n.node);
+      preemption_notices_++;
       push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
     }
   }
@@ -1327,6 +1331,8 @@ void Sim::finalize() {
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+  r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
+  r.extra["preemption_notices"] = static_cast<double>(preemption_notices_);
 }
 
 }  // namespace

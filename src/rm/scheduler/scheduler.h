@@ -28,6 +28,18 @@
 // to_kill of their node. Once the NM reports them gone (containerCompleted),
 // the reservation gets the capacity on that node's next heartbeat, because
 // step 1 runs first on every heartbeat.
+// A notice is re-checked when its grace ends (issue #13; like YARN's
+// ProportionalCapacityPreemptionPolicy, which recomputes its to-preempt set
+// every round): at the first heartbeat of its node at or after the deadline,
+// in the node's allocation order, the container is killed only if it is
+// still needed — its reservation, if any, stays within its guarantee without
+// it, and the shortfall (reservations' unmet need minus free capacity minus
+// the other containers under notice, killed or not) is not covered without
+// it. Otherwise the notice is withdrawn as if never sent: the container keeps
+// running and is a candidate again. So when the need shrinks, the containers
+// checked first are the ones spared (on one node, the older ones). Notices
+// are advisory, as YARN's PreemptionMessage: the AM is not told of a
+// withdrawal (a notice not yet taken is dropped), only kills are binding.
 //
 // Allocation is heartbeat driven (YARN style): nodeUpdate fills one node.
 // Gangs are granted all-or-none within that pass, so a gang must fit on the
@@ -50,6 +62,8 @@
 // costs O(1); a selection costs O((lenders + containers visited) log lenders)
 // — it never walks containers of reservations within their guarantee (issue
 // #13: the full walk on every heartbeat was 86% of the simulator's time).
+// Re-checking a notice at its deadline is O(1); withdrawing it costs
+// O(candidates allocated after it) to put it back in allocation order.
 //
 // Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
@@ -200,7 +214,8 @@ class Scheduler {
   NodeUpdateResult schedulePass(TimePoint now);
 
   // Preemption notices for `app` not yet handed out (each returned once, in
-  // selection order). Notices of containers that ended meanwhile are dropped.
+  // selection order). Notices of containers that ended meanwhile, or whose
+  // notice was withdrawn, are dropped.
   std::vector<PreemptionNotice> takePreemptionNotices(const AppId& app);
 
   // ---- Read view (metrics, reports, tests) ----

@@ -96,8 +96,9 @@ struct Allocation {
   bool am = false;
 };
 
-// v1.PreemptionNotice for the owning AM. After `deadline` the container is
-// returned in NodeUpdateResult::to_kill of its node.
+// v1.PreemptionNotice for the owning AM. Advisory: after `deadline` the
+// container is returned in NodeUpdateResult::to_kill of its node if it is
+// still needed then, else the notice is silently withdrawn (scheduler.h).
 struct PreemptionNotice {
   ContainerId container;
   AppId app;
@@ -164,7 +165,8 @@ struct SchedulerOptions {
   // "root.default" with weight 1.
   std::vector<AdhocQueueConfig> adhoc_queues;
   // Time between a preemption notice and the container appearing in a to_kill
-  // list. Default 15 s (issue #3, rm.preemption-grace).
+  // list, if it is still needed then (scheduler.h). Default 15 s (issue #3,
+  // rm.preemption-grace).
   Millis preemption_grace{15000};
   // Delay scheduling for soft constraints: an ask whose soft constraints do
   // not match a node may use it once it has been passed over for this long

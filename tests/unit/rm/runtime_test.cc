@@ -265,6 +265,40 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
 }
 
+// Issue #13: the reservation's app is gone before the grace ends, so the
+// notice is withdrawn: nothing is killed, and the container ending later on
+// its own is not reported as preempted.
+TEST_F(RuntimeTest, WithdrawnNoticeKillsNothingAndIsNotReportedPreempted) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  heartbeat("n1");
+  ASSERT_EQ(running(adhoc), 4);
+  guarantee_ = Resource(2048, 2);
+  AppSpec s;
+  s.name = "reserved";
+  s.user = UserId("bob");
+  s.reservation = ReservationId("r1");
+  s.am_resource = Resource(1024, 1);
+  s.am_launch_context = "x";
+  AppId res = apps_->submit(s)->id;
+  clock_.advance(Millis(300));
+  heartbeat("n1");
+  auto notices = ask(adhoc, -1);
+  ASSERT_EQ(notices.preemptions_size(), 1);
+  ASSERT_TRUE(apps_->kill(res, UserId("bob"), true, "changed my mind").isOk());
+  clock_.advance(Millis(1200));
+  EXPECT_EQ(heartbeat("n1").containers_to_kill_size(), 0);
+  v1::ContainerStatus st;
+  st.set_container_id(notices.preemptions(0).container_id());
+  st.set_state(v1::CONTAINER_COMPLETE);
+  st.set_exit_status(0);
+  heartbeat("n1", {st});
+  auto done = ask(adhoc, -1);
+  ASSERT_EQ(done.completed_size(), 1);
+  EXPECT_NE(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
+}
+
 // The DRA input per reservation: containers in use (AM included) and pending asks.
 TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   addNode("n1", 4);

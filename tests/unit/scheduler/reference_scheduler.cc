@@ -4,7 +4,9 @@
 // (morpheus::sched::reference). Every heartbeat of this copy walks the heaps
 // into every app with demand; ask_index_diff_test.cc drives it and the real
 // Scheduler with the same calls and requires identical results. Do not
-// "improve" it: it is the old behaviour the index must reproduce.
+// "improve" it: it is the old behaviour the index must reproduce. One later
+// change is ported, since it is a rule and not an index: the re-check of a
+// notice at its deadline (issue #13, collectKills / stillNeeded / withdraw).
 #include "reference_scheduler.h"
 
 #include <algorithm>
@@ -82,6 +84,26 @@ struct CList {
     }
     l.prev = l.next = nullptr;
     size--;
+  }
+  // Puts `c` back in its allocation-order place (the list is in `order`),
+  // found from the tail: O(members newer than `c`).
+  void insertByOrder(Container* c) {
+    Container* after = tail;
+    while (after != nullptr && after->order > c->order) after = (after->*L).prev;
+    Container* before = after != nullptr ? (after->*L).next : head;
+    (c->*L).prev = after;
+    (c->*L).next = before;
+    if (after != nullptr) {
+      (after->*L).next = c;
+    } else {
+      head = c;
+    }
+    if (before != nullptr) {
+      (before->*L).prev = c;
+    } else {
+      tail = c;
+    }
+    size++;
   }
 };
 
@@ -644,10 +666,7 @@ struct Scheduler::Impl {
       preempting_total -= c->resource;
       if (a->res != nullptr) a->res->preempting -= c->resource;
       if (!c->kill_sent) n->marked--;
-      auto& ns = a->notices;
-      ns.erase(std::remove_if(ns.begin(), ns.end(),
-                              [c](const PreemptionNotice& p) { return p.container == c->id; }),
-               ns.end());
+      dropNotice(c);
     }
     containers.erase(c->id);
     refresh(a);
@@ -695,15 +714,53 @@ struct Scheduler::Impl {
     restoreSkipped();
   }
 
+  // The containers of `n` whose grace ended by `now`, in the node's
+  // allocation order: killed if still needed (stillNeeded), else their notice
+  // is withdrawn (issue #13).
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.marked == 0) return;
     for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
-      if (c->preempting && !c->kill_sent && c->kill_deadline <= now) {
-        c->kill_sent = true;
-        n.marked--;
-        out.to_kill.push_back(toAllocation(*c));
+      if (!c->preempting || c->kill_sent || c->kill_deadline > now) continue;
+      if (!stillNeeded(c)) {
+        withdraw(c);
+        continue;
       }
+      c->kill_sent = true;
+      n.marked--;
+      out.to_kill.push_back(toAllocation(*c));
     }
+  }
+
+  // Whether noticed `c` must still make room: its reservation (if any) stays
+  // within its guarantee without it, and preemptIfNeeded's shortfall would not
+  // be covered without its notice (the other notices, killed or not, count).
+  bool stillNeeded(const Container* c) const {
+    const Reservation* r = c->app->res;
+    if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) return false;
+    const Resource others = preempting_total - c->resource;
+    return !clampZero(need_total - clampZero(cluster_total - cluster_used) - others).isZero();
+  }
+
+  // Undoes mark(c) as if no notice had been sent: `c` is a candidate again.
+  // The AM is not told (notices are advisory); one not yet taken is dropped.
+  void withdraw(Container* c) {
+    App* a = c->app;
+    c->preempting = false;
+    c->kill_deadline = TimePoint();
+    c->node->marked--;
+    preempting_total -= c->resource;
+    candsOf(c).insertByOrder(c);
+    dropNotice(c);
+    if (a->res == nullptr) return;
+    a->res->preempting -= c->resource;
+    syncPreemption(a->res);
+  }
+
+  void dropNotice(const Container* c) {
+    auto& ns = c->app->notices;
+    ns.erase(std::remove_if(ns.begin(), ns.end(),
+                            [c](const PreemptionNotice& p) { return p.container == c->id; }),
+             ns.end());
   }
 
   // Reservations below their guarantee whose demand free capacity and

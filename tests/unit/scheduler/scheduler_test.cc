@@ -191,6 +191,121 @@ TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
   EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(4096, 4));
 }
 
+// Issue #13: 8 ad-hoc containers fill n1 (8 vcores); reservation r1
+// (guarantee 4 containers) then asks `res_ask`, and the newest ad-hoc
+// containers get notices at kT0 + 1 s, deadline kT0 + 16 s.
+std::unique_ptr<Scheduler> lentAndNoticed(int32_t res_ask, std::vector<Allocation>* fill,
+                                          std::vector<PreemptionNotice>* notices) {
+  auto s = make();
+  EXPECT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  EXPECT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  EXPECT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  EXPECT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  EXPECT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  *fill = beat(*s, "n1", kT0).allocations;
+  EXPECT_EQ(fill->size(), 8u);
+  EXPECT_TRUE(s->updateAsks(AppId("res"), {ask(res_ask)}).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(1)).allocations.empty());
+  *notices = s->takePreemptionNotices(AppId("adhoc"));
+  return s;
+}
+
+// Issue #13: a notice whose need is gone by its deadline (the reservation's
+// app finished) is withdrawn: the container is not killed, keeps running, and
+// is a candidate again — newest first, as if it had never been noticed.
+TEST(SchedulerTest, NoticeWithdrawnWhenTheReservationsAppFinishes) {
+  std::vector<Allocation> fill;
+  std::vector<PreemptionNotice> notices;
+  auto s = lentAndNoticed(4, &fill, &notices);
+  ASSERT_EQ(notices.size(), 4u);
+  ASSERT_TRUE(s->removeApp(AppId("res")).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(16)).to_kill.empty());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(40)).to_kill.empty());
+  EXPECT_EQ(s->appUsed(AppId("adhoc")).value(), Resource(8192, 8));
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+  // Candidates again: a new need notices the same newest containers.
+  ASSERT_TRUE(
+      s->addApp(AppId("res2"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res2"), {ask(2)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(41));
+  auto again = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].container, fill[7].container);
+  EXPECT_EQ(again[1].container, fill[6].container);
+  EXPECT_EQ(again[0].deadline, kT0 + Seconds(56));
+  auto kill = beat(*s, "n1", kT0 + Seconds(56));
+  ASSERT_EQ(kill.to_kill.size(), 2u);
+}
+
+// Issue #13: the ask is cancelled before the AM even took the notices: they
+// are dropped with the withdrawal.
+TEST(SchedulerTest, NoticeWithdrawnWhenTheAskIsCancelled) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(3)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(0)}).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(16)).to_kill.empty());
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+  EXPECT_EQ(s->appUsed(AppId("adhoc")).value(), Resource(8192, 8));
+}
+
+// Issue #13: two containers noticed, the need shrinks to one before the
+// deadline: exactly one is killed, the newest (the node's older one is
+// checked first and spared), and the spared one is a candidate again.
+TEST(SchedulerTest, NeedShrinksToOneOfTwoNoticesKillsTheNewest) {
+  std::vector<Allocation> fill;
+  std::vector<PreemptionNotice> notices;
+  auto s = lentAndNoticed(2, &fill, &notices);
+  ASSERT_EQ(notices.size(), 2u);
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1)}).isOk());
+  auto kill = beat(*s, "n1", kT0 + Seconds(16));
+  ASSERT_EQ(kill.to_kill.size(), 1u);
+  EXPECT_EQ(kill.to_kill[0].container, fill[7].container);
+  ASSERT_TRUE(s->containerCompleted(kill.to_kill[0].container).isOk());
+  EXPECT_EQ(countByApp(beat(*s, "n1", kT0 + Seconds(17)).allocations)["res"], 1);
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(18));
+  auto again = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].container, fill[6].container);
+}
+
+// Issue #13: the victim's own reservation is back within its guarantee at
+// the deadline (its guarantee rose): its containers are no longer borrowed,
+// the notices are withdrawn.
+TEST(SchedulerTest, NoticeWithdrawnWhenTheVictimsReservationIsWithinItsGuarantee) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("big"), ReservationKind::kOneOff, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("b"), UserId("u"), QueueRef::reservation(ReservationId("big"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("b"), {ask(8)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("p"), ReservationKind::kPeriodic, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("pa"), UserId("u"), QueueRef::reservation(ReservationId("p"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("pa"), {ask(2)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  ASSERT_EQ(s->takePreemptionNotices(AppId("b")).size(), 2u);
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("big"), ReservationKind::kOneOff, Resource(8192, 8)).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(16)).to_kill.empty());
+  EXPECT_EQ(s->appUsed(AppId("b")).value(), Resource(8192, 8));
+}
+
 // Containers of a reservation within its guarantee are never preempted for
 // another reservation; only its part beyond the guarantee is.
 TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
