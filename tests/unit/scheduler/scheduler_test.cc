@@ -193,7 +193,8 @@ TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
 
 // Issue #13: 8 ad-hoc containers fill n1 (8 vcores); reservation r1
 // (guarantee 4 containers) then asks `res_ask`, and the newest ad-hoc
-// containers get notices at kT0 + 1 s, deadline kT0 + 16 s.
+// containers get notices at kT0 + 1 s, deadline kT0 + 16 s. `notices`
+// nullptr: the AM has not taken them yet.
 std::unique_ptr<Scheduler> lentAndNoticed(int32_t res_ask, std::vector<Allocation>* fill,
                                           std::vector<PreemptionNotice>* notices) {
   auto s = make();
@@ -208,7 +209,7 @@ std::unique_ptr<Scheduler> lentAndNoticed(int32_t res_ask, std::vector<Allocatio
   EXPECT_EQ(fill->size(), 8u);
   EXPECT_TRUE(s->updateAsks(AppId("res"), {ask(res_ask)}).isOk());
   EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(1)).allocations.empty());
-  *notices = s->takePreemptionNotices(AppId("adhoc"));
+  if (notices != nullptr) *notices = s->takePreemptionNotices(AppId("adhoc"));
   return s;
 }
 
@@ -242,17 +243,8 @@ TEST(SchedulerTest, NoticeWithdrawnWhenTheReservationsAppFinishes) {
 // Issue #13: the ask is cancelled before the AM even took the notices: they
 // are dropped with the withdrawal.
 TEST(SchedulerTest, NoticeWithdrawnWhenTheAskIsCancelled) {
-  auto s = make();
-  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
-  ASSERT_TRUE(
-      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
-  ASSERT_TRUE(
-      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
-  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
-  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);
-  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(3)}).isOk());
-  beat(*s, "n1", kT0 + Seconds(1));
+  std::vector<Allocation> fill;
+  auto s = lentAndNoticed(3, &fill, nullptr);
   ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(0)}).isOk());
   EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(16)).to_kill.empty());
   EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
