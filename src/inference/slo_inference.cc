@@ -191,7 +191,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
     }
     int64_t phase = ((phi0 + static_cast<int64_t>(median(rel))) % P + P) % P;
 
-    std::vector<double> in_avail, out_read, slack, start_wait, read_gap;
+    std::vector<double> ready, out_read, slack, start_wait, read_gap;
     for (const auto& r : h.runs) {
       int64_t n = static_cast<int64_t>(
           std::llround(static_cast<double>(toEpochMs(r.submit) - phase) / static_cast<double>(P)));
@@ -229,10 +229,9 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
           }
         }
       }
-      if (avail) {
-        in_avail.push_back(off(*avail));
-        start_wait.push_back(static_cast<double>((r.start - *avail).count()));
-      }
+      // The run could start once its input was there and it was submitted.
+      ready.push_back(std::max(off(r.submit), avail ? off(*avail) : 0.0));
+      if (avail) start_wait.push_back(static_cast<double>((r.start - *avail).count()));
       if (first_read) {
         double o = off(*first_read);
         // A longer-period consumer forces the deadline to the period's end.
@@ -266,7 +265,7 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
     InferredSlo slo;
     slo.period = Millis(P);
     slo.one_off_instances = one_off[h.job.value()];
-    double a = in_avail.empty() ? 0.0 : std::max(0.0, percentile(in_avail, p.start_percentile));
+    double a = std::max(0.0, percentile(ready, p.start_percentile));
     double d = percentile(out_read, p.deadline_percentile);
     // Whole seconds: a rounded up, d rounded down (never looser than inferred).
     slo.start_offset = Millis(static_cast<int64_t>(std::ceil(a / 1000.0)) * 1000);

@@ -25,8 +25,13 @@
 //   quo keeps its true deadline. Otherwise T_need = T_outRead.
 // - Actionable: CV(T_need) <= max_outread_cv and
 //   median((T_outRead - T_end) / (T_end - T_start)) >= min_slack.
-// - a = p(start_percentile) of T_inAvail (0 when the job reads nothing that
-//   others write), d = p(deadline_percentile) of T_need.
+// - a = p(start_percentile) of T_ready = max(T_submit, T_inAvail): the
+//   earliest a run could start is when its input is there (Morpheus §4) and
+//   it has been submitted (T_inAvail counts as 0 when the job reads nothing
+//   others write). A window opened before the submission would reserve
+//   capacity no run can use (issue #13: with a = p95(T_inAvail), jobs
+//   submitted 100 s after their input lost that much of a skyline that
+//   filled their window). d = p(deadline_percentile) of T_need.
 // - A consumer with a longer period than the producer forces the producer's
 //   deadline: a reservation has one deadline per period, so every instance
 //   must be done by the end of its period (T_need is capped at P).

@@ -29,7 +29,8 @@ struct KnownJob {
   int64_t avail;       // input written at this offset (+0..4 min jitter)
   int64_t runtime;     // ms
   int64_t read_after;  // output read this long after the run ends (+0/+2 min jitter)
-  int64_t expect_a() const { return avail + 4 * kMin; }  // p95 of avail + {0..4} min
+  // p95 of max(submit = avail + 5 min, input at avail + {0..4} min).
+  int64_t expect_a() const { return avail + 5 * kMin; }
   int64_t expect_d() const { return avail + 5 * kMin + runtime + read_after + kMin; }  // median
 };
 

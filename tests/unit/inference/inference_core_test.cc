@@ -210,7 +210,8 @@ TEST_F(InferenceCoreTest, WindowShorterThanTheSkylineIsAWarningNotWidened) {
   ingest(b);
   ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
   Proposal p = only("etl", store::ProposalState::kPending);
-  EXPECT_EQ(p.payload.start_offset, Millis(90 * kMin));  // a = when the input is available
+  // a = when a run could start: input there at 01:30, submitted at 01:35.
+  EXPECT_EQ(p.payload.start_offset, Millis(95 * kMin));
   const Millis window = p.payload.deadline_offset - p.payload.start_offset;
   ASSERT_GT(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
   ASSERT_EQ(p.payload.warnings.size(), 1u);
@@ -241,7 +242,7 @@ TEST_F(InferenceCoreTest, SkylineLongerThanTheWindowIsReshapedUpToTheWidestRun) 
   ingest(b);
   ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
   Proposal p = only("etl", store::ProposalState::kPending);
-  EXPECT_EQ(p.payload.start_offset, Millis(90 * kMin));  // a and d as inferred
+  EXPECT_EQ(p.payload.start_offset, Millis(95 * kMin));  // a and d as inferred
   const Millis window = p.payload.deadline_offset - p.payload.start_offset;
   EXPECT_LE(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
   int64_t area = 0;
@@ -273,18 +274,21 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   v1::Proposal wire;
   toProto(p, clock_.now(), &wire);
   EXPECT_TRUE(wire.one_off_instances());
-  const int64_t next = ((toEpochMs(clock_.now()) - 30 * kMin) / (7 * kHour) + 1) * 7 * kHour;
-  EXPECT_EQ(wire.next_instance_arrival_ms(), next + 30 * kMin);
+  // a = 35 min: input at 30 min, submitted 5 min later (addInstance).
+  const int64_t a = 35 * kMin;
+  EXPECT_EQ(p.payload.start_offset, Millis(a));
+  const int64_t next = ((toEpochMs(clock_.now()) - a) / (7 * kHour) + 1) * 7 * kHour;
+  EXPECT_EQ(wire.next_instance_arrival_ms(), next + a);
 
   auto acc = core().accept(p.record.id, alice_, false);
   ASSERT_TRUE(acc.isOk()) << acc.status().toString();
   EXPECT_TRUE(rm_.recurring.empty());
-  // Windows opening within one day of now (4.5 h, 11.5 h, 18.5 h ahead), 7 h apart.
+  // Windows opening within one day of now (~4.5 h, 11.5 h, 18.5 h ahead), 7 h apart.
   ASSERT_EQ(rm_.one_offs.size(), 3u);
   for (size_t i = 0; i < rm_.one_offs.size(); i++) {
     const auto& d = rm_.one_offs[i];
     EXPECT_EQ(d.period_ms(), 0);
-    EXPECT_EQ(d.arrival_ms(), next + static_cast<int64_t>(i) * 7 * kHour + 30 * kMin);
+    EXPECT_EQ(d.arrival_ms(), next + static_cast<int64_t>(i) * 7 * kHour + a);
     EXPECT_EQ(d.deadline_ms() - d.arrival_ms(),
               (p.payload.deadline_offset - p.payload.start_offset).count());
     EXPECT_EQ(d.recurrence_key(), "seven");
@@ -306,7 +310,7 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   ASSERT_TRUE(n.isOk());
   EXPECT_EQ(*n, 1);
   ASSERT_EQ(fresh.one_offs.size(), 1u);
-  EXPECT_EQ(fresh.one_offs[0].arrival_ms(), next + 3 * 7 * kHour + 30 * kMin);
+  EXPECT_EQ(fresh.one_offs[0].arrival_ms(), next + 3 * 7 * kHour + a);
   auto shown = restarted.proposal(p.record.id);
   ASSERT_TRUE(shown.isOk());
   EXPECT_EQ(shown->payload.instances.size(), 4u);

@@ -178,6 +178,17 @@ JobHistory dailyEtl(std::vector<store::FileEvent>* all, int days, int64_t read_j
   return h;
 }
 
+// Submitted at 00:30, before its input (01:30..01:34): the run could start
+// only once the input was there, so a = p95 of T_inAvail = 01:34.
+TEST(SloDeadline, StartIsTheInputWhenTheJobIsSubmittedBeforeIt) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 20, 2);
+  for (auto& r : h.runs) r.submit = r.start - Millis(90 * kMin);
+  auto v = inferSlos({h}, all, SloParams{});
+  ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
+  EXPECT_EQ(v[0].slo->start_offset, Millis(94 * kMin));
+}
+
 TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
   std::vector<store::FileEvent> all;
   JobHistory h = dailyEtl(&all, 20, 2);
@@ -186,8 +197,9 @@ TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
   const auto& s = *v[0].slo;
   EXPECT_EQ(s.period, Millis(kDay));
-  // a = p95 of {01:30..01:34} = 01:34 (rounded up to whole seconds).
-  EXPECT_EQ(s.start_offset, Millis(94 * kMin));
+  // a = p95 of max(submit 01:59:30, input 01:30..01:34) = 01:59:30: the
+  // earliest a run can start is its submission, after the input is there.
+  EXPECT_EQ(s.start_offset, Millis(2 * kHour - 30000));
   // d = p50 of {05:00, 05:02} alternating = 05:01.
   EXPECT_EQ(s.deadline_offset, Millis(5 * kHour + kMin));
   // slack = (05:01 - 03:00) / 1 h ~ 2.
@@ -274,7 +286,8 @@ TEST(SloDeadline, LongerPeriodConsumerForcesTheDeadlineToThePeriodEnd) {
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
   EXPECT_EQ(v[0].slo->period, Millis(kHour));
   EXPECT_EQ(v[0].slo->deadline_offset, Millis(kHour));
-  EXPECT_EQ(v[0].slo->start_offset, Millis(0));  // reads nothing others write
+  // Reads nothing others write: a = its submission, 5 min past the hour.
+  EXPECT_EQ(v[0].slo->start_offset, Millis(5 * kMin));
 }
 
 // A daily job running 02:00..end whose consumer "report" is a scheduled job:
