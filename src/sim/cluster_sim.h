@@ -65,6 +65,10 @@ struct RunSetup {
   std::string agent = "lowcost";         // planner agent
   std::string dra;                       // "" = none, else reprovision::makePolicy name
   bool record_history = false;
+  // Admit the strategy's own reservations smallest instance first (a batch
+  // of derived reservations, as Morpheus submits after a refit) instead of
+  // workload order (users submitting their own requests, the baseline).
+  bool admit_smallest_first = false;
 };
 
 struct RunOutput {

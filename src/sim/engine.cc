@@ -410,6 +410,7 @@ Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
   setup.to = fromEpochMs(0) + kDay * o.days;
   setup.agent = spec.agent;
   setup.dra = spec.dra;
+  setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
   std::map<std::string, double> why;
   setup.provisions = provisionsFor(spec, w, l, setup.from, o, why);
   MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, spec.name, progress, stop));

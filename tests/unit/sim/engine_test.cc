@@ -230,6 +230,52 @@ TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
   EXPECT_DOUBLE_EQ(out->result.instances[0].reserved_container_s, 0);
 }
 
+// One 8-container node. A big reservation (8 containers, 9 min) listed
+// first and two small ones (4 containers, 5 min each) cannot all fit before
+// the 10 min deadline: in workload order (users submitting their requests)
+// the big one takes the node, smallest first (the strategy's own batch) the
+// two small ones do, so two instances are reserved instead of one.
+TEST(SimEngineTest, SmallestFirstAdmissionReservesMoreInstances) {
+  Workload w;
+  w.periodic.push_back(
+      job("big", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(8, 9)}, 8));
+  for (const char* key : {"small-a", "small-b"}) {
+    w.periodic.push_back(
+        job(key, Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(4, 5)}, 4));
+  }
+  ExperimentOptions o = options(1, 2);
+  auto planned = [&](const std::string& key, int64_t containers, Millis duration) {
+    JobProvision p;
+    p.kind = JobProvision::Kind::kPlanned;
+    p.def.user = UserId("owner-" + key);
+    p.def.queue = "root.prod";
+    p.def.name = key;
+    p.def.recurrence_key = JobKey(key);
+    p.def.period = Millis(86400'000);
+    p.def.arrival = fromEpochMs(0);
+    p.def.deadline = fromEpochMs(10 * kMin);
+    p.def.stages.push_back(
+        planner::ReservationStage{Resource(1024, 1), containers, containers, duration});
+    return p;
+  };
+  for (bool smallest_first : {false, true}) {
+    RunSetup setup;
+    setup.from = fromEpochMs(0);
+    setup.to = fromEpochMs(86400'000);
+    setup.admit_smallest_first = smallest_first;
+    setup.provisions = {planned("big", 8, Millis(9 * kMin)),
+                        planned("small-a", 4, Millis(5 * kMin)),
+                        planned("small-b", 4, Millis(5 * kMin))};
+    auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+    ASSERT_TRUE(out.isOk()) << out.status().message();
+    EXPECT_EQ(out->result.extra.at("unreserved_jobs"), smallest_first ? 1 : 2) << smallest_first;
+    ASSERT_EQ(out->result.instances.size(), 3u);  // big, small-a, small-b
+    EXPECT_EQ(out->result.instances[0].worst_case_met, !smallest_first);
+    EXPECT_EQ(out->result.instances[1].worst_case_met, smallest_first);
+    EXPECT_EQ(out->result.instances[2].worst_case_met, smallest_first);
+  }
+}
+
 // An hourly job due 30 min after submit whose one 10 min task runs 40 min
 // every fourth hour: its consumer reads at the deadline (or at the late
 // end), so the inferred window is [0, 30 min), while the LP skyline (alpha
