@@ -8,6 +8,7 @@
 
 #include "common/version.h"
 #include "common/wire.h"
+#include "rm/harvest_classes.h"
 #include "rm/queue_report.h"
 #include "rm/rest.h"
 #include "rm/yarn_json.h"
@@ -385,6 +386,23 @@ HttpResponse scheduler(const ClusterRestSources& s) {
       {{"scheduler", {{"schedulerInfo", {{"type", "fairScheduler"}, {"rootQueue", root}}}}}});
 }
 
+// Issue #18: the primary-tenant classes of the RM's last clustering (the
+// table `morpheusctl cluster status` prints), for dashboards.
+HttpResponse harvestClasses(const ClusterRestSources& s) {
+  json list = json::array();
+  for (const auto& v : s.runtime.harvestClasses()) {
+    json nodes = json::array();
+    for (const auto& n : v.nodes) nodes.push_back(n.value());
+    list.push_back({{"id", v.cls.id},
+                    {"pattern", patternName(v.cls.pattern)},
+                    {"average", v.cls.average},
+                    {"peak", v.cls.peak},
+                    {"tenants", v.cls.tenants},
+                    {"nodeIds", nodes}});
+  }
+  return jsonOk({{"harvestClasses", {{"harvestClass", list}}}});
+}
+
 }  // namespace
 
 void registerClusterRest(HttpServer& http, const ClusterRestSources& sources) {
@@ -409,6 +427,8 @@ void registerClusterRest(HttpServer& http, const ClusterRestSources& sources) {
     return getApp(s, req, host == req.headers.end() ? "" : host->second);
   });
   get(base + "/scheduler", [s](const Principal&, const HttpRequest&) { return scheduler(s); });
+  get(base + "/harvest-classes",
+      [s](const Principal&, const HttpRequest&) { return harvestClasses(s); });
 }
 
 }  // namespace morpheus::rm

@@ -9,6 +9,9 @@
 //   GET /ws/v1/cluster/apps/{id}               {"app": {...}}
 //   GET /ws/v1/cluster/scheduler               Fair Scheduler shape (weights, DRF):
 //       {"scheduler": {"schedulerInfo": {"type": "fairScheduler", "rootQueue": {...}}}}
+//   GET /ws/v1/cluster/harvest-classes         Morpheus only (issue #18): the primary-
+//       tenant classes of the last clustering, {"harvestClasses": {"harvestClass":
+//       [{"id", "pattern", "average", "peak", "tenants": [...], "nodeIds": [...]}]}}
 // Differences from YARN: an empty list is [] (YARN writes null); node ids
 // are the NMs' ids; an app's state is ACCEPTED until its AM runs; reservation
 // queues are children of the root queue named by reservation id (YARN puts

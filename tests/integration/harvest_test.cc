@@ -193,6 +193,21 @@ TEST_F(HarvestIT, LongJobRunsOnTheClassWithHeadroom) {
     std::string node = c["node_ids"][0];
     EXPECT_NEAR(c["peak"].get<double>(), node == "nm1" ? 0.5 : 0.0125, 0.01) << c.dump();
   }
+  // The same classes on the RM's REST port (a token is needed).
+  auto rest = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/harvest-classes", "",
+                          "application/json", bearer("alice"));
+  ASSERT_EQ(rest.status, 200) << rest.body;
+  json listed = json::parse(rest.body, nullptr, false)["harvestClasses"]["harvestClass"];
+  ASSERT_EQ(listed.size(), 2u) << rest.body;
+  for (const auto& c : listed) {
+    ASSERT_EQ(c["nodeIds"].size(), 1u) << c.dump();
+    EXPECT_EQ(c["id"], class_of[c["nodeIds"][0].get<std::string>()]) << c.dump();
+    EXPECT_EQ(c["pattern"], "constant") << c.dump();
+  }
+  EXPECT_EQ(httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/harvest-classes", "",
+                        "application/json", {})
+                .status,
+            401);
   auto [tc, table] = ctl({"cluster", "status"});
   EXPECT_NE(table.find("HARVEST CLASS"), std::string::npos) << table;
   EXPECT_NE(table.find(class_of["nm2"]), std::string::npos) << table;
