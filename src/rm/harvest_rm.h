@@ -19,6 +19,7 @@
 #include "reprovision/policy.h"
 #include "rm/harvest_classes.h"
 #include "rm/harvest_selection.h"
+#include "rm/harvest_series.h"
 
 namespace morpheus::rm {
 
@@ -26,6 +27,9 @@ namespace morpheus::rm {
 inline constexpr const char* kHarvestClassAttribute = "harvest-class";
 // State-store namespace: job name -> {"length_ms": <last successful run>}.
 inline constexpr const char* kHarvestRunsTable = "harvest-runs";
+// State-store namespace: primary tenant -> its CPU and memory series
+// (encodeTenantUsage), so the classes survive an RM restart.
+inline constexpr const char* kHarvestUsageTable = "harvest-usage";
 
 struct HarvestRmOptions {
   // rm.harvest.cluster-every: period of the primary tenants' clustering on the
@@ -38,6 +42,11 @@ struct HarvestRmOptions {
   // rm.harvest.max-classes-per-label: k of the k-means within each label
   // (classes; default 4). Other classifier thresholds are the library's.
   int64_t max_classes_per_label = 4;
+  // rm.harvest.save-every: how often the tenants' series that got new
+  // samples are written to the state store (ms; default 1 h; 0 = only when
+  // the RM stops). What a crash loses is at most this much history; each
+  // save writes up to ~60 KB per tenant.
+  Millis save_every{Millis(3600000)};
   ClassifierOptions classifier() const;
 };
 
@@ -53,6 +62,18 @@ std::string harvestJobName(const std::string& app_name, const std::string& recur
 std::string encodeHarvestRun(Millis length);
 // INTERNAL naming the job for a record that is not {"length_ms": n > 0}.
 Result<Millis> decodeHarvestRun(const std::string& job, const std::string& value);
+
+// A tenant's series as a state-store value: {"cpu": S, "memory": S} with
+// S = {"step_ms": n, "buckets": [[start_ms, avg, peak, samples], ...]},
+// avg and peak rounded to four decimals.
+std::string encodeTenantUsage(const UtilSeries& cpu, const UtilSeries& memory);
+struct TenantUsage {
+  UtilSeries cpu, memory;
+};
+// The series back, at `history`'s base step and capacity. INTERNAL naming the
+// tenant (and the field) for a value that does not decode.
+Result<TenantUsage> decodeTenantUsage(const std::string& tenant, const std::string& value,
+                                      const HarvestHistory& history);
 
 // The AM's stage reports as the selector's DAG (names and dependencies).
 std::vector<StageShape> stageShapes(const std::vector<reprovision::StageState>& stages);

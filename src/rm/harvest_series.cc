@@ -20,6 +20,29 @@ UtilSeries::UtilSeries(Millis base_step, size_t capacity) : step_(base_step), ca
                  "UtilSeries: base_step must be > 0 and capacity >= 2");
 }
 
+Result<UtilSeries> UtilSeries::restore(Millis base_step, size_t capacity, Millis step,
+                                       const std::vector<Bucket>& buckets) {
+  if (step < base_step || step.count() % base_step.count() != 0) {
+    return invalidArgument(
+        "step", "must be a multiple of the base step " + std::to_string(base_step.count()) + " ms");
+  }
+  UtilSeries out(base_step, capacity);
+  out.step_ = step;
+  for (size_t i = 0; i < buckets.size(); i++) {
+    const Bucket& b = buckets[i];
+    const bool ordered = out.buckets_.empty() || b.start > out.buckets_.back().start;
+    if (!ordered || floorTo(b.start, step) != b.start || b.samples < 1 || b.avg < 0 ||
+        b.avg > b.peak || b.peak > 1) {
+      return invalidArgument("buckets[" + std::to_string(i) + "]",
+                             "must start on the step grid after the previous one, with 0 <= "
+                             "avg <= peak <= 1 and samples >= 1");
+    }
+    out.buckets_.push_back(b);
+  }
+  if (out.buckets_.size() > capacity) out.coarsen();
+  return out;
+}
+
 bool UtilSeries::add(TimePoint t, double value) {
   value = std::clamp(value, 0.0, 1.0);
   TimePoint start = floorTo(t, step_);
@@ -95,6 +118,18 @@ void HarvestHistory::record(const NodeId& node, const std::string& tenant, TimeP
   Pair& p = slot(tenants_, tenant);
   p.cpu.add(t, cpu);
   p.memory.add(t, memory);
+  changed_.insert(tenant);
+}
+
+void HarvestHistory::restoreTenant(const std::string& tenant, UtilSeries cpu, UtilSeries memory) {
+  tenants_.erase(tenant);
+  tenants_.emplace(tenant, Pair{std::move(cpu), std::move(memory)});
+}
+
+std::vector<std::string> HarvestHistory::takeChangedTenants() {
+  std::vector<std::string> out(changed_.begin(), changed_.end());
+  changed_.clear();
+  return out;
 }
 
 const UtilSeries* HarvestHistory::nodeCpu(const NodeId& node) const {

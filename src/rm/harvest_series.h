@@ -13,11 +13,13 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "common/status.h"
 
 namespace morpheus::rm {
 
@@ -31,6 +33,12 @@ class UtilSeries {
   };
   // `base_step` > 0, `capacity` >= 2 (asserted).
   UtilSeries(Millis base_step, size_t capacity);
+  // A series restored from saved buckets at width `step` (a multiple of
+  // `base_step`): starts on the step grid and increasing, avg <= peak, both
+  // in [0, 1], samples >= 1; more than `capacity` buckets are coarsened.
+  // INVALID_ARGUMENT naming "step" or "buckets[i]".
+  static Result<UtilSeries> restore(Millis base_step, size_t capacity, Millis step,
+                                    const std::vector<Bucket>& buckets);
 
   // Samples must come in non-decreasing time; an older one is dropped (false).
   bool add(TimePoint t, double value);
@@ -61,6 +69,14 @@ class HarvestHistory {
   // The primary tenant last reported by `node` ("" if none).
   std::string tenantOf(const NodeId& node) const;
   void forgetNode(const NodeId& node);
+  // Replaces a tenant's series (restored from the state store); newer
+  // samples are added to them. Series built with this history's base step and
+  // capacity are expected.
+  void restoreTenant(const std::string& tenant, UtilSeries cpu, UtilSeries memory);
+  // The tenants with samples recorded since the last call, once each.
+  std::vector<std::string> takeChangedTenants();
+  Millis baseStep() const { return base_step_; }
+  size_t capacity() const { return capacity_; }
 
  private:
   struct Pair {
@@ -72,6 +88,7 @@ class HarvestHistory {
   std::map<std::string, Pair> nodes_;
   std::map<std::string, Pair> tenants_;
   std::map<std::string, std::string> tenant_of_;
+  std::set<std::string> changed_;  // tenants recorded since takeChangedTenants
 };
 
 }  // namespace morpheus::rm

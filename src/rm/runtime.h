@@ -252,8 +252,17 @@ class RmRuntime {
     std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
   };
   void startHarvestClustering();
+  // Stops both timers and saves what the last save missed.
   void stopHarvestClustering();
   void harvestTick();
+  // Writes the series of the tenants that got samples since the last save
+  // (table harvest-usage; rm.harvest.save-every), one write per tenant.
+  void saveHarvestUsage();
+  void harvestSaveTick();
+  // Sets the node's harvest-class attribute to its tenant's class of the
+  // last clustering when it differs, so a node that reports after the
+  // clustering (new, or back after an RM restart) has its class at once.
+  void tagHarvestNode(const NodeId& node, const std::string& tenant);  // REQUIRES(mu_)
   // Adds the job's harvest-class soft constraint to `asks` (selecting the
   // classes on its first asks). REQUIRES(mu_)
   void harvestAsks(const AppRecord& rec, const AppRt& rt,
@@ -307,14 +316,16 @@ class RmRuntime {
   store::StateStore* store_ = nullptr;
   // Harvesting classes (issue #18). GUARDED_BY(mu_)
   std::vector<HarvestClass> harvest_classes_;
-  std::map<std::string, Millis> harvest_runs_;  // GUARDED_BY(mu_): job -> last run length
-  std::map<AppId, HarvestJob> harvest_jobs_;    // GUARDED_BY(mu_)
+  std::map<std::string, std::string> harvest_class_of_;  // GUARDED_BY(mu_): tenant -> class id
+  std::map<std::string, Millis> harvest_runs_;           // GUARDED_BY(mu_): job -> last run length
+  std::map<AppId, HarvestJob> harvest_jobs_;             // GUARDED_BY(mu_)
   // The clustering timer: harvest_mu_ is held for a whole tick, so
   // stopHarvestClustering waits for a running one.
   std::mutex harvest_mu_;
-  bool harvest_stopped_ = true;  // GUARDED_BY(harvest_mu_)
-  TimerId harvest_timer_ = 0;    // GUARDED_BY(harvest_mu_)
-  AmLauncher launcher_;          // internally locked; its callbacks take mu_
+  bool harvest_stopped_ = true;     // GUARDED_BY(harvest_mu_)
+  TimerId harvest_timer_ = 0;       // GUARDED_BY(harvest_mu_)
+  TimerId harvest_save_timer_ = 0;  // GUARDED_BY(harvest_mu_)
+  AmLauncher launcher_;             // internally locked; its callbacks take mu_
 };
 
 }  // namespace morpheus::rm

@@ -35,6 +35,7 @@ void RmRuntime::onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest
   std::string tenant = u.tenant().empty() ? node.id.value() : u.tenant();
   harvest_history_.record(node.id, tenant, now, u.cpu_vcores() / cpu_cap,
                           static_cast<double>(u.memory_mib()) / mem_cap);
+  tagHarvestNode(node.id, tenant);
   if (!req.has_harvest_offer()) return;
   // Secondary containers get only what the primary tenant leaves: the
   // scheduler places nothing beyond the NM's offer (never beyond the
@@ -52,12 +53,78 @@ void RmRuntime::startHarvestClustering() {
   if (!harvest_stopped_) return;
   harvest_stopped_ = false;
   harvest_timer_ = clock_.scheduleAfter(Millis(0), [this] { harvestTick(); });
+  if (opts_.harvest.save_every > Millis(0)) {
+    harvest_save_timer_ =
+        clock_.scheduleAfter(opts_.harvest.save_every, [this] { harvestSaveTick(); });
+  }
 }
 
 void RmRuntime::stopHarvestClustering() {
+  {
+    std::lock_guard<std::mutex> lk(harvest_mu_);
+    harvest_stopped_ = true;
+    clock_.cancel(harvest_timer_);
+    clock_.cancel(harvest_save_timer_);
+  }
+  saveHarvestUsage();
+}
+
+void RmRuntime::harvestSaveTick() {
   std::lock_guard<std::mutex> lk(harvest_mu_);
-  harvest_stopped_ = true;
-  clock_.cancel(harvest_timer_);
+  if (harvest_stopped_) return;
+  saveHarvestUsage();
+  harvest_save_timer_ =
+      clock_.scheduleAfter(opts_.harvest.save_every, [this] { harvestSaveTick(); });
+}
+
+void RmRuntime::saveHarvestUsage() {
+  if (!store_) return;
+  std::vector<store::StateWrite> batch;
+  {
+    Guard lk(*this);
+    for (const auto& t : harvest_history_.takeChangedTenants()) {
+      const UtilSeries* cpu = harvest_history_.tenantCpu(t);
+      const UtilSeries* mem = harvest_history_.tenantMemory(t);
+      if (cpu != nullptr && mem != nullptr) {
+        batch.push_back({kHarvestUsageTable, t, encodeTenantUsage(*cpu, *mem)});
+      }
+    }
+  }
+  // One write per tenant: a tenant's series are up to ~60 KB of JSON; etcd refuses
+  // a transaction beyond its request size or state-store.etcd.max-txn-ops.
+  // A tenant whose save fails is saved again after its next sample.
+  size_t failed = 0;
+  Status last;
+  for (const auto& w : batch) {
+    if (Status st = store_->commit({w}); !st.isOk()) {
+      failed++;
+      last = st;
+    }
+  }
+  if (failed > 0) {
+    spdlog::warn("harvesting: usage of {} of {} tenant(s) not saved: {}", failed, batch.size(),
+                 last.message());
+  }
+}
+
+void RmRuntime::tagHarvestNode(const NodeId& id, const std::string& tenant) {
+  if (harvest_classes_.empty()) return;
+  auto n = nodes_.find(id);
+  if (n == nodes_.end()) return;
+  auto c = harvest_class_of_.find(tenant);
+  const std::string cls = c == harvest_class_of_.end() ? "" : c->second;
+  auto a = n->second.attributes.find(kHarvestClassAttribute);
+  const std::string now = a == n->second.attributes.end() ? "" : a->second;
+  if (cls == now) return;
+  if (cls.empty()) {
+    n->second.attributes.erase(kHarvestClassAttribute);
+  } else {
+    n->second.attributes[kHarvestClassAttribute] = cls;
+  }
+  if (!n->second.live) return;
+  if (Status st = sched_->setNodeAttribute(id, kHarvestClassAttribute, cls); !st.isOk()) {
+    logLater(spdlog::level::warn, "node {}: harvest class not set: {}", id.value(), st.message());
+  }
 }
 
 // On the clock's thread, never on the scheduler strand.
@@ -120,6 +187,7 @@ void RmRuntime::applyHarvestClasses(std::vector<HarvestClass> classes) {
              patternName(c.pattern), c.average, c.peak, c.tenants.size());
   }
   harvest_classes_ = std::move(classes);
+  harvest_class_of_ = std::move(class_of);
 }
 
 std::vector<std::string> RmRuntime::selectHarvest(const AppId& app, const HarvestJob& job,
@@ -239,7 +307,16 @@ Status RmRuntime::recoverHarvestRuns() {
     MORPHEUS_ASSIGN_OR_RETURN(Millis length, decodeHarvestRun(job, value));
     runs[job] = length;
   }
+  MORPHEUS_ASSIGN_OR_RETURN(auto usage_rows, store_->list(kHarvestUsageTable));
   Guard lk(*this);
+  std::map<std::string, TenantUsage> usage;
+  for (const auto& [tenant, value] : usage_rows) {
+    MORPHEUS_ASSIGN_OR_RETURN(TenantUsage u, decodeTenantUsage(tenant, value, harvest_history_));
+    usage.emplace(tenant, std::move(u));
+  }
+  for (auto& [tenant, u] : usage) {
+    harvest_history_.restoreTenant(tenant, std::move(u.cpu), std::move(u.memory));
+  }
   harvest_runs_ = std::move(runs);
   return Status::ok();
 }

@@ -223,6 +223,53 @@ TEST_F(RuntimeHarvestTest, RunHistorySurvivesAStoreReopen) {
   EXPECT_EQ(decodeHarvestRun("etl", **raw).value(), Millis(90000));
 }
 
+// The tenants' usage series survive an RM restart (saved when the runtime
+// stops): the restarted RM clusters them into the same classes without a new
+// report, and a node that reports after that clustering gets its class from
+// its first heartbeat, not from the next clustering a day later.
+TEST_F(RuntimeHarvestTest, ClassesComeBackAfterARestartWithoutNewReports) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  busyAndIdleHistory();
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  const std::string busy = rt_->harvestClassOf(NodeId("n1"));
+  const std::string idle = rt_->harvestClassOf(NodeId("n2"));
+  ASSERT_FALSE(busy.empty());
+  ASSERT_NE(busy, idle);
+  close();
+  open();
+  EXPECT_EQ(store_->list(kHarvestUsageTable).value().size(), 2u);  // web-n1, web-n2
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  ASSERT_EQ(rt_->harvestClasses().size(), 2u);
+  addNode("n1", 8);
+  addNode("n2", 8);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), "");  // not reported yet
+  heartbeat("n1", 5.0);
+  heartbeat("n2", 0.1);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), busy);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n2")), idle);
+}
+
+// A running RM saves the series every rm.harvest.save-every (1 h by
+// default), so a crash (no stop) loses at most that much history.
+TEST_F(RuntimeHarvestTest, UsageIsSavedPeriodicallyWhileRunning) {
+  addNode("n1", 8);
+  rt_->start();
+  for (int i = 0; i < 59; i++) {
+    heartbeat("n1", 5.0);
+    clock_.advance(Millis(60000));
+  }
+  EXPECT_TRUE(store_->list(kHarvestUsageTable).value().empty());
+  heartbeat("n1", 5.0);
+  clock_.advance(Millis(60000));  // 1 h since start
+  auto rows = store_->list(kHarvestUsageTable).value();
+  ASSERT_EQ(rows.size(), 1u);
+  auto u = decodeTenantUsage(rows.begin()->first, rows.begin()->second, HarvestHistory());
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  EXPECT_EQ(u->cpu.buckets().size(), 60u);
+  EXPECT_NEAR(u->cpu.buckets().back().avg, 5.0 / 8, 1e-4);
+}
+
 // A corrupt run record refuses recovery with a message naming the job.
 TEST(HarvestRmTest, CorruptRunRecordNamesTheJob) {
   auto r = decodeHarvestRun("etl", "{\"length_ms\": -3}");
@@ -230,6 +277,33 @@ TEST(HarvestRmTest, CorruptRunRecordNamesTheJob) {
   EXPECT_NE(r.status().message().find("'etl'"), std::string::npos) << r.status().message();
   EXPECT_FALSE(decodeHarvestRun("etl", "nonsense").isOk());
   EXPECT_EQ(decodeHarvestRun("etl", encodeHarvestRun(Millis(42))).value(), Millis(42));
+}
+
+// A tenant's series round-trip through the state-store encoding; a corrupt
+// record refuses recovery naming the tenant and the field.
+TEST(HarvestRmTest, TenantUsageRoundTripsAndCorruptRecordsNameTheField) {
+  HarvestHistory h;
+  for (int i = 0; i < 5; i++) {
+    h.record(NodeId("n1"), "web", fromEpochMs(1800000000000 + i * 60000), 0.1 * i, 0.5);
+  }
+  auto u =
+      decodeTenantUsage("web", encodeTenantUsage(*h.tenantCpu("web"), *h.tenantMemory("web")), h);
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  ASSERT_EQ(u->cpu.buckets().size(), 5u);
+  for (size_t i = 0; i < 5; i++) {
+    EXPECT_NEAR(u->cpu.regular()[i], h.tenantCpu("web")->regular()[i], 1e-4);
+    EXPECT_NEAR(u->memory.regular()[i], 0.5, 1e-4);
+  }
+  auto bad = decodeTenantUsage("web",
+                               R"({"cpu": {"step_ms": 60000, "buckets": [[60000, 0.5, 0.2, 1]]},)"
+                               R"( "memory": {"step_ms": 60000, "buckets": []}})",
+                               h);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("'web'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("cpu.buckets[0]"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(decodeTenantUsage("web", "nonsense", h).isOk());
+  EXPECT_FALSE(decodeTenantUsage("web", R"({"cpu": {"step_ms": 1000, "buckets": []}})", h).isOk());
 }
 
 // Class states: capacity in containers of the job's size over the class's
