@@ -71,7 +71,8 @@ struct TenantUsage {
   UtilSeries cpu, memory;
 };
 // The series back, at `history`'s base step and capacity. INTERNAL naming the
-// tenant (and the field) for a value that does not decode.
+// tenant (and the field) for a value that does not decode (the RM then skips
+// the record with a warning: the reports rebuild the history).
 Result<TenantUsage> decodeTenantUsage(const std::string& tenant, const std::string& value,
                                       const HarvestHistory& history);
 

@@ -309,13 +309,16 @@ Status RmRuntime::recoverHarvestRuns() {
   }
   MORPHEUS_ASSIGN_OR_RETURN(auto usage_rows, store_->list(kHarvestUsageTable));
   Guard lk(*this);
-  std::map<std::string, TenantUsage> usage;
+  // The usage series are a cache the NMs' reports rebuild: a record that does
+  // not decode is skipped with a warning, not a reason to refuse to start.
   for (const auto& [tenant, value] : usage_rows) {
-    MORPHEUS_ASSIGN_OR_RETURN(TenantUsage u, decodeTenantUsage(tenant, value, harvest_history_));
-    usage.emplace(tenant, std::move(u));
-  }
-  for (auto& [tenant, u] : usage) {
-    harvest_history_.restoreTenant(tenant, std::move(u.cpu), std::move(u.memory));
+    auto u = decodeTenantUsage(tenant, value, harvest_history_);
+    if (!u.isOk()) {
+      logLater(spdlog::level::warn, "harvesting: {}; the tenant's history starts afresh",
+               u.status().message());
+      continue;
+    }
+    harvest_history_.restoreTenant(tenant, std::move(u->cpu), std::move(u->memory));
   }
   harvest_runs_ = std::move(runs);
   return Status::ok();

@@ -226,7 +226,8 @@ TEST_F(RuntimeHarvestTest, RunHistorySurvivesAStoreReopen) {
 // The tenants' usage series survive an RM restart (saved when the runtime
 // stops): the restarted RM clusters them into the same classes without a new
 // report, and a node that reports after that clustering gets its class from
-// its first heartbeat, not from the next clustering a day later.
+// its first heartbeat, not from the next clustering a day later. A corrupt
+// record is skipped, not a reason to refuse to start.
 TEST_F(RuntimeHarvestTest, ClassesComeBackAfterARestartWithoutNewReports) {
   addNode("n1", 8);
   addNode("n2", 8);
@@ -236,9 +237,11 @@ TEST_F(RuntimeHarvestTest, ClassesComeBackAfterARestartWithoutNewReports) {
   const std::string idle = rt_->harvestClassOf(NodeId("n2"));
   ASSERT_FALSE(busy.empty());
   ASSERT_NE(busy, idle);
+  // A record that does not decode is skipped (open() asserts the recovery).
+  ASSERT_TRUE(store_->commit({{kHarvestUsageTable, "broken", "nonsense"}}).isOk());
   close();
   open();
-  EXPECT_EQ(store_->list(kHarvestUsageTable).value().size(), 2u);  // web-n1, web-n2
+  EXPECT_EQ(store_->list(kHarvestUsageTable).value().size(), 3u);  // web-n1, web-n2, broken
   ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
   ASSERT_EQ(rt_->harvestClasses().size(), 2u);
   addNode("n1", 8);
