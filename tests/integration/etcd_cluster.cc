@@ -66,7 +66,11 @@ bool bindable(int port) {
 // chosen). Random, so concurrent tests rarely pick the same one, and checked
 // bindable; the kernel's choice only when nothing below the range is free.
 int freeLoopbackPort() {
-  static std::mt19937 rng(static_cast<uint32_t>(::getpid()) ^ static_cast<uint32_t>(nowMs()));
+  // Seeded from the kernel: pid ^ time gave two test processes started 1 ms
+  // apart with consecutive pids the same seed, hence the same ports (seen
+  // under ctest -j2: the second etcd failed to bind and its test talked to
+  // the first test's etcd).
+  static std::mt19937 rng(std::random_device{}());
   const int high = ephemeralLow();
   if (high > 11000) {
     std::uniform_int_distribution<int> pick(10000, high - 1);
@@ -131,14 +135,20 @@ EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms,
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     procs_.push_back(Process::start("/usr/bin/setpriv", args, dir + ".log"));
   }
+  // Healthy ports are not enough: another test's etcd on a port ours failed
+  // to bind would answer; our members must be running too.
   ok_ = waitFor(
       [&] {
+        for (auto& p : procs_) {
+          if (!p.running()) return false;
+        }
         for (int port : client_ports_) {
           if (!healthy(port)) return false;
         }
         return true;
       },
       std::chrono::seconds(20));
+  for (auto& p : procs_) ok_ = ok_ && p.running();
 }
 
 std::string EtcdCluster::log() const {
