@@ -81,6 +81,10 @@ struct ExperimentOptions {
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
   Millis fluid_adhoc_step{0};
+  // For the differential test only: offer new asks to every free node they
+  // fit, as before the simulator skipped offers that cannot change anything
+  // (Sim::offerNewAsks). Decisions must be the same either way.
+  bool offer_every_free_node = false;
 };
 
 struct History;  // sim/cluster_sim.h

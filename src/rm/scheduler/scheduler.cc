@@ -274,6 +274,7 @@ struct Node {
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
+  int32_t slot = -1;                                  // in Impl::node_slots
 };
 
 void EntityHeap::set(size_t i, Item it) {
@@ -397,6 +398,11 @@ struct Scheduler::Impl {
   Node* findNode(const NodeId& id) const {
     auto it = node_index.find(id);
     return it == node_index.end() ? nullptr : it->second;
+  }
+  std::vector<Node*> node_slots;  // by NodeSlot; null once removed, never reused
+  Node* slotNode(NodeSlot slot) const {
+    if (slot.value < 0 || static_cast<size_t>(slot.value) >= node_slots.size()) return nullptr;
+    return node_slots[static_cast<size_t>(slot.value)];
   }
   Resource cluster_total, cluster_used;
   std::map<std::string, std::unique_ptr<Queue>> queues;  // by path
@@ -1166,6 +1172,8 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   if (s.nodes.count(node) != 0) return alreadyExists("node " + node.value());
   Node& n = s.nodes[node];
   s.node_index.emplace(node, &n);
+  n.slot = static_cast<int32_t>(s.node_slots.size());
+  s.node_slots.push_back(&n);
   n.id = node;
   n.total = total;
   n.free = total;
@@ -1227,6 +1235,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.cluster_total -= n.total;
   s.crv.removeNode(node);
   s.node_index.erase(node);
+  s.node_slots[static_cast<size_t>(n.slot)] = nullptr;
   s.nodes.erase(it);
   s.rekeyAll();
   return lost;
@@ -1500,6 +1509,23 @@ Result<NodeUpdateResult> Scheduler::nodeUpdate(const NodeId& node, TimePoint now
   Node* n = impl_->findNode(node);
   if (n == nullptr) return notFound("node " + node.value());
   return impl_->update(*n, now);
+}
+
+Result<NodeSlot> Scheduler::nodeSlot(const NodeId& node) const {
+  const Node* n = impl_->findNode(node);
+  if (n == nullptr) return notFound("node " + node.value());
+  return NodeSlot{n->slot};
+}
+
+Result<NodeUpdateResult> Scheduler::nodeUpdate(NodeSlot slot, TimePoint now) {
+  Node* n = impl_->slotNode(slot);
+  if (n == nullptr) return notFound("node slot " + std::to_string(slot.value));
+  return impl_->update(*n, now);
+}
+
+bool Scheduler::nodeHasNotices(NodeSlot slot) const {
+  const Node* n = impl_->slotNode(slot);
+  return n != nullptr && n->marked > 0;
 }
 
 NodeUpdateResult Scheduler::schedulePass(TimePoint now) {

@@ -210,6 +210,17 @@ class Scheduler {
   // deadlines and soft-constraint delays only.
   Result<NodeUpdateResult> nodeUpdate(const NodeId& node, TimePoint now);
 
+  // The slot of a known node (NOT_FOUND if unknown), and nodeUpdate by slot:
+  // the same decisions without the id lookup. NOT_FOUND for the slot of a
+  // removed node or one this scheduler never gave.
+  Result<NodeSlot> nodeSlot(const NodeId& node) const;
+  Result<NodeUpdateResult> nodeUpdate(NodeSlot slot, TimePoint now);
+
+  // Whether the node holds containers under preemption notice not yet sent
+  // to kill: a nodeUpdate there may kill them or silently withdraw their
+  // notices. False for an unknown slot.
+  bool nodeHasNotices(NodeSlot slot) const;
+
   // nodeUpdate for every node, in NodeId order; results concatenated.
   NodeUpdateResult schedulePass(TimePoint now);
 

@@ -451,6 +451,43 @@ TEST(SchedulerTest, NodeRemovalReturnsLostContainers) {
   EXPECT_EQ(s->nodeUpdate(NodeId("n1"), kT0).status().code(), StatusCode::kNotFound);
 }
 
+// Issue #13 (scale): a node's slot updates it as its id does; the slot of a
+// removed node stays invalid even when a node of the same id joins again;
+// nodeHasNotices follows the node's containers under notice until the kill.
+TEST(SchedulerTest, NodeSlotsUpdateByHandleAndAreNeverReused) {
+  std::vector<Allocation> fill;
+  std::vector<PreemptionNotice> notices;
+  auto s = lentAndNoticed(4, &fill, &notices);
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(65536, 8), {}).isOk());
+  auto n1 = s->nodeSlot(NodeId("n1"));
+  auto n2 = s->nodeSlot(NodeId("n2"));
+  ASSERT_TRUE(n1.isOk() && n2.isOk());
+  EXPECT_NE(n1->value, n2->value);
+  EXPECT_EQ(s->nodeSlot(NodeId("n9")).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(s->nodeHasNotices(*n1));  // 4 ad-hoc containers under notice on n1
+  EXPECT_FALSE(s->nodeHasNotices(*n2));
+  // The reservation's 4 containers go to the empty n2 through its slot.
+  auto on_n2 = s->nodeUpdate(*n2, kT0 + Seconds(2));
+  ASSERT_TRUE(on_n2.isOk());
+  EXPECT_EQ(countByApp(on_n2->allocations)["res"], 4);
+  for (const auto& a : on_n2->allocations) EXPECT_EQ(a.node, NodeId("n2"));
+  // Served elsewhere, n1's notices are withdrawn at their deadline, not killed.
+  auto at_deadline = s->nodeUpdate(*n1, kT0 + Seconds(16));
+  ASSERT_TRUE(at_deadline.isOk());
+  EXPECT_TRUE(at_deadline->to_kill.empty());
+  EXPECT_FALSE(s->nodeHasNotices(*n1));
+  ASSERT_TRUE(s->removeNode(NodeId("n2")).isOk());
+  EXPECT_EQ(s->nodeUpdate(*n2, kT0).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(s->nodeHasNotices(*n2));
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(65536, 8), {}).isOk());
+  EXPECT_EQ(s->nodeUpdate(*n2, kT0).status().code(), StatusCode::kNotFound);
+  auto again = s->nodeSlot(NodeId("n2"));
+  ASSERT_TRUE(again.isOk());
+  EXPECT_NE(again->value, n2->value);
+  EXPECT_EQ(s->nodeUpdate(NodeSlot{-1}, kT0).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->nodeUpdate(NodeSlot{1000}, kT0).status().code(), StatusCode::kNotFound);
+}
+
 // A recovered container is accounted to its app, its reservation queue and its node.
 TEST(SchedulerTest, RecoverContainerReaccounts) {
   auto s = make();

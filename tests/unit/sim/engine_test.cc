@@ -3,6 +3,7 @@
 // exactly (no noise) unless a test says otherwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "sim/cluster_sim.h"
@@ -544,6 +545,50 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
     for (size_t k = 0; k < x.instances.size(); k++) {
       EXPECT_EQ(x.instances[k].runtime, y.instances[k].runtime);
       EXPECT_EQ(x.instances[k].reserved_container_s, y.instances[k].reserved_container_s);
+    }
+  }
+}
+
+// Issue #13 (scale): skipping offers of new asks to free nodes that cannot
+// change anything (no more room than a node that just declined, no notice
+// to withdraw) leaves every decision as offering each node does.
+TEST(SimEngineTest, SkippedOffersChangeNoDecision) {
+  GeneratorOptions g;
+  g.periodic_jobs = 10;
+  g.periodic_load = 0.25;
+  g.days = 3;
+  g.node_size = Resource(65536, 16);
+  g.nodes = 20;
+  auto w = generatePeriodic(g);
+  ASSERT_TRUE(w.isOk()) << w.status().message();
+  for (int i = 0; i < 3 * 24 * 60; i++) {  // borrowers: a 16-task job every minute
+    AdhocJob a;
+    a.name = "busy" + std::to_string(i);
+    a.user = UserId(i % 3 == 0 ? "carol" : "dave");
+    a.submit = Millis(static_cast<int64_t>(i) * kMin);
+    a.stages.push_back(stage(16, 4 + i % 9));
+    w->adhoc.push_back(a);
+  }
+  ExperimentOptions o = options(20, 3);
+  o.node_size = g.node_size;
+  o.realize = drawInstance;
+  auto specs = parseStrategies({"baseline", "morpheus"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto skipping = runExperiment(*w, o, *specs);
+  o.offer_every_free_node = true;
+  auto every = runExperiment(*w, o, *specs);
+  ASSERT_TRUE(skipping.isOk()) << skipping.status().message();
+  ASSERT_TRUE(every.isOk());
+  for (size_t i = 0; i < every->strategies.size(); i++) {
+    const auto &x = skipping->strategies[i], &y = every->strategies[i];
+    EXPECT_GT(y.extra.at("preemption_notices"), 0) << y.name;  // notices are exercised
+    EXPECT_EQ(x.extra, y.extra) << x.name;
+    EXPECT_EQ(x.deadline_violations, y.deadline_violations) << x.name;
+    EXPECT_EQ(x.utilisation_series, y.utilisation_series) << x.name;
+    EXPECT_EQ(x.adhoc_jct_p95_s, y.adhoc_jct_p95_s) << x.name;
+    ASSERT_EQ(x.instances.size(), y.instances.size()) << x.name;
+    for (size_t k = 0; k < x.instances.size(); k++) {
+      EXPECT_EQ(x.instances[k].runtime, y.instances[k].runtime) << x.name << " " << k;
     }
   }
 }
