@@ -968,7 +968,12 @@ Status Sim::initFluid() {
     const int ai = static_cast<int>(apps_.size());
     apps_.emplace_back();
     AppState& app = apps_.back();
-    app.id = AppId("a" + std::to_string(ai) + ":fluid-adhoc-" + std::to_string(p));
+    // "a<index>:" and nothing more, on purpose: the scheduler's container
+    // ids are the app id plus "_<epoch>_<n>", the pools churn hundreds of
+    // millions of containers at scale, and an id within std::string's inline
+    // buffer (15 characters: here up to n = 999,999,999 for the first ten
+    // apps) costs no allocation in the scheduler or in the copies it returns.
+    app.id = AppId("a" + std::to_string(ai) + ":");
     app.fluid = static_cast<int>(p);
     pools_[p].app = ai;
     MORPHEUS_RETURN_IF_ERROR(
