@@ -520,6 +520,29 @@ Workload mixed() {
   return w;
 }
 
+// Every strategy of `a` and `b` has the same outcomes: counts, utilisation,
+// ad-hoc tail, extra figures (preemptions, events) and each instance's
+// runtime and reserved capacity.
+void expectSameOutcomes(const SimSummary& a, const SimSummary& b) {
+  ASSERT_EQ(a.strategies.size(), b.strategies.size());
+  for (size_t i = 0; i < a.strategies.size(); i++) {
+    const auto &x = a.strategies[i], &y = b.strategies[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_GT(x.periodic_instances, 0) << x.name;
+    EXPECT_EQ(x.deadline_violations, y.deadline_violations) << x.name;
+    EXPECT_EQ(x.worst_case_violations, y.worst_case_violations) << x.name;
+    EXPECT_EQ(x.utilisation, y.utilisation) << x.name;
+    EXPECT_EQ(x.adhoc_jct_p95_s, y.adhoc_jct_p95_s) << x.name;
+    EXPECT_EQ(x.utilisation_series, y.utilisation_series) << x.name;
+    EXPECT_EQ(x.extra, y.extra) << x.name;
+    ASSERT_EQ(x.instances.size(), y.instances.size()) << x.name;
+    for (size_t k = 0; k < x.instances.size(); k++) {
+      EXPECT_EQ(x.instances[k].runtime, y.instances[k].runtime) << x.name << " " << k;
+      EXPECT_EQ(x.instances[k].reserved_container_s, y.instances[k].reserved_container_s);
+    }
+  }
+}
+
 // Same seed and inputs: identical results for every strategy.
 TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
   Workload w = mixed();
@@ -532,21 +555,7 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
   ASSERT_TRUE(a.isOk()) << a.status().message();
   ASSERT_TRUE(b.isOk());
   ASSERT_EQ(a->strategies.size(), 8u);
-  for (size_t i = 0; i < a->strategies.size(); i++) {
-    const auto &x = a->strategies[i], &y = b->strategies[i];
-    EXPECT_EQ(x.name, y.name);
-    EXPECT_GT(x.periodic_instances, 0) << x.name;
-    EXPECT_EQ(x.deadline_violations, y.deadline_violations) << x.name;
-    EXPECT_EQ(x.worst_case_violations, y.worst_case_violations) << x.name;
-    EXPECT_EQ(x.utilisation, y.utilisation) << x.name;
-    EXPECT_EQ(x.adhoc_jct_p95_s, y.adhoc_jct_p95_s) << x.name;
-    EXPECT_EQ(x.utilisation_series, y.utilisation_series) << x.name;
-    ASSERT_EQ(x.instances.size(), y.instances.size()) << x.name;
-    for (size_t k = 0; k < x.instances.size(); k++) {
-      EXPECT_EQ(x.instances[k].runtime, y.instances[k].runtime);
-      EXPECT_EQ(x.instances[k].reserved_container_s, y.instances[k].reserved_container_s);
-    }
-  }
+  expectSameOutcomes(*a, *b);
 }
 
 // Issue #13 (scale): skipping offers of new asks to free nodes that cannot
@@ -579,18 +588,10 @@ TEST(SimEngineTest, SkippedOffersChangeNoDecision) {
   auto every = runExperiment(*w, o, *specs);
   ASSERT_TRUE(skipping.isOk()) << skipping.status().message();
   ASSERT_TRUE(every.isOk());
-  for (size_t i = 0; i < every->strategies.size(); i++) {
-    const auto &x = skipping->strategies[i], &y = every->strategies[i];
+  for (const auto& y : every->strategies) {
     EXPECT_GT(y.extra.at("preemption_notices"), 0) << y.name;  // notices are exercised
-    EXPECT_EQ(x.extra, y.extra) << x.name;
-    EXPECT_EQ(x.deadline_violations, y.deadline_violations) << x.name;
-    EXPECT_EQ(x.utilisation_series, y.utilisation_series) << x.name;
-    EXPECT_EQ(x.adhoc_jct_p95_s, y.adhoc_jct_p95_s) << x.name;
-    ASSERT_EQ(x.instances.size(), y.instances.size()) << x.name;
-    for (size_t k = 0; k < x.instances.size(); k++) {
-      EXPECT_EQ(x.instances[k].runtime, y.instances[k].runtime) << x.name << " " << k;
-    }
   }
+  expectSameOutcomes(*skipping, *every);
 }
 
 // min-cluster: the baseline keeps --nodes; every other strategy's size, when
