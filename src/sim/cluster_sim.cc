@@ -257,7 +257,7 @@ class Sim {
   }
   void dispatch(const Event& e);
   void round();
-  void offerNewAsks(bool& updated);
+  bool offerNewAsks();                                // whether any node was offered
   int64_t updateNode(int n, bool* killed = nullptr);  // containers granted
   void refreshFree(int n);
   void startTask(const sched::Allocation& a);
@@ -575,7 +575,7 @@ void Sim::round() {
     updateNode(n);
     updated = true;
   }
-  offerNewAsks(updated);
+  updated = offerNewAsks() || updated;
   new_asked_ = 0;
   if (poke_ && !updated && !nodes_.empty()) updateNode(0);
   // Preemption is selected inside nodeUpdate once a guarantee cannot be
@@ -598,7 +598,8 @@ void Sim::round() {
 // could not take yet was offered to every free node.) The declined rooms are
 // forgotten at the first offer that changes anything. Decisions are those
 // of offering every node: summary.json is byte-identical (README).
-void Sim::offerNewAsks(bool& updated) {
+bool Sim::offerNewAsks() {
+  bool offered = false;
   int64_t granted = 0;
   std::vector<Resource> declined;
   for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
@@ -615,13 +616,14 @@ void Sim::offerNewAsks(bool& updated) {
     bool killed = false;
     const int64_t got = updateNode(n, &killed);
     granted += got;
-    updated = true;
+    offered = true;
     if (got > 0 || killed || noticed) {
       declined.clear();
     } else {
       declined.push_back(free);
     }
   }
+  return offered;
 }
 
 int64_t Sim::updateNode(int n, bool* killed) {
