@@ -1,12 +1,16 @@
 #include "nodemanager/heartbeat_report.h"
 
+#include <algorithm>
+
 #include "common/status.h"
 #include "common/wire.h"
 #include "nodemanager/container_service.h"
 
 namespace morpheus::nm {
 
-HeartbeatReporter::HeartbeatReporter(int full_every) : full_every_(full_every) {
+HeartbeatReporter::HeartbeatReporter(int full_every, uint64_t phase_seed)
+    : full_every_(full_every),
+      phase_(static_cast<int>(phase_seed % static_cast<uint64_t>(std::max(1, full_every)))) {
   MORPHEUS_CHECK(full_every >= 1, "HeartbeatReporter needs full_every >= 1");
 }
 
@@ -46,8 +50,8 @@ void HeartbeatReporter::build(const std::vector<ContainerSnapshot>& snapshot,
 
 void HeartbeatReporter::delivered() {
   if (built_full_) {
+    since_full_ = force_full_ ? phase_ : 0;
     force_full_ = false;
-    since_full_ = 0;
     known_ = built_running_;
     return;
   }

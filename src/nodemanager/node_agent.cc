@@ -1,5 +1,7 @@
 #include "nodemanager/node_agent.h"
 
+#include <functional>
+
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -47,7 +49,8 @@ NodeAgent::NodeAgent(const NmOptions& opts, std::string node_id,
       key_(key),
       rm_(FailoverChannel::create(opts.rm_address, opts.daemon.tls, "nm.rm-address").value()),
       interval_(opts.heartbeat_interval),
-      report_(static_cast<int>(opts.full_report_every)) {}
+      // Each node at its own phase of the full reports (heartbeat_report.h).
+      report_(static_cast<int>(opts.full_report_every), std::hash<std::string>{}(node_id_)) {}
 
 NodeAgent::~NodeAgent() { stop(); }
 

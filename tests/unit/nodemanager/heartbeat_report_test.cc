@@ -85,6 +85,31 @@ TEST(HeartbeatReporterTest, FullReportEveryNAndAfterReset) {
   EXPECT_FALSE(build(r, snap).changes_only());
 }
 
+// After a registration's full report the next one comes at the node's own
+// phase, then every full_every-th: nodes registering together do not send
+// their full reports in the same heartbeat forever.
+TEST(HeartbeatReporterTest, FullReportsFollowTheNodesPhaseAfterARegistration) {
+  std::vector<ContainerSnapshot> snap = {running("a")};
+  std::set<int> second_full_at;
+  for (uint64_t seed = 0; seed < 4; seed++) {
+    HeartbeatReporter r(4, seed);
+    r.reset();
+    std::vector<int> full_at;
+    for (int i = 0; i < 12; i++) {
+      if (!build(r, snap).changes_only()) full_at.push_back(i);
+      r.delivered();
+    }
+    ASSERT_GE(full_at.size(), 3u) << "seed " << seed;
+    EXPECT_EQ(full_at[0], 0);
+    EXPECT_EQ(full_at[1], 4 - static_cast<int>(seed));  // at most full_every later
+    EXPECT_EQ(full_at[2] - full_at[1], 4);
+    second_full_at.insert(full_at[1]);
+    r.reset();  // a re-registration: full again, then the same phase
+    EXPECT_FALSE(build(r, snap).changes_only());
+  }
+  EXPECT_EQ(second_full_at.size(), 4u);  // four phases, four different heartbeats
+}
+
 // full_every 1 is the old behaviour: every report lists every container.
 TEST(HeartbeatReporterTest, FullEveryOneAlwaysListsEverything) {
   HeartbeatReporter r(1);
