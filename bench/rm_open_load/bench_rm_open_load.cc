@@ -85,9 +85,9 @@ namespace {
 struct Options {
   int nodes = 10000;
   int apps = 600;
-  int per_app = 500;
-  int seconds = 300;                           // measured window, s
-  int max_warmup = 180;                        // fill phase at most this long, s
+  int per_app = 510;     // 600 x 510 = 306,000: the target is >= 300,000 running
+  int seconds = 300;     // measured window, s
+  int max_warmup = 180;  // fill phase at most this long, s
   int min_duration = 600, max_duration = 900;  // container run time, s
   int interval_ms = 1000;                      // NM and AM heartbeat interval
   // Heartbeat sender threads and TCP connections to the RM. 8 and 16 offer
@@ -99,8 +99,9 @@ struct Options {
   // them a heartbeat lists only new and completed containers. 1 = every
   // heartbeat lists every container (the NM before issue #15's change).
   int full_report_every = 10;
-  bool null_rm = false;  // against a trivial RM that does no work (null_rm.h)
-  std::string rm_bin;    // morpheus-rm binary; "" = the one built with this bench
+  bool null_rm = false;              // against a trivial RM that does no work (null_rm.h)
+  std::string rm_bin;                // morpheus-rm binary; "" = the one built with this bench
+  std::vector<std::string> rm_sets;  // extra `--set KEY=VALUE` for the RM (--rm-set)
 };
 
 double secondsSince(SteadyTime a, SteadyTime b) {
@@ -191,15 +192,19 @@ class Fleet {
     n.fresh.push_back(container);
   }
   // Statuses of node i's containers as the NM reports them
-  // (nodemanager/heartbeat_report.h): every `full_every`-th heartbeat all of
-  // them, else those started since the last heartbeat; those past their end
-  // are reported COMPLETE once and forgotten. (The NM repeats a change until
+  // (nodemanager/heartbeat_report.h): the first and every `full_every`-th
+  // heartbeat (at the node's own phase) all of them, else those started since the last heartbeat;
+  // those past their end are reported COMPLETE once and forgotten. (The NM repeats a change until
   // a heartbeat is answered; here a failed heartbeat's changes are not
   // repeated, which the RM does not need for containers it allocated.)
   void fillHeartbeat(int i, SteadyTime now, int full_every, v1::NodeHeartbeatRequest* req) {
     Node& n = nodes_[static_cast<size_t>(i)];
     std::lock_guard<std::mutex> lk(n.mu);
-    const bool full = n.beats++ % full_every == 0;
+    // Full after registration, then every full_every-th, each node at its
+    // own phase (HeartbeatReporter's jitter), so full reports do not all
+    // land in the same second.
+    const bool full = n.beats == 0 || (n.beats + i) % full_every == 0;
+    n.beats++;
     for (auto it = n.running.begin(); it != n.running.end();) {
       bool done = it->second <= now;
       if (done || full) {
@@ -397,15 +402,21 @@ class AmLoad {
     AmInfo am;
     std::mutex mu;
     int64_t asked = 0, received = 0;  // GUARDED_BY(mu)
-    bool in_flight = false;           // GUARDED_BY(mu)
-    bool due = false;                 // GUARDED_BY(mu): a call waits for the one in flight
-    SteadyTime due_intended;          // GUARDED_BY(mu)
+    // `asked` as of the last ask the RM answered: an AM sends its ask only
+    // when it changed (as YARN's AMRMClient does). Re-sending the remaining
+    // count on every call raced with the heartbeats allocating in between,
+    // so the RM granted up to a third more containers than the apps wanted.
+    int64_t asked_acked = 0;  // GUARDED_BY(mu)
+    bool in_flight = false;   // GUARDED_BY(mu)
+    bool due = false;         // GUARDED_BY(mu): a call waits for the one in flight
+    SteadyTime due_intended;  // GUARDED_BY(mu)
   };
   struct Call {
     grpc::ClientContext ctx;
     v1::AllocateRequest req;
     v1::AllocateResponse resp;
     App* app = nullptr;
+    int64_t asked_sent = -1;  // app.asked this call's ask carried; -1 = no ask
     SteadyTime intended;
   };
   void run(SteadyTime t0) {
@@ -453,12 +464,15 @@ class AmLoad {
     call->intended = intended;
     call->req.set_application_id(app.am.app);
     call->req.set_am_token(app.am.token);
-    auto* ask = call->req.add_asks();
-    ask->set_request_id("t");
-    ask->set_priority(1);
-    toProto(Resource(1024, 1), ask->mutable_capability());
-    ask->set_count(static_cast<int32_t>(std::max<int64_t>(0, app.asked - app.received)));
-    if (ask->count() > 0) {
+    if (app.asked != app.asked_acked) {
+      auto* ask = call->req.add_asks();
+      ask->set_request_id("t");
+      ask->set_priority(1);
+      toProto(Resource(1024, 1), ask->mutable_capability());
+      ask->set_count(static_cast<int32_t>(std::max<int64_t>(0, app.asked - app.received)));
+      call->asked_sent = app.asked;
+    }
+    if (call->asked_sent > 0) {
       SteadyTime::rep none = SteadyTime::max().time_since_epoch().count();
       first_ask_ns_.compare_exchange_strong(none, SteadyClock::now().time_since_epoch().count());
     }
@@ -475,6 +489,7 @@ class AmLoad {
     if (st.ok()) record(app, call->resp, now);
     {
       std::lock_guard<std::mutex> lk(app.mu);
+      if (st.ok() && call->asked_sent >= 0) app.asked_acked = call->asked_sent;
       app.in_flight = false;
       if (app.due && !stop_) {
         app.due = false;
@@ -570,6 +585,8 @@ Options parse(int argc, char** argv) {
       o.null_rm = true;
     } else if (a == "--rm-bin" && i + 1 < argc) {
       o.rm_bin = argv[++i];
+    } else if (a == "--rm-set" && i + 1 < argc) {
+      o.rm_sets.push_back(argv[++i]);
     } else {
       std::fprintf(stderr, "bench_rm_open_load: unknown or incomplete option %s\n", a.c_str());
       std::exit(2);
@@ -661,9 +678,11 @@ bool backlogGrew(const Timeline::Second& first, const Timeline::Second& last,
 }
 
 struct Fill {
-  double seconds = 0;     // first ask to the end of the fill
-  bool reached = false;   // 95% of apps x per-app running
-  int64_t allocated = 0;  // containers received by then
+  double seconds = 0;         // first ask to the end of the fill
+  bool reached = false;       // 95% of apps x per-app running
+  int64_t allocated = 0;      // containers received by then
+  double settle_seconds = 0;  // after the fill, until the heartbeat backlog drained
+  bool settled = false;
 };
 
 // Fill phase: from the first ask until 95% of the containers wanted run
@@ -681,6 +700,25 @@ Fill fill(const Options& o, Fleet& fleet, Timeline& hb_tl, HeartbeatLoad& hb, Am
   }
   SteadyTime now = SteadyClock::now();
   return {secondsSince(std::min(am.firstAsk(), now), now), false, am.allocatedTotal()};
+}
+
+// After the fill: the heartbeats queued behind the fill's scheduling drain
+// before the steady state is measured. Settled when the calls in flight stay
+// at most max(100, 2% of the nodes) for 3 s in a row; gives up when the
+// whole warm-up (fill included) reaches max_warmup. The fill's and settling's
+// latencies are reported apart ("before_measuring").
+void settle(const Options& o, Timeline& hb_tl, HeartbeatLoad& hb, Fill& f) {
+  const int64_t calm = std::max<int64_t>(100, o.nodes / 50);
+  SteadyTime begin = SteadyClock::now();
+  int calm_for = 0;
+  while (f.seconds + secondsSince(begin, SteadyClock::now()) < o.max_warmup && calm_for < 6) {
+    std::this_thread::sleep_for(500ms);
+    const int64_t n = hb.inFlight();
+    hb_tl.inFlight(SteadyClock::now(), n);
+    calm_for = n <= calm ? calm_for + 1 : 0;
+  }
+  f.settle_seconds = secondsSince(begin, SteadyClock::now());
+  f.settled = calm_for >= 6;
 }
 
 void submitApps(const Options& o, const std::shared_ptr<grpc::Channel>& channel) {
@@ -742,6 +780,7 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
                  {"full_report_every", o.full_report_every},
                  {"null_rm", o.null_rm},
                  {"rm_bin", o.rm_bin},
+                 {"rm_sets", o.rm_sets},
                  {"container_seconds", {o.min_duration, o.max_duration}}};
   j["heartbeats"] = {{"offered_per_s", scheduled_per_s},
                      {"sent_per_s", static_cast<double>(hb.sent) / win},
@@ -757,6 +796,10 @@ nlohmann::json report(const Options& o, const Measured& m, const Timeline& hb_tl
                {"reached_95_percent", fill_s.reached},
                {"allocations_per_s",
                 static_cast<double>(fill_s.allocated) / std::max(0.001, fill_s.seconds)}};
+  j["fill"]["settle_seconds"] = fill_s.settle_seconds;
+  j["fill"]["settled"] = fill_s.settled;
+  j["before_measuring"] = {{"heartbeat_latency_ms", latencyJson(hb_tl.merge(0, a).latencies)},
+                           {"allocate_latency_ms", latencyJson(am_tl.merge(0, a).latencies)}};
   j["containers_running"] = m.running - o.apps;
   j["backlog"] = {{"compared_seconds", w},
                   {"first", stretchJson(first, scheduled_per_s * w)},
@@ -792,6 +835,14 @@ void printHuman(const nlohmann::json& j) {
       j["allocations_per_s"].get<double>(), j["fill"]["allocations_per_s"].get<double>(),
       j["fill"]["seconds"].get<double>(),
       j["fill"]["reached_95_percent"].get<bool>() ? "yes" : "no");
+  std::printf(
+      "before measuring (fill, then %.1f s until the backlog drained%s): heartbeat p50 %.1f p99 "
+      "%.1f ms, allocate p99 %.1f ms\n",
+      j["fill"]["settle_seconds"].get<double>(),
+      j["fill"]["settled"].get<bool>() ? "" : ", gave up at --max-warmup",
+      j["before_measuring"]["heartbeat_latency_ms"]["p50"].get<double>(),
+      j["before_measuring"]["heartbeat_latency_ms"]["p99"].get<double>(),
+      j["before_measuring"]["allocate_latency_ms"]["p99"].get<double>());
   std::printf("containers running: %lld (target >= 300,000 at 10,000 NMs)\n",
               static_cast<long long>(j["containers_running"].get<int64_t>()));
   const auto& bl = j["backlog"];
@@ -822,6 +873,10 @@ struct RmProcess {
 RmProcess startRm(const Options& o, const std::string& dir) {
   std::vector<std::string> args = {"--set", "rm.node-expiry=60s",   "--set", "log.level=warn",
                                    "--set", "rm.auth-disabled=true"};
+  for (const auto& kv : o.rm_sets) {
+    args.push_back("--set");
+    args.push_back(kv);
+  }
   if (o.rm_bin.empty()) {
     auto p = morpheus::testing::Process::startDaemon("rm", dir, args);
     std::string grpc = p.grpcAddress();
@@ -903,6 +958,8 @@ int main(int argc, char** argv) {
     am.start(t0);
     say("filling (at most " + std::to_string(o.max_warmup) + " s)...");
     fill_s = fill(o, fleet, hb_tl, hb, am);
+    say("settling (heartbeats queued during the fill drain)...");
+    settle(o, hb_tl, hb, fill_s);
   }
   say("measuring...");
   Measured m = measure(o, rm_pid, fleet, hb_tl, hb);

@@ -54,7 +54,7 @@ struct RmOptions {
   int64_t etcd_max_txn_ops = 128;  // state-store.etcd.max-txn-ops
 
   // Issue #15: limits of the heartbeat strand and of AM launches.
-  int64_t strand_max_queued = 50000;      // rm.strand.max-queued
+  int64_t strand_max_queued = 2000;       // rm.strand.max-queued
   int64_t am_launch_max_in_flight = 64;   // rm.am-launch.max-in-flight
   int64_t am_launch_per_node = 2;         // rm.am-launch.per-node-in-flight
   Millis am_launch_timeout{10000};        // rm.am-launch.timeout
@@ -70,10 +70,12 @@ inline constexpr int64_t kDefaultRmHttpPort = 8088;
 // Issue #15: the scheduling strand's queue and the AmLauncher's limits
 // (rm/strand.h, rm/am_launcher.h).
 inline void declareRmScaleOptions(ConfigSchema& s, RmOptions* o) {
-  s.addInt("rm.strand.max-queued", &o->strand_max_queued, 50000, 1, 10000000, "calls",
+  s.addInt("rm.strand.max-queued", &o->strand_max_queued, 2000, 1, 10000000, "calls",
            "Node heartbeats and AM allocate calls that may wait for the scheduling strand. "
            "Beyond it the RM answers UNAVAILABLE and the caller retries at its next "
-           "heartbeat; 50,000 is 5 s of a 10,000-node cluster's 1 s heartbeats.");
+           "heartbeat. 2,000 is 0.2 s of a 10,000-node cluster's 1 s heartbeats: every call "
+           "in flight slows every other one in Debian's gRPC (a debug scan of the "
+           "outstanding calls), so a deep queue turns a burst into a collapse.");
   s.addInt("rm.am-launch.max-in-flight", &o->am_launch_max_in_flight, 64, 1, 100000, "launches",
            "AM container launches (StartContainers calls to NMs) in flight at once, in total.");
   s.addInt("rm.am-launch.per-node-in-flight", &o->am_launch_per_node, 2, 1, 10000, "launches",
