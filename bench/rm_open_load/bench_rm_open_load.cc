@@ -392,6 +392,7 @@ class AmLoad {
   }
   int64_t allocatedTotal() const { return allocated_.load(); }
   int64_t completionsSeen() const { return completed_.load(); }
+  int64_t registerFailures() const { return register_failures_.load(); }
   // When the first ask for containers was sent (max() before that): the
   // fill is timed from there, so it includes the RM's scheduling of the asks.
   SteadyTime firstAsk() const { return SteadyTime(SteadyTime::duration(first_ask_ns_.load())); }
@@ -419,25 +420,47 @@ class AmLoad {
     int64_t asked_sent = -1;  // app.asked this call's ask carried; -1 = no ask
     SteadyTime intended;
   };
+  // App j's k-th call is due at t0 + k*interval + j*interval/A (A = apps
+  // registered), like the heartbeats: AMs heartbeat at their own phases.
+  // (All AMs calling at the same instant every second was a burst that no
+  // real cluster sends, and it alone put the 2,700-NM p99 at ~0.5 s.)
   void run(SteadyTime t0) {
     const auto interval = std::chrono::milliseconds(o_.interval_ms);
     SteadyTime next = t0;
     while (!stop_) {
       registerLaunched();
       next += interval;
-      std::this_thread::sleep_until(next);
-      std::lock_guard<std::mutex> lk(apps_mu_);
-      for (auto& app : apps_) due(*app, next);
+      std::vector<App*> round;
+      {
+        std::lock_guard<std::mutex> lk(apps_mu_);
+        for (auto& app : apps_) round.push_back(app.get());
+      }
+      const auto n = static_cast<int64_t>(round.size());
+      for (int64_t j = 0; j < n && !stop_; j++) {
+        const SteadyTime at = next + interval * j / n;
+        std::this_thread::sleep_until(at);
+        due(*round[static_cast<size_t>(j)], at);
+      }
+      if (n == 0) std::this_thread::sleep_until(next);
     }
   }
+  // An AM whose registration fails (the RM refused it while its strand was
+  // full, or the deadline passed) tries again next round, as morpheus-dag-am
+  // retries a transient failure; it used to be dropped, and its app never ran.
   void registerLaunched() {
-    for (const AmInfo& am : cm_.take(0ms)) {
+    std::vector<AmInfo> todo = std::exchange(unregistered_, {});
+    for (AmInfo& am : cm_.take(0ms)) todo.push_back(std::move(am));
+    for (const AmInfo& am : todo) {
       v1::RegisterApplicationMasterRequest r;
       r.set_application_id(am.app);
       r.set_am_token(am.token);
       v1::RegisterApplicationMasterResponse rr;
       auto ctx = makeContext(Millis(10000));
-      if (!stub_->RegisterApplicationMaster(ctx.get(), r, &rr).ok()) continue;
+      if (!stub_->RegisterApplicationMaster(ctx.get(), r, &rr).ok()) {
+        register_failures_++;
+        unregistered_.push_back(am);
+        continue;
+      }
       auto app = std::make_unique<App>();
       app->am = am;
       app->asked = o_.per_app;
@@ -446,8 +469,8 @@ class AmLoad {
       registered_++;
     }
   }
-  // The app's call for `intended` (every app's call of a round has the same
-  // intended time): sent now, or when the one in flight returns.
+  // The app's call for `intended`: sent now, or when the one in flight
+  // returns.
   void due(App& app, SteadyTime intended) {
     std::lock_guard<std::mutex> lk(app.mu);
     tl_.offered(intended);
@@ -521,6 +544,8 @@ class AmLoad {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> in_flight_{0}, allocated_{0}, registered_{0}, completed_{0};
+  std::atomic<int64_t> register_failures_{0};
+  std::vector<AmInfo> unregistered_;  // used by run()'s thread only
   std::atomic<SteadyTime::rep> first_ask_ns_{SteadyTime::max().time_since_epoch().count()};
   std::mutex apps_mu_;
   std::vector<std::unique_ptr<App>> apps_;  // GUARDED_BY(apps_mu_)
@@ -968,6 +993,8 @@ int main(int argc, char** argv) {
   nlohmann::json j = report(o, m, hb_tl, am_tl, fill_s);
   j["whole_run"] = {{"allocated", am.allocatedTotal()},
                     {"completions_seen_by_ams", am.completionsSeen()},
+                    {"ams_registered", am.registered()},
+                    {"am_register_failures", am.registerFailures()},
                     {"killed_by_rm", hb.kills()}};
   printHuman(j);
   cm_server->Shutdown();
