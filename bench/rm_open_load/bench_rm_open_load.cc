@@ -88,6 +88,10 @@ struct Options {
   int per_app = 510;     // 600 x 510 = 306,000: the target is >= 300,000 running
   int seconds = 300;     // measured window, s
   int max_warmup = 180;  // fill phase at most this long, s
+  // After the fill, churn at least this long before measuring (s): with short
+  // containers the fill's cohort completes and is refilled in waves that take
+  // several lifetimes to spread out.
+  int min_settle = 0;
   int min_duration = 600, max_duration = 900;  // container run time, s
   int interval_ms = 1000;                      // NM and AM heartbeat interval
   // Heartbeat sender threads and TCP connections to the RM. 8 and 16 offer
@@ -591,6 +595,7 @@ Options parse(int argc, char** argv) {
                                       {"--per-app", &o.per_app},
                                       {"--seconds", &o.seconds},
                                       {"--max-warmup", &o.max_warmup},
+                                      {"--min-settle", &o.min_settle},
                                       {"--min-duration", &o.min_duration},
                                       {"--max-duration", &o.max_duration},
                                       {"--interval-ms", &o.interval_ms},
@@ -619,7 +624,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.nodes < 1 || o.apps < 1 || o.per_app < 1 || o.seconds < 1 || o.senders < 1 ||
       o.channels < 1 || o.interval_ms < 1 || o.min_duration < 1 ||
-      o.max_duration < o.min_duration || o.full_report_every < 1) {
+      o.max_duration < o.min_duration || o.full_report_every < 1 || o.min_settle < 0) {
     std::fprintf(stderr, "bench_rm_open_load: option out of range\n");
     std::exit(2);
   }
@@ -730,13 +735,16 @@ Fill fill(const Options& o, Fleet& fleet, Timeline& hb_tl, HeartbeatLoad& hb, Am
 // After the fill: the heartbeats queued behind the fill's scheduling drain
 // before the steady state is measured. Settled when the calls in flight stay
 // at most max(100, 2% of the nodes) for 3 s in a row; gives up when the
-// whole warm-up (fill included) reaches max_warmup. The fill's and settling's
+// whole warm-up (fill included) reaches max_warmup (+ min_settle), and waits
+// at least min_settle. The fill's and settling's
 // latencies are reported apart ("before_measuring").
 void settle(const Options& o, Timeline& hb_tl, HeartbeatLoad& hb, Fill& f) {
   const int64_t calm = std::max<int64_t>(100, o.nodes / 50);
   SteadyTime begin = SteadyClock::now();
   int calm_for = 0;
-  while (f.seconds + secondsSince(begin, SteadyClock::now()) < o.max_warmup && calm_for < 6) {
+  auto waited = [&] { return secondsSince(begin, SteadyClock::now()); };
+  while (waited() < o.min_settle ||
+         (f.seconds + waited() < o.max_warmup + o.min_settle && calm_for < 6)) {
     std::this_thread::sleep_for(500ms);
     const int64_t n = hb.inFlight();
     hb_tl.inFlight(SteadyClock::now(), n);
