@@ -197,10 +197,11 @@ class Fleet {
   }
   // Statuses of node i's containers as the NM reports them
   // (nodemanager/heartbeat_report.h): the first and every `full_every`-th
-  // heartbeat (at the node's own phase) all of them, else those started since the last heartbeat;
-  // those past their end are reported COMPLETE once and forgotten. (The NM repeats a change until
-  // a heartbeat is answered; here a failed heartbeat's changes are not
-  // repeated, which the RM does not need for containers it allocated.)
+  // heartbeat (at the node's own phase) all of them, else those started
+  // since the last heartbeat; those past their end are reported COMPLETE
+  // once and forgotten. (The NM repeats a change until a heartbeat is
+  // answered; here a failed heartbeat's changes are not repeated, which the
+  // RM does not need for containers it allocated.)
   void fillHeartbeat(int i, SteadyTime now, int full_every, v1::NodeHeartbeatRequest* req) {
     Node& n = nodes_[static_cast<size_t>(i)];
     std::lock_guard<std::mutex> lk(n.mu);
@@ -427,7 +428,7 @@ class AmLoad {
   // App j's k-th call is due at t0 + k*interval + j*interval/A (A = apps
   // registered), like the heartbeats: AMs heartbeat at their own phases.
   // (All AMs calling at the same instant every second was a burst that no
-  // real cluster sends, and it alone put the 2,700-NM p99 at ~0.5 s.)
+  // real cluster sends; it was part of the 2,700-NM tail, see RESULTS.md.)
   void run(SteadyTime t0) {
     const auto interval = std::chrono::milliseconds(o_.interval_ms);
     SteadyTime next = t0;
@@ -734,10 +735,10 @@ Fill fill(const Options& o, Fleet& fleet, Timeline& hb_tl, HeartbeatLoad& hb, Am
 
 // After the fill: the heartbeats queued behind the fill's scheduling drain
 // before the steady state is measured. Settled when the calls in flight stay
-// at most max(100, 2% of the nodes) for 3 s in a row; gives up when the
-// whole warm-up (fill included) reaches max_warmup (+ min_settle), and waits
-// at least min_settle. The fill's and settling's
-// latencies are reported apart ("before_measuring").
+// at most max(100, 2% of the nodes) for 3 s in a row, and at least
+// min_settle has passed; gives up when the whole warm-up (fill included)
+// reaches max_warmup + min_settle. The fill's and settling's latencies are
+// reported apart ("before_measuring").
 void settle(const Options& o, Timeline& hb_tl, HeartbeatLoad& hb, Fill& f) {
   const int64_t calm = std::max<int64_t>(100, o.nodes / 50);
   SteadyTime begin = SteadyClock::now();
