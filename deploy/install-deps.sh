@@ -12,6 +12,7 @@ PACKAGES=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libsqlite3-dev sqlite3
   libssl-dev   # HMAC-SHA256 for container and AM tokens
+  libjemalloc-dev  # morpheus-rm's allocator (CMakeLists.txt MORPHEUS_JEMALLOC says why)
   openssl      # CLI: the mutual-TLS integration test makes a throwaway CA with it
   libgtest-dev libgmock-dev libbenchmark-dev
   # Issue #16: sd_notify readiness of the daemons in their Type=notify systemd
