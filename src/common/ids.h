@@ -52,9 +52,15 @@ using RunId = StrongId<RunIdTag>;
 
 }  // namespace morpheus
 
+// Deliberately not noexcept: libstdc++ then stores each element's hash code
+// in unordered containers, so a lookup neither rehashes the chain's string
+// keys to find its bucket's end nor compares keys whose codes differ. With a
+// noexcept hash, hashing and comparing container ids was ~30% of a simulated
+// heartbeat at 1,000 nodes and ~20% of the RM's strand at 2,700 NMs
+// (bench/rm_open_load/RESULTS.md).
 template <typename Tag>
 struct std::hash<morpheus::StrongId<Tag>> {
-  size_t operator()(const morpheus::StrongId<Tag>& id) const noexcept {
+  size_t operator()(const morpheus::StrongId<Tag>& id) const {
     return std::hash<std::string>()(id.value());
   }
 };

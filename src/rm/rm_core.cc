@@ -55,7 +55,16 @@ std::string RmCore::nodeKey(const NodeId& node) const {
 std::string RmCore::issueContainerToken(const ContainerTokenInfo& info) const {
   ContainerTokenInfo t = info;
   t.expires = clock_.now() + opts_.container_token_expiry;
-  return morpheus::issueContainerToken(TokenSigner(nodeKey(info.node)), t);
+  const TokenSigner* signer = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(keys_mu_);
+    auto it = node_signers_.find(info.node);
+    if (it == node_signers_.end()) {
+      it = node_signers_.emplace(info.node, TokenSigner(nodeKey(info.node))).first;
+    }
+    signer = &it->second;  // entries are never erased: the address stays valid
+  }
+  return morpheus::issueContainerToken(*signer, t);
 }
 
 void RmCore::start() {

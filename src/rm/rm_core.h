@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -49,7 +50,8 @@ class RmCore {
   std::string nodeKey(const NodeId& node) const;
   // A container token for `info` (its `expires` is ignored), signed with the
   // key of info.node and valid for rm.container-token-expiry from now. Thread-
-  // safe (constant state only).
+  // safe. Keeps each node's derived key (one entry per node id it signed for;
+  // ids are those of registered nodes), so a token costs one HMAC, not two.
   std::string issueContainerToken(const ContainerTokenInfo& info) const;
   Millis heartbeatInterval() const { return opts_.heartbeat_interval; }
   // The RM's latency histograms (rm_metrics.h), for the RPC edge to time.
@@ -94,6 +96,9 @@ class RmCore {
   const TokenSigner signer_;
   const TimePoint started_;
   RmLatencyMetrics latency_;
+
+  mutable std::mutex keys_mu_;
+  mutable std::unordered_map<NodeId, TokenSigner> node_signers_;  // GUARDED_BY(keys_mu_)
 
   mutable std::mutex mu_;
   NodeRegistry nodes_;                  // GUARDED_BY(mu_)

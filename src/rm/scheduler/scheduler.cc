@@ -330,16 +330,6 @@ void EntityHeap::update(Entity* e, Key k) {
   siftUp(static_cast<size_t>(e->pos[slot_]));
 }
 
-// Hash of a string id for the scheduler's lookup tables. Deliberately not
-// noexcept: libstdc++ then stores each element's hash code, so a lookup
-// neither rehashes the chain's keys to find the bucket's end nor compares
-// keys whose codes differ (with the noexcept std::hash<StrongId>, hashing
-// the container ids was ~30% of a simulated heartbeat at 1,000 nodes).
-template <typename Id>
-struct StoredHash {
-  size_t operator()(const Id& id) const { return std::hash<std::string>()(id.value()); }
-};
-
 bool validResource(const Resource& r) { return !r.anyNegative() && !r.isZero(); }
 
 bool matches(const PlacementConstraint& c, const std::map<std::string, std::string>& attrs) {
@@ -394,7 +384,7 @@ struct Scheduler::Impl {
   // Lookup by id without string compares down the tree (issue #13: the
   // tree's find led morpheus-sim's profile at 50,000 nodes). Never iterated;
   // std::map keeps element addresses stable.
-  std::unordered_map<NodeId, Node*, StoredHash<NodeId>> node_index;
+  std::unordered_map<NodeId, Node*> node_index;
   Node* findNode(const NodeId& id) const {
     auto it = node_index.find(id);
     return it == node_index.end() ? nullptr : it->second;
@@ -408,10 +398,9 @@ struct Scheduler::Impl {
   std::map<std::string, std::unique_ptr<Queue>> queues;  // by path
   Queue* root = nullptr;
   std::map<ReservationId, std::unique_ptr<Reservation>> reservations;
-  std::unordered_map<AppId, std::unique_ptr<App>, StoredHash<AppId>>
+  std::unordered_map<AppId, std::unique_ptr<App>>
       apps;  // lookup only: never iterated for decisions
-  std::unordered_map<ContainerId, Container, StoredHash<ContainerId>>
-      containers;  // stable element addresses
+  std::unordered_map<ContainerId, Container> containers;  // stable element addresses
   // Preemption candidates of ad-hoc apps (no reservation), allocation order.
   CList<&Container::cand_link> adhoc_cands;
   // Sum over reservations below their guarantee with demand (the guaranteed
