@@ -432,10 +432,18 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
 
 void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
                                 v1::NodeHeartbeatResponse* resp) {
+  NodeId nid(req.node_id());
+  (void)onNodeReport(req, resp);
+  scheduleNode(nid);
+  Guard lk(*this);
+  if (nodes_.count(nid) != 0) flushNodeAnswer(nid, resp);  // the kills scheduling chose
+}
+
+bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp) {
   Guard lk(*this);
   NodeId nid(req.node_id());
   auto nit = nodes_.find(nid);
-  if (nit == nodes_.end()) return;
+  if (nit == nodes_.end()) return false;
   Node& node = nit->second;
   const TimePoint now = clock_.now();
   if (!node.live) {
@@ -445,6 +453,16 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
     }
   }
+  applyContainerStatuses(nid, req, now);
+  onHarvestReport(node, req, now);
+  flushNodeAnswer(nid, resp);
+  if (node.schedule_pending) return false;
+  node.schedule_pending = true;
+  return true;
+}
+
+void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
+                                       TimePoint now) {
   for (const auto& st : req.container_statuses()) {
     ContainerId cid(st.container_id());
     auto it = containers_.find(cid);
@@ -486,7 +504,23 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
   }
-  onHarvestReport(node, req, now);
+}
+
+void RmRuntime::flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) {
+  for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
+  to_kill_[nid].clear();
+  for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
+  to_ack_[nid].clear();
+}
+
+void RmRuntime::scheduleNode(const NodeId& nid) {
+  Guard lk(*this);
+  auto nit = nodes_.find(nid);
+  if (nit == nodes_.end()) return;
+  Node& node = nit->second;
+  node.schedule_pending = false;
+  if (!node.live) return;
+  const TimePoint now = clock_.now();
   followPlan(now);
   placeAms(node, now);
   auto result = sched_->nodeUpdate(nid, now);
@@ -512,10 +546,6 @@ void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
       preempted_.insert(k.container);
     }
   }
-  for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
-  to_kill_[nid].clear();
-  for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
-  to_ack_[nid].clear();
 }
 
 // AM containers of submitted apps go first, reservation-bound first, then by

@@ -91,7 +91,21 @@ class RmRuntime {
 
   // NM side.
   void onNodeRegistered(const v1::RegisterNodeRequest& req);
+  // One heartbeat, all of it: onNodeReport, then scheduleNode, then the
+  // kills that scheduling chose go into `resp` too.
   void onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // The heartbeat's report only (YARN's asynchronous scheduling, issue #15):
+  // liveness, container statuses, and in `resp` the containers to kill and to
+  // acknowledge that are due. The caller answers the NM at once and runs
+  // scheduleNode afterwards, so a heartbeat never waits for the scheduling of
+  // other nodes (the NM gets no grants in its answer: AMs get them in
+  // Allocate). True when the node needs a scheduleNode that is not pending
+  // yet (at most one is pending per node).
+  bool onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // Schedules the node (plan, AM placement, the scheduler core's nodeUpdate):
+  // grants go to the apps, kills to the node's next heartbeat. No-op for a
+  // node the RM no longer knows.
+  void scheduleNode(const NodeId& node);
   void onNodeLost(const NodeId& node);
 
   // AM side (the token is checked here: an AM acts only for its own app).
@@ -163,6 +177,7 @@ class RmRuntime {
     Resource total;
     std::map<std::string, std::string> attributes;
     bool live = true;
+    bool schedule_pending = false;  // onNodeReport asked for a scheduleNode
   };
   struct Cont {
     ContainerId id;
@@ -242,6 +257,11 @@ class RmRuntime {
   // usage in harvest_history_ and caps the node's schedulable capacity at
   // the NM's harvest offer. REQUIRES(mu_)
   void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
+  // onNodeReport's parts. REQUIRES(mu_)
+  void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
+                              TimePoint now);
+  // Moves the node's due kills and acknowledgements into `resp`. REQUIRES(mu_)
+  void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp);
   void onLaunched(const AmLaunch& launch, const std::string& error);
   // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
   // sent them (before the harvest-class constraint) and its chosen classes.

@@ -121,14 +121,19 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
   // caller gave up while it waited (deadline passed, cancelled) is not
   // scheduled: the NM sends its changes again (heartbeat_report.h), and an
   // overloaded strand does not spend itself on answers nobody reads.
+  // The answer goes out after the report; the node is scheduled afterwards
+  // on the strand's background lane (strand.h), as YARN's asynchronous
+  // scheduling does, so no heartbeat waits for other nodes' grants.
   bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
     if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
       finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                    "the heartbeat waited past its deadline for the RM"));
       return;
     }
-    runtime_->onNodeHeartbeat(*req, resp);
+    NodeId node(req->node_id());  // req is gone once the call finished
+    bool schedule = runtime_->onNodeReport(*req, resp);
     finish(reactor, grpc::Status::OK);
+    if (schedule) strand_->postBackground([this, node] { runtime_->scheduleNode(node); });
   });
   if (!posted) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,

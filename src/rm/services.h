@@ -26,8 +26,12 @@ namespace morpheus::rm {
 //
 // NodeHeartbeat is on gRPC's callback API (issue #15): the gRPC thread
 // authorizes, validates and records liveness (RmCore), then posts the
-// scheduling part (RmRuntime::onNodeHeartbeat) to the RM's Strand and returns;
-// the strand finishes the call. No thread is held per waiting heartbeat, so
+// report (RmRuntime::onNodeReport) to the RM's Strand and returns; the strand
+// finishes the call and then schedules the node on its background lane
+// (RmRuntime::scheduleNode), so an answer never waits for scheduling. The
+// NM's answer carries kills and acknowledgements, never grants (AMs get
+// those in Allocate); a kill chosen by scheduling goes out with the node's
+// next heartbeat. No thread is held per waiting heartbeat, so
 // 10k+ NMs cost queue entries, not threads. A full strand answers
 // UNAVAILABLE (the NM retries at its next heartbeat). Register and
 // Unregister stay on the synchronous API (rare).

@@ -9,6 +9,9 @@ Strand::Strand(MetricsRegistry& metrics, size_t max_queued)
       queued_gauge_(
           metrics.gauge("morpheus_rm_strand_queued",
                         "Scheduling tasks (node heartbeats) waiting for the RM's strand")),
+      background_gauge_(metrics.gauge(
+          "morpheus_rm_strand_background_queued",
+          "Background tasks (scheduling a node after its heartbeat) waiting for the RM's strand")),
       refused_(metrics.counter("morpheus_rm_strand_refused_total",
                                "Scheduling tasks refused because the RM's strand queue was full")) {
 }
@@ -29,15 +32,18 @@ void Strand::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Never started: what was posted still runs (its callers wait for it).
-  std::deque<std::function<void()>> left;
+  std::deque<std::function<void()>> left, left_background;
   {
     std::lock_guard<std::mutex> lk(mu_);
     left.swap(tasks_);
+    left_background.swap(background_);
+    background_gauge_.set(0);
   }
   for (auto& t : left) {
     t();
     queued_gauge_.set(static_cast<double>(--outstanding_));
   }
+  for (auto& t : left_background) t();
 }
 
 bool Strand::post(std::function<void()> task) {
@@ -54,26 +60,48 @@ bool Strand::post(std::function<void()> task) {
   return true;
 }
 
+bool Strand::postBackground(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return false;
+    background_.push_back(std::move(task));
+    background_gauge_.set(static_cast<double>(background_.size()));
+  }
+  cv_.notify_one();
+  return true;
+}
+
 size_t Strand::queued() const {
   std::lock_guard<std::mutex> lk(mu_);
   return tasks_.size();
 }
 
-// Takes all waiting tasks at once and runs them in order outside the lock.
+// Takes all waiting RPC tasks at once and runs them in order outside the
+// lock, then one background task (strand.h: the two lanes).
 void Strand::loop() {
   std::deque<std::function<void()>> batch;
+  std::function<void()> background;
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping with nothing left
+      cv_.wait(lk, [this] { return stopping_ || !tasks_.empty() || !background_.empty(); });
+      if (tasks_.empty() && background_.empty()) return;  // stopping with nothing left
       batch.swap(tasks_);
+      if (!background_.empty()) {
+        background = std::move(background_.front());
+        background_.pop_front();
+        background_gauge_.set(static_cast<double>(background_.size()));
+      }
     }
     for (auto& t : batch) {
       t();
       queued_gauge_.set(static_cast<double>(--outstanding_));
     }
     batch.clear();
+    if (background) {
+      background();
+      background = nullptr;
+    }
   }
 }
 

@@ -8,6 +8,14 @@
 // answers UNAVAILABLE; an NM retries at its next heartbeat), so overload shows
 // as refusals and as the queue-depth gauge, never as unbounded memory.
 //
+// Two lanes (YARN's asynchronous scheduling, issue #15): post() for RPC work
+// whose caller waits for an answer, postBackground() for work nobody waits on
+// (scheduling a node after its heartbeat was answered). Each turn runs every
+// waiting RPC task, then one background task, so an answer never waits
+// behind more than one background task and background work still progresses
+// when RPCs keep coming. The background lane is unbounded: its callers keep
+// it bounded (RmRuntime posts at most one per node).
+//
 // Thread-safety: post() from any thread. stop() runs what was queued before it
 // and joins; tasks posted afterwards are refused.
 #pragma once
@@ -26,10 +34,11 @@ namespace morpheus::rm {
 
 class Strand {
  public:
-  // `max_queued` >= 1: tasks waiting at most (not counting the running one).
-  // Exports morpheus_rm_strand_queued (tasks posted and not yet finished, a
-  // gauge: the RM's backlog) and
-  // morpheus_rm_strand_refused_total to `metrics`.
+  // `max_queued` >= 1: RPC tasks waiting at most (not counting the running
+  // one). Exports morpheus_rm_strand_queued (RPC tasks posted and not yet
+  // finished, a gauge: the RM's backlog), morpheus_rm_strand_background_queued
+  // (background tasks waiting) and morpheus_rm_strand_refused_total to
+  // `metrics`.
   Strand(MetricsRegistry& metrics, size_t max_queued);
   ~Strand();  // stop()
   Strand(const Strand&) = delete;
@@ -39,20 +48,24 @@ class Strand {
   void stop();
   // false (and `task` not run) when the queue is full or the strand stopped.
   bool post(std::function<void()> task);
-  size_t queued() const;
+  // false (and `task` not run) only when the strand stopped.
+  bool postBackground(std::function<void()> task);
+  size_t queued() const;  // RPC lane
 
  private:
   void loop();
 
   const size_t max_queued_;
   Gauge& queued_gauge_;
+  Gauge& background_gauge_;
   Counter& refused_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
-  std::atomic<int64_t> outstanding_{0};      // posted, not finished
+  std::deque<std::function<void()>> tasks_;       // GUARDED_BY(mu_)
+  std::deque<std::function<void()>> background_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                         // GUARDED_BY(mu_)
+  std::atomic<int64_t> outstanding_{0};           // posted, not finished
   std::thread thread_;
 };
 

@@ -265,6 +265,50 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
 }
 
+// Issue #15 (asynchronous scheduling): the report part of a heartbeat acks
+// completions and grants nothing; scheduleNode grants; only one scheduling
+// per node is asked for until it ran; a kill that scheduling chooses goes out
+// with the node's next report.
+TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id("n1");
+  v1::NodeHeartbeatResponse resp;
+  EXPECT_TRUE(rt_->onNodeReport(req, &resp));
+  EXPECT_EQ(running(adhoc), 1);  // the AM only: nothing granted yet
+  v1::NodeHeartbeatResponse again;
+  EXPECT_FALSE(rt_->onNodeReport(req, &again));  // its scheduling is pending
+  rt_->scheduleNode(NodeId("n1"));
+  EXPECT_EQ(running(adhoc), 4);
+  EXPECT_TRUE(rt_->onNodeReport(req, &again));  // ran: the next report asks again
+  rt_->scheduleNode(NodeId("n1"));
+  rt_->scheduleNode(NodeId("gone"));  // a node the RM does not know: nothing happens
+
+  // A reservation needs 2 vcores: scheduling picks the victim after the grace;
+  // the kill reaches the NM in the next report's answer.
+  guarantee_ = Resource(2048, 2);
+  AppSpec s;
+  s.name = "reserved";
+  s.user = UserId("bob");
+  s.reservation = ReservationId("r1");
+  s.am_resource = Resource(1024, 1);
+  s.am_launch_context = "x";
+  ASSERT_TRUE(apps_->submit(s).isOk());
+  clock_.advance(Millis(300));
+  ASSERT_TRUE(rt_->onNodeReport(req, &again));
+  rt_->scheduleNode(NodeId("n1"));
+  clock_.advance(Millis(1200));
+  v1::NodeHeartbeatResponse before_kill;
+  ASSERT_TRUE(rt_->onNodeReport(req, &before_kill));
+  EXPECT_EQ(before_kill.containers_to_kill_size(), 0);
+  rt_->scheduleNode(NodeId("n1"));  // the grace is over: the victim is chosen now
+  v1::NodeHeartbeatResponse with_kill;
+  (void)rt_->onNodeReport(req, &with_kill);
+  EXPECT_EQ(with_kill.containers_to_kill_size(), 1);
+}
+
 // Issue #13: the reservation's app is gone before the grace ends, so the
 // notice is withdrawn: nothing is killed, and the container ending later on
 // its own is not reported as preempted.

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,6 +50,47 @@ TEST(StrandTest, FullQueueRefusesAndStopRunsWhatWasAccepted) {
   strand.stop();
   EXPECT_EQ(ran, 2);
   EXPECT_FALSE(strand.post([&] { ran++; }));
+  EXPECT_EQ(ran, 2);
+}
+
+// Issue #15 (asynchronous scheduling): RPC tasks waiting go before
+// background ones, one background task per turn, and background work still
+// runs while RPC tasks keep coming; stop() runs what either lane held.
+TEST(StrandTest, RpcTasksGoFirstAndBackgroundTasksStillProgress) {
+  MetricsRegistry metrics;
+  Strand strand(metrics, 100);
+  std::vector<std::string> order;  // touched on the strand only, read after stop
+  // Not started yet: everything waits, so the first turn sees all of it.
+  ASSERT_TRUE(strand.postBackground([&] { order.push_back("b1"); }));
+  ASSERT_TRUE(strand.postBackground([&] {
+    order.push_back("b2");
+    // Posted by a background task while another one waits: runs before b3.
+    (void)strand.post([&] { order.push_back("r3"); });
+  }));
+  std::promise<void> done;
+  ASSERT_TRUE(strand.postBackground([&] {
+    order.push_back("b3");
+    done.set_value();
+  }));
+  ASSERT_TRUE(strand.post([&] { order.push_back("r1"); }));
+  ASSERT_TRUE(strand.post([&] { order.push_back("r2"); }));
+  EXPECT_EQ(metrics.gauge("morpheus_rm_strand_background_queued", "").value(), 3.0);
+  EXPECT_EQ(strand.queued(), 2u);  // the RPC lane only
+  strand.start();
+  done.get_future().wait();
+  strand.stop();
+  EXPECT_EQ(order, (std::vector<std::string>{"r1", "r2", "b1", "b2", "r3", "b3"}));
+  EXPECT_EQ(metrics.gauge("morpheus_rm_strand_background_queued", "").value(), 0.0);
+  EXPECT_FALSE(strand.postBackground([&] { order.push_back("late"); }));
+}
+
+TEST(StrandTest, StopRunsBackgroundTasksOfAStrandNeverStarted) {
+  MetricsRegistry metrics;
+  Strand strand(metrics, 1);
+  int ran = 0;
+  ASSERT_TRUE(strand.postBackground([&] { ran++; }));
+  ASSERT_TRUE(strand.postBackground([&] { ran++; }));  // the lane has no bound of 1
+  strand.stop();
   EXPECT_EQ(ran, 2);
 }
 
