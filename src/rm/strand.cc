@@ -32,18 +32,17 @@ void Strand::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Never started: what was posted still runs (its callers wait for it).
-  std::deque<std::function<void()>> left, left_background;
+  std::deque<std::function<void()>> left, dropped;
   {
     std::lock_guard<std::mutex> lk(mu_);
     left.swap(tasks_);
-    left_background.swap(background_);
+    dropped.swap(background_);  // nobody waits for them (strand.h)
     background_gauge_.set(0);
   }
   for (auto& t : left) {
     t();
     queued_gauge_.set(static_cast<double>(--outstanding_));
   }
-  for (auto& t : left_background) t();
 }
 
 bool Strand::post(std::function<void()> task) {
@@ -85,7 +84,7 @@ void Strand::loop() {
     {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [this] { return stopping_ || !tasks_.empty() || !background_.empty(); });
-      if (tasks_.empty() && background_.empty()) return;  // stopping with nothing left
+      if (tasks_.empty() && (stopping_ || background_.empty())) return;  // stopping
       batch.swap(tasks_);
       if (!background_.empty()) {
         background = std::move(background_.front());

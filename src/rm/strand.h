@@ -16,8 +16,11 @@
 // when RPCs keep coming. The background lane is unbounded: its callers keep
 // it bounded (RmRuntime posts at most one per node).
 //
-// Thread-safety: post() from any thread. stop() runs what was queued before it
-// and joins; tasks posted afterwards are refused.
+// Thread-safety: post() from any thread. stop() runs the RPC tasks queued
+// before it (their callers wait for answers), drops the background tasks
+// still waiting (a scheduling pass is not owed to anyone, and must not launch
+// AMs while the RM shuts down), and joins; tasks posted afterwards are
+// refused.
 #pragma once
 
 #include <atomic>

@@ -55,7 +55,7 @@ TEST(StrandTest, FullQueueRefusesAndStopRunsWhatWasAccepted) {
 
 // Issue #15 (asynchronous scheduling): RPC tasks waiting go before
 // background ones, one background task per turn, and background work still
-// runs while RPC tasks keep coming; stop() runs what either lane held.
+// runs while RPC tasks keep coming.
 TEST(StrandTest, RpcTasksGoFirstAndBackgroundTasksStillProgress) {
   MetricsRegistry metrics;
   Strand strand(metrics, 100);
@@ -84,14 +84,17 @@ TEST(StrandTest, RpcTasksGoFirstAndBackgroundTasksStillProgress) {
   EXPECT_FALSE(strand.postBackground([&] { order.push_back("late"); }));
 }
 
-TEST(StrandTest, StopRunsBackgroundTasksOfAStrandNeverStarted) {
+TEST(StrandTest, StopRunsRpcTasksAndDropsBackgroundOnes) {
   MetricsRegistry metrics;
   Strand strand(metrics, 1);
-  int ran = 0;
-  ASSERT_TRUE(strand.postBackground([&] { ran++; }));
-  ASSERT_TRUE(strand.postBackground([&] { ran++; }));  // the lane has no bound of 1
+  int rpc = 0, background = 0;
+  ASSERT_TRUE(strand.post([&] { rpc++; }));
+  ASSERT_TRUE(strand.postBackground([&] { background++; }));
+  ASSERT_TRUE(strand.postBackground([&] { background++; }));  // the lane has no bound of 1
   strand.stop();
-  EXPECT_EQ(ran, 2);
+  EXPECT_EQ(rpc, 1);
+  EXPECT_EQ(background, 0);
+  EXPECT_EQ(metrics.gauge("morpheus_rm_strand_background_queued", "").value(), 0.0);
 }
 
 }  // namespace
