@@ -127,6 +127,17 @@ class RuntimeTest : public ::testing::Test {
     for (const auto& d : deps) st->add_depends_on(d);
     return st;
   }
+  // Bob's app bound to reservation r1, which guarantees 2 vcores from now on.
+  AppId submitReserved() {
+    guarantee_ = Resource(2048, 2);
+    AppSpec s;
+    s.name = "reserved";
+    s.user = UserId("bob");
+    s.reservation = ReservationId("r1");
+    s.am_resource = Resource(1024, 1);
+    s.am_launch_context = "x";
+    return apps_->submit(s)->id;
+  }
   int running(const AppId& app) {
     int32_t n = 0;
     Resource used;
@@ -236,14 +247,7 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   heartbeat("n1");
   ASSERT_EQ(running(adhoc), 4);
   // A reservation whose allocation starts now: 2 vcores guaranteed.
-  guarantee_ = Resource(2048, 2);
-  AppSpec s;
-  s.name = "reserved";
-  s.user = UserId("bob");
-  s.reservation = ReservationId("r1");
-  s.am_resource = Resource(1024, 1);
-  s.am_launch_context = "x";
-  AppId res = apps_->submit(s)->id;
+  AppId res = submitReserved();
   clock_.advance(Millis(300));  // the preemption pass runs at most every 250 ms
   heartbeat("n1");
   auto notices = ask(adhoc, -1);
@@ -288,14 +292,7 @@ TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
 
   // A reservation needs 2 vcores: scheduling picks the victim after the grace;
   // the kill reaches the NM in the next report's answer.
-  guarantee_ = Resource(2048, 2);
-  AppSpec s;
-  s.name = "reserved";
-  s.user = UserId("bob");
-  s.reservation = ReservationId("r1");
-  s.am_resource = Resource(1024, 1);
-  s.am_launch_context = "x";
-  ASSERT_TRUE(apps_->submit(s).isOk());
+  (void)submitReserved();
   clock_.advance(Millis(300));
   ASSERT_TRUE(rt_->onNodeReport(req, &again));
   rt_->scheduleNode(NodeId("n1"));
@@ -318,14 +315,7 @@ TEST_F(RuntimeTest, WithdrawnNoticeKillsNothingAndIsNotReportedPreempted) {
   ask(adhoc, 10);
   heartbeat("n1");
   ASSERT_EQ(running(adhoc), 4);
-  guarantee_ = Resource(2048, 2);
-  AppSpec s;
-  s.name = "reserved";
-  s.user = UserId("bob");
-  s.reservation = ReservationId("r1");
-  s.am_resource = Resource(1024, 1);
-  s.am_launch_context = "x";
-  AppId res = apps_->submit(s)->id;
+  AppId res = submitReserved();
   clock_.advance(Millis(300));
   heartbeat("n1");
   auto notices = ask(adhoc, -1);
