@@ -86,7 +86,7 @@ void Strand::loop() {
       cv_.wait(lk, [this] { return stopping_ || !tasks_.empty() || !background_.empty(); });
       if (tasks_.empty() && (stopping_ || background_.empty())) return;  // stopping
       batch.swap(tasks_);
-      if (!background_.empty()) {
+      if (!stopping_ && !background_.empty()) {  // stopping: only RPC tasks still run
         background = std::move(background_.front());
         background_.pop_front();
         background_gauge_.set(static_cast<double>(background_.size()));
