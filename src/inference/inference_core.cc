@@ -501,10 +501,10 @@ int64_t widestRun(const std::vector<store::RunRecord>& runs) {
 
 // a and d stay as inferred (a is when the input is available): they are never
 // widened. A skyline longer than the window d - a is reshaped to it (Morpheus
-// §5/§6, inference/skyline_reshape.h: same area, higher and shorter), up to
-// the widest any fitted run ran, with a warning saying so; when even that
-// cannot hold its area the skyline stays as fitted, with a warning that the
-// RM cannot place it, for the owner to override.
+// §5/§6, inference/skyline_reshape.h: same area, higher, shorter and
+// front-loaded), up to the widest any fitted run ran, with a warning saying
+// so; when even that cannot hold its area the skyline stays as fitted, with a
+// warning that the RM cannot place it, for the owner to override.
 void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs, Millis step) {
   const Millis window = pay.deadline_offset - pay.start_offset;
   const Millis need = step * static_cast<int64_t>(pay.skyline.size());
@@ -512,10 +512,10 @@ void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs
   const int64_t widest = widestRun(runs);
   auto fitted = fitSkylineToWindow(pay.skyline, window.count() / step.count(), widest);
   if (fitted.isOk()) {
-    pay.warnings.push_back(
-        "skyline (" + std::to_string(need.count() / 1000) + " s) reshaped to the window d - a (" +
-        std::to_string(window.count() / 1000) + " s): same area, at most " +
-        std::to_string(widest) + " containers (the widest run), phases in order");
+    pay.warnings.push_back("skyline (" + std::to_string(need.count() / 1000) +
+                           " s) reshaped to the window d - a (" +
+                           std::to_string(window.count() / 1000) + " s): same area, at most " +
+                           std::to_string(widest) + " containers (the widest run), front-loaded");
     pay.skyline = std::move(*fitted);
     return;
   }

@@ -1,6 +1,7 @@
 #include "inference/skyline_reshape.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -68,6 +69,7 @@ Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyl
   }
   std::vector<int64_t> out = stretch(skyline, window_steps);
   capAndSpill(out, cap);
+  std::sort(out.begin(), out.end(), std::greater<>());
   return out;
 }
 

@@ -1,9 +1,10 @@
 // Unit tests of fitSkylineToWindow (Morpheus §5/§6): a skyline longer than
-// its window becomes higher and shorter with the same area, in phase order.
+// its window becomes higher and shorter with the same area, front-loaded.
 #include "inference/skyline_reshape.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 namespace morpheus::inference {
@@ -23,12 +24,24 @@ TEST(SkylineReshapeTest, FittingSkylineIsUnchanged) {
 // Halving the time doubles the height: same area, half as long.
 TEST(SkylineReshapeTest, HalvedWindowDoublesTheHeight) {
   EXPECT_EQ(*fitSkylineToWindow({4, 4, 4, 4}, 2, 100), (std::vector<int64_t>{8, 8}));
-  EXPECT_EQ(*fitSkylineToWindow({5, 1, 2, 6}, 2, 100), (std::vector<int64_t>{6, 8}));
+  EXPECT_EQ(*fitSkylineToWindow({5, 1, 2, 6}, 2, 100), (std::vector<int64_t>{8, 6}));
+}
+
+// A history that started slowly (low early, high late: runs that waited for
+// capacity) comes out front-loaded: the same steps, highest first, as a DAG
+// running at full speed is widest early (issue #13).
+TEST(SkylineReshapeTest, LateBulkComesOutFrontLoaded) {
+  // Stretched {2, 2, 8, 8}.
+  EXPECT_EQ(*fitSkylineToWindow({1, 1, 1, 1, 4, 4, 4, 4}, 4, 100),
+            (std::vector<int64_t>{8, 8, 2, 2}));
+  // A skyline that fits its window keeps its shape: only a compressed one's
+  // profile is what the waiting showed.
+  EXPECT_EQ(*fitSkylineToWindow({1, 4}, 2, 100), (std::vector<int64_t>{1, 4}));
 }
 
 // Uneven compression (3 steps into 2): each step takes its share of the time
-// axis, rounded up to whole containers, so no area is lost and order is kept.
-TEST(SkylineReshapeTest, UnevenCompressionRoundsUpAndKeepsOrder) {
+// axis, rounded up to whole containers, so no area is lost.
+TEST(SkylineReshapeTest, UnevenCompressionRoundsUp) {
   // step 0 covers [0, 1.5): 3 + 0.5*1 = 3.5; step 1 covers [1.5, 3): 0.5*1 + 2 = 2.5.
   auto out = fitSkylineToWindow({3, 1, 2}, 2, 100);
   ASSERT_TRUE(out.isOk()) << out.status().message();
@@ -40,8 +53,9 @@ TEST(SkylineReshapeTest, UnevenCompressionRoundsUpAndKeepsOrder) {
 TEST(SkylineReshapeTest, ParallelismCapSpillsToLaterSteps) {
   // Stretched {16, 2}; capped at 10, the 6 left over go to step 1.
   EXPECT_EQ(*fitSkylineToWindow({8, 8, 0, 2}, 2, 10), (std::vector<int64_t>{10, 8}));
-  // Excess at the last step goes back to earlier steps with room.
-  EXPECT_EQ(*fitSkylineToWindow({0, 2, 8, 8}, 2, 10), (std::vector<int64_t>{8, 10}));
+  // Excess at the last step goes back to earlier steps with room (stretched
+  // {2, 16}, capped {8, 10}, then front-loaded).
+  EXPECT_EQ(*fitSkylineToWindow({0, 2, 8, 8}, 2, 10), (std::vector<int64_t>{10, 8}));
 }
 
 // The skyline's own peak is never cut, even above max_parallelism.
@@ -69,7 +83,8 @@ TEST(SkylineReshapeTest, BadInputsNameTheField) {
 }
 
 // Random skylines: the result fits the window, never loses area, gains less
-// than one container per step (rounding), and respects the cap.
+// than one container per step (rounding), respects the cap and, when
+// compressed, is non-increasing.
 TEST(SkylineReshapeTest, RandomSkylinesKeepAreaWithinRounding) {
   uint64_t x = 12345;
   auto next = [&x] {
@@ -91,6 +106,9 @@ TEST(SkylineReshapeTest, RandomSkylinesKeepAreaWithinRounding) {
     EXPECT_GE(area(*out), area(s));
     EXPECT_LT(area(*out), area(s) + static_cast<int64_t>(out->size()));
     for (int64_t v : *out) EXPECT_LE(v, peak);
+    if (static_cast<int64_t>(s.size()) > w) {
+      EXPECT_TRUE(std::is_sorted(out->rbegin(), out->rend()));
+    }
   }
 }
 
