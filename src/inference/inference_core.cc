@@ -35,6 +35,7 @@ std::string encodePayload(const ProposalPayload& p) {
                {"deadline_offset_ms", p.deadline_offset.count()},
                {"step_ms", p.step.count()},
                {"skyline", p.skyline},
+               {"in_order_skyline", p.in_order_skyline},
                {"container",
                 {{"memory_mib", p.container.memoryMib()}, {"vcores", p.container.vcores()}}},
                {"budget_container_ms", p.budget_container_ms},
@@ -75,6 +76,7 @@ Result<ProposalPayload> decodePayload(const std::string& text) {
     p.warnings = j.value("warnings", std::vector<std::string>{});
     p.runs_failed = j.value("runs_failed", 0);
     p.runs_killed = j.value("runs_killed", 0);
+    p.in_order_skyline = j.value("in_order_skyline", std::vector<int64_t>{});
     for (const auto& i : j.value("instances", json::array())) {
       p.instances.push_back({fromEpochMs(i.at("period_start_ms").get<int64_t>()),
                              i.at("reservation_id").get<std::string>(),
@@ -410,6 +412,25 @@ Result<std::vector<store::RunRecord>> InferenceCore::runsOf(const JobKey& job) {
   return store_.runs(job);
 }
 
+Result<SubmittedReservation> InferenceCore::submitRecurring(Proposal& p,
+                                                            const std::string& existing) {
+  RecurringRequest req = requestOf(p, opts_.queue);
+  auto sub = rm_.submit(req, clock_.now(), existing);
+  if (sub.isOk() || sub.status().code() != StatusCode::kInfeasible ||
+      p.payload.in_order_skyline.empty()) {
+    return sub;
+  }
+  req.skyline = p.payload.in_order_skyline;
+  auto in_order = rm_.submit(req, clock_.now(), existing);
+  if (!in_order.isOk()) return sub;  // the front-loaded skyline's refusal says more
+  p.payload.warnings.push_back(
+      "the RM had no room for the front-loaded skyline; the steps in the order the runs showed "
+      "are reserved");
+  p.payload.skyline = std::move(p.payload.in_order_skyline);
+  p.payload.in_order_skyline.clear();
+  return in_order;
+}
+
 Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who) {
   // An update proposal replaces the reservation of the job's accepted proposal.
   std::string existing;
@@ -428,8 +449,7 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     auto old = decodePayload(previous->payload_json);
     if (old.isOk() && old->one_off_instances) existing.clear();  // no recurring one to update
   }
-  RecurringRequest req = requestOf(p, opts_.queue);
-  auto sub = rm_.submit(req, clock_.now(), existing);
+  auto sub = submitRecurring(p, existing);
   if (!sub.isOk()) {
     metrics_
         .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
@@ -503,20 +523,27 @@ int64_t widestRun(const std::vector<store::RunRecord>& runs) {
 // widened. A skyline longer than the window d - a is reshaped to it (Morpheus
 // §5/§6, inference/skyline_reshape.h: same area, higher, shorter and
 // front-loaded), up to the widest any fitted run ran, with a warning saying
-// so; when even that cannot hold its area the skyline stays as fitted, with a
-// warning that the RM cannot place it, for the owner to override.
+// so; the compression in order is kept for the RM to get when it has no room
+// for the front-loaded one (submitRecurring). When even that width cannot
+// hold its area the skyline stays as fitted, with a warning that the RM
+// cannot place it, for the owner to override.
 void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs, Millis step) {
   const Millis window = pay.deadline_offset - pay.start_offset;
   const Millis need = step * static_cast<int64_t>(pay.skyline.size());
   if (window >= need) return;
   const int64_t widest = widestRun(runs);
-  auto fitted = fitSkylineToWindow(pay.skyline, window.count() / step.count(), widest);
-  if (fitted.isOk()) {
-    pay.warnings.push_back("skyline (" + std::to_string(need.count() / 1000) +
-                           " s) reshaped to the window d - a (" +
-                           std::to_string(window.count() / 1000) + " s): same area, at most " +
-                           std::to_string(widest) + " containers (the widest run), front-loaded");
+  const int64_t window_steps = window.count() / step.count();
+  auto fitted = fitSkylineToWindow(pay.skyline, window_steps, widest);
+  auto in_order = compressSkylineToWindow(pay.skyline, window_steps, widest);
+  if (fitted.isOk() && in_order.isOk()) {
+    pay.warnings.push_back(
+        "skyline (" + std::to_string(need.count() / 1000) + " s) reshaped to the window d - a (" +
+        std::to_string(window.count() / 1000) + " s): same area, at most " +
+        std::to_string(widest) +
+        " containers (the widest run), front-loaded; if the RM has no room for it, the same "
+        "steps in the order the runs showed are reserved instead");
     pay.skyline = std::move(*fitted);
+    pay.in_order_skyline = std::move(*in_order);
     return;
   }
   pay.warnings.push_back(
@@ -738,6 +765,10 @@ Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& 
     if (*o.budget_container_ms < 0)
       return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
     p.payload.budget_container_ms = *o.budget_container_ms;
+  }
+  // The owner's skyline or window is the one to reserve, or none.
+  if (o.skyline || o.skyline_scale || o.deadline_offset || o.start_offset) {
+    p.payload.in_order_skyline.clear();
   }
   return submitAndAccept(std::move(p), who);
 }

@@ -49,6 +49,11 @@ struct ProposalPayload {
   Millis deadline_offset{0};  // d
   Millis step{60000};
   std::vector<int64_t> skyline;
+  // When the skyline was reshaped to the window (front-loaded,
+  // inference/skyline_reshape.h): the same compression in the order the runs
+  // showed, submitted instead when the RM has no room for `skyline`. Empty
+  // otherwise, and dropped when the owner overrides the skyline or window.
+  std::vector<int64_t> in_order_skyline;
   Resource container;
   int64_t budget_container_ms = 0;
   double over_allocation = 0;
@@ -174,6 +179,10 @@ class InferenceCore {
  private:
   Result<Proposal> load(const ProposalId& id);
   Result<Proposal> submitAndAccept(Proposal p, const Principal& who);
+  // Submits p's recurring reservation; when the RM has no room for a
+  // reshaped skyline (INFEASIBLE), its in-order compression instead, which
+  // then becomes p's skyline (with a warning). The first refusal otherwise.
+  Result<SubmittedReservation> submitRecurring(Proposal& p, const std::string& existing);
   // Stores `p` as accepted (with the RM's reservation id, "" for per-instance
   // one-offs), expecting its stored state unchanged; returns the record.
   Result<store::ProposalRecord> recordAccepted(const Proposal& p,

@@ -56,8 +56,9 @@ void capAndSpill(std::vector<int64_t>& t, int64_t cap) {
 
 }  // namespace
 
-Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyline,
-                                                int64_t window_steps, int64_t max_parallelism) {
+Result<std::vector<int64_t>> compressSkylineToWindow(const std::vector<int64_t>& skyline,
+                                                     int64_t window_steps,
+                                                     int64_t max_parallelism) {
   MORPHEUS_RETURN_IF_ERROR(validate(skyline, window_steps, max_parallelism));
   if (static_cast<int64_t>(skyline.size()) <= window_steps) return skyline;
   const int64_t area = std::accumulate(skyline.begin(), skyline.end(), int64_t{0});
@@ -69,7 +70,16 @@ Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyl
   }
   std::vector<int64_t> out = stretch(skyline, window_steps);
   capAndSpill(out, cap);
-  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyline,
+                                                int64_t window_steps, int64_t max_parallelism) {
+  MORPHEUS_ASSIGN_OR_RETURN(std::vector<int64_t> out,
+                            compressSkylineToWindow(skyline, window_steps, max_parallelism));
+  if (static_cast<int64_t>(skyline.size()) > window_steps) {
+    std::sort(out.begin(), out.end(), std::greater<>());
+  }
   return out;
 }
 

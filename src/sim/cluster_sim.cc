@@ -462,7 +462,8 @@ Status Sim::init() {
 }
 
 // The strategy's own reservations go to the planner first, in workload order
-// or, with RunSetup::admit_smallest_first, smallest instance first; only then
+// or, with RunSetup::admit_smallest_first, smallest instance first (a
+// reshaped skyline refused front-loaded is tried in order at once); only then
 // the user fallbacks of the jobs left without one, so a user's request (often
 // over-provisioned many times, Morpheus Fig. 2a) never takes the room of a
 // reservation the strategy derived — as Morpheus would migrate jobs onto
@@ -475,8 +476,10 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
     out[j] = Admission{*got, &def, fallback};
   };
   for (size_t j : admissionOrder()) {
-    if (s_.provisions[j].kind == JobProvision::Kind::kPlanned)
-      tryAdmit(j, s_.provisions[j].def, false);
+    const JobProvision& p = s_.provisions[j];
+    if (p.kind != JobProvision::Kind::kPlanned) continue;
+    tryAdmit(j, p.def, false);
+    if (!out[j].placement && p.in_order) tryAdmit(j, *p.in_order, false);
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];

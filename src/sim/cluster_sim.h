@@ -56,6 +56,10 @@ struct JobProvision {
   // period) is submitted instead, after every job's `def` was; the job runs
   // unreserved only if that fails too.
   std::optional<planner::ReservationDefinition> fallback;
+  // A reshaped skyline's compression in the order the runs showed
+  // (inference/skyline_reshape.h), submitted right after `def` when the
+  // planner refuses `def`, as morpheus-inference does.
+  std::optional<planner::ReservationDefinition> in_order;
 };
 
 struct RunSetup {

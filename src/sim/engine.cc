@@ -172,20 +172,25 @@ int64_t maxParallelism(const PeriodicJob& job) {
 
 // The LP skyline placed in the inferred window [a, d). A skyline longer than
 // the window is reshaped to it (same area, higher and shorter, up to the
-// job's parallelism: inference/skyline_reshape.h) and counted in `why` under
-// kReshaped; only one whose area cannot fit the window even at full
-// parallelism leaves the job unreserved.
+// job's parallelism, front-loaded, with its in-order compression as the
+// alternative the planner gets when it refuses the front-loaded one:
+// inference/skyline_reshape.h) and counted in `why` under kReshaped; only one
+// whose area cannot fit the window even at full parallelism leaves the job
+// unreserved.
 JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,
                            std::vector<int64_t> skyline, TimePoint from, const ExperimentOptions& o,
                            std::map<std::string, double>& why) {
   JobProvision p;
   if (slo.one_off_instances) return p;
   const int64_t window_steps = planSteps(slo, o.step);
+  std::vector<int64_t> in_order;
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
     if (window_steps < 1) return p;
     auto fitted = inference::fitSkylineToWindow(skyline, window_steps, maxParallelism(job));
-    if (!fitted.isOk()) return p;
+    auto ordered = inference::compressSkylineToWindow(skyline, window_steps, maxParallelism(job));
+    if (!fitted.isOk() || !ordered.isOk()) return p;
     skyline = std::move(*fitted);
+    in_order = std::move(*ordered);
     why[kReshaped]++;
   }
   auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()), o.step);
@@ -197,6 +202,10 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   def.stages = planner::skylineStages(skyline, unit, o.step);
   def.interpreter = planner::Interpreter::kOrderNoGap;
   def.problematic = slo.problematic;
+  if (!in_order.empty() && in_order != skyline) {
+    p.in_order = def;
+    p.in_order->stages = planner::skylineStages(in_order, unit, o.step);
+  }
   int64_t area = 0;
   for (int64_t c : skyline) area += c;
   p.kind = JobProvision::Kind::kPlanned;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -29,6 +30,9 @@ class FakeRm final : public ReservationClient {
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint,
                                       const std::string& existing_id) override {
     recurring.push_back(r);
+    if (first_step_room && !r.skyline.empty() && r.skyline.front() > *first_step_room) {
+      return infeasible("no room for " + std::to_string(r.skyline.front()) + " containers");
+    }
     return SubmittedReservation{existing_id.empty() ? "res_" + r.job_key : existing_id, "placed"};
   }
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override {
@@ -41,6 +45,7 @@ class FakeRm final : public ReservationClient {
     return SubmittedReservation{r.reservation_id, "placed"};
   }
   std::vector<RecurringRequest> recurring;
+  std::optional<int64_t> first_step_room;  // refuses skylines wider at their first step
   std::vector<v1::ReservationDefinition> one_offs;
   std::set<std::string> ids;
 };
@@ -254,6 +259,77 @@ TEST_F(InferenceCoreTest, SkylineLongerThanTheWindowIsReshapedUpToTheWidestRun) 
   ASSERT_EQ(p.payload.warnings.size(), 1u);
   EXPECT_NE(p.payload.warnings[0].find("reshaped to the window"), std::string::npos)
       << p.payload.warnings[0];
+}
+
+// Runs that started slowly (1 container, then 10 wide at their end) and
+// outlast the window: the proposal reserves the compression front-loaded
+// (issue #13) and keeps it in order; an RM with no room for the front-loaded
+// shape gets the in-order one, which the accepted proposal then holds.
+TEST_F(InferenceCoreTest, RmWithoutRoomForTheFrontLoadedSkylineGetsItInOrder) {
+  auto late_bulk = [](int64_t minutes) {
+    std::vector<double> s(static_cast<size_t>(minutes), 1.0);
+    std::fill(s.end() - 10, s.end(), 10.0);
+    return s;
+  };
+  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, late_bulk(60)};
+  JobShape slow = usual;
+  slow.dur = 150 * kMin;
+  slow.skyline = late_bulk(150);
+  store::IngestBatch b;
+  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+  Proposal p = only("etl", store::ProposalState::kPending);
+  const std::vector<int64_t> front = p.payload.skyline, in_order = p.payload.in_order_skyline;
+  ASSERT_FALSE(in_order.empty());
+  EXPECT_TRUE(std::is_sorted(front.rbegin(), front.rend())) << "front-loaded";
+  EXPECT_LT(in_order.front(), in_order.back()) << "the runs' order: the bulk last";
+  std::vector<int64_t> sorted = in_order;
+  std::sort(sorted.rbegin(), sorted.rend());
+  EXPECT_EQ(sorted, front) << "the same steps";
+
+  rm_.first_step_room = in_order.front();
+  auto acc = core().accept(p.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  ASSERT_EQ(rm_.recurring.size(), 2u);
+  EXPECT_EQ(rm_.recurring[0].skyline, front);
+  EXPECT_EQ(rm_.recurring[1].skyline, in_order);
+  Proposal accepted = only("etl", store::ProposalState::kAccepted);
+  EXPECT_EQ(accepted.payload.skyline, in_order);
+  EXPECT_NE(accepted.payload.warnings.back().find("no room for the front-loaded"),
+            std::string::npos);
+}
+
+// An RM without room for either shape leaves the proposal pending with the
+// front-loaded skyline's refusal, and an owner's override is reserved as
+// given, with no in-order alternative.
+TEST_F(InferenceCoreTest, RefusedBothWaysStaysPendingAndAnOverrideHasNoAlternative) {
+  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, {}};
+  JobShape slow = usual;
+  slow.dur = 150 * kMin;
+  slow.skyline = std::vector<double>(150, 2.0);
+  std::fill(slow.skyline.end() - 10, slow.skyline.end(), 10.0);
+  store::IngestBatch b;
+  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+  Proposal p = only("etl", store::ProposalState::kPending);
+  ASSERT_FALSE(p.payload.in_order_skyline.empty());
+  rm_.first_step_room = 0;
+  auto acc = core().accept(p.record.id, alice_, false);
+  ASSERT_FALSE(acc.isOk());
+  EXPECT_NE(acc.status().message().find(std::to_string(p.payload.skyline.front()) + " containers"),
+            std::string::npos)
+      << acc.status().message();
+  EXPECT_EQ(rm_.recurring.size(), 2u);
+  only("etl", store::ProposalState::kPending);
+
+  rm_.recurring.clear();
+  OverrideParams o;
+  o.skyline_scale = 2.0;
+  acc = core().override(p.record.id, alice_, o);
+  ASSERT_FALSE(acc.isOk());
+  EXPECT_EQ(rm_.recurring.size(), 1u) << "the owner's skyline only";
 }
 
 // Morpheus §6: a 7-hourly job (7 h does not divide the day) is proposed, not

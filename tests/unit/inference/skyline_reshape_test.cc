@@ -39,6 +39,16 @@ TEST(SkylineReshapeTest, LateBulkComesOutFrontLoaded) {
   EXPECT_EQ(*fitSkylineToWindow({1, 4}, 2, 100), (std::vector<int64_t>{1, 4}));
 }
 
+// The in-order compression (the alternative when the plan has no room for
+// the front-loaded one) keeps the phases where the runs had them.
+TEST(SkylineReshapeTest, InOrderCompressionKeepsThePhases) {
+  EXPECT_EQ(*compressSkylineToWindow({1, 1, 1, 1, 4, 4, 4, 4}, 4, 100),
+            (std::vector<int64_t>{2, 2, 8, 8}));
+  EXPECT_EQ(*compressSkylineToWindow({0, 2, 8, 8}, 2, 10), (std::vector<int64_t>{8, 10}));
+  EXPECT_EQ(*compressSkylineToWindow({1, 4}, 2, 100), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(compressSkylineToWindow({6, 6, 6, 6}, 2, 10).status().code(), StatusCode::kInfeasible);
+}
+
 // Uneven compression (3 steps into 2): each step takes its share of the time
 // axis, rounded up to whole containers, so no area is lost.
 TEST(SkylineReshapeTest, UnevenCompressionRoundsUp) {

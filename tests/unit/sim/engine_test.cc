@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "planner/reservation.h"
 #include "sim/cluster_sim.h"
 #include "sim/engine.h"
 #include "sim/strategy.h"
@@ -229,6 +230,50 @@ TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
   EXPECT_EQ(out->result.instances[1].job, "fit");
   EXPECT_TRUE(out->result.instances[1].worst_case_met);
   EXPECT_DOUBLE_EQ(out->result.instances[0].reserved_container_s, 0);
+}
+
+// One 8-container node; "early" holds 6 containers in minutes 0-2. The
+// front-loaded skyline of "late" (6, 6, 2, 2 in its 4 min window) finds no
+// room there; its in-order compression (2, 2, 6, 6) is tried right after and
+// fits, so "late" is reserved, as morpheus-inference's sign-off does.
+TEST(SimEngineTest, RefusedFrontLoadedSkylineIsReservedInOrder) {
+  Workload w;
+  w.periodic.push_back(
+      job("early", Millis(86400'000), Millis(0), Millis(2 * kMin), {stage(6, 2)}, 6));
+  w.periodic.push_back(job("late", Millis(86400'000), Millis(0), Millis(4 * kMin),
+                           {stage(2, 2), stage(6, 2, {0})}, 6));
+  ExperimentOptions o = options(1, 2);
+  auto planned = [](const std::string& key, Millis deadline, std::vector<int64_t> skyline) {
+    planner::ReservationDefinition d;
+    d.user = UserId("owner-" + key);
+    d.queue = "root.prod";
+    d.name = key;
+    d.recurrence_key = JobKey(key);
+    d.period = Millis(86400'000);
+    d.arrival = fromEpochMs(0);
+    d.deadline = fromEpochMs(deadline.count());
+    d.stages = planner::skylineStages(skyline, Resource(1024, 1), Millis(kMin));
+    d.interpreter = planner::Interpreter::kOrderNoGap;
+    return d;
+  };
+  for (bool with_in_order : {false, true}) {
+    RunSetup setup;
+    setup.from = fromEpochMs(0);
+    setup.to = fromEpochMs(86400'000);
+    setup.admit_smallest_first = true;
+    JobProvision early, late;
+    early.kind = late.kind = JobProvision::Kind::kPlanned;
+    early.def = planned("early", Millis(2 * kMin), {6, 6});
+    late.def = planned("late", Millis(4 * kMin), {6, 6, 2, 2});
+    if (with_in_order) late.in_order = planned("late", Millis(4 * kMin), {2, 2, 6, 6});
+    setup.provisions = {early, late};
+    auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+    ASSERT_TRUE(out.isOk()) << out.status().message();
+    EXPECT_EQ(out->result.extra.at("unreserved_jobs"), with_in_order ? 0 : 1) << with_in_order;
+    ASSERT_EQ(out->result.instances.size(), 2u);  // early, late
+    EXPECT_EQ(out->result.instances[1].job, "late");
+    EXPECT_EQ(out->result.instances[1].worst_case_met, with_in_order) << with_in_order;
+  }
 }
 
 // One 8-container node. A big reservation (8 containers, 9 min) listed
