@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   std::string trace = "../shared/data/swim-fb2009-24h.tsv";
   std::vector<std::string> strategies;
   uint64_t seed = 1;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   app.add_flag("--scale", scale,
                "The issue #13 target scenario: 50,000 nodes, 30 days, 10,000 periodic jobs "
                "(overrides --nodes, --days, --periodic-jobs)");
@@ -74,6 +76,10 @@ int main(int argc, char** argv) {
   app.add_option("--adhoc-trace", trace, "SWIM trace; '' for none")->capture_default_str();
   app.add_option("--strategy", strategies, "Strategies (default: baseline, morpheus)");
   app.add_option("--seed", seed)->capture_default_str();
+  app.add_option("--threads", threads,
+                 "Strategies simulated side by side after training (default: the cores)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-wall", max_wall,
                  "Stop the experiment after this many wall seconds (0 = run to the end) and "
                  "report the simulated share done")
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
   o.seed = seed;
   o.realize = sim::groupRealize(sim::drawInstance, original, model, node_size);
   o.fluid_adhoc_step = sim::fluidAdhocStep(model);
+  o.threads = threads;
   std::atomic<int64_t> events_all{0};
   o.events_processed = &events_all;
   // Simulated plan steps of the whole experiment: training, then each strategy.
@@ -239,6 +246,7 @@ int main(int argc, char** argv) {
       {"task_group", model.name != "task" ? model.group : 1},
       {"fluid_step_s", model.name == "fluid" ? model.fluid_step.count() / 1000 : 0},
       {"seed", seed},
+      {"threads", threads},
       {"generate_s", gen_s},
       {"wall_s", run_s},
       {"cpu_s", cpu_s},

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "inference/skyline_fit.h"
 #include "inference/skyline_reshape.h"
@@ -410,29 +413,85 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   return learn(w, std::move(out.history));
 }
 
-Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
-                                const StrategySpec& spec, const Learned& l,
-                                const ProgressFn& progress, const std::atomic<bool>* stop,
-                                bool* interrupted) {
+// One strategy's evaluation days, provisioned from what training learned
+// (SLO inference, skyline LP fits: GLPK, so never on two threads at once).
+struct Evaluation {
+  const StrategySpec* spec = nullptr;
   RunSetup setup;
-  setup.from = fromEpochMs(0) + kDay * trainDays(o);
-  setup.to = fromEpochMs(0) + kDay * o.days;
-  setup.agent = spec.agent;
-  setup.dra = spec.dra;
-  setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
   std::map<std::string, double> why;
-  setup.provisions = provisionsFor(spec, w, l, setup.from, o, why);
-  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, spec.name, progress, stop));
-  *interrupted = out.interrupted;
+};
+
+Evaluation prepare(const Workload& w, const ExperimentOptions& o, const StrategySpec& spec,
+                   const Learned& l) {
+  Evaluation e;
+  e.spec = &spec;
+  e.setup.from = fromEpochMs(0) + kDay * trainDays(o);
+  e.setup.to = fromEpochMs(0) + kDay * o.days;
+  e.setup.agent = spec.agent;
+  e.setup.dra = spec.dra;
+  e.setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
+  e.setup.provisions = provisionsFor(spec, w, l, e.setup.from, o, e.why);
+  return e;
+}
+
+StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, RunOutput out) {
   StrategyResult r = std::move(out.result);
-  r.name = spec.name;
-  if (spec.provisioning != Provisioning::kUserReservation) r.extra["alpha"] = spec.alpha;
+  r.name = e.spec->name;
+  if (e.spec->provisioning != Provisioning::kUserReservation) r.extra["alpha"] = e.spec->alpha;
   r.extra["events"] = static_cast<double>(out.events);
-  r.extra.insert(why.begin(), why.end());
+  r.extra.insert(e.why.begin(), e.why.end());
   summarise(r);
   summariseSloJobs(r, w, l);
   summariseSlack(r, w);
   return r;
+}
+
+Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
+                                const StrategySpec& spec, const Learned& l,
+                                const ProgressFn& progress, const std::atomic<bool>* stop,
+                                bool* interrupted) {
+  Evaluation e = prepare(w, o, spec, l);
+  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, e.setup, spec.name, progress, stop));
+  *interrupted = out.interrupted;
+  return finish(w, e, l, std::move(out));
+}
+
+// The simulations of `evals` on up to o.threads threads, each taking the next
+// strategy not started; outputs by index. Progress is summed over them under
+// one lock as phase "evaluation". A strategy not started when `stop` is set
+// stays empty (nullopt).
+std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
+                                                          const ExperimentOptions& o,
+                                                          const std::vector<Evaluation>& evals,
+                                                          const ProgressFn& progress,
+                                                          const std::atomic<bool>* stop) {
+  std::vector<std::optional<Result<RunOutput>>> outs(evals.size());
+  std::vector<int64_t> done(evals.size(), 0), total(evals.size(), 0);
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < evals.size(); i = next++) {
+      if (stop != nullptr && stop->load()) return;
+      ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
+        std::lock_guard<std::mutex> lk(mu);
+        done[i] = d;
+        total[i] = t;
+        int64_t all_done = 0, all_total = 0;
+        for (size_t k = 0; k < evals.size(); k++) {
+          all_done += done[k];
+          all_total += std::max(total[k], done[k]);
+        }
+        if (progress) progress("evaluation", all_done, all_total);
+      };
+      outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
+    }
+  };
+  const size_t n = std::min(evals.size(), static_cast<size_t>(std::max(1, o.threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return outs;
 }
 
 SimSummary header(const ExperimentOptions& o, const std::string& command) {
@@ -501,6 +560,7 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     return invalidArgument("step", "must be > 0 and divide a day");
   }
   if (!o.realize) return invalidArgument("realize", "required");
+  if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
   MORPHEUS_RETURN_IF_ERROR(sched::makeOrderingPolicy(o.adhoc_policy, "adhoc_policy").status());
   if (!(o.altruistic_share >= 0 && o.altruistic_share <= 1))
     return invalidArgument("altruistic_share", "must be in [0, 1]");
@@ -531,11 +591,19 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   bool interrupted = false;
   MORPHEUS_ASSIGN_OR_RETURN(Learned learned,
                             train(workload, options, progress, stop, &interrupted));
-  for (const auto& spec : strategies) {
-    if (interrupted) break;
-    MORPHEUS_ASSIGN_OR_RETURN(
-        StrategyResult r, evaluate(workload, options, spec, learned, progress, stop, &interrupted));
-    summary.strategies.push_back(std::move(r));
+  if (!interrupted) {
+    std::vector<Evaluation> evals;
+    for (const auto& spec : strategies) evals.push_back(prepare(workload, options, spec, learned));
+    auto outs = simulateAll(workload, options, evals, progress, stop);
+    for (size_t i = 0; i < evals.size(); i++) {
+      if (!outs[i]) {
+        interrupted = true;
+        continue;
+      }
+      MORPHEUS_RETURN_IF_ERROR(outs[i]->status());
+      interrupted = interrupted || (*outs[i])->interrupted;
+      summary.strategies.push_back(finish(workload, evals[i], learned, std::move(**outs[i])));
+    }
   }
   summary.interrupted = interrupted;
   return summary;

@@ -81,6 +81,10 @@ struct ExperimentOptions {
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
   Millis fluid_adhoc_step{0};
+  // Strategies evaluated side by side (runExperiment): up to this many
+  // threads, each running one strategy's simulation at a time (>= 1; 1 =
+  // one after the other). The results do not depend on it.
+  int threads = 1;
   // For the differential test only: offer new asks to every free node they
   // fit, as before the simulator skipped offers that cannot change anything
   // (Sim::offerNewAsks). Decisions must be the same either way.
@@ -107,11 +111,16 @@ int64_t trainDays(const ExperimentOptions& options);
 // "node_size", "train_fraction", "realize", "workload.periodic[3].period").
 Status validateExperiment(const Workload& workload, const ExperimentOptions& options);
 
-// Runs the training phase once, then every strategy in order. `stop` (may be
-// null) is polled every simulated instant (between the events of two
-// instants): once set, the run in progress ends there, results so far are
-// returned, summary.interrupted is set, and an interrupted training skips its
-// SLO inference (no strategy runs after it).
+// Runs the training phase once, then every strategy: their provisioning
+// (SLO inference, skyline fits) one after the other, their simulations on up
+// to options.threads threads; results in strategy order, the same whatever
+// the thread count. Progress: "training", then "evaluation" over all
+// strategies' steps.
+// `stop` (may be null) is polled every simulated instant (between the events
+// of two instants): once set, the runs in progress end there, results so far
+// are returned (strategies not started are left out), summary.interrupted is
+// set, and an interrupted training skips its SLO inference (no strategy runs
+// after it).
 Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress = nullptr,

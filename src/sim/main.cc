@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/version.h"
 #include "inference/skyline_fit.h"
@@ -98,6 +99,8 @@ struct SimFlags {
   double estimate_noise = 0.0;
   bool adhoc_diverse_shapes = false;  // AdhocOptions::diverse_shapes
   sim::TaskModel task_model;          // --task-model, --task-group (sim/task_model.h)
+  // Strategies simulated side by side (ExperimentOptions::threads).
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -161,6 +164,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
                   "(planner.tie-break)")
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--threads", f.threads,
+                  "Strategies simulated side by side (run; default: the machine's cores); "
+                  "results do not depend on it")
+      ->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   addCarbyneFlags(cmd, f);
   addTaskModelFlags(cmd, f.task_model);
@@ -222,6 +229,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.nodes <= 0) return fail("nodes: must be > 0");
   if (f.days < 2) return fail("days: must be >= 2 (training and evaluation days)");
   if (f.periodic_jobs < 0) return fail("periodic-jobs: must be >= 0");
+  if (f.threads < 1) return fail("threads: must be >= 1");
   if (!(f.adhoc_load >= 0 && f.adhoc_load <= 1)) return fail("adhoc-load: must be in [0, 1]");
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
@@ -252,6 +260,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.altruistic_share = f.altruistic_share;
   o.estimate_noise = f.estimate_noise;
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
+  o.threads = f.threads;
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include "planner/reservation.h"
 #include "sim/cluster_sim.h"
 #include "sim/engine.h"
+#include "sim/report.h"
 #include "sim/strategy.h"
 
 namespace morpheus::sim {
@@ -601,6 +603,40 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
   ASSERT_TRUE(b.isOk());
   ASSERT_EQ(a->strategies.size(), 8u);
   expectSameOutcomes(*a, *b);
+}
+
+// Strategies simulated side by side on 3 threads: the same results, in the
+// same order, as one after the other, and the same summary.json bytes; the
+// progress adds up every strategy's steps under one phase; threads < 1 is
+// refused naming the field.
+TEST(SimEngineTest, ParallelStrategiesGiveTheSameResults) {
+  Workload w = mixed();
+  ExperimentOptions o = options(3, 4);
+  o.realize = noisy;
+  auto specs = parseStrategies({}, {0.1}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runExperiment(w, o, *specs);
+  o.threads = 3;
+  std::mutex mu;
+  int64_t last_done = 0, total = 0;
+  auto progress = [&](const std::string& phase, int64_t done, int64_t t) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (phase != "evaluation") return;
+    last_done = std::max(last_done, done);
+    total = t;
+  };
+  auto three = runExperiment(w, o, *specs, progress);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  ASSERT_TRUE(three.isOk()) << three.status().message();
+  ASSERT_EQ(three->strategies.size(), 8u);
+  expectSameOutcomes(*one, *three);
+  EXPECT_EQ(summaryJson(*one), summaryJson(*three));
+  EXPECT_EQ(last_done, 8 * 2 * 1440) << "2 evaluation days of 1440 steps per strategy";
+  EXPECT_EQ(total, last_done);
+  o.threads = 0;
+  auto bad = runExperiment(w, o, *specs);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("threads"), std::string::npos);
 }
 
 // Issue #13 (scale): skipping offers of new asks to free nodes that cannot
