@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "common/config.h"
@@ -122,6 +123,20 @@ class InferenceCoreTest : public ::testing::Test {
     EXPECT_EQ(mine.size(), 1u) << job;
     return mine.empty() ? Proposal{} : mine.front();
   }
+  // Daily job "etl" whose runs take 60 min, every third 150 min (a tail
+  // outlasting its ~85 min window), `shape(minutes)` containers per minute;
+  // refits and returns its pending proposal.
+  Proposal proposeWithSlowRuns(const std::function<std::vector<double>(int64_t)>& shape) {
+    JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, shape(60)};
+    JobShape slow = usual;
+    slow.dur = 150 * kMin;
+    slow.skyline = shape(150);
+    store::IngestBatch b;
+    for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
+    ingest(b);
+    EXPECT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+    return only("etl", store::ProposalState::kPending);
+  }
   std::string notActionableReason(const std::string& job) {
     for (const auto& n : core().notActionable()) {
       if (n.job.value() == job) return n.reason;
@@ -233,20 +248,11 @@ TEST_F(InferenceCoreTest, WindowShorterThanTheSkylineIsAWarningNotWidened) {
 // area fits the window at the width its runs reached, so the proposal holds
 // the skyline reshaped to the window (Morpheus §5/§6) and says so.
 TEST_F(InferenceCoreTest, SkylineLongerThanTheWindowIsReshapedUpToTheWidestRun) {
-  auto shape = [](int64_t minutes) {
+  Proposal p = proposeWithSlowRuns([](int64_t minutes) {
     std::vector<double> s(static_cast<size_t>(minutes), 1.0);
     std::fill(s.begin(), s.begin() + 10, 10.0);
     return s;
-  };
-  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, shape(60)};
-  JobShape slow = usual;
-  slow.dur = 150 * kMin;
-  slow.skyline = shape(150);
-  store::IngestBatch b;
-  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
-  Proposal p = only("etl", store::ProposalState::kPending);
+  });
   EXPECT_EQ(p.payload.start_offset, Millis(95 * kMin));  // a and d as inferred
   const Millis window = p.payload.deadline_offset - p.payload.start_offset;
   EXPECT_LE(Millis(kMin) * static_cast<int64_t>(p.payload.skyline.size()), window);
@@ -261,25 +267,20 @@ TEST_F(InferenceCoreTest, SkylineLongerThanTheWindowIsReshapedUpToTheWidestRun) 
       << p.payload.warnings[0];
 }
 
+// 1 container per minute, then 10 for the last 10 minutes: a run that
+// waited for capacity before its bulk.
+std::vector<double> lateBulk(int64_t minutes) {
+  std::vector<double> s(static_cast<size_t>(minutes), 1.0);
+  std::fill(s.end() - 10, s.end(), 10.0);
+  return s;
+}
+
 // Runs that started slowly (1 container, then 10 wide at their end) and
 // outlast the window: the proposal reserves the compression front-loaded
 // (issue #13) and keeps it in order; an RM with no room for the front-loaded
 // shape gets the in-order one, which the accepted proposal then holds.
 TEST_F(InferenceCoreTest, RmWithoutRoomForTheFrontLoadedSkylineGetsItInOrder) {
-  auto late_bulk = [](int64_t minutes) {
-    std::vector<double> s(static_cast<size_t>(minutes), 1.0);
-    std::fill(s.end() - 10, s.end(), 10.0);
-    return s;
-  };
-  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, late_bulk(60)};
-  JobShape slow = usual;
-  slow.dur = 150 * kMin;
-  slow.skyline = late_bulk(150);
-  store::IngestBatch b;
-  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
-  Proposal p = only("etl", store::ProposalState::kPending);
+  Proposal p = proposeWithSlowRuns(lateBulk);
   const std::vector<int64_t> front = p.payload.skyline, in_order = p.payload.in_order_skyline;
   ASSERT_FALSE(in_order.empty());
   EXPECT_TRUE(std::is_sorted(front.rbegin(), front.rend())) << "front-loaded";
@@ -304,16 +305,7 @@ TEST_F(InferenceCoreTest, RmWithoutRoomForTheFrontLoadedSkylineGetsItInOrder) {
 // front-loaded skyline's refusal, and an owner's override is reserved as
 // given, with no in-order alternative.
 TEST_F(InferenceCoreTest, RefusedBothWaysStaysPendingAndAnOverrideHasNoAlternative) {
-  JobShape usual{"etl", kDay, 90 * kMin, 60 * kMin, 10 * kMin, {}};
-  JobShape slow = usual;
-  slow.dur = 150 * kMin;
-  slow.skyline = std::vector<double>(150, 2.0);
-  std::fill(slow.skyline.end() - 10, slow.skyline.end(), 10.0);
-  store::IngestBatch b;
-  for (int64_t k = 380; k < 399; k++) addInstance(&b, k % 3 == 0 ? slow : usual, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("etl");
-  Proposal p = only("etl", store::ProposalState::kPending);
+  Proposal p = proposeWithSlowRuns(lateBulk);
   ASSERT_FALSE(p.payload.in_order_skyline.empty());
   rm_.first_step_room = 0;
   auto acc = core().accept(p.record.id, alice_, false);

@@ -69,6 +69,29 @@ ExperimentOptions options(int64_t nodes, int64_t days) {
   return o;
 }
 
+// A daily reservation request of `key` (its owner, root.prod) over
+// [0, deadline) of each day, without stages.
+planner::ReservationDefinition dailyDef(const std::string& key, Millis deadline) {
+  planner::ReservationDefinition d;
+  d.user = UserId("owner-" + key);
+  d.queue = "root.prod";
+  d.name = key;
+  d.recurrence_key = JobKey(key);
+  d.period = Millis(86400'000);
+  d.arrival = fromEpochMs(0);
+  d.deadline = fromEpochMs(deadline.count());
+  return d;
+}
+
+// A run over the first day, admitting smallest instance first or not.
+RunSetup firstDay(bool admit_smallest_first) {
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(86400'000);
+  setup.admit_smallest_first = admit_smallest_first;
+  return setup;
+}
+
 std::vector<StrategySpec> only(const std::string& name) {
   return *parseStrategies({name}, {}, 0.5);
 }
@@ -201,18 +224,9 @@ TEST(SimEngineTest, StrategyReservationsAdmittedBeforeUserFallbacks) {
   w.periodic.push_back(
       job("fit", Millis(86400'000), Millis(0), Millis(10 * kMin), {stage(4, 5)}, 8));
   ExperimentOptions o = options(1, 2);
-  RunSetup setup;
-  setup.from = fromEpochMs(0);
-  setup.to = fromEpochMs(86400'000);
+  RunSetup setup = firstDay(false);
   auto def = [&](const std::string& key, int64_t containers, Millis duration) {
-    planner::ReservationDefinition d;
-    d.user = UserId("owner-" + key);
-    d.queue = "root.prod";
-    d.name = key;
-    d.recurrence_key = JobKey(key);
-    d.period = Millis(86400'000);
-    d.arrival = fromEpochMs(0);
-    d.deadline = fromEpochMs(10 * kMin);
+    planner::ReservationDefinition d = dailyDef(key, Millis(10 * kMin));
     d.stages.push_back(
         planner::ReservationStage{Resource(1024, 1), containers, containers, duration});
     return d;
@@ -246,23 +260,13 @@ TEST(SimEngineTest, RefusedFrontLoadedSkylineIsReservedInOrder) {
                            {stage(2, 2), stage(6, 2, {0})}, 6));
   ExperimentOptions o = options(1, 2);
   auto planned = [](const std::string& key, Millis deadline, std::vector<int64_t> skyline) {
-    planner::ReservationDefinition d;
-    d.user = UserId("owner-" + key);
-    d.queue = "root.prod";
-    d.name = key;
-    d.recurrence_key = JobKey(key);
-    d.period = Millis(86400'000);
-    d.arrival = fromEpochMs(0);
-    d.deadline = fromEpochMs(deadline.count());
+    planner::ReservationDefinition d = dailyDef(key, deadline);
     d.stages = planner::skylineStages(skyline, Resource(1024, 1), Millis(kMin));
     d.interpreter = planner::Interpreter::kOrderNoGap;
     return d;
   };
   for (bool with_in_order : {false, true}) {
-    RunSetup setup;
-    setup.from = fromEpochMs(0);
-    setup.to = fromEpochMs(86400'000);
-    setup.admit_smallest_first = true;
+    RunSetup setup = firstDay(true);
     JobProvision early, late;
     early.kind = late.kind = JobProvision::Kind::kPlanned;
     early.def = planned("early", Millis(2 * kMin), {6, 6});
@@ -295,22 +299,13 @@ TEST(SimEngineTest, SmallestFirstAdmissionReservesMoreInstances) {
   auto planned = [&](const std::string& key, int64_t containers, Millis duration) {
     JobProvision p;
     p.kind = JobProvision::Kind::kPlanned;
-    p.def.user = UserId("owner-" + key);
-    p.def.queue = "root.prod";
-    p.def.name = key;
-    p.def.recurrence_key = JobKey(key);
-    p.def.period = Millis(86400'000);
-    p.def.arrival = fromEpochMs(0);
-    p.def.deadline = fromEpochMs(10 * kMin);
+    p.def = dailyDef(key, Millis(10 * kMin));
     p.def.stages.push_back(
         planner::ReservationStage{Resource(1024, 1), containers, containers, duration});
     return p;
   };
   for (bool smallest_first : {false, true}) {
-    RunSetup setup;
-    setup.from = fromEpochMs(0);
-    setup.to = fromEpochMs(86400'000);
-    setup.admit_smallest_first = smallest_first;
+    RunSetup setup = firstDay(smallest_first);
     setup.provisions = {planned("big", 8, Millis(9 * kMin)),
                         planned("small-a", 4, Millis(5 * kMin)),
                         planned("small-b", 4, Millis(5 * kMin))};
@@ -590,26 +585,12 @@ void expectSameOutcomes(const SimSummary& a, const SimSummary& b) {
   }
 }
 
-// Same seed and inputs: identical results for every strategy.
-TEST(SimEngineTest, SameSeedGivesIdenticalResults) {
-  Workload w = mixed();
-  ExperimentOptions o = options(3, 4);
-  o.realize = noisy;
-  auto specs = parseStrategies({}, {0.1}, 0.5);
-  ASSERT_TRUE(specs.isOk());
-  auto a = runExperiment(w, o, *specs);
-  auto b = runExperiment(w, o, *specs);
-  ASSERT_TRUE(a.isOk()) << a.status().message();
-  ASSERT_TRUE(b.isOk());
-  ASSERT_EQ(a->strategies.size(), 8u);
-  expectSameOutcomes(*a, *b);
-}
-
-// Strategies simulated side by side on 3 threads: the same results, in the
-// same order, as one after the other, and the same summary.json bytes; the
-// progress adds up every strategy's steps under one phase; threads < 1 is
-// refused naming the field.
-TEST(SimEngineTest, ParallelStrategiesGiveTheSameResults) {
+// Same seed and inputs: identical results for every strategy, in the same
+// order and with the same summary.json bytes, whether the strategies run one
+// after the other or side by side on 3 threads; the progress then adds up
+// every strategy's steps under one phase; threads < 1 is refused naming the
+// field.
+TEST(SimEngineTest, SameSeedGivesIdenticalResultsOnAnyThreadCount) {
   Workload w = mixed();
   ExperimentOptions o = options(3, 4);
   o.realize = noisy;
