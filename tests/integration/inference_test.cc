@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -466,6 +467,109 @@ TEST_F(InferenceIT, OffKilterJobGetsOneOffReservationsInTheRm) {
       EXPECT_LE(a["endTime"].get<int64_t>(), inst["deadline_ms"].get<int64_t>()) << a.dump();
     }
   }
+}
+
+// Issue #13 against a real RM: a daily job whose runs start slowly (10
+// containers, 60 for their last 10 min) and every third one outlasts its
+// window is proposed reshaped to it, front-loaded. A daily reservation
+// holding 60 of the 100 vcores in the window's first 15 min leaves no room
+// for the front-loaded skyline; accepting it places the same steps in the
+// order the runs showed, and the accepted proposal says so.
+TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t today = now / kDay * kDay;
+  // The blocker: tomorrow's [01:05, 01:20), then daily.
+  std::string blocker = dir_ + "-blocker.json";
+  std::ofstream(blocker) << json{
+      {"queue", "default"},
+      {"reservation-definition",
+       {{"arrival", today + kDay + 65 * kMin},
+        {"deadline", today + kDay + 80 * kMin},
+        {"recurrence-expression", std::to_string(kDay)},
+        {"reservation-requests",
+         {{"reservation-request-interpreter", 1},
+          {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                {"num-containers", 60},
+                                                {"min-concurrency", 60},
+                                                {"duration", 15 * kMin}}})}}}}}};
+  auto [cb, ob] = ctl({"reservation", "submit", "-f", blocker, "--json"}, testToken("ops"));
+  ASSERT_EQ(cb, 0) << ob << rm_.log();
+  // 30 days: input at 01:00, submitted 01:05, 60 min runs (150 min every
+  // third day) read at 02:15:10 (late runs: 1 min after they end).
+  std::string file = dir_ + "-late.jsonl";
+  {
+    std::ofstream out(file);
+    for (int n = 0; n < 30; n++) {
+      const int64_t base = today - (30 - n) * kDay;
+      const int64_t minutes = n % 3 == 0 ? 150 : 60;
+      const int64_t start = base + 65 * kMin + 10000, end = start + minutes * kMin;
+      std::vector<int> sky(static_cast<size_t>(minutes), 10);
+      std::fill(sky.end() - 10, sky.end(), 60);
+      const std::string rid = "late-" + std::to_string(n);
+      auto event = [&](const std::string& job, const std::string& run, const std::string& path,
+                       const char* kind, int64_t t) {
+        out << json({{"type", "event"},
+                     {"job", job},
+                     {"run", run},
+                     {"path", path},
+                     {"kind", kind},
+                     {"time_ms", t}})
+                   .dump()
+            << "\n";
+      };
+      out << json({{"type", "run"},
+                   {"job", "late"},
+                   {"run", rid},
+                   {"user", "alice"},
+                   {"submit_ms", base + 65 * kMin},
+                   {"start_ms", start},
+                   {"end_ms", end},
+                   {"step_ms", kMin},
+                   {"skyline", sky},
+                   {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+                 .dump()
+          << "\n";
+      const std::string in = "/data/late/in/" + std::to_string(n);
+      const std::string outp = "/data/late/out/" + std::to_string(n);
+      event("ingest", "ingest-" + rid, in, "write", base + 60 * kMin);
+      event("late", rid, in, "read", start + 1000);
+      event("late", rid, outp, "write", end - 1000);
+      event("report", "report-" + rid, outp, "read",
+            std::max(base + 135 * kMin + 10000, end + kMin));
+    }
+  }
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
+  ASSERT_EQ(ci, 0) << oi << inf_.log();
+  auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
+  ASSERT_EQ(cr, 0) << orf << inf_.log();
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
+  ASSERT_EQ(cl, 0) << ol;
+  json p, listed = json::parse(ol);
+  for (const auto& x : listed["proposals"]) {
+    if (x["job_key"] == "late") p = x;
+  }
+  ASSERT_FALSE(p.is_null()) << ol << inf_.log();
+  const auto front = p["skyline"].get<std::vector<int64_t>>();
+  ASSERT_FALSE(front.empty()) << p.dump();
+  EXPECT_GT(front.front(), 40) << "front-loaded: no room next to the blocker " << p.dump();
+  EXPECT_TRUE(std::is_sorted(front.rbegin(), front.rend())) << p.dump();
+
+  auto [ca, oa] = ctl({"slo", "accept", p["proposal_id"], "--json"}, testToken("alice"));
+  ASSERT_EQ(ca, 0) << oa << inf_.log() << rm_.log();
+  json acc = json::parse(oa);
+  EXPECT_EQ(acc["state"], "accepted") << oa;
+  const auto held = acc["skyline"].get<std::vector<int64_t>>();
+  EXPECT_LE(held.front(), 40) << oa;
+  std::vector<int64_t> sorted = held;
+  std::sort(sorted.rbegin(), sorted.rend());
+  EXPECT_EQ(sorted, front) << "the same steps, in the runs' order";
+  EXPECT_NE(oa.find("no room for the front-loaded skyline"), std::string::npos) << oa;
+  auto r = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list", "",
+                       "application/json", bearer("ops"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["reservations"].size(), 2u) << r.body;
 }
 
 TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
