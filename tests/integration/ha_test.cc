@@ -55,35 +55,13 @@ void writeDailyHistory(std::ostream& out, const std::string& key, int64_t avail,
     const std::string rid = key + "-" + std::to_string(n);
     const std::string in = "/data/" + key + "/in/" + std::to_string(n);
     const std::string outp = "/data/" + key + "/out/" + std::to_string(n);
-    json sky = json::array();
+    std::vector<int> sky;
     for (int s = 0; s < 30; ++s) sky.push_back(2 + (s + n) % 4);
-    out << json({{"type", "run"},
-                 {"job", key},
-                 {"run", rid},
-                 {"user", "alice"},
-                 {"submit_ms", start - 10000},
-                 {"start_ms", start},
-                 {"end_ms", end},
-                 {"step_ms", kMin},
-                 {"skyline", sky},
-                 {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
-               .dump()
-        << "\n";
-    auto event = [&](const std::string& job, const std::string& run, const std::string& path,
-                     const char* kind, int64_t t) {
-      out << json({{"type", "event"},
-                   {"job", job},
-                   {"run", run},
-                   {"path", path},
-                   {"kind", kind},
-                   {"time_ms", t}})
-                 .dump()
-          << "\n";
-    };
-    event("ingest", "ingest-" + rid, in, "write", written);
-    event(key, rid, in, "read", start + 1000);
-    event(key, rid, outp, "write", end - 1000);
-    event("consumer-of-" + key, "c-" + rid, outp, "read", end + kHour);
+    writeHistoryRun(out, {key, rid, "alice", start - 10000, start, end, sky});
+    writeHistoryEvent(out, "ingest", "ingest-" + rid, in, "write", written);
+    writeHistoryEvent(out, key, rid, in, "read", start + 1000);
+    writeHistoryEvent(out, key, rid, outp, "write", end - 1000);
+    writeHistoryEvent(out, "consumer-of-" + key, "c-" + rid, outp, "read", end + kHour);
   }
 }
 

@@ -367,6 +367,33 @@ int64_t nowMs() {
       .count();
 }
 
+void writeHistoryRun(std::ostream& out, const HistoryRun& r) {
+  out << nlohmann::json({{"type", "run"},
+                         {"job", r.job},
+                         {"run", r.run},
+                         {"user", r.user},
+                         {"submit_ms", r.submit_ms},
+                         {"start_ms", r.start_ms},
+                         {"end_ms", r.end_ms},
+                         {"step_ms", 60000},
+                         {"skyline", r.skyline},
+                         {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
+             .dump()
+      << "\n";
+}
+
+void writeHistoryEvent(std::ostream& out, const std::string& job, const std::string& run,
+                       const std::string& path, const char* kind, int64_t time_ms) {
+  out << nlohmann::json({{"type", "event"},
+                         {"job", job},
+                         {"run", run},
+                         {"path", path},
+                         {"kind", kind},
+                         {"time_ms", time_ms}})
+             .dump()
+      << "\n";
+}
+
 void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
                                const std::string& nm_resources) {
   using namespace std::chrono_literals;

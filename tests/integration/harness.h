@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,18 @@ std::pair<int, std::string> runCommand(const std::vector<std::string>& argv,
 
 // Wall-clock now in ms since the epoch (reservation windows of the real RM).
 int64_t nowMs();
+
+// Run history in morpheusctl's JSON lines format (`history import --format
+// jsonl`): one run of `job` (1 GiB, 1 vcore containers; `skyline` holds one
+// sample per minute), and one file event of a run ("read" or "write").
+struct HistoryRun {
+  std::string job, run, user;
+  int64_t submit_ms = 0, start_ms = 0, end_ms = 0;
+  std::vector<int> skyline;
+};
+void writeHistoryRun(std::ostream& out, const HistoryRun& r);
+void writeHistoryEvent(std::ostream& out, const std::string& job, const std::string& run,
+                       const std::string& path, const char* kind, int64_t time_ms);
 
 // An RM with NMs on loopback (auth on: testTokenFile()), driven through
 // morpheusctl as user alice.

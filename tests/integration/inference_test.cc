@@ -193,6 +193,17 @@ class InferenceIT : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
   }
+  // The proposal of `job` in alice's `slo list --json`; null if none.
+  json listedProposal(const std::string& job) {
+    auto [code, out] = ctl({"slo", "list", "--json"}, testToken("alice"));
+    EXPECT_EQ(code, 0) << out;
+    json found, listed = json::parse(out, nullptr, false);
+    if (listed.is_discarded()) return found;
+    for (const auto& x : listed["proposals"]) {
+      if (x["job_key"] == job) found = x;
+    }
+    return found;
+  }
   Process rm_, nm_, inf_;
   std::string dir_, tokens_;
 };
@@ -418,13 +429,8 @@ TEST_F(InferenceIT, OffKilterJobGetsOneOffReservationsInTheRm) {
   ASSERT_EQ(ci, 0) << oi << inf_.log();
   auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr, 0) << orf << inf_.log();
-  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
-  ASSERT_EQ(cl, 0) << ol;
-  json p, listed = json::parse(ol);
-  for (const auto& x : listed["proposals"]) {
-    if (x["job_key"] == "seven") p = x;
-  }
-  ASSERT_FALSE(p.is_null()) << ol;
+  json p = listedProposal("seven");
+  ASSERT_FALSE(p.is_null()) << inf_.log();
   EXPECT_EQ(p["period_ms"].get<int64_t>(), 7 * kHour);
   EXPECT_TRUE(p["one_off_instances"].get<bool>()) << p.dump();
   EXPECT_GT(p["next_instance_arrival_ms"].get<int64_t>(), now);
@@ -508,49 +514,22 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
       std::vector<int> sky(static_cast<size_t>(minutes), 10);
       std::fill(sky.end() - 10, sky.end(), 60);
       const std::string rid = "late-" + std::to_string(n);
-      auto event = [&](const std::string& job, const std::string& run, const std::string& path,
-                       const char* kind, int64_t t) {
-        out << json({{"type", "event"},
-                     {"job", job},
-                     {"run", run},
-                     {"path", path},
-                     {"kind", kind},
-                     {"time_ms", t}})
-                   .dump()
-            << "\n";
-      };
-      out << json({{"type", "run"},
-                   {"job", "late"},
-                   {"run", rid},
-                   {"user", "alice"},
-                   {"submit_ms", base + 65 * kMin},
-                   {"start_ms", start},
-                   {"end_ms", end},
-                   {"step_ms", kMin},
-                   {"skyline", sky},
-                   {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
-                 .dump()
-          << "\n";
+      writeHistoryRun(out, {"late", rid, "alice", base + 65 * kMin, start, end, sky});
       const std::string in = "/data/late/in/" + std::to_string(n);
       const std::string outp = "/data/late/out/" + std::to_string(n);
-      event("ingest", "ingest-" + rid, in, "write", base + 60 * kMin);
-      event("late", rid, in, "read", start + 1000);
-      event("late", rid, outp, "write", end - 1000);
-      event("report", "report-" + rid, outp, "read",
-            std::max(base + 135 * kMin + 10000, end + kMin));
+      writeHistoryEvent(out, "ingest", "ingest-" + rid, in, "write", base + 60 * kMin);
+      writeHistoryEvent(out, "late", rid, in, "read", start + 1000);
+      writeHistoryEvent(out, "late", rid, outp, "write", end - 1000);
+      writeHistoryEvent(out, "report", "report-" + rid, outp, "read",
+                        std::max(base + 135 * kMin + 10000, end + kMin));
     }
   }
   auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
   ASSERT_EQ(ci, 0) << oi << inf_.log();
   auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr, 0) << orf << inf_.log();
-  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
-  ASSERT_EQ(cl, 0) << ol;
-  json p, listed = json::parse(ol);
-  for (const auto& x : listed["proposals"]) {
-    if (x["job_key"] == "late") p = x;
-  }
-  ASSERT_FALSE(p.is_null()) << ol << inf_.log();
+  json p = listedProposal("late");
+  ASSERT_FALSE(p.is_null()) << inf_.log();
   const auto front = p["skyline"].get<std::vector<int64_t>>();
   ASSERT_FALSE(front.empty()) << p.dump();
   EXPECT_GT(front.front(), 40) << "front-loaded: no room next to the blocker " << p.dump();

@@ -251,37 +251,15 @@ void writeHourlyHistory(const std::string& path, int64_t now) {
   for (int n = 0; n < 48; n++) {
     const int64_t base = first + n * kHour, submit = base + 4 * kMin, end = submit + 10 * kMin;
     const std::string run = "web-report-" + std::to_string(n);
-    json sky = json::array();
+    std::vector<int> sky;
     for (int k = 0; k < 10; k++) sky.push_back(2 + (k + n) % 2);
-    out << json({{"type", "run"},
-                 {"job", "web-report"},
-                 {"run", run},
-                 {"user", "alice"},
-                 {"submit_ms", submit},
-                 {"start_ms", submit},
-                 {"end_ms", end},
-                 {"step_ms", kMin},
-                 {"skyline", sky},
-                 {"container", {{"memory_mib", 1024}, {"vcores", 1}}}})
-               .dump()
-        << "\n";
-    auto event = [&out](const std::string& job, const std::string& r, const std::string& file,
-                        const char* kind, int64_t t) {
-      out << json({{"type", "event"},
-                   {"job", job},
-                   {"run", r},
-                   {"path", file},
-                   {"kind", kind},
-                   {"time_ms", t}})
-                 .dump()
-          << "\n";
-    };
+    writeHistoryRun(out, {"web-report", run, "alice", submit, submit, end, sky});
     const std::string in = "/data/web/in/" + std::to_string(n);
     const std::string result = "/data/web/out/" + std::to_string(n);
-    event("ingest", "ingest-" + run, in, "write", base + 2 * kMin);
-    event("web-report", run, in, "read", submit + 1000);
-    event("web-report", run, result, "write", end - 1000);
-    event("dashboard", "dash-" + run, result, "read", end + 15 * kMin);
+    writeHistoryEvent(out, "ingest", "ingest-" + run, in, "write", base + 2 * kMin);
+    writeHistoryEvent(out, "web-report", run, in, "read", submit + 1000);
+    writeHistoryEvent(out, "web-report", run, result, "write", end - 1000);
+    writeHistoryEvent(out, "dashboard", "dash-" + run, result, "read", end + 15 * kMin);
   }
 }
 
