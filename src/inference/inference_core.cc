@@ -533,17 +533,16 @@ void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs
   if (window >= need) return;
   const int64_t widest = widestRun(runs);
   const int64_t window_steps = window.count() / step.count();
-  auto fitted = fitSkylineToWindow(pay.skyline, window_steps, widest);
   auto in_order = compressSkylineToWindow(pay.skyline, window_steps, widest);
-  if (fitted.isOk() && in_order.isOk()) {
+  if (in_order.isOk()) {
     pay.warnings.push_back(
         "skyline (" + std::to_string(need.count() / 1000) + " s) reshaped to the window d - a (" +
         std::to_string(window.count() / 1000) + " s): same area, at most " +
         std::to_string(widest) +
         " containers (the widest run), front-loaded; if the RM has no room for it, the same "
         "steps in the order the runs showed are reserved instead");
-    pay.skyline = std::move(*fitted);
-    pay.in_order_skyline = std::move(*in_order);
+    pay.skyline = frontLoaded(*in_order);
+    if (*in_order != pay.skyline) pay.in_order_skyline = std::move(*in_order);
     return;
   }
   pay.warnings.push_back(

@@ -73,14 +73,17 @@ Result<std::vector<int64_t>> compressSkylineToWindow(const std::vector<int64_t>&
   return out;
 }
 
+std::vector<int64_t> frontLoaded(std::vector<int64_t> compressed) {
+  std::sort(compressed.begin(), compressed.end(), std::greater<>());
+  return compressed;
+}
+
 Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyline,
                                                 int64_t window_steps, int64_t max_parallelism) {
   MORPHEUS_ASSIGN_OR_RETURN(std::vector<int64_t> out,
                             compressSkylineToWindow(skyline, window_steps, max_parallelism));
-  if (static_cast<int64_t>(skyline.size()) > window_steps) {
-    std::sort(out.begin(), out.end(), std::greater<>());
-  }
-  return out;
+  if (static_cast<int64_t>(skyline.size()) <= window_steps) return out;
+  return frontLoaded(std::move(out));
 }
 
 }  // namespace morpheus::inference

@@ -46,13 +46,15 @@ namespace morpheus::inference {
 Result<std::vector<int64_t>> compressSkylineToWindow(const std::vector<int64_t>& skyline,
                                                      int64_t window_steps, int64_t max_parallelism);
 
-// What a reservation holds for a skyline longer than its window: the
-// compressed steps front-loaded (non-increasing, see above); a skyline that
-// fits its window is returned unchanged. Same errors as
-// compressSkylineToWindow. When the plan has no room for the front-loaded
-// shape, its callers (morpheus-inference, morpheus-sim) submit the
-// compression in order instead, the shape the history showed, before giving
-// the job no reservation at all.
+// What a reservation holds for a compressed skyline: its steps front-loaded
+// (non-increasing, see above). When the plan has no room for it, its callers
+// (morpheus-inference, morpheus-sim) submit the compression in order instead,
+// the shape the history showed, before giving the job no reservation at all.
+std::vector<int64_t> frontLoaded(std::vector<int64_t> compressed);
+
+// frontLoaded(compressSkylineToWindow(...)) for a skyline longer than its
+// window; a skyline that fits its window is returned unchanged. Same errors
+// as compressSkylineToWindow.
 Result<std::vector<int64_t>> fitSkylineToWindow(const std::vector<int64_t>& skyline,
                                                 int64_t window_steps, int64_t max_parallelism);
 

@@ -189,10 +189,9 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   std::vector<int64_t> in_order;
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
     if (window_steps < 1) return p;
-    auto fitted = inference::fitSkylineToWindow(skyline, window_steps, maxParallelism(job));
     auto ordered = inference::compressSkylineToWindow(skyline, window_steps, maxParallelism(job));
-    if (!fitted.isOk() || !ordered.isOk()) return p;
-    skyline = std::move(*fitted);
+    if (!ordered.isOk()) return p;
+    skyline = inference::frontLoaded(*ordered);
     in_order = std::move(*ordered);
     why[kReshaped]++;
   }
@@ -466,27 +465,25 @@ std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
                                                           const ProgressFn& progress,
                                                           const std::atomic<bool>* stop) {
   std::vector<std::optional<Result<RunOutput>>> outs(evals.size());
-  std::vector<int64_t> done(evals.size(), 0), total(evals.size(), 0);
+  std::vector<int64_t> done(evals.size(), 0);
+  int64_t all_steps = 0;  // plan steps of every strategy's evaluation days
+  for (const auto& e : evals) all_steps += (e.setup.to - e.setup.from) / o.step;
   std::mutex mu;
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < evals.size(); i = next++) {
       if (stop != nullptr && stop->load()) return;
-      ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
+      ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t) {
         std::lock_guard<std::mutex> lk(mu);
         done[i] = d;
-        total[i] = t;
-        int64_t all_done = 0, all_total = 0;
-        for (size_t k = 0; k < evals.size(); k++) {
-          all_done += done[k];
-          all_total += std::max(total[k], done[k]);
-        }
-        if (progress) progress("evaluation", all_done, all_total);
+        int64_t all_done = 0;
+        for (int64_t k : done) all_done += k;
+        if (progress) progress("evaluation", all_done, all_steps);
       };
       outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
     }
   };
-  const size_t n = std::min(evals.size(), static_cast<size_t>(std::max(1, o.threads)));
+  const size_t n = std::min(evals.size(), static_cast<size_t>(o.threads));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < n; t++) pool.emplace_back(work);
   work();
