@@ -8,15 +8,17 @@
 //   per-job slowdown Carbyne JCT / DRF JCT: median, p90, p95, share > 1.1x
 //   (issue #17: the median job no more than 10% slower).
 // Scenarios: "swim" (the SWIM ad-hoc load, map -> reduce jobs arriving over
-// the day) and "batch" (DAG jobs — map -> reduce, 3-stage chains, fork-join —
-// all submitted within the first minute of the evaluation day).
-//   bench_carbyne [--scenario swim|batch] [--seeds 1,2,3] [--nodes 20]
+// the day), "batch" (DAG jobs — map -> reduce, 3-stage chains, fork-join —
+// all submitted within the first minute of the evaluation day) and "star"
+// (as batch, star-schema query DAGs shaped like TPC-DS plans: starStages).
+//   bench_carbyne [--scenario swim|batch|star] [--seeds 1,2,3] [--nodes 20]
 //                 [--adhoc-load 0.6] [--batch-jobs 150] [--noise 0]
 //                 [--altruistic-share 1] [--task-shapes diverse] [--json]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -68,45 +70,89 @@ Resource diverseShape(const sim::rng::Stream& r, uint64_t k) {
       vcores);
 }
 
-// `n` DAG jobs submitted in [start, start + 60 s): shapes map -> reduce,
-// a 3-stage chain, and fork-join (two maps -> join); task counts log-uniform
-// in [1, 200], durations log-uniform in [10 s, 300 s], 1 or 2 vcores at
-// 2 GiB per vcore (uniform) or each stage its own diverseShape (diverse).
-std::vector<sim::AdhocJob> batchJobs(int64_t n, uint64_t seed, Millis start, bool diverse) {
+// The stages of one job of a scenario, drawn from `r` (keys 1-99) with
+// `res` as every stage's task shape before --task-shapes diverse.
+using StageDraw =
+    std::function<std::vector<sim::SimStage>(const sim::rng::Stream& r, const Resource& res)>;
+
+// `n` jobs of `scenario` named `prefix`-i, of 10 users, submitted in
+// [start, start + 60 s), sorted by submit; 1 or 2 vcores at 2 GiB per vcore
+// (uniform) or each stage its own diverseShape (diverse, keys from
+// `diverse_key`).
+std::vector<sim::AdhocJob> dagJobs(int64_t n, uint64_t seed, Millis start, bool diverse,
+                                   const std::string& scenario, const std::string& prefix,
+                                   uint64_t diverse_key, const StageDraw& draw) {
   std::vector<sim::AdhocJob> jobs;
   for (int64_t i = 0; i < n; i++) {
-    const sim::rng::Stream r(seed, static_cast<uint64_t>(i), -1, "carbyne-batch");
-    auto tasks = [&](uint64_t k) { return static_cast<int64_t>(r.logUniform(k, 1, 200)); };
-    auto dur = [&](uint64_t k) {
-      return Millis(static_cast<int64_t>(r.logUniform(k, 10, 300)) * 1000);
-    };
+    const sim::rng::Stream r(seed, static_cast<uint64_t>(i), -1, "carbyne-" + scenario);
     const Resource res = r.uniform(20) < 0.7 ? Resource(2048, 1) : Resource(4096, 2);
     sim::AdhocJob j;
-    j.name = "dag-" + std::to_string(i);
+    j.name = prefix + "-" + std::to_string(i);
     j.user = UserId("user" + std::to_string(i % 10));
     j.submit = start + Millis(r.below(21, 60) * 1000);
-    switch (r.below(22, 3)) {
-      case 0:
-        j.stages = {stage("map", tasks(1), dur(2), res, {}),
-                    stage("reduce", std::max<int64_t>(1, tasks(3) / 4), dur(4), res, {0})};
-        break;
-      case 1:
-        j.stages = {stage("a", tasks(1), dur(2), res, {}), stage("b", tasks(3), dur(4), res, {0}),
-                    stage("c", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {1})};
-        break;
-      default:
-        j.stages = {stage("m1", tasks(1), dur(2), res, {}), stage("m2", tasks(3), dur(4), res, {}),
-                    stage("join", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {0, 1})};
-    }
+    j.stages = draw(r, res);
     if (diverse) {
       for (size_t k = 0; k < j.stages.size(); k++)
-        j.stages[k].task_resource = diverseShape(r, 30 + 2 * k);
+        j.stages[k].task_resource = diverseShape(r, diverse_key + 2 * k);
     }
     jobs.push_back(std::move(j));
   }
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const auto& a, const auto& b) { return a.submit < b.submit; });
   return jobs;
+}
+
+// Scenario batch: map -> reduce, a 3-stage chain, and fork-join (two maps ->
+// join); task counts log-uniform in [1, 200], durations in [10 s, 300 s].
+std::vector<sim::SimStage> batchStages(const sim::rng::Stream& r, const Resource& res) {
+  auto tasks = [&](uint64_t k) { return static_cast<int64_t>(r.logUniform(k, 1, 200)); };
+  auto dur = [&](uint64_t k) {
+    return Millis(static_cast<int64_t>(r.logUniform(k, 10, 300)) * 1000);
+  };
+  switch (r.below(22, 3)) {
+    case 0:
+      return {stage("map", tasks(1), dur(2), res, {}),
+              stage("reduce", std::max<int64_t>(1, tasks(3) / 4), dur(4), res, {0})};
+    case 1:
+      return {stage("a", tasks(1), dur(2), res, {}), stage("b", tasks(3), dur(4), res, {0}),
+              stage("c", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {1})};
+    default:
+      return {stage("m1", tasks(1), dur(2), res, {}), stage("m2", tasks(3), dur(4), res, {}),
+              stage("join", std::max<int64_t>(1, tasks(5) / 4), dur(6), res, {0, 1})};
+  }
+}
+
+// Scenario star: a star-schema query DAG in the shape of TPC-DS plans on a
+// DAG engine (the paper's Carbyne evaluation runs TPC-DS, TPC-H and BigBench
+// DAGs): a wide scan of a fact table (20-200 tasks of 30-120 s) and 2-7
+// narrow scans of dimension tables (1-20 tasks of 5-60 s), joined left-deep
+// (each join reads the previous join and the next dimension scan: 5-50 tasks
+// of 20-120 s), then an aggregation (1-10 tasks of 10-60 s). Counts and
+// durations log-uniform; our approximation of such plans, not a trace. The
+// dimension scans of later joins have slack: they can run any time before
+// the join that reads them, which is what Carbyne's altruism lends out.
+std::vector<sim::SimStage> starStages(const sim::rng::Stream& r, const Resource& res) {
+  auto count = [&](uint64_t k, double lo, double hi) {
+    return static_cast<int64_t>(r.logUniform(k, lo, hi));
+  };
+  auto dur = [&](uint64_t k, double lo, double hi) {
+    return Millis(static_cast<int64_t>(r.logUniform(k, lo, hi)) * 1000);
+  };
+  std::vector<sim::SimStage> st;
+  st.push_back(stage("fact-scan", count(1, 20, 200), dur(2, 30, 120), res, {}));
+  const int64_t dims = 2 + static_cast<int64_t>(r.below(22, 6));
+  for (int64_t d = 0; d < dims; d++) {
+    const uint64_t k = 10 + 6 * static_cast<uint64_t>(d);
+    const int dim = static_cast<int>(st.size());
+    st.push_back(
+        stage("dim-scan" + std::to_string(d), count(k, 1, 20), dur(k + 1, 5, 60), res, {}));
+    const int left = d == 0 ? 0 : dim - 1;
+    st.push_back(stage("join" + std::to_string(d), count(k + 2, 5, 50), dur(k + 3, 20, 120), res,
+                       {left, dim}));
+  }
+  st.push_back(
+      stage("aggregate", count(3, 1, 10), dur(4, 10, 60), res, {static_cast<int>(st.size()) - 1}));
+  return st;
 }
 
 struct Outcome {
@@ -139,12 +185,12 @@ int main(int argc, char** argv) {
   std::string trace = "../shared/data/swim-fb2009-24h.tsv";
   int64_t nodes = 20, batch_jobs = 150;
   double adhoc_load = 0.6, noise = 0.0, altruistic = 1.0;
-  app.add_option("--scenario", scenario, "swim or batch")->capture_default_str();
+  app.add_option("--scenario", scenario, "swim, batch or star")->capture_default_str();
   app.add_option("--seeds", seeds_text, "Comma-separated seeds")->capture_default_str();
   app.add_option("--adhoc-trace", trace, "SWIM trace (swim scenario)")->capture_default_str();
   app.add_option("--nodes", nodes)->capture_default_str();
   app.add_option("--adhoc-load", adhoc_load, "swim: share of capacity")->capture_default_str();
-  app.add_option("--batch-jobs", batch_jobs, "batch: DAG jobs")->capture_default_str();
+  app.add_option("--batch-jobs", batch_jobs, "batch and star: DAG jobs")->capture_default_str();
   app.add_option("--task-shapes", shapes,
                  "uniform (one container shape) or diverse (multi-resource, per stage)")
       ->capture_default_str();
@@ -152,8 +198,8 @@ int main(int argc, char** argv) {
   app.add_option("--altruistic-share", altruistic, "Share of jobs reporting their DAG")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (scenario != "swim" && scenario != "batch") {
-    std::cerr << "bench_carbyne: --scenario: swim or batch\n";
+  if (scenario != "swim" && scenario != "batch" && scenario != "star") {
+    std::cerr << "bench_carbyne: --scenario: swim, batch or star\n";
     return 2;
   }
   if (shapes != "uniform" && shapes != "diverse") {
@@ -176,7 +222,11 @@ int main(int argc, char** argv) {
     o.altruistic_share = altruistic;
     sim::Workload w;
     if (scenario == "batch") {
-      w.adhoc = batchJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs), diverse);
+      w.adhoc = dagJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs), diverse, "batch",
+                        "dag", 30, batchStages);
+    } else if (scenario == "star") {
+      w.adhoc = dagJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs), diverse, "star",
+                        "star", 100, starStages);
     } else {
       sim::AdhocOptions a;
       a.trace_path = trace;

@@ -64,6 +64,19 @@ std::vector<Millis> latestFinish(const std::vector<DagStage>& dag, const Resourc
   return lf;
 }
 
+// Reverse packing of one runnable stage (Carbyne §4.2): from its latest
+// finish LF backwards, waves of the tasks that fit in the fair share fill the
+// floor(LF / d) wave slots latest first, so only the remainder the later
+// waves cannot hold must run now: N - slots * (waves - 1), at most one wave.
+// At least one task, so that a stage always progresses and its AM keeps
+// reporting (a job holding nothing would never be re-planned).
+int64_t tasksNeededNow(const DagStage& s, const Resource& share, Millis latest_finish) {
+  const int64_t waves = std::max<int64_t>(1, latest_finish / s.task_duration);
+  const int64_t slots = slotsFor(share, s.task);
+  const int64_t cap = std::min(s.tasks_left, slots);
+  return std::clamp<int64_t>(s.tasks_left - slots * (waves - 1), 1, cap);
+}
+
 }  // namespace
 
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share) {
@@ -74,8 +87,7 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
   p.need_tasks.assign(dag.size(), 0);
   for (size_t i = 0; i < dag.size(); i++) {
     if (!dag[i].deps.empty()) continue;  // waits for another stage: needs nothing now
-    const int64_t waves = std::max<int64_t>(1, p.latest_finish[i] / dag[i].task_duration);
-    p.need_tasks[i] = std::min(dag[i].tasks_left, ceilDiv(dag[i].tasks_left, waves));
+    p.need_tasks[i] = tasksNeededNow(dag[i], fair_share, p.latest_finish[i]);
     p.need += dag[i].task * p.need_tasks[i];
   }
   if (!fair_share.isZero()) p.need = Resource::min(p.need, fair_share);

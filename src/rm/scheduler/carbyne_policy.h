@@ -10,9 +10,11 @@
 //     estimates that time T by packing the remaining DAG forward at the fair
 //     share (each stage in waves of the tasks that fit in the share), then
 //     packs it in reverse from T (latest finish of every stage, the critical
-//     path at zero slack): a runnable stage with latest finish LF needs only
-//     ceil(tasks / floor(LF / task duration)) tasks running now. The rest of
-//     the fair share is leftover.
+//     path at zero slack): a runnable stage with latest finish LF fills the
+//     floor(LF / task duration) waves before LF with full waves (the tasks
+//     that fit in the share) latest first, so only the remainder, tasks -
+//     slots x (waves - 1), must run now (at least 1 task, at most a wave).
+//     The rest of the fair share is leftover.
 //  3. Leftover redistribution (§4.3), the leftover tier: a job at or above
 //     its need competes only after every job below its need, shortest
 //     estimated remaining time first (SRTF). Then packing (Tetris,

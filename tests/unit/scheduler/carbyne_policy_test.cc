@@ -53,12 +53,24 @@ TEST(CarbynePlanTest, OffCriticalPathStageYieldsByReversePacking) {
 
 // A chain whose first stage has slack only through a longer parallel branch:
 // A (6 x 10 s) alone, B (1 x 50 s) alone; T = 50 s at 3 slots (A: 2 waves =
-// 20 s). A may finish by 50 s -> floor(50/10) = 5 waves -> ceil(6/5) = 2 now.
+// 20 s). A may finish by 50 s: its 2 full waves fit in the last 20 s of
+// floor(50/10) = 5 wave slots, so only the 1-task floor runs now.
 TEST(CarbynePlanTest, ParallelLongBranchGivesSlackToShortStage) {
   CarbynePlan p = carbynePlan({stage(6, 10), stage(1, 50)}, slots(3));
   EXPECT_EQ(p.completion, Millis(50000));
-  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{2, 1}));
-  EXPECT_EQ(p.need, slots(3));
+  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(p.need, slots(2));
+}
+
+// Reverse packing puts the full waves last (Carbyne §4.2): 25 x 10 s tasks at
+// 10 slots take 3 waves, T = 30 s; waves of 10 fill [10 s, 30 s), so only
+// the remaining 5 must run now (spreading evenly would keep 9), and the job
+// lends the other 5 slots without finishing later.
+TEST(CarbynePlanTest, OnlyTheRemainderOfTheLastWavesRunsNow) {
+  CarbynePlan p = carbynePlan({stage(25, 10)}, slots(10));
+  EXPECT_EQ(p.completion, Millis(30000));
+  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{5}));
+  EXPECT_EQ(p.need, slots(5));
 }
 
 // The need never exceeds the fair share even when runnable stages add up to more.
