@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -392,8 +393,11 @@ void summariseSlack(StrategyResult& r, const Workload& w) {
       jobs > 0 ? static_cast<double>(twice) / static_cast<double>(jobs) : 0;
 }
 
+// The status quo's training days simulated, then what they teach (learn:
+// SLO inference and skyline fits, GLPK, under `glpk` when given).
 Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
-                      const std::atomic<bool>* stop, bool* interrupted) {
+                      const std::atomic<bool>* stop, bool* interrupted,
+                      std::mutex* glpk = nullptr) {
   RunSetup setup;
   setup.from = fromEpochMs(0);
   setup.to = fromEpochMs(0) + kDay * trainDays(o);
@@ -409,6 +413,8 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   // Interrupted: no strategy runs, so the SLO inference and skyline fits of
   // every job (minutes at 10,000 jobs) would only delay the stop.
   if (out.interrupted) return Learned{};
+  std::unique_lock<std::mutex> lk;
+  if (glpk != nullptr) lk = std::unique_lock<std::mutex>(*glpk);
   return learn(w, std::move(out.history));
 }
 
@@ -443,16 +449,6 @@ StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, 
   summariseSloJobs(r, w, l);
   summariseSlack(r, w);
   return r;
-}
-
-Result<StrategyResult> evaluate(const Workload& w, const ExperimentOptions& o,
-                                const StrategySpec& spec, const Learned& l,
-                                const ProgressFn& progress, const std::atomic<bool>* stop,
-                                bool* interrupted) {
-  Evaluation e = prepare(w, o, spec, l);
-  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, e.setup, spec.name, progress, stop));
-  *interrupted = out.interrupted;
-  return finish(w, e, l, std::move(out));
 }
 
 // The simulations of `evals` on up to o.threads threads, each taking the next
@@ -606,41 +602,49 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   return summary;
 }
 
-Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
-                                 const std::vector<StrategySpec>& strategies,
-                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
-  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
-  SimSummary summary = header(options, "min-cluster");
-  bool interrupted = false;
-  std::map<int64_t, Learned> trained;  // training per cluster size
-  auto at = [&](const StrategySpec& spec, int64_t nodes) -> Result<StrategyResult> {
-    ExperimentOptions o = options;
+namespace {
+
+// What the strategies' min-cluster searches share: one training per cluster
+// size (the first search to need a size trains it, the others wait for it),
+// one lock around what calls GLPK (learn, prepare: never on two threads at
+// once), one lock around the progress callback, and the interruption.
+class MinClusterSearch {
+ public:
+  MinClusterSearch(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
+                   const std::atomic<bool>* stop)
+      : w_(w), o_(o), stop_(stop) {
+    if (progress) {
+      progress_ = [this, progress](const std::string& phase, int64_t done, int64_t total) {
+        std::lock_guard<std::mutex> lk(progress_mu_);
+        progress(phase, done, total);
+      };
+    }
+  }
+
+  // `spec` evaluated on a cluster of `nodes`.
+  Result<StrategyResult> at(const StrategySpec& spec, int64_t nodes) {
+    ExperimentOptions o = o_;
     o.nodes = nodes;
-    auto it = trained.find(nodes);
-    if (it == trained.end()) {
-      MORPHEUS_ASSIGN_OR_RETURN(Learned l, train(workload, o, progress, stop, &interrupted));
-      it = trained.emplace(nodes, std::move(l)).first;
+    MORPHEUS_ASSIGN_OR_RETURN(const Learned* l, trained(o));
+    Evaluation e;
+    {
+      std::lock_guard<std::mutex> lk(glpk_mu_);
+      e = prepare(w_, o, spec, *l);
     }
-    return evaluate(workload, o, spec, it->second, progress, stop, &interrupted);
-  };
-  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
-  MORPHEUS_ASSIGN_OR_RETURN(StrategyResult base, at(baseline, options.nodes));
-  const double target = base.violation_rate + 1e-12;
-  for (const auto& spec : strategies) {
-    if (interrupted) break;
-    if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
-        spec.dra.empty()) {
-      base.min_nodes_at_baseline_rate = options.nodes;
-      summary.strategies.push_back(base);
-      continue;
-    }
-    MORPHEUS_ASSIGN_OR_RETURN(StrategyResult best, at(spec, options.nodes));
-    if (best.violation_rate > target) {
-      summary.strategies.push_back(std::move(best));  // no size up to --nodes matches
-      continue;
-    }
-    int64_t lo = 0, hi = options.nodes;  // rate(hi) <= target; lo fails (or is 0)
-    while (hi - lo > 1 && !interrupted) {
+    MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
+                              simulateRun(w_, o, e.setup, spec.name, progress_, stop_));
+    if (out.interrupted) interrupted_ = true;
+    return finish(w_, e, *l, std::move(out));
+  }
+
+  // The smallest node count up to o.nodes at which `spec`'s violation rate
+  // is at most `target`, by bisection (rates assumed to fall as nodes grow);
+  // the strategy's figures at that size, or at o.nodes when none matches.
+  Result<StrategyResult> smallest(const StrategySpec& spec, double target) {
+    MORPHEUS_ASSIGN_OR_RETURN(StrategyResult best, at(spec, o_.nodes));
+    if (best.violation_rate > target) return best;  // no size up to --nodes matches
+    int64_t lo = 0, hi = o_.nodes;                  // rate(hi) <= target; lo fails (or is 0)
+    while (hi - lo > 1 && !interrupted()) {
       int64_t mid = lo + (hi - lo) / 2;
       MORPHEUS_ASSIGN_OR_RETURN(StrategyResult r, at(spec, mid));
       if (r.violation_rate <= target) {
@@ -652,9 +656,88 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
     }
     best.min_nodes_at_baseline_rate = hi;
     best.extra["nodes"] = static_cast<double>(hi);
-    summary.strategies.push_back(std::move(best));
+    return best;
   }
-  summary.interrupted = interrupted;
+
+  bool interrupted() const { return interrupted_.load(); }
+
+ private:
+  Result<const Learned*> trained(const ExperimentOptions& o) {
+    std::shared_future<Result<Learned>> f;
+    std::promise<Result<Learned>> mine;
+    bool trains = false;
+    {
+      std::lock_guard<std::mutex> lk(sizes_mu_);
+      auto it = sizes_.find(o.nodes);
+      if (it == sizes_.end()) {
+        it = sizes_.emplace(o.nodes, mine.get_future().share()).first;
+        trains = true;
+      }
+      f = it->second;
+    }
+    if (trains) mine.set_value(trainAt(o));
+    const Result<Learned>& l = f.get();
+    if (!l.isOk()) return l.status();
+    return &*l;
+  }
+
+  Result<Learned> trainAt(const ExperimentOptions& o) {
+    bool interrupted = false;
+    auto l = train(w_, o, progress_, stop_, &interrupted, &glpk_mu_);
+    if (interrupted) interrupted_ = true;
+    return l;
+  }
+
+  const Workload& w_;
+  const ExperimentOptions& o_;
+  const std::atomic<bool>* stop_;
+  ProgressFn progress_;
+  std::mutex progress_mu_, glpk_mu_, sizes_mu_;
+  std::map<int64_t, std::shared_future<Result<Learned>>> sizes_;
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace
+
+Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  SimSummary summary = header(options, "min-cluster");
+  MinClusterSearch search(workload, options, progress, stop);
+  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
+  MORPHEUS_ASSIGN_OR_RETURN(StrategyResult base, search.at(baseline, options.nodes));
+  const double target = base.violation_rate + 1e-12;
+  // The searches of the strategies run side by side on up to
+  // options.threads threads, each taking the next strategy not started;
+  // results by index, so they do not depend on the thread count.
+  std::vector<std::optional<Result<StrategyResult>>> found(strategies.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < strategies.size(); i = next++) {
+      const StrategySpec& spec = strategies[i];
+      if (search.interrupted()) return;
+      if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
+          spec.dra.empty()) {
+        StrategyResult b = base;
+        b.min_nodes_at_baseline_rate = options.nodes;
+        found[i] = std::move(b);
+        continue;
+      }
+      found[i] = search.smallest(spec, target);
+    }
+  };
+  const size_t n = std::min(strategies.size(), static_cast<size_t>(options.threads));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (auto& f : found) {
+    if (!f) continue;  // not started: interrupted
+    MORPHEUS_RETURN_IF_ERROR(f->status());
+    summary.strategies.push_back(std::move(**f));
+  }
+  summary.interrupted = search.interrupted();
   return summary;
 }
 

@@ -132,6 +132,9 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 // violation rate is at most the baseline's at options.nodes; the result is in
 // StrategyResult::min_nodes_at_baseline_rate (the baseline's is
 // options.nodes). The other figures of each strategy are those at that size.
+// The strategies' searches run side by side on up to options.threads
+// threads (trainings shared per size, GLPK on one thread at a time); the
+// result does not depend on the thread count.
 Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress = nullptr,

@@ -165,8 +165,8 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--threads", f.threads,
-                  "Strategies simulated side by side (run; default: the machine's cores); "
-                  "results do not depend on it")
+                  "Strategies simulated (run) or searched (min-cluster) side by side "
+                  "(default: the machine's cores); results do not depend on it")
       ->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   addCarbyneFlags(cmd, f);

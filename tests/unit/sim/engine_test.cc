@@ -683,6 +683,25 @@ TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
   }
 }
 
+// min-cluster's searches run side by side (--threads): the strategies share
+// the trainings per size and GLPK runs on one thread at a time; the summary
+// is the same bytes as one search after another.
+TEST(SimEngineTest, MinClusterGivesIdenticalResultsOnAnyThreadCount) {
+  Workload w = mixed();
+  ExperimentOptions o = options(4, 4);
+  o.realize = noisy;
+  auto specs = parseStrategies({"baseline", "no-dra", "morpheus", "greedy-planner"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runMinCluster(w, o, *specs);
+  o.threads = 3;
+  auto three = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  ASSERT_TRUE(three.isOk()) << three.status().message();
+  ASSERT_EQ(three->strategies.size(), 4u);
+  for (const auto& r : three->strategies) EXPECT_TRUE(r.min_nodes_at_baseline_rate) << r.name;
+  EXPECT_EQ(summaryJson(*one), summaryJson(*three));
+}
+
 // Bad inputs: one error naming the field.
 TEST(SimEngineTest, BadInputsNameTheField) {
   auto unknown = parseStrategies({"morpheus", "fastest"}, {}, 0.5);
