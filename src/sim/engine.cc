@@ -621,11 +621,13 @@ class MinClusterSearch {
     }
   }
 
-  // `spec` evaluated on a cluster of `nodes`.
-  Result<StrategyResult> at(const StrategySpec& spec, int64_t nodes) {
+  // `spec` evaluated on a cluster of `nodes`; nullopt when interrupted
+  // before that size's training was complete (nothing to derive from).
+  Result<std::optional<StrategyResult>> at(const StrategySpec& spec, int64_t nodes) {
     ExperimentOptions o = o_;
     o.nodes = nodes;
     MORPHEUS_ASSIGN_OR_RETURN(const Learned* l, trained(o));
+    if (l == nullptr) return std::optional<StrategyResult>();
     Evaluation e;
     {
       std::lock_guard<std::mutex> lk(glpk_mu_);
@@ -634,37 +636,40 @@ class MinClusterSearch {
     MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
                               simulateRun(w_, o, e.setup, spec.name, progress_, stop_));
     if (out.interrupted) interrupted_ = true;
-    return finish(w_, e, *l, std::move(out));
+    return std::optional<StrategyResult>(finish(w_, e, *l, std::move(out)));
   }
 
   // The smallest node count up to o.nodes at which `spec`'s violation rate
   // is at most `target`, by bisection (rates assumed to fall as nodes grow);
   // the strategy's figures at that size, or at o.nodes when none matches.
-  Result<StrategyResult> smallest(const StrategySpec& spec, double target) {
-    MORPHEUS_ASSIGN_OR_RETURN(StrategyResult best, at(spec, o_.nodes));
-    if (best.violation_rate > target) return best;  // no size up to --nodes matches
-    int64_t lo = 0, hi = o_.nodes;                  // rate(hi) <= target; lo fails (or is 0)
+  // Interrupted: the smallest size found so far (nullopt before any).
+  Result<std::optional<StrategyResult>> smallest(const StrategySpec& spec, double target) {
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> best, at(spec, o_.nodes));
+    if (!best || best->violation_rate > target) return best;  // none up to --nodes matches
+    int64_t lo = 0, hi = o_.nodes;  // rate(hi) <= target; lo fails (or is 0)
     while (hi - lo > 1 && !interrupted()) {
       int64_t mid = lo + (hi - lo) / 2;
-      MORPHEUS_ASSIGN_OR_RETURN(StrategyResult r, at(spec, mid));
-      if (r.violation_rate <= target) {
+      MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, at(spec, mid));
+      if (!r) break;
+      if (r->violation_rate <= target) {
         hi = mid;
         best = std::move(r);
       } else {
         lo = mid;
       }
     }
-    best.min_nodes_at_baseline_rate = hi;
-    best.extra["nodes"] = static_cast<double>(hi);
+    best->min_nodes_at_baseline_rate = hi;
+    best->extra["nodes"] = static_cast<double>(hi);
     return best;
   }
 
   bool interrupted() const { return interrupted_.load(); }
 
  private:
+  // The training at o.nodes (nullptr when it was interrupted).
   Result<const Learned*> trained(const ExperimentOptions& o) {
-    std::shared_future<Result<Learned>> f;
-    std::promise<Result<Learned>> mine;
+    std::shared_future<Result<Trained>> f;
+    std::promise<Result<Trained>> mine;
     bool trains = false;
     {
       std::lock_guard<std::mutex> lk(sizes_mu_);
@@ -676,16 +681,21 @@ class MinClusterSearch {
       f = it->second;
     }
     if (trains) mine.set_value(trainAt(o));
-    const Result<Learned>& l = f.get();
-    if (!l.isOk()) return l.status();
-    return &*l;
+    const Result<Trained>& t = f.get();
+    if (!t.isOk()) return t.status();
+    return t->interrupted ? nullptr : &t->learned;
   }
 
-  Result<Learned> trainAt(const ExperimentOptions& o) {
+  struct Trained {
+    Learned learned;
     bool interrupted = false;
-    auto l = train(w_, o, progress_, stop_, &interrupted, &glpk_mu_);
-    if (interrupted) interrupted_ = true;
-    return l;
+  };
+
+  Result<Trained> trainAt(const ExperimentOptions& o) {
+    Trained t;
+    MORPHEUS_ASSIGN_OR_RETURN(t.learned, train(w_, o, progress_, stop_, &t.interrupted, &glpk_mu_));
+    if (t.interrupted) interrupted_ = true;
+    return t;
   }
 
   const Workload& w_;
@@ -693,7 +703,7 @@ class MinClusterSearch {
   const std::atomic<bool>* stop_;
   ProgressFn progress_;
   std::mutex progress_mu_, glpk_mu_, sizes_mu_;
-  std::map<int64_t, std::shared_future<Result<Learned>>> sizes_;
+  std::map<int64_t, std::shared_future<Result<Trained>>> sizes_;
   std::atomic<bool> interrupted_{false};
 };
 
@@ -706,12 +716,16 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   SimSummary summary = header(options, "min-cluster");
   MinClusterSearch search(workload, options, progress, stop);
   const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
-  MORPHEUS_ASSIGN_OR_RETURN(StrategyResult base, search.at(baseline, options.nodes));
-  const double target = base.violation_rate + 1e-12;
+  MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> base, search.at(baseline, options.nodes));
+  if (!base || search.interrupted()) {
+    summary.interrupted = true;  // nothing to compare with
+    return summary;
+  }
+  const double target = base->violation_rate + 1e-12;
   // The searches of the strategies run side by side on up to
   // options.threads threads, each taking the next strategy not started;
   // results by index, so they do not depend on the thread count.
-  std::vector<std::optional<Result<StrategyResult>>> found(strategies.size());
+  std::vector<std::optional<Result<std::optional<StrategyResult>>>> found(strategies.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < strategies.size(); i = next++) {
@@ -719,9 +733,9 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
       if (search.interrupted()) return;
       if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
           spec.dra.empty()) {
-        StrategyResult b = base;
+        StrategyResult b = *base;
         b.min_nodes_at_baseline_rate = options.nodes;
-        found[i] = std::move(b);
+        found[i] = std::optional<StrategyResult>(std::move(b));
         continue;
       }
       found[i] = search.smallest(spec, target);
@@ -735,7 +749,7 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   for (auto& f : found) {
     if (!f) continue;  // not started: interrupted
     MORPHEUS_RETURN_IF_ERROR(f->status());
-    summary.strategies.push_back(std::move(**f));
+    if (**f) summary.strategies.push_back(std::move(***f));  // else interrupted before any size
   }
   summary.interrupted = search.interrupted();
   return summary;
