@@ -52,6 +52,14 @@ bool finalState(v1::ApplicationState s) {
 // "-" for a time not reached yet (0).
 std::string formatAppTime(int64_t ms) { return ms <= 0 ? "-" : formatTime(ms); }
 
+// Carbyne's view (null when the AM reported no DAG or its queue ignores DAGs).
+nlohmann::json altruismJson(const v1::ApplicationReport& a) {
+  if (!a.has_altruism()) return nullptr;
+  const auto& need = a.altruism().need();
+  return {{"need", {{"memory_mib", need.memory_mib()}, {"vcores", need.vcores()}}},
+          {"estimated_remaining_ms", a.altruism().estimated_remaining_ms()}};
+}
+
 nlohmann::json reportJson(const v1::ApplicationReport& a) {
   return {{"application_id", a.application_id()},
           {"name", a.name()},
@@ -71,7 +79,8 @@ nlohmann::json reportJson(const v1::ApplicationReport& a) {
           {"am_container_id", a.am_container_id()},
           {"diagnostics", a.diagnostics()},
           {"pending_reasons",
-           std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())}};
+           std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())},
+          {"altruism", altruismJson(a)}};
 }
 
 v1::ApplicationReport getApp(const CliContext& ctx, const std::string& id) {
@@ -226,6 +235,23 @@ void list(const CliContext& ctx, bool json, const std::vector<std::string>& stat
   }
 }
 
+// Carbyne (issue #17): the least allocation that keeps the job's estimated
+// completion, and whether it holds it (then what it holds beyond competes
+// for leftover, shortest remaining time first).
+void printAltruism(const v1::ApplicationReport& a) {
+  if (!a.has_altruism()) return;
+  const auto& need = a.altruism().need();
+  const bool holds =
+      a.used().memory_mib() >= need.memory_mib() && a.used().vcores() >= need.vcores();
+  std::printf(
+      "Altruism:      needs memory %lld MiB, vcores %lld now to finish in %.0f s at its "
+      "fair share; %s\n",
+      static_cast<long long>(need.memory_mib()), static_cast<long long>(need.vcores()),
+      static_cast<double>(a.altruism().estimated_remaining_ms()) / 1000.0,
+      holds ? "holds it (the rest competes for leftover, shortest remaining first)"
+            : "below it (served by DRF first)");
+}
+
 void status(const CliContext& ctx, const std::string& id, bool json) {
   v1::ApplicationReport a = getApp(ctx, id);
   if (json) {
@@ -251,6 +277,7 @@ void status(const CliContext& ctx, const std::string& id, bool json) {
               a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
   if (!a.diagnostics().empty()) std::printf("Diagnostics:   %s\n", a.diagnostics().c_str());
   for (const auto& r : a.pending_reasons()) std::printf("Pending:       %s\n", r.c_str());
+  printAltruism(a);
 }
 
 void kill(const CliContext& ctx, const std::string& id, const std::string& reason) {

@@ -722,6 +722,12 @@ std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
   return r.isOk() ? *r : std::vector<std::string>{};
 }
 
+sched::AppHint RmRuntime::appHint(const AppId& app) const {
+  Guard lk(*this);
+  auto h = sched_->appHint(app);
+  return h.isOk() ? *h : sched::AppHint{};
+}
+
 void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
   Guard lk(*this);
   auto it = rt_.find(app);

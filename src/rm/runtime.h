@@ -136,6 +136,10 @@ class RmRuntime {
   // Admission control (issue #17): sched::Scheduler::pendingReasons of the
   // app; empty for an app not (or no longer) in the scheduler core.
   std::vector<std::string> pendingReasons(const AppId& app) const;
+  // Carbyne (issue #17): sched::Scheduler::appHint of the app; invalid for an
+  // app that reported no DAG, whose queue's policy ignores DAGs, or that is
+  // not (or no longer) in the scheduler core.
+  sched::AppHint appHint(const AppId& app) const;
 
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.

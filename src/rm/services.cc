@@ -281,6 +281,22 @@ grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+// What the scheduler holds of `app` now: its containers and usage, pending
+// reasons (Phoenix admission control) and altruism (Carbyne).
+void ClientServiceImpl::addRuntimeView(const AppId& app, v1::ApplicationReport* out) const {
+  if (!runtime_) return;
+  int32_t n = 0;
+  Resource used;
+  runtime_->usage(app, &n, &used);
+  out->set_running_containers(n);
+  toProto(used, out->mutable_used());
+  for (auto& reason : runtime_->pendingReasons(app)) out->add_pending_reasons(reason);
+  const sched::AppHint hint = runtime_->appHint(app);
+  if (!hint.valid) return;
+  toProto(hint.need, out->mutable_altruism()->mutable_need());
+  out->mutable_altruism()->set_estimated_remaining_ms(hint.remaining.count());
+}
+
 grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
                                                const v1::GetApplicationRequest* req,
                                                v1::ApplicationReport* resp) {
@@ -292,14 +308,7 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
   auto rec = apps_->get(AppId(req->application_id()));
   if (!rec.isOk()) return toGrpc(rec.status());
   toProto(*rec, resp);
-  if (runtime_) {
-    int32_t n = 0;
-    Resource used;
-    runtime_->usage(rec->id, &n, &used);
-    resp->set_running_containers(n);
-    toProto(used, resp->mutable_used());
-    for (auto& reason : runtime_->pendingReasons(rec->id)) resp->add_pending_reasons(reason);
-  }
+  addRuntimeView(rec->id, resp);
   return grpc::Status::OK;
 }
 
@@ -334,14 +343,7 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext* ctx,
   for (const auto& a : apps_->list(states, req->queue())) {
     auto* r = resp->add_applications();
     toProto(a, r);
-    if (runtime_) {
-      int32_t n = 0;
-      Resource used;
-      runtime_->usage(a.id, &n, &used);
-      r->set_running_containers(n);
-      toProto(used, r->mutable_used());
-      for (auto& reason : runtime_->pendingReasons(a.id)) r->add_pending_reasons(reason);
-    }
+    addRuntimeView(a.id, r);
   }
   return grpc::Status::OK;
 }

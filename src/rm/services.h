@@ -132,6 +132,7 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   // else every node; each with a container token of `app` for that node.
   void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
                   v1::GetContainerLogAccessResponse* resp) const;
+  void addRuntimeView(const AppId& app, v1::ApplicationReport* out) const;
 
   RmCore& core_;
   const RmAccess& access_;

@@ -87,16 +87,30 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
   // short runs all 4 tasks at once (plus its AM) while the altruist, which
   // still has tasks waiting, holds no more than its least allocation.
   int altruist_running = -1;
+  json altruism;
+  std::string status_text;
   ASSERT_TRUE(waitFor(
       [&] {
         json s = app(shortjob);
         if (s.is_discarded() || s["running_containers"].get<int>() < 5) return false;
-        altruist_running = app(altruist)["running_containers"].get<int>();
+        json a = app(altruist);
+        altruist_running = a["running_containers"].get<int>();
+        altruism = a["altruism"];
+        status_text = ctl({"app", "status", altruist}).second;
         return true;
       },
       15s))
       << rm_.log();
   EXPECT_LE(altruist_running, 3) << "AM + critical + one side task";
+  // The app report shows why: its least allocation is the critical task and
+  // one side task, and its estimated completion is within its 12 s path.
+  ASSERT_TRUE(altruism.is_object()) << altruism.dump();
+  EXPECT_GE(altruism["need"]["vcores"].get<int64_t>(), 1) << altruism.dump();
+  EXPECT_LE(altruism["need"]["vcores"].get<int64_t>(), 2) << altruism.dump();
+  EXPECT_GT(altruism["estimated_remaining_ms"].get<int64_t>(), 0) << altruism.dump();
+  EXPECT_LE(altruism["estimated_remaining_ms"].get<int64_t>(), 12000) << altruism.dump();
+  EXPECT_NE(status_text.find("Altruism:      needs memory"), std::string::npos) << status_text;
+  EXPECT_TRUE(app(filler)["altruism"].is_null()) << "the filler reported no estimates";
   ASSERT_TRUE(waitFinal(altruist, 30s)) << rm_.log();
   ASSERT_TRUE(waitFinal(shortjob, 30s)) << rm_.log();
   json a = app(altruist);
