@@ -292,7 +292,7 @@ void ClientServiceImpl::addRuntimeView(const AppId& app, v1::ApplicationReport* 
   toProto(used, out->mutable_used());
   for (auto& reason : runtime_->pendingReasons(app)) out->add_pending_reasons(reason);
   const sched::AppHint hint = runtime_->appHint(app);
-  if (!hint.valid) return;
+  if (!hint.valid || !hint.from_dag) return;
   toProto(hint.need, out->mutable_altruism()->mutable_need());
   out->mutable_altruism()->set_estimated_remaining_ms(hint.remaining.count());
 }

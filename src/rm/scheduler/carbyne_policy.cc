@@ -106,6 +106,15 @@ AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
   return AppHint{true, std::move(p.need), p.completion};
 }
 
+AppHint CarbyneOrderingPolicy::planWithoutDag(const Resource& fair_share) const {
+  AppHint h;
+  h.valid = true;
+  h.from_dag = false;
+  h.need = fair_share;
+  h.remaining = Millis::max();
+  return h;
+}
+
 double CarbyneOrderingPolicy::appScore(const AppInput& in) const {
   if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return in.used.dominantShare(in.cluster);
   return kLeftoverTier + static_cast<double>(in.hint.remaining.count()) / 1000.0;

@@ -25,8 +25,12 @@
 //     jobs below their need take their asks in priority order (the critical
 //     stages their AM asks first).
 //
-// Non-altruistic jobs (no DAG reported, AppHint::valid false) stay in the DRF
-// tier by their dominant share, as under DRF. Running
+// Non-altruistic jobs (no DAG reported) yield nothing: their need is their
+// whole fair share (planWithoutDag), so below it they are in the DRF tier
+// by dominant share, as under DRF; beyond it they compete for leftover
+// after every job with an estimate (their remaining time is unknown), so
+// what altruists lend goes to the jobs closest to completion, not to
+// whoever reports nothing (§4.3 gives leftover SRTF first). Running
 // tasks count as a full task duration (the estimate errs towards keeping
 // resources), which with the per-report recomputation bounds the damage of
 // misestimates: a job that falls behind its estimate asks again at its next
@@ -70,6 +74,8 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
   std::string_view name() const override { return "carbyne"; }
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
+  // need = fair_share, remaining unknown (Millis::max()), from_dag false.
+  AppHint planWithoutDag(const Resource& fair_share) const override;
   // Reads in.used, in.hint and in.cluster only.
   double appScore(const AppInput& in) const override;
   // best_app in the leftover tier (or +inf): best_app; else used's dominant

@@ -39,6 +39,13 @@ class QueueOrderingPolicy {
     (void)fair_share;
     return {};
   }
+  // What the policy derives for an app that has reported no DAG (a
+  // non-altruistic job), given its fair share now; re-derived when its asks
+  // change. Default: no hint. Pure function of its arguments.
+  virtual AppHint planWithoutDag(const Resource& fair_share) const {
+    (void)fair_share;
+    return {};
+  }
   // What an app's order may depend on beyond its usage: the hint of planApp
   // (Carbyne) and durations, constraint waits and arrival (Phoenix).
   struct AppInput {

@@ -263,7 +263,8 @@ struct App : Entity {
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
-  AppHint hint;     // from the leaf policy's planApp over the last reportDag
+  AppHint hint;  // the leaf policy's planApp over the last reportDag, else planWithoutDag
+  bool reported_dag = false;
   TimePoint since;  // Impl::last_now when added (QueueOrderingPolicy::AppInput::since)
 };
 
@@ -1360,6 +1361,7 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
   App* a = it->second.get();
   const Resource share = a->user != nullptr ? s.adhocFairShare(a) : Resource();
   a->hint = s.policyOf(a).planApp(stages, share);
+  a->reported_dag = true;
   s.refresh(a);
   return Status::ok();
 }
@@ -1415,6 +1417,9 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }
   s.syncConstrained(a);
+  if (!a->reported_dag && a->user != nullptr) {
+    a->hint = s.policyOf(a).planWithoutDag(s.adhocFairShare(a));
+  }
   s.refresh(a);
   return Status::ok();
 }

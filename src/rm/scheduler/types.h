@@ -135,12 +135,14 @@ struct DagStage {
 };
 
 // What an ordering policy derived from an app's DAG (QueueOrderingPolicy::
-// planApp). valid = false: the app reported no DAG (or the policy ignores
-// DAGs) and is ordered by its usage alone.
+// planApp), or for an app that reported none (planWithoutDag). valid =
+// false: the policy derived nothing and the app is ordered by its usage
+// alone.
 struct AppHint {
   bool valid = false;
-  Resource need;        // least allocation now that keeps the estimated completion
-  Millis remaining{0};  // estimated time to completion at its fair share
+  Resource need;         // least allocation now that keeps the estimated completion
+  Millis remaining{0};   // estimated time to completion at its fair share (max: unknown)
+  bool from_dag = true;  // false: planWithoutDag's (need = the fair share)
 };
 
 class QueueOrderingPolicy;

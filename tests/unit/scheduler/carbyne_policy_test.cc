@@ -232,11 +232,37 @@ TEST(CarbyneSchedulerTest, LeftoverGoesToShortestRemainingTimeFirst) {
   ASSERT_TRUE(s->reportDag(AppId("near"), {stage(1, 30), stage(4, 10)}).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(4, "b", 1)}).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), ask(4, "b", 1)}).isOk());
-  // Fair share 3 slots. Needs: long 1 + ceil(4/10) = 2 (T 100 s); near 1 +
-  // ceil(4/3) = 3 (T 30 s): 5 of 7 slots, the 2 leftover to near.
+  // Fair share 3 slots. Needs: long 1 + 1 = 2 (T 100 s); near 1 + 1 = 2
+  // (T 30 s; its 4 short tasks fit the 2 waves before 30 s): 4 of 7 slots,
+  // the 3 leftover to near, closest to completion.
   auto m = grantsByApp(*s, kT0);
   EXPECT_EQ(m["near"], 5);
   EXPECT_EQ(m["long"], 2);
+}
+
+// A job that reports no DAG yields nothing: it gets its whole fair share by
+// DRF, but beyond it competes for leftover after the jobs with an estimate,
+// so what an altruist lends is not taken by whoever reports nothing. 8 slots,
+// fair share 4 each: alt (1 x 100 s critical + 4 x 10 s side, need 2) and
+// quiet (8 tasks, no DAG, need 4) hold their needs; the 2 left go to alt
+// (remaining 100 s) rather than quiet (unknown). Before, quiet stayed in the
+// DRF tier for good and took them (6 / 2).
+TEST(CarbyneSchedulerTest, JobWithoutDagGetsItsFairShareThenLeftoverLast) {
+  auto s = carbyneScheduler();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("alt"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("quiet"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("alt"), {stage(1, 100), stage(4, 10)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("alt"), {ask(1, "a", 0), ask(4, "b", 1)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("quiet"), {ask(8)}).isOk());
+  auto hint = s->appHint(AppId("quiet"));
+  ASSERT_TRUE(hint.isOk());
+  EXPECT_TRUE(hint->valid);
+  EXPECT_FALSE(hint->from_dag);
+  EXPECT_EQ(hint->need, slots(4));
+  auto m = grantsByApp(*s, kT0);
+  EXPECT_EQ(m["alt"], 4);
+  EXPECT_EQ(m["quiet"], 4);
 }
 
 // Leftover packing. One job: L 1 x 100 s (1 GiB, 1 vcore), M 2 x 10 s
