@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -451,6 +452,24 @@ StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, 
   return r;
 }
 
+// Calls `item(i)` for every i < count on up to `threads` threads (this one
+// included), each taking the next index not started; returns when all ended.
+// `item` stops early by returning false (no further index is started).
+void forEachOnThreads(size_t count, int threads, const std::function<bool(size_t)>& item) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
+  auto work = [&] {
+    for (size_t i = next++; i < count && !stopped.load(); i = next++) {
+      if (!item(i)) stopped = true;
+    }
+  };
+  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
 // The simulations of `evals` on up to o.threads threads, each taking the next
 // strategy not started; outputs by index. Progress is summed over them under
 // one lock as phase "evaluation". A strategy not started when `stop` is set
@@ -465,25 +484,18 @@ std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
   int64_t all_steps = 0;  // plan steps of every strategy's evaluation days
   for (const auto& e : evals) all_steps += (e.setup.to - e.setup.from) / o.step;
   std::mutex mu;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < evals.size(); i = next++) {
-      if (stop != nullptr && stop->load()) return;
-      ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t) {
-        std::lock_guard<std::mutex> lk(mu);
-        done[i] = d;
-        int64_t all_done = 0;
-        for (int64_t k : done) all_done += k;
-        if (progress) progress("evaluation", all_done, all_steps);
-      };
-      outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
-    }
-  };
-  const size_t n = std::min(evals.size(), static_cast<size_t>(o.threads));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  forEachOnThreads(evals.size(), o.threads, [&](size_t i) {
+    if (stop != nullptr && stop->load()) return false;
+    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t) {
+      std::lock_guard<std::mutex> lk(mu);
+      done[i] = d;
+      int64_t all_done = 0;
+      for (int64_t k : done) all_done += k;
+      if (progress) progress("evaluation", all_done, all_steps);
+    };
+    outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
+    return true;
+  });
   return outs;
 }
 
@@ -726,26 +738,19 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   // options.threads threads, each taking the next strategy not started;
   // results by index, so they do not depend on the thread count.
   std::vector<std::optional<Result<std::optional<StrategyResult>>>> found(strategies.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < strategies.size(); i = next++) {
-      const StrategySpec& spec = strategies[i];
-      if (search.interrupted()) return;
-      if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
-          spec.dra.empty()) {
-        StrategyResult b = *base;
-        b.min_nodes_at_baseline_rate = options.nodes;
-        found[i] = std::optional<StrategyResult>(std::move(b));
-        continue;
-      }
+  forEachOnThreads(strategies.size(), options.threads, [&](size_t i) {
+    const StrategySpec& spec = strategies[i];
+    if (search.interrupted()) return false;
+    if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
+        spec.dra.empty()) {
+      StrategyResult b = *base;
+      b.min_nodes_at_baseline_rate = options.nodes;
+      found[i] = std::optional<StrategyResult>(std::move(b));
+    } else {
       found[i] = search.smallest(spec, target);
     }
-  };
-  const size_t n = std::min(strategies.size(), static_cast<size_t>(options.threads));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+    return true;
+  });
   for (auto& f : found) {
     if (!f) continue;  // not started: interrupted
     MORPHEUS_RETURN_IF_ERROR(f->status());

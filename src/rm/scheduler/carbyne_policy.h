@@ -75,6 +75,7 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
   // need = fair_share, remaining unknown (Millis::max()), from_dag false.
+  bool plansWithoutDag() const override { return true; }
   AppHint planWithoutDag(const Resource& fair_share) const override;
   // Reads in.used, in.hint and in.cluster only.
   double appScore(const AppInput& in) const override;

@@ -41,7 +41,10 @@ class QueueOrderingPolicy {
   }
   // What the policy derives for an app that has reported no DAG (a
   // non-altruistic job), given its fair share now; re-derived when its asks
-  // change. Default: no hint. Pure function of its arguments.
+  // change, only if plansWithoutDag() (the fair share costs a walk up the
+  // queues on every ask update). Default: no hint. Pure function of its
+  // arguments.
+  virtual bool plansWithoutDag() const { return false; }
   virtual AppHint planWithoutDag(const Resource& fair_share) const {
     (void)fair_share;
     return {};

@@ -1417,8 +1417,9 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }
   s.syncConstrained(a);
-  if (!a->reported_dag && a->user != nullptr) {
-    a->hint = s.policyOf(a).planWithoutDag(s.adhocFairShare(a));
+  const QueueOrderingPolicy& policy = s.policyOf(a);
+  if (!a->reported_dag && a->user != nullptr && policy.plansWithoutDag()) {
+    a->hint = policy.planWithoutDag(s.adhocFairShare(a));
   }
   s.refresh(a);
   return Status::ok();
