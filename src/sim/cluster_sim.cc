@@ -412,6 +412,7 @@ Status Sim::init() {
     out_.history.runs.resize(w_.periodic.size());
     out_.history.runtimes.resize(w_.periodic.size());
     out_.history.own_events.resize(w_.periodic.size());
+    out_.history.last_stage_tasks.resize(w_.periodic.size());
   }
   res_of_job_.assign(w_.periodic.size(), -1);
   const std::vector<Admission> admitted = admitPlanned();
@@ -1361,6 +1362,10 @@ void Sim::recordRun(const AppState& app) {
   rec.container = app.unit;
   for (double b : app.bins) rec.skyline.push_back(b / static_cast<double>(o_.step.count()));
   h.runs[j].push_back(std::move(rec));
+  auto& tasks = h.last_stage_tasks[j];
+  tasks.clear();
+  for (const auto& st : app.inst.stages)
+    tasks.push_back(static_cast<int64_t>(st.task_durations.size()));
   h.runtimes[j].push_back(app.end - app.start);
 }
 

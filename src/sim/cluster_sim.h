@@ -40,6 +40,9 @@ struct History {
   // The consumers' runs (sim/workload.h consumerRun), by submit: readers'
   // run records for SLO inference (T_need).
   std::vector<store::RunRecord> consumer_runs;
+  // Per periodic job: each stage's task count in its last successful run, as
+  // its AM reported the DAG (input growth included); empty before any run.
+  std::vector<std::vector<int64_t>> last_stage_tasks;
 };
 
 // How one periodic job is provisioned during a run.

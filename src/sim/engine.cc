@@ -136,20 +136,25 @@ constexpr const char* kReshaped = "skyline_reshaped_jobs";
 // The most containers (in the job's unit, as its skyline counts them) the
 // job can use at once: the largest total over stages that can run side by
 // side, i.e. no dependency path between any two of them — not the widest
-// single stage, which undercounts a join whose map stages run together. The
-// cap when a skyline is reshaped to its window. Exact up to
+// single stage, which undercounts a join whose map stages run together. Task
+// counts are those of the job's last successful run as its AM reported them
+// (`last_tasks`, input growth included; the declared ones before any run):
+// the declared day-0 counts are not something Morpheus could know, and a
+// grown job was capped below its width (issue #13). The cap when a skyline
+// is reshaped to its window. Exact up to
 // kMaxParallelismStages stages (every set of stages is tried); a larger DAG
 // (user traces) is capped at all its tasks at once.
 constexpr size_t kMaxParallelismStages = 16;
 
-int64_t maxParallelism(const PeriodicJob& job) {
+int64_t maxParallelism(const PeriodicJob& job, const std::vector<int64_t>& last_tasks) {
   const Resource unit = jobUnit(job.stages);
   const size_t n = job.stages.size();
   std::vector<int64_t> width(n);
   int64_t all = 0;
   for (size_t s = 0; s < n; s++) {
     const auto& st = job.stages[s];
-    width[s] = std::max<int64_t>(0, st.tasks) *
+    const int64_t tasks = s < last_tasks.size() ? last_tasks[s] : st.tasks;
+    width[s] = std::max<int64_t>(0, tasks) *
                std::max<int64_t>(1, unit.isZero() ? 1 : st.task_resource.countCovering(unit));
     all += width[s];
   }
@@ -183,7 +188,8 @@ int64_t maxParallelism(const PeriodicJob& job) {
 // whose area cannot fit the window even at full parallelism leaves the job
 // unreserved.
 JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,
-                           std::vector<int64_t> skyline, TimePoint from, const ExperimentOptions& o,
+                           const std::vector<int64_t>& last_tasks, std::vector<int64_t> skyline,
+                           TimePoint from, const ExperimentOptions& o,
                            std::map<std::string, double>& why) {
   JobProvision p;
   if (slo.one_off_instances) return p;
@@ -191,7 +197,8 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   std::vector<int64_t> in_order;
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
     if (window_steps < 1) return p;
-    auto ordered = inference::compressSkylineToWindow(skyline, window_steps, maxParallelism(job));
+    auto ordered =
+        inference::compressSkylineToWindow(skyline, window_steps, maxParallelism(job, last_tasks));
     if (!ordered.isOk()) return p;
     skyline = inference::frontLoaded(*ordered);
     in_order = std::move(*ordered);
@@ -258,6 +265,11 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   return p;
 }
 
+const std::vector<int64_t>& lastStageTasks(const History& h, size_t j) {
+  static const std::vector<int64_t> kNone;
+  return j < h.last_stage_tasks.size() ? h.last_stage_tasks[j] : kNone;
+}
+
 JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, size_t j,
                               const Learned& l, TimePoint from, const ExperimentOptions& o,
                               std::map<std::string, double>& why) {
@@ -289,7 +301,7 @@ JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, 
     why[kOffKilter]++;
     return {};
   }
-  JobProvision p = packedSkyline(job, *slo, *skyline, from, o, why);
+  JobProvision p = packedSkyline(job, *slo, lastStageTasks(l.history, j), *skyline, from, o, why);
   if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
   return p;
 }

@@ -412,6 +412,32 @@ TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
   expectReshapedOwnReservation(w, o);
 }
 
+// Input growth: the join above declared with 4 tasks per stage, but every
+// run has 6 (as its AM reports), and every fourth run's reduce tasks take
+// 40 min. The LP skyline (~6 x 41 container-min over 41 steps) outlasts the
+// 24 min window. Capped at the declared parallelism (4 + 4 maps: 8 x 24 < 246)
+// it could not be reshaped and the job fell back to the user's request; the
+// cap is now that of the last run the AM reported (6 + 6: 12 x 24 >= 246).
+RealizedInstance grownJoin(const PeriodicJob& j, size_t, int64_t k, uint64_t) {
+  RealizedInstance r = exact(j, 0, k, 0);
+  for (size_t s = 0; s < r.stages.size(); s++) {
+    const Millis d = s == 2 && k % 4 == 0 ? Millis(40 * kMin) : j.stages[s].task_duration;
+    r.stages[s].task_durations.assign(6, d);
+  }
+  return r;
+}
+
+TEST(SimEngineTest, ReshapeCapIsTheLastReportedRunsParallelismNotTheDeclaredOne) {
+  SimStage map = stage(4, 1);
+  map.task_duration = Millis(30'000);
+  Workload w;
+  w.periodic.push_back(job("grown", Millis(3600'000), Millis(0), Millis(24 * kMin),
+                           {map, map, stage(4, 10, {0, 1})}, 12));
+  ExperimentOptions o = options(2, 4);
+  o.realize = grownJoin;
+  expectReshapedOwnReservation(w, o);
+}
+
 // The same off-grid window for slo-packing: the user's container for the
 // median runtime (30 min, 30 steps) does not fit the window's 29 whole plan
 // steps. The job is counted as too short for its window (before, the request
