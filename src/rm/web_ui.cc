@@ -74,6 +74,14 @@ json nodesJson(const WebUiSources& s) {
   return nodes;
 }
 
+// Carbyne's view of an app that reports its DAG (the gRPC ApplicationReport's
+// `altruism`): the least allocation it needs now and its estimated remaining
+// time; null for an app without estimates or outside a Carbyne queue.
+json altruismJson(const sched::AppHint& hint) {
+  if (!hint.valid || !hint.from_dag) return nullptr;
+  return {{"need", resourceJson(hint.need)}, {"estimated_remaining_ms", hint.remaining.count()}};
+}
+
 struct QueueUse {
   int running = 0;
   int pending = 0;
@@ -100,7 +108,9 @@ json appsJson(const WebUiSources& s, std::map<std::string, QueueUse>* per_queue)
                     {"progress", a.progress},
                     {"containers", containers},
                     {"used", resourceJson(used)},
-                    {"submit_ms", toEpochMs(a.submit)}});
+                    {"submit_ms", toEpochMs(a.submit)},
+                    {"pending_reasons", s.runtime->pendingReasons(a.id)},
+                    {"altruism", altruismJson(s.runtime->appHint(a.id))}});
   }
   return apps;
 }

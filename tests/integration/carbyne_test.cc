@@ -14,8 +14,11 @@
 // critical path).
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "browser.h"
 #include "harness.h"
 
 namespace morpheus::testing {
@@ -34,6 +37,39 @@ class CarbyneIT : public ClusterTest {
       if (e.value("name", "") == "root.default") return e["pending"].value("vcores", int64_t{0});
     }
     return -1;
+  }
+
+  // The web page's data (/ui/api/cluster) and, in headless Chromium, its
+  // apps table show Carbyne's view of `altruist` (least allocation now,
+  // estimated remaining time) and none for `plain`, which reports no estimates.
+  void expectWebUiShowsAltruism(const std::string& altruist, const std::string& plain) {
+    const std::string addr = rm_.httpAddress();
+    auto resp = httpRequest(addr, "GET", "/ui/api/cluster", "", "", bearer("alice"));
+    ASSERT_EQ(resp.status, 200) << resp.body;
+    json cluster = json::parse(resp.body, nullptr, false);
+    ASSERT_FALSE(cluster.is_discarded()) << resp.body;
+    std::map<std::string, json> apps;
+    for (const auto& a : cluster["apps"]) apps[a["id"].get<std::string>()] = a;
+    ASSERT_EQ(apps.count(altruist), 1u) << resp.body;
+    const json& view = apps[altruist]["altruism"];
+    ASSERT_TRUE(view.is_object()) << resp.body;
+    EXPECT_GE(view["need"]["vcores"].get<int64_t>(), 1) << resp.body;
+    EXPECT_GT(view["estimated_remaining_ms"].get<int64_t>(), 0) << resp.body;
+    EXPECT_TRUE(apps[plain]["altruism"].is_null()) << resp.body;
+    if (chromiumBinary().empty()) {
+      std::cout << "chromium not installed: the apps table is not checked in a browser\n";
+      return;
+    }
+    BrowserRun dom = runChromium({"--virtual-time-budget=4000", "--dump-dom",
+                                  "http://" + addr + "/ui/#token=" + testToken("alice")},
+                                 25s);
+    ASSERT_EQ(dom.exit_code, 0) << dom.log;
+    const auto table = dom.output.find("id=\"apps\"");
+    ASSERT_NE(table, std::string::npos) << dom.output;
+    const auto row = dom.output.find(altruist, table);
+    ASSERT_NE(row, std::string::npos) << dom.output;
+    const auto cell = dom.output.find("class=\"altruism\">needs ", row);
+    EXPECT_LT(cell, dom.output.find("</tr>", row)) << dom.output;
   }
 
   std::string submit(const std::string& yaml) {
@@ -81,6 +117,7 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
       "    resources: {memory_mib: 256, vcores: 1}\n");
   // Both AMs run and have asked for all their tasks (5 + 4 vcores).
   ASSERT_TRUE(waitFor([&] { return pendingVcores() >= 9; }, 20s)) << rm_.log();
+  ASSERT_NO_FATAL_FAILURE(expectWebUiShowsAltruism(altruist, filler));
 
   const int64_t freed_ms = nowMs();
   ASSERT_EQ(ctl({"app", "kill", filler}).first, 0);

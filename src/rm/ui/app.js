@@ -98,7 +98,17 @@ function renderCluster(c) {
                                          q.running, q.pending, res(q.used)]));
   fillTable('apps', c.apps.map(a => [a.id, a.name, a.user, a.reservation || a.queue, a.state,
                                      Math.round(a.progress * 100) + '%', a.containers,
-                                     res(a.used)]));
+                                     res(a.used), schedulerView(a)]));
+}
+
+// What the scheduler says of an app: Carbyne's least allocation now and
+// estimated remaining time (the rest is lent), or why it is pending.
+function schedulerView(a) {
+  if (a.altruism) {
+    const left = Math.round(a.altruism.estimated_remaining_ms / 1000);
+    return el('span', 'needs ' + res(a.altruism.need) + ' now, ~' + left + ' s left', 'altruism');
+  }
+  return (a.pending_reasons || []).join('; ');
 }
 
 function renderProposals(p, err) {
