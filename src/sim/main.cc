@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -101,6 +102,7 @@ struct SimFlags {
   sim::TaskModel task_model;          // --task-model, --task-group (sim/task_model.h)
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -162,6 +164,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--tie-break", f.tie_break,
                   "LowCost's rule among equally cheap positions: latest, earliest or slack "
                   "(planner.tie-break)")
+      ->capture_default_str();
+  cmd->add_option("--preemption-grace", f.preemption_grace_s,
+                  "Seconds a preempted container has to finish before it is killed "
+                  "(rm.preemption-grace; >= 1)")
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--threads", f.threads,
@@ -231,6 +237,11 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.periodic_jobs < 0) return fail("periodic-jobs: must be >= 0");
   if (f.threads < 1) return fail("threads: must be >= 1");
   if (!(f.adhoc_load >= 0 && f.adhoc_load <= 1)) return fail("adhoc-load: must be in [0, 1]");
+  // At 0 a kill whose room no starved reservation can use is repeated within
+  // one simulated instant, which then never ends (README, issue #13).
+  if (!(f.preemption_grace_s >= 1 && f.preemption_grace_s <= 86400)) {
+    return fail("preemption-grace: must be in [1, 86400] seconds");
+  }
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
   auto node_size = Resource::parse(f.node_size, "node-size");
@@ -261,6 +272,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.estimate_noise = f.estimate_noise;
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.threads = f.threads;
+  o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };
