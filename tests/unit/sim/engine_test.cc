@@ -401,15 +401,22 @@ RealizedInstance everyFourthLongReduce(const PeriodicJob& j, size_t i, int64_t k
   return r;
 }
 
-TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
-  SimStage map = stage(8, 1);
+// An hourly join of two `tasks`-task maps of 30 s and a `tasks`-task reduce
+// of 10 min, due `deadline_min` after submission.
+Workload hourlyJoin(const std::string& name, int64_t tasks, int64_t deadline_min,
+                    int64_t user_containers) {
+  SimStage map = stage(tasks, 1);
   map.task_duration = Millis(30'000);
   Workload w;
-  w.periodic.push_back(job("join", Millis(3600'000), Millis(0), Millis(22 * kMin),
-                           {map, map, stage(8, 10, {0, 1})}, 16));
+  w.periodic.push_back(job(name, Millis(3600'000), Millis(0), Millis(deadline_min * kMin),
+                           {map, map, stage(tasks, 10, {0, 1})}, user_containers));
+  return w;
+}
+
+TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
   ExperimentOptions o = options(2, 4);
   o.realize = everyFourthLongReduce;
-  expectReshapedOwnReservation(w, o);
+  expectReshapedOwnReservation(hourlyJoin("join", 8, 22, 16), o);
 }
 
 // Input growth: the join above declared with 4 tasks per stage, but every
@@ -418,24 +425,16 @@ TEST(SimEngineTest, ReshapeCapCountsStagesThatRunSideBySide) {
 // 24 min window. Capped at the declared parallelism (4 + 4 maps: 8 x 24 < 246)
 // it could not be reshaped and the job fell back to the user's request; the
 // cap is now that of the last run the AM reported (6 + 6: 12 x 24 >= 246).
-RealizedInstance grownJoin(const PeriodicJob& j, size_t, int64_t k, uint64_t) {
-  RealizedInstance r = exact(j, 0, k, 0);
-  for (size_t s = 0; s < r.stages.size(); s++) {
-    const Millis d = s == 2 && k % 4 == 0 ? Millis(40 * kMin) : j.stages[s].task_duration;
-    r.stages[s].task_durations.assign(6, d);
-  }
+RealizedInstance grownJoin(const PeriodicJob& j, size_t i, int64_t k, uint64_t seed) {
+  RealizedInstance r = everyFourthLongReduce(j, i, k, seed);
+  for (auto& st : r.stages) st.task_durations.resize(6, st.task_durations.front());
   return r;
 }
 
 TEST(SimEngineTest, ReshapeCapIsTheLastReportedRunsParallelismNotTheDeclaredOne) {
-  SimStage map = stage(4, 1);
-  map.task_duration = Millis(30'000);
-  Workload w;
-  w.periodic.push_back(job("grown", Millis(3600'000), Millis(0), Millis(24 * kMin),
-                           {map, map, stage(4, 10, {0, 1})}, 12));
   ExperimentOptions o = options(2, 4);
   o.realize = grownJoin;
-  expectReshapedOwnReservation(w, o);
+  expectReshapedOwnReservation(hourlyJoin("grown", 4, 24, 12), o);
 }
 
 // The same off-grid window for slo-packing: the user's container for the
