@@ -175,6 +175,17 @@ class FitIndex {
       }
     }
   }
+  // The largest need (memory, then vcores) that fits in `bound`; zero when
+  // there is none.
+  Resource largestWithin(const Resource& bound) const {
+    Resource best;
+    for (const auto& [r, n] : needs_) {
+      if (r.fitsIn(bound) &&
+          std::pair(r.memoryMib(), r.vcores()) > std::pair(best.memoryMib(), best.vcores()))
+        best = r;
+    }
+    return best;
+  }
   // Some pending ask's need fits `free`.
   bool anyFits(const Resource& free) const {
     for (const auto& [r, n] : needs_) {
@@ -245,6 +256,7 @@ struct Reservation : Entity {
   // Preemption bookkeeping (Impl::syncPreemption keeps it current):
   std::vector<std::unique_ptr<Source>> sources;  // its candidates, one list per shape
   Resource need;                                 // its share of Impl::need_total
+  Resource tentative;  // scratch of selectVictims: its candidates taken, not yet marked
 };
 
 struct Ask {
@@ -274,8 +286,22 @@ struct Node {
   std::map<std::string, std::string> attrs;
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
+  Resource noticed;    // containers under preemption notice, until they end (kills included)
+  // Scratch of the preemption pass (Impl::cover, selectVictims): its room
+  // left after the starved containers placed on it, and the candidates taken
+  // on it, not yet marked.
+  Resource rem, tentative;
+  std::vector<Container*> taken;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
   int32_t slot = -1;                                  // in Impl::node_slots
+};
+
+// A reservation below its guarantee with demand, in containers of its
+// largest pending need (`shape`): `uncovered` of them have no room yet.
+struct Starved {
+  Reservation* r;
+  Resource shape;
+  int64_t uncovered;
 };
 
 void EntityHeap::set(size_t i, Item it) {
@@ -415,6 +441,8 @@ struct Scheduler::Impl {
   uint64_t order_seq = 0;
   std::vector<Container*> victim_heap;      // scratch of selectVictims
   std::vector<Reservation*> victim_owners;  // scratch of selectVictims
+  std::vector<Node*> victim_nodes;          // scratch of selectVictims
+  mutable std::vector<Starved> starved;     // scratch of cover and selectVictims
   EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
   EntityHeap overage{kOverage};             // reservations with demand
   Resource preempting_total;                // containers under notice, all queues
@@ -886,6 +914,7 @@ struct Scheduler::Impl {
     subUsed(a, c->resource);
     if (c->preempting) {
       preempting_total -= c->resource;
+      n->noticed -= c->resource;
       if (a->res != nullptr) a->res->preempting -= c->resource;
       if (!c->kill_sent) n->marked--;
       dropNotice(c);
@@ -973,8 +1002,7 @@ struct Scheduler::Impl {
   bool stillNeeded(const Container* c) const {
     const Reservation* r = c->app->res;
     if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) return false;
-    const Resource others = preempting_total - c->resource;
-    return !clampZero(need_total - clampZero(cluster_total - cluster_used) - others).isZero();
+    return need_total.isZero() ? false : cover(c) > 0;
   }
 
   // Undoes mark(c) as if no notice had been sent: `c` is a candidate again.
@@ -984,6 +1012,7 @@ struct Scheduler::Impl {
     c->preempting = false;
     c->kill_deadline = TimePoint();
     c->node->marked--;
+    c->node->noticed -= c->resource;
     preempting_total -= c->resource;
     candsOf(c).insertByOrder(c);
     dropNotice(c);
@@ -999,32 +1028,110 @@ struct Scheduler::Impl {
              ns.end());
   }
 
-  // Reservations below their guarantee whose demand free capacity and
-  // containers already under notice cannot meet take capacity back from
-  // borrowers, newest container first (DESIGN.md §6, work conserving).
-  // Approximation: free capacity counts cluster-wide, not per node shape.
-  // O(1) when there is no shortfall (need_total is kept incrementally).
-  void preemptIfNeeded(TimePoint now) {
-    Resource shortfall =
-        clampZero(need_total - clampZero(cluster_total - cluster_used) - preempting_total);
-    if (shortfall.isZero()) return;
-    selectVictims(shortfall, now);
+  // ---- preemption (node-aware, after YARN's fair-scheduler preemption,
+  // which makes room per node for the starved request) ----
+
+  // How many `shape`s fit in `room` (0 if a dimension of `room` is short).
+  static int64_t fitCount(const Resource& room, const Resource& shape) {
+    int64_t k = std::numeric_limits<int64_t>::max();
+    if (shape.memoryMib() > 0)
+      k = std::min(k, std::max<int64_t>(0, room.memoryMib()) / shape.memoryMib());
+    if (shape.vcores() > 0) k = std::min(k, std::max<int64_t>(0, room.vcores()) / shape.vcores());
+    return k == std::numeric_limits<int64_t>::max() ? 0 : k;
   }
 
-  // Marks borrowed containers, newest first over every borrower, until
-  // `shortfall` is covered: an ad-hoc container always; a reservation's
-  // container only while the reservation stays within its guarantee without
-  // it (only the part beyond the guarantee is borrowed), never one of a
-  // reservation below its guarantee with demand, never an AM. The same
-  // victims as walking every container newest first (the differential test
-  // SchedulerPreemptionTest keeps that walk): candidates are merged by
-  // allocation order from the ad-hoc list and the lending sources (one per
-  // reservation and shape), entered lazily newest first from the ordered
-  // `lenders`; a source whose shape its reservation can no longer spare is
-  // dropped whole (none of its containers could pass any more). Every
-  // container visited is marked, save one per dropped source: cost
-  // O(marked * log lenders), whatever the number of containers.
-  void selectVictims(Resource shortfall, TimePoint now) {
+  // How many `shape`s `amount` needs (rounded up).
+  static int64_t ceilCount(const Resource& amount, const Resource& shape) {
+    int64_t k = 0;
+    if (shape.memoryMib() > 0)
+      k = std::max(k, (amount.memoryMib() + shape.memoryMib() - 1) / shape.memoryMib());
+    if (shape.vcores() > 0)
+      k = std::max(k, (amount.vcores() + shape.vcores() - 1) / shape.vcores());
+    return k;
+  }
+
+  // The guaranteed heap's reservations by creation order, each with the
+  // containers the guaranteed phase could still give it: of its largest
+  // pending need that keeps it within its guarantee, as many as its demand
+  // asks for and its guarantee holds. A reservation none of whose needs fits
+  // its guarantee is left out (the room would go to ad-hoc work first).
+  void collectStarved() const {
+    starved.clear();
+    for (size_t i = 0; i < guaranteed.size(); i++) {
+      auto* r = static_cast<Reservation*>(guaranteed.at(i));
+      const Resource within = clampZero(r->guarantee - r->used);
+      const Resource shape = r->fit.largestWithin(within);
+      if (shape.isZero()) continue;
+      starved.push_back(
+          Starved{r, shape, std::min(fitCount(within, shape), ceilCount(r->demand, shape))});
+    }
+    std::sort(starved.begin(), starved.end(),
+              [](const Starved& a, const Starved& b) { return a.r->seq < b.r->seq; });
+  }
+
+  // Places the starved containers (collectStarved) in `n`'s room left (rem),
+  // in order, as many of each as fit. Returns how many it placed.
+  int64_t placeStarved(Node& n) const {
+    int64_t placed = 0;
+    for (Starved& st : starved) {
+      if (st.uncovered == 0) continue;
+      const int64_t k = std::min(st.uncovered, fitCount(n.rem, st.shape));
+      n.rem -= st.shape * k;
+      st.uncovered -= k;
+      placed += k;
+    }
+    return placed;
+  }
+
+  // Collects the starved reservations and places their containers in every
+  // node's room (free plus under notice), nodes in slot order; `without`, if
+  // set, is a noticed container whose room is left out. Returns the starved
+  // containers left without room. O(nodes x starved reservations).
+  int64_t cover(const Container* without = nullptr) const {
+    collectStarved();
+    int64_t uncovered = 0;
+    for (const Starved& st : starved) uncovered += st.uncovered;
+    for (Node* n : node_slots) {
+      if (n == nullptr || uncovered == 0) continue;
+      n->rem = n->free + n->noticed;
+      if (without != nullptr && without->node == n) n->rem -= without->resource;
+      uncovered -= placeStarved(*n);
+    }
+    return uncovered;
+  }
+
+  // Reservations below their guarantee whose containers find no room —
+  // free or under notice, on a node where the container fits (cover) — take
+  // capacity back from borrowers (DESIGN.md §6, work conserving). Free
+  // fragments no starved container fits count for nothing (they starved a
+  // reservation forever before). Approximations: a reservation's need is
+  // counted in containers of its largest pending need, and placement
+  // constraints are not checked. O(1) without a reservation below its
+  // guarantee with demand, O(nodes x starved reservations) with one.
+  void preemptIfNeeded(TimePoint now) {
+    if (need_total.isZero()) return;
+    const int64_t uncovered = cover();
+    if (uncovered > 0) selectVictims(uncovered, now);
+  }
+
+  // Marks borrowed containers until the `uncovered` starved containers left
+  // by cover() have room, visiting candidates newest first over every
+  // borrower: an ad-hoc container always; a reservation's container only
+  // while the reservation stays within its guarantee without it and those
+  // taken before it (only the part beyond the guarantee is borrowed), never
+  // one of a reservation below its guarantee with demand, never an AM. A
+  // visited container is taken on its node; once the node's room left with
+  // what it has taken fits a starved container, the node's taken containers
+  // are marked and the starved containers that fit are placed there.
+  // Containers taken on a node that never gets such room are spared: killing
+  // them would only free room for ad-hoc work to take back. The differential
+  // test SchedulerPreemptionTest keeps this walk over every container.
+  // Candidates are merged by allocation order from the ad-hoc list and the
+  // lending sources (one per reservation and shape), entered lazily newest
+  // first from the ordered `lenders`; a source whose shape its reservation
+  // can no longer spare is dropped whole. Cost O(visited x (log lenders +
+  // starved reservations)).
+  void selectVictims(int64_t uncovered, TimePoint now) {
     auto newer = [](const Container* a, const Container* b) { return a->order < b->order; };
     std::vector<Container*>& heap = victim_heap;  // entered sources' next candidates
     heap.clear();
@@ -1032,7 +1139,9 @@ struct Scheduler::Impl {
     auto fresh = lenders.rbegin();  // sources not entered yet, newest first
     std::vector<Reservation*>& touched = victim_owners;
     touched.clear();
-    while ((!heap.empty() || fresh != lenders.rend()) && !shortfall.isZero()) {
+    std::vector<Node*>& nodes_taken = victim_nodes;
+    nodes_taken.clear();
+    while ((!heap.empty() || fresh != lenders.rend()) && uncovered > 0) {
       Container* c = nullptr;
       if (fresh != lenders.rend() && (heap.empty() || heap.front()->order < fresh->first)) {
         c = fresh->second->cands.tail;
@@ -1043,17 +1152,52 @@ struct Scheduler::Impl {
         heap.pop_back();
       }
       Reservation* r = c->app->res;
-      if (r != nullptr && !canSpare(r, c->resource)) continue;  // the source lends no more
+      if (r != nullptr &&
+          !r->guarantee.fitsIn(r->used - r->preempting - r->tentative - c->resource))
+        continue;  // the source lends no more
       Container* next = c->cand_link.prev;
-      if (r != nullptr) touched.push_back(r);
-      mark(c, now);
-      shortfall = clampZero(shortfall - c->resource);
       if (next != nullptr) {
         heap.push_back(next);
         std::push_heap(heap.begin(), heap.end(), newer);
       }
+      uncovered -= take(c, nodes_taken, touched, now);
     }
-    for (Reservation* r : touched) syncPreemption(r);
+    for (Node* n : nodes_taken) {
+      n->tentative = Resource();
+      n->taken.clear();
+    }
+    for (Reservation* r : touched) {
+      r->tentative = Resource();
+      syncPreemption(r);
+    }
+  }
+
+  // selectVictims takes `c` on its node; if the node's room left then fits a
+  // starved container, marks the node's taken containers and places the
+  // starved containers that fit. Returns how many it placed.
+  int64_t take(Container* c, std::vector<Node*>& nodes_taken, std::vector<Reservation*>& touched,
+               TimePoint now) {
+    Node& n = *c->node;
+    if (n.taken.empty()) nodes_taken.push_back(&n);
+    n.taken.push_back(c);
+    n.tentative += c->resource;
+    Reservation* r = c->app->res;
+    if (r != nullptr) {
+      if (r->tentative.isZero()) touched.push_back(r);
+      r->tentative += c->resource;
+    }
+    const Resource room = n.rem + n.tentative;
+    if (std::none_of(starved.begin(), starved.end(),
+                     [&](const Starved& st) { return st.uncovered > 0 && st.shape.fitsIn(room); }))
+      return 0;
+    for (Container* v : n.taken) {
+      if (v->app->res != nullptr) v->app->res->tentative -= v->resource;
+      mark(v, now);
+    }
+    n.taken.clear();
+    n.tentative = Resource();
+    n.rem = room;
+    return placeStarved(n);
   }
 
   // A preemption notice for `c`: it leaves the candidates and is killed
@@ -1065,6 +1209,7 @@ struct Scheduler::Impl {
     c->preempting = true;
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
+    c->node->noticed += c->resource;
     preempting_total += c->resource;
     a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});

@@ -20,10 +20,17 @@
 // Inside an app, asks go by priority (lower first), then request id.
 //
 // Work conserving with preemption: capacity a reservation does not use is
-// lent. When reservations below their guarantee have demand that free
-// capacity plus containers already being preempted cannot meet, borrowed
-// containers — newest first, from ad-hoc queues and from reservations over
-// their guarantee — get a PreemptionNotice (takePreemptionNotices); after
+// lent. When reservations below their guarantee have demand that the usable
+// room cannot meet — free capacity plus containers already being preempted,
+// counted only on nodes where one of their pending containers fits (free
+// fragments too small for any of them count for nothing) — borrowed
+// containers, from ad-hoc queues and from reservations over their guarantee,
+// are visited newest first and taken on their node; once a node's room with
+// what it has taken fits a starved container, those containers get a
+// PreemptionNotice (takePreemptionNotices). Taken containers on a node that
+// never gets such room are spared (a kill there would only free room for
+// ad-hoc work to take back; like YARN's fair-scheduler preemption, which
+// picks containers per node to fit the starved request). After
 // SchedulerOptions::preemption_grace they come back in NodeUpdateResult::
 // to_kill of their node. Once the NM reports them gone (containerCompleted),
 // the reservation gets the capacity on that node's next heartbeat, because
@@ -33,9 +40,9 @@
 // every round): at the first heartbeat of its node at or after the deadline,
 // in the node's allocation order, the container is killed only if it is
 // still needed — its reservation, if any, stays within its guarantee without
-// it, and the shortfall (reservations' unmet need minus free capacity minus
-// the other containers under notice, killed or not) is not covered without
-// it. Otherwise the notice is withdrawn as if never sent: the container keeps
+// it, and the shortfall (reservations' unmet need minus the usable room,
+// with the other containers under notice, killed or not) is not covered
+// without it. Otherwise the notice is withdrawn as if never sent: the container keeps
 // running and is a candidate again. So when the need shrinks, the containers
 // checked first are the ones spared (on one node, the older ones). Notices
 // are advisory, as YARN's PreemptionMessage: the AM is not told of a
@@ -58,11 +65,13 @@
 // skipped at O(distinct needs + log siblings) each instead of visiting every
 // app below them (issue #13: 96% of the simulator's time at 50,000 nodes).
 // Decisions are exactly those of the full walk (SchedulerAskIndexTest).
-// Preemption: the shortfall is kept incrementally, so a heartbeat without one
-// costs O(1); a selection costs O((lenders + containers visited) log lenders)
-// — it never walks containers of reservations within their guarantee (issue
-// #13: the full walk on every heartbeat was 86% of the simulator's time).
-// Re-checking a notice at its deadline is O(1); withdrawing it costs
+// Preemption: the need is kept incrementally, so a heartbeat without a
+// reservation below its guarantee with demand costs O(1); with one, counting
+// the usable room costs O(nodes x starved needs), and a selection
+// O(containers visited x (log lenders + starved needs)) — it never walks
+// containers of reservations within their guarantee (issue #13: the full walk
+// on every heartbeat was 86% of the simulator's time). Re-checking a notice
+// at its deadline costs O(nodes x starved needs); withdrawing it costs
 // O(candidates allocated after it) to put it back in allocation order.
 //
 // Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint

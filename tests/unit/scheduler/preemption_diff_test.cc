@@ -35,42 +35,117 @@ struct ModelContainer {
   bool kill_sent = false;  // returned in a to_kill list
 };
 
-// What the shortfall of preemptIfNeeded is made of, from the public view.
-struct Accounts {
-  std::map<ReservationId, QueueView> res;
-  Resource need, free, preempting_total;
-  std::map<ReservationId, Resource> preempting;
-};
-
 bool belowWithDemand(const QueueView& v) {
   return v.pending_containers > 0 && !v.guaranteed.fitsIn(v.used);
 }
 
-Accounts accounts(const Scheduler& s, const std::vector<ModelContainer>& all) {
+int64_t fitCount(const Resource& room, const Resource& shape) {
+  int64_t k = INT64_MAX;
+  if (shape.memoryMib() > 0)
+    k = std::min(k, std::max<int64_t>(0, room.memoryMib()) / shape.memoryMib());
+  if (shape.vcores() > 0) k = std::min(k, std::max<int64_t>(0, room.vcores()) / shape.vcores());
+  return k == INT64_MAX ? 0 : k;
+}
+
+// A reservation below its guarantee with demand: its need in containers of
+// its largest pending ask (memory, then vcores), and how many have no room.
+struct Starved {
+  Resource shape;
+  int64_t uncovered;
+};
+
+// What preemptIfNeeded decides from, from the public view: the starved
+// reservations (by creation order), and per node its free room and its
+// containers under notice.
+struct Accounts {
+  std::map<ReservationId, QueueView> res;
+  Resource need;
+  std::map<ReservationId, Resource> preempting;
+  std::vector<Starved> starved;
+  std::map<NodeId, Resource> free, noticed;
+
+  // Places the starved containers in `room`, as many of each as fit, in order.
+  int64_t place(std::vector<Starved>& st, Resource& room) const {
+    int64_t placed = 0;
+    for (auto& x : st) {
+      const int64_t k = std::min(x.uncovered, fitCount(room, x.shape));
+      room -= x.shape * k;
+      x.uncovered -= k;
+      placed += k;
+    }
+    return placed;
+  }
+  // The starved containers left without room when each node's room (free
+  // plus under notice; `less` taken off `less_node`'s) takes as many as fit,
+  // nodes in order; `rem` gets each node's room left.
+  int64_t cover(std::vector<Starved>& st, std::map<NodeId, Resource>& rem,
+                const NodeId& less_node = NodeId(""), const Resource& less = Resource()) const {
+    int64_t uncovered = 0;
+    for (const auto& x : st) uncovered += x.uncovered;
+    for (const auto& [n, f] : free) {
+      if (uncovered == 0) break;
+      rem[n] = f + noticed.at(n) - (n == less_node ? less : Resource());
+      uncovered -= place(st, rem[n]);
+    }
+    return uncovered;
+  }
+};
+
+// The model's view of the apps: their reservation ("" = ad hoc) and their
+// asks by request id (shape, containers still wanted).
+struct ModelApp {
+  ReservationId res;
+  std::map<std::string, std::pair<Resource, int32_t>> asks;
+};
+
+Accounts accounts(const Scheduler& s, const std::vector<ModelContainer>& all,
+                  const std::map<AppId, ModelApp>& apps, const std::vector<NodeId>& nodes,
+                  const Resource& node_total) {
   Accounts a;
   for (auto& v : s.queues()) {
     if (v.ref.isReservation()) a.res.emplace(v.ref.reservationId(), v);
   }
-  for (const auto& [id, v] : a.res) {
-    if (belowWithDemand(v)) a.need += Resource::min(v.pending, clampZero(v.guaranteed - v.used));
+  for (const auto& [id, v] : a.res) {  // r0, r1, r2: creation order
+    if (!belowWithDemand(v)) continue;
+    const Resource within = clampZero(v.guaranteed - v.used);
+    a.need += Resource::min(v.pending, within);
+    Resource shape;  // the largest pending ask within the guarantee
+    for (const auto& [app_id, app] : apps) {
+      if (app.res != id) continue;
+      for (const auto& [req, ask] : app.asks) {
+        if (ask.second > 0 && ask.first.fitsIn(within) &&
+            std::pair(ask.first.memoryMib(), ask.first.vcores()) >
+                std::pair(shape.memoryMib(), shape.vcores()))
+          shape = ask.first;
+      }
+    }
+    if (shape.isZero()) continue;
+    const int64_t wanted =
+        std::max((v.pending.memoryMib() + shape.memoryMib() - 1) / shape.memoryMib(),
+                 (v.pending.vcores() + shape.vcores() - 1) / shape.vcores());
+    a.starved.push_back(Starved{shape, std::min(fitCount(within, shape), wanted)});
+  }
+  for (const auto& n : nodes) {
+    a.free[n] = node_total - s.nodeUsed(n).value();
+    a.noticed[n] = Resource();
   }
   for (const auto& c : all) {
     if (!c.alive || !c.noticed) continue;
-    a.preempting_total += c.resource;
+    a.noticed[c.node] += c.resource;
     if (!c.res.empty()) a.preempting[c.res] += c.resource;
   }
-  a.free = clampZero(s.clusterTotal() - s.clusterUsed());
   return a;
 }
 
 // Issue #13's rule, written plainly: at a heartbeat of `node`, its noticed
 // containers whose deadline passed, in allocation order, are killed if still
 // needed (their reservation stays within its guarantee without them and the
-// shortfall is not covered without them), else their notice is withdrawn.
-// Updates the model; returns the kills.
-std::vector<ContainerId> referenceKills(const Scheduler& s, std::vector<ModelContainer>& all,
+// shortfall — the need less the room where a starved container fits — is not
+// covered without them), else their notice is withdrawn. Updates the model;
+// returns the kills.
+std::vector<ContainerId> referenceKills(std::vector<ModelContainer>& all, const Accounts& before,
                                         const NodeId& node, TimePoint now) {
-  Accounts a = accounts(s, all);
+  Accounts a = before;
   std::vector<ContainerId> out;
   for (auto& c : all) {
     if (!c.alive || !c.noticed || c.kill_sent || c.node != node || now < c.deadline) continue;
@@ -79,47 +154,72 @@ std::vector<ContainerId> referenceKills(const Scheduler& s, std::vector<ModelCon
       const QueueView& v = a.res.at(c.res);
       needed = v.guaranteed.fitsIn(v.used - a.preempting[c.res]);
     }
-    const Resource others = a.preempting_total - c.resource;
-    needed = needed && !clampZero(a.need - a.free - others).isZero();
+    std::vector<Starved> st = a.starved;
+    std::map<NodeId, Resource> rem;
+    needed = needed && !a.need.isZero() && a.cover(st, rem, node, c.resource) > 0;
     if (needed) {
       c.kill_sent = true;
       out.push_back(c.id);
       continue;
     }
     c.noticed = false;
-    a.preempting_total -= c.resource;
+    a.noticed[node] -= c.resource;
     if (!c.res.empty()) a.preempting[c.res] -= c.resource;
   }
   return out;
 }
 
-// The pre-#13 preemptIfNeeded, verbatim in its decisions: the shortfall from
-// every reservation below its guarantee with demand, then every container
-// newest first (skipping AMs, containers under notice, reservations below
-// their guarantee and containers a reservation cannot spare without dropping
-// below its guarantee) until the shortfall is covered.
-std::vector<ContainerId> referenceVictims(const Scheduler& s,
-                                          const std::vector<ModelContainer>& all) {
-  Accounts a = accounts(s, all);
-  auto& res = a.res;
-  auto& preempting = a.preempting;
-  auto below = belowWithDemand;
-  Resource shortfall = clampZero(a.need - a.free - a.preempting_total);
+// preemptIfNeeded written plainly: each reservation below its guarantee
+// with demand needs its need in containers of its largest pending ask; they
+// are placed in the nodes' room (free plus under notice). While some have no
+// room, every container newest first (skipping AMs, containers under notice,
+// reservations below their guarantee and containers a reservation cannot
+// spare on top of those already taken) is taken on its node; when the node's
+// room left with what it has taken fits a starved container still without
+// room, the node's taken containers are the next victims and the starved
+// containers that fit are placed there.
+std::vector<ContainerId> referenceVictims(const std::vector<ModelContainer>& all,
+                                          const Accounts& accounts) {
+  Accounts a = accounts;
   std::vector<ContainerId> out;
-  for (auto it = all.rbegin(); it != all.rend() && !shortfall.isZero(); ++it) {
+  if (a.need.isZero()) return out;
+  std::map<NodeId, Resource> rem;
+  int64_t uncovered = a.cover(a.starved, rem);
+  std::map<NodeId, std::vector<const ModelContainer*>> taken;
+  std::map<NodeId, Resource> taken_room;
+  std::map<ReservationId, Resource> taken_res;
+  for (auto it = all.rbegin(); it != all.rend() && uncovered > 0; ++it) {
     const ModelContainer& c = *it;
     if (!c.alive || c.noticed || c.am) continue;
     if (!c.res.empty()) {
-      const QueueView& v = res.at(c.res);
-      if (below(v)) continue;
-      if (!v.guaranteed.fitsIn(v.used - preempting[c.res] - c.resource)) continue;
-      preempting[c.res] += c.resource;
+      const QueueView& v = a.res.at(c.res);
+      if (belowWithDemand(v)) continue;
+      if (!v.guaranteed.fitsIn(v.used - a.preempting[c.res] - taken_res[c.res] - c.resource))
+        continue;
+      taken_res[c.res] += c.resource;
     }
-    out.push_back(c.id);
-    shortfall = clampZero(shortfall - c.resource);
+    taken[c.node].push_back(&c);
+    taken_room[c.node] += c.resource;
+    const Resource room = rem[c.node] + taken_room[c.node];
+    if (std::none_of(a.starved.begin(), a.starved.end(),
+                     [&](const Starved& x) { return x.uncovered > 0 && x.shape.fitsIn(room); }))
+      continue;
+    for (const ModelContainer* v : taken[c.node]) {
+      out.push_back(v->id);
+      if (!v->res.empty()) {
+        a.preempting[v->res] += v->resource;
+        taken_res[v->res] -= v->resource;
+      }
+    }
+    taken[c.node].clear();
+    taken_room[c.node] = Resource();
+    rem[c.node] = room;
+    uncovered -= a.place(a.starved, rem[c.node]);
   }
   return out;
 }
+
+const Resource kNodeTotal(16384, 8);
 
 class Instance {
  public:
@@ -132,7 +232,7 @@ class Instance {
     const int nodes = 2 + pick(4);
     for (int i = 0; i < nodes; i++) {
       nodes_.emplace_back("n" + std::to_string(i));
-      EXPECT_TRUE(s_->addNode(nodes_.back(), Resource(16384, 8), {}).isOk());
+      EXPECT_TRUE(s_->addNode(nodes_.back(), kNodeTotal, {}).isOk());
     }
     for (int i = 0; i < 3; i++) {
       reservations_.emplace_back("r" + std::to_string(i));
@@ -198,12 +298,14 @@ class Instance {
     ASSERT_TRUE(s_->addApp(id, UserId(pick(2) == 0 ? "u1" : "u2"), q).isOk());
     apps_.push_back(id);
     app_res_[id] = res;
+    model_apps_[id] = ModelApp{res, {}};
   }
 
   void removeApp() {
     if (apps_.empty()) return;
     size_t i = static_cast<size_t>(pick(static_cast<int>(apps_.size())));
     ASSERT_TRUE(s_->removeApp(apps_[i]).isOk());
+    model_apps_.erase(apps_[i]);
     for (auto& c : all_) {
       if (c.app == apps_[i]) c.alive = false;
     }
@@ -219,6 +321,7 @@ class Instance {
     r.capability = shape();
     r.count = pick(7);
     ASSERT_TRUE(s_->updateAsks(a, {r}).isOk());
+    model_apps_[a].asks[r.request_id] = {r.capability, r.count};
   }
 
   void recoverAm() {
@@ -259,10 +362,12 @@ class Instance {
   void beat() {
     const NodeId& n = nodes_[static_cast<size_t>(pick(static_cast<int>(nodes_.size())))];
     // Kills come first in a heartbeat, before any grant.
-    const std::vector<ContainerId> want_kills = referenceKills(*s_, all_, n, now_);
+    const std::vector<ContainerId> want_kills =
+        referenceKills(all_, accounts(*s_, all_, model_apps_, nodes_, kNodeTotal), n, now_);
     auto r = s_->nodeUpdate(n, now_);
     ASSERT_TRUE(r.isOk());
     for (const auto& a : r->allocations) {
+      model_apps_.at(a.app).asks.at(a.request_id).second--;
       all_.push_back(ModelContainer{a.container, a.app, app_res_[a.app], a.resource, false, false,
                                     true, a.node, TimePoint(), false});
     }
@@ -271,7 +376,8 @@ class Instance {
     ASSERT_EQ(kills, want_kills);
     killed_.insert(killed_.end(), kills.begin(), kills.end());
     kills_ += static_cast<int64_t>(kills.size());
-    std::vector<ContainerId> want = referenceVictims(*s_, all_);
+    std::vector<ContainerId> want =
+        referenceVictims(all_, accounts(*s_, all_, model_apps_, nodes_, kNodeTotal));
     std::vector<ContainerId> got;
     std::vector<PreemptionNotice> notices;
     for (const auto& a : apps_) {
@@ -317,7 +423,8 @@ class Instance {
   std::vector<ReservationId> reservations_;
   std::vector<AppId> apps_;
   std::map<AppId, ReservationId> app_res_;
-  std::vector<ModelContainer> all_;  // allocation (and recovery) order
+  std::map<AppId, ModelApp> model_apps_;  // apps not removed
+  std::vector<ModelContainer> all_;       // allocation (and recovery) order
   std::vector<ContainerId> killed_;
   int next_app_ = 0, next_am_ = 0;
 };

@@ -318,6 +318,81 @@ TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
   EXPECT_EQ(s->takePreemptionNotices(AppId("b")).size(), 6u);
 }
 
+// Free room that no starved container fits is not room for it: two nodes
+// each keep a 1-vcore fragment free (2 vcores free in all), and reservation
+// r1 asks for one 2-vcore container. Preemption must make room on one node
+// (the newest borrowed containers there), not wait for the fragments.
+TEST(SchedulerTest, FragmentedFreeRoomDoesNotStarveAReservation) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(7)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 7u);
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(7)}).isOk());
+  auto n2 = beat(*s, "n2", kT0).allocations;
+  ASSERT_EQ(n2.size(), 7u);
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(2048, 2))}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  beat(*s, "n2", kT0 + Seconds(1));
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 1u);  // with n2's 1-vcore fragment, one container makes room
+  EXPECT_EQ(notices[0].container, n2.back().container);
+  auto kill = beat(*s, "n2", kT0 + Seconds(16));
+  ASSERT_EQ(kill.to_kill.size(), 1u);
+  ASSERT_TRUE(s->containerCompleted(kill.to_kill[0].container).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(4)}).isOk());
+  auto after = beat(*s, "n2", kT0 + Seconds(17));
+  ASSERT_EQ(after.allocations.size(), 1u);
+  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+}
+
+// Victims are chosen per node: the newest borrowed container sits on n1,
+// whose other containers are AMs, so killing it cannot make room for the
+// reservation's 2-vcore container and it is spared; the two newest on n2 are
+// noticed instead, and the reservation gets n2's room.
+TEST(SchedulerTest, PreemptsWhereTheStarvedContainerCanFit) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(4)}).isOk());
+  auto n2 = beat(*s, "n2", kT0).allocations;
+  ASSERT_EQ(n2.size(), 4u);
+  for (int i = 0; i < 3; i++) {
+    Allocation am;
+    am.container = ContainerId("am" + std::to_string(i));
+    am.app = AppId("adhoc");
+    am.node = NodeId("n1");
+    am.resource = Resource(1024, 1);
+    am.am = true;
+    ASSERT_TRUE(s->recoverContainer(am).isOk());
+  }
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(1)}).isOk());
+  auto n1 = beat(*s, "n1", kT0).allocations;
+  ASSERT_EQ(n1.size(), 1u);  // the newest container
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(2048, 2)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(2048, 2))}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 2u);
+  EXPECT_EQ(notices[0].container, n2[3].container);  // newest first
+  EXPECT_EQ(notices[1].container, n2[2].container);
+  auto kill = beat(*s, "n2", kT0 + Seconds(16));
+  ASSERT_EQ(kill.to_kill.size(), 2u);
+  for (const auto& k : kill.to_kill) ASSERT_TRUE(s->containerCompleted(k.container).isOk());
+  auto after = beat(*s, "n2", kT0 + Seconds(17));
+  ASSERT_EQ(after.allocations.size(), 1u);
+  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+}
+
 // AM containers (handed in by the RM with am set) are never preemption
 // victims, even when they are the newest borrowed containers.
 TEST(SchedulerTest, AmContainersAreNeverPreempted) {
