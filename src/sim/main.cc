@@ -167,7 +167,7 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
   cmd->add_option("--preemption-grace", f.preemption_grace_s,
                   "Seconds a preempted container has to finish before it is killed "
-                  "(rm.preemption-grace; >= 1)")
+                  "(rm.preemption-grace; 0 to 86400)")
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--threads", f.threads,
@@ -237,10 +237,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.periodic_jobs < 0) return fail("periodic-jobs: must be >= 0");
   if (f.threads < 1) return fail("threads: must be >= 1");
   if (!(f.adhoc_load >= 0 && f.adhoc_load <= 1)) return fail("adhoc-load: must be in [0, 1]");
-  // At 0 a kill whose room no starved reservation can use is repeated within
-  // one simulated instant, which then never ends (README, issue #13).
-  if (!(f.preemption_grace_s >= 1 && f.preemption_grace_s <= 86400)) {
-    return fail("preemption-grace: must be in [1, 86400] seconds");
+  if (!(f.preemption_grace_s >= 0 && f.preemption_grace_s <= 86400)) {
+    return fail("preemption-grace: must be in [0, 86400] seconds");
   }
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());

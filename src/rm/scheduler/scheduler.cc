@@ -1215,6 +1215,18 @@ struct Scheduler::Impl {
                                           "a reservation reclaims its guaranteed capacity"});
   }
 
+  // Steps 2 and 3 of the order of guarantees: ad-hoc work, and reservations
+  // beyond their guarantee (or both as siblings with
+  // borrowing_reservations_share).
+  void runBorrowers(Node& n, TimePoint now, NodeUpdateResult& out) {
+    if (opts.borrowing_reservations_share) {
+      runShared(n, now, out);
+      return;
+    }
+    runPhase(Phase::kAdhoc, root->children, n, now, out);
+    runPhase(Phase::kOverage, overage, n, now, out);
+  }
+
   NodeUpdateResult update(Node& n, TimePoint now) {
     NodeUpdateResult out;
     last_now = std::max(last_now, now);
@@ -1222,12 +1234,13 @@ struct Scheduler::Impl {
     rekeyConstrainedApps();
     if (anyShapeFits(n.free)) {
       runPhase(Phase::kGuaranteed, guaranteed, n, now, out);
-      if (opts.borrowing_reservations_share) {
-        runShared(n, now, out);
-      } else {
-        runPhase(Phase::kAdhoc, root->children, n, now, out);
-        runPhase(Phase::kOverage, overage, n, now, out);
-      }
+      // A node making room for a starved reservation (containers under
+      // notice on it) keeps its free room for the reservations until the
+      // notices are killed or withdrawn, as YARN reserves a node for a
+      // starved request: given to borrowers, the room a first kill frees
+      // made its borrower the newest victim again while the second kill the
+      // starved container needed was pending (at grace 0, in a loop).
+      if (n.noticed.isZero()) runBorrowers(n, now, out);
     }
     preemptIfNeeded(now);
     return out;

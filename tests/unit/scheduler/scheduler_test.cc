@@ -393,6 +393,34 @@ TEST(SchedulerTest, PreemptsWhereTheStarvedContainerCanFit) {
   EXPECT_EQ(after.allocations[0].app, AppId("res"));
 }
 
+// A node making room keeps it: the reservation's 8 GiB container needs both
+// 4 GiB borrowed containers on n1 gone. While the second kill is pending, the
+// room the first one freed is not given back to the ad-hoc app (before, it
+// was, and that container became the next victim: at grace 0 a loop).
+TEST(SchedulerTest, NodeMakingRoomKeepsItsFreeRoomForTheReservation) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(2, Resource(4096, 1))}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(8192, 1)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(8192, 1))}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  ASSERT_EQ(s->takePreemptionNotices(AppId("adhoc")).size(), 2u);
+  auto kill = beat(*s, "n1", kT0 + Seconds(16));
+  ASSERT_EQ(kill.to_kill.size(), 2u);
+  ASSERT_TRUE(s->containerCompleted(kill.to_kill[0].container).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(1, Resource(4096, 1))}).isOk());
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(17)).allocations.empty());
+  ASSERT_TRUE(s->containerCompleted(kill.to_kill[1].container).isOk());
+  auto after = beat(*s, "n1", kT0 + Seconds(18));
+  ASSERT_EQ(after.allocations.size(), 1u);
+  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+}
+
 // AM containers (handed in by the RM with am set) are never preemption
 // victims, even when they are the newest borrowed containers.
 TEST(SchedulerTest, AmContainersAreNeverPreempted) {
