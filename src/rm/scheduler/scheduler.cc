@@ -291,6 +291,9 @@ struct Node {
   // left after the starved containers placed on it, and the candidates taken
   // on it, not yet marked.
   Resource rem, tentative;
+  // The starved containers its notices make room for (while it has notices):
+  // borrowers get only the free room beyond them (Impl::update).
+  Resource hold;
   std::vector<Container*> taken;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
   int32_t slot = -1;                                  // in Impl::node_slots
@@ -1197,7 +1200,9 @@ struct Scheduler::Impl {
     n.taken.clear();
     n.tentative = Resource();
     n.rem = room;
-    return placeStarved(n);
+    const int64_t placed = placeStarved(n);
+    n.hold += room - n.rem;
+    return placed;
   }
 
   // A preemption notice for `c`: it leaves the candidates and is killed
@@ -1217,14 +1222,25 @@ struct Scheduler::Impl {
 
   // Steps 2 and 3 of the order of guarantees: ad-hoc work, and reservations
   // beyond their guarantee (or both as siblings with
-  // borrowing_reservations_share).
+  // borrowing_reservations_share). A node making room for starved
+  // reservations (containers under notice on it) keeps the free room their
+  // containers need (hold, less what the notices will still free) until the
+  // notices are killed or withdrawn, as YARN reserves a node for a starved
+  // request: given to borrowers, the room a first kill freed made its
+  // borrower the newest victim again while the second kill the starved
+  // container needed was pending (at grace 0, in a loop). The kept room is
+  // taken out of the node's free room for these phases only.
   void runBorrowers(Node& n, TimePoint now, NodeUpdateResult& out) {
+    if (n.noticed.isZero()) n.hold = Resource();
+    const Resource kept = Resource::min(n.free, clampZero(n.hold - n.noticed));
+    n.free -= kept;
     if (opts.borrowing_reservations_share) {
       runShared(n, now, out);
-      return;
+    } else {
+      runPhase(Phase::kAdhoc, root->children, n, now, out);
+      runPhase(Phase::kOverage, overage, n, now, out);
     }
-    runPhase(Phase::kAdhoc, root->children, n, now, out);
-    runPhase(Phase::kOverage, overage, n, now, out);
+    n.free += kept;
   }
 
   NodeUpdateResult update(Node& n, TimePoint now) {
@@ -1234,13 +1250,7 @@ struct Scheduler::Impl {
     rekeyConstrainedApps();
     if (anyShapeFits(n.free)) {
       runPhase(Phase::kGuaranteed, guaranteed, n, now, out);
-      // A node making room for a starved reservation (containers under
-      // notice on it) keeps its free room for the reservations until the
-      // notices are killed or withdrawn, as YARN reserves a node for a
-      // starved request: given to borrowers, the room a first kill frees
-      // made its borrower the newest victim again while the second kill the
-      // starved container needed was pending (at grace 0, in a loop).
-      if (n.noticed.isZero()) runBorrowers(n, now, out);
+      runBorrowers(n, now, out);
     }
     preemptIfNeeded(now);
     return out;
