@@ -20,17 +20,20 @@
 // Inside an app, asks go by priority (lower first), then request id.
 //
 // Work conserving with preemption: capacity a reservation does not use is
-// lent. When reservations below their guarantee have demand that the usable
-// room cannot meet — free capacity plus containers already being preempted,
-// counted only on nodes where one of their pending containers fits (free
-// fragments too small for any of them count for nothing) — borrowed
-// containers, from ad-hoc queues and from reservations over their guarantee,
-// are visited newest first and taken on their node; once a node's room with
-// what it has taken fits a starved container, those containers get a
-// PreemptionNotice (takePreemptionNotices). Taken containers on a node that
-// never gets such room are spared (a kill there would only free room for
-// ad-hoc work to take back; like YARN's fair-scheduler preemption, which
-// picks containers per node to fit the starved request). After
+// lent. Each reservation below its guarantee with demand needs containers of
+// its largest pending need that keeps it within its guarantee; they are
+// placed in the nodes' room (free plus containers already under notice;
+// free fragments too small for them count for nothing). While some have no
+// room, borrowed containers, from ad-hoc queues and from reservations over
+// their guarantee, are visited newest first and taken on their node; once a
+// node's room with what it has taken fits a starved container, those
+// containers get a PreemptionNotice (takePreemptionNotices). Taken
+// containers on a node that never gets such room are spared (a kill there
+// would only free room for ad-hoc work to take back; like YARN's
+// fair-scheduler preemption, which picks containers per node to fit the
+// starved request). Until its notices are killed or withdrawn, such a node
+// keeps the free room the starved containers need from steps 2 and 3 (as
+// YARN reserves a node for a starved request). After
 // SchedulerOptions::preemption_grace they come back in NodeUpdateResult::
 // to_kill of their node. Once the NM reports them gone (containerCompleted),
 // the reservation gets the capacity on that node's next heartbeat, because
