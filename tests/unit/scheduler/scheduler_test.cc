@@ -318,6 +318,33 @@ TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
   EXPECT_EQ(s->takePreemptionNotices(AppId("b")).size(), 6u);
 }
 
+// Reservation r1 (periodic, guarantee `shape`) with app "res" asking for one
+// container of `shape`.
+void starveOneContainer(Scheduler& s, const Resource& shape) {
+  ASSERT_TRUE(s.setReservation(ReservationId("r1"), ReservationKind::kPeriodic, shape).isOk());
+  ASSERT_TRUE(
+      s.addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s.updateAsks(AppId("res"), {ask(1, shape)}).isOk());
+}
+
+// A heartbeat of `node` at `t` grants exactly one container, to "res".
+void expectReservationServed(Scheduler& s, const std::string& node, TimePoint t) {
+  auto after = beat(s, node, t);
+  ASSERT_EQ(after.allocations.size(), 1u);
+  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+}
+
+// A recovered 1-vcore AM container `id` of app "adhoc" on n1.
+Allocation adhocAm(const std::string& id) {
+  Allocation am;
+  am.container = ContainerId(id);
+  am.app = AppId("adhoc");
+  am.node = NodeId("n1");
+  am.resource = Resource(1024, 1);
+  am.am = true;
+  return am;
+}
+
 // Free room that no starved container fits is not room for it: two nodes
 // each keep a 1-vcore fragment free (2 vcores free in all), and reservation
 // r1 asks for one 2-vcore container. Preemption must make room on one node
@@ -332,11 +359,7 @@ TEST(SchedulerTest, FragmentedFreeRoomDoesNotStarveAReservation) {
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(7)}).isOk());
   auto n2 = beat(*s, "n2", kT0).allocations;
   ASSERT_EQ(n2.size(), 7u);
-  ASSERT_TRUE(
-      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(2048, 2)).isOk());
-  ASSERT_TRUE(
-      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(2048, 2))}).isOk());
+  starveOneContainer(*s, Resource(2048, 2));
   beat(*s, "n1", kT0 + Seconds(1));
   beat(*s, "n2", kT0 + Seconds(1));
   auto notices = s->takePreemptionNotices(AppId("adhoc"));
@@ -346,9 +369,7 @@ TEST(SchedulerTest, FragmentedFreeRoomDoesNotStarveAReservation) {
   ASSERT_EQ(kill.to_kill.size(), 1u);
   ASSERT_TRUE(s->containerCompleted(kill.to_kill[0].container).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(4)}).isOk());
-  auto after = beat(*s, "n2", kT0 + Seconds(17));
-  ASSERT_EQ(after.allocations.size(), 1u);
-  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+  expectReservationServed(*s, "n2", kT0 + Seconds(17));
 }
 
 // Victims are chosen per node: the newest borrowed container sits on n1,
@@ -364,22 +385,12 @@ TEST(SchedulerTest, PreemptsWhereTheStarvedContainerCanFit) {
   auto n2 = beat(*s, "n2", kT0).allocations;
   ASSERT_EQ(n2.size(), 4u);
   for (int i = 0; i < 3; i++) {
-    Allocation am;
-    am.container = ContainerId("am" + std::to_string(i));
-    am.app = AppId("adhoc");
-    am.node = NodeId("n1");
-    am.resource = Resource(1024, 1);
-    am.am = true;
-    ASSERT_TRUE(s->recoverContainer(am).isOk());
+    ASSERT_TRUE(s->recoverContainer(adhocAm("am" + std::to_string(i))).isOk());
   }
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(1)}).isOk());
   auto n1 = beat(*s, "n1", kT0).allocations;
   ASSERT_EQ(n1.size(), 1u);  // the newest container
-  ASSERT_TRUE(
-      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(2048, 2)).isOk());
-  ASSERT_TRUE(
-      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(2048, 2))}).isOk());
+  starveOneContainer(*s, Resource(2048, 2));
   beat(*s, "n1", kT0 + Seconds(1));
   auto notices = s->takePreemptionNotices(AppId("adhoc"));
   ASSERT_EQ(notices.size(), 2u);
@@ -388,9 +399,7 @@ TEST(SchedulerTest, PreemptsWhereTheStarvedContainerCanFit) {
   auto kill = beat(*s, "n2", kT0 + Seconds(16));
   ASSERT_EQ(kill.to_kill.size(), 2u);
   for (const auto& k : kill.to_kill) ASSERT_TRUE(s->containerCompleted(k.container).isOk());
-  auto after = beat(*s, "n2", kT0 + Seconds(17));
-  ASSERT_EQ(after.allocations.size(), 1u);
-  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+  expectReservationServed(*s, "n2", kT0 + Seconds(17));
 }
 
 // A node making room keeps it: the reservation's 8 GiB container needs both
@@ -403,11 +412,7 @@ TEST(SchedulerTest, NodeMakingRoomKeepsItsFreeRoomForTheReservation) {
   ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(2, Resource(4096, 1))}).isOk());
   ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 2u);
-  ASSERT_TRUE(
-      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(8192, 1)).isOk());
-  ASSERT_TRUE(
-      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(1, Resource(8192, 1))}).isOk());
+  starveOneContainer(*s, Resource(8192, 1));
   beat(*s, "n1", kT0 + Seconds(1));
   ASSERT_EQ(s->takePreemptionNotices(AppId("adhoc")).size(), 2u);
   auto kill = beat(*s, "n1", kT0 + Seconds(16));
@@ -416,9 +421,7 @@ TEST(SchedulerTest, NodeMakingRoomKeepsItsFreeRoomForTheReservation) {
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(1, Resource(4096, 1))}).isOk());
   EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(17)).allocations.empty());
   ASSERT_TRUE(s->containerCompleted(kill.to_kill[1].container).isOk());
-  auto after = beat(*s, "n1", kT0 + Seconds(18));
-  ASSERT_EQ(after.allocations.size(), 1u);
-  EXPECT_EQ(after.allocations[0].app, AppId("res"));
+  expectReservationServed(*s, "n1", kT0 + Seconds(18));
 }
 
 // AM containers (handed in by the RM with am set) are never preemption
@@ -430,12 +433,7 @@ TEST(SchedulerTest, AmContainersAreNeverPreempted) {
   ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(3)}).isOk());
   auto fill = beat(*s, "n1", kT0);
   ASSERT_EQ(fill.allocations.size(), 3u);
-  Allocation am;
-  am.container = ContainerId("adhoc_0_am1");
-  am.app = AppId("adhoc");
-  am.node = NodeId("n1");
-  am.resource = Resource(1024, 1);
-  am.am = true;
+  const Allocation am = adhocAm("adhoc_0_am1");
   ASSERT_TRUE(s->recoverContainer(am).isOk());  // the newest container, and the node is full
   ASSERT_TRUE(
       s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
