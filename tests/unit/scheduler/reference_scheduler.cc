@@ -369,7 +369,6 @@ struct Scheduler::Impl {
   mutable std::vector<Starved> starved;     // scratch of cover and selectVictims
   EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
   EntityHeap overage{kOverage};             // reservations with demand
-  Resource preempting_total;                // containers under notice, all queues
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;   // scratch of the current phase
   uint64_t entity_seq = 0;
@@ -678,7 +677,6 @@ struct Scheduler::Impl {
     cluster_used -= c->resource;
     subUsed(a, c->resource);
     if (c->preempting) {
-      preempting_total -= c->resource;
       n->noticed -= c->resource;
       if (a->res != nullptr) a->res->preempting -= c->resource;
       if (!c->kill_sent) n->marked--;
@@ -753,7 +751,7 @@ struct Scheduler::Impl {
   bool stillNeeded(const Container* c) const {
     const Reservation* r = c->app->res;
     if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) return false;
-    return need_total.isZero() ? false : cover(c) > 0;
+    return !need_total.isZero() && cover(c) > 0;
   }
 
   // Undoes mark(c) as if no notice had been sent: `c` is a candidate again.
@@ -764,7 +762,6 @@ struct Scheduler::Impl {
     c->kill_deadline = TimePoint();
     c->node->marked--;
     c->node->noticed -= c->resource;
-    preempting_total -= c->resource;
     candsOf(c).insertByOrder(c);
     dropNotice(c);
     if (a->res == nullptr) return;
@@ -973,7 +970,6 @@ struct Scheduler::Impl {
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
     c->node->noticed += c->resource;
-    preempting_total += c->resource;
     a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});
   }
