@@ -40,6 +40,20 @@ std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containe
   return out;
 }
 
+std::vector<ReservationDefinition> instancesOverLcm(const ReservationDefinition& def, Millis lcm) {
+  std::vector<ReservationDefinition> out;
+  if (def.period <= Millis(0) || lcm <= Millis(0) || lcm % def.period != Millis(0)) return out;
+  const int64_t n = lcm / def.period;
+  for (int64_t i = 0; i < n; i++) {
+    ReservationDefinition d = def;
+    d.period = lcm;
+    d.arrival += def.period * i;
+    d.deadline += def.period * i;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 Millis minDuration(const ReservationDefinition& def) {
   Millis sum{0}, longest{0}, shortest{0};
   bool first = true;

@@ -74,6 +74,15 @@ struct ReservationDefinition {
 std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containers_per_step,
                                             const Resource& capability, Millis step);
 
+// A periodic definition split into its instances over one LCM: instance i
+// (0 <= i < lcm / period) keeps the stages and gets the window shifted by
+// i x period and `lcm` as its period, so each recurs once per LCM at its own
+// offset. Used when the plan cannot hold every instance of a recurring
+// reservation: the instances it can hold are admitted one by one (the others
+// run unreserved), instead of none of them (issue #13). Empty unless `period`
+// is positive and divides `lcm`.
+std::vector<ReservationDefinition> instancesOverLcm(const ReservationDefinition& def, Millis lcm);
+
 // Shortest time the definition can run in: the longest stage for R_ALL, the
 // shortest for R_ANY, the sum for R_ORDER / R_ORDER_NO_GAP.
 Millis minDuration(const ReservationDefinition& def);

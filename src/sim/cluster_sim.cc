@@ -234,6 +234,11 @@ ReservationId reservationIdOf(const PeriodicJob& job) {
   return ReservationId("res-" + job.key.value());
 }
 
+// Instance i of the day of a job admitted per instance (Sim::admitInstances).
+ReservationId instanceIdOf(const PeriodicJob& job, size_t i) {
+  return ReservationId("res-" + job.key.value() + "@" + std::to_string(i));
+}
+
 class Sim {
  public:
   Sim(const Workload& w, const ExperimentOptions& o, const RunSetup& s, const std::string& phase,
@@ -249,8 +254,22 @@ class Sim {
     std::optional<planner::Placement> placement;
     const planner::ReservationDefinition* def = nullptr;
     bool fallback = false;  // the user's own request, not the strategy's
+    // Per instance of the day (admitInstances), when the plan refused the
+    // whole recurring reservation: each instance's definition and, if
+    // admitted, its placement.
+    std::vector<planner::ReservationDefinition> instance_defs;
+    std::vector<std::optional<planner::Placement>> instances;
+    bool anyInstance() const {
+      return std::any_of(instances.begin(), instances.end(),
+                         [](const auto& i) { return i.has_value(); });
+    }
   };
   std::vector<Admission> admitPlanned();
+  void admitInstances(size_t j, Admission& a);
+  // Binds reservation `id` (admitted as `def` at `placement`) to job j.
+  Status addReservation(size_t j, const ReservationId& id,
+                        const planner::ReservationDefinition& def,
+                        const planner::Placement& placement, int64_t budget);
   std::vector<size_t> admissionOrder() const;
   void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
     q_.push(Event{toEpochMs(t), seq_++, type, a, b});
@@ -341,11 +360,16 @@ class Sim {
   std::set<int> live_apps_;
 
   std::vector<ResState> res_;
-  std::vector<int> res_of_job_;
+  // Per periodic job, the reservation of each of its instances over the day
+  // (index k mod size; -1 = unreserved): one entry for a whole recurring
+  // reservation, day / period entries for a job admitted per instance.
+  std::vector<std::vector<int>> res_of_job_;
   int64_t unreserved_ = 0;
   int64_t fallback_ = 0;
-  int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
-  int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
+  int64_t per_instance_jobs_ = 0;     // jobs admitted per instance
+  int64_t per_instance_refused_ = 0;  // their instances of the day left unreserved
+  int64_t preemption_kills_ = 0;      // tasks killed by the scheduler's to_kill
+  int64_t preemption_notices_ = 0;    // notices taken (a withdrawn one is not killed)
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -414,33 +438,31 @@ Status Sim::init() {
     out_.history.own_events.resize(w_.periodic.size());
     out_.history.last_stage_tasks.resize(w_.periodic.size());
   }
-  res_of_job_.assign(w_.periodic.size(), -1);
+  res_of_job_.assign(w_.periodic.size(), {});
   const std::vector<Admission> admitted = admitPlanned();
   for (size_t j = 0; j < w_.periodic.size(); j++) {
-    const PeriodicJob& job = w_.periodic[j];
     const JobProvision& p = s_.provisions[j];
-    ResState r;
-    r.id = reservationIdOf(job);
-    r.job = static_cast<int>(j);
-    r.unit = jobUnit(job.stages);
-    r.period = job.period;
     const Admission& a = admitted[j];
-    if (!a.placement) {
+    if (a.placement) {
+      fallback_ += a.fallback ? 1 : 0;
+      MORPHEUS_RETURN_IF_ERROR(addReservation(j, reservationIdOf(w_.periodic[j]), *a.def,
+                                              *a.placement,
+                                              a.fallback ? 0 : p.budget_container_ms));
+    } else if (a.anyInstance()) {
+      per_instance_jobs_++;
+      for (size_t i = 0; i < a.instances.size(); i++) {
+        if (!a.instances[i]) {
+          res_of_job_[j].push_back(-1);
+          per_instance_refused_++;
+          continue;
+        }
+        MORPHEUS_RETURN_IF_ERROR(addReservation(j, instanceIdOf(w_.periodic[j], i),
+                                                a.instance_defs[i], *a.instances[i],
+                                                p.budget_container_ms));
+      }
+    } else {
       unreserved_++;
-      continue;
     }
-    r.period = a.def->period;
-    if (!a.fallback) r.budget = p.budget_container_ms;
-    fallback_ += a.fallback ? 1 : 0;
-    for (const auto& alloc : a.placement->allocations) {
-      r.boundaries.push_back(alloc.start);
-      r.boundaries.push_back(alloc.end);
-    }
-    res_of_job_[j] = static_cast<int>(res_.size());
-    res_.push_back(std::move(r));
-    MORPHEUS_RETURN_IF_ERROR(
-        sched_->setReservation(res_.back().id, sched::ReservationKind::kPeriodic, Resource()));
-    refreshGuarantee(static_cast<int>(res_.size()) - 1, true);
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const PeriodicJob& job = w_.periodic[j];
@@ -474,7 +496,9 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
   auto tryAdmit = [&](size_t j, const planner::ReservationDefinition& def, bool fallback) {
     auto got = planner_->submit(reservationIdOf(w_.periodic[j]), def, s_.from);
     if (!got.isOk()) return;
-    out[j] = Admission{*got, &def, fallback};
+    out[j].placement = std::move(*got);
+    out[j].def = &def;
+    out[j].fallback = fallback;
   };
   for (size_t j : admissionOrder()) {
     const JobProvision& p = s_.provisions[j];
@@ -482,13 +506,61 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
     tryAdmit(j, p.def, false);
     if (!out[j].placement && p.in_order) tryAdmit(j, *p.in_order, false);
   }
+  if (s_.admit_per_instance) {
+    for (size_t j : admissionOrder()) admitInstances(j, out[j]);
+  }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
-    if (!out[j].placement && p.fallback) {
+    if (!out[j].placement && !out[j].anyInstance() && p.fallback) {
       tryAdmit(j, *p.fallback, true);
     }
   }
   return out;
+}
+
+// A job whose whole recurring reservation the plan refused gets its instances
+// over the day admitted one by one (planner::instancesOverLcm: a daily
+// reservation per instance offset, the in-order alternative of a reshaped
+// skyline tried at once), so the plan holds every instance it can instead of
+// none (issue #13: a refused hourly job missed every instance in its ad-hoc
+// queue). Instances the plan cannot hold run unreserved.
+void Sim::admitInstances(size_t j, Admission& a) {
+  const JobProvision& p = s_.provisions[j];
+  if (a.placement || p.kind != JobProvision::Kind::kPlanned) return;
+  const Millis lcm = planner_->options().lcm;
+  a.instance_defs = planner::instancesOverLcm(p.def, lcm);
+  const auto in_order = p.in_order ? planner::instancesOverLcm(*p.in_order, lcm) : a.instance_defs;
+  a.instances.resize(a.instance_defs.size());
+  for (size_t i = 0; i < a.instance_defs.size(); i++) {
+    const ReservationId id = instanceIdOf(w_.periodic[j], i);
+    auto got = planner_->submit(id, a.instance_defs[i], s_.from);
+    if (!got.isOk() && p.in_order) {
+      got = planner_->submit(id, in_order[i], s_.from);
+      if (got.isOk()) a.instance_defs[i] = in_order[i];
+    }
+    if (got.isOk()) a.instances[i] = std::move(*got);
+  }
+}
+
+Status Sim::addReservation(size_t j, const ReservationId& id,
+                           const planner::ReservationDefinition& def,
+                           const planner::Placement& placement, int64_t budget) {
+  ResState r;
+  r.id = id;
+  r.job = static_cast<int>(j);
+  r.unit = jobUnit(w_.periodic[j].stages);
+  r.period = def.period;
+  r.budget = budget;
+  for (const auto& alloc : placement.allocations) {
+    r.boundaries.push_back(alloc.start);
+    r.boundaries.push_back(alloc.end);
+  }
+  res_of_job_[j].push_back(static_cast<int>(res_.size()));
+  res_.push_back(std::move(r));
+  MORPHEUS_RETURN_IF_ERROR(
+      sched_->setReservation(res_.back().id, sched::ReservationKind::kPeriodic, Resource()));
+  refreshGuarantee(static_cast<int>(res_.size()) - 1, true);
+  return Status::ok();
 }
 
 // Workload order, or (admit_smallest_first) ascending footprint of one
@@ -845,7 +917,10 @@ void Sim::submitPeriodic(int j, int64_t k) {
   const PeriodicJob& job = w_.periodic[static_cast<size_t>(j)];
   push(now_ + job.period, Ev::kPeriodicSubmit, j, k + 1);
   RealizedInstance inst = o_.realize(job, static_cast<size_t>(j), k, o_.seed);
-  int r = res_of_job_[static_cast<size_t>(j)];
+  const std::vector<int>& per = res_of_job_[static_cast<size_t>(j)];
+  // Instance k starts k periods after the epoch, a day multiple: k mod
+  // (day / period) is its instance of the day.
+  const int r = per.empty() ? -1 : per[static_cast<size_t>(k) % per.size()];
   auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
                       : sched::QueueRef::adhoc(job.queue);
   int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
@@ -1407,6 +1482,11 @@ void Sim::finalize() {
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+  if (s_.admit_per_instance) {
+    r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
+    r.extra["per_instance_unreserved_instances_per_day"] =
+        static_cast<double>(per_instance_refused_);
+  }
   r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
   r.extra["preemption_notices"] = static_cast<double>(preemption_notices_);
 }

@@ -76,6 +76,11 @@ struct RunSetup {
   // of derived reservations, as Morpheus submits after a refit) instead of
   // workload order (users submitting their own requests, the baseline).
   bool admit_smallest_first = false;
+  // A planned job whose whole recurring reservation the plan refuses gets
+  // its instances over the day admitted one by one (planner::instancesOverLcm)
+  // instead of running unreserved; as Morpheus's own reservations, not the
+  // users' (the baseline's requests stay whole or refused).
+  bool admit_per_instance = false;
 };
 
 struct RunOutput {

@@ -448,6 +448,7 @@ Evaluation prepare(const Workload& w, const ExperimentOptions& o, const Strategy
   e.setup.agent = spec.agent;
   e.setup.dra = spec.dra;
   e.setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
+  e.setup.admit_per_instance = e.setup.admit_smallest_first;
   e.setup.provisions = provisionsFor(spec, w, l, e.setup.from, o, e.why);
   return e;
 }

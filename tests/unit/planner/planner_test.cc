@@ -232,6 +232,30 @@ TEST_P(BothAgentsTest, PeriodicHasPriorityOverAdmittedOneOffs) {
   for (int64_t m = 0; m < 1440; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100)));
 }
 
+// An hourly reservation blocked in one hour of the day is refused whole, and
+// its instances over the LCM (one daily reservation per hour) are admitted
+// in every other hour (issue #13: refused hourly jobs ran unreserved).
+TEST_P(BothAgentsTest, InstancesOverLcmAdmitWhatAWholeRecurringOneCannot) {
+  auto p = makePlanner(GetParam());
+  ASSERT_TRUE(p->submit(ReservationId("busy"), block(100, 5 * 60, 5 * 60 + 20), kNow).isOk());
+  const auto hourly = def(0, 20, {stage(50, 50, 10)}, Interpreter::kAll, 60);
+  ASSERT_FALSE(p->submit(ReservationId("hourly"), hourly, kNow).isOk());
+  const auto parts = instancesOverLcm(hourly, Millis(1440 * 60'000));
+  ASSERT_EQ(parts.size(), 24u);
+  std::vector<int> refused;
+  for (size_t i = 0; i < parts.size(); i++) {
+    EXPECT_EQ(parts[i].arrival, minute(60 * static_cast<int64_t>(i)));
+    EXPECT_EQ(parts[i].deadline, minute(60 * static_cast<int64_t>(i) + 20));
+    EXPECT_EQ(parts[i].period, Millis(1440 * 60'000));
+    if (!p->submit(ReservationId("hourly@" + std::to_string(i)), parts[i], kNow).isOk()) {
+      refused.push_back(static_cast<int>(i));
+    }
+  }
+  EXPECT_EQ(refused, std::vector<int>{5});
+  EXPECT_TRUE(instancesOverLcm(hourly, Millis(90 * 60'000)).empty());  // 60 does not divide 90
+  EXPECT_TRUE(instancesOverLcm(def(0, 20, {stage(1, 1, 10)}), Millis(1440 * 60'000)).empty());
+}
+
 // Infeasible requests report the failed stage, saturated steps, the earliest
 // feasible deadline and how many containers would fit.
 TEST_P(BothAgentsTest, InfeasibleRequestIsExplained) {

@@ -319,6 +319,47 @@ TEST(SimEngineTest, SmallestFirstAdmissionReservesMoreInstances) {
   }
 }
 
+// One 8-container node whose hour 5 a daily reservation fills: an hourly
+// job's reservation (4 containers, 5 of the first 10 min of each hour)
+// cannot hold that hour, so the plan refuses it whole. Admitted per instance
+// of the day, it is reserved in the other 23 hours (worst case met there)
+// and runs unreserved in hour 5 only; without, every instance is unreserved.
+TEST(SimEngineTest, RefusedRecurringJobIsReservedPerInstanceWhereThePlanHoldsIt) {
+  const Millis hour(60 * kMin);
+  Workload w;
+  w.periodic.push_back(
+      job("busy", Millis(86400'000), hour * 5, hour * 5 + Millis(10 * kMin), {stage(8, 10)}, 8));
+  w.periodic.push_back(job("hourly", hour, Millis(0), Millis(10 * kMin), {stage(4, 5)}, 4));
+  ExperimentOptions o = options(1, 2);
+  JobProvision busy, hourly;
+  busy.kind = hourly.kind = JobProvision::Kind::kPlanned;
+  busy.def = dailyDef("busy", hour * 5 + Millis(10 * kMin));
+  busy.def.arrival = fromEpochMs((hour * 5).count());
+  busy.def.stages.push_back(planner::ReservationStage{Resource(1024, 1), 8, 8, Millis(10 * kMin)});
+  hourly.def = dailyDef("hourly", Millis(10 * kMin));
+  hourly.def.period = hour;
+  hourly.def.stages.push_back(planner::ReservationStage{Resource(1024, 1), 4, 4, Millis(5 * kMin)});
+  for (bool per_instance : {false, true}) {
+    RunSetup setup = firstDay(false);
+    setup.admit_per_instance = per_instance;
+    setup.provisions = {busy, hourly};
+    auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+    ASSERT_TRUE(out.isOk()) << out.status().message();
+    EXPECT_EQ(out->result.extra.at("unreserved_jobs"), per_instance ? 0 : 1);
+    int64_t reserved = 0;
+    for (const auto& i : out->result.instances) {
+      if (i.job != "hourly") continue;
+      EXPECT_EQ(i.worst_case_met, per_instance && i.index % 24 != 5) << i.index;
+      reserved += i.worst_case_met ? 1 : 0;
+    }
+    EXPECT_EQ(reserved, per_instance ? 23 : 0);
+    if (per_instance) {
+      EXPECT_EQ(out->result.extra.at("per_instance_jobs"), 1);
+      EXPECT_EQ(out->result.extra.at("per_instance_unreserved_instances_per_day"), 1);
+    }
+  }
+}
+
 // An hourly job due 30 min after submit whose one 10 min task runs 40 min
 // every fourth hour: its consumer reads at the deadline (or at the late
 // end), so the inferred window is [0, 30 min), while the LP skyline (alpha
