@@ -526,7 +526,12 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
 // queue). Instances the plan cannot hold run unreserved.
 void Sim::admitInstances(size_t j, Admission& a) {
   const JobProvision& p = s_.provisions[j];
-  if (a.placement || p.kind != JobProvision::Kind::kPlanned) return;
+  // Instances are told apart by k mod (day / period) (submitPeriodic): only
+  // a reservation recurring with the job's own period maps onto them.
+  if (a.placement || p.kind != JobProvision::Kind::kPlanned ||
+      p.def.period != w_.periodic[j].period) {
+    return;
+  }
   const Millis lcm = planner_->options().lcm;
   a.instance_defs = planner::instancesOverLcm(p.def, lcm);
   const auto in_order = p.in_order ? planner::instancesOverLcm(*p.in_order, lcm) : a.instance_defs;
