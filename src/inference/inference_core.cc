@@ -362,14 +362,24 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
   }
   bool changed = false;
   int submitted = 0;
-  if (Status st = submitInstancesOf(p, &changed, &submitted); !st.isOk()) {
+  Status st = submitInstancesOf(p, &changed, &submitted);
+  if (!st.isOk() && submitted == 0) {
     metrics_
         .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
                  {{"outcome", "rm-refused"}})
         .inc();
     return st.withContext("proposal " + p.record.id.value() + " stays pending");
   }
-  p.payload.placement = "per-instance one-off reservations (period does not divide the LCM)";
+  if (!st.isOk()) {
+    const auto refused = std::count_if(p.payload.instances.begin(), p.payload.instances.end(),
+                                       [](const auto& i) { return i.state == "refused"; });
+    p.payload.warnings.push_back(
+        "the RM refused " + std::to_string(refused) + " of the instances due now (first: " +
+        st.message() + "); they are listed with the instances and retried at every check");
+  }
+  if (p.payload.placement.empty()) {
+    p.payload.placement = "per-instance one-off reservations (period does not divide the LCM)";
+  }
   MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, ""));
   if (previous) {
     MORPHEUS_RETURN_IF_ERROR(markSuperseded(*previous));
@@ -382,6 +392,26 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
       .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
       .inc();
   return Proposal{rec, p.payload};
+}
+
+Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
+                                                  std::optional<store::ProposalRecord> previous,
+                                                  const Principal& who, const Status& refusal) {
+  const Proposal as_proposed = p;
+  p.payload.one_off_instances = true;
+  p.payload.placement =
+      "per-instance one-off reservations (the RM has no room for the recurring one at every "
+      "instance)";
+  p.payload.warnings.push_back("the RM refused the recurring reservation (" + refusal.message() +
+                               "); each instance gets a one-off reservation where the plan "
+                               "has room");
+  auto accepted = acceptOneOff(std::move(p), std::move(previous), who);
+  if (accepted.isOk()) return accepted;
+  spdlog::warn("proposal {} of {}: the RM refused the recurring reservation and every instance: {}",
+               as_proposed.record.id.value(), as_proposed.record.job.value(),
+               accepted.status().message());
+  return refusal.withContext("proposal " + as_proposed.record.id.value() +
+                             " stays pending (no instance fits a one-off reservation either)");
 }
 
 Result<int> InferenceCore::submitDueInstances() {
@@ -450,6 +480,9 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     if (old.isOk() && old->one_off_instances) existing.clear();  // no recurring one to update
   }
   auto sub = submitRecurring(p, existing);
+  if (!sub.isOk() && sub.status().code() == StatusCode::kInfeasible && existing.empty()) {
+    return acceptPerInstance(std::move(p), previous, who, sub.status());
+  }
   if (!sub.isOk()) {
     metrics_
         .counter("morpheus_inference_signoff_total", "Sign-off outcomes",

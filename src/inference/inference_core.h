@@ -170,8 +170,12 @@ class InferenceCore {
   std::vector<NotActionable> notActionable() const;
   Result<Proposal> proposal(const ProposalId& id);
 
-  // Sign-off (owner or admin). Accept/override submit to the RM; on an RM
-  // refusal the proposal stays pending and the RM's explanation is returned.
+  // Sign-off (owner or admin). Accept/override submit to the RM. When the RM
+  // has no room for a new recurring reservation, the instances are reserved
+  // one by one where they fit (acceptPerInstance); on any other refusal, or
+  // when no instance fits either, the proposal stays pending and the RM's
+  // explanation is returned. Per-instance sign-off is accepted when some
+  // instance due now is reserved; refused ones are listed and retried.
   Result<Proposal> accept(const ProposalId& id, const Principal& who, bool auto_update);
   Result<Proposal> override(const ProposalId& id, const Principal& who, const OverrideParams& p);
   Result<Proposal> reject(const ProposalId& id, const Principal& who, const std::string& reason);
@@ -191,6 +195,13 @@ class InferenceCore {
   Status markSuperseded(const store::ProposalRecord& previous);
   Result<Proposal> acceptOneOff(Proposal p, std::optional<store::ProposalRecord> previous,
                                 const Principal& who);
+  // The RM refused p's recurring reservation as INFEASIBLE (some instance of
+  // the day has no room): rather than leave the job without any reservation,
+  // each instance gets a one-off reservation as an off-kilter job's do
+  // (acceptOneOff), so the plan holds the instances it has room for (issue
+  // #13). Stays pending with `refusal` when no due instance fits either.
+  Result<Proposal> acceptPerInstance(Proposal p, std::optional<store::ProposalRecord> previous,
+                                     const Principal& who, const Status& refusal);
   // Submits p's due instances; false in *changed when nothing was recorded.
   // Returns the first refusal of an instance whose window opens before the
   // next call could retry it (for sign-off to report); REQUIRES(mu_).

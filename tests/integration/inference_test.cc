@@ -194,6 +194,25 @@ class InferenceIT : public ::testing::Test {
     return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
   }
   // The proposal of `job` in alice's `slo list --json`; null if none.
+  // An operator's daily reservation of `containers` 1-vcore containers over
+  // [arrival, arrival + minutes) (ms since epoch), recurring every day.
+  void submitDailyBlocker(int64_t arrival, int64_t minutes, int containers) {
+    std::string blocker = dir_ + "-blocker.json";
+    std::ofstream(blocker) << json{
+        {"queue", "default"},
+        {"reservation-definition",
+         {{"arrival", arrival},
+          {"deadline", arrival + minutes * kMin},
+          {"recurrence-expression", std::to_string(kDay)},
+          {"reservation-requests",
+           {{"reservation-request-interpreter", 1},
+            {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                  {"num-containers", containers},
+                                                  {"min-concurrency", containers},
+                                                  {"duration", minutes * kMin}}})}}}}}};
+    auto [cb, ob] = ctl({"reservation", "submit", "-f", blocker, "--json"}, testToken("ops"));
+    ASSERT_EQ(cb, 0) << ob << rm_.log();
+  }
   json listedProposal(const std::string& job) {
     auto [code, out] = ctl({"slo", "list", "--json"}, testToken("alice"));
     EXPECT_EQ(code, 0) << out;
@@ -487,21 +506,7 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
                           .count();
   const int64_t today = now / kDay * kDay;
   // The blocker: tomorrow's [01:05, 01:20), then daily.
-  std::string blocker = dir_ + "-blocker.json";
-  std::ofstream(blocker) << json{
-      {"queue", "default"},
-      {"reservation-definition",
-       {{"arrival", today + kDay + 65 * kMin},
-        {"deadline", today + kDay + 80 * kMin},
-        {"recurrence-expression", std::to_string(kDay)},
-        {"reservation-requests",
-         {{"reservation-request-interpreter", 1},
-          {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
-                                                {"num-containers", 60},
-                                                {"min-concurrency", 60},
-                                                {"duration", 15 * kMin}}})}}}}}};
-  auto [cb, ob] = ctl({"reservation", "submit", "-f", blocker, "--json"}, testToken("ops"));
-  ASSERT_EQ(cb, 0) << ob << rm_.log();
+  submitDailyBlocker(today + kDay + 65 * kMin, 15, 60);
   // 30 days: input at 01:00, submitted 01:05, 60 min runs (150 min every
   // third day) read at 02:15:10 (late runs: 1 min after they end).
   std::string file = dir_ + "-late.jsonl";
@@ -549,6 +554,72 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
                        "application/json", bearer("ops"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["reservations"].size(), 2u) << r.body;
+}
+
+// Issue #13 against a real RM: an hourly job (50 containers for 10 min,
+// due at half past) meets a daily reservation holding 90 of the 100 vcores
+// over [01:00, 01:30). The RM refuses its recurring reservation (hour 1 has
+// room for 250 of its 500 container-minutes, even stretched), and sign-off falls back to one-off
+// reservations per instance: the RM holds every instance due within the lead time except hour 1's,
+// which the accepted proposal lists as refused with the RM's reason.
+TEST_F(InferenceIT, RefusedHourlyReservationIsHeldPerInstanceWhereThereIsRoom) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t hour_now = now / kHour * kHour;
+  submitDailyBlocker(now / kDay * kDay + kDay + kHour, 30, 90);
+  // 48 hours of runs: input at :00, submitted :05, 10 min at 50 containers,
+  // the output read at :30.
+  std::string file = dir_ + "-hourly.jsonl";
+  {
+    std::ofstream out(file);
+    for (int n = 0; n < 48; n++) {
+      const int64_t base = hour_now - (48 - n) * kHour;
+      const int64_t start = base + 5 * kMin + 10000, end = start + 10 * kMin;
+      const std::string rid = "hourly-" + std::to_string(n);
+      writeHistoryRun(
+          out, {"hourly", rid, "alice", base + 5 * kMin, start, end, std::vector<int>(10, 50)});
+      const std::string in = "/data/hourly/in/" + std::to_string(n);
+      const std::string outp = "/data/hourly/out/" + std::to_string(n);
+      writeHistoryEvent(out, "ingest", "ingest-" + rid, in, "write", base);
+      writeHistoryEvent(out, "hourly", rid, in, "read", start + 1000);
+      writeHistoryEvent(out, "hourly", rid, outp, "write", end - 1000);
+      writeHistoryEvent(out, "report", "report-" + rid, outp, "read", base + 30 * kMin);
+    }
+  }
+  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
+  ASSERT_EQ(ci, 0) << oi << inf_.log();
+  auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
+  ASSERT_EQ(cr, 0) << orf << inf_.log();
+  json p = listedProposal("hourly");
+  ASSERT_FALSE(p.is_null()) << inf_.log();
+  ASSERT_EQ(p["period_ms"].get<int64_t>(), kHour) << p.dump();
+  ASSERT_FALSE(p["one_off_instances"].get<bool>()) << p.dump();
+
+  auto [ca, oa] = ctl({"slo", "accept", p["proposal_id"], "--json"}, testToken("alice"));
+  ASSERT_EQ(ca, 0) << oa << inf_.log() << rm_.log();
+  json acc = json::parse(oa);
+  EXPECT_EQ(acc["state"], "accepted") << oa;
+  EXPECT_TRUE(acc["one_off_instances"].get<bool>()) << oa;
+  EXPECT_NE(oa.find("no room for the recurring one"), std::string::npos) << oa;
+  EXPECT_NE(oa.find("refused 1 of the instances"), std::string::npos) << oa;
+  auto r = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list", "",
+                       "application/json", bearer("ops"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::set<std::string> held;
+  const json listed = json::parse(r.body);
+  for (const auto& x : listed["reservations"]) held.insert(x["reservation-id"].get<std::string>());
+  int refused = 0;
+  ASSERT_GE(acc["instances"].size(), 23u) << oa;
+  for (const auto& inst : acc["instances"]) {
+    SCOPED_TRACE(inst.dump());
+    const bool hour_one = inst["arrival_ms"].get<int64_t>() % kDay / kHour == 1;
+    EXPECT_EQ(inst["state"], hour_one ? "refused" : "submitted");
+    EXPECT_EQ(held.count(inst["reservation_id"].get<std::string>()), hour_one ? 0u : 1u);
+    refused += hour_one ? 1 : 0;
+  }
+  EXPECT_EQ(refused, 1) << oa;
+  EXPECT_EQ(held.size(), acc["instances"].size()) << "the blocker and the instances but hour 1's";
 }
 
 TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {

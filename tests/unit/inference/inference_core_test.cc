@@ -31,22 +31,34 @@ class FakeRm final : public ReservationClient {
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint,
                                       const std::string& existing_id) override {
     recurring.push_back(r);
-    if (first_step_room && !r.skyline.empty() && r.skyline.front() > *first_step_room) {
-      return infeasible("no room for " + std::to_string(r.skyline.front()) + " containers");
-    }
+    if (Status full = noRoom(r); !full.isOk()) return full;
+    if (refuse_recurring) return infeasible("hour 5 is full");
     return SubmittedReservation{existing_id.empty() ? "res_" + r.job_key : existing_id, "placed"};
   }
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override {
     auto def = oneOffDefinition(r);
     if (!def.isOk()) return def.status();
+    if (Status full = noRoom(r.slo); !full.isOk()) return full;
+    if (refused_hours.count(toEpochMs(r.period_start) % kDay / kHour) > 0) {
+      return infeasible("no room in hour " +
+                        std::to_string(toEpochMs(r.period_start) % kDay / kHour));
+    }
     if (!ids.insert(r.reservation_id).second) {
       return alreadyExists("reservation " + r.reservation_id + " exists");
     }
     one_offs.push_back(*def);
     return SubmittedReservation{r.reservation_id, "placed"};
   }
+  Status noRoom(const RecurringRequest& r) const {
+    if (first_step_room && !r.skyline.empty() && r.skyline.front() > *first_step_room) {
+      return infeasible("no room for " + std::to_string(r.skyline.front()) + " containers");
+    }
+    return Status::ok();
+  }
   std::vector<RecurringRequest> recurring;
   std::optional<int64_t> first_step_room;  // refuses skylines wider at their first step
+  bool refuse_recurring = false;           // refuses every recurring reservation
+  std::set<int64_t> refused_hours;         // refuses one-offs of instances starting then
   std::vector<v1::ReservationDefinition> one_offs;
   std::set<std::string> ids;
 };
@@ -322,6 +334,60 @@ TEST_F(InferenceCoreTest, RefusedBothWaysStaysPendingAndAnOverrideHasNoAlternati
   acc = core().override(p.record.id, alice_, o);
   ASSERT_FALSE(acc.isOk());
   EXPECT_EQ(rm_.recurring.size(), 1u) << "the owner's skyline only";
+}
+
+// An hourly job whose recurring reservation the RM refuses (one hour of the
+// day is full) is accepted with a one-off reservation per instance due
+// within the lead time; the instances starting in the full hour are refused,
+// listed on the proposal with the RM's reason, and reserved by a later check
+// once the hour has room. With no room in any hour it stays pending and the
+// RM holds nothing of it.
+TEST_F(InferenceCoreTest, RefusedRecurringReservationFallsBackToInstancesThatFit) {
+  JobShape j{"hourly", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
+  store::IngestBatch b;
+  const int64_t last = 400 * 24 - 1;
+  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("hourly");
+  Proposal p = only("hourly", store::ProposalState::kPending);
+  ASSERT_FALSE(p.payload.one_off_instances);
+
+  rm_.refuse_recurring = true;
+  for (int64_t h = 0; h < 24; h++) rm_.refused_hours.insert(h);
+  auto acc = core().accept(p.record.id, alice_, false);
+  ASSERT_FALSE(acc.isOk());
+  EXPECT_NE(acc.status().message().find("hour 5 is full"), std::string::npos)
+      << acc.status().message();
+  EXPECT_TRUE(rm_.one_offs.empty());
+  only("hourly", store::ProposalState::kPending);
+
+  rm_.refused_hours = {5};
+  acc = core().accept(p.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  Proposal a = only("hourly", store::ProposalState::kAccepted);
+  EXPECT_TRUE(a.payload.one_off_instances);
+  EXPECT_NE(a.payload.placement.find("no room for the recurring one"), std::string::npos);
+  ASSERT_EQ(a.payload.warnings.size() >= 2, true);
+  EXPECT_NE(a.payload.warnings[a.payload.warnings.size() - 2].find("hour 5 is full"),
+            std::string::npos);
+  EXPECT_NE(a.payload.warnings.back().find("refused 1 of the instances"), std::string::npos)
+      << a.payload.warnings.back();
+  int refused = 0;
+  for (const auto& i : a.payload.instances) {
+    const int64_t hour = toEpochMs(i.period_start) % kDay / kHour;
+    EXPECT_EQ(i.state, hour == 5 ? "refused" : "submitted") << hour;
+    refused += i.state == "refused" ? 1 : 0;
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(rm_.one_offs.size() + 1, a.payload.instances.size());
+  EXPECT_GE(rm_.one_offs.size(), 23u);
+
+  rm_.refused_hours.clear();
+  auto n = core().submitDueInstances();
+  ASSERT_TRUE(n.isOk());
+  EXPECT_EQ(*n, 1);
+  a = only("hourly", store::ProposalState::kAccepted);
+  for (const auto& i : a.payload.instances) EXPECT_EQ(i.state, "submitted");
 }
 
 // Morpheus §6: a 7-hourly job (7 h does not divide the day) is proposed, not
