@@ -103,7 +103,7 @@ struct InferenceCoreOptions {
   double beta = 0.1;
   bool beta_relative = true;
   int64_t min_runs = 3;
-  double budget_fraction = 0.2;
+  double budget_fraction = 0.5;
   double drift_threshold = 0.2;
   std::string queue = "default";
   int64_t history_runs = 30;  // most recent runs a skyline is fitted from

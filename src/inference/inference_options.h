@@ -22,7 +22,7 @@ struct InferenceOptions {
   double beta = 0.1;                              // skyline.beta
   std::string beta_mode;                          // skyline.beta-mode
   int64_t min_runs = 3;                           // skyline.min-runs
-  double budget_fraction = 0.2;                   // proposal.budget-fraction
+  double budget_fraction = 0.5;                   // proposal.budget-fraction
   double drift_threshold = 0.2;                   // proposal.drift-threshold
   std::string sample;                             // skyline.sample
   int64_t history_runs = 30;                      // skyline.history-runs
@@ -126,7 +126,7 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
   s.addDuration("inference.one-off-check-interval", &o->one_off_check, Millis(60000), Millis(1000),
                 "How often accepted off-kilter jobs are checked for instances due a one-off "
                 "reservation (must be well below inference.one-off-lead-time).");
-  s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.2, 0, 10,
+  s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.5, 0, 10,
               "fraction of skyline area", "Default reprovisioning budget of a proposal.");
   s.addDouble("proposal.drift-threshold", &o->drift_threshold, 0.2, 0, 10, "relative change",
               "A refit whose skyline area or peak differs by more than this from the accepted one "

@@ -57,8 +57,9 @@ struct ExperimentOptions {
   uint64_t seed = 1;                 // passed to the realisation function
   Millis step{60000};                // plan step and DRA interval; default 60 s
   Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
-  double dra_budget_fraction = 0.2;  // DRA budget per instance, share of the skyline area
-                                     // (inference proposal.budget-fraction default)
+  double dra_budget_fraction = 0.5;  // DRA budget per instance, share of the skyline area
+                                     // (inference proposal.budget-fraction default; 0.5
+                                     // settled by the sweep in README's simulator section)
   int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
   // LowCost's rule among equally cheap positions (planner.tie-break: latest,
   // earliest, slack); default the planner's own default (slack).

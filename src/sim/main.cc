@@ -103,6 +103,8 @@ struct SimFlags {
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
+  // ExperimentOptions::dra_budget_fraction (morpheus-inference's proposal.budget-fraction).
+  double dra_budget_fraction = sim::ExperimentOptions{}.dra_budget_fraction;
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -168,6 +170,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--preemption-grace", f.preemption_grace_s,
                   "Seconds a preempted container has to finish before it is killed "
                   "(rm.preemption-grace; 0 to 86400)")
+      ->capture_default_str();
+  cmd->add_option("--dra-budget-fraction", f.dra_budget_fraction,
+                  "DRA budget of each instance as a share of its reserved skyline's area "
+                  "(proposal.budget-fraction; 0 to 10)")
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--threads", f.threads,
@@ -240,6 +246,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (!(f.preemption_grace_s >= 0 && f.preemption_grace_s <= 86400)) {
     return fail("preemption-grace: must be in [0, 86400] seconds");
   }
+  if (!(f.dra_budget_fraction >= 0 && f.dra_budget_fraction <= 10)) {
+    return fail("dra-budget-fraction: must be in [0, 10]");
+  }
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
   auto node_size = Resource::parse(f.node_size, "node-size");
@@ -271,6 +280,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.threads = f.threads;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
+  o.dra_budget_fraction = f.dra_budget_fraction;
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };

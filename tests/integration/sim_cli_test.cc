@@ -78,6 +78,12 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
   EXPECT_NE(o4.find("preemption-grace: must be in [0, 86400] seconds"), std::string::npos) << o4;
   EXPECT_EQ(std::count(o4.begin(), o4.end(), '\n'), 1) << o4;
 
+  auto [c5, o5] =
+      runCommand({binary("morpheus-sim"), "run", "--dra-budget-fraction", "11", "--out", dir});
+  EXPECT_EQ(c5, 2);
+  EXPECT_NE(o5.find("dra-budget-fraction: must be in [0, 10]"), std::string::npos) << o5;
+  EXPECT_EQ(std::count(o5.begin(), o5.end(), '\n'), 1) << o5;
+
   std::string trace = dir + "/bad.tsv";
   {
     std::ofstream f(trace);
