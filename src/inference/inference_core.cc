@@ -351,7 +351,7 @@ Status InferenceCore::markSuperseded(const store::ProposalRecord& previous) {
 
 Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
                                              std::optional<store::ProposalRecord> previous,
-                                             const Principal& who) {
+                                             const Principal& who, const std::string& placement) {
   if (previous) {
     auto old = decodePayload(previous->payload_json);
     if (old.isOk() && old->one_off_instances) p.payload.instances = old->instances;
@@ -377,9 +377,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
         "the RM refused " + std::to_string(refused) + " of the instances due now (first: " +
         st.message() + "); they are listed with the instances and retried at every check");
   }
-  if (p.payload.placement.empty()) {
-    p.payload.placement = "per-instance one-off reservations (period does not divide the LCM)";
-  }
+  p.payload.placement = placement;
   MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, ""));
   if (previous) {
     MORPHEUS_RETURN_IF_ERROR(markSuperseded(*previous));
@@ -399,13 +397,12 @@ Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
                                                   const Principal& who, const Status& refusal) {
   const Proposal as_proposed = p;
   p.payload.one_off_instances = true;
-  p.payload.placement =
-      "per-instance one-off reservations (the RM has no room for the recurring one at every "
-      "instance)";
   p.payload.warnings.push_back("the RM refused the recurring reservation (" + refusal.message() +
                                "); each instance gets a one-off reservation where the plan "
                                "has room");
-  auto accepted = acceptOneOff(std::move(p), std::move(previous), who);
+  auto accepted = acceptOneOff(std::move(p), std::move(previous), who,
+                               "per-instance one-off reservations (the RM has no room for the "
+                               "recurring one at every instance)");
   if (accepted.isOk()) return accepted;
   spdlog::warn("proposal {} of {}: the RM refused the recurring reservation and every instance: {}",
                as_proposed.record.id.value(), as_proposed.record.job.value(),
@@ -474,7 +471,10 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
       }
     }
   }
-  if (p.payload.one_off_instances) return acceptOneOff(std::move(p), previous, who);
+  if (p.payload.one_off_instances) {
+    return acceptOneOff(std::move(p), previous, who,
+                        "per-instance one-off reservations (period does not divide the LCM)");
+  }
   if (previous) {
     auto old = decodePayload(previous->payload_json);
     if (old.isOk() && old->one_off_instances) existing.clear();  // no recurring one to update

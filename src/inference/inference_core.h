@@ -193,8 +193,10 @@ class InferenceCore {
                                                const std::string& reservation_id);
   // The accepted proposal `previous` is superseded by a newer accepted one.
   Status markSuperseded(const store::ProposalRecord& previous);
+  // Accepts p with a one-off reservation per due instance (recorded as
+  // `placement`): when some due instance is reserved, or none is due.
   Result<Proposal> acceptOneOff(Proposal p, std::optional<store::ProposalRecord> previous,
-                                const Principal& who);
+                                const Principal& who, const std::string& placement);
   // The RM refused p's recurring reservation as INFEASIBLE (some instance of
   // the day has no room): rather than leave the job without any reservation,
   // each instance gets a one-off reservation as an off-kilter job's do
