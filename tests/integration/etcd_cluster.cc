@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace morpheus::testing {
@@ -92,11 +93,34 @@ bool EtcdCluster::available() { return ::access(etcdBinary().c_str(), X_OK) == 0
 
 EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms,
                          const std::vector<std::string>& extra_args) {
+  // A port found free can be taken by another test before etcd binds it
+  // (seen in CI: "bind: address already in use" under ctest -j2): a member
+  // that exited is a failed start, and the cluster is started again on new
+  // ports, up to three times.
+  for (int attempt = 0; attempt < 3 && !ok_; ++attempt) {
+    if (attempt > 0) {
+      failed_starts_ += "start " + std::to_string(attempt) + " failed:\n" + log();
+      procs_.clear();  // SIGKILLs and reaps the members still running
+      client_ports_.clear();
+      peer_ports_.clear();
+    }
+    ok_ = start(members, heartbeat_ms, election_ms, extra_args);
+  }
+}
+
+bool EtcdCluster::start(int members, int heartbeat_ms, int election_ms,
+                        const std::vector<std::string>& extra_args) {
   std::string token = "morpheus-test-" + std::to_string(::getpid()) + "-" + std::to_string(nowMs());
   std::string initial;
+  std::set<int> taken;
+  auto pick = [&taken] {
+    int port = freeLoopbackPort();
+    while (!taken.insert(port).second) port = freeLoopbackPort();  // distinct within the cluster
+    return port;
+  };
   for (int i = 0; i < members; ++i) {
-    client_ports_.push_back(freeLoopbackPort());
-    peer_ports_.push_back(freeLoopbackPort());
+    client_ports_.push_back(pick());
+    peer_ports_.push_back(pick());
     initial += (i ? "," : "") + ("m" + std::to_string(i)) +
                "=http://127.0.0.1:" + std::to_string(peer_ports_[i]);
   }
@@ -137,22 +161,25 @@ EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms,
   }
   // Healthy ports are not enough: another test's etcd on a port ours failed
   // to bind would answer; our members must be running too.
-  ok_ = waitFor(
+  bool exited = false;
+  bool ok = waitFor(
       [&] {
         for (auto& p : procs_) {
-          if (!p.running()) return false;
+          exited = exited || !p.running();
         }
+        if (exited) return true;  // a failed start: no use waiting for health
         for (int port : client_ports_) {
           if (!healthy(port)) return false;
         }
         return true;
       },
       std::chrono::seconds(20));
-  for (auto& p : procs_) ok_ = ok_ && p.running();
+  for (auto& p : procs_) ok = ok && p.running();
+  return ok && !exited;
 }
 
 std::string EtcdCluster::log() const {
-  std::string out;
+  std::string out = failed_starts_;
   for (const auto& p : procs_) out += p.log() + "\n";
   return out;
 }

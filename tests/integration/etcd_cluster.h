@@ -21,8 +21,10 @@ class EtcdCluster {
  public:
   // Starts `members` etcd processes (/usr/bin/etcd or $MORPHEUS_ETCD) with
   // fast heartbeats (default 50 ms, election timeout 500 ms) and waits
-  // (<= 20 s) until every member is healthy. ok() tells whether it did;
-  // log() shows why not. `extra_args` go to every member (--max-txn-ops 400).
+  // (<= 20 s) until every member is healthy; a start where some member
+  // exits (a port taken meanwhile) is retried on new ports, three starts in
+  // all. ok() tells whether one succeeded; log() shows why not. `extra_args` go to every member
+  // (--max-txn-ops 400).
   explicit EtcdCluster(int members, int heartbeat_ms = 50, int election_ms = 500,
                        const std::vector<std::string>& extra_args = {});
   ~EtcdCluster() = default;
@@ -41,9 +43,13 @@ class EtcdCluster {
   static bool available();
 
  private:
+  // One try at starting the members on fresh ports; whether all became healthy.
+  bool start(int members, int heartbeat_ms, int election_ms,
+             const std::vector<std::string>& extra_args);
   bool ok_ = false;
   std::vector<int> client_ports_, peer_ports_;
   std::vector<Process> procs_;
+  std::string failed_starts_;  // logs of the starts that failed, for log()
 };
 
 // Forwards 127.0.0.1:port() to `target_port` on a thread. freeze() stops
