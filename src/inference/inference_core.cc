@@ -395,7 +395,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
 Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
                                                   std::optional<store::ProposalRecord> previous,
                                                   const Principal& who, const Status& refusal) {
-  const Proposal as_proposed = p;
+  const std::string id = p.record.id.value(), job = p.record.job.value();
   p.payload.one_off_instances = true;
   p.payload.warnings.push_back("the RM refused the recurring reservation (" + refusal.message() +
                                "); each instance gets a one-off reservation where the plan "
@@ -405,9 +405,8 @@ Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
                                "recurring one at every instance)");
   if (accepted.isOk()) return accepted;
   spdlog::warn("proposal {} of {}: the RM refused the recurring reservation and every instance: {}",
-               as_proposed.record.id.value(), as_proposed.record.job.value(),
-               accepted.status().message());
-  return refusal.withContext("proposal " + as_proposed.record.id.value() +
+               id, job, accepted.status().message());
+  return refusal.withContext("proposal " + id +
                              " stays pending (no instance fits a one-off reservation either)");
 }
 

@@ -500,14 +500,15 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
     out[j].def = &def;
     out[j].fallback = fallback;
   };
-  for (size_t j : admissionOrder()) {
+  const std::vector<size_t> order = admissionOrder();
+  for (size_t j : order) {
     const JobProvision& p = s_.provisions[j];
     if (p.kind != JobProvision::Kind::kPlanned) continue;
     tryAdmit(j, p.def, false);
     if (!out[j].placement && p.in_order) tryAdmit(j, *p.in_order, false);
   }
   if (s_.admit_per_instance) {
-    for (size_t j : admissionOrder()) admitInstances(j, out[j]);
+    for (size_t j : order) admitInstances(j, out[j]);
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
@@ -534,12 +535,14 @@ void Sim::admitInstances(size_t j, Admission& a) {
   }
   const Millis lcm = planner_->options().lcm;
   a.instance_defs = planner::instancesOverLcm(p.def, lcm);
-  const auto in_order = p.in_order ? planner::instancesOverLcm(*p.in_order, lcm) : a.instance_defs;
+  const std::vector<planner::ReservationDefinition> in_order =
+      p.in_order ? planner::instancesOverLcm(*p.in_order, lcm)
+                 : std::vector<planner::ReservationDefinition>{};
   a.instances.resize(a.instance_defs.size());
   for (size_t i = 0; i < a.instance_defs.size(); i++) {
     const ReservationId id = instanceIdOf(w_.periodic[j], i);
     auto got = planner_->submit(id, a.instance_defs[i], s_.from);
-    if (!got.isOk() && p.in_order) {
+    if (!got.isOk() && i < in_order.size()) {
       got = planner_->submit(id, in_order[i], s_.from);
       if (got.isOk()) a.instance_defs[i] = in_order[i];
     }
