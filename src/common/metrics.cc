@@ -1,6 +1,7 @@
 #include "common/metrics.h"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -212,8 +213,16 @@ Status updateProcessMetrics(MetricsRegistry& m) {
   const auto& f = *fields;
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  // The process's CPU clock (all threads, user + system) in nanoseconds, not
+  // /proc/self/stat's utime + stime in clock ticks: at 10 ms a tick, a
+  // daemon that has just started reads 0 (a CI run saw it).
+  timespec cpu{};
+  const double cpu_s =
+      ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0
+          ? static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) / 1e9
+          : (std::stod(f[14]) + std::stod(f[15])) / tick;
   m.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")
-      .advanceTo((std::stod(f[14]) + std::stod(f[15])) / tick);
+      .advanceTo(cpu_s);
   m.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.").set(std::stod(f[23]));
   m.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
       .set(std::stod(f[24]) * page);

@@ -185,8 +185,9 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_EQ(reg.valueOf("absent"), -1);
 }
 
-// process_* metrics come from /proc/self in base units: CPU seconds grow with
-// work, open fds count a newly opened descriptor, start time is the recent past.
+// process_* metrics come from /proc/self (CPU seconds from the process's CPU
+// clock) in base units: CPU seconds grow with work, open fds count a newly
+// opened descriptor, start time is the recent past.
 TEST(MetricsTest, ProcessMetricsReflectThisProcess) {
   MetricsRegistry reg;
   ASSERT_TRUE(updateProcessMetrics(reg).isOk());
