@@ -88,7 +88,7 @@ ReservationDefinition quarterWindowDef(std::mt19937_64& rng, int64_t period, int
   d.arrival = at(arrival, step_ms);
   d.deadline = at(arrival + window, step_ms);
   d.period = Millis(period * step_ms);
-  d.stages = skylineStages(sky, kOne, Millis(step_ms));
+  d.stages = skylineStages(sky, kOne, Millis(step_ms), SkylineSteps::kStretchable);
   d.interpreter = Interpreter::kOrderNoGap;
   return d;
 }
@@ -277,7 +277,7 @@ std::vector<ReservationDefinition> largeDefs(uint64_t seed, double* area) {
     if (uni(0, 1) == 0) {
       std::vector<int64_t> sky;
       for (int64_t k = 0; k < len; ++k) sky.push_back(uni(10, 100));
-      d.stages = skylineStages(sky, kOne, Millis(kLargeStepMs));
+      d.stages = skylineStages(sky, kOne, Millis(kLargeStepMs), SkylineSteps::kStretchable);
       d.interpreter = Interpreter::kOrderNoGap;
     } else {
       int64_t n = uni(10, 100);

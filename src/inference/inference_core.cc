@@ -257,11 +257,12 @@ Result<Proposal> InferenceCore::proposal(const ProposalId& id) { return load(id)
 
 namespace {
 
-RecurringRequest requestOf(const Proposal& p, const std::string& queue) {
+RecurringRequest requestOf(const Proposal& p, const InferenceCoreOptions& o) {
   RecurringRequest req;
   req.job_key = p.record.job.value();
   req.owner = p.record.owner;
-  req.queue = queue;
+  req.queue = o.queue;
+  req.whole_steps = o.whole_skyline_steps;
   req.period = p.payload.period;
   req.start_offset = p.payload.start_offset;
   req.deadline_offset = p.payload.deadline_offset;
@@ -288,7 +289,7 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
     auto rec = std::find_if(p.payload.instances.begin(), p.payload.instances.end(),
                             [&](const InstanceReservation& i) { return i.period_start == start; });
     if (rec != p.payload.instances.end() && rec->state == "submitted") continue;
-    OneOffRequest req{requestOf(p, opts_.queue), start, instanceReservationId(p.record.job, start)};
+    OneOffRequest req{requestOf(p, opts_), start, instanceReservationId(p.record.job, start)};
     auto sub = rm_.submitOneOff(req);
     InstanceReservation inst{start, req.reservation_id, "submitted", ""};
     if (sub.isOk()) {
@@ -440,7 +441,7 @@ Result<std::vector<store::RunRecord>> InferenceCore::runsOf(const JobKey& job) {
 
 Result<SubmittedReservation> InferenceCore::submitRecurring(Proposal& p,
                                                             const std::string& existing) {
-  RecurringRequest req = requestOf(p, opts_.queue);
+  RecurringRequest req = requestOf(p, opts_);
   auto sub = rm_.submit(req, clock_.now(), existing);
   if (sub.isOk() || sub.status().code() != StatusCode::kInfeasible ||
       p.payload.in_order_skyline.empty()) {

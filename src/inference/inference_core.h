@@ -105,6 +105,7 @@ struct InferenceCoreOptions {
   int64_t min_runs = 3;
   double budget_fraction = 0.5;
   double drift_threshold = 0.2;
+  bool whole_skyline_steps = true;  // RecurringRequest::whole_steps (proposal.skyline-steps)
   std::string queue = "default";
   int64_t history_runs = 30;  // most recent runs a skyline is fitted from
   SampleMode sample = SampleMode::kAverage;

@@ -23,6 +23,7 @@ struct InferenceOptions {
   std::string beta_mode;                          // skyline.beta-mode
   int64_t min_runs = 3;                           // skyline.min-runs
   double budget_fraction = 0.5;                   // proposal.budget-fraction
+  std::string skyline_steps;                      // proposal.skyline-steps
   double drift_threshold = 0.2;                   // proposal.drift-threshold
   std::string sample;                             // skyline.sample
   int64_t history_runs = 30;                      // skyline.history-runs
@@ -128,6 +129,13 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
                 "reservation (must be well below inference.one-off-lead-time).");
   s.addDouble("proposal.budget-fraction", &o->budget_fraction, 0.5, 0, 10,
               "fraction of skyline area", "Default reprovisioning budget of a proposal.");
+  s.addString("proposal.skyline-steps", &o->skyline_steps, "whole",
+              "How a signed-off skyline is asked of the RM's planner: whole (each step held at "
+              "its full height, shifted within the window, or refused; then the proposal falls "
+              "back to per-instance reservations) or stretchable (a step's containers may be "
+              "spread over later steps when the plan is busy). Whole: 21-29% fewer deadline "
+              "violations in morpheus-sim (README).",
+              {"whole", "stretchable"});
   s.addDouble("proposal.drift-threshold", &o->drift_threshold, 0.2, 0, 10, "relative change",
               "A refit whose skyline area or peak differs by more than this from the accepted one "
               "creates an update proposal.");

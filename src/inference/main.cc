@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   core_opts.min_runs = opts.min_runs;
   core_opts.budget_fraction = opts.budget_fraction;
   core_opts.drift_threshold = opts.drift_threshold;
+  core_opts.whole_skyline_steps = opts.skyline_steps == "whole";
   core_opts.queue = opts.queue;
   core_opts.history_runs = opts.history_runs;
   core_opts.sample =

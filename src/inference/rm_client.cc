@@ -44,11 +44,11 @@ v1::ReservationDefinition definitionBody(const RecurringRequest& r, int64_t step
   d.set_reprovision_budget_container_ms(r.budget_container_ms);
   for (int64_t k = 0; k < steps; k++) {
     int64_t c = r.skyline[static_cast<size_t>(k)];
-    if (c <= 0) continue;  // zero steps carry no demand (Morpheus §5 skylines are stretchable)
+    if (c <= 0) continue;  // zero steps carry no demand
     auto* st = d.add_stages();
     toProto(r.container, st->mutable_capability());
     st->set_num_containers(static_cast<int32_t>(c));
-    st->set_min_concurrency(1);
+    st->set_min_concurrency(r.whole_steps ? static_cast<int32_t>(c) : 1);
     st->set_duration_ms(r.step.count());
   }
   return d;

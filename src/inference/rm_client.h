@@ -31,6 +31,10 @@ struct RecurringRequest {
   Resource container;
   int64_t budget_container_ms = 0;
   bool problematic = false;
+  // proposal.skyline-steps: each step one gang of its height (whole, the
+  // default: the planner holds the fitted shape or refuses it), or min
+  // concurrency 1 (stretchable). Why: planner::SkylineSteps.
+  bool whole_steps = true;
 };
 
 struct SubmittedReservation {

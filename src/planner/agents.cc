@@ -782,9 +782,12 @@ struct SearchOptions {
 // the whole allocation's peak, and Engine::cost >= its peak: a pass stopped
 // here could not have been cheaper than `cutoff` (the propose() loop would
 // have dropped it).
+// `anchor_last` (R_ORDER_NO_GAP only): the last stage too must end exactly at
+// E, so the whole chain ends there; otherwise it goes to its cheapest place
+// below E and the earlier stages are anchored to wherever it starts.
 bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const std::vector<int>& ids,
-             bool ordered, bool no_gap, int64_t e, double cutoff, std::vector<StageTrack>& tracks,
-             int& failed) {
+             bool ordered, bool no_gap, bool anchor_last, int64_t e, double cutoff,
+             std::vector<StageTrack>& tracks, int& failed) {
   const PlanningProblem& p = eng.problem();
   eng.reset();
   tracks.clear();
@@ -810,7 +813,7 @@ bool runPass(Engine& eng, StagePlacer& placer, const SearchOptions& so, const st
       failed = k;
       return false;
     }
-    bool anchor = no_gap && ii + 1 < n;
+    bool anchor = no_gap && (ii + 1 < n || anchor_last);
     StageTrack tr;
     tr.stage = k;
     bool ok = false;
@@ -928,7 +931,17 @@ class AgentBase : public ReservationAgent {
       }
       for (int64_t e : endPoints(p, emin)) {
         int f = -1;
-        if (!runPass(eng, *placer, so, ids, ordered, no_gap, e, best_cost - kEps, tracks, f)) {
+        bool ok =
+            runPass(eng, *placer, so, ids, ordered, no_gap, false, e, best_cost - kEps, tracks, f);
+        // The last stage's cheapest place can leave the stages anchored
+        // before it no room (whole-step skylines: a busy step right before
+        // it); the chain ending at e is then tried as well.
+        if (!ok && f >= 0 && no_gap && ids.size() > 1) {
+          f = -1;
+          ok =
+              runPass(eng, *placer, so, ids, ordered, no_gap, true, e, best_cost - kEps, tracks, f);
+        }
+        if (!ok) {
           if (e == p.window && failed < 0) failed = f;
           continue;
         }

@@ -30,12 +30,24 @@ Result<Interpreter> parseInterpreter(const std::string& text, const std::string&
                          "'" + text + "' is not one of R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP");
 }
 
+const char* skylineStepsName(SkylineSteps s) {
+  return s == SkylineSteps::kWhole ? "whole" : "stretchable";
+}
+
+Result<SkylineSteps> parseSkylineSteps(const std::string& text, const std::string& field) {
+  for (SkylineSteps s : {SkylineSteps::kWhole, SkylineSteps::kStretchable}) {
+    if (text == skylineStepsName(s)) return s;
+  }
+  return invalidArgument(field, "'" + text + "' is not one of whole, stretchable");
+}
+
 std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containers_per_step,
-                                            const Resource& capability, Millis step) {
+                                            const Resource& capability, Millis step,
+                                            SkylineSteps steps) {
   std::vector<ReservationStage> out;
   for (int64_t n : containers_per_step) {
     if (n <= 0) continue;
-    out.push_back({capability, n, 1, step});
+    out.push_back({capability, n, steps == SkylineSteps::kWhole ? n : 1, step});
   }
   return out;
 }

@@ -67,12 +67,33 @@ struct ReservationDefinition {
   bool problematic = false;
 };
 
+// How the steps of a skyline R* may be placed (Morpheus §5-§6; DESIGN.md §4:
+// "min parallelism 1 unless overridden").
+enum class SkylineSteps {
+  // Default: each step is one gang of its height (min concurrency = its
+  // containers), so the plan holds the shape the LP fitted, shifted within
+  // the window, or refuses it. A stretched step gave a tight job a trickle of
+  // containers it could not use across its stage barriers (a 40-wide stage
+  // got 12, 7, 10, 29 over five minutes) and the instance missed anyway.
+  // Measured in morpheus-sim (issue #13, default workload, morpheus's
+  // violations): seeds 1-10 403 against 508 stretchable, seeds 11-20 429
+  // against 600; fewer unreserved instances and a lower ad-hoc p95 too.
+  kWhole,
+  // Min concurrency 1: a step's demand may be stretched over later steps
+  // when the plan is busy (the rule before issue #13's round on it).
+  kStretchable,
+};
+// "whole", "stretchable".
+const char* skylineStepsName(SkylineSteps s);
+// Parses the names above; errors name `field`.
+Result<SkylineSteps> parseSkylineSteps(const std::string& text, const std::string& field);
+
 // A Morpheus skyline R* (containers per plan step, Morpheus §5) as
-// R_ORDER_NO_GAP one-step stages with min concurrency 1, so a step's demand
-// may be stretched over later steps when the plan is busy. Zero steps carry no
-// demand and are skipped (the order of the others is kept).
+// R_ORDER_NO_GAP one-step stages, each placed as `steps` says. Zero steps
+// carry no demand and are skipped (the order of the others is kept).
 std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containers_per_step,
-                                            const Resource& capability, Millis step);
+                                            const Resource& capability, Millis step,
+                                            SkylineSteps steps);
 
 // A periodic definition split into its instances over one LCM: instance i
 // (0 <= i < lcm / period) keeps the stages and gets the window shifted by

@@ -210,12 +210,12 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   planner::ReservationDefinition def = baseDef(job, slo.period);
   def.arrival = from + win->first;
   def.deadline = from + win->second;
-  def.stages = planner::skylineStages(skyline, unit, o.step);
+  def.stages = planner::skylineStages(skyline, unit, o.step, o.skyline_steps);
   def.interpreter = planner::Interpreter::kOrderNoGap;
   def.problematic = slo.problematic;
   if (!in_order.empty() && in_order != skyline) {
     p.in_order = def;
-    p.in_order->stages = planner::skylineStages(in_order, unit, o.step);
+    p.in_order->stages = planner::skylineStages(in_order, unit, o.step, o.skyline_steps);
   }
   int64_t area = 0;
   for (int64_t c : skyline) area += c;
@@ -258,7 +258,7 @@ JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>&
   planner::ReservationDefinition def = baseDef(job, job.period);
   def.arrival = from + (stepFloor(job.submit_offset, o.step) - fromEpochMs(0));
   def.deadline = def.arrival + need;
-  def.stages = planner::skylineStages(skyline, jobUnit(job.stages), o.step);
+  def.stages = planner::skylineStages(skyline, jobUnit(job.stages), o.step, o.skyline_steps);
   def.interpreter = planner::Interpreter::kOrderNoGap;
   p.kind = JobProvision::Kind::kPlanned;
   p.def = std::move(def);

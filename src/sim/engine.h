@@ -64,6 +64,9 @@ struct ExperimentOptions {
   // LowCost's rule among equally cheap positions (planner.tie-break: latest,
   // earliest, slack); default the planner's own default (slack).
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
+  // How the strategies' skylines are placed (inference proposal.skyline-steps;
+  // planner/reservation.h): whole steps unless set to stretchable.
+  planner::SkylineSteps skyline_steps = planner::SkylineSteps::kWhole;
   RealizeFn realize;  // required
   // Issue #17 (Carbyne): the ordering policy of the ad-hoc leaf queues
   // (scheduler.policy names: drf, fifo, carbyne, phoenix; default drf); the share of

@@ -92,6 +92,7 @@ struct SimFlags {
   std::vector<std::string> strategies;
   std::string alpha;
   std::string tie_break = planner::tieBreakName(planner::AgentOptions{}.tie_break);
+  std::string skyline_steps = planner::skylineStepsName(sim::ExperimentOptions{}.skyline_steps);
   uint64_t seed = 1;
   std::string out = "sim-out";
   // Issue #17 (Carbyne): see ExperimentOptions.
@@ -166,6 +167,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--tie-break", f.tie_break,
                   "LowCost's rule among equally cheap positions: latest, earliest or slack "
                   "(planner.tie-break)")
+      ->capture_default_str();
+  cmd->add_option("--skyline-steps", f.skyline_steps,
+                  "How skylines are planned: whole (each step held at its height, or refused) "
+                  "or stretchable (a step may spread over later steps) (proposal.skyline-steps)")
       ->capture_default_str();
   cmd->add_option("--preemption-grace", f.preemption_grace_s,
                   "Seconds a preempted container has to finish before it is killed "
@@ -251,6 +256,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
   }
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
+  auto skyline_steps = planner::parseSkylineSteps(f.skyline_steps, "skyline-steps");
+  if (!skyline_steps.isOk()) return fail(skyline_steps.status().message());
   auto node_size = Resource::parse(f.node_size, "node-size");
   if (!node_size.isOk()) return fail(node_size.status().message());
   std::vector<double> alphas;
@@ -273,6 +280,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.days = f.days;
   o.seed = f.seed;
   o.tie_break = *tie_break;
+  o.skyline_steps = *skyline_steps;
   o.realize = sim::groupRealize(sim::drawInstance, original, f.task_model, *node_size);
   o.adhoc_policy = f.adhoc_policy;
   o.altruistic_share = f.altruistic_share;

@@ -84,6 +84,13 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
   EXPECT_NE(o5.find("dra-budget-fraction: must be in [0, 10]"), std::string::npos) << o5;
   EXPECT_EQ(std::count(o5.begin(), o5.end(), '\n'), 1) << o5;
 
+  auto [c6, o6] =
+      runCommand({binary("morpheus-sim"), "run", "--skyline-steps", "gang", "--out", dir});
+  EXPECT_EQ(c6, 2);
+  EXPECT_NE(o6.find("skyline-steps: 'gang' is not one of whole, stretchable"), std::string::npos)
+      << o6;
+  EXPECT_EQ(std::count(o6.begin(), o6.end(), '\n'), 1) << o6;
+
   std::string trace = dir + "/bad.tsv";
   {
     std::ofstream f(trace);

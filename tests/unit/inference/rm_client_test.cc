@@ -43,6 +43,21 @@ TEST(RecurringDefinitionTest, BuildsNextInstanceWithOneStepStages) {
   EXPECT_EQ(early->arrival_ms(), 10 * 3600000LL + 600000) << "this hour's window is still ahead";
 }
 
+// proposal.skyline-steps: whole steps are gangs of their height (the
+// planner holds the fitted shape or refuses it); stretchable ones may spread.
+TEST(RecurringDefinitionTest, WholeStepsAreGangsOfTheirHeight) {
+  auto d = recurringDefinition(hourly(), fromEpochMs(0));
+  ASSERT_TRUE(d.isOk()) << d.status().toString();
+  EXPECT_EQ(d->stages(0).min_concurrency(), 2);
+  EXPECT_EQ(d->stages(1).min_concurrency(), 3);
+  auto r = hourly();
+  r.whole_steps = false;
+  auto s = recurringDefinition(r, fromEpochMs(0));
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  EXPECT_EQ(s->stages(0).min_concurrency(), 1);
+  EXPECT_EQ(s->stages(1).min_concurrency(), 1);
+}
+
 // SLOs that cannot hold the skyline are rejected naming the field.
 TEST(RecurringDefinitionTest, RejectsWindowsThatCannotHoldTheSkyline) {
   auto r = hourly();

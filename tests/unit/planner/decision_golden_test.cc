@@ -100,7 +100,7 @@ ReservationDefinition randomDef(Rng& rng, bool gpu) {
     for (int64_t k = 0; k < std::max<int64_t>(1, window / 4); ++k) {
       sky.push_back(std::max<int64_t>(1, base + rng.uni(-2, 2)));
     }
-    stages = skylineStages(sky, unit(rng, gpu), Millis(60'000));
+    stages = skylineStages(sky, unit(rng, gpu), Millis(60'000), SkylineSteps::kStretchable);
     in = Interpreter::kOrderNoGap;
   } else {
     int nstages = static_cast<int>(rng.uni(1, 3));
@@ -214,7 +214,8 @@ TEST(LowCostDecisionTest, OneStepGangsOnLevelLoadMatchOneGangAtATime) {
     } else {
       std::vector<int64_t> sky;
       for (int64_t k = 0; k < std::max<int64_t>(1, window / 4); ++k) sky.push_back(rng.uni(1, cap));
-      d = def(0, window, skylineStages(sky, kOne, Millis(60'000)), Interpreter::kOrderNoGap);
+      d = def(0, window, skylineStages(sky, kOne, Millis(60'000), SkylineSteps::kStretchable),
+              Interpreter::kOrderNoGap);
     }
     PlanningProblem prob = bg->view().problemFor(d, minute(0));
     AgentOptions batched, one;

@@ -455,11 +455,46 @@ TEST_P(BothAgentsTest, SetExtraSwapsAndCapsAtPlanRoom) {
 TEST_P(BothAgentsTest, SkylineStepStretchesOverLaterSteps) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(p->submit(ReservationId("busy"), block(70, 1, 2), kNow).isOk());
-  auto d = def(0, 4, skylineStages({50, 50}, kOne, Millis(60'000)), Interpreter::kOrderNoGap);
+  auto d = def(0, 4, skylineStages({50, 50}, kOne, Millis(60'000), SkylineSteps::kStretchable),
+               Interpreter::kOrderNoGap);
   auto r = p->submit(ReservationId("sky"), d, kNow);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   EXPECT_EQ(containerMinutes(r->allocations), 100);
   for (int64_t m = 0; m < 5; ++m) EXPECT_TRUE(p->loadAt(minute(m)).fitsIn(containers(100)));
+}
+
+// Whole skyline steps keep the fitted shape: each step is held at its full
+// height in consecutive steps (shifted past the busy minute), and a window
+// with no such place refuses the skyline where stretchable steps are spread.
+TEST_P(BothAgentsTest, WholeSkylineStepsKeepTheirShapeOrAreRefused) {
+  auto p = makePlanner(GetParam());
+  ASSERT_TRUE(p->submit(ReservationId("busy"), block(70, 1, 2), kNow).isOk());
+  auto whole = def(0, 4, skylineStages({50, 50}, kOne, Millis(60'000), SkylineSteps::kWhole),
+                   Interpreter::kOrderNoGap);
+  ASSERT_EQ(whole.stages[0].min_concurrency, 50);
+  auto r = p->submit(ReservationId("sky"), whole, kNow);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(containerMinutes(r->allocations), 100);
+  EXPECT_EQ(p->loadAt(minute(2)), containers(50));
+  EXPECT_EQ(p->loadAt(minute(3)), containers(50));
+
+  auto q = makePlanner(GetParam());
+  ASSERT_TRUE(q->submit(ReservationId("busy"), block(70, 1, 3), kNow).isOk());
+  EXPECT_FALSE(q->submit(ReservationId("sky"), whole, kNow).isOk());
+  auto stretchable = whole;
+  stretchable.stages = skylineStages({50, 50}, kOne, Millis(60'000), SkylineSteps::kStretchable);
+  EXPECT_TRUE(q->submit(ReservationId("sky"), stretchable, kNow).isOk());
+}
+
+TEST(SkylineStepsTest, NamesRoundTripAndUnknownNamesTheField) {
+  for (SkylineSteps s : {SkylineSteps::kWhole, SkylineSteps::kStretchable}) {
+    auto got = parseSkylineSteps(skylineStepsName(s), "f");
+    ASSERT_TRUE(got.isOk());
+    EXPECT_EQ(*got, s);
+  }
+  auto bad = parseSkylineSteps("gang", "proposal.skyline-steps");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().toString().find("proposal.skyline-steps"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Agents, BothAgentsTest, ::testing::Values("lowcost", "greedy"));

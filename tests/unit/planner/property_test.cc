@@ -37,7 +37,7 @@ ReservationDefinition randomDefinition(std::mt19937_64& rng, int64_t now_min) {
     int64_t len = std::min<int64_t>(window, uni(3, 30));
     for (int64_t i = 0; i < len; ++i) sky.push_back(uni(0, 30));
     sky[0] = std::max<int64_t>(sky[0], 1);
-    stages = skylineStages(sky, kOne, Millis(60'000));
+    stages = skylineStages(sky, kOne, Millis(60'000), SkylineSteps::kStretchable);
     in = Interpreter::kOrderNoGap;
   }
   auto d = def(arrival, arrival + window, stages, in, period);

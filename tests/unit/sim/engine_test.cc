@@ -261,7 +261,8 @@ TEST(SimEngineTest, RefusedFrontLoadedSkylineIsReservedInOrder) {
   ExperimentOptions o = options(1, 2);
   auto planned = [](const std::string& key, Millis deadline, std::vector<int64_t> skyline) {
     planner::ReservationDefinition d = dailyDef(key, deadline);
-    d.stages = planner::skylineStages(skyline, Resource(1024, 1), Millis(kMin));
+    d.stages = planner::skylineStages(skyline, Resource(1024, 1), Millis(kMin),
+                                      planner::SkylineSteps::kStretchable);
     d.interpreter = planner::Interpreter::kOrderNoGap;
     return d;
   };
