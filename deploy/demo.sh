@@ -45,12 +45,17 @@ done
 # (Morpheus §7's 60 s / 2 min at a 60 s step); preemption grace and the
 # NM's kill grace shrink likewise. DRA reviews every second (dra.interval,
 # default: the plan step) and a grant may reach rho = 6 times the recent
-# plan (default 2): LowCost spreads the job's plan flat (1-3 containers, the
-# AM included) where the slowed run's 6-wide transform stage needs 7 at once. The inference service refits every plan step instead of
+# plan (default 2): the plan holds the job's skyline as fitted from its
+# unslowed runs, where the slowed run's 6-wide transform stage needs 7 at
+# once for four times as long. The inference service refits every plan step instead of
 # once a day, with the same LCM and step as the RM, and proposes a
 # reprovisioning budget of 3 times the skyline's area (default 20%): a grant
 # is charged for its whole T, so that DRA, not the budget, decides the
-# slowed run. The ad-hoc queues: root.default (weight 3: where the jobs run
+# slowed run. Dispersion counts as problematic only from 2 MAD/median
+# (default 0.5): at 2 s steps a second of process-start jitter reads as
+# dispersion, and the planner would centre the job's 8 s skyline in its 25 s
+# window (Morpheus §6's alignment penalty), leaving the slowed run waiting
+# behind the flood until mid-window. The ad-hoc queues: root.default (weight 3: where the jobs run
 # before sign-off) and root.adhoc (weight 1: the flood, whose tasks outlast
 # the demo).
 case "$PROFILE" in
@@ -101,5 +106,6 @@ started=1
   --rm-set "scheduler.queues=root.default=3,root.adhoc=1" \
   --inference-set "skyline.step=$STEP" --inference-set "slo.lcm=$LCM" \
   --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=3" \
+  --inference-set "slo.problematic-cv=2" \
   --nm-set "nm.heartbeat-interval=$HB" --nm-set "nm.kill-grace=1s"
 python3 "$ROOT/deploy/demo.py" --var "$VAR" --profile "$PROFILE" --jobs "$ROOT/examples/demo"

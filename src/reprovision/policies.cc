@@ -11,6 +11,36 @@ namespace morpheus::reprovision {
 
 namespace {
 
+std::vector<Resource> plannedWindow(const std::function<Resource(TimePoint)>& planned_at,
+                                    TimePoint end, TimePoint instance_start, Millis recent,
+                                    Millis step) {
+  std::vector<Resource> out;
+  for (Millis back = recent; back > Millis(0); back -= step) {
+    const TimePoint t = end - back;
+    out.push_back(t < instance_start ? Resource() : planned_at(t));
+  }
+  out.push_back(planned_at(end));
+  return out;
+}
+
+}  // namespace
+
+std::vector<Resource> recentPlanned(const std::function<Resource(TimePoint)>& planned_at,
+                                    TimePoint now, TimePoint instance_start, TimePoint instance_end,
+                                    Millis recent, Millis step) {
+  std::vector<Resource> out = plannedWindow(planned_at, now, instance_start, recent, step);
+  if (step <= Millis(0) || now >= instance_end ||
+      std::any_of(out.begin(), out.end(), [](const Resource& r) { return !r.isZero(); })) {
+    return out;
+  }
+  for (TimePoint t = now - recent - step; t >= instance_start; t -= step) {
+    if (!planned_at(t).isZero()) return plannedWindow(planned_at, t, instance_start, recent, step);
+  }
+  return out;
+}
+
+namespace {
+
 // Caps `extra` so that extra * duration fits the remaining budget.
 int64_t capByBudget(int64_t extra, Millis duration, int64_t budget_container_ms) {
   if (duration.count() <= 0) return 0;

@@ -9,6 +9,7 @@
 // hysteresis) comes in through the input.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "common/resource.h"
 #include "common/status.h"
 
 namespace morpheus::reprovision {
@@ -101,6 +103,23 @@ class ReprovisionPolicy {
 // rho, T and R_recent as in the paper (defaults rho = 2, T = 60 s,
 // R_recent = 2 min; R_recent is applied by the caller when it fills
 // skyline_recent, and kept here for documentation and validation).
+// The planned containers of a reservation's current instance (placement,
+// extras excluded) over the R_recent ending at `now`, oldest first, the
+// current step last (ReprovisionInput::skyline_recent; steps before
+// `instance.start` count as nothing planned). When nothing is planned over
+// that span but an earlier step of the instance had something and its window
+// is still open (now < instance.end), the R_recent ending at the instance's
+// last planned step instead: a run that overran its
+// skyline is the one most behind its plan, and morpheus-dra's cap, rho x
+// max(skyline over R_recent), read over wall-clock time would be 0 for it
+// R_recent after its skyline ended, so nothing could reach it in the rest of
+// its window (a skyline held whole, planner::SkylineSteps, ends where the LP
+// fitted it, not stretched to the deadline). The RM's DRA monitor and
+// morpheus-sim both read the recent skyline through this.
+std::vector<Resource> recentPlanned(const std::function<Resource(TimePoint)>& planned_at,
+                                    TimePoint now, TimePoint instance_start, TimePoint instance_end,
+                                    Millis recent, Millis step);
+
 struct MorpheusDraOptions {
   double rho = 2.0;
   Millis extension{60000};  // T: how long a grant lasts before re-evaluation

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/validate.h"
+#include "reprovision/policy.h"
 #include "rm/reservation_codec.h"
 
 namespace morpheus::rm {
@@ -633,13 +634,9 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
   v.unit = containerUnit(r.def);
   v.extra_now = planner_->extraAt(id, now);
   v.planned_now = planner_->guaranteedAt(id, now) - v.extra_now;
-  const Millis step = planner_->options().step;
-  for (Millis back = recent; back > Millis(0); back -= step) {
-    TimePoint t = now - back;
-    v.planned_recent.push_back(
-        t < inst->start ? Resource() : planner_->guaranteedAt(id, t) - planner_->extraAt(id, t));
-  }
-  v.planned_recent.push_back(v.planned_now);
+  v.planned_recent = reprovision::recentPlanned(
+      [&](TimePoint t) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); }, now,
+      inst->start, inst->end, recent, planner_->options().step);
   v.instance = *inst;
   int64_t used = r.budget_instance == inst->index ? r.budget_used_container_ms : 0;
   v.budget_remaining_container_ms =

@@ -1319,11 +1319,11 @@ void Sim::draReview(int ri) {
   in.pending_containers = pending.countCovering(r.unit);
   in.extra_now = planner_->extraAt(r.id, now_).countCovering(r.unit);
   in.skyline_now = plannedAt(r, now_).countCovering(r.unit);
-  for (Millis back = reprovision::MorpheusDraOptions{}.recent; back > Millis(0); back -= o_.step) {
-    TimePoint t = now_ - back;
-    in.skyline_recent.push_back(t < inst->start ? 0 : plannedAt(r, t).countCovering(r.unit));
+  for (const Resource& p :
+       reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
+                                  inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step)) {
+    in.skyline_recent.push_back(p.countCovering(r.unit));
   }
-  in.skyline_recent.push_back(in.skyline_now);
   in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
   in.deadline = inst->end;
   in.stages = std::move(stages);

@@ -16,6 +16,43 @@ ReprovisionInput base() {
   return in;
 }
 
+// The recent skyline: the R_recent ending now while the skyline runs; after
+// it ended, the R_recent ending at its last planned step, so a run that
+// overran its skyline can still be granted up to rho x its last steps.
+TEST(RecentPlannedTest, FollowsTheSkylineThenKeepsItsLastStepsAfterItEnds) {
+  const Millis step(60000), recent(120000);
+  const TimePoint start = fromEpochMs(0);
+  // Planned 4, 7, 5, 3 containers over minutes 1-4 of the instance.
+  auto planned = [&](TimePoint t) {
+    const int64_t m = toEpochMs(t) / 60000;
+    const int64_t c[] = {0, 4, 7, 5, 3};
+    return m >= 0 && m <= 4 ? Resource(256, 1) * c[m] : Resource();
+  };
+  auto counts = [](const std::vector<Resource>& v) {
+    std::vector<int64_t> out;
+    for (const auto& r : v) out.push_back(r.vcores());
+    return out;
+  };
+  auto at = [](int64_t minute) { return fromEpochMs(minute * 60000); };
+  EXPECT_EQ(counts(recentPlanned(planned, at(3), start, at(30), recent, step)),
+            (std::vector<int64_t>{4, 7, 5}));
+  EXPECT_EQ(counts(recentPlanned(planned, at(1), start, at(30), recent, step)),
+            (std::vector<int64_t>{0, 0, 4}))
+      << "steps before the instance count as nothing planned";
+  EXPECT_EQ(counts(recentPlanned(planned, at(6), start, at(30), recent, step)),
+            (std::vector<int64_t>{3, 0, 0}))
+      << "still within R_recent of the last step";
+  EXPECT_EQ(counts(recentPlanned(planned, at(20), start, at(30), recent, step)),
+            (std::vector<int64_t>{7, 5, 3}))
+      << "long after the skyline: its last R_recent";
+  EXPECT_EQ(counts(recentPlanned(planned, at(30), start, at(30), recent, step)),
+            (std::vector<int64_t>{0, 0, 0}))
+      << "the instance's window has closed";
+  EXPECT_EQ(counts(recentPlanned(planned, at(20), at(10), at(30), recent, step)),
+            (std::vector<int64_t>{0, 0, 0}))
+      << "nothing planned in this instance";
+}
+
 // Demand at or below the skyline needs nothing.
 TEST(MorpheusDraTest, NoGrantWhenDemandWithinSkyline) {
   auto p = makeMorpheusDra({});
