@@ -291,12 +291,41 @@ struct Node {
   // left after the starved containers placed on it, and the candidates taken
   // on it, not yet marked.
   Resource rem, tentative;
+  uint64_t rem_epoch = 0;  // rem is this pass's when equal to Impl::cover_epoch
   // The starved containers its notices make room for (while it has notices):
   // borrowers get only the free room beyond them (Impl::update).
   Resource hold;
   std::vector<Container*> taken;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
   int32_t slot = -1;                                  // in Impl::node_slots
+};
+
+// Node slots with room a starved container may fit (Impl::cover). A
+// superset by design: a slot is set wherever a node's room (free + noticed)
+// may have grown, and cleared only when cover visits the node and finds no
+// room (memory or vcores at or below zero). Iterated in slot order.
+class RoomSlots {
+ public:
+  void set(size_t i) {
+    if (words_.size() <= i / 64) words_.resize(i / 64 + 1, 0);
+    words_[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  void reset(size_t i) {
+    if (i / 64 < words_.size()) words_[i / 64] &= ~(uint64_t{1} << (i % 64));
+  }
+  // Calls f(slot) for each set slot in increasing order while f returns
+  // true; f may reset any slot (a word is read before its slots are visited).
+  template <typename F>
+  void forEach(F&& f) const {
+    for (size_t w = 0; w < words_.size(); w++) {
+      for (uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+        if (!f(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)))) return;
+      }
+    }
+  }
+
+ private:
+  std::vector<uint64_t> words_;
 };
 
 // A reservation below its guarantee with demand, in containers of its
@@ -446,6 +475,8 @@ struct Scheduler::Impl {
   std::vector<Reservation*> victim_owners;  // scratch of selectVictims
   std::vector<Node*> victim_nodes;          // scratch of selectVictims
   mutable std::vector<Starved> starved;     // scratch of cover and selectVictims
+  mutable RoomSlots room_slots;             // nodes cover may place on (RoomSlots)
+  mutable uint64_t cover_epoch = 0;         // one per cover pass (Node::rem_epoch)
   EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
   EntityHeap overage{kOverage};             // reservations with demand
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
@@ -911,6 +942,7 @@ struct Scheduler::Impl {
     if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
+    room_slots.set(static_cast<size_t>(n->slot));
     crv.nodeFreeChanged(n->crv, c->resource.vcores());
     cluster_used -= c->resource;
     subUsed(a, c->resource);
@@ -1086,18 +1118,47 @@ struct Scheduler::Impl {
   // Collects the starved reservations and places their containers in every
   // node's room (free plus under notice), nodes in slot order; `without`, if
   // set, is a noticed container whose room is left out. Returns the starved
-  // containers left without room. O(nodes x starved reservations).
+  // containers left without room. A node without memory or vcores in its
+  // room fits no starved shape (each has both, else every node is walked),
+  // so only the nodes of room_slots are visited; the others' rem is taken
+  // as free + noticed when selectVictims first touches them (Node::rem_epoch).
+  // O(nodes with room x starved reservations + nodes / 64).
   int64_t cover(const Container* without = nullptr) const {
     collectStarved();
+    cover_epoch++;
     int64_t uncovered = 0;
     for (const Starved& st : starved) uncovered += st.uncovered;
-    for (Node* n : node_slots) {
-      if (n == nullptr || uncovered == 0) continue;
+    if (uncovered == 0) return 0;
+    auto visit = [&](Node* n) {
       n->rem = n->free + n->noticed;
       if (without != nullptr && without->node == n) n->rem -= without->resource;
+      n->rem_epoch = cover_epoch;
       uncovered -= placeStarved(*n);
+      return uncovered > 0;
+    };
+    const bool all_need_both = std::all_of(starved.begin(), starved.end(), [](const Starved& st) {
+      return st.shape.memoryMib() > 0 && st.shape.vcores() > 0;
+    });
+    if (!all_need_both) {
+      for (Node* n : node_slots) {
+        if (n != nullptr && !visit(n)) break;
+      }
+      return uncovered;
     }
+    room_slots.forEach([&](size_t slot) {
+      Node* n = node_slots[slot];
+      if (n == nullptr || !hasRoom(*n)) {
+        room_slots.reset(slot);
+        return true;
+      }
+      return visit(n);
+    });
     return uncovered;
+  }
+
+  static bool hasRoom(const Node& n) {
+    return n.free.memoryMib() + n.noticed.memoryMib() > 0 &&
+           n.free.vcores() + n.noticed.vcores() > 0;
   }
 
   // Reservations below their guarantee whose containers find no room —
@@ -1178,6 +1239,10 @@ struct Scheduler::Impl {
   int64_t take(Container* c, std::vector<Node*>& nodes_taken, std::vector<Reservation*>& touched,
                TimePoint now) {
     Node& n = *c->node;
+    if (n.rem_epoch != cover_epoch) {  // not visited by this pass's cover: nothing placed
+      n.rem = n.free + n.noticed;
+      n.rem_epoch = cover_epoch;
+    }
     if (n.taken.empty()) nodes_taken.push_back(&n);
     n.taken.push_back(c);
     n.tentative += c->resource;
@@ -1212,6 +1277,7 @@ struct Scheduler::Impl {
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
     c->node->noticed += c->resource;
+    room_slots.set(static_cast<size_t>(c->node->slot));
     a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});
   }
@@ -1331,6 +1397,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   n.id = node;
   n.total = total;
   n.free = total;
+  s.room_slots.set(static_cast<size_t>(n.slot));
   n.attrs = std::move(attributes);
   n.crv = s.crv.addNode(node, n.attrs, total.vcores());
   s.cluster_total += total;
@@ -1352,6 +1419,7 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
   const int64_t old_free_vcores = n.free.vcores();
   n.total = total;
   n.free = total - n.used;
+  s.room_slots.set(static_cast<size_t>(n.slot));
   s.crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
   s.rekeyAll();
   return Status::ok();
@@ -1390,6 +1458,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.crv.removeNode(node);
   s.node_index.erase(node);
   s.node_slots[static_cast<size_t>(n.slot)] = nullptr;
+  s.room_slots.reset(static_cast<size_t>(n.slot));
   s.nodes.erase(it);
   s.rekeyAll();
   return lost;

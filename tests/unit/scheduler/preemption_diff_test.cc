@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -223,15 +224,21 @@ const Resource kNodeTotal(16384, 8);
 
 class Instance {
  public:
-  explicit Instance(uint32_t seed) : rng_(seed) {
+  // Nodes: min_nodes plus up to extra_nodes - 1 more, named in slot order
+  // ("n000", "n001", ...: the reference walks them by name); asks and
+  // guarantees are multiplied by `scale` to fill them.
+  explicit Instance(uint32_t seed, int min_nodes = 2, int extra_nodes = 4, int scale = 1)
+      : rng_(seed), scale_(scale) {
     SchedulerOptions o;
     o.adhoc_queues = {{"root.a", 1.0}, {"root.b", 2.0}};
     o.preemption_grace = Millis(2000);
     o.borrowing_reservations_share = seed % 2 == 0;
     s_ = std::move(Scheduler::create(o)).value();
-    const int nodes = 2 + pick(4);
+    const int nodes = min_nodes + pick(extra_nodes);
     for (int i = 0; i < nodes; i++) {
-      nodes_.emplace_back("n" + std::to_string(i));
+      char name[16];
+      std::snprintf(name, sizeof name, "n%03d", i);
+      nodes_.emplace_back(name);
       EXPECT_TRUE(s_->addNode(nodes_.back(), kNodeTotal, {}).isOk());
     }
     for (int i = 0; i < 3; i++) {
@@ -282,7 +289,7 @@ class Instance {
   }
 
   void setGuarantee(int i) {
-    Resource g = Resource(2048, 1) * pick(12);
+    Resource g = Resource(2048, 1) * (pick(12) * scale_);
     auto kind = pick(2) == 0 ? ReservationKind::kPeriodic : ReservationKind::kOneOff;
     EXPECT_TRUE(s_->setReservation(reservations_[static_cast<size_t>(i)], kind, g).isOk());
   }
@@ -319,7 +326,7 @@ class Instance {
     r.request_id = pick(2) == 0 ? "p0" : "p1";
     r.priority = r.request_id == "p0" ? 0 : 1;
     r.capability = shape();
-    r.count = pick(7);
+    r.count = pick(7) * scale_;
     ASSERT_TRUE(s_->updateAsks(a, {r}).isOk());
     model_apps_[a].asks[r.request_id] = {r.capability, r.count};
   }
@@ -417,6 +424,7 @@ class Instance {
 
  private:
   std::mt19937 rng_;
+  int scale_ = 1;
   std::unique_ptr<Scheduler> s_;
   TimePoint now_ = fromEpochMs(1'800'000'000'000);
   std::vector<NodeId> nodes_;
@@ -447,6 +455,20 @@ TEST(SchedulerPreemptionTest, SameVictimsAsFullWalkOnRandomInstances) {
   EXPECT_GT(victims, 500);
   EXPECT_GT(kills, victims / 4);
   EXPECT_LT(kills, victims);
+}
+
+// The same on clusters of 60 to 139 nodes, where most nodes are full: the
+// scheduler's cover pass visits only the nodes that may have room
+// (RoomSlots, several bitset words), the reference walks every node.
+TEST(SchedulerPreemptionTest, SameVictimsWithManyMostlyFullNodes) {
+  int64_t victims = 0;
+  for (uint32_t seed = 1; seed <= 30; seed++) {
+    Instance inst(seed, 60, 80, 25);
+    for (int i = 0; i < 600 && !::testing::Test::HasFatalFailure(); i++) inst.step();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "seed " << seed;
+    victims += inst.victims_;
+  }
+  EXPECT_GT(victims, 100);
 }
 
 }  // namespace
