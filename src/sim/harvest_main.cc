@@ -4,7 +4,7 @@
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
-//       [--weights LENGTH:P,C,U]... [--json]
+//       [--drain S] [--weights LENGTH:P,C,U]... [--json]
 //
 // Prints, per strategy, task kills, job completion times and harvested
 // utilisation, then the work lost to kills, the jobs Algorithm 1 found no
@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
                  "History placement: seconds a job no class fits is held (selection retried "
                  "every tick) before it runs unconstrained; 0 = at once (default)")
       ->check(CLI::NonNegativeNumber);
+  double drain_s = 0;
+  app.add_option("--drain", drain_s,
+                 "Seconds the jobs submitted on the evaluation day may run on after it (the "
+                 "primaries repeat that day), so JCTs cover the jobs a placement slowed past "
+                 "midnight; 0 = stop at the day's end, unfinished jobs left out (default)")
+      ->check(CLI::Range(0.0, 7 * 86400.0));
   std::vector<std::string> weights;
   app.add_option("--weights", weights,
                  "Algorithm 1's ranking weights of a job length for periodic, constant and "
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
+  ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
   for (const auto& w : weights) {
     if (Status st = sim::parseRankingWeights(w, ho.selection); !st.isOk())
       return fail("--" + st.message());

@@ -257,10 +257,12 @@ class HarvestRun {
     std::sort(jobs_.begin(), jobs_.end(),
               [](const JobRt& a, const JobRt& b) { return a.submit_tick < b.submit_tick; });
     const int64_t end_tick = static_cast<int64_t>(traces_.front().util.size()) * ticks_per_step_;
+    const int64_t drain_until = end_tick + o_.drain / o_.tick;
     size_t next_job = 0;
     double secondary = 0, primary = 0;
     int64_t measured = 0;
-    for (int64_t now = day_ticks; now < end_tick; now++) {
+    for (int64_t now = day_ticks; now < drain_until; now++) {
+      if (now >= end_tick && active_.empty()) break;
       while (next_job < jobs_.size() && jobs_[next_job].submit_tick <= now) {
         admit(static_cast<int>(next_job), now);
         active_.push_back(static_cast<int>(next_job++));
@@ -268,6 +270,7 @@ class HarvestRun {
       enforce(now);
       complete(now);
       place(now);
+      if (now >= end_tick) continue;  // draining: the day's utilisation is measured
       for (const auto& s : servers_) {
         secondary += static_cast<double>(s.tasks.size());
         primary += primaryCores(s, now);
@@ -315,7 +318,10 @@ class HarvestRun {
   }
   double primaryCores(const Server& s, int64_t now) const {
     const auto& u = traces_[s.tenant].util;
-    size_t i = std::min(u.size() - 1, static_cast<size_t>(now / ticks_per_step_));
+    // Past the series (draining), the last day repeats.
+    auto i = static_cast<size_t>(now / ticks_per_step_);
+    if (i >= u.size())
+      i = u.size() - static_cast<size_t>(per_day_) + (i - u.size()) % static_cast<size_t>(per_day_);
     return u[i] * o_.cores;
   }
   // Cores a new task may use on `s` (the placement view of the strategy).
@@ -514,6 +520,7 @@ Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
   if (o.tick.count() <= 0 || o.step < o.tick)
     return invalidArgument("tick", "must be > 0 and <= step");
   if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
+  if (o.drain.count() < 0) return invalidArgument("drain", "must be >= 0");
   const int64_t per_day = Millis(86400000) / o.step;
   if (static_cast<int64_t>(traces.front().util.size()) < 2 * per_day) {
     return invalidArgument("traces", "need two days of samples (day 0 is history)");

@@ -97,6 +97,10 @@ struct HarvestSimOptions {
   // held (selection retried every tick) before it runs unconstrained; 0 =
   // runs unconstrained at once (the RM's "no classes, no constraint").
   Millis no_class_wait{0};
+  // After the evaluation day, the jobs submitted on it run on for at most
+  // this long, the primaries repeating that day; 0 = the run stops at the
+  // day's end and jobs unfinished then are left out of the JCTs.
+  Millis drain{0};
   rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
   uint64_t seed = 1;
 };

@@ -239,6 +239,39 @@ TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
   EXPECT_EQ(flat->jobs_finished, 20);
 }
 
+// A job submitted late on the evaluation day: without a drain the run ends
+// at midnight and the job is left out; with one it finishes, on primaries
+// that repeat the evaluation day (a spike at 01:00 on it kills the job's
+// tasks again at 01:00 the next day, and they rerun).
+TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
+  std::vector<PrimaryTrace> traces(1);
+  traces[0].tenant = "t";
+  traces[0].util.assign(2 * 288, 0.2);
+  for (int i = 288 + 12; i < 288 + 24; i++) traces[0].util[i] = 0.95;  // day 1, 01:00-02:00
+  std::vector<SwimJob> jobs = longJobs(1, 2);
+  jobs[0].submit = Millis((23 * 60 + 30) * 60 * 1000);
+  HarvestSimOptions o;
+  o.servers_per_tenant = 2;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = 60s;
+  auto cut = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(cut.isOk()) << cut.status().message();
+  EXPECT_EQ(cut->jobs_finished, 0);
+  EXPECT_EQ(cut->task_kills, 0);
+  o.drain = 12h;
+  auto drained = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(drained.isOk());
+  EXPECT_EQ(drained->jobs_finished, 1);
+  EXPECT_EQ(drained->task_kills, 2) << "the repeated 01:00 spike";
+  // Killed at 01:00, rerun from 02:00 (the spike leaves no room before): 3 h.
+  EXPECT_DOUBLE_EQ(drained->mean_jct_s, (2.5 + 3) * 3600);
+  o.drain = -1s;
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("drain"), std::string::npos);
+}
+
 // With tenant-wide reimages, best-first (all replicas on the calmest tenant)
 // loses at least as many blocks as Algorithm 2, which spreads them.
 TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
