@@ -679,22 +679,29 @@ void Sim::round() {
 // nodes are alike (same size, no attributes), so a node whose free room is
 // within such a node's, and that holds no notice either, would get nothing
 // and change nothing: it is not offered. (At 50,000 nodes an ask its app
-// could not take yet was offered to every free node.) The declined rooms are
-// forgotten at the first offer that changes anything. Decisions are those
-// of offering every node: summary.json is byte-identical (README).
+// could not take yet was offered to every free node.) Once a wholly free node
+// declined while no node holds a notice, no later node can be offered, and
+// the walk ends. The declined rooms are forgotten at the first offer that
+// changes anything. Decisions are those of offering every node: summary.json
+// is byte-identical (README).
 bool Sim::offerNewAsks() {
   bool offered = false;
   int64_t granted = 0;
   std::vector<Resource> declined;
+  bool whole_node_declined = false;
   for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
        n = free_nodes_.next(n)) {
     const Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
     if (!new_ask_min_.fitsIn(free)) continue;
-    const bool noticed = sched_->nodeHasNotices(node_handles_[static_cast<size_t>(n)]);
+    // An offer's preemption selection may have noticed containers anywhere.
+    const bool any_notices = sched_->anyNodeHasNotices();
+    const bool noticed =
+        any_notices && sched_->nodeHasNotices(node_handles_[static_cast<size_t>(n)]);
     if (!noticed && !o_.offer_every_free_node &&
         std::any_of(declined.begin(), declined.end(),
                     [&](const Resource& d) { return free.fitsIn(d); })) {
       refreshFree(n);  // as an offer would: the smallest task may have changed
+      if (whole_node_declined && !any_notices) break;  // every later node's room is within it
       continue;
     }
     bool killed = false;
@@ -703,8 +710,10 @@ bool Sim::offerNewAsks() {
     offered = true;
     if (got > 0 || killed || noticed) {
       declined.clear();
+      whole_node_declined = false;
     } else {
       declined.push_back(free);
+      whole_node_declined = whole_node_declined || free == o_.node_size;
     }
   }
   return offered;

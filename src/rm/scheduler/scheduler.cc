@@ -477,8 +477,13 @@ struct Scheduler::Impl {
   mutable std::vector<Starved> starved;     // scratch of cover and selectVictims
   mutable RoomSlots room_slots;             // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;         // one per cover pass (Node::rem_epoch)
-  EntityHeap guaranteed{kGuaranteed};       // reservations below guarantee with demand
-  EntityHeap overage{kOverage};             // reservations with demand
+  int64_t marked_total = 0;                 // sum of Node::marked
+  void unmark(Node& n) {
+    n.marked--;
+    marked_total--;
+  }
+  EntityHeap guaranteed{kGuaranteed};  // reservations below guarantee with demand
+  EntityHeap overage{kOverage};        // reservations with demand
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
   FitIndex reservation_fit;  // needs of the pending asks of reservation apps (all reservations)
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
@@ -949,7 +954,7 @@ struct Scheduler::Impl {
     if (c->preempting) {
       n->noticed -= c->resource;
       if (a->res != nullptr) a->res->preempting -= c->resource;
-      if (!c->kill_sent) n->marked--;
+      if (!c->kill_sent) unmark(*n);
       dropNotice(c);
     }
     containers.erase(c->id);
@@ -1024,7 +1029,7 @@ struct Scheduler::Impl {
         continue;
       }
       c->kill_sent = true;
-      n.marked--;
+      unmark(n);
       out.to_kill.push_back(toAllocation(*c));
     }
   }
@@ -1044,7 +1049,7 @@ struct Scheduler::Impl {
     App* a = c->app;
     c->preempting = false;
     c->kill_deadline = TimePoint();
-    c->node->marked--;
+    unmark(*c->node);
     c->node->noticed -= c->resource;
     candsOf(c).insertByOrder(c);
     dropNotice(c);
@@ -1276,6 +1281,7 @@ struct Scheduler::Impl {
     c->preempting = true;
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
+    marked_total++;
     c->node->noticed += c->resource;
     room_slots.set(static_cast<size_t>(c->node->slot));
     a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
@@ -1755,6 +1761,8 @@ bool Scheduler::nodeHasNotices(NodeSlot slot) const {
   const Node* n = impl_->slotNode(slot);
   return n != nullptr && n->marked > 0;
 }
+
+bool Scheduler::anyNodeHasNotices() const { return impl_->marked_total > 0; }
 
 NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
   NodeUpdateResult all;

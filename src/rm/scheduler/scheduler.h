@@ -232,6 +232,8 @@ class Scheduler {
   // to kill: a nodeUpdate there may kill them or silently withdraw their
   // notices. False for an unknown slot.
   bool nodeHasNotices(NodeSlot slot) const;
+  // Whether any node does (nodeHasNotices for some slot). O(1).
+  bool anyNodeHasNotices() const;
 
   // nodeUpdate for every node, in NodeId order; results concatenated.
   NodeUpdateResult schedulePass(TimePoint now);
