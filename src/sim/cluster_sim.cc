@@ -288,6 +288,7 @@ class Sim {
   void askStage(int app, size_t s, int64_t added);
   void stageDone(int app, size_t s);
   void finishApp(int app);
+  void releaseRunState(AppState& app);
   void submitPeriodic(int job, int64_t k);
   void submitAdhoc(int idx);
   void reportDag(int app);
@@ -1023,10 +1024,27 @@ void Sim::finishApp(int ai) {
                                              w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
                                              app.end - app.submit});
   }
-  app.bins.clear();
-  app.bins.shrink_to_fit();
-  app.inst.stages.clear();
-  app.inst.stages.shrink_to_fit();
+  releaseRunState(app);
+}
+
+// A finished app keeps only what outcomes and lookups read (ids, times,
+// flags, used); its per-stage and per-step state is freed, so memory does
+// not grow with the instances simulated (issue #13 "Scale": ~3 M apps).
+void Sim::releaseRunState(AppState& app) {
+  auto drop = [](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); };
+  drop(app.bins);
+  drop(app.inst.stages);
+  drop(app.next_task);
+  drop(app.pending);
+  drop(app.remaining);
+  drop(app.unmet);
+  drop(app.requeued);
+  drop(app.dependents);
+  drop(app.stage_max);
+  drop(app.done_count);
+  drop(app.done_time);
+  drop(app.grants);
+  drop(app.estimate_factor);
 }
 
 // ---- fluid ad-hoc pools (--task-model fluid, sim/fluid_adhoc.h) ----
