@@ -101,6 +101,16 @@ PrimaryTrace middaySpike(const std::string& name, double high) {
   return t;
 }
 
+// All SWIM jobs kept, 8-core servers, 1-minute ticks.
+HarvestSimOptions minuteTicks(int servers_per_tenant) {
+  HarvestSimOptions o;
+  o.servers_per_tenant = servers_per_tenant;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = std::chrono::seconds(60);
+  return o;
+}
+
 // `n` jobs of `tasks` map tasks of 3 h (long), submitted at 10:00 + 5 min * k.
 std::vector<SwimJob> longJobs(int n, int64_t tasks) {
   std::vector<SwimJob> jobs;
@@ -124,11 +134,7 @@ TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
   traces[1].tenant = "flat";
   traces[1].truth = rm::UtilPattern::kConstant;
   traces[1].util.assign(2 * 288, 0.5);
-  HarvestSimOptions o;
-  o.servers_per_tenant = 2;
-  o.cores = 8;
-  o.job_sample = 1.0;
-  o.tick = 60s;
+  HarvestSimOptions o = minuteTicks(2);
   auto jobs = longJobs(3, 2);
   auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
@@ -158,11 +164,7 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
   jobs.push_back(longJobs(1, 2)[0]);
   jobs[1].name = "late";
   jobs[1].submit = Millis((10 * 60 + 30) * 60 * 1000);
-  HarvestSimOptions o;
-  o.servers_per_tenant = 1;
-  o.cores = 8;
-  o.job_sample = 1.0;
-  o.tick = 60s;
+  HarvestSimOptions o = minuteTicks(1);
   auto at_once = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   o.no_class_wait = 1h;
   auto held = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
@@ -186,11 +188,7 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
 // tasks at noon.
 TEST(HarvestSimTest, HistoryPlacesLongTasksWithinThePeakHeadroom) {
   std::vector<PrimaryTrace> traces = {middaySpike("wave", 0.5)};
-  HarvestSimOptions o;
-  o.servers_per_tenant = 2;
-  o.cores = 8;
-  o.job_sample = 1.0;
-  o.tick = 60s;
+  HarvestSimOptions o = minuteTicks(2);
   auto jobs = longJobs(1, 6);
   auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
@@ -222,11 +220,7 @@ TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
     s.reduce_task_duration = 5min;
     jobs.push_back(s);
   }
-  HarvestSimOptions o;
-  o.servers_per_tenant = 2;
-  o.cores = 8;
-  o.job_sample = 1.0;
-  o.tick = 60s;
+  HarvestSimOptions o = minuteTicks(2);
   auto unaware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
   ASSERT_TRUE(unaware.isOk()) << unaware.status().message();
   EXPECT_EQ(unaware->jobs_finished, 20);
@@ -250,11 +244,7 @@ TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
   for (int i = 288 + 12; i < 288 + 24; i++) traces[0].util[i] = 0.95;  // day 1, 01:00-02:00
   std::vector<SwimJob> jobs = longJobs(1, 2);
   jobs[0].submit = Millis((23 * 60 + 30) * 60 * 1000);
-  HarvestSimOptions o;
-  o.servers_per_tenant = 2;
-  o.cores = 8;
-  o.job_sample = 1.0;
-  o.tick = 60s;
+  HarvestSimOptions o = minuteTicks(2);
   auto cut = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
   ASSERT_TRUE(cut.isOk()) << cut.status().message();
   EXPECT_EQ(cut->jobs_finished, 0);
