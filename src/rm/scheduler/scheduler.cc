@@ -1173,7 +1173,8 @@ struct Scheduler::Impl {
   // reservation forever before). Approximations: a reservation's need is
   // counted in containers of its largest pending need, and placement
   // constraints are not checked. O(1) without a reservation below its
-  // guarantee with demand, O(nodes x starved reservations) with one.
+  // guarantee with demand, cover's cost (O(nodes with room x starved
+  // reservations + nodes / 64)) plus the selection's with one.
   void preemptIfNeeded(TimePoint now) {
     if (need_total.isZero()) return;
     const int64_t uncovered = cover();

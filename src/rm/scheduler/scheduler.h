@@ -70,11 +70,12 @@
 // Decisions are exactly those of the full walk (SchedulerAskIndexTest).
 // Preemption: the need is kept incrementally, so a heartbeat without a
 // reservation below its guarantee with demand costs O(1); with one, counting
-// the usable room costs O(nodes x starved needs), and a selection
-// O(containers visited x (log lenders + starved needs)) — it never walks
-// containers of reservations within their guarantee (issue #13: the full walk
-// on every heartbeat was 86% of the simulator's time). Re-checking a notice
-// at its deadline costs O(nodes x starved needs); withdrawing it costs
+// the usable room costs O(nodes with room x starved needs + nodes / 64) (a
+// bitset of the nodes whose room may have grown; full nodes are skipped),
+// and a selection O(containers visited x (log lenders + starved needs)) — it
+// never walks containers of reservations within their guarantee (issue #13:
+// the full walk on every heartbeat was 86% of the simulator's time).
+// Re-checking a notice at its deadline costs the same count; withdrawing it costs
 // O(candidates allocated after it) to put it back in allocation order.
 //
 // Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
