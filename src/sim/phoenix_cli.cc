@@ -18,12 +18,19 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
     return std::shared_ptr<const sched::QueueOrderingPolicy>(
         std::make_shared<sched::PhoenixOrderingPolicy>(false));
   }
-  return sched::makeOrderingPolicy(name, "--policies");
+  auto p = sched::makeOrderingPolicy(name, "--policies");
+  if (!p.isOk()) {
+    return invalidArgument("--policies", "unknown policy '" + name +
+                                             "' (fifo, drf, carbyne, phoenix, phoenix-no-crv, "
+                                             "eagle-c, floor)");
+  }
+  return p;
 }
 
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixCliFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
+  if (name == "floor") return runPhoenixFloor(f.opts);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
   return runPhoenixSim(f.opts, policy);
 }
@@ -57,7 +64,9 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
       ->capture_default_str();
   c->add_option("--eagle-probe-ratio", f.eagle.probe_ratio, "eagle-c: probes per short task")
       ->capture_default_str();
-  c->add_option("--policies", f.policies, "fifo, drf, phoenix-no-crv, phoenix, eagle-c")
+  c->add_option("--policies", f.policies,
+                "fifo, drf, phoenix-no-crv, phoenix, eagle-c; floor: no job waits (the bound under "
+                "every scheduler)")
       ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
@@ -71,6 +80,13 @@ int runPhoenixCommand(PhoenixCliFlags f) {
   }
   f.opts.node_size = *size;
   f.opts.arrivals = Millis(f.arrivals_min * 60 * 1000);
+  for (const auto& name : f.policies) {  // before any output: bad input leaves one line
+    if (name == "eagle-c" || name == "floor") continue;
+    if (auto p = policyByName(name); !p.isOk()) {
+      std::cerr << "morpheus-sim: " << p.status().message() << "\n";
+      return 2;
+    }
+  }
   nlohmann::json all = nlohmann::json::array();
   if (!f.json) {
     std::printf("%-15s %4s %5s | %-23s | %-23s | %-23s\n", "policy", "seed", "jobs",

@@ -151,6 +151,45 @@ void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult&
   out.makespan_s = jobs.empty() ? 0 : std::chrono::duration<double>(last - jobs[0].submit).count();
 }
 
+Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
+  const auto wall0 = std::chrono::steady_clock::now();
+  PhoenixSimResult out;
+  out.policy = "floor";
+  std::vector<sched::NodeAttributes> nodes;
+  for (int32_t i = 0; i < opts.nodes; i++) nodes.push_back(phoenixNodeAttributes(opts.seed, i));
+  const TimePoint t0 = fromEpochMs(0);
+  std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
+  out.jobs = static_cast<int64_t>(jobs.size());
+  auto tick = [t0](TimePoint t) {  // the first 1 s tick at or after t
+    const int64_t ms = (t - t0).count();
+    return t0 + Millis((ms + 999) / 1000 * 1000);
+  };
+  for (size_t ji = 0; ji < jobs.size(); ji++) {
+    PhoenixJob& j = jobs[ji];
+    j.rejected = std::none_of(nodes.begin(), nodes.end(), [&j](const sched::NodeAttributes& a) {
+      return std::all_of(j.constraints.begin(), j.constraints.end(),
+                         [&a](const auto& c) { return !c.hard || sched::constraintMatches(c, a); });
+    });
+    if (j.rejected) {
+      out.rejected++;
+      continue;
+    }
+    const TimePoint start = tick(j.submit);
+    TimePoint end = start;
+    for (int32_t k = 0; k < j.tasks; k++) {
+      double jitter = rng::Stream(opts.seed, ji, k, "task").uniform(0, 0.8, 1.2);
+      end = std::max(
+          end,
+          start + Millis(static_cast<int64_t>(static_cast<double>(j.duration.count()) * jitter)));
+    }
+    j.finish = tick(end);
+  }
+  summarisePhoenixJobs(jobs, out);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
 Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
                                        std::shared_ptr<const sched::QueueOrderingPolicy> policy) {
   MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));

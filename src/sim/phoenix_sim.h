@@ -107,4 +107,15 @@ void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult&
 Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
                                        std::shared_ptr<const sched::QueueOrderingPolicy> policy);
 
+// The floor under every scheduler's response times on the workload of
+// `opts`: each job's tasks all start at the first 1 s tick at or after its
+// submission (no waiting, as on an idle cluster of unbounded size), with the
+// same per-task run times as runPhoenixSim and runEagleSim, and the job is seen
+// finished at the first tick at or after its last task's end. Jobs no node
+// can serve are rejected as there. policy = "floor". No scheduler's
+// percentile can be below this run's, so a baseline's p99 over the floor's
+// is the most any scheduler could gain on it.
+// INVALID_ARGUMENT naming the field for bad options.
+Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts);
+
 }  // namespace morpheus::sim

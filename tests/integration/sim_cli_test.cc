@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "harness.h"
@@ -103,6 +104,31 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
   EXPECT_EQ(c3, 2);
   EXPECT_NE(o3.find("line 2"), std::string::npos) << o3;
   EXPECT_EQ(std::count(o3.begin(), o3.end(), '\n'), 1) << o3;
+}
+
+// morpheus-sim phoenix (issue #17): the floor row (no job waits) is printed
+// beside the schedulers and is never above them; an unknown policy is one
+// line naming --policies and the known ones, before any table.
+TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {
+  auto [code, out] =
+      runCommand({binary("morpheus-sim"), "phoenix", "--nodes", "20", "--arrivals-min", "20",
+                  "--seeds", "2", "--policies", "phoenix", "eagle-c", "floor", "--json"});
+  ASSERT_EQ(code, 0) << out;
+  auto rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), 3u) << out;
+  EXPECT_EQ(rows[2]["policy"], "floor");
+  for (int i : {0, 1}) {
+    EXPECT_LE(rows[2]["short"]["p99_s"].get<double>(), rows[i]["short"]["p99_s"].get<double>());
+    EXPECT_EQ(rows[2]["rejected"], rows[i]["rejected"]);
+  }
+
+  auto [c2, o2] = runCommand({binary("morpheus-sim"), "phoenix", "--policies", "eagle"});
+  EXPECT_EQ(c2, 2);
+  EXPECT_NE(o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
+                    "phoenix-no-crv, eagle-c, floor)"),
+            std::string::npos)
+      << o2;
+  EXPECT_EQ(std::count(o2.begin(), o2.end(), '\n'), 1) << o2;
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // morpheus-sim's Phoenix experiment (issue #17): determinism, admission
-// control of unmeetable jobs, and Phoenix's gain over FIFO on short jobs.
+// control of unmeetable jobs, Phoenix's gain over FIFO on short jobs, and the
+// no-wait floor under every scheduler.
 #include "sim/phoenix_sim.h"
 
 #include <gtest/gtest.h>
 
 #include "rm/scheduler/phoenix_policy.h"
+#include "sim/eagle_sim.h"
 
 namespace morpheus::sim {
 namespace {
@@ -54,6 +56,43 @@ TEST(PhoenixSimTest, PhoenixCutsShortJobTailVersusFifo) {
   EXPECT_LT(p->short_jobs.p90, f->short_jobs.p90);
   EXPECT_LT(p->short_jobs.p99, f->short_jobs.p99);
   EXPECT_LT(p->long_unconstrained.mean, f->long_unconstrained.mean * 1.05);
+}
+
+// The no-wait floor: on a nearly idle cluster every job starts at once, so
+// the scheduler core's run equals it exactly (same run times, same ticks);
+// under load no scheduler's percentile is below it, and it turns away the
+// same unmeetable jobs.
+TEST(PhoenixSimTest, FloorEqualsAnIdleClusterAndBoundsEveryScheduler) {
+  PhoenixSimOptions idle = small(2);
+  idle.load = 0.05;
+  auto fi = runPhoenixFloor(idle);
+  auto pi = runPhoenixSim(idle, phoenix());
+  ASSERT_TRUE(fi.isOk() && pi.isOk());
+  EXPECT_EQ(fi->policy, "floor");
+  EXPECT_EQ(fi->short_jobs.p99, pi->short_jobs.p99);
+  EXPECT_EQ(fi->short_jobs.mean, pi->short_jobs.mean);
+  EXPECT_EQ(fi->long_unconstrained.mean, pi->long_unconstrained.mean);
+
+  for (uint64_t seed : {1, 7}) {
+    auto f = runPhoenixFloor(small(seed));
+    ASSERT_TRUE(f.isOk());
+    auto p = runPhoenixSim(small(seed), phoenix());
+    auto e = runEagleSim(small(seed), EagleOptions{});
+    ASSERT_TRUE(p.isOk() && e.isOk());
+    for (const PhoenixSimResult* r : {&*p, &*e}) {
+      EXPECT_EQ(f->rejected, r->rejected) << r->policy;
+      EXPECT_LE(f->short_jobs.p50, r->short_jobs.p50) << r->policy;
+      EXPECT_LE(f->short_jobs.p99, r->short_jobs.p99) << r->policy;
+      EXPECT_LE(f->short_jobs.mean, r->short_jobs.mean) << r->policy;
+      EXPECT_LE(f->long_unconstrained.mean, r->long_unconstrained.mean) << r->policy;
+    }
+    EXPECT_LT(f->short_jobs.mean, e->short_jobs.mean);  // the loaded cluster makes jobs wait
+  }
+  PhoenixSimOptions bad = small(1);
+  bad.load = 0;
+  auto r = runPhoenixFloor(bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("load"), std::string::npos);
 }
 
 // Bad options are INVALID_ARGUMENT naming the field.
