@@ -157,7 +157,10 @@ int main(int argc, char** argv) {
          {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
          {"kills_by_length", breakdown(r->kills_by_length, lengths)},
          {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
-         {"mean_jct_by_length_s", breakdown(r->mean_jct_by_length_s, lengths)}});
+         {"mean_jct_by_length_s", breakdown(r->mean_jct_by_length_s, lengths)},
+         {"floor_mean_jct_s", r->floor_mean_jct_s},
+         {"floor_p95_jct_s", r->floor_p95_jct_s},
+         {"floor_mean_jct_by_length_s", breakdown(r->floor_mean_jct_by_length_s, lengths)}});
   }
   for (auto s : {sim::ReplicaStrategy::kAlgorithm2, sim::ReplicaStrategy::kRandom,
                  sim::ReplicaStrategy::kBestFirst}) {
@@ -197,6 +200,19 @@ int main(int argc, char** argv) {
                   p["mean_jct_by_length_s"][l].get<double>());
     }
     std::printf("\n");
+  }
+  for (const auto& p : out["placement"]) {
+    // What no placement can beat: the same finished jobs had none waited or
+    // been killed (HarvestSimResult::floor_*).
+    const double fm = p["floor_mean_jct_s"].get<double>(), fp = p["floor_p95_jct_s"].get<double>(),
+                 fl = p["floor_mean_jct_by_length_s"]["long"].get<double>();
+    std::printf(
+        "%-16s floor (no wait, no kill) mean %.1f s, p95 %.1f s, long jobs %.0f s: JCT over floor "
+        "mean %.2fx, p95 %.2fx, long %.2fx\n",
+        p["strategy"].get<std::string>().c_str(), fm, fp, fl,
+        p["mean_jct_s"].get<double>() / std::max(fm, 1e-9),
+        p["p95_jct_s"].get<double>() / std::max(fp, 1e-9),
+        p["mean_jct_by_length_s"]["long"].get<double>() / std::max(fl, 1e-9));
   }
   std::printf("%-16s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
   for (const auto& p : out["replicas"]) {

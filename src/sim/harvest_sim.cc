@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <numbers>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -281,22 +282,30 @@ class HarvestRun {
     r.jobs = static_cast<int64_t>(jobs_.size());
     r.tasks_run = tasks_run_;
     r.task_kills = kills_;
-    std::vector<double> jct;
+    std::vector<double> jct, floor;
+    const double tick_s = static_cast<double>(o_.tick.count()) / 1000.0;
     for (const auto& j : jobs_) {
       if (j.finish_tick < 0) continue;
       r.jobs_finished++;
-      jct.push_back(static_cast<double>((j.finish_tick - j.submit_tick) * o_.tick.count()) /
-                    1000.0);
+      jct.push_back(static_cast<double>(j.finish_tick - j.submit_tick) * tick_s);
+      floor.push_back(static_cast<double>(noWaitTicks(j)) * tick_s);
       const auto l = static_cast<size_t>(j.length);
       r.jobs_by_length[l]++;
       r.mean_jct_by_length_s[l] += jct.back();
+      r.floor_mean_jct_by_length_s[l] += floor.back();
     }
     for (size_t l = 0; l < 3; l++) {
       r.kills_by_pattern[l] = kills_by_pattern_[l];
       r.kills_by_length[l] = kills_by_length_[l];
-      if (r.jobs_by_length[l] > 0)
+      if (r.jobs_by_length[l] > 0) {
         r.mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+        r.floor_mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+      }
     }
+    r.floor_mean_jct_s = floor.empty() ? 0
+                                       : std::accumulate(floor.begin(), floor.end(), 0.0) /
+                                             static_cast<double>(floor.size());
+    r.floor_p95_jct_s = percentile(floor, 0.95);
     r.lost_core_s = static_cast<double>(lost_ticks_ * o_.tick.count()) / 1000.0;
     r.jobs_without_class = jobs_without_class_;
     double sum = 0;
@@ -311,6 +320,12 @@ class HarvestRun {
   }
 
  private:
+  // Ticks job `j` takes when nothing waits or is killed: its map wave, then
+  // its reduce wave (a stage without tasks takes none).
+  static int64_t noWaitTicks(const JobRt& j) {
+    return (j.swim->map_tasks > 0 ? j.dur_ticks[0] : 0) +
+           (j.swim->reduce_tasks > 0 ? j.dur_ticks[1] : 0);
+  }
   // Every day but the last is history; jobs run on the last day.
   int64_t historySteps() const {
     int64_t days = static_cast<int64_t>(traces_.front().util.size()) / per_day_;

@@ -118,6 +118,12 @@ struct HarvestSimResult {
   int64_t jobs_by_length[3] = {0, 0, 0};
   double mean_jct_by_length_s[3] = {0, 0, 0};
   double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
+  // The same finished jobs had none waited and none been killed: each job's
+  // map then reduce task duration in ticks (its JCT on an idle cluster of
+  // unbounded size). No placement's JCTs can be below these, so a strategy's
+  // figure over the floor's is the most any placement could gain on it.
+  double floor_mean_jct_s = 0, floor_p95_jct_s = 0;
+  double floor_mean_jct_by_length_s[3] = {0, 0, 0};
   // History only: jobs for which Algorithm 1 found no class (or combination)
   // with room (within no_class_wait); they run without a constraint, i.e.
   // like random placement.

@@ -231,6 +231,13 @@ TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
   ASSERT_TRUE(flat.isOk());
   EXPECT_EQ(flat->task_kills, 0);
   EXPECT_EQ(flat->jobs_finished, 20);
+  // No kill and room for every task at once: each job takes its floor, a
+  // 10-minute map wave then a 5-minute reduce wave; the kills cost above it.
+  EXPECT_DOUBLE_EQ(flat->floor_mean_jct_s, 15 * 60);
+  EXPECT_DOUBLE_EQ(flat->mean_jct_s, flat->floor_mean_jct_s);
+  EXPECT_DOUBLE_EQ(flat->p95_jct_s, flat->floor_p95_jct_s);
+  EXPECT_DOUBLE_EQ(unaware->floor_mean_jct_s, 15 * 60);
+  EXPECT_GT(unaware->mean_jct_s, unaware->floor_mean_jct_s);
 }
 
 // A job submitted late on the evaluation day: without a drain the run ends
@@ -256,6 +263,9 @@ TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
   EXPECT_EQ(drained->task_kills, 2) << "the repeated 01:00 spike";
   // Killed at 01:00, rerun from 02:00 (the spike leaves no room before): 3 h.
   EXPECT_DOUBLE_EQ(drained->mean_jct_s, (2.5 + 3) * 3600);
+  EXPECT_DOUBLE_EQ(drained->floor_mean_jct_s, 3 * 3600);  // one 3 h wave, no reduce stage
+  EXPECT_DOUBLE_EQ(drained->floor_mean_jct_by_length_s[static_cast<size_t>(rm::JobLength::kLong)],
+                   3 * 3600);
   o.drain = -1s;
   auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
   ASSERT_FALSE(bad.isOk());
