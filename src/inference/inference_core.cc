@@ -25,7 +25,12 @@ std::string encodePayload(const ProposalPayload& p) {
                          {"state", i.state},
                          {"detail", i.detail}});
   }
+  json retiring = json::array();
+  for (const auto& r : p.retiring) {
+    retiring.push_back({{"reservation_id", r.reservation_id}, {"after_ms", toEpochMs(r.after)}});
+  }
   return json({{"period_ms", p.period.count()},
+               {"retiring", retiring},
                {"one_off_instances", p.one_off_instances},
                {"warnings", p.warnings},
                {"runs_failed", p.runs_failed},
@@ -81,6 +86,10 @@ Result<ProposalPayload> decodePayload(const std::string& text) {
       p.instances.push_back({fromEpochMs(i.at("period_start_ms").get<int64_t>()),
                              i.at("reservation_id").get<std::string>(),
                              i.at("state").get<std::string>(), i.at("detail").get<std::string>()});
+    }
+    for (const auto& r : j.value("retiring", json::array())) {
+      p.retiring.push_back({r.at("reservation_id").get<std::string>(),
+                            fromEpochMs(r.at("after_ms").get<int64_t>())});
     }
     return p;
   } catch (const json::exception& e) {
@@ -350,16 +359,109 @@ Status InferenceCore::markSuperseded(const store::ProposalRecord& previous) {
   return store_.updateProposal(old, store::ProposalState::kAccepted);
 }
 
+namespace {
+
+// Both payloads reserve the same instances: same period and window.
+bool sameSchedule(const ProposalPayload& a, const ProposalPayload& b) {
+  return a.period == b.period && a.start_offset == b.start_offset &&
+         a.deadline_offset == b.deadline_offset;
+}
+
+// The end of the latest window of `p`'s schedule open at `now`, else `now`:
+// when a reservation serving that schedule no longer serves any instance.
+TimePoint openWindowEnd(const ProposalPayload& p, TimePoint now) {
+  const int64_t period = std::max<int64_t>(p.period.count(), 1);
+  const int64_t t = toEpochMs(now);
+  int64_t k = (t - p.start_offset.count()) / period;
+  if (k * period + p.start_offset.count() > t) k--;  // negative remainders round up
+  const int64_t end = k * period + p.deadline_offset.count();
+  return end > t ? fromEpochMs(end) : now;
+}
+
+}  // namespace
+
+void InferenceCore::retirePrevious(const store::ProposalRecord& previous, ProposalPayload& next,
+                                   const std::string& next_reservation_id) const {
+  auto old = decodePayload(previous.payload_json);
+  if (!old.isOk()) {
+    spdlog::warn("proposal {}: its reservations stay in the RM: {}", previous.id.value(),
+                 old.status().message());
+    return;
+  }
+  const TimePoint now = clock_.now();
+  std::vector<RetiringReservation> add = old->retiring;
+  if (!previous.reservation_id.empty() && previous.reservation_id != next_reservation_id) {
+    add.push_back({previous.reservation_id, openWindowEnd(*old, now)});
+  }
+  for (const auto& i : old->instances) {
+    // Windows open now or past end by themselves (an instance may be running).
+    if (i.state != "submitted" || i.period_start + old->start_offset <= now) continue;
+    const bool held =
+        std::any_of(next.instances.begin(), next.instances.end(), [&i](const auto& n) {
+          return n.reservation_id == i.reservation_id && n.state == "submitted";
+        });
+    if (!held) add.push_back({i.reservation_id, now});
+  }
+  if (add.empty()) return;
+  std::string ids;
+  for (const auto& r : add) {
+    ids += (ids.empty() ? "" : ", ") + r.reservation_id;
+    if (std::find(next.retiring.begin(), next.retiring.end(), r) == next.retiring.end())
+      next.retiring.push_back(r);
+  }
+  next.warnings.push_back("replaces " + std::to_string(add.size()) +
+                          " reservation(s) of the superseded proposal " + previous.id.value() +
+                          " (" + ids +
+                          "), cancelled in the RM once no window they may serve is open");
+}
+
+void InferenceCore::retireDue(Proposal& p, bool* changed) {
+  const TimePoint now = clock_.now();
+  std::vector<RetiringReservation> left;
+  for (const auto& r : p.payload.retiring) {
+    if (r.after > now) {
+      left.push_back(r);
+      continue;
+    }
+    const Status st = rm_.cancel(r.reservation_id);
+    const bool gone = st.code() == StatusCode::kNotFound;
+    metrics_
+        .counter("morpheus_inference_retired_reservations_total",
+                 "Reservations of superseded proposals cancelled in the RM",
+                 {{"outcome", st.isOk() ? "cancelled"
+                              : gone    ? "gone"
+                                        : "refused"}})
+        .inc();
+    if (st.isOk() || gone) {
+      spdlog::info("job {}: reservation {} of a superseded proposal cancelled{}",
+                   p.record.job.value(), r.reservation_id, gone ? " (the RM had it no more)" : "");
+      *changed = true;
+      continue;
+    }
+    spdlog::warn("job {}: cancelling reservation {} of a superseded proposal failed, retried: {}",
+                 p.record.job.value(), r.reservation_id, st.message());
+    left.push_back(r);
+  }
+  p.payload.retiring = std::move(left);
+}
+
+Status InferenceCore::retireDueAndStore(Proposal& p) {
+  bool changed = false;
+  retireDue(p, &changed);
+  if (!changed) return Status::ok();
+  p.record.payload_json = encodePayload(p.payload);
+  p.record.updated = std::max(p.record.updated, clock_.now());
+  return store_.updateProposal(p.record, store::ProposalState::kAccepted);
+}
+
 Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
                                              std::optional<store::ProposalRecord> previous,
                                              const Principal& who, const std::string& placement) {
   if (previous) {
+    // The same instances: their one-offs carry over (not submitted twice).
     auto old = decodePayload(previous->payload_json);
-    if (old.isOk() && old->one_off_instances) p.payload.instances = old->instances;
-    if (!previous->reservation_id.empty()) {
-      spdlog::warn("job {}: recurring reservation {} of the superseded proposal stays in the RM",
-                   p.record.job.value(), previous->reservation_id);
-    }
+    if (old.isOk() && old->one_off_instances && sameSchedule(*old, p.payload))
+      p.payload.instances = old->instances;
   }
   bool changed = false;
   int submitted = 0;
@@ -379,9 +481,15 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
         st.message() + "); they are listed with the instances and retried at every check");
   }
   p.payload.placement = placement;
+  if (previous) retirePrevious(*previous, p.payload, "");
   MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, ""));
   if (previous) {
     MORPHEUS_RETURN_IF_ERROR(markSuperseded(*previous));
+  }
+  Proposal out{rec, p.payload};
+  if (Status st = retireDueAndStore(out); !st.isOk()) {
+    spdlog::warn("proposal {}: retired reservations recorded at the next check: {}", rec.id.value(),
+                 st.message());
   }
   spdlog::info(
       "proposal {} of job {} accepted by {}: per-instance one-off reservations, {} "
@@ -390,7 +498,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
   metrics_
       .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
       .inc();
-  return Proposal{rec, p.payload};
+  return out;
 }
 
 Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
@@ -417,12 +525,13 @@ Result<int> InferenceCore::submitDueInstances() {
   int submitted = 0, refusals = 0;
   for (auto& rec : accepted) {
     MORPHEUS_ASSIGN_OR_RETURN(ProposalPayload payload, decodePayload(rec.payload_json));
-    if (!payload.one_off_instances) continue;
+    if (!payload.one_off_instances && payload.retiring.empty()) continue;
     Proposal p{rec, std::move(payload)};
     bool changed = false;
-    if (Status refused = submitInstancesOf(p, &changed, &submitted); !refused.isOk()) {
+    if (p.payload.one_off_instances && !submitInstancesOf(p, &changed, &submitted).isOk()) {
       refusals++;  // recorded on the proposal, retried on the next call
     }
+    retireDue(p, &changed);
     if (!changed) continue;
     p.record.payload_json = encodePayload(p.payload);
     p.record.updated = std::max(p.record.updated, clock_.now());
@@ -493,6 +602,7 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     return sub.status().withContext("proposal " + p.record.id.value() + " stays pending");
   }
   p.payload.placement = sub->placement_summary;
+  if (previous) retirePrevious(*previous, p.payload, sub->reservation_id);
   MORPHEUS_ASSIGN_OR_RETURN(store::ProposalRecord rec, recordAccepted(p, sub->reservation_id));
   if (previous) {
     // The reservation is in the RM already: the new proposal stays accepted.
@@ -501,12 +611,17 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
                    rec.id.value(), st.message());
     }
   }
+  Proposal out{rec, p.payload};
+  if (Status st = retireDueAndStore(out); !st.isOk()) {
+    spdlog::warn("proposal {}: retired reservations recorded at the next check: {}", rec.id.value(),
+                 st.message());
+  }
   spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(),
                rec.job.value(), who.user, rec.reservation_id, sub->placement_summary);
   metrics_
       .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
       .inc();
-  return Proposal{rec, p.payload};
+  return out;
 }
 
 Status InferenceCore::supersede(const store::ProposalRecord& rec, const std::string& reason) {

@@ -38,6 +38,18 @@ struct InstanceReservation {
   bool operator==(const InstanceReservation&) const = default;
 };
 
+// A reservation of a superseded proposal that its successor replaces (a
+// recurring one by one-offs, one-offs by a recurring one or by one-offs on
+// another schedule): cancelled in the RM once `after` has passed, i.e. once
+// no window it may be serving is open (submitDueInstances retries until the
+// RM confirms), so the plan does not hold the job's instances twice.
+struct RetiringReservation {
+  std::string reservation_id;
+  TimePoint after;
+
+  bool operator==(const RetiringReservation&) const = default;
+};
+
 // What a proposal says, stored as JSON in ProposalRecord::payload_json.
 struct ProposalPayload {
   Millis period{0};
@@ -70,6 +82,7 @@ struct ProposalPayload {
   int runs_failed = 0;  // in the job's history, stored but not fitted
   int runs_killed = 0;
   std::vector<InstanceReservation> instances;  // one_off_instances: newest last
+  std::vector<RetiringReservation> retiring;   // of superseded proposals, not yet cancelled
 };
 
 // The first instance whose window [start + a, start + d] has not opened at
@@ -158,8 +171,10 @@ class InferenceCore {
   // Submits the one-off reservation of every instance of an accepted
   // off-kilter job whose window opens within one_off_lead of now and that
   // was not submitted before (recorded in the proposal, so not twice across
-  // restarts). Returns how many were submitted; refusals are recorded on the
-  // proposal and retried on the next call. Call it more often than the lead.
+  // restarts), and cancels the accepted proposals' retiring reservations
+  // that are due. Returns how many were submitted; refusals are recorded on
+  // the proposal and retried on the next call. Call it more often than the
+  // lead.
   Result<int> submitDueInstances();
 
   TimePoint now() const { return clock_.now(); }
@@ -210,6 +225,20 @@ class InferenceCore {
   // next call could retry it (for sign-off to report); REQUIRES(mu_).
   Status submitInstancesOf(Proposal& p, bool* changed, int* submitted);
   Status supersede(const store::ProposalRecord& rec, const std::string& reason);
+  // Adds to `next` (about to be accepted in place of `previous`, holding
+  // `next_reservation_id`, "" for one-offs) the reservations of `previous`
+  // it replaces: its recurring one unless `next` updated it in place (after
+  // the window it may serve now), and its
+  // one-offs of windows not yet open that `next` does not hold itself;
+  // and what `previous` was still retiring. A warning tells the owner.
+  void retirePrevious(const store::ProposalRecord& previous, ProposalPayload& next,
+                      const std::string& next_reservation_id) const;
+  // Cancels `p`'s retiring reservations that are due; a cancellation the RM
+  // refuses (other than NOT_FOUND: already gone) stays for the next call.
+  // False in *changed when nothing was cancelled. REQUIRES(mu_).
+  void retireDue(Proposal& p, bool* changed);
+  // retireDue on a proposal just recorded as accepted, stored when it changed.
+  Status retireDueAndStore(Proposal& p);
   ProposalId newProposalId();
 
   const InferenceCoreOptions opts_;

@@ -158,4 +158,13 @@ Result<SubmittedReservation> RmReservationClient::submitOneOff(const OneOffReque
   return SubmittedReservation{r.reservation_id, summarize(resp.allocations())};
 }
 
+Status RmReservationClient::cancel(const std::string& reservation_id) {
+  v1::DeleteReservationRequest req;
+  req.set_reservation_id(reservation_id);
+  v1::DeleteReservationResponse resp;
+  // A repeat after an in-flight failure is NOT_FOUND, which callers take as done.
+  return callRm(&v1::ReservationService::Stub::DeleteReservation, req, &resp, Millis(30000),
+                CallKind::kIdempotent);
+}
+
 }  // namespace morpheus::inference

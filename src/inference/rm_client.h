@@ -70,6 +70,9 @@ class ReservationClient {
   // Submits one instance's one-off reservation under r.reservation_id;
   // ALREADY_EXISTS if that id was submitted before (e.g. before a restart).
   virtual Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) = 0;
+  // Deletes a reservation this service submitted (the RM's
+  // DeleteReservation); NOT_FOUND when the RM has no such reservation.
+  virtual Status cancel(const std::string& reservation_id) = 0;
 };
 
 class RmReservationClient final : public ReservationClient {
@@ -87,6 +90,7 @@ class RmReservationClient final : public ReservationClient {
   Result<SubmittedReservation> submit(const RecurringRequest& r, TimePoint now,
                                       const std::string& existing_id) override;
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override;
+  Status cancel(const std::string& reservation_id) override;
 
  private:
   // Adds the bearer token to an RPC's context.

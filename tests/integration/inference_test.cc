@@ -196,7 +196,8 @@ class InferenceIT : public ::testing::Test {
   // The proposal of `job` in alice's `slo list --json`; null if none.
   // An operator's daily reservation of `containers` 1-vcore containers over
   // [arrival, arrival + minutes) (ms since epoch), recurring every day.
-  void submitDailyBlocker(int64_t arrival, int64_t minutes, int containers) {
+  // Returns the blocker's reservation id ("" after a failed assertion).
+  std::string submitDailyBlocker(int64_t arrival, int64_t minutes, int containers) {
     std::string blocker = dir_ + "-blocker.json";
     std::ofstream(blocker) << json{
         {"queue", "default"},
@@ -211,7 +212,9 @@ class InferenceIT : public ::testing::Test {
                                                   {"min-concurrency", containers},
                                                   {"duration", minutes * kMin}}})}}}}}};
     auto [cb, ob] = ctl({"reservation", "submit", "-f", blocker, "--json"}, testToken("ops"));
-    ASSERT_EQ(cb, 0) << ob << rm_.log();
+    EXPECT_EQ(cb, 0) << ob << rm_.log();
+    json sub = json::parse(ob, nullptr, false);
+    return sub.is_discarded() ? "" : sub.value("reservation-id", "");
   }
   json listedProposal(const std::string& job) {
     auto [code, out] = ctl({"slo", "list", "--json"}, testToken("alice"));
@@ -562,33 +565,41 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
 // room for 250 of its 500 container-minutes, even stretched), and sign-off falls back to one-off
 // reservations per instance: the RM holds every instance due within the lead time except hour 1's,
 // which the accepted proposal lists as refused with the RM's reason.
+// Once the blocker is gone and an update of the job's SLO is accepted, the
+// job gets its recurring reservation and the inference service cancels the
+// one-offs of windows not yet open in the RM (they would hold those
+// instances twice).
 TEST_F(InferenceIT, RefusedHourlyReservationIsHeldPerInstanceWhereThereIsRoom) {
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   const int64_t hour_now = now / kHour * kHour;
-  submitDailyBlocker(now / kDay * kDay + kDay + kHour, 30, 90);
-  // 48 hours of runs: input at :00, submitted :05, 10 min at 50 containers,
-  // the output read at :30.
-  std::string file = dir_ + "-hourly.jsonl";
-  {
-    std::ofstream out(file);
-    for (int n = 0; n < 48; n++) {
-      const int64_t base = hour_now - (48 - n) * kHour;
-      const int64_t start = base + 5 * kMin + 10000, end = start + 10 * kMin;
-      const std::string rid = "hourly-" + std::to_string(n);
-      writeHistoryRun(
-          out, {"hourly", rid, "alice", base + 5 * kMin, start, end, std::vector<int>(10, 50)});
-      const std::string in = "/data/hourly/in/" + std::to_string(n);
-      const std::string outp = "/data/hourly/out/" + std::to_string(n);
-      writeHistoryEvent(out, "ingest", "ingest-" + rid, in, "write", base);
-      writeHistoryEvent(out, "hourly", rid, in, "read", start + 1000);
-      writeHistoryEvent(out, "hourly", rid, outp, "write", end - 1000);
-      writeHistoryEvent(out, "report", "report-" + rid, outp, "read", base + 30 * kMin);
+  const std::string blocker = submitDailyBlocker(now / kDay * kDay + kDay + kHour, 30, 90);
+  ASSERT_FALSE(blocker.empty());
+  // 48 hours of runs: input at :00, submitted :05, 10 min at `width`
+  // containers, the output read at :30.
+  auto importRuns = [&](const std::string& tag, int width) {
+    std::string file = dir_ + "-" + tag + ".jsonl";
+    {
+      std::ofstream out(file);
+      for (int n = 0; n < 48; n++) {
+        const int64_t base = hour_now - (48 - n) * kHour;
+        const int64_t start = base + 5 * kMin + 10000, end = start + 10 * kMin;
+        const std::string rid = "hourly-" + std::to_string(n);
+        writeHistoryRun(out, {"hourly", rid, "alice", base + 5 * kMin, start, end,
+                              std::vector<int>(10, width)});
+        const std::string in = "/data/hourly/in/" + std::to_string(n);
+        const std::string outp = "/data/hourly/out/" + std::to_string(n);
+        writeHistoryEvent(out, "ingest", "ingest-" + rid, in, "write", base);
+        writeHistoryEvent(out, "hourly", rid, in, "read", start + 1000);
+        writeHistoryEvent(out, "hourly", rid, outp, "write", end - 1000);
+        writeHistoryEvent(out, "report", "report-" + rid, outp, "read", base + 30 * kMin);
+      }
     }
-  }
-  auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
-  ASSERT_EQ(ci, 0) << oi << inf_.log();
+    auto [ci, oi] = ctl({"history", "import", file, "--format", "jsonl"}, testToken("alice"));
+    EXPECT_EQ(ci, 0) << oi << inf_.log();
+  };
+  importRuns("hourly", 50);
   auto [cr, orf] = ctl({"slo", "refit"}, testToken("ops"));
   ASSERT_EQ(cr, 0) << orf << inf_.log();
   json p = listedProposal("hourly");
@@ -620,6 +631,52 @@ TEST_F(InferenceIT, RefusedHourlyReservationIsHeldPerInstanceWhereThereIsRoom) {
   }
   EXPECT_EQ(refused, 1) << oa;
   EXPECT_EQ(held.size(), acc["instances"].size()) << "the blocker and the instances but hour 1's";
+
+  auto [cd, od] = ctl({"reservation", "delete", blocker}, testToken("ops"));
+  ASSERT_EQ(cd, 0) << od << rm_.log();
+  importRuns("narrower", 30);  // the same runs at 30 containers: an update proposal
+  auto [cr2, or2] = ctl({"slo", "refit"}, testToken("ops"));
+  ASSERT_EQ(cr2, 0) << or2 << inf_.log();
+  json update;
+  auto [cl, ol] = ctl({"slo", "list", "--json"}, testToken("alice"));
+  ASSERT_EQ(cl, 0) << ol;
+  const json proposals = json::parse(ol);
+  for (const auto& x : proposals["proposals"]) {
+    if (x["job_key"] == "hourly" && x["state"] == "pending") update = x;
+  }
+  ASSERT_FALSE(update.is_null()) << ol << inf_.log();
+  const int64_t before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto [cu, ou] = ctl({"slo", "accept", update["proposal_id"], "--json"}, testToken("alice"));
+  ASSERT_EQ(cu, 0) << ou << inf_.log() << rm_.log();
+  const int64_t after = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  json upd = json::parse(ou);
+  EXPECT_FALSE(upd["one_off_instances"].get<bool>()) << ou;
+  EXPECT_NE(ou.find("cancelled in the RM once no window they may serve is open"), std::string::npos)
+      << ou;
+  r = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list", "",
+                  "application/json", bearer("ops"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::set<std::string> now_held;
+  const json relisted = json::parse(r.body);
+  for (const auto& x : relisted["reservations"])
+    now_held.insert(x["reservation-id"].get<std::string>());
+  EXPECT_EQ(now_held.count(upd["reservation_id"].get<std::string>()), 1u) << r.body;
+  for (const auto& inst : acc["instances"]) {
+    SCOPED_TRACE(inst.dump());
+    const int64_t opens = inst["arrival_ms"].get<int64_t>();
+    const bool kept = now_held.count(inst["reservation_id"].get<std::string>()) > 0;
+    if (opens > after) {
+      EXPECT_FALSE(kept) << "a window not yet open: cancelled";
+    }
+    if (opens <= before && inst["state"] == "submitted") {
+      EXPECT_TRUE(kept) << "open window";
+    }
+  }
+  EXPECT_LE(now_held.size(), 2u) << "the recurring one, and a one-off whose window is open";
 }
 
 TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {

@@ -33,7 +33,9 @@ class FakeRm final : public ReservationClient {
     recurring.push_back(r);
     if (Status full = noRoom(r); !full.isOk()) return full;
     if (refuse_recurring) return infeasible("hour 5 is full");
-    return SubmittedReservation{existing_id.empty() ? "res_" + r.job_key : existing_id, "placed"};
+    const std::string id = existing_id.empty() ? "res_" + r.job_key : existing_id;
+    recurring_ids.insert(id);
+    return SubmittedReservation{id, "placed"};
   }
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override {
     auto def = oneOffDefinition(r);
@@ -49,6 +51,12 @@ class FakeRm final : public ReservationClient {
     one_offs.push_back(*def);
     return SubmittedReservation{r.reservation_id, "placed"};
   }
+  Status cancel(const std::string& id) override {
+    if (refuse_cancel) return unavailable("RM unreachable");
+    if (!ids.erase(id) && !recurring_ids.erase(id)) return notFound("no reservation " + id);
+    cancelled.push_back(id);
+    return Status::ok();
+  }
   Status noRoom(const RecurringRequest& r) const {
     if (first_step_room && !r.skyline.empty() && r.skyline.front() > *first_step_room) {
       return infeasible("no room for " + std::to_string(r.skyline.front()) + " containers");
@@ -60,7 +68,10 @@ class FakeRm final : public ReservationClient {
   bool refuse_recurring = false;           // refuses every recurring reservation
   std::set<int64_t> refused_hours;         // refuses one-offs of instances starting then
   std::vector<v1::ReservationDefinition> one_offs;
-  std::set<std::string> ids;
+  std::set<std::string> ids;            // one-offs in the RM
+  std::set<std::string> recurring_ids;  // recurring reservations in the RM
+  std::vector<std::string> cancelled;
+  bool refuse_cancel = false;
 };
 
 // A recurring job's history: instance k is the period [k*P, (k+1)*P); "src"
@@ -448,6 +459,107 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   auto shown = restarted.proposal(p.record.id);
   ASSERT_TRUE(shown.isOk());
   EXPECT_EQ(shown->payload.instances.size(), 4u);
+}
+
+// A job on per-instance one-offs because the RM had no room for its
+// recurring reservation gets one when an update is accepted: the one-offs of
+// windows not yet open are cancelled in the RM (they would hold those
+// instances twice); the one of the window open now stays for the instance
+// running in it. A cancellation the RM refuses is kept on the proposal and
+// retried at the next check, also by a restarted service.
+TEST_F(InferenceCoreTest, OneOffsAreCancelledWhenARecurringReservationReplacesThem) {
+  JobShape j{"hourly", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
+  store::IngestBatch b;
+  const int64_t last = 400 * 24 - 1;
+  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("hourly");
+  rm_.refuse_recurring = true;
+  ASSERT_TRUE(core()
+                  .accept(only("hourly", store::ProposalState::kPending).record.id, alice_, false)
+                  .isOk());
+  const Proposal fallback = only("hourly", store::ProposalState::kAccepted);
+  ASSERT_TRUE(fallback.payload.one_off_instances);
+  ASSERT_EQ(rm_.ids.size(), 24u);
+
+  // The first instance's window is open; its successors' are not.
+  clock_.advance(fallback.payload.start_offset + Millis(kMin));
+  store::IngestBatch wider;
+  j.skyline.assign(20, 4.0);
+  for (int64_t k = last - 29; k <= last; k++) addInstance(&wider, j, k);
+  ingest(wider);
+  ASSERT_TRUE(core().refit().isOk());
+  const Proposal update = only("hourly", store::ProposalState::kPending);
+  ASSERT_TRUE(update.payload.is_update);
+  ASSERT_FALSE(update.payload.one_off_instances);
+  rm_.refuse_recurring = false;
+  rm_.refuse_cancel = true;
+  auto acc = core().accept(update.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  EXPECT_EQ(acc->payload.retiring.size(), 23u) << "kept for the next check";
+  EXPECT_NE(acc->payload.warnings.back().find("replaces 23 reservation(s) of the superseded "
+                                              "proposal " +
+                                              fallback.record.id.value()),
+            std::string::npos)
+      << acc->payload.warnings.back();
+  EXPECT_TRUE(rm_.cancelled.empty());
+
+  rm_.refuse_cancel = false;
+  core_.reset();  // a restarted service finds them in the store
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  ASSERT_EQ(rm_.cancelled.size(), 23u);
+  const std::string open_now = fallback.payload.instances.front().reservation_id;
+  EXPECT_EQ(rm_.ids, std::set<std::string>{open_now});
+  EXPECT_TRUE(only("hourly", store::ProposalState::kAccepted).payload.retiring.empty());
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_EQ(rm_.cancelled.size(), 23u) << "nothing cancelled twice";
+}
+
+// A job whose period changes from hourly to 7 h (no longer dividing the
+// LCM) moves from its recurring reservation to per-instance one-offs: the
+// recurring one is cancelled once the hourly window open at sign-off has
+// closed, not before (an instance may be running in it), and not left in
+// the RM holding capacity for a schedule the job no longer has.
+TEST_F(InferenceCoreTest, RecurringReservationIsCancelledAfterItsOpenWindowWhenOneOffsReplaceIt) {
+  opts_.history_window = Millis(2 * kDay);
+  JobShape hourly{"shift", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
+  store::IngestBatch b;
+  const int64_t last = 400 * 24 - 1;
+  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, hourly, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("shift");
+  ASSERT_TRUE(
+      core().accept(only("shift", store::ProposalState::kPending).record.id, alice_, false).isOk());
+  const Proposal recurring = only("shift", store::ProposalState::kAccepted);
+  ASSERT_EQ(recurring.record.reservation_id, "res_shift");
+
+  // Three days later only 7-hourly runs are in the history window.
+  JobShape seven{"shift", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  const int64_t now_ms = 403 * kDay + recurring.payload.start_offset.count() + kMin;
+  store::IngestBatch later;
+  for (int64_t k = now_ms / (7 * kHour) - 8; k < now_ms / (7 * kHour); k++)
+    addInstance(&later, seven, k);
+  ingest(later);
+  clock_.advance(Millis(now_ms) - (clock_.now() - fromEpochMs(0)));
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("shift");
+  const Proposal update = only("shift", store::ProposalState::kPending);
+  ASSERT_TRUE(update.payload.one_off_instances);
+  auto acc = core().accept(update.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  ASSERT_EQ(acc->payload.retiring.size(), 1u);
+  const TimePoint window_end =
+      fromEpochMs(403 * kDay) + recurring.payload.deadline_offset;  // the hourly window open now
+  EXPECT_EQ(acc->payload.retiring[0], (RetiringReservation{"res_shift", window_end}));
+  EXPECT_TRUE(rm_.cancelled.empty());
+  EXPECT_FALSE(rm_.one_offs.empty());
+
+  clock_.advance(window_end - clock_.now() - Millis(1000));
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_TRUE(rm_.cancelled.empty()) << "the window is still open";
+  clock_.advance(Millis(1000));
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_EQ(rm_.cancelled, std::vector<std::string>{"res_shift"});
+  EXPECT_TRUE(only("shift", store::ProposalState::kAccepted).payload.retiring.empty());
 }
 
 // A weekly job (longer than the one-day LCM) is likewise proposed with
