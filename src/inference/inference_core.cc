@@ -283,8 +283,10 @@ RecurringRequest requestOf(const Proposal& p, const InferenceCoreOptions& o) {
   return req;
 }
 
-// Instance records kept on a proposal: enough to never resubmit an instance
-// whose window has not closed, bounded so the payload stays small.
+// Instance records kept on a proposal beyond those whose window has not
+// closed (which are always kept: their one-offs are in the RM, and the record
+// is what keeps them from being submitted again and lets a successor retire
+// them), so the payload stays small.
 constexpr size_t kKeptInstances = 32;
 
 }  // namespace
@@ -329,11 +331,13 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
   }
   std::sort(p.payload.instances.begin(), p.payload.instances.end(),
             [](const auto& a, const auto& b) { return a.period_start < b.period_start; });
-  if (p.payload.instances.size() > kKeptInstances) {
-    p.payload.instances.erase(
-        p.payload.instances.begin(),
-        p.payload.instances.end() - static_cast<std::ptrdiff_t>(kKeptInstances));
-  }
+  auto& kept = p.payload.instances;
+  const auto open = std::find_if(kept.begin(), kept.end(), [&](const InstanceReservation& i) {
+    return i.period_start + p.payload.deadline_offset > now;
+  });
+  const size_t excess = kept.size() > kKeptInstances ? kept.size() - kKeptInstances : 0;
+  const auto closed = static_cast<size_t>(open - kept.begin());
+  kept.erase(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(std::min(excess, closed)));
   return first_refusal;
 }
 

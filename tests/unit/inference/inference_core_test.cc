@@ -38,6 +38,7 @@ class FakeRm final : public ReservationClient {
     return SubmittedReservation{id, "placed"};
   }
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override {
+    one_off_calls++;
     auto def = oneOffDefinition(r);
     if (!def.isOk()) return def.status();
     if (Status full = noRoom(r.slo); !full.isOk()) return full;
@@ -72,6 +73,7 @@ class FakeRm final : public ReservationClient {
   std::set<std::string> recurring_ids;  // recurring reservations in the RM
   std::vector<std::string> cancelled;
   bool refuse_cancel = false;
+  int one_off_calls = 0;
 };
 
 // A recurring job's history: instance k is the period [k*P, (k+1)*P); "src"
@@ -459,6 +461,34 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   auto shown = restarted.proposal(p.record.id);
   ASSERT_TRUE(shown.isOk());
   EXPECT_EQ(shown->payload.instances.size(), 4u);
+}
+
+// A half-hourly job on per-instance one-offs has 48 windows within the one
+// day lead, more than the closed instances a proposal remembers: every one
+// of them stays on the proposal (none is submitted again at the next check),
+// and only closed ones are forgotten as the day goes by.
+TEST_F(InferenceCoreTest, EveryInstanceNotYetClosedStaysOnTheProposal) {
+  JobShape j{"halfhourly", 30 * kMin, 2 * kMin, 10 * kMin, 5 * kMin, {}};
+  store::IngestBatch b;
+  const int64_t last = 400 * 48 - 1;
+  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("halfhourly");
+  rm_.refuse_recurring = true;
+  ASSERT_TRUE(
+      core()
+          .accept(only("halfhourly", store::ProposalState::kPending).record.id, alice_, false)
+          .isOk());
+  EXPECT_EQ(only("halfhourly", store::ProposalState::kAccepted).payload.instances.size(), 48u);
+  const int calls = rm_.one_off_calls;
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_EQ(rm_.one_off_calls, calls) << "nothing submitted again";
+  clock_.advance(Millis(kDay));
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  const Proposal later = only("halfhourly", store::ProposalState::kAccepted);
+  EXPECT_EQ(rm_.one_off_calls, calls + 48) << "the next day's, once each";
+  EXPECT_GE(later.payload.instances.size(), 48u);
+  EXPECT_LE(later.payload.instances.size(), 48u + 32u);
 }
 
 // A job on per-instance one-offs because the RM had no room for its
