@@ -162,6 +162,16 @@ class InferenceCoreTest : public ::testing::Test {
     EXPECT_TRUE(core().refit().isOk()) << notActionableReason("etl");
     return only("etl", store::ProposalState::kPending);
   }
+  // `count` instances of `j` ending before the clock's start (day 400),
+  // refitted: the job's pending proposal.
+  Proposal proposeRecent(const JobShape& j, int64_t count) {
+    store::IngestBatch b;
+    const int64_t last = 400 * kDay / j.period - 1;
+    for (int64_t k = last - count + 1; k <= last; k++) addInstance(&b, j, k);
+    ingest(b);
+    EXPECT_TRUE(core().refit().isOk()) << notActionableReason(j.key);
+    return only(j.key, store::ProposalState::kPending);
+  }
   std::string notActionableReason(const std::string& job) {
     for (const auto& n : core().notActionable()) {
       if (n.job.value() == job) return n.reason;
@@ -357,12 +367,7 @@ TEST_F(InferenceCoreTest, RefusedBothWaysStaysPendingAndAnOverrideHasNoAlternati
 // RM holds nothing of it.
 TEST_F(InferenceCoreTest, RefusedRecurringReservationFallsBackToInstancesThatFit) {
   JobShape j{"hourly", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
-  store::IngestBatch b;
-  const int64_t last = 400 * 24 - 1;
-  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("hourly");
-  Proposal p = only("hourly", store::ProposalState::kPending);
+  Proposal p = proposeRecent(j, 48);
   ASSERT_FALSE(p.payload.one_off_instances);
 
   rm_.refuse_recurring = true;
@@ -469,16 +474,9 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
 // and only closed ones are forgotten as the day goes by.
 TEST_F(InferenceCoreTest, EveryInstanceNotYetClosedStaysOnTheProposal) {
   JobShape j{"halfhourly", 30 * kMin, 2 * kMin, 10 * kMin, 5 * kMin, {}};
-  store::IngestBatch b;
-  const int64_t last = 400 * 48 - 1;
-  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("halfhourly");
+  const Proposal first = proposeRecent(j, 48);
   rm_.refuse_recurring = true;
-  ASSERT_TRUE(
-      core()
-          .accept(only("halfhourly", store::ProposalState::kPending).record.id, alice_, false)
-          .isOk());
+  ASSERT_TRUE(core().accept(first.record.id, alice_, false).isOk());
   EXPECT_EQ(only("halfhourly", store::ProposalState::kAccepted).payload.instances.size(), 48u);
   const int calls = rm_.one_off_calls;
   ASSERT_TRUE(core().submitDueInstances().isOk());
@@ -499,15 +497,9 @@ TEST_F(InferenceCoreTest, EveryInstanceNotYetClosedStaysOnTheProposal) {
 // retried at the next check, also by a restarted service.
 TEST_F(InferenceCoreTest, OneOffsAreCancelledWhenARecurringReservationReplacesThem) {
   JobShape j{"hourly", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
-  store::IngestBatch b;
-  const int64_t last = 400 * 24 - 1;
-  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, j, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("hourly");
+  const Proposal first = proposeRecent(j, 48);
   rm_.refuse_recurring = true;
-  ASSERT_TRUE(core()
-                  .accept(only("hourly", store::ProposalState::kPending).record.id, alice_, false)
-                  .isOk());
+  ASSERT_TRUE(core().accept(first.record.id, alice_, false).isOk());
   const Proposal fallback = only("hourly", store::ProposalState::kAccepted);
   ASSERT_TRUE(fallback.payload.one_off_instances);
   ASSERT_EQ(rm_.ids.size(), 24u);
@@ -516,6 +508,7 @@ TEST_F(InferenceCoreTest, OneOffsAreCancelledWhenARecurringReservationReplacesTh
   clock_.advance(fallback.payload.start_offset + Millis(kMin));
   store::IngestBatch wider;
   j.skyline.assign(20, 4.0);
+  const int64_t last = 400 * 24 - 1;
   for (int64_t k = last - 29; k <= last; k++) addInstance(&wider, j, k);
   ingest(wider);
   ASSERT_TRUE(core().refit().isOk());
@@ -553,13 +546,7 @@ TEST_F(InferenceCoreTest, OneOffsAreCancelledWhenARecurringReservationReplacesTh
 TEST_F(InferenceCoreTest, RecurringReservationIsCancelledAfterItsOpenWindowWhenOneOffsReplaceIt) {
   opts_.history_window = Millis(2 * kDay);
   JobShape hourly{"shift", kHour, 5 * kMin, 20 * kMin, 10 * kMin, {}};
-  store::IngestBatch b;
-  const int64_t last = 400 * 24 - 1;
-  for (int64_t k = last - 47; k <= last; k++) addInstance(&b, hourly, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk()) << notActionableReason("shift");
-  ASSERT_TRUE(
-      core().accept(only("shift", store::ProposalState::kPending).record.id, alice_, false).isOk());
+  ASSERT_TRUE(core().accept(proposeRecent(hourly, 48).record.id, alice_, false).isOk());
   const Proposal recurring = only("shift", store::ProposalState::kAccepted);
   ASSERT_EQ(recurring.record.reservation_id, "res_shift");
 
