@@ -84,11 +84,12 @@ struct JobShape {
   int64_t period, avail, dur, read_after;
   std::vector<double> skyline;  // per minute; empty = 2 containers throughout
   store::RunStatus status = store::RunStatus::kSucceeded;
+  std::string run_tag{};  // in run ids and paths: runs of another schedule of the same job
 };
 
 void addInstance(store::IngestBatch* b, const JobShape& j, int64_t k) {
   const int64_t base = k * j.period;
-  const std::string rid = j.key + "-" + std::to_string(k);
+  const std::string rid = j.key + j.run_tag + "-" + std::to_string(k);
   const std::string in = "/in/" + rid, out = "/out/" + rid;
   store::RunRecord r;
   r.job = JobKey(j.key);
@@ -577,6 +578,47 @@ TEST_F(InferenceCoreTest, RecurringReservationIsCancelledAfterItsOpenWindowWhenO
   ASSERT_TRUE(core().submitDueInstances().isOk());
   EXPECT_EQ(rm_.cancelled, std::vector<std::string>{"res_shift"});
   EXPECT_TRUE(only("shift", store::ProposalState::kAccepted).payload.retiring.empty());
+}
+
+// An off-kilter job whose period changes (7 h to 10 h) keeps per-instance
+// one-offs, on the new schedule: the old schedule's one-offs of windows not
+// yet open are cancelled, except any the new schedule holds under the same
+// id (an instance both schedules share).
+TEST_F(InferenceCoreTest, OneOffsOfAnOldScheduleAreCancelledWhenThePeriodChanges) {
+  opts_.history_window = Millis(2 * kDay);
+  opts_.one_off_lead = Millis(4 * kDay);
+  JobShape seven{"drift", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  ASSERT_TRUE(core().accept(proposeRecent(seven, 9).record.id, alice_, false).isOk());
+  const Proposal old = only("drift", store::ProposalState::kAccepted);
+  ASSERT_GE(old.payload.instances.size(), 13u);
+
+  // Two and a half days later only 10-hourly runs are in the history window.
+  clock_.advance(Millis(5 * kDay / 2));
+  const int64_t now = toEpochMs(clock_.now());
+  JobShape ten{"drift", 10 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  ten.run_tag = "-10h";
+  store::IngestBatch later;
+  for (int64_t k = now / (10 * kHour) - 4; k < now / (10 * kHour); k++) addInstance(&later, ten, k);
+  ingest(later);
+  ASSERT_TRUE(core().refit().isOk());
+  ASSERT_EQ(notActionableReason("drift"), "");
+  const Proposal update = only("drift", store::ProposalState::kPending);
+  ASSERT_EQ(update.payload.period, Millis(10 * kHour));
+  ASSERT_TRUE(update.payload.one_off_instances);
+  auto acc = core().accept(update.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  std::set<std::string> now_held;
+  for (const auto& i : acc->payload.instances) now_held.insert(i.reservation_id);
+  std::vector<std::string> expected;
+  for (const auto& i : old.payload.instances) {
+    if (toEpochMs(i.period_start + old.payload.start_offset) > now &&
+        now_held.count(i.reservation_id) == 0)
+      expected.push_back(i.reservation_id);
+  }
+  ASSERT_GE(expected.size(), 3u);
+  EXPECT_EQ(rm_.cancelled, expected);
+  EXPECT_TRUE(acc->payload.retiring.empty());
+  for (const auto& id : now_held) EXPECT_EQ(rm_.ids.count(id), 1u) << id;
 }
 
 // A weekly job (longer than the one-day LCM) is likewise proposed with
