@@ -93,7 +93,8 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
   s.addDouble(
       "slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
       "A median submission gap this close (relative) to a divisor of slo.lcm that is whole "
-      "skyline steps (1 day: 5, 20 min, 1, 2, 3, 4, 6, 8, 12 h, ...) snaps to it (Morpheus §4).");
+      "skyline steps (1 day: 5, 20 min, 1, 2, 3, 4, 6, 8, 12 h, ...) snaps to it (Morpheus §4), "
+      "unless the submissions drift from its schedule by more than this share of it.");
   s.addDouble("slo.max-period-cv", &o->max_period_cv, 0.1, 0, 100, "MAD/median",
               "Jobs whose submission gaps are more dispersed than this are not periodic.");
   s.addDouble(

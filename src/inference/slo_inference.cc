@@ -116,6 +116,33 @@ std::optional<Millis> snapPeriod(Millis gap, double tolerance, Millis lcm, Milli
   return best;
 }
 
+Millis phaseDrift(const std::vector<store::RunRecord>& runs, Millis period) {
+  if (runs.size() < 2 || period.count() <= 0) return Millis(0);
+  const auto p = static_cast<double>(period.count());
+  const TimePoint t0 = runs.front().submit;
+  std::vector<double> t, u;  // time since the first submission, unwrapped phase
+  for (const auto& r : runs) {
+    const auto x = static_cast<double>((r.submit - t0).count());
+    double phase = std::fmod(x, p);
+    if (!u.empty()) phase += p * std::round((u.back() - phase) / p);
+    t.push_back(x);
+    u.push_back(phase);
+  }
+  const double n = static_cast<double>(t.size());
+  double mt = 0, mu = 0;
+  for (size_t i = 0; i < t.size(); i++) {
+    mt += t[i] / n;
+    mu += u[i] / n;
+  }
+  double stt = 0, stu = 0;
+  for (size_t i = 0; i < t.size(); i++) {
+    stt += (t[i] - mt) * (t[i] - mt);
+    stu += (t[i] - mt) * (u[i] - mu);
+  }
+  if (stt <= 0) return Millis(0);
+  return Millis(std::llround(std::fabs(stu / stt) * t.back()));
+}
+
 std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& runs,
                                           const SloParams& p, double* cv_out, std::string* reason) {
   if (static_cast<int64_t>(runs.size()) < std::max<int64_t>(p.min_runs, 2)) {
@@ -141,7 +168,10 @@ std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& r
     return std::nullopt;
   }
   if (auto snapped = snapPeriod(m, p.period_tolerance, p.lcm, p.step)) {
-    return InferredPeriod{*snapped, true};
+    const auto drift = static_cast<double>(phaseDrift(runs, *snapped).count());
+    if (drift <= p.period_tolerance * static_cast<double>(snapped->count())) {
+      return InferredPeriod{*snapped, true};
+    }
   }
   // Off-kilter or longer than the LCM: whole steps, one-off reservation per instance.
   const int64_t step = std::max<int64_t>(p.step.count(), 1);

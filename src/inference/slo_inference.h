@@ -8,7 +8,8 @@
 //   must not exceed `max_period_cv`. A median gap within `period_tolerance`
 //   (relative) of a divisor of the plan's LCM that is a whole number of plan
 //   steps snaps to it (LCM 1 day: 5, 20 min, 1, 2, 3, 4, 6, 8, 12 h, 1 day,
-//   ...): the job is periodic and gets one recurring reservation. Otherwise
+//   ...) unless the submissions drift from that divisor's schedule
+//   (phaseDrift): the job is periodic and gets one recurring reservation. Otherwise
 //   (off-kilter, e.g. 7 h, or longer than the LCM: weekly, monthly) P is the
 //   median gap rounded to whole steps and the job gets a non-periodic
 //   (one-off) reservation per instance (Morpheus §6), `one_off_instances`.
@@ -103,8 +104,19 @@ double cv(const std::vector<double>& v);             // MAD / |median|; inf if m
 // (relative distance), if within `tolerance`; nullopt otherwise.
 std::optional<Millis> snapPeriod(Millis gap, double tolerance, Millis lcm, Millis step);
 
+// How far submissions (sorted) drift from a schedule of period `period` over
+// their history: the least-squares trend of their phases modulo the period
+// (each unwrapped to within half a period of the previous one) times the
+// history's span. Jitter and missing runs do not drift; a job that recurs
+// every 5 h read on a 4.8 h schedule drifts 12 min per instance.
+Millis phaseDrift(const std::vector<store::RunRecord>& runs, Millis period);
+
 // Period of one job from its submissions; nullopt + reason when the gaps are
-// too few or too dispersed to call the job recurring.
+// too few or too dispersed to call the job recurring. A median gap is only
+// snapped to a divisor of the LCM when the submissions do not drift from it
+// by more than `period_tolerance` of it over the history (else a true 5 h,
+// 11 h or 25 h job would get a 4.8 h, 12 h or 1 day reservation whose windows
+// slide off its instances).
 std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& runs,
                                           const SloParams& p, double* cv_out, std::string* reason);
 

@@ -100,6 +100,48 @@ TEST(SloPeriod, DivisorsArePeriodicOthersAreOneOffPerInstance) {
   EXPECT_EQ(per->period, Millis(31 * kDay));
 }
 
+// A true period near a divisor of the day (5 h by 4.8 h, 11 h by 12 h, 25 h
+// by 1 day, 50 min by 48 min) is within the snapping tolerance, but the
+// submissions drift from the divisor's schedule instance after instance: the
+// job keeps its own period, with per-instance reservations. A true divisor
+// with jitter and a missing run does not drift and still snaps.
+TEST(SloPeriod, NearDivisorPeriodsThatDriftAreNotSnapped) {
+  for (int64_t gap : {5 * kHour, 11 * kHour, 25 * kHour, 50 * kMin}) {
+    std::vector<store::RunRecord> runs;
+    for (int i = 0; i < 12; i++) {
+      const int64_t t = kDay0 + i * gap + (i % 2) * 20000;  // 20 s of jitter
+      runs.push_back(run("j", i, t, t, t + kMin));
+    }
+    double cvo = 0;
+    std::string why;
+    auto per = inferPeriod(runs, SloParams{}, &cvo, &why);
+    ASSERT_TRUE(per.has_value()) << gap << ": " << why;
+    EXPECT_EQ(per->period, Millis(gap)) << gap;
+    EXPECT_FALSE(per->divides_lcm) << gap;
+  }
+  std::vector<store::RunRecord> five;
+  for (int i = 0; i < 12; i++) {
+    const int64_t t = kDay0 + i * 5 * kHour;
+    five.push_back(run("j", i, t, t, t + kMin));
+  }
+  EXPECT_EQ(phaseDrift(five, Millis(288 * kMin)), Millis(11 * 12 * kMin));
+  EXPECT_EQ(phaseDrift(five, Millis(5 * kHour)), Millis(0));
+
+  std::vector<store::RunRecord> daily;
+  for (int i = 0; i < 30; i++) {
+    if (i == 9) continue;
+    const int64_t t = kDay0 + i * kDay + 2 * kHour + ((i * 7) % 11 - 5) * kMin;  // +-5 min
+    daily.push_back(run("d", i, t, t, t + kHour));
+  }
+  EXPECT_LT(phaseDrift(daily, Millis(kDay)), Millis(10 * kMin));
+  double cvo = 0;
+  std::string why;
+  auto per = inferPeriod(daily, SloParams{}, &cvo, &why);
+  ASSERT_TRUE(per.has_value()) << why;
+  EXPECT_EQ(per->period, Millis(kDay));
+  EXPECT_TRUE(per->divides_lcm);
+}
+
 TEST(SloPeriod, HourlyWithJitterAndAMissingRun) {
   std::vector<store::RunRecord> runs;
   for (int i = 0; i < 48; i++) {
