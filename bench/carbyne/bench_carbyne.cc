@@ -230,25 +230,20 @@ double srptMeanFlowS(std::vector<std::pair<double, double>> jobs) {
   std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
                       std::greater<>>
       ready;  // (remaining work, job)
-  std::vector<double> left(jobs.size());
   double t = 0, flow = 0;
   size_t next = 0;
   while (next < jobs.size() || !ready.empty()) {
     if (ready.empty()) t = std::max(t, jobs[next].first);
-    for (; next < jobs.size() && jobs[next].first <= t; next++) {
-      left[next] = jobs[next].second;
-      ready.emplace(left[next], next);
-    }
+    for (; next < jobs.size() && jobs[next].first <= t; next++)
+      ready.emplace(jobs[next].second, next);
     auto [rem, i] = ready.top();
+    ready.pop();
     const double until = next < jobs.size() ? jobs[next].first : 1e300;
     if (t + rem <= until) {
-      ready.pop();
       t += rem;
       flow += t - jobs[i].first;
-    } else {
-      ready.pop();
-      left[i] = rem - (until - t);
-      ready.emplace(left[i], i);
+    } else {  // preempted by the next release
+      ready.emplace(rem - (until - t), i);
       t = until;
     }
   }

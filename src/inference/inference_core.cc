@@ -449,13 +449,21 @@ void InferenceCore::retireDue(Proposal& p, bool* changed) {
   p.payload.retiring = std::move(left);
 }
 
-Status InferenceCore::retireDueAndStore(Proposal& p) {
-  bool changed = false;
-  retireDue(p, &changed);
-  if (!changed) return Status::ok();
+Status InferenceCore::storeAccepted(Proposal& p) {
   p.record.payload_json = encodePayload(p.payload);
   p.record.updated = std::max(p.record.updated, clock_.now());
   return store_.updateProposal(p.record, store::ProposalState::kAccepted);
+}
+
+void InferenceCore::retireDueAndStore(Proposal& p) {
+  bool changed = false;
+  retireDue(p, &changed);
+  if (!changed) return;
+  if (Status st = storeAccepted(p); !st.isOk()) {
+    // The stored list still names them: the next check finds them NOT_FOUND.
+    spdlog::warn("proposal {}: retired reservations recorded at the next check: {}",
+                 p.record.id.value(), st.message());
+  }
 }
 
 Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
@@ -491,10 +499,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
     MORPHEUS_RETURN_IF_ERROR(markSuperseded(*previous));
   }
   Proposal out{rec, p.payload};
-  if (Status st = retireDueAndStore(out); !st.isOk()) {
-    spdlog::warn("proposal {}: retired reservations recorded at the next check: {}", rec.id.value(),
-                 st.message());
-  }
+  retireDueAndStore(out);
   spdlog::info(
       "proposal {} of job {} accepted by {}: per-instance one-off reservations, {} "
       "submitted now",
@@ -537,9 +542,7 @@ Result<int> InferenceCore::submitDueInstances() {
     }
     retireDue(p, &changed);
     if (!changed) continue;
-    p.record.payload_json = encodePayload(p.payload);
-    p.record.updated = std::max(p.record.updated, clock_.now());
-    MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(p.record, store::ProposalState::kAccepted));
+    MORPHEUS_RETURN_IF_ERROR(storeAccepted(p));
   }
   if (refusals > 0) {
     spdlog::warn("{} job(s) have instance reservations the RM refused; retried on the next check",
@@ -616,10 +619,7 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     }
   }
   Proposal out{rec, p.payload};
-  if (Status st = retireDueAndStore(out); !st.isOk()) {
-    spdlog::warn("proposal {}: retired reservations recorded at the next check: {}", rec.id.value(),
-                 st.message());
-  }
+  retireDueAndStore(out);
   spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(),
                rec.job.value(), who.user, rec.reservation_id, sub->placement_summary);
   metrics_

@@ -237,8 +237,11 @@ class InferenceCore {
   // refuses (other than NOT_FOUND: already gone) stays for the next call.
   // False in *changed when nothing was cancelled. REQUIRES(mu_).
   void retireDue(Proposal& p, bool* changed);
-  // retireDue on a proposal just recorded as accepted, stored when it changed.
-  Status retireDueAndStore(Proposal& p);
+  // Stores accepted `p`'s payload (expecting it still accepted).
+  Status storeAccepted(Proposal& p);
+  // retireDue on a proposal just recorded as accepted, stored when it
+  // changed; a failed store is logged (the next check retries: NOT_FOUND).
+  void retireDueAndStore(Proposal& p);
   ProposalId newProposalId();
 
   const InferenceCoreOptions opts_;

@@ -230,11 +230,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
     }
     for (const auto& s : cluster.dispatch()) {
       PhoenixJob& j = jobs[s.job];
-      // The same per-task jitter as runPhoenixSim, so both see equal work.
-      double jitter = rng::Stream(opts.seed, s.job, j.started++, "task").uniform(0, 0.8, 1.2);
-      ends.emplace(
-          now + Millis(static_cast<int64_t>(static_cast<double>(j.duration.count()) * jitter)),
-          s.worker);
+      ends.emplace(now + phoenixTaskRunTime(opts.seed, s.job, j.started++, j.duration), s.worker);
     }
     now += Seconds(1);
   }

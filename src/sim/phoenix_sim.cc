@@ -96,6 +96,11 @@ std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& o, TimePoint t0
   return jobs;
 }
 
+Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration) {
+  const double jitter = rng::Stream(seed, job, k, "task").uniform(0, 0.8, 1.2);
+  return Millis(static_cast<int64_t>(static_cast<double>(duration.count()) * jitter));
+}
+
 Percentiles percentilesOf(std::vector<double> v) {
   Percentiles p;
   p.count = static_cast<int64_t>(v.size());
@@ -177,12 +182,8 @@ Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
     }
     const TimePoint start = tick(j.submit);
     TimePoint end = start;
-    for (int32_t k = 0; k < j.tasks; k++) {
-      double jitter = rng::Stream(opts.seed, ji, k, "task").uniform(0, 0.8, 1.2);
-      end = std::max(
-          end,
-          start + Millis(static_cast<int64_t>(static_cast<double>(j.duration.count()) * jitter)));
-    }
+    for (int32_t k = 0; k < j.tasks; k++)
+      end = std::max(end, start + phoenixTaskRunTime(opts.seed, ji, k, j.duration));
     j.finish = tick(end);
   }
   summarisePhoenixJobs(jobs, out);
@@ -251,10 +252,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
     for (const auto& a : s->schedulePass(now).allocations) {
       size_t ji = std::stoul(a.app.value().substr(3));
       PhoenixJob& j = jobs[ji];
-      double jitter = rng::Stream(opts.seed, ji, j.started++, "task").uniform(0, 0.8, 1.2);
-      ends.emplace(
-          now + Millis(static_cast<int64_t>(static_cast<double>(j.duration.count()) * jitter)),
-          a.container);
+      ends.emplace(now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), a.container);
       job_of[a.container] = ji;
     }
     now += Seconds(1);

@@ -88,6 +88,11 @@ struct PhoenixJob {
   TimePoint finish;
 };
 
+// Run time of the k-th started task of job `job` (its declared duration x
+// U(0.8, 1.2), deterministic in `seed`): the same in every run of the
+// workload (scheduler core, Eagle-C, floor), so all see equal work.
+Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration);
+
 // The workload described above, deterministic in opts.seed: node i's
 // attributes and the jobs in submission order (from t0).
 sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i);
