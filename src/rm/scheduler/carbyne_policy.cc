@@ -67,14 +67,17 @@ std::vector<Millis> latestFinish(const std::vector<DagStage>& dag, const Resourc
 // Reverse packing of one runnable stage (Carbyne §4.2): from its latest
 // finish LF backwards, waves of the tasks that fit in the fair share fill the
 // floor(LF / d) wave slots latest first, so only the remainder the later
-// waves cannot hold must run now: N - slots * (waves - 1), at most one wave.
-// At least one task, so that a stage always progresses and its AM keeps
-// reporting (a job holding nothing would never be re-planned).
+// waves cannot hold must run now: N - slots * (waves - 1), at most one wave;
+// 0 when the later waves hold every task (the stage has slack: reverse
+// packing places it later, and it runs now only on leftover). The first
+// stage of the critical path has LF = its own length, ceil(N / slots)
+// waves, so it needs 1 to `slots` tasks: a job always holds a task and its
+// AM keeps reporting (a job holding nothing would never be re-planned).
 int64_t tasksNeededNow(const DagStage& s, const Resource& share, Millis latest_finish) {
   const int64_t waves = std::max<int64_t>(1, latest_finish / s.task_duration);
   const int64_t slots = slotsFor(share, s.task);
   const int64_t cap = std::min(s.tasks_left, slots);
-  return std::clamp<int64_t>(s.tasks_left - slots * (waves - 1), 1, cap);
+  return std::clamp<int64_t>(s.tasks_left - slots * (waves - 1), 0, cap);
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 //     path at zero slack): a runnable stage with latest finish LF fills the
 //     floor(LF / task duration) waves before LF with full waves (the tasks
 //     that fit in the share) latest first, so only the remainder, tasks -
-//     slots x (waves - 1), must run now (at least 1 task, at most a wave).
-//     The rest of the fair share is leftover.
+//     slots x (waves - 1), must run now (at most a wave; none for a stage
+//     whose later waves hold all its tasks, i.e. with slack; the critical
+//     path's runnable stage always needs at least one). The rest of the
+//     fair share is leftover.
 //  3. Leftover redistribution (§4.3), the leftover tier: a job at or above
 //     its need competes only after every job below its need, shortest
 //     estimated remaining time first (SRTF). Then packing (Tetris,
@@ -56,7 +58,7 @@ namespace morpheus::sched {
 struct CarbynePlan {
   Millis completion{0};               // T: estimated completion from now at the fair share
   std::vector<Millis> latest_finish;  // per stage: latest finish keeping T
-  std::vector<int64_t> need_tasks;    // per stage: tasks that must run now (0 = not runnable)
+  std::vector<int64_t> need_tasks;    // per stage: tasks that must run now (0: not runnable, or slack)
   Resource need;                      // sum of need_tasks x task, capped at the fair share
 };
 
