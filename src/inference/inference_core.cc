@@ -151,7 +151,7 @@ TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now) {
   return fromEpochMs(k * period);
 }
 
-std::string instanceReservationId(const JobKey& job, TimePoint period_start) {
+std::string instanceReservationId(const JobKey& job, TimePoint period_start, uint64_t definition) {
   // RM ids are 1-128 of [A-Za-z0-9_.-]: the key's other bytes become '_', and
   // an FNV-1a hash of the whole key keeps distinct keys distinct.
   std::string safe;
@@ -160,10 +160,37 @@ std::string instanceReservationId(const JobKey& job, TimePoint period_start) {
     h = (h ^ c) * 1099511628211ull;
     if (safe.size() < 64) safe.push_back(std::isalnum(c) || c == '.' || c == '-' ? c : '_');
   }
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "-%016llx-%lld", static_cast<unsigned long long>(h),
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "-%016llx-%08llx-%lld", static_cast<unsigned long long>(h),
+                static_cast<unsigned long long>(definition & 0xffffffffull),
                 static_cast<long long>(toEpochMs(period_start)));
   return "slo-" + safe + buf;
+}
+
+uint64_t definitionFingerprint(const RecurringRequest& r) {
+  uint64_t h = 1469598103934665603ull;
+  auto byte = [&h](uint64_t b) { h = (h ^ (b & 0xff)) * 1099511628211ull; };
+  auto num = [&byte](int64_t v) {  // little-endian whatever the host
+    for (int k = 0; k < 8; k++) byte(static_cast<uint64_t>(v) >> (8 * k));
+  };
+  auto str = [&](const std::string& v) {
+    num(static_cast<int64_t>(v.size()));
+    for (unsigned char c : v) byte(c);
+  };
+  str(r.owner);
+  str(r.queue);
+  for (Millis m : {r.period, r.start_offset, r.deadline_offset, r.step}) num(m.count());
+  num(static_cast<int64_t>(r.skyline.size()));
+  for (int64_t v : r.skyline) num(v);
+  num(r.container.memoryMib());
+  num(r.container.vcores());
+  for (const auto& [name, v] : r.container.extended()) {
+    str(name);
+    num(v);
+  }
+  num(r.budget_container_ms);
+  num((r.problematic ? 1 : 0) + (r.whole_steps ? 2 : 0));
+  return h;
 }
 
 namespace {
@@ -300,7 +327,9 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
     auto rec = std::find_if(p.payload.instances.begin(), p.payload.instances.end(),
                             [&](const InstanceReservation& i) { return i.period_start == start; });
     if (rec != p.payload.instances.end() && rec->state == "submitted") continue;
-    OneOffRequest req{requestOf(p, opts_), start, instanceReservationId(p.record.job, start)};
+    const RecurringRequest slo = requestOf(p, opts_);
+    OneOffRequest req{slo, start,
+                      instanceReservationId(p.record.job, start, definitionFingerprint(slo))};
     auto sub = rm_.submitOneOff(req);
     InstanceReservation inst{start, req.reservation_id, "submitted", ""};
     if (sub.isOk()) {
@@ -364,12 +393,6 @@ Status InferenceCore::markSuperseded(const store::ProposalRecord& previous) {
 }
 
 namespace {
-
-// Both payloads reserve the same instances: same period and window.
-bool sameSchedule(const ProposalPayload& a, const ProposalPayload& b) {
-  return a.period == b.period && a.start_offset == b.start_offset &&
-         a.deadline_offset == b.deadline_offset;
-}
 
 // The end of the latest window of `p`'s schedule open at `now`, else `now`:
 // when a reservation serving that schedule no longer serves any instance.
@@ -470,10 +493,17 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
                                              std::optional<store::ProposalRecord> previous,
                                              const Principal& who, const std::string& placement) {
   if (previous) {
-    // The same instances: their one-offs carry over (not submitted twice).
+    // Instances the update reserves exactly as before (same id: same window
+    // and skyline) carry over, not submitted twice; the others get new
+    // one-offs and retirePrevious cancels the old ones.
     auto old = decodePayload(previous->payload_json);
-    if (old.isOk() && old->one_off_instances && sameSchedule(*old, p.payload))
-      p.payload.instances = old->instances;
+    const uint64_t def = definitionFingerprint(requestOf(p, opts_));
+    if (old.isOk() && old->one_off_instances) {
+      for (const auto& i : old->instances) {
+        if (i.reservation_id == instanceReservationId(p.record.job, i.period_start, def))
+          p.payload.instances.push_back(i);
+      }
+    }
   }
   bool changed = false;
   int submitted = 0;

@@ -31,7 +31,7 @@ namespace morpheus::inference {
 // One instance's one-off reservation of an off-kilter job (Morpheus §6).
 struct InstanceReservation {
   TimePoint period_start;      // the instance's period start (a multiple of the period)
-  std::string reservation_id;  // deterministic: instanceReservationId(job, period_start)
+  std::string reservation_id;  // deterministic: instanceReservationId(job, start, definition)
   std::string state;           // "submitted" | "refused" (retried until the window opens)
   std::string detail;          // the RM's placement or refusal
 
@@ -88,9 +88,16 @@ struct ProposalPayload {
 // The first instance whose window [start + a, start + d] has not opened at
 // `now`: its period start (a multiple of the period since the epoch).
 TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now);
-// A valid RM reservation id naming the job and the instance: the same for
-// every submission of that instance, so a repeat is seen as ALREADY_EXISTS.
-std::string instanceReservationId(const JobKey& job, TimePoint period_start);
+// A valid RM reservation id naming the job, the instance and the definition
+// it reserves (`definition`: definitionFingerprint of the request): the same
+// for every submission of that instance under one signed-off SLO, so a
+// repeat is seen as ALREADY_EXISTS, and a different one for an update that
+// changes the window or the skyline, so the update's one-off is submitted
+// beside the old one, which is then retired (never kept in the old shape).
+std::string instanceReservationId(const JobKey& job, TimePoint period_start, uint64_t definition);
+// FNV-1a over everything a one-off reservation of `r` reserves (owner,
+// queue, schedule, step, skyline, container, budget, flags); not job_key.
+uint64_t definitionFingerprint(const RecurringRequest& r);
 
 struct Proposal {
   store::ProposalRecord record;

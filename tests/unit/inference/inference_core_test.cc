@@ -50,11 +50,13 @@ class FakeRm final : public ReservationClient {
       return alreadyExists("reservation " + r.reservation_id + " exists");
     }
     one_offs.push_back(*def);
+    held[r.reservation_id] = *def;
     return SubmittedReservation{r.reservation_id, "placed"};
   }
   Status cancel(const std::string& id) override {
     if (refuse_cancel) return unavailable("RM unreachable");
     if (!ids.erase(id) && !recurring_ids.erase(id)) return notFound("no reservation " + id);
+    held.erase(id);
     cancelled.push_back(id);
     return Status::ok();
   }
@@ -69,8 +71,9 @@ class FakeRm final : public ReservationClient {
   bool refuse_recurring = false;           // refuses every recurring reservation
   std::set<int64_t> refused_hours;         // refuses one-offs of instances starting then
   std::vector<v1::ReservationDefinition> one_offs;
-  std::set<std::string> ids;            // one-offs in the RM
-  std::set<std::string> recurring_ids;  // recurring reservations in the RM
+  std::set<std::string> ids;                              // one-offs in the RM
+  std::map<std::string, v1::ReservationDefinition> held;  // the definitions of `ids`
+  std::set<std::string> recurring_ids;                    // recurring reservations in the RM
   std::vector<std::string> cancelled;
   bool refuse_cancel = false;
   int one_off_calls = 0;
@@ -619,6 +622,57 @@ TEST_F(InferenceCoreTest, OneOffsOfAnOldScheduleAreCancelledWhenThePeriodChanges
   EXPECT_EQ(rm_.cancelled, expected);
   EXPECT_TRUE(acc->payload.retiring.empty());
   for (const auto& id : now_held) EXPECT_EQ(rm_.ids.count(id), 1u) << id;
+}
+
+// An update with the same period but a later window (the job's input now
+// arrives an hour later): every one-off of a window not yet open is replaced
+// by one of the new window, the old ones are cancelled, and none is held
+// twice; the instance whose window is open keeps its reservation. Before,
+// the old one-offs kept their ids, the new ones met ALREADY_EXISTS, and the
+// RM kept reserving the old window until it passed.
+TEST_F(InferenceCoreTest, AnUpdatedWindowReplacesTheOneOffsOfWindowsNotYetOpen) {
+  opts_.history_window = Millis(2 * kDay);
+  opts_.one_off_lead = Millis(kDay);
+  JobShape early{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  ASSERT_TRUE(core().accept(proposeRecent(early, 9).record.id, alice_, false).isOk());
+  clock_.advance(Millis(5 * kDay / 2));
+  const int64_t now = toEpochMs(clock_.now());
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  const Proposal old = only("seven", store::ProposalState::kAccepted);
+  ASSERT_EQ(old.payload.start_offset, Millis(35 * kMin));
+  JobShape late = early;
+  late.avail = 90 * kMin;
+  late.run_tag = "-late";
+  store::IngestBatch b;
+  for (int64_t k = now / (7 * kHour) - 6; k < now / (7 * kHour); k++) addInstance(&b, late, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk());
+  const Proposal update = only("seven", store::ProposalState::kPending);
+  ASSERT_EQ(update.payload.period, Millis(7 * kHour));
+  ASSERT_EQ(update.payload.start_offset, Millis(95 * kMin));
+  auto acc = core().accept(update.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+
+  std::map<int64_t, int> per_instance;  // period start -> one-offs held
+  int new_window = 0;
+  for (const auto& [id, def] : rm_.held) {
+    const int64_t a = def.arrival_ms() % (7 * kHour);
+    if (def.arrival_ms() <= now) continue;  // open now: the old window, kept
+    EXPECT_EQ(a, 95 * kMin) << id << " reserves the old window";
+    per_instance[def.arrival_ms() - a]++;
+    new_window++;
+  }
+  EXPECT_GE(new_window, 3);
+  for (const auto& [start, n] : per_instance) EXPECT_EQ(n, 1) << "instance of " << start;
+  std::set<std::string> cancelled(rm_.cancelled.begin(), rm_.cancelled.end());
+  int old_future = 0;
+  for (const auto& i : old.payload.instances) {
+    if (toEpochMs(i.period_start + old.payload.start_offset) <= now) continue;
+    old_future++;
+    EXPECT_EQ(cancelled.count(i.reservation_id), 1u) << i.reservation_id;
+  }
+  EXPECT_GE(old_future, 3);
+  EXPECT_TRUE(acc->payload.retiring.empty());
 }
 
 // A weekly job (longer than the one-day LCM) is likewise proposed with
