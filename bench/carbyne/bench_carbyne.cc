@@ -12,11 +12,14 @@
 //   (issue #17: the median job no more than 10% slower).
 // Scenarios: "swim" (the SWIM ad-hoc load, map -> reduce jobs arriving over
 // the day), "batch" (DAG jobs — map -> reduce, 3-stage chains, fork-join —
-// all submitted within the first minute of the evaluation day) and "star"
-// (as batch, star-schema query DAGs shaped like TPC-DS plans: starStages).
-//   bench_carbyne [--scenario swim|batch|star] [--seeds 1,2,3] [--nodes 20]
-//                 [--adhoc-load 0.6] [--batch-jobs 150] [--noise 0]
-//                 [--altruistic-share 1] [--task-shapes diverse] [--json]
+// all submitted within the first minute of the evaluation day, or spread
+// over --arrival-window seconds), "star" (as batch, star-schema query DAGs
+// shaped like TPC-DS plans: starStages) and "union" (as batch, TPC-DS UNION
+// plans: 1-3 fact branches in parallel: unionStages).
+//   bench_carbyne [--scenario swim|batch|star|union] [--seeds 1,2,3]
+//                 [--nodes 20] [--adhoc-load 0.6] [--batch-jobs 150]
+//                 [--arrival-window 60] [--noise 0] [--altruistic-share 1]
+//                 [--task-shapes diverse] [--json]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -81,13 +84,15 @@ Resource diverseShape(const sim::rng::Stream& r, uint64_t k) {
 using StageDraw =
     std::function<std::vector<sim::SimStage>(const sim::rng::Stream& r, const Resource& res)>;
 
-// `n` jobs of `scenario` named `prefix`-i, of 10 users, submitted in
-// [start, start + 60 s), sorted by submit; 1 or 2 vcores at 2 GiB per vcore
+// `n` jobs of `scenario` named `prefix`-i, of 10 users, submitted uniformly
+// in [start, start + window_s seconds) (the arrivals of a Poisson process
+// given their count), sorted by submit; 1 or 2 vcores at 2 GiB per vcore
 // (uniform) or each stage its own diverseShape (diverse, keys from
 // `diverse_key`).
-std::vector<sim::AdhocJob> dagJobs(int64_t n, uint64_t seed, Millis start, bool diverse,
-                                   const std::string& scenario, const std::string& prefix,
-                                   uint64_t diverse_key, const StageDraw& draw) {
+std::vector<sim::AdhocJob> dagJobs(int64_t n, uint64_t seed, Millis start, int64_t window_s,
+                                   bool diverse, const std::string& scenario,
+                                   const std::string& prefix, uint64_t diverse_key,
+                                   const StageDraw& draw) {
   std::vector<sim::AdhocJob> jobs;
   for (int64_t i = 0; i < n; i++) {
     const sim::rng::Stream r(seed, static_cast<uint64_t>(i), -1, "carbyne-" + scenario);
@@ -95,7 +100,7 @@ std::vector<sim::AdhocJob> dagJobs(int64_t n, uint64_t seed, Millis start, bool 
     sim::AdhocJob j;
     j.name = prefix + "-" + std::to_string(i);
     j.user = UserId("user" + std::to_string(i % 10));
-    j.submit = start + Millis(r.below(21, 60) * 1000);
+    j.submit = start + Millis(r.below(21, static_cast<uint64_t>(window_s)) * 1000);
     j.stages = draw(r, res);
     if (diverse) {
       for (size_t k = 0; k < j.stages.size(); k++)
@@ -158,6 +163,44 @@ std::vector<sim::SimStage> starStages(const sim::rng::Stream& r, const Resource&
   }
   st.push_back(
       stage("aggregate", count(3, 1, 10), dur(4, 10, 60), res, {static_cast<int>(st.size()) - 1}));
+  return st;
+}
+
+// Scenario union: a TPC-DS UNION plan (store, catalog and web sales read
+// alike, then combined): 1-3 fact branches side by side, each a fact-table
+// scan (10-200 tasks of 20-120 s) joined left-deep with 1-3 dimension scans
+// (1-20 tasks of 5-60 s; joins 5-50 tasks of 20-120 s), all feeding one
+// aggregation (1-10 tasks of 10-60 s). The branches' lengths differ, so all
+// but the longest have slack at the job's fair share. Our approximation of
+// such plans, not a trace.
+std::vector<sim::SimStage> unionStages(const sim::rng::Stream& r, const Resource& res) {
+  auto count = [&](uint64_t k, double lo, double hi) {
+    return static_cast<int64_t>(r.logUniform(k, lo, hi));
+  };
+  auto dur = [&](uint64_t k, double lo, double hi) {
+    return Millis(static_cast<int64_t>(r.logUniform(k, lo, hi)) * 1000);
+  };
+  std::vector<sim::SimStage> st;
+  std::vector<int> branch_ends;
+  const int64_t branches = 1 + static_cast<int64_t>(r.below(23, 3));
+  for (int64_t b = 0; b < branches; b++) {
+    const uint64_t base = 100 + 50 * static_cast<uint64_t>(b);
+    int left = static_cast<int>(st.size());
+    st.push_back(stage("fact-scan" + std::to_string(b), count(base, 10, 200),
+                       dur(base + 1, 20, 120), res, {}));
+    const int64_t dims = 1 + static_cast<int64_t>(r.below(base + 2, 3));
+    for (int64_t d = 0; d < dims; d++) {
+      const uint64_t k = base + 10 + 6 * static_cast<uint64_t>(d);
+      const std::string name = std::to_string(b) + "." + std::to_string(d);
+      const int dim = static_cast<int>(st.size());
+      st.push_back(stage("dim-scan" + name, count(k, 1, 20), dur(k + 1, 5, 60), res, {}));
+      st.push_back(
+          stage("join" + name, count(k + 2, 5, 50), dur(k + 3, 20, 120), res, {left, dim}));
+      left = dim + 1;
+    }
+    branch_ends.push_back(left);
+  }
+  st.push_back(stage("aggregate", count(3, 1, 10), dur(4, 10, 60), res, branch_ends));
   return st;
 }
 
@@ -278,14 +321,18 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_carbyne: Carbyne vs DRF in morpheus-sim's ad-hoc queue"};
   std::string scenario = "swim", seeds_text = "1,2,3", shapes = "diverse";
   std::string trace = "../shared/data/swim-fb2009-24h.tsv";
-  int64_t nodes = 20, batch_jobs = 150;
+  int64_t nodes = 20, batch_jobs = 150, window_s = 60;
   double adhoc_load = 0.6, noise = 0.0, altruistic = 1.0;
-  app.add_option("--scenario", scenario, "swim, batch or star")->capture_default_str();
+  app.add_option("--scenario", scenario, "swim, batch, star or union")->capture_default_str();
   app.add_option("--seeds", seeds_text, "Comma-separated seeds")->capture_default_str();
   app.add_option("--adhoc-trace", trace, "SWIM trace (swim scenario)")->capture_default_str();
   app.add_option("--nodes", nodes)->capture_default_str();
   app.add_option("--adhoc-load", adhoc_load, "swim: share of capacity")->capture_default_str();
-  app.add_option("--batch-jobs", batch_jobs, "batch and star: DAG jobs")->capture_default_str();
+  app.add_option("--batch-jobs", batch_jobs, "batch, star and union: DAG jobs")
+      ->capture_default_str();
+  app.add_option("--arrival-window", window_s,
+                 "batch, star and union: seconds the DAG jobs arrive over (uniformly)")
+      ->capture_default_str();
   app.add_option("--task-shapes", shapes,
                  "uniform (one container shape) or diverse (multi-resource, per stage)")
       ->capture_default_str();
@@ -293,8 +340,12 @@ int main(int argc, char** argv) {
   app.add_option("--altruistic-share", altruistic, "Share of jobs reporting their DAG")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (scenario != "swim" && scenario != "batch" && scenario != "star") {
-    std::cerr << "bench_carbyne: --scenario: swim, batch or star\n";
+  if (scenario != "swim" && scenario != "batch" && scenario != "star" && scenario != "union") {
+    std::cerr << "bench_carbyne: --scenario: swim, batch, star or union\n";
+    return 2;
+  }
+  if (window_s <= 0) {
+    std::cerr << "bench_carbyne: --arrival-window: must be > 0 seconds, got " << window_s << "\n";
     return 2;
   }
   if (shapes != "uniform" && shapes != "diverse") {
@@ -316,12 +367,16 @@ int main(int argc, char** argv) {
     o.estimate_noise = noise;
     o.altruistic_share = altruistic;
     sim::Workload w;
+    const Millis eval_start(sim::trainDays(o) * kDayMs);
     if (scenario == "batch") {
-      w.adhoc = dagJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs), diverse, "batch",
-                        "dag", 30, batchStages);
+      w.adhoc =
+          dagJobs(batch_jobs, seed, eval_start, window_s, diverse, "batch", "dag", 30, batchStages);
     } else if (scenario == "star") {
-      w.adhoc = dagJobs(batch_jobs, seed, Millis(sim::trainDays(o) * kDayMs), diverse, "star",
-                        "star", 100, starStages);
+      w.adhoc =
+          dagJobs(batch_jobs, seed, eval_start, window_s, diverse, "star", "star", 100, starStages);
+    } else if (scenario == "union") {
+      w.adhoc = dagJobs(batch_jobs, seed, eval_start, window_s, diverse, "union", "union", 200,
+                        unionStages);
     } else {
       sim::AdhocOptions a;
       a.trace_path = trace;
@@ -448,6 +503,7 @@ int main(int argc, char** argv) {
   report.figures()["task_shapes"] = shapes;
   report.figures()["altruistic_share"] = altruistic;
   report.figures()["nodes"] = nodes;
+  if (scenario != "swim") report.figures()["arrival_window_s"] = window_s;
   report.figures()["seeds"] = per_seed;
   report.figures()["avg_jct_gain_mean"] = mean(avg_ratio);
   report.figures()["avg_jct_gain_ceiling_mean"] = mean(avg_ceiling);
