@@ -239,6 +239,11 @@ ReservationId instanceIdOf(const PeriodicJob& job, size_t i) {
   return ReservationId("res-" + job.key.value() + "@" + std::to_string(i));
 }
 
+// The one-off of instance k of an off-kilter job (JobProvision::kPerInstance).
+ReservationId oneOffIdOf(const PeriodicJob& job, int64_t k) {
+  return ReservationId("res-" + job.key.value() + "#" + std::to_string(k));
+}
+
 class Sim {
  public:
   Sim(const Workload& w, const ExperimentOptions& o, const RunSetup& s, const std::string& phase,
@@ -266,10 +271,18 @@ class Sim {
   };
   std::vector<Admission> admitPlanned();
   void admitInstances(size_t j, Admission& a);
-  // Binds reservation `id` (admitted as `def` at `placement`) to job j.
+  // Binds reservation `id` (admitted as `def` at `placement`) to job j, as
+  // its next instance of the day (res_of_job_).
   Status addReservation(size_t j, const ReservationId& id,
                         const planner::ReservationDefinition& def,
                         const planner::Placement& placement, int64_t budget);
+  // The same without res_of_job_: its index in res_.
+  Result<int> newReservation(size_t j, const ReservationId& id,
+                             const planner::ReservationDefinition& def,
+                             const planner::Placement& placement, int64_t budget);
+  // Submits the one-offs of off-kilter job j (JobProvision::kPerInstance)
+  // whose windows start within the lead and have not opened.
+  Status submitOneOffs(size_t j);
   std::vector<size_t> admissionOrder() const;
   void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
     q_.push(Event{toEpochMs(t), seq_++, type, a, b});
@@ -369,8 +382,15 @@ class Sim {
   int64_t fallback_ = 0;
   int64_t per_instance_jobs_ = 0;     // jobs admitted per instance
   int64_t per_instance_refused_ = 0;  // their instances of the day left unreserved
-  int64_t preemption_kills_ = 0;      // tasks killed by the scheduler's to_kill
-  int64_t preemption_notices_ = 0;    // notices taken (a withdrawn one is not killed)
+  // Off-kilter jobs (JobProvision::kPerInstance): per job, instance k -> its
+  // one-off in res_ (-1: refused), and the next instance to submit.
+  std::vector<std::map<int64_t, int>> res_of_instance_;
+  std::vector<int64_t> next_one_off_;
+  std::vector<size_t> off_kilter_;  // the jobs
+  int64_t one_offs_reserved_ = 0, one_offs_refused_ = 0;
+  Status error_ = Status::ok();     // a failure inside an event: the run stops with it
+  int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
+  int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -414,7 +434,7 @@ Status Sim::init() {
 
   const Resource capacity = o_.node_size * o_.nodes;
   bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(), [](const auto& p) {
-    return p.kind == JobProvision::Kind::kPlanned || p.fallback;
+    return p.kind != JobProvision::Kind::kNone || p.fallback;
   });
   if (planned) {
     planner::PlannerOptions po;
@@ -449,6 +469,8 @@ Status Sim::init() {
       MORPHEUS_RETURN_IF_ERROR(addReservation(j, reservationIdOf(w_.periodic[j]), *a.def,
                                               *a.placement,
                                               a.fallback ? 0 : p.budget_container_ms));
+    } else if (p.kind == JobProvision::Kind::kPerInstance) {
+      off_kilter_.push_back(j);
     } else if (a.anyInstance()) {
       per_instance_jobs_++;
       for (size_t i = 0; i < a.instances.size(); i++) {
@@ -464,6 +486,16 @@ Status Sim::init() {
     } else {
       unreserved_++;
     }
+  }
+  res_of_instance_.assign(w_.periodic.size(), {});
+  next_one_off_.assign(w_.periodic.size(), 0);
+  for (size_t j : off_kilter_) {
+    const JobProvision& p = s_.provisions[j];
+    if (p.def.period <= Millis(0)) return invalidArgument("provisions", "per-instance period <= 0");
+    // The first instance whose window has not opened at the start.
+    const int64_t rel = toEpochMs(s_.from) - toEpochMs(p.def.arrival);
+    next_one_off_[j] = rel < 0 ? 0 : rel / p.def.period.count() + 1;
+    MORPHEUS_RETURN_IF_ERROR(submitOneOffs(j));
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const PeriodicJob& job = w_.periodic[j];
@@ -513,6 +545,7 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
+    if (p.kind == JobProvision::Kind::kPerInstance) continue;  // its one-offs come later
     if (!out[j].placement && !out[j].anyInstance() && p.fallback) {
       tryAdmit(j, *p.fallback, true);
     }
@@ -554,6 +587,45 @@ void Sim::admitInstances(size_t j, Admission& a) {
 Status Sim::addReservation(size_t j, const ReservationId& id,
                            const planner::ReservationDefinition& def,
                            const planner::Placement& placement, int64_t budget) {
+  MORPHEUS_ASSIGN_OR_RETURN(int ri, newReservation(j, id, def, placement, budget));
+  res_of_job_[j].push_back(ri);
+  return Status::ok();
+}
+
+Status Sim::submitOneOffs(size_t j) {
+  const JobProvision& p = s_.provisions[j];
+  // Instance k of a template: its window shifted by k periods, period 0.
+  auto instance = [&p](const planner::ReservationDefinition& t, int64_t k) {
+    planner::ReservationDefinition def = t;
+    def.period = Millis(0);
+    def.arrival = t.arrival + p.def.period * k;
+    def.deadline = t.deadline + p.def.period * k;
+    return def;
+  };
+  for (int64_t& k = next_one_off_[j];; k++) {
+    planner::ReservationDefinition def = instance(p.def, k);
+    if (def.arrival > now_ + s_.one_off_lead) return Status::ok();
+    if (def.arrival <= now_) continue;  // opened before it was due (a lead < step)
+    const ReservationId id = oneOffIdOf(w_.periodic[j], k);
+    auto got = planner_->submit(id, def, now_);
+    if (!got.isOk() && p.in_order) {  // a reshaped skyline: its in-order alternative
+      def = instance(*p.in_order, k);
+      got = planner_->submit(id, def, now_);
+    }
+    if (!got.isOk()) {
+      res_of_instance_[j][k] = -1;
+      one_offs_refused_++;
+      continue;
+    }
+    MORPHEUS_ASSIGN_OR_RETURN(int ri, newReservation(j, id, def, *got, p.budget_container_ms));
+    res_of_instance_[j][k] = ri;
+    one_offs_reserved_++;
+  }
+}
+
+Result<int> Sim::newReservation(size_t j, const ReservationId& id,
+                                const planner::ReservationDefinition& def,
+                                const planner::Placement& placement, int64_t budget) {
   ResState r;
   r.id = id;
   r.job = static_cast<int>(j);
@@ -564,12 +636,12 @@ Status Sim::addReservation(size_t j, const ReservationId& id,
     r.boundaries.push_back(alloc.start);
     r.boundaries.push_back(alloc.end);
   }
-  res_of_job_[j].push_back(static_cast<int>(res_.size()));
   res_.push_back(std::move(r));
   MORPHEUS_RETURN_IF_ERROR(
       sched_->setReservation(res_.back().id, sched::ReservationKind::kPeriodic, Resource()));
-  refreshGuarantee(static_cast<int>(res_.size()) - 1, true);
-  return Status::ok();
+  const int ri = static_cast<int>(res_.size()) - 1;
+  refreshGuarantee(ri, true);
+  return ri;
 }
 
 // Workload order, or (admit_smallest_first) ascending footprint of one
@@ -599,7 +671,7 @@ std::vector<size_t> Sim::admissionOrder() const {
 
 Result<RunOutput> Sim::run() {
   MORPHEUS_RETURN_IF_ERROR(init());
-  while (!q_.empty() && !out_.interrupted) {
+  while (!q_.empty() && !out_.interrupted && error_.isOk()) {
     const int64_t t = q_.top().t;
     if (t >= toEpochMs(s_.to)) break;
     // `stop` is polled every instant, not only at plan steps: one simulated
@@ -618,6 +690,7 @@ Result<RunOutput> Sim::run() {
     }
     round();
   }
+  MORPHEUS_RETURN_IF_ERROR(error_);
   if (!out_.interrupted) now_ = s_.to;
   if (o_.events_processed != nullptr) o_.events_processed->fetch_add(out_.events);
   finalize();
@@ -937,8 +1010,14 @@ void Sim::submitPeriodic(int j, int64_t k) {
   RealizedInstance inst = o_.realize(job, static_cast<size_t>(j), k, o_.seed);
   const std::vector<int>& per = res_of_job_[static_cast<size_t>(j)];
   // Instance k starts k periods after the epoch, a day multiple: k mod
-  // (day / period) is its instance of the day.
-  const int r = per.empty() ? -1 : per[static_cast<size_t>(k) % per.size()];
+  // (day / period) is its instance of the day; an off-kilter job's instance
+  // has its own one-off.
+  int r = per.empty() ? -1 : per[static_cast<size_t>(k) % per.size()];
+  if (s_.provisions[static_cast<size_t>(j)].kind == JobProvision::Kind::kPerInstance) {
+    const auto& mine = res_of_instance_[static_cast<size_t>(j)];
+    auto it = mine.find(k);
+    r = it == mine.end() ? -1 : it->second;
+  }
   auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
                       : sched::QueueRef::adhoc(job.queue);
   int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
@@ -1221,6 +1300,9 @@ void Sim::planStep() {
     return;
   }
   if (policy_) draTick();
+  for (size_t j : off_kilter_) {
+    if (Status st = submitOneOffs(j); !st.isOk() && error_.isOk()) error_ = st;
+  }
   Resource total = sched_->clusterTotal();
   double u = total.isZero() ? 0 : sched_->clusterUsed().dominantShare(total);
   util_sum_ += u;
@@ -1517,6 +1599,11 @@ void Sim::finalize() {
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+  if (!off_kilter_.empty()) {
+    r.extra["off_kilter_jobs"] = static_cast<double>(off_kilter_.size());
+    r.extra["off_kilter_one_offs_reserved"] = static_cast<double>(one_offs_reserved_);
+    r.extra["off_kilter_one_offs_refused"] = static_cast<double>(one_offs_refused_);
+  }
   if (s_.admit_per_instance) {
     r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
     r.extra["per_instance_unreserved_instances_per_day"] =

@@ -50,6 +50,15 @@ struct JobProvision {
   enum class Kind {
     kNone,     // no reservation: the job runs in its ad-hoc queue
     kPlanned,  // `def` is submitted to the planner when the run starts
+    // Morpheus §6, a period not dividing the LCM (day): `def` is the
+    // template of instance 0 (window [a, d] after the epoch, period = the
+    // job's own); instance k gets a one-off reservation (period 0) of the
+    // window shifted by k x period, submitted once its window start is
+    // within RunSetup::one_off_lead and not yet open, as morpheus-inference
+    // does (checked every plan step; its default check is every minute).
+    // One-offs are planned on the residual of every periodic reservation
+    // (periodic jobs have strict priority). No user fallback.
+    kPerInstance,
   };
   Kind kind = Kind::kNone;
   planner::ReservationDefinition def;
@@ -81,6 +90,9 @@ struct RunSetup {
   // instead of running unreserved; as Morpheus's own reservations, not the
   // users' (the baseline's requests stay whole or refused).
   bool admit_per_instance = false;
+  // How far ahead the one-offs of kPerInstance jobs are submitted
+  // (morpheus-inference's inference.one-off-lead-time, default one day).
+  Millis one_off_lead{86'400'000};
 };
 
 struct RunOutput {

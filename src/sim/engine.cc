@@ -77,7 +77,7 @@ int64_t planSteps(const inference::InferredSlo& slo, Millis step) {
 // widened (the planner could not place it): the job stays unreserved.
 std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need,
                                                    Millis step) {
-  if (slo.one_off_instances || step * planSteps(slo, step) < need) return std::nullopt;
+  if (step * planSteps(slo, step) < need) return std::nullopt;
   return std::make_pair(slo.start_offset, slo.deadline_offset);
 }
 
@@ -128,7 +128,9 @@ constexpr const char* kNoSlo = "unplanned_no_slo_jobs";             // SLO not a
 constexpr const char* kNoSkyline = "unplanned_no_skyline_jobs";     // no successful run to fit
 constexpr const char* kWindow = "unplanned_window_too_short_jobs";  // the need outlasts a..d
 // A period not dividing the day: Morpheus gives each instance a one-off
-// reservation (§6), which the simulator does not model yet.
+// reservation (§6; JobProvision::kPerInstance); counted here only for
+// strategies that cannot (packed user requests), which leave such a job
+// unplanned.
 constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
 // Not a fallback: jobs whose skyline was reshaped to fit their window.
 constexpr const char* kReshaped = "skyline_reshaped_jobs";
@@ -192,7 +194,6 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
                            TimePoint from, const ExperimentOptions& o,
                            std::map<std::string, double>& why) {
   JobProvision p;
-  if (slo.one_off_instances) return p;
   const int64_t window_steps = planSteps(slo, o.step);
   std::vector<int64_t> in_order;
   if (static_cast<int64_t>(skyline.size()) > window_steps) {
@@ -208,8 +209,11 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   if (!win) return p;
   const Resource unit = jobUnit(job.stages);
   planner::ReservationDefinition def = baseDef(job, slo.period);
-  def.arrival = from + win->first;
-  def.deadline = from + win->second;
+  // An off-kilter job's template is instance 0's window (its period starts
+  // are multiples of the period since the epoch, not of the day).
+  const TimePoint base = slo.one_off_instances ? fromEpochMs(0) : from;
+  def.arrival = base + win->first;
+  def.deadline = base + win->second;
   def.stages = planner::skylineStages(skyline, unit, o.step, o.skyline_steps);
   def.interpreter = planner::Interpreter::kOrderNoGap;
   def.problematic = slo.problematic;
@@ -219,7 +223,7 @@ JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo&
   }
   int64_t area = 0;
   for (int64_t c : skyline) area += c;
-  p.kind = JobProvision::Kind::kPlanned;
+  p.kind = slo.one_off_instances ? JobProvision::Kind::kPerInstance : JobProvision::Kind::kPlanned;
   p.def = std::move(def);
   p.budget_container_ms = static_cast<int64_t>(std::llround(
       o.dra_budget_fraction * static_cast<double>(area) * static_cast<double>(o.step.count())));
@@ -230,7 +234,7 @@ JobProvision packedUser(const PeriodicJob& job, const inference::InferredSlo& sl
                         const std::vector<Millis>& runtimes, TimePoint from,
                         const ExperimentOptions& o) {
   JobProvision p;
-  if (runtimes.empty()) return p;
+  if (runtimes.empty() || slo.one_off_instances) return p;
   std::vector<Millis> sorted = runtimes;
   std::sort(sorted.begin(), sorted.end());
   Millis median = sorted[sorted.size() / 2];
@@ -295,10 +299,6 @@ JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, 
   }
   if (!slo) {
     why[kNoSlo]++;
-    return {};
-  }
-  if (slo->one_off_instances) {
-    why[kOffKilter]++;
     return {};
   }
   JobProvision p = packedSkyline(job, *slo, lastStageTasks(l.history, j), *skyline, from, o, why);

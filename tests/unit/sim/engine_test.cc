@@ -361,6 +361,70 @@ TEST(SimEngineTest, RefusedRecurringJobIsReservedPerInstanceWhereThePlanHoldsIt)
   }
 }
 
+// Morpheus §6: a 7-hourly job (7 h does not divide the day) gets a one-off
+// reservation per instance, submitted within the lead before its window
+// opens, on the residual of the periodic plan: a daily job holding the whole
+// node over [14:00, 14:35) leaves the instance of 14:05 unreserved and every
+// other one reserved. With a 2 h lead the one-offs submitted by the end of
+// the 2-day run reach 49:05; with one day, 70:05.
+TEST(SimEngineTest, OffKilterJobGetsAOneOffPerInstanceWithinTheLead) {
+  const Millis hour(60 * kMin);
+  Workload w;
+  w.periodic.push_back(
+      job("busy", Millis(86400'000), hour * 14, hour * 14 + Millis(35 * kMin), {stage(8, 30)}, 8));
+  w.periodic.push_back(
+      job("seven", hour * 7, Millis(5 * kMin), Millis(35 * kMin), {stage(4, 5)}, 4));
+  ExperimentOptions o = options(1, 2);
+  JobProvision busy, seven;
+  busy.kind = JobProvision::Kind::kPlanned;
+  busy.def = dailyDef("busy", hour * 14 + Millis(35 * kMin));
+  busy.def.arrival = fromEpochMs((hour * 14).count());
+  busy.def.stages.push_back(planner::ReservationStage{Resource(1024, 1), 8, 8, Millis(35 * kMin)});
+  seven.kind = JobProvision::Kind::kPerInstance;
+  seven.def = dailyDef("seven", Millis(35 * kMin));
+  seven.def.period = hour * 7;
+  seven.def.arrival = fromEpochMs(5 * kMin);
+  seven.def.stages.push_back(planner::ReservationStage{Resource(1024, 1), 4, 4, Millis(5 * kMin)});
+  for (int64_t lead_h : {2, 24}) {
+    RunSetup setup = firstDay(false);
+    setup.to = fromEpochMs(2 * 86400'000LL);
+    setup.one_off_lead = hour * lead_h;
+    setup.provisions = {busy, seven};
+    auto out = simulateRun(w, o, setup, "test", nullptr, nullptr);
+    ASSERT_TRUE(out.isOk()) << out.status().message();
+    int64_t instances = 0;
+    for (const auto& i : out->result.instances) {
+      if (i.job != "seven") continue;
+      instances++;
+      EXPECT_EQ(i.worst_case_met, i.index != 2) << "instance " << i.index;
+    }
+    EXPECT_EQ(instances, 7);  // 0:05, 7:05, ..., 42:05
+    EXPECT_EQ(out->result.extra.at("off_kilter_jobs"), 1);
+    EXPECT_EQ(out->result.extra.at("off_kilter_one_offs_refused"), 1);
+    EXPECT_EQ(out->result.extra.at("off_kilter_one_offs_reserved"), lead_h == 2 ? 7 : 10);
+    EXPECT_EQ(out->result.extra.at("unreserved_jobs"), 0);
+  }
+}
+
+// The same through inference: the 7-hourly job's SLO is off-kilter, and
+// morpheus reserves its instances one by one instead of leaving it to the
+// user's request (it used to count it as unplanned_off_kilter_jobs).
+TEST(SimEngineTest, InferredOffKilterJobIsReservedPerInstance) {
+  const Millis hour(60 * kMin);
+  Workload w;
+  w.periodic.push_back(
+      job("seven", hour * 7, Millis(5 * kMin), Millis(35 * kMin), {stage(2, 5)}, 2));
+  auto s = runExperiment(w, options(2, 6), only("morpheus"));
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  const StrategyResult& r = s->strategies.at(0);
+  EXPECT_EQ(r.extra.at("unplanned_off_kilter_jobs"), 0);
+  EXPECT_EQ(r.extra.at("off_kilter_jobs"), 1);
+  EXPECT_EQ(r.extra.at("user_reservation_jobs"), 0);
+  EXPECT_GE(r.periodic_instances, 10);
+  EXPECT_EQ(r.worst_case_violations, 0);
+  EXPECT_EQ(r.deadline_violations, 0);
+}
+
 // An hourly job due 30 min after submit whose one 10 min task runs 40 min
 // every fourth hour: its consumer reads at the deadline (or at the late
 // end), so the inferred window is [0, 30 min), while the LP skyline (alpha
