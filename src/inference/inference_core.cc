@@ -20,10 +20,12 @@ using nlohmann::json;
 std::string encodePayload(const ProposalPayload& p) {
   json instances = json::array();
   for (const auto& i : p.instances) {
-    instances.push_back({{"period_start_ms", toEpochMs(i.period_start)},
-                         {"reservation_id", i.reservation_id},
-                         {"state", i.state},
-                         {"detail", i.detail}});
+    json o = {{"period_start_ms", toEpochMs(i.period_start)},
+              {"reservation_id", i.reservation_id},
+              {"state", i.state},
+              {"detail", i.detail}};
+    if (!i.replaces.empty()) o["replaces"] = i.replaces;
+    instances.push_back(std::move(o));
   }
   json retiring = json::array();
   for (const auto& r : p.retiring) {
@@ -85,7 +87,8 @@ Result<ProposalPayload> decodePayload(const std::string& text) {
     for (const auto& i : j.value("instances", json::array())) {
       p.instances.push_back({fromEpochMs(i.at("period_start_ms").get<int64_t>()),
                              i.at("reservation_id").get<std::string>(),
-                             i.at("state").get<std::string>(), i.at("detail").get<std::string>()});
+                             i.at("state").get<std::string>(), i.at("detail").get<std::string>(),
+                             i.value("replaces", std::string())});
     }
     for (const auto& r : j.value("retiring", json::array())) {
       p.retiring.push_back({r.at("reservation_id").get<std::string>(),
@@ -331,7 +334,8 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
     OneOffRequest req{slo, start,
                       instanceReservationId(p.record.job, start, definitionFingerprint(slo))};
     auto sub = rm_.submitOneOff(req);
-    InstanceReservation inst{start, req.reservation_id, "submitted", ""};
+    InstanceReservation inst{start, req.reservation_id, "submitted", "",
+                             rec != p.payload.instances.end() ? rec->replaces : ""};
     if (sub.isOk()) {
       inst.detail = sub->placement_summary;
       ++*submitted;
@@ -350,6 +354,10 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
         .counter("morpheus_inference_instance_reservations_total",
                  "One-off reservations of instances of off-kilter jobs", {{"outcome", inst.state}})
         .inc();
+    if (inst.state == "submitted" && !inst.replaces.empty()) {  // the old one is redundant now
+      p.payload.retiring.push_back({inst.replaces, now});
+      inst.replaces.clear();
+    }
     if (rec != p.payload.instances.end()) {
       if (*rec == inst) continue;
       *rec = inst;
@@ -420,14 +428,30 @@ void InferenceCore::retirePrevious(const store::ProposalRecord& previous, Propos
   if (!previous.reservation_id.empty() && previous.reservation_id != next_reservation_id) {
     add.push_back({previous.reservation_id, openWindowEnd(*old, now)});
   }
+  int kept = 0;
   for (const auto& i : old->instances) {
     // Windows open now or past end by themselves (an instance may be running).
-    if (i.state != "submitted" || i.period_start + old->start_offset <= now) continue;
-    const bool held =
-        std::any_of(next.instances.begin(), next.instances.end(), [&i](const auto& n) {
-          return n.reservation_id == i.reservation_id && n.state == "submitted";
-        });
-    if (!held) add.push_back({i.reservation_id, now});
+    if (i.period_start + old->start_offset <= now) continue;
+    // The one-off of this instance in the RM: its own, or the one it replaces.
+    const std::string& live = i.state == "submitted" ? i.reservation_id : i.replaces;
+    if (live.empty()) continue;
+    auto n = std::find_if(next.instances.begin(), next.instances.end(),
+                          [&i](const auto& x) { return x.period_start == i.period_start; });
+    if (n != next.instances.end()) {
+      if ((n->reservation_id == live && n->state == "submitted") || n->replaces == live) continue;
+      if (n->state == "refused" && n->replaces.empty()) {  // kept until its successor is held
+        n->replaces = live;
+        kept++;
+        continue;
+      }
+    }
+    add.push_back({live, now});
+  }
+  if (kept > 0) {
+    next.warnings.push_back(std::to_string(kept) +
+                            " instance(s) keep the superseded proposal's one-off reservation "
+                            "while the RM refuses their new one; it is cancelled once the new "
+                            "one is held");
   }
   if (add.empty()) return;
   std::string ids;

@@ -34,6 +34,10 @@ struct InstanceReservation {
   std::string reservation_id;  // deterministic: instanceReservationId(job, start, definition)
   std::string state;           // "submitted" | "refused" (retried until the window opens)
   std::string detail;          // the RM's placement or refusal
+  // While this one is refused: the superseded proposal's one-off of the same
+  // instance, kept in the RM so the instance stays reserved in its old shape
+  // (its room may be what the RM lacked), and cancelled once this one is held.
+  std::string replaces;
 
   bool operator==(const InstanceReservation&) const = default;
 };
@@ -236,8 +240,12 @@ class InferenceCore {
   // `next_reservation_id`, "" for one-offs) the reservations of `previous`
   // it replaces: its recurring one unless `next` updated it in place (after
   // the window it may serve now), and its
-  // one-offs of windows not yet open that `next` does not hold itself;
-  // and what `previous` was still retiring. A warning tells the owner.
+  // one-offs of windows not yet open that `next` does not hold itself —
+  // except where `next`'s one-off of the same instance was refused: that
+  // record `replaces` the old one, kept until submitInstancesOf holds the
+  // new one (an acknowledged instance is never left unreserved by an
+  // update); and what `previous` was still retiring. A warning tells the
+  // owner. `next`'s instances must be submitted first.
   void retirePrevious(const store::ProposalRecord& previous, ProposalPayload& next,
                       const std::string& next_reservation_id) const;
   // Cancels `p`'s retiring reservations that are due; a cancellation the RM

@@ -675,6 +675,58 @@ TEST_F(InferenceCoreTest, AnUpdatedWindowReplacesTheOneOffsOfWindowsNotYetOpen) 
   EXPECT_TRUE(acc->payload.retiring.empty());
 }
 
+// The same update where the RM refuses the new one-off of one instance (its
+// room is what the old one holds, say): that instance keeps its old one-off,
+// so it stays reserved, and the proposal says so; once the new one is held
+// at a later check, the old one is cancelled. Nothing acknowledged is left
+// unreserved by an update.
+TEST_F(InferenceCoreTest, ARefusedNewOneOffKeepsTheOldOneUntilItIsHeld) {
+  opts_.history_window = Millis(2 * kDay);
+  opts_.one_off_lead = Millis(kDay);
+  JobShape early{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  ASSERT_TRUE(core().accept(proposeRecent(early, 9).record.id, alice_, false).isOk());
+  clock_.advance(Millis(5 * kDay / 2));
+  const int64_t now = toEpochMs(clock_.now());
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  const Proposal old = only("seven", store::ProposalState::kAccepted);
+  const InstanceReservation* blocked = nullptr;
+  for (const auto& i : old.payload.instances) {
+    if (toEpochMs(i.period_start + old.payload.start_offset) > now + kHour) blocked = &i;
+  }
+  ASSERT_NE(blocked, nullptr);
+  const std::string old_id = blocked->reservation_id;
+  JobShape late = early;
+  late.avail = 90 * kMin;
+  late.run_tag = "-late";
+  store::IngestBatch b;
+  for (int64_t k = now / (7 * kHour) - 6; k < now / (7 * kHour); k++) addInstance(&b, late, k);
+  ingest(b);
+  ASSERT_TRUE(core().refit().isOk());
+  rm_.refused_hours = {toEpochMs(blocked->period_start) % kDay / kHour};
+  auto acc = core().accept(only("seven", store::ProposalState::kPending).record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  EXPECT_EQ(rm_.ids.count(old_id), 1u) << "the refused instance keeps its old one-off";
+  EXPECT_EQ(std::count(rm_.cancelled.begin(), rm_.cancelled.end(), old_id), 0);
+  bool warned = false;
+  for (const auto& w : acc->payload.warnings) warned |= w.find("keep the superseded") != w.npos;
+  EXPECT_TRUE(warned);
+
+  // A restart in between loses nothing: the record names the old one-off.
+  core_.reset();
+  rm_.refused_hours.clear();
+  ASSERT_TRUE(core().submitDueInstances().isOk());
+  EXPECT_EQ(rm_.ids.count(old_id), 0u) << "cancelled once the new one is held";
+  EXPECT_EQ(std::count(rm_.cancelled.begin(), rm_.cancelled.end(), old_id), 1);
+  const Proposal now_held = only("seven", store::ProposalState::kAccepted);
+  for (const auto& i : now_held.payload.instances) {
+    if (i.period_start != blocked->period_start) continue;
+    EXPECT_EQ(i.state, "submitted");
+    EXPECT_TRUE(i.replaces.empty());
+    EXPECT_EQ(rm_.held.at(i.reservation_id).arrival_ms() % (7 * kHour), 95 * kMin);
+  }
+  EXPECT_TRUE(now_held.payload.retiring.empty());
+}
+
 // A weekly job (longer than the one-day LCM) is likewise proposed with
 // per-instance one-off reservations instead of being reported not actionable.
 TEST_F(InferenceCoreTest, WeeklyJobIsProposedWithPerInstanceReservations) {
