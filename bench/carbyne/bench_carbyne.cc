@@ -133,6 +133,18 @@ std::vector<sim::SimStage> batchStages(const sim::rng::Stream& r, const Resource
   }
 }
 
+// Task counts and durations (whole seconds) log-uniform in [lo, hi) from
+// key k of `r`.
+struct LogUniform {
+  const sim::rng::Stream& r;
+  int64_t count(uint64_t k, double lo, double hi) const {
+    return static_cast<int64_t>(r.logUniform(k, lo, hi));
+  }
+  Millis seconds(uint64_t k, double lo, double hi) const {
+    return Millis(static_cast<int64_t>(r.logUniform(k, lo, hi)) * 1000);
+  }
+};
+
 // Scenario star: a star-schema query DAG in the shape of TPC-DS plans on a
 // DAG engine (the paper's Carbyne evaluation runs TPC-DS, TPC-H and BigBench
 // DAGs): a wide scan of a fact table (20-200 tasks of 30-120 s) and 2-7
@@ -143,26 +155,21 @@ std::vector<sim::SimStage> batchStages(const sim::rng::Stream& r, const Resource
 // dimension scans of later joins have slack: they can run any time before
 // the join that reads them, which is what Carbyne's altruism lends out.
 std::vector<sim::SimStage> starStages(const sim::rng::Stream& r, const Resource& res) {
-  auto count = [&](uint64_t k, double lo, double hi) {
-    return static_cast<int64_t>(r.logUniform(k, lo, hi));
-  };
-  auto dur = [&](uint64_t k, double lo, double hi) {
-    return Millis(static_cast<int64_t>(r.logUniform(k, lo, hi)) * 1000);
-  };
+  const LogUniform g{r};
   std::vector<sim::SimStage> st;
-  st.push_back(stage("fact-scan", count(1, 20, 200), dur(2, 30, 120), res, {}));
+  st.push_back(stage("fact-scan", g.count(1, 20, 200), g.seconds(2, 30, 120), res, {}));
   const int64_t dims = 2 + static_cast<int64_t>(r.below(22, 6));
   for (int64_t d = 0; d < dims; d++) {
     const uint64_t k = 10 + 6 * static_cast<uint64_t>(d);
     const int dim = static_cast<int>(st.size());
     st.push_back(
-        stage("dim-scan" + std::to_string(d), count(k, 1, 20), dur(k + 1, 5, 60), res, {}));
+        stage("dim-scan" + std::to_string(d), g.count(k, 1, 20), g.seconds(k + 1, 5, 60), res, {}));
     const int left = d == 0 ? 0 : dim - 1;
-    st.push_back(stage("join" + std::to_string(d), count(k + 2, 5, 50), dur(k + 3, 20, 120), res,
-                       {left, dim}));
+    st.push_back(stage("join" + std::to_string(d), g.count(k + 2, 5, 50), g.seconds(k + 3, 20, 120),
+                       res, {left, dim}));
   }
-  st.push_back(
-      stage("aggregate", count(3, 1, 10), dur(4, 10, 60), res, {static_cast<int>(st.size()) - 1}));
+  st.push_back(stage("aggregate", g.count(3, 1, 10), g.seconds(4, 10, 60), res,
+                     {static_cast<int>(st.size()) - 1}));
   return st;
 }
 
@@ -174,33 +181,28 @@ std::vector<sim::SimStage> starStages(const sim::rng::Stream& r, const Resource&
 // but the longest have slack at the job's fair share. Our approximation of
 // such plans, not a trace.
 std::vector<sim::SimStage> unionStages(const sim::rng::Stream& r, const Resource& res) {
-  auto count = [&](uint64_t k, double lo, double hi) {
-    return static_cast<int64_t>(r.logUniform(k, lo, hi));
-  };
-  auto dur = [&](uint64_t k, double lo, double hi) {
-    return Millis(static_cast<int64_t>(r.logUniform(k, lo, hi)) * 1000);
-  };
+  const LogUniform g{r};
   std::vector<sim::SimStage> st;
   std::vector<int> branch_ends;
   const int64_t branches = 1 + static_cast<int64_t>(r.below(23, 3));
   for (int64_t b = 0; b < branches; b++) {
     const uint64_t base = 100 + 50 * static_cast<uint64_t>(b);
     int left = static_cast<int>(st.size());
-    st.push_back(stage("fact-scan" + std::to_string(b), count(base, 10, 200),
-                       dur(base + 1, 20, 120), res, {}));
+    st.push_back(stage("fact-scan" + std::to_string(b), g.count(base, 10, 200),
+                       g.seconds(base + 1, 20, 120), res, {}));
     const int64_t dims = 1 + static_cast<int64_t>(r.below(base + 2, 3));
     for (int64_t d = 0; d < dims; d++) {
       const uint64_t k = base + 10 + 6 * static_cast<uint64_t>(d);
       const std::string name = std::to_string(b) + "." + std::to_string(d);
       const int dim = static_cast<int>(st.size());
-      st.push_back(stage("dim-scan" + name, count(k, 1, 20), dur(k + 1, 5, 60), res, {}));
+      st.push_back(stage("dim-scan" + name, g.count(k, 1, 20), g.seconds(k + 1, 5, 60), res, {}));
       st.push_back(
-          stage("join" + name, count(k + 2, 5, 50), dur(k + 3, 20, 120), res, {left, dim}));
+          stage("join" + name, g.count(k + 2, 5, 50), g.seconds(k + 3, 20, 120), res, {left, dim}));
       left = dim + 1;
     }
     branch_ends.push_back(left);
   }
-  st.push_back(stage("aggregate", count(3, 1, 10), dur(4, 10, 60), res, branch_ends));
+  st.push_back(stage("aggregate", g.count(3, 1, 10), g.seconds(4, 10, 60), res, branch_ends));
   return st;
 }
 

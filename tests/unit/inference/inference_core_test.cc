@@ -176,6 +176,29 @@ class InferenceCoreTest : public ::testing::Test {
     EXPECT_TRUE(core().refit().isOk()) << notActionableReason(j.key);
     return only(j.key, store::ProposalState::kPending);
   }
+  // A 7-hourly job ("seven", input at +30 min) accepted on per-instance
+  // one-offs (one-day lead), 2.5 days later, after its due instances were
+  // submitted: returns that accepted proposal; its input now arrives at +90
+  // min, refitted into a pending update (same period, later window).
+  Proposal acceptSevenHourlyThenDelayItsInput() {
+    opts_.history_window = Millis(2 * kDay);
+    opts_.one_off_lead = Millis(kDay);
+    JobShape early{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+    EXPECT_TRUE(core().accept(proposeRecent(early, 9).record.id, alice_, false).isOk());
+    clock_.advance(Millis(5 * kDay / 2));
+    const int64_t now = toEpochMs(clock_.now());
+    EXPECT_TRUE(core().submitDueInstances().isOk());
+    Proposal old = only("seven", store::ProposalState::kAccepted);
+    EXPECT_EQ(old.payload.start_offset, Millis(35 * kMin));
+    JobShape late = early;
+    late.avail = 90 * kMin;
+    late.run_tag = "-late";
+    store::IngestBatch b;
+    for (int64_t k = now / (7 * kHour) - 6; k < now / (7 * kHour); k++) addInstance(&b, late, k);
+    ingest(b);
+    EXPECT_TRUE(core().refit().isOk());
+    return old;
+  }
   std::string notActionableReason(const std::string& job) {
     for (const auto& n : core().notActionable()) {
       if (n.job.value() == job) return n.reason;
@@ -631,22 +654,8 @@ TEST_F(InferenceCoreTest, OneOffsOfAnOldScheduleAreCancelledWhenThePeriodChanges
 // the old one-offs kept their ids, the new ones met ALREADY_EXISTS, and the
 // RM kept reserving the old window until it passed.
 TEST_F(InferenceCoreTest, AnUpdatedWindowReplacesTheOneOffsOfWindowsNotYetOpen) {
-  opts_.history_window = Millis(2 * kDay);
-  opts_.one_off_lead = Millis(kDay);
-  JobShape early{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
-  ASSERT_TRUE(core().accept(proposeRecent(early, 9).record.id, alice_, false).isOk());
-  clock_.advance(Millis(5 * kDay / 2));
+  const Proposal old = acceptSevenHourlyThenDelayItsInput();
   const int64_t now = toEpochMs(clock_.now());
-  ASSERT_TRUE(core().submitDueInstances().isOk());
-  const Proposal old = only("seven", store::ProposalState::kAccepted);
-  ASSERT_EQ(old.payload.start_offset, Millis(35 * kMin));
-  JobShape late = early;
-  late.avail = 90 * kMin;
-  late.run_tag = "-late";
-  store::IngestBatch b;
-  for (int64_t k = now / (7 * kHour) - 6; k < now / (7 * kHour); k++) addInstance(&b, late, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk());
   const Proposal update = only("seven", store::ProposalState::kPending);
   ASSERT_EQ(update.payload.period, Millis(7 * kHour));
   ASSERT_EQ(update.payload.start_offset, Millis(95 * kMin));
@@ -681,27 +690,14 @@ TEST_F(InferenceCoreTest, AnUpdatedWindowReplacesTheOneOffsOfWindowsNotYetOpen) 
 // at a later check, the old one is cancelled. Nothing acknowledged is left
 // unreserved by an update.
 TEST_F(InferenceCoreTest, ARefusedNewOneOffKeepsTheOldOneUntilItIsHeld) {
-  opts_.history_window = Millis(2 * kDay);
-  opts_.one_off_lead = Millis(kDay);
-  JobShape early{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
-  ASSERT_TRUE(core().accept(proposeRecent(early, 9).record.id, alice_, false).isOk());
-  clock_.advance(Millis(5 * kDay / 2));
+  const Proposal old = acceptSevenHourlyThenDelayItsInput();
   const int64_t now = toEpochMs(clock_.now());
-  ASSERT_TRUE(core().submitDueInstances().isOk());
-  const Proposal old = only("seven", store::ProposalState::kAccepted);
   const InstanceReservation* blocked = nullptr;
   for (const auto& i : old.payload.instances) {
     if (toEpochMs(i.period_start + old.payload.start_offset) > now + kHour) blocked = &i;
   }
   ASSERT_NE(blocked, nullptr);
   const std::string old_id = blocked->reservation_id;
-  JobShape late = early;
-  late.avail = 90 * kMin;
-  late.run_tag = "-late";
-  store::IngestBatch b;
-  for (int64_t k = now / (7 * kHour) - 6; k < now / (7 * kHour); k++) addInstance(&b, late, k);
-  ingest(b);
-  ASSERT_TRUE(core().refit().isOk());
   rm_.refused_hours = {toEpochMs(blocked->period_start) % kDay / kHour};
   auto acc = core().accept(only("seven", store::ProposalState::kPending).record.id, alice_, false);
   ASSERT_TRUE(acc.isOk()) << acc.status().toString();
