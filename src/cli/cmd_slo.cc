@@ -50,11 +50,13 @@ json proposalJson(const v1::Proposal& p) {
   for (auto v : p.skyline()) sky.push_back(v);
   json instances = json::array();
   for (const auto& i : p.instances()) {
-    instances.push_back({{"arrival_ms", i.arrival_ms()},
-                         {"deadline_ms", i.deadline_ms()},
-                         {"reservation_id", i.reservation_id()},
-                         {"state", i.state()},
-                         {"detail", i.detail()}});
+    json o = {{"arrival_ms", i.arrival_ms()},
+              {"deadline_ms", i.deadline_ms()},
+              {"reservation_id", i.reservation_id()},
+              {"state", i.state()},
+              {"detail", i.detail()}};
+    if (!i.replaces().empty()) o["replaces"] = i.replaces();
+    instances.push_back(std::move(o));
   }
   json warnings = json::array();
   for (const auto& w : p.warnings()) warnings.push_back(w);
@@ -113,6 +115,10 @@ void printProposal(const v1::Proposal& p) {
       std::printf("    instance %s .. %s: %s %s%s%s\n", formatTime(i.arrival_ms()).c_str(),
                   formatTime(i.deadline_ms()).c_str(), i.state().c_str(),
                   i.reservation_id().c_str(), i.detail().empty() ? "" : " - ", i.detail().c_str());
+      if (!i.replaces().empty()) {
+        std::printf("      still reserved by the superseded %s until this one is held\n",
+                    i.replaces().c_str());
+      }
     }
   }
   std::printf(

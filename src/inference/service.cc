@@ -106,6 +106,7 @@ void toProto(const Proposal& p, TimePoint now, v1::Proposal* out) {
     o->set_reservation_id(i.reservation_id);
     o->set_state(i.state);
     o->set_detail(i.detail);
+    o->set_replaces(i.replaces);
   }
   for (const auto& w : p.payload.warnings) out->add_warnings(w);
   out->set_runs_failed(p.payload.runs_failed);

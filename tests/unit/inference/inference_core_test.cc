@@ -706,6 +706,11 @@ TEST_F(InferenceCoreTest, ARefusedNewOneOffKeepsTheOldOneUntilItIsHeld) {
   bool warned = false;
   for (const auto& w : acc->payload.warnings) warned |= w.find("keep the superseded") != w.npos;
   EXPECT_TRUE(warned);
+  v1::Proposal wire;  // what the owner sees (morpheusctl slo show)
+  toProto(*acc, clock_.now(), &wire);
+  int shown = 0;
+  for (const auto& i : wire.instances()) shown += i.replaces() == old_id ? 1 : 0;
+  EXPECT_EQ(shown, 1);
 
   // A restart in between loses nothing: the record names the old one-off.
   core_.reset();
