@@ -154,46 +154,55 @@ TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now) {
   return fromEpochMs(k * period);
 }
 
+namespace {
+
+// FNV-1a, 64 bit, over bytes and little-endian integers (host-independent).
+struct Fnv1a {
+  uint64_t h = 1469598103934665603ull;
+  void byte(uint64_t b) { h = (h ^ (b & 0xff)) * 1099511628211ull; }
+  void num(int64_t v) {
+    for (int k = 0; k < 8; k++) byte(static_cast<uint64_t>(v) >> (8 * k));
+  }
+  void str(const std::string& v) {
+    num(static_cast<int64_t>(v.size()));
+    for (unsigned char c : v) byte(c);
+  }
+};
+
+}  // namespace
+
 std::string instanceReservationId(const JobKey& job, TimePoint period_start, uint64_t definition) {
   // RM ids are 1-128 of [A-Za-z0-9_.-]: the key's other bytes become '_', and
   // an FNV-1a hash of the whole key keeps distinct keys distinct.
   std::string safe;
-  uint64_t h = 1469598103934665603ull;
+  Fnv1a key;
   for (unsigned char c : job.value()) {
-    h = (h ^ c) * 1099511628211ull;
+    key.byte(c);
     if (safe.size() < 64) safe.push_back(std::isalnum(c) || c == '.' || c == '-' ? c : '_');
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, "-%016llx-%08llx-%lld", static_cast<unsigned long long>(h),
+  std::snprintf(buf, sizeof buf, "-%016llx-%08llx-%lld", static_cast<unsigned long long>(key.h),
                 static_cast<unsigned long long>(definition & 0xffffffffull),
                 static_cast<long long>(toEpochMs(period_start)));
   return "slo-" + safe + buf;
 }
 
 uint64_t definitionFingerprint(const RecurringRequest& r) {
-  uint64_t h = 1469598103934665603ull;
-  auto byte = [&h](uint64_t b) { h = (h ^ (b & 0xff)) * 1099511628211ull; };
-  auto num = [&byte](int64_t v) {  // little-endian whatever the host
-    for (int k = 0; k < 8; k++) byte(static_cast<uint64_t>(v) >> (8 * k));
-  };
-  auto str = [&](const std::string& v) {
-    num(static_cast<int64_t>(v.size()));
-    for (unsigned char c : v) byte(c);
-  };
-  str(r.owner);
-  str(r.queue);
-  for (Millis m : {r.period, r.start_offset, r.deadline_offset, r.step}) num(m.count());
-  num(static_cast<int64_t>(r.skyline.size()));
-  for (int64_t v : r.skyline) num(v);
-  num(r.container.memoryMib());
-  num(r.container.vcores());
+  Fnv1a f;
+  f.str(r.owner);
+  f.str(r.queue);
+  for (Millis m : {r.period, r.start_offset, r.deadline_offset, r.step}) f.num(m.count());
+  f.num(static_cast<int64_t>(r.skyline.size()));
+  for (int64_t v : r.skyline) f.num(v);
+  f.num(r.container.memoryMib());
+  f.num(r.container.vcores());
   for (const auto& [name, v] : r.container.extended()) {
-    str(name);
-    num(v);
+    f.str(name);
+    f.num(v);
   }
-  num(r.budget_container_ms);
-  num((r.problematic ? 1 : 0) + (r.whole_steps ? 2 : 0));
-  return h;
+  f.num(r.budget_container_ms);
+  f.num((r.problematic ? 1 : 0) + (r.whole_steps ? 2 : 0));
+  return f.h;
 }
 
 namespace {
@@ -324,15 +333,15 @@ constexpr size_t kKeptInstances = 32;
 Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitted) {
   const TimePoint now = clock_.now();
   const Millis period = p.payload.period;
+  const RecurringRequest slo = requestOf(p, opts_);
+  const uint64_t definition = definitionFingerprint(slo);
   Status first_refusal = Status::ok();
   for (TimePoint start = nextInstanceStart(p.payload, now);
        start + p.payload.start_offset <= now + opts_.one_off_lead; start += period) {
     auto rec = std::find_if(p.payload.instances.begin(), p.payload.instances.end(),
                             [&](const InstanceReservation& i) { return i.period_start == start; });
     if (rec != p.payload.instances.end() && rec->state == "submitted") continue;
-    const RecurringRequest slo = requestOf(p, opts_);
-    OneOffRequest req{slo, start,
-                      instanceReservationId(p.record.job, start, definitionFingerprint(slo))};
+    OneOffRequest req{slo, start, instanceReservationId(p.record.job, start, definition)};
     auto sub = rm_.submitOneOff(req);
     InstanceReservation inst{start, req.reservation_id, "submitted", "",
                              rec != p.payload.instances.end() ? rec->replaces : ""};

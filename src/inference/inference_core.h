@@ -97,7 +97,8 @@ TimePoint nextInstanceStart(const ProposalPayload& p, TimePoint now);
 // for every submission of that instance under one signed-off SLO, so a
 // repeat is seen as ALREADY_EXISTS, and a different one for an update that
 // changes the window or the skyline, so the update's one-off is submitted
-// beside the old one, which is then retired (never kept in the old shape).
+// beside the old one, which is then retired (or, while the new one is
+// refused, kept: InstanceReservation::replaces).
 std::string instanceReservationId(const JobKey& job, TimePoint period_start, uint64_t definition);
 // FNV-1a over everything a one-off reservation of `r` reserves (owner,
 // queue, schedule, step, skyline, container, budget, flags); not job_key.

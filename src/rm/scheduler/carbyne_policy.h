@@ -58,7 +58,7 @@ namespace morpheus::sched {
 struct CarbynePlan {
   Millis completion{0};               // T: estimated completion from now at the fair share
   std::vector<Millis> latest_finish;  // per stage: latest finish keeping T
-  std::vector<int64_t> need_tasks;    // per stage: tasks that must run now (0: not runnable, or slack)
+  std::vector<int64_t> need_tasks;    // per stage: tasks needed now (0: not runnable, or slack)
   Resource need;                      // sum of need_tasks x task, capped at the fair share
 };
 
