@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Morpheus demo (README "The two commands", issue #14): starts a local
+# The Morpheus demo (docs/getting-started.md): starts a local
 # cluster (deploy/local-cluster.sh) with time-compressed planning options and
 # runs deploy/demo.py, which drives it with morpheusctl exactly as a job's
 # owner and an operator would: a periodic DAG job is learned, its SLO signed
@@ -10,8 +10,8 @@
 #
 # Usage: deploy/demo.sh [--keep] [--profile demo|ci] [--var DIR] [--ports fixed|auto]
 #   --keep          leave the cluster running (stop: local-cluster.sh stop --var DIR)
-#   --profile       demo (default): plan step 5 s, a run every minute, ~8 min;
-#                   ci: plan step 2 s, a run every 30 s, ~3.5 min (the integration test)
+#   --profile       demo (default): plan step 5 s, a run every 90 s, ~10 min;
+#                   ci: plan step 2 s, a run every minute, ~6 min (the integration test)
 #   --var DIR       the demo cluster's data, logs and tokens (default ./var/demo, apart
 #                   from the plain local cluster's ./var); the previous demo's state in
 #                   DIR is removed first, so every run learns from scratch
@@ -40,27 +40,27 @@ while [ $# -gt 0 ]; do
 done
 
 # Time-compressed options (every key is documented in deploy/*.yaml). The
-# plan's LCM ("day") is 10 periods of the job; DRA reviews every plan step,
-# a grant lasts T = 2 steps and its cap looks back R_recent = 2 steps
-# (Morpheus §7's 60 s / 2 min at a 60 s step); preemption grace and the
-# NM's kill grace shrink likewise. DRA reviews every second (dra.interval,
-# default: the plan step) and a grant may reach rho = 6 times the recent
-# plan (default 2): the plan holds the job's skyline as fitted from its
-# unslowed runs, where the slowed run's 6-wide transform stage needs 7 at
-# once for four times as long. The inference service refits every plan step instead of
-# once a day, with the same LCM and step as the RM, and proposes a
-# reprovisioning budget of 3 times the skyline's area (default 20%): a grant
-# is charged for its whole T, so that DRA, not the budget, decides the
-# slowed run. Dispersion counts as problematic only from 2 MAD/median
-# (default 0.5): at 2 s steps a second of process-start jitter reads as
-# dispersion, and the planner would centre the job's 8 s skyline in its 25 s
-# window (Morpheus §6's alignment penalty), leaving the slowed run waiting
-# behind the flood until mid-window. The ad-hoc queues: root.default (weight 3: where the jobs run
-# before sign-off) and root.adhoc (weight 1: the flood, whose tasks outlast
-# the demo).
+# plan's LCM ("day") is 10 periods of the job (4 in ci); DRA reviews every
+# second (dra.interval, default: the plan step), a grant lasts T = 2 plan
+# steps and its cap looks back R_recent = 2 steps (Morpheus §7's 60 s / 2 min
+# at a 60 s step) and may reach rho = 6 times the recent plan (default 2):
+# the plan holds the job's skyline as fitted from its unslowed runs, where
+# the slowed run's transform needs its 6 tasks at once for twice as long.
+# Preemption grace and the NM's kill grace shrink likewise, so that a
+# reserved run follows its plan closely. The inference service refits every
+# plan step instead of once a day, with the same LCM and step as the RM, and
+# proposes a reprovisioning budget of 10 times the skyline's area (default
+# 20%): a grant is charged for its whole T, so that DRA, not the budget,
+# decides the slowed run. Dispersion counts as problematic only from 2
+# MAD/median (default 0.5): at these time scales a second of process-start
+# jitter reads as dispersion, and the planner would centre the job's skyline
+# in its window (Morpheus §6's alignment penalty), leaving the slowed run
+# waiting behind the flood until mid-window. The ad-hoc queues:
+# root.default (weight 3: where the jobs run before sign-off) and
+# root.adhoc (weight 1: the flood, whose tasks outlast the demo).
 case "$PROFILE" in
-  demo) STEP=5s LCM=10m HB=500ms GRACE=2s ;;
-  ci) STEP=2s LCM=1m HB=300ms GRACE=500ms ;;
+  demo) STEP=5s LCM=15m HB=500ms GRACE=500ms ;;
+  ci) STEP=2s LCM=4m HB=300ms GRACE=500ms ;;
   *) echo "demo: --profile: '$PROFILE' is not demo or ci" >&2; exit 2 ;;
 esac
 mkdir -p "$VAR"
@@ -105,7 +105,7 @@ started=1
   --rm-set "dra.rho=6" --rm-set "dra.interval=1s" \
   --rm-set "scheduler.queues=root.default=3,root.adhoc=1" \
   --inference-set "skyline.step=$STEP" --inference-set "slo.lcm=$LCM" \
-  --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=3" \
+  --inference-set "inference.refit-interval=$STEP" --inference-set "proposal.budget-fraction=10" \
   --inference-set "slo.problematic-cv=2" \
   --nm-set "nm.heartbeat-interval=$HB" --nm-set "nm.kill-grace=1s"
 python3 "$ROOT/deploy/demo.py" --var "$VAR" --profile "$PROFILE" --jobs "$ROOT/examples/demo"
