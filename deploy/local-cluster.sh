@@ -12,7 +12,7 @@
 # Binaries from $MORPHEUS_BIN (default: build-release/bin, else build/bin, build-test/bin).
 #
 # stop first kills the applications still running (their containers outlive
-# a stopped NM by design, README "Running applications") and waits for their
+# a stopped NM by design, docs/user/applications.md) and waits for their
 # containers to end, then stops the NMs, inference and the RM; a container a
 # dead NM left behind is killed from its record (DIR/<nm>/local/containers).
 set -euo pipefail
@@ -86,7 +86,7 @@ endpoint() {
 }
 
 # Bearer tokens of the RM and inference (one file, mode 0600, made once;
-# README "Caller identity and queue ACLs"): the local operator as admin, the daemons' own service
+# docs/operator/security.md): the local operator as admin, the daemons' own service
 # identity (RM telemetry -> inference, inference sign-off -> RM) as admin, and
 # nm1..nm3 as nodes. Each client's own token is also kept alone in a file.
 make_tokens() {

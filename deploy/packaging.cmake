@@ -12,7 +12,7 @@
 #                            deploy/*.yaml with data-dir under /var/lib/morpheus
 #   /lib/systemd/system/     morpheus-{rm,nm,inference}.service
 #   /usr/share/bash-completion/completions/morpheusctl (src/cli)
-#   /usr/share/doc/morpheus/ README.md
+#   /usr/share/doc/morpheus/ README.md and docs/ (without docs/tools)
 # The web UI (src/rm/ui) is compiled into morpheus-rm and served by it, so no
 # asset file is installed. Absolute destinations (/etc, /lib/systemd) are kept
 # absolute under any prefix: a unit file elsewhere is never found by systemd.
@@ -49,6 +49,11 @@ install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/morpheus-rm.service
               ${CMAKE_SOURCE_DIR}/deploy/systemd/morpheus-inference.service
         DESTINATION /lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The documentation (docs/, without its generator) next to the README, so the
+# units' Documentation= links and the README's links resolve on an installed
+# machine.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        PATTERN tools EXCLUDE)
 
 # CPack DEB. Runtime dependencies come from dpkg-shlibdeps on the binaries.
 set(CPACK_GENERATOR "DEB")

@@ -32,10 +32,12 @@ for f in ./usr/bin/morpheus-rm ./usr/bin/morpheus-nm ./usr/bin/morpheus-containe
     ./etc/morpheus/rm.yaml ./etc/morpheus/nm.yaml ./etc/morpheus/inference.yaml \
     ./lib/systemd/system/morpheus-rm.service ./lib/systemd/system/morpheus-nm.service \
     ./lib/systemd/system/morpheus-inference.service \
-    ./usr/share/bash-completion/completions/morpheusctl ./usr/share/doc/morpheus/README.md; do
+    ./usr/share/bash-completion/completions/morpheusctl ./usr/share/doc/morpheus/README.md \
+    ./usr/share/doc/morpheus/docs/operator/README.md \
+    ./usr/share/doc/morpheus/docs/reference/config-rm.md; do
   grep -qxF "$f" "$work/files" || fail "the package lacks $f; it has:$(printf '\n  %s' $(cat "$work/files"))"
 done
-if grep -E '_tests$|/build-|/include/' "$work/files"; then fail "test binaries or headers packaged"; fi
+if grep -E '_tests$|/build-|/include/|/docs/tools/' "$work/files"; then fail "test binaries, headers or the docs generator packaged"; fi
 
 dpkg-deb -e "$deb" "$work/control"
 for c in /etc/morpheus/rm.yaml /etc/morpheus/nm.yaml /etc/morpheus/inference.yaml; do
