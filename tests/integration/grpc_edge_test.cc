@@ -229,11 +229,36 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemon, GrpcDescriptorFloodIT,
                          ::testing::Values("rm", "nm", "inference"),
                          [](const auto& info) { return std::string(info.param); });
 
-// Descriptors exhausted on the gRPC port itself (caps raised above the limit,
-// which is lowered after start): /readyz fails naming grpc-accepting while the
-// port cannot accept, and once the flood is closed the port recovers by
-// itself and /readyz is ready again. (Before: /readyz said ready throughout
-// and the port never recovered.)
+// Sends GET `target` on the open keep-alive connection `fd`; {status, body},
+// status 0 when no complete answer came within 3 s.
+std::pair<int, std::string> keepAliveGet(int fd, const std::string& target) {
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = "GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    return {0, ""};
+  }
+  std::string resp;
+  char buf[4096];
+  while (true) {
+    auto end = resp.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      auto cl = resp.find("Content-Length: ");
+      size_t body = cl == std::string::npos || cl > end ? 0 : std::stoul(resp.substr(cl + 16));
+      if (resp.size() >= end + 4 + body) return {std::stoi(resp.substr(9, 3)), resp.substr(end + 4)};
+    }
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return {0, ""};
+    resp.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// Descriptors exhausted through the gRPC port itself (its caps raised above
+// the limit, which is lowered after start): /readyz, asked on a keep-alive
+// connection opened before (a new one could not be accepted either), fails
+// naming grpc-accepting while the port cannot accept; once the flood is
+// closed the port recovers by itself and /readyz is ready again. (Before:
+// /readyz answered 200 ready throughout and the port never recovered.)
 TEST(GrpcEdgeIT, ReadyzFailsWhileTheGrpcPortCannotAcceptAndRecovers) {
   raiseOwnDescriptorLimit();
   Daemon d;
@@ -248,18 +273,23 @@ TEST(GrpcEdgeIT, ReadyzFailsWhileTheGrpcPortCannotAcceptAndRecovers) {
   d.grpc = d.proc.grpcAddress();
   d.http = d.proc.httpAddress();
   ASSERT_FALSE(d.grpc.empty()) << d.proc.log();
-  ASSERT_TRUE(waitFor([&] { return timedGet(d.http, "/readyz").first == 200; }, 20s));
+  Sockets probe;
+  probe.fds.push_back(connectLoopback(portOf(d.http), "127.0.0.1", true));
+  ASSERT_GE(probe.fds[0], 0);
+  ASSERT_TRUE(waitFor([&] { return keepAliveGet(probe.fds[0], "/readyz").first == 200; }, 20s));
   rlimit low{256, 256};
   ASSERT_EQ(::prlimit(d.proc.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   Sockets idle;
   flood(idle, portOf(d.grpc), 4, 100);
+  std::string last;
   EXPECT_TRUE(waitFor(
       [&] {
-        auto [status, body] = timedGet(d.http, "/readyz", 500ms);
+        auto [status, body] = keepAliveGet(probe.fds[0], "/readyz");
+        last = std::to_string(status) + " " + body;
         return status == 503 && body.find("grpc-accepting") != std::string::npos;
       },
       20s))
-      << "/readyz never reported that the gRPC port cannot accept\n"
+      << "/readyz never reported that the gRPC port cannot accept; last: " << last << "\n"
       << d.proc.log();
   idle.closeAll();
   EXPECT_TRUE(waitFor([&] { return timedGet(d.http, "/readyz").first == 200; }, 15s))

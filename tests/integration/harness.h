@@ -16,8 +16,7 @@
 
 namespace morpheus::testing {
 
-// Absolute path of a built binary (<build>/bin/NAME, or $MORPHEUS_TEST_BIN_DIR/NAME
-// when that is set: the same tests against other binaries).
+// Absolute path of a built binary (<build>/bin/NAME).
 std::string binary(const std::string& name);
 // A fresh empty directory under the test temp dir.
 std::string freshDir(const std::string& tag);
