@@ -174,9 +174,9 @@ bool servesAuthenticatedCall(const Daemon& d) {
   }
   if (d.component == "inference") {
     auto stub = v1::InferenceService::NewStub(channel);
-    v1::ListRunsRequest req;
-    v1::ListRunsResponse resp;
-    return stub->ListRuns(ctx.get(), req, &resp).ok();
+    v1::ListProposalsRequest req;
+    v1::ListProposalsResponse resp;
+    return stub->ListProposals(ctx.get(), req, &resp).ok();
   }
   return grpcServing(d.grpc);
 }
