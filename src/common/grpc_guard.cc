@@ -402,8 +402,8 @@ void GrpcGuard::run() {
     while (true) {
       sockaddr_storage ss{};
       socklen_t len = sizeof ss;
-      int fd =
-          ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         int e = errno;
         if (e == EAGAIN || e == EWOULDBLOCK) return;

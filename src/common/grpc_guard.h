@@ -45,7 +45,7 @@
 namespace morpheus {
 
 struct GrpcGuardOptions {
-  int max_connections = 1000;           // grpc.max-connections
+  int max_connections = 1000;            // grpc.max-connections
   int max_connections_per_client = 100;  // grpc.max-connections-per-client
   Millis handshake_timeout{10000};       // grpc.handshake-timeout
   int64_t max_message_bytes = 16 << 20;  // grpc.max-receive-message-bytes (plaintext check)

@@ -13,11 +13,11 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -119,15 +119,15 @@ struct Daemon {
 std::vector<std::string> daemonArgs(const std::string& component, const std::string& dir) {
   if (component == "rm") return rmAuthArgs();
   if (component == "nm") {
-    std::vector<std::string> a = {"--rm", "127.0.0.1:1", "--resources", "memory=1024,vcores=1",
+    std::vector<std::string> a = {"--rm",      "127.0.0.1:1", "--resources", "memory=1024,vcores=1",
                                   "--node-id", "nm1"};
     for (auto& x : nmAuthArgs("nm1")) a.push_back(x);
     return a;
   }
   std::string rm_token = dir + "-rm-token";
   std::ofstream(rm_token) << testToken("ops") << "\n";
-  return {"--rm", "127.0.0.1:1", "--token-file", testTokenFile(), "--set",
-          "inference.rm-token-file=" + rm_token};
+  return {"--rm",          "127.0.0.1:1", "--token-file",
+          testTokenFile(), "--set",       "inference.rm-token-file=" + rm_token};
 }
 
 // Starts `component` with RLIMIT_NOFILE `nofile` (soft and hard, so the
@@ -245,7 +245,8 @@ std::pair<int, std::string> keepAliveGet(int fd, const std::string& target) {
     if (end != std::string::npos) {
       auto cl = resp.find("Content-Length: ");
       size_t body = cl == std::string::npos || cl > end ? 0 : std::stoul(resp.substr(cl + 16));
-      if (resp.size() >= end + 4 + body) return {std::stoi(resp.substr(9, 3)), resp.substr(end + 4)};
+      if (resp.size() >= end + 4 + body)
+        return {std::stoi(resp.substr(9, 3)), resp.substr(end + 4)};
     }
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) return {0, ""};
@@ -335,8 +336,9 @@ TEST(GrpcEdgeIT, IdleConnectionsOfOneClientAreCappedAndTimedOut) {
       },
       20s);
   EXPECT_EQ(closed, idle.fds.size()) << "the server kept idle connections that never spoke";
-  EXPECT_EQ(metricOf(d.http, "morpheus_grpc_connections_refused_total{reason=\"max-connections-"
-                             "per-client\"}"),
+  EXPECT_EQ(metricOf(d.http,
+                     "morpheus_grpc_connections_refused_total{reason=\"max-connections-"
+                     "per-client\"}"),
             200);
   EXPECT_EQ(metricOf(d.http, "morpheus_grpc_connections_refused_total{reason=\"handshake\"}"), 100);
   EXPECT_TRUE(servesAuthenticatedCall(d));
