@@ -6,11 +6,15 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -62,6 +66,11 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                 1000000, "connections",
                 "Open HTTP connections from one client IP address at most; the excess is "
                 "answered 503 and closed at once.");
+  schema.addInt("http.max-connections-per-principal", &opts->http_max_connections_per_principal,
+                50, 1, 1000000, "connections",
+                "Open HTTP connections of one authenticated user at most (counted from the "
+                "connection's first request with a valid token); the request over it is "
+                "answered 503 and its connection closed.");
   schema.addDuration("http.header-timeout", &opts->http_header_timeout, Millis(10000), Millis(100),
                      "A request's headers and body must arrive within this (slow senders are "
                      "closed); also the time a client has to read a response.");
@@ -69,6 +78,38 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                      "A keep-alive HTTP connection with no new request for this long is closed.");
   schema.addInt("http.max-body-bytes", &opts->http_max_body_bytes, 1 << 20, 0, 1LL << 30, "bytes",
                 "Largest HTTP request body; a larger one is answered 413 without being read.");
+  schema.addInt("grpc.max-connections", &opts->grpc_max_connections, 1000, 1, 1000000,
+                "connections",
+                "Open gRPC connections at most (the connection guard owns the gRPC port); an "
+                "excess connection is closed at once. Lowered to fit the descriptor limit: "
+                "(half the limit - 64) / 3, as each costs three descriptors.");
+  schema.addInt("grpc.max-connections-per-client", &opts->grpc_max_connections_per_client, 100, 1,
+                1000000, "connections",
+                "Open gRPC connections from one client IP address at most; the excess is closed "
+                "at once.");
+  schema.addDuration("grpc.handshake-timeout", &opts->grpc_handshake_timeout, Millis(10000),
+                     Millis(100),
+                     "A new gRPC connection must send the HTTP/2 preface (plaintext) or start "
+                     "its TLS handshake within this, and complete the TLS handshake within "
+                     "this again; else it is closed.");
+  schema.addDuration("grpc.idle-timeout", &opts->grpc_idle_timeout, Millis(300000), Millis(1000),
+                     "A gRPC connection without any call for this long is closed (HTTP/2 "
+                     "GOAWAY; clients reconnect on their next call).");
+  schema.addInt("grpc.max-receive-message-bytes", &opts->grpc_max_receive_message_bytes,
+                16 << 20, 1024, 1LL << 30, "bytes",
+                "Largest gRPC request message. On a plaintext port a larger message closes "
+                "the connection as soon as its length prefix arrives, before its body is "
+                "read; with TLS gRPC refuses it (RESOURCE_EXHAUSTED).");
+  schema.addInt("grpc.max-concurrent-streams", &opts->grpc_max_concurrent_streams, 100, 1, 100000,
+                "calls", "Concurrent calls on one gRPC connection at most.");
+  schema.addInt("grpc.memory-quota-bytes", &opts->grpc_memory_quota_bytes, 512LL << 20, 16 << 20,
+                1LL << 40, "bytes",
+                "Memory gRPC may use for connections and messages in flight (its resource "
+                "quota); under pressure it shrinks flow-control windows and then closes "
+                "connections.");
+  schema.addInt("grpc.max-threads", &opts->grpc_max_threads, 256, 4, 100000, "threads",
+                "Threads gRPC may use for calls at most (its resource quota); a call beyond "
+                "is answered RESOURCE_EXHAUSTED.");
   addTlsOptions(schema, &opts->tls_files);
 }
 
@@ -102,10 +143,29 @@ HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descripto
   h.max_connections = static_cast<int>(cap);
   h.max_connections_per_client =
       static_cast<int>(std::min(opts.http_max_connections_per_client, cap));
+  h.max_connections_per_principal =
+      static_cast<int>(std::min(opts.http_max_connections_per_principal, cap));
   h.header_timeout = opts.http_header_timeout;
   h.idle_timeout = opts.http_idle_timeout;
   h.max_body_bytes = opts.http_max_body_bytes;
   return h;
+}
+
+GrpcGuardOptions grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit) {
+  GrpcGuardOptions g;
+  int64_t budget = std::max<int64_t>((descriptor_limit / 2 - kGrpcDescriptorReserve) / 3, 1);
+  int64_t cap = std::min(opts.grpc_max_connections, budget);
+  if (cap < opts.grpc_max_connections) {
+    spdlog::warn("grpc.max-connections {} lowered to {} to fit the descriptor limit {}",
+                 opts.grpc_max_connections, cap, descriptor_limit);
+  }
+  g.max_connections = static_cast<int>(cap);
+  g.max_connections_per_client =
+      static_cast<int>(std::min(opts.grpc_max_connections_per_client, cap));
+  g.handshake_timeout = opts.grpc_handshake_timeout;
+  g.max_message_bytes = opts.grpc_max_receive_message_bytes;
+  g.tls = opts.tls.enabled();
+  return g;
 }
 
 Status loadDaemonTls(DaemonOptions* opts) {
@@ -266,25 +326,86 @@ DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts,
     : component_(std::move(component)),
       opts_(opts),
       metrics_(metrics),
-      http_(httpServerOptions(opts, raiseDescriptorLimit()), metrics) {}
+      descriptor_limit_(raiseDescriptorLimit()),
+      http_(httpServerOptions(opts, descriptor_limit_), metrics) {}
 
 DaemonServer::~DaemonServer() { shutdown(Millis(0)); }
+
+int DaemonServer::connectGrpc() {
+  if (internal_socket_.empty()) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+    grpc::AddInsecureChannelFromFd(server_.get(), sv[1]);  // gRPC owns sv[1] now
+    return sv[0];
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, internal_socket_.c_str(), internal_socket_.size() + 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
+      errno != EINPROGRESS) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
 
 Status DaemonServer::start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
-  builder.AddListeningPort(addr, makeServerCredentials(opts_.tls), &grpc_port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(opts_.grpc_max_receive_message_bytes));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(opts_.grpc_idle_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(opts_.grpc_handshake_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(opts_.grpc_max_concurrent_streams));
+  grpc::ResourceQuota quota("morpheus-" + component_ + "-grpc");
+  quota.Resize(static_cast<size_t>(opts_.grpc_memory_quota_bytes));
+  quota.SetMaxThreads(static_cast<int>(opts_.grpc_max_threads));
+  builder.SetResourceQuota(quota);
+  if (opts_.tls.enabled()) {
+    // gRPC's TLS needs a listener of its own: a Unix socket only this user can
+    // reach, fed by the guard. Its accept() never sees more connections than
+    // the guard admitted within the descriptor budget.
+    std::string tmpl = opts_.data_dir + "/.grpc-XXXXXX";
+    if (tmpl.size() + 3 > sizeof(sockaddr_un::sun_path)) tmpl = "/tmp/morpheus-grpc-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return unavailable("cannot create the gRPC server's private directory " + tmpl + ": " +
+                         std::strerror(errno));
+    }
+    internal_dir_ = tmpl;
+    internal_socket_ = internal_dir_ + "/s";
+    int internal_port = 0;
+    builder.AddListeningPort("unix:" + internal_socket_, makeServerCredentials(opts_.tls),
+                             &internal_port);
+  }
   for (auto* s : services_) builder.RegisterService(s);
   if (fallback_) builder.RegisterCallbackGenericService(fallback_);
   server_ = builder.BuildAndStart();
-  if (!server_ || grpc_port_ == 0) {
+  if (!server_) return unavailable("cannot start the gRPC server (see the log above)");
+  readiness_.require("grpc-accepting");
+  guard_ = std::make_unique<GrpcGuard>(grpcGuardOptions(opts_, descriptor_limit_), metrics_,
+                                       [this] { return connectGrpc(); },
+                                       [this](bool accepting) {
+                                         readiness_.set("grpc-accepting", accepting);
+                                       });
+  std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
+  auto gp = guard_->start(opts_.grpc_host, static_cast<int>(opts_.grpc_port));
+  if (!gp.isOk()) {
+    guard_.reset();
+    server_->Shutdown();
     server_.reset();
-    return unavailable("cannot listen on gRPC address " + addr + " (port busy or address invalid)");
+    return unavailable("cannot listen on gRPC address " + addr + " (port busy or address invalid): " +
+                       gp.status().message());
   }
+  grpc_port_ = *gp;
+  readiness_.set("grpc-accepting", true);
   server_->GetHealthCheckService()->SetServingStatus(true);
 
   // All on the I/O thread: cheap, and never queued behind a slow REST handler.
@@ -336,6 +457,7 @@ void DaemonServer::shutdown(Millis grace) {
   if (stopped_) return;
   stopped_ = true;
   readiness_.set("serving", false);
+  if (guard_) guard_->stop();
   if (server_) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(std::chrono::system_clock::now() + grace);
@@ -344,6 +466,7 @@ void DaemonServer::shutdown(Millis grace) {
   http_.stop();
   std::error_code ec;
   fs::remove(opts_.data_dir + "/" + component_ + ".endpoints.json", ec);
+  if (!internal_dir_.empty()) fs::remove_all(internal_dir_, ec);
 }
 
 }  // namespace morpheus

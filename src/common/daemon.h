@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/config.h"
+#include "common/grpc_guard.h"
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -35,9 +36,20 @@ struct DaemonOptions {
   // HTTP edge limits (http.*), documented in addDaemonOptions and HttpServerOptions.
   int64_t http_max_connections = 1000;
   int64_t http_max_connections_per_client = 100;
+  int64_t http_max_connections_per_principal = 50;
   Millis http_header_timeout{10000};
   Millis http_idle_timeout{60000};
   int64_t http_max_body_bytes = 1 << 20;
+  // gRPC edge limits (grpc.*), documented in addDaemonOptions and
+  // GrpcGuardOptions (common/grpc_guard.h).
+  int64_t grpc_max_connections = 1000;
+  int64_t grpc_max_connections_per_client = 100;
+  Millis grpc_handshake_timeout{10000};
+  Millis grpc_idle_timeout{300000};
+  int64_t grpc_max_receive_message_bytes = 16 << 20;
+  int64_t grpc_max_concurrent_streams = 100;
+  int64_t grpc_memory_quota_bytes = 512LL << 20;
+  int64_t grpc_max_threads = 256;
   // Mutual TLS of every gRPC server and channel of the daemon (common/tls.h):
   // tls_files as configured (tls.*), tls their content once loadDaemonTls()
   // has validated them. Plaintext while !tls.enabled().
@@ -56,6 +68,12 @@ int64_t raiseDescriptorLimit();
 // half of `descriptor_limit` (logged as a warning when lowered) so that gRPC,
 // the store and the logs keep descriptors under an HTTP flood.
 HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descriptor_limit);
+// The gRPC connection guard's limits of `opts`. Each admitted gRPC connection
+// costs three descriptors (the client's, and both ends towards gRPC), so the
+// connection cap is kept within the half of `descriptor_limit` that HTTP does
+// not use, less kGrpcDescriptorReserve (logged as a warning when lowered).
+inline constexpr int64_t kGrpcDescriptorReserve = 64;
+GrpcGuardOptions grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit);
 // Loads and validates opts->tls_files into opts->tls. Call once after the
 // command line is parsed, before any server or channel is made; on error
 // (INVALID_ARGUMENT naming the tls.* option) the daemon must not start.
@@ -121,7 +139,10 @@ class DaemonServer {
   Readiness& readiness() { return readiness_; }
 
   // Starts gRPC (health + reflection enabled, SO_REUSEPORT off so a busy port
-  // is an error) and HTTP (/healthz liveness, /readyz readiness, /metrics
+  // is an error) behind its connection guard (common/grpc_guard.h: the guard
+  // owns the public port; plaintext connections reach gRPC through a socket
+  // pair, TLS ones through a Unix socket in a private 0700 directory; /readyz
+  // requires "grpc-accepting") and HTTP (/healthz liveness, /readyz readiness, /metrics
   // with the process_* metrics and morpheus_<component>_ready), logs the bound addresses and writes
   // them to <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy. gRPC uses
   // mutual TLS when opts.tls is enabled, else plaintext.
@@ -134,9 +155,16 @@ class DaemonServer {
   grpc::Server* grpcServer() { return server_.get(); }
 
  private:
+  // A new descriptor connected to the gRPC server, or -1 (errno set).
+  int connectGrpc();
+
   std::string component_;
   DaemonOptions opts_;
   MetricsRegistry& metrics_;
+  int64_t descriptor_limit_;
+  std::unique_ptr<GrpcGuard> guard_;
+  std::string internal_dir_;  // TLS: the private directory of the internal socket
+  std::string internal_socket_;
   std::vector<grpc::Service*> services_;
   grpc::CallbackGenericService* fallback_ = nullptr;
   std::unique_ptr<grpc::Server> server_;

@@ -144,6 +144,10 @@ struct HttpServer::Impl {
             "morpheus_http_connections_refused_total",
             "HTTP connections refused at accept because a connection cap was reached",
             {{"reason", "max-connections-per-client"}})),
+        refused_per_principal(metrics.counter(
+            "morpheus_http_connections_refused_total",
+            "HTTP connections refused at accept because a connection cap was reached",
+            {{"reason", "max-connections-per-principal"}})),
         accept_errors(metrics.counter("morpheus_http_accept_errors_total",
                                       "Failed accepts on the HTTP port (e.g. EMFILE); retried")),
         timed_out(metrics.counter("morpheus_http_connections_timed_out_total",
@@ -167,7 +171,9 @@ struct HttpServer::Impl {
   Gauge& open_gauge;
   Counter& refused_total;
   Counter& refused_per_client;
+  Counter& refused_per_principal;
   Counter& accept_errors;
+  HttpServer::PrincipalOf principal_of;  // constant after start()
   Counter& timed_out;
   Counter& rejected_400;
   Counter& rejected_413;
@@ -178,6 +184,7 @@ struct HttpServer::Impl {
   std::mutex slots_mu;
   int open_connections = 0;                     // GUARDED_BY(slots_mu)
   std::map<asio::ip::address, int> per_client;  // GUARDED_BY(slots_mu)
+  std::map<std::string, int> per_principal;     // GUARDED_BY(slots_mu)
 
   // I/O thread only. Declared before `io`/`pool` so they outlive the
   // connections those destroy.
@@ -258,6 +265,33 @@ struct HttpServer::Impl {
     open_gauge.set(open_connections);
   }
 
+  // Counts a connection for `principal`; false (and counted) at its cap.
+  bool acquirePrincipal(const std::string& principal) {
+    {
+      std::lock_guard<std::mutex> lk(slots_mu);
+      int& mine = per_principal[principal];
+      if (mine < opts.max_connections_per_principal) {
+        mine++;
+        return true;
+      }
+    }
+    refused_per_principal.inc();
+    uint64_t held = 0;
+    if (refused_log.allow(&held)) {
+      spdlog::warn(
+          "http: refusing connections of {} over http.max-connections-per-principal {}; {} more "
+          "refused since the last line",
+          principal, opts.max_connections_per_principal, held);
+    }
+    return false;
+  }
+
+  void releasePrincipal(const std::string& principal) {
+    std::lock_guard<std::mutex> lk(slots_mu);
+    auto it = per_principal.find(principal);
+    if (it != per_principal.end() && --it->second <= 0) per_principal.erase(it);
+  }
+
   void accept();
   void onAcceptError(const beast::error_code& ec);
   void onAccepted(tcp::socket sock);
@@ -271,7 +305,10 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
  public:
   Connection(HttpServer::Impl& server, tcp::socket sock, asio::ip::address peer)
       : server_(server), stream_(std::move(sock)), peer_(std::move(peer)) {}
-  ~Connection() { server_.releaseSlot(peer_); }
+  ~Connection() {
+    if (!principal_.empty()) server_.releasePrincipal(principal_);
+    server_.releaseSlot(peer_);
+  }
 
   // The first request: header_timeout runs from accept.
   void start() { readRequest(); }
@@ -350,6 +387,17 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
     keep_alive_ = r.keep_alive();
     version_ = r.version();
     HttpRequest req = toRequest(r);
+    if (principal_.empty() && server_.principal_of) {
+      std::string who = server_.principal_of(req);
+      if (!who.empty()) {
+        if (!server_.acquirePrincipal(who)) {
+          return reject(503, "too many connections of " + who +
+                                 " (http.max-connections-per-principal " +
+                                 std::to_string(opts().max_connections_per_principal) + ")\n");
+        }
+        principal_ = std::move(who);
+      }
+    }
     stream_.expires_never();  // no I/O while the handler runs
     HttpResponse miss;
     const Route* route = server_.find(req, &miss);
@@ -426,6 +474,7 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
   HttpServer::Impl& server_;
   beast::tcp_stream stream_;
   asio::ip::address peer_;
+  std::string principal_;  // "" until a request authenticated (setPrincipalOf)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> res_;
@@ -491,6 +540,10 @@ HttpServer::HttpServer(HttpServerOptions options, MetricsRegistry& metrics)
 HttpServer::~HttpServer() { stop(); }
 
 const HttpServerOptions& HttpServer::options() const { return impl_->opts; }
+
+void HttpServer::setPrincipalOf(PrincipalOf principal_of) {
+  impl_->principal_of = std::move(principal_of);
+}
 
 void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler,
                        HandlerThread where) {

@@ -13,6 +13,11 @@
 // - At most max_connections open connections, and at most
 //   max_connections_per_client from one peer IP address. An excess connection
 //   is answered "503" at once, without reading from it, and closed.
+// - With a principal resolver (setPrincipalOf), a connection belongs to the
+//   principal of its first request that authenticates, and one principal
+//   holds at most max_connections_per_principal connections: the request
+//   that would exceed it is answered 503 and its connection closed. (The IP
+//   cap alone lets one user spread over a few addresses fill max_connections.)
 // - A request's headers and body must arrive within header_timeout (counted
 //   from accept for a connection's first request, from the request's first
 //   byte for later ones), so a slow-loris sender is closed. A keep-alive
@@ -29,7 +34,8 @@
 // Metrics (in the registry given to the constructor):
 //   morpheus_http_connections_open                     gauge
 //   morpheus_http_connections_refused_total{reason}    counter, reason =
-//       "max-connections" | "max-connections-per-client"
+//       "max-connections" | "max-connections-per-client" |
+//       "max-connections-per-principal"
 //   morpheus_http_accept_errors_total                  counter
 //   morpheus_http_connections_timed_out_total          counter
 //   morpheus_http_requests_rejected_total{status}      counter, 400 | 413 | 431
@@ -82,6 +88,9 @@ struct HttpServerOptions {
   int max_connections = 1000;
   // Open connections from one peer IP address at most. Count.
   int max_connections_per_client = 100;
+  // Open connections of one authenticated principal at most (see
+  // setPrincipalOf). Count.
+  int max_connections_per_principal = 50;
   // A request's headers and body must arrive within this; also the time a
   // client has to take a response.
   Millis header_timeout{10000};
@@ -114,6 +123,13 @@ class HttpServer {
   // wins. Call before start().
   void route(const std::string& method, const std::string& path, HttpHandler handler,
              HandlerThread where = HandlerThread::kWorker);
+
+  // Who a request authenticates as: the principal's name, "" when the request
+  // carries no valid credentials (it then counts only against the IP cap).
+  // Runs on the I/O thread, so it must be cheap and never block (a token map
+  // lookup). Optional; call before start().
+  using PrincipalOf = std::function<std::string(const HttpRequest&)>;
+  void setPrincipalOf(PrincipalOf principal_of);
 
   // Binds host:port (port 0 = any free port) and starts serving. Returns the
   // bound port; UNAVAILABLE naming the address when it is busy.

@@ -259,6 +259,14 @@ int main(int argc, char** argv) {
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
+  if (!(*authenticator)->open()) {
+    // HTTP connections count per user once authenticated (http.max-connections-per-principal).
+    const Authenticator* auth = authenticator->get();
+    server.http().setPrincipalOf([auth](const HttpRequest& req) {
+      auto who = auth->identify(req);
+      return who.isOk() ? who->user : std::string();
+    });
+  }
   rm::registerReservationRest(server.http(), reservation_service, access);
   // The operator's web page and its JSON (issue #14), at / and /ui/.
   rm::registerWebUi(server.http(),

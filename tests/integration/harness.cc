@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -25,7 +26,12 @@ namespace morpheus::testing {
 
 namespace fs = std::filesystem;
 
-std::string binary(const std::string& name) { return std::string(MORPHEUS_BIN_DIR) + "/" + name; }
+std::string binary(const std::string& name) {
+  // MORPHEUS_TEST_BIN_DIR runs the tests against other binaries (e.g. an
+  // older build, to show an attack test fails there).
+  const char* dir = std::getenv("MORPHEUS_TEST_BIN_DIR");
+  return std::string(dir != nullptr && *dir != 0 ? dir : MORPHEUS_BIN_DIR) + "/" + name;
+}
 
 std::string testTempRoot() {
   return (fs::temp_directory_path() / ("morpheus-it-" + std::to_string(::getpid()))).string();

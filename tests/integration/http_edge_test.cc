@@ -262,5 +262,75 @@ TEST(HttpEdgeIT, HugeReservationDoesNotBlockHealthz) {
   EXPECT_EQ(r.status, 413) << r.body;
 }
 
+// Sends one keep-alive GET of /ws/v1/cluster/info as `principal` on `fd` and
+// returns the response's status (0 when none came within 5 s). The
+// connection stays open unless the server closes it.
+int keepAliveGet(int fd, const std::string& principal) {
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = "GET /ws/v1/cluster/info HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " +
+                    testToken(principal) + "\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    return 0;
+  }
+  std::string resp;
+  char buf[4096];
+  while (true) {
+    auto end = resp.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      auto cl = resp.find("Content-Length: ");
+      size_t body = cl == std::string::npos || cl > end ? 0 : std::stoul(resp.substr(cl + 16));
+      if (resp.size() >= end + 4 + body) break;
+    }
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  if (resp.rfind("HTTP/1.1 ", 0) != 0 || resp.size() < 12) return 0;
+  return std::stoi(resp.substr(9, 3));
+}
+
+// Low finding: the per-client cap is per IP, so one user spread over a few
+// addresses could hold the whole global cap. Once a connection authenticates
+// it counts against its user (http.max-connections-per-principal): alice's
+// sixth connection, from a sixth address, is refused while bob is served, and
+// alice is served again once she closes one.
+TEST(HttpEdgeIT, OneUserOverSeveralAddressesHoldsAtMostThePrincipalCap) {
+  Process rm = Process::startDaemon(
+      "rm", freshDir("rm"), rmArgs({"--set", "http.max-connections-per-principal=5"}));
+  ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
+  int port = portOf(rm.httpAddress());
+  Sockets alice;
+  for (int i = 0; i < 5; i++) {
+    int fd = connectLoopback(port, "127.0.0." + std::to_string(i + 2), true);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    alice.fds.push_back(fd);
+    ASSERT_EQ(keepAliveGet(fd, "alice"), 200) << rm.log();
+  }
+  int sixth = connectLoopback(port, "127.0.0.7", true);
+  ASSERT_GE(sixth, 0);
+  alice.fds.push_back(sixth);
+  EXPECT_EQ(keepAliveGet(sixth, "alice"), 503);
+  int bob = connectLoopback(port, "127.0.0.7", true);
+  ASSERT_GE(bob, 0);
+  alice.fds.push_back(bob);
+  EXPECT_EQ(keepAliveGet(bob, "bob"), 200);
+  EXPECT_EQ(metricOf(rm.httpAddress(),
+                     "morpheus_http_connections_refused_total{reason=\"max-connections-per-"
+                     "principal\"}"),
+            1);
+  ::close(alice.fds[0]);
+  alice.fds.erase(alice.fds.begin());
+  EXPECT_TRUE(waitFor(
+      [&] {
+        int fd = connectLoopback(port, "127.0.0.8", true);
+        if (fd < 0) return false;
+        int status = keepAliveGet(fd, "alice");
+        ::close(fd);
+        return status == 200;
+      },
+      10s));
+}
+
 }  // namespace
 }  // namespace morpheus::testing

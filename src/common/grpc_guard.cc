@@ -1,0 +1,542 @@
+#include "common/grpc_guard.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace morpheus {
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kHttp2PrefaceLen = sizeof(kHttp2Preface) - 1;
+constexpr uint8_t kTlsHandshakeRecord = 0x16;
+// Bytes buffered per direction before the guard stops reading the sender.
+constexpr size_t kMaxBuffered = 256 * 1024;
+// Open streams tracked per connection by the message check; gRPC allows far
+// fewer concurrently (GRPC_ARG_MAX_CONCURRENT_STREAMS), so more is an attack.
+constexpr size_t kMaxTrackedStreams = 4096;
+
+// Follows the client-to-server HTTP/2 frames of one connection (after the
+// preface) and the gRPC length prefixes inside each stream's DATA, without
+// buffering payload. feed() returns false once a message announces more than
+// `max` bytes or the framing is invalid.
+class MessageLengthCheck {
+ public:
+  explicit MessageLengthCheck(int64_t max) : max_(max) {}
+
+  bool feed(const uint8_t* p, size_t n) {
+    while (n > 0) {
+      if (hdr_have_ < 9) {
+        size_t k = std::min(n, size_t{9} - hdr_have_);
+        std::memcpy(hdr_ + hdr_have_, p, k);
+        hdr_have_ += k;
+        p += k;
+        n -= k;
+        if (hdr_have_ == 9 && !startFrame()) return false;
+        continue;
+      }
+      size_t k = std::min<size_t>(n, payload_left_);
+      if (type_ == kData && !dataBytes(p, k)) return false;
+      p += k;
+      n -= k;
+      payload_left_ -= static_cast<uint32_t>(k);
+      if (payload_left_ == 0) endFrame();
+    }
+    return true;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  static constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3;
+  struct Message {
+    uint8_t prefix[5];
+    size_t have = 0;
+    uint64_t body_left = 0;
+  };
+
+  bool startFrame() {
+    payload_left_ = (uint32_t{hdr_[0]} << 16) | (uint32_t{hdr_[1]} << 8) | hdr_[2];
+    type_ = hdr_[3];
+    flags_ = hdr_[4];
+    stream_ = ((uint32_t{hdr_[5]} << 24) | (uint32_t{hdr_[6]} << 16) | (uint32_t{hdr_[7]} << 8) |
+               hdr_[8]) &
+              0x7fffffffu;
+    pad_len_known_ = (flags_ & 0x8) == 0;
+    data_left_ = pad_len_known_ ? payload_left_ : 0;
+    if (type_ == kData && streams_.size() >= kMaxTrackedStreams && !streams_.count(stream_)) {
+      error_ = "too many open streams";
+      return false;
+    }
+    if (payload_left_ == 0) endFrame();
+    return true;
+  }
+
+  void endFrame() {
+    if (type_ == kRstStream || ((type_ == kData || type_ == kHeaders) && (flags_ & 0x1))) {
+      streams_.erase(stream_);
+    }
+    hdr_have_ = 0;
+  }
+
+  bool dataBytes(const uint8_t* p, size_t n) {
+    if (!pad_len_known_ && n > 0) {
+      uint32_t pad = *p;
+      if (pad + 1 > payload_left_) {
+        error_ = "invalid DATA padding";
+        return false;
+      }
+      pad_len_known_ = true;
+      data_left_ = payload_left_ - 1 - pad;
+      p++;
+      n--;
+    }
+    size_t m = std::min<size_t>(n, data_left_);
+    data_left_ -= static_cast<uint32_t>(m);
+    Message& msg = streams_[stream_];
+    while (m > 0) {
+      if (msg.body_left > 0) {
+        size_t k = static_cast<size_t>(std::min<uint64_t>(msg.body_left, m));
+        msg.body_left -= k;
+        p += k;
+        m -= k;
+        continue;
+      }
+      msg.prefix[msg.have++] = *p++;
+      m--;
+      if (msg.have == 5) {
+        uint64_t len = (uint64_t{msg.prefix[1]} << 24) | (uint64_t{msg.prefix[2]} << 16) |
+                       (uint64_t{msg.prefix[3]} << 8) | msg.prefix[4];
+        if (static_cast<int64_t>(len) > max_) {
+          error_ = "a message of " + std::to_string(len) +
+                   " bytes exceeds grpc.max-receive-message-bytes " + std::to_string(max_);
+          return false;
+        }
+        msg.have = 0;
+        msg.body_left = len;
+      }
+    }
+    return true;  // the rest of n is padding
+  }
+
+  int64_t max_;
+  uint8_t hdr_[9] = {};
+  size_t hdr_have_ = 0;
+  uint32_t payload_left_ = 0;
+  uint8_t type_ = 0, flags_ = 0;
+  uint32_t stream_ = 0;
+  bool pad_len_known_ = true;
+  uint32_t data_left_ = 0;
+  std::unordered_map<uint32_t, Message> streams_;
+  std::string error_;
+};
+
+struct Conn;
+// epoll's data pointer: one per descriptor of a connection.
+struct End {
+  Conn* conn;
+  bool upstream;
+};
+
+struct Conn {
+  int ext = -1;
+  int up = -1;
+  std::string client;  // IP address
+  Steady::time_point deadline;
+  bool relaying = false;  // handshake bytes seen, upstream open
+  std::string hello;      // first bytes, until the handshake check passed
+  std::string to_up, to_ext;
+  size_t to_up_off = 0, to_ext_off = 0;
+  bool closing = false;
+  std::unique_ptr<MessageLengthCheck> check;
+  End ext_end{this, false};
+  End up_end{this, true};
+  uint32_t ext_events = 0, up_events = 0;
+};
+
+std::string clientAddress(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, buf, sizeof buf);
+  } else if (ss.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+}  // namespace
+
+GrpcGuard::GrpcGuard(GrpcGuardOptions opts, MetricsRegistry& metrics,
+                     ConnectUpstream connect_upstream, OnAccepting on_accepting)
+    : opts_(std::move(opts)),
+      metrics_(metrics),
+      connect_upstream_(std::move(connect_upstream)),
+      on_accepting_(std::move(on_accepting)) {}
+
+GrpcGuard::~GrpcGuard() { stop(); }
+
+Result<int> GrpcGuard::start(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (int rc = ::getaddrinfo(h.empty() ? nullptr : h.c_str(), service.c_str(), &hints, &res);
+      rc != 0) {
+    return unavailable("cannot resolve gRPC address " + host + ": " + ::gai_strerror(rc));
+  }
+  std::string err;
+  for (addrinfo* ai = res; ai != nullptr && listen_fd_ < 0; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = std::strerror(errno);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      err = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    listen_fd_ = fd;
+  }
+  ::freeaddrinfo(res);
+  if (listen_fd_ < 0) {
+    return unavailable("cannot listen on gRPC address " + host + ":" + service + ": " + err);
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  int bound = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
+                                             : reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    return unavailable(std::string("gRPC guard: eventfd: ") + std::strerror(errno));
+  }
+  thread_ = std::thread([this] { run(); });
+  return bound;
+}
+
+void GrpcGuard::stop() {
+  if (stopping_.exchange(true)) return;
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    if (::write(wake_fd_, &one, sizeof one) < 0) {
+      spdlog::warn("gRPC guard: cannot wake its thread: {}", std::strerror(errno));
+    }
+    thread_.join();
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  listen_fd_ = wake_fd_ = -1;
+}
+
+void GrpcGuard::run() {
+  auto& open_gauge = metrics_.gauge("morpheus_grpc_connections_open",
+                                    "Client connections the gRPC port holds open");
+  auto refused = [this](const char* reason) -> Counter& {
+    return metrics_.counter("morpheus_grpc_connections_refused_total",
+                            "gRPC connections closed by the connection guard, by reason",
+                            {{"reason", reason}});
+  };
+  Counter& refused_total = refused("max-connections");
+  Counter& refused_client = refused("max-connections-per-client");
+  Counter& refused_handshake = refused("handshake");
+  Counter& refused_message = refused("message-size");
+  Counter& refused_descriptors = refused("descriptors");
+  Counter& accept_errors = metrics_.counter(
+      "morpheus_grpc_accept_errors_total",
+      "accept() failures on the gRPC port (descriptors exhausted); the guard recovers by itself");
+
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    spdlog::error("gRPC guard: epoll_create1: {}; the gRPC port does not accept",
+                  std::strerror(errno));
+    on_accepting_(false);
+    return;
+  }
+  int reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns;
+  std::map<std::string, int> per_client;
+  bool accepting = true;
+  bool listening = false;
+  Steady::time_point resume_listen{};
+  auto setAccepting = [&](bool now, const std::string& why) {
+    if (now == accepting) return;
+    accepting = now;
+    if (now) {
+      spdlog::info("gRPC port accepts connections again");
+    } else {
+      spdlog::warn("gRPC port cannot accept new connections: {}", why);
+    }
+    on_accepting_(now);
+  };
+  auto watch = [&](int fd, uint32_t events, void* tag, uint32_t* current) {
+    if (*current == events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = tag;
+    ::epoll_ctl(ep, *current == UINT32_MAX ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+    *current = events;
+  };
+  auto setListening = [&](bool on) {
+    if (on == listening) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    ::epoll_ctl(ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listen_fd_, &ev);
+    listening = on;
+  };
+  // Closed connections stay allocated until the current batch of events is
+  // handled, so a later event of the batch never sees freed or reused memory.
+  std::vector<std::unique_ptr<Conn>> closed;
+  auto closeConn = [&](Conn* c) {
+    c->closing = true;
+    if (c->ext >= 0) ::close(c->ext);  // also removes it from the epoll set
+    if (c->up >= 0) ::close(c->up);
+    c->ext = c->up = -1;
+    auto it = per_client.find(c->client);
+    if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
+    auto owned = conns.find(c);
+    closed.push_back(std::move(owned->second));
+    conns.erase(owned);
+    open_gauge.set(static_cast<double>(conns.size()));
+  };
+  // Writes what is buffered for `fd`; false on a write error.
+  auto flush = [](int fd, std::string& buf, size_t& off) {
+    while (off < buf.size()) {
+      ssize_t w = ::send(fd, buf.data() + off, buf.size() - off, MSG_NOSIGNAL);
+      if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      off += static_cast<size_t>(w);
+    }
+    buf.clear();
+    off = 0;
+    return true;
+  };
+  auto updateEvents = [&](Conn* c) {
+    uint32_t ext_ev = 0;
+    if (c->to_up.size() - c->to_up_off < kMaxBuffered) ext_ev |= EPOLLIN;
+    if (c->to_ext_off < c->to_ext.size()) ext_ev |= EPOLLOUT;
+    watch(c->ext, ext_ev, &c->ext_end, &c->ext_events);
+    if (c->up >= 0) {
+      uint32_t up_ev = 0;
+      if (c->to_ext.size() - c->to_ext_off < kMaxBuffered) up_ev |= EPOLLIN;
+      if (c->to_up_off < c->to_up.size()) up_ev |= EPOLLOUT;
+      watch(c->up, up_ev, &c->up_end, &c->up_events);
+    }
+  };
+  // Bytes from the client: the handshake check, then the message check, then
+  // queued for gRPC. False = close the connection.
+  auto fromClient = [&](Conn* c, const char* data, size_t n) {
+    if (!c->relaying) {
+      c->hello.append(data, n);
+      if (opts_.tls) {
+        if (static_cast<uint8_t>(c->hello[0]) != kTlsHandshakeRecord) {
+          refused_handshake.inc();
+          return false;
+        }
+      } else {
+        size_t k = std::min(c->hello.size(), kHttp2PrefaceLen);
+        if (c->hello.compare(0, k, kHttp2Preface, k) != 0) {
+          refused_handshake.inc();
+          return false;
+        }
+        if (c->hello.size() < kHttp2PrefaceLen) return true;
+      }
+      int up = connect_upstream_();
+      if (up < 0) {
+        int e = errno;
+        refused_descriptors.inc();
+        setAccepting(false, std::string("cannot connect to the gRPC server: ") + std::strerror(e));
+        return false;
+      }
+      setAccepting(true, "");
+      c->up = up;
+      c->up_events = UINT32_MAX;
+      c->relaying = true;
+      std::string first = std::move(c->hello);
+      c->hello.clear();
+      if (!opts_.tls) {
+        c->check = std::make_unique<MessageLengthCheck>(opts_.max_message_bytes);
+        const auto* rest = reinterpret_cast<const uint8_t*>(first.data()) + kHttp2PrefaceLen;
+        if (!c->check->feed(rest, first.size() - kHttp2PrefaceLen)) {
+          spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
+          refused_message.inc();
+          return false;
+        }
+      }
+      c->to_up.append(first);
+      return true;
+    }
+    if (c->check && !c->check->feed(reinterpret_cast<const uint8_t*>(data), n)) {
+      spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
+      refused_message.inc();
+      return false;
+    }
+    c->to_up.append(data, n);
+    return true;
+  };
+  auto acceptAll = [&] {
+    while (true) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        if (e == EINTR || e == ECONNABORTED) continue;
+        accept_errors.inc();
+        setAccepting(false, std::string("accept: ") + std::strerror(e));
+        if ((e == EMFILE || e == ENFILE) && reserve >= 0) {
+          // Give the spare back to accept and close the waiting connection, so
+          // the client is told at once and the backlog does not stay full.
+          ::close(reserve);
+          int drop = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+          if (drop >= 0) {
+            ::close(drop);
+            refused_descriptors.inc();
+          }
+          reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+          if (drop >= 0 && reserve >= 0) continue;
+        }
+        // Nothing to accept with: listen again shortly instead of spinning.
+        setListening(false);
+        resume_listen = Steady::now() + std::chrono::milliseconds(100);
+        return;
+      }
+      if (reserve < 0) reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      std::string client = clientAddress(ss);
+      int& mine = per_client[client];
+      if (static_cast<int>(conns.size()) >= opts_.max_connections) {
+        ::close(fd);
+        if (mine == 0) per_client.erase(client);
+        refused_total.inc();
+        continue;
+      }
+      if (mine >= opts_.max_connections_per_client) {
+        ::close(fd);
+        refused_client.inc();
+        continue;
+      }
+      mine++;
+      auto conn = std::make_unique<Conn>();
+      Conn* c = conn.get();
+      c->ext = fd;
+      c->client = client;
+      c->deadline = Steady::now() + opts_.handshake_timeout;
+      c->ext_events = UINT32_MAX;
+      conns.emplace(c, std::move(conn));
+      open_gauge.set(static_cast<double>(conns.size()));
+      updateEvents(c);
+    }
+  };
+
+  {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &wake_fd_;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd_, &ev);
+  }
+  setListening(true);
+  std::vector<epoll_event> events(256);
+  char buf[64 * 1024];
+  while (!stopping_.load()) {
+    int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 200);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("gRPC guard: epoll_wait: {}", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; i++) {
+      void* tag = events[i].data.ptr;
+      if (tag == &wake_fd_) continue;
+      if (tag == nullptr) {
+        acceptAll();
+        continue;
+      }
+      auto* end = static_cast<End*>(tag);
+      Conn* c = end->conn;
+      if (c->closing) continue;
+      uint32_t ev = events[i].events;
+      int fd = end->upstream ? c->up : c->ext;
+      bool ok = true;
+      if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+        if (r > 0) {
+          if (end->upstream) {
+            c->to_ext.append(buf, static_cast<size_t>(r));
+          } else {
+            ok = fromClient(c, buf, static_cast<size_t>(r));
+          }
+        } else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          // One side is gone: pass on what the other is owed, then close.
+          if (end->upstream) {
+            flush(c->ext, c->to_ext, c->to_ext_off);
+          } else if (c->up >= 0) {
+            flush(c->up, c->to_up, c->to_up_off);
+          }
+          ok = false;
+        }
+      }
+      if (ok && c->up >= 0) ok = flush(c->up, c->to_up, c->to_up_off);
+      if (ok) ok = flush(c->ext, c->to_ext, c->to_ext_off);
+      if (!ok) {
+        closeConn(c);
+        continue;
+      }
+      updateEvents(c);
+    }
+    auto now = Steady::now();
+    std::vector<Conn*> expired;
+    for (auto& [c, owned] : conns) {
+      if (!c->relaying && now >= c->deadline) expired.push_back(c);
+    }
+    for (Conn* c : expired) {
+      refused_handshake.inc();
+      closeConn(c);
+    }
+    closed.clear();
+    if (!listening && now >= resume_listen) setListening(true);
+    if (!accepting && listening && reserve >= 0) {
+      // Descriptors for one more relayed connection (two ends towards gRPC)?
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
+        ::close(pair[0]);
+        ::close(pair[1]);
+        setAccepting(true, "");
+      }
+    }
+  }
+  for (auto& [c, owned] : conns) {
+    if (c->ext >= 0) ::close(c->ext);
+    if (c->up >= 0) ::close(c->up);
+  }
+  conns.clear();
+  open_gauge.set(0);
+  if (reserve >= 0) ::close(reserve);
+  ::close(ep);
+}
+
+}  // namespace morpheus
