@@ -58,7 +58,7 @@ TEST(RunAsPolicyTest, MappedAccountsAreCheckedAgainstTheMinimumUid) {
   ASSERT_TRUE(alice.isOk()) << alice.status().toString();
   EXPECT_EQ(alice->name, "nobody");
   EXPECT_GE(alice->uid, 1000u);
-  for (const std::string& who : {"eve", "root", "daemon", "", "no-such-account-x", "Bad|Name"}) {
+  for (const std::string who : {"eve", "root", "daemon", "", "no-such-account-x", "Bad|Name"}) {
     auto r = p->accountFor(who);
     EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << who;
     if (!who.empty()) {
