@@ -56,14 +56,14 @@ class RunAsIT : public ClusterTest {
     if (::geteuid() != 0) return;
     for (const char* name : {kAlice, kBob}) {
       if (getpwnam(name) != nullptr) continue;  // a fixed test account, reused
-      auto [code, out] = runCommand({"useradd", "--no-create-home", "--shell",
+      auto [code, out] = runCommand({"/usr/sbin/useradd", "--no-create-home", "--shell",
                                      "/usr/sbin/nologin", "--user-group", name});
       ASSERT_EQ(code, 0) << "useradd " << name << ": " << out;
       created().push_back(name);
     }
   }
   static void TearDownTestSuite() {
-    for (const auto& name : created()) runCommand({"userdel", name});
+    for (const auto& name : created()) runCommand({"/usr/sbin/userdel", name});
     created().clear();
   }
   static std::vector<std::string>& created() {
@@ -79,8 +79,14 @@ class RunAsIT : public ClusterTest {
     std::vector<fs::path> out;
     std::error_code ec;
     for (const auto& d : fs::directory_iterator(nm_dirs_[0] + "/local/containers", ec)) {
-      auto j = json::parse(slurp(d.path() / "container.json"), nullptr, false);
-      if (!j.is_discarded() && j.value("app", "") == app) out.push_back(d.path());
+      // Acknowledged (completed and recorded by the RM) or not.
+      for (const char* name : {"container.json", "container.acked.json"}) {
+        auto j = json::parse(slurp(d.path() / name), nullptr, false);
+        if (!j.is_discarded() && j.value("app", "") == app) {
+          out.push_back(d.path());
+          break;
+        }
+      }
     }
     return out;
   }
@@ -152,7 +158,9 @@ TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
   }
   EXPECT_GE(alice_processes, 2) << "her AM and her task";
 
-  // Bob's attempt, as a task of his own app.
+  // Bob's attempt, as a task of his own app. (His control reads
+  // /proc/self/environ with cat: a shell's redirect opens it in the forked
+  // shell, whose memory is gone once the command is exec'd.)
   std::string script = "cat " + (task_dir / "work/data").string() +
                        " && echo LEAK-data || echo DENIED-data; ls " +
                        (task_dir / "work").string() +
@@ -164,7 +172,7 @@ TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
                        "'MORPHEUS_APP_ID=" +
                        alice_app +
                        "$'; then echo LEAK-environ $p; fi; done; "
-                       "tr '\\\\0' '\\\\n' < /proc/self/environ | grep -q MORPHEUS_APP_ID= && "
+                       "cat /proc/self/environ | tr '\\\\0' '\\\\n' | grep -q MORPHEUS_APP_ID= && "
                        "echo SELF-OK; id -u";
   std::string bob_job = writeJob(
       "name: bob-snoops\n"
