@@ -137,6 +137,18 @@ start() {
     --token-file "$VAR/tokens" --set "inference.rm-token-file=$VAR/services.token" \
     ${INF_SETS[@]+"${INF_SETS[@]}"}
   INFERENCE=127.0.0.1:$inf_grpc
+  # Containers run as the NM's account. As a normal user that is you (one
+  # user, nothing to isolate). As root the NM refuses that unless told
+  # explicitly: this throw-away demo cluster's users (alice, ...) have no local
+  # accounts, so it allows root containers and says so loudly. A shared
+  # machine runs the NM as root with nm.run-as: mapped instead (see nm.run-as
+  # in deploy/nm.yaml); --nm-set nm.run-as=mapped overrides this.
+  local run_as=()
+  if [ "$(id -u)" = 0 ]; then
+    echo "local-cluster: WARNING: running as root: containers run as root" \
+      "(nm.allow-root-containers: true); for a single-user demo machine only" >&2
+    run_as=(--set nm.run-as=nm-user --set nm.allow-root-containers=true)
+  fi
   local i=0
   for n in "${NODES[@]}"; do
     i=$((i + 1))
@@ -145,7 +157,7 @@ start() {
     launch "$n" "$BIN/morpheus-nm" --config "$ROOT/deploy/nm.yaml" --data-dir "$VAR/$n" \
       --grpc-port "$g" --http-port "$h" --node-id "$n" \
       --rm "$RM" --set "nm.attributes=rack=r$i" --set nm.token-file="$VAR/$n.token" \
-      ${NM_SETS[@]+"${NM_SETS[@]}"}
+      ${run_as[@]+"${run_as[@]}"} ${NM_SETS[@]+"${NM_SETS[@]}"}
   done
   local rm_http_addr inf_http_addr
   rm_http_addr=$(endpoint "$VAR/rm" rm http rm)

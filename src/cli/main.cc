@@ -54,8 +54,8 @@ std::string formatTime(int64_t ms) {
 
 std::string bearerToken(const CliContext& ctx) {
   if (ctx.token_file.empty()) return ctx.token;
-  auto token = readBearerTokenFile(ctx.token_file);
-  if (!token.isOk()) failWith(token.status().withContext("--token-file"));
+  auto token = readSecretTokenFile(ctx.token_file, "--token-file");
+  if (!token.isOk()) failWith(token.status());
   return *token;
 }
 

@@ -111,6 +111,16 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                 "Threads gRPC may use for calls at most (its resource quota); a call beyond "
                 "is answered RESOURCE_EXHAUSTED.");
   addTlsOptions(schema, &opts->tls_files);
+  schema.addString("token-file-check", &opts->token_file_check, "strict",
+                   "How the daemon's bearer-token files (its *.token-file options) must be "
+                   "protected, as ssh checks key files. strict: a token file another account "
+                   "may read or write (mode & 077), or owned by an account other than the "
+                   "daemon's or root, is refused at start. warn: accepted with a warning.",
+                   {"strict", "warn"});
+}
+
+SecretFileCheck tokenFileCheck(const DaemonOptions& opts) {
+  return opts.token_file_check == "warn" ? SecretFileCheck::kWarn : SecretFileCheck::kStrict;
 }
 
 int64_t raiseDescriptorLimit() {

@@ -18,6 +18,7 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/tls.h"
+#include "common/token.h"
 
 namespace morpheus {
 
@@ -55,7 +56,11 @@ struct DaemonOptions {
   // has validated them. Plaintext while !tls.enabled().
   TlsFiles tls_files;
   TlsOptions tls;
+  std::string token_file_check = "strict";  // token-file-check: strict | warn
 };
+
+// How this daemon checks its token files' owner and mode (token-file-check).
+SecretFileCheck tokenFileCheck(const DaemonOptions& opts);
 
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
                       int64_t default_http_port, const std::string& default_data_dir);

@@ -5,8 +5,15 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -163,7 +170,7 @@ std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenI
   return signer.sign("c|" + info.container.value() + "|" + info.app.value() + "|" +
                      info.node.value() + "|" + std::to_string(info.resource.memoryMib()) + "|" +
                      std::to_string(info.resource.vcores()) + "|" +
-                     std::to_string(toEpochMs(info.expires)));
+                     std::to_string(toEpochMs(info.expires)) + "|" + info.user);
 }
 
 Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
@@ -174,7 +181,7 @@ Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
   std::string p;
   while (std::getline(ss, p, '|')) parts.push_back(p);
   if (!payload.empty() && payload.back() == '|') parts.push_back("");
-  if (parts.size() != 7 || parts[0] != "c") return permissionDenied("not a container token");
+  if (parts.size() != 8 || parts[0] != "c") return permissionDenied("not a container token");
   ContainerTokenInfo info;
   info.container = ContainerId(parts[1]);
   info.app = AppId(parts[2]);
@@ -188,6 +195,7 @@ Result<ContainerTokenInfo> verifyContainerToken(const TokenSigner& signer,
   }
   info.resource = Resource(memory, vcores);
   info.expires = fromEpochMs(expires);
+  info.user = parts[7];
   return info;
 }
 
@@ -200,6 +208,40 @@ Result<std::string> readBearerTokenFile(const std::string& path) {
     return line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
   }
   return invalidArgument(path, "holds no token");
+}
+
+Status checkSecretFile(const std::string& path, const std::string& field, SecretFileCheck check) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return invalidArgument(field, "cannot read '" + path + "': " + std::strerror(errno));
+  }
+  std::string problem;
+  if (!S_ISREG(st.st_mode)) {
+    problem = "is not a regular file";
+  } else if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    problem = "is owned by uid " + std::to_string(st.st_uid) + ", not by this account (uid " +
+              std::to_string(::geteuid()) + ") or root";
+  } else if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    problem = std::string("has mode ") + mode +
+              ": other accounts may read or change it; chmod 600 it";
+  }
+  if (problem.empty()) return Status::ok();
+  if (check == SecretFileCheck::kWarn && S_ISREG(st.st_mode)) {
+    spdlog::warn("{}: the secret file '{}' {} (accepted: insecure token files allowed)", field,
+                 path, problem);
+    return Status::ok();
+  }
+  return permissionDenied(field + ": the secret file '" + path + "' " + problem);
+}
+
+Result<std::string> readSecretTokenFile(const std::string& path, const std::string& field,
+                                        SecretFileCheck check) {
+  MORPHEUS_RETURN_IF_ERROR(checkSecretFile(path, field, check));
+  auto token = readBearerTokenFile(path);
+  if (!token.isOk()) return token.status().withContext(field);
+  return token;
 }
 
 Status checkNotExpired(const ContainerTokenInfo& info, TimePoint now) {

@@ -55,6 +55,18 @@ Result<std::map<std::string, Principal>> loadTokenFile(const std::string& path);
 // trimmed. INVALID_ARGUMENT when the file cannot be read or holds none.
 Result<std::string> readBearerTokenFile(const std::string& path);
 
+// How a file holding secrets must be protected (as ssh checks private keys):
+// a regular file owned by the reading account or root, that no other account
+// may read or write (mode & 077 == 0). kStrict: PERMISSION_DENIED naming
+// `field`, the path, its mode and owner. kWarn: accepted with a warning in
+// the log (an operator's explicit choice).
+enum class SecretFileCheck { kStrict, kWarn };
+Status checkSecretFile(const std::string& path, const std::string& field,
+                       SecretFileCheck check = SecretFileCheck::kStrict);
+// readBearerTokenFile after checkSecretFile; errors name `field`.
+Result<std::string> readSecretTokenFile(const std::string& path, const std::string& field,
+                                        SecretFileCheck check = SecretFileCheck::kStrict);
+
 }  // namespace morpheus
 
 #include "common/clock.h"
@@ -69,17 +81,22 @@ namespace morpheus {
 std::string deriveNodeKey(const std::string& master_secret, const NodeId& node);
 
 // What a container token grants: run `container` of `app` on `node` with
-// `resource`, if started before `expires`.
+// `resource`, if started before `expires`, on behalf of `user` (the
+// application's submitting user, as the RM authenticated it: the NM runs the
+// container under the local account that user maps to, never one the launch
+// request names).
 struct ContainerTokenInfo {
   ContainerId container;
   AppId app;
   NodeId node;
   Resource resource;
   TimePoint expires;
+  std::string user = "";
 };
 
-// Payload "c|<container>|<app>|<node>|<memory MiB>|<vcores>|<expires, epoch ms>",
-// signed with `signer` (the RM passes the key of info.node).
+// Payload "c|<container>|<app>|<node>|<memory MiB>|<vcores>|<expires, epoch
+// ms>|<user>", signed with `signer` (the RM passes the key of info.node). A
+// user name holding '|' yields a token no verifier accepts (a field too many).
 std::string issueContainerToken(const TokenSigner& signer, const ContainerTokenInfo& info);
 // PERMISSION_DENIED when the MAC does not verify or the payload is not a
 // container token of this format (a field missing or extra, a resource or the

@@ -5,7 +5,10 @@
 // overridable by a flag (for tests):
 //   MORPHEUS_RM_AM_ADDRESS  --rm-am-address  host:port of the RM's ApplicationMaster service
 //   MORPHEUS_APP_ID         --app-id         the application id
-//   MORPHEUS_AM_TOKEN       --am-token       the AM token issued at launch
+//   MORPHEUS_AM_TOKEN_FILE  --am-token-file  file holding the AM token issued at launch
+//                           (the NM writes it readable only by the container's
+//                           account; the token is never in the environment)
+//                           --am-token       the token itself (tests; visible in ps)
 //   MORPHEUS_TLS_CA, MORPHEUS_TLS_CERT, MORPHEUS_TLS_KEY  --tls-ca, --tls-cert, --tls-key
 //                           PEM files for mutual TLS (all three or none), set
 //                           by an NM configured with tls.* (see common/tls.h)
@@ -20,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/token.h"
 #include "common/version.h"
 #include "dagam/dag_am.h"
 #include "dagam/dag_job.h"
@@ -50,7 +54,7 @@ int main(int argc, char** argv) {
   dagam::AmOptions opt;
   opt.rm_am_address = envOr("MORPHEUS_RM_AM_ADDRESS", "");
   opt.app_id = envOr("MORPHEUS_APP_ID", "");
-  opt.am_token = envOr("MORPHEUS_AM_TOKEN", "");
+  std::string am_token_file = envOr("MORPHEUS_AM_TOKEN_FILE", "");
   TlsFiles tls_files = tlsFilesFromEnvironment();
   std::string heartbeat = "300ms", retry_window = "60s", rpc_timeout = "10s";
   std::string log_level = "info", log_file;
@@ -59,7 +63,10 @@ int main(int argc, char** argv) {
   app.add_option("--rm-am-address", opt.rm_am_address,
                  "RM ApplicationMaster service HOST:PORT (env MORPHEUS_RM_AM_ADDRESS)");
   app.add_option("--app-id", opt.app_id, "Application id (env MORPHEUS_APP_ID)");
-  app.add_option("--am-token", opt.am_token, "AM token (env MORPHEUS_AM_TOKEN)");
+  app.add_option("--am-token-file", am_token_file,
+                 "File holding the AM token (env MORPHEUS_AM_TOKEN_FILE)");
+  app.add_option("--am-token", opt.am_token,
+                 "The AM token itself, instead of --am-token-file (visible to every local user)");
   app.add_option("--tls-ca", tls_files.ca_file, "CA certificate(s), PEM (env MORPHEUS_TLS_CA)");
   app.add_option("--tls-cert", tls_files.cert_file,
                  "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT)");
@@ -108,6 +115,11 @@ int main(int argc, char** argv) {
     return usage(rms.status().message());
   }
   if (opt.app_id.empty()) return usage("--app-id: required (or set MORPHEUS_APP_ID)");
+  if (opt.am_token.empty() && !am_token_file.empty()) {
+    auto token = readSecretTokenFile(am_token_file, "--am-token-file");
+    if (!token.isOk()) return usage(token.status().message());
+    opt.am_token = std::move(token).value();
+  }
 
   std::signal(SIGTERM, onSignal);
   std::signal(SIGINT, onSignal);

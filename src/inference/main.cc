@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
   std::map<std::string, Principal> tokens;
   if (!opts.token_file.empty()) {
+    if (Status st = checkSecretFile(opts.token_file, "inference.token-file",
+                                    tokenFileCheck(opts.daemon));
+        !st.isOk())
+      return fail("config error: " + st.message());
     auto t = loadTokenFile(opts.token_file);
     if (!t.isOk()) return fail("config error: inference.token-file: " + t.status().message());
     tokens = std::move(t).value();
@@ -85,8 +89,9 @@ int main(int argc, char** argv) {
   core_opts.one_off_lead = opts.one_off_lead;
   std::string rm_token;
   if (!opts.rm_token_file.empty()) {
-    auto t = readBearerTokenFile(opts.rm_token_file);
-    if (!t.isOk()) return fail("config error: inference.rm-token-file: " + t.status().message());
+    auto t = readSecretTokenFile(opts.rm_token_file, "inference.rm-token-file",
+                                 tokenFileCheck(opts.daemon));
+    if (!t.isOk()) return fail("config error: " + t.status().message());
     rm_token = *t;
   }
   inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls, rm_token);

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -146,9 +148,10 @@ std::string resolve(const std::string& command, const std::string& path) {
 }
 
 // Writes `text` to `path` atomically and durably (temp file, fsync, rename).
-bool writeDurably(const std::string& path, const std::string& text) {
+bool writeDurably(const std::string& path, const std::string& text, mode_t mode = 0600) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return false;
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fsync(fd) == 0;
@@ -163,16 +166,61 @@ bool writeDurably(const std::string& path, const std::string& text) {
   return ok;
 }
 
+// The last `max_bytes` of the regular file `path` (never through a symlink).
 std::string tail(const std::string& path, size_t max_bytes) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  f.seekg(0, std::ios::end);
-  auto size = static_cast<size_t>(f.tellg());
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "";
+  }
+  auto size = static_cast<size_t>(st.st_size);
   size_t from = size > max_bytes ? size - max_bytes : 0;
-  f.seekg(static_cast<std::streamoff>(from));
   std::string out(size - from, '\0');
-  f.read(out.data(), static_cast<std::streamsize>(out.size()));
+  ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(from));
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out;
+}
+
+// Creates <dir> (the NM's: 0711 when containers run as other accounts, else
+// 0700) and <dir>/work (the container's account's, 0700). A leftover <dir>
+// must be a real directory of the NM's.
+Status makeContainerDirs(const std::string& dir, const RunAsAccount& account, bool mapped) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return unavailable("cannot create " + dir + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+    return unavailable(dir + " is not a directory of the NM's");
+  if (::chmod(dir.c_str(), mapped ? 0711 : 0700) != 0)
+    return unavailable("cannot chmod " + dir + ": " + std::strerror(errno));
+  std::string work = dir + "/work";
+  if (::mkdir(work.c_str(), 0700) != 0 && errno != EEXIST)
+    return unavailable("cannot create " + work + ": " + std::strerror(errno));
+  int fd = ::open(work.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return unavailable(work + " is not a directory");
+  bool ok = ::fchmod(fd, 0700) == 0 && (!mapped || ::fchown(fd, account.uid, account.gid) == 0);
+  ::close(fd);
+  if (!ok) return unavailable("cannot give " + work + " to " + account.name + ": " +
+                              std::strerror(errno));
+  return Status::ok();
+}
+
+// Writes a secret to `path` (a new file, mode 0400), owned by the account.
+Status writeSecretFile(const std::string& path, const std::string& text,
+                       const RunAsAccount& account, bool mapped) {
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+  if (fd < 0) return unavailable("cannot create " + path + ": " + std::strerror(errno));
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fchmod(fd, 0400) == 0 && (!mapped || ::fchown(fd, account.uid, account.gid) == 0);
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return unavailable("cannot write " + path);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -281,6 +329,45 @@ Result<std::string> ContainerRuntime::cgroupParentBelowOwn() const {
   return parent;
 }
 
+Status ContainerRuntime::prepareContainersRoot() const {
+  const std::string& root = containers_root_;
+  struct stat st {};
+  if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return infeasible("nm.local-dir: " + root + " is not a directory");
+  if (!run_as_.mapped()) {
+    // Only the NM (and the containers, which run as its account) use it.
+    if (::chmod(root.c_str(), 0700) != 0)
+      return infeasible("nm.local-dir: cannot chmod " + root + ": " + std::strerror(errno));
+    return Status::ok();
+  }
+  // Containers of other accounts reach their own <id>/work and <id>/am_token
+  // by path: every directory above must be searchable by them, while no one
+  // but the NM (root) may list or change <local-dir>/containers.
+  if ((st.st_uid != 0 || st.st_gid != 0) && ::lchown(root.c_str(), 0, 0) != 0)
+    return infeasible("nm.local-dir: cannot chown " + root + " to root: " + std::strerror(errno));
+  if (::chmod(root.c_str(), 0711) != 0)
+    return infeasible("nm.local-dir: cannot chmod " + root + ": " + std::strerror(errno));
+  for (std::filesystem::path p = std::filesystem::path(root).parent_path();;
+       p = p.parent_path()) {
+    struct stat up {};
+    if (::stat(p.c_str(), &up) != 0)
+      return infeasible("nm.local-dir: cannot stat " + p.string() + ": " + std::strerror(errno));
+    if ((up.st_mode & S_IXOTH) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(up.st_mode & 07777));
+      return infeasible("nm.local-dir: " + p.string() + " (mode " + mode +
+                        ") is not searchable by other accounts, so containers running as their "
+                        "submitters' accounts (nm.run-as: mapped) cannot reach their "
+                        "directories; make it 0711 or 0755, or put nm.local-dir elsewhere");
+    }
+    if ((up.st_mode & S_IWOTH) != 0 && (up.st_mode & S_ISVTX) == 0)
+      return infeasible("nm.local-dir: " + p.string() +
+                        " is writable by every account: it could be replaced under the NM");
+    if (p == p.parent_path()) break;
+  }
+  return Status::ok();
+}
+
 Status ContainerRuntime::init() {
   std::error_code ec;
   std::filesystem::create_directories(local_dir_ + "/containers", ec);
@@ -292,6 +379,14 @@ Status ContainerRuntime::init() {
     if (!(f << "x")) return infeasible("nm.local-dir: " + local_dir_ + " is not writable");
   }
   std::filesystem::remove(probe, ec);
+  {
+    char real[PATH_MAX];
+    std::string root = local_dir_ + "/containers";
+    if (::realpath(root.c_str(), real) == nullptr)
+      return infeasible("nm.local-dir: cannot resolve " + root + ": " + std::strerror(errno));
+    containers_root_ = real;
+  }
+  MORPHEUS_RETURN_IF_ERROR(prepareContainersRoot());
   if (access(launcher_.c_str(), X_OK) != 0) {
     return infeasible("the container launcher " + launcher_ +
                       " is not executable (it is built and installed with morpheus-nm)");
@@ -328,6 +423,7 @@ Status ContainerRuntime::init() {
       e.snap.resource = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
       e.snap.start = fromEpochMs(j.at("start_ms").get<int64_t>());
       e.snap.work_dir = d.path().string();
+      e.run_as = j.value("run_as", "");
       e.pid = j.at("pid").get<pid_t>();
       e.group = j.value("group", pid_t{-1});
       e.proc_start = j.at("proc_start").get<uint64_t>();
@@ -373,8 +469,14 @@ Status ContainerRuntime::init() {
     spdlog::info("re-attached to {} running container(s); {} ended while the NM was down", adopted,
                  ended);
   }
-  spdlog::info("containers run under {}; memory enforced by {} and monitoring every {} ms",
-               local_dir_,
+  if (run_as_.runsAsRoot()) {
+    spdlog::warn(
+        "SECURITY WARNING: containers run as root (nm.run-as: nm-user, "
+        "nm.allow-root-containers: true): any container can read every other container's "
+        "files and tokens and take over this machine; never do this on a shared cluster");
+  }
+  spdlog::info("containers run {} under {}; memory enforced by {} and monitoring every {} ms",
+               run_as_.describe(), containers_root_,
                cgroup_parent_.empty() ? "rlimits" : "cgroup v2 memory.max under " + cgroup_parent_,
                interval_.count());
   return Status::ok();
@@ -414,25 +516,43 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   // token must not run it again.
   if (std::filesystem::exists(dir + "/container.acked.json"))
     return alreadyExists("container " + spec.id.value() + " already ran on this node");
+  // The account first: a submitter without one leaves nothing behind.
+  MORPHEUS_ASSIGN_OR_RETURN(RunAsAccount account, run_as_.accountFor(spec.user));
+  const bool mapped = run_as_.mapped();
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return unavailable("cannot create " + dir + ": " + ec.message());
+  MORPHEUS_RETURN_IF_ERROR(makeContainerDirs(dir, account, mapped));
+  const std::string work = dir + "/work";
 
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"},
-      {"HOME", dir},
-      {"PWD", dir},
+      {"HOME", work},
+      {"PWD", work},
       {"MORPHEUS_CONTAINER_ID", spec.id.value()},
       {"MORPHEUS_APP_ID", spec.app.value()},
       {"MORPHEUS_CONTAINER_MEMORY_MIB", std::to_string(spec.resource.memoryMib())},
       {"MORPHEUS_CONTAINER_VCORES", std::to_string(spec.resource.vcores())}};
+  if (mapped) {
+    env["USER"] = account.name;
+    env["LOGNAME"] = account.name;
+  }
   for (const auto& [k, v] : spec.env) env[k] = v;
+  // A secret never travels in the environment (/proc/<pid>/environ, child
+  // processes, crash reports): the AM reads its token from a file only its
+  // account can read.
+  env.erase("MORPHEUS_AM_TOKEN");
+  env.erase("MORPHEUS_AM_TOKEN_FILE");
+  if (!spec.am_token.empty()) {
+    std::string token_path = dir + "/am_token";
+    MORPHEUS_RETURN_IF_ERROR(writeSecretFile(token_path, spec.am_token + "\n", account, mapped));
+    env["MORPHEUS_AM_TOKEN_FILE"] = token_path;
+  }
   Entry e;
   e.snap.id = spec.id;
   e.snap.app = spec.app;
   e.snap.resource = spec.resource;
   e.snap.start = now();
   e.snap.work_dir = dir;
+  e.run_as = account.name;
   e.last_sample = e.snap.start;
   std::string exe = resolve(spec.command, env["PATH"]);
   if (exe.empty()) {
@@ -453,10 +573,31 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   // The command runs under the launcher (launch_main.cc), which records its
   // exit status in the container dir, so an NM restarted meanwhile still
   // learns it, and gives it a process group the NM can SIGTERM alone.
-  std::vector<std::string> argv_s = {launcher_, exe};
-  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
+  // As root the launcher gets an empty environment (no LD_PRELOAD and the
+  // like for a root process) and reads the command's from <dir>/env; it
+  // validates everything and drops to the account before exec.
+  std::vector<std::string> argv_s = {launcher_};
   std::vector<std::string> env_s;
-  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  if (mapped) {
+    std::string text;
+    for (const auto& [k, v] : env) {
+      if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+          v.find('\0') != std::string::npos)
+        return invalidArgument("launch_context.env", "'" + k + "' is not a NAME=VALUE pair");
+      text += k + "=" + v;
+      text.push_back('\0');
+    }
+    if (!writeDurably(dir + "/env", text, 0600))
+      return unavailable("cannot write " + dir + "/env");
+    std::string abs_exe = std::filesystem::absolute(exe, ec).lexically_normal().string();
+    argv_s.insert(argv_s.end(),
+                  {"--run-as", account.name, "--min-uid", std::to_string(run_as_.minUid()),
+                   "--container-root", containers_root_, "--", abs_exe});
+  } else {
+    argv_s.push_back(exe);
+    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  }
+  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
   // argv/envp prepared before fork (no allocation in the child).
   std::vector<char*> argv, envp;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -500,8 +641,8 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     };
     setrlimit(RLIMIT_CORE, &core);
     int fd0 = open("/dev/null", O_RDONLY);
-    int fd1 = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int fd2 = open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int fd1 = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    int fd2 = open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     if (fd0 >= 0) dup2(fd0, 0);
     if (fd1 >= 0) dup2(fd1, 1);
     if (fd2 >= 0) dup2(fd2, 2);
@@ -576,6 +717,7 @@ bool ContainerRuntime::persist(const Entry& e) const {
                         {"group", e.group},
                         {"proc_start", e.proc_start},
                         {"start_ms", toEpochMs(e.snap.start)}};
+  if (!e.run_as.empty()) rec["run_as"] = e.run_as;
   if (e.snap.reason != ExitReason::kNone) {
     rec["reason"] = static_cast<int>(e.snap.reason);
     rec["diagnostics"] = e.snap.diagnostics;

@@ -1,7 +1,12 @@
 // Containers as real processes (issue #3, DESIGN.md §2 "morpheus-nm"): each
 // container is a process started in its own session (so its whole tree can be
-// signalled), with a working dir <local-dir>/containers/<id>/ holding its
-// stdout and stderr. A monitor thread reaps exits, samples the tree's RSS and
+// signalled). Its directory <local-dir>/containers/<id>/ is the NM's (mode
+// 0711 when containers run as their submitters' accounts, else 0700): it holds
+// the NM's record, the launcher's pgid and exit_status, the stdout and stderr
+// the command writes through inherited descriptors, and the AM token file
+// (am_token, mode 0400, owned by the container's account). The command's
+// working dir and HOME is <id>/work, owned by the container's account, mode
+// 0700 (see RunAsPolicy for which account). A monitor thread reaps exits, samples the tree's RSS and
 // CPU from /proc every interval, and kills a container whose tree exceeds its
 // allocated memory (the diagnostic names the limit). The kernel enforces the
 // limit too: a cgroup v2 memory.max per container where the hierarchy allows,
@@ -35,6 +40,7 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "nodemanager/run_as.h"
 
 namespace morpheus::nm {
 
@@ -57,6 +63,11 @@ struct LaunchSpec {
   std::string command;  // PATH lookup or absolute
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
+  // The submitting user, from the container token (RunAsPolicy::accountFor).
+  std::string user;
+  // An AM token: written to <dir>/am_token, readable only by the container's
+  // account, and named by MORPHEUS_AM_TOKEN_FILE; never in the environment.
+  std::string am_token;
 };
 
 struct ContainerSnapshot {
@@ -98,6 +109,9 @@ class ContainerRuntime {
   // The exit-status wrapper binary; default: morpheus-container-launch next
   // to the running executable. init() fails if it is not executable.
   void setLauncher(std::string path) { launcher_ = std::move(path); }
+  // Which account each container runs as (default: the NM's own). Call
+  // before init().
+  void setRunAs(RunAsPolicy policy) { run_as_ = std::move(policy); }
 
   // Memory enforcement (issue #3): "auto" uses cgroup v2 (a cgroup per
   // container with memory.max = its allocation) when `cgroup_root` is a
@@ -131,7 +145,9 @@ class ContainerRuntime {
 
   // ALREADY_EXISTS for a known id, also one acknowledged and forgotten (a
   // replayed container token runs nothing twice); INVALID_ARGUMENT naming container_id for an
-  // id that is not a container id (validateContainerId: it names a directory).
+  // id that is not a container id (validateContainerId: it names a directory);
+  // PERMISSION_DENIED when spec.user has no account to run as here (nothing
+  // is created then).
   // A command that cannot be executed yields a completed container with
   // kLaunchFailed (and an error here).
   Status launch(const LaunchSpec& spec);
@@ -169,6 +185,7 @@ class ContainerRuntime {
     TimePoint last_sample;
     uint64_t proc_start = 0;  // /proc start time of pid (pid-reuse guard)
     bool adopted = false;     // re-attached after an NM restart: not our child
+    std::string run_as;       // the local account it runs as ("" = the NM's)
   };
   void completeAdopted(Entry& e);            // REQUIRES(mu_)
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
@@ -184,9 +201,15 @@ class ContainerRuntime {
   Result<std::string> cgroupParentBelowRoot() const;
   Result<std::string> cgroupParentBelowOwn() const;
 
+  // Gives <local-dir>/containers the owner and mode the run-as mode needs,
+  // and checks that containers of other accounts can reach their dirs.
+  Status prepareContainersRoot() const;
+
   // SIGTERM to the command's group (e.group), or SIGKILL to the session.
   void terminate(const Entry& e) const;
   const std::string local_dir_;
+  std::string containers_root_;  // canonical <local-dir>/containers, set by init()
+  RunAsPolicy run_as_;
   std::string launcher_;
   std::string enforcement_ = "auto";
   std::string cgroup_root_ = "/sys/fs/cgroup";

@@ -82,6 +82,11 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
     spec.command = r.launch_context().command();
     spec.args.assign(r.launch_context().args().begin(), r.launch_context().args().end());
     spec.env = {r.launch_context().env().begin(), r.launch_context().env().end()};
+    spec.user = info->user;  // the RM's word, signed: never the request's
+    if (auto t = spec.env.find("MORPHEUS_AM_TOKEN"); t != spec.env.end()) {
+      spec.am_token = t->second;  // handed over in a file (LaunchSpec::am_token)
+      spec.env.erase(t);
+    }
     if (spec.env.count("MORPHEUS_RM_AM_ADDRESS")) {
       for (const auto& [k, v] : am_env_) spec.env[k] = v;
     }
@@ -98,8 +103,8 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
 grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*,
                                                   const v1::StopContainersRequest* req,
                                                   v1::StopContainersResponse* resp) {
-  auto info = key_.verify(req->token());
-  if (!info.isOk()) return toGrpc(permissionDenied("token: " + info.status().message()));
+  auto info = verifyForApp(req->token());
+  if (!info.isOk()) return toGrpc(info.status());
   for (const auto& id : req->container_ids()) {
     if (Status valid = validateContainerId(id); !valid.isOk()) {
       fail(resp->mutable_failed(), id, valid);
@@ -129,25 +134,41 @@ grpc::Status ContainerServiceImpl::StopContainers(grpc::ServerContext*,
 grpc::Status ContainerServiceImpl::GetContainerStatuses(grpc::ServerContext*,
                                                         const v1::GetContainerStatusesRequest* req,
                                                         v1::GetContainerStatusesResponse* resp) {
-  if (req->container_ids().empty()) {
-    for (const auto& s : runtime_.snapshot()) toProto(s, resp->add_statuses());
-    return grpc::Status::OK;
-  }
   for (const auto& id : req->container_ids()) {
     if (Status valid = validateContainerId(id); !valid.isOk()) return toGrpc(valid);
   }
+  auto info = verifyForApp(req->token());
+  if (!info.isOk()) return toGrpc(info.status());
+  if (req->container_ids().empty()) {
+    for (const auto& s : runtime_.snapshot()) {
+      if (s.app == info->app) toProto(s, resp->add_statuses());
+    }
+    return grpc::Status::OK;
+  }
   for (const auto& id : req->container_ids()) {
-    if (auto s = runtime_.get(ContainerId(id))) toProto(*s, resp->add_statuses());
+    auto s = runtime_.get(ContainerId(id));
+    if (s && s->app == info->app) toProto(*s, resp->add_statuses());
   }
   return grpc::Status::OK;
 }
 
-Status ContainerServiceImpl::authorizeForContainer(const std::string& token,
-                                                   const ContainerId& id) const {
+Result<ContainerTokenInfo> ContainerServiceImpl::verifyForApp(const std::string& token) const {
   auto info = key_.verify(token);
   if (!info.isOk()) return permissionDenied("token: " + info.status().message());
+  ContainerTokenInfo grace = *info;
+  grace.expires = info->expires + expired_grace_;
+  if (Status st = checkNotExpired(grace, clock_.now()); !st.isOk()) {
+    return permissionDenied("token: expired longer than nm.expired-token-grace (" +
+                            std::to_string(expired_grace_.count()) + " ms) ago: " + st.message());
+  }
+  return info;
+}
+
+Status ContainerServiceImpl::authorizeForContainer(const std::string& token,
+                                                   const ContainerId& id) const {
+  MORPHEUS_ASSIGN_OR_RETURN(ContainerTokenInfo info, verifyForApp(token));
   MORPHEUS_ASSIGN_OR_RETURN(AppId app, runtime_.appOf(id));
-  if (app != info->app) {
+  if (app != info.app) {
     return permissionDenied("container " + id.value() + " belongs to another application");
   }
   return Status::ok();

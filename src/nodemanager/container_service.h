@@ -3,9 +3,14 @@
 // TokenKey); a token signed for another node never verifies here.
 //  - StartContainers: only with an unexpired token naming this container and
 //    this node (PERMISSION_DENIED otherwise, naming the expiry if expired).
-//  - StopContainers, GetContainerLogs: with any token of the container's
-//    application, expired or not (an AM or the app's owner holding an older
-//    token of the app may still stop its containers and read their logs).
+//  - StopContainers, GetContainerLogs, GetContainerStatuses: with any token of
+//    the container's application, unexpired or expired at most
+//    nm.expired-token-grace ago (an AM holding the token of an earlier grant
+//    may still stop its containers; a leaked token does not work for ever).
+//    GetContainerStatuses lists only the token's application's containers.
+//  - The container runs as the local account of the token's user
+//    (RunAsPolicy); an AM token in the launch environment
+//    (MORPHEUS_AM_TOKEN) is moved into a file only that account can read.
 // Every container id is validated (validateContainerId) before it is used,
 // INVALID_ARGUMENT naming container_id, so no id can reach outside
 // nm.local-dir.
@@ -41,8 +46,11 @@ class TokenKey {
 class ContainerServiceImpl final : public v1::ContainerManager::Service {
  public:
   // `clock` judges token expiry. All three must outlive the service.
-  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key, const Clock& clock)
-      : runtime_(runtime), key_(key), clock_(clock) {}
+  // `expired_grace`: how long after its expiry a token still stops, lists
+  // and reads the logs of its application's containers (nm.expired-token-grace).
+  ContainerServiceImpl(ContainerRuntime& runtime, const TokenKey& key, const Clock& clock,
+                       Millis expired_grace = Millis(3600000))
+      : runtime_(runtime), key_(key), clock_(clock), expired_grace_(expired_grace) {}
   // Set once the NM knows its id (its address when none is configured).
   void setNodeId(const std::string& id) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -63,16 +71,19 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
                                 v1::GetContainerLogsResponse*) override;
 
  private:
-  // OK when `token` verifies with this node's key and names the application
-  // container `id` belongs to (an expired token is accepted). PERMISSION_DENIED
-  // for a bad token or another application; NOT_FOUND when the node has no
-  // record of `id`.
+  // The token's grant when it verifies with this node's key and expired at
+  // most expired_grace_ ago; PERMISSION_DENIED otherwise (naming the expiry).
+  Result<ContainerTokenInfo> verifyForApp(const std::string& token) const;
+  // OK when `token` passes verifyForApp and names the application container
+  // `id` belongs to. PERMISSION_DENIED for a bad token or another
+  // application; NOT_FOUND when the node has no record of `id`.
   Status authorizeForContainer(const std::string& token, const ContainerId& id) const;
 
   ContainerRuntime& runtime_;
   const TokenKey& key_;
   std::map<std::string, std::string> am_env_;  // constant after setAmEnvironment
   const Clock& clock_;
+  const Millis expired_grace_;
   mutable std::mutex mu_;
   std::string node_id_;  // GUARDED_BY(mu_)
 };

@@ -1,6 +1,8 @@
 // morpheus-nm: the node agent on every machine. main() only wires.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "common/address_list.h"
@@ -51,6 +53,11 @@ int main(int argc, char** argv) {
   // This node's credential towards the RM (issue #11).
   std::string rm_token;
   if (!opts.token_file.empty()) {
+    if (Status st = checkSecretFile(opts.token_file, "nm.token-file", tokenFileCheck(opts.daemon));
+        !st.isOk()) {
+      std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
+      return 2;
+    }
     auto t = nm::readNodeToken(opts.token_file);
     if (!t.isOk()) {
       std::cerr << "morpheus-nm: config error: " << t.status().message() << "\n";
@@ -76,8 +83,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (opts.local_dir.empty()) opts.local_dir = opts.daemon.data_dir + "/local";
+  auto run_as = nm::RunAsPolicy::make(opts.run_as, ::geteuid());
+  if (!run_as.isOk()) {
+    std::cerr << "morpheus-nm: config error: " << run_as.status().message() << "\n";
+    return 2;
+  }
   MetricsRegistry metrics;
   nm::ContainerRuntime runtime(opts.local_dir, opts.monitor_interval, opts.kill_grace, metrics);
+  runtime.setRunAs(*run_as);
   runtime.setMemoryEnforcement(opts.memory_enforcement, opts.cgroup_root);
   if (opts.cgroup_parent == "own" && opts.memory_enforcement != "monitor") {
     auto own = nm::readOwnCgroupPath();
@@ -94,7 +107,7 @@ int main(int argc, char** argv) {
   nm::TokenKey token_key;
   RealClock clock;
   DaemonServer server("nm", opts.daemon, metrics);
-  nm::ContainerServiceImpl container_manager(runtime, token_key, clock);
+  nm::ContainerServiceImpl container_manager(runtime, token_key, clock, opts.expired_token_grace);
   container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
   server.addService(&container_manager);
   server.readiness().require("registered");

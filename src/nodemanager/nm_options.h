@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/daemon.h"
+#include "nodemanager/run_as.h"
 
 namespace morpheus::nm {
 
@@ -25,6 +26,8 @@ struct NmOptions {
   std::string token_file;                         // nm.token-file
   bool auth_disabled = false;                     // nm.auth-disabled
   int64_t full_report_every = 10;                 // nm.full-report-every
+  RunAsOptions run_as;                            // nm.run-as*, nm.allow-root-containers
+  Millis expired_token_grace{3600000};            // nm.expired-token-grace
 };
 
 inline constexpr int64_t kDefaultNmGrpcPort = 8040;
@@ -80,6 +83,37 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
               "File holding this node's bearer token (one line: the token), sent to the RM on "
               "every RPC; the RM's rm.token-file lists it as 'TOKEN <nm.node-id> node'. Keep it "
               "mode 0600. Required unless nm.auth-disabled is true.");
+  s.addString(
+      "nm.run-as", &o->run_as.mode, "auto",
+      "Which local account containers run as. mapped: each container runs as the local "
+      "account of the user who submitted its application (the user the RM signed into the "
+      "container token; nm.run-as-map, else the account of the same name with "
+      "nm.run-as-same-name), through the privileged morpheus-container-launch, which checks "
+      "the account and drops to it before exec; needs the NM to run as root. nm-user: every "
+      "container runs as the NM's own account, so containers of different users can read each "
+      "other's files and tokens (single-user machines only); refused when the NM runs as root "
+      "unless nm.allow-root-containers is true. auto: mapped when the NM runs as root, else "
+      "nm-user.",
+      {"auto", "mapped", "nm-user"});
+  s.addStringMap("nm.run-as-map", &o->run_as.user_map,
+                 "nm.run-as: mapped: submitting user -> local account to run that user's "
+                 "containers as, e.g. alice: alice or ci-bot: svc-ci. Two users mapped to one "
+                 "account share everything.");
+  s.addBool("nm.run-as-same-name", &o->run_as.same_name, true,
+            "nm.run-as: mapped: a submitter not in nm.run-as-map runs as the local account of "
+            "the same name; false: such a submitter's containers are refused "
+            "(PERMISSION_DENIED).");
+  s.addInt("nm.run-as-min-uid", &o->run_as.min_uid, 1000, 1, 2147483647, "uid",
+           "nm.run-as: mapped: containers never run as an account with a smaller uid (root, "
+           "system and daemon accounts); the launcher checks it again.");
+  s.addBool("nm.allow-root-containers", &o->run_as.allow_root, false,
+            "Let an NM running as root run containers as root (nm.run-as: nm-user). Any "
+            "container can then read every other container's files and tokens and own the "
+            "machine; logged as a warning at start. For throw-away single-user machines only.");
+  s.addDuration("nm.expired-token-grace", &o->expired_token_grace, Millis(3600000), Millis(0),
+                "How long after its expiry a container token still stops its application's "
+                "containers, lists them and reads their logs (starting one always needs an "
+                "unexpired token); 0 = never.");
   s.addBool("nm.auth-disabled", &o->auth_disabled, false,
             "Talk to the RM without a token (an RM with rm.auth-disabled: true). For tests and "
             "single-user development only; logged as a warning.");

@@ -65,7 +65,7 @@ Status RmAccess::mayAdminister(const Principal& who, const std::string& owner,
 }
 
 Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(const std::string& token_file,
-                                                           bool disabled) {
+                                                           bool disabled, SecretFileCheck check) {
   if (disabled) {
     spdlog::warn(
         "rm.auth-disabled: true: every caller is the admin 'anonymous' and any caller may register "
@@ -78,16 +78,16 @@ Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(const std::string& to
                            "is required (bearer tokens of users, admins and nodes); set "
                            "rm.auth-disabled: true only for tests");
   }
+  MORPHEUS_RETURN_IF_ERROR(checkSecretFile(token_file, "rm.token-file", check));
   auto tokens = loadTokenFile(token_file);
   if (!tokens.isOk()) return tokens.status().withContext("rm.token-file");
   return std::make_unique<Authenticator>(std::move(tokens).value(), false);
 }
 
-Result<std::string> readBearerToken(const std::string& path, const std::string& key) {
+Result<std::string> readBearerToken(const std::string& path, const std::string& key,
+                                    SecretFileCheck check) {
   if (path.empty()) return std::string();
-  auto token = readBearerTokenFile(path);
-  if (!token.isOk()) return token.status().withContext(key);
-  return token;
+  return readSecretTokenFile(path, key, check);
 }
 
 }  // namespace morpheus::rm

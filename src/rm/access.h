@@ -62,12 +62,16 @@ class RmAccess {
 // The RM's Authenticator from rm.token-file. Secure by default: without a
 // token file the RM refuses to start (INVALID_ARGUMENT naming rm.token-file)
 // unless `disabled` (rm.auth-disabled), which accepts everyone as the admin
-// "anonymous" and logs a warning.
-Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(const std::string& token_file,
-                                                           bool disabled);
+// "anonymous" and logs a warning. The file must pass checkSecretFile under
+// `check` (PERMISSION_DENIED naming rm.token-file otherwise).
+Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(
+    const std::string& token_file, bool disabled,
+    SecretFileCheck check = SecretFileCheck::kStrict);
 
 // The bearer token in `path` (its first non-empty line, trimmed); "" for an
-// empty `path`. INVALID_ARGUMENT naming `key` when unreadable or empty.
-Result<std::string> readBearerToken(const std::string& path, const std::string& key);
+// empty `path`. INVALID_ARGUMENT naming `key` when unreadable or empty,
+// PERMISSION_DENIED when it fails checkSecretFile under `check`.
+Result<std::string> readBearerToken(const std::string& path, const std::string& key,
+                                    SecretFileCheck check = SecretFileCheck::kStrict);
 
 }  // namespace morpheus::rm

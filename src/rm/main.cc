@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   }
   // Caller identity and queue ACLs of the client surfaces (issue #11, DESIGN.md §9),
   // checked before any state is opened.
-  auto authenticator = rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled);
+  auto authenticator = rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled,
+                                                 tokenFileCheck(opts.daemon));
   if (!authenticator.isOk()) {
     std::cerr << "morpheus-rm: config error: " << authenticator.status().message() << "\n";
     return 2;
@@ -86,7 +87,8 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << acls.status().message() << "\n";
     return 2;
   }
-  auto inference_token = rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file");
+  auto inference_token = rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file",
+                                              tokenFileCheck(opts.daemon));
   if (!inference_token.isOk()) {
     std::cerr << "morpheus-rm: config error: " << inference_token.status().message() << "\n";
     return 2;

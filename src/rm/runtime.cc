@@ -639,7 +639,8 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   out.set_node_id(node.id.value());
   out.set_node_address(node.address);
   toProto(c.resource, out.mutable_resource());
-  out.set_token(core_.issueContainerToken({cid, a.id, node.id, c.resource, {}}));
+  out.set_token(
+      core_.issueContainerToken({cid, a.id, node.id, c.resource, {}, a.spec.user.value()}));
   allocated_total_.inc();
   AmLaunch l{a.id, node.id, node.address, {}};
   auto* r = l.request.add_requests();
@@ -902,7 +903,8 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   // Signing (HMAC per container) and logging need none of the runtime's state.
   for (auto& c : granted) {
     c.set_token(core_.issueContainerToken(
-        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {}}));
+        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {},
+         rec.spec.user.value()}));
     *resp->add_allocated() = std::move(c);
   }
   for (const auto& n : notices) {

@@ -430,7 +430,7 @@ TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
   nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
   ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
   std::string inf_dir = freshDir("inference"), rm_token = inf_dir + "-rm-token";
-  std::ofstream(rm_token) << testToken("ops") << "\n";
+  writeSecretFile(rm_token, testToken("ops") + "\n");
   Process inf = Process::startDaemon(
       "inference", inf_dir,
       {"--rm", both, "--token-file", tokens_, "--set", "inference.rm-token-file=" + rm_token});

@@ -86,11 +86,25 @@ std::string testTokenFile() {
   return path.string();
 }
 
+void writeSecretFile(const std::string& path, const std::string& text) {
+  fs::remove(path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t n = ::write(fd, text.data(), text.size());
+  (void)n;
+  ::close(fd);
+}
+
 std::string nodeTokenFile(const std::string& node) {
   fs::path path = fs::path(freshDir("token-" + node)) / "token";
   std::ofstream(path) << testToken(node) << "\n";
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   return path.string();
+}
+
+std::vector<std::string> nmRunAsArgs() {
+  if (::geteuid() != 0) return {};
+  return {"--set", "nm.run-as=nm-user", "--set", "nm.allow-root-containers=true"};
 }
 
 std::vector<std::string> rmAuthArgs() { return {"--set", "rm.token-file=" + testTokenFile()}; }
@@ -265,6 +279,9 @@ Process Process::start(const std::string& bin, const std::vector<std::string>& a
 Process Process::startDaemon(const std::string& component, const std::string& data_dir,
                              const std::vector<std::string>& args) {
   std::vector<std::string> all = {"--data-dir", data_dir, "--grpc-port", "0", "--http-port", "0"};
+  if (component == "nm") {
+    for (auto& a : nmRunAsArgs()) all.push_back(std::move(a));  // a test's own --set wins
+  }
   all.insert(all.end(), args.begin(), args.end());
   std::string bin = binary("morpheus-" + component);
   std::string ep = data_dir + "/" + component + ".endpoints.json";
@@ -401,7 +418,8 @@ void writeHistoryEvent(std::ostream& out, const std::string& job, const std::str
 }
 
 void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
-                               const std::string& nm_resources) {
+                               const std::string& nm_resources,
+                               const std::vector<std::string>& extra_nm_args) {
   using namespace std::chrono_literals;
   std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
   args.insert(args.end(), rm_args.begin(), rm_args.end());
@@ -415,7 +433,9 @@ void ClusterTest::startCluster(int nms, const std::vector<std::string>& rm_args,
                                         "--set",       "nm.monitor-interval=200ms",
                                         "--set",       "nm.heartbeat-interval=300ms"};
     for (auto& a : nmAuthArgs(node)) nm_args.push_back(std::move(a));
-    nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
+    nm_args.insert(nm_args.end(), extra_nm_args.begin(), extra_nm_args.end());
+    nm_dirs_.push_back(freshDir("nm"));
+    nms_.push_back(Process::startDaemon("nm", nm_dirs_.back(), nm_args));
     ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
   }
   ASSERT_TRUE(waitLiveNodes(nms)) << rm_.log();

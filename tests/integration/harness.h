@@ -27,8 +27,16 @@ std::string freshDir(const std::string& tag);
 std::string testToken(const std::string& principal);
 // Writes that file (mode 0600) under the test temp dir; returns its path.
 std::string testTokenFile();
+// Writes `text` to a new file `path` of mode 0600 (daemons refuse token files
+// other accounts may read: token-file-check).
+void writeSecretFile(const std::string& path, const std::string& text);
 // A file (mode 0600) holding only testToken(node), for nm.token-file.
 std::string nodeTokenFile(const std::string& node);
+// The NM flags every test NM gets first (Process::startDaemon "nm"): as root
+// (CI), containers run as root by the explicit nm.allow-root-containers (the
+// test applications are submitted by users with no local account); a test
+// about isolation sets nm.run-as=mapped after them. Empty when not root.
+std::vector<std::string> nmRunAsArgs();
 // {"--set", "rm.token-file=<testTokenFile()>"}: an RM started directly.
 std::vector<std::string> rmAuthArgs();
 // {"--set", "nm.token-file=<nodeTokenFile(node)>"}: an NM with --node-id `node`.
@@ -127,8 +135,10 @@ class ClusterTest : public ::testing::Test {
  protected:
   // Starts the RM (`rm_args`) and `nms` NMs named nm1.. with `nm_resources`
   // (heartbeat 300 ms, memory monitor 200 ms) and waits until all are live.
+  // `nm_args` are added to every NM's flags last; nm_dirs_[i] is NM i's data dir.
   void startCluster(int nms, const std::vector<std::string>& rm_args = {},
-                    const std::string& nm_resources = "memory=4096,vcores=4");
+                    const std::string& nm_resources = "memory=4096,vcores=4",
+                    const std::vector<std::string>& nm_args = {});
   // morpheusctl --rm <rm> --token <alice's token> ARGS.
   // True once `morpheusctl cluster status` reports `n` live nodes (polled, 15 s).
   bool waitLiveNodes(int n);
@@ -151,6 +161,7 @@ class ClusterTest : public ::testing::Test {
   Process rm_;
   std::string rm_addr_;  // fixed RM address across a restart ("" = rm_'s)
   std::vector<Process> nms_;
+  std::vector<std::string> nm_dirs_;
 };
 
 }  // namespace morpheus::testing

@@ -164,7 +164,7 @@ class InferenceIT : public ::testing::Test {
     dir_ = freshDir("inference");
     // Inference submits accepted proposals for their owners: an RM admin's token.
     std::string rm_token = dir_ + "-rm-token";
-    std::ofstream(rm_token) << testToken("ops") << "\n";
+    writeSecretFile(rm_token, testToken("ops") + "\n");
     inf_ = Process::startDaemon("inference", dir_,
                                 {"--rm", rm_.grpcAddress(), "--token-file", tokens_, "--set",
                                  "inference.rm-token-file=" + rm_token});

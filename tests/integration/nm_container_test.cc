@@ -95,9 +95,13 @@ class NmContainerIT : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp;
   }
-  std::optional<v1::ContainerStatus> status(const std::string& id) {
+  // The status of `id` (of app_it unless `app` is given), asked with a token
+  // of its application.
+  std::optional<v1::ContainerStatus> status(const std::string& id,
+                                            const std::string& app = "app_it") {
     v1::GetContainerStatusesRequest req;
     req.add_container_ids(id);
+    req.set_token(token("c_status", app));
     v1::GetContainerStatusesResponse resp;
     auto ctx = makeContext(Millis(5000));
     if (!stub_->GetContainerStatuses(ctx.get(), req, &resp).ok() || resp.statuses_size() != 1)
@@ -254,6 +258,98 @@ TEST_F(NmContainerIT, ExpiredTokenStartsNothingButStillStopsAndReadsLogs) {
   ASSERT_TRUE(stub_->StopContainers(ctx.get(), req, &out).ok());
   EXPECT_EQ(out.stopped_size(), 1) << out.DebugString();
   EXPECT_EQ(waitComplete("c_live").exit_reason(), v1::EXIT_REASON_KILLED);
+}
+
+// A token that expired longer than nm.expired-token-grace ago (1 h by
+// default) no longer stops, lists or reads the logs of its app's containers:
+// PERMISSION_DENIED naming the option. Before, an expired token did so for
+// ever.
+TEST_F(NmContainerIT, TokenExpiredBeyondTheGraceStopsAndReadsNothing) {
+  ASSERT_EQ(start("c_kept", token("c_kept", "app_it"), "sh", {"-c", "echo up; exec sleep 60"})
+                .started_size(),
+            1);
+  ASSERT_TRUE(waitFor([&] { return logs("c_kept", token("c_a", "app_it")).second == "up\n"; },
+                      10s));
+  std::string stale =
+      token("c_other", "app_it", "nm1", 128, fromEpochMs(nowMs()) - std::chrono::hours(2));
+  auto [lst, data] = logs("c_kept", stale);
+  EXPECT_EQ(lst.error_code(), grpc::StatusCode::PERMISSION_DENIED) << lst.error_message();
+  EXPECT_NE(lst.error_message().find("nm.expired-token-grace"), std::string::npos)
+      << lst.error_message();
+  EXPECT_EQ(data, "");
+  v1::StopContainersRequest req;
+  req.add_container_ids("c_kept");
+  req.set_token(stale);
+  v1::StopContainersResponse out;
+  auto ctx = makeContext(Millis(5000));
+  EXPECT_EQ(stub_->StopContainers(ctx.get(), req, &out).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::GetContainerStatusesRequest sreq;
+  sreq.set_token(stale);
+  v1::GetContainerStatusesResponse sresp;
+  auto sctx = makeContext(Millis(5000));
+  EXPECT_EQ(stub_->GetContainerStatuses(sctx.get(), sreq, &sresp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status("c_kept")->state(), v1::CONTAINER_RUNNING) << "the stale token stopped nothing";
+}
+
+// An AM token in the launch environment never reaches the container's
+// environment (any process of the same account could read it from
+// /proc/<pid>/environ, and every child inherits it): the container gets
+// MORPHEUS_AM_TOKEN_FILE naming a 0400 file holding it, and its working dir
+// (HOME) is a 0700 work dir of its own.
+TEST_F(NmContainerIT, AmTokenIsHandedOverInAFileNotTheEnvironment) {
+  v1::StartContainersRequest req;
+  auto* r = req.add_requests();
+  r->mutable_container()->set_container_id("c_am");
+  r->mutable_container()->set_token(token("c_am", "app_it"));
+  r->mutable_launch_context()->set_command("sh");
+  r->mutable_launch_context()->add_args("-c");
+  r->mutable_launch_context()->add_args(
+      "echo env=${MORPHEUS_AM_TOKEN:-none} home=$HOME pwd=$(pwd); cat \"$MORPHEUS_AM_TOKEN_FILE\"");
+  (*r->mutable_launch_context()->mutable_env())["MORPHEUS_AM_TOKEN"] = "am-secret-0123456789";
+  v1::StartContainersResponse resp;
+  auto ctx = makeContext(Millis(5000));
+  ASSERT_TRUE(stub_->StartContainers(ctx.get(), req, &resp).ok());
+  ASSERT_EQ(resp.started_size(), 1) << resp.DebugString();
+  waitComplete("c_am");
+  std::string dir = nm_dir_ + "/local/containers/c_am";
+  auto [st, out] = logs("c_am", token("c_x", "app_it"));
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(out, "env=none home=" + dir + "/work pwd=" + dir + "/work\nam-secret-0123456789\n");
+  namespace fs = std::filesystem;
+  EXPECT_EQ(fs::status(dir + "/am_token").permissions(), fs::perms::owner_read);
+  EXPECT_EQ(fs::status(dir + "/work").permissions(), fs::perms::owner_all);
+}
+
+// GetContainerStatuses needs a token of an application and lists only that
+// application's containers: without a token PERMISSION_DENIED; with app_b's
+// token, app_a's container is left out (as an unknown id is). Before, anyone
+// listed every container on the node.
+TEST_F(NmContainerIT, ContainerStatusesNeedATokenAndShowOnlyItsApplication) {
+  ASSERT_EQ(start("c_a", token("c_a", "app_a"), "sh", {"-c", "exec sleep 60"}).started_size(), 1);
+  ASSERT_EQ(start("c_b", token("c_b", "app_b"), "sh", {"-c", "exec sleep 60"}).started_size(), 1);
+  auto list = [&](const std::string& tok, std::vector<std::string> ids) {
+    v1::GetContainerStatusesRequest req;
+    for (const auto& id : ids) req.add_container_ids(id);
+    req.set_token(tok);
+    v1::GetContainerStatusesResponse resp;
+    auto ctx = makeContext(Millis(5000));
+    grpc::Status st = stub_->GetContainerStatuses(ctx.get(), req, &resp);
+    std::vector<std::string> got;
+    for (const auto& c : resp.statuses()) got.push_back(c.container_id());
+    return std::make_pair(st, got);
+  };
+  auto [none_st, none] = list("", {});
+  EXPECT_EQ(none_st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(none.empty());
+  auto [all_st, all] = list(token("c_x", "app_b"), {});
+  ASSERT_TRUE(all_st.ok()) << all_st.error_message();
+  EXPECT_EQ(all, std::vector<std::string>{"c_b"});
+  auto [named_st, named] = list(token("c_x", "app_b"), {"c_a", "c_b"});
+  ASSERT_TRUE(named_st.ok()) << named_st.error_message();
+  EXPECT_EQ(named, std::vector<std::string>{"c_b"});
+  EXPECT_TRUE(status("c_a", "app_a").has_value());
 }
 
 // Issue #11 finding 8: GetContainerLogs needs a token of the container's

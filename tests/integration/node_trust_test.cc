@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/token.h"
@@ -94,9 +95,10 @@ TEST_F(NodeTrustIT, RegisterNodeHandsAKeyOnlyToThatNodesTokenAndItOpensNoOtherNo
     auto* r = req.add_requests();
     r->mutable_container()->set_container_id(id);
     r->mutable_container()->set_node_id("nm2");
-    r->mutable_container()->set_token(issueContainerToken(
+    const std::string forged = issueContainerToken(
         TokenSigner(key),
-        {ContainerId(id), AppId("application_1_0001"), NodeId(named_node), Resource(128, 1), exp}));
+        {ContainerId(id), AppId("application_1_0001"), NodeId(named_node), Resource(128, 1), exp});
+    r->mutable_container()->set_token(forged);
     r->mutable_launch_context()->set_command("/bin/sh");
     r->mutable_launch_context()->add_args("-c");
     r->mutable_launch_context()->add_args("id");
@@ -109,10 +111,14 @@ TEST_F(NodeTrustIT, RegisterNodeHandsAKeyOnlyToThatNodesTokenAndItOpensNoOtherNo
 
     v1::GetContainerStatusesRequest sreq;
     sreq.add_container_ids(id);
+    sreq.set_token(forged);
     v1::GetContainerStatusesResponse sresp;
     auto sctx = makeContext(Millis(5000));
-    ASSERT_TRUE(cm->GetContainerStatuses(sctx.get(), sreq, &sresp).ok());
-    EXPECT_EQ(sresp.statuses_size(), 0) << "no container exists on nm2";
+    EXPECT_EQ(cm->GetContainerStatuses(sctx.get(), sreq, &sresp).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << "nm3's key lists nothing on nm2";
+    EXPECT_FALSE(std::filesystem::exists(nm_dirs_[1] + "/local/containers/" + id))
+        << "no container exists on nm2";
   }
 
   // nm3's own token may also take its node away again.

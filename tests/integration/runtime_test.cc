@@ -24,7 +24,7 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
   // Inference authenticates ingestion: the RM feeds it as the admin ops (issue #11).
   std::string inf_dir = freshDir("inference");
   std::string feed_token = inf_dir + "-rm-token";
-  std::ofstream(feed_token) << testToken("ops") << "\n";
+  writeSecretFile(feed_token, testToken("ops") + "\n");
   Process inf = Process::startDaemon("inference", inf_dir, {"--token-file", testTokenFile()});
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
   startCluster(3, {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s",

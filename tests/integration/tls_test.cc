@@ -327,7 +327,7 @@ TEST_F(TlsIT, SignOffReachesTheRmOverMutualTls) {
   ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
   // Inference submits accepted proposals for their owners: an RM admin's token.
   std::string rm_token = pki_.path("inference-rm.token");
-  std::ofstream(rm_token) << testToken("ops") << "\n";
+  writeSecretFile(rm_token, testToken("ops") + "\n");
   std::vector<std::string> inf_args = {"--rm",  rm_.grpcAddress(),
                                        "--set", "inference.auth-disabled=true",
                                        "--set", "inference.rm-token-file=" + rm_token};

@@ -204,7 +204,7 @@ TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
   const std::string proposal = pending["proposals"][0]["proposal_id"];
 
   const std::string rm_token = inf_dir + "-rm-token";
-  std::ofstream(rm_token) << testToken("ops") << "\n";
+  writeSecretFile(rm_token, testToken("ops") + "\n");
   startCluster(1, {"--set", "rm.inference-address=" + inference.grpcAddress(), "--set",
                    "rm.inference-token-file=" + rm_token});
   const std::string addr = rm_.httpAddress();

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -326,15 +328,60 @@ TEST(TokenTest, ContainerTokenVerifiesOnlyWithItsNodesKeyAndCarriesTheExpiry) {
 TEST(TokenTest, MalformedOrMissingExpiryIsRefused) {
   TokenSigner s("k");
   const std::string base = "c|application_1_0001_1_1|application_1_0001|nm1|128|1";
-  ASSERT_TRUE(verifyContainerToken(s, s.sign(base + "|1800000000000")).isOk());
+  ASSERT_TRUE(verifyContainerToken(s, s.sign(base + "|1800000000000|alice")).isOk());
   for (const std::string& payload :
-       {base, base + "|", base + "|abc", base + "|-5", base + "|12x", base + "| 12",
-        base + "|99999999999999999999999", base + "|1|2"}) {
+       {base, base + "|", base + "|abc|alice", base + "|-5|alice", base + "|12x|alice",
+        base + "| 12|alice", base + "|99999999999999999999999|alice", base + "|1|a|b"}) {
     auto r = verifyContainerToken(s, s.sign(payload));
     EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << payload;
   }
-  EXPECT_NE(verifyContainerToken(s, s.sign(base + "|abc")).status().message().find("expiry"),
-            std::string::npos);
+  EXPECT_NE(
+      verifyContainerToken(s, s.sign(base + "|abc|alice")).status().message().find("expiry"),
+      std::string::npos);
+}
+
+// The submitting user travels signed in the token (the NM runs the container
+// as that user's account); a token of the format without it (seven fields) is
+// refused, and a user name with '|' makes a token no verifier accepts.
+TEST(TokenTest, ContainerTokenCarriesTheSubmittingUser) {
+  TokenSigner s("k");
+  ContainerTokenInfo info = tokenInfo("nm1", fromEpochMs(1800000000000));
+  info.user = "alice";
+  auto back = verifyContainerToken(s, issueContainerToken(s, info));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(back->user, "alice");
+  EXPECT_EQ(verifyContainerToken(
+                s, s.sign("c|application_1_0001_1_1|application_1_0001|nm1|128|1|1800000000000"))
+                .status()
+                .code(),
+            StatusCode::kPermissionDenied);
+  info.user = "root|x";
+  EXPECT_EQ(verifyContainerToken(s, issueContainerToken(s, info)).status().code(),
+            StatusCode::kPermissionDenied);
+}
+
+// Token files are checked as ssh checks key files: readable or writable by
+// other accounts (mode & 077) is refused naming the field and the mode, or
+// only warned about with kWarn; 0600 of this account passes.
+TEST(TokenTest, SecretFileOthersMayReadIsRefused) {
+  std::string path = ::testing::TempDir() + "/secret-" + std::to_string(::getpid());
+  std::ofstream(path) << "0123456789abcdef0123\n";
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  Status st = checkSecretFile(path, "nm.token-file");
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("nm.token-file"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("0644"), std::string::npos) << st.message();
+  EXPECT_EQ(readSecretTokenFile(path, "nm.token-file").status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(checkSecretFile(path, "nm.token-file", SecretFileCheck::kWarn).isOk());
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  EXPECT_EQ(checkSecretFile(path, "x").code(), StatusCode::kPermissionDenied);
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_TRUE(checkSecretFile(path, "x").isOk());
+  auto tok = readSecretTokenFile(path, "x");
+  ASSERT_TRUE(tok.isOk()) << tok.status().toString();
+  EXPECT_EQ(*tok, "0123456789abcdef0123");
+  ::unlink(path.c_str());
 }
 
 // checkNotExpired: valid strictly before the expiry; at or after it the

@@ -372,7 +372,7 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
     ASSERT_TRUE(
         rt->stop(ContainerId("stubborn"), ExitReason::kPreempted, "preempted for reservation r1")
             .isOk());
-    std::string pid_file = dir_ + "/local/containers/victim/pid";
+    std::string pid_file = dir_ + "/local/containers/victim/work/pid";
     auto end = std::chrono::steady_clock::now() + 5s;
     while (victim_pid == 0 && std::chrono::steady_clock::now() < end) {
       std::ifstream(pid_file) >> victim_pid;
