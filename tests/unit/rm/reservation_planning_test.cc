@@ -43,10 +43,10 @@ class ReservationPlanningTest : public ::testing::Test {
     d.stages.assign(static_cast<size_t>(n), {Resource(1024, 1), 1, 1, Millis(60000)});
     return d;
   }
-  // The attack's shape (10,000 stages over 6.9 days), scaled to 3000 stages:
-  // about 3e7 stage-steps, seconds of LowCost, over the default work cap.
-  planner::ReservationDefinition huge(const std::string& user) {
-    return stages(user, 3000, Millis(6 * 86400000LL + 20 * 3600000LL));
+  // Over (almost) the whole 7-day horizon, like the attack's 10,000 stages
+  // over 6.9 days.
+  planner::ReservationDefinition huge(const std::string& user, int n = 1500) {
+    return stages(user, n, Millis(6 * 86400000LL + 20 * 3600000LL));
   }
   static ReservationLimits unbounded() {
     ReservationLimits l;
@@ -152,7 +152,7 @@ TEST_F(ReservationPlanningTest, WorkBeyondTheCapIsRefusedNamingTheOption) {
   EXPECT_EQ(m->get(ReservationId("at-cap"))->def.stages.size(), 100u);
   // The default refuses the attack's request outright.
   auto d = make(ReservationLimits{});
-  auto attack = d->submit(ReservationId("attack"), huge("alice"), 0, nullptr);
+  auto attack = d->submit(ReservationId("attack"), huge("alice", 10000), 0, nullptr);
   EXPECT_EQ(attack.status().code(), StatusCode::kInvalidArgument) << attack.status().toString();
   EXPECT_NE(attack.status().message().find("rm.max-planning-work"), std::string::npos);
 }
