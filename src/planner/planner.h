@@ -1,7 +1,9 @@
 // The planner the RM owns (issue #2): a Plan plus the configured agent and
 // sharing policy. Every call takes the current time as a parameter; nothing
-// here reads a clock, blocks, or does I/O. Not thread-safe: the RM's
-// scheduler strand owns the Planner.
+// here reads a clock, blocks, or does I/O. Not thread-safe: one owner edits a
+// Planner at a time. clone() gives a snapshot another thread may plan on
+// (the RM plans off its lock on a clone and installs the clone when the plan
+// did not change meanwhile).
 //
 // Admission (submit/update) is atomic: on any failure the plan is unchanged.
 // Admitted reservations are never moved by later one-off submissions
@@ -101,6 +103,12 @@ class Planner {
   // agent and sharing policy by name.
   static Result<std::unique_ptr<Planner>> create(const PlannerOptions& options,
                                                  const Resource& capacity);
+
+  // An independent copy of the plan and its reservations, sharing the agent
+  // and the sharing policy (stateless and re-entrant, so both copies may be
+  // used from different threads). O(plan size). Every later call on the copy
+  // decides exactly as the same call on the original would.
+  std::unique_ptr<Planner> clone() const { return std::unique_ptr<Planner>(new Planner(*this)); }
 
   // Admits a new reservation. INVALID_ARGUMENT (field-named) for a bad
   // definition, ALREADY_EXISTS for a known id, kInfeasible when it cannot be
@@ -203,8 +211,10 @@ class Planner {
   DisplacementReport displaceOneOffs(const ReservationId& id, TimePoint now);
 
   PlannerOptions options_;
-  std::unique_ptr<ReservationAgent> agent_;
-  std::unique_ptr<SharingPolicy> sharing_;
+  Planner(const Planner&) = default;  // clone()
+
+  std::shared_ptr<const ReservationAgent> agent_;  // stateless: shared by clones
+  std::shared_ptr<const SharingPolicy> sharing_;   // ditto
   Plan plan_;
   uint64_t next_seq_ = 1;
 };

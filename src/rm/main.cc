@@ -159,8 +159,10 @@ int main(int argc, char** argv) {
   rm::ReservationManagerOptions rmo;
   rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
-  rmo.limits = {opts.max_name_length, opts.max_stages, opts.max_containers_per_stage,
-                opts.max_containers_per_request, opts.max_reservations_per_user};
+  rmo.limits = {opts.max_name_length,           opts.max_stages,
+                opts.max_containers_per_stage,  opts.max_containers_per_request,
+                opts.max_reservations_per_user, opts.max_planning_work,
+                opts.max_planning_per_user,     opts.max_planning_total};
   rm::ReservationManager reservations(rmo, std::move(planner).value(), state, clock, metrics);
   if (Status st = reservations.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";

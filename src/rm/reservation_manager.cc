@@ -87,6 +87,13 @@ ReservationManager::ReservationManager(ReservationManagerOptions opts,
       metrics_(metrics),
       latency_(metrics),
       epoch_ms_(toEpochMs(clock.now())),
+      plan_step_(planner->options().step),
+      planning_running_(metrics.gauge("morpheus_rm_planning_running",
+                                      "1 while a reservation request is planned on a snapshot "
+                                      "of the plan (off the scheduler's lock)")),
+      planning_requests_(metrics.gauge(
+          "morpheus_rm_planning_requests",
+          "Reservation submit/update requests waiting for or holding the planning lane")),
       planner_(std::move(planner)) {
   std::lock_guard<std::mutex> lk(mu_);
   updateGauges();
@@ -102,6 +109,7 @@ Status ReservationManager::recover() {
     MORPHEUS_RETURN_IF_ERROR(planner_->restore(rec->id, rec->def, rec->placement)
                                  .withContext("restoring reservation " + key));
     records_[rec->id] = std::move(rec).value();
+    ++plan_version_;
   }
   spdlog::info("recovered {} reservation(s) from the state store", records_.size());
   updateGauges();
@@ -135,7 +143,8 @@ Status ReservationManager::persist(const std::vector<ReservationRecord>& recs) {
 }
 
 std::vector<ReservationRecord> ReservationManager::displacedRecords(
-    const planner::DisplacementReport& rep, const ReservationId& by, TimePoint now) const {
+    const planner::Planner& planned, const planner::DisplacementReport& rep,
+    const ReservationId& by, TimePoint now) const {
   std::map<ReservationId, ReservationRecord> out;
   auto copy = [&](const ReservationId& id) -> ReservationRecord* {
     auto it = records_.find(id);
@@ -150,7 +159,7 @@ std::vector<ReservationRecord> ReservationManager::displacedRecords(
   }
   for (const auto& id : rep.replanned) {
     ReservationRecord* r = copy(id);
-    const planner::Placement* p = planner_->placement(id);
+    const planner::Placement* p = planned.placement(id);
     if (r == nullptr || p == nullptr) continue;
     r->placement = *p;
     r->status = "active";
@@ -241,8 +250,75 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
   if (budget_container_ms < 0) {
     return invalidArgument("reprovision_budget_container_ms", "must be >= 0");
   }
+  // LowCost's work grows with stages x window steps; refuse what would hold
+  // the planning lane for long before planning starts. A window the planner
+  // refuses (deadline not after arrival) counts as none.
+  const int64_t window_ms = def.deadline > def.arrival ? (def.deadline - def.arrival).count() : 0;
+  const int64_t window_steps = (window_ms + plan_step_.count() - 1) / plan_step_.count();
+  const int64_t stages = static_cast<int64_t>(def.stages.size());
+  if (stages > 0 && window_steps > lim.max_planning_work / stages) {
+    return invalidArgument("stages", std::to_string(stages) + " stages x " +
+                                         std::to_string(window_steps) +
+                                         " plan steps of window [arrival, deadline) exceed "
+                                         "rm.max-planning-work = " +
+                                         std::to_string(lim.max_planning_work) +
+                                         " stage-steps; use fewer stages or a shorter window");
+  }
   return Status::ok();
 }
+
+Status ReservationManager::enterPlanning(const UserId& user) {
+  std::lock_guard<std::mutex> lk(admission_mu_);
+  const ReservationLimits& lim = opts_.limits;
+  auto refuse = [this](const char* reason) {
+    metrics_
+        .counter("morpheus_rm_planning_refused_total",
+                 "Submit/update requests refused by the planning lane's bounds",
+                 {{"reason", reason}})
+        .inc();
+  };
+  auto it = planning_by_user_.find(user);
+  int64_t mine = it == planning_by_user_.end() ? 0 : it->second;
+  if (mine >= lim.max_planning_per_user) {
+    refuse("per-user");
+    return unavailable("user " + user.value() + " already has " + std::to_string(mine) +
+                       " reservation request(s) planning, the most "
+                       "rm.max-planning-requests-per-user allows; retry once it is answered");
+  }
+  if (planning_total_ >= lim.max_planning_total) {
+    refuse("total");
+    return unavailable(std::to_string(planning_total_) +
+                       " reservation requests are planning, the most rm.max-planning-requests "
+                       "allows; retry later");
+  }
+  planning_by_user_[user] = mine + 1;
+  ++planning_total_;
+  planning_requests_.set(planning_total_);
+  return Status::ok();
+}
+
+void ReservationManager::leavePlanning(const UserId& user) {
+  std::lock_guard<std::mutex> lk(admission_mu_);
+  auto it = planning_by_user_.find(user);
+  MORPHEUS_CHECK(it != planning_by_user_.end() && it->second > 0 && planning_total_ > 0,
+                 "planning lane count of " + user.value());
+  if (--it->second == 0) planning_by_user_.erase(it);
+  --planning_total_;
+  planning_requests_.set(planning_total_);
+}
+
+// One request's place in the planning lane, left when it goes out of scope.
+class ReservationManager::PlanningTicket {
+ public:
+  PlanningTicket(ReservationManager& m, UserId user) : m_(m), user_(std::move(user)) {}
+  ~PlanningTicket() { m_.leavePlanning(user_); }
+  PlanningTicket(const PlanningTicket&) = delete;
+  PlanningTicket& operator=(const PlanningTicket&) = delete;
+
+ private:
+  ReservationManager& m_;
+  const UserId user_;
+};
 
 Result<ReservationRecord> ReservationManager::submit(
     const ReservationId& id, const planner::ReservationDefinition& def, int64_t budget_container_ms,
@@ -257,47 +333,77 @@ Result<ReservationRecord> ReservationManager::submit(
     return invalidArgument("queue", "'" + def.queue + "' is not a reservable queue");
   }
   if (def.user.empty()) return invalidArgument("user", "is required");
-  std::lock_guard<std::mutex> lk(mu_);
-  if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
-  int64_t held = 0;
-  for (const auto& [_, r] : records_) held += r.def.user == def.user ? 1 : 0;
-  if (held >= opts_.limits.max_reservations_per_user) {
-    return permissionDenied("user " + def.user.value() + " holds " + std::to_string(held) +
-                            " reservations, the most rm.max-reservations-per-user allows");
+  MORPHEUS_RETURN_IF_ERROR(enterPlanning(def.user));
+  PlanningTicket ticket(*this, def.user);
+  std::lock_guard<std::mutex> lane(planning_mu_);
+  for (int attempt = 1;; ++attempt) {
+    // Snapshot under mu_: the checks against the records and a copy of the plan.
+    std::unique_ptr<planner::Planner> snap;
+    uint64_t version = 0;
+    TimePoint now;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
+      int64_t held = 0;
+      for (const auto& [_, r] : records_) held += r.def.user == def.user ? 1 : 0;
+      if (held >= opts_.limits.max_reservations_per_user) {
+        return permissionDenied("user " + def.user.value() + " holds " + std::to_string(held) +
+                                " reservations, the most rm.max-reservations-per-user allows");
+      }
+      snap = planner_->clone();
+      version = plan_version_;
+      now = clock_.now();
+    }
+    // Planning (LowCost, and the one-offs a periodic definition displaces) on
+    // the snapshot, without mu_.
+    planner::DisplacementReport displaced;
+    planning_running_.set(1);
+    auto placement = snap->submit(id, def, now, explanation, &displaced);
+    planning_running_.set(0);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (plan_version_ != version &&
+        (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
+      metrics_
+          .counter("morpheus_rm_planning_conflicts_total",
+                   "Plans discarded because the plan changed while they were computed")
+          .inc();
+      if (attempt < kPlanAttempts) continue;
+      return unavailable("reservation " + id.value() +
+                         " not admitted: the plan changed while it was planned, " +
+                         std::to_string(kPlanAttempts) + " times; retry");
+    }
+    if (!placement.isOk()) {
+      metrics_
+          .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
+                   {{"code", statusCodeName(placement.status().code())}})
+          .inc();
+      return placement.status();
+    }
+    ReservationRecord rec;
+    rec.id = id;
+    rec.accepted = now;
+    rec.def = def;
+    rec.placement = *placement;
+    rec.budget_container_ms = budget_container_ms;
+    // The periodic reservation and every one-off it displaced commit together.
+    std::vector<ReservationRecord> changed = displacedRecords(*snap, displaced, id, now);
+    changed.push_back(rec);
+    if (Status st = persist(changed); !st.isOk()) {
+      // The snapshot is dropped: the plan is as before the call.
+      return st.withContext("reservation " + id.value() + " not admitted: state store");
+    }
+    planner_ = std::move(snap);
+    ++plan_version_;
+    changed.pop_back();
+    commitDisplaced(displaced, std::move(changed), id);
+    records_[id] = rec;
+    spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
+                 id.value(), def.user.value(), def.queue, def.period.count(),
+                 rec.placement.allocations.size());
+    metrics_.counter("morpheus_rm_reservations_admitted_total", "Reservations admitted").inc();
+    updateGauges();
+    return rec;
   }
-  TimePoint now = clock_.now();
-  planner::DisplacementReport displaced;
-  auto placement = planner_->submit(id, def, now, explanation, &displaced);
-  if (!placement.isOk()) {
-    metrics_
-        .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
-                 {{"code", statusCodeName(placement.status().code())}})
-        .inc();
-    return placement.status();
-  }
-  ReservationRecord rec;
-  rec.id = id;
-  rec.accepted = now;
-  rec.def = def;
-  rec.placement = *placement;
-  rec.budget_container_ms = budget_container_ms;
-  // The periodic reservation and every one-off it displaced commit together.
-  std::vector<ReservationRecord> changed = displacedRecords(displaced, id, now);
-  changed.push_back(rec);
-  if (Status st = persist(changed); !st.isOk()) {
-    MORPHEUS_CHECK(planner_->remove(id).isOk(), "rollback of an unpersisted reservation");
-    planner_->revertDisplacement(displaced);
-    return st.withContext("reservation " + id.value() + " not admitted: state store");
-  }
-  changed.pop_back();
-  commitDisplaced(displaced, std::move(changed), id);
-  records_[id] = rec;
-  spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
-               id.value(), def.user.value(), def.queue, def.period.count(),
-               rec.placement.allocations.size());
-  metrics_.counter("morpheus_rm_reservations_admitted_total", "Reservations admitted").inc();
-  updateGauges();
-  return rec;
 }
 
 ReservationManager::AccessCheck ReservationManager::ownerOrAdmin(const UserId& user,
@@ -320,41 +426,68 @@ Result<ReservationRecord> ReservationManager::update(
     const planner::ReservationDefinition& def, int64_t budget_container_ms,
     planner::InfeasibilityExplanation* explanation) {
   MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = records_.find(id);
-  if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
-  const ReservationRecord old = it->second;
-  MORPHEUS_RETURN_IF_ERROR(may(old));
-  planner::ReservationDefinition nd = def;
-  nd.user = old.def.user;
-  if (nd.queue.empty()) nd.queue = old.def.queue;
-  if (!opts_.reservable_queues.count(nd.queue)) {
-    return invalidArgument("queue", "'" + nd.queue + "' is not a reservable queue");
+  MORPHEUS_RETURN_IF_ERROR(enterPlanning(user));
+  PlanningTicket ticket(*this, user);
+  std::lock_guard<std::mutex> lane(planning_mu_);
+  for (int attempt = 1;; ++attempt) {
+    std::unique_ptr<planner::Planner> snap;
+    uint64_t version = 0;
+    TimePoint now;
+    ReservationRecord old;
+    planner::ReservationDefinition nd = def;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = records_.find(id);
+      if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
+      old = it->second;
+      MORPHEUS_RETURN_IF_ERROR(may(old));
+      nd.user = old.def.user;
+      if (nd.queue.empty()) nd.queue = old.def.queue;
+      if (!opts_.reservable_queues.count(nd.queue)) {
+        return invalidArgument("queue", "'" + nd.queue + "' is not a reservable queue");
+      }
+      snap = planner_->clone();
+      version = plan_version_;
+      now = clock_.now();
+    }
+    planner::DisplacementReport displaced;
+    planning_running_.set(1);
+    auto placement = snap->update(id, nd, now, explanation, &displaced);
+    planning_running_.set(0);
+    std::lock_guard<std::mutex> lk(mu_);
+    // An unchanged version also means an unchanged record: `old` and the
+    // access check still hold.
+    if (plan_version_ != version &&
+        (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
+      metrics_
+          .counter("morpheus_rm_planning_conflicts_total",
+                   "Plans discarded because the plan changed while they were computed")
+          .inc();
+      if (attempt < kPlanAttempts) continue;
+      return unavailable("reservation " + id.value() +
+                         " not updated: the plan changed while it was planned, " +
+                         std::to_string(kPlanAttempts) + " times; retry");
+    }
+    if (!placement.isOk()) return placement.status();
+    ReservationRecord rec = old;
+    rec.def = nd;
+    rec.placement = *placement;
+    rec.budget_container_ms = budget_container_ms;
+    rec.status = "active";
+    rec.status_reason.clear();
+    std::vector<ReservationRecord> changed = displacedRecords(*snap, displaced, id, now);
+    changed.push_back(rec);
+    if (Status st = persist(changed); !st.isOk()) {
+      return st.withContext("reservation " + id.value() + " not updated: state store");
+    }
+    planner_ = std::move(snap);
+    ++plan_version_;
+    changed.pop_back();
+    commitDisplaced(displaced, std::move(changed), id);
+    records_[id] = rec;
+    spdlog::info("reservation {} updated by {}", id.value(), user.value());
+    return rec;
   }
-  TimePoint now = clock_.now();
-  planner::DisplacementReport displaced;
-  auto placement = planner_->update(id, nd, now, explanation, &displaced);
-  if (!placement.isOk()) return placement.status();
-  ReservationRecord rec = old;
-  rec.def = nd;
-  rec.placement = *placement;
-  rec.budget_container_ms = budget_container_ms;
-  rec.status = "active";
-  rec.status_reason.clear();
-  std::vector<ReservationRecord> changed = displacedRecords(displaced, id, now);
-  changed.push_back(rec);
-  if (Status st = persist(changed); !st.isOk()) {
-    MORPHEUS_CHECK(
-        planner_->remove(id).isOk() && planner_->restore(id, old.def, old.placement).isOk(),
-        "rollback of an unpersisted update");
-    planner_->revertDisplacement(displaced);
-    return st.withContext("reservation " + id.value() + " not updated: state store");
-  }
-  changed.pop_back();
-  commitDisplaced(displaced, std::move(changed), id);
-  it->second = rec;
-  spdlog::info("reservation {} updated by {}", id.value(), user.value());
-  return rec;
 }
 
 Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
@@ -371,6 +504,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user,
       store_.commit({{kNs, id.value(), std::nullopt}})
           .withContext("reservation " + id.value() + " not deleted: state store"));
   MORPHEUS_CHECK(planner_->remove(id).isOk(), "planner lost reservation " + id.value());
+  ++plan_version_;
   bool periodic = it->second.def.period.count() > 0;
   records_.erase(it);
   grants_.erase(id);
@@ -446,6 +580,7 @@ void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
     Resource target = Resource::max(live, current);
     if (target == current) return;
     planner_->setCapacityOnly(target);
+    ++plan_version_;
     spdlog::info("plan capacity {} -> {} (start-up grace: nothing re-planned)", current.toString(),
                  target.toString());
     updateGauges();
@@ -454,6 +589,7 @@ void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
   if (live == current && reconciled_) return;
   reconciled_ = true;
   auto report = planner_->setCapacity(live, clock_.now());
+  ++plan_version_;
   if (live != current) spdlog::info("plan capacity {} -> {}", current.toString(), live.toString());
   applyCapacityReport(report, live);
   updateGauges();
@@ -526,7 +662,11 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
 
 void ReservationManager::expire() {
   std::lock_guard<std::mutex> lk(mu_);
-  for (const auto& id : planner_->expire(clock_.now())) {
+  // Trimming load before now alone does not move the version: a snapshot
+  // installed later plans nothing before now, and the next call trims it.
+  const std::vector<ReservationId> expired = planner_->expire(clock_.now());
+  if (!expired.empty()) ++plan_version_;
+  for (const auto& id : expired) {
     if (!store_.commit({{kNs, id.value(), std::nullopt}}).isOk()) {
       spdlog::warn("expired reservation {} could not be removed from the state store", id.value());
     }
@@ -657,6 +797,7 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
   if (it == records_.end()) return notFound("reservation " + id.value());
   ReservationRecord& r = it->second;
   const TimePoint now = clock_.now();
+  ++plan_version_;  // the record's budget and history, and the plan's extras
   auto inst = planner_->instanceAt(id, now);
   int64_t instance = inst ? inst->index : 0;
   if (r.budget_instance != instance) {
@@ -719,6 +860,7 @@ void ReservationManager::releaseExtras(const ReservationId& id) {
   if (it == records_.end()) return;
   const TimePoint now = clock_.now();
   ReservationRecord& r = it->second;
+  ++plan_version_;
   r.budget_used_container_ms = std::max<int64_t>(0, r.budget_used_container_ms - refundOf(id, now));
   grants_.erase(id);
   // The record exists, so the planner knows the id: removeExtra cannot fail.

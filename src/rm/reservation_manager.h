@@ -5,7 +5,14 @@
 // acknowledged one survives a crash (DESIGN.md §9).
 //
 // Thread-safety: internally locked; callable from gRPC/HTTP threads, the plan
-// follower and the DRA thread.
+// follower and the DRA thread. The lock (mu_) is never held while a request is
+// planned: submit and update take a snapshot of the plan (Planner::clone)
+// under it, plan on the snapshot without it, and install the result under it
+// only if the plan did not change meanwhile (plan_version_), re-planning on a
+// fresh snapshot otherwise. So the scheduling strand's calls (guaranteedAt,
+// isPeriodic, onCapacity from node registration and liveness) never wait for
+// LowCost. Planning requests run one at a time (planning_mu_), bounded per
+// user and in total (ReservationLimits).
 #pragma once
 
 #include <functional>
@@ -77,6 +84,16 @@ struct ReservationLimits {
   int64_t max_containers_per_stage = 100000;     // num_containers of one stage
   int64_t max_containers_per_request = 1000000;  // sum over the stages
   int64_t max_reservations_per_user = 1000;      // admitted reservations one user may hold
+  // Planning work of one submit/update: stages x plan steps of the window
+  // [arrival, deadline) (LowCost scans each stage over the window).
+  // 20,000,000 admits a one-day skyline at the 60 s step (1440 stages) over
+  // the whole 7-day one-off horizon.
+  int64_t max_planning_work = 20000000;  // rm.max-planning-work, stage-steps
+  // Submit/update requests of one user waiting for or holding the planning
+  // lane (UNAVAILABLE beyond; the user retries when an earlier one answered).
+  int64_t max_planning_per_user = 1;  // rm.max-planning-requests-per-user
+  // Submit/update requests of all users waiting for or holding it.
+  int64_t max_planning_total = 8;  // rm.max-planning-requests
 };
 
 struct ReservationManagerOptions {
@@ -87,6 +104,11 @@ struct ReservationManagerOptions {
 
 class ReservationManager {
  public:
+  // Snapshots a submit/update plans on before it gives up with UNAVAILABLE
+  // because the plan kept changing (capacity, DRA grants, expiry, deletions)
+  // while it planned.
+  static constexpr int kPlanAttempts = 3;
+
   // `store`, `clock` and `metrics` must outlive the manager.
   ReservationManager(ReservationManagerOptions opts, std::unique_ptr<planner::Planner> planner,
                      store::StateStore& store, Clock& clock, MetricsRegistry& metrics);
@@ -102,8 +124,12 @@ class ReservationManager {
   // INVALID_ARGUMENT (field named, planner names: "stages[0].duration") for
   // bad input or an unknown queue, PERMISSION_DENIED when the user holds
   // max_reservations_per_user, ALREADY_EXISTS for a used id, kInfeasible with
-  // *explanation. On any failure, including one after planning (persisting),
-  // the plan and the records are as before the call. A periodic reservation
+  // *explanation; INVALID_ARGUMENT naming "stages" and rm.max-planning-work
+  // when stages x window steps exceed it; UNAVAILABLE (naming the option)
+  // when the user already has max_planning_per_user requests planning or
+  // max_planning_total are, or when the plan changed under each of
+  // kPlanAttempts snapshots. On any failure, including one after planning
+  // (persisting), the plan and the records are as before the call. A periodic reservation
   // has strict priority (Morpheus §6): it is planned ignoring one-offs, and
   // the one-offs it displaces are re-planned ("active", new placement) or,
   // when none fits, keep their placement as "at-risk" with a reason naming it;
@@ -113,7 +139,8 @@ class ReservationManager {
                                    int64_t budget_container_ms,
                                    planner::InfeasibilityExplanation* explanation);
   // Try-and-swap; PERMISSION_DENIED unless `user` owns it or is an admin.
-  // Validated like submit; on any failure the old placement stays.
+  // Validated and admitted to planning like submit (the planning lane counts
+  // it for `user`); on any failure the old placement stays.
   Result<ReservationRecord> update(const ReservationId& id, const UserId& user,
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
@@ -202,10 +229,18 @@ class ReservationManager {
   // One atomic commit of several records. REQUIRES(mu_)
   Status persist(const std::vector<ReservationRecord>& recs);
   // Copies of the records a periodic admission by `by` changed (re-placed:
-  // new placement, "active"; kept: "at-risk" with a reason naming `by`; DRA
-  // extras released: budget refunded), not yet stored. REQUIRES(mu_)
-  std::vector<ReservationRecord> displacedRecords(const planner::DisplacementReport& rep,
+  // new placement in `planned`, "active"; kept: "at-risk" with a reason naming
+  // `by`; DRA extras released: budget refunded), not yet stored. REQUIRES(mu_)
+  std::vector<ReservationRecord> displacedRecords(const planner::Planner& planned,
+                                                  const planner::DisplacementReport& rep,
                                                   const ReservationId& by, TimePoint now) const;
+  // Admission control of the planning lane: counts a submit/update of `user`
+  // in, or refuses it (UNAVAILABLE naming rm.max-planning-requests-per-user or
+  // rm.max-planning-requests) when either bound is reached. Every OK is paired
+  // with one leavePlanning(user).
+  Status enterPlanning(const UserId& user);
+  void leavePlanning(const UserId& user);
+  class PlanningTicket;
   // After they were persisted: installs them, ends released grants, logs. REQUIRES(mu_)
   void commitDisplaced(const planner::DisplacementReport& rep,
                        std::vector<ReservationRecord> changed, const ReservationId& by);
@@ -230,7 +265,22 @@ class ReservationManager {
   };
   int64_t refundOf(const ReservationId& id, TimePoint now) const;  // REQUIRES(mu_)
 
+  const Millis plan_step_;    // planner.step (constant: clones keep the options)
+  Gauge& planning_running_;   // 1 from a snapshot's planning start to its end
+  Gauge& planning_requests_;  // planning_total_
+
+  // Planning lane: held by the one submit/update planning on a snapshot.
+  // Lock order: planning_mu_ before mu_; never taken under mu_.
+  std::mutex planning_mu_;
+  std::mutex admission_mu_;
+  std::map<UserId, int64_t> planning_by_user_;  // GUARDED_BY(admission_mu_)
+  int64_t planning_total_ = 0;                  // GUARDED_BY(admission_mu_)
+
   mutable std::mutex mu_;
+  // Bumped by every change of planner_ or records_ (and so of grants_' effect
+  // on the plan): a snapshot taken at version v may be installed only while
+  // the version is still v.
+  uint64_t plan_version_ = 0;                  // GUARDED_BY(mu_)
   std::map<ReservationId, Grant> grants_;      // GUARDED_BY(mu_): active DRA grants (not persisted,
                                                // like the plan's extras: they lapse within T)
   std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)

@@ -45,6 +45,11 @@ struct RmOptions {
   int64_t max_containers_per_stage = 100000;     // rm.max-containers-per-stage
   int64_t max_containers_per_request = 1000000;  // rm.max-containers-per-request
   int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
+  // Planning of reservation requests (rm/reservation_manager.h): work per
+  // request and requests waiting for or holding the planning lane.
+  int64_t max_planning_work = 20000000;  // rm.max-planning-work
+  int64_t max_planning_per_user = 1;     // rm.max-planning-requests-per-user
+  int64_t max_planning_total = 8;        // rm.max-planning-requests
 
   // Issue #16: active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
@@ -209,6 +214,19 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
            "reservations",
            "Most admitted reservations one user may hold; more are refused "
            "(PERMISSION_DENIED / 403).");
+  s.addInt("rm.max-planning-work", &o->max_planning_work, 20000000, 1, 1000000000000, "stage-steps",
+           "Most planning work of one reservation submit or update: its stages times the plan "
+           "steps of its window [arrival, deadline). LowCost scans every stage over the window, "
+           "so this bounds how long one request plans; more is refused before planning "
+           "(INVALID_ARGUMENT naming definition.stages). The default admits a one-day skyline "
+           "at the 60 s step (1440 stages) over the whole 7-day horizon.");
+  s.addInt("rm.max-planning-requests-per-user", &o->max_planning_per_user, 1, 1, 1000, "requests",
+           "Reservation submits and updates of one user that may wait for or hold the planning "
+           "lane (requests are planned one at a time, off the scheduler's lock); more are "
+           "refused (UNAVAILABLE / 503) until one is answered.");
+  s.addInt("rm.max-planning-requests", &o->max_planning_total, 8, 1, 100000, "requests",
+           "Reservation submits and updates of all users that may wait for or hold the planning "
+           "lane; more are refused (UNAVAILABLE / 503).");
   s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
                 "Plan step: the time granularity of reservations.");
   s.addDuration(

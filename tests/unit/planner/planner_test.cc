@@ -497,6 +497,31 @@ TEST(SkylineStepsTest, NamesRoundTripAndUnknownNamesTheField) {
   EXPECT_NE(bad.status().toString().find("proposal.skyline-steps"), std::string::npos);
 }
 
+// clone(): a snapshot decides exactly as the original would, and changes to
+// either leave the other as it was (the RM plans on a clone off its lock).
+TEST_P(BothAgentsTest, CloneDecidesLikeTheOriginalAndIsIndependent) {
+  auto p = makePlanner(GetParam());
+  ASSERT_TRUE(p->submit(ReservationId("a"), def(0, 60, {stage(40, 10, 20)}), kNow).isOk());
+  auto load = [](const Planner& q) {
+    std::vector<Resource> l;
+    for (int m = 0; m < 120; ++m) l.push_back(q.loadAt(minute(m)));
+    return l;
+  };
+  const std::vector<Resource> before = load(*p);
+  auto snap = p->clone();
+  const auto d = def(0, 120, {stage(30, 5, 10), stage(20, 1, 30)});
+  auto on_snap = snap->submit(ReservationId("b"), d, kNow);
+  ASSERT_TRUE(on_snap.isOk()) << on_snap.status().toString();
+  EXPECT_EQ(p->placement(ReservationId("b")), nullptr) << "the original saw the clone's submit";
+  EXPECT_EQ(load(*p), before) << "the original's load changed";
+  EXPECT_NE(load(*snap), before);
+  auto on_orig = p->submit(ReservationId("b"), d, kNow);
+  ASSERT_TRUE(on_orig.isOk()) << on_orig.status().toString();
+  EXPECT_EQ(*on_orig, *on_snap);
+  ASSERT_TRUE(p->remove(ReservationId("a")).isOk());
+  EXPECT_NE(snap->placement(ReservationId("a")), nullptr) << "the clone saw the original's remove";
+}
+
 INSTANTIATE_TEST_SUITE_P(Agents, BothAgentsTest, ::testing::Values("lowcost", "greedy"));
 
 // LowCost spreads away from loaded steps while greedy packs latest-first.
