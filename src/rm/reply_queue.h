@@ -1,4 +1,4 @@
-// Finishes the RM's callback RPCs off the scheduling strand (issue #15).
+// Finishes the RM's callback RPCs off the scheduling strand.
 // Profiled at 10,000 NMs, the strand spent about three quarters of its time
 // inside ServerUnaryReactor::Finish: gRPC writes the reply to the socket
 // inline (HTTP/2 framing, sendmsg) on the thread that finishes the call, and
