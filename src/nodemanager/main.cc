@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
     return 2;
   }
-  // Issue #17: detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
+  // Detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
   opts.attributes = nm::mergeAttributes(
       nm::detectNodeAttributes(nm::DetectRoots{}, nm::hostUname()), opts.attributes);
   if (!opts.node_id.empty()) {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // This node's credential towards the RM (issue #11).
+  // This node's credential towards the RM.
   std::string rm_token;
   if (!opts.token_file.empty()) {
     auto t = nm::readNodeToken(opts.token_file);
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
                       std::move(rm_token), metrics, runtime, token_key);
   agent.setRegistrationListener(
       [&server](bool registered) { server.readiness().set("registered", registered); });
-  // Harvesting a primary tenant's spare resources (issue #18).
+  // Harvesting a primary tenant's spare resources.
   auto harvest =
       nm::makeHarvestMonitor(harvest_opts, node_id, opts.resources, runtime, metrics, clock);
   if (!harvest.isOk()) {
