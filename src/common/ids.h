@@ -1,4 +1,4 @@
-// Strong id types (CONVENTIONS.md "Names"): an AppId cannot be passed where a
+// Strong id types (docs/design/conventions.md "Names"): an AppId cannot be passed where a
 // NodeId is expected. Ids are opaque strings on the wire.
 #pragma once
 
