@@ -9,7 +9,7 @@
 // window by trading time for parallelism: the same area, higher and shorter,
 // never wider than the job can run, and front-loaded.
 //
-// Why front-loaded (issue #13): runs longer than the window did not run as
+// Why front-loaded: runs longer than the window did not run as
 // fast as the job can; they waited for capacity, so their profile says when
 // capacity came, not when the job needs it. A history of runs that started
 // slowly in a crowded cluster fits a skyline low early and high late; kept
