@@ -1,4 +1,4 @@
-// Carbyne end to end (issue #17; Grandl et al., OSDI'16 §4): a real RM with
+// Carbyne end to end (Grandl et al., OSDI'16 §4): a real RM with
 // scheduler.policy root.default=carbyne, one NM and two DAG AMs on loopback.
 //
 // The NM has 8 vcores. A filler job holds 6 of them while the two jobs'

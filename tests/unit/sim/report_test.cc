@@ -1,4 +1,4 @@
-// Unit tests for morpheus-sim's report (issue #13): summary.json's exact
+// Unit tests for morpheus-sim's report: summary.json's exact
 // bytes, the files writeReport produces, and its refusals.
 #include <gtest/gtest.h>
 #include <unistd.h>
