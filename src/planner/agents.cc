@@ -259,10 +259,10 @@ class LowCostPositions : public StagePlacer {
   }
 
   // Position cost: the highest step cost the gang would create (peak first,
-  // Morpheus §6 c(t)), then the block's average cost. Measured alternatives
-  // (bench 2a generator, 300 instances against the GLPK optimum, and the same
-  // instances mirrored in time): sum of c(t)^2 / c(t)^4 / exp(c(t)) and
-  // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
+  // Morpheus §6 c(t)), then the block's average cost. Measured against the
+  // GLPK optimum, the alternatives (sum of c(t)^2 / c(t)^4 / exp(c(t)),
+  // global-peak-first) pack no better than this rule
+  // (docs/experiments/benchmarks.md).
   // Step costs enter the average as integers (units of 2^-40), so the sum is
   // exact whatever the order it was accumulated in.
   // std::llround(c x 2^40), inlined for the finite non-negative values below

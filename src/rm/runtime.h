@@ -324,7 +324,7 @@ class RmRuntime {
   HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage
   int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
-  // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
+  // string-keyed tree spent much of the RM's CPU on key compares).
   std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
   std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
   std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)

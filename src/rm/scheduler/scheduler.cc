@@ -441,7 +441,7 @@ struct Scheduler::Impl {
 
   std::map<NodeId, Node> nodes;
   // Lookup by id without string compares down the tree (the
-  // tree's find led morpheus-sim's profile at 50,000 nodes). Never iterated;
+  // tree's find led morpheus-sim's profile at scale). Never iterated;
   // std::map keeps element addresses stable.
   std::unordered_map<NodeId, Node*> node_index;
   Node* findNode(const NodeId& id) const {
