@@ -5,7 +5,7 @@
 //     (Morpheus §8: ~900 reservations, submission latency target).
 //  2. Packing quality (max plan height) of LowCost vs greedy on online
 //     sequences: (2a) 8-16 large gang jobs against the offline MILP optimum
-//     (GLPK); (2c) the 200 random periodic jobs on a 48-step day,
+//     (GLPK); (2c) 200 random periodic jobs on a 48-step day,
 //     against the exact min-peak MILP (GLPK: proven lower bound, incumbent);
 //     (2b) 200 random periodic jobs on the 1440-step day, against a proven
 //     lower bound (min-peak model, checked against GLPK on 2a's instances;
@@ -1171,7 +1171,7 @@ std::vector<ReservationDefinition> mediumDefs(uint64_t seed) {
   return defs;
 }
 
-// 2c: the 200 online periodic jobs against the offline optimum of the
+// 2c: 200 online periodic jobs against the offline optimum of the
 // exact min-peak MILP (GLPK, `seconds` for its LP and as much for branch and
 // bound). Ratios are taken against the MILP's proven lower bound, so they
 // are upper bounds on the ratios to the true optimum.

@@ -42,7 +42,7 @@
 // --null-rm runs against a trivial RM (null_rm.h) with no apps: it measures
 // the generator alone. --rm-bin runs another morpheus-rm build (the old one,
 // with --full-report-every 1 as its NMs sent).
-// Defaults are the 10,000-NM target: 600 apps x 500 containers that
+// Defaults are the 10,000-NM target: 600 apps x 500 containers that
 // run 600-900 s (so the measured window holds >= 300k containers); for the
 // 2,700-NM churn comparison use --nodes 2700 --apps 200 --short-containers.
 // Submissions and the AMs' Allocate calls use their own connection (as

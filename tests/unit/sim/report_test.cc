@@ -58,7 +58,7 @@ sim::SimSummary summary() {
   return s;
 }
 
-// summary.json has exactly the issue's keys, sorted, with fixed precision, and is byte-identical
+// summary.json has exactly the documented keys, sorted, with fixed precision, and is byte-identical
 // for equal input.
 TEST(ReportTest, SummaryJsonGolden) {
   const std::string expected = R"({
