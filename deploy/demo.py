@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Morpheus demo scenario (issue #14), run by deploy/demo.sh against a
+"""The Morpheus demo scenario, run by deploy/demo.sh against a
 running local cluster (DIR/cluster.env). Everything goes through morpheusctl
 (and the RM's web-UI JSON) as a job owner and an operator would use them:
 

@@ -15,23 +15,23 @@ PACKAGES=(
   libjemalloc-dev  # morpheus-rm's allocator (CMakeLists.txt MORPHEUS_JEMALLOC says why)
   openssl      # CLI: the mutual-TLS integration test makes a throwaway CA with it
   libgtest-dev libgmock-dev libbenchmark-dev
-  # Issue #16: sd_notify readiness of the daemons in their Type=notify systemd
+  # sd_notify readiness of the daemons in their Type=notify systemd
   # units (common/daemon.h notifyReady/notifyStopping).
   libsystemd-dev
-  # Issue #16: the Debian package (cpack -G DEB; dpkg-shlibdeps computes its
+  # The Debian package (cpack -G DEB; dpkg-shlibdeps computes its
   # Depends, `file` finds the binaries to strip); tests/package/check_deb.sh.
   dpkg-dev file
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
-  # deploy/fuzz.sh (issue #11): libFuzzer targets need clang; libclang-rt-14-dev
+  # deploy/fuzz.sh: libFuzzer targets need clang; libclang-rt-14-dev
   # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).
   clang-14 libclang-rt-14-dev
-  # morpheus-sim (issue #13) draws its report's PNG plots with gnuplot; without
+  # morpheus-sim draws its report's PNG plots with gnuplot; without
   # it the report says so and keeps the CSVs and report.gp.
   gnuplot-nox
-  # Web UI test (issue #14): the RM's page is loaded in headless Chromium
+  # Web UI test: the RM's page is loaded in headless Chromium
   # (tests/integration/web_ui_test.cc; skipped when absent).
   chromium
-  # HA (issue #16): etcd holds the RMs' shared state and leader lease; the tests
+  # HA: etcd holds the RMs' shared state and leader lease; the tests
   # start real etcd members. The etcd StateStore's gRPC stubs are generated from
   # etcd's own .proto files (golang-etcd-server-dev) and the ones they import.
   etcd-server etcd-client

@@ -1,4 +1,4 @@
-# Installation and the Debian package (issue #16), included by the top-level
+# Installation and the Debian package, included by the top-level
 # CMakeLists.txt after every target exists.
 #
 #   cmake --install BUILD --prefix /usr/local     # binaries, configs, units

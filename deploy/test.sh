@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 cd build-test
 ctest --output-on-failure -j 2 --timeout 600
 cd ..
-# Fuzzing (issue #11): each libFuzzer target for a bounded time (FUZZ_SECONDS,
+# Fuzzing: each libFuzzer target for a bounded time (FUZZ_SECONDS,
 # default 30 s; six targets) from the seed corpus; any crash fails the run.
 ./deploy/fuzz.sh "${FUZZ_SECONDS:-30}"

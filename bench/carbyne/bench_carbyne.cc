@@ -1,5 +1,5 @@
 // bench_carbyne: Carbyne (Grandl et al., OSDI'16) against DRF as the policy of
-// the ad-hoc queue in morpheus-sim (issue #17). Each seed runs the same
+// the ad-hoc queue in morpheus-sim. Each seed runs the same
 // workload twice, --adhoc-policy drf and carbyne (strategy baseline, no
 // periodic jobs), and compares the ad-hoc jobs of the evaluation day(s):
 //   avg / p95 JCT and their DRF/Carbyne ratios (the paper: 1.59x lower avg);
@@ -9,7 +9,7 @@
 //   the same ceiling for the average JCT (DRF's over the larger of the mean
 //   jobFloorS and srptMeanFlowS per resource) and the p95 (critical paths);
 //   per-job slowdown Carbyne JCT / DRF JCT: median, p90, p95, share > 1.1x
-//   (issue #17: the median job no more than 10% slower).
+//   (the median job no more than 10% slower).
 // Scenarios: "swim" (the SWIM ad-hoc load, map -> reduce jobs arriving over
 // the day), "batch" (DAG jobs — map -> reduce, 3-stage chains, fork-join —
 // all submitted within the first minute of the evaluation day, or spread

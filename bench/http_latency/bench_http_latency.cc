@@ -1,6 +1,6 @@
 // /healthz latency of a real morpheus-rm on loopback with 0 and with N idle
-// HTTP connections held open (issue #11 finding 2: "200 idle connections must
-// not delay /healthz beyond a few ms"). Each run sends R sequential requests,
+// HTTP connections held open (idle connections must not delay
+// /healthz beyond a few ms). Each run sends R sequential requests,
 // each on a fresh connection, and takes their median; the figure printed is
 // the median over the runs, with the best and worst run medians.
 //
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       measure(port, static_cast<int>(held.size()), runs, requests);
   report.figures()["idle_connections"] = held.size();
   for (int fd : held) ::close(fd);
-  // Issue #11 finding 2: idle connections must not delay /healthz beyond a few ms.
+  // Idle connections must not delay /healthz beyond a few ms.
   report.targets() = {{"healthz_median_ms_with_idle_max", 5}};
   report.emit();
   return 0;

@@ -1,11 +1,11 @@
-// Planner benchmarks (issue #2). A plain main that prints figures; not a timed test.
+// Planner benchmarks. A plain main that prints figures; not a timed test.
 //  1. Latency to place one daily reservation whose skyline is a quarter of
 //     its window (so LowCost searches) into a plan holding 900 such daily
 //     reservations plus 50 hourly ones on a ~100k-container cluster
-//     (Morpheus §8: ~900 reservations, submission latency target; issue #15).
+//     (Morpheus §8: ~900 reservations, submission latency target).
 //  2. Packing quality (max plan height) of LowCost vs greedy on online
 //     sequences: (2a) 8-16 large gang jobs against the offline MILP optimum
-//     (GLPK); (2c) the issue's 200 random periodic jobs on a 48-step day,
+//     (GLPK); (2c) 200 random periodic jobs on a 48-step day,
 //     against the exact min-peak MILP (GLPK: proven lower bound, incumbent);
 //     (2b) 200 random periodic jobs on the 1440-step day, against a proven
 //     lower bound (min-peak model, checked against GLPK on 2a's instances;
@@ -71,8 +71,8 @@ int64_t peak(const Planner& p, int64_t steps, int64_t step_ms) {
 }
 
 // A daily (or hourly, `period` 60) reservation whose skyline fills a quarter
-// of its window, so LowCost has 3/4 of the window to search over (issue #15:
-// the old figure timed a 1440-step skyline in a 1440-step window, which has
+// of its window, so LowCost has 3/4 of the window to search over (an
+// earlier figure timed a 1440-step skyline in a 1440-step window, which has
 // exactly one position). The window lies inside one period.
 ReservationDefinition quarterWindowDef(std::mt19937_64& rng, int64_t period, int64_t min_window,
                                        int64_t step_ms) {
@@ -121,7 +121,7 @@ std::unique_ptr<Planner> latencyPlan(std::mt19937_64& rng, int hourly, int64_t c
 
 // CPU time of the calling thread in ms: on the shared 2-core machine the
 // wall-clock latency mostly measures the load of other processes, so the
-// bench reports both (issue #15).
+// bench reports both.
 double threadCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -170,7 +170,7 @@ void timePlacements(const Planner& plan, const std::string& agent, int n, std::m
 }
 
 // Large one-off requests (many gangs): LowCost batching must stay fast
-// (issue #12: batches reproduce one-gang-at-a-time placement).
+// (batches reproduce one-gang-at-a-time placement).
 void largeOneOffs(Planner& planner, int64_t step_ms, nlohmann::json& fig) {
   std::printf("-- large one-off requests on the same plan (LowCost, gangs of 1, window 1440) --\n");
   for (int64_t n : {1'000LL, 10'000LL, 100'000LL}) {
@@ -1171,7 +1171,7 @@ std::vector<ReservationDefinition> mediumDefs(uint64_t seed) {
   return defs;
 }
 
-// 2c: the issue's 200 online periodic jobs against the offline optimum of the
+// 2c: 200 online periodic jobs against the offline optimum of the
 // exact min-peak MILP (GLPK, `seconds` for its LP and as much for branch and
 // bound). Ratios are taken against the MILP's proven lower bound, so they
 // are upper bounds on the ratios to the true optimum.

@@ -1,4 +1,4 @@
-// The last line of every bench (issue #15): one JSON object with the bench's
+// The last line of every bench: one JSON object with the bench's
 // figures and its targets, so runs can be compared (`jq`, a spreadsheet).
 //
 // Usage in a bench's main():

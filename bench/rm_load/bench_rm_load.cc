@@ -1,4 +1,4 @@
-// RM under load (issue #3, benchmark 1): a real morpheus-rm process; this
+// RM under load (benchmark 1): a real morpheus-rm process; this
 // process simulates N node managers (register + 1 s heartbeats carrying their
 // containers' statuses, over real gRPC on loopback), a ContainerManager that
 // accepts the RM's AM launches, and the AMs of A applications that keep
@@ -15,7 +15,7 @@
 // Heartbeats report containers as the NM does (nodemanager/heartbeat_report.h):
 // every --full-report-every-th heartbeat lists all of them, the others only
 // those started since the last heartbeat and the completed ones (1 = every
-// heartbeat lists all, the NM before issue #15's change).
+// heartbeat lists all, the NM before change reports).
 //
 // usage: bench_rm_load [--nodes N] [--apps A] [--seconds S] [--per-app C] [--warmup S]
 //   [--full-report-every N] [--rm-bin PATH] [--json]

@@ -1,5 +1,5 @@
-// Open-loop load on a real morpheus-rm (issue #15, "an open-loop load
-// generator"). This process is the generator; the RM is a separate process it
+// Open-loop load on a real morpheus-rm (an open-loop load
+// generator). This process is the generator; the RM is a separate process it
 // starts (tests/integration/harness.h). It simulates N node managers and the
 // AMs of A applications over real gRPC on loopback:
 //
@@ -42,7 +42,7 @@
 // --null-rm runs against a trivial RM (null_rm.h) with no apps: it measures
 // the generator alone. --rm-bin runs another morpheus-rm build (the old one,
 // with --full-report-every 1 as its NMs sent).
-// Defaults are the issue's 10,000-NM target: 600 apps x 500 containers that
+// Defaults are the 10,000-NM target: 600 apps x 500 containers that
 // run 600-900 s (so the measured window holds >= 300k containers); for the
 // 2,700-NM churn comparison use --nodes 2700 --apps 200 --short-containers.
 // Submissions and the AMs' Allocate calls use their own connection (as
@@ -103,7 +103,7 @@ struct Options {
   int channels = 16;
   // Heartbeats per full container report (as nm.full-report-every); between
   // them a heartbeat lists only new and completed containers. 1 = every
-  // heartbeat lists every container (the NM before issue #15's change).
+  // heartbeat lists every container (the NM before change reports).
   int full_report_every = 10;
   bool null_rm = false;              // against a trivial RM that does no work (null_rm.h)
   std::string rm_bin;                // morpheus-rm binary; "" = the one built with this bench
@@ -610,7 +610,7 @@ Options parse(int argc, char** argv) {
     if (ints.count(a) && i + 1 < argc) {
       *ints[a] = std::atoi(argv[++i]);
     } else if (a == "--short-containers") {
-      // Churn bounded by the RM, not the workload (issue #15): containers of
+      // Churn bounded by the RM, not the workload: containers of
       // 1-3 s complete faster than any RM here can refill them.
       o.min_duration = 1;
       o.max_duration = 3;
@@ -1031,7 +1031,7 @@ int main(int argc, char** argv) {
                    {"containers_running_min", 300000},
                    {"backlog_growing", false},
                    {"note",
-                    "issue #15 targets at 10,000 NMs; at 2,700 NMs: 2x the closed-loop "
+                    "targets at 10,000 NMs; at 2,700 NMs: 2x the closed-loop "
                     "bench_rm_load's allocations/s at equal or lower p99"}};
   out.emit();
   return 0;

@@ -1,5 +1,5 @@
-// A trivial RM for checking the open-loop generator itself (issue #15: "first
-// check that bench/rm_open_load can offer 10,000 NMs at 1 s heartbeats"): a
+// A trivial RM for checking the open-loop generator itself (can
+// bench/rm_open_load offer 10,000 NMs at 1 s heartbeats?): a
 // child process that serves ResourceTracker on gRPC's callback API and answers
 // every registration and heartbeat at once, doing no work. Against it the
 // generator's own send lag, latency floor and CPU show whether it could be

@@ -1,4 +1,4 @@
-// Scheduler core throughput (issue #3, benchmark 2): RmRuntime with its real
+// Scheduler core throughput (benchmark 2): RmRuntime with its real
 // collaborators (RmCore, AppManager over SQLite) and the virtual clock, no
 // network. 2,700 nodes (40 vcores, 100 GiB each) heartbeat once per virtual
 // second; 200 running apps in 4 weighted ad-hoc queues keep asking for 1-vcore

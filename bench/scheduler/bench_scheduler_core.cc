@@ -1,4 +1,4 @@
-// Scheduler core alone (issue #3, benchmark 2): morpheus_scheduler in process,
+// Scheduler core alone (benchmark 2): morpheus_scheduler in process,
 // virtual time passed as TimePoints, no RM around it. 2,700 nodes (40 vcores,
 // 100 GiB each, 108,000 vcores), 200 ad-hoc apps of 20 users in 4 weighted
 // queues plus 20 reservation queues (periodic and one-off) each with an app.

@@ -1,7 +1,7 @@
 // bench_sim: runs one morpheus-sim experiment (generator + SWIM ad-hoc load)
 // and reports wall time, CPU time, simulated events per second (training
 // included) and peak RSS, per strategy and in total, ending with one JSON
-// line with the figures and the issue #13 scale target: 50,000 nodes, 30
+// line with the figures and the scale target: 50,000 nodes, 30
 // days, >= 10,000 periodic jobs plus ad-hoc load in <= 15 min on 2 cores.
 //   bench_sim                      quick run (small cluster, seconds)
 //   bench_sim --scale              the target scenario (baseline + morpheus)
@@ -55,7 +55,7 @@ double since(std::chrono::steady_clock::time_point t) {
 int main(int argc, char** argv) {
   morpheus::bench::BenchReport report("sim", &argc, argv);
   CLI::App app{"bench_sim: morpheus-sim engine scale"};
-  // Issue #13's scale target.
+  // The scale target.
   constexpr int64_t kTargetNodes = 50000, kTargetDays = 30, kTargetJobs = 10000;
   constexpr double kTargetWallS = 900;
   int64_t nodes = 50, days = 3, jobs = 30;
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   app.add_flag("--scale", scale,
-               "The issue #13 target scenario: 50,000 nodes, 30 days, 10,000 periodic jobs "
+               "The target scenario: 50,000 nodes, 30 days, 10,000 periodic jobs "
                "(overrides --nodes, --days, --periodic-jobs)");
   app.add_option("--nodes", nodes)->capture_default_str();
   app.add_option("--days", days)->capture_default_str();
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
       {"target_scenario", target_scenario},
       {"target_met", target_scenario && complete && run_s <= kTargetWallS},
       {"strategies", per}};
-  // Issue #13 "Scale": 50,000 nodes, 30 days, 10,000 jobs within 15 minutes.
+  // The scale target: 50,000 nodes, 30 days, 10,000 jobs within 15 minutes.
   report.targets() = {{"nodes", kTargetNodes},
                       {"days", kTargetDays},
                       {"periodic_jobs", kTargetJobs},

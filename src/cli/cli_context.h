@@ -70,8 +70,8 @@ struct CliExit {
 // (failWith, exit 2).
 std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::string& address);
 
-// The channel to the RM: --rm may list every RM of an HA pair ("h:p,h:p",
-// issue #16) and calls follow the active one (common/rm_failover.h). A
+// The channel to the RM: --rm may list every RM of an HA pair ("h:p,h:p")
+// and calls follow the active one (common/rm_failover.h). A
 // malformed list or TLS setting fails naming the flag (failWith, exit 2).
 FailoverChannel& rmChannel(const CliContext& ctx);
 

@@ -235,7 +235,7 @@ void list(const CliContext& ctx, bool json, const std::vector<std::string>& stat
   }
 }
 
-// Carbyne (issue #17): the least allocation that keeps the job's estimated
+// Carbyne: the least allocation that keeps the job's estimated
 // completion, and whether it holds it (then what it holds beyond competes
 // for leftover, shortest remaining time first).
 void printAltruism(const v1::ApplicationReport& a) {

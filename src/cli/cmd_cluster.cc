@@ -17,7 +17,7 @@ nlohmann::json resourceJson(const v1::Resource& r) {
   return j;
 }
 
-// Issue #18: the primary-tenant classes of the RM's last clustering.
+// The primary-tenant classes of the RM's last clustering.
 nlohmann::json harvestClassesJson(const v1::ListNodesResponse& nodes) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& c : nodes.harvest_classes()) {
@@ -98,7 +98,7 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
                   static_cast<long long>(n.total().memory_mib()));
     std::snprintf(cpu, sizeof cpu, "%lld/%lld", static_cast<long long>(n.used().vcores()),
                   static_cast<long long>(n.total().vcores()));
-    std::string attrs;  // issue #17: the resource kinds constraints match
+    std::string attrs;  // The resource kinds constraints match
     for (const auto& a : n.attributes())
       attrs += (attrs.empty() ? "" : ",") + a.key() + "=" + a.value();
     std::printf("%-24s %-8s %-20s %-12s %-10d %-16s %s\n", n.node_id().c_str(),

@@ -1,5 +1,5 @@
-// Shell completion generated from morpheusctl's CLI11 command tree (issue
-// #14), so it never drifts from the commands: `morpheusctl completion bash`
+// Shell completion generated from morpheusctl's CLI11 command tree,
+// so it never drifts from the commands: `morpheusctl completion bash`
 // prints it; the install step (deploy/install.sh / CMake install) puts it in
 // bash-completion's directory.
 #pragma once

@@ -1,4 +1,4 @@
-// Lists of peer addresses (issue #16, DESIGN.md §9 HA): "host:port,host:port"
+// Lists of peer addresses (docs/design/ha.md): "host:port,host:port"
 // names every RM of an active/standby pair, or every member of an etcd
 // cluster. RM clients keep one channel per RM and follow the active one per
 // call (common/rm_failover.h): a standby RM listens too, so a channel over

@@ -2,7 +2,7 @@
 // [admin|node]" per line, see loadTokenFile). A gRPC request carries
 // "authorization: Bearer TOKEN" metadata; an HTTP request the same header.
 // Used by morpheus-inference (sign-off) and morpheus-rm (users, admins and
-// node managers). DESIGN.md §9.
+// node managers). docs/operator/security.md.
 //
 // Contract: identify*() never trusts a user name the caller states; the
 // principal comes only from the token. With authentication disabled (an

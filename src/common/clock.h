@@ -1,4 +1,4 @@
-// The one clock (CONVENTIONS.md "Time"). Daemons use RealClock; tests and
+// The one clock (docs/design/conventions.md "Time"). Daemons use RealClock; tests and
 // morpheus-sim use VirtualClock and advance it explicitly, after which every
 // timer that became due has run, in deadline order (ties: scheduling order).
 #pragma once

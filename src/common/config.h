@@ -1,4 +1,4 @@
-// The one config loader (CONVENTIONS.md "Names": every option documents its
+// The one config loader (docs/design/conventions.md "Names": every option documents its
 // meaning, unit and default where it is declared).
 //
 // A component declares its options against a ConfigSchema, binding each key

@@ -134,8 +134,8 @@ class DaemonServer {
   ~DaemonServer();
 
   void addService(grpc::Service* service) { services_.push_back(service); }
-  // Answers every method no added service has (a standby RM's refusal, issue
-  // #16). Call before start(); `service` must outlive the server.
+  // Answers every method no added service has (a standby RM's refusal,
+  // standby_front.h). Call before start(); `service` must outlive the server.
   void setFallbackService(grpc::CallbackGenericService* service) { fallback_ = service; }
   HttpServer& http() { return http_; }
   // What /readyz reports (registerHealthRoutes). The daemon itself requires

@@ -1,6 +1,6 @@
 // A small HTTP/1.1 server (Boost.Beast) for /healthz, /metrics and the REST
-// endpoints of every daemon, hardened for an untrusted network (issue #11
-// findings 2 and 9).
+// endpoints of every daemon, hardened for an untrusted network (idle and
+// slow connections, oversized requests; docs/operator/security.md).
 //
 // Threads: one I/O thread accepts, reads and writes every connection. A route
 // registered with HandlerThread::kWorker (the default) runs on a small worker

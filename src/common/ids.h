@@ -1,4 +1,4 @@
-// Strong id types (CONVENTIONS.md "Names"): an AppId cannot be passed where a
+// Strong id types (docs/design/conventions.md "Names"): an AppId cannot be passed where a
 // NodeId is expected. Ids are opaque strings on the wire.
 #pragma once
 
@@ -55,8 +55,8 @@ using RunId = StrongId<RunIdTag>;
 // Deliberately not noexcept: libstdc++ then stores each element's hash code
 // in unordered containers, so a lookup neither rehashes the chain's string
 // keys to find its bucket's end nor compares keys whose codes differ. With a
-// noexcept hash, hashing and comparing container ids was ~30% of a simulated
-// heartbeat at 1,000 nodes and ~20% of the RM's strand at 2,700 NMs
+// noexcept hash, hashing and comparing container ids took a large share of a
+// simulated heartbeat and of the RM's strand
 // (bench/rm_open_load/RESULTS.md).
 template <typename Tag>
 struct std::hash<morpheus::StrongId<Tag>> {

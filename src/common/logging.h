@@ -1,9 +1,9 @@
 // spdlog setup shared by every binary. Logs are for operators: one line per
-// event that matters, with ids (CONVENTIONS.md "Metrics and logs").
+// event that matters, with ids (docs/design/conventions.md "Metrics and logs").
 //
 // Every line starts with an ISO 8601 timestamp in UTC with its offset
 // ("2026-11-24T05:30:00.123+00:00"), whatever the machine's time zone, so
-// lines of daemons on different machines sort together (issue #16).
+// lines of daemons on different machines sort together.
 // Lines always go to stderr (the journal under systemd); with a file they go
 // there too, either rotated by the daemon (spdlog's rotating sink: max size
 // and count) or rotated outside (logrotate) and reopened on SIGHUP

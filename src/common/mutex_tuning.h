@@ -1,4 +1,4 @@
-// Abseil's Mutex deadlock detection off (issue #15 profile). Debian's abseil
+// Abseil's Mutex deadlock detection off (seen in RM profiles). Debian's abseil
 // is built without NDEBUG, so its Mutex keeps a global lock-order graph on
 // every Lock() unless told not to: every lock of gRPC's (call creation,
 // completion queues, channels) then takes a process-wide lock and allocates

@@ -1,4 +1,4 @@
-// The one Resource type (DESIGN.md §4): memory in MiB, virtual cores, and
+// The one Resource type (docs/design/planner.md): memory in MiB, virtual cores, and
 // optional named extended resources. All comparisons are per dimension; a
 // dimension absent from the extended list is zero.
 #pragma once

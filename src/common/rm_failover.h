@@ -1,5 +1,5 @@
-// Client-side failover over the RMs of an active/standby pair (issue #16,
-// DESIGN.md §9 HA; YARN's RMProxy with its FailoverProxyProvider).
+// Client-side failover over the RMs of an active/standby pair
+// (docs/design/ha.md; YARN's RMProxy with its FailoverProxyProvider).
 //
 // A FailoverChannel holds the configured list "h:p,h:p" and one gRPC channel
 // per address (each verifies TLS against its own host name), and remembers

@@ -1,4 +1,4 @@
-// One error model for all of Morpheus (CONVENTIONS.md "Errors").
+// One error model for all of Morpheus (docs/design/conventions.md "Errors").
 //
 // Expected failures are values: Status, or Result<T> holding either a T or a
 // non-OK Status. The code set is closed; conversion to gRPC / HTTP codes

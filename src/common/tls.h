@@ -1,5 +1,5 @@
 // Optional mutual TLS between Morpheus processes with operator-provided
-// certificates (DESIGN.md §9, issue #11 finding 4).
+// certificates (docs/operator/security.md).
 //
 // Contract: TLS is all or nothing per process. Either none of the three PEM
 // files is named (plaintext gRPC, the default) or all three are: the CA bundle

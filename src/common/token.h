@@ -3,7 +3,7 @@
 // "<payload>.<hex hmac>"; the payload is readable (not secret), the MAC makes
 // it unforgeable without the key.
 //
-// Keys (issue #11, finding 1): the RM's master secret signs AM tokens and
+// Keys: the RM's master secret signs AM tokens and
 // never leaves the RM. Each node has its own container-token key derived from
 // it (deriveNodeKey); the RM signs a container token with the key of the node
 // the container runs on and hands that key only to the authenticated NM of

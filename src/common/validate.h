@@ -1,4 +1,4 @@
-// Checks on untrusted text shared by the daemons (CONVENTIONS.md "Errors":
+// Checks on untrusted text shared by the daemons (docs/design/conventions.md "Errors":
 // untrusted input is validated before anything is stored).
 #pragma once
 

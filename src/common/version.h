@@ -1,5 +1,5 @@
 // The build's identity for `--version` of every binary and the RM's
-// /ws/v1/cluster/info (issue #14). The git revision is taken on every build
+// /ws/v1/cluster/info. The git revision is taken on every build
 // (`git describe --always --dirty --tags`, src/common/git_revision.cmake): a
 // tree with uncommitted changes reports "<rev>-dirty"; a source tree without
 // .git (a tarball) reports "unknown".

@@ -44,7 +44,7 @@ void addStageReports(const DagJob& job, google::protobuf::RepeatedPtrField<v1::S
     st->set_completed(r.completed);
     for (Millis e : r.running_elapsed) st->add_running_elapsed_ms(e.count());
     st->set_mean_task_ms(r.mean_task.count());
-    // Carbyne (issue #17): what one task takes, so the RM can plan the DAG.
+    // Carbyne: what one task takes, so the RM can plan the DAG.
     toProto(r.task_resource, st->mutable_task_resource());
     st->set_estimated_task_ms(r.estimated_task.count());
   }
@@ -61,7 +61,7 @@ struct DagAmDriver::Impl {
   AmOptions opt;
   DagJob& job;
   const std::atomic<bool>& stop;
-  // The RM, or the RMs of an HA pair: calls follow the active one (issue #16).
+  // The RM, or the RMs of an HA pair: calls follow the active one.
   std::shared_ptr<FailoverChannel> rm;
   std::map<std::string, std::unique_ptr<v1::ContainerManager::Stub>> nms;  // by address
   std::map<std::string, v1::Container> containers;  // granted, by id (carry the token)
@@ -283,7 +283,7 @@ struct DagAmDriver::Impl {
           // The RM no longer knows this attempt (e.g. it restarted without
           // flagging resync): register again, then carry on.
           spdlog::warn("app {}: Allocate: {}; registering again", opt.app_id, st.error_message());
-          // Releases of this round are not lost: containers still running
+          // Releases in this Allocate are not lost: containers still running
           // and unknown to the job are released by the resync.
           if (registerAm(true).ok()) continue;
         }

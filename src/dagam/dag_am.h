@@ -1,7 +1,7 @@
 // The thin gRPC driver of morpheus-dag-am: registers with the RM's
 // ApplicationMaster service, runs the allocate loop, starts tasks through the
 // NMs' ContainerManager, and finishes the application. All decisions are the
-// DagJob's; this class only moves messages (DESIGN.md §3: thin edge + core).
+// DagJob's; this class only moves messages (docs/design/architecture.md: thin edge + core).
 #pragma once
 
 #include <atomic>

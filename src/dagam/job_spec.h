@@ -20,7 +20,7 @@ struct ConstraintSpec {
   std::string key;
   std::vector<std::string> values;  // non-empty
   bool hard = false;                // true: never place elsewhere
-  // Issue #17: "in" (default), "at_least" (number) or "version_at_least";
+  // Operator: "in" (default), "at_least" (number) or "version_at_least";
   // the lower bounds take one value.
   std::string op = "in";
 };
@@ -35,11 +35,11 @@ struct StageSpec {
   int gang = 1;                         // gang size of the asks (1 = no gang), <= tasks
   int max_attempts = 3;                 // failed attempts allowed per task, >= 1
   // estimated_task_ms: the user's estimate of one task's run time, reported
-  // to the RM until a task of the stage has succeeded (issue #17, Carbyne's
+  // to the RM until a task of the stage has succeeded (Carbyne's
   // altruistic share); 0 (default) = none, the RM then orders the job by DRF.
   Millis estimated_task{0};
   std::vector<ConstraintSpec> constraints;
-  int64_t expected_task_ms = 0;     // issue #17: expected run time of one task (0 = unknown), ms
+  int64_t expected_task_ms = 0;     // Expected run time of one task (0 = unknown), ms
   std::vector<std::string> reads;   // provenance: files read (time = stage start)
   std::vector<std::string> writes;  // provenance: files written (time = stage end)
   std::map<std::string, std::string> env;  // extra environment for every task

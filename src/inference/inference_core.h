@@ -168,7 +168,7 @@ class InferenceCore {
   Status ingest(const store::IngestBatch& batch);
   Status ingestRuns(const std::vector<store::RunRecord>& runs) { return ingest({runs, {}}); }
   Status ingestEvents(const std::vector<store::FileEvent>& events) { return ingest({{}, events}); }
-  // An import by `who` (issue #11 finding 7): every run must name its owner
+  // An import by `who`: every run must name its owner
   // (the caller unless the caller is an admin), and a non-admin may only add
   // to jobs that have no runs yet or whose stored runs are all the caller's,
   // so nobody overwrites another owner's runs or becomes a job's owner
@@ -228,8 +228,8 @@ class InferenceCore {
   // The RM refused p's recurring reservation as INFEASIBLE (some instance of
   // the day has no room): rather than leave the job without any reservation,
   // each instance gets a one-off reservation as an off-kilter job's do
-  // (acceptOneOff), so the plan holds the instances it has room for (issue
-  // #13). Stays pending with `refusal` when no due instance fits either.
+  // (acceptOneOff), so the plan holds the instances it has room for instead
+  // of none. Stays pending with `refusal` when no due instance fits either.
   Result<Proposal> acceptPerInstance(Proposal p, std::optional<store::ProposalRecord> previous,
                                      const Principal& who, const Status& refusal);
   // Submits p's due instances; false in *changed when nothing was recorded.

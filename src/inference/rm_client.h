@@ -77,7 +77,7 @@ class ReservationClient {
 
 class RmReservationClient final : public ReservationClient {
  public:
-  // `rm_address`: the RM, or every RM of an HA pair ("h:p,h:p", issue #16):
+  // `rm_address`: the RM, or every RM of an HA pair ("h:p,h:p"):
   // calls follow the active one (common/rm_failover.h); a malformed list
   // fails every call INVALID_ARGUMENT naming inference.rm-address.
   // `tls`: the inference daemon's mutual-TLS setting (plaintext when off).

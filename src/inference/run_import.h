@@ -1,4 +1,4 @@
-// Run-history import (issue #5 "Ingest"): parses whole files into an
+// Run-history import: parses whole files into an
 // IngestBatch, all-or-nothing. Every bad line is reported with its 1-based
 // line number and the field at fault; one bad line means nothing is imported.
 //

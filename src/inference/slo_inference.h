@@ -30,7 +30,7 @@
 //   earliest a run could start is when its input is there (Morpheus §4) and
 //   it has been submitted (T_inAvail counts as 0 when the job reads nothing
 //   others write). A window opened before the submission would reserve
-//   capacity no run can use (issue #13: with a = p95(T_inAvail), jobs
+//   capacity no run can use (with a = p95(T_inAvail), jobs
 //   submitted 100 s after their input lost that much of a skyline that
 //   filled their window). d = p(deadline_percentile) of T_need.
 // - A consumer with a longer period than the producer forces the producer's

@@ -1,4 +1,4 @@
-// Containers as real processes (issue #3, DESIGN.md §2 "morpheus-nm"): each
+// Containers as real processes (docs/design/architecture.md): each
 // container is a process started in its own session (so its whole tree can be
 // signalled). Its directory <local-dir>/containers/<id>/ is the NM's (mode
 // 0711 when containers run as their submitters' accounts, else 0700): it holds
@@ -85,8 +85,8 @@ struct ContainerSnapshot {
   int session = 0;  // session id of its processes while running (0 = none)
 };
 
-// The processes of session `sid` (from /proc), e.g. a container's (issue #18:
-// the cgroup v1 CPU throttle moves them into its cgroup).
+// The processes of session `sid` (from /proc), e.g. a container's (the
+// harvesting cgroup v1 CPU throttle moves them into its cgroup).
 std::vector<int> sessionProcesses(int sid);
 
 // Writes `text` to a cgroup control file in one write(2), as the kernel's
@@ -113,14 +113,14 @@ class ContainerRuntime {
   // before init().
   void setRunAs(RunAsPolicy policy) { run_as_ = std::move(policy); }
 
-  // Memory enforcement (issue #3): "auto" uses cgroup v2 (a cgroup per
+  // Memory enforcement: "auto" uses cgroup v2 (a cgroup per
   // container with memory.max = its allocation) when `cgroup_root` is a
   // writable cgroup v2 hierarchy offering the memory controller, otherwise
   // rlimits (RLIMIT_AS at 8x the allocation + 2 GiB as a runaway guard, no
   // core dumps) plus monitoring; "cgroup" and "monitor" force one. Call
   // before init().
   void setMemoryEnforcement(std::string mode, std::string cgroup_root);
-  // Where container cgroups go (issue #16). Without a call (or with ""): the
+  // Where container cgroups go. Without a call (or with ""): the
   // NM creates <cgroup_root>/morpheus-nm and enables the memory controller in
   // the root's cgroup.subtree_control. With `own_cgroup` (the NM's cgroup
   // relative to the mount, from /proc/self/cgroup: ownCgroupPath) the NM owns

@@ -1,5 +1,5 @@
 // CPU caps of secondary (batch) containers while the primary tenant needs
-// the CPU back (issue #18; Zhang et al., OSDI'16 §3: secondary tasks are
+// the CPU back (Zhang et al., OSDI'16 §3: secondary tasks are
 // throttled before they are killed). One interface, one implementation per
 // kernel interface:
 //  - cgroup v2: the container runtime's cgroup per container,

@@ -1,5 +1,5 @@
 // Keeps secondary (batch) containers inside what the machine's primary tenant
-// leaves (issue #18; Zhang et al., OSDI'16 §3: "the primary tenant has
+// leaves (Zhang et al., OSDI'16 §3: "the primary tenant has
 // priority; secondary tasks are throttled, then killed, when it needs its
 // resources back").
 //

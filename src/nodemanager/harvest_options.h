@@ -1,5 +1,5 @@
 // morpheus-nm options for harvesting a primary tenant's spare resources
-// (issue #18; Zhang et al. OSDI'16 §3), with meaning, unit and default.
+// (Zhang et al. OSDI'16 §3), with meaning, unit and default.
 #pragma once
 
 #include <string>

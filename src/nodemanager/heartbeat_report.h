@@ -1,5 +1,5 @@
-// What an NM heartbeat reports about its containers (issue #15, "NMs report
-// only container changes"; YARN's NodeStatusUpdater sends the same delta,
+// What an NM heartbeat reports about its containers (NMs report
+// only container changes; YARN's NodeStatusUpdater sends the same delta,
 // Vavilapalli et al., SoCC'13 §3.2 "node heartbeat").
 //
 // A full report lists every container; a change report lists only completed

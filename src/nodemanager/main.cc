@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
     return 2;
   }
-  // Issue #17: detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
+  // Detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
   opts.attributes = nm::mergeAttributes(
       nm::detectNodeAttributes(nm::DetectRoots{}, nm::hostUname()), opts.attributes);
   if (!opts.node_id.empty()) {
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // This node's credential towards the RM (issue #11).
+  // This node's credential towards the RM.
   std::string rm_token;
   if (!opts.token_file.empty()) {
     if (Status st = checkSecretFile(opts.token_file, "nm.token-file", tokenFileCheck(opts.daemon));
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
                       std::move(rm_token), metrics, runtime, token_key);
   agent.setRegistrationListener(
       [&server](bool registered) { server.readiness().set("registered", registered); });
-  // Harvesting a primary tenant's spare resources (issue #18).
+  // Harvesting a primary tenant's spare resources.
   auto harvest =
       nm::makeHarvestMonitor(harvest_opts, node_id, opts.resources, runtime, metrics, clock);
   if (!harvest.isOk()) {

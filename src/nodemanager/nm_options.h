@@ -37,7 +37,7 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
   addDaemonOptions(s, &o->daemon, kDefaultNmGrpcPort, kDefaultNmHttpPort, "./var/nm");
   s.addString("nm.rm-address", &o->rm_address, "127.0.0.1:8030",
               "host:port of the RM's gRPC endpoint (ResourceTracker); for active/standby RMs "
-              "(issue #16) a comma-separated list of all of them: the NM follows the active one.");
+              "a comma-separated list of all of them: the NM follows the active one.");
   s.addResource("nm.resources", &o->resources, Resource(8192, 8),
                 "Resources this node offers to containers.");
   s.addString("nm.node-id", &o->node_id, "",
@@ -56,7 +56,7 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
   s.addInt("nm.full-report-every", &o->full_report_every, 10, 1, 1000000, "heartbeats",
            "Heartbeats per full container report. Between full reports a heartbeat "
            "lists only completed containers not yet acknowledged and running ones the RM has "
-           "not received since this registration (issue #15); 1 = list every container on "
+           "not received since this registration; 1 = list every container on "
            "every heartbeat. A registration is always followed by a full report.");
   s.addDuration("nm.monitor-interval", &o->monitor_interval, Millis(1000), Millis(10),
                 "How often container memory/CPU is sampled and limits enforced.");

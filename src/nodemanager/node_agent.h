@@ -45,7 +45,7 @@ class NodeAgent {
   void setRegistrationListener(std::function<void(bool)> listener) {
     on_registration_ = std::move(listener);
   }
-  // Harvesting (issue #18): called on the agent thread to add fields to
+  // Harvesting: called on the agent thread to add fields to
   // every heartbeat before it is sent. Set before start().
   void setHeartbeatExtension(std::function<void(v1::NodeHeartbeatRequest*)> extend) {
     extend_heartbeat_ = std::move(extend);
@@ -71,7 +71,7 @@ class NodeAgent {
   MetricsRegistry& metrics_;
   ContainerRuntime& runtime_;
   TokenKey& key_;
-  // nm.rm-address, one address or the RMs of an HA pair (issue #16): calls
+  // nm.rm-address, one address or the RMs of an HA pair: calls
   // follow the active RM (common/rm_failover.h).
   std::shared_ptr<FailoverChannel> rm_;
   std::function<void(bool)> on_registration_;                        // constant after start()

@@ -1,4 +1,4 @@
-// Node attributes detected at NM start (issue #17: Phoenix's resource kinds —
+// Node attributes detected at NM start (Phoenix's resource kinds —
 // ISA, cores, memory, kernel, disks, network speed, accelerators — so
 // placement constraints work without hand-written nm.attributes).
 //

@@ -1,5 +1,5 @@
-// Where the NM learns what the machine's primary tenant uses (issue #18;
-// Zhang et al., "History-Based Harvesting of Spare Cycles and Storage in
+// Where the NM learns what the machine's primary tenant uses (Zhang et al.,
+// "History-Based Harvesting of Spare Cycles and Storage in
 // Large-Scale Datacenters", OSDI'16 §3: batch work runs on the resources the
 // primary tenant leaves). Three sources, one small interface:
 //

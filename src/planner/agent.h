@@ -1,5 +1,5 @@
 // Reservation agents: the policy that turns a definition into a proposed
-// placement on a plan snapshot (CONVENTIONS.md "Shape": small policy
+// placement on a plan snapshot (docs/design/conventions.md "Shape": small policy
 // interface, chosen by name, stateless and re-entrant).
 //
 //  - "lowcost": Morpheus §6 LowCost. Step cost c(t) = max over resources of
@@ -33,19 +33,16 @@ namespace morpheus::planner {
 // How LowCost breaks ties between gang positions of equal cost (Morpheus §6,
 // "Adjusting LowCost to facilitate reprovisioning": a reservation placed right
 // against its deadline leaves DRA no room to extend a late instance).
-// Packing barely depends on it: measured before issue #12 (previous gang
-// batching; bench 2a generator, 300 instances against the GLPK optimum and the
-// same instances mirrored in time), room-leaving tie-breaks (earliest,
-// centred, least total variation) landed within ~1% of "latest" (median ratio
-// ~1.22); "earliest" only looked better because that generator clips windows
-// at the end of the day, and lost as much on the mirrored instances.
+// Packing barely depends on it: against the GLPK optimum, room-leaving
+// tie-breaks (earliest, centred, least total variation) land close to
+// "latest"; "earliest" only looks better on a generator that clips windows
+// at the end of the day, and loses as much on the same instances mirrored in
+// time (docs/experiments/benchmarks.md).
 // The default is chosen by deadline violations with DRA in morpheus-sim
-// (issue #12; defaults, LowCost + morpheus-dra, violation rate by rule
-// earliest / latest / slack): seed 1 9.2% / 10.4% / 10.8%, seed 3 21.5% /
-// 21.9% / 21.7%, seed 2 equal. Earliest leaves the most room after the
+// (docs/experiments/simulator.md): earliest leaves the most room after the
 // allocation for DRA to extend a late instance.
 enum class TieBreak {
-  kLatest,    // the latest tied position (the rule before issue #12)
+  kLatest,    // the latest tied position (the original rule)
   kEarliest,  // Default: the earliest tied position
   // The tied position ending closest to, but not after, deadline -
   // slack (slack = tie_break_slack x window, rounded up to whole steps); when

@@ -48,7 +48,7 @@ struct GangRequest {
 // load, with apply/undo and the whole-allocation cost. One Engine per
 // propose() call: the agents themselves stay stateless. Resources are held as
 // DenseDims rows (k() integers per window step), which give the same shares
-// and fits as Resource (issue #15).
+// and fits as Resource.
 class Engine {
  public:
   explicit Engine(const PlanningProblem& p)
@@ -151,7 +151,7 @@ class Engine {
   std::vector<int64_t> unit_, scratch_;
 };
 
-// StageAllocator policy (CONVENTIONS.md "Shape"): where the gangs of one
+// StageAllocator policy (docs/design/conventions.md "Shape"): where the gangs of one
 // stage go. Returns false when not all fit; the partial placement then stays
 // in `out` (the caller undoes it).
 class StagePlacer {
@@ -259,10 +259,10 @@ class LowCostPositions : public StagePlacer {
   }
 
   // Position cost: the highest step cost the gang would create (peak first,
-  // Morpheus §6 c(t)), then the block's average cost. Measured alternatives
-  // (bench 2a generator, 300 instances against the GLPK optimum, and the same
-  // instances mirrored in time): sum of c(t)^2 / c(t)^4 / exp(c(t)) and
-  // global-peak-first all land within ~1% of this rule (median ratio ~1.22).
+  // Morpheus §6 c(t)), then the block's average cost. Measured against the
+  // GLPK optimum, the alternatives (sum of c(t)^2 / c(t)^4 / exp(c(t)),
+  // global-peak-first) pack no better than this rule
+  // (docs/experiments/benchmarks.md).
   // Step costs enter the average as integers (units of 2^-40), so the sum is
   // exact whatever the order it was accumulated in.
   // std::llround(c x 2^40), inlined for the finite non-negative values below
@@ -776,7 +776,7 @@ struct SearchOptions {
 };
 
 // One pass over `ids` (stages, chronological) with the allocation ending by
-// E. Exact early cut-off (issue #15): the pass stops (false, failed = -1) as
+// E. Exact early cut-off: the pass stops (false, failed = -1) as
 // soon as the highest step cost under the stages placed so far reaches
 // `cutoff`. Steps only gain load during a pass, so that is a lower bound on
 // the whole allocation's peak, and Engine::cost >= its peak: a pass stopped
@@ -1008,7 +1008,7 @@ class LowCostAgent final : public AgentBase {
     return window - slack;
   }
   // propose() keeps the first of equally cheap allocations, so the end points
-  // are tried in the tie-break's order of preference (issue #12: ties must
+  // are tried in the tie-break's order of preference (ties must
   // not default to the latest end): latest first, earliest first, or (slack)
   // the ends at or before deadline - slack from the latest down, then the
   // later ones from the earliest up. `e` comes sorted latest first.

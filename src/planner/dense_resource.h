@@ -1,6 +1,6 @@
-// Resources as fixed-length integer rows for the agents' inner loops (issue
-// #15: Resource arithmetic, with its sorted list of extended resources, was
-// ~25% of a LowCost placement).
+// Resources as fixed-length integer rows for the agents' inner loops
+// (Resource arithmetic, with its sorted list of extended resources, was a
+// large share of a LowCost placement).
 //
 // A DenseDims is built once per planning problem from every dimension the
 // problem can touch (memory, vcores, then every extended name in the

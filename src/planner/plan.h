@@ -1,4 +1,4 @@
-// The plan (DESIGN.md §4): a periodic part over [0, LCM) and a one-off part
+// The plan (docs/design/planner.md): a periodic part over [0, LCM) and a one-off part
 // over a rolling horizon, both run-length encoded in plan steps. Periodic
 // offsets are epoch-aligned: the offset of absolute time t is
 // (t ms since epoch) mod LCM. Periodic reservations have strict priority

@@ -207,7 +207,7 @@ DisplacementReport Planner::displaceOneOffs(const ReservationId& id, TimePoint n
   if (r == nullptr || r->def.period.count() == 0) return {};
   // Only one-offs and DRA extras can be displaced: on a plan with neither
   // (periodic reservations only, Morpheus' common case) repairOneOffs would
-  // scan the whole one-off horizon and find nothing (issue #15: ~10% of a
+  // scan the whole one-off horizon and find nothing (a visible share of a
   // LowCost admission).
   bool displaceable = false;
   for (const PlannedReservation* o : plan_.reservations()) {

@@ -1,4 +1,4 @@
-// The planner the RM owns (issue #2): a Plan plus the configured agent and
+// The planner the RM owns: a Plan plus the configured agent and
 // sharing policy. Every call takes the current time as a parameter; nothing
 // here reads a clock, blocks, or does I/O. Not thread-safe: one owner edits a
 // Planner at a time. clone() gives a snapshot another thread may plan on
@@ -74,7 +74,7 @@ struct CapacityChangeReport {
 };
 
 // What admitting a periodic reservation did to the one-offs it displaced
-// (Morpheus §6, DESIGN.md §4 "Plan": periodic jobs have strict priority, so a
+// (Morpheus §6, docs/design/planner.md: periodic jobs have strict priority, so a
 // periodic definition is planned on capacity minus periodic load only).
 struct DisplacementReport {
   // One-offs on steps where periodic + one-off load now exceeds capacity,

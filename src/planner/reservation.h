@@ -1,4 +1,4 @@
-// Reservation definitions (YARN RDL, DESIGN.md §4) and placements.
+// Reservation definitions (YARN RDL, docs/design/planner.md) and placements.
 //
 // A ReservationDefinition is what a user (or morpheus-inference, for a
 // signed-off skyline) asks for; a Placement is what the planner granted. Both
@@ -67,20 +67,19 @@ struct ReservationDefinition {
   bool problematic = false;
 };
 
-// How the steps of a skyline R* may be placed (Morpheus §5-§6; DESIGN.md §4:
+// How the steps of a skyline R* may be placed (Morpheus §5-§6; docs/design/planner.md:
 // "min parallelism 1 unless overridden").
 enum class SkylineSteps {
   // Default: each step is one gang of its height (min concurrency = its
   // containers), so the plan holds the shape the LP fitted, shifted within
   // the window, or refuses it. A stretched step gave a tight job a trickle of
-  // containers it could not use across its stage barriers (a 40-wide stage
-  // got 12, 7, 10, 29 over five minutes) and the instance missed anyway.
-  // Measured in morpheus-sim (issue #13, default workload, morpheus's
-  // violations): seeds 1-10 403 against 508 stretchable, seeds 11-20 429
-  // against 600; fewer unreserved instances and a lower ad-hoc p95 too.
+  // containers it could not use across its stage barriers and the instance
+  // missed anyway. In morpheus-sim whole steps give fewer violations, fewer
+  // unreserved instances and a lower ad-hoc p95 than stretchable ones
+  // (docs/experiments/simulator.md).
   kWhole,
   // Min concurrency 1: a step's demand may be stretched over later steps
-  // when the plan is busy (the rule before issue #13's round on it).
+  // when the plan is busy (the original rule).
   kStretchable,
 };
 // "whole", "stretchable".
@@ -100,7 +99,7 @@ std::vector<ReservationStage> skylineStages(const std::vector<int64_t>& containe
 // i x period and `lcm` as its period, so each recurs once per LCM at its own
 // offset. Used when the plan cannot hold every instance of a recurring
 // reservation: the instances it can hold are admitted one by one (the others
-// run unreserved), instead of none of them (issue #13). Empty unless `period`
+// run unreserved), instead of none of them. Empty unless `period`
 // is positive and divides `lcm`.
 std::vector<ReservationDefinition> instancesOverLcm(const ReservationDefinition& def, Millis lcm);
 
@@ -108,7 +107,7 @@ std::vector<ReservationDefinition> instancesOverLcm(const ReservationDefinition&
 // shortest for R_ANY, the sum for R_ORDER / R_ORDER_NO_GAP.
 Millis minDuration(const ReservationDefinition& def);
 
-// Input validation (CONVENTIONS.md "Errors"): INVALID_ARGUMENT whose message
+// Input validation (docs/design/conventions.md "Errors"): INVALID_ARGUMENT whose message
 // starts with the offending field ("deadline: ...", "stages[2].min_concurrency: ...").
 // `capacity` is the cluster capacity (largest gang must fit), `lcm` the plan
 // period, `horizon` the one-off planning horizon from `now`. Every product
@@ -152,7 +151,7 @@ struct Placement {
 };
 
 // Checks a stored placement against its definition (restore of persisted
-// state, DESIGN.md §9): every allocation inside [arrival, deadline), none
+// state, docs/design/ha.md): every allocation inside [arrival, deadline), none
 // larger than peakDemand(def) at any instant, and the total area (resource x
 // time) no larger than the stages need with each duration rounded up to
 // `step`. INVALID_ARGUMENT naming the allocation otherwise.

@@ -1,6 +1,6 @@
 // Admission-time sharing policies (YARN SharingPolicy): after an agent has
 // proposed a placement and before it is committed, the configured policy may
-// refuse it. Stateless and re-entrant; chosen by name (CONVENTIONS.md "Shape").
+// refuse it. Stateless and re-entrant; chosen by name (docs/design/conventions.md "Shape").
 //
 //  - "no-overcommit": the proposal plus the plan's load fits the capacity at
 //    every step of every instance (YARN NoOverCommitPolicy); for a periodic

@@ -4,7 +4,7 @@
 // for a decision. The RM then asks the planner for room (current instance
 // only) and charges the owner's budget; the policy never sees the plan.
 //
-// Policies are stateless and re-entrant (CONVENTIONS.md "Shape"): anything
+// Policies are stateless and re-entrant (docs/design/conventions.md "Shape"): anything
 // that must persist between steps (Jockey's previous allocation, for its
 // hysteresis) comes in through the input.
 #pragma once

@@ -1,6 +1,6 @@
 // Who is calling the RM's user-facing surfaces (ClientService,
-// ReservationService, reservation REST) and what they may do (issue #11
-// finding 4; DESIGN.md §9).
+// ReservationService, reservation REST) and what they may do
+// (docs/operator/security.md).
 //
 // Contract:
 //  - The caller is the principal of its bearer token (Authenticator), never a

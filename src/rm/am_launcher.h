@@ -1,4 +1,4 @@
-// AM launches on node managers (issue #15, DESIGN.md §6): the RM's calls of
+// AM launches on node managers (docs/design/scheduler.md): the RM's calls of
 // ContainerManager.StartContainers for application-master containers.
 //
 // Launches are asynchronous gRPC calls started by one dispatcher thread that

@@ -1,6 +1,6 @@
 // gRPC edge of the AM protocol (YARN's ApplicationMasterProtocol). Allocate,
-// called by every AM about once a second, is on gRPC's callback API (issue
-// #15), no thread pool slot per call. With a strand it runs there, in order
+// called by every AM about once a second, is on gRPC's callback API
+// (asynchronous scheduling), no thread pool slot per call. With a strand it runs there, in order
 // with the node heartbeats (so gRPC threads never wait for the runtime's lock
 // the strand holds); a full strand answers UNAVAILABLE and the AM retries at
 // its next allocate. Without one (tests, fuzzing) it runs on the gRPC thread.
@@ -54,8 +54,8 @@ class ApplicationMasterServiceImpl final
  private:
   RmRuntime& runtime_;
   Strand* strand_;  // nullable
-  // Each Allocate's request and response on a pooled arena (issue #15,
-  // arena_messages.h): 16 KiB holds a reply of about fifty containers; one
+  // Each Allocate's request and response on a pooled arena
+  // (arena_messages.h): 16 KiB holds a reply of about fifty containers; one
   // AM calls about once a second, so 256 pooled holders (4 MiB) cover
   // hundreds of AMs.
   ArenaMessageAllocator<v1::AllocateRequest, v1::AllocateResponse> messages_{16 * 1024, 256};

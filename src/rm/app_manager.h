@@ -1,4 +1,4 @@
-// Application lifecycle in the RM (issue #3, DESIGN.md §6/§9): submission,
+// Application lifecycle in the RM (docs/design/scheduler.md, docs/design/ha.md): submission,
 // binding to a reservation (by id, or by recurrence key so a periodic job
 // needs no editing per run), AM attempts, finish and kill. Every transition
 // is persisted through the StateStore before it is acknowledged, so an RM

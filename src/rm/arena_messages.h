@@ -1,6 +1,6 @@
-// Request and response of a callback RPC on a reused protobuf Arena (issue
-// #15, "fewer allocations per heartbeat"). Profiled at 2,700 NMs with 1-3 s
-// containers, the RM's strand spent about a fifth of its time in malloc
+// Request and response of a callback RPC on a reused protobuf Arena (fewer
+// allocations per heartbeat). Profiled under thousands of NMs with short
+// containers, the RM's strand spent a large share of its time in malloc
 // (_int_malloc, malloc_consolidate, unlink_chunk), mostly building replies:
 // every Container, token string and acknowledged id of a NodeHeartbeat or
 // Allocate response was its own heap object, freed again after the reply was

@@ -386,7 +386,7 @@ HttpResponse scheduler(const ClusterRestSources& s) {
       {{"scheduler", {{"schedulerInfo", {{"type", "fairScheduler"}, {"rootQueue", root}}}}}});
 }
 
-// Issue #18: the primary-tenant classes of the RM's last clustering (the
+// The primary-tenant classes of the RM's last clustering (the
 // table `morpheusctl cluster status` prints), for dashboards.
 HttpResponse harvestClasses(const ClusterRestSources& s) {
   json list = json::array();

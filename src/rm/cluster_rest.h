@@ -1,4 +1,4 @@
-// YARN's read-only ResourceManager REST API on the RM's HTTP port (issue #14),
+// YARN's read-only ResourceManager REST API on the RM's HTTP port,
 // with YARN's JSON shapes and field names so existing YARN dashboards and
 // scripts read them (Hadoop "ResourceManager REST API's"):
 //   GET /ws/v1/cluster, /ws/v1/cluster/info    {"clusterInfo": {...}}
@@ -9,7 +9,7 @@
 //   GET /ws/v1/cluster/apps/{id}               {"app": {...}}
 //   GET /ws/v1/cluster/scheduler               Fair Scheduler shape (weights, DRF):
 //       {"scheduler": {"schedulerInfo": {"type": "fairScheduler", "rootQueue": {...}}}}
-//   GET /ws/v1/cluster/harvest-classes         Morpheus only (issue #18): the primary-
+//   GET /ws/v1/cluster/harvest-classes         Morpheus only: the primary-
 //       tenant classes of the last clustering, {"harvestClasses": {"harvestClass":
 //       [{"id", "pattern", "average", "peak", "tenants": [...], "nodeIds": [...]}]}}
 // Differences from YARN: an empty list is [] (YARN writes null); node ids

@@ -1,5 +1,5 @@
 // The AM's stage reports (AllocateRequest.stages) as the scheduler core's DAG
-// (issue #17, Carbyne OSDI'16 §4.2: the job's remaining stages, task counts,
+// (Carbyne OSDI'16 §4.2: the job's remaining stages, task counts,
 // task durations and resources). Unfinished stages only, dependencies
 // re-indexed among them (a finished dependency no longer constrains).
 #pragma once

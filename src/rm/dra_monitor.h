@@ -1,4 +1,4 @@
-// Dynamic reprovisioning in the RM (issue #4, Morpheus §7): the monitoring
+// Dynamic reprovisioning in the RM (Morpheus §7): the monitoring
 // thread. Once per interval (default: the plan step) it looks at every
 // reservation whose bound apps are running, gathers the policy's input
 // (demand from the runtime, skyline, extras and budget from the plan) and

@@ -1,4 +1,4 @@
-// The RM's side of active/standby HA on etcd (issue #16, DESIGN.md §9): what
+// The RM's side of active/standby HA on etcd (docs/design/ha.md): what
 // main() needs to campaign, open the fenced store once active, share the token
 // key between the RMs of a pair, and step down.
 #pragma once

@@ -1,4 +1,4 @@
-// Primary-tenant classes for harvesting (issue #18; Zhang et al., "History-
+// Primary-tenant classes for harvesting (Zhang et al., "History-
 // Based Harvesting of Spare Cycles and Storage in Large-Scale Datacenters",
 // OSDI'16 §4.1). Run daily over each tenant's recent utilisation series:
 //  1. label: the FFT of the series (mean removed). A series whose standard

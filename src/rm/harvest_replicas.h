@@ -1,5 +1,5 @@
-// Replica placement for a storage layer on harvested disks (issue #18;
-// Zhang et al., OSDI'16 §4.2, Algorithm 2). Primary tenants reimage their
+// Replica placement for a storage layer on harvested disks (Zhang et al.,
+// OSDI'16 §4.2, Algorithm 2). Primary tenants reimage their
 // disks (losing what secondaries stored) and, when busy, make them
 // unavailable; both correlate within a class of servers. The placer groups
 // servers into a grid of reimaging-frequency classes x peak-utilisation

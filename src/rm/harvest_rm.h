@@ -1,4 +1,4 @@
-// The RM daemon's use of the harvesting classes (issue #18; Zhang et al.,
+// The RM daemon's use of the harvesting classes (Zhang et al.,
 // "History-Based Harvesting of Spare Cycles and Storage in Large-Scale
 // Datacenters", OSDI'16 §4.1, Algorithm 1). The algorithms live in
 // harvest_classes.h (clustering) and harvest_selection.h (class selection);

@@ -1,4 +1,4 @@
-// Class selection per job for harvesting (issue #18; Zhang et al., OSDI'16
+// Class selection per job for harvesting (Zhang et al., OSDI'16
 // §4.1, Algorithm 1). Decides on which primary-tenant classes a job's
 // secondary containers should run, so that a primary's growth kills as few
 // of them as possible:

@@ -1,4 +1,4 @@
-// Primary tenants' utilisation history in the RM (issue #18; Zhang et al.,
+// Primary tenants' utilisation history in the RM (Zhang et al.,
 // OSDI'16 §4.1: classes are computed from each tenant's recent utilisation
 // series). Bounded and downsampled: a series holds at most `capacity`
 // buckets; when a new bucket would exceed it, the bucket width doubles and

@@ -1,4 +1,4 @@
-// Active/standby RMs on etcd (issue #16, DESIGN.md §9 HA; the ZooKeeper
+// Active/standby RMs on etcd (docs/design/ha.md; the ZooKeeper
 // ActiveStandbyElector of YARN's RM HA, on an etcd lease and transactions).
 //
 // Every RM holds an etcd lease of `lease_ttl`. Becoming active is one Txn:

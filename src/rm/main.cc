@@ -35,7 +35,7 @@ using namespace morpheus;
 
 namespace {
 
-// HA options from the config (issue #16). The identity other RMs read for
+// HA options from the config. The identity other RMs read for
 // the active one: its advertised client addresses (the standby front's ports,
 // which the real servers take over) and this process.
 rm::HaOptions haOptions(const rm::RmOptions& opts, rm::StandbyFront& standby) {
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
-  // Caller identity and queue ACLs of the client surfaces (issue #11, DESIGN.md §9),
+  // Caller identity and queue ACLs of the client surfaces (docs/operator/security.md),
   // checked before any state is opened.
   auto authenticator = rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled,
                                                  tokenFileCheck(opts.daemon));
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
-  // With etcd the RM is one of an active/standby pair (issue #16): a standby
+  // With etcd the RM is one of an active/standby pair: a standby
   // listens from the start but only answers UNAVAILABLE naming the active RM
   // (rm/standby_front.h) until it wins the leader key.
   std::unique_ptr<rm::HaSession> ha;
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   rto.launch.per_node_in_flight = static_cast<int>(opts.am_launch_per_node);
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
-  rto.harvest = opts.harvest;  // issue #18
+  rto.harvest = opts.harvest;
   if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -247,8 +247,8 @@ int main(int argc, char** argv) {
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
   rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
   rm::ReservationServiceImpl reservation_service(reservations, access);
-  // Node heartbeats' and AM allocates' scheduling runs on one strand (issue
-  // #15); up to rm.strand.max-queued calls may wait before the RM answers
+  // Node heartbeats' and AM allocates' scheduling runs on one strand
+  // (strand.h); up to rm.strand.max-queued calls may wait before the RM answers
   // UNAVAILABLE instead of queueing more.
   rm::Strand strand(metrics, static_cast<size_t>(opts.strand_max_queued));
   strand.start();
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
     });
   }
   rm::registerReservationRest(server.http(), reservation_service, access);
-  // The operator's web page and its JSON (issue #14), at / and /ui/.
+  // The operator's web page and its JSON, at / and /ui/.
   rm::registerWebUi(server.http(),
                     {&core, &apps, &runtime, &reservations, &access, &clock, rto.queue_weights,
                      amo.queues, opts.planner.lcm, opts.planner.step, opts.inference_address,

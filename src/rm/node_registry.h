@@ -51,7 +51,7 @@ class NodeRegistry {
   // empty address, zero/negative resources, resources above the kMaxNode*
   // limits, or a total that would overflow the cluster's capacity.
   // ALREADY_EXISTS naming the node and its live address when the id is live
-  // at another container_manager_address (issue #11 finding 5: a second NM
+  // at another container_manager_address (a second NM
   // with the same id must not take the record over); the same address (an NM
   // restart) is accepted, and so is a new address once the node is lost or
   // has unregistered. A refused registration changes nothing.

@@ -1,4 +1,4 @@
-// YARN-style queue ACLs of the RM (issue #11 finding 4; DESIGN.md §9): per
+// YARN-style queue ACLs of the RM (docs/operator/security.md): per
 // queue, who may submit (applications, reservations) and who may administer
 // (kill, delete, update, read logs of anyone's work in it).
 //

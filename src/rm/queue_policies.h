@@ -1,4 +1,4 @@
-// scheduler.policy (issue #17): the configured ordering policy of each ad-hoc
+// scheduler.policy: the configured ordering policy of each ad-hoc
 // leaf queue, resolved once at start-up into RuntimeOptions::queue_policies.
 #pragma once
 

@@ -1,7 +1,7 @@
-// Per-queue report of the RM (ListQueues, issue #14; the REST scheduler view):
+// Per-queue report of the RM (ListQueues; the REST scheduler view):
 // the scheduler core's queues joined with the app records (running and
 // pending apps) and the plan (reservation queues with no bound app yet, at
-// their current guarantee). DESIGN.md §6: every admitted reservation is a
+// their current guarantee). docs/design/scheduler.md: every admitted reservation is a
 // queue whose guarantee is its plan allocation now.
 #pragma once
 

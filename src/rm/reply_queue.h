@@ -1,6 +1,6 @@
-// Finishes the RM's callback RPCs off the scheduling strand (issue #15).
-// Profiled at 10,000 NMs, the strand spent about three quarters of its time
-// inside ServerUnaryReactor::Finish: gRPC writes the reply to the socket
+// Finishes the RM's callback RPCs off the scheduling strand.
+// Profiled under many NMs, the strand spent most of its time inside
+// ServerUnaryReactor::Finish (docs/experiments/benchmarks.md): gRPC writes the reply to the socket
 // inline (HTTP/2 framing, sendmsg) on the thread that finishes the call, and
 // only the rest scheduling. Handing Finish to this queue's own thread lets
 // the strand go on scheduling while replies are written on the other core.

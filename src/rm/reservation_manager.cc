@@ -712,7 +712,7 @@ std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& k
   const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lk(mu_);
   // Prefer the reservation serving the current (or next) instance: a job with
-  // per-instance one-off reservations (issue #12) has the next instances'
+  // per-instance one-off reservations has the next instances'
   // reservations accepted ahead of time, and its run must bind to its own.
   std::optional<ReservationId> best, latest;
   TimePoint best_start, best_accepted, latest_accepted;

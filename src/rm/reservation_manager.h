@@ -1,8 +1,8 @@
-// The RM's reservation system (issue #2): owns the Planner and the persisted
+// The RM's reservation system: owns the Planner and the persisted
 // records of every admitted reservation. Each mutation is planned first and
 // persisted before it is acknowledged; when persisting fails the plan is
 // rolled back, so a rejected or failed request leaves no partial state and an
-// acknowledged one survives a crash (DESIGN.md §9).
+// acknowledged one survives a crash (docs/design/ha.md).
 //
 // Thread-safety: internally locked; callable from gRPC/HTTP threads, the plan
 // follower and the DRA thread. The lock (mu_) is never held while a request is
@@ -76,7 +76,7 @@ struct PlanSnapshot {
   std::vector<PlanStepLoad> steps;
 };
 
-// Request size limits (issue #11, finding 9), checked before any planning.
+// Request size limits, checked before any planning.
 // Defaults match the rm.* options declared in rm_options.h.
 struct ReservationLimits {
   int64_t max_name_length = 256;                 // bytes of name and recurrence key
@@ -150,7 +150,7 @@ class ReservationManager {
   Status remove(const ReservationId& id, const UserId& user);
   // The caller's access check, run under the manager's lock against the
   // current record before anything changes (the RM edge passes its queue-ACL
-  // and owner check here; DESIGN.md §9). A non-OK result is returned as is and
+  // and owner check here; docs/operator/security.md). A non-OK result is returned as is and
   // leaves no state. `by` only names the actor in the log.
   using AccessCheck = std::function<Status(const ReservationRecord&)>;
   Result<ReservationRecord> update(const ReservationId& id, const UserId& by,
@@ -190,7 +190,7 @@ class ReservationManager {
   std::optional<ReservationId> byRecurrenceKey(const JobKey& key) const;
   std::vector<ReservationId> ids() const;
 
-  // DRA (issue #4, Morpheus §7). What the plan holds for one reservation at
+  // DRA (Morpheus §7). What the plan holds for one reservation at
   // `now`: the monitor's input besides the runtime's demand.
   struct DraPlanView {
     Resource unit;                              // container size: the largest stage capability

@@ -1,4 +1,4 @@
-// The RM's latency histograms (issue #15), declared in one place: wall time
+// The RM's latency histograms, declared in one place: wall time
 // of the hot paths in seconds (Prometheus base unit), buckets
 // latencyBucketsSeconds() (100 us .. 10 s). Each is fed by one ScopedTimer
 // line where the work happens:

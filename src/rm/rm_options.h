@@ -38,7 +38,7 @@ struct RmOptions {
   std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
   DraOptions dra;  // dra.* (interval: dra.interval, 0 = plan step)
 
-  // Issue #11: state database start-up and request size limits.
+  // State database start-up and request size limits.
   bool state_store_init = false;                 // state-store.init
   int64_t max_name_length = 256;                 // rm.max-name-length
   int64_t max_stages = 10000;                    // rm.max-stages
@@ -51,28 +51,28 @@ struct RmOptions {
   int64_t max_planning_per_user = 1;     // rm.max-planning-requests-per-user
   int64_t max_planning_total = 8;        // rm.max-planning-requests
 
-  // Issue #16: active/standby RMs on etcd (state-store.kind etcd).
+  // Active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
   std::string ha_leader_key;       // rm.ha.leader-key
   std::string ha_rm_addresses;     // rm.ha.rm-addresses
   std::string ha_advertise_host;   // rm.ha.advertise-host
   int64_t etcd_max_txn_ops = 128;  // state-store.etcd.max-txn-ops
 
-  // Issue #15: limits of the heartbeat strand and of AM launches.
+  // Limits of the heartbeat strand and of AM launches.
   int64_t strand_max_queued = 2000;       // rm.strand.max-queued
   int64_t am_launch_max_in_flight = 64;   // rm.am-launch.max-in-flight
   int64_t am_launch_per_node = 2;         // rm.am-launch.per-node-in-flight
   Millis am_launch_timeout{10000};        // rm.am-launch.timeout
   int64_t am_launch_max_channels = 1024;  // rm.am-launch.max-channels
 
-  // Issue #18: primary-tenant classes and class selection (rm/harvest_rm.h).
+  // Primary-tenant classes and class selection (rm/harvest_rm.h).
   HarvestRmOptions harvest;  // rm.harvest.*
 };
 
 inline constexpr int64_t kDefaultRmGrpcPort = 8030;
 inline constexpr int64_t kDefaultRmHttpPort = 8088;
 
-// Issue #15: the scheduling strand's queue and the AmLauncher's limits
+// The scheduling strand's queue and the AmLauncher's limits
 // (rm/strand.h, rm/am_launcher.h).
 inline void declareRmScaleOptions(ConfigSchema& s, RmOptions* o) {
   s.addInt("rm.strand.max-queued", &o->strand_max_queued, 2000, 1, 10000000, "calls",
@@ -247,7 +247,7 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "adjusting LowCost to facilitate reprovisioning). slack: the one ending closest to "
               "deadline - tie-break-slack x window (the earliest when none ends that early), "
               "leaving free steps before the deadline for DRA; latest: against the deadline "
-              "(the rule before issue #12); earliest (default; fewest deadline violations with DRA "
+              "(the original rule); earliest (default; fewest deadline violations with DRA "
               "in morpheus-sim): the earliest.",
               {"slack", "latest", "earliest"});
   s.addDouble("planner.tie-break-slack", &o->planner.agent_options.tie_break_slack, 0.2, 0, 0.999,

@@ -86,7 +86,7 @@ std::map<std::string, Millis> stageProfile(const std::vector<reprovision::StageS
   return out;
 }
 
-// Issue #17: unknown enum values (a newer client) compare as kIn.
+// Unknown enum values (a newer client) compare as kIn.
 sched::ConstraintOp constraintOp(v1::PlacementConstraintOp op) {
   switch (op) {
     case v1::CONSTRAINT_OP_AT_LEAST:
@@ -133,7 +133,7 @@ std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, dou
   return out;
 }
 
-// Issue #17: each leaf's configured ordering policy (scheduler.policy).
+// Each leaf's configured ordering policy (scheduler.policy).
 void applyQueuePolicies(
     std::vector<sched::AdhocQueueConfig>& queues,
     const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies) {
@@ -219,7 +219,7 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   n.id = id;
   n.address = req.container_manager_address();
   n.total = fromProto(req.total());
-  // The harvest class is the RM's own attribute (issue #18): kept across a
+  // The harvest class is the RM's own attribute: kept across a
   // re-registration until the next clustering.
   auto cls = n.attributes.find(kHarvestClassAttribute);
   std::string harvest_class = cls != n.attributes.end() ? cls->second : "";
@@ -256,7 +256,7 @@ RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
   return rt;
 }
 
-// The core hears of a guarantee only when it changed (issue #15): setting
+// The core hears of a guarantee only when it changed: setting
 // an equal one would re-key the reservation in the core's heaps for nothing.
 void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
   auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
@@ -836,7 +836,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     resp->set_response_id(req.response_id());
     return Status::ok();
   }
-  // Carbyne (issue #17): each report replaces the app's DAG in the core,
+  // Carbyne: each report replaces the app's DAG in the core,
   // before the asks so a refused report (a cycle) changes nothing.
   if (req.stages_size() > 0 && (rt.in_sched || req.asks_size() > 0)) {
     if (!ensureApp(app, clock_.now()))
@@ -850,7 +850,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
     std::vector<sched::ResourceRequest> asks;
     asks.reserve(static_cast<size_t>(req.asks_size()));
     for (const auto& a : req.asks()) asks.push_back(toSched(a));
-    harvestAsks(rec, rt, &asks);  // issue #18: the job's harvest classes, a soft constraint
+    harvestAsks(rec, rt, &asks);  // The job's harvest classes, a soft constraint
     MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
     for (const auto& a : asks) {
       std::string key = askKey(a.request_id, a.priority);
@@ -887,7 +887,7 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   rt.completed.clear();
   auto notices = sched_->takePreemptionNotices(app);
   // Notices are advisory (the scheduler withdraws one no longer needed at its
-  // deadline, issue #13): a container counts as preempted once it is sent to
+  // deadline): a container counts as preempted once it is sent to
   // kill, not when noticed.
   for (const auto& n : notices) {
     auto* out = resp->add_preemptions();
@@ -937,7 +937,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   AppTelemetryRecord t;
   std::map<std::string, Millis> profile;
-  std::optional<store::StateWrite> harvest_run;  // issue #18: the job's run length
+  std::optional<store::StateWrite> harvest_run;  // The job's run length
   {
     Guard lk(*this);
     refresh(app);

@@ -1,10 +1,10 @@
-// The RM's runtime (issue #3, DESIGN.md §6): containers on nodes, AM launch,
+// The RM's runtime (docs/design/scheduler.md): containers on nodes, AM launch,
 // the AM protocol and heartbeat-driven allocation. It joins the AppManager
 // (app records), the ReservationManager (plan: which apps are guaranteed) and
 // the NMs (ContainerManager, called to launch AM containers).
 //
 // Scheduling is delegated to the scheduler core (rm/scheduler/scheduler.h,
-// DESIGN.md §6): this class translates the wire messages into its calls and
+// docs/design/scheduler.md): this class translates the wire messages into its calls and
 // keeps what the core does not (AM launch, container records for telemetry,
 // acknowledgements, kills, notices buffered for the AM's next allocate()).
 // Every reservation with a bound app is a queue of the core whose guarantee is
@@ -63,14 +63,14 @@ struct RuntimeOptions {
   Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
-  // Ad-hoc leaf path -> ordering policy of its users and apps (scheduler.policy;
-  // issue #17); leaves not listed use DRF.
+  // Ad-hoc leaf path -> ordering policy of its users and apps
+  // (scheduler.policy); leaves not listed use DRF.
   std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> queue_policies;
   TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
   // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
   // replaced by `tls` above).
   AmLauncherOptions launch;
-  HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes (issue #18)
+  HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes
 };
 
 class RmRuntime {
@@ -94,7 +94,7 @@ class RmRuntime {
   // One heartbeat, all of it: onNodeReport, then scheduleNode, then the
   // kills that scheduling chose go into `resp` too.
   void onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
-  // The heartbeat's report only (YARN's asynchronous scheduling, issue #15):
+  // The heartbeat's report only (YARN's asynchronous scheduling):
   // liveness, container statuses, and in `resp` the containers to kill and to
   // acknowledge that are due. The caller answers the NM at once and runs
   // scheduleNode afterwards, so a heartbeat never waits for the scheduling of
@@ -133,10 +133,10 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
-  // Admission control (issue #17): sched::Scheduler::pendingReasons of the
+  // Admission control: sched::Scheduler::pendingReasons of the
   // app; empty for an app not (or no longer) in the scheduler core.
   std::vector<std::string> pendingReasons(const AppId& app) const;
-  // Carbyne (issue #17): sched::Scheduler::appHint of the app; invalid for an
+  // Carbyne: sched::Scheduler::appHint of the app; invalid for an
   // app that reported no DAG, whose queue's policy ignores DAGs, or that is
   // not (or no longer) in the scheduler core.
   sched::AppHint appHint(const AppId& app) const;
@@ -152,7 +152,7 @@ class RmRuntime {
   // (Jockey's job history, EuroSys'12 §4.1).
   std::map<ReservationId, ReservationDemand> reservationDemand() const;
 
-  // ---- Harvesting classes (issue #18; OSDI'16 §4.1; runtime_harvest.cc) ----
+  // ---- Harvesting classes (OSDI'16 §4.1; runtime_harvest.cc) ----
   // Clusters the primary tenants from the CPU history the NMs reported
   // (clusterTenants), off the scheduler strand: the history is copied under
   // the lock, clustered without it, and the result applied under it. Every
@@ -222,7 +222,7 @@ class RmRuntime {
   };
   // Holds mu_; when released emits the log lines queued under it, so no log
   // I/O (spdlog's sinks take their own lock and write files) happens inside
-  // the runtime's critical section (issue #15).
+  // the runtime's critical section.
   class Guard {
    public:
     explicit Guard(const RmRuntime& rt);
@@ -257,7 +257,7 @@ class RmRuntime {
   void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
                              TimePoint now);  // REQUIRES(mu_)
   void killAppContainers(const AppId& app);   // REQUIRES(mu_)
-  // Harvesting (issue #18, runtime_harvest.cc): records the primary tenant's
+  // Harvesting (runtime_harvest.cc): records the primary tenant's
   // usage in harvest_history_ and caps the node's schedulable capacity at
   // the NM's harvest offer. REQUIRES(mu_)
   void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
@@ -316,15 +316,15 @@ class RmRuntime {
   std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
   std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
   // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
-  // (issue #15: pushed only when it changes).
+  // (pushed only when it changes).
   std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
   std::set<AppId> am_asks_;         // GUARDED_BY(mu_): apps with an AM ask in sched_
   std::string am_address_;          // GUARDED_BY(mu_)
   std::map<NodeId, Node> nodes_;    // GUARDED_BY(mu_)
-  HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage (issue #18)
+  HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage
   int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
-  // string-keyed tree spent ~25% of the RM's CPU on key compares at 90k).
+  // string-keyed tree spent much of the RM's CPU on key compares).
   std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
   std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
   std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
@@ -338,7 +338,7 @@ class RmRuntime {
   // run (from the AM's final stage reports). GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Millis>> stage_history_;
   store::StateStore* store_ = nullptr;
-  // Harvesting classes (issue #18). GUARDED_BY(mu_)
+  // Harvesting classes. GUARDED_BY(mu_)
   std::vector<HarvestClass> harvest_classes_;
   std::map<std::string, std::string> harvest_class_of_;  // GUARDED_BY(mu_): tenant -> class id
   std::map<std::string, Millis> harvest_runs_;           // GUARDED_BY(mu_): job -> last run length

@@ -1,4 +1,4 @@
-// RmRuntime's harvesting (issue #18; Zhang et al., OSDI'16 §3 and §4.1),
+// RmRuntime's harvesting (Zhang et al., OSDI'16 §3 and §4.1),
 // apart from runtime.cc so the shared file keeps one call per hook: the
 // primary tenants' usage and the NM's offer (onHarvestReport), the periodic
 // clustering into classes and the node attribute harvest-class, and the

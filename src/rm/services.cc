@@ -52,7 +52,7 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
 }
 
 // The node's running containers: counted from a full report, given by the
-// NM with a change report (changes_only, issue #15).
+// NM with a change report (changes_only).
 Result<int32_t> ResourceTrackerService::runningContainers(const v1::NodeHeartbeatRequest& req) {
   if (req.changes_only()) {
     if (req.running_containers() < 0) {
@@ -159,7 +159,7 @@ grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
 
 namespace {
 
-// Issue #18: the classes of the RM's last clustering, for cluster status.
+// The classes of the RM's last clustering, for cluster status.
 void addHarvestClasses(const RmRuntime& runtime, v1::ListNodesResponse* resp) {
   for (const auto& v : runtime.harvestClasses()) {
     auto* c = resp->add_harvest_classes();

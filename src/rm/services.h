@@ -24,7 +24,7 @@ namespace morpheus::rm {
 // nothing changes. RegisterNode's reply carries that node's container-token
 // key (RmCore::nodeKey), never the master secret.
 //
-// NodeHeartbeat is on gRPC's callback API (issue #15): the gRPC thread
+// NodeHeartbeat is on gRPC's callback API: the gRPC thread
 // authorizes, validates and records liveness (RmCore), then posts the
 // report (RmRuntime::onNodeReport) to the RM's Strand and returns; the strand
 // finishes the call and then schedules the node on its background lane
@@ -70,7 +70,7 @@ class ResourceTrackerService final
   grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
                               const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
                               bool* schedule);
-  // Running containers on the node (full or change report, issue #15);
+  // Running containers on the node (full or change report);
   // INVALID_ARGUMENT naming running_containers when negative.
   static Result<int32_t> runningContainers(const v1::NodeHeartbeatRequest& req);
 
@@ -79,7 +79,7 @@ class ResourceTrackerService final
   RmRuntime* runtime_;
   Strand* strand_;
   ReplyQueue* replies_ = nullptr;
-  // Each heartbeat's request and response on a pooled arena (issue #15):
+  // Each heartbeat's request and response on a pooled arena:
   // 8 KiB holds a change report and a reply of a few dozen containers;
   // 1,024 pooled holders keep 8 MiB.
   ArenaMessageAllocator<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse> messages_{8 * 1024,

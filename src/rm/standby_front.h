@@ -1,5 +1,5 @@
-// What a standby RM serves while it waits for leadership (issue #16,
-// DESIGN.md §9 HA; YARN's standby RM answering StandbyException).
+// What a standby RM serves while it waits for leadership (docs/design/ha.md;
+// YARN's standby RM answering StandbyException).
 //
 // The standby listens from the start on the RM's own gRPC and HTTP ports, so
 // operators and load balancers see it, and clients configured with both RMs

@@ -1,4 +1,4 @@
-// The RM's scheduling strand (issue #15, CONVENTIONS.md "One thread owns each
+// The RM's scheduling strand (docs/design/conventions.md "One thread owns each
 // piece of mutable state"): one thread that runs posted tasks in order. The
 // heartbeat RPCs (gRPC callback API, services.h) post their scheduling work
 // here, so no gRPC thread waits for the scheduler and the scheduler core runs
@@ -8,7 +8,7 @@
 // answers UNAVAILABLE; an NM retries at its next heartbeat), so overload shows
 // as refusals and as the queue-depth gauge, never as unbounded memory.
 //
-// Two lanes (YARN's asynchronous scheduling, issue #15): post() for RPC work
+// Two lanes (YARN's asynchronous scheduling): post() for RPC work
 // whose caller waits for an answer, postBackground() for work nobody waits on
 // (scheduling a node after its heartbeat was answered). Each turn runs every
 // waiting RPC task, then one background task, so an answer never waits

@@ -1,4 +1,4 @@
-// RM telemetry of finished applications (issue #3, Morpheus §4 input): each
+// RM telemetry of finished applications (Morpheus §4 input): each
 // app's skyline (containers in use per plan step, from container start/stop
 // times), times and recurrence key. Forwarded to morpheus-inference when one
 // is configured; forwarding never blocks scheduling.
@@ -64,7 +64,7 @@ void toIngestRequest(const AppTelemetryRecord& rec, v1::IngestRunsRequest* out);
 // the containers in use, counted as DRA counts them
 // (ReservationDemand::used): the sum of the resources of the intervals live
 // at an instant, covered by copies of `unit` (Resource::countCovering).
-// Every interval counts (AM containers included; Issue #12: a job using
+// Every interval counts (AM containers included: a job using
 // exactly its skyline is at its plan, not above it). Intervals are clipped to
 // [start, end); the last, partial step averages over its own length. All
 // zeros when `unit` is zero. Pure; O(n log n + steps) for n intervals.

@@ -1,5 +1,5 @@
 // The web UI's static files (src/rm/ui/*.html, *.js, *.css), embedded at
-// build time by src/rm/ui/embed.cmake (issue #14): the RM serves them from
+// build time by src/rm/ui/embed.cmake: the RM serves them from
 // memory, never from disk or the network.
 #pragma once
 

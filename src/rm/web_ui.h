@@ -1,4 +1,4 @@
-// The RM's web UI (issue #14): the page an operator keeps open at `/` and
+// The RM's web UI: the page an operator keeps open at `/` and
 // `/ui/` on the RM's HTTP port, and the JSON it polls.
 //
 // Static assets (GET /, /ui, /ui/, /ui/<file>) are the files of src/rm/ui,
@@ -15,7 +15,7 @@
 //                              placement plus DRA grants) over the LCM day
 //                              containing now: the plan's periodic length,
 //                              aligned to the epoch like the plan's offsets
-//                              (DESIGN.md §4); at most kMaxPlanPoints points,
+//                              (docs/design/planner.md); at most kMaxPlanPoints points,
 //                              each the peak over its plan steps
 //   GET /ui/api/reservation?id=ID
 //                              one reservation: definition, planned

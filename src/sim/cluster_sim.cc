@@ -175,7 +175,7 @@ struct AppState {
   double used_unit_ms = 0;
   int64_t dra_grants = 0;
   std::vector<Grant> grants;
-  // Issue #17: an ad-hoc job whose AM reports its DAG, and the misestimate
+  // An ad-hoc job whose AM reports its DAG, and the misestimate
   // factor of each stage's reported task duration.
   bool reports_dag = false;
   std::vector<double> estimate_factor;
@@ -557,7 +557,7 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
 // over the day admitted one by one (planner::instancesOverLcm: a daily
 // reservation per instance offset, the in-order alternative of a reshaped
 // skyline tried at once), so the plan holds every instance it can instead of
-// none (issue #13: a refused hourly job missed every instance in its ad-hoc
+// none (a refused hourly job missed every instance in its ad-hoc
 // queue). Instances the plan cannot hold run unreserved.
 void Sim::admitInstances(size_t j, Admission& a) {
   const JobProvision& p = s_.provisions[j];
@@ -649,8 +649,8 @@ Result<int> Sim::newReservation(size_t j, const ReservationId& id,
 // container's dominant share of the cluster; ties keep workload order.
 // Violations are counted per instance and an instance's footprint is what it
 // takes from the plan, so admitting small ones first leaves the fewest
-// instances unreserved when the plan cannot hold every job (issue #13: in
-// workload order, seeds 1-5 left 2-4 jobs unreserved, mostly hourly ones).
+// instances unreserved when the plan cannot hold every job (workload order
+// left some jobs unreserved, mostly hourly ones).
 std::vector<size_t> Sim::admissionOrder() const {
   std::vector<size_t> order(w_.periodic.size());
   for (size_t j = 0; j < order.size(); j++) order[j] = j;
@@ -1047,7 +1047,7 @@ void Sim::submitAdhoc(int idx) {
                   sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
   AppState& app = apps_[static_cast<size_t>(ai)];
   app.adhoc = idx;
-  // Issue #17: which jobs report their DAG, and how wrong their estimates are
+  // Which jobs report their DAG, and how wrong their estimates are
   // (deterministic in the seed and the job's index).
   const rng::Stream draw(o_.seed, static_cast<uint64_t>(idx), -1, "carbyne");
   app.reports_dag = !app.done && draw.uniform(0) < o_.altruistic_share;
@@ -1108,7 +1108,7 @@ void Sim::finishApp(int ai) {
 
 // A finished app keeps only what outcomes and lookups read (ids, times,
 // flags, used); its per-stage and per-step state is freed, so memory does
-// not grow with the instances simulated (issue #13 "Scale": ~3 M apps).
+// not grow with the instances simulated (millions of apps at scale).
 void Sim::releaseRunState(AppState& app) {
   auto drop = [](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); };
   drop(app.bins);

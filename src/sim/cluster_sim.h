@@ -1,4 +1,4 @@
-// One simulated run of the cluster over [from, to) (issue #13; used by
+// One simulated run of the cluster over [from, to) (used by
 // sim/engine.h for the training phase and for each strategy's evaluation).
 // The real sched::Scheduler holds the simulated nodes, apps and reservation
 // queues; a planner::Planner (when any job is planned) holds the reservations

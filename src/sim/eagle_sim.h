@@ -1,5 +1,5 @@
-// Eagle-C: the hybrid baseline Phoenix is evaluated against (issue #17;
-// Thinakaran et al., "Phoenix: A Constraint-aware Scheduler for Heterogeneous
+// Eagle-C: the hybrid baseline Phoenix is evaluated against (Thinakaran
+// et al., "Phoenix: A Constraint-aware Scheduler for Heterogeneous
 // Datacenters", ICDCS'17 §V: "Eagle-C", Eagle with constraint-aware probing),
 // as a simulator baseline only — the RM never runs it.
 //

@@ -142,7 +142,7 @@ constexpr const char* kReshaped = "skyline_reshaped_jobs";
 // counts are those of the job's last successful run as its AM reported them
 // (`last_tasks`, input growth included; the declared ones before any run):
 // the declared day-0 counts are not something Morpheus could know, and a
-// grown job was capped below its width (issue #13). The cap when a skyline
+// grown job was capped below its width. The cap when a skyline
 // is reshaped to its window. Exact up to
 // kMaxParallelismStages stages (every set of stages is tried); a larger DAG
 // (user traces) is capped at all its tasks at once.

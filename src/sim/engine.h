@@ -1,4 +1,4 @@
-// morpheus-sim engine (issue #13 "What it runs"): the real planner, scheduler
+// morpheus-sim engine: the real planner, scheduler
 // core, DRA policies, skyline LP and SLO inference driven on a virtual time
 // line, with simulated nodes and tasks and no RPC.
 //
@@ -68,7 +68,7 @@ struct ExperimentOptions {
   // planner/reservation.h): whole steps unless set to stretchable.
   planner::SkylineSteps skyline_steps = planner::SkylineSteps::kWhole;
   RealizeFn realize;  // required
-  // Issue #17 (Carbyne): the ordering policy of the ad-hoc leaf queues
+  // Carbyne: the ordering policy of the ad-hoc leaf queues
   // (scheduler.policy names: drf, fifo, carbyne, phoenix; default drf); the share of
   // ad-hoc jobs whose AM reports its DAG (the altruistic ones under carbyne;
   // the others get their DRF share), in [0, 1], default 1; and estimate
@@ -81,7 +81,7 @@ struct ExperimentOptions {
   // Optional (benchmarks): every simulated run, training included, adds the
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;
-  // Issue #13 "Scale" (sim/task_model.h, sim/fluid_adhoc.h): > 0 simulates
+  // Scale (sim/task_model.h, sim/fluid_adhoc.h): > 0 simulates
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
   Millis fluid_adhoc_step{0};

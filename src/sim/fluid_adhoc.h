@@ -1,5 +1,5 @@
-// Fluid ad-hoc work for morpheus-sim's `--task-model fluid` (issue #13
-// "Scale"): the ad-hoc jobs of one queue and one container shape as a pool of
+// Fluid ad-hoc work for morpheus-sim's `--task-model fluid` (for
+// scale): the ad-hoc jobs of one queue and one container shape as a pool of
 // work, not as tasks. Each stage is ONE record — its task count, task
 // duration and remaining work in task-milliseconds — and the pool advances
 // in fixed time steps: completions are batched per step.

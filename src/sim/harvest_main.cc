@@ -1,4 +1,4 @@
-// morpheus-harvest-sim (issue #18): harvesting figures on a virtual time line
+// morpheus-harvest-sim: harvesting figures on a virtual time line
 // (sim/harvest_sim.h).
 //
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
@@ -43,7 +43,7 @@ int fail(const std::string& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"morpheus-harvest-sim: history-based harvesting figures (issue #18)"};
+  CLI::App app{"morpheus-harvest-sim: history-based harvesting figures"};
   std::string swim, primary;
   sim::PrimaryGenOptions gen;
   sim::HarvestSimOptions ho;

@@ -1,4 +1,4 @@
-// Harvesting simulator (issue #18; Zhang et al., OSDI'16 §5-6): primary
+// Harvesting simulator (Zhang et al., OSDI'16 §5-6): primary
 // tenants' utilisation series with the paper's three patterns, SWIM batch
 // jobs harvesting what the primaries leave, and reimaging events hitting a
 // storage layer. Compares

@@ -1,4 +1,4 @@
-// morpheus-sim (issue #13): the trace-driven simulator over the real planner,
+// morpheus-sim: the trace-driven simulator over the real planner,
 // scheduler core, DRA policies, skyline LP and SLO inference (sim/engine.h).
 //
 //   morpheus-sim run --nodes N [--node-size memory=MIB,vcores=V] --days D
@@ -95,7 +95,7 @@ struct SimFlags {
   std::string skyline_steps = planner::skylineStepsName(sim::ExperimentOptions{}.skyline_steps);
   uint64_t seed = 1;
   std::string out = "sim-out";
-  // Issue #17 (Carbyne): see ExperimentOptions.
+  // Carbyne: see ExperimentOptions.
   std::string adhoc_policy = "drf";
   double altruistic_share = 1.0;
   double estimate_noise = 0.0;
@@ -124,7 +124,7 @@ void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
 }
 
-// Issue #13 "Scale": the coarser model is an explicit choice (sim/task_model.h).
+// Scale: the coarser model is an explicit choice (sim/task_model.h).
 void addTaskModelFlags(CLI::App* cmd, sim::TaskModel& m) {
   cmd->add_option("--task-model", m.name,
                   "task: every task is simulated (default); grouped: up to --task-group tasks "
@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
   tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
       ->required();
   tr->add_flag("--json", json, "Machine-readable summary");
-  sim::PhoenixCliFlags phoenix_flags;  // issue #17
+  sim::PhoenixCliFlags phoenix_flags;
   auto* phoenix = sim::addPhoenixCommand(app, phoenix_flags);
   try {
     app.parse(argc, argv);

@@ -1,7 +1,7 @@
-// A set of dense node indices [0, size) as a bitset (issue #13 "Scale"):
+// A set of dense node indices [0, size) as a bitset, for scale:
 // morpheus-sim's free and dirty node sets. It replaces std::set<int>, whose
 // per-insert allocation and tree walk led the simulator's own share of the
-// profile at 5,000 nodes (6.4% in _Rb_tree insert alone).
+// profile at thousands of nodes.
 //
 // Contract: the same answers as an ordered std::set<int> over the same
 // operations — first() is the smallest member, next(n) the smallest member

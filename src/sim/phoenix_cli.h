@@ -1,4 +1,4 @@
-// `morpheus-sim phoenix` (issue #17): runs the Phoenix experiment
+// `morpheus-sim phoenix`: runs the Phoenix experiment
 // (sim/phoenix_sim.h) for several ordering policies and seeds and prints
 // response-time percentiles (a table, or JSON with --json).
 #pragma once

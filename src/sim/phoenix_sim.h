@@ -1,4 +1,4 @@
-// Phoenix experiment of morpheus-sim (issue #17; Thinakaran et al., "Phoenix:
+// Phoenix experiment of morpheus-sim (Thinakaran et al., "Phoenix:
 // A Constraint-aware Scheduler for Heterogeneous Datacenters", ICDCS'17 §V):
 // a heterogeneous cluster whose nodes carry resource-kind attributes (ISA,
 // cores, network speed, kernel), an open stream of short and long ad-hoc
@@ -26,7 +26,7 @@
 //    kinds the paper measures in the Google trace; the table's figures, and
 //    those of its source, Sharma et al., "Modeling and synthesizing task
 //    placement constraints in Google compute clusters", SoCC'11, could not
-//    be retrieved for issue #17 — only the abstracts were reachable — so the
+//    be retrieved — only the abstracts were reachable — so the
 //    rates below are our approximation, not the trace's): isa in {aarch64}
 //    `isa_rate`, cores >= 32 `cores_rate`, network_gbps >= 25
 //    `network_rate`, kernel >= 5.10 `kernel_rate`; long jobs never carry

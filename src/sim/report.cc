@@ -1,4 +1,4 @@
-// morpheus-sim report files (issue #13 "What it reports"; layout after
+// morpheus-sim report files (layout after
 // Morpheus OSDI'16 §9, Fig. 9-10).
 //
 // Files written into the report directory:

@@ -1,5 +1,5 @@
-// morpheus-sim results and the report written to --out DIR (issue #13
-// "What it reports"). The engine (sim/engine.h) fills these; report.cc turns
+// morpheus-sim results and the report written to --out DIR
+// (docs/experiments/simulator.md). The engine (sim/engine.h) fills these; report.cc turns
 // them into summary.json, CSVs, gnuplot PNGs and a markdown report that reads
 // like Morpheus §9 (Fig. 9-10).
 //

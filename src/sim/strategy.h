@@ -1,4 +1,4 @@
-// morpheus-sim strategies (issue #13 "Strategies"; Morpheus OSDI'16 §9, Fig.
+// morpheus-sim strategies (Morpheus OSDI'16 §9, Fig.
 // 10a ablations). A strategy says how each periodic job is provisioned in the
 // evaluation days and which DRA policy runs:
 //

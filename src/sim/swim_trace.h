@@ -1,4 +1,4 @@
-// Loader for SWIM workload traces (shared/data/swim-fb2009-24h.tsv): the
+// Loader for SWIM workload traces (e.g. the Facebook 2009 24-hour trace): the
 // ad-hoc background load of morpheus-sim and of load tests.
 //
 // The trace has no task counts or durations; we derive them as SWIM does:

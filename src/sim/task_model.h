@@ -1,4 +1,4 @@
-// morpheus-sim's task models (issue #13 "Scale"): how finely tasks are
+// morpheus-sim's task models: how finely tasks are
 // simulated. A choice of fidelity against speed, made explicitly by the user
 // (`morpheus-sim run --task-model`, `bench_sim --task-model`).
 //

@@ -1,4 +1,4 @@
-// morpheus-sim workloads (issue #13): what the simulator runs, independent of
+// morpheus-sim workloads: what the simulator runs, independent of
 // how it runs it. Two producers fill a Workload — the periodic-job generator
 // (Morpheus OSDI'16 §2 trace findings) and the JSON trace loader — and the
 // SWIM loader adds the ad-hoc background. The engine (sim/engine.h) consumes
@@ -155,7 +155,7 @@ struct AdhocOptions {
   uint64_t seed = 1;       // sampling and user assignment derive from it
   Resource node_size;      // one node's capacity
   int64_t nodes = 50;      // cluster size the load is relative to (>= 1)
-  // Task shapes (issue #17). false (default): every task is 1 vcore + the
+  // Task shapes. false (default): every task is 1 vcore + the
   // node's memory per vcore. true: multi-resource diversity as Tetris
   // (SIGCOMM'14 §2.1) and Carbyne (OSDI'16 §2) measure in production
   // clusters: each stage of a job draws its own shape, vcores uniform in

@@ -1,4 +1,4 @@
-// Ad-hoc background load from a SWIM trace (issue #13), repeated daily and
+// Ad-hoc background load from a SWIM trace, repeated daily and
 // scaled to a share of the cluster.
 //
 // Load: a job's work is its tasks x task durations x the dominant share of

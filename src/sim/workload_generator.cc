@@ -1,4 +1,4 @@
-// Periodic-job generator and instance realisation (issue #13), following the
+// Periodic-job generator and instance realisation, following the
 // Morpheus trace findings (Jyothi et al., OSDI'16 §2, Fig. 2a, 3, 9a).
 //
 // Every number below is a stated modelling choice, drawn per job from the

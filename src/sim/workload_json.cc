@@ -1,5 +1,5 @@
 // The morpheus-sim JSON trace format for users' own periodic and ad-hoc jobs
-// (issue #13; documented in README "morpheus-sim trace format", example in
+// (documented in README "morpheus-sim trace format", example in
 // examples/sim/trace.json).
 //
 // Strict by design: every field is type-checked and range-checked, unknown

@@ -1,4 +1,4 @@
-// Counter-based random draws for morpheus-sim workloads (issue #13).
+// Counter-based random draws for morpheus-sim workloads.
 //
 // Every draw is a pure function of (seed, job index, instance index, draw
 // name, sub-index): no generator state is shared or advanced, so the order in

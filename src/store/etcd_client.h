@@ -1,4 +1,4 @@
-// A small synchronous client of etcd's v3 gRPC API (issue #16): the subset the
+// A small synchronous client of etcd's v3 gRPC API: the subset the
 // etcd StateStore and the RM's leader election use — KV Range/Txn, Lease
 // Grant/KeepAlive/Revoke. Messages and stubs are generated from etcd's own
 // rpc.proto (proto/CMakeLists.txt). Thread-safe (gRPC stubs are).

@@ -1,4 +1,4 @@
-// A standby RM's warm copy of the state in etcd (issue #16, DESIGN.md §9 HA):
+// A standby RM's warm copy of the state in etcd (docs/design/ha.md):
 // every record under a prefix, kept current by an etcd Watch on a thread, so
 // the RM that takes over recovers from memory instead of reading etcd.
 //

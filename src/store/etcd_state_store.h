@@ -1,4 +1,4 @@
-// StateStore on etcd v3 (issue #16, DESIGN.md §9 HA). Records live under
+// StateStore on etcd v3 (docs/design/ha.md). Records live under
 // `prefix` + ns + "/" + key; commit() is one etcd Txn (atomic, and durable
 // once a quorum has it — the contract of state_store.h).
 //

@@ -1,4 +1,4 @@
-// The inference service's provenance store (DESIGN.md §8, Morpheus §4): runs
+// The inference service's provenance store (docs/design/inference.md, Morpheus §4): runs
 // of recurring jobs with their skylines, file read/write events, and the SLO
 // proposals owners sign off.
 //

@@ -1,4 +1,4 @@
-// The RM's durable state (DESIGN.md §9): a small transactional key-value
+// The RM's durable state (docs/design/ha.md): a small transactional key-value
 // store of namespaced records (reservations, apps, DRA budget use). Values are
 // opaque bytes; the RM encodes them.
 //

@@ -1,4 +1,4 @@
-// Shared by the libFuzzer targets in tests/fuzz (issue #11 "Fuzzing").
+// Shared by the libFuzzer targets in tests/fuzz.
 //
 // A target's contract: for every input it returns 0 without crashing, leaking,
 // hanging or tripping ASan/UBSan; where a component promises a property

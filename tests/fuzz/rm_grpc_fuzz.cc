@@ -23,7 +23,7 @@
 // MORPHEUS_FUZZ_TRACE=1 prints each call and its status (to check a seed does
 // what it means to: build-fuzz/bin/fuzz_rm_grpc FILE).
 //
-// Properties (CONVENTIONS.md "Errors", issue #11 finding 6): a rejected
+// Properties (docs/design/conventions.md "Errors"): a rejected
 // mutating request (register/unregister node, submit/kill application,
 // submit/update/delete reservation) leaves the listed state unchanged.
 #include <google/protobuf/stubs/logging.h>

@@ -1,4 +1,4 @@
-// AM launches do not block each other (issue #15): a real morpheus-rm with
+// AM launches do not block each other: a real morpheus-rm with
 // two node managers simulated by this process over gRPC, one of them silent.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

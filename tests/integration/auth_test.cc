@@ -1,4 +1,4 @@
-// Caller identity and queue ACLs on the RM (issue #11 finding 4): real RM and
+// Caller identity and queue ACLs on the RM: real RM and
 // NM on loopback with the harness's token file; morpheusctl as alice, bob,
 // mallory, the admin ops and a node credential. On the old code every refused
 // call below succeeded as the user it named (or as $USER).

@@ -56,7 +56,7 @@ std::string chromiumBinary() {
   return ::access(path.c_str(), X_OK) == 0 ? path : "";
 }
 
-// Runs headless chromium with the brief's isolation flags, a fresh profile
+// Runs headless chromium with isolation flags, a fresh profile
 // and HOME, in its own session; kills the whole session at `timeout` and
 // always waits until no process of it is left. While it runs this process is
 // a child subreaper, so helpers orphaned by the browser are reaped here

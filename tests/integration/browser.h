@@ -1,5 +1,5 @@
-// Headless Chromium for the integration tests of the RM's web page (issues
-// #14, #17): Debian's `chromium` package, or $MORPHEUS_CHROMIUM. Each run has
+// Headless Chromium for the integration tests of the RM's web page:
+// Debian's `chromium` package, or $MORPHEUS_CHROMIUM. Each run has
 // a fresh profile and HOME, runs in its own session and is killed whole at
 // its timeout; nothing of it is left running afterwards.
 #pragma once

@@ -1,4 +1,4 @@
-// Carbyne end to end (issue #17; Grandl et al., OSDI'16 §4): a real RM with
+// Carbyne end to end (Grandl et al., OSDI'16 §4): a real RM with
 // scheduler.policy root.default=carbyne, one NM and two DAG AMs on loopback.
 //
 // The NM has 8 vcores. A filler job holds 6 of them while the two jobs'
@@ -155,7 +155,7 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
   EXPECT_EQ(app(shortjob)["state"], "FINISHED");
   // Its estimate is its critical path, 12 s from when the slots came free;
   // allow 4 s for kills, heartbeats (300 ms) and container launches on a
-  // loaded machine (measured: 13.6-13.9 s).
+  // loaded machine.
   const int64_t took = a["finish_ms"].get<int64_t>() - freed_ms;
   EXPECT_LE(took, 16000) << "the altruist finished " << took << " ms after the slots came free";
   std::printf("altruist: %.1f s after the slots came free (estimate 12 s)\n",

@@ -1,5 +1,5 @@
 // YARN's read-only REST on the RM's HTTP port, ListQueues / `queue list` and
-// morpheusctl's usage conventions (issue #14), against a real RM with two NMs
+// morpheusctl's usage conventions, against a real RM with two NMs
 // and a real DAG application.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Running the daemons as services (issue #16): the systemd readiness
+// Running the daemons as services: the systemd readiness
 // protocol without systemd (the test owns the NOTIFY_SOCKET datagram socket),
 // and SIGHUP reopening the log file after an outside rotation.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Dynamic reprovisioning end to end (issue #4, Morpheus §7): a real RM, one
+// Dynamic reprovisioning end to end (Morpheus §7): a real RM, one
 // NM and the DAG application master on loopback.
 //
 // The cluster (8 vcores) is kept full by an ad-hoc job. A daily... here
@@ -31,7 +31,7 @@ struct RunResult {
   std::string reservation_show;  // `morpheusctl reservation show ID`
   json reservation_json;         // `morpheusctl reservation show ID --json`
   std::string metrics;           // the RM's /metrics after the run
-  json ui_detail;                // the web UI's /ui/api/reservation?id=ID (issue #14)
+  json ui_detail;                // the web UI's /ui/api/reservation?id=ID
   std::string rm_log;
   std::string run_app;  // the slowed run's app id
 };

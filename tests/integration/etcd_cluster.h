@@ -1,4 +1,4 @@
-// Test helpers for HA on etcd (issue #16): a real etcd cluster of N members on
+// Test helpers for HA on etcd: a real etcd cluster of N members on
 // loopback (free ports, fresh data dirs, SIGKILLed and reaped when the object
 // goes), and a loopback TCP proxy a test can freeze to partition a client
 // from the cluster.

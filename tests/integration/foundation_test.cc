@@ -1,4 +1,4 @@
-// Foundation integration tests: the real daemons on loopback (issue #6).
+// Foundation integration tests: the real daemons on loopback.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -179,7 +179,7 @@ double sample(const std::string& text, const std::string& series) {
   return at == std::string::npos ? -1 : std::atof(text.c_str() + at + series.size() + 2);
 }
 
-// Readiness (issue #15): the RM is ready with its store open and plan loaded;
+// Readiness: the RM is ready with its store open and plan loaded;
 // an NM is ready once registered, and not ready (but live) while its RM is
 // unreachable. /metrics carries process_* and the RM's latency histograms,
 // the heartbeat one counting the NM's heartbeats.

@@ -1,4 +1,4 @@
-// Active/standby RMs on a real 3-member etcd cluster (issue #16): failover of
+// Active/standby RMs on a real 3-member etcd cluster: failover of
 // a SIGKILLed active under load, an etcd member lost, and an active
 // partitioned from etcd. Clients (morpheusctl, NMs, the DAG AM) are given the
 // list of both RMs and follow the active one.

@@ -1,4 +1,4 @@
-// Harvesting end to end (issue #18): a real RM, two NMs each sharing its
+// Harvesting end to end: a real RM, two NMs each sharing its
 // machine with a primary tenant whose agent writes its usage to a file
 // (nm.harvest.source: file), and the DAG AM. A load spike of one primary
 // tenant kills only the secondary containers on its node, newest first, with
@@ -142,7 +142,7 @@ int tasksStarted(const std::string& log, const std::string& app) {
   return n;
 }
 
-// Issue #18, OSDI'16 §4.1: the RM clusters the primary tenants (a short
+// OSDI'16 §4.1: the RM clusters the primary tenants (a short
 // rm.harvest.cluster-every here) into a busy constant class (nm1: 4 of 8
 // vcores) and an idle one (nm2); `cluster status` shows them. A job whose
 // last run was long (rm.harvest.long-min 500 ms) and that needs 5 concurrent
@@ -231,7 +231,7 @@ int64_t nrThrottled(const std::string& cgroup) {
   return -1;
 }
 
-// Issue #18, OSDI'16 §3: when the primary tenant's CPU grows into what a
+// OSDI'16 §3: when the primary tenant's CPU grows into what a
 // busy secondary container uses, the NM throttles the container (here with a
 // long nm.harvest.cpu-kill-after, so it is not killed) through the cgroup
 // cpu controller it found; on cgroup v1 the kernel's nr_throttled of the

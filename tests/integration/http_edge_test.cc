@@ -1,4 +1,4 @@
-// The RM's HTTP edge under hostile load (issue #11 findings 2 and 9), against
+// The RM's HTTP edge under hostile load, against
 // the real morpheus-rm: descriptor floods, idle connections, a huge request.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -92,7 +92,7 @@ std::vector<std::string> rmArgs(std::vector<std::string> extra = {}) {
   return args;
 }
 
-// Finding 2: with its descriptors exhausted by idle HTTP connections the RM's
+// With its descriptors exhausted by idle HTTP connections the RM's
 // accept fails (EMFILE); once the flood is closed, /healthz and gRPC both
 // answer again within seconds. (Before: the acceptor gave up on the first
 // error and HTTP stayed dead.) The caps are set high and the limit lowered
@@ -127,7 +127,7 @@ TEST(HttpEdgeIT, RmServesAgainAfterDescriptorFlood) {
   EXPECT_TRUE(rm.running());
 }
 
-// Finding 2 with the default caps: an RM started under a 256-descriptor limit
+// With the default caps: an RM started under a 256-descriptor limit
 // keeps its HTTP caps below it, so a flood of 400 idle connections from four
 // clients is refused (503, counted) instead of exhausting descriptors; gRPC
 // answers during the flood, and HTTP again after it.
@@ -167,7 +167,7 @@ TEST(HttpEdgeIT, RmUnderLowDescriptorLimitRefusesFloodAndKeepsGrpc) {
   EXPECT_TRUE(grpcServing(grpc_addr));
 }
 
-// Finding 2: 200 idle connections (two clients, 100 each, within the default
+// 200 idle connections (two clients, 100 each, within the default
 // caps) do not delay /healthz: median of 20 requests under 20 ms.
 TEST(HttpEdgeIT, TwoHundredIdleConnectionsDoNotDelayHealthz) {
   Process rm = Process::startDaemon("rm", freshDir("rm"), rmArgs());
@@ -199,7 +199,7 @@ TEST(HttpEdgeIT, TwoHundredIdleConnectionsDoNotDelayHealthz) {
             0);
 }
 
-// Finding 9: a huge REST submission (num-containers 2^31-1) is refused before
+// A huge REST submission (num-containers 2^31-1) is refused before
 // any planning (rm.max-containers-per-stage) and /healthz answers at once
 // throughout (handlers run off the I/O thread; HttpServerTest covers a slow
 // handler); a body over http.max-body-bytes is answered 413.

@@ -1,4 +1,4 @@
-// Inference service end to end (issue #5): 30 days of synthetic runs and file
+// Inference service end to end: 30 days of synthetic runs and file
 // provenance for 10 recurring jobs with known periods, earliest starts and
 // deadlines (plus one ad-hoc job) are imported with morpheusctl; a refit
 // recovers the SLOs within tolerance; owners accept; each reservation is in
@@ -415,7 +415,7 @@ namespace {
 // The RM's telemetry feed (rm::TelemetryForwarder) delivers finished runs and
 // their file events to a real morpheus-inference, retrying while it is down.
 
-// Issue #11 finding 7: bob cannot hijack alice's history. Re-importing her run
+// Bob cannot hijack alice's history. Re-importing her run
 // ids as himself, with no owner (he is then the owner) or in her name, adding a
 // newer run of her job, and importing without a token are refused; after a
 // refit the job's proposal is still hers, fitted from her runs only, and bob
@@ -497,7 +497,7 @@ TEST_F(InferenceIT, OffKilterJobGetsOneOffReservationsInTheRm) {
   }
 }
 
-// Issue #13 against a real RM: a daily job whose runs start slowly (10
+// Against a real RM: a daily job whose runs start slowly (10
 // containers, 60 for their last 10 min) and every third one outlasts its
 // window is proposed reshaped to it, front-loaded. A daily reservation
 // holding 60 of the 100 vcores in the window's first 15 min leaves no room
@@ -559,7 +559,7 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
   EXPECT_EQ(json::parse(r.body)["reservations"].size(), 2u) << r.body;
 }
 
-// Issue #13 against a real RM: an hourly job (50 containers for 10 min,
+// Against a real RM: an hourly job (50 containers for 10 min,
 // due at half past) meets a daily reservation holding 90 of the 100 vcores
 // over [01:00, 01:30). The RM refuses its recurring reservation (hour 1 has
 // room for 250 of its 500 container-minutes, even stretched), and sign-off falls back to one-off
@@ -691,7 +691,7 @@ TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
     return path;
   };
   int periods = periodsOf(k, now);
-  // Sent in small batches (issue #14) with progress on stderr; every run
+  // Sent in small batches with progress on stderr; every run
   // arrives (the proposal below is fitted on them).
   auto [ca, oa] = ctl({"history", "import", write("alice", k, 0, periods, 1), "--format", "jsonl",
                        "--batch-bytes", "1024"},

@@ -1,4 +1,4 @@
-// The NM's ContainerManager end to end (issue #3): a real morpheus-rm and
+// The NM's ContainerManager end to end: a real morpheus-rm and
 // morpheus-nm on loopback; the test plays the AM, issuing container tokens
 // with nm1's key as the RM derives it (deriveNodeKey of the RM's master
 // secret, <rm data dir>/token-secret) and calling the NM's StartContainers
@@ -227,7 +227,7 @@ TEST_F(NmContainerIT, MemoryHogIsKilledWithADiagnosticNamingTheLimit) {
       << s.DebugString();
 }
 
-// Issue #11 finding 1: a token past its expiry starts nothing
+// A token past its expiry starts nothing
 // (PERMISSION_DENIED naming the expiry); an expired token of the same app
 // still reads the container's logs and stops it. Old tokens had no expiry.
 TEST_F(NmContainerIT, ExpiredTokenStartsNothingButStillStopsAndReadsLogs) {
@@ -352,7 +352,7 @@ TEST_F(NmContainerIT, ContainerStatusesNeedATokenAndShowOnlyItsApplication) {
   EXPECT_TRUE(status("c_a", "app_a").has_value());
 }
 
-// Issue #11 finding 8: GetContainerLogs needs a token of the container's
+// GetContainerLogs needs a token of the container's
 // application; without one, with another application's token, or with a
 // token signed by another node's key it is PERMISSION_DENIED. The old NM
 // served any container's logs to anyone.
@@ -375,7 +375,7 @@ TEST_F(NmContainerIT, ContainerLogsNeedATokenOfTheContainersApplication) {
   EXPECT_EQ(data, "secret output\n");
 }
 
-// Issue #11 finding 8: container ids are validated before they are used as a
+// Container ids are validated before they are used as a
 // path: "../../.." and other non-ids are INVALID_ARGUMENT naming container_id
 // for logs, start, stop and status, and no directory appears outside
 // <nm.local-dir>/containers. The old NM read <local-dir>/containers/../../..

@@ -1,4 +1,4 @@
-// Node trust (issue #11, findings 1 and 5) against a real RM and NMs on
+// Node trust against a real RM and NMs on
 // loopback with authentication on (ClusterTest: rm.token-file holds node
 // tokens for nm1..nm9; each NM has its own nm.token-file). The test plays an
 // attacker calling the RM's ResourceTracker and the NMs' ContainerManager.
@@ -64,7 +64,7 @@ class NodeTrustIT : public ClusterTest {
   std::unique_ptr<v1::ResourceTracker::Stub> tracker_;
 };
 
-// The attack of finding 1 end to end. Before: RegisterNode answered anyone
+// The shared-secret attack end to end. Before: RegisterNode answered anyone
 // with the RM's one container-token secret, and a token signed with it ran
 // `/bin/sh -c id` on every node. Now: no token, a user's or an admin's token,
 // or another node's token is PERMISSION_DENIED with no key; nm3's own token
@@ -160,7 +160,7 @@ TEST_F(NodeTrustIT, HeartbeatAndUnregisterWithoutTheNodesTokenAreRefused) {
   EXPECT_EQ(json::parse(out, nullptr, false)["live_nodes"], 2) << out;
 }
 
-// Finding 5: a registration for a live node id from another address is
+// A registration for a live node id from another address is
 // ALREADY_EXISTS naming the node and its live address, even with that node's
 // token; the real node keeps its record and runs an app's AM. Before, the
 // impostor took the record over and AMs were sent to its address.

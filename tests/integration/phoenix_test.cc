@@ -1,4 +1,4 @@
-// Phoenix in the RM daemon (issue #17): real RM, two NMs with resource-kind
+// Phoenix in the RM daemon: real RM, two NMs with resource-kind
 // attributes, morpheusctl and morpheus-dag-am on loopback, with
 // scheduler.policy root.default=phoenix.
 #include <sys/utsname.h>

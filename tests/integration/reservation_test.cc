@@ -1,4 +1,4 @@
-// Reservation system end to end (issue #2): RM + one NM advertising
+// Reservation system end to end: RM + one NM advertising
 // memory=102400,vcores=100; submissions through YARN REST and morpheusctl;
 // restart of the RM; allocations identical afterwards.
 #include <gtest/gtest.h>
@@ -174,7 +174,7 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   EXPECT_EQ(fits.status, 200) << "100 containers for the whole window now fit: " << fits.body;
 }
 
-// Issue #11 finding 4 over REST, gRPC and the CLI: the caller is its token's
+// Over REST, gRPC and the CLI: the caller is its token's
 // principal. bob cannot update or delete alice's reservation (also not by
 // naming her as the user), missing or node credentials are refused, and the
 // owner's REST /update (never called by a test before) succeeds. On the old

@@ -1,4 +1,4 @@
-// Issue #11 (findings 3, 6, 9, 10, 11) end to end with real daemons: an
+// Resilience to node loss and bad input, end to end with real daemons: an
 // acknowledged reservation survives node loss and is re-backed when the node
 // returns; absurd node resources are refused at registration; rejected
 // requests leave the plan and the list unchanged; an empty or shared state
@@ -70,7 +70,7 @@ class ResilienceIT : public ClusterTest {
   }
 };
 
-// Finding 3: an NM down longer than rm.node-expiry does not delete an acknowledged one-off that
+// An NM down longer than rm.node-expiry does not delete an acknowledged one-off that
 // no longer fits: it is listed "at-risk" (reason naming the capacity, REST and CLI), keeps its
 // allocations, and is "active" again once the node returns. Old code deleted it.
 TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
@@ -102,7 +102,7 @@ TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
   EXPECT_EQ(listed()[whole]["resource-allocations"], allocations);
 }
 
-// Finding 3: an NM offering memory=2^63-1 is refused at registration (INVALID_ARGUMENT naming
+// An NM offering memory=2^63-1 is refused at registration (INVALID_ARGUMENT naming
 // total.memory_mib, in the NM's log); live nodes, plan capacity and reservations are unchanged.
 TEST_F(ResilienceIT, AbsurdNodeResourcesAreRefusedAndChangeNothing) {
   startCluster(1);
@@ -122,7 +122,7 @@ TEST_F(ResilienceIT, AbsurdNodeResourcesAreRefusedAndChangeNothing) {
   EXPECT_EQ(absurd.signalAndWait(SIGTERM, 10s), 0);
 }
 
-// Findings 6, 9, 11: each rejected REST submit/update (bad UTF-8 user, unknown queue, bad
+// Each rejected REST submit/update (bad UTF-8 user, unknown queue, bad
 // stage, out-of-range priority, 2^31-1 containers, infeasible) gets 4xx naming the JSON path
 // and leaves the REST list and the plan byte-identical. Old code: 500 and a phantom allocation
 // for the UTF-8 case, 7 s of planning for 2^31-1 containers.
@@ -162,7 +162,7 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
       {"infeasible", twice, "default", "", 409, "PlanningException", true},
   };
   for (const auto& c : cases) {
-    // Only an admin may act for a user named in the request (issue #11 finding 4).
+    // Only an admin may act for a user named in the request.
     const auto auth = bearer(c.user_query.empty() ? "alice" : "ops");
     auto n = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation",
                          "", "application/json", auth);
@@ -187,7 +187,7 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
   }
 }
 
-// Finding 10: an existing 0-byte state database stops the RM (exit 2, one line naming the
+// An existing 0-byte state database stops the RM (exit 2, one line naming the
 // file) unless state-store.init is set.
 TEST(ResilienceStartupIT, EmptyStateDatabaseIsRefusedUnlessInit) {
   std::string dir = freshDir("rm");
@@ -203,7 +203,7 @@ TEST(ResilienceStartupIT, EmptyStateDatabaseIsRefusedUnlessInit) {
   EXPECT_EQ(init.signalAndWait(SIGTERM, 10s), 0);
 }
 
-// Finding 10: a second RM with another data dir but the same database file is refused (exit
+// A second RM with another data dir but the same database file is refused (exit
 // 2, naming the file); the first keeps running.
 TEST(ResilienceStartupIT, SecondRmOnTheSameDatabaseIsRefused) {
   std::string a = freshDir("rm"), b = freshDir("rm");
@@ -219,7 +219,7 @@ TEST(ResilienceStartupIT, SecondRmOnTheSameDatabaseIsRefused) {
   EXPECT_EQ(first.signalAndWait(SIGTERM, 10s), 0);
 }
 
-// Finding 11: an NM whose --node-id contains '|', '/' or ".." refuses to start (exit 2).
+// An NM whose --node-id contains '|', '/' or ".." refuses to start (exit 2).
 TEST(ResilienceStartupIT, NodeIdsWithSeparatorsAreRefused) {
   for (std::string bad : {"a|b", "../x", "a/b"}) {
     Process nm =

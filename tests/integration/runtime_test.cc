@@ -1,4 +1,4 @@
-// Runtime end to end (issue #3): real RM, NMs and the DAG application master
+// Runtime end to end: real RM, NMs and the DAG application master
 // on loopback. A 3-stage DAG completes on 3 NMs; a task over its memory is
 // killed with a diagnostic naming the limit; an NM killed mid-job loses its
 // containers, they re-run elsewhere and the job completes.
@@ -21,7 +21,7 @@ class RuntimeIT : public ClusterTest {};
 // Also: the finished app's telemetry is queryable in the RM and reaches a
 // real morpheus-inference (the RM's feed of Morpheus §4 input).
 TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
-  // Inference authenticates ingestion: the RM feeds it as the admin ops (issue #11).
+  // Inference authenticates ingestion: the RM feeds it as the admin ops.
   std::string inf_dir = freshDir("inference");
   std::string feed_token = inf_dir + "-rm-token";
   writeSecretFile(feed_token, testToken("ops") + "\n");

@@ -1,4 +1,4 @@
-// morpheus-sim CLI (issue #13 "Tests"): a small run writes the report, the
+// morpheus-sim CLI: a small run writes the report, the
 // same seed gives a byte-identical summary.json, bad inputs get one clear
 // line and exit code 2.
 #include <gtest/gtest.h>
@@ -106,7 +106,7 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
   EXPECT_EQ(std::count(o3.begin(), o3.end(), '\n'), 1) << o3;
 }
 
-// morpheus-sim phoenix (issue #17): the floor row (no job waits) is printed
+// morpheus-sim phoenix: the floor row (no job waits) is printed
 // beside the schedulers and is never above them; an unknown policy is one
 // line naming --policies and the known ones, before any table.
 TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {

@@ -1,4 +1,4 @@
-// Mutual TLS between the daemons (issue #11 finding 4, DESIGN.md §9): a
+// Mutual TLS between the daemons (docs/operator/security.md): a
 // throwaway CA and certificates made with the openssl CLI in a temp dir, the
 // real RM, NM, inference service, morpheusctl and morpheus-dag-am on loopback.
 #include <gtest/gtest.h>
@@ -206,7 +206,7 @@ TEST_F(TlsIT, ClusterAcceptsOnlyClientsCertifiedByItsCa) {
   EXPECT_NE(o2.find("--tls-cert (MORPHEUS_TLS_CERT): certificate in"), std::string::npos) << o2;
 }
 
-// RM address lists under mTLS (issue #16): each address is verified against
+// RM address lists under mTLS: each address is verified against
 // its own host name. An NM given "127.0.0.1:<nothing>,localhost:<rm>" and
 // morpheusctl given "localhost:<nothing>,127.0.0.1:<rm>" skip the dead entry
 // and reach the RM whose certificate names both 127.0.0.1 and localhost (one

@@ -1,4 +1,4 @@
-// Issue #14: the RM's web UI in a real browser. A real RM + NMs on loopback,
+// The RM's web UI in a real browser. A real RM + NMs on loopback,
 // reservations submitted through morpheusctl, and the page at /ui/ loaded in
 // Debian's headless Chromium: the rendered DOM must hold one chart series per
 // reservation that exists, and a screenshot is saved under the build dir.

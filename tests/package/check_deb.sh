@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest DebPackageTest (issue #16): builds the Debian package from an existing
+# ctest DebPackageTest: builds the Debian package from an existing
 # build tree with cpack (its binaries are reused, nothing is rebuilt), checks
 # the package's file list, control data and conffiles, unpacks it into a
 # throwaway root (dpkg -x, no installation on this machine) and runs the

@@ -1,5 +1,5 @@
 // Carbyne: altruistic scheduling of ad-hoc jobs (Grandl et al., "Altruistic
-// Scheduling in Multi-Resource Clusters", OSDI'16; issue #17). The policy of
+// Scheduling in Multi-Resource Clusters", OSDI'16). The policy of
 // a leaf queue (scheduler.policy: carbyne) orders its jobs in two tiers:
 //
 //  1. Inter-job fairness (paper §4.1), the DRF tier: a job below its

@@ -15,7 +15,7 @@
 // rho / E[S]). Units: demand and supply in vcores (at least 1 per
 // container), times in milliseconds.
 //
-// Kept incrementally (issue #17): demand changes with asks, supply with the
+// Kept incrementally: demand changes with asks, supply with the
 // free capacity of the matching nodes; both O(constrained resources the node
 // or ask touches) per change, never a scan over nodes or asks — except when a
 // constrained resource is seen for the first time (one scan over the nodes to

@@ -1,5 +1,5 @@
 // QueueOrderingPolicy: which sibling in the scheduling tree is served next
-// (CONVENTIONS.md "Small policy interfaces"; DESIGN.md §6). The scheduler
+// (docs/design/conventions.md "Small policy interfaces"; docs/design/scheduler.md). The scheduler
 // orders ad-hoc queues among their siblings, users inside a leaf queue, apps
 // inside a user or a reservation queue, and reservations beyond their
 // guarantee by the policy's score, lowest first; ties go to the entity created
@@ -28,7 +28,7 @@ class QueueOrderingPolicy {
   // Must be a pure function of its arguments.
   virtual double score(const Resource& used, double weight, const Resource& cluster) const = 0;
 
-  // ---- Job-aware hooks (issue #17). A leaf queue's policy orders the users
+  // ---- Job-aware hooks. A leaf queue's policy orders the users
   // and apps inside it with these; the defaults reduce to score(). ----
 
   // What the policy derives from an app's remaining DAG (Scheduler::reportDag)
@@ -75,7 +75,7 @@ class QueueOrderingPolicy {
     return score(used, weight, cluster);
   }
 
-  // ---- Node-aware choice among an app's asks (issue #17: Carbyne's
+  // ---- Node-aware choice among an app's asks (Carbyne's
   // leftover packing, Tetris SIGCOMM'14 §3.1). ----
 
   // True if the scheduler should offer every ask of an app that can be

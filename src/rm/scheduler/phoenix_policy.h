@@ -1,5 +1,5 @@
 // Phoenix ordering (Thinakaran et al., "Phoenix: A Constraint-aware Scheduler
-// for Heterogeneous Datacenters", ICDCS'17; issue #17), as a
+// for Heterogeneous Datacenters", ICDCS'17), as a
 // QueueOrderingPolicy of the centralised scheduler core.
 //
 // The paper (§IV) keeps a Constraint Resource Vector per constrained resource

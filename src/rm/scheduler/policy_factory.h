@@ -1,4 +1,4 @@
-// Ordering policies by config name (issue #17: scheduler.policy per ad-hoc
+// Ordering policies by config name (scheduler.policy per ad-hoc
 // queue). One line per policy in policy_factory.cc; the list of names in the
 // error message and in policyNames() comes from the same table.
 #pragma once

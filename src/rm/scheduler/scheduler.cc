@@ -146,7 +146,7 @@ class EntityHeap {
 
 enum class Kind : uint8_t { kQueue, kUser, kApp, kReservation };
 
-// The pending-ask index (issue #13 scale work): the distinct container needs
+// The pending-ask index (for scale): the distinct container needs
 // (capability x gang size) of the pending asks below an entity, with how many
 // asks have each. A heartbeat descends into an entity only if one of them fits
 // the node's free resources; otherwise no ask below it could be granted there
@@ -221,7 +221,7 @@ struct Queue : Entity {
   std::string path;
   bool leaf = true;
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
-  // Leaves: orders users and apps inside (issue #17); null = the scheduler's.
+  // Leaves: orders users and apps inside; null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
   int32_t apps = 0;  // leaves: apps admitted
 };
@@ -440,8 +440,8 @@ struct Scheduler::Impl {
   const std::shared_ptr<const QueueOrderingPolicy> policy;
 
   std::map<NodeId, Node> nodes;
-  // Lookup by id without string compares down the tree (issue #13: the
-  // tree's find led morpheus-sim's profile at 50,000 nodes). Never iterated;
+  // Lookup by id without string compares down the tree (the
+  // tree's find led morpheus-sim's profile at scale). Never iterated;
   // std::map keeps element addresses stable.
   std::unordered_map<NodeId, Node*> node_index;
   Node* findNode(const NodeId& id) const {
@@ -489,7 +489,7 @@ struct Scheduler::Impl {
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
-  // Phoenix (issue #17): the Constraint Resource Vector of the pending asks,
+  // Phoenix: the Constraint Resource Vector of the pending asks,
   // the apps with hard-constrained asks (by creation order) whose keys follow
   // its estimates, and the CRV version they were keyed at.
   ConstraintResourceVector crv;
@@ -1019,7 +1019,7 @@ struct Scheduler::Impl {
 
   // The containers of `n` whose grace ended by `now`, in the node's
   // allocation order: killed if still needed (stillNeeded), else their notice
-  // is withdrawn (issue #13).
+  // is withdrawn.
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.marked == 0) return;
     for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
@@ -1168,7 +1168,7 @@ struct Scheduler::Impl {
 
   // Reservations below their guarantee whose containers find no room —
   // free or under notice, on a node where the container fits (cover) — take
-  // capacity back from borrowers (DESIGN.md §6, work conserving). Free
+  // capacity back from borrowers (docs/design/scheduler.md, work conserving). Free
   // fragments no starved container fits count for nothing (they starved a
   // reservation forever before). Approximations: a reservation's need is
   // counted in containers of its largest pending need, and placement

@@ -1,11 +1,11 @@
-// The RM's scheduler core (DESIGN.md §6 "Scheduler and plan follower";
-// issue #3 "Scheduler"): a pure library — no I/O, no threads, no wall clock,
+// The RM's scheduler core (docs/design/scheduler.md):
+// a pure library — no I/O, no threads, no wall clock,
 // no protobuf. Time comes in as the TimePoint of each node heartbeat. The RM
 // daemon translates the AM protocol and the ResourceTracker heartbeats into
 // these calls; the plan follower pushes each reservation's guarantee in with
 // setReservation.
 //
-// Queues and the order of guarantees (Morpheus §3, DESIGN.md §6):
+// Queues and the order of guarantees (Morpheus §3, docs/design/scheduler.md):
 //  1. reservation queues below their guarantee: periodic before one-off, then
 //     the queue using the smallest fraction of its guarantee. A container is
 //     placed here only if it keeps the queue within its guarantee;
@@ -38,7 +38,7 @@
 // to_kill of their node. Once the NM reports them gone (containerCompleted),
 // the reservation gets the capacity on that node's next heartbeat, because
 // step 1 runs first on every heartbeat.
-// A notice is re-checked when its grace ends (issue #13; like YARN's
+// A notice is re-checked when its grace ends (like YARN's
 // ProportionalCapacityPreemptionPolicy, which recomputes its to-preempt set
 // every round): at the first heartbeat of its node at or after the deadline,
 // in the node's allocation order, the container is killed only if it is
@@ -66,19 +66,20 @@
 // gang) of the pending asks below it, so a heartbeat descends only into
 // entities with an ask whose need fits the node's free room; others are
 // skipped at O(distinct needs + log siblings) each instead of visiting every
-// app below them (issue #13: 96% of the simulator's time at 50,000 nodes).
+// app below them (the linear scan dominated the simulator at scale;
+// docs/experiments/simulator.md).
 // Decisions are exactly those of the full walk (SchedulerAskIndexTest).
 // Preemption: the need is kept incrementally, so a heartbeat without a
 // reservation below its guarantee with demand costs O(1); with one, counting
 // the usable room costs O(nodes with room x starved needs + nodes / 64) (a
 // bitset of the nodes whose room may have grown; full nodes are skipped),
 // and a selection O(containers visited x (log lenders + starved needs)) — it
-// never walks containers of reservations within their guarantee (issue #13:
-// the full walk on every heartbeat was 86% of the simulator's time).
+// never walks containers of reservations within their guarantee (the full
+// walk on every heartbeat dominated the simulator at scale; docs/experiments/simulator.md).
 // Re-checking a notice at its deadline costs the same count; withdrawing it costs
 // O(candidates allocated after it) to put it back in allocation order.
 //
-// Phoenix (issue #17; crv.h, phoenix_policy.h): the core keeps the Constraint
+// Phoenix (crv.h, phoenix_policy.h): the core keeps the Constraint
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
 // ask change, O(constrained resources the node has) per container start or
 // end. Apps with hard constraints whose leaf policy (policyOf: the leaf's
@@ -131,7 +132,7 @@ class Scheduler {
   // told they were lost. NOT_FOUND if unknown.
   Result<std::vector<Allocation>> removeNode(const NodeId& node);
 
-  // Harvesting (issue #18; Zhang et al. OSDI'16 §3): what the node offers
+  // Harvesting (Zhang et al. OSDI'16 §3): what the node offers
   // changes with its primary tenant's usage. The node's capacity becomes
   // `total` (may be zero); its running containers stay, and while they exceed
   // it nothing more is placed there (free stays below zero until enough end).
@@ -139,7 +140,7 @@ class Scheduler {
   // unchanged, else re-sorts queues as addNode does.
   Status setNodeTotal(const NodeId& node, const Resource& total);
 
-  // Harvesting (issue #18; Zhang et al. OSDI'16 §4.1): the RM tags a node
+  // Harvesting (Zhang et al. OSDI'16 §4.1): the RM tags a node
   // with its primary tenant's class when it recomputes the classes. Sets (or,
   // with `value` empty, removes) attribute `key`; constraints see the change
   // from the next placement on. NOT_FOUND if unknown; INVALID_ARGUMENT
@@ -185,7 +186,7 @@ class Scheduler {
   // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
 
-  // Issue #17: the app's remaining DAG as its AM reported it (each report
+  // The app's remaining DAG as its AM reported it (each report
   // replaces the previous one; empty = no DAG). The policy of the app's leaf
   // queue turns it into the app's ordering hint (Carbyne: its altruistic
   // need and remaining time) at the app's fair share now: the cluster not used
@@ -197,7 +198,7 @@ class Scheduler {
   // non-negative) leaves the previous hint; NOT_FOUND if the app is unknown.
   Status reportDag(const AppId& app, const std::vector<DagStage>& stages);
 
-  // ---- Reservations (the plan follower, DESIGN.md §6) ----
+  // ---- Reservations (the plan follower, docs/design/scheduler.md) ----
 
   // Creates or updates the reservation queue `id`: its guaranteed capacity is
   // the plan's allocation for its current instance. Called every plan step and
@@ -255,7 +256,7 @@ class Scheduler {
   Result<Resource> appUsed(const AppId& app) const;
   // Containers still asked for by the app (sum of its ask counts).
   Result<int64_t> appPending(const AppId& app) const;
-  // The ordering hint of the app's last reportDag (issue #17; {} if none).
+  // The ordering hint of the app's last reportDag ({} if none).
   Result<AppHint> appHint(const AppId& app) const;
   // Used by a reservation queue or an ad-hoc queue (leaf or parent path).
   Result<Resource> queueUsed(const QueueRef& queue) const;
@@ -267,7 +268,7 @@ class Scheduler {
   // O(queues + apps + asks); for reports, never called while scheduling.
   std::vector<QueueView> queues() const;
 
-  // Admission control (Phoenix, issue #17): for each pending ask of `app`
+  // Admission control (Phoenix): for each pending ask of `app`
   // whose hard constraints no registered node meets (or no such node is large
   // enough for one container or gang), one line naming the ask and the
   // constraints. Empty when every ask can be placed some day. The ask stays

@@ -1,4 +1,4 @@
-// Value types of the scheduler core (DESIGN.md §6). They map 1:1 onto the AM
+// Value types of the scheduler core (docs/design/scheduler.md). They map 1:1 onto the AM
 // protocol messages (proto/morpheus/v1/application_master.proto, common.proto)
 // but do not depend on protobuf: the RM's service edge converts.
 #pragma once
@@ -16,7 +16,7 @@
 
 namespace morpheus::sched {
 
-// Where an application runs: a reservation queue (DESIGN.md §6: every admitted
+// Where an application runs: a reservation queue (docs/design/scheduler.md: every admitted
 // reservation is a per-job queue) or a leaf of the ad-hoc hierarchy
 // ("root.prod.etl").
 class QueueRef {
@@ -37,7 +37,7 @@ class QueueRef {
   std::variant<std::string, ReservationId> v_;
 };
 
-// Periodic reservations have strict priority over one-off ones (DESIGN.md §4:
+// Periodic reservations have strict priority over one-off ones (docs/design/planner.md:
 // one-off reservations are planned on the residual capacity).
 enum class ReservationKind { kPeriodic, kOneOff };
 
@@ -125,8 +125,8 @@ struct NodeUpdateResult {
   std::vector<Allocation> to_kill;
 };
 
-// One remaining stage of an app's DAG as its AM reports it (issue #17,
-// Carbyne: AllocateRequest.stages). Stages that finished are not reported.
+// One remaining stage of an app's DAG as its AM reports it (Carbyne,
+// OSDI'16 §4: AllocateRequest.stages). Stages that finished are not reported.
 struct DagStage {
   int64_t tasks_left = 0;    // tasks not yet succeeded (running ones included), > 0
   Millis task_duration{0};   // estimated duration of one task, > 0
@@ -152,8 +152,8 @@ class QueueOrderingPolicy;
 struct AdhocQueueConfig {
   std::string path;
   double weight = 1.0;  // share relative to siblings; must be > 0
-  // Leaves only: orders the users and apps inside the queue (issue #17,
-  // scheduler.policy); null = the scheduler's policy.
+  // Leaves only: orders the users and apps inside the queue
+  // (scheduler.policy); null = the scheduler's policy.
   std::shared_ptr<const QueueOrderingPolicy> policy = nullptr;
 };
 
@@ -175,8 +175,8 @@ struct SchedulerOptions {
   // "root.default" with weight 1.
   std::vector<AdhocQueueConfig> adhoc_queues;
   // Time between a preemption notice and the container appearing in a to_kill
-  // list, if it is still needed then (scheduler.h). Default 15 s (issue #3,
-  // rm.preemption-grace).
+  // list, if it is still needed then (scheduler.h). Default 15 s
+  // (rm.preemption-grace).
   Millis preemption_grace{15000};
   // Delay scheduling for soft constraints: an ask whose soft constraints do
   // not match a node may use it once it has been passed over for this long

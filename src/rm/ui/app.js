@@ -1,4 +1,4 @@
-// The Morpheus RM's operator page (issue #14). Plain JS and SVG, no library:
+// The Morpheus RM's operator page. Plain JS and SVG, no library:
 // every asset is embedded in the RM. It polls the RM's /ui/api/* JSON every
 // POLL_MS with "Authorization: Bearer TOKEN"; the token is pasted once (or
 // given as #token=... in the URL, which is moved to sessionStorage and

@@ -1,4 +1,4 @@
-# Turns the web UI's files into a C++ source at build time (issue #14): every
+# Turns the web UI's files into a C++ source at build time: every
 # asset the RM serves is compiled in, so the page needs no network, no CDN
 # and no npm. Usage:
 #   cmake -DOUT=<file.cc> -DFILES="<a.html>|<b.js>|..." -P embed.cmake

@@ -1,4 +1,4 @@
-// Peer address lists (issue #16): parsing, and the pick_first gRPC target.
+// Peer address lists: parsing, and the pick_first gRPC target.
 #include "common/address_list.h"
 
 #include <gtest/gtest.h>

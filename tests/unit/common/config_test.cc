@@ -102,7 +102,7 @@ TEST(ConfigTest, SetOverridesAndValidates) {
   EXPECT_FALSE(s.set("rm.node-expiry", "10ms").isOk()) << "below the minimum";
 }
 
-// Finding 11: a list written as a string is refused in YAML, and --set accepts "a,b" or the
+// A list written as a string is refused in YAML, and --set accepts "a,b" or the
 // flow form "[a, b]" (not the items "[a" and " b]").
 TEST(ConfigTest, ListValuesMustBeLists) {
   Opts o;

@@ -1,4 +1,4 @@
-// HttpServer under hostile load (issue #11 findings 2 and 9), with real
+// HttpServer under hostile load, with real
 // loopback sockets: timeouts, connection caps, accept after EMFILE, handlers
 // off the I/O thread, body and header limits.
 #include "common/http_server.h"

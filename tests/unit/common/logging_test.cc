@@ -1,4 +1,4 @@
-// setupLogging (common/logging.h, issue #16): UTC timestamps with offset,
+// setupLogging (common/logging.h): UTC timestamps with offset,
 // rotation by size and count, reopening after an outside rotation.
 #include "common/logging.h"
 

@@ -1,4 +1,4 @@
-// FailoverChannel (issue #16): per-call failover over a list of RM addresses,
+// FailoverChannel: per-call failover over a list of RM addresses,
 // against in-process gRPC servers on loopback: a fake "standby" that refuses
 // every call with the leader hint, a fake "active" ClientService that counts
 // calls, and one that fails UNAVAILABLE without a hint (in-flight failure).

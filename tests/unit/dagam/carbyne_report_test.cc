@@ -1,4 +1,4 @@
-// The DAG AM's half of Carbyne's protocol (issue #17): the job spec's
+// The DAG AM's half of Carbyne's protocol: the job spec's
 // estimated_task_ms and each stage's resources reach the stage reports.
 #include <gtest/gtest.h>
 

@@ -162,7 +162,7 @@ TEST(JobSpecTest, RejectsBadNumbersAndConstraints) {
   EXPECT_EQ(errorOf(twoStages(", reads: /data/x")), "stages[1].reads: must be a list of strings");
 }
 
-// Issue #17: a stage's expected task time and constraint operators are read;
+// A stage's expected task time and constraint operators are read;
 // an unknown operator is refused naming the field.
 TEST(JobSpecTest, ReadsExpectedTaskTimeAndConstraintOps) {
   auto r = parseJobSpec(twoStages(

@@ -339,7 +339,7 @@ std::vector<double> lateBulk(int64_t minutes) {
 
 // Runs that started slowly (1 container, then 10 wide at their end) and
 // outlast the window: the proposal reserves the compression front-loaded
-// (issue #13) and keeps it in order; an RM with no room for the front-loaded
+// and keeps it in order; an RM with no room for the front-loaded
 // shape gets the in-order one, which the accepted proposal then holds.
 TEST_F(InferenceCoreTest, RmWithoutRoomForTheFrontLoadedSkylineGetsItInOrder) {
   Proposal p = proposeWithSlowRuns(lateBulk);

@@ -29,7 +29,7 @@ TEST(SkylineReshapeTest, HalvedWindowDoublesTheHeight) {
 
 // A history that started slowly (low early, high late: runs that waited for
 // capacity) comes out front-loaded: the same steps, highest first, as a DAG
-// running at full speed is widest early (issue #13).
+// running at full speed is widest early.
 TEST(SkylineReshapeTest, LateBulkComesOutFrontLoaded) {
   // Stretched {2, 2, 8, 8}.
   EXPECT_EQ(*fitSkylineToWindow({1, 1, 1, 1, 4, 4, 4, 4}, 4, 100),

@@ -214,7 +214,7 @@ TEST_F(RuntimeFixture, CgroupModeWritesMemoryMaxAndJoinsTheCgroup) {
   EXPECT_NE(st.message().find("nm.memory-enforcement"), std::string::npos) << st.message();
 }
 
-// nm.cgroup-parent: own (issue #16): the NM moves itself below its delegated
+// nm.cgroup-parent: own: the NM moves itself below its delegated
 // cgroup and puts containers in <own>/containers, never writing the root's
 // cgroup.subtree_control (stand-in hierarchy: the files the kernel would provide).
 TEST_F(RuntimeFixture, DelegatedCgroupKeepsContainersBelowTheNmsOwnCgroup) {
@@ -416,7 +416,7 @@ TEST_F(RuntimeFixture, ARestartedRuntimeKeepsVerdictsAndDeadlines) {
 namespace morpheus::nm {
 namespace {
 
-// Issue #11 finding 8: an id that is not a container id never becomes a path
+// An id that is not a container id never becomes a path
 // (launch and logs are INVALID_ARGUMENT naming container_id, nothing is
 // created); an acknowledged container's application stays known (for the
 // logs' token check), also to a restarted runtime, which does not re-attach

@@ -1,4 +1,4 @@
-// CPU throttling of secondary containers on a real cgroup (issue #18;
+// CPU throttling of secondary containers on a real cgroup (Zhang et al.,
 // OSDI'16 §3: throttle before killing). A busy process in its own session
 // plays the container; the test needs root and a writable cgroup cpu
 // controller, and skips with the reason otherwise. Every cgroup it creates is

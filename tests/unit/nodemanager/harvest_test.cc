@@ -1,4 +1,4 @@
-// Harvesting on the NM (issue #18): the primary tenant's usage sources (file,
+// Harvesting on the NM: the primary tenant's usage sources (file,
 // cgroup v1/v2 on stand-in directories, a process set on a stand-in /proc)
 // and the throttle-then-kill policy that keeps secondary containers inside
 // what the primary leaves.

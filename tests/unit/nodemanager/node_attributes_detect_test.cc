@@ -1,4 +1,4 @@
-// NM attribute auto-detection (issue #17) on fixture sysfs/proc/dev trees:
+// NM attribute auto-detection on fixture sysfs/proc/dev trees:
 // every detected key, what is skipped, and configured values overriding.
 #include "nodemanager/node_attributes_detect.h"
 

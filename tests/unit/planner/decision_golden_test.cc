@@ -1,4 +1,4 @@
-// Issue #15: LowCost was made faster without changing its decisions. This
+// LowCost was made faster without changing its decisions. This
 // test replays fixed-seed random admission sequences (Morpheus §6 LowCost
 // under every tie-break, the one-gang reference placer, other end points and
 // alignment weights, multi-dimensional resources; greedy as well) and compares
@@ -161,7 +161,7 @@ std::vector<std::string> replay() {
 }
 
 // Every placement (and its exact cost) equals the one recorded from the code
-// before the issue #15 speed-up, on 216 fixed-seed random submissions.
+// before LowCost's speed-up, on 216 fixed-seed random submissions.
 TEST(LowCostDecisionTest, PlacementsMatchRecordedDecisions) {
   std::vector<std::string> got = replay();
   const std::string path = MORPHEUS_PLANNER_GOLDEN;

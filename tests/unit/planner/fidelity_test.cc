@@ -1,4 +1,4 @@
-// Issue #12 "Faithful to the papers": LowCost's tie-break (Morpheus §6,
+// Faithful to the papers: LowCost's tie-break (Morpheus §6,
 // adjusting LowCost to facilitate reprovisioning), gang batching that never
 // stacks where per-gang placement spreads, and strict priority of periodic
 // reservations at admission.

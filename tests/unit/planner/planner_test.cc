@@ -234,7 +234,7 @@ TEST_P(BothAgentsTest, PeriodicHasPriorityOverAdmittedOneOffs) {
 
 // An hourly reservation blocked in one hour of the day is refused whole, and
 // its instances over the LCM (one daily reservation per hour) are admitted
-// in every other hour (issue #13: refused hourly jobs ran unreserved).
+// in every other hour (refused hourly jobs ran unreserved).
 TEST_P(BothAgentsTest, InstancesOverLcmAdmitWhatAWholeRecurringOneCannot) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(p->submit(ReservationId("busy"), block(100, 5 * 60, 5 * 60 + 20), kNow).isOk());

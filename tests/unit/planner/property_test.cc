@@ -1,4 +1,4 @@
-// Randomised property tests over both agents (CONVENTIONS.md "Tests": the same
+// Randomised property tests over both agents (docs/design/conventions.md "Tests": the same
 // suite runs over every implementation; seeds are logged).
 #include <gtest/gtest.h>
 

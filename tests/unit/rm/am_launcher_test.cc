@@ -1,4 +1,4 @@
-// AmLauncher (issue #15): concurrent, bounded AM launches over real gRPC on
+// AmLauncher: concurrent, bounded AM launches over real gRPC on
 // loopback, against an in-process ContainerManager and a silent listener.
 #include "rm/am_launcher.h"
 

@@ -1,4 +1,4 @@
-// The RM's Carbyne edge (issue #17): stage reports -> the core's DAG, and the
+// The RM's Carbyne edge: stage reports -> the core's DAG, and the
 // scheduler.policy config key.
 #include <gtest/gtest.h>
 
@@ -66,7 +66,7 @@ TEST(QueuePoliciesTest, ResolvesLeavesAndNamesBadEntries) {
   Status parent = resolveQueuePolicies({{"root.prod", "drf"}}, {"root.prod.etl"}, &o);
   EXPECT_NE(parent.message().find("scheduler.policy.root.prod"), std::string::npos);
   EXPECT_EQ(o.queue_policies["root.default"]->name(), "carbyne");
-  // Phoenix (issue #17) is one more leaf policy, next to carbyne.
+  // Phoenix is one more leaf policy, next to carbyne.
   RuntimeOptions mixed;
   ASSERT_TRUE(resolveQueuePolicies({{"root.a", "phoenix"}, {"root.b", "carbyne"}},
                                    {"root.a", "root.b"}, &mixed)

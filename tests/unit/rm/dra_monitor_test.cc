@@ -1,4 +1,4 @@
-// DraMonitor (issue #4, Morpheus §7) with the real ReservationManager and
+// DraMonitor (Morpheus §7) with the real ReservationManager and
 // planner over SQLite and the virtual clock. The runtime's demand is given by
 // the test (a plain function, the monitor's only input besides the plan);
 // passes are driven by calling tick().

@@ -1,4 +1,4 @@
-// Harvesting in the RM (issue #18; Zhang et al., OSDI'16 §4): bounded
+// Harvesting in the RM (Zhang et al., OSDI'16 §4): bounded
 // downsampled utilisation series, FFT labelling and k-means classes (§4.1),
 // class selection (Algorithm 1) and replica placement (Algorithm 2), on
 // hand-made series and clusters.

@@ -1,4 +1,4 @@
-// LeaderElector against a real single-member etcd on loopback (issue #16):
+// LeaderElector against a real single-member etcd on loopback:
 // one active at a time, takeover when the lease expires, step-down when the
 // active is cut off from etcd, and the deposed active's writes fenced.
 #include "rm/leader_election.h"

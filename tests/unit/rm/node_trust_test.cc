@@ -1,4 +1,4 @@
-// Node trust in the RM core (issue #11, findings 1 and 5): per-node
+// Node trust in the RM core: per-node
 // container-token keys with an expiry, the rm.container-token-expiry option,
 // and refusing a second registration of a live node id from another address.
 #include <gtest/gtest.h>
@@ -68,7 +68,7 @@ TEST_F(NodeTrustTest, ContainerTokenExpiryOptionParses) {
   EXPECT_FALSE(s.set("rm.container-token-expiry", "soon").isOk());
 }
 
-// Finding 5: while nm1 is live at A, a registration of nm1 from B is
+// While nm1 is live at A, a registration of nm1 from B is
 // ALREADY_EXISTS naming the node and A, and the record keeps A; A itself may
 // re-register (an NM restart); once nm1 is lost, or after it unregistered, B
 // is accepted. Before, B silently took the record over.

@@ -57,7 +57,7 @@ TEST_F(ReservationManagerTest, RecoversIdenticalPlacements) {
             mgr_->guaranteedAt(ReservationId("r1"), t));
 }
 
-// Finding 10: a stored placement holding more than its definition allows (here 50 containers
+// A stored placement holding more than its definition allows (here 50 containers
 // at once for a 5-container definition) stops recovery with an error naming the reservation.
 TEST_F(ReservationManagerTest, RecoverRefusesPlacementBeyondDefinition) {
   ASSERT_TRUE(mgr_->submit(ReservationId("r1"), def(5), 0, nullptr).isOk());
@@ -184,7 +184,7 @@ class FlakyStore : public store::StateStore {
   store::StateStore& real_;
 };
 
-// Finding 6: every rejected submit/update, whichever check fails (before or after planning),
+// Every rejected submit/update, whichever check fails (before or after planning),
 // leaves the plan, the list and the store exactly as they were.
 TEST_F(ReservationManagerTest, EveryRejectedRequestLeavesNoState) {
   FlakyStore flaky(*store_);
@@ -265,7 +265,7 @@ TEST_F(ReservationManagerTest, EveryRejectedRequestLeavesNoState) {
   EXPECT_EQ(observable(m, *store_, clock_.now()), two);
 }
 
-// Issue #12: periodic reservations have strict priority at admission (Morpheus §6).
+// Periodic reservations have strict priority at admission (Morpheus §6).
 class DisplacementTest : public ReservationManagerTest {
  protected:
   // One gang of n containers for 10 min inside [from, from + window).
@@ -406,7 +406,7 @@ TEST_F(ReservationManagerTest, ReprovisionBudget) {
 namespace morpheus::rm {
 namespace {
 
-// Finding 11: the gRPC edge names the wire field (definition.stages[0].duration_ms), not the
+// The gRPC edge names the wire field (definition.stages[0].duration_ms), not the
 // planner's internal one (stages[0].duration).
 TEST_F(ReservationManagerTest, GrpcErrorsNameWireFields) {
   // No server, so no token metadata: authentication off, the caller is an admin.
@@ -437,7 +437,7 @@ TEST_F(ReservationManagerTest, GrpcErrorsNameWireFields) {
   EXPECT_EQ(s.error_message().rfind("definition.priority:", 0), 0u) << s.error_message();
 }
 
-// Finding 3: absurd node resources are refused at registration naming the field; ids with
+// Absurd node resources are refused at registration naming the field; ids with
 // '|', '/' or '..' are refused; the capacity is unchanged by a refused registration.
 TEST(NodeRegistryTest, RefusesAbsurdResourcesAndBadIds) {
   NodeRegistry reg(Millis(10000));
@@ -479,7 +479,7 @@ TEST(NodeRegistryTest, RefusesAbsurdResourcesAndBadIds) {
 namespace morpheus::rm {
 namespace {
 
-// Per-instance one-off reservations (issue #12) are accepted ahead of their
+// Per-instance one-off reservations are accepted ahead of their
 // instances: an app with the recurrence key binds to the reservation of the
 // current or next instance, not to the latest accepted one; once every window
 // has passed, to the latest accepted.

@@ -1,4 +1,4 @@
-// RmRuntime's harvesting classes and class selection (issue #18; Zhang et
+// RmRuntime's harvesting classes and class selection (Zhang et
 // al., OSDI'16 §4.1, Algorithm 1) with its real collaborators (RmCore,
 // AppManager over SQLite) and the virtual clock; NMs and AMs are played by
 // direct calls with the wire messages, primary tenants by the heartbeats'

@@ -1,4 +1,4 @@
-// RmRuntime fed change-only node reports (issue #15: NMs list only new and
+// RmRuntime fed change-only node reports (NMs list only new and
 // completed containers between full reports, nodemanager/heartbeat_report.h)
 // decides exactly as when fed full reports. Each run has its own RM (real
 // RmCore, AppManager over SQLite, RmRuntime) on its own virtual clock with the

@@ -269,7 +269,7 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
 }
 
-// Issue #15 (asynchronous scheduling): the report part of a heartbeat acks
+// Asynchronous scheduling: the report part of a heartbeat acks
 // completions and grants nothing; scheduleNode grants; only one scheduling
 // per node is asked for until it ran; a kill that scheduling chooses goes out
 // with the node's next report.
@@ -306,7 +306,7 @@ TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
   EXPECT_EQ(with_kill.containers_to_kill_size(), 1);
 }
 
-// Issue #13: the reservation's app is gone before the grace ends, so the
+// The reservation's app is gone before the grace ends, so the
 // notice is withdrawn: nothing is killed, and the container ending later on
 // its own is not reported as preempted.
 TEST_F(RuntimeTest, WithdrawnNoticeKillsNothingAndIsNotReportedPreempted) {
@@ -475,7 +475,7 @@ TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
   EXPECT_NE(rec->am_container, am);
 }
 
-// Issue #12: the skyline a run leaves (telemetry) counts the containers DRA
+// The skyline a run leaves (telemetry) counts the containers DRA
 // counts as used, AM included; a reservation fitted to it and a next run of
 // the same shape is at its plan, and DRA grants nothing.
 TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
@@ -599,7 +599,7 @@ TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
 namespace morpheus::rm {
 namespace {
 
-// Harvesting (issue #18): the NM's harvest offer caps what the RM places on
+// Harvesting: the NM's harvest offer caps what the RM places on
 // the node (its AM counts against it too); a larger offer frees room again.
 TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
   addNode("n1", 8);

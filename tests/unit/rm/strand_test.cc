@@ -1,4 +1,4 @@
-// Strand (issue #15): the RM's scheduling thread for node heartbeats.
+// Strand: the RM's scheduling thread for node heartbeats.
 #include "rm/strand.h"
 
 #include <gtest/gtest.h>
@@ -53,7 +53,7 @@ TEST(StrandTest, FullQueueRefusesAndStopRunsWhatWasAccepted) {
   EXPECT_EQ(ran, 2);
 }
 
-// Issue #15 (asynchronous scheduling): RPC tasks waiting go before
+// Asynchronous scheduling: RPC tasks waiting go before
 // background ones, one background task per turn, and background work still
 // runs while RPC tasks keep coming.
 TEST(StrandTest, RpcTasksGoFirstAndBackgroundTasksStillProgress) {

@@ -1,4 +1,4 @@
-// The web UI's embedded assets (issue #14): what index.html loads is compiled
+// The web UI's embedded assets: what index.html loads is compiled
 // in, and no asset loads anything from the network.
 #include <gtest/gtest.h>
 

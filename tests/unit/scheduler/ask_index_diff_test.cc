@@ -1,4 +1,4 @@
-// Differential test of the scheduler's pending-ask index (issue #13 scale
+// Differential test of the scheduler's pending-ask index (scale
 // work): a heartbeat now descends only into entities with a pending ask whose
 // need fits the node (FitIndex in scheduler.cc), instead of visiting every app
 // with demand. Decisions must not change. reference_scheduler.{h,cc} is the

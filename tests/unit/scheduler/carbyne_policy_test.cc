@@ -1,4 +1,4 @@
-// Carbyne ordering policy (OSDI'16 §4; issue #17): hand-computable forward /
+// Carbyne ordering policy (OSDI'16 §4): hand-computable forward /
 // reverse packings, the two-tier score, misestimates, the policy factory, and
 // the scheduler core serving leftover SRTF-first.
 #include "rm/scheduler/carbyne_policy.h"

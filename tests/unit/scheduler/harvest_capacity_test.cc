@@ -1,4 +1,4 @@
-// Scheduler::setNodeTotal (issue #18): a node's capacity follows what its
+// Scheduler::setNodeTotal: a node's capacity follows what its
 // primary tenant leaves; running containers stay, nothing new is placed
 // beyond the new capacity, and capacity given back is used again.
 #include <gtest/gtest.h>

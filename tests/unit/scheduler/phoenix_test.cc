@@ -1,4 +1,4 @@
-// Phoenix in the scheduler core (issue #17): constraint matching on resource
+// Phoenix in the scheduler core: constraint matching on resource
 // kinds, the Constraint Resource Vector, the phoenix ordering and admission
 // control's pending reasons.
 #include <gtest/gtest.h>

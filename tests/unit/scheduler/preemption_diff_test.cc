@@ -1,11 +1,11 @@
-// Differential test of the scheduler's preemption selection (issue #13 scale
+// Differential test of the scheduler's preemption selection (scale
 // work): Scheduler::Impl::selectVictims merges per-borrower candidate lists
 // and keeps the shortfall incrementally; it must pick exactly the victims of
 // the original algorithm, which walked every container newest first on every
 // heartbeat. That walk is kept here, over a model the test maintains from the
 // public API only (allocations in grant order, notices, completions), and the
 // two are compared after every heartbeat of random instances. The model also
-// re-checks notices at their deadline (issue #13: a notice no longer needed
+// re-checks notices at their deadline (a notice no longer needed
 // is withdrawn), and the kills are compared too.
 #include <gtest/gtest.h>
 
@@ -138,7 +138,7 @@ Accounts accounts(const Scheduler& s, const std::vector<ModelContainer>& all,
   return a;
 }
 
-// Issue #13's rule, written plainly: at a heartbeat of `node`, its noticed
+// The re-check rule, written plainly: at a heartbeat of `node`, its noticed
 // containers whose deadline passed, in allocation order, are killed if still
 // needed (their reservation stays within its guarantee without them and the
 // shortfall — the need less the room where a starved container fits — is not
@@ -440,7 +440,7 @@ class Instance {
 // On random instances (nodes, ad-hoc and reservation apps, guarantees that
 // rise and fall, AM and recovered containers, completions), every heartbeat
 // selects exactly the victims of the original full walk, in the same order,
-// and kills exactly the noticed containers issue #13's rule still needs.
+// and kills exactly the noticed containers the re-check rule still needs.
 TEST(SchedulerPreemptionTest, SameVictimsAsFullWalkOnRandomInstances) {
   int64_t victims = 0, kills = 0;
   for (uint32_t seed = 1; seed <= 150; seed++) {

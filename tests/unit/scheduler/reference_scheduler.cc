@@ -1,12 +1,12 @@
 // TEST ORACLE, not product code: the scheduler core as it was before the
-// pending-ask index (issue #13 scale work, branch i13-scale), copied verbatim
+// pending-ask index (the scale work), copied verbatim
 // from src/rm/scheduler/scheduler.{h,cc} with only the namespace changed
 // (morpheus::sched::reference). Every heartbeat of this copy walks the heaps
 // into every app with demand; ask_index_diff_test.cc drives it and the real
 // Scheduler with the same calls and requires identical results. Do not
 // "improve" it: it is the old behaviour the index must reproduce. One later
 // change is ported, since it is a rule and not an index: the re-check of a
-// notice at its deadline (issue #13, collectKills / stillNeeded / withdraw).
+// notice at its deadline (collectKills / stillNeeded / withdraw).
 #include "reference_scheduler.h"
 
 #include <algorithm>
@@ -304,7 +304,7 @@ void EntityHeap::update(Entity* e, Key k) {
 // noexcept: libstdc++ then stores each element's hash code, so a lookup
 // neither rehashes the chain's keys to find the bucket's end nor compares
 // keys whose codes differ (with the noexcept std::hash<StrongId>, hashing
-// the container ids was ~30% of a simulated heartbeat at 1,000 nodes).
+// the container ids took a large share of a simulated heartbeat).
 template <typename Id>
 struct StoredHash {
   size_t operator()(const Id& id) const { return std::hash<std::string>()(id.value()); }
@@ -730,7 +730,7 @@ struct Scheduler::Impl {
 
   // The containers of `n` whose grace ended by `now`, in the node's
   // allocation order: killed if still needed (stillNeeded), else their notice
-  // is withdrawn (issue #13).
+  // is withdrawn.
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.marked == 0) return;
     for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
@@ -860,7 +860,7 @@ struct Scheduler::Impl {
 
   // Reservations below their guarantee whose containers find no room —
   // free or under notice, on a node where the container fits (cover) — take
-  // capacity back from borrowers (DESIGN.md §6, work conserving). Free
+  // capacity back from borrowers (docs/design/scheduler.md, work conserving). Free
   // fragments no starved container fits count for nothing (they starved a
   // reservation forever before). Approximations: a reservation's need is
   // counted in containers of its largest pending need, and placement

@@ -1,18 +1,18 @@
 // TEST ORACLE, not product code: the scheduler core as it was before the
-// pending-ask index (issue #13 scale work, branch i13-scale), copied verbatim
+// pending-ask index (the scale work), copied verbatim
 // from src/rm/scheduler/scheduler.{h,cc} with only the namespace changed
 // (morpheus::sched::reference). Every heartbeat of this copy walks the heaps
 // into every app with demand; ask_index_diff_test.cc drives it and the real
 // Scheduler with the same calls and requires identical results. Do not
 // "improve" it: it is the old behaviour the index must reproduce.
-// The RM's scheduler core (DESIGN.md §6 "Scheduler and plan follower";
-// issue #3 "Scheduler"): a pure library — no I/O, no threads, no wall clock,
+// The RM's scheduler core (docs/design/scheduler.md):
+// a pure library — no I/O, no threads, no wall clock,
 // no protobuf. Time comes in as the TimePoint of each node heartbeat. The RM
 // daemon translates the AM protocol and the ResourceTracker heartbeats into
 // these calls; the plan follower pushes each reservation's guarantee in with
 // setReservation.
 //
-// Queues and the order of guarantees (Morpheus §3, DESIGN.md §6):
+// Queues and the order of guarantees (Morpheus §3, docs/design/scheduler.md):
 //  1. reservation queues below their guarantee: periodic before one-off, then
 //     the queue using the smallest fraction of its guarantee. A container is
 //     placed here only if it keeps the queue within its guarantee;
@@ -47,8 +47,8 @@
 // fits costs O(distinct ask shapes). No per-allocation scan over apps.
 // Preemption: the shortfall is kept incrementally, so a heartbeat without one
 // costs O(1); a selection costs O((lenders + containers visited) log lenders)
-// — it never walks containers of reservations within their guarantee (issue
-// #13: the full walk on every heartbeat was 86% of the simulator's time).
+// — it never walks containers of reservations within their guarantee (the
+// full walk on every heartbeat dominated the simulator at scale).
 //
 // Thread-safety: none. One thread (the RM's scheduling strand) owns it.
 #pragma once
@@ -132,7 +132,7 @@ class Scheduler {
   // `container.am` set, the container is never a preemption victim.
   Status recoverContainer(const Allocation& container);
 
-  // ---- Reservations (the plan follower, DESIGN.md §6) ----
+  // ---- Reservations (the plan follower, docs/design/scheduler.md) ----
 
   // Creates or updates the reservation queue `id`: its guaranteed capacity is
   // the plan's allocation for its current instance. Called every plan step and

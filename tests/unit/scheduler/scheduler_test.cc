@@ -1,4 +1,4 @@
-// Scheduler core (DESIGN.md §6): order of guarantees, fairness, lending and
+// Scheduler core (docs/design/scheduler.md): order of guarantees, fairness, lending and
 // preemption with virtual time, gangs, constraints, accounting.
 #include "rm/scheduler/scheduler.h"
 
@@ -191,7 +191,7 @@ TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
   EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(4096, 4));
 }
 
-// Issue #13: 8 ad-hoc containers fill n1 (8 vcores); reservation r1
+// 8 ad-hoc containers fill n1 (8 vcores); reservation r1
 // (guarantee 4 containers) then asks `res_ask`, and the newest ad-hoc
 // containers get notices at kT0 + 1 s, deadline kT0 + 16 s. `notices`
 // nullptr: the AM has not taken them yet.
@@ -213,7 +213,7 @@ std::unique_ptr<Scheduler> lentAndNoticed(int32_t res_ask, std::vector<Allocatio
   return s;
 }
 
-// Issue #13: a notice whose need is gone by its deadline (the reservation's
+// A notice whose need is gone by its deadline (the reservation's
 // app finished) is withdrawn: the container is not killed, keeps running, and
 // is a candidate again — newest first, as if it had never been noticed.
 TEST(SchedulerTest, NoticeWithdrawnWhenTheReservationsAppFinishes) {
@@ -240,7 +240,7 @@ TEST(SchedulerTest, NoticeWithdrawnWhenTheReservationsAppFinishes) {
   ASSERT_EQ(kill.to_kill.size(), 2u);
 }
 
-// Issue #13: the ask is cancelled before the AM even took the notices: they
+// The ask is cancelled before the AM even took the notices: they
 // are dropped with the withdrawal.
 TEST(SchedulerTest, NoticeWithdrawnWhenTheAskIsCancelled) {
   std::vector<Allocation> fill;
@@ -251,7 +251,7 @@ TEST(SchedulerTest, NoticeWithdrawnWhenTheAskIsCancelled) {
   EXPECT_EQ(s->appUsed(AppId("adhoc")).value(), Resource(8192, 8));
 }
 
-// Issue #13: two containers noticed, the need shrinks to one before the
+// Two containers noticed, the need shrinks to one before the
 // deadline: exactly one is killed, the newest (the node's older one is
 // checked first and spared), and the spared one is a candidate again.
 TEST(SchedulerTest, NeedShrinksToOneOfTwoNoticesKillsTheNewest) {
@@ -273,7 +273,7 @@ TEST(SchedulerTest, NeedShrinksToOneOfTwoNoticesKillsTheNewest) {
   EXPECT_EQ(again[0].container, fill[6].container);
 }
 
-// Issue #13: the victim's own reservation is back within its guarantee at
+// The victim's own reservation is back within its guarantee at
 // the deadline (its guarantee rose): its containers are no longer borrowed,
 // the notices are withdrawn.
 TEST(SchedulerTest, NoticeWithdrawnWhenTheVictimsReservationIsWithinItsGuarantee) {
@@ -552,7 +552,7 @@ TEST(SchedulerTest, NodeRemovalReturnsLostContainers) {
   EXPECT_EQ(s->nodeUpdate(NodeId("n1"), kT0).status().code(), StatusCode::kNotFound);
 }
 
-// Issue #13 (scale): a node's slot updates it as its id does; the slot of a
+// Scale: a node's slot updates it as its id does; the slot of a
 // removed node stays invalid even when a node of the same id joins again;
 // nodeHasNotices follows the node's containers under notice until the kill.
 TEST(SchedulerTest, NodeSlotsUpdateByHandleAndAreNeverReused) {

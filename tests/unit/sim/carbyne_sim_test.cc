@@ -1,4 +1,4 @@
-// Carbyne in morpheus-sim (issue #17): the ad-hoc queue's policy from
+// Carbyne in morpheus-sim: the ad-hoc queue's policy from
 // ExperimentOptions, on a hand-computable pair of jobs, and bad options.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The Eagle-C baseline of the Phoenix experiment (issue #17): constraint-aware
+// The Eagle-C baseline of the Phoenix experiment: constraint-aware
 // probing, Succinct State Sharing, partitions, Sticky Batch Probing, SRPT with
 // starvation prevention, and the end-to-end run.
 #include "sim/eagle_sim.h"

@@ -1,4 +1,4 @@
-// morpheus-sim engine (issue #13 "Tests"): small scenarios whose outcomes are
+// morpheus-sim engine: small scenarios whose outcomes are
 // known by hand, determinism, bad inputs. Workloads are hand-made and realised
 // exactly (no noise) unless a test says otherwise.
 #include <gtest/gtest.h>
@@ -476,7 +476,7 @@ TEST(SimEngineTest, SkylineLongerThanWindowIsReshapedWhenTheJobCanRunWider) {
   expectReshapedOwnReservation(w, o);
 }
 
-// Issue #13 (seed 1's periodic-00006, seed 2's periodic-00022): a window off
+// A window off
 // the plan-step grid. Input and submission at 30 s, due at 30 min 30 s: the
 // window is 30 min long but holds only 29 whole plan steps ([1 min, 30 min)),
 // all the planner can place in. The skyline (40 min runs every fourth hour)
@@ -751,7 +751,7 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResultsOnAnyThreadCount) {
   EXPECT_NE(bad.status().message().find("threads"), std::string::npos);
 }
 
-// Issue #13 (scale): skipping offers of new asks to free nodes that cannot
+// Scale: skipping offers of new asks to free nodes that cannot
 // change anything (no more room than a node that just declined, no notice
 // to withdraw) leaves every decision as offering each node does.
 TEST(SimEngineTest, SkippedOffersChangeNoDecision) {

@@ -1,5 +1,5 @@
-// The fluid ad-hoc model (sim/fluid_adhoc.h, --task-model fluid; issue #13
-// "Scale"): hand-computed completion steps of FluidPool, and a simulated run
+// The fluid ad-hoc model (sim/fluid_adhoc.h, --task-model fluid):
+// hand-computed completion steps of FluidPool, and a simulated run
 // in which the pool's app takes its containers through the real scheduler.
 #include "sim/fluid_adhoc.h"
 

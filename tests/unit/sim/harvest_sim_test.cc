@@ -1,4 +1,4 @@
-// The harvesting simulator (issue #18): generated primary series carry the
+// The harvesting simulator: generated primary series carry the
 // three patterns the classifier recovers, real series parse with the
 // documented format, and small deterministic runs show kills only where the
 // primary grows and replicas diversified by Algorithm 2.

@@ -1,4 +1,4 @@
-// morpheus-sim's Phoenix experiment (issue #17): determinism, admission
+// morpheus-sim's Phoenix experiment: determinism, admission
 // control of unmeetable jobs, Phoenix's gain over FIFO on short jobs, and the
 // no-wait floor under every scheduler.
 #include "sim/phoenix_sim.h"

@@ -1,4 +1,4 @@
-// Unit tests for morpheus-sim's report (issue #13): summary.json's exact
+// Unit tests for morpheus-sim's report: summary.json's exact
 // bytes, the files writeReport produces, and its refusals.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -58,7 +58,7 @@ sim::SimSummary summary() {
   return s;
 }
 
-// summary.json has exactly the issue's keys, sorted, with fixed precision, and is byte-identical
+// summary.json has exactly the documented keys, sorted, with fixed precision, and is byte-identical
 // for equal input.
 TEST(ReportTest, SummaryJsonGolden) {
   const std::string expected = R"({

@@ -1,4 +1,4 @@
-// The grouped task model (sim/task_model.h, issue #13 "Scale").
+// The grouped task model (sim/task_model.h).
 #include "sim/task_model.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Unit tests for the SWIM ad-hoc load of morpheus-sim (issue #13): daily
+// Unit tests for the SWIM ad-hoc load of morpheus-sim: daily
 // repetition, scaling to a target load, determinism, bad inputs.
 #include <gtest/gtest.h>
 
@@ -97,7 +97,7 @@ TEST(AdhocLoadTest, JobsAreSortedTwoStageDagsRepeatedDaily) {
   std::filesystem::remove(trace);
 }
 
-// Diverse shapes (issue #17): stages draw vcores in {1, 2, 4} and memory in
+// Diverse shapes: stages draw vcores in {1, 2, 4} and memory in
 // [1/4, 2] x 4 GiB per vcore, map and reduce independently; the offered load
 // still hits the target within 3% (tasks counted by their dominant share).
 TEST(AdhocLoadTest, DiverseShapesVaryPerStageAndKeepLoad) {

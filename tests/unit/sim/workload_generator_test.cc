@@ -1,5 +1,5 @@
 // Unit tests for the periodic-job generator and instance realisation of
-// morpheus-sim (issue #13; Morpheus OSDI'16 §2 Fig. 2a, 3, 9a).
+// morpheus-sim (Morpheus OSDI'16 §2 Fig. 2a, 3, 9a).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Unit tests for the morpheus-sim JSON trace format (issue #13): the
+// Unit tests for the morpheus-sim JSON trace format: the
 // example parses to the documented values; every error names its JSON path.
 #include <gtest/gtest.h>
 

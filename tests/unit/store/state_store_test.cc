@@ -319,7 +319,7 @@ TEST(EtcdStateStoreTest, RaisedMaxTxnOpsAcceptsABatchOf300) {
   EXPECT_EQ(raised->list("n")->size(), 300u);
 }
 
-// Finding 10: an existing 0-byte database is refused (naming the file and the way out)
+// An existing 0-byte database is refused (naming the file and the way out)
 // unless init is asked for; a missing file is a fresh start.
 TEST(StateStoreTest, EmptyDatabaseFileIsRefusedUnlessInit) {
   std::string path = tempDb("empty");
@@ -346,7 +346,7 @@ TEST(StateStoreTest, InMemoryStoresNeedNoFile) {
   EXPECT_FALSE(std::filesystem::exists(":memory:"));
 }
 
-// Finding 10: two stores on one database file are refused, whichever path reaches it, and the
+// Two stores on one database file are refused, whichever path reaches it, and the
 // lock goes with the store (and with a killed process).
 TEST(StateStoreTest, SecondStoreOnTheSameFileIsRefused) {
   std::string path = tempDb("locked");
