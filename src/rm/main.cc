@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
   rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
   rmo.limits = {opts.max_name_length, opts.max_stages, opts.max_containers_per_stage,
-                opts.max_containers_per_request, opts.max_reservations_per_user};
+                opts.max_containers_per_request, opts.max_reservations_per_user,
+                opts.max_unused_reservation_ids};
   rm::ReservationManager reservations(rmo, std::move(planner).value(), state, clock, metrics);
   if (Status st = reservations.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
@@ -183,8 +184,8 @@ int main(int argc, char** argv) {
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   rm::AppManager apps(
       amo, state, clock, metrics, core.signer(),
-      [&reservations](const JobKey& k) { return reservations.byRecurrenceKey(k); },
-      [&reservations](const ReservationId& r) { return reservations.get(r).has_value(); });
+      [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
+      [&reservations](const ReservationId& r) { return rm::bindTarget(reservations, r); });
   if (Status st = apps.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

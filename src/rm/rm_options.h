@@ -45,6 +45,7 @@ struct RmOptions {
   int64_t max_containers_per_stage = 100000;     // rm.max-containers-per-stage
   int64_t max_containers_per_request = 1000000;  // rm.max-containers-per-request
   int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
+  int64_t max_unused_reservation_ids = 100;      // rm.max-unused-reservation-ids
 
   // Issue #16: active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
@@ -209,6 +210,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
            "reservations",
            "Most admitted reservations one user may hold; more are refused "
            "(PERMISSION_DENIED / 403).");
+  s.addInt("rm.max-unused-reservation-ids", &o->max_unused_reservation_ids, 100, 1, 1000000,
+           "ids",
+           "Most reservation ids from new-reservation one user may hold without submitting "
+           "under them (each id may only be used by the user it was issued to); issuing one "
+           "more withdraws that user's oldest unused id.");
   s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
                 "Plan step: the time granularity of reservations.");
   s.addDuration(
