@@ -862,8 +862,8 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
   ASSERT_EQ(cf, 0) << of << inf.log();
   auto [cl, ol] = ctl("alice", {"slo", "list", "--json"});
   ASSERT_EQ(cl, 0) << ol;
-  json proposal;
-  for (const auto& p : json::parse(ol)["proposals"]) {
+  json proposals = json::parse(ol, nullptr, false), proposal;
+  for (const auto& p : proposals["proposals"]) {
     if (p["job_key"] == "alice-etl" && p["state"] == "pending") proposal = p;
   }
   ASSERT_FALSE(proposal.is_null()) << ol << inf.log();

@@ -102,6 +102,7 @@ TEST_F(ReservationManagerTest, IssuedIdsBelongToTheirCaller) {
   ASSERT_TRUE(later.isOk());
   auto restarted = make();
   ASSERT_TRUE(restarted->recover().isOk());
+  restarted->onCapacity(Resource(10240, 10), true);
   EXPECT_EQ(restarted->submit(*later, By{UserId("bob"), false}, d, 0, nullptr).status().code(),
             StatusCode::kPermissionDenied);
   ASSERT_TRUE(restarted->submit(*alices, By{UserId("alice"), false}, def(1), 0, nullptr).isOk());
@@ -110,6 +111,7 @@ TEST_F(ReservationManagerTest, IssuedIdsBelongToTheirCaller) {
                   .isOk());
   auto again = make();
   ASSERT_TRUE(again->recover().isOk());
+  again->onCapacity(Resource(10240, 10), true);
   for (int i = 0; i < 5; i++) {
     auto fresh = again->issueId(UserId("carol"));
     ASSERT_TRUE(fresh.isOk());
