@@ -757,7 +757,7 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
   ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
   const std::string dir = freshDir("owner");
   const std::string ops_token = dir + "-ops-token";
-  std::ofstream(ops_token) << testToken("ops") << "\n";
+  writeSecretFile(ops_token, testToken("ops") + "\n");
   Process rm = Process::startDaemon(
       "rm", freshDir("rm"),
       {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address,
