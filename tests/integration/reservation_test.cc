@@ -115,8 +115,14 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   std::string id2 = json::parse(out)["reservation-id"];
 
   // Bad input: unknown queue, infeasible gang, bad field; nothing is added.
+  // (Ids from new-reservation: a made-up one is refused, 403, before planning.)
+  auto issued = [&] {
+    auto r = rest("alice", "POST", "/new-reservation");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false).value("reservation-id", "");
+  };
   json bad = sub;
-  bad["reservation-id"] = "r-bad-1";
+  bad["reservation-id"] = issued();
   bad["queue"] = "nope";
   auto b1 = rest("alice", "POST", "/submit", bad.dump());
   EXPECT_EQ(b1.status, 400) << b1.body;
@@ -126,7 +132,7 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   auto b2 = rest("alice", "POST", "/submit", bad.dump());
   EXPECT_EQ(b2.status, 400) << "gang larger than the cluster: " << b2.body;
   bad["reservation-definition"] = definition(t0, t0 + 1800000, 0, 100, 100, 1800000);
-  bad["reservation-id"] = "r-bad-2";
+  bad["reservation-id"] = issued();
   // 100 containers for the whole of the periodic reservation's window, where it
   // already holds 20 at some steps: infeasible (old code: a 10-step request in
   // an unaligned 10-step window, refused whatever the plan held).
