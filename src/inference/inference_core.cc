@@ -238,38 +238,21 @@ Status InferenceCore::ingest(const store::IngestBatch& batch) {
   return Status::ok();
 }
 
-Status InferenceCore::mayAddToJob(const Principal& who, const JobKey& job,
-                                  const std::string& what) {
-  if (who.admin) return Status::ok();
-  MORPHEUS_ASSIGN_OR_RETURN(auto runs, store_.runs(job));
-  for (const auto& r : runs) {
-    if (r.user != who.user) {
-      return permissionDenied(what + ": " + who.user + " may not add to job " + job.value() +
-                              ", whose run " + r.run.value() + " belongs to " + r.user +
-                              " (only an admin may change a job's owner)");
-    }
-  }
-  return Status::ok();
-}
-
 Status InferenceCore::ingestAs(const Principal& who, const store::IngestBatch& batch) {
   std::lock_guard<std::mutex> lk(ingest_mu_);
-  std::set<JobKey> checked;
   for (size_t i = 0; i < batch.runs.size(); i++) {
     const auto& r = batch.runs[i];
-    std::string f = "runs[" + std::to_string(i) + "]";
     if (!who.admin && r.user != who.user) {
-      return permissionDenied(f + ".user: " + who.user + " may not import runs as " + r.user);
-    }
-    if (checked.insert(r.job).second) MORPHEUS_RETURN_IF_ERROR(mayAddToJob(who, r.job, f));
-  }
-  for (size_t i = 0; i < batch.events.size(); i++) {
-    const auto& e = batch.events[i];
-    if (checked.insert(e.job).second) {
-      MORPHEUS_RETURN_IF_ERROR(mayAddToJob(who, e.job, "events[" + std::to_string(i) + "]"));
+      return permissionDenied("runs[" + std::to_string(i) + "].user: " + who.user +
+                              " may not import runs as " + r.user);
     }
   }
-  return ingest(batch);
+  // The store keeps each job's owner: runs of another user are refused (an
+  // admin's, the RM's feed, included), and a user's events claim the jobs they
+  // name, so nobody adds to or takes over another owner's job.
+  store::IngestBatch owned = batch;
+  owned.claimant = who.admin ? "" : who.user;
+  return ingest(owned);
 }
 
 ProposalId InferenceCore::newProposalId() {
@@ -350,12 +333,19 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
       ++*submitted;
       spdlog::info("job {}: one-off reservation {} for the instance of {} submitted ({})",
                    p.record.job.value(), req.reservation_id, toEpochMs(start), inst.detail);
-    } else if (sub.status().code() == StatusCode::kAlreadyExists) {
+    } else if (sub.status().code() == StatusCode::kAlreadyExists &&
+               rm_.verifyOneOff(req).isOk()) {
       inst.detail = "submitted earlier";  // e.g. before a restart lost the record
     } else {
+      // Another owner's or another definition's reservation under the id is
+      // not this instance's: it stays refused (and is retried).
+      Status why = sub.status().code() == StatusCode::kAlreadyExists
+                       ? rm_.verifyOneOff(req).withContext("reservation id " + req.reservation_id +
+                                                           " is taken in the RM")
+                       : sub.status();
       inst.state = "refused";
-      inst.detail = sub.status().message();
-      if (first_refusal.isOk()) first_refusal = sub.status();
+      inst.detail = why.message();
+      if (first_refusal.isOk()) first_refusal = why;
       spdlog::warn("job {}: one-off reservation for the instance of {} refused: {}",
                    p.record.job.value(), toEpochMs(start), inst.detail);
     }
@@ -792,10 +782,18 @@ Result<int> InferenceCore::refit() {
   MORPHEUS_ASSIGN_OR_RETURN(
       std::vector<store::FileEvent> path_events,
       store_.eventsOnPaths(std::vector<std::string>(paths.begin(), paths.end())));
+  // Owners decide whose provenance speaks for a job and who signs off.
+  JobOwners owners;
+  std::set<JobKey> named(jobs.begin(), jobs.end());
+  for (const auto& e : path_events) named.insert(e.job);
+  for (const auto& job : named) {
+    MORPHEUS_ASSIGN_OR_RETURN(auto owner, store_.jobOwner(job));
+    if (owner) owners[job] = *owner;
+  }
   SloParams slo_params = opts_.slo;
   slo_params.min_runs = opts_.min_runs;
   slo_params.step = opts_.step;
-  std::vector<SloVerdict> verdicts = inferSlos(histories, path_events, slo_params);
+  std::vector<SloVerdict> verdicts = inferSlos(histories, path_events, slo_params, {}, &owners);
   MORPHEUS_ASSIGN_OR_RETURN(std::vector<store::ProposalRecord> all,
                             store_.listProposals(std::nullopt));
 
@@ -887,7 +885,9 @@ Result<int> InferenceCore::refit() {
     Proposal p;
     p.record.id = newProposalId();
     p.record.job = v.job;
-    p.record.owner = h.runs.back().user.empty() ? "unknown" : h.runs.back().user;
+    // The job's established owner (the store's), never the latest run's user.
+    auto owner = owners.find(v.job);
+    p.record.owner = owner == owners.end() || owner->second.empty() ? "unknown" : owner->second;
     p.record.state = store::ProposalState::kPending;
     p.record.created = clock_.now();
     p.record.updated = p.record.created;

@@ -168,12 +168,13 @@ class InferenceCore {
   Status ingest(const store::IngestBatch& batch);
   Status ingestRuns(const std::vector<store::RunRecord>& runs) { return ingest({runs, {}}); }
   Status ingestEvents(const std::vector<store::FileEvent>& events) { return ingest({{}, events}); }
-  // An import by `who`: every run must name its owner
-  // (the caller unless the caller is an admin), and a non-admin may only add
-  // to jobs that have no runs yet or whose stored runs are all the caller's,
-  // so nobody overwrites another owner's runs or becomes a job's owner
-  // (the owner of its latest run) without an admin. PERMISSION_DENIED naming
-  // the run or event and both users; nothing is stored then.
+  // An import by `who`: every run must name its owner (the caller unless the
+  // caller is an admin) and that user must own the run's job (the store
+  // records a job's owner with its first run and never changes it: a run of
+  // another user is refused whoever sends it, the RM's feed included). A
+  // non-admin's events claim the jobs they name that have no owner yet and
+  // are refused for jobs someone else owns. PERMISSION_DENIED naming the run
+  // or event and both users; nothing is stored then.
   Status ingestAs(const Principal& who, const store::IngestBatch& batch);
 
   // Re-infers every job; creates proposals for new actionable jobs and update
@@ -266,10 +267,7 @@ class InferenceCore {
   Clock& clock_;
   MetricsRegistry& metrics_;
 
-  // Job owners named by the store; REQUIRES(ingest_mu_).
-  Status mayAddToJob(const Principal& who, const JobKey& job, const std::string& what);
-
-  std::mutex ingest_mu_;                       // serialises ingestAs' check and store
+  std::mutex ingest_mu_;                       // serialises ingestAs
   mutable std::mutex mu_;                      // serialises sign-off and refit
   std::vector<NotActionable> not_actionable_;  // GUARDED_BY(mu_), from the last refit
   uint64_t next_seq_ = 1;                      // GUARDED_BY(mu_)

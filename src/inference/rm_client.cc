@@ -167,4 +167,50 @@ Status RmReservationClient::cancel(const std::string& reservation_id) {
                 CallKind::kIdempotent);
 }
 
+Status sameOneOff(const v1::ReservationReport& held, const OneOffRequest& r) {
+  auto differs = [&](const std::string& field, const std::string& theirs,
+                     const std::string& ours) {
+    return permissionDenied("reservation " + held.reservation_id() + " is not this instance's: " +
+                            field + " is '" + theirs + "', not '" + ours + "'");
+  };
+  if (held.user() != r.slo.owner) return differs("user", held.user(), r.slo.owner);
+  if (held.queue() != r.slo.queue) return differs("queue", held.queue(), r.slo.queue);
+  auto want = oneOffDefinition(r);
+  if (!want.isOk()) return want.status();
+  const v1::ReservationDefinition& d = held.definition();
+  auto num = [](int64_t v) { return std::to_string(v); };
+  if (d.recurrence_key() != want->recurrence_key())
+    return differs("recurrence_key", d.recurrence_key(), want->recurrence_key());
+  if (d.arrival_ms() != want->arrival_ms())
+    return differs("arrival_ms", num(d.arrival_ms()), num(want->arrival_ms()));
+  if (d.deadline_ms() != want->deadline_ms())
+    return differs("deadline_ms", num(d.deadline_ms()), num(want->deadline_ms()));
+  if (d.period_ms() != want->period_ms())
+    return differs("period_ms", num(d.period_ms()), num(want->period_ms()));
+  if (d.stages_size() != want->stages_size())
+    return differs("stages", num(d.stages_size()) + " stages", num(want->stages_size()) + " stages");
+  for (int i = 0; i < d.stages_size(); i++) {
+    const auto& a = d.stages(i);
+    const auto& b = want->stages(i);
+    if (a.num_containers() != b.num_containers() || a.duration_ms() != b.duration_ms() ||
+        a.capability().memory_mib() != b.capability().memory_mib() ||
+        a.capability().vcores() != b.capability().vcores()) {
+      return differs("stages[" + num(i) + "]", a.ShortDebugString(), b.ShortDebugString());
+    }
+  }
+  return Status::ok();
+}
+
+Status RmReservationClient::verifyOneOff(const OneOffRequest& r) {
+  v1::ListReservationsRequest req;
+  req.set_reservation_id(r.reservation_id);
+  v1::ListReservationsResponse resp;
+  MORPHEUS_RETURN_IF_ERROR(callRm(&v1::ReservationService::Stub::ListReservations, req, &resp,
+                                  Millis(10000), CallKind::kIdempotent));
+  for (const auto& held : resp.reservations()) {
+    if (held.reservation_id() == r.reservation_id) return sameOneOff(held, r);
+  }
+  return notFound("reservation " + r.reservation_id + " is not in the RM");
+}
+
 }  // namespace morpheus::inference

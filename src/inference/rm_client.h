@@ -73,7 +73,18 @@ class ReservationClient {
   // Deletes a reservation this service submitted (the RM's
   // DeleteReservation); NOT_FOUND when the RM has no such reservation.
   virtual Status cancel(const std::string& reservation_id) = 0;
+  // After submitOneOff(r) was refused ALREADY_EXISTS: OK only when the RM's
+  // reservation r.reservation_id is r's (owner, queue and the one-off
+  // definition: sameOneOff), so an id taken by another user's or another
+  // definition's reservation is never taken for this instance's;
+  // PERMISSION_DENIED naming what differs, or the RM's error.
+  virtual Status verifyOneOff(const OneOffRequest& r) = 0;
 };
+
+// OK when `held` (the RM's report of r.reservation_id) is r's one-off
+// reservation: r's owner and queue, r's window, period 0, recurrence key and
+// stages; else PERMISSION_DENIED naming the first field that differs. Pure.
+Status sameOneOff(const v1::ReservationReport& held, const OneOffRequest& r);
 
 class RmReservationClient final : public ReservationClient {
  public:
@@ -91,6 +102,7 @@ class RmReservationClient final : public ReservationClient {
                                       const std::string& existing_id) override;
   Result<SubmittedReservation> submitOneOff(const OneOffRequest& r) override;
   Status cancel(const std::string& reservation_id) override;
+  Status verifyOneOff(const OneOffRequest& r) override;
 
  private:
   // Adds the bearer token to an RPC's context.

@@ -182,8 +182,17 @@ std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& r
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
                                   const std::vector<store::FileEvent>& path_events,
                                   const SloParams& p,
-                                  const std::vector<store::RunRecord>& reader_runs) {
+                                  const std::vector<store::RunRecord>& reader_runs,
+                                  const JobOwners* owners) {
   const RunStarts starts = runStarts(jobs, reader_runs);
+  // Whether `other`'s events may speak for `job` (see the header).
+  auto trusted = [owners](const JobKey& job, const JobKey& other) {
+    if (!owners) return true;
+    auto o = owners->find(other);
+    if (o == owners->end()) return true;
+    auto mine = owners->find(job);
+    return mine != owners->end() && mine->second == o->second;
+  };
   // Pass 1: periods (consumers' periods are needed by pass 2).
   std::unordered_map<std::string, Millis> periods;
   std::unordered_map<std::string, bool> one_off;
@@ -240,14 +249,15 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
           for (const auto* o : it->second) {
             if (o->time > r.start) break;
             if (o->kind == store::FileAccess::kWrite && o->job != h.job &&
-                (!avail || o->time > *avail)) {
+                trusted(h.job, o->job) && (!avail || o->time > *avail)) {
               avail = o->time;
             }
           }
         } else {
           for (const auto* o : it->second) {
             if (o->time < e.time || o->time < r.start) continue;
-            if (o->kind == store::FileAccess::kRead && o->job != h.job) {
+            if (o->kind == store::FileAccess::kRead && o->job != h.job &&
+                trusted(h.job, o->job)) {
               if (!first_read || o->time < *first_read) {
                 first_read = o->time;
                 need = neededAt(*o, starts, r);

@@ -120,12 +120,20 @@ Millis phaseDrift(const std::vector<store::RunRecord>& runs, Millis period);
 std::optional<InferredPeriod> inferPeriod(const std::vector<store::RunRecord>& runs,
                                           const SloParams& p, double* cv_out, std::string* reason);
 
+// Job -> owner (store::ProvenanceStore::jobOwner); a job not listed has none.
+using JobOwners = std::map<JobKey, std::string>;
+
 // Infers every job's SLO. `path_events` holds the events (of any job) on the
 // paths the jobs read or wrote; `reader_runs` run records of readers that are
-// not among `jobs` (their starts give T_need; see above).
+// not among `jobs` (their starts give T_need; see above). With `owners`, the
+// events of another job count for a job (its T_inAvail from their writes,
+// its T_outRead and T_need from their reads) only when that job has the same
+// owner or none (provenance only an admin imported): nobody moves another
+// owner's window with made-up reads or writes. Without, every job counts.
 std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
                                   const std::vector<store::FileEvent>& path_events,
                                   const SloParams& p,
-                                  const std::vector<store::RunRecord>& reader_runs = {});
+                                  const std::vector<store::RunRecord>& reader_runs = {},
+                                  const JobOwners* owners = nullptr);
 
 }  // namespace morpheus::inference

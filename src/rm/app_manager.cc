@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rm/reservation_manager.h"
+
 namespace morpheus::rm {
 
 using nlohmann::json;
@@ -121,14 +123,14 @@ const char* toString(AppState s) {
 
 AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
                        MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
-                       ReservationExists exists)
+                       ReservationLookup reservation)
     : opts_(std::move(opts)),
       store_(store),
       clock_(clock),
       metrics_(metrics),
       signer_(signer),
       by_key_(std::move(by_key)),
-      exists_(std::move(exists)),
+      reservation_(std::move(reservation)),
       cluster_ts_(toEpochMs(clock.now())) {}
 
 Status AppManager::persist(const AppRecord& rec) {
@@ -166,7 +168,7 @@ Status AppManager::recover() {
   return Status::ok();
 }
 
-Result<AppRecord> AppManager::submit(const AppSpec& spec) {
+Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_bind) {
   if (spec.name.empty()) return invalidArgument("name", "is required");
   if (spec.user.empty()) return invalidArgument("user", "is required");
   if (spec.am_resource.anyNegative() || spec.am_resource.isZero()) {
@@ -180,12 +182,28 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec) {
   AppRecord rec;
   rec.spec = spec;
   if (!spec.reservation.empty()) {
-    if (!exists_(spec.reservation)) {
+    auto target = reservation_(spec.reservation);
+    if (!target) {
       return invalidArgument("reservation_id", "no active reservation " + spec.reservation.value());
+    }
+    if (Status st = may_bind(*target); !st.isOk()) {
+      return Status(st.code(), "reservation_id: " + st.message());
     }
     rec.reservation = spec.reservation;
   } else if (!spec.recurrence_key.empty()) {
-    if (auto r = by_key_(spec.recurrence_key)) rec.reservation = *r;
+    Status refused = Status::ok();
+    for (const auto& target : by_key_(spec.recurrence_key)) {
+      Status st = may_bind(target);
+      if (st.isOk()) {
+        rec.reservation = target.id;
+        break;
+      }
+      if (refused.isOk()) refused = st;
+    }
+    if (rec.reservation.empty() && !refused.isOk()) {
+      return Status(refused.code(), "recurrence_key: '" + spec.recurrence_key.value() +
+                                        "' is reserved by another user: " + refused.message());
+    }
   }
   if (rec.reservation.empty()) {
     rec.queue = spec.queue.empty() ? opts_.default_queue : spec.queue;
@@ -340,6 +358,21 @@ Status AppManager::checkAmToken(const AppId& app, const std::string& token) cons
                             " is not the current attempt " + std::to_string(it->second.attempt));
   }
   return Status::ok();
+}
+
+std::vector<BindTarget> bindTargets(const ReservationManager& reservations, const JobKey& key) {
+  std::vector<BindTarget> out;
+  for (const auto& r : reservations.recurrenceCandidates(key)) {
+    out.push_back({r.id, r.def.user, r.def.queue});
+  }
+  return out;
+}
+
+std::optional<BindTarget> bindTarget(const ReservationManager& reservations,
+                                     const ReservationId& id) {
+  auto r = reservations.get(id);
+  if (!r) return std::nullopt;
+  return BindTarget{r->id, r->def.user, r->def.queue};
 }
 
 }  // namespace morpheus::rm

@@ -71,22 +71,41 @@ struct AppManagerOptions {
   Resource max_am_resource = Resource(1 << 20, 1 << 10);
 };
 
+// A reservation an app may bind to, as the binding check sees it.
+struct BindTarget {
+  ReservationId id;
+  UserId owner;
+  std::string queue;  // the reservation's (reservable) queue
+};
+
 class AppManager {
  public:
-  // Binding lookups into the reservation system.
-  using RecurrenceLookup = std::function<std::optional<ReservationId>(const JobKey&)>;
-  using ReservationExists = std::function<bool(const ReservationId&)>;
+  // Binding lookups into the reservation system. RecurrenceLookup: every
+  // reservation with the key, the one an app should bind to first (the
+  // reservation system's preference, ReservationManager::recurrenceCandidates).
+  using RecurrenceLookup = std::function<std::vector<BindTarget>(const JobKey&)>;
+  using ReservationLookup = std::function<std::optional<BindTarget>(const ReservationId&)>;
+  // The submitter's right to run in a reservation (the RM edge: its owner, an
+  // administrator of its queue, or an admin; DESIGN.md §9). A non-OK status
+  // refuses the binding and is returned with the field named.
+  using BindCheck = std::function<Status(const BindTarget&)>;
 
   AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
              MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
-             ReservationExists exists);
+             ReservationLookup reservation);
 
   // Loads every persisted app (RM restart).
   Status recover();
 
   // INVALID_ARGUMENT naming the field (name, user, queue, reservation_id,
   // am_resource, am_launch_context, max_am_attempts); persisted before return.
-  Result<AppRecord> submit(const AppSpec& spec);
+  // Binding: an explicit reservation_id must pass `may_bind`, else
+  // PERMISSION_DENIED naming reservation_id; a recurrence key binds to the
+  // first of its reservations that passes `may_bind`, and when it has some
+  // but none passes, PERMISSION_DENIED naming recurrence_key (an app never
+  // runs in, or feeds the history of, another user's reservation). A key
+  // with no reservation runs ad hoc.
+  Result<AppRecord> submit(const AppSpec& spec, const BindCheck& may_bind);
 
   Result<AppRecord> get(const AppId& id) const;
   // The queue of an app submitted without one.
@@ -122,7 +141,7 @@ class AppManager {
   MetricsRegistry& metrics_;
   const TokenSigner& signer_;
   const RecurrenceLookup by_key_;
-  const ReservationExists exists_;
+  const ReservationLookup reservation_;
   const int64_t cluster_ts_;  // YARN-style id prefix: the RM's start time
 
   std::atomic<uint64_t> version_{0};
@@ -130,5 +149,11 @@ class AppManager {
   std::map<AppId, AppRecord> apps_;  // GUARDED_BY(mu_)
   int64_t next_seq_ = 1;             // GUARDED_BY(mu_)
 };
+
+// The AppManager's lookups over the RM's reservation system.
+class ReservationManager;
+std::vector<BindTarget> bindTargets(const ReservationManager& reservations, const JobKey& key);
+std::optional<BindTarget> bindTarget(const ReservationManager& reservations,
+                                     const ReservationId& id);
 
 }  // namespace morpheus::rm

@@ -159,10 +159,15 @@ int main(int argc, char** argv) {
   rm::ReservationManagerOptions rmo;
   rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
-  rmo.limits = {opts.max_name_length,           opts.max_stages,
-                opts.max_containers_per_stage,  opts.max_containers_per_request,
-                opts.max_reservations_per_user, opts.max_planning_work,
-                opts.max_planning_per_user,     opts.max_planning_total};
+  rmo.limits.max_name_length = opts.max_name_length;
+  rmo.limits.max_stages = opts.max_stages;
+  rmo.limits.max_containers_per_stage = opts.max_containers_per_stage;
+  rmo.limits.max_containers_per_request = opts.max_containers_per_request;
+  rmo.limits.max_reservations_per_user = opts.max_reservations_per_user;
+  rmo.limits.max_planning_work = opts.max_planning_work;
+  rmo.limits.max_planning_per_user = opts.max_planning_per_user;
+  rmo.limits.max_planning_total = opts.max_planning_total;
+  rmo.limits.max_unused_ids_per_user = opts.max_unused_reservation_ids;
   rm::ReservationManager reservations(rmo, std::move(planner).value(), state, clock, metrics);
   if (Status st = reservations.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
@@ -185,8 +190,8 @@ int main(int argc, char** argv) {
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   rm::AppManager apps(
       amo, state, clock, metrics, core.signer(),
-      [&reservations](const JobKey& k) { return reservations.byRecurrenceKey(k); },
-      [&reservations](const ReservationId& r) { return reservations.get(r).has_value(); });
+      [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
+      [&reservations](const ReservationId& r) { return rm::bindTarget(reservations, r); });
   if (Status st = apps.recover(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

@@ -17,6 +17,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kNs = "reservations";
+// Ids issueId handed out, not yet used: id -> {"user", "issued_ms"}.
+constexpr const char* kIssuedNs = "reservation-ids";
 
 json encodeRecord(const ReservationRecord& r) {
   json hist = json::array();
@@ -111,25 +113,81 @@ Status ReservationManager::recover() {
     records_[rec->id] = std::move(rec).value();
     ++plan_version_;
   }
-  spdlog::info("recovered {} reservation(s) from the state store", records_.size());
+  auto issued = store_.list(kIssuedNs);
+  if (!issued.isOk()) {
+    return issued.status().withContext("reading issued reservation ids from the state store");
+  }
+  for (const auto& [key, value] : *issued) {
+    json j = json::parse(value, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("user") || !j["user"].is_string() ||
+        !j.contains("issued_ms") || !j["issued_ms"].is_number_integer()) {
+      return internalError("corrupt issued reservation id " + key);
+    }
+    issued_[ReservationId(key)] = {UserId(j["user"].get<std::string>()),
+                                   fromEpochMs(j["issued_ms"].get<int64_t>())};
+  }
+  spdlog::info("recovered {} reservation(s) and {} unused issued id(s) from the state store",
+               records_.size(), issued_.size());
   updateGauges();
   return Status::ok();
 }
 
-ReservationId ReservationManager::newId() {
+Result<ReservationId> ReservationManager::issueId(const UserId& caller) {
   std::lock_guard<std::mutex> lk(mu_);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "reservation_%lld_%04llu", static_cast<long long>(epoch_ms_),
-                static_cast<unsigned long long>(next_seq_++));
-  return ReservationId(buf);
+  ReservationId id;
+  do {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "reservation_%lld_%04llu", static_cast<long long>(epoch_ms_),
+                  static_cast<unsigned long long>(next_seq_++));
+    id = ReservationId(buf);
+  } while (records_.count(id) || issued_.count(id));
+  const TimePoint now = clock_.now();
+  std::vector<store::StateWrite> batch = {
+      {kIssuedNs, id.value(), json{{"user", caller.value()}, {"issued_ms", toEpochMs(now)}}.dump()}};
+  // Beyond the cap, the caller's oldest unused id is withdrawn in the same commit.
+  std::optional<ReservationId> oldest;
+  int64_t held = 0;
+  for (const auto& [other, issue] : issued_) {
+    if (issue.user != caller) continue;
+    held++;
+    if (!oldest || issue.issued < issued_.at(*oldest).issued) oldest = other;
+  }
+  if (oldest && held >= opts_.limits.max_unused_ids_per_user) {
+    batch.push_back({kIssuedNs, oldest->value(), std::nullopt});
+  }
+  if (Status st = store_.commit(batch); !st.isOk()) {
+    return st.withContext("reservation id not issued: state store");
+  }
+  if (batch.size() > 1) {
+    spdlog::info("reservation id {} of {} withdrawn unused (rm.max-unused-reservation-ids)",
+                 oldest->value(), caller.value());
+    issued_.erase(*oldest);
+  }
+  issued_[id] = {caller, now};
+  return id;
+}
+
+Status ReservationManager::mayUseId(const ReservationId& id, const Submitter& by,
+                                    const planner::ReservationDefinition& def) const {
+  auto it = issued_.find(id);
+  if (it != issued_.end()) {
+    if (it->second.user == by.caller || it->second.user == def.user) return Status::ok();
+    return permissionDenied("reservation_id: '" + id.value() + "' was issued to another user; " +
+                            by.caller.value() + " may use only ids NewReservation issued to " +
+                            by.caller.value());
+  }
+  if (by.admin) return Status::ok();
+  return permissionDenied("reservation_id: '" + id.value() + "' was not issued to " +
+                          by.caller.value() + " (call NewReservation for an id of your own)");
 }
 
 Status ReservationManager::persist(const ReservationRecord& rec) {
   return persist(std::vector<ReservationRecord>{rec});
 }
 
-Status ReservationManager::persist(const std::vector<ReservationRecord>& recs) {
-  std::vector<store::StateWrite> batch;
+Status ReservationManager::persist(const std::vector<ReservationRecord>& recs,
+                                   const std::vector<store::StateWrite>& extra) {
+  std::vector<store::StateWrite> batch = extra;
   for (const auto& rec : recs) {
     try {
       batch.push_back({kNs, rec.id.value(), encodeRecord(rec).dump()});
@@ -321,7 +379,20 @@ class ReservationManager::PlanningTicket {
 };
 
 Result<ReservationRecord> ReservationManager::submit(
+    const ReservationId& id, const Submitter& by, const planner::ReservationDefinition& def,
+    int64_t budget_container_ms, planner::InfeasibilityExplanation* explanation) {
+  return submitChecked(id, by, def, budget_container_ms, explanation);
+}
+
+Result<ReservationRecord> ReservationManager::submit(
     const ReservationId& id, const planner::ReservationDefinition& def, int64_t budget_container_ms,
+    planner::InfeasibilityExplanation* explanation) {
+  return submitChecked(id, std::nullopt, def, budget_container_ms, explanation);
+}
+
+Result<ReservationRecord> ReservationManager::submitChecked(
+    const ReservationId& id, const std::optional<Submitter>& by,
+    const planner::ReservationDefinition& def, int64_t budget_container_ms,
     planner::InfeasibilityExplanation* explanation) {
   ScopedTimer timer(latency_.admission);
   if (!validId(id.value())) {
@@ -344,6 +415,7 @@ Result<ReservationRecord> ReservationManager::submit(
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
+      if (by) MORPHEUS_RETURN_IF_ERROR(mayUseId(id, *by, def));
       int64_t held = 0;
       for (const auto& [_, r] : records_) held += r.def.user == def.user ? 1 : 0;
       if (held >= opts_.limits.max_reservations_per_user) {
@@ -372,6 +444,10 @@ Result<ReservationRecord> ReservationManager::submit(
                          " not admitted: the plan changed while it was planned, " +
                          std::to_string(kPlanAttempts) + " times; retry");
     }
+    // The id may have been withdrawn or used meanwhile (issueId and another
+    // submit do not move the plan version): checked again before the commit.
+    if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
+    if (by) MORPHEUS_RETURN_IF_ERROR(mayUseId(id, *by, def));
     if (!placement.isOk()) {
       metrics_
           .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
@@ -388,7 +464,9 @@ Result<ReservationRecord> ReservationManager::submit(
     // The periodic reservation and every one-off it displaced commit together.
     std::vector<ReservationRecord> changed = displacedRecords(*snap, displaced, id, now);
     changed.push_back(rec);
-    if (Status st = persist(changed); !st.isOk()) {
+    std::vector<store::StateWrite> consumed;
+    if (issued_.count(id)) consumed.push_back({kIssuedNs, id.value(), std::nullopt});
+    if (Status st = persist(changed, consumed); !st.isOk()) {
       // The snapshot is dropped: the plan is as before the call.
       return st.withContext("reservation " + id.value() + " not admitted: state store");
     }
@@ -397,6 +475,7 @@ Result<ReservationRecord> ReservationManager::submit(
     changed.pop_back();
     commitDisplaced(displaced, std::move(changed), id);
     records_[id] = rec;
+    issued_.erase(id);
     spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
                  id.value(), def.user.value(), def.queue, def.period.count(),
                  rec.placement.allocations.size());
@@ -477,7 +556,9 @@ Result<ReservationRecord> ReservationManager::update(
     rec.status_reason.clear();
     std::vector<ReservationRecord> changed = displacedRecords(*snap, displaced, id, now);
     changed.push_back(rec);
-    if (Status st = persist(changed); !st.isOk()) {
+    std::vector<store::StateWrite> consumed;
+    if (issued_.count(id)) consumed.push_back({kIssuedNs, id.value(), std::nullopt});
+    if (Status st = persist(changed, consumed); !st.isOk()) {
       return st.withContext("reservation " + id.value() + " not updated: state store");
     }
     planner_ = std::move(snap);
@@ -485,6 +566,7 @@ Result<ReservationRecord> ReservationManager::update(
     changed.pop_back();
     commitDisplaced(displaced, std::move(changed), id);
     records_[id] = rec;
+    issued_.erase(id);
     spdlog::info("reservation {} updated by {}", id.value(), user.value());
     return rec;
   }
@@ -708,29 +790,37 @@ std::optional<std::pair<TimePoint, TimePoint>> currentOrNextWindow(
 }  // namespace
 
 std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& key) const {
-  if (key.empty()) return std::nullopt;
+  auto candidates = recurrenceCandidates(key);
+  if (candidates.empty()) return std::nullopt;
+  return candidates.front().id;
+}
+
+std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const JobKey& key) const {
+  if (key.empty()) return {};
   const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lk(mu_);
   // Prefer the reservation serving the current (or next) instance: a job with
   // per-instance one-off reservations has the next instances'
   // reservations accepted ahead of time, and its run must bind to its own.
-  std::optional<ReservationId> best, latest;
-  TimePoint best_start, best_accepted, latest_accepted;
+  struct Ranked {
+    bool open;  // has a window ending after now
+    TimePoint start, accepted;
+    const ReservationRecord* rec;
+  };
+  std::vector<Ranked> ranked;
   for (const auto& [id, r] : records_) {
     if (r.def.recurrence_key != key) continue;
-    if (!latest || r.accepted > latest_accepted) {
-      latest = id;
-      latest_accepted = r.accepted;
-    }
     auto w = currentOrNextWindow(r.def, now);
-    if (!w) continue;
-    if (!best || w->first < best_start || (w->first == best_start && r.accepted > best_accepted)) {
-      best = id;
-      best_start = w->first;
-      best_accepted = r.accepted;
-    }
+    ranked.push_back({w.has_value(), w ? w->first : TimePoint(), r.accepted, &r});
   }
-  return best ? best : latest;
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.open != b.open) return a.open;
+    if (a.open && a.start != b.start) return a.start < b.start;
+    return a.accepted > b.accepted;
+  });
+  std::vector<ReservationRecord> out;
+  for (const auto& r : ranked) out.push_back(*r.rec);
+  return out;
 }
 
 std::vector<ReservationId> ReservationManager::ids() const {

@@ -94,6 +94,9 @@ struct ReservationLimits {
   int64_t max_planning_per_user = 1;  // rm.max-planning-requests-per-user
   // Submit/update requests of all users waiting for or holding it.
   int64_t max_planning_total = 8;  // rm.max-planning-requests
+  // Ids from issueId one user may hold unused; issuing one more withdraws
+  // that user's oldest unused id (rm.max-unused-reservation-ids).
+  int64_t max_unused_ids_per_user = 100;
 };
 
 struct ReservationManagerOptions {
@@ -116,8 +119,19 @@ class ReservationManager {
   // Reloads persisted reservations into the plan without re-planning.
   Status recover();
 
-  // A fresh id, unique across RM restarts ("reservation_<start ms>_<seq>").
-  ReservationId newId();
+  // A fresh id issued to `caller` ("reservation_<start ms>_<seq>"): never
+  // one issued or used before, across restarts too. The issue is persisted
+  // before the id is returned (errors: the state store's) and lasts until
+  // a reservation is admitted under the id, or until `caller` holds more
+  // than max_unused_ids_per_user unused ids (the oldest is withdrawn).
+  Result<ReservationId> issueId(const UserId& caller);
+
+  // Who submits a reservation: the authenticated caller (never a stated
+  // user) and whether it is an admin.
+  struct Submitter {
+    UserId caller;
+    bool admin = false;
+  };
 
   // Plans and persists. Everything is validated before planning: strings
   // (valid UTF-8, name length), sizes (ReservationLimits), queue, budget.
@@ -134,6 +148,19 @@ class ReservationManager {
   // the one-offs it displaces are re-planned ("active", new placement) or,
   // when none fits, keep their placement as "at-risk" with a reason naming it;
   // all of that is persisted in the same commit as the new reservation.
+  //
+  // Id ownership: an id issued by issueId may be used only by the user it
+  // was issued to, as caller or as the acting user (def.user); any other id
+  // only by an admin (services that choose ids, e.g. morpheus-inference's
+  // per-instance ids). Otherwise PERMISSION_DENIED naming reservation_id,
+  // checked under the lock with ALREADY_EXISTS; nothing changes. Admission
+  // consumes the issue (in the same commit).
+  Result<ReservationRecord> submit(const ReservationId& id, const Submitter& by,
+                                   const planner::ReservationDefinition& def,
+                                   int64_t budget_container_ms,
+                                   planner::InfeasibilityExplanation* explanation);
+  // The same for in-process callers that chose the id themselves (unit
+  // tests, the simulator): no id ownership check. Not for the RM's edges.
   Result<ReservationRecord> submit(const ReservationId& id,
                                    const planner::ReservationDefinition& def,
                                    int64_t budget_container_ms,
@@ -188,6 +215,10 @@ class ReservationManager {
   // current or next instance window (ending after now) starts first, ties to
   // the latest accepted; when every window has passed, the latest accepted.
   std::optional<ReservationId> byRecurrenceKey(const JobKey& key) const;
+  // Every reservation with the key, in that preference (windows ending after
+  // now by start, ties to the latest accepted; then the rest, latest accepted
+  // first): byRecurrenceKey is the first. Each with its owner and queue.
+  std::vector<ReservationRecord> recurrenceCandidates(const JobKey& key) const;
   std::vector<ReservationId> ids() const;
 
   // DRA (Morpheus §7). What the plan holds for one reservation at
@@ -226,8 +257,18 @@ class ReservationManager {
   // The check of the user-named overloads: the owner or an rm.admins user.
   AccessCheck ownerOrAdmin(const UserId& user, const std::string& verb) const;
   Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
-  // One atomic commit of several records. REQUIRES(mu_)
-  Status persist(const std::vector<ReservationRecord>& recs);
+  // One atomic commit of several records (and `extra` writes). REQUIRES(mu_)
+  Status persist(const std::vector<ReservationRecord>& recs,
+                 const std::vector<store::StateWrite>& extra = {});
+  // Both submit overloads; `by` nullopt = no id ownership check.
+  Result<ReservationRecord> submitChecked(const ReservationId& id,
+                                          const std::optional<Submitter>& by,
+                                          const planner::ReservationDefinition& def,
+                                          int64_t budget_container_ms,
+                                          planner::InfeasibilityExplanation* explanation);
+  // PERMISSION_DENIED unless `by` may use `id` for `def` (see submit). REQUIRES(mu_)
+  Status mayUseId(const ReservationId& id, const Submitter& by,
+                  const planner::ReservationDefinition& def) const;
   // Copies of the records a periodic admission by `by` changed (re-placed:
   // new placement in `planned`, "active"; kept: "at-risk" with a reason naming
   // `by`; DRA extras released: budget refunded), not yet stored. REQUIRES(mu_)
@@ -286,6 +327,12 @@ class ReservationManager {
   std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)
   std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)
+  struct IssuedId {
+    UserId user;
+    TimePoint issued;
+  };
+  // Ids issueId handed out and not yet used, persisted. GUARDED_BY(mu_)
+  std::map<ReservationId, IssuedId> issued_;
   bool reconciled_ = false;  // GUARDED_BY(mu_): statuses checked against capacity since start
 };
 

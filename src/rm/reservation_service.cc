@@ -175,8 +175,15 @@ grpc::Status ReservationServiceImpl::NewReservation(grpc::ServerContext* ctx,
                                                     v1::NewReservationResponse* resp) {
   Principal who;
   if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
-  resp->set_reservation_id(newId());
+  auto id = newIdFor(who);
+  if (!id.isOk()) return toGrpc(id.status());
+  resp->set_reservation_id(*id);
   return grpc::Status::OK;
+}
+
+Result<std::string> ReservationServiceImpl::newIdFor(const Principal& who) {
+  MORPHEUS_ASSIGN_OR_RETURN(ReservationId id, manager_.issueId(UserId(who.user)));
+  return id.value();
 }
 
 grpc::Status ReservationServiceImpl::SubmitReservation(grpc::ServerContext* ctx,
@@ -201,7 +208,8 @@ grpc::Status ReservationServiceImpl::submitAs(const Principal& who,
   auto def = fromProto(req.definition(), *user, queue);
   if (!def.isOk()) return toGrpc(def.status());
   planner::InfeasibilityExplanation why;
-  auto rec = manager_.submit(ReservationId(req.reservation_id()), *def,
+  auto rec = manager_.submit(ReservationId(req.reservation_id()),
+                             ReservationManager::Submitter{UserId(who.user), who.admin}, *def,
                              req.definition().reprovision_budget_container_ms(), &why);
   resp->set_reservation_id(req.reservation_id());
   if (!rec.isOk()) {

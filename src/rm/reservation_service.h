@@ -15,9 +15,12 @@ void toProto(const ReservationRecord& r, bool include_allocations, v1::Reservati
 
 // Every RPC first authenticates its caller (RmAccess); the *As forms take an
 // already authenticated caller (the REST edge authenticates HTTP requests
-// itself). Submit needs submit on the queue; update and delete need the
-// owner, a queue administrator or an admin; a stated `user` other than the
-// caller needs an admin. `manager` and `access` must outlive the service.
+// itself). Submit needs submit on the queue and an id NewReservation issued
+// to the caller (or to the acting user; an admin may also use an id issued
+// to nobody); update and delete need the owner, a queue administrator or an
+// admin; a stated `user` other than the caller needs an admin. Listing is
+// open to every authenticated user. `manager` and `access` must outlive the
+// service.
 class ReservationServiceImpl final : public v1::ReservationService::Service {
  public:
   ReservationServiceImpl(ReservationManager& manager, const RmAccess& access)
@@ -29,7 +32,8 @@ class ReservationServiceImpl final : public v1::ReservationService::Service {
                         v1::UpdateReservationResponse* resp);
   grpc::Status deleteAs(const Principal& who, const v1::DeleteReservationRequest& req);
   grpc::Status list(const v1::ListReservationsRequest& req, v1::ListReservationsResponse* resp);
-  std::string newId() { return manager_.newId().value(); }
+  // An id issued to `who` (ReservationManager::issueId).
+  Result<std::string> newIdFor(const Principal& who);
 
   grpc::Status NewReservation(grpc::ServerContext*, const v1::NewReservationRequest*,
                               v1::NewReservationResponse*) override;

@@ -78,8 +78,10 @@ void registerReservationRest(HttpServer& http, ReservationServiceImpl& service,
                              const RmAccess& access) {
   std::string base = kBase;
   http.route("POST", base + "/new-reservation",
-             authenticated(access, [&service](const Principal&, const HttpRequest&) {
-               return jsonResponse(200, {{"reservation-id", service.newId()}});
+             authenticated(access, [&service](const Principal& who, const HttpRequest&) {
+               auto id = service.newIdFor(who);
+               if (!id.isOk()) return errorResponse(id.status());
+               return jsonResponse(200, {{"reservation-id", *id}});
              }));
 
   http.route("POST", base + "/submit",

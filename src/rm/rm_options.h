@@ -50,6 +50,7 @@ struct RmOptions {
   int64_t max_planning_work = 20000000;  // rm.max-planning-work
   int64_t max_planning_per_user = 1;     // rm.max-planning-requests-per-user
   int64_t max_planning_total = 8;        // rm.max-planning-requests
+  int64_t max_unused_reservation_ids = 100;      // rm.max-unused-reservation-ids
 
   // Active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
@@ -227,6 +228,11 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addInt("rm.max-planning-requests", &o->max_planning_total, 8, 1, 100000, "requests",
            "Reservation submits and updates of all users that may wait for or hold the planning "
            "lane; more are refused (UNAVAILABLE / 503).");
+  s.addInt("rm.max-unused-reservation-ids", &o->max_unused_reservation_ids, 100, 1, 1000000,
+           "ids",
+           "Most reservation ids from new-reservation one user may hold without submitting "
+           "under them (each id may only be used by the user it was issued to); issuing one "
+           "more withdraws that user's oldest unused id.");
   s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
                 "Plan step: the time granularity of reservations.");
   s.addDuration(

@@ -275,7 +275,13 @@ grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext* ctx,
   s.max_attempts = req->max_am_attempts();
   s.priority = req->priority();
   s.tags = {req->tags().begin(), req->tags().end()};
-  auto rec = apps_->submit(s);
+  // Running in a reservation spends its owner's guarantee and feeds its
+  // job's history: the owner, an administrator of its queue or an admin.
+  auto may_bind = [this, &who, &s](const BindTarget& t) {
+    return access_.mayAdminister(who, t.owner.value(), t.queue,
+                                 "run application " + s.name + " in reservation " + t.id.value());
+  };
+  auto rec = apps_->submit(s, may_bind);
   if (!rec.isOk()) return toGrpc(rec.status());
   resp->set_application_id(rec->id.value());
   return grpc::Status::OK;

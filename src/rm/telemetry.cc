@@ -160,7 +160,7 @@ void toIngestRequest(const AppTelemetryRecord& rec, v1::IngestRunsRequest* out) 
   }
 }
 
-bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
+TelemetryForwarder::SendOutcome TelemetryForwarder::send(const AppTelemetryRecord& rec) {
   auto stub = v1::InferenceService::NewStub(makeChannel(address_, tls_));
   v1::IngestRunsRequest req;
   toIngestRequest(rec, &req);
@@ -168,15 +168,26 @@ bool TelemetryForwarder::send(const AppTelemetryRecord& rec) {
   auto ctx = makeContext(Millis(10000));
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
   grpc::Status st = stub->IngestRuns(ctx.get(), req, &resp);
+  if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+      st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    spdlog::warn("telemetry of {} (user {}, job {}) refused by inference at {}, dropped: {}",
+                 rec.app.value(), rec.user.value(), req.runs(0).job_key(), address_,
+                 st.error_message());
+    metrics_
+        .counter("morpheus_rm_telemetry_refused_total",
+                 "Telemetry records the inference service refused for good (dropped)")
+        .inc();
+    return SendOutcome::kRefused;
+  }
   if (!st.ok()) {
     spdlog::warn("telemetry of {} not delivered to inference at {}: {}", rec.app.value(), address_,
                  st.error_message());
-    return false;
+    return SendOutcome::kRetry;
   }
   metrics_
       .counter("morpheus_rm_telemetry_forwarded_total", "Telemetry records delivered to inference")
       .inc();
-  return true;
+  return SendOutcome::kDelivered;
 }
 
 void TelemetryForwarder::run() {
@@ -189,7 +200,7 @@ void TelemetryForwarder::run() {
       if (stopping_) return;
       rec = queue_.front();
     }
-    if (send(rec)) {
+    if (send(rec) != SendOutcome::kRetry) {
       backoff = Millis(200);
       std::lock_guard<std::mutex> lk(mu_);
       // Only pop if the record was not dropped for overflow meanwhile.

@@ -79,6 +79,10 @@ Resource typicalContainer(const std::vector<ContainerInterval>& intervals);
 // enqueue() never blocks: the queue is bounded (oldest dropped, counted in
 // morpheus_rm_telemetry_dropped_total); failed sends are retried with
 // exponential backoff (200 ms .. 30 s) until they succeed or stop() is called.
+// A record the service refuses for good (PERMISSION_DENIED: e.g. a run of
+// another user's job; INVALID_ARGUMENT) is logged and dropped, counted in
+// morpheus_rm_telemetry_refused_total, so it never holds up the records
+// behind it.
 class TelemetryForwarder {
  public:
   // `address` empty = forwarding disabled (records are still kept by the RM).
@@ -94,8 +98,9 @@ class TelemetryForwarder {
   size_t queued() const;
 
  private:
+  enum class SendOutcome { kDelivered, kRetry, kRefused };
   void run();
-  bool send(const AppTelemetryRecord& rec);
+  SendOutcome send(const AppTelemetryRecord& rec);
 
   const std::string address_;
   const TlsOptions tls_;

@@ -50,6 +50,10 @@ constexpr const char* kMigrations[] = {
     // 3: how each run ended; runs stored before were successful runs.
     "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'succeeded'"
     "  CHECK(status IN ('succeeded', 'failed', 'killed'));",
+    // 4: each job's owner; an existing job's is the user of its earliest run.
+    "CREATE TABLE job_owners(job TEXT COLLATE \"C\" NOT NULL PRIMARY KEY, owner TEXT NOT NULL);"
+    "INSERT INTO job_owners(job, owner) SELECT DISTINCT ON (job) job, owner FROM runs"
+    "  ORDER BY job, submit_ms, run;",
 };
 static_assert(std::size(kMigrations) == kProvenanceSchemaVersion,
               "one PostgreSQL migration per schema version");
@@ -121,6 +125,14 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
+      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) {
+                                  return ownerOf(job);
+                                }));
+      for (const auto& [job, owner] : owners) {
+        auto res = exec("INSERT INTO job_owners(job, owner) VALUES($1, $2)", {job.value(), owner},
+                        "record the owner of " + job.value());
+        if (!res.isOk()) return res.status();
+      }
       for (const RunRecord& r : batch.runs) {
         auto res = exec(
             "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, "
@@ -158,6 +170,16 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
                                 exec("SELECT DISTINCT job FROM runs ORDER BY job", {}, "jobs"));
       for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(PQgetvalue(r.get(), i, 0));
+      return Status::ok();
+    }));
+    return out;
+  }
+
+  Result<std::optional<std::string>> jobOwner(const JobKey& job) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::optional<std::string> out;
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+      MORPHEUS_ASSIGN_OR_RETURN(out, ownerOf(job));
       return Status::ok();
     }));
     return out;
@@ -333,6 +355,14 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   PostgresProvenanceStore(PGconn* conn, std::string name) : name_(std::move(name)), conn_(conn) {}
 
   // One statement with text parameters. REQUIRES(mu_).
+  // The stored owner of `job`. REQUIRES(mu_), on an open connection.
+  Result<std::optional<std::string>> ownerOf(const JobKey& job) {
+    MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT owner FROM job_owners WHERE job = $1",
+                                               {job.value()}, "owner of " + job.value()));
+    if (PQntuples(r.get()) == 0) return std::optional<std::string>();
+    return std::optional<std::string>(PQgetvalue(r.get(), 0, 0));
+  }
+
   Result<PgResult> exec(const std::string& sql, const std::vector<std::string>& params,
                         const std::string& what) {
     std::vector<const char*> values;

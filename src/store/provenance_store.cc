@@ -2,6 +2,7 @@
 // SQLite and PostgreSQL implementations.
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <system_error>
 
 #include "store/provenance_store.h"
@@ -83,6 +84,45 @@ std::string at(const char* list, size_t i, const char* field) {
 }
 
 }  // namespace
+
+Result<std::vector<std::pair<JobKey, std::string>>> newJobOwners(const IngestBatch& batch,
+                                                                 const OwnerLookup& stored) {
+  std::map<JobKey, std::optional<std::string>> owners;  // stored or recorded by this batch
+  std::vector<std::pair<JobKey, std::string>> added;
+  auto ownerOf = [&](const JobKey& job) -> Result<std::optional<std::string>*> {
+    auto it = owners.find(job);
+    if (it == owners.end()) {
+      MORPHEUS_ASSIGN_OR_RETURN(auto o, stored(job));
+      it = owners.emplace(job, std::move(o)).first;
+    }
+    return &it->second;
+  };
+  for (size_t i = 0; i < batch.runs.size(); i++) {
+    const RunRecord& r = batch.runs[i];
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string>* owner, ownerOf(r.job));
+    if (!*owner) {
+      *owner = r.user;
+      added.emplace_back(r.job, r.user);
+    } else if (**owner != r.user) {
+      return permissionDenied("runs[" + std::to_string(i) + "].user: job " + r.job.value() +
+                              " belongs to " + **owner + ", not to " + r.user +
+                              " (a job's runs are its owner's)");
+    }
+  }
+  for (size_t i = 0; i < batch.events.size(); i++) {
+    const FileEvent& e = batch.events[i];
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string>* owner, ownerOf(e.job));
+    if (batch.claimant.empty()) continue;
+    if (!*owner) {
+      *owner = batch.claimant;
+      added.emplace_back(e.job, batch.claimant);
+    } else if (**owner != batch.claimant) {
+      return permissionDenied("events[" + std::to_string(i) + "].job: job " + e.job.value() +
+                              " belongs to " + **owner + ", not to " + batch.claimant);
+    }
+  }
+  return added;
+}
 
 Status validateIngest(const IngestBatch& batch) {
   for (size_t i = 0; i < batch.runs.size(); ++i) {

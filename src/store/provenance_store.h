@@ -7,6 +7,15 @@
 //   it returns OK (a crash afterwards loses nothing).
 // - ingest() is idempotent: a run with an existing (job, run) pair replaces the
 //   stored one; an event identical in (job, run, path, kind, time) is stored once.
+// - Every job has at most one owner, recorded durably with the first ingest
+//   that names the job and never changed by ingest: the user of its first run
+//   (in batch order), or, for a job its events name first, the batch's
+//   `claimant` (none when empty). ingest() refuses a run whose user is not
+//   its job's owner (PERMISSION_DENIED naming "runs[i].user" and both users)
+//   and, with a claimant, an event of a job someone else owns
+//   (PERMISSION_DENIED naming "events[i].job"); nothing is stored then.
+//   Databases from before owners were recorded take each job's owner from
+//   its earliest run (by submit time, then run id).
 // - The schema is versioned; opening an older database migrates it forward in
 //   one transaction; a database newer than the code is refused (FAILED_PRECONDITION).
 // - Thread-safe: calls may come from several gRPC threads.
@@ -110,6 +119,10 @@ struct ProposalRecord {
 struct IngestBatch {
   std::vector<RunRecord> runs;
   std::vector<FileEvent> events;
+  // Who the events speak for ("" = nobody, e.g. an admin's import): jobs the
+  // events name that have no owner yet become the claimant's, and events of
+  // jobs someone else owns are refused.
+  std::string claimant{};
 };
 
 class ProvenanceStore {
@@ -122,6 +135,8 @@ class ProvenanceStore {
 
   // Every job key that has at least one run, sorted.
   virtual Result<std::vector<JobKey>> jobs() = 0;
+  // The job's owner (see the contract above); nullopt when it has none.
+  virtual Result<std::optional<std::string>> jobOwner(const JobKey& job) = 0;
   // A job's runs, sorted by submit time (then run id).
   virtual Result<std::vector<RunRecord>> runs(const JobKey& job) = 0;
   // Events of one job's runs, sorted by time.

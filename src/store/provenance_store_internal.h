@@ -7,10 +7,12 @@
 // same tables and indexes in each dialect.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "store/provenance_store.h"
@@ -21,11 +23,22 @@ namespace morpheus::store {
 // 1: runs, events, proposals, reject_fingerprints.
 // 2: secondary indexes for eventsOnPaths, eventsOfJob and listProposals.
 // 3: runs.status (succeeded / failed / killed); existing runs become succeeded.
-inline constexpr int kProvenanceSchemaVersion = 3;
+// 4: job_owners (job -> owner); each existing job's owner is the user of its
+//    earliest run (submit time, then run id).
+inline constexpr int kProvenanceSchemaVersion = 4;
 
 // Validation done by every implementation before any write: INVALID_ARGUMENT
 // naming the field ("runs[2].job", "events[0].path", "proposal.id").
 Status validateIngest(const IngestBatch& batch);
+
+// The job owners an ingest of `batch` records (jobs without one: the user of
+// their first run, else the claimant of their events), given each job's
+// stored owner (`stored`, called once per job). PERMISSION_DENIED as the
+// contract says (runs of another user, claimed events of another's job).
+// Run inside the ingest transaction, before anything is written.
+using OwnerLookup = std::function<Result<std::optional<std::string>>(const JobKey&)>;
+Result<std::vector<std::pair<JobKey, std::string>>> newJobOwners(const IngestBatch& batch,
+                                                                 const OwnerLookup& stored);
 Status validateProposal(const ProposalRecord& p);
 
 // Skyline as compact text: shortest round-trip decimal of each sample,

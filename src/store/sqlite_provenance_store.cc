@@ -43,6 +43,11 @@ constexpr const char* kMigrations[] = {
     // 3: how each run ended; runs stored before were successful runs.
     "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'succeeded'"
     "  CHECK(status IN ('succeeded', 'failed', 'killed'));",
+    // 4: each job's owner; an existing job's is the user of its earliest run.
+    "CREATE TABLE job_owners(job TEXT NOT NULL PRIMARY KEY, owner TEXT NOT NULL);"
+    "INSERT INTO job_owners(job, owner) SELECT r.job, r.owner FROM runs r WHERE NOT EXISTS("
+    "  SELECT 1 FROM runs e WHERE e.job = r.job AND (e.submit_ms < r.submit_ms OR"
+    "  (e.submit_ms = r.submit_ms AND e.run < r.run)));",
 };
 static_assert(std::size(kMigrations) == kProvenanceSchemaVersion,
               "one SQLite migration per schema version");
@@ -66,6 +71,16 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
+      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) {
+                                  return ownerOf(job);
+                                }));
+      Stmt own(db_, "INSERT INTO job_owners(job, owner) VALUES(?1, ?2)");
+      if (!own.prepared()) return error("prepare job owners");
+      for (const auto& [job, owner] : owners) {
+        own.text(1, job.value()).text(2, owner);
+        if (own.step() != SQLITE_DONE) return error("record the owner of " + job.value());
+        own.reset();
+      }
       Stmt run(db_,
                "INSERT INTO runs(job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, "
                "container, status) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
@@ -115,6 +130,11 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     while ((rc = q.step()) == SQLITE_ROW) out.emplace_back(q.col(0));
     if (rc != SQLITE_DONE) return error("jobs");
     return out;
+  }
+
+  Result<std::optional<std::string>> jobOwner(const JobKey& job) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return ownerOf(job);
   }
 
   Result<std::vector<RunRecord>> runs(const JobKey& job) override {
@@ -288,6 +308,16 @@ class SqliteProvenanceStore final : public ProvenanceStore {
       : owner_(std::move(db)), db_(owner_->handle()), path_(std::move(path)) {}
 
   Status error(const std::string& what) const { return owner_->error(what); }
+  // REQUIRES(mu_).
+  Result<std::optional<std::string>> ownerOf(const JobKey& job) {
+    Stmt q(db_, "SELECT owner FROM job_owners WHERE job = ?1");
+    if (!q.prepared()) return error("prepare job owner");
+    q.text(1, job.value());
+    int rc = q.step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(q.col(0));
+    if (rc != SQLITE_DONE) return error("owner of " + job.value());
+    return std::optional<std::string>();
+  }
   Status exec(const char* sql) { return owner_->exec(sql); }
   // REQUIRES(mu_).
   template <typename Body>

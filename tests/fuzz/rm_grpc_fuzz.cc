@@ -77,7 +77,7 @@ class Rm {
     // infeasible request of ~50k containers takes ~30 s to explain under
     // ASan, past the per-input timeout (planning cost, not a crash).
     rmo.limits = {opts_.max_name_length, opts_.max_stages, 5000, 5000,
-                  opts_.max_reservations_per_user};
+                  opts_.max_reservations_per_user, opts_.max_unused_reservation_ids};
     reservations_ = std::make_unique<rm::ReservationManager>(
         rmo, std::move(planner::Planner::create(opts_.planner, Resource())).value(), *store_,
         clock_, metrics_);
@@ -88,8 +88,8 @@ class Rm {
     amo.queues = {"root.default", "root.a"};
     apps_ = std::make_unique<rm::AppManager>(
         amo, *store_, clock_, metrics_, core_->signer(),
-        [this](const JobKey& k) { return reservations_->byRecurrenceKey(k); },
-        [this](const ReservationId& r) { return reservations_->get(r).has_value(); });
+        [this](const JobKey& k) { return rm::bindTargets(*reservations_, k); },
+        [this](const ReservationId& r) { return rm::bindTarget(*reservations_, r); });
     rm::RuntimeOptions rto;
     rto.telemetry_step = opts_.planner.step;
     runtime_ = std::make_unique<rm::RmRuntime>(

@@ -135,6 +135,61 @@ TEST_F(AuthIT, OnlyOwnerQueueAdminOrAdminKillsAndReadsLogs) {
   EXPECT_TRUE(waitStopped({id})) << rm_.log();
 }
 
+// Running in a reservation needs its owner, an administrator of its queue or
+// an admin (issue #39 item 2): bob can bind neither by alice's recurrence key
+// nor by her reservation's id, and nothing is stored; mallory (administrator
+// of root.prod), the admin and alice herself bind. On the old code bob's app
+// ran in alice's reservation (spending her guarantee and feeding her job's
+// history).
+TEST_F(AuthIT, OnlyOwnerQueueAdminOrAdminRunsInAReservation) {
+  std::string file = freshDir("res") + "/etl.json";
+  int64_t t0 = nowMs() + 3600000;
+  json res = {
+      {"queue", "prod"},
+      {"reservation-definition",
+       {{"arrival", t0},
+        {"deadline", t0 + 600000},
+        {"recurrence-key", "alice-etl"},
+        {"reservation-requests",
+         {{"reservation-request-interpreter", 1},
+          {"reservation-request", json::array({{{"capability", {{"memory", 256}, {"vCores", 1}}},
+                                                {"num-containers", 1},
+                                                {"duration", 60000}}})}}}}}};
+  std::ofstream(file) << res.dump();
+  auto [cr, orr] = ctlAs("alice", {"reservation", "submit", "-f", file, "--json"});
+  ASSERT_EQ(cr, 0) << orr;
+  const std::string rid = json::parse(orr)["reservation-id"];
+
+  expectDenied(ctlAs("bob", {"app", "submit", job_, "--recurrence", "alice-etl"}),
+               "bob binds by alice's recurrence key", "recurrence_key");
+  expectDenied(ctlAs("bob", {"app", "submit", job_, "--reservation", rid}),
+               "bob binds by alice's reservation id", "reservation_id");
+  expectDenied(ctlAs("bob", {"--user", "alice", "app", "submit", job_, "--reservation", rid}),
+               "bob acting as alice", "only an admin may act for another user");
+  auto [cl, ol] = ctlAs("ops", {"app", "list", "--json"});
+  ASSERT_EQ(cl, 0) << ol;
+  EXPECT_EQ(ol.find("\"bob\""), std::string::npos) << "refused submissions store nothing: " << ol;
+
+  std::vector<std::string> apps;
+  for (const auto& [who, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"alice", {"--recurrence", "alice-etl"}},
+           {"mallory", {"--reservation", rid}},
+           {"ops", {"--recurrence", "alice-etl"}}}) {
+    std::vector<std::string> argv = {"app", "submit", job_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto [c, o] = ctlAs(who, argv);
+    ASSERT_EQ(c, 0) << who << ": " << o;
+    apps.push_back(o.substr(0, o.find('\n')));
+    EXPECT_EQ(app(apps.back())["reservation_id"], rid) << who;
+  }
+  for (const auto& id : apps) {
+    auto [ck, ok] = ctlAs("ops", {"app", "kill", id});
+    EXPECT_EQ(ck, 0) << ok;
+    EXPECT_TRUE(waitFinal(id, 30s)) << id;
+  }
+  EXPECT_TRUE(waitStopped(apps)) << rm_.log();
+}
+
 // Secure by default: without rm.token-file the RM does not start.
 TEST(AuthStartupIT, RmRefusesToStartWithoutATokenFile) {
   auto [code, out] = runCommand({binary("morpheus-rm"), "--data-dir", freshDir("rm-noauth"),

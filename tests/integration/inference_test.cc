@@ -737,6 +737,158 @@ TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
   EXPECT_NE(ob.find("PERMISSION_DENIED"), std::string::npos) << ob;
 }
 
+// A job belongs to its established owner (issue #39 item 2): bob's app run
+// with alice's recurrence key reaches inference through the RM's feed (an
+// admin token), and bob's made-up reads of her output are imported as his
+// own job's provenance. Neither may make bob the owner of her proposal or
+// move her deadline: the RM's run is refused (and dropped, not retried), the
+// proposal is alice's with the deadline her consumer shows, bob's accept is
+// refused and alice's creates her reservation. Real RM, NM and inference; on
+// the old code the run was stored, the proposal was bob's (he accepted it
+// into a reservation of his own with her key) and d moved to ~+2 min after
+// her runs' end.
+TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
+  const std::string tokens = testTokenFile();
+  // The inference port is reserved first: the RM feeds it, it submits to the RM.
+  Process probe = Process::startDaemon("inference", freshDir("probe"),
+                                       {"--set", "inference.auth-disabled=true"});
+  ASSERT_FALSE(probe.grpcAddress().empty()) << probe.log();
+  const std::string inf_address = probe.grpcAddress();
+  ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
+  const std::string dir = freshDir("owner");
+  const std::string ops_token = dir + "-ops-token";
+  writeSecretFile(ops_token, testToken("ops") + "\n");
+  Process rm = Process::startDaemon(
+      "rm", freshDir("rm"),
+      {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address,
+       "--set", "rm.inference-token-file=" + ops_token});
+  ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
+  std::vector<std::string> nm_args = {
+      "--rm", rm.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
+  for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
+  Process nm = Process::startDaemon("nm", freshDir("nm"), nm_args);
+  ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
+  const std::string port = inf_address.substr(inf_address.rfind(':') + 1);
+  Process inf = Process::start(
+      binary("morpheus-inference"),
+      {"--data-dir", dir, "--grpc-port", port, "--http-port", "0", "--rm", rm.grpcAddress(),
+       "--token-file", tokens, "--set", "inference.rm-token-file=" + ops_token},
+      dir + "-log");
+  ASSERT_TRUE(waitFor([&] { return inf.log().find("refit created") != std::string::npos; }, 30s))
+      << inf.log();
+  auto ctl = [&](const std::string& who, std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",    rm.grpcAddress(),
+                                     "--inference",         inf_address, "--token",
+                                     testToken(who)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv, {{"MORPHEUS_TOKEN", ""}});
+  };
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto [code, out] = ctl("alice", {"plan", "show", "--json", "--to", "+2m"});
+        auto j = json::parse(out, nullptr, false);
+        return code == 0 && !j.is_discarded() && j["capacity"]["vcores"] == 100;
+      },
+      15s))
+      << rm.log();
+
+  // Alice's 30 days of "alice-etl", with her consumer's reads.
+  const int64_t now = nowMs();
+  KnownJob k{"alice-etl", "alice", kDay, 2 * kHour, 30 * kMin, 60 * kMin};
+  const int periods = periodsOf(k, now);
+  const std::string history = dir + "-alice.jsonl";
+  {
+    std::ofstream out(history);
+    for (int n = 0; n < periods; n++) writeRun(out, k, 0, n, firstDay(now), 1);
+  }
+  auto [ci, oi] = ctl("alice", {"history", "import", history, "--format", "jsonl"});
+  ASSERT_EQ(ci, 0) << oi << inf.log();
+
+  // Bob's reads of her outputs 2 min after each of her runs ends, as his
+  // own job, and as her consumer.
+  const std::string reads = dir + "-bob-reads.jsonl", as_consumer = dir + "-bob-consumer.jsonl";
+  {
+    std::ofstream out(reads), consumer(as_consumer);
+    for (int n = 0; n < periods; n++) {
+      const int64_t end = firstDay(now) + n * kDay + k.avail + 5 * kMin + 10000 + k.runtime;
+      const std::string path = "/data/alice-etl/out/" + std::to_string(n);
+      writeHistoryEvent(out, "bob-report", "bob-" + std::to_string(n), path, "read",
+                        end + 2 * kMin);
+      writeHistoryEvent(consumer, "consumer-of-alice-etl", "bob-" + std::to_string(n), path,
+                        "read", end + 2 * kMin);
+    }
+  }
+  auto [cr, orr] = ctl("bob", {"history", "import", reads, "--format", "jsonl"});
+  ASSERT_EQ(cr, 0) << "his own job's provenance is his to import: " << orr;
+  auto [cc, oc] = ctl("bob", {"history", "import", as_consumer, "--format", "jsonl"});
+  EXPECT_EQ(cc, 1) << "her consumer is hers: " << oc;
+  EXPECT_NE(oc.find("PERMISSION_DENIED"), std::string::npos) << oc;
+
+  // Bob runs an app under her key (she has no reservation yet: it runs ad hoc).
+  const std::string job = freshDir("job") + "/job.yaml";
+  std::ofstream(job) << "name: bob-in-alice-etl\n"
+                        "stages:\n"
+                        "  - name: work\n"
+                        "    tasks: 1\n"
+                        "    command: \"echo done\"\n"
+                        "    resources: {memory_mib: 256, vcores: 1}\n";
+  auto [cb, ob] = ctl("bob", {"app", "submit", job, "--recurrence", "alice-etl", "--wait"});
+  ASSERT_EQ(cb, 0) << ob << rm.log();
+  const std::string bob_app = ob.substr(0, ob.find('\n'));
+  // The RM's feed delivers it or has it refused; either way it is done with it.
+  auto metric = [&](const std::string& name) {
+    auto r = httpRequest(rm.httpAddress(), "GET", "/metrics");
+    size_t at = r.body.find("\n" + name + " ");
+    return at == std::string::npos ? 0.0 : std::stod(r.body.substr(at + name.size() + 2));
+  };
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return metric("morpheus_rm_telemetry_forwarded_total") +
+                   metric("morpheus_rm_telemetry_refused_total") >=
+               1;
+      },
+      30s))
+      << rm.log() << inf.log();
+  EXPECT_EQ(metric("morpheus_rm_telemetry_refused_total"), 1) << rm.log();
+  EXPECT_NE(rm.log().find("refused by inference"), std::string::npos) << rm.log();
+  auto [ch, oh] = ctl("alice", {"slo", "history", "alice-etl", "--json"});
+  ASSERT_EQ(ch, 0) << oh;
+  json runs = json::parse(oh, nullptr, false);
+  ASSERT_FALSE(runs.is_discarded()) << oh;
+  EXPECT_EQ(runs["runs"].size(), static_cast<size_t>(periods)) << oh;
+  for (const auto& r : runs["runs"]) EXPECT_EQ(r["user"], "alice") << r.dump();
+
+  auto [cf, of] = ctl("ops", {"slo", "refit"});
+  ASSERT_EQ(cf, 0) << of << inf.log();
+  auto [cl, ol] = ctl("alice", {"slo", "list", "--json"});
+  ASSERT_EQ(cl, 0) << ol;
+  json proposals = json::parse(ol, nullptr, false), proposal;
+  for (const auto& p : proposals["proposals"]) {
+    if (p["job_key"] == "alice-etl" && p["state"] == "pending") proposal = p;
+  }
+  ASSERT_FALSE(proposal.is_null()) << ol << inf.log();
+  EXPECT_EQ(proposal["owner"], "alice") << proposal.dump();
+  EXPECT_NEAR(proposal["deadline_offset_ms"].get<double>(), static_cast<double>(k.expect_d()),
+              2.0 * kMin)
+      << "bob's reads moved her deadline: " << proposal.dump();
+  auto [cx, ox] = ctl("bob", {"slo", "accept", proposal["proposal_id"]});
+  EXPECT_EQ(cx, 1) << ox;
+  EXPECT_NE(ox.find("PERMISSION_DENIED"), std::string::npos) << ox;
+  auto [ca, oa] = ctl("alice", {"slo", "accept", proposal["proposal_id"]});
+  ASSERT_EQ(ca, 0) << oa << inf.log();
+  auto [cv, ov] = ctl("alice", {"reservation", "list", "--json"});
+  ASSERT_EQ(cv, 0) << ov;
+  json listed = json::parse(ov, nullptr, false);
+  int held = 0;
+  for (const auto& r : listed["reservations"]) {
+    if (r.dump().find("alice-etl") == std::string::npos) continue;
+    held++;
+    EXPECT_EQ(r["user"], "alice") << r.dump();
+  }
+  EXPECT_EQ(held, 1) << ov;
+  EXPECT_EQ(inf.signalAndWait(SIGTERM, 10s), 0) << inf.log();
+}
+
 TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::string dir = freshDir("inference-feed");
   // Reserve a port for the inference service, which starts only later.

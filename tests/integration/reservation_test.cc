@@ -115,8 +115,14 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   std::string id2 = json::parse(out)["reservation-id"];
 
   // Bad input: unknown queue, infeasible gang, bad field; nothing is added.
+  // (Ids from new-reservation: a made-up one is refused, 403, before planning.)
+  auto issued = [&] {
+    auto r = rest("alice", "POST", "/new-reservation");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false).value("reservation-id", "");
+  };
   json bad = sub;
-  bad["reservation-id"] = "r-bad-1";
+  bad["reservation-id"] = issued();
   bad["queue"] = "nope";
   auto b1 = rest("alice", "POST", "/submit", bad.dump());
   EXPECT_EQ(b1.status, 400) << b1.body;
@@ -126,7 +132,7 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   auto b2 = rest("alice", "POST", "/submit", bad.dump());
   EXPECT_EQ(b2.status, 400) << "gang larger than the cluster: " << b2.body;
   bad["reservation-definition"] = definition(t0, t0 + 1800000, 0, 100, 100, 1800000);
-  bad["reservation-id"] = "r-bad-2";
+  bad["reservation-id"] = issued();
   // 100 containers for the whole of the periodic reservation's window, where it
   // already holds 20 at some steps: infeasible (old code: a 10-step request in
   // an unaligned 10-step window, refused whatever the plan held).
@@ -240,6 +246,69 @@ TEST_F(ReservationIT, OnlyOwnerOrAdminChangesAReservation) {
   auto [ca, oa] = ctl("ops", {"reservation", "delete", id});
   EXPECT_EQ(ca, 0) << oa;
   EXPECT_FALSE(listed(id));
+}
+
+// Reservation ids belong to the caller NewReservation issued them to
+// (issue #39 item 7): bob cannot squat the id alice is issued next, nor use
+// one issued to her; issues survive an RM restart (kill -9). On the old code
+// bob's submit under the guessed id was accepted and alice's got 409.
+TEST_F(ReservationIT, IdsFromNewReservationBelongToTheirCaller) {
+  int64_t t0 = nowMs() + 3600000;
+  auto submit = [&](const std::string& who, const std::string& id) {
+    json sub = {{"reservation-id", id},
+                {"queue", "default"},
+                {"reservation-definition", definition(t0, t0 + 1800000, 0, 2, 1, 600000)}};
+    return rest(who, "POST", "/submit", sub.dump());
+  };
+  auto issue = [&](const std::string& who) {
+    auto n = rest(who, "POST", "/new-reservation");
+    EXPECT_EQ(n.status, 200) << n.body;
+    return json::parse(n.body, nullptr, false).value("reservation-id", "");
+  };
+  // bob learns the sequence from his own id and takes the next one.
+  const std::string bobs = issue("bob");
+  const size_t cut = bobs.rfind('_');
+  ASSERT_NE(cut, std::string::npos) << bobs;
+  char next[16];
+  std::snprintf(next, sizeof next, "%04d", std::stoi(bobs.substr(cut + 1)) + 1);
+  const std::string guessed = bobs.substr(0, cut + 1) + next;
+  auto squat = submit("bob", guessed);
+  EXPECT_EQ(squat.status, 403) << squat.body;
+  EXPECT_NE(squat.body.find("reservation_id"), std::string::npos) << squat.body;
+  EXPECT_FALSE(listed(guessed)) << "a refused submit stores nothing";
+  // Over gRPC too.
+  std::string file = rm_dir_ + "-squat.json";
+  std::ofstream(file) << json({{"reservation-id", guessed},
+                               {"queue", "default"},
+                               {"reservation-definition",
+                                definition(t0, t0 + 1800000, 0, 2, 1, 600000)}})
+                             .dump();
+  auto [cg, og] = ctl("bob", {"reservation", "submit", "-f", file});
+  EXPECT_EQ(cg, 1) << og;
+  EXPECT_NE(og.find("PERMISSION_DENIED"), std::string::npos) << og;
+
+  const std::string alices = issue("alice");
+  EXPECT_EQ(alices, guessed) << "the id bob guessed is issued to alice";
+  auto ok = submit("alice", alices);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+
+  // An id issued to alice is hers: bob is refused, she submits it after a restart.
+  const std::string later = issue("alice");
+  EXPECT_EQ(submit("bob", later).status, 403);
+  ASSERT_EQ(rm_.signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  startRm();
+  startNm();
+  EXPECT_EQ(submit("bob", later).status, 403) << "the issue survived the restart";
+  auto after = submit("alice", later);
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(submit("alice", later).status, 409) << "an id admits one reservation";
+  const std::string fresh = issue("bob");
+  EXPECT_NE(fresh, bobs);
+  EXPECT_NE(fresh, alices);
+  EXPECT_NE(fresh, later);
+  // The admin may submit under an id nobody was issued (services that choose ids).
+  auto admin = submit("ops", "reservation_chosen_by_ops");
+  EXPECT_EQ(admin.status, 200) << admin.body;
 }
 
 // `plan show` draws load and capacity; a bad range is a clear error.

@@ -46,6 +46,11 @@ class FakeRm final : public ReservationClient {
       return infeasible("no room in hour " +
                         std::to_string(toEpochMs(r.period_start) % kDay / kHour));
     }
+    if (!squatter.empty() && !ids.count(r.reservation_id)) {
+      ids.insert(r.reservation_id);  // someone else's reservation took the id first
+      held[r.reservation_id] = *def;
+      owners[r.reservation_id] = squatter;
+    }
     if (!ids.insert(r.reservation_id).second) {
       return alreadyExists("reservation " + r.reservation_id + " exists");
     }
@@ -59,6 +64,16 @@ class FakeRm final : public ReservationClient {
     held.erase(id);
     cancelled.push_back(id);
     return Status::ok();
+  }
+  Status verifyOneOff(const OneOffRequest& r) override {
+    auto it = held.find(r.reservation_id);
+    if (it == held.end()) return notFound("no reservation " + r.reservation_id);
+    v1::ReservationReport report;
+    report.set_reservation_id(r.reservation_id);
+    report.set_user(owners.count(r.reservation_id) ? owners[r.reservation_id] : r.slo.owner);
+    report.set_queue(r.slo.queue);
+    *report.mutable_definition() = it->second;
+    return sameOneOff(report, r);
   }
   Status noRoom(const RecurringRequest& r) const {
     if (first_step_room && !r.skyline.empty() && r.skyline.front() > *first_step_room) {
@@ -77,6 +92,8 @@ class FakeRm final : public ReservationClient {
   std::vector<std::string> cancelled;
   bool refuse_cancel = false;
   int one_off_calls = 0;
+  std::string squatter;                         // non-empty: takes every new one-off id first
+  std::map<std::string, std::string> owners;    // held one-offs of another user than the SLO's
 };
 
 // A recurring job's history: instance k is the period [k*P, (k+1)*P); "src"
@@ -493,6 +510,34 @@ TEST_F(InferenceCoreTest, OffKilterJobGetsOneOffReservationsPerInstance) {
   auto shown = restarted.proposal(p.record.id);
   ASSERT_TRUE(shown.isOk());
   EXPECT_EQ(shown->payload.instances.size(), 4u);
+}
+
+// An instance's deterministic id already held in the RM by another user's
+// reservation (ALREADY_EXISTS) is not taken as the instance's own: the
+// instance stays refused, naming the owner that differs; the id held with
+// the instance's own owner and definition (a restart) still counts as
+// submitted.
+TEST_F(InferenceCoreTest, OneOffIdHeldByAnotherUsersReservationIsNotTheInstances) {
+  opts_.one_off_lead = Millis(kDay);
+  rm_.squatter = "mallory";
+  JobShape j{"seven", 7 * kHour, 30 * kMin, 40 * kMin, 20 * kMin, {}};
+  Proposal p = proposeRecent(j, 21);
+  ASSERT_TRUE(p.payload.one_off_instances);
+  auto acc = core().accept(p.record.id, alice_, false);
+  EXPECT_FALSE(acc.isOk()) << "no instance is reserved";
+  EXPECT_EQ(only("seven", store::ProposalState::kPending).record.id, p.record.id);
+  EXPECT_NE(acc.status().message().find("user is 'mallory', not 'alice'"), std::string::npos)
+      << acc.status().toString();
+
+  rm_.squatter.clear();
+  rm_.owners.clear();  // the ids are now held with alice's own definition
+  acc = core().accept(p.record.id, alice_, false);
+  ASSERT_TRUE(acc.isOk()) << acc.status().toString();
+  ASSERT_FALSE(acc->payload.instances.empty());
+  for (const auto& i : acc->payload.instances) {
+    EXPECT_EQ(i.state, "submitted") << i.detail;
+    EXPECT_EQ(i.detail, "submitted earlier");
+  }
 }
 
 // A half-hourly job on per-instance one-offs has 48 windows within the one

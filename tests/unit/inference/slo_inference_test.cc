@@ -249,6 +249,33 @@ TEST(SloDeadline, RecoversStartAndDeadlineOfADailyJob) {
   EXPECT_FALSE(s.problematic);
 }
 
+// With owners, another owner's job's reads and writes say nothing about a
+// job: bob's reads of etl's output an hour after each run and his writes of
+// its input just before each start move neither d nor a; the same events as
+// alice's own (or of a job without an owner) do.
+TEST(SloDeadline, AnotherOwnersProvenanceDoesNotMoveTheWindow) {
+  std::vector<store::FileEvent> all;
+  JobHistory h = dailyEtl(&all, 20, 2);
+  for (int i = 0; i < 20; i++) {
+    const int64_t base = kDay0 + i * kDay;
+    all.push_back(ev("bob-report", "b-" + std::to_string(i), "/out/" + std::to_string(i),
+                     store::FileAccess::kRead, base + 3 * kHour + 2 * kMin));
+    all.push_back(ev("bob-report", "b-" + std::to_string(i), "/in/" + std::to_string(i),
+                     store::FileAccess::kWrite, base + 2 * kHour - 10000));
+  }
+  JobOwners owners = {{JobKey("etl"), "alice"}, {JobKey("bob-report"), "bob"}};
+  auto kept = inferSlos({h}, all, SloParams{}, {}, &owners);
+  ASSERT_TRUE(kept[0].slo.has_value()) << kept[0].reason;
+  EXPECT_EQ(kept[0].slo->start_offset, Millis(2 * kHour - 30000));
+  EXPECT_EQ(kept[0].slo->deadline_offset, Millis(5 * kHour + kMin));
+
+  owners[JobKey("bob-report")] = "alice";
+  auto moved = inferSlos({h}, all, SloParams{}, {}, &owners);
+  ASSERT_TRUE(moved[0].slo.has_value()) << moved[0].reason;
+  EXPECT_EQ(moved[0].slo->deadline_offset, Millis(3 * kHour + 2 * kMin));
+  EXPECT_EQ(moved[0].slo->start_offset, Millis(2 * kHour - 10000));
+}
+
 // Morpheus §6/§7: a job whose start lags its input availability by widely
 // varying amounts (high CV of T_start - T_inAvail) is flagged problematic, so
 // the planner applies the alignment penalty to it (the flag travels in the

@@ -21,11 +21,21 @@ class AppManagerTest : public ::testing::Test {
     o.queues = {"root.default", "root.prod"};
     return std::make_unique<AppManager>(
         o, *store_, clock_, metrics_, signer_,
-        [](const JobKey& k) -> std::optional<ReservationId> {
-          if (k.value() == "nightly") return ReservationId("r_nightly");
-          return std::nullopt;
+        [](const JobKey& k) -> std::vector<BindTarget> {
+          if (k.value() == "nightly") return {{ReservationId("r_nightly"), UserId("alice"), "default"}};
+          if (k.value() == "shared") {
+            return {{ReservationId("r_alice"), UserId("alice"), "default"},
+                    {ReservationId("r_bob"), UserId("bob"), "default"}};
+          }
+          return {};
         },
-        [](const ReservationId& r) { return r.value() == "r_nightly" || r.value() == "r_other"; });
+        [](const ReservationId& r) -> std::optional<BindTarget> {
+          if (r.value() != "r_nightly" && r.value() != "r_other") return std::nullopt;
+          return BindTarget{r, UserId("alice"), "default"};
+        });
+  }
+  static AppManager::BindCheck anyBind() {
+    return [](const BindTarget&) { return Status::ok(); };
   }
   AppSpec spec() {
     AppSpec s;
@@ -46,18 +56,18 @@ class AppManagerTest : public ::testing::Test {
 TEST_F(AppManagerTest, ValidationNamesTheFieldAndStoresNothing) {
   auto s = spec();
   s.name = "";
-  EXPECT_EQ(mgr_->submit(s).status().message(), "name: is required");
+  EXPECT_EQ(mgr_->submit(s, anyBind()).status().message(), "name: is required");
   s = spec();
   s.am_resource = Resource();
-  EXPECT_EQ(mgr_->submit(s).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(mgr_->submit(s, anyBind()).status().code(), StatusCode::kInvalidArgument);
   s = spec();
   s.queue = "root.nope";
-  auto r = mgr_->submit(s);
+  auto r = mgr_->submit(s, anyBind());
   EXPECT_NE(r.status().message().find("queue: unknown queue 'root.nope'"), std::string::npos)
       << r.status().message();
   s = spec();
   s.reservation = ReservationId("r_missing");
-  EXPECT_NE(mgr_->submit(s).status().message().find("reservation_id"), std::string::npos);
+  EXPECT_NE(mgr_->submit(s, anyBind()).status().message().find("reservation_id"), std::string::npos);
   EXPECT_TRUE(mgr_->list({}, "").empty());
   EXPECT_TRUE(store_->list("apps")->empty());
 }
@@ -65,22 +75,51 @@ TEST_F(AppManagerTest, ValidationNamesTheFieldAndStoresNothing) {
 TEST_F(AppManagerTest, BindsByReservationIdOrRecurrenceKey) {
   auto s = spec();
   s.reservation = ReservationId("r_other");
-  EXPECT_EQ(mgr_->submit(s)->reservation.value(), "r_other");
+  EXPECT_EQ(mgr_->submit(s, anyBind())->reservation.value(), "r_other");
   s = spec();
   s.recurrence_key = JobKey("nightly");
-  auto bound = mgr_->submit(s);
+  auto bound = mgr_->submit(s, anyBind());
   EXPECT_EQ(bound->reservation.value(), "r_nightly");
   EXPECT_EQ(bound->queue, "");
   s.recurrence_key = JobKey("unknown-key");  // no reservation: ad hoc in the default queue
-  auto adhoc = mgr_->submit(s);
+  auto adhoc = mgr_->submit(s, anyBind());
   EXPECT_TRUE(adhoc->reservation.empty());
   EXPECT_EQ(adhoc->queue, "root.default");
+}
+
+// Binding runs the caller's check on the reservation, by id and by key; a key
+// binds to the first of its reservations the check admits; nothing is stored
+// on a refusal.
+TEST_F(AppManagerTest, BindingNeedsTheCheckOfTheReservation) {
+  AppManager::BindCheck only_bob = [](const BindTarget& t) {
+    if (t.owner == UserId("bob")) return Status::ok();
+    return permissionDenied("bob may not run in " + t.id.value() + " of " + t.owner.value());
+  };
+  auto s = spec();
+  s.user = UserId("bob");
+  s.reservation = ReservationId("r_other");
+  auto by_id = mgr_->submit(s, only_bob);
+  EXPECT_EQ(by_id.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(by_id.status().message(), "reservation_id: bob may not run in r_other of alice");
+  s.reservation = ReservationId();
+  s.recurrence_key = JobKey("nightly");
+  auto by_key = mgr_->submit(s, only_bob);
+  EXPECT_EQ(by_key.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(by_key.status().message().find("recurrence_key: 'nightly' is reserved by another user"),
+            std::string::npos)
+      << by_key.status().message();
+  EXPECT_TRUE(mgr_->list({}, "").empty());
+  EXPECT_TRUE(store_->list("apps")->empty());
+  s.recurrence_key = JobKey("shared");
+  auto own = mgr_->submit(s, only_bob);
+  ASSERT_TRUE(own.isOk()) << own.status().message();
+  EXPECT_EQ(own->reservation.value(), "r_bob");
 }
 
 TEST_F(AppManagerTest, AttemptsRetryThenFail) {
   auto s = spec();
   s.max_attempts = 2;
-  AppId id = mgr_->submit(s)->id;
+  AppId id = mgr_->submit(s, anyBind())->id;
   ASSERT_TRUE(mgr_->amLaunched(id, ContainerId("c1"), NodeId("n1")).isOk());
   EXPECT_EQ(mgr_->get(id)->state, AppState::kRunning);
   EXPECT_EQ(mgr_->get(id)->attempt, 1);
@@ -93,7 +132,7 @@ TEST_F(AppManagerTest, AttemptsRetryThenFail) {
 }
 
 TEST_F(AppManagerTest, KillNeedsOwnerOrAdminAndIsFinal) {
-  AppId id = mgr_->submit(spec())->id;
+  AppId id = mgr_->submit(spec(), anyBind())->id;
   EXPECT_EQ(mgr_->kill(id, UserId("mallory"), false, "").code(), StatusCode::kPermissionDenied);
   EXPECT_TRUE(mgr_->kill(id, UserId("ops"), true, "maintenance").isOk());
   EXPECT_EQ(mgr_->get(id)->state, AppState::kKilled);
@@ -103,8 +142,8 @@ TEST_F(AppManagerTest, KillNeedsOwnerOrAdminAndIsFinal) {
 }
 
 TEST_F(AppManagerTest, AmTokenActsOnlyForItsOwnAppAndAttempt) {
-  AppId a = mgr_->submit(spec())->id;
-  AppId b = mgr_->submit(spec())->id;
+  AppId a = mgr_->submit(spec(), anyBind())->id;
+  AppId b = mgr_->submit(spec(), anyBind())->id;
   ASSERT_TRUE(mgr_->amLaunched(a, ContainerId("c1"), NodeId("n1")).isOk());
   std::string tok = mgr_->amToken(a, 1);
   EXPECT_TRUE(mgr_->checkAmToken(a, tok).isOk());
@@ -117,9 +156,9 @@ TEST_F(AppManagerTest, AmTokenActsOnlyForItsOwnAppAndAttempt) {
 }
 
 TEST_F(AppManagerTest, EverythingAcknowledgedSurvivesARestart) {
-  AppId a = mgr_->submit(spec())->id;
+  AppId a = mgr_->submit(spec(), anyBind())->id;
   ASSERT_TRUE(mgr_->amLaunched(a, ContainerId("c1"), NodeId("n1")).isOk());
-  AppId b = mgr_->submit(spec())->id;
+  AppId b = mgr_->submit(spec(), anyBind())->id;
   ASSERT_TRUE(mgr_->finish(a, AppState::kFinished, "ok").isOk());
   auto before_a = *mgr_->get(a);
   auto before_b = *mgr_->get(b);
@@ -133,7 +172,7 @@ TEST_F(AppManagerTest, EverythingAcknowledgedSurvivesARestart) {
   EXPECT_EQ(toEpochMs(after_a.finish), toEpochMs(before_a.finish));
   EXPECT_EQ(mgr_->get(b)->state, before_b.state);
   // New ids after a restart never collide with recovered ones.
-  AppId c = mgr_->submit(spec())->id;
+  AppId c = mgr_->submit(spec(), anyBind())->id;
   EXPECT_NE(c, a);
   EXPECT_NE(c, b);
   EXPECT_EQ(mgr_->list({AppState::kFinished}, "").size(), 1u);

@@ -75,6 +75,73 @@ TEST_F(ReservationManagerTest, RecoverRefusesPlacementBeyondDefinition) {
       << st.message();
 }
 
+// Ids from issueId belong to their caller, durably: another user (even
+// acting as an admin for a third) cannot use them, a non-admin cannot use an
+// id nobody was issued, an admin can; admission consumes the issue; a
+// restarted manager keeps unused issues and never issues a used id again.
+TEST_F(ReservationManagerTest, IssuedIdsBelongToTheirCaller) {
+  using By = ReservationManager::Submitter;
+  auto alices = mgr_->issueId(UserId("alice"));
+  ASSERT_TRUE(alices.isOk()) << alices.status().toString();
+  auto d = def(1);
+  d.user = UserId("bob");
+  auto squat = mgr_->submit(*alices, By{UserId("bob"), false}, d, 0, nullptr);
+  EXPECT_EQ(squat.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(squat.status().message().find("reservation_id: '" + alices->value() +
+                                          "' was issued to another user"),
+            std::string::npos)
+      << squat.status().message();
+  EXPECT_EQ(mgr_->submit(*alices, By{UserId("root"), true}, d, 0, nullptr).status().code(),
+            StatusCode::kPermissionDenied)
+      << "an admin acting for bob does not get alice's id";
+  auto made_up = mgr_->submit(ReservationId("bobs-own"), By{UserId("bob"), false}, d, 0, nullptr);
+  EXPECT_EQ(made_up.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(mgr_->list("", "", TimePoint(), TimePoint()).empty());
+
+  auto later = mgr_->issueId(UserId("alice"));
+  ASSERT_TRUE(later.isOk());
+  auto restarted = make();
+  ASSERT_TRUE(restarted->recover().isOk());
+  restarted->onCapacity(Resource(10240, 10), true);
+  EXPECT_EQ(restarted->submit(*later, By{UserId("bob"), false}, d, 0, nullptr).status().code(),
+            StatusCode::kPermissionDenied);
+  ASSERT_TRUE(restarted->submit(*alices, By{UserId("alice"), false}, def(1), 0, nullptr).isOk());
+  EXPECT_TRUE(restarted->submit(ReservationId("ops-chosen"), By{UserId("root"), true}, def(1), 0,
+                                nullptr)
+                  .isOk());
+  auto again = make();
+  ASSERT_TRUE(again->recover().isOk());
+  again->onCapacity(Resource(10240, 10), true);
+  for (int i = 0; i < 5; i++) {
+    auto fresh = again->issueId(UserId("carol"));
+    ASSERT_TRUE(fresh.isOk());
+    EXPECT_NE(*fresh, *alices);
+    EXPECT_NE(*fresh, *later);
+  }
+  EXPECT_TRUE(again->submit(*later, By{UserId("alice"), false}, def(1), 0, nullptr).isOk());
+}
+
+// Beyond max_unused_ids_per_user the caller's oldest unused id is withdrawn.
+TEST_F(ReservationManagerTest, OldestUnusedIdIsWithdrawnBeyondTheCap) {
+  ReservationManagerOptions o;
+  o.limits.max_unused_ids_per_user = 2;
+  ReservationManager capped(o, std::move(planner::Planner::create({}, Resource())).value(),
+                            *store_, clock_, metrics_);
+  capped.onCapacity(Resource(10240, 10), true);
+  auto first = capped.issueId(UserId("alice"));
+  clock_.advance(Millis(1));
+  auto second = capped.issueId(UserId("alice"));
+  clock_.advance(Millis(1));
+  auto third = capped.issueId(UserId("alice"));
+  ASSERT_TRUE(first.isOk() && second.isOk() && third.isOk());
+  EXPECT_EQ(store_->list("reservation-ids")->size(), 2u);
+  using By = ReservationManager::Submitter;
+  EXPECT_EQ(capped.submit(*first, By{UserId("alice"), false}, def(1), 0, nullptr).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(capped.submit(*second, By{UserId("alice"), false}, def(1), 0, nullptr).isOk());
+  EXPECT_EQ(store_->list("reservation-ids")->size(), 1u) << "admission consumes the issue";
+}
+
 // Unknown queues, bad ids and duplicates are refused and leave nothing behind.
 TEST_F(ReservationManagerTest, RejectionsLeaveNoState) {
   auto d = def(2);

@@ -27,8 +27,8 @@ class RuntimeHarvestTest : public ::testing::Test {
     ao.queues = {"root.default"};
     apps_ = std::make_unique<AppManager>(
         ao, *store_, clock_, metrics_, core_->signer(),
-        [](const JobKey&) { return std::optional<ReservationId>(); },
-        [](const ReservationId&) { return false; });
+        [](const JobKey&) { return std::vector<BindTarget>(); },
+        [](const ReservationId&) { return std::optional<BindTarget>(); });
     ASSERT_TRUE(apps_->recover().isOk());
     RuntimeOptions ro;
     ro.harvest.selection.short_max = Millis(10000);
@@ -76,7 +76,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     s.user = UserId("alice");
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s)->id;
+    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat("am");
     EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
     v1::RegisterApplicationMasterRequest reg;

@@ -28,8 +28,11 @@ class World {
     ao.queues = {"root.a", "root.b", "root.default"};
     apps_ = std::make_unique<AppManager>(
         ao, *store_, clock_, metrics_, core_->signer(),
-        [](const JobKey&) { return std::optional<ReservationId>(); },
-        [](const ReservationId& r) { return r.value() == "r1"; });
+        [](const JobKey&) { return std::vector<BindTarget>(); },
+        [](const ReservationId& r) -> std::optional<BindTarget> {
+          if (r.value() != "r1") return std::nullopt;
+          return BindTarget{r, UserId("u"), "default"};
+        });
     RuntimeOptions ro;
     ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
     ro.preemption_grace = Millis(1000);
@@ -53,7 +56,7 @@ class World {
     s.reservation = ReservationId(reservation);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s)->id;
+    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat(node);
     v1::RegisterApplicationMasterRequest reg;
     reg.set_application_id(id.value());

@@ -24,8 +24,11 @@ class RuntimeTest : public ::testing::Test {
     ao.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
     apps_ = std::make_unique<AppManager>(
         ao, *store_, clock_, metrics_, core_->signer(),
-        [this](const JobKey&) { return std::optional<ReservationId>(); },
-        [](const ReservationId& r) { return r.value() == "r1"; });
+        [](const JobKey&) { return std::vector<BindTarget>(); },
+        [](const ReservationId& r) -> std::optional<BindTarget> {
+          if (r.value() != "r1") return std::nullopt;
+          return BindTarget{r, UserId("u"), "default"};
+        });
     RuntimeOptions ro;
     ro.queue_weights = {
         {"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
@@ -72,7 +75,7 @@ class RuntimeTest : public ::testing::Test {
     s.recurrence_key = JobKey(key);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s)->id;
+    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat(node);
     EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
     v1::RegisterApplicationMasterRequest reg;
@@ -136,7 +139,7 @@ class RuntimeTest : public ::testing::Test {
     s.reservation = ReservationId("r1");
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    return apps_->submit(s)->id;
+    return apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
   }
   int running(const AppId& app) {
     int32_t n = 0;

@@ -528,10 +528,47 @@ TYPED_TEST(ProvenanceStoreTest, IngestIsIdempotent) {
   EXPECT_EQ(std::count(events.begin(), events.end(), e2), 1);
 
   RunRecord updated = makeRun("j", "r1", 0, {7, 8});
-  updated.user = "bob";
   updated.container = Resource(1024, 1);
   ASSERT_TRUE(this->store_->ingestRuns({updated}).isOk());
   EXPECT_EQ(this->runsOf("j"), (std::vector<RunRecord>{updated, batch.runs[1]}));
+}
+
+// A job's owner is recorded with its first run (or the claimant of its first
+// events) and never changes: another user's run, in a later batch or later in
+// the same batch, and a claimant's events of another's job are refused
+// naming the field, and nothing of the batch is stored.
+TYPED_TEST(ProvenanceStoreTest, JobOwnerIsEstablishedAndKept) {
+  ASSERT_TRUE(this->store_->ingestRuns({makeRun("etl", "r1", 0)}).isOk());
+  EXPECT_EQ(*this->store_->jobOwner(JobKey("etl")), std::optional<std::string>("alice"));
+  EXPECT_EQ(*this->store_->jobOwner(JobKey("nobody")), std::nullopt);
+
+  RunRecord bobs = makeRun("etl", "r2", 100);
+  bobs.user = "bob";
+  Status st = this->store_->ingestRuns({bobs});
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("runs[0].user: job etl belongs to alice, not to bob"),
+            std::string::npos)
+      << st.toString();
+  RunRecord first = makeRun("fresh", "f1", 0);
+  RunRecord other = makeRun("fresh", "f2", 100);
+  other.user = "bob";
+  st = this->store_->ingestRuns({first, other});
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << "the batch's first run owns the job";
+  EXPECT_EQ(*this->store_->jobOwner(JobKey("fresh")), std::nullopt) << "nothing stored";
+  EXPECT_TRUE(this->runsOf("fresh").empty());
+
+  IngestBatch claimed{{}, {makeEvent("report", "", "/out", FileAccess::kRead, 5)}, "bob"};
+  ASSERT_TRUE(this->store_->ingest(claimed).isOk());
+  EXPECT_EQ(*this->store_->jobOwner(JobKey("report")), std::optional<std::string>("bob"));
+  IngestBatch into_hers{{}, {makeEvent("etl", "", "/out", FileAccess::kRead, 6)}, "bob"};
+  st = this->store_->ingest(into_hers);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("events[0].job"), std::string::npos) << st.toString();
+  EXPECT_TRUE(this->eventsOf("etl").empty());
+  // Without a claimant (an admin's import) events claim nothing.
+  ASSERT_TRUE(
+      this->store_->ingestEvents({makeEvent("adhoc-reader", "", "/x", FileAccess::kRead, 7)}).isOk());
+  EXPECT_EQ(*this->store_->jobOwner(JobKey("adhoc-reader")), std::nullopt);
 }
 
 // jobs() is sorted bytewise; runs() by submit time then run id; only runs of
@@ -734,6 +771,8 @@ TYPED_TEST(ProvenanceStoreTest, MigratesOldSchemaAndRefusesNewer) {
   EXPECT_EQ(*(*s)->runs(JobKey("j")), std::vector<RunRecord>{r});
   EXPECT_EQ(*(*s)->eventsOnPaths({"/a"}), std::vector<FileEvent>{e});
   EXPECT_EQ(**(*s)->getProposal(p.id), p);
+  EXPECT_EQ(*(*s)->jobOwner(JobKey("j")), std::optional<std::string>("alice"))
+      << "an existing job's owner is its earliest run's user";
   s = Status(StatusCode::kInternal, "closed");
 
   TypeParam::query(loc, "INSERT INTO schema_version(version) VALUES(" +
