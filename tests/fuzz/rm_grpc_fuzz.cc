@@ -76,8 +76,15 @@ class Rm {
     // The daemon's request limits, but fewer containers per request: an
     // infeasible request of ~50k containers takes ~30 s to explain under
     // ASan, past the per-input timeout (planning cost, not a crash).
-    rmo.limits = {opts_.max_name_length, opts_.max_stages, 5000, 5000,
-                  opts_.max_reservations_per_user, opts_.max_unused_reservation_ids};
+    rmo.limits.max_name_length = opts_.max_name_length;
+    rmo.limits.max_stages = opts_.max_stages;
+    rmo.limits.max_containers_per_stage = 5000;
+    rmo.limits.max_containers_per_request = 5000;
+    rmo.limits.max_reservations_per_user = opts_.max_reservations_per_user;
+    rmo.limits.max_planning_work = opts_.max_planning_work;
+    rmo.limits.max_planning_per_user = opts_.max_planning_per_user;
+    rmo.limits.max_planning_total = opts_.max_planning_total;
+    rmo.limits.max_unused_ids_per_user = opts_.max_unused_reservation_ids;
     reservations_ = std::make_unique<rm::ReservationManager>(
         rmo, std::move(planner::Planner::create(opts_.planner, Resource())).value(), *store_,
         clock_, metrics_);
