@@ -9,6 +9,7 @@
 #include <future>
 #include <string>
 
+#include "common/wire.h"
 #include "harness.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 
@@ -74,7 +75,7 @@ Process startInference(const std::vector<std::string>& extra = {}) {
 // skyline.max-fit-samples is refused naming it, a normal fit still works and
 // SIGTERM stops the daemon.
 TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
-  Process inf = startInference({"--set", "skyline.max-fit-samples=10000"});
+  Process inf = startInference();
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
   const v1::FitSkylineRequest attack = threeHourRuns(3, 20);
 
@@ -85,7 +86,8 @@ TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
     EXPECT_EQ(anon.response.skyline_size(), 0);
   }
 
-  FitOutcome small_step = fit(inf.grpcAddress(), testToken("alice"), attack, Millis(10000));
+  FitOutcome small_step =
+      fit(inf.grpcAddress(), testToken("alice"), attack, Millis(10000));
   EXPECT_EQ(small_step.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << small_step.status.error_message();
   EXPECT_EQ(small_step.status.error_message().rfind("step_ms: 20 ", 0), 0u)
@@ -93,8 +95,10 @@ TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
   EXPECT_NE(small_step.status.error_message().find("skyline.min-fit-step"), std::string::npos)
       << small_step.status.error_message();
 
-  // 3 runs x 10,800 one-second steps = 32,400 samples > 10,000.
-  FitOutcome too_big = fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(3, 1000), Millis(10000));
+  // 50 runs x 10,800 one-second steps = 540,000 samples, over the default
+  // skyline.max-fit-samples (500,000).
+  FitOutcome too_big =
+      fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(50, 1000), Millis(10000));
   EXPECT_EQ(too_big.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << too_big.status.error_message();
   EXPECT_EQ(too_big.status.error_message().rfind("step_ms: ", 0), 0u)
@@ -103,7 +107,8 @@ TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
       << too_big.status.error_message();
 
   // One-minute steps: 3 x 180 samples, fitted.
-  FitOutcome ok = fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(3, kMin), Millis(30000));
+  FitOutcome ok =
+      fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(3, kMin), Millis(30000));
   ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
   EXPECT_EQ(ok.response.skyline_size(), 180);
 

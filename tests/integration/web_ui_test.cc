@@ -254,9 +254,13 @@ TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
     std::set<std::string> ids;
     for (const auto& p : listed["proposals"]) {
       ids.insert(p["proposal_id"].get<std::string>());
-      if (who != "ops") EXPECT_EQ(p["owner"], who) << r.body;
+      if (who != "ops") {
+        EXPECT_EQ(p["owner"], who) << r.body;
+      }
     }
-    if (who != "ops") EXPECT_FALSE(listed.contains("not_actionable")) << r.body;
+    if (who != "ops") {
+      EXPECT_FALSE(listed.contains("not_actionable")) << r.body;
+    }
     return ids;
   };
   EXPECT_EQ(idsFor("alice").count(proposal), 1u) << "alice owns it";
