@@ -775,16 +775,14 @@ Status InferenceCore::stopCheck() const {
   return Status::ok();
 }
 
-Result<FitResult> InferenceCore::fit(const std::vector<store::RunRecord>& runs,
-                                     FitParams params) {
+Result<FitResult> InferenceCore::fit(const std::vector<store::RunRecord>& runs, FitParams params) {
   params.max_samples = opts_.max_fit_samples;
   FitStop caller = std::move(params.stop);
   params.stop = [this, caller]() -> Status {
     MORPHEUS_RETURN_IF_ERROR(stopCheck());
     return caller ? caller() : Status::ok();
   };
-  Gauge& running = metrics_.gauge("morpheus_inference_fits_running",
-                                  "FitSkyline fits in progress");
+  Gauge& running = metrics_.gauge("morpheus_inference_fits_running", "FitSkyline fits in progress");
   running.add(1);
   auto out = fitRuns(runs, params);
   running.add(-1);

@@ -324,7 +324,10 @@ class RowGeneration {
  public:
   // `stop` (may be empty) is polled between rounds and simplex slices.
   RowGeneration(const Compact& d, FitStop stop)
-      : d_(d), stop_(std::move(stop)), have_(static_cast<size_t>(d.n) * d.K, 0), seg_first_(d.K + 1, 0) {
+      : d_(d),
+        stop_(std::move(stop)),
+        have_(static_cast<size_t>(d.n) * d.K, 0),
+        seg_first_(d.K + 1, 0) {
     glp_prob* lp = prob_.get();
     const int K = d.K;
     for (int k = 0; k < K; ++k) seg_first_[k + 1] = seg_first_[k] + d.segments(k);
@@ -696,12 +699,13 @@ Result<FitResult> fitRuns(const std::vector<store::RunRecord>& runs, const FitPa
   const double samples = steps * static_cast<double>(runs.size());
   if (params.max_samples > 0 && samples > static_cast<double>(params.max_samples)) {
     return invalidArgument(
-        params.step_field, std::to_string(runs.size()) + " run(s) of up to " +
-                    std::to_string(static_cast<int64_t>(std::min(steps, 1e18))) + " steps of " +
-                    std::to_string(params.step.count()) + " ms exceed the limit of " +
-                    std::to_string(params.max_samples) +
-                    " samples (runs x steps) of one fit (skyline.max-fit-samples); use a longer "
-                    "step or fewer runs");
+        params.step_field,
+        std::to_string(runs.size()) + " run(s) of up to " +
+            std::to_string(static_cast<int64_t>(std::min(steps, 1e18))) + " steps of " +
+            std::to_string(params.step.count()) + " ms exceed the limit of " +
+            std::to_string(params.max_samples) +
+            " samples (runs x steps) of one fit (skyline.max-fit-samples); use a longer "
+            "step or fewer runs");
   }
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];

@@ -80,7 +80,7 @@ struct FitParams {
   // resampling to `step` (the LP's size). 0 = unbounded. Checked before any
   // run is resampled.
   int64_t max_samples = 0;
-  FitStop stop;                    // see SkylineProblem::stop
+  FitStop stop;                     // see SkylineProblem::stop
   std::string step_field = "step";  // how the caller named `step`, for errors
 };
 

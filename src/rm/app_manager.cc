@@ -175,8 +175,8 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec) {
   auto checkName = [&](const std::string& v, const std::string& field) -> Status {
     MORPHEUS_RETURN_IF_ERROR(checkDisplayName(v, field));
     if (static_cast<int64_t>(v.size()) > opts_.max_name_length) {
-      return invalidArgument(field, std::to_string(v.size()) + " bytes; at most " + max_len +
-                                        " (rm.max-name-length)");
+      return invalidArgument(
+          field, std::to_string(v.size()) + " bytes; at most " + max_len + " (rm.max-name-length)");
     }
     return Status::ok();
   };

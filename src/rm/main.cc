@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   } else {
     std::string store_location = opts.state_store_location;
     if (store_location.empty()) store_location = opts.daemon.data_dir + "/rm-state.db";
-    store = store::openStateStore(opts.state_store, store_location, {opts.state_store_init, ran_before});
+    store = store::openStateStore(opts.state_store, store_location,
+                                  {opts.state_store_init, ran_before});
     if (!store.isOk()) {
       std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
       return 2;

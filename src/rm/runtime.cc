@@ -474,8 +474,9 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
           .counter("morpheus_rm_container_statuses_refused_total",
                    "Container statuses a node sent for a container allocated to another node")
           .inc();
-      logLater(spdlog::level::warn, "node {} reported container {} which runs on another node; ignored",
-               nid.value(), cid.value());
+      logLater(spdlog::level::warn,
+               "node {} reported container {} which runs on another node; ignored", nid.value(),
+               cid.value());
       continue;
     }
     if (st.state() == v1::CONTAINER_COMPLETE) {

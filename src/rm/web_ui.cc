@@ -385,9 +385,8 @@ void registerWebUi(HttpServer& http, WebUiSources sources) {
                return clusterResponse(*s);
              }));
   http.route("GET", "/ui/api/plan",
-             authenticated(access, [s](const HttpRequest&, const Principal&) {
-               return planResponse(*s);
-             }));
+             authenticated(access,
+                           [s](const HttpRequest&, const Principal&) { return planResponse(*s); }));
   http.route("GET", "/ui/api/reservation",
              authenticated(access, [s](const HttpRequest& req, const Principal&) {
                return reservationResponse(*s, req);

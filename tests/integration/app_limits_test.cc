@@ -23,15 +23,15 @@ class AppLimitsIT : public ClusterTest {
  protected:
   // SubmitApplication as `principal` of an app named `name` whose AM would
   // run `/bin/true` with `env_bytes` bytes of environment.
-  grpc::Status submit(const std::string& principal, const std::string& name,
-                      size_t env_bytes = 0, std::string* id = nullptr) {
+  grpc::Status submit(const std::string& principal, const std::string& name, size_t env_bytes = 0,
+                      std::string* id = nullptr) {
     if (!stub_) stub_ = v1::ClientService::NewStub(makeChannel(rm_.grpcAddress(), TlsOptions{}));
     v1::SubmitApplicationRequest req;
     req.set_name(name);
     toProto(Resource(128, 1), req.mutable_am_resource());
     req.mutable_am_launch_context()->set_command("/bin/true");
-    if (env_bytes > 0) (*req.mutable_am_launch_context()->mutable_env())["X"] =
-        std::string(env_bytes, 'x');
+    if (env_bytes > 0)
+      (*req.mutable_am_launch_context()->mutable_env())["X"] = std::string(env_bytes, 'x');
     v1::SubmitApplicationResponse resp;
     auto ctx = makeContext(Millis(10000));
     ctx->AddMetadata("authorization", "Bearer " + testToken(principal));
@@ -99,8 +99,8 @@ TEST_F(AppLimitsIT, OneUserCannotFloodTheRmWithPendingApplications) {
 // launch context is bounded by rm.max-launch-context-bytes (INVALID_ARGUMENT
 // naming am_launch_context).
 TEST_F(AppLimitsIT, UnfinishedAppsAndLaunchContextsAreBounded) {
-  ASSERT_NO_FATAL_FAILURE(startCluster(0, {"--set", "rm.max-pending-apps-per-user=10", "--set",
-                                           "rm.max-apps-per-user=3"}));
+  ASSERT_NO_FATAL_FAILURE(startCluster(
+      0, {"--set", "rm.max-pending-apps-per-user=10", "--set", "rm.max-apps-per-user=3"}));
   for (int i = 0; i < 3; i++) EXPECT_TRUE(submit("alice", "a" + std::to_string(i)).ok());
   grpc::Status st = submit("alice", "a3");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
@@ -120,8 +120,9 @@ TEST_F(AppLimitsIT, UnfinishedAppsAndLaunchContextsAreBounded) {
 // accepted and shown as written.
 TEST_F(AppLimitsIT, NamesWithControlOrBidiCharactersAreRefused) {
   ASSERT_NO_FATAL_FAILURE(startCluster(1));
-  const std::string rlo = "invoice\xE2\x80\xAE"
-                          "fdp.exe";
+  const std::string rlo =
+      "invoice\xE2\x80\xAE"
+      "fdp.exe";
   const std::string nul("a\0b", 3);
   for (const std::string& name : {rlo, nul, std::string("tab\there")}) {
     grpc::Status st = submit("alice", name);
@@ -136,16 +137,16 @@ TEST_F(AppLimitsIT, NamesWithControlOrBidiCharactersAreRefused) {
   EXPECT_EQ(listed.size(), 1u) << out;
 
   for (const std::string& name : {rlo, nul}) {
-    json def = {{"arrival", nowMs() + 3600000},
-                {"deadline", nowMs() + 7200000},
-                {"reservation-name", name},
-                {"reservation-requests",
-                 {{"reservation-request-interpreter", 1},
-                  {"reservation-request",
-                   json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
-                                 {"num-containers", 1},
-                                 {"min-concurrency", 1},
-                                 {"duration", 60000}}})}}}};
+    json def = {
+        {"arrival", nowMs() + 3600000},
+        {"deadline", nowMs() + 7200000},
+        {"reservation-name", name},
+        {"reservation-requests",
+         {{"reservation-request-interpreter", 1},
+          {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                {"num-containers", 1},
+                                                {"min-concurrency", 1},
+                                                {"duration", 60000}}})}}}};
     std::string path = freshDir("res") + "/r.json";
     std::ofstream(path) << json({{"queue", "default"}, {"reservation-definition", def}}).dump();
     auto [rc, rout] = ctl({"reservation", "submit", "-f", path, "--json"});

@@ -80,8 +80,7 @@ TEST_F(ContainerStatusTrustIT, ANodeCannotFailAnotherNodesContainer) {
   EXPECT_EQ(after["diagnostics"].get<std::string>().find("spoofed"), std::string::npos)
       << after.dump();
   auto metrics = httpRequest(rm_.httpAddress(), "GET", "/metrics");
-  EXPECT_NE(metrics.body.find("morpheus_rm_container_statuses_refused_total 2"),
-            std::string::npos)
+  EXPECT_NE(metrics.body.find("morpheus_rm_container_statuses_refused_total 2"), std::string::npos)
       << metrics.body.substr(0, 2000);
 
   // Her job goes on to finish on its first attempt.

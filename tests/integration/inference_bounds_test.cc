@@ -86,8 +86,7 @@ TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
     EXPECT_EQ(anon.response.skyline_size(), 0);
   }
 
-  FitOutcome small_step =
-      fit(inf.grpcAddress(), testToken("alice"), attack, Millis(10000));
+  FitOutcome small_step = fit(inf.grpcAddress(), testToken("alice"), attack, Millis(10000));
   EXPECT_EQ(small_step.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << small_step.status.error_message();
   EXPECT_EQ(small_step.status.error_message().rfind("step_ms: 20 ", 0), 0u)
@@ -107,8 +106,7 @@ TEST(InferenceBoundsIT, FitSkylineNeedsATokenAndABoundedStep) {
       << too_big.status.error_message();
 
   // One-minute steps: 3 x 180 samples, fitted.
-  FitOutcome ok =
-      fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(3, kMin), Millis(30000));
+  FitOutcome ok = fit(inf.grpcAddress(), testToken("alice"), threeHourRuns(3, kMin), Millis(30000));
   ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
   EXPECT_EQ(ok.response.skyline_size(), 180);
 

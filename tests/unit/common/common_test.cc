@@ -42,13 +42,15 @@ TEST(ValidateTest, DisplayNamesRefuseControlAndBidiCharacters) {
     std::string text, code;
   };
   for (const Case& c : std::vector<Case>{{std::string("a\0b", 3), "U+0000"},
-                                          {"tab\there", "U+0009"},
-                                          {"del\x7f", "U+007F"},
-                                          {"c1\xc2\x85", "U+0085"},
-                                          {"invoice\xe2\x80\xae" "fdp.exe", "U+202E"},
-                                          {"iso\xe2\x81\xa6x", "U+2066"},
-                                          {"lrm\xe2\x80\x8e", "U+200E"},
-                                          {"line\xe2\x80\xa8", "U+2028"}}) {
+                                         {"tab\there", "U+0009"},
+                                         {"del\x7f", "U+007F"},
+                                         {"c1\xc2\x85", "U+0085"},
+                                         {"invoice\xe2\x80\xae"
+                                          "fdp.exe",
+                                          "U+202E"},
+                                         {"iso\xe2\x81\xa6x", "U+2066"},
+                                         {"lrm\xe2\x80\x8e", "U+200E"},
+                                         {"line\xe2\x80\xa8", "U+2028"}}) {
     Status st = checkDisplayName(c.text, "name");
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.code;
     EXPECT_EQ(st.message().rfind("name: contains " + c.code, 0), 0u) << st.message();

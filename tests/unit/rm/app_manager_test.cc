@@ -105,7 +105,9 @@ TEST_F(AppManagerTest, PerUserBoundsAndNamesAreChecked) {
             std::string::npos);
   bad = spec();
   bad.user = UserId("carol");
-  bad.name = "a\xe2\x80\xae" "b";
+  bad.name =
+      "a\xe2\x80\xae"
+      "b";
   EXPECT_EQ(apps.submit(bad).status().message().rfind("name: contains U+202E", 0), 0u);
   bad.name = std::string(17, 'n');
   EXPECT_NE(apps.submit(bad).status().message().find("rm.max-name-length"), std::string::npos);
