@@ -268,8 +268,8 @@ TEST(SkylineFitTest, MaxSamplesRefusesBeforeResampling) {
   EXPECT_NE(r.status().message().find("skyline.max-fit-samples"), std::string::npos)
       << r.status().message();
   params.step = Millis(60000);
-  std::vector<store::RunRecord> fits(3, run(Millis(60000), std::vector<double>(300, 2)));
-  EXPECT_FALSE(fitRuns(fits, params).isOk()) << "3 x 300 samples fit in 1000, 3 x 400 do not";
+  std::vector<store::RunRecord> fits(3, run(Millis(60000), std::vector<double>(334, 2)));
+  EXPECT_FALSE(fitRuns(fits, params).isOk()) << "3 x 334 samples exceed 1000, 3 x 333 do not";
   fits.assign(3, run(Millis(60000), std::vector<double>(333, 2)));
   EXPECT_TRUE(fitRuns(fits, params).isOk());
 }
