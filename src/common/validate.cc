@@ -46,6 +46,47 @@ Status checkUtf8(const std::string& s, const std::string& field) {
   return invalidArgument(field, "is not valid UTF-8");
 }
 
+namespace {
+
+// The code point starting at s[i] of valid UTF-8 `s`, and its length in *len.
+unsigned codePointAt(const std::string& s, size_t i, size_t* len) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) {
+    *len = 1;
+    return c;
+  }
+  *len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+  unsigned cp = c & (*len == 2 ? 0x1F : *len == 3 ? 0x0F : 0x07);
+  for (size_t k = 1; k < *len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+bool refusedInName(unsigned cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||
+         cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+Status checkDisplayName(const std::string& s, const std::string& field) {
+  MORPHEUS_RETURN_IF_ERROR(checkUtf8(s, field));
+  for (size_t i = 0; i < s.size();) {
+    size_t len = 1;
+    unsigned cp = codePointAt(s, i, &len);
+    if (refusedInName(cp)) {
+      char shown[16];
+      std::snprintf(shown, sizeof shown, "U+%04X", cp);
+      return invalidArgument(field, std::string("contains ") + shown + " at byte " +
+                                        std::to_string(i) +
+                                        "; control and bidirectional formatting characters are "
+                                        "not allowed");
+    }
+    i += len;
+  }
+  return Status::ok();
+}
+
 Status validateNodeId(const std::string& id, const std::string& field) {
   if (id.empty() || id.size() > 255) {
     return invalidArgument(field, "must be 1-255 characters, got " + std::to_string(id.size()));

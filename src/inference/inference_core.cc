@@ -760,6 +760,32 @@ void fitToWindow(ProposalPayload& pay, const std::vector<store::RunRecord>& runs
 
 }  // namespace
 
+Status InferenceCore::stopCheck() const {
+  if (stopping_.load()) return unavailable("the inference service is stopping");
+  return Status::ok();
+}
+
+Result<FitResult> InferenceCore::fit(const std::vector<store::RunRecord>& runs, FitParams params) {
+  params.max_samples = opts_.max_fit_samples;
+  FitStop caller = std::move(params.stop);
+  params.stop = [this, caller]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(stopCheck());
+    return caller ? caller() : Status::ok();
+  };
+  Gauge& running = metrics_.gauge("morpheus_inference_fits_running", "FitSkyline fits in progress");
+  running.add(1);
+  auto out = fitRuns(runs, params);
+  running.add(-1);
+  if (!out.isOk() && out.status().code() != StatusCode::kInvalidArgument) {
+    metrics_
+        .counter("morpheus_inference_fits_stopped_total",
+                 "FitSkyline fits that failed or were stopped (caller gone, service stopping, "
+                 "skyline.max-fit-time)")
+        .inc();
+  }
+  return out;
+}
+
 Result<int> InferenceCore::refit() {
   std::lock_guard<std::mutex> lk(mu_);
   auto started = std::chrono::steady_clock::now();
@@ -824,7 +850,10 @@ Result<int> InferenceCore::refit() {
     fp.beta_relative = opts_.beta_relative;
     fp.min_runs = opts_.min_runs;
     fp.sample = opts_.sample;
+    fp.max_samples = opts_.max_fit_samples;
+    fp.stop = [this] { return stopCheck(); };
     auto fit = fitRuns(recent, fp);
+    if (Status st = stopCheck(); !st.isOk()) return st;
     if (!fit.isOk()) {
       not_actionable.push_back({v.job, "skyline fit failed: " + fit.status().message()});
       continue;

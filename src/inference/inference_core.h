@@ -12,6 +12,8 @@
 // Thread-safety: internally locked (gRPC threads and the refit timer).
 #pragma once
 
+#include <atomic>
+
 #include <map>
 #include <mutex>
 #include <optional>
@@ -140,6 +142,12 @@ struct InferenceCoreOptions {
   Millis history_window{int64_t{30} * 86400000};
   // How far ahead of an instance's window its one-off reservation is submitted.
   Millis one_off_lead{86400000};
+  // Bounds of one skyline fit (refit and FitSkyline): the most samples
+  // (runs x steps) it may hold (0 = unbounded), the shortest step a
+  // FitSkyline caller may ask for, and how long a FitSkyline fit may run.
+  int64_t max_fit_samples = 0;
+  Millis min_fit_step{1000};
+  Millis max_fit_time{60000};
 };
 
 // What a proposal was computed from, compared across refits: a new proposal
@@ -191,6 +199,16 @@ class InferenceCore {
   Result<int> submitDueInstances();
 
   TimePoint now() const { return clock_.now(); }
+
+  // The daemon is stopping: running fits (refit's and callers') end with
+  // UNAVAILABLE at their next stop check, and a refit returns. Thread-safe.
+  void stop() { stopping_.store(true); }
+  // OK, or UNAVAILABLE once stop() was called (a FitStop). Thread-safe.
+  Status stopCheck() const;
+  // fitRuns for a caller (FitSkyline), bounded by max_fit_samples and
+  // stopped by stop() as well as by params.stop; counted in
+  // morpheus_inference_fits_running. Thread-safe (does not take mu_).
+  Result<FitResult> fit(const std::vector<store::RunRecord>& runs, FitParams params);
 
   // A job's stored runs (every status), sorted by submit time.
   Result<std::vector<store::RunRecord>> runsOf(const JobKey& job);
@@ -267,6 +285,7 @@ class InferenceCore {
   Clock& clock_;
   MetricsRegistry& metrics_;
 
+  std::atomic<bool> stopping_{false};
   std::mutex ingest_mu_;                       // serialises ingestAs
   mutable std::mutex mu_;                      // serialises sign-off and refit
   std::vector<NotActionable> not_actionable_;  // GUARDED_BY(mu_), from the last refit

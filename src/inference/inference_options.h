@@ -27,6 +27,9 @@ struct InferenceOptions {
   double drift_threshold = 0.2;                   // proposal.drift-threshold
   std::string sample;                             // skyline.sample
   int64_t history_runs = 30;                      // skyline.history-runs
+  int64_t max_fit_samples = 500000;               // skyline.max-fit-samples
+  Millis min_fit_step{1000};                      // skyline.min-fit-step
+  Millis max_fit_time{60000};                     // skyline.max-fit-time
   double period_tolerance = 0.1;                  // slo.period-tolerance
   double max_period_cv = 0.1;                     // slo.max-period-cv
   double max_outread_cv = 0.1;                    // slo.max-outread-cv
@@ -90,6 +93,16 @@ inline void declareInferenceOptions(ConfigSchema& s, InferenceOptions* o) {
       {"average", "max"});
   s.addInt("skyline.history-runs", &o->history_runs, 30, 1, 100000, "runs",
            "The most recent runs a job's skyline is fitted from.");
+  s.addInt("skyline.max-fit-samples", &o->max_fit_samples, 500000, 1000, int64_t{1} << 40,
+           "samples",
+           "The most samples one skyline fit may hold: runs x steps of the longest run at the "
+           "fit's step (the LP's size). A refit of a larger job, or a FitSkyline call asking for "
+           "more, is refused naming the step.");
+  s.addDuration("skyline.min-fit-step", &o->min_fit_step, Millis(1000), Millis(1),
+                "The shortest step_ms a FitSkyline caller may ask for.");
+  s.addDuration("skyline.max-fit-time", &o->max_fit_time, Millis(60000), Millis(100),
+                "How long one FitSkyline fit may run before it is stopped (FAILED_PRECONDITION). "
+                "A fit also stops when its caller cancels or the daemon is stopped.");
   s.addDouble(
       "slo.period-tolerance", &o->period_tolerance, 0.1, 0, 1, "relative",
       "A median submission gap this close (relative) to a divisor of slo.lcm that is whole "

@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   core_opts.slo.min_runs = opts.min_runs;
   core_opts.history_window = opts.history_window;
   core_opts.one_off_lead = opts.one_off_lead;
+  core_opts.max_fit_samples = opts.max_fit_samples;
+  core_opts.min_fit_step = opts.min_fit_step;
+  core_opts.max_fit_time = opts.max_fit_time;
   std::string rm_token;
   if (!opts.rm_token_file.empty()) {
     auto t = readSecretTokenFile(opts.rm_token_file, "inference.rm-token-file",
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
   int sig = waitForTerminationSignal();
   notifyStopping();
   spdlog::info("morpheus-inference stopping on signal {}", sig);
+  core.stop();  // running fits end at their next stop check
   {
     std::lock_guard<std::mutex> lk(refit_mu);
     stopped = true;

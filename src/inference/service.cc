@@ -262,9 +262,18 @@ grpc::Status InferenceServiceImpl::RejectProposal(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*,
+grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext* ctx,
                                               const v1::FitSkylineRequest* req,
                                               v1::FitSkylineResponse* resp) {
+  auto who = auth_.identify(*ctx);
+  if (!who.isOk()) return toGrpc(who.status());
+  if (req->step_ms() < 0) return toGrpc(invalidArgument("step_ms", "must be >= 0 (0 = default)"));
+  if (req->step_ms() > 0 && req->step_ms() < fit_defaults_.min_fit_step.count()) {
+    return toGrpc(invalidArgument(
+        "step_ms", std::to_string(req->step_ms()) + " is below the shortest fit step, " +
+                       std::to_string(fit_defaults_.min_fit_step.count()) +
+                       " ms (skyline.min-fit-step)"));
+  }
   auto runs = runsFromProto(req->runs(), "runs");
   if (!runs.isOk()) return toGrpc(runs.status());
   FitParams params;
@@ -287,7 +296,20 @@ grpc::Status InferenceServiceImpl::FitSkyline(grpc::ServerContext*,
   for (auto& r : *runs) {
     if (r.status == store::RunStatus::kSucceeded) ok.push_back(std::move(r));
   }
-  auto fit = fitRuns(ok, params);
+  // The fit stops when the caller goes away, the daemon stops, or it has run
+  // skyline.max-fit-time.
+  const TimePoint deadline = core_.now() + fit_defaults_.max_fit_time;
+  const int64_t limit_ms = fit_defaults_.max_fit_time.count();
+  params.step_field = "step_ms";
+  params.stop = [this, ctx, deadline, limit_ms]() -> Status {
+    if (ctx->IsCancelled()) return unavailable("the caller cancelled the fit");
+    if (core_.now() > deadline) {
+      return infeasible("the fit ran longer than skyline.max-fit-time (" +
+                        std::to_string(limit_ms) + " ms); use a longer step_ms or fewer runs");
+    }
+    return Status::ok();
+  };
+  auto fit = core_.fit(ok, std::move(params));
   if (!fit.isOk()) return toGrpc(fit.status());
   for (auto v : fit->skyline) resp->add_skyline(v);
   resp->set_over_allocation(fit->over_allocation);

@@ -128,19 +128,34 @@ class GlpProblem {
   glp_prob* lp_;
 };
 
-Status runSimplex(glp_prob* lp, Simplex mode, const char* what) {
+// How long one glp_simplex call runs before a fit's stop check is polled.
+constexpr int kSimplexSliceMs = 100;
+
+// `stop` (may be empty) is polled every kSimplexSliceMs of a warm solve; its
+// non-OK status ends the solve. A presolved (cold, reference) solve is not
+// sliced: its basis would be lost at each slice.
+Status runSimplex(glp_prob* lp, Simplex mode, const char* what, const FitStop& stop = {}) {
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
   const bool presolve = mode == Simplex::kPresolved;
   parm.presolve = presolve ? GLP_ON : GLP_OFF;
   parm.meth = mode == Simplex::kWarmDual ? GLP_DUALP : GLP_PRIMAL;
-  int rc = glp_simplex(lp, &parm);
+  const bool sliced = !presolve && stop;
+  if (sliced) parm.tm_lim = kSimplexSliceMs;
+  auto simplex = [&]() -> Result<int> {
+    for (;;) {
+      int rc = glp_simplex(lp, &parm);
+      if (!sliced || rc != GLP_ETMLIM) return rc;
+      MORPHEUS_RETURN_IF_ERROR(stop());  // else continue from the basis reached
+    }
+  };
+  MORPHEUS_ASSIGN_OR_RETURN(int rc, simplex());
   if (rc != 0 && !presolve) {
     // A singular or ill-conditioned warm basis: restart from a fresh one.
     glp_adv_basis(lp, 0);
     parm.meth = GLP_PRIMAL;
-    rc = glp_simplex(lp, &parm);
+    MORPHEUS_ASSIGN_OR_RETURN(rc, simplex());
   }
   if (rc != 0) {
     return internalError(std::string(what) + ": glp_simplex failed, code " + std::to_string(rc));
@@ -307,8 +322,12 @@ struct Compact {
 // Only the suffix rows D_i + P_j >= c_ij are generated.
 class RowGeneration {
  public:
-  explicit RowGeneration(const Compact& d)
-      : d_(d), have_(static_cast<size_t>(d.n) * d.K, 0), seg_first_(d.K + 1, 0) {
+  // `stop` (may be empty) is polled between rounds and simplex slices.
+  RowGeneration(const Compact& d, FitStop stop)
+      : d_(d),
+        stop_(std::move(stop)),
+        have_(static_cast<size_t>(d.n) * d.K, 0),
+        seg_first_(d.K + 1, 0) {
     glp_prob* lp = prob_.get();
     const int K = d.K;
     for (int k = 0; k < K; ++k) seg_first_[k + 1] = seg_first_[k] + d.segments(k);
@@ -372,8 +391,9 @@ class RowGeneration {
       primal = true;
     }
     for (int round = 0;; ++round) {
+      if (stop_) MORPHEUS_RETURN_IF_ERROR(stop_());
       MORPHEUS_RETURN_IF_ERROR(runSimplex(
-          prob_.get(), primal ? Simplex::kWarmPrimal : Simplex::kWarmDual, "skyline LP"));
+          prob_.get(), primal ? Simplex::kWarmPrimal : Simplex::kWarmDual, "skyline LP", stop_));
       primal = false;
       ++rounds_;
       std::vector<double> p(d_.K + 1, 0.0), dd(d_.n);
@@ -517,6 +537,7 @@ class RowGeneration {
   };
 
   const Compact& d_;
+  const FitStop stop_;
   GlpProblem prob_;
   int rounds_ = 0;
   std::vector<Pending> added_;  // the rows the last separate() added, in order
@@ -602,7 +623,7 @@ Result<SkylineSolution> solveSkyline(const SkylineProblem& p) {
   MORPHEUS_RETURN_IF_ERROR(validateProblem(p));
   if (horizon(p) == 0) return trivialSolution(p);
   Compact d(p);
-  RowGeneration lp(d);
+  RowGeneration lp(d, p.stop);
   std::vector<double> guess = medianGuess(p);
   double beta_eff = p.beta;
   double v = 0;
@@ -648,7 +669,7 @@ std::vector<double> resample(const store::RunRecord& run, Millis step, SampleMod
 }
 
 Result<FitResult> fitRuns(const std::vector<store::RunRecord>& runs, const FitParams& params) {
-  if (params.step.count() <= 0) return invalidArgument("step", "must be > 0");
+  if (params.step.count() <= 0) return invalidArgument(params.step_field, "must be > 0");
   if (!(params.alpha >= 0.0 && params.alpha <= 1.0)) {
     return invalidArgument("alpha", "must be in [0, 1]");
   }
@@ -664,10 +685,31 @@ Result<FitResult> fitRuns(const std::vector<store::RunRecord>& runs, const FitPa
   p.alpha = params.alpha;
   p.beta = params.beta;
   p.beta_relative = params.beta_relative;
+  p.stop = params.stop;
+  double steps = 0;  // of the longest run at params.step (double: no overflow)
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    if (r.step.count() <= 0) {
+      return invalidArgument("runs[" + std::to_string(i) + "].step", "must be > 0");
+    }
+    steps = std::max(steps, std::ceil(static_cast<double>(r.skyline.size()) *
+                                      static_cast<double>(r.step.count()) /
+                                      static_cast<double>(params.step.count())));
+  }
+  const double samples = steps * static_cast<double>(runs.size());
+  if (params.max_samples > 0 && samples > static_cast<double>(params.max_samples)) {
+    return invalidArgument(
+        params.step_field,
+        std::to_string(runs.size()) + " run(s) of up to " +
+            std::to_string(static_cast<int64_t>(std::min(steps, 1e18))) + " steps of " +
+            std::to_string(params.step.count()) + " ms exceed the limit of " +
+            std::to_string(params.max_samples) +
+            " samples (runs x steps) of one fit (skyline.max-fit-samples); use a longer "
+            "step or fewer runs");
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     std::string field = "runs[" + std::to_string(i) + "]";
-    if (r.step.count() <= 0) return invalidArgument(field + ".step", "must be > 0");
     for (size_t k = 0; k < r.skyline.size(); ++k) {
       if (!(r.skyline[k] >= 0.0) || !std::isfinite(r.skyline[k])) {
         return invalidArgument(field + ".skyline[" + std::to_string(k) + "]",

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -26,11 +28,17 @@ namespace morpheus::inference {
 // over-allocation and SLO misses; configurable as skyline.alpha.
 inline constexpr double kDefaultSkylineAlpha = 0.01;
 
+// Polled by a running solve between simplex slices (every ~100 ms of CPU):
+// a non-OK status ends the solve with that status (the caller went away,
+// the daemon is stopping, a time limit passed). Must be thread-safe.
+using FitStop = std::function<Status()>;
+
 struct SkylineProblem {
   std::vector<std::vector<double>> runs;  // N runs x up to K steps, each >= 0
   double alpha = kDefaultSkylineAlpha;    // in [0, 1]
   double beta = 0.1;                      // >= 0
   bool beta_relative = true;
+  FitStop stop;  // empty: never stopped (solveSkyline only; the reference LP ignores it)
 };
 
 struct SkylineSolution {
@@ -68,6 +76,12 @@ struct FitParams {
   bool beta_relative = true;
   int64_t min_runs = 3;
   SampleMode sample = SampleMode::kAverage;
+  // The most samples one fit may hold: runs x steps of the longest run after
+  // resampling to `step` (the LP's size). 0 = unbounded. Checked before any
+  // run is resampled.
+  int64_t max_samples = 0;
+  FitStop stop;                     // see SkylineProblem::stop
+  std::string step_field = "step";  // how the caller named `step`, for errors
 };
 
 struct FitResult {
@@ -80,7 +94,8 @@ struct FitResult {
 };
 
 // INVALID_ARGUMENT ("runs") when fewer than min_runs runs are given, saying
-// how many are needed.
+// how many are needed, or (step_field) when the runs at `step` exceed
+// max_samples; a stopped fit returns the stop check's status.
 Result<FitResult> fitRuns(const std::vector<store::RunRecord>& runs, const FitParams& params);
 
 }  // namespace morpheus::inference

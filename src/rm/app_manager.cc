@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rm/reservation_manager.h"
+#include "common/validate.h"
 
 namespace morpheus::rm {
 
@@ -171,6 +172,21 @@ Status AppManager::recover() {
 Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_bind) {
   if (spec.name.empty()) return invalidArgument("name", "is required");
   if (spec.user.empty()) return invalidArgument("user", "is required");
+  const std::string max_len = std::to_string(opts_.max_name_length);
+  auto checkName = [&](const std::string& v, const std::string& field) -> Status {
+    MORPHEUS_RETURN_IF_ERROR(checkDisplayName(v, field));
+    if (static_cast<int64_t>(v.size()) > opts_.max_name_length) {
+      return invalidArgument(
+          field, std::to_string(v.size()) + " bytes; at most " + max_len + " (rm.max-name-length)");
+    }
+    return Status::ok();
+  };
+  MORPHEUS_RETURN_IF_ERROR(checkName(spec.name, "name"));
+  MORPHEUS_RETURN_IF_ERROR(checkName(spec.recurrence_key.value(), "recurrence_key"));
+  for (const auto& [k, v] : spec.tags) {
+    MORPHEUS_RETURN_IF_ERROR(checkName(k, "tags"));
+    MORPHEUS_RETURN_IF_ERROR(checkName(v, "tags[" + k + "]"));
+  }
   if (spec.am_resource.anyNegative() || spec.am_resource.isZero()) {
     return invalidArgument("am_resource", "must be a positive container size");
   }
@@ -178,6 +194,13 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_b
     return invalidArgument("am_resource", "is larger than any node can hold");
   }
   if (spec.am_launch_context.empty()) return invalidArgument("am_launch_context", "is required");
+  if (opts_.max_launch_context_bytes > 0 &&
+      static_cast<int64_t>(spec.am_launch_context.size()) > opts_.max_launch_context_bytes) {
+    return invalidArgument("am_launch_context",
+                           "is " + std::to_string(spec.am_launch_context.size()) +
+                               " bytes, more than rm.max-launch-context-bytes (" +
+                               std::to_string(opts_.max_launch_context_bytes) + ")");
+  }
   if (spec.max_attempts < 0) return invalidArgument("max_am_attempts", "must be >= 0");
   AppRecord rec;
   rec.spec = spec;
@@ -216,6 +239,7 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_b
   rec.max_attempts = spec.max_attempts > 0 ? spec.max_attempts : opts_.max_am_attempts;
   rec.submit = clock_.now();
   std::lock_guard<std::mutex> lk(mu_);
+  MORPHEUS_RETURN_IF_ERROR(checkUserBounds(spec.user));
   rec.id = newId();
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   apps_[rec.id] = rec;
@@ -224,6 +248,30 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_b
       "app {} '{}' of {} submitted to {}", rec.id.value(), spec.name, spec.user.value(),
       rec.reservation.empty() ? "queue " + rec.queue : "reservation " + rec.reservation.value());
   return rec;
+}
+
+Status AppManager::checkUserBounds(const UserId& user) const {
+  int64_t pending = 0, unfinished = 0;
+  for (const auto& [_, a] : apps_) {
+    if (a.spec.user != user || isFinal(a.state)) continue;
+    unfinished++;
+    if (a.state == AppState::kSubmitted) pending++;
+  }
+  auto refuse = [&](int64_t n, const char* what, const char* option) {
+    metrics_
+        .counter("morpheus_rm_apps_refused_user_limit_total",
+                 "Application submissions refused at a per-user bound")
+        .inc();
+    return permissionDenied("user " + user.value() + " has " + std::to_string(n) + " " + what +
+                            " applications, the most " + option + " allows");
+  };
+  if (opts_.max_pending_apps_per_user > 0 && pending >= opts_.max_pending_apps_per_user) {
+    return refuse(pending, "pending (SUBMITTED)", "rm.max-pending-apps-per-user");
+  }
+  if (opts_.max_apps_per_user > 0 && unfinished >= opts_.max_apps_per_user) {
+    return refuse(unfinished, "unfinished", "rm.max-apps-per-user");
+  }
+  return Status::ok();
 }
 
 Result<AppRecord> AppManager::get(const AppId& id) const {

@@ -69,6 +69,16 @@ struct AppManagerOptions {
   std::string default_queue = "root.default";
   std::set<std::string> queues = {"root.default"};  // ad-hoc leaf queues that accept apps
   Resource max_am_resource = Resource(1 << 20, 1 << 10);
+  // Per-user bounds (rm.max-pending-apps-per-user, rm.max-apps-per-user):
+  // SUBMITTED apps (waiting for an AM), and unfinished apps (SUBMITTED or
+  // RUNNING) one user may have. 0 = unbounded.
+  int64_t max_pending_apps_per_user = 0;
+  int64_t max_apps_per_user = 0;
+  // Largest serialized AM launch context (rm.max-launch-context-bytes); 0 =
+  // unbounded.
+  int64_t max_launch_context_bytes = 0;
+  // Longest name, recurrence key, tag key or value (rm.max-name-length).
+  int64_t max_name_length = 256;
 };
 
 // A reservation an app may bind to, as the binding check sees it.
@@ -98,7 +108,10 @@ class AppManager {
   Status recover();
 
   // INVALID_ARGUMENT naming the field (name, user, queue, reservation_id,
-  // am_resource, am_launch_context, max_am_attempts); persisted before return.
+  // am_resource, am_launch_context, max_am_attempts; names without control
+  // or bidi characters, see checkDisplayName); PERMISSION_DENIED naming the
+  // option when the user is at a per-user bound; persisted before return,
+  // nothing stored on refusal.
   // Binding: an explicit reservation_id must pass `may_bind`, else
   // PERMISSION_DENIED naming reservation_id; a recurrence key binds to the
   // first of its reservations that passes `may_bind`, and when it has some
@@ -132,6 +145,7 @@ class AppManager {
 
  private:
   Status persist(const AppRecord& rec);  // REQUIRES(mu_)
+  Status checkUserBounds(const UserId& user) const;  // REQUIRES(mu_)
   AppId newId();                         // REQUIRES(mu_)
   void updateGauges();                   // REQUIRES(mu_)
 

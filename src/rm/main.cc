@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << inference_token.status().message() << "\n";
     return 2;
   }
+  const bool ran_before = rm::hasSecret(opts.daemon.data_dir);  // then its state DB must exist
   auto secret = rm::loadOrCreateSecret(opts.daemon.data_dir);
   if (!secret.isOk()) {
     std::cerr << "morpheus-rm: " << secret.status().message() << "\n";
@@ -136,7 +137,8 @@ int main(int argc, char** argv) {
   } else {
     std::string store_location = opts.state_store_location;
     if (store_location.empty()) store_location = opts.daemon.data_dir + "/rm-state.db";
-    store = store::openStateStore(opts.state_store, store_location, {opts.state_store_init});
+    store = store::openStateStore(opts.state_store, store_location,
+                                  {opts.state_store_init, ran_before});
     if (!store.isOk()) {
       std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
       return 2;
@@ -179,6 +181,10 @@ int main(int argc, char** argv) {
   });
   rm::AppManagerOptions amo;
   amo.max_am_attempts = static_cast<int>(opts.max_am_attempts);
+  amo.max_pending_apps_per_user = opts.max_pending_apps_per_user;
+  amo.max_apps_per_user = opts.max_apps_per_user;
+  amo.max_launch_context_bytes = opts.max_launch_context_bytes;
+  amo.max_name_length = opts.max_name_length;
   amo.queues.clear();
   // Leaves accept apps; a path that prefixes another is a parent (weight only).
   for (const auto& [path, weight] : opts.queues) {

@@ -266,8 +266,8 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
   const ReservationLimits& lim = opts_.limits;
   MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.user.value(), "user"));
   MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.queue, "queue"));
-  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.name, "name"));
-  MORPHEUS_RETURN_IF_ERROR(checkUtf8(def.recurrence_key.value(), "recurrence_key"));
+  MORPHEUS_RETURN_IF_ERROR(checkDisplayName(def.name, "name"));
+  MORPHEUS_RETURN_IF_ERROR(checkDisplayName(def.recurrence_key.value(), "recurrence_key"));
   auto tooLong = [&lim](const std::string& v) {
     return static_cast<int64_t>(v.size()) > lim.max_name_length;
   };

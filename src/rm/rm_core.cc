@@ -27,6 +27,12 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
   updateNodeGauges();
 }
 
+bool hasSecret(const std::string& data_dir) {
+  std::ifstream in(data_dir + "/token-secret");
+  std::string secret;
+  return in && std::getline(in, secret) && !secret.empty();
+}
+
 Result<std::string> loadOrCreateSecret(const std::string& data_dir) {
   std::string path = data_dir + "/token-secret";
   {

@@ -22,6 +22,8 @@ namespace morpheus::rm {
 // Reads <data_dir>/token-secret, creating it (mode 0600) with a random key on
 // first start, so tokens issued before an RM restart still verify after it.
 Result<std::string> loadOrCreateSecret(const std::string& data_dir);
+// Whether `data_dir` already holds a token secret (an RM ran with it before).
+bool hasSecret(const std::string& data_dir);
 
 struct ClusterSummary {
   int live_nodes = 0;

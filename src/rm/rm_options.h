@@ -51,6 +51,9 @@ struct RmOptions {
   int64_t max_planning_per_user = 1;     // rm.max-planning-requests-per-user
   int64_t max_planning_total = 8;        // rm.max-planning-requests
   int64_t max_unused_reservation_ids = 100;      // rm.max-unused-reservation-ids
+  int64_t max_pending_apps_per_user = 200;       // rm.max-pending-apps-per-user
+  int64_t max_apps_per_user = 1000;              // rm.max-apps-per-user
+  int64_t max_launch_context_bytes = 65536;      // rm.max-launch-context-bytes
 
   // Active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
@@ -180,12 +183,14 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
            "less one records (a periodic reservation displacing many one-offs) is refused "
            "with INVALID_ARGUMENT before anything is sent; raise both together.");
   s.addBool("state-store.init", &o->state_store_init, false,
-            "sqlite: accept an existing empty (0-byte) database file and start with no state. "
-            "Without it such a file is refused (a state database that lost its contents must not "
-            "start an RM that has forgotten every reservation); a missing file is always "
-            "created.");
+            "sqlite: accept an existing empty (0-byte) database file, or a missing one in a data "
+            "dir that holds the RM's token-secret (an RM ran there), and start with no state. "
+            "Without it both are refused (a state database that lost its contents must not "
+            "start an RM that has forgotten every reservation); in a new data dir a missing "
+            "file is created.");
   s.addInt("rm.max-name-length", &o->max_name_length, 256, 1, 65536, "bytes",
-           "Longest reservation name or recurrence key accepted.");
+           "Longest reservation or application name, recurrence key or application tag "
+           "accepted.");
   s.addInt("rm.max-stages", &o->max_stages, 10000, 1, 1000000, "stages",
            "Most stages (YARN reservation-requests) in one reservation; a one-day skyline at the "
            "default 60 s step has at most 1440.");
@@ -233,6 +238,17 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
            "Most reservation ids from new-reservation one user may hold without submitting "
            "under them (each id may only be used by the user it was issued to); issuing one "
            "more withdraws that user's oldest unused id.");
+  s.addInt("rm.max-pending-apps-per-user", &o->max_pending_apps_per_user, 200, 1, 100000000,
+           "applications",
+           "Most applications one user may have waiting for their AM (SUBMITTED); a further "
+           "submission is refused (PERMISSION_DENIED naming this option) and stores nothing.");
+  s.addInt("rm.max-apps-per-user", &o->max_apps_per_user, 1000, 1, 100000000, "applications",
+           "Most unfinished applications (SUBMITTED or RUNNING) one user may have; a further "
+           "submission is refused (PERMISSION_DENIED naming this option) and stores nothing.");
+  s.addInt("rm.max-launch-context-bytes", &o->max_launch_context_bytes, 65536, 256, 4194304,
+           "bytes",
+           "Largest AM launch context (command, arguments, environment; serialized) of an "
+           "application; a larger one is refused with INVALID_ARGUMENT (am_launch_context).");
   s.addDuration("planner.step", &o->planner.step, Millis(60000), Millis(1000),
                 "Plan step: the time granularity of reservations.");
   s.addDuration(

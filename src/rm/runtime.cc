@@ -466,6 +466,19 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
   for (const auto& st : req.container_statuses()) {
     ContainerId cid(st.container_id());
     auto it = containers_.find(cid);
+    // A node speaks only for containers the RM allocated to it: a status for
+    // one this RM placed on another node (or an AM it launched elsewhere) is
+    // ignored, so one node's token cannot end another node's work.
+    if (!reportedByItsNode(nid, cid, it)) {
+      metrics_
+          .counter("morpheus_rm_container_statuses_refused_total",
+                   "Container statuses a node sent for a container allocated to another node")
+          .inc();
+      logLater(spdlog::level::warn,
+               "node {} reported container {} which runs on another node; ignored", nid.value(),
+               cid.value());
+      continue;
+    }
     if (st.state() == v1::CONTAINER_COMPLETE) {
       if (it == containers_.end() && !done_.count(cid)) endUnknownAmContainer(nid, st, now);
       if (it != containers_.end()) {
@@ -504,6 +517,17 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     }
   }
+}
+
+bool RmRuntime::reportedByItsNode(const NodeId& nid, const ContainerId& cid,
+                                  std::unordered_map<ContainerId, Cont>::const_iterator it) const {
+  if (it != containers_.end()) return it->second.node == nid;
+  // Unknown to this RM's memory (it restarted or failed over): an AM
+  // container's node is in the app's record; a task's is not recorded and a
+  // node may re-adopt or end it (it can only hold one that its own key signed).
+  auto rec = apps_.get(appOfContainer(cid.value()));
+  if (!rec.isOk() || rec->am_container != cid || rec->am_node.value().empty()) return true;
+  return rec->am_node == nid;
 }
 
 void RmRuntime::flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) {

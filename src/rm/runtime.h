@@ -264,6 +264,10 @@ class RmRuntime {
   // onNodeReport's parts. REQUIRES(mu_)
   void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
                               TimePoint now);
+  // Whether `nid` may report on container `cid` (`it` is its entry in
+  // containers_ or end()): only the node it was allocated to. REQUIRES(mu_)
+  bool reportedByItsNode(const NodeId& nid, const ContainerId& cid,
+                         std::unordered_map<ContainerId, Cont>::const_iterator it) const;
   // Moves the node's due kills and acknowledgements into `resp`. REQUIRES(mu_)
   void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp);
   void onLaunched(const AmLaunch& launch, const std::string& error);

@@ -44,9 +44,10 @@ HttpHandler assetHandler(const std::string& name) {
   return [body, type](const HttpRequest&) { return HttpResponse{200, type, body}; };
 }
 
-using AuthedHandler = std::function<HttpResponse(const HttpRequest&)>;
+using AuthedHandler = std::function<HttpResponse(const HttpRequest&, const Principal&)>;
 
-// The REST surface's authentication (rest.h): 401 / 403 before `h` runs.
+// The REST surface's authentication (rest.h): 401 / 403 before `h` runs,
+// which gets the caller.
 HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
   return [&access, h = std::move(h)](const HttpRequest& req) {
     int http_status = 401;
@@ -56,7 +57,7 @@ HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
       r.status = http_status;
       return r;
     }
-    return h(req);
+    return h(req, *who);
   };
 }
 
@@ -299,7 +300,25 @@ class ProposalReader {
   explicit ProposalReader(const WebUiSources& s)
       : address_(s.inference_address), tls_(s.tls), token_(s.inference_token), clock_(*s.clock) {}
 
-  HttpResponse read() {
+  // The pending proposals `who` may see: an admin all of them, any other
+  // user only the proposals they own (and no jobs' not-actionable reasons,
+  // which name other owners' jobs).
+  HttpResponse read(const Principal& who) {
+    HttpResponse all = readAll();
+    if (who.admin || all.status != 200) return all;
+    json j = json::parse(all.body, nullptr, false);
+    if (j.is_discarded() || !j.value("configured", false)) return all;
+    json mine = json::array();
+    for (const auto& p : j.value("proposals", json::array())) {
+      if (p.value("owner", "") == who.user) mine.push_back(p);
+    }
+    j["proposals"] = std::move(mine);
+    j.erase("not_actionable");
+    return jsonResponse(200, j);
+  }
+
+ private:
+  HttpResponse readAll() {
     if (address_.empty()) {
       return jsonResponse(200, {{"configured", false},
                                 {"message",
@@ -316,7 +335,6 @@ class ProposalReader {
     return *cached_;
   }
 
- private:
   HttpResponse fetch() {  // REQUIRES(mu_)
     if (!stub_) stub_ = v1::InferenceService::NewStub(makeChannel(address_, tls_));
     v1::ListProposalsRequest request;
@@ -363,15 +381,21 @@ void registerWebUi(HttpServer& http, WebUiSources sources) {
   for (const auto& [name, _] : uiAssets()) http.route("GET", "/ui/" + name, assetHandler(name));
   const RmAccess& access = *s->access;
   http.route("GET", "/ui/api/cluster",
-             authenticated(access, [s](const HttpRequest&) { return clusterResponse(*s); }));
+             authenticated(access, [s](const HttpRequest&, const Principal&) {
+               return clusterResponse(*s);
+             }));
   http.route("GET", "/ui/api/plan",
-             authenticated(access, [s](const HttpRequest&) { return planResponse(*s); }));
-  http.route("GET", "/ui/api/reservation", authenticated(access, [s](const HttpRequest& req) {
+             authenticated(access,
+                           [s](const HttpRequest&, const Principal&) { return planResponse(*s); }));
+  http.route("GET", "/ui/api/reservation",
+             authenticated(access, [s](const HttpRequest& req, const Principal&) {
                return reservationResponse(*s, req);
              }));
   auto reader = std::make_shared<ProposalReader>(*s);
   http.route("GET", "/ui/api/proposals",
-             authenticated(access, [reader](const HttpRequest&) { return reader->read(); }));
+             authenticated(access, [reader](const HttpRequest&, const Principal& who) {
+               return reader->read(who);
+             }));
 }
 
 }  // namespace morpheus::rm

@@ -28,7 +28,9 @@
 //                              rm.inference-token-file's token, 2 s deadline,
 //                              one read at a time, an answer reused for 3 s);
 //                              {"configured": false} when none is configured,
-//                              503 naming the address when it cannot be read
+//                              503 naming the address when it cannot be read;
+//                              an admin sees every proposal, any other user
+//                              only the proposals they own
 //
 // Handlers run on the HTTP worker pool, never on the I/O thread.
 #pragma once

@@ -66,13 +66,31 @@ Status emptyDatabase(const std::string& path) {
                              "or start with --set state-store.init=true to begin with no state");
 }
 
+// The database file is gone but the data dir shows an RM ran there before.
+Status missingDatabase(const std::string& path) {
+  return invalidArgument(
+      "state-store.location",
+      "'" + path +
+          "' does not exist, but the data dir holds this RM's token-secret: the RM ran here "
+          "before and its state is missing. Restore it, or start with --set "
+          "state-store.init=true to begin with no state");
+}
+
 class SqliteStateStore final : public StateStore {
  public:
-  static Result<std::unique_ptr<StateStore>> open(const std::string& path, bool init) {
+  static Result<std::unique_ptr<StateStore>> open(const std::string& path,
+                                                  const StateStoreOptions& opts) {
+    const bool init = opts.init;
     // ":memory:" is SQLite's private in-memory database (tests): no file to
     // lock or to find empty.
     const bool in_memory = path == ":memory:";
-    const bool was_empty = !in_memory && isEmptyFile(path);  // before the lock creates it
+    // Both checks before the lock creates the file.
+    struct stat st {};
+    if (!in_memory && opts.must_exist && !init && ::stat(path.c_str(), &st) != 0 &&
+        errno == ENOENT) {
+      return missingDatabase(path);
+    }
+    const bool was_empty = !in_memory && isEmptyFile(path);
     std::unique_ptr<DbLock> lock;
     if (!in_memory) {
       MORPHEUS_ASSIGN_OR_RETURN(lock, DbLock::acquire(path));
@@ -186,7 +204,7 @@ Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
                                                    const StateStoreOptions& opts) {
   if (kind == "sqlite") {
     if (location.empty()) return invalidArgument("state-store.location", "is required for sqlite");
-    return SqliteStateStore::open(location, opts.init);
+    return SqliteStateStore::open(location, opts);
   }
   if (kind == "etcd") return openUnfencedEtcdStore(location);
   return invalidArgument("state-store.kind", "'" + kind + "' is not one of sqlite, etcd");

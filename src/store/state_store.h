@@ -38,6 +38,10 @@ struct StateStoreOptions {
   // (state-store.init). Off by default: a database that lost its contents
   // must not silently start an RM with no reservations.
   bool init = false;
+  // sqlite: the RM ran with this data dir before (it holds the RM's
+  // token-secret), so the database must exist: a missing file is refused
+  // unless `init`, as a 0-byte one is. False: a missing file is created.
+  bool must_exist = false;
 };
 
 // kind "sqlite": `location` is the database file (created if missing). The
@@ -49,7 +53,8 @@ struct StateStoreOptions {
 // leader fence (see etcd_state_store.h); an unreachable cluster is refused.
 // INVALID_ARGUMENT naming "state-store.kind" for an
 // unknown or unavailable kind, naming "state-store.location" for an unusable,
-// locked or (without opts.init) 0-byte database file.
+// locked or (without opts.init) 0-byte database file, or a missing one when
+// opts.must_exist.
 Result<std::unique_ptr<StateStore>> openStateStore(const std::string& kind,
                                                    const std::string& location,
                                                    const StateStoreOptions& opts = {});

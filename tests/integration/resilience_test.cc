@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -197,6 +198,33 @@ TEST(ResilienceStartupIT, EmptyStateDatabaseIsRefusedUnlessInit) {
   EXPECT_EQ(rm.wait(10s), 2) << rm.log();
   EXPECT_NE(rm.log().find(dir + "/rm-state.db"), std::string::npos) << rm.log();
   EXPECT_NE(rm.log().find("0-byte"), std::string::npos) << rm.log();
+  args.insert(args.end(), {"--set", "state-store.init=true"});
+  Process init = Process::startDaemon("rm", dir, args);
+  EXPECT_FALSE(init.grpcAddress().empty()) << init.log();
+  EXPECT_EQ(init.signalAndWait(SIGTERM, 10s), 0);
+}
+
+// A state database deleted (not truncated) from a data dir that holds the RM's
+// token-secret stops the RM the same way (exit 2, naming the file and the way
+// out) unless state-store.init is set; a new data dir still starts empty.
+// Before, the RM started with no reservations and no applications.
+TEST(ResilienceStartupIT, DeletedStateDatabaseIsRefusedUnlessInit) {
+  std::string dir = freshDir("rm");
+  std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
+  {
+    Process first = Process::startDaemon("rm", dir, args);
+    ASSERT_FALSE(first.grpcAddress().empty()) << first.log();
+    ASSERT_EQ(first.signalAndWait(SIGTERM, 10s), 0) << first.log();
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir + "/token-secret"));
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(dir + "/rm-state.db" + suffix);
+  }
+  Process rm = Process::startDaemon("rm", dir, args);
+  EXPECT_EQ(rm.wait(10s), 2) << rm.log();
+  EXPECT_NE(rm.log().find(dir + "/rm-state.db"), std::string::npos) << rm.log();
+  EXPECT_NE(rm.log().find("state-store.init"), std::string::npos) << rm.log();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/rm-state.db")) << "the refusal created the file";
   args.insert(args.end(), {"--set", "state-store.init=true"});
   Process init = Process::startDaemon("rm", dir, args);
   EXPECT_FALSE(init.grpcAddress().empty()) << init.log();

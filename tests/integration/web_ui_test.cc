@@ -8,6 +8,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +45,38 @@ json definition(const std::string& name, int64_t arrival, int containers, int64_
 }
 
 class WebUiIT : public ClusterTest {};
+
+// GET `target` from `address` with `headers`: the status and the response
+// headers, names in lower case (0 and none when it could not connect).
+std::pair<int, std::map<std::string, std::string>> responseHeaders(
+    const std::string& address, const std::string& target,
+    const std::map<std::string, std::string>& headers) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  std::map<std::string, std::string> out;
+  try {
+    auto colon = address.rfind(':');
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket sock(io);
+    sock.connect({boost::asio::ip::make_address(address.substr(0, colon)),
+                  static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))});
+    http::request<http::string_body> req(http::verb::get, target, 11);
+    req.set(http::field::host, address);
+    for (const auto& [name, value] : headers) req.set(name, value);
+    http::write(sock, req);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(sock, buf, res);
+    for (const auto& f : res) {
+      std::string name(f.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out[name] = std::string(f.value());
+    }
+    return {static_cast<int>(res.result_int()), out};
+  } catch (const std::exception&) {
+    return {0, out};
+  }
+}
 
 // Series ids of the rendered chart: data-reservation attributes inside #chart.
 std::multiset<std::string> chartSeries(const std::string& dom) {
@@ -172,8 +207,10 @@ void writeHourlyHistory(const std::string& path, int64_t now) {
 }
 
 // The proposals panel: the RM reads pending proposals from a real
-// morpheus-inference with its rm.inference token and the page lists them; an
-// unreachable service is a 503 naming its address, not an empty list.
+// morpheus-inference with its rm.inference token and the page lists each
+// user's own (an admin's page all of them); an unreachable service is a 503
+// naming its address, not an empty list. Before, any user token (bob's) read
+// every owner's proposals through the RM's inference token.
 TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
   const std::string tokens = testTokenFile();
   const std::string inf_dir = freshDir("inference");
@@ -208,20 +245,34 @@ TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
   startCluster(1, {"--set", "rm.inference-address=" + inference.grpcAddress(), "--set",
                    "rm.inference-token-file=" + rm_token});
   const std::string addr = rm_.httpAddress();
-  auto resp = httpRequest(addr, "GET", "/ui/api/proposals", "", "", bearer("bob"));
-  ASSERT_EQ(resp.status, 200) << resp.body;
-  json listed = json::parse(resp.body, nullptr, false);
-  ASSERT_FALSE(listed.is_discarded()) << resp.body;
-  EXPECT_EQ(listed["configured"], true);
-  std::set<std::string> ids;
-  for (const auto& p : listed["proposals"]) ids.insert(p["proposal_id"].get<std::string>());
-  EXPECT_EQ(ids.count(proposal), 1u) << resp.body;
+  auto idsFor = [&](const std::string& who) {
+    auto r = httpRequest(addr, "GET", "/ui/api/proposals", "", "", bearer(who));
+    EXPECT_EQ(r.status, 200) << who << ": " << r.body;
+    json listed = json::parse(r.body, nullptr, false);
+    EXPECT_FALSE(listed.is_discarded()) << r.body;
+    EXPECT_EQ(listed["configured"], true) << r.body;
+    std::set<std::string> ids;
+    for (const auto& p : listed["proposals"]) {
+      ids.insert(p["proposal_id"].get<std::string>());
+      if (who != "ops") {
+        EXPECT_EQ(p["owner"], who) << r.body;
+      }
+    }
+    if (who != "ops") {
+      EXPECT_FALSE(listed.contains("not_actionable")) << r.body;
+    }
+    return ids;
+  };
+  EXPECT_EQ(idsFor("alice").count(proposal), 1u) << "alice owns it";
+  EXPECT_EQ(idsFor("ops").count(proposal), 1u) << "an admin sees every proposal";
+  EXPECT_TRUE(idsFor("bob").empty()) << "bob owns no proposal";
+  HttpResult resp;
 
   if (chromiumBinary().empty()) {
     std::cout << "chromium not installed: the proposals panel is not checked in a browser\n";
   } else {
     BrowserRun dom = runChromium({"--virtual-time-budget=4000", "--dump-dom",
-                                  "http://" + addr + "/ui/#token=" + testToken("bob")},
+                                  "http://" + addr + "/ui/#token=" + testToken("alice")},
                                  25s);
     ASSERT_EQ(dom.exit_code, 0) << dom.log;
     auto table = dom.output.find("id=\"proposals\"");
@@ -239,6 +290,36 @@ TEST_F(WebUiIT, ProposalsPanelReadsPendingProposalsFromInference) {
       10s))
       << resp.status << " " << resp.body;
   EXPECT_NE(resp.body.find(inference.grpcAddress()), std::string::npos) << resp.body;
+}
+
+// Every HTTP answer of the RM (the page, its assets, its data, the REST
+// surface, /metrics and errors) forbids framing and content sniffing and
+// carries a Content-Security-Policy that allows only this server's scripts
+// and styles (the page still renders under it: the Chromium test above).
+// Before, none of these headers was sent.
+TEST_F(WebUiIT, EveryAnswerCarriesSecurityHeaders) {
+  ASSERT_NO_FATAL_FAILURE(startCluster(1));
+  const std::string addr = rm_.httpAddress();
+  struct Probe {
+    std::string target;
+    std::map<std::string, std::string> headers;
+  };
+  for (const Probe& p : std::vector<Probe>{{"/ui/", {}},
+                                           {"/ui/app.js", {}},
+                                           {"/ui/api/cluster", bearer("alice")},
+                                           {"/ui/api/cluster", {}},
+                                           {"/ws/v1/cluster/info", bearer("alice")},
+                                           {"/metrics", {}},
+                                           {"/no-such-page", {}}}) {
+    auto [status, got] = responseHeaders(addr, p.target, p.headers);
+    ASSERT_NE(status, 0) << p.target;
+    EXPECT_EQ(got["x-frame-options"], "DENY") << p.target;
+    EXPECT_EQ(got["x-content-type-options"], "nosniff") << p.target;
+    const std::string csp = got["content-security-policy"];
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << p.target << ": " << csp;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << p.target << ": " << csp;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << p.target << ": " << csp;
+  }
 }
 
 }  // namespace

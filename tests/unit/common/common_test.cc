@@ -35,6 +35,32 @@ TEST(ValidateTest, CheckedResourceArithmetic) {
 
 // UTF-8 validation refuses stray bytes, overlong forms and surrogates; node ids refuse
 // separators and "..".
+// Names people read: control characters and bidi formatting characters are
+// refused naming the field and the code point; other Unicode is fine.
+TEST(ValidateTest, DisplayNamesRefuseControlAndBidiCharacters) {
+  EXPECT_TRUE(checkDisplayName("nightly etl (ünïcode, 日本)", "name").isOk());
+  EXPECT_TRUE(checkDisplayName("", "name").isOk());
+  struct Case {
+    std::string text, code;
+  };
+  for (const Case& c : std::vector<Case>{{std::string("a\0b", 3), "U+0000"},
+                                         {"tab\there", "U+0009"},
+                                         {"del\x7f", "U+007F"},
+                                         {"c1\xc2\x85", "U+0085"},
+                                         {"invoice\xe2\x80\xae"
+                                          "fdp.exe",
+                                          "U+202E"},
+                                         {"iso\xe2\x81\xa6x", "U+2066"},
+                                         {"lrm\xe2\x80\x8e", "U+200E"},
+                                         {"line\xe2\x80\xa8", "U+2028"}}) {
+    Status st = checkDisplayName(c.text, "name");
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.code;
+    EXPECT_EQ(st.message().rfind("name: contains " + c.code, 0), 0u) << st.message();
+  }
+  EXPECT_NE(checkDisplayName("\xff", "tags").message().find("tags: is not valid UTF-8"),
+            std::string::npos);
+}
+
 TEST(ValidateTest, Utf8AndNodeIds) {
   EXPECT_TRUE(validUtf8("alice \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
   EXPECT_FALSE(validUtf8("al\xffice"));

@@ -253,5 +253,43 @@ TEST(SkylineFitTest, InvalidParamsNameTheField) {
   EXPECT_NE(r.status().message().find("runs[1].skyline[0]"), std::string::npos);
 }
 
+// max_samples is checked on the runs' lengths before anything is resampled:
+// a run of one sample lasting 10^15 ms at a 1 ms step is refused at once
+// naming the caller's step field, not allocated.
+TEST(SkylineFitTest, MaxSamplesRefusesBeforeResampling) {
+  FitParams params;
+  params.step = Millis(1);
+  params.max_samples = 1000;
+  params.step_field = "step_ms";
+  std::vector<store::RunRecord> runs(3, run(Millis(int64_t{1000000000000000}), {1}));
+  auto r = fitRuns(runs, params);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("step_ms: ", 0), 0u) << r.status().message();
+  EXPECT_NE(r.status().message().find("skyline.max-fit-samples"), std::string::npos)
+      << r.status().message();
+  params.step = Millis(60000);
+  std::vector<store::RunRecord> fits(3, run(Millis(60000), std::vector<double>(334, 2)));
+  EXPECT_FALSE(fitRuns(fits, params).isOk()) << "3 x 334 samples exceed 1000, 3 x 333 do not";
+  fits.assign(3, run(Millis(60000), std::vector<double>(333, 2)));
+  EXPECT_TRUE(fitRuns(fits, params).isOk());
+}
+
+// A fit polls its stop check and ends with the check's status.
+TEST(SkylineFitTest, AStopCheckEndsTheFit) {
+  FitParams params;
+  int polls = 0;
+  params.stop = [&polls]() -> Status {
+    ++polls;
+    return unavailable("stopping");
+  };
+  std::vector<store::RunRecord> runs(3, run(Millis(60000), {1, 2, 3, 2, 1}));
+  auto r = fitRuns(runs, params);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().toString();
+  EXPECT_EQ(r.status().message(), "stopping");
+  EXPECT_GE(polls, 1);
+  params.stop = [] { return Status::ok(); };
+  EXPECT_TRUE(fitRuns(runs, params).isOk());
+}
+
 }  // namespace
 }  // namespace morpheus::inference

@@ -478,6 +478,46 @@ TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
   EXPECT_NE(rec->am_container, am);
 }
 
+// A node reports only on containers the RM allocated to it: another node's
+// COMPLETE status for the AM container (known to this RM, or known only from
+// the app's record after a restart) is ignored, neither ending the attempt
+// nor acknowledged; the AM's own node still ends it.
+TEST_F(RuntimeTest, AnotherNodesStatusForAContainerIsIgnored) {
+  addNode("n1", 4);
+  addNode("n2", 4);
+  AppId app = runningApp("root.a", "bob", "n1");
+  const ContainerId am = apps_->get(app)->am_container;
+  ASSERT_EQ(apps_->get(app)->am_node, NodeId("n1"));
+  v1::ContainerStatus spoofed;
+  spoofed.set_container_id(am.value());
+  spoofed.set_state(v1::CONTAINER_COMPLETE);
+  spoofed.set_exit_status(1);
+  toProto(Resource(1024, 1), spoofed.mutable_resource());
+  for (int i = 0; i < 2; i++) {
+    auto resp = heartbeat("n2", {spoofed});
+    EXPECT_EQ(resp.containers_to_acknowledge_size(), 0);
+  }
+  EXPECT_EQ(apps_->get(app)->attempt, 1);
+  EXPECT_EQ(apps_->get(app)->state, AppState::kRunning);
+
+  // After an RM restart the AM container is known only from the app record.
+  rt_ = std::make_unique<RmRuntime>(
+      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
+      [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  for (const char* n : {"n1", "n2"}) {
+    v1::RegisterNodeRequest again;
+    again.set_node_id(n);
+    again.set_container_manager_address("127.0.0.1:1");
+    toProto(Resource(4096, 4), again.mutable_total());
+    rt_->onNodeRegistered(again);
+  }
+  EXPECT_EQ(heartbeat("n2", {spoofed}).containers_to_acknowledge_size(), 0);
+  EXPECT_EQ(apps_->get(app)->attempt, 1) << "n2 ended n1's AM after a restart";
+  EXPECT_EQ(heartbeat("n1", {spoofed}).containers_to_acknowledge_size(), 1);
+  EXPECT_EQ(apps_->get(app)->attempt, 2) << "n1's own report ends the attempt";
+}
+
 // The skyline a run leaves (telemetry) counts the containers DRA
 // counts as used, AM included; a reservation fitted to it and a next run of
 // the same shape is at its plan, and DRA grants nothing.

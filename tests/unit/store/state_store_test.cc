@@ -336,6 +336,23 @@ TEST(StateStoreTest, EmptyDatabaseFileIsRefusedUnlessInit) {
   EXPECT_TRUE(openStateStore("sqlite", tempDb("fresh")).isOk()) << "a missing file is fresh";
 }
 
+// A missing database is a fresh start only where no RM ran before: with
+// must_exist (the data dir holds a token-secret) it is refused naming the file
+// and state-store.init, and no file is created; init accepts it.
+TEST(StateStoreTest, MissingDatabaseIsRefusedWhenItMustExist) {
+  std::string path = tempDb("deleted");
+  StateStoreOptions must;
+  must.must_exist = true;
+  auto s = openStateStore("sqlite", path, must);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find(path), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("state-store.init"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  must.init = true;
+  EXPECT_TRUE(openStateStore("sqlite", path, must).isOk());
+}
+
 // ":memory:" is SQLite's private in-memory database, not a file: any number of
 // stores open at once, and no file named ":memory:" is created or locked.
 TEST(StateStoreTest, InMemoryStoresNeedNoFile) {
