@@ -96,7 +96,7 @@ class AppManager {
   using RecurrenceLookup = std::function<std::vector<BindTarget>(const JobKey&)>;
   using ReservationLookup = std::function<std::optional<BindTarget>(const ReservationId&)>;
   // The submitter's right to run in a reservation (the RM edge: its owner, an
-  // administrator of its queue, or an admin; DESIGN.md §9). A non-OK status
+  // administrator of its queue, or an admin; docs/operator/security.md). A non-OK status
   // refuses the binding and is returned with the field named.
   using BindCheck = std::function<Status(const BindTarget&)>;
 

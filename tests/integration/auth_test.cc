@@ -136,7 +136,7 @@ TEST_F(AuthIT, OnlyOwnerQueueAdminOrAdminKillsAndReadsLogs) {
 }
 
 // Running in a reservation needs its owner, an administrator of its queue or
-// an admin (issue #39 item 2): bob can bind neither by alice's recurrence key
+// an admin: bob can bind neither by alice's recurrence key
 // nor by her reservation's id, and nothing is stored; mallory (administrator
 // of root.prod), the admin and alice herself bind. On the old code bob's app
 // ran in alice's reservation (spending her guarantee and feeding her job's

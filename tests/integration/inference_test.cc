@@ -737,7 +737,7 @@ TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
   EXPECT_NE(ob.find("PERMISSION_DENIED"), std::string::npos) << ob;
 }
 
-// A job belongs to its established owner (issue #39 item 2): bob's app run
+// A job belongs to its established owner: bob's app run
 // with alice's recurrence key reaches inference through the RM's feed (an
 // admin token), and bob's made-up reads of her output are imported as his
 // own job's provenance. Neither may make bob the owner of her proposal or

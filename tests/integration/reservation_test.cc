@@ -248,8 +248,8 @@ TEST_F(ReservationIT, OnlyOwnerOrAdminChangesAReservation) {
   EXPECT_FALSE(listed(id));
 }
 
-// Reservation ids belong to the caller NewReservation issued them to
-// (issue #39 item 7): bob cannot squat the id alice is issued next, nor use
+// Reservation ids belong to the caller NewReservation issued them to:
+// bob cannot squat the id alice is issued next, nor use
 // one issued to her; issues survive an RM restart (kill -9). On the old code
 // bob's submit under the guessed id was accepted and alice's got 409.
 TEST_F(ReservationIT, IdsFromNewReservationBelongToTheirCaller) {
