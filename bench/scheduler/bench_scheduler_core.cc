@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "report/bench_report.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
 using namespace morpheus;
 using namespace morpheus::sched;

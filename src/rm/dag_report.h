@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "morpheus/v1/application_master.pb.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/types.h"
 
 namespace morpheus::rm {
 

@@ -32,7 +32,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "rm/harvest_classes.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/types.h"
 
 namespace morpheus::rm {
 

@@ -1,6 +1,6 @@
 #include "rm/queue_policies.h"
 
-#include "rm/scheduler/policy_factory.h"
+#include "scheduler/policies/policy_factory.h"
 
 namespace morpheus::rm {
 

@@ -3,7 +3,7 @@
 // (app records), the ReservationManager (plan: which apps are guaranteed) and
 // the NMs (ContainerManager, called to launch AM containers).
 //
-// Scheduling is delegated to the scheduler core (rm/scheduler/scheduler.h,
+// Scheduling is delegated to the scheduler core (scheduler/scheduler.h,
 // docs/design/scheduler.md): this class translates the wire messages into its calls and
 // keeps what the core does not (AM launch, container records for telemetry,
 // acknowledgements, kills, notices buffered for the AM's next allocate()).
@@ -53,7 +53,7 @@
 #include "rm/harvest_series.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "rm/telemetry.h"
 #include "store/state_store.h"
 

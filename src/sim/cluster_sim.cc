@@ -15,8 +15,8 @@
 
 #include "planner/planner.h"
 #include "reprovision/policy.h"
-#include "rm/scheduler/policy_factory.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/policies/policy_factory.h"
+#include "scheduler/scheduler.h"
 #include "sim/fluid_adhoc.h"
 #include "sim/node_set.h"
 #include "sim/workload_rng.h"

@@ -43,7 +43,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "rm/scheduler/crv.h"
+#include "scheduler/policies/crv.h"
 #include "sim/phoenix_sim.h"
 
 namespace morpheus::sim {

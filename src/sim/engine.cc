@@ -14,7 +14,7 @@
 #include "inference/skyline_reshape.h"
 #include "inference/slo_inference.h"
 #include "planner/reservation.h"
-#include "rm/scheduler/policy_factory.h"
+#include "scheduler/policies/policy_factory.h"
 #include "sim/cluster_sim.h"
 
 namespace morpheus::sim {

@@ -5,8 +5,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "rm/scheduler/phoenix_policy.h"
-#include "rm/scheduler/policy_factory.h"
+#include "scheduler/policies/phoenix_policy.h"
+#include "scheduler/policies/policy_factory.h"
 #include "sim/eagle_sim.h"
 
 namespace morpheus::sim {

@@ -8,7 +8,7 @@
 #include <queue>
 #include <utility>
 
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "sim/workload_rng.h"
 
 namespace morpheus::sim {

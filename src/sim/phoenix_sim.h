@@ -3,7 +3,7 @@
 // a heterogeneous cluster whose nodes carry resource-kind attributes (ISA,
 // cores, network speed, kernel), an open stream of short and long ad-hoc
 // jobs of which a share carries hard constraints on those attributes, run
-// through the real scheduler core (rm/scheduler) with one ordering policy on a
+// through the real scheduler core (scheduler) with one ordering policy on a
 // virtual time line of 1 s heartbeats.
 //
 // Reported: response time (finish - submit) percentiles of short jobs (all,
@@ -41,8 +41,8 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "rm/scheduler/crv.h"
-#include "rm/scheduler/ordering_policy.h"
+#include "scheduler/policies/crv.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::sim {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "reference_scheduler.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
 namespace morpheus::sched {
 namespace {

@@ -3,7 +3,7 @@
 // beyond the new capacity, and capacity given back is used again.
 #include <gtest/gtest.h>
 
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
 namespace morpheus::sched {
 namespace {

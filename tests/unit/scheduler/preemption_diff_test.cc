@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
 namespace morpheus::sched {
 namespace {

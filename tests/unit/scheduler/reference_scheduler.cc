@@ -1,6 +1,6 @@
 // TEST ORACLE, not product code: the scheduler core as it was before the
 // pending-ask index (the scale work), copied verbatim
-// from src/rm/scheduler/scheduler.{h,cc} with only the namespace changed
+// from src/scheduler/scheduler.{h,cc} with only the namespace changed
 // (morpheus::sched::reference). Every heartbeat of this copy walks the heaps
 // into every app with demand; ask_index_diff_test.cc drives it and the real
 // Scheduler with the same calls and requires identical results. Do not

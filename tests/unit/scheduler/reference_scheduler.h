@@ -1,6 +1,6 @@
 // TEST ORACLE, not product code: the scheduler core as it was before the
 // pending-ask index (the scale work), copied verbatim
-// from src/rm/scheduler/scheduler.{h,cc} with only the namespace changed
+// from src/scheduler/scheduler.{h,cc} with only the namespace changed
 // (morpheus::sched::reference). Every heartbeat of this copy walks the heaps
 // into every app with demand; ask_index_diff_test.cc drives it and the real
 // Scheduler with the same calls and requires identical results. Do not
@@ -62,8 +62,8 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "rm/scheduler/ordering_policy.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/ordering_policy.h"
+#include "scheduler/types.h"
 
 namespace morpheus::sched::reference {
 

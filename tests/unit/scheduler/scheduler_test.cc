@@ -1,6 +1,6 @@
 // Scheduler core (docs/design/scheduler.md): order of guarantees, fairness, lending and
 // preemption with virtual time, gangs, constraints, accounting.
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <gtest/gtest.h>
 

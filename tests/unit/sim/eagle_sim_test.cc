@@ -8,7 +8,7 @@
 #include <memory>
 #include <set>
 
-#include "rm/scheduler/phoenix_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::sim {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rm/scheduler/phoenix_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 #include "sim/eagle_sim.h"
 
 namespace morpheus::sim {

@@ -1,6 +1,6 @@
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/scheduler.h"
 
-#include "rm/scheduler/crv.h"
+#include "scheduler/policies/crv.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "rm/scheduler/ordering_policy.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::sched {
 

@@ -31,7 +31,7 @@
 // Stateless; may be shared and called re-entrantly.
 #pragma once
 
-#include "rm/scheduler/ordering_policy.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::sched {
 

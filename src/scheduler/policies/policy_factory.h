@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "rm/scheduler/ordering_policy.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::sched {
 

@@ -1,10 +1,10 @@
-#include "rm/scheduler/policy_factory.h"
+#include "scheduler/policies/policy_factory.h"
 
 #include <functional>
 #include <utility>
 
-#include "rm/scheduler/carbyne_policy.h"
-#include "rm/scheduler/phoenix_policy.h"
+#include "scheduler/policies/carbyne_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::sched {
 namespace {

@@ -100,9 +100,9 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "rm/scheduler/crv.h"
-#include "rm/scheduler/ordering_policy.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/policies/crv.h"
+#include "scheduler/ordering_policy.h"
+#include "scheduler/types.h"
 
 namespace morpheus::sched {
 

@@ -49,7 +49,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rm/scheduler/ordering_policy.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::sched {
 

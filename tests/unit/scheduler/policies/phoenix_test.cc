@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "rm/scheduler/crv.h"
-#include "rm/scheduler/phoenix_policy.h"
-#include "rm/scheduler/policy_factory.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/policies/crv.h"
+#include "scheduler/policies/phoenix_policy.h"
+#include "scheduler/policies/policy_factory.h"
+#include "scheduler/scheduler.h"
 
 namespace morpheus::sched {
 namespace {

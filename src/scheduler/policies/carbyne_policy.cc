@@ -1,4 +1,4 @@
-#include "rm/scheduler/carbyne_policy.h"
+#include "scheduler/policies/carbyne_policy.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,7 +1,7 @@
 // Carbyne ordering policy (OSDI'16 §4): hand-computable forward /
 // reverse packings, the two-tier score, misestimates, the policy factory, and
 // the scheduler core serving leftover SRTF-first.
-#include "rm/scheduler/carbyne_policy.h"
+#include "scheduler/policies/carbyne_policy.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "rm/scheduler/policy_factory.h"
-#include "rm/scheduler/scheduler.h"
+#include "scheduler/policies/policy_factory.h"
+#include "scheduler/scheduler.h"
 
 namespace morpheus::sched {
 namespace {

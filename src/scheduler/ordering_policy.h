@@ -15,7 +15,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/types.h"
 
 namespace morpheus::sched {
 
@@ -114,7 +114,7 @@ class FifoOrderingPolicy final : public QueueOrderingPolicy {
   double score(const Resource&, double, const Resource&) const override { return 0.0; }
 };
 
-// Policies by config name: rm/scheduler/policy_factory.h (makeOrderingPolicy;
+// Policies by config name: scheduler/policies/policy_factory.h (makeOrderingPolicy;
 // "drf", "fifo", "carbyne", "phoenix").
 
 }  // namespace morpheus::sched

@@ -54,7 +54,7 @@ enum class ConstraintOp {
 // v1.PlacementConstraint: the node attribute `key` compared with `values` by
 // `op` (see ConstraintOp). Hard constraints are never violated; soft ones are
 // preferences (Phoenix-style, delay scheduling: see
-// SchedulerOptions::soft_constraint_delay). Matching: rm/scheduler/crv.h.
+// SchedulerOptions::soft_constraint_delay). Matching: scheduler/policies/crv.h.
 struct PlacementConstraint {
   std::string key;
   std::vector<std::string> values;

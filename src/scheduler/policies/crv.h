@@ -34,7 +34,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
-#include "rm/scheduler/types.h"
+#include "scheduler/types.h"
 
 namespace morpheus::sched {
 

@@ -1,4 +1,4 @@
-#include "rm/scheduler/phoenix_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::sched {
 

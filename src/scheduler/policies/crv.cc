@@ -1,4 +1,4 @@
-#include "rm/scheduler/crv.h"
+#include "scheduler/policies/crv.h"
 
 #include <algorithm>
 #include <charconv>
