@@ -8,7 +8,7 @@
 
 #include "common/version.h"
 #include "common/wire.h"
-#include "rm/harvest_classes.h"
+#include "harvest/harvest_classes.h"
 #include "rm/queue_report.h"
 #include "rm/rest.h"
 #include "rm/yarn_json.h"

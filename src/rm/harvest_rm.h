@@ -17,9 +17,9 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "reprovision/policy.h"
-#include "rm/harvest_classes.h"
-#include "rm/harvest_selection.h"
-#include "rm/harvest_series.h"
+#include "harvest/harvest_classes.h"
+#include "harvest/harvest_selection.h"
+#include "harvest/harvest_series.h"
 
 namespace morpheus::rm {
 

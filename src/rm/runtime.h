@@ -50,7 +50,7 @@
 #include "rm/app_manager.h"
 #include "rm/dra_monitor.h"
 #include "rm/harvest_rm.h"
-#include "rm/harvest_series.h"
+#include "harvest/harvest_series.h"
 #include "rm/node_registry.h"
 #include "rm/rm_core.h"
 #include "scheduler/scheduler.h"

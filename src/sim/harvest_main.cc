@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "rm/harvest_selection.h"
+#include "harvest/harvest_selection.h"
 #include "sim/harvest_sim.h"
 
 using namespace morpheus;

@@ -9,8 +9,8 @@
 #include <random>
 #include <sstream>
 
-#include "rm/harvest_replicas.h"
-#include "rm/harvest_selection.h"
+#include "harvest/harvest_replicas.h"
+#include "harvest/harvest_selection.h"
 
 namespace morpheus::sim {
 

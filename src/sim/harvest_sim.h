@@ -40,8 +40,8 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "rm/harvest_classes.h"
-#include "rm/harvest_selection.h"
+#include "harvest/harvest_classes.h"
+#include "harvest/harvest_selection.h"
 #include "sim/swim_trace.h"
 
 namespace morpheus::sim {

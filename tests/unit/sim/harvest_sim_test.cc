@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rm/harvest_selection.h"
+#include "harvest/harvest_selection.h"
 
 namespace morpheus::sim {
 namespace {

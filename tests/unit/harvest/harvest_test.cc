@@ -8,10 +8,10 @@
 #include <numbers>
 #include <set>
 
-#include "rm/harvest_classes.h"
-#include "rm/harvest_replicas.h"
-#include "rm/harvest_selection.h"
-#include "rm/harvest_series.h"
+#include "harvest/harvest_classes.h"
+#include "harvest/harvest_replicas.h"
+#include "harvest/harvest_selection.h"
+#include "harvest/harvest_series.h"
 
 namespace morpheus::rm {
 namespace {

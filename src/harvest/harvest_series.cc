@@ -1,4 +1,4 @@
-#include "rm/harvest_series.h"
+#include "harvest/harvest_series.h"
 
 #include <algorithm>
 

@@ -31,7 +31,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "rm/harvest_classes.h"
+#include "harvest/harvest_classes.h"
 #include "scheduler/types.h"
 
 namespace morpheus::rm {

@@ -1,4 +1,4 @@
-#include "rm/harvest_replicas.h"
+#include "harvest/harvest_replicas.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "rm/harvest_selection.h"
+#include "harvest/harvest_selection.h"
 
 #include <algorithm>
 #include <cmath>

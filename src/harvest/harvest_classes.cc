@@ -1,4 +1,4 @@
-#include "rm/harvest_classes.h"
+#include "harvest/harvest_classes.h"
 
 #include <algorithm>
 #include <cmath>
