@@ -523,7 +523,7 @@ def main():
         else "done, but the slowed run did not meet its deadline with DRA grants")
     # The counterfactual: the flood's tasks outlast every run, so no container
     # frees for a reserved run beyond its guarantee to borrow (it would: it
-    # shares with the ad-hoc queues, rm/runtime.cc); without DRA's grants,
+    # shares with the ad-hoc queues, rm/runtime/runtime.cc); without DRA's grants,
     # which preempt the flood, the same slowed run has its guarantee only.
     no_dra = [r for r in rows if r["kind"] == NO_DRA]
     off = bool(no_dra) and no_dra[0].get("dra_budget_container_ms") == 0 \

@@ -13,7 +13,7 @@
 #   /lib/systemd/system/     morpheus-{rm,nm,inference}.service
 #   /usr/share/bash-completion/completions/morpheusctl (src/cli)
 #   /usr/share/doc/morpheus/ README.md and docs/ (without docs/tools)
-# The web UI (src/rm/ui) is compiled into morpheus-rm and served by it, so no
+# The web UI (src/rm/http/ui) is compiled into morpheus-rm and served by it, so no
 # asset file is installed. Absolute destinations (/etc, /lib/systemd) are kept
 # absolute under any prefix: a unit file elsewhere is never found by systemd.
 include(GNUInstallDirs)

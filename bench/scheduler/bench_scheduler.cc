@@ -15,7 +15,7 @@
 
 #include "common/wire.h"
 #include "report/bench_report.h"
-#include "rm/runtime.h"
+#include "rm/runtime/runtime.h"
 
 using namespace morpheus;
 using namespace morpheus::rm;

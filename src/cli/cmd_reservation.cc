@@ -11,7 +11,7 @@
 #include "common/config.h"
 #include "common/wire.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
-#include "rm/yarn_json.h"
+#include "rm/http/yarn_json.h"
 
 namespace morpheus::cli {
 

@@ -15,20 +15,20 @@
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
-#include "rm/access.h"
-#include "rm/am_service.h"
-#include "rm/cluster_rest.h"
-#include "rm/dra_monitor.h"
-#include "rm/ha_session.h"
-#include "rm/queue_policies.h"
-#include "rm/reservation_manager.h"
-#include "rm/reservation_service.h"
-#include "rm/rest.h"
-#include "rm/rm_core.h"
-#include "rm/services.h"
-#include "rm/standby_front.h"
-#include "rm/telemetry.h"
-#include "rm/web_ui.h"
+#include "rm/core/access.h"
+#include "rm/grpc/am_service.h"
+#include "rm/http/cluster_rest.h"
+#include "rm/core/dra_monitor.h"
+#include "rm/ha/ha_session.h"
+#include "rm/runtime/queue_policies.h"
+#include "rm/core/reservation_manager.h"
+#include "rm/grpc/reservation_service.h"
+#include "rm/http/rest.h"
+#include "rm/core/rm_core.h"
+#include "rm/grpc/services.h"
+#include "rm/ha/standby_front.h"
+#include "rm/runtime/telemetry.h"
+#include "rm/http/web_ui.h"
 #include "store/state_store.h"
 
 using namespace morpheus;
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   MetricsRegistry metrics;
   // With etcd the RM is one of an active/standby pair: a standby
   // listens from the start but only answers UNAVAILABLE naming the active RM
-  // (rm/standby_front.h) until it wins the leader key.
+  // (rm/ha/standby_front.h) until it wins the leader key.
   std::unique_ptr<rm::HaSession> ha;
   std::unique_ptr<rm::StandbyFront> standby;
   Result<std::unique_ptr<store::StateStore>> store = std::unique_ptr<store::StateStore>();

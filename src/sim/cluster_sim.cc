@@ -217,7 +217,7 @@ struct ResState {
   Resource guarantee;
   uint64_t gen = 0;
   std::vector<int> live;  // live apps bound to it, by creation
-  // DRA (mirrors rm/reservation_manager.cc)
+  // DRA (mirrors rm/core/reservation_manager.cc)
   int64_t budget = 0, budget_used = 0, budget_instance = -1;
   int64_t grant_count = 0;
   TimePoint grant_until;
@@ -1058,7 +1058,7 @@ void Sim::submitAdhoc(int idx) {
   if (app.reports_dag) reportDag(ai);
 }
 
-// The AM's report (rm/dag_report.cc): unfinished stages, their remaining
+// The AM's report (rm/runtime/dag_report.cc): unfinished stages, their remaining
 // tasks, estimated durations and task resources, deps among them.
 void Sim::reportDag(int ai) {
   const AppState& app = apps_[static_cast<size_t>(ai)];

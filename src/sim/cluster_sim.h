@@ -4,7 +4,7 @@
 // queues; a planner::Planner (when any job is planned) holds the reservations
 // and the DRA extras; a reprovision::ReprovisionPolicy (when configured)
 // reviews every reservation with running apps once per plan step, exactly as
-// the RM's DraMonitor does (rm/dra_monitor.cc, rm/reservation_manager.cc
+// the RM's DraMonitor does (rm/core/dra_monitor.cc, rm/core/reservation_manager.cc
 // reprovision()).
 //
 // Tasks are containers held for their realised duration; a stage asks for its

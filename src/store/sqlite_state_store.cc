@@ -181,7 +181,7 @@ class SqliteStateStore final : public StateStore {
 };
 
 // An etcd store without a leader fence (one writer by construction, e.g.
-// tests); the RM's HA path fences its store (rm/leader_election.h). The
+// tests); the RM's HA path fences its store (rm/ha/leader_election.h). The
 // cluster is asked once so a wrong endpoint list fails at start.
 Result<std::unique_ptr<StateStore>> openUnfencedEtcdStore(const std::string& endpoints) {
   if (endpoints.empty()) {

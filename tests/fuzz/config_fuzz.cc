@@ -10,7 +10,7 @@
 
 #include "common/config.h"
 #include "fuzz_util.h"
-#include "rm/rm_options.h"
+#include "rm/core/rm_options.h"
 
 using namespace morpheus;
 

@@ -1,5 +1,5 @@
 // Fuzz target: the YARN reservation JSON decoders of the RM's REST edge and
-// morpheusctl (src/rm/yarn_json.h): parseYarnSubmit, parseYarnReservationId,
+// morpheusctl (src/rm/http/yarn_json.h): parseYarnSubmit, parseYarnReservationId,
 // and the encoders they feed (yarnDefinitionJson, yarnListJson, yarnErrorJson).
 //
 // Properties: a decoded definition re-encodes to JSON that decodes to the same
@@ -8,7 +8,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "fuzz_util.h"
-#include "rm/yarn_json.h"
+#include "rm/http/yarn_json.h"
 
 using namespace morpheus;
 

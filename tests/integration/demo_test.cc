@@ -12,7 +12,7 @@
 // with `morpheusctl reservation update`, got no grant and missed its
 // deadline. The flood's tasks outlast the demo (DraIT's filler), so no
 // container frees for a run beyond its guarantee to borrow (which it would:
-// rm/runtime.cc, borrowing_reservations_share); only DRA's grants, which
+// rm/runtime/runtime.cc, borrowing_reservations_share); only DRA's grants, which
 // preempt the flood, give the slowed run more than its guarantee.
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 
 #include "common/metrics.h"
 #include "harness.h"
-#include "rm/telemetry.h"
+#include "rm/runtime/telemetry.h"
 
 namespace morpheus::testing {
 namespace {

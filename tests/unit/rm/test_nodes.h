@@ -7,8 +7,8 @@
 #include <string>
 
 #include "common/wire.h"
-#include "rm/rm_core.h"
-#include "rm/runtime.h"
+#include "rm/core/rm_core.h"
+#include "rm/runtime/runtime.h"
 
 namespace morpheus::rm {
 

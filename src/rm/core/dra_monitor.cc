@@ -1,0 +1,188 @@
+#include "rm/core/dra_monitor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+namespace morpheus::rm {
+
+namespace {
+
+std::string joinApps(const std::vector<AppId>& apps) {
+  std::string s;
+  for (const auto& a : apps) s += (s.empty() ? "" : ",") + a.value();
+  return s;
+}
+
+}  // namespace
+
+DraMonitor::DraMonitor(DraOptions opts, std::unique_ptr<reprovision::ReprovisionPolicy> policy,
+                       ReservationManager& reservations, DemandSource demand, Clock& clock,
+                       MetricsRegistry& metrics)
+    : opts_(std::move(opts)),
+      policy_(std::move(policy)),
+      reservations_(reservations),
+      demand_(std::move(demand)),
+      clock_(clock),
+      metrics_(metrics),
+      latency_(metrics) {}
+
+DraMonitor::~DraMonitor() { stop(); }
+
+void DraMonitor::start() {
+  if (!opts_.enabled || thread_.joinable()) return;
+  // The clock only signals (its timer thread must not block); the pass runs
+  // on the monitor's own thread.
+  auto arm = std::make_shared<std::function<void()>>();
+  *arm = [this, arm] {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    due_++;
+    cv_.notify_all();
+    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
+  };
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
+  }
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (true) {
+      cv_.wait(lk, [this] { return stopping_ || due_ > 0; });
+      if (stopping_) return;
+      due_ = 0;
+      lk.unlock();
+      tick();
+      lk.lock();
+    }
+  });
+  spdlog::info("dynamic reprovisioning on: policy {}, every {} ms", policy_->name(),
+               opts_.interval.count());
+}
+
+void DraMonitor::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    clock_.cancel(timer_);
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DraMonitor::tick() {
+  const TimePoint now = clock_.now();
+  auto demand = demand_();
+  // Grants of reservations whose apps are all done end now.
+  for (const auto& id : reservations_.withExtras()) {
+    if (demand.count(id)) continue;
+    reservations_.releaseExtras(id);
+    spdlog::info("DRA {}: reservation {} has no running app; its extra containers are released",
+                 policy_->name(), id.value());
+  }
+  for (auto it = chosen_.begin(); it != chosen_.end();) {
+    it = demand.count(it->first) ? std::next(it) : chosen_.erase(it);
+  }
+  for (auto* m : {&last_outcome_, &last_denial_}) {
+    for (auto it = m->begin(); it != m->end();) {
+      it = demand.count(it->first) ? std::next(it) : m->erase(it);
+    }
+  }
+  for (const auto& [id, d] : demand) review(id, d, now);
+}
+
+void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, TimePoint now) {
+  auto view = reservations_.draView(id, now, opts_.dra.recent);
+  if (!view) return;
+  ScopedTimer timer(latency_.dra_decision);
+  const Resource& unit = view->unit;
+  Chosen& chosen = chosen_[id];
+  if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0, 0, 0};
+  reprovision::ReprovisionInput in;
+  in.reservation = id;
+  in.now = now;
+  in.step = opts_.interval;
+  in.used_containers = d.used.countCovering(unit);
+  in.pending_containers = d.pending.countCovering(unit);
+  in.am_containers = d.am.countCovering(unit);
+  in.skyline_now = view->planned_now.countCovering(unit);
+  in.extra_now = view->extra_now.countCovering(unit);
+  for (const auto& r : view->planned_recent) in.skyline_recent.push_back(r.countCovering(unit));
+  in.budget_remaining_container_ms = view->budget_remaining_container_ms;
+  in.deadline = view->instance.end;
+  in.stages = d.stages;
+  in.previous_allocation = chosen.allocation;
+  chosen.used_ms += in.used_containers * opts_.interval.count();
+  chosen.guaranteed_ms += (in.skyline_now + in.extra_now) * opts_.interval.count();
+  in.used_container_ms_so_far = chosen.used_ms;
+  in.guaranteed_container_ms_so_far = chosen.guaranteed_ms;
+
+  const std::string& policy = policy_->name();
+  auto decision = policy_->decide(in);
+  chosen.allocation = decision ? decision->allocation : 0;
+  if (!decision) {
+    // Would the policy have asked without the budget? Then the budget is
+    // what denies it: say so once per instance.
+    auto unbounded = in;
+    unbounded.budget_remaining_container_ms = INT64_MAX / 2;
+    auto wanted = policy_->decide(unbounded);
+    std::string key = std::to_string(view->instance.index);
+    if (wanted && last_denial_[id] != key) {
+      last_denial_[id] = key;
+      std::string why = wanted->rationale + "; reprovisioning budget exhausted (" +
+                        std::to_string(view->budget_remaining_container_ms) + " container-ms left)";
+      (void)reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration, why);
+      metrics_
+          .counter("morpheus_rm_dra_denials_total",
+                   "DRA reviews whose request was refused in whole or in part, by reason",
+                   {{"reason", "budget"}})
+          .inc();
+      spdlog::warn("DRA {}: reservation {} (apps {}) denied +{} containers: {}", policy, id.value(),
+                   joinApps(d.apps), wanted->extra_containers, why);
+    }
+    return;
+  }
+  auto out = reservations_.reprovision(id, policy, decision->extra_containers, decision->duration,
+                                       decision->rationale);
+  if (!out.isOk()) {
+    spdlog::warn("DRA {}: reservation {}: {}", policy, id.value(), out.status().message());
+    return;
+  }
+  if (out->granted > 0) {
+    metrics_.counter("morpheus_rm_dra_grants_total", "DRA grants (swaps of the extra allocation)")
+        .inc();
+    metrics_
+        .counter("morpheus_rm_dra_extra_container_ms_total",
+                 "Extra container-ms granted by DRA (charged to owners' budgets)")
+        .inc(static_cast<double>(out->granted * decision->duration.count()));
+  }
+  if (!out->denial.empty()) {
+    metrics_
+        .counter("morpheus_rm_dra_denials_total",
+                 "DRA reviews whose request was refused in whole or in part, by reason",
+                 {{"reason", out->denial}})
+        .inc();
+  }
+  // One log line per change of outcome; renewals of the same grant are quiet.
+  std::string outcome = std::to_string(out->granted) + "/" + out->denial;
+  if (last_outcome_[id] == outcome) {
+    spdlog::debug("DRA {}: reservation {} renewed +{} containers", policy, id.value(),
+                  out->granted);
+  } else if (out->granted > 0 && out->denial.empty()) {
+    spdlog::info(
+        "DRA {}: reservation {} (apps {}) +{} containers of {} for {} ms (used {}, pending {}, "
+        "planned {}): {}",
+        policy, id.value(), joinApps(d.apps), out->granted, unit.toString(),
+        decision->duration.count(), in.used_containers, in.pending_containers, in.skyline_now,
+        decision->rationale);
+  } else {
+    spdlog::warn("DRA {}: reservation {} (apps {}) asked +{} containers, granted {} ({}): {}; {}",
+                 policy, id.value(), joinApps(d.apps), decision->extra_containers, out->granted,
+                 out->denial, decision->rationale, out->reason);
+  }
+  last_outcome_[id] = outcome;
+}
+
+}  // namespace morpheus::rm

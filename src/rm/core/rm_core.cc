@@ -1,0 +1,196 @@
+#include "rm/core/rm_core.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace morpheus::rm {
+
+namespace {
+std::string newEpoch(const Clock& clock) {
+  return std::to_string(toEpochMs(clock.now())) + "-" + std::to_string(::getpid());
+}
+}  // namespace
+
+RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
+               std::string token_secret)
+    : opts_(opts),
+      clock_(clock),
+      metrics_(metrics),
+      epoch_(newEpoch(clock)),
+      signer_(std::move(token_secret)),
+      started_(clock.now()),
+      latency_(metrics),
+      nodes_(opts.node_expiry) {
+  updateNodeGauges();
+}
+
+bool hasSecret(const std::string& data_dir) {
+  std::ifstream in(data_dir + "/token-secret");
+  std::string secret;
+  return in && std::getline(in, secret) && !secret.empty();
+}
+
+Result<std::string> loadOrCreateSecret(const std::string& data_dir) {
+  std::string path = data_dir + "/token-secret";
+  {
+    std::ifstream in(path);
+    std::string secret;
+    if (in && std::getline(in, secret) && !secret.empty()) return secret;
+  }
+  std::string secret = randomHex(32);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return internalError("cannot create " + tmp);
+  std::string line = secret + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return internalError("cannot write " + path);
+  return secret;
+}
+
+RmCore::~RmCore() { stop(); }
+
+std::string RmCore::nodeKey(const NodeId& node) const {
+  return deriveNodeKey(signer_.secret(), node);
+}
+
+std::string RmCore::issueContainerToken(const ContainerTokenInfo& info) const {
+  ContainerTokenInfo t = info;
+  t.expires = clock_.now() + opts_.container_token_expiry;
+  const TokenSigner* signer = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(keys_mu_);
+    auto it = node_signers_.find(info.node);
+    if (it == node_signers_.end()) {
+      it = node_signers_.emplace(info.node, TokenSigner(nodeKey(info.node))).first;
+    }
+    signer = &it->second;  // entries are never erased: the address stays valid
+  }
+  return morpheus::issueContainerToken(*signer, t);
+}
+
+void RmCore::start() {
+  std::lock_guard<std::mutex> lk(mu_);
+  running_ = true;
+  liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
+    checkLiveness();
+    scheduleLiveness();
+  });
+}
+
+void RmCore::scheduleLiveness() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!running_) return;
+  liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
+    checkLiveness();
+    scheduleLiveness();
+  });
+}
+
+void RmCore::stop() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!running_) return;
+  running_ = false;
+  clock_.cancel(liveness_timer_);
+}
+
+Status RmCore::registerNode(NodeInfo info) {
+  std::lock_guard<std::mutex> lk(mu_);
+  NodeId id = info.id;
+  Resource total = info.total;
+  bool existed = nodes_.find(id) != nullptr;
+  if (Status st = nodes_.registerNode(std::move(info), clock_.now()); !st.isOk()) {
+    if (st.code() == StatusCode::kAlreadyExists)
+      spdlog::warn("refused registration: {}", st.message());
+    return st;
+  }
+  spdlog::info("node {} {} with {}", id.value(), existed ? "re-registered" : "registered",
+               total.toString());
+  metrics_.counter("morpheus_rm_node_registrations_total", "Node registrations").inc();
+  updateNodeGauges();
+  notifyCapacity();
+  return Status::ok();
+}
+
+Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used,
+                             int64_t rss_mib, double cpu_vcores, int32_t num_containers) {
+  std::lock_guard<std::mutex> lk(mu_);
+  metrics_.counter("morpheus_rm_node_heartbeats_total", "Node heartbeats received").inc();
+  return nodes_.heartbeat(id, sequence, used, rss_mib, cpu_vcores, num_containers, clock_.now());
+}
+
+Status RmCore::unregisterNode(const NodeId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
+  spdlog::info("node {} unregistered", id.value());
+  updateNodeGauges();
+  notifyCapacity();
+  return Status::ok();
+}
+
+void RmCore::checkLiveness() {
+  std::vector<NodeId> lost;
+  NodeLostListener listener;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    lost = nodes_.expire(clock_.now());
+    for (const auto& id : lost) {
+      spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
+                   opts_.node_expiry.count());
+      metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
+    }
+    updateNodeGauges();
+    notifyCapacity();
+    listener = lost_listener_;
+  }
+  if (listener) {
+    for (const auto& id : lost) listener(id);
+  }
+}
+
+void RmCore::setNodeLostListener(NodeLostListener listener) {
+  std::lock_guard<std::mutex> lk(mu_);
+  lost_listener_ = std::move(listener);
+}
+
+void RmCore::setCapacityListener(CapacityListener listener) {
+  std::lock_guard<std::mutex> lk(mu_);
+  capacity_listener_ = std::move(listener);
+  notifyCapacity();
+}
+
+void RmCore::notifyCapacity() {
+  if (!capacity_listener_) return;
+  capacity_listener_(nodes_.liveCapacity(), clock_.now() - started_ >= opts_.node_expiry);
+}
+
+std::vector<NodeInfo> RmCore::nodes(bool include_lost) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return nodes_.nodes(include_lost);
+}
+
+ClusterSummary RmCore::summary() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  ClusterSummary s;
+  s.live_nodes = nodes_.liveCount();
+  s.lost_nodes = nodes_.lostCount();
+  s.total = nodes_.liveCapacity();
+  for (const auto& n : nodes_.nodes(false)) s.used += n.used;
+  return s;
+}
+
+void RmCore::updateNodeGauges() {
+  metrics_.gauge("morpheus_rm_nodes_live", "Live nodes").set(nodes_.liveCount());
+  metrics_.gauge("morpheus_rm_nodes_lost", "Nodes declared lost and not re-registered")
+      .set(nodes_.lostCount());
+  Resource cap = nodes_.liveCapacity();
+  metrics_.gauge("morpheus_rm_capacity_memory_mib", "Memory of live nodes, MiB")
+      .set(cap.memoryMib());
+  metrics_.gauge("morpheus_rm_capacity_vcores", "Vcores of live nodes").set(cap.vcores());
+}
+
+}  // namespace morpheus::rm

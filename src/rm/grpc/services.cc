@@ -1,0 +1,480 @@
+#include "rm/grpc/services.h"
+
+#include <spdlog/spdlog.h>
+#include <memory>
+#include "common/metrics.h"
+#include "common/token.h"
+
+#include "common/wire.h"
+#include "rm/grpc/queue_report.h"
+
+namespace morpheus::rm {
+
+Status ResourceTrackerService::authorizeNode(const grpc::ServerContextBase& ctx,
+                                             const std::string& node_id) const {
+  if (auth_.open()) return Status::ok();
+  auto who = auth_.identify(ctx);
+  Status st = who.isOk() ? Status::ok() : who.status();
+  if (st.isOk() && !who->node) {
+    st = permissionDenied(who->user +
+                          " is not a node manager: only a node token may register, "
+                          "heartbeat or unregister a node");
+  } else if (st.isOk() && who->user != node_id) {
+    st = permissionDenied("the node token of " + who->user + " may not act as node '" + node_id +
+                          "'");
+  }
+  if (!st.isOk()) spdlog::warn("refused a node RPC from {}: {}", ctx.peer(), st.message());
+  return st;
+}
+
+grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
+                                                  const v1::RegisterNodeRequest* req,
+                                                  v1::RegisterNodeResponse* resp) {
+  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
+  auto total = validatedResource(req->total(), "total");
+  if (!total.isOk()) return toGrpc(total.status());
+  NodeInfo info;
+  info.id = NodeId(req->node_id());
+  info.container_manager_address = req->container_manager_address();
+  info.http_address = req->http_address();
+  info.total = *total;
+  for (const auto& a : req->attributes()) {
+    if (a.key().empty()) return toGrpc(invalidArgument("attributes.key", "must not be empty"));
+    info.attributes[a.key()] = a.value();
+  }
+  Status st = core_.registerNode(std::move(info));
+  if (!st.isOk()) return toGrpc(st);
+  if (runtime_) runtime_->onNodeRegistered(*req);
+  resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
+  resp->set_rm_epoch(core_.epoch());
+  resp->set_container_token_secret(core_.nodeKey(NodeId(req->node_id())));
+  return grpc::Status::OK;
+}
+
+// The node's running containers: counted from a full report, given by the
+// NM with a change report (changes_only).
+Result<int32_t> ResourceTrackerService::runningContainers(const v1::NodeHeartbeatRequest& req) {
+  if (req.changes_only()) {
+    if (req.running_containers() < 0) {
+      return invalidArgument("running_containers", "must be >= 0");
+    }
+    return req.running_containers();
+  }
+  int32_t running = 0;
+  for (const auto& c : req.container_statuses()) {
+    running += c.state() == v1::CONTAINER_RUNNING ? 1 : 0;
+  }
+  return running;
+}
+
+grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBase& ctx,
+                                                    const v1::NodeHeartbeatRequest& req,
+                                                    v1::NodeHeartbeatResponse* resp,
+                                                    bool* schedule) {
+  *schedule = false;
+  if (Status st = authorizeNode(ctx, req.node_id()); !st.isOk()) return toGrpc(st);
+  auto used = validatedResource(req.used(), "used");
+  if (!used.isOk()) return toGrpc(used.status());
+  resp->set_next_heartbeat_interval_ms(core_.heartbeatInterval().count());
+  if (!req.rm_epoch().empty() && req.rm_epoch() != core_.epoch()) {
+    resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
+    return grpc::Status::OK;
+  }
+  auto running = runningContainers(req);
+  if (!running.isOk()) return toGrpc(running.status());
+  Status st = core_.nodeHeartbeat(NodeId(req.node_id()), req.sequence(), *used, req.used_rss_mib(),
+                                  req.used_cpu_vcores(), *running);
+  if (st.code() == StatusCode::kNotFound) {
+    resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
+    return grpc::Status::OK;
+  }
+  if (!st.isOk()) return toGrpc(st);
+  resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
+  *schedule = runtime_ != nullptr;
+  return grpc::Status::OK;
+}
+
+grpc::Status ResourceTrackerService::heartbeat(const grpc::ServerContextBase& ctx,
+                                               const v1::NodeHeartbeatRequest& req,
+                                               v1::NodeHeartbeatResponse* resp) {
+  bool schedule = false;
+  grpc::Status st = admitHeartbeat(ctx, req, resp, &schedule);
+  if (st.ok() && schedule) runtime_->onNodeHeartbeat(req, resp);
+  return st;
+}
+
+grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackServerContext* ctx,
+                                                                const v1::NodeHeartbeatRequest* req,
+                                                                v1::NodeHeartbeatResponse* resp) {
+  // Times the whole heartbeat: admission here, the wait on the strand and the
+  // scheduling there (the timer lives as long as the posted task).
+  auto timer = std::make_shared<ScopedTimer>(core_.latency().heartbeat);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  bool schedule = false;
+  grpc::Status st = admitHeartbeat(*ctx, *req, resp, &schedule);
+  if (!st.ok() || !schedule) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
+  // The request, response and context live until Finish. A heartbeat whose
+  // caller gave up while it waited (deadline passed, cancelled) is not
+  // scheduled: the NM sends its changes again (heartbeat_report.h), and an
+  // overloaded strand does not spend itself on answers nobody reads.
+  // The answer goes out after the report; the node is scheduled afterwards
+  // on the strand's background lane (strand.h), as YARN's asynchronous
+  // scheduling does, so no heartbeat waits for other nodes' grants.
+  bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
+    if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
+      finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "the heartbeat waited past its deadline for the RM"));
+      return;
+    }
+    NodeId node(req->node_id());  // req is gone once the call finished
+    bool schedule = runtime_->onNodeReport(*req, resp);
+    finish(reactor, grpc::Status::OK);
+    if (schedule) strand_->postBackground([this, node] { runtime_->scheduleNode(node); });
+  });
+  if (!posted) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the RM's scheduling queue is full: retry at the next heartbeat"));
+  }
+  return reactor;
+}
+
+void ResourceTrackerService::finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) {
+  if (replies_ != nullptr) {
+    replies_->finish(reactor, std::move(status));
+  } else {
+    reactor->Finish(status);
+  }
+}
+
+grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
+                                                    const v1::UnregisterNodeRequest* req,
+                                                    v1::UnregisterNodeResponse*) {
+  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
+  return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
+}
+
+namespace {
+
+// The classes of the RM's last clustering, for cluster status.
+void addHarvestClasses(const RmRuntime& runtime, v1::ListNodesResponse* resp) {
+  for (const auto& v : runtime.harvestClasses()) {
+    auto* c = resp->add_harvest_classes();
+    c->set_id(v.cls.id);
+    c->set_pattern(patternName(v.cls.pattern));
+    c->set_average(v.cls.average);
+    c->set_peak(v.cls.peak);
+    for (const auto& t : v.cls.tenants) c->add_tenants(t);
+    for (const auto& n : v.nodes) c->add_node_ids(n.value());
+  }
+}
+
+}  // namespace
+
+grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest* req,
+                                          v1::ListNodesResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  for (const auto& n : core_.nodes(req->include_lost())) {
+    auto* r = resp->add_nodes();
+    r->set_node_id(n.id.value());
+    r->set_container_manager_address(n.container_manager_address);
+    r->set_http_address(n.http_address);
+    toProto(n.total, r->mutable_total());
+    toProto(n.used, r->mutable_used());
+    for (const auto& [k, v] : n.attributes) {
+      auto* a = r->add_attributes();
+      a->set_key(k);
+      a->set_value(v);
+    }
+    r->set_state(n.live ? v1::NodeReport::NODE_STATE_RUNNING : v1::NodeReport::NODE_STATE_LOST);
+    r->set_last_heartbeat_ms(toEpochMs(n.last_heartbeat));
+    r->set_num_containers(n.num_containers);
+    r->set_used_rss_mib(n.used_rss_mib);
+    r->set_used_cpu_vcores(n.used_cpu_vcores);
+    if (runtime_) r->set_harvest_class(runtime_->harvestClassOf(n.id));
+  }
+  if (runtime_) addHarvestClasses(*runtime_, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetClusterMetrics(grpc::ServerContext* ctx,
+                                                  const v1::GetClusterMetricsRequest*,
+                                                  v1::ClusterMetrics* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  ClusterSummary s = core_.summary();
+  resp->set_live_nodes(s.live_nodes);
+  resp->set_lost_nodes(s.lost_nodes);
+  toProto(s.total, resp->mutable_total());
+  toProto(s.used, resp->mutable_used());
+  return grpc::Status::OK;
+}
+
+v1::ApplicationState toProto(AppState s) {
+  switch (s) {
+    case AppState::kSubmitted:
+      return v1::APP_STATE_SUBMITTED;
+    case AppState::kRunning:
+      return v1::APP_STATE_RUNNING;
+    case AppState::kFinished:
+      return v1::APP_STATE_FINISHED;
+    case AppState::kFailed:
+      return v1::APP_STATE_FAILED;
+    case AppState::kKilled:
+      return v1::APP_STATE_KILLED;
+  }
+  return v1::APP_STATE_UNSPECIFIED;
+}
+
+void toProto(const AppRecord& a, v1::ApplicationReport* out) {
+  out->set_application_id(a.id.value());
+  out->set_name(a.spec.name);
+  out->set_user(a.spec.user.value());
+  out->set_queue(a.queue);
+  out->set_reservation_id(a.reservation.value());
+  out->set_recurrence_key(a.spec.recurrence_key.value());
+  out->set_state(toProto(a.state));
+  out->set_progress(a.progress);
+  out->set_submit_ms(toEpochMs(a.submit));
+  out->set_start_ms(toEpochMs(a.start));
+  out->set_finish_ms(toEpochMs(a.finish));
+  out->set_am_attempt(a.attempt);
+  out->set_diagnostics(a.diagnostics);
+  out->set_am_node_id(a.am_node.value());
+  out->set_am_container_id(a.am_container.value());
+}
+
+grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext* ctx,
+                                                  const v1::SubmitApplicationRequest* req,
+                                                  v1::SubmitApplicationResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  std::string action = "submit application " + req->name();
+  auto user = RmAccess::actingUser(who, req->user(), action);
+  if (!user.isOk()) return toGrpc(user.status());
+  std::string queue = req->queue().empty() ? apps_->defaultQueue() : req->queue();
+  if (Status st = access_.maySubmit(who, queue, action); !st.isOk()) return toGrpc(st);
+  AppSpec s;
+  s.name = req->name();
+  s.user = UserId(*user);
+  s.queue = req->queue();
+  s.reservation = ReservationId(req->reservation_id());
+  s.recurrence_key = JobKey(req->recurrence_key());
+  auto res = validatedResource(req->am_resource(), "am_resource");
+  if (!res.isOk()) return toGrpc(res.status());
+  s.am_resource = *res;
+  if (!req->has_am_launch_context() || req->am_launch_context().command().empty()) {
+    return toGrpc(invalidArgument("am_launch_context.command", "is required"));
+  }
+  s.am_launch_context = req->am_launch_context().SerializeAsString();
+  s.max_attempts = req->max_am_attempts();
+  s.priority = req->priority();
+  s.tags = {req->tags().begin(), req->tags().end()};
+  // Running in a reservation spends its owner's guarantee and feeds its
+  // job's history: the owner, an administrator of its queue or an admin.
+  auto may_bind = [this, &who, &s](const BindTarget& t) {
+    return access_.mayAdminister(who, t.owner.value(), t.queue,
+                                 "run application " + s.name + " in reservation " + t.id.value());
+  };
+  auto rec = apps_->submit(s, may_bind);
+  if (!rec.isOk()) return toGrpc(rec.status());
+  resp->set_application_id(rec->id.value());
+  return grpc::Status::OK;
+}
+
+// What the scheduler holds of `app` now: its containers and usage, pending
+// reasons (Phoenix admission control) and altruism (Carbyne).
+void ClientServiceImpl::addRuntimeView(const AppId& app, v1::ApplicationReport* out) const {
+  if (!runtime_) return;
+  int32_t n = 0;
+  Resource used;
+  runtime_->usage(app, &n, &used);
+  out->set_running_containers(n);
+  toProto(used, out->mutable_used());
+  for (auto& reason : runtime_->pendingReasons(app)) out->add_pending_reasons(reason);
+  const sched::AppHint hint = runtime_->appHint(app);
+  if (!hint.valid || !hint.from_dag) return;
+  toProto(hint.need, out->mutable_altruism()->mutable_need());
+  out->mutable_altruism()->set_estimated_remaining_ms(hint.remaining.count());
+}
+
+grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
+                                               const v1::GetApplicationRequest* req,
+                                               v1::ApplicationReport* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  auto rec = apps_->get(AppId(req->application_id()));
+  if (!rec.isOk()) return toGrpc(rec.status());
+  toProto(*rec, resp);
+  addRuntimeView(rec->id, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext* ctx,
+                                                 const v1::ListApplicationsRequest* req,
+                                                 v1::ListApplicationsResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  std::set<AppState> states;
+  for (int s : req->states()) {
+    switch (s) {
+      case v1::APP_STATE_SUBMITTED:
+        states.insert(AppState::kSubmitted);
+        break;
+      case v1::APP_STATE_RUNNING:
+        states.insert(AppState::kRunning);
+        break;
+      case v1::APP_STATE_FINISHED:
+        states.insert(AppState::kFinished);
+        break;
+      case v1::APP_STATE_FAILED:
+        states.insert(AppState::kFailed);
+        break;
+      case v1::APP_STATE_KILLED:
+        states.insert(AppState::kKilled);
+        break;
+      default:
+        return toGrpc(invalidArgument("states", "unknown state " + std::to_string(s)));
+    }
+  }
+  for (const auto& a : apps_->list(states, req->queue())) {
+    auto* r = resp->add_applications();
+    toProto(a, r);
+    addRuntimeView(a.id, r);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::KillApplication(grpc::ServerContext* ctx,
+                                                const v1::KillApplicationRequest* req,
+                                                v1::KillApplicationResponse*) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  std::string action = "kill application " + req->application_id();
+  if (auto user = RmAccess::actingUser(who, req->user(), action); !user.isOk())
+    return toGrpc(user.status());
+  auto rec = apps_->get(AppId(req->application_id()));
+  if (!rec.isOk()) return toGrpc(rec.status());
+  if (Status may = access_.mayAdminister(who, rec->spec.user.value(), rec->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  // Owner, queue administrator or admin: checked above (owner and queue never change).
+  Status st = apps_->kill(rec->id, UserId(who.user), /*admin=*/true, req->reason());
+  if (st.isOk() && runtime_) runtime_->onAppKilled(AppId(req->application_id()));
+  return toGrpc(st);
+}
+
+grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext* ctx,
+                                                 const v1::ListAppTelemetryRequest* req,
+                                                 v1::ListAppTelemetryResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  for (const auto& t : runtime_->telemetry(req->recurrence_key())) {
+    auto* a = resp->add_apps();
+    a->set_application_id(t.app.value());
+    a->set_recurrence_key(t.recurrence_key.value());
+    a->set_user(t.user.value());
+    a->set_submit_ms(toEpochMs(t.submit));
+    a->set_start_ms(toEpochMs(t.start));
+    a->set_finish_ms(toEpochMs(t.finish));
+    a->set_step_ms(t.step.count());
+    for (double v : t.skyline) a->add_skyline(v);
+    toProto(t.container, a->mutable_container());
+    for (const auto& f : t.files) {
+      auto* e = a->add_files();
+      e->set_path(f.path);
+      e->set_time_ms(toEpochMs(f.time));
+      e->set_write(f.write);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
+                                                      const v1::GetContainerLogAccessRequest* req,
+                                                      v1::GetContainerLogAccessResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(req->application_id()));
+  if (!app.isOk()) return toGrpc(app.status());
+  ContainerId container(req->container_id().empty() ? app->am_container.value()
+                                                    : req->container_id());
+  if (container.empty()) {
+    return toGrpc(notFound("application " + app->id.value() + " has no AM container yet"));
+  }
+  if (RmRuntime::appOf(container.value()) != app->id) {
+    return toGrpc(invalidArgument(
+        "container_id",
+        "'" + container.value() + "' is not a container of application " + app->id.value()));
+  }
+  std::string action = "read the logs of application " + app->id.value();
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  logTargets(*app, container, req->node_id(), resp);
+  if (resp->targets_size() == 0) {
+    return toGrpc(notFound(req->node_id().empty() ? "no nodes in the cluster"
+                                                  : "node " + req->node_id() + " not found"));
+  }
+  return grpc::Status::OK;
+}
+
+void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& container,
+                                   const std::string& node_id,
+                                   v1::GetContainerLogAccessResponse* resp) const {
+  std::string node = node_id;
+  if (node.empty()) {
+    if (auto known = runtime_->nodeOf(container)) {
+      node = known->value();
+    } else if (container == app.am_container) {
+      node = app.am_node.value();
+    }
+  }
+  resp->set_container_id(container.value());
+  for (const auto& n : core_.nodes(/*include_lost=*/true)) {
+    if (!node.empty() && n.id.value() != node) continue;
+    auto* t = resp->add_targets();
+    t->set_node_id(n.id.value());
+    t->set_container_manager_address(n.container_manager_address);
+    // Signed with that node's key, valid for rm.container-token-expiry: the NM
+    // serves logs only for a token of the container's app.
+    t->set_token(
+        core_.issueContainerToken({container, app.id, n.id, Resource(), {}, app.spec.user.value()}));
+  }
+}
+
+grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest*,
+                                           v1::ListQueuesResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  TimePoint now = clock_ ? clock_->now()
+                         : std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  for (auto& q : queueReports(*runtime_, *apps_, reservations_, now)) {
+    *resp->add_queues() = std::move(q);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace morpheus::rm

@@ -1,0 +1,148 @@
+// gRPC edge of the RM: protobuf <-> core types, Status -> grpc::Status.
+#pragma once
+
+#include <set>
+
+#include "common/auth.h"
+#include "morpheus/v1/client.grpc.pb.h"
+#include "morpheus/v1/resource_tracker.grpc.pb.h"
+
+#include "rm/core/access.h"
+#include "rm/core/app_manager.h"
+#include "rm/grpc/arena_messages.h"
+#include "rm/runtime/reply_queue.h"
+#include "rm/core/reservation_manager.h"
+#include "rm/core/rm_core.h"
+#include "rm/runtime/runtime.h"
+#include "rm/runtime/strand.h"
+
+namespace morpheus::rm {
+
+// Node managers' RPCs. Each needs "authorization: Bearer TOKEN" metadata
+// whose principal has the role node and user == the request's node_id
+// (unless authentication is disabled); otherwise PERMISSION_DENIED and
+// nothing changes. RegisterNode's reply carries that node's container-token
+// key (RmCore::nodeKey), never the master secret.
+//
+// NodeHeartbeat is on gRPC's callback API: the gRPC thread
+// authorizes, validates and records liveness (RmCore), then posts the
+// report (RmRuntime::onNodeReport) to the RM's Strand and returns; the strand
+// finishes the call and then schedules the node on its background lane
+// (RmRuntime::scheduleNode), so an answer never waits for scheduling. The
+// NM's answer carries kills and acknowledgements, never grants (AMs get
+// those in Allocate); a kill chosen by scheduling goes out with the node's
+// next heartbeat. No thread is held per waiting heartbeat, so
+// 10k+ NMs cost queue entries, not threads. A full strand answers
+// UNAVAILABLE (the NM retries at its next heartbeat). Register and
+// Unregister stay on the synchronous API (rare).
+class ResourceTrackerService final
+    : public v1::ResourceTracker::WithCallbackMethod_NodeHeartbeat<v1::ResourceTracker::Service> {
+ public:
+  // `runtime` null = node registration and liveness only; otherwise `strand`
+  // (started, stopped only after the gRPC server shut down) runs its part of
+  // the heartbeats. `auth`, `runtime` and `strand` must outlive the service.
+  ResourceTrackerService(RmCore& core, const Authenticator& auth, RmRuntime* runtime = nullptr,
+                         Strand* strand = nullptr)
+      : core_(core), auth_(auth), runtime_(runtime), strand_(strand) {
+    SetMessageAllocatorFor_NodeHeartbeat(&messages_);
+  }
+  // Heartbeat replies are finished on `replies` instead of the strand
+  // (reply_queue.h); set before serving. nullptr = on the strand.
+  void setReplyQueue(ReplyQueue* replies) { replies_ = replies; }
+  grpc::Status RegisterNode(grpc::ServerContext*, const v1::RegisterNodeRequest*,
+                            v1::RegisterNodeResponse*) override;
+  grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext*,
+                                          const v1::NodeHeartbeatRequest*,
+                                          v1::NodeHeartbeatResponse*) override;
+  grpc::Status UnregisterNode(grpc::ServerContext*, const v1::UnregisterNodeRequest*,
+                              v1::UnregisterNodeResponse*) override;
+
+  // The whole heartbeat on the calling thread: what NodeHeartbeat does on the
+  // gRPC thread and then on the strand (the fuzzer calls it directly).
+  grpc::Status heartbeat(const grpc::ServerContextBase& ctx, const v1::NodeHeartbeatRequest& req,
+                         v1::NodeHeartbeatResponse* resp);
+
+ private:
+  // OK when the caller may act as node `node_id` (see the class comment).
+  Status authorizeNode(const grpc::ServerContextBase& ctx, const std::string& node_id) const;
+  // The gRPC thread's part: authorization, validation, epoch and liveness.
+  // *schedule is true when the runtime must still handle the heartbeat.
+  grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
+                              const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
+                              bool* schedule);
+  // Running containers on the node (full or change report);
+  // INVALID_ARGUMENT naming running_containers when negative.
+  static Result<int32_t> runningContainers(const v1::NodeHeartbeatRequest& req);
+
+  RmCore& core_;
+  const Authenticator& auth_;
+  RmRuntime* runtime_;
+  Strand* strand_;
+  ReplyQueue* replies_ = nullptr;
+  // Each heartbeat's request and response on a pooled arena:
+  // 8 KiB holds a change report and a reply of a few dozen containers;
+  // 1,024 pooled holders keep 8 MiB.
+  ArenaMessageAllocator<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse> messages_{8 * 1024,
+                                                                                       1024};
+  // Finishes on replies_ when set, else inline.
+  void finish(grpc::ServerUnaryReactor* reactor, grpc::Status status);
+};
+
+// Every RPC authenticates its caller (RmAccess): any user may read; submit
+// needs submit on the queue; kill and log access need the owner, a queue
+// administrator or an admin.
+class ClientServiceImpl final : public v1::ClientService::Service {
+ public:
+  // `apps` null = the application RPCs answer UNIMPLEMENTED. `access` must
+  // outlive the service.
+  ClientServiceImpl(RmCore& core, const RmAccess& access, AppManager* apps = nullptr,
+                    RmRuntime* runtime = nullptr)
+      : core_(core), access_(access), apps_(apps), runtime_(runtime) {}
+  grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
+                                 v1::SubmitApplicationResponse*) override;
+  grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest*,
+                              v1::ApplicationReport*) override;
+  grpc::Status ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest*,
+                                v1::ListApplicationsResponse*) override;
+  grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest*,
+                               v1::KillApplicationResponse*) override;
+  grpc::Status ListAppTelemetry(grpc::ServerContext*, const v1::ListAppTelemetryRequest*,
+                                v1::ListAppTelemetryResponse*) override;
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse*) override;
+  grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
+                                 v1::ClusterMetrics*) override;
+  grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
+                                     v1::GetContainerLogAccessResponse*) override;
+  // Every queue (queueReports): ad-hoc hierarchy, then reservation queues.
+  // Needs `apps` and `runtime`; UNIMPLEMENTED without them.
+  grpc::Status ListQueues(grpc::ServerContext*, const v1::ListQueuesRequest*,
+                          v1::ListQueuesResponse*) override;
+
+  // Where ListQueues finds reservation queues without bound apps and the
+  // time of their current guarantee. Both must outlive the service; unset =
+  // only the scheduler's reservation queues, at the system clock.
+  void setQueueSources(const ReservationManager* reservations, Clock* clock) {
+    reservations_ = reservations;
+    clock_ = clock;
+  }
+
+ private:
+  // The targets of a log read: the container's known node, else `node_id`,
+  // else every node; each with a container token of `app` for that node.
+  void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
+                  v1::GetContainerLogAccessResponse* resp) const;
+  void addRuntimeView(const AppId& app, v1::ApplicationReport* out) const;
+
+  RmCore& core_;
+  const RmAccess& access_;
+  AppManager* apps_;
+  RmRuntime* runtime_;
+  const ReservationManager* reservations_ = nullptr;
+  Clock* clock_ = nullptr;
+};
+
+v1::ApplicationState toProto(AppState s);
+void toProto(const AppRecord& a, v1::ApplicationReport* out);
+
+}  // namespace morpheus::rm

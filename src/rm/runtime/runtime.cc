@@ -1,0 +1,1129 @@
+#include "rm/runtime/runtime.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "common/token.h"
+#include "common/wire.h"
+#include "rm/runtime/dag_report.h"
+
+namespace morpheus::rm {
+
+namespace {
+
+// The request id of the ask the core holds for a submitted app's AM: it makes
+// a reservation's unplaced AM count as demand (and so preempt borrowers).
+const std::string kAmAsk = std::string("\x01") + "am";
+
+// Container ids are "<app>_<epoch>_<suffix>" (the core's format, AM containers
+// "<app>_<epoch>_am<attempt>"; RMs before the core used "<app>_c<epoch>_<seq>",
+// which parses alike): the app id is all before the last two '_'.
+AppId appOfContainer(const std::string& id) {
+  auto p = id.rfind('_');
+  if (p == std::string::npos || p == 0) return AppId("");
+  auto q = id.rfind('_', p - 1);
+  return AppId(q == std::string::npos ? "" : id.substr(0, q));
+}
+
+// The core's ask identity: the request id, or the priority when it is empty.
+std::string askKey(const std::string& request_id, int32_t priority) {
+  return request_id.empty() ? "\x01p" + std::to_string(priority) : request_id;
+}
+
+// The AM's stage reports (AllocateRequest.stages, FinishApplicationMaster-
+// Request.stages) as Jockey's stages, deps as indices within the app.
+// INVALID_ARGUMENT naming the field otherwise.
+Result<std::vector<reprovision::StageState>> stagesFromProto(
+    const google::protobuf::RepeatedPtrField<v1::StageReport>& reports) {
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
+    std::string f = "stages[" + std::to_string(i) + "]";
+    if (r.name().empty()) return invalidArgument(f + ".name", "is required");
+    if (!index.emplace(r.name(), static_cast<size_t>(i)).second)
+      return invalidArgument(f + ".name", "duplicate stage '" + r.name() + "'");
+  }
+  std::vector<reprovision::StageState> out;
+  out.reserve(static_cast<size_t>(reports.size()));
+  for (int i = 0; i < reports.size(); i++) {
+    const auto& r = reports[i];
+    std::string f = "stages[" + std::to_string(i) + "]";
+    if (r.tasks() <= 0) return invalidArgument(f + ".tasks", "must be > 0");
+    if (r.completed() < 0 || r.completed() > r.tasks())
+      return invalidArgument(f + ".completed", "must be in [0, tasks]");
+    if (r.running_elapsed_ms_size() > r.tasks() - r.completed())
+      return invalidArgument(f + ".running_elapsed_ms", "more running tasks than unfinished ones");
+    if (r.mean_task_ms() < 0) return invalidArgument(f + ".mean_task_ms", "must be >= 0");
+    reprovision::StageState st;
+    st.name = r.name();
+    st.tasks = r.tasks();
+    st.completed = r.completed();
+    st.task_duration = Millis(r.mean_task_ms());
+    for (int64_t e : r.running_elapsed_ms()) {
+      if (e < 0) return invalidArgument(f + ".running_elapsed_ms", "must be >= 0");
+      st.running.push_back(Millis(e));
+    }
+    for (const auto& d : r.depends_on()) {
+      auto it = index.find(d);
+      if (it == index.end() || it->second == static_cast<size_t>(i))
+        return invalidArgument(f + ".depends_on", "unknown stage '" + d + "'");
+      st.deps.push_back(it->second);
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// Stage name -> measured mean task duration, for the stages that have one.
+std::map<std::string, Millis> stageProfile(const std::vector<reprovision::StageState>& stages) {
+  std::map<std::string, Millis> out;
+  for (const auto& st : stages) {
+    if (st.task_duration.count() > 0) out[st.name] = st.task_duration;
+  }
+  return out;
+}
+
+// Unknown enum values (a newer client) compare as kIn.
+sched::ConstraintOp constraintOp(v1::PlacementConstraintOp op) {
+  switch (op) {
+    case v1::CONSTRAINT_OP_AT_LEAST:
+      return sched::ConstraintOp::kAtLeast;
+    case v1::CONSTRAINT_OP_VERSION_AT_LEAST:
+      return sched::ConstraintOp::kVersionAtLeast;
+    default:
+      return sched::ConstraintOp::kIn;
+  }
+}
+
+sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
+  sched::ResourceRequest r;
+  r.request_id = a.request_id();
+  r.priority = a.priority();
+  r.capability = a.count() > 0 ? fromProto(a.capability()) : Resource();
+  r.count = std::max(0, a.count());
+  r.gang_size = a.gang_size();
+  // Whole gangs only, as before the core: the AM asks for the rest again with
+  // a smaller gang once these are granted.
+  if (r.gang_size > 1) r.count -= r.count % r.gang_size;
+  for (const auto& c : a.constraints()) {
+    r.constraints.push_back({c.key(), {c.values().begin(), c.values().end()}, c.hard()});
+    r.constraints.back().op = constraintOp(c.op());
+  }
+  r.expected_duration = Millis(a.expected_duration_ms());
+  return r;
+}
+
+// The core's ad-hoc hierarchy from the configured weights. "root.default"
+// (the AppManager's default leaf) is added unless configured as a parent.
+std::vector<sched::AdhocQueueConfig> adhocQueues(const std::map<std::string, double>& weights) {
+  std::vector<sched::AdhocQueueConfig> out;
+  bool default_ok = true;
+  for (const auto& [path, w] : weights) {
+    if (path.rfind("root.", 0) != 0 || path.back() == '.' || path.find("..") != std::string::npos) {
+      spdlog::warn("ad-hoc queue '{}' ignored: paths start at root", path);
+      continue;
+    }
+    if (path == "root.default" || path.rfind("root.default.", 0) == 0) default_ok = false;
+    out.push_back({path, w > 0 ? w : 1.0});
+  }
+  if (default_ok) out.push_back({"root.default", 1.0});
+  return out;
+}
+
+// Each leaf's configured ordering policy (scheduler.policy).
+void applyQueuePolicies(
+    std::vector<sched::AdhocQueueConfig>& queues,
+    const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies) {
+  for (auto& q : queues) {
+    auto it = policies.find(q.path);
+    if (it != policies.end()) q.policy = it->second;
+  }
+}
+
+AmLauncherOptions launchOptions(const RuntimeOptions& opts) {
+  AmLauncherOptions out = opts.launch;
+  out.tls = opts.tls;
+  return out;
+}
+
+}  // namespace
+
+RmRuntime::Guard::Guard(const RmRuntime& rt) : rt_(rt), lk_(rt.mu_) {}
+
+RmRuntime::Guard::~Guard() { release(); }
+
+void RmRuntime::Guard::release() {
+  if (!lk_.owns_lock()) return;
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> logs;
+  logs.swap(rt_.pending_logs_);
+  lk_.unlock();
+  for (const auto& [level, line] : logs) spdlog::log(level, "{}", line);
+}
+
+RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
+                     MetricsRegistry& metrics, TelemetryForwarder* telemetry,
+                     ReservationKind periodic, Guarantee guarantee)
+    : opts_(opts),
+      core_(core),
+      apps_(apps),
+      clock_(clock),
+      metrics_(metrics),
+      telemetry_(telemetry),
+      periodic_(std::move(periodic)),
+      guarantee_(std::move(guarantee)),
+      started_ms_(toEpochMs(clock.now())),
+      allocated_total_(
+          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      launcher_(launchOptions(opts_),
+                [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
+  sched::SchedulerOptions so;
+  so.adhoc_queues = adhocQueues(opts_.queue_weights);
+  applyQueuePolicies(so.adhoc_queues, opts_.queue_policies);
+  so.preemption_grace = opts_.preemption_grace;
+  so.soft_constraint_delay = std::max(Millis(1000), core_.heartbeatInterval() * 3);
+  so.container_id_epoch = started_ms_;
+  // As before the core: a reservation beyond its guarantee (its window over,
+  // say) shares with the ad-hoc queues rather than waiting behind them.
+  so.borrowing_reservations_share = true;
+  auto s = sched::Scheduler::create(so);
+  MORPHEUS_CHECK(s.isOk(), "scheduler options: " + s.status().toString());
+  sched_ = std::move(s).value();
+}
+
+RmRuntime::~RmRuntime() { stop(); }
+
+void RmRuntime::setAmAddress(std::string address) {
+  Guard lk(*this);
+  am_address_ = std::move(address);
+}
+
+void RmRuntime::start() {
+  launcher_.start();
+  startHarvestClustering();
+}
+
+void RmRuntime::stop() {
+  stopHarvestClustering();
+  launcher_.stop();
+}
+
+void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
+  Guard lk(*this);
+  NodeId id(req.node_id());
+  auto [it, added] = nodes_.try_emplace(id);
+  Node& n = it->second;
+  if (added || !n.live) live_nodes_++;
+  n.id = id;
+  n.address = req.container_manager_address();
+  n.total = fromProto(req.total());
+  // The harvest class is the RM's own attribute: kept across a
+  // re-registration until the next clustering.
+  auto cls = n.attributes.find(kHarvestClassAttribute);
+  std::string harvest_class = cls != n.attributes.end() ? cls->second : "";
+  n.attributes.clear();
+  for (const auto& a : req.attributes()) n.attributes[a.key()] = a.value();
+  if (!harvest_class.empty()) n.attributes[kHarvestClassAttribute] = harvest_class;
+  n.live = true;
+  // (Re-)registration: the core takes the node as announced, with the
+  // containers this RM knows running there.
+  if (sched_->nodeUsed(id).isOk()) (void)sched_->removeNode(id);
+  if (Status st = sched_->addNode(id, n.total, n.attributes); !st.isOk()) {
+    logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
+    return;
+  }
+  for (const auto& [cid, c] : containers_) {
+    if (c.node == id && c.running) account(c);
+  }
+}
+
+void RmRuntime::refresh(const AppId& app) {
+  AppRt& rt = rt_[app];
+  auto rec = apps_.get(app);
+  if (!rec.isOk()) return;
+  rt.cached = true;
+  rt.state = rec->state;
+  rt.queue = rec->queue;
+  rt.user = rec->spec.user.value();
+  rt.reservation = rec->reservation;
+}
+
+RmRuntime::AppRt& RmRuntime::appRt(const AppId& app) {
+  AppRt& rt = rt_[app];
+  if (!rt.cached) refresh(app);
+  return rt;
+}
+
+// The core hears of a guarantee only when it changed: setting
+// an equal one would re-key the reservation in the core's heaps for nothing.
+void RmRuntime::pushGuarantee(const ReservationId& id, TimePoint now) {
+  auto kind = periodic_(id) ? sched::ReservationKind::kPeriodic : sched::ReservationKind::kOneOff;
+  Resource guaranteed = guarantee_(id, now);
+  auto it = pushed_.find(id);
+  if (it != pushed_.end() && it->second.first == kind && it->second.second == guaranteed) return;
+  if (Status st = sched_->setReservation(id, kind, guaranteed); !st.isOk()) {
+    logLater(spdlog::level::warn, "reservation {}: {}", id.value(), st.message());
+    pushed_.erase(id);
+    return;
+  }
+  pushed_[id] = {kind, guaranteed};
+}
+
+// The plan follower: each bound reservation's guarantee as of now. (Read on
+// every heartbeat: the plan changes with admissions and DRA grants, which do
+// not tell the runtime; a read is a lookup, the push is what costs.)
+void RmRuntime::followPlan(TimePoint now) {
+  for (const auto& [id, _] : bound_) pushGuarantee(id, now);
+}
+
+// Adds the app to the core (its reservation queue first) if not there yet.
+bool RmRuntime::ensureApp(const AppId& app, TimePoint now) {
+  AppRt& rt = appRt(app);
+  if (rt.in_sched) return true;
+  if (!rt.cached || isFinal(rt.state)) return false;
+  Status st;
+  if (!rt.reservation.empty()) {
+    pushGuarantee(rt.reservation, now);
+    st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::reservation(rt.reservation));
+    if (st.isOk()) bound_[rt.reservation]++;
+  } else {
+    st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc(rt.queue));
+    if (!st.isOk() && rt.queue != "root.default") {
+      logLater(spdlog::level::warn, "app {}: {}; scheduled in root.default", app.value(),
+               st.message());
+      st = sched_->addApp(app, UserId(rt.user), sched::QueueRef::adhoc("root.default"));
+    }
+  }
+  if (!st.isOk()) {
+    logLater(spdlog::level::err, "app {} not schedulable: {}", app.value(), st.message());
+    return false;
+  }
+  rt.in_sched = true;
+  return true;
+}
+
+// A final app leaves the core once nothing of it runs any more (its
+// containers stay accounted on their nodes until the NMs report them gone).
+void RmRuntime::forgetIfDone(const AppId& app) {
+  auto it = rt_.find(app);
+  if (it == rt_.end()) return;
+  AppRt& rt = it->second;
+  if (!rt.in_sched || !isFinal(rt.state) || rt.running > 0) return;
+  (void)sched_->removeApp(app);
+  rt.in_sched = false;
+  am_asks_.erase(app);
+  rt.am_ask = false;
+  if (auto b = bound_.find(rt.reservation); b != bound_.end() && --b->second <= 0) {
+    (void)sched_->removeReservation(rt.reservation);
+    pushed_.erase(rt.reservation);
+    bound_.erase(b);
+  }
+}
+
+void RmRuntime::withdrawAsks(const AppId& app) {
+  AppRt& rt = rt_[app];
+  std::vector<sched::ResourceRequest> off;
+  for (const auto& [_, a] : rt.asks) {
+    sched::ResourceRequest r;
+    r.request_id = a.request_id;
+    r.priority = a.priority;
+    off.push_back(std::move(r));
+  }
+  if (rt.am_ask) {
+    sched::ResourceRequest r;
+    r.request_id = kAmAsk;
+    off.push_back(std::move(r));
+    rt.am_ask = false;
+    am_asks_.erase(app);
+  }
+  rt.asks.clear();
+  if (rt.in_sched && !off.empty()) (void)sched_->updateAsks(app, off);
+}
+
+// Puts a container this RM knows into the core's accounts (node
+// re-registration, re-adoption after an RM restart, AM placement).
+void RmRuntime::account(const Cont& c) {
+  sched::Allocation a;
+  a.container = c.id;
+  a.app = c.app;
+  a.node = c.node;
+  a.resource = c.resource;
+  a.am = c.am;
+  if (Status st = sched_->recoverContainer(a); !st.isOk()) {
+    logLater(spdlog::level::warn, "container {} not accounted: {}", c.id.value(), st.message());
+  }
+}
+
+void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
+  if (!c.running) return;
+  c.running = false;
+  c.end = clock_.now();
+  done_.insert(c.id);
+  (void)sched_->containerCompleted(c.id);  // NOT_FOUND once released or its node removed
+  AppRt& rt = appRt(c.app);
+  rt.used -= c.resource;
+  rt.running--;
+  rt.intervals.push_back({c.start, c.end, c.resource, c.am});
+  if (c.am) {
+    rt.am_pending = false;
+    auto app = apps_.get(c.app);
+    if (app.isOk() && !isFinal(app->state) && app->am_container == c.id) {
+      std::string why = st.diagnostics().empty()
+                            ? "AM container exited with status " + std::to_string(st.exit_status())
+                            : st.diagnostics();
+      auto r = apps_.amAttemptFailed(c.app, why);
+      refresh(c.app);
+      // A failed attempt's containers go with it (YARN semantics).
+      killAppContainers(c.app);
+      withdrawAsks(c.app);
+      rt.allocated.clear();
+      rt.completed.clear();
+      metrics_
+          .counter("morpheus_rm_am_attempts_failed_total",
+                   "AM attempts that ended without finishing")
+          .inc();
+      (void)r;
+    }
+    forgetIfDone(c.app);
+    return;
+  }
+  v1::ContainerStatus out = st;
+  if (preempted_.erase(c.id) > 0) {
+    out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
+    out.set_diagnostics("preempted: capacity taken back by a reservation");
+    metrics_
+        .counter("morpheus_rm_containers_preempted_total",
+                 "Borrowed containers killed for a reservation")
+        .inc();
+  }
+  if (!isFinal(rt.state)) rt.completed.push_back(out);
+  forgetIfDone(c.app);
+}
+
+void RmRuntime::killAppContainers(const AppId& app) {
+  for (const auto& [id, c] : containers_) {
+    if (c.app == app && c.running) to_kill_[c.node].insert(id.value());
+  }
+}
+
+// An AM container that ended while no RM knew of it: it exited during an RM
+// restart or HA failover, and its NM reported the exit only after
+// re-registering. The attempt ended all the same, so it is adopted and ended
+// like one this RM watched (containerDone: next attempt or app failed);
+// without this the app would stay RUNNING with no AM. Any other unknown
+// completed container is only acknowledged.
+void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
+                                      TimePoint now) {
+  ContainerId cid(st.container_id());
+  AppId app = appOfContainer(st.container_id());
+  auto rec = apps_.get(app);
+  if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
+  Resource r = fromProto(st.resource());
+  Cont c{cid, app, nid, r, true, true, fromEpochMs(st.start_ms()), {}};
+  if (ensureApp(app, now)) account(c);
+  rt_[app].running++;
+  rt_[app].used += r;
+  logLater(spdlog::level::info, "AM container {} of {} ended while no RM watched it", cid.value(),
+           app.value());
+  containerDone(c, st);
+}
+
+void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
+                                v1::NodeHeartbeatResponse* resp) {
+  NodeId nid(req.node_id());
+  (void)onNodeReport(req, resp);
+  scheduleNode(nid);
+  Guard lk(*this);
+  if (nodes_.count(nid) != 0) flushNodeAnswer(nid, resp);  // the kills scheduling chose
+}
+
+bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp) {
+  Guard lk(*this);
+  NodeId nid(req.node_id());
+  auto nit = nodes_.find(nid);
+  if (nit == nodes_.end()) return false;
+  Node& node = nit->second;
+  const TimePoint now = clock_.now();
+  if (!node.live) {
+    node.live = true;
+    live_nodes_++;
+    if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
+      logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
+    }
+  }
+  applyContainerStatuses(nid, req, now);
+  onHarvestReport(node, req, now);
+  flushNodeAnswer(nid, resp);
+  if (node.schedule_pending) return false;
+  node.schedule_pending = true;
+  return true;
+}
+
+void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
+                                       TimePoint now) {
+  for (const auto& st : req.container_statuses()) {
+    ContainerId cid(st.container_id());
+    auto it = containers_.find(cid);
+    // A node speaks only for containers the RM allocated to it: a status for
+    // one this RM placed on another node (or an AM it launched elsewhere) is
+    // ignored, so one node's token cannot end another node's work.
+    if (!reportedByItsNode(nid, cid, it)) {
+      metrics_
+          .counter("morpheus_rm_container_statuses_refused_total",
+                   "Container statuses a node sent for a container allocated to another node")
+          .inc();
+      logLater(spdlog::level::warn,
+               "node {} reported container {} which runs on another node; ignored", nid.value(),
+               cid.value());
+      continue;
+    }
+    if (st.state() == v1::CONTAINER_COMPLETE) {
+      if (it == containers_.end() && !done_.count(cid)) endUnknownAmContainer(nid, st, now);
+      if (it != containers_.end()) {
+        AppId app = it->second.app;
+        containerDone(it->second, st);
+        // Acknowledged now: the NM forgets it, and so do we.
+        containers_.erase(it);
+        auto r = rt_.find(app);
+        if (r != rt_.end() && r->second.running <= 0 && isFinal(r->second.state) &&
+            r->second.allocated.empty()) {
+          rt_.erase(r);  // a finished app with nothing left on any node
+        }
+      }
+      done_.erase(cid);
+      to_ack_[nid].push_back(st.container_id());
+      continue;
+    }
+    if (it == containers_.end() && !done_.count(cid)) {
+      // Running but unknown (reported after an RM restart): re-adopt it if its
+      // app still runs, else stop it.
+      AppId app = appOfContainer(st.container_id());
+      auto rec = apps_.get(app);
+      if (!rec.isOk() || isFinal(rec->state)) {
+        to_kill_[nid].insert(st.container_id());
+        continue;
+      }
+      Resource r = fromProto(st.resource());
+      Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      containers_[cid] = c;
+      if (ensureApp(app, now)) account(c);
+      rt_[app].running++;
+      rt_[app].used += r;
+      logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
+               app.value(), nid.value());
+    } else if (it != containers_.end() && !it->second.running) {
+      to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+    }
+  }
+}
+
+bool RmRuntime::reportedByItsNode(const NodeId& nid, const ContainerId& cid,
+                                  std::unordered_map<ContainerId, Cont>::const_iterator it) const {
+  if (it != containers_.end()) return it->second.node == nid;
+  // Unknown to this RM's memory (it restarted or failed over): an AM
+  // container's node is in the app's record; a task's is not recorded and a
+  // node may re-adopt or end it (it can only hold one that its own key signed).
+  auto rec = apps_.get(appOfContainer(cid.value()));
+  if (!rec.isOk() || rec->am_container != cid || rec->am_node.value().empty()) return true;
+  return rec->am_node == nid;
+}
+
+void RmRuntime::flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) {
+  for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
+  to_kill_[nid].clear();
+  for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
+  to_ack_[nid].clear();
+}
+
+void RmRuntime::scheduleNode(const NodeId& nid) {
+  Guard lk(*this);
+  auto nit = nodes_.find(nid);
+  if (nit == nodes_.end()) return;
+  Node& node = nit->second;
+  node.schedule_pending = false;
+  if (!node.live) return;
+  const TimePoint now = clock_.now();
+  followPlan(now);
+  placeAms(node, now);
+  auto result = sched_->nodeUpdate(nid, now);
+  if (result.isOk()) {
+    for (const auto& a : result->allocations) {
+      if (a.request_id != kAmAsk) {
+        grantTask(node, a);
+        continue;
+      }
+      // The core placed an AM (its ask is there so that a reservation's AM
+      // counts as demand): launch it, accounted as an AM container.
+      (void)sched_->release(a.app, a.container);
+      AppRt& rt = rt_[a.app];
+      rt.am_ask = false;
+      am_asks_.erase(a.app);
+      auto rec = apps_.get(a.app);
+      if (rec.isOk() && rec->state == AppState::kSubmitted && !rt.am_pending) {
+        (void)startAm(node, *rec, a.container);
+      }
+    }
+    for (const auto& k : result->to_kill) {
+      to_kill_[nid].insert(k.container.value());
+      preempted_.insert(k.container);
+    }
+  }
+}
+
+// AM containers of submitted apps go first, reservation-bound first, then by
+// submission. The list is re-read when any app changed.
+void RmRuntime::placeAms(Node& node, TimePoint now) {
+  if (apps_.version() != submitted_version_) {
+    submitted_version_ = apps_.version();
+    submitted_ = apps_.list({AppState::kSubmitted}, "");
+    std::stable_sort(submitted_.begin(), submitted_.end(),
+                     [](const AppRecord& a, const AppRecord& b) {
+                       return !a.reservation.empty() && b.reservation.empty();
+                     });
+    std::set<AppId> waiting;
+    for (const auto& a : submitted_) {
+      refresh(a.id);
+      AppRt& rt = rt_[a.id];
+      if (rt.am_pending || !ensureApp(a.id, now)) continue;
+      waiting.insert(a.id);
+      if (rt.am_ask) continue;
+      sched::ResourceRequest r;
+      r.request_id = kAmAsk;
+      r.priority = std::numeric_limits<int32_t>::min();
+      r.capability = a.spec.am_resource;
+      r.count = 1;
+      if (sched_->updateAsks(a.id, {r}).isOk()) {
+        rt.am_ask = true;
+        am_asks_.insert(a.id);
+      }
+    }
+    // Apps no longer waiting for an AM (killed, say) give their AM ask back.
+    std::vector<AppId> stale;
+    for (const auto& id : am_asks_) {
+      if (!waiting.count(id)) stale.push_back(id);
+    }
+    for (const auto& id : stale) {
+      refresh(id);
+      AppRt& rt = rt_[id];
+      sched::ResourceRequest r;
+      r.request_id = kAmAsk;
+      (void)sched_->updateAsks(id, {r});
+      rt.am_ask = false;
+      am_asks_.erase(id);
+      forgetIfDone(id);
+    }
+  }
+  if (submitted_.empty()) return;
+  auto used = sched_->nodeUsed(node.id);
+  if (!used.isOk()) return;
+  Resource free = node.total - *used;
+  for (auto it = submitted_.begin(); it != submitted_.end();) {
+    const AppRecord a = *it;
+    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free)) {
+      ++it;
+      continue;
+    }
+    it = submitted_.erase(it);
+    ContainerId cid(a.id.value() + "_" + std::to_string(started_ms_) + "_am" +
+                    std::to_string(a.attempt + 1));
+    if (startAm(node, a, cid)) free -= a.spec.am_resource;
+  }
+}
+
+// Starts attempt a.attempt + 1 of `a`'s AM in container `cid` on `node`: the
+// core accounts it as an AM container, the launcher thread calls the NM.
+bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) {
+  AppRt& rt = rt_[a.id];
+  if (rt.am_ask && rt.in_sched) {
+    sched::ResourceRequest r;
+    r.request_id = kAmAsk;
+    (void)sched_->updateAsks(a.id, {r});
+  }
+  rt.am_ask = false;
+  am_asks_.erase(a.id);
+  if (Status st = apps_.amLaunched(a.id, cid, node.id); !st.isOk()) {
+    // E.g. killed meanwhile.
+    logLater(spdlog::level::warn, "app {}: AM not launched: {}", a.id.value(), st.message());
+    refresh(a.id);
+    forgetIfDone(a.id);
+    return false;
+  }
+  refresh(a.id);
+  TimePoint now = clock_.now();
+  Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
+  containers_[cid] = c;
+  if (ensureApp(a.id, now)) account(c);
+  rt.used += c.resource;
+  rt.running++;
+  rt.am_pending = true;
+  v1::Container out;
+  out.set_container_id(cid.value());
+  out.set_node_id(node.id.value());
+  out.set_node_address(node.address);
+  toProto(c.resource, out.mutable_resource());
+  out.set_token(
+      core_.issueContainerToken({cid, a.id, node.id, c.resource, {}, a.spec.user.value()}));
+  allocated_total_.inc();
+  AmLaunch l{a.id, node.id, node.address, {}};
+  auto* r = l.request.add_requests();
+  *r->mutable_container() = std::move(out);
+  if (!r->mutable_launch_context()->ParseFromString(a.spec.am_launch_context)) {
+    logLater(spdlog::level::err, "app {}: corrupt AM launch context", a.id.value());
+  }
+  auto& env = *r->mutable_launch_context()->mutable_env();
+  env["MORPHEUS_RM_AM_ADDRESS"] = am_address_;
+  env["MORPHEUS_APP_ID"] = a.id.value();
+  env["MORPHEUS_AM_TOKEN"] = apps_.amToken(a.id, a.attempt + 1);
+  env["MORPHEUS_AM_ATTEMPT"] = std::to_string(a.attempt + 1);
+  launcher_.submit(std::move(l));
+  return true;
+}
+
+// A task container the core granted: recorded and buffered for the AM.
+void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
+  Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
+  containers_[a.container] = c;
+  AppRt& rt = rt_[a.app];
+  rt.used += a.resource;
+  rt.running++;
+  if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {
+    if (--p->second.count <= 0) rt.asks.erase(p);
+  }
+  v1::Container out;
+  out.set_container_id(a.container.value());
+  out.set_node_id(node.id.value());
+  out.set_node_address(node.address);
+  toProto(a.resource, out.mutable_resource());
+  out.set_priority(a.priority);
+  out.set_allocation_request_id(a.request_id);
+  rt.allocated.push_back(std::move(out));  // its token is signed by allocate(), outside mu_
+  allocated_total_.inc();
+}
+
+void RmRuntime::onNodeLost(const NodeId& node) {
+  Guard lk(*this);
+  auto nit = nodes_.find(node);
+  if (nit == nodes_.end()) return;
+  if (nit->second.live) live_nodes_--;
+  nit->second.live = false;
+  (void)sched_->removeNode(node);  // its containers are no longer accounted anywhere
+  for (auto& [id, c] : containers_) {
+    if (c.node != node || !c.running) continue;
+    v1::ContainerStatus st;
+    st.set_container_id(id.value());
+    st.set_state(v1::CONTAINER_COMPLETE);
+    st.set_exit_status(-100);
+    st.set_exit_reason(v1::EXIT_REASON_NODE_LOST);
+    st.set_diagnostics("node " + node.value() + " lost");
+    st.set_start_ms(toEpochMs(c.start));
+    st.set_end_ms(toEpochMs(clock_.now()));
+    containerDone(c, st);
+  }
+  to_kill_.erase(node);
+}
+
+void RmRuntime::onAppKilled(const AppId& app) {
+  Guard lk(*this);
+  refresh(app);
+  killAppContainers(app);
+  withdrawAsks(app);
+  forgetIfDone(app);
+}
+
+std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
+  Guard lk(*this);
+  auto it = containers_.find(container);
+  if (it == containers_.end()) return std::nullopt;
+  return it->second.node;
+}
+
+AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
+
+std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
+  Guard lk(*this);
+  auto r = sched_->pendingReasons(app);
+  return r.isOk() ? *r : std::vector<std::string>{};
+}
+
+sched::AppHint RmRuntime::appHint(const AppId& app) const {
+  Guard lk(*this);
+  auto h = sched_->appHint(app);
+  return h.isOk() ? *h : sched::AppHint{};
+}
+
+void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) const {
+  Guard lk(*this);
+  auto it = rt_.find(app);
+  *containers = it == rt_.end() ? 0 : it->second.running;
+  *used = it == rt_.end() ? Resource() : it->second.used;
+}
+
+std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
+  auto bound = apps_.list({AppState::kSubmitted, AppState::kRunning}, "");
+  Guard lk(*this);
+  std::map<ReservationId, ReservationDemand> out;
+  for (const auto& a : bound) {
+    if (a.reservation.empty()) continue;
+    ReservationDemand& d = out[a.reservation];
+    d.apps.push_back(a.id);
+    auto it = rt_.find(a.id);
+    bool am_pending = it != rt_.end() && it->second.am_pending;
+    if (a.state == AppState::kSubmitted && !am_pending) {
+      d.pending += a.spec.am_resource;
+    }
+    if (it == rt_.end()) continue;
+    d.used += it->second.used;
+    if (auto c = containers_.find(a.am_container); c != containers_.end() && c->second.running) {
+      d.am += c->second.resource;
+    }
+    // Jockey: this app's stages after those of the apps before it.
+    const size_t base = d.stages.size();
+    auto hist = a.spec.recurrence_key.empty() ? stage_history_.end()
+                                              : stage_history_.find(a.spec.recurrence_key.value());
+    for (auto st : it->second.stages) {
+      for (auto& dep : st.deps) dep += base;
+      if (st.task_duration.count() <= 0 && hist != stage_history_.end()) {
+        if (auto h = hist->second.find(st.name); h != hist->second.end())
+          st.task_duration = h->second;
+      }
+      d.stages.push_back(std::move(st));
+    }
+    for (const auto& [_, ask] : it->second.asks) d.pending += ask.capability * ask.count;
+  }
+  return out;
+}
+
+Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
+                             v1::RegisterApplicationMasterResponse* resp) {
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  if (rec.state != AppState::kRunning)
+    return infeasible("application " + app.value() + " is " + toString(rec.state));
+  resp->set_queue(rec.queue);
+  resp->set_reservation_id(rec.reservation.value());
+  Guard lk(*this);
+  Resource largest;
+  for (const auto& [_, n] : nodes_) {
+    if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
+  }
+  toProto(largest, resp->mutable_max_container());
+  for (const auto& [id, c] : containers_) {
+    if (c.app != app || !c.running || c.am) continue;
+    auto* out = resp->add_running_containers();
+    out->set_container_id(id.value());
+    out->set_node_id(c.node.value());
+    if (auto n = nodes_.find(c.node); n != nodes_.end()) out->set_node_address(n->second.address);
+    toProto(c.resource, out->mutable_resource());
+  }
+  rt_[app].registered = true;
+  refresh(app);
+  (void)ensureApp(app, clock_.now());
+  logLater(spdlog::level::info, "AM of {} registered (attempt {})", app.value(), rec.attempt);
+  return Status::ok();
+}
+
+Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
+  ScopedTimer timer(core_.latency().allocate);
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  if (rec.state != AppState::kRunning)
+    return infeasible("application " + app.value() + " is " + toString(rec.state));
+  for (int i = 0; i < req.asks_size(); i++) {
+    const auto& a = req.asks(i);
+    std::string f = "asks[" + std::to_string(i) + "]";
+    if (a.count() < 0) return invalidArgument(f + ".count", "must be >= 0");
+    if (a.gang_size() < 0) return invalidArgument(f + ".gang_size", "must be >= 0");
+    if (a.count() > 0) {
+      auto cap = validatedResource(a.capability(), f + ".capability");
+      if (!cap.isOk()) return cap.status();
+      if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
+    }
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
+  MORPHEUS_ASSIGN_OR_RETURN(auto dag, dagFromStageReports(req.stages()));
+  if (req.progress() >= 0) apps_.setProgress(app, req.progress());
+  Guard lk(*this);
+  AppRt& rt = rt_[app];
+  if (!rt.registered) {
+    // Work-preserving restart: this RM incarnation has not seen the AM
+    // register. Give the NMs a few heartbeats to re-report their running
+    // containers, then order a resync (the AM registers again and learns
+    // which containers survived).
+    Millis grace = std::max(Millis(1000), core_.heartbeatInterval() * 3);
+    if (clock_.now() - fromEpochMs(started_ms_) >= grace) resp->set_resync(true);
+    resp->set_response_id(req.response_id());
+    return Status::ok();
+  }
+  // Carbyne: each report replaces the app's DAG in the core,
+  // before the asks so a refused report (a cycle) changes nothing.
+  if (req.stages_size() > 0 && (rt.in_sched || req.asks_size() > 0)) {
+    if (!ensureApp(app, clock_.now()))
+      return infeasible("application " + app.value() + " is not schedulable");
+    MORPHEUS_RETURN_IF_ERROR(sched_->reportDag(app, dag));
+  }
+  rt.stages = std::move(stages);
+  if (req.asks_size() > 0) {
+    if (!ensureApp(app, clock_.now()))
+      return infeasible("application " + app.value() + " is not schedulable");
+    std::vector<sched::ResourceRequest> asks;
+    asks.reserve(static_cast<size_t>(req.asks_size()));
+    for (const auto& a : req.asks()) asks.push_back(toSched(a));
+    harvestAsks(rec, rt, &asks);  // The job's harvest classes, a soft constraint
+    MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
+    for (const auto& a : asks) {
+      std::string key = askKey(a.request_id, a.priority);
+      if (a.count <= 0) {
+        rt.asks.erase(key);
+      } else {
+        rt.asks[key] = {a.request_id, a.priority, a.capability, a.count};
+      }
+    }
+  }
+  for (const auto& id : req.releases()) {
+    auto it = containers_.find(ContainerId(id));
+    if (it == containers_.end() || it->second.app != app) {
+      return invalidArgument("releases",
+                             "container " + id + " is not a container of " + app.value());
+    }
+    if (!it->second.running) continue;
+    (void)sched_->release(app, it->first);  // free for the core at once
+    to_kill_[it->second.node].insert(id);
+    // Released is done for the RM at once (YARN): the app's usage, DRA's
+    // `used` and the telemetry interval end now. A surplus grant the AM never
+    // launched gets no COMPLETE from any NM, and would otherwise count as in
+    // use until the app ends; a launched one's later COMPLETE is acknowledged.
+    v1::ContainerStatus released;
+    released.set_container_id(id);
+    released.set_state(v1::CONTAINER_COMPLETE);
+    released.set_exit_reason(v1::EXIT_REASON_KILLED);
+    released.set_diagnostics("released by the application master");
+    containerDone(it->second, released);
+  }
+  std::vector<v1::Container> granted;
+  granted.swap(rt.allocated);
+  for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
+  rt.completed.clear();
+  auto notices = sched_->takePreemptionNotices(app);
+  // Notices are advisory (the scheduler withdraws one no longer needed at its
+  // deadline): a container counts as preempted once it is sent to
+  // kill, not when noticed.
+  for (const auto& n : notices) {
+    auto* out = resp->add_preemptions();
+    out->set_container_id(n.container.value());
+    out->set_deadline_ms(toEpochMs(n.deadline));
+    out->set_reason(n.reason);
+  }
+  resp->set_response_id(req.response_id() + 1);
+  resp->set_num_cluster_nodes(live_nodes_);
+  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
+          resp->mutable_available());
+  lk.release();
+  // Signing (HMAC per container) and logging need none of the runtime's state.
+  for (auto& c : granted) {
+    c.set_token(core_.issueContainerToken(
+        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {},
+         rec.spec.user.value()}));
+    *resp->add_allocated() = std::move(c);
+  }
+  for (const auto& n : notices) {
+    spdlog::info("preempting {} of {} by {}: {}", n.container.value(), app.value(),
+                 toEpochMs(n.deadline), n.reason);
+  }
+  return Status::ok();
+}
+
+Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
+  AppId app(req.application_id());
+  if (app.empty()) return invalidArgument("application_id", "is required");
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+  AppState final_state;
+  switch (req.final_status()) {
+    case v1::FINAL_STATUS_SUCCEEDED:
+      final_state = AppState::kFinished;
+      break;
+    case v1::FINAL_STATUS_FAILED:
+      final_state = AppState::kFailed;
+      break;
+    case v1::FINAL_STATUS_KILLED:
+      final_state = AppState::kKilled;
+      break;
+    default:
+      return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto final_stages, stagesFromProto(req.stages()));
+  MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
+  AppTelemetryRecord t;
+  std::map<std::string, Millis> profile;
+  std::optional<store::StateWrite> harvest_run;  // The job's run length
+  {
+    Guard lk(*this);
+    refresh(app);
+    AppRt& rt = rt_[app];
+    withdrawAsks(app);
+    forgetIfDone(app);  // nothing left running (the AM usually still is)
+    // Task containers still running are stopped; the AM exits on its own.
+    for (const auto& [id, c] : containers_) {
+      if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
+    }
+    // Jockey's history: the stage durations of the last successful run.
+    if (final_state == AppState::kFinished && !rec.spec.recurrence_key.empty()) {
+      profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
+      if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
+    }
+    harvest_run = recordHarvestRun(rec, final_state);
+    // The skyline counts every container of the app, its AM's included (as
+    // ReservationDemand::used does): the AM holds reservation capacity for
+    // the whole run, so the plan must cover it.
+    std::vector<ContainerInterval> intervals = rt.intervals;
+    for (const auto& [id, c] : containers_) {
+      if (c.app == app && c.running) intervals.push_back({c.start, rec.finish, c.resource, c.am});
+    }
+    t.app = app;
+    t.recurrence_key = rec.spec.recurrence_key;
+    t.user = rec.spec.user;
+    t.submit = rec.submit;
+    t.start = rec.start;
+    t.finish = rec.finish;
+    t.step = opts_.telemetry_step;
+    t.outcome = final_state == AppState::kFinished ? AppOutcome::kSucceeded
+                : final_state == AppState::kFailed ? AppOutcome::kFailed
+                                                   : AppOutcome::kKilled;
+    t.container = typicalContainer(intervals);
+    t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step, t.container);
+  }
+  for (const auto& f : req.files_read())
+    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
+  for (const auto& f : req.files_written())
+    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
+  if (store_) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : t.files)
+      files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
+    nlohmann::json j = {{"app", t.app.value()},
+                        {"key", t.recurrence_key.value()},
+                        {"user", t.user.value()},
+                        {"submit_ms", toEpochMs(t.submit)},
+                        {"start_ms", toEpochMs(t.start)},
+                        {"finish_ms", toEpochMs(t.finish)},
+                        {"step_ms", t.step.count()},
+                        {"skyline", t.skyline},
+                        {"memory_mib", t.container.memoryMib()},
+                        {"vcores", t.container.vcores()},
+                        {"status", static_cast<int>(t.outcome)},
+                        {"files", files}};
+    std::vector<store::StateWrite> batch = {{"telemetry", t.app.value(), j.dump()}};
+    if (!profile.empty()) {
+      nlohmann::json p = nlohmann::json::object();
+      for (const auto& [name, d] : profile) p[name] = d.count();
+      batch.push_back({"stage-history", t.recurrence_key.value(), p.dump()});
+    }
+    if (harvest_run) batch.push_back(*harvest_run);
+    if (Status st = store_->commit(batch); !st.isOk()) {
+      spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
+    }
+  }
+  {
+    Guard lk(*this);
+    finished_.push_back(t);
+    if (finished_.size() > 100000) finished_.pop_front();
+  }
+  if (telemetry_) telemetry_->enqueue(std::move(t));
+  return Status::ok();
+}
+
+void RmRuntime::setStore(store::StateStore* store) { store_ = store; }
+
+Status RmRuntime::recoverTelemetry() {
+  if (!store_) return Status::ok();
+  MORPHEUS_ASSIGN_OR_RETURN(auto rows, store_->list("telemetry"));
+  std::vector<AppTelemetryRecord> recs;
+  for (const auto& [key, value] : rows) {
+    auto j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded()) return internalError("corrupt telemetry record " + key);
+    try {
+      AppTelemetryRecord t;
+      t.app = AppId(j.at("app").get<std::string>());
+      t.recurrence_key = JobKey(j.at("key").get<std::string>());
+      t.user = UserId(j.at("user").get<std::string>());
+      t.submit = fromEpochMs(j.at("submit_ms").get<int64_t>());
+      t.start = fromEpochMs(j.at("start_ms").get<int64_t>());
+      t.finish = fromEpochMs(j.at("finish_ms").get<int64_t>());
+      t.step = Millis(j.at("step_ms").get<int64_t>());
+      t.skyline = j.at("skyline").get<std::vector<double>>();
+      t.container = Resource(j.at("memory_mib").get<int64_t>(), j.at("vcores").get<int64_t>());
+      // Records persisted before the status was kept are successful runs.
+      t.outcome = static_cast<AppOutcome>(std::clamp(j.value("status", 0), 0, 2));
+      for (const auto& f : j.at("files")) {
+        t.files.push_back({f.at("path").get<std::string>(),
+                           fromEpochMs(f.at("time_ms").get<int64_t>()), f.at("write").get<bool>()});
+      }
+      recs.push_back(std::move(t));
+    } catch (const nlohmann::json::exception& e) {
+      return internalError("corrupt telemetry record " + key + ": " + e.what());
+    }
+  }
+  std::sort(recs.begin(), recs.end(),
+            [](const auto& a, const auto& b) { return a.finish < b.finish; });
+  MORPHEUS_ASSIGN_OR_RETURN(auto hist_rows, store_->list("stage-history"));
+  std::map<std::string, std::map<std::string, Millis>> history;
+  for (const auto& [key, value] : hist_rows) {
+    auto j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return internalError("corrupt stage history " + key);
+    for (const auto& [name, ms] : j.items()) {
+      if (!ms.is_number_integer() || ms.get<int64_t>() <= 0)
+        return internalError("corrupt stage history " + key + ": stage " + name);
+      history[key][name] = Millis(ms.get<int64_t>());
+    }
+  }
+  MORPHEUS_RETURN_IF_ERROR(recoverHarvestRuns());
+  Guard lk(*this);
+  finished_.assign(recs.begin(), recs.end());
+  stage_history_ = std::move(history);
+  return Status::ok();
+}
+
+std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) const {
+  Guard lk(*this);
+  std::vector<AppTelemetryRecord> out;
+  for (const auto& t : finished_) {
+    if (key.empty() || t.recurrence_key.value() == key) out.push_back(t);
+  }
+  return out;
+}
+
+// The AmLauncher's verdict on a launch (its dispatcher thread): a failed
+// launch completes the AM container, so the app retries or fails.
+void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
+  const auto& c = l.request.requests(0).container();
+  const std::string attempt =
+      l.request.requests(0).launch_context().env().at("MORPHEUS_AM_ATTEMPT");
+  if (error.empty()) {
+    spdlog::info("app {}: AM attempt {} started in {} on {}", l.app.value(), attempt,
+                 c.container_id(), c.node_id());
+    return;
+  }
+  spdlog::warn("app {}: AM launch failed: {}", l.app.value(), error);
+  Guard lk(*this);
+  auto it = containers_.find(ContainerId(c.container_id()));
+  if (it == containers_.end()) return;
+  v1::ContainerStatus cs;
+  cs.set_container_id(c.container_id());
+  cs.set_state(v1::CONTAINER_COMPLETE);
+  cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
+  cs.set_diagnostics("AM launch failed: " + error);
+  containerDone(it->second, cs);
+}
+
+std::vector<sched::QueueView> RmRuntime::queues() const {
+  Guard lk(*this);
+  return sched_->queues();
+}
+
+}  // namespace morpheus::rm

@@ -1,0 +1,359 @@
+// The RM's runtime (docs/design/scheduler.md): containers on nodes, AM launch,
+// the AM protocol and heartbeat-driven allocation. It joins the AppManager
+// (app records), the ReservationManager (plan: which apps are guaranteed) and
+// the NMs (ContainerManager, called to launch AM containers).
+//
+// Scheduling is delegated to the scheduler core (scheduler/scheduler.h,
+// docs/design/scheduler.md): this class translates the wire messages into its calls and
+// keeps what the core does not (AM launch, container records for telemetry,
+// acknowledgements, kills, notices buffered for the AM's next allocate()).
+// Every reservation with a bound app is a queue of the core whose guarantee is
+// pushed from the plan on each heartbeat (the plan follower); ad-hoc apps go
+// to their leaf queue. On each node heartbeat the runtime first places AM
+// containers of submitted apps (reservation-bound first) and hands them to the
+// core as AM containers (never preempted); then the core fills the node and
+// selects borrowed containers to preempt for reservations below their
+// guarantee (notices to the AMs, killed after the grace period).
+//
+// Container ids are the core's "<app>_<rm start ms>_<seq>" (AM containers
+// "<app>_<rm start ms>_am<attempt>"), so an RM that restarts can re-attribute
+// containers reported by NMs.
+//
+// Thread-safety: internally locked. NM RPCs (AM launch) are asynchronous
+// calls of the AmLauncher (rm/runtime/am_launcher.h: concurrent, bounded per node and
+// in total, one reused channel per node), never made under the lock.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/tls.h"
+#include "morpheus/v1/application_master.grpc.pb.h"
+#include "morpheus/v1/container_manager.grpc.pb.h"
+#include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "rm/runtime/am_launcher.h"
+#include "rm/core/app_manager.h"
+#include "rm/core/dra_monitor.h"
+#include "rm/core/harvest_rm.h"
+#include "harvest/harvest_series.h"
+#include "rm/core/node_registry.h"
+#include "rm/core/rm_core.h"
+#include "scheduler/scheduler.h"
+#include "rm/runtime/telemetry.h"
+#include "store/state_store.h"
+
+namespace morpheus::rm {
+
+struct RuntimeOptions {
+  Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
+  Millis preemption_grace{15000};               // notice to kill of a borrowed container
+  std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
+  // Ad-hoc leaf path -> ordering policy of its users and apps
+  // (scheduler.policy); leaves not listed use DRF.
+  std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> queue_policies;
+  TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
+  // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
+  // replaced by `tls` above).
+  AmLauncherOptions launch;
+  HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes
+};
+
+class RmRuntime {
+ public:
+  // `reservation_kind` tells whether a reservation is periodic (true) or one-off.
+  using ReservationKind = std::function<bool(const ReservationId&)>;
+  // The plan's guaranteed capacity of a reservation at a time.
+  using Guarantee = std::function<Resource(const ReservationId&, TimePoint)>;
+  RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock& clock,
+            MetricsRegistry& metrics, TelemetryForwarder* telemetry, ReservationKind periodic,
+            Guarantee guarantee);
+  ~RmRuntime();
+
+  // The RM's own gRPC address, given to AMs (MORPHEUS_RM_AM_ADDRESS).
+  void setAmAddress(std::string address);
+  void start();
+  void stop();
+
+  // NM side.
+  void onNodeRegistered(const v1::RegisterNodeRequest& req);
+  // One heartbeat, all of it: onNodeReport, then scheduleNode, then the
+  // kills that scheduling chose go into `resp` too.
+  void onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // The heartbeat's report only (YARN's asynchronous scheduling):
+  // liveness, container statuses, and in `resp` the containers to kill and to
+  // acknowledge that are due. The caller answers the NM at once and runs
+  // scheduleNode afterwards, so a heartbeat never waits for the scheduling of
+  // other nodes (the NM gets no grants in its answer: AMs get them in
+  // Allocate). True when the node needs a scheduleNode that is not pending
+  // yet (at most one is pending per node).
+  bool onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // Schedules the node (plan, AM placement, the scheduler core's nodeUpdate):
+  // grants go to the apps, kills to the node's next heartbeat. No-op for a
+  // node the RM no longer knows.
+  void scheduleNode(const NodeId& node);
+  void onNodeLost(const NodeId& node);
+
+  // AM side (the token is checked here: an AM acts only for its own app).
+  Status registerAm(const v1::RegisterApplicationMasterRequest& req,
+                    v1::RegisterApplicationMasterResponse* resp);
+  Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp);
+  Status finishAm(const v1::FinishApplicationMasterRequest& req);
+
+  // Containers of an app the client killed are stopped at the next heartbeats.
+  void onAppKilled(const AppId& app);
+
+  // Telemetry of finished apps (Morpheus §4 input), newest last; kept in
+  // the state store so it survives restarts. `key` "" = all. Recovery also
+  // reloads the per-stage task durations of the last successful run of each
+  // recurrence key (table "stage-history").
+  void setStore(store::StateStore* store);
+  Status recoverTelemetry();
+  std::vector<AppTelemetryRecord> telemetry(const std::string& key) const;
+
+  // The node a container runs on; nullopt once it completed and was
+  // acknowledged (the RM forgets it then).
+  std::optional<NodeId> nodeOf(const ContainerId& container) const;
+  // The app a container id belongs to ("" for a malformed id).
+  static AppId appOf(const std::string& container_id);
+
+  // For ApplicationReports: running containers and resources in use.
+  void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Admission control: sched::Scheduler::pendingReasons of the
+  // app; empty for an app not (or no longer) in the scheduler core.
+  std::vector<std::string> pendingReasons(const AppId& app) const;
+  // Carbyne: sched::Scheduler::appHint of the app; invalid for an
+  // app that reported no DAG, whose queue's policy ignores DAGs, or that is
+  // not (or no longer) in the scheduler core.
+  sched::AppHint appHint(const AppId& app) const;
+
+  // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
+  // then reservation queues with bound apps.
+  std::vector<sched::QueueView> queues() const;
+
+  // DRA input (Morpheus §7): what the apps bound to each reservation do now.
+  // One entry per reservation with a submitted or running bound app. Stage
+  // task durations the AM has not measured yet in this run come from the
+  // same stage of the last successful run with the app's recurrence key
+  // (Jockey's job history, EuroSys'12 §4.1).
+  std::map<ReservationId, ReservationDemand> reservationDemand() const;
+
+  // ---- Harvesting classes (OSDI'16 §4.1; runtime_harvest.cc) ----
+  // Clusters the primary tenants from the CPU history the NMs reported
+  // (clusterTenants), off the scheduler strand: the history is copied under
+  // the lock, clustered without it, and the result applied under it. Every
+  // node whose tenant is in a class gets node attribute harvest-class=<id>
+  // (others lose it), and the class selection of every job with pending asks
+  // is redone. A no-op while no tenant has history. The RM calls it every
+  // rm.harvest.cluster-every (start()).
+  Status recomputeHarvestClasses();
+  struct HarvestClassView {
+    HarvestClass cls;
+    std::vector<NodeId> nodes;  // nodes tagged with it
+  };
+  // The classes of the last clustering, in clusterTenants order.
+  std::vector<HarvestClassView> harvestClasses() const;
+  // The node's class id ("" = none).
+  std::string harvestClassOf(const NodeId& node) const;
+  // The classes chosen for the app's asks (empty = no constraint).
+  std::vector<std::string> harvestSelection(const AppId& app) const;
+  // The last successful run length of a job (harvestJobName), if known.
+  std::optional<Millis> harvestLastRun(const std::string& job) const;
+
+ private:
+  struct Node {
+    NodeId id;
+    std::string address;
+    Resource total;
+    std::map<std::string, std::string> attributes;
+    bool live = true;
+    bool schedule_pending = false;  // onNodeReport asked for a scheduleNode
+  };
+  struct Cont {
+    ContainerId id;
+    AppId app;
+    NodeId node;
+    Resource resource;
+    bool am = false;
+    bool running = true;
+    TimePoint start, end;
+  };
+  // What the app still asks for, mirrored from its allocate() calls minus what
+  // the core granted (for reservationDemand and to withdraw asks).
+  struct PendingAsk {
+    std::string request_id;
+    int32_t priority = 0;
+    Resource capability;
+    int32_t count = 0;
+  };
+  struct AppRt {
+    std::map<std::string, PendingAsk> asks;       // by the core's ask key
+    std::vector<v1::Container> allocated;         // not yet returned to the AM
+    std::vector<v1::ContainerStatus> completed;   // not yet returned to the AM
+    std::vector<ContainerInterval> intervals;     // ended containers (AMs too), for telemetry
+    bool am_pending = false;                      // AM container being launched
+    bool am_ask = false;                          // the core holds an ask for the AM
+    bool in_sched = false;                        // added to the scheduler core
+    bool registered = false;                      // AM registered with this RM incarnation
+    std::vector<reprovision::StageState> stages;  // AM-reported (Jockey), deps within the app
+    Resource used;
+    int32_t running = 0;
+    // Cached from the AppManager (refreshed on every transition the runtime
+    // drives, and by onAppKilled), so a heartbeat does not copy records.
+    bool cached = false;
+    AppState state = AppState::kSubmitted;
+    std::string queue;
+    std::string user;
+    ReservationId reservation;
+  };
+  // Holds mu_; when released emits the log lines queued under it, so no log
+  // I/O (spdlog's sinks take their own lock and write files) happens inside
+  // the runtime's critical section.
+  class Guard {
+   public:
+    explicit Guard(const RmRuntime& rt);
+    ~Guard();  // release()
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    void release();  // idempotent
+
+   private:
+    const RmRuntime& rt_;
+    std::unique_lock<std::mutex> lk_;
+  };
+  // Queues a log line for the holder's Guard to emit. REQUIRES(mu_)
+  template <typename... Args>
+  void logLater(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+                Args&&... args) const {
+    pending_logs_.emplace_back(level, fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  AppRt& appRt(const AppId& app);                   // REQUIRES(mu_): with its cache filled
+  void refresh(const AppId& app);                   // REQUIRES(mu_)
+  bool ensureApp(const AppId& app, TimePoint now);  // REQUIRES(mu_)
+  void forgetIfDone(const AppId& app);              // REQUIRES(mu_)
+  void withdrawAsks(const AppId& app);              // REQUIRES(mu_)
+  void pushGuarantee(const ReservationId& id, TimePoint now);            // REQUIRES(mu_)
+  void followPlan(TimePoint now);                                        // REQUIRES(mu_)
+  void placeAms(Node& node, TimePoint now);                              // REQUIRES(mu_)
+  bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
+  void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
+  void account(const Cont& c);                                           // REQUIRES(mu_)
+  void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
+  void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
+                             TimePoint now);  // REQUIRES(mu_)
+  void killAppContainers(const AppId& app);   // REQUIRES(mu_)
+  // Harvesting (runtime_harvest.cc): records the primary tenant's
+  // usage in harvest_history_ and caps the node's schedulable capacity at
+  // the NM's harvest offer. REQUIRES(mu_)
+  void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
+  // onNodeReport's parts. REQUIRES(mu_)
+  void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
+                              TimePoint now);
+  // Whether `nid` may report on container `cid` (`it` is its entry in
+  // containers_ or end()): only the node it was allocated to. REQUIRES(mu_)
+  bool reportedByItsNode(const NodeId& nid, const ContainerId& cid,
+                         std::unordered_map<ContainerId, Cont>::const_iterator it) const;
+  // Moves the node's due kills and acknowledgements into `resp`. REQUIRES(mu_)
+  void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp);
+  void onLaunched(const AmLaunch& launch, const std::string& error);
+  // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
+  // sent them (before the harvest-class constraint) and its chosen classes.
+  struct HarvestJob {
+    std::string job;                                     // harvestJobName
+    std::vector<std::string> classes;                    // last selection
+    bool selected = false;                               // selected since the last clustering
+    std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
+  };
+  void startHarvestClustering();
+  // Stops both timers and saves what the last save missed.
+  void stopHarvestClustering();
+  void harvestTick();
+  // Writes the series of the tenants that got samples since the last save
+  // (table harvest-usage; rm.harvest.save-every), one write per tenant.
+  void saveHarvestUsage();
+  void harvestSaveTick();
+  // Sets the node's harvest-class attribute to its tenant's class of the
+  // last clustering when it differs, so a node that reports after the
+  // clustering (new, or back after an RM restart) has its class at once.
+  void tagHarvestNode(const NodeId& node, const std::string& tenant);  // REQUIRES(mu_)
+  // Adds the job's harvest-class soft constraint to `asks` (selecting the
+  // classes on its first asks). REQUIRES(mu_)
+  void harvestAsks(const AppRecord& rec, const AppRt& rt,
+                   std::vector<sched::ResourceRequest>* asks);
+  std::vector<std::string> selectHarvest(const AppId& app, const HarvestJob& job,
+                                         const AppRt& rt) const;  // REQUIRES(mu_)
+  void applyHarvestClasses(std::vector<HarvestClass> classes);    // REQUIRES(mu_)
+  void reselectHarvest();                                         // REQUIRES(mu_)
+  // Records a successful run's length; the store row for it. REQUIRES(mu_)
+  std::optional<store::StateWrite> recordHarvestRun(const AppRecord& rec, AppState final_state);
+  Status recoverHarvestRuns();
+
+  const RuntimeOptions opts_;
+  RmCore& core_;
+  AppManager& apps_;
+  Clock& clock_;
+  MetricsRegistry& metrics_;
+  TelemetryForwarder* telemetry_;
+  const ReservationKind periodic_;
+  const Guarantee guarantee_;
+  const int64_t started_ms_;
+  Counter& allocated_total_;  // morpheus_rm_containers_allocated_total
+
+  mutable std::mutex mu_;
+  // Log lines queued under mu_ (logLater), emitted by Guard::release.
+  mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_;
+  std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
+  std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
+  // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
+  // (pushed only when it changes).
+  std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
+  std::set<AppId> am_asks_;         // GUARDED_BY(mu_): apps with an AM ask in sched_
+  std::string am_address_;          // GUARDED_BY(mu_)
+  std::map<NodeId, Node> nodes_;    // GUARDED_BY(mu_)
+  HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage
+  int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
+  // Hashed: every heartbeat looks up each container its node reports (a
+  // string-keyed tree spent much of the RM's CPU on key compares).
+  std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
+  std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
+  std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
+  std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
+  std::unordered_set<ContainerId> done_;       // GUARDED_BY(mu_): completed ids seen (dedupe)
+  std::set<ContainerId> preempted_;            // GUARDED_BY(mu_): under a preemption notice
+  std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
+  uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
+  std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
+  // Recurrence key -> stage name -> mean task duration of its last successful
+  // run (from the AM's final stage reports). GUARDED_BY(mu_)
+  std::map<std::string, std::map<std::string, Millis>> stage_history_;
+  store::StateStore* store_ = nullptr;
+  // Harvesting classes. GUARDED_BY(mu_)
+  std::vector<HarvestClass> harvest_classes_;
+  std::map<std::string, std::string> harvest_class_of_;  // GUARDED_BY(mu_): tenant -> class id
+  std::map<std::string, Millis> harvest_runs_;           // GUARDED_BY(mu_): job -> last run length
+  std::map<AppId, HarvestJob> harvest_jobs_;             // GUARDED_BY(mu_)
+  // The clustering timer: harvest_mu_ is held for a whole tick, so
+  // stopHarvestClustering waits for a running one.
+  std::mutex harvest_mu_;
+  bool harvest_stopped_ = true;     // GUARDED_BY(harvest_mu_)
+  TimerId harvest_timer_ = 0;       // GUARDED_BY(harvest_mu_)
+  TimerId harvest_save_timer_ = 0;  // GUARDED_BY(harvest_mu_)
+  AmLauncher launcher_;             // internally locked; its callbacks take mu_
+};
+
+}  // namespace morpheus::rm

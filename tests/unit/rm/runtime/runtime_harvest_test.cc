@@ -1,0 +1,346 @@
+// RmRuntime's harvesting classes and class selection (Zhang et
+// al., OSDI'16 §4.1, Algorithm 1) with its real collaborators (RmCore,
+// AppManager over SQLite) and the virtual clock; NMs and AMs are played by
+// direct calls with the wire messages, primary tenants by the heartbeats'
+// primary_usage.
+#include <gtest/gtest.h>
+
+#include "common/wire.h"
+#include "rm/core/harvest_rm.h"
+#include "rm/runtime/runtime.h"
+#include "../test_db.h"
+#include "../test_nodes.h"
+
+namespace morpheus::rm {
+namespace {
+
+class RuntimeHarvestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = freshTestDb("rt-harvest");
+    open();
+  }
+  void open() {
+    store_ = std::move(store::openStateStore("sqlite", path_)).value();
+    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
+    AppManagerOptions ao;
+    ao.queues = {"root.default"};
+    apps_ = std::make_unique<AppManager>(
+        ao, *store_, clock_, metrics_, core_->signer(),
+        [](const JobKey&) { return std::vector<BindTarget>(); },
+        [](const ReservationId&) { return std::optional<BindTarget>(); });
+    ASSERT_TRUE(apps_->recover().isOk());
+    RuntimeOptions ro;
+    ro.harvest.selection.short_max = Millis(10000);
+    ro.harvest.selection.long_min = Millis(60000);
+    rt_ = std::make_unique<RmRuntime>(
+        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+        [](const ReservationId&, TimePoint) { return Resource(); });
+    rt_->setStore(store_.get());
+    Status st = rt_->recoverTelemetry();
+    ASSERT_TRUE(st.isOk()) << st.toString();
+  }
+  void close() {
+    rt_.reset();
+    apps_.reset();
+    core_.reset();
+    store_.reset();
+  }
+  void addNode(const std::string& id, int vcores) { registerTestNode(*core_, *rt_, id, vcores); }
+  // `cpu` < 0: no primary tenant on the node.
+  v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id(node);
+    if (cpu >= 0) {
+      auto* u = req.mutable_primary_usage();
+      u->set_tenant("web-" + node);
+      u->set_cpu_vcores(cpu);
+      u->set_memory_mib(100);
+    }
+    v1::NodeHeartbeatResponse resp;
+    rt_->onNodeHeartbeat(req, &resp);
+    return resp;
+  }
+  // Ten minutes of history: n1's primary tenant uses 5 of 8 vcores, n2's 0.1.
+  void busyAndIdleHistory() {
+    for (int i = 0; i < 10; i++) {
+      heartbeat("n1", 5.0);
+      heartbeat("n2", 0.1);
+      clock_.advance(Millis(60000));
+    }
+  }
+  // Submits an app named `name` and starts its AM on node "am".
+  AppId runningApp(const std::string& name) {
+    AppSpec s;
+    s.name = name;
+    s.user = UserId("alice");
+    s.am_resource = Resource(1024, 1);
+    s.am_launch_context = "x";
+    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    heartbeat("am");
+    EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
+    v1::RegisterApplicationMasterRequest reg;
+    reg.set_application_id(id.value());
+    reg.set_am_token(apps_->amToken(id, 1));
+    v1::RegisterApplicationMasterResponse rr;
+    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    return id;
+  }
+  // Asks for `tasks` containers of 1 GiB, 1 vcore, reporting them as one stage.
+  v1::AllocateResponse ask(const AppId& app, int tasks) {
+    v1::AllocateRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    if (tasks > 0) {
+      auto* a = req.add_asks();
+      a->set_request_id("tasks");
+      a->set_priority(1);
+      toProto(Resource(1024, 1), a->mutable_capability());
+      a->set_count(tasks);
+      auto* st = req.add_stages();
+      st->set_name("work");
+      st->set_tasks(tasks);
+    }
+    v1::AllocateResponse resp;
+    Status st = rt_->allocate(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
+    return resp;
+  }
+  Status finish(const AppId& app) {
+    v1::FinishApplicationMasterRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+    return rt_->finishAm(req);
+  }
+  // A finished run of `name` that took `length`.
+  void pastRun(const std::string& name, Millis length) {
+    AppId a = runningApp(name);
+    clock_.advance(length);
+    ASSERT_TRUE(finish(a).isOk());
+  }
+
+  VirtualClock clock_{fromEpochMs(1800000000000)};
+  MetricsRegistry metrics_;
+  RmOptions opts_;
+  std::string path_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<RmCore> core_;
+  std::unique_ptr<AppManager> apps_;
+  std::unique_ptr<RmRuntime> rt_;
+};
+
+// Clustering tags each node with its tenant's class; a long job too big for
+// the busy class's headroom prefers the idle class, so the busy node's
+// heartbeat gets none of its containers and the idle node's gets them all.
+TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  addNode("am", 4);
+  busyAndIdleHistory();
+  ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));  // long (>= 60 s)
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  const std::string busy = rt_->harvestClassOf(NodeId("n1"));
+  const std::string idle = rt_->harvestClassOf(NodeId("n2"));
+  ASSERT_FALSE(busy.empty());
+  ASSERT_FALSE(idle.empty());
+  ASSERT_NE(busy, idle);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("am")), "");
+  auto classes = rt_->harvestClasses();
+  ASSERT_EQ(classes.size(), 2u);
+  for (const auto& c : classes) {
+    EXPECT_EQ(c.cls.pattern, UtilPattern::kConstant) << c.cls.id;
+    ASSERT_EQ(c.nodes.size(), 1u) << c.cls.id;
+  }
+  // 5 concurrent containers: the busy class holds (1 - 0.625) x 8 = 3.
+  AppId app = runningApp("etl");
+  ask(app, 5);
+  EXPECT_EQ(rt_->harvestSelection(app), std::vector<std::string>{idle});
+  heartbeat("n1", 5.0);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+  heartbeat("n2", 0.1);
+  auto r = ask(app, 0);
+  ASSERT_EQ(r.allocated_size(), 5);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
+}
+
+// The constraint is soft: when the preferred class is full, the busy node
+// gets the rest once the scheduler's soft-constraint delay has passed.
+TEST_F(RuntimeHarvestTest, SoftConstraintFallsBackToAnyNodeAfterTheDelay) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  addNode("am", 4);
+  busyAndIdleHistory();
+  ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  AppId app = runningApp("etl");
+  ask(app, 5);
+  AppId other = runningApp("other");  // fills the idle node first
+  ask(other, 8);
+  heartbeat("n2", 0.1);
+  heartbeat("n1", 5.0);
+  const int before = ask(app, 0).allocated_size();
+  clock_.advance(Millis(10000));  // past the delay (3 heartbeat intervals)
+  heartbeat("n1", 5.0);
+  heartbeat("n1", 5.0);
+  auto r = ask(app, 0);
+  EXPECT_GT(r.allocated_size(), 0) << "already placed: " << before;
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n1");
+}
+
+// Asks made before any clustering carry no constraint; the clustering
+// re-selects them, and from then on they wait for the chosen class.
+TEST_F(RuntimeHarvestTest, ReclusteringReselectsPendingAsks) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  addNode("am", 4);
+  busyAndIdleHistory();
+  ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));
+  AppId app = runningApp("etl");
+  ask(app, 5);
+  EXPECT_TRUE(rt_->harvestSelection(app).empty());
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  EXPECT_EQ(rt_->harvestSelection(app),
+            std::vector<std::string>{rt_->harvestClassOf(NodeId("n2"))});
+  heartbeat("n1", 5.0);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+}
+
+// An unseen job is medium, a job's last successful run decides its length
+// type, and the run history survives closing and reopening the state store.
+TEST_F(RuntimeHarvestTest, RunHistorySurvivesAStoreReopen) {
+  addNode("am", 4);
+  EXPECT_EQ(rt_->harvestLastRun("etl"), std::nullopt);
+  ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(90000)));
+  ASSERT_NO_FATAL_FAILURE(pastRun("quick", Millis(2000)));
+  EXPECT_EQ(rt_->harvestLastRun("etl"), Millis(90000));
+  close();
+  open();
+  EXPECT_EQ(rt_->harvestLastRun("etl"), Millis(90000));
+  EXPECT_EQ(rt_->harvestLastRun("quick"), Millis(2000));
+  auto raw = store_->get(kHarvestRunsTable, "etl");
+  ASSERT_TRUE(raw.isOk() && raw->has_value());
+  EXPECT_EQ(decodeHarvestRun("etl", **raw).value(), Millis(90000));
+}
+
+// The tenants' usage series survive an RM restart (saved when the runtime
+// stops): the restarted RM clusters them into the same classes without a new
+// report, and a node that reports after that clustering gets its class from
+// its first heartbeat, not from the next clustering a day later. A corrupt
+// record is skipped, not a reason to refuse to start.
+TEST_F(RuntimeHarvestTest, ClassesComeBackAfterARestartWithoutNewReports) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  busyAndIdleHistory();
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  const std::string busy = rt_->harvestClassOf(NodeId("n1"));
+  const std::string idle = rt_->harvestClassOf(NodeId("n2"));
+  ASSERT_FALSE(busy.empty());
+  ASSERT_NE(busy, idle);
+  // A record that does not decode is skipped (open() asserts the recovery).
+  ASSERT_TRUE(store_->commit({{kHarvestUsageTable, "broken", "nonsense"}}).isOk());
+  close();
+  open();
+  EXPECT_EQ(store_->list(kHarvestUsageTable).value().size(), 3u);  // web-n1, web-n2, broken
+  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  ASSERT_EQ(rt_->harvestClasses().size(), 2u);
+  addNode("n1", 8);
+  addNode("n2", 8);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), "");  // not reported yet
+  heartbeat("n1", 5.0);
+  heartbeat("n2", 0.1);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), busy);
+  EXPECT_EQ(rt_->harvestClassOf(NodeId("n2")), idle);
+}
+
+// A running RM saves the series every rm.harvest.save-every (1 h by
+// default), so a crash (no stop) loses at most that much history.
+TEST_F(RuntimeHarvestTest, UsageIsSavedPeriodicallyWhileRunning) {
+  addNode("n1", 8);
+  rt_->start();
+  for (int i = 0; i < 59; i++) {
+    heartbeat("n1", 5.0);
+    clock_.advance(Millis(60000));
+  }
+  EXPECT_TRUE(store_->list(kHarvestUsageTable).value().empty());
+  heartbeat("n1", 5.0);
+  clock_.advance(Millis(60000));  // 1 h since start
+  auto rows = store_->list(kHarvestUsageTable).value();
+  ASSERT_EQ(rows.size(), 1u);
+  auto u = decodeTenantUsage(rows.begin()->first, rows.begin()->second, HarvestHistory());
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  EXPECT_EQ(u->cpu.buckets().size(), 60u);
+  EXPECT_NEAR(u->cpu.buckets().back().avg, 5.0 / 8, 1e-4);
+}
+
+// A corrupt run record refuses recovery with a message naming the job.
+TEST(HarvestRmTest, CorruptRunRecordNamesTheJob) {
+  auto r = decodeHarvestRun("etl", "{\"length_ms\": -3}");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("'etl'"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(decodeHarvestRun("etl", "nonsense").isOk());
+  EXPECT_EQ(decodeHarvestRun("etl", encodeHarvestRun(Millis(42))).value(), Millis(42));
+}
+
+// A tenant's series round-trip through the state-store encoding; a corrupt
+// record refuses recovery naming the tenant and the field.
+TEST(HarvestRmTest, TenantUsageRoundTripsAndCorruptRecordsNameTheField) {
+  HarvestHistory h;
+  for (int i = 0; i < 5; i++) {
+    h.record(NodeId("n1"), "web", fromEpochMs(1800000000000 + i * 60000), 0.1 * i, 0.5);
+  }
+  auto u =
+      decodeTenantUsage("web", encodeTenantUsage(*h.tenantCpu("web"), *h.tenantMemory("web")), h);
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  ASSERT_EQ(u->cpu.buckets().size(), 5u);
+  for (size_t i = 0; i < 5; i++) {
+    EXPECT_NEAR(u->cpu.regular()[i], h.tenantCpu("web")->regular()[i], 1e-4);
+    EXPECT_NEAR(u->memory.regular()[i], 0.5, 1e-4);
+  }
+  auto bad = decodeTenantUsage("web",
+                               R"({"cpu": {"step_ms": 60000, "buckets": [[60000, 0.5, 0.2, 1]]},)"
+                               R"( "memory": {"step_ms": 60000, "buckets": []}})",
+                               h);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("'web'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("cpu.buckets[0]"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(decodeTenantUsage("web", "nonsense", h).isOk());
+  EXPECT_FALSE(decodeTenantUsage("web", R"({"cpu": {"step_ms": 1000, "buckets": []}})", h).isOk());
+}
+
+// Class states: capacity in containers of the job's size over the class's
+// nodes, slots other secondaries take, current = mean of its nodes; the draw is deterministic in
+// [0, 1).
+TEST(HarvestRmTest, ClassStatesCountContainersAndAverageCurrent) {
+  HarvestClass a{"constant-0", UtilPattern::kConstant, {"t1", "t2"}, 0.1, 0.2};
+  HarvestClass b{"periodic-0", UtilPattern::kPeriodic, {"t3"}, 0.5, 0.9};
+  std::vector<HarvestNode> nodes = {
+      {NodeId("n1"), "constant-0", Resource(8192, 8), 0.2, Resource()},
+      {NodeId("n2"), "constant-0", Resource(4096, 16), 0.4, Resource(2048, 2)},
+      {NodeId("n3"), "", Resource(8192, 8), 0.9, Resource()}};
+  auto st = classStates({a, b}, nodes, Resource(2048, 1));
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].capacity_slots, 4 + 2);
+  EXPECT_EQ(st[0].taken_slots, 1);  // n2's secondaries leave room for 1 of its 2
+  EXPECT_DOUBLE_EQ(st[0].current, 0.3);
+  EXPECT_EQ(st[1].capacity_slots, 0);
+  double d = harvestDraw("app_1");
+  EXPECT_GE(d, 0.0);
+  EXPECT_LT(d, 1.0);
+  EXPECT_EQ(d, harvestDraw("app_1"));
+  EXPECT_NE(d, harvestDraw("app_2"));
+}
+
+// rm.harvest.long-min must be above rm.harvest.short-max.
+TEST(HarvestRmTest, LongMinNotAboveShortMaxIsRefused) {
+  HarvestRmOptions o;
+  o.selection.short_max = Millis(5000);
+  o.selection.long_min = Millis(5000);
+  Status st = validateHarvestRmOptions(o);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("rm.harvest.long-min"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace morpheus::rm

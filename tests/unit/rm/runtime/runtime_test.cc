@@ -1,0 +1,670 @@
+// RmRuntime scheduling with its real collaborators (RmCore, AppManager over
+// SQLite) and the virtual clock; NMs and AMs are played by direct calls with
+// the wire messages. No AM is actually launched (the launcher is not started).
+#include "rm/runtime/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/wire.h"
+
+#include "../test_db.h"
+
+namespace morpheus::rm {
+namespace {
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = freshTestDb("rt");
+    store_ = std::move(store::openStateStore("sqlite", path_)).value();
+    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
+    AppManagerOptions ao;
+    ao.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
+    apps_ = std::make_unique<AppManager>(
+        ao, *store_, clock_, metrics_, core_->signer(),
+        [](const JobKey&) { return std::vector<BindTarget>(); },
+        [](const ReservationId& r) -> std::optional<BindTarget> {
+          if (r.value() != "r1") return std::nullopt;
+          return BindTarget{r, UserId("u"), "default"};
+        });
+    RuntimeOptions ro;
+    ro.queue_weights = {
+        {"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
+    ro.preemption_grace = Millis(1000);
+    rt_ = std::make_unique<RmRuntime>(
+        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+        [this](const ReservationId&, TimePoint) { return guarantee_; });
+  }
+  void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {}) {
+    v1::RegisterNodeRequest r;
+    r.set_node_id(id);
+    r.set_container_manager_address("127.0.0.1:1");
+    toProto(Resource(1024 * vcores, vcores), r.mutable_total());
+    for (const auto& [k, v] : attrs) {
+      auto* a = r.add_attributes();
+      a->set_key(k);
+      a->set_value(v);
+    }
+    NodeInfo info;
+    info.id = NodeId(id);
+    info.total = Resource(1024 * vcores, vcores);
+    info.container_manager_address = "127.0.0.1:1";
+    Status st = core_->registerNode(info);
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    rt_->onNodeRegistered(r);
+  }
+  v1::NodeHeartbeatResponse heartbeat(const std::string& node,
+                                      std::vector<v1::ContainerStatus> statuses = {}) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id(node);
+    for (auto& s : statuses) *req.add_container_statuses() = s;
+    v1::NodeHeartbeatResponse resp;
+    rt_->onNodeHeartbeat(req, &resp);
+    return resp;
+  }
+  // Submits an app and starts its AM (AM container placed by a heartbeat of `node`).
+  AppId runningApp(const std::string& queue, const std::string& user, const std::string& node,
+                   const std::string& reservation = "", const std::string& key = "") {
+    AppSpec s;
+    s.name = "app";
+    s.user = UserId(user);
+    s.queue = queue;
+    s.reservation = ReservationId(reservation);
+    s.recurrence_key = JobKey(key);
+    s.am_resource = Resource(1024, 1);
+    s.am_launch_context = "x";
+    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    heartbeat(node);
+    EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
+    v1::RegisterApplicationMasterRequest reg;
+    reg.set_application_id(id.value());
+    reg.set_am_token(apps_->amToken(id, 1));
+    v1::RegisterApplicationMasterResponse rr;
+    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    return id;
+  }
+  v1::AllocateResponse ask(const AppId& app, int count, int gang = 0,
+                           std::vector<v1::PlacementConstraint> cons = {}) {
+    v1::AllocateRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    if (count >= 0) {
+      auto* a = req.add_asks();
+      a->set_request_id("tasks");
+      a->set_priority(1);
+      toProto(Resource(1024, 1), a->mutable_capability());
+      a->set_count(count);
+      a->set_gang_size(gang);
+      for (auto& c : cons) *a->add_constraints() = c;
+    }
+    v1::AllocateResponse resp;
+    Status st = rt_->allocate(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
+    return resp;
+  }
+  Status finish(const AppId& app, const v1::AllocateRequest& final_report = {}) {
+    v1::FinishApplicationMasterRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+    *req.mutable_stages() = final_report.stages();
+    return rt_->finishAm(req);
+  }
+  // An AllocateRequest of `app` carrying only stage reports.
+  v1::AllocateRequest stageReport(const AppId& app) {
+    v1::AllocateRequest req;
+    req.set_application_id(app.value());
+    req.set_am_token(apps_->amToken(app, 1));
+    return req;
+  }
+  static v1::StageReport* addStage(v1::AllocateRequest& req, const std::string& name, int tasks,
+                                   int completed, int64_t mean_ms,
+                                   std::vector<std::string> deps = {}) {
+    auto* st = req.add_stages();
+    st->set_name(name);
+    st->set_tasks(tasks);
+    st->set_completed(completed);
+    st->set_mean_task_ms(mean_ms);
+    for (const auto& d : deps) st->add_depends_on(d);
+    return st;
+  }
+  // Bob's app bound to reservation r1, which guarantees 2 vcores from now on.
+  AppId submitReserved() {
+    guarantee_ = Resource(2048, 2);
+    AppSpec s;
+    s.name = "reserved";
+    s.user = UserId("bob");
+    s.reservation = ReservationId("r1");
+    s.am_resource = Resource(1024, 1);
+    s.am_launch_context = "x";
+    return apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+  }
+  int running(const AppId& app) {
+    int32_t n = 0;
+    Resource used;
+    rt_->usage(app, &n, &used);
+    return n;
+  }
+
+  VirtualClock clock_{fromEpochMs(1800000000000)};
+  MetricsRegistry metrics_;
+  RmOptions opts_;
+  std::string path_;
+  Resource guarantee_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<RmCore> core_;
+  std::unique_ptr<AppManager> apps_;
+  std::unique_ptr<RmRuntime> rt_;
+};
+
+TEST_F(RuntimeTest, AdHocQueuesShareByWeight) {
+  addNode("n1", 8);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  ask(a, 20);
+  ask(b, 20);
+  heartbeat("n1");
+  // 8 vcores, weights 3:1 -> 6 : 2 (AM containers included).
+  EXPECT_EQ(running(a), 6);
+  EXPECT_EQ(running(b), 2);
+  EXPECT_EQ(ask(a, -1).allocated_size(), 5);
+}
+
+TEST_F(RuntimeTest, QueueHierarchySharesAtEachLevel) {
+  addNode("n1", 16);
+  AppId b = runningApp("root.b", "bob", "n1");     // weight 1 at the top level
+  AppId x = runningApp("root.p.x", "xena", "n1");  // root.p (weight 1) > x (3)
+  AppId y = runningApp("root.p.y", "yann", "n1");  // root.p (weight 1) > y (1)
+  ask(b, 30);
+  ask(x, 30);
+  ask(y, 30);
+  heartbeat("n1");
+  // Top level: root.b and root.p split 16 vcores 8 : 8; inside root.p, x : y = 3 : 1 -> 6 : 2.
+  EXPECT_EQ(running(b), 8);
+  EXPECT_EQ(running(x), 6);
+  EXPECT_EQ(running(y), 2);
+}
+
+TEST_F(RuntimeTest, DrfBetweenUsersInsideAQueue) {
+  addNode("n1", 8);
+  AppId a1 = runningApp("root.a", "alice", "n1");
+  AppId a2 = runningApp("root.a", "alice", "n1");
+  AppId c = runningApp("root.a", "carol", "n1");
+  ask(a1, 10);
+  ask(a2, 10);
+  ask(c, 10);
+  heartbeat("n1");
+  // alice has 2 AMs, carol 1: the 5 free vcores even out the users: 4 : 4.
+  EXPECT_EQ(running(a1) + running(a2), 4);
+  EXPECT_EQ(running(c), 4);
+}
+
+TEST_F(RuntimeTest, GangsAreAllOrNothingAndHardConstraintsBind) {
+  addNode("n1", 4, {{"rack", "r1"}});
+  addNode("n2", 4, {{"rack", "r2"}});
+  AppId a = runningApp("root.a", "alice", "n1");  // AM on n1: 3 vcores left there
+  v1::PlacementConstraint onR2;
+  onR2.set_key("rack");
+  onR2.add_values("r2");
+  onR2.set_hard(true);
+  ask(a, 4, 4, {onR2});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 1) << "nothing on r1";
+  heartbeat("n2");
+  auto r = ask(a, -1);
+  ASSERT_EQ(r.allocated_size(), 4);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
+}
+
+TEST_F(RuntimeTest, SoftConstraintsArePreferencesThatExpire) {
+  addNode("n1", 4, {{"disk", "hdd"}});
+  addNode("n2", 4, {{"disk", "ssd"}});
+  AppId a = runningApp("root.a", "alice", "n1");
+  v1::PlacementConstraint ssd;
+  ssd.set_key("disk");
+  ssd.add_values("ssd");
+  ssd.set_hard(false);
+  ask(a, 1, 0, {ssd});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 1) << "n1 lacks the preferred attribute: wait";
+  heartbeat("n2");
+  EXPECT_EQ(running(a), 2);
+  auto r = ask(a, -1);
+  ASSERT_EQ(r.allocated_size(), 1);
+  EXPECT_EQ(r.allocated(0).node_id(), "n2");
+  // A new ask; only n1 heartbeats: it is used once the ask waited its patience.
+  ask(a, 1, 0, {ssd});
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 2);
+  clock_.advance(Millis(3500));
+  heartbeat("n1");
+  EXPECT_EQ(running(a), 3);
+}
+
+TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  heartbeat("n1");
+  ASSERT_EQ(running(adhoc), 4);
+  // A reservation whose allocation starts now: 2 vcores guaranteed.
+  AppId res = submitReserved();
+  clock_.advance(Millis(300));  // the preemption pass runs at most every 250 ms
+  heartbeat("n1");
+  auto notices = ask(adhoc, -1);
+  ASSERT_EQ(notices.preemptions_size(), 1);
+  EXPECT_EQ(apps_->get(res)->state, AppState::kSubmitted);
+  clock_.advance(Millis(1200));
+  auto resp = heartbeat("n1");
+  ASSERT_EQ(resp.containers_to_kill_size(), 1);
+  EXPECT_EQ(resp.containers_to_kill(0), notices.preemptions(0).container_id());
+  // The NM reports it killed; the reservation's AM gets the room at once.
+  v1::ContainerStatus st;
+  st.set_container_id(resp.containers_to_kill(0));
+  st.set_state(v1::CONTAINER_COMPLETE);
+  st.set_exit_status(137);
+  heartbeat("n1", {st});
+  EXPECT_EQ(apps_->get(res)->state, AppState::kRunning);
+  auto done = ask(adhoc, -1);
+  ASSERT_EQ(done.completed_size(), 1);
+  EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
+}
+
+// Asynchronous scheduling: the report part of a heartbeat acks
+// completions and grants nothing; scheduleNode grants; only one scheduling
+// per node is asked for until it ran; a kill that scheduling chooses goes out
+// with the node's next report.
+TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id("n1");
+  v1::NodeHeartbeatResponse resp;
+  EXPECT_TRUE(rt_->onNodeReport(req, &resp));
+  EXPECT_EQ(running(adhoc), 1);  // the AM only: nothing granted yet
+  v1::NodeHeartbeatResponse again;
+  EXPECT_FALSE(rt_->onNodeReport(req, &again));  // its scheduling is pending
+  rt_->scheduleNode(NodeId("n1"));
+  EXPECT_EQ(running(adhoc), 4);
+  EXPECT_TRUE(rt_->onNodeReport(req, &again));  // ran: the next report asks again
+  rt_->scheduleNode(NodeId("n1"));
+  rt_->scheduleNode(NodeId("gone"));  // a node the RM does not know: nothing happens
+
+  // A reservation needs 2 vcores: scheduling picks the victim after the grace;
+  // the kill reaches the NM in the next report's answer.
+  (void)submitReserved();
+  clock_.advance(Millis(300));
+  ASSERT_TRUE(rt_->onNodeReport(req, &again));
+  rt_->scheduleNode(NodeId("n1"));
+  clock_.advance(Millis(1200));
+  v1::NodeHeartbeatResponse before_kill;
+  ASSERT_TRUE(rt_->onNodeReport(req, &before_kill));
+  EXPECT_EQ(before_kill.containers_to_kill_size(), 0);
+  rt_->scheduleNode(NodeId("n1"));  // the grace is over: the victim is chosen now
+  v1::NodeHeartbeatResponse with_kill;
+  (void)rt_->onNodeReport(req, &with_kill);
+  EXPECT_EQ(with_kill.containers_to_kill_size(), 1);
+}
+
+// The reservation's app is gone before the grace ends, so the
+// notice is withdrawn: nothing is killed, and the container ending later on
+// its own is not reported as preempted.
+TEST_F(RuntimeTest, WithdrawnNoticeKillsNothingAndIsNotReportedPreempted) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  ask(adhoc, 10);
+  heartbeat("n1");
+  ASSERT_EQ(running(adhoc), 4);
+  AppId res = submitReserved();
+  clock_.advance(Millis(300));
+  heartbeat("n1");
+  auto notices = ask(adhoc, -1);
+  ASSERT_EQ(notices.preemptions_size(), 1);
+  ASSERT_TRUE(apps_->kill(res, UserId("bob"), true, "changed my mind").isOk());
+  clock_.advance(Millis(1200));
+  EXPECT_EQ(heartbeat("n1").containers_to_kill_size(), 0);
+  v1::ContainerStatus st;
+  st.set_container_id(notices.preemptions(0).container_id());
+  st.set_state(v1::CONTAINER_COMPLETE);
+  st.set_exit_status(0);
+  heartbeat("n1", {st});
+  auto done = ask(adhoc, -1);
+  ASSERT_EQ(done.completed_size(), 1);
+  EXPECT_NE(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
+}
+
+// The DRA input per reservation: containers in use (AM included) and pending asks.
+TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
+  addNode("n1", 4);
+  AppId adhoc = runningApp("root.a", "alice", "n1");
+  AppId res = runningApp("root.a", "bob", "n1", "r1");
+  v1::AllocateRequest req;
+  req.set_application_id(res.value());
+  req.set_am_token(apps_->amToken(res, 1));
+  auto* a = req.add_asks();
+  a->set_request_id("tasks");
+  toProto(Resource(1024, 1), a->mutable_capability());
+  a->set_count(5);
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  heartbeat("n1");  // 2 of the 5 fit next to the two AMs
+  ask(adhoc, 0);
+  auto demand = rt_->reservationDemand();
+  ASSERT_EQ(demand.size(), 1u);
+  const ReservationDemand& d = demand.at(ReservationId("r1"));
+  EXPECT_EQ(d.apps, std::vector<AppId>{res});
+  EXPECT_EQ(d.used, Resource(3 * 1024, 3));
+  EXPECT_EQ(d.am, Resource(1024, 1));
+  EXPECT_EQ(d.pending, Resource(3 * 1024, 3));
+}
+
+// Jockey's input: the AM's stage reports reach the demand; a stage the run has
+// not measured yet takes its duration from the key's last successful run.
+TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
+  addNode("n1", 4);
+  rt_->setStore(store_.get());
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  auto req = stageReport(first);
+  addStage(req, "map", 4, 4, 10000);
+  addStage(req, "reduce", 2, 2, 20000, {"map"});
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(finish(first).isOk());
+
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  req = stageReport(next);
+  addStage(req, "map", 4, 1, 12000)->add_running_elapsed_ms(3000);
+  addStage(req, "reduce", 2, 0, 0, {"map"});
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  auto stages = rt_->reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].task_duration, Millis(12000)) << "this run's own measurement";
+  EXPECT_EQ(stages[0].running, std::vector<Millis>{Millis(3000)});
+  EXPECT_EQ(stages[1].task_duration, Millis(20000)) << "from the last run of 'nightly'";
+  EXPECT_EQ(stages[1].deps, std::vector<size_t>{0});
+  auto saved = store_->get("stage-history", "nightly");
+  ASSERT_TRUE(saved.isOk() && saved->has_value());
+
+  // A bad report names its field and leaves the previous one in place.
+  req = stageReport(next);
+  addStage(req, "map", 4, 1, 12000);
+  addStage(req, "reduce", 2, 0, 0, {"mapp"});
+  Status st = rt_->allocate(req, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("stages[1].depends_on"), std::string::npos) << st.message();
+  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).stages[0].running.size(), 1u);
+  req = stageReport(next);
+  auto* over = addStage(req, "map", 4, 3, 0);
+  over->add_running_elapsed_ms(1);
+  over->add_running_elapsed_ms(1);  // 2 running of 1 unfinished
+  st = rt_->allocate(req, &resp);
+  EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
+}
+
+// The history is the final stage report sent with the finish (the last
+// allocate may predate the last tasks); it survives an RM restart (state store
+// table "stage-history"). A bad final report is refused before the app ends.
+TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
+  addNode("n1", 4);
+  rt_->setStore(store_.get());
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  auto req = stageReport(first);
+  addStage(req, "map", 2, 1, 5000);
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  auto bad = stageReport(first);
+  addStage(bad, "map", 2, 3, 7000);
+  Status st = finish(first, bad);
+  EXPECT_NE(st.message().find("stages[0].completed"), std::string::npos) << st.message();
+  EXPECT_EQ(apps_->get(first)->state, AppState::kRunning);
+  auto final_report = stageReport(first);
+  addStage(final_report, "map", 2, 2, 7000);
+  ASSERT_TRUE(finish(first, final_report).isOk());
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+
+  RmRuntime restarted(
+      {}, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  restarted.setStore(store_.get());
+  ASSERT_TRUE(restarted.recoverTelemetry().isOk());
+  v1::RegisterApplicationMasterRequest reg;
+  reg.set_application_id(next.value());
+  reg.set_am_token(apps_->amToken(next, 1));
+  v1::RegisterApplicationMasterResponse rr;
+  ASSERT_TRUE(restarted.registerAm(reg, &rr).isOk());
+  req = stageReport(next);
+  addStage(req, "map", 2, 0, 0);
+  ASSERT_TRUE(restarted.allocate(req, &resp).isOk());
+  auto stages = restarted.reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_EQ(stages.size(), 1u);
+  EXPECT_EQ(stages[0].task_duration, Millis(7000));
+}
+
+// An AM that exited while no RM was up (restart or HA failover) is reported
+// complete by its re-registered NM to an RM that never knew the container:
+// the attempt still ends (next attempt), instead of the app staying RUNNING
+// with no AM. An unknown completed task container is only acknowledged.
+TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
+  addNode("n1", 4);
+  AppId app = runningApp("root.a", "bob", "n1");
+  const ContainerId am = apps_->get(app)->am_container;
+  ASSERT_FALSE(am.value().empty());
+  ASSERT_EQ(apps_->get(app)->attempt, 1);
+
+  rt_ = std::make_unique<RmRuntime>(
+      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
+      [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  v1::RegisterNodeRequest again;  // the NM re-registers with the new RM
+  again.set_node_id("n1");
+  again.set_container_manager_address("127.0.0.1:1");
+  toProto(Resource(4096, 4), again.mutable_total());
+  rt_->onNodeRegistered(again);
+  v1::ContainerStatus exited;
+  exited.set_container_id(am.value());
+  exited.set_state(v1::CONTAINER_COMPLETE);
+  exited.set_exit_status(1);
+  toProto(Resource(1024, 1), exited.mutable_resource());
+  v1::ContainerStatus task = exited;
+  task.set_container_id(am.value() + "-not-an-am");
+  auto resp = heartbeat("n1", {exited, task});
+  EXPECT_EQ(resp.containers_to_acknowledge_size(), 2);
+  auto rec = apps_->get(app);
+  ASSERT_TRUE(rec.isOk());
+  EXPECT_EQ(rec->attempt, 2) << "the exit ended attempt 1 and the next AM was placed";
+  EXPECT_NE(rec->am_container, am);
+}
+
+// A node reports only on containers the RM allocated to it: another node's
+// COMPLETE status for the AM container (known to this RM, or known only from
+// the app's record after a restart) is ignored, neither ending the attempt
+// nor acknowledged; the AM's own node still ends it.
+TEST_F(RuntimeTest, AnotherNodesStatusForAContainerIsIgnored) {
+  addNode("n1", 4);
+  addNode("n2", 4);
+  AppId app = runningApp("root.a", "bob", "n1");
+  const ContainerId am = apps_->get(app)->am_container;
+  ASSERT_EQ(apps_->get(app)->am_node, NodeId("n1"));
+  v1::ContainerStatus spoofed;
+  spoofed.set_container_id(am.value());
+  spoofed.set_state(v1::CONTAINER_COMPLETE);
+  spoofed.set_exit_status(1);
+  toProto(Resource(1024, 1), spoofed.mutable_resource());
+  for (int i = 0; i < 2; i++) {
+    auto resp = heartbeat("n2", {spoofed});
+    EXPECT_EQ(resp.containers_to_acknowledge_size(), 0);
+  }
+  EXPECT_EQ(apps_->get(app)->attempt, 1);
+  EXPECT_EQ(apps_->get(app)->state, AppState::kRunning);
+
+  // After an RM restart the AM container is known only from the app record.
+  rt_ = std::make_unique<RmRuntime>(
+      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
+      [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  for (const char* n : {"n1", "n2"}) {
+    v1::RegisterNodeRequest again;
+    again.set_node_id(n);
+    again.set_container_manager_address("127.0.0.1:1");
+    toProto(Resource(4096, 4), again.mutable_total());
+    rt_->onNodeRegistered(again);
+  }
+  EXPECT_EQ(heartbeat("n2", {spoofed}).containers_to_acknowledge_size(), 0);
+  EXPECT_EQ(apps_->get(app)->attempt, 1) << "n2 ended n1's AM after a restart";
+  EXPECT_EQ(heartbeat("n1", {spoofed}).containers_to_acknowledge_size(), 1);
+  EXPECT_EQ(apps_->get(app)->attempt, 2) << "n1's own report ends the attempt";
+}
+
+// The skyline a run leaves (telemetry) counts the containers DRA
+// counts as used, AM included; a reservation fitted to it and a next run of
+// the same shape is at its plan, and DRA grants nothing.
+TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
+  addNode("n1", 8);
+  AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(first, 3);
+  heartbeat("n1");
+  ASSERT_EQ(running(first), 4) << "AM + 3 tasks";
+  const Resource unit(1024, 1);
+  int64_t dra_used = rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit);
+  clock_.advance(Millis(60000));  // one telemetry step
+  ASSERT_TRUE(finish(first).isOk());
+  auto runs = rt_->telemetry("nightly");
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].skyline.size(), 1u);
+  EXPECT_EQ(runs[0].container, unit);
+  EXPECT_DOUBLE_EQ(runs[0].skyline[0], static_cast<double>(dra_used))
+      << "telemetry counts what DRA counts as used";
+
+  // The reservation fitted to that skyline, and the next run of the same shape.
+  auto dbpath = freshTestDb("rt-plan");
+  auto plan_store = std::move(store::openStateStore("sqlite", dbpath)).value();
+  ReservationManager mgr(ReservationManagerOptions{},
+                         std::move(planner::Planner::create({}, Resource())).value(), *plan_store,
+                         clock_, metrics_);
+  mgr.onCapacity(Resource(8 * 1024, 8), true);
+  planner::ReservationDefinition def;
+  def.user = UserId("bob");
+  def.queue = "default";
+  def.arrival = clock_.now() + Millis(60000);
+  def.deadline = def.arrival + Millis(30 * 60000);
+  def.period = Millis(1440 * 60000);
+  auto n = static_cast<int>(std::ceil(runs[0].skyline[0]));
+  def.stages = {{runs[0].container, n, 1, Millis(30 * 60000)}};
+  ASSERT_TRUE(mgr.submit(ReservationId("r1"), def, 100 * 60000, nullptr).isOk());
+  clock_.advance(Millis(2 * 60000));
+  AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(next, 3);
+  heartbeat("n1");
+  ASSERT_EQ(running(next), 4);
+  DraOptions o;
+  DraMonitor monitor(
+      o, reprovision::makeMorpheusDra(o.dra), mgr, [this] { return rt_->reservationDemand(); },
+      clock_, metrics_);
+  monitor.tick();
+  EXPECT_TRUE(mgr.get(ReservationId("r1"))->history.empty()) << "no DRA review asked for more";
+  EXPECT_EQ(mgr.guaranteedAt(ReservationId("r1"), clock_.now()), unit * n);
+}
+
+// A container the AM releases without launching it (a surplus grant) stops
+// counting at the release: the app's usage, DRA's used and the telemetry
+// skyline drop, though no NM ever reports it complete.
+TEST_F(RuntimeTest, ReleasedContainerNeverLaunchedEndsAtTheRelease) {
+  addNode("n1", 8);
+  AppId app = runningApp("root.a", "bob", "n1", "r1", "nightly");
+  ask(app, 3);
+  heartbeat("n1");
+  auto granted = ask(app, 0);
+  ASSERT_EQ(granted.allocated_size(), 3);
+  ASSERT_EQ(running(app), 4) << "AM + 3 tasks";
+  v1::AllocateRequest rel = stageReport(app);
+  rel.add_releases(granted.allocated(2).container_id());
+  v1::AllocateResponse resp;
+  ASSERT_TRUE(rt_->allocate(rel, &resp).isOk());
+  EXPECT_EQ(running(app), 3);
+  const Resource unit(1024, 1);
+  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit), 3);
+  clock_.advance(Millis(60000));
+  ASSERT_TRUE(finish(app).isOk());
+  auto runs = rt_->telemetry("nightly");
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].skyline.size(), 1u);
+  EXPECT_DOUBLE_EQ(runs[0].skyline[0], 3.0) << "the released container is not in the skyline";
+}
+
+TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
+  addNode("n1", 4);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  v1::AllocateRequest req;
+  req.set_application_id(b.value());
+  req.set_am_token(apps_->amToken(a, 1));
+  v1::AllocateResponse resp;
+  EXPECT_EQ(rt_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  req.set_am_token(apps_->amToken(b, 1));
+  auto* bad = req.add_asks();
+  bad->set_request_id("x");
+  bad->set_count(-1);
+  Status st = rt_->allocate(req, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
+}
+
+// A finished app's telemetry record carries the AM's final status, so the
+// inference service can keep failed and killed runs out of its fits.
+TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
+  addNode("n1", 4);
+  AppId ok = runningApp("root.a", "alice", "n1");
+  AppId failed = runningApp("root.a", "alice", "n1");
+  AppId killed = runningApp("root.b", "bob", "n1");
+  auto finish = [&](const AppId& app, v1::FinalStatus status) {
+    v1::FinishApplicationMasterRequest f;
+    f.set_application_id(app.value());
+    f.set_am_token(apps_->amToken(app, 1));
+    f.set_final_status(status);
+    ASSERT_TRUE(rt_->finishAm(f).isOk());
+  };
+  finish(ok, v1::FINAL_STATUS_SUCCEEDED);
+  finish(failed, v1::FINAL_STATUS_FAILED);
+  finish(killed, v1::FINAL_STATUS_KILLED);
+  std::map<AppId, AppOutcome> got;
+  for (const auto& t : rt_->telemetry("")) got[t.app] = t.outcome;
+  EXPECT_EQ(got.at(ok), AppOutcome::kSucceeded);
+  EXPECT_EQ(got.at(failed), AppOutcome::kFailed);
+  EXPECT_EQ(got.at(killed), AppOutcome::kKilled);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
+
+namespace morpheus::rm {
+namespace {
+
+// Harvesting: the NM's harvest offer caps what the RM places on
+// the node (its AM counts against it too); a larger offer frees room again.
+TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
+  addNode("n1", 8);
+  AppId a = runningApp("root.a", "alice", "n1");
+  ask(a, 20);
+  auto harvestBeat = [&](Resource offer) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id("n1");
+    req.mutable_primary_usage()->set_tenant("web");
+    req.mutable_primary_usage()->set_cpu_vcores(4.5);
+    req.mutable_primary_usage()->set_memory_mib(4096);
+    toProto(offer, req.mutable_harvest_offer());
+    v1::NodeHeartbeatResponse resp;
+    rt_->onNodeHeartbeat(req, &resp);
+  };
+  harvestBeat(Resource(3072, 3));
+  EXPECT_EQ(running(a), 3);  // the AM and two tasks
+  harvestBeat(Resource(0, 0));
+  EXPECT_EQ(running(a), 3) << "running containers stay; the NM kills if it must";
+  harvestBeat(Resource(8192, 8));
+  EXPECT_EQ(running(a), 8);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
