@@ -34,10 +34,10 @@
 
 #include "inference/skyline_fit.h"
 #include "report/bench_report.h"
-#include "sim/engine.h"
-#include "sim/strategy.h"
-#include "sim/workload.h"
-#include "sim/workload_rng.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/strategy.h"
+#include "sim/workloads/workload.h"
+#include "sim/workloads/workload_rng.h"
 
 using namespace morpheus;
 

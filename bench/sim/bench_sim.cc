@@ -22,10 +22,10 @@
 
 #include "inference/skyline_fit.h"
 #include "report/bench_report.h"
-#include "sim/engine.h"
-#include "sim/strategy.h"
-#include "sim/task_model.h"
-#include "sim/workload.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/strategy.h"
+#include "sim/engine/task_model.h"
+#include "sim/workloads/workload.h"
 
 using namespace morpheus;
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--task-model", model.name,
                  "task (every task simulated), grouped (--task-group tasks of a stage per "
                  "container) or fluid (fluid ad-hoc pools, periodic jobs grouped; "
-                 "sim/task_model.h)")
+                 "sim/engine/task_model.h)")
       ->capture_default_str();
   app.add_option("--task-group", model.group,
                  "grouped and fluid models: tasks per simulated container (fluid: periodic jobs)")

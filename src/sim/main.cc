@@ -1,5 +1,5 @@
 // morpheus-sim: the trace-driven simulator over the real planner,
-// scheduler core, DRA policies, skyline LP and SLO inference (sim/engine.h).
+// scheduler core, DRA policies, skyline LP and SLO inference (sim/engine/engine.h).
 //
 //   morpheus-sim run --nodes N [--node-size memory=MIB,vcores=V] --days D
 //       --periodic-jobs J [--adhoc-trace FILE] [--adhoc-load F] [--strategy S]...
@@ -24,13 +24,13 @@
 #include "common/version.h"
 #include "inference/skyline_fit.h"
 #include "planner/agent.h"
-#include "sim/engine.h"
-#include "sim/phoenix_cli.h"
-#include "sim/report.h"
-#include "sim/strategy.h"
-#include "sim/swim_trace.h"
-#include "sim/task_model.h"
-#include "sim/workload.h"
+#include "sim/engine/engine.h"
+#include "sim/phoenix/phoenix_cli.h"
+#include "sim/engine/report.h"
+#include "sim/engine/strategy.h"
+#include "sim/workloads/swim_trace.h"
+#include "sim/engine/task_model.h"
+#include "sim/workloads/workload.h"
 
 using namespace morpheus;
 
@@ -70,7 +70,7 @@ int traceSummary(const std::string& trace, bool json) {
   } else {
     std::printf(
         "trace %s: %zu jobs over %lld s; %lld map + %lld reduce tasks; %.1f container-hours "
-        "(1-vcore containers, rates in sim/swim_trace.h)\n",
+        "(1-vcore containers, rates in sim/workloads/swim_trace.h)\n",
         trace.c_str(), jobs->size(), static_cast<long long>(span.count() / 1000),
         static_cast<long long>(maps), static_cast<long long>(reduces), container_hours);
   }
@@ -100,7 +100,7 @@ struct SimFlags {
   double altruistic_share = 1.0;
   double estimate_noise = 0.0;
   bool adhoc_diverse_shapes = false;  // AdhocOptions::diverse_shapes
-  sim::TaskModel task_model;          // --task-model, --task-group (sim/task_model.h)
+  sim::TaskModel task_model;          // --task-model, --task-group (sim/engine/task_model.h)
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
@@ -124,7 +124,7 @@ void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
 }
 
-// Scale: the coarser model is an explicit choice (sim/task_model.h).
+// Scale: the coarser model is an explicit choice (sim/engine/task_model.h).
 void addTaskModelFlags(CLI::App* cmd, sim::TaskModel& m) {
   cmd->add_option("--task-model", m.name,
                   "task: every task is simulated (default); grouped: up to --task-group tasks "

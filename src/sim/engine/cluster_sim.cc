@@ -1,0 +1,1628 @@
+#include "sim/engine/cluster_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "planner/planner.h"
+#include "reprovision/policy.h"
+#include "scheduler/policies/policy_factory.h"
+#include "scheduler/scheduler.h"
+#include "sim/engine/fluid_adhoc.h"
+#include "sim/engine/node_set.h"
+#include "sim/workloads/workload_rng.h"
+
+namespace morpheus::sim {
+
+Resource jobUnit(const std::vector<SimStage>& stages) {
+  Resource unit;
+  for (const auto& st : stages) {
+    if (unit.isZero() || st.task_resource.memoryMib() * st.task_resource.vcores() >
+                             unit.memoryMib() * unit.vcores()) {
+      unit = st.task_resource;
+    }
+  }
+  return unit;
+}
+
+namespace {
+
+int64_t weightOf(const Resource& r, const Resource& unit) {
+  return unit.isZero() ? 1 : std::max<int64_t>(1, r.countCovering(unit));
+}
+
+TimePoint stepFloor(TimePoint t, Millis step) {
+  int64_t ms = toEpochMs(t);
+  int64_t s = step.count();
+  return fromEpochMs(ms >= 0 ? ms / s * s : -((-ms + s - 1) / s) * s);
+}
+
+}  // namespace
+
+std::optional<TimePoint> worstCaseCompletion(const std::vector<SimStage>& stages,
+                                             const RealizedInstance& inst, const Resource& unit,
+                                             TimePoint start, TimePoint deadline, Millis step,
+                                             const std::function<int64_t(TimePoint)>& capacity) {
+  const size_t n = stages.size();
+  std::vector<int64_t> remaining(n), unmet(n);
+  std::vector<std::vector<int>> dependents(n);
+  std::deque<std::pair<int, Millis>> ready;  // (stage, duration)
+  size_t stages_left = n;
+  for (size_t s = 0; s < n; s++) {
+    remaining[s] = static_cast<int64_t>(inst.stages[s].task_durations.size());
+    unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
+    for (int d : stages[s].depends_on)
+      dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+  }
+  std::function<void(size_t)> release = [&](size_t s) {
+    if (remaining[s] == 0) {
+      stages_left--;
+      for (int d : dependents[s]) {
+        if (--unmet[static_cast<size_t>(d)] == 0) release(static_cast<size_t>(d));
+      }
+      return;
+    }
+    for (Millis dur : inst.stages[s].task_durations) ready.emplace_back(static_cast<int>(s), dur);
+  };
+  for (size_t s = 0; s < n; s++) {
+    if (unmet[s] == 0) release(s);
+  }
+  using Running = std::tuple<TimePoint, int, int64_t>;  // end, stage, weight
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  int64_t used = 0;
+  TimePoint t = start;
+  while (true) {
+    if (stages_left == 0) return t <= deadline ? std::optional<TimePoint>(t) : std::nullopt;
+    const int64_t cap = capacity(t);
+    while (!ready.empty()) {
+      auto [s, dur] = ready.front();
+      int64_t w = weightOf(stages[static_cast<size_t>(s)].task_resource, unit);
+      if (used + w > cap) break;
+      ready.pop_front();
+      used += w;
+      running.emplace(t + dur, s, w);
+    }
+    TimePoint next = stepFloor(t, step) + step;
+    if (!running.empty()) next = std::min(next, std::get<0>(running.top()));
+    if (next > deadline) return std::nullopt;
+    t = next;
+    while (!running.empty() && std::get<0>(running.top()) <= t) {
+      auto [end, s, w] = running.top();
+      running.pop();
+      used -= w;
+      if (--remaining[static_cast<size_t>(s)] == 0) {
+        stages_left--;
+        for (int d : dependents[static_cast<size_t>(s)]) {
+          if (--unmet[static_cast<size_t>(d)] == 0) release(static_cast<size_t>(d));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
+
+// Simulated nodes are named "node<index, 6+ digits>" (sorted like their
+// indices); the index is read back from the name, with no lookup per
+// allocation or notice.
+NodeId nodeName(int64_t index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(index));
+  return NodeId(name);
+}
+
+int nodeIndex(const NodeId& node) {
+  return static_cast<int>(std::strtol(node.value().c_str() + 4, nullptr, 10));
+}
+
+enum class Ev : uint8_t {
+  kTaskEnd,
+  kHeartbeat,
+  kGuarantee,
+  kPeriodicSubmit,
+  kAdhocSubmit,
+  kPlanStep,
+  kFluidStep  // fluid ad-hoc pools advance (--task-model fluid only)
+};
+
+struct Event {
+  int64_t t;
+  uint64_t seq;
+  Ev type;
+  int64_t a;
+  int64_t b;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct Grant {
+  TimePoint from;
+  TimePoint to;
+  int64_t count;
+};
+
+struct AppState {
+  AppId id;
+  int job = -1;    // periodic job index, or -1
+  int adhoc = -1;  // ad-hoc job index, or -1
+  int res = -1;    // reservation index, or -1
+  const std::vector<SimStage>* stages = nullptr;
+  RealizedInstance inst;  // periodic: the realisation; ad hoc: nominal durations
+  Resource unit;
+  std::vector<int64_t> next_task, pending, remaining, unmet;
+  std::vector<std::vector<int64_t>> requeued;
+  std::vector<std::vector<int>> dependents;
+  std::vector<Millis> stage_max;  // longest task of each stage (critical path)
+  // Jockey's recorded durations: tasks of each stage that succeeded, and their time.
+  std::vector<int64_t> done_count;
+  std::vector<Millis> done_time;
+  size_t stages_left = 0;
+  int64_t tasks_total = 0, tasks_done = 0;
+  Resource used;
+  TimePoint submit, start, end;
+  bool started = false, done = false;
+  std::vector<double> bins;  // unit-ms in use per step from start (history)
+  double used_unit_ms = 0;
+  int64_t dra_grants = 0;
+  std::vector<Grant> grants;
+  // An ad-hoc job whose AM reports its DAG, and the misestimate
+  // factor of each stage's reported task duration.
+  bool reports_dag = false;
+  std::vector<double> estimate_factor;
+  // --task-model fluid: the index of the fluid pool this app holds
+  // containers for (cluster_sim's pools_), or -1 for a job's own app.
+  int fluid = -1;
+};
+
+// One fluid ad-hoc pool (sim/engine/fluid_adhoc.h) and the scheduler app that holds
+// its containers: the ad-hoc jobs of one queue and one task resource.
+struct FluidState {
+  std::string queue;
+  Resource shape;
+  FluidPool pool;
+  int app = -1;
+  std::vector<int64_t> held;  // task slots of held containers; slot.task = position here
+  int64_t asked = 0;          // containers asked for and not yet granted
+  double ended_credit = 0;    // tasks' worth ended, not yet turned over (< 1 after a step)
+};
+
+struct TaskSlot {
+  int app = -1;
+  int stage = 0;
+  int64_t task = 0;
+  int node = 0;
+  TimePoint start;
+  Resource resource;
+  ContainerId container;
+  bool alive = false;
+  int64_t gen = 0;  // bumped on reuse: a stale task-end event names an older gen
+};
+
+struct ResState {
+  ReservationId id;
+  int job = -1;
+  Resource unit;
+  Millis period{0};
+  std::vector<TimePoint> boundaries;  // first instance's allocation edges
+  Resource guarantee;
+  uint64_t gen = 0;
+  std::vector<int> live;  // live apps bound to it, by creation
+  // DRA (mirrors rm/core/reservation_manager.cc)
+  int64_t budget = 0, budget_used = 0, budget_instance = -1;
+  int64_t grant_count = 0;
+  TimePoint grant_until;
+  // Jockey's hysteresis state, as DraMonitor keeps it: the allocation the
+  // policy chose at the previous review of instance `chosen_instance`.
+  int64_t chosen_instance = -1, chosen_allocation = 0;
+  // Progress against the plan, as DraMonitor keeps it (Morpheus §7): used and
+  // guaranteed (plan + extra) containers x step, summed over the reviews of
+  // instance `chosen_instance`.
+  int64_t used_ms = 0, guaranteed_ms = 0;
+};
+
+ReservationId reservationIdOf(const PeriodicJob& job) {
+  return ReservationId("res-" + job.key.value());
+}
+
+// Instance i of the day of a job admitted per instance (Sim::admitInstances).
+ReservationId instanceIdOf(const PeriodicJob& job, size_t i) {
+  return ReservationId("res-" + job.key.value() + "@" + std::to_string(i));
+}
+
+// The one-off of instance k of an off-kilter job (JobProvision::kPerInstance).
+ReservationId oneOffIdOf(const PeriodicJob& job, int64_t k) {
+  return ReservationId("res-" + job.key.value() + "#" + std::to_string(k));
+}
+
+class Sim {
+ public:
+  Sim(const Workload& w, const ExperimentOptions& o, const RunSetup& s, const std::string& phase,
+      const ProgressFn& progress, const std::atomic<bool>* stop)
+      : w_(w), o_(o), s_(s), phase_(phase), progress_(progress), stop_(stop) {}
+
+  Result<RunOutput> run();
+
+ private:
+  Status init();
+  // What the planner accepted for one job (planned provisionings only).
+  struct Admission {
+    std::optional<planner::Placement> placement;
+    const planner::ReservationDefinition* def = nullptr;
+    bool fallback = false;  // the user's own request, not the strategy's
+    // Per instance of the day (admitInstances), when the plan refused the
+    // whole recurring reservation: each instance's definition and, if
+    // admitted, its placement.
+    std::vector<planner::ReservationDefinition> instance_defs;
+    std::vector<std::optional<planner::Placement>> instances;
+    bool anyInstance() const {
+      return std::any_of(instances.begin(), instances.end(),
+                         [](const auto& i) { return i.has_value(); });
+    }
+  };
+  std::vector<Admission> admitPlanned();
+  void admitInstances(size_t j, Admission& a);
+  // Binds reservation `id` (admitted as `def` at `placement`) to job j, as
+  // its next instance of the day (res_of_job_).
+  Status addReservation(size_t j, const ReservationId& id,
+                        const planner::ReservationDefinition& def,
+                        const planner::Placement& placement, int64_t budget);
+  // The same without res_of_job_: its index in res_.
+  Result<int> newReservation(size_t j, const ReservationId& id,
+                             const planner::ReservationDefinition& def,
+                             const planner::Placement& placement, int64_t budget);
+  // Submits the one-offs of off-kilter job j (JobProvision::kPerInstance)
+  // whose windows start within the lead and have not opened.
+  Status submitOneOffs(size_t j);
+  std::vector<size_t> admissionOrder() const;
+  void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
+    q_.push(Event{toEpochMs(t), seq_++, type, a, b});
+  }
+  void dispatch(const Event& e);
+  void round();
+  bool offerNewAsks();                                // whether any node was offered
+  int64_t updateNode(int n, bool* killed = nullptr);  // containers granted
+  void refreshFree(int n);
+  void startTask(const sched::Allocation& a);
+  // A container granted on a.node becomes task slot (app, stage, task) on it.
+  int64_t placeSlot(int app, int stage, int64_t task, const sched::Allocation& a);
+  void endTask(int64_t slot, bool killed);
+  void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
+  void releaseStage(int app, size_t s);
+  void askStage(int app, size_t s, int64_t added);
+  void stageDone(int app, size_t s);
+  void finishApp(int app);
+  void releaseRunState(AppState& app);
+  void submitPeriodic(int job, int64_t k);
+  void submitAdhoc(int idx);
+  void reportDag(int app);
+  // --task-model fluid (sim/engine/fluid_adhoc.h).
+  Status initFluid();
+  void submitFluid(int idx);
+  void fluidStep();
+  void startFluid(AppState& app, int app_index, const sched::Allocation& a);
+  void releaseFluid(FluidState& f, int64_t count);
+  int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
+             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
+  Resource guaranteeAt(const ResState& r, TimePoint t) const;
+  Resource plannedAt(const ResState& r, TimePoint t) const;
+  TimePoint nextBoundary(const ResState& r, TimePoint t) const;
+  void refreshGuarantee(int r, bool reschedule);
+  void planStep();
+  void collectNotices();
+  void draTick();
+  void draReview(int r);
+  std::vector<reprovision::StageState> stageStates(int app) const;
+  void rememberStageDurations(const AppState& app);
+  void releaseExtras(int r);
+  void recordGrant(ResState& r, int64_t count, TimePoint until);
+  void judge(int app, bool unfinished);
+  void recordRun(const AppState& app);
+  void finalize();
+
+  const Workload& w_;
+  const ExperimentOptions& o_;
+  const RunSetup& s_;
+  const std::string phase_;
+  const ProgressFn& progress_;
+  const std::atomic<bool>* stop_;
+
+  std::unique_ptr<sched::Scheduler> sched_;
+  std::unique_ptr<planner::Planner> planner_;
+  std::unique_ptr<reprovision::ReprovisionPolicy> policy_;
+  bool jockey_ = false;  // the policy reads stage states (filled only then: they cost a slot scan)
+  // Jockey's history: per periodic job, each stage's mean task duration in
+  // its last successful run (0 = never ran), as the RM keeps "stage-history".
+  std::vector<std::vector<Millis>> last_stage_mean_;
+  // Per live app, per stage: elapsed time of its running tasks (draTick, Jockey only).
+  std::map<int, std::vector<std::vector<Millis>>> running_;
+  TimePoint now_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
+  uint64_t seq_ = 0;
+
+  std::vector<NodeId> nodes_;
+  std::vector<sched::NodeSlot> node_handles_;  // the scheduler's slot of each node
+  std::vector<Resource> node_used_;
+  NodeSet free_nodes_, dirty_nodes_;  // dense node indices (sim/engine/node_set.h)
+  Resource min_task_;
+  bool poke_ = false;
+  // Containers asked for since the last round, and the smallest shape among
+  // them: only nodes with that much free room are offered to the new asks
+  // (older asks already saw every free node; freed nodes are dirty).
+  int64_t new_asked_ = 0;
+  Resource new_ask_min_;
+
+  std::vector<AppState> apps_;
+  std::vector<FluidState> pools_;   // --task-model fluid only
+  std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid only)
+  // What the jobs' own apps ask for and were not granted (sum of pending
+  // tasks' resources): the fluid pools turn containers over only for it.
+  Resource pending_tasks_;
+
+  std::vector<TaskSlot> slots_;
+  std::vector<int64_t> free_slots_;
+  std::vector<std::vector<int64_t>> node_slots_;  // live task slots per node
+  std::set<int> live_apps_;
+
+  std::vector<ResState> res_;
+  // Per periodic job, the reservation of each of its instances over the day
+  // (index k mod size; -1 = unreserved): one entry for a whole recurring
+  // reservation, day / period entries for a job admitted per instance.
+  std::vector<std::vector<int>> res_of_job_;
+  int64_t unreserved_ = 0;
+  int64_t fallback_ = 0;
+  int64_t per_instance_jobs_ = 0;     // jobs admitted per instance
+  int64_t per_instance_refused_ = 0;  // their instances of the day left unreserved
+  // Off-kilter jobs (JobProvision::kPerInstance): per job, instance k -> its
+  // one-off in res_ (-1: refused), and the next instance to submit.
+  std::vector<std::map<int64_t, int>> res_of_instance_;
+  std::vector<int64_t> next_one_off_;
+  std::vector<size_t> off_kilter_;  // the jobs
+  int64_t one_offs_reserved_ = 0, one_offs_refused_ = 0;
+  Status error_ = Status::ok();     // a failure inside an event: the run stops with it
+  int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
+  int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
+
+  RunOutput out_;
+  std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
+  double util_sum_ = 0;
+  int64_t util_n_ = 0;
+  int64_t steps_done_ = 0, steps_total_ = 0;
+};
+
+Status Sim::init() {
+  sched::SchedulerOptions so;
+  std::set<std::string> queues;
+  for (const auto& j : w_.periodic) queues.insert(j.queue);
+  for (const auto& j : w_.adhoc) queues.insert(j.queue);
+  if (queues.empty()) queues.insert("root.default");
+  MORPHEUS_ASSIGN_OR_RETURN(auto adhoc_policy,
+                            sched::makeOrderingPolicy(o_.adhoc_policy, "adhoc_policy"));
+  for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0, adhoc_policy});
+  so.preemption_grace = o_.preemption_grace;
+  so.borrowing_reservations_share = true;  // the RM daemon's behaviour
+  MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
+  free_nodes_.resize(static_cast<size_t>(o_.nodes));
+  dirty_nodes_.resize(static_cast<size_t>(o_.nodes));
+  for (int64_t i = 0; i < o_.nodes; i++) {
+    nodes_.push_back(nodeName(i));
+    MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
+    MORPHEUS_ASSIGN_OR_RETURN(sched::NodeSlot handle, sched_->nodeSlot(nodes_.back()));
+    node_handles_.push_back(handle);
+    node_used_.emplace_back();
+    node_slots_.emplace_back();
+    free_nodes_.insert(static_cast<int>(i));
+  }
+  bool first = true;
+  auto takeMin = [&](const std::vector<SimStage>& st) {
+    for (const auto& x : st) {
+      min_task_ = first ? x.task_resource : Resource::min(min_task_, x.task_resource);
+      first = false;
+    }
+  };
+  for (const auto& j : w_.periodic) takeMin(j.stages);
+  for (const auto& j : w_.adhoc) takeMin(j.stages);
+
+  const Resource capacity = o_.node_size * o_.nodes;
+  bool planned = std::any_of(s_.provisions.begin(), s_.provisions.end(), [](const auto& p) {
+    return p.kind != JobProvision::Kind::kNone || p.fallback;
+  });
+  if (planned) {
+    planner::PlannerOptions po;
+    po.step = o_.step;
+    po.agent = s_.agent;
+    po.agent_options.tie_break = o_.tie_break;
+    MORPHEUS_ASSIGN_OR_RETURN(planner_, planner::Planner::create(po, capacity));
+  }
+  if (!s_.dra.empty()) {
+    reprovision::MorpheusDraOptions dra;
+    dra.extension = o_.step;
+    reprovision::JockeyOptions jockey;
+    jockey.extension = o_.step;
+    MORPHEUS_ASSIGN_OR_RETURN(policy_, reprovision::makePolicy(s_.dra, dra, jockey, "strategy"));
+    jockey_ = policy_->name() == "jockey";
+  }
+  now_ = s_.from;
+  if (o_.fluid_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initFluid());
+  if (s_.record_history) {
+    out_.history.runs.resize(w_.periodic.size());
+    out_.history.runtimes.resize(w_.periodic.size());
+    out_.history.own_events.resize(w_.periodic.size());
+    out_.history.last_stage_tasks.resize(w_.periodic.size());
+  }
+  res_of_job_.assign(w_.periodic.size(), {});
+  const std::vector<Admission> admitted = admitPlanned();
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const JobProvision& p = s_.provisions[j];
+    const Admission& a = admitted[j];
+    if (a.placement) {
+      fallback_ += a.fallback ? 1 : 0;
+      MORPHEUS_RETURN_IF_ERROR(addReservation(j, reservationIdOf(w_.periodic[j]), *a.def,
+                                              *a.placement,
+                                              a.fallback ? 0 : p.budget_container_ms));
+    } else if (p.kind == JobProvision::Kind::kPerInstance) {
+      off_kilter_.push_back(j);
+    } else if (a.anyInstance()) {
+      per_instance_jobs_++;
+      for (size_t i = 0; i < a.instances.size(); i++) {
+        if (!a.instances[i]) {
+          res_of_job_[j].push_back(-1);
+          per_instance_refused_++;
+          continue;
+        }
+        MORPHEUS_RETURN_IF_ERROR(addReservation(j, instanceIdOf(w_.periodic[j], i),
+                                                a.instance_defs[i], *a.instances[i],
+                                                p.budget_container_ms));
+      }
+    } else {
+      unreserved_++;
+    }
+  }
+  res_of_instance_.assign(w_.periodic.size(), {});
+  next_one_off_.assign(w_.periodic.size(), 0);
+  for (size_t j : off_kilter_) {
+    const JobProvision& p = s_.provisions[j];
+    if (p.def.period <= Millis(0)) return invalidArgument("provisions", "per-instance period <= 0");
+    // The first instance whose window has not opened at the start.
+    const int64_t rel = toEpochMs(s_.from) - toEpochMs(p.def.arrival);
+    next_one_off_[j] = rel < 0 ? 0 : rel / p.def.period.count() + 1;
+    MORPHEUS_RETURN_IF_ERROR(submitOneOffs(j));
+  }
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const PeriodicJob& job = w_.periodic[j];
+    int64_t k = 0;
+    int64_t rel = toEpochMs(s_.from) - job.submit_offset.count();
+    if (rel > 0) k = (rel + job.period.count() - 1) / job.period.count();
+    push(fromEpochMs(k * job.period.count() + job.submit_offset.count()), Ev::kPeriodicSubmit,
+         static_cast<int64_t>(j), k);
+  }
+  auto first_adhoc = std::lower_bound(
+      w_.adhoc.begin(), w_.adhoc.end(), s_.from,
+      [](const AdhocJob& a, TimePoint t) { return fromEpochMs(a.submit.count()) < t; });
+  if (first_adhoc != w_.adhoc.end()) {
+    push(fromEpochMs(first_adhoc->submit.count()), Ev::kAdhocSubmit,
+         first_adhoc - w_.adhoc.begin());
+  }
+  push(s_.from, Ev::kPlanStep, 0);
+  steps_total_ = (s_.to - s_.from) / o_.step;
+  return Status::ok();
+}
+
+// The strategy's own reservations go to the planner first, in workload order
+// or, with RunSetup::admit_smallest_first, smallest instance first (a
+// reshaped skyline refused front-loaded is tried in order at once); only then
+// the user fallbacks of the jobs left without one, so a user's request (often
+// over-provisioned many times, Morpheus Fig. 2a) never takes the room of a
+// reservation the strategy derived — as Morpheus would migrate jobs onto
+// inferred reservations before keeping any user request.
+std::vector<Sim::Admission> Sim::admitPlanned() {
+  std::vector<Admission> out(w_.periodic.size());
+  auto tryAdmit = [&](size_t j, const planner::ReservationDefinition& def, bool fallback) {
+    auto got = planner_->submit(reservationIdOf(w_.periodic[j]), def, s_.from);
+    if (!got.isOk()) return;
+    out[j].placement = std::move(*got);
+    out[j].def = &def;
+    out[j].fallback = fallback;
+  };
+  const std::vector<size_t> order = admissionOrder();
+  for (size_t j : order) {
+    const JobProvision& p = s_.provisions[j];
+    if (p.kind != JobProvision::Kind::kPlanned) continue;
+    tryAdmit(j, p.def, false);
+    if (!out[j].placement && p.in_order) tryAdmit(j, *p.in_order, false);
+  }
+  if (s_.admit_per_instance) {
+    for (size_t j : order) admitInstances(j, out[j]);
+  }
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    const JobProvision& p = s_.provisions[j];
+    if (p.kind == JobProvision::Kind::kPerInstance) continue;  // its one-offs come later
+    if (!out[j].placement && !out[j].anyInstance() && p.fallback) {
+      tryAdmit(j, *p.fallback, true);
+    }
+  }
+  return out;
+}
+
+// A job whose whole recurring reservation the plan refused gets its instances
+// over the day admitted one by one (planner::instancesOverLcm: a daily
+// reservation per instance offset, the in-order alternative of a reshaped
+// skyline tried at once), so the plan holds every instance it can instead of
+// none (a refused hourly job missed every instance in its ad-hoc
+// queue). Instances the plan cannot hold run unreserved.
+void Sim::admitInstances(size_t j, Admission& a) {
+  const JobProvision& p = s_.provisions[j];
+  // Instances are told apart by k mod (day / period) (submitPeriodic): only
+  // a reservation recurring with the job's own period maps onto them.
+  if (a.placement || p.kind != JobProvision::Kind::kPlanned ||
+      p.def.period != w_.periodic[j].period) {
+    return;
+  }
+  const Millis lcm = planner_->options().lcm;
+  a.instance_defs = planner::instancesOverLcm(p.def, lcm);
+  const std::vector<planner::ReservationDefinition> in_order =
+      p.in_order ? planner::instancesOverLcm(*p.in_order, lcm)
+                 : std::vector<planner::ReservationDefinition>{};
+  a.instances.resize(a.instance_defs.size());
+  for (size_t i = 0; i < a.instance_defs.size(); i++) {
+    const ReservationId id = instanceIdOf(w_.periodic[j], i);
+    auto got = planner_->submit(id, a.instance_defs[i], s_.from);
+    if (!got.isOk() && i < in_order.size()) {
+      got = planner_->submit(id, in_order[i], s_.from);
+      if (got.isOk()) a.instance_defs[i] = in_order[i];
+    }
+    if (got.isOk()) a.instances[i] = std::move(*got);
+  }
+}
+
+Status Sim::addReservation(size_t j, const ReservationId& id,
+                           const planner::ReservationDefinition& def,
+                           const planner::Placement& placement, int64_t budget) {
+  MORPHEUS_ASSIGN_OR_RETURN(int ri, newReservation(j, id, def, placement, budget));
+  res_of_job_[j].push_back(ri);
+  return Status::ok();
+}
+
+Status Sim::submitOneOffs(size_t j) {
+  const JobProvision& p = s_.provisions[j];
+  // Instance k of a template: its window shifted by k periods, period 0.
+  auto instance = [&p](const planner::ReservationDefinition& t, int64_t k) {
+    planner::ReservationDefinition def = t;
+    def.period = Millis(0);
+    def.arrival = t.arrival + p.def.period * k;
+    def.deadline = t.deadline + p.def.period * k;
+    return def;
+  };
+  for (int64_t& k = next_one_off_[j];; k++) {
+    planner::ReservationDefinition def = instance(p.def, k);
+    if (def.arrival > now_ + s_.one_off_lead) return Status::ok();
+    if (def.arrival <= now_) continue;  // opened before it was due (a lead < step)
+    const ReservationId id = oneOffIdOf(w_.periodic[j], k);
+    auto got = planner_->submit(id, def, now_);
+    if (!got.isOk() && p.in_order) {  // a reshaped skyline: its in-order alternative
+      def = instance(*p.in_order, k);
+      got = planner_->submit(id, def, now_);
+    }
+    if (!got.isOk()) {
+      res_of_instance_[j][k] = -1;
+      one_offs_refused_++;
+      continue;
+    }
+    MORPHEUS_ASSIGN_OR_RETURN(int ri, newReservation(j, id, def, *got, p.budget_container_ms));
+    res_of_instance_[j][k] = ri;
+    one_offs_reserved_++;
+  }
+}
+
+Result<int> Sim::newReservation(size_t j, const ReservationId& id,
+                                const planner::ReservationDefinition& def,
+                                const planner::Placement& placement, int64_t budget) {
+  ResState r;
+  r.id = id;
+  r.job = static_cast<int>(j);
+  r.unit = jobUnit(w_.periodic[j].stages);
+  r.period = def.period;
+  r.budget = budget;
+  for (const auto& alloc : placement.allocations) {
+    r.boundaries.push_back(alloc.start);
+    r.boundaries.push_back(alloc.end);
+  }
+  res_.push_back(std::move(r));
+  MORPHEUS_RETURN_IF_ERROR(
+      sched_->setReservation(res_.back().id, sched::ReservationKind::kPeriodic, Resource()));
+  const int ri = static_cast<int>(res_.size()) - 1;
+  refreshGuarantee(ri, true);
+  return ri;
+}
+
+// Workload order, or (admit_smallest_first) ascending footprint of one
+// instance: the sum over its stages of containers x duration x the
+// container's dominant share of the cluster; ties keep workload order.
+// Violations are counted per instance and an instance's footprint is what it
+// takes from the plan, so admitting small ones first leaves the fewest
+// instances unreserved when the plan cannot hold every job (workload order
+// left some jobs unreserved, mostly hourly ones).
+std::vector<size_t> Sim::admissionOrder() const {
+  std::vector<size_t> order(w_.periodic.size());
+  for (size_t j = 0; j < order.size(); j++) order[j] = j;
+  if (!s_.admit_smallest_first) return order;
+  const Resource capacity = o_.node_size * o_.nodes;
+  std::vector<double> footprint(order.size(), 0);
+  for (size_t j = 0; j < order.size(); j++) {
+    for (const auto& st : s_.provisions[j].def.stages) {
+      footprint[j] += st.capability.dominantShare(capacity) *
+                      static_cast<double>(st.num_containers) *
+                      static_cast<double>(st.duration.count());
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return footprint[x] < footprint[y]; });
+  return order;
+}
+
+Result<RunOutput> Sim::run() {
+  MORPHEUS_RETURN_IF_ERROR(init());
+  while (!q_.empty() && !out_.interrupted && error_.isOk()) {
+    const int64_t t = q_.top().t;
+    if (t >= toEpochMs(s_.to)) break;
+    // `stop` is polled every instant, not only at plan steps: one simulated
+    // minute at 50,000 nodes can take minutes of wall time (--max-wall
+    // overshot by 270 s when it was polled at plan steps only).
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      out_.interrupted = true;
+      break;
+    }
+    now_ = fromEpochMs(t);
+    while (!q_.empty() && q_.top().t == t && !out_.interrupted) {
+      Event e = q_.top();
+      q_.pop();
+      out_.events++;
+      dispatch(e);
+    }
+    round();
+  }
+  MORPHEUS_RETURN_IF_ERROR(error_);
+  if (!out_.interrupted) now_ = s_.to;
+  if (o_.events_processed != nullptr) o_.events_processed->fetch_add(out_.events);
+  finalize();
+  return std::move(out_);
+}
+
+void Sim::dispatch(const Event& e) {
+  switch (e.type) {
+    case Ev::kTaskEnd:
+      if (slots_[static_cast<size_t>(e.a)].gen == e.b) endTask(e.a, false);
+      break;
+    case Ev::kHeartbeat:
+      dirty_nodes_.insert(static_cast<int>(e.a));
+      break;
+    case Ev::kGuarantee:
+      if (res_[static_cast<size_t>(e.a)].gen == static_cast<uint64_t>(e.b)) {
+        refreshGuarantee(static_cast<int>(e.a), true);
+      }
+      break;
+    case Ev::kPeriodicSubmit:
+      submitPeriodic(static_cast<int>(e.a), e.b);
+      break;
+    case Ev::kAdhocSubmit:
+      submitAdhoc(static_cast<int>(e.a));
+      break;
+    case Ev::kPlanStep:
+      planStep();
+      break;
+    case Ev::kFluidStep:
+      fluidStep();
+      break;
+  }
+}
+
+// ---- scheduling ----
+
+void Sim::round() {
+  bool updated = false;
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
+    updateNode(n);
+    updated = true;
+  }
+  updated = offerNewAsks() || updated;
+  new_asked_ = 0;
+  if (poke_ && !updated && !nodes_.empty()) updateNode(0);
+  // Preemption is selected inside nodeUpdate once a guarantee cannot be
+  // served from free capacity; guarantees change only when poked.
+  if (poke_) collectNotices();
+  poke_ = false;
+  // Kills found above free capacity: serve it in the same instant.
+  for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
+    updateNode(n);
+  }
+}
+
+// New asks are offered to the free nodes they fit, in node order, until as
+// many containers as were asked are granted. An offer that grants nothing,
+// kills nothing and finds no container under notice on its node (whose
+// notice it could withdraw) leaves the scheduler as it was; the simulated
+// nodes are alike (same size, no attributes), so a node whose free room is
+// within such a node's, and that holds no notice either, would get nothing
+// and change nothing: it is not offered. (At 50,000 nodes an ask its app
+// could not take yet was offered to every free node.) Once a wholly free node
+// declined while no node holds a notice, no later node can be offered, and
+// the walk ends. The declined rooms are forgotten at the first offer that
+// changes anything. Decisions are those of offering every node: summary.json
+// is byte-identical (README).
+bool Sim::offerNewAsks() {
+  bool offered = false;
+  int64_t granted = 0;
+  std::vector<Resource> declined;
+  bool whole_node_declined = false;
+  for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
+       n = free_nodes_.next(n)) {
+    const Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+    if (!new_ask_min_.fitsIn(free)) continue;
+    // An offer's preemption selection may have noticed containers anywhere.
+    const bool any_notices = sched_->anyNodeHasNotices();
+    const bool noticed =
+        any_notices && sched_->nodeHasNotices(node_handles_[static_cast<size_t>(n)]);
+    if (!noticed && !o_.offer_every_free_node &&
+        std::any_of(declined.begin(), declined.end(),
+                    [&](const Resource& d) { return free.fitsIn(d); })) {
+      refreshFree(n);  // as an offer would: the smallest task may have changed
+      if (whole_node_declined && !any_notices) break;  // every later node's room is within it
+      continue;
+    }
+    bool killed = false;
+    const int64_t got = updateNode(n, &killed);
+    granted += got;
+    offered = true;
+    if (got > 0 || killed || noticed) {
+      declined.clear();
+      whole_node_declined = false;
+    } else {
+      declined.push_back(free);
+      whole_node_declined = whole_node_declined || free == o_.node_size;
+    }
+  }
+  return offered;
+}
+
+int64_t Sim::updateNode(int n, bool* killed) {
+  auto r = sched_->nodeUpdate(node_handles_[static_cast<size_t>(n)], now_);
+  if (!r.isOk()) return 0;
+  if (killed != nullptr) *killed = !r->to_kill.empty();
+  for (const auto& a : r->allocations) startTask(a);
+  for (const auto& k : r->to_kill) {
+    for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
+      if (slots_[static_cast<size_t>(slot)].container == k.container) {
+        preemption_kills_++;
+        endTask(slot, true);
+        break;
+      }
+    }
+  }
+  refreshFree(n);
+  return static_cast<int64_t>(r->allocations.size());
+}
+
+void Sim::refreshFree(int n) {
+  Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+  if (!min_task_.isZero() && min_task_.fitsIn(free)) {
+    free_nodes_.insert(n);
+  } else {
+    free_nodes_.erase(n);
+  }
+}
+
+void Sim::startTask(const sched::Allocation& a) {
+  // App ids are "a<index>:<name>".
+  const int app_index = static_cast<int>(std::strtol(a.app.value().c_str() + 1, nullptr, 10));
+  AppState& app = apps_[static_cast<size_t>(app_index)];
+  if (app.fluid >= 0) {
+    startFluid(app, app_index, a);
+    return;
+  }
+  size_t s = static_cast<size_t>(std::stoi(a.request_id.substr(1)));
+  int64_t task;
+  if (!app.requeued[s].empty()) {
+    task = app.requeued[s].back();
+    app.requeued[s].pop_back();
+  } else if (app.next_task[s] < static_cast<int64_t>(app.inst.stages[s].task_durations.size())) {
+    task = app.next_task[s]++;
+  } else {
+    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    return;
+  }
+  const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
+  app.pending[s]--;
+  pending_tasks_ -= (*app.stages)[s].task_resource;
+  if (!app.started) {
+    app.started = true;
+    app.start = now_;
+  }
+  // The NM reports a container's end on its next heartbeat (1 s grid).
+  const int64_t end =
+      toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
+  push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
+       gen);
+}
+
+int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allocation& a) {
+  int64_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int64_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  const int node = nodeIndex(a.node);
+  const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
+  slots_[static_cast<size_t>(slot)] =
+      TaskSlot{app_index, stage, task, node, now_, a.resource, a.container, true, gen};
+  node_slots_[static_cast<size_t>(node)].push_back(slot);
+  node_used_[static_cast<size_t>(node)] += a.resource;
+  apps_[static_cast<size_t>(app_index)].used += a.resource;
+  return slot;
+}
+
+void Sim::accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight) {
+  app.used_unit_ms += static_cast<double>(weight) * static_cast<double>((to - from).count());
+  if (!s_.record_history || to <= from) return;
+  const int64_t step = o_.step.count();
+  int64_t a = (from - app.start).count(), b = (to - app.start).count();
+  while (a < b) {
+    size_t bin = static_cast<size_t>(a / step);
+    int64_t edge = std::min(b, (a / step + 1) * step);
+    if (app.bins.size() <= bin) app.bins.resize(bin + 1, 0.0);
+    app.bins[bin] += static_cast<double>(weight) * static_cast<double>(edge - a);
+    a = edge;
+  }
+}
+
+void Sim::endTask(int64_t slot, bool killed) {
+  TaskSlot& t = slots_[static_cast<size_t>(slot)];
+  if (!t.alive) return;
+  t.alive = false;
+  (void)sched_->containerCompleted(t.container);
+  auto& on_node = node_slots_[static_cast<size_t>(t.node)];
+  on_node.erase(std::find(on_node.begin(), on_node.end(), slot));
+  free_slots_.push_back(slot);
+  node_used_[static_cast<size_t>(t.node)] -= t.resource;
+  dirty_nodes_.insert(t.node);
+  AppState& app = apps_[static_cast<size_t>(t.app)];
+  app.used -= t.resource;
+  if (app.fluid >= 0) {
+    // Swap-remove from the pool's held list; the moved slot learns its place.
+    auto& held = pools_[static_cast<size_t>(app.fluid)].held;
+    const auto pos = static_cast<size_t>(t.task);
+    held[pos] = held.back();
+    slots_[static_cast<size_t>(held[pos])].task = static_cast<int64_t>(pos);
+    held.pop_back();
+    return;
+  }
+  accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
+  size_t s = static_cast<size_t>(t.stage);
+  if (killed) {
+    app.requeued[s].push_back(t.task);
+    app.pending[s]++;
+    pending_tasks_ += (*app.stages)[s].task_resource;
+    askStage(t.app, s, 1);
+    return;
+  }
+  app.tasks_done++;
+  app.done_count[s]++;
+  app.done_time[s] += now_ - t.start;
+  if (--app.remaining[s] == 0) stageDone(t.app, s);
+  if (app.reports_dag && !app.done) reportDag(t.app);
+}
+
+void Sim::askStage(int ai, size_t s, int64_t added) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  sched::ResourceRequest r;
+  r.request_id = "s" + std::to_string(s);
+  r.priority = static_cast<int32_t>(s);
+  r.capability = (*app.stages)[s].task_resource;
+  r.count = static_cast<int32_t>(app.pending[s]);
+  (void)sched_->updateAsks(app.id, {r});
+  if (app.reports_dag) reportDag(ai);
+  new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
+  new_asked_ += added;
+}
+
+void Sim::releaseStage(int ai, size_t s) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  if (app.remaining[s] == 0) {
+    stageDone(ai, s);
+    return;
+  }
+  app.pending[s] = app.remaining[s];
+  pending_tasks_ += (*app.stages)[s].task_resource * app.pending[s];
+  askStage(ai, s, app.pending[s]);
+}
+
+void Sim::stageDone(int ai, size_t s) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.stages_left--;
+  for (int d : app.dependents[s]) {
+    if (--app.unmet[static_cast<size_t>(d)] == 0) releaseStage(ai, static_cast<size_t>(d));
+  }
+  if (app.stages_left == 0 && !app.done) finishApp(ai);
+}
+
+int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
+                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit) {
+  int ai = static_cast<int>(apps_.size());
+  apps_.emplace_back();
+  AppState& app = apps_.back();
+  app.id = AppId("a" + std::to_string(ai) + ":" + name);
+  app.stages = &stages;
+  app.inst = std::move(inst);
+  app.unit = jobUnit(stages);
+  app.submit = submit;
+  const size_t n = stages.size();
+  app.next_task.assign(n, 0);
+  app.pending.assign(n, 0);
+  app.remaining.assign(n, 0);
+  app.unmet.assign(n, 0);
+  app.requeued.assign(n, {});
+  app.dependents.assign(n, {});
+  app.stages_left = n;
+  app.stage_max.assign(n, Millis(0));
+  app.done_count.assign(n, 0);
+  app.done_time.assign(n, Millis(0));
+  for (size_t s = 0; s < n; s++) {
+    for (Millis d : app.inst.stages[s].task_durations)
+      app.stage_max[s] = std::max(app.stage_max[s], d);
+    app.remaining[s] = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
+    app.tasks_total += app.remaining[s];
+    app.unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
+    for (int d : stages[s].depends_on)
+      app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
+  }
+  live_apps_.insert(ai);
+  if (!sched_->addApp(app.id, user, queue).isOk()) {
+    // Unreachable with a validated workload; the app is dropped as finished.
+    app.done = true;
+    live_apps_.erase(ai);
+    return ai;
+  }
+  if (n == 0) {
+    finishApp(ai);
+    return ai;
+  }
+  for (size_t s = 0; s < n; s++) {
+    if (apps_[static_cast<size_t>(ai)].unmet[s] == 0) releaseStage(ai, s);
+  }
+  return ai;
+}
+
+void Sim::submitPeriodic(int j, int64_t k) {
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(j)];
+  push(now_ + job.period, Ev::kPeriodicSubmit, j, k + 1);
+  RealizedInstance inst = o_.realize(job, static_cast<size_t>(j), k, o_.seed);
+  const std::vector<int>& per = res_of_job_[static_cast<size_t>(j)];
+  // Instance k starts k periods after the epoch, a day multiple: k mod
+  // (day / period) is its instance of the day; an off-kilter job's instance
+  // has its own one-off.
+  int r = per.empty() ? -1 : per[static_cast<size_t>(k) % per.size()];
+  if (s_.provisions[static_cast<size_t>(j)].kind == JobProvision::Kind::kPerInstance) {
+    const auto& mine = res_of_instance_[static_cast<size_t>(j)];
+    auto it = mine.find(k);
+    r = it == mine.end() ? -1 : it->second;
+  }
+  auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
+                      : sched::QueueRef::adhoc(job.queue);
+  int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
+                  std::move(inst), now_);
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.job = j;
+  app.res = r;
+  if (r >= 0 && !app.done) res_[static_cast<size_t>(r)].live.push_back(ai);
+}
+
+void Sim::submitAdhoc(int idx) {
+  if (static_cast<size_t>(idx + 1) < w_.adhoc.size()) {
+    push(fromEpochMs(w_.adhoc[static_cast<size_t>(idx + 1)].submit.count()), Ev::kAdhocSubmit,
+         idx + 1);
+  }
+  if (o_.fluid_adhoc_step > Millis(0)) {
+    submitFluid(idx);
+    return;
+  }
+  const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+  RealizedInstance inst;
+  for (const auto& st : job.stages) {
+    inst.stages.push_back(RealizedStage{std::vector<Millis>(
+        static_cast<size_t>(std::max<int64_t>(0, st.tasks)), st.task_duration)});
+  }
+  int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
+                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.adhoc = idx;
+  // Which jobs report their DAG, and how wrong their estimates are
+  // (deterministic in the seed and the job's index).
+  const rng::Stream draw(o_.seed, static_cast<uint64_t>(idx), -1, "carbyne");
+  app.reports_dag = !app.done && draw.uniform(0) < o_.altruistic_share;
+  for (size_t s = 0; s < job.stages.size(); s++) {
+    app.estimate_factor.push_back(
+        draw.uniform(s + 1, 1.0 - o_.estimate_noise, 1.0 + o_.estimate_noise));
+  }
+  if (app.reports_dag) reportDag(ai);
+}
+
+// The AM's report (rm/runtime/dag_report.cc): unfinished stages, their remaining
+// tasks, estimated durations and task resources, deps among them.
+void Sim::reportDag(int ai) {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  std::vector<sched::DagStage> dag;
+  std::vector<int64_t> index(app.remaining.size(), -1);
+  for (size_t s = 0; s < app.remaining.size(); s++) {
+    if (app.remaining[s] <= 0) continue;
+    const SimStage& st = (*app.stages)[s];
+    sched::DagStage d;
+    d.tasks_left = app.remaining[s];
+    d.task_duration = std::max(
+        Millis(1), Millis(static_cast<int64_t>(static_cast<double>(st.task_duration.count()) *
+                                               app.estimate_factor[s])));
+    d.task = st.task_resource;
+    for (int dep : st.depends_on) {
+      if (index[static_cast<size_t>(dep)] >= 0)
+        d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(dep)]));
+    }
+    index[s] = static_cast<int64_t>(dag.size());
+    dag.push_back(std::move(d));
+  }
+  (void)sched_->reportDag(app.id, dag);
+}
+
+void Sim::finishApp(int ai) {
+  AppState& app = apps_[static_cast<size_t>(ai)];
+  app.done = true;
+  app.end = now_;
+  if (!app.started) app.start = now_;
+  (void)sched_->removeApp(app.id);
+  live_apps_.erase(ai);
+  if (app.res >= 0) {
+    auto& live = res_[static_cast<size_t>(app.res)].live;
+    live.erase(std::remove(live.begin(), live.end(), ai), live.end());
+  }
+  if (app.job >= 0) {
+    if (!app.inst.fails) rememberStageDurations(app);
+    if (s_.record_history) recordRun(app);
+    judge(ai, false);
+  } else if (app.adhoc >= 0) {
+    out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
+                                             w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
+                                             app.end - app.submit});
+  }
+  releaseRunState(app);
+}
+
+// A finished app keeps only what outcomes and lookups read (ids, times,
+// flags, used); its per-stage and per-step state is freed, so memory does
+// not grow with the instances simulated (millions of apps at scale).
+void Sim::releaseRunState(AppState& app) {
+  auto drop = [](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); };
+  drop(app.bins);
+  drop(app.inst.stages);
+  drop(app.next_task);
+  drop(app.pending);
+  drop(app.remaining);
+  drop(app.unmet);
+  drop(app.requeued);
+  drop(app.dependents);
+  drop(app.stage_max);
+  drop(app.done_count);
+  drop(app.done_time);
+  drop(app.grants);
+  drop(app.estimate_factor);
+}
+
+// ---- fluid ad-hoc pools (--task-model fluid, sim/engine/fluid_adhoc.h) ----
+
+// One pool per (queue, task resource) of the ad-hoc jobs, each with its
+// scheduler app in that ad-hoc queue; the first step is one fluid step in.
+Status Sim::initFluid() {
+  if (o_.adhoc_policy != "drf") {
+    return invalidArgument("adhoc_policy",
+                           "the fluid task model shares ad-hoc capacity max-min fairly among "
+                           "jobs (drf); '" +
+                               o_.adhoc_policy + "' needs the task model");
+  }
+  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
+  for (size_t i = 0; i < w_.adhoc.size(); i++) {
+    const AdhocJob& job = w_.adhoc[i];
+    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
+    for (size_t s = 1; s < job.stages.size(); s++) {
+      if (!(job.stages[s].task_resource == shape)) {
+        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
+                                   std::to_string(s) + "].task_resource",
+                               "the fluid task model needs one task resource per ad-hoc job");
+      }
+    }
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const FluidState& f) {
+      return f.queue == job.queue && f.shape == shape;
+    });
+    if (it == pools_.end()) {
+      pools_.emplace_back();
+      pools_.back().queue = job.queue;
+      pools_.back().shape = shape;
+      it = pools_.end() - 1;
+    }
+    pool_of_adhoc_[i] = static_cast<int>(it - pools_.begin());
+  }
+  for (size_t p = 0; p < pools_.size(); p++) {
+    const int ai = static_cast<int>(apps_.size());
+    apps_.emplace_back();
+    AppState& app = apps_.back();
+    // "a<index>:" and nothing more, on purpose: the scheduler's container
+    // ids are the app id plus "_<epoch>_<n>", the pools churn hundreds of
+    // millions of containers at scale, and an id within std::string's inline
+    // buffer (15 characters: here up to n = 999,999,999 for the first ten
+    // apps) costs no allocation in the scheduler or in the copies it returns.
+    app.id = AppId("a" + std::to_string(ai) + ":");
+    app.fluid = static_cast<int>(p);
+    pools_[p].app = ai;
+    MORPHEUS_RETURN_IF_ERROR(
+        sched_->addApp(app.id, UserId("fluid-adhoc"), sched::QueueRef::adhoc(pools_[p].queue)));
+    live_apps_.insert(ai);
+  }
+  if (!pools_.empty()) push(s_.from + o_.fluid_adhoc_step, Ev::kFluidStep, 0);
+  return Status::ok();
+}
+
+void Sim::submitFluid(int idx) {
+  const auto i = static_cast<size_t>(idx);
+  pools_[static_cast<size_t>(pool_of_adhoc_[i])].pool.add(idx, w_.adhoc[i].stages);
+}
+
+// Each pool: the step just ended ran on the containers held now (finished
+// jobs recorded), then what it holds beyond its demand is released (newest
+// first), and so are the containers of the tasks that ended in the step
+// while jobs' apps wait for room; its ask becomes its demand net of what it
+// still holds.
+void Sim::fluidStep() {
+  const Millis dt = o_.fluid_adhoc_step;
+  for (FluidState& f : pools_) {
+    for (const FluidFinished& d : f.pool.advance(now_, dt, static_cast<int64_t>(f.held.size()))) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(d.job)];
+      out_.result.adhoc.push_back(
+          AdhocOutcome{job.name, job.submit, d.end - fromEpochMs(job.submit.count())});
+    }
+    const int64_t want = f.pool.demand();
+    const auto held = static_cast<int64_t>(f.held.size());
+    if (held > want) releaseFluid(f, held - want);
+    // Turnover: the containers whose tasks ended in the step go back to the
+    // scheduler (and are asked for again) while other apps wait for room, so
+    // they are ordered against those apps as ended tasks are in the task
+    // model (reservations first, then queue shares), without preemption.
+    const int64_t waiting =
+        pending_tasks_.isZero() || f.shape.isZero() ? 0 : pending_tasks_.countCovering(f.shape);
+    // Fractions of a task carry to the next step; whole tasks not needed
+    // by anyone waiting were followed by ad-hoc tasks and are dropped.
+    f.ended_credit += f.pool.lastCompletions();
+    const auto ended = static_cast<int64_t>(f.ended_credit);
+    f.ended_credit -= static_cast<double>(ended);
+    const auto turnover = std::min<int64_t>({ended, waiting, static_cast<int64_t>(f.held.size())});
+    releaseFluid(f, turnover);
+    const int64_t ask = std::max<int64_t>(0, want - static_cast<int64_t>(f.held.size()));
+    if (ask == f.asked) continue;
+    sched::ResourceRequest r;
+    r.request_id = "fluid";
+    r.capability = f.shape;
+    r.count = static_cast<int32_t>(std::min<int64_t>(ask, std::numeric_limits<int32_t>::max()));
+    (void)sched_->updateAsks(apps_[static_cast<size_t>(f.app)].id, {r});
+    if (ask > f.asked) {
+      new_ask_min_ = new_asked_ == 0 ? f.shape : Resource::min(new_ask_min_, f.shape);
+      new_asked_ += ask - f.asked;
+    }
+    f.asked = ask;
+  }
+  push(now_ + dt, Ev::kFluidStep, 0);
+}
+
+void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
+  FluidState& f = pools_[static_cast<size_t>(app.fluid)];
+  if (f.asked <= 0) {
+    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    return;
+  }
+  f.asked--;
+  const int64_t slot = placeSlot(app_index, 0, static_cast<int64_t>(f.held.size()), a);
+  f.held.push_back(slot);
+}
+
+void Sim::releaseFluid(FluidState& f, int64_t count) {
+  for (int64_t i = 0; i < count && !f.held.empty(); i++) endTask(f.held.back(), false);
+}
+
+// ---- reservations: plan follower and DRA ----
+
+Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
+  return planner_->guaranteedAt(r.id, t) - planner_->extraAt(r.id, t);
+}
+
+Resource Sim::guaranteeAt(const ResState& r, TimePoint t) const {
+  return planner_->guaranteedAt(r.id, t);
+}
+
+TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
+  TimePoint best = TimePoint::max();
+  const int64_t p = r.period.count(), ms = toEpochMs(t);
+  auto consider = [&](int64_t b) {
+    int64_t k = 0;
+    if (b <= ms) {
+      if (p <= 0) return;
+      k = (ms - b) / p + 1;
+    }
+    best = std::min(best, fromEpochMs(b + k * p));
+  };
+  for (TimePoint b : r.boundaries) consider(toEpochMs(b));
+  if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
+  return best;
+}
+
+void Sim::refreshGuarantee(int ri, bool reschedule) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  Resource g = guaranteeAt(r, now_);
+  if (!(g == r.guarantee)) {
+    r.guarantee = g;
+    (void)sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g);
+    poke_ = true;
+  }
+  if (!reschedule) return;
+  r.gen++;
+  TimePoint next = nextBoundary(r, now_);
+  if (next < s_.to) push(next, Ev::kGuarantee, ri, static_cast<int64_t>(r.gen));
+}
+
+void Sim::collectNotices() {
+  for (int ai : live_apps_) {
+    for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
+      const int node = nodeIndex(n.node);
+      preemption_notices_++;
+      push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
+    }
+  }
+}
+
+void Sim::planStep() {
+  if (stop_ != nullptr && stop_->load()) {
+    out_.interrupted = true;
+    return;
+  }
+  if (policy_) draTick();
+  for (size_t j : off_kilter_) {
+    if (Status st = submitOneOffs(j); !st.isOk() && error_.isOk()) error_ = st;
+  }
+  Resource total = sched_->clusterTotal();
+  double u = total.isZero() ? 0 : sched_->clusterUsed().dominantShare(total);
+  util_sum_ += u;
+  util_n_++;
+  out_.result.utilisation_series.push_back(u);
+  poke_ = true;
+  steps_done_++;
+  if (progress_ && (steps_done_ % 60 == 0 || steps_done_ == steps_total_)) {
+    progress_(phase_, steps_done_, steps_total_);
+  }
+  push(now_ + o_.step, Ev::kPlanStep, 0);
+}
+
+void Sim::draTick() {
+  running_.clear();
+  if (jockey_) {
+    for (const TaskSlot& t : slots_) {
+      if (!t.alive || apps_[static_cast<size_t>(t.app)].fluid >= 0) continue;
+      auto& per_stage = running_[t.app];
+      per_stage.resize(apps_[static_cast<size_t>(t.app)].stages->size());
+      per_stage[static_cast<size_t>(t.stage)].push_back(now_ - t.start);
+    }
+  }
+  for (size_t ri = 0; ri < res_.size(); ri++) {
+    ResState& r = res_[ri];
+    if (r.live.empty()) {
+      if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
+      continue;
+    }
+    draReview(static_cast<int>(ri));
+  }
+}
+
+void Sim::recordGrant(ResState& r, int64_t count, TimePoint until) {
+  for (int ai : r.live) {
+    auto& g = apps_[static_cast<size_t>(ai)].grants;
+    if (!g.empty() && g.back().to > now_) g.back().to = now_;
+    if (count > 0) {
+      g.push_back(Grant{now_, until, count});
+      apps_[static_cast<size_t>(ai)].dra_grants++;
+    }
+  }
+}
+
+void Sim::releaseExtras(int ri) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  int64_t refund = r.grant_count * (r.grant_until - now_).count();
+  r.budget_used = std::max<int64_t>(0, r.budget_used - refund);
+  r.grant_count = 0;
+  (void)planner_->removeExtra(r.id, now_);
+  recordGrant(r, 0, now_);
+  refreshGuarantee(ri, true);
+}
+
+// Jockey's view of one app (EuroSys'12 §4.1), as the DAG AM reports it to the
+// RM: per stage its tasks, those done, the running ones' elapsed time and the
+// recorded task duration (this run's mean so far, else the last run's).
+std::vector<reprovision::StageState> Sim::stageStates(int ai) const {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  std::vector<reprovision::StageState> out(app.stages->size());
+  auto run = running_.find(ai);
+  for (size_t s = 0; s < out.size(); s++) {
+    reprovision::StageState& st = out[s];
+    st.name = (*app.stages)[s].name;
+    for (int d : (*app.stages)[s].depends_on) st.deps.push_back(static_cast<size_t>(d));
+    st.tasks = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
+    st.completed = app.done_count[s];
+    if (run != running_.end() && s < run->second.size()) st.running = run->second[s];
+    if (app.done_count[s] > 0) {
+      st.task_duration = app.done_time[s] / app.done_count[s];
+    } else if (app.job >= 0 && static_cast<size_t>(app.job) < last_stage_mean_.size() &&
+               s < last_stage_mean_[static_cast<size_t>(app.job)].size()) {
+      st.task_duration = last_stage_mean_[static_cast<size_t>(app.job)][s];
+    }
+  }
+  return out;
+}
+
+void Sim::rememberStageDurations(const AppState& app) {
+  const size_t j = static_cast<size_t>(app.job);
+  if (last_stage_mean_.size() <= j) last_stage_mean_.resize(j + 1);
+  auto& means = last_stage_mean_[j];
+  means.resize(app.done_count.size(), Millis(0));
+  for (size_t s = 0; s < means.size(); s++) {
+    if (app.done_count[s] > 0) means[s] = app.done_time[s] / app.done_count[s];
+  }
+}
+
+void Sim::draReview(int ri) {
+  ResState& r = res_[static_cast<size_t>(ri)];
+  auto inst = planner_->instanceAt(r.id, now_);
+  if (!inst) return;
+  Resource used, pending;
+  std::vector<reprovision::StageState> stages;
+  for (int ai : r.live) {
+    const AppState& app = apps_[static_cast<size_t>(ai)];
+    used += app.used;
+    for (size_t s = 0; s < app.pending.size(); s++) {
+      pending += (*app.stages)[s].task_resource * app.pending[s];
+    }
+    if (!jockey_) continue;
+    // Several apps on one reservation: their DAGs side by side, deps shifted.
+    const size_t base = stages.size();
+    for (auto st : stageStates(ai)) {
+      for (size_t& d : st.deps) d += base;
+      stages.push_back(std::move(st));
+    }
+  }
+  if (r.chosen_instance != inst->index) {
+    r.chosen_instance = inst->index;
+    r.chosen_allocation = 0;
+    r.used_ms = 0;
+    r.guaranteed_ms = 0;
+  }
+  const bool active = r.grant_count > 0 && r.grant_until > now_;
+  const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
+  const int64_t budget_used = r.budget_instance == inst->index ? r.budget_used : 0;
+  reprovision::ReprovisionInput in;
+  in.reservation = r.id;
+  in.now = now_;
+  in.step = o_.step;
+  in.used_containers = used.countCovering(r.unit);
+  in.pending_containers = pending.countCovering(r.unit);
+  in.extra_now = planner_->extraAt(r.id, now_).countCovering(r.unit);
+  in.skyline_now = plannedAt(r, now_).countCovering(r.unit);
+  for (const Resource& p :
+       reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
+                                  inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step)) {
+    in.skyline_recent.push_back(p.countCovering(r.unit));
+  }
+  in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
+  in.deadline = inst->end;
+  in.stages = std::move(stages);
+  in.previous_allocation = r.chosen_allocation;
+  r.used_ms += in.used_containers * o_.step.count();
+  r.guaranteed_ms += (in.skyline_now + in.extra_now) * o_.step.count();
+  in.used_container_ms_so_far = r.used_ms;
+  in.guaranteed_container_ms_so_far = r.guaranteed_ms;
+  auto decision = policy_->decide(in);
+  r.chosen_allocation = decision ? decision->allocation : 0;
+  if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
+  // ReservationManager::reprovision: budget per instance, swap through the planner.
+  if (r.budget_instance != inst->index) {
+    r.budget_instance = inst->index;
+    r.budget_used = 0;
+  }
+  const int64_t affordable =
+      std::max<int64_t>(0, r.budget - r.budget_used + refund) / decision->duration.count();
+  const int64_t want = std::min(decision->extra_containers, affordable);
+  if (want <= 0) return;
+  const TimePoint until = now_ + decision->duration;
+  auto n = planner_->setExtra(r.id, r.unit, want, now_, until, now_, nullptr);
+  if (!n.isOk()) return;
+  r.budget_used = std::max<int64_t>(0, r.budget_used - refund + *n * decision->duration.count());
+  r.grant_count = *n;
+  r.grant_until = until;
+  recordGrant(r, *n, until);
+  refreshGuarantee(ri, true);
+}
+
+// ---- outcomes ----
+
+void Sim::judge(int ai, bool unfinished) {
+  const AppState& app = apps_[static_cast<size_t>(ai)];
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(app.job)];
+  if (s_.record_history) return;
+  if (app.inst.deadline > s_.to || app.submit < s_.from) return;
+  InstanceOutcome o;
+  o.job = job.key.value();
+  o.index = app.inst.index;
+  o.failed = app.inst.fails && !unfinished;
+  TimePoint end = unfinished ? s_.to : app.end;
+  o.runtime = app.started ? end - app.start : Millis(0);
+  o.lateness = std::max(Millis(0), end - app.inst.deadline);
+  o.met = !unfinished && !app.inst.fails && app.end <= app.inst.deadline;
+  o.used_container_s = app.used_unit_ms / 1000.0;
+  o.dra_grants = app.dra_grants;
+  // Reserved capacity for this instance: the guarantee over its own window
+  // (baseline: submit..deadline; planned: the placement instance), plus its grants.
+  const int ri = app.res;
+  const ResState* r = ri >= 0 ? &res_[static_cast<size_t>(ri)] : nullptr;
+  // The window whose reserved capacity serves this instance.
+  TimePoint win_from = app.submit, win_to = app.inst.deadline;
+  if (r != nullptr) {
+    auto win = planner_->instanceAt(r->id, app.inst.deadline - Millis(1));
+    if (!win) win = planner_->instanceAt(r->id, app.submit);
+    if (win) {
+      win_from = win->start;
+      win_to = win->end;
+    } else {
+      win_to = win_from;
+    }
+  }
+  auto reservedAt = [&](TimePoint t) -> int64_t {
+    int64_t units = 0;
+    if (r != nullptr && t >= win_from && t < win_to) {
+      units = plannedAt(*r, t).countCovering(r->unit);
+    }
+    for (const auto& g : app.grants) {
+      if (t >= g.from && t < g.to) units += g.count;
+    }
+    return units;
+  };
+  double reserved_ms = 0;
+  const TimePoint span_from = std::min(win_from, app.submit);
+  const TimePoint span_to = std::max(win_to, app.inst.deadline);
+  for (TimePoint t = stepFloor(span_from, o_.step); t < span_to; t += o_.step) {
+    TimePoint a = std::max(t, span_from), b = std::min(t + o_.step, span_to);
+    reserved_ms += static_cast<double>(reservedAt(a)) * static_cast<double>((b - a).count());
+  }
+  o.reserved_container_s = reserved_ms / 1000.0;
+  auto wc = worstCaseCompletion(job.stages, app.inst, app.unit, app.submit, app.inst.deadline,
+                                o_.step, reservedAt);
+  o.worst_case_met = !app.inst.fails && wc.has_value();
+  outcomes_.push_back({{app.job, app.inst.index}, o});
+}
+
+void Sim::recordRun(const AppState& app) {
+  const PeriodicJob& job = w_.periodic[static_cast<size_t>(app.job)];
+  const size_t j = static_cast<size_t>(app.job);
+  History& h = out_.history;
+  RunId run(job.key.value() + "#" + std::to_string(app.inst.index));
+  auto event = [&](const JobKey& who, const std::string& path, store::FileAccess kind,
+                   TimePoint t) {
+    if (path.empty()) return;
+    store::FileEvent e{who, run, path, kind, t};
+    h.path_events.push_back(e);
+    if (who == job.key) h.own_events[j].push_back(e);
+  };
+  event(JobKey("producer:" + job.input_path), job.input_path, store::FileAccess::kWrite,
+        app.inst.input_available);
+  event(job.key, job.input_path, store::FileAccess::kRead, app.start);
+  if (app.inst.fails) return;
+  event(job.key, job.output_path, store::FileAccess::kWrite, app.end);
+  // The consumer, a scheduled job of its own, starts at the deadline and
+  // reads the output then, or when the output is late, as soon as it is written.
+  if (auto c = consumerRun(job, app.inst, app.end)) {
+    h.path_events.push_back(c->read);
+    h.consumer_runs.push_back(std::move(c->run));
+  }
+  store::RunRecord rec;
+  rec.job = job.key;
+  rec.run = run;
+  rec.user = job.owner.value();
+  rec.submit = app.submit;
+  rec.start = app.start;
+  rec.end = app.end;
+  rec.step = o_.step;
+  rec.container = app.unit;
+  for (double b : app.bins) rec.skyline.push_back(b / static_cast<double>(o_.step.count()));
+  h.runs[j].push_back(std::move(rec));
+  auto& tasks = h.last_stage_tasks[j];
+  tasks.clear();
+  for (const auto& st : app.inst.stages)
+    tasks.push_back(static_cast<int64_t>(st.task_durations.size()));
+  h.runtimes[j].push_back(app.end - app.start);
+}
+
+void Sim::finalize() {
+  // Instances still running at the end: judged as unfinished (a miss once
+  // their deadline passed; never counted twice).
+  for (const TaskSlot& t : slots_) {
+    if (!t.alive) continue;
+    AppState& app = apps_[static_cast<size_t>(t.app)];
+    accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
+  }
+  std::vector<int> live(live_apps_.begin(), live_apps_.end());
+  for (int ai : live) {
+    AppState& app = apps_[static_cast<size_t>(ai)];
+    if (app.job >= 0 && !out_.interrupted) judge(ai, true);
+    if (app.adhoc >= 0) {
+      out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
+                                               w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
+                                               Millis(-1)});
+    }
+  }
+  for (const FluidState& f : pools_) {
+    for (int64_t idx : f.pool.unfinished()) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+      out_.result.adhoc.push_back(AdhocOutcome{job.name, job.submit, Millis(-1)});
+    }
+  }
+  std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),
+                   [](const auto& a, const auto& b) { return a.time < b.time; });
+  std::stable_sort(out_.history.consumer_runs.begin(), out_.history.consumer_runs.end(),
+                   [](const auto& a, const auto& b) { return a.submit < b.submit; });
+  std::sort(outcomes_.begin(), outcomes_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  StrategyResult& r = out_.result;
+  for (auto& [key, o] : outcomes_) r.instances.push_back(std::move(o));
+  std::sort(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a, const AdhocOutcome& b) {
+    return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
+  });
+  r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
+  r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
+  r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
+  if (!off_kilter_.empty()) {
+    r.extra["off_kilter_jobs"] = static_cast<double>(off_kilter_.size());
+    r.extra["off_kilter_one_offs_reserved"] = static_cast<double>(one_offs_reserved_);
+    r.extra["off_kilter_one_offs_refused"] = static_cast<double>(one_offs_refused_);
+  }
+  if (s_.admit_per_instance) {
+    r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
+    r.extra["per_instance_unreserved_instances_per_day"] =
+        static_cast<double>(per_instance_refused_);
+  }
+  r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
+  r.extra["preemption_notices"] = static_cast<double>(preemption_notices_);
+}
+
+}  // namespace
+
+Result<RunOutput> simulateRun(const Workload& workload, const ExperimentOptions& options,
+                              const RunSetup& setup, const std::string& phase,
+                              const ProgressFn& progress, const std::atomic<bool>* stop) {
+  if (setup.provisions.size() != workload.periodic.size()) {
+    return invalidArgument("provisions", "one per periodic job expected");
+  }
+  Sim sim(workload, options, setup, phase, progress, stop);
+  return sim.run();
+}
+
+}  // namespace morpheus::sim

@@ -1,0 +1,776 @@
+#include "sim/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "inference/skyline_fit.h"
+#include "inference/skyline_reshape.h"
+#include "inference/slo_inference.h"
+#include "planner/reservation.h"
+#include "scheduler/policies/policy_factory.h"
+#include "sim/engine/cluster_sim.h"
+
+namespace morpheus::sim {
+
+namespace {
+
+constexpr Millis kDay{86'400'000};
+
+TimePoint stepFloor(Millis offset, Millis step) {
+  return fromEpochMs(offset.count() / step.count() * step.count());
+}
+
+// What the training phase taught: inferred SLOs (one per job, or why not).
+struct Learned {
+  History history;
+  std::vector<inference::SloVerdict> verdicts;  // parallel to workload.periodic
+};
+
+Learned learn(const Workload& w, History history) {
+  Learned l;
+  l.verdicts = inferTrainingSlos(w, history);
+  l.history = std::move(history);
+  return l;
+}
+
+// The LP skyline of job j (Morpheus §5) from its most recent runs.
+std::optional<std::vector<int64_t>> fitSkyline(const Learned& l, size_t j, double alpha,
+                                               const ExperimentOptions& o) {
+  const auto& runs = l.history.runs[j];
+  size_t first = runs.size() > static_cast<size_t>(o.history_runs)
+                     ? runs.size() - static_cast<size_t>(o.history_runs)
+                     : 0;
+  std::vector<store::RunRecord> recent(runs.begin() + static_cast<std::ptrdiff_t>(first),
+                                       runs.end());
+  inference::FitParams fp;
+  fp.step = o.step;
+  fp.alpha = alpha;
+  auto fit = inference::fitRuns(recent, fp);
+  if (!fit.isOk()) return std::nullopt;
+  std::vector<int64_t> s = fit->skyline;
+  while (!s.empty() && s.back() == 0) s.pop_back();
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+// The whole plan steps inside the window [a, d): the planner places a
+// reservation only there (planner::Plan::problemFor rounds the arrival up and
+// the deadline down to the step grid; run starts are day multiples, which
+// the step divides). A window off the grid holds one step fewer than
+// (d - a) / step: a skyline sized to that quotient was refused.
+int64_t planSteps(const inference::InferredSlo& slo, Millis step) {
+  const int64_t s = step.count();
+  const int64_t first = (slo.start_offset.count() + s - 1) / s;  // a >= 0
+  const int64_t last = slo.deadline_offset.count() / s;
+  return std::max<int64_t>(0, last - first);
+}
+
+// The window [a, d) of one period, if its whole plan steps can hold `need`.
+// Like morpheus-inference, a window too short for the skyline is never
+// widened (the planner could not place it): the job stays unreserved.
+std::optional<std::pair<Millis, Millis>> windowFor(const inference::InferredSlo& slo, Millis need,
+                                                   Millis step) {
+  if (step * planSteps(slo, step) < need) return std::nullopt;
+  return std::make_pair(slo.start_offset, slo.deadline_offset);
+}
+
+planner::ReservationDefinition baseDef(const PeriodicJob& job, Millis period) {
+  planner::ReservationDefinition def;
+  def.user = job.owner;
+  def.queue = job.queue;
+  def.name = job.key.value();
+  def.recurrence_key = job.key;
+  def.period = period;
+  return def;
+}
+
+// The user's own request as a periodic reservation: user_containers (one
+// gang) over every whole plan step of the window [submit, deadline) of each
+// period (at least one step).
+planner::ReservationDefinition userDef(const PeriodicJob& job, TimePoint from,
+                                       const ExperimentOptions& o) {
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + job.submit_offset;
+  def.deadline = from + job.deadline;
+  const int64_t first = (job.submit_offset.count() + o.step.count() - 1) / o.step.count();
+  const int64_t last = job.deadline.count() / o.step.count();
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers,
+                                                 o.step * std::max<int64_t>(1, last - first)});
+  def.interpreter = planner::Interpreter::kAll;
+  return def;
+}
+
+// The baseline (Morpheus §9, "user provisioning" of Fig. 2a): the user's
+// request goes through the reservation system, which admits it only if the
+// plan can hold it — a guarantee beyond the cluster's capacity is no
+// guarantee. Admitted requests are isolated reservations for the whole
+// window; a refused one leaves the job in its ad-hoc queue (fair share). No
+// DRA budget: users provision statically.
+JobProvision userReservation(const PeriodicJob& job, TimePoint from, const ExperimentOptions& o) {
+  JobProvision p;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = userDef(job, from, o);
+  return p;
+}
+
+// Why a planned strategy derived no reservation of its own for a job (it then
+// falls back to the user's request): counted per strategy in
+// StrategyResult::extra so a report shows what keeps jobs unreserved.
+constexpr const char* kNoSlo = "unplanned_no_slo_jobs";             // SLO not actionable
+constexpr const char* kNoSkyline = "unplanned_no_skyline_jobs";     // no successful run to fit
+constexpr const char* kWindow = "unplanned_window_too_short_jobs";  // the need outlasts a..d
+// A period not dividing the day: Morpheus gives each instance a one-off
+// reservation (§6; JobProvision::kPerInstance); counted here only for
+// strategies that cannot (packed user requests), which leave such a job
+// unplanned.
+constexpr const char* kOffKilter = "unplanned_off_kilter_jobs";
+// Not a fallback: jobs whose skyline was reshaped to fit their window.
+constexpr const char* kReshaped = "skyline_reshaped_jobs";
+
+// The most containers (in the job's unit, as its skyline counts them) the
+// job can use at once: the largest total over stages that can run side by
+// side, i.e. no dependency path between any two of them — not the widest
+// single stage, which undercounts a join whose map stages run together. Task
+// counts are those of the job's last successful run as its AM reported them
+// (`last_tasks`, input growth included; the declared ones before any run):
+// the declared day-0 counts are not something Morpheus could know, and a
+// grown job was capped below its width. The cap when a skyline
+// is reshaped to its window. Exact up to
+// kMaxParallelismStages stages (every set of stages is tried); a larger DAG
+// (user traces) is capped at all its tasks at once.
+constexpr size_t kMaxParallelismStages = 16;
+
+int64_t maxParallelism(const PeriodicJob& job, const std::vector<int64_t>& last_tasks) {
+  const Resource unit = jobUnit(job.stages);
+  const size_t n = job.stages.size();
+  std::vector<int64_t> width(n);
+  int64_t all = 0;
+  for (size_t s = 0; s < n; s++) {
+    const auto& st = job.stages[s];
+    const int64_t tasks = s < last_tasks.size() ? last_tasks[s] : st.tasks;
+    width[s] = std::max<int64_t>(0, tasks) *
+               std::max<int64_t>(1, unit.isZero() ? 1 : st.task_resource.countCovering(unit));
+    all += width[s];
+  }
+  if (n > kMaxParallelismStages) return std::max<int64_t>(1, all);
+  // ancestors[s]: the stages s transitively depends on (they are earlier).
+  std::vector<uint32_t> ancestors(n, 0);
+  for (size_t s = 0; s < n; s++) {
+    for (int d : job.stages[s].depends_on) {
+      ancestors[s] |= ancestors[static_cast<size_t>(d)] | (1u << static_cast<unsigned>(d));
+    }
+  }
+  int64_t most = 1;
+  for (uint32_t set = 1; set < (1u << n); set++) {
+    int64_t total = 0;
+    bool side_by_side = true;
+    for (size_t s = 0; s < n && side_by_side; s++) {
+      if ((set >> s & 1u) == 0) continue;
+      side_by_side = (ancestors[s] & set) == 0;
+      total += width[s];
+    }
+    if (side_by_side) most = std::max(most, total);
+  }
+  return most;
+}
+
+// The LP skyline placed in the inferred window [a, d). A skyline longer than
+// the window is reshaped to it (same area, higher and shorter, up to the
+// job's parallelism, front-loaded, with its in-order compression as the
+// alternative the planner gets when it refuses the front-loaded one:
+// inference/skyline_reshape.h) and counted in `why` under kReshaped; only one
+// whose area cannot fit the window even at full parallelism leaves the job
+// unreserved.
+JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,
+                           const std::vector<int64_t>& last_tasks, std::vector<int64_t> skyline,
+                           TimePoint from, const ExperimentOptions& o,
+                           std::map<std::string, double>& why) {
+  JobProvision p;
+  const int64_t window_steps = planSteps(slo, o.step);
+  std::vector<int64_t> in_order;
+  if (static_cast<int64_t>(skyline.size()) > window_steps) {
+    if (window_steps < 1) return p;
+    auto ordered =
+        inference::compressSkylineToWindow(skyline, window_steps, maxParallelism(job, last_tasks));
+    if (!ordered.isOk()) return p;
+    skyline = inference::frontLoaded(*ordered);
+    in_order = std::move(*ordered);
+    why[kReshaped]++;
+  }
+  auto win = windowFor(slo, o.step * static_cast<int64_t>(skyline.size()), o.step);
+  if (!win) return p;
+  const Resource unit = jobUnit(job.stages);
+  planner::ReservationDefinition def = baseDef(job, slo.period);
+  // An off-kilter job's template is instance 0's window (its period starts
+  // are multiples of the period since the epoch, not of the day).
+  const TimePoint base = slo.one_off_instances ? fromEpochMs(0) : from;
+  def.arrival = base + win->first;
+  def.deadline = base + win->second;
+  def.stages = planner::skylineStages(skyline, unit, o.step, o.skyline_steps);
+  def.interpreter = planner::Interpreter::kOrderNoGap;
+  def.problematic = slo.problematic;
+  if (!in_order.empty() && in_order != skyline) {
+    p.in_order = def;
+    p.in_order->stages = planner::skylineStages(in_order, unit, o.step, o.skyline_steps);
+  }
+  int64_t area = 0;
+  for (int64_t c : skyline) area += c;
+  p.kind = slo.one_off_instances ? JobProvision::Kind::kPerInstance : JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  p.budget_container_ms = static_cast<int64_t>(std::llround(
+      o.dra_budget_fraction * static_cast<double>(area) * static_cast<double>(o.step.count())));
+  return p;
+}
+
+JobProvision packedUser(const PeriodicJob& job, const inference::InferredSlo& slo,
+                        const std::vector<Millis>& runtimes, TimePoint from,
+                        const ExperimentOptions& o) {
+  JobProvision p;
+  if (runtimes.empty() || slo.one_off_instances) return p;
+  std::vector<Millis> sorted = runtimes;
+  std::sort(sorted.begin(), sorted.end());
+  Millis median = sorted[sorted.size() / 2];
+  Millis dur = Millis((median.count() + o.step.count() - 1) / o.step.count() * o.step.count());
+  dur = std::max(dur, o.step);
+  auto win = windowFor(slo, dur, o.step);
+  if (!win) return p;
+  planner::ReservationDefinition def = baseDef(job, slo.period);
+  def.arrival = from + win->first;
+  def.deadline = from + win->second;
+  def.stages.push_back(planner::ReservationStage{job.user_container_resource, job.user_containers,
+                                                 job.user_containers, dur});
+  def.interpreter = planner::Interpreter::kAll;
+  def.problematic = slo.problematic;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  return p;
+}
+
+JobProvision skylineAtSubmit(const PeriodicJob& job, const std::vector<int64_t>& skyline,
+                             TimePoint from, const ExperimentOptions& o) {
+  JobProvision p;
+  const Millis need = o.step * static_cast<int64_t>(skyline.size());
+  if (need > job.period) return p;
+  planner::ReservationDefinition def = baseDef(job, job.period);
+  def.arrival = from + (stepFloor(job.submit_offset, o.step) - fromEpochMs(0));
+  def.deadline = def.arrival + need;
+  def.stages = planner::skylineStages(skyline, jobUnit(job.stages), o.step, o.skyline_steps);
+  def.interpreter = planner::Interpreter::kOrderNoGap;
+  p.kind = JobProvision::Kind::kPlanned;
+  p.def = std::move(def);
+  return p;
+}
+
+const std::vector<int64_t>& lastStageTasks(const History& h, size_t j) {
+  static const std::vector<int64_t> kNone;
+  return j < h.last_stage_tasks.size() ? h.last_stage_tasks[j] : kNone;
+}
+
+JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, size_t j,
+                              const Learned& l, TimePoint from, const ExperimentOptions& o,
+                              std::map<std::string, double>& why) {
+  const auto& slo = l.verdicts[j].slo;
+  if (spec.provisioning == Provisioning::kPackedUser) {
+    if (!slo || slo->one_off_instances) {
+      why[slo ? kOffKilter : kNoSlo]++;
+      return {};
+    }
+    JobProvision p = packedUser(job, *slo, l.history.runtimes[j], from, o);
+    if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+    return p;
+  }
+  auto skyline = fitSkyline(l, j, spec.alpha, o);
+  if (!skyline) {
+    why[kNoSkyline]++;
+    return {};
+  }
+  if (spec.provisioning == Provisioning::kSkylineAtSubmit) {
+    JobProvision p = skylineAtSubmit(job, *skyline, from, o);
+    if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+    return p;
+  }
+  if (!slo) {
+    why[kNoSlo]++;
+    return {};
+  }
+  JobProvision p = packedSkyline(job, *slo, lastStageTasks(l.history, j), *skyline, from, o, why);
+  if (p.kind == JobProvision::Kind::kNone) why[kWindow]++;
+  return p;
+}
+
+std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
+                                        const Learned& l, TimePoint from,
+                                        const ExperimentOptions& o,
+                                        std::map<std::string, double>& why) {
+  std::vector<JobProvision> out;
+  if (spec.provisioning != Provisioning::kUserReservation) {
+    for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter, kReshaped}) why[k] = 0;
+  }
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    const PeriodicJob& job = w.periodic[j];
+    if (spec.provisioning == Provisioning::kUserReservation) {
+      out.push_back(userReservation(job, from, o));
+      continue;
+    }
+    JobProvision p = derivedProvision(spec, job, j, l, from, o, why);
+    p.fallback = userDef(job, from, o);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double percentileOf(std::vector<double> v, double q) {
+  return v.empty() ? 0 : inference::percentile(std::move(v), q);
+}
+
+void summarise(StrategyResult& r) {
+  r.periodic_instances = 0;
+  r.deadline_violations = 0;
+  r.worst_case_violations = 0;
+  for (const auto& i : r.instances) {
+    if (i.failed) continue;
+    r.periodic_instances++;
+    r.deadline_violations += i.met ? 0 : 1;
+    r.worst_case_violations += i.worst_case_met ? 0 : 1;
+  }
+  const double n = static_cast<double>(r.periodic_instances);
+  r.violation_rate = n > 0 ? static_cast<double>(r.deadline_violations) / n : 0;
+  r.worst_case_violation_rate = n > 0 ? static_cast<double>(r.worst_case_violations) / n : 0;
+  std::vector<double> jct;
+  for (const auto& a : r.adhoc) {
+    if (a.completion >= Millis(0))
+      jct.push_back(static_cast<double>(a.completion.count()) / 1000.0);
+  }
+  r.adhoc_jct_median_s = percentileOf(jct, 0.5);
+  r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
+  r.extra["adhoc_unfinished"] =
+      static_cast<double>(r.adhoc.size()) -
+      static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {
+        return a.completion >= Millis(0);
+      }));
+}
+
+// The paper's population (Morpheus §9): a deadline exists only where an SLO
+// was inferred, so its violation figures are over jobs with an actionable
+// SLO. The same figures over the instances of those jobs (the set is fixed by
+// training, hence common to every strategy), judged against the true
+// deadline: extra "slo_jobs", "slo_jobs_instances", "slo_jobs_violations",
+// "slo_jobs_violation_rate".
+void summariseSloJobs(StrategyResult& r, const Workload& w, const Learned& l) {
+  std::set<std::string> with_slo;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    if (l.verdicts[j].slo) with_slo.insert(w.periodic[j].key.value());
+  }
+  int64_t instances = 0, violations = 0;
+  for (const auto& i : r.instances) {
+    if (i.failed || !with_slo.count(i.job)) continue;
+    instances++;
+    violations += i.met ? 0 : 1;
+  }
+  r.extra["slo_jobs"] = static_cast<double>(with_slo.size());
+  r.extra["slo_jobs_instances"] = static_cast<double>(instances);
+  r.extra["slo_jobs_violations"] = static_cast<double>(violations);
+  r.extra["slo_jobs_violation_rate"] =
+      instances > 0 ? static_cast<double>(violations) / static_cast<double>(instances) : 0;
+}
+
+// Fig. 9a on observed runtimes (Morpheus §9: "about 70% of jobs could run
+// twice before their deadline"): the share of jobs whose window from input
+// availability to deadline is at least twice their median observed runtime
+// (end - start) in this strategy's evaluation days, over jobs with a
+// successful run. Extra "could_run_twice_job_share".
+void summariseSlack(StrategyResult& r, const Workload& w) {
+  std::map<std::string, std::vector<int64_t>> runtimes;
+  for (const auto& i : r.instances) {
+    if (!i.failed && i.runtime > Millis(0)) runtimes[i.job].push_back(i.runtime.count());
+  }
+  int64_t jobs = 0, twice = 0;
+  for (const auto& job : w.periodic) {
+    auto it = runtimes.find(job.key.value());
+    if (it == runtimes.end()) continue;
+    std::vector<int64_t>& v = it->second;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    const int64_t median = v[v.size() / 2];
+    jobs++;
+    twice += (job.deadline - job.input_available).count() >= 2 * median ? 1 : 0;
+  }
+  r.extra["could_run_twice_job_share"] =
+      jobs > 0 ? static_cast<double>(twice) / static_cast<double>(jobs) : 0;
+}
+
+// The status quo's training days simulated, then what they teach (learn:
+// SLO inference and skyline fits, GLPK, under `glpk` when given).
+Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
+                      const std::atomic<bool>* stop, bool* interrupted,
+                      std::mutex* glpk = nullptr) {
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(0) + kDay * trainDays(o);
+  setup.record_history = true;
+  // Training runs under the status quo: the baseline's provisioning and agent.
+  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
+  setup.agent = baseline.agent;
+  for (const auto& job : w.periodic) {
+    setup.provisions.push_back(userReservation(job, setup.from, o));
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, "training", progress, stop));
+  *interrupted = out.interrupted;
+  // Interrupted: no strategy runs, so the SLO inference and skyline fits of
+  // every job (minutes at 10,000 jobs) would only delay the stop.
+  if (out.interrupted) return Learned{};
+  std::unique_lock<std::mutex> lk;
+  if (glpk != nullptr) lk = std::unique_lock<std::mutex>(*glpk);
+  return learn(w, std::move(out.history));
+}
+
+// One strategy's evaluation days, provisioned from what training learned
+// (SLO inference, skyline LP fits: GLPK, so never on two threads at once).
+struct Evaluation {
+  const StrategySpec* spec = nullptr;
+  RunSetup setup;
+  std::map<std::string, double> why;
+};
+
+Evaluation prepare(const Workload& w, const ExperimentOptions& o, const StrategySpec& spec,
+                   const Learned& l) {
+  Evaluation e;
+  e.spec = &spec;
+  e.setup.from = fromEpochMs(0) + kDay * trainDays(o);
+  e.setup.to = fromEpochMs(0) + kDay * o.days;
+  e.setup.agent = spec.agent;
+  e.setup.dra = spec.dra;
+  e.setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
+  e.setup.admit_per_instance = e.setup.admit_smallest_first;
+  e.setup.provisions = provisionsFor(spec, w, l, e.setup.from, o, e.why);
+  return e;
+}
+
+StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, RunOutput out) {
+  StrategyResult r = std::move(out.result);
+  r.name = e.spec->name;
+  if (e.spec->provisioning != Provisioning::kUserReservation) r.extra["alpha"] = e.spec->alpha;
+  r.extra["events"] = static_cast<double>(out.events);
+  r.extra.insert(e.why.begin(), e.why.end());
+  summarise(r);
+  summariseSloJobs(r, w, l);
+  summariseSlack(r, w);
+  return r;
+}
+
+// Calls `item(i)` for every i < count on up to `threads` threads (this one
+// included), each taking the next index not started; returns when all ended.
+// `item` stops early by returning false (no further index is started).
+void forEachOnThreads(size_t count, int threads, const std::function<bool(size_t)>& item) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
+  auto work = [&] {
+    for (size_t i = next++; i < count && !stopped.load(); i = next++) {
+      if (!item(i)) stopped = true;
+    }
+  };
+  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+// The simulations of `evals` on up to o.threads threads, each taking the next
+// strategy not started; outputs by index. Progress is summed over them under
+// one lock as phase "evaluation". A strategy not started when `stop` is set
+// stays empty (nullopt).
+std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
+                                                          const ExperimentOptions& o,
+                                                          const std::vector<Evaluation>& evals,
+                                                          const ProgressFn& progress,
+                                                          const std::atomic<bool>* stop) {
+  std::vector<std::optional<Result<RunOutput>>> outs(evals.size());
+  std::vector<int64_t> done(evals.size(), 0);
+  int64_t all_steps = 0;  // plan steps of every strategy's evaluation days
+  for (const auto& e : evals) all_steps += (e.setup.to - e.setup.from) / o.step;
+  std::mutex mu;
+  forEachOnThreads(evals.size(), o.threads, [&](size_t i) {
+    if (stop != nullptr && stop->load()) return false;
+    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t) {
+      std::lock_guard<std::mutex> lk(mu);
+      done[i] = d;
+      int64_t all_done = 0;
+      for (int64_t k : done) all_done += k;
+      if (progress) progress("evaluation", all_done, all_steps);
+    };
+    outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
+    return true;
+  });
+  return outs;
+}
+
+SimSummary header(const ExperimentOptions& o, const std::string& command) {
+  SimSummary s;
+  s.seed = o.seed;
+  s.nodes = o.nodes;
+  s.days = o.days;
+  s.train_days = trainDays(o);
+  s.command = command;
+  return s;
+}
+
+}  // namespace
+
+std::vector<inference::SloVerdict> inferTrainingSlos(const Workload& w, const History& history) {
+  std::vector<inference::JobHistory> jobs;
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    inference::JobHistory h;
+    h.job = w.periodic[j].key;
+    h.runs = history.runs[j];
+    h.events = history.own_events[j];
+    jobs.push_back(std::move(h));
+  }
+  return inference::inferSlos(jobs, history.path_events, inference::SloParams{},
+                              history.consumer_runs);
+}
+
+int64_t trainDays(const ExperimentOptions& o) {
+  auto t = static_cast<int64_t>(std::floor(static_cast<double>(o.days) * o.train_fraction));
+  return std::clamp<int64_t>(t, 1, std::max<int64_t>(1, o.days - 1));
+}
+
+namespace {
+
+// A job's DAG: every task fits one node, dependencies name earlier stages.
+// Errors name `field`.stages[i].
+Status validateStages(const std::vector<SimStage>& stages, const std::string& field,
+                      const Resource& node_size) {
+  for (size_t s = 0; s < stages.size(); s++) {
+    const auto& st = stages[s];
+    const std::string fs = field + ".stages[" + std::to_string(s) + "]";
+    if (!st.task_resource.fitsIn(node_size) || st.task_resource.isZero()) {
+      return invalidArgument(fs + ".task_resource", "must be non-zero and fit one node");
+    }
+    for (int d : st.depends_on) {
+      if (d < 0 || static_cast<size_t>(d) >= s) {
+        return invalidArgument(fs + ".depends_on", "must name earlier stages");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
+  if (o.nodes <= 0) return invalidArgument("nodes", "must be > 0");
+  if (o.days < 2) return invalidArgument("days", "must be >= 2 (training and evaluation days)");
+  if (o.node_size.anyNegative() || o.node_size.memoryMib() <= 0 || o.node_size.vcores() <= 0) {
+    return invalidArgument("node_size", "memory and vcores must be > 0");
+  }
+  if (!(o.train_fraction > 0 && o.train_fraction < 1)) {
+    return invalidArgument("train_fraction", "must be in (0, 1)");
+  }
+  if (o.step <= Millis(0) || kDay.count() % o.step.count() != 0) {
+    return invalidArgument("step", "must be > 0 and divide a day");
+  }
+  if (!o.realize) return invalidArgument("realize", "required");
+  if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
+  MORPHEUS_RETURN_IF_ERROR(sched::makeOrderingPolicy(o.adhoc_policy, "adhoc_policy").status());
+  if (!(o.altruistic_share >= 0 && o.altruistic_share <= 1))
+    return invalidArgument("altruistic_share", "must be in [0, 1]");
+  if (!(o.estimate_noise >= 0 && o.estimate_noise < 1))
+    return invalidArgument("estimate_noise", "must be in [0, 1)");
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    const auto& job = w.periodic[j];
+    const std::string f = "workload.periodic[" + std::to_string(j) + "]";
+    if (job.period <= Millis(0)) return invalidArgument(f + ".period", "must be > 0");
+    MORPHEUS_RETURN_IF_ERROR(validateStages(job.stages, f, o.node_size));
+  }
+  for (size_t i = 0; i < w.adhoc.size(); i++) {
+    const auto& job = w.adhoc[i];
+    const std::string f = "workload.adhoc[" + std::to_string(i) + "]";
+    if (i > 0 && job.submit < w.adhoc[i - 1].submit) {
+      return invalidArgument(f + ".submit", "ad-hoc jobs must be sorted by submit");
+    }
+    MORPHEUS_RETURN_IF_ERROR(validateStages(job.stages, f, o.node_size));
+  }
+  return Status::ok();
+}
+
+Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  SimSummary summary = header(options, "run");
+  bool interrupted = false;
+  MORPHEUS_ASSIGN_OR_RETURN(Learned learned,
+                            train(workload, options, progress, stop, &interrupted));
+  if (!interrupted) {
+    std::vector<Evaluation> evals;
+    for (const auto& spec : strategies) evals.push_back(prepare(workload, options, spec, learned));
+    auto outs = simulateAll(workload, options, evals, progress, stop);
+    for (size_t i = 0; i < evals.size(); i++) {
+      if (!outs[i]) {
+        interrupted = true;
+        continue;
+      }
+      MORPHEUS_RETURN_IF_ERROR(outs[i]->status());
+      interrupted = interrupted || (*outs[i])->interrupted;
+      summary.strategies.push_back(finish(workload, evals[i], learned, std::move(**outs[i])));
+    }
+  }
+  summary.interrupted = interrupted;
+  return summary;
+}
+
+namespace {
+
+// What the strategies' min-cluster searches share: one training per cluster
+// size (the first search to need a size trains it, the others wait for it),
+// one lock around what calls GLPK (learn, prepare: never on two threads at
+// once), one lock around the progress callback, and the interruption.
+class MinClusterSearch {
+ public:
+  MinClusterSearch(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
+                   const std::atomic<bool>* stop)
+      : w_(w), o_(o), stop_(stop) {
+    if (progress) {
+      progress_ = [this, progress](const std::string& phase, int64_t done, int64_t total) {
+        std::lock_guard<std::mutex> lk(progress_mu_);
+        progress(phase, done, total);
+      };
+    }
+  }
+
+  // `spec` evaluated on a cluster of `nodes`; nullopt when interrupted
+  // before that size's training was complete (nothing to derive from).
+  Result<std::optional<StrategyResult>> at(const StrategySpec& spec, int64_t nodes) {
+    ExperimentOptions o = o_;
+    o.nodes = nodes;
+    MORPHEUS_ASSIGN_OR_RETURN(const Learned* l, trained(o));
+    if (l == nullptr) return std::optional<StrategyResult>();
+    Evaluation e;
+    {
+      std::lock_guard<std::mutex> lk(glpk_mu_);
+      e = prepare(w_, o, spec, *l);
+    }
+    MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
+                              simulateRun(w_, o, e.setup, spec.name, progress_, stop_));
+    if (out.interrupted) interrupted_ = true;
+    return std::optional<StrategyResult>(finish(w_, e, *l, std::move(out)));
+  }
+
+  // The smallest node count up to o.nodes at which `spec`'s violation rate
+  // is at most `target`, by bisection (rates assumed to fall as nodes grow);
+  // the strategy's figures at that size, or at o.nodes when none matches.
+  // Interrupted: the smallest size found so far (nullopt before any).
+  Result<std::optional<StrategyResult>> smallest(const StrategySpec& spec, double target) {
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> best, at(spec, o_.nodes));
+    if (!best || best->violation_rate > target) return best;  // none up to --nodes matches
+    int64_t lo = 0, hi = o_.nodes;  // rate(hi) <= target; lo fails (or is 0)
+    while (hi - lo > 1 && !interrupted()) {
+      int64_t mid = lo + (hi - lo) / 2;
+      MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, at(spec, mid));
+      if (!r) break;
+      if (r->violation_rate <= target) {
+        hi = mid;
+        best = std::move(r);
+      } else {
+        lo = mid;
+      }
+    }
+    best->min_nodes_at_baseline_rate = hi;
+    best->extra["nodes"] = static_cast<double>(hi);
+    return best;
+  }
+
+  bool interrupted() const { return interrupted_.load(); }
+
+ private:
+  // The training at o.nodes (nullptr when it was interrupted).
+  Result<const Learned*> trained(const ExperimentOptions& o) {
+    std::shared_future<Result<Trained>> f;
+    std::promise<Result<Trained>> mine;
+    bool trains = false;
+    {
+      std::lock_guard<std::mutex> lk(sizes_mu_);
+      auto it = sizes_.find(o.nodes);
+      if (it == sizes_.end()) {
+        it = sizes_.emplace(o.nodes, mine.get_future().share()).first;
+        trains = true;
+      }
+      f = it->second;
+    }
+    if (trains) mine.set_value(trainAt(o));
+    const Result<Trained>& t = f.get();
+    if (!t.isOk()) return t.status();
+    return t->interrupted ? nullptr : &t->learned;
+  }
+
+  struct Trained {
+    Learned learned;
+    bool interrupted = false;
+  };
+
+  Result<Trained> trainAt(const ExperimentOptions& o) {
+    Trained t;
+    MORPHEUS_ASSIGN_OR_RETURN(t.learned, train(w_, o, progress_, stop_, &t.interrupted, &glpk_mu_));
+    if (t.interrupted) interrupted_ = true;
+    return t;
+  }
+
+  const Workload& w_;
+  const ExperimentOptions& o_;
+  const std::atomic<bool>* stop_;
+  ProgressFn progress_;
+  std::mutex progress_mu_, glpk_mu_, sizes_mu_;
+  std::map<int64_t, std::shared_future<Result<Trained>>> sizes_;
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace
+
+Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress, const std::atomic<bool>* stop) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  SimSummary summary = header(options, "min-cluster");
+  MinClusterSearch search(workload, options, progress, stop);
+  const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
+  MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> base, search.at(baseline, options.nodes));
+  if (!base || search.interrupted()) {
+    summary.interrupted = true;  // nothing to compare with
+    return summary;
+  }
+  const double target = base->violation_rate + 1e-12;
+  // The searches of the strategies run side by side on up to
+  // options.threads threads, each taking the next strategy not started;
+  // results by index, so they do not depend on the thread count.
+  std::vector<std::optional<Result<std::optional<StrategyResult>>>> found(strategies.size());
+  forEachOnThreads(strategies.size(), options.threads, [&](size_t i) {
+    const StrategySpec& spec = strategies[i];
+    if (search.interrupted()) return false;
+    if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
+        spec.dra.empty()) {
+      StrategyResult b = *base;
+      b.min_nodes_at_baseline_rate = options.nodes;
+      found[i] = std::optional<StrategyResult>(std::move(b));
+    } else {
+      found[i] = search.smallest(spec, target);
+    }
+    return true;
+  });
+  for (auto& f : found) {
+    if (!f) continue;  // not started: interrupted
+    MORPHEUS_RETURN_IF_ERROR(f->status());
+    if (**f) summary.strategies.push_back(std::move(***f));  // else interrupted before any size
+  }
+  summary.interrupted = search.interrupted();
+  return summary;
+}
+
+}  // namespace morpheus::sim

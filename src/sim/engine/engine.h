@@ -1,0 +1,147 @@
+// morpheus-sim engine: the real planner, scheduler
+// core, DRA policies, skyline LP and SLO inference driven on a virtual time
+// line, with simulated nodes and tasks and no RPC.
+//
+// An experiment (Morpheus OSDI'16 §9):
+//  1. training: the first `train_days` run under user provisioning (the
+//     baseline); every periodic run leaves a RunRecord (containers in use per
+//     plan step) and provenance FileEvents (the producer's write of the input,
+//     the run's read and write, and the consumer — a scheduled job started at
+//     the ground-truth deadline — with its run record and its read of the
+//     output, at its start or when a late output is written);
+//  2. each strategy derives its reservations from that history (SLO inference
+//     §4, skyline LP §5, packing §6) and runs the evaluation days on a fresh
+//     cluster; DRA (§7) is applied per strategy;
+//  3. every periodic instance of the evaluation days is judged against its
+//     ground-truth deadline, and again "worst case" (§9): completion computed
+//     with only the capacity reserved for it (placement + DRA grants), as if
+//     no opportunistic capacity were available.
+//
+// Event driven: a priority queue of events (task ends, submissions, guarantee
+// changes at placement boundaries, plan steps, preemption deadlines). After
+// all events of one instant, one scheduling round runs Scheduler::nodeUpdate
+// on the nodes that freed capacity, and — only when there are pending asks —
+// on nodes with free room until the asks are served. No pass over all nodes.
+//
+// Determinism: no wall clock and no hash-order iteration reaches a decision;
+// the same workload, options and seed give the same results.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "inference/slo_inference.h"
+#include "planner/agent.h"
+#include "sim/engine/report.h"
+#include "sim/engine/strategy.h"
+#include "sim/workloads/workload.h"
+
+namespace morpheus::sim {
+
+// How instance k of periodic job number `job_index` runs (sim/workloads/workload.h
+// drawInstance in the CLI; tests hand in exact realisations).
+using RealizeFn = std::function<RealizedInstance(const PeriodicJob& job, size_t job_index,
+                                                 int64_t k, uint64_t seed)>;
+
+struct ExperimentOptions {
+  int64_t nodes = 50;                // simulated nodes; > 0
+  Resource node_size{65536, 16};     // per node (MiB, vcores); default 64 GiB, 16 vcores
+  int64_t days = 10;                 // simulated days; > 0
+  double train_fraction = 0.7;       // first share of the days used for training (paper: 70%)
+  uint64_t seed = 1;                 // passed to the realisation function
+  Millis step{60000};                // plan step and DRA interval; default 60 s
+  Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
+  double dra_budget_fraction = 0.5;  // DRA budget per instance, share of the skyline area
+                                     // (inference proposal.budget-fraction default; 0.5
+                                     // settled by the sweep in README's simulator section)
+  int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
+  // LowCost's rule among equally cheap positions (planner.tie-break: latest,
+  // earliest, slack); default the planner's own default (slack).
+  planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;
+  // How the strategies' skylines are placed (inference proposal.skyline-steps;
+  // planner/reservation.h): whole steps unless set to stretchable.
+  planner::SkylineSteps skyline_steps = planner::SkylineSteps::kWhole;
+  RealizeFn realize;  // required
+  // Carbyne: the ordering policy of the ad-hoc leaf queues
+  // (scheduler.policy names: drf, fifo, carbyne, phoenix; default drf); the share of
+  // ad-hoc jobs whose AM reports its DAG (the altruistic ones under carbyne;
+  // the others get their DRF share), in [0, 1], default 1; and estimate
+  // noise: each job's reported task duration of each stage is the true one
+  // times a factor drawn uniformly from [1 - noise, 1 + noise], noise in
+  // [0, 1), default 0 (exact estimates).
+  std::string adhoc_policy = "drf";
+  double altruistic_share = 1.0;
+  double estimate_noise = 0.0;
+  // Optional (benchmarks): every simulated run, training included, adds the
+  // events it processed here when it ends (interrupted runs too). Not owned.
+  std::atomic<int64_t>* events_processed = nullptr;
+  // Scale (sim/engine/task_model.h, sim/engine/fluid_adhoc.h): > 0 simulates
+  // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
+  // (default) simulates every ad-hoc task.
+  Millis fluid_adhoc_step{0};
+  // Strategies evaluated side by side (runExperiment): up to this many
+  // threads, each running one strategy's simulation at a time (>= 1; 1 =
+  // one after the other). The results do not depend on it.
+  int threads = 1;
+  // For the differential test only: offer new asks to every free node they
+  // fit, as before the simulator skipped offers that cannot change anything
+  // (Sim::offerNewAsks). Decisions must be the same either way.
+  bool offer_every_free_node = false;
+};
+
+struct History;  // sim/engine/cluster_sim.h
+
+// The SLO inference of the training phase (Morpheus §4), one verdict per
+// periodic job in workload order: each job's runs and file events, every
+// event on the paths, and the consumers' run records (T_need), exactly as
+// morpheus-inference sees a provenance store.
+std::vector<inference::SloVerdict> inferTrainingSlos(const Workload& workload,
+                                                     const History& history);
+
+// Progress of the whole experiment: `done` of `total` simulated plan steps.
+using ProgressFn = std::function<void(const std::string& phase, int64_t done, int64_t total)>;
+
+// The days actually used for training: floor(days * train_fraction), at
+// least 1 and at most days - 1 (days >= 2), so both phases exist.
+int64_t trainDays(const ExperimentOptions& options);
+
+// Validates options: INVALID_ARGUMENT naming the field ("nodes", "days",
+// "node_size", "train_fraction", "realize", "workload.periodic[3].period").
+Status validateExperiment(const Workload& workload, const ExperimentOptions& options);
+
+// Runs the training phase once, then every strategy: their provisioning
+// (SLO inference, skyline fits) one after the other, their simulations on up
+// to options.threads threads; results in strategy order, the same whatever
+// the thread count. Progress: "training", then "evaluation" over all
+// strategies' steps.
+// `stop` (may be null) is polled every simulated instant (between the events
+// of two instants): once set, the runs in progress end there, results so far
+// are returned (strategies not started are left out), summary.interrupted is
+// set, and an interrupted training skips its SLO inference (no strategy runs
+// after it).
+Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress = nullptr,
+                                 const std::atomic<bool>* stop = nullptr);
+
+// `morpheus-sim min-cluster`: runs the experiment at `options.nodes` for the
+// baseline, then for every other strategy searches (bisection over the node
+// count, assuming violations fall as nodes grow) the smallest cluster whose
+// violation rate is at most the baseline's at options.nodes; the result is in
+// StrategyResult::min_nodes_at_baseline_rate (the baseline's is
+// options.nodes). The other figures of each strategy are those at that size.
+// The strategies' searches run side by side on up to options.threads
+// threads (trainings shared per size, GLPK on one thread at a time); the
+// result does not depend on the thread count.
+Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
+                                 const std::vector<StrategySpec>& strategies,
+                                 const ProgressFn& progress = nullptr,
+                                 const std::atomic<bool>* stop = nullptr);
+
+}  // namespace morpheus::sim

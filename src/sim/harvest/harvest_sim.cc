@@ -1,0 +1,641 @@
+#include "sim/harvest/harvest_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <numbers>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "harvest/harvest_replicas.h"
+#include "harvest/harvest_selection.h"
+
+namespace morpheus::sim {
+
+const char* strategyName(PlacementStrategy s) {
+  switch (s) {
+    case PlacementStrategy::kHistory:
+      return "history";
+    case PlacementStrategy::kRandom:
+      return "random";
+    case PlacementStrategy::kPrimaryUnaware:
+      return "primary-unaware";
+  }
+  return "?";
+}
+
+const char* replicaStrategyName(ReplicaStrategy s) {
+  switch (s) {
+    case ReplicaStrategy::kAlgorithm2:
+      return "algorithm2";
+    case ReplicaStrategy::kRandom:
+      return "random";
+    case ReplicaStrategy::kBestFirst:
+      return "best-first";
+  }
+  return "?";
+}
+
+namespace {
+
+// The pattern of each of `n` tenants: smooth weighted round-robin over the
+// shares (ties go to the earlier pattern).
+std::vector<rm::UtilPattern> patternOrder(int n, const std::array<double, 3>& mix) {
+  const double total = mix[0] + mix[1] + mix[2];
+  std::array<double, 3> credit = {0, 0, 0};
+  std::vector<rm::UtilPattern> out;
+  for (int t = 0; t < n; t++) {
+    size_t best = 0;
+    for (size_t p = 0; p < 3; p++) credit[p] += mix[p];
+    for (size_t p = 1; p < 3; p++)
+      if (credit[p] > credit[best]) best = p;
+    credit[best] -= total;
+    out.push_back(static_cast<rm::UtilPattern>(best));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o) {
+  if (o.mix[0] < 0 || o.mix[1] < 0 || o.mix[2] < 0 || o.mix[0] + o.mix[1] + o.mix[2] <= 0)
+    return invalidArgument("mix", "shares must be >= 0 and not all 0");
+  if (o.tenants < 1) return invalidArgument("tenants", "must be >= 1");
+  if (o.days < 2)
+    return invalidArgument("days", "must be >= 2 (all days but the last are history)");
+  const std::vector<rm::UtilPattern> order = patternOrder(o.tenants, o.mix);
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> noise(0, 1);
+  const int per_day = static_cast<int>(Millis(86400000) / o.step);
+  const int n = per_day * o.days;
+  std::vector<PrimaryTrace> out;
+  for (int t = 0; t < o.tenants; t++) {
+    PrimaryTrace tr;
+    tr.truth = order[static_cast<size_t>(t)];
+    tr.tenant = std::string(rm::patternName(tr.truth)) + "-" + std::to_string(t);
+    if (tr.truth == rm::UtilPattern::kPeriodic) {
+      double mean = 0.15 + 0.3 * u(rng), amp = 0.1 + 0.25 * u(rng);
+      double phase = (u(rng) - 0.5) * 0.25;  // +-3 h of a common peak
+      for (int i = 0; i < n; i++) {
+        double x = static_cast<double>(i) / per_day + phase;
+        tr.util.push_back(std::clamp(
+            mean + amp * std::sin(2 * std::numbers::pi * x) + 0.02 * noise(rng), 0.0, 1.0));
+      }
+    } else if (tr.truth == rm::UtilPattern::kConstant) {
+      double level = 0.1 + 0.5 * u(rng);
+      for (int i = 0; i < n; i++)
+        tr.util.push_back(std::clamp(level + 0.01 * noise(rng), 0.0, 1.0));
+    } else {
+      double x = 0.1 + 0.5 * u(rng);
+      for (int i = 0; i < n; i++) {
+        x += 0.06 * noise(rng);
+        if (u(rng) < 0.02) x += 0.5 * u(rng);  // burst
+        x = std::clamp(x, 0.05, 0.95);
+        tr.util.push_back(x);
+      }
+    }
+    out.push_back(std::move(tr));
+  }
+  return out;
+}
+
+Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
+  std::vector<PrimaryTrace> out;
+  std::istringstream lines(text);
+  std::string line;
+  int no = 0;
+  for (; std::getline(lines, line);) {
+    no++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    std::istringstream w(line);
+    PrimaryTrace tr;
+    if (!(w >> tr.tenant)) continue;
+    for (const auto& seen : out) {
+      if (seen.tenant == tr.tenant)
+        return invalidArgument("line " + std::to_string(no),
+                               "tenant '" + tr.tenant + "' appears twice");
+    }
+    std::string v;
+    while (w >> v) {
+      char* end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (*end != '\0' || !(x >= 0 && x <= 1)) {
+        return invalidArgument("line " + std::to_string(no),
+                               "'" + v + "' is not a fraction in [0, 1]");
+      }
+      tr.util.push_back(x);
+    }
+    if (tr.util.empty()) return invalidArgument("line " + std::to_string(no), "no samples");
+    if (!out.empty() && out.front().util.size() != tr.util.size()) {
+      return invalidArgument("line " + std::to_string(no),
+                             std::to_string(tr.util.size()) + " samples, the first line has " +
+                                 std::to_string(out.front().util.size()));
+    }
+    auto p = rm::profileTenant({tr.tenant, tr.util}, rm::ClassifierOptions{});
+    if (p.isOk()) tr.truth = p->pattern;
+    out.push_back(std::move(tr));
+  }
+  if (out.empty()) return invalidArgument("traces", "no tenant lines");
+  return out;
+}
+
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
+  auto colon = spec.find(':');
+  const std::string length = spec.substr(0, colon);
+  const std::map<std::string, rm::JobLength> names = {{"short", rm::JobLength::kShort},
+                                                      {"medium", rm::JobLength::kMedium},
+                                                      {"long", rm::JobLength::kLong}};
+  if (colon == std::string::npos || !names.count(length))
+    return invalidArgument("weights", "'" + spec + "': expected short|medium|long:P,C,U");
+  std::istringstream in(spec.substr(colon + 1));
+  std::map<rm::UtilPattern, double> w;
+  std::string v;
+  for (int p = 0; p < 3; p++) {
+    char* end = nullptr;
+    if (!std::getline(in, v, ',')) return invalidArgument("weights", "'" + spec + "': 3 weights");
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x >= 0))
+      return invalidArgument("weights", "'" + spec + "': '" + v + "' is not a weight >= 0");
+    w[static_cast<rm::UtilPattern>(p)] = x;
+  }
+  if (std::getline(in, v, ','))
+    return invalidArgument("weights", "'" + spec + "': more than 3 weights");
+  o.weights[names.at(length)] = w;
+  return Status::ok();
+}
+
+namespace {
+
+struct Task {
+  int job;
+  int stage;
+  int64_t end_tick;
+  int64_t start_tick;
+};
+
+struct JobRt {
+  const SwimJob* swim;
+  int64_t submit_tick;
+  int64_t pending[2] = {0, 0};
+  int64_t running[2] = {0, 0};
+  int64_t left[2] = {0, 0};  // tasks not yet finished per stage
+  int64_t dur_ticks[2] = {1, 1};
+  std::vector<int> preferred;  // servers of the chosen classes (history)
+  int64_t hold_until = -1;     // history: held without a class until this tick
+  int64_t finish_tick = -1;
+  rm::JobLength length = rm::JobLength::kMedium;
+};
+
+struct Server {
+  int tenant;
+  std::vector<Task> tasks;  // in start order: newest last
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+class HarvestRun {
+ public:
+  HarvestRun(const std::vector<PrimaryTrace>& traces, PlacementStrategy s,
+             const HarvestSimOptions& o)
+      : traces_(traces), strategy_(s), o_(o), rng_(o.seed) {
+    for (size_t t = 0; t < traces.size(); t++)
+      for (int k = 0; k < o.servers_per_tenant; k++) servers_.push_back({static_cast<int>(t), {}});
+    per_day_ = Millis(86400000) / o.step;
+    ticks_per_step_ = std::max<int64_t>(1, o.step / o.tick);
+  }
+
+  Status classify() {
+    std::vector<rm::TenantSeries> hist;
+    for (const auto& tr : traces_) {
+      size_t n = static_cast<size_t>(historySteps());
+      hist.push_back({tr.tenant, std::vector<double>(tr.util.begin(),
+                                                     tr.util.begin() + static_cast<long>(n))});
+    }
+    auto cls = rm::clusterTenants(hist, rm::ClassifierOptions{});
+    if (!cls.isOk()) return cls.status();
+    classes_ = std::move(cls).value();
+    std::map<std::string, int> index;
+    for (size_t t = 0; t < traces_.size(); t++) index[traces_[t].tenant] = static_cast<int>(t);
+    class_servers_.resize(classes_.size());
+    class_tenants_.resize(classes_.size());
+    for (size_t c = 0; c < classes_.size(); c++) {
+      for (const auto& name : classes_[c].tenants) class_tenants_[c].push_back(index[name]);
+      for (size_t s = 0; s < servers_.size(); s++) {
+        for (int t : class_tenants_[c])
+          if (servers_[s].tenant == t) class_servers_[c].push_back(static_cast<int>(s));
+      }
+    }
+    server_class_.assign(servers_.size(), -1);
+    for (size_t c = 0; c < classes_.size(); c++)
+      for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
+    return Status::ok();
+  }
+
+  HarvestSimResult run(const std::vector<SwimJob>& swim) {
+    std::bernoulli_distribution keep(o_.job_sample);
+    const int64_t day_ticks = historySteps() * ticks_per_step_;
+    for (const auto& j : swim) {
+      if (!keep(rng_)) continue;
+      JobRt r;
+      r.swim = &j;
+      r.submit_tick = day_ticks + j.submit / o_.tick;
+      r.left[0] = r.pending[0] = std::min(j.map_tasks, o_.max_tasks_per_stage);
+      r.left[1] = std::min(j.reduce_tasks, o_.max_tasks_per_stage);
+      r.dur_ticks[0] = std::max<int64_t>(1, (j.map_task_duration + o_.tick - Millis(1)) / o_.tick);
+      r.dur_ticks[1] =
+          std::max<int64_t>(1, (j.reduce_task_duration + o_.tick - Millis(1)) / o_.tick);
+      r.length = rm::lengthType(j.map_task_duration + j.reduce_task_duration, o_.selection);
+      jobs_.push_back(r);
+    }
+    std::sort(jobs_.begin(), jobs_.end(),
+              [](const JobRt& a, const JobRt& b) { return a.submit_tick < b.submit_tick; });
+    const int64_t end_tick = static_cast<int64_t>(traces_.front().util.size()) * ticks_per_step_;
+    const int64_t drain_until = end_tick + o_.drain / o_.tick;
+    size_t next_job = 0;
+    double secondary = 0, primary = 0;
+    int64_t measured = 0;
+    for (int64_t now = day_ticks; now < drain_until; now++) {
+      if (now >= end_tick && active_.empty()) break;
+      while (next_job < jobs_.size() && jobs_[next_job].submit_tick <= now) {
+        admit(static_cast<int>(next_job), now);
+        active_.push_back(static_cast<int>(next_job++));
+      }
+      enforce(now);
+      complete(now);
+      place(now);
+      if (now >= end_tick) continue;  // draining: the day's utilisation is measured
+      for (const auto& s : servers_) {
+        secondary += static_cast<double>(s.tasks.size());
+        primary += primaryCores(s, now);
+      }
+      measured++;
+    }
+    HarvestSimResult r;
+    r.jobs = static_cast<int64_t>(jobs_.size());
+    r.tasks_run = tasks_run_;
+    r.task_kills = kills_;
+    std::vector<double> jct, floor;
+    const double tick_s = static_cast<double>(o_.tick.count()) / 1000.0;
+    for (const auto& j : jobs_) {
+      if (j.finish_tick < 0) continue;
+      r.jobs_finished++;
+      jct.push_back(static_cast<double>(j.finish_tick - j.submit_tick) * tick_s);
+      floor.push_back(static_cast<double>(noWaitTicks(j)) * tick_s);
+      const auto l = static_cast<size_t>(j.length);
+      r.jobs_by_length[l]++;
+      r.mean_jct_by_length_s[l] += jct.back();
+      r.floor_mean_jct_by_length_s[l] += floor.back();
+    }
+    for (size_t l = 0; l < 3; l++) {
+      r.kills_by_pattern[l] = kills_by_pattern_[l];
+      r.kills_by_length[l] = kills_by_length_[l];
+      if (r.jobs_by_length[l] > 0) {
+        r.mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+        r.floor_mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
+      }
+    }
+    r.floor_mean_jct_s = floor.empty() ? 0
+                                       : std::accumulate(floor.begin(), floor.end(), 0.0) /
+                                             static_cast<double>(floor.size());
+    r.floor_p95_jct_s = percentile(floor, 0.95);
+    r.lost_core_s = static_cast<double>(lost_ticks_ * o_.tick.count()) / 1000.0;
+    r.jobs_without_class = jobs_without_class_;
+    double sum = 0;
+    for (double v : jct) sum += v;
+    r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
+    r.p50_jct_s = percentile(jct, 0.5);
+    r.p95_jct_s = percentile(jct, 0.95);
+    double all = static_cast<double>(measured) * static_cast<double>(servers_.size() * o_.cores);
+    r.harvested_util = all > 0 ? secondary / all : 0;
+    r.primary_util = all > 0 ? primary / all : 0;
+    return r;
+  }
+
+ private:
+  // Ticks job `j` takes when nothing waits or is killed: its map wave, then
+  // its reduce wave (a stage without tasks takes none).
+  static int64_t noWaitTicks(const JobRt& j) {
+    return (j.swim->map_tasks > 0 ? j.dur_ticks[0] : 0) +
+           (j.swim->reduce_tasks > 0 ? j.dur_ticks[1] : 0);
+  }
+  // Every day but the last is history; jobs run on the last day.
+  int64_t historySteps() const {
+    int64_t days = static_cast<int64_t>(traces_.front().util.size()) / per_day_;
+    return (days - 1) * per_day_;
+  }
+  double primaryCores(const Server& s, int64_t now) const {
+    const auto& u = traces_[s.tenant].util;
+    // Past the series (draining), the last day repeats.
+    auto i = static_cast<size_t>(now / ticks_per_step_);
+    if (i >= u.size())
+      i = u.size() - static_cast<size_t>(per_day_) + (i - u.size()) % static_cast<size_t>(per_day_);
+    return u[i] * o_.cores;
+  }
+  // Cores a new task may use on `s` (the placement view of the strategy).
+  int64_t room(const Server& s, int64_t now) const {
+    double busy = static_cast<double>(s.tasks.size());
+    if (strategy_ != PlacementStrategy::kPrimaryUnaware)
+      busy += primaryCores(s, now) + o_.reserve_cores;
+    return static_cast<int64_t>(std::floor(o_.cores - busy));
+  }
+
+  // The classes as Algorithm 1 sees them at `now`; computed once per tick
+  // and kept current as this tick's placements take slots (placeTask).
+  const std::vector<rm::ClassState>& classStates(int64_t now) {
+    if (states_tick_ == now) return states_;
+    states_.clear();
+    for (size_t c = 0; c < classes_.size(); c++) {
+      rm::ClassState st;
+      st.cls = classes_[c];
+      double cur = 0;
+      int64_t used = 0;
+      for (int s : class_servers_[c]) {
+        cur += primaryCores(servers_[s], now) / o_.cores;
+        used += static_cast<int64_t>(servers_[s].tasks.size());
+      }
+      st.current =
+          class_servers_[c].empty() ? 0 : cur / static_cast<double>(class_servers_[c].size());
+      // The headroom is a share of the class's cores; the NMs' reserves and
+      // the secondary tasks already there are taken from it.
+      const auto n = static_cast<int64_t>(class_servers_[c].size());
+      st.capacity_slots = n * o_.cores;
+      st.taken_slots = n * o_.reserve_cores + used;
+      states_.push_back(st);
+    }
+    states_tick_ = now;
+    return states_;
+  }
+
+  // Algorithm 1 for the job's remaining tasks; fills `preferred` with the
+  // chosen classes' servers. False when no class (or combination) fits.
+  bool select(JobRt& job, int64_t now) {
+    std::vector<rm::StageShape> dag = {{"map", job.left[0], {}}, {"reduce", job.left[1], {"map"}}};
+    int64_t width = rm::maxConcurrentContainers(dag).value();
+    std::uniform_real_distribution<double> u(0, 1);
+    auto chosen = rm::selectClasses(job.length, width, classStates(now), o_.selection, u(rng_));
+    for (const auto& id : chosen) {
+      for (size_t c = 0; c < classes_.size(); c++)
+        if (classes_[c].id == id)
+          job.preferred.insert(job.preferred.end(), class_servers_[c].begin(),
+                               class_servers_[c].end());
+    }
+    return !chosen.empty();
+  }
+
+  // History: a job no class fits either runs unconstrained at once or, with
+  // no_class_wait, is held (selection retried every tick) for that long.
+  void admit(int j, int64_t now) {
+    if (strategy_ != PlacementStrategy::kHistory) return;
+    JobRt& job = jobs_[j];
+    if (select(job, now)) return;
+    if (o_.no_class_wait.count() > 0) {
+      job.hold_until = now + (o_.no_class_wait + o_.tick - Millis(1)) / o_.tick;
+    } else {
+      jobs_without_class_++;
+    }
+  }
+
+  // True while the job is held; releases it when a class fits or time is up.
+  bool held(JobRt& job, int64_t now) {
+    if (job.hold_until < 0) return false;
+    if (select(job, now)) {
+      job.hold_until = -1;
+      return false;
+    }
+    if (now < job.hold_until) return true;
+    job.hold_until = -1;
+    jobs_without_class_++;
+    return false;
+  }
+
+  // The NM's harvest guard on every server: newest tasks die first.
+  void enforce(int64_t now) {
+    for (auto& s : servers_) {
+      double limit = o_.cores - primaryCores(s, now) - o_.reserve_cores;
+      while (!s.tasks.empty() && static_cast<double>(s.tasks.size()) > limit) {
+        Task t = s.tasks.back();
+        s.tasks.pop_back();
+        JobRt& j = jobs_[t.job];
+        j.running[t.stage]--;
+        j.pending[t.stage]++;
+        kills_++;
+        kills_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)]++;
+        kills_by_length_[static_cast<size_t>(j.length)]++;
+        lost_ticks_ += now - t.start_tick;
+      }
+    }
+  }
+
+  void complete(int64_t now) {
+    for (auto& s : servers_) {
+      for (size_t i = 0; i < s.tasks.size();) {
+        Task& t = s.tasks[i];
+        if (t.end_tick > now) {
+          i++;
+          continue;
+        }
+        JobRt& j = jobs_[t.job];
+        j.running[t.stage]--;
+        j.left[t.stage]--;
+        if (t.stage == 0 && j.left[0] == 0) j.pending[1] = j.left[1];
+        if (j.left[0] == 0 && j.left[1] == 0 && j.finish_tick < 0) j.finish_tick = now;
+        s.tasks.erase(s.tasks.begin() + static_cast<long>(i));
+      }
+    }
+  }
+
+  // Cores a task of a job of length `type` may use on `s` within the
+  // headroom its classes were chosen for (Algorithm 1's headroom per type,
+  // with the tags of the server's class): a long job does not fill a server
+  // above what the class's peak leaves, so the primary's return to its peak
+  // does not kill it.
+  int64_t headroomRoom(const Server& s, int server, rm::JobLength type, int64_t now) const {
+    const int c = server_class_[server];
+    if (c < 0) return room(s, now);
+    const double current = primaryCores(s, now) / o_.cores;
+    const double used = (1.0 - rm::headroom(type, classes_[c], current)) * o_.cores;
+    return static_cast<int64_t>(
+        std::floor(o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size())));
+  }
+
+  int pickServer(const JobRt& j, int64_t now) {
+    std::vector<int> cand;
+    if (strategy_ == PlacementStrategy::kHistory) {
+      for (int s : j.preferred)
+        if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
+    }
+    if (cand.empty()) {
+      for (size_t s = 0; s < servers_.size(); s++)
+        if (room(servers_[s], now) >= 1) cand.push_back(static_cast<int>(s));
+    }
+    if (cand.empty()) return -1;
+    return cand[std::uniform_int_distribution<size_t>(0, cand.size() - 1)(rng_)];
+  }
+
+  void place(int64_t now) {
+    states_tick_ = -1;  // kills and completions since admission changed the classes
+    std::vector<int> still;
+    for (int ji : active_) {
+      JobRt& j = jobs_[ji];
+      if (j.finish_tick < 0) still.push_back(ji);
+      if (held(j, now)) continue;
+      for (int st = 0; st < 2; st++) {
+        while (j.pending[st] > 0) {
+          int s = pickServer(j, now);
+          if (s < 0) break;
+          placeTask(ji, st, s, now);
+        }
+      }
+    }
+    active_ = std::move(still);
+  }
+
+  void placeTask(int ji, int stage, int s, int64_t now) {
+    JobRt& j = jobs_[ji];
+    servers_[s].tasks.push_back({ji, stage, now + j.dur_ticks[stage], now});
+    j.pending[stage]--;
+    j.running[stage]++;
+    tasks_run_++;
+    if (states_tick_ == now && server_class_[s] >= 0) states_[server_class_[s]].taken_slots++;
+  }
+
+  const std::vector<PrimaryTrace>& traces_;
+  const PlacementStrategy strategy_;
+  const HarvestSimOptions o_;
+  std::mt19937_64 rng_;
+  int64_t per_day_ = 0, ticks_per_step_ = 1;
+  std::vector<Server> servers_;
+  std::vector<JobRt> jobs_;
+  std::vector<int> active_;
+  std::vector<rm::HarvestClass> classes_;
+  std::vector<std::vector<int>> class_servers_, class_tenants_;
+  std::vector<int> server_class_;       // class index per server (-1: none)
+  std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
+  int64_t states_tick_ = -1;
+  int64_t kills_ = 0, tasks_run_ = 0, lost_ticks_ = 0, jobs_without_class_ = 0;
+  int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
+};
+
+}  // namespace
+
+Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
+                                       const std::vector<SwimJob>& jobs, PlacementStrategy strategy,
+                                       const HarvestSimOptions& o) {
+  if (traces.empty()) return invalidArgument("traces", "no primary tenants");
+  if (o.cores < 1) return invalidArgument("cores", "must be >= 1");
+  if (o.servers_per_tenant < 1) return invalidArgument("servers_per_tenant", "must be >= 1");
+  if (o.tick.count() <= 0 || o.step < o.tick)
+    return invalidArgument("tick", "must be > 0 and <= step");
+  if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
+  if (o.drain.count() < 0) return invalidArgument("drain", "must be >= 0");
+  const int64_t per_day = Millis(86400000) / o.step;
+  if (static_cast<int64_t>(traces.front().util.size()) < 2 * per_day) {
+    return invalidArgument("traces", "need two days of samples (day 0 is history)");
+  }
+  HarvestRun run(traces, strategy, o);
+  if (Status st = run.classify(); !st.isOk()) return st;
+  return run.run(jobs);
+}
+
+namespace {
+
+struct ReplicaWorld {
+  std::vector<rm::StorageServer> servers;
+  std::vector<int> tenant_of;               // per server
+  std::vector<std::vector<double>> events;  // per tenant: reimage times (hours)
+};
+
+ReplicaWorld makeWorld(const std::vector<PrimaryTrace>& traces, const ReplicaSimOptions& o,
+                       std::mt19937_64& rng) {
+  ReplicaWorld w;
+  const double hours = 24.0 * o.days;
+  for (size_t t = 0; t < traces.size(); t++) {
+    // Tenants t..t+2 share a rate, so every pattern meets every rate.
+    double rate = o.reimage_rates[(t / 3) % o.reimage_rates.size()];  // per month
+    double peak = *std::max_element(traces[t].util.begin(), traces[t].util.end());
+    for (int k = 0; k < o.servers_per_tenant; k++) {
+      w.servers.push_back({NodeId(traces[t].tenant + "/" + std::to_string(k)), traces[t].tenant,
+                           rate, peak, o.free_blocks_per_server});
+      w.tenant_of.push_back(static_cast<int>(t));
+    }
+    std::exponential_distribution<double> gap(rate / (30 * 24.0));
+    std::vector<double> ev;
+    for (double x = gap(rng); x < hours; x += gap(rng)) ev.push_back(x);
+    w.events.push_back(ev);
+  }
+  return w;
+}
+
+// Lost: at some reimage time every replica's tenant was reimaged within
+// `window` hours before (all copies gone before re-replication).
+bool blockLost(const std::vector<int>& tenants, const ReplicaWorld& w, double window) {
+  for (int t : tenants) {
+    for (double at : w.events[t]) {
+      bool all = true;
+      for (int u : tenants) {
+        const auto& ev = w.events[u];
+        auto it = std::upper_bound(ev.begin(), ev.end(), at);
+        if (it == ev.begin() || at - *std::prev(it) > window) {
+          all = false;
+          break;
+        }
+      }
+      if (all) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
+                                       ReplicaStrategy strategy, const ReplicaSimOptions& o) {
+  if (traces.empty()) return invalidArgument("traces", "no primary tenants");
+  if (o.reimage_rates.empty()) return invalidArgument("reimage_rates", "empty");
+  std::mt19937_64 rng(o.seed);
+  ReplicaWorld w = makeWorld(traces, o, rng);
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < w.servers.size(); i++)
+    index[w.servers[i].id.value()] = static_cast<int>(i);
+  std::optional<rm::ReplicaPlacer> placer;
+  if (strategy == ReplicaStrategy::kAlgorithm2) {
+    auto p = rm::ReplicaPlacer::create(w.servers, {3, 3, o.seed});
+    if (!p.isOk()) return p.status();
+    placer.emplace(std::move(p).value());
+  }
+  const double window = std::chrono::duration<double, std::ratio<3600>>(o.rereplicate).count();
+  const size_t steps = traces.front().util.size();
+  ReplicaSimResult r;
+  double unavailable = 0;
+  for (int64_t b = 0; b < o.blocks; b++) {
+    rm::Block blk{"blk" + std::to_string(b), o.replicas};
+    Result<std::vector<NodeId>> nodes =
+        strategy == ReplicaStrategy::kAlgorithm2 ? placer->PlaceReplicas(blk)
+        : strategy == ReplicaStrategy::kRandom   ? rm::placeRandom(w.servers, blk, o.seed)
+                                                 : rm::placeBestFirst(w.servers, blk);
+    if (!nodes.isOk()) return nodes.status();
+    std::vector<int> tenants;
+    for (const auto& n : *nodes) tenants.push_back(w.tenant_of[index[n.value()]]);
+    r.blocks++;
+    if (blockLost(tenants, w, window)) r.lost++;
+    int64_t down = 0;
+    for (size_t i = 0; i < steps; i++) {
+      bool all_busy = true;
+      for (int t : tenants) all_busy = all_busy && traces[t].util[i] > o.busy_util;
+      down += all_busy ? 1 : 0;
+    }
+    unavailable += static_cast<double>(down) / static_cast<double>(steps);
+  }
+  r.unavailable = r.blocks > 0 ? unavailable / static_cast<double>(r.blocks) : 0;
+  return r;
+}
+
+}  // namespace morpheus::sim

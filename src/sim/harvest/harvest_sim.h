@@ -1,0 +1,163 @@
+// Harvesting simulator (Zhang et al., OSDI'16 §5-6): primary
+// tenants' utilisation series with the paper's three patterns, SWIM batch
+// jobs harvesting what the primaries leave, and reimaging events hitting a
+// storage layer. Compares
+//  - task placement: history-based class selection (Algorithm 1, the real
+//    rm/harvest_selection code) vs random among nodes with room vs
+//    primary-unaware (ignores the primary when placing; the NM still kills);
+//  - replica placement: Algorithm 2 (rm/harvest_replicas) vs random vs
+//    best-first.
+// Everything runs on a virtual time line; the same seed gives the same
+// numbers.
+//
+// Model (stated assumptions): a server has `cores` cores; its primary uses
+// util(t) * cores, piecewise constant per series step; secondary tasks take
+// one core each; the NM policy of src/nodemanager/harvest_guard.h (kill the
+// newest tasks while primary + reserve + tasks > cores) runs every tick (the
+// CPU throttle phase is not modelled: a kill counts at once). A killed task
+// reruns from scratch. Jobs are SWIM jobs (map stage, then reduce stage). All
+// days of the series but the last are history (clustering: a daily pattern
+// needs two days to show two cycles); jobs arrive on the last day at their
+// SWIM offsets. A job's length type uses its ideal duration as "last run"
+// (SWIM jobs recur in production). History placement: Algorithm 1 runs once
+// per job at arrival (class headroom minus the reserves and the secondary
+// tasks already in the class); the job's tasks then go to servers of its
+// classes only within the headroom of its length type, with the tags of the
+// server's class (short: what the primary leaves now; medium: below
+// max(average, current); long: below max(peak, current)); when none has such
+// room, or no class fitted, they go anywhere with room now (the soft
+// constraint falls back; our scheduler's delay, 3 s, is below one tick).
+// Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
+// per tenant); a wiped replica is back after `rereplicate`; a block is
+// lost when all its replicas are wiped at once, and unavailable while every
+// replica's primary is busier than `busy_util`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "harvest/harvest_classes.h"
+#include "harvest/harvest_selection.h"
+#include "sim/workloads/swim_trace.h"
+
+namespace morpheus::sim {
+
+struct PrimaryTrace {
+  std::string tenant;
+  rm::UtilPattern truth =
+      rm::UtilPattern::kUnpredictable;  // generated pattern (or inferred on load)
+  std::vector<double> util;             // fraction per step
+};
+
+struct PrimaryGenOptions {
+  int tenants = 30;
+  // Relative shares of periodic, constant and unpredictable tenants (>= 0,
+  // not all 0); tenants take patterns in smooth weighted round-robin order,
+  // so equal shares give periodic, constant, unpredictable, periodic, ...
+  std::array<double, 3> mix = {1, 1, 1};
+  int days = 3;
+  Millis step{Millis(5 * 60 * 1000)};
+  uint64_t seed = 1;
+};
+
+// Periodic: a daily wave (mean 0.15-0.45, amplitude 0.1-0.35, phase within
+// +-3 h of a common peak) plus small noise; constant: a level 0.1-0.6 +-0.02;
+// unpredictable: a random walk in [0.05, 0.95] with bursts.
+// INVALID_ARGUMENT naming "mix" for negative or all-zero shares, "tenants"
+// below 1, "days" below 2.
+Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o);
+
+// Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
+// fractions in [0, 1], one per step, '#' starts a comment); all lines must
+// have the same number of samples; tenant names are unique. INVALID_ARGUMENT
+// naming the line. The classifier labels each loaded tenant (its `truth`).
+Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
+
+// "LENGTH:P,C,U" (e.g. "short:1,3,2"): sets the ranking weights of job
+// length short|medium|long for periodic, constant and unpredictable classes
+// in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
+Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
+
+enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
+const char* strategyName(PlacementStrategy s);
+
+struct HarvestSimOptions {
+  int servers_per_tenant = 10;
+  int cores = 16;
+  int reserve_cores = 1;
+  Millis tick{Millis(10000)};
+  Millis step{Millis(5 * 60 * 1000)};  // of the primary series
+  double job_sample = 0.1;             // share of SWIM jobs kept
+  int64_t max_tasks_per_stage = 200;
+  // History only: how long a job for which Algorithm 1 finds no class is
+  // held (selection retried every tick) before it runs unconstrained; 0 =
+  // runs unconstrained at once (the RM's "no classes, no constraint").
+  Millis no_class_wait{0};
+  // After the evaluation day, the jobs submitted on it run on for at most
+  // this long, the primaries repeating that day; 0 = the run stops at the
+  // day's end and jobs unfinished then are left out of the JCTs.
+  Millis drain{0};
+  rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
+  uint64_t seed = 1;
+};
+
+struct HarvestSimResult {
+  int64_t jobs = 0, jobs_finished = 0;
+  int64_t tasks_run = 0, task_kills = 0;
+  double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0;
+  double harvested_util = 0;  // secondary core-time / all core-time on the last day
+  double primary_util = 0;
+  // Breakdowns: index 0/1/2 = rm::UtilPattern of the killing server's tenant
+  // (its generated or inferred pattern), and rm::JobLength of the job.
+  int64_t kills_by_pattern[3] = {0, 0, 0};
+  int64_t kills_by_length[3] = {0, 0, 0};
+  int64_t jobs_by_length[3] = {0, 0, 0};
+  double mean_jct_by_length_s[3] = {0, 0, 0};
+  double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
+  // The same finished jobs had none waited and none been killed: each job's
+  // map then reduce task duration in ticks (its JCT on an idle cluster of
+  // unbounded size). No placement's JCTs can be below these, so a strategy's
+  // figure over the floor's is the most any placement could gain on it.
+  double floor_mean_jct_s = 0, floor_p95_jct_s = 0;
+  double floor_mean_jct_by_length_s[3] = {0, 0, 0};
+  // History only: jobs for which Algorithm 1 found no class (or combination)
+  // with room (within no_class_wait); they run without a constraint, i.e.
+  // like random placement.
+  int64_t jobs_without_class = 0;
+};
+
+Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
+                                       const std::vector<SwimJob>& jobs, PlacementStrategy strategy,
+                                       const HarvestSimOptions& o);
+
+enum class ReplicaStrategy { kAlgorithm2, kRandom, kBestFirst };
+const char* replicaStrategyName(ReplicaStrategy s);
+
+struct ReplicaSimOptions {
+  int servers_per_tenant = 10;
+  int64_t blocks = 20000;
+  int replicas = 3;
+  int64_t free_blocks_per_server = 1000;
+  int days = 30;
+  Millis rereplicate{Millis(60 * 60 * 1000)};
+  double busy_util = 0.8;
+  // Reimage rates of the tenants (per month): tenants 0-2 the first, 3-5 the
+  // second, ... round-robin in groups of three (one per generated pattern).
+  std::vector<double> reimage_rates = {0.5, 2, 8};
+  uint64_t seed = 1;
+};
+
+struct ReplicaSimResult {
+  int64_t blocks = 0;
+  int64_t lost = 0;
+  double unavailable = 0;  // mean share of steps a block has no available replica
+};
+
+Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
+                                       ReplicaStrategy strategy, const ReplicaSimOptions& o);
+
+}  // namespace morpheus::sim

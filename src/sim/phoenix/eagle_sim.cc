@@ -1,0 +1,242 @@
+#include "sim/phoenix/eagle_sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <utility>
+
+#include "sim/workloads/workload_rng.h"
+
+namespace morpheus::sim {
+
+namespace {
+
+// One key per set of hard constraints (soft ones do not restrict probing).
+std::string constraintKey(const std::vector<sched::PlacementConstraint>& cs) {
+  std::vector<std::string> parts;
+  for (const auto& c : cs) {
+    if (c.hard) parts.push_back(sched::describeConstraint(c));
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string key;
+  for (const auto& p : parts) key += p + ";";
+  return key;
+}
+
+bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
+              const sched::NodeAttributes& attrs) {
+  return std::all_of(cs.begin(), cs.end(), [&attrs](const sched::PlacementConstraint& c) {
+    return !c.hard || sched::constraintMatches(c, attrs);
+  });
+}
+
+}  // namespace
+
+int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partition) {
+  Worker w;
+  w.attrs = std::move(attrs);
+  w.short_partition = short_partition;
+  workers_.push_back(std::move(w));
+  matching_.clear();  // a new worker may match any constraint set
+  return static_cast<int32_t>(workers_.size()) - 1;
+}
+
+const std::vector<int32_t>& EagleCluster::matching(
+    const std::string& key, const std::vector<sched::PlacementConstraint>& cs) {
+  auto it = matching_.find(key);
+  if (it != matching_.end()) return it->second;
+  std::vector<int32_t> ws;
+  for (size_t i = 0; i < workers_.size(); i++) {
+    if (meetsAll(cs, workers_[i].attrs)) ws.push_back(static_cast<int32_t>(i));
+  }
+  return matching_.emplace(key, std::move(ws)).first->second;
+}
+
+// probe_ratio x tasks distinct random matching workers, chosen first among
+// those not running long tasks (SSS: the short partition and idle or
+// short-busy general workers); only when these are too few, the rest among
+// matching workers running long tasks (the probe waits for the long task:
+// the head-of-line blocking Phoenix's reordering addresses).
+std::vector<int32_t> EagleCluster::probeTargets(size_t job,
+                                                const std::vector<int32_t>& match) const {
+  std::vector<int32_t> free, behind_long;
+  for (int32_t w : match) {
+    (workers_[static_cast<size_t>(w)].running_long ? behind_long : free).push_back(w);
+  }
+  const JobState& j = jobs_.at(job);
+  size_t want = static_cast<size_t>(opts_.probe_ratio) * static_cast<size_t>(j.unlaunched);
+  rng::Stream s(seed_, job, -1, "eagle-probe");
+  uint64_t draw = 0;
+  std::vector<int32_t> out;
+  for (auto* pool : {&free, &behind_long}) {
+    const size_t n = std::min(pool->size(), want - out.size());
+    for (size_t i = 0; i < n; i++) {
+      size_t k = i + static_cast<size_t>(s.below(draw++, static_cast<int64_t>(pool->size() - i)));
+      std::swap((*pool)[i], (*pool)[k]);
+      out.push_back((*pool)[i]);
+    }
+  }
+  return out;
+}
+
+bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
+                          const std::vector<sched::PlacementConstraint>& constraints) {
+  const std::string key = constraintKey(constraints);
+  const std::vector<int32_t>& match = matching(key, constraints);
+  if (match.empty() || tasks <= 0) return false;
+  jobs_[job] = JobState{is_long, tasks, task_duration, key, constraints};
+  if (is_long) {
+    long_queue_.push_back(job);
+    return true;
+  }
+  for (int32_t w : probeTargets(job, match)) {
+    workers_[static_cast<size_t>(w)].probes.push_back(Probe{job, 0});
+  }
+  return true;
+}
+
+void EagleCluster::taskFinished(int32_t worker) {
+  Worker& w = workers_[static_cast<size_t>(worker)];
+  if (!w.running) return;
+  if (!w.running_long) w.sticky = w.running;  // SBP: the probe stays
+  w.running.reset();
+  w.running_long = false;
+}
+
+int32_t EagleCluster::unlaunched(size_t job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : it->second.unlaunched;
+}
+
+// SRPT with starvation prevention; late binding drops probes of jobs with
+// nothing left to launch.
+std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
+  while (!w.probes.empty()) {
+    auto pick = w.probes.end();
+    for (auto it = w.probes.begin(); it != w.probes.end(); ++it) {
+      if (it->bypassed >= opts_.starvation_bound) {
+        pick = it;  // the oldest starving probe
+        break;
+      }
+      const JobState& j = jobs_.at(it->job);
+      if (pick == w.probes.end() ||
+          j.unlaunched * j.task_duration.count() <
+              jobs_.at(pick->job).unlaunched * jobs_.at(pick->job).task_duration.count()) {
+        pick = it;
+      }
+    }
+    const size_t job = pick->job;
+    w.probes.erase(pick);
+    if (jobs_.at(job).unlaunched == 0) continue;  // late binding: nothing left
+    for (auto& p : w.probes) p.bypassed++;
+    return job;
+  }
+  return std::nullopt;
+}
+
+// The centralized scheduler: the first queued long job with a task left whose
+// constraints `worker` meets (finished jobs leave the queue on the way).
+std::optional<size_t> EagleCluster::nextLong(int32_t worker) {
+  for (auto it = long_queue_.begin(); it != long_queue_.end();) {
+    const JobState& j = jobs_.at(*it);
+    if (j.unlaunched == 0) {
+      it = long_queue_.erase(it);
+      continue;
+    }
+    const auto& match = matching(j.constraint_key, j.constraints);
+    if (std::binary_search(match.begin(), match.end(), worker)) return *it;
+    ++it;
+  }
+  return std::nullopt;
+}
+
+void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) {
+  Worker& w = workers_[static_cast<size_t>(worker)];
+  JobState& j = jobs_.at(job);
+  j.unlaunched--;
+  w.running = job;
+  w.running_long = j.is_long;
+  w.sticky.reset();
+  out.push_back(Started{job, worker});
+}
+
+std::vector<EagleCluster::Started> EagleCluster::dispatch() {
+  std::vector<Started> out;
+  for (size_t i = 0; i < workers_.size(); i++) {
+    Worker& w = workers_[i];
+    if (w.running) continue;
+    const auto wi = static_cast<int32_t>(i);
+    if (w.sticky && jobs_.at(*w.sticky).unlaunched > 0) {
+      start(wi, *w.sticky, out);
+      continue;
+    }
+    w.sticky.reset();
+    if (auto job = takeProbe(w)) {
+      start(wi, *job, out);
+      continue;
+    }
+    if (w.short_partition) continue;
+    if (auto job = nextLong(wi)) start(wi, *job, out);
+  }
+  return out;
+}
+
+Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle) {
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
+  if (!(eagle.short_partition >= 0 && eagle.short_partition < 1))
+    return invalidArgument("short_partition", "must be in [0, 1)");
+  if (eagle.probe_ratio < 1) return invalidArgument("probe_ratio", "must be >= 1");
+  if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
+  const auto wall0 = std::chrono::steady_clock::now();
+  PhoenixSimResult out;
+  out.policy = "eagle-c";
+  EagleCluster cluster(eagle, opts.seed);
+  const int64_t slots =
+      std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
+  for (int32_t n = 0; n < opts.nodes; n++) {
+    const auto attrs = phoenixNodeAttributes(opts.seed, n);
+    // Spread evenly over the node list: floor((n+1)p) > floor(np).
+    const bool in_short =
+        std::floor((n + 1) * eagle.short_partition) > std::floor(n * eagle.short_partition);
+    for (int64_t k = 0; k < slots; k++) cluster.addWorker(attrs, in_short);
+  }
+  const TimePoint t0 = fromEpochMs(0);
+  std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
+  out.jobs = static_cast<int64_t>(jobs.size());
+  using End = std::pair<TimePoint, int32_t>;  // (finish, worker)
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+  size_t next = 0, finished = 0;
+  TimePoint now = t0;
+  while (finished < jobs.size()) {
+    for (; next < jobs.size() && jobs[next].submit <= now; next++) {
+      PhoenixJob& j = jobs[next];
+      if (!cluster.submit(next, !j.is_short, j.tasks, j.duration, j.constraints)) {
+        j.rejected = true;
+        out.rejected++;
+        finished++;
+      }
+    }
+    while (!ends.empty() && ends.top().first <= now) {
+      const int32_t w = ends.top().second;
+      ends.pop();
+      PhoenixJob& j = jobs[*cluster.worker(w).running];
+      cluster.taskFinished(w);
+      if (++j.done == j.tasks) {
+        j.finish = now;
+        finished++;
+      }
+    }
+    for (const auto& s : cluster.dispatch()) {
+      PhoenixJob& j = jobs[s.job];
+      ends.emplace(now + phoenixTaskRunTime(opts.seed, s.job, j.started++, j.duration), s.worker);
+    }
+    now += Seconds(1);
+  }
+  summarisePhoenixJobs(jobs, out);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace morpheus::sim

@@ -1,0 +1,133 @@
+// Eagle-C: the hybrid baseline Phoenix is evaluated against (Thinakaran
+// et al., "Phoenix: A Constraint-aware Scheduler for Heterogeneous
+// Datacenters", ICDCS'17 §V: "Eagle-C", Eagle with constraint-aware probing),
+// as a simulator baseline only — the RM never runs it.
+//
+// Eagle (Delgado et al., "Job-aware Scheduling in Eagle: Divide and Stick to
+// Your Probes", SoCC'16) as modelled here, one worker per task slot (the
+// papers' worker = one slot with its own queue):
+//  - Partitions: a share `short_partition` of the nodes only ever runs short
+//    work; long jobs are placed by a centralized scheduler, first come first
+//    served, on idle workers of the general partition (never the short one).
+//  - Succinct State Sharing (SSS): the distributed schedulers know which
+//    workers run long tasks and probe the others (the short partition and
+//    general workers free of long work); only when too few of those meet
+//    the job's constraints do the remaining probes wait behind long tasks
+//    (the head-of-line blocking at constrained workers that Phoenix targets).
+//  - Probing: a short job sends `probe_ratio` probes per task to distinct
+//    random workers; late binding: a probe reaching the head of a worker's
+//    queue asks its job for a task and is dropped when the job has none left.
+//  - Sticky Batch Probing (SBP): a worker that finished a task of job J runs
+//    J's next unlaunched task before looking at its queue.
+//  - Queue discipline: SRPT among a worker's probes (least remaining job work
+//    = unlaunched tasks x expected task duration first), with starvation
+//    prevention: a probe passed over `starvation_bound` times runs next (the
+//    oldest such first).
+//  - "-C": probes go only to workers whose node meets every hard constraint
+//    of the job (sched::constraintMatches), and the centralized scheduler
+//    places long tasks only on matching workers; a job no worker can ever run
+//    is turned away at submission (the same admission control as the Phoenix
+//    runs, so the measured populations are equal).
+// Simplifications (stated, all in Eagle's favour): SSS is exact (no stale
+// view, so no rejected probes and no re-probing), messages take no time.
+//
+// Thread-safety: none; one simulation per object.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "scheduler/policies/crv.h"
+#include "sim/phoenix/phoenix_sim.h"
+
+namespace morpheus::sim {
+
+struct EagleOptions {
+  double short_partition = 0.1;  // share of nodes reserved for short work, [0, 1)
+  int32_t probe_ratio = 2;       // probes per short task (Eagle/Sparrow: 2), >= 1
+  int32_t starvation_bound = 5;  // times a probe may be passed over before it runs, >= 0
+};
+
+// The distributed/centralized scheduling state of an Eagle-C cluster on a
+// virtual time line; the caller owns time and task completion (runEagleSim,
+// tests).
+class EagleCluster {
+ public:
+  struct Probe {
+    size_t job = 0;
+    int32_t bypassed = 0;  // times another probe ran before it
+  };
+  struct Worker {
+    sched::NodeAttributes attrs;
+    bool short_partition = false;
+    std::optional<size_t> running;  // job of the running task
+    bool running_long = false;      // SSS: the running task is long
+    std::optional<size_t> sticky;   // SBP: job whose task just finished here
+    std::deque<Probe> probes;
+  };
+  struct Started {
+    size_t job = 0;
+    int32_t worker = 0;
+  };
+
+  EagleCluster(EagleOptions opts, uint64_t seed) : opts_(opts), seed_(seed) {}
+
+  int32_t addWorker(sched::NodeAttributes attrs, bool short_partition);
+
+  // Submits job `job` (ids unique, any order): `tasks` tasks of expected run
+  // time `task_duration` that need every hard constraint in `constraints`.
+  // Short jobs probe workers now; long ones queue at the centralized
+  // scheduler. False (nothing queued) when no worker meets the constraints.
+  bool submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
+              const std::vector<sched::PlacementConstraint>& constraints);
+
+  // The task running on `worker` finished.
+  void taskFinished(int32_t worker);
+
+  // Every idle worker takes work (SBP, then its probe queue, then — general
+  // partition only — the centralized scheduler's long tasks); the tasks
+  // started now.
+  std::vector<Started> dispatch();
+
+  const Worker& worker(int32_t w) const { return workers_[static_cast<size_t>(w)]; }
+  int32_t unlaunched(size_t job) const;
+
+ private:
+  struct JobState {
+    bool is_long = false;
+    int32_t unlaunched = 0;
+    Millis task_duration{0};
+    std::string constraint_key;
+    std::vector<sched::PlacementConstraint> constraints;
+  };
+
+  const std::vector<int32_t>& matching(const std::string& key,
+                                       const std::vector<sched::PlacementConstraint>& cs);
+  std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching) const;
+  std::optional<size_t> takeProbe(Worker& w);
+  std::optional<size_t> nextLong(int32_t worker);
+  void start(int32_t worker, size_t job, std::vector<Started>& out);
+
+  EagleOptions opts_;
+  uint64_t seed_;
+  std::vector<Worker> workers_;
+  std::map<size_t, JobState> jobs_;
+  std::deque<size_t> long_queue_;                         // centralized scheduler, FIFO
+  std::map<std::string, std::vector<int32_t>> matching_;  // by constraint set
+};
+
+// Runs the workload of `opts` (phoenix_sim.h; the same jobs and nodes as
+// runPhoenixSim) under Eagle-C: every node gives min(vcores, memory / 2 GiB)
+// workers; the short partition is short_partition of the nodes spread evenly
+// over the node list (node n when floor((n+1)p) > floor(np)); 1 s dispatch
+// rounds. policy = "eagle-c".
+// INVALID_ARGUMENT naming the field for bad options.
+Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
+
+}  // namespace morpheus::sim

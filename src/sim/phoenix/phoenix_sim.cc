@@ -1,0 +1,265 @@
+#include "sim/phoenix/phoenix_sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <queue>
+#include <utility>
+
+#include "scheduler/scheduler.h"
+#include "sim/workloads/workload_rng.h"
+
+namespace morpheus::sim {
+
+namespace {
+
+using sched::ConstraintOp;
+using sched::PlacementConstraint;
+
+// Per-job draw names (workload_rng.h): values depend only on (seed, job, name).
+constexpr uint64_t kNodeStream = 1ULL << 40;  // node index offset: nodes never collide with jobs
+
+PlacementConstraint hard(std::string key, std::string value, ConstraintOp op) {
+  PlacementConstraint c;
+  c.key = std::move(key);
+  c.values = {std::move(value)};
+  c.hard = true;
+  c.op = op;
+  return c;
+}
+
+template <typename T>
+const T& pick(double u, const std::vector<std::pair<double, T>>& table) {
+  for (const auto& [p, v] : table) {
+    if (u < p) return v;
+    u -= p;
+  }
+  return table.back().second;
+}
+
+}  // namespace
+
+sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i) {
+  rng::Stream s(seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
+  return {
+      {"isa", s.uniform(0) < 0.15 ? "aarch64" : "x86_64"},
+      {"cores", pick<std::string>(s.uniform(1), {{0.6, "16"}, {0.3, "32"}, {0.1, "64"}})},
+      {"network_gbps", pick<std::string>(s.uniform(2), {{0.7, "10"}, {0.2, "25"}, {0.1, "40"}})},
+      {"kernel", pick<std::string>(s.uniform(3), {{0.4, "5.4"}, {0.4, "5.10"}, {0.2, "6.1"}})},
+  };
+}
+
+namespace {
+
+// Mean vcore-seconds of a job (for the arrival rate): E[tasks] x E[duration]
+// of each class (log-uniform mean (hi - lo) / ln(hi / lo)).
+double meanJobWork(const PhoenixSimOptions& o) {
+  auto logMean = [](double lo, double hi) { return (hi - lo) / std::log(hi / lo); };
+  double shorts = 5.5 * logMean(5, 60);
+  double longs = 60.0 * logMean(300, 1200);
+  return o.short_fraction * shorts + (1 - o.short_fraction) * longs;
+}
+
+}  // namespace
+
+std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& o, TimePoint t0) {
+  const int64_t capacity_vcores = o.node_size.vcores() * o.nodes;
+  const double rate = o.load * static_cast<double>(capacity_vcores) / meanJobWork(o);  // jobs/s
+  std::vector<PhoenixJob> jobs;
+  double t = 0;
+  for (uint64_t j = 0;; j++) {
+    rng::Stream s(o.seed, j, -1, "phoenix-job");
+    t += -std::log(1.0 - s.uniform(0)) / rate;
+    if (t * 1000 >= static_cast<double>(o.arrivals.count())) break;
+    PhoenixJob job;
+    job.submit = t0 + Millis(static_cast<int64_t>(t * 1000));
+    job.is_short = s.uniform(1) < o.short_fraction;
+    if (job.is_short) {
+      job.tasks = 1 + static_cast<int32_t>(s.below(2, 10));
+      job.duration = Millis(static_cast<int64_t>(s.logUniform(3, 5, 60) * 1000));
+      if (s.uniform(4) < o.isa_rate)
+        job.constraints.push_back(hard("isa", "aarch64", ConstraintOp::kIn));
+      if (s.uniform(5) < o.cores_rate)
+        job.constraints.push_back(hard("cores", "32", ConstraintOp::kAtLeast));
+      if (s.uniform(6) < o.network_rate)
+        job.constraints.push_back(hard("network_gbps", "25", ConstraintOp::kAtLeast));
+      if (s.uniform(7) < o.kernel_rate)
+        job.constraints.push_back(hard("kernel", "5.10", ConstraintOp::kVersionAtLeast));
+    } else {
+      job.tasks = 20 + static_cast<int32_t>(s.below(2, 81));
+      job.duration = Millis(static_cast<int64_t>(s.logUniform(3, 300, 1200) * 1000));
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration) {
+  const double jitter = rng::Stream(seed, job, k, "task").uniform(0, 0.8, 1.2);
+  return Millis(static_cast<int64_t>(static_cast<double>(duration.count()) * jitter));
+}
+
+Percentiles percentilesOf(std::vector<double> v) {
+  Percentiles p;
+  p.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&v](double q) {
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+  };
+  p.p50 = at(0.5);
+  p.p90 = at(0.9);
+  p.p99 = at(0.99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / static_cast<double>(v.size());
+  return p;
+}
+
+Status validatePhoenixOptions(const PhoenixSimOptions& o) {
+  if (o.nodes <= 0) return invalidArgument("nodes", "must be > 0");
+  if (o.node_size.vcores() <= 0 || o.node_size.memoryMib() < 2048)
+    return invalidArgument("node_size", "needs >= 1 vcore and >= 2048 MiB for one task");
+  if (o.arrivals.count() <= 0) return invalidArgument("arrivals", "must be > 0");
+  if (!(o.load > 0 && o.load <= 1.5)) return invalidArgument("load", "must be in (0, 1.5]");
+  if (!(o.short_fraction >= 0 && o.short_fraction <= 1))
+    return invalidArgument("short_fraction", "must be in [0, 1]");
+  for (auto [name, r] : {std::pair{"isa_rate", o.isa_rate},
+                         {"cores_rate", o.cores_rate},
+                         {"network_rate", o.network_rate},
+                         {"kernel_rate", o.kernel_rate}}) {
+    if (!(r >= 0 && r <= 1)) return invalidArgument(name, "must be in [0, 1]");
+  }
+  return Status::ok();
+}
+
+void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult& out) {
+  std::vector<double> shorts, constrained, longs;
+  TimePoint last = jobs.empty() ? TimePoint{} : jobs[0].submit;
+  for (const PhoenixJob& j : jobs) {
+    if (j.rejected) continue;
+    double r = std::chrono::duration<double>(j.finish - j.submit).count();
+    last = std::max(last, j.finish);
+    if (j.is_short) {
+      shorts.push_back(r);
+      if (!j.constraints.empty()) constrained.push_back(r);
+    } else {
+      longs.push_back(r);
+    }
+  }
+  out.short_jobs = percentilesOf(std::move(shorts));
+  out.short_constrained = percentilesOf(std::move(constrained));
+  out.long_unconstrained = percentilesOf(std::move(longs));
+  out.makespan_s = jobs.empty() ? 0 : std::chrono::duration<double>(last - jobs[0].submit).count();
+}
+
+Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
+  const auto wall0 = std::chrono::steady_clock::now();
+  PhoenixSimResult out;
+  out.policy = "floor";
+  std::vector<sched::NodeAttributes> nodes;
+  for (int32_t i = 0; i < opts.nodes; i++) nodes.push_back(phoenixNodeAttributes(opts.seed, i));
+  const TimePoint t0 = fromEpochMs(0);
+  std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
+  out.jobs = static_cast<int64_t>(jobs.size());
+  auto tick = [t0](TimePoint t) {  // the first 1 s tick at or after t
+    const int64_t ms = (t - t0).count();
+    return t0 + Millis((ms + 999) / 1000 * 1000);
+  };
+  for (size_t ji = 0; ji < jobs.size(); ji++) {
+    PhoenixJob& j = jobs[ji];
+    j.rejected = std::none_of(nodes.begin(), nodes.end(), [&j](const sched::NodeAttributes& a) {
+      return std::all_of(j.constraints.begin(), j.constraints.end(),
+                         [&a](const auto& c) { return !c.hard || sched::constraintMatches(c, a); });
+    });
+    if (j.rejected) {
+      out.rejected++;
+      continue;
+    }
+    const TimePoint start = tick(j.submit);
+    TimePoint end = start;
+    for (int32_t k = 0; k < j.tasks; k++)
+      end = std::max(end, start + phoenixTaskRunTime(opts.seed, ji, k, j.duration));
+    j.finish = tick(end);
+  }
+  summarisePhoenixJobs(jobs, out);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
+                                       std::shared_ptr<const sched::QueueOrderingPolicy> policy) {
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
+  const auto wall0 = std::chrono::steady_clock::now();
+  PhoenixSimResult out;
+  out.policy = std::string(policy->name());
+  // As the RM configures it: scheduler.policy {root.default: <policy>}.
+  sched::SchedulerOptions so;
+  so.adhoc_queues.push_back({"root.default", 1.0, policy});
+  MORPHEUS_ASSIGN_OR_RETURN(auto s, sched::Scheduler::create(std::move(so)));
+  for (int32_t i = 0; i < opts.nodes; i++) {
+    MORPHEUS_RETURN_IF_ERROR(s->addNode(NodeId("n" + std::to_string(i)), opts.node_size,
+                                        phoenixNodeAttributes(opts.seed, i)));
+  }
+  const TimePoint t0 = fromEpochMs(0);
+  std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
+  out.jobs = static_cast<int64_t>(jobs.size());
+  using End = std::pair<TimePoint, ContainerId>;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+  std::map<ContainerId, size_t> job_of;
+  size_t next = 0, finished = 0;
+  TimePoint now = t0;
+  const Resource task(2048, 1);
+  while (finished < jobs.size()) {
+    for (; next < jobs.size() && jobs[next].submit <= now; next++) {
+      const PhoenixJob j = jobs[next];
+      AppId app("job" + std::to_string(next));
+      MORPHEUS_RETURN_IF_ERROR(s->addApp(app, UserId("u"), sched::QueueRef::adhoc("root.default")));
+      sched::ResourceRequest r;
+      r.priority = 1;
+      r.capability = task;
+      r.count = j.tasks;
+      r.expected_duration = j.duration;
+      r.constraints = j.constraints;
+      MORPHEUS_RETURN_IF_ERROR(s->updateAsks(app, {r}));
+      // Admission control: a job no node can ever serve is turned away with
+      // its pending reason instead of waiting forever (and is not measured).
+      MORPHEUS_ASSIGN_OR_RETURN(auto reasons, s->pendingReasons(app));
+      if (!reasons.empty()) {
+        MORPHEUS_RETURN_IF_ERROR(s->removeApp(app).status());
+        jobs[next].rejected = true;
+        out.rejected++;
+        finished++;
+      }
+    }
+    while (!ends.empty() && ends.top().first <= now) {
+      ContainerId c = ends.top().second;
+      ends.pop();
+      MORPHEUS_RETURN_IF_ERROR(s->containerCompleted(c).status());
+      size_t ji = job_of[c];
+      job_of.erase(c);
+      PhoenixJob& j = jobs[ji];
+      if (++j.done == j.tasks) {
+        j.finish = now;
+        finished++;
+        MORPHEUS_RETURN_IF_ERROR(s->removeApp(AppId("job" + std::to_string(ji))).status());
+      }
+    }
+    for (const auto& a : s->schedulePass(now).allocations) {
+      size_t ji = std::stoul(a.app.value().substr(3));
+      PhoenixJob& j = jobs[ji];
+      ends.emplace(now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), a.container);
+      job_of[a.container] = ji;
+    }
+    now += Seconds(1);
+  }
+  summarisePhoenixJobs(jobs, out);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace morpheus::sim

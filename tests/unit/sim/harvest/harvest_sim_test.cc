@@ -1,0 +1,298 @@
+// The harvesting simulator: generated primary series carry the
+// three patterns the classifier recovers, real series parse with the
+// documented format, and small deterministic runs show kills only where the
+// primary grows and replicas diversified by Algorithm 2.
+#include "sim/harvest/harvest_sim.h"
+
+#include <gtest/gtest.h>
+
+#include "harvest/harvest_selection.h"
+
+namespace morpheus::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Each generated tenant's two history days is labelled with its generated pattern.
+TEST(HarvestSimTest, GeneratedPatternsAreRecoveredByTheClassifier) {
+  PrimaryGenOptions g;
+  g.tenants = 12;
+  g.seed = 7;
+  auto traces = generatePrimaryTraces(g).value();
+  ASSERT_EQ(traces.size(), 12u);
+  int right = 0;
+  for (const auto& t : traces) {
+    std::vector<double> history(t.util.begin(), t.util.begin() + 2 * 288);
+    auto p = rm::profileTenant({t.tenant, history}, rm::ClassifierOptions{});
+    ASSERT_TRUE(p.isOk());
+    right += p->pattern == t.truth ? 1 : 0;
+  }
+  EXPECT_GE(right, 10) << "seed 7";
+  EXPECT_EQ(generatePrimaryTraces(g)->at(3).util, traces[3].util) << "same seed, same series";
+}
+
+// The mix sets each pattern's share in round-robin order; bad shares are refused.
+TEST(HarvestSimTest, MixSetsThePatternShares) {
+  PrimaryGenOptions g;
+  g.tenants = 8;
+  g.mix = {2, 1, 1};
+  auto traces = generatePrimaryTraces(g);
+  ASSERT_TRUE(traces.isOk());
+  std::vector<rm::UtilPattern> got;
+  for (const auto& t : *traces) got.push_back(t.truth);
+  using P = rm::UtilPattern;
+  EXPECT_EQ(got, (std::vector<P>{P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic,
+                                 P::kPeriodic, P::kConstant, P::kUnpredictable, P::kPeriodic}));
+  g.mix = {1, 1, 1};
+  auto equal = generatePrimaryTraces(g);
+  ASSERT_TRUE(equal.isOk());
+  for (size_t t = 0; t < equal->size(); t++)
+    EXPECT_EQ(equal->at(t).truth, static_cast<P>(t % 3)) << "tenant " << t;
+  g.mix = {0, 0, 0};
+  auto bad = generatePrimaryTraces(g);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("mix"), std::string::npos);
+  g.mix = {1, -1, 1};
+  EXPECT_FALSE(generatePrimaryTraces(g).isOk());
+}
+
+// Ranking weights from the CLI form; bad specs name "weights" and change nothing.
+TEST(HarvestSimTest, ParsesRankingWeights) {
+  rm::SelectionOptions o;
+  ASSERT_TRUE(parseRankingWeights("short:2,3,1", o).isOk());
+  using P = rm::UtilPattern;
+  EXPECT_EQ(o.weights[rm::JobLength::kShort],
+            (std::map<P, double>{{P::kPeriodic, 2}, {P::kConstant, 3}, {P::kUnpredictable, 1}}));
+  const auto before = o.weights;
+  for (const char* bad :
+       {"short:1,2", "tiny:1,2,3", "short:1,x,3", "short:1,2,3,4", "long:1,-1,2", "medium"}) {
+    Status st = parseRankingWeights(bad, o);
+    ASSERT_FALSE(st.isOk()) << bad;
+    EXPECT_EQ(st.message().rfind("weights: ", 0), 0u) << st.message();
+  }
+  EXPECT_EQ(o.weights, before);
+}
+
+// The real-series format: lines of fractions, equal lengths, errors name the line.
+TEST(HarvestSimTest, ParsesRealSeriesAndNamesBadLines) {
+  auto ok = parsePrimaryTraces("# tenant samples\nweb 0.1 0.2 0.3\ndb 0.5 0.5 0.5\n");
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_EQ(ok->size(), 2u);
+  auto bad = parsePrimaryTraces("web 0.1 0.2\ndb 0.5 1.5\n");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos);
+  EXPECT_FALSE(parsePrimaryTraces("web 0.1\ndb 0.5 0.5\n").isOk());
+  auto crlf = parsePrimaryTraces("web 0.1 0.2\r\ndb 0.5 0.5\r\n");
+  ASSERT_TRUE(crlf.isOk()) << crlf.status().message();
+  EXPECT_EQ(crlf->at(1).util, (std::vector<double>{0.5, 0.5}));
+  auto dup = parsePrimaryTraces("web 0.1 0.2\n# again\nweb 0.3 0.3\n");
+  ASSERT_FALSE(dup.isOk());
+  EXPECT_NE(dup.status().message().find("line 3"), std::string::npos);
+  EXPECT_NE(dup.status().message().find("'web' appears twice"), std::string::npos);
+}
+
+// Two days: 0.1 all day but `high` from 12:00 to 13:00 (5-min steps).
+PrimaryTrace middaySpike(const std::string& name, double high) {
+  PrimaryTrace t;
+  t.tenant = name;
+  t.util.assign(2 * 288, 0.1);
+  for (int d = 0; d < 2; d++)
+    for (int i = 144; i < 156; i++) t.util[d * 288 + i] = high;
+  return t;
+}
+
+// All SWIM jobs kept, 8-core servers, 1-minute ticks.
+HarvestSimOptions minuteTicks(int servers_per_tenant) {
+  HarvestSimOptions o;
+  o.servers_per_tenant = servers_per_tenant;
+  o.cores = 8;
+  o.job_sample = 1.0;
+  o.tick = std::chrono::seconds(60);
+  return o;
+}
+
+// `n` jobs of `tasks` map tasks of 3 h (long), submitted at 10:00 + 5 min * k.
+std::vector<SwimJob> longJobs(int n, int64_t tasks) {
+  std::vector<SwimJob> jobs;
+  for (int k = 0; k < n; k++) {
+    SwimJob j;
+    j.name = "long" + std::to_string(k);
+    j.submit = Millis((10 * 60 + 5 * k) * 60 * 1000);
+    j.map_tasks = tasks;
+    j.map_task_duration = 3h;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+// Algorithm 1 in the simulator: long jobs go to the flat tenant (the spiky
+// one's peak leaves no headroom) and are never killed; random placement puts
+// some on the spiky tenant, which kills them at noon (all kills on its pattern).
+TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[0].truth = rm::UtilPattern::kUnpredictable;
+  traces[1].tenant = "flat";
+  traces[1].truth = rm::UtilPattern::kConstant;
+  traces[1].util.assign(2 * 288, 0.5);
+  HarvestSimOptions o = minuteTicks(2);
+  auto jobs = longJobs(3, 2);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_by_length[static_cast<size_t>(rm::JobLength::kLong)], 3);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
+  EXPECT_EQ(random->kills_by_pattern[static_cast<size_t>(rm::UtilPattern::kUnpredictable)],
+            random->task_kills);
+  EXPECT_GT(random->lost_core_s, 0);
+  EXPECT_LT(history->mean_jct_s, random->mean_jct_s);
+  EXPECT_EQ(random->jobs_finished, 3) << "killed tasks rerun";
+}
+
+// A long job arriving while the flat tenant's headroom is taken (3 slots,
+// all held by an earlier 1-hour job) fits no class: run unconstrained at
+// once, its only room is on the spiky tenant, which kills it at noon; held
+// (no_class_wait), it waits until 11:00, then runs on the flat tenant unharmed.
+TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[1].tenant = "flat";
+  traces[1].util.assign(2 * 288, 0.5);
+  std::vector<SwimJob> jobs = longJobs(1, 3);
+  jobs[0].map_task_duration = 1h;
+  jobs.push_back(longJobs(1, 2)[0]);
+  jobs[1].name = "late";
+  jobs[1].submit = Millis((10 * 60 + 30) * 60 * 1000);
+  HarvestSimOptions o = minuteTicks(1);
+  auto at_once = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.no_class_wait = 1h;
+  auto held = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(at_once.isOk()) << at_once.status().message();
+  ASSERT_TRUE(held.isOk());
+  EXPECT_EQ(at_once->jobs_without_class, 1);
+  EXPECT_EQ(at_once->task_kills, 2);
+  EXPECT_EQ(held->jobs_without_class, 0);
+  EXPECT_EQ(held->task_kills, 0);
+  EXPECT_EQ(held->jobs_finished, 2);
+  EXPECT_EQ(held->tasks_run, 5);
+  o.no_class_wait = -1s;
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("no_class_wait"), std::string::npos);
+}
+
+// Within its class a long job uses only the headroom under the class's peak
+// (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
+// nothing; random fills a server up to what the primary leaves now and loses
+// tasks at noon.
+TEST(HarvestSimTest, HistoryPlacesLongTasksWithinThePeakHeadroom) {
+  std::vector<PrimaryTrace> traces = {middaySpike("wave", 0.5)};
+  HarvestSimOptions o = minuteTicks(2);
+  auto jobs = longJobs(1, 6);
+  auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(history.isOk()) << history.status().message();
+  ASSERT_TRUE(random.isOk());
+  EXPECT_EQ(history->jobs_without_class, 0);
+  EXPECT_EQ(history->task_kills, 0);
+  EXPECT_EQ(history->tasks_run, 6);
+  EXPECT_GT(random->task_kills, 0) << "seed 1";
+}
+
+// A primary that grows at noon kills tasks placed without regard to it; a
+// flat primary never does; all jobs finish (killed tasks rerun).
+TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
+  std::vector<PrimaryTrace> traces(3);
+  for (int t = 0; t < 3; t++) {
+    traces[t].tenant = "t" + std::to_string(t);
+    traces[t].util.assign(2 * 288, 0.2);
+  }
+  for (int i = 288 + 12; i < 288 + 24; i++) traces[0].util[i] = 0.95;  // day 1, 1:00-2:00
+  std::vector<SwimJob> jobs;
+  for (int j = 0; j < 20; j++) {
+    SwimJob s;
+    s.name = "j" + std::to_string(j);
+    s.submit = Millis(j * 4 * 60 * 1000);
+    s.map_tasks = 8;
+    s.map_task_duration = 10min;
+    s.reduce_tasks = 2;
+    s.reduce_task_duration = 5min;
+    jobs.push_back(s);
+  }
+  HarvestSimOptions o = minuteTicks(2);
+  auto unaware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
+  ASSERT_TRUE(unaware.isOk()) << unaware.status().message();
+  EXPECT_EQ(unaware->jobs_finished, 20);
+  EXPECT_GT(unaware->task_kills, 0);
+  EXPECT_GT(unaware->harvested_util, 0);
+  for (auto& t : traces) t.util.assign(2 * 288, 0.2);
+  auto flat = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(flat.isOk());
+  EXPECT_EQ(flat->task_kills, 0);
+  EXPECT_EQ(flat->jobs_finished, 20);
+  // No kill and room for every task at once: each job takes its floor, a
+  // 10-minute map wave then a 5-minute reduce wave; the kills cost above it.
+  EXPECT_DOUBLE_EQ(flat->floor_mean_jct_s, 15 * 60);
+  EXPECT_DOUBLE_EQ(flat->mean_jct_s, flat->floor_mean_jct_s);
+  EXPECT_DOUBLE_EQ(flat->p95_jct_s, flat->floor_p95_jct_s);
+  EXPECT_DOUBLE_EQ(unaware->floor_mean_jct_s, 15 * 60);
+  EXPECT_GT(unaware->mean_jct_s, unaware->floor_mean_jct_s);
+}
+
+// A job submitted late on the evaluation day: without a drain the run ends
+// at midnight and the job is left out; with one it finishes, on primaries
+// that repeat the evaluation day (a spike at 01:00 on it kills the job's
+// tasks again at 01:00 the next day, and they rerun).
+TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
+  std::vector<PrimaryTrace> traces(1);
+  traces[0].tenant = "t";
+  traces[0].util.assign(2 * 288, 0.2);
+  for (int i = 288 + 12; i < 288 + 24; i++) traces[0].util[i] = 0.95;  // day 1, 01:00-02:00
+  std::vector<SwimJob> jobs = longJobs(1, 2);
+  jobs[0].submit = Millis((23 * 60 + 30) * 60 * 1000);
+  HarvestSimOptions o = minuteTicks(2);
+  auto cut = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(cut.isOk()) << cut.status().message();
+  EXPECT_EQ(cut->jobs_finished, 0);
+  EXPECT_EQ(cut->task_kills, 0);
+  o.drain = 12h;
+  auto drained = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(drained.isOk());
+  EXPECT_EQ(drained->jobs_finished, 1);
+  EXPECT_EQ(drained->task_kills, 2) << "the repeated 01:00 spike";
+  // Killed at 01:00, rerun from 02:00 (the spike leaves no room before): 3 h.
+  EXPECT_DOUBLE_EQ(drained->mean_jct_s, (2.5 + 3) * 3600);
+  EXPECT_DOUBLE_EQ(drained->floor_mean_jct_s, 3 * 3600);  // one 3 h wave, no reduce stage
+  EXPECT_DOUBLE_EQ(drained->floor_mean_jct_by_length_s[static_cast<size_t>(rm::JobLength::kLong)],
+                   3 * 3600);
+  o.drain = -1s;
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("drain"), std::string::npos);
+}
+
+// With tenant-wide reimages, best-first (all replicas on the calmest tenant)
+// loses at least as many blocks as Algorithm 2, which spreads them.
+TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
+  PrimaryGenOptions g;
+  g.tenants = 9;
+  g.seed = 3;
+  auto traces = generatePrimaryTraces(g).value();
+  ReplicaSimOptions o;
+  o.servers_per_tenant = 4;
+  o.blocks = 500;
+  o.free_blocks_per_server = 1000;
+  o.days = 365;
+  o.rereplicate = Millis(24 * 3600 * 1000);
+  auto a2 = runReplicaSim(traces, ReplicaStrategy::kAlgorithm2, o);
+  auto bf = runReplicaSim(traces, ReplicaStrategy::kBestFirst, o);
+  ASSERT_TRUE(a2.isOk());
+  ASSERT_TRUE(bf.isOk());
+  EXPECT_EQ(a2->blocks, 500);
+  EXPECT_LE(a2->lost, bf->lost) << "seed 3";
+  EXPECT_GT(bf->lost, 0) << "seed 3: best-first keeps every replica in one tenant";
+}
+
+}  // namespace
+}  // namespace morpheus::sim
