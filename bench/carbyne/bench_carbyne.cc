@@ -32,7 +32,7 @@
 #include <queue>
 #include <sstream>
 
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 #include "report/bench_report.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/strategy.h"

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 #include "report/bench_report.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/strategy.h"

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 #include "report/bench_report.h"
 
 using namespace morpheus;             // NOLINT

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/wire.h"
-#include "inference/run_import.h"
-#include "inference/skyline_fit.h"
+#include "inference/model/run_import.h"
+#include "inference/model/skyline_fit.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 
 namespace morpheus::cli {

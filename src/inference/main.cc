@@ -9,10 +9,10 @@
 #include "common/auth.h"
 #include "common/daemon.h"
 #include "common/logging.h"
-#include "inference/inference_core.h"
-#include "inference/inference_options.h"
-#include "inference/rm_client.h"
-#include "inference/service.h"
+#include "inference/service/inference_core.h"
+#include "inference/service/inference_options.h"
+#include "inference/service/rm_client.h"
+#include "inference/service/service.h"
 #include "store/provenance_store.h"
 
 using namespace morpheus;

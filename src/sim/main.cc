@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "common/version.h"
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 #include "planner/agent.h"
 #include "sim/engine/engine.h"
 #include "sim/phoenix/phoenix_cli.h"

@@ -1,6 +1,6 @@
 // The body of the two run-history targets (history_native_fuzz.cc,
 // history_jsonl_fuzz.cc): they differ only in the format they feed
-// parseRunHistory (src/inference/run_import.h).
+// parseRunHistory (src/inference/model/run_import.h).
 //
 // Property (run_import.h's contract): an accepted batch holds only records
 // that pass the shared field validation (validateRun / validateEvent), since
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "fuzz_util.h"
-#include "inference/run_import.h"
+#include "inference/model/run_import.h"
 
 namespace morpheus::fuzz {
 

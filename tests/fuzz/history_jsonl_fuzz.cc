@@ -1,4 +1,4 @@
-// Fuzz target: run-history import, "jsonl" format (src/inference/run_import.h),
+// Fuzz target: run-history import, "jsonl" format (src/inference/model/run_import.h),
 // as `morpheusctl history import --format jsonl` and the inference service read it.
 #include "history_fuzz.h"
 

@@ -69,7 +69,7 @@ struct JobProvision {
   // unreserved only if that fails too.
   std::optional<planner::ReservationDefinition> fallback;
   // A reshaped skyline's compression in the order the runs showed
-  // (inference/skyline_reshape.h), submitted right after `def` when the
+  // (inference/model/skyline_reshape.h), submitted right after `def` when the
   // planner refuses `def`, as morpheus-inference does.
   std::optional<planner::ReservationDefinition> in_order;
 };

@@ -10,9 +10,9 @@
 #include <set>
 #include <thread>
 
-#include "inference/skyline_fit.h"
-#include "inference/skyline_reshape.h"
-#include "inference/slo_inference.h"
+#include "inference/model/skyline_fit.h"
+#include "inference/model/skyline_reshape.h"
+#include "inference/model/slo_inference.h"
 #include "planner/reservation.h"
 #include "scheduler/policies/policy_factory.h"
 #include "sim/engine/cluster_sim.h"
@@ -186,7 +186,7 @@ int64_t maxParallelism(const PeriodicJob& job, const std::vector<int64_t>& last_
 // the window is reshaped to it (same area, higher and shorter, up to the
 // job's parallelism, front-loaded, with its in-order compression as the
 // alternative the planner gets when it refuses the front-loaded one:
-// inference/skyline_reshape.h) and counted in `why` under kReshaped; only one
+// inference/model/skyline_reshape.h) and counted in `why` under kReshaped; only one
 // whose area cannot fit the window even at full parallelism leaves the job
 // unreserved.
 JobProvision packedSkyline(const PeriodicJob& job, const inference::InferredSlo& slo,

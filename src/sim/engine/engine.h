@@ -36,7 +36,7 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "inference/slo_inference.h"
+#include "inference/model/slo_inference.h"
 #include "planner/agent.h"
 #include "sim/engine/report.h"
 #include "sim/engine/strategy.h"

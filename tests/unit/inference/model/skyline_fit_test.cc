@@ -1,6 +1,6 @@
 // Unit tests of the skyline LP (Morpheus §5): hand-checked optima, properties,
 // the fast solver against the GLPK reference, resampling and fitRuns.
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 
 #include <gtest/gtest.h>
 

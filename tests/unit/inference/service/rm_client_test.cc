@@ -1,7 +1,7 @@
 // Unit tests for turning a signed-off SLO into a recurring reservation definition.
 #include <gtest/gtest.h>
 
-#include "inference/rm_client.h"
+#include "inference/service/rm_client.h"
 
 namespace morpheus::inference {
 namespace {

@@ -1,7 +1,7 @@
 // Run-history import: both formats, line-numbered errors, all-or-nothing.
-#include "inference/run_import.h"
+#include "inference/model/run_import.h"
 
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 
 #include <gtest/gtest.h>
 

@@ -23,9 +23,9 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/token.h"
-#include "inference/rm_client.h"
-#include "inference/skyline_fit.h"
-#include "inference/slo_inference.h"
+#include "inference/service/rm_client.h"
+#include "inference/model/skyline_fit.h"
+#include "inference/model/slo_inference.h"
 #include "store/provenance_store.h"
 
 namespace morpheus::inference {
@@ -68,7 +68,7 @@ struct ProposalPayload {
   Millis step{60000};
   std::vector<int64_t> skyline;
   // When the skyline was reshaped to the window (front-loaded,
-  // inference/skyline_reshape.h): the same compression in the order the runs
+  // inference/model/skyline_reshape.h): the same compression in the order the runs
   // showed, submitted instead when the RM has no room for `skyline`. Empty
   // otherwise, and dropped when the owner overrides the skyline or window.
   std::vector<int64_t> in_order_skyline;

@@ -1,7 +1,7 @@
-#include "inference/service.h"
+#include "inference/service/service.h"
 
 #include "common/wire.h"
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 
 #include <cmath>
 

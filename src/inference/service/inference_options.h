@@ -3,7 +3,7 @@
 
 #include "common/config.h"
 #include "common/daemon.h"
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 
 namespace morpheus::inference {
 

@@ -1,8 +1,8 @@
-#include "inference/inference_core.h"
+#include "inference/service/inference_core.h"
 
 #include "common/auth.h"
-#include "inference/run_import.h"
-#include "inference/skyline_reshape.h"
+#include "inference/model/run_import.h"
+#include "inference/model/skyline_reshape.h"
 
 #include <spdlog/spdlog.h>
 
@@ -726,7 +726,7 @@ int64_t widestRun(const std::vector<store::RunRecord>& runs) {
 
 // a and d stay as inferred (a is when the input is available): they are never
 // widened. A skyline longer than the window d - a is reshaped to it (Morpheus
-// §5/§6, inference/skyline_reshape.h: same area, higher, shorter and
+// §5/§6, inference/model/skyline_reshape.h: same area, higher, shorter and
 // front-loaded), up to the widest any fitted run ran, with a warning saying
 // so; the compression in order is kept for the RM to get when it has no room
 // for the front-loaded one (submitRecurring). When even that width cannot

@@ -54,7 +54,7 @@
 // problem: the second solve only changes segment costs, so the first optimal
 // basis stays primal feasible and the primal simplex continues from it; then
 // row generation resumes.
-#include "inference/skyline_fit.h"
+#include "inference/model/skyline_fit.h"
 
 #include <glpk.h>
 

@@ -1,4 +1,4 @@
-#include "inference/skyline_reshape.h"
+#include "inference/model/skyline_reshape.h"
 
 #include <algorithm>
 #include <functional>

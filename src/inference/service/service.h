@@ -4,7 +4,7 @@
 #pragma once
 
 #include "common/auth.h"
-#include "inference/inference_core.h"
+#include "inference/service/inference_core.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 
 namespace morpheus::inference {

@@ -3,7 +3,7 @@
 // statistics, the history window, window warnings, the default alpha, and
 // per-instance one-off reservations of jobs whose period does not divide the
 // LCM.
-#include "inference/inference_core.h"
+#include "inference/service/inference_core.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <map>
 
 #include "common/config.h"
-#include "inference/inference_options.h"
-#include "inference/service.h"
+#include "inference/service/inference_options.h"
+#include "inference/service/service.h"
 
 namespace morpheus::inference {
 namespace {

@@ -1,4 +1,4 @@
-#include "inference/slo_inference.h"
+#include "inference/model/slo_inference.h"
 
 #include <algorithm>
 #include <cmath>

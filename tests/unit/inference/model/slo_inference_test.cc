@@ -1,5 +1,5 @@
 // Morpheus §4 statistics and SLO inference on hand-computed cases.
-#include "inference/slo_inference.h"
+#include "inference/model/slo_inference.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "inference/run_import.h"
+#include "inference/model/run_import.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Unit tests of fitSkylineToWindow (Morpheus §5/§6): a skyline longer than
 // its window becomes higher and shorter with the same area, front-loaded.
-#include "inference/skyline_reshape.h"
+#include "inference/model/skyline_reshape.h"
 
 #include <gtest/gtest.h>
 

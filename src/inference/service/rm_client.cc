@@ -1,4 +1,4 @@
-#include "inference/rm_client.h"
+#include "inference/service/rm_client.h"
 
 #include <ctime>
 
