@@ -13,7 +13,7 @@
 #include "inference/service/inference_options.h"
 #include "inference/service/rm_client.h"
 #include "inference/service/service.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 using namespace morpheus;
 

@@ -29,7 +29,7 @@
 #include "rm/ha/standby_front.h"
 #include "rm/runtime/telemetry.h"
 #include "rm/http/web_ui.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 using namespace morpheus;
 

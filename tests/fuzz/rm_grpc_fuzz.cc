@@ -49,7 +49,7 @@
 #include "rm/core/rm_options.h"
 #include "rm/runtime/runtime.h"
 #include "rm/grpc/services.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 using namespace morpheus;
 

@@ -29,7 +29,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::inference {
 

@@ -19,7 +19,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::inference {
 

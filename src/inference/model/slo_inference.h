@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::inference {
 

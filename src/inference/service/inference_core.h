@@ -26,7 +26,7 @@
 #include "inference/service/rm_client.h"
 #include "inference/model/skyline_fit.h"
 #include "inference/model/slo_inference.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::inference {
 

@@ -26,7 +26,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "common/token.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::rm {
 

@@ -31,7 +31,7 @@
 #include "common/status.h"
 #include "planner/planner.h"
 #include "rm/core/rm_metrics.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::rm {
 

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "store/etcd_state_store.h"
+#include "store/state/etcd_state_store.h"
 
 namespace morpheus::rm {
 

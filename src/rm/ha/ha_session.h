@@ -9,7 +9,7 @@
 #include <string>
 
 #include "rm/ha/leader_election.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::rm {
 

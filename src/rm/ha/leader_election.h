@@ -24,8 +24,8 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "store/etcd_client.h"
-#include "store/etcd_state_store.h"
+#include "store/state/etcd_client.h"
+#include "store/state/etcd_state_store.h"
 
 namespace morpheus::rm {
 

@@ -55,7 +55,7 @@
 #include "rm/core/rm_core.h"
 #include "scheduler/scheduler.h"
 #include "rm/runtime/telemetry.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::rm {
 

@@ -24,7 +24,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
 #include "sim/workloads/workload.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::sim {
 

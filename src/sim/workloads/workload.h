@@ -26,7 +26,7 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::sim {
 

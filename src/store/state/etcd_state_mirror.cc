@@ -1,4 +1,4 @@
-#include "store/etcd_state_mirror.h"
+#include "store/state/etcd_state_mirror.h"
 
 #include <spdlog/spdlog.h>
 

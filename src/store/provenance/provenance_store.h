@@ -2,7 +2,7 @@
 // of recurring jobs with their skylines, file read/write events, and the SLO
 // proposals owners sign off.
 //
-// Contract (every implementation passes tests/unit/store/provenance_store_test.cc):
+// Contract (every implementation passes tests/unit/store/provenance/provenance_store_test.cc):
 // - Every mutating call is one transaction: all of it or nothing, durable when
 //   it returns OK (a crash afterwards loses nothing).
 // - ingest() is idempotent: a run with an existing (job, run) pair replaces the

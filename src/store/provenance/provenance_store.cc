@@ -5,8 +5,8 @@
 #include <map>
 #include <system_error>
 
-#include "store/provenance_store.h"
-#include "store/provenance_store_internal.h"
+#include "store/provenance/provenance_store.h"
+#include "store/provenance/provenance_store_internal.h"
 
 namespace morpheus::store {
 

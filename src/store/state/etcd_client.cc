@@ -1,4 +1,4 @@
-#include "store/etcd_client.h"
+#include "store/state/etcd_client.h"
 
 #include <grpcpp/grpcpp.h>
 

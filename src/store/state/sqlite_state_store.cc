@@ -9,9 +9,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "store/etcd_state_store.h"
+#include "store/state/etcd_state_store.h"
 #include "store/sqlite_db.h"
-#include "store/state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::store {
 

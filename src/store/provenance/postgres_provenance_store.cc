@@ -9,8 +9,8 @@
 #include <charconv>
 #include <mutex>
 
-#include "store/provenance_store.h"
-#include "store/provenance_store_internal.h"
+#include "store/provenance/provenance_store.h"
+#include "store/provenance/provenance_store_internal.h"
 
 namespace morpheus::store {
 

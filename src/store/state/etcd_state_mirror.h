@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/etcd_client.h"
+#include "store/state/etcd_client.h"
 
 namespace morpheus::store {
 

@@ -1,6 +1,6 @@
 // Shared by the ProvenanceStore implementations (SQLite, PostgreSQL) and
 // their conformance test; not part of the public contract
-// (store/provenance_store.h).
+// (store/provenance/provenance_store.h).
 //
 // The two backends keep the same logical schema, versioned by the same
 // number: migration N of SQLite and migration N of PostgreSQL produce the
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/provenance_store.h"
+#include "store/provenance/provenance_store.h"
 
 namespace morpheus::store {
 

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "etcd_cluster.h"
-#include "store/etcd_state_store.h"
-#include "store/state_store.h"
+#include "store/state/etcd_state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::store {
 namespace {

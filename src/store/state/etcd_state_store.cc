@@ -1,4 +1,4 @@
-#include "store/etcd_state_store.h"
+#include "store/state/etcd_state_store.h"
 
 #include <map>
 #include <mutex>

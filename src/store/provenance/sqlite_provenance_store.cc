@@ -5,8 +5,8 @@
 #include <mutex>
 #include <tuple>
 
-#include "store/provenance_store.h"
-#include "store/provenance_store_internal.h"
+#include "store/provenance/provenance_store.h"
+#include "store/provenance/provenance_store_internal.h"
 #include "store/sqlite_db.h"
 
 namespace morpheus::store {

@@ -18,8 +18,8 @@
 #include <sstream>
 #include <thread>
 
-#include "store/provenance_store.h"
-#include "store/provenance_store_internal.h"
+#include "store/provenance/provenance_store.h"
+#include "store/provenance/provenance_store_internal.h"
 
 #ifdef MORPHEUS_HAVE_POSTGRES
 #include <libpq-fe.h>

@@ -21,9 +21,9 @@
 #include <optional>
 #include <string>
 
-#include "store/etcd_client.h"
-#include "store/etcd_state_mirror.h"
-#include "store/state_store.h"
+#include "store/state/etcd_client.h"
+#include "store/state/etcd_state_mirror.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::store {
 
