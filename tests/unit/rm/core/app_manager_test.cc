@@ -84,46 +84,46 @@ TEST_F(AppManagerTest, PerUserBoundsAndNamesAreChecked) {
   o.max_name_length = 16;
   AppManager apps(
       o, *store_, clock_, metrics_, signer_,
-      [](const JobKey&) -> std::optional<ReservationId> { return std::nullopt; },
-      [](const ReservationId&) { return false; });
-  auto a1 = apps.submit(spec());
-  auto a2 = apps.submit(spec());
+      [](const JobKey&) { return std::vector<BindTarget>{}; },
+      [](const ReservationId&) -> std::optional<BindTarget> { return std::nullopt; });
+  auto a1 = apps.submit(spec(), anyBind());
+  auto a2 = apps.submit(spec(), anyBind());
   ASSERT_TRUE(a1.isOk() && a2.isOk());
-  auto refused = apps.submit(spec());
+  auto refused = apps.submit(spec(), anyBind());
   EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(refused.status().message().find("rm.max-pending-apps-per-user"), std::string::npos)
       << refused.status().message();
   EXPECT_EQ(apps.list({}, "").size(), 2u) << "a refusal stores nothing";
   auto bob = spec();
   bob.user = UserId("bob");
-  EXPECT_TRUE(apps.submit(bob).isOk()) << "per user";
+  EXPECT_TRUE(apps.submit(bob, anyBind()).isOk()) << "per user";
   // a1 and a2 run, a4 waits: one pending, three unfinished.
   ASSERT_TRUE(apps.amLaunched(a1->id, ContainerId(a1->id.value() + "_1_am"), NodeId("n1")).isOk());
-  EXPECT_TRUE(apps.submit(spec()).isOk());
+  EXPECT_TRUE(apps.submit(spec(), anyBind()).isOk());
   ASSERT_TRUE(apps.amLaunched(a2->id, ContainerId(a2->id.value() + "_1_am"), NodeId("n1")).isOk());
-  auto total = apps.submit(spec());
+  auto total = apps.submit(spec(), anyBind());
   EXPECT_EQ(total.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(total.status().message().find("rm.max-apps-per-user"), std::string::npos)
       << total.status().message();
   ASSERT_TRUE(apps.finish(a1->id, AppState::kFinished, "").isOk());
-  EXPECT_TRUE(apps.submit(spec()).isOk()) << "a finished app no longer counts";
+  EXPECT_TRUE(apps.submit(spec(), anyBind()).isOk()) << "a finished app no longer counts";
 
   auto bad = spec();
   bad.user = UserId("carol");
   bad.am_launch_context = std::string(65, 'x');
-  EXPECT_NE(apps.submit(bad).status().message().find("am_launch_context: is 65 bytes"),
+  EXPECT_NE(apps.submit(bad, anyBind()).status().message().find("am_launch_context: is 65 bytes"),
             std::string::npos);
   bad = spec();
   bad.user = UserId("carol");
   bad.name =
       "a\xe2\x80\xae"
       "b";
-  EXPECT_EQ(apps.submit(bad).status().message().rfind("name: contains U+202E", 0), 0u);
+  EXPECT_EQ(apps.submit(bad, anyBind()).status().message().rfind("name: contains U+202E", 0), 0u);
   bad.name = std::string(17, 'n');
-  EXPECT_NE(apps.submit(bad).status().message().find("rm.max-name-length"), std::string::npos);
+  EXPECT_NE(apps.submit(bad, anyBind()).status().message().find("rm.max-name-length"), std::string::npos);
   bad.name = "ok";
   bad.tags = {{"k", std::string("v\0", 2)}};
-  EXPECT_EQ(apps.submit(bad).status().message().rfind("tags[k]: contains U+0000", 0), 0u);
+  EXPECT_EQ(apps.submit(bad, anyBind()).status().message().rfind("tags[k]: contains U+0000", 0), 0u);
   EXPECT_EQ(apps.list({}, "").size(), 5u);
 }
 
