@@ -42,10 +42,12 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
   RmCore core(opts, clock, metrics, "bench-secret");
   AppManagerOptions ao;
   ao.queues = {"root.q0", "root.q1", "root.q2", "root.q3"};
+  ao.max_pending_apps_per_user = kApps;  // the bench's users are not bounded
+  ao.max_apps_per_user = kApps;
   AppManager apps(
       ao, *store, clock, metrics, core.signer(),
-      [](const JobKey&) { return std::optional<ReservationId>(); },
-      [](const ReservationId&) { return false; });
+      [](const JobKey&) { return std::vector<BindTarget>{}; },
+      [](const ReservationId&) -> std::optional<BindTarget> { return std::nullopt; });
   RuntimeOptions ro;
   ro.queue_weights = {{"root.q0", 4}, {"root.q1", 3}, {"root.q2", 2}, {"root.q3", 1}};
   RmRuntime rt(
@@ -71,7 +73,7 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
     s.queue = "root.q" + std::to_string(a % 4);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    ids.push_back(apps.submit(s)->id);
+    ids.push_back(apps.submit(s, [](const BindTarget&) { return Status::ok(); })->id);
   }
   std::vector<std::vector<Running>> on_node(kNodes);
   std::mt19937_64 rng(7);
