@@ -117,6 +117,21 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
       "    resources: {memory_mib: 256, vcores: 1}\n");
   // Both AMs run and have asked for all their tasks (5 + 4 vcores).
   ASSERT_TRUE(waitFor([&] { return pendingVcores() >= 9; }, 20s)) << rm_.log();
+  // The altruist's estimates reach the RM with its AM's next allocate call,
+  // which may come after its asks are counted: wait for them explicitly.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto resp =
+            httpRequest(rm_.httpAddress(), "GET", "/ui/api/cluster", "", "", bearer("alice"));
+        json cluster = json::parse(resp.body, nullptr, false);
+        if (cluster.is_discarded()) return false;
+        for (const auto& a : cluster["apps"]) {
+          if (a["id"] == altruist) return a["altruism"].is_object();
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
   ASSERT_NO_FATAL_FAILURE(expectWebUiShowsAltruism(altruist, filler));
 
   const int64_t freed_ms = nowMs();

@@ -125,7 +125,7 @@ std::vector<std::string> daemonArgs(const std::string& component, const std::str
     return a;
   }
   std::string rm_token = dir + "-rm-token";
-  std::ofstream(rm_token) << testToken("ops") << "\n";
+  writeSecretFile(rm_token, testToken("ops") + "\n");
   return {"--rm",          "127.0.0.1:1", "--token-file",
           testTokenFile(), "--set",       "inference.rm-token-file=" + rm_token};
 }

@@ -67,6 +67,16 @@ class PlanningIT : public ClusterTest {
     }
     return req;
   }
+  // A reservation id NewReservation issues to `principal` (ids are their
+  // caller's: a submit under any other id is refused).
+  std::string issue(const std::string& principal) {
+    auto stub = v1::ReservationService::NewStub(makeChannel(rm_.grpcAddress(), TlsOptions{}));
+    auto ctx = context(principal, Millis(10000));
+    v1::NewReservationResponse resp;
+    grpc::Status st = stub->NewReservation(ctx.get(), v1::NewReservationRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.reservation_id();
+  }
   Outcome submit(const std::string& principal, const v1::SubmitReservationRequest& req) {
     auto stub = v1::ReservationService::NewStub(makeChannel(rm_.grpcAddress(), TlsOptions{}));
     auto ctx = context(principal, Millis(600000));
@@ -102,8 +112,10 @@ TEST_F(PlanningIT, HeartbeatsAndListNodesAnswerWhileHugeSubmissionsPlan) {
   startCluster(2, {"--set", "rm.max-planning-work=1000000000000"}, "memory=65536,vcores=64");
   const std::vector<std::string> users = {"alice", "bob", "mallory"};
   std::vector<std::future<Outcome>> subs;
+  std::vector<std::string> ids;
+  for (const auto& u : users) ids.push_back(issue(u));
   for (size_t i = 0; i < users.size(); ++i) {
-    auto req = request("huge-" + users[i], 5000);
+    auto req = request(ids[i], 5000);
     subs.push_back(
         std::async(std::launch::async, [this, u = users[i], req] { return submit(u, req); }));
   }
@@ -135,7 +147,7 @@ TEST_F(PlanningIT, HeartbeatsAndListNodesAnswerWhileHugeSubmissionsPlan) {
   EXPECT_EQ(listNodes(), 2);
   auto [code, out] = ctl({"reservation", "list", "--json"});
   EXPECT_EQ(code, 0) << out;
-  for (const auto& u : users) EXPECT_NE(out.find("huge-" + u), std::string::npos) << out;
+  for (const auto& id : ids) EXPECT_NE(out.find(id), std::string::npos) << out;
 }
 
 // With the defaults, the attack's request is refused before planning, over
@@ -182,8 +194,10 @@ TEST_F(PlanningIT, WorkOverTheCapIsRefusedNamingTheFieldAndOption) {
 // leaves nothing; the first is admitted.
 TEST_F(PlanningIT, SecondRequestOfAUserWhileOnePlansIsRefusedNamingTheOption) {
   startCluster(1, {"--set", "rm.max-planning-work=1000000000000"}, "memory=65536,vcores=64");
-  auto first =
-      std::async(std::launch::async, [this] { return submit("alice", request("first", 5000)); });
+  const std::string first_id = issue("alice");
+  const std::string second_id = issue("alice");
+  auto first = std::async(std::launch::async,
+                          [this, first_id] { return submit("alice", request(first_id, 5000)); });
   ASSERT_TRUE(waitFor(
       [&] {
         return metricValue(httpRequest(rm_.httpAddress(), "GET", "/metrics").body,
@@ -191,7 +205,7 @@ TEST_F(PlanningIT, SecondRequestOfAUserWhileOnePlansIsRefusedNamingTheOption) {
       },
       60s))
       << rm_.log();
-  Outcome second = submit("alice", request("second", 10));
+  Outcome second = submit("alice", request(second_id, 10));
   EXPECT_EQ(first.wait_for(0s), std::future_status::timeout) << "the refusal waited for planning";
   EXPECT_EQ(second.status.error_code(), grpc::StatusCode::UNAVAILABLE)
       << second.status.error_message();
@@ -202,8 +216,8 @@ TEST_F(PlanningIT, SecondRequestOfAUserWhileOnePlansIsRefusedNamingTheOption) {
   EXPECT_TRUE(f.status.ok()) << f.status.error_message();
   auto [lc, listed] = ctl({"reservation", "list", "--json"});
   EXPECT_EQ(lc, 0) << listed;
-  EXPECT_NE(listed.find("\"first\""), std::string::npos) << listed;
-  EXPECT_EQ(listed.find("\"second\""), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\"" + first_id + "\""), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("\"" + second_id + "\""), std::string::npos) << listed;
 }
 
 }  // namespace
