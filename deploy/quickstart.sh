@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # README command (1): install dependencies, build (Release), start a local
 # cluster on loopback (RM + inference + 3 NMs) and run the demo scenario
-# (deploy/demo.sh, ~7 minutes): a periodic DAG job is learned, its SLO signed
+# (deploy/demo.sh, ~10 minutes): a periodic DAG job is learned, its SLO signed
 # off, reserved, run next to an ad-hoc flood, and a slowed run rescued by DRA.
 # Usage: deploy/quickstart.sh [--keep] [--no-demo]
 #   --keep     leave the demo's cluster running afterwards (time-compressed:
-#              plan step 5 s, LCM 10 min); stop it with deploy/local-cluster.sh stop
+#              plan step 5 s, LCM 15 min); stop it with deploy/local-cluster.sh stop
 #   --no-demo  only start the cluster with the default options and show its
 #              nodes; it keeps running
 # MORPHEUS_BIN=DIR: use the binaries in DIR (e.g. build-test/bin) instead of building.
