@@ -66,8 +66,8 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                 1000000, "connections",
                 "Open HTTP connections from one client IP address at most; the excess is "
                 "answered 503 and closed at once.");
-  schema.addInt("http.max-connections-per-principal", &opts->http_max_connections_per_principal,
-                50, 1, 1000000, "connections",
+  schema.addInt("http.max-connections-per-principal", &opts->http_max_connections_per_principal, 50,
+                1, 1000000, "connections",
                 "Open HTTP connections of one authenticated user at most (counted from the "
                 "connection's first request with a valid token); the request over it is "
                 "answered 503 and its connection closed.");
@@ -95,8 +95,8 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
   schema.addDuration("grpc.idle-timeout", &opts->grpc_idle_timeout, Millis(300000), Millis(1000),
                      "A gRPC connection without any call for this long is closed (HTTP/2 "
                      "GOAWAY; clients reconnect on their next call).");
-  schema.addInt("grpc.max-receive-message-bytes", &opts->grpc_max_receive_message_bytes,
-                16 << 20, 1024, 1LL << 30, "bytes",
+  schema.addInt("grpc.max-receive-message-bytes", &opts->grpc_max_receive_message_bytes, 16 << 20,
+                1024, 1LL << 30, "bytes",
                 "Largest gRPC request message. On a plaintext port a larger message closes "
                 "the connection as soon as its length prefix arrives, before its body is "
                 "read; with TLS gRPC refuses it (RESOURCE_EXHAUSTED).");
@@ -353,8 +353,7 @@ int DaemonServer::connectGrpc() {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, internal_socket_.c_str(), internal_socket_.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
-      errno != EINPROGRESS) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
     int e = errno;
     ::close(fd);
     errno = e;
@@ -400,19 +399,17 @@ Status DaemonServer::start() {
   server_ = builder.BuildAndStart();
   if (!server_) return unavailable("cannot start the gRPC server (see the log above)");
   readiness_.require("grpc-accepting");
-  guard_ = std::make_unique<GrpcGuard>(grpcGuardOptions(opts_, descriptor_limit_), metrics_,
-                                       [this] { return connectGrpc(); },
-                                       [this](bool accepting) {
-                                         readiness_.set("grpc-accepting", accepting);
-                                       });
+  guard_ = std::make_unique<GrpcGuard>(
+      grpcGuardOptions(opts_, descriptor_limit_), metrics_, [this] { return connectGrpc(); },
+      [this](bool accepting) { readiness_.set("grpc-accepting", accepting); });
   std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
   auto gp = guard_->start(opts_.grpc_host, static_cast<int>(opts_.grpc_port));
   if (!gp.isOk()) {
     guard_.reset();
     server_->Shutdown();
     server_.reset();
-    return unavailable("cannot listen on gRPC address " + addr + " (port busy or address invalid): " +
-                       gp.status().message());
+    return unavailable("cannot listen on gRPC address " + addr +
+                       " (port busy or address invalid): " + gp.status().message());
   }
   grpc_port_ = *gp;
   readiness_.set("grpc-accepting", true);

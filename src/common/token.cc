@@ -224,8 +224,8 @@ Status checkSecretFile(const std::string& path, const std::string& field, Secret
   } else if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    problem = std::string("has mode ") + mode +
-              ": other accounts may read or change it; chmod 600 it";
+    problem =
+        std::string("has mode ") + mode + ": other accounts may read or change it; chmod 600 it";
   }
   if (problem.empty()) return Status::ok();
   if (check == SecretFileCheck::kWarn && S_ISREG(st.st_mode)) {

@@ -18,8 +18,9 @@ namespace morpheus::dagam {
 struct AmOptions {
   // host:port of the RM's ApplicationMaster gRPC service ($MORPHEUS_RM_AM_ADDRESS).
   std::string rm_am_address;
-  std::string app_id;    // $MORPHEUS_APP_ID
-  std::string am_token;  // from $MORPHEUS_AM_TOKEN_FILE; sent as am_token and "authorization: Bearer"
+  std::string app_id;  // $MORPHEUS_APP_ID
+  std::string
+      am_token;  // from $MORPHEUS_AM_TOKEN_FILE; sent as am_token and "authorization: Bearer"
   // Interval between Allocate calls. Default 300 ms.
   Millis heartbeat{300};
   // Deadline of one RPC. Default 10 s.

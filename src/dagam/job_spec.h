@@ -39,9 +39,9 @@ struct StageSpec {
   // altruistic share); 0 (default) = none, the RM then orders the job by DRF.
   Millis estimated_task{0};
   std::vector<ConstraintSpec> constraints;
-  int64_t expected_task_ms = 0;     // Expected run time of one task (0 = unknown), ms
-  std::vector<std::string> reads;   // provenance: files read (time = stage start)
-  std::vector<std::string> writes;  // provenance: files written (time = stage end)
+  int64_t expected_task_ms = 0;            // Expected run time of one task (0 = unknown), ms
+  std::vector<std::string> reads;          // provenance: files read (time = stage start)
+  std::vector<std::string> writes;         // provenance: files written (time = stage end)
   std::map<std::string, std::string> env;  // extra environment for every task
 };
 

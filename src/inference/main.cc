@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
   std::map<std::string, Principal> tokens;
   if (!opts.token_file.empty()) {
-    if (Status st = checkSecretFile(opts.token_file, "inference.token-file",
-                                    tokenFileCheck(opts.daemon));
+    if (Status st =
+            checkSecretFile(opts.token_file, "inference.token-file", tokenFileCheck(opts.daemon));
         !st.isOk())
       return fail("config error: " + st.message());
     auto t = loadTokenFile(opts.token_file);

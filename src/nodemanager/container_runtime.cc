@@ -202,8 +202,8 @@ Status makeContainerDirs(const std::string& dir, const RunAsAccount& account, bo
   if (fd < 0) return unavailable(work + " is not a directory");
   bool ok = ::fchmod(fd, 0700) == 0 && (!mapped || ::fchown(fd, account.uid, account.gid) == 0);
   ::close(fd);
-  if (!ok) return unavailable("cannot give " + work + " to " + account.name + ": " +
-                              std::strerror(errno));
+  if (!ok)
+    return unavailable("cannot give " + work + " to " + account.name + ": " + std::strerror(errno));
   return Status::ok();
 }
 
@@ -347,8 +347,7 @@ Status ContainerRuntime::prepareContainersRoot() const {
     return infeasible("nm.local-dir: cannot chown " + root + " to root: " + std::strerror(errno));
   if (::chmod(root.c_str(), 0711) != 0)
     return infeasible("nm.local-dir: cannot chmod " + root + ": " + std::strerror(errno));
-  for (std::filesystem::path p = std::filesystem::path(root).parent_path();;
-       p = p.parent_path()) {
+  for (std::filesystem::path p = std::filesystem::path(root).parent_path();; p = p.parent_path()) {
     struct stat up {};
     if (::stat(p.c_str(), &up) != 0)
       return infeasible("nm.local-dir: cannot stat " + p.string() + ": " + std::strerror(errno));
@@ -587,8 +586,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
       text += k + "=" + v;
       text.push_back('\0');
     }
-    if (!writeDurably(dir + "/env", text, 0600))
-      return unavailable("cannot write " + dir + "/env");
+    if (!writeDurably(dir + "/env", text, 0600)) return unavailable("cannot write " + dir + "/env");
     std::string abs_exe = std::filesystem::absolute(exe, ec).lexically_normal().string();
     argv_s.insert(argv_s.end(),
                   {"--run-as", account.name, "--min-uid", std::to_string(run_as_.minUid()),

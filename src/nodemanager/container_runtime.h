@@ -6,11 +6,10 @@
 // the command writes through inherited descriptors, and the AM token file
 // (am_token, mode 0400, owned by the container's account). The command's
 // working dir and HOME is <id>/work, owned by the container's account, mode
-// 0700 (see RunAsPolicy for which account). A monitor thread reaps exits, samples the tree's RSS and
-// CPU from /proc every interval, and kills a container whose tree exceeds its
-// allocated memory (the diagnostic names the limit). The kernel enforces the
-// limit too: a cgroup v2 memory.max per container where the hierarchy allows,
-// else rlimits (see setMemoryEnforcement).
+// 0700 (see RunAsPolicy for which account). A monitor thread reaps exits, samples the tree's RSS
+// and CPU from /proc every interval, and kills a container whose tree exceeds its allocated memory
+// (the diagnostic names the limit). The kernel enforces the limit too: a cgroup v2 memory.max per
+// container where the hierarchy allows, else rlimits (see setMemoryEnforcement).
 //
 // Crash safety: each container's record (pid, /proc start time, allocation)
 // is written durably to its dir before launch() returns, and the command runs

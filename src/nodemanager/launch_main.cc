@@ -70,7 +70,6 @@ bool publish(const char* path, long value) {
   return ok && std::rename(tmp, path) == 0;
 }
 
-
 // The account, checked, that --run-as switches to.
 struct Target {
   uid_t uid = 0;
@@ -160,7 +159,8 @@ Target prepareRunAs(const std::string& user, const std::string& min_uid_text,
   if (dir.size() <= root.size() + 1 || dir.compare(0, root.size(), root) != 0 ||
       dir[root.size()] != '/' || !containerIdName(dir.substr(root.size() + 1)))
     refuse("the working directory " + dir + " is not a container directory inside " + root);
-  struct stat cwd_st {}, dir_st {};
+  struct stat cwd_st {
+  }, dir_st{};
   if (stat(".", &cwd_st) != 0 || lstat(dir.c_str(), &dir_st) != 0 ||
       cwd_st.st_dev != dir_st.st_dev || cwd_st.st_ino != dir_st.st_ino)
     refuse("the working directory " + dir + " changed under the launcher");
@@ -175,8 +175,8 @@ Target prepareRunAs(const std::string& user, const std::string& min_uid_text,
   // ./env: the command's environment, written by the NM.
   int env_fd = open("env", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat env_st {};
-  if (env_fd < 0 || fstat(env_fd, &env_st) != 0 || !S_ISREG(env_st.st_mode) ||
-      env_st.st_uid != 0 || (env_st.st_mode & 077) != 0)
+  if (env_fd < 0 || fstat(env_fd, &env_st) != 0 || !S_ISREG(env_st.st_mode) || env_st.st_uid != 0 ||
+      (env_st.st_mode & 077) != 0)
     refuse("./env is missing, a symlink, not root's or readable by others");
   std::string text;
   char buf[8192];

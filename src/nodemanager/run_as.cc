@@ -56,8 +56,9 @@ Result<RunAsPolicy> RunAsPolicy::make(const RunAsOptions& o, uid_t euid) {
     if (submitter.empty()) return invalidArgument("nm.run-as-map", "an entry has no submitter");
     if (!validAccountName(account)) {
       return invalidArgument("nm.run-as-map." + submitter,
-                             "'" + account + "' is not a local account name ([a-z_][a-z0-9_.-]*, "
-                             "at most 32 characters)");
+                             "'" + account +
+                                 "' is not a local account name ([a-z_][a-z0-9_.-]*, "
+                                 "at most 32 characters)");
     }
   }
   p.map_ = o.user_map;
@@ -113,8 +114,8 @@ Result<RunAsAccount> RunAsPolicy::accountFor(const std::string& submitter) const
   }
   if (acct->uid == 0 || static_cast<int64_t>(acct->uid) < min_uid_) {
     return permissionDenied("user '" + submitter + "' maps to local account '" + account +
-                            "' (uid " + std::to_string(acct->uid) +
-                            "), below nm.run-as-min-uid " + std::to_string(min_uid_));
+                            "' (uid " + std::to_string(acct->uid) + "), below nm.run-as-min-uid " +
+                            std::to_string(min_uid_));
   }
   return acct;
 }

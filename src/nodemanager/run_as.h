@@ -30,7 +30,7 @@
 namespace morpheus::nm {
 
 struct RunAsOptions {
-  std::string mode = "auto";                   // nm.run-as
+  std::string mode = "auto";                    // nm.run-as
   std::map<std::string, std::string> user_map;  // nm.run-as-map: submitter -> local account
   bool same_name = true;                        // nm.run-as-same-name
   int64_t min_uid = 1000;                       // nm.run-as-min-uid

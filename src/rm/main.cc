@@ -16,19 +16,19 @@
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
 #include "rm/core/access.h"
-#include "rm/grpc/am_service.h"
-#include "rm/http/cluster_rest.h"
 #include "rm/core/dra_monitor.h"
-#include "rm/ha/ha_session.h"
-#include "rm/runtime/queue_policies.h"
 #include "rm/core/reservation_manager.h"
-#include "rm/grpc/reservation_service.h"
-#include "rm/http/rest.h"
 #include "rm/core/rm_core.h"
+#include "rm/grpc/am_service.h"
+#include "rm/grpc/reservation_service.h"
 #include "rm/grpc/services.h"
+#include "rm/ha/ha_session.h"
 #include "rm/ha/standby_front.h"
-#include "rm/runtime/telemetry.h"
+#include "rm/http/cluster_rest.h"
+#include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
+#include "rm/runtime/queue_policies.h"
+#include "rm/runtime/telemetry.h"
 #include "store/state/state_store.h"
 
 using namespace morpheus;
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   }
   // Caller identity and queue ACLs of the client surfaces (docs/operator/security.md),
   // checked before any state is opened.
-  auto authenticator = rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled,
-                                                 tokenFileCheck(opts.daemon));
+  auto authenticator =
+      rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled, tokenFileCheck(opts.daemon));
   if (!authenticator.isOk()) {
     std::cerr << "morpheus-rm: config error: " << authenticator.status().message() << "\n";
     return 2;
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto inference_token = rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file",
-                                              tokenFileCheck(opts.daemon));
+                                             tokenFileCheck(opts.daemon));
   if (!inference_token.isOk()) {
     std::cerr << "morpheus-rm: config error: " << inference_token.status().message() << "\n";
     return 2;

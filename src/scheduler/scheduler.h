@@ -100,8 +100,8 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "scheduler/policies/crv.h"
 #include "scheduler/ordering_policy.h"
+#include "scheduler/policies/crv.h"
 #include "scheduler/types.h"
 
 namespace morpheus::sched {

@@ -25,11 +25,11 @@
 #include "inference/model/skyline_fit.h"
 #include "planner/agent.h"
 #include "sim/engine/engine.h"
-#include "sim/phoenix/phoenix_cli.h"
 #include "sim/engine/report.h"
 #include "sim/engine/strategy.h"
-#include "sim/workloads/swim_trace.h"
 #include "sim/engine/task_model.h"
+#include "sim/phoenix/phoenix_cli.h"
+#include "sim/workloads/swim_trace.h"
 #include "sim/workloads/workload.h"
 
 using namespace morpheus;

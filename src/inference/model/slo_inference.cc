@@ -248,16 +248,15 @@ std::vector<SloVerdict> inferSlos(const std::vector<JobHistory>& jobs,
         if (e.kind == store::FileAccess::kRead) {
           for (const auto* o : it->second) {
             if (o->time > r.start) break;
-            if (o->kind == store::FileAccess::kWrite && o->job != h.job &&
-                trusted(h.job, o->job) && (!avail || o->time > *avail)) {
+            if (o->kind == store::FileAccess::kWrite && o->job != h.job && trusted(h.job, o->job) &&
+                (!avail || o->time > *avail)) {
               avail = o->time;
             }
           }
         } else {
           for (const auto* o : it->second) {
             if (o->time < e.time || o->time < r.start) continue;
-            if (o->kind == store::FileAccess::kRead && o->job != h.job &&
-                trusted(h.job, o->job)) {
+            if (o->kind == store::FileAccess::kRead && o->job != h.job && trusted(h.job, o->job)) {
               if (!first_read || o->time < *first_read) {
                 first_read = o->time;
                 need = neededAt(*o, starts, r);

@@ -333,8 +333,7 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
       ++*submitted;
       spdlog::info("job {}: one-off reservation {} for the instance of {} submitted ({})",
                    p.record.job.value(), req.reservation_id, toEpochMs(start), inst.detail);
-    } else if (sub.status().code() == StatusCode::kAlreadyExists &&
-               rm_.verifyOneOff(req).isOk()) {
+    } else if (sub.status().code() == StatusCode::kAlreadyExists && rm_.verifyOneOff(req).isOk()) {
       inst.detail = "submitted earlier";  // e.g. before a restart lost the record
     } else {
       // Another owner's or another definition's reservation under the id is

@@ -23,9 +23,9 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/token.h"
-#include "inference/service/rm_client.h"
 #include "inference/model/skyline_fit.h"
 #include "inference/model/slo_inference.h"
+#include "inference/service/rm_client.h"
 #include "store/provenance/provenance_store.h"
 
 namespace morpheus::inference {

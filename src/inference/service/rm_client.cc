@@ -168,8 +168,7 @@ Status RmReservationClient::cancel(const std::string& reservation_id) {
 }
 
 Status sameOneOff(const v1::ReservationReport& held, const OneOffRequest& r) {
-  auto differs = [&](const std::string& field, const std::string& theirs,
-                     const std::string& ours) {
+  auto differs = [&](const std::string& field, const std::string& theirs, const std::string& ours) {
     return permissionDenied("reservation " + held.reservation_id() + " is not this instance's: " +
                             field + " is '" + theirs + "', not '" + ours + "'");
   };
@@ -188,7 +187,8 @@ Status sameOneOff(const v1::ReservationReport& held, const OneOffRequest& r) {
   if (d.period_ms() != want->period_ms())
     return differs("period_ms", num(d.period_ms()), num(want->period_ms()));
   if (d.stages_size() != want->stages_size())
-    return differs("stages", num(d.stages_size()) + " stages", num(want->stages_size()) + " stages");
+    return differs("stages", num(d.stages_size()) + " stages",
+                   num(want->stages_size()) + " stages");
   for (int i = 0; i < d.stages_size(); i++) {
     const auto& a = d.stages(i);
     const auto& b = want->stages(i);

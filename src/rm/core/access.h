@@ -65,8 +65,7 @@ class RmAccess {
 // "anonymous" and logs a warning. The file must pass checkSecretFile under
 // `check` (PERMISSION_DENIED naming rm.token-file otherwise).
 Result<std::unique_ptr<Authenticator>> loadRmAuthenticator(
-    const std::string& token_file, bool disabled,
-    SecretFileCheck check = SecretFileCheck::kStrict);
+    const std::string& token_file, bool disabled, SecretFileCheck check = SecretFileCheck::kStrict);
 
 // The bearer token in `path` (its first non-empty line, trimmed); "" for an
 // empty `path`. INVALID_ARGUMENT naming `key` when unreadable or empty,

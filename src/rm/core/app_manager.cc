@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rm/core/reservation_manager.h"
 #include "common/validate.h"
+#include "rm/core/reservation_manager.h"
 
 namespace morpheus::rm {
 

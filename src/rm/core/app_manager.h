@@ -144,10 +144,10 @@ class AppManager {
   Status checkAmToken(const AppId& app, const std::string& token) const;
 
  private:
-  Status persist(const AppRecord& rec);  // REQUIRES(mu_)
+  Status persist(const AppRecord& rec);              // REQUIRES(mu_)
   Status checkUserBounds(const UserId& user) const;  // REQUIRES(mu_)
-  AppId newId();                         // REQUIRES(mu_)
-  void updateGauges();                   // REQUIRES(mu_)
+  AppId newId();                                     // REQUIRES(mu_)
+  void updateGauges();                               // REQUIRES(mu_)
 
   const AppManagerOptions opts_;
   store::StateStore& store_;

@@ -16,10 +16,10 @@
 #include "common/ids.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "reprovision/policy.h"
 #include "harvest/harvest_classes.h"
 #include "harvest/harvest_selection.h"
 #include "harvest/harvest_series.h"
+#include "reprovision/policy.h"
 
 namespace morpheus::rm {
 

@@ -143,7 +143,8 @@ Result<ReservationId> ReservationManager::issueId(const UserId& caller) {
   } while (records_.count(id) || issued_.count(id));
   const TimePoint now = clock_.now();
   std::vector<store::StateWrite> batch = {
-      {kIssuedNs, id.value(), json{{"user", caller.value()}, {"issued_ms", toEpochMs(now)}}.dump()}};
+      {kIssuedNs, id.value(),
+       json{{"user", caller.value()}, {"issued_ms", toEpochMs(now)}}.dump()}};
   // Beyond the cap, the caller's oldest unused id is withdrawn in the same commit.
   std::optional<ReservationId> oldest;
   int64_t held = 0;

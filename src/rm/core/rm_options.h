@@ -47,13 +47,13 @@ struct RmOptions {
   int64_t max_reservations_per_user = 1000;      // rm.max-reservations-per-user
   // Planning of reservation requests (rm/core/reservation_manager.h): work per
   // request and requests waiting for or holding the planning lane.
-  int64_t max_planning_work = 20000000;  // rm.max-planning-work
-  int64_t max_planning_per_user = 1;     // rm.max-planning-requests-per-user
-  int64_t max_planning_total = 8;        // rm.max-planning-requests
-  int64_t max_unused_reservation_ids = 100;      // rm.max-unused-reservation-ids
-  int64_t max_pending_apps_per_user = 200;       // rm.max-pending-apps-per-user
-  int64_t max_apps_per_user = 1000;              // rm.max-apps-per-user
-  int64_t max_launch_context_bytes = 65536;      // rm.max-launch-context-bytes
+  int64_t max_planning_work = 20000000;      // rm.max-planning-work
+  int64_t max_planning_per_user = 1;         // rm.max-planning-requests-per-user
+  int64_t max_planning_total = 8;            // rm.max-planning-requests
+  int64_t max_unused_reservation_ids = 100;  // rm.max-unused-reservation-ids
+  int64_t max_pending_apps_per_user = 200;   // rm.max-pending-apps-per-user
+  int64_t max_apps_per_user = 1000;          // rm.max-apps-per-user
+  int64_t max_launch_context_bytes = 65536;  // rm.max-launch-context-bytes
 
   // Active/standby RMs on etcd (state-store.kind etcd).
   Millis ha_lease_ttl{5000};       // rm.ha.lease-ttl
@@ -233,8 +233,7 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addInt("rm.max-planning-requests", &o->max_planning_total, 8, 1, 100000, "requests",
            "Reservation submits and updates of all users that may wait for or hold the planning "
            "lane; more are refused (UNAVAILABLE / 503).");
-  s.addInt("rm.max-unused-reservation-ids", &o->max_unused_reservation_ids, 100, 1, 1000000,
-           "ids",
+  s.addInt("rm.max-unused-reservation-ids", &o->max_unused_reservation_ids, 100, 1, 1000000, "ids",
            "Most reservation ids from new-reservation one user may hold without submitting "
            "under them (each id may only be used by the user it was issued to); issuing one "
            "more withdraws that user's oldest unused id.");

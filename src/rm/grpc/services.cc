@@ -458,8 +458,8 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
     t->set_container_manager_address(n.container_manager_address);
     // Signed with that node's key, valid for rm.container-token-expiry: the NM
     // serves logs only for a token of the container's app.
-    t->set_token(
-        core_.issueContainerToken({container, app.id, n.id, Resource(), {}, app.spec.user.value()}));
+    t->set_token(core_.issueContainerToken(
+        {container, app.id, n.id, Resource(), {}, app.spec.user.value()}));
   }
 }
 

@@ -9,10 +9,10 @@
 
 #include "rm/core/access.h"
 #include "rm/core/app_manager.h"
-#include "rm/grpc/arena_messages.h"
-#include "rm/runtime/reply_queue.h"
 #include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
+#include "rm/grpc/arena_messages.h"
+#include "rm/runtime/reply_queue.h"
 #include "rm/runtime/runtime.h"
 #include "rm/runtime/strand.h"
 

@@ -926,9 +926,12 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
   lk.release();
   // Signing (HMAC per container) and logging need none of the runtime's state.
   for (auto& c : granted) {
-    c.set_token(core_.issueContainerToken(
-        {ContainerId(c.container_id()), app, NodeId(c.node_id()), fromProto(c.resource()), {},
-         rec.spec.user.value()}));
+    c.set_token(core_.issueContainerToken({ContainerId(c.container_id()),
+                                           app,
+                                           NodeId(c.node_id()),
+                                           fromProto(c.resource()),
+                                           {},
+                                           rec.spec.user.value()}));
     *resp->add_allocated() = std::move(c);
   }
   for (const auto& n : notices) {

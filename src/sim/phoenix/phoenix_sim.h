@@ -41,8 +41,8 @@
 #include "common/clock.h"
 #include "common/resource.h"
 #include "common/status.h"
-#include "scheduler/policies/crv.h"
 #include "scheduler/ordering_policy.h"
+#include "scheduler/policies/crv.h"
 
 namespace morpheus::sim {
 

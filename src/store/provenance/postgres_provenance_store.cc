@@ -125,9 +125,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
     std::lock_guard<std::mutex> lk(mu_);
     return inTransaction([&]() -> Status {
-      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) {
-                                  return ownerOf(job);
-                                }));
+      MORPHEUS_ASSIGN_OR_RETURN(
+          auto owners, newJobOwners(batch, [&](const JobKey& job) { return ownerOf(job); }));
       for (const auto& [job, owner] : owners) {
         auto res = exec("INSERT INTO job_owners(job, owner) VALUES($1, $2)", {job.value(), owner},
                         "record the owner of " + job.value());

@@ -99,7 +99,7 @@ Result<std::vector<std::pair<JobKey, std::string>>> newJobOwners(const IngestBat
   };
   for (size_t i = 0; i < batch.runs.size(); i++) {
     const RunRecord& r = batch.runs[i];
-    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string>* owner, ownerOf(r.job));
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string> * owner, ownerOf(r.job));
     if (!*owner) {
       *owner = r.user;
       added.emplace_back(r.job, r.user);
@@ -111,7 +111,7 @@ Result<std::vector<std::pair<JobKey, std::string>>> newJobOwners(const IngestBat
   }
   for (size_t i = 0; i < batch.events.size(); i++) {
     const FileEvent& e = batch.events[i];
-    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string>* owner, ownerOf(e.job));
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<std::string> * owner, ownerOf(e.job));
     if (batch.claimant.empty()) continue;
     if (!*owner) {
       *owner = batch.claimant;
