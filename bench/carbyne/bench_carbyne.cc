@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
   bench::BenchReport report("carbyne", &argc, argv);
   CLI::App app{"bench_carbyne: Carbyne vs DRF in morpheus-sim's ad-hoc queue"};
   std::string scenario = "swim", seeds_text = "1,2,3", shapes = "diverse";
-  std::string trace = "../shared/data/swim-fb2009-24h.tsv";
+  std::string trace = "data/swim/swim-fb2009-24h.tsv";
   int64_t nodes = 20, batch_jobs = 150, window_s = 60;
   double adhoc_load = 0.6, noise = 0.0, altruistic = 1.0;
   app.add_option("--scenario", scenario, "swim, batch, star or union")->capture_default_str();

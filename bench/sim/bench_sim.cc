@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   int64_t nodes = 50, days = 3, jobs = 30;
   double adhoc_load = 0.3, periodic_load = 0.4, max_wall = 0;
   bool scale = false;
-  std::string trace = "../shared/data/swim-fb2009-24h.tsv";
+  std::string trace = "data/swim/swim-fb2009-24h.tsv";
   std::vector<std::string> strategies;
   uint64_t seed = 1;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -85,7 +85,7 @@ struct SimFlags {
   int64_t days = 7;
   int64_t periodic_jobs = 30;
   double periodic_load = 0.4;
-  std::string adhoc_trace = "../shared/data/swim-fb2009-24h.tsv";
+  std::string adhoc_trace = "data/swim/swim-fb2009-24h.tsv";
   bool adhoc_trace_given = false;
   double adhoc_load = 0.3;
   std::string workload;  // JSON trace of the user's own jobs (replaces the generator)
@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
   std::string trace;
   bool json = false;
   auto* tr = app.add_subcommand("trace", "Summarise a SWIM trace");
-  tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. ../shared/data/swim-fb2009-24h.tsv")
+  tr->add_option("--trace", trace, "SWIM trace (TSV), e.g. data/swim/swim-fb2009-24h.tsv")
       ->required();
   tr->add_flag("--json", json, "Machine-readable summary");
   sim::PhoenixCliFlags phoenix_flags;

@@ -32,7 +32,7 @@ std::vector<std::string> smallRun(const std::string& out) {
           "--periodic-load",
           "0.1",
           "--adhoc-trace",
-          std::string(MORPHEUS_SOURCE_DIR) + "/../shared/data/swim-fb2009-24h.tsv",
+          std::string(MORPHEUS_SOURCE_DIR) + "/data/swim/swim-fb2009-24h.tsv",
           "--adhoc-load",
           "0.1",
           "--strategy",
