@@ -27,8 +27,9 @@ struct CliContext {
   std::string user;
   std::string token;       // --token or $MORPHEUS_TOKEN: bearer token for the RM and inference
   std::string token_file;  // --token-file: read the token from this file (wins over --token)
-  // --tls-ca/--tls-cert/--tls-key or $MORPHEUS_TLS_CA/CERT/KEY: mutual TLS to
-  // daemons configured with tls.* (all three or none; none = plaintext).
+  // --tls-ca/--tls-cert/--tls-key or $MORPHEUS_TLS_CA/CERT/KEY: TLS to daemons
+  // configured with tls.* (loadClientTls: the CA alone, all three, or none =
+  // plaintext).
   TlsFiles tls;
   // The failover channel over rm_address, made by rmChannel() on first use.
   mutable std::shared_ptr<FailoverChannel> rm_channel;

@@ -27,14 +27,14 @@ void failWith(const Status& st) {
 }
 
 std::shared_ptr<grpc::Channel> channelTo(const CliContext& ctx, const std::string& address) {
-  auto tls = loadTls(ctx.tls, kTlsFlagNames);
+  auto tls = loadClientTls(ctx.tls, kTlsFlagNames);
   if (!tls.isOk()) failWith(tls.status());
   return makeChannel(address, *tls);
 }
 
 FailoverChannel& rmChannel(const CliContext& ctx) {
   if (!ctx.rm_channel) {
-    auto tls = loadTls(ctx.tls, kTlsFlagNames);
+    auto tls = loadClientTls(ctx.tls, kTlsFlagNames);
     if (!tls.isOk()) failWith(tls.status());
     auto ch = FailoverChannel::create(ctx.rm_address, *tls, "--rm");
     if (!ch.isOk()) failWith(ch.status());
@@ -138,9 +138,11 @@ int main(int argc, char** argv) {
                  "Bearer token for the RM and inference (env MORPHEUS_TOKEN)");
   app.add_option("--token-file", ctx.token_file, "Read the bearer token from this file");
   app.add_option("--tls-ca", ctx.tls.ca_file,
-                 "CA certificate(s) of the cluster's mutual TLS, PEM (env MORPHEUS_TLS_CA)");
+                 "CA certificate(s) of the cluster's TLS, PEM (env MORPHEUS_TLS_CA); alone: "
+                 "TLS without a client certificate (token authentication)");
   app.add_option("--tls-cert", ctx.tls.cert_file,
-                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT)");
+                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT); needed "
+                 "for daemons with tls.client-certs: require");
   app.add_option("--tls-key", ctx.tls.key_file,
                  "Private key of --tls-cert, PEM (env MORPHEUS_TLS_KEY)");
   addClusterCommands(app, ctx);

@@ -22,7 +22,28 @@ Result<Principal> Authenticator::identifyHeader(const std::string* value) const 
   return p->second;
 }
 
+namespace {
+
+// True when the call came over TLS and its client presented no certificate
+// (a verified one is in the auth context as x509_pem_cert).
+bool tlsWithoutClientCertificate(const grpc::ServerContextBase& ctx) {
+  auto auth = ctx.auth_context();
+  if (!auth) return false;
+  auto transport = auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+  bool tls =
+      !transport.empty() && std::string(transport.front().data(), transport.front().size()) ==
+                                GRPC_SSL_TRANSPORT_SECURITY_TYPE;
+  return tls && auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME).empty();
+}
+
+}  // namespace
+
 Result<Principal> Authenticator::identify(const grpc::ServerContextBase& ctx) const {
+  if (open_ && tlsWithoutClientCertificate(ctx)) {
+    return permissionDenied(
+        "authentication is disabled, so only callers with a client certificate signed by "
+        "tls.ca-file are admitted, and this caller presented none");
+  }
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) return identifyHeader(nullptr);

@@ -6,7 +6,11 @@
 //
 // Contract: identify*() never trusts a user name the caller states; the
 // principal comes only from the token. With authentication disabled (an
-// explicit test/development setting) every caller is the admin "anonymous".
+// explicit test/development setting) every caller is the admin "anonymous",
+// except a gRPC caller on a TLS connection that presented no client
+// certificate (a server with tls.client-certs: request, common/tls.h): with
+// no token to check, the certificate is the only credential, so such a
+// caller is PERMISSION_DENIED.
 // Thread-safe: immutable after construction.
 #pragma once
 
@@ -28,7 +32,8 @@ class Authenticator {
   Authenticator(std::map<std::string, Principal> tokens, bool open, const Clock* clock = nullptr)
       : tokens_(std::move(tokens)), open_(open), clock_(clock) {}
 
-  // PERMISSION_DENIED when the token is missing, unknown or expired.
+  // PERMISSION_DENIED when the token is missing, unknown or expired (open:
+  // when the caller came over TLS without a client certificate).
   Result<Principal> identify(const grpc::ServerContextBase& ctx) const;  // sync or callback API
   // The same for an HTTP request's "authorization" header.
   Result<Principal> identify(const HttpRequest& req) const;

@@ -35,7 +35,8 @@ namespace morpheus {
 namespace fs = std::filesystem;
 
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
-                      int64_t default_http_port, const std::string& default_data_dir) {
+                      int64_t default_http_port, const std::string& default_data_dir,
+                      TlsClientCerts client_certs) {
   schema.addString("grpc.host", &opts->grpc_host, "127.0.0.1",
                    "Address the gRPC server listens on.");
   schema.addInt("grpc.port", &opts->grpc_port, default_grpc_port, 0, 65535, "TCP port",
@@ -110,7 +111,7 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
   schema.addInt("grpc.max-threads", &opts->grpc_max_threads, 256, 4, 100000, "threads",
                 "Threads gRPC may use for calls at most (its resource quota); a call beyond "
                 "is answered RESOURCE_EXHAUSTED.");
-  addTlsOptions(schema, &opts->tls_files);
+  addTlsOptions(schema, &opts->tls_files, client_certs);
   schema.addString("token-file-check", &opts->token_file_check, "strict",
                    "How the daemon's bearer-token files (its *.token-file options) must be "
                    "protected, as ssh checks key files. strict: a token file another account "
@@ -444,8 +445,13 @@ Status DaemonServer::start() {
   readiness_.set("serving", true);
   std::string grpc_ep = opts_.grpc_host + ":" + std::to_string(grpc_port_);
   std::string http_ep = opts_.http_host + ":" + std::to_string(http_port_);
-  spdlog::info("{} listening grpc={} ({}) http={}", component_, grpc_ep,
-               opts_.tls.enabled() ? "mutual TLS" : "plaintext", http_ep);
+  std::string transport = "plaintext";
+  if (opts_.tls.enabled()) {
+    transport = opts_.tls.client_certs == TlsClientCerts::kRequest
+                    ? "TLS, client certificates verified when presented (tls.client-certs: request)"
+                    : "mutual TLS, client certificates required (tls.client-certs: require)";
+  }
+  spdlog::info("{} listening grpc={} ({}) http={}", component_, grpc_ep, transport, http_ep);
   nlohmann::json j = {{"grpc", grpc_ep}, {"http", http_ep}, {"pid", ::getpid()}};
   std::string path = opts_.data_dir + "/" + component_ + ".endpoints.json";
   std::string tmp = path + ".tmp";

@@ -51,7 +51,7 @@ struct DaemonOptions {
   int64_t grpc_max_concurrent_streams = 100;
   int64_t grpc_memory_quota_bytes = 512LL << 20;
   int64_t grpc_max_threads = 256;
-  // Mutual TLS of every gRPC server and channel of the daemon (common/tls.h):
+  // TLS of every gRPC server and channel of the daemon (common/tls.h):
   // tls_files as configured (tls.*), tls their content once loadDaemonTls()
   // has validated them. Plaintext while !tls.enabled().
   TlsFiles tls_files;
@@ -62,8 +62,10 @@ struct DaemonOptions {
 // How this daemon checks its token files' owner and mode (token-file-check).
 SecretFileCheck tokenFileCheck(const DaemonOptions& opts);
 
+// `client_certs`: the daemon's default tls.client-certs (common/tls.h).
 void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default_grpc_port,
-                      int64_t default_http_port, const std::string& default_data_dir);
+                      int64_t default_http_port, const std::string& default_data_dir,
+                      TlsClientCerts client_certs = TlsClientCerts::kRequire);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (logged) and returns the
 // soft limit now in force (the old one when raising fails).
@@ -150,7 +152,7 @@ class DaemonServer {
   // requires "grpc-accepting") and HTTP (/healthz liveness, /readyz readiness, /metrics
   // with the process_* metrics and morpheus_<component>_ready), logs the bound addresses and writes
   // them to <data_dir>/<component>.endpoints.json. UNAVAILABLE when a port is busy. gRPC uses
-  // mutual TLS when opts.tls is enabled, else plaintext.
+  // TLS when opts.tls is enabled (client certificates as tls.client-certs says), else plaintext.
   Status start();
   // Marks NOT_SERVING, stops accepting, waits at most `grace` for in-flight RPCs.
   void shutdown(Millis grace = Millis(2000));

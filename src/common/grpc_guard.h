@@ -23,9 +23,12 @@
 //    stops the sender, never grows memory).
 //  - Plaintext only: the HTTP/2 DATA frames are parsed as they pass and a gRPC
 //    message whose length prefix exceeds `max_message_bytes` closes the
-//    connection before its body is relayed, so gRPC never buffers it (with TLS
-//    every peer has passed the mutual-TLS handshake before sending a byte of a
-//    message, and gRPC's own limit applies).
+//    connection before its body is relayed, so gRPC never buffers it. With
+//    TLS the guard cannot read messages and gRPC's own limit applies after
+//    decryption; every peer has passed the TLS handshake first, but under
+//    tls.client-certs: request (common/tls.h) a peer without a client
+//    certificate passes it too and is unauthenticated until its call's token
+//    is checked.
 //  - Idle connections are closed by gRPC (max connection idle, daemon.cc); the
 //    guard closes the client side when gRPC closes its side.
 // Thread-safety: start() and stop() from one thread; the callbacks run on the

@@ -125,38 +125,36 @@ Status checkAllOrNone(const TlsFiles& f, const TlsSettingNames& n) {
                                             ", " + n.cert + " and " + n.key + ", or none of them)");
 }
 
-}  // namespace
-
-void addTlsOptions(ConfigSchema& schema, TlsFiles* files) {
-  schema.addString("tls.ca-file", &files->ca_file, "",
-                   "PEM file of the CA certificate(s) that sign every Morpheus daemon's and "
-                   "client's certificate. Setting tls.ca-file, tls.cert-file and tls.key-file "
-                   "turns on mutual TLS for all gRPC traffic of this daemon (the server requires "
-                   "a client certificate signed by this CA; outgoing channels present "
-                   "tls.cert-file). \"\" (default) with the other two \"\" = plaintext gRPC.");
-  schema.addString("tls.cert-file", &files->cert_file, "",
-                   "PEM certificate (chain) of this daemon, signed by tls.ca-file; used as server "
-                   "and client certificate, so it names the host peers dial (subjectAltName DNS "
-                   "or IP). \"\" = TLS off.");
-  schema.addString("tls.key-file", &files->key_file, "",
-                   "PEM private key (unencrypted) of tls.cert-file; keep it mode 0600. \"\" = TLS "
-                   "off.");
+// A client's combinations: nothing, the CA alone, or all three.
+Status checkClientCombination(const TlsFiles& f, const TlsSettingNames& n) {
+  const bool cert = !f.cert_file.empty(), key = !f.key_file.empty();
+  if (cert != key) {
+    return invalidArgument(cert ? n.key : n.cert,
+                           "required when " + (cert ? n.cert : n.key) +
+                               " is set (a client certificate needs its key)");
+  }
+  if (cert && f.ca_file.empty()) {
+    return invalidArgument(n.ca, "required when " + n.cert + " and " + n.key +
+                                     " are set (the CA verifies the server)");
+  }
+  return Status::ok();
 }
 
-Result<TlsOptions> loadTls(const TlsFiles& files, const TlsSettingNames& names) {
-  if (Status st = checkAllOrNone(files, names); !st.isOk()) return st;
-  if (files.ca_file.empty()) return TlsOptions{};
+// Reads and checks the CA, and the certificate and key when named.
+Result<TlsOptions> loadFiles(const TlsFiles& files, const TlsSettingNames& names) {
   TlsOptions out;
   auto ca = readPem(files.ca_file, names.ca);
   if (!ca.isOk()) return ca.status();
-  auto cert = readPem(files.cert_file, names.cert);
-  if (!cert.isOk()) return cert.status();
-  auto key = readPem(files.key_file, names.key);
-  if (!key.isOk()) return key.status();
   std::vector<X509Ptr> cas = parseCerts(*ca);
   if (cas.empty()) {
     return invalidArgument(names.ca, "no PEM certificate in '" + files.ca_file + "'");
   }
+  out.ca_pem = std::move(ca).value();
+  if (files.cert_file.empty()) return out;
+  auto cert = readPem(files.cert_file, names.cert);
+  if (!cert.isOk()) return cert.status();
+  auto key = readPem(files.key_file, names.key);
+  if (!key.isOk()) return key.status();
   std::vector<X509Ptr> chain = parseCerts(*cert);
   if (chain.empty()) {
     return invalidArgument(names.cert, "no PEM certificate in '" + files.cert_file + "'");
@@ -174,10 +172,65 @@ Result<TlsOptions> loadTls(const TlsFiles& files, const TlsSettingNames& names) 
     return st;
   }
   if (Status st = checkSignedBy(chain, cas, files, names); !st.isOk()) return st;
-  out.ca_pem = std::move(ca).value();
   out.cert_pem = std::move(cert).value();
   out.key_pem = std::move(key).value();
   return out;
+}
+
+}  // namespace
+
+const char* clientCertsName(TlsClientCerts c) {
+  return c == TlsClientCerts::kRequest ? "request" : "require";
+}
+
+void addTlsOptions(ConfigSchema& schema, TlsFiles* files, TlsClientCerts client_certs) {
+  schema.addString("tls.ca-file", &files->ca_file, "",
+                   "PEM file of the CA certificate(s) that sign every Morpheus daemon's and "
+                   "client's certificate. Setting tls.ca-file, tls.cert-file and tls.key-file "
+                   "turns on TLS for all gRPC traffic of this daemon (outgoing channels present "
+                   "tls.cert-file and verify the peer against this CA; what the server asks of "
+                   "clients is tls.client-certs). \"\" (default) with the other two \"\" = "
+                   "plaintext gRPC.");
+  schema.addString("tls.cert-file", &files->cert_file, "",
+                   "PEM certificate (chain) of this daemon, signed by tls.ca-file; used as server "
+                   "and client certificate, so it names the host peers dial (subjectAltName DNS "
+                   "or IP). Never handed to containers. \"\" = TLS off.");
+  schema.addString("tls.key-file", &files->key_file, "",
+                   "PEM private key (unencrypted) of tls.cert-file; keep it mode 0600. Never "
+                   "handed to containers. \"\" = TLS off.");
+  schema.addString(
+      "tls.client-certs", &files->client_certs, clientCertsName(client_certs),
+      "With TLS on: what this daemon's gRPC server asks of clients. require: every client "
+      "presents a certificate signed by tls.ca-file (mutual TLS). request: a presented "
+      "certificate is verified, but a client may present none and then authenticates by its "
+      "token alone (application masters, which get only the CA bundle, never a node's key, "
+      "reach the RM with their AM token and NMs with container tokens; every RM and NM call "
+      "checks a token). Default request on morpheus-rm and morpheus-nm (else AMs cannot work "
+      "under TLS), require on morpheus-inference.",
+      {"require", "request"});
+}
+
+Result<TlsOptions> loadTls(const TlsFiles& files, const TlsSettingNames& names) {
+  if (Status st = checkAllOrNone(files, names); !st.isOk()) return st;
+  TlsClientCerts mode;
+  if (files.client_certs == "require") {
+    mode = TlsClientCerts::kRequire;
+  } else if (files.client_certs == "request") {
+    mode = TlsClientCerts::kRequest;
+  } else {
+    return invalidArgument(names.client_certs,
+                           "must be require or request, got '" + files.client_certs + "'");
+  }
+  if (files.ca_file.empty()) return TlsOptions{};
+  auto out = loadFiles(files, names);
+  if (out.isOk()) out->client_certs = mode;
+  return out;
+}
+
+Result<TlsOptions> loadClientTls(const TlsFiles& files, const TlsSettingNames& names) {
+  if (Status st = checkClientCombination(files, names); !st.isOk()) return st;
+  if (files.ca_file.empty()) return TlsOptions{};
+  return loadFiles(files, names);
 }
 
 TlsFiles tlsFilesFromEnvironment() {
@@ -185,19 +238,11 @@ TlsFiles tlsFilesFromEnvironment() {
     const char* v = std::getenv(name);
     return v ? std::string(v) : std::string();
   };
-  return TlsFiles{get(kTlsCaEnv), get(kTlsCertEnv), get(kTlsKeyEnv)};
-}
-
-std::map<std::string, std::string> tlsEnvironment(const TlsFiles& files) {
-  if (files.ca_file.empty()) return {};
-  auto abs = [](const std::string& p) {
-    std::error_code ec;
-    auto a = std::filesystem::absolute(p, ec);
-    return ec ? p : a.lexically_normal().string();
-  };
-  return {{kTlsCaEnv, abs(files.ca_file)},
-          {kTlsCertEnv, abs(files.cert_file)},
-          {kTlsKeyEnv, abs(files.key_file)}};
+  TlsFiles f;
+  f.ca_file = get(kTlsCaEnv);
+  f.cert_file = get(kTlsCertEnv);
+  f.key_file = get(kTlsKeyEnv);
+  return f;
 }
 
 }  // namespace morpheus

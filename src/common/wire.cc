@@ -114,7 +114,12 @@ std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, const Tls
 
 std::shared_ptr<grpc::ServerCredentials> makeServerCredentials(const TlsOptions& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  // require: mutual TLS. request: a presented certificate must verify, but a
+  // client may present none and authenticates by its token (common/tls.h).
+  grpc::SslServerCredentialsOptions ssl(
+      tls.client_certs == TlsClientCerts::kRequest
+          ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   ssl.pem_root_certs = tls.ca_pem;
   ssl.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
   return grpc::SslServerCredentials(ssl);

@@ -31,8 +31,10 @@ struct AmOptions {
   // Interval of the periodic progress line while nothing changes. Default 10 s.
   Millis progress_log_interval{10000};
   std::string tracking_url;  // optional, sent at registration
-  // Mutual TLS towards the RM and the NMs ($MORPHEUS_TLS_CA/CERT/KEY, which
-  // the NM sets in AM containers when it runs with TLS); plaintext when off.
+  // TLS towards the RM and the NMs: the CA ($MORPHEUS_TLS_CA, which the NM
+  // sets in AM containers when it runs with TLS) and, optionally, a client
+  // certificate ($MORPHEUS_TLS_CERT/KEY, never set by the NM); plaintext when
+  // off. Without a certificate the AM authenticates by its tokens alone.
   TlsOptions tls;
 };
 

@@ -9,9 +9,14 @@
 //                           (the NM writes it readable only by the container's
 //                           account; the token is never in the environment)
 //                           --am-token       the token itself (tests; visible in ps)
-//   MORPHEUS_TLS_CA, MORPHEUS_TLS_CERT, MORPHEUS_TLS_KEY  --tls-ca, --tls-cert, --tls-key
-//                           PEM files for mutual TLS (all three or none), set
-//                           by an NM configured with tls.* (see common/tls.h)
+//   MORPHEUS_TLS_CA         --tls-ca         the cluster's CA bundle (PEM): TLS
+//                           that verifies the RM and the NMs; an NM
+//                           configured with tls.* sets it to a copy in the
+//                           container's directory. The AM presents no client
+//                           certificate and authenticates by its tokens.
+//   MORPHEUS_TLS_CERT, MORPHEUS_TLS_KEY  --tls-cert, --tls-key  a client
+//                           certificate and its key to present as well
+//                           (optional; never set by the NM: see common/tls.h)
 // Exit codes: 0 job succeeded, 1 job failed (or RM unreachable), 2 bad job file/flags.
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -67,9 +72,11 @@ int main(int argc, char** argv) {
                  "File holding the AM token (env MORPHEUS_AM_TOKEN_FILE)");
   app.add_option("--am-token", opt.am_token,
                  "The AM token itself, instead of --am-token-file (visible to every local user)");
-  app.add_option("--tls-ca", tls_files.ca_file, "CA certificate(s), PEM (env MORPHEUS_TLS_CA)");
+  app.add_option("--tls-ca", tls_files.ca_file,
+                 "CA certificate(s), PEM (env MORPHEUS_TLS_CA); alone: TLS without a client "
+                 "certificate");
   app.add_option("--tls-cert", tls_files.cert_file,
-                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT)");
+                 "Client certificate signed by that CA, PEM (env MORPHEUS_TLS_CERT; optional)");
   app.add_option("--tls-key", tls_files.key_file,
                  "Private key of --tls-cert, PEM (env MORPHEUS_TLS_KEY)");
   app.add_option("--heartbeat", heartbeat,
@@ -102,7 +109,7 @@ int main(int argc, char** argv) {
   if (!rw.isOk()) return usage(rw.status().message());
   auto rt = parseDuration(rpc_timeout, "--rpc-timeout");
   if (!rt.isOk()) return usage(rt.status().message());
-  auto tls = loadTls(tls_files, kTlsFlagNames);
+  auto tls = loadClientTls(tls_files, kTlsFlagNames);
   if (!tls.isOk()) return usage(tls.status().message());
   opt.tls = std::move(tls).value();
   opt.heartbeat = *hb;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/tls.h"
 #include "common/token.h"
 
 namespace morpheus::nm {
@@ -215,6 +216,22 @@ Status writeSecretFile(const std::string& path, const std::string& text,
   if (fd < 0) return unavailable("cannot create " + path + ": " + std::strerror(errno));
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fchmod(fd, 0400) == 0 && (!mapped || ::fchown(fd, account.uid, account.gid) == 0);
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return unavailable("cannot write " + path);
+  }
+  return Status::ok();
+}
+
+// Writes public `text` to `path` (a new file, mode 0444): readable by the
+// container's account, whichever it is, through its 0711 container dir.
+Status writePublicFile(const std::string& path, const std::string& text) {
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (fd < 0) return unavailable("cannot create " + path + ": " + std::strerror(errno));
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fchmod(fd, 0444) == 0;
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());
@@ -544,6 +561,14 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     std::string token_path = dir + "/am_token";
     MORPHEUS_RETURN_IF_ERROR(writeSecretFile(token_path, spec.am_token + "\n", account, mapped));
     env["MORPHEUS_AM_TOKEN_FILE"] = token_path;
+  }
+  // Under TLS an AM verifies the RM and the NMs with the cluster's CA bundle
+  // (public), copied here; it never gets the node's certificate or key
+  // (common/tls.h).
+  if (!spec.tls_ca_pem.empty()) {
+    std::string ca_path = dir + "/tls-ca.pem";
+    MORPHEUS_RETURN_IF_ERROR(writePublicFile(ca_path, spec.tls_ca_pem));
+    env[kTlsCaEnv] = ca_path;
   }
   Entry e;
   e.snap.id = spec.id;

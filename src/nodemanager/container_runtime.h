@@ -3,8 +3,9 @@
 // signalled). Its directory <local-dir>/containers/<id>/ is the NM's (mode
 // 0711 when containers run as their submitters' accounts, else 0700): it holds
 // the NM's record, the launcher's pgid and exit_status, the stdout and stderr
-// the command writes through inherited descriptors, and the AM token file
-// (am_token, mode 0400, owned by the container's account). The command's
+// the command writes through inherited descriptors, the AM token file
+// (am_token, mode 0400, owned by the container's account) and, for an AM
+// under TLS, the cluster's CA bundle (tls-ca.pem, mode 0444). The command's
 // working dir and HOME is <id>/work, owned by the container's account, mode
 // 0700 (see RunAsPolicy for which account). A monitor thread reaps exits, samples the tree's RSS
 // and CPU from /proc every interval, and kills a container whose tree exceeds its allocated memory
@@ -67,6 +68,10 @@ struct LaunchSpec {
   // An AM token: written to <dir>/am_token, readable only by the container's
   // account, and named by MORPHEUS_AM_TOKEN_FILE; never in the environment.
   std::string am_token;
+  // The CA bundle (PEM, public) an AM verifies the RM and NMs with under TLS:
+  // written to <dir>/tls-ca.pem (mode 0444) and named by MORPHEUS_TLS_CA.
+  // "" = none.
+  std::string tls_ca_pem;
 };
 
 struct ContainerSnapshot {

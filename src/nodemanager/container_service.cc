@@ -87,9 +87,7 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
       spec.am_token = t->second;  // handed over in a file (LaunchSpec::am_token)
       spec.env.erase(t);
     }
-    if (spec.env.count("MORPHEUS_RM_AM_ADDRESS")) {
-      for (const auto& [k, v] : am_env_) spec.env[k] = v;
-    }
+    if (spec.env.count("MORPHEUS_RM_AM_ADDRESS")) spec.tls_ca_pem = am_ca_pem_;
     Status st = runtime_.launch(spec);
     if (st.isOk()) {
       resp->add_started(id);

@@ -11,6 +11,12 @@
 //  - The container runs as the local account of the token's user
 //    (RunAsPolicy); an AM token in the launch environment
 //    (MORPHEUS_AM_TOKEN) is moved into a file only that account can read.
+//  - Under TLS an AM container gets the CA bundle (a copy in its directory,
+//    MORPHEUS_TLS_CA) and nothing else of the node's TLS: never the node's
+//    certificate or key. It authenticates by its tokens (common/tls.h).
+// No method trusts a TLS client certificate: the NM's server may admit
+// clients without one (tls.client-certs: request), and each call is
+// authenticated by its container token.
 // Every container id is validated (validateContainerId) before it is used,
 // INVALID_ARGUMENT naming container_id, so no id can reach outside
 // nm.local-dir.
@@ -56,11 +62,12 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
     std::lock_guard<std::mutex> lk(mu_);
     node_id_ = id;
   }
-  // Variables added to the environment of every AM container (one whose
-  // launch environment has MORPHEUS_RM_AM_ADDRESS, set by the RM), e.g. the
-  // NM's TLS files so the AM can reach the RM (tlsEnvironment()). Call before
-  // the service is registered; constant afterwards.
-  void setAmEnvironment(std::map<std::string, std::string> env) { am_env_ = std::move(env); }
+  // The CA bundle (PEM) given to every AM container (one whose launch
+  // environment has MORPHEUS_RM_AM_ADDRESS, set by the RM) so that it can
+  // verify the RM and the NMs under TLS; "" (TLS off) = none. Public: the
+  // node's certificate and key are never given out. Call before the service
+  // is registered; constant afterwards.
+  void setAmCaBundle(std::string ca_pem) { am_ca_pem_ = std::move(ca_pem); }
   grpc::Status StartContainers(grpc::ServerContext*, const v1::StartContainersRequest*,
                                v1::StartContainersResponse*) override;
   grpc::Status StopContainers(grpc::ServerContext*, const v1::StopContainersRequest*,
@@ -81,7 +88,7 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
 
   ContainerRuntime& runtime_;
   const TokenKey& key_;
-  std::map<std::string, std::string> am_env_;  // constant after setAmEnvironment
+  std::string am_ca_pem_;  // constant after setAmCaBundle
   const Clock& clock_;
   const Millis expired_grace_;
   mutable std::mutex mu_;

@@ -108,7 +108,15 @@ int main(int argc, char** argv) {
   RealClock clock;
   DaemonServer server("nm", opts.daemon, metrics);
   nm::ContainerServiceImpl container_manager(runtime, token_key, clock, opts.expired_token_grace);
-  container_manager.setAmEnvironment(tlsEnvironment(opts.daemon.tls_files));
+  // An AM gets the CA bundle only, never this node's certificate or key
+  // (common/tls.h); it reaches NMs with container tokens.
+  container_manager.setAmCaBundle(opts.daemon.tls.ca_pem);
+  if (opts.daemon.tls.enabled() && opts.daemon.tls.client_certs == TlsClientCerts::kRequire) {
+    spdlog::warn(
+        "tls.client-certs: require: application masters hold no client certificate, so they "
+        "cannot start containers on this node; set tls.client-certs: request (the default) for "
+        "applications to run");
+  }
   server.addService(&container_manager);
   server.readiness().require("registered");
   if (Status st = server.start(); !st.isOk()) {

@@ -34,7 +34,8 @@ inline constexpr int64_t kDefaultNmGrpcPort = 8040;
 inline constexpr int64_t kDefaultNmHttpPort = 8042;
 
 inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
-  addDaemonOptions(s, &o->daemon, kDefaultNmGrpcPort, kDefaultNmHttpPort, "./var/nm");
+  addDaemonOptions(s, &o->daemon, kDefaultNmGrpcPort, kDefaultNmHttpPort, "./var/nm",
+                   TlsClientCerts::kRequest);  // AMs hold no certificate (common/tls.h)
   s.addString("nm.rm-address", &o->rm_address, "127.0.0.1:8030",
               "host:port of the RM's gRPC endpoint (ResourceTracker); for active/standby RMs "
               "a comma-separated list of all of them: the NM follows the active one.");

@@ -70,6 +70,12 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
+  if (opts.daemon.tls.enabled() && opts.daemon.tls.client_certs == TlsClientCerts::kRequire) {
+    spdlog::warn(
+        "tls.client-certs: require: application masters hold no client certificate (NMs give "
+        "them the CA bundle only), so no AM can reach this RM; set tls.client-certs: request "
+        "(the default) for applications to run");
+  }
   if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;

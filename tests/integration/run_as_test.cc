@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "harness.h"
+#include "test_pki.h"
 
 namespace morpheus::testing {
 namespace {
@@ -71,7 +72,8 @@ class RunAsIT : public ClusterTest {
     return names;
   }
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root: it creates local accounts and switches to them";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "needs root: it creates local accounts and switches to them";
   }
 
   // The NM's container dirs of application `app` (from its records).
@@ -103,16 +105,17 @@ class RunAsIT : public ClusterTest {
 TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
   std::string gate = freshDir("gate");
   ::chmod(gate.c_str(), 0755);
-  ASSERT_NO_FATAL_FAILURE(startCluster(
-      1, {}, "memory=4096,vcores=4",
-      {"--set", "nm.run-as=mapped", "--set",
-       std::string("nm.run-as-map=alice=") + kAlice + ",bob=" + kBob}));
+  ASSERT_NO_FATAL_FAILURE(
+      startCluster(1, {}, "memory=4096,vcores=4",
+                   {"--set", "nm.run-as=mapped", "--set",
+                    std::string("nm.run-as-map=alice=") + kAlice + ",bob=" + kBob}));
   std::string alice_job = writeJob(
       "name: alice-private\n"
       "stages:\n"
       "  - name: hold\n"
       "    tasks: 1\n"
-      "    command: \"echo alice-private-data > data; while [ ! -e " + gate +
+      "    command: \"echo alice-private-data > data; while [ ! -e " +
+      gate +
       "/go ]; do sleep 0.1; done\"\n"
       "    resources: {memory_mib: 256, vcores: 1}\n"
       "    max_attempts: 1\n");
@@ -161,25 +164,26 @@ TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
   // Bob's attempt, as a task of his own app. (His control reads
   // /proc/self/environ with cat: a shell's redirect opens it in the forked
   // shell, whose memory is gone once the command is exec'd.)
-  std::string script = "cat " + (task_dir / "work/data").string() +
-                       " && echo LEAK-data || echo DENIED-data; ls " +
-                       (task_dir / "work").string() +
-                       " && echo LEAK-list || echo DENIED-list; cat " +
-                       (am_dir / "am_token").string() +
-                       " && echo LEAK-token || echo DENIED-token; "
-                       "for p in /proc/[0-9]*; do "
-                       "if tr '\\\\0' '\\\\n' < $p/environ 2>/dev/null | grep -q "
-                       "'MORPHEUS_APP_ID=" +
-                       alice_app +
-                       "$'; then echo LEAK-environ $p; fi; done; "
-                       "cat /proc/self/environ | tr '\\\\0' '\\\\n' | grep -q MORPHEUS_APP_ID= && "
-                       "echo SELF-OK; id -u";
+  std::string script =
+      "cat " + (task_dir / "work/data").string() + " && echo LEAK-data || echo DENIED-data; ls " +
+      (task_dir / "work").string() + " && echo LEAK-list || echo DENIED-list; cat " +
+      (am_dir / "am_token").string() +
+      " && echo LEAK-token || echo DENIED-token; "
+      "for p in /proc/[0-9]*; do "
+      "if tr '\\\\0' '\\\\n' < $p/environ 2>/dev/null | grep -q "
+      "'MORPHEUS_APP_ID=" +
+      alice_app +
+      "$'; then echo LEAK-environ $p; fi; done; "
+      "cat /proc/self/environ | tr '\\\\0' '\\\\n' | grep -q MORPHEUS_APP_ID= && "
+      "echo SELF-OK; id -u";
   std::string bob_job = writeJob(
       "name: bob-snoops\n"
       "stages:\n"
       "  - name: snoop\n"
       "    tasks: 1\n"
-      "    command: \"" + script + "\"\n"
+      "    command: \"" +
+      script +
+      "\"\n"
       "    resources: {memory_mib: 256, vcores: 1}\n"
       "    max_attempts: 1\n");
   std::tie(code, out) = ctlAs("bob", {"app", "submit", bob_job});
@@ -191,7 +195,7 @@ TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
     if (!fs::exists(d / "am_token")) bob_out += slurp(d / "stdout");
   }
   EXPECT_NE(bob_out.find("SELF-OK"), std::string::npos) << "control: bob reads his own\n"
-                                                         << bob_out;
+                                                        << bob_out;
   EXPECT_NE(bob_out.find(std::to_string(bob_uid)), std::string::npos) << bob_out;
   for (const char* what : {"data", "list", "token"}) {
     EXPECT_NE(bob_out.find(std::string("DENIED-") + what), std::string::npos) << bob_out;
@@ -205,6 +209,81 @@ TEST_F(RunAsIT, BobsContainerCannotReadAlicesDirTokenOrEnvironment) {
   ASSERT_TRUE(waitFinal(alice_app, 60s));
   EXPECT_EQ(app(alice_app)["state"], "FINISHED") << app(alice_app).dump() << nms_[0].log();
   EXPECT_EQ(app(bob_app)["state"], "FINISHED") << app(bob_app).dump();
+}
+
+// Under TLS in mapped mode alice's DAG job runs to FINISHED: her AM, as her
+// account, cannot read the NM's TLS files (0600, root's) and is given none of
+// them; it verifies the RM and the NM with the copy of the CA bundle in its
+// container directory and authenticates by its tokens (tls.client-certs:
+// request on the RM and the NM). Her task, as the same account, cannot open
+// the node's key (its certificate, public, is the control). Before, the NM
+// named its own certificate and key to the AM, which a mapped account could
+// not read, so no AM reached the RM under TLS.
+TEST_F(RunAsIT, DagJobRunsUnderTlsAsTheSubmittersAccount) {
+  ASSERT_FALSE(opensslPath().empty()) << "the openssl CLI is needed (deploy/install-deps.sh)";
+  TestPki pki("pki");
+  std::string ca = pki.makeCa("ca");
+  Identity rm_id = pki.issue("ca", "rm"), nm_id = pki.issue("ca", "nm1");
+  ASSERT_TRUE(pki.ok()) << pki.errors();
+  // As an operator keeps them: the directory public, the keys the daemons' own.
+  ::chmod(pki.path("").c_str(), 0755);
+  for (const auto& f : {ca, rm_id.cert, nm_id.cert}) ::chmod(f.c_str(), 0644);
+  for (const auto& f : {rm_id.key, nm_id.key, pki.path("ca.key")}) ::chmod(f.c_str(), 0600);
+  // morpheusctl verifies the RM with the CA alone (and authenticates by token).
+  ::setenv("MORPHEUS_TLS_CA", ca.c_str(), 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("MORPHEUS_TLS_CA"); }
+  } unset;
+  std::string gate = freshDir("gate");
+  ::chmod(gate.c_str(), 0755);
+  std::vector<std::string> nm_args = {"--set", "nm.run-as=mapped", "--set",
+                                      std::string("nm.run-as-map=alice=") + kAlice};
+  for (const auto& a : tlsArgs(ca, nm_id)) nm_args.push_back(a);
+  ASSERT_NO_FATAL_FAILURE(startCluster(1, tlsArgs(ca, rm_id), "memory=4096,vcores=4", nm_args));
+  std::string job = writeJob(
+      "name: alice-tls\n"
+      "stages:\n"
+      "  - name: probe\n"
+      "    tasks: 1\n"
+      "    command: \"cat " +
+      nm_id.key + " && echo LEAK-key || echo DENIED-key; cat " + nm_id.cert +
+      " > /dev/null && echo CERT-READABLE; while [ ! -e " + gate +
+      "/go ]; do sleep 0.1; done\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n"
+      "    max_attempts: 1\n");
+  auto [code, out] = ctlAs("alice", {"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  std::vector<std::string> am_pids;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        am_pids = appProcesses(id, "morpheus-dag-am");
+        return !am_pids.empty() && !appProcesses(id, "sleep 0.1").empty();
+      },
+      60s))
+      << app(id).dump() << rm_.log() << nms_[0].log();
+  uid_t alice_uid = uidOf(kAlice);
+  bool am_as_alice = false;
+  for (const auto& pid : am_pids) {
+    auto env = processEnvironment(pid);
+    EXPECT_EQ(env.count("MORPHEUS_TLS_CERT"), 0u) << "AM pid " << pid;
+    EXPECT_EQ(env.count("MORPHEUS_TLS_KEY"), 0u) << "AM pid " << pid;
+    ASSERT_EQ(env.count("MORPHEUS_TLS_CA"), 1u) << "AM pid " << pid;
+    EXPECT_EQ(readFile(env["MORPHEUS_TLS_CA"]), readFile(ca));
+    am_as_alice = am_as_alice || processUid(pid) == alice_uid;  // the launcher is root's
+  }
+  EXPECT_TRUE(am_as_alice) << "her AM runs as her account";
+  std::ofstream(gate + "/go") << "go\n";
+  ASSERT_TRUE(waitFinal(id, 60s)) << app(id).dump();
+  EXPECT_EQ(app(id)["state"], "FINISHED") << app(id).dump() << rm_.log() << nms_[0].log();
+  std::string task_out;
+  for (const auto& d : containerDirs(id)) {
+    if (!fs::exists(d / "am_token")) task_out += slurp(d / "stdout");
+  }
+  EXPECT_NE(task_out.find("DENIED-key"), std::string::npos) << task_out;
+  EXPECT_NE(task_out.find("CERT-READABLE"), std::string::npos) << "control\n" << task_out;
+  EXPECT_EQ(task_out.find("LEAK"), std::string::npos) << task_out;
+  EXPECT_EQ(task_out.find("PRIVATE KEY"), std::string::npos) << task_out;
 }
 
 // A submitter with no local account here (mallory: no map entry, no account
@@ -236,28 +315,26 @@ TEST_F(RunAsIT, SubmitterWithoutALocalAccountIsRefused) {
 // mapped. Before, it ran every container as root without a word.
 TEST_F(RunAsIT, NmRefusesRootContainersWithoutTheExplicitOption) {
   std::string dir = freshDir("nm-root");
-  auto [code, out] =
-      runCommand({binary("morpheus-nm"), "--data-dir", dir + "/data", "--grpc-port", "0",
-                  "--http-port", "0", "--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true",
-                  "--set", "nm.run-as=nm-user"});
+  auto [code, out] = runCommand({binary("morpheus-nm"), "--data-dir", dir + "/data", "--grpc-port",
+                                 "0", "--http-port", "0", "--rm", "127.0.0.1:1", "--set",
+                                 "nm.auth-disabled=true", "--set", "nm.run-as=nm-user"});
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("nm.allow-root-containers"), std::string::npos) << out;
 
-  Process nm = Process::startDaemon(
-      "nm", freshDir("nm-root-allowed"),
-      {"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--set", "nm.run-as=nm-user",
-       "--set", "nm.allow-root-containers=true"});
+  Process nm =
+      Process::startDaemon("nm", freshDir("nm-root-allowed"),
+                           {"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--set",
+                            "nm.run-as=nm-user", "--set", "nm.allow-root-containers=true"});
   ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
   EXPECT_NE(nm.log().find("SECURITY WARNING: containers run as root"), std::string::npos)
       << nm.log();
 
-  Process dflt = Process::startDaemon(
-      "nm", freshDir("nm-default"),
-      {"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--set", "nm.run-as=auto",
-       "--set", "nm.allow-root-containers=false"});
+  Process dflt =
+      Process::startDaemon("nm", freshDir("nm-default"),
+                           {"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--set",
+                            "nm.run-as=auto", "--set", "nm.allow-root-containers=false"});
   ASSERT_FALSE(dflt.grpcAddress().empty()) << dflt.log();
-  EXPECT_NE(dflt.log().find("as each submitter's local account"), std::string::npos)
-      << dflt.log();
+  EXPECT_NE(dflt.log().find("as each submitter's local account"), std::string::npos) << dflt.log();
 }
 
 // The privileged launcher checks everything it is given and runs nothing on
@@ -288,8 +365,8 @@ TEST_F(RunAsIT, LauncherRefusesEveryUncheckedInput) {
   };
   const std::string out_cmd = "echo $MARK $(id -u) > out";
   auto good = [&](const std::string& user, const std::string& min, const std::string& r) {
-    return std::vector<std::string>{"--run-as", user, "--min-uid", min, "--container-root", r,
-                                    "--",       "/bin/sh", "-c", out_cmd};
+    return std::vector<std::string>{"--run-as", user, "--min-uid", min,  "--container-root",
+                                    r,          "--", "/bin/sh",   "-c", out_cmd};
   };
   struct Case {
     const char* what;
@@ -305,10 +382,12 @@ TEST_F(RunAsIT, LauncherRefusesEveryUncheckedInput) {
       {"symlinked root", base + "/link/c_1", good(kAlice, "1000", base + "/link")},
       {"cwd outside the root", base, good(kAlice, "1000", root)},
       {"work dir of another account", dir, good(kBob, "1000", root)},
-      {"relative command", dir,
+      {"relative command",
+       dir,
        {"--run-as", kAlice, "--min-uid", "1000", "--container-root", root, "--", "sh", "-c",
         out_cmd}},
-      {"missing --", dir,
+      {"missing --",
+       dir,
        {"--run-as", kAlice, "--min-uid", "1000", "--container-root", root, "/bin/sh", "-c",
         out_cmd}},
   };

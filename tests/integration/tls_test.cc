@@ -1,6 +1,9 @@
-// Mutual TLS between the daemons (docs/operator/security.md): a
-// throwaway CA and certificates made with the openssl CLI in a temp dir, the
-// real RM, NM, inference service, morpheusctl and morpheus-dag-am on loopback.
+// TLS between the daemons (docs/operator/security.md): a throwaway CA and
+// certificates made with the openssl CLI in a temp dir, the real RM, NM,
+// inference service, morpheusctl and morpheus-dag-am on loopback. The RM and
+// the NM verify a client certificate when one is presented and admit token
+// callers without one (tls.client-certs: request, their default): AMs get
+// the CA bundle only, never the node's certificate or key.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,92 +12,23 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "common/wire.h"
 #include "etcd_cluster.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "harness.h"
+#include "morpheus/v1/application_master.grpc.pb.h"
+#include "morpheus/v1/client.grpc.pb.h"
+#include "morpheus/v1/container_manager.grpc.pb.h"
+#include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "test_pki.h"
 
 namespace morpheus::testing {
 namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-// The openssl CLI from PATH ("" when absent).
-std::string opensslPath() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path p = fs::path(dir) / "openssl";
-    if (!dir.empty() && fs::exists(p)) return p.string();
-  }
-  return "";
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A certificate and its key, as files.
-struct Identity {
-  std::string cert;
-  std::string key;
-};
-
-// A throwaway PKI in a fresh temp dir, made the way an operator would (README
-// "Security"): a CA, then per identity an EC key, a CSR and a certificate the
-// CA signs for 127.0.0.1/localhost, usable as server and client certificate.
-class TestPki {
- public:
-  explicit TestPki(const std::string& tag) : dir_(freshDir(tag)), openssl_(opensslPath()) {}
-
-  // Makes the CA NAME (NAME.pem, NAME.key); its certificate's path.
-  std::string makeCa(const std::string& name) {
-    run({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-         "-keyout", path(name + ".key"), "-out", path(name + ".pem"), "-days", "1", "-subj",
-         "/CN=" + name});
-    return path(name + ".pem");
-  }
-  // Issues NAME's certificate signed by the CA `ca` (made by makeCa).
-  Identity issue(const std::string& ca, const std::string& name) {
-    std::ofstream(path("ext.cnf")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                      "extendedKeyUsage=serverAuth,clientAuth\n";
-    run({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-         path(name + ".key"), "-out", path(name + ".csr"), "-subj", "/CN=" + name});
-    run({"x509", "-req", "-in", path(name + ".csr"), "-CA", path(ca + ".pem"), "-CAkey",
-         path(ca + ".key"), "-CAcreateserial", "-out", path(name + ".pem"), "-days", "1",
-         "-extfile", path("ext.cnf")});
-    return {path(name + ".pem"), path(name + ".key")};
-  }
-  std::string path(const std::string& file) const { return dir_ + "/" + file; }
-  bool ok() const { return ok_; }
-  const std::string& errors() const { return errors_; }
-
- private:
-  void run(std::vector<std::string> args) {
-    args.insert(args.begin(), openssl_);
-    auto [code, out] = runCommand(args);
-    if (code != 0) {
-      ok_ = false;
-      errors_ += out;
-    }
-  }
-  std::string dir_;
-  std::string openssl_;
-  bool ok_ = true;
-  std::string errors_;
-};
-
-// The tls.* settings of a daemon with identity `id` under CA `ca`.
-std::vector<std::string> tlsArgs(const std::string& ca, const Identity& id) {
-  return {"--set", "tls.ca-file=" + ca,     "--set", "tls.cert-file=" + id.cert,
-          "--set", "tls.key-file=" + id.key};
-}
 
 // The gRPC health check of `address` over `creds`; its status code.
 grpc::StatusCode healthCheck(const std::string& address,
@@ -150,14 +84,17 @@ class TlsIT : public ::testing::Test {
     ASSERT_FALSE(nm_.grpcAddress().empty()) << nm_.log();
   }
 
-  // morpheusctl as alice with her client certificate (`tls` false: none).
-  std::pair<int, std::string> ctl(std::vector<std::string> args, bool tls = true) {
+  // How morpheusctl talks to the cluster.
+  enum class Client { kCertificate, kCaOnly, kPlaintext };
+  // morpheusctl as alice (her token), with her client certificate by default.
+  std::pair<int, std::string> ctl(std::vector<std::string> args,
+                                  Client client = Client::kCertificate) {
     std::vector<std::string> argv = {
         binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--user", "alice", "--token",
         testToken("alice")};
-    if (tls) {
-      argv.insert(argv.end(),
-                  {"--tls-ca", ca_, "--tls-cert", client_id_.cert, "--tls-key", client_id_.key});
+    if (client != Client::kPlaintext) argv.insert(argv.end(), {"--tls-ca", ca_});
+    if (client == Client::kCertificate) {
+      argv.insert(argv.end(), {"--tls-cert", client_id_.cert, "--tls-key", client_id_.key});
     }
     argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
@@ -175,12 +112,15 @@ class TlsIT : public ::testing::Test {
   Process rm_, nm_;
 };
 
-// With mTLS on, the NM registers (its channel to the RM presents its
-// certificate), morpheusctl with a client certificate sees the live node, and
-// the RM's and the NM's gRPC servers refuse plaintext, a TLS client without a
-// certificate and one whose certificate another CA signed. Before tls.* existed
-// the daemons refused to start with these options.
-TEST_F(TlsIT, ClusterAcceptsOnlyClientsCertifiedByItsCa) {
+// With TLS on, the NM registers (its channel to the RM presents its
+// certificate) and morpheusctl with a client certificate sees the live node.
+// The RM's and the NM's gRPC servers (tls.client-certs: request) refuse
+// plaintext and a client certificate of another CA, and admit a TLS client
+// without a certificate, which then authenticates by its token: morpheusctl
+// with the CA alone and alice's token works, without her token it does not.
+// An RM with tls.client-certs: require refuses a client without a
+// certificate, and says at start that AMs cannot reach it.
+TEST_F(TlsIT, ClusterAcceptsOnlyClientsItsCaVerifies) {
   startCluster();
   ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
   for (const Process* p : {&rm_, &nm_}) {
@@ -189,21 +129,163 @@ TEST_F(TlsIT, ClusterAcceptsOnlyClientsCertifiedByItsCa) {
     EXPECT_EQ(healthCheck(addr, tlsClient(ca_, client_id_)), grpc::StatusCode::OK) << addr;
     EXPECT_EQ(healthCheck(addr, grpc::InsecureChannelCredentials()), grpc::StatusCode::UNAVAILABLE)
         << addr << ": plaintext client";
-    EXPECT_EQ(healthCheck(addr, tlsClient(ca_, Identity{})), grpc::StatusCode::UNAVAILABLE)
-        << addr << ": TLS client without a certificate";
+    EXPECT_EQ(healthCheck(addr, tlsClient(ca_, Identity{})), grpc::StatusCode::OK)
+        << addr << ": TLS client without a certificate (tls.client-certs: request)";
     EXPECT_EQ(healthCheck(addr, tlsClient(ca_, foreign_id_)), grpc::StatusCode::UNAVAILABLE)
         << addr << ": client certificate of another CA";
+    EXPECT_EQ(healthCheck(addr, tlsClient(other_ca_, Identity{})), grpc::StatusCode::UNAVAILABLE)
+        << addr << ": a client that trusts another CA does not accept the server";
   }
+  EXPECT_NE(rm_.log().find("tls.client-certs: request"), std::string::npos) << rm_.log();
   // morpheusctl without TLS cannot talk to the RM.
-  auto [code, out] = ctl({"cluster", "status", "--json"}, false);
+  auto [code, out] = ctl({"cluster", "status", "--json"}, Client::kPlaintext);
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
-  // morpheusctl refuses, before any call, a certificate its CA did not sign.
+  // With the CA alone and alice's token it does; without a token it is refused.
+  std::tie(code, out) = ctl({"cluster", "status", "--json"}, Client::kCaOnly);
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = runCommand(
+      {binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--tls-ca", ca_, "cluster", "status"},
+      {{"MORPHEUS_TOKEN", ""}});
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("missing credentials"), std::string::npos) << out;
+  // morpheusctl refuses, before any call, a certificate its CA did not sign,
+  // and a certificate without its key.
   auto [c2, o2] =
       runCommand({binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--tls-ca", ca_, "--tls-cert",
                   foreign_id_.cert, "--tls-key", foreign_id_.key, "cluster", "status"});
   EXPECT_EQ(c2, 2) << o2;
   EXPECT_NE(o2.find("--tls-cert (MORPHEUS_TLS_CERT): certificate in"), std::string::npos) << o2;
+  std::tie(c2, o2) = runCommand({binary("morpheusctl"), "--rm", rm_.grpcAddress(), "--tls-ca", ca_,
+                                 "--tls-cert", client_id_.cert, "cluster", "status"});
+  EXPECT_EQ(c2, 2) << o2;
+  EXPECT_NE(o2.find("--tls-key (MORPHEUS_TLS_KEY): required when --tls-cert"), std::string::npos)
+      << o2;
+
+  // tls.client-certs: require: mutual TLS only, and a warning that AMs cannot connect.
+  std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile(), "--set",
+                                   "tls.client-certs=require"};
+  for (const auto& a : tlsArgs(ca_, rm_id_)) args.push_back(a);
+  Process strict = Process::startDaemon("rm", freshDir("rm-require"), args);
+  ASSERT_FALSE(strict.grpcAddress().empty()) << strict.log();
+  EXPECT_EQ(healthCheck(strict.grpcAddress(), tlsClient(ca_, client_id_)), grpc::StatusCode::OK);
+  EXPECT_EQ(healthCheck(strict.grpcAddress(), tlsClient(ca_, Identity{})),
+            grpc::StatusCode::UNAVAILABLE)
+      << "TLS client without a certificate";
+  EXPECT_NE(strict.log().find("tls.client-certs: require: application masters hold no client "
+                              "certificate"),
+            std::string::npos)
+      << strict.log();
+}
+
+// A TLS client without a certificate reaches the RM's and the NM's servers,
+// but no method takes that as a credential: node methods need the node's own
+// token, user methods a user's token and acting for another user an admin's,
+// the AM protocol a valid AM token, the NM a container token. The control: a
+// user token works on the same connection. With rm.auth-disabled (no tokens
+// to check) such a client is refused everywhere but the certificate holder
+// is admitted.
+TEST_F(TlsIT, ClientWithoutCertificateCannotCallNodeOrAdminMethodsWithoutItsToken) {
+  startCluster();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
+  grpc::ChannelArguments cargs;
+  cargs.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  auto channel = [&](const std::string& addr, const Identity& id) {
+    return grpc::CreateCustomChannel(addr, tlsClient(ca_, id), cargs);
+  };
+  auto rm_ch = channel(rm_.grpcAddress(), Identity{});
+  auto tracker = v1::ResourceTracker::NewStub(rm_ch);
+  auto client = v1::ClientService::NewStub(rm_ch);
+  auto am = v1::ApplicationMaster::NewStub(rm_ch);
+  auto as = [](const std::string& principal) {
+    auto ctx = makeContext(Millis(5000));
+    if (!principal.empty()) ctx->AddMetadata("authorization", "Bearer " + testToken(principal));
+    return ctx;
+  };
+  // Node methods: no token, a user's token, another node's token.
+  for (const std::string& who :
+       {std::string(), std::string("alice"), std::string("ops"), std::string("nm2")}) {
+    v1::RegisterNodeRequest reg;
+    reg.set_node_id("nm1");
+    reg.set_container_manager_address("127.0.0.1:1");
+    reg.mutable_total()->set_memory_mib(1 << 20);
+    reg.mutable_total()->set_vcores(1000);
+    v1::RegisterNodeResponse reg_resp;
+    grpc::Status st = tracker->RegisterNode(as(who).get(), reg, &reg_resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << "RegisterNode as '" << who << "': " << st.error_message();
+    EXPECT_TRUE(reg_resp.container_token_secret().empty()) << who;
+    v1::UnregisterNodeRequest unreg;
+    unreg.set_node_id("nm1");
+    v1::UnregisterNodeResponse unreg_resp;
+    st = tracker->UnregisterNode(as(who).get(), unreg, &unreg_resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << "UnregisterNode as '" << who << "': " << st.error_message();
+  }
+  // User methods need a user's token; acting for another user an admin's.
+  v1::ListNodesRequest list;
+  v1::ListNodesResponse nodes;
+  grpc::Status st = client->ListNodes(as("").get(), list, &nodes);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  st = client->ListNodes(as("nm1").get(), list, &nodes);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  st = client->ListNodes(as("alice").get(), list, &nodes);
+  ASSERT_TRUE(st.ok()) << "control, alice's token: " << st.error_message();
+  ASSERT_EQ(nodes.nodes_size(), 1);
+  EXPECT_EQ(nodes.nodes(0).container_manager_address(), nm_.grpcAddress())
+      << "the refused RegisterNode changed nothing";
+  v1::SubmitApplicationRequest submit;
+  submit.set_name("as-bob");
+  submit.set_user("bob");
+  submit.mutable_am_launch_context()->set_command("/bin/true");
+  submit.mutable_am_resource()->set_memory_mib(256);
+  submit.mutable_am_resource()->set_vcores(1);
+  v1::SubmitApplicationResponse submitted;
+  st = client->SubmitApplication(as("alice").get(), submit, &submitted);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  // The AM protocol needs the application's AM token.
+  v1::AllocateRequest alloc;
+  alloc.set_application_id("application_1_0001");
+  alloc.set_am_token("forged");
+  v1::AllocateResponse alloc_resp;
+  st = am->Allocate(as("ops").get(), alloc, &alloc_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  // The NM needs a container token signed with its key.
+  auto cm = v1::ContainerManager::NewStub(channel(nm_.grpcAddress(), Identity{}));
+  v1::GetContainerStatusesRequest statuses;
+  v1::GetContainerStatusesResponse statuses_resp;
+  st = cm->GetContainerStatuses(as("ops").get(), statuses, &statuses_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  v1::StartContainersRequest start;
+  auto* r = start.add_requests();
+  r->mutable_container()->set_container_id("c_no_token");
+  r->mutable_launch_context()->set_command("/bin/true");
+  v1::StartContainersResponse started;
+  st = cm->StartContainers(as("ops").get(), start, &started);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(started.started_size(), 0);
+  ASSERT_EQ(started.failed_size(), 1);
+  EXPECT_EQ(started.failed(0).code(), "PERMISSION_DENIED") << started.failed(0).message();
+
+  // rm.auth-disabled: no token to check, so the certificate is the credential.
+  std::vector<std::string> args = {"--set", "rm.auth-disabled=true"};
+  for (const auto& a : tlsArgs(ca_, rm_id_)) args.push_back(a);
+  Process open_rm = Process::startDaemon("rm", freshDir("rm-open"), args);
+  ASSERT_FALSE(open_rm.grpcAddress().empty()) << open_rm.log();
+  auto anonymous = channel(open_rm.grpcAddress(), Identity{});
+  st = v1::ClientService::NewStub(anonymous)->ListNodes(as("").get(), list, &nodes);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  EXPECT_NE(st.error_message().find("presented none"), std::string::npos) << st.error_message();
+  v1::RegisterNodeRequest reg;
+  reg.set_node_id("nm9");
+  reg.set_container_manager_address("127.0.0.1:1");
+  v1::RegisterNodeResponse reg_resp;
+  st = v1::ResourceTracker::NewStub(anonymous)->RegisterNode(as("").get(), reg, &reg_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_TRUE(reg_resp.container_token_secret().empty());
+  auto certified = channel(open_rm.grpcAddress(), client_id_);
+  st = v1::ClientService::NewStub(certified)->ListNodes(as("").get(), list, &nodes);
+  EXPECT_TRUE(st.ok()) << "control, with a client certificate: " << st.error_message();
 }
 
 // RM address lists under mTLS: each address is verified against
@@ -237,10 +319,11 @@ TEST_F(TlsIT, RmAddressListVerifiesEachAddressAgainstItsOwnName) {
   EXPECT_TRUE(waitFor([&] { return live() == 1; }, 15s)) << rm_.log() << nm_.log();
 }
 
-// A DAG job runs end to end under mTLS: the RM launches the AM on the NM over
-// TLS, the NM hands its TLS files to the AM container (MORPHEUS_TLS_*), the AM
-// talks to the RM and starts its tasks on the NM over TLS, and the finished
-// run's telemetry reaches an inference service that also requires TLS.
+// A DAG job runs end to end under TLS: the RM launches the AM on the NM over
+// mutual TLS, the NM gives the AM container the CA bundle only (a copy in its
+// directory), the AM talks to the RM and starts its tasks on the NM over
+// server-verified TLS with its tokens, and the finished run's telemetry
+// reaches an inference service that requires client certificates.
 TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   std::vector<std::string> inf_args = {"--set", "inference.auth-disabled=true"};
   for (const auto& a : tlsArgs(ca_, inference_id_)) inf_args.push_back(a);
@@ -273,6 +356,75 @@ TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   auto [pc, po] =
       runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"});
   EXPECT_EQ(pc, 1) << po;
+}
+
+// Under TLS in nm-user mode (every container as the NM's account) the NM
+// gives an AM the cluster's CA bundle and nothing else of its TLS: the AM's
+// environment names a copy of the CA in its container directory (mode 0444,
+// the CA's text) and neither the node's certificate nor its key, and a task
+// gets no TLS setting at all. The AM still reaches the RM and the NM (its app
+// finishes). Before, every AM got MORPHEUS_TLS_CERT and MORPHEUS_TLS_KEY
+// naming the node's own files. (That an AM of another account cannot open
+// the node's key is RunAsIT.DagJobRunsUnderTlsAsTheSubmittersAccount: here
+// the AM runs as the NM's own account, which can read its key by design.)
+TEST_F(TlsIT, AmGetsTheCaBundleButNeverTheNodeCertificateOrKey) {
+  startCluster();
+  ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
+  std::string dir = freshDir("am-env");
+  std::string job = dir + "/job.yaml";
+  std::ofstream(job) << "name: am-env\n"
+                        "stages:\n"
+                        "  - name: hold\n"
+                        "    tasks: 1\n"
+                        "    command: \"while [ ! -e " +
+                            dir +
+                            "/go ]; do sleep 0.1; done\"\n"
+                            "    resources: {memory_mib: 256, vcores: 1}\n"
+                            "    max_attempts: 1\n";
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  std::vector<std::string> am_pids, task_pids;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        am_pids = appProcesses(id, "morpheus-dag-am");
+        task_pids = appProcesses(id, "sleep 0.1");
+        return !am_pids.empty() && !task_pids.empty();
+      },
+      60s))
+      << rm_.log() << nm_.log();
+  for (const auto& pid : am_pids) {
+    auto env = processEnvironment(pid);
+    EXPECT_EQ(env.count("MORPHEUS_TLS_CERT"), 0u) << "AM pid " << pid;
+    EXPECT_EQ(env.count("MORPHEUS_TLS_KEY"), 0u) << "AM pid " << pid;
+    for (const auto& [k, v] : env) {
+      EXPECT_EQ(v.find(nm_id_.key), std::string::npos) << k << "=" << v;
+      EXPECT_EQ(v.find(nm_id_.cert), std::string::npos) << k << "=" << v;
+    }
+    ASSERT_EQ(env.count("MORPHEUS_TLS_CA"), 1u) << "AM pid " << pid;
+    const std::string& ca_copy = env["MORPHEUS_TLS_CA"];
+    EXPECT_NE(ca_copy, ca_) << "a copy, not the NM's file";
+    EXPECT_EQ(fs::path(ca_copy).filename().string(), "tls-ca.pem");
+    EXPECT_EQ(readFile(ca_copy), readFile(ca_));
+    EXPECT_EQ(fs::status(ca_copy).permissions(),
+              fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  }
+  for (const auto& pid : task_pids) {
+    for (const auto& [k, v] : processEnvironment(pid)) {
+      EXPECT_NE(k.rfind("MORPHEUS_TLS_", 0), 0u) << "task pid " << pid << ": " << k;
+    }
+  }
+  std::ofstream(dir + "/go") << "go\n";
+  std::string state;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        auto [c, o] = ctl({"app", "status", id, "--json"});
+        auto j = nlohmann::json::parse(o, nullptr, false);
+        state = c == 0 && !j.is_discarded() ? j.value("state", "") : "";
+        return state == "FINISHED" || state == "FAILED" || state == "KILLED";
+      },
+      60s));
+  EXPECT_EQ(state, "FINISHED") << rm_.log() << nm_.log();
 }
 
 // Writes 48 hourly runs of job `key` (alice's; input written 2-6 min into the
@@ -385,6 +537,9 @@ TEST_F(TlsIT, DaemonsRefuseIncompleteOrInvalidTlsSettings) {
        "config error: tls.cert-file: cannot read"},
       {"inference", tlsArgs(junk, inference_id_), "config error: tls.ca-file: no PEM certificate"},
       {"rm", tlsArgs(ca_, foreign_id_), "config error: tls.cert-file: certificate in"},
+      {"nm",
+       {"--set", "tls.client-certs=optional"},
+       "config error: tls.client-certs: 'optional' is not one of: require, request"},
   };
   for (const auto& c : cases) {
     std::string dir = freshDir(c.daemon + "-badtls");

@@ -99,7 +99,8 @@ inline void declareRmScaleOptions(ConfigSchema& s, RmOptions* o) {
 }
 
 inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
-  addDaemonOptions(s, &o->daemon, kDefaultRmGrpcPort, kDefaultRmHttpPort, "./var/rm");
+  addDaemonOptions(s, &o->daemon, kDefaultRmGrpcPort, kDefaultRmHttpPort, "./var/rm",
+                   TlsClientCerts::kRequest);  // AMs hold no certificate (common/tls.h)
   s.addDuration("rm.node-expiry", &o->node_expiry, Millis(10000), Millis(100),
                 "A node silent for longer than this is declared lost and its containers are "
                 "reported lost to their AMs.");

@@ -20,9 +20,11 @@ namespace morpheus::rm {
 
 // Node managers' RPCs. Each needs "authorization: Bearer TOKEN" metadata
 // whose principal has the role node and user == the request's node_id
-// (unless authentication is disabled); otherwise PERMISSION_DENIED and
-// nothing changes. RegisterNode's reply carries that node's container-token
-// key (RmCore::nodeKey), never the master secret.
+// (unless authentication is disabled; then, under TLS, a client
+// certificate); otherwise PERMISSION_DENIED and nothing changes. A node's
+// TLS certificate alone never authenticates it: with tls.client-certs:
+// request the RM admits TLS clients without one (common/tls.h). RegisterNode's reply carries that
+// node's container-token key (RmCore::nodeKey), never the master secret.
 //
 // NodeHeartbeat is on gRPC's callback API: the gRPC thread
 // authorizes, validates and records liveness (RmCore), then posts the

@@ -206,14 +206,60 @@ TEST_F(TlsOptionsTest, ToolsNameTheirFlags) {
   EXPECT_TRUE(startsWith(e, "--tls-cert (MORPHEUS_TLS_CERT): required when --tls-ca")) << e;
 }
 
-// The AM container's environment names the NM's files by absolute path; none without TLS.
-TEST_F(TlsOptionsTest, EnvironmentUsesAbsolutePaths) {
-  EXPECT_TRUE(tlsEnvironment(TlsFiles{}).empty());
-  auto env = tlsEnvironment({"ca.pem", "certs/nm.pem", "/etc/nm.key"});
-  ASSERT_EQ(env.size(), 3u);
-  EXPECT_EQ(env[kTlsCaEnv], (fs::current_path() / "ca.pem").string());
-  EXPECT_EQ(env[kTlsCertEnv], (fs::current_path() / "certs/nm.pem").string());
-  EXPECT_EQ(env[kTlsKeyEnv], "/etc/nm.key");
+// tls.client-certs: require (the default) or request; anything else is
+// refused naming the option, even with TLS off.
+TEST_F(TlsOptionsTest, ClientCertsModeIsRequireOrRequest) {
+  auto r = loadTls(good_);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->client_certs, TlsClientCerts::kRequire);
+  TlsFiles request = good_;
+  request.client_certs = "request";
+  r = loadTls(request);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->client_certs, TlsClientCerts::kRequest);
+  TlsFiles bad = good_;
+  bad.client_certs = "optional";
+  EXPECT_TRUE(startsWith(error(bad),
+                         "tls.client-certs: must be require or request, got "
+                         "'optional'"));
+  bad.ca_file = bad.cert_file = bad.key_file = "";
+  EXPECT_TRUE(startsWith(error(bad), "tls.client-certs: must be"));
+}
+
+// A client (morpheusctl, an AM) may name the CA alone: TLS that verifies the
+// server and presents no certificate. A daemon may not (above).
+TEST_F(TlsOptionsTest, ClientWithTheCaAloneHasNoCertificate) {
+  TlsFiles ca_only;
+  ca_only.ca_file = good_.ca_file;
+  auto r = loadClientTls(ca_only, kTlsFlagNames);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_TRUE(r->enabled());
+  EXPECT_FALSE(r->hasCertificate());
+  EXPECT_EQ(r->ca_pem, certPem(ca_.get()));
+  EXPECT_TRUE(r->key_pem.empty());
+  auto all = loadClientTls(good_, kTlsFlagNames);
+  ASSERT_TRUE(all.isOk()) << all.status().message();
+  EXPECT_TRUE(all->hasCertificate());
+  auto none = loadClientTls(TlsFiles{}, kTlsFlagNames);
+  ASSERT_TRUE(none.isOk());
+  EXPECT_FALSE(none->enabled());
+}
+
+// A client's certificate without its key (or the reverse), or either without
+// the CA, is refused naming the missing flag; a bad CA is checked as for daemons.
+TEST_F(TlsOptionsTest, ClientHalfACertificateIsRefused) {
+  auto message = [](const TlsFiles& f) {
+    auto r = loadClientTls(f, kTlsFlagNames);
+    return r.isOk() ? std::string() : r.status().message();
+  };
+  std::string e = message({good_.ca_file, good_.cert_file, ""});
+  EXPECT_TRUE(startsWith(e, "--tls-key (MORPHEUS_TLS_KEY): required when --tls-cert")) << e;
+  e = message({good_.ca_file, "", good_.key_file});
+  EXPECT_TRUE(startsWith(e, "--tls-cert (MORPHEUS_TLS_CERT): required when --tls-key")) << e;
+  e = message({"", good_.cert_file, good_.key_file});
+  EXPECT_TRUE(startsWith(e, "--tls-ca (MORPHEUS_TLS_CA): required when --tls-cert")) << e;
+  e = message({write("junk.pem", "junk\n"), "", ""});
+  EXPECT_TRUE(startsWith(e, "--tls-ca (MORPHEUS_TLS_CA): no PEM certificate")) << e;
 }
 
 }  // namespace
