@@ -11,7 +11,10 @@
 # Dictionaries: tests/fuzz/dict/<target>.dict when present.
 # Environment: FUZZ_TIMEOUT (s per input, default 10), FUZZ_RSS_MB (default
 # 2048), FUZZ_MAX_LEN (bytes per input, default 8192), FUZZ_BUILD_DIR
-# (default build-fuzz), FUZZ_JOBS (ninja -j, default 2).
+# (default build-fuzz), FUZZ_JOBS (ninja -j, default 2), FUZZ_PARALLEL
+# (targets fuzzed at once, default the number of cores: the time per target
+# stays SECONDS_PER_TARGET, the whole run takes about
+# ceil(targets / FUZZ_PARALLEL) x SECONDS_PER_TARGET).
 #
 # Prints per target: execs, exec/s, final coverage (cov, ft), corpus size and
 # crashes; ends with one JSON line of the figures. Exits 1 when any target
@@ -32,6 +35,7 @@ rss_mb=${FUZZ_RSS_MB:-2048}
 max_len=${FUZZ_MAX_LEN:-8192}
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${FUZZ_JOBS:-2}
+parallel=${FUZZ_PARALLEL:-$(nproc)}
 
 clangxx=$(command -v clang++-14 || command -v clang++ || true)
 clangc=$(command -v clang-14 || command -v clang || true)
@@ -61,7 +65,7 @@ if ! ninja -C "$dir" -j "$jobs" "${ninja_targets[@]}" >"$dir/fuzz-build.log" 2>&
   exit 2
 fi
 build_seconds=$(($(date +%s) - build_start))
-echo "fuzz: built ${#targets[@]} target(s) in ${build_seconds}s; ${seconds}s each"
+echo "fuzz: built ${#targets[@]} target(s) in ${build_seconds}s; ${seconds}s each, $parallel at once"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -73,25 +77,44 @@ field() { { grep -oE "$1: [0-9]+" "$2" || true; } | tail -n 1 | awk '{print $2}'
 # final_stat NAME LOG: a -print_final_stats value.
 final_stat() { { grep -E "^stat::$1:" "$2" || true; } | tail -n 1 | awk '{print $2}'; }
 
+# run_target T: fuzzes T for the time given; its output goes to its log and
+# its exit code to $dir/fuzz-T.rc.
+run_target() {
+  local t=$1 bin=$dir/bin/fuzz_$1 seeds=$root/tests/fuzz/corpus/$1 work=$dir/corpus/$1
+  local artifacts=$dir/artifacts/$1 dict=() rc
+  mkdir -p "$work" "$artifacts"
+  rm -f "$artifacts"/*
+  [ -f "$root/tests/fuzz/dict/$t.dict" ] && dict=(-dict="$root/tests/fuzz/dict/$t.dict")
+  set +e
+  "$bin" "$work" "$seeds" "${dict[@]}" -max_total_time="$seconds" -timeout="$timeout_s" \
+    -rss_limit_mb="$rss_mb" -max_len="$max_len" -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" >"$dir/fuzz-$t.log" 2>&1
+  rc=$?
+  set -e
+  echo "$rc" >"$dir/fuzz-$t.rc"
+}
+
+# At most $parallel targets at once; each keeps its own time budget.
+running=()
+for t in "${targets[@]}"; do
+  if [ "${#running[@]}" -ge "$parallel" ]; then
+    wait "${running[0]}"
+    running=("${running[@]:1}")
+  fi
+  run_target "$t" &
+  running+=($!)
+done
+wait
+
 failed=0
 json_targets=()
 printf '%-15s %10s %8s %7s %7s %7s %8s  %s\n' target execs exec/s cov ft corpus crashes status
 for t in "${targets[@]}"; do
   bin=$dir/bin/fuzz_$t
-  seeds=$root/tests/fuzz/corpus/$t
   work=$dir/corpus/$t
   artifacts=$dir/artifacts/$t
   log=$dir/fuzz-$t.log
-  mkdir -p "$work" "$artifacts"
-  rm -f "$artifacts"/*
-  dict=()
-  [ -f "$root/tests/fuzz/dict/$t.dict" ] && dict=(-dict="$root/tests/fuzz/dict/$t.dict")
-  set +e
-  "$bin" "$work" "$seeds" "${dict[@]}" -max_total_time="$seconds" -timeout="$timeout_s" \
-    -rss_limit_mb="$rss_mb" -max_len="$max_len" -print_final_stats=1 \
-    -artifact_prefix="$artifacts/" >"$log" 2>&1
-  rc=$?
-  set -e
+  rc=$(cat "$dir/fuzz-$t.rc" 2>/dev/null || echo 1)
   execs=$(final_stat number_of_executed_units "$log")
   eps=$(final_stat average_exec_per_sec "$log")
   cov=$(field cov "$log")

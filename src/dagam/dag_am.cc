@@ -340,7 +340,11 @@ struct DagAmDriver::Impl {
       req.set_progress(static_cast<float>(job.progress()));
       req.set_response_id(response_id);
       v1::AllocateResponse resp;
-      (void)callRm(&v1::ApplicationMaster::Stub::Allocate, req, &resp);
+      // Best effort: the RM frees an unreleased container when the app finishes.
+      if (grpc::Status st = callRm(&v1::ApplicationMaster::Stub::Allocate, req, &resp); !st.ok()) {
+        spdlog::warn("releasing {} containers before finishing: {}", releases.size(),
+                     st.error_message());
+      }
     }
     logEvents();
     return finish();

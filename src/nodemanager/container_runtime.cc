@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/ignore.h"
 #include "common/tls.h"
 #include "common/token.h"
 
@@ -312,8 +313,8 @@ Result<std::string> ContainerRuntime::cgroupParentBelowRoot() const {
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
   if (ec) return unavailable("cannot create " + parent + ": " + ec.message());
-  // Fails harmlessly when already enabled; the check is the parent's write.
-  (void)writeControlFile(cgroup_root_ + "/cgroup.subtree_control", "+memory");
+  ignoreError(writeControlFile(cgroup_root_ + "/cgroup.subtree_control", "+memory"),
+              "fails harmlessly when already enabled; the check is the parent's write below");
   if (!writeControlFile(parent + "/cgroup.subtree_control", "+memory")) {
     return unavailable("cannot enable the memory controller in " + parent);
   }
@@ -585,7 +586,8 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     e.snap.diagnostics =
         "cannot execute '" + spec.command + "': not found or not executable in PATH " + env["PATH"];
     e.snap.end = now();
-    (void)persist(e);  // best effort: the failure is also returned to the caller
+    // Best effort: the failure is also returned to the caller.
+    if (!persist(e)) spdlog::warn("cannot record the failed launch of {}", spec.id.value());
     std::lock_guard<std::mutex> lk(mu_);
     containers_[spec.id] = e;
     metrics_
@@ -636,7 +638,8 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
                                 std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
       return unavailable("cannot set up cgroup " + cg);
     }
-    (void)writeControlFile(cg + "/memory.swap.max", "0");
+    ignoreError(writeControlFile(cg + "/memory.swap.max", "0"),
+                "no swap accounting on this kernel: memory.max still bounds the container");
     cg_procs = cg + "/cgroup.procs";
   }
   rlim_t as_limit = static_cast<rlim_t>(spec.resource.memoryMib() * 8 + 2048) * 1024 * 1024;
@@ -859,7 +862,8 @@ void ContainerRuntime::monitorOnce() {
       e.snap.diagnostics = "container " + id.value() + " killed: memory " + std::to_string(rss) +
                            " MiB exceeded its limit of " + std::to_string(limit) + " MiB";
       spdlog::warn("{}", e.snap.diagnostics);
-      (void)persist(e);  // the verdict survives an NM restart before the reap
+      // The verdict survives an NM restart before the reap.
+      if (!persist(e)) spdlog::warn("cannot record the memory verdict of {}", id.value());
       metrics_
           .counter("morpheus_nm_containers_memory_killed_total",
                    "Containers killed over their memory")
@@ -885,7 +889,8 @@ Status ContainerRuntime::stop(const ContainerId& id, ExitReason reason, const st
   e.stop_reason = reason;
   e.stop_why = why;
   e.kill_at = now() + grace_;
-  (void)persist(e);  // a restarted NM keeps the reason and the SIGKILL deadline
+  // A restarted NM keeps the reason and the SIGKILL deadline.
+  if (!persist(e)) spdlog::warn("cannot record the stop of container {}", id.value());
   terminate(e);
   spdlog::info("stopping container {}: {}", id.value(), why);
   return Status::ok();
@@ -909,7 +914,9 @@ void ContainerRuntime::stopAll(ExitReason reason, const std::string& why) {
       if (e.snap.running) ids.push_back(id);
     }
   }
-  for (const auto& id : ids) (void)stop(id, reason, why);
+  for (const auto& id : ids) {
+    MORPHEUS_IGNORE_NOT_FOUND(stop(id, reason, why), "it ended after the list was taken");
+  }
 }
 
 std::vector<ContainerSnapshot> ContainerRuntime::snapshot() const {

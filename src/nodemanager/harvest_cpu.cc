@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/ignore.h"
 #include "nodemanager/container_runtime.h"
 
 namespace morpheus::nm {
@@ -49,8 +50,8 @@ class V1Throttle final : public CpuThrottle {
     created_.insert(id);
     if (session > 0) {
       for (int pid : sessionProcesses(session)) {
-        // A process that ended meanwhile is no error.
-        (void)writeControlFile(cg + "/cgroup.procs", std::to_string(pid));
+        ignoreError(writeControlFile(cg + "/cgroup.procs", std::to_string(pid)),
+                    "a process that ended meanwhile is no error");
       }
     }
     if (!writeControlFile(cg + "/cpu.cfs_period_us", std::to_string(kPeriodUs))) {
@@ -80,7 +81,9 @@ class V1Throttle final : public CpuThrottle {
   void remove(const std::string& cg) {
     std::ifstream procs(cg + "/cgroup.procs");
     for (std::string pid; std::getline(procs, pid);) {
-      if (!pid.empty()) (void)writeControlFile(root_ + "/cgroup.procs", pid);
+      if (!pid.empty()) {
+        ignoreError(writeControlFile(root_ + "/cgroup.procs", pid), "it ended meanwhile");
+      }
     }
     ::rmdir(cg.c_str());
   }
@@ -106,7 +109,9 @@ int removeStaleCpuGroups(const std::string& root, const std::string& prefix) {
       if (!c.is_directory()) continue;
       std::ifstream procs(c.path() / "cgroup.procs");
       for (std::string p; std::getline(procs, p);) {
-        if (!p.empty()) (void)writeControlFile(root + "/cgroup.procs", p);
+        if (!p.empty()) {
+          ignoreError(writeControlFile(root + "/cgroup.procs", p), "it ended meanwhile");
+        }
       }
       ::rmdir(c.path().c_str());
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/ignore.h"
 #include "common/wire.h"
 
 namespace morpheus::nm {
@@ -132,7 +133,9 @@ bool NodeAgent::heartbeatOnce() {
   report_.delivered();
   if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
   for (const auto& id : resp.containers_to_kill()) {
-    (void)runtime_.stop(ContainerId(id), ExitReason::kKilled, "killed by the RM");
+    MORPHEUS_IGNORE_NOT_FOUND(
+        runtime_.stop(ContainerId(id), ExitReason::kKilled, "killed by the RM"),
+        "it ended, or the RM asks again for one this node reported gone");
   }
   std::vector<ContainerId> acked;
   for (const auto& id : resp.containers_to_acknowledge()) acked.emplace_back(id);

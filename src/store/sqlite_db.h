@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "common/ignore.h"
 #include "common/status.h"
 
 namespace morpheus::store::sqlite {
@@ -79,7 +80,10 @@ class Db {
     MORPHEUS_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     Status st = body();
     if (st.isOk()) st = exec("COMMIT");
-    if (!st.isOk()) (void)exec("ROLLBACK");
+    // A failed ROLLBACK leaves the transaction to SQLite, which rolls it back
+    // when the statement that failed aborted it; the first error is the one
+    // the caller needs.
+    if (!st.isOk()) ignoreError(exec("ROLLBACK"), "the original failure is returned");
     return st;
   }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/ignore.h"
+
 namespace morpheus::rm {
 
 namespace {
@@ -133,7 +135,9 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
       last_denial_[id] = key;
       std::string why = wanted->rationale + "; reprovisioning budget exhausted (" +
                         std::to_string(view->budget_remaining_container_ms) + " container-ms left)";
-      (void)reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration, why);
+      ignoreError(
+          reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration, why),
+          "called to record the refusal in the reservation's history; it is expected to fail");
       metrics_
           .counter("morpheus_rm_dra_denials_total",
                    "DRA reviews whose request was refused in whole or in part, by reason",

@@ -351,7 +351,7 @@ class ProposalReader {
     std::string text;
     google::protobuf::util::JsonPrintOptions opts;
     opts.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(response, &text, opts);
+    if (!google::protobuf::util::MessageToJsonString(response, &text, opts).ok()) text.clear();
     json out = json::parse(text, nullptr, false);
     if (out.is_discarded()) out = json::object();
     out["configured"] = true;

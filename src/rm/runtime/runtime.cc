@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/ignore.h"
 #include "common/token.h"
 #include "common/wire.h"
 #include "rm/runtime/dag_report.h"
@@ -229,7 +230,9 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
   n.live = true;
   // (Re-)registration: the core takes the node as announced, with the
   // containers this RM knows running there.
-  if (sched_->nodeUsed(id).isOk()) (void)sched_->removeNode(id);
+  if (sched_->nodeUsed(id).isOk()) {
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->removeNode(id), "the core knows the node (nodeUsed)");
+  }
   if (Status st = sched_->addNode(id, n.total, n.attributes); !st.isOk()) {
     logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
     return;
@@ -311,12 +314,13 @@ void RmRuntime::forgetIfDone(const AppId& app) {
   if (it == rt_.end()) return;
   AppRt& rt = it->second;
   if (!rt.in_sched || !isFinal(rt.state) || rt.running > 0) return;
-  (void)sched_->removeApp(app);
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->removeApp(app), "in_sched: the core has the app");
   rt.in_sched = false;
   am_asks_.erase(app);
   rt.am_ask = false;
   if (auto b = bound_.find(rt.reservation); b != bound_.end() && --b->second <= 0) {
-    (void)sched_->removeReservation(rt.reservation);
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->removeReservation(rt.reservation),
+                              "the reservation ended and left the core first");
     pushed_.erase(rt.reservation);
     bound_.erase(b);
   }
@@ -339,7 +343,10 @@ void RmRuntime::withdrawAsks(const AppId& app) {
     am_asks_.erase(app);
   }
   rt.asks.clear();
-  if (rt.in_sched && !off.empty()) (void)sched_->updateAsks(app, off);
+  if (rt.in_sched && !off.empty()) {
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app, off),
+                              "withdrawals only; in_sched: the core has the app");
+  }
 }
 
 // Puts a container this RM knows into the core's accounts (node
@@ -361,7 +368,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
-  (void)sched_->containerCompleted(c.id);  // NOT_FOUND once released or its node removed
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
   rt.used -= c.resource;
   rt.running--;
@@ -433,7 +440,7 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
 void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
                                 v1::NodeHeartbeatResponse* resp) {
   NodeId nid(req.node_id());
-  (void)onNodeReport(req, resp);
+  onNodeReport(req, resp);  // scheduled right below either way
   scheduleNode(nid);
   Guard lk(*this);
   if (nodes_.count(nid) != 0) flushNodeAnswer(nid, resp);  // the kills scheduling chose
@@ -556,13 +563,14 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
       }
       // The core placed an AM (its ask is there so that a reservation's AM
       // counts as demand): launch it, accounted as an AM container.
-      (void)sched_->release(a.app, a.container);
+      MORPHEUS_IGNORE_NOT_FOUND(sched_->release(a.app, a.container),
+                                "the core placed it this call");
       AppRt& rt = rt_[a.app];
       rt.am_ask = false;
       am_asks_.erase(a.app);
       auto rec = apps_.get(a.app);
       if (rec.isOk() && rec->state == AppState::kSubmitted && !rt.am_pending) {
-        (void)startAm(node, *rec, a.container);
+        startAm(node, *rec, a.container);  // false: not launched (e.g. killed meanwhile), logged
       }
     }
     for (const auto& k : result->to_kill) {
@@ -609,7 +617,8 @@ void RmRuntime::placeAms(Node& node, TimePoint now) {
       AppRt& rt = rt_[id];
       sched::ResourceRequest r;
       r.request_id = kAmAsk;
-      (void)sched_->updateAsks(id, {r});
+      MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(id, {r}),
+                                "an AM ask withdrawal; the app may have left the core");
       rt.am_ask = false;
       am_asks_.erase(id);
       forgetIfDone(id);
@@ -639,7 +648,8 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   if (rt.am_ask && rt.in_sched) {
     sched::ResourceRequest r;
     r.request_id = kAmAsk;
-    (void)sched_->updateAsks(a.id, {r});
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(a.id, {r}),
+                              "an AM ask withdrawal; in_sched: the core has the app");
   }
   rt.am_ask = false;
   am_asks_.erase(a.id);
@@ -708,7 +718,8 @@ void RmRuntime::onNodeLost(const NodeId& node) {
   if (nit == nodes_.end()) return;
   if (nit->second.live) live_nodes_--;
   nit->second.live = false;
-  (void)sched_->removeNode(node);  // its containers are no longer accounted anywhere
+  // Its containers are no longer accounted anywhere.
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->removeNode(node), "a node whose registration the core refused");
   for (auto& [id, c] : containers_) {
     if (c.node != node || !c.running) continue;
     v1::ContainerStatus st;
@@ -821,7 +832,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   }
   rt_[app].registered = true;
   refresh(app);
-  (void)ensureApp(app, clock_.now());
+  ensureApp(app, clock_.now());  // false: final or not cached; the AM's next allocate retries
   logLater(spdlog::level::info, "AM of {} registered (attempt {})", app.value(), rec.attempt);
   return Status::ok();
 }
@@ -892,7 +903,9 @@ Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse*
                              "container " + id + " is not a container of " + app.value());
     }
     if (!it->second.running) continue;
-    (void)sched_->release(app, it->first);  // free for the core at once
+    // Free for the core at once.
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app, it->first),
+                              "its node was removed from the core");
     to_kill_[it->second.node].insert(id);
     // Released is done for the RM at once (YARN): the app's usage, DRA's
     // `used` and the telemetry interval end now. A surplus grant the AM never

@@ -13,6 +13,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/ignore.h"
 #include "planner/planner.h"
 #include "reprovision/policy.h"
 #include "scheduler/policies/policy_factory.h"
@@ -836,7 +837,9 @@ void Sim::startTask(const sched::Allocation& a) {
   } else if (app.next_task[s] < static_cast<int64_t>(app.inst.stages[s].task_durations.size())) {
     task = app.next_task[s]++;
   } else {
-    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    // More granted than asked: give it back.
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
+                              "the core granted it this call");
     return;
   }
   const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
@@ -891,7 +894,8 @@ void Sim::endTask(int64_t slot, bool killed) {
   TaskSlot& t = slots_[static_cast<size_t>(slot)];
   if (!t.alive) return;
   t.alive = false;
-  (void)sched_->containerCompleted(t.container);
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(t.container),
+                            "released or its node removed");
   auto& on_node = node_slots_[static_cast<size_t>(t.node)];
   on_node.erase(std::find(on_node.begin(), on_node.end(), slot));
   free_slots_.push_back(slot);
@@ -931,7 +935,7 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
   r.priority = static_cast<int32_t>(s);
   r.capability = (*app.stages)[s].task_resource;
   r.count = static_cast<int32_t>(app.pending[s]);
-  (void)sched_->updateAsks(app.id, {r});
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app.id, {r}), "the app left the core");
   if (app.reports_dag) reportDag(ai);
   new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
   new_asked_ += added;
@@ -1080,7 +1084,7 @@ void Sim::reportDag(int ai) {
     index[s] = static_cast<int64_t>(dag.size());
     dag.push_back(std::move(d));
   }
-  (void)sched_->reportDag(app.id, dag);
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->reportDag(app.id, dag), "the app left the core");
 }
 
 void Sim::finishApp(int ai) {
@@ -1088,7 +1092,7 @@ void Sim::finishApp(int ai) {
   app.done = true;
   app.end = now_;
   if (!app.started) app.start = now_;
-  (void)sched_->removeApp(app.id);
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->removeApp(app.id), "the app never reached the core");
   live_apps_.erase(ai);
   if (app.res >= 0) {
     auto& live = res_[static_cast<size_t>(app.res)].live;
@@ -1219,7 +1223,8 @@ void Sim::fluidStep() {
     r.request_id = "fluid";
     r.capability = f.shape;
     r.count = static_cast<int32_t>(std::min<int64_t>(ask, std::numeric_limits<int32_t>::max()));
-    (void)sched_->updateAsks(apps_[static_cast<size_t>(f.app)].id, {r});
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(apps_[static_cast<size_t>(f.app)].id, {r}),
+                              "the app left the core");
     if (ask > f.asked) {
       new_ask_min_ = new_asked_ == 0 ? f.shape : Resource::min(new_ask_min_, f.shape);
       new_asked_ += ask - f.asked;
@@ -1232,7 +1237,9 @@ void Sim::fluidStep() {
 void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
   FluidState& f = pools_[static_cast<size_t>(app.fluid)];
   if (f.asked <= 0) {
-    (void)sched_->release(app.id, a.container);  // more granted than asked: give it back
+    // More granted than asked: give it back.
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
+                              "the core granted it this call");
     return;
   }
   f.asked--;
@@ -1275,7 +1282,8 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
   Resource g = guaranteeAt(r, now_);
   if (!(g == r.guarantee)) {
     r.guarantee = g;
-    (void)sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g);
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g),
+                              "never: ids and guarantees are valid");
     poke_ = true;
   }
   if (!reschedule) return;
@@ -1352,7 +1360,8 @@ void Sim::releaseExtras(int ri) {
   int64_t refund = r.grant_count * (r.grant_until - now_).count();
   r.budget_used = std::max<int64_t>(0, r.budget_used - refund);
   r.grant_count = 0;
-  (void)planner_->removeExtra(r.id, now_);
+  MORPHEUS_IGNORE_NOT_FOUND(planner_->removeExtra(r.id, now_),
+                            "the reservation has no extras left");
   recordGrant(r, 0, now_);
   refreshGuarantee(ri, true);
 }

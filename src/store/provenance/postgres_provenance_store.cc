@@ -9,6 +9,7 @@
 #include <charconv>
 #include <mutex>
 
+#include "common/ignore.h"
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
 
@@ -420,7 +421,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
       MORPHEUS_RETURN_IF_ERROR(command("BEGIN", "begin"));
       Status inner = body();
       if (!inner.isOk()) {
-        if (PQstatus(conn_) == CONNECTION_OK) (void)command("ROLLBACK", "rollback");
+        if (PQstatus(conn_) == CONNECTION_OK) {
+          ignoreError(command("ROLLBACK", "rollback"), "the original failure is returned");
+        }
         return inner;
       }
       commit_sent = true;
