@@ -41,6 +41,7 @@ constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4, kPadded = 0x8, kPriority 
 // A header block (HEADERS + CONTINUATION payloads) larger than this closes
 // the connection; gRPC refuses metadata far smaller (GRPC_ARG_MAX_METADATA_SIZE).
 constexpr size_t kMaxHeaderBlock = 64 * 1024;
+constexpr size_t kKeptBuffer = 4096;
 
 // Walks frame headers of one direction; the payload is handed over in pieces.
 struct FrameWalker {
@@ -161,6 +162,9 @@ bool GrpcRequestCheck::fromClient(const uint8_t* p, size_t n) {
     auto fields = s.hpack.decode(reinterpret_cast<const uint8_t*>(s.block.data()), s.block.size());
     s.block.clear();
     s.in_block = false;
+    // An idle connection keeps no large buffer (a block may reach 64 KiB).
+    if (s.block.capacity() > kKeptBuffer) std::string().swap(s.block);
+    if (s.payload.capacity() > kKeptBuffer) std::string().swap(s.payload);
     if (!fields.isOk()) return refuse("http2", fields.status().message());
     uint32_t id = s.block_stream;
     bool ends = (s.block_flags & kEndStream) != 0;
