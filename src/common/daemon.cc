@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
@@ -26,6 +27,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/hpack.h"
 #include "common/logging.h"
 #include "common/mutex_tuning.h"
 #include "common/wire.h"
@@ -98,9 +100,30 @@ void addDaemonOptions(ConfigSchema& schema, DaemonOptions* opts, int64_t default
                      "GOAWAY; clients reconnect on their next call).");
   schema.addInt("grpc.max-receive-message-bytes", &opts->grpc_max_receive_message_bytes, 16 << 20,
                 1024, 1LL << 30, "bytes",
-                "Largest gRPC request message. On a plaintext port a larger message closes "
-                "the connection as soon as its length prefix arrives, before its body is "
-                "read; with TLS gRPC refuses it (RESOURCE_EXHAUSTED).");
+                "Largest gRPC request message, and the ceiling of every per-method limit. On a "
+                "plaintext port a larger message closes the connection as soon as its length "
+                "prefix arrives, before its body is read; with TLS gRPC refuses it "
+                "(RESOURCE_EXHAUSTED).");
+  schema.addInt("grpc.default-max-message-bytes", &opts->grpc_default_max_message_bytes, 1 << 20,
+                1024, 1LL << 30, "bytes",
+                "Plaintext port: largest request message of a method without a limit of its own "
+                "(most methods take small messages; the few that take large ones, such as node "
+                "heartbeats, reservation submissions and run imports, may send up to "
+                "grpc.max-receive-message-bytes). A larger message closes the connection before "
+                "its body is read.");
+  schema.addStringMap(
+      "grpc.max-message-bytes-per-method", &opts->grpc_max_message_bytes_per_method,
+      "Plaintext port: per-method request message limits over the built-in ones, "
+      "\"/package.Service/Method\": bytes (YAML mapping; on the command line "
+      "/package.Service/Method=bytes,...), at most grpc.max-receive-message-bytes, e.g. "
+      "/morpheus.v1.ClientService/SubmitApplication: 1048576.");
+  schema.addInt("grpc.max-unauthenticated-message-bytes",
+                &opts->grpc_max_unauthenticated_message_bytes, 64 << 10, 1024, 1LL << 30, "bytes",
+                "Plaintext port: largest request message of a call without valid "
+                "\"authorization\" metadata to a method whose callers send it (all but the "
+                "AM and container-manager methods, whose tokens travel in the request); a "
+                "larger one closes the connection before its body is read, whatever the "
+                "method's own limit.");
   schema.addInt("grpc.max-concurrent-streams", &opts->grpc_max_concurrent_streams, 100, 1, 100000,
                 "calls", "Concurrent calls on one gRPC connection at most.");
   schema.addInt("grpc.memory-quota-bytes", &opts->grpc_memory_quota_bytes, 512LL << 20, 16 << 20,
@@ -162,7 +185,90 @@ HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descripto
   return h;
 }
 
-GrpcGuardOptions grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit) {
+const std::map<std::string, GrpcMethodLimit>& builtinGrpcMethodLimits() {
+  using C = GrpcCredentials;
+  static const std::map<std::string, GrpcMethodLimit> table = {
+      // RM: node managers report every container they run.
+      {"/morpheus.v1.ResourceTracker/RegisterNode", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.ResourceTracker/NodeHeartbeat", {kGrpcUpToMaxReceive, C::kMetadata}},
+      // RM: launch contexts (rm.max-launch-context-bytes) and reservations of many stages.
+      {"/morpheus.v1.ClientService/SubmitApplication", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.ReservationService/SubmitReservation", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.ReservationService/UpdateReservation", {kGrpcUpToMaxReceive, C::kMetadata}},
+      // RM: AMs send their AM token inside the request; Allocate carries the
+      // job's stages and container releases.
+      {"/morpheus.v1.ApplicationMaster/RegisterApplicationMaster",
+       {kGrpcDefaultLimit, C::kInMessage}},
+      {"/morpheus.v1.ApplicationMaster/Allocate", {kGrpcUpToMaxReceive, C::kInMessage}},
+      {"/morpheus.v1.ApplicationMaster/FinishApplicationMaster",
+       {kGrpcDefaultLimit, C::kInMessage}},
+      // NM: container tokens inside the request; StartContainers carries
+      // launch contexts of many containers.
+      {"/morpheus.v1.ContainerManager/StartContainers", {kGrpcUpToMaxReceive, C::kInMessage}},
+      {"/morpheus.v1.ContainerManager/StopContainers", {kGrpcDefaultLimit, C::kInMessage}},
+      {"/morpheus.v1.ContainerManager/GetContainerStatuses", {kGrpcDefaultLimit, C::kInMessage}},
+      {"/morpheus.v1.ContainerManager/GetContainerLogs", {kGrpcDefaultLimit, C::kInMessage}},
+      // Inference: run and provenance imports, skyline fits.
+      {"/morpheus.v1.InferenceService/IngestRuns", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.InferenceService/IngestProvenance", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.InferenceService/FitSkyline", {kGrpcUpToMaxReceive, C::kMetadata}},
+      {"/morpheus.v1.InferenceService/Refit", {kGrpcUpToMaxReceive, C::kMetadata}},
+  };
+  return table;
+}
+
+namespace {
+
+// Whether "/package.Service/Method" names a method of a service this program
+// has the descriptor of (every service it registers).
+bool knownGrpcMethod(const std::string& path) {
+  if (path.size() < 4 || path[0] != '/') return false;
+  auto slash = path.find('/', 1);
+  if (slash == std::string::npos || slash == 1 || slash + 1 == path.size()) return false;
+  std::string full = path.substr(1, slash - 1) + "." + path.substr(slash + 1);
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full) != nullptr;
+}
+
+Result<std::map<std::string, GrpcMethodLimit>> grpcMethodLimits(const DaemonOptions& opts) {
+  const std::string key = "grpc.max-message-bytes-per-method";
+  std::map<std::string, GrpcMethodLimit> out;
+  for (auto [method, limit] : builtinGrpcMethodLimits()) {
+    if (limit.max_message_bytes == kGrpcDefaultLimit) {
+      limit.max_message_bytes = opts.grpc_default_max_message_bytes;
+    }
+    limit.max_message_bytes =
+        std::min(limit.max_message_bytes, opts.grpc_max_receive_message_bytes);
+    out[method] = limit;
+  }
+  for (const auto& [method, text] : opts.grpc_max_message_bytes_per_method) {
+    if (!knownGrpcMethod(method)) {
+      return invalidArgument(key + "." + method,
+                             "not a gRPC method of this daemon: write /package.Service/Method, "
+                             "e.g. /morpheus.v1.ClientService/SubmitApplication");
+    }
+    int64_t bytes = -1;
+    size_t pos = 0;
+    try {
+      bytes = std::stoll(text, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != text.size() || bytes < 0) {
+      return invalidArgument(key + "." + method, "'" + text + "' is not a byte count");
+    }
+    if (bytes > opts.grpc_max_receive_message_bytes) {
+      return invalidArgument(key + "." + method,
+                             std::to_string(bytes) + " is above grpc.max-receive-message-bytes " +
+                                 std::to_string(opts.grpc_max_receive_message_bytes));
+    }
+    out[method].max_message_bytes = bytes;  // a new entry's callers send metadata
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<GrpcGuardOptions> grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit) {
   GrpcGuardOptions g;
   int64_t budget = std::max<int64_t>((descriptor_limit / 2 - kGrpcDescriptorReserve) / 3, 1);
   int64_t cap = std::min(opts.grpc_max_connections, budget);
@@ -174,8 +280,14 @@ GrpcGuardOptions grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_
   g.max_connections_per_client =
       static_cast<int>(std::min(opts.grpc_max_connections_per_client, cap));
   g.handshake_timeout = opts.grpc_handshake_timeout;
-  g.max_message_bytes = opts.grpc_max_receive_message_bytes;
   g.tls = opts.tls.enabled();
+  g.max_message_bytes = opts.grpc_max_receive_message_bytes;
+  g.default_method_bytes =
+      std::min(opts.grpc_default_max_message_bytes, opts.grpc_max_receive_message_bytes);
+  g.max_unauthenticated_bytes = opts.grpc_max_unauthenticated_message_bytes;
+  auto methods = grpcMethodLimits(opts);
+  if (!methods.isOk()) return methods.status();
+  g.methods = std::move(methods).value();
   return g;
 }
 
@@ -364,6 +476,14 @@ int DaemonServer::connectGrpc() {
 }
 
 Status DaemonServer::start() {
+  auto guard_opts = grpcGuardOptions(opts_, descriptor_limit_);
+  if (!guard_opts.isOk()) return guard_opts.status();
+  if (auth_ != nullptr) {
+    const Authenticator* auth = auth_;
+    guard_opts->authenticates = [auth](const std::string* authorization) {
+      return auth->identifyHeader(authorization).isOk();
+    };
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -375,6 +495,9 @@ Status DaemonServer::start() {
                              static_cast<int>(opts_.grpc_handshake_timeout.count()));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              static_cast<int>(opts_.grpc_max_concurrent_streams));
+  // The HPACK table size gRPC advertises is the one the guard decodes with.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_HPACK_TABLE_SIZE_DECODER,
+                             static_cast<int>(HpackDecoder::kDefaultTableSize));
   grpc::ResourceQuota quota("morpheus-" + component_ + "-grpc");
   quota.Resize(static_cast<size_t>(opts_.grpc_memory_quota_bytes));
   quota.SetMaxThreads(static_cast<int>(opts_.grpc_max_threads));
@@ -401,7 +524,7 @@ Status DaemonServer::start() {
   if (!server_) return unavailable("cannot start the gRPC server (see the log above)");
   readiness_.require("grpc-accepting");
   guard_ = std::make_unique<GrpcGuard>(
-      grpcGuardOptions(opts_, descriptor_limit_), metrics_, [this] { return connectGrpc(); },
+      std::move(guard_opts).value(), metrics_, [this] { return connectGrpc(); },
       [this](bool accepting) { readiness_.set("grpc-accepting", accepting); });
   std::string addr = opts_.grpc_host + ":" + std::to_string(opts_.grpc_port);
   auto gp = guard_->start(opts_.grpc_host, static_cast<int>(opts_.grpc_port));

@@ -4,6 +4,8 @@
 // wires a component's core objects into this and waits.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/grpc_guard.h"
 #include "common/http_server.h"
@@ -48,6 +51,10 @@ struct DaemonOptions {
   Millis grpc_handshake_timeout{10000};
   Millis grpc_idle_timeout{300000};
   int64_t grpc_max_receive_message_bytes = 16 << 20;
+  int64_t grpc_default_max_message_bytes = 1 << 20;
+  std::map<std::string, std::string>
+      grpc_max_message_bytes_per_method;  // "/pkg.Svc/Method" -> bytes
+  int64_t grpc_max_unauthenticated_message_bytes = 64 << 10;
   int64_t grpc_max_concurrent_streams = 100;
   int64_t grpc_memory_quota_bytes = 512LL << 20;
   int64_t grpc_max_threads = 256;
@@ -79,8 +86,24 @@ HttpServerOptions httpServerOptions(const DaemonOptions& opts, int64_t descripto
 // costs three descriptors (the client's, and both ends towards gRPC), so the
 // connection cap is kept within the half of `descriptor_limit` that HTTP does
 // not use, less kGrpcDescriptorReserve (logged as a warning when lowered).
+// The per-method message limits are builtinGrpcMethodLimits() with
+// grpc.max-message-bytes-per-method over them; INVALID_ARGUMENT naming the
+// option when an entry is not "/package.Service/Method" of a method this
+// program knows, or its value not a byte count within
+// [0, grpc.max-receive-message-bytes].
 inline constexpr int64_t kGrpcDescriptorReserve = 64;
-GrpcGuardOptions grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit);
+Result<GrpcGuardOptions> grpcGuardOptions(const DaemonOptions& opts, int64_t descriptor_limit);
+
+// The methods of the Morpheus services whose requests may be larger than
+// grpc.default-max-message-bytes, or whose callers authenticate inside the
+// request (GrpcCredentials::kInMessage: the AM token of the RM's
+// ApplicationMaster service, the container tokens of the NM's
+// ContainerManager), by "/package.Service/Method". One table for every
+// daemon (a method is served by one of them); kGrpcUpToMaxReceive = up to
+// grpc.max-receive-message-bytes, kGrpcDefaultLimit = the default limit.
+inline constexpr int64_t kGrpcUpToMaxReceive = INT64_MAX;
+inline constexpr int64_t kGrpcDefaultLimit = -1;
+const std::map<std::string, GrpcMethodLimit>& builtinGrpcMethodLimits();
 // Loads and validates opts->tls_files into opts->tls. Call once after the
 // command line is parsed, before any server or channel is made; on error
 // (INVALID_ARGUMENT naming the tls.* option) the daemon must not start.
@@ -136,6 +159,11 @@ class DaemonServer {
   ~DaemonServer();
 
   void addService(grpc::Service* service) { services_.push_back(service); }
+  // The daemon's judge of gRPC callers' "authorization" metadata, so a call
+  // with a token it does not accept counts as unauthenticated at the
+  // connection guard (grpc.max-unauthenticated-message-bytes), not only a
+  // call without one. Call before start(); `auth` must outlive the server.
+  void setAuthenticator(const Authenticator* auth) { auth_ = auth; }
   // Answers every method no added service has (a standby RM's refusal,
   // standby_front.h). Call before start(); `service` must outlive the server.
   void setFallbackService(grpc::CallbackGenericService* service) { fallback_ = service; }
@@ -174,6 +202,7 @@ class DaemonServer {
   std::string internal_socket_;
   std::vector<grpc::Service*> services_;
   grpc::CallbackGenericService* fallback_ = nullptr;
+  const Authenticator* auth_ = nullptr;
   std::unique_ptr<grpc::Server> server_;
   Readiness readiness_;
   HttpServer http_;

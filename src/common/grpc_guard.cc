@@ -1,5 +1,7 @@
 #include "common/grpc_guard.h"
 
+#include "common/hpack.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -33,119 +35,301 @@ constexpr size_t kMaxBuffered = 256 * 1024;
 // fewer concurrently (GRPC_ARG_MAX_CONCURRENT_STREAMS), so more is an attack.
 constexpr size_t kMaxTrackedStreams = 4096;
 
-// Follows the client-to-server HTTP/2 frames of one connection (after the
-// preface) and the gRPC length prefixes inside each stream's DATA, without
-// buffering payload. feed() returns false once a message announces more than
-// `max` bytes or the framing is invalid.
-class MessageLengthCheck {
- public:
-  explicit MessageLengthCheck(int64_t max) : max_(max) {}
+// HTTP/2 frame types (RFC 9113 §6) and flags the check looks at.
+constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kPushPromise = 5, kContinuation = 9;
+constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4, kPadded = 0x8, kPriority = 0x20;
+// A header block (HEADERS + CONTINUATION payloads) larger than this closes
+// the connection; gRPC refuses metadata far smaller (GRPC_ARG_MAX_METADATA_SIZE).
+constexpr size_t kMaxHeaderBlock = 64 * 1024;
+constexpr size_t kKeptBuffer = 4096;
 
-  bool feed(const uint8_t* p, size_t n) {
-    while (n > 0) {
-      if (hdr_have_ < 9) {
-        size_t k = std::min(n, size_t{9} - hdr_have_);
-        std::memcpy(hdr_ + hdr_have_, p, k);
-        hdr_have_ += k;
-        p += k;
-        n -= k;
-        if (hdr_have_ == 9 && !startFrame()) return false;
-        continue;
-      }
-      size_t k = std::min<size_t>(n, payload_left_);
-      if (type_ == kData && !dataBytes(p, k)) return false;
-      p += k;
-      n -= k;
-      payload_left_ -= static_cast<uint32_t>(k);
-      if (payload_left_ == 0) endFrame();
-    }
+// Walks frame headers of one direction; the payload is handed over in pieces.
+struct FrameWalker {
+  uint8_t hdr[9] = {};
+  size_t have = 0;
+  uint32_t left = 0;  // payload bytes still to come
+  uint32_t length = 0;
+  uint8_t type = 0, flags = 0;
+  uint32_t stream = 0;
+
+  // Consumes header bytes; true when a frame header is complete.
+  bool header(const uint8_t*& p, size_t& n) {
+    size_t k = std::min(n, size_t{9} - have);
+    std::memcpy(hdr + have, p, k);
+    have += k;
+    p += k;
+    n -= k;
+    if (have < 9) return false;
+    length = (uint32_t{hdr[0]} << 16) | (uint32_t{hdr[1]} << 8) | hdr[2];
+    left = length;
+    type = hdr[3];
+    flags = hdr[4];
+    stream =
+        ((uint32_t{hdr[5]} << 24) | (uint32_t{hdr[6]} << 16) | (uint32_t{hdr[7]} << 8) | hdr[8]) &
+        0x7fffffffu;
     return true;
   }
-  const std::string& error() const { return error_; }
+};
 
- private:
-  static constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3;
-  struct Message {
-    uint8_t prefix[5];
+}  // namespace
+
+struct GrpcRequestCheck::State {
+  struct Stream {
+    int64_t limit = 0;
+    bool unauthenticated = false;  // the limit is grpc.max-unauthenticated-message-bytes
+    std::string method;
+    uint8_t prefix[5] = {};
     size_t have = 0;
     uint64_t body_left = 0;
   };
+  FrameWalker in, out;
+  bool pad_known = true;
+  uint32_t data_left = 0;  // DATA bytes of the current frame before its padding
+  std::string payload;     // the current HEADERS/CONTINUATION frame's payload
+  std::string block;       // the header block being collected
+  uint32_t block_stream = 0;
+  uint8_t block_flags = 0;  // of the HEADERS frame that began it
+  bool in_block = false;
+  uint32_t last_stream = 0;  // highest stream id the client opened
+  HpackDecoder hpack{HpackDecoder::kDefaultTableSize, kMaxHeaderBlock};
+  std::unordered_map<uint32_t, Stream> streams;
+  bool failed = false;
+};
 
-  bool startFrame() {
-    payload_left_ = (uint32_t{hdr_[0]} << 16) | (uint32_t{hdr_[1]} << 8) | hdr_[2];
-    type_ = hdr_[3];
-    flags_ = hdr_[4];
-    stream_ = ((uint32_t{hdr_[5]} << 24) | (uint32_t{hdr_[6]} << 16) | (uint32_t{hdr_[7]} << 8) |
-               hdr_[8]) &
-              0x7fffffffu;
-    pad_len_known_ = (flags_ & 0x8) == 0;
-    data_left_ = pad_len_known_ ? payload_left_ : 0;
-    if (type_ == kData && streams_.size() >= kMaxTrackedStreams && !streams_.count(stream_)) {
-      error_ = "too many open streams";
-      return false;
+GrpcRequestCheck::GrpcRequestCheck(const GrpcGuardOptions& opts)
+    : opts_(opts), s_(std::make_unique<State>()) {}
+
+GrpcRequestCheck::~GrpcRequestCheck() = default;
+
+size_t GrpcRequestCheck::trackedStreams() const { return s_->streams.size(); }
+
+int64_t GrpcRequestCheck::streamLimit(uint32_t stream) const {
+  auto it = s_->streams.find(stream);
+  return it == s_->streams.end() ? -1 : it->second.limit;
+}
+
+void GrpcRequestCheck::fromServer(const uint8_t* p, size_t n) {
+  FrameWalker& w = s_->out;
+  while (n > 0) {
+    if (w.have < 9) {
+      if (!w.header(p, n)) return;
+      if (w.type == kRstStream) s_->streams.erase(w.stream);
+      if (w.left == 0) w.have = 0;
+      continue;
     }
-    if (payload_left_ == 0) endFrame();
-    return true;
+    size_t k = std::min<size_t>(n, w.left);
+    p += k;
+    n -= k;
+    w.left -= static_cast<uint32_t>(k);
+    if (w.left == 0) w.have = 0;
   }
+}
 
-  void endFrame() {
-    if (type_ == kRstStream || ((type_ == kData || type_ == kHeaders) && (flags_ & 0x1))) {
-      streams_.erase(stream_);
+bool GrpcRequestCheck::fromClient(const uint8_t* p, size_t n) {
+  State& s = *s_;
+  if (s.failed) return false;
+  auto refuse = [&](const char* reason, std::string what) {
+    s.failed = true;
+    reason_ = reason;
+    error_ = std::move(what);
+    return false;
+  };
+  // A new stream's limit, from its decoded header list.
+  auto openStream = [&](uint32_t id, const std::vector<HpackField>& fields) {
+    const std::string* path = nullptr;
+    const std::string* authorization = nullptr;
+    for (const auto& f : fields) {
+      if (f.name == ":path" && path == nullptr) path = &f.value;
+      if (f.name == "authorization" && authorization == nullptr) authorization = &f.value;
     }
-    hdr_have_ = 0;
-  }
-
-  bool dataBytes(const uint8_t* p, size_t n) {
-    if (!pad_len_known_ && n > 0) {
-      uint32_t pad = *p;
-      if (pad + 1 > payload_left_) {
-        error_ = "invalid DATA padding";
-        return false;
+    State::Stream st;
+    st.method = path ? *path : "";
+    GrpcMethodLimit m{opts_.default_method_bytes, GrpcCredentials::kMetadata};
+    if (auto it = opts_.methods.find(st.method); it != opts_.methods.end()) m = it->second;
+    st.limit = std::min(m.max_message_bytes, opts_.max_message_bytes);
+    if (m.credentials == GrpcCredentials::kMetadata && st.limit > opts_.max_unauthenticated_bytes) {
+      bool known =
+          opts_.authenticates ? opts_.authenticates(authorization) : authorization != nullptr;
+      if (!known) {
+        st.limit = opts_.max_unauthenticated_bytes;
+        st.unauthenticated = true;
       }
-      pad_len_known_ = true;
-      data_left_ = payload_left_ - 1 - pad;
-      p++;
-      n--;
     }
-    size_t m = std::min<size_t>(n, data_left_);
-    data_left_ -= static_cast<uint32_t>(m);
-    Message& msg = streams_[stream_];
-    while (m > 0) {
-      if (msg.body_left > 0) {
-        size_t k = static_cast<size_t>(std::min<uint64_t>(msg.body_left, m));
-        msg.body_left -= k;
-        p += k;
-        m -= k;
+    s.streams[id] = std::move(st);
+  };
+  // A complete header block of s.block_stream.
+  auto endBlock = [&]() {
+    auto fields = s.hpack.decode(reinterpret_cast<const uint8_t*>(s.block.data()), s.block.size());
+    s.block.clear();
+    s.in_block = false;
+    // An idle connection keeps no large buffer (a block may reach 64 KiB).
+    if (s.block.capacity() > kKeptBuffer) std::string().swap(s.block);
+    if (s.payload.capacity() > kKeptBuffer) std::string().swap(s.payload);
+    if (!fields.isOk()) return refuse("http2", fields.status().message());
+    uint32_t id = s.block_stream;
+    bool ends = (s.block_flags & kEndStream) != 0;
+    if (id > s.last_stream) {  // a new stream (an older id is trailers or a closed stream)
+      s.last_stream = id;
+      if (!ends) {
+        if (s.streams.size() >= kMaxTrackedStreams) {
+          return refuse("http2",
+                        "more than " + std::to_string(kMaxTrackedStreams) + " open streams");
+        }
+        openStream(id, *fields);
+      }
+    } else if (ends) {
+      s.streams.erase(id);
+    }
+    return true;
+  };
+  // The end of a HEADERS or CONTINUATION frame whose payload is in s.payload.
+  auto endHeaderFrame = [&]() {
+    FrameWalker& w = s.in;
+    size_t from = 0, to = s.payload.size();
+    if (w.type == kHeaders) {
+      if (w.flags & kPadded) {
+        if (to < 1) return refuse("http2", "invalid HEADERS padding");
+        size_t pad = static_cast<uint8_t>(s.payload[0]);
+        from = 1;
+        if (pad > to - from) return refuse("http2", "invalid HEADERS padding");
+        to -= pad;
+      }
+      if (w.flags & kPriority) {
+        if (to - from < 5) return refuse("http2", "HEADERS too short for its priority");
+        from += 5;
+      }
+    }
+    if (s.block.size() + (to - from) > kMaxHeaderBlock) {
+      return refuse("http2",
+                    "a header block larger than " + std::to_string(kMaxHeaderBlock) + " bytes");
+    }
+    s.block.append(s.payload, from, to - from);
+    s.payload.clear();
+    if (w.flags & kEndHeaders) return endBlock();
+    return true;
+  };
+  // A complete frame header of the client.
+  auto startFrame = [&]() {
+    FrameWalker& w = s.in;
+    if (s.in_block && (w.type != kContinuation || w.stream != s.block_stream)) {
+      return refuse("http2", "a header block interrupted by another frame");
+    }
+    switch (w.type) {
+      case kHeaders:
+        if (w.stream == 0) return refuse("http2", "HEADERS on stream 0");
+        if (w.length > kMaxHeaderBlock) {
+          return refuse("http2",
+                        "a header block larger than " + std::to_string(kMaxHeaderBlock) + " bytes");
+        }
+        s.in_block = true;
+        s.block_stream = w.stream;
+        s.block_flags = w.flags;
+        break;
+      case kContinuation:
+        if (!s.in_block) return refuse("http2", "CONTINUATION without HEADERS");
+        if (w.length > kMaxHeaderBlock) {
+          return refuse("http2",
+                        "a header block larger than " + std::to_string(kMaxHeaderBlock) + " bytes");
+        }
+        break;
+      case kPushPromise:
+        return refuse("http2", "PUSH_PROMISE from a client");
+      case kData:
+        if (w.stream == 0) return refuse("http2", "DATA on stream 0");
+        s.pad_known = (w.flags & kPadded) == 0;
+        s.data_left = s.pad_known ? w.length : 0;
+        break;
+      case kRstStream:
+        s.streams.erase(w.stream);
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  auto endFrame = [&]() {
+    FrameWalker& w = s.in;
+    bool ok = true;
+    if (w.type == kHeaders || w.type == kContinuation) {
+      ok = endHeaderFrame();
+    } else if (w.type == kData && (w.flags & kEndStream)) {
+      s.streams.erase(w.stream);
+    }
+    w.have = 0;
+    return ok;
+  };
+  // DATA payload bytes of the current frame.
+  auto dataBytes = [&](const uint8_t* d, size_t m) {
+    FrameWalker& w = s.in;
+    if (!s.pad_known && m > 0) {
+      uint32_t pad = *d;
+      if (pad + 1 > w.length) return refuse("http2", "invalid DATA padding");
+      s.pad_known = true;
+      s.data_left = w.length - 1 - pad;
+      d++;
+      m--;
+    }
+    size_t k = std::min<size_t>(m, s.data_left);
+    s.data_left -= static_cast<uint32_t>(k);
+    auto it = s.streams.find(w.stream);
+    if (it == s.streams.end()) return true;  // not open: gRPC discards it
+    State::Stream& st = it->second;
+    while (k > 0) {
+      if (st.body_left > 0) {
+        size_t j = static_cast<size_t>(std::min<uint64_t>(st.body_left, k));
+        st.body_left -= j;
+        d += j;
+        k -= j;
         continue;
       }
-      msg.prefix[msg.have++] = *p++;
-      m--;
-      if (msg.have == 5) {
-        uint64_t len = (uint64_t{msg.prefix[1]} << 24) | (uint64_t{msg.prefix[2]} << 16) |
-                       (uint64_t{msg.prefix[3]} << 8) | msg.prefix[4];
-        if (static_cast<int64_t>(len) > max_) {
-          error_ = "a message of " + std::to_string(len) +
-                   " bytes exceeds grpc.max-receive-message-bytes " + std::to_string(max_);
-          return false;
+      st.prefix[st.have++] = *d++;
+      k--;
+      if (st.have == 5) {
+        uint64_t len = (uint64_t{st.prefix[1]} << 24) | (uint64_t{st.prefix[2]} << 16) |
+                       (uint64_t{st.prefix[3]} << 8) | st.prefix[4];
+        if (static_cast<int64_t>(len) > st.limit) {
+          std::string method = st.method.empty() ? "a call" : st.method;
+          if (st.unauthenticated) {
+            return refuse("unauthenticated", "a message of " + std::to_string(len) + " bytes to " +
+                                                 method +
+                                                 " without valid credentials exceeds "
+                                                 "grpc.max-unauthenticated-message-bytes " +
+                                                 std::to_string(st.limit));
+          }
+          return refuse("message-size", "a message of " + std::to_string(len) + " bytes to " +
+                                            method + " exceeds its limit of " +
+                                            std::to_string(st.limit) + " bytes");
         }
-        msg.have = 0;
-        msg.body_left = len;
+        st.have = 0;
+        st.body_left = len;
       }
     }
-    return true;  // the rest of n is padding
-  }
+    return true;  // the rest is padding
+  };
 
-  int64_t max_;
-  uint8_t hdr_[9] = {};
-  size_t hdr_have_ = 0;
-  uint32_t payload_left_ = 0;
-  uint8_t type_ = 0, flags_ = 0;
-  uint32_t stream_ = 0;
-  bool pad_len_known_ = true;
-  uint32_t data_left_ = 0;
-  std::unordered_map<uint32_t, Message> streams_;
-  std::string error_;
-};
+  FrameWalker& w = s.in;
+  while (n > 0) {
+    if (w.have < 9) {
+      if (!w.header(p, n)) return true;
+      if (!startFrame()) return false;
+      if (w.left == 0 && !endFrame()) return false;
+      continue;
+    }
+    size_t k = std::min<size_t>(n, w.left);
+    if (w.type == kData) {
+      if (!dataBytes(p, k)) return false;
+    } else if (w.type == kHeaders || w.type == kContinuation) {
+      s.payload.append(reinterpret_cast<const char*>(p), k);
+    }
+    p += k;
+    n -= k;
+    w.left -= static_cast<uint32_t>(k);
+    if (w.left == 0 && !endFrame()) return false;
+  }
+  return true;
+}
+
+namespace {
 
 struct Conn;
 // epoll's data pointer: one per descriptor of a connection.
@@ -164,7 +348,7 @@ struct Conn {
   std::string to_up, to_ext;
   size_t to_up_off = 0, to_ext_off = 0;
   bool closing = false;
-  std::unique_ptr<MessageLengthCheck> check;
+  std::unique_ptr<GrpcRequestCheck> check;
   End ext_end{this, false};
   End up_end{this, true};
   uint32_t ext_events = 0, up_events = 0;
@@ -264,7 +448,14 @@ void GrpcGuard::run() {
   Counter& refused_total = refused("max-connections");
   Counter& refused_client = refused("max-connections-per-client");
   Counter& refused_handshake = refused("handshake");
-  Counter& refused_message = refused("message-size");
+  // The message check's refusals, by GrpcRequestCheck::reason().
+  std::map<std::string, Counter*> refused_check;
+  for (const char* r : {"message-size", "unauthenticated", "http2"}) refused_check[r] = &refused(r);
+  auto refuseCheck = [&](Conn* c) {
+    spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
+    refused_check[c->check->reason()]->inc();
+    return false;
+  };
   Counter& refused_descriptors = refused("descriptors");
   Counter& accept_errors = metrics_.counter(
       "morpheus_grpc_accept_errors_total",
@@ -379,21 +570,15 @@ void GrpcGuard::run() {
       std::string first = std::move(c->hello);
       c->hello.clear();
       if (!opts_.tls) {
-        c->check = std::make_unique<MessageLengthCheck>(opts_.max_message_bytes);
+        c->check = std::make_unique<GrpcRequestCheck>(opts_);
         const auto* rest = reinterpret_cast<const uint8_t*>(first.data()) + kHttp2PrefaceLen;
-        if (!c->check->feed(rest, first.size() - kHttp2PrefaceLen)) {
-          spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
-          refused_message.inc();
-          return false;
-        }
+        if (!c->check->fromClient(rest, first.size() - kHttp2PrefaceLen)) return refuseCheck(c);
       }
       c->to_up.append(first);
       return true;
     }
-    if (c->check && !c->check->feed(reinterpret_cast<const uint8_t*>(data), n)) {
-      spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
-      refused_message.inc();
-      return false;
+    if (c->check && !c->check->fromClient(reinterpret_cast<const uint8_t*>(data), n)) {
+      return refuseCheck(c);
     }
     c->to_up.append(data, n);
     return true;
@@ -486,6 +671,8 @@ void GrpcGuard::run() {
         ssize_t r = ::recv(fd, buf, sizeof buf, 0);
         if (r > 0) {
           if (end->upstream) {
+            if (c->check)
+              c->check->fromServer(reinterpret_cast<const uint8_t*>(buf), static_cast<size_t>(r));
             c->to_ext.append(buf, static_cast<size_t>(r));
           } else {
             ok = fromClient(c, buf, static_cast<size_t>(r));

@@ -21,11 +21,21 @@
 //    Only then is a connection to gRPC opened (`connect_upstream`) and bytes
 //    are relayed both ways, with bounded buffers (a reader that does not read
 //    stops the sender, never grows memory).
-//  - Plaintext only: the HTTP/2 DATA frames are parsed as they pass and a gRPC
-//    message whose length prefix exceeds `max_message_bytes` closes the
-//    connection before its body is relayed, so gRPC never buffers it. With
-//    TLS the guard cannot read messages and gRPC's own limit applies after
-//    decryption; every peer has passed the TLS handshake first, but under
+//  - Plaintext only: the HTTP/2 frames from the client are parsed as they
+//    pass (GrpcRequestCheck below): each stream's HEADERS are decoded (HPACK,
+//    common/hpack.h) for its method (":path") and credentials
+//    ("authorization"), which fix the largest message the stream may send;
+//    a gRPC message whose length prefix exceeds it closes the connection
+//    before its body is relayed, so gRPC never buffers it. The limit of a
+//    stream is its method's (`methods`, else `default_method_bytes`), never
+//    above `max_message_bytes`; a stream of a method whose callers send
+//    "authorization" metadata (GrpcCredentials::kMetadata) that has none, or
+//    one `authenticates` refuses, may send `max_unauthenticated_bytes` at
+//    most. Malformed framing or header compression also closes the
+//    connection (a compression error is fatal in HTTP/2 anyway).
+//  - TLS: the guard sees only ciphertext, so none of the message checks
+//    apply and gRPC's own limit (grpc.max-receive-message-bytes) applies after
+//    decryption. Every peer has passed the TLS handshake first, but under
 //    tls.client-certs: request (common/tls.h) a peer without a client
 //    certificate passes it too and is unauthenticated until its call's token
 //    is checked.
@@ -37,6 +47,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,12 +58,70 @@
 
 namespace morpheus {
 
+// Where the callers of a method prove who they are.
+enum class GrpcCredentials {
+  kMetadata,   // "authorization: Bearer TOKEN" metadata (common/auth.h)
+  kInMessage,  // a token inside the request (AM tokens, container tokens)
+};
+
+struct GrpcMethodLimit {
+  int64_t max_message_bytes = 1 << 20;
+  GrpcCredentials credentials = GrpcCredentials::kMetadata;
+};
+
 struct GrpcGuardOptions {
   int max_connections = 1000;            // grpc.max-connections
   int max_connections_per_client = 100;  // grpc.max-connections-per-client
   Millis handshake_timeout{10000};       // grpc.handshake-timeout
-  int64_t max_message_bytes = 16 << 20;  // grpc.max-receive-message-bytes (plaintext check)
   bool tls = false;                      // peers speak TLS (no preface or message check)
+  // Plaintext message checks (the contract above).
+  int64_t max_message_bytes = 16 << 20;    // grpc.max-receive-message-bytes: caps every limit
+  int64_t default_method_bytes = 1 << 20;  // grpc.default-max-message-bytes
+  std::map<std::string, GrpcMethodLimit> methods;  // by "/package.Service/Method"
+  int64_t max_unauthenticated_bytes = 64 << 10;    // grpc.max-unauthenticated-message-bytes
+  // Whether a call's "authorization" value (nullptr: the call has none)
+  // identifies a caller. Runs on the guard's thread, once per call; must be
+  // cheap and thread-safe. Unset: any value counts as credentials.
+  std::function<bool(const std::string* authorization)> authenticates;
+};
+
+// Follows the HTTP/2 frames of one plaintext connection (after the client
+// preface) without buffering message payload, and says when a stream sends
+// more than its limit (the guard's contract above). The stream bookkeeping
+// ends with the client's END_STREAM or RST_STREAM or the server's
+// RST_STREAM; DATA of a stream it does not track is not checked, as gRPC
+// discards it (a closed stream). Bounded: at most 4096 open streams (gRPC
+// allows GRPC_ARG_MAX_CONCURRENT_STREAMS), a header block of 64 KiB, the
+// HPACK table of HpackDecoder::kDefaultTableSize (gRPC's advertised size,
+// pinned by the daemon).
+// Thread-safety: none; `opts` must outlive it.
+class GrpcRequestCheck {
+ public:
+  explicit GrpcRequestCheck(const GrpcGuardOptions& opts);
+  ~GrpcRequestCheck();
+  GrpcRequestCheck(const GrpcRequestCheck&) = delete;
+  GrpcRequestCheck& operator=(const GrpcRequestCheck&) = delete;
+
+  // Bytes from the client; false once the connection must be closed (then
+  // reason() and error() say why; later calls keep returning false).
+  bool fromClient(const uint8_t* p, size_t n);
+  // Bytes from gRPC to the client (its RST_STREAM frames end streams).
+  void fromServer(const uint8_t* p, size_t n);
+  // The refusal's metrics label: "message-size", "unauthenticated" or
+  // "http2" (malformed frames or header compression).
+  const char* reason() const { return reason_; }
+  const std::string& error() const { return error_; }
+  // Streams whose messages are followed now.
+  size_t trackedStreams() const;
+  // The limit that applies to `stream`, or -1 when it is not tracked.
+  int64_t streamLimit(uint32_t stream) const;
+
+ private:
+  struct State;
+  const GrpcGuardOptions& opts_;
+  std::unique_ptr<State> s_;
+  const char* reason_ = "";
+  std::string error_;
 };
 
 class GrpcGuard {

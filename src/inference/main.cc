@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   inference::InferenceServiceImpl service(core, auth, core_opts);
   DaemonServer server("inference", opts.daemon, metrics);
   server.addService(&service);
+  server.setAuthenticator(&auth);
   if (Status st = server.start(); !st.isOk()) return fail(st.message());
   spdlog::info("morpheus-inference started: store {}, RM {}, refit every {} ms", (*store)->name(),
                opts.rm_address, opts.refit_interval.count());

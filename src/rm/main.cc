@@ -280,6 +280,7 @@ int main(int argc, char** argv) {
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
+  server.setAuthenticator(authenticator->get());
   if (!(*authenticator)->open()) {
     // HTTP connections count per user once authenticated (http.max-connections-per-principal).
     const Authenticator* auth = authenticator->get();

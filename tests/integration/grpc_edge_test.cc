@@ -1,8 +1,9 @@
 // Every daemon's gRPC port under hostile load, against the real morpheus-rm,
 // morpheus-nm and morpheus-inference: more idle connections than the process
 // has descriptors, connections that never speak, one client holding many
-// connections, and unauthenticated huge messages. Each attack must leave the
-// port serving authenticated calls and /readyz telling the truth.
+// connections, unauthenticated huge messages, and messages over their
+// method's limit. Each attack must leave the port serving authenticated calls
+// and /readyz telling the truth.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -28,6 +29,7 @@
 #include "harness.h"
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/inference.grpc.pb.h"
+#include "morpheus/v1/reservation.grpc.pb.h"
 
 namespace morpheus::testing {
 namespace {
@@ -407,6 +409,257 @@ TEST(GrpcEdgeIT, UnauthenticatedHugeMessagesAreRefusedBeforeTheyAreBuffered) {
   EXPECT_LT(after - before, static_cast<int64_t>(kCalls * kMessage / 4));
   EXPECT_TRUE(servesAuthenticatedCall(d)) << d.proc.log();
   EXPECT_TRUE(d.proc.running());
+}
+
+// An HPACK literal field without indexing, with a new name (RFC 7541 §6.2.2).
+std::string hpackLiteral(const std::string& name, const std::string& value) {
+  auto str = [](const std::string& v) {
+    std::string out;
+    size_t n = v.size();
+    if (n < 127) {
+      out.push_back(static_cast<char>(n));
+    } else {
+      out.push_back(127);
+      n -= 127;
+      while (n >= 128) {
+        out.push_back(static_cast<char>(0x80 | (n & 0x7f)));
+        n >>= 7;
+      }
+      out.push_back(static_cast<char>(n));
+    }
+    return out + v;
+  };
+  return std::string(1, '\0') + str(name) + str(value);
+}
+
+std::string http2Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string f;
+  size_t n = payload.size();
+  for (int shift = 16; shift >= 0; shift -= 8) f.push_back(static_cast<char>(n >> shift));
+  f.push_back(static_cast<char>(type));
+  f.push_back(static_cast<char>(flags));
+  for (int shift = 24; shift >= 0; shift -= 8) f.push_back(static_cast<char>(stream >> shift));
+  return f + payload;
+}
+
+// HTTP/2 by hand: opens one gRPC call of `method` (with `token` unless empty)
+// and sends only the 5-byte prefix of a `len`-byte message, never its body.
+// True when the server closes the connection within `wait`.
+bool closedAtPrefix(const std::string& address, const std::string& method, const std::string& token,
+                    uint32_t len, std::chrono::milliseconds wait) {
+  int fd = connectLoopback(portOf(address), "127.0.0.1", true);
+  if (fd < 0) return false;
+  std::string block = hpackLiteral(":method", "POST") + hpackLiteral(":scheme", "http") +
+                      hpackLiteral(":path", method) + hpackLiteral(":authority", "t") +
+                      hpackLiteral("content-type", "application/grpc") +
+                      hpackLiteral("te", "trailers");
+  if (!token.empty()) block += hpackLiteral("authorization", "Bearer " + token);
+  std::string prefix(1, '\0');
+  for (int shift = 24; shift >= 0; shift -= 8) prefix.push_back(static_cast<char>(len >> shift));
+  std::string out = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + http2Frame(4, 0, 0, "") +
+                    http2Frame(1, 0x4, 1, block) + http2Frame(0, 0, 1, prefix);
+  bool closed = false;
+  if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size())) {
+    auto until = std::chrono::steady_clock::now() + wait;
+    char buf[4096];
+    while (!closed && std::chrono::steady_clock::now() < until) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1) continue;
+      ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+      closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR);
+    }
+  } else {
+    closed = true;
+  }
+  ::close(fd);
+  return closed;
+}
+
+double refusedFor(const Daemon& d, const std::string& reason) {
+  return metricOf(d.http, "morpheus_grpc_connections_refused_total{reason=\"" + reason + "\"}");
+}
+
+class GrpcMethodLimitIT : public ::testing::TestWithParam<const char*> {};
+
+// Every daemon: a call without a token to a small method is cut off as soon
+// as its message's length prefix announces 1 MiB (the body is never sent, so
+// the close proves the daemon did not wait for it), while half a megabyte is
+// waited for; an authenticated call is held to its method's limit instead.
+// The NM's container-manager methods carry their tokens inside the request:
+// there the method's limit applies without a token.
+TEST_P(GrpcMethodLimitIT, TheLimitOfACallComesFromItsMethodAndCredentials) {
+  std::string component = GetParam();
+  Daemon d = startUnderLimit(component, 4096);
+  ASSERT_FALSE(d.grpc.empty()) << d.proc.log();
+  ASSERT_TRUE(waitFor([&] { return servesAuthenticatedCall(d); }, 20s)) << d.proc.log();
+  std::string small = component == "rm"          ? "/morpheus.v1.ClientService/GetClusterMetrics"
+                      : component == "inference" ? "/morpheus.v1.InferenceService/ListProposals"
+                                                 : "/grpc.health.v1.Health/Check";
+  std::string alice = testToken("alice");
+  EXPECT_TRUE(closedAtPrefix(d.grpc, small, "", 1 << 20, 5s));
+  EXPECT_EQ(refusedFor(d, "unauthenticated"), 1);
+  EXPECT_FALSE(closedAtPrefix(d.grpc, small, "", 60 << 10, 1s));
+  if (component == "nm") {
+    std::string start = "/morpheus.v1.ContainerManager/StartContainers";
+    EXPECT_FALSE(closedAtPrefix(d.grpc, start, "", 4 << 20, 1s));
+    EXPECT_TRUE(closedAtPrefix(d.grpc, start, "", 17 << 20, 5s));  // grpc.max-receive-message-bytes
+  } else {
+    EXPECT_FALSE(closedAtPrefix(d.grpc, small, alice, 512 << 10, 1s));
+    EXPECT_TRUE(
+        closedAtPrefix(d.grpc, small, alice, 2 << 20, 5s));  // grpc.default-max-message-bytes
+  }
+  EXPECT_EQ(refusedFor(d, "message-size"), 1);
+  EXPECT_EQ(refusedFor(d, "unauthenticated"), 1);
+  EXPECT_TRUE(servesAuthenticatedCall(d)) << d.proc.log();
+  EXPECT_TRUE(d.proc.running());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDaemon, GrpcMethodLimitIT, ::testing::Values("rm", "nm", "inference"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// A reservation of 80,000 stages (~1.3 MiB), more than the RM takes
+// (rm.max-stages): authenticated, the whole message reaches the RM, which
+// answers for itself; without a token the connection is closed at its prefix.
+v1::SubmitReservationRequest manyStages(const std::string& id, int stages) {
+  v1::SubmitReservationRequest req;
+  req.set_reservation_id(id);
+  req.set_queue("default");
+  auto* def = req.mutable_definition();
+  int64_t arrival = (nowMs() / 60000 + 60) * 60000;
+  def->set_arrival_ms(arrival);
+  def->set_deadline_ms(arrival + 86400000);
+  def->set_name("many-stages");
+  for (int i = 0; i < stages; i++) {
+    auto* st = def->add_stages();
+    st->mutable_capability()->set_memory_mib(1024);
+    st->mutable_capability()->set_vcores(1);
+    st->set_num_containers(1);
+    st->set_min_concurrency(1);
+    st->set_duration_ms(60000);
+  }
+  return req;
+}
+
+grpc::Status submitReservation(const Daemon& d, const std::string& principal,
+                               const v1::SubmitReservationRequest& req) {
+  auto stub = v1::ReservationService::NewStub(ownChannel(d.grpc));
+  auto ctx = makeContext(Millis(20000));
+  if (!principal.empty()) ctx->AddMetadata("authorization", "Bearer " + testToken(principal));
+  v1::SubmitReservationResponse resp;
+  return stub->SubmitReservation(ctx.get(), req, &resp);
+}
+
+Daemon startRm(const std::vector<std::string>& extra = {}) {
+  Daemon d;
+  d.component = "rm";
+  std::vector<std::string> args = rmAuthArgs();
+  for (const auto& a : extra) args.push_back(a);
+  d.proc = Process::startDaemon("rm", freshDir("rm"), args);
+  d.grpc = d.proc.grpcAddress();
+  d.http = d.proc.httpAddress();
+  return d;
+}
+
+std::string newReservation(const Daemon& d, const std::string& principal) {
+  auto stub = v1::ReservationService::NewStub(ownChannel(d.grpc));
+  auto ctx = makeContext(Millis(5000));
+  ctx->AddMetadata("authorization", "Bearer " + testToken(principal));
+  v1::NewReservationResponse resp;
+  grpc::Status st = stub->NewReservation(ctx.get(), v1::NewReservationRequest(), &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return resp.reservation_id();
+}
+
+TEST(GrpcMethodLimitIT, ALargeAuthenticatedReservationReachesTheRm) {
+  Daemon d = startRm();
+  ASSERT_FALSE(d.grpc.empty()) << d.proc.log();
+  ASSERT_TRUE(servesAuthenticatedCall(d));
+  auto req = manyStages(newReservation(d, "alice"), 80000);
+  ASSERT_GT(req.ByteSizeLong(), 1u << 20);
+  grpc::Status st = submitReservation(d, "alice", req);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("rm.max-stages"), std::string::npos) << st.error_message();
+  grpc::Status anonymous = submitReservation(d, "", req);
+  EXPECT_EQ(anonymous.error_code(), grpc::StatusCode::UNAVAILABLE) << anonymous.error_message();
+  EXPECT_EQ(refusedFor(d, "unauthenticated"), 1);
+  // A small call without a token still reaches the RM, which refuses it itself.
+  grpc::Status small = submitReservation(d, "", manyStages(newReservation(d, "alice"), 3));
+  EXPECT_EQ(small.error_code(), grpc::StatusCode::UNAUTHENTICATED) << small.error_message();
+  EXPECT_TRUE(d.proc.running());
+}
+
+// The operator's per-method limit replaces the built-in one; a limit for a
+// method the daemon does not have stops it at start, naming the option.
+TEST(GrpcMethodLimitIT, AnOperatorLimitOverridesTheBuiltInOne) {
+  Daemon d = startRm({"--set",
+                      "grpc.max-message-bytes-per-method=/morpheus.v1.ReservationService/"
+                      "SubmitReservation=100000"});
+  ASSERT_FALSE(d.grpc.empty()) << d.proc.log();
+  ASSERT_TRUE(servesAuthenticatedCall(d));
+  grpc::Status st = submitReservation(d, "alice", manyStages(newReservation(d, "alice"), 10000));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_EQ(refusedFor(d, "message-size"), 1);
+  EXPECT_TRUE(servesAuthenticatedCall(d));
+
+  std::string dir = freshDir("rm");
+  std::vector<std::string> argv = {binary("morpheus-rm"), "--data-dir", dir, "--grpc-port", "0",
+                                   "--http-port",         "0"};
+  for (const auto& a : rmAuthArgs()) argv.push_back(a);
+  argv.push_back("--set");
+  argv.push_back("grpc.max-message-bytes-per-method=/morpheus.v1.ClientService/Nope=5");
+  auto [code, out] = runCommand(argv);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("grpc.max-message-bytes-per-method./morpheus.v1.ClientService/Nope"),
+            std::string::npos)
+      << out;
+}
+
+// 16 concurrent calls without a token, each with a 1 MiB message to a method
+// of small messages, are all cut off before their bodies are buffered: the
+// RM's peak memory grows by far less than the messages' size.
+TEST(GrpcMethodLimitIT, ConcurrentUnauthenticatedMegabyteCallsAreNotBuffered) {
+  Daemon d = startRm();
+  ASSERT_FALSE(d.grpc.empty()) << d.proc.log();
+  ASSERT_TRUE(servesAuthenticatedCall(d));
+  int64_t before = peakRss(d.proc.pid());
+  ASSERT_GT(before, 0);
+  constexpr size_t kMessage = 1u << 20;
+  constexpr int kCalls = 16;
+  grpc::Slice payload(std::string(kMessage, 'x'));
+  std::atomic<int> refused{0};
+  std::vector<std::thread> calls;
+  for (int i = 0; i < kCalls; i++) {
+    calls.emplace_back([&] {
+      grpc::GenericStub stub(ownChannel(d.grpc));
+      grpc::ByteBuffer request(&payload, 1);
+      grpc::ByteBuffer response;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      grpc::Status status;
+      stub.UnaryCall(&ctx, "/morpheus.v1.ClientService/GetClusterMetrics", grpc::StubOptions(),
+                     &request, &response, [&](grpc::Status st) {
+                       std::lock_guard<std::mutex> lock(mu);
+                       status = std::move(st);
+                       done = true;
+                       cv.notify_one();
+                     });
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done; });
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) refused++;
+    });
+  }
+  for (auto& t : calls) t.join();
+  EXPECT_EQ(refused.load(), kCalls);
+  EXPECT_EQ(refusedFor(d, "unauthenticated"), kCalls);
+  int64_t after = peakRss(d.proc.pid());
+  std::cout << "RM peak RSS " << before / (1 << 20) << " MiB before, " << after / (1 << 20)
+            << " MiB after " << kCalls << " unauthenticated " << kMessage / (1 << 20)
+            << " MiB calls\n";
+  EXPECT_LT(after - before, static_cast<int64_t>(kCalls * kMessage / 2));
+  EXPECT_TRUE(servesAuthenticatedCall(d)) << d.proc.log();
 }
 
 }  // namespace
