@@ -273,13 +273,16 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   startCluster(1);
   std::string nm_dir = freshDir("nm-reattach");
   std::string nm_token = nodeTokenFile("nm2");
-  nms_[0] =
-      Process::startDaemon("nm", nm_dir,
-                           {"--rm", rm_.grpcAddress(), "--node-id", "nm2", "--resources",
-                            "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
-                            "nm.heartbeat-interval=300ms", "--set", "nm.token-file=" + nm_token});
+  // The restarted NM keeps its address: a port below the ephemeral range,
+  // both starts retrying while it is taken (harness.h).
+  const int port = freeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::vector<std::string> nm_args = {
+      "--rm",    rm_.grpcAddress(),          "--node-id", "nm2",
+      "--resources", "memory=4096,vcores=4", "--set",     "nm.monitor-interval=200ms",
+      "--set",   "nm.heartbeat-interval=300ms", "--set",  "nm.token-file=" + nm_token};
+  nms_[0] = Process::startDaemonOnPorts("nm", nm_dir, port, 0, nm_args);
   ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
-  std::string port = nms_[0].grpcAddress().substr(nms_[0].grpcAddress().rfind(':') + 1);
   std::string job = writeJob(
       "name: survives-nm-restart\n"
       "stages:\n"
@@ -307,12 +310,9 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
       20s))
       << rm_.log();
   ASSERT_EQ(nms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
-  nms_[0] = Process::start(binary("morpheus-nm"),
-                           {"--data-dir", nm_dir, "--grpc-port", port, "--http-port", "0", "--rm",
-                            rm_.grpcAddress(), "--node-id", "nm2", "--resources",
-                            "memory=4096,vcores=4", "--set", "nm.monitor-interval=200ms", "--set",
-                            "nm.heartbeat-interval=300ms", "--set", "nm.token-file=" + nm_token},
-                           nm_dir + "-restart.log");
+  nms_[0] = Process::startDaemonOnPorts("nm", nm_dir, port, 0, nm_args, 30s,
+                                        nm_dir + "-restart.log");
+  ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
   ASSERT_TRUE(waitFinal(id, 40s)) << rm_.log() << nms_[0].log();
   json a = app(id);
   EXPECT_EQ(a["state"], "FINISHED") << a.dump();
