@@ -24,12 +24,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/http_server.h"
@@ -105,7 +105,9 @@ std::pair<double, double> slowHandlerHealthz(int runs, int requests) {
   std::atomic<bool> entered{false};
   server.route(
       "GET", "/healthz",
-      [](const morpheus::HttpRequest&) { return morpheus::HttpResponse{200, "text/plain", "ok\n"}; },
+      [](const morpheus::HttpRequest&) {
+        return morpheus::HttpResponse{200, "text/plain", "ok\n"};
+      },
       morpheus::HandlerThread::kIoThread);
   server.route("GET", "/slow", [&](const morpheus::HttpRequest&) {
     entered = true;
@@ -144,8 +146,9 @@ std::pair<double, double> slowHandlerHealthz(int runs, int requests) {
   server.stop();
   if (std::find(all.begin(), all.end(), -1.0) != all.end()) return {-1, -1};
   const double worst = *std::max_element(all.begin(), all.end());
-  std::printf("/healthz while a handler blocks a worker: median %.3f ms, max %.3f ms (%zu probes)\n",
-              median(all), worst, all.size());
+  std::printf(
+      "/healthz while a handler blocks a worker: median %.3f ms, max %.3f ms (%zu probes)\n",
+      median(all), worst, all.size());
   return {median(all), worst};
 }
 
@@ -173,8 +176,8 @@ std::pair<double, double> hugeSubmission(const Process& rm, int runs) {
                                      {"num-containers", 2147483647},
                                      {"min-concurrency", 1},
                                      {"duration", 600000}}})}}}}}};
-    auto n = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation",
-                         "", "application/json", bearer("alice"));
+    auto n = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation", "",
+                         "application/json", bearer("alice"));
     huge["reservation-id"] =
         nlohmann::json::parse(n.body, nullptr, false).value("reservation-id", "");
     std::atomic<bool> done{false};

@@ -18,9 +18,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "browser.h"
 #include "harness.h"

@@ -8,12 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <cstring>
-#include <algorithm>
+#include <random>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -383,10 +383,10 @@ Process Process::startDaemonOnPorts(const std::string& component, const std::str
 }
 
 Process Process::startDaemonOnce(const std::string& component, const std::string& data_dir,
-                                 int grpc_port, int http_port,
-                                 const std::vector<std::string>& args,
+                                 int grpc_port, int http_port, const std::vector<std::string>& args,
                                  const std::string& log_path) {
-  std::vector<std::string> all = {"--data-dir", data_dir, "--grpc-port", std::to_string(grpc_port),
+  std::vector<std::string> all = {"--data-dir",  data_dir,
+                                  "--grpc-port", std::to_string(grpc_port),
                                   "--http-port", std::to_string(http_port)};
   if (component == "nm") {
     for (auto& a : nmRunAsArgs()) all.push_back(std::move(a));  // a test's own --set wins

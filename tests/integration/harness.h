@@ -125,8 +125,7 @@ class Process {
 
  private:
   static Process startDaemonOnce(const std::string& component, const std::string& data_dir,
-                                 int grpc_port, int http_port,
-                                 const std::vector<std::string>& args,
+                                 int grpc_port, int http_port, const std::vector<std::string>& args,
                                  const std::string& log_path);
 
   pid_t pid_ = -1;

@@ -226,11 +226,11 @@ TEST(HttpEdgeIT, HugeReservationDoesNotBlockHealthz) {
   ASSERT_EQ(n.status, 200) << n.body;
   huge["reservation-id"] = json::parse(n.body, nullptr, false).value("reservation-id", "");
   const std::string body = huge.dump();
-  const std::string head = "POST /ws/v1/cluster/reservation/submit HTTP/1.1\r\nHost: t\r\n"
-                           "Connection: close\r\nContent-Type: application/json\r\n"
-                           "Authorization: Bearer " +
-                           testToken("alice") + "\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n";
+  const std::string head =
+      "POST /ws/v1/cluster/reservation/submit HTTP/1.1\r\nHost: t\r\n"
+      "Connection: close\r\nContent-Type: application/json\r\n"
+      "Authorization: Bearer " +
+      testToken("alice") + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   const size_t half = body.size() / 2;
   int fd = connectLoopback(portOf(rm.httpAddress()), "127.0.0.1", true);
   ASSERT_GE(fd, 0) << std::strerror(errno);
@@ -293,8 +293,8 @@ int keepAliveGet(int fd, const std::string& principal) {
 // sixth connection, from a sixth address, is refused while bob is served, and
 // alice is served again once she closes one.
 TEST(HttpEdgeIT, OneUserOverSeveralAddressesHoldsAtMostThePrincipalCap) {
-  Process rm = Process::startDaemon(
-      "rm", freshDir("rm"), rmArgs({"--set", "http.max-connections-per-principal=5"}));
+  Process rm = Process::startDaemon("rm", freshDir("rm"),
+                                    rmArgs({"--set", "http.max-connections-per-principal=5"}));
   ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
   int port = portOf(rm.httpAddress());
   Sockets alice;

@@ -760,24 +760,23 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
   writeSecretFile(ops_token, testToken("ops") + "\n");
   Process rm = Process::startDaemon(
       "rm", freshDir("rm"),
-      {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address,
-       "--set", "rm.inference-token-file=" + ops_token});
+      {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address, "--set",
+       "rm.inference-token-file=" + ops_token});
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::vector<std::string> nm_args = {
       "--rm", rm.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
   for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
   Process nm = Process::startDaemon("nm", freshDir("nm"), nm_args);
   ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
-  Process inf = Process::startDaemonOnPorts(
-      "inference", dir, inf_port, 0,
-      {"--rm", rm.grpcAddress(), "--token-file", tokens, "--set",
-       "inference.rm-token-file=" + ops_token},
-      30s, dir + "-log");
+  Process inf = Process::startDaemonOnPorts("inference", dir, inf_port, 0,
+                                            {"--rm", rm.grpcAddress(), "--token-file", tokens,
+                                             "--set", "inference.rm-token-file=" + ops_token},
+                                            30s, dir + "-log");
   ASSERT_EQ(inf.grpcAddress(), inf_address) << inf.log();
   ASSERT_TRUE(waitFor([&] { return inf.log().find("refit created") != std::string::npos; }, 30s))
       << inf.log();
   auto ctl = [&](const std::string& who, std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",    rm.grpcAddress(),
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",      rm.grpcAddress(),
                                      "--inference",         inf_address, "--token",
                                      testToken(who)};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -814,8 +813,8 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
       const std::string path = "/data/alice-etl/out/" + std::to_string(n);
       writeHistoryEvent(out, "bob-report", "bob-" + std::to_string(n), path, "read",
                         end + 2 * kMin);
-      writeHistoryEvent(consumer, "consumer-of-alice-etl", "bob-" + std::to_string(n), path,
-                        "read", end + 2 * kMin);
+      writeHistoryEvent(consumer, "consumer-of-alice-etl", "bob-" + std::to_string(n), path, "read",
+                        end + 2 * kMin);
     }
   }
   auto [cr, orr] = ctl("bob", {"history", "import", reads, "--format", "jsonl"});
@@ -918,9 +917,8 @@ TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(fwd.queued(), 4u);
 
-  Process inf = Process::startDaemonOnPorts("inference", dir, inf_port, 0,
-                                            {"--set", "inference.auth-disabled=true"}, 30s,
-                                            dir + "-log");
+  Process inf = Process::startDaemonOnPorts(
+      "inference", dir, inf_port, 0, {"--set", "inference.auth-disabled=true"}, 30s, dir + "-log");
   ASSERT_TRUE(waitFor([&] { return fwd.queued() == 0; }, 40s)) << inf.log();
   fwd.stop();
   // The runs are in the provenance store: a refit sees a periodic job whose

@@ -277,10 +277,12 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
   // both starts retrying while it is taken (harness.h).
   const int port = freeLoopbackPort();
   ASSERT_GT(port, 0);
-  const std::vector<std::string> nm_args = {
-      "--rm",    rm_.grpcAddress(),          "--node-id", "nm2",
-      "--resources", "memory=4096,vcores=4", "--set",     "nm.monitor-interval=200ms",
-      "--set",   "nm.heartbeat-interval=300ms", "--set",  "nm.token-file=" + nm_token};
+  const std::vector<std::string> nm_args = {"--rm",        rm_.grpcAddress(),
+                                            "--node-id",   "nm2",
+                                            "--resources", "memory=4096,vcores=4",
+                                            "--set",       "nm.monitor-interval=200ms",
+                                            "--set",       "nm.heartbeat-interval=300ms",
+                                            "--set",       "nm.token-file=" + nm_token};
   nms_[0] = Process::startDaemonOnPorts("nm", nm_dir, port, 0, nm_args);
   ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
   std::string job = writeJob(
@@ -310,8 +312,8 @@ TEST_F(RuntimeIT, RestartedNmReattachesToRunningContainers) {
       20s))
       << rm_.log();
   ASSERT_EQ(nms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
-  nms_[0] = Process::startDaemonOnPorts("nm", nm_dir, port, 0, nm_args, 30s,
-                                        nm_dir + "-restart.log");
+  nms_[0] =
+      Process::startDaemonOnPorts("nm", nm_dir, port, 0, nm_args, 30s, nm_dir + "-restart.log");
   ASSERT_FALSE(nms_[0].grpcAddress().empty()) << nms_[0].log();
   ASSERT_TRUE(waitFinal(id, 40s)) << rm_.log() << nms_[0].log();
   json a = app(id);

@@ -116,8 +116,7 @@ std::vector<pid_t> leftBehind(const std::string& marker, const std::string& dir)
                 pointsBelow(at + "/fd/2", dir);
     if (!mine) {
       std::ifstream in(at + "/environ", std::ios::binary);
-      const std::string env((std::istreambuf_iterator<char>(in)),
-                            std::istreambuf_iterator<char>());
+      const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       for (size_t from = 0; from < env.size() && !mine;) {
         const size_t next = env.find('\0', from);
         mine = env.compare(from, next - from, marker) == 0;

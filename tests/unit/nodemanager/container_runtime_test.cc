@@ -82,7 +82,9 @@ class RuntimeFixture : public ::testing::Test {
     return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
   }
   // The work dir (cwd) of container `id`.
-  std::string work(const std::string& id) const { return dir_ + "/local/containers/" + id + "/work"; }
+  std::string work(const std::string& id) const {
+    return dir_ + "/local/containers/" + id + "/work";
+  }
   std::string dir_;
   MetricsRegistry metrics_;
 };
@@ -175,9 +177,9 @@ TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
   auto rt = make(Millis(300));
   ASSERT_TRUE(rt->init().isOk());
   // Each script writes ./ready once its trap is installed; the stops come after.
-  ASSERT_TRUE(rt->launch(shell("polite",
-                               "trap 'exit 0' TERM; : > ready; while true; do sleep 0.05; done"))
-                  .isOk());
+  ASSERT_TRUE(
+      rt->launch(shell("polite", "trap 'exit 0' TERM; : > ready; while true; do sleep 0.05; done"))
+          .isOk());
   ASSERT_TRUE(
       rt->launch(shell("stubborn", "trap '' TERM; : > ready; while true; do sleep 0.05; done"))
           .isOk());
@@ -361,8 +363,7 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
     ASSERT_TRUE(rt->init().isOk());
     // "long" runs until the test creates ./go in its work dir; "quick" is
     // done once its launcher has recorded ./exit_status.
-    ASSERT_TRUE(
-        rt->launch(shell("long", "while [ ! -e go ]; do sleep 0.02; done; exit 7")).isOk());
+    ASSERT_TRUE(rt->launch(shell("long", "while [ ! -e go ]; do sleep 0.02; done; exit 7")).isOk());
     ASSERT_TRUE(rt->launch(shell("quick", "exit 5")).isOk());
     ASSERT_TRUE(waitForFile(dir_ + "/local/containers/quick/exit_status"));
     // ... and its launcher has exited (a zombie: nobody reaps it now).
@@ -417,9 +418,9 @@ TEST_F(RuntimeFixture, DISABLED_HelperStartsAContainerAndWaits) {
 // marker; the test main's reaper finds them by their working directory below
 // the test's temporary directory (tests/support/test_main.cc).
 TEST(ContainerReaperTest, KilledTestLeavesNoContainerRunning) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("morpheus-reaper-" + std::to_string(::getpid())))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("morpheus-reaper-" + std::to_string(::getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string pid_file = dir + "/sleeper.pid";

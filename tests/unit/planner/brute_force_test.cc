@@ -92,8 +92,7 @@ double independentPeak(const Load& load, const Load& alloc, int64_t cap_mem, int
   for (size_t s = 0; s < load.mem.size(); ++s) {
     if (alloc.mem[s] == 0 && alloc.cpu[s] == 0) continue;
     peak = std::max(
-        {peak,
-         static_cast<double>(load.mem[s] + alloc.mem[s]) / static_cast<double>(cap_mem),
+        {peak, static_cast<double>(load.mem[s] + alloc.mem[s]) / static_cast<double>(cap_mem),
          static_cast<double>(load.cpu[s] + alloc.cpu[s]) / static_cast<double>(cap_cpu)});
   }
   return peak;
@@ -109,7 +108,7 @@ struct Gang {
 struct Best {
   double cost = std::numeric_limits<double>::infinity();
   double peak = std::numeric_limits<double>::infinity();  // least peak of any placement
-  int64_t placements = 0;                                  // feasible ones enumerated
+  int64_t placements = 0;                                 // feasible ones enumerated
 };
 
 // Every placement of `gangs` (each at any start in [0, window - len]),
@@ -196,8 +195,8 @@ Instance randomInstance(Rng& rng, Shape shape) {
   for (int i = 0, n = static_cast<int>(rng.uni(0, 4)); i < n; ++i) {
     const int64_t a = rng.uni(0, window - 1), len = rng.uni(1, window - a);
     const int64_t h = rng.uni(1, in.cap - 1);
-    (void)in.plan->submit(ReservationId("bg" + std::to_string(i)), def(a, a + len, {stage(h, h, len)}),
-                          minute(0));
+    (void)in.plan->submit(ReservationId("bg" + std::to_string(i)),
+                          def(a, a + len, {stage(h, h, len)}), minute(0));
   }
   std::vector<ReservationStage> stages;
   const int nstages = shape == Shape::kOneStepGangs ? 1 : static_cast<int>(rng.uni(1, 2));

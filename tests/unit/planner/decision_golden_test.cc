@@ -259,7 +259,8 @@ TEST(LowCostDecisionTest, OneStepGangsOnLevelLoadMatchOneGangAtATime) {
     if (!rb.isOk()) continue;
     ++compared;
     EXPECT_TRUE(sameDecision(describe(ro), describe(rb)))
-        << "instance " << inst << "\n one gang: " << describe(ro) << "\n  batched: " << describe(rb);
+        << "instance " << inst << "\n one gang: " << describe(ro)
+        << "\n  batched: " << describe(rb);
   }
   EXPECT_GE(compared, 80);
 }

@@ -553,7 +553,8 @@ TYPED_TEST(ProvenanceStoreTest, JobOwnerIsEstablishedAndKept) {
   EXPECT_TRUE(this->eventsOf("etl").empty());
   // Without a claimant (an admin's import) events claim nothing.
   ASSERT_TRUE(
-      this->store_->ingestEvents({makeEvent("adhoc-reader", "", "/x", FileAccess::kRead, 7)}).isOk());
+      this->store_->ingestEvents({makeEvent("adhoc-reader", "", "/x", FileAccess::kRead, 7)})
+          .isOk());
   EXPECT_EQ(*this->store_->jobOwner(JobKey("adhoc-reader")), std::nullopt);
 }
 
