@@ -48,7 +48,7 @@ rm::LeaderElectionOptions opts(const std::string& who, int ttl_ms) {
 }
 
 // ms from dropping the active to the standby holding the key; -1 on failure.
-double takeover(testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
+double takeover(morpheus::testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
   auto c = client(etcd.endpoints());
   if (!c) return -1;
   auto a = std::make_unique<rm::LeaderElector>(c, opts("rm-a", ttl_ms), clock);
@@ -57,7 +57,7 @@ double takeover(testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
   a.reset();  // no resign, no renewals
   auto t0 = Steady::now();
   rm::LeaderElector b(c, opts("rm-b", ttl_ms), clock);
-  bool won = testing::waitFor(
+  bool won = morpheus::testing::waitFor(
       [&] {
         auto r = b.tryAcquire();
         return r.isOk() && r->has_value();
@@ -69,9 +69,9 @@ double takeover(testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
 }
 
 // ms from freezing the active's connection to its on_lost; -1 on failure.
-double stepDown(testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
+double stepDown(morpheus::testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
   int port = std::stoi(etcd.endpoint(0).substr(etcd.endpoint(0).rfind(':') + 1));
-  testing::TcpProxy proxy(port);
+  morpheus::testing::TcpProxy proxy(port);
   auto c = client("127.0.0.1:" + std::to_string(proxy.port()));
   if (!c) return -1;
   rm::LeaderElector a(c, opts("rm-a", ttl_ms), clock);
@@ -82,7 +82,7 @@ double stepDown(testing::EtcdCluster& etcd, RealClock& clock, int ttl_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ttl_ms / 2));  // a few renewals first
   proxy.freeze();
   auto t0 = Steady::now();
-  bool ok = testing::waitFor([&] { return lost.load(); }, std::chrono::seconds(30));
+  bool ok = morpheus::testing::waitFor([&] { return lost.load(); }, std::chrono::seconds(30));
   double ms = msSince(t0);
   // Let the lease expire before the next run acquires the same key.
   std::this_thread::sleep_for(std::chrono::milliseconds(ttl_ms * 2));
@@ -109,11 +109,11 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--ttl-ms")) ttl_ms = std::atoi(argv[i + 1]);
   }
-  if (!testing::EtcdCluster::available()) {
+  if (!morpheus::testing::EtcdCluster::available()) {
     std::fprintf(stderr, "etcd is not installed\n");
     return 1;
   }
-  testing::EtcdCluster etcd(1);
+  morpheus::testing::EtcdCluster etcd(1);
   if (!etcd.ok()) {
     std::fprintf(stderr, "etcd did not start:\n%s\n", etcd.log().c_str());
     return 1;
