@@ -18,6 +18,7 @@ PACKAGES=(
   # sd_notify readiness of the daemons in their Type=notify systemd
   # units (common/daemon.h notifyReady/notifyStopping).
   libsystemd-dev
+  systemd      # systemd-analyze: tests/package/check_deb.sh verifies the units with it
   # The Debian package (cpack -G DEB; dpkg-shlibdeps computes its
   # Depends, `file` finds the binaries to strip); tests/package/check_deb.sh.
   dpkg-dev file

@@ -40,55 +40,6 @@ bool healthy(int port) {
 
 }  // namespace
 
-namespace {
-
-// The lowest port the kernel hands out to outgoing connections
-// (net.ipv4.ip_local_port_range), 32768 when unreadable.
-int ephemeralLow() {
-  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
-  int low = 32768;
-  in >> low;
-  return low;
-}
-
-bool bindable(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a = loopback(port);
-  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  if (fd >= 0) ::close(fd);
-  return ok;
-}
-
-}  // namespace
-
-// A port chosen below the ephemeral range: one the kernel picks (port 0) can
-// be taken by any test's outgoing connection before the daemon binds it (seen
-// in HaIT under ctest -j2, where the standby starts seconds after its port was
-// chosen). Random, so concurrent tests rarely pick the same one, and checked
-// bindable; the kernel's choice only when nothing below the range is free.
-int freeLoopbackPort() {
-  // Seeded from the kernel: pid ^ time gave two test processes started 1 ms
-  // apart with consecutive pids the same seed, hence the same ports (seen
-  // under ctest -j2: the second etcd failed to bind and its test talked to
-  // the first test's etcd).
-  static std::mt19937 rng(std::random_device{}());
-  const int high = ephemeralLow();
-  if (high > 11000) {
-    std::uniform_int_distribution<int> pick(10000, high - 1);
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      int port = pick(rng);
-      if (bindable(port)) return port;
-    }
-  }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a = loopback(0);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 bool EtcdCluster::available() { return ::access(etcdBinary().c_str(), X_OK) == 0; }
 
 EtcdCluster::EtcdCluster(int members, int heartbeat_ms, int election_ms,
@@ -112,15 +63,10 @@ bool EtcdCluster::start(int members, int heartbeat_ms, int election_ms,
                         const std::vector<std::string>& extra_args) {
   std::string token = "morpheus-test-" + std::to_string(::getpid()) + "-" + std::to_string(nowMs());
   std::string initial;
-  std::set<int> taken;
-  auto pick = [&taken] {
-    int port = freeLoopbackPort();
-    while (!taken.insert(port).second) port = freeLoopbackPort();  // distinct within the cluster
-    return port;
-  };
+  const std::vector<int> ports = freeLoopbackPorts(2 * members);  // distinct
   for (int i = 0; i < members; ++i) {
-    client_ports_.push_back(pick());
-    peer_ports_.push_back(pick());
+    client_ports_.push_back(ports[static_cast<size_t>(2 * i)]);
+    peer_ports_.push_back(ports[static_cast<size_t>(2 * i + 1)]);
     initial += (i ? "," : "") + ("m" + std::to_string(i)) +
                "=http://127.0.0.1:" + std::to_string(peer_ports_[i]);
   }

@@ -14,9 +14,6 @@
 
 namespace morpheus::testing {
 
-// A port that was free a moment ago (bind to 0 and release).
-int freeLoopbackPort();
-
 class EtcdCluster {
  public:
   // Starts `members` etcd processes (/usr/bin/etcd or $MORPHEUS_ETCD) with

@@ -72,21 +72,22 @@ class HaIT : public ClusterTest {
     // Slower raft timing than the unit tests: the suite shares a loaded machine.
     etcd_ = std::make_unique<EtcdCluster>(3, 100, 1000);
     ASSERT_TRUE(etcd_->ok()) << etcd_->log();
-    ports_ = {freeLoopbackPort(), freeLoopbackPort()};
+    ports_ = freeLoopbackPorts(2);  // distinct, below the ephemeral range
+    ASSERT_EQ(ports_.size(), 2u);
     rm_addr_ = "127.0.0.1:" + std::to_string(ports_[0]) + ",127.0.0.1:" + std::to_string(ports_[1]);
     tokens_ = testTokenFile();
   }
 
-  // Starts RM `i` of the pair on its fixed port, its store on `endpoints`.
+  // Starts RM `i` of the pair on its fixed port, its store on `endpoints`;
+  // started again while another process holds the port (the pair's addresses
+  // are fixed).
   Process startRm(int i, const std::string& endpoints) {
     dirs_[i] = freshDir("rm" + std::to_string(i));
-    return Process::start(
-        binary("morpheus-rm"),
-        {"--data-dir", dirs_[i], "--grpc-port", std::to_string(ports_[i]), "--http-port", "0",
-         "--set", "state-store.kind=etcd", "--set", "state-store.location=" + endpoints, "--set",
+    return Process::startDaemonOnPorts(
+        "rm", dirs_[i], ports_[i], 0,
+        {"--set", "state-store.kind=etcd", "--set", "state-store.location=" + endpoints, "--set",
          "rm.ha.lease-ttl=" + lease_ttl_, "--set", "rm.ha.rm-addresses=" + rm_addr_, "--set",
-         "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens_},
-        dirs_[i] + ".log");
+         "rm.heartbeat-interval=300ms", "--set", "rm.token-file=" + tokens_});
   }
   // RM `i`'s "grpc" or "http" address from its endpoints file (a standby
   // writes it too: it listens from the start); "" while there is none.

@@ -8,9 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -212,6 +215,85 @@ int stopContainersUnder(const std::string& dir) {
   return static_cast<int>(sessions.size());
 }
 
+namespace {
+
+// The lowest port the kernel hands out to outgoing connections
+// (net.ipv4.ip_local_port_range), 32768 when unreadable.
+int ephemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  in >> low;
+  return low;
+}
+
+sockaddr_in loopbackAddress(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+bool bindable(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopbackAddress(port);
+  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+// Below the ephemeral range (see harness.h; seen in HaIT under ctest -j2,
+// where the standby starts seconds after its port was chosen). Random, so
+// concurrent tests rarely pick the same one, and checked bindable.
+int freeLoopbackPort() {
+  // Seeded from the kernel: pid ^ time gave two test processes started 1 ms
+  // apart with consecutive pids the same seed, hence the same ports (seen
+  // under ctest -j2: the second etcd failed to bind and its test talked to
+  // the first test's etcd).
+  static std::mt19937 rng(std::random_device{}());
+  const int high = ephemeralLow();
+  if (high > 11000) {
+    std::uniform_int_distribution<int> pick(10000, high - 1);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      int port = pick(rng);
+      if (bindable(port)) return port;
+    }
+    for (int port = 10000; port < high; ++port) {
+      if (bindable(port)) return port;
+    }
+  }
+  ADD_FAILURE() << "no free loopback port below the ephemeral range (" << high << ")";
+  return 0;
+}
+
+std::vector<int> freeLoopbackPorts(int n) {
+  std::vector<int> out;
+  while (static_cast<int>(out.size()) < n) {
+    const int port = freeLoopbackPort();
+    if (port == 0) break;
+    if (std::find(out.begin(), out.end(), port) == out.end()) out.push_back(port);
+  }
+  return out;
+}
+
+ClosedLoopbackPort::ClosedLoopbackPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopbackAddress(0);
+  socklen_t len = sizeof(a);
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ADD_FAILURE() << "cannot bind a loopback port: " << std::strerror(errno);
+    return;
+  }
+  port_ = ntohs(a.sin_port);
+}
+
+ClosedLoopbackPort::~ClosedLoopbackPort() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -278,7 +360,34 @@ Process Process::start(const std::string& bin, const std::vector<std::string>& a
 
 Process Process::startDaemon(const std::string& component, const std::string& data_dir,
                              const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"--data-dir", data_dir, "--grpc-port", "0", "--http-port", "0"};
+  return startDaemonOnPorts(component, data_dir, 0, 0, args, std::chrono::seconds(0));
+}
+
+Process Process::startDaemonOnPorts(const std::string& component, const std::string& data_dir,
+                                    int grpc_port, int http_port,
+                                    const std::vector<std::string>& args,
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& log_path) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string log = log_path.empty() ? data_dir + ".log" : log_path;
+  for (;;) {
+    std::error_code ec;
+    const auto before = fs::exists(log, ec) ? fs::file_size(log, ec) : 0;  // the log is appended
+    Process p = startDaemonOnce(component, data_dir, grpc_port, http_port, args, log);
+    if (!p.grpc_.empty() || p.running() || std::chrono::steady_clock::now() >= deadline ||
+        p.log().find("cannot listen on", ec ? 0 : before) == std::string::npos) {
+      return p;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a port was taken: again
+  }
+}
+
+Process Process::startDaemonOnce(const std::string& component, const std::string& data_dir,
+                                 int grpc_port, int http_port, const std::vector<std::string>& args,
+                                 const std::string& log_path) {
+  std::vector<std::string> all = {"--data-dir",  data_dir,
+                                  "--grpc-port", std::to_string(grpc_port),
+                                  "--http-port", std::to_string(http_port)};
   if (component == "nm") {
     for (auto& a : nmRunAsArgs()) all.push_back(std::move(a));  // a test's own --set wins
   }
@@ -286,7 +395,7 @@ Process Process::startDaemon(const std::string& component, const std::string& da
   std::string bin = binary("morpheus-" + component);
   std::string ep = data_dir + "/" + component + ".endpoints.json";
   fs::remove(ep);  // a SIGKILLed predecessor leaves its file behind
-  Process p = start(bin, all, data_dir + ".log");
+  Process p = start(bin, all, log_path);
   waitFor([&] { return fs::exists(ep) || !p.running(); }, std::chrono::seconds(20));
   if (fs::exists(ep)) {
     std::ifstream in(ep);

@@ -55,6 +55,34 @@ int stopContainersUnder(const std::string& dir);
 // The directory all freshDir()s of this test process live in.
 std::string testTempRoot();
 
+// Ports for daemons a test starts on fixed ports (an HA pair's addresses, a
+// restart on the same address). Never one the kernel picked for port 0 and
+// released: that comes from the ephemeral range, where any test's outgoing
+// connection can take it before the daemon binds it. Instead a random port
+// below net.ipv4.ip_local_port_range, checked bindable at the time (another
+// test may still take it: starts on fixed ports retry, see
+// Process::startDaemonOnPorts). freeLoopbackPorts(n): n distinct such ports.
+// ADD_FAILURE and 0 when no port below the range is free.
+int freeLoopbackPort();
+std::vector<int> freeLoopbackPorts(int n);
+
+// A loopback port nothing listens on for as long as this object lives: the
+// socket is bound (so no other process can take the port) but not listening,
+// so a connection to it is refused. For tests of an unreachable address.
+class ClosedLoopbackPort {
+ public:
+  ClosedLoopbackPort();
+  ~ClosedLoopbackPort();
+  ClosedLoopbackPort(const ClosedLoopbackPort&) = delete;
+  ClosedLoopbackPort& operator=(const ClosedLoopbackPort&) = delete;
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Polls `cond` every 20 ms until it returns true or `timeout` passes.
 bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
@@ -74,6 +102,16 @@ class Process {
   // process has exited; log() shows why.
   static Process startDaemon(const std::string& component, const std::string& data_dir,
                              const std::vector<std::string>& args);
+  // As startDaemon, on fixed ports (0 = any) and with its log appended to
+  // `log_path` ("" = <data_dir>.log). A port is free only as long as nobody
+  // takes it: when the daemon exits before it is up because it could not
+  // listen ("cannot listen on ..."), it is started again on the same ports
+  // (a restart must keep its address), every 200 ms until `timeout` passes.
+  static Process startDaemonOnPorts(const std::string& component, const std::string& data_dir,
+                                    int grpc_port, int http_port,
+                                    const std::vector<std::string>& args,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                    const std::string& log_path = "");
 
   pid_t pid() const { return pid_; }
   const std::string& grpcAddress() const { return grpc_; }
@@ -86,6 +124,10 @@ class Process {
   int wait(std::chrono::milliseconds timeout);
 
  private:
+  static Process startDaemonOnce(const std::string& component, const std::string& data_dir,
+                                 int grpc_port, int http_port, const std::vector<std::string>& args,
+                                 const std::string& log_path);
+
   pid_t pid_ = -1;
   int exit_status_ = -1;
   std::string log_path_;

@@ -231,21 +231,36 @@ int64_t nrThrottled(const std::string& cgroup) {
   return -1;
 }
 
+// Why this machine cannot throttle a container's CPU through cgroups, or ""
+// when it can: as root, a writable cgroup v1 cpu controller at
+// /sys/fs/cgroup/cpu, or a cgroup v2 hierarchy at /sys/fs/cgroup with the cpu
+// controller and a writable subtree_control.
+std::string whyNoCpuCgroup() {
+  if (::geteuid() != 0) {
+    return "not root: the NM cannot create or write the cgroups it throttles containers in";
+  }
+  if (::access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) == 0) return "";
+  std::string v2_controllers;
+  std::getline(std::ifstream("/sys/fs/cgroup/cgroup.controllers"), v2_controllers);
+  if (v2_controllers.find("cpu") == std::string::npos) {
+    return "neither a writable cgroup v1 cpu controller at /sys/fs/cgroup/cpu nor a cgroup v2 "
+           "cpu controller at /sys/fs/cgroup";
+  }
+  if (::access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0) {
+    return "/sys/fs/cgroup/cgroup.subtree_control is not writable (a read-only cgroup mount)";
+  }
+  return "";
+}
+
 // OSDI'16 §3: when the primary tenant's CPU grows into what a
 // busy secondary container uses, the NM throttles the container (here with a
 // long nm.harvest.cpu-kill-after, so it is not killed) through the cgroup
-// cpu controller it found; on cgroup v1 the kernel's nr_throttled of the
-// container's cgroup grows. The app is killed and the NM stopped: the cgroups
-// it created are gone.
+// cpu controller it found, and the kernel's nr_throttled in the container's
+// cgroup (cpu.stat, v1 or v2) grows. The app is killed and the NM stopped:
+// the v1 cgroups it created are gone.
 TEST_F(HarvestIT, PrimaryCpuGrowthThrottlesTheSecondaryContainer) {
+  if (const std::string why = whyNoCpuCgroup(); !why.empty()) GTEST_SKIP() << why;
   ASSERT_NO_FATAL_FAILURE(startHarvestCluster({}, {}, {"--set", "nm.harvest.cpu-kill-after=60s"}));
-  std::string v2_controllers;
-  std::getline(std::ifstream("/sys/fs/cgroup/cgroup.controllers"), v2_controllers);
-  if (::access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) != 0 &&
-      v2_controllers.find("cpu") == std::string::npos) {
-    GTEST_SKIP() << "neither a writable cgroup v1 cpu controller at /sys/fs/cgroup/cpu (needs "
-                    "root) nor a cgroup v2 cpu controller here";
-  }
   ASSERT_NE(nms_[0].log().find("CPU-throttled through"), std::string::npos) << nms_[0].log();
   std::string job = writeJob(
       "name: spinner\n"
@@ -277,16 +292,28 @@ TEST_F(HarvestIT, PrimaryCpuGrowthThrottlesTheSecondaryContainer) {
       << nms_[node].log();
   const std::string v1_root = "/sys/fs/cgroup/cpu/morpheus-harvest-web-nm" +
                               std::to_string(node + 1) + "-" + std::to_string(nms_[node].pid());
-  if (nms_[node].log().find("through cgroup v1") != std::string::npos) {
-    std::string cg;
-    for (const auto& e : std::filesystem::directory_iterator(v1_root)) {
-      if (e.is_directory() && e.path().filename().string().find("_am") == std::string::npos) {
-        cg = e.path().string();
-      }
-    }
-    ASSERT_FALSE(cg.empty()) << v1_root;
-    ASSERT_TRUE(waitFor([&] { return nrThrottled(cg) > 0; }, 10s)) << cg;
+  // Where the container cgroups are: v1, the NM's own group below the cpu
+  // controller; v2, the runtime's container cgroups (the NM names the parent).
+  std::string parent;
+  const std::string log = nms_[node].log();
+  const std::string v2_marker = "CPU-throttled through cgroup v2 cpu.max under ";
+  if (log.find("through cgroup v1") != std::string::npos) {
+    parent = v1_root;
+  } else if (auto at = log.find(v2_marker); at != std::string::npos) {
+    at += v2_marker.size();
+    parent = log.substr(at, log.find_first_of(" \r\n", at) - at);
   }
+  ASSERT_FALSE(parent.empty()) << "no cgroup v1 or v2 throttle in the NM's log\n" << log;
+  std::string cg;
+  for (const auto& e : std::filesystem::directory_iterator(parent)) {
+    if (e.is_directory() && e.path().filename().string().find("_am") == std::string::npos &&
+        std::filesystem::exists(e.path() / "cpu.stat")) {
+      cg = e.path().string();
+    }
+  }
+  ASSERT_FALSE(cg.empty()) << "no container cgroup below " << parent;
+  ASSERT_TRUE(waitFor([&] { return nrThrottled(cg) > 0; }, 10s))
+      << cg << "/cpu.stat: nr_throttled " << nrThrottled(cg);
   EXPECT_EQ(nms_[node].log().find("harvest: killing"), std::string::npos) << nms_[node].log();
   ASSERT_EQ(ctl({"app", "kill", id}).first, 0);
   ASSERT_TRUE(waitFinal(id, 20s)) << rm_.log();

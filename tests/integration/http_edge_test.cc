@@ -10,13 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "common/wire.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -167,8 +165,9 @@ TEST(HttpEdgeIT, RmUnderLowDescriptorLimitRefusesFloodAndKeepsGrpc) {
   EXPECT_TRUE(grpcServing(grpc_addr));
 }
 
-// 200 idle connections (two clients, 100 each, within the default
-// caps) do not delay /healthz: median of 20 requests under 20 ms.
+// 200 idle connections (two clients, 100 each, within the default caps) do
+// not keep /healthz from being served: 20 requests all answered, none refused.
+// The latency figures are bench_http_latency's.
 TEST(HttpEdgeIT, TwoHundredIdleConnectionsDoNotDelayHealthz) {
   Process rm = Process::startDaemon("rm", freshDir("rm"), rmArgs());
   ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
@@ -183,26 +182,22 @@ TEST(HttpEdgeIT, TwoHundredIdleConnectionsDoNotDelayHealthz) {
   ASSERT_TRUE(waitFor(
       [&] { return metricOf(rm.httpAddress(), "morpheus_http_connections_open") >= 200; }, 10s))
       << "the RM does not hold the 200 idle connections open";
-  std::vector<double> ms;
-  for (int i = 0; i < 20; i++) {
-    auto t0 = Steady::now();
-    EXPECT_EQ(timedGet(rm.httpAddress(), "/healthz"), 200);
-    ms.push_back(std::chrono::duration<double, std::milli>(Steady::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  std::cout << "/healthz with 200 idle connections: median " << ms[10] << " ms, max " << ms.back()
-            << " ms\n";
-  EXPECT_LT(ms[10], 20.0);
+  for (int i = 0; i < 20; i++) EXPECT_EQ(timedGet(rm.httpAddress(), "/healthz"), 200) << i;
+  EXPECT_GE(metricOf(rm.httpAddress(), "morpheus_http_connections_open"), 200)
+      << "the idle connections were closed meanwhile";
   EXPECT_EQ(metricOf(rm.httpAddress(),
                      "morpheus_http_connections_refused_total{reason=\"max-"
                      "connections-per-client\"}"),
             0);
 }
 
-// A huge REST submission (num-containers 2^31-1) is refused before
-// any planning (rm.max-containers-per-stage) and /healthz answers at once
-// throughout (handlers run off the I/O thread; HttpServerTest covers a slow
-// handler); a body over http.max-body-bytes is answered 413.
+// A huge REST submission (num-containers 2^31-1) is refused before any
+// planning (rm.max-containers-per-stage) and /healthz answers while it is in
+// flight: the test holds the submission's body back until three probes have
+// been answered, so they overlap it whatever the machine's speed (handlers
+// run off the I/O thread; HttpServerTest covers a slow handler). A body over
+// http.max-body-bytes is answered 413. The latency figures are
+// bench_http_latency's.
 TEST(HttpEdgeIT, HugeReservationDoesNotBlockHealthz) {
   Process rm = Process::startDaemon("rm", freshDir("rm"), rmArgs());
   ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
@@ -226,36 +221,38 @@ TEST(HttpEdgeIT, HugeReservationDoesNotBlockHealthz) {
                                                 {"num-containers", 2147483647},
                                                 {"min-concurrency", 1},
                                                 {"duration", 600000}}})}}}}}};
-  std::atomic<bool> done{false};
-  HttpResult submitted;
-  auto submit_start = Steady::now();
-  std::thread submit([&] {
-    auto n = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation", "",
-                         "application/json", bearer("alice"));
-    huge["reservation-id"] = json::parse(n.body, nullptr, false).value("reservation-id", "");
-    submitted = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit",
-                            huge.dump(), "application/json", bearer("alice"));
-    done = true;
-  });
-  double worst_ms = 0;
-  int probes = 0;
-  while (!done) {
-    auto p0 = Steady::now();
-    EXPECT_EQ(timedGet(rm.httpAddress(), "/healthz"), 200);
-    worst_ms =
-        std::max(worst_ms, std::chrono::duration<double, std::milli>(Steady::now() - p0).count());
-    probes++;
-    std::this_thread::sleep_for(20ms);
-  }
-  submit.join();
-  double submit_ms =
-      std::chrono::duration<double, std::milli>(Steady::now() - submit_start).count();
-  std::cout << "huge submission answered " << submitted.status << " after " << submit_ms
-            << " ms; /healthz worst " << worst_ms << " ms over " << probes << " probes\n";
-  EXPECT_LT(worst_ms, 200.0);
-  EXPECT_EQ(submitted.status, 400) << submitted.body;
-  EXPECT_NE(submitted.body.find("num-containers"), std::string::npos) << submitted.body;
-  EXPECT_LT(submit_ms, 2000.0);
+  auto n = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/new-reservation", "",
+                       "application/json", bearer("alice"));
+  ASSERT_EQ(n.status, 200) << n.body;
+  huge["reservation-id"] = json::parse(n.body, nullptr, false).value("reservation-id", "");
+  const std::string body = huge.dump();
+  const std::string head =
+      "POST /ws/v1/cluster/reservation/submit HTTP/1.1\r\nHost: t\r\n"
+      "Connection: close\r\nContent-Type: application/json\r\n"
+      "Authorization: Bearer " +
+      testToken("alice") + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  const size_t half = body.size() / 2;
+  int fd = connectLoopback(portOf(rm.httpAddress()), "127.0.0.1", true);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  Sockets held;
+  held.fds.push_back(fd);
+  const std::string first = head + body.substr(0, half);
+  ASSERT_EQ(::send(fd, first.data(), first.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(first.size()));
+  // The submission is in flight (headers and half its body sent).
+  for (int i = 0; i < 3; i++) EXPECT_EQ(timedGet(rm.httpAddress(), "/healthz"), 200) << i;
+  const std::string rest = body.substr(half);
+  ASSERT_EQ(::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string resp;
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(got));
+  ASSERT_EQ(resp.rfind("HTTP/1.1 ", 0), 0u) << "no answer to the submission: " << resp;
+  EXPECT_EQ(resp.substr(9, 3), "400") << resp;
+  EXPECT_NE(resp.find("num-containers"), std::string::npos) << resp;
+  EXPECT_EQ(timedGet(rm.httpAddress(), "/healthz"), 200);
 
   std::string big(2 << 20, ' ');
   auto r = httpRequest(rm.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit", big);
@@ -296,8 +293,8 @@ int keepAliveGet(int fd, const std::string& principal) {
 // sixth connection, from a sixth address, is refused while bob is served, and
 // alice is served again once she closes one.
 TEST(HttpEdgeIT, OneUserOverSeveralAddressesHoldsAtMostThePrincipalCap) {
-  Process rm = Process::startDaemon(
-      "rm", freshDir("rm"), rmArgs({"--set", "http.max-connections-per-principal=5"}));
+  Process rm = Process::startDaemon("rm", freshDir("rm"),
+                                    rmArgs({"--set", "http.max-connections-per-principal=5"}));
   ASSERT_FALSE(rm.httpAddress().empty()) << rm.log();
   int port = portOf(rm.httpAddress());
   Sockets alice;

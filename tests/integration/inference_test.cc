@@ -749,35 +749,34 @@ TEST_F(InferenceIT, HistoryImportCannotHijackAnotherOwnersJob) {
 // her runs' end.
 TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
   const std::string tokens = testTokenFile();
-  // The inference port is reserved first: the RM feeds it, it submits to the RM.
-  Process probe = Process::startDaemon("inference", freshDir("probe"),
-                                       {"--set", "inference.auth-disabled=true"});
-  ASSERT_FALSE(probe.grpcAddress().empty()) << probe.log();
-  const std::string inf_address = probe.grpcAddress();
-  ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
+  // The inference port is chosen first: the RM feeds it, it submits to the
+  // RM. Below the ephemeral range, and its start retries while the port is
+  // taken (harness.h), not a port a probe daemon had and released.
+  const int inf_port = freeLoopbackPort();
+  ASSERT_GT(inf_port, 0);
+  const std::string inf_address = "127.0.0.1:" + std::to_string(inf_port);
   const std::string dir = freshDir("owner");
   const std::string ops_token = dir + "-ops-token";
   writeSecretFile(ops_token, testToken("ops") + "\n");
   Process rm = Process::startDaemon(
       "rm", freshDir("rm"),
-      {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address,
-       "--set", "rm.inference-token-file=" + ops_token});
+      {"--set", "rm.token-file=" + tokens, "--set", "rm.inference-address=" + inf_address, "--set",
+       "rm.inference-token-file=" + ops_token});
   ASSERT_FALSE(rm.grpcAddress().empty()) << rm.log();
   std::vector<std::string> nm_args = {
       "--rm", rm.grpcAddress(), "--resources", "memory=102400,vcores=100", "--node-id", "nm1"};
   for (auto& a : nmAuthArgs("nm1")) nm_args.push_back(std::move(a));
   Process nm = Process::startDaemon("nm", freshDir("nm"), nm_args);
   ASSERT_FALSE(nm.grpcAddress().empty()) << nm.log();
-  const std::string port = inf_address.substr(inf_address.rfind(':') + 1);
-  Process inf = Process::start(
-      binary("morpheus-inference"),
-      {"--data-dir", dir, "--grpc-port", port, "--http-port", "0", "--rm", rm.grpcAddress(),
-       "--token-file", tokens, "--set", "inference.rm-token-file=" + ops_token},
-      dir + "-log");
+  Process inf = Process::startDaemonOnPorts("inference", dir, inf_port, 0,
+                                            {"--rm", rm.grpcAddress(), "--token-file", tokens,
+                                             "--set", "inference.rm-token-file=" + ops_token},
+                                            30s, dir + "-log");
+  ASSERT_EQ(inf.grpcAddress(), inf_address) << inf.log();
   ASSERT_TRUE(waitFor([&] { return inf.log().find("refit created") != std::string::npos; }, 30s))
       << inf.log();
   auto ctl = [&](const std::string& who, std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",    rm.grpcAddress(),
+    std::vector<std::string> argv = {binary("morpheusctl"), "--rm",      rm.grpcAddress(),
                                      "--inference",         inf_address, "--token",
                                      testToken(who)};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -814,8 +813,8 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
       const std::string path = "/data/alice-etl/out/" + std::to_string(n);
       writeHistoryEvent(out, "bob-report", "bob-" + std::to_string(n), path, "read",
                         end + 2 * kMin);
-      writeHistoryEvent(consumer, "consumer-of-alice-etl", "bob-" + std::to_string(n), path,
-                        "read", end + 2 * kMin);
+      writeHistoryEvent(consumer, "consumer-of-alice-etl", "bob-" + std::to_string(n), path, "read",
+                        end + 2 * kMin);
     }
   }
   auto [cr, orr] = ctl("bob", {"history", "import", reads, "--format", "jsonl"});
@@ -891,12 +890,11 @@ TEST(InferenceOwnerIT, ForwardedRunsAndReadsOfAnotherUserLeaveAJobItsOwners) {
 
 TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::string dir = freshDir("inference-feed");
-  // Reserve a port for the inference service, which starts only later.
-  Process probe = Process::startDaemon("inference", freshDir("probe"),
-                                       {"--set", "inference.auth-disabled=true"});
-  ASSERT_FALSE(probe.grpcAddress().empty()) << probe.log();
-  std::string address = probe.grpcAddress();
-  ASSERT_EQ(probe.signalAndWait(SIGTERM, 5s), 0);
+  // A port for the inference service, which starts only later (below the
+  // ephemeral range; its start retries while the port is taken).
+  const int inf_port = freeLoopbackPort();
+  ASSERT_GT(inf_port, 0);
+  std::string address = "127.0.0.1:" + std::to_string(inf_port);
 
   MetricsRegistry metrics;
   rm::TelemetryForwarder fwd(address, TlsOptions{}, metrics);
@@ -919,11 +917,8 @@ TEST(InferenceTelemetryIT, ForwarderDeliversRunsAndRetriesUntilTheServiceIsUp) {
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(fwd.queued(), 4u);
 
-  std::string port = address.substr(address.rfind(':') + 1);
-  Process inf = Process::start(binary("morpheus-inference"),
-                               {"--data-dir", dir, "--grpc-port", port, "--http-port", "0", "--set",
-                                "inference.auth-disabled=true"},
-                               dir + "-log");
+  Process inf = Process::startDaemonOnPorts(
+      "inference", dir, inf_port, 0, {"--set", "inference.auth-disabled=true"}, 30s, dir + "-log");
   ASSERT_TRUE(waitFor([&] { return fwd.queued() == 0; }, 40s)) << inf.log();
   fwd.stop();
   // The runs are in the provenance store: a refit sees a periodic job whose

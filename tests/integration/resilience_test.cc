@@ -170,13 +170,10 @@ TEST_F(ResilienceIT, RejectedRestRequestsLeaveNoState) {
     std::string id = json::parse(n.body, nullptr, false).value("reservation-id", "");
     json body = {{"reservation-id", id}, {"queue", c.queue}, {"reservation-definition", c.def}};
     const std::string as = c.user_query;
-    auto t = std::chrono::steady_clock::now();
     auto r = httpRequest(rm_.httpAddress(), "POST", "/ws/v1/cluster/reservation/submit" + as,
                          body.dump(), "application/json", auth);
-    auto took = std::chrono::steady_clock::now() - t;
     EXPECT_EQ(r.status, c.http) << c.what << ": " << r.body;
     EXPECT_NE(r.body.find(c.names), std::string::npos) << c.what << ": " << r.body;
-    EXPECT_LT(took, 2s) << c.what << " must be refused before any long planning";
     EXPECT_EQ(observable(t0), before) << "submit left state: " << c.what;
     if (!c.update_refused) continue;
     body["reservation-id"] = kept;

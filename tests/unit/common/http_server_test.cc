@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -139,9 +141,13 @@ class HttpServerTest : public ::testing::Test {
     server_->route("GET", "/items/special", [](const HttpRequest&) {
       return HttpResponse{202, "text/plain", "exact"};
     });
+    // Blocks its worker until the test releases it (releaseSlow), at most 30 s.
     server_->route("GET", "/slow", [this](const HttpRequest&) {
       slow_entered_ = true;
-      std::this_thread::sleep_for(2s);
+      {
+        std::unique_lock<std::mutex> lk(slow_mu_);
+        slow_cv_.wait_for(lk, 30s, [this] { return slow_released_; });
+      }
       slow_done_ = true;
       return HttpResponse{200, "text/plain", "slow\n"};
     });
@@ -149,7 +155,15 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(port.isOk()) << port.status().message();
     port_ = *port;
   }
+  void releaseSlow() {
+    {
+      std::lock_guard<std::mutex> lk(slow_mu_);
+      slow_released_ = true;
+    }
+    slow_cv_.notify_all();
+  }
   void TearDown() override {
+    releaseSlow();
     for (int fd : fds_) ::close(fd);
     if (server_) server_->stop();
   }
@@ -167,6 +181,9 @@ class HttpServerTest : public ::testing::Test {
   std::vector<int> fds_;
   std::atomic<bool> slow_entered_{false};
   std::atomic<bool> slow_done_{false};
+  std::mutex slow_mu_;
+  std::condition_variable slow_cv_;
+  bool slow_released_ = false;
 };
 
 // /readyz answers 503 naming each unmet condition until all are set, while
@@ -253,19 +270,21 @@ TEST_F(HttpServerTest, SlowLorisClosedAfterHeaderTimeout) {
 // idle_timeout without a request (not earlier than the header timeout would).
 TEST_F(HttpServerTest, IdleKeepAliveClosedAfterIdleTimeout) {
   HttpServerOptions o;
-  o.header_timeout = 500ms;
-  o.idle_timeout = 1500ms;
+  o.header_timeout = 300ms;
+  o.idle_timeout = 4000ms;
   start(o);
   int fd = keep(connectFrom(port_));
   ASSERT_GE(fd, 0);
   EXPECT_EQ(getOn(fd, "/healthz"), 200);
-  std::this_thread::sleep_for(800ms);  // idle longer than header_timeout, within idle_timeout
+  // Idle longer than header_timeout and well within idle_timeout (3 s of
+  // room for a loaded machine).
+  std::this_thread::sleep_for(700ms);
   EXPECT_EQ(getOn(fd, "/healthz"), 200);
   auto t0 = Clock::now();
   bool closed = false;
-  readFor(fd, 5000ms, &closed);
-  EXPECT_TRUE(closed) << "idle keep-alive connection still open after 5 s";
-  EXPECT_GE(Clock::now() - t0, 1200ms);
+  readFor(fd, 15000ms, &closed);
+  EXPECT_TRUE(closed) << "idle keep-alive connection still open after 15 s";
+  EXPECT_GE(Clock::now() - t0, 3500ms) << "closed before idle_timeout";
 }
 
 // Over max_connections_per_client from one IP, or over max_connections in
@@ -313,26 +332,22 @@ TEST_F(HttpServerTest, ConnectionCapsRefuseExcessAndServeAgainAfterClose) {
   EXPECT_EQ(get(port_, "/healthz", "127.0.0.4"), 503);
 }
 
-// A handler blocking 2 s on the worker pool does not delay /healthz: five
-// probes all answer (median < 50 ms) while it still runs.
+// A handler blocking on the worker pool does not delay /healthz: five probes
+// all answer while it still runs (it is released only after them). Latency
+// figures: bench_http_latency.
 TEST_F(HttpServerTest, SlowHandlerDoesNotDelayHealthz) {
   start(HttpServerOptions{});
   int slow_status = 0;
-  std::thread slow([&] { slow_status = get(port_, "/slow", "127.0.0.1", 10s); });
-  ASSERT_TRUE(waitFor([&] { return slow_entered_.load(); }, 2s));
-  std::vector<double> ms;
-  for (int i = 0; i < 5; i++) {
-    auto t0 = Clock::now();
-    EXPECT_EQ(get(port_, "/healthz"), 200);
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  std::thread slow([&] { slow_status = get(port_, "/slow", "127.0.0.1", 40s); });
+  const bool entered = waitFor([&] { return slow_entered_.load(); }, 10s);
+  if (entered) {
+    for (int i = 0; i < 5; i++) EXPECT_EQ(get(port_, "/healthz"), 200) << "probe " << i;
+    EXPECT_FALSE(slow_done_) << "the slow handler ended before it was released";
   }
-  std::sort(ms.begin(), ms.end());
-  std::cout << "healthz during a 2 s handler: median " << ms[2] << " ms, max " << ms.back()
-            << " ms\n";
-  EXPECT_FALSE(slow_done_) << "/healthz waited for the slow handler";
-  EXPECT_LT(ms[2], 50.0);
-  EXPECT_LT(ms.back(), 1000.0);
+  releaseSlow();
   slow.join();
+  ASSERT_TRUE(entered) << "the slow handler never started";
+  EXPECT_TRUE(slow_done_);
   EXPECT_EQ(slow_status, 200);
 }
 

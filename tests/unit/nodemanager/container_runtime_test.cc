@@ -8,12 +8,15 @@
 #include <unistd.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -59,6 +62,28 @@ class RuntimeFixture : public ::testing::Test {
     }
     ADD_FAILURE() << id << " did not complete";
     return {};
+  }
+  // Polls until `path` exists (a ready file a container script writes once
+  // it is where the test needs it); false after `timeout`.
+  static bool waitForFile(const std::string& path, std::chrono::milliseconds timeout = 10s) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (!std::filesystem::exists(path)) {
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+  // Process `pid` has ended (gone, or a zombie nobody has reaped).
+  static bool exitedOrZombie(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return true;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+  }
+  // The work dir (cwd) of container `id`.
+  std::string work(const std::string& id) const {
+    return dir_ + "/local/containers/" + id + "/work";
   }
   std::string dir_;
   MetricsRegistry metrics_;
@@ -151,11 +176,15 @@ TEST_F(RuntimeFixture, MissingLauncherRefusesToStart) {
 TEST_F(RuntimeFixture, StopSendsSigtermThenSigkillAfterTheGrace) {
   auto rt = make(Millis(300));
   ASSERT_TRUE(rt->init().isOk());
+  // Each script writes ./ready once its trap is installed; the stops come after.
   ASSERT_TRUE(
-      rt->launch(shell("polite", "trap 'exit 0' TERM; while true; do sleep 0.05; done")).isOk());
+      rt->launch(shell("polite", "trap 'exit 0' TERM; : > ready; while true; do sleep 0.05; done"))
+          .isOk());
   ASSERT_TRUE(
-      rt->launch(shell("stubborn", "trap '' TERM; while true; do sleep 0.05; done")).isOk());
-  std::this_thread::sleep_for(200ms);
+      rt->launch(shell("stubborn", "trap '' TERM; : > ready; while true; do sleep 0.05; done"))
+          .isOk());
+  ASSERT_TRUE(waitForFile(work("polite") + "/ready")) << "polite never installed its trap";
+  ASSERT_TRUE(waitForFile(work("stubborn") + "/ready")) << "stubborn never installed its trap";
   ASSERT_TRUE(rt->stop(ContainerId("polite"), ExitReason::kKilled, "test").isOk());
   ASSERT_TRUE(rt->stop(ContainerId("stubborn"), ExitReason::kKilled, "test").isOk());
   auto p = waitDone(*rt, "polite");
@@ -201,10 +230,14 @@ TEST_F(RuntimeFixture, CgroupModeWritesMemoryMaxAndJoinsTheCgroup) {
   std::string max;
   mm >> max;
   EXPECT_EQ(max, std::to_string(128LL * 1024 * 1024));
-  std::this_thread::sleep_for(100ms);
-  std::ifstream procs(cg + "/cgroup.procs");
+  // The child writes its pid before it execs the launcher, so it is there
+  // once launch() returns; polled anyway, with a deadline.
   pid_t pid = 0;
-  procs >> pid;
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (pid <= 0 && std::chrono::steady_clock::now() < end) {
+    std::ifstream(cg + "/cgroup.procs") >> pid;
+    if (pid <= 0) std::this_thread::sleep_for(10ms);
+  }
   EXPECT_GT(pid, 0);
   waitDone(*rt, "cg");
   // Forcing cgroups on something that is not a hierarchy is a start-up error.
@@ -328,9 +361,20 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
   {
     auto rt = make();
     ASSERT_TRUE(rt->init().isOk());
-    ASSERT_TRUE(rt->launch(shell("long", "sleep 1; exit 7")).isOk());
+    // "long" runs until the test creates ./go in its work dir; "quick" is
+    // done once its launcher has recorded ./exit_status.
+    ASSERT_TRUE(rt->launch(shell("long", "while [ ! -e go ]; do sleep 0.02; done; exit 7")).isOk());
     ASSERT_TRUE(rt->launch(shell("quick", "exit 5")).isOk());
-    std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(waitForFile(dir_ + "/local/containers/quick/exit_status"));
+    // ... and its launcher has exited (a zombie: nobody reaps it now).
+    std::ifstream rec(dir_ + "/local/containers/quick/container.json");
+    const auto launcher = nlohmann::json::parse(rec, nullptr, false).value("pid", 0);
+    ASSERT_GT(launcher, 0);
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (!exitedOrZombie(launcher) && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(exitedOrZombie(launcher)) << "quick's launcher " << launcher << " still runs";
     // The "NM" goes away without reaping (records stay on disk).
   }
   auto rt = make();
@@ -342,6 +386,7 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
   auto l = rt->get(ContainerId("long"));
   ASSERT_TRUE(l.has_value());
   EXPECT_TRUE(l->running);
+  std::ofstream(work("long") + "/go").flush();
   auto done = waitDone(*rt, "long");
   EXPECT_EQ(done.exit_status, 7);
   rt->acknowledge({ContainerId("long"), ContainerId("quick")});
@@ -349,6 +394,80 @@ TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {
   auto again = make();
   ASSERT_TRUE(again->init().isOk());
   EXPECT_TRUE(again->snapshot().empty()) << "acknowledged containers are forgotten";
+}
+
+// Run only by ContainerReaperTest, in a process of its own (its own test
+// main, hence its own reaper): starts a container that sleeps, publishes the
+// container's pid in $MORPHEUS_REAPER_PID_FILE and waits to be killed.
+TEST_F(RuntimeFixture, DISABLED_HelperStartsAContainerAndWaits) {
+  const char* pid_file = std::getenv("MORPHEUS_REAPER_PID_FILE");
+  ASSERT_NE(pid_file, nullptr);
+  auto rt = make();
+  ASSERT_TRUE(rt->init().isOk());
+  ASSERT_TRUE(
+      rt->launch(shell("sleeper", "echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 300")).isOk());
+  ASSERT_TRUE(waitForFile(work("sleeper") + "/pid"));
+  std::filesystem::copy_file(work("sleeper") + "/pid", std::string(pid_file) + ".tmp");
+  std::filesystem::rename(std::string(pid_file) + ".tmp", pid_file);
+  std::this_thread::sleep_for(120s);
+}
+
+// A unit test killed with SIGKILL (ctest's timeout) leaves no container
+// running: the runtime starts containers with a fresh environment in a
+// session of their own, so they do not carry the test's MORPHEUS_TEST_RUN
+// marker; the test main's reaper finds them by their working directory below
+// the test's temporary directory (tests/support/test_main.cc).
+TEST(ContainerReaperTest, KilledTestLeavesNoContainerRunning) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("morpheus-reaper-" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string pid_file = dir + "/sleeper.pid";
+  const pid_t helper = ::fork();
+  if (helper == 0) {
+    ::setenv("MORPHEUS_REAPER_PID_FILE", pid_file.c_str(), 1);
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    ::execl(self.c_str(), self.c_str(), "--gtest_also_run_disabled_tests",
+            "--gtest_filter=RuntimeFixture.DISABLED_HelperStartsAContainerAndWaits",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(helper, 0);
+  auto end = std::chrono::steady_clock::now() + 30s;
+  while (!std::filesystem::exists(pid_file) && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  pid_t sleeper = 0;
+  std::ifstream(pid_file) >> sleeper;
+  if (sleeper <= 0) {
+    ::kill(helper, SIGKILL);
+    ::waitpid(helper, nullptr, 0);
+    FAIL() << "the helper did not start its container";
+  }
+  auto alive = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+  };
+  EXPECT_TRUE(alive(sleeper));
+  {
+    std::ifstream in("/proc/" + std::to_string(sleeper) + "/environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(env.find("MORPHEUS_TEST_RUN="), std::string::npos)
+        << "the container carries the marker: this test would not show the cwd rule works";
+  }
+  ::kill(helper, SIGKILL);  // no destructor, no atexit: only the reaper can clean up
+  ::waitpid(helper, nullptr, 0);
+  end = std::chrono::steady_clock::now() + 15s;
+  while (alive(sleeper) && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const bool gone = !alive(sleeper);
+  if (!gone) ::kill(sleeper, SIGKILL);
+  EXPECT_TRUE(gone) << "container process " << sleeper << " outlived its killed test";
 }
 
 // A restarted runtime reports what the old one had decided: a memory kill not

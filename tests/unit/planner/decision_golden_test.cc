@@ -2,16 +2,19 @@
 // test replays fixed-seed random admission sequences (Morpheus §6 LowCost
 // under every tie-break, the one-gang reference placer, other end points and
 // alignment weights, multi-dimensional resources; greedy as well) and compares
-// every placement and its cost, printed exactly, with the placements the code
-// made before the optimisation (recorded at 8a947c9 in
+// every placement, exactly, and its cost, to a relative 1e-9, with the
+// placements the code made before the optimisation (recorded at 8a947c9 in
 // data/lowcost_decisions.golden). Any change of the cost function, the tie
-// rule or the search changes some line.
+// rule or the search changes some line. Whether those decisions are the
+// cheapest ones is brute_force_test.cc's question.
 //
 // Regenerate (only for an intended change of decisions, say why in the
 // commit): MORPHEUS_RECORD_GOLDEN=1 ./planner_unit_tests
 // --gtest_filter='LowCostDecisionTest.*'
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -160,8 +163,37 @@ std::vector<std::string> replay() {
   return lines;
 }
 
-// Every placement (and its exact cost) equals the one recorded from the code
-// before LowCost's speed-up, on 216 fixed-seed random submissions.
+// Splits a describe() line into its cost and the rest (the placement, or the
+// rejection), which must match exactly; the cost is compared with a relative
+// tolerance, as the printed digits of a sum depend on the order of its terms.
+struct Decision {
+  bool has_cost = false;
+  double cost = 0;
+  std::string rest;
+};
+Decision parseDecision(const std::string& line) {
+  Decision d;
+  const size_t at = line.find(" cost=");
+  if (at == std::string::npos) {
+    d.rest = line;
+    return d;
+  }
+  const size_t end = line.find(' ', at + 6);
+  d.has_cost = true;
+  d.cost = std::strtod(line.substr(at + 6, end - at - 6).c_str(), nullptr);
+  d.rest = line.substr(0, at) + (end == std::string::npos ? "" : line.substr(end));
+  return d;
+}
+bool sameDecision(const std::string& want, const std::string& got) {
+  const Decision w = parseDecision(want), g = parseDecision(got);
+  if (w.rest != g.rest || w.has_cost != g.has_cost) return false;
+  return !w.has_cost ||
+         std::abs(w.cost - g.cost) <= 1e-9 * std::max({1.0, std::abs(w.cost), std::abs(g.cost)});
+}
+
+// Every placement equals the one recorded from the code before LowCost's
+// speed-up, and its cost agrees to a relative 1e-9, on 216 fixed-seed random
+// submissions.
 TEST(LowCostDecisionTest, PlacementsMatchRecordedDecisions) {
   std::vector<std::string> got = replay();
   const std::string path = MORPHEUS_PLANNER_GOLDEN;
@@ -178,7 +210,7 @@ TEST(LowCostDecisionTest, PlacementsMatchRecordedDecisions) {
   int accepted = 0, differing = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     accepted += got[i].find(" cost=") != std::string::npos;
-    if (got[i] != want[i] && ++differing <= 5) {
+    if (!sameDecision(want[i], got[i]) && ++differing <= 5) {
       ADD_FAILURE() << "decision " << i << " differs\n want: " << want[i] << "\n  got: " << got[i];
     }
   }
@@ -226,7 +258,9 @@ TEST(LowCostDecisionTest, OneStepGangsOnLevelLoadMatchOneGangAtATime) {
     ASSERT_EQ(rb.isOk(), ro.isOk()) << "instance " << inst;
     if (!rb.isOk()) continue;
     ++compared;
-    EXPECT_EQ(describe(rb), describe(ro)) << "instance " << inst;
+    EXPECT_TRUE(sameDecision(describe(ro), describe(rb)))
+        << "instance " << inst << "\n one gang: " << describe(ro)
+        << "\n  batched: " << describe(rb);
   }
   EXPECT_GE(compared, 80);
 }

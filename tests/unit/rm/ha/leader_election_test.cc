@@ -24,10 +24,10 @@ class LeaderElectionTest : public ::testing::Test {
     EXPECT_TRUE(c.isOk());
     return std::move(c).value();
   }
-  LeaderElectionOptions opts(const std::string& who) {
+  LeaderElectionOptions opts(const std::string& who, Millis lease_ttl = Millis(1000)) {
     LeaderElectionOptions o;
     o.identity = who;
-    o.lease_ttl = Millis(1000);
+    o.lease_ttl = lease_ttl;
     return o;
   }
   RealClock clock_;
@@ -61,35 +61,51 @@ TEST_F(LeaderElectionTest, StandbyTakesOverWhenLeaseExpiresAndFencesOldActive) {
   ASSERT_TRUE(store_a->commit({{"n", "k", "a"}}).isOk());
   a.reset();  // no resign, no renewals: as if kill -9
   LeaderElector b(etcd, opts("rm-b"), clock_);
-  auto start = clock_.now();
   std::optional<store::EtcdFence> fb;
+  // A generous deadline: the takeover's latency is bench_leader_election's.
   ASSERT_TRUE(testing::waitFor(
       [&] {
         auto r = b.tryAcquire();
         if (r.isOk() && r->has_value()) fb = **r;
         return fb.has_value();
       },
-      std::chrono::seconds(5)));
-  EXPECT_LT(clock_.now() - start, Millis(3500)) << "takeover within TTL + etcd's expiry check";
+      std::chrono::seconds(30)));
   EXPECT_EQ(store_a->commit({{"n", "k", "late"}}).code(), StatusCode::kInfeasible);
   auto store_b = store::makeEtcdStateStore(etcd, "/le-test/", *fb);
   EXPECT_EQ(**store_b->get("n", "k"), "a");
   EXPECT_TRUE(store_b->commit({{"n", "k", "b"}}).isOk());
 }
 
-// An active cut off from etcd (frozen proxy) calls on_lost within the TTL.
-TEST_F(LeaderElectionTest, ActiveStepsDownWhenPartitionedFromEtcd) {
+// An active cut off from etcd (frozen proxy) steps down (on_lost) before a
+// standby can win: a candidate talking to etcd directly acquires the key only
+// after the active's lease expired, and by then the active has been told it
+// lost. A 3 s lease leaves the active's give-up (2/3 of the TTL after its
+// last renewal) a second ahead of the expiry; how long the step-down takes is
+// bench_leader_election's figure.
+TEST_F(LeaderElectionTest, ActiveStepsDownBeforeAStandbyCanWin) {
   int port = std::stoi(etcd_->endpoint(0).substr(etcd_->endpoint(0).rfind(':') + 1));
   testing::TcpProxy proxy(port);
-  LeaderElector a(client("127.0.0.1:" + std::to_string(proxy.port())), opts("rm-a"), clock_);
+  LeaderElector a(client("127.0.0.1:" + std::to_string(proxy.port())), opts("rm-a", Millis(3000)),
+                  clock_);
   auto fa = a.tryAcquire();
   ASSERT_TRUE(fa.isOk() && fa->has_value()) << fa.status().toString();
   std::atomic<bool> lost{false};
   a.startKeepAlive([&] { lost = true; });
+  LeaderElector b(client(etcd_->endpoints()), opts("rm-b", Millis(3000)), clock_);
   proxy.freeze();
-  auto frozen_at = clock_.now();
-  ASSERT_TRUE(testing::waitFor([&] { return lost.load(); }, std::chrono::seconds(3)));
-  EXPECT_LT(clock_.now() - frozen_at, Millis(1000)) << "before the 1 s lease can expire";
+  bool won = false, lost_first = false;
+  ASSERT_TRUE(testing::waitFor(
+      [&] {
+        auto r = b.tryAcquire();
+        if (!r.isOk() || !r->has_value()) return false;
+        lost_first = lost.load();
+        won = true;
+        return true;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_TRUE(won);
+  EXPECT_TRUE(lost_first) << "the standby won while the partitioned active still held on";
+  EXPECT_TRUE(lost.load());
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness.h"
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
 
@@ -151,10 +152,11 @@ class PgServer {
             dir_ + "/initdb.log") != 0) {
       return "initdb failed:\n" + slurp(dir_ + "/initdb.log");
     }
-    // The port is free when probed; another process could take it before the
-    // server binds, so try a few.
+    // The port is free when probed (below the ephemeral range, so no outgoing
+    // connection takes it); another test could still take it before the
+    // server binds, so try a few, each on a new port.
     for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = freePort();
+      port_ = morpheus::testing::freeLoopbackPort();
       std::string opts = "-c listen_addresses=127.0.0.1 -c port=" + std::to_string(port_) +
                          " -c unix_socket_directories=" + dir_ + " -c fsync=off";
       if (run({bindir_ + "/pg_ctl", "-D", data, "-l", dir_ + "/server.log", "-w", "-t", "60", "-o",
@@ -186,22 +188,6 @@ class PgServer {
   }
 
  private:
-  static int freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port = ntohs(a.sin_port);
-    }
-    ::close(fd);
-    return port;
-  }
-
   // Runs argv (as postgres when root) with output appended to `log`; exit code.
   int run(const std::vector<std::string>& argv, const std::string& log) {
     std::vector<std::string> full;
@@ -567,7 +553,8 @@ TYPED_TEST(ProvenanceStoreTest, JobOwnerIsEstablishedAndKept) {
   EXPECT_TRUE(this->eventsOf("etl").empty());
   // Without a claimant (an admin's import) events claim nothing.
   ASSERT_TRUE(
-      this->store_->ingestEvents({makeEvent("adhoc-reader", "", "/x", FileAccess::kRead, 7)}).isOk());
+      this->store_->ingestEvents({makeEvent("adhoc-reader", "", "/x", FileAccess::kRead, 7)})
+          .isOk());
   EXPECT_EQ(*this->store_->jobOwner(JobKey("adhoc-reader")), std::nullopt);
 }
 

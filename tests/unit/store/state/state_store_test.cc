@@ -198,7 +198,8 @@ TEST(EtcdStateStoreTest, BadEndpointsNameTheLocation) {
   auto empty = openStateStore("etcd", "");
   ASSERT_FALSE(empty.isOk());
   EXPECT_NE(empty.status().message().find("state-store.location"), std::string::npos);
-  auto dead = openStateStore("etcd", "127.0.0.1:" + std::to_string(testing::freeLoopbackPort()));
+  testing::ClosedLoopbackPort closed;  // refused for as long as the test holds it
+  auto dead = openStateStore("etcd", closed.address());
   ASSERT_FALSE(dead.isOk());
   EXPECT_EQ(dead.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(dead.status().message().find("state-store.location"), std::string::npos)
