@@ -256,10 +256,71 @@ Status InferenceCore::ingestAs(const Principal& who, const store::IngestBatch& b
 }
 
 ProposalId InferenceCore::newProposalId() {
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    seq = next_seq_++;
+  }
   char buf[64];
   std::snprintf(buf, sizeof buf, "p_%lld_%llu", static_cast<long long>(toEpochMs(clock_.now())),
-                static_cast<unsigned long long>(next_seq_++));
+                static_cast<unsigned long long>(seq));
   return ProposalId(buf);
+}
+
+InferenceCore::JobClaim::~JobClaim() {
+  if (core_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(core_->mu_);
+    core_->claimed_.erase(job_);
+  }
+  core_->claims_cv_.notify_all();
+}
+
+InferenceCore::JobClaim InferenceCore::claimJob(const JobKey& job) {
+  std::unique_lock<std::mutex> lk(mu_);
+  claims_cv_.wait(lk, [&] { return claimed_.count(job) == 0; });
+  claimed_.insert(job);
+  return JobClaim(this, job);
+}
+
+std::optional<InferenceCore::JobClaim> InferenceCore::claimJobIfUnchanged(const JobKey& job,
+                                                                          uint64_t generation) {
+  std::unique_lock<std::mutex> lk(mu_);
+  claims_cv_.wait(lk, [&] { return claimed_.count(job) == 0; });
+  auto g = generation_.find(job);
+  if ((g == generation_.end() ? 0 : g->second) != generation) return std::nullopt;
+  claimed_.insert(job);
+  return JobClaim(this, job);
+}
+
+void InferenceCore::bumpGeneration(const JobKey& job) {
+  std::lock_guard<std::mutex> lk(mu_);
+  generation_[job]++;
+}
+
+void InferenceCore::setRefitHookForTest(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lk(mu_);
+  refit_hook_ = std::move(hook);
+}
+
+Result<std::pair<Proposal, InferenceCore::JobClaim>> InferenceCore::loadPendingForSignOff(
+    const ProposalId& id, const Principal& who, const std::string& action) {
+  auto check = [&](const Proposal& p) -> Status {
+    MORPHEUS_RETURN_IF_ERROR(
+        Authenticator::mayActFor(who, p.record.owner, action + " proposal " + id.value()));
+    if (p.record.state != store::ProposalState::kPending) {
+      return infeasible("proposal " + id.value() + " is not pending");
+    }
+    return Status::ok();
+  };
+  // Checked before the claim, so a refused caller never waits for one, and
+  // again under it: another sign-off of the job may have finished meanwhile.
+  MORPHEUS_ASSIGN_OR_RETURN(Proposal first, load(id));
+  MORPHEUS_RETURN_IF_ERROR(check(first));
+  JobClaim claim = claimJob(first.record.job);
+  MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
+  MORPHEUS_RETURN_IF_ERROR(check(p));
+  return std::pair<Proposal, JobClaim>(std::move(p), std::move(claim));
 }
 
 Result<Proposal> InferenceCore::load(const ProposalId& id) {
@@ -387,7 +448,9 @@ Result<store::ProposalRecord> InferenceCore::recordAccepted(const Proposal& p,
   rec.reservation_id = reservation_id;
   rec.updated = clock_.now();
   rec.payload_json = encodePayload(p.payload);
-  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, p.record.state));
+  Status st = store_.updateProposal(rec, p.record.state);
+  bumpGeneration(rec.job);
+  MORPHEUS_RETURN_IF_ERROR(st);
   return rec;
 }
 
@@ -395,7 +458,9 @@ Status InferenceCore::markSuperseded(const store::ProposalRecord& previous) {
   store::ProposalRecord old = previous;
   old.state = store::ProposalState::kSuperseded;
   old.updated = clock_.now();
-  return store_.updateProposal(old, store::ProposalState::kAccepted);
+  Status st = store_.updateProposal(old, store::ProposalState::kAccepted);
+  bumpGeneration(old.job);
+  return st;
 }
 
 namespace {
@@ -581,13 +646,19 @@ Result<Proposal> InferenceCore::acceptPerInstance(Proposal p,
 }
 
 Result<int> InferenceCore::submitDueInstances() {
-  std::lock_guard<std::mutex> lk(mu_);
   MORPHEUS_ASSIGN_OR_RETURN(auto accepted, store_.listProposals(store::ProposalState::kAccepted));
   int submitted = 0, refusals = 0;
-  for (auto& rec : accepted) {
-    MORPHEUS_ASSIGN_OR_RETURN(ProposalPayload payload, decodePayload(rec.payload_json));
+  for (auto& listed : accepted) {
+    MORPHEUS_ASSIGN_OR_RETURN(ProposalPayload listed_payload, decodePayload(listed.payload_json));
+    if (!listed_payload.one_off_instances && listed_payload.retiring.empty()) continue;
+    // Under the job's claim, as it is now: a sign-off may have superseded it
+    // or recorded instances since the listing.
+    JobClaim claim = claimJob(listed.job);
+    MORPHEUS_ASSIGN_OR_RETURN(auto rec, store_.getProposal(listed.id));
+    if (!rec || rec->state != store::ProposalState::kAccepted) continue;
+    MORPHEUS_ASSIGN_OR_RETURN(ProposalPayload payload, decodePayload(rec->payload_json));
     if (!payload.one_off_instances && payload.retiring.empty()) continue;
-    Proposal p{rec, std::move(payload)};
+    Proposal p{*rec, std::move(payload)};
     bool changed = false;
     if (p.payload.one_off_instances && !submitInstancesOf(p, &changed, &submitted).isOk()) {
       refusals++;  // recorded on the proposal, retried on the next call
@@ -686,7 +757,9 @@ Status InferenceCore::supersede(const store::ProposalRecord& rec, const std::str
   r.state = store::ProposalState::kSuperseded;
   r.reason = reason;
   r.updated = clock_.now();
-  return store_.updateProposal(r, expected);
+  Status st = store_.updateProposal(r, expected);
+  bumpGeneration(r.job);
+  return st;
 }
 
 // Morpheus §4/§5 refit: re-infers every job's SLO from its history and fits
@@ -785,9 +858,47 @@ Result<FitResult> InferenceCore::fit(const std::vector<store::RunRecord>& runs, 
   return out;
 }
 
+namespace {
+
+// A new proposal refit's compute phase decided on, for its apply phase.
+struct PlannedProposal {
+  JobKey job;
+  std::string owner;  // the job's established owner, "unknown" without one
+  ProposalPayload payload;
+  double peak = 0;                               // for the log
+  std::optional<store::ProposalRecord> pending;  // the one it supersedes
+  bool auto_accept = false;                      // the accepted one it updates opted in
+};
+
+}  // namespace
+
 Result<int> InferenceCore::refit() {
-  std::lock_guard<std::mutex> lk(mu_);
+  // Phase 1, snapshot (under mu_): wait out a running refit, then the
+  // generations the results will be checked against. Taken before anything
+  // is read from the store, so every change the reads may miss bumps a
+  // generation after it.
+  std::map<JobKey, uint64_t> generations;
+  std::function<void()> hook;
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    claims_cv_.wait(lk, [this] { return !refit_running_; });
+    refit_running_ = true;
+    generations = generation_;
+    hook = refit_hook_;
+  }
+  struct RunningRefit {
+    InferenceCore* core;
+    ~RunningRefit() {
+      {
+        std::lock_guard<std::mutex> lk(core->mu_);
+        core->refit_running_ = false;
+      }
+      core->claims_cv_.notify_all();
+    }
+  } running{this};
   auto started = std::chrono::steady_clock::now();
+
+  // Phase 2, compute (no lock held): read the store, infer, fit, decide.
   MORPHEUS_ASSIGN_OR_RETURN(std::vector<JobKey> jobs, store_.jobs());
   std::vector<JobHistory> histories;
   std::vector<std::pair<int, int>> excluded;  // failed, killed runs per job
@@ -823,7 +934,7 @@ Result<int> InferenceCore::refit() {
                             store_.listProposals(std::nullopt));
 
   std::vector<NotActionable> not_actionable;
-  int created = 0;
+  std::vector<PlannedProposal> planned;
   for (size_t j = 0; j < verdicts.size(); j++) {
     const SloVerdict& v = verdicts[j];
     const JobHistory& h = histories[j];
@@ -910,46 +1021,79 @@ Result<int> InferenceCore::refit() {
       }
     }
     pay.is_update = accepted != nullptr;
-    Proposal p;
-    p.record.id = newProposalId();
-    p.record.job = v.job;
+    PlannedProposal plan;
+    plan.job = v.job;
     // The job's established owner (the store's), never the latest run's user.
     auto owner = owners.find(v.job);
-    p.record.owner = owner == owners.end() || owner->second.empty() ? "unknown" : owner->second;
+    plan.owner = owner == owners.end() || owner->second.empty() ? "unknown" : owner->second;
+    plan.payload = std::move(pay);
+    plan.peak = fpr.peak;
+    if (pending) plan.pending = *pending;
+    plan.auto_accept = accepted && accepted->auto_update;
+    planned.push_back(std::move(plan));
+  }
+  if (hook) hook();
+
+  // Phase 3, apply: each job's new proposal under its claim, only while its
+  // generation is the snapshot's (compare-and-apply; see the header).
+  int created = 0, stale = 0;
+  for (auto& plan : planned) {
+    auto gen = generations.find(plan.job);
+    std::optional<JobClaim> claim =
+        claimJobIfUnchanged(plan.job, gen == generations.end() ? 0 : gen->second);
+    if (!claim) {
+      stale++;
+      spdlog::info(
+          "refit: job {} changed while its proposal was computed; the next refit "
+          "decides it again",
+          plan.job.value());
+      continue;
+    }
+    const ProposalPayload& pay = plan.payload;
+    Proposal p;
+    p.record.id = newProposalId();
+    p.record.job = plan.job;
+    p.record.owner = plan.owner;
     p.record.state = store::ProposalState::kPending;
     p.record.created = clock_.now();
     p.record.updated = p.record.created;
     p.record.payload_json = encodePayload(pay);
     p.payload = pay;
-    if (pending)
-      MORPHEUS_RETURN_IF_ERROR(supersede(*pending, "replaced by " + p.record.id.value()));
-    MORPHEUS_RETURN_IF_ERROR(store_.insertProposal(p.record));
+    if (plan.pending)
+      MORPHEUS_RETURN_IF_ERROR(supersede(*plan.pending, "replaced by " + p.record.id.value()));
+    Status inserted = store_.insertProposal(p.record);
+    bumpGeneration(plan.job);
+    MORPHEUS_RETURN_IF_ERROR(inserted);
     created++;
     spdlog::info(
         "proposal {} for job {} (owner {}): period {} ms, window [{}, {}] ms, {} steps, peak {}{}",
-        p.record.id.value(), v.job.value(), p.record.owner, pay.period.count(),
-        pay.start_offset.count(), pay.deadline_offset.count(), pay.skyline.size(), fpr.peak,
+        p.record.id.value(), plan.job.value(), p.record.owner, pay.period.count(),
+        pay.start_offset.count(), pay.deadline_offset.count(), pay.skyline.size(), plan.peak,
         pay.is_update ? " (update of an accepted SLO)" : "");
     metrics_
         .counter("morpheus_inference_proposals_total", "Proposals created",
                  {{"kind", pay.is_update ? "update" : "new"}})
         .inc();
-    if (accepted && accepted->auto_update) {
+    if (plan.auto_accept) {
       p.record.auto_update = true;
       auto r = submitAndAccept(p, Principal{"morpheus-inference", true});
       if (!r.isOk()) {
         spdlog::warn("automatic update of job {} failed, proposal {} stays pending: {}",
-                     v.job.value(), p.record.id.value(), r.status().message());
+                     plan.job.value(), p.record.id.value(), r.status().message());
       }
     }
   }
-  not_actionable_ = std::move(not_actionable);
+  size_t not_actionable_count = not_actionable.size();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    not_actionable_ = std::move(not_actionable);
+  }
   metrics_
       .gauge("morpheus_inference_jobs_not_actionable",
              "Jobs without a proposal after the last refit")
-      .set(static_cast<double>(not_actionable_.size()));
-  spdlog::info("refit: {} job(s), {} new proposal(s), {} not actionable, {:.0f} ms", jobs.size(),
-               created, not_actionable_.size(),
+      .set(static_cast<double>(not_actionable_count));
+  spdlog::info("refit: {} job(s), {} new proposal(s), {} stale, {} not actionable, {:.0f} ms",
+               jobs.size(), created, stale, not_actionable_count,
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                    .count());
   return created;
@@ -957,26 +1101,16 @@ Result<int> InferenceCore::refit() {
 
 Result<Proposal> InferenceCore::accept(const ProposalId& id, const Principal& who,
                                        bool auto_update) {
-  std::lock_guard<std::mutex> lk(mu_);
-  MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(
-      Authenticator::mayActFor(who, p.record.owner, "accept proposal " + id.value()));
-  if (p.record.state != store::ProposalState::kPending) {
-    return infeasible("proposal " + id.value() + " is not pending");
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto claimed, loadPendingForSignOff(id, who, "accept"));
+  Proposal& p = claimed.first;
   p.record.auto_update = auto_update;
   return submitAndAccept(std::move(p), who);
 }
 
 Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& who,
                                          const OverrideParams& o) {
-  std::lock_guard<std::mutex> lk(mu_);
-  MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(
-      Authenticator::mayActFor(who, p.record.owner, "override proposal " + id.value()));
-  if (p.record.state != store::ProposalState::kPending) {
-    return infeasible("proposal " + id.value() + " is not pending");
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto claimed, loadPendingForSignOff(id, who, "override"));
+  Proposal& p = claimed.first;
   if (o.deadline_offset) {
     if (o.deadline_offset->count() <= 0 || *o.deadline_offset > p.payload.period) {
       return invalidArgument("deadline_offset_ms", "must be in (0, period]");
@@ -1017,20 +1151,19 @@ Result<Proposal> InferenceCore::override(const ProposalId& id, const Principal& 
 
 Result<Proposal> InferenceCore::reject(const ProposalId& id, const Principal& who,
                                        const std::string& reason) {
-  std::lock_guard<std::mutex> lk(mu_);
-  MORPHEUS_ASSIGN_OR_RETURN(Proposal p, load(id));
-  MORPHEUS_RETURN_IF_ERROR(
-      Authenticator::mayActFor(who, p.record.owner, "reject proposal " + id.value()));
-  if (p.record.state != store::ProposalState::kPending) {
-    return infeasible("proposal " + id.value() + " is not pending");
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(auto claimed, loadPendingForSignOff(id, who, "reject"));
+  const Proposal& p = claimed.first;
   store::ProposalRecord rec = p.record;
   rec.state = store::ProposalState::kRejected;
   rec.reason = reason.empty() ? "rejected by " + who.user : reason;
   rec.updated = clock_.now();
-  MORPHEUS_RETURN_IF_ERROR(store_.updateProposal(rec, store::ProposalState::kPending));
+  Status st = store_.updateProposal(rec, store::ProposalState::kPending);
+  bumpGeneration(rec.job);
+  MORPHEUS_RETURN_IF_ERROR(st);
   // Remembered until the job's history changes materially (refit compares fingerprints).
-  MORPHEUS_RETURN_IF_ERROR(store_.setRejectFingerprint(rec.job, p.payload.fingerprint));
+  st = store_.setRejectFingerprint(rec.job, p.payload.fingerprint);
+  bumpGeneration(rec.job);
+  MORPHEUS_RETURN_IF_ERROR(st);
   spdlog::info("proposal {} of job {} rejected by {}: {}", id.value(), rec.job.value(), who.user,
                rec.reason);
   metrics_

@@ -9,14 +9,29 @@
 // min_runs most recent), feed the SLO statistics and the fit. A proposal keeps
 // the inferred a and d; a window shorter than the skyline is a warning on it.
 //
-// Thread-safety: internally locked (gRPC threads and the refit timer).
+// Thread-safety: internally locked; every method may be called from any
+// thread (gRPC threads, the refit and instance timers). No lock is held
+// across store or RM I/O or a skyline fit (docs/design/inference.md,
+// "Refit phases"):
+// - mu_ guards the core's in-memory bookkeeping only (the not-actionable
+//   list, the proposal id sequence, per-job generations and claims, the
+//   refit-in-progress flag) and is held for a few instructions at a time.
+// - A job claim (JobClaim) makes what changes one job's proposals happen one
+//   at a time: a sign-off of it, a refit's apply of its new proposal, an
+//   instance check of it. It is a flag under mu_, not a mutex: held across
+//   that job's store and RM I/O, never across a fit, and a thread holds at
+//   most one claim at a time, so claims cannot deadlock.
+// - ingest_mu_ serialises imports (ingestAs) and nests with nothing else.
 #pragma once
 
 #include <atomic>
 
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -186,8 +201,32 @@ class InferenceCore {
   Status ingestAs(const Principal& who, const store::IngestBatch& batch);
 
   // Re-infers every job; creates proposals for new actionable jobs and update
-  // proposals for accepted jobs whose skyline drifted. Returns how many.
+  // proposals for accepted jobs whose skyline drifted. Returns how many it
+  // stored.
+  //
+  // Three phases, so sign-offs and listings never wait for a refit's store
+  // reads or fits: (1) snapshot, under mu_: every job's generation, a count
+  // of the changes to its proposals (created, accepted, overridden,
+  // rejected, superseded); (2) compute, no lock held: read the store (runs,
+  // events, owners, proposals, rejections), infer the SLOs, fit the
+  // skylines, decide per job; (3) apply, one job at a time under its claim:
+  // a job's new proposal is stored (superseding its pending one, and
+  // accepted at once for an auto-update owner) only when the job's
+  // generation is still the snapshot's. A result computed from a state that
+  // a sign-off (or anything else) changed meanwhile is stale: it is dropped
+  // and logged, never merged, and the next refit decides that job again
+  // from the state the sign-off left. The not-actionable list is replaced
+  // at the end of a refit that succeeds.
+  //
+  // Refits do not overlap: a refit called while another runs waits for it
+  // to finish and then runs its own from a fresh snapshot (it does not join
+  // the running one, whose snapshot may predate what the caller ingested).
   Result<int> refit();
+
+  // Test hook: called by refit() with no lock held, between its compute and
+  // apply phases, so a test can sign off or list while a refit is in
+  // flight. nullptr (the default) removes it. Tests only.
+  void setRefitHookForTest(std::function<void()> hook);
 
   // Submits the one-off reservation of every instance of an accepted
   // off-kilter job whose window opens within one_off_lead of now and that
@@ -253,7 +292,8 @@ class InferenceCore {
                                      const Principal& who, const Status& refusal);
   // Submits p's due instances; false in *changed when nothing was recorded.
   // Returns the first refusal of an instance whose window opens before the
-  // next call could retry it (for sign-off to report); REQUIRES(mu_).
+  // next call could retry it (for sign-off to report). REQUIRES the job's
+  // claim.
   Status submitInstancesOf(Proposal& p, bool* changed, int* submitted);
   Status supersede(const store::ProposalRecord& rec, const std::string& reason);
   // Adds to `next` (about to be accepted in place of `previous`, holding
@@ -270,7 +310,7 @@ class InferenceCore {
                       const std::string& next_reservation_id) const;
   // Cancels `p`'s retiring reservations that are due; a cancellation the RM
   // refuses (other than NOT_FOUND: already gone) stays for the next call.
-  // False in *changed when nothing was cancelled. REQUIRES(mu_).
+  // False in *changed when nothing was cancelled. REQUIRES the job's claim.
   void retireDue(Proposal& p, bool* changed);
   // Stores accepted `p`'s payload (expecting it still accepted).
   Status storeAccepted(Proposal& p);
@@ -279,6 +319,38 @@ class InferenceCore {
   void retireDueAndStore(Proposal& p);
   ProposalId newProposalId();
 
+  // A job's claim (see Thread-safety above): released, and its waiters
+  // woken, when destroyed. Movable, not copyable.
+  class JobClaim {
+   public:
+    JobClaim(InferenceCore* core, JobKey job) : core_(core), job_(std::move(job)) {}
+    JobClaim(JobClaim&& o) noexcept : core_(o.core_), job_(std::move(o.job_)) { o.core_ = nullptr; }
+    JobClaim(const JobClaim&) = delete;
+    JobClaim& operator=(const JobClaim&) = delete;
+    JobClaim& operator=(JobClaim&&) = delete;
+    ~JobClaim();
+
+   private:
+    InferenceCore* core_;
+    JobKey job_;
+  };
+  // Waits until nobody holds `job`'s claim, then takes it. The caller must
+  // hold no other claim and not mu_.
+  JobClaim claimJob(const JobKey& job);
+  // As claimJob, but nullopt (and no claim) when `job`'s generation is no
+  // longer `generation`: refit's compare-and-apply.
+  std::optional<JobClaim> claimJobIfUnchanged(const JobKey& job, uint64_t generation);
+  // A proposal of `job` was created or changed state: refit results computed
+  // before are stale for it. Called after each such store write (also a
+  // failed one: it may have been applied).
+  void bumpGeneration(const JobKey& job);
+  // The proposal `id`, authorised for `who` to `action` and pending, under
+  // its job's claim (taken after a first check, then read again, so a
+  // sign-off that finished meanwhile is seen).
+  Result<std::pair<Proposal, JobClaim>> loadPendingForSignOff(const ProposalId& id,
+                                                              const Principal& who,
+                                                              const std::string& action);
+
   const InferenceCoreOptions opts_;
   store::ProvenanceStore& store_;
   ReservationClient& rm_;
@@ -286,10 +358,16 @@ class InferenceCore {
   MetricsRegistry& metrics_;
 
   std::atomic<bool> stopping_{false};
-  std::mutex ingest_mu_;                       // serialises ingestAs
-  mutable std::mutex mu_;                      // serialises sign-off and refit
+  std::mutex ingest_mu_;  // serialises ingestAs (held across the store's ingest only)
+  // Guards the members below; never held across I/O or a fit.
+  mutable std::mutex mu_;
+  std::condition_variable claims_cv_;          // a claim was released or a refit ended
   std::vector<NotActionable> not_actionable_;  // GUARDED_BY(mu_), from the last refit
   uint64_t next_seq_ = 1;                      // GUARDED_BY(mu_)
+  std::map<JobKey, uint64_t> generation_;      // GUARDED_BY(mu_); absent = 0
+  std::set<JobKey> claimed_;                   // GUARDED_BY(mu_): jobs whose claim is held
+  bool refit_running_ = false;                 // GUARDED_BY(mu_)
+  std::function<void()> refit_hook_;           // GUARDED_BY(mu_)
 };
 
 std::string encodePayload(const ProposalPayload& p);

@@ -9,9 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
+#include <mutex>
 
 #include "common/config.h"
 #include "inference/service/inference_options.h"
@@ -92,8 +96,8 @@ class FakeRm final : public ReservationClient {
   std::vector<std::string> cancelled;
   bool refuse_cancel = false;
   int one_off_calls = 0;
-  std::string squatter;                         // non-empty: takes every new one-off id first
-  std::map<std::string, std::string> owners;    // held one-offs of another user than the SLO's
+  std::string squatter;                       // non-empty: takes every new one-off id first
+  std::map<std::string, std::string> owners;  // held one-offs of another user than the SLO's
 };
 
 // A recurring job's history: instance k is the period [k*P, (k+1)*P); "src"
@@ -784,6 +788,191 @@ TEST_F(InferenceCoreTest, WeeklyJobIsProposedWithPerInstanceReservations) {
   Proposal p = only("weekly", store::ProposalState::kPending);
   EXPECT_TRUE(p.payload.one_off_instances);
   EXPECT_EQ(p.payload.period, Millis(7 * kDay));
+}
+
+// Refit's phases (InferenceCore::refit, docs/design/inference.md): a refit
+// held between its compute and apply phases (setRefitHookForTest) by a gate
+// the test opens, to act while it is in flight.
+class InferenceCoreRefitTest : public InferenceCoreTest {
+ protected:
+  // Where a refit waits until release(); every refit passes once released.
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    int entered = 0;
+    bool released = false;
+    void pass() {
+      std::unique_lock<std::mutex> lk(mu);
+      entered++;
+      cv.notify_all();
+      cv.wait(lk, [&] { return released; });
+    }
+    bool waitEntered(int n) {
+      std::unique_lock<std::mutex> lk(mu);
+      return cv.wait_for(lk, kPatience, [&] { return entered >= n; });
+    }
+    void release() {
+      std::lock_guard<std::mutex> lk(mu);
+      released = true;
+      cv.notify_all();
+    }
+    int enteredCount() {
+      std::lock_guard<std::mutex> lk(mu);
+      return entered;
+    }
+  };
+  static constexpr std::chrono::seconds kPatience{30};
+
+  void TearDown() override {
+    gate_.release();  // a failed assertion must not leave a refit waiting
+    if (refit_.valid()) refit_.wait();
+    InferenceCoreTest::TearDown();
+  }
+  // Starts a refit on another thread; it stops at the gate after computing.
+  void startGatedRefit() {
+    core().setRefitHookForTest([this] { gate_.pass(); });
+    refit_ = std::async(std::launch::async, [this] { return core().refit(); });
+    ASSERT_TRUE(gate_.waitEntered(1)) << "the refit never reached its apply phase";
+  }
+  // Runs `f` on another thread while the refit is held: whether it finished
+  // within kPatience (it must not need the refit to finish). The gate opens
+  // either way.
+  template <class F>
+  auto whileRefitHeld(F f) -> std::pair<bool, decltype(f())> {
+    auto call = std::async(std::launch::async, f);
+    const bool done = call.wait_for(kPatience) == std::future_status::ready;
+    gate_.release();
+    return {done, call.get()};
+  }
+  int count(const std::string& job, store::ProposalState state) {
+    auto all = core().proposals(state);
+    EXPECT_TRUE(all.isOk());
+    return static_cast<int>(std::count_if(
+        all->begin(), all->end(), [&](const Proposal& p) { return p.record.job.value() == job; }));
+  }
+  // Daily job "etl" two containers wide on days 370-389, refitted: its
+  // pending proposal. Then runs 8 wide on days 390-399 are ingested, so the
+  // next refit finds its history materially different.
+  Proposal proposeThenWiden() {
+    JobShape narrow{"etl", kDay, 90 * kMin, 30 * kMin, 60 * kMin, {}};
+    store::IngestBatch b;
+    for (int64_t k = 370; k < 390; k++) addInstance(&b, narrow, k);
+    ingest(b);
+    EXPECT_TRUE(core().refit().isOk()) << notActionableReason("etl");
+    Proposal p = only("etl", store::ProposalState::kPending);
+    JobShape wide = narrow;
+    wide.skyline = std::vector<double>(30, 8.0);
+    store::IngestBatch w;
+    for (int64_t k = 390; k < 400; k++) addInstance(&w, wide, k);
+    ingest(w);
+    return p;
+  }
+
+  Gate gate_;
+  std::future<Result<int>> refit_;
+};
+
+// No lock is held while a refit computes: another job's sign-off and the
+// listings complete while the refit is held before applying, and the
+// refit then applies its result for the job nobody touched (superseding
+// its pending proposal as a refit without company does).
+TEST_F(InferenceCoreRefitTest, SignOffAndListingCompleteWhileARefitComputes) {
+  const Proposal other =
+      proposeRecent(JobShape{"other", kDay, 2 * kHour, 40 * kMin, 30 * kMin, {}}, 10);
+  const Proposal etl = proposeThenWiden();
+  startGatedRefit();
+  auto [done, signed_off] = whileRefitHeld([&] {
+    auto accepted = core().accept(other.record.id, alice_, false);
+    auto listed = core().proposals(std::nullopt);
+    core().notActionable();
+    return accepted.isOk() && listed.isOk() ? Status::ok()
+           : accepted.isOk()                ? listed.status()
+                                            : accepted.status();
+  });
+  ASSERT_TRUE(done) << "sign-off or listing waited for the refit";
+  EXPECT_TRUE(signed_off.isOk()) << signed_off.toString();
+  auto created = refit_.get();
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  EXPECT_EQ(*created, 1);
+  EXPECT_EQ(only("other", store::ProposalState::kAccepted).record.id, other.record.id);
+  EXPECT_EQ(count("other", store::ProposalState::kPending), 0);
+  auto old = core().proposal(etl.record.id);
+  ASSERT_TRUE(old.isOk());
+  EXPECT_EQ(old->record.state, store::ProposalState::kSuperseded);
+  Proposal next = only("etl", store::ProposalState::kPending);
+  EXPECT_FALSE(next.payload.is_update);
+  EXPECT_GT(*std::max_element(next.payload.skyline.begin(), next.payload.skyline.end()),
+            *std::max_element(etl.payload.skyline.begin(), etl.payload.skyline.end()));
+}
+
+// A refit's result for a job whose proposal was rejected while it computed
+// is stale: it does not supersede the rejection. The next refit decides the
+// job again (its history now differs from what was rejected: a new
+// proposal).
+TEST_F(InferenceCoreRefitTest, StaleRefitResultDoesNotOverwriteARejection) {
+  const Proposal etl = proposeThenWiden();
+  startGatedRefit();
+  auto [done, rejected] =
+      whileRefitHeld([&] { return core().reject(etl.record.id, alice_, "too small").status(); });
+  ASSERT_TRUE(done) << "reject waited for the refit";
+  ASSERT_TRUE(rejected.isOk()) << rejected.toString();
+  auto created = refit_.get();
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  EXPECT_EQ(*created, 0) << "the stale result was applied";
+  auto kept = core().proposal(etl.record.id);
+  ASSERT_TRUE(kept.isOk());
+  EXPECT_EQ(kept->record.state, store::ProposalState::kRejected);
+  EXPECT_EQ(kept->record.reason, "too small");
+  EXPECT_EQ(count("etl", store::ProposalState::kPending), 0);
+
+  core().setRefitHookForTest(nullptr);
+  ASSERT_TRUE(core().refit().isOk());
+  EXPECT_FALSE(only("etl", store::ProposalState::kPending).payload.is_update);
+  EXPECT_EQ(core().proposal(etl.record.id)->record.state, store::ProposalState::kRejected);
+}
+
+// Likewise an acceptance: the stale result (a new proposal, not an update)
+// neither supersedes the accepted proposal nor sits beside it; the next
+// refit proposes the drift as an update of the accepted SLO.
+TEST_F(InferenceCoreRefitTest, StaleRefitResultDoesNotOverwriteAnAcceptance) {
+  const Proposal etl = proposeThenWiden();
+  startGatedRefit();
+  auto [done, accepted] =
+      whileRefitHeld([&] { return core().accept(etl.record.id, alice_, false).status(); });
+  ASSERT_TRUE(done) << "accept waited for the refit";
+  ASSERT_TRUE(accepted.isOk()) << accepted.toString();
+  auto created = refit_.get();
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  EXPECT_EQ(*created, 0) << "the stale result was applied";
+  EXPECT_EQ(only("etl", store::ProposalState::kAccepted).record.id, etl.record.id);
+  EXPECT_EQ(count("etl", store::ProposalState::kPending), 0);
+
+  core().setRefitHookForTest(nullptr);
+  ASSERT_TRUE(core().refit().isOk());
+  EXPECT_TRUE(only("etl", store::ProposalState::kPending).payload.is_update);
+  EXPECT_EQ(only("etl", store::ProposalState::kAccepted).record.id, etl.record.id);
+}
+
+// Refits do not overlap: one called while another is held waits, then runs
+// its own from a fresh snapshot (it sees the first one's proposal, so it
+// makes none and nothing flaps).
+TEST_F(InferenceCoreRefitTest, ASecondRefitWaitsForTheRunningOneThenRunsItsOwn) {
+  const Proposal etl = proposeThenWiden();
+  startGatedRefit();
+  auto second = std::async(std::launch::async, [this] { return core().refit(); });
+  EXPECT_EQ(second.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "the second refit ran beside the first";
+  EXPECT_EQ(gate_.enteredCount(), 1);
+  gate_.release();
+  auto first = refit_.get();
+  auto then = second.get();
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  ASSERT_TRUE(then.isOk()) << then.status().toString();
+  EXPECT_EQ(*first, 1);
+  EXPECT_EQ(*then, 0);
+  EXPECT_EQ(gate_.enteredCount(), 2) << "the second refit computed after the first";
+  EXPECT_EQ(count("etl", store::ProposalState::kPending), 1);
+  EXPECT_EQ(core().proposal(etl.record.id)->record.state, store::ProposalState::kSuperseded);
 }
 
 }  // namespace
