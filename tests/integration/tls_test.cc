@@ -299,7 +299,10 @@ TEST_F(TlsIT, RmAddressListVerifiesEachAddressAgainstItsOwnName) {
   rm_ = Process::startDaemon("rm", freshDir("rm"), args);
   ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
   const std::string port = rm_.grpcAddress().substr(rm_.grpcAddress().rfind(':') + 1);
-  const std::string dead = std::to_string(freeLoopbackPort());
+  // Bound but not listening for the whole test, so no other process can take
+  // it and answer in its place.
+  ClosedLoopbackPort closed;
+  const std::string dead = std::to_string(closed.port());
   std::vector<std::string> nm_args = {"--rm",        "127.0.0.1:" + dead + ",localhost:" + port,
                                       "--node-id",   "nm1",
                                       "--resources", "memory=4096,vcores=8",
