@@ -82,6 +82,30 @@ std::shared_ptr<grpc::Channel> ownChannel(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
+// One unary call of `method` with `payload` as its raw request body, without
+// credentials, on a channel of its own; waits for the outcome (30 s deadline).
+grpc::Status rawCall(const std::string& address, const std::string& method,
+                     const grpc::Slice& payload) {
+  grpc::GenericStub stub(ownChannel(address));
+  grpc::ByteBuffer request(&payload, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status st) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(st);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return status;
+}
+
 bool grpcServing(const std::string& address) {
   auto stub = grpc::health::v1::Health::NewStub(ownChannel(address));
   grpc::health::v1::HealthCheckRequest req;
@@ -378,24 +402,8 @@ TEST(GrpcEdgeIT, UnauthenticatedHugeMessagesAreRefusedBeforeTheyAreBuffered) {
   std::vector<std::thread> calls;
   for (int i = 0; i < kCalls; i++) {
     calls.emplace_back([&] {
-      grpc::GenericStub stub(ownChannel(d.grpc));
-      grpc::ByteBuffer request(&payload, 1);
-      grpc::ByteBuffer response;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
-      grpc::Status status;
-      stub.UnaryCall(&ctx, "/morpheus.v1.ClientService/SubmitApplication", grpc::StubOptions(),
-                     &request, &response, [&](grpc::Status st) {
-                       std::lock_guard<std::mutex> lock(mu);
-                       status = std::move(st);
-                       done = true;
-                       cv.notify_one();
-                     });
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return done; });
+      grpc::Status status =
+          rawCall(d.grpc, "/morpheus.v1.ClientService/SubmitApplication", payload);
       if (!status.ok()) refused++;
     });
   }
@@ -630,24 +638,8 @@ TEST(GrpcMethodLimitIT, ConcurrentUnauthenticatedMegabyteCallsAreNotBuffered) {
   std::vector<std::thread> calls;
   for (int i = 0; i < kCalls; i++) {
     calls.emplace_back([&] {
-      grpc::GenericStub stub(ownChannel(d.grpc));
-      grpc::ByteBuffer request(&payload, 1);
-      grpc::ByteBuffer response;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
-      grpc::Status status;
-      stub.UnaryCall(&ctx, "/morpheus.v1.ClientService/GetClusterMetrics", grpc::StubOptions(),
-                     &request, &response, [&](grpc::Status st) {
-                       std::lock_guard<std::mutex> lock(mu);
-                       status = std::move(st);
-                       done = true;
-                       cv.notify_one();
-                     });
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return done; });
+      grpc::Status status =
+          rawCall(d.grpc, "/morpheus.v1.ClientService/GetClusterMetrics", payload);
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) refused++;
     });
   }
