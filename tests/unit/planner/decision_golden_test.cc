@@ -33,24 +33,6 @@ namespace {
 
 using namespace morpheus::planner::testing;  // NOLINT
 
-// Portable fixed-seed generator: splitmix64, uniform by modulo (the
-// distributions of <random> differ between standard libraries).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  int64_t uni(int64_t a, int64_t b) {
-    s_ += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = s_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return a + static_cast<int64_t>(z % static_cast<uint64_t>(b - a + 1));
-  }
-
- private:
-  uint64_t s_;
-};
-
 struct Config {
   std::string label;
   std::string agent;

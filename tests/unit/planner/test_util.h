@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -49,5 +50,24 @@ inline int64_t containerMinutes(const std::vector<AllocationInterval>& allocs) {
   }
   return s;
 }
+
+// Portable fixed-seed generator: splitmix64, uniform by modulo (the
+// distributions of <random> differ between standard libraries), so the
+// generated instances are the same everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  int64_t uni(int64_t a, int64_t b) {
+    s_ += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = s_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return a + static_cast<int64_t>(z % static_cast<uint64_t>(b - a + 1));
+  }
+
+ private:
+  uint64_t s_;
+};
 
 }  // namespace morpheus::planner::testing
