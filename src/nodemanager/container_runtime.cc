@@ -634,9 +634,10 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   if (!cgroup_parent_.empty()) {
     std::string cg = cgroup_parent_ + "/" + spec.id.value();
     std::filesystem::create_directories(cg, ec);
-    if (ec || !writeControlFile(cg + "/memory.max",
-                                std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
-      return unavailable("cannot set up cgroup " + cg);
+    if (ec) return unavailable("cannot create cgroup " + cg + ": " + ec.message());
+    if (!writeControlFile(cg + "/memory.max",
+                          std::to_string(spec.resource.memoryMib() * 1024 * 1024))) {
+      return unavailable("cannot write " + cg + "/memory.max: " + std::strerror(errno));
     }
     ignoreError(writeControlFile(cg + "/memory.swap.max", "0"),
                 "no swap accounting on this kernel: memory.max still bounds the container");
