@@ -1,6 +1,7 @@
 // ContainerRuntime with real processes: exit codes, output, kill with grace,
 // memory kill, rlimits, the cgroup v2 files (on a stand-in hierarchy), and
-// re-attach after a restart.
+// re-attach after a restart. What needs a real kernel cgroup is in
+// cgroup_kernel_test.cc (nm_kernel_tests).
 #include "nodemanager/container_runtime.h"
 
 #include <gtest/gtest.h>
@@ -20,74 +21,12 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime_fixture.h"
+
 namespace morpheus::nm {
 namespace {
 
 using namespace std::chrono_literals;
-
-class RuntimeFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("morpheus-nmrt-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::unique_ptr<ContainerRuntime> make(Millis grace = Millis(300),
-                                         const std::string& mode = "monitor",
-                                         const std::string& cg = "") {
-    auto rt = std::make_unique<ContainerRuntime>(dir_ + "/local", Millis(50), grace, metrics_);
-    rt->setMemoryEnforcement(mode, cg);
-    return rt;
-  }
-  LaunchSpec shell(const std::string& id, const std::string& script, int64_t mem = 256) {
-    LaunchSpec s;
-    s.id = ContainerId(id);
-    s.app = AppId("app_1");
-    s.resource = Resource(mem, 1);
-    s.command = "/bin/sh";
-    s.args = {"-c", script};
-    return s;
-  }
-  ContainerSnapshot waitDone(ContainerRuntime& rt, const std::string& id,
-                             std::chrono::milliseconds timeout = 10s) {
-    auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      rt.monitorOnce();
-      auto s = rt.get(ContainerId(id));
-      if (s && !s->running) return *s;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << id << " did not complete";
-    return {};
-  }
-  // Polls until `path` exists (a ready file a container script writes once
-  // it is where the test needs it); false after `timeout`.
-  static bool waitForFile(const std::string& path, std::chrono::milliseconds timeout = 10s) {
-    auto end = std::chrono::steady_clock::now() + timeout;
-    while (!std::filesystem::exists(path)) {
-      if (std::chrono::steady_clock::now() >= end) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  }
-  // Process `pid` has ended (gone, or a zombie nobody has reaped).
-  static bool exitedOrZombie(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line)) return true;
-    const auto close = line.rfind(')');
-    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
-  }
-  // The work dir (cwd) of container `id`.
-  std::string work(const std::string& id) const {
-    return dir_ + "/local/containers/" + id + "/work";
-  }
-  std::string dir_;
-  MetricsRegistry metrics_;
-};
 
 TEST_F(RuntimeFixture, RunsAProcessAndReportsExitCodeAndOutput) {
   auto rt = make();
@@ -285,6 +224,117 @@ TEST_F(RuntimeFixture, DelegatedCgroupKeepsContainersBelowTheNmsOwnCgroup) {
   EXPECT_NE(st.message().find("memory controller"), std::string::npos) << st.message();
 }
 
+// cgroup mode on stand-in hierarchies: init() enables the memory controller
+// in the root's and in morpheus-nm's cgroup.subtree_control; a root that is no
+// cgroup v2 hierarchy, one without the memory controller and a subtree_control
+// that cannot be written are start-up errors naming the path.
+TEST_F(RuntimeFixture, CgroupInitOnAStandInTreeWritesSubtreeControlOrNamesThePath) {
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  auto initError = [&](const std::string& root) {
+    auto rt = make(Millis(300), "cgroup", root);
+    Status st = rt->init();
+    EXPECT_EQ(st.code(), StatusCode::kInfeasible) << root;
+    EXPECT_FALSE(rt->usingCgroups());
+    return st.message();
+  };
+  const std::string none = dir_ + "/cg-none";
+  std::filesystem::create_directories(none);
+  std::string msg = initError(none);
+  EXPECT_NE(msg.find(none + " is not a cgroup v2 hierarchy (no cgroup.controllers)"),
+            std::string::npos)
+      << msg;
+  EXPECT_FALSE(std::filesystem::exists(none + "/morpheus-nm"));
+
+  const std::string no_memory = dir_ + "/cg-nomem";
+  std::filesystem::create_directories(no_memory);
+  std::ofstream(no_memory + "/cgroup.controllers") << "cpuset cpu io pids\n";
+  msg = initError(no_memory);
+  EXPECT_NE(msg.find("the memory controller is not available in " + no_memory), std::string::npos)
+      << msg;
+  EXPECT_FALSE(std::filesystem::exists(no_memory + "/morpheus-nm"));
+
+  const std::string blocked = dir_ + "/cg-blocked";
+  std::filesystem::create_directories(blocked + "/morpheus-nm/cgroup.subtree_control");
+  std::ofstream(blocked + "/cgroup.controllers") << "cpu memory\n";
+  msg = initError(blocked);
+  EXPECT_NE(msg.find("cannot enable the memory controller in " + blocked + "/morpheus-nm"),
+            std::string::npos)
+      << msg;
+
+  const std::string good = dir_ + "/cg-good";
+  std::filesystem::create_directories(good);
+  std::ofstream(good + "/cgroup.controllers") << "cpu memory pids\n";
+  auto rt = make(Millis(300), "cgroup", good);
+  ASSERT_TRUE(rt->init().isOk());
+  EXPECT_EQ(rt->cgroupParent(), good + "/morpheus-nm");
+  EXPECT_EQ(slurp(good + "/cgroup.subtree_control"), "+memory");
+  EXPECT_EQ(slurp(good + "/morpheus-nm/cgroup.subtree_control"), "+memory");
+}
+
+// A container on a stand-in cgroup v2 tree: memory.max = its allocation in
+// bytes, memory.swap.max = 0, its launcher's pid in cgroup.procs; an oom_kill
+// the kernel counted in memory.events is the container's verdict (MEMORY_
+// EXCEEDED naming the limit) however it exited. A memory.max that cannot be
+// written or a cgroup that cannot be made fail the launch naming the path,
+// and no process joins the cgroup.
+TEST_F(RuntimeFixture, CgroupLaunchOnAStandInTreeWritesLimitsAndReadsTheOomVerdict) {
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string root = dir_ + "/cgroup";
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory pids\n";
+  auto rt = make(Millis(300), "cgroup", root);
+  ASSERT_TRUE(rt->init().isOk());
+  const std::string parent = root + "/morpheus-nm";
+
+  ASSERT_TRUE(
+      rt->launch(shell("oomed", "while [ ! -e go ]; do sleep 0.02; done; exit 0", 64)).isOk());
+  EXPECT_EQ(slurp(parent + "/oomed/memory.max"), std::to_string(64LL * 1024 * 1024));
+  EXPECT_EQ(slurp(parent + "/oomed/memory.swap.max"), "0");
+  const auto launched = rt->get(ContainerId("oomed"));
+  ASSERT_TRUE(launched.has_value());
+  EXPECT_EQ(slurp(parent + "/oomed/cgroup.procs"), std::to_string(launched->session))
+      << "the launcher joined before it ran";
+  std::ofstream(parent + "/oomed/memory.events") << "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n";
+  std::ofstream(work("oomed") + "/go").flush();
+  auto oomed = waitDone(*rt, "oomed");
+  EXPECT_EQ(oomed.exit_status, 0);
+  EXPECT_EQ(oomed.reason, ExitReason::kMemoryExceeded);
+  EXPECT_NE(oomed.diagnostics.find("killed by the kernel: over its cgroup limit of 64 MiB"),
+            std::string::npos)
+      << oomed.diagnostics;
+
+  ASSERT_TRUE(rt->launch(shell("fine", "exit 0", 32)).isOk());
+  EXPECT_EQ(slurp(parent + "/fine/memory.max"), std::to_string(32LL * 1024 * 1024));
+  EXPECT_EQ(waitDone(*rt, "fine").reason, ExitReason::kSuccess) << "no memory.events, no verdict";
+
+  // A directory where memory.max should be: open(O_WRONLY) fails even for root.
+  std::filesystem::create_directories(parent + "/blocked/memory.max");
+  Status st = rt->launch(shell("blocked", "exit 0"));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("cannot write " + parent + "/blocked/memory.max"), std::string::npos)
+      << st.message();
+  EXPECT_FALSE(rt->get(ContainerId("blocked")).has_value());
+  EXPECT_FALSE(std::filesystem::exists(parent + "/blocked/cgroup.procs")) << "nothing ran";
+
+  // A file where the container's cgroup should be.
+  std::ofstream(parent + "/filed") << "";
+  st = rt->launch(shell("filed", "exit 0"));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("cannot create cgroup " + parent + "/filed"), std::string::npos)
+      << st.message();
+  EXPECT_FALSE(rt->get(ContainerId("filed")).has_value());
+}
+
 // The NM's own cgroup is the "0::" line of /proc/<pid>/cgroup (v2 or hybrid layout).
 TEST(OwnCgroupPathTest, ReadsTheCgroupV2Line) {
   EXPECT_EQ(*ownCgroupPath("0::/system.slice/morpheus-nm.service\n"),
@@ -294,67 +344,6 @@ TEST(OwnCgroupPathTest, ReadsTheCgroupV2Line) {
   ASSERT_FALSE(none.isOk());
   EXPECT_NE(none.status().message().find("nm.cgroup-parent"), std::string::npos);
   EXPECT_TRUE(readOwnCgroupPath().isOk() || !std::filesystem::exists("/sys/fs/cgroup"));
-}
-
-// Where the machine has cgroup v2 with the memory controller and lets this
-// test create cgroups (root, a delegated subtree or a cgroup namespace), the
-// kernel itself enforces memory.max: the container is OOM-killed in its
-// cgroup before the NM's monitor acts. Otherwise skipped, saying why.
-TEST_F(RuntimeFixture, KernelEnforcesMemoryMaxOnARealCgroupV2) {
-  std::string mount;
-  {
-    std::ifstream mi("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(mi, line)) {
-      // "... <mount point> <options> - cgroup2 <source> <super options>"
-      std::istringstream f(line);
-      std::vector<std::string> w;
-      for (std::string x; f >> x;) w.push_back(x);
-      auto dash = std::find(w.begin(), w.end(), "-");
-      if (w.size() > 4 && dash != w.end() && dash + 1 != w.end() && *(dash + 1) == "cgroup2") {
-        mount = w[4];
-        break;
-      }
-    }
-  }
-  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy is mounted on this machine";
-  auto own = readOwnCgroupPath();
-  std::string base = mount + (own.isOk() && *own != "/" ? *own : "");
-  std::string controllers;
-  std::getline(std::ifstream(base + "/cgroup.controllers"), controllers);
-  if ((" " + controllers + " ").find(" memory ") == std::string::npos) {
-    GTEST_SKIP() << "cgroup v2 at " << base << " offers controllers '" << controllers
-                 << "' without memory (on this machine memory is bound to a cgroup v1 "
-                    "hierarchy or not delegated): memory.max cannot be exercised";
-  }
-  // The test's cgroup next to (not containing) this process, memory handed down to it.
-  std::string test_cg = base + "/morpheus-nmrt-" + std::to_string(::getpid());
-  if (::mkdir(test_cg.c_str(), 0755) != 0) {
-    GTEST_SKIP() << "cannot create a cgroup in " << base << ": " << std::strerror(errno);
-  }
-  std::ofstream(base + "/cgroup.subtree_control") << "+memory";
-  std::string test_controllers;
-  std::getline(std::ifstream(test_cg + "/cgroup.controllers"), test_controllers);
-  if ((" " + test_controllers + " ").find(" memory ") == std::string::npos) {
-    ::rmdir(test_cg.c_str());
-    GTEST_SKIP() << "cannot enable the memory controller in " << base
-                 << " (it holds processes or is not ours)";
-  }
-  {
-    // A monitor that never runs on its own: only the kernel can stop the hog.
-    ContainerRuntime rt(dir_ + "/local", Millis(600000), Millis(300), metrics_);
-    rt.setMemoryEnforcement("cgroup", test_cg);
-    ASSERT_TRUE(rt.init().isOk());
-    ASSERT_TRUE(rt.launch(shell("oom", "x=$(head -c 400000000 /dev/zero | tr '\\0' a); exit 3", 48))
-                    .isOk());
-    auto s = waitDone(rt, "oom", 30s);
-    EXPECT_EQ(s.reason, ExitReason::kMemoryExceeded) << s.diagnostics;
-    EXPECT_NE(s.diagnostics.find("killed by the kernel: over its cgroup limit of 48 MiB"),
-              std::string::npos)
-        << s.diagnostics;
-  }
-  ::rmdir((test_cg + "/morpheus-nm").c_str());
-  EXPECT_EQ(::rmdir(test_cg.c_str()), 0) << "the container's cgroup was removed";
 }
 
 TEST_F(RuntimeFixture, ARestartedRuntimeReattachesAndLearnsExitCodes) {

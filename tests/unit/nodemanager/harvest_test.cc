@@ -84,6 +84,68 @@ TEST(PrimaryUsageSourceTest, CgroupV1Fallback) {
   EXPECT_FALSE(src->sample(fromEpochMs(2000)).isOk());  // cgroup gone: UNAVAILABLE
 }
 
+// The cgroup reader on stand-in trees: v2 (cpu.stat's usage_usec and
+// memory.current) wins over v1 files in the same directory; a counter that
+// went backwards (the cgroup was recreated) reads as 0, not negative; a
+// directory missing either v2 file and the v1 pair, one whose cpu.stat has no
+// usage_usec, or no directory at all is UNAVAILABLE naming the option and the
+// directory, and a later good sample works again.
+TEST(PrimaryUsageSourceTest, CgroupReaderPrefersV2AndNamesTheDirectoryOnErrors) {
+  std::string d = tempDir("cgread");
+  write(d + "/cpu.stat", "user_usec 5\nusage_usec 2000000\nsystem_usec 7\n");
+  write(d + "/memory.current", std::to_string(512LL * 1024 * 1024) + "\n");
+  write(d + "/cpuacct.usage", "999000000000");
+  write(d + "/memory.usage_in_bytes", std::to_string(4096LL * 1024 * 1024));
+  auto src = makeCgroupUsageSource(d);
+  auto first = src->sample(fromEpochMs(0));
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  EXPECT_EQ(first->memory_mib, 512) << "memory.current, not memory.usage_in_bytes";
+  write(d + "/cpu.stat", "usage_usec 2500000\n");
+  auto second = src->sample(fromEpochMs(1000));
+  ASSERT_TRUE(second.isOk());
+  EXPECT_DOUBLE_EQ(second->cpu_vcores, 0.5) << "from usage_usec, not cpuacct.usage";
+  write(d + "/cpu.stat", "usage_usec 100\n");  // recreated
+  auto back = src->sample(fromEpochMs(2000));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_DOUBLE_EQ(back->cpu_vcores, 0);
+
+  auto expectUnavailable = [&](const std::string& dir, const std::string& what) {
+    auto r = makeCgroupUsageSource(dir)->sample(fromEpochMs(0));
+    ASSERT_FALSE(r.isOk()) << what;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << what;
+    EXPECT_NE(r.status().message().find("nm.harvest.cgroup"), std::string::npos) << what;
+    EXPECT_NE(r.status().message().find("'" + dir + "'"), std::string::npos)
+        << what << ": " << r.status().message();
+  };
+  std::filesystem::remove(d + "/cpuacct.usage");
+  std::filesystem::remove(d + "/memory.usage_in_bytes");
+  std::filesystem::remove(d + "/memory.current");
+  expectUnavailable(d, "no memory.current");
+  write(d + "/memory.current", "1048576");
+  write(d + "/cpu.stat", "user_usec 5\nsystem_usec 7\n");
+  expectUnavailable(d, "cpu.stat without usage_usec");
+  std::filesystem::remove(d + "/cpu.stat");
+  expectUnavailable(d, "no cpu.stat");
+  expectUnavailable(d + "/gone", "no directory");
+  write(d + "/cpu.stat", "usage_usec 3000000\n");
+  auto again = src->sample(fromEpochMs(3000));
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->memory_mib, 1);
+  std::filesystem::remove_all(d);
+}
+
+// The file source names the option and the path it cannot read.
+TEST(PrimaryUsageSourceTest, FileSourceNamesTheUnreadablePath) {
+  std::string d = tempDir("usagefile");
+  auto r = makeFileUsageSource(d + "/usage")->sample(fromEpochMs(0));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("nm.harvest.file: cannot read '" + d + "/usage'"),
+            std::string::npos)
+      << r.status().message();
+  std::filesystem::remove_all(d);
+}
+
 // Only processes with a listed comm count, summing RSS and CPU ticks.
 TEST(PrimaryUsageSourceTest, ProcessSetSumsNamedProcesses) {
   std::string d = tempDir("proc");
