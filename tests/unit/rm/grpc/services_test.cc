@@ -49,7 +49,8 @@ constexpr char kOps[] = "ops-token-0000000000004";    // role admin
 constexpr char kBoss[] = "boss-token-000000000005";   // listed in rm.admins
 constexpr char kNm1[] = "nm1-token-0000000000006";
 constexpr char kNm2[] = "nm2-token-0000000000007";
-constexpr char kStale[] = "stale-token-00000000008";  // alice's, expired
+constexpr char kStale[] = "stale-token-00000000008";     // alice's, expired
+constexpr char kUserNm3[] = "user-nm3-token-000000010";  // a user named like a node
 constexpr char kUnknown[] = "nobody-knows-this-token-9";
 
 // Polls `cond` every 10 ms until it holds or `timeout` passes.
@@ -75,7 +76,8 @@ class RmServicesTest : public ::testing::Test {
           << kBoss << " boss\n"
           << kNm1 << " nm1 node\n"
           << kNm2 << " nm2 node\n"
-          << kStale << " alice expires=2000-01-01\n";
+          << kStale << " alice expires=2000-01-01\n"
+          << kUserNm3 << " nm3\n";
     }
     ASSERT_EQ(::chmod(token_file.c_str(), 0600), 0);
     auto auth = loadRmAuthenticator(token_file.string(), /*disabled=*/false);
@@ -523,10 +525,16 @@ TEST_F(RmServicesTest, NodeCallsWithoutTheNodesTokenAreRefusedAndChangeNothing) 
     grpc::Status un = unregisterNode(token, "nm1");
     EXPECT_EQ(un.error_code(), grpc::StatusCode::PERMISSION_DENIED) << un.error_message();
   }
-  EXPECT_EQ(clusterState(), before);
   grpc::Status admin = registerNode(kOps, registerRequest("nm1"));
   EXPECT_NE(admin.error_message().find("ops is not a node manager"), std::string::npos)
       << admin.error_message();
+  // Only the role makes a node: a user whose name is a node id is none.
+  grpc::Status named = registerNode(kUserNm3, registerRequest("nm3"));
+  EXPECT_EQ(named.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(named.error_message(),
+            "nm3 is not a node manager: only a node token may register, heartbeat or unregister "
+            "a node");
+  EXPECT_EQ(clusterState(), before);
 }
 
 // nm1's token cannot register, heartbeat or unregister node nm2 (the
