@@ -660,7 +660,7 @@ TEST_F(RmServicesTest, NodeRpcsRefuseBadInputNamingTheFieldAndChangeNothing) {
 
 // A node the liveness check declares lost takes its containers with it: the
 // app no longer reports its AM container running, and ListNodes shows the
-// node lost. (The reference for the known gap below.)
+// node lost.
 TEST_F(RmServicesTest, ExpiredNodesContainersAreLost) {
   ASSERT_TRUE(registerNode(kNm1, registerRequest("nm1")).ok());
   std::string app = submitted(kAlice);
@@ -680,13 +680,10 @@ TEST_F(RmServicesTest, ExpiredNodesContainersAreLost) {
   EXPECT_EQ(report.running_containers(), 0);
 }
 
-// KNOWN GAP, reported and left alone (disabled so the suite stays green; run
-// it with --gtest_also_run_disabled_tests): UnregisterNode removes the node
-// from RmCore only. Nothing tells the runtime (node expiry calls
-// RmRuntime::onNodeLost; unregistration does not), so the scheduler core keeps
-// the node's capacity and its containers count as running for good: the app
-// still reports its AM container on a node ListNodes no longer has.
-TEST_F(RmServicesTest, DISABLED_KnownGapUnregisteredNodesContainersAreLostAsOnExpiry) {
+// A node that unregisters takes its containers with it as one that expires
+// does: the runtime hears of it (RmCore's node-lost listener), so the app no
+// longer counts its AM container running on a node ListNodes no longer has.
+TEST_F(RmServicesTest, UnregisteredNodesContainersAreLostAsOnExpiry) {
   ASSERT_TRUE(registerNode(kNm1, registerRequest("nm1")).ok());
   std::string app = submitted(kAlice);
   heartbeatUntilRunning(kNm1, "nm1", {app});

@@ -254,13 +254,10 @@ TEST_F(StandbyFrontTest, HttpAnswersHealthReadinessAndRefusesTheUiAndRest) {
   EXPECT_EQ(httpRequest(httpAddress(), "GET", "/healthz").status, 200);
 }
 
-// KNOWN GAP, reported and left alone (disabled so the suite stays green; run
-// it with --gtest_also_run_disabled_tests): the active RM serves its web UI
-// at "/ui/" too (web_ui.cc), but the standby's subtree route "/ui/*" does not
-// cover "/ui/" itself (HttpServer matches subtrees strictly below the path),
-// so a browser at http://standby/ui/ gets 404 instead of the 503 naming the
-// active RM.
-TEST_F(StandbyFrontTest, DISABLED_KnownGapRefusesTheUiPathWithATrailingSlash) {
+// The active RM serves its web UI at "/ui/" too (web_ui.cc), and the subtree
+// route "/ui/*" matches only paths strictly below "/ui/": the standby refuses
+// "/ui/" itself with the 503 naming the active RM, not a 404.
+TEST_F(StandbyFrontTest, RefusesTheUiPathWithATrailingSlash) {
   ASSERT_NE(front_, nullptr);
   front_->setLeader(encodeLeaderRecord(kActive));
   auto r = httpRequest(httpAddress(), "GET", "/ui/");
