@@ -39,6 +39,49 @@ class CountingContainerManager final : public v1::ContainerManager::Service {
   std::atomic<int> active_{0}, max_active_{0};
 };
 
+// Answers every StartContainers as a node manager that cannot run the
+// container (a failed entry with its code and message), or, with `error`,
+// fails the call itself.
+class RefusingContainerManager final : public v1::ContainerManager::Service {
+ public:
+  explicit RefusingContainerManager(bool error = false) : error_(error) {}
+  grpc::Status StartContainers(grpc::ServerContext*, const v1::StartContainersRequest* req,
+                               v1::StartContainersResponse* resp) override {
+    calls_++;
+    if (error_)
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
+    for (const auto& r : req->requests()) {
+      auto* f = resp->add_failed();
+      f->set_container_id(r.container().container_id());
+      f->set_code("PERMISSION_DENIED");
+      f->set_message("container token: expired");
+    }
+    return grpc::Status::OK;
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  const bool error_;
+  std::atomic<int> calls_{0};
+};
+
+// Serves `service` on 127.0.0.1:0 for the scope of the object.
+class Served {
+ public:
+  explicit Served(grpc::Service* service) {
+    grpc::ServerBuilder sb;
+    sb.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    sb.RegisterService(service);
+    server_ = sb.BuildAndStart();
+  }
+  ~Served() { server_->Shutdown(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
 // Listens and never accepts: connections complete in the backlog, unanswered.
 class SilentListener {
  public:
@@ -154,6 +197,58 @@ TEST_F(AmLauncherTest, SilentNodeLaunchFailsAtItsDeadline) {
   ASSERT_TRUE(out_.waitFor(1, 5s));
   std::lock_guard<std::mutex> lk(out_.mu);
   EXPECT_NE(out_.by_container.at("d0").find("cannot reach node dead"), std::string::npos);
+}
+
+// A node that refuses the container: the error names the node and carries
+// the NM's code and message (the RM's diagnostic for the app is built from it).
+TEST_F(AmLauncherTest, RefusedLaunchNamesTheNodeAndTheReason) {
+  RefusingContainerManager refusing;
+  Served nm(&refusing);
+  AmLauncher launcher(AmLauncherOptions{}, record());
+  launcher.start();
+  launcher.submit(launch("n7", nm.address(), "r0"));
+  ASSERT_TRUE(out_.waitFor(1, 5s));
+  std::lock_guard<std::mutex> lk(out_.mu);
+  const std::string& error = out_.by_container.at("r0");
+  EXPECT_NE(error.find("PERMISSION_DENIED: container token: expired"), std::string::npos) << error;
+  EXPECT_NE(error.find("node n7"), std::string::npos) << "which node refused? " << error;
+}
+
+// A node that answers the call with an error: the error names the node, its
+// address and the NM's message.
+TEST_F(AmLauncherTest, NmErrorNamesTheNodeAndItsMessage) {
+  RefusingContainerManager failing(/*error=*/true);
+  Served nm(&failing);
+  AmLauncher launcher(AmLauncherOptions{}, record());
+  launcher.start();
+  launcher.submit(launch("n7", nm.address(), "e0"));
+  ASSERT_TRUE(out_.waitFor(1, 5s));
+  std::lock_guard<std::mutex> lk(out_.mu);
+  const std::string& error = out_.by_container.at("e0");
+  EXPECT_NE(error.find("node n7 at " + nm.address()), std::string::npos) << error;
+  EXPECT_NE(error.find("node not registered with the RM yet"), std::string::npos) << error;
+}
+
+// Failed launches give their node's slot back: with one slot per node, every
+// queued launch of a refusing node is tried in turn and reported, and
+// nothing stays in flight or queued.
+TEST_F(AmLauncherTest, FailedLaunchesFreeTheirSlots) {
+  RefusingContainerManager refusing;
+  Served nm(&refusing);
+  AmLauncherOptions o;
+  o.per_node_in_flight = 1;
+  o.max_in_flight = 1;
+  AmLauncher launcher(o, record());
+  launcher.start();
+  for (int i = 0; i < 5; i++) launcher.submit(launch("n7", nm.address(), "f" + std::to_string(i)));
+  launcher.submit(launch("good", cmAddress(), "g0"));
+  ASSERT_TRUE(out_.waitFor(6, 10s));
+  EXPECT_EQ(refusing.calls(), 5);
+  EXPECT_EQ(launcher.inFlight(), 0);
+  EXPECT_EQ(launcher.queued(), 0u);
+  std::lock_guard<std::mutex> lk(out_.mu);
+  for (int i = 0; i < 5; i++) EXPECT_FALSE(out_.by_container.at("f" + std::to_string(i)).empty());
+  EXPECT_EQ(out_.by_container.at("g0"), "") << "the answering node's launch started";
 }
 
 }  // namespace

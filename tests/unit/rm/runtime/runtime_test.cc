@@ -1,11 +1,22 @@
 // RmRuntime scheduling with its real collaborators (RmCore, AppManager over
 // SQLite) and the virtual clock; NMs and AMs are played by direct calls with
-// the wire messages. No AM is actually launched (the launcher is not started).
+// the wire messages. No AM is actually launched (the launcher is not
+// started), except in RuntimeAmLaunchTest at the end: there the runtime runs
+// and launches AMs over gRPC on a scripted in-process ContainerManager.
 #include "rm/runtime/runtime.h"
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "common/wire.h"
 
@@ -37,10 +48,12 @@ class RuntimeTest : public ::testing::Test {
         ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
         [this](const ReservationId&, TimePoint) { return guarantee_; });
   }
-  void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {}) {
+  // `address`: the node's ContainerManager (nothing listens at the default).
+  void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {},
+               const std::string& address = "127.0.0.1:1") {
     v1::RegisterNodeRequest r;
     r.set_node_id(id);
-    r.set_container_manager_address("127.0.0.1:1");
+    r.set_container_manager_address(address);
     toProto(Resource(1024 * vcores, vcores), r.mutable_total());
     for (const auto& [k, v] : attrs) {
       auto* a = r.add_attributes();
@@ -50,7 +63,7 @@ class RuntimeTest : public ::testing::Test {
     NodeInfo info;
     info.id = NodeId(id);
     info.total = Resource(1024 * vcores, vcores);
-    info.container_manager_address = "127.0.0.1:1";
+    info.container_manager_address = address;
     Status st = core_->registerNode(info);
     ASSERT_TRUE(st.isOk()) << st.toString();
     rt_->onNodeRegistered(r);
@@ -664,6 +677,376 @@ TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
   EXPECT_EQ(running(a), 3) << "running containers stay; the NM kills if it must";
   harvestBeat(Resource(8192, 8));
   EXPECT_EQ(running(a), 8);
+}
+
+}  // namespace
+}  // namespace morpheus::rm
+
+namespace morpheus::rm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A node manager's ContainerManager answering StartContainers as scripted,
+// one answer per call in order (then `fallback`): start the container,
+// refuse it (a failed entry, as the NM's token and launch checks give), fail
+// the call, or hold the call until released (or cancelled) and then start or
+// refuse it.
+class ScriptedNm final : public v1::ContainerManager::Service {
+ public:
+  enum class Answer { kStart, kRefuse, kError, kHoldThenStart, kHoldThenRefuse };
+
+  grpc::Status StartContainers(grpc::ServerContext* ctx, const v1::StartContainersRequest* req,
+                               v1::StartContainersResponse* resp) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    calls_.push_back(req->requests(0).container().container_id());
+    cv_.notify_all();
+    Answer a = next();
+    if (a == Answer::kHoldThenStart || a == Answer::kHoldThenRefuse) {
+      while (!released_ && !ctx->IsCancelled()) cv_.wait_for(lk, 10ms);
+      released_ = false;
+      a = a == Answer::kHoldThenStart ? Answer::kStart : Answer::kRefuse;
+    }
+    lk.unlock();
+    for (const auto& r : req->requests()) {
+      const std::string& id = r.container().container_id();
+      switch (a) {
+        case Answer::kStart:
+        case Answer::kHoldThenStart:
+          resp->add_started(id);
+          break;
+        case Answer::kRefuse:
+        case Answer::kHoldThenRefuse: {
+          auto* f = resp->add_failed();
+          f->set_container_id(id);
+          f->set_code("FAILED_PRECONDITION");
+          f->set_message("cannot execute /opt/am/run: No such file or directory");
+          break;
+        }
+        case Answer::kError:
+          return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  void script(std::vector<Answer> answers, Answer fallback = Answer::kStart) {
+    std::lock_guard<std::mutex> lk(mu_);
+    answers_.assign(answers.begin(), answers.end());
+    fallback_ = fallback;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  // Waits until `n` calls arrived; their container ids.
+  std::vector<std::string> waitCalls(size_t n, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, timeout, [&] { return calls_.size() >= n; });
+    return calls_;
+  }
+
+ private:
+  Answer next() {  // REQUIRES(mu_)
+    if (answers_.empty()) return fallback_;
+    Answer a = answers_.front();
+    answers_.pop_front();
+    return a;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Answer> answers_;  // GUARDED_BY(mu_)
+  Answer fallback_ = Answer::kStart;
+  bool released_ = false;           // GUARDED_BY(mu_)
+  std::vector<std::string> calls_;  // GUARDED_BY(mu_)
+};
+
+// The AM launch failure path (runtime.cc onLaunched, am_launcher.cc): the
+// runtime runs, its AmLauncher calls the scripted NM over gRPC on loopback.
+class RuntimeAmLaunchTest : public RuntimeTest {
+ protected:
+  void SetUp() override {
+    RuntimeTest::SetUp();
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &nm_port_);
+    b.RegisterService(&nm_);
+    nm_server_ = b.BuildAndStart();
+    ASSERT_GT(nm_port_, 0);
+    rt_->start();
+  }
+  void TearDown() override {
+    nm_.release();
+    rt_->stop();  // cancels launches in flight
+    nm_server_->Shutdown();
+  }
+  std::string nmAddress() const { return "127.0.0.1:" + std::to_string(nm_port_); }
+  // Alice's app in root.a (or bound to `reservation`) with an AM of 1 GiB / 1
+  // vcore and `attempts` AM attempts.
+  AppId submit(int attempts, const std::string& reservation = "") {
+    AppSpec s;
+    s.name = "etl";
+    s.user = UserId("alice");
+    s.queue = reservation.empty() ? "root.a" : "";
+    s.reservation = ReservationId(reservation);
+    s.am_resource = Resource(1024, 1);
+    v1::ContainerLaunchContext lc;
+    lc.set_command("/opt/am/run");
+    s.am_launch_context = lc.SerializeAsString();
+    s.max_attempts = attempts;
+    auto rec = apps_->submit(s, [](const BindTarget&) { return Status::ok(); });
+    EXPECT_TRUE(rec.isOk()) << rec.status().toString();
+    return rec.isOk() ? rec->id : AppId("");
+  }
+  // Waits (real time: the launch completes on the launcher's thread) until
+  // `done` holds for the app's record; returns the record.
+  AppRecord waitApp(const AppId& id, const std::function<bool(const AppRecord&)>& done) {
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until) {
+      auto rec = apps_->get(id);
+      if (rec.isOk() && done(*rec)) return *rec;
+      std::this_thread::sleep_for(5ms);
+    }
+    ADD_FAILURE() << "app " << id.value() << " did not get there in 10 s";
+    return *apps_->get(id);
+  }
+  std::string amContainer(const AppId& id, int attempt) const {
+    return id.value() + "_" + std::to_string(toEpochMs(clock_.now())) + "_am" +
+           std::to_string(attempt);
+  }
+  // The scheduler core's view of a queue (ad-hoc path or reservation id).
+  std::optional<sched::QueueView> queue(const std::string& name) const {
+    for (const auto& q : rt_->queues()) {
+      const std::string n =
+          q.ref.isReservation() ? q.ref.reservationId().value() : q.ref.adhocPath();
+      if (n == name) return q;
+    }
+    return std::nullopt;
+  }
+  // Nothing of `app` is accounted anywhere: no container, no usage in the
+  // app, its queue or on node n1 (whose whole capacity an app can take).
+  void expectNothingHeld(const AppId& app) {
+    int32_t n = -1;
+    Resource used(1, 1);
+    rt_->usage(app, &n, &used);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(used, Resource());
+    auto a = queue("root.a");
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->used, Resource());
+    EXPECT_EQ(a->apps, 0) << "the failed app left the scheduler";
+    EXPECT_TRUE(rt_->pendingReasons(app).empty());
+  }
+
+  ScriptedNm nm_;
+  std::unique_ptr<grpc::Server> nm_server_;
+  int nm_port_ = 0;
+};
+
+// The NM refuses the AM container (its launch command cannot run): with one
+// attempt the app ends FAILED, the diagnostic names the node and the NM's
+// reason, and nothing of it stays accounted — the node's whole capacity
+// goes to the next app.
+TEST_F(RuntimeAmLaunchTest, RefusedLaunchFailsTheAppNamingNodeAndCause) {
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kHoldThenRefuse});
+  AppId app = submit(1);
+  heartbeat("n1");
+  ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
+  // While the NM considers it, the AM container is accounted everywhere.
+  EXPECT_EQ(running(app), 1);
+  EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
+  EXPECT_EQ(queue("root.a")->apps, 1);
+  nm_.release();
+  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  EXPECT_EQ(rec.state, AppState::kFailed);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_NE(rec.diagnostics.find("attempt 1: AM launch failed: "), std::string::npos)
+      << rec.diagnostics;
+  EXPECT_NE(rec.diagnostics.find("FAILED_PRECONDITION: cannot execute /opt/am/run"),
+            std::string::npos)
+      << rec.diagnostics;
+  EXPECT_NE(rec.diagnostics.find("node n1"), std::string::npos)
+      << "the diagnostic does not say which node refused: " << rec.diagnostics;
+  EXPECT_NE(rec.diagnostics.find("(no attempts left of 1)"), std::string::npos) << rec.diagnostics;
+  EXPECT_EQ(nm_.waitCalls(1), std::vector<std::string>{amContainer(app, 1)});
+  expectNothingHeld(app);
+  EXPECT_DOUBLE_EQ(metrics_.counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
+
+  AppSpec big;
+  big.name = "big";
+  big.user = UserId("bob");
+  big.queue = "root.a";
+  big.am_resource = Resource(4096, 4);
+  v1::ContainerLaunchContext lc;
+  lc.set_command("/opt/am/run");
+  big.am_launch_context = lc.SerializeAsString();
+  AppId next = apps_->submit(big, [](const BindTarget&) { return Status::ok(); })->id;
+  heartbeat("n1");
+  EXPECT_EQ(waitApp(next, [](const AppRecord& r) { return r.state != AppState::kSubmitted; }).state,
+            AppState::kRunning)
+      << "the failed AM still holds part of n1";
+}
+
+// A refused first attempt is retried while attempts remain: the app goes
+// back to SUBMITTED with attempt 1's diagnostic, the next heartbeat places
+// attempt 2, which the NM starts; one AM container is accounted, not two.
+TEST_F(RuntimeAmLaunchTest, RefusedLaunchIsRetriedWhileAttemptsRemain) {
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kRefuse}, ScriptedNm::Answer::kStart);
+  AppId app = submit(2);
+  heartbeat("n1");
+  AppRecord retry = waitApp(app, [](const AppRecord& r) { return !r.diagnostics.empty(); });
+  EXPECT_EQ(retry.state, AppState::kSubmitted);
+  EXPECT_EQ(retry.attempt, 1);
+  EXPECT_EQ(retry.diagnostics.rfind("attempt 1: AM launch failed: ", 0), 0u) << retry.diagnostics;
+  EXPECT_EQ(running(app), 0);
+  heartbeat("n1");
+  EXPECT_EQ(nm_.waitCalls(2), (std::vector<std::string>{amContainer(app, 1), amContainer(app, 2)}));
+  AppRecord rec = apps_->get(app).value();
+  EXPECT_EQ(rec.state, AppState::kRunning);
+  EXPECT_EQ(rec.attempt, 2);
+  EXPECT_EQ(rec.am_container.value(), amContainer(app, 2));
+  EXPECT_EQ(running(app), 1);
+  EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
+}
+
+// An NM nothing listens at: the attempt fails naming the node and its
+// address (the gRPC error), and the app ends FAILED holding nothing.
+TEST_F(RuntimeAmLaunchTest, UnreachableNodeFailsTheAttemptNamingIt) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // bound, never listening
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string dead = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  addNode("n1", 4, {}, dead);
+  AppId app = submit(1);
+  heartbeat("n1");
+  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  ::close(fd);
+  EXPECT_EQ(rec.state, AppState::kFailed);
+  EXPECT_NE(rec.diagnostics.find("AM launch failed: cannot reach node n1 at " + dead),
+            std::string::npos)
+      << rec.diagnostics;
+  expectNothingHeld(app);
+}
+
+// The NM answers the call with an error (it has not registered with this RM
+// yet): the attempt fails with the NM's message, naming the node.
+TEST_F(RuntimeAmLaunchTest, NmErrorFailsTheAttemptWithItsMessage) {
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kError});
+  AppId app = submit(1);
+  heartbeat("n1");
+  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  EXPECT_EQ(rec.state, AppState::kFailed);
+  EXPECT_NE(rec.diagnostics.find("node n1"), std::string::npos) << rec.diagnostics;
+  EXPECT_NE(rec.diagnostics.find("node not registered with the RM yet"), std::string::npos)
+      << rec.diagnostics;
+  expectNothingHeld(app);
+}
+
+// The node is lost while the AM's launch call is still in flight: the loss
+// ends attempt 1 ("node n1 lost") and frees its accounting; attempt 2 runs
+// on n2. When n1's call finally fails, that late failure of attempt 1
+// neither ends attempt 2 nor counts as another failed attempt.
+TEST_F(RuntimeAmLaunchTest, NodeLostBeforeTheAmStartsEndsOnlyThatAttempt) {
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kHoldThenRefuse}, ScriptedNm::Answer::kStart);
+  AppId app = submit(2);
+  heartbeat("n1");
+  ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
+  rt_->onNodeLost(NodeId("n1"));  // as the core's liveness check reports it
+  AppRecord retry = apps_->get(app).value();
+  EXPECT_EQ(retry.state, AppState::kSubmitted);
+  EXPECT_EQ(retry.attempt, 1);
+  EXPECT_NE(retry.diagnostics.find("node n1 lost"), std::string::npos) << retry.diagnostics;
+  EXPECT_EQ(running(app), 0);
+  EXPECT_EQ(queue("root.a")->used, Resource());
+
+  addNode("n2", 4, {}, nmAddress());
+  heartbeat("n2");
+  EXPECT_EQ(apps_->get(app)->attempt, 2);
+  EXPECT_EQ(apps_->get(app)->am_node.value(), "n2");
+  nm_.release();  // n1's held call now ends refused
+  ASSERT_EQ(nm_.waitCalls(2).size(), 2u);
+  // The launcher reports n1's failure on its own thread: give it time to.
+  auto until = std::chrono::steady_clock::now() + 2s;
+  while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+  AppRecord rec = apps_->get(app).value();
+  EXPECT_EQ(rec.state, AppState::kRunning);
+  EXPECT_EQ(rec.attempt, 2);
+  EXPECT_EQ(rec.am_container.value(), amContainer(app, 2));
+  EXPECT_EQ(running(app), 1);
+  EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
+  EXPECT_DOUBLE_EQ(metrics_.counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
+}
+
+// A launch the RM gave up on (its deadline passed) that the NM started after
+// all: the attempt failed, and when the NM reports the container running the
+// RM tells it to kill it, so no AM of a failed attempt keeps running.
+TEST_F(RuntimeAmLaunchTest, AmStartedAfterTheLaunchTimedOutIsKilled) {
+  // A runtime whose launches time out after 300 ms.
+  rt_->stop();
+  rt_.reset();
+  RuntimeOptions ro;
+  ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
+  ro.launch.timeout = Millis(300);
+  rt_ = std::make_unique<RmRuntime>(
+      ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
+      [this](const ReservationId&, TimePoint) { return guarantee_; });
+  rt_->start();
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kHoldThenStart});
+  AppId app = submit(1);
+  heartbeat("n1");
+  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  EXPECT_EQ(rec.state, AppState::kFailed);
+  EXPECT_NE(rec.diagnostics.find("cannot reach node n1"), std::string::npos) << rec.diagnostics;
+  expectNothingHeld(app);
+  nm_.release();  // the NM starts it after all
+
+  v1::ContainerStatus st;
+  st.set_container_id(amContainer(app, 1));
+  st.set_state(v1::CONTAINER_RUNNING);
+  toProto(Resource(1024, 1), st.mutable_resource());
+  auto resp = heartbeat("n1", {st});
+  EXPECT_EQ(
+      std::vector<std::string>(resp.containers_to_kill().begin(), resp.containers_to_kill().end()),
+      std::vector<std::string>{amContainer(app, 1)});
+  expectNothingHeld(app);
+}
+
+// An app bound to a reservation whose AM cannot launch: once it failed, the
+// reservation's queue holds nothing of it and its demand is gone.
+TEST_F(RuntimeAmLaunchTest, FailedReservedAppLeavesNothingInItsReservation) {
+  guarantee_ = Resource(2048, 2);
+  addNode("n1", 4, {}, nmAddress());
+  nm_.script({ScriptedNm::Answer::kHoldThenRefuse});
+  AppId app = submit(1, "r1");
+  heartbeat("n1");
+  ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
+  // While the NM considers it, the AM is the reservation's demand and usage.
+  ASSERT_TRUE(queue("r1").has_value());
+  EXPECT_EQ(queue("r1")->used, Resource(1024, 1));
+  EXPECT_EQ(queue("r1")->apps, 1);
+  EXPECT_EQ(rt_->reservationDemand().count(ReservationId("r1")), 1u);
+  nm_.release();
+  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  EXPECT_EQ(rec.state, AppState::kFailed);
+  EXPECT_EQ(rec.reservation.value(), "r1");
+  int32_t n = -1;
+  Resource used(1, 1);
+  rt_->usage(app, &n, &used);
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(used, Resource());
+  auto r1 = queue("r1");
+  EXPECT_TRUE(!r1.has_value() || (r1->used == Resource() && r1->apps == 0))
+      << "reservation r1 still holds " << r1->used.toString() << ", " << r1->apps << " app(s)";
+  EXPECT_EQ(rt_->reservationDemand().count(ReservationId("r1")), 0u);
 }
 
 }  // namespace
