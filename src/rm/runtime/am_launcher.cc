@@ -136,7 +136,11 @@ void AmLauncher::finish(std::unique_ptr<Call> call) {
     error = "cannot reach node " + l.node.value() + " at " + l.node_address + ": " +
             call->status.error_message();
   } else if (call->response.failed_size() > 0) {
-    error = call->response.failed(0).code() + ": " + call->response.failed(0).message();
+    // The NM's refusal, with the node it came from (the app's diagnostic is
+    // built from this and names no node otherwise).
+    error = "node " + l.node.value() + " at " + l.node_address +
+            " refused it: " + call->response.failed(0).code() + ": " +
+            call->response.failed(0).message();
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
