@@ -1,0 +1,913 @@
+// morpheusctl's command tree (cli.h: the very code the binary runs) driven in
+// process against the real RM services (RmCore, AppManager,
+// ReservationManager, RmRuntime, ClientServiceImpl, ReservationServiceImpl,
+// wired as src/rm/main.cc wires them, on SQLite in memory) and the real
+// inference service (InferenceCore over SQLite, submitting accepted SLOs to
+// that RM), both served on 127.0.0.1:0 in this process with bearer-token
+// authentication. One virtual clock drives both, so the state is known to
+// the millisecond; nodes and heartbeats are direct calls, no AM is launched
+// (the runtime is not started).
+//
+// Checked: the tables (row by row, column by column) and --json output for
+// that state, exit codes (0; 1 for a failed call; 2 for bad usage or input),
+// and the errors: RM or inference unreachable, a refused token, bad
+// arguments whose message names the flag or field as the user wrote it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "common/auth.h"
+#include "common/config.h"
+#include "common/wire.h"
+#include "inference/service/inference_core.h"
+#include "inference/service/service.h"
+#include "rm/core/access.h"
+#include "rm/core/app_manager.h"
+#include "rm/core/reservation_manager.h"
+#include "rm/core/rm_core.h"
+#include "rm/core/rm_options.h"
+#include "rm/grpc/reservation_service.h"
+#include "rm/grpc/services.h"
+#include "rm/runtime/runtime.h"
+#include "store/provenance/provenance_store.h"
+#include "store/state/state_store.h"
+
+namespace morpheus::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int64_t kMin = 60000, kHour = 60 * kMin, kDay = 24 * kHour;
+// The clock of both services: day 400 since the epoch, 00:00 UTC.
+const TimePoint kNow = fromEpochMs(400 * kDay);
+
+// What one morpheusctl run printed and returned.
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string readAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the command tree with argv[0] "morpheusctl" over `ctx`, its stdout and
+// stderr (file descriptors 1 and 2: printf, iostreams and CLI11 alike)
+// captured in files.
+CliRun runCli(CliContext ctx, const std::vector<std::string>& args) {
+  static int seq = 0;
+  const fs::path dir = fs::temp_directory_path();
+  const fs::path out_path = dir / ("cli-out-" + std::to_string(seq));
+  const fs::path err_path = dir / ("cli-err-" + std::to_string(seq++));
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const int saved_out = ::dup(1), saved_err = ::dup(2);
+  const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  ::close(out_fd);
+  ::close(err_fd);
+  std::vector<const char*> argv{"morpheusctl"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  CliRun r;
+  r.code = runMorpheusctl(static_cast<int>(argv.size()), argv.data(), ctx);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_out);
+  ::close(saved_err);
+  r.out = readAll(out_path);
+  r.err = readAll(err_path);
+  fs::remove(out_path);
+  fs::remove(err_path);
+  return r;
+}
+
+std::string show(const CliRun& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout:\n" + r.out + "--- stderr:\n" + r.err;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// A table row as its whitespace-separated columns.
+std::vector<std::string> columns(const std::string& row) {
+  std::vector<std::string> out;
+  std::istringstream in(row);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// The row of a table whose first column is `key` (empty when none).
+std::vector<std::string> rowOf(const std::string& table, const std::string& key) {
+  for (const auto& l : lines(table)) {
+    auto c = columns(l);
+    if (!c.empty() && c[0] == key) return c;
+  }
+  return {};
+}
+
+json parseJson(const CliRun& r) {
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << show(r);
+  return j;
+}
+
+// A port nothing listens on: bound, never listening (so no other process
+// can take it while the test runs).
+class DeadPort {
+ public:
+  DeadPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~DeadPort() { ::close(fd_); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Bearer tokens of the RM and the inference service. "svc-token" is the
+// inference service's own (an RM admin: it submits reservations for owners).
+std::map<std::string, Principal> tokens() {
+  return {{"alice-token", {"alice", false}},
+          {"bob-token", {"bob", false}},
+          {"root-token", {"root", true}},
+          {"svc-token", {"inference", true}}};
+}
+
+// The RM as src/rm/main.cc wires it (queues root.a weight 3 and
+// root.default), serving ClientService and ReservationService.
+class InProcessRm {
+ public:
+  explicit InProcessRm(VirtualClock& clock) : clock_(clock) {
+    ConfigSchema schema("morpheus-rm");
+    rm::declareRmOptions(schema, &opts_);  // the daemon's defaults
+    store_ = std::move(store::openStateStore("sqlite", ":memory:")).value();
+    core_ = std::make_unique<rm::RmCore>(opts_, clock_, metrics_, "cli-test-secret");
+    rm::ReservationManagerOptions rmo;
+    rmo.reservable_queues = {"default"};
+    reservations_ = std::make_unique<rm::ReservationManager>(
+        rmo, std::move(planner::Planner::create(opts_.planner, Resource())).value(), *store_,
+        clock_, metrics_);
+    EXPECT_TRUE(reservations_->recover().isOk());
+    core_->setCapacityListener([this](const Resource& live, bool allow_drop) {
+      reservations_->onCapacity(live, allow_drop);
+    });
+    rm::AppManagerOptions amo;
+    amo.queues = {"root.a", "root.default"};
+    apps_ = std::make_unique<rm::AppManager>(
+        amo, *store_, clock_, metrics_, core_->signer(),
+        [this](const JobKey& k) { return rm::bindTargets(*reservations_, k); },
+        [this](const ReservationId& r) { return rm::bindTarget(*reservations_, r); });
+    EXPECT_TRUE(apps_->recover().isOk());
+    rm::RuntimeOptions rto;
+    rto.telemetry_step = opts_.planner.step;
+    rto.queue_weights = {{"root.a", 3}, {"root.default", 1}};
+    runtime_ = std::make_unique<rm::RmRuntime>(
+        rto, *core_, *apps_, clock_, metrics_, nullptr,
+        [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
+        [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
+    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
+    runtime_->setStore(store_.get());
+    client_ = std::make_unique<rm::ClientServiceImpl>(*core_, access_, apps_.get(), runtime_.get());
+    client_->setQueueSources(reservations_.get(), &clock_);
+    reservation_service_ = std::make_unique<rm::ReservationServiceImpl>(*reservations_, access_);
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(client_.get());
+    b.RegisterService(reservation_service_.get());
+    server_ = b.BuildAndStart();
+    EXPECT_GT(port_, 0);
+  }
+  ~InProcessRm() {
+    server_->Shutdown();
+    core_->setNodeLostListener(nullptr);
+    core_->setCapacityListener(nullptr);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Registers a node with the core and the runtime, as the NM's RegisterNode does.
+  void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {}) {
+    rm::NodeInfo info;
+    info.id = NodeId(id);
+    info.total = Resource(1024 * vcores, vcores);
+    info.container_manager_address = "127.0.0.1:1";
+    info.attributes = attrs;
+    ASSERT_TRUE(core_->registerNode(info).isOk());
+    v1::RegisterNodeRequest r;
+    r.set_node_id(id);
+    r.set_container_manager_address(info.container_manager_address);
+    toProto(info.total, r.mutable_total());
+    for (const auto& [k, v] : attrs) {
+      auto* a = r.add_attributes();
+      a->set_key(k);
+      a->set_value(v);
+    }
+    runtime_->onNodeRegistered(r);
+  }
+  // One NM heartbeat: liveness and usage to the core, then the runtime's
+  // scheduling (places AM containers of submitted apps).
+  void heartbeat(const std::string& id, const Resource& used = Resource(), int containers = 0) {
+    ASSERT_TRUE(core_->nodeHeartbeat(NodeId(id), ++seq_, used, 0, 0, containers).isOk());
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id(id);
+    v1::NodeHeartbeatResponse resp;
+    runtime_->onNodeHeartbeat(req, &resp);
+  }
+  rm::RmCore& core() { return *core_; }
+  rm::AppManager& apps() { return *apps_; }
+  // The container id the runtime gives attempt `attempt` of `app`'s AM.
+  std::string amContainer(const std::string& app, int attempt) const {
+    return app + "_" + std::to_string(toEpochMs(kNow)) + "_am" + std::to_string(attempt);
+  }
+
+ private:
+  VirtualClock& clock_;
+  MetricsRegistry metrics_;
+  rm::RmOptions opts_;
+  const Authenticator auth_{tokens(), /*open=*/false};
+  const rm::RmAccess access_{auth_, {}, rm::QueueAcls()};
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<rm::RmCore> core_;
+  std::unique_ptr<rm::ReservationManager> reservations_;
+  std::unique_ptr<rm::AppManager> apps_;
+  std::unique_ptr<rm::RmRuntime> runtime_;
+  std::unique_ptr<rm::ClientServiceImpl> client_;
+  std::unique_ptr<rm::ReservationServiceImpl> reservation_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  int64_t seq_ = 0;
+};
+
+// morpheus-inference as src/inference/main.cc wires it (default options),
+// submitting accepted SLOs to `rm_address` with the service's admin token.
+class InProcessInference {
+ public:
+  InProcessInference(VirtualClock& clock, const std::string& rm_address)
+      : rm_(rm_address, TlsOptions(), "svc-token") {
+    path_ = (fs::temp_directory_path() / "provenance.db").string();
+    store_ = std::move(store::openProvenanceStore("sqlite", path_)).value();
+    core_ = std::make_unique<inference::InferenceCore>(opts_, *store_, rm_, clock, metrics_);
+    service_ = std::make_unique<inference::InferenceServiceImpl>(*core_, auth_, opts_);
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    EXPECT_GT(port_, 0);
+  }
+  ~InProcessInference() {
+    server_->Shutdown();
+    service_.reset();
+    core_.reset();
+    store_.reset();
+    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) fs::remove(path_ + suffix);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string path_;
+  inference::InferenceCoreOptions opts_;
+  MetricsRegistry metrics_;
+  inference::RmReservationClient rm_;
+  const Authenticator auth_{tokens(), /*open=*/false};
+  std::unique_ptr<store::ProvenanceStore> store_;
+  std::unique_ptr<inference::InferenceCore> core_;
+  std::unique_ptr<inference::InferenceServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The services log through spdlog to stdout, which the runs capture.
+    spdlog::set_level(spdlog::level::off);
+  }
+  void SetUp() override {
+    rm_ = std::make_unique<InProcessRm>(clock_);
+    inference_ = std::make_unique<InProcessInference>(clock_, rm_->address());
+    // `app submit` needs an executable morpheus-dag-am; it is never started here.
+    dag_am_ = write("morpheus-dag-am", "#!/bin/sh\nexit 0\n");
+    ::chmod(dag_am_.c_str(), 0755);
+    ::setenv("MORPHEUS_DAG_AM", dag_am_.c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("MORPHEUS_DAG_AM");
+    inference_.reset();
+    rm_.reset();
+  }
+  // A run as `token`'s user (--token; "" = none), as main() would start it
+  // with MORPHEUS_RM and MORPHEUS_INFERENCE set.
+  CliRun ctl(const std::vector<std::string>& args, const std::string& token = "alice-token") {
+    CliContext ctx;
+    ctx.rm_address = rm_->address();
+    ctx.rm_http_address = "127.0.0.1:1";
+    ctx.inference_address = inference_->address();
+    std::vector<std::string> all;
+    if (!token.empty()) all = {"--token", token};
+    all.insert(all.end(), args.begin(), args.end());
+    return runCli(ctx, all);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path p = fs::temp_directory_path() / name;
+    std::ofstream(p) << text;
+    ::chmod(p.c_str(), 0600);
+    return p.string();
+  }
+  std::string jobFile() {
+    return write("etl.yaml",
+                 "name: etl\n"
+                 "stages:\n"
+                 "  - name: extract\n"
+                 "    tasks: 2\n"
+                 "    command: \"true\"\n");
+  }
+  // Submits the job as alice to `queue`; returns the application id.
+  std::string submitApp(const std::string& queue = "root.a") {
+    CliRun r = ctl({"app", "submit", jobFile(), "--queue", queue});
+    EXPECT_EQ(r.code, 0) << show(r);
+    auto l = lines(r.out);
+    EXPECT_EQ(l.size(), 1u) << show(r);
+    return l.empty() ? "" : l[0];
+  }
+  // A YARN reservation document: 2 containers of 1 GiB / 1 vcore for one
+  // hour, in the window [now + 1 h, now + 4 h).
+  std::string reservationFile(const std::string& id, int containers = 2) {
+    json def = {
+        {"arrival", toEpochMs(kNow) + kHour},
+        {"deadline", toEpochMs(kNow) + 4 * kHour},
+        {"reservation-name", "nightly"},
+        {"reservation-requests",
+         {{"reservation-request-interpreter", 1},
+          {"reservation-request", json::array({{{"capability", {{"memory", 1024}, {"vCores", 1}}},
+                                                {"num-containers", containers},
+                                                {"min-concurrency", 1},
+                                                {"duration", kHour}}})}}}};
+    json doc = {{"queue", "default"}, {"reservation-definition", def}};
+    if (!id.empty()) doc["reservation-id"] = id;
+    return write("reservation-" + id + ".json", doc.dump());
+  }
+
+  VirtualClock clock_{kNow};
+  std::unique_ptr<InProcessRm> rm_;
+  std::unique_ptr<InProcessInference> inference_;
+  std::string dag_am_;
+};
+
+// cluster status: one live node with usage and an attribute, one lost
+// (listed only with --include-lost), as a table and as JSON.
+TEST_F(CliTest, ClusterStatusTableAndJson) {
+  rm_->addNode("n1", 8, {{"zone", "a"}});
+  rm_->addNode("n2", 4);
+  clock_.advance(Millis(11000));  // past rm.node-expiry (10 s) for n2
+  rm_->heartbeat("n1", Resource(2048, 2), 2);
+  rm_->core().checkLiveness();
+
+  CliRun t = ctl({"cluster", "status"});
+  ASSERT_EQ(t.code, 0) << show(t);
+  auto l = lines(t.out);
+  ASSERT_EQ(l.size(), 3u) << show(t);
+  EXPECT_EQ(l[0], "RM " + rm_->address() +
+                      ": 1 live node(s), 1 lost; capacity memory 8192 MiB, vcores 8; used memory "
+                      "2048 MiB, vcores 2");
+  EXPECT_EQ(columns(l[1]),
+            (std::vector<std::string>{"NODE", "STATE", "MEMORY", "MiB", "(used/total)", "VCORES",
+                                      "CONTAINERS", "HARVEST", "CLASS", "ATTRIBUTES"}));
+  EXPECT_EQ(columns(l[2]),
+            (std::vector<std::string>{"n1", "RUNNING", "2048/8192", "2/8", "2", "-", "zone=a"}));
+  EXPECT_TRUE(t.err.empty()) << show(t);
+
+  CliRun j = ctl({"cluster", "status", "--include-lost", "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  json s = parseJson(j);
+  EXPECT_EQ(s["rm"], rm_->address());
+  EXPECT_EQ(s["live_nodes"], 1);
+  EXPECT_EQ(s["lost_nodes"], 1);
+  EXPECT_EQ(s["capacity"], json({{"memory_mib", 8192}, {"vcores", 8}}));
+  EXPECT_EQ(s["used"], json({{"memory_mib", 2048}, {"vcores", 2}}));
+  ASSERT_EQ(s["nodes"].size(), 2u) << s.dump(2);
+  std::map<std::string, json> by_id;
+  for (const auto& n : s["nodes"]) by_id[n["node_id"]] = n;
+  EXPECT_EQ(by_id["n1"]["state"], "RUNNING");
+  EXPECT_EQ(by_id["n1"]["containers"], 2);
+  EXPECT_EQ(by_id["n1"]["attributes"], json({{"zone", "a"}}));
+  EXPECT_EQ(by_id["n1"]["total"], json({{"memory_mib", 8192}, {"vcores", 8}}));
+  EXPECT_EQ(by_id["n1"]["last_heartbeat_ms"], toEpochMs(kNow) + 11000);
+  EXPECT_EQ(by_id["n2"]["state"], "LOST");
+  EXPECT_EQ(by_id["n2"]["total"], json({{"memory_mib", 4096}, {"vcores", 4}}));
+  EXPECT_EQ(s["harvest_classes"], json::array());
+}
+
+// app submit / status / list / kill through the RM: the submitted app waits
+// for its AM, runs once a heartbeat placed it, and ends KILLED with the
+// reason; another user may not kill it.
+TEST_F(CliTest, AppSubmitStatusListAndKill) {
+  rm_->addNode("n1", 8);
+  const std::string id = submitApp();
+  ASSERT_FALSE(id.empty());
+
+  CliRun s = ctl({"app", "status", id, "--json"});
+  ASSERT_EQ(s.code, 0) << show(s);
+  json a = parseJson(s);
+  EXPECT_EQ(a["application_id"], id);
+  EXPECT_EQ(a["name"], "etl");
+  EXPECT_EQ(a["user"], "alice");
+  EXPECT_EQ(a["queue"], "root.a");
+  EXPECT_EQ(a["state"], "SUBMITTED");
+  EXPECT_EQ(a["submit_ms"], toEpochMs(kNow));
+  EXPECT_EQ(a["am_attempt"], 0);
+  EXPECT_EQ(a["running_containers"], 0);
+
+  rm_->heartbeat("n1");  // places the AM (256 MiB, 1 vcore)
+  const std::string am = rm_->amContainer(id, 1);
+  CliRun t = ctl({"app", "status", id});
+  ASSERT_EQ(t.code, 0) << show(t);
+  EXPECT_EQ(t.out, "Application:   " + id +
+                       "\n"
+                       "Name:          etl\n"
+                       "User:          alice\n"
+                       "Queue:         root.a\n"
+                       "State:         RUNNING\n"
+                       "Progress:      0%\n"
+                       "Submitted:     1971-02-05T00:00:00Z\n"
+                       "Started:       1971-02-05T00:00:00Z\n"
+                       "Finished:      -\n"
+                       "Used:          memory 256 MiB, vcores 1, 1 container(s)\n"
+                       "AM:            attempt 1, container " +
+                       am + " on node n1\n");
+
+  const std::string other = submitApp("root.default");  // waits: no heartbeat since
+  CliRun l = ctl({"app", "list"});
+  ASSERT_EQ(l.code, 0) << show(l);
+  ASSERT_EQ(lines(l.out).size(), 3u) << show(l);
+  EXPECT_EQ(columns(lines(l.out)[0]),
+            (std::vector<std::string>{"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS",
+                                      "CONTAINERS"}));
+  EXPECT_EQ(rowOf(l.out, id),
+            (std::vector<std::string>{id, "etl", "alice", "root.a", "RUNNING", "0%", "1"}));
+  EXPECT_EQ(rowOf(l.out, other), (std::vector<std::string>{other, "etl", "alice", "root.default",
+                                                           "SUBMITTED", "0%", "0"}));
+
+  CliRun running = ctl({"app", "list", "--state", "RUNNING", "--json"});
+  ASSERT_EQ(running.code, 0) << show(running);
+  json ra = parseJson(running);
+  ASSERT_EQ(ra.size(), 1u) << ra.dump(2);
+  EXPECT_EQ(ra[0]["application_id"], id);
+  EXPECT_EQ(ra[0]["am_node_id"], "n1");
+  EXPECT_EQ(ra[0]["am_container_id"], am);
+  EXPECT_EQ(ra[0]["used"], json({{"memory_mib", 256}, {"vcores", 1}}));
+  CliRun in_default = ctl({"app", "list", "--queue", "root.default", "--json"});
+  ASSERT_EQ(in_default.code, 0) << show(in_default);
+  ASSERT_EQ(parseJson(in_default).size(), 1u);
+  EXPECT_EQ(parseJson(in_default)[0]["application_id"], other);
+
+  // Bob is neither the owner nor an admin: refused, nothing changes.
+  CliRun bob = ctl({"app", "kill", id}, "bob-token");
+  EXPECT_EQ(bob.code, 1) << show(bob);
+  EXPECT_TRUE(bob.out.empty()) << show(bob);
+  EXPECT_EQ(bob.err.rfind("morpheusctl: PERMISSION_DENIED: RM at " + rm_->address() + ": ", 0), 0u)
+      << show(bob);
+  EXPECT_NE(bob.err.find("bob"), std::string::npos) << show(bob);
+  EXPECT_EQ(rm_->apps().get(AppId(id))->state, rm::AppState::kRunning);
+
+  CliRun k = ctl({"app", "kill", id, "--reason", "rerun tomorrow"});
+  ASSERT_EQ(k.code, 0) << show(k);
+  EXPECT_EQ(k.out, "kill requested for " + id + "\n");
+  json killed = parseJson(ctl({"app", "status", id, "--json"}));
+  EXPECT_EQ(killed["state"], "KILLED");
+  EXPECT_NE(killed["diagnostics"].get<std::string>().find("rerun tomorrow"), std::string::npos)
+      << killed.dump(2);
+  CliRun finals = ctl({"app", "list", "--state", "KILLED", "--state", "FAILED", "--json"});
+  ASSERT_EQ(finals.code, 0) << show(finals);
+  ASSERT_EQ(parseJson(finals).size(), 1u);
+  EXPECT_EQ(parseJson(finals)[0]["application_id"], id);
+
+  CliRun missing = ctl({"app", "status", "application_0_0"});
+  EXPECT_EQ(missing.code, 1) << show(missing);
+  EXPECT_EQ(missing.err.rfind("morpheusctl: NOT_FOUND: RM at " + rm_->address() + ": ", 0), 0u)
+      << show(missing);
+}
+
+// queue list: the ad-hoc leaves with their weights and what runs in them.
+TEST_F(CliTest, QueueListTableAndJson) {
+  rm_->addNode("n1", 8);
+  submitApp("root.a");
+  rm_->heartbeat("n1");
+  submitApp("root.a");  // waits for its AM
+
+  CliRun j = ctl({"queue", "list", "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  const json listed = parseJson(j);
+  std::map<std::string, json> by_name;
+  for (const auto& q : listed["queues"]) by_name[q["name"]] = q;
+  ASSERT_TRUE(by_name.count("root.a")) << j.out;
+  ASSERT_TRUE(by_name.count("root.default")) << j.out;
+  const json& a = by_name["root.a"];
+  EXPECT_DOUBLE_EQ(a["weight"].get<double>(), 3.0);
+  EXPECT_EQ(a["used"], json({{"memory_mib", 256}, {"vcores", 1}}));
+  EXPECT_EQ(a["running_apps"], 1);
+  EXPECT_EQ(a["pending_apps"], 1);
+  EXPECT_DOUBLE_EQ(by_name["root.default"]["weight"].get<double>(), 1.0);
+  EXPECT_EQ(by_name["root.default"]["used"], json({{"memory_mib", 0}, {"vcores", 0}}));
+  EXPECT_EQ(by_name["root.default"]["running_apps"], 0);
+
+  CliRun t = ctl({"queue", "list"});
+  ASSERT_EQ(t.code, 0) << show(t);
+  EXPECT_EQ(columns(lines(t.out)[0]),
+            (std::vector<std::string>{"QUEUE", "KIND", "WEIGHT", "GUARANTEED", "USED", "PENDING",
+                                      "RUNNING", "WAITING"}));
+  auto row = rowOf(t.out, "root.a");
+  ASSERT_EQ(row.size(), 8u) << t.out;
+  EXPECT_EQ(row[1], a["kind"]);
+  EXPECT_EQ(row[2], "3.00");
+  EXPECT_EQ(row[4], "256M/1c");
+  EXPECT_EQ(row[6], "1");
+  EXPECT_EQ(row[7], "1");
+}
+
+// reservation new / submit / list / show / delete and plan show: the
+// accepted reservation is in the plan at its allocation, and gone after the
+// delete.
+TEST_F(CliTest, ReservationLifecycleAndPlan) {
+  rm_->addNode("n1", 8);
+  CliRun n = ctl({"reservation", "new", "--json"});
+  ASSERT_EQ(n.code, 0) << show(n);
+  const std::string id = parseJson(n)["reservation-id"];
+  ASSERT_FALSE(id.empty());
+
+  CliRun s = ctl({"reservation", "submit", "--file", reservationFile(id), "--json"});
+  ASSERT_EQ(s.code, 0) << show(s);
+  json placed = parseJson(s);
+  EXPECT_EQ(placed["reservation-id"], id);
+  ASSERT_FALSE(placed["resource-allocations"].empty()) << placed.dump(2);
+  int64_t alloc_start = INT64_MAX, alloc_end = 0;
+  for (const auto& al : placed["resource-allocations"]) {
+    alloc_start = std::min(alloc_start, al["startTime"].get<int64_t>());
+    alloc_end = std::max(alloc_end, al["endTime"].get<int64_t>());
+  }
+  EXPECT_GE(alloc_start, toEpochMs(kNow) + kHour);
+  EXPECT_LE(alloc_end, toEpochMs(kNow) + 4 * kHour);
+
+  CliRun l = ctl({"reservation", "list"});
+  ASSERT_EQ(l.code, 0) << show(l);
+  EXPECT_EQ(columns(lines(l.out)[0]),
+            (std::vector<std::string>{"RESERVATION", "USER", "QUEUE", "PERIOD", "ARRIVAL",
+                                      "DEADLINE", "STATUS"}));
+  auto row = rowOf(l.out, id);
+  ASSERT_EQ(row.size(), 7u) << l.out;
+  EXPECT_EQ(row[1], "alice");
+  EXPECT_EQ(row[2], "default");
+  EXPECT_EQ(row[3], "one-off");
+  EXPECT_EQ(row[4], "1971-02-05T01:00:00Z");
+  EXPECT_EQ(row[5], "1971-02-05T04:00:00Z");
+
+  CliRun sh = ctl({"reservation", "show", id});
+  ASSERT_EQ(sh.code, 0) << show(sh);
+  auto sl = lines(sh.out);
+  ASSERT_GE(sl.size(), 4u) << show(sh);
+  EXPECT_EQ(sl[0], "reservation " + id + " (nightly)");
+  EXPECT_EQ(sl[2],
+            "  window 1971-02-05T01:00:00Z .. 1971-02-05T04:00:00Z, period one-off, 1 stage(s)");
+  EXPECT_EQ(sl[3], "  allocations (current instance):");
+  CliRun shj = ctl({"reservation", "show", id, "--json"});
+  ASSERT_EQ(shj.code, 0) << show(shj);
+  json listed = parseJson(shj)["reservations"];
+  ASSERT_EQ(listed.size(), 1u) << shj.out;
+  EXPECT_EQ(listed[0]["reservation-id"], id);
+  EXPECT_EQ(listed[0]["user"], "alice");
+
+  // Every plan step of the six hours holds exactly the allocations that
+  // cover it, as one-off load: two container-hours in all.
+  CliRun p = ctl({"plan", "show", "--from", std::to_string(toEpochMs(kNow)), "--to",
+                  std::to_string(toEpochMs(kNow) + 6 * kHour), "--json"});
+  ASSERT_EQ(p.code, 0) << show(p);
+  json plan = parseJson(p);
+  EXPECT_EQ(plan["reservations"], 1);
+  EXPECT_EQ(plan["step_ms"], kMin);
+  EXPECT_EQ(plan["capacity"], json({{"memory_mib", 8192}, {"vcores", 8}}));
+  ASSERT_EQ(plan["steps"].size(), 360u) << plan.dump();
+  int64_t vcore_steps = 0;
+  for (const auto& st : plan["steps"]) {
+    const int64_t t = st["start_ms"];
+    int64_t mem = 0, vcores = 0;
+    for (const auto& al : placed["resource-allocations"]) {
+      if (al["startTime"].get<int64_t>() <= t && t < al["endTime"].get<int64_t>()) {
+        mem += al["resource"]["memory"].get<int64_t>();
+        vcores += al["resource"]["vCores"].get<int64_t>();
+      }
+    }
+    EXPECT_EQ(st["one_off"], json({{"memory_mib", mem}, {"vcores", vcores}})) << st.dump();
+    EXPECT_EQ(st["periodic"], json({{"memory_mib", 0}, {"vcores", 0}})) << st.dump();
+    vcore_steps += st["one_off"]["vcores"].get<int64_t>();
+  }
+  EXPECT_EQ(vcore_steps, 2 * 60) << "2 containers for an hour, in 1 min steps";
+  CliRun chart = ctl({"plan", "show", "--from", std::to_string(toEpochMs(kNow)), "--to",
+                      std::to_string(toEpochMs(kNow) + 6 * kHour), "--width", "36"});
+  ASSERT_EQ(chart.code, 0) << show(chart);
+  EXPECT_EQ(lines(chart.out)[0],
+            "plan 1971-02-05T00:00:00Z .. 1971-02-05T06:00:00Z, step 1m, 1 reservation(s)");
+  EXPECT_NE(chart.out.find('+'), std::string::npos) << chart.out;  // the one-off load
+
+  CliRun bob = ctl({"reservation", "delete", id}, "bob-token");
+  EXPECT_EQ(bob.code, 1) << show(bob);
+  EXPECT_NE(bob.err.find("PERMISSION_DENIED"), std::string::npos) << show(bob);
+  CliRun d = ctl({"reservation", "delete", id});
+  ASSERT_EQ(d.code, 0) << show(d);
+  EXPECT_EQ(d.out, "reservation " + id + " deleted\n");
+  CliRun gone = ctl({"reservation", "show", id});
+  EXPECT_EQ(gone.code, 1) << show(gone);
+  EXPECT_NE(gone.err.find("NOT_FOUND"), std::string::npos) << show(gone);
+  CliRun empty = ctl({"reservation", "list", "--json"});
+  ASSERT_EQ(empty.code, 0) << show(empty);
+  EXPECT_TRUE(parseJson(empty)["reservations"].empty()) << empty.out;
+}
+
+// The RM's refusal of a reservation file names the field as the file spells
+// it (YARN JSON, as the REST edge reports it), not the wire API's name.
+TEST_F(CliTest, RefusedReservationNamesTheFileField) {
+  rm_->addNode("n1", 8);
+  CliRun r = ctl({"reservation", "submit", "--file", reservationFile("", 0)});
+  EXPECT_EQ(r.code, 2) << show(r);
+  EXPECT_NE(r.err.find("reservation-definition.reservation-requests.reservation-request[0]."
+                       "num-containers: "),
+            std::string::npos)
+      << show(r);
+  EXPECT_EQ(r.err.find("definition.stages"), std::string::npos) << show(r);
+}
+
+// Nothing listens at --rm: exit 1 naming the RM's address, after the call's
+// deadline, nothing on stdout.
+TEST_F(CliTest, RmUnreachableFailsNamingTheRm) {
+  DeadPort dead;
+  CliContext ctx;
+  ctx.rm_address = "127.0.0.1:1";  // --rm overrides it
+  CliRun r = runCli(ctx, {"--rm", dead.address(), "--token", "alice-token", "cluster", "status"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_TRUE(r.out.empty()) << show(r);
+  EXPECT_EQ(r.err.rfind("morpheusctl: UNAVAILABLE: RM at " + dead.address() + ": ", 0), 0u)
+      << show(r);
+}
+
+// A token the RM does not know, or none: exit 1 with the hint naming every
+// way to pass one; the same for the inference service.
+TEST_F(CliTest, RefusedTokenGetsTheHint) {
+  for (const std::string& token : {std::string("stolen-token"), std::string()}) {
+    CliRun r = ctl({"queue", "list"}, token);
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_TRUE(r.out.empty()) << show(r);
+    EXPECT_EQ(r.err.rfind("morpheusctl: RM at " + rm_->address() + " refused the credentials (", 0),
+              0u)
+        << show(r);
+    EXPECT_NE(r.err.find("): pass a valid token with --token, --token-file or MORPHEUS_TOKEN\n"),
+              std::string::npos)
+        << show(r);
+  }
+  // --token-file wins over --token.
+  const std::string file = write("alice.token", "\n  alice-token  \n");
+  CliRun f = ctl({"--token-file", file, "queue", "list", "--json"}, "stolen-token");
+  EXPECT_EQ(f.code, 0) << show(f);
+  CliRun inf = ctl({"slo", "list"}, "stolen-token");
+  EXPECT_EQ(inf.code, 1) << show(inf);
+  EXPECT_EQ(inf.err.rfind(
+                "morpheusctl: PERMISSION_DENIED: inference at " + inference_->address() + ": ", 0),
+            0u)
+      << show(inf);
+}
+
+// Bad arguments: exit 2 and one line naming the flag or file as typed;
+// nothing reaches the RM (no app, no reservation).
+TEST_F(CliTest, BadArgumentsNameTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;  // what the message must contain
+  };
+  const std::string job = jobFile();
+  const std::string missing = (fs::temp_directory_path() / "nope.json").string();
+  const std::vector<Case> cases = {
+      {{"app", "list", "--state", "DONE"},
+       "morpheusctl: INVALID_ARGUMENT: --state: 'DONE' is not one of SUBMITTED, RUNNING, "
+       "FINISHED, FAILED, KILLED"},
+      {{"plan", "show", "--from", "yesterday"},
+       "morpheusctl: INVALID_ARGUMENT: --from: 'yesterday' is not now, +DURATION, -DURATION or "
+       "epoch ms"},
+      {{"plan", "show", "--from", "+2h", "--to", "+1h"},
+       "morpheusctl: INVALID_ARGUMENT: --to: must be after --from"},
+      {{"plan", "show", "--width", "5"}, "--width"},
+      {{"reservation", "submit", "--file", missing},
+       "morpheusctl: INVALID_ARGUMENT: --file: cannot read '" + missing + "'"},
+      {{"app", "submit", job, "--queue", "root.a", "--reservation", "r1"}, "--reservation"},
+      {{"app", "submit", missing}, missing},
+      {{"app", "submit", job, "--priority", "high"}, "--priority"},
+      {{"--rm", "no-port-here", "cluster", "status"}, "morpheusctl: INVALID_ARGUMENT: --rm: "},
+      {{"--token-file", missing, "cluster", "status"},
+       "morpheusctl: INVALID_ARGUMENT: --token-file: "},
+      {{"--tls-cert", missing, "cluster", "status"}, "--tls-"},
+      {{"slo", "list", "--state", "open"}, "--state"},
+      {{"cluster", "status", "--verbose"}, "--verbose"},
+      {{"cluster"}, "subcommand"},
+  };
+  for (const auto& c : cases) {
+    CliRun r = ctl(c.args);
+    std::string cmd;
+    for (const auto& a : c.args) cmd += " " + a;
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << show(r);
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << cmd << "\n" << show(r);
+    EXPECT_TRUE(r.out.empty()) << cmd << "\n" << show(r);
+  }
+  EXPECT_TRUE(rm_->apps().list({}, "").empty());
+  CliRun res = ctl({"reservation", "list", "--json"});
+  EXPECT_TRUE(parseJson(res)["reservations"].empty()) << res.out;
+}
+
+// --help and --version exit 0 on stdout.
+TEST_F(CliTest, HelpAndVersionExitZero) {
+  CliRun h = ctl({"app", "submit", "--help"});
+  EXPECT_EQ(h.code, 0) << show(h);
+  EXPECT_NE(h.out.find("--max-am-attempts"), std::string::npos) << show(h);
+  CliRun v = ctl({"--version"});
+  EXPECT_EQ(v.code, 0) << show(v);
+  EXPECT_EQ(v.out.rfind("morpheusctl ", 0), 0u) << show(v);
+}
+
+// A daily job's history in JSON lines: run `k` of "etl" (day k) starts after
+// its input appears at 01:30, runs 30 min on 2 containers, and its output is
+// read an hour later.
+std::string etlHistory(int first_day, int last_day) {
+  std::string out;
+  for (int64_t k = first_day; k <= last_day; k++) {
+    const int64_t base = k * kDay, avail = base + 90 * kMin;
+    const std::string rid = "etl-" + std::to_string(k);
+    const int64_t submit = avail + 5 * kMin, start = submit + 10000, end = start + 30 * kMin;
+    out += json({{"type", "run"},
+                 {"job", "etl"},
+                 {"run", rid},
+                 {"user", "alice"},
+                 {"submit_ms", submit},
+                 {"start_ms", start},
+                 {"end_ms", end},
+                 {"step_ms", kMin},
+                 {"skyline", std::vector<double>(30, 2.0)}})
+               .dump() +
+           "\n";
+    auto event = [&](const std::string& job, const std::string& run, const std::string& path,
+                     const std::string& kind, int64_t t) {
+      out += json({{"type", "event"},
+                   {"job", job},
+                   {"run", run},
+                   {"path", path},
+                   {"kind", kind},
+                   {"time_ms", t}})
+                 .dump() +
+             "\n";
+    };
+    event("src", "src-" + rid, "/in/" + rid, "write", avail);
+    event("etl", rid, "/in/" + rid, "read", start + kMin);
+    event("etl", rid, "/out/" + rid, "write", end - kMin);
+    event("report", "report-" + rid, "/out/" + rid, "read", end + kHour);
+  }
+  return out;
+}
+
+// history import, slo history, refit, list, show and accept: the accepted
+// SLO becomes a recurring reservation in the RM, which reservation list shows.
+TEST_F(CliTest, SloFromImportedHistoryToReservation) {
+  rm_->addNode("n1", 8);
+  const std::string file = write("etl.jsonl", etlHistory(390, 399));
+  CliRun imp = ctl({"history", "import", file, "--owner", "alice"});
+  ASSERT_EQ(imp.code, 0) << show(imp);
+  EXPECT_EQ(imp.out, "imported 10 run(s) and 40 file event(s) from " + file + "\n");
+
+  CliRun h = ctl({"slo", "history", "etl"});
+  ASSERT_EQ(h.code, 0) << show(h);
+  ASSERT_EQ(lines(h.out).size(), 11u) << show(h);
+  EXPECT_EQ(columns(lines(h.out)[0]),
+            (std::vector<std::string>{"RUN", "USER", "SUBMITTED", "DURATION", "STATUS"}));
+  EXPECT_EQ(
+      rowOf(h.out, "etl-399"),
+      (std::vector<std::string>{"etl-399", "alice", "1971-02-04T01:35:00Z", "30m", "succeeded"}));
+  json hj = parseJson(ctl({"slo", "history", "etl", "--json"}));
+  EXPECT_EQ(hj["job_key"], "etl");
+  EXPECT_EQ(hj["runs"].size(), 10u);
+
+  CliRun none = ctl({"slo", "list", "--json"});
+  ASSERT_EQ(none.code, 0) << show(none);
+  EXPECT_TRUE(parseJson(none)["proposals"].empty()) << none.out;
+
+  CliRun refit = ctl({"slo", "refit"}, "root-token");
+  ASSERT_EQ(refit.code, 0) << show(refit);
+  EXPECT_EQ(refit.out, "refit done: 1 new proposal(s); see 'morpheusctl slo list'\n");
+
+  CliRun lj = ctl({"slo", "list", "--state", "pending", "--json"});
+  ASSERT_EQ(lj.code, 0) << show(lj);
+  json proposals = parseJson(lj)["proposals"];
+  ASSERT_EQ(proposals.size(), 1u) << lj.out;
+  const json p = proposals[0];
+  const std::string pid = p["proposal_id"];
+  EXPECT_EQ(p["job_key"], "etl");
+  EXPECT_EQ(p["owner"], "alice");
+  EXPECT_EQ(p["state"], "pending");
+  EXPECT_EQ(p["period_ms"], kDay);
+  EXPECT_EQ(p["skyline"], json(std::vector<int>(30, 2)));
+  EXPECT_EQ(p["runs_used"], 10);
+
+  CliRun lt = ctl({"slo", "list"});
+  ASSERT_EQ(lt.code, 0) << show(lt);
+  auto row = rowOf(lt.out, pid);
+  ASSERT_GE(row.size(), 9u) << lt.out;
+  EXPECT_EQ(row[1], "etl");
+  EXPECT_EQ(row[2], "alice");
+  EXPECT_EQ(row[3], "pending");
+  EXPECT_EQ(row[7], "2");  // peak containers
+  EXPECT_EQ(row[8], "recurring");
+
+  CliRun bob = ctl({"slo", "accept", pid}, "bob-token");
+  EXPECT_EQ(bob.code, 1) << show(bob);
+  EXPECT_NE(bob.err.find("PERMISSION_DENIED"), std::string::npos) << show(bob);
+
+  CliRun acc = ctl({"slo", "accept", pid, "--json"});
+  ASSERT_EQ(acc.code, 0) << show(acc);
+  json accepted = parseJson(acc);
+  EXPECT_EQ(accepted["state"], "accepted");
+  const std::string rid = accepted["reservation_id"];
+  ASSERT_FALSE(rid.empty()) << acc.out;
+
+  CliRun res = ctl({"reservation", "show", rid, "--json"});
+  ASSERT_EQ(res.code, 0) << show(res);
+  json r = parseJson(res)["reservations"][0];
+  EXPECT_EQ(r["user"], "alice");
+  EXPECT_EQ(r["queue"], "default");
+  EXPECT_EQ(r["reservation-definition"]["recurrence-key"], "etl");
+  EXPECT_EQ(r["reservation-definition"]["recurrence-expression"], std::to_string(kDay));
+
+  CliRun shown = ctl({"slo", "show", pid});
+  ASSERT_EQ(shown.code, 0) << show(shown);
+  EXPECT_EQ(lines(shown.out)[0], "proposal " + pid + " for job etl (owner alice): accepted");
+  EXPECT_NE(shown.out.find("  reservation: " + rid + "\n"), std::string::npos) << shown.out;
+
+  CliRun unknown = ctl({"slo", "show", "p-nope"});
+  EXPECT_EQ(unknown.code, 1) << show(unknown);
+  EXPECT_EQ(unknown.err.rfind("morpheusctl: NOT_FOUND: inference at " + inference_->address(), 0),
+            0u)
+      << show(unknown);
+}
+
+// A history file with a bad line imports nothing and names the line and field.
+TEST_F(CliTest, BadHistoryFileImportsNothing) {
+  std::string text = etlHistory(398, 399);
+  text += "{\"type\":\"run\",\"job\":\"etl\",\"run\":\"x\",\"submit_ms\":1}\n";
+  const std::string file = write("bad.jsonl", text);
+  CliRun r = ctl({"history", "import", file});
+  EXPECT_EQ(r.code, 2) << show(r);
+  EXPECT_NE(r.err.find("line 11: start_ms"), std::string::npos) << show(r);
+  CliRun h = ctl({"slo", "history", "etl", "--json"});
+  ASSERT_EQ(h.code, 0) << show(h);
+  EXPECT_TRUE(parseJson(h)["runs"].empty()) << h.out;
+}
+
+// The inference service unreachable: exit 1 naming its address.
+TEST_F(CliTest, InferenceUnreachableFailsNamingIt) {
+  DeadPort dead;
+  CliContext ctx;
+  ctx.rm_address = rm_->address();
+  CliRun r = runCli(ctx, {"--inference", dead.address(), "--token", "alice-token", "slo", "list"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.err.rfind("morpheusctl: UNAVAILABLE: inference at " + dead.address() + ": ", 0), 0u)
+      << show(r);
+}
+
+}  // namespace
+}  // namespace morpheus::cli
