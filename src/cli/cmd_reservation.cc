@@ -23,6 +23,16 @@ void check(const grpc::Status& st, const CliContext& ctx) {
   checkCall(st, "RM at " + ctx.rm_address);
 }
 
+// check() for the submit or update of a file: the RM names wire-API fields
+// ("definition.stages[0].num_containers"), the user wrote YARN JSON, so a
+// refusal names the field as the file spells it, as the REST edge does.
+void checkFile(const grpc::Status& st, const CliContext& ctx) {
+  if (Status s = fromGrpc(st); s.code() == StatusCode::kInvalidArgument) {
+    failWith(rm::withYarnFieldPath(s).withContext("RM at " + ctx.rm_address));
+  }
+  check(st, ctx);
+}
+
 std::string readFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) failWith(invalidArgument("--file", "cannot read '" + path + "'"));
@@ -76,7 +86,7 @@ void submit(const CliContext& ctx, const std::string& file, bool json_out) {
   v1::SubmitReservationResponse resp;
   grpc::Status st = callRm(ctx, &v1::ReservationService::Stub::SubmitReservation, *req, &resp,
                            Millis(30000), CallKind::kNotIdempotent);
-  check(st, ctx);
+  checkFile(st, ctx);
   if (json_out) {
     std::cout << json({{"reservation-id", resp.reservation_id()},
                        {"resource-allocations", rm::yarnAllocationsJson(resp.allocations())}})
@@ -98,9 +108,9 @@ void update(const CliContext& ctx, const std::string& file, const std::string& i
   req.set_user(parsed->user().empty() ? ctx.user : parsed->user());
   *req.mutable_definition() = parsed->definition();
   v1::UpdateReservationResponse resp;
-  check(callRm(ctx, &v1::ReservationService::Stub::UpdateReservation, req, &resp, Millis(30000),
-               CallKind::kNotIdempotent),
-        ctx);
+  checkFile(callRm(ctx, &v1::ReservationService::Stub::UpdateReservation, req, &resp, Millis(30000),
+                   CallKind::kNotIdempotent),
+            ctx);
   if (json_out) {
     std::cout << json({{"reservation-id", req.reservation_id()},
                        {"resource-allocations", rm::yarnAllocationsJson(resp.allocations())}})

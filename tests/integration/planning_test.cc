@@ -151,7 +151,8 @@ TEST_F(PlanningIT, HeartbeatsAndListNodesAnswerWhileHugeSubmissionsPlan) {
 }
 
 // With the defaults, the attack's request is refused before planning, over
-// gRPC and through morpheusctl: INVALID_ARGUMENT naming definition.stages and
+// gRPC and through morpheusctl: INVALID_ARGUMENT naming definition.stages
+// (morpheusctl: the file's reservation-request, as it spells it) and
 // rm.max-planning-work; nothing is admitted.
 TEST_F(PlanningIT, WorkOverTheCapIsRefusedNamingTheFieldAndOption) {
   startCluster(1, {}, "memory=65536,vcores=64");
@@ -181,7 +182,10 @@ TEST_F(PlanningIT, WorkOverTheCapIsRefusedNamingTheFieldAndOption) {
   std::ofstream(file) << nlohmann::json({{"queue", "default"}, {"reservation-definition", def}});
   auto [code, out] = ctl({"reservation", "submit", "-f", file});
   EXPECT_NE(code, 0) << out;
-  EXPECT_NE(out.find("definition.stages: 3000 stages x "), std::string::npos) << out;
+  EXPECT_NE(out.find("reservation-definition.reservation-requests.reservation-request: 3000 "
+                     "stages x "),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("rm.max-planning-work"), std::string::npos) << out;
   auto [lc, listed] = ctl({"reservation", "list", "--json"});
   EXPECT_EQ(lc, 0) << listed;

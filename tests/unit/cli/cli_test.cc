@@ -379,7 +379,7 @@ class CliTest : public ::testing::Test {
                                                 {"duration", kHour}}})}}}};
     json doc = {{"queue", "default"}, {"reservation-definition", def}};
     if (!id.empty()) doc["reservation-id"] = id;
-    return write("reservation-" + id + ".json", doc.dump());
+    return write("reservation-" + id + "-" + std::to_string(containers) + ".json", doc.dump());
   }
 
   VirtualClock clock_{kNow};
@@ -660,13 +660,26 @@ TEST_F(CliTest, ReservationLifecycleAndPlan) {
 // it (YARN JSON, as the REST edge reports it), not the wire API's name.
 TEST_F(CliTest, RefusedReservationNamesTheFileField) {
   rm_->addNode("n1", 8);
+  const std::string field =
+      "reservation-definition.reservation-requests.reservation-request[0].num-containers: ";
   CliRun r = ctl({"reservation", "submit", "--file", reservationFile("", 0)});
   EXPECT_EQ(r.code, 2) << show(r);
-  EXPECT_NE(r.err.find("reservation-definition.reservation-requests.reservation-request[0]."
-                       "num-containers: "),
-            std::string::npos)
-      << show(r);
+  EXPECT_NE(r.err.find(field), std::string::npos) << show(r);
   EXPECT_EQ(r.err.find("definition.stages"), std::string::npos) << show(r);
+
+  // The same for an update, which leaves the reservation as it was.
+  CliRun n = ctl({"reservation", "new"});
+  ASSERT_EQ(n.code, 0) << show(n);
+  const std::string id = lines(n.out).at(0);
+  ASSERT_EQ(ctl({"reservation", "submit", "--file", reservationFile(id)}).code, 0);
+  CliRun u = ctl({"reservation", "update", "--file", reservationFile(id, 0)});
+  EXPECT_EQ(u.code, 2) << show(u);
+  EXPECT_NE(u.err.find(field), std::string::npos) << show(u);
+  json shown = parseJson(ctl({"reservation", "show", id, "--json"}));
+  EXPECT_EQ(shown["reservations"][0]["reservation-definition"]["reservation-requests"]
+                 ["reservation-request"][0]["num-containers"],
+            2)
+      << shown.dump(2);
 }
 
 // Nothing listens at --rm: exit 1 naming the RM's address, after the call's
