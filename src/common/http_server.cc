@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -12,6 +15,8 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
+
+#include "common/validate.h"
 
 namespace morpheus {
 
@@ -42,53 +47,119 @@ int httpStatusFor(const Status& s) {
   return 500;
 }
 
+HttpResponse jsonAnswer(int status, const nlohmann::json& j) {
+  return HttpResponse{status, "application/json",
+                      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
 HttpResponse jsonError(const Status& s) {
   nlohmann::json j = {{"error", {{"code", statusCodeName(s.code())}, {"message", s.message()}}}};
-  return HttpResponse{httpStatusFor(s), "application/json", j.dump()};
+  return jsonAnswer(httpStatusFor(s), j);
 }
 
 namespace {
 
-std::string urlDecode(const std::string& in) {
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Ends the message of a malformed percent escape.
+constexpr const char* kEscapeRule = " (a '%' is followed by two hex digits)";
+
+// `in` percent-decoded, '+' as a space. nullopt at a malformed escape (a '%'
+// not followed by two hex digits), whose text goes to *bad.
+std::optional<std::string> percentDecode(std::string_view in, std::string* bad) {
   std::string out;
+  out.reserve(in.size());
   for (size_t i = 0; i < in.size(); i++) {
     if (in[i] == '+') {
       out += ' ';
-    } else if (in[i] == '%' && i + 2 < in.size()) {
-      out += static_cast<char>(std::stoi(in.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
+    } else if (in[i] != '%') {
       out += in[i];
+    } else {
+      int hi = i + 1 < in.size() ? hexDigit(in[i + 1]) : -1;
+      int lo = hi >= 0 && i + 2 < in.size() ? hexDigit(in[i + 2]) : -1;
+      if (lo < 0) {
+        *bad = std::string(in.substr(i, 3));
+        return std::nullopt;
+      }
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
     }
   }
   return out;
 }
 
-void parseTarget(const std::string& target, HttpRequest* req) {
+// `text` for an error message: every byte outside printable ASCII
+// percent-encoded, so an echoed path is ASCII whatever the client sent.
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c > 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out;
+}
+
+// Splits `target` into req->path and req->query (see HttpRequest). The path
+// is set even when the target is refused: INVALID_ARGUMENT naming the
+// parameter (or "request target") when a handler could not read it.
+Status parseTarget(const std::string& target, HttpRequest* req) {
   auto q = target.find('?');
   req->path = target.substr(0, q);
-  if (q == std::string::npos) return;
-  std::string qs = target.substr(q + 1);
+  for (size_t i = 0; i < target.size(); i++) {
+    auto c = static_cast<unsigned char>(target[i]);
+    if (c > 0x7e) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", c);
+      return invalidArgument("request target",
+                             "byte " + std::string(byte) + " at offset " + std::to_string(i) +
+                                 " is not ASCII; a URI percent-encodes it (RFC 3986)");
+    }
+  }
+  if (q == std::string::npos) return Status::ok();
+  std::string_view qs = std::string_view(target).substr(q + 1);
   size_t pos = 0;
   while (pos <= qs.size()) {
     auto amp = qs.find('&', pos);
-    std::string kv = qs.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    std::string_view kv = qs.substr(pos, amp == std::string_view::npos ? amp : amp - pos);
     if (!kv.empty()) {
       auto eq = kv.find('=');
-      try {
-        if (eq == std::string::npos) {
-          req->query[urlDecode(kv)] = "";
-        } else {
-          req->query[urlDecode(kv.substr(0, eq))] = urlDecode(kv.substr(eq + 1));
-        }
-      } catch (const std::exception&) {
-        // malformed escape: keep the raw text
-        req->query[kv] = "";
+      std::string raw_name(kv.substr(0, eq));
+      std::string raw_value(eq == std::string_view::npos ? "" : kv.substr(eq + 1));
+      std::string bad;
+      auto name = percentDecode(raw_name, &bad);
+      if (!name) {
+        return invalidArgument(raw_name,
+                               "malformed percent escape '" + bad + "' in the name" + kEscapeRule);
       }
+      if (!validUtf8(*name)) {
+        return invalidArgument(raw_name, "the name is not UTF-8 once percent-decoded");
+      }
+      auto value = percentDecode(raw_value, &bad);
+      if (!value) {
+        return invalidArgument(
+            *name, "malformed percent escape '" + bad + "' in '" + raw_value + "'" + kEscapeRule);
+      }
+      if (!validUtf8(*value)) {
+        return invalidArgument(*name, "'" + raw_value + "' is not UTF-8 once percent-decoded");
+      }
+      req->query[*name] = std::move(*value);
     }
-    if (amp == std::string::npos) break;
+    if (amp == std::string_view::npos) break;
     pos = amp + 1;
   }
+  return Status::ok();
 }
 
 // Logs at most once per interval; counts what it held back. One thread only.
@@ -168,6 +239,8 @@ struct HttpServer::Impl {
   // Constant after start().
   const HttpServerOptions opts;
   std::map<std::pair<std::string, std::string>, Route> routes;
+  std::set<std::string> methods;                     // of `routes`
+  std::map<std::string, ErrorFormat> error_formats;  // by path prefix
   Gauge& open_gauge;
   Counter& refused_total;
   Counter& refused_per_client;
@@ -200,22 +273,56 @@ struct HttpServer::Impl {
   std::unique_ptr<asio::thread_pool> pool;
   bool running = false;
 
-  // The route for a request, or the 404/405 answer when there is none.
-  const Route* find(const HttpRequest& req, HttpResponse* miss) const {
-    auto it = routes.find({req.method, req.path});
+  // The route serving `method` on `path`: the exact one, else the deepest
+  // subtree route strictly above the path; null when none.
+  const Route* match(const std::string& method, const std::string& path) const {
+    auto it = routes.find({method, path});
     if (it != routes.end()) return &it->second;
-    // Subtree routes ("/a/b/*"): the deepest one strictly above the path.
-    for (size_t slash = req.path.rfind('/'); slash != std::string::npos && slash > 0;
-         slash = req.path.rfind('/', slash - 1)) {
-      if (slash + 1 == req.path.size()) continue;
-      auto sub = routes.find({req.method, req.path.substr(0, slash) + "/*"});
+    for (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0;
+         slash = path.rfind('/', slash - 1)) {
+      if (slash + 1 == path.size()) continue;
+      auto sub = routes.find({method, path.substr(0, slash) + "/*"});
       if (sub != routes.end()) return &sub->second;
     }
-    bool path_known = false;
-    for (const auto& [k, _] : routes) path_known |= k.second == req.path;
-    *miss = path_known ? HttpResponse{405, "text/plain", "method not allowed\n"}
-                       : HttpResponse{404, "text/plain", "not found: " + req.path + "\n"};
     return nullptr;
+  }
+
+  // The route for a request, or the 404/405 answer when there is none: 405
+  // with Allow when another method has a route for the path.
+  const Route* find(const HttpRequest& req, HttpResponse* miss) const {
+    if (const Route* r = match(req.method, req.path)) return r;
+    std::string allowed;
+    for (const auto& m : methods) {
+      if (match(m, req.path) != nullptr) allowed += (allowed.empty() ? "" : ", ") + m;
+    }
+    if (allowed.empty()) {
+      *miss = errorAnswer(req.path, 404, notFound("no resource at " + printable(req.path)));
+    } else {
+      *miss = errorAnswer(
+          req.path, 405,
+          invalidArgument("method", printable(req.method) + " is not allowed on " +
+                                        printable(req.path) + " (allowed: " + allowed + ")"));
+      miss->headers.emplace_back("Allow", allowed);
+    }
+    return nullptr;
+  }
+
+  // An answer of the server's own for `path`: the ErrorFormat of the longest
+  // registered prefix of the path, else plain text.
+  HttpResponse errorAnswer(const std::string& path, int status, const Status& error) const {
+    const ErrorFormat* format = nullptr;
+    size_t longest = 0;
+    for (const auto& [prefix, f] : error_formats) {
+      if (path.compare(0, prefix.size(), prefix) == 0 && (!format || prefix.size() > longest)) {
+        format = &f;
+        longest = prefix.size();
+      }
+    }
+    HttpResponse r =
+        format ? (*format)(status, error)
+               : HttpResponse{status, "text/plain; charset=utf-8", error.toString() + "\n"};
+    r.status = status;
+    return r;
   }
 
   static HttpResponse invoke(const HttpHandler& handler, const HttpRequest& req) {
@@ -380,24 +487,26 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
            ec != http::error::end_of_stream && ec != http::error::partial_message;
   }
 
-  static HttpRequest toRequest(const http::request<http::string_body>& r) {
-    HttpRequest req;
-    req.method = std::string(r.method_string());
-    parseTarget(std::string(r.target()), &req);
+  // The request as handlers see it; not OK (and the query incomplete) when
+  // its target is refused (parseTarget).
+  static Status toRequest(const http::request<http::string_body>& r, HttpRequest* req) {
+    req->method = std::string(r.method_string());
+    Status target = parseTarget(std::string(r.target()), req);
     for (const auto& f : r) {
       std::string name(f.name_string());
       std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-      req.headers[name] = std::string(f.value());
+      req->headers[name] = std::string(f.value());
     }
-    req.body = r.body();
-    return req;
+    req->body = r.body();
+    return target;
   }
 
   void dispatch() {
     auto& r = parser_->get();
     keep_alive_ = r.keep_alive();
     version_ = r.version();
-    HttpRequest req = toRequest(r);
+    HttpRequest req;
+    Status target = toRequest(r, &req);
     if (principal_.empty() && server_.principal_of) {
       std::string who = server_.principal_of(req);
       if (!who.empty()) {
@@ -413,6 +522,10 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
     HttpResponse miss;
     const Route* route = server_.find(req, &miss);
     if (route == nullptr) return respond(std::move(miss));
+    if (!target.isOk()) {
+      server_.rejected_400.inc();
+      return respond(server_.errorAnswer(req.path, 400, target));
+    }
     if (route->where == HandlerThread::kIoThread) {
       return respond(HttpServer::Impl::invoke(route->handler, req));
     }
@@ -429,6 +542,10 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
 
   void respond(HttpResponse resp) {
     res_.emplace(static_cast<http::status>(resp.status), version_);
+    for (const auto& [name, value] : resp.headers) res_->set(name, value);
+    if (resp.status == 401 && res_->find(http::field::www_authenticate) == res_->end()) {
+      res_->set(http::field::www_authenticate, kBearerChallenge);
+    }
     res_->set(http::field::server, "morpheus");
     res_->set(http::field::content_type, resp.content_type);
     setSecurityHeaders(*res_);
@@ -561,6 +678,11 @@ void HttpServer::setPrincipalOf(PrincipalOf principal_of) {
 void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler,
                        HandlerThread where) {
   impl_->routes[{method, path}] = Impl::Route{std::move(handler), where};
+  impl_->methods.insert(method);
+}
+
+void HttpServer::setErrorFormat(const std::string& prefix, ErrorFormat format) {
+  impl_->error_formats[prefix] = std::move(format);
 }
 
 Result<int> HttpServer::start(const std::string& host, int port) {

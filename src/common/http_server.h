@@ -33,7 +33,20 @@
 //
 // Every response carries Content-Security-Policy (kContentSecurityPolicy),
 // X-Frame-Options: DENY, X-Content-Type-Options: nosniff and Referrer-Policy:
-// no-referrer.
+// no-referrer; every 401 carries a WWW-Authenticate challenge (RFC 9110
+// requires one), kBearerChallenge unless the handler set its own.
+//
+// Answers the server makes itself to a well-formed request (RFC 9110):
+// - 404 when no route serves the path for any method;
+// - 405 with an Allow header listing the methods that do serve it (exactly
+//   or through a subtree route) when only other methods do;
+// - 400 naming the parameter when the target is not one the handlers can
+//   read: a byte outside ASCII in it (a URI is ASCII, RFC 3986), a malformed
+//   percent escape ('%' not followed by two hex digits) or a query name or
+//   value that is not UTF-8 once decoded. A handler never sees such a
+//   request, so the query text it echoes into a JSON answer is valid UTF-8.
+// Their bodies are plain text, or what the ErrorFormat registered for the
+// path's prefix makes of them (setErrorFormat: the YARN REST's JSON).
 //
 // Metrics (in the registry given to the constructor):
 //   morpheus_http_connections_open                     gauge
@@ -50,7 +63,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -59,9 +75,12 @@
 namespace morpheus {
 
 struct HttpRequest {
-  std::string method;                          // "GET", "POST", ...
-  std::string path;                            // without the query string
-  std::map<std::string, std::string> query;    // decoded query parameters
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string
+  // The query's parameters, percent-decoded ('+' is a space); every name and
+  // value is valid UTF-8 (the server answers 400 otherwise). A repeated name
+  // keeps its last value.
+  std::map<std::string, std::string> query;
   std::map<std::string, std::string> headers;  // lower-cased names
   std::string body;
 };
@@ -73,18 +92,37 @@ inline constexpr const char* kContentSecurityPolicy =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+// The challenge of a 401 (RFC 9110 11.6.1, RFC 6750): every Morpheus HTTP
+// surface that authenticates takes "Authorization: Bearer TOKEN".
+inline constexpr const char* kBearerChallenge = "Bearer realm=\"morpheus\"";
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // Further headers (name, value), e.g. Allow or WWW-Authenticate. The
+  // server's own (Server, Content-Type, Content-Length, the security headers)
+  // replace any of the same name.
+  std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // HTTP status for a non-OK Status (400, 404, 409, 403, 503, 500).
 int httpStatusFor(const Status& s);
+// `j` as an application/json answer with `status`. A string in `j` that is
+// not UTF-8 never makes the encoding throw: each invalid byte becomes U+FFFD.
+// Every JSON answer built from request text goes through this.
+HttpResponse jsonAnswer(int status, const nlohmann::json& j);
 // {"error": {"code": "...", "message": "..."}} with the matching HTTP status.
 HttpResponse jsonError(const Status& s);
+
+// Words an answer the server makes itself (see the file comment): `error`
+// says what is wrong (INVALID_ARGUMENT naming the parameter, or "method" for
+// a 405; NOT_FOUND for a 404) and `http_status` is the answer's status, which
+// the server keeps whatever the formatter sets. Runs on the I/O thread: must
+// be cheap, must not block or throw.
+using ErrorFormat = std::function<HttpResponse(int http_status, const Status& error)>;
 
 // Where a route's handler runs (see the file comment).
 enum class HandlerThread {
@@ -134,6 +172,11 @@ class HttpServer {
   // wins. Call before start().
   void route(const std::string& method, const std::string& path, HttpHandler handler,
              HandlerThread where = HandlerThread::kWorker);
+
+  // The ErrorFormat of the server's own 400/404/405 answers for paths that
+  // start with `prefix` ("/ws/"); the longest matching prefix wins, and paths
+  // under none get plain text. Call before start().
+  void setErrorFormat(const std::string& prefix, ErrorFormat format);
 
   // Who a request authenticates as: the principal's name, "" when the request
   // carries no valid credentials (it then counts only against the IP cap).

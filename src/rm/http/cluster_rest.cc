@@ -21,21 +21,12 @@ namespace {
 
 constexpr const char* kBase = "/ws/v1/cluster";
 
-HttpResponse jsonOk(const json& j) { return HttpResponse{200, "application/json", j.dump()}; }
+HttpResponse jsonOk(const json& j) { return jsonAnswer(200, j); }
 
-// YARN's RemoteException JSON with the HTTP status of `st` (404 for
-// NOT_FOUND, 400 for INVALID_ARGUMENT).
-HttpResponse yarnError(const Status& st) {
-  json err = yarnErrorJson(st);
-  if (st.code() == StatusCode::kNotFound) {
-    err["RemoteException"]["exception"] = "NotFoundException";
-    err["RemoteException"]["javaClassName"] = "org.apache.hadoop.yarn.webapp.NotFoundException";
-  } else if (st.code() == StatusCode::kInvalidArgument) {
-    err["RemoteException"]["exception"] = "BadRequestException";
-    err["RemoteException"]["javaClassName"] = "org.apache.hadoop.yarn.webapp.BadRequestException";
-  }
-  return HttpResponse{httpStatusFor(st), "application/json", err.dump()};
-}
+// YARN's RemoteException JSON with the HTTP status of `st` (404
+// NotFoundException for NOT_FOUND, 400 BadRequestException for
+// INVALID_ARGUMENT).
+HttpResponse yarnError(const Status& st) { return yarnErrorAnswer(httpStatusFor(st), st); }
 
 json resourceJson(const Resource& r) { return {{"memory", r.memoryMib()}, {"vCores", r.vcores()}}; }
 
@@ -408,6 +399,7 @@ HttpResponse harvestClasses(const ClusterRestSources& s) {
 void registerClusterRest(HttpServer& http, const ClusterRestSources& sources) {
   const ClusterRestSources s = sources;
   const RmAccess& access = s.access;
+  http.setErrorFormat(kYarnRestPrefix, yarnErrorAnswer);
   auto get = [&http, &access](const std::string& path, AuthedHandler h) {
     http.route("GET", path, authenticatedRest(access, std::move(h)));
   };

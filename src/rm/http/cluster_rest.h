@@ -17,10 +17,14 @@
 // queues are children of the root queue named by reservation id (YARN puts
 // them under their plan queue); extension fields start with "morpheus".
 //
-// Every request needs a valid user token (authenticatedRest: 401/403).
-// Handlers run on the HTTP worker pool and only read (no planning).
-// Bad filters get 400 and unknown ids 404, both as YARN's RemoteException
-// JSON naming the parameter.
+// Every request needs a valid user token (authenticatedRest: 401/403), and
+// any user may read the whole view: an endpoint acts as nobody, so YARN's
+// `user.name` is ignored (only writes, on the reservation REST, act as the
+// user it names). Handlers run on the HTTP worker pool and only read (no
+// planning). Bad filters get 400 and unknown ids 404, both as YARN's
+// RemoteException JSON naming the parameter; so do the server's own answers
+// under /ws/ (yarnErrorAnswer: unknown paths 404, other methods 405 with
+// Allow, undecodable query text 400).
 #pragma once
 
 #include "common/clock.h"

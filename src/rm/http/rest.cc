@@ -11,13 +11,9 @@ namespace {
 
 constexpr const char* kBase = "/ws/v1/cluster/reservation";
 
-HttpResponse jsonResponse(int status, const json& j) {
-  return HttpResponse{status, "application/json", j.dump()};
-}
+HttpResponse jsonResponse(int status, const json& j) { return jsonAnswer(status, j); }
 
-HttpResponse errorResponse(const Status& st) {
-  return jsonResponse(httpStatusFor(st), yarnErrorJson(st));
-}
+HttpResponse errorResponse(const Status& st) { return yarnErrorAnswer(httpStatusFor(st), st); }
 
 HttpResponse fromGrpcStatus(const grpc::Status& st) {
   return errorResponse(withYarnFieldPath(fromGrpc(st)));
@@ -40,6 +36,16 @@ HttpHandler authenticated(const RmAccess& access, AuthedHandler h) {
 }
 
 }  // namespace
+
+HttpResponse yarnErrorAnswer(int http_status, const Status& error) {
+  json err = yarnErrorJson(error);
+  if (http_status == 405) {
+    // What YARN's web services (Jersey) answer for a method a resource lacks.
+    err["RemoteException"]["exception"] = "WebApplicationException";
+    err["RemoteException"]["javaClassName"] = "javax.ws.rs.WebApplicationException";
+  }
+  return jsonAnswer(http_status, err);
+}
 
 HttpHandler authenticatedRest(const RmAccess& access, AuthedHandler h) {
   return [&access, h = std::move(h)](const HttpRequest& req) {
@@ -76,6 +82,7 @@ Result<int64_t> queryInt(const HttpRequest& req, const std::string& name, int64_
 
 void registerReservationRest(HttpServer& http, ReservationServiceImpl& service,
                              const RmAccess& access) {
+  http.setErrorFormat(kYarnRestPrefix, yarnErrorAnswer);
   std::string base = kBase;
   http.route("POST", base + "/new-reservation",
              authenticated(access, [&service](const Principal& who, const HttpRequest&) {

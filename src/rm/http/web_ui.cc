@@ -23,8 +23,14 @@ json resourceJson(const Resource& r) {
   return {{"memory_mib", r.memoryMib()}, {"vcores", r.vcores()}};
 }
 
-HttpResponse jsonResponse(int status, const json& j) {
-  return HttpResponse{status, "application/json", j.dump()};
+HttpResponse jsonResponse(int status, const json& j) { return jsonAnswer(status, j); }
+
+// The HTTP server's own 400/404/405 under /ui/api/ in the data endpoints'
+// error shape (jsonError), so a script reading them parses every answer.
+HttpResponse uiApiError(int http_status, const Status& error) {
+  HttpResponse r = jsonError(error);
+  r.status = http_status;
+  return r;
 }
 
 std::string contentTypeOf(const std::string& name) {
@@ -380,6 +386,7 @@ void registerWebUi(HttpServer& http, WebUiSources sources) {
   http.route("GET", "/ui/", assetHandler("index.html"));
   for (const auto& [name, _] : uiAssets()) http.route("GET", "/ui/" + name, assetHandler(name));
   const RmAccess& access = *s->access;
+  http.setErrorFormat("/ui/api/", uiApiError);
   http.route("GET", "/ui/api/cluster",
              authenticated(access, [s](const HttpRequest&, const Principal&) {
                return clusterResponse(*s);

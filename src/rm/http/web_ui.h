@@ -32,6 +32,11 @@
 //                              an admin sees every proposal, any other user
 //                              only the proposals they own
 //
+// Errors of the data endpoints are {"error": {"code", "message"}} (jsonError),
+// the HTTP server's own under /ui/api/ too (an unknown path 404, another
+// method 405 with Allow, undecodable query text 400 naming the parameter);
+// the page's own paths answer those in plain text.
+//
 // Handlers run on the HTTP worker pool, never on the I/O thread.
 #pragma once
 

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace morpheus {
 namespace {
 
@@ -122,10 +124,46 @@ int get(int port, const std::string& path, const std::string& source = "127.0.0.
   return status;
 }
 
+// `request` on a fresh connection; the whole response as sent ("" = none).
+std::string answerTo(int port, const std::string& request) {
+  int fd = connectFrom(port);
+  if (fd < 0) return "";
+  std::string out;
+  if (sendAll(fd, request)) {
+    bool closed = false;
+    out = readFor(fd, 2000ms, &closed, hasFullResponse);
+  }
+  ::close(fd);
+  return out;
+}
+
+// `method` `target` on a fresh connection; the whole response ("" = none).
+std::string call(int port, const std::string& method, const std::string& target) {
+  return answerTo(port,
+                  method + " " + target + " HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+}
+
+// The value of header `name` (as the server spells it) in `response`; "" when absent.
+std::string headerOf(const std::string& response, const std::string& name) {
+  auto end = response.find("\r\n\r\n");
+  auto at = response.find("\r\n" + name + ": ");
+  if (at == std::string::npos || at > end) return "";
+  at += name.size() + 4;
+  return response.substr(at, response.find("\r\n", at) - at);
+}
+
+std::string bodyOf(const std::string& response) {
+  auto end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
-  void start(HttpServerOptions o) {
+  // Starts a server with the fixture's routes, after `configure` has added
+  // its own (routes, error formats).
+  void start(HttpServerOptions o, const std::function<void(HttpServer&)>& configure = nullptr) {
     server_ = std::make_unique<HttpServer>(o, metrics_);
+    if (configure) configure(*server_);
     server_->route(
         "GET", "/healthz",
         [](const HttpRequest&) {
@@ -240,6 +278,169 @@ TEST_F(HttpServerTest, SubtreeRouteServesPathsBelowIt) {
   EXPECT_EQ(get(port_, "/items"), 404);
   EXPECT_EQ(get(port_, "/items/"), 404);
   EXPECT_EQ(get(port_, "/other/x"), 404);
+}
+
+// A method without a route for a path that other methods serve (exactly or
+// through a subtree route) is 405 with Allow listing those methods, sorted
+// (RFC 9110 requires Allow on a 405); a path no method serves is 404.
+TEST_F(HttpServerTest, OtherMethodOnAServedPathIs405WithAllow) {
+  start({}, [](HttpServer& s) {
+    s.route("DELETE", "/items/*", [](const HttpRequest&) {
+      return HttpResponse{202, "text/plain", "deleted"};
+    });
+  });
+  struct Case {
+    std::string method, target;
+    int status;
+    std::string allow;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"GET", "/echo", 405, "POST"},             // exact
+           {"POST", "/healthz", 405, "GET"},          // exact, I/O-thread route
+           {"POST", "/items/x", 405, "DELETE, GET"},  // subtree of two methods
+           {"PUT", "/items/a/b", 405, "DELETE, GET"},
+           {"PUT", "/items/special", 405, "DELETE, GET"},  // exact GET + subtree DELETE
+           {"DELETE", "/items/x", 202, ""},
+           {"GET", "/items/x", 200, ""},
+           {"POST", "/items", 404, ""},  // the subtree's root is not in it
+           {"POST", "/items/", 404, ""},
+           {"PUT", "/other/x", 404, ""},
+       }) {
+    std::string r = call(port_, c.method, c.target);
+    EXPECT_EQ(statusOf(r), c.status) << c.method << " " << c.target << ": " << r;
+    EXPECT_EQ(headerOf(r, "Allow"), c.allow) << c.method << " " << c.target << ": " << r;
+  }
+  std::string r = call(port_, "PUT", "/items/x");
+  EXPECT_EQ(bodyOf(r),
+            "INVALID_ARGUMENT: method: PUT is not allowed on /items/x (allowed: DELETE, GET)\n");
+  EXPECT_EQ(bodyOf(call(port_, "GET", "/nope")), "NOT_FOUND: no resource at /nope\n");
+}
+
+// Every 401 carries a WWW-Authenticate challenge (RFC 9110): the Bearer one
+// unless the handler set its own; other statuses get none.
+TEST_F(HttpServerTest, Every401CarriesAChallenge) {
+  start({}, [](HttpServer& s) {
+    s.route("GET", "/private", [](const HttpRequest&) {
+      return HttpResponse{401, "text/plain", "who are you?\n"};
+    });
+    s.route("GET", "/private-basic", [](const HttpRequest&) {
+      HttpResponse r{401, "text/plain", "who are you?\n"};
+      r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"x\"");
+      return r;
+    });
+    s.route("GET", "/forbidden", [](const HttpRequest&) {
+      return HttpResponse{403, "text/plain", "no\n"};
+    });
+  });
+  std::string r = call(port_, "GET", "/private");
+  EXPECT_EQ(statusOf(r), 401) << r;
+  EXPECT_EQ(headerOf(r, "WWW-Authenticate"), "Bearer realm=\"morpheus\"") << r;
+  r = call(port_, "GET", "/private-basic");
+  EXPECT_EQ(headerOf(r, "WWW-Authenticate"), "Basic realm=\"x\"") << r;
+  r = call(port_, "GET", "/forbidden");
+  EXPECT_EQ(statusOf(r), 403) << r;
+  EXPECT_EQ(headerOf(r, "WWW-Authenticate"), "") << r;
+}
+
+// Query parameters reach the handler percent-decoded ('+' a space, hex of
+// either case); a malformed escape, a name or value that is not UTF-8 once
+// decoded, or a raw byte outside ASCII in the target is 400 naming the
+// parameter before any handler runs, counted as rejected; the connection
+// stays open for the next request.
+TEST_F(HttpServerTest, QueryIsDecodedAndUndecodableQueryIs400) {
+  std::atomic<int> handled{0};
+  start({}, [&handled](HttpServer& s) {
+    s.route("GET", "/query", [&handled](const HttpRequest& r) {
+      handled++;
+      std::string out;
+      for (const auto& [k, v] : r.query) out += "[" + k + "]=[" + v + "]";
+      return HttpResponse{200, "text/plain", out};
+    });
+  });
+  std::string ok = call(port_, "GET", "/query?a=%C3%A9t%c3%a9&b=x+y%2Bz&flag&=v&&c%20d=%3D");
+  EXPECT_EQ(statusOf(ok), 200) << ok;
+  EXPECT_EQ(bodyOf(ok), "[]=[v][a]=[\xC3\xA9t\xC3\xA9][b]=[x y+z][c d]=[=][flag]=[]");
+  EXPECT_EQ(handled, 1);
+
+  const std::string rule = " (a '%' is followed by two hex digits)";
+  struct Bad {
+    std::string target, body;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"/query?limit=%zz", "limit: malformed percent escape '%zz' in '%zz'" + rule},
+           {"/query?limit=1%4g", "limit: malformed percent escape '%4g' in '1%4g'" + rule},
+           {"/query?limit=12%", "limit: malformed percent escape '%' in '12%'" + rule},
+           {"/query?limit=%F", "limit: malformed percent escape '%F' in '%F'" + rule},
+           {"/query?a=1&l%x=2", "l%x: malformed percent escape '%x' in the name" + rule},
+           {"/query?states=%FF", "states: '%FF' is not UTF-8 once percent-decoded"},
+           {"/query?states=%C3%28", "states: '%C3%28' is not UTF-8 once percent-decoded"},
+           {"/query?s=%C0%AF", "s: '%C0%AF' is not UTF-8 once percent-decoded"},  // overlong '/'
+           {"/query?%FF=1", "%FF: the name is not UTF-8 once percent-decoded"},
+           {"/query?q=\xC3\xA9",
+            "request target: byte 0xC3 at offset 9 is not ASCII; a URI percent-encodes it (RFC "
+            "3986)"},
+       }) {
+    std::string r = call(port_, "GET", b.target);
+    EXPECT_EQ(statusOf(r), 400) << b.target << ": " << r;
+    EXPECT_EQ(bodyOf(r), "INVALID_ARGUMENT: " + b.body + "\n") << b.target;
+  }
+  EXPECT_EQ(handled, 1) << "no handler ran for a refused target";
+  EXPECT_EQ(metric("morpheus_http_requests_rejected_total", {{"status", "400"}}), 10);
+  // A path no route serves is 404 whatever its query.
+  EXPECT_EQ(statusOf(call(port_, "GET", "/nope?limit=%zz")), 404);
+  // Refused, yet the connection serves the next request.
+  int fd = keep(connectFrom(port_));
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(getOn(fd, "/query?x=%zz"), 400);
+  EXPECT_EQ(getOn(fd, "/query?x=1"), 200);
+}
+
+// The server's own 400/404/405 take the ErrorFormat of the longest
+// registered prefix of the path (keeping the server's status and Allow),
+// and plain text under none.
+TEST_F(HttpServerTest, OwnErrorsTakeTheFormatOfTheLongestPrefix) {
+  start({}, [](HttpServer& s) {
+    auto format = [](const std::string& tag) {
+      return [tag](int status, const Status& error) {
+        return HttpResponse{299, "application/x-" + tag,
+                            tag + " " + std::to_string(status) + " " + error.toString()};
+      };
+    };
+    s.setErrorFormat("/items/", format("outer"));
+    s.setErrorFormat("/items/deep/", format("inner"));
+  });
+  std::string r = call(port_, "POST", "/items/x");
+  EXPECT_EQ(statusOf(r), 405) << r;
+  EXPECT_EQ(headerOf(r, "Allow"), "GET") << r;
+  EXPECT_EQ(headerOf(r, "Content-Type"), "application/x-outer") << r;
+  EXPECT_EQ(bodyOf(r),
+            "outer 405 INVALID_ARGUMENT: method: POST is not allowed on /items/x (allowed: GET)");
+  r = call(port_, "POST", "/items/deep/x");
+  EXPECT_EQ(headerOf(r, "Content-Type"), "application/x-inner") << r;
+  r = call(port_, "GET", "/items/x?a=%zz");
+  EXPECT_EQ(statusOf(r), 400) << r;
+  EXPECT_EQ(bodyOf(r).substr(0, 16), "outer 400 INVALI") << r;
+  r = call(port_, "GET", "/itemsx");
+  EXPECT_EQ(statusOf(r), 404) << r;
+  EXPECT_EQ(headerOf(r, "Content-Type"), "text/plain; charset=utf-8") << r;
+  EXPECT_EQ(bodyOf(r), "NOT_FOUND: no resource at /itemsx\n");
+  // A raw byte in an unrouted path is shown percent-encoded.
+  EXPECT_EQ(bodyOf(call(port_, "GET", "/nope\xFF\x80")), "NOT_FOUND: no resource at /nope%FF%80\n");
+}
+
+// jsonAnswer encodes a string that is not UTF-8 instead of throwing: each
+// invalid byte becomes U+FFFD, the rest is kept.
+TEST(JsonAnswerTest, TextThatIsNotUtf8IsReplacedNotThrown) {
+  nlohmann::json j = {{"id", "a\xff\xc3(b"}, {"ok", "\xc3\xa9"}};
+  HttpResponse r = jsonAnswer(400, j);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(r.body, "{\"id\":\"a\xEF\xBF\xBD\xEF\xBF\xBD(b\",\"ok\":\"\xC3\xA9\"}");
+  HttpResponse e = jsonError(invalidArgument("limit", "'\xff' is not a number"));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.body,
+            "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"limit: "
+            "'\xEF\xBF\xBD' is not a number\"}}");
 }
 
 // A client that dribbles header lines forever is closed once header_timeout

@@ -5,6 +5,7 @@
 // to another user's reservation, and that no answer carries a secret.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,10 @@ std::string messageOf(const Reply& r) {
 class ClusterRestTest : public RmHttpTest {};
 
 // No token, a wrong or malformed one, an expired one: 401 with YARN's
-// AuthenticationException; a node credential: 403 ForbiddenException. On
-// every route of both REST surfaces, and a refused write changes nothing.
+// AuthenticationException and the Bearer challenge RFC 9110 requires on a
+// 401; a node credential: 403 ForbiddenException (no challenge: the caller
+// did authenticate). On every route of both REST surfaces, and a refused
+// write changes nothing.
 TEST_F(ClusterRestTest, EveryRouteRefusesMissingWrongExpiredAndNodeCredentials) {
   ASSERT_NO_FATAL_FAILURE(buildKnownState());
   struct Route {
@@ -86,9 +89,17 @@ TEST_F(ClusterRestTest, EveryRouteRefusesMissingWrongExpiredAndNodeCredentials) 
     Reply expired = httpCall(port_, r.method, r.target, kExpired, r.body);
     expectRemoteException(expired, 401, auth_exc, auth_java);
     EXPECT_NE(messageOf(expired).find("expired"), std::string::npos) << expired.show();
+    for (const Reply* unauthenticated : {&none, &wrong, &basic, &expired}) {
+      EXPECT_EQ(unauthenticated->headers.count("www-authenticate")
+                    ? unauthenticated->headers.at("www-authenticate")
+                    : "",
+                kBearerChallenge)
+          << unauthenticated->show();
+    }
     Reply node = httpCall(port_, r.method, r.target, kNode, r.body);
     expectRemoteException(node, 403, "ForbiddenException",
                           "org.apache.hadoop.yarn.webapp.ForbiddenException");
+    EXPECT_EQ(node.headers.count("www-authenticate"), 0u) << node.show();
     EXPECT_NE(messageOf(node).find("node credential of nm1 is not a user"), std::string::npos)
         << node.show();
   }
@@ -473,7 +484,9 @@ TEST_F(ClusterRestTest, HarvestClassesListTheLastClustering) {
 }
 
 // Paths the RM does not serve are 404 (even with a token); a known path
-// with another method is 405; the read-only REST has no write path, so no
+// with another method is 405 with Allow naming the methods it has (RFC
+// 9110); both in the REST's own error shape (YARN's RemoteException), like
+// every other error under /ws/. The read-only REST has no write path, so no
 // user (not even an admin) kills an app over HTTP (YARN's PUT .../state).
 TEST_F(ClusterRestTest, UnknownPathsAre404AndOtherMethodsAre405) {
   ASSERT_NO_FATAL_FAILURE(buildKnownState());
@@ -482,21 +495,30 @@ TEST_F(ClusterRestTest, UnknownPathsAre404AndOtherMethodsAre405) {
         "/ws/v1/cluster/nodes/", "/ws/v2/cluster/info", "/ws/v1/cluster/reservation/nope",
         "/ws/v1/cluster/appstatistics", "/ws/v1/cluster/../cluster/info"}) {
     Reply r = get(t, kOps);
-    EXPECT_EQ(r.status, 404) << t << ": " << r.show();
+    expectRemoteException(r, 404, "NotFoundException",
+                          "org.apache.hadoop.yarn.webapp.NotFoundException");
+    EXPECT_EQ(messageOf(r), "NOT_FOUND: no resource at " + std::string(t)) << r.show();
     EXPECT_EQ(get(t, "").status, 404) << t;
   }
+  auto expect405 = [](const Reply& r, const std::string& allow) {
+    expectRemoteException(r, 405, "WebApplicationException", "javax.ws.rs.WebApplicationException");
+    EXPECT_EQ(r.headers.count("allow") ? r.headers.at("allow") : "", allow) << r.show();
+  };
   for (const char* t :
        {"/ws/v1/cluster", "/ws/v1/cluster/info", "/ws/v1/cluster/metrics", "/ws/v1/cluster/nodes",
         "/ws/v1/cluster/apps", "/ws/v1/cluster/scheduler", "/ws/v1/cluster/harvest-classes"}) {
     for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
-      Reply r = call(method, t, kOps, "{}");
-      EXPECT_EQ(r.status, 405) << method << " " << t << ": " << r.show();
+      SCOPED_TRACE(std::string(method) + " " + t);
+      expect405(call(method, t, kOps, "{}"), "GET");
     }
   }
-  EXPECT_EQ(call("GET", "/ws/v1/cluster/reservation/submit", kOps).status, 405);
-  EXPECT_EQ(call("GET", "/ws/v1/cluster/reservation/new-reservation", kOps).status, 405);
-  EXPECT_EQ(call("POST", "/ws/v1/cluster/reservation/list", kOps, "{}").status, 405);
-  EXPECT_EQ(call("DELETE", "/ws/v1/cluster/reservation/delete", kOps).status, 405);
+  Reply put = call("PUT", "/ws/v1/cluster/info", kOps, "{}");
+  EXPECT_EQ(messageOf(put),
+            "INVALID_ARGUMENT: method: PUT is not allowed on /ws/v1/cluster/info (allowed: GET)");
+  expect405(call("GET", "/ws/v1/cluster/reservation/submit", kOps), "POST");
+  expect405(call("GET", "/ws/v1/cluster/reservation/new-reservation", kOps), "POST");
+  expect405(call("POST", "/ws/v1/cluster/reservation/list", kOps, "{}"), "GET");
+  expect405(call("DELETE", "/ws/v1/cluster/reservation/delete", kOps), "POST");
 
   for (const std::string& who : {kBob, kAlice, kOps}) {
     Reply kill = call("PUT", "/ws/v1/cluster/apps/" + etl_.value() + "/state", who,
@@ -636,36 +658,141 @@ TEST_F(ClusterRestTest, NoAnswerCarriesASecret) {
   }
 }
 
-// KNOWN BUG (disabled until fixed): a query value that is not UTF-8 after
-// %-decoding ("%FF") is echoed into the error message, whose JSON encoding
-// then throws, so the answer is 500 "INTERNAL" instead of 400 naming the
-// parameter. Run with --gtest_also_run_disabled_tests to see it fail.
-TEST_F(ClusterRestTest, DISABLED_KnownBug_NonUtf8FilterValueIs400NotA500) {
-  for (const char* t :
-       {"/ws/v1/cluster/apps?states=%FF", "/ws/v1/cluster/apps?limit=%FF",
-        "/ws/v1/cluster/nodes?states=%C3%28", "/ws/v1/cluster/reservation/list?start-time=%FF"}) {
-    Reply r = get(t, kAlice);
-    EXPECT_EQ(r.status, 400) << t << ": " << r.show();
-  }
-}
-
-// KNOWN GAP (disabled until the code or docs/operator/security.md changes):
-// the security guide says a `user.name` other than the caller is refused
-// with 403 on the YARN read-only REST too, but those endpoints ignore it
-// (harmless today: every user reads the whole cluster view anyway).
-TEST_F(ClusterRestTest, DISABLED_KnownGap_ReadOnlyRestRefusesAnotherUsersUserName) {
-  EXPECT_EQ(get("/ws/v1/cluster/apps?user.name=bob", kAlice).status, 403);
-  EXPECT_EQ(get("/ws/v1/cluster/apps?user.name=alice", kAlice).status, 200);
-  EXPECT_EQ(get("/ws/v1/cluster/apps?user.name=bob", kOps).status, 200);
-}
-
-// KNOWN GAP (disabled until fixed): another method on a subtree route
-// (/apps/{id}, /nodes/{id}) is 404 "not found" rather than 405: HttpServer
-// answers 405 only for paths registered exactly.
-TEST_F(ClusterRestTest, DISABLED_KnownGap_OtherMethodsOnAnAppOrNodeAre405) {
+// A query value that is not UTF-8 once percent-decoded ("%FF", "%C3%28")
+// is 400 naming the parameter, the value shown as the client wrote it
+// (percent-encoded, so the JSON answer is always encodable), on every
+// endpoint that reads the query, before any handler runs; a raw byte
+// outside ASCII in the target is 400 too (a URI is ASCII). Valid UTF-8 in a
+// value still passes, and request text that reaches an answer unchecked (a
+// header) is replaced, never a 500.
+TEST_F(ClusterRestTest, QueryTextThatIsNotUtf8Is400NamingTheParameter) {
   ASSERT_NO_FATAL_FAILURE(buildKnownState());
-  EXPECT_EQ(call("DELETE", "/ws/v1/cluster/apps/" + etl_.value(), kOps).status, 405);
-  EXPECT_EQ(call("POST", "/ws/v1/cluster/nodes/nm1", kOps, "{}").status, 405);
+  struct Bad {
+    std::string target, message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"/ws/v1/cluster/apps?states=%FF",
+            "INVALID_ARGUMENT: states: '%FF' is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/apps?limit=%FF",
+            "INVALID_ARGUMENT: limit: '%FF' is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/nodes?states=%C3%28",
+            "INVALID_ARGUMENT: states: '%C3%28' is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/reservation/list?start-time=%FF",
+            "INVALID_ARGUMENT: start-time: '%FF' is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/apps?user.name=%ED%A0%80",  // a UTF-16 surrogate
+            "INVALID_ARGUMENT: user.name: '%ED%A0%80' is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/apps?%FF=1",
+            "INVALID_ARGUMENT: %FF: the name is not UTF-8 once percent-decoded"},
+           {"/ws/v1/cluster/apps?queue=\xff",
+            "INVALID_ARGUMENT: request target: byte 0xFF at offset 26 is not ASCII; a URI "
+            "percent-encodes it (RFC 3986)"},
+       }) {
+    Reply r = get(b.target, kAlice);
+    expectRemoteException(r, 400, "BadRequestException",
+                          "org.apache.hadoop.yarn.webapp.BadRequestException");
+    EXPECT_EQ(messageOf(r), b.message) << b.target;
+  }
+  Reply ok = get("/ws/v1/cluster/apps?queue=%C3%A9t%C3%A9", kAlice);
+  EXPECT_EQ(ok.status, 200) << ok.show();
+  // An id in the path is not decoded: "%FF" is a (missing) app's name.
+  Reply path = get("/ws/v1/cluster/apps/%FF", kAlice);
+  expectRemoteException(path, 404, "NotFoundException",
+                        "org.apache.hadoop.yarn.webapp.NotFoundException");
+  EXPECT_EQ(messageOf(path), "NOT_FOUND: appId: application %FF not found");
+  // Header text is not checked, but a JSON answer built from it is still
+  // encodable: the Host header of YARN's trackingUrl with a byte that is not
+  // UTF-8 comes back as U+FFFD.
+  Reply host = httpCall(port_, "GET", "/ws/v1/cluster/apps/" + probe_.value(), kAlice, "",
+                        {{"Host", "rm\xff:8088"}});
+  ASSERT_EQ(host.status, 200) << host.show();
+  EXPECT_EQ(host.parsed()["app"]["trackingUrl"],
+            "http://rm\xEF\xBF\xBD:8088/ws/v1/cluster/apps/" + probe_.value());
+  // A raw byte in the path of no route is 404, the path shown percent-encoded.
+  Reply raw = get("/ws/v1/nope\xff", kAlice);
+  expectRemoteException(raw, 404, "NotFoundException",
+                        "org.apache.hadoop.yarn.webapp.NotFoundException");
+  EXPECT_EQ(messageOf(raw), "NOT_FOUND: no resource at /ws/v1/nope%FF");
+}
+
+// A malformed percent escape ('%' not followed by two hex digits) is 400
+// naming the parameter rather than dropped or half-decoded, which would
+// answer as if the client had asked something else.
+TEST_F(ClusterRestTest, MalformedPercentEscapeIs400NamingTheParameter) {
+  struct Bad {
+    std::string target, message;
+  };
+  const std::string rule = " (a '%' is followed by two hex digits)";
+  for (const Bad& b : std::vector<Bad>{
+           {"/ws/v1/cluster/apps?limit=%zz",
+            "INVALID_ARGUMENT: limit: malformed percent escape '%zz' in '%zz'" + rule},
+           {"/ws/v1/cluster/apps?limit=%4g",
+            "INVALID_ARGUMENT: limit: malformed percent escape '%4g' in '%4g'" + rule},
+           {"/ws/v1/cluster/nodes?states=RUNNING%2",
+            "INVALID_ARGUMENT: states: malformed percent escape '%2' in 'RUNNING%2'" + rule},
+           {"/ws/v1/cluster/reservation/list?queue=%",
+            "INVALID_ARGUMENT: queue: malformed percent escape '%' in '%'" + rule},
+           {"/ws/v1/cluster/apps?lim%it=1",
+            "INVALID_ARGUMENT: lim%it: malformed percent escape '%it' in the name" + rule},
+       }) {
+    Reply r = get(b.target, kAlice);
+    expectRemoteException(r, 400, "BadRequestException",
+                          "org.apache.hadoop.yarn.webapp.BadRequestException");
+    EXPECT_EQ(messageOf(r), b.message) << b.target;
+  }
+  // Well-formed escapes of either case decode: "%2C" and "%2c" are commas.
+  ASSERT_NO_FATAL_FAILURE(buildKnownState());
+  Reply both = get("/ws/v1/cluster/nodes?states=RUNNING%2clost", kAlice);
+  ASSERT_EQ(both.status, 200) << both.show();
+  EXPECT_EQ(both.parsed()["nodes"]["node"].size(), 2u) << both.body;
+}
+
+// The read-only views act as nobody: every user reads the whole cluster
+// view, so YARN's `user.name` names no one they could act for and is
+// ignored (the answer is the caller's own, whoever it names); only a write,
+// which acts as the user it names, refuses another user's name with 403
+// (ReservationRestActsOnlyForTheCallerUnlessAdmin).
+TEST_F(ClusterRestTest, ReadOnlyViewsIgnoreUserName) {
+  ASSERT_NO_FATAL_FAILURE(buildKnownState());
+  for (const std::string& t :
+       {std::string("/ws/v1/cluster/apps"), "/ws/v1/cluster/apps/" + probe_.value(),
+        std::string("/ws/v1/cluster/nodes"), std::string("/ws/v1/cluster/scheduler"),
+        std::string("/ws/v1/cluster/reservation/list")}) {
+    for (const std::string& who : {kAlice, kOps}) {
+      Reply plain = get(t, who);
+      ASSERT_EQ(plain.status, 200) << t << ": " << plain.show();
+      const std::string sep = t.find('?') == std::string::npos ? "?" : "&";
+      for (const char* name : {"bob", "alice", "nobody"}) {
+        Reply named = get(t + sep + "user.name=" + name, who);
+        EXPECT_EQ(named.status, 200) << t << " as " << name << ": " << named.show();
+        EXPECT_EQ(named.body, plain.body) << t << " as " << name;
+      }
+    }
+  }
+  // The app list names every user's apps to alice, bob's included.
+  Reply apps = get("/ws/v1/cluster/apps?user.name=alice", kAlice);
+  const json list = apps.parsed()["apps"]["app"];
+  std::set<std::string> users;
+  for (const auto& a : list) users.insert(a["user"].get<std::string>());
+  EXPECT_EQ(users, (std::set<std::string>{"alice", "bob", "carol"})) << apps.body;
+}
+
+// Another method on an app or a node (a subtree route, /apps/{id},
+// /nodes/{id}) is 405 with Allow: GET, as on the exact paths, whether the
+// id exists or not; a path below no route stays 404.
+TEST_F(ClusterRestTest, OtherMethodsOnAnAppOrNodeAre405) {
+  ASSERT_NO_FATAL_FAILURE(buildKnownState());
+  for (const std::string& t : {"/ws/v1/cluster/apps/" + etl_.value(),
+                               std::string("/ws/v1/cluster/apps/application_0_0042"),
+                               std::string("/ws/v1/cluster/nodes/nm1")}) {
+    for (const char* method : {"POST", "PUT", "DELETE"}) {
+      Reply r = call(method, t, kOps, "{}");
+      expectRemoteException(r, 405, "WebApplicationException",
+                            "javax.ws.rs.WebApplicationException");
+      EXPECT_EQ(r.headers.count("allow") ? r.headers.at("allow") : "", "GET") << method << " " << t;
+    }
+  }
+  EXPECT_EQ(apps_->get(etl_)->state, AppState::kRunning);
+  EXPECT_EQ(call("DELETE", "/ws/v1/cluster/nodez/nm1", kOps).status, 404);
 }
 
 }  // namespace

@@ -81,13 +81,15 @@ TEST_F(WebUiTest, StaticPagesArePublicTypedAndCarryNoSecret) {
   EXPECT_EQ(js.find("document.cookie"), std::string::npos);
 }
 
-// Each data endpoint: 401 without a token, with an unknown, malformed or
-// expired one; 403 for a node credential; every refusal is the JSON error.
-// Any user token passes.
+// Each data endpoint: 401 without a token (with the Bearer challenge RFC
+// 9110 requires), with an unknown, malformed or expired one; 403 for a node
+// credential; every refusal is the JSON error. Any user token passes.
 TEST_F(WebUiTest, DataEndpointsNeedAUserToken) {
   for (const auto& t : kDataEndpoints) {
     SCOPED_TRACE(t);
-    expectJsonError(get(t, ""), 401, "PERMISSION_DENIED");
+    Reply none = get(t, "");
+    expectJsonError(none, 401, "PERMISSION_DENIED");
+    EXPECT_EQ(none.headers["www-authenticate"], kBearerChallenge) << none.show();
     expectJsonError(get(t, "tok-nobody-000000000000"), 401, "PERMISSION_DENIED");
     expectJsonError(httpCall(port_, "GET", t, "", "", {{"Authorization", "Token " + kAlice}}), 401,
                     "PERMISSION_DENIED");
@@ -275,17 +277,29 @@ TEST_F(WebUiTest, ProposalsWithoutInferenceSayNotConfigured) {
 }
 
 // Paths below /ui the RM does not serve are 404; a known path with another
-// method 405; nothing outside the embedded files is reachable.
+// method 405 with Allow: GET; nothing outside the embedded files is
+// reachable. Under /ui/api/ those answers are the data endpoints' JSON
+// error, elsewhere (the page's paths) plain text.
 TEST_F(WebUiTest, UnknownPathsAre404AndOtherMethodsAre405) {
   for (const char* t :
        {"/ui/api/nope", "/ui/api", "/ui/api/", "/ui/nope.js", "/ui/../src/rm/http/ui/app.js",
         "/ui/%2e%2e/etc/passwd", "/ui/api/cluster/x", "/index.html", "/ui/ui_assets.h"}) {
-    EXPECT_EQ(get(t, kOps).status, 404) << t;
+    Reply r = get(t, kOps);
+    EXPECT_EQ(r.status, 404) << t;
+    if (std::string(t).starts_with("/ui/api/")) {
+      expectJsonError(r, 404, "NOT_FOUND");
+    } else {
+      EXPECT_EQ(r.headers["content-type"], "text/plain; charset=utf-8") << t;
+      EXPECT_EQ(r.body, "NOT_FOUND: no resource at " + std::string(t) + "\n") << t;
+    }
   }
   for (const char* t : {"/", "/ui/", "/ui/app.js", "/ui/api/cluster", "/ui/api/plan",
                         "/ui/api/reservation", "/ui/api/proposals"}) {
     for (const char* method : {"POST", "PUT", "DELETE"}) {
-      EXPECT_EQ(call(method, t, kOps, "{}").status, 405) << method << " " << t;
+      Reply r = call(method, t, kOps, "{}");
+      EXPECT_EQ(r.status, 405) << method << " " << t;
+      EXPECT_EQ(r.headers["allow"], "GET") << method << " " << t;
+      if (std::string(t).starts_with("/ui/api/")) expectJsonError(r, 405, "INVALID_ARGUMENT");
     }
   }
 }
@@ -305,13 +319,19 @@ TEST_F(WebUiTest, NoDataAnswerCarriesASecret) {
   }
 }
 
-// KNOWN BUG (disabled until fixed): a reservation id that is not UTF-8
-// after %-decoding is echoed into the 404 message, whose JSON encoding
-// throws: 500 "INTERNAL" instead of 400/404. Run with
-// --gtest_also_run_disabled_tests to see it fail.
-TEST_F(WebUiTest, DISABLED_KnownBug_NonUtf8ReservationIdIsNotA500) {
+// A reservation id that is not UTF-8 once percent-decoded, or a malformed
+// escape in it, is 400 naming id in the data endpoints' JSON error shape
+// (the value shown percent-encoded, as the client wrote it), never echoed
+// raw into the JSON answer.
+TEST_F(WebUiTest, UndecodableReservationIdIs400NamingId) {
   Reply r = get("/ui/api/reservation?id=%FF", kAlice);
-  EXPECT_TRUE(r.status == 400 || r.status == 404) << r.show();
+  expectJsonError(r, 400, "INVALID_ARGUMENT");
+  EXPECT_EQ(r.parsed()["error"]["message"], "id: '%FF' is not UTF-8 once percent-decoded");
+  Reply escape = get("/ui/api/reservation?id=reservation_%zz", kAlice);
+  expectJsonError(escape, 400, "INVALID_ARGUMENT");
+  EXPECT_EQ(escape.parsed()["error"]["message"],
+            "id: malformed percent escape '%zz' in 'reservation_%zz' (a '%' is followed by two "
+            "hex digits)");
 }
 
 // An InferenceService on 127.0.0.1:<free port> in this process with two
