@@ -124,11 +124,18 @@ Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource&
 }
 
 Status RmCore::unregisterNode(const NodeId& id) {
-  std::lock_guard<std::mutex> lk(mu_);
-  MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
-  spdlog::info("node {} unregistered", id.value());
-  updateNodeGauges();
-  notifyCapacity();
+  NodeLostListener listener;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
+    spdlog::info("node {} unregistered", id.value());
+    updateNodeGauges();
+    notifyCapacity();
+    listener = lost_listener_;
+  }
+  // A node that leaves takes its containers with it, as one that expires does:
+  // otherwise the scheduler would keep counting them (and the node's capacity).
+  if (listener) listener(id);
   return Status::ok();
 }
 

@@ -66,6 +66,8 @@ class RmCore {
   // NOT_FOUND means "resync": the node must register again.
   Status nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used, int64_t rss_mib,
                        double cpu_vcores, int32_t num_containers);
+  // The node leaves at once; its containers are lost as on expiry (the
+  // NodeLostListener is called).
   Status unregisterNode(const NodeId& id);
 
   std::vector<NodeInfo> nodes(bool include_lost) const;
@@ -81,7 +83,7 @@ class RmCore {
   using CapacityListener = std::function<void(const Resource& live, bool allow_drop)>;
   void setCapacityListener(CapacityListener listener);
   // Called (without the core's lock) with each node the liveness check
-  // declares lost; its containers are then lost too.
+  // declares lost or that unregisters; its containers are then lost too.
   using NodeLostListener = std::function<void(const NodeId& node)>;
   void setNodeLostListener(NodeLostListener listener);
 

@@ -123,7 +123,7 @@ void StandbyFront::registerHttpRefusals() {
     return HttpResponse{503, "text/plain; charset=utf-8", message(true) + "\n"};
   };
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
-    for (const char* path : {"/", "/ui", "/ui/*", "/ws/*"}) {
+    for (const char* path : {"/", "/ui", "/ui/", "/ui/*", "/ws/*"}) {
       server_->http().route(method, path, refuse, HandlerThread::kIoThread);
     }
   }
