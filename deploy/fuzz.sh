@@ -14,7 +14,9 @@
 # (default build-fuzz), FUZZ_JOBS (ninja -j, default 2), FUZZ_PARALLEL
 # (targets fuzzed at once, default the number of cores: the time per target
 # stays SECONDS_PER_TARGET, the whole run takes about
-# ceil(targets / FUZZ_PARALLEL) x SECONDS_PER_TARGET).
+# ceil(targets / FUZZ_PARALLEL) x SECONDS_PER_TARGET), FUZZ_BUILD_ONLY=1
+# (build the targets and stop: deploy/test.sh builds them while the tests
+# run, then fuzzes).
 #
 # Prints per target: execs, exec/s, final coverage (cov, ft), corpus size and
 # crashes; ends with one JSON line of the figures. Exits 1 when any target
@@ -65,6 +67,10 @@ if ! ninja -C "$dir" -j "$jobs" "${ninja_targets[@]}" >"$dir/fuzz-build.log" 2>&
   exit 2
 fi
 build_seconds=$(($(date +%s) - build_start))
+if [ "${FUZZ_BUILD_ONLY:-0}" = 1 ]; then
+  echo "fuzz: built ${#targets[@]} target(s) in ${build_seconds}s (FUZZ_BUILD_ONLY: not fuzzing)"
+  exit 0
+fi
 echo "fuzz: built ${#targets[@]} target(s) in ${build_seconds}s; ${seconds}s each, $parallel at once"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}

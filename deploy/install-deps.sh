@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git curl python3
+  ccache       # deploy/test.sh's compiler cache (kept between runs in ~/.cache/ccache)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev

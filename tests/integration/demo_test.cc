@@ -22,6 +22,7 @@
 #include <set>
 
 #include "harness.h"
+#include "test_paths.h"
 
 namespace morpheus::testing {
 namespace {
@@ -36,9 +37,9 @@ json readJson(const std::string& path) {
 // The scenario's steps, each asserted from what the system reported.
 TEST(DemoIT, QuickstartScenarioSlowedRunMeetsItsDeadlineBecauseOfDra) {
   const std::string var = freshDir("demo");
-  auto [code, out] = runCommand({std::string(MORPHEUS_SOURCE_DIR) + "/deploy/demo.sh", "--profile",
-                                 "ci", "--var", var, "--ports", "auto"},
-                                {{"MORPHEUS_BIN", std::string(MORPHEUS_BIN_DIR)}});
+  auto [code, out] = runCommand({std::string(sourceDir()) + "/deploy/demo.sh", "--profile", "ci",
+                                 "--var", var, "--ports", "auto"},
+                                {{"MORPHEUS_BIN", std::string(buildBinDir())}});
   std::printf("%s\n", out.c_str());  // the demo's own progress and summary, for the CI log
   EXPECT_EQ(code, 0) << out;
 

@@ -10,6 +10,7 @@
 #include "common/wire.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "harness.h"
+#include "test_paths.h"
 
 namespace morpheus::testing {
 namespace {
@@ -236,7 +237,7 @@ TEST(CliTest, UnreachableRmIsAClearError) {
 // The example configs in deploy/ load and document every option the daemon has.
 TEST(ConfigFilesTest, ExampleConfigsListEveryOption) {
   for (std::string d : {"rm", "nm", "inference"}) {
-    std::string path = std::string(MORPHEUS_SOURCE_DIR) + "/deploy/" + d + ".yaml";
+    std::string path = std::string(sourceDir()) + "/deploy/" + d + ".yaml";
     auto [code, out] = runCommand({binary("morpheus-" + d), "--config", path, "--print-config"});
     ASSERT_EQ(code, 0) << out;
     std::ifstream in(path);

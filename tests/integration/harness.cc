@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "test_paths.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@ std::string binary(const std::string& name) {
   // MORPHEUS_TEST_BIN_DIR runs the tests against other binaries (e.g. an
   // older build, to show an attack test fails there).
   const char* dir = std::getenv("MORPHEUS_TEST_BIN_DIR");
-  return std::string(dir != nullptr && *dir != 0 ? dir : MORPHEUS_BIN_DIR) + "/" + name;
+  return std::string(dir != nullptr && *dir != 0 ? dir : buildBinDir()) + "/" + name;
 }
 
 std::string testTempRoot() {

@@ -268,8 +268,8 @@ TEST_F(NmContainerIT, TokenExpiredBeyondTheGraceStopsAndReadsNothing) {
   ASSERT_EQ(start("c_kept", token("c_kept", "app_it"), "sh", {"-c", "echo up; exec sleep 60"})
                 .started_size(),
             1);
-  ASSERT_TRUE(waitFor([&] { return logs("c_kept", token("c_a", "app_it")).second == "up\n"; },
-                      10s));
+  ASSERT_TRUE(
+      waitFor([&] { return logs("c_kept", token("c_a", "app_it")).second == "up\n"; }, 10s));
   std::string stale =
       token("c_other", "app_it", "nm1", 128, fromEpochMs(nowMs()) - std::chrono::hours(2));
   auto [lst, data] = logs("c_kept", stale);

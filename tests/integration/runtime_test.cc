@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "test_paths.h"
 
 namespace morpheus::testing {
 namespace {
@@ -29,9 +30,8 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
   startCluster(3, {"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s",
                    "--set", "rm.inference-token-file=" + feed_token});
-  auto [code, out] =
-      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
-           "--recurrence", "dag-nightly", "--wait"});
+  auto [code, out] = ctl({"app", "submit", std::string(sourceDir()) + "/examples/dag-3stage.yaml",
+                          "--recurrence", "dag-nightly", "--wait"});
   ASSERT_EQ(code, 0) << out << rm_.log();
   EXPECT_NE(out.find("all 5 task(s) of job 'dag-3stage' succeeded"), std::string::npos) << out;
   std::string id = out.substr(0, out.find('\n'));
@@ -64,8 +64,7 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
 TEST_F(RuntimeIT, TaskOverItsMemoryIsKilledWithADiagnosticNamingTheLimit) {
   startCluster(1);
   auto [code, out] =
-      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-memory-hog.yaml",
-           "--wait"});
+      ctl({"app", "submit", std::string(sourceDir()) + "/examples/dag-memory-hog.yaml", "--wait"});
   EXPECT_EQ(code, 1) << out;
   std::string id = out.substr(0, out.find('\n'));
   json a = app(id);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "test_paths.h"
 
 namespace morpheus::testing {
 namespace {
@@ -32,7 +33,7 @@ std::vector<std::string> smallRun(const std::string& out) {
           "--periodic-load",
           "0.1",
           "--adhoc-trace",
-          std::string(MORPHEUS_SOURCE_DIR) + "/data/swim/swim-fb2009-24h.tsv",
+          std::string(sourceDir()) + "/data/swim/swim-fb2009-24h.tsv",
           "--adhoc-load",
           "0.1",
           "--strategy",

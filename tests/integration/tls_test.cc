@@ -22,6 +22,7 @@
 #include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
+#include "test_paths.h"
 #include "test_pki.h"
 
 namespace morpheus::testing {
@@ -334,9 +335,8 @@ TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   ASSERT_FALSE(inf.grpcAddress().empty()) << inf.log();
   startCluster({"--set", "rm.inference-address=" + inf.grpcAddress(), "--set", "planner.step=2s"});
   ASSERT_TRUE(waitFor([&] { return liveNodes() == 1; }, 15s)) << rm_.log() << nm_.log();
-  auto [code, out] =
-      ctl({"app", "submit", std::string(MORPHEUS_SOURCE_DIR) + "/examples/dag-3stage.yaml",
-           "--recurrence", "dag-tls", "--wait"});
+  auto [code, out] = ctl({"app", "submit", std::string(sourceDir()) + "/examples/dag-3stage.yaml",
+                          "--recurrence", "dag-tls", "--wait"});
   ASSERT_EQ(code, 0) << out << rm_.log() << nm_.log();
   EXPECT_NE(out.find("all 5 task(s) of job 'dag-3stage' succeeded"), std::string::npos) << out;
   std::vector<std::string> inf_ctl = {

@@ -22,6 +22,7 @@
 
 #include "browser.h"
 #include "harness.h"
+#include "test_paths.h"
 
 namespace morpheus::testing {
 namespace {
@@ -165,7 +166,7 @@ TEST_F(WebUiIT, ChartShowsEveryReservationInHeadlessChromium) {
   EXPECT_NE(refused.output.find("data-state=\"login\""), std::string::npos) << refused.output;
   EXPECT_EQ(chartSeries(refused.output).size(), 0u) << refused.output;
 
-  std::string artifacts = std::string(MORPHEUS_BIN_DIR) + "/../test-artifacts";
+  std::string artifacts = std::string(buildBinDir()) + "/../test-artifacts";
   std::filesystem::create_directories(artifacts);
   std::string png = std::filesystem::weakly_canonical(artifacts + "/web_ui.png").string();
   std::filesystem::remove(png);

@@ -22,11 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.h"
 #include "test_util.h"
-
-#ifndef MORPHEUS_PLANNER_GOLDEN
-#error "MORPHEUS_PLANNER_GOLDEN must name the recorded decisions file"
-#endif
 
 namespace morpheus::planner {
 namespace {
@@ -178,7 +175,8 @@ bool sameDecision(const std::string& want, const std::string& got) {
 // submissions.
 TEST(LowCostDecisionTest, PlacementsMatchRecordedDecisions) {
   std::vector<std::string> got = replay();
-  const std::string path = MORPHEUS_PLANNER_GOLDEN;
+  const std::string path = std::string(::morpheus::testing::sourceDir()) +
+                           "/tests/unit/planner/data/lowcost_decisions.golden";
   if (std::getenv("MORPHEUS_RECORD_GOLDEN") != nullptr) {
     std::ofstream out(path);
     for (const auto& l : got) out << l << "\n";

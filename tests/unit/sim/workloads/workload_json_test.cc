@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/workloads/workload.h"
+#include "test_paths.h"
 
 namespace morpheus {
 namespace {
@@ -22,7 +23,8 @@ std::string periodicWith(const std::string& field, const std::string& value) {
 // The example trace shipped in examples/sim parses with the values it states and the documented
 // defaults.
 TEST(WorkloadJsonTest, ParsesExampleTrace) {
-  auto w = sim::loadWorkloadJson(std::string(MORPHEUS_SOURCE_DIR) + "/examples/sim/trace.json");
+  auto w = sim::loadWorkloadJson(std::string(::morpheus::testing::sourceDir()) +
+                                 "/examples/sim/trace.json");
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   ASSERT_EQ(w->periodic.size(), 2u);
   ASSERT_EQ(w->adhoc.size(), 2u);
