@@ -56,7 +56,9 @@ start=$(date +%s)
 ./deploy/build.sh build-test RelWithDebInfo "${build_flags[@]}"
 built=$(date +%s)
 if [ -n "${CCACHE_STATSLOG:-}" ] && [ -f "$CCACHE_STATSLOG" ]; then
-  hits=$(ccache --show-log-stats -v 2>/dev/null | grep -E '^ *(Hits|Misses):' | tr -s ' ' | tr '\n' ' ')
+  # The first Hits and Misses lines are this build's calls (the next two are
+  # the storage's).
+  hits=$(ccache --show-log-stats -v 2>/dev/null | grep -m 2 -E '^ *(Hits|Misses):' | tr -s ' ' | tr '\n' ' ')
   echo "test.sh: compiler cache: ${hits:-no statistics}"
 fi
 
