@@ -2,8 +2,8 @@
 // ReservationService, ApplicationMaster) called in process on decoded
 // messages, over a real RmCore, ReservationManager (LowCost planner),
 // AppManager and RmRuntime on an in-memory SQLite state store and a
-// VirtualClock, wired as src/rm/main.cc wires them. Fresh state per input, so
-// every crash reproduces from its input alone.
+// VirtualClock, wired as src/rm/main.cc wires them (tests/support/inproc_rm.h).
+// Fresh state per input, so every crash reproduces from its input alone.
 //
 // Input: a sequence of calls (at most kMaxCalls), each
 //   [selector: 1 byte][length: 2 bytes little-endian][payload: length bytes]
@@ -36,20 +36,10 @@
 #include <memory>
 #include <string>
 
-#include "common/auth.h"
 #include "common/clock.h"
-#include "common/metrics.h"
 #include "fuzz_util.h"
-#include "rm/core/access.h"
-#include "rm/grpc/am_service.h"
-#include "rm/core/app_manager.h"
-#include "rm/core/reservation_manager.h"
-#include "rm/grpc/reservation_service.h"
-#include "rm/core/rm_core.h"
+#include "inproc_rm.h"
 #include "rm/core/rm_options.h"
-#include "rm/runtime/runtime.h"
-#include "rm/grpc/services.h"
-#include "store/state/state_store.h"
 
 using namespace morpheus;
 
@@ -60,62 +50,42 @@ constexpr char kValidAmToken[] = "@am";
 constexpr Millis kMaxTick{86400000};
 const TimePoint kStart = fromEpochMs(1800000000000);
 
-// One RM, wired as main.cc does (no network, no threads: the runtime's
-// launcher and the core's liveness timer are not started).
+// One RM, wired as main.cc does (tests/support/inproc_rm.h: no network, no
+// threads; the runtime's launcher and the core's liveness timer are not
+// started).
 class Rm {
  public:
   Rm() : clock_(kStart) {
+    testing::InProcRmOptions o;
     ConfigSchema schema("morpheus-rm");
-    rm::declareRmOptions(schema, &opts_);  // the daemon's defaults
-    opts_.admins = {"admin"};
-    store_ = std::move(store::openStateStore("sqlite", ":memory:")).value();
-    core_ = std::make_unique<rm::RmCore>(opts_, clock_, metrics_, "fuzz-token-secret");
-    rm::ReservationManagerOptions rmo;
-    rmo.reservable_queues = {opts_.reservable_queues.begin(), opts_.reservable_queues.end()};
+    rm::declareRmOptions(schema, &o.rm);  // the daemon's defaults
+    o.rm.admins = {"admin"};
+    o.token_secret = "fuzz-token-secret";
+    rm::ReservationManagerOptions& rmo = o.reservations;
+    rmo.reservable_queues = {o.rm.reservable_queues.begin(), o.rm.reservable_queues.end()};
     rmo.admins = {"admin"};
     // The daemon's request limits, but fewer containers per request: an
     // infeasible request of ~50k containers takes ~30 s to explain under
     // ASan, past the per-input timeout (planning cost, not a crash).
-    rmo.limits.max_name_length = opts_.max_name_length;
-    rmo.limits.max_stages = opts_.max_stages;
+    rmo.limits.max_name_length = o.rm.max_name_length;
+    rmo.limits.max_stages = o.rm.max_stages;
     rmo.limits.max_containers_per_stage = 5000;
     rmo.limits.max_containers_per_request = 5000;
-    rmo.limits.max_reservations_per_user = opts_.max_reservations_per_user;
-    rmo.limits.max_planning_work = opts_.max_planning_work;
-    rmo.limits.max_planning_per_user = opts_.max_planning_per_user;
-    rmo.limits.max_planning_total = opts_.max_planning_total;
-    rmo.limits.max_unused_ids_per_user = opts_.max_unused_reservation_ids;
-    reservations_ = std::make_unique<rm::ReservationManager>(
-        rmo, std::move(planner::Planner::create(opts_.planner, Resource())).value(), *store_,
-        clock_, metrics_);
-    core_->setCapacityListener([this](const Resource& live, bool allow_drop) {
-      reservations_->onCapacity(live, allow_drop);
-    });
-    rm::AppManagerOptions amo;
-    amo.queues = {"root.default", "root.a"};
-    apps_ = std::make_unique<rm::AppManager>(
-        amo, *store_, clock_, metrics_, core_->signer(),
-        [this](const JobKey& k) { return rm::bindTargets(*reservations_, k); },
-        [this](const ReservationId& r) { return rm::bindTarget(*reservations_, r); });
-    rm::RuntimeOptions rto;
-    rto.telemetry_step = opts_.planner.step;
-    runtime_ = std::make_unique<rm::RmRuntime>(
-        rto, *core_, *apps_, clock_, metrics_, nullptr,
-        [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
-        [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
-    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
-    runtime_->setStore(store_.get());
-    // A ServerContext made outside a server carries no metadata, so callers
-    // cannot present tokens: authentication is disabled (every caller is the
-    // admin "anonymous") and the handlers' validation is what is fuzzed.
-    tracker_ = std::make_unique<rm::ResourceTrackerService>(*core_, auth_, runtime_.get());
-    client_ = std::make_unique<rm::ClientServiceImpl>(*core_, access_, apps_.get(), runtime_.get());
-    reservation_service_ = std::make_unique<rm::ReservationServiceImpl>(*reservations_, access_);
-    am_ = std::make_unique<rm::ApplicationMasterServiceImpl>(*runtime_);
-  }
-  ~Rm() {
-    core_->setNodeLostListener(nullptr);
-    core_->setCapacityListener(nullptr);
+    rmo.limits.max_reservations_per_user = o.rm.max_reservations_per_user;
+    rmo.limits.max_planning_work = o.rm.max_planning_work;
+    rmo.limits.max_planning_per_user = o.rm.max_planning_per_user;
+    rmo.limits.max_planning_total = o.rm.max_planning_total;
+    rmo.limits.max_unused_ids_per_user = o.rm.max_unused_reservation_ids;
+    o.apps.queues = {"root.default", "root.a"};
+    o.runtime.telemetry_step = o.rm.planner.step;
+    // No token file: a ServerContext made outside a server carries no
+    // metadata, so callers cannot present tokens; authentication is disabled
+    // (every caller is the admin "anonymous") and the handlers' validation is
+    // what is fuzzed.
+    o.admins = {"admin"};
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    FUZZ_CHECK(rm.isOk(), "wiring the RM failed: " + rm.status().toString());
+    rm_ = std::move(rm).value();
   }
 
   // Runs one call; unknown payloads are skipped.
@@ -157,20 +127,8 @@ class Rm {
   void tick(std::string_view payload);
 
   const bool trace_ = std::getenv("MORPHEUS_FUZZ_TRACE") != nullptr;
-  const Authenticator auth_{{}, /*open=*/true};
-  const rm::RmAccess access_{auth_, {"admin"}, rm::QueueAcls()};
   VirtualClock clock_;
-  MetricsRegistry metrics_;
-  rm::RmOptions opts_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<rm::RmCore> core_;
-  std::unique_ptr<rm::ReservationManager> reservations_;
-  std::unique_ptr<rm::AppManager> apps_;
-  std::unique_ptr<rm::RmRuntime> runtime_;
-  std::unique_ptr<rm::ResourceTrackerService> tracker_;
-  std::unique_ptr<rm::ClientServiceImpl> client_;
-  std::unique_ptr<rm::ReservationServiceImpl> reservation_service_;
-  std::unique_ptr<rm::ApplicationMasterServiceImpl> am_;
+  std::unique_ptr<testing::InProcRm> rm_;
 };
 
 std::string Rm::reservationState() {
@@ -178,7 +136,7 @@ std::string Rm::reservationState() {
   req.set_include_allocations(true);
   v1::ListReservationsResponse resp;
   grpc::ServerContext ctx;
-  grpc::Status st = reservation_service_->ListReservations(&ctx, &req, &resp);
+  grpc::Status st = rm_->reservationService().ListReservations(&ctx, &req, &resp);
   FUZZ_CHECK(st.ok(), "listing every reservation failed: " + st.error_message());
   return resp.SerializeAsString();
 }
@@ -187,7 +145,7 @@ std::string Rm::appState() {
   v1::ListApplicationsRequest req;
   v1::ListApplicationsResponse resp;
   grpc::ServerContext ctx;
-  grpc::Status st = client_->ListApplications(&ctx, &req, &resp);
+  grpc::Status st = rm_->client().ListApplications(&ctx, &req, &resp);
   FUZZ_CHECK(st.ok(), "listing every application failed: " + st.error_message());
   return resp.SerializeAsString();
 }
@@ -197,16 +155,16 @@ std::string Rm::nodeState() {
   req.set_include_lost(true);
   v1::ListNodesResponse resp;
   grpc::ServerContext ctx;
-  grpc::Status st = client_->ListNodes(&ctx, &req, &resp);
+  grpc::Status st = rm_->client().ListNodes(&ctx, &req, &resp);
   FUZZ_CHECK(st.ok(), "listing every node failed: " + st.error_message());
   return resp.SerializeAsString() + reservationState();
 }
 
 void Rm::fillAmToken(const std::string& app, std::string* token) const {
   if (*token != kValidAmToken) return;
-  auto rec = apps_->get(AppId(app));
+  auto rec = rm_->apps().get(AppId(app));
   const bool issued = rec.isOk() && rec->attempt >= 1;
-  *token = issued ? apps_->amToken(AppId(app), rec->attempt) : std::string();
+  *token = issued ? rm_->apps().amToken(AppId(app), rec->attempt) : std::string();
 }
 
 void Rm::tick(std::string_view payload) {
@@ -215,8 +173,8 @@ void Rm::tick(std::string_view payload) {
     ms |= static_cast<uint32_t>(static_cast<uint8_t>(payload[i])) << (8 * i);
   }
   clock_.advance(std::min(Millis(ms), kMaxTick));
-  core_->checkLiveness();
-  reservations_->expire();
+  rm_->core().checkLiveness();
+  rm_->reservations().expire();
 }
 
 // The RPCs in selector order; kTick is the clock pseudo-call.
@@ -246,10 +204,10 @@ enum Call : uint8_t {
 
 void Rm::call(uint8_t selector, std::string_view p) {
   using std::placeholders::_1, std::placeholders::_2, std::placeholders::_3;
-  auto* t = tracker_.get();
-  auto* c = client_.get();
-  auto* r = reservation_service_.get();
-  auto* a = am_.get();
+  auto* t = &rm_->tracker();
+  auto* c = &rm_->client();
+  auto* r = &rm_->reservationService();
+  auto* a = &rm_->amService();
   auto nodes = [this] { return nodeState(); };
   auto apps = [this] { return appState(); };
   auto reservations = [this] { return reservationState(); };
@@ -314,7 +272,7 @@ void Rm::call(uint8_t selector, std::string_view p) {
       return invoke<v1::AllocateRequest, v1::AllocateResponse>(
           p,
           [this](grpc::ServerContext*, const v1::AllocateRequest* q, v1::AllocateResponse* r) {
-            return toGrpc(runtime_->allocate(*q, r));  // what the callback handler runs
+            return toGrpc(rm_->runtime().allocate(*q, r));  // what the callback handler runs
           },
           nullptr, [this](auto* q) { fillAmToken(q->application_id(), q->mutable_am_token()); });
     case kFinishApplicationMaster:

@@ -1,10 +1,10 @@
 // The RM's gRPC edge (ResourceTrackerService, ClientServiceImpl,
-// ApplicationMasterServiceImpl) served in process as main() wires it: the
-// real RmCore, ReservationManager, AppManager (SQLite), RmRuntime, Strand and
-// ReplyQueue, an Authenticator loaded from a token file, and a gRPC server
-// called through the generated stubs over its in-process channel. No daemon,
-// no port. The AM launcher is not started, so an AM container placed by a
-// heartbeat is never launched; tests act as the AM with the token the RM
+// ApplicationMasterServiceImpl) served in process as main() wires it
+// (tests/support/inproc_rm.h): the real RmCore, ReservationManager,
+// AppManager (SQLite), RmRuntime, Strand and ReplyQueue, an Authenticator
+// loaded from a token file, and a gRPC server called through the generated
+// stubs over its in-process channel. No daemon, no port. The AM launcher is not started, so an AM
+// container placed by a heartbeat is never launched; tests act as the AM with the token the RM
 // would hand it (AppManager::amToken).
 //
 // What is checked is the edge's contract (services.h, am_service.h,
@@ -15,11 +15,9 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -30,6 +28,7 @@
 #include "common/auth.h"
 #include "common/token.h"
 #include "common/wire.h"
+#include "inproc_rm.h"
 #include "rm/grpc/am_service.h"
 
 #include "../test_db.h"
@@ -66,91 +65,33 @@ bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
 class RmServicesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto token_file = std::filesystem::path(freshTestDb("svc")).replace_extension(".tokens");
-    {
-      std::ofstream out(token_file);
-      out << kAlice << " alice\n"
-          << kBob << " bob\n"
-          << kCarol << " carol\n"
-          << kOps << " ops admin\n"
-          << kBoss << " boss\n"
-          << kNm1 << " nm1 node\n"
-          << kNm2 << " nm2 node\n"
-          << kStale << " alice expires=2000-01-01\n"
-          << kUserNm3 << " nm3\n";
-    }
-    ASSERT_EQ(::chmod(token_file.c_str(), 0600), 0);
-    auto auth = loadRmAuthenticator(token_file.string(), /*disabled=*/false);
-    ASSERT_TRUE(auth.isOk()) << auth.status().toString();
-    auth_ = std::move(auth).value();
     auto acls = QueueAcls::parse({{"root.restricted", "bob"}}, {{"root.default", "carol"}});
     ASSERT_TRUE(acls.isOk()) << acls.status().toString();
-    access_ = std::make_unique<RmAccess>(*auth_, std::set<std::string>{"boss"}, *acls);
-
-    db_ = freshTestDb("svc");
-    store_ = std::move(store::openStateStore("sqlite", db_)).value();
-    opts_.heartbeat_interval = Millis(700);
-    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, kSecret);
-    auto planner = planner::Planner::create(opts_.planner, Resource());
-    ASSERT_TRUE(planner.isOk()) << planner.status().toString();
-    reservations_ = std::make_unique<ReservationManager>(
-        ReservationManagerOptions{}, std::move(planner).value(), *store_, clock_, metrics_);
-    core_->setCapacityListener([this](const Resource& live, bool allow_drop) {
-      reservations_->onCapacity(live, allow_drop);
-    });
-    apps_ = makeAppManager();
-    RuntimeOptions rto;
-    rto.queue_weights = {{"root.default", 1}, {"root.restricted", 1}};
-    runtime_ = std::make_unique<RmRuntime>(
-        rto, *core_, *apps_, clock_, metrics_, nullptr,
-        [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
-        [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
-    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
-    runtime_->setStore(store_.get());
-
-    strand_ = std::make_unique<Strand>(metrics_, 1000);
-    strand_->start();
-    replies_.start();
-    tracker_ =
-        std::make_unique<ResourceTrackerService>(*core_, *auth_, runtime_.get(), strand_.get());
-    tracker_->setReplyQueue(&replies_);
-    client_ = std::make_unique<ClientServiceImpl>(*core_, *access_, apps_.get(), runtime_.get());
-    client_->setQueueSources(reservations_.get(), &clock_);
-    am_ = std::make_unique<ApplicationMasterServiceImpl>(*runtime_, strand_.get());
-
-    grpc::ServerBuilder builder;
-    builder.RegisterService(tracker_.get());
-    builder.RegisterService(client_.get());
-    builder.RegisterService(am_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    auto channel = server_->InProcessChannel(grpc::ChannelArguments());
+    testing::InProcRmOptions o;
+    o.state_store = freshTestDb("svc");
+    o.token_file = std::filesystem::path(o.state_store).replace_extension(".tokens").string();
+    o.tokens = std::string(kAlice) + " alice\n" + kBob + " bob\n" + kCarol + " carol\n" + kOps +
+               " ops admin\n" + kBoss + " boss\n" + kNm1 + " nm1 node\n" + kNm2 + " nm2 node\n" +
+               kStale + " alice expires=2000-01-01\n" + kUserNm3 + " nm3\n";
+    o.token_secret = kSecret;
+    o.admins = {"boss"};
+    o.acls = *acls;
+    o.rm.heartbeat_interval = Millis(700);
+    o.rm.strand_max_queued = 1000;
+    o.apps.queues = {"root.default", "root.restricted"};
+    o.runtime.queue_weights = {{"root.default", 1}, {"root.restricted", 1}};
+    o.strand = true;
+    o.serve = true;
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    ASSERT_TRUE(rm.isOk()) << rm.status().toString();
+    rm_ = std::move(rm).value();
+    auto channel = rm_->channel();
     tracker_stub_ = v1::ResourceTracker::NewStub(channel);
     client_stub_ = v1::ClientService::NewStub(channel);
     am_stub_ = v1::ApplicationMaster::NewStub(channel);
   }
 
-  void TearDown() override {
-    // main()'s order: the server, then the strand, then the reply queue.
-    if (server_) server_->Shutdown(std::chrono::system_clock::now() + 2s);
-    if (strand_) strand_->stop();
-    replies_.stop();
-    if (runtime_) runtime_->stop();
-    if (core_) {
-      core_->setNodeLostListener(nullptr);
-      core_->setCapacityListener(nullptr);
-    }
-  }
-
-  // The AppManager main() builds, over this test's store.
-  std::unique_ptr<AppManager> makeAppManager() {
-    AppManagerOptions amo;
-    amo.queues = {"root.default", "root.restricted"};
-    return std::make_unique<AppManager>(
-        amo, *store_, clock_, metrics_, core_->signer(),
-        [this](const JobKey& k) { return bindTargets(*reservations_, k); },
-        [this](const ReservationId& r) { return bindTarget(*reservations_, r); });
-  }
+  void TearDown() override { rm_.reset(); }  // main()'s order (inproc_rm.h)
 
   // A context carrying `token` as "authorization: Bearer TOKEN" ("" = none).
   static std::unique_ptr<grpc::ClientContext> ctx(const std::string& token) {
@@ -158,6 +99,17 @@ class RmServicesTest : public ::testing::Test {
     c->set_deadline(std::chrono::system_clock::now() + 10s);
     if (!token.empty()) c->AddMetadata("authorization", "Bearer " + token);
     return c;
+  }
+  // `method` of `stub` called with `req` as the holder of `token`; the
+  // response in *out when given.
+  template <typename Stub, typename Req, typename Resp>
+  static grpc::Status call(Stub& stub,
+                           grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                           const std::string& token, const Req& req, Resp* out) {
+    Resp resp;
+    grpc::Status st = (stub.*method)(ctx(token).get(), req, &resp);
+    if (out != nullptr) *out = resp;
+    return st;
   }
 
   // ---- ClientService ----
@@ -187,10 +139,7 @@ class RmServicesTest : public ::testing::Test {
                    v1::ApplicationReport* out = nullptr) {
     v1::GetApplicationRequest req;
     req.set_application_id(app);
-    v1::ApplicationReport resp;
-    grpc::Status st = client_stub_->GetApplication(ctx(token).get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*client_stub_, &v1::ClientService::Stub::GetApplication, token, req, out);
   }
   grpc::Status kill(const std::string& token, const std::string& app,
                     const std::string& as_user = "") {
@@ -217,42 +166,29 @@ class RmServicesTest : public ::testing::Test {
     v1::GetContainerLogAccessRequest req;
     req.set_application_id(app);
     req.set_container_id(container);
-    v1::GetContainerLogAccessResponse resp;
-    grpc::Status st = client_stub_->GetContainerLogAccess(ctx(token).get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*client_stub_, &v1::ClientService::Stub::GetContainerLogAccess, token, req, out);
   }
-  AppState stateOf(const std::string& app) const { return apps_->get(AppId(app))->state; }
+  AppState stateOf(const std::string& app) const { return rm_->apps().get(AppId(app))->state; }
 
   // ---- ResourceTracker ----
+  // 8 vcores; nothing listens at its ContainerManager, so no AM is launched.
   static v1::RegisterNodeRequest registerRequest(const std::string& node) {
-    v1::RegisterNodeRequest r;
-    r.set_node_id(node);
-    r.set_container_manager_address("127.0.0.1:1");  // nothing listens: no AM is launched
-    r.set_http_address("127.0.0.1:2");
-    toProto(Resource(8192, 8), r.mutable_total());
-    return r;
+    return testing::nodeRegistration(node, 8, {}, "127.0.0.1:1", "127.0.0.1:2");
   }
   grpc::Status registerNode(const std::string& token, const v1::RegisterNodeRequest& req,
                             v1::RegisterNodeResponse* out = nullptr) {
-    v1::RegisterNodeResponse resp;
-    grpc::Status st = tracker_stub_->RegisterNode(ctx(token).get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*tracker_stub_, &v1::ResourceTracker::Stub::RegisterNode, token, req, out);
   }
   v1::NodeHeartbeatRequest heartbeatRequest(const std::string& node) {
     v1::NodeHeartbeatRequest r;
     r.set_node_id(node);
     r.set_sequence(++sequence_);
-    r.set_rm_epoch(core_->epoch());
+    r.set_rm_epoch(rm_->core().epoch());
     return r;
   }
   grpc::Status heartbeat(const std::string& token, const v1::NodeHeartbeatRequest& req,
                          v1::NodeHeartbeatResponse* out = nullptr) {
-    v1::NodeHeartbeatResponse resp;
-    grpc::Status st = tracker_stub_->NodeHeartbeat(ctx(token).get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*tracker_stub_, &v1::ResourceTracker::Stub::NodeHeartbeat, token, req, out);
   }
   grpc::Status unregisterNode(const std::string& token, const std::string& node) {
     v1::UnregisterNodeRequest req;
@@ -265,7 +201,7 @@ class RmServicesTest : public ::testing::Test {
   void drainStrand() {
     auto done = std::make_shared<std::promise<void>>();
     auto ran = done->get_future();
-    ASSERT_TRUE(strand_->postBackground([done] { done->set_value(); }));
+    ASSERT_TRUE(rm_->strand()->postBackground([done] { done->set_value(); }));
     ASSERT_EQ(ran.wait_for(10s), std::future_status::ready) << "the strand is stuck";
   }
   // One heartbeat of `node` as its NM, and the scheduling it triggers.
@@ -296,30 +232,18 @@ class RmServicesTest : public ::testing::Test {
     v1::RegisterApplicationMasterRequest req;
     req.set_application_id(app);
     req.set_am_token(am_token);
-    v1::RegisterApplicationMasterResponse resp;
-    grpc::Status st = am_stub_->RegisterApplicationMaster(ctx("").get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*am_stub_, &v1::ApplicationMaster::Stub::RegisterApplicationMaster, "", req, out);
   }
   static v1::AllocateRequest allocateRequest(const std::string& app, const std::string& am_token,
                                              int count) {
+    if (count != 0) return testing::taskAsk(AppId(app), am_token, count);
     v1::AllocateRequest req;
     req.set_application_id(app);
     req.set_am_token(am_token);
-    if (count != 0) {
-      auto* a = req.add_asks();
-      a->set_request_id("tasks");
-      a->set_priority(1);
-      toProto(Resource(1024, 1), a->mutable_capability());
-      a->set_count(count);
-    }
     return req;
   }
   grpc::Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* out = nullptr) {
-    v1::AllocateResponse resp;
-    grpc::Status st = am_stub_->Allocate(ctx("").get(), req, &resp);
-    if (out != nullptr) *out = resp;
-    return st;
+    return call(*am_stub_, &v1::ApplicationMaster::Stub::Allocate, "", req, out);
   }
   grpc::Status finishAm(const std::string& app, const std::string& am_token,
                         v1::FinalStatus status = v1::FINAL_STATUS_SUCCEEDED) {
@@ -331,7 +255,7 @@ class RmServicesTest : public ::testing::Test {
     return am_stub_->FinishApplicationMaster(ctx("").get(), req, &resp);
   }
   std::string amToken(const std::string& app) const {
-    return apps_->amToken(AppId(app), apps_->get(AppId(app))->attempt);
+    return rm_->apps().amToken(AppId(app), rm_->apps().get(AppId(app))->attempt);
   }
 
   // What a refused call must not change: every app (state, diagnostics,
@@ -339,17 +263,17 @@ class RmServicesTest : public ::testing::Test {
   // in memory, and the apps a restarted RM would recover from the store.
   std::string clusterState() {
     std::string out;
-    for (const auto& a : apps_->list({}, "")) {
+    for (const auto& a : rm_->apps().list({}, "")) {
       out += "app " + a.id.value() + " " + a.spec.user.value() + " " + toString(a.state) + " " +
              a.diagnostics + " am=" + a.am_container.value() + "@" + a.am_node.value() +
              " progress=" + std::to_string(a.progress) + "\n";
     }
-    for (const auto& n : core_->nodes(/*include_lost=*/true)) {
+    for (const auto& n : rm_->core().nodes(/*include_lost=*/true)) {
       out += "node " + n.id.value() + (n.live ? " live " : " lost ") + n.total.toString() +
              " used=" + n.used.toString() + " hb=" + std::to_string(toEpochMs(n.last_heartbeat)) +
              " seq=" + std::to_string(n.last_sequence) + "\n";
     }
-    auto recovered = makeAppManager();
+    auto recovered = rm_->makeAppManager();
     Status st = recovered->recover();
     EXPECT_TRUE(st.isOk()) << st.toString();
     for (const auto& a : recovered->list({}, "")) {
@@ -358,23 +282,8 @@ class RmServicesTest : public ::testing::Test {
     return out;
   }
 
-  RmOptions opts_;
   VirtualClock clock_{fromEpochMs(1800000000000)};
-  MetricsRegistry metrics_;
-  std::string db_;
-  std::unique_ptr<Authenticator> auth_;
-  std::unique_ptr<RmAccess> access_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<RmCore> core_;
-  std::unique_ptr<ReservationManager> reservations_;
-  std::unique_ptr<AppManager> apps_;
-  std::unique_ptr<RmRuntime> runtime_;
-  std::unique_ptr<Strand> strand_;
-  ReplyQueue replies_;
-  std::unique_ptr<ResourceTrackerService> tracker_;
-  std::unique_ptr<ClientServiceImpl> client_;
-  std::unique_ptr<ApplicationMasterServiceImpl> am_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<testing::InProcRm> rm_;
   std::unique_ptr<v1::ResourceTracker::Stub> tracker_stub_;
   std::unique_ptr<v1::ClientService::Stub> client_stub_;
   std::unique_ptr<v1::ApplicationMaster::Stub> am_stub_;
@@ -544,7 +453,7 @@ TEST_F(RmServicesTest, NodeTokenCannotActAsAnotherNode) {
   grpc::Status impostor = registerNode(kNm1, registerRequest("nm2"));
   EXPECT_EQ(impostor.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(impostor.error_message(), "the node token of nm1 may not act as node 'nm2'");
-  ASSERT_EQ(core_->nodes(true).size(), 1u) << "nm2 was registered with nm1's token";
+  ASSERT_EQ(rm_->core().nodes(true).size(), 1u) << "nm2 was registered with nm1's token";
 
   ASSERT_TRUE(registerNode(kNm2, registerRequest("nm2")).ok());
   clock_.advance(Millis(5000));
@@ -561,7 +470,7 @@ TEST_F(RmServicesTest, NodeTokenCannotActAsAnotherNode) {
   // Its own token does each of them.
   EXPECT_TRUE(heartbeat(kNm2, heartbeatRequest("nm2")).ok());
   EXPECT_TRUE(unregisterNode(kNm2, "nm2").ok());
-  auto nodes = core_->nodes(/*include_lost=*/false);
+  auto nodes = rm_->core().nodes(/*include_lost=*/false);
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].id.value(), "nm1");
 }
@@ -573,7 +482,7 @@ TEST_F(RmServicesTest, RegisterNodeRepliesWithTheNodesOwnKeyNeverTheMasterSecret
   v1::RegisterNodeResponse r1, r2;
   ASSERT_TRUE(registerNode(kNm1, registerRequest("nm1"), &r1).ok());
   ASSERT_TRUE(registerNode(kNm2, registerRequest("nm2"), &r2).ok());
-  EXPECT_EQ(r1.rm_epoch(), core_->epoch());
+  EXPECT_EQ(r1.rm_epoch(), rm_->core().epoch());
   EXPECT_EQ(r1.heartbeat_interval_ms(), 700);
 
   const std::string& key1 = r1.container_token_secret();
@@ -592,14 +501,15 @@ TEST_F(RmServicesTest, RegisterNodeRepliesWithTheNodesOwnKeyNeverTheMasterSecret
                          "alice"};
   ContainerTokenInfo on2 = on1;
   on2.node = NodeId("nm2");
-  std::string t1 = core_->issueContainerToken(on1);
-  std::string t2 = core_->issueContainerToken(on2);
+  std::string t1 = rm_->core().issueContainerToken(on1);
+  std::string t2 = rm_->core().issueContainerToken(on2);
   EXPECT_TRUE(verifyContainerToken(TokenSigner(key1), t1).isOk());
   EXPECT_FALSE(verifyContainerToken(TokenSigner(key1), t2).isOk())
       << "nm1's key verifies a token for nm2";
   EXPECT_TRUE(verifyContainerToken(TokenSigner(key2), t2).isOk());
   // Nor does the AM token key (the master secret) leave through a node's reply.
-  EXPECT_FALSE(TokenSigner(key1).verify(apps_->amToken(AppId("application_1_0001"), 1)).isOk());
+  EXPECT_FALSE(
+      TokenSigner(key1).verify(rm_->apps().amToken(AppId("application_1_0001"), 1)).isOk());
 }
 
 // Invalid node input is INVALID_ARGUMENT naming the wire field, and neither
@@ -635,7 +545,7 @@ TEST_F(RmServicesTest, NodeRpcsRefuseBadInputNamingTheFieldAndChangeNothing) {
     EXPECT_EQ(st.error_message().rfind(c.field, 0), 0u) << st.error_message();
     EXPECT_TRUE(resp.container_token_secret().empty());
   }
-  EXPECT_TRUE(core_->nodes(true).empty());
+  EXPECT_TRUE(rm_->core().nodes(true).empty());
   v1::ListNodesResponse listed;
   ASSERT_TRUE(client_stub_->ListNodes(ctx(kOps).get(), {}, &listed).ok());
   EXPECT_EQ(listed.nodes_size(), 0);
@@ -668,8 +578,8 @@ TEST_F(RmServicesTest, ExpiredNodesContainersAreLost) {
   v1::ApplicationReport report;
   ASSERT_TRUE(get(kAlice, app, &report).ok());
   ASSERT_EQ(report.running_containers(), 1);
-  clock_.advance(opts_.node_expiry + Millis(1000));
-  core_->checkLiveness();
+  clock_.advance(rm_->options().rm.node_expiry + Millis(1000));
+  rm_->core().checkLiveness();
   v1::ListNodesRequest with_lost;
   with_lost.set_include_lost(true);
   v1::ListNodesResponse nodes;
@@ -734,7 +644,7 @@ TEST_F(RmServicesTest, SubmitListGetAndKillAnApplication) {
   EXPECT_EQ(report.state(), v1::APP_STATE_KILLED);
   EXPECT_EQ(report.diagnostics(), "killed by alice: test");
   // Persisted: a restarted RM recovers it killed.
-  auto recovered = makeAppManager();
+  auto recovered = rm_->makeAppManager();
   ASSERT_TRUE(recovered->recover().isOk());
   EXPECT_EQ(recovered->get(AppId(app))->state, AppState::kKilled);
   // A second kill finds it final.
@@ -799,7 +709,7 @@ TEST_F(RmServicesTest, UsersCannotKillOrReadLogsOfAnothersAppUnlessAdmin) {
   EXPECT_EQ(stateOf(app), AppState::kKilled);
   EXPECT_EQ(stateOf(by_boss), AppState::kKilled);
   EXPECT_EQ(stateOf(by_carol), AppState::kKilled);
-  EXPECT_EQ(apps_->get(AppId(by_boss))->diagnostics, "killed by boss: test");
+  EXPECT_EQ(rm_->apps().get(AppId(by_boss))->diagnostics, "killed by boss: test");
 
   // Carol administers root.default only: bob's app in root.restricted is not hers.
   v1::SubmitApplicationRequest restricted = submitRequest();
@@ -937,11 +847,11 @@ TEST_F(RmServicesTest, AmTokenOfOneAppCannotActOnAnother) {
   st = finishAm(b, forged);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(st.error_message(), "am_token: invalid");
-  st = finishAm(b, apps_->amToken(AppId(b), 2));
+  st = finishAm(b, rm_->apps().amToken(AppId(b), 2));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(st.error_message().find("is not the current attempt"), std::string::npos);
   // A container token is no AM token either.
-  std::string container_token = core_->issueContainerToken(
+  std::string container_token = rm_->core().issueContainerToken(
       {ContainerId(b + "_1_am1"), AppId(b), NodeId("nm1"), Resource(1024, 1), {}, "bob"});
   EXPECT_EQ(finishAm(b, container_token).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(clusterState(), before);

@@ -104,7 +104,7 @@ TEST_F(ClusterRestTest, EveryRouteRefusesMissingWrongExpiredAndNodeCredentials) 
         << node.show();
   }
   // The refused update and delete left alice's reservation as it was.
-  auto rec = reservations_->get(ReservationId(rid_));
+  auto rec = rm_->reservations().get(ReservationId(rid_));
   ASSERT_TRUE(rec.has_value());
   EXPECT_EQ(toEpochMs(rec->def.deadline), kT0 + 600'000);
   // The same request with alice's token passes the gate.
@@ -126,7 +126,7 @@ TEST_F(ClusterRestTest, ClusterInfoNamesTheRmStartVersionAndEpoch) {
         {"hadoopVersion", projectVersion()},
         {"hadoopBuildVersion", std::string(projectVersion()) + " from " + gitRevision()},
         {"hadoopVersionBuiltOn", ""},
-        {"morpheusEpoch", core_->epoch()}}}};
+        {"morpheusEpoch", rm_->core().epoch()}}}};
   for (const char* target : {"/ws/v1/cluster", "/ws/v1/cluster/info"}) {
     Reply r = get(target, kAlice);
     ASSERT_EQ(r.status, 200) << target << ": " << r.show();
@@ -452,12 +452,12 @@ TEST_F(ClusterRestTest, HarvestClassesListTheLastClustering) {
       u->set_cpu_vcores(cpu);
       u->set_memory_mib(100);
       v1::NodeHeartbeatResponse resp;
-      runtime_->onNodeHeartbeat(req, &resp);
+      rm_->runtime().onNodeHeartbeat(req, &resp);
     }
     clock_.advance(Millis(60'000));
   }
-  ASSERT_TRUE(runtime_->recomputeHarvestClasses().isOk());
-  auto classes = runtime_->harvestClasses();
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  auto classes = rm_->runtime().harvestClasses();
   ASSERT_EQ(classes.size(), 2u);
   json expected = json::array();
   for (const auto& c : classes) {
@@ -526,7 +526,7 @@ TEST_F(ClusterRestTest, UnknownPathsAre404AndOtherMethodsAre405) {
     EXPECT_GE(kill.status, 400) << kill.show();
     EXPECT_LT(kill.status, 500) << kill.show();
   }
-  EXPECT_EQ(apps_->get(etl_)->state, AppState::kRunning);
+  EXPECT_EQ(rm_->apps().get(etl_)->state, AppState::kRunning);
 }
 
 // A user acts only as themself (docs/operator/security.md): bob may not
@@ -536,7 +536,9 @@ TEST_F(ClusterRestTest, UnknownPathsAre404AndOtherMethodsAre405) {
 TEST_F(ClusterRestTest, ReservationRestActsOnlyForTheCallerUnlessAdmin) {
   ASSERT_NO_FATAL_FAILURE(buildKnownState());
   const std::string base = "/ws/v1/cluster/reservation";
-  auto deadline = [&] { return toEpochMs(reservations_->get(ReservationId(rid_))->def.deadline); };
+  auto deadline = [&] {
+    return toEpochMs(rm_->reservations().get(ReservationId(rid_))->def.deadline);
+  };
   const std::string later =
       yarnReservation(rid_, "nightly", kT0, kT0 + 1'200'000, 2, 600'000).dump();
   const std::string del = json{{"reservation-id", rid_}}.dump();
@@ -554,7 +556,7 @@ TEST_F(ClusterRestTest, ReservationRestActsOnlyForTheCallerUnlessAdmin) {
   EXPECT_EQ(call("POST", base + "/update", kBob, as_alice.dump()).status, 403);
   EXPECT_EQ(call("POST", base + "/delete?user.name=alice", kBob, del).status, 403);
   EXPECT_EQ(deadline(), kT0 + 600'000);
-  EXPECT_TRUE(reservations_->get(ReservationId(rid_)).has_value());
+  EXPECT_TRUE(rm_->reservations().get(ReservationId(rid_)).has_value());
 
   // A fresh id of alice's, submitted by alice as bob: 403 naming user; as
   // herself with a body user that contradicts user.name: 400 naming user.
@@ -573,18 +575,18 @@ TEST_F(ClusterRestTest, ReservationRestActsOnlyForTheCallerUnlessAdmin) {
                         "org.apache.hadoop.yarn.webapp.BadRequestException");
   EXPECT_EQ(messageOf(contradiction),
             "INVALID_ARGUMENT: user: 'alice' differs from user.name 'carol'");
-  EXPECT_FALSE(reservations_->get(ReservationId(id2)).has_value());
+  EXPECT_FALSE(rm_->reservations().get(ReservationId(id2)).has_value());
 
   // An admin token updates alice's reservation; rooty (rm.admins) deletes it.
   Reply by_admin = call("POST", base + "/update", kOps, later);
   ASSERT_EQ(by_admin.status, 200) << by_admin.show();
   EXPECT_EQ(by_admin.parsed()["reservation-id"], rid_);
   EXPECT_EQ(deadline(), kT0 + 1'200'000);
-  EXPECT_EQ(reservations_->get(ReservationId(rid_))->def.user.value(), "alice");
+  EXPECT_EQ(rm_->reservations().get(ReservationId(rid_))->def.user.value(), "alice");
   Reply by_rooty = call("POST", base + "/delete", kRooty, del);
   ASSERT_EQ(by_rooty.status, 200) << by_rooty.show();
   EXPECT_EQ(by_rooty.parsed(), json::object());
-  EXPECT_FALSE(reservations_->get(ReservationId(rid_)).has_value());
+  EXPECT_FALSE(rm_->reservations().get(ReservationId(rid_)).has_value());
 }
 
 // The reservation list: alice's reservation with its definition and its
@@ -791,7 +793,7 @@ TEST_F(ClusterRestTest, OtherMethodsOnAnAppOrNodeAre405) {
       EXPECT_EQ(r.headers.count("allow") ? r.headers.at("allow") : "", "GET") << method << " " << t;
     }
   }
-  EXPECT_EQ(apps_->get(etl_)->state, AppState::kRunning);
+  EXPECT_EQ(rm_->apps().get(etl_)->state, AppState::kRunning);
   EXPECT_EQ(call("DELETE", "/ws/v1/cluster/nodez/nm1", kOps).status, 404);
 }
 

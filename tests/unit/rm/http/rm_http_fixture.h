@@ -1,7 +1,8 @@
 // Shared by the RM's HTTP handler tests (cluster_rest_test.cc,
 // web_ui_test.cc): the RM's real components wired as src/rm/main.cc wires
-// them (RmCore, ReservationManager, AppManager over SQLite, RmRuntime,
-// RmAccess from a real token file, the ReservationService), the reservation
+// them (tests/support/inproc_rm.h: RmCore, ReservationManager, AppManager
+// over SQLite, RmRuntime, RmAccess from a real token file, the
+// ReservationService), the reservation
 // REST, web UI and YARN cluster REST registered on a real HttpServer on
 // 127.0.0.1:<any free port> inside the test process, and a small HTTP/1.1
 // client. Time is a VirtualClock, so every number a handler reports follows
@@ -13,13 +14,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,17 +28,11 @@
 
 #include "common/auth.h"
 #include "common/http_server.h"
-#include "common/metrics.h"
 #include "common/wire.h"
-#include "rm/core/access.h"
-#include "rm/core/app_manager.h"
-#include "rm/core/reservation_manager.h"
-#include "rm/core/rm_core.h"
-#include "rm/grpc/reservation_service.h"
+#include "inproc_rm.h"
 #include "rm/http/cluster_rest.h"
 #include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
-#include "rm/runtime/runtime.h"
 
 namespace morpheus::rm::httptest {
 
@@ -146,69 +139,38 @@ class RmHttpTest : public ::testing::Test {
         ("rm-http-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    const std::string token_file = (dir_ / "tokens").string();
-    {
-      std::ofstream f(token_file);
-      f << kAlice << " alice\n"
-        << kBob << " bob\n"
-        << kCarol << " carol\n"
-        << kOps << " ops admin\n"
-        << kRooty << " rooty\n"
-        << kNode << " nm1 node\n"
-        << kExpired << " olduser expires=2020-01-01\n";
-    }
-    ASSERT_EQ(::chmod(token_file.c_str(), 0600), 0);
-    auto auth = loadRmAuthenticator(token_file, /*disabled=*/false);
-    ASSERT_TRUE(auth.isOk()) << auth.status().toString();
-    auth_ = std::move(auth).value();
+    testing::InProcRmOptions o;
+    o.state_store = (dir_ / "rm-state.db").string();
+    o.token_secret = kTokenSecret;
+    o.token_file = (dir_ / "tokens").string();  // written as the operator would
+    o.tokens = kAlice + " alice\n" + kBob + " bob\n" + kCarol + " carol\n" + kOps + " ops admin\n" +
+               kRooty + " rooty\n" + kNode + " nm1 node\n" + kExpired +
+               " olduser expires=2020-01-01\n";
+    o.rm.planner.step = Millis(kStepMs);
+    o.reservations.reservable_queues = {"default"};
+    o.reservations.admins = {"rooty"};
+    o.apps.queues = {"root.default", "root.other"};
+    o.runtime.telemetry_step = Millis(kStepMs);
+    o.runtime.queue_weights = {{"root.default", 3}, {"root.other", 1}};
+    o.admins = {"rooty"};
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    ASSERT_TRUE(rm.isOk()) << rm.status().toString();
+    rm_ = std::move(rm).value();
 
-    store_ = std::move(store::openStateStore("sqlite", (dir_ / "rm-state.db").string())).value();
-    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, kTokenSecret);
-    planner::PlannerOptions po;
-    po.step = Millis(kStepMs);
-    auto planner = planner::Planner::create(po, Resource());
-    ASSERT_TRUE(planner.isOk()) << planner.status().toString();
-    ReservationManagerOptions rmo;
-    rmo.reservable_queues = {"default"};
-    rmo.admins = {"rooty"};
-    reservations_ = std::make_unique<ReservationManager>(rmo, std::move(planner).value(), *store_,
-                                                         clock_, metrics_);
-    ASSERT_TRUE(reservations_->recover().isOk());
-    core_->setCapacityListener([this](const Resource& live, bool allow_drop) {
-      reservations_->onCapacity(live, allow_drop);
-    });
-    AppManagerOptions amo;
-    amo.queues = {"root.default", "root.other"};
-    apps_ = std::make_unique<AppManager>(
-        amo, *store_, clock_, metrics_, core_->signer(),
-        [this](const JobKey& k) { return bindTargets(*reservations_, k); },
-        [this](const ReservationId& r) { return bindTarget(*reservations_, r); });
-    ASSERT_TRUE(apps_->recover().isOk());
-    RuntimeOptions rto;
-    rto.telemetry_step = Millis(kStepMs);
-    rto.queue_weights = {{"root.default", 3}, {"root.other", 1}};
-    runtime_ = std::make_unique<RmRuntime>(
-        rto, *core_, *apps_, clock_, metrics_, nullptr,
-        [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
-        [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
-    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
-    runtime_->setStore(store_.get());
-    ASSERT_TRUE(runtime_->recoverTelemetry().isOk());
-    access_ = std::make_unique<RmAccess>(*auth_, std::set<std::string>{"rooty"}, QueueAcls());
-    reservation_service_ = std::make_unique<ReservationServiceImpl>(*reservations_, *access_);
-
-    http_ = std::make_unique<HttpServer>(HttpServerOptions{}, metrics_);
-    const Authenticator* a = auth_.get();
+    http_ = std::make_unique<HttpServer>(HttpServerOptions{}, rm_->metrics());
+    const Authenticator* a = &rm_->authenticator();
     http_->setPrincipalOf([a](const HttpRequest& req) {
       auto who = a->identify(req);
       return who.isOk() ? who->user : std::string();
     });
-    registerReservationRest(*http_, *reservation_service_, *access_);
-    registerWebUi(*http_, {core_.get(), apps_.get(), runtime_.get(), reservations_.get(),
-                           access_.get(), &clock_, rto.queue_weights, amo.queues, po.lcm, po.step,
-                           inference_address_, TlsOptions{}, kInferenceToken});
-    registerClusterRest(
-        *http_, {*core_, *apps_, *runtime_, *reservations_, *access_, clock_, fromEpochMs(kT0)});
+    registerReservationRest(*http_, rm_->reservationService(), rm_->access());
+    const testing::InProcRmOptions& wired = rm_->options();
+    registerWebUi(
+        *http_, {&rm_->core(), &rm_->apps(), &rm_->runtime(), &rm_->reservations(), &rm_->access(),
+                 &clock_, wired.runtime.queue_weights, wired.apps.queues, wired.rm.planner.lcm,
+                 wired.rm.planner.step, inference_address_, TlsOptions{}, kInferenceToken});
+    registerClusterRest(*http_, {rm_->core(), rm_->apps(), rm_->runtime(), rm_->reservations(),
+                                 rm_->access(), clock_, fromEpochMs(kT0)});
     auto port = http_->start("127.0.0.1", 0);
     ASSERT_TRUE(port.isOk()) << port.status().toString();
     port_ = *port;
@@ -217,13 +179,7 @@ class RmHttpTest : public ::testing::Test {
   void TearDown() override {
     if (http_) http_->stop();  // no handler runs past here
     http_.reset();
-    reservation_service_.reset();
-    access_.reset();
-    runtime_.reset();
-    apps_.reset();
-    reservations_.reset();
-    core_.reset();
-    store_.reset();
+    rm_.reset();
     std::filesystem::remove_all(dir_);
   }
 
@@ -239,31 +195,16 @@ class RmHttpTest : public ::testing::Test {
   void registerNode(const std::string& id, int vcores, const std::string& cm_address,
                     const std::string& http_address,
                     const std::map<std::string, std::string>& attrs = {}) {
-    v1::RegisterNodeRequest r;
-    r.set_node_id(id);
-    r.set_container_manager_address(cm_address);
-    r.set_http_address(http_address);
-    toProto(Resource(1024 * vcores, vcores), r.mutable_total());
-    NodeInfo info;
-    info.id = NodeId(id);
-    info.container_manager_address = cm_address;
-    info.http_address = http_address;
-    info.total = Resource(1024 * vcores, vcores);
-    for (const auto& [k, v] : attrs) {
-      auto* a = r.add_attributes();
-      a->set_key(k);
-      a->set_value(v);
-      info.attributes[k] = v;
-    }
-    Status st = core_->registerNode(info);
+    Status st =
+        rm_->registerNode(testing::nodeRegistration(id, vcores, attrs, cm_address, http_address));
     ASSERT_TRUE(st.isOk()) << st.toString();
-    runtime_->onNodeRegistered(r);
   }
   // An NM's heartbeat: its usage report to the core, then (when `schedule`)
   // the runtime's scheduling pass on the node, as ResourceTrackerService does.
   void heartbeat(const std::string& id, const Resource& used, int64_t rss_mib, double cpu,
                  int32_t containers, bool schedule) {
-    Status st = core_->nodeHeartbeat(NodeId(id), ++sequence_[id], used, rss_mib, cpu, containers);
+    Status st =
+        rm_->core().nodeHeartbeat(NodeId(id), ++sequence_[id], used, rss_mib, cpu, containers);
     ASSERT_TRUE(st.isOk()) << st.toString();
     if (!schedule) return;
     v1::NodeHeartbeatRequest req;
@@ -271,7 +212,7 @@ class RmHttpTest : public ::testing::Test {
     req.set_sequence(sequence_[id]);
     toProto(used, req.mutable_used());
     v1::NodeHeartbeatResponse resp;
-    runtime_->onNodeHeartbeat(req, &resp);
+    rm_->runtime().onNodeHeartbeat(req, &resp);
   }
   AppId submitApp(const std::string& user, const std::string& name, const std::string& queue,
                   const std::string& reservation = "",
@@ -285,7 +226,7 @@ class RmHttpTest : public ::testing::Test {
     s.am_launch_context = kLaunchSecret;
     s.tags = tags;
     s.priority = priority;
-    auto rec = apps_->submit(s, [](const BindTarget&) { return Status::ok(); });
+    auto rec = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); });
     EXPECT_TRUE(rec.isOk()) << rec.status().toString();
     return rec.isOk() ? rec->id : AppId("");
   }
@@ -293,24 +234,13 @@ class RmHttpTest : public ::testing::Test {
   // (1024 MiB, 1 vcore) under one request id (a later ask replaces it).
   void amAsks(const AppId& app, int count) {
     if (!am_registered_.count(app.value())) {
-      v1::RegisterApplicationMasterRequest reg;
-      reg.set_application_id(app.value());
-      reg.set_am_token(apps_->amToken(app, 1));
-      v1::RegisterApplicationMasterResponse rr;
-      Status st = runtime_->registerAm(reg, &rr);
+      Status st = rm_->registerAm(app);
       ASSERT_TRUE(st.isOk()) << st.toString();
       am_registered_.insert(app.value());
     }
-    v1::AllocateRequest req;
-    req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
-    auto* a = req.add_asks();
-    a->set_request_id("tasks");
-    a->set_priority(1);
-    toProto(Resource(1024, 1), a->mutable_capability());
-    a->set_count(count);
     v1::AllocateResponse resp;
-    Status st = runtime_->allocate(req, &resp);
+    Status st =
+        rm_->runtime().allocate(testing::taskAsk(app, rm_->apps().amToken(app, 1), count), &resp);
     ASSERT_TRUE(st.isOk()) << st.toString();
   }
 
@@ -343,20 +273,20 @@ class RmHttpTest : public ::testing::Test {
 
     etl_ = submitApp("alice", "etl", "root.default", "", {{"team", "data"}, {"nightly", ""}}, 3);
     ASSERT_NO_FATAL_FAILURE(heartbeat("nm1", Resource(), 0, 0, 0, true));
-    ASSERT_EQ(apps_->get(etl_)->state, AppState::kRunning);
+    ASSERT_EQ(rm_->apps().get(etl_)->state, AppState::kRunning);
     ASSERT_NO_FATAL_FAILURE(amAsks(etl_, 2));
     ASSERT_NO_FATAL_FAILURE(heartbeat("nm1", Resource(1024, 1), 0, 0, 1, true));
     ASSERT_NO_FATAL_FAILURE(amAsks(etl_, 50));
 
     clock_.advance(Millis(11'000));
     ASSERT_NO_FATAL_FAILURE(heartbeat("nm1", Resource(3072, 3), 2000, 1.5, 3, false));
-    core_->checkLiveness();
+    rm_->core().checkLiveness();
 
     probe_ = submitApp("bob", "probe", "root.other");
     in_res_ = submitApp("alice", "in-res", "", rid_);
     doomed_ = submitApp("carol", "doomed", "root.default");
-    ASSERT_TRUE(apps_->kill(doomed_, UserId("carol"), false, "not needed").isOk());
-    runtime_->onAppKilled(doomed_);
+    ASSERT_TRUE(rm_->apps().kill(doomed_, UserId("carol"), false, "not needed").isOk());
+    rm_->runtime().onAppKilled(doomed_);
   }
 
   // Every secret the RM holds that no answer may carry.
@@ -364,25 +294,16 @@ class RmHttpTest : public ::testing::Test {
     std::vector<std::string> out = {kAlice,          kBob,         kCarol,   kOps,
                                     kRooty,          kNode,        kExpired, kTokenSecret,
                                     kInferenceToken, kLaunchSecret};
-    out.push_back(core_->nodeKey(NodeId("nm1")));
-    out.push_back(core_->nodeKey(NodeId("nm2")));
-    for (const auto& a : apps_->list({}, "")) out.push_back(apps_->amToken(a.id, 1));
+    out.push_back(rm_->core().nodeKey(NodeId("nm1")));
+    out.push_back(rm_->core().nodeKey(NodeId("nm2")));
+    for (const auto& a : rm_->apps().list({}, "")) out.push_back(rm_->apps().amToken(a.id, 1));
     return out;
   }
 
   VirtualClock clock_{fromEpochMs(kT0)};
-  MetricsRegistry metrics_;
-  RmOptions opts_;
   std::string inference_address_;  // rm.inference-address; set before SetUp
   std::filesystem::path dir_;
-  std::unique_ptr<Authenticator> auth_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<RmCore> core_;
-  std::unique_ptr<ReservationManager> reservations_;
-  std::unique_ptr<AppManager> apps_;
-  std::unique_ptr<RmRuntime> runtime_;
-  std::unique_ptr<RmAccess> access_;
-  std::unique_ptr<ReservationServiceImpl> reservation_service_;
+  std::unique_ptr<testing::InProcRm> rm_;
   std::unique_ptr<HttpServer> http_;
   int port_ = 0;
   std::map<std::string, int64_t> sequence_;
