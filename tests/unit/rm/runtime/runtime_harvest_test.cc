@@ -1,15 +1,15 @@
 // RmRuntime's harvesting classes and class selection (Zhang et
 // al., OSDI'16 §4.1, Algorithm 1) with its real collaborators (RmCore,
-// AppManager over SQLite) and the virtual clock; NMs and AMs are played by
-// direct calls with the wire messages, primary tenants by the heartbeats'
-// primary_usage.
+// AppManager over SQLite: tests/support/inproc_rm.h) and the virtual clock;
+// NMs and AMs are played by direct calls with the wire messages, primary
+// tenants by the heartbeats' primary_usage.
 #include <gtest/gtest.h>
 
+#include "../test_db.h"
 #include "common/wire.h"
+#include "inproc_rm.h"
 #include "rm/core/harvest_rm.h"
 #include "rm/runtime/runtime.h"
-#include "../test_db.h"
-#include "../test_nodes.h"
 
 namespace morpheus::rm {
 namespace {
@@ -21,32 +21,27 @@ class RuntimeHarvestTest : public ::testing::Test {
     open();
   }
   void open() {
-    store_ = std::move(store::openStateStore("sqlite", path_)).value();
-    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
-    AppManagerOptions ao;
-    ao.queues = {"root.default"};
-    apps_ = std::make_unique<AppManager>(
-        ao, *store_, clock_, metrics_, core_->signer(),
-        [](const JobKey&) { return std::vector<BindTarget>(); },
-        [](const ReservationId&) { return std::optional<BindTarget>(); });
-    ASSERT_TRUE(apps_->recover().isOk());
-    RuntimeOptions ro;
-    ro.harvest.selection.short_max = Millis(10000);
-    ro.harvest.selection.long_min = Millis(60000);
-    rt_ = std::make_unique<RmRuntime>(
-        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
-        [](const ReservationId&, TimePoint) { return Resource(); });
-    rt_->setStore(store_.get());
-    Status st = rt_->recoverTelemetry();
+    testing::InProcRmOptions o;
+    o.state_store = path_;
+    o.token_secret = "secret";
+    o.apps.queues = {"root.default"};
+    o.runtime.harvest.selection.short_max = Millis(10000);
+    o.runtime.harvest.selection.long_min = Millis(60000);
+    o.scripted_plan =
+        testing::ScriptedPlan{// no reservation exists
+                              [](const JobKey&) { return std::vector<BindTarget>(); },
+                              [](const ReservationId&) { return std::optional<BindTarget>(); },
+                              [](const ReservationId&) { return true; },
+                              [](const ReservationId&, TimePoint) { return Resource(); }};
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    ASSERT_TRUE(rm.isOk()) << rm.status().toString();
+    rm_ = std::move(rm).value();
+  }
+  void close() { rm_.reset(); }
+  void addNode(const std::string& id, int vcores) {
+    Status st = rm_->registerNode(testing::nodeRegistration(id, vcores));
     ASSERT_TRUE(st.isOk()) << st.toString();
   }
-  void close() {
-    rt_.reset();
-    apps_.reset();
-    core_.reset();
-    store_.reset();
-  }
-  void addNode(const std::string& id, int vcores) { registerTestNode(*core_, *rt_, id, vcores); }
   // `cpu` < 0: no primary tenant on the node.
   v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1) {
     v1::NodeHeartbeatRequest req;
@@ -58,7 +53,7 @@ class RuntimeHarvestTest : public ::testing::Test {
       u->set_memory_mib(100);
     }
     v1::NodeHeartbeatResponse resp;
-    rt_->onNodeHeartbeat(req, &resp);
+    rm_->runtime().onNodeHeartbeat(req, &resp);
     return resp;
   }
   // Ten minutes of history: n1's primary tenant uses 5 of 8 vcores, n2's 0.1.
@@ -76,21 +71,21 @@ class RuntimeHarvestTest : public ::testing::Test {
     s.user = UserId("alice");
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat("am");
-    EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
+    EXPECT_EQ(rm_->apps().get(id)->state, AppState::kRunning);
     v1::RegisterApplicationMasterRequest reg;
     reg.set_application_id(id.value());
-    reg.set_am_token(apps_->amToken(id, 1));
+    reg.set_am_token(rm_->apps().amToken(id, 1));
     v1::RegisterApplicationMasterResponse rr;
-    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    EXPECT_TRUE(rm_->runtime().registerAm(reg, &rr).isOk());
     return id;
   }
   // Asks for `tasks` containers of 1 GiB, 1 vcore, reporting them as one stage.
   v1::AllocateResponse ask(const AppId& app, int tasks) {
     v1::AllocateRequest req;
     req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
+    req.set_am_token(rm_->apps().amToken(app, 1));
     if (tasks > 0) {
       auto* a = req.add_asks();
       a->set_request_id("tasks");
@@ -102,16 +97,16 @@ class RuntimeHarvestTest : public ::testing::Test {
       st->set_tasks(tasks);
     }
     v1::AllocateResponse resp;
-    Status st = rt_->allocate(req, &resp);
+    Status st = rm_->runtime().allocate(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
   Status finish(const AppId& app) {
     v1::FinishApplicationMasterRequest req;
     req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
+    req.set_am_token(rm_->apps().amToken(app, 1));
     req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
-    return rt_->finishAm(req);
+    return rm_->runtime().finishAm(req);
   }
   // A finished run of `name` that took `length`.
   void pastRun(const std::string& name, Millis length) {
@@ -121,13 +116,8 @@ class RuntimeHarvestTest : public ::testing::Test {
   }
 
   VirtualClock clock_{fromEpochMs(1800000000000)};
-  MetricsRegistry metrics_;
-  RmOptions opts_;
   std::string path_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<RmCore> core_;
-  std::unique_ptr<AppManager> apps_;
-  std::unique_ptr<RmRuntime> rt_;
+  std::unique_ptr<testing::InProcRm> rm_;
 };
 
 // Clustering tags each node with its tenant's class; a long job too big for
@@ -139,14 +129,14 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
   addNode("am", 4);
   busyAndIdleHistory();
   ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));  // long (>= 60 s)
-  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
-  const std::string busy = rt_->harvestClassOf(NodeId("n1"));
-  const std::string idle = rt_->harvestClassOf(NodeId("n2"));
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  const std::string busy = rm_->runtime().harvestClassOf(NodeId("n1"));
+  const std::string idle = rm_->runtime().harvestClassOf(NodeId("n2"));
   ASSERT_FALSE(busy.empty());
   ASSERT_FALSE(idle.empty());
   ASSERT_NE(busy, idle);
-  EXPECT_EQ(rt_->harvestClassOf(NodeId("am")), "");
-  auto classes = rt_->harvestClasses();
+  EXPECT_EQ(rm_->runtime().harvestClassOf(NodeId("am")), "");
+  auto classes = rm_->runtime().harvestClasses();
   ASSERT_EQ(classes.size(), 2u);
   for (const auto& c : classes) {
     EXPECT_EQ(c.cls.pattern, UtilPattern::kConstant) << c.cls.id;
@@ -155,7 +145,7 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
   // 5 concurrent containers: the busy class holds (1 - 0.625) x 8 = 3.
   AppId app = runningApp("etl");
   ask(app, 5);
-  EXPECT_EQ(rt_->harvestSelection(app), std::vector<std::string>{idle});
+  EXPECT_EQ(rm_->runtime().harvestSelection(app), std::vector<std::string>{idle});
   heartbeat("n1", 5.0);
   EXPECT_EQ(ask(app, 0).allocated_size(), 0);
   heartbeat("n2", 0.1);
@@ -172,7 +162,7 @@ TEST_F(RuntimeHarvestTest, SoftConstraintFallsBackToAnyNodeAfterTheDelay) {
   addNode("am", 4);
   busyAndIdleHistory();
   ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));
-  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
   AppId app = runningApp("etl");
   ask(app, 5);
   AppId other = runningApp("other");  // fills the idle node first
@@ -198,10 +188,10 @@ TEST_F(RuntimeHarvestTest, ReclusteringReselectsPendingAsks) {
   ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));
   AppId app = runningApp("etl");
   ask(app, 5);
-  EXPECT_TRUE(rt_->harvestSelection(app).empty());
-  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
-  EXPECT_EQ(rt_->harvestSelection(app),
-            std::vector<std::string>{rt_->harvestClassOf(NodeId("n2"))});
+  EXPECT_TRUE(rm_->runtime().harvestSelection(app).empty());
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  EXPECT_EQ(rm_->runtime().harvestSelection(app),
+            std::vector<std::string>{rm_->runtime().harvestClassOf(NodeId("n2"))});
   heartbeat("n1", 5.0);
   EXPECT_EQ(ask(app, 0).allocated_size(), 0);
 }
@@ -210,15 +200,15 @@ TEST_F(RuntimeHarvestTest, ReclusteringReselectsPendingAsks) {
 // type, and the run history survives closing and reopening the state store.
 TEST_F(RuntimeHarvestTest, RunHistorySurvivesAStoreReopen) {
   addNode("am", 4);
-  EXPECT_EQ(rt_->harvestLastRun("etl"), std::nullopt);
+  EXPECT_EQ(rm_->runtime().harvestLastRun("etl"), std::nullopt);
   ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(90000)));
   ASSERT_NO_FATAL_FAILURE(pastRun("quick", Millis(2000)));
-  EXPECT_EQ(rt_->harvestLastRun("etl"), Millis(90000));
+  EXPECT_EQ(rm_->runtime().harvestLastRun("etl"), Millis(90000));
   close();
   open();
-  EXPECT_EQ(rt_->harvestLastRun("etl"), Millis(90000));
-  EXPECT_EQ(rt_->harvestLastRun("quick"), Millis(2000));
-  auto raw = store_->get(kHarvestRunsTable, "etl");
+  EXPECT_EQ(rm_->runtime().harvestLastRun("etl"), Millis(90000));
+  EXPECT_EQ(rm_->runtime().harvestLastRun("quick"), Millis(2000));
+  auto raw = rm_->store().get(kHarvestRunsTable, "etl");
   ASSERT_TRUE(raw.isOk() && raw->has_value());
   EXPECT_EQ(decodeHarvestRun("etl", **raw).value(), Millis(90000));
 }
@@ -232,40 +222,40 @@ TEST_F(RuntimeHarvestTest, ClassesComeBackAfterARestartWithoutNewReports) {
   addNode("n1", 8);
   addNode("n2", 8);
   busyAndIdleHistory();
-  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
-  const std::string busy = rt_->harvestClassOf(NodeId("n1"));
-  const std::string idle = rt_->harvestClassOf(NodeId("n2"));
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  const std::string busy = rm_->runtime().harvestClassOf(NodeId("n1"));
+  const std::string idle = rm_->runtime().harvestClassOf(NodeId("n2"));
   ASSERT_FALSE(busy.empty());
   ASSERT_NE(busy, idle);
   // A record that does not decode is skipped (open() asserts the recovery).
-  ASSERT_TRUE(store_->commit({{kHarvestUsageTable, "broken", "nonsense"}}).isOk());
+  ASSERT_TRUE(rm_->store().commit({{kHarvestUsageTable, "broken", "nonsense"}}).isOk());
   close();
   open();
-  EXPECT_EQ(store_->list(kHarvestUsageTable).value().size(), 3u);  // web-n1, web-n2, broken
-  ASSERT_TRUE(rt_->recomputeHarvestClasses().isOk());
-  ASSERT_EQ(rt_->harvestClasses().size(), 2u);
+  EXPECT_EQ(rm_->store().list(kHarvestUsageTable).value().size(), 3u);  // web-n1, web-n2, broken
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  ASSERT_EQ(rm_->runtime().harvestClasses().size(), 2u);
   addNode("n1", 8);
   addNode("n2", 8);
-  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), "");  // not reported yet
+  EXPECT_EQ(rm_->runtime().harvestClassOf(NodeId("n1")), "");  // not reported yet
   heartbeat("n1", 5.0);
   heartbeat("n2", 0.1);
-  EXPECT_EQ(rt_->harvestClassOf(NodeId("n1")), busy);
-  EXPECT_EQ(rt_->harvestClassOf(NodeId("n2")), idle);
+  EXPECT_EQ(rm_->runtime().harvestClassOf(NodeId("n1")), busy);
+  EXPECT_EQ(rm_->runtime().harvestClassOf(NodeId("n2")), idle);
 }
 
 // A running RM saves the series every rm.harvest.save-every (1 h by
 // default), so a crash (no stop) loses at most that much history.
 TEST_F(RuntimeHarvestTest, UsageIsSavedPeriodicallyWhileRunning) {
   addNode("n1", 8);
-  rt_->start();
+  rm_->runtime().start();
   for (int i = 0; i < 59; i++) {
     heartbeat("n1", 5.0);
     clock_.advance(Millis(60000));
   }
-  EXPECT_TRUE(store_->list(kHarvestUsageTable).value().empty());
+  EXPECT_TRUE(rm_->store().list(kHarvestUsageTable).value().empty());
   heartbeat("n1", 5.0);
   clock_.advance(Millis(60000));  // 1 h since start
-  auto rows = store_->list(kHarvestUsageTable).value();
+  auto rows = rm_->store().list(kHarvestUsageTable).value();
   ASSERT_EQ(rows.size(), 1u);
   auto u = decodeTenantUsage(rows.begin()->first, rows.begin()->second, HarvestHistory());
   ASSERT_TRUE(u.isOk()) << u.status().toString();

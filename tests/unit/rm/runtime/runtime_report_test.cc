@@ -1,8 +1,9 @@
 // RmRuntime fed change-only node reports (NMs list only new and
 // completed containers between full reports, nodemanager/heartbeat_report.h)
 // decides exactly as when fed full reports. Each run has its own RM (real
-// RmCore, AppManager over SQLite, RmRuntime) on its own virtual clock with the
-// same start, so container ids and decisions can be compared verbatim.
+// RmCore, AppManager over SQLite, RmRuntime: tests/support/inproc_rm.h under
+// a scripted plan) on its own virtual clock with the same start, so container
+// ids and decisions can be compared verbatim.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "common/wire.h"
-#include "rm/runtime/runtime.h"
 #include "../test_db.h"
-#include "../test_nodes.h"
+#include "common/wire.h"
+#include "inproc_rm.h"
+#include "rm/runtime/runtime.h"
+#include "scripted_plan.h"
 
 namespace morpheus::rm {
 namespace {
@@ -22,27 +24,21 @@ namespace {
 class World {
  public:
   World(const std::string& tag, int full_every) : full_every_(full_every) {
-    store_ = std::move(store::openStateStore("sqlite", freshTestDb(tag))).value();
-    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
-    AppManagerOptions ao;
-    ao.queues = {"root.a", "root.b", "root.default"};
-    apps_ = std::make_unique<AppManager>(
-        ao, *store_, clock_, metrics_, core_->signer(),
-        [](const JobKey&) { return std::vector<BindTarget>(); },
-        [](const ReservationId& r) -> std::optional<BindTarget> {
-          if (r.value() != "r1") return std::nullopt;
-          return BindTarget{r, UserId("u"), "default"};
-        });
-    RuntimeOptions ro;
-    ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
-    ro.preemption_grace = Millis(1000);
-    rt_ = std::make_unique<RmRuntime>(
-        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
-        [this](const ReservationId&, TimePoint) { return guarantee_; });
+    testing::InProcRmOptions o;
+    o.state_store = freshTestDb(tag);
+    o.token_secret = "secret";
+    o.apps.queues = {"root.a", "root.b", "root.default"};
+    o.runtime.queue_weights = {{"root.a", 3}, {"root.b", 1}};
+    o.runtime.preemption_grace = Millis(1000);
+    o.scripted_plan = scriptedR1Plan(&guarantee_);
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    EXPECT_TRUE(rm.isOk()) << rm.status().toString();
+    rm_ = std::move(rm).value();
   }
 
   void addNode(const std::string& id, int vcores) {
-    registerTestNode(*core_, *rt_, id, vcores);
+    Status st = rm_->registerNode(testing::nodeRegistration(id, vcores));
+    ASSERT_TRUE(st.isOk()) << st.toString();
     nodes_[id];
   }
 
@@ -56,30 +52,19 @@ class World {
     s.reservation = ReservationId(reservation);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat(node);
-    v1::RegisterApplicationMasterRequest reg;
-    reg.set_application_id(id.value());
-    reg.set_am_token(apps_->amToken(id, 1));
-    v1::RegisterApplicationMasterResponse rr;
-    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    EXPECT_TRUE(rm_->registerAm(id).isOk());
     return id;
   }
 
   // The AM's allocate: asks for `count` more (replacing its ask) and starts
   // what it got on the simulated NMs, each running 2-4 s.
   void allocate(const AppId& app, int count, const std::vector<std::string>& releases = {}) {
-    v1::AllocateRequest req;
-    req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
-    auto* a = req.add_asks();
-    a->set_request_id("tasks");
-    a->set_priority(1);
-    toProto(Resource(1024, 1), a->mutable_capability());
-    a->set_count(count);
+    v1::AllocateRequest req = testing::taskAsk(app, rm_->apps().amToken(app, 1), count);
     for (const auto& r : releases) req.add_releases(r);
     v1::AllocateResponse resp;
-    ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+    ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
     std::ostringstream line;
     line << "alloc " << app.value() << ":";
     for (const auto& c : resp.allocated()) {
@@ -111,7 +96,7 @@ class World {
     req.set_changes_only(!full);
     req.set_running_containers(running);
     v1::NodeHeartbeatResponse resp;
-    rt_->onNodeHeartbeat(req, &resp);
+    rm_->runtime().onNodeHeartbeat(req, &resp);
     std::ostringstream line;
     line << "hb " << node << " kill:";
     for (const auto& k : resp.containers_to_kill()) {
@@ -127,7 +112,7 @@ class World {
   }
 
   // A container the NM still runs that the RM took for gone.
-  void nodeLost(const std::string& node) { rt_->onNodeLost(NodeId(node)); }
+  void nodeLost(const std::string& node) { rm_->runtime().onNodeLost(NodeId(node)); }
   // A container of `app` (its AM excluded) that `node` runs; "" if none.
   std::string runningOf(const std::string& node, const AppId& app) const {
     for (const auto& [id, c] : nodes_.at(node).containers) {
@@ -153,12 +138,7 @@ class World {
   const int full_every_;
   int64_t started_ = 0;
   std::map<std::string, SimNm> nodes_;
-  MetricsRegistry metrics_;
-  RmOptions opts_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<RmCore> core_;
-  std::unique_ptr<AppManager> apps_;
-  std::unique_ptr<RmRuntime> rt_;
+  std::unique_ptr<testing::InProcRm> rm_;
 };
 
 // Two queues churning 2-4 s containers on two nodes, a release, and a

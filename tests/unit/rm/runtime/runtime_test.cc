@@ -1,8 +1,9 @@
 // RmRuntime scheduling with its real collaborators (RmCore, AppManager over
-// SQLite) and the virtual clock; NMs and AMs are played by direct calls with
-// the wire messages. No AM is actually launched (the launcher is not
-// started), except in RuntimeAmLaunchTest at the end: there the runtime runs
-// and launches AMs over gRPC on a scripted in-process ContainerManager.
+// SQLite, wired by tests/support/inproc_rm.h under a scripted plan) and the
+// virtual clock; NMs and AMs are played by direct calls with the wire
+// messages. No AM is actually launched (the launcher is not started), except
+// in RuntimeAmLaunchTest at the end: there the runtime runs and launches AMs
+// over gRPC on a scripted in-process ContainerManager.
 #include "rm/runtime/runtime.h"
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +20,8 @@
 #include <thread>
 
 #include "common/wire.h"
+#include "inproc_rm.h"
+#include "scripted_plan.h"
 
 #include "../test_db.h"
 
@@ -28,45 +31,23 @@ namespace {
 class RuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = freshTestDb("rt");
-    store_ = std::move(store::openStateStore("sqlite", path_)).value();
-    core_ = std::make_unique<RmCore>(opts_, clock_, metrics_, "secret");
-    AppManagerOptions ao;
-    ao.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
-    apps_ = std::make_unique<AppManager>(
-        ao, *store_, clock_, metrics_, core_->signer(),
-        [](const JobKey&) { return std::vector<BindTarget>(); },
-        [](const ReservationId& r) -> std::optional<BindTarget> {
-          if (r.value() != "r1") return std::nullopt;
-          return BindTarget{r, UserId("u"), "default"};
-        });
-    RuntimeOptions ro;
-    ro.queue_weights = {
+    testing::InProcRmOptions o;
+    o.state_store = freshTestDb("rt");
+    o.token_secret = "secret";
+    o.apps.queues = {"root.a", "root.b", "root.default", "root.p.x", "root.p.y"};
+    o.runtime.queue_weights = {
         {"root.a", 3}, {"root.b", 1}, {"root.p", 1}, {"root.p.x", 3}, {"root.p.y", 1}};
-    ro.preemption_grace = Millis(1000);
-    rt_ = std::make_unique<RmRuntime>(
-        ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
-        [this](const ReservationId&, TimePoint) { return guarantee_; });
+    o.runtime.preemption_grace = Millis(1000);
+    o.scripted_plan = scriptedR1Plan(&guarantee_);
+    auto rm = testing::InProcRm::start(clock_, std::move(o));
+    ASSERT_TRUE(rm.isOk()) << rm.status().toString();
+    rm_ = std::move(rm).value();
   }
   // `address`: the node's ContainerManager (nothing listens at the default).
   void addNode(const std::string& id, int vcores, std::map<std::string, std::string> attrs = {},
                const std::string& address = "127.0.0.1:1") {
-    v1::RegisterNodeRequest r;
-    r.set_node_id(id);
-    r.set_container_manager_address(address);
-    toProto(Resource(1024 * vcores, vcores), r.mutable_total());
-    for (const auto& [k, v] : attrs) {
-      auto* a = r.add_attributes();
-      a->set_key(k);
-      a->set_value(v);
-    }
-    NodeInfo info;
-    info.id = NodeId(id);
-    info.total = Resource(1024 * vcores, vcores);
-    info.container_manager_address = address;
-    Status st = core_->registerNode(info);
+    Status st = rm_->registerNode(testing::nodeRegistration(id, vcores, attrs, address));
     ASSERT_TRUE(st.isOk()) << st.toString();
-    rt_->onNodeRegistered(r);
   }
   v1::NodeHeartbeatResponse heartbeat(const std::string& node,
                                       std::vector<v1::ContainerStatus> statuses = {}) {
@@ -74,7 +55,7 @@ class RuntimeTest : public ::testing::Test {
     req.set_node_id(node);
     for (auto& s : statuses) *req.add_container_statuses() = s;
     v1::NodeHeartbeatResponse resp;
-    rt_->onNodeHeartbeat(req, &resp);
+    rm_->runtime().onNodeHeartbeat(req, &resp);
     return resp;
   }
   // Submits an app and starts its AM (AM container placed by a heartbeat of `node`).
@@ -88,48 +69,39 @@ class RuntimeTest : public ::testing::Test {
     s.recurrence_key = JobKey(key);
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat(node);
-    EXPECT_EQ(apps_->get(id)->state, AppState::kRunning);
-    v1::RegisterApplicationMasterRequest reg;
-    reg.set_application_id(id.value());
-    reg.set_am_token(apps_->amToken(id, 1));
-    v1::RegisterApplicationMasterResponse rr;
-    EXPECT_TRUE(rt_->registerAm(reg, &rr).isOk());
+    EXPECT_EQ(rm_->apps().get(id)->state, AppState::kRunning);
+    EXPECT_TRUE(rm_->registerAm(id).isOk());
     return id;
   }
   v1::AllocateResponse ask(const AppId& app, int count, int gang = 0,
                            std::vector<v1::PlacementConstraint> cons = {}) {
-    v1::AllocateRequest req;
-    req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
+    v1::AllocateRequest req = stageReport(app);
     if (count >= 0) {
-      auto* a = req.add_asks();
-      a->set_request_id("tasks");
-      a->set_priority(1);
-      toProto(Resource(1024, 1), a->mutable_capability());
-      a->set_count(count);
+      req = testing::taskAsk(app, rm_->apps().amToken(app, 1), count);
+      auto* a = req.mutable_asks(0);
       a->set_gang_size(gang);
       for (auto& c : cons) *a->add_constraints() = c;
     }
     v1::AllocateResponse resp;
-    Status st = rt_->allocate(req, &resp);
+    Status st = rm_->runtime().allocate(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
   Status finish(const AppId& app, const v1::AllocateRequest& final_report = {}) {
     v1::FinishApplicationMasterRequest req;
     req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
+    req.set_am_token(rm_->apps().amToken(app, 1));
     req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
     *req.mutable_stages() = final_report.stages();
-    return rt_->finishAm(req);
+    return rm_->runtime().finishAm(req);
   }
   // An AllocateRequest of `app` carrying only stage reports.
   v1::AllocateRequest stageReport(const AppId& app) {
     v1::AllocateRequest req;
     req.set_application_id(app.value());
-    req.set_am_token(apps_->amToken(app, 1));
+    req.set_am_token(rm_->apps().amToken(app, 1));
     return req;
   }
   static v1::StageReport* addStage(v1::AllocateRequest& req, const std::string& name, int tasks,
@@ -152,24 +124,18 @@ class RuntimeTest : public ::testing::Test {
     s.reservation = ReservationId("r1");
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    return apps_->submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    return rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
   }
   int running(const AppId& app) {
     int32_t n = 0;
     Resource used;
-    rt_->usage(app, &n, &used);
+    rm_->runtime().usage(app, &n, &used);
     return n;
   }
 
   VirtualClock clock_{fromEpochMs(1800000000000)};
-  MetricsRegistry metrics_;
-  RmOptions opts_;
-  std::string path_;
-  Resource guarantee_;
-  std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<RmCore> core_;
-  std::unique_ptr<AppManager> apps_;
-  std::unique_ptr<RmRuntime> rt_;
+  Resource guarantee_;  // of reservation r1 (scriptedR1Plan)
+  std::unique_ptr<testing::InProcRm> rm_;
 };
 
 TEST_F(RuntimeTest, AdHocQueuesShareByWeight) {
@@ -268,7 +234,7 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   heartbeat("n1");
   auto notices = ask(adhoc, -1);
   ASSERT_EQ(notices.preemptions_size(), 1);
-  EXPECT_EQ(apps_->get(res)->state, AppState::kSubmitted);
+  EXPECT_EQ(rm_->apps().get(res)->state, AppState::kSubmitted);
   clock_.advance(Millis(1200));
   auto resp = heartbeat("n1");
   ASSERT_EQ(resp.containers_to_kill_size(), 1);
@@ -279,7 +245,7 @@ TEST_F(RuntimeTest, ReservationPreemptsBorrowedContainersAfterTheGrace) {
   st.set_state(v1::CONTAINER_COMPLETE);
   st.set_exit_status(137);
   heartbeat("n1", {st});
-  EXPECT_EQ(apps_->get(res)->state, AppState::kRunning);
+  EXPECT_EQ(rm_->apps().get(res)->state, AppState::kRunning);
   auto done = ask(adhoc, -1);
   ASSERT_EQ(done.completed_size(), 1);
   EXPECT_EQ(done.completed(0).exit_reason(), v1::EXIT_REASON_PREEMPTED);
@@ -296,29 +262,29 @@ TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
   v1::NodeHeartbeatRequest req;
   req.set_node_id("n1");
   v1::NodeHeartbeatResponse resp;
-  EXPECT_TRUE(rt_->onNodeReport(req, &resp));
+  EXPECT_TRUE(rm_->runtime().onNodeReport(req, &resp));
   EXPECT_EQ(running(adhoc), 1);  // the AM only: nothing granted yet
   v1::NodeHeartbeatResponse again;
-  EXPECT_FALSE(rt_->onNodeReport(req, &again));  // its scheduling is pending
-  rt_->scheduleNode(NodeId("n1"));
+  EXPECT_FALSE(rm_->runtime().onNodeReport(req, &again));  // its scheduling is pending
+  rm_->runtime().scheduleNode(NodeId("n1"));
   EXPECT_EQ(running(adhoc), 4);
-  EXPECT_TRUE(rt_->onNodeReport(req, &again));  // ran: the next report asks again
-  rt_->scheduleNode(NodeId("n1"));
-  rt_->scheduleNode(NodeId("gone"));  // a node the RM does not know: nothing happens
+  EXPECT_TRUE(rm_->runtime().onNodeReport(req, &again));  // ran: the next report asks again
+  rm_->runtime().scheduleNode(NodeId("n1"));
+  rm_->runtime().scheduleNode(NodeId("gone"));  // a node the RM does not know: nothing happens
 
   // A reservation needs 2 vcores: scheduling picks the victim after the grace;
   // the kill reaches the NM in the next report's answer.
   (void)submitReserved();
   clock_.advance(Millis(300));
-  ASSERT_TRUE(rt_->onNodeReport(req, &again));
-  rt_->scheduleNode(NodeId("n1"));
+  ASSERT_TRUE(rm_->runtime().onNodeReport(req, &again));
+  rm_->runtime().scheduleNode(NodeId("n1"));
   clock_.advance(Millis(1200));
   v1::NodeHeartbeatResponse before_kill;
-  ASSERT_TRUE(rt_->onNodeReport(req, &before_kill));
+  ASSERT_TRUE(rm_->runtime().onNodeReport(req, &before_kill));
   EXPECT_EQ(before_kill.containers_to_kill_size(), 0);
-  rt_->scheduleNode(NodeId("n1"));  // the grace is over: the victim is chosen now
+  rm_->runtime().scheduleNode(NodeId("n1"));  // the grace is over: the victim is chosen now
   v1::NodeHeartbeatResponse with_kill;
-  (void)rt_->onNodeReport(req, &with_kill);
+  (void)rm_->runtime().onNodeReport(req, &with_kill);
   EXPECT_EQ(with_kill.containers_to_kill_size(), 1);
 }
 
@@ -336,7 +302,7 @@ TEST_F(RuntimeTest, WithdrawnNoticeKillsNothingAndIsNotReportedPreempted) {
   heartbeat("n1");
   auto notices = ask(adhoc, -1);
   ASSERT_EQ(notices.preemptions_size(), 1);
-  ASSERT_TRUE(apps_->kill(res, UserId("bob"), true, "changed my mind").isOk());
+  ASSERT_TRUE(rm_->apps().kill(res, UserId("bob"), true, "changed my mind").isOk());
   clock_.advance(Millis(1200));
   EXPECT_EQ(heartbeat("n1").containers_to_kill_size(), 0);
   v1::ContainerStatus st;
@@ -356,16 +322,16 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   AppId res = runningApp("root.a", "bob", "n1", "r1");
   v1::AllocateRequest req;
   req.set_application_id(res.value());
-  req.set_am_token(apps_->amToken(res, 1));
+  req.set_am_token(rm_->apps().amToken(res, 1));
   auto* a = req.add_asks();
   a->set_request_id("tasks");
   toProto(Resource(1024, 1), a->mutable_capability());
   a->set_count(5);
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
   heartbeat("n1");  // 2 of the 5 fit next to the two AMs
   ask(adhoc, 0);
-  auto demand = rt_->reservationDemand();
+  auto demand = rm_->runtime().reservationDemand();
   ASSERT_EQ(demand.size(), 1u);
   const ReservationDemand& d = demand.at(ReservationId("r1"));
   EXPECT_EQ(d.apps, std::vector<AppId>{res});
@@ -378,42 +344,42 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
 // not measured yet takes its duration from the key's last successful run.
 TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   addNode("n1", 4);
-  rt_->setStore(store_.get());
   AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
   auto req = stageReport(first);
   addStage(req, "map", 4, 4, 10000);
   addStage(req, "reduce", 2, 2, 20000, {"map"});
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
   ASSERT_TRUE(finish(first).isOk());
 
   AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
   req = stageReport(next);
   addStage(req, "map", 4, 1, 12000)->add_running_elapsed_ms(3000);
   addStage(req, "reduce", 2, 0, 0, {"map"});
-  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
-  auto stages = rt_->reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  auto stages = rm_->runtime().reservationDemand().at(ReservationId("r1")).stages;
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].task_duration, Millis(12000)) << "this run's own measurement";
   EXPECT_EQ(stages[0].running, std::vector<Millis>{Millis(3000)});
   EXPECT_EQ(stages[1].task_duration, Millis(20000)) << "from the last run of 'nightly'";
   EXPECT_EQ(stages[1].deps, std::vector<size_t>{0});
-  auto saved = store_->get("stage-history", "nightly");
+  auto saved = rm_->store().get("stage-history", "nightly");
   ASSERT_TRUE(saved.isOk() && saved->has_value());
 
   // A bad report names its field and leaves the previous one in place.
   req = stageReport(next);
   addStage(req, "map", 4, 1, 12000);
   addStage(req, "reduce", 2, 0, 0, {"mapp"});
-  Status st = rt_->allocate(req, &resp);
+  Status st = rm_->runtime().allocate(req, &resp);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("stages[1].depends_on"), std::string::npos) << st.message();
-  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).stages[0].running.size(), 1u);
+  EXPECT_EQ(rm_->runtime().reservationDemand().at(ReservationId("r1")).stages[0].running.size(),
+            1u);
   req = stageReport(next);
   auto* over = addStage(req, "map", 4, 3, 0);
   over->add_running_elapsed_ms(1);
   over->add_running_elapsed_ms(1);  // 2 running of 1 unfinished
-  st = rt_->allocate(req, &resp);
+  st = rm_->runtime().allocate(req, &resp);
   EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
 }
 
@@ -422,36 +388,27 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
 // table "stage-history"). A bad final report is refused before the app ends.
 TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
   addNode("n1", 4);
-  rt_->setStore(store_.get());
   AppId first = runningApp("root.a", "bob", "n1", "r1", "nightly");
   auto req = stageReport(first);
   addStage(req, "map", 2, 1, 5000);
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rt_->allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
   auto bad = stageReport(first);
   addStage(bad, "map", 2, 3, 7000);
   Status st = finish(first, bad);
   EXPECT_NE(st.message().find("stages[0].completed"), std::string::npos) << st.message();
-  EXPECT_EQ(apps_->get(first)->state, AppState::kRunning);
+  EXPECT_EQ(rm_->apps().get(first)->state, AppState::kRunning);
   auto final_report = stageReport(first);
   addStage(final_report, "map", 2, 2, 7000);
   ASSERT_TRUE(finish(first, final_report).isOk());
   AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
 
-  RmRuntime restarted(
-      {}, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
-      [this](const ReservationId&, TimePoint) { return guarantee_; });
-  restarted.setStore(store_.get());
-  ASSERT_TRUE(restarted.recoverTelemetry().isOk());
-  v1::RegisterApplicationMasterRequest reg;
-  reg.set_application_id(next.value());
-  reg.set_am_token(apps_->amToken(next, 1));
-  v1::RegisterApplicationMasterResponse rr;
-  ASSERT_TRUE(restarted.registerAm(reg, &rr).isOk());
+  ASSERT_TRUE(rm_->replaceRuntime({}).isOk());  // restarted: telemetry recovered from the store
+  ASSERT_TRUE(rm_->registerAm(next).isOk());
   req = stageReport(next);
   addStage(req, "map", 2, 0, 0);
-  ASSERT_TRUE(restarted.allocate(req, &resp).isOk());
-  auto stages = restarted.reservationDemand().at(ReservationId("r1")).stages;
+  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  auto stages = rm_->runtime().reservationDemand().at(ReservationId("r1")).stages;
   ASSERT_EQ(stages.size(), 1u);
   EXPECT_EQ(stages[0].task_duration, Millis(7000));
 }
@@ -463,19 +420,13 @@ TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
 TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
   addNode("n1", 4);
   AppId app = runningApp("root.a", "bob", "n1");
-  const ContainerId am = apps_->get(app)->am_container;
+  const ContainerId am = rm_->apps().get(app)->am_container;
   ASSERT_FALSE(am.value().empty());
-  ASSERT_EQ(apps_->get(app)->attempt, 1);
+  ASSERT_EQ(rm_->apps().get(app)->attempt, 1);
 
-  rt_ = std::make_unique<RmRuntime>(
-      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
-      [](const ReservationId&) { return true; },
-      [this](const ReservationId&, TimePoint) { return guarantee_; });
-  v1::RegisterNodeRequest again;  // the NM re-registers with the new RM
-  again.set_node_id("n1");
-  again.set_container_manager_address("127.0.0.1:1");
-  toProto(Resource(4096, 4), again.mutable_total());
-  rt_->onNodeRegistered(again);
+  ASSERT_TRUE(rm_->replaceRuntime({}).isOk());
+  rm_->runtime().onNodeRegistered(
+      testing::nodeRegistration("n1", 4));  // the NM re-registers with the new RM
   v1::ContainerStatus exited;
   exited.set_container_id(am.value());
   exited.set_state(v1::CONTAINER_COMPLETE);
@@ -485,7 +436,7 @@ TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
   task.set_container_id(am.value() + "-not-an-am");
   auto resp = heartbeat("n1", {exited, task});
   EXPECT_EQ(resp.containers_to_acknowledge_size(), 2);
-  auto rec = apps_->get(app);
+  auto rec = rm_->apps().get(app);
   ASSERT_TRUE(rec.isOk());
   EXPECT_EQ(rec->attempt, 2) << "the exit ended attempt 1 and the next AM was placed";
   EXPECT_NE(rec->am_container, am);
@@ -499,8 +450,8 @@ TEST_F(RuntimeTest, AnotherNodesStatusForAContainerIsIgnored) {
   addNode("n1", 4);
   addNode("n2", 4);
   AppId app = runningApp("root.a", "bob", "n1");
-  const ContainerId am = apps_->get(app)->am_container;
-  ASSERT_EQ(apps_->get(app)->am_node, NodeId("n1"));
+  const ContainerId am = rm_->apps().get(app)->am_container;
+  ASSERT_EQ(rm_->apps().get(app)->am_node, NodeId("n1"));
   v1::ContainerStatus spoofed;
   spoofed.set_container_id(am.value());
   spoofed.set_state(v1::CONTAINER_COMPLETE);
@@ -510,25 +461,17 @@ TEST_F(RuntimeTest, AnotherNodesStatusForAContainerIsIgnored) {
     auto resp = heartbeat("n2", {spoofed});
     EXPECT_EQ(resp.containers_to_acknowledge_size(), 0);
   }
-  EXPECT_EQ(apps_->get(app)->attempt, 1);
-  EXPECT_EQ(apps_->get(app)->state, AppState::kRunning);
+  EXPECT_EQ(rm_->apps().get(app)->attempt, 1);
+  EXPECT_EQ(rm_->apps().get(app)->state, AppState::kRunning);
 
   // After an RM restart the AM container is known only from the app record.
-  rt_ = std::make_unique<RmRuntime>(
-      RuntimeOptions{}, *core_, *apps_, clock_, metrics_, nullptr,
-      [](const ReservationId&) { return true; },
-      [this](const ReservationId&, TimePoint) { return guarantee_; });
-  for (const char* n : {"n1", "n2"}) {
-    v1::RegisterNodeRequest again;
-    again.set_node_id(n);
-    again.set_container_manager_address("127.0.0.1:1");
-    toProto(Resource(4096, 4), again.mutable_total());
-    rt_->onNodeRegistered(again);
-  }
+  ASSERT_TRUE(rm_->replaceRuntime({}).isOk());
+  for (const char* n : {"n1", "n2"})
+    rm_->runtime().onNodeRegistered(testing::nodeRegistration(n, 4));
   EXPECT_EQ(heartbeat("n2", {spoofed}).containers_to_acknowledge_size(), 0);
-  EXPECT_EQ(apps_->get(app)->attempt, 1) << "n2 ended n1's AM after a restart";
+  EXPECT_EQ(rm_->apps().get(app)->attempt, 1) << "n2 ended n1's AM after a restart";
   EXPECT_EQ(heartbeat("n1", {spoofed}).containers_to_acknowledge_size(), 1);
-  EXPECT_EQ(apps_->get(app)->attempt, 2) << "n1's own report ends the attempt";
+  EXPECT_EQ(rm_->apps().get(app)->attempt, 2) << "n1's own report ends the attempt";
 }
 
 // The skyline a run leaves (telemetry) counts the containers DRA
@@ -541,10 +484,11 @@ TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
   heartbeat("n1");
   ASSERT_EQ(running(first), 4) << "AM + 3 tasks";
   const Resource unit(1024, 1);
-  int64_t dra_used = rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit);
+  int64_t dra_used =
+      rm_->runtime().reservationDemand().at(ReservationId("r1")).used.countCovering(unit);
   clock_.advance(Millis(60000));  // one telemetry step
   ASSERT_TRUE(finish(first).isOk());
-  auto runs = rt_->telemetry("nightly");
+  auto runs = rm_->runtime().telemetry("nightly");
   ASSERT_EQ(runs.size(), 1u);
   ASSERT_EQ(runs[0].skyline.size(), 1u);
   EXPECT_EQ(runs[0].container, unit);
@@ -556,7 +500,7 @@ TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
   auto plan_store = std::move(store::openStateStore("sqlite", dbpath)).value();
   ReservationManager mgr(ReservationManagerOptions{},
                          std::move(planner::Planner::create({}, Resource())).value(), *plan_store,
-                         clock_, metrics_);
+                         clock_, rm_->metrics());
   mgr.onCapacity(Resource(8 * 1024, 8), true);
   planner::ReservationDefinition def;
   def.user = UserId("bob");
@@ -574,8 +518,8 @@ TEST_F(RuntimeTest, TelemetryMatchesDraUsedAndARunAtItsSkylineGetsNoGrant) {
   ASSERT_EQ(running(next), 4);
   DraOptions o;
   DraMonitor monitor(
-      o, reprovision::makeMorpheusDra(o.dra), mgr, [this] { return rt_->reservationDemand(); },
-      clock_, metrics_);
+      o, reprovision::makeMorpheusDra(o.dra), mgr,
+      [this] { return rm_->runtime().reservationDemand(); }, clock_, rm_->metrics());
   monitor.tick();
   EXPECT_TRUE(mgr.get(ReservationId("r1"))->history.empty()) << "no DRA review asked for more";
   EXPECT_EQ(mgr.guaranteedAt(ReservationId("r1"), clock_.now()), unit * n);
@@ -595,13 +539,13 @@ TEST_F(RuntimeTest, ReleasedContainerNeverLaunchedEndsAtTheRelease) {
   v1::AllocateRequest rel = stageReport(app);
   rel.add_releases(granted.allocated(2).container_id());
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rt_->allocate(rel, &resp).isOk());
+  ASSERT_TRUE(rm_->runtime().allocate(rel, &resp).isOk());
   EXPECT_EQ(running(app), 3);
   const Resource unit(1024, 1);
-  EXPECT_EQ(rt_->reservationDemand().at(ReservationId("r1")).used.countCovering(unit), 3);
+  EXPECT_EQ(rm_->runtime().reservationDemand().at(ReservationId("r1")).used.countCovering(unit), 3);
   clock_.advance(Millis(60000));
   ASSERT_TRUE(finish(app).isOk());
-  auto runs = rt_->telemetry("nightly");
+  auto runs = rm_->runtime().telemetry("nightly");
   ASSERT_EQ(runs.size(), 1u);
   ASSERT_EQ(runs[0].skyline.size(), 1u);
   EXPECT_DOUBLE_EQ(runs[0].skyline[0], 3.0) << "the released container is not in the skyline";
@@ -613,14 +557,14 @@ TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   AppId b = runningApp("root.b", "bob", "n1");
   v1::AllocateRequest req;
   req.set_application_id(b.value());
-  req.set_am_token(apps_->amToken(a, 1));
+  req.set_am_token(rm_->apps().amToken(a, 1));
   v1::AllocateResponse resp;
-  EXPECT_EQ(rt_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
-  req.set_am_token(apps_->amToken(b, 1));
+  EXPECT_EQ(rm_->runtime().allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  req.set_am_token(rm_->apps().amToken(b, 1));
   auto* bad = req.add_asks();
   bad->set_request_id("x");
   bad->set_count(-1);
-  Status st = rt_->allocate(req, &resp);
+  Status st = rm_->runtime().allocate(req, &resp);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
 }
@@ -635,15 +579,15 @@ TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
   auto finish = [&](const AppId& app, v1::FinalStatus status) {
     v1::FinishApplicationMasterRequest f;
     f.set_application_id(app.value());
-    f.set_am_token(apps_->amToken(app, 1));
+    f.set_am_token(rm_->apps().amToken(app, 1));
     f.set_final_status(status);
-    ASSERT_TRUE(rt_->finishAm(f).isOk());
+    ASSERT_TRUE(rm_->runtime().finishAm(f).isOk());
   };
   finish(ok, v1::FINAL_STATUS_SUCCEEDED);
   finish(failed, v1::FINAL_STATUS_FAILED);
   finish(killed, v1::FINAL_STATUS_KILLED);
   std::map<AppId, AppOutcome> got;
-  for (const auto& t : rt_->telemetry("")) got[t.app] = t.outcome;
+  for (const auto& t : rm_->runtime().telemetry("")) got[t.app] = t.outcome;
   EXPECT_EQ(got.at(ok), AppOutcome::kSucceeded);
   EXPECT_EQ(got.at(failed), AppOutcome::kFailed);
   EXPECT_EQ(got.at(killed), AppOutcome::kKilled);
@@ -669,7 +613,7 @@ TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
     req.mutable_primary_usage()->set_memory_mib(4096);
     toProto(offer, req.mutable_harvest_offer());
     v1::NodeHeartbeatResponse resp;
-    rt_->onNodeHeartbeat(req, &resp);
+    rm_->runtime().onNodeHeartbeat(req, &resp);
   };
   harvestBeat(Resource(3072, 3));
   EXPECT_EQ(running(a), 3);  // the AM and two tasks
@@ -773,11 +717,11 @@ class RuntimeAmLaunchTest : public RuntimeTest {
     b.RegisterService(&nm_);
     nm_server_ = b.BuildAndStart();
     ASSERT_GT(nm_port_, 0);
-    rt_->start();
+    rm_->runtime().start();
   }
   void TearDown() override {
     nm_.release();
-    rt_->stop();  // cancels launches in flight
+    rm_->runtime().stop();  // cancels launches in flight
     nm_server_->Shutdown();
   }
   std::string nmAddress() const { return "127.0.0.1:" + std::to_string(nm_port_); }
@@ -794,21 +738,38 @@ class RuntimeAmLaunchTest : public RuntimeTest {
     lc.set_command("/opt/am/run");
     s.am_launch_context = lc.SerializeAsString();
     s.max_attempts = attempts;
-    auto rec = apps_->submit(s, [](const BindTarget&) { return Status::ok(); });
+    auto rec = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); });
     EXPECT_TRUE(rec.isOk()) << rec.status().toString();
     return rec.isOk() ? rec->id : AppId("");
+  }
+  // Node n1 (4 vcores) registers with the scripted NM as its ContainerManager,
+  // which answers as `script` says (then starts); Alice's app (see submit) is
+  // submitted and n1's heartbeat places its AM.
+  AppId launchOnN1(std::vector<ScriptedNm::Answer> script, int attempts = 1,
+                   const std::string& reservation = "") {
+    addNode("n1", 4, {}, nmAddress());
+    nm_.script(std::move(script));
+    AppId app = submit(attempts, reservation);
+    heartbeat("n1");
+    return app;
+  }
+  // Waits until the app's record is final and expects it FAILED; the record.
+  AppRecord waitFailed(const AppId& app) {
+    AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+    EXPECT_EQ(rec.state, AppState::kFailed);
+    return rec;
   }
   // Waits (real time: the launch completes on the launcher's thread) until
   // `done` holds for the app's record; returns the record.
   AppRecord waitApp(const AppId& id, const std::function<bool(const AppRecord&)>& done) {
     auto until = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < until) {
-      auto rec = apps_->get(id);
+      auto rec = rm_->apps().get(id);
       if (rec.isOk() && done(*rec)) return *rec;
       std::this_thread::sleep_for(5ms);
     }
     ADD_FAILURE() << "app " << id.value() << " did not get there in 10 s";
-    return *apps_->get(id);
+    return *rm_->apps().get(id);
   }
   std::string amContainer(const AppId& id, int attempt) const {
     return id.value() + "_" + std::to_string(toEpochMs(clock_.now())) + "_am" +
@@ -816,26 +777,40 @@ class RuntimeAmLaunchTest : public RuntimeTest {
   }
   // The scheduler core's view of a queue (ad-hoc path or reservation id).
   std::optional<sched::QueueView> queue(const std::string& name) const {
-    for (const auto& q : rt_->queues()) {
+    for (const auto& q : rm_->runtime().queues()) {
       const std::string n =
           q.ref.isReservation() ? q.ref.reservationId().value() : q.ref.adhocPath();
       if (n == name) return q;
     }
     return std::nullopt;
   }
+  // `app` runs its second attempt's AM, the one container accounted to it
+  // and its queue root.a.
+  void expectSecondAttemptRuns(const AppId& app) {
+    AppRecord rec = rm_->apps().get(app).value();
+    EXPECT_EQ(rec.state, AppState::kRunning);
+    EXPECT_EQ(rec.attempt, 2);
+    EXPECT_EQ(rec.am_container.value(), amContainer(app, 2));
+    EXPECT_EQ(running(app), 1);
+    EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
+  }
+  // The runtime counts no container and no usage of `app`.
+  void expectNoUsage(const AppId& app) {
+    int32_t n = -1;
+    Resource used(1, 1);
+    rm_->runtime().usage(app, &n, &used);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(used, Resource());
+  }
   // Nothing of `app` is accounted anywhere: no container, no usage in the
   // app, its queue or on node n1 (whose whole capacity an app can take).
   void expectNothingHeld(const AppId& app) {
-    int32_t n = -1;
-    Resource used(1, 1);
-    rt_->usage(app, &n, &used);
-    EXPECT_EQ(n, 0);
-    EXPECT_EQ(used, Resource());
+    expectNoUsage(app);
     auto a = queue("root.a");
     ASSERT_TRUE(a.has_value());
     EXPECT_EQ(a->used, Resource());
     EXPECT_EQ(a->apps, 0) << "the failed app left the scheduler";
-    EXPECT_TRUE(rt_->pendingReasons(app).empty());
+    EXPECT_TRUE(rm_->runtime().pendingReasons(app).empty());
   }
 
   ScriptedNm nm_;
@@ -848,18 +823,14 @@ class RuntimeAmLaunchTest : public RuntimeTest {
 // reason, and nothing of it stays accounted — the node's whole capacity
 // goes to the next app.
 TEST_F(RuntimeAmLaunchTest, RefusedLaunchFailsTheAppNamingNodeAndCause) {
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kHoldThenRefuse});
-  AppId app = submit(1);
-  heartbeat("n1");
+  AppId app = launchOnN1({ScriptedNm::Answer::kHoldThenRefuse});
   ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
   // While the NM considers it, the AM container is accounted everywhere.
   EXPECT_EQ(running(app), 1);
   EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
   EXPECT_EQ(queue("root.a")->apps, 1);
   nm_.release();
-  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
-  EXPECT_EQ(rec.state, AppState::kFailed);
+  AppRecord rec = waitFailed(app);
   EXPECT_EQ(rec.attempt, 1);
   EXPECT_NE(rec.diagnostics.find("attempt 1: AM launch failed: "), std::string::npos)
       << rec.diagnostics;
@@ -871,7 +842,7 @@ TEST_F(RuntimeAmLaunchTest, RefusedLaunchFailsTheAppNamingNodeAndCause) {
   EXPECT_NE(rec.diagnostics.find("(no attempts left of 1)"), std::string::npos) << rec.diagnostics;
   EXPECT_EQ(nm_.waitCalls(1), std::vector<std::string>{amContainer(app, 1)});
   expectNothingHeld(app);
-  EXPECT_DOUBLE_EQ(metrics_.counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
+  EXPECT_DOUBLE_EQ(rm_->metrics().counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
 
   AppSpec big;
   big.name = "big";
@@ -881,7 +852,7 @@ TEST_F(RuntimeAmLaunchTest, RefusedLaunchFailsTheAppNamingNodeAndCause) {
   v1::ContainerLaunchContext lc;
   lc.set_command("/opt/am/run");
   big.am_launch_context = lc.SerializeAsString();
-  AppId next = apps_->submit(big, [](const BindTarget&) { return Status::ok(); })->id;
+  AppId next = rm_->apps().submit(big, [](const BindTarget&) { return Status::ok(); })->id;
   heartbeat("n1");
   EXPECT_EQ(waitApp(next, [](const AppRecord& r) { return r.state != AppState::kSubmitted; }).state,
             AppState::kRunning)
@@ -892,10 +863,7 @@ TEST_F(RuntimeAmLaunchTest, RefusedLaunchFailsTheAppNamingNodeAndCause) {
 // back to SUBMITTED with attempt 1's diagnostic, the next heartbeat places
 // attempt 2, which the NM starts; one AM container is accounted, not two.
 TEST_F(RuntimeAmLaunchTest, RefusedLaunchIsRetriedWhileAttemptsRemain) {
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kRefuse}, ScriptedNm::Answer::kStart);
-  AppId app = submit(2);
-  heartbeat("n1");
+  AppId app = launchOnN1({ScriptedNm::Answer::kRefuse}, 2);
   AppRecord retry = waitApp(app, [](const AppRecord& r) { return !r.diagnostics.empty(); });
   EXPECT_EQ(retry.state, AppState::kSubmitted);
   EXPECT_EQ(retry.attempt, 1);
@@ -903,12 +871,7 @@ TEST_F(RuntimeAmLaunchTest, RefusedLaunchIsRetriedWhileAttemptsRemain) {
   EXPECT_EQ(running(app), 0);
   heartbeat("n1");
   EXPECT_EQ(nm_.waitCalls(2), (std::vector<std::string>{amContainer(app, 1), amContainer(app, 2)}));
-  AppRecord rec = apps_->get(app).value();
-  EXPECT_EQ(rec.state, AppState::kRunning);
-  EXPECT_EQ(rec.attempt, 2);
-  EXPECT_EQ(rec.am_container.value(), amContainer(app, 2));
-  EXPECT_EQ(running(app), 1);
-  EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
+  expectSecondAttemptRuns(app);
 }
 
 // An NM nothing listens at: the attempt fails naming the node and its
@@ -925,9 +888,8 @@ TEST_F(RuntimeAmLaunchTest, UnreachableNodeFailsTheAttemptNamingIt) {
   addNode("n1", 4, {}, dead);
   AppId app = submit(1);
   heartbeat("n1");
-  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
+  AppRecord rec = waitFailed(app);
   ::close(fd);
-  EXPECT_EQ(rec.state, AppState::kFailed);
   EXPECT_NE(rec.diagnostics.find("AM launch failed: cannot reach node n1 at " + dead),
             std::string::npos)
       << rec.diagnostics;
@@ -937,12 +899,8 @@ TEST_F(RuntimeAmLaunchTest, UnreachableNodeFailsTheAttemptNamingIt) {
 // The NM answers the call with an error (it has not registered with this RM
 // yet): the attempt fails with the NM's message, naming the node.
 TEST_F(RuntimeAmLaunchTest, NmErrorFailsTheAttemptWithItsMessage) {
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kError});
-  AppId app = submit(1);
-  heartbeat("n1");
-  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
-  EXPECT_EQ(rec.state, AppState::kFailed);
+  AppId app = launchOnN1({ScriptedNm::Answer::kError});
+  AppRecord rec = waitFailed(app);
   EXPECT_NE(rec.diagnostics.find("node n1"), std::string::npos) << rec.diagnostics;
   EXPECT_NE(rec.diagnostics.find("node not registered with the RM yet"), std::string::npos)
       << rec.diagnostics;
@@ -954,13 +912,10 @@ TEST_F(RuntimeAmLaunchTest, NmErrorFailsTheAttemptWithItsMessage) {
 // on n2. When n1's call finally fails, that late failure of attempt 1
 // neither ends attempt 2 nor counts as another failed attempt.
 TEST_F(RuntimeAmLaunchTest, NodeLostBeforeTheAmStartsEndsOnlyThatAttempt) {
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kHoldThenRefuse}, ScriptedNm::Answer::kStart);
-  AppId app = submit(2);
-  heartbeat("n1");
+  AppId app = launchOnN1({ScriptedNm::Answer::kHoldThenRefuse}, 2);
   ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
-  rt_->onNodeLost(NodeId("n1"));  // as the core's liveness check reports it
-  AppRecord retry = apps_->get(app).value();
+  rm_->runtime().onNodeLost(NodeId("n1"));  // as the core's liveness check reports it
+  AppRecord retry = rm_->apps().get(app).value();
   EXPECT_EQ(retry.state, AppState::kSubmitted);
   EXPECT_EQ(retry.attempt, 1);
   EXPECT_NE(retry.diagnostics.find("node n1 lost"), std::string::npos) << retry.diagnostics;
@@ -969,20 +924,15 @@ TEST_F(RuntimeAmLaunchTest, NodeLostBeforeTheAmStartsEndsOnlyThatAttempt) {
 
   addNode("n2", 4, {}, nmAddress());
   heartbeat("n2");
-  EXPECT_EQ(apps_->get(app)->attempt, 2);
-  EXPECT_EQ(apps_->get(app)->am_node.value(), "n2");
+  EXPECT_EQ(rm_->apps().get(app)->attempt, 2);
+  EXPECT_EQ(rm_->apps().get(app)->am_node.value(), "n2");
   nm_.release();  // n1's held call now ends refused
   ASSERT_EQ(nm_.waitCalls(2).size(), 2u);
   // The launcher reports n1's failure on its own thread: give it time to.
   auto until = std::chrono::steady_clock::now() + 2s;
   while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
-  AppRecord rec = apps_->get(app).value();
-  EXPECT_EQ(rec.state, AppState::kRunning);
-  EXPECT_EQ(rec.attempt, 2);
-  EXPECT_EQ(rec.am_container.value(), amContainer(app, 2));
-  EXPECT_EQ(running(app), 1);
-  EXPECT_EQ(queue("root.a")->used, Resource(1024, 1));
-  EXPECT_DOUBLE_EQ(metrics_.counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
+  expectSecondAttemptRuns(app);
+  EXPECT_DOUBLE_EQ(rm_->metrics().counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
 }
 
 // A launch the RM gave up on (its deadline passed) that the NM started after
@@ -990,21 +940,13 @@ TEST_F(RuntimeAmLaunchTest, NodeLostBeforeTheAmStartsEndsOnlyThatAttempt) {
 // RM tells it to kill it, so no AM of a failed attempt keeps running.
 TEST_F(RuntimeAmLaunchTest, AmStartedAfterTheLaunchTimedOutIsKilled) {
   // A runtime whose launches time out after 300 ms.
-  rt_->stop();
-  rt_.reset();
   RuntimeOptions ro;
   ro.queue_weights = {{"root.a", 3}, {"root.b", 1}};
   ro.launch.timeout = Millis(300);
-  rt_ = std::make_unique<RmRuntime>(
-      ro, *core_, *apps_, clock_, metrics_, nullptr, [](const ReservationId&) { return true; },
-      [this](const ReservationId&, TimePoint) { return guarantee_; });
-  rt_->start();
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kHoldThenStart});
-  AppId app = submit(1);
-  heartbeat("n1");
-  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
-  EXPECT_EQ(rec.state, AppState::kFailed);
+  ASSERT_TRUE(rm_->replaceRuntime(ro).isOk());
+  rm_->runtime().start();
+  AppId app = launchOnN1({ScriptedNm::Answer::kHoldThenStart});
+  AppRecord rec = waitFailed(app);
   EXPECT_NE(rec.diagnostics.find("cannot reach node n1"), std::string::npos) << rec.diagnostics;
   expectNothingHeld(app);
   nm_.release();  // the NM starts it after all
@@ -1024,29 +966,21 @@ TEST_F(RuntimeAmLaunchTest, AmStartedAfterTheLaunchTimedOutIsKilled) {
 // reservation's queue holds nothing of it and its demand is gone.
 TEST_F(RuntimeAmLaunchTest, FailedReservedAppLeavesNothingInItsReservation) {
   guarantee_ = Resource(2048, 2);
-  addNode("n1", 4, {}, nmAddress());
-  nm_.script({ScriptedNm::Answer::kHoldThenRefuse});
-  AppId app = submit(1, "r1");
-  heartbeat("n1");
+  AppId app = launchOnN1({ScriptedNm::Answer::kHoldThenRefuse}, 1, "r1");
   ASSERT_EQ(nm_.waitCalls(1).size(), 1u);
   // While the NM considers it, the AM is the reservation's demand and usage.
   ASSERT_TRUE(queue("r1").has_value());
   EXPECT_EQ(queue("r1")->used, Resource(1024, 1));
   EXPECT_EQ(queue("r1")->apps, 1);
-  EXPECT_EQ(rt_->reservationDemand().count(ReservationId("r1")), 1u);
+  EXPECT_EQ(rm_->runtime().reservationDemand().count(ReservationId("r1")), 1u);
   nm_.release();
-  AppRecord rec = waitApp(app, [](const AppRecord& r) { return isFinal(r.state); });
-  EXPECT_EQ(rec.state, AppState::kFailed);
+  AppRecord rec = waitFailed(app);
   EXPECT_EQ(rec.reservation.value(), "r1");
-  int32_t n = -1;
-  Resource used(1, 1);
-  rt_->usage(app, &n, &used);
-  EXPECT_EQ(n, 0);
-  EXPECT_EQ(used, Resource());
+  expectNoUsage(app);
   auto r1 = queue("r1");
   EXPECT_TRUE(!r1.has_value() || (r1->used == Resource() && r1->apps == 0))
       << "reservation r1 still holds " << r1->used.toString() << ", " << r1->apps << " app(s)";
-  EXPECT_EQ(rt_->reservationDemand().count(ReservationId("r1")), 0u);
+  EXPECT_EQ(rm_->runtime().reservationDemand().count(ReservationId("r1")), 0u);
 }
 
 }  // namespace
