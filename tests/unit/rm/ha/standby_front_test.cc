@@ -69,67 +69,53 @@ class StandbyFrontTest : public ::testing::Test {
   std::vector<Refusal> callEveryService() {
     auto channel = grpc::CreateChannel(grpcAddress(), grpc::InsecureChannelCredentials());
     std::vector<Refusal> out;
-    auto record = [&out](const std::string& method, grpc::ClientContext& ctx,
-                         const grpc::Status& st) {
-      out.push_back({method, st, leaderHint(ctx)});
-    };
-    auto context = [](std::unique_ptr<grpc::ClientContext>* c) {
-      *c = std::make_unique<grpc::ClientContext>();
-      (*c)->set_deadline(std::chrono::system_clock::now() + 10s);
-      (*c)->AddMetadata("authorization", "Bearer some-user-token-0001");
-    };
-    std::unique_ptr<grpc::ClientContext> ctx;
-    {
-      context(&ctx);
-      v1::SubmitApplicationRequest req;
-      req.set_name("job");
-      v1::SubmitApplicationResponse resp;
-      auto st = v1::ClientService::NewStub(channel)->SubmitApplication(ctx.get(), req, &resp);
-      record("SubmitApplication", *ctx, st);
-      EXPECT_TRUE(resp.application_id().empty());
-    }
-    {
-      context(&ctx);
-      v1::ListApplicationsResponse resp;
-      auto st = v1::ClientService::NewStub(channel)->ListApplications(ctx.get(), {}, &resp);
-      record("ListApplications", *ctx, st);
-    }
-    {
-      context(&ctx);
-      v1::NewReservationResponse resp;
-      auto st = v1::ReservationService::NewStub(channel)->NewReservation(ctx.get(), {}, &resp);
-      record("NewReservation", *ctx, st);
-    }
-    {
-      context(&ctx);
-      v1::RegisterNodeRequest req;
-      req.set_node_id("nm1");
-      v1::RegisterNodeResponse resp;
-      auto st = v1::ResourceTracker::NewStub(channel)->RegisterNode(ctx.get(), req, &resp);
-      record("RegisterNode", *ctx, st);
-      EXPECT_TRUE(resp.container_token_secret().empty());
-    }
-    {
-      context(&ctx);
-      v1::NodeHeartbeatRequest req;
-      req.set_node_id("nm1");
-      v1::NodeHeartbeatResponse resp;
-      auto st = v1::ResourceTracker::NewStub(channel)->NodeHeartbeat(ctx.get(), req, &resp);
-      record("NodeHeartbeat", *ctx, st);
-    }
-    {
-      context(&ctx);
-      v1::AllocateRequest req;
-      req.set_application_id("application_1_0001");
-      v1::AllocateResponse resp;
-      auto st = v1::ApplicationMaster::NewStub(channel)->Allocate(ctx.get(), req, &resp);
-      record("Allocate", *ctx, st);
-    }
-    {
-      context(&ctx);
-      record("/no.such.Service/Method", *ctx, genericCall(channel, ctx.get()));
-    }
+    auto client = v1::ClientService::NewStub(channel);
+    auto tracker = v1::ResourceTracker::NewStub(channel);
+    v1::SubmitApplicationRequest submit;
+    submit.set_name("job");
+    EXPECT_TRUE(call(&out, "SubmitApplication", *client,
+                     &v1::ClientService::Stub::SubmitApplication, submit)
+                    .application_id()
+                    .empty());
+    call(&out, "ListApplications", *client, &v1::ClientService::Stub::ListApplications, {});
+    call(&out, "NewReservation", *v1::ReservationService::NewStub(channel),
+         &v1::ReservationService::Stub::NewReservation, {});
+    v1::RegisterNodeRequest reg;
+    reg.set_node_id("nm1");
+    EXPECT_TRUE(call(&out, "RegisterNode", *tracker, &v1::ResourceTracker::Stub::RegisterNode, reg)
+                    .container_token_secret()
+                    .empty());
+    v1::NodeHeartbeatRequest beat;
+    beat.set_node_id("nm1");
+    call(&out, "NodeHeartbeat", *tracker, &v1::ResourceTracker::Stub::NodeHeartbeat, beat);
+    v1::AllocateRequest alloc;
+    alloc.set_application_id("application_1_0001");
+    call(&out, "Allocate", *v1::ApplicationMaster::NewStub(channel),
+         &v1::ApplicationMaster::Stub::Allocate, alloc);
+    grpc::ClientContext ctx;
+    asAClient(&ctx);
+    grpc::Status st = genericCall(channel, &ctx);
+    out.push_back({"/no.such.Service/Method", st, leaderHint(ctx)});
     return out;
+  }
+
+  // What a real client sets on a call: a deadline and a user's bearer token.
+  static void asAClient(grpc::ClientContext* ctx) {
+    ctx->set_deadline(std::chrono::system_clock::now() + 10s);
+    ctx->AddMetadata("authorization", "Bearer some-user-token-0001");
+  }
+  // `rpc` of `stub` called as a client would (asAClient) with `req`; its
+  // status and leader hint recorded in `out` as `method`'s. The response.
+  template <typename Stub, typename Req, typename Resp>
+  static Resp call(std::vector<Refusal>* out, const std::string& method, Stub& stub,
+                   grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*),
+                   const Req& req) {
+    grpc::ClientContext ctx;
+    asAClient(&ctx);
+    Resp resp;
+    grpc::Status st = (stub.*rpc)(&ctx, req, &resp);
+    out->push_back({method, st, leaderHint(ctx)});
+    return resp;
   }
 
   // A unary call of a method no service of the RM has.
