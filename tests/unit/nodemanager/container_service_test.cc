@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/token.h"
+#include "started_runtime.h"
 
 namespace morpheus::nm {
 namespace {
@@ -29,15 +30,6 @@ using namespace std::chrono_literals;
 
 constexpr char kMaster[] = "rm-master-secret-for-the-container-service-test";
 constexpr char kNode[] = "node-a";
-
-// Process `pid` runs (exists and is not a zombie).
-bool alive(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
 
 // `service` on 127.0.0.1:0 and a client stub to it.
 struct Served {
@@ -62,16 +54,8 @@ struct Served {
 class ContainerServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("morpheus-cmsvc-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    std::filesystem::remove_all(dir_);
-    runtime_ =
-        std::make_unique<ContainerRuntime>(dir_ + "/local", Millis(30), Millis(200), metrics_);
-    runtime_->setMemoryEnforcement("monitor", "");
-    ASSERT_TRUE(runtime_->init().isOk());
-    runtime_->start();
+    dir_ = freshTestDir("cmsvc");
+    ASSERT_NO_FATAL_FAILURE(startRuntime(dir_, metrics_, &runtime_));
     key_.set(deriveNodeKey(kMaster, NodeId(kNode)));  // what the RM hands over at registration
     service_ = std::make_unique<ContainerServiceImpl>(*runtime_, key_, clock_, Millis(60000));
     service_->setNodeId(kNode);
@@ -80,22 +64,8 @@ class ContainerServiceTest : public ::testing::Test {
   }
   void TearDown() override {
     served_.reset();
-    if (runtime_) {
-      runtime_->stopAll(ExitReason::kKilled, "test over");
-      auto end = std::chrono::steady_clock::now() + 10s;
-      while (anyRunning() && std::chrono::steady_clock::now() < end) {
-        std::this_thread::sleep_for(20ms);
-      }
-      EXPECT_FALSE(anyRunning()) << "a container outlived the test";
-      runtime_.reset();
-    }
+    stopRuntime(runtime_);
     std::filesystem::remove_all(dir_);
-  }
-  bool anyRunning() const {
-    for (const auto& s : runtime_->snapshot()) {
-      if (s.running) return true;
-    }
-    return false;
   }
 
   // A container token as the RM issues it: signed with `node`'s key.

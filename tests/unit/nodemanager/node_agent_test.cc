@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/token.h"
+#include "started_runtime.h"
 
 namespace morpheus::nm {
 namespace {
@@ -156,28 +157,11 @@ const v1::ContainerStatus* statusOf(const v1::NodeHeartbeatRequest& req, const s
   return nullptr;
 }
 
-// Process `pid` runs (exists and is not a zombie).
-bool alive(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
 class NodeAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("morpheus-agent-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    std::filesystem::remove_all(dir_);
-    runtime_ =
-        std::make_unique<ContainerRuntime>(dir_ + "/local", Millis(30), Millis(200), metrics_);
-    runtime_->setMemoryEnforcement("monitor", "");
-    ASSERT_TRUE(runtime_->init().isOk());
-    runtime_->start();
+    dir_ = freshTestDir("agent");
+    ASSERT_NO_FATAL_FAILURE(startRuntime(dir_, metrics_, &runtime_));
     grpc::ServerBuilder b;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     b.RegisterService(&rm_);
@@ -188,21 +172,7 @@ class NodeAgentTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();  // stops its thread before the RM and the runtime go
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + 1s);
-    if (runtime_) {
-      runtime_->stopAll(ExitReason::kKilled, "test over");
-      auto end = std::chrono::steady_clock::now() + 10s;
-      auto anyRunning = [&] {
-        for (const auto& s : runtime_->snapshot()) {
-          if (s.running) return true;
-        }
-        return false;
-      };
-      while (anyRunning() && std::chrono::steady_clock::now() < end) {
-        std::this_thread::sleep_for(20ms);
-      }
-      EXPECT_FALSE(anyRunning()) << "a container outlived the test";
-      runtime_.reset();
-    }
+    stopRuntime(runtime_);
     std::filesystem::remove_all(dir_);
   }
 

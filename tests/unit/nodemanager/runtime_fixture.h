@@ -14,18 +14,13 @@
 #include <thread>
 
 #include "nodemanager/container_runtime.h"
+#include "started_runtime.h"
 
 namespace morpheus::nm {
 
 class RuntimeFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("morpheus-nmrt-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = freshTestDir("nmrt"); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::unique_ptr<ContainerRuntime> make(Millis grace = Millis(300),
                                          const std::string& mode = "monitor",
