@@ -14,6 +14,11 @@ namespace morpheus::cli {
 int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   CLI::App app{"morpheusctl: operate a Morpheus cluster and sign off SLOs", "morpheusctl"};
   app.require_subcommand(1);
+  // Global options anywhere: an option a subcommand does not know falls
+  // through to its parent, up to these (`morpheusctl app list --token T` as
+  // `morpheusctl --token T app list`, as kubectl and yarn take them).
+  // Subcommands inherit the setting when they are added, so it comes first.
+  app.fallthrough();
   app.set_version_flag("--version", morpheus::versionLine("morpheusctl"),
                        "Print the version and git revision");
   app.add_option(
@@ -23,6 +28,9 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
                  "RM HTTP address HOST:PORT (env MORPHEUS_RM_HTTP)");
   app.add_option("--inference", ctx.inference_address,
                  "Inference service address HOST:PORT (env MORPHEUS_INFERENCE)");
+  app.add_flag("--json", ctx.json,
+               "Print one JSON object (records under a plural key, snake_case keys) "
+               "instead of text");
   app.add_option("--user", ctx.user,
                  "Act for this user (admins only; default: the token's own user)");
   app.add_option("--token", ctx.token,

@@ -27,6 +27,7 @@ struct CliContext {
   std::string user;
   std::string token;       // --token or $MORPHEUS_TOKEN: bearer token for the RM and inference
   std::string token_file;  // --token-file: read the token from this file (wins over --token)
+  bool json = false;       // --json: every command prints format.h's JSON object instead of text
   // --tls-ca/--tls-cert/--tls-key or $MORPHEUS_TLS_CA/CERT/KEY: TLS to daemons
   // configured with tls.* (loadClientTls: the CA alone, all three, or none =
   // plaintext).

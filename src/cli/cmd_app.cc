@@ -429,24 +429,19 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
                        "Wait for a final state; exit 0 only when the app FINISHED");
   submit_cmd->callback([&ctx, sa] { submit(ctx, *sa); });
 
-  auto list_json = std::make_shared<bool>(false);
   auto list_states = std::make_shared<std::vector<std::string>>();
   auto list_queue = std::make_shared<std::string>();
   auto* list_cmd = app->add_subcommand("list", "List applications");
-  list_cmd->add_flag("--json", *list_json, "Machine-readable output");
   list_cmd->add_option("--state", *list_states,
                        "Only these states (SUBMITTED, RUNNING, FINISHED, FAILED, KILLED)");
   list_cmd->add_option("--queue", *list_queue, "Only this queue");
-  list_cmd->callback([&ctx, list_json, list_states, list_queue] {
-    list(ctx, *list_json, *list_states, *list_queue);
-  });
+  list_cmd->callback(
+      [&ctx, list_states, list_queue] { list(ctx, ctx.json, *list_states, *list_queue); });
 
   auto st_id = std::make_shared<std::string>();
-  auto st_json = std::make_shared<bool>(false);
   auto* status_cmd = app->add_subcommand("status", "Show one application");
   status_cmd->add_option("id", *st_id, "Application id")->required();
-  status_cmd->add_flag("--json", *st_json, "Machine-readable output");
-  status_cmd->callback([&ctx, st_id, st_json] { status(ctx, *st_id, *st_json); });
+  status_cmd->callback([&ctx, st_id] { status(ctx, *st_id, ctx.json); });
 
   auto kill_id = std::make_shared<std::string>();
   auto kill_reason = std::make_shared<std::string>();
@@ -481,12 +476,10 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
   });
 
   auto tel_key = std::make_shared<std::string>();
-  auto tel_json = std::make_shared<bool>(false);
   auto* tel_cmd =
       app->add_subcommand("telemetry", "Skylines of finished applications (Morpheus §4 input)");
   tel_cmd->add_option("--key", *tel_key, "Only this recurrence key");
-  tel_cmd->add_flag("--json", *tel_json, "Machine-readable output");
-  tel_cmd->callback([&ctx, tel_key, tel_json] {
+  tel_cmd->callback([&ctx, tel_key] {
     v1::ListAppTelemetryRequest req;
     req.set_recurrence_key(*tel_key);
     v1::ListAppTelemetryResponse resp;
@@ -500,7 +493,7 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
         peak = std::max(peak, v);
         area += v;
       }
-      if (*tel_json) {
+      if (ctx.json) {
         arr.push_back({{"application_id", a.application_id()},
                        {"recurrence_key", a.recurrence_key()},
                        {"user", a.user()},
@@ -520,7 +513,7 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
             static_cast<long long>(a.step_ms() / 1000), peak, area, a.files_size());
       }
     }
-    if (*tel_json) std::cout << arr.dump(2) << "\n";
+    if (ctx.json) std::cout << arr.dump(2) << "\n";
   });
 }
 

@@ -115,11 +115,9 @@ void addClusterCommands(CLI::App& root, CliContext& ctx) {
   auto* cluster = root.add_subcommand("cluster", "Cluster-wide views");
   cluster->require_subcommand(1);
   auto* status = cluster->add_subcommand("status", "Live nodes with their resources");
-  auto json = std::make_shared<bool>(false);
   auto lost = std::make_shared<bool>(false);
-  status->add_flag("--json", *json, "Machine-readable output");
   status->add_flag("--include-lost", *lost, "Also list nodes declared lost");
-  status->callback([&ctx, json, lost] { clusterStatus(ctx, *json, *lost); });
+  status->callback([&ctx, lost] { clusterStatus(ctx, ctx.json, *lost); });
 }
 
 }  // namespace morpheus::cli

@@ -54,9 +54,7 @@ void addQueueCommands(CLI::App& root, CliContext& ctx) {
   queue->require_subcommand(1);
   auto* list = queue->add_subcommand(
       "list", "Every queue: weight, guarantee, usage, pending, running and waiting apps");
-  auto json = std::make_shared<bool>(false);
-  list->add_flag("--json", *json, "Machine-readable output");
-  list->callback([&ctx, json] { listQueues(ctx, *json); });
+  list->callback([&ctx] { listQueues(ctx, ctx.json); });
 }
 
 }  // namespace morpheus::cli

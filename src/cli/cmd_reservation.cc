@@ -270,16 +270,14 @@ void planShow(const CliContext& ctx, const std::string& from, const std::string&
 void addReservationCommands(CLI::App& root, CliContext& ctx) {
   auto* res = root.add_subcommand("reservation", "Reservations (YARN reservation JSON)");
   res->require_subcommand(1);
-  auto json_out = std::make_shared<bool>(false);
   auto file = std::make_shared<std::string>();
   auto id = std::make_shared<std::string>();
   auto queue = std::make_shared<std::string>();
 
   auto* n = res->add_subcommand("new", "Get a fresh reservation id");
-  n->add_flag("--json", *json_out, "Machine-readable output");
-  n->callback([&ctx, json_out] {
+  n->callback([&ctx] {
     std::string rid = newId(ctx);
-    if (*json_out) {
+    if (ctx.json) {
       std::cout << json({{"reservation-id", rid}}).dump(2) << "\n";
     } else {
       std::cout << rid << "\n";
@@ -287,25 +285,21 @@ void addReservationCommands(CLI::App& root, CliContext& ctx) {
   });
   auto* s = res->add_subcommand("submit", "Plan and admit a reservation from a YARN JSON file");
   s->add_option("-f,--file", *file, "YARN reservation JSON")->required();
-  s->add_flag("--json", *json_out, "Machine-readable output");
-  s->callback([&ctx, file, json_out] { submit(ctx, *file, *json_out); });
+  s->callback([&ctx, file] { submit(ctx, *file, ctx.json); });
   auto* u = res->add_subcommand("update", "Replace a reservation's definition (try-and-swap)");
   u->add_option("-f,--file", *file, "YARN reservation JSON")->required();
   u->add_option("id", *id, "Reservation id (default: the file's reservation-id)");
-  u->add_flag("--json", *json_out, "Machine-readable output");
-  u->callback([&ctx, file, id, json_out] { update(ctx, *file, *id, *json_out); });
+  u->callback([&ctx, file, id] { update(ctx, *file, *id, ctx.json); });
   auto* d = res->add_subcommand("delete", "Delete a reservation and free its capacity");
   d->add_option("id", *id, "Reservation id")->required();
   d->callback([&ctx, id] { remove(ctx, *id); });
   auto* l = res->add_subcommand("list", "List reservations");
   l->add_option("--queue", *queue, "Only this queue");
-  l->add_flag("--json", *json_out, "YARN list JSON");
-  l->callback([&ctx, queue, json_out] { list(ctx, "", *queue, *json_out, false); });
+  l->callback([&ctx, queue] { list(ctx, "", *queue, ctx.json, false); });
   auto* sh =
       res->add_subcommand("show", "One reservation with allocations and reprovisioning history");
   sh->add_option("id", *id, "Reservation id")->required();
-  sh->add_flag("--json", *json_out, "YARN list JSON");
-  sh->callback([&ctx, id, json_out] { list(ctx, *id, "", *json_out, true); });
+  sh->callback([&ctx, id] { list(ctx, *id, "", ctx.json, true); });
 
   auto* plan = root.add_subcommand("plan", "The reservation plan");
   plan->require_subcommand(1);
@@ -317,8 +311,7 @@ void addReservationCommands(CLI::App& root, CliContext& ctx) {
   ps->add_option("--from", *from, "now, +DURATION, -DURATION or epoch ms (default now)");
   ps->add_option("--to", *to, "Same forms (default from + 1 day)");
   ps->add_option("--width", *width, "Chart columns")->check(CLI::Range(10, 1000));
-  ps->add_flag("--json", *json_out, "Per-step load as JSON");
-  ps->callback([&ctx, from, to, width, json_out] { planShow(ctx, *from, *to, *width, *json_out); });
+  ps->callback([&ctx, from, to, width] { planShow(ctx, *from, *to, *width, ctx.json); });
 }
 
 }  // namespace morpheus::cli

@@ -26,14 +26,13 @@ store::IngestBatch readHistory(const std::string& path, const std::string& forma
   return std::move(b).value();
 }
 
-void addFit(CLI::App& root) {
+void addFit(CLI::App& root, CliContext& ctx) {
   auto* sky = root.add_subcommand("skyline", "Skyline inference (Morpheus §5) without a server");
   sky->require_subcommand(1);
   struct Args {
     std::string input, format = "native", beta_mode = "relative", sample = "average", job;
     double alpha = inference::kDefaultSkylineAlpha, beta = 0.1, step_s = 60;
     int64_t min_runs = 3;
-    bool json_out = false;
   };
   auto a = std::make_shared<Args>();
   auto* fit = sky->add_subcommand("fit", "Fit the skyline LP to the runs in a file and print it");
@@ -53,8 +52,7 @@ void addFit(CLI::App& root) {
       ->check(CLI::IsMember({"average", "max"}));
   fit->add_option("--min-runs", a->min_runs, "Fewest runs a job needs")->check(CLI::PositiveNumber);
   fit->add_option("--job", a->job, "Fit only this job (default: every job in the file)");
-  fit->add_flag("--json", a->json_out, "Machine-readable output");
-  fit->callback([a] {
+  fit->callback([a, &ctx] {
     store::IngestBatch batch = readHistory(a->input, a->format, "unknown");
     std::map<std::string, std::vector<store::RunRecord>> by_job;
     for (auto& r : batch.runs) {
@@ -94,7 +92,7 @@ void addFit(CLI::App& root) {
         peak = std::max(peak, v);
         area += v;
       }
-      if (a->json_out) {
+      if (ctx.json) {
         out.push_back({{"job", job},
                        {"runs", r->runs_used},
                        {"step_ms", p.step.count()},
@@ -118,7 +116,7 @@ void addFit(CLI::App& root) {
       for (auto v : r->skyline) std::printf(" %lld", static_cast<long long>(v));
       std::printf("\n");
     }
-    if (a->json_out) std::cout << out.dump(2) << "\n";
+    if (ctx.json) std::cout << out.dump(2) << "\n";
     if (exit_code != 0) throw CliExit{exit_code};
   });
 }
@@ -219,7 +217,7 @@ void addImport(CLI::App& root, CliContext& ctx) {
 }  // namespace
 
 void addSkylineCommands(CLI::App& root, CliContext& ctx) {
-  addFit(root);
+  addFit(root, ctx);
   addImport(root, ctx);
 }
 

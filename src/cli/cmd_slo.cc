@@ -180,15 +180,13 @@ std::vector<int64_t> readSkylineFile(const std::string& path) {
 void addSloCommands(CLI::App& root, CliContext& ctx) {
   auto* slo = root.add_subcommand("slo", "Inferred SLO proposals and their sign-off");
   slo->require_subcommand(1);
-  auto json_out = std::make_shared<bool>(false);
   auto id = std::make_shared<std::string>();
   auto state = std::make_shared<std::string>("all");
 
   auto* list = slo->add_subcommand("list", "Proposals, and jobs without an actionable SLO");
   list->add_option("--state", *state, "pending|accepted|rejected|superseded|all")
       ->check(CLI::IsMember({"pending", "accepted", "rejected", "superseded", "all"}));
-  list->add_flag("--json", *json_out, "Machine-readable output");
-  list->callback([&ctx, state, json_out] {
+  list->callback([&ctx, state] {
     v1::ListProposalsRequest req;
     if (*state == "pending") req.set_state(v1::PROPOSAL_PENDING);
     if (*state == "accepted") req.set_state(v1::PROPOSAL_ACCEPTED);
@@ -196,7 +194,7 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
     if (*state == "superseded") req.set_state(v1::PROPOSAL_SUPERSEDED);
     v1::ListProposalsResponse resp;
     check(stub(ctx)->ListProposals(authed(ctx, Millis(10000)).get(), req, &resp), ctx);
-    if (*json_out) {
+    if (ctx.json) {
       json arr = json::array(), na = json::array();
       for (const auto& p : resp.proposals()) arr.push_back(proposalJson(p));
       for (const auto& n : resp.not_actionable())
@@ -226,13 +224,12 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
 
   auto* show = slo->add_subcommand("show", "One proposal in full");
   show->add_option("id", *id, "Proposal id")->required();
-  show->add_flag("--json", *json_out, "Machine-readable output");
-  show->callback([&ctx, id, json_out] {
+  show->callback([&ctx, id] {
     v1::GetProposalRequest req;
     req.set_proposal_id(*id);
     v1::Proposal p;
     check(stub(ctx)->GetProposal(authed(ctx, Millis(10000)).get(), req, &p), ctx);
-    if (*json_out) {
+    if (ctx.json) {
       std::cout << proposalJson(p).dump(2) << "\n";
     } else {
       printProposal(p);
@@ -243,14 +240,13 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
   auto* accept = slo->add_subcommand("accept", "Sign off: submit the recurring reservation");
   accept->add_option("id", *id, "Proposal id")->required();
   accept->add_flag("--auto-update", *auto_update, "Apply future refits without asking");
-  accept->add_flag("--json", *json_out, "Machine-readable output");
-  accept->callback([&ctx, id, auto_update, json_out] {
+  accept->callback([&ctx, id, auto_update] {
     v1::AcceptProposalRequest req;
     req.set_proposal_id(*id);
     req.set_auto_update(*auto_update);
     v1::SignOffResponse resp;
     check(stub(ctx)->AcceptProposal(authed(ctx, Millis(60000)).get(), req, &resp), ctx);
-    respond(resp, *json_out, "Accepted");
+    respond(resp, ctx.json, "Accepted");
   });
 
   auto deadline = std::make_shared<std::string>();
@@ -269,8 +265,7 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
                  "Explicit skyline: whitespace/comma-separated containers per step");
   ov->add_option("--budget", *budget, "Reprovisioning budget, container-ms")
       ->check(CLI::NonNegativeNumber);
-  ov->add_flag("--json", *json_out, "Machine-readable output");
-  ov->callback([&ctx, id, deadline, start, scale, sky_file, budget, json_out] {
+  ov->callback([&ctx, id, deadline, start, scale, sky_file, budget] {
     v1::OverrideProposalRequest req;
     req.set_proposal_id(*id);
     req.set_start_offset_ms(-1);
@@ -291,28 +286,26 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
     req.set_reprovision_budget_container_ms(*budget);
     v1::SignOffResponse resp;
     check(stub(ctx)->OverrideProposal(authed(ctx, Millis(60000)).get(), req, &resp), ctx);
-    respond(resp, *json_out, "Overridden and submitted");
+    respond(resp, ctx.json, "Overridden and submitted");
   });
 
   auto reason = std::make_shared<std::string>();
   auto* rej = slo->add_subcommand("reject", "Keep the job on fair share");
   rej->add_option("id", *id, "Proposal id")->required();
   rej->add_option("--reason", *reason, "Why (recorded)");
-  rej->add_flag("--json", *json_out, "Machine-readable output");
-  rej->callback([&ctx, id, reason, json_out] {
+  rej->callback([&ctx, id, reason] {
     v1::RejectProposalRequest req;
     req.set_proposal_id(*id);
     req.set_reason(*reason);
     v1::SignOffResponse resp;
     check(stub(ctx)->RejectProposal(authed(ctx, Millis(10000)).get(), req, &resp), ctx);
-    respond(resp, *json_out, "Rejected");
+    respond(resp, ctx.json, "Rejected");
   });
 
   auto job = std::make_shared<std::string>();
   auto* hist = slo->add_subcommand("history", "A job's stored runs and how each ended");
   hist->add_option("job", *job, "Job (recurrence) key")->required();
-  hist->add_flag("--json", *json_out, "Machine-readable output");
-  hist->callback([&ctx, job, json_out] {
+  hist->callback([&ctx, job] {
     v1::ListRunsRequest req;
     req.set_job_key(*job);
     v1::ListRunsResponse resp;
@@ -322,7 +315,7 @@ void addSloCommands(CLI::App& root, CliContext& ctx) {
              : s == v1::RUN_STATUS_KILLED ? "killed"
                                           : "succeeded";
     };
-    if (*json_out) {
+    if (ctx.json) {
       json arr = json::array();
       for (const auto& r : resp.runs()) {
         arr.push_back({{"run_id", r.run_id()},

@@ -20,7 +20,10 @@ std::string optionWords(const CLI::App& app) {
 
 // One `[path]="words"` entry per command, depth first; `path` starts with the
 // program's name (bash refuses an empty array key).
-void collect(const CLI::App& app, const std::string& path, std::vector<std::string>* entries) {
+// `global` (the root's options) is offered at every level: they are taken
+// after any subcommand too (cli.cc).
+void collect(const CLI::App& app, const std::string& path, const std::string& global,
+             std::vector<std::string>* entries) {
   std::string words;
   std::vector<const CLI::App*> subs;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
@@ -28,10 +31,13 @@ void collect(const CLI::App& app, const std::string& path, std::vector<std::stri
     words += (words.empty() ? "" : " ") + sub->get_name();
   }
   std::string opts = optionWords(app);
+  if (app.get_parent() != nullptr && !global.empty()) {
+    opts += (opts.empty() ? "" : " ") + global;
+  }
   if (!opts.empty()) words += (words.empty() ? "" : " ") + opts;
   entries->push_back("  [\"" + path + "\"]=\"" + words + "\"");
   for (const CLI::App* sub : subs) {
-    collect(*sub, path + " " + sub->get_name(), entries);
+    collect(*sub, path + " " + sub->get_name(), global, entries);
   }
 }
 
@@ -47,7 +53,7 @@ std::string ident(std::string s) {
 
 std::string bashCompletion(const CLI::App& root, const std::string& program) {
   std::vector<std::string> entries;
-  collect(root, program, &entries);
+  collect(root, program, optionWords(root), &entries);
   std::string table = "_" + ident(program) + "_words";
   std::string fn = "_" + ident(program);
   std::string out =

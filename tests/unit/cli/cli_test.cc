@@ -766,6 +766,43 @@ TEST_F(CliTest, BadArgumentsNameTheFlag) {
   EXPECT_TRUE(parseJson(res)["reservations"].empty()) << res.out;
 }
 
+// Global options anywhere: --rm, --token, --token-file, --json and --user
+// after the subcommand (and its positionals) work as before it. The context's
+// RM address is a dead one, so a --rm that was not taken fails the run.
+TEST_F(CliTest, GlobalOptionsAfterTheSubcommand) {
+  rm_->addNode("n1", 8);
+  DeadPort dead;
+  CliContext ctx;
+  ctx.rm_address = dead.address();
+  ctx.inference_address = inference_->address();
+  CliRun q =
+      runCli(ctx, {"queue", "list", "--rm", rm_->address(), "--token", "alice-token", "--json"});
+  ASSERT_EQ(q.code, 0) << show(q);
+  EXPECT_FALSE(parseJson(q)["queues"].empty()) << q.out;
+
+  const std::string token = write("alice-after.token", "alice-token\n");
+  CliRun c =
+      runCli(ctx, {"--json", "cluster", "status", "--rm", rm_->address(), "--token-file", token});
+  ASSERT_EQ(c.code, 0) << show(c);
+  EXPECT_EQ(parseJson(c)["live_nodes"], 1) << c.out;
+
+  // An admin acting for alice, --user after the positional: the app is hers.
+  ctx.rm_address = rm_->address();
+  CliRun s = runCli(ctx, {"app", "submit", jobFile(), "--queue", "root.a", "--token", "root-token",
+                          "--user", "alice"});
+  ASSERT_EQ(s.code, 0) << show(s);
+  const std::string id = lines(s.out).at(0);
+  EXPECT_EQ(rm_->apps().get(AppId(id))->spec.user.value(), "alice");
+  CliRun st = runCli(ctx, {"app", "status", id, "--token", "bob-token", "--json"});
+  ASSERT_EQ(st.code, 0) << show(st);
+  EXPECT_NE(st.out.find("\"alice\""), std::string::npos) << st.out;
+
+  // What no level knows is still refused, naming it.
+  CliRun bad = runCli(ctx, {"queue", "list", "--token", "alice-token", "--colour"});
+  EXPECT_EQ(bad.code, 2) << show(bad);
+  EXPECT_NE(bad.err.find("--colour"), std::string::npos) << show(bad);
+}
+
 // --help and --version exit 0 on stdout.
 TEST_F(CliTest, HelpAndVersionExitZero) {
   CliRun h = ctl({"app", "submit", "--help"});
