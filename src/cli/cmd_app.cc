@@ -162,6 +162,7 @@ int waitForApp(const CliContext& ctx, const std::string& id) {
 
 void submit(const CliContext& ctx, const SubmitArgs& a) {
   // Validate locally with the AM's own parser so errors come back at once.
+  requireReadable(a.job, "job file");
   auto spec = dagam::loadJobSpec(a.job);
   if (!spec.isOk()) failWith(spec.status());
   std::error_code ec;
@@ -365,7 +366,7 @@ Result<LogSource> tryLogs(const CliContext& ctx, const std::string& id,
 LogSource logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
                const std::string& node_arg, bool stderr_stream, int64_t bytes, std::string* data) {
   auto src = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, data);
-  if (!src.isOk()) failWith(src.status());
+  if (!src.isOk()) failRemote(src.status(), "");
   return *src;
 }
 
@@ -393,14 +394,14 @@ void followLogs(const CliContext& ctx, const std::string& id, const std::string&
     std::this_thread::sleep_for(std::chrono::seconds(1));
     first = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
   }
-  if (!first.isOk()) failWith(first.status());
+  if (!first.isOk()) failRemote(first.status(), "");
   const LogSource src = *first;
   std::cout << prev << std::flush;
   for (bool final = false; !final;) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     final = appIsFinal(ctx, id);
     auto cur = fetchLogs(ctx, src.address, src.container, src.token, stderr_stream, bytes);
-    if (!cur.isOk()) failWith(cur.status());
+    if (!cur.isOk()) failRemote(cur.status(), "");
     std::cout << cur->substr(overlap(prev, *cur)) << std::flush;
     prev = std::move(cur).value();
   }

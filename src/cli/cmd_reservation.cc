@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 void check(const grpc::Status& st, const CliContext& ctx) {
-  checkCall(st, "RM at " + ctx.rm_address);
+  checkCall(st, "RM at " + rmChannel(ctx).current());
 }
 
 // check() for the submit or update of a file: the RM names wire-API fields
@@ -28,37 +28,25 @@ void check(const grpc::Status& st, const CliContext& ctx) {
 // refusal names the field as the file spells it, as the REST edge does.
 void checkFile(const grpc::Status& st, const CliContext& ctx) {
   if (Status s = fromGrpc(st); s.code() == StatusCode::kInvalidArgument) {
-    failWith(rm::withYarnFieldPath(s).withContext("RM at " + ctx.rm_address));
+    failRemote(rm::withYarnFieldPath(s), "RM at " + rmChannel(ctx).current());
   }
   check(st, ctx);
 }
 
-std::string readFile(const std::string& path) {
+// The file of -f/--file (named as typed in errors).
+std::string readFile(const CliContext& ctx, const std::string& path) {
+  requireReadable(path, "reservation file", typedName(ctx, {"-f", "--file"}));
   std::ifstream in(path);
-  if (!in) failWith(invalidArgument("--file", "cannot read '" + path + "'"));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-// "now", "+2h", "-30m", or milliseconds since the epoch.
-int64_t parseTimeArg(const std::string& s, const std::string& field) {
-  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  if (s.empty() || s == "now") return now;
-  if (s[0] == '+' || s[0] == '-') {
-    auto d = parseDuration(s.substr(1), field);
-    if (!d.isOk()) failWith(d.status());
-    return s[0] == '+' ? now + d->count() : now - d->count();
-  }
-  try {
-    size_t pos = 0;
-    int64_t v = std::stoll(s, &pos);
-    if (pos == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  failWith(invalidArgument(field, "'" + s + "' is not now, +DURATION, -DURATION or epoch ms"));
+// A time argument (format.h's parseTime); a bad one fails naming `field`.
+int64_t parseTimeArg(const CliContext& ctx, const std::string& s, const std::string& field) {
+  auto t = parseTime(s, field, nowMs(ctx));
+  if (!t.isOk()) failWith(t.status());
+  return *t;
 }
 
 void printAllocations(const google::protobuf::RepeatedPtrField<v1::ResourceAllocation>& allocs) {
@@ -78,7 +66,7 @@ std::string newId(const CliContext& ctx) {
 }
 
 void submit(const CliContext& ctx, const std::string& file, bool json_out) {
-  auto req = rm::parseYarnSubmit(readFile(file));
+  auto req = rm::parseYarnSubmit(readFile(ctx, file));
   if (!req.isOk()) failWith(req.status().withContext(file));
   if (req->reservation_id().empty()) req->set_reservation_id(newId(ctx));
   if (req->user().empty()) req->set_user(ctx.user);  // "" = the token's user
@@ -100,7 +88,7 @@ void submit(const CliContext& ctx, const std::string& file, bool json_out) {
 
 void update(const CliContext& ctx, const std::string& file, const std::string& id_arg,
             bool json_out) {
-  auto parsed = rm::parseYarnSubmit(readFile(file));
+  auto parsed = rm::parseYarnSubmit(readFile(ctx, file));
   if (!parsed.isOk()) failWith(parsed.status().withContext(file));
   v1::UpdateReservationRequest req;
   req.set_reservation_id(id_arg.empty() ? parsed->reservation_id() : id_arg);
@@ -132,7 +120,10 @@ void list(const CliContext& ctx, const std::string& id, const std::string& queue
   check(callRm(ctx, &v1::ReservationService::Stub::ListReservations, req, &resp, Millis(10000),
                CallKind::kIdempotent),
         ctx);
-  if (show && resp.reservations_size() == 0) failWith(notFound("reservation " + id));
+  if (show && resp.reservations_size() == 0) {
+    failRemote(notFound("reservation " + id + " does not exist"),
+               "RM at " + rmChannel(ctx).current());
+  }
   if (json_out) {
     std::cout << rm::yarnListJson(resp, true).dump(2) << "\n";
     return;
@@ -195,8 +186,8 @@ void remove(const CliContext& ctx, const std::string& id) {
 void planShow(const CliContext& ctx, const std::string& from, const std::string& to, int width,
               bool json_out) {
   v1::GetPlanRequest req;
-  req.set_start_ms(parseTimeArg(from, "--from"));
-  req.set_end_ms(to.empty() ? req.start_ms() + 86400000 : parseTimeArg(to, "--to"));
+  req.set_start_ms(parseTimeArg(ctx, from, "--from"));
+  req.set_end_ms(to.empty() ? req.start_ms() + 86400000 : parseTimeArg(ctx, to, "--to"));
   if (req.end_ms() <= req.start_ms()) failWith(invalidArgument("--to", "must be after --from"));
   v1::GetPlanResponse resp;
   check(callRm(ctx, &v1::ReservationService::Stub::GetPlan, req, &resp, Millis(30000),
@@ -308,7 +299,9 @@ void addReservationCommands(CLI::App& root, CliContext& ctx) {
   auto width = std::make_shared<int>(96);
   auto* ps =
       plan->add_subcommand("show", "Chart of plan load over time per resource with capacity");
-  ps->add_option("--from", *from, "now, +DURATION, -DURATION or epoch ms (default now)");
+  ps->add_option("--from", *from,
+                 "Start: ISO-8601 UTC (2026-12-01T10:00:00Z), now, now+DURATION or now-DURATION "
+                 "(default now)");
   ps->add_option("--to", *to, "Same forms (default from + 1 day)");
   ps->add_option("--width", *width, "Chart columns")->check(CLI::Range(10, 1000));
   ps->callback([&ctx, from, to, width] { planShow(ctx, *from, *to, *width, ctx.json); });

@@ -16,8 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-store::IngestBatch readHistory(const std::string& path, const std::string& format,
-                               const std::string& owner) {
+// `option` gave the path ("" for a positional argument).
+store::IngestBatch readHistory(const std::string& path, const std::string& option,
+                               const std::string& format, const std::string& owner) {
+  requireReadable(path, "run-history file", option);
   inference::ImportOptions o;
   o.format = format;
   o.default_user = owner;
@@ -53,7 +55,7 @@ void addFit(CLI::App& root, CliContext& ctx) {
   fit->add_option("--min-runs", a->min_runs, "Fewest runs a job needs")->check(CLI::PositiveNumber);
   fit->add_option("--job", a->job, "Fit only this job (default: every job in the file)");
   fit->callback([a, &ctx] {
-    store::IngestBatch batch = readHistory(a->input, a->format, "unknown");
+    store::IngestBatch batch = readHistory(a->input, "--input", a->format, "unknown");
     std::map<std::string, std::vector<store::RunRecord>> by_job;
     for (auto& r : batch.runs) {
       // Only succeeded runs are fitted, as in the service (jsonl "status").
@@ -184,23 +186,24 @@ void addImport(CLI::App& root, CliContext& ctx) {
       ->check(CLI::Range(int64_t{1024}, int64_t{32} << 20));
   imp->callback([a, &ctx] {
     store::IngestBatch batch =
-        readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
+        readHistory(a->file, "", a->format, a->owner.empty() ? ctx.user : a->owner);
     std::string owner = a->owner.empty() ? ctx.user : a->owner;
     std::vector<v1::IngestRunsRequest> requests = importRequests(batch, owner, a->batch_bytes);
-    auto stub = v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
+    auto stub = v1::InferenceService::NewStub(inferenceChannel(ctx));
     size_t runs = 0, events = 0;
     for (size_t i = 0; i < requests.size(); i++) {
       auto c = authedContext(ctx, Millis(120000));
       v1::IngestResponse resp;
       grpc::Status st = stub->IngestRuns(c.get(), requests[i], &resp);
       if (!st.ok()) {
-        Status err = fromGrpc(st).withContext("inference at " + ctx.inference_address);
+        Status err = fromGrpc(st);
+        std::string where = "inference at " + ctx.inference_address;
         if (i > 0) {
-          err = err.withContext("batch " + std::to_string(i + 1) + " of " +
-                                std::to_string(requests.size()) + " (the " + std::to_string(i) +
-                                " before it were imported; importing the file again is safe)");
+          where += ": batch " + std::to_string(i + 1) + " of " + std::to_string(requests.size()) +
+                   " (the " + std::to_string(i) +
+                   " before it were imported; importing the file again is safe)";
         }
-        failWith(err);
+        failRemote(err, where);
       }
       runs += static_cast<size_t>(requests[i].runs_size());
       events += static_cast<size_t>(requests[i].events_size());

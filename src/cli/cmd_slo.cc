@@ -18,7 +18,7 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<v1::InferenceService::Stub> stub(const CliContext& ctx) {
-  return v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
+  return v1::InferenceService::NewStub(inferenceChannel(ctx));
 }
 
 std::unique_ptr<grpc::ClientContext> authed(const CliContext& ctx, Millis timeout) {
@@ -27,7 +27,7 @@ std::unique_ptr<grpc::ClientContext> authed(const CliContext& ctx, Millis timeou
 }
 
 void check(const grpc::Status& st, const CliContext& ctx) {
-  if (!st.ok()) failWith(fromGrpc(st).withContext("inference at " + ctx.inference_address));
+  if (!st.ok()) failRemote(fromGrpc(st), "inference at " + ctx.inference_address);
 }
 
 const char* stateName(v1::ProposalState s) {
@@ -153,8 +153,8 @@ void respond(const v1::SignOffResponse& r, bool json_out, const char* verb) {
 }
 
 std::vector<int64_t> readSkylineFile(const std::string& path) {
+  requireReadable(path, "skyline file", "--skyline-file");
   std::ifstream in(path);
-  if (!in) failWith(invalidArgument("--skyline-file", "cannot read '" + path + "'"));
   std::vector<int64_t> out;
   std::string tok;
   int n = 0;

@@ -137,10 +137,14 @@ TEST_F(TlsIT, ClusterAcceptsOnlyClientsItsCaVerifies) {
         << addr << ": a client that trusts another CA does not accept the server";
   }
   EXPECT_NE(rm_.log().find("tls.client-certs: request"), std::string::npos) << rm_.log();
-  // morpheusctl without TLS cannot talk to the RM.
+  // morpheusctl without TLS cannot talk to the RM, and says to pass --tls-ca.
   auto [code, out] = ctl({"cluster", "status", "--json"}, Client::kPlaintext);
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot reach the RM at " + rm_.grpcAddress() +
+                     ": it accepts connections but no gRPC session"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("pass --tls-ca or set MORPHEUS_TLS_CA"), std::string::npos) << out;
   // With the CA alone and alice's token it does; without a token it is refused.
   std::tie(code, out) = ctl({"cluster", "status", "--json"}, Client::kCaOnly);
   EXPECT_EQ(code, 0) << out;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -682,17 +683,62 @@ TEST_F(CliTest, RefusedReservationNamesTheFileField) {
       << shown.dump(2);
 }
 
-// Nothing listens at --rm: exit 1 naming the RM's address, after the call's
-// deadline, nothing on stdout.
-TEST_F(CliTest, RmUnreachableFailsNamingTheRm) {
+// Seconds since `t0` on the steady clock.
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// An RM that is down or misnamed: one line within --timeout (default 2 s)
+// saying which address failed, why, and how to name another; exit 1, nothing
+// on stdout, no gRPC or resolver wording.
+TEST_F(CliTest, RmUnreachableSaysWhereAndHowToChoose) {
   DeadPort dead;
   CliContext ctx;
   ctx.rm_address = "127.0.0.1:1";  // --rm overrides it
+  auto t0 = std::chrono::steady_clock::now();
   CliRun r = runCli(ctx, {"--rm", dead.address(), "--token", "alice-token", "cluster", "status"});
+  const double took = secondsSince(t0);
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_TRUE(r.out.empty()) << show(r);
-  EXPECT_EQ(r.err.rfind("morpheusctl: UNAVAILABLE: RM at " + dead.address() + ": ", 0), 0u)
+  EXPECT_EQ(r.err, "morpheusctl: cannot reach the RM at " + dead.address() +
+                       ": nothing listens there (connection refused); name the RM with --rm "
+                       "HOST:PORT or MORPHEUS_RM (--timeout to wait longer)\n")
       << show(r);
+  EXPECT_LT(took, 2.8) << "the default --timeout is 2s";
+
+  // --timeout, after the subcommand like every global option.
+  t0 = std::chrono::steady_clock::now();
+  r = runCli(ctx, {"queue", "list", "--rm", dead.address(), "--timeout", "300ms"});
+  EXPECT_LT(secondsSince(t0), 1.2);
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.err.rfind("morpheusctl: cannot reach the RM at " + dead.address() + ": ", 0), 0u)
+      << show(r);
+
+  // A host name that does not resolve (".invalid" never does, RFC 2606).
+  t0 = std::chrono::steady_clock::now();
+  r = runCli(ctx, {"app", "list", "--rm", "rm.example.invalid:8030", "--timeout", "1s"});
+  EXPECT_LT(secondsSince(t0), 1.8);
+  EXPECT_EQ(r.code, 1) << show(r);
+  ASSERT_EQ(lines(r.err).size(), 1u) << show(r);
+  EXPECT_EQ(r.err.rfind("morpheusctl: cannot reach the RM at rm.example.invalid:8030: ", 0), 0u)
+      << show(r);
+  EXPECT_NE(r.err.find("--rm HOST:PORT or MORPHEUS_RM"), std::string::npos) << show(r);
+  for (const char* internal : {"UNAVAILABLE", "DNS", "c-ares", "failed to connect"}) {
+    EXPECT_EQ(r.err.find(internal), std::string::npos) << internal << "\n" << show(r);
+  }
+
+  // Both RMs of an HA pair down: both named.
+  DeadPort standby;
+  r = runCli(ctx, {"cluster", "status", "--rm", dead.address() + "," + standby.address(),
+                   "--timeout", "200ms"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(dead.address() + ": nothing listens there"), std::string::npos) << show(r);
+  EXPECT_NE(r.err.find("; " + standby.address() + ": nothing listens there"), std::string::npos)
+      << show(r);
+
+  CliRun bad = runCli(ctx, {"cluster", "status", "--timeout", "soon"});
+  EXPECT_EQ(bad.code, 2) << show(bad);
+  EXPECT_EQ(bad.err.rfind("morpheusctl: --timeout: ", 0), 0u) << show(bad);
 }
 
 // A token the RM does not know, or none: exit 1 with the hint naming every
@@ -721,8 +767,9 @@ TEST_F(CliTest, RefusedTokenGetsTheHint) {
       << show(inf);
 }
 
-// Bad arguments: exit 2 and one line naming the flag or file as typed;
-// nothing reaches the RM (no app, no reservation).
+// Bad arguments: exit 2 and a line starting "morpheusctl: " naming the flag
+// or file as typed, without a status code (nothing was called); nothing
+// reaches the RM (no app, no reservation).
 TEST_F(CliTest, BadArgumentsNameTheFlag) {
   struct Case {
     std::vector<std::string> args;
@@ -732,25 +779,30 @@ TEST_F(CliTest, BadArgumentsNameTheFlag) {
   const std::string missing = (fs::temp_directory_path() / "nope.json").string();
   const std::vector<Case> cases = {
       {{"app", "list", "--state", "DONE"},
-       "morpheusctl: INVALID_ARGUMENT: --state: 'DONE' is not one of SUBMITTED, RUNNING, "
-       "FINISHED, FAILED, KILLED"},
+       "morpheusctl: --state: 'DONE' is not one of SUBMITTED, RUNNING, FINISHED, FAILED, KILLED"},
       {{"plan", "show", "--from", "yesterday"},
-       "morpheusctl: INVALID_ARGUMENT: --from: 'yesterday' is not now, +DURATION, -DURATION or "
-       "epoch ms"},
-      {{"plan", "show", "--from", "+2h", "--to", "+1h"},
-       "morpheusctl: INVALID_ARGUMENT: --to: must be after --from"},
-      {{"plan", "show", "--width", "5"}, "--width"},
+       "morpheusctl: --from: 'yesterday' is not a time: use ISO-8601 UTC (2026-12-01T10:00:00Z), "
+       "now, now+DURATION or now-DURATION"},
+      {{"plan", "show", "--from", "+2h", "--to", "+1h"}, "morpheusctl: --to: must be after --from"},
+      {{"plan", "show", "--width", "5"}, "morpheusctl: --width: "},
       {{"reservation", "submit", "--file", missing},
-       "morpheusctl: INVALID_ARGUMENT: --file: cannot read '" + missing + "'"},
+       "morpheusctl: --file: cannot read reservation file " + missing +
+           ": No such file or directory\n"},
+      {{"reservation", "submit", "-f", missing},
+       "morpheusctl: -f: cannot read reservation file " + missing +
+           ": No such file or directory\n"},
+      {{"reservation", "submit", "-f"}, "morpheusctl: -f: "},
       {{"app", "submit", job, "--queue", "root.a", "--reservation", "r1"}, "--reservation"},
-      {{"app", "submit", missing}, missing},
+      {{"app", "submit", missing},
+       "morpheusctl: cannot read job file " + missing + ": No such file or directory\n"},
       {{"app", "submit", job, "--priority", "high"}, "--priority"},
-      {{"--rm", "no-port-here", "cluster", "status"}, "morpheusctl: INVALID_ARGUMENT: --rm: "},
-      {{"--token-file", missing, "cluster", "status"},
-       "morpheusctl: INVALID_ARGUMENT: --token-file: "},
+      {{"--rm", "no-port-here", "cluster", "status"}, "morpheusctl: --rm: "},
+      {{"--token-file", missing, "cluster", "status"}, "morpheusctl: --token-file: "},
       {{"--tls-cert", missing, "cluster", "status"}, "--tls-"},
       {{"slo", "list", "--state", "open"}, "--state"},
-      {{"cluster", "status", "--verbose"}, "--verbose"},
+      {{"cluster", "status", "--verbose"},
+       "morpheusctl: The following argument was not expected: --verbose\n"
+       "Run 'morpheusctl cluster status --help' for usage.\n"},
       {{"cluster"}, "subcommand"},
   };
   for (const auto& c : cases) {
@@ -759,6 +811,8 @@ TEST_F(CliTest, BadArgumentsNameTheFlag) {
     for (const auto& a : c.args) cmd += " " + a;
     EXPECT_EQ(r.code, 2) << cmd << "\n" << show(r);
     EXPECT_NE(r.err.find(c.names), std::string::npos) << cmd << "\n" << show(r);
+    EXPECT_EQ(r.err.rfind("morpheusctl: ", 0), 0u) << cmd << "\n" << show(r);
+    EXPECT_EQ(r.err.find("INVALID_ARGUMENT"), std::string::npos) << cmd << "\n" << show(r);
     EXPECT_TRUE(r.out.empty()) << cmd << "\n" << show(r);
   }
   EXPECT_TRUE(rm_->apps().list({}, "").empty());
@@ -948,14 +1002,18 @@ TEST_F(CliTest, BadHistoryFileImportsNothing) {
   EXPECT_TRUE(parseJson(h)["runs"].empty()) << h.out;
 }
 
-// The inference service unreachable: exit 1 naming its address.
+// The inference service unreachable: exit 1 naming its address and how to
+// name another.
 TEST_F(CliTest, InferenceUnreachableFailsNamingIt) {
   DeadPort dead;
   CliContext ctx;
   ctx.rm_address = rm_->address();
   CliRun r = runCli(ctx, {"--inference", dead.address(), "--token", "alice-token", "slo", "list"});
   EXPECT_EQ(r.code, 1) << show(r);
-  EXPECT_EQ(r.err.rfind("morpheusctl: UNAVAILABLE: inference at " + dead.address() + ": ", 0), 0u)
+  EXPECT_EQ(r.err, "morpheusctl: cannot reach the inference service at " + dead.address() +
+                       ": nothing listens there (connection refused); name the inference service "
+                       "with --inference HOST:PORT or MORPHEUS_INFERENCE (--timeout to wait "
+                       "longer)\n")
       << show(r);
 }
 
