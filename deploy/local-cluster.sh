@@ -193,8 +193,8 @@ start() {
 kill_apps() {
   running rm || return 0
   local ids
-  ids=$(ctl app list --state SUBMITTED --state RUNNING --json 2>/dev/null |
-    python3 -c 'import json,sys; print(" ".join(a["application_id"] for a in json.load(sys.stdin)))' 2>/dev/null) || return 0
+  ids=$(ctl app list --state accepted,running --json 2>/dev/null |
+    python3 -c 'import json,sys; print(" ".join(a["application_id"] for a in json.load(sys.stdin)["applications"]))' 2>/dev/null) || return 0
   [ -z "$ids" ] && return 0
   for id in $ids; do ctl app kill "$id" --reason "local cluster stopping" >/dev/null 2>&1 || true; done
   echo "local-cluster: killed running application(s) $ids"

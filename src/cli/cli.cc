@@ -57,6 +57,9 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   // `morpheusctl --token T app list`, as kubectl and yarn take them).
   // Subcommands inherit the setting when they are added, so it comes first.
   app.fallthrough();
+  // An option given twice takes the last value (as getopt tools and kubectl
+  // do), so a script can append an override; list options say otherwise.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", morpheus::versionLine("morpheusctl"),
                        "Print the version and git revision");
   app.add_option(

@@ -86,7 +86,7 @@ void addFit(CLI::App& root, CliContext& ctx) {
               .count();
       if (!r.isOk()) {
         exit_code = std::max(exit_code, r.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
-        std::cerr << "morpheusctl: job " << job << ": " << r.status().toString() << "\n";
+        std::cerr << "morpheusctl: job " << job << ": " << r.status().message() << "\n";
         continue;
       }
       int64_t peak = 0, area = 0;
@@ -118,7 +118,7 @@ void addFit(CLI::App& root, CliContext& ctx) {
       for (auto v : r->skyline) std::printf(" %lld", static_cast<long long>(v));
       std::printf("\n");
     }
-    if (ctx.json) std::cout << out.dump(2) << "\n";
+    if (ctx.json) printJson("skylines", out);
     if (exit_code != 0) throw CliExit{exit_code};
   });
 }
@@ -211,6 +211,13 @@ void addImport(CLI::App& root, CliContext& ctx) {
         std::fprintf(stderr, "history import: batch %zu/%zu, %zu/%zu run(s), %zu/%zu event(s)\n",
                      i + 1, requests.size(), runs, batch.runs.size(), events, batch.events.size());
       }
+    }
+    if (ctx.json) {
+      printJson("imports", json{{"file", a->file},
+                                {"runs", batch.runs.size()},
+                                {"file_events", batch.events.size()},
+                                {"requests", requests.size()}});
+      return;
     }
     std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(),
                 batch.events.size(), a->file.c_str());

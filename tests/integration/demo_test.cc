@@ -74,7 +74,7 @@ TEST(DemoIT, QuickstartScenarioSlowedRunMeetsItsDeadlineBecauseOfDra) {
   // 3. The reservation is in the plan.
   json plan = readJson(dir + "plan.json");
   ASSERT_FALSE(plan.is_discarded()) << "no plan.json";
-  EXPECT_EQ(plan["reservations"], 1) << plan.dump();
+  EXPECT_EQ(plan["reservation_count"], 1) << plan.dump();
   int64_t planned_vcores = 0;
   for (const auto& s : plan["steps"]) planned_vcores += s["periodic"]["vcores"].get<int64_t>();
   EXPECT_GT(planned_vcores, 0) << plan.dump();

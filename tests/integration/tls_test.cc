@@ -427,7 +427,9 @@ TEST_F(TlsIT, AmGetsTheCaBundleButNeverTheNodeCertificateOrKey) {
       [&] {
         auto [c, o] = ctl({"app", "status", id, "--json"});
         auto j = nlohmann::json::parse(o, nullptr, false);
-        state = c == 0 && !j.is_discarded() ? j.value("state", "") : "";
+        state = c == 0 && !j.is_discarded() && j.contains("applications")
+                    ? j["applications"][0].value("state", "")
+                    : "";
         return state == "FINISHED" || state == "FAILED" || state == "KILLED";
       },
       60s));
@@ -516,7 +518,8 @@ TEST_F(TlsIT, SignOffReachesTheRmOverMutualTls) {
   ASSERT_FALSE(proposal.empty()) << ol;
   auto [ca, oa] = infCtl({"slo", "accept", proposal, "--json"});
   ASSERT_EQ(ca, 0) << oa << inf.log() << rm_.log();
-  std::string reservation = nlohmann::json::parse(oa)["reservation_id"].get<std::string>();
+  std::string reservation =
+      nlohmann::json::parse(oa)["proposals"][0]["reservation_id"].get<std::string>();
   ASSERT_FALSE(reservation.empty()) << oa;
   auto [cs, os] = ctl({"reservation", "list"});
   ASSERT_EQ(cs, 0) << os;
