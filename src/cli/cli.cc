@@ -100,7 +100,7 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
   addQueueCommands(app, ctx);
-  addCompletionCommand(app);
+  addCompletionCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1217,6 +1217,121 @@ TEST_F(CliTest, SloFromImportedHistoryToReservation) {
       << show(unknown);
 }
 
+// What `sh -c SCRIPT` prints on stdout ("" when the shell is missing).
+std::string shellOutput(const std::string& script) {
+  std::string out;
+  FILE* p = ::popen(script.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+bool haveShell(const std::string& shell) {
+  return shellOutput("command -v " + shell + " >/dev/null 2>&1 && echo yes") == "yes\n";
+}
+
+// The words of `text`, sorted.
+std::vector<std::string> wordsOf(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// completion bash|zsh|fish: each script, run in its shell when the machine
+// has it, completes subcommands by prefix, a subcommand's options, and the
+// global options after a subcommand.
+TEST_F(CliTest, CompletionForBashZshAndFish) {
+  std::map<std::string, std::string> scripts;
+  for (const std::string shell : {"bash", "zsh", "fish"}) {
+    CliRun r = ctl({"completion", shell}, "");
+    ASSERT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("morpheusctl reservation create"), std::string::npos) << r.out;
+    scripts[shell] = write("completion." + shell, r.out);
+  }
+  CliRun none = ctl({"completion", "tcsh"}, "");
+  EXPECT_EQ(none.code, 2) << show(none);
+
+  using W = std::vector<std::string>;
+  // Each case: the words typed, the last one being completed, and what the
+  // candidates must include (and, for a prefix, be exactly).
+  struct Case {
+    std::vector<std::string> typed;
+    W want;
+    bool exact;
+  };
+  const std::vector<Case> cases = {
+      {{"app", "l"}, {"list", "logs"}, true},
+      {{"reservation", "cr"}, {"create"}, true},
+      {{"app", "list", "--to"}, {"--token", "--token-file"}, true},
+      {{"reservation", "create", "--du"}, {"--duration"}, true},
+      {{"app", "list", "--s"}, {"--since", "--state"}, true},
+      {{"completion", ""}, {"bash", "fish", "zsh"}, false},
+  };
+  auto joined = [](const std::vector<std::string>& v, const std::string& sep, const char* quote) {
+    std::string out;
+    for (const auto& w : v) out += (out.empty() ? "" : sep) + quote + w + quote;
+    return out;
+  };
+  int shells = 0;
+  if (haveShell("bash")) {
+    shells++;
+    for (const auto& c : cases) {
+      const std::string script = "bash -c 'source " + scripts["bash"] +
+                                 "; COMP_WORDS=(morpheusctl " + joined(c.typed, " ", "\"") +
+                                 "); COMP_CWORD=" + std::to_string(c.typed.size()) +
+                                 "; _morpheusctl; echo \"${COMPREPLY[*]}\"'";
+      W got = wordsOf(shellOutput(script));
+      if (c.exact) {
+        EXPECT_EQ(got, c.want) << script;
+      } else {
+        for (const auto& w : c.want) EXPECT_NE(std::find(got.begin(), got.end(), w), got.end());
+      }
+    }
+  }
+  if (haveShell("zsh")) {
+    shells++;
+    // The completion system's builtins stubbed: compadd prints its candidates.
+    for (const auto& c : cases) {
+      const std::string script =
+          "zsh -f -c 'compadd() { shift; print -r -- \"$@\"; }; _files() { :; }; "
+          "compdef() { :; }; source " +
+          scripts["zsh"] + "; words=(morpheusctl " + joined(c.typed, " ", "\"") +
+          "); CURRENT=" + std::to_string(c.typed.size() + 1) + "; _morpheusctl'";
+      W all = wordsOf(shellOutput(script)), got;
+      const std::string prefix = c.typed.back();
+      for (const auto& w : all) {
+        if (w.rfind(prefix, 0) == 0) got.push_back(w);
+      }
+      if (c.exact) {
+        EXPECT_EQ(got, c.want) << script;
+      } else {
+        for (const auto& w : c.want) EXPECT_NE(std::find(got.begin(), got.end(), w), got.end());
+      }
+    }
+  }
+  if (haveShell("fish")) {
+    shells++;
+    for (const auto& c : cases) {
+      const std::string script = "fish -c 'source " + scripts["fish"] +
+                                 "; complete -C \"morpheusctl " + joined(c.typed, " ", "") + "\"'";
+      W got;
+      for (const auto& l : lines(shellOutput(script))) got.push_back(columns(l + "  ").at(0));
+      std::sort(got.begin(), got.end());
+      if (c.exact) {
+        EXPECT_EQ(got, c.want) << script;
+      } else {
+        for (const auto& w : c.want) EXPECT_NE(std::find(got.begin(), got.end(), w), got.end());
+      }
+    }
+  }
+  if (shells < 3) std::cerr << "note: only " << shells << " of bash, zsh, fish installed\n";
+  EXPECT_GE(shells, 1) << "no shell to run a completion script in";
+}
+
 // A history file with a bad line imports nothing and names the line and field.
 TEST_F(CliTest, BadHistoryFileImportsNothing) {
   std::string text = etlHistory(398, 399);
@@ -1424,6 +1539,11 @@ TEST_F(CliTest, EveryCommandPrintsTheOneJsonShape) {
   run({{"slo", "override", etl_p, "--deadline", "4h"}, "proposals"});
   run({{"slo", "reject", elt_p, "--reason", "by hand"}, "proposals"});
   run({{"slo", "list", "--state", "rejected"}, "proposals"});
+
+  // A script-only command has no JSON: said, not ignored.
+  CliRun c = ctl({"completion", "bash", "--json"});
+  EXPECT_EQ(c.code, 2) << show(c);
+  EXPECT_EQ(c.err.rfind("morpheusctl: --json: ", 0), 0u) << show(c);
 }
 
 // The inference service unreachable: exit 1 naming its address and how to
