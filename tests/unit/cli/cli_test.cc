@@ -1332,6 +1332,55 @@ TEST_F(CliTest, CompletionForBashZshAndFish) {
   EXPECT_GE(shells, 1) << "no shell to run a completion script in";
 }
 
+// deploy/local-cluster.sh: --help prints the usage; `env` prints (and
+// writes, 0600) the exports of the cluster a start left in its var dir, and
+// morpheusctl with that environment reaches the cluster at whatever port it
+// chose (here: the in-process RM and inference service).
+TEST_F(CliTest, LocalClusterScriptExportsWhereTheClusterIs) {
+  const std::string script = std::string(MORPHEUS_SOURCE_DIR) + "/deploy/local-cluster.sh";
+  for (const std::string help : {"--help", "-h", "start --help"}) {
+    const std::string out = shellOutput(script + " " + help + "; echo rc=$?");
+    EXPECT_EQ(out.rfind("A local Morpheus cluster on loopback", 0), 0u) << help << ": " << out;
+    EXPECT_NE(out.find("Usage: deploy/local-cluster.sh start|stop|status|env"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("\nrc=0\n"), std::string::npos) << help << ": " << out;
+  }
+  EXPECT_NE(shellOutput(script + " start --bogus 2>&1; echo rc=$?").find("rc=1"),
+            std::string::npos);
+
+  // The var dir as `start` leaves it.
+  const fs::path var = fs::temp_directory_path() / "local-cluster-var";
+  fs::create_directories(var);
+  std::ofstream(var / "cluster.env") << "RM=" << rm_->address() << "\nRM_HTTP=127.0.0.1:1\n"
+                                     << "INFERENCE=" << inference_->address()
+                                     << "\nINFERENCE_HTTP=127.0.0.1:1\nBIN=/nonexistent\n";
+  std::ofstream(var / "operator.token") << "alice-token\n";
+  const std::string out = shellOutput(script + " env --var " + var.string());
+  std::map<std::string, std::string> env;
+  for (const auto& l : lines(out)) {
+    ASSERT_EQ(l.rfind("export ", 0), 0u) << out;
+    const size_t eq = l.find('=');
+    env[l.substr(7, eq - 7)] = l.substr(eq + 1);
+  }
+  EXPECT_EQ(env["MORPHEUS_RM"], rm_->address()) << out;
+  EXPECT_EQ(env["MORPHEUS_INFERENCE"], inference_->address()) << out;
+  EXPECT_EQ(env["MORPHEUS_TOKEN"], "alice-token") << out;
+  EXPECT_EQ(readAll(var / "env"), out);
+  EXPECT_EQ(fs::status(var / "env").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  // What main() takes from the environment, then a command and a sign-off read.
+  CliContext ctx;
+  ctx.rm_address = env["MORPHEUS_RM"];
+  ctx.rm_http_address = env["MORPHEUS_RM_HTTP"];
+  ctx.inference_address = env["MORPHEUS_INFERENCE"];
+  ctx.token = env["MORPHEUS_TOKEN"];
+  CliRun q = runCli(ctx, {"queue", "list", "--json"});
+  EXPECT_EQ(q.code, 0) << show(q);
+  CliRun sl = runCli(ctx, {"slo", "list", "--json"});
+  EXPECT_EQ(sl.code, 0) << show(sl);
+  fs::remove_all(var);
+}
+
 // A history file with a bad line imports nothing and names the line and field.
 TEST_F(CliTest, BadHistoryFileImportsNothing) {
   std::string text = etlHistory(398, 399);
