@@ -9,10 +9,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>

@@ -467,7 +467,8 @@ TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
     auto [c, o] = ctlInf({"slo", "accept", proposal[job], "--json"});
     EXPECT_EQ(c, 0) << o << inf.log();
     auto j = json::parse(o, nullptr, false);
-    return j.is_discarded() ? std::string() : j.value("reservation_id", "");
+    if (j.is_discarded() || !j.contains("proposals")) return std::string();
+    return j["proposals"][0].value("reservation_id", "");
   };
   auto liveNodes = [&] {
     auto [c, o] = ctl({"cluster", "status", "--json"});

@@ -54,7 +54,7 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
         std::map<std::string, std::string> ops = {{"MORPHEUS_TOKEN", testToken("ops")}};
         runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"}, ops);
         auto [c, o] = runCommand(
-            {binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"}, ops);
+            {binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list", "--why"}, ops);
         return o.find("dag-nightly") != std::string::npos;
       },
       20s))

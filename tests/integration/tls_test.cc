@@ -346,15 +346,15 @@ TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   std::vector<std::string> inf_ctl = {
       binary("morpheusctl"), "--inference",   inf.grpcAddress(), "--tls-ca",     ca_,
       "--tls-cert",          client_id_.cert, "--tls-key",       client_id_.key, "slo"};
-  auto slo = [&](const std::string& verb) {
+  auto slo = [&](std::vector<std::string> args) {
     std::vector<std::string> argv = inf_ctl;
-    argv.push_back(verb);
+    argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
   };
   ASSERT_TRUE(waitFor(
       [&] {
-        slo("refit");
-        auto [c, o] = slo("list");
+        slo({"refit"});
+        auto [c, o] = slo({"list", "--why"});  // a job without a proposal yet
         return c == 0 && o.find("dag-tls") != std::string::npos;
       },
       20s))
