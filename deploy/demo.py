@@ -109,6 +109,10 @@ class Cluster:
     def json(self, *args):
         return json.loads(self.run(*args, "--json"))
 
+    def app(self, app_id):
+        """The application's record of `morpheusctl app status --json`."""
+        return self.json("app", "status", app_id)["applications"][0]
+
     def submit(self, job_file, *args):
         return self.run("app", "submit", job_file, *args).strip().split("\n")[0]
 
@@ -212,7 +216,7 @@ class Scenario:
             slowed = kind in ("slowed", NO_DRA)
             job = j["sessions-slowed"] if slowed else j["sessions"]
             app = c.submit(job, "--recurrence", JOB)
-            st = c.json("app", "status", app)
+            st = c.app(app)
             budget = None
             where = f"in the owner's queue {st['queue']}"
             if st["reservation_id"]:
@@ -235,8 +239,9 @@ class Scenario:
     def dra_off(self):
         """The owner turns DRA off for the reservation from its current
         instance on: `morpheusctl reservation update` with the definition the
-        RM reports, its window moved to the current instance (an update must
-        end in the future) and "reprovision-budget": 0. The plan is the same
+        RM's REST API reports (YARN JSON, what -f reads), its window moved to
+        the current instance (an update must end in the future) and
+        "reprovision-budget": 0. The plan is the same
         (a periodic placement is relative to its period), only DRA's budget
         changes."""
         unfinished = [r["app"] for r in self.runs if r["app"] not in self.finished]
@@ -245,7 +250,8 @@ class Scenario:
         before = self.c.ui(f"/ui/api/reservation?id={self.reservation}")
         self.planned_with_dra = before["planned"]
         self.save("reservation-detail-dra-on.json", before)
-        res = self.c.json("reservation", "show", self.reservation)["reservations"][0]
+        res = self.c.ui(f"/ws/v1/cluster/reservation/list?reservation-id={self.reservation}")
+        res = res["reservations"][0]
         d = res["reservation-definition"]
         period = int(d["recurrence-expression"])
         now_ms = int(time.time() * 1000)
@@ -273,7 +279,7 @@ class Scenario:
         for r in self.runs:
             if r["app"] in self.finished:
                 continue
-            st = self.c.json("app", "status", r["app"])
+            st = self.c.app(r["app"])
             if st["state"] in ("FINISHED", "FAILED", "KILLED"):
                 self.finished.add(r["app"])
                 verdict = ""
@@ -308,7 +314,7 @@ class Scenario:
             f"from {prop['runs_used']} runs):")
         print(indent(self.c.run("slo", "show", prop["proposal_id"])), end="", flush=True)
         say(f"the owner signs it off: morpheusctl slo accept {prop['proposal_id']}")
-        acc = self.c.json("slo", "accept", prop["proposal_id"])
+        acc = self.c.json("slo", "accept", prop["proposal_id"])["proposals"][0]
         self.save("accept.json", acc)
         self.reservation = acc["reservation_id"]
         if not self.reservation:
@@ -338,7 +344,7 @@ class Scenario:
 
     def poll_dra(self):
         res = self.c.json("reservation", "show", self.reservation)
-        hist = res["reservations"][0].get("morpheus-reprovisioning", {}).get("history", [])
+        hist = res["reservations"][0]["reprovision_history"]
         for h in hist[self.dra_seen:]:
             verdict = "granted" if h.get("granted") else "denied"
             say(f"DRA {verdict}: {h.get('reason', h)}")
@@ -347,7 +353,7 @@ class Scenario:
     def sample_flood(self):
         """The cluster's usage and the flood's containers as a reserved run starts."""
         cluster = self.c.json("cluster", "status")
-        flood = self.c.json("app", "status", self.flood)
+        flood = self.c.app(self.flood)
         self.flood_samples.append({"cluster": cluster, "flood": flood})
         self.save("flood.json", self.flood_samples)
         say(f"cluster: {cluster['used']['vcores']}/{cluster['capacity']['vcores']} vcores in use, "
@@ -426,7 +432,8 @@ class Scenario:
         c = self.c
         detail = c.ui(f"/ui/api/reservation?id={self.reservation}")
         res = c.json("reservation", "show", self.reservation)
-        telemetry = {t["application_id"]: t for t in c.json("app", "telemetry", "--key", JOB)}
+        telemetry = {t["application_id"]: t
+                     for t in c.json("app", "telemetry", "--key", JOB)["applications"]}
         self.save("reservation.json", res)
         self.save("reservation-detail.json", detail)
         self.save("telemetry.json", list(telemetry.values()))
@@ -436,7 +443,7 @@ class Scenario:
                          for a in detail["planned"])
         rows = []
         for r in self.runs:
-            st = c.json("app", "status", r["app"])
+            st = c.app(r["app"])
             t = telemetry.get(r["app"])
             used_ms = sum(t["skyline"]) * t["step_ms"] if t else None
             row = {"run": len(rows) + 1, "app": r["app"], "kind": r["kind"], "slowed": r["slowed"],

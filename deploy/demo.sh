@@ -75,7 +75,8 @@ for f in "$VAR"/run/*.pid; do
   fi
 done
 # A fresh start: the previous demo's reservations, history and containers go.
-rm -rf "$VAR/rm" "$VAR/inference" "$VAR"/nm[0-9]* "$VAR/log" "$VAR/run" "$VAR/scenario" "$VAR/cluster.env"
+rm -rf "$VAR/rm" "$VAR/inference" "$VAR"/nm[0-9]* "$VAR/log" "$VAR/run" "$VAR/scenario" "$VAR/cluster.env" \
+  "$VAR/env"
 
 started=0
 cleanup() {
@@ -88,7 +89,7 @@ cleanup() {
   elif [ "$started" = 1 ]; then
     echo
     echo "demo: the cluster keeps running (--keep); web page: http://$(. "$VAR/cluster.env"; echo "$RM_HTTP")/"
-    echo "  token:        export MORPHEUS_TOKEN=\$(cat $VAR/operator.token)"
+    echo "  morpheusctl:  source $VAR/env   (MORPHEUS_RM, MORPHEUS_INFERENCE, MORPHEUS_TOKEN)"
     echo "  stop it with: ./deploy/local-cluster.sh stop --var $VAR"
   fi
   exit "$rc"

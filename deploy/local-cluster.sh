@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # A local Morpheus cluster on loopback: RM + inference + 3 NMs.
-# Usage: deploy/local-cluster.sh start|stop|status [options]
+# Usage: deploy/local-cluster.sh start|stop|status|env [options]   (--help: this text)
+#   start                 start it; prints, and writes to DIR/env, the
+#                         `export MORPHEUS_RM=... MORPHEUS_TOKEN=...` lines that
+#                         point morpheusctl at it, whatever ports it chose
+#   env                   print those lines again: eval "$(deploy/local-cluster.sh env)"
 #   --var DIR             data, logs, pids and tokens under DIR (default ./var)
 #   --ports fixed|auto    fixed (default): RM gRPC 8030, RM HTTP 8088, inference 8050,
 #                         NMs 8141.. / 8241..; auto: free ports (the RM's and
@@ -28,8 +32,12 @@ NODES=(nm1 nm2 nm3)
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
+# The comment at the top of this file, without its "# ".
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+
 CMD=${1:-}
 [ $# -gt 0 ] && shift
+case "$CMD" in -h | --help | help) usage; exit 0 ;; esac
 VAR=$ROOT/var
 PORTS=fixed
 RM_SETS=()
@@ -42,7 +50,8 @@ while [ $# -gt 0 ]; do
     --rm-set) RM_SETS+=(--set "$2"); shift 2 ;;
     --inference-set) INF_SETS+=(--set "$2"); shift 2 ;;
     --nm-set) NM_SETS+=(--set "$2"); shift 2 ;;
-    *) die "unknown option '$1' (see the usage at the top of $0)" ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see $0 --help)" ;;
   esac
 done
 case "$PORTS" in fixed | auto) ;; *) die "--ports: '$PORTS' is not fixed or auto" ;; esac
@@ -117,6 +126,33 @@ make_tokens() {
 
 ctl() { "$BIN/morpheusctl" --rm "$RM" --inference "$INFERENCE" --token-file "$VAR/operator.token" "$@"; }
 
+# The environment that points morpheusctl (and a REST client) at this
+# cluster, from DIR/cluster.env and the operator's token: DIR/env, mode 0600
+# (it holds the token).
+# shellcheck disable=SC2153  # RM, RM_HTTP, INFERENCE come from cluster.env
+write_env() {
+  # shellcheck disable=SC1091
+  . "$VAR/cluster.env"
+  (
+    umask 077
+    {
+      echo "export MORPHEUS_RM=$RM"
+      echo "export MORPHEUS_RM_HTTP=$RM_HTTP"
+      echo "export MORPHEUS_INFERENCE=$INFERENCE"
+      echo "export MORPHEUS_TOKEN=$(cat "$VAR/operator.token")"
+    } >"$VAR/env.new"
+    mv "$VAR/env.new" "$VAR/env"
+  )
+}
+
+env_cmd() {
+  if [ ! -f "$VAR/cluster.env" ] || [ ! -f "$VAR/operator.token" ]; then
+    die "no cluster under $VAR (start one: $0 start --var $VAR)"
+  fi
+  write_env
+  cat "$VAR/env"
+}
+
 start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
@@ -176,8 +212,10 @@ start() {
       python3 -c 'import json,sys; print(json.load(sys.stdin)["live_nodes"])' 2>/dev/null || echo 0)
     if [ "$live" = "${#NODES[@]}" ]; then
       echo "local-cluster: up: RM $RM (http $rm_http_addr), inference $INFERENCE, ${#NODES[@]} nodes"
-      echo "local-cluster: your admin token for morpheusctl and REST (Authorization: Bearer):"
-      echo "export MORPHEUS_TOKEN=$(cat "$VAR/operator.token")"
+      write_env
+      echo "local-cluster: morpheusctl reaches it with these (your admin token is also REST's"
+      echo "local-cluster: Authorization: Bearer); run them, or: source $VAR/env"
+      cat "$VAR/env"
       return 0
     fi
     for d in rm inference "${NODES[@]}"; do
@@ -193,8 +231,8 @@ start() {
 kill_apps() {
   running rm || return 0
   local ids
-  ids=$(ctl app list --state SUBMITTED --state RUNNING --json 2>/dev/null |
-    python3 -c 'import json,sys; print(" ".join(a["application_id"] for a in json.load(sys.stdin)))' 2>/dev/null) || return 0
+  ids=$(ctl app list --state accepted,running --json 2>/dev/null |
+    python3 -c 'import json,sys; print(" ".join(a["application_id"] for a in json.load(sys.stdin)["applications"]))' 2>/dev/null) || return 0
   [ -z "$ids" ] && return 0
   for id in $ids; do ctl app kill "$id" --reason "local cluster stopping" >/dev/null 2>&1 || true; done
   echo "local-cluster: killed running application(s) $ids"
@@ -276,5 +314,6 @@ case "$CMD" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status [--var DIR] [--ports fixed|auto] [--rm-set K=V] [--inference-set K=V] [--nm-set K=V]" >&2; exit 2 ;;
+  env) env_cmd ;;
+  *) echo "usage: $0 start|stop|status|env [--var DIR] [--ports fixed|auto] [--rm-set K=V] [--inference-set K=V] [--nm-set K=V] (--help: more)" >&2; exit 2 ;;
 esac

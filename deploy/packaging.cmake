@@ -11,7 +11,8 @@
 #   /etc/morpheus/           rm.yaml, nm.yaml, inference.yaml (conffiles):
 #                            deploy/*.yaml with data-dir under /var/lib/morpheus
 #   /lib/systemd/system/     morpheus-{rm,nm,inference}.service
-#   /usr/share/bash-completion/completions/morpheusctl (src/cli)
+#   /usr/share/bash-completion/completions/morpheusctl, zsh/site-functions/_morpheusctl,
+#   fish/vendor_completions.d/morpheusctl.fish (src/cli)
 #   /usr/share/doc/morpheus/ README.md and docs/ (without docs/tools)
 # The web UI (src/rm/http/ui) is compiled into morpheus-rm and served by it, so no
 # asset file is installed. Absolute destinations (/etc, /lib/systemd) are kept

@@ -34,10 +34,10 @@ if [ "$DEMO" = 1 ]; then
 fi
 ./deploy/local-cluster.sh start
 echo
-"$MORPHEUS_BIN/morpheusctl" --token-file var/operator.token cluster status
+(. var/env && "$MORPHEUS_BIN/morpheusctl" cluster status)
 echo
 echo "The cluster keeps running in the background (data and logs under ./var)."
 echo "  status:  ./deploy/local-cluster.sh status"
-echo "  CLI:     export MORPHEUS_TOKEN=\$(cat var/operator.token); $MORPHEUS_BIN/morpheusctl --help"
+echo "  CLI:     source var/env; $MORPHEUS_BIN/morpheusctl --help"
 echo "  web:     http://127.0.0.1:8088/"
 echo "  stop:    ./deploy/local-cluster.sh stop"

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/config.h"
 #include "common/wire.h"
 #include "dagam/job_spec.h"
 #include "morpheus/v1/client.grpc.pb.h"
@@ -28,10 +31,12 @@ void check(const grpc::Status& st, const CliContext& ctx) {
   checkCall(st, "RM at " + rmChannel(ctx).current());
 }
 
+// The REST API's (YARN's) names: an application waiting for its AM is
+// ACCEPTED.
 std::string stateName(v1::ApplicationState s) {
   switch (s) {
     case v1::APP_STATE_SUBMITTED:
-      return "SUBMITTED";
+      return "ACCEPTED";
     case v1::APP_STATE_RUNNING:
       return "RUNNING";
     case v1::APP_STATE_FINISHED:
@@ -49,9 +54,6 @@ bool finalState(v1::ApplicationState s) {
   return s == v1::APP_STATE_FINISHED || s == v1::APP_STATE_FAILED || s == v1::APP_STATE_KILLED;
 }
 
-// "-" for a time not reached yet (0).
-std::string formatAppTime(int64_t ms) { return ms <= 0 ? "-" : formatTime(ms); }
-
 // Carbyne's view (null when the AM reported no DAG or its queue ignores DAGs).
 nlohmann::json altruismJson(const v1::ApplicationReport& a) {
   if (!a.has_altruism()) return nullptr;
@@ -61,26 +63,28 @@ nlohmann::json altruismJson(const v1::ApplicationReport& a) {
 }
 
 nlohmann::json reportJson(const v1::ApplicationReport& a) {
-  return {{"application_id", a.application_id()},
-          {"name", a.name()},
-          {"user", a.user()},
-          {"queue", a.queue()},
-          {"reservation_id", a.reservation_id()},
-          {"recurrence_key", a.recurrence_key()},
-          {"state", stateName(a.state())},
-          {"progress", a.progress()},
-          {"submit_ms", a.submit_ms()},
-          {"start_ms", a.start_ms()},
-          {"finish_ms", a.finish_ms()},
-          {"used", {{"memory_mib", a.used().memory_mib()}, {"vcores", a.used().vcores()}}},
-          {"running_containers", a.running_containers()},
-          {"am_attempt", a.am_attempt()},
-          {"am_node_id", a.am_node_id()},
-          {"am_container_id", a.am_container_id()},
-          {"diagnostics", a.diagnostics()},
-          {"pending_reasons",
-           std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())},
-          {"altruism", altruismJson(a)}};
+  nlohmann::json j = {
+      {"application_id", a.application_id()},
+      {"name", a.name()},
+      {"user", a.user()},
+      {"queue", a.queue()},
+      {"reservation_id", a.reservation_id()},
+      {"recurrence_key", a.recurrence_key()},
+      {"state", stateName(a.state())},
+      {"progress", a.progress()},
+      {"used", {{"memory_mib", a.used().memory_mib()}, {"vcores", a.used().vcores()}}},
+      {"running_containers", a.running_containers()},
+      {"am_attempt", a.am_attempt()},
+      {"am_node_id", a.am_node_id()},
+      {"am_container_id", a.am_container_id()},
+      {"diagnostics", a.diagnostics()},
+      {"pending_reasons",
+       std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())},
+      {"altruism", altruismJson(a)}};
+  setTime(j, "submit", a.submit_ms());
+  setTime(j, "start", a.start_ms());
+  setTime(j, "finish", a.finish_ms());
+  return j;
 }
 
 v1::ApplicationReport getApp(const CliContext& ctx, const std::string& id) {
@@ -162,6 +166,7 @@ int waitForApp(const CliContext& ctx, const std::string& id) {
 
 void submit(const CliContext& ctx, const SubmitArgs& a) {
   // Validate locally with the AM's own parser so errors come back at once.
+  requireReadable(a.job, "job file");
   auto spec = dagam::loadJobSpec(a.job);
   if (!spec.isOk()) failWith(spec.status());
   std::error_code ec;
@@ -190,49 +195,97 @@ void submit(const CliContext& ctx, const SubmitArgs& a) {
   check(callRm(ctx, &v1::ClientService::Stub::SubmitApplication, req, &resp, kRpcTimeout,
                CallKind::kNotIdempotent),
         ctx);
-  std::cout << resp.application_id() << "\n" << std::flush;
-  if (a.wait) {
-    int rc = waitForApp(ctx, resp.application_id());
-    if (rc != 0) throw CliExit{rc};
-  }
+  if (!ctx.json) std::cout << resp.application_id() << "\n" << std::flush;
+  int rc = a.wait ? waitForApp(ctx, resp.application_id()) : 0;
+  if (ctx.json) printJson("applications", reportJson(getApp(ctx, resp.application_id())));
+  if (rc != 0) throw CliExit{rc};
 }
 
-void list(const CliContext& ctx, bool json, const std::vector<std::string>& states,
-          const std::string& queue) {
+// app list's filters beyond the RM's (state, queue): applied here, over the
+// RM's whole list.
+struct ListArgs {
+  std::vector<std::string> states;
+  std::string queue;
+  std::string user;   // "" = every user (the global --user when this is unset)
+  std::string since;  // DURATION back from now, or a time
+  int limit = 0;      // 0 = all
+};
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A --state value (any case, the REST API's names; SUBMITTED is ACCEPTED's
+// older name).
+v1::ApplicationState parseState(const std::string& text) {
+  const std::string s = upper(text);
+  if (s == "SUBMITTED") return v1::APP_STATE_SUBMITTED;
+  for (int v = v1::APP_STATE_SUBMITTED; v <= v1::APP_STATE_KILLED; ++v) {
+    auto st = static_cast<v1::ApplicationState>(v);
+    if (stateName(st) == s) return st;
+  }
+  failWith(invalidArgument(
+      "--state", "'" + text + "' is not one of ACCEPTED, RUNNING, FINISHED, FAILED, KILLED"));
+}
+
+void list(const CliContext& ctx, const ListArgs& args) {
   v1::ListApplicationsRequest req;
-  for (const auto& s : states) {
-    bool matched = false;
-    for (int v = v1::APP_STATE_SUBMITTED; v <= v1::APP_STATE_KILLED; ++v) {
-      auto st = static_cast<v1::ApplicationState>(v);
-      if (stateName(st) == s) {
-        req.add_states(st);
-        matched = true;
-      }
-    }
-    if (!matched) {
-      failWith(invalidArgument("--state", "'" + s +
-                                              "' is not one of SUBMITTED, RUNNING, FINISHED, "
-                                              "FAILED, KILLED"));
+  for (const auto& s : args.states) req.add_states(parseState(s));
+  int64_t since = 0;
+  if (!args.since.empty()) {
+    const int64_t now = nowMs(ctx);
+    auto d = parseDuration(args.since, "--since");
+    auto t = parseTime(args.since, "--since", now);
+    if (d.isOk()) {
+      since = now - d->count();
+    } else if (t.isOk()) {
+      since = *t;
+    } else {
+      failWith(invalidArgument("--since", "'" + args.since +
+                                              "' is neither a duration (2h, 1d) nor a time "
+                                              "(2026-12-01T10:00:00Z, now-2h)"));
     }
   }
-  req.set_queue(queue);
+  if (args.limit < 0) failWith(invalidArgument("--limit", "must be at least 1"));
+  const std::string user = args.user.empty() ? ctx.user : args.user;
+  req.set_queue(args.queue);
   v1::ListApplicationsResponse resp;
   check(callRm(ctx, &v1::ClientService::Stub::ListApplications, req, &resp, kRpcTimeout,
                CallKind::kIdempotent),
         ctx);
-  if (json) {
+  std::vector<const v1::ApplicationReport*> apps;
+  for (const auto& a : resp.applications()) {
+    if (!user.empty() && a.user() != user) continue;
+    if (since > 0 && a.submit_ms() < since) continue;
+    apps.push_back(&a);
+  }
+  // Oldest first; --limit keeps the most recently submitted.
+  std::stable_sort(apps.begin(), apps.end(), [](const auto* x, const auto* y) {
+    return x->submit_ms() != y->submit_ms() ? x->submit_ms() < y->submit_ms()
+                                            : x->application_id() < y->application_id();
+  });
+  if (args.limit > 0 && apps.size() > static_cast<size_t>(args.limit)) {
+    apps.erase(apps.begin(), apps.end() - args.limit);
+  }
+  if (ctx.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& a : resp.applications()) j.push_back(reportJson(a));
-    std::cout << j.dump(2) << "\n";
+    for (const auto* a : apps) j.push_back(reportJson(*a));
+    printJson("applications", j);
     return;
   }
-  std::printf("%-24s %-20s %-10s %-16s %-10s %-9s %s\n", "APPLICATION", "NAME", "USER", "QUEUE",
-              "STATE", "PROGRESS", "CONTAINERS");
-  for (const auto& a : resp.applications()) {
-    std::printf("%-24s %-20s %-10s %-16s %-10s %7.0f%%  %d\n", a.application_id().c_str(),
-                a.name().c_str(), a.user().c_str(), a.queue().c_str(), stateName(a.state()).c_str(),
-                100.0 * a.progress(), a.running_containers());
+  Table t({"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "CONTAINERS", "USED",
+           "SUBMITTED"});
+  for (const auto* a : apps) {
+    char progress[16];
+    std::snprintf(progress, sizeof progress, "%.0f%%", 100.0 * a->progress());
+    t.add({a->application_id(), a->name().empty() ? "-" : a->name(), a->user(),
+           a->reservation_id().empty() ? a->queue() : a->reservation_id(), stateName(a->state()),
+           progress, std::to_string(a->running_containers()),
+           formatResource(a->used().memory_mib(), a->used().vcores()),
+           formatTimeOrDash(a->submit_ms())});
   }
+  t.print();
 }
 
 // Carbyne: the least allocation that keeps the job's estimated
@@ -243,19 +296,17 @@ void printAltruism(const v1::ApplicationReport& a) {
   const auto& need = a.altruism().need();
   const bool holds =
       a.used().memory_mib() >= need.memory_mib() && a.used().vcores() >= need.vcores();
-  std::printf(
-      "Altruism:      needs memory %lld MiB, vcores %lld now to finish in %.0f s at its "
-      "fair share; %s\n",
-      static_cast<long long>(need.memory_mib()), static_cast<long long>(need.vcores()),
-      static_cast<double>(a.altruism().estimated_remaining_ms()) / 1000.0,
-      holds ? "holds it (the rest competes for leftover, shortest remaining first)"
-            : "below it (served by DRF first)");
+  std::printf("Altruism:      needs %s now to finish in %s at its fair share; %s\n",
+              formatResource(need.memory_mib(), need.vcores()).c_str(),
+              humanDuration(a.altruism().estimated_remaining_ms()).c_str(),
+              holds ? "holds it (the rest competes for leftover, shortest remaining first)"
+                    : "below it (served by DRF first)");
 }
 
-void status(const CliContext& ctx, const std::string& id, bool json) {
+void status(const CliContext& ctx, const std::string& id) {
   v1::ApplicationReport a = getApp(ctx, id);
-  if (json) {
-    std::cout << reportJson(a).dump(2) << "\n";
+  if (ctx.json) {
+    printJson("applications", reportJson(a));
     return;
   }
   std::printf("Application:   %s\n", a.application_id().c_str());
@@ -266,12 +317,12 @@ void status(const CliContext& ctx, const std::string& id, bool json) {
   if (!a.recurrence_key().empty()) std::printf("Recurrence:    %s\n", a.recurrence_key().c_str());
   std::printf("State:         %s\n", stateName(a.state()).c_str());
   std::printf("Progress:      %.0f%%\n", 100.0 * a.progress());
-  std::printf("Submitted:     %s\n", formatAppTime(a.submit_ms()).c_str());
-  std::printf("Started:       %s\n", formatAppTime(a.start_ms()).c_str());
-  std::printf("Finished:      %s\n", formatAppTime(a.finish_ms()).c_str());
-  std::printf("Used:          memory %lld MiB, vcores %lld, %d container(s)\n",
-              static_cast<long long>(a.used().memory_mib()),
-              static_cast<long long>(a.used().vcores()), a.running_containers());
+  std::printf("Submitted:     %s\n", formatTimeOrDash(a.submit_ms()).c_str());
+  std::printf("Started:       %s\n", formatTimeOrDash(a.start_ms()).c_str());
+  std::printf("Finished:      %s\n", formatTimeOrDash(a.finish_ms()).c_str());
+  std::printf("Used:          %s in %d container(s)\n",
+              formatResource(a.used().memory_mib(), a.used().vcores()).c_str(),
+              a.running_containers());
   std::printf("AM:            attempt %d, container %s on node %s\n", a.am_attempt(),
               a.am_container_id().empty() ? "-" : a.am_container_id().c_str(),
               a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
@@ -289,7 +340,11 @@ void kill(const CliContext& ctx, const std::string& id, const std::string& reaso
   check(callRm(ctx, &v1::ClientService::Stub::KillApplication, req, &resp, kRpcTimeout,
                CallKind::kNotIdempotent),
         ctx);
-  std::cout << "kill requested for " << id << "\n";
+  if (ctx.json) {
+    printJson("applications", reportJson(getApp(ctx, id)));
+  } else {
+    std::cout << "kill requested for " << id << "\n";
+  }
 }
 
 // Returns the logs of `container` from the NM at `address`, or a Status.
@@ -365,7 +420,7 @@ Result<LogSource> tryLogs(const CliContext& ctx, const std::string& id,
 LogSource logs(const CliContext& ctx, const std::string& id, const std::string& container_arg,
                const std::string& node_arg, bool stderr_stream, int64_t bytes, std::string* data) {
   auto src = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, data);
-  if (!src.isOk()) failWith(src.status());
+  if (!src.isOk()) failRemote(src.status(), "");
   return *src;
 }
 
@@ -393,14 +448,14 @@ void followLogs(const CliContext& ctx, const std::string& id, const std::string&
     std::this_thread::sleep_for(std::chrono::seconds(1));
     first = tryLogs(ctx, id, container_arg, node_arg, stderr_stream, bytes, &prev);
   }
-  if (!first.isOk()) failWith(first.status());
+  if (!first.isOk()) failRemote(first.status(), "");
   const LogSource src = *first;
   std::cout << prev << std::flush;
   for (bool final = false; !final;) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     final = appIsFinal(ctx, id);
     auto cur = fetchLogs(ctx, src.address, src.container, src.token, stderr_stream, bytes);
-    if (!cur.isOk()) failWith(cur.status());
+    if (!cur.isOk()) failRemote(cur.status(), "");
     std::cout << cur->substr(overlap(prev, *cur)) << std::flush;
     prev = std::move(cur).value();
   }
@@ -429,24 +484,26 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
                        "Wait for a final state; exit 0 only when the app FINISHED");
   submit_cmd->callback([&ctx, sa] { submit(ctx, *sa); });
 
-  auto list_json = std::make_shared<bool>(false);
-  auto list_states = std::make_shared<std::vector<std::string>>();
-  auto list_queue = std::make_shared<std::string>();
-  auto* list_cmd = app->add_subcommand("list", "List applications");
-  list_cmd->add_flag("--json", *list_json, "Machine-readable output");
-  list_cmd->add_option("--state", *list_states,
-                       "Only these states (SUBMITTED, RUNNING, FINISHED, FAILED, KILLED)");
-  list_cmd->add_option("--queue", *list_queue, "Only this queue");
-  list_cmd->callback([&ctx, list_json, list_states, list_queue] {
-    list(ctx, *list_json, *list_states, *list_queue);
-  });
+  auto la = std::make_shared<ListArgs>();
+  auto* list_cmd = app->add_subcommand("list", "List applications, oldest first");
+  list_cmd
+      ->add_option("--state", la->states,
+                   "Only these states, any case, repeated or comma-separated: ACCEPTED, "
+                   "RUNNING, FINISHED, FAILED, KILLED")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  list_cmd->add_option("--queue", la->queue, "Only this queue");
+  list_cmd->add_option("--user", la->user, "Only this user's applications");
+  list_cmd->add_option("--since", la->since,
+                       "Only those submitted since: a duration back from now (2h, 1d) or a time "
+                       "(2026-12-01T10:00:00Z, now-2h)");
+  list_cmd->add_option("--limit", la->limit, "At most this many, the most recently submitted");
+  list_cmd->callback([&ctx, la] { list(ctx, *la); });
 
   auto st_id = std::make_shared<std::string>();
-  auto st_json = std::make_shared<bool>(false);
   auto* status_cmd = app->add_subcommand("status", "Show one application");
   status_cmd->add_option("id", *st_id, "Application id")->required();
-  status_cmd->add_flag("--json", *st_json, "Machine-readable output");
-  status_cmd->callback([&ctx, st_id, st_json] { status(ctx, *st_id, *st_json); });
+  status_cmd->callback([&ctx, st_id] { status(ctx, *st_id); });
 
   auto kill_id = std::make_shared<std::string>();
   auto kill_reason = std::make_shared<std::string>();
@@ -472,21 +529,31 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
                      "Keep printing what is appended, every second, until the app ends");
   logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_bytes, log_follow] {
     if (*log_follow) {
+      if (ctx.json) {
+        failWith(invalidArgument(typedName(ctx, {"-f", "--follow"}),
+                                 "prints text as it comes; it cannot be combined with --json"));
+      }
       followLogs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes);
       return;
     }
     std::string data;
-    logs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes, &data);
+    LogSource src = logs(ctx, *log_id, *log_container, *log_node, *log_stderr, *log_bytes, &data);
+    if (ctx.json) {
+      printJson("logs", nlohmann::json{{"application_id", *log_id},
+                                       {"container_id", src.container},
+                                       {"node_address", src.address},
+                                       {"stream", *log_stderr ? "stderr" : "stdout"},
+                                       {"data", data}});
+      return;
+    }
     std::cout << data << std::flush;
   });
 
   auto tel_key = std::make_shared<std::string>();
-  auto tel_json = std::make_shared<bool>(false);
   auto* tel_cmd =
       app->add_subcommand("telemetry", "Skylines of finished applications (Morpheus §4 input)");
   tel_cmd->add_option("--key", *tel_key, "Only this recurrence key");
-  tel_cmd->add_flag("--json", *tel_json, "Machine-readable output");
-  tel_cmd->callback([&ctx, tel_key, tel_json] {
+  tel_cmd->callback([&ctx, tel_key] {
     v1::ListAppTelemetryRequest req;
     req.set_recurrence_key(*tel_key);
     v1::ListAppTelemetryResponse resp;
@@ -494,33 +561,42 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
                  CallKind::kIdempotent),
           ctx);
     nlohmann::json arr = nlohmann::json::array();
+    Table t({"APPLICATION", "KEY", "USER", "STARTED", "RUNTIME", "STEPS", "PEAK", "AREA",
+             "FILE EVENTS"});
     for (const auto& a : resp.apps()) {
       double peak = 0, area = 0;
       for (double v : a.skyline()) {
         peak = std::max(peak, v);
         area += v;
       }
-      if (*tel_json) {
-        arr.push_back({{"application_id", a.application_id()},
-                       {"recurrence_key", a.recurrence_key()},
-                       {"user", a.user()},
-                       {"submit_ms", a.submit_ms()},
-                       {"start_ms", a.start_ms()},
-                       {"finish_ms", a.finish_ms()},
-                       {"step_ms", a.step_ms()},
-                       {"skyline", std::vector<double>(a.skyline().begin(), a.skyline().end())},
-                       {"files", a.files_size()}});
-      } else {
-        std::printf(
-            "%s key=%s user=%s run %.0f s, %d step(s) of %lld s, peak %.2f, area %.2f "
-            "container-steps, %d file event(s)\n",
-            a.application_id().c_str(),
-            a.recurrence_key().empty() ? "-" : a.recurrence_key().c_str(), a.user().c_str(),
-            static_cast<double>(a.finish_ms() - a.start_ms()) / 1000.0, a.skyline_size(),
-            static_cast<long long>(a.step_ms() / 1000), peak, area, a.files_size());
+      if (ctx.json) {
+        nlohmann::json j = {
+            {"application_id", a.application_id()},
+            {"recurrence_key", a.recurrence_key()},
+            {"user", a.user()},
+            {"step_ms", a.step_ms()},
+            {"skyline", std::vector<double>(a.skyline().begin(), a.skyline().end())},
+            {"files", a.files_size()}};
+        setTime(j, "submit", a.submit_ms());
+        setTime(j, "start", a.start_ms());
+        setTime(j, "finish", a.finish_ms());
+        arr.push_back(std::move(j));
+        continue;
       }
+      char pk[32], ar[32];
+      std::snprintf(pk, sizeof pk, "%.2f", peak);
+      std::snprintf(ar, sizeof ar, "%.2f", area);
+      t.add({a.application_id(), a.recurrence_key().empty() ? "-" : a.recurrence_key(), a.user(),
+             formatTimeOrDash(a.start_ms()), humanDuration(a.finish_ms() - a.start_ms()),
+             std::to_string(a.skyline_size()) + " x " + humanDuration(a.step_ms()),
+             std::string(pk) + " containers", std::string(ar) + " container-steps",
+             std::to_string(a.files_size())});
     }
-    if (*tel_json) std::cout << arr.dump(2) << "\n";
+    if (ctx.json) {
+      printJson("applications", arr);
+    } else {
+      t.print();
+    }
   });
 }
 

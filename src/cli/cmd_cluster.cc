@@ -36,11 +36,14 @@ nlohmann::json harvestClassesJson(const v1::ListNodesResponse& nodes) {
 void printHarvestClasses(const v1::ListNodesResponse& nodes) {
   if (nodes.harvest_classes().empty()) return;
   std::printf("\nHarvesting classes (primary tenants' CPU utilisation):\n");
-  std::printf("%-16s %-14s %-8s %-8s %s\n", "CLASS", "PATTERN", "AVERAGE", "PEAK", "NODES");
+  Table t({"CLASS", "PATTERN", "AVERAGE", "PEAK", "NODES"});
   for (const auto& c : nodes.harvest_classes()) {
-    std::printf("%-16s %-14s %-8.2f %-8.2f %d\n", c.id().c_str(), c.pattern().c_str(), c.average(),
-                c.peak(), c.node_ids_size());
+    char avg[32], peak[32];
+    std::snprintf(avg, sizeof avg, "%.2f", c.average());
+    std::snprintf(peak, sizeof peak, "%.2f", c.peak());
+    t.add({c.id(), c.pattern(), avg, peak, std::to_string(c.node_ids_size())});
   }
+  t.print();
 }
 
 void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
@@ -75,37 +78,33 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
            {"used", resourceJson(n.used())},
            {"containers", n.num_containers()},
            {"attributes", attrs},
-           {"harvest_class", n.harvest_class()},
-           {"last_heartbeat_ms", n.last_heartbeat_ms()}});
+           {"harvest_class", n.harvest_class()}});
+      setTime(j["nodes"].back(), "last_heartbeat", n.last_heartbeat_ms());
     }
     j["harvest_classes"] = harvestClassesJson(nodes);
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf(
-      "RM %s: %d live node(s), %d lost; capacity memory %lld MiB, vcores %lld; used memory "
-      "%lld MiB, vcores %lld\n",
-      ctx.rm_address.c_str(), metrics.live_nodes(), metrics.lost_nodes(),
-      static_cast<long long>(metrics.total().memory_mib()),
-      static_cast<long long>(metrics.total().vcores()),
-      static_cast<long long>(metrics.used().memory_mib()),
-      static_cast<long long>(metrics.used().vcores()));
-  std::printf("%-24s %-8s %-20s %-12s %-10s %-16s %s\n", "NODE", "STATE", "MEMORY MiB (used/total)",
-              "VCORES", "CONTAINERS", "HARVEST CLASS", "ATTRIBUTES");
+  std::printf("RM %s: %d live node(s), %d lost; capacity %s; used %s\n", ctx.rm_address.c_str(),
+              metrics.live_nodes(), metrics.lost_nodes(),
+              formatResource(metrics.total().memory_mib(), metrics.total().vcores()).c_str(),
+              formatResource(metrics.used().memory_mib(), metrics.used().vcores()).c_str());
+  Table t({"NODE", "STATE", "USED", "TOTAL", "CONTAINERS", "HARVEST CLASS", "LAST HEARTBEAT",
+           "ATTRIBUTES"});
+  const int64_t now = nowMs(ctx);
   for (const auto& n : nodes.nodes()) {
-    char mem[64], cpu[32];
-    std::snprintf(mem, sizeof mem, "%lld/%lld", static_cast<long long>(n.used().memory_mib()),
-                  static_cast<long long>(n.total().memory_mib()));
-    std::snprintf(cpu, sizeof cpu, "%lld/%lld", static_cast<long long>(n.used().vcores()),
-                  static_cast<long long>(n.total().vcores()));
     std::string attrs;  // The resource kinds constraints match
-    for (const auto& a : n.attributes())
+    for (const auto& a : n.attributes()) {
       attrs += (attrs.empty() ? "" : ",") + a.key() + "=" + a.value();
-    std::printf("%-24s %-8s %-20s %-12s %-10d %-16s %s\n", n.node_id().c_str(),
-                n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST", mem, cpu,
-                n.num_containers(), n.harvest_class().empty() ? "-" : n.harvest_class().c_str(),
-                attrs.empty() ? "-" : attrs.c_str());
+    }
+    t.add({n.node_id(), n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST",
+           formatResource(n.used().memory_mib(), n.used().vcores()),
+           formatResource(n.total().memory_mib(), n.total().vcores()),
+           std::to_string(n.num_containers()), n.harvest_class().empty() ? "-" : n.harvest_class(),
+           n.last_heartbeat_ms() > 0 ? formatRelative(n.last_heartbeat_ms(), now) : "-",
+           attrs.empty() ? "-" : attrs});
   }
+  t.print();
   printHarvestClasses(nodes);
 }
 
@@ -115,11 +114,9 @@ void addClusterCommands(CLI::App& root, CliContext& ctx) {
   auto* cluster = root.add_subcommand("cluster", "Cluster-wide views");
   cluster->require_subcommand(1);
   auto* status = cluster->add_subcommand("status", "Live nodes with their resources");
-  auto json = std::make_shared<bool>(false);
   auto lost = std::make_shared<bool>(false);
-  status->add_flag("--json", *json, "Machine-readable output");
   status->add_flag("--include-lost", *lost, "Also list nodes declared lost");
-  status->callback([&ctx, json, lost] { clusterStatus(ctx, *json, *lost); });
+  status->callback([&ctx, lost] { clusterStatus(ctx, ctx.json, *lost); });
 }
 
 }  // namespace morpheus::cli

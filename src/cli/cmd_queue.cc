@@ -14,10 +14,6 @@ nlohmann::json resourceJson(const v1::Resource& r) {
   return {{"memory_mib", r.memory_mib()}, {"vcores", r.vcores()}};
 }
 
-std::string shortResource(const v1::Resource& r) {
-  return std::to_string(r.memory_mib()) + "M/" + std::to_string(r.vcores()) + "c";
-}
-
 void listQueues(const CliContext& ctx, bool json) {
   v1::ListQueuesResponse resp;
   checkCall(callRm(ctx, &v1::ClientService::Stub::ListQueues, v1::ListQueuesRequest(), &resp,
@@ -35,16 +31,18 @@ void listQueues(const CliContext& ctx, bool json) {
                      {"running_apps", q.running_apps()},
                      {"pending_apps", q.pending_apps()}});
     }
-    std::cout << nlohmann::json{{"queues", arr}}.dump(2) << "\n";
+    printJson("queues", arr);
     return;
   }
-  std::printf("%-34s %-21s %6s %-14s %-14s %-14s %7s %7s\n", "QUEUE", "KIND", "WEIGHT",
-              "GUARANTEED", "USED", "PENDING", "RUNNING", "WAITING");
+  auto res = [](const v1::Resource& r) { return formatResource(r.memory_mib(), r.vcores()); };
+  Table t({"QUEUE", "KIND", "WEIGHT", "GUARANTEED", "USED", "PENDING", "RUNNING", "WAITING"});
   for (const auto& q : resp.queues()) {
-    std::printf("%-34s %-21s %6.2f %-14s %-14s %-14s %7d %7d\n", q.name().c_str(), q.kind().c_str(),
-                q.weight(), shortResource(q.guaranteed()).c_str(), shortResource(q.used()).c_str(),
-                shortResource(q.pending()).c_str(), q.running_apps(), q.pending_apps());
+    char weight[32];
+    std::snprintf(weight, sizeof weight, "%.2f", q.weight());
+    t.add({q.name(), q.kind().empty() ? "-" : q.kind(), weight, res(q.guaranteed()), res(q.used()),
+           res(q.pending()), std::to_string(q.running_apps()), std::to_string(q.pending_apps())});
   }
+  t.print();
 }
 
 }  // namespace
@@ -54,9 +52,7 @@ void addQueueCommands(CLI::App& root, CliContext& ctx) {
   queue->require_subcommand(1);
   auto* list = queue->add_subcommand(
       "list", "Every queue: weight, guarantee, usage, pending, running and waiting apps");
-  auto json = std::make_shared<bool>(false);
-  list->add_flag("--json", *json, "Machine-readable output");
-  list->callback([&ctx, json] { listQueues(ctx, *json); });
+  list->callback([&ctx] { listQueues(ctx, ctx.json); });
 }
 
 }  // namespace morpheus::cli

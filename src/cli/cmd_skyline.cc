@@ -16,8 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-store::IngestBatch readHistory(const std::string& path, const std::string& format,
-                               const std::string& owner) {
+// `option` gave the path ("" for a positional argument).
+store::IngestBatch readHistory(const std::string& path, const std::string& option,
+                               const std::string& format, const std::string& owner) {
+  requireReadable(path, "run-history file", option);
   inference::ImportOptions o;
   o.format = format;
   o.default_user = owner;
@@ -26,14 +28,13 @@ store::IngestBatch readHistory(const std::string& path, const std::string& forma
   return std::move(b).value();
 }
 
-void addFit(CLI::App& root) {
+void addFit(CLI::App& root, CliContext& ctx) {
   auto* sky = root.add_subcommand("skyline", "Skyline inference (Morpheus §5) without a server");
   sky->require_subcommand(1);
   struct Args {
     std::string input, format = "native", beta_mode = "relative", sample = "average", job;
     double alpha = inference::kDefaultSkylineAlpha, beta = 0.1, step_s = 60;
     int64_t min_runs = 3;
-    bool json_out = false;
   };
   auto a = std::make_shared<Args>();
   auto* fit = sky->add_subcommand("fit", "Fit the skyline LP to the runs in a file and print it");
@@ -53,9 +54,8 @@ void addFit(CLI::App& root) {
       ->check(CLI::IsMember({"average", "max"}));
   fit->add_option("--min-runs", a->min_runs, "Fewest runs a job needs")->check(CLI::PositiveNumber);
   fit->add_option("--job", a->job, "Fit only this job (default: every job in the file)");
-  fit->add_flag("--json", a->json_out, "Machine-readable output");
-  fit->callback([a] {
-    store::IngestBatch batch = readHistory(a->input, a->format, "unknown");
+  fit->callback([a, &ctx] {
+    store::IngestBatch batch = readHistory(a->input, "--input", a->format, "unknown");
     std::map<std::string, std::vector<store::RunRecord>> by_job;
     for (auto& r : batch.runs) {
       // Only succeeded runs are fitted, as in the service (jsonl "status").
@@ -86,7 +86,7 @@ void addFit(CLI::App& root) {
               .count();
       if (!r.isOk()) {
         exit_code = std::max(exit_code, r.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
-        std::cerr << "morpheusctl: job " << job << ": " << r.status().toString() << "\n";
+        std::cerr << "morpheusctl: job " << job << ": " << r.status().message() << "\n";
         continue;
       }
       int64_t peak = 0, area = 0;
@@ -94,7 +94,7 @@ void addFit(CLI::App& root) {
         peak = std::max(peak, v);
         area += v;
       }
-      if (a->json_out) {
+      if (ctx.json) {
         out.push_back({{"job", job},
                        {"runs", r->runs_used},
                        {"step_ms", p.step.count()},
@@ -118,7 +118,7 @@ void addFit(CLI::App& root) {
       for (auto v : r->skyline) std::printf(" %lld", static_cast<long long>(v));
       std::printf("\n");
     }
-    if (a->json_out) std::cout << out.dump(2) << "\n";
+    if (ctx.json) printJson("skylines", out);
     if (exit_code != 0) throw CliExit{exit_code};
   });
 }
@@ -186,23 +186,24 @@ void addImport(CLI::App& root, CliContext& ctx) {
       ->check(CLI::Range(int64_t{1024}, int64_t{32} << 20));
   imp->callback([a, &ctx] {
     store::IngestBatch batch =
-        readHistory(a->file, a->format, a->owner.empty() ? ctx.user : a->owner);
+        readHistory(a->file, "", a->format, a->owner.empty() ? ctx.user : a->owner);
     std::string owner = a->owner.empty() ? ctx.user : a->owner;
     std::vector<v1::IngestRunsRequest> requests = importRequests(batch, owner, a->batch_bytes);
-    auto stub = v1::InferenceService::NewStub(channelTo(ctx, ctx.inference_address));
+    auto stub = v1::InferenceService::NewStub(inferenceChannel(ctx));
     size_t runs = 0, events = 0;
     for (size_t i = 0; i < requests.size(); i++) {
       auto c = authedContext(ctx, Millis(120000));
       v1::IngestResponse resp;
       grpc::Status st = stub->IngestRuns(c.get(), requests[i], &resp);
       if (!st.ok()) {
-        Status err = fromGrpc(st).withContext("inference at " + ctx.inference_address);
+        Status err = fromGrpc(st);
+        std::string where = "inference at " + ctx.inference_address;
         if (i > 0) {
-          err = err.withContext("batch " + std::to_string(i + 1) + " of " +
-                                std::to_string(requests.size()) + " (the " + std::to_string(i) +
-                                " before it were imported; importing the file again is safe)");
+          where += ": batch " + std::to_string(i + 1) + " of " + std::to_string(requests.size()) +
+                   " (the " + std::to_string(i) +
+                   " before it were imported; importing the file again is safe)";
         }
-        failWith(err);
+        failRemote(err, where);
       }
       runs += static_cast<size_t>(requests[i].runs_size());
       events += static_cast<size_t>(requests[i].events_size());
@@ -210,6 +211,13 @@ void addImport(CLI::App& root, CliContext& ctx) {
         std::fprintf(stderr, "history import: batch %zu/%zu, %zu/%zu run(s), %zu/%zu event(s)\n",
                      i + 1, requests.size(), runs, batch.runs.size(), events, batch.events.size());
       }
+    }
+    if (ctx.json) {
+      printJson("imports", json{{"file", a->file},
+                                {"runs", batch.runs.size()},
+                                {"file_events", batch.events.size()},
+                                {"requests", requests.size()}});
+      return;
     }
     std::printf("imported %zu run(s) and %zu file event(s) from %s\n", batch.runs.size(),
                 batch.events.size(), a->file.c_str());
@@ -219,7 +227,7 @@ void addImport(CLI::App& root, CliContext& ctx) {
 }  // namespace
 
 void addSkylineCommands(CLI::App& root, CliContext& ctx) {
-  addFit(root);
+  addFit(root, ctx);
   addImport(root, ctx);
 }
 

@@ -1,30 +1,45 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <ctime>
 #include <set>
 
 namespace morpheus::planner {
 
 namespace {
-std::string ms(TimePoint t) { return std::to_string(toEpochMs(t)); }
+// A time in an explanation as people read it: ISO-8601 UTC
+// ("2026-12-01T10:00:00Z"; milliseconds only when not zero).
+std::string iso(TimePoint t) {
+  const int64_t ms = toEpochMs(t);
+  const int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[48];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (ms - secs * 1000 != 0) {
+    std::snprintf(buf + n, sizeof buf - n, ".%03lld", static_cast<long long>(ms - secs * 1000));
+  }
+  return std::string(buf) + "Z";
+}
 }  // namespace
 
 std::string InfeasibilityExplanation::toString() const {
   std::string s = stage >= 0 ? "stage " + std::to_string(stage) + " could not be placed: " : "";
   s += reason;
   if (!saturated.empty()) {
-    s += "; saturated steps (ms since epoch):";
+    s += "; saturated steps:";
     size_t shown = 0;
     for (const auto& [a, b] : saturated) {
       if (shown++ == 8) {
         s += " ... (" + std::to_string(saturated.size()) + " ranges)";
         break;
       }
-      s += " [" + ms(a) + ", " + ms(b) + ")";
+      s += " [" + iso(a) + ", " + iso(b) + ")";
     }
   }
   s += earliest_feasible_deadline ? "; earliest feasible deadline with the same arrival: " +
-                                        ms(*earliest_feasible_deadline) + " ms"
+                                        iso(*earliest_feasible_deadline)
                                   : "; no feasible deadline within the period/horizon";
   if (stage >= 0) {
     s += "; " + std::to_string(containers_fitting_by_deadline) + " containers of stage " +
@@ -386,7 +401,7 @@ Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit,
     if (fit < n) {
       n = fit;
       if (limit != nullptr) {
-        *limit = "plan room at " + ms(plan_.stepTime(s)) + " ms allows " + std::to_string(fit) +
+        *limit = "plan room at " + iso(plan_.stepTime(s)) + " allows " + std::to_string(fit) +
                  " (load " + load.toString() + ", capacity " + plan_.capacity().toString() + ")";
       }
     }

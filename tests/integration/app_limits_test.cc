@@ -85,7 +85,8 @@ TEST_F(AppLimitsIT, OneUserCannotFloodTheRmWithPendingApplications) {
   ASSERT_EQ(code, 0) << out;
   json listed = json::parse(out, nullptr, false);
   ASSERT_FALSE(listed.is_discarded()) << out;
-  EXPECT_EQ(listed.size(), 200u) << "a refused submission left an application behind";
+  EXPECT_EQ(listed["applications"].size(), 200u)
+      << "a refused submission left an application behind";
 
   EXPECT_TRUE(submit("bob", "bobs-app").ok()) << "the bound is per user";
   ASSERT_FALSE(ids.empty());
@@ -134,7 +135,7 @@ TEST_F(AppLimitsIT, NamesWithControlOrBidiCharactersAreRefused) {
   auto [code, out] = ctl({"app", "list", "--json"});
   json listed = json::parse(out, nullptr, false);
   ASSERT_FALSE(listed.is_discarded()) << out;
-  EXPECT_EQ(listed.size(), 1u) << out;
+  EXPECT_EQ(listed["applications"].size(), 1u) << out;
 
   for (const std::string& name : {rlo, nul}) {
     json def = {

@@ -158,7 +158,7 @@ TEST_F(AuthIT, OnlyOwnerQueueAdminOrAdminRunsInAReservation) {
   std::ofstream(file) << res.dump();
   auto [cr, orr] = ctlAs("alice", {"reservation", "submit", "-f", file, "--json"});
   ASSERT_EQ(cr, 0) << orr;
-  const std::string rid = json::parse(orr)["reservation-id"];
+  const std::string rid = json::parse(orr)["reservations"][0]["reservation_id"];
 
   expectDenied(ctlAs("bob", {"app", "submit", job_, "--recurrence", "alice-etl"}),
                "bob binds by alice's recurrence key", "recurrence_key");

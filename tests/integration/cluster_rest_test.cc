@@ -128,7 +128,7 @@ TEST_F(ClusterRestIT, YarnEndpointsReportNodesAppsAndQueues) {
                              .dump();
   auto [cr, orr] = ctl({"reservation", "submit", "-f", file, "--json"});
   ASSERT_EQ(cr, 0) << orr;
-  std::string rid = json::parse(orr)["reservation-id"];
+  std::string rid = json::parse(orr)["reservations"][0]["reservation_id"];
 
   auto [sq, sched] = get("/ws/v1/cluster/scheduler");
   ASSERT_EQ(sq, 200);

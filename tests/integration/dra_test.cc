@@ -14,6 +14,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -136,6 +137,19 @@ void expectMetDeadline(const RunResult& r, const char* label) {
               static_cast<double>(r.deadline_ms - r.finish_ms) / 1000.0);
 }
 
+// Whether `reservation show`'s reprovisioning history has a row of `policy`
+// with `decision` (its cells are separated by two or more spaces).
+bool historyHas(const std::string& show, const std::string& policy, const std::string& decision) {
+  std::istringstream in(show);
+  for (std::string l; std::getline(in, l);) {
+    if (l.find("  " + policy + "  ") != std::string::npos &&
+        l.find("  " + decision + "  ") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   RunResult r;
   ASSERT_NO_FATAL_FAILURE(run("morpheus-dra", &r));
@@ -143,19 +157,19 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   // Visible: the history lists grants, metrics count them, the log names ids.
   EXPECT_NE(r.reservation_show.find("reprovisioning history:"), std::string::npos)
       << r.reservation_show;
-  EXPECT_NE(r.reservation_show.find("morpheus-dra granted"), std::string::npos)
-      << r.reservation_show;
+  EXPECT_TRUE(historyHas(r.reservation_show, "morpheus-dra", "granted")) << r.reservation_show;
   EXPECT_NE(r.metrics.find("morpheus_rm_dra_grants_total "), std::string::npos) << r.metrics;
   ASSERT_FALSE(r.reservation_json.is_discarded());
-  const json& dra = r.reservation_json["reservations"][0]["morpheus-reprovisioning"];
-  ASSERT_FALSE(dra["history"].empty()) << dra.dump();
-  EXPECT_TRUE(dra["history"][0]["granted"].get<bool>()) << dra.dump();
-  EXPECT_GT(dra["budget-used"].get<int64_t>(), 0) << dra.dump();
-  EXPECT_LE(dra["budget-used"].get<int64_t>(), 400000) << dra.dump();
+  const json& dra = r.reservation_json["reservations"][0];
+  ASSERT_FALSE(dra["reprovision_history"].empty()) << dra.dump();
+  EXPECT_TRUE(dra["reprovision_history"][0]["granted"].get<bool>()) << dra.dump();
+  EXPECT_GT(dra["reprovision_budget_used_container_ms"].get<int64_t>(), 0) << dra.dump();
+  EXPECT_LE(dra["reprovision_budget_used_container_ms"].get<int64_t>(), 400000) << dra.dump();
   EXPECT_NE(r.rm_log.find("DRA morpheus-dra: reservation reservation_"), std::string::npos);
   // The web UI's reservation detail shows the same grants and the run's actual skyline.
   ASSERT_FALSE(r.ui_detail.is_discarded());
-  ASSERT_EQ(r.ui_detail["dra_history"].size(), dra["history"].size()) << r.ui_detail.dump();
+  ASSERT_EQ(r.ui_detail["dra_history"].size(), dra["reprovision_history"].size())
+      << r.ui_detail.dump();
   EXPECT_TRUE(r.ui_detail["dra_history"][0]["granted"].get<bool>()) << r.ui_detail.dump();
   EXPECT_FALSE(r.ui_detail["planned"].empty()) << r.ui_detail.dump();
   ASSERT_EQ(r.ui_detail["runs"].size(), 1u) << r.ui_detail.dump();
@@ -172,8 +186,7 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithJockey) {
   RunResult r;
   ASSERT_NO_FATAL_FAILURE(run("jockey", &r));
   expectMetDeadline(r, "Jockey");
-  EXPECT_NE(r.reservation_show.find("jockey       granted"), std::string::npos)
-      << r.reservation_show;
+  EXPECT_TRUE(historyHas(r.reservation_show, "jockey", "granted")) << r.reservation_show;
   // The grants come from the simulation of the AM's stage reports.
   EXPECT_NE(r.reservation_show.find("of task time"), std::string::npos) << r.reservation_show;
   EXPECT_NE(r.reservation_show.find("task containers predicted to finish"), std::string::npos)
@@ -188,7 +201,7 @@ TEST_F(DraIT, SameRunMissesItsDeadlineWithDraOff) {
   EXPECT_GT(r.finish_ms, r.deadline_ms) << r.reservation_show << r.rm_log;
   EXPECT_EQ(r.reservation_show.find("reprovisioning history:"), std::string::npos)
       << r.reservation_show;
-  EXPECT_TRUE(r.reservation_json["reservations"][0]["morpheus-reprovisioning"]["history"].empty());
+  EXPECT_TRUE(r.reservation_json["reservations"][0]["reprovision_history"].empty());
   std::printf("DRA off: finished %.1f s after the deadline\n",
               static_cast<double>(r.finish_ms - r.deadline_ms) / 1000.0);
 }

@@ -226,12 +226,14 @@ TEST(ObservabilityTest, ReadinessProcessMetricsAndLatencyHistograms) {
   EXPECT_GT(sample(nm_text, "process_open_fds"), 3);
 }
 
-// morpheusctl reports an unreachable RM as one line and a non-zero exit.
+// morpheusctl reports an unreachable RM as one line naming it and how to
+// name another, and a non-zero exit.
 TEST(CliTest, UnreachableRmIsAClearError) {
   auto [code, out] =
       runCommand({binary("morpheusctl"), "--rm", "127.0.0.1:1", "cluster", "status"});
   EXPECT_EQ(code, 1);
-  EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
+  EXPECT_EQ(out.rfind("morpheusctl: cannot reach the RM at 127.0.0.1:1: ", 0), 0u) << out;
+  EXPECT_NE(out.find("--rm HOST:PORT or MORPHEUS_RM"), std::string::npos) << out;
 }
 
 // The example configs in deploy/ load and document every option the daemon has.

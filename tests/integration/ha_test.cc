@@ -141,9 +141,9 @@ class HaIT : public ClusterTest {
     auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
     if (code != 0) return false;
     auto j = json::parse(out, nullptr, false);
-    if (j.is_discarded()) return false;
+    if (j.is_discarded() || !j.contains("reservations")) return false;
     std::lock_guard<std::mutex> lk(mu_);
-    acked_[j["reservation-id"]] = j["resource-allocations"];
+    acked_[j["reservations"][0]["reservation_id"]] = j["reservations"][0]["allocations"];
     return true;
   }
 
@@ -158,7 +158,7 @@ class HaIT : public ClusterTest {
     std::map<std::string, json> m;
     auto j = json::parse(out, nullptr, false);
     if (code != 0 || j.is_discarded()) return m;
-    for (const auto& r : j["reservations"]) m[r["reservation-id"]] = r;
+    for (const auto& r : j["reservations"]) m[r["reservation_id"]] = r;
     return m;
   }
 
@@ -168,7 +168,7 @@ class HaIT : public ClusterTest {
     std::map<std::string, json> m;
     auto j = json::parse(out, nullptr, false);
     if (code != 0 || j.is_discarded()) return m;
-    for (const auto& a : j) m[a["application_id"]] = a;
+    for (const auto& a : j["applications"]) m[a["application_id"]] = a;
     return m;
   }
 
@@ -248,7 +248,7 @@ TEST_F(HaIT, ActiveKilledStandbyTakesOverAndNothingIsLost) {
   for (const auto& [rid, allocs] : acked_) {
     if (!after.count(rid))
       lost++;
-    else if (after[rid]["resource-allocations"] != allocs)
+    else if (after[rid]["allocations"] != allocs)
       changed++;
   }
   std::cout << "[ failover ] standby active after "
@@ -467,7 +467,8 @@ TEST_F(HaIT, NmAndInferenceFollowTheActiveAcrossKill9) {
     auto [c, o] = ctlInf({"slo", "accept", proposal[job], "--json"});
     EXPECT_EQ(c, 0) << o << inf.log();
     auto j = json::parse(o, nullptr, false);
-    return j.is_discarded() ? std::string() : j.value("reservation_id", "");
+    if (j.is_discarded() || !j.contains("proposals")) return std::string();
+    return j["proposals"][0].value("reservation_id", "");
   };
   auto liveNodes = [&] {
     auto [c, o] = ctl({"cluster", "status", "--json"});

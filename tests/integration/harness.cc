@@ -569,7 +569,8 @@ std::string ClusterTest::submitReservation(const nlohmann::json& def) {
   auto [code, out] = ctl({"reservation", "submit", "-f", path, "--json"});
   EXPECT_EQ(code, 0) << out;
   auto j = nlohmann::json::parse(out, nullptr, false);
-  return j.is_discarded() ? "" : j.value("reservation-id", "");
+  if (j.is_discarded() || !j.contains("reservations") || j["reservations"].empty()) return "";
+  return j["reservations"][0].value("reservation_id", "");
 }
 
 std::pair<int, std::string> ClusterTest::ctl(std::vector<std::string> args) {
@@ -594,7 +595,11 @@ std::map<std::string, std::string> bearer(const std::string& principal) {
 
 nlohmann::json ClusterTest::app(const std::string& id) {
   auto [code, out] = ctl({"app", "status", id, "--json"});
-  return nlohmann::json::parse(out, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded() || !j.contains("applications") || j["applications"].empty()) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+  return j["applications"][0];
 }
 
 bool ClusterTest::waitFinal(const std::string& id, std::chrono::milliseconds timeout) {

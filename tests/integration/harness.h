@@ -191,7 +191,7 @@ class ClusterTest : public ::testing::Test {
   // in queue default, as alice; the reservation id ("" and a test failure
   // when refused).
   std::string submitReservation(const nlohmann::json& def);
-  // `app status ID --json` (discarded JSON when it fails).
+  // The application of `app status ID --json` (discarded JSON when it fails).
   nlohmann::json app(const std::string& id);
   // Polls until the app is FINISHED, FAILED or KILLED; false on timeout.
   bool waitFinal(const std::string& id, std::chrono::milliseconds timeout);

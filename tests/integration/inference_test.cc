@@ -214,7 +214,8 @@ class InferenceIT : public ::testing::Test {
     auto [cb, ob] = ctl({"reservation", "submit", "-f", blocker, "--json"}, testToken("ops"));
     EXPECT_EQ(cb, 0) << ob << rm_.log();
     json sub = json::parse(ob, nullptr, false);
-    return sub.is_discarded() ? "" : sub.value("reservation-id", "");
+    if (sub.is_discarded() || !sub.contains("reservations")) return "";
+    return sub["reservations"][0].value("reservation_id", "");
   }
   json listedProposal(const std::string& job) {
     auto [code, out] = ctl({"slo", "list", "--json"}, testToken("alice"));
@@ -328,7 +329,7 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
                                              : testToken("ops");
     auto [ca, oa] = ctl({"slo", "accept", by_job[k.key]["proposal_id"], "--json"}, token);
     ASSERT_EQ(ca, 0) << k.key << ": " << oa << inf_.log();
-    json acc = json::parse(oa);
+    json acc = json::parse(oa)["proposals"][0];
     EXPECT_EQ(acc["state"], "accepted");
     EXPECT_FALSE(acc["reservation_id"].get<std::string>().empty());
     EXPECT_NE(acc["placement"].get<std::string>().find("first instance"), std::string::npos) << oa;
@@ -401,7 +402,7 @@ TEST_F(InferenceIT, ThirtyDaysOfHistoryBecomeAcceptedReservations) {
   auto [cu, ou] =
       ctl({"slo", "accept", pend["hourly-0"]["proposal_id"], "--json"}, testToken("alice"));
   ASSERT_EQ(cu, 0) << ou;
-  EXPECT_EQ(json::parse(ou)["reservation_id"], reservation_of["hourly-0"]);
+  EXPECT_EQ(json::parse(ou)["proposals"][0]["reservation_id"], reservation_of["hourly-0"]);
   auto [cs2, os2] = ctl({"slo", "list", "--state", "superseded", "--json"}, testToken("alice"));
   EXPECT_EQ(json::parse(os2)["proposals"].size(), 1u) << os2;
 }
@@ -471,7 +472,7 @@ TEST_F(InferenceIT, OffKilterJobGetsOneOffReservationsInTheRm) {
 
   auto [ca, oa] = ctl({"slo", "accept", id, "--json"}, testToken("alice"));
   ASSERT_EQ(ca, 0) << oa << inf_.log();
-  json acc = json::parse(oa);
+  json acc = json::parse(oa)["proposals"][0];
   EXPECT_EQ(acc["state"], "accepted");
   // Windows opening within the next day, 7 h apart: 3 or 4 of them.
   ASSERT_GE(acc["instances"].size(), 3u) << oa;
@@ -545,7 +546,7 @@ TEST_F(InferenceIT, NoRoomForTheFrontLoadedSkylineReservesItInOrder) {
 
   auto [ca, oa] = ctl({"slo", "accept", p["proposal_id"], "--json"}, testToken("alice"));
   ASSERT_EQ(ca, 0) << oa << inf_.log() << rm_.log();
-  json acc = json::parse(oa);
+  json acc = json::parse(oa)["proposals"][0];
   EXPECT_EQ(acc["state"], "accepted") << oa;
   const auto held = acc["skyline"].get<std::vector<int64_t>>();
   EXPECT_LE(held.front(), 40) << oa;
@@ -609,7 +610,7 @@ TEST_F(InferenceIT, RefusedHourlyReservationIsHeldPerInstanceWhereThereIsRoom) {
 
   auto [ca, oa] = ctl({"slo", "accept", p["proposal_id"], "--json"}, testToken("alice"));
   ASSERT_EQ(ca, 0) << oa << inf_.log() << rm_.log();
-  json acc = json::parse(oa);
+  json acc = json::parse(oa)["proposals"][0];
   EXPECT_EQ(acc["state"], "accepted") << oa;
   EXPECT_TRUE(acc["one_off_instances"].get<bool>()) << oa;
   EXPECT_NE(oa.find("no room for the recurring one"), std::string::npos) << oa;
@@ -653,7 +654,7 @@ TEST_F(InferenceIT, RefusedHourlyReservationIsHeldPerInstanceWhereThereIsRoom) {
   const int64_t after = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  json upd = json::parse(ou);
+  json upd = json::parse(ou)["proposals"][0];
   EXPECT_FALSE(upd["one_off_instances"].get<bool>()) << ou;
   EXPECT_NE(ou.find("cancelled in the RM once no window they may serve is open"), std::string::npos)
       << ou;

@@ -112,7 +112,7 @@ TEST_F(ReservationIT, SubmitThroughRestAndCliSurvivesRestart) {
   std::ofstream(file) << cli.dump();
   auto [code, out] = ctl("bob", {"reservation", "submit", "-f", file, "--json"});
   ASSERT_EQ(code, 0) << out;
-  std::string id2 = json::parse(out)["reservation-id"];
+  std::string id2 = json::parse(out)["reservations"][0]["reservation_id"];
 
   // Bad input: unknown queue, infeasible gang, bad field; nothing is added.
   // (Ids from new-reservation: a made-up one is refused, 403, before planning.)
@@ -322,7 +322,7 @@ TEST_F(ReservationIT, PlanShowChartsLoad) {
   ASSERT_EQ(code, 0) << out;
   auto [c2, chart] = ctl("alice", {"plan", "show", "--to", "+1h", "--width", "60"});
   ASSERT_EQ(c2, 0) << chart;
-  EXPECT_NE(chart.find("memory (capacity 102400 MiB)"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("memory, MiB (capacity 100 GiB)"), std::string::npos) << chart;
   EXPECT_NE(chart.find('+'), std::string::npos) << "one-off load drawn: " << chart;
   auto [c3, err] = ctl("alice", {"plan", "show", "--from", "+1h", "--to", "+1m"});
   EXPECT_EQ(c3, 2) << err;

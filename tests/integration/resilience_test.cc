@@ -44,12 +44,12 @@ class ResilienceIT : public ClusterTest {
     std::map<std::string, json> m;
     auto j = json::parse(out, nullptr, false);
     if (code != 0 || j.is_discarded()) return m;
-    for (const auto& r : j["reservations"]) m[r["reservation-id"]] = r;
+    for (const auto& r : j["reservations"]) m[r["reservation_id"]] = r;
     return m;
   }
   std::string status(const std::string& id) {
     auto m = listed();
-    return m.count(id) ? m[id].value("morpheus-status", "") : "<missing>";
+    return m.count(id) ? m[id].value("status", "") : "<missing>";
   }
   // What a caller can observe of the reservation system: REST list and plan.
   std::string observable(int64_t from) {
@@ -81,17 +81,17 @@ TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
   std::string small = submitReservation(oneOff(t0 + 3600000, 1));
   ASSERT_FALSE(whole.empty());
   ASSERT_FALSE(small.empty());
-  const json allocations = listed()[whole]["resource-allocations"];
+  const json allocations = listed()[whole]["allocations"];
   ASSERT_FALSE(allocations.empty());
 
   ASSERT_EQ(nms_[1].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
   ASSERT_TRUE(waitFor([&] { return status(whole) == "at-risk"; }, 20s)) << status(whole) << "\n"
                                                                         << rm_.log();
   auto m = listed();
-  EXPECT_NE(m[whole].value("morpheus-status-reason", "").find("vcores:4"), std::string::npos)
+  EXPECT_NE(m[whole].value("status_reason", "").find("vcores:4"), std::string::npos)
       << m[whole].dump();
-  EXPECT_EQ(m[whole]["resource-allocations"], allocations) << "kept at its placement";
-  EXPECT_EQ(m[small].value("morpheus-status", ""), "active");
+  EXPECT_EQ(m[whole]["allocations"], allocations) << "kept at its placement";
+  EXPECT_EQ(m[small].value("status", ""), "active");
   auto rest = httpRequest(rm_.httpAddress(), "GET", "/ws/v1/cluster/reservation/list", "",
                           "application/json", bearer("alice"));
   EXPECT_NE(rest.body.find("\"at-risk\""), std::string::npos) << rest.body;
@@ -100,7 +100,7 @@ TEST_F(ResilienceIT, OneOffSurvivesNodeLossAndReturnsToActive) {
   ASSERT_FALSE(nms_[1].grpcAddress().empty()) << nms_[1].log();
   ASSERT_TRUE(waitFor([&] { return status(whole) == "active"; }, 20s)) << status(whole) << "\n"
                                                                        << rm_.log();
-  EXPECT_EQ(listed()[whole]["resource-allocations"], allocations);
+  EXPECT_EQ(listed()[whole]["allocations"], allocations);
 }
 
 // An NM offering memory=2^63-1 is refused at registration (INVALID_ARGUMENT naming

@@ -41,7 +41,7 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
 
   auto [ct, ot] = ctl({"app", "telemetry", "--key", "dag-nightly", "--json"});
   ASSERT_EQ(ct, 0) << ot;
-  json tel = json::parse(ot);
+  json tel = json::parse(ot)["applications"];
   ASSERT_EQ(tel.size(), 1u) << ot;
   EXPECT_EQ(tel[0]["application_id"], id);
   double peak = 0;
@@ -54,7 +54,7 @@ TEST_F(RuntimeIT, ThreeStageDagCompletesOnThreeNodes) {
         std::map<std::string, std::string> ops = {{"MORPHEUS_TOKEN", testToken("ops")}};
         runCommand({binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "refit"}, ops);
         auto [c, o] = runCommand(
-            {binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list"}, ops);
+            {binary("morpheusctl"), "--inference", inf.grpcAddress(), "slo", "list", "--why"}, ops);
         return o.find("dag-nightly") != std::string::npos;
       },
       20s))

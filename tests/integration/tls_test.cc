@@ -138,10 +138,14 @@ TEST_F(TlsIT, ClusterAcceptsOnlyClientsItsCaVerifies) {
         << addr << ": a client that trusts another CA does not accept the server";
   }
   EXPECT_NE(rm_.log().find("tls.client-certs: request"), std::string::npos) << rm_.log();
-  // morpheusctl without TLS cannot talk to the RM.
+  // morpheusctl without TLS cannot talk to the RM, and says to pass --tls-ca.
   auto [code, out] = ctl({"cluster", "status", "--json"}, Client::kPlaintext);
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("UNAVAILABLE"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot reach the RM at " + rm_.grpcAddress() +
+                     ": it accepts connections but no gRPC session"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("pass --tls-ca or set MORPHEUS_TLS_CA"), std::string::npos) << out;
   // With the CA alone and alice's token it does; without a token it is refused.
   std::tie(code, out) = ctl({"cluster", "status", "--json"}, Client::kCaOnly);
   EXPECT_EQ(code, 0) << out;
@@ -342,15 +346,15 @@ TEST_F(TlsIT, DagJobAndTelemetryFlowOverMutualTls) {
   std::vector<std::string> inf_ctl = {
       binary("morpheusctl"), "--inference",   inf.grpcAddress(), "--tls-ca",     ca_,
       "--tls-cert",          client_id_.cert, "--tls-key",       client_id_.key, "slo"};
-  auto slo = [&](const std::string& verb) {
+  auto slo = [&](std::vector<std::string> args) {
     std::vector<std::string> argv = inf_ctl;
-    argv.push_back(verb);
+    argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
   };
   ASSERT_TRUE(waitFor(
       [&] {
-        slo("refit");
-        auto [c, o] = slo("list");
+        slo({"refit"});
+        auto [c, o] = slo({"list", "--why"});  // a job without a proposal yet
         return c == 0 && o.find("dag-tls") != std::string::npos;
       },
       20s))
@@ -423,7 +427,9 @@ TEST_F(TlsIT, AmGetsTheCaBundleButNeverTheNodeCertificateOrKey) {
       [&] {
         auto [c, o] = ctl({"app", "status", id, "--json"});
         auto j = nlohmann::json::parse(o, nullptr, false);
-        state = c == 0 && !j.is_discarded() ? j.value("state", "") : "";
+        state = c == 0 && !j.is_discarded() && j.contains("applications")
+                    ? j["applications"][0].value("state", "")
+                    : "";
         return state == "FINISHED" || state == "FAILED" || state == "KILLED";
       },
       60s));
@@ -512,7 +518,8 @@ TEST_F(TlsIT, SignOffReachesTheRmOverMutualTls) {
   ASSERT_FALSE(proposal.empty()) << ol;
   auto [ca, oa] = infCtl({"slo", "accept", proposal, "--json"});
   ASSERT_EQ(ca, 0) << oa << inf.log() << rm_.log();
-  std::string reservation = nlohmann::json::parse(oa)["reservation_id"].get<std::string>();
+  std::string reservation =
+      nlohmann::json::parse(oa)["proposals"][0]["reservation_id"].get<std::string>();
   ASSERT_FALSE(reservation.empty()) << oa;
   auto [cs, os] = ctl({"reservation", "list"});
   ASSERT_EQ(cs, 0) << os;

@@ -32,7 +32,8 @@ for f in ./usr/bin/morpheus-rm ./usr/bin/morpheus-nm ./usr/bin/morpheus-containe
     ./etc/morpheus/rm.yaml ./etc/morpheus/nm.yaml ./etc/morpheus/inference.yaml \
     ./lib/systemd/system/morpheus-rm.service ./lib/systemd/system/morpheus-nm.service \
     ./lib/systemd/system/morpheus-inference.service \
-    ./usr/share/bash-completion/completions/morpheusctl ./usr/share/doc/morpheus/README.md \
+    ./usr/share/bash-completion/completions/morpheusctl ./usr/share/zsh/site-functions/_morpheusctl \
+    ./usr/share/fish/vendor_completions.d/morpheusctl.fish ./usr/share/doc/morpheus/README.md \
     ./usr/share/doc/morpheus/docs/operator/README.md \
     ./usr/share/doc/morpheus/docs/reference/config-rm.md; do
   grep -qxF "$f" "$work/files" || fail "the package lacks $f; it has:$(printf '\n  %s' $(cat "$work/files"))"

@@ -257,7 +257,8 @@ TEST_P(BothAgentsTest, InstancesOverLcmAdmitWhatAWholeRecurringOneCannot) {
 }
 
 // Infeasible requests report the failed stage, saturated steps, the earliest
-// feasible deadline and how many containers would fit.
+// feasible deadline and how many containers would fit; the message shows the
+// times in ISO-8601 UTC.
 TEST_P(BothAgentsTest, InfeasibleRequestIsExplained) {
   auto p = makePlanner(GetParam());
   ASSERT_TRUE(p->submit(ReservationId("full"), block(100, 0, 30), kNow).isOk());
@@ -273,7 +274,12 @@ TEST_P(BothAgentsTest, InfeasibleRequestIsExplained) {
   ASSERT_TRUE(ex.earliest_feasible_deadline.has_value());
   EXPECT_EQ(*ex.earliest_feasible_deadline, minute(90));
   EXPECT_EQ(ex.containers_fitting_by_deadline, 40);
-  EXPECT_NE(r.status().message().find("earliest feasible deadline"), std::string::npos);
+  // Times as people read them (ISO-8601 UTC), not ms since the epoch.
+  EXPECT_NE(r.status().message().find(
+                "saturated steps: [1970-01-01T00:00:00Z, 1970-01-01T00:30:00Z); earliest feasible "
+                "deadline with the same arrival: 1970-01-01T01:30:00Z;"),
+            std::string::npos)
+      << r.status().message();
   EXPECT_EQ(p->loadAt(minute(70)), Resource());  // nothing committed
 }
 
