@@ -131,6 +131,10 @@ class RmRuntime {
   // The app a container id belongs to ("" for a malformed id).
   static AppId appOf(const std::string& container_id);
 
+  // AM launch verdicts (started or failed, late ones included) this runtime
+  // has applied since start(): tests wait on it instead of on time.
+  uint64_t amLaunchVerdicts() const { return launcher_.verdicts(); }
+
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
   // Admission control: sched::Scheduler::pendingReasons of the

@@ -46,6 +46,7 @@
 #include "rm/runtime/runtime.h"
 #include "store/provenance/provenance_store.h"
 #include "store/state/state_store.h"
+#include "test_paths.h"
 
 namespace morpheus::cli {
 namespace {
@@ -1337,7 +1338,7 @@ TEST_F(CliTest, CompletionForBashZshAndFish) {
 // morpheusctl with that environment reaches the cluster at whatever port it
 // chose (here: the in-process RM and inference service).
 TEST_F(CliTest, LocalClusterScriptExportsWhereTheClusterIs) {
-  const std::string script = std::string(MORPHEUS_SOURCE_DIR) + "/deploy/local-cluster.sh";
+  const std::string script = std::string(testing::sourceDir()) + "/deploy/local-cluster.sh";
   for (const std::string help : {"--help", "-h", "start --help"}) {
     const std::string out = shellOutput(script + " " + help + "; echo rc=$?");
     EXPECT_EQ(out.rfind("A local Morpheus cluster on loopback", 0), 0u) << help << ": " << out;
