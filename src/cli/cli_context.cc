@@ -19,6 +19,7 @@
 #include "common/address_list.h"
 #include "common/token.h"
 #include "common/wire.h"
+#include "common/mutex.h"
 
 namespace morpheus::cli {
 
@@ -30,8 +31,8 @@ int exitCodeOf(const Status& st) { return st.code() == StatusCode::kInvalidArgum
 enum class Tcp { kPending, kNoName, kRefused, kNoAnswer, kConnected, kUnknown };
 
 struct TcpProbe {
-  std::mutex mu;
-  Tcp result = Tcp::kPending;  // GUARDED_BY(mu)
+  Mutex mu;
+  Tcp result GUARDED_BY(mu) = Tcp::kPending;
 };
 
 // "host" and "port" of "host:port" or "[v6]:port"; false for another form.
@@ -53,6 +54,7 @@ std::shared_ptr<TcpProbe> startTcpProbe(const std::string& address, Millis timeo
   auto probe = std::make_shared<TcpProbe>();
   std::string host, port;
   if (!splitHostPort(address, &host, &port)) {
+    MutexLock lk(probe->mu);
     probe->result = Tcp::kUnknown;
     return probe;
   }
@@ -90,7 +92,7 @@ std::shared_ptr<TcpProbe> startTcpProbe(const std::string& address, Millis timeo
       }
       ::freeaddrinfo(res);
     }
-    std::lock_guard<std::mutex> lk(probe->mu);
+    MutexLock lk(probe->mu);
     probe->result = result;
   }).detach();
   return probe;
@@ -164,7 +166,7 @@ void requireReachable(const CliContext& ctx, const std::vector<std::string>& add
   for (size_t i = 0; i < addresses.size(); i++) {
     Tcp r;
     {
-      std::lock_guard<std::mutex> lk(probes[i]->mu);
+      MutexLock lk(probes[i]->mu);
       r = probes[i]->result;
     }
     std::string host, port;
@@ -250,9 +252,10 @@ void checkCall(const grpc::Status& st, const std::string& daemon) {
 }
 
 grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call) {
+  // Locals: the analysis checks members only, so the std types do here.
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;  // GUARDED_BY(mu)
+  bool done = false;  // under mu
   auto t0 = std::chrono::steady_clock::now();
   std::thread ticker([&] {
     std::unique_lock<std::mutex> lk(mu);

@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
                opts.rm_address, opts.refit_interval.count());
 
   // Periodic refit (Morpheus §4: daily by default) on the clock's thread.
-  std::mutex refit_mu;
-  bool stopped = false;  // GUARDED_BY(refit_mu)
+  std::mutex refit_mu;  // a local: the analysis checks members only
+  bool stopped = false;  // under refit_mu
   std::function<void()> refit = [&] {
     std::lock_guard<std::mutex> lk(refit_mu);
     if (stopped) return;
