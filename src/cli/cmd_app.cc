@@ -713,9 +713,9 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
   auto log_stdout = std::make_shared<bool>(false);
   auto* logs_cmd = app->add_subcommand(
       "logs",
-      "stdout and stderr of every container of the application (all attempts), each headed "
-      "'Container: ID on NODE' and 'LogType: STREAM'; with --container or --follow, one "
-      "container's stdout as it is");
+      "Every container's stdout and stderr (all attempts), each headed 'Container: ID on "
+      "NODE' and 'LogType: STREAM'; with --container or --follow, one container's stdout as "
+      "it is");
   logs_cmd->add_option("id", *log_id, "Application id")->required();
   logs_cmd->add_option("--container", *log_container,
                        "Only this container, its stdout (or --stderr) without headers");

@@ -119,8 +119,8 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
   s.addDuration("nm.log-retention", &o->log_retention, Millis(7 * 24 * 3600 * 1000), Millis(0),
                 "How long the stdout, stderr and working dir of a finished container stay in "
                 "nm.local-dir (readable with morpheusctl app logs, also after an NM restart): "
-                "checked at start, then every nm.log-retention but at least every 10m and at most "
-                "every 1s; running containers' logs are never removed. A finished container's "
+                "checked at start, then every nm.log-retention clamped to between 1s and 10m; "
+                "running containers' logs are never removed. A finished container's "
                 "small record stays until its "
                 "container token has expired too (a replayed token cannot start it again). "
                 "0 = keep everything.");
