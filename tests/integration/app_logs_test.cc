@@ -118,34 +118,51 @@ class AppLogsIT : public ClusterTest {
   std::vector<std::string> nm_args_;
 };
 
-constexpr char kTwoTasks[] =
-    "name: two-tasks\n"
-    "stages:\n"
-    "  - name: work\n"
-    "    tasks: 2\n"
-    "    command: \"echo out-$MORPHEUS_TASK_INDEX; echo err-$MORPHEUS_TASK_INDEX >&2; exit 0\"\n"
-    "    resources: {memory_mib: 128, vcores: 1}\n";
+// Two tasks with their own output, and a task whose first attempt fails
+// (exit 3) and whose second succeeds: 4 task containers and the AM's.
+std::string twoTasksAndAFlakyOne(const std::string& marker) {
+  return "name: two-tasks\n"
+         "stages:\n"
+         "  - name: work\n"
+         "    tasks: 2\n"
+         "    command: \"echo out-$MORPHEUS_TASK_INDEX; echo err-$MORPHEUS_TASK_INDEX >&2\"\n"
+         "    resources: {memory_mib: 128, vcores: 1}\n"
+         "  - name: flaky\n"
+         "    tasks: 1\n"
+         "    max_attempts: 2\n"
+         "    command: \"echo flaky-out; [ -e " +
+         marker + " ] && exit 0; touch " + marker +
+         "; echo flaky-err >&2; exit 3\"\n"
+         "    resources: {memory_mib: 128, vcores: 1}\n";
+}
 
-// Every container (AM and both tasks) under its header with its own stdout
-// and stderr; the list with node, state, exit status and resources; after
-// the NM restarts, the same logs.
+// Every container (the AM, both tasks and both attempts of the flaky one)
+// under its header with its own stdout and stderr; the list with node,
+// state, exit status and resources; after the NM restarts, the same logs.
 TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
   ASSERT_NO_FATAL_FAILURE(startWithNm());
-  const std::string id = submit(kTwoTasks, /*wait=*/true);
+  const std::string id = submit(twoTasksAndAFlakyOne(freshDir("flaky") + "/tried"), /*wait=*/true);
   ASSERT_FALSE(id.empty());
 
-  // The list: AM + 2 tasks, all COMPLETE with exit status 0, on nm1.
+  // The list: AM + 4 tasks, all COMPLETE on nm1; the flaky task's first
+  // attempt with exit status 3, every other with 0.
   ASSERT_TRUE(waitAllComplete(id)) << containers(id).dump(2);
   json list = containers(id);
-  ASSERT_EQ(list.size(), 3u) << list.dump(2);
+  ASSERT_EQ(list.size(), 5u) << list.dump(2);
   std::set<std::string> tasks;
-  std::string am;
+  std::string am, failed;
   for (const auto& c : list) {
     EXPECT_EQ(c["state"], "COMPLETE") << c.dump();
-    EXPECT_EQ(c["exit_status"], 0) << c.dump();
-    EXPECT_EQ(c["exit_reason"], "SUCCESS") << c.dump();
     EXPECT_EQ(c["node_id"], "nm1") << c.dump();
     EXPECT_FALSE(c["finish_time"].is_null()) << c.dump();
+    if (c["exit_status"] == 3) {
+      EXPECT_EQ(c["exit_reason"], "FAILURE") << c.dump();
+      EXPECT_TRUE(failed.empty()) << list.dump(2);
+      failed = c["container_id"];
+    } else {
+      EXPECT_EQ(c["exit_status"], 0) << c.dump();
+      EXPECT_EQ(c["exit_reason"], "SUCCESS") << c.dump();
+    }
     if (c["am"].get<bool>()) {
       am = c["container_id"];
     } else {
@@ -153,8 +170,9 @@ TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
       EXPECT_EQ(c["resource"]["memory_mib"], 128) << c.dump();
     }
   }
-  ASSERT_EQ(tasks.size(), 2u) << list.dump(2);
+  ASSERT_EQ(tasks.size(), 4u) << list.dump(2);
   ASSERT_FALSE(am.empty()) << list.dump(2);
+  ASSERT_FALSE(failed.empty()) << list.dump(2);
   auto [ct, table] = ctl({"app", "containers", id});
   ASSERT_EQ(ct, 0) << table;
   EXPECT_NE(table.find("EXIT"), std::string::npos) << table;
@@ -168,13 +186,19 @@ TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
     ASSERT_EQ(code, 0) << out;
     std::map<std::string, std::string> nodes;
     auto got = sections(out, &nodes);
-    EXPECT_EQ(got.size(), 6u) << out;
+    EXPECT_EQ(got.size(), 10u) << out;
     EXPECT_EQ(nodes[am], "nm1") << out;
     EXPECT_TRUE(got.count({am, "stdout"}) && got.count({am, "stderr"})) << out;
     std::set<std::string> indices;
+    int flaky = 0;
     for (const auto& t : tasks) {
       const std::string o = got[{t, "stdout"}], e = got[{t, "stderr"}];
       EXPECT_EQ(nodes[t], "nm1") << out;
+      if (o == "flaky-out\n") {
+        EXPECT_EQ(e, t == failed ? "flaky-err\n" : "") << t << ": " << out;
+        flaky++;
+        continue;
+      }
       ASSERT_EQ(o.rfind("out-", 0), 0u) << t << " stdout: " << out;
       const std::string n = o.substr(4, o.find('\n') - 4);
       EXPECT_EQ(o, "out-" + n + "\n") << out;
@@ -182,6 +206,7 @@ TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
       indices.insert(n);
     }
     EXPECT_EQ(indices, (std::set<std::string>{"0", "1"})) << out;
+    EXPECT_EQ(flaky, 2) << out;
   };
   check_logs("before the NM restart");
 
@@ -191,13 +216,13 @@ TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
   json logs = json::parse(oj, nullptr, false);
   ASSERT_FALSE(logs.is_discarded()) << oj;
   EXPECT_EQ(logs["application_id"], id);
-  EXPECT_EQ(logs["logs"].size(), 6u) << oj;
+  EXPECT_EQ(logs["logs"].size(), 10u) << oj;
 
   // One container, one stream, as before: its content alone.
-  const std::string task = *tasks.begin();
+  const std::string task = failed;
   auto [c1, o1] = ctl({"app", "logs", id, "--container", task, "--stderr"});
   ASSERT_EQ(c1, 0) << o1;
-  EXPECT_EQ(o1.rfind("err-", 0), 0u) << o1;
+  EXPECT_EQ(o1, "flaky-err\n");
   EXPECT_EQ(o1.find("Container:"), std::string::npos) << o1;
 
   // The NM restarts on the same address: the finished containers' logs stay.
@@ -207,12 +232,12 @@ TEST_F(AppLogsIT, EveryContainersLogsAndTheListSurviveAnNmRestart) {
   ASSERT_TRUE(waitFor(
       [&] {
         auto [code, out] = ctl({"app", "logs", id, "--container", task});
-        return code == 0 && out.rfind("out-", 0) == 0;
+        return code == 0 && out == "flaky-out\n";
       },
       10s))
       << nms_[0].log();
   check_logs("after the NM restart");
-  EXPECT_EQ(containers(id).size(), 3u);
+  EXPECT_EQ(containers(id).size(), 5u);
 }
 
 // With nm.log-retention of 1 s a finished container's logs go within a
@@ -250,8 +275,9 @@ TEST_F(AppLogsIT, RetentionRemovesFinishedContainersLogsNeverRunningOnes) {
   ASSERT_TRUE(waitFor([&] { return !fs::exists(containerDir(quick) + "/stdout"); }, 5s))
       << nms_[0].log();
   EXPECT_FALSE(fs::exists(containerDir(quick) + "/work"));
-  // Two more sweeps: the running container, older than the retention, stays.
-  std::this_thread::sleep_for(2s);
+  // The sweep that removed them found the running container older than the
+  // retention too (it started first); one more sweep, and it still stays.
+  std::this_thread::sleep_for(1200ms);
   EXPECT_TRUE(fs::exists(containerDir(slow) + "/stdout"));
   auto [cs, os] = ctl({"app", "logs", id, "--container", slow});
   EXPECT_EQ(cs, 0) << os;
