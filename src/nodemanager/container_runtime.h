@@ -168,7 +168,8 @@ class ContainerRuntime {
   std::optional<ContainerSnapshot> get(const ContainerId& id) const;
   // Completed containers the RM has recorded are forgotten; their dirs keep
   // the logs and the record (renamed container.acked.json, which init() does
-  // not re-attach from) so appOf still answers for them.
+  // not re-attach from) so appOf still answers for them, also after an NM
+  // restart, until LogRetention (log_retention.h) removes them.
   void acknowledge(const std::vector<ContainerId>& ids);
   // The application `id` belongs to, from memory or its record on disk.
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND when the node has no
