@@ -53,8 +53,7 @@ void ContainerHistory::evict(const AppId& keep) {
 }
 
 void ContainerHistory::allocated(const AppId& app, const ContainerId& id, const NodeId& node,
-                                 const Resource& resource, bool am, TimePoint start,
-                                 bool running) {
+                                 const Resource& resource, bool am, TimePoint start, bool running) {
   if (find(app, id) != nullptr) return;
   ContainerHistoryEntry e;
   e.id = id;
@@ -75,8 +74,8 @@ void ContainerHistory::running(const AppId& app, const ContainerId& id) {
 }
 
 void ContainerHistory::completed(const AppId& app, const ContainerId& id, const NodeId& node,
-                                 const Resource& resource, bool am, TimePoint start,
-                                 TimePoint end, int32_t exit_status, int32_t exit_reason,
+                                 const Resource& resource, bool am, TimePoint start, TimePoint end,
+                                 int32_t exit_status, int32_t exit_reason,
                                  std::string diagnostics) {
   ContainerHistoryEntry* e = find(app, id);
   if (e == nullptr) {
