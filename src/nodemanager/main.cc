@@ -11,6 +11,7 @@
 #include "common/validate.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/harvest_guard.h"
+#include "nodemanager/log_retention.h"
 #include "nodemanager/node_agent.h"
 #include "nodemanager/node_attributes_detect.h"
 
@@ -144,6 +145,9 @@ int main(int argc, char** argv) {
         [&harvester](v1::NodeHeartbeatRequest* req) { harvester->fillHeartbeat(req); });
   }
   runtime.start();
+  // Logs of finished containers older than nm.log-retention go (at once, then periodically).
+  nm::LogRetention log_retention(runtime, opts.log_retention, clock);
+  log_retention.start();
   if (harvester) harvester->start();
   agent.start();
   notifyReady("node " + node_id + " serving gRPC on port " + std::to_string(server.grpcPort()) +
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
   if (harvester) harvester->stop();
+  log_retention.stop();
   // Containers keep running: their records in nm.local-dir let the next NM
   // process re-attach to them (ContainerRuntime::init).
   runtime.shutdown();

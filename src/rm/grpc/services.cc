@@ -465,6 +465,80 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
   }
 }
 
+grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
+                                               const v1::ListContainersRequest* req,
+                                               v1::ListContainersResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(req->application_id()));
+  if (!app.isOk()) return toGrpc(app.status());
+  // The same check as GetContainerLogAccess: the list leads to the logs.
+  std::string action = "list the containers of application " + app->id.value();
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  std::map<NodeId, std::string> addresses;
+  for (const auto& n : core_.nodes(/*include_lost=*/true))
+    addresses[n.id] = n.container_manager_address;
+  auto address = [&addresses](const NodeId& n) {
+    auto it = addresses.find(n);
+    return it == addresses.end() ? std::string() : it->second;
+  };
+  const ContainerHistory::AppView view = runtime_->containerHistory(app->id);
+  bool has_am = false;
+  for (const auto& e : view.containers) {
+    auto* c = resp->add_containers();
+    c->set_container_id(e.id.value());
+    c->set_node_id(e.node.value());
+    c->set_container_manager_address(address(e.node));
+    switch (e.state) {
+      case ContainerHistoryEntry::State::kAllocated:
+        c->set_state(v1::CONTAINER_NEW);
+        break;
+      case ContainerHistoryEntry::State::kRunning:
+        c->set_state(v1::CONTAINER_RUNNING);
+        break;
+      case ContainerHistoryEntry::State::kComplete:
+        c->set_state(v1::CONTAINER_COMPLETE);
+        c->set_exit_status(e.exit_status);
+        c->set_exit_reason(static_cast<v1::ContainerExitReason>(e.exit_reason));
+        c->set_diagnostics(e.diagnostics);
+        c->set_end_ms(toEpochMs(e.end));
+        break;
+    }
+    toProto(e.resource, c->mutable_resource());
+    c->set_am(e.am);
+    c->set_start_ms(toEpochMs(e.start));
+    has_am = has_am || e.id == app->am_container;
+  }
+  // Not in the history (it ended before this RM started, or the history of
+  // the app was dropped): the record still names the current AM container.
+  if (!has_am && !app->am_container.empty()) {
+    auto* c = resp->add_containers();
+    c->set_container_id(app->am_container.value());
+    c->set_node_id(app->am_node.value());
+    c->set_container_manager_address(address(app->am_node));
+    // A SUBMITTED app with an AM container waits for its next attempt.
+    const bool ended = app->state != AppState::kRunning;
+    c->set_state(ended ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
+    c->set_diagnostics("from the application record: this RM did not watch the container");
+    toProto(app->spec.am_resource, c->mutable_resource());
+    c->set_am(true);
+    c->set_start_ms(toEpochMs(app->start));
+    if (isFinal(app->state)) c->set_end_ms(toEpochMs(app->finish));
+    has_am = true;
+  }
+  resp->set_omitted(static_cast<int32_t>(view.omitted));
+  resp->set_partial(app->submit < runtime_->startedAt() ||
+                    (!view.known && !app->am_container.empty()));
+  return grpc::Status::OK;
+}
+
 grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest*,
                                            v1::ListQueuesResponse* resp) {
   Principal who;

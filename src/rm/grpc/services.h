@@ -116,6 +116,11 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                                  v1::ClusterMetrics*) override;
   grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
                                      v1::GetContainerLogAccessResponse*) override;
+  // The app's containers from the runtime's ContainerHistory, plus the app
+  // record's AM container when the history lacks it; the access of
+  // GetContainerLogAccess. Needs `apps` and `runtime`.
+  grpc::Status ListContainers(grpc::ServerContext*, const v1::ListContainersRequest*,
+                              v1::ListContainersResponse*) override;
   // Every queue (queueReports): ad-hoc hierarchy, then reservation queues.
   // Needs `apps` and `runtime`; UNIMPLEMENTED without them.
   grpc::Status ListQueues(grpc::ServerContext*, const v1::ListQueuesRequest*,

@@ -368,6 +368,10 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
+  history_.completed(c.app, c.id, c.node, c.resource, c.am, c.start, c.end, st.exit_status(),
+                     preempted_.count(c.id) > 0 ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
+                     preempted_.count(c.id) > 0 ? "preempted: capacity taken back by a reservation"
+                                                : st.diagnostics());
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
   rt.used -= c.resource;
@@ -514,7 +518,9 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
       }
       Resource r = fromProto(st.resource());
       Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      c.reported = true;
       containers_[cid] = c;
+      history_.allocated(app, cid, nid, r, c.am, c.start, /*running=*/true);
       if (ensureApp(app, now)) account(c);
       rt_[app].running++;
       rt_[app].used += r;
@@ -522,6 +528,9 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
                app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+    } else if (it != containers_.end() && !it->second.reported) {
+      it->second.reported = true;
+      history_.running(it->second.app, cid);
     }
   }
 }
@@ -664,6 +673,7 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   TimePoint now = clock_.now();
   Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
   containers_[cid] = c;
+  history_.allocated(a.id, cid, node.id, c.resource, /*am=*/true, now, /*running=*/false);
   if (ensureApp(a.id, now)) account(c);
   rt.used += c.resource;
   rt.running++;
@@ -695,6 +705,8 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
 void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
   containers_[a.container] = c;
+  history_.allocated(a.app, a.container, node.id, a.resource, /*am=*/false, c.start,
+                     /*running=*/false);
   AppRt& rt = rt_[a.app];
   rt.used += a.resource;
   rt.running++;
@@ -751,6 +763,11 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 }
 
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
+
+ContainerHistory::AppView RmRuntime::containerHistory(const AppId& app) const {
+  Guard lk(*this);
+  return history_.of(app);
+}
 
 std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
   Guard lk(*this);

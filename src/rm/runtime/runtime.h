@@ -53,6 +53,7 @@
 #include "rm/core/node_registry.h"
 #include "rm/core/rm_core.h"
 #include "rm/runtime/am_launcher.h"
+#include "rm/runtime/container_history.h"
 #include "rm/runtime/telemetry.h"
 #include "scheduler/scheduler.h"
 #include "store/state/state_store.h"
@@ -130,6 +131,12 @@ class RmRuntime {
   std::optional<NodeId> nodeOf(const ContainerId& container) const;
   // The app a container id belongs to ("" for a malformed id).
   static AppId appOf(const std::string& container_id);
+  // Every container of `app` this RM allocated or re-adopted, running and
+  // finished (ContainerHistory: bounded, not persisted).
+  ContainerHistory::AppView containerHistory(const AppId& app) const;
+  // When this RM runtime started: containers that ended before are not in
+  // any history.
+  TimePoint startedAt() const { return fromEpochMs(started_ms_); }
 
   // AM launch verdicts (started or failed, late ones included) this runtime
   // has applied since start(): tests wait on it instead of on time.
@@ -195,6 +202,7 @@ class RmRuntime {
     bool am = false;
     bool running = true;
     TimePoint start, end;
+    bool reported = false;  // its node reported it running (ContainerHistory)
   };
   // What the app still asks for, mirrored from its allocate() calls minus what
   // the core granted (for reservationDemand and to withdraw asks).
@@ -342,6 +350,7 @@ class RmRuntime {
   std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
   uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
   std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
+  ContainerHistory history_;                   // GUARDED_BY(mu_): per-app containers
   // Recurrence key -> stage name -> mean task duration of its last successful
   // run (from the AM's final stage reports). GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Millis>> stage_history_;
