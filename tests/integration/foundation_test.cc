@@ -47,7 +47,7 @@ TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   EXPECT_EQ(m.status, 200);
   EXPECT_NE(m.body.find("\nmorpheus_build_info{daemon=\"" + GetParam() + "\","), std::string::npos)
       << m.body;
-  EXPECT_EQ(m.body.find("morpheus_" + GetParam() + "_up"), std::string::npos)
+  EXPECT_EQ(m.body.find("# TYPE morpheus_" + GetParam() + "_up "), std::string::npos)
       << "Prometheus adds `up` to each scrape itself";
   EXPECT_EQ(httpRequest(p.httpAddress(), "GET", "/nope").status, 404);
   EXPECT_EQ(healthOf(p.grpcAddress()), grpc::health::v1::HealthCheckResponse::SERVING);

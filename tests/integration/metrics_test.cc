@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -73,6 +74,14 @@ std::set<std::string> promqlMetricNames(const std::string& e) {
       size_t next = i;
       while (next < e.size() && std::isspace(static_cast<unsigned char>(e[next]))) next++;
       bool call = next < e.size() && e[next] == '(';
+      // An aggregation with its modifier first: sum by (le) (...).
+      for (const char* modifier : {"by", "without"}) {
+        size_t len = std::strlen(modifier);
+        if (e.compare(next, len, modifier) == 0 &&
+            (next + len == e.size() || !identChar(e[next + len]))) {
+          call = true;
+        }
+      }
       if (kLabelLists.count(word) && call) {
         i = next;
         skipTo('(', ')');
