@@ -575,6 +575,10 @@ Status DaemonServer::start() {
   readiness_.require("serving");
   registerHealthRoutes(http_, readiness_);
   auto started = std::chrono::steady_clock::now();
+  // On the I/O thread, so a scrape never waits behind a slow REST handler.
+  // render() runs the registry's collectors first (the RM's resource gauges):
+  // each takes its component's lock for one pass over its state, so a scrape
+  // may wait for one heartbeat's scheduling (the RM runtime's lock).
   http_.route(
       "GET", "/metrics",
       [this, started](const HttpRequest&) {

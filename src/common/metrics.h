@@ -82,7 +82,7 @@ std::vector<double> latencyBucketsSeconds();
 // steady clock: the wall time a handler took. (The daemon's Clock is the
 // wrong source here: a virtual clock does not advance while code runs.)
 // Use as one line at the top of a handler:
-//   ScopedTimer t(metrics.histogram("..._duration_seconds", ..., latencyBucketsSeconds()));
+//   ScopedTimer t(latency_.allocate);  // a Histogram& of the component's metrics struct
 class ScopedTimer {
  public:
   explicit ScopedTimer(Histogram& h) : h_(h), start_(std::chrono::steady_clock::now()) {}
