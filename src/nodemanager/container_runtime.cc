@@ -606,10 +606,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (!persist(e)) spdlog::warn("cannot record the failed launch of {}", spec.id.value());
     std::lock_guard<std::mutex> lk(mu_);
     containers_[spec.id] = e;
-    metrics_
-        .counter("morpheus_nm_containers_launch_failed_total",
-                 "Containers whose command could not run")
-        .inc();
+    metrics_.launch_failed.inc();
     return infeasible(e.snap.diagnostics);
   }
   // The command runs under the launcher (launch_main.cc), which records its
@@ -728,7 +725,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   }
   std::lock_guard<std::mutex> lk(mu_);
   containers_[spec.id] = e;
-  metrics_.counter("morpheus_nm_containers_launched_total", "Containers launched").inc();
+  metrics_.launched.inc();
   spdlog::info("container {} of {} started: pid {}, {}", spec.id.value(), spec.app.value(), pid,
                spec.resource.toString());
   return Status::ok();
@@ -802,7 +799,7 @@ void ContainerRuntime::complete(Entry& e, int st) {
   if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
   spdlog::info("container {} completed: status {}{}", e.snap.id.value(), e.snap.exit_status,
                e.snap.diagnostics.empty() ? "" : " (" + e.snap.diagnostics + ")");
-  metrics_.counter("morpheus_nm_containers_completed_total", "Containers completed").inc();
+  metrics_.completed.inc();
 }
 
 void ContainerRuntime::completeAdopted(Entry& e) {
@@ -882,10 +879,7 @@ void ContainerRuntime::monitorOnce() {
       spdlog::warn("{}", e.snap.diagnostics);
       // The verdict survives an NM restart before the reap.
       if (!persist(e)) spdlog::warn("cannot record the memory verdict of {}", id.value());
-      metrics_
-          .counter("morpheus_nm_containers_memory_killed_total",
-                   "Containers killed over their memory")
-          .inc();
+      metrics_.memory_killed.inc();
       signalSession(e.pid, SIGKILL, true);
       continue;
     }

@@ -41,6 +41,7 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/run_as.h"
 
 namespace morpheus::nm {
@@ -242,7 +243,7 @@ class ContainerRuntime {
   std::string cgroup_parent_;  // where container cgroups go when cgroups are used
   const Millis interval_;
   const Millis grace_;
-  MetricsRegistry& metrics_;
+  ContainerMetrics metrics_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

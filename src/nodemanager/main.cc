@@ -12,6 +12,7 @@
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/harvest_guard.h"
 #include "nodemanager/log_retention.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/node_agent.h"
 #include "nodemanager/node_attributes_detect.h"
 
@@ -29,7 +30,10 @@ int main(int argc, char** argv) {
       {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
       {"--node-id", "nm.node-id", "Stable node id"},
   };
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra); rc >= 0) return rc;
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra,
+                                      [](MetricsRegistry& m) { nm::declareNmMetrics(m); });
+      rc >= 0)
+    return rc;
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
     return 2;

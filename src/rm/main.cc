@@ -19,6 +19,7 @@
 #include "rm/core/dra_monitor.h"
 #include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
+#include "rm/core/rm_metrics.h"
 #include "rm/grpc/am_service.h"
 #include "rm/grpc/reservation_service.h"
 #include "rm/grpc/services.h"
@@ -28,6 +29,7 @@
 #include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
 #include "rm/runtime/queue_policies.h"
+#include "rm/runtime/resource_collector.h"
 #include "rm/runtime/telemetry.h"
 #include "store/state/state_store.h"
 
@@ -61,7 +63,14 @@ int main(int argc, char** argv) {
   rm::RmOptions opts;
   ConfigSchema schema("morpheus-rm");
   rm::declareRmOptions(schema, &opts);
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}); rc >= 0) return rc;
+  auto declare_metrics = [](MetricsRegistry& m) {
+    rm::declareRmMetrics(m);
+    rm::TelemetryMetrics telemetry(m);
+    rm::HaMetrics ha(m);
+  };
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics);
+      rc >= 0)
+    return rc;
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -107,6 +116,7 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
+  rm::HaMetrics ha_metrics(metrics);  // 0 until this RM serves as the active one
   // With etcd the RM is one of an active/standby pair: a standby
   // listens from the start but only answers UNAVAILABLE naming the active RM
   // (rm/ha/standby_front.h) until it wins the leader key.
@@ -259,6 +269,8 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << policy.status().message() << "\n";
     return 2;
   }
+  // Cluster, queue and reservation resources, read at each scrape of /metrics.
+  rm::ResourceCollector resource_collector(metrics, core, runtime, reservations, clock);
   rm::DraMonitor dra_monitor(
       dra, std::move(policy).value(), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
@@ -302,9 +314,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
-  if (ha)
-    metrics.gauge("morpheus_rm_ha_active", "1 on the active RM of an HA pair, 0 on a standby")
-        .set(1);
+  ha_metrics.active.set(1);
   runtime.setAmAddress(!opts.ha_rm_addresses.empty()
                            ? opts.ha_rm_addresses
                            : opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));

@@ -151,8 +151,7 @@ void AppManager::updateGauges() {
   for (const auto& [_, a] : apps_) n[a.state]++;
   for (AppState s : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished,
                      AppState::kFailed, AppState::kKilled}) {
-    metrics_.gauge("morpheus_rm_apps", "Applications by state", {{"state", toString(s)}})
-        .set(static_cast<double>(n[s]));
+    metrics_.state(s).set(static_cast<double>(n[s]));
   }
 }
 
@@ -258,10 +257,7 @@ Status AppManager::checkUserBounds(const UserId& user) const {
     if (a.state == AppState::kSubmitted) pending++;
   }
   auto refuse = [&](int64_t n, const char* what, const char* option) {
-    metrics_
-        .counter("morpheus_rm_apps_refused_user_limit_total",
-                 "Application submissions refused at a per-user bound")
-        .inc();
+    metrics_.refused_user_limit.inc();
     return permissionDenied("user " + user.value() + " has " + std::to_string(n) + " " + what +
                             " applications, the most " + option + " allows");
   };

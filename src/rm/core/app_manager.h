@@ -26,6 +26,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "common/token.h"
+#include "rm/core/rm_metrics.h"
 #include "store/state/state_store.h"
 
 namespace morpheus::rm {
@@ -152,7 +153,7 @@ class AppManager {
   const AppManagerOptions opts_;
   store::StateStore& store_;
   Clock& clock_;
-  MetricsRegistry& metrics_;
+  AppMetrics metrics_;
   const TokenSigner& signer_;
   const RecurrenceLookup by_key_;
   const ReservationLookup reservation_;

@@ -176,8 +176,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
       started_ms_(toEpochMs(clock.now())),
-      allocated_total_(
-          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      m_(metrics),
+      allocated_total_(m_.containers_allocated),
       launcher_(launchOptions(opts_),
                 [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
@@ -391,10 +391,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
       withdrawAsks(c.app);
       rt.allocated.clear();
       rt.completed.clear();
-      metrics_
-          .counter("morpheus_rm_am_attempts_failed_total",
-                   "AM attempts that ended without finishing")
-          .inc();
+      m_.am_attempts_failed.inc();
       (void)r;
     }
     forgetIfDone(c.app);
@@ -404,10 +401,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   if (preempted_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
     out.set_diagnostics("preempted: capacity taken back by a reservation");
-    metrics_
-        .counter("morpheus_rm_containers_preempted_total",
-                 "Borrowed containers killed for a reservation")
-        .inc();
+    m_.containers_preempted.inc();
   }
   if (!isFinal(rt.state)) rt.completed.push_back(out);
   forgetIfDone(c.app);
@@ -481,10 +475,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
     // one this RM placed on another node (or an AM it launched elsewhere) is
     // ignored, so one node's token cannot end another node's work.
     if (!reportedByItsNode(nid, cid, it)) {
-      metrics_
-          .counter("morpheus_rm_container_statuses_refused_total",
-                   "Container statuses a node sent for a container allocated to another node")
-          .inc();
+      m_.container_statuses_refused.inc();
       logLater(spdlog::level::warn,
                "node {} reported container {} which runs on another node; ignored", nid.value(),
                cid.value());
@@ -1157,6 +1148,11 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
 std::vector<sched::QueueView> RmRuntime::queues() const {
   Guard lk(*this);
   return sched_->queues();
+}
+
+RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
+  Guard lk(*this);
+  return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues()};
 }
 
 }  // namespace morpheus::rm

@@ -155,6 +155,14 @@ class RmRuntime {
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.
   std::vector<sched::QueueView> queues() const;
+  // What the scheduler core holds now, in one pass under the lock (for the
+  // resource metrics, resource_collector.h).
+  struct SchedulerTotals {
+    Resource allocated;  // sched::Scheduler::clusterUsed
+    size_t containers = 0;
+    std::vector<sched::QueueView> queues;
+  };
+  SchedulerTotals schedulerTotals() const;
 
   // DRA input (Morpheus §7): what the apps bound to each reservation do now.
   // One entry per reservation with a submitted or running bound app. Stage
@@ -324,7 +332,8 @@ class RmRuntime {
   const ReservationKind periodic_;
   const Guarantee guarantee_;
   const int64_t started_ms_;
-  Counter& allocated_total_;  // morpheus_rm_containers_allocated_total
+  RuntimeMetrics m_;
+  Counter& allocated_total_;  // m_.containers_allocated
 
   mutable std::mutex mu_;
   // Log lines queued under mu_ (logLater), emitted by Guard::release.
