@@ -231,7 +231,7 @@ struct Queue : Entity {
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
   // Leaves: orders users and apps inside; null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
-  int32_t apps = 0;  // leaves: apps admitted
+  int32_t apps = 0;             // leaves: apps admitted
   std::optional<Resource> max;  // Scheduler::setQueueMaxResources; none = unlimited
 };
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/validate.h"
@@ -141,6 +142,8 @@ AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& 
       by_key_(std::move(by_key)),
       reservation_(std::move(reservation)),
       cluster_ts_(toEpochMs(clock.now())) {}
+
+AppManager::~AppManager() { stop(); }
 
 Status AppManager::persist(const AppRecord& rec) {
   version_++;
@@ -420,8 +423,8 @@ const std::map<AppId, std::string>& AppManager::waiting() const {
   std::vector<AdmissionApp> in;
   in.reserve(order.size());
   for (const AppRecord* a : order) {
-    in.push_back({a->id, a->spec.user.value(), a->queue,
-                  a->state == AppState::kRunning || a->attempt > 0});
+    in.push_back(
+        {a->id, a->spec.user.value(), a->queue, a->state == AppState::kRunning || a->attempt > 0});
   }
   waiting_ = admit(in, opts_.limits);
   return waiting_;

@@ -137,6 +137,9 @@ class AppManager {
   AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
              MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
              ReservationLookup reservation);
+  ~AppManager();  // stop()
+  AppManager(const AppManager&) = delete;
+  AppManager& operator=(const AppManager&) = delete;
 
   // Loads every persisted app (RM restart).
   Status recover();
@@ -213,11 +216,11 @@ class AppManager {
   Status checkUserBounds(const UserId& user) const;  // REQUIRES(mu_)
   // The admission of the current version (recomputed when it changed).
   const std::map<AppId, std::string>& waiting() const;  // REQUIRES(mu_)
-  Result<int64_t> trimLocked(TimePoint now);           // REQUIRES(mu_)
+  Result<int64_t> trimLocked(TimePoint now);            // REQUIRES(mu_)
   void finishedOne();  // REQUIRES(mu_): an app became final (trims beyond max-apps)
   void tick();
-  AppId newId();                                     // REQUIRES(mu_)
-  void updateGauges();                               // REQUIRES(mu_)
+  AppId newId();        // REQUIRES(mu_)
+  void updateGauges();  // REQUIRES(mu_)
 
   AppManagerOptions opts_;  // limits GUARDED_BY(mu_) (setLimits); the rest constant
   store::StateStore& store_;
@@ -230,11 +233,11 @@ class AppManager {
 
   std::atomic<uint64_t> version_{0};
   mutable std::mutex mu_;
-  std::map<AppId, AppRecord> apps_;  // GUARDED_BY(mu_)
-  int64_t next_seq_ = 1;             // GUARDED_BY(mu_)
-  std::set<AppId> usage_dirty_;      // GUARDED_BY(mu_): usage not written yet
-  int64_t finished_ = 0;             // GUARDED_BY(mu_): apps in a final state
-  mutable std::map<AppId, std::string> waiting_;  // GUARDED_BY(mu_)
+  std::map<AppId, AppRecord> apps_;                  // GUARDED_BY(mu_)
+  int64_t next_seq_ = 1;                             // GUARDED_BY(mu_)
+  std::set<AppId> usage_dirty_;                      // GUARDED_BY(mu_): usage not written yet
+  int64_t finished_ = 0;                             // GUARDED_BY(mu_): apps in a final state
+  mutable std::map<AppId, std::string> waiting_;     // GUARDED_BY(mu_)
   mutable uint64_t waiting_version_ = ~uint64_t{0};  // GUARDED_BY(mu_)
   std::mutex timer_mu_;
   bool running_ = false;  // GUARDED_BY(timer_mu_)

@@ -104,10 +104,11 @@ Result<Resource> parseResourceCap(const std::string& text, const std::string& fi
   return Resource(*mem, *vcores);
 }
 
-Result<QueueLimits> parseQueueLimits(const std::map<std::string, std::string>& max_running_apps,
-                                     const std::map<std::string, std::string>& max_resources,
-                                     const std::map<std::string, std::string>& user_max_running_apps,
-                                     const std::set<std::string>& paths) {
+Result<QueueLimits> parseQueueLimits(
+    const std::map<std::string, std::string>& max_running_apps,
+    const std::map<std::string, std::string>& max_resources,
+    const std::map<std::string, std::string>& user_max_running_apps,
+    const std::set<std::string>& paths) {
   QueueLimits out;
   auto knownQueue = [&](const char* option, const std::string& path) -> Status {
     if (paths.count(path)) return Status::ok();

@@ -45,10 +45,11 @@ struct QueueLimits {
 // queue paths that exist (`paths`: leaves, parents and "root"). Errors are
 // INVALID_ARGUMENT naming the option and entry as written
 // ("scheduler.max-running-apps.root.nope: unknown queue ...").
-Result<QueueLimits> parseQueueLimits(const std::map<std::string, std::string>& max_running_apps,
-                                     const std::map<std::string, std::string>& max_resources,
-                                     const std::map<std::string, std::string>& user_max_running_apps,
-                                     const std::set<std::string>& paths);
+Result<QueueLimits> parseQueueLimits(
+    const std::map<std::string, std::string>& max_running_apps,
+    const std::map<std::string, std::string>& max_resources,
+    const std::map<std::string, std::string>& user_max_running_apps,
+    const std::set<std::string>& paths);
 
 // A resource cap as written: the Fair Scheduler's "8192 mb, 4 vcores", or
 // "memory=8192,vcores=4"; commas and spaces separate alike (so the command

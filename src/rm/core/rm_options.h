@@ -128,8 +128,7 @@ inline void declareRmQueueLimitOptions(ConfigSchema& s, RmOptions* o) {
       "mapping user: N, e.g. {alice: 10, \"*\": 3}. Over it a submission is accepted and "
       "waits. Unlike rm.max-apps-per-user, which refuses submissions beyond the apps a user "
       "may have stored, this only delays starts. Default: {} (unlimited).");
-  s.addInt("rm.app-history.max-apps", &o->app_history_max_apps, 10000, 1, 100000000,
-           "applications",
+  s.addInt("rm.app-history.max-apps", &o->app_history_max_apps, 10000, 1, 100000000, "applications",
            "Most finished (FINISHED, FAILED, KILLED) applications kept in memory and the state "
            "store; beyond it the oldest finished ones are forgotten (their reports and usage "
            "with them). Running and waiting applications are never forgotten.");

@@ -310,10 +310,7 @@ void ClientServiceImpl::addRuntimeView(const AppId& app, v1::ApplicationReport* 
 void ClientServiceImpl::addLimitsAndUsage(const AppRecord& app, v1::ApplicationReport* out) const {
   if (apps_ == nullptr) return;
   std::string waiting = apps_->waitingReason(app.id);
-  if (!waiting.empty()) {
-    out->set_waiting_reason(waiting);
-    out->set_diagnostics(app.diagnostics.empty() ? waiting : waiting + "; " + app.diagnostics);
-  }
+  out->set_waiting_reason(waiting);
   auto [mem, vc] = runtime_ ? runtime_->runningUsage(app.id) : std::pair<int64_t, int64_t>{0, 0};
   out->set_memory_seconds((app.memory_mib_ms + mem) / 1000);
   out->set_vcore_seconds((app.vcore_ms + vc) / 1000);
@@ -530,9 +527,9 @@ grpc::Status ClientServiceImpl::GetUsage(grpc::ServerContext* ctx, const v1::Get
     r->set_running_apps(row.running_apps);
   }
   resp->set_user(only);
-  resp->set_now_ms(clock_ ? toEpochMs(clock_->now())
-                          : toEpochMs(std::chrono::time_point_cast<Millis>(
-                                std::chrono::system_clock::now())));
+  resp->set_now_ms(
+      clock_ ? toEpochMs(clock_->now())
+             : toEpochMs(std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now())));
   return grpc::Status::OK;
 }
 

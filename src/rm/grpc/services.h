@@ -139,8 +139,7 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
                   v1::GetContainerLogAccessResponse* resp) const;
   void addRuntimeView(const AppId& app, v1::ApplicationReport* out) const;
-  // The waiting reason (leading the diagnostics) and the accounting, running
-  // containers included.
+  // The waiting reason and the accounting, running containers included.
   void addLimitsAndUsage(const AppRecord& app, v1::ApplicationReport* out) const;
 
   RmCore& core_;

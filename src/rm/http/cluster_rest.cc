@@ -334,25 +334,25 @@ HttpResponse getApp(const ClusterRestSources& s, const HttpRequest& req,
 
 json queueJson(const v1::QueueReport& q, const Resource& cluster) {
   bool leaf = q.kind() != "adhoc-parent";
-  json j = {{"type", leaf ? "fairSchedulerLeafQueueInfo" : "fairSchedulerQueueInfo"},
-            {"queueName", q.name()},
-            {"schedulingPolicy", "DRF"},
-            {"weight", q.weight()},
-            {"minResources", resourceJson(morpheus::fromProto(q.guaranteed()))},
-            {"maxResources", q.has_max_resources()
-                                 ? resourceJson(morpheus::fromProto(q.max_resources()))
-                                 : resourceJson(cluster)},
-            {"maxApps", q.has_max_running_apps() ? q.max_running_apps() : INT32_MAX},
-            {"usedResources", resourceJson(morpheus::fromProto(q.used()))},
-            {"demandResources",
-             resourceJson(morpheus::fromProto(q.used()) + morpheus::fromProto(q.pending()))},
-            {"clusterResources", resourceJson(cluster)},
-            {"reservedResources", resourceJson(Resource())},
-            {"preemptable", q.kind().rfind("adhoc", 0) == 0},
-            {"numPendingApps", q.pending_apps()},
-            {"numActiveApps", q.running_apps()},
-            {"morpheusKind", q.kind()},
-            {"morpheusPendingResources", resourceJson(morpheus::fromProto(q.pending()))}};
+  json j = {
+      {"type", leaf ? "fairSchedulerLeafQueueInfo" : "fairSchedulerQueueInfo"},
+      {"queueName", q.name()},
+      {"schedulingPolicy", "DRF"},
+      {"weight", q.weight()},
+      {"minResources", resourceJson(morpheus::fromProto(q.guaranteed()))},
+      {"maxResources", q.has_max_resources() ? resourceJson(morpheus::fromProto(q.max_resources()))
+                                             : resourceJson(cluster)},
+      {"maxApps", q.has_max_running_apps() ? q.max_running_apps() : INT32_MAX},
+      {"usedResources", resourceJson(morpheus::fromProto(q.used()))},
+      {"demandResources",
+       resourceJson(morpheus::fromProto(q.used()) + morpheus::fromProto(q.pending()))},
+      {"clusterResources", resourceJson(cluster)},
+      {"reservedResources", resourceJson(Resource())},
+      {"preemptable", q.kind().rfind("adhoc", 0) == 0},
+      {"numPendingApps", q.pending_apps()},
+      {"numActiveApps", q.running_apps()},
+      {"morpheusKind", q.kind()},
+      {"morpheusPendingResources", resourceJson(morpheus::fromProto(q.pending()))}};
   if (!leaf) j["childQueues"] = {{"queue", json::array()}};
   return j;
 }

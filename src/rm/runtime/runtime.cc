@@ -515,7 +515,14 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
         continue;
       }
       Resource r = fromProto(st.resource());
-      Cont c{cid, app, nid, r, rec->am_container == cid, true, st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now, {}};
+      Cont c{cid,
+             app,
+             nid,
+             r,
+             rec->am_container == cid,
+             true,
+             st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now,
+             {}};
       containers_[cid] = c;
       if (ensureApp(app, now)) account(c);
       track(rt_[app], c, +1);

@@ -270,7 +270,7 @@ class RmRuntime {
   // A container of `rt` starts (+1) or ends (-1) running: its use and count,
   // and the sums of runningUsage. REQUIRES(mu_)
   void track(AppRt& rt, const Cont& c, int sign);
-  void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
+  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
   void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
                              TimePoint now);  // REQUIRES(mu_)
   void killAppContainers(const AppId& app);   // REQUIRES(mu_)
