@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
   // Queue and user limits over every ad-hoc path (parents, leaves, root).
   std::set<std::string> adhoc_paths = {"root", "root.default"};
   for (const auto& [path, _] : opts.queues) {
+    if (path.rfind("root.", 0) != 0) continue;  // ignored by the scheduler (logged there)
     for (const auto& p : rm::queueAndAncestors(path)) adhoc_paths.insert(p);
   }
   auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
