@@ -75,7 +75,7 @@ class LimitsAccountingIT : public ClusterTest {
 TEST_F(LimitsAccountingIT, QueueMaxRunningAppsHoldsTheSecondAppUntilTheFirstEnds) {
   ASSERT_NO_FATAL_FAILURE(startCluster(1, {"--set", "scheduler.queues=root.dev=1,root.default=1",
                                            "--set", "scheduler.max-running-apps=root.dev=1"}));
-  std::string first = submit("alice", job("first", 1, "sleep 1"), {"--queue", "root.dev"});
+  std::string first = submit("alice", job("first", 1, "sleep 2"), {"--queue", "root.dev"});
   std::string second = submit("alice", job("second", 1, "true"), {"--queue", "root.dev"});
   ASSERT_FALSE(second.empty());
   ASSERT_TRUE(poll([&] { return state(first) == "RUNNING"; }, 20s)) << rm_.log();
@@ -122,7 +122,7 @@ TEST_F(LimitsAccountingIT, QueueMaxRunningAppsHoldsTheSecondAppUntilTheFirstEnds
 // app waits naming her limit while bob's starts at once.
 TEST_F(LimitsAccountingIT, UserMaxRunningAppsHoldsOnlyThatUser) {
   ASSERT_NO_FATAL_FAILURE(startCluster(1, {"--set", "scheduler.user-max-running-apps=alice=1"}));
-  std::string a1 = submit("alice", job("a1", 1, "sleep 1"));
+  std::string a1 = submit("alice", job("a1", 1, "sleep 3"));
   std::string a2 = submit("alice", job("a2", 1, "true"));
   std::string b1 = submit("bob", job("b1", 1, "true"));
   ASSERT_TRUE(poll([&] { return state(a1) == "RUNNING"; }, 20s)) << rm_.log();

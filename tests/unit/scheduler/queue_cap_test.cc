@@ -85,6 +85,26 @@ TEST(QueueCapTest, ParentCapCoversChildrenAndVcoresCountToo) {
   EXPECT_TRUE(seen);
 }
 
+// Asks of different shapes: the room under the cap fits the small ones only,
+// so the big ask waits even though it comes first by priority.
+TEST(QueueCapTest, AnAskLargerThanTheRoomUnderTheCapWaits) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 32), {}).isOk());
+  ASSERT_TRUE(s->setQueueMaxResources("root.prod", Resource(1024, 8)).isOk());
+  ASSERT_TRUE(s->addApp(AppId("p"), UserId("u"), QueueRef::adhoc("root.prod")).isOk());
+  ResourceRequest big = ask(1, Resource(2048, 1));
+  big.request_id = "big";
+  ResourceRequest small = ask(4, Resource(512, 1));
+  small.request_id = "small";
+  small.priority = 2;
+  ASSERT_TRUE(s->updateAsks(AppId("p"), {big, small}).isOk());
+  auto r = s->nodeUpdate(NodeId("n1"), kT0);
+  ASSERT_TRUE(r.isOk());
+  ASSERT_EQ(r->allocations.size(), 2u);
+  for (const auto& a : r->allocations) EXPECT_EQ(a.request_id, "small");
+  EXPECT_EQ(s->queueUsed(QueueRef::adhoc("root.prod"))->memoryMib(), 1024);
+}
+
 TEST(QueueCapTest, UnknownQueueOrNegativeCapIsRefused) {
   auto s = make();
   EXPECT_EQ(s->setQueueMaxResources("root.nope", Resource(1, 1)).code(), StatusCode::kNotFound);
