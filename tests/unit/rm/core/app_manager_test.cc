@@ -293,6 +293,22 @@ TEST_F(AppManagerTest, AppOverALimitWaitsWithItsReasonAndStartsWhenOneEnds) {
   EXPECT_EQ(mgr_->waitingReason(bob2), "");
 }
 
+// A reservation-bound app follows its plan guarantee: the limits neither
+// hold it back nor count it.
+TEST_F(AppManagerTest, ReservationBoundAppsAreOutsideTheLimits) {
+  tweak_ = [](AppManagerOptions& o) { o.limits.user_max_running_apps["alice"] = 0; };
+  mgr_ = make();
+  AppId adhoc = mgr_->submit(spec(), anyBind())->id;
+  auto s = spec();
+  s.reservation = ReservationId("r_nightly");
+  AppId bound = mgr_->submit(s, anyBind())->id;
+  auto startable = mgr_->startable();
+  ASSERT_EQ(startable.size(), 1u);
+  EXPECT_EQ(startable[0].id, bound);
+  EXPECT_EQ(mgr_->waitingReason(bound), "");
+  EXPECT_NE(mgr_->waitingReason(adhoc).find("user alice runs 0 of their 0"), std::string::npos);
+}
+
 // Accounting adds up, is written for a final app at once and for a running
 // one by flushUsage, and survives a restart.
 TEST_F(AppManagerTest, UsageAddsUpAndSurvivesARestart) {
