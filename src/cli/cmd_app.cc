@@ -82,7 +82,10 @@ nlohmann::json reportJson(const v1::ApplicationReport& a) {
       {"diagnostics", a.diagnostics()},
       {"pending_reasons",
        std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())},
-      {"altruism", altruismJson(a)}};
+      {"altruism", altruismJson(a)},
+      {"waiting_reason", a.waiting_reason()},
+      {"memory_seconds", a.memory_seconds()},
+      {"vcore_seconds", a.vcore_seconds()}};
   setTime(j, "submit", a.submit_ms());
   setTime(j, "start", a.start_ms());
   setTime(j, "finish", a.finish_ms());
@@ -277,7 +280,7 @@ void list(const CliContext& ctx, const ListArgs& args) {
     return;
   }
   Table t({"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "CONTAINERS", "USED",
-           "SUBMITTED"});
+           "SUBMITTED", "WAITING"});
   for (const auto* a : apps) {
     char progress[16];
     std::snprintf(progress, sizeof progress, "%.0f%%", 100.0 * a->progress());
@@ -285,7 +288,8 @@ void list(const CliContext& ctx, const ListArgs& args) {
            a->reservation_id().empty() ? a->queue() : a->reservation_id(), stateName(a->state()),
            progress, std::to_string(a->running_containers()),
            formatResource(a->used().memory_mib(), a->used().vcores()),
-           formatTimeOrDash(a->submit_ms())});
+           formatTimeOrDash(a->submit_ms()),
+           a->waiting_reason().empty() ? "-" : a->waiting_reason()});
   }
   t.print();
 }
@@ -328,6 +332,10 @@ void status(const CliContext& ctx, const std::string& id) {
   std::printf("AM:            attempt %d, container %s on node %s\n", a.am_attempt(),
               a.am_container_id().empty() ? "-" : a.am_container_id().c_str(),
               a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
+  std::printf("Usage:         %lld MiB-s, %lld vcore-s\n",
+              static_cast<long long>(a.memory_seconds()),
+              static_cast<long long>(a.vcore_seconds()));
+  if (!a.waiting_reason().empty()) std::printf("Waiting:       %s\n", a.waiting_reason().c_str());
   if (!a.diagnostics().empty()) std::printf("Diagnostics:   %s\n", a.diagnostics().c_str());
   for (const auto& r : a.pending_reasons()) std::printf("Pending:       %s\n", r.c_str());
   printAltruism(a);

@@ -210,6 +210,21 @@ int main(int argc, char** argv) {
   }
   if (amo.queues.empty()) amo.queues.insert("root.default");
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
+  // Queue and user limits over every ad-hoc path (parents, leaves, root).
+  std::set<std::string> adhoc_paths = {"root", "root.default"};
+  for (const auto& [path, _] : opts.queues) {
+    if (path.rfind("root.", 0) != 0) continue;  // ignored by the scheduler (logged there)
+    for (const auto& p : rm::queueAndAncestors(path)) adhoc_paths.insert(p);
+  }
+  auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
+                                     opts.user_max_running_apps, adhoc_paths);
+  if (!limits.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << limits.status().message() << "\n";
+    return 2;
+  }
+  amo.limits = *limits;
+  amo.history_max_apps = opts.app_history_max_apps;
+  amo.history_max_age = opts.app_history_max_age;
   rm::AppManager apps(
       amo, state, clock, metrics, core.signer(),
       [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
@@ -230,6 +245,7 @@ int main(int argc, char** argv) {
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
   rto.harvest = opts.harvest;
+  rto.queue_max_resources = limits->max_resources;
   if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -327,6 +343,7 @@ int main(int argc, char** argv) {
     });
   }
   runtime.start();
+  apps.start();  // usage written and finished apps trimmed periodically
   core.start();
   telemetry.start();
   if (dra.enabled) {
@@ -361,6 +378,7 @@ int main(int argc, char** argv) {
   core.stop();
   core.setNodeLostListener(nullptr);
   runtime.stop();
+  apps.stop();  // after the runtime: the last containers' usage is written
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();

@@ -72,6 +72,9 @@ struct RuntimeOptions {
   // replaced by `tls` above).
   AmLauncherOptions launch;
   HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes
+  // Ad-hoc path -> cap on what its apps hold (scheduler.max-resources;
+  // sched::Scheduler::setQueueMaxResources). Unlisted = unlimited.
+  std::map<std::string, Resource> queue_max_resources;
 };
 
 class RmRuntime {
@@ -144,6 +147,13 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Accounting of the app's containers still running: resource x time since
+  // each started, {memory MiB-ms, vcore-ms} (AppRecord has the ended ones).
+  std::pair<int64_t, int64_t> runningUsage(const AppId& app) const;
+  // New queue caps (config reload; RuntimeOptions::queue_max_resources).
+  // INVALID_ARGUMENT naming scheduler.max-resources for an unknown queue;
+  // nothing changes then.
+  Status setQueueMaxResources(const std::map<std::string, Resource>& caps);
   // Admission control: sched::Scheduler::pendingReasons of the
   // app; empty for an app not (or no longer) in the scheduler core.
   std::vector<std::string> pendingReasons(const AppId& app) const;
@@ -232,6 +242,10 @@ class RmRuntime {
     std::vector<reprovision::StageState> stages;  // AM-reported (Jockey), deps within the app
     Resource used;
     int32_t running = 0;
+    // Over the running containers: memory x start and vcores x start, starts
+    // in ms since started_ms_ (runningUsage without a walk).
+    int64_t mem_start_sum = 0;
+    int64_t vcore_start_sum = 0;
     // Cached from the AppManager (refreshed on every transition the runtime
     // drives, and by onAppKilled), so a heartbeat does not copy records.
     bool cached = false;
@@ -273,7 +287,10 @@ class RmRuntime {
   bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
   void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
   void account(const Cont& c);                                           // REQUIRES(mu_)
-  void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
+  // A container of `rt` starts (+1) or ends (-1) running: its use and count,
+  // and the sums of runningUsage. REQUIRES(mu_)
+  void track(AppRt& rt, const Cont& c, int sign);
+  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
   void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
                              TimePoint now);  // REQUIRES(mu_)
   void killAppContainers(const AppId& app);   // REQUIRES(mu_)
