@@ -18,7 +18,6 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
                std::string token_secret)
     : opts_(opts),
       clock_(clock),
-      metrics_(metrics),
       epoch_(newEpoch(clock)),
       signer_(std::move(token_secret)),
       started_(clock.now()),

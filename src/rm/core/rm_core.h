@@ -95,7 +95,6 @@ class RmCore {
   // Constant after construction.
   const RmOptions opts_;
   Clock& clock_;
-  MetricsRegistry& metrics_;
   const std::string epoch_;
   const TokenSigner signer_;
   const TimePoint started_;
