@@ -12,6 +12,7 @@
 
 #include "common/auth.h"
 #include "common/daemon.h"
+#include "common/ignore.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
@@ -351,7 +352,8 @@ int main(int argc, char** argv) {
   notifyReady("serving gRPC on port " + std::to_string(server.grpcPort()) + ", HTTP on port " +
               std::to_string(server.httpPort()));
   // SIGHUP: reopen the log file, then reload the config (config_reload.h).
-  int sig = waitForTerminationSignal([&reloader] { (void)reloader.reload(); });
+  int sig = waitForTerminationSignal(
+      [&reloader] { ignoreError(reloader.reload(), "the reloader logs a refusal"); });
   notifyStopping();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
   {

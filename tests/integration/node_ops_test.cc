@@ -67,11 +67,13 @@ class NodeOpsIT : public ClusterTest {
   }
 };
 
+// More tasks than one node holds at once (4 vcores: the AM and 3 tasks), so
+// the scheduler would use both nodes if it could.
 const char* kShortJob =
     "name: short\n"
     "stages:\n"
     "  - name: work\n"
-    "    tasks: 2\n"
+    "    tasks: 6\n"
     "    command: \"sleep 1; echo done\"\n"
     "    resources: {memory_mib: 256, vcores: 1}\n";
 
