@@ -132,7 +132,8 @@ TEST_F(NodeOpsIT, DrainedNodeGetsNoNewContainersAndLeavesThePlanUntilUndrained) 
 // app runs (it finishes normally), then DECOMMISSIONED; the NM is told to
 // stop and its registration is refused with the reason; undrain lets it back.
 TEST_F(NodeOpsIT, DecommissionWaitsForRunningContainersThenRefusesTheNode) {
-  startCluster(2, {"--set", "rm.heartbeat-interval=200ms"});
+  // A decommission ends no earlier than the start-up grace (one node expiry).
+  startCluster(2, {"--set", "rm.heartbeat-interval=200ms", "--set", "rm.node-expiry=2s"});
   std::string id =
       submit(writeJob("name: outlives-the-decommission\n"
                       "stages:\n"

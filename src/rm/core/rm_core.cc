@@ -284,8 +284,12 @@ void RmCore::checkDecommissions() {
   }
   if (pending.empty()) return;
   const TimePoint now = clock_.now();
+  // After an RM restart the runtime learns of running containers only as the
+  // NMs report them: during the start-up grace none seems to run yet.
+  const bool settled = now - started_ >= opts_.node_expiry;
   std::vector<std::pair<NodeId, std::string>> done;
   for (const auto& [id, deadline] : pending) {
+    if (!settled && now < deadline) continue;
     int running = 0;
     if (probe) {
       running = probe(id);

@@ -85,8 +85,9 @@ class RmCore {
   Result<NodeInfo> drainNode(const NodeId& id);
   Result<NodeInfo> undrainNode(const NodeId& id);
   // DECOMMISSIONING until the node runs no container (RunningContainers) or
-  // `timeout` from now has passed; then its remaining containers are lost
-  // (NodeLostListener with a reason naming the decommission), it is
+  // `timeout` from now has passed (during the start-up grace of one node
+  // expiry, while NMs re-report their containers, only the timeout counts); then its remaining
+  // containers are lost (NodeLostListener with a reason naming the decommission), it is
   // DECOMMISSIONED and refused from then on. Checked on every liveness pass.
   Result<NodeInfo> decommissionNode(const NodeId& id, Millis timeout);
   // Where the admin states are kept; call before recoverNodeAdmin and start.
