@@ -8,6 +8,8 @@
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "cli/cmd_top.h"
+#include "cli/cmd_usage.h"
 #include "cli/completion.h"
 #include "common/version.h"
 
@@ -102,6 +104,8 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
   addQueueCommands(app, ctx);
+  addUsageCommands(app, ctx);
+  addTopCommand(app, ctx);
   addNodeCommands(app, ctx);
   addAdminCommands(app, ctx);
   addCompletionCommand(app, ctx);

@@ -58,6 +58,11 @@ int AmLauncher::inFlight() const {
   return in_flight_;
 }
 
+uint64_t AmLauncher::verdicts() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return verdicts_;
+}
+
 size_t AmLauncher::queued() const {
   std::lock_guard<std::mutex> lk(mu_);
   size_t n = 0;
@@ -158,6 +163,8 @@ void AmLauncher::finish(std::unique_ptr<Call> call) {
     }
   }
   done_(l, error);
+  std::lock_guard<std::mutex> lk(mu_);
+  verdicts_++;
 }
 
 // The dispatcher: runs completions, starts what the bounds allow and, once

@@ -71,6 +71,9 @@ class AmLauncher {
   // Calls in flight and launches queued (for tests and metrics).
   int inFlight() const;
   size_t queued() const;
+  // Launches whose Done has returned since start (for tests: a count that
+  // reached N proves the caller has applied N verdicts, late ones included).
+  uint64_t verdicts() const;
 
  private:
   struct Call;
@@ -103,6 +106,7 @@ class AmLauncher {
   std::map<Call*, std::unique_ptr<Call>> running_;  // GUARDED_BY(mu_)
   std::vector<Call*> completed_;                    // GUARDED_BY(mu_)
   int in_flight_ = 0;                               // GUARDED_BY(mu_)
+  uint64_t verdicts_ = 0;                           // GUARDED_BY(mu_)
   bool stopping_ = false;                           // GUARDED_BY(mu_)
   std::thread dispatcher_;
 };

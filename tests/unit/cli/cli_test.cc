@@ -46,6 +46,7 @@
 #include "rm/runtime/runtime.h"
 #include "store/provenance/provenance_store.h"
 #include "store/state/state_store.h"
+#include "test_paths.h"
 
 namespace morpheus::cli {
 namespace {
@@ -506,7 +507,9 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
                        "Finished:      -\n"
                        "Used:          256 MiB / 1 vcore in 1 container(s)\n"
                        "AM:            attempt 1, container " +
-                       am + " on node n1\n");
+                       am +
+                       " on node n1\n"
+                       "Usage:         0 MiB-s, 0 vcore-s\n");
 
   const std::string other = submitApp("root.default");  // waits: no heartbeat since
   CliRun l = ctl({"app", "list"});
@@ -514,13 +517,13 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
   ASSERT_EQ(lines(l.out).size(), 3u) << show(l);
   EXPECT_EQ(columns(lines(l.out)[0]),
             (std::vector<std::string>{"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS",
-                                      "CONTAINERS", "USED", "SUBMITTED"}));
+                                      "CONTAINERS", "USED", "SUBMITTED", "WAITING"}));
   EXPECT_EQ(rowOf(l.out, id),
             (std::vector<std::string>{id, "etl", "alice", "root.a", "RUNNING", "0%", "1",
-                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z"}));
+                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_EQ(rowOf(l.out, other),
             (std::vector<std::string>{other, "etl", "alice", "root.default", "ACCEPTED", "0%", "0",
-                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z"}));
+                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_TRUE(aligned(l.out)) << l.out;
 
   CliRun running = ctl({"app", "list", "--state", "running", "--json"});
@@ -1338,7 +1341,7 @@ TEST_F(CliTest, CompletionForBashZshAndFish) {
 // morpheusctl with that environment reaches the cluster at whatever port it
 // chose (here: the in-process RM and inference service).
 TEST_F(CliTest, LocalClusterScriptExportsWhereTheClusterIs) {
-  const std::string script = std::string(MORPHEUS_SOURCE_DIR) + "/deploy/local-cluster.sh";
+  const std::string script = std::string(testing::sourceDir()) + "/deploy/local-cluster.sh";
   for (const std::string help : {"--help", "-h", "start --help"}) {
     const std::string out = shellOutput(script + " " + help + "; echo rc=$?");
     EXPECT_EQ(out.rfind("A local Morpheus cluster on loopback", 0), 0u) << help << ": " << out;

@@ -928,9 +928,13 @@ TEST_F(RuntimeAmLaunchTest, NodeLostBeforeTheAmStartsEndsOnlyThatAttempt) {
   EXPECT_EQ(rm_->apps().get(app)->am_node.value(), "n2");
   nm_.release();  // n1's held call now ends refused
   ASSERT_EQ(nm_.waitCalls(2).size(), 2u);
-  // The launcher reports n1's failure on its own thread: give it time to.
-  auto until = std::chrono::steady_clock::now() + 2s;
-  while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+  // The launcher reports both verdicts on its own thread (n2's start and
+  // n1's late refusal): check only once the runtime has applied both.
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (rm_->runtime().amLaunchVerdicts() < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(rm_->runtime().amLaunchVerdicts(), 2u);
   expectSecondAttemptRuns(app);
   EXPECT_DOUBLE_EQ(rm_->metrics().counter("morpheus_rm_am_attempts_failed_total", "").value(), 1.0);
 }
