@@ -1,11 +1,15 @@
 #include "cli/cli.h"
 
+#include "cli/cmd_admin.h"
 #include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
+#include "cli/cmd_node.h"
 #include "cli/cmd_queue.h"
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "cli/cmd_top.h"
+#include "cli/cmd_usage.h"
 #include "cli/completion.h"
 #include "common/version.h"
 
@@ -100,6 +104,10 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
   addQueueCommands(app, ctx);
+  addUsageCommands(app, ctx);
+  addTopCommand(app, ctx);
+  addNodeCommands(app, ctx);
+  addAdminCommands(app, ctx);
   addCompletionCommand(app, ctx);
   try {
     app.parse(argc, argv);

@@ -126,10 +126,10 @@ bool NodeAgent::heartbeatOnce() {
                  CallKind::kIdempotent, [this](grpc::ClientContext* ctx) { authorize(ctx); });
   if (!st.ok()) {
     spdlog::warn("heartbeat to RM {} failed: {}", opts_.rm_address, st.error_message());
-    metrics_.counter("morpheus_nm_heartbeat_failures_total", "Failed heartbeats").inc();
+    metrics_.heartbeat_failures.inc();
     return true;  // keep trying; the RM may be restarting
   }
-  metrics_.counter("morpheus_nm_heartbeats_total", "Heartbeats sent").inc();
+  metrics_.heartbeats.inc();
   report_.delivered();
   if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
   for (const auto& id : resp.containers_to_kill()) {
@@ -143,6 +143,10 @@ bool NodeAgent::heartbeatOnce() {
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_SHUTDOWN) {
     spdlog::warn("RM ordered shutdown of node {}: stopping all containers", node_id_);
     runtime_.stopAll(ExitReason::kKilled, "node decommissioned");
+    // Registering again is refused (with the RM's reason, logged) until an
+    // admin returns the node to service; then it rejoins by itself.
+    setRegistered(false);
+    return false;
   }
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_RESYNC) {
     spdlog::info("RM ordered resync: re-registering node {}", node_id_);

@@ -12,6 +12,7 @@
 
 #include "common/auth.h"
 #include "common/daemon.h"
+#include "common/ignore.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
@@ -19,6 +20,8 @@
 #include "rm/core/dra_monitor.h"
 #include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
+#include "rm/core/rm_metrics.h"
+#include "rm/grpc/admin_service.h"
 #include "rm/grpc/am_service.h"
 #include "rm/grpc/reservation_service.h"
 #include "rm/grpc/services.h"
@@ -27,7 +30,9 @@
 #include "rm/http/cluster_rest.h"
 #include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
+#include "rm/runtime/config_reload.h"
 #include "rm/runtime/queue_policies.h"
+#include "rm/runtime/resource_collector.h"
 #include "rm/runtime/telemetry.h"
 #include "store/state/state_store.h"
 
@@ -61,7 +66,17 @@ int main(int argc, char** argv) {
   rm::RmOptions opts;
   ConfigSchema schema("morpheus-rm");
   rm::declareRmOptions(schema, &opts);
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}); rc >= 0) return rc;
+  auto declare_metrics = [](MetricsRegistry& m) {
+    rm::declareRmMetrics(m);
+    rm::TelemetryMetrics telemetry(m);
+    rm::HaMetrics ha(m);
+  };
+  DaemonConfigSource config_source;  // read again by a config reload
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics,
+                                      &config_source);
+      rc >= 0)
+    return rc;
+  const rm::RmOptions configured = opts;  // before the HA ports replace the configured ones
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -107,6 +122,7 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
+  rm::HaMetrics ha_metrics(metrics);  // 0 until this RM serves as the active one
   // With etcd the RM is one of an active/standby pair: a standby
   // listens from the start but only answers UNAVAILABLE naming the active RM
   // (rm/ha/standby_front.h) until it wins the leader key.
@@ -156,6 +172,11 @@ int main(int argc, char** argv) {
   server.readiness().require("state-store");
   server.readiness().require("plan");
   rm::RmCore core(opts, clock, metrics, *secret);
+  core.setStore(&state);  // drained and decommissioned nodes (node_registry.h)
+  if (Status st = core.recoverNodeAdmin(); !st.isOk()) {
+    std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
   server.readiness().set("state-store", true);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
@@ -191,15 +212,19 @@ int main(int argc, char** argv) {
   amo.max_apps_per_user = opts.max_apps_per_user;
   amo.max_launch_context_bytes = opts.max_launch_context_bytes;
   amo.max_name_length = opts.max_name_length;
-  amo.queues.clear();
   // Leaves accept apps; a path that prefixes another is a parent (weight only).
-  for (const auto& [path, weight] : opts.queues) {
-    bool parent = false;
-    for (const auto& [other, w2] : opts.queues) parent = parent || other.rfind(path + ".", 0) == 0;
-    if (!parent) amo.queues.insert(path);
-  }
-  if (amo.queues.empty()) amo.queues.insert("root.default");
+  amo.queues = rm::leafQueues(opts.queues);
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
+  // Queue and user limits over every ad-hoc path (parents, leaves, root).
+  auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
+                                     opts.user_max_running_apps, rm::adhocQueuePaths(opts.queues));
+  if (!limits.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << limits.status().message() << "\n";
+    return 2;
+  }
+  amo.limits = *limits;
+  amo.history_max_apps = opts.app_history_max_apps;
+  amo.history_max_age = opts.app_history_max_age;
   rm::AppManager apps(
       amo, state, clock, metrics, core.signer(),
       [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
@@ -220,20 +245,17 @@ int main(int argc, char** argv) {
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
   rto.harvest = opts.harvest;
+  rto.queue_max_resources = limits->max_resources;
   if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
   }
-  for (const auto& [path, weight] : opts.queues) {
-    char* end = nullptr;
-    double w = std::strtod(weight.c_str(), &end);
-    if (end == weight.c_str() || *end != '\0' || !(w > 0)) {
-      std::cerr << "morpheus-rm: config error: scheduler.queues." << path
-                << ": weight must be a number > 0, got '" << weight << "'\n";
-      return 2;
-    }
-    rto.queue_weights[path] = w;
+  auto weights = rm::parseQueueWeights(opts.queues);
+  if (!weights.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << weights.status().message() << "\n";
+    return 2;
   }
+  rto.queue_weights = *weights;
   if (Status st = rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -244,7 +266,12 @@ int main(int argc, char** argv) {
       [&reservations](const ReservationId& r, TimePoint t) {
         return reservations.guaranteedAt(r, t);
       });
-  core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
+  core.setNodeLostListener(
+      [&runtime](const NodeId& n, const std::string& why) { runtime.onNodeLost(n, why); });
+  core.setRunningContainers([&runtime](const NodeId& n) { return runtime.runningOn(n); });
+  core.setAdminListener([&runtime](const NodeId& n, rm::NodeAdminState s) {
+    runtime.setNodeDrained(n, s != rm::NodeAdminState::kInService);
+  });
   runtime.setStore(&state);
   if (Status st = runtime.recoverTelemetry(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
@@ -259,6 +286,8 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << policy.status().message() << "\n";
     return 2;
   }
+  // Cluster, queue and reservation resources, read at each scrape of /metrics.
+  rm::ResourceCollector resource_collector(metrics, core, runtime, reservations, clock);
   rm::DraMonitor dra_monitor(
       dra, std::move(policy).value(), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
@@ -280,6 +309,11 @@ int main(int argc, char** argv) {
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
+  // Operator controls (admin.proto): node drain/decommission, config reload.
+  rm::ConfigReloader reloader(configured, config_source,
+                              {authenticator->get(), &access, &runtime, &apps});
+  rm::AdminServiceImpl admin_service(core, access, &reloader, &runtime);
+  server.addService(&admin_service);
   server.setAuthenticator(authenticator->get());
   if (!(*authenticator)->open()) {
     // HTTP connections count per user once authenticated (http.max-connections-per-principal).
@@ -302,9 +336,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
-  if (ha)
-    metrics.gauge("morpheus_rm_ha_active", "1 on the active RM of an HA pair, 0 on a standby")
-        .set(1);
+  ha_metrics.active.set(1);
   runtime.setAmAddress(!opts.ha_rm_addresses.empty()
                            ? opts.ha_rm_addresses
                            : opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));
@@ -317,6 +349,7 @@ int main(int argc, char** argv) {
     });
   }
   runtime.start();
+  apps.start();  // usage written and finished apps trimmed periodically
   core.start();
   telemetry.start();
   if (dra.enabled) {
@@ -340,7 +373,9 @@ int main(int argc, char** argv) {
   spdlog::info("morpheus-rm started (epoch {})", core.epoch());
   notifyReady("serving gRPC on port " + std::to_string(server.grpcPort()) + ", HTTP on port " +
               std::to_string(server.httpPort()));
-  int sig = waitForTerminationSignal();
+  // SIGHUP: reopen the log file, then reload the config (config_reload.h).
+  int sig = waitForTerminationSignal(
+      [&reloader] { ignoreError(reloader.reload(), "the reloader logs a refusal"); });
   notifyStopping();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
   {
@@ -350,7 +385,10 @@ int main(int argc, char** argv) {
   dra_monitor.stop();
   core.stop();
   core.setNodeLostListener(nullptr);
+  core.setRunningContainers(nullptr);
+  core.setAdminListener(nullptr);
   runtime.stop();
+  apps.stop();  // after the runtime: the last containers' usage is written
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();

@@ -147,6 +147,16 @@ class Scheduler {
   // ("key") for an empty key. O(constrained resources) via the CRV.
   Status setNodeAttribute(const NodeId& node, const std::string& key, const std::string& value);
 
+  // ---- Queues ----
+
+  // A config reload: new weights and leaf policies of the ad-hoc queues.
+  // `queues` must name exactly the configured paths the scheduler was
+  // created with (adding or removing a queue needs a new scheduler);
+  // validated as create() does, INVALID_ARGUMENT naming the field
+  // ("adhoc_queues[2].weight", or ".path" for a path not configured) and
+  // nothing changes. Every score is re-keyed (O(entities)).
+  Status setAdhocQueues(const std::vector<AdhocQueueConfig>& queues);
+
   // ---- Applications ----
 
   // Admits an app to a queue. INVALID_ARGUMENT naming the field when the
@@ -213,6 +223,19 @@ class Scheduler {
   // unknown.
   Status removeReservation(const ReservationId& id);
 
+  // ---- Queue caps (the Fair Scheduler's maxResources) ----
+
+  // Caps what the apps of ad-hoc queue `path` and its descendants hold
+  // (AM containers included): no container is granted that would take the
+  // queue's use beyond `max` in any dimension; none = unlimited. Running
+  // containers are never taken back. May be called at any time (config
+  // reload). NOT_FOUND for an unknown path; INVALID_ARGUMENT ("max") when
+  // negative.
+  Status setQueueMaxResources(const std::string& path, std::optional<Resource> max);
+  // Whether `extra` more for `app` keeps every capped ad-hoc queue above it
+  // within its cap (true for reservation apps and unknown apps). O(depth).
+  bool withinQueueMax(const AppId& app, const Resource& extra) const;
+
   // ---- Scheduling ----
 
   // One node heartbeat at time `now`: returns the containers granted on the
@@ -274,6 +297,8 @@ class Scheduler {
   // constraints. Empty when every ask can be placed some day. The ask stays
   // pending (a node may register later); this is its pending reason for app
   // reports. O(asks x nodes): for reports, never called while scheduling.
+  // Also one line per capped ad-hoc queue above the app whose headroom (its
+  // max-resources less its use) fits none of the app's pending asks.
   // NOT_FOUND if unknown.
   Result<std::vector<std::string>> pendingReasons(const AppId& app) const;
 

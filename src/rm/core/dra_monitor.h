@@ -94,6 +94,7 @@ class DraMonitor {
   Clock& clock_;
   MetricsRegistry& metrics_;
   RmLatencyMetrics latency_;
+  DraMetrics m_;
 
   std::map<ReservationId, Chosen> chosen_;             // owned by the ticking thread
   std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once

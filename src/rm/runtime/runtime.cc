@@ -176,8 +176,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
       started_ms_(toEpochMs(clock.now())),
-      allocated_total_(
-          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      m_(metrics),
+      allocated_total_(m_.containers_allocated),
       launcher_(launchOptions(opts_),
                 [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
@@ -192,6 +192,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
   auto s = sched::Scheduler::create(so);
   MORPHEUS_CHECK(s.isOk(), "scheduler options: " + s.status().toString());
   sched_ = std::move(s).value();
+  Status caps = setQueueMaxResources(opts_.queue_max_resources);
+  MORPHEUS_CHECK(caps.isOk(), caps.toString());
 }
 
 RmRuntime::~RmRuntime() { stop(); }
@@ -212,8 +214,9 @@ void RmRuntime::stop() {
 }
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
-  Guard lk(*this);
   NodeId id(req.node_id());
+  const bool drained = core_.nodeAdmin(id).state != NodeAdminState::kInService;
+  Guard lk(*this);
   auto [it, added] = nodes_.try_emplace(id);
   Node& n = it->second;
   if (added || !n.live) live_nodes_++;
@@ -237,6 +240,8 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
     logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
     return;
   }
+  n.drained = drained;
+  if (drained) MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(id, Resource()), "added above");
   for (const auto& [cid, c] : containers_) {
     if (c.node == id && c.running) account(c);
   }
@@ -368,10 +373,15 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
+  history_.completed(c.app, c.id, c.node, c.resource, c.am, c.start, c.end, st.exit_status(),
+                     preempted_.count(c.id) > 0 ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
+                     preempted_.count(c.id) > 0 ? "preempted: capacity taken back by a reservation"
+                                                : st.diagnostics());
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
-  rt.used -= c.resource;
-  rt.running--;
+  track(rt, c, -1);
+  const int64_t lived_ms = std::max<int64_t>(0, (c.end - c.start).count());
+  apps_.addUsage(c.app, c.resource.memoryMib() * lived_ms, c.resource.vcores() * lived_ms);
   rt.intervals.push_back({c.start, c.end, c.resource, c.am});
   if (c.am) {
     rt.am_pending = false;
@@ -387,10 +397,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
       withdrawAsks(c.app);
       rt.allocated.clear();
       rt.completed.clear();
-      metrics_
-          .counter("morpheus_rm_am_attempts_failed_total",
-                   "AM attempts that ended without finishing")
-          .inc();
+      m_.am_attempts_failed.inc();
       (void)r;
     }
     forgetIfDone(c.app);
@@ -400,10 +407,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   if (preempted_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
     out.set_diagnostics("preempted: capacity taken back by a reservation");
-    metrics_
-        .counter("morpheus_rm_containers_preempted_total",
-                 "Borrowed containers killed for a reservation")
-        .inc();
+    m_.containers_preempted.inc();
   }
   if (!isFinal(rt.state)) rt.completed.push_back(out);
   forgetIfDone(c.app);
@@ -428,10 +432,9 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
   auto rec = apps_.get(app);
   if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
   Resource r = fromProto(st.resource());
-  Cont c{cid, app, nid, r, true, true, fromEpochMs(st.start_ms()), {}};
+  Cont c{cid, app, nid, r, true, true, st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now, {}};
   if (ensureApp(app, now)) account(c);
-  rt_[app].running++;
-  rt_[app].used += r;
+  track(rt_[app], c, +1);
   logLater(spdlog::level::info, "AM container {} of {} ended while no RM watched it", cid.value(),
            app.value());
   containerDone(c, st);
@@ -458,6 +461,8 @@ bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartb
     live_nodes_++;
     if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
       logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
+    } else if (node.drained) {
+      MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(nid, Resource()), "added above");
     }
   }
   applyContainerStatuses(nid, req, now);
@@ -477,10 +482,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
     // one this RM placed on another node (or an AM it launched elsewhere) is
     // ignored, so one node's token cannot end another node's work.
     if (!reportedByItsNode(nid, cid, it)) {
-      metrics_
-          .counter("morpheus_rm_container_statuses_refused_total",
-                   "Container statuses a node sent for a container allocated to another node")
-          .inc();
+      m_.container_statuses_refused.inc();
       logLater(spdlog::level::warn,
                "node {} reported container {} which runs on another node; ignored", nid.value(),
                cid.value());
@@ -513,15 +515,26 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
         continue;
       }
       Resource r = fromProto(st.resource());
-      Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      Cont c{cid,
+             app,
+             nid,
+             r,
+             rec->am_container == cid,
+             true,
+             st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now,
+             {}};
+      c.reported = true;
       containers_[cid] = c;
+      history_.allocated(app, cid, nid, r, c.am, c.start, /*running=*/true);
       if (ensureApp(app, now)) account(c);
-      rt_[app].running++;
-      rt_[app].used += r;
+      track(rt_[app], c, +1);
       logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
                app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+    } else if (it != containers_.end() && !it->second.reported) {
+      it->second.reported = true;
+      history_.running(it->second.app, cid);
     }
   }
 }
@@ -553,7 +566,7 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
   if (!node.live) return;
   const TimePoint now = clock_.now();
   followPlan(now);
-  placeAms(node, now);
+  if (!node.drained) placeAms(node, now);
   auto result = sched_->nodeUpdate(nid, now);
   if (result.isOk()) {
     for (const auto& a : result->allocations) {
@@ -585,7 +598,8 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
 void RmRuntime::placeAms(Node& node, TimePoint now) {
   if (apps_.version() != submitted_version_) {
     submitted_version_ = apps_.version();
-    submitted_ = apps_.list({AppState::kSubmitted}, "");
+    // Apps held back by a running-apps limit get no AM (queue_limits.h).
+    submitted_ = apps_.startable();
     std::stable_sort(submitted_.begin(), submitted_.end(),
                      [](const AppRecord& a, const AppRecord& b) {
                        return !a.reservation.empty() && b.reservation.empty();
@@ -630,7 +644,8 @@ void RmRuntime::placeAms(Node& node, TimePoint now) {
   Resource free = node.total - *used;
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     const AppRecord a = *it;
-    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free)) {
+    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free) ||
+        !sched_->withinQueueMax(a.id, a.spec.am_resource)) {
       ++it;
       continue;
     }
@@ -664,9 +679,9 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   TimePoint now = clock_.now();
   Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
   containers_[cid] = c;
+  history_.allocated(a.id, cid, node.id, c.resource, /*am=*/true, now, /*running=*/false);
   if (ensureApp(a.id, now)) account(c);
-  rt.used += c.resource;
-  rt.running++;
+  track(rt, c, +1);
   rt.am_pending = true;
   v1::Container out;
   out.set_container_id(cid.value());
@@ -695,9 +710,10 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
 void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
   containers_[a.container] = c;
+  history_.allocated(a.app, a.container, node.id, a.resource, /*am=*/false, c.start,
+                     /*running=*/false);
   AppRt& rt = rt_[a.app];
-  rt.used += a.resource;
-  rt.running++;
+  track(rt, c, +1);
   if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {
     if (--p->second.count <= 0) rt.asks.erase(p);
   }
@@ -712,7 +728,30 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   allocated_total_.inc();
 }
 
-void RmRuntime::onNodeLost(const NodeId& node) {
+void RmRuntime::setNodeDrained(const NodeId& node, bool drained) {
+  Guard lk(*this);
+  auto nit = nodes_.find(node);
+  if (nit == nodes_.end() || nit->second.drained == drained) return;
+  Node& n = nit->second;
+  n.drained = drained;
+  // The harvest offer of the node's next heartbeat caps it again when undrained.
+  if (n.live && sched_->nodeUsed(node).isOk()) {
+    if (Status st = sched_->setNodeTotal(node, drained ? Resource() : n.total); !st.isOk()) {
+      logLater(spdlog::level::warn, "node {}: {}", node.value(), st.message());
+    }
+  }
+  logLater(spdlog::level::info, "node {} {}", node.value(),
+           drained ? "drained: no new containers are placed there" : "back in service");
+}
+
+int RmRuntime::runningOn(const NodeId& node) const {
+  Guard lk(*this);
+  int n = 0;
+  for (const auto& [_, c] : containers_) n += c.node == node && c.running ? 1 : 0;
+  return n;
+}
+
+void RmRuntime::onNodeLost(const NodeId& node, const std::string& why) {
   Guard lk(*this);
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
@@ -727,7 +766,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
     st.set_state(v1::CONTAINER_COMPLETE);
     st.set_exit_status(-100);
     st.set_exit_reason(v1::EXIT_REASON_NODE_LOST);
-    st.set_diagnostics("node " + node.value() + " lost");
+    st.set_diagnostics(why.empty() ? "node " + node.value() + " lost" : why);
     st.set_start_ms(toEpochMs(c.start));
     st.set_end_ms(toEpochMs(clock_.now()));
     containerDone(c, st);
@@ -752,6 +791,11 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
 
+ContainerHistory::AppView RmRuntime::containerHistory(const AppId& app) const {
+  Guard lk(*this);
+  return history_.of(app);
+}
+
 std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
   Guard lk(*this);
   auto r = sched_->pendingReasons(app);
@@ -769,6 +813,50 @@ void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) con
   auto it = rt_.find(app);
   *containers = it == rt_.end() ? 0 : it->second.running;
   *used = it == rt_.end() ? Resource() : it->second.used;
+}
+
+void RmRuntime::track(AppRt& rt, const Cont& c, int sign) {
+  const int64_t since = toEpochMs(c.start) - started_ms_;
+  if (sign > 0) {
+    rt.used += c.resource;
+    rt.running++;
+    rt.mem_start_sum += c.resource.memoryMib() * since;
+    rt.vcore_start_sum += c.resource.vcores() * since;
+  } else {
+    rt.used -= c.resource;
+    rt.running--;
+    rt.mem_start_sum -= c.resource.memoryMib() * since;
+    rt.vcore_start_sum -= c.resource.vcores() * since;
+  }
+}
+
+std::pair<int64_t, int64_t> RmRuntime::runningUsage(const AppId& app) const {
+  Guard lk(*this);
+  auto it = rt_.find(app);
+  if (it == rt_.end() || it->second.running <= 0) return {0, 0};
+  const AppRt& rt = it->second;
+  const int64_t now = toEpochMs(clock_.now()) - started_ms_;
+  return {std::max<int64_t>(0, rt.used.memoryMib() * now - rt.mem_start_sum),
+          std::max<int64_t>(0, rt.used.vcores() * now - rt.vcore_start_sum)};
+}
+
+Status RmRuntime::setQueueMaxResources(const std::map<std::string, Resource>& caps) {
+  Guard lk(*this);
+  std::set<std::string> known;
+  for (const auto& q : sched_->queues()) {
+    if (!q.ref.isReservation()) known.insert(q.ref.adhocPath());
+  }
+  for (const auto& [path, cap] : caps) {
+    if (!known.count(path))
+      return invalidArgument("scheduler.max-resources." + path, "unknown queue");
+  }
+  for (const auto& path : known) {
+    auto it = caps.find(path);
+    std::optional<Resource> cap;
+    if (it != caps.end()) cap = it->second;
+    MORPHEUS_RETURN_IF_ERROR(sched_->setQueueMaxResources(path, cap));
+  }
+  return Status::ok();
 }
 
 std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
@@ -819,7 +907,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   Guard lk(*this);
   Resource largest;
   for (const auto& [_, n] : nodes_) {
-    if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
+    if (n.live && !n.drained && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
   }
   toProto(largest, resp->mutable_max_container());
   for (const auto& [id, c] : containers_) {
@@ -1137,9 +1225,23 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
   containerDone(it->second, cs);
 }
 
+Status RmRuntime::setQueueConfig(
+    const std::map<std::string, double>& weights,
+    const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies) {
+  std::vector<sched::AdhocQueueConfig> queues = adhocQueues(weights);
+  applyQueuePolicies(queues, policies);
+  Guard lk(*this);
+  return sched_->setAdhocQueues(queues);
+}
+
 std::vector<sched::QueueView> RmRuntime::queues() const {
   Guard lk(*this);
   return sched_->queues();
+}
+
+RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
+  Guard lk(*this);
+  return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues()};
 }
 
 }  // namespace morpheus::rm

@@ -33,6 +33,7 @@
 
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "rm/core/rm_metrics.h"
 
 namespace morpheus::rm {
 
@@ -60,6 +61,7 @@ class Strand {
   void loop();
 
   const size_t max_queued_;
+  StrandMetrics m_;
   Gauge& queued_gauge_;
   Gauge& background_gauge_;
   Counter& refused_;

@@ -231,7 +231,8 @@ class InProcessRm {
         rto, *core_, *apps_, clock_, metrics_, nullptr,
         [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
         [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
-    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
+    core_->setNodeLostListener(
+        [this](const NodeId& n, const std::string& why) { runtime_->onNodeLost(n, why); });
     runtime_->setStore(store_.get());
     client_ = std::make_unique<rm::ClientServiceImpl>(*core_, access_, apps_.get(), runtime_.get());
     client_->setQueueSources(reservations_.get(), &clock_);
@@ -506,7 +507,9 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
                        "Finished:      -\n"
                        "Used:          256 MiB / 1 vcore in 1 container(s)\n"
                        "AM:            attempt 1, container " +
-                       am + " on node n1\n");
+                       am +
+                       " on node n1\n"
+                       "Usage:         0 MiB-s, 0 vcore-s\n");
 
   const std::string other = submitApp("root.default");  // waits: no heartbeat since
   CliRun l = ctl({"app", "list"});
@@ -514,13 +517,13 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
   ASSERT_EQ(lines(l.out).size(), 3u) << show(l);
   EXPECT_EQ(columns(lines(l.out)[0]),
             (std::vector<std::string>{"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS",
-                                      "CONTAINERS", "USED", "SUBMITTED"}));
+                                      "CONTAINERS", "USED", "SUBMITTED", "WAITING"}));
   EXPECT_EQ(rowOf(l.out, id),
             (std::vector<std::string>{id, "etl", "alice", "root.a", "RUNNING", "0%", "1",
-                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z"}));
+                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_EQ(rowOf(l.out, other),
             (std::vector<std::string>{other, "etl", "alice", "root.default", "ACCEPTED", "0%", "0",
-                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z"}));
+                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_TRUE(aligned(l.out)) << l.out;
 
   CliRun running = ctl({"app", "list", "--state", "running", "--json"});

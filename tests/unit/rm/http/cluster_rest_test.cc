@@ -5,6 +5,7 @@
 // to another user's reservation, and that no answer carries a secret.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -195,7 +196,8 @@ TEST_F(ClusterRestTest, NodesReportTheirUseAndFilterByState) {
                       {"nodeCPUUsage", 1.5},
                       {"containersPhysicalMemoryMB", 2000},
                       {"containersCPUUsage", 1.5}}},
-                    {"morpheusAttributes", {{"zone", "a"}}}};
+                    {"morpheusAttributes", {{"zone", "a"}}},
+                    {"morpheusDrained", false}};
   const json nm2 = {{"rack", "/default-rack"},
                     {"state", "LOST"},
                     {"id", "nm2"},
@@ -214,7 +216,8 @@ TEST_F(ClusterRestTest, NodesReportTheirUseAndFilterByState) {
                       {"nodeCPUUsage", 0},
                       {"containersPhysicalMemoryMB", 0},
                       {"containersCPUUsage", 0}}},
-                    {"morpheusAttributes", json::object()}};
+                    {"morpheusAttributes", json::object()},
+                    {"morpheusDrained", false}};
   auto list = [&](const std::string& query) {
     Reply r = get("/ws/v1/cluster/nodes" + query, kAlice);
     EXPECT_EQ(r.status, 200) << query << ": " << r.show();
@@ -273,6 +276,9 @@ TEST_F(ClusterRestTest, AppsReportEachAppInYarnShape) {
                     {"runningContainers", 3},
                     {"reservedMB", 0},
                     {"reservedVCores", 0},
+                    // Its 3 containers x 1024 MiB / 1 vcore for the 11 s they ran.
+                    {"memorySeconds", 3 * 1024 * 11},
+                    {"vcoreSeconds", 3 * 11},
                     {"reservationId", ""},
                     {"morpheusRecurrenceKey", ""},
                     {"morpheusAmAttempt", 1}};
@@ -295,6 +301,8 @@ TEST_F(ClusterRestTest, AppsReportEachAppInYarnShape) {
     j["allocatedMB"] = 0;
     j["allocatedVCores"] = 0;
     j["runningContainers"] = 0;
+    j["memorySeconds"] = 0;
+    j["vcoreSeconds"] = 0;
     j["morpheusAmAttempt"] = 0;
     return j;
   };
@@ -406,6 +414,7 @@ TEST_F(ClusterRestTest, SchedulerNestsQueuesWithTheirFigures) {
         {"weight", weight},
         {"minResources", min},
         {"maxResources", cluster},
+        {"maxApps", INT32_MAX},  // no queue limits configured (YARN's unlimited)
         {"usedResources", used},
         {"demandResources", res(used["memory"].get<int64_t>() + pending["memory"].get<int64_t>(),
                                 used["vCores"].get<int64_t>() + pending["vCores"].get<int64_t>())},
