@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "common/address_list.h"
+#include "common/mutex.h"
 #include "common/token.h"
 #include "common/wire.h"
-#include "common/mutex.h"
 
 namespace morpheus::cli {
 
@@ -252,15 +252,16 @@ void checkCall(const grpc::Status& st, const std::string& daemon) {
 }
 
 grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call) {
-  // Locals: the analysis checks members only, so the std types do here.
-  std::mutex mu;
-  std::condition_variable cv;
+  // Locals: the analysis guards members only, so `done` is checked by
+  // reading: it is touched only with mu held.
+  Mutex mu;
+  CondVar cv;
   bool done = false;  // under mu
   auto t0 = std::chrono::steady_clock::now();
   std::thread ticker([&] {
-    std::unique_lock<std::mutex> lk(mu);
+    MutexLock lk(mu);
     auto next = t0 + std::chrono::seconds(2);
-    while (!cv.wait_until(lk, next, [&] { return done; })) {
+    while (!cv.waitUntil(mu, next, [&] { return done; })) {
       auto secs =
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
               .count();
@@ -271,7 +272,7 @@ grpc::Status withProgress(const std::string& what, const std::function<grpc::Sta
   });
   grpc::Status st = call();
   {
-    std::lock_guard<std::mutex> lk(mu);
+    MutexLock lk(mu);
     done = true;
   }
   cv.notify_all();

@@ -94,12 +94,12 @@ ReservationManager::ReservationManager(ReservationManagerOptions opts,
       planning_running_(m_.planning_running),
       planning_requests_(m_.planning_requests),
       planner_(std::move(planner)) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   updateGauges();
 }
 
 Status ReservationManager::recover() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto rows = store_.list(kNs);
   if (!rows.isOk()) return rows.status().withContext("reading reservations from the state store");
   for (const auto& [key, value] : *rows) {
@@ -130,7 +130,7 @@ Status ReservationManager::recover() {
 }
 
 Result<ReservationId> ReservationManager::issueId(const UserId& caller) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   ReservationId id;
   do {
     char buf[64];
@@ -202,7 +202,7 @@ std::vector<ReservationRecord> ReservationManager::displacedRecords(
     const planner::Planner& planned, const planner::DisplacementReport& rep,
     const ReservationId& by, TimePoint now) const {
   std::map<ReservationId, ReservationRecord> out;
-  auto copy = [&](const ReservationId& id) -> ReservationRecord* {
+  auto copy = [&](const ReservationId& id) REQUIRES(mu_) -> ReservationRecord* {
     auto it = records_.find(id);
     if (it == records_.end()) return nullptr;  // `by` itself (update) has its own record
     return &out.emplace(id, it->second).first->second;
@@ -321,7 +321,7 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
 }
 
 Status ReservationManager::enterPlanning(const UserId& user) {
-  std::lock_guard<std::mutex> lk(admission_mu_);
+  MutexLock lk(admission_mu_);
   const ReservationLimits& lim = opts_.limits;
   auto refuse = [](Counter& refused) { refused.inc(); };
   auto it = planning_by_user_.find(user);
@@ -345,7 +345,7 @@ Status ReservationManager::enterPlanning(const UserId& user) {
 }
 
 void ReservationManager::leavePlanning(const UserId& user) {
-  std::lock_guard<std::mutex> lk(admission_mu_);
+  MutexLock lk(admission_mu_);
   auto it = planning_by_user_.find(user);
   MORPHEUS_CHECK(it != planning_by_user_.end() && it->second > 0 && planning_total_ > 0,
                  "planning lane count of " + user.value());
@@ -395,14 +395,14 @@ Result<ReservationRecord> ReservationManager::submitChecked(
   if (def.user.empty()) return invalidArgument("user", "is required");
   MORPHEUS_RETURN_IF_ERROR(enterPlanning(def.user));
   PlanningTicket ticket(*this, def.user);
-  std::lock_guard<std::mutex> lane(planning_mu_);
+  MutexLock lane(planning_mu_);
   for (int attempt = 1;; ++attempt) {
     // Snapshot under mu_: the checks against the records and a copy of the plan.
     std::unique_ptr<planner::Planner> snap;
     uint64_t version = 0;
     TimePoint now;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
       if (by) MORPHEUS_RETURN_IF_ERROR(mayUseId(id, *by, def));
       int64_t held = 0;
@@ -421,7 +421,7 @@ Result<ReservationRecord> ReservationManager::submitChecked(
     planning_running_.set(1);
     auto placement = snap->submit(id, def, now, explanation, &displaced);
     planning_running_.set(0);
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (plan_version_ != version &&
         (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
       m_.planning_conflicts.inc();
@@ -490,7 +490,7 @@ Result<ReservationRecord> ReservationManager::update(
   MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
   MORPHEUS_RETURN_IF_ERROR(enterPlanning(user));
   PlanningTicket ticket(*this, user);
-  std::lock_guard<std::mutex> lane(planning_mu_);
+  MutexLock lane(planning_mu_);
   for (int attempt = 1;; ++attempt) {
     std::unique_ptr<planner::Planner> snap;
     uint64_t version = 0;
@@ -498,7 +498,7 @@ Result<ReservationRecord> ReservationManager::update(
     ReservationRecord old;
     planner::ReservationDefinition nd = def;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       auto it = records_.find(id);
       if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
       old = it->second;
@@ -516,7 +516,7 @@ Result<ReservationRecord> ReservationManager::update(
     planning_running_.set(1);
     auto placement = snap->update(id, nd, now, explanation, &displaced);
     planning_running_.set(0);
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     // An unchanged version also means an unchanged record: `old` and the
     // access check still hold.
     if (plan_version_ != version &&
@@ -558,7 +558,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
 
 Status ReservationManager::remove(const ReservationId& id, const UserId& user,
                                   const AccessCheck& may) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
   MORPHEUS_RETURN_IF_ERROR(may(it->second));
@@ -585,7 +585,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user,
 std::vector<ReservationRecord> ReservationManager::list(const std::string& queue,
                                                         const std::string& id, TimePoint start,
                                                         TimePoint end) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationRecord> out;
   for (const auto& [rid, r] : records_) {
     if (!queue.empty() && r.def.queue != queue) continue;
@@ -612,14 +612,14 @@ std::vector<ReservationRecord> ReservationManager::list(const std::string& queue
 }
 
 std::optional<ReservationRecord> ReservationManager::get(const ReservationId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return std::nullopt;
   return it->second;
 }
 
 PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   PlanSnapshot snap;
   snap.step = planner_->options().step;
   snap.capacity = planner_->capacity();
@@ -636,7 +636,7 @@ PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
 }
 
 void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   Resource current = planner_->capacity();
   if (!allow_drop) {
     Resource target = Resource::max(live, current);
@@ -720,7 +720,7 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
 }
 
 void ReservationManager::expire() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   // Trimming load before now alone does not move the version: a snapshot
   // installed later plans nothing before now, and the next call trims it.
   const std::vector<ReservationId> expired = planner_->expire(clock_.now());
@@ -737,12 +737,12 @@ void ReservationManager::expire() {
 }
 
 Resource ReservationManager::guaranteedAt(const ReservationId& id, TimePoint t) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return planner_->guaranteedAt(id, t);
 }
 
 bool ReservationManager::isPeriodic(const ReservationId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   return it != records_.end() && it->second.def.period.count() > 0;
 }
@@ -775,7 +775,7 @@ std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& k
 std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const JobKey& key) const {
   if (key.empty()) return {};
   const TimePoint now = clock_.now();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   // Prefer the reservation serving the current (or next) instance: a job with
   // per-instance one-off reservations has the next instances'
   // reservations accepted ahead of time, and its run must bind to its own.
@@ -801,7 +801,7 @@ std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const Jo
 }
 
 std::vector<ReservationManager::Guaranteed> ReservationManager::guaranteesAt(TimePoint t) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<Guaranteed> out;
   for (const auto& [id, r] : records_) {
     Resource g = planner_->guaranteedAt(id, t);
@@ -811,7 +811,7 @@ std::vector<ReservationManager::Guaranteed> ReservationManager::guaranteesAt(Tim
 }
 
 std::vector<ReservationId> ReservationManager::ids() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationId> out;
   for (const auto& [id, _] : records_) out.push_back(id);
   return out;
@@ -841,7 +841,7 @@ int64_t ReservationManager::refundOf(const ReservationId& id, TimePoint now) con
 std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const ReservationId& id,
                                                                            TimePoint now,
                                                                            Millis recent) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return std::nullopt;
   const ReservationRecord& r = it->second;
@@ -852,8 +852,9 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
   v.extra_now = planner_->extraAt(id, now);
   v.planned_now = planner_->guaranteedAt(id, now) - v.extra_now;
   v.planned_recent = reprovision::recentPlanned(
-      [&](TimePoint t) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); }, now,
-      inst->start, inst->end, recent, planner_->options().step);
+      [&](TimePoint t)
+          REQUIRES(mu_) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); },
+      now, inst->start, inst->end, recent, planner_->options().step);
   v.instance = *inst;
   int64_t used = r.budget_instance == inst->index ? r.budget_used_container_ms : 0;
   v.budget_remaining_container_ms =
@@ -869,7 +870,7 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
     const std::string& rationale) {
   if (count <= 0) return invalidArgument("count", "must be > 0");
   if (duration <= Millis(0)) return invalidArgument("duration", "must be > 0");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value());
   ReservationRecord& r = it->second;
@@ -932,7 +933,7 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
 }
 
 void ReservationManager::releaseExtras(const ReservationId& id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return;
   const TimePoint now = clock_.now();
@@ -948,7 +949,7 @@ void ReservationManager::releaseExtras(const ReservationId& id) {
 }
 
 std::vector<ReservationId> ReservationManager::withExtras() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationId> out;
   const TimePoint now = clock_.now();
   for (const auto& [id, g] : grants_) {

@@ -126,7 +126,7 @@ ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, Rel
 }
 
 Result<ReloadReport> ConfigReloader::reload() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto r = reloadLocked();
   if (!r.isOk()) {
     spdlog::error("config reload refused, the running config is unchanged: {}",
