@@ -217,7 +217,17 @@ Result<ReloadReport> ConfigReloader::reloadLocked() {
         !st.isOk()) {
       auto old = parseQueueLimits(current_.queue_max_running_apps, current_.queue_max_resources,
                                   current_.user_max_running_apps, adhoc_paths);
-      if (old.isOk()) (void)targets_.runtime->setQueueMaxResources(old->max_resources);
+      // The old limits were accepted when they were applied: a refusal to
+      // put them back leaves the runtime half-reloaded, and the caller hears
+      // of both failures.
+      Status back =
+          old.isOk() ? targets_.runtime->setQueueMaxResources(old->max_resources) : old.status();
+      if (!back.isOk()) {
+        spdlog::error("config reload: the queue limits could not be put back after a refusal: {}",
+                      back.toString());
+        return internalError(st.message() +
+                             "; putting back the queue limits failed: " + back.toString());
+      }
       return st;
     }
   }
