@@ -380,7 +380,7 @@ class RmRuntime {
       GUARDED_BY(mu_);
   std::unique_ptr<sched::Scheduler> sched_ GUARDED_BY(mu_);  // every scheduling decision
   std::map<ReservationId, int> bound_ GUARDED_BY(mu_);       // reservation -> apps in sched_
-  // the kind and guarantee last set in sched_ per reservation
+  // The kind and guarantee last set in sched_ per reservation
   // (pushed only when it changes).
   std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_ GUARDED_BY(mu_);
   std::set<AppId> am_asks_ GUARDED_BY(mu_);  // apps with an AM ask in sched_
