@@ -381,7 +381,9 @@ class InferenceCore {
   InferenceMetrics metrics_;
 
   std::atomic<bool> stopping_{false};
-  Mutex ingest_mu_;  // serialises ingestAs (held across the store's ingest only)
+  // Serialises ingestAs (held across the store's ingest only); a leaf: never
+  // held with mu_.
+  Mutex ingest_mu_;
   // Guards the members below; never held across I/O or a fit.
   mutable Mutex mu_;
   CondVar claims_cv_;          // a claim was released or a refit ended
