@@ -114,8 +114,12 @@ std::set<std::string> leafQueues(const std::map<std::string, std::string>& queue
   return leaves;
 }
 
-ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets)
-    : source_(std::move(source)), targets_(targets), current_(std::move(running)) {
+ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets,
+                               MetricsRegistry& metrics)
+    : source_(std::move(source)),
+      targets_(targets),
+      metrics_(metrics),
+      current_(std::move(running)) {
   if (!source_.file.empty()) {
     if (auto text = readText(source_.file, "--config"); text.isOk()) file_text_ = *text;
   }
@@ -128,6 +132,7 @@ ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, Rel
 Result<ReloadReport> ConfigReloader::reload() {
   std::lock_guard<std::mutex> lk(mu_);
   auto r = reloadLocked();
+  (r.isOk() ? metrics_.applied : metrics_.refused).inc();
   if (!r.isOk()) {
     spdlog::error("config reload refused, the running config is unchanged: {}",
                   r.status().message());
@@ -217,7 +222,13 @@ Result<ReloadReport> ConfigReloader::reloadLocked() {
         !st.isOk()) {
       auto old = parseQueueLimits(current_.queue_max_running_apps, current_.queue_max_resources,
                                   current_.user_max_running_apps, adhoc_paths);
-      if (old.isOk()) (void)targets_.runtime->setQueueMaxResources(old->max_resources);
+      // The old caps were in force a moment ago: putting them back cannot
+      // fail unless the scheduler's queues changed under the reload's lock.
+      Status undo =
+          old.isOk() ? targets_.runtime->setQueueMaxResources(old->max_resources) : old.status();
+      if (!undo.isOk()) {
+        spdlog::error("config reload: scheduler.max-resources not restored: {}", undo.message());
+      }
       return st;
     }
   }
