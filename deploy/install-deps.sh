@@ -20,9 +20,13 @@ PACKAGES=(
   # units (common/daemon.h notifyReady/notifyStopping).
   libsystemd-dev
   systemd      # systemd-analyze: tests/package/check_deb.sh verifies the units with it
-  # The Debian package (cpack -G DEB; dpkg-shlibdeps computes its
+  # The Debian packages (dpkg-buildpackage; dpkg-shlibdeps computes their
   # Depends, `file` finds the binaries to strip); tests/package/check_deb.sh.
   dpkg-dev file
+  # The Debian packages are made with debhelper (deploy/build-debs.sh), their
+  # man pages with help2man from each binary's --help, and checked by
+  # lintian in tests/package/check_deb.sh.
+  debhelper help2man lintian
   libpq-dev postgresql   # PostgreSQL provenance store and its tests
   # deploy/fuzz.sh: libFuzzer targets need clang; libclang-rt-14-dev
   # holds compiler-rt's libFuzzer, ASan and UBSan runtimes (-fsanitize=fuzzer).

@@ -1,11 +1,12 @@
-# Installation and the Debian package, included by the top-level
-# CMakeLists.txt after every target exists.
+# Installation rules, included by the top-level CMakeLists.txt after every
+# target exists. They are also what the Debian packages are made of.
 #
 #   cmake --install BUILD --prefix /usr/local     # binaries, configs, units
-#   cpack --config BUILD/CPackConfig.cmake -G DEB  # morpheus_<version>_<arch>.deb
+#   deploy/build-debs.sh BUILD OUT                # morpheus-{common,rm,nm,inference,client}
 #
-# The package reuses the build tree's binaries (cpack runs the install rules
-# on it; nothing is rebuilt). Layout in the package:
+# The packages reuse the build tree's binaries (deploy/debian/rules runs
+# `cmake --install` on it; nothing is rebuilt) and split this layout between
+# them (deploy/debian/*.install), adding man pages generated from the binaries:
 #   /usr/bin/                morpheus-rm, -nm, -container-launch, -inference,
 #                            -dag-am, -sim, morpheusctl
 #   /etc/morpheus/           rm.yaml, nm.yaml, inference.yaml (conffiles):
@@ -18,8 +19,8 @@
 # asset file is installed. Absolute destinations (/etc, /lib/systemd) are kept
 # absolute under any prefix: a unit file elsewhere is never found by systemd.
 include(GNUInstallDirs)
-# `cmake --install` and cpack install what is built and never start a build
-# (build first); so the package test does not rebuild the tree it packages.
+# `cmake --install` installs what is built and never starts a build (build
+# first); so the package test does not rebuild the tree it packages.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 install(TARGETS morpheus-rm morpheus-nm morpheus-container-launch morpheus-inference
@@ -39,7 +40,7 @@ foreach(daemon rm nm inference)
   if(out STREQUAL text)
     message(FATAL_ERROR "deploy/${daemon}.yaml: expected data-dir: \"./var/${daemon}\"")
   endif()
-  string(REPLACE "as used by deploy/local-cluster.sh" "installed by the morpheus package" out
+  string(REPLACE "as used by deploy/local-cluster.sh" "installed by the morpheus-${daemon} package" out
                  "${out}")
   file(WRITE ${CMAKE_BINARY_DIR}/etc/morpheus/${daemon}.yaml "${out}")
   install(FILES ${CMAKE_BINARY_DIR}/etc/morpheus/${daemon}.yaml DESTINATION /etc/morpheus)
@@ -55,23 +56,3 @@ install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # machine.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR}
         PATTERN tools EXCLUDE)
-
-# CPack DEB. Runtime dependencies come from dpkg-shlibdeps on the binaries.
-set(CPACK_GENERATOR "DEB")
-set(CPACK_PACKAGE_NAME "morpheus")
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "Morpheus maintainers <morpheus@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "Morpheus cluster resource manager: RM, node manager, inference service and CLI")
-set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION "admin")
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Debug info stays in the build tree; the packaged binaries are stripped.
-set(CPACK_STRIP_FILES ON)
-# postinst creates the morpheus system user the units run as and reloads
-# systemd; conffiles keeps an operator's edits of /etc/morpheus/*.yaml.
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/deploy/debian/postinst
-                                       ${CMAKE_SOURCE_DIR}/deploy/debian/conffiles)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-include(CPack)

@@ -9,9 +9,8 @@ What it writes (nothing else in docs/reference/ is generated):
       morpheusctl's command tree, from `morpheusctl [COMMAND...] --help`
       walked recursively, then morpheus-dag-am's and morpheus-sim's `--help`;
   metrics.md
-      every metric, from where it is declared in src/ (the name, help text
-      and label literals of each MetricsRegistry::counter/gauge/histogram
-      call).
+      every metric each daemon serves, from its `--print-metrics` (the
+      metric structs its components declare, common/metrics.h).
 
 Usage:
   gen_reference.py --bin BUILD/bin [--src REPO] [--out DIR]   regenerate
@@ -174,177 +173,75 @@ def gen_cli(bindir):
 
 # ---------------------------------------------------------------- metrics --
 
-CALL = re.compile(r"\b(counter|gauge|histogram)\(")
-STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+METRIC_DAEMONS = [("morpheus-rm", "rm"), ("morpheus-nm", "nm"), ("morpheus-inference", "inference")]
 
 
-def split_args(text, start):
-    """Top-level comma-separated arguments from text[start] (just after '(')."""
-    depth = 0
-    args = []
-    cur = []
-    i = start
-    in_str = False
-    while i < len(text):
-        c = text[i]
-        if in_str:
-            cur.append(c)
-            if c == "\\":
-                cur.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            cur.append(c)
-        elif c in "({[":
-            depth += 1
-            cur.append(c)
-        elif c in ")}]":
-            if depth == 0:
-                args.append("".join(cur).strip())
-                return args
-            depth -= 1
-            cur.append(c)
-        elif c == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    return None
-
-
-def string_expr(expr):
-    """A C++ string expression: adjacent literals joined, `+ ident +` as <ident>."""
-    parts = []
-    pos = 0
-    for m in STRING.finditer(expr):
-        between = expr[pos : m.start()].strip().strip("+").strip()
-        if between:
-            name = between.rstrip("_").split(".")[-1].split("->")[-1]
-            parts.append("<%s>" % ("daemon" if name == "component" else name))
-        parts.append(m.group(1))
-        pos = m.end()
-    tail = expr[pos:].strip().strip("+").strip()
-    if tail:
-        parts.append("<%s>" % tail.rstrip("_"))
-    return "".join(parts)
-
-
-def labels_of(expr):
-    """{{"key", value}, ...}: label keys with the string literals of their values."""
-    result = []
-    if not expr.startswith("{"):
-        return result
-    inner = expr[1:-1].strip()
-    depth = 0
-    cur = []
-    pairs = []
-    for c in inner:
-        if c == "{":
-            depth += 1
-            if depth == 1:
-                cur = []
-                continue
-        if c == "}":
-            depth -= 1
-            if depth == 0:
-                pairs.append("".join(cur))
-                continue
-        if depth >= 1:
-            cur.append(c)
-    for p in pairs:
-        lits = STRING.findall(p)
-        if not lits:
+def parse_print_metrics(text):
+    """`--print-metrics`: NAME<TAB>TYPE<TAB>LABELS<TAB>HELP per line (common/metrics.h)."""
+    out = {}
+    for line in text.splitlines():
+        if not line.strip():
             continue
-        key = lits[0]
-        after_key = p.split(",", 1)[1] if "," in p else ""
-        values = STRING.findall(after_key)
-        dynamic = not values or re.search(r"[A-Za-z_]\w*\s*[(.\-]", re.sub(STRING, "", after_key)) is not None
-        result.append((key, values, dynamic))
-    return result
+        parts = line.split("\t", 3)
+        if len(parts) != 4:
+            raise SystemExit("gen_reference: unexpected --print-metrics line: %r" % line)
+        name, kind, labels, help_text = parts
+        out[name] = {"type": kind, "labels": "" if labels == "-" else labels, "help": help_text}
+    return out
 
 
-def scan_metrics(src_root):
+def generic_name(name, daemon):
+    """morpheus_rm_ready -> morpheus_<daemon>_ready, for the per-daemon metrics."""
+    prefix = "morpheus_%s_" % daemon
+    for suffix in ("ready", "uptime_seconds"):
+        if name == prefix + suffix:
+            return "morpheus_<daemon>_" + suffix
+    return name
+
+
+def format_labels(labels):
+    shown = []
+    for part in labels.split(";") if labels else []:
+        key, _, values = part.partition("=")
+        vals = [v for v in values.split(",") if v]
+        # build_info's values depend on the build; only the keys are documented.
+        shown.append("`%s`=%s" % (key, ", ".join(vals)) if vals else "`%s`" % key)
+    return "; ".join(shown)
+
+
+def gen_metrics(bindir):
     metrics = {}
-    for dirpath, _, files in os.walk(os.path.join(src_root, "src")):
-        for f in sorted(files):
-            if not f.endswith((".cc", ".h")):
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, src_root)
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            for m in CALL.finditer(text):
-                args = split_args(text, m.end())
-                if not args or len(args) < 2:
-                    continue
-                name = string_expr(args[0])
-                if not re.match(r"^(morpheus_|process_)", name):
-                    continue
-                help_text = string_expr(args[1]) if STRING.search(args[1]) else ""
-                entry = metrics.setdefault(
-                    name, {"type": m.group(1), "help": help_text, "labels": {}, "files": set()}
-                )
-                if not entry["help"]:
-                    entry["help"] = help_text
-                entry["files"].add(rel)
-                if m.group(1) != "histogram" and len(args) >= 3:
-                    for key, values, dynamic in labels_of(args[2]):
-                        slot = entry["labels"].setdefault(key, {"values": set(), "dynamic": False})
-                        slot["values"].update(values)
-                        slot["dynamic"] = slot["dynamic"] or dynamic
-    return metrics
-
-
-def daemons_of(files):
-    who = set()
-    for f in files:
-        if f.startswith("src/common/"):
-            return "every daemon"
-        if f.startswith("src/rm/"):
-            who.add("rm")
-        elif f.startswith("src/nodemanager/"):
-            who.add("nm")
-        elif f.startswith("src/inference/"):
-            who.add("inference")
-        else:
-            who.add(f.split("/")[1])
-    return ", ".join(sorted(who))
-
-
-def gen_metrics(src_root):
-    metrics = scan_metrics(src_root)
-    out = [header("the metric declarations in src/ (MetricsRegistry counter, gauge and histogram calls)")]
+    for binary, daemon in METRIC_DAEMONS:
+        path = os.path.join(bindir, binary)
+        if not os.path.exists(path):
+            raise SystemExit("gen_reference: %s not found in %s" % (binary, bindir))
+        for name, e in parse_print_metrics(run(path, ["--print-metrics"])).items():
+            if name == "morpheus_build_info":
+                e = dict(e, labels="daemon;version;revision")
+            key = generic_name(name, daemon)
+            entry = metrics.setdefault(key, dict(e, daemons=[]))
+            entry["daemons"].append(daemon)
+    out = [header("`morpheus-rm --print-metrics`, `morpheus-nm --print-metrics` and `morpheus-inference --print-metrics`")]
     out.append("# Metrics reference\n\n")
     out.append(
         "Every metric a daemon serves at `GET /metrics` on its HTTP port (Prometheus\n"
-        "text format). `<daemon>` is `rm`, `nm` or `inference`. Histograms of\n"
-        "durations are in seconds with buckets from 100 us to 10 s. A label listed\n"
-        "with \"...\" also takes values computed at run time (a state or reason name).\n\n"
+        "text format), as each daemon's `--print-metrics` lists it: each component\n"
+        "declares its metrics once, in a struct built by its constructor\n"
+        "(src/common/metrics.h). `<daemon>` is `rm`, `nm` or `inference`. Units are\n"
+        "base units: bytes, seconds; memory is in bytes, CPU in vcores. Counters end\n"
+        "in `_total` and exist, at 0, from the start (with each label value listed\n"
+        "below). Histograms of durations are in seconds with buckets from 100 us to\n"
+        "10 s. A label listed with \"...\" also takes values known only at run time\n"
+        "(a status code, a queue, a reservation). Renamed metrics are listed in\n"
+        "[operator/monitoring.md](../operator/monitoring.md#metric-names).\n\n"
     )
-    out.append("| metric | type | labels | meaning | served by | declared in |\n|---|---|---|---|---|---|\n")
+    out.append("| metric | type | labels | meaning | served by |\n|---|---|---|---|---|\n")
     for name in sorted(metrics):
         e = metrics[name]
-        labels = []
-        for key in sorted(e["labels"]):
-            slot = e["labels"][key]
-            vals = sorted(slot["values"])
-            if slot["dynamic"]:
-                vals.append("...")
-            labels.append("`%s`=%s" % (key, ", ".join(vals)) if vals else "`%s`" % key)
+        who = "every daemon" if len(e["daemons"]) == len(METRIC_DAEMONS) else ", ".join(e["daemons"])
         out.append(
-            "| `%s` | %s | %s | %s | %s | %s |\n"
-            % (
-                name,
-                e["type"],
-                md_cell("; ".join(labels)),
-                md_cell(e["help"]),
-                daemons_of(e["files"]),
-                ", ".join("`%s`" % f for f in sorted(e["files"])),
-            )
+            "| `%s` | %s | %s | %s | %s |\n"
+            % (name, e["type"], md_cell(format_labels(e["labels"])), md_cell(e["help"]), who)
         )
     out.append("\n%d metrics.\n" % len(metrics))
     return "".join(out)
@@ -359,7 +256,7 @@ def generate(bindir, src_root, out_dir):
             raise SystemExit("gen_reference: %s not found in %s" % (binary, bindir))
         files[fname] = gen_daemon(path, binary, what)
     files["cli.md"] = gen_cli(bindir)
-    files["metrics.md"] = gen_metrics(src_root)
+    files["metrics.md"] = gen_metrics(bindir)
     for fname, text in files.items():
         with open(os.path.join(out_dir, fname), "w", encoding="utf-8") as fh:
             fh.write(text)

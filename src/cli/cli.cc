@@ -6,6 +6,8 @@
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
 #include "cli/cmd_slo.h"
+#include "cli/cmd_top.h"
+#include "cli/cmd_usage.h"
 #include "cli/completion.h"
 #include "common/version.h"
 
@@ -100,6 +102,8 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   addSloCommands(app, ctx);
   addSkylineCommands(app, ctx);
   addQueueCommands(app, ctx);
+  addUsageCommands(app, ctx);
+  addTopCommand(app, ctx);
   addCompletionCommand(app, ctx);
   try {
     app.parse(argc, argv);

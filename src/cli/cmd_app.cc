@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "common/config.h"
 #include "common/wire.h"
@@ -80,7 +82,10 @@ nlohmann::json reportJson(const v1::ApplicationReport& a) {
       {"diagnostics", a.diagnostics()},
       {"pending_reasons",
        std::vector<std::string>(a.pending_reasons().begin(), a.pending_reasons().end())},
-      {"altruism", altruismJson(a)}};
+      {"altruism", altruismJson(a)},
+      {"waiting_reason", a.waiting_reason()},
+      {"memory_seconds", a.memory_seconds()},
+      {"vcore_seconds", a.vcore_seconds()}};
   setTime(j, "submit", a.submit_ms());
   setTime(j, "start", a.start_ms());
   setTime(j, "finish", a.finish_ms());
@@ -275,7 +280,7 @@ void list(const CliContext& ctx, const ListArgs& args) {
     return;
   }
   Table t({"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "CONTAINERS", "USED",
-           "SUBMITTED"});
+           "SUBMITTED", "WAITING"});
   for (const auto* a : apps) {
     char progress[16];
     std::snprintf(progress, sizeof progress, "%.0f%%", 100.0 * a->progress());
@@ -283,7 +288,8 @@ void list(const CliContext& ctx, const ListArgs& args) {
            a->reservation_id().empty() ? a->queue() : a->reservation_id(), stateName(a->state()),
            progress, std::to_string(a->running_containers()),
            formatResource(a->used().memory_mib(), a->used().vcores()),
-           formatTimeOrDash(a->submit_ms())});
+           formatTimeOrDash(a->submit_ms()),
+           a->waiting_reason().empty() ? "-" : a->waiting_reason()});
   }
   t.print();
 }
@@ -326,6 +332,10 @@ void status(const CliContext& ctx, const std::string& id) {
   std::printf("AM:            attempt %d, container %s on node %s\n", a.am_attempt(),
               a.am_container_id().empty() ? "-" : a.am_container_id().c_str(),
               a.am_node_id().empty() ? "-" : a.am_node_id().c_str());
+  std::printf("Usage:         %lld MiB-s, %lld vcore-s\n",
+              static_cast<long long>(a.memory_seconds()),
+              static_cast<long long>(a.vcore_seconds()));
+  if (!a.waiting_reason().empty()) std::printf("Waiting:       %s\n", a.waiting_reason().c_str());
   if (!a.diagnostics().empty()) std::printf("Diagnostics:   %s\n", a.diagnostics().c_str());
   for (const auto& r : a.pending_reasons()) std::printf("Pending:       %s\n", r.c_str());
   printAltruism(a);
@@ -461,6 +471,197 @@ void followLogs(const CliContext& ctx, const std::string& id, const std::string&
   }
 }
 
+// The wire's container states without their prefix: YARN's ContainerState
+// names (NEW = allocated, its node has not reported it running yet).
+std::string containerStateName(v1::ContainerState s) {
+  switch (s) {
+    case v1::CONTAINER_NEW:
+      return "NEW";
+    case v1::CONTAINER_RUNNING:
+      return "RUNNING";
+    case v1::CONTAINER_COMPLETE:
+      return "COMPLETE";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+// "" for no reason (not complete, or its end was not watched by this RM).
+std::string exitReasonName(v1::ContainerExitReason r) {
+  switch (r) {
+    case v1::EXIT_REASON_SUCCESS:
+      return "SUCCESS";
+    case v1::EXIT_REASON_FAILURE:
+      return "FAILURE";
+    case v1::EXIT_REASON_KILLED:
+      return "KILLED";
+    case v1::EXIT_REASON_PREEMPTED:
+      return "PREEMPTED";
+    case v1::EXIT_REASON_MEMORY_EXCEEDED:
+      return "MEMORY_EXCEEDED";
+    case v1::EXIT_REASON_NODE_LOST:
+      return "NODE_LOST";
+    case v1::EXIT_REASON_LAUNCH_FAILED:
+      return "LAUNCH_FAILED";
+    default:
+      return "";
+  }
+}
+
+// Whether the report carries a real exit status (complete and watched).
+bool hasExitStatus(const v1::ContainerReport& c) {
+  return c.state() == v1::CONTAINER_COMPLETE && c.exit_reason() != v1::EXIT_REASON_UNSPECIFIED;
+}
+
+v1::ListContainersResponse listContainers(const CliContext& ctx, const std::string& id) {
+  v1::ListContainersRequest req;
+  req.set_application_id(id);
+  v1::ListContainersResponse resp;
+  check(callRm(ctx, &v1::ClientService::Stub::ListContainers, req, &resp, kRpcTimeout,
+               CallKind::kIdempotent),
+        ctx);
+  return resp;
+}
+
+// What the RM's history may lack, on stderr (text output only).
+void noteHistoryGaps(const std::string& id, const v1::ListContainersResponse& r) {
+  if (r.partial()) {
+    std::fprintf(stderr,
+                 "note: the RM restarted after %s was submitted: containers that ended before "
+                 "are not listed\n",
+                 id.c_str());
+  }
+  if (r.omitted() > 0) {
+    std::fprintf(stderr, "note: %d older finished container(s) of %s are no longer listed\n",
+                 r.omitted(), id.c_str());
+  }
+}
+
+nlohmann::json containerJson(const v1::ContainerReport& c) {
+  const bool exit = hasExitStatus(c);
+  nlohmann::json j = {
+      {"container_id", c.container_id()},
+      {"am", c.am()},
+      {"node_id", c.node_id()},
+      {"node_address", c.container_manager_address()},
+      {"state", containerStateName(c.state())},
+      {"exit_status", exit ? nlohmann::json(c.exit_status()) : nlohmann::json()},
+      {"exit_reason", exit ? nlohmann::json(exitReasonName(c.exit_reason())) : nlohmann::json()},
+      {"diagnostics", c.diagnostics()},
+      {"resource", {{"memory_mib", c.resource().memory_mib()}, {"vcores", c.resource().vcores()}}}};
+  setTime(j, "start", c.start_ms());
+  setTime(j, "finish", c.end_ms());
+  return j;
+}
+
+// `app containers`: every container of the app, running and finished.
+void containers(const CliContext& ctx, const std::string& id) {
+  const v1::ListContainersResponse r = listContainers(ctx, id);
+  if (ctx.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& c : r.containers()) arr.push_back(containerJson(c));
+    printJson("containers", arr,
+              {{"application_id", id}, {"omitted", r.omitted()}, {"partial", r.partial()}});
+    return;
+  }
+  Table t(
+      {"CONTAINER", "TYPE", "NODE", "STATE", "EXIT", "REASON", "RESOURCES", "STARTED", "FINISHED"});
+  for (const auto& c : r.containers()) {
+    const bool exit = hasExitStatus(c);
+    t.add({c.container_id(), c.am() ? "AM" : "task", c.node_id().empty() ? "-" : c.node_id(),
+           containerStateName(c.state()), exit ? std::to_string(c.exit_status()) : "-",
+           exit ? exitReasonName(c.exit_reason()) : "-",
+           formatResource(c.resource().memory_mib(), c.resource().vcores()),
+           formatTimeOrDash(c.start_ms()), formatTimeOrDash(c.end_ms())});
+  }
+  t.print();
+  noteHistoryGaps(id, r);
+}
+
+// `app logs` without --container: stdout and stderr (or `streams`) of every
+// container of the app, each headed as `yarn logs -applicationId` heads
+// them. One GetContainerLogAccess per node gives a container token of the
+// app for it (the NM serves the logs of any container of the token's app).
+// Unreadable logs (node gone, removed after nm.log-retention) are reported
+// in place; fails only when no log at all could be read.
+void allLogs(const CliContext& ctx, const std::string& id, const std::string& node_filter,
+             const std::vector<std::string>& streams, int64_t bytes) {
+  const v1::ListContainersResponse list = listContainers(ctx, id);
+  struct Access {
+    std::string address, token;
+    Status error = Status::ok();
+  };
+  std::map<std::string, Access> by_node;
+  auto accessFor = [&](const v1::ContainerReport& c) -> const Access& {
+    auto it = by_node.find(c.node_id());
+    if (it != by_node.end()) return it->second;
+    Access a;
+    v1::GetContainerLogAccessRequest req;
+    req.set_application_id(id);
+    req.set_container_id(c.container_id());
+    req.set_node_id(c.node_id());
+    v1::GetContainerLogAccessResponse resp;
+    grpc::Status st = callRm(ctx, &v1::ClientService::Stub::GetContainerLogAccess, req, &resp,
+                             kRpcTimeout, CallKind::kIdempotent);
+    if (!st.ok() && st.error_code() != grpc::StatusCode::NOT_FOUND) check(st, ctx);
+    if (!st.ok()) {
+      a.error = fromGrpc(st).withContext("RM at " + rmChannel(ctx).current());
+    } else if (resp.targets_size() == 0) {
+      a.error = notFound("node " + c.node_id() + " is not known to the RM");
+    } else {
+      a.address = resp.targets(0).container_manager_address();
+      a.token = resp.targets(0).token();
+    }
+    return by_node.emplace(c.node_id(), std::move(a)).first->second;
+  };
+  nlohmann::json arr = nlohmann::json::array();
+  int read = 0, shown = 0;
+  for (const auto& c : list.containers()) {
+    if (!node_filter.empty() && c.node_id() != node_filter) continue;
+    shown++;
+    for (const auto& stream : streams) {
+      Result<std::string> data = notFound("the RM does not know the node of the container");
+      if (!c.node_id().empty()) {
+        const Access& a = accessFor(c);
+        data = a.error.isOk()
+                   ? fetchLogs(ctx, a.address, c.container_id(), a.token, stream == "stderr", bytes)
+                   : Result<std::string>(a.error);
+      }
+      if (data.isOk()) read++;
+      if (ctx.json) {
+        arr.push_back(
+            {{"container_id", c.container_id()},
+             {"node_id", c.node_id()},
+             {"node_address", c.container_manager_address()},
+             {"stream", stream},
+             {"data", data.isOk() ? nlohmann::json(*data) : nlohmann::json()},
+             {"error", data.isOk() ? nlohmann::json() : nlohmann::json(data.status().toString())}});
+        continue;
+      }
+      std::cout << "Container: " << c.container_id() << " on "
+                << (c.node_id().empty() ? "an unknown node" : c.node_id()) << "\n"
+                << "LogType: " << stream << "\n";
+      if (data.isOk()) {
+        std::cout << "LogContents:\n" << *data;
+        if (!data->empty() && data->back() != '\n') std::cout << "\n";
+      } else {
+        std::cout << "Logs not available: " << data.status().toString() << "\n";
+      }
+      std::cout << "End of LogType: " << stream << "\n\n" << std::flush;
+    }
+  }
+  if (ctx.json) {
+    printJson("logs", arr, {{"application_id", id}});
+  } else {
+    noteHistoryGaps(id, list);
+  }
+  if (shown == 0) {
+    failWith(notFound("application " + id + " has no containers" +
+                      (node_filter.empty() ? std::string(" yet") : " on node " + node_filter)));
+  }
+  if (read == 0) failWith(unavailable("no log of application " + id + " could be read"));
+}
+
 }  // namespace
 
 void addAppCommands(CLI::App& root, CliContext& ctx) {
@@ -517,17 +718,35 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
   auto log_node = std::make_shared<std::string>();
   auto log_stderr = std::make_shared<bool>(false);
   auto log_bytes = std::make_shared<int64_t>(0);
+  auto log_stdout = std::make_shared<bool>(false);
   auto* logs_cmd = app->add_subcommand(
-      "logs", "Tail of a container's stdout (default: the application's AM container)");
+      "logs",
+      "Every container's stdout and stderr (all attempts), each headed 'Container: ID on "
+      "NODE' and 'LogType: STREAM'; with --container or --follow, one container's stdout as "
+      "it is");
   logs_cmd->add_option("id", *log_id, "Application id")->required();
-  logs_cmd->add_option("--container", *log_container, "Container id (default: the AM container)");
-  logs_cmd->add_option("--node", *log_node, "Node id of --container (default: ask every node)");
-  logs_cmd->add_flag("--stderr", *log_stderr, "Show stderr instead of stdout");
-  logs_cmd->add_option("--bytes", *log_bytes, "Tail size in bytes (default 64 KiB)");
+  logs_cmd->add_option("--container", *log_container,
+                       "Only this container, its stdout (or --stderr) without headers");
+  logs_cmd->add_option("--node", *log_node,
+                       "Node id: of --container (default: where the RM saw it, else ask every "
+                       "node); without --container, only the containers on this node");
+  auto* err_flag = logs_cmd->add_flag("--stderr", *log_stderr, "Only stderr");
+  logs_cmd->add_flag("--stdout", *log_stdout, "Only stdout (every container)")->excludes(err_flag);
+  logs_cmd->add_option("--bytes", *log_bytes, "Tail size in bytes of each log (default 64 KiB)");
   auto log_follow = std::make_shared<bool>(false);
   logs_cmd->add_flag("--follow,-f", *log_follow,
-                     "Keep printing what is appended, every second, until the app ends");
-  logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_bytes, log_follow] {
+                     "Keep printing what is appended to one container's log (--container, "
+                     "default the AM's), every second, until the app ends");
+  logs_cmd->callback([&ctx, log_id, log_container, log_node, log_stderr, log_stdout, log_bytes,
+                      log_follow] {
+    if (*log_bytes < 0) failWith(invalidArgument("--bytes", "must not be negative"));
+    if (!*log_follow && log_container->empty()) {
+      std::vector<std::string> streams;
+      if (!*log_stderr) streams.push_back("stdout");
+      if (!*log_stdout) streams.push_back("stderr");
+      allLogs(ctx, *log_id, *log_node, streams, *log_bytes);
+      return;
+    }
     if (*log_follow) {
       if (ctx.json) {
         failWith(invalidArgument(typedName(ctx, {"-f", "--follow"}),
@@ -548,6 +767,14 @@ void addAppCommands(CLI::App& root, CliContext& ctx) {
     }
     std::cout << data << std::flush;
   });
+
+  auto cont_id = std::make_shared<std::string>();
+  auto* containers_cmd = app->add_subcommand(
+      "containers",
+      "The application's containers, running and finished (all attempts): node, state, exit "
+      "status, resources");
+  containers_cmd->add_option("id", *cont_id, "Application id")->required();
+  containers_cmd->callback([&ctx, cont_id] { containers(ctx, *cont_id); });
 
   auto tel_key = std::make_shared<std::string>();
   auto* tel_cmd =

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/logging.h"
 
 namespace {
 
@@ -16,6 +17,8 @@ std::string envOr(const char* name, const std::string& def) {
 
 int main(int argc, char** argv) {
   using namespace morpheus::cli;
+  // Library and gRPC log lines: "morpheusctl: ..." on stderr, never gRPC's raw format.
+  morpheus::setupToolLogging("morpheusctl");
   CliContext ctx;
   ctx.rm_address = envOr("MORPHEUS_RM", "127.0.0.1:8030");
   ctx.rm_http_address = envOr("MORPHEUS_RM_HTTP", "127.0.0.1:8088");

@@ -353,14 +353,37 @@ void notifyReady(const std::string& status) { notifyServiceManager("READY=1\nSTA
 
 void notifyStopping() { notifyServiceManager("STOPPING=1"); }
 
+DaemonMetrics::DaemonMetrics(MetricsRegistry& m, const std::string& component)
+    : ready(m.gauge("morpheus_" + component + "_ready", "1 while /readyz answers 200")),
+      uptime_seconds(m.gauge("morpheus_" + component + "_uptime_seconds",
+                             "Seconds since the daemon's servers started")),
+      build_info(m.gauge(
+          "morpheus_build_info",
+          "Constant 1; the labels name the daemon, its version and git revision",
+          {{"daemon", component}, {"version", projectVersion()}, {"revision", gitRevision()}})) {
+  build_info.set(1);
+}
+
+void declareDaemonMetrics(MetricsRegistry& metrics, const std::string& component) {
+  DaemonMetrics daemon(metrics, component);
+  ProcessMetrics process(metrics);
+  HttpServerMetrics http(metrics);
+  GrpcGuardMetrics grpc(metrics);
+}
+
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
-                           const std::vector<FlagAlias>& extra) {
+                           const std::vector<FlagAlias>& extra,
+                           const MetricsDeclaration& declare_metrics) {
   disableAbseilDeadlockDetection();  // before any gRPC object exists (mutex_tuning.h)
   CLI::App app{"Morpheus " + program};
   std::string config_file;
   bool print_config = false;
   app.add_option("--config", config_file, "YAML config file (see deploy/ for commented examples)");
   app.add_flag("--print-config", print_config, "Print every option with its meaning and default");
+  bool print_metrics = false;
+  app.add_flag(
+      "--print-metrics", print_metrics,
+      "Print every metric served at /metrics: name, type, labels, meaning (tab-separated)");
   app.set_version_flag("--version", versionLine(program), "Print the version and git revision");
   std::vector<FlagAlias> aliases = {
       {"--grpc-port", "grpc.port", "gRPC port (0 = pick a free one)"},
@@ -399,6 +422,14 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
   }
   if (print_config) {
     std::cout << schema.describe();
+    return 0;
+  }
+  if (print_metrics) {
+    MetricsRegistry declared;
+    std::string component = program.rfind("morpheus-", 0) == 0 ? program.substr(9) : program;
+    declareDaemonMetrics(declared, component);
+    if (declare_metrics) declare_metrics(declared);
+    std::cout << formatDescriptions(declared.describe());
     return 0;
   }
   if (!config_file.empty()) {
@@ -449,6 +480,7 @@ DaemonServer::DaemonServer(std::string component, const DaemonOptions& opts,
     : component_(std::move(component)),
       opts_(opts),
       metrics_(metrics),
+      daemon_metrics_(metrics, component_),
       descriptor_limit_(raiseDescriptorLimit()),
       http_(httpServerOptions(opts, descriptor_limit_), metrics) {}
 
@@ -543,15 +575,17 @@ Status DaemonServer::start() {
   readiness_.require("serving");
   registerHealthRoutes(http_, readiness_);
   auto started = std::chrono::steady_clock::now();
-  metrics_.gauge("morpheus_" + component_ + "_up", "1 while the daemon is serving").set(1);
+  // On the I/O thread, so a scrape never waits behind a slow REST handler.
+  // render() runs the registry's collectors first (the RM's resource gauges):
+  // each takes its component's lock for one pass over its state, so a scrape
+  // may wait for one heartbeat's scheduling (the RM runtime's lock).
   http_.route(
       "GET", "/metrics",
       [this, started](const HttpRequest&) {
         double up =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        metrics_.gauge("morpheus_" + component_ + "_uptime_seconds", "Seconds since start").set(up);
-        metrics_.gauge("morpheus_" + component_ + "_ready", "1 while /readyz answers 200")
-            .set(readiness_.unmet().empty() ? 1 : 0);
+        daemon_metrics_.uptime_seconds.set(up);
+        daemon_metrics_.ready.set(readiness_.unmet().empty() ? 1 : 0);
         if (Status st = updateProcessMetrics(metrics_); !st.isOk()) {
           spdlog::warn("process metrics: {}", st.message());
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -136,14 +137,38 @@ void notifyReady(const std::string& status);
 // STOPPING=1: call as soon as the termination signal arrived.
 void notifyStopping();
 
+// The metrics of the daemon itself, declared once (DaemonServer builds them):
+//   morpheus_<component>_ready            gauge, 1 while /readyz answers 200
+//   morpheus_<component>_uptime_seconds   gauge, seconds since the server started
+//   morpheus_build_info{daemon,version,revision}   gauge, constant 1
+// (Prometheus adds `up` to every scrape itself, so the daemon serves none.)
+struct DaemonMetrics {
+  DaemonMetrics(MetricsRegistry& metrics, const std::string& component);
+  Gauge& ready;
+  Gauge& uptime_seconds;
+  Gauge& build_info;
+};
+
+// Declares in `metrics` everything a DaemonServer of `component` serves
+// besides its components' metrics: DaemonMetrics, ProcessMetrics,
+// HttpServerMetrics and GrpcGuardMetrics. For `--print-metrics`.
+void declareDaemonMetrics(MetricsRegistry& metrics, const std::string& component);
+
+// Declares a daemon's component metrics in a registry (for --print-metrics):
+// constructs each component's metrics struct.
+using MetricsDeclaration = std::function<void(MetricsRegistry&)>;
+
 // Parses argv: --config FILE, the standard aliases (--grpc-port, --http-port,
-// --data-dir, --log-level) plus `extra`, --set KEY=VALUE (repeatable) and
-// --print-config. Loads the file, then applies flags in order. On error
-// prints one line "<program>: <reason>" to stderr and returns the exit code
-// to use (2); returns -1 when the daemon should start, 0 after --help or
-// --print-config.
+// --data-dir, --log-level) plus `extra`, --set KEY=VALUE (repeatable),
+// --print-config and --print-metrics. Loads the file, then applies flags in
+// order. On error prints one line "<program>: <reason>" to stderr and returns
+// the exit code to use (2); returns -1 when the daemon should start, 0 after
+// --help, --print-config or --print-metrics. --print-metrics prints every
+// metric the daemon serves (formatDescriptions: declareDaemonMetrics, then
+// `declare_metrics`), one per line.
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
-                           const std::vector<FlagAlias>& extra);
+                           const std::vector<FlagAlias>& extra,
+                           const MetricsDeclaration& declare_metrics = nullptr);
 
 // Creates the directory if needed, verifies it is writable and takes an
 // exclusive lock (LOCK file) so two daemons never share one data dir.
@@ -196,6 +221,7 @@ class DaemonServer {
   std::string component_;
   DaemonOptions opts_;
   MetricsRegistry& metrics_;
+  DaemonMetrics daemon_metrics_;
   int64_t descriptor_limit_;
   std::unique_ptr<GrpcGuard> guard_;
   std::string internal_dir_;  // TLS: the private directory of the internal socket

@@ -437,29 +437,46 @@ void GrpcGuard::stop() {
   listen_fd_ = wake_fd_ = -1;
 }
 
+namespace {
+Counter& grpcRefused(MetricsRegistry& m, const char* reason) {
+  return m.counter("morpheus_grpc_connections_refused_total",
+                   "gRPC connections closed by the connection guard, by reason",
+                   {{"reason", reason}});
+}
+}  // namespace
+
+GrpcGuardMetrics::GrpcGuardMetrics(MetricsRegistry& m)
+    : open(
+          m.gauge("morpheus_grpc_connections_open", "Client connections the gRPC port holds open")),
+      refused_max_connections(grpcRefused(m, "max-connections")),
+      refused_per_client(grpcRefused(m, "max-connections-per-client")),
+      refused_handshake(grpcRefused(m, "handshake")),
+      refused_message_size(grpcRefused(m, "message-size")),
+      refused_unauthenticated(grpcRefused(m, "unauthenticated")),
+      refused_http2(grpcRefused(m, "http2")),
+      refused_descriptors(grpcRefused(m, "descriptors")),
+      accept_errors(m.counter(
+          "morpheus_grpc_accept_errors_total",
+          "accept() failures on the gRPC port (descriptors exhausted); the guard recovers by "
+          "itself")) {}
+
 void GrpcGuard::run() {
-  auto& open_gauge = metrics_.gauge("morpheus_grpc_connections_open",
-                                    "Client connections the gRPC port holds open");
-  auto refused = [this](const char* reason) -> Counter& {
-    return metrics_.counter("morpheus_grpc_connections_refused_total",
-                            "gRPC connections closed by the connection guard, by reason",
-                            {{"reason", reason}});
-  };
-  Counter& refused_total = refused("max-connections");
-  Counter& refused_client = refused("max-connections-per-client");
-  Counter& refused_handshake = refused("handshake");
+  auto& open_gauge = metrics_.open;
+  Counter& refused_total = metrics_.refused_max_connections;
+  Counter& refused_client = metrics_.refused_per_client;
+  Counter& refused_handshake = metrics_.refused_handshake;
   // The message check's refusals, by GrpcRequestCheck::reason().
-  std::map<std::string, Counter*> refused_check;
-  for (const char* r : {"message-size", "unauthenticated", "http2"}) refused_check[r] = &refused(r);
+  std::map<std::string, Counter*> refused_check = {
+      {"message-size", &metrics_.refused_message_size},
+      {"unauthenticated", &metrics_.refused_unauthenticated},
+      {"http2", &metrics_.refused_http2}};
   auto refuseCheck = [&](Conn* c) {
     spdlog::warn("gRPC connection from {} closed: {}", c->client, c->check->error());
     refused_check[c->check->reason()]->inc();
     return false;
   };
-  Counter& refused_descriptors = refused("descriptors");
-  Counter& accept_errors = metrics_.counter(
-      "morpheus_grpc_accept_errors_total",
-      "accept() failures on the gRPC port (descriptors exhausted); the guard recovers by itself");
+  Counter& refused_descriptors = metrics_.refused_descriptors;
+  Counter& accept_errors = metrics_.accept_errors;
 
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) {

@@ -124,6 +124,25 @@ class GrpcRequestCheck {
   std::string error_;
 };
 
+// The guard's metrics, declared once (every counter present from start at 0):
+//   morpheus_grpc_connections_open                    gauge
+//   morpheus_grpc_connections_refused_total{reason}   counter, reason =
+//       max-connections | max-connections-per-client | handshake |
+//       message-size | unauthenticated | http2 | descriptors
+//   morpheus_grpc_accept_errors_total                 counter
+struct GrpcGuardMetrics {
+  explicit GrpcGuardMetrics(MetricsRegistry& metrics);
+  Gauge& open;
+  Counter& refused_max_connections;
+  Counter& refused_per_client;
+  Counter& refused_handshake;
+  Counter& refused_message_size;
+  Counter& refused_unauthenticated;
+  Counter& refused_http2;
+  Counter& refused_descriptors;
+  Counter& accept_errors;
+};
+
 class GrpcGuard {
  public:
   // Returns a new descriptor connected to the gRPC server (owned by the
@@ -147,7 +166,7 @@ class GrpcGuard {
   void run();
 
   GrpcGuardOptions opts_;
-  MetricsRegistry& metrics_;
+  GrpcGuardMetrics metrics_;
   ConnectUpstream connect_upstream_;
   OnAccepting on_accepting_;
   int listen_fd_ = -1;

@@ -197,6 +197,31 @@ constexpr std::string_view kRefusedResponse =
 
 }  // namespace
 
+namespace {
+Counter& httpRefused(MetricsRegistry& m, const char* reason) {
+  return m.counter("morpheus_http_connections_refused_total",
+                   "HTTP connections refused at accept because a connection cap was reached",
+                   {{"reason", reason}});
+}
+Counter& httpRejected(MetricsRegistry& m, const char* status) {
+  return m.counter("morpheus_http_requests_rejected_total",
+                   "HTTP requests rejected before dispatch", {{"status", status}});
+}
+}  // namespace
+
+HttpServerMetrics::HttpServerMetrics(MetricsRegistry& metrics)
+    : open(metrics.gauge("morpheus_http_connections_open", "Open HTTP connections")),
+      refused_max_connections(httpRefused(metrics, "max-connections")),
+      refused_per_client(httpRefused(metrics, "max-connections-per-client")),
+      refused_per_principal(httpRefused(metrics, "max-connections-per-principal")),
+      accept_errors(metrics.counter("morpheus_http_accept_errors_total",
+                                    "Failed accepts on the HTTP port (e.g. EMFILE); retried")),
+      timed_out(metrics.counter("morpheus_http_connections_timed_out_total",
+                                "HTTP connections closed by the header, idle or write timeout")),
+      rejected_400(httpRejected(metrics, "400")),
+      rejected_413(httpRejected(metrics, "413")),
+      rejected_431(httpRejected(metrics, "431")) {}
+
 struct HttpServer::Impl {
   struct Route {
     HttpHandler handler;
@@ -206,32 +231,16 @@ struct HttpServer::Impl {
 
   Impl(HttpServerOptions o, MetricsRegistry& metrics)
       : opts(std::move(o)),
-        open_gauge(metrics.gauge("morpheus_http_connections_open", "Open HTTP connections")),
-        refused_total(metrics.counter(
-            "morpheus_http_connections_refused_total",
-            "HTTP connections refused at accept because a connection cap was reached",
-            {{"reason", "max-connections"}})),
-        refused_per_client(metrics.counter(
-            "morpheus_http_connections_refused_total",
-            "HTTP connections refused at accept because a connection cap was reached",
-            {{"reason", "max-connections-per-client"}})),
-        refused_per_principal(metrics.counter(
-            "morpheus_http_connections_refused_total",
-            "HTTP connections refused at accept because a connection cap was reached",
-            {{"reason", "max-connections-per-principal"}})),
-        accept_errors(metrics.counter("morpheus_http_accept_errors_total",
-                                      "Failed accepts on the HTTP port (e.g. EMFILE); retried")),
-        timed_out(metrics.counter("morpheus_http_connections_timed_out_total",
-                                  "HTTP connections closed by the header, idle or write timeout")),
-        rejected_400(metrics.counter("morpheus_http_requests_rejected_total",
-                                     "HTTP requests rejected before dispatch",
-                                     {{"status", "400"}})),
-        rejected_413(metrics.counter("morpheus_http_requests_rejected_total",
-                                     "HTTP requests rejected before dispatch",
-                                     {{"status", "413"}})),
-        rejected_431(metrics.counter("morpheus_http_requests_rejected_total",
-                                     "HTTP requests rejected before dispatch",
-                                     {{"status", "431"}})),
+        m(metrics),
+        open_gauge(m.open),
+        refused_total(m.refused_max_connections),
+        refused_per_client(m.refused_per_client),
+        refused_per_principal(m.refused_per_principal),
+        accept_errors(m.accept_errors),
+        timed_out(m.timed_out),
+        rejected_400(m.rejected_400),
+        rejected_413(m.rejected_413),
+        rejected_431(m.rejected_431),
         refused_log(opts.log_interval),
         accept_error_log(opts.log_interval),
         backoff(opts.accept_backoff) {}
@@ -241,6 +250,7 @@ struct HttpServer::Impl {
   std::map<std::pair<std::string, std::string>, Route> routes;
   std::set<std::string> methods;                     // of `routes`
   std::map<std::string, ErrorFormat> error_formats;  // by path prefix
+  HttpServerMetrics m;
   Gauge& open_gauge;
   Counter& refused_total;
   Counter& refused_per_client;

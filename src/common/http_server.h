@@ -48,7 +48,8 @@
 // Their bodies are plain text, or what the ErrorFormat registered for the
 // path's prefix makes of them (setErrorFormat: the YARN REST's JSON).
 //
-// Metrics (in the registry given to the constructor):
+// Metrics (in the registry given to the constructor; HttpServerMetrics
+// declares them, every counter present from start at 0):
 //   morpheus_http_connections_open                     gauge
 //   morpheus_http_connections_refused_total{reason}    counter, reason =
 //       "max-connections" | "max-connections-per-client" |
@@ -155,6 +156,19 @@ struct HttpServerOptions {
   Millis accept_backoff{50};
   // Refused connections and accept errors are logged at most once per this.
   Millis log_interval{10000};
+};
+
+struct HttpServerMetrics {
+  explicit HttpServerMetrics(MetricsRegistry& metrics);
+  Gauge& open;
+  Counter& refused_max_connections;
+  Counter& refused_per_client;
+  Counter& refused_per_principal;
+  Counter& accept_errors;
+  Counter& timed_out;
+  Counter& rejected_400;
+  Counter& rejected_413;
+  Counter& rejected_431;
 };
 
 class HttpServer {

@@ -1,5 +1,6 @@
 #include "common/logging.h"
 
+#include <grpc/support/log.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/dist_sink.h>
@@ -8,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <mutex>
+#include <string_view>
 
 namespace morpheus {
 
@@ -49,6 +51,87 @@ Result<spdlog::sink_ptr> openFileSink(const LogOptions& options) {
   }
 }
 
+// The logger gRPC's lines go to. Allocated once and never destroyed: gRPC's
+// threads may still log while static objects (spdlog's registry among them)
+// are destroyed at exit; the logger it holds stays alive with it.
+struct GrpcLog {
+  std::mutex mu;
+  std::shared_ptr<spdlog::logger> logger;  // GUARDED_BY(mu)
+  // A tool prints each distinct line once: gRPC repeats a failed handshake on
+  // every reconnect attempt of one command. The last line printed, if so.
+  bool once = false;  // GUARDED_BY(mu)
+  std::string last;   // GUARDED_BY(mu)
+};
+
+GrpcLog& grpcLog() {
+  static GrpcLog* log = new GrpcLog;
+  return *log;
+}
+
+// gRPC's INFO lines are its developers' diagnostics ("grpc epoll fd: 8", the
+// server's poller counts) and what GRPC_TRACE prints; gRPC itself shows only
+// ERROR by default. So one step down: ERROR -> error, INFO -> debug,
+// DEBUG -> trace, and the default log.level info shows what gRPC would.
+spdlog::level::level_enum levelOfGrpc(gpr_log_severity severity) {
+  switch (severity) {
+    case GPR_LOG_SEVERITY_DEBUG:
+      return spdlog::level::trace;
+    case GPR_LOG_SEVERITY_INFO:
+      return spdlog::level::debug;
+    case GPR_LOG_SEVERITY_ERROR:
+      break;
+  }
+  return spdlog::level::err;
+}
+
+// The least severe gRPC line the logger at `level` prints (so gRPC formats
+// none it would drop).
+gpr_log_severity grpcVerbosity(spdlog::level::level_enum level) {
+  if (level <= spdlog::level::trace) return GPR_LOG_SEVERITY_DEBUG;
+  if (level == spdlog::level::debug) return GPR_LOG_SEVERITY_INFO;
+  return GPR_LOG_SEVERITY_ERROR;
+}
+
+// gpr_log's output function: called on any gRPC thread, once per line that
+// passed the verbosity. One line per event: gRPC's multi-line messages (error
+// trees) are joined.
+void logGrpcLine(gpr_log_func_args* args) {
+  std::string message = args->message ? args->message : "";
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::string_view file = args->file ? args->file : "?";
+  if (auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  std::string line = fmt::format("grpc: {} ({}:{})", message, file, args->line);
+  std::shared_ptr<spdlog::logger> logger;
+  {
+    GrpcLog& gl = grpcLog();
+    std::lock_guard<std::mutex> lk(gl.mu);
+    if (gl.once) {
+      if (line == gl.last) return;
+      gl.last = line;
+    }
+    logger = gl.logger;
+  }
+  if (logger) logger->log(levelOfGrpc(args->severity), line);
+}
+
+// `once`: drop a line equal to the one before (tools).
+void routeGrpcLogs(std::shared_ptr<spdlog::logger> logger, bool once) {
+  gpr_log_severity verbosity = grpcVerbosity(logger->level());
+  {
+    GrpcLog& gl = grpcLog();
+    std::lock_guard<std::mutex> lk(gl.mu);
+    gl.logger = std::move(logger);
+    gl.once = once;
+    gl.last.clear();
+  }
+  // Before grpc_init these stay: gRPC reads GRPC_VERBOSITY only while the
+  // verbosity is still unset.
+  gpr_set_log_verbosity(verbosity);
+  gpr_set_log_function(&logGrpcLine);
+}
+
 }  // namespace
 
 Status setupLogging(const std::string& name, const LogOptions& options) {
@@ -84,6 +167,7 @@ Status setupLogging(const std::string& name, const LogOptions& options) {
   fl.options = options;
   fl.holder = holder;
   spdlog::set_default_logger(logger);
+  routeGrpcLogs(std::move(logger), false);
   return Status::ok();
 }
 
@@ -102,6 +186,16 @@ Status reopenLogFile() {
   if (!file.isOk()) return file.status();
   fl.holder->set_sinks({*file});
   return Status::ok();
+}
+
+void setupToolLogging(const std::string& program) {
+  auto logger =
+      std::make_shared<spdlog::logger>(program, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("%n: %v");
+  logger->set_level(spdlog::level::warn);
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  routeGrpcLogs(std::move(logger), true);
 }
 
 }  // namespace morpheus

@@ -4,11 +4,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/status.h"
@@ -44,6 +46,21 @@ bool validName(const std::string& n) {
     if (!ok) return false;
   }
   return true;
+}
+
+// HELP text escapes only backslash and newline (exposition format 0.0.4).
+std::string escapeHelp(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::string num(double v) {
@@ -103,42 +120,129 @@ std::string formatLabels(const Labels& labels) {
   return s + "}";
 }
 
+MetricsRegistry::MetricsRegistry() = default;
+MetricsRegistry::~MetricsRegistry() = default;
+
 MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Type type,
-                                                 const std::string& help) {
+                                                 const std::string& help,
+                                                 const std::vector<std::string>* label_keys) {
   MORPHEUS_CHECK(validName(name), "invalid metric name " + name);
   auto it = families_.find(name);
   if (it == families_.end()) {
-    it = families_.emplace(name, Family{type, help, {}, {}, {}}).first;
+    Family f{type, help, {}, false, {}, {}, {}, {}};
+    if (label_keys != nullptr) {
+      f.label_keys = *label_keys;
+      std::sort(f.label_keys.begin(), f.label_keys.end());
+      f.open_labels = true;
+    }
+    it = families_.emplace(name, std::move(f)).first;
   }
   MORPHEUS_CHECK(it->second.type == type, "metric " + name + " re-registered with another type");
+  if (label_keys != nullptr) {
+    std::vector<std::string> keys = *label_keys;
+    std::sort(keys.begin(), keys.end());
+    if (!it->second.open_labels && it->second.label_sets.empty()) it->second.label_keys = keys;
+    MORPHEUS_CHECK(it->second.label_keys == keys,
+                   "metric " + name + " re-registered with other label keys");
+    it->second.open_labels = true;
+  }
   return it->second;
+}
+
+std::string MetricsRegistry::child(Family& f, const std::string& name, const Labels& labels) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : labels) {
+    MORPHEUS_CHECK(validName(k) && k.rfind("__", 0) != 0,
+                   "metric " + name + ": invalid label name " + k);
+    keys.push_back(k);
+  }
+  if (f.label_sets.empty() && !f.open_labels) f.label_keys = keys;
+  MORPHEUS_CHECK(f.label_keys == keys, "metric " + name + " used with other label keys");
+  std::string key = formatLabels(labels);
+  f.label_sets.emplace(key, labels);
+  return key;
+}
+
+Counter& MetricsRegistry::counterLocked(const std::string& name, const std::string& help,
+                                        const Labels& labels) {
+  auto& f = family(name, Type::kCounter, help, nullptr);
+  auto& p = f.counters[child(f, name, labels)];
+  if (!p) p = std::make_unique<Counter>();
+  return *p;
+}
+
+Gauge& MetricsRegistry::gaugeLocked(const std::string& name, const std::string& help,
+                                    const Labels& labels) {
+  auto& f = family(name, Type::kGauge, help, nullptr);
+  auto& p = f.gauges[child(f, name, labels)];
+  if (!p) p = std::make_unique<Gauge>();
+  return *p;
 }
 
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
   std::lock_guard<std::mutex> lk(mu_);
-  auto& f = family(name, Type::kCounter, help);
-  auto& p = f.counters[formatLabels(labels)];
-  if (!p) p = std::make_unique<Counter>();
-  return *p;
+  return counterLocked(name, help, labels);
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
   std::lock_guard<std::mutex> lk(mu_);
-  auto& f = family(name, Type::kGauge, help);
-  auto& p = f.gauges[formatLabels(labels)];
-  if (!p) p = std::make_unique<Gauge>();
-  return *p;
+  return gaugeLocked(name, help, labels);
 }
 
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       std::vector<double> bounds, const Labels& labels) {
   std::lock_guard<std::mutex> lk(mu_);
-  auto& f = family(name, Type::kHistogram, help);
-  auto& p = f.histograms[formatLabels(labels)];
+  auto& f = family(name, Type::kHistogram, help, nullptr);
+  auto& p = f.histograms[child(f, name, labels)];
   if (!p) p = std::make_unique<Histogram>(std::move(bounds));
   return *p;
+}
+
+CounterFamily MetricsRegistry::counterFamily(const std::string& name, const std::string& help,
+                                             std::vector<std::string> label_keys) {
+  std::lock_guard<std::mutex> lk(mu_);
+  family(name, Type::kCounter, help, &label_keys);
+  return CounterFamily(this, name);
+}
+
+GaugeFamily MetricsRegistry::gaugeFamily(const std::string& name, const std::string& help,
+                                         std::vector<std::string> label_keys) {
+  std::lock_guard<std::mutex> lk(mu_);
+  family(name, Type::kGauge, help, &label_keys);
+  return GaugeFamily(this, name);
+}
+
+Counter& CounterFamily::with(const Labels& labels) const {
+  std::lock_guard<std::mutex> lk(r_->mu_);
+  return r_->counterLocked(name_, "", labels);
+}
+
+Gauge& GaugeFamily::with(const Labels& labels) const {
+  std::lock_guard<std::mutex> lk(r_->mu_);
+  return r_->gaugeLocked(name_, "", labels);
+}
+
+void GaugeFamily::replaceAll(const std::vector<std::pair<Labels, double>>& values) const {
+  std::lock_guard<std::mutex> lk(r_->mu_);
+  auto& f = r_->families_.at(name_);
+  f.gauges.clear();
+  f.label_sets.clear();
+  for (const auto& [labels, v] : values) r_->gaugeLocked(name_, "", labels).set(v);
+}
+
+MetricsRegistry::Collector::~Collector() {
+  std::lock_guard<std::mutex> lk(r_->collect_mu_);
+  r_->collectors_.erase(id_);
+}
+
+std::unique_ptr<MetricsRegistry::Collector> MetricsRegistry::addCollector(
+    std::function<void()> collect) {
+  std::lock_guard<std::mutex> lk(collect_mu_);
+  uint64_t id = next_collector_++;
+  collectors_.emplace(id, std::move(collect));
+  return std::unique_ptr<Collector>(new Collector(this, id));
 }
 
 double MetricsRegistry::valueOf(const std::string& name, const Labels& labels) const {
@@ -152,14 +256,18 @@ double MetricsRegistry::valueOf(const std::string& name, const Labels& labels) c
   return -1;
 }
 
+namespace {
+const char* typeName(int t) { return t == 0 ? "counter" : t == 1 ? "gauge" : "histogram"; }
+}  // namespace
+
 std::string MetricsRegistry::render() const {
+  std::lock_guard<std::mutex> collect(collect_mu_);
+  for (const auto& [id, fn] : collectors_) fn();
   std::lock_guard<std::mutex> lk(mu_);
   std::ostringstream os;
   for (const auto& [name, f] : families_) {
-    const char* type = f.type == Type::kCounter ? "counter"
-                       : f.type == Type::kGauge ? "gauge"
-                                                : "histogram";
-    os << "# HELP " << name << " " << f.help << "\n# TYPE " << name << " " << type << "\n";
+    os << "# HELP " << name << " " << escapeHelp(f.help) << "\n# TYPE " << name << " "
+       << typeName(static_cast<int>(f.type)) << "\n";
     for (const auto& [l, c] : f.counters) os << name << l << " " << num(c->value()) << "\n";
     for (const auto& [l, g] : f.gauges) os << name << l << " " << num(g->value()) << "\n";
     for (const auto& [l, h] : f.histograms) {
@@ -176,6 +284,52 @@ std::string MetricsRegistry::render() const {
   }
   return os.str();
 }
+
+std::vector<MetricDescription> MetricsRegistry::describe() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<MetricDescription> out;
+  for (const auto& [name, f] : families_) {
+    MetricDescription d{name, typeName(static_cast<int>(f.type)), f.help, {}, f.open_labels};
+    for (const auto& key : f.label_keys) {
+      std::set<std::string> values;
+      for (const auto& [k, labels] : f.label_sets) {
+        if (auto v = labels.find(key); v != labels.end()) values.insert(v->second);
+      }
+      d.labels.emplace_back(key, std::vector<std::string>(values.begin(), values.end()));
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::string formatDescriptions(const std::vector<MetricDescription>& families) {
+  std::string out;
+  for (const auto& d : families) {
+    std::string labels;
+    for (const auto& [key, values] : d.labels) {
+      if (!labels.empty()) labels += ";";
+      labels += key + "=";
+      std::string vs;
+      for (const auto& v : values) vs += (vs.empty() ? "" : ",") + v;
+      if (d.open_labels) vs += (vs.empty() ? "" : ",") + std::string("...");
+      labels += vs;
+    }
+    out += d.name + "\t" + d.type + "\t" + (labels.empty() ? "-" : labels) + "\t" + d.help + "\n";
+  }
+  return out;
+}
+
+ProcessMetrics::ProcessMetrics(MetricsRegistry& m)
+    : cpu_seconds(m.counter("process_cpu_seconds_total",
+                            "Total user and system CPU time spent in seconds.")),
+      virtual_memory_bytes(
+          m.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.")),
+      resident_memory_bytes(
+          m.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")),
+      open_fds(m.gauge("process_open_fds", "Number of open file descriptors.")),
+      max_fds(m.gauge("process_max_fds", "Maximum number of open file descriptors.")),
+      start_time_seconds(m.gauge("process_start_time_seconds",
+                                 "Start time of the process since unix epoch in seconds.")) {}
 
 namespace {
 
@@ -207,7 +361,8 @@ double bootTimeSeconds() {
 
 }  // namespace
 
-Status updateProcessMetrics(MetricsRegistry& m) {
+Status updateProcessMetrics(MetricsRegistry& metrics) {
+  ProcessMetrics m(metrics);
   auto fields = readProcStat();
   if (!fields.isOk()) return fields.status();
   const auto& f = *fields;
@@ -221,11 +376,9 @@ Status updateProcessMetrics(MetricsRegistry& m) {
       ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0
           ? static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) / 1e9
           : (std::stod(f[14]) + std::stod(f[15])) / tick;
-  m.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")
-      .advanceTo(cpu_s);
-  m.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.").set(std::stod(f[23]));
-  m.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
-      .set(std::stod(f[24]) * page);
+  m.cpu_seconds.advanceTo(cpu_s);
+  m.virtual_memory_bytes.set(std::stod(f[23]));
+  m.resident_memory_bytes.set(std::stod(f[24]) * page);
   std::error_code ec;
   double fds = 0;
   for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
@@ -233,16 +386,14 @@ Status updateProcessMetrics(MetricsRegistry& m) {
     fds++;
   }
   if (ec) return unavailable("cannot list /proc/self/fd: " + ec.message());
-  m.gauge("process_open_fds", "Number of open file descriptors.").set(fds);
+  m.open_fds.set(fds);
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-    m.gauge("process_max_fds", "Maximum number of open file descriptors.")
-        .set(static_cast<double>(rl.rlim_cur));
+    m.max_fds.set(static_cast<double>(rl.rlim_cur));
   }
   double boot = bootTimeSeconds();
   if (boot < 0) return unavailable("cannot read btime from /proc/stat");
-  m.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.")
-      .set(boot + std::stod(f[22]) / tick);
+  m.start_time_seconds.set(boot + std::stod(f[22]) / tick);
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "common/address_list.h"
@@ -60,12 +61,25 @@ grpc::Status FailoverChannel::call(Millis timeout, CallKind kind, const Attempt&
     std::lock_guard<std::mutex> lk(mu_);
     index = current_;
   }
+  // The last failover's status and address: the answer if the deadline ends
+  // the call before an active RM does.
+  std::optional<grpc::Status> failover;
+  size_t failover_index = index;
+  auto giveUp = [&] {
+    return grpc::Status(failover->error_code(),
+                        "no active RM in " + std::to_string(addresses_.size()) +
+                            " address(es), last " + addresses_[failover_index] + ": " +
+                            failover->error_message());
+  };
   while (true) {
     grpc::ClientContext ctx;
     ctx.set_deadline(deadline);
     if (prepare) prepare(&ctx);
     grpc::Status st = attempt(channels_[index], &ctx);
+    if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && failover) return giveUp();
     if (!failedOver(st)) return st;
+    failover = st;
+    failover_index = index;
     const std::optional<std::string> hint = leaderHint(ctx);
     if (!hint && !neverSent(st) && kind == CallKind::kNotIdempotent) return st;
     const size_t next = moveOn(index, hint.value_or(""));
@@ -75,16 +89,11 @@ grpc::Status FailoverChannel::call(Millis timeout, CallKind kind, const Attempt&
     if (failed_in_round >= addresses_.size()) {
       failed_in_round = 0;
       const auto left = deadline - std::chrono::system_clock::now();
-      if (left <= backoff) {
-        return grpc::Status(st.error_code(), "no active RM in " +
-                                                 std::to_string(addresses_.size()) +
-                                                 " address(es), last " + addresses_[index] + ": " +
-                                                 st.error_message());
-      }
+      if (left <= backoff) return giveUp();
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, opts_.max_backoff);
     }
-    if (std::chrono::system_clock::now() >= deadline) return st;
+    if (std::chrono::system_clock::now() >= deadline) return giveUp();
     index = next;
   }
 }

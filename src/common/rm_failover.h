@@ -19,6 +19,10 @@
 // After every address of the list has been tried without success the next
 // round waits a backoff (initial_backoff, doubling to max_backoff, never past
 // the deadline). Other codes and OK are returned at once.
+// Giving up: when the deadline leaves no room for another round, or passes
+// while the call is still moving between addresses (also when the last
+// attempt itself ran out of time after a failover), the call ends with the
+// code of the last failover ("no active RM in N address(es), last ADDR: why").
 //
 // Idempotent RM calls (safe to repeat after an in-flight failure):
 //   ResourceTracker: RegisterNode (a re-registration replaces the node's

@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
       {"--rm", "inference.rm-address",
        "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
       {"--token-file", "inference.token-file", "Bearer token file"}};
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-inference", schema, extra); rc >= 0) {
+  if (int rc =
+          parseDaemonCommandLine(argc, argv, "morpheus-inference", schema, extra,
+                                 [](MetricsRegistry& m) { inference::InferenceMetrics core(m); });
+      rc >= 0) {
     return rc;
   }
   auto fail = [](const std::string& msg) {

@@ -441,6 +441,7 @@ Status ContainerRuntime::init() {
       e.snap.start = fromEpochMs(j.at("start_ms").get<int64_t>());
       e.snap.work_dir = d.path().string();
       e.run_as = j.value("run_as", "");
+      e.token_expires = fromEpochMs(j.value("token_expires_ms", int64_t{0}));
       e.pid = j.at("pid").get<pid_t>();
       e.group = j.value("group", pid_t{-1});
       e.proc_start = j.at("proc_start").get<uint64_t>();
@@ -526,9 +527,23 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   std::string dir = local_dir_ + "/containers/" + spec.id.value();
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (containers_.count(spec.id))
+    if (containers_.count(spec.id) || launching_.count(spec.id))
       return alreadyExists("container " + spec.id.value() + " already exists");
+    if (removing_.count(spec.id))
+      return unavailable("container " + spec.id.value() +
+                         ": its directory is being removed (nm.log-retention)");
+    launching_.insert(spec.id);
   }
+  // Until launch returns the log sweep leaves the directory alone
+  // (claimForRemoval).
+  struct LaunchClaim {
+    ContainerRuntime& rt;
+    const ContainerId& id;
+    ~LaunchClaim() {
+      std::lock_guard<std::mutex> lk(rt.mu_);
+      rt.launching_.erase(id);
+    }
+  } claim{*this, spec.id};
   // An acknowledged container is forgotten but its record stays: a replayed
   // token must not run it again.
   if (std::filesystem::exists(dir + "/container.acked.json"))
@@ -578,6 +593,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   e.snap.start = now();
   e.snap.work_dir = dir;
   e.run_as = account.name;
+  e.token_expires = spec.token_expires;
   e.last_sample = e.snap.start;
   std::string exe = resolve(spec.command, env["PATH"]);
   if (exe.empty()) {
@@ -590,10 +606,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     if (!persist(e)) spdlog::warn("cannot record the failed launch of {}", spec.id.value());
     std::lock_guard<std::mutex> lk(mu_);
     containers_[spec.id] = e;
-    metrics_
-        .counter("morpheus_nm_containers_launch_failed_total",
-                 "Containers whose command could not run")
-        .inc();
+    metrics_.launch_failed.inc();
     return infeasible(e.snap.diagnostics);
   }
   // The command runs under the launcher (launch_main.cc), which records its
@@ -712,7 +725,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   }
   std::lock_guard<std::mutex> lk(mu_);
   containers_[spec.id] = e;
-  metrics_.counter("morpheus_nm_containers_launched_total", "Containers launched").inc();
+  metrics_.launched.inc();
   spdlog::info("container {} of {} started: pid {}, {}", spec.id.value(), spec.app.value(), pid,
                spec.resource.toString());
   return Status::ok();
@@ -745,6 +758,7 @@ bool ContainerRuntime::persist(const Entry& e) const {
                         {"proc_start", e.proc_start},
                         {"start_ms", toEpochMs(e.snap.start)}};
   if (!e.run_as.empty()) rec["run_as"] = e.run_as;
+  if (toEpochMs(e.token_expires) > 0) rec["token_expires_ms"] = toEpochMs(e.token_expires);
   if (e.snap.reason != ExitReason::kNone) {
     rec["reason"] = static_cast<int>(e.snap.reason);
     rec["diagnostics"] = e.snap.diagnostics;
@@ -785,7 +799,7 @@ void ContainerRuntime::complete(Entry& e, int st) {
   if (!persist(e)) spdlog::warn("cannot record the completion of container {}", e.snap.id.value());
   spdlog::info("container {} completed: status {}{}", e.snap.id.value(), e.snap.exit_status,
                e.snap.diagnostics.empty() ? "" : " (" + e.snap.diagnostics + ")");
-  metrics_.counter("morpheus_nm_containers_completed_total", "Containers completed").inc();
+  metrics_.completed.inc();
 }
 
 void ContainerRuntime::completeAdopted(Entry& e) {
@@ -865,10 +879,7 @@ void ContainerRuntime::monitorOnce() {
       spdlog::warn("{}", e.snap.diagnostics);
       // The verdict survives an NM restart before the reap.
       if (!persist(e)) spdlog::warn("cannot record the memory verdict of {}", id.value());
-      metrics_
-          .counter("morpheus_nm_containers_memory_killed_total",
-                   "Containers killed over their memory")
-          .inc();
+      metrics_.memory_killed.inc();
       signalSession(e.pid, SIGKILL, true);
       continue;
     }
@@ -984,7 +995,24 @@ Result<std::string> ContainerRuntime::logs(const ContainerId& id, const std::str
   }
   if (!std::filesystem::exists(dir))
     return notFound("container " + id.value() + " is not on this node");
+  if (std::filesystem::exists(dir + "/" + kLogsRemovedMarker))
+    return notFound("the logs of container " + id.value() +
+                    " were removed: older than nm.log-retention");
   return tail(dir + "/" + stream, max_bytes == 0 ? 65536 : max_bytes);
+}
+
+bool ContainerRuntime::claimForRemoval(const ContainerId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (launching_.count(id) || removing_.count(id)) return false;
+  if (auto it = containers_.find(id); it != containers_.end() && it->second.snap.running)
+    return false;
+  removing_.insert(id);
+  return true;
+}
+
+void ContainerRuntime::releaseRemoval(const ContainerId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  removing_.erase(id);
 }
 
 }  // namespace morpheus::nm

@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/run_as.h"
 
 namespace morpheus::nm {
@@ -72,6 +74,10 @@ struct LaunchSpec {
   // written to <dir>/tls-ca.pem (mode 0444) and named by MORPHEUS_TLS_CA.
   // "" = none.
   std::string tls_ca_pem;
+  // When the container token it was started with expires (epoch 0 = not
+  // known): recorded so that LogRetention keeps the record, which refuses a
+  // replayed token, at least until then.
+  TimePoint token_expires;
 };
 
 struct ContainerSnapshot {
@@ -163,15 +169,30 @@ class ContainerRuntime {
   std::optional<ContainerSnapshot> get(const ContainerId& id) const;
   // Completed containers the RM has recorded are forgotten; their dirs keep
   // the logs and the record (renamed container.acked.json, which init() does
-  // not re-attach from) so appOf still answers for them.
+  // not re-attach from) so appOf still answers for them, also after an NM
+  // restart, until LogRetention (log_retention.h) removes them.
   void acknowledge(const std::vector<ContainerId>& ids);
   // The application `id` belongs to, from memory or its record on disk.
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND when the node has no
   // record of it.
   Result<AppId> appOf(const ContainerId& id) const;
-  // Tail of stdout/stderr. INVALID_ARGUMENT for a malformed id or stream.
+  // Tail of stdout/stderr, also of a container no longer in memory (its
+  // directory is read). INVALID_ARGUMENT for a malformed id or stream;
+  // NOT_FOUND when the node has no directory of it, or its logs were removed
+  // (LogRetention left the marker kLogsRemovedMarker).
   Result<std::string> logs(const ContainerId& id, const std::string& stream,
                            size_t max_bytes) const;
+
+  // For the log sweep (LogRetention): takes container `id`'s directory for
+  // removal. False, and nothing taken, while the container runs here or is
+  // being launched; while taken, launch() of that id fails with UNAVAILABLE.
+  // releaseRemoval ends it.
+  bool claimForRemoval(const ContainerId& id);
+  void releaseRemoval(const ContainerId& id);
+  // <local-dir>/containers.
+  std::string containersDir() const { return local_dir_ + "/containers"; }
+  // The file LogRetention leaves in a container dir whose logs it removed.
+  static constexpr const char* kLogsRemovedMarker = "logs.removed";
 
   // Runs one monitor pass (also called by the thread).
   void monitorOnce();
@@ -190,6 +211,7 @@ class ContainerRuntime {
     uint64_t proc_start = 0;  // /proc start time of pid (pid-reuse guard)
     bool adopted = false;     // re-attached after an NM restart: not our child
     std::string run_as;       // the local account it runs as ("" = the NM's)
+    TimePoint token_expires;  // LaunchSpec::token_expires
   };
   void completeAdopted(Entry& e);            // REQUIRES(mu_)
   void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
@@ -221,11 +243,13 @@ class ContainerRuntime {
   std::string cgroup_parent_;  // where container cgroups go when cgroups are used
   const Millis interval_;
   const Millis grace_;
-  MetricsRegistry& metrics_;
+  ContainerMetrics metrics_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<ContainerId, Entry> containers_;  // GUARDED_BY(mu_)
+  std::set<ContainerId> launching_;          // GUARDED_BY(mu_): launch() under way
+  std::set<ContainerId> removing_;           // GUARDED_BY(mu_): claimForRemoval taken
   bool stopping_ = false;                    // GUARDED_BY(mu_)
   std::thread thread_;
 };

@@ -82,7 +82,8 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
     spec.command = r.launch_context().command();
     spec.args.assign(r.launch_context().args().begin(), r.launch_context().args().end());
     spec.env = {r.launch_context().env().begin(), r.launch_context().env().end()};
-    spec.user = info->user;  // the RM's word, signed: never the request's
+    spec.user = info->user;              // the RM's word, signed: never the request's
+    spec.token_expires = info->expires;  // the record outlives a replay (LogRetention)
     if (auto t = spec.env.find("MORPHEUS_AM_TOKEN"); t != spec.env.end()) {
       spec.am_token = t->second;  // handed over in a file (LaunchSpec::am_token)
       spec.env.erase(t);

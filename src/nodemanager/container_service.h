@@ -8,6 +8,10 @@
 //    nm.expired-token-grace ago (an AM holding the token of an earlier grant
 //    may still stop its containers; a leaked token does not work for ever).
 //    GetContainerStatuses lists only the token's application's containers.
+//    GetContainerLogs also serves a container the runtime no longer holds
+//    (acknowledged, or finished before an NM restart): its application is
+//    then read from the record in its directory (ContainerRuntime::appOf),
+//    until nm.log-retention removes it (log_retention.h).
 //  - The container runs as the local account of the token's user
 //    (RunAsPolicy); an AM token in the launch environment
 //    (MORPHEUS_AM_TOKEN) is moved into a file only that account can read.

@@ -135,10 +135,7 @@ void HarvestMonitor::checkOnce() {
   if (!sample.isOk()) {
     spdlog::warn("harvest: primary tenant {} usage not sampled: {}", tenant_,
                  sample.status().message());
-    metrics_
-        .counter("morpheus_nm_harvest_sample_failures_total",
-                 "Failed samples of the primary tenant's usage")
-        .inc();
+    metrics_.sample_failures.inc();
     return;
   }
   std::vector<SecondaryContainer> running;
@@ -167,10 +164,7 @@ void HarvestMonitor::checkOnce() {
     if (Status st = runtime_.stop(id, ExitReason::kPreempted, d.why); !st.isOk()) {
       spdlog::info("harvest: container {} already gone: {}", id.value(), st.message());
     }
-    metrics_
-        .counter("morpheus_nm_harvest_kills_total",
-                 "Secondary containers killed because the primary tenant needed the resources")
-        .inc();
+    metrics_.kills.inc();
   }
   applyThrottle(d, running);
 }
@@ -204,10 +198,7 @@ void HarvestMonitor::applyThrottle(const HarvestDecision& d,
             static_cast<double>(total);
     }
     if (Status st = throttle_->limit(c.id, c.session, cap); !st.isOk()) {
-      metrics_
-          .counter("morpheus_nm_harvest_throttle_failures_total",
-                   "CPU cap writes that failed (container gone or no cpu controller)")
-          .inc();
+      metrics_.throttle_failures.inc();
     }
   }
 }

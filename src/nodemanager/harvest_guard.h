@@ -37,6 +37,7 @@
 #include "nodemanager/container_runtime.h"
 #include "nodemanager/harvest_cpu.h"
 #include "nodemanager/harvest_options.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/primary_usage.h"
 
 namespace morpheus::nm {
@@ -96,7 +97,7 @@ class HarvestMonitor {
   const HarvestLimits limits_;
   std::unique_ptr<PrimaryUsageSource> source_;  // used only by checkOnce's caller
   ContainerRuntime& runtime_;
-  MetricsRegistry& metrics_;
+  HarvestMetrics metrics_;
   const Clock& clock_;
   std::unique_ptr<CpuThrottle> throttle_;  // null = none; written before the thread starts
 

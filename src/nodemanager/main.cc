@@ -11,6 +11,8 @@
 #include "common/validate.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/harvest_guard.h"
+#include "nodemanager/log_retention.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/node_agent.h"
 #include "nodemanager/node_attributes_detect.h"
 
@@ -28,7 +30,10 @@ int main(int argc, char** argv) {
       {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
       {"--node-id", "nm.node-id", "Stable node id"},
   };
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra); rc >= 0) return rc;
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra,
+                                      [](MetricsRegistry& m) { nm::declareNmMetrics(m); });
+      rc >= 0)
+    return rc;
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
     return 2;
@@ -144,6 +149,9 @@ int main(int argc, char** argv) {
         [&harvester](v1::NodeHeartbeatRequest* req) { harvester->fillHeartbeat(req); });
   }
   runtime.start();
+  // Logs of finished containers older than nm.log-retention go (at once, then periodically).
+  nm::LogRetention log_retention(runtime, opts.log_retention, clock);
+  log_retention.start();
   if (harvester) harvester->start();
   agent.start();
   notifyReady("node " + node_id + " serving gRPC on port " + std::to_string(server.grpcPort()) +
@@ -153,6 +161,7 @@ int main(int argc, char** argv) {
   spdlog::info("morpheus-nm stopping on signal {}", sig);
   agent.stop();
   if (harvester) harvester->stop();
+  log_retention.stop();
   // Containers keep running: their records in nm.local-dir let the next NM
   // process re-attach to them (ContainerRuntime::init).
   runtime.shutdown();

@@ -28,6 +28,7 @@ struct NmOptions {
   int64_t full_report_every = 10;                 // nm.full-report-every
   RunAsOptions run_as;                            // nm.run-as*, nm.allow-root-containers
   Millis expired_token_grace{3600000};            // nm.expired-token-grace
+  Millis log_retention{7 * 24 * 3600 * 1000};     // nm.log-retention
 };
 
 inline constexpr int64_t kDefaultNmGrpcPort = 8040;
@@ -115,6 +116,14 @@ inline void declareNmOptions(ConfigSchema& s, NmOptions* o) {
                 "How long after its expiry a container token still stops its application's "
                 "containers, lists them and reads their logs (starting one always needs an "
                 "unexpired token); 0 = never.");
+  s.addDuration("nm.log-retention", &o->log_retention, Millis(7 * 24 * 3600 * 1000), Millis(0),
+                "How long the stdout, stderr and working dir of a finished container stay in "
+                "nm.local-dir (readable with morpheusctl app logs, also after an NM restart): "
+                "checked at start, then every nm.log-retention clamped to between 1s and 10m; "
+                "running containers' logs are never removed. A finished container's "
+                "small record stays until its "
+                "container token has expired too (a replayed token cannot start it again). "
+                "0 = keep everything.");
   s.addBool("nm.auth-disabled", &o->auth_disabled, false,
             "Talk to the RM without a token (an RM with rm.auth-disabled: true). For tests and "
             "single-user development only; logged as a warning.");

@@ -126,10 +126,10 @@ bool NodeAgent::heartbeatOnce() {
                  CallKind::kIdempotent, [this](grpc::ClientContext* ctx) { authorize(ctx); });
   if (!st.ok()) {
     spdlog::warn("heartbeat to RM {} failed: {}", opts_.rm_address, st.error_message());
-    metrics_.counter("morpheus_nm_heartbeat_failures_total", "Failed heartbeats").inc();
+    metrics_.heartbeat_failures.inc();
     return true;  // keep trying; the RM may be restarting
   }
-  metrics_.counter("morpheus_nm_heartbeats_total", "Heartbeats sent").inc();
+  metrics_.heartbeats.inc();
   report_.delivered();
   if (resp.next_heartbeat_interval_ms() > 0) interval_ = Millis(resp.next_heartbeat_interval_ms());
   for (const auto& id : resp.containers_to_kill()) {

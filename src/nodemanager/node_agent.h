@@ -19,6 +19,7 @@
 #include "nodemanager/container_runtime.h"
 #include "nodemanager/container_service.h"
 #include "nodemanager/heartbeat_report.h"
+#include "nodemanager/nm_metrics.h"
 #include "nodemanager/nm_options.h"
 
 namespace morpheus::nm {
@@ -68,7 +69,7 @@ class NodeAgent {
   const std::string cm_address_;
   const std::string http_address_;
   const std::string rm_token_;
-  MetricsRegistry& metrics_;
+  NodeAgentMetrics metrics_;
   ContainerRuntime& runtime_;
   TokenKey& key_;
   // nm.rm-address, one address or the RMs of an HA pair: calls

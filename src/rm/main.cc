@@ -19,6 +19,7 @@
 #include "rm/core/dra_monitor.h"
 #include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
+#include "rm/core/rm_metrics.h"
 #include "rm/grpc/am_service.h"
 #include "rm/grpc/reservation_service.h"
 #include "rm/grpc/services.h"
@@ -28,6 +29,7 @@
 #include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
 #include "rm/runtime/queue_policies.h"
+#include "rm/runtime/resource_collector.h"
 #include "rm/runtime/telemetry.h"
 #include "store/state/state_store.h"
 
@@ -61,7 +63,14 @@ int main(int argc, char** argv) {
   rm::RmOptions opts;
   ConfigSchema schema("morpheus-rm");
   rm::declareRmOptions(schema, &opts);
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}); rc >= 0) return rc;
+  auto declare_metrics = [](MetricsRegistry& m) {
+    rm::declareRmMetrics(m);
+    rm::TelemetryMetrics telemetry(m);
+    rm::HaMetrics ha(m);
+  };
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics);
+      rc >= 0)
+    return rc;
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -107,6 +116,7 @@ int main(int argc, char** argv) {
   }
   RealClock clock;
   MetricsRegistry metrics;
+  rm::HaMetrics ha_metrics(metrics);  // 0 until this RM serves as the active one
   // With etcd the RM is one of an active/standby pair: a standby
   // listens from the start but only answers UNAVAILABLE naming the active RM
   // (rm/ha/standby_front.h) until it wins the leader key.
@@ -200,6 +210,21 @@ int main(int argc, char** argv) {
   }
   if (amo.queues.empty()) amo.queues.insert("root.default");
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
+  // Queue and user limits over every ad-hoc path (parents, leaves, root).
+  std::set<std::string> adhoc_paths = {"root", "root.default"};
+  for (const auto& [path, _] : opts.queues) {
+    if (path.rfind("root.", 0) != 0) continue;  // ignored by the scheduler (logged there)
+    for (const auto& p : rm::queueAndAncestors(path)) adhoc_paths.insert(p);
+  }
+  auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
+                                     opts.user_max_running_apps, adhoc_paths);
+  if (!limits.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << limits.status().message() << "\n";
+    return 2;
+  }
+  amo.limits = *limits;
+  amo.history_max_apps = opts.app_history_max_apps;
+  amo.history_max_age = opts.app_history_max_age;
   rm::AppManager apps(
       amo, state, clock, metrics, core.signer(),
       [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
@@ -220,6 +245,7 @@ int main(int argc, char** argv) {
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
   rto.harvest = opts.harvest;
+  rto.queue_max_resources = limits->max_resources;
   if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -259,6 +285,8 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << policy.status().message() << "\n";
     return 2;
   }
+  // Cluster, queue and reservation resources, read at each scrape of /metrics.
+  rm::ResourceCollector resource_collector(metrics, core, runtime, reservations, clock);
   rm::DraMonitor dra_monitor(
       dra, std::move(policy).value(), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
@@ -302,9 +330,7 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
     return 2;
   }
-  if (ha)
-    metrics.gauge("morpheus_rm_ha_active", "1 on the active RM of an HA pair, 0 on a standby")
-        .set(1);
+  ha_metrics.active.set(1);
   runtime.setAmAddress(!opts.ha_rm_addresses.empty()
                            ? opts.ha_rm_addresses
                            : opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort()));
@@ -317,6 +343,7 @@ int main(int argc, char** argv) {
     });
   }
   runtime.start();
+  apps.start();  // usage written and finished apps trimmed periodically
   core.start();
   telemetry.start();
   if (dra.enabled) {
@@ -351,6 +378,7 @@ int main(int argc, char** argv) {
   core.stop();
   core.setNodeLostListener(nullptr);
   runtime.stop();
+  apps.stop();  // after the runtime: the last containers' usage is written
   telemetry.stop();
   core.setCapacityListener(nullptr);
   server.shutdown();

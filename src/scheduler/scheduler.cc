@@ -186,6 +186,14 @@ class FitIndex {
     }
     return best;
   }
+  // Some pending ask's memory and vcores fit `bound`'s (extended resources
+  // ignored: queue caps are on memory and vcores).
+  bool anyFitsMemVcores(const Resource& bound) const {
+    for (const auto& [r, n] : needs_) {
+      if (r.memoryMib() <= bound.memoryMib() && r.vcores() <= bound.vcores()) return true;
+    }
+    return false;
+  }
   // Some pending ask's need fits `free`.
   bool anyFits(const Resource& free) const {
     for (const auto& [r, n] : needs_) {
@@ -223,8 +231,9 @@ struct Queue : Entity {
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
   // Leaves: orders users and apps inside; null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
-  PolicyPoints points;  // extensionPoints(*policy), when policy is set
-  int32_t apps = 0;     // leaves: apps admitted
+  PolicyPoints points;          // extensionPoints(*policy), when policy is set
+  int32_t apps = 0;             // leaves: apps admitted
+  std::optional<Resource> max;  // Scheduler::setQueueMaxResources; none = unlimited
 };
 
 struct User : Entity {
@@ -791,6 +800,7 @@ struct Scheduler::Impl {
       if (!c.hard && !m) soft_ok = false;
     }
     if (!hard_ok) return false;
+    if (!withinCaps(a, need)) return false;
     if (!soft_ok) {
       if (!ask.waiting) {
         ask.waiting = true;
@@ -799,6 +809,26 @@ struct Scheduler::Impl {
       if (now - ask.wait_since < opts.soft_constraint_delay) return false;
     }
     return phase != Phase::kGuaranteed || (a->res->used + need).fitsIn(a->res->guarantee);
+  }
+
+  // `need` more keeps every capped ad-hoc queue above `a` within its cap
+  // (setQueueMaxResources). O(depth).
+  static bool withinCaps(const App* a, const Resource& need) {
+    if (a->user == nullptr) return true;
+    for (const Entity* e = a->user->leaf; e != nullptr; e = e->parent) {
+      const auto* q = static_cast<const Queue*>(e);
+      if (q->max && (q->used.memoryMib() + need.memoryMib() > q->max->memoryMib() ||
+                     q->used.vcores() + need.vcores() > q->max->vcores()))
+        return false;
+    }
+    return true;
+  }
+  // A capped queue none of whose pending needs fits its headroom: nothing
+  // below it can be granted now.
+  static bool capFull(const Entity* e) {
+    if (e->kind != Kind::kQueue) return false;
+    const auto* q = static_cast<const Queue*>(e);
+    return q->max && !e->fit.anyFitsMemVcores(*q->max - q->used);
   }
 
   // The ask of `a` to place on `n` in `phase`, or -1: the first placeable
@@ -836,8 +866,9 @@ struct Scheduler::Impl {
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
-      if (!mayPlace(e, n)) {
-        // Nothing below fits: skipped without visiting its apps.
+      if (!mayPlace(e, n) || capFull(e)) {
+        // Nothing below fits (the node, or a queue's cap): skipped without
+        // visiting its apps.
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);
@@ -1883,7 +1914,29 @@ Result<std::vector<std::string>> Scheduler::pendingReasons(const AppId& app) con
              : "no registered node has " + what) +
         "; waits until such a node registers");
   }
+  const App* a = it->second.get();
+  if (a->user == nullptr || a->asks.empty()) return out;
+  for (const Entity* e = a->user->leaf; e != nullptr; e = e->parent) {
+    const auto* q = static_cast<const Queue*>(e);
+    if (!q->max || a->fit.anyFitsMemVcores(*q->max - q->used)) continue;
+    out.push_back("queue " + q->path + " holds " + q->used.toString() + " of its max-resources " +
+                  q->max->toString() + "; waits until its containers end");
+  }
   return out;
+}
+
+Status Scheduler::setQueueMaxResources(const std::string& path, std::optional<Resource> max) {
+  auto it = impl_->queues.find(path);
+  if (it == impl_->queues.end()) return notFound("ad-hoc queue " + path);
+  if (max && max->anyNegative())
+    return invalidArgument("max", "must not be negative, got " + max->toString());
+  it->second->max = std::move(max);
+  return Status::ok();
+}
+
+bool Scheduler::withinQueueMax(const AppId& app, const Resource& extra) const {
+  auto it = impl_->apps.find(app);
+  return it == impl_->apps.end() || Impl::withinCaps(it->second.get(), extra);
 }
 
 std::vector<ConstraintResourceVector::Entry> Scheduler::constraintResourceVector() const {
@@ -1915,6 +1968,7 @@ std::vector<QueueView> Scheduler::queues() const {
     v.leaf = q->leaf;
     v.weight = q->weight;
     v.used = q->used;
+    v.max_resources = q->max;
     if (auto it = adhoc.find(q.get()); it != adhoc.end()) {
       v.pending = it->second.pending;
       v.pending_containers = it->second.pending_containers;

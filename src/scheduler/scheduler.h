@@ -222,6 +222,19 @@ class Scheduler {
   // unknown.
   Status removeReservation(const ReservationId& id);
 
+  // ---- Queue caps (the Fair Scheduler's maxResources) ----
+
+  // Caps what the apps of ad-hoc queue `path` and its descendants hold
+  // (AM containers included): no container is granted that would take the
+  // queue's use beyond `max` in any dimension; none = unlimited. Running
+  // containers are never taken back. May be called at any time (config
+  // reload). NOT_FOUND for an unknown path; INVALID_ARGUMENT ("max") when
+  // negative.
+  Status setQueueMaxResources(const std::string& path, std::optional<Resource> max);
+  // Whether `extra` more for `app` keeps every capped ad-hoc queue above it
+  // within its cap (true for reservation apps and unknown apps). O(depth).
+  bool withinQueueMax(const AppId& app, const Resource& extra) const;
+
   // ---- Scheduling ----
 
   // One node heartbeat at time `now`: returns the containers granted on the
@@ -283,6 +296,8 @@ class Scheduler {
   // constraints. Empty when every ask can be placed some day. The ask stays
   // pending (a node may register later); this is its pending reason for app
   // reports. O(asks x nodes): for reports, never called while scheduling.
+  // Also one line per capped ad-hoc queue above the app whose headroom (its
+  // max-resources less its use) fits none of the app's pending asks.
   // NOT_FOUND if unknown.
   Result<std::vector<std::string>> pendingReasons(const AppId& app) const;
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -168,6 +169,9 @@ struct QueueView {
   Resource pending;                // sum of capability x count of the apps' asks
   int64_t pending_containers = 0;  // sum of the apps' ask counts
   int32_t apps = 0;                // apps in the scheduler (descendants included)
+  // Ad-hoc: the cap on what its apps hold (Scheduler::setQueueMaxResources);
+  // none = unlimited.
+  std::optional<Resource> max_resources;
 };
 
 struct SchedulerOptions {

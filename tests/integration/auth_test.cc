@@ -118,8 +118,14 @@ TEST_F(AuthIT, OnlyOwnerQueueAdminOrAdminKillsAndReadsLogs) {
   EXPECT_NE(none.second.find("refused the credentials"), std::string::npos) << none.second;
   auto none_list = ctlAs("", {"app", "list"});
   EXPECT_EQ(none_list.first, 1) << "reads need a token too: " << none_list.second;
+  // `app logs` starts from the app's container list, which needs the same.
   expectDenied(ctlAs("bob", {"app", "logs", id}), "bob reads alice's logs",
-               "read the logs of application");
+               "list the containers of application");
+  expectDenied(ctlAs("bob", {"app", "logs", id, "--container",
+                             app(id)["am_container_id"].get<std::string>()}),
+               "bob reads alice's AM log", "read the logs of application");
+  expectDenied(ctlAs("bob", {"app", "containers", id}), "bob lists alice's containers",
+               "list the containers of application");
   EXPECT_EQ(app(id)["state"], "RUNNING") << "refused kills change nothing";
 
   // The owner and mallory (administrator of root.prod) read the AM's logs.

@@ -181,7 +181,9 @@ TEST_F(ClusterRestIT, AppLogsFollowPrintsTheWholeLogUntilTheAppEnds) {
   auto [cf, followed] = ctl({"app", "logs", id, "--follow", "--stderr"});
   ASSERT_EQ(cf, 0) << followed;
   EXPECT_EQ(app(id)["state"], "FINISHED");  // --follow returned only once the app ended
-  auto [cl, whole] = ctl({"app", "logs", id, "--stderr"});
+  // --follow follows the AM container: its whole stderr, read once it ended.
+  const std::string am = app(id)["am_container_id"];
+  auto [cl, whole] = ctl({"app", "logs", id, "--container", am, "--stderr"});
   ASSERT_EQ(cl, 0) << whole;
   EXPECT_FALSE(whole.empty());
   EXPECT_EQ(followed, whole);

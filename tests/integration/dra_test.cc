@@ -12,6 +12,7 @@
 // waves, before the deadline. With DRA off the same run misses it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -158,7 +159,11 @@ TEST_F(DraIT, SlowedReservedJobMeetsItsDeadlineWithDra) {
   EXPECT_NE(r.reservation_show.find("reprovisioning history:"), std::string::npos)
       << r.reservation_show;
   EXPECT_TRUE(historyHas(r.reservation_show, "morpheus-dra", "granted")) << r.reservation_show;
-  EXPECT_NE(r.metrics.find("morpheus_rm_dra_grants_total "), std::string::npos) << r.metrics;
+  // The counter exists at 0 from the start: a grant makes it positive.
+  const std::string grants = "\nmorpheus_rm_dra_grants_total ";
+  const size_t at = r.metrics.find(grants);
+  ASSERT_NE(at, std::string::npos) << r.metrics;
+  EXPECT_GT(std::atof(r.metrics.c_str() + at + grants.size()), 0) << r.metrics;
   ASSERT_FALSE(r.reservation_json.is_discarded());
   const json& dra = r.reservation_json["reservations"][0];
   ASSERT_FALSE(dra["reprovision_history"].empty()) << dra.dump();

@@ -45,7 +45,10 @@ TEST_P(DaemonTest, ServesHealthAndStopsOnSigterm) {
   EXPECT_EQ(h.status, 200);
   auto m = httpRequest(p.httpAddress(), "GET", "/metrics");
   EXPECT_EQ(m.status, 200);
-  EXPECT_NE(m.body.find("morpheus_" + GetParam() + "_up 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("\nmorpheus_build_info{daemon=\"" + GetParam() + "\","), std::string::npos)
+      << m.body;
+  EXPECT_EQ(m.body.find("# TYPE morpheus_" + GetParam() + "_up "), std::string::npos)
+      << "Prometheus adds `up` to each scrape itself";
   EXPECT_EQ(httpRequest(p.httpAddress(), "GET", "/nope").status, 404);
   EXPECT_EQ(healthOf(p.grpcAddress()), grpc::health::v1::HealthCheckResponse::SERVING);
   auto t0 = std::chrono::steady_clock::now();

@@ -219,6 +219,43 @@ ProposalFingerprint fingerprintOf(const ProposalPayload& p) {
 }
 }  // namespace
 
+namespace {
+Counter& labelled(MetricsRegistry& m, const char* name, const char* help, const char* label,
+                  const char* value) {
+  return m.counter(name, help, {{label, value}});
+}
+constexpr const char* kInstances = "morpheus_inference_instance_reservations_total";
+constexpr const char* kInstancesHelp =
+    "One-off reservations of instances of off-kilter jobs, by outcome of the submission";
+constexpr const char* kRetired = "morpheus_inference_retired_reservations_total";
+constexpr const char* kRetiredHelp = "Reservations of superseded proposals cancelled in the RM";
+constexpr const char* kSignoff = "morpheus_inference_signoff_total";
+constexpr const char* kSignoffHelp = "Sign-off outcomes";
+constexpr const char* kProposals = "morpheus_inference_proposals_total";
+constexpr const char* kProposalsHelp = "Proposals created";
+}  // namespace
+
+InferenceMetrics::InferenceMetrics(MetricsRegistry& m)
+    : runs_ingested(m.counter("morpheus_inference_runs_ingested_total", "Runs ingested")),
+      events_ingested(
+          m.counter("morpheus_inference_events_ingested_total", "Provenance events ingested")),
+      instances_submitted(labelled(m, kInstances, kInstancesHelp, "outcome", "submitted")),
+      instances_refused(labelled(m, kInstances, kInstancesHelp, "outcome", "refused")),
+      retired_cancelled(labelled(m, kRetired, kRetiredHelp, "outcome", "cancelled")),
+      retired_gone(labelled(m, kRetired, kRetiredHelp, "outcome", "gone")),
+      retired_refused(labelled(m, kRetired, kRetiredHelp, "outcome", "refused")),
+      signoff_accepted(labelled(m, kSignoff, kSignoffHelp, "outcome", "accepted")),
+      signoff_rejected(labelled(m, kSignoff, kSignoffHelp, "outcome", "rejected")),
+      signoff_rm_refused(labelled(m, kSignoff, kSignoffHelp, "outcome", "rm-refused")),
+      fits_running(m.gauge("morpheus_inference_fits_running", "FitSkyline fits in progress")),
+      fits_stopped(m.counter("morpheus_inference_fits_stopped_total",
+                             "FitSkyline fits that failed or were stopped (caller gone, service "
+                             "stopping, skyline.max-fit-time)")),
+      proposals_new(labelled(m, kProposals, kProposalsHelp, "kind", "new")),
+      proposals_update(labelled(m, kProposals, kProposalsHelp, "kind", "update")),
+      jobs_not_actionable(m.gauge("morpheus_inference_jobs_not_actionable",
+                                  "Jobs without a proposal after the last refit")) {}
+
 InferenceCore::InferenceCore(InferenceCoreOptions opts, store::ProvenanceStore& store,
                              ReservationClient& rm, Clock& clock, MetricsRegistry& metrics)
     : opts_(std::move(opts)), store_(store), rm_(rm), clock_(clock), metrics_(metrics) {}
@@ -231,10 +268,8 @@ Status InferenceCore::ingest(const store::IngestBatch& batch) {
     MORPHEUS_RETURN_IF_ERROR(validateEvent(batch.events[i], "events[" + std::to_string(i) + "]"));
   }
   MORPHEUS_RETURN_IF_ERROR(store_.ingest(batch));
-  metrics_.counter("morpheus_inference_runs_ingested_total", "Runs ingested")
-      .inc(static_cast<double>(batch.runs.size()));
-  metrics_.counter("morpheus_inference_events_ingested_total", "Provenance events ingested")
-      .inc(static_cast<double>(batch.events.size()));
+  metrics_.runs_ingested.inc(static_cast<double>(batch.runs.size()));
+  metrics_.events_ingested.inc(static_cast<double>(batch.events.size()));
   return Status::ok();
 }
 
@@ -409,10 +444,7 @@ Status InferenceCore::submitInstancesOf(Proposal& p, bool* changed, int* submitt
       spdlog::warn("job {}: one-off reservation for the instance of {} refused: {}",
                    p.record.job.value(), toEpochMs(start), inst.detail);
     }
-    metrics_
-        .counter("morpheus_inference_instance_reservations_total",
-                 "One-off reservations of instances of off-kilter jobs", {{"outcome", inst.state}})
-        .inc();
+    (inst.state == "submitted" ? metrics_.instances_submitted : metrics_.instances_refused).inc();
     if (inst.state == "submitted" && !inst.replaces.empty()) {  // the old one is redundant now
       p.payload.retiring.push_back({inst.replaces, now});
       inst.replaces.clear();
@@ -539,12 +571,9 @@ void InferenceCore::retireDue(Proposal& p, bool* changed) {
     }
     const Status st = rm_.cancel(r.reservation_id);
     const bool gone = st.code() == StatusCode::kNotFound;
-    metrics_
-        .counter("morpheus_inference_retired_reservations_total",
-                 "Reservations of superseded proposals cancelled in the RM",
-                 {{"outcome", st.isOk() ? "cancelled"
-                              : gone    ? "gone"
-                                        : "refused"}})
+    (st.isOk() ? metrics_.retired_cancelled
+     : gone    ? metrics_.retired_gone
+               : metrics_.retired_refused)
         .inc();
     if (st.isOk() || gone) {
       spdlog::info("job {}: reservation {} of a superseded proposal cancelled{}",
@@ -596,10 +625,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
   int submitted = 0;
   Status st = submitInstancesOf(p, &changed, &submitted);
   if (!st.isOk() && submitted == 0) {
-    metrics_
-        .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
-                 {{"outcome", "rm-refused"}})
-        .inc();
+    metrics_.signoff_rm_refused.inc();
     return st.withContext("proposal " + p.record.id.value() + " stays pending");
   }
   if (!st.isOk()) {
@@ -621,9 +647,7 @@ Result<Proposal> InferenceCore::acceptOneOff(Proposal p,
       "proposal {} of job {} accepted by {}: per-instance one-off reservations, {} "
       "submitted now",
       rec.id.value(), rec.job.value(), who.user, submitted);
-  metrics_
-      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
-      .inc();
+  metrics_.signoff_accepted.inc();
   return out;
 }
 
@@ -723,10 +747,7 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
     return acceptPerInstance(std::move(p), previous, who, sub.status());
   }
   if (!sub.isOk()) {
-    metrics_
-        .counter("morpheus_inference_signoff_total", "Sign-off outcomes",
-                 {{"outcome", "rm-refused"}})
-        .inc();
+    metrics_.signoff_rm_refused.inc();
     spdlog::warn("proposal {} of {}: RM refused the reservation: {}", p.record.id.value(),
                  p.record.job.value(), sub.status().message());
     return sub.status().withContext("proposal " + p.record.id.value() + " stays pending");
@@ -745,9 +766,7 @@ Result<Proposal> InferenceCore::submitAndAccept(Proposal p, const Principal& who
   retireDueAndStore(out);
   spdlog::info("proposal {} of job {} accepted by {}: reservation {} ({})", rec.id.value(),
                rec.job.value(), who.user, rec.reservation_id, sub->placement_summary);
-  metrics_
-      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "accepted"}})
-      .inc();
+  metrics_.signoff_accepted.inc();
   return out;
 }
 
@@ -844,16 +863,12 @@ Result<FitResult> InferenceCore::fit(const std::vector<store::RunRecord>& runs, 
     MORPHEUS_RETURN_IF_ERROR(stopCheck());
     return caller ? caller() : Status::ok();
   };
-  Gauge& running = metrics_.gauge("morpheus_inference_fits_running", "FitSkyline fits in progress");
+  Gauge& running = metrics_.fits_running;
   running.add(1);
   auto out = fitRuns(runs, params);
   running.add(-1);
   if (!out.isOk() && out.status().code() != StatusCode::kInvalidArgument) {
-    metrics_
-        .counter("morpheus_inference_fits_stopped_total",
-                 "FitSkyline fits that failed or were stopped (caller gone, service stopping, "
-                 "skyline.max-fit-time)")
-        .inc();
+    metrics_.fits_stopped.inc();
   }
   return out;
 }
@@ -1070,10 +1085,7 @@ Result<int> InferenceCore::refit() {
         p.record.id.value(), plan.job.value(), p.record.owner, pay.period.count(),
         pay.start_offset.count(), pay.deadline_offset.count(), pay.skyline.size(), plan.peak,
         pay.is_update ? " (update of an accepted SLO)" : "");
-    metrics_
-        .counter("morpheus_inference_proposals_total", "Proposals created",
-                 {{"kind", pay.is_update ? "update" : "new"}})
-        .inc();
+    (pay.is_update ? metrics_.proposals_update : metrics_.proposals_new).inc();
     if (plan.auto_accept) {
       p.record.auto_update = true;
       auto r = submitAndAccept(p, Principal{"morpheus-inference", true});
@@ -1088,10 +1100,7 @@ Result<int> InferenceCore::refit() {
     std::lock_guard<std::mutex> lk(mu_);
     not_actionable_ = std::move(not_actionable);
   }
-  metrics_
-      .gauge("morpheus_inference_jobs_not_actionable",
-             "Jobs without a proposal after the last refit")
-      .set(static_cast<double>(not_actionable_count));
+  metrics_.jobs_not_actionable.set(static_cast<double>(not_actionable_count));
   spdlog::info("refit: {} job(s), {} new proposal(s), {} stale, {} not actionable, {:.0f} ms",
                jobs.size(), created, stale, not_actionable_count,
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
@@ -1166,9 +1175,7 @@ Result<Proposal> InferenceCore::reject(const ProposalId& id, const Principal& wh
   MORPHEUS_RETURN_IF_ERROR(st);
   spdlog::info("proposal {} of job {} rejected by {}: {}", id.value(), rec.job.value(), who.user,
                rec.reason);
-  metrics_
-      .counter("morpheus_inference_signoff_total", "Sign-off outcomes", {{"outcome", "rejected"}})
-      .inc();
+  metrics_.signoff_rejected.inc();
   return Proposal{rec, p.payload};
 }
 

@@ -181,6 +181,28 @@ std::optional<ProposalFingerprint> decodeFingerprint(const std::string& s);
 bool materiallyDifferent(const ProposalFingerprint& a, const ProposalFingerprint& b,
                          double threshold);
 
+// The inference service's metrics, declared once (common/metrics.h says
+// why); every counter, and each outcome/kind of the labelled ones, exists at
+// 0 from the start. Thread-safety: updates are lock-free.
+struct InferenceMetrics {
+  explicit InferenceMetrics(MetricsRegistry& metrics);
+  Counter& runs_ingested;
+  Counter& events_ingested;
+  Counter& instances_submitted;  // instance_reservations_total{outcome}
+  Counter& instances_refused;
+  Counter& retired_cancelled;  // retired_reservations_total{outcome}
+  Counter& retired_gone;
+  Counter& retired_refused;
+  Counter& signoff_accepted;  // signoff_total{outcome}
+  Counter& signoff_rejected;
+  Counter& signoff_rm_refused;
+  Gauge& fits_running;
+  Counter& fits_stopped;
+  Counter& proposals_new;  // proposals_total{kind}
+  Counter& proposals_update;
+  Gauge& jobs_not_actionable;
+};
+
 class InferenceCore {
  public:
   // Collaborators must outlive the core.
@@ -355,7 +377,7 @@ class InferenceCore {
   store::ProvenanceStore& store_;
   ReservationClient& rm_;
   Clock& clock_;
-  MetricsRegistry& metrics_;
+  InferenceMetrics metrics_;
 
   std::atomic<bool> stopping_{false};
   std::mutex ingest_mu_;  // serialises ingestAs (held across the store's ingest only)

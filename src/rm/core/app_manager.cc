@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/validate.h"
@@ -14,6 +15,9 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kNs = "apps";
+// Deletions per store commit when trimming history (an etcd transaction
+// holds state-store.etcd.max-txn-ops operations, 128 by default).
+constexpr size_t kDeleteBatch = 100;
 
 std::string toHex(const std::string& s) {
   static const char* d = "0123456789abcdef";
@@ -66,7 +70,9 @@ json encode(const AppRecord& r) {
           {"am_container", r.am_container.value()},
           {"am_node", r.am_node.value()},
           {"progress", r.progress},
-          {"diagnostics", r.diagnostics}};
+          {"diagnostics", r.diagnostics},
+          {"memory_mib_ms", r.memory_mib_ms},
+          {"vcore_ms", r.vcore_ms}};
 }
 
 Result<AppRecord> decode(const std::string& text) {
@@ -98,6 +104,9 @@ Result<AppRecord> decode(const std::string& text) {
     r.am_node = NodeId(j.at("am_node").get<std::string>());
     r.progress = j.at("progress").get<float>();
     r.diagnostics = j.at("diagnostics").get<std::string>();
+    // Records written before accounting have none.
+    r.memory_mib_ms = j.value("memory_mib_ms", int64_t{0});
+    r.vcore_ms = j.value("vcore_ms", int64_t{0});
     return r;
   } catch (const json::exception& e) {
     return internalError(std::string("corrupt app record: ") + e.what());
@@ -134,9 +143,13 @@ AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& 
       reservation_(std::move(reservation)),
       cluster_ts_(toEpochMs(clock.now())) {}
 
+AppManager::~AppManager() { stop(); }
+
 Status AppManager::persist(const AppRecord& rec) {
   version_++;
-  return store_.commit({{kNs, rec.id.value(), encode(rec).dump()}});
+  MORPHEUS_RETURN_IF_ERROR(store_.commit({{kNs, rec.id.value(), encode(rec).dump()}}));
+  usage_dirty_.erase(rec.id);
+  return Status::ok();
 }
 
 AppId AppManager::newId() {
@@ -151,8 +164,7 @@ void AppManager::updateGauges() {
   for (const auto& [_, a] : apps_) n[a.state]++;
   for (AppState s : {AppState::kSubmitted, AppState::kRunning, AppState::kFinished,
                      AppState::kFailed, AppState::kKilled}) {
-    metrics_.gauge("morpheus_rm_apps", "Applications by state", {{"state", toString(s)}})
-        .set(static_cast<double>(n[s]));
+    metrics_.state(s).set(static_cast<double>(n[s]));
   }
 }
 
@@ -163,7 +175,9 @@ Status AppManager::recover() {
     auto rec = decode(value);
     if (!rec.isOk()) return rec.status().withContext("app " + key);
     apps_[rec->id] = *rec;
+    if (isFinal(rec->state)) finished_++;
   }
+  if (auto trimmed = trimLocked(clock_.now()); !trimmed.isOk()) return trimmed.status();
   updateGauges();
   if (!rows.empty()) spdlog::info("recovered {} application(s)", rows.size());
   return Status::ok();
@@ -258,10 +272,7 @@ Status AppManager::checkUserBounds(const UserId& user) const {
     if (a.state == AppState::kSubmitted) pending++;
   }
   auto refuse = [&](int64_t n, const char* what, const char* option) {
-    metrics_
-        .counter("morpheus_rm_apps_refused_user_limit_total",
-                 "Application submissions refused at a per-user bound")
-        .inc();
+    metrics_.refused_user_limit.inc();
     return permissionDenied("user " + user.value() + " has " + std::to_string(n) + " " + what +
                             " applications, the most " + option + " allows");
   };
@@ -330,6 +341,7 @@ Result<AppRecord> AppManager::amAttemptFailed(const AppId& id, const std::string
   }
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   it->second = rec;
+  if (rec.state == AppState::kFailed) finishedOne();
   updateGauges();
   spdlog::warn("app {} AM attempt {} failed: {}; {}", id.value(), rec.attempt, diagnostics,
                rec.state == AppState::kFailed ? "app failed" : "retrying");
@@ -350,6 +362,7 @@ Status AppManager::finish(const AppId& id, AppState final_state, const std::stri
   if (final_state == AppState::kFinished) rec.progress = 1;
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   it->second = rec;
+  finishedOne();
   updateGauges();
   spdlog::info("app {} {}{}", id.value(), toString(final_state),
                diagnostics.empty() ? "" : ": " + diagnostics);
@@ -373,6 +386,7 @@ Status AppManager::kill(const AppId& id, const UserId& who, bool admin, const st
   rec.diagnostics = "killed by " + who.value() + (reason.empty() ? "" : ": " + reason);
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
   it->second = rec;
+  finishedOne();
   updateGauges();
   spdlog::info("app {} {}", id.value(), rec.diagnostics);
   return Status::ok();
@@ -382,6 +396,203 @@ void AppManager::setProgress(const AppId& id, float progress) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = apps_.find(id);
   if (it != apps_.end()) it->second.progress = std::clamp(progress, 0.0f, 1.0f);
+}
+
+void AppManager::finishedOne() {
+  finished_++;
+  if (finished_ <= opts_.history_max_apps) return;
+  if (auto t = trimLocked(clock_.now()); !t.isOk()) {
+    spdlog::warn("finished applications not trimmed: {}", t.status().message());
+  }
+}
+
+const std::map<AppId, std::string>& AppManager::waiting() const {
+  if (waiting_version_ == version_.load()) return waiting_;
+  waiting_version_ = version_.load();
+  std::vector<const AppRecord*> order;
+  for (const auto& [_, a] : apps_) {
+    if (a.reservation.empty() && !isFinal(a.state)) order.push_back(&a);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const AppRecord* x, const AppRecord* y) {
+    return x->submit != y->submit ? x->submit < y->submit : x->id < y->id;
+  });
+  std::vector<AdmissionApp> in;
+  in.reserve(order.size());
+  for (const AppRecord* a : order) {
+    in.push_back(
+        {a->id, a->spec.user.value(), a->queue, a->state == AppState::kRunning || a->attempt > 0});
+  }
+  waiting_ = admit(in, opts_.limits);
+  return waiting_;
+}
+
+std::vector<AppRecord> AppManager::startable() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto& held = waiting();
+  std::vector<AppRecord> out;
+  for (const auto& [id, a] : apps_) {
+    if (a.state == AppState::kSubmitted && !held.count(id)) out.push_back(a);
+  }
+  // Retried attempts and reservation-bound apps first (they hold their
+  // place), then by submission.
+  std::stable_sort(out.begin(), out.end(), [](const AppRecord& x, const AppRecord& y) {
+    auto rank = [](const AppRecord& a) { return a.attempt > 0 || !a.reservation.empty() ? 0 : 1; };
+    if (rank(x) != rank(y)) return rank(x) < rank(y);
+    return x.submit != y.submit ? x.submit < y.submit : x.id < y.id;
+  });
+  return out;
+}
+
+std::string AppManager::waitingReason(const AppId& id) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = apps_.find(id);
+  if (it == apps_.end() || it->second.state != AppState::kSubmitted) return "";
+  const auto& held = waiting();
+  auto w = held.find(id);
+  return w == held.end() ? "" : w->second;
+}
+
+void AppManager::setLimits(QueueLimits limits) {
+  std::lock_guard<std::mutex> lk(mu_);
+  opts_.limits = std::move(limits);
+  version_++;  // the runtime re-reads startable()
+}
+
+QueueLimits AppManager::limits() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return opts_.limits;
+}
+
+void AppManager::addUsage(const AppId& id, int64_t memory_mib_ms, int64_t vcore_ms) {
+  if (memory_mib_ms <= 0 && vcore_ms <= 0) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = apps_.find(id);
+  if (it == apps_.end()) return;
+  it->second.memory_mib_ms += std::max<int64_t>(0, memory_mib_ms);
+  it->second.vcore_ms += std::max<int64_t>(0, vcore_ms);
+  if (!isFinal(it->second.state)) {
+    usage_dirty_.insert(id);
+    return;
+  }
+  // A final app changes no more but for its last containers: written now.
+  if (Status st = store_.commit({{kNs, id.value(), encode(it->second).dump()}}); !st.isOk()) {
+    usage_dirty_.insert(id);
+    spdlog::warn("usage of {} not written yet: {}", id.value(), st.message());
+  }
+}
+
+Status AppManager::flushUsage() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (usage_dirty_.empty()) return Status::ok();
+  std::vector<store::StateWrite> batch;
+  std::vector<AppId> written;
+  for (const auto& id : usage_dirty_) {
+    auto it = apps_.find(id);
+    if (it != apps_.end()) batch.push_back({kNs, id.value(), encode(it->second).dump()});
+    written.push_back(id);
+    if (batch.size() >= kDeleteBatch) break;
+  }
+  if (!batch.empty()) MORPHEUS_RETURN_IF_ERROR(store_.commit(batch));
+  for (const auto& id : written) usage_dirty_.erase(id);
+  return Status::ok();
+}
+
+Result<int64_t> AppManager::trimHistory() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return trimLocked(clock_.now());
+}
+
+Result<int64_t> AppManager::trimLocked(TimePoint now) {
+  std::vector<std::pair<TimePoint, AppId>> finished;
+  for (const auto& [id, a] : apps_) {
+    if (isFinal(a.state)) finished.emplace_back(a.finish, id);
+  }
+  std::sort(finished.begin(), finished.end());
+  // Oldest first: everything finished before the age bound, then as many
+  // more as needed to keep at most max-apps.
+  size_t drop = 0;
+  while (drop < finished.size() && finished[drop].first < now - opts_.history_max_age) drop++;
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(0, opts_.history_max_apps));
+  if (finished.size() - drop > keep) drop = finished.size() - keep;
+  for (size_t i = 0; i < drop; i += kDeleteBatch) {
+    std::vector<store::StateWrite> batch;
+    for (size_t j = i; j < std::min(drop, i + kDeleteBatch); j++) {
+      batch.push_back({kNs, finished[j].second.value(), std::nullopt});
+    }
+    MORPHEUS_RETURN_IF_ERROR(store_.commit(batch));
+    for (const auto& w : batch) {
+      apps_.erase(AppId(w.key));
+      usage_dirty_.erase(AppId(w.key));
+      finished_--;
+    }
+  }
+  if (drop > 0) {
+    version_++;
+    updateGauges();
+    spdlog::info(
+        "forgot {} finished application(s), the oldest (rm.app-history.max-apps {}, "
+        "rm.app-history.max-age {}s)",
+        drop, opts_.history_max_apps, opts_.history_max_age.count() / 1000);
+  }
+  return static_cast<int64_t>(drop);
+}
+
+void AppManager::tick() {
+  if (Status st = flushUsage(); !st.isOk()) spdlog::warn("usage not written: {}", st.message());
+  if (auto t = trimHistory(); !t.isOk())
+    spdlog::warn("finished applications not trimmed: {}", t.status().message());
+  std::lock_guard<std::mutex> lk(timer_mu_);
+  if (!running_) return;
+  Millis every = std::clamp(opts_.history_max_age / 4, Millis(100), Millis(10000));
+  timer_ = clock_.scheduleAfter(every, [this] { tick(); });
+}
+
+void AppManager::start() {
+  std::lock_guard<std::mutex> lk(timer_mu_);
+  if (running_) return;
+  running_ = true;
+  Millis every = std::clamp(opts_.history_max_age / 4, Millis(100), Millis(10000));
+  timer_ = clock_.scheduleAfter(every, [this] { tick(); });
+}
+
+void AppManager::stop() {
+  {
+    std::lock_guard<std::mutex> lk(timer_mu_);
+    if (!running_) return;
+    running_ = false;
+    clock_.cancel(timer_);
+  }
+  if (Status st = flushUsage(); !st.isOk()) spdlog::warn("usage not written: {}", st.message());
+}
+
+std::vector<UsageRow> aggregateUsage(
+    const std::vector<AppRecord>& apps, UsageGroup by, TimePoint since,
+    const std::function<std::pair<int64_t, int64_t>(const AppRecord&)>& running) {
+  std::map<std::string, UsageRow> rows;
+  for (const auto& a : apps) {
+    const bool final_state = isFinal(a.state);
+    if (final_state && a.finish < since) continue;
+    std::string key = by == UsageGroup::kUser
+                          ? a.spec.user.value()
+                          : (a.reservation.empty() ? a.queue : a.reservation.value());
+    UsageRow& r = rows[key];
+    r.key = key;
+    r.memory_mib_ms += a.memory_mib_ms;
+    r.vcore_ms += a.vcore_ms;
+    if (running) {
+      auto [mem, vc] = running(a);
+      r.memory_mib_ms += mem;
+      r.vcore_ms += vc;
+    }
+    r.apps++;
+    if (!final_state) r.running_apps++;
+  }
+  std::vector<UsageRow> out;
+  for (auto& [_, r] : rows) out.push_back(std::move(r));
+  std::stable_sort(out.begin(), out.end(), [](const UsageRow& x, const UsageRow& y) {
+    return x.memory_mib_ms > y.memory_mib_ms;
+  });
+  return out;
 }
 
 std::string AppManager::amToken(const AppId& id, int attempt) const {

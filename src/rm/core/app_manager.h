@@ -26,6 +26,8 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "common/token.h"
+#include "rm/core/queue_limits.h"
+#include "rm/core/rm_metrics.h"
 #include "store/state/state_store.h"
 
 namespace morpheus::rm {
@@ -62,6 +64,13 @@ struct AppRecord {
   NodeId am_node;
   float progress = 0;
   std::string diagnostics;
+  // Accounting (YARN's memorySeconds / vcoreSeconds, in milli-units so
+  // short containers count): the sum over the app's ended containers, AM
+  // containers included, of resource x (end - start) on the RM's clock.
+  // Persisted with the record; containers still running are added by
+  // whoever reports (RmRuntime::runningUsage).
+  int64_t memory_mib_ms = 0;
+  int64_t vcore_ms = 0;
 };
 
 struct AppManagerOptions {
@@ -79,7 +88,33 @@ struct AppManagerOptions {
   int64_t max_launch_context_bytes = 0;
   // Longest name, recurrence key, tag key or value (rm.max-name-length).
   int64_t max_name_length = 256;
+  // Running-apps limits of ad-hoc apps (scheduler.max-running-apps,
+  // scheduler.user-max-running-apps; queue_limits.h). Its max_resources are
+  // the scheduler core's business, kept here only to be reported.
+  QueueLimits limits;
+  // Finished applications kept (rm.app-history.max-apps, .max-age): beyond
+  // either, the oldest finished ones are removed from memory and the store.
+  // Unfinished apps are never removed.
+  int64_t history_max_apps = 10000;
+  Millis history_max_age{7LL * 24 * 3600 * 1000};
 };
+
+// One row of `morpheusctl usage` (GetUsage): the accounting of the apps of one
+// user or queue.
+struct UsageRow {
+  std::string key;  // user, or queue (ad-hoc path or reservation id)
+  int64_t memory_mib_ms = 0;
+  int64_t vcore_ms = 0;
+  int32_t apps = 0;
+  int32_t running_apps = 0;  // not final yet
+};
+enum class UsageGroup { kUser, kQueue };
+// Sums the apps not final, or final at or after `since`, per user or queue
+// (bigger memory first, then key). `running` gives what an app's running
+// containers add (memory MiB-ms, vcore-ms); null = nothing. Pure.
+std::vector<UsageRow> aggregateUsage(
+    const std::vector<AppRecord>& apps, UsageGroup by, TimePoint since,
+    const std::function<std::pair<int64_t, int64_t>(const AppRecord&)>& running);
 
 // A reservation an app may bind to, as the binding check sees it.
 struct BindTarget {
@@ -103,6 +138,9 @@ class AppManager {
   AppManager(AppManagerOptions opts, store::StateStore& store, Clock& clock,
              MetricsRegistry& metrics, const TokenSigner& signer, RecurrenceLookup by_key,
              ReservationLookup reservation);
+  ~AppManager();  // stop()
+  AppManager(const AppManager&) = delete;
+  AppManager& operator=(const AppManager&) = delete;
 
   // Loads every persisted app (RM restart).
   Status recover();
@@ -139,6 +177,37 @@ class AppManager {
   // Increases on every change of any app (lets the runtime cache lists).
   uint64_t version() const { return version_.load(); }
 
+  // ---- Queue and user limits (queue_limits.h) ----
+  // SUBMITTED apps that may start their AM now (admit(): not held back by a
+  // running-apps limit), retried attempts and reservation-bound apps first,
+  // then by submission.
+  std::vector<AppRecord> startable() const;
+  // Why a SUBMITTED app waits for a limit ("" = it does not).
+  std::string waitingReason(const AppId& id) const;
+  // New limits (config reload): apps held back start, from the next AM
+  // placement on, when the new limits allow; running apps are never stopped.
+  void setLimits(QueueLimits limits);
+  QueueLimits limits() const;
+
+  // ---- Accounting ----
+  // Adds an ended container's resource x lifetime to the app (no-op for an
+  // unknown app). Written to the store at once for a final app (its last
+  // containers end after it finished), else with the app's next transition
+  // or the next flushUsage.
+  void addUsage(const AppId& id, int64_t memory_mib_ms, int64_t vcore_ms);
+  // Writes the usage of every app changed since it was last written.
+  Status flushUsage();
+
+  // ---- History retention ----
+  // Removes the finished apps beyond rm.app-history.max-age and, oldest
+  // finish first, beyond rm.app-history.max-apps, from memory and the store.
+  // Returns how many were removed.
+  Result<int64_t> trimHistory();
+  // Runs flushUsage and trimHistory every min(10 s, max-age / 4) on the
+  // clock until stop() (which flushes once more). Idempotent.
+  void start();
+  void stop();
+
   std::string amToken(const AppId& id, int attempt) const;
   // PERMISSION_DENIED unless `token` was issued for `app`'s current attempt.
   Status checkAmToken(const AppId& app, const std::string& token) const;
@@ -146,13 +215,18 @@ class AppManager {
  private:
   Status persist(const AppRecord& rec);              // REQUIRES(mu_)
   Status checkUserBounds(const UserId& user) const;  // REQUIRES(mu_)
-  AppId newId();                                     // REQUIRES(mu_)
-  void updateGauges();                               // REQUIRES(mu_)
+  // The admission of the current version (recomputed when it changed).
+  const std::map<AppId, std::string>& waiting() const;  // REQUIRES(mu_)
+  Result<int64_t> trimLocked(TimePoint now);            // REQUIRES(mu_)
+  void finishedOne();  // REQUIRES(mu_): an app became final (trims beyond max-apps)
+  void tick();
+  AppId newId();        // REQUIRES(mu_)
+  void updateGauges();  // REQUIRES(mu_)
 
-  const AppManagerOptions opts_;
+  AppManagerOptions opts_;  // limits GUARDED_BY(mu_) (setLimits); the rest constant
   store::StateStore& store_;
   Clock& clock_;
-  MetricsRegistry& metrics_;
+  AppMetrics metrics_;
   const TokenSigner& signer_;
   const RecurrenceLookup by_key_;
   const ReservationLookup reservation_;
@@ -160,8 +234,15 @@ class AppManager {
 
   std::atomic<uint64_t> version_{0};
   mutable std::mutex mu_;
-  std::map<AppId, AppRecord> apps_;  // GUARDED_BY(mu_)
-  int64_t next_seq_ = 1;             // GUARDED_BY(mu_)
+  std::map<AppId, AppRecord> apps_;                  // GUARDED_BY(mu_)
+  int64_t next_seq_ = 1;                             // GUARDED_BY(mu_)
+  std::set<AppId> usage_dirty_;                      // GUARDED_BY(mu_): usage not written yet
+  int64_t finished_ = 0;                             // GUARDED_BY(mu_): apps in a final state
+  mutable std::map<AppId, std::string> waiting_;     // GUARDED_BY(mu_)
+  mutable uint64_t waiting_version_ = ~uint64_t{0};  // GUARDED_BY(mu_)
+  std::mutex timer_mu_;
+  bool running_ = false;  // GUARDED_BY(timer_mu_)
+  TimerId timer_ = 0;     // GUARDED_BY(timer_mu_)
 };
 
 // The AppManager's lookups over the RM's reservation system.

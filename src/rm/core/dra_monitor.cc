@@ -29,7 +29,8 @@ DraMonitor::DraMonitor(DraOptions opts, std::unique_ptr<reprovision::Reprovision
       demand_(std::move(demand)),
       clock_(clock),
       metrics_(metrics),
-      latency_(metrics) {}
+      latency_(metrics),
+      m_(metrics) {}
 
 DraMonitor::~DraMonitor() { stop(); }
 
@@ -133,11 +134,7 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
       ignoreError(
           reservations_.reprovision(id, policy, wanted->extra_containers, wanted->duration, why),
           "called to record the refusal in the reservation's history; it is expected to fail");
-      metrics_
-          .counter("morpheus_rm_dra_denials_total",
-                   "DRA reviews whose request was refused in whole or in part, by reason",
-                   {{"reason", "budget"}})
-          .inc();
+      m_.denied_budget.inc();
       spdlog::warn("DRA {}: reservation {} (apps {}) denied +{} containers: {}", policy, id.value(),
                    joinApps(d.apps), wanted->extra_containers, why);
     }
@@ -150,19 +147,12 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
     return;
   }
   if (out->granted > 0) {
-    metrics_.counter("morpheus_rm_dra_grants_total", "DRA grants (swaps of the extra allocation)")
-        .inc();
-    metrics_
-        .counter("morpheus_rm_dra_extra_container_ms_total",
-                 "Extra container-ms granted by DRA (charged to owners' budgets)")
-        .inc(static_cast<double>(out->granted * decision->duration.count()));
+    m_.grants.inc();
+    m_.extra_container_seconds.inc(static_cast<double>(out->granted * decision->duration.count()) /
+                                   1000.0);
   }
   if (!out->denial.empty()) {
-    metrics_
-        .counter("morpheus_rm_dra_denials_total",
-                 "DRA reviews whose request was refused in whole or in part, by reason",
-                 {{"reason", out->denial}})
-        .inc();
+    m_.denial(out->denial).inc();
   }
   // One log line per change of outcome; renewals of the same grant are quiet.
   std::string outcome = std::to_string(out->granted) + "/" + out->denial;

@@ -86,6 +86,7 @@ class DraMonitor {
   Clock& clock_;
   MetricsRegistry& metrics_;
   RmLatencyMetrics latency_;
+  DraMetrics m_;
 
   // Per reservation, for its current instance: the allocation the policy
   // chose at the last review and the progress against the plan. Forgotten

@@ -106,12 +106,9 @@ ReservationManager::ReservationManager(ReservationManagerOptions opts,
       latency_(metrics),
       epoch_ms_(toEpochMs(clock.now())),
       plan_step_(planner->options().step),
-      planning_running_(metrics.gauge("morpheus_rm_planning_running",
-                                      "1 while a reservation request is planned on a snapshot "
-                                      "of the plan (off the scheduler's lock)")),
-      planning_requests_(metrics.gauge(
-          "morpheus_rm_planning_requests",
-          "Reservation submit/update requests waiting for or holding the planning lane")),
+      m_(metrics),
+      planning_running_(m_.planning_running),
+      planning_requests_(m_.planning_requests),
       planner_(std::move(planner)) {
   std::lock_guard<std::mutex> lk(mu_);
   updateGauges();
@@ -265,10 +262,7 @@ void ReservationManager::commitDisplaced(const planner::DisplacementReport& rep,
     if (r.status == "at-risk" && cur.status != "at-risk") {
       spdlog::warn("reservation {} (owner {}) is at-risk: {}", r.id.value(), r.def.user.value(),
                    r.status_reason);
-      metrics_
-          .counter("morpheus_rm_reservations_at_risk_total",
-                   "One-off reservations that lost their capacity backing (kept, not deleted)")
-          .inc();
+      m_.at_risk_total.inc();
     } else if (cur.placement != r.placement) {
       spdlog::info("one-off reservation {} re-planned: displaced by periodic reservation {}",
                    r.id.value(), by.value());
@@ -344,23 +338,17 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
 Status ReservationManager::enterPlanning(const UserId& user) {
   std::lock_guard<std::mutex> lk(admission_mu_);
   const ReservationLimits& lim = opts_.limits;
-  auto refuse = [this](const char* reason) {
-    metrics_
-        .counter("morpheus_rm_planning_refused_total",
-                 "Submit/update requests refused by the planning lane's bounds",
-                 {{"reason", reason}})
-        .inc();
-  };
+  auto refuse = [](Counter& refused) { refused.inc(); };
   auto it = planning_by_user_.find(user);
   int64_t mine = it == planning_by_user_.end() ? 0 : it->second;
   if (mine >= lim.max_planning_per_user) {
-    refuse("per-user");
+    refuse(m_.planning_refused_per_user);
     return unavailable("user " + user.value() + " already has " + std::to_string(mine) +
                        " reservation request(s) planning, the most "
                        "rm.max-planning-requests-per-user allows; retry once it is answered");
   }
   if (planning_total_ >= lim.max_planning_total) {
-    refuse("total");
+    refuse(m_.planning_refused_total);
     return unavailable(std::to_string(planning_total_) +
                        " reservation requests are planning, the most rm.max-planning-requests "
                        "allows; retry later");
@@ -451,10 +439,7 @@ Result<ReservationRecord> ReservationManager::submitChecked(
     std::lock_guard<std::mutex> lk(mu_);
     if (plan_version_ != version &&
         (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
-      metrics_
-          .counter("morpheus_rm_planning_conflicts_total",
-                   "Plans discarded because the plan changed while they were computed")
-          .inc();
+      m_.planning_conflicts.inc();
       if (attempt < kPlanAttempts) continue;
       return unavailable("reservation " + id.value() +
                          " not admitted: the plan changed while it was planned, " +
@@ -465,10 +450,7 @@ Result<ReservationRecord> ReservationManager::submitChecked(
     if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
     if (by) MORPHEUS_RETURN_IF_ERROR(mayUseId(id, *by, def));
     if (!placement.isOk()) {
-      metrics_
-          .counter("morpheus_rm_reservation_rejections_total", "Reservations refused",
-                   {{"code", statusCodeName(placement.status().code())}})
-          .inc();
+      m_.rejections.with({{"code", statusCodeName(placement.status().code())}}).inc();
       return placement.status();
     }
     ReservationRecord rec;
@@ -495,7 +477,7 @@ Result<ReservationRecord> ReservationManager::submitChecked(
     spdlog::info("reservation {} admitted for {} in queue {}: period {} ms, {} allocation run(s)",
                  id.value(), def.user.value(), def.queue, def.period.count(),
                  rec.placement.allocations.size());
-    metrics_.counter("morpheus_rm_reservations_admitted_total", "Reservations admitted").inc();
+    m_.admitted.inc();
     updateGauges();
     return rec;
   }
@@ -554,10 +536,7 @@ Result<ReservationRecord> ReservationManager::update(
     // access check still hold.
     if (plan_version_ != version &&
         (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
-      metrics_
-          .counter("morpheus_rm_planning_conflicts_total",
-                   "Plans discarded because the plan changed while they were computed")
-          .inc();
+      m_.planning_conflicts.inc();
       if (attempt < kPlanAttempts) continue;
       return unavailable("reservation " + id.value() +
                          " not updated: the plan changed while it was planned, " +
@@ -737,10 +716,7 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
         spdlog::warn("reservation {} (owner {}) is {}: {}", id.value(), r.def.user.value(), want,
                      reason);
         if (want == "at-risk") {
-          metrics_
-              .counter("morpheus_rm_reservations_at_risk_total",
-                       "One-off reservations that lost their capacity backing (kept, not deleted)")
-              .inc();
+          m_.at_risk_total.inc();
         }
       }
       r.status = want;
@@ -835,6 +811,16 @@ std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const Jo
   });
   std::vector<ReservationRecord> out;
   for (const auto& r : ranked) out.push_back(*r.rec);
+  return out;
+}
+
+std::vector<ReservationManager::Guaranteed> ReservationManager::guaranteesAt(TimePoint t) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<Guaranteed> out;
+  for (const auto& [id, r] : records_) {
+    Resource g = planner_->guaranteedAt(id, t);
+    if (g != Resource()) out.push_back({id, r.def.queue, g});
+  }
   return out;
 }
 
@@ -986,21 +972,13 @@ void ReservationManager::updateGauges() {
     degraded += r.status == "degraded" ? 1 : 0;
     at_risk += r.status == "at-risk" ? 1 : 0;
   }
-  metrics_.gauge("morpheus_rm_reservations_active", "Admitted reservations", {{"kind", "periodic"}})
-      .set(periodic);
-  metrics_.gauge("morpheus_rm_reservations_active", "Admitted reservations", {{"kind", "one-off"}})
-      .set(one_off);
-  metrics_
-      .gauge("morpheus_rm_reservations_degraded",
-             "Periodic reservations whose guarantee lost capacity backing")
-      .set(degraded);
-  metrics_
-      .gauge("morpheus_rm_reservations_at_risk",
-             "One-off reservations kept over capacity after a capacity drop")
-      .set(at_risk);
+  m_.active_periodic.set(periodic);
+  m_.active_one_off.set(one_off);
+  m_.degraded.set(degraded);
+  m_.at_risk.set(at_risk);
   Resource cap = planner_->capacity();
-  metrics_.gauge("morpheus_rm_plan_capacity_memory_mib", "Plan capacity, MiB").set(cap.memoryMib());
-  metrics_.gauge("morpheus_rm_plan_capacity_vcores", "Plan capacity, vcores").set(cap.vcores());
+  m_.plan_capacity_memory_bytes.set(static_cast<double>(cap.memoryMib()) * kBytesPerMib);
+  m_.plan_capacity_vcores.set(cap.vcores());
 }
 
 }  // namespace morpheus::rm

@@ -221,6 +221,15 @@ class ReservationManager {
   // first): byRecurrenceKey is the first. Each with its owner and queue.
   std::vector<ReservationRecord> recurrenceCandidates(const JobKey& key) const;
   std::vector<ReservationId> ids() const;
+  // Every reservation the plan guarantees something at `t` (guaranteedAt not
+  // zero), with its queue, in id order; one pass under the lock. For the
+  // per-reservation metrics (ResourceCollector).
+  struct Guaranteed {
+    ReservationId id;
+    std::string queue;
+    Resource guaranteed;
+  };
+  std::vector<Guaranteed> guaranteesAt(TimePoint t) const;
 
   // DRA (Morpheus §7). What the plan holds for one reservation at
   // `now`: the monitor's input besides the runtime's demand.
@@ -305,7 +314,8 @@ class ReservationManager {
   // morpheus-sim shares. The unexpired part of id's grant. REQUIRES(mu_)
   int64_t refundOf(const ReservationId& id, TimePoint now) const;
 
-  const Millis plan_step_;    // planner.step (constant: clones keep the options)
+  const Millis plan_step_;  // planner.step (constant: clones keep the options)
+  ReservationMetrics m_;
   Gauge& planning_running_;   // 1 from a snapshot's planning start to its end
   Gauge& planning_requests_;  // planning_total_
 

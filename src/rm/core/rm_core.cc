@@ -23,6 +23,7 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
       signer_(std::move(token_secret)),
       started_(clock.now()),
       latency_(metrics),
+      node_metrics_(metrics),
       nodes_(opts.node_expiry) {
   updateNodeGauges();
 }
@@ -110,7 +111,7 @@ Status RmCore::registerNode(NodeInfo info) {
   }
   spdlog::info("node {} {} with {}", id.value(), existed ? "re-registered" : "registered",
                total.toString());
-  metrics_.counter("morpheus_rm_node_registrations_total", "Node registrations").inc();
+  node_metrics_.registrations.inc();
   updateNodeGauges();
   notifyCapacity();
   return Status::ok();
@@ -119,7 +120,7 @@ Status RmCore::registerNode(NodeInfo info) {
 Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used,
                              int64_t rss_mib, double cpu_vcores, int32_t num_containers) {
   std::lock_guard<std::mutex> lk(mu_);
-  metrics_.counter("morpheus_rm_node_heartbeats_total", "Node heartbeats received").inc();
+  node_metrics_.heartbeats.inc();
   return nodes_.heartbeat(id, sequence, used, rss_mib, cpu_vcores, num_containers, clock_.now());
 }
 
@@ -148,7 +149,7 @@ void RmCore::checkLiveness() {
     for (const auto& id : lost) {
       spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
                    opts_.node_expiry.count());
-      metrics_.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost").inc();
+      node_metrics_.lost_total.inc();
     }
     updateNodeGauges();
     notifyCapacity();
@@ -191,13 +192,11 @@ ClusterSummary RmCore::summary() const {
 }
 
 void RmCore::updateNodeGauges() {
-  metrics_.gauge("morpheus_rm_nodes_live", "Live nodes").set(nodes_.liveCount());
-  metrics_.gauge("morpheus_rm_nodes_lost", "Nodes declared lost and not re-registered")
-      .set(nodes_.lostCount());
+  node_metrics_.live.set(nodes_.liveCount());
+  node_metrics_.lost.set(nodes_.lostCount());
   Resource cap = nodes_.liveCapacity();
-  metrics_.gauge("morpheus_rm_capacity_memory_mib", "Memory of live nodes, MiB")
-      .set(cap.memoryMib());
-  metrics_.gauge("morpheus_rm_capacity_vcores", "Vcores of live nodes").set(cap.vcores());
+  node_metrics_.capacity_memory_bytes.set(static_cast<double>(cap.memoryMib()) * kBytesPerMib);
+  node_metrics_.capacity_vcores.set(cap.vcores());
 }
 
 }  // namespace morpheus::rm

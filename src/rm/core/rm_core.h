@@ -100,6 +100,7 @@ class RmCore {
   const TokenSigner signer_;
   const TimePoint started_;
   RmLatencyMetrics latency_;
+  RmNodeMetrics node_metrics_;
 
   mutable std::mutex keys_mu_;
   mutable std::unordered_map<NodeId, TokenSigner> node_signers_;  // GUARDED_BY(keys_mu_)

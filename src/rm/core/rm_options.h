@@ -36,6 +36,12 @@ struct RmOptions {
   Millis preemption_grace{15000};                            // rm.preemption-grace
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
   std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
+  // Queue and user limits (rm/core/queue_limits.h) and finished-app history.
+  std::map<std::string, std::string> queue_max_running_apps;  // scheduler.max-running-apps
+  std::map<std::string, std::string> queue_max_resources;     // scheduler.max-resources
+  std::map<std::string, std::string> user_max_running_apps;   // scheduler.user-max-running-apps
+  int64_t app_history_max_apps = 10000;                       // rm.app-history.max-apps
+  Millis app_history_max_age{7LL * 24 * 3600 * 1000};         // rm.app-history.max-age
   DraOptions dra;  // dra.* (interval: dra.interval, 0 = plan step)
 
   // State database start-up and request size limits.
@@ -96,6 +102,40 @@ inline void declareRmScaleOptions(ConfigSchema& s, RmOptions* o) {
   s.addInt("rm.am-launch.max-channels", &o->am_launch_max_channels, 1024, 1, 1000000, "channels",
            "Channels to NMs kept open for reuse by AM launches (the least recently used "
            "is closed beyond it).");
+}
+
+// Queue limits (rm/core/queue_limits.h) and how long finished applications
+// are kept (AppManagerOptions::history_*).
+inline void declareRmQueueLimitOptions(ConfigSchema& s, RmOptions* o) {
+  s.addStringMap(
+      "scheduler.max-running-apps", &o->queue_max_running_apps,
+      "Most applications running at once in an ad-hoc queue and its descendants (the Fair "
+      "Scheduler's maxRunningApps), a mapping queue path: N, e.g. {root.dev: 5}; 0 holds every "
+      "new application back. A submission over it is accepted and waits (ACCEPTED, with the "
+      "reason in its diagnostics) until one of the queue's apps ends. Unlisted queues: "
+      "unlimited. Default: {}.");
+  s.addStringMap(
+      "scheduler.max-resources", &o->queue_max_resources,
+      "Most resources the containers of an ad-hoc queue's applications (AMs included) hold "
+      "at once, its descendants included (the Fair Scheduler's maxResources), a mapping queue "
+      "path: \"MEM mb, N vcores\" (or \"memory=MEM vcores=N\"), e.g. {root.dev: \"8192 mb, "
+      "4 vcores\"}. Asks beyond it wait; running containers are never taken back. Unlisted "
+      "queues: unlimited. Default: {}.");
+  s.addStringMap(
+      "scheduler.user-max-running-apps", &o->user_max_running_apps,
+      "Most applications one user runs at once over all ad-hoc queues (the Fair Scheduler's "
+      "per-user maxRunningApps; \"*\" is its userMaxAppsDefault for every unlisted user), a "
+      "mapping user: N, e.g. {alice: 10, \"*\": 3}. Over it a submission is accepted and "
+      "waits. Unlike rm.max-apps-per-user, which refuses submissions beyond the apps a user "
+      "may have stored, this only delays starts. Default: {} (unlimited).");
+  s.addInt("rm.app-history.max-apps", &o->app_history_max_apps, 10000, 1, 100000000, "applications",
+           "Most finished (FINISHED, FAILED, KILLED) applications kept in memory and the state "
+           "store; beyond it the oldest finished ones are forgotten (their reports and usage "
+           "with them). Running and waiting applications are never forgotten.");
+  s.addDuration("rm.app-history.max-age", &o->app_history_max_age, Millis(7LL * 24 * 3600 * 1000),
+                Millis(1000),
+                "How long a finished application is kept after it finished; older ones are "
+                "forgotten (checked every max-age / 4, at most every 10 s, and at start).");
 }
 
 inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
@@ -313,6 +353,7 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
               "one to the one the deadline needs (1 = no smoothing; Jockey's hysteresis).");
   declareRmScaleOptions(s, o);
   declareHarvestRmOptions(s, &o->harvest);
+  declareRmQueueLimitOptions(s, o);
 }
 
 }  // namespace morpheus::rm

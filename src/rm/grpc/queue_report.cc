@@ -1,6 +1,7 @@
 #include "rm/grpc/queue_report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -48,6 +49,7 @@ const char* kindOf(const sched::QueueView& q) {
 std::vector<v1::QueueReport> queueReports(const RmRuntime& runtime, const AppManager& apps,
                                           const ReservationManager* reservations, TimePoint now) {
   std::map<std::string, AppCounts> counts = countApps(apps);
+  const QueueLimits limits = apps.limits();
   std::vector<v1::QueueReport> out;
   std::set<ReservationId> seen;
   for (const auto& q : runtime.queues()) {
@@ -61,6 +63,12 @@ std::vector<v1::QueueReport> queueReports(const RmRuntime& runtime, const AppMan
     const AppCounts& c = counts[r.name()];
     r.set_running_apps(c.running);
     r.set_pending_apps(c.pending);
+    if (q.max_resources) toProto(*q.max_resources, r.mutable_max_resources());
+    if (!q.ref.isReservation()) {
+      auto lim = limits.max_running_apps.find(r.name());
+      if (lim != limits.max_running_apps.end())
+        r.set_max_running_apps(static_cast<int32_t>(std::min<int64_t>(lim->second, INT32_MAX)));
+    }
     if (q.ref.isReservation()) seen.insert(q.ref.reservationId());
     out.push_back(std::move(r));
   }

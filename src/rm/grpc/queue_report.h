@@ -19,6 +19,8 @@ namespace morpheus::rm {
 // descendants), then every reservation queue in id order (kind
 // "reservation-periodic" or "reservation-oneoff", named by the reservation
 // id, weight 1). running_apps / pending_apps count apps RUNNING / SUBMITTED.
+// Ad-hoc queues carry their scheduler.max-resources and
+// scheduler.max-running-apps when set.
 // Thread-safe: reads each source under its own lock (figures of different
 // sources may be a few milliseconds apart). `reservations` null = only the
 // reservation queues the scheduler knows (those with bound apps).

@@ -248,6 +248,8 @@ void toProto(const AppRecord& a, v1::ApplicationReport* out) {
   out->set_diagnostics(a.diagnostics);
   out->set_am_node_id(a.am_node.value());
   out->set_am_container_id(a.am_container.value());
+  out->set_memory_seconds(a.memory_mib_ms / 1000);
+  out->set_vcore_seconds(a.vcore_ms / 1000);
 }
 
 grpc::Status ClientServiceImpl::SubmitApplication(grpc::ServerContext* ctx,
@@ -305,6 +307,15 @@ void ClientServiceImpl::addRuntimeView(const AppId& app, v1::ApplicationReport* 
   out->mutable_altruism()->set_estimated_remaining_ms(hint.remaining.count());
 }
 
+void ClientServiceImpl::addLimitsAndUsage(const AppRecord& app, v1::ApplicationReport* out) const {
+  if (apps_ == nullptr) return;
+  std::string waiting = apps_->waitingReason(app.id);
+  out->set_waiting_reason(waiting);
+  auto [mem, vc] = runtime_ ? runtime_->runningUsage(app.id) : std::pair<int64_t, int64_t>{0, 0};
+  out->set_memory_seconds((app.memory_mib_ms + mem) / 1000);
+  out->set_vcore_seconds((app.vcore_ms + vc) / 1000);
+}
+
 grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
                                                const v1::GetApplicationRequest* req,
                                                v1::ApplicationReport* resp) {
@@ -317,6 +328,7 @@ grpc::Status ClientServiceImpl::GetApplication(grpc::ServerContext* ctx,
   if (!rec.isOk()) return toGrpc(rec.status());
   toProto(*rec, resp);
   addRuntimeView(rec->id, resp);
+  addLimitsAndUsage(*rec, resp);
   return grpc::Status::OK;
 }
 
@@ -352,6 +364,7 @@ grpc::Status ClientServiceImpl::ListApplications(grpc::ServerContext* ctx,
     auto* r = resp->add_applications();
     toProto(a, r);
     addRuntimeView(a.id, r);
+    addLimitsAndUsage(a, r);
   }
   return grpc::Status::OK;
 }
@@ -465,6 +478,80 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
   }
 }
 
+grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
+                                               const v1::ListContainersRequest* req,
+                                               v1::ListContainersResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_ || !runtime_)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  if (req->application_id().empty())
+    return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(req->application_id()));
+  if (!app.isOk()) return toGrpc(app.status());
+  // The same check as GetContainerLogAccess: the list leads to the logs.
+  std::string action = "list the containers of application " + app->id.value();
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+      !may.isOk()) {
+    return toGrpc(may);
+  }
+  std::map<NodeId, std::string> addresses;
+  for (const auto& n : core_.nodes(/*include_lost=*/true))
+    addresses[n.id] = n.container_manager_address;
+  auto address = [&addresses](const NodeId& n) {
+    auto it = addresses.find(n);
+    return it == addresses.end() ? std::string() : it->second;
+  };
+  const ContainerHistory::AppView view = runtime_->containerHistory(app->id);
+  bool has_am = false;
+  for (const auto& e : view.containers) {
+    auto* c = resp->add_containers();
+    c->set_container_id(e.id.value());
+    c->set_node_id(e.node.value());
+    c->set_container_manager_address(address(e.node));
+    switch (e.state) {
+      case ContainerHistoryEntry::State::kAllocated:
+        c->set_state(v1::CONTAINER_NEW);
+        break;
+      case ContainerHistoryEntry::State::kRunning:
+        c->set_state(v1::CONTAINER_RUNNING);
+        break;
+      case ContainerHistoryEntry::State::kComplete:
+        c->set_state(v1::CONTAINER_COMPLETE);
+        c->set_exit_status(e.exit_status);
+        c->set_exit_reason(static_cast<v1::ContainerExitReason>(e.exit_reason));
+        c->set_diagnostics(e.diagnostics);
+        c->set_end_ms(toEpochMs(e.end));
+        break;
+    }
+    toProto(e.resource, c->mutable_resource());
+    c->set_am(e.am);
+    c->set_start_ms(toEpochMs(e.start));
+    has_am = has_am || e.id == app->am_container;
+  }
+  // Not in the history (it ended before this RM started, or the history of
+  // the app was dropped): the record still names the current AM container.
+  if (!has_am && !app->am_container.empty()) {
+    auto* c = resp->add_containers();
+    c->set_container_id(app->am_container.value());
+    c->set_node_id(app->am_node.value());
+    c->set_container_manager_address(address(app->am_node));
+    // A SUBMITTED app with an AM container waits for its next attempt.
+    const bool ended = app->state != AppState::kRunning;
+    c->set_state(ended ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
+    c->set_diagnostics("from the application record: this RM did not watch the container");
+    toProto(app->spec.am_resource, c->mutable_resource());
+    c->set_am(true);
+    c->set_start_ms(toEpochMs(app->start));
+    if (isFinal(app->state)) c->set_end_ms(toEpochMs(app->finish));
+    has_am = true;
+  }
+  resp->set_omitted(static_cast<int32_t>(view.omitted));
+  resp->set_partial(app->submit < runtime_->startedAt() ||
+                    (!view.known && !app->am_container.empty()));
+  return grpc::Status::OK;
+}
+
 grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest*,
                                            v1::ListQueuesResponse* resp) {
   Principal who;
@@ -476,6 +563,47 @@ grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* ctx, const v1::L
   for (auto& q : queueReports(*runtime_, *apps_, reservations_, now)) {
     *resp->add_queues() = std::move(q);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetUsage(grpc::ServerContext* ctx, const v1::GetUsageRequest* req,
+                                         v1::GetUsageResponse* resp) {
+  Principal who;
+  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (!apps_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
+  UsageGroup by;
+  if (req->group_by() == "user") {
+    by = UsageGroup::kUser;
+  } else if (req->group_by() == "queue") {
+    by = UsageGroup::kQueue;
+  } else {
+    return toGrpc(invalidArgument("group_by", "'" + req->group_by() + "' is not user or queue"));
+  }
+  if (req->since_ms() < 0) return toGrpc(invalidArgument("since_ms", "must be >= 0"));
+  // A user reads their own usage; an admin everyone's unless one is named.
+  auto user = RmAccess::actingUser(who, req->user(), "read the usage of " + req->user());
+  if (!user.isOk()) return toGrpc(user.status());
+  const std::string only = who.admin && req->user().empty() ? "" : *user;
+  std::vector<AppRecord> apps;
+  for (auto& a : apps_->list({}, "")) {
+    if (only.empty() || a.spec.user.value() == only) apps.push_back(std::move(a));
+  }
+  auto running = [this](const AppRecord& a) {
+    return runtime_ && !isFinal(a.state) ? runtime_->runningUsage(a.id)
+                                         : std::pair<int64_t, int64_t>{0, 0};
+  };
+  for (const auto& row : aggregateUsage(apps, by, fromEpochMs(req->since_ms()), running)) {
+    auto* r = resp->add_rows();
+    r->set_key(row.key);
+    r->set_memory_seconds(row.memory_mib_ms / 1000);
+    r->set_vcore_seconds(row.vcore_ms / 1000);
+    r->set_apps(row.apps);
+    r->set_running_apps(row.running_apps);
+  }
+  resp->set_user(only);
+  resp->set_now_ms(
+      clock_ ? toEpochMs(clock_->now())
+             : toEpochMs(std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now())));
   return grpc::Status::OK;
 }
 

@@ -116,10 +116,19 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                                  v1::ClusterMetrics*) override;
   grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
                                      v1::GetContainerLogAccessResponse*) override;
+  // The app's containers from the runtime's ContainerHistory, plus the app
+  // record's AM container when the history lacks it; the access of
+  // GetContainerLogAccess. Needs `apps` and `runtime`.
+  grpc::Status ListContainers(grpc::ServerContext*, const v1::ListContainersRequest*,
+                              v1::ListContainersResponse*) override;
   // Every queue (queueReports): ad-hoc hierarchy, then reservation queues.
   // Needs `apps` and `runtime`; UNIMPLEMENTED without them.
   grpc::Status ListQueues(grpc::ServerContext*, const v1::ListQueuesRequest*,
                           v1::ListQueuesResponse*) override;
+  // Accounting per user or queue (aggregateUsage): a user's own apps; an
+  // admin's request covers every user, or the one it names. Needs `apps`.
+  grpc::Status GetUsage(grpc::ServerContext*, const v1::GetUsageRequest*,
+                        v1::GetUsageResponse*) override;
 
   // Where ListQueues finds reservation queues without bound apps and the
   // time of their current guarantee. Both must outlive the service; unset =
@@ -135,6 +144,8 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
                   v1::GetContainerLogAccessResponse* resp) const;
   void addRuntimeView(const AppId& app, v1::ApplicationReport* out) const;
+  // The waiting reason and the accounting, running containers included.
+  void addLimitsAndUsage(const AppRecord& app, v1::ApplicationReport* out) const;
 
   RmCore& core_;
   const RmAccess& access_;

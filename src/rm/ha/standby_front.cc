@@ -78,13 +78,17 @@ StandbyFront::~StandbyFront() {
   server_.reset();  // the HTTP server's socket is closed only when it is destroyed
 }
 
+HaMetrics::HaMetrics(MetricsRegistry& m)
+    : active(m.gauge("morpheus_rm_ha_active",
+                     "1 on the active RM (a single RM is always active), 0 on an HA standby")) {}
+
 Result<std::unique_ptr<StandbyFront>> StandbyFront::start(const DaemonOptions& opts,
                                                           MetricsRegistry& metrics) {
   std::unique_ptr<StandbyFront> f(new StandbyFront(opts, metrics));
   f->server_->setFallbackService(f->refusal_.get());
   f->setLeader("");
   f->registerHttpRefusals();
-  metrics.gauge("morpheus_rm_ha_active", "1 on the active RM of an HA pair, 0 on a standby").set(0);
+  f->metrics_.active.set(0);
   MORPHEUS_RETURN_IF_ERROR(f->server_->start());
   // The gRPC health service reports the standby as not serving.
   f->server_->grpcServer()->GetHealthCheckService()->SetServingStatus(false);

@@ -43,6 +43,13 @@ LeaderRecord decodeLeaderRecord(const std::string& value);
 // or this machine's host name when `bind_host` is a wildcard ("", 0.0.0.0, ::).
 std::string advertisedHost(const std::string& configured, const std::string& bind_host);
 
+// morpheus_rm_ha_active: 1 on the active RM (a single RM is always active),
+// 0 on a standby. Declared once; the standby front and the RM's main set it.
+struct HaMetrics {
+  explicit HaMetrics(MetricsRegistry& metrics);
+  Gauge& active;
+};
+
 class StandbyFront {
  public:
   // Starts the standby's servers on opts' gRPC and HTTP ports (0 = any free).
@@ -64,7 +71,7 @@ class StandbyFront {
   // "standby; active RM is <addr>" or "standby; no active RM yet".
   std::string message(bool http) const;
 
-  MetricsRegistry& metrics_;
+  HaMetrics metrics_;
   std::unique_ptr<Refusal> refusal_;
   std::unique_ptr<DaemonServer> server_;
   mutable std::mutex mu_;

@@ -113,11 +113,18 @@ bool queueMatches(const AppRecord& a, const std::string& q) {
   return a.queue == q || a.queue == "root." + q;
 }
 
-json appJson(const AppRecord& a, const RmRuntime& runtime, const std::string& rm_http,
-             TimePoint now) {
+json appJson(const AppRecord& a, const AppManager& apps, const RmRuntime& runtime,
+             const std::string& rm_http, TimePoint now) {
   int32_t containers = 0;
   Resource used;
   runtime.usage(a.id, &containers, &used);
+  // A waiting app's reason leads its diagnostics (YARN shows why an
+  // ACCEPTED app has not started there too).
+  const std::string waiting = apps.waitingReason(a.id);
+  const std::string diagnostics =
+      waiting.empty() ? a.diagnostics
+                      : (a.diagnostics.empty() ? waiting : waiting + "; " + a.diagnostics);
+  auto [run_mem, run_vc] = runtime.runningUsage(a.id);
   int64_t started = toEpochMs(a.submit);
   int64_t finished = isFinal(a.state) ? toEpochMs(a.finish) : 0;
   int64_t launched = a.start == TimePoint{} ? 0 : toEpochMs(a.start);
@@ -135,7 +142,7 @@ json appJson(const AppRecord& a, const RmRuntime& runtime, const std::string& rm
           {"progress", static_cast<double>(a.progress) * 100.0},
           {"trackingUI", "UNASSIGNED"},
           {"trackingUrl", "http://" + rm_http + std::string(kBase) + "/apps/" + a.id.value()},
-          {"diagnostics", a.diagnostics},
+          {"diagnostics", diagnostics},
           {"applicationType", "MORPHEUS"},
           {"applicationTags", tag_list},
           {"priority", a.spec.priority},
@@ -150,6 +157,8 @@ json appJson(const AppRecord& a, const RmRuntime& runtime, const std::string& rm
           {"runningContainers", containers},
           {"reservedMB", 0},
           {"reservedVCores", 0},
+          {"memorySeconds", (a.memory_mib_ms + run_mem) / 1000},
+          {"vcoreSeconds", (a.vcore_ms + run_vc) / 1000},
           {"reservationId", a.reservation.value()},
           {"morpheusRecurrenceKey", a.spec.recurrence_key.value()},
           {"morpheusAmAttempt", a.attempt}};
@@ -304,7 +313,7 @@ HttpResponse listApps(const ClusterRestSources& s, const HttpRequest& req,
     for (const auto& a : s.apps.list(*states, "")) {
       if (!queueMatches(a, queue) || (!user.empty() && a.spec.user.value() != user)) continue;
       if (limit >= 0 && static_cast<int64_t>(list.size()) >= limit) break;
-      list.push_back(appJson(a, s.runtime, rm_http, s.clock.now()));
+      list.push_back(appJson(a, s.apps, s.runtime, rm_http, s.clock.now()));
     }
   }
   return jsonOk({{"apps", {{"app", list}}}});
@@ -320,27 +329,30 @@ HttpResponse getApp(const ClusterRestSources& s, const HttpRequest& req,
     }
     return yarnError(rec.status());
   }
-  return jsonOk({{"app", appJson(*rec, s.runtime, rm_http, s.clock.now())}});
+  return jsonOk({{"app", appJson(*rec, s.apps, s.runtime, rm_http, s.clock.now())}});
 }
 
 json queueJson(const v1::QueueReport& q, const Resource& cluster) {
   bool leaf = q.kind() != "adhoc-parent";
-  json j = {{"type", leaf ? "fairSchedulerLeafQueueInfo" : "fairSchedulerQueueInfo"},
-            {"queueName", q.name()},
-            {"schedulingPolicy", "DRF"},
-            {"weight", q.weight()},
-            {"minResources", resourceJson(morpheus::fromProto(q.guaranteed()))},
-            {"maxResources", resourceJson(cluster)},
-            {"usedResources", resourceJson(morpheus::fromProto(q.used()))},
-            {"demandResources",
-             resourceJson(morpheus::fromProto(q.used()) + morpheus::fromProto(q.pending()))},
-            {"clusterResources", resourceJson(cluster)},
-            {"reservedResources", resourceJson(Resource())},
-            {"preemptable", q.kind().rfind("adhoc", 0) == 0},
-            {"numPendingApps", q.pending_apps()},
-            {"numActiveApps", q.running_apps()},
-            {"morpheusKind", q.kind()},
-            {"morpheusPendingResources", resourceJson(morpheus::fromProto(q.pending()))}};
+  json j = {
+      {"type", leaf ? "fairSchedulerLeafQueueInfo" : "fairSchedulerQueueInfo"},
+      {"queueName", q.name()},
+      {"schedulingPolicy", "DRF"},
+      {"weight", q.weight()},
+      {"minResources", resourceJson(morpheus::fromProto(q.guaranteed()))},
+      {"maxResources", q.has_max_resources() ? resourceJson(morpheus::fromProto(q.max_resources()))
+                                             : resourceJson(cluster)},
+      {"maxApps", q.has_max_running_apps() ? q.max_running_apps() : INT32_MAX},
+      {"usedResources", resourceJson(morpheus::fromProto(q.used()))},
+      {"demandResources",
+       resourceJson(morpheus::fromProto(q.used()) + morpheus::fromProto(q.pending()))},
+      {"clusterResources", resourceJson(cluster)},
+      {"reservedResources", resourceJson(Resource())},
+      {"preemptable", q.kind().rfind("adhoc", 0) == 0},
+      {"numPendingApps", q.pending_apps()},
+      {"numActiveApps", q.running_apps()},
+      {"morpheusKind", q.kind()},
+      {"morpheusPendingResources", resourceJson(morpheus::fromProto(q.pending()))}};
   if (!leaf) j["childQueues"] = {{"queue", json::array()}};
   return j;
 }

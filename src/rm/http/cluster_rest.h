@@ -7,7 +7,11 @@
 //   GET /ws/v1/cluster/nodes/{id}              {"node": {...}}
 //   GET /ws/v1/cluster/apps[?states=&queue=&user=&limit=]  {"apps": {"app": [...]}}
 //   GET /ws/v1/cluster/apps/{id}               {"app": {...}}
-//   GET /ws/v1/cluster/scheduler               Fair Scheduler shape (weights, DRF):
+//       An app carries YARN's memorySeconds / vcoreSeconds (its containers'
+//       resource x lifetime, running ones up to now) and, while it waits for
+//       a queue or user limit, the reason first in its diagnostics.
+//   GET /ws/v1/cluster/scheduler               Fair Scheduler shape (weights, DRF,
+//       maxResources / maxApps from the queue limits):
 //       {"scheduler": {"schedulerInfo": {"type": "fairScheduler", "rootQueue": {...}}}}
 //   GET /ws/v1/cluster/harvest-classes         Morpheus only: the primary-
 //       tenant classes of the last clustering, {"harvestClasses": {"harvestClass":

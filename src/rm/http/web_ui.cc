@@ -106,6 +106,9 @@ json appsJson(const WebUiSources& s, std::map<std::string, QueueUse>* per_queue)
     QueueUse& q = (*per_queue)[queue];
     (a.state == AppState::kRunning ? q.running : q.pending)++;
     q.used += used;
+    // Why it has not started (a queue or user limit) before the scheduler's reasons.
+    std::vector<std::string> reasons = s.runtime->pendingReasons(a.id);
+    if (std::string w = s.apps->waitingReason(a.id); !w.empty()) reasons.insert(reasons.begin(), w);
     apps.push_back({{"id", a.id.value()},
                     {"name", a.spec.name},
                     {"user", a.spec.user.value()},
@@ -116,7 +119,7 @@ json appsJson(const WebUiSources& s, std::map<std::string, QueueUse>* per_queue)
                     {"containers", containers},
                     {"used", resourceJson(used)},
                     {"submit_ms", toEpochMs(a.submit)},
-                    {"pending_reasons", s.runtime->pendingReasons(a.id)},
+                    {"pending_reasons", reasons},
                     {"altruism", altruismJson(s.runtime->appHint(a.id))}});
   }
   return apps;

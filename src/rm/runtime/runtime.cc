@@ -176,8 +176,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       periodic_(std::move(periodic)),
       guarantee_(std::move(guarantee)),
       started_ms_(toEpochMs(clock.now())),
-      allocated_total_(
-          metrics.counter("morpheus_rm_containers_allocated_total", "Containers allocated")),
+      m_(metrics),
+      allocated_total_(m_.containers_allocated),
       launcher_(launchOptions(opts_),
                 [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
@@ -192,6 +192,8 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
   auto s = sched::Scheduler::create(so);
   MORPHEUS_CHECK(s.isOk(), "scheduler options: " + s.status().toString());
   sched_ = std::move(s).value();
+  Status caps = setQueueMaxResources(opts_.queue_max_resources);
+  MORPHEUS_CHECK(caps.isOk(), caps.toString());
 }
 
 RmRuntime::~RmRuntime() { stop(); }
@@ -368,10 +370,15 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
+  history_.completed(c.app, c.id, c.node, c.resource, c.am, c.start, c.end, st.exit_status(),
+                     preempted_.count(c.id) > 0 ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
+                     preempted_.count(c.id) > 0 ? "preempted: capacity taken back by a reservation"
+                                                : st.diagnostics());
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
-  rt.used -= c.resource;
-  rt.running--;
+  track(rt, c, -1);
+  const int64_t lived_ms = std::max<int64_t>(0, (c.end - c.start).count());
+  apps_.addUsage(c.app, c.resource.memoryMib() * lived_ms, c.resource.vcores() * lived_ms);
   rt.intervals.push_back({c.start, c.end, c.resource, c.am});
   if (c.am) {
     rt.am_pending = false;
@@ -387,10 +394,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
       withdrawAsks(c.app);
       rt.allocated.clear();
       rt.completed.clear();
-      metrics_
-          .counter("morpheus_rm_am_attempts_failed_total",
-                   "AM attempts that ended without finishing")
-          .inc();
+      m_.am_attempts_failed.inc();
       (void)r;
     }
     forgetIfDone(c.app);
@@ -400,10 +404,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   if (preempted_.erase(c.id) > 0) {
     out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
     out.set_diagnostics("preempted: capacity taken back by a reservation");
-    metrics_
-        .counter("morpheus_rm_containers_preempted_total",
-                 "Borrowed containers killed for a reservation")
-        .inc();
+    m_.containers_preempted.inc();
   }
   if (!isFinal(rt.state)) rt.completed.push_back(out);
   forgetIfDone(c.app);
@@ -428,10 +429,9 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
   auto rec = apps_.get(app);
   if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
   Resource r = fromProto(st.resource());
-  Cont c{cid, app, nid, r, true, true, fromEpochMs(st.start_ms()), {}};
+  Cont c{cid, app, nid, r, true, true, st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now, {}};
   if (ensureApp(app, now)) account(c);
-  rt_[app].running++;
-  rt_[app].used += r;
+  track(rt_[app], c, +1);
   logLater(spdlog::level::info, "AM container {} of {} ended while no RM watched it", cid.value(),
            app.value());
   containerDone(c, st);
@@ -477,10 +477,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
     // one this RM placed on another node (or an AM it launched elsewhere) is
     // ignored, so one node's token cannot end another node's work.
     if (!reportedByItsNode(nid, cid, it)) {
-      metrics_
-          .counter("morpheus_rm_container_statuses_refused_total",
-                   "Container statuses a node sent for a container allocated to another node")
-          .inc();
+      m_.container_statuses_refused.inc();
       logLater(spdlog::level::warn,
                "node {} reported container {} which runs on another node; ignored", nid.value(),
                cid.value());
@@ -513,15 +510,26 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
         continue;
       }
       Resource r = fromProto(st.resource());
-      Cont c{cid, app, nid, r, rec->am_container == cid, true, fromEpochMs(st.start_ms()), {}};
+      Cont c{cid,
+             app,
+             nid,
+             r,
+             rec->am_container == cid,
+             true,
+             st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now,
+             {}};
+      c.reported = true;
       containers_[cid] = c;
+      history_.allocated(app, cid, nid, r, c.am, c.start, /*running=*/true);
       if (ensureApp(app, now)) account(c);
-      rt_[app].running++;
-      rt_[app].used += r;
+      track(rt_[app], c, +1);
       logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
                app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+    } else if (it != containers_.end() && !it->second.reported) {
+      it->second.reported = true;
+      history_.running(it->second.app, cid);
     }
   }
 }
@@ -585,7 +593,8 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
 void RmRuntime::placeAms(Node& node, TimePoint now) {
   if (apps_.version() != submitted_version_) {
     submitted_version_ = apps_.version();
-    submitted_ = apps_.list({AppState::kSubmitted}, "");
+    // Apps held back by a running-apps limit get no AM (queue_limits.h).
+    submitted_ = apps_.startable();
     std::stable_sort(submitted_.begin(), submitted_.end(),
                      [](const AppRecord& a, const AppRecord& b) {
                        return !a.reservation.empty() && b.reservation.empty();
@@ -630,7 +639,8 @@ void RmRuntime::placeAms(Node& node, TimePoint now) {
   Resource free = node.total - *used;
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     const AppRecord a = *it;
-    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free)) {
+    if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free) ||
+        !sched_->withinQueueMax(a.id, a.spec.am_resource)) {
       ++it;
       continue;
     }
@@ -664,9 +674,9 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   TimePoint now = clock_.now();
   Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
   containers_[cid] = c;
+  history_.allocated(a.id, cid, node.id, c.resource, /*am=*/true, now, /*running=*/false);
   if (ensureApp(a.id, now)) account(c);
-  rt.used += c.resource;
-  rt.running++;
+  track(rt, c, +1);
   rt.am_pending = true;
   v1::Container out;
   out.set_container_id(cid.value());
@@ -695,9 +705,10 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
 void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
   containers_[a.container] = c;
+  history_.allocated(a.app, a.container, node.id, a.resource, /*am=*/false, c.start,
+                     /*running=*/false);
   AppRt& rt = rt_[a.app];
-  rt.used += a.resource;
-  rt.running++;
+  track(rt, c, +1);
   if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {
     if (--p->second.count <= 0) rt.asks.erase(p);
   }
@@ -752,6 +763,11 @@ std::optional<NodeId> RmRuntime::nodeOf(const ContainerId& container) const {
 
 AppId RmRuntime::appOf(const std::string& container_id) { return appOfContainer(container_id); }
 
+ContainerHistory::AppView RmRuntime::containerHistory(const AppId& app) const {
+  Guard lk(*this);
+  return history_.of(app);
+}
+
 std::vector<std::string> RmRuntime::pendingReasons(const AppId& app) const {
   Guard lk(*this);
   auto r = sched_->pendingReasons(app);
@@ -769,6 +785,50 @@ void RmRuntime::usage(const AppId& app, int32_t* containers, Resource* used) con
   auto it = rt_.find(app);
   *containers = it == rt_.end() ? 0 : it->second.running;
   *used = it == rt_.end() ? Resource() : it->second.used;
+}
+
+void RmRuntime::track(AppRt& rt, const Cont& c, int sign) {
+  const int64_t since = toEpochMs(c.start) - started_ms_;
+  if (sign > 0) {
+    rt.used += c.resource;
+    rt.running++;
+    rt.mem_start_sum += c.resource.memoryMib() * since;
+    rt.vcore_start_sum += c.resource.vcores() * since;
+  } else {
+    rt.used -= c.resource;
+    rt.running--;
+    rt.mem_start_sum -= c.resource.memoryMib() * since;
+    rt.vcore_start_sum -= c.resource.vcores() * since;
+  }
+}
+
+std::pair<int64_t, int64_t> RmRuntime::runningUsage(const AppId& app) const {
+  Guard lk(*this);
+  auto it = rt_.find(app);
+  if (it == rt_.end() || it->second.running <= 0) return {0, 0};
+  const AppRt& rt = it->second;
+  const int64_t now = toEpochMs(clock_.now()) - started_ms_;
+  return {std::max<int64_t>(0, rt.used.memoryMib() * now - rt.mem_start_sum),
+          std::max<int64_t>(0, rt.used.vcores() * now - rt.vcore_start_sum)};
+}
+
+Status RmRuntime::setQueueMaxResources(const std::map<std::string, Resource>& caps) {
+  Guard lk(*this);
+  std::set<std::string> known;
+  for (const auto& q : sched_->queues()) {
+    if (!q.ref.isReservation()) known.insert(q.ref.adhocPath());
+  }
+  for (const auto& [path, cap] : caps) {
+    if (!known.count(path))
+      return invalidArgument("scheduler.max-resources." + path, "unknown queue");
+  }
+  for (const auto& path : known) {
+    auto it = caps.find(path);
+    std::optional<Resource> cap;
+    if (it != caps.end()) cap = it->second;
+    MORPHEUS_RETURN_IF_ERROR(sched_->setQueueMaxResources(path, cap));
+  }
+  return Status::ok();
 }
 
 std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const {
@@ -1140,6 +1200,11 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
 std::vector<sched::QueueView> RmRuntime::queues() const {
   Guard lk(*this);
   return sched_->queues();
+}
+
+RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
+  Guard lk(*this);
+  return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues()};
 }
 
 }  // namespace morpheus::rm

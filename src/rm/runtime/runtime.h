@@ -53,6 +53,7 @@
 #include "rm/core/node_registry.h"
 #include "rm/core/rm_core.h"
 #include "rm/runtime/am_launcher.h"
+#include "rm/runtime/container_history.h"
 #include "rm/runtime/telemetry.h"
 #include "scheduler/scheduler.h"
 #include "store/state/state_store.h"
@@ -71,6 +72,9 @@ struct RuntimeOptions {
   // replaced by `tls` above).
   AmLauncherOptions launch;
   HarvestRmOptions harvest;  // rm.harvest.*: primary-tenant classes
+  // Ad-hoc path -> cap on what its apps hold (scheduler.max-resources;
+  // sched::Scheduler::setQueueMaxResources). Unlisted = unlimited.
+  std::map<std::string, Resource> queue_max_resources;
 };
 
 class RmRuntime {
@@ -130,6 +134,12 @@ class RmRuntime {
   std::optional<NodeId> nodeOf(const ContainerId& container) const;
   // The app a container id belongs to ("" for a malformed id).
   static AppId appOf(const std::string& container_id);
+  // Every container of `app` this RM allocated or re-adopted, running and
+  // finished (ContainerHistory: bounded, not persisted).
+  ContainerHistory::AppView containerHistory(const AppId& app) const;
+  // When this RM runtime started: containers that ended before are not in
+  // any history.
+  TimePoint startedAt() const { return fromEpochMs(started_ms_); }
 
   // AM launch verdicts (started or failed, late ones included) this runtime
   // has applied since start(): tests wait on it instead of on time.
@@ -137,6 +147,13 @@ class RmRuntime {
 
   // For ApplicationReports: running containers and resources in use.
   void usage(const AppId& app, int32_t* containers, Resource* used) const;
+  // Accounting of the app's containers still running: resource x time since
+  // each started, {memory MiB-ms, vcore-ms} (AppRecord has the ended ones).
+  std::pair<int64_t, int64_t> runningUsage(const AppId& app) const;
+  // New queue caps (config reload; RuntimeOptions::queue_max_resources).
+  // INVALID_ARGUMENT naming scheduler.max-resources for an unknown queue;
+  // nothing changes then.
+  Status setQueueMaxResources(const std::map<std::string, Resource>& caps);
   // Admission control: sched::Scheduler::pendingReasons of the
   // app; empty for an app not (or no longer) in the scheduler core.
   std::vector<std::string> pendingReasons(const AppId& app) const;
@@ -148,6 +165,14 @@ class RmRuntime {
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.
   std::vector<sched::QueueView> queues() const;
+  // What the scheduler core holds now, in one pass under the lock (for the
+  // resource metrics, resource_collector.h).
+  struct SchedulerTotals {
+    Resource allocated;  // sched::Scheduler::clusterUsed
+    size_t containers = 0;
+    std::vector<sched::QueueView> queues;
+  };
+  SchedulerTotals schedulerTotals() const;
 
   // DRA input (Morpheus §7): what the apps bound to each reservation do now.
   // One entry per reservation with a submitted or running bound app. Stage
@@ -195,6 +220,7 @@ class RmRuntime {
     bool am = false;
     bool running = true;
     TimePoint start, end;
+    bool reported = false;  // its node reported it running (ContainerHistory)
   };
   // What the app still asks for, mirrored from its allocate() calls minus what
   // the core granted (for reservationDemand and to withdraw asks).
@@ -216,6 +242,10 @@ class RmRuntime {
     std::vector<reprovision::StageState> stages;  // AM-reported (Jockey), deps within the app
     Resource used;
     int32_t running = 0;
+    // Over the running containers: memory x start and vcores x start, starts
+    // in ms since started_ms_ (runningUsage without a walk).
+    int64_t mem_start_sum = 0;
+    int64_t vcore_start_sum = 0;
     // Cached from the AppManager (refreshed on every transition the runtime
     // drives, and by onAppKilled), so a heartbeat does not copy records.
     bool cached = false;
@@ -257,7 +287,10 @@ class RmRuntime {
   bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
   void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
   void account(const Cont& c);                                           // REQUIRES(mu_)
-  void containerDone(Cont& c, const v1::ContainerStatus& st);            // REQUIRES(mu_)
+  // A container of `rt` starts (+1) or ends (-1) running: its use and count,
+  // and the sums of runningUsage. REQUIRES(mu_)
+  void track(AppRt& rt, const Cont& c, int sign);
+  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
   void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
                              TimePoint now);  // REQUIRES(mu_)
   void killAppContainers(const AppId& app);   // REQUIRES(mu_)
@@ -316,7 +349,8 @@ class RmRuntime {
   const ReservationKind periodic_;
   const Guarantee guarantee_;
   const int64_t started_ms_;
-  Counter& allocated_total_;  // morpheus_rm_containers_allocated_total
+  RuntimeMetrics m_;
+  Counter& allocated_total_;  // m_.containers_allocated
 
   mutable std::mutex mu_;
   // Log lines queued under mu_ (logLater), emitted by Guard::release.
@@ -342,6 +376,7 @@ class RmRuntime {
   std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
   uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
   std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
+  ContainerHistory history_;                   // GUARDED_BY(mu_): per-app containers
   // Recurrence key -> stage name -> mean task duration of its last successful
   // run (from the AM's final stage reports). GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Millis>> stage_history_;

@@ -6,15 +6,10 @@ namespace morpheus::rm {
 
 Strand::Strand(MetricsRegistry& metrics, size_t max_queued)
     : max_queued_(std::max<size_t>(1, max_queued)),
-      queued_gauge_(
-          metrics.gauge("morpheus_rm_strand_queued",
-                        "Scheduling tasks (node heartbeats) waiting for the RM's strand")),
-      background_gauge_(metrics.gauge(
-          "morpheus_rm_strand_background_queued",
-          "Background tasks (scheduling a node after its heartbeat) waiting for the RM's strand")),
-      refused_(metrics.counter("morpheus_rm_strand_refused_total",
-                               "Scheduling tasks refused because the RM's strand queue was full")) {
-}
+      m_(metrics),
+      queued_gauge_(m_.queued),
+      background_gauge_(m_.background_queued),
+      refused_(m_.refused) {}
 
 Strand::~Strand() { stop(); }
 

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "rm/core/rm_metrics.h"
 
 namespace morpheus::rm {
 
@@ -59,6 +60,7 @@ class Strand {
   void loop();
 
   const size_t max_queued_;
+  StrandMetrics m_;
   Gauge& queued_gauge_;
   Gauge& background_gauge_;
   Counter& refused_;

@@ -80,6 +80,14 @@ Resource typicalContainer(const std::vector<ContainerInterval>& intervals) {
   return Resource();
 }
 
+TelemetryMetrics::TelemetryMetrics(MetricsRegistry& m)
+    : forwarded(m.counter("morpheus_rm_telemetry_forwarded_total",
+                          "Telemetry records delivered to inference")),
+      dropped(m.counter("morpheus_rm_telemetry_dropped_total",
+                        "Telemetry records dropped because the inference service lagged")),
+      refused(m.counter("morpheus_rm_telemetry_refused_total",
+                        "Telemetry records the inference service refused for good (dropped)")) {}
+
 TelemetryForwarder::TelemetryForwarder(std::string address, TlsOptions tls,
                                        MetricsRegistry& metrics, size_t max_queue,
                                        std::string token)
@@ -116,10 +124,7 @@ void TelemetryForwarder::enqueue(AppTelemetryRecord rec) {
     std::lock_guard<std::mutex> lk(mu_);
     if (queue_.size() >= max_queue_) {
       queue_.pop_front();
-      metrics_
-          .counter("morpheus_rm_telemetry_dropped_total",
-                   "Telemetry records dropped because the inference service lagged")
-          .inc();
+      metrics_.dropped.inc();
     }
     queue_.push_back(std::move(rec));
   }
@@ -173,10 +178,7 @@ TelemetryForwarder::SendOutcome TelemetryForwarder::send(const AppTelemetryRecor
     spdlog::warn("telemetry of {} (user {}, job {}) refused by inference at {}, dropped: {}",
                  rec.app.value(), rec.user.value(), req.runs(0).job_key(), address_,
                  st.error_message());
-    metrics_
-        .counter("morpheus_rm_telemetry_refused_total",
-                 "Telemetry records the inference service refused for good (dropped)")
-        .inc();
+    metrics_.refused.inc();
     return SendOutcome::kRefused;
   }
   if (!st.ok()) {
@@ -184,9 +186,7 @@ TelemetryForwarder::SendOutcome TelemetryForwarder::send(const AppTelemetryRecor
                  st.error_message());
     return SendOutcome::kRetry;
   }
-  metrics_
-      .counter("morpheus_rm_telemetry_forwarded_total", "Telemetry records delivered to inference")
-      .inc();
+  metrics_.forwarded.inc();
   return SendOutcome::kDelivered;
 }
 

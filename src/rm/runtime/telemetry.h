@@ -83,6 +83,15 @@ Resource typicalContainer(const std::vector<ContainerInterval>& intervals);
 // another user's job; INVALID_ARGUMENT) is logged and dropped, counted in
 // morpheus_rm_telemetry_refused_total, so it never holds up the records
 // behind it.
+// The forwarder's counters, declared once (present from start at 0):
+//   morpheus_rm_telemetry_forwarded_total, _dropped_total, _refused_total.
+struct TelemetryMetrics {
+  explicit TelemetryMetrics(MetricsRegistry& metrics);
+  Counter& forwarded;
+  Counter& dropped;
+  Counter& refused;
+};
+
 class TelemetryForwarder {
  public:
   // `address` empty = forwarding disabled (records are still kept by the RM).
@@ -105,7 +114,7 @@ class TelemetryForwarder {
   const std::string address_;
   const TlsOptions tls_;
   const std::string token_;
-  MetricsRegistry& metrics_;
+  TelemetryMetrics metrics_;
   const size_t max_queue_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

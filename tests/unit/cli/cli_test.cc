@@ -506,7 +506,9 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
                        "Finished:      -\n"
                        "Used:          256 MiB / 1 vcore in 1 container(s)\n"
                        "AM:            attempt 1, container " +
-                       am + " on node n1\n");
+                       am +
+                       " on node n1\n"
+                       "Usage:         0 MiB-s, 0 vcore-s\n");
 
   const std::string other = submitApp("root.default");  // waits: no heartbeat since
   CliRun l = ctl({"app", "list"});
@@ -514,13 +516,13 @@ TEST_F(CliTest, AppSubmitStatusListAndKill) {
   ASSERT_EQ(lines(l.out).size(), 3u) << show(l);
   EXPECT_EQ(columns(lines(l.out)[0]),
             (std::vector<std::string>{"APPLICATION", "NAME", "USER", "QUEUE", "STATE", "PROGRESS",
-                                      "CONTAINERS", "USED", "SUBMITTED"}));
+                                      "CONTAINERS", "USED", "SUBMITTED", "WAITING"}));
   EXPECT_EQ(rowOf(l.out, id),
             (std::vector<std::string>{id, "etl", "alice", "root.a", "RUNNING", "0%", "1",
-                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z"}));
+                                      "256 MiB / 1 vcore", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_EQ(rowOf(l.out, other),
             (std::vector<std::string>{other, "etl", "alice", "root.default", "ACCEPTED", "0%", "0",
-                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z"}));
+                                      "0 MiB / 0 vcores", "1971-02-05T00:00:00Z", "-"}));
   EXPECT_TRUE(aligned(l.out)) << l.out;
 
   CliRun running = ctl({"app", "list", "--state", "running", "--json"});

@@ -247,6 +247,97 @@ TEST(MetricsTest, ProcessMetricsReflectThisProcess) {
   EXPECT_NE(reg.render().find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
 }
 
+// A metric declared once exists from the start: a counter renders at 0 with
+// its HELP and TYPE lines before its first increment (a rate() alert has a
+// series to watch), each pre-declared label value too.
+TEST(MetricsTest, DeclaredCounterIsServedAtZeroWithHelpAndType) {
+  MetricsRegistry reg;
+  Counter& grants = reg.counter("morpheus_test_grants_total", "Grants");
+  reg.counter("morpheus_test_denials_total", "Denials", {{"reason", "budget"}});
+  std::string text = reg.render();
+  EXPECT_NE(text.find("# HELP morpheus_test_grants_total Grants\n# TYPE morpheus_test_grants_total "
+                      "counter\nmorpheus_test_grants_total 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nmorpheus_test_denials_total{reason=\"budget\"} 0\n"), std::string::npos)
+      << text;
+  grants.inc();
+  EXPECT_EQ(reg.valueOf("morpheus_test_grants_total"), 1);
+  // Declaring again (a second component instance) yields the same counter.
+  EXPECT_EQ(&reg.counter("morpheus_test_grants_total", "Grants"), &grants);
+}
+
+// A family whose label values come at run time is listed (HELP and TYPE)
+// before it has a child; with() creates children; describe() and
+// --print-metrics' format name its keys, values and that more may come.
+TEST(MetricsTest, FamiliesAreListedBeforeTheirFirstChildAndDescribed) {
+  MetricsRegistry reg;
+  GaugeFamily per_queue = reg.gaugeFamily("morpheus_test_queue_bytes", "Per queue", {"queue"});
+  std::string text = reg.render();
+  EXPECT_NE(text.find("# TYPE morpheus_test_queue_bytes gauge\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("morpheus_test_queue_bytes{"), std::string::npos) << text;
+  per_queue.with({{"queue", "root.a"}}).set(2);
+  reg.gauge("morpheus_test_plain_seconds", "Plain");
+  EXPECT_NE(reg.render().find("morpheus_test_queue_bytes{queue=\"root.a\"} 2\n"),
+            std::string::npos);
+  EXPECT_EQ(formatDescriptions(reg.describe()),
+            "morpheus_test_plain_seconds\tgauge\t-\tPlain\n"
+            "morpheus_test_queue_bytes\tgauge\tqueue=root.a,...\tPer queue\n");
+}
+
+// replaceAll swaps a family's children as a whole: a queue that is gone
+// leaves /metrics.
+TEST(MetricsTest, ReplaceAllDropsChildrenThatAreGone) {
+  MetricsRegistry reg;
+  GaugeFamily f = reg.gaugeFamily("morpheus_test_queue_apps", "Apps", {"queue"});
+  f.replaceAll({{{{"queue", "a"}}, 1}, {{{"queue", "b"}}, 2}});
+  f.replaceAll({{{{"queue", "b"}}, 3}});
+  std::string text = reg.render();
+  EXPECT_EQ(text.find("queue=\"a\""), std::string::npos) << text;
+  EXPECT_NE(text.find("morpheus_test_queue_apps{queue=\"b\"} 3\n"), std::string::npos) << text;
+}
+
+// Collectors run at each render, before the text is built, and stop running
+// once their handle is gone.
+TEST(MetricsTest, CollectorsRunAtRenderUntilTheirHandleIsGone) {
+  MetricsRegistry reg;
+  Gauge& g = reg.gauge("morpheus_test_collected", "Collected");
+  int runs = 0;
+  auto handle = reg.addCollector([&] { g.set(++runs); });
+  EXPECT_NE(reg.render().find("morpheus_test_collected 1\n"), std::string::npos);
+  EXPECT_NE(reg.render().find("morpheus_test_collected 2\n"), std::string::npos);
+  handle.reset();
+  reg.render();
+  EXPECT_EQ(runs, 2);
+}
+
+// HELP text escapes backslash and newline, so one metric is always two
+// comment lines (exposition format 0.0.4).
+TEST(MetricsTest, HelpTextIsEscaped) {
+  MetricsRegistry reg;
+  reg.counter("morpheus_test_escaped_total", "a\\b\nc");
+  EXPECT_NE(reg.render().find("# HELP morpheus_test_escaped_total a\\\\b\\nc\n"), std::string::npos)
+      << reg.render();
+}
+
+// Re-declaring a name with another type or other label keys is a
+// programming error: it aborts rather than serving two meanings.
+TEST(MetricsDeathTest, ConflictingDeclarationsAbort) {
+  EXPECT_DEATH(
+      {
+        MetricsRegistry reg;
+        reg.counter("morpheus_test_x_total", "x");
+        reg.gauge("morpheus_test_x_total", "x");
+      },
+      "another type");
+  EXPECT_DEATH(
+      {
+        MetricsRegistry reg;
+        reg.counterFamily("morpheus_test_y_total", "y", {"queue"}).with({{"user", "u"}});
+      },
+      "other label keys");
+}
+
 // A counter advanced to a running total never goes back.
 TEST(MetricsTest, CounterAdvanceToNeverLowers) {
   Counter c;
@@ -361,9 +452,8 @@ TEST(TokenTest, MalformedOrMissingExpiryIsRefused) {
     auto r = verifyContainerToken(s, s.sign(payload));
     EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << payload;
   }
-  EXPECT_NE(
-      verifyContainerToken(s, s.sign(base + "|abc|alice")).status().message().find("expiry"),
-      std::string::npos);
+  EXPECT_NE(verifyContainerToken(s, s.sign(base + "|abc|alice")).status().message().find("expiry"),
+            std::string::npos);
 }
 
 // The submitting user travels signed in the token (the NM runs the container

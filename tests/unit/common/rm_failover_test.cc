@@ -7,6 +7,8 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -57,6 +59,22 @@ class FakeRm : public v1::ClientService::Service {
 
  private:
   grpc::Status status_;
+};
+
+// A ClientService that never answers GetClusterMetrics in time: it holds
+// each call until the caller gives up (or 10 s pass).
+class SilentRm : public v1::ClientService::Service {
+ public:
+  grpc::Status GetClusterMetrics(grpc::ServerContext* ctx, const v1::GetClusterMetricsRequest*,
+                                 v1::ClusterMetrics*) override {
+    ++calls;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (!ctx->IsCancelled() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return grpc::Status(grpc::StatusCode::INTERNAL, "answered too late");
+  }
+  std::atomic<int> calls{0};
 };
 
 // One loopback server running `service` (or, for a standby, the generic one).
@@ -172,10 +190,31 @@ TEST(FailoverChannelTest, GivesUpAtTheDeadlineWhenNoRmIsActive) {
   Server s1(nullptr, &r1), s2(nullptr, &r2);
   auto fc = channel(s1.address() + "," + s2.address());
   v1::ClusterMetrics out;
-  grpc::Status st = metrics(*fc, CallKind::kIdempotent, &out, Millis(300));
+  grpc::Status st = metrics(*fc, CallKind::kIdempotent, &out, Millis(1000));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(st.error_message().find("no active RM"), std::string::npos) << st.error_message();
   EXPECT_GE(r1.calls + r2.calls, 4) << "retried over several rounds";
+}
+
+// The deadline passes while the call is still moving between addresses (in
+// an attempt at an address that does not answer in time, after a standby's
+// refusal): the call gives up as at the end of a round, with the failover's
+// UNAVAILABLE naming the standby, not the attempt's own DEADLINE_EXCEEDED.
+TEST(FailoverChannelTest, DeadlineDuringAFailoverGivesUpNamingTheLastRefusal) {
+  FakeStandby refusal("");
+  Server standby(nullptr, &refusal);
+  SilentRm silent;
+  Server slow(&silent);
+  auto fc = channel(standby.address() + "," + slow.address());
+  v1::ClusterMetrics out;
+  grpc::Status st = metrics(*fc, CallKind::kIdempotent, &out, Millis(2000));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_EQ(st.error_message().rfind("no active RM in 2 address(es), last " + standby.address() +
+                                         ": standby; active RM is ",
+                                     0),
+            0u)
+      << st.error_message();
+  EXPECT_EQ(silent.calls, 1);
 }
 
 // Other errors (the call ran and was refused) are returned without failover.

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -364,6 +365,49 @@ TEST_F(ContainerServiceTest, ExpiredTokenStopsOnlyWithinTheGrace) {
       << st.error_message();
   std::this_thread::sleep_for(300ms);
   EXPECT_TRUE(runtime_->get(ContainerId("app1_c2"))->running);
+}
+
+// A finished, acknowledged container's logs are served after the NM
+// restarts (a new runtime over the same directory, nothing in memory), to a
+// token of its application signed for this node only; its record keeps the
+// expiry of the token it was started with (LogRetention keeps the record
+// until then).
+TEST_F(ContainerServiceTest, LogsOfAFinishedContainerSurviveARestartForItsAppOnly) {
+  const std::string id = "app1_c1";
+  const std::string mine = token(id, "app_1");
+  ASSERT_EQ(start(id, mine, "echo hi; echo oops >&2").started_size(), 1);
+  auto done = [&] {
+    auto s = runtime_->get(ContainerId(id));
+    return s.has_value() && !s->running;
+  };
+  for (int i = 0; i < 500 && !done(); i++) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(done());
+  runtime_->acknowledge({ContainerId(id)});
+
+  // The NM restarts.
+  served_.reset();
+  service_.reset();
+  stopRuntime(runtime_);
+  ASSERT_NO_FATAL_FAILURE(startRuntime(dir_, metrics_, &runtime_));
+  service_ = std::make_unique<ContainerServiceImpl>(*runtime_, key_, clock_, Millis(60000));
+  service_->setNodeId(kNode);
+  served_ = std::make_unique<Served>(service_.get());
+  ASSERT_FALSE(runtime_->get(ContainerId(id)).has_value()) << "nothing of it in memory";
+
+  std::string out;
+  grpc::Status st = logs(id, token("app1_c9", "app_1"), &out);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(out, "hi\n");
+  EXPECT_EQ(logs(id, token("app2_c1", "app_2"), &out).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(logs(id, token(id, "app_1", "node-b"), &out).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "a token signed for another node";
+
+  std::ifstream rec(dir_ + "/local/containers/" + id + "/container.acked.json");
+  auto j = nlohmann::json::parse(rec, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j.value("token_expires_ms", int64_t{0}), toEpochMs(clock_.now()) + 600000);
 }
 
 }  // namespace

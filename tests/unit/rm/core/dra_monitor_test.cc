@@ -85,7 +85,7 @@ TEST_F(DraMonitorTest, GrantsTheRhoCappedExcessForT) {
   EXPECT_EQ(rec->history[0].duration, Millis(kMinute));
   EXPECT_EQ(rec->budget_used_container_ms, 4 * kMinute);
   EXPECT_EQ(counter("morpheus_rm_dra_grants_total"), 1);
-  EXPECT_EQ(counter("morpheus_rm_dra_extra_container_ms_total"), 4 * kMinute);
+  EXPECT_EQ(counter("morpheus_rm_dra_extra_container_seconds_total"), 4 * kMinute / 1000.0);
   clock_.advance(Millis(kMinute + 1000));
   EXPECT_EQ(guaranteed("r"), Resource(1024, 1) * 2) << "lapsed after T";
 }

@@ -375,6 +375,13 @@ TEST_F(RmServicesTest, ClientCallsWithoutAValidTokenAreUnauthenticatedAndChangeN
                          client_stub_->GetContainerLogAccess(c().get(), q, &r));
       EXPECT_EQ(r.targets_size(), 0);
     }
+    {
+      v1::ListContainersRequest q;
+      q.set_application_id(app);
+      v1::ListContainersResponse r;
+      calls.emplace_back("ListContainers", client_stub_->ListContainers(c().get(), q, &r));
+      EXPECT_EQ(r.containers_size(), 0);
+    }
     for (const auto& [method, st] : calls) {
       EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED)
           << method << ": " << st.error_message();
@@ -718,6 +725,33 @@ TEST_F(RmServicesTest, UsersCannotKillOrReadLogsOfAnothersAppUnlessAdmin) {
   ASSERT_TRUE(submit(kBob, restricted, &bobs).ok());
   EXPECT_EQ(kill(kCarol, bobs).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(stateOf(bobs), AppState::kSubmitted);
+}
+
+// The container list leads to the logs: the access of GetContainerLogAccess
+// (owner, queue administrator, admin), whatever user the caller names.
+TEST_F(RmServicesTest, ListContainersNeedsOwnerQueueAdminOrAdmin) {
+  std::string app = submitted(kAlice);
+  auto list = [&](const std::string& token, const std::string& id,
+                  v1::ListContainersResponse* out) {
+    v1::ListContainersRequest req;
+    req.set_application_id(id);
+    return call(*client_stub_, &v1::ClientService::Stub::ListContainers, token, req, out);
+  };
+  v1::ListContainersResponse resp;
+  grpc::Status st = list(kBob, app, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(st.error_message().find("bob may not list the containers of application " + app),
+            std::string::npos)
+      << st.error_message();
+  for (const std::string token : {kAlice, kOps, kBoss, kCarol}) {
+    SCOPED_TRACE("token " + token);
+    st = list(token, app, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.containers_size(), 0) << "no AM launched yet";
+    EXPECT_FALSE(resp.partial());
+  }
+  EXPECT_EQ(list(kAlice, "", &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(list(kAlice, "application_1_9999", &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // Invalid or unauthorized submissions are refused naming the field as the

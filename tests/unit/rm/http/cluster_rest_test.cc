@@ -5,6 +5,7 @@
 // to another user's reservation, and that no answer carries a secret.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -273,6 +274,9 @@ TEST_F(ClusterRestTest, AppsReportEachAppInYarnShape) {
                     {"runningContainers", 3},
                     {"reservedMB", 0},
                     {"reservedVCores", 0},
+                    // Its 3 containers x 1024 MiB / 1 vcore for the 11 s they ran.
+                    {"memorySeconds", 3 * 1024 * 11},
+                    {"vcoreSeconds", 3 * 11},
                     {"reservationId", ""},
                     {"morpheusRecurrenceKey", ""},
                     {"morpheusAmAttempt", 1}};
@@ -295,6 +299,8 @@ TEST_F(ClusterRestTest, AppsReportEachAppInYarnShape) {
     j["allocatedMB"] = 0;
     j["allocatedVCores"] = 0;
     j["runningContainers"] = 0;
+    j["memorySeconds"] = 0;
+    j["vcoreSeconds"] = 0;
     j["morpheusAmAttempt"] = 0;
     return j;
   };
@@ -406,6 +412,7 @@ TEST_F(ClusterRestTest, SchedulerNestsQueuesWithTheirFigures) {
         {"weight", weight},
         {"minResources", min},
         {"maxResources", cluster},
+        {"maxApps", INT32_MAX},  // no queue limits configured (YARN's unlimited)
         {"usedResources", used},
         {"demandResources", res(used["memory"].get<int64_t>() + pending["memory"].get<int64_t>(),
                                 used["vCores"].get<int64_t>() + pending["vCores"].get<int64_t>())},

@@ -1,0 +1,100 @@
+// The containers of each application as the RM saw them, for ListContainers
+// (`morpheusctl app containers`, `morpheusctl app logs`): every container the
+// RM allocated to an app, AM containers of every attempt and task containers
+// alike, with its node, allocation, state and, once complete, exit status,
+// reason and diagnostics. YARN keeps the same per-application history
+// (`yarn container -list`, `yarn logs -applicationId`).
+//
+// Bounds (memory stays proportional to the apps the RM keeps):
+//  - at most kMaxPerApp containers per application: a new one beyond that
+//    drops the oldest COMPLETE one (counted in AppView::omitted); containers
+//    not complete are never dropped (the cluster's capacity bounds them);
+//  - at most kMaxApps applications and kMaxEntries containers in all:
+//    beyond either the history of the app recorded first whose containers
+//    have all completed is dropped whole (ListContainers then falls back to
+//    the app record's AM container). About 300 bytes per container: the
+//    whole history stays within some 30 MB.
+// An app's history otherwise lives as long as this object, i.e. as long as
+// the RM process keeps the app record in memory. It is not persisted: an RM
+// that restarts knows the containers NMs report again (running ones, re-adopted)
+// and those allocated after it started (ListContainers says `partial`).
+//
+// Thread-safety: none; the owner (RmRuntime) holds its lock around every call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/resource.h"
+
+namespace morpheus::rm {
+
+struct ContainerHistoryEntry {
+  // kAllocated: granted, its node has not reported it running yet.
+  enum class State { kAllocated, kRunning, kComplete };
+  ContainerId id;
+  NodeId node;
+  Resource resource;
+  bool am = false;
+  State state = State::kAllocated;
+  int32_t exit_status = 0;
+  int32_t exit_reason = 0;  // a v1::ContainerExitReason value
+  std::string diagnostics;
+  TimePoint start, end;  // end: when complete
+};
+
+class ContainerHistory {
+ public:
+  static constexpr size_t kMaxPerApp = 1000;
+  static constexpr size_t kMaxApps = 10000;
+  static constexpr size_t kMaxEntries = 100000;
+
+  // A container allocated (or re-adopted, `running` true) to `app`. A known
+  // id is left as it is.
+  void allocated(const AppId& app, const ContainerId& id, const NodeId& node,
+                 const Resource& resource, bool am, TimePoint start, bool running);
+  // Its node reported it running (no-op unless it is kAllocated).
+  void running(const AppId& app, const ContainerId& id);
+  // It completed; recorded as allocated first when unknown (an AM container
+  // that ended while no RM watched it).
+  void completed(const AppId& app, const ContainerId& id, const NodeId& node,
+                 const Resource& resource, bool am, TimePoint start, TimePoint end,
+                 int32_t exit_status, int32_t exit_reason, std::string diagnostics);
+
+  struct AppView {
+    bool known = false;                             // any history of the app
+    std::vector<ContainerHistoryEntry> containers;  // in allocation order
+    int64_t omitted = 0;                            // complete containers dropped over kMaxPerApp
+  };
+  AppView of(const AppId& app) const;
+
+  size_t apps() const { return apps_.size(); }
+  size_t entries() const { return total_; }
+
+ private:
+  struct AppHistory {
+    std::list<ContainerHistoryEntry> entries;  // allocation order
+    std::unordered_map<ContainerId, std::list<ContainerHistoryEntry>::iterator> by_id;
+    int64_t omitted = 0;
+    int64_t open = 0;  // entries not complete
+  };
+  ContainerHistoryEntry* find(const AppId& app, const ContainerId& id);
+  void add(const AppId& app, ContainerHistoryEntry e);
+  // Drops whole histories of finished apps, first recorded first, other
+  // than `keep`'s, while over kMaxApps or kMaxEntries.
+  void evict(const AppId& keep);
+
+  std::map<AppId, AppHistory> apps_;
+  std::deque<AppId> order_;  // apps in the order they were first recorded
+  size_t total_ = 0;         // entries over all apps
+};
+
+}  // namespace morpheus::rm
