@@ -1,7 +1,9 @@
 #include "cli/cli.h"
 
+#include "cli/cmd_admin.h"
 #include "cli/cmd_app.h"
 #include "cli/cmd_cluster.h"
+#include "cli/cmd_node.h"
 #include "cli/cmd_queue.h"
 #include "cli/cmd_reservation.h"
 #include "cli/cmd_skyline.h"
@@ -104,6 +106,8 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   addQueueCommands(app, ctx);
   addUsageCommands(app, ctx);
   addTopCommand(app, ctx);
+  addNodeCommands(app, ctx);
+  addAdminCommands(app, ctx);
   addCompletionCommand(app, ctx);
   try {
     app.parse(argc, argv);

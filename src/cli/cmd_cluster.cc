@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include "cli/cmd_node.h"
 
 #include "common/wire.h"
 #include "morpheus/v1/client.grpc.pb.h"
@@ -69,16 +70,15 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
     for (const auto& n : nodes.nodes()) {
       nlohmann::json attrs = nlohmann::json::object();
       for (const auto& a : n.attributes()) attrs[a.key()] = a.value();
-      j["nodes"].push_back(
-          {{"node_id", n.node_id()},
-           {"state", n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST"},
-           {"address", n.container_manager_address()},
-           {"http_address", n.http_address()},
-           {"total", resourceJson(n.total())},
-           {"used", resourceJson(n.used())},
-           {"containers", n.num_containers()},
-           {"attributes", attrs},
-           {"harvest_class", n.harvest_class()}});
+      j["nodes"].push_back({{"node_id", n.node_id()},
+                            {"state", nodeStateName(n)},
+                            {"address", n.container_manager_address()},
+                            {"http_address", n.http_address()},
+                            {"total", resourceJson(n.total())},
+                            {"used", resourceJson(n.used())},
+                            {"containers", n.num_containers()},
+                            {"attributes", attrs},
+                            {"harvest_class", n.harvest_class()}});
       setTime(j["nodes"].back(), "last_heartbeat", n.last_heartbeat_ms());
     }
     j["harvest_classes"] = harvestClassesJson(nodes);
@@ -97,8 +97,7 @@ void clusterStatus(const CliContext& ctx, bool json, bool include_lost) {
     for (const auto& a : n.attributes()) {
       attrs += (attrs.empty() ? "" : ",") + a.key() + "=" + a.value();
     }
-    t.add({n.node_id(), n.state() == v1::NodeReport::NODE_STATE_RUNNING ? "RUNNING" : "LOST",
-           formatResource(n.used().memory_mib(), n.used().vcores()),
+    t.add({n.node_id(), nodeStateName(n), formatResource(n.used().memory_mib(), n.used().vcores()),
            formatResource(n.total().memory_mib(), n.total().vcores()),
            std::to_string(n.num_containers()), n.harvest_class().empty() ? "-" : n.harvest_class(),
            n.last_heartbeat_ms() > 0 ? formatRelative(n.last_heartbeat_ms(), now) : "-",

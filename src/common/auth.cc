@@ -2,14 +2,26 @@
 
 namespace morpheus {
 
+void Authenticator::replaceTokens(std::map<std::string, Principal> tokens) {
+  auto next = std::make_shared<const std::map<std::string, Principal>>(std::move(tokens));
+  std::lock_guard<std::mutex> lk(mu_);
+  tokens_ = std::move(next);
+}
+
+std::shared_ptr<const std::map<std::string, Principal>> Authenticator::snapshot() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return tokens_;
+}
+
 Result<Principal> Authenticator::identifyHeader(const std::string* value) const {
   if (open_) return Principal{"anonymous", true};
   if (value == nullptr)
     return permissionDenied("missing credentials: send 'authorization: Bearer TOKEN'");
   const std::string prefix = "Bearer ";
   if (value->rfind(prefix, 0) != 0) return permissionDenied("authorization must be 'Bearer TOKEN'");
-  auto p = tokens_.find(value->substr(prefix.size()));
-  if (p == tokens_.end()) return permissionDenied("unknown token");
+  const auto tokens = snapshot();
+  auto p = tokens->find(value->substr(prefix.size()));
+  if (p == tokens->end()) return permissionDenied("unknown token");
   if (p->second.expires) {
     TimePoint now = clock_ ? clock_->now()
                            : std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());

@@ -11,12 +11,15 @@
 // certificate (a server with tls.client-certs: request, common/tls.h): with
 // no token to check, the certificate is the only credential, so such a
 // caller is PERMISSION_DENIED.
-// Thread-safe: immutable after construction.
+// Thread-safe: the token table is replaced whole (replaceTokens, a config
+// reload) and read as one snapshot per call.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/http_server.h"
@@ -30,7 +33,13 @@ class Authenticator {
   // "anonymous"), for tests and single-user development only. `clock` judges
   // tokens' expiry (Principal::expires); nullptr = the wall clock. Not owned.
   Authenticator(std::map<std::string, Principal> tokens, bool open, const Clock* clock = nullptr)
-      : tokens_(std::move(tokens)), open_(open), clock_(clock) {}
+      : tokens_(std::make_shared<const std::map<std::string, Principal>>(std::move(tokens))),
+        open_(open),
+        clock_(clock) {}
+
+  // The token file was re-read (the RM's config reload): calls from now on
+  // are judged by `tokens`; calls already identified keep their principal.
+  void replaceTokens(std::map<std::string, Principal> tokens);
 
   // PERMISSION_DENIED when the token is missing, unknown or expired (open:
   // when the caller came over TLS without a client certificate).
@@ -45,7 +54,10 @@ class Authenticator {
   bool open() const { return open_; }
 
  private:
-  std::map<std::string, Principal> tokens_;
+  std::shared_ptr<const std::map<std::string, Principal>> snapshot() const;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const std::map<std::string, Principal>> tokens_;  // GUARDED_BY(mu_)
   bool open_;
   const Clock* clock_;
 };

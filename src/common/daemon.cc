@@ -324,7 +324,7 @@ void blockTerminationSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-int waitForTerminationSignal() {
+int waitForTerminationSignal(const std::function<void()>& on_hup) {
   sigset_t set = daemonSignals();
   while (true) {
     int sig = 0;
@@ -335,6 +335,7 @@ int waitForTerminationSignal() {
     } else {
       spdlog::error("SIGHUP: {}", st.message());
     }
+    if (on_hup) on_hup();
   }
 }
 
@@ -373,7 +374,7 @@ void declareDaemonMetrics(MetricsRegistry& metrics, const std::string& component
 
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
                            const std::vector<FlagAlias>& extra,
-                           const MetricsDeclaration& declare_metrics) {
+                           const MetricsDeclaration& declare_metrics, DaemonConfigSource* source) {
   disableAbseilDeadlockDetection();  // before any gRPC object exists (mutex_tuning.h)
   CLI::App app{"Morpheus " + program};
   std::string config_file;
@@ -446,6 +447,7 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
       return 2;
     }
   }
+  if (source != nullptr) *source = {config_file, overrides};
   return -1;
 }
 

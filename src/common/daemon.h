@@ -126,8 +126,9 @@ LogOptions daemonLogOptions(const DaemonOptions& opts);
 // launchers reset the mask before exec: nodemanager/launch_main.cc.)
 void blockTerminationSignals();
 // Blocks until SIGTERM or SIGINT; returns the signal number. SIGHUP meanwhile
-// reopens the log file (reopenLogFile: after logrotate moved it) and waits on.
-int waitForTerminationSignal();
+// reopens the log file (reopenLogFile: after logrotate moved it), then runs
+// `on_hup` when set (the RM's config reload), and waits on.
+int waitForTerminationSignal(const std::function<void()>& on_hup = nullptr);
 
 // The systemd readiness protocol (sd_notify(3), libsystemd) for Type=notify
 // units; each is a no-op when NOTIFY_SOCKET is unset (not under systemd).
@@ -136,6 +137,14 @@ int waitForTerminationSignal();
 void notifyReady(const std::string& status);
 // STOPPING=1: call as soon as the termination signal arrived.
 void notifyStopping();
+
+// Where a daemon's options came from, so it can read them again (the RM's
+// config reload): the --config file ("" = none) and the command line's
+// overrides (--set and the dedicated flags) as key/value, in order.
+struct DaemonConfigSource {
+  std::string file;
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
 
 // The metrics of the daemon itself, declared once (DaemonServer builds them):
 //   morpheus_<component>_ready            gauge, 1 while /readyz answers 200
@@ -165,10 +174,12 @@ using MetricsDeclaration = std::function<void(MetricsRegistry&)>;
 // the exit code to use (2); returns -1 when the daemon should start, 0 after
 // --help, --print-config or --print-metrics. --print-metrics prints every
 // metric the daemon serves (formatDescriptions: declareDaemonMetrics, then
-// `declare_metrics`), one per line.
+// `declare_metrics`), one per line. `source` (optional) receives the file and
+// overrides applied.
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
                            const std::vector<FlagAlias>& extra,
-                           const MetricsDeclaration& declare_metrics = nullptr);
+                           const MetricsDeclaration& declare_metrics = nullptr,
+                           DaemonConfigSource* source = nullptr);
 
 // Creates the directory if needed, verifies it is writable and takes an
 // exclusive lock (LOCK file) so two daemons never share one data dir.

@@ -143,6 +143,10 @@ bool NodeAgent::heartbeatOnce() {
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_SHUTDOWN) {
     spdlog::warn("RM ordered shutdown of node {}: stopping all containers", node_id_);
     runtime_.stopAll(ExitReason::kKilled, "node decommissioned");
+    // Registering again is refused (with the RM's reason, logged) until an
+    // admin returns the node to service; then it rejoins by itself.
+    setRegistered(false);
+    return false;
   }
   if (resp.action() == v1::NodeHeartbeatResponse::ACTION_RESYNC) {
     spdlog::info("RM ordered resync: re-registering node {}", node_id_);

@@ -12,6 +12,7 @@
 
 #include "common/auth.h"
 #include "common/daemon.h"
+#include "common/ignore.h"
 #include "common/logging.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
@@ -20,6 +21,7 @@
 #include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
 #include "rm/core/rm_metrics.h"
+#include "rm/grpc/admin_service.h"
 #include "rm/grpc/am_service.h"
 #include "rm/grpc/reservation_service.h"
 #include "rm/grpc/services.h"
@@ -28,6 +30,7 @@
 #include "rm/http/cluster_rest.h"
 #include "rm/http/rest.h"
 #include "rm/http/web_ui.h"
+#include "rm/runtime/config_reload.h"
 #include "rm/runtime/queue_policies.h"
 #include "rm/runtime/resource_collector.h"
 #include "rm/runtime/telemetry.h"
@@ -68,9 +71,12 @@ int main(int argc, char** argv) {
     rm::TelemetryMetrics telemetry(m);
     rm::HaMetrics ha(m);
   };
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics);
+  DaemonConfigSource config_source;  // read again by a config reload
+  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics,
+                                      &config_source);
       rc >= 0)
     return rc;
+  const rm::RmOptions configured = opts;  // before the HA ports replace the configured ones
   if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -166,6 +172,11 @@ int main(int argc, char** argv) {
   server.readiness().require("state-store");
   server.readiness().require("plan");
   rm::RmCore core(opts, clock, metrics, *secret);
+  core.setStore(&state);  // drained and decommissioned nodes (node_registry.h)
+  if (Status st = core.recoverNodeAdmin(); !st.isOk()) {
+    std::cerr << "morpheus-rm: " << st.message() << "\n";
+    return 2;
+  }
   server.readiness().set("state-store", true);
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
@@ -201,23 +212,12 @@ int main(int argc, char** argv) {
   amo.max_apps_per_user = opts.max_apps_per_user;
   amo.max_launch_context_bytes = opts.max_launch_context_bytes;
   amo.max_name_length = opts.max_name_length;
-  amo.queues.clear();
   // Leaves accept apps; a path that prefixes another is a parent (weight only).
-  for (const auto& [path, weight] : opts.queues) {
-    bool parent = false;
-    for (const auto& [other, w2] : opts.queues) parent = parent || other.rfind(path + ".", 0) == 0;
-    if (!parent) amo.queues.insert(path);
-  }
-  if (amo.queues.empty()) amo.queues.insert("root.default");
+  amo.queues = rm::leafQueues(opts.queues);
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   // Queue and user limits over every ad-hoc path (parents, leaves, root).
-  std::set<std::string> adhoc_paths = {"root", "root.default"};
-  for (const auto& [path, _] : opts.queues) {
-    if (path.rfind("root.", 0) != 0) continue;  // ignored by the scheduler (logged there)
-    for (const auto& p : rm::queueAndAncestors(path)) adhoc_paths.insert(p);
-  }
   auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
-                                     opts.user_max_running_apps, adhoc_paths);
+                                     opts.user_max_running_apps, rm::adhocQueuePaths(opts.queues));
   if (!limits.isOk()) {
     std::cerr << "morpheus-rm: config error: " << limits.status().message() << "\n";
     return 2;
@@ -250,16 +250,12 @@ int main(int argc, char** argv) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
   }
-  for (const auto& [path, weight] : opts.queues) {
-    char* end = nullptr;
-    double w = std::strtod(weight.c_str(), &end);
-    if (end == weight.c_str() || *end != '\0' || !(w > 0)) {
-      std::cerr << "morpheus-rm: config error: scheduler.queues." << path
-                << ": weight must be a number > 0, got '" << weight << "'\n";
-      return 2;
-    }
-    rto.queue_weights[path] = w;
+  auto weights = rm::parseQueueWeights(opts.queues);
+  if (!weights.isOk()) {
+    std::cerr << "morpheus-rm: config error: " << weights.status().message() << "\n";
+    return 2;
   }
+  rto.queue_weights = *weights;
   if (Status st = rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto); !st.isOk()) {
     std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
     return 2;
@@ -270,7 +266,12 @@ int main(int argc, char** argv) {
       [&reservations](const ReservationId& r, TimePoint t) {
         return reservations.guaranteedAt(r, t);
       });
-  core.setNodeLostListener([&runtime](const NodeId& n) { runtime.onNodeLost(n); });
+  core.setNodeLostListener(
+      [&runtime](const NodeId& n, const std::string& why) { runtime.onNodeLost(n, why); });
+  core.setRunningContainers([&runtime](const NodeId& n) { return runtime.runningOn(n); });
+  core.setAdminListener([&runtime](const NodeId& n, rm::NodeAdminState s) {
+    runtime.setNodeDrained(n, s != rm::NodeAdminState::kInService);
+  });
   runtime.setStore(&state);
   if (Status st = runtime.recoverTelemetry(); !st.isOk()) {
     std::cerr << "morpheus-rm: " << st.message() << "\n";
@@ -308,6 +309,11 @@ int main(int argc, char** argv) {
   server.addService(&client);
   server.addService(&am_service);
   server.addService(&reservation_service);
+  // Operator controls (admin.proto): node drain/decommission, config reload.
+  rm::ConfigReloader reloader(configured, config_source,
+                              {authenticator->get(), &access, &runtime, &apps});
+  rm::AdminServiceImpl admin_service(core, access, &reloader, &runtime);
+  server.addService(&admin_service);
   server.setAuthenticator(authenticator->get());
   if (!(*authenticator)->open()) {
     // HTTP connections count per user once authenticated (http.max-connections-per-principal).
@@ -367,7 +373,9 @@ int main(int argc, char** argv) {
   spdlog::info("morpheus-rm started (epoch {})", core.epoch());
   notifyReady("serving gRPC on port " + std::to_string(server.grpcPort()) + ", HTTP on port " +
               std::to_string(server.httpPort()));
-  int sig = waitForTerminationSignal();
+  // SIGHUP: reopen the log file, then reload the config (config_reload.h).
+  int sig = waitForTerminationSignal(
+      [&reloader] { ignoreError(reloader.reload(), "the reloader logs a refusal"); });
   notifyStopping();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
   {
@@ -377,6 +385,8 @@ int main(int argc, char** argv) {
   dra_monitor.stop();
   core.stop();
   core.setNodeLostListener(nullptr);
+  core.setRunningContainers(nullptr);
+  core.setAdminListener(nullptr);
   runtime.stop();
   apps.stop();  // after the runtime: the last containers' usage is written
   telemetry.stop();

@@ -1431,6 +1431,39 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
 
+Status Scheduler::setAdhocQueues(const std::vector<AdhocQueueConfig>& queues) {
+  auto& s = *impl_;
+  std::vector<AdhocQueueConfig> next = queues;
+  if (next.empty()) next.push_back({"root.default", 1.0});
+  std::set<std::string> configured, given;
+  for (const auto& q : s.opts.adhoc_queues) configured.insert(q.path);
+  for (size_t i = 0; i < next.size(); i++) {
+    const auto& q = next[i];
+    std::string field = "adhoc_queues[" + std::to_string(i) + "]";
+    MORPHEUS_RETURN_IF_ERROR(validatePath(q.path, field + ".path"));
+    if (!(q.weight > 0)) return invalidArgument(field + ".weight", "must be > 0");
+    if (!given.insert(q.path).second)
+      return invalidArgument(field + ".path", "duplicate '" + q.path + "'");
+    if (!configured.count(q.path))
+      return invalidArgument(field + ".path", "'" + q.path + "' is not a configured queue");
+  }
+  if (given != configured) {
+    return invalidArgument("adhoc_queues", "must name every configured queue");
+  }
+  for (const auto& q : next) {
+    Queue* queue = s.queues.at(q.path).get();
+    queue->weight = q.weight;
+    queue->policy = q.policy;
+  }
+  s.crv_waits = s.policy->usesConstraintWaits() ||
+                std::any_of(next.begin(), next.end(), [](const AdhocQueueConfig& q) {
+                  return q.policy != nullptr && q.policy->usesConstraintWaits();
+                });
+  s.crv_keyed = 0;
+  s.rekeyAll();
+  return Status::ok();
+}
+
 Status Scheduler::addNode(const NodeId& node, const Resource& total,
                           std::map<std::string, std::string> attributes) {
   auto& s = *impl_;

@@ -155,6 +155,16 @@ class Scheduler {
   // ("key") for an empty key. O(constrained resources) via the CRV.
   Status setNodeAttribute(const NodeId& node, const std::string& key, const std::string& value);
 
+  // ---- Queues ----
+
+  // A config reload: new weights and leaf policies of the ad-hoc queues.
+  // `queues` must name exactly the configured paths the scheduler was
+  // created with (adding or removing a queue needs a new scheduler);
+  // validated as create() does, INVALID_ARGUMENT naming the field
+  // ("adhoc_queues[2].weight", or ".path" for a path not configured) and
+  // nothing changes. Every score is re-keyed (O(entities)).
+  Status setAdhocQueues(const std::vector<AdhocQueueConfig>& queues);
+
   // ---- Applications ----
 
   // Admits an app to a queue. INVALID_ARGUMENT naming the field when the

@@ -291,6 +291,28 @@ TEST_F(HaIT, ActiveKilledStandbyTakesOverAndNothingIsLost) {
   EXPECT_NE(rms_[1].log().find("re-adopted running container"), std::string::npos) << rms_[1].log();
 }
 
+// An acknowledged drain is in etcd: the standby that takes over after a
+// kill -9 of the active still has the node drained
+// (docs/operator/node-operations.md).
+TEST_F(HaIT, DrainSurvivesAFailover) {
+  ASSERT_NO_FATAL_FAILURE(startPair(etcd_->endpoints(), etcd_->endpoints()));
+  ASSERT_NO_FATAL_FAILURE(startNms(2));
+  auto [code, out] = ctlAs("ops", {"node", "drain", "nm2"});
+  ASSERT_EQ(code, 0) << out << rms_[0].log();
+  ASSERT_EQ(rms_[0].signalAndWait(SIGKILL, 5s), 128 + SIGKILL);
+  ASSERT_TRUE(waitFor([&] { return active(1); }, 10s)) << rms_[1].log();
+  ASSERT_TRUE(waitLiveNodes(2)) << rms_[1].log();
+  auto [lc, lo] = ctl({"node", "list", "--json"});
+  ASSERT_EQ(lc, 0) << lo;
+  std::map<std::string, std::string> states;
+  const json listed_nodes = json::parse(lo);
+  for (const auto& n : listed_nodes["nodes"]) {
+    states[n["node_id"].get<std::string>()] = n["state"].get<std::string>();
+  }
+  EXPECT_EQ(states["nm1"], "RUNNING") << lo;
+  EXPECT_EQ(states["nm2"], "DRAINED") << lo << rms_[1].log();
+}
+
 // Losing one of three etcd members changes nothing: the active stays active,
 // the standby standby, and writes go on. The member killed is etcd's raft
 // leader, so the survivors elect for one or more rounds of the 1 s election

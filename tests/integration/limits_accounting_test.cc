@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -116,6 +117,50 @@ TEST_F(LimitsAccountingIT, QueueMaxRunningAppsHoldsTheSecondAppUntilTheFirstEnds
   EXPECT_GE(b["start_ms"].get<int64_t>(), a["finish_ms"].get<int64_t>())
       << "the second started before the first finished";
   EXPECT_EQ(b.value("waiting_reason", "x"), "");
+}
+
+// The limits change without a restart: `admin reload` raises root.dev's
+// max-running-apps from 1 to 2 while the first app still runs, and the
+// waiting second app starts at once; a limit naming an unknown queue is
+// refused naming it as written, and the limit in force stays.
+TEST_F(LimitsAccountingIT, ReloadRaisesAQueueLimitAndTheWaitingAppStarts) {
+  const std::string cfg = freshDir("limits-cfg") + "/rm.yaml";
+  auto write = [&](const std::string& limits) {
+    std::ofstream(cfg) << "scheduler.queues: {root.dev: 1, root.default: 1}\n"
+                       << "scheduler.max-running-apps: " << limits << "\n";
+  };
+  write("{root.dev: 1}");
+  ASSERT_NO_FATAL_FAILURE(startCluster(1, {"--config", cfg}));
+  std::string first = submit("alice", job("first", 1, "sleep 60"), {"--queue", "root.dev"});
+  std::string second = submit("alice", job("second", 1, "sleep 60"), {"--queue", "root.dev"});
+  ASSERT_FALSE(second.empty());
+  ASSERT_TRUE(poll([&] { return state(first) == "RUNNING"; }, 20s)) << rm_.log();
+  EXPECT_NE(app(second).value("waiting_reason", "").find("runs 1 of its 1"), std::string::npos);
+
+  write("{root.nope: 2}");
+  auto [bc, bout] = ctlAs("ops", {"admin", "reload"});
+  EXPECT_EQ(bc, 2) << bout;
+  EXPECT_NE(bout.find("scheduler.max-running-apps.root.nope"), std::string::npos) << bout;
+  EXPECT_EQ(state(second), "ACCEPTED") << "a refused reload changes no limit";
+
+  write("{root.dev: 2}");
+  auto [code, out] = ctlAs("ops", {"admin", "reload", "--json"});
+  ASSERT_EQ(code, 0) << out << rm_.log();
+  json r = json::parse(out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << out;
+  EXPECT_EQ(r["changed"], json({"scheduler.max-running-apps"})) << out;
+  EXPECT_EQ(r["restart_required"], json::array()) << out;
+  ASSERT_TRUE(poll([&] { return state(second) == "RUNNING"; }, 20s)) << rm_.log();
+  EXPECT_EQ(state(first), "RUNNING") << "both run at once under the new limit";
+  json tj = ctlJson("alice", {"top", "--once", "--json"});
+  bool dev = false;
+  for (const auto& q : tj["queues"])
+    dev = dev || (q["name"] == "root.dev" && q["max_running_apps"] == 2);
+  EXPECT_TRUE(dev) << tj.dump();
+  EXPECT_EQ(ctl({"app", "kill", first}).first, 0);
+  EXPECT_EQ(ctl({"app", "kill", second}).first, 0);
+  EXPECT_TRUE(waitFinal(first, 30s));
+  EXPECT_TRUE(waitFinal(second, 30s));
 }
 
 // scheduler.user-max-running-apps alice: 1, over every queue: alice's second

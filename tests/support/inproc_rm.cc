@@ -70,7 +70,8 @@ Status InProcRm::wire() {
   apps_ = makeAppManager();
   MORPHEUS_RETURN_IF_ERROR(apps_->recover());
   makeRuntime(opts_.runtime);
-  core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
+  core_->setNodeLostListener(
+      [this](const NodeId& n, const std::string& why) { runtime_->onNodeLost(n, why); });
   MORPHEUS_RETURN_IF_ERROR(runtime_->recoverTelemetry());
   if (opts_.strand) {
     strand_ =

@@ -7,12 +7,30 @@
 
 namespace morpheus::rm {
 
+void RmAccess::reload(std::set<std::string> admins, QueueAcls acls) {
+  auto next = std::make_shared<const Policy>(Policy{std::move(admins), std::move(acls)});
+  std::lock_guard<std::mutex> lk(mu_);
+  policy_ = std::move(next);
+}
+
+std::shared_ptr<const RmAccess::Policy> RmAccess::policy() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return policy_;
+}
+
+Status RmAccess::mayOperate(const Principal& who, const std::string& action) {
+  if (who.admin) return Status::ok();
+  return permissionDenied(who.user + " may not " + action +
+                          ": only cluster admins (a token with role admin, or a user in "
+                          "rm.admins) may");
+}
+
 Result<Principal> RmAccess::asUser(Principal p) const {
   if (p.node) {
     return permissionDenied("node credential of " + p.user +
                             " is not a user: node managers may only call the ResourceTracker");
   }
-  if (admins_.count(p.user)) p.admin = true;
+  if (policy()->admins.count(p.user)) p.admin = true;
   return p;
 }
 
@@ -52,14 +70,16 @@ Result<std::string> RmAccess::actingUser(const Principal& who, const std::string
 
 Status RmAccess::maySubmit(const Principal& who, const std::string& queue,
                            const std::string& action) const {
-  if (who.admin || acls_.maySubmit(who.user, queue)) return Status::ok();
+  if (who.admin || policy()->acls.maySubmit(who.user, queue)) return Status::ok();
   return permissionDenied(who.user + " may not " + action + ": no submit permission on queue " +
                           queue + " (rm.queue-acls.submit)");
 }
 
 Status RmAccess::mayAdminister(const Principal& who, const std::string& owner,
                                const std::string& queue, const std::string& action) const {
-  if (who.admin || who.user == owner || acls_.mayAdminister(who.user, queue)) return Status::ok();
+  if (who.admin || who.user == owner || policy()->acls.mayAdminister(who.user, queue)) {
+    return Status::ok();
+  }
   return permissionDenied(who.user + " may not " + action + " of " + owner + " in queue " + queue +
                           ": only the owner, an administrator of the queue or an admin");
 }

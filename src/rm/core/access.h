@@ -12,12 +12,14 @@
 //  - Submitting needs submit on the queue (QueueAcls); changing, killing or
 //    reading the logs of someone's work needs the owner, an administrator of
 //    its queue, or an admin. Errors name the user, the action and the queue.
-// Thread-safety: immutable after construction; `auth` must outlive this.
+// Thread-safety: the admins and ACLs are replaced whole (reload, a config
+// reload) and read as one snapshot per check; `auth` must outlive this.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -30,7 +32,15 @@ namespace morpheus::rm {
 class RmAccess {
  public:
   RmAccess(const Authenticator& auth, std::set<std::string> admins, QueueAcls acls)
-      : auth_(auth), admins_(std::move(admins)), acls_(std::move(acls)) {}
+      : auth_(auth),
+        policy_(std::make_shared<const Policy>(Policy{std::move(admins), std::move(acls)})) {}
+
+  // rm.admins and the queue ACLs as re-read by a config reload: checks from
+  // now on use them.
+  void reload(std::set<std::string> admins, QueueAcls acls);
+  // PERMISSION_DENIED naming the caller and `action` unless `who` is a
+  // cluster admin (token role admin, or rm.admins; see caller()).
+  static Status mayOperate(const Principal& who, const std::string& action);
 
   // The caller of a gRPC request. UNAUTHENTICATED for a missing or unknown
   // token, PERMISSION_DENIED for a node credential (grpc codes: the edge).
@@ -54,9 +64,15 @@ class RmAccess {
   // Node credentials refused; rm.admins upgraded to admin.
   Result<Principal> asUser(Principal p) const;
 
+  struct Policy {
+    std::set<std::string> admins;
+    QueueAcls acls;
+  };
+  std::shared_ptr<const Policy> policy() const;
+
   const Authenticator& auth_;
-  const std::set<std::string> admins_;
-  const QueueAcls acls_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Policy> policy_;  // GUARDED_BY(mu_)
 };
 
 // The RM's Authenticator from rm.token-file. Secure by default: without a

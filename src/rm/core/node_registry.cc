@@ -34,12 +34,105 @@ Status checkNodeResources(const Resource& total) {
 
 }  // namespace
 
+const char* toString(NodeAdminState s) {
+  switch (s) {
+    case NodeAdminState::kInService:
+      return "in-service";
+    case NodeAdminState::kDrained:
+      return "drained";
+    case NodeAdminState::kDecommissioning:
+      return "decommissioning";
+    case NodeAdminState::kDecommissioned:
+      return "decommissioned";
+  }
+  return "in-service";
+}
+
+std::optional<NodeAdminState> parseNodeAdminState(const std::string& s) {
+  for (auto st : {NodeAdminState::kInService, NodeAdminState::kDrained,
+                  NodeAdminState::kDecommissioning, NodeAdminState::kDecommissioned}) {
+    if (s == toString(st)) return st;
+  }
+  return std::nullopt;
+}
+
+Result<NodeAdmin> nextAdminState(const std::string& node, const NodeAdmin& current, NodeAdminOp op,
+                                 TimePoint deadline) {
+  NodeAdmin next;
+  switch (op) {
+    case NodeAdminOp::kUndrain:
+      return next;  // IN_SERVICE from anywhere
+    case NodeAdminOp::kDrain:
+      if (current.state == NodeAdminState::kInService ||
+          current.state == NodeAdminState::kDrained) {
+        next.state = NodeAdminState::kDrained;
+        return next;
+      }
+      return infeasible("node " + node + " is " + toString(current.state) +
+                        ": undrain it first to drain it instead");
+    case NodeAdminOp::kDecommission:
+      if (current.state == NodeAdminState::kDecommissioned) return current;
+      next.state = NodeAdminState::kDecommissioning;
+      next.deadline = deadline;
+      return next;
+  }
+  return current;
+}
+
+NodeAdmin NodeRegistry::adminOf(const NodeId& id) const {
+  auto it = admin_.find(id);
+  return it == admin_.end() ? NodeAdmin{} : it->second;
+}
+
+bool NodeRegistry::inService(const NodeId& id) const { return admin_.find(id) == admin_.end(); }
+
+NodeAdmin NodeRegistry::admin(const NodeId& id) const { return adminOf(id); }
+
+Result<NodeAdmin> NodeRegistry::planAdmin(const NodeId& id, NodeAdminOp op,
+                                          TimePoint deadline) const {
+  if (nodes_.find(id) == nodes_.end() && admin_.find(id) == admin_.end()) {
+    return notFound("node " + id.value() + " is not registered");
+  }
+  return nextAdminState(id.value(), adminOf(id), op, deadline);
+}
+
+void NodeRegistry::setAdmin(const NodeId& id, const NodeAdmin& admin) {
+  if (admin.state == NodeAdminState::kInService) {
+    admin_.erase(id);
+    return;
+  }
+  admin_[id] = admin;
+  if (admin.state == NodeAdminState::kDecommissioned) {
+    if (auto it = nodes_.find(id); it != nodes_.end()) it->second.live = false;
+  }
+}
+
+std::vector<std::pair<NodeId, TimePoint>> NodeRegistry::decommissioning() const {
+  std::vector<std::pair<NodeId, TimePoint>> out;
+  for (const auto& [id, a] : admin_) {
+    if (a.state == NodeAdminState::kDecommissioning) out.emplace_back(id, a.deadline);
+  }
+  return out;
+}
+
+int NodeRegistry::adminCount(NodeAdminState s) const {
+  int c = 0;
+  for (const auto& [id, _] : nodes_) c += adminOf(id).state == s ? 1 : 0;
+  return c;
+}
+
 Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
   MORPHEUS_RETURN_IF_ERROR(validateNodeId(info.id.value(), "node_id"));
   if (info.container_manager_address.empty()) {
     return invalidArgument("container_manager_address", "must not be empty");
   }
   MORPHEUS_RETURN_IF_ERROR(checkNodeResources(info.total));
+  if (adminOf(info.id).state == NodeAdminState::kDecommissioned) {
+    return infeasible("node " + info.id.value() +
+                      " is decommissioned: its registration is refused until an admin runs "
+                      "'morpheusctl node undrain " +
+                      info.id.value() + "'");
+  }
   // The cluster's capacity with this node (replacing its old record) must not overflow.
   std::optional<Resource> sum = info.total;
   for (const auto& [id, n] : nodes_) {
@@ -65,6 +158,9 @@ Status NodeRegistry::registerNode(NodeInfo info, TimePoint now) {
 Status NodeRegistry::heartbeat(const NodeId& id, int64_t sequence, const Resource& used,
                                int64_t rss_mib, double cpu_vcores, int32_t num_containers,
                                TimePoint now) {
+  if (adminOf(id).state == NodeAdminState::kDecommissioned) {
+    return infeasible("node " + id.value() + " is decommissioned: stop it");
+  }
   auto it = nodes_.find(id);
   if (it == nodes_.end() || !it->second.live) {
     return notFound("node " + id.value() + " is not registered");
@@ -104,23 +200,29 @@ std::vector<NodeId> NodeRegistry::expire(TimePoint now) {
   return lost;
 }
 
-const NodeInfo* NodeRegistry::find(const NodeId& id) const {
+std::optional<NodeInfo> NodeRegistry::find(const NodeId& id) const {
   auto it = nodes_.find(id);
-  return it == nodes_.end() ? nullptr : &it->second;
+  if (it == nodes_.end()) return std::nullopt;
+  NodeInfo n = it->second;
+  n.admin = adminOf(id);
+  return n;
 }
 
 std::vector<NodeInfo> NodeRegistry::nodes(bool include_lost) const {
   std::vector<NodeInfo> out;
-  for (const auto& [_, n] : nodes_) {
-    if (n.live || include_lost) out.push_back(n);
+  for (const auto& [id, n] : nodes_) {
+    if (n.live || include_lost) {
+      out.push_back(n);
+      out.back().admin = adminOf(id);
+    }
   }
   return out;
 }
 
 Resource NodeRegistry::liveCapacity() const {
   Resource r;
-  for (const auto& [_, n] : nodes_) {
-    if (!n.live) continue;
+  for (const auto& [id, n] : nodes_) {
+    if (!n.live || !inService(id)) continue;
     std::optional<Resource> sum = checkedSum(r, n.total);
     MORPHEUS_CHECK(sum.has_value(), "registration keeps the live capacity within int64");
     r = *sum;
@@ -134,6 +236,9 @@ int NodeRegistry::liveCount() const {
   return c;
 }
 
-int NodeRegistry::lostCount() const { return static_cast<int>(nodes_.size()) - liveCount(); }
+int NodeRegistry::lostCount() const {
+  return static_cast<int>(nodes_.size()) - liveCount() -
+         adminCount(NodeAdminState::kDecommissioned);
+}
 
 }  // namespace morpheus::rm

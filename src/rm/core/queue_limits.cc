@@ -42,6 +42,15 @@ std::optional<int64_t> QueueLimits::userLimit(const std::string& user) const {
   return it->second;
 }
 
+std::set<std::string> adhocQueuePaths(const std::map<std::string, std::string>& queues) {
+  std::set<std::string> paths = {"root", "root.default"};
+  for (const auto& [path, _] : queues) {
+    if (path.rfind("root.", 0) != 0) continue;
+    for (const auto& p : queueAndAncestors(path)) paths.insert(p);
+  }
+  return paths;
+}
+
 std::vector<std::string> queueAndAncestors(const std::string& path) {
   std::vector<std::string> out;
   for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {

@@ -60,6 +60,12 @@ Result<Resource> parseResourceCap(const std::string& text, const std::string& fi
 // "root.a.b" -> {"root", "root.a", "root.a.b"}.
 std::vector<std::string> queueAndAncestors(const std::string& path);
 
+// Every ad-hoc path a limit may name, from scheduler.queues (path -> weight):
+// "root", "root.default", and each configured "root.*" queue with its
+// ancestors. Paths outside "root" are ignored here as the scheduler ignores
+// them.
+std::set<std::string> adhocQueuePaths(const std::map<std::string, std::string>& queues);
+
 // One unfinished ad-hoc application as admission sees it.
 struct AdmissionApp {
   AppId id;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace morpheus::rm {
 
@@ -18,7 +19,6 @@ RmCore::RmCore(const RmOptions& opts, Clock& clock, MetricsRegistry& metrics,
                std::string token_secret)
     : opts_(opts),
       clock_(clock),
-      metrics_(metrics),
       epoch_(newEpoch(clock)),
       signer_(std::move(token_secret)),
       started_(clock.now()),
@@ -103,9 +103,9 @@ Status RmCore::registerNode(NodeInfo info) {
   std::lock_guard<std::mutex> lk(mu_);
   NodeId id = info.id;
   Resource total = info.total;
-  bool existed = nodes_.find(id) != nullptr;
+  bool existed = nodes_.find(id).has_value();
   if (Status st = nodes_.registerNode(std::move(info), clock_.now()); !st.isOk()) {
-    if (st.code() == StatusCode::kAlreadyExists)
+    if (st.code() == StatusCode::kAlreadyExists || st.code() == StatusCode::kInfeasible)
       spdlog::warn("refused registration: {}", st.message());
     return st;
   }
@@ -136,7 +136,7 @@ Status RmCore::unregisterNode(const NodeId& id) {
   }
   // A node that leaves takes its containers with it, as one that expires does:
   // otherwise the scheduler would keep counting them (and the node's capacity).
-  if (listener) listener(id);
+  if (listener) listener(id, "");
   return Status::ok();
 }
 
@@ -156,7 +156,179 @@ void RmCore::checkLiveness() {
     listener = lost_listener_;
   }
   if (listener) {
-    for (const auto& id : lost) listener(id);
+    for (const auto& id : lost) listener(id, "");
+  }
+  checkDecommissions();
+}
+
+namespace {
+constexpr const char* kAdminTable = "node-admin";
+}  // namespace
+
+void RmCore::setStore(store::StateStore* store) {
+  std::lock_guard<std::mutex> lk(mu_);
+  store_ = store;
+}
+
+Status RmCore::recoverNodeAdmin() {
+  store::StateStore* store = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    store = store_;
+  }
+  if (store == nullptr) return Status::ok();
+  MORPHEUS_ASSIGN_OR_RETURN(auto rows, store->list(kAdminTable));
+  std::vector<std::pair<NodeId, NodeAdmin>> recovered;
+  for (const auto& [key, value] : rows) {
+    auto j = nlohmann::json::parse(value, nullptr, false);
+    std::optional<NodeAdminState> st;
+    if (!j.is_discarded() && j.is_object() && j.value("state", "").size() > 0)
+      st = parseNodeAdminState(j.value("state", ""));
+    if (!st || !j.contains("deadline_ms") || !j["deadline_ms"].is_number_integer()) {
+      return internalError("corrupt node admin record " + key + " in table " + kAdminTable);
+    }
+    recovered.emplace_back(NodeId(key),
+                           NodeAdmin{*st, fromEpochMs(j["deadline_ms"].get<int64_t>())});
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [id, a] : recovered) {
+    nodes_.setAdmin(id, a);
+    spdlog::info("node {} is {} (recovered)", id.value(), toString(a.state));
+  }
+  updateNodeGauges();
+  notifyCapacity();
+  return Status::ok();
+}
+
+Status RmCore::persistAdmin(const NodeId& id, const NodeAdmin& admin) {
+  if (store_ == nullptr) return Status::ok();
+  std::optional<std::string> value;
+  if (admin.state != NodeAdminState::kInService) {
+    value =
+        nlohmann::json{{"state", toString(admin.state)}, {"deadline_ms", toEpochMs(admin.deadline)}}
+            .dump();
+  }
+  Status st = store_->commit({{kAdminTable, id.value(), value}});
+  if (!st.isOk()) {
+    return unavailable("node " + id.value() + " stays " + toString(nodes_.admin(id).state) +
+                       ": the state store refused the change: " + st.message());
+  }
+  return Status::ok();
+}
+
+Result<NodeInfo> RmCore::changeAdmin(const NodeId& id, NodeAdminOp op, TimePoint deadline) {
+  AdminListener listener;
+  NodeAdmin next;
+  NodeInfo out;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    MORPHEUS_ASSIGN_OR_RETURN(next, nodes_.planAdmin(id, op, deadline));
+    NodeAdmin before = nodes_.admin(id);
+    if (next.state != before.state || next.deadline != before.deadline) {
+      MORPHEUS_RETURN_IF_ERROR(persistAdmin(id, next));
+      nodes_.setAdmin(id, next);
+      spdlog::info("node {}: {} -> {}", id.value(), toString(before.state), toString(next.state));
+      updateNodeGauges();
+      notifyCapacity();
+    }
+    listener = admin_listener_;
+    if (auto n = nodes_.find(id)) {
+      out = *n;
+    } else {
+      out.id = id;
+      out.live = false;
+      out.admin = next;
+    }
+  }
+  if (listener) listener(id, next.state);
+  return out;
+}
+
+Result<NodeInfo> RmCore::drainNode(const NodeId& id) {
+  return changeAdmin(id, NodeAdminOp::kDrain, TimePoint());
+}
+
+Result<NodeInfo> RmCore::undrainNode(const NodeId& id) {
+  return changeAdmin(id, NodeAdminOp::kUndrain, TimePoint());
+}
+
+Result<NodeInfo> RmCore::decommissionNode(const NodeId& id, Millis timeout) {
+  if (timeout < Millis(0)) return invalidArgument("timeout", "must be >= 0");
+  return changeAdmin(id, NodeAdminOp::kDecommission, clock_.now() + timeout);
+}
+
+NodeAdmin RmCore::nodeAdmin(const NodeId& id) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return nodes_.admin(id);
+}
+
+void RmCore::setRunningContainers(RunningContainers probe) {
+  std::lock_guard<std::mutex> lk(mu_);
+  running_probe_ = std::move(probe);
+}
+
+void RmCore::setAdminListener(AdminListener listener) {
+  std::lock_guard<std::mutex> lk(mu_);
+  admin_listener_ = std::move(listener);
+}
+
+// A decommission ends once the RM runs nothing more on the node or at its
+// deadline; the remaining containers are then lost, as on node loss.
+void RmCore::checkDecommissions() {
+  std::vector<std::pair<NodeId, TimePoint>> pending;
+  RunningContainers probe;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    pending = nodes_.decommissioning();
+    probe = running_probe_;
+  }
+  if (pending.empty()) return;
+  const TimePoint now = clock_.now();
+  // After an RM restart the runtime learns of running containers only as the
+  // NMs report them: during the start-up grace none seems to run yet.
+  const bool settled = now - started_ >= opts_.node_expiry;
+  std::vector<std::pair<NodeId, std::string>> done;
+  for (const auto& [id, deadline] : pending) {
+    if (!settled && now < deadline) continue;
+    int running = 0;
+    if (probe) {
+      running = probe(id);
+    } else {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (auto n = nodes_.find(id); n && n->live) running = n->num_containers;
+    }
+    if (running == 0) {
+      done.emplace_back(id, "");
+    } else if (now >= deadline) {
+      done.emplace_back(id, "node " + id.value() + " decommissioned: " + std::to_string(running) +
+                                " container(s) still running at the decommission timeout");
+    }
+  }
+  for (const auto& [id, why] : done) {
+    NodeLostListener lost;
+    AdminListener admin;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      NodeAdmin a = nodes_.admin(id);
+      if (a.state != NodeAdminState::kDecommissioning) continue;  // undrained meanwhile
+      a.state = NodeAdminState::kDecommissioned;
+      if (Status st = persistAdmin(id, a); !st.isOk()) {
+        spdlog::warn("decommission of {} not finished: {}", id.value(), st.message());
+        continue;
+      }
+      nodes_.setAdmin(id, a);
+      if (why.empty()) {
+        spdlog::info("node {} decommissioned: no container runs there any more", id.value());
+      } else {
+        spdlog::warn("{}; they are reported lost", why);
+      }
+      updateNodeGauges();
+      notifyCapacity();
+      lost = lost_listener_;
+      admin = admin_listener_;
+    }
+    if (lost) lost(id, why.empty() ? "node " + id.value() + " decommissioned" : why);
+    if (admin) admin(id, NodeAdminState::kDecommissioned);
   }
 }
 
@@ -186,6 +358,8 @@ ClusterSummary RmCore::summary() const {
   ClusterSummary s;
   s.live_nodes = nodes_.liveCount();
   s.lost_nodes = nodes_.lostCount();
+  s.decommissioning_nodes = nodes_.adminCount(NodeAdminState::kDecommissioning);
+  s.decommissioned_nodes = nodes_.adminCount(NodeAdminState::kDecommissioned);
   s.total = nodes_.liveCapacity();
   for (const auto& n : nodes_.nodes(false)) s.used += n.used;
   return s;

@@ -16,6 +16,7 @@
 #include "rm/core/node_registry.h"
 #include "rm/core/rm_metrics.h"
 #include "rm/core/rm_options.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::rm {
 
@@ -28,6 +29,8 @@ bool hasSecret(const std::string& data_dir);
 struct ClusterSummary {
   int live_nodes = 0;
   int lost_nodes = 0;
+  int decommissioning_nodes = 0;
+  int decommissioned_nodes = 0;
   Resource total;
   Resource used;
 };
@@ -70,6 +73,39 @@ class RmCore {
   // NodeLostListener is called).
   Status unregisterNode(const NodeId& id);
 
+  // ---- Operator controls (node_registry.h's admin states) ----
+  // Each is durable when it returns OK: the new state is committed to the
+  // store (setStore; table "node-admin") before it applies, so it survives an
+  // RM restart and an HA failover (recoverNodeAdmin). The capacity listener
+  // hears the new capacity and the admin listener the new state (both as
+  // usual: the capacity one under the lock, the admin one without it).
+  // Errors: NOT_FOUND for a node never seen, INFEASIBLE for a drain of a
+  // decommissioning node (nextAdminState), UNAVAILABLE when the store
+  // refuses the write (nothing changes then). Returns the node's record.
+  Result<NodeInfo> drainNode(const NodeId& id);
+  Result<NodeInfo> undrainNode(const NodeId& id);
+  // DECOMMISSIONING until the node runs no container (RunningContainers) or
+  // `timeout` from now has passed (during the start-up grace of one node
+  // expiry, while NMs re-report their containers, only the timeout counts); then its remaining
+  // containers are lost (NodeLostListener with a reason naming the decommission), it is
+  // DECOMMISSIONED and refused from then on. Checked on every liveness pass.
+  Result<NodeInfo> decommissionNode(const NodeId& id, Millis timeout);
+  // Where the admin states are kept; call before recoverNodeAdmin and start.
+  void setStore(store::StateStore* store);
+  // Loads the admin states committed by this or an earlier RM.
+  // INTERNAL naming the record when one is corrupt.
+  Status recoverNodeAdmin();
+  // The node's admin state (IN_SERVICE when none).
+  NodeAdmin nodeAdmin(const NodeId& id) const;
+  // How many containers the RM's runtime still runs on a node (decommission
+  // waits for 0). Called without the core's lock. Unset: the count the node
+  // reported in its last heartbeat.
+  using RunningContainers = std::function<int(const NodeId& node)>;
+  void setRunningContainers(RunningContainers probe);
+  // Called (without the core's lock) after a node's admin state changed.
+  using AdminListener = std::function<void(const NodeId& node, NodeAdminState state)>;
+  void setAdminListener(AdminListener listener);
+
   std::vector<NodeInfo> nodes(bool include_lost) const;
   ClusterSummary summary() const;
 
@@ -83,19 +119,25 @@ class RmCore {
   using CapacityListener = std::function<void(const Resource& live, bool allow_drop)>;
   void setCapacityListener(CapacityListener listener);
   // Called (without the core's lock) with each node the liveness check
-  // declares lost or that unregisters; its containers are then lost too.
-  using NodeLostListener = std::function<void(const NodeId& node)>;
+  // declares lost, that unregisters or whose decommission ends; its containers
+  // are then lost too. `why` is "" for a lost or unregistered node, else the
+  // diagnostic for its containers ("node nm1 decommissioned").
+  using NodeLostListener = std::function<void(const NodeId& node, const std::string& why)>;
   void setNodeLostListener(NodeLostListener listener);
 
  private:
   void scheduleLiveness();
   void updateNodeGauges();  // REQUIRES(mu_)
   void notifyCapacity();    // REQUIRES(mu_)
+  // Plans `op`, commits it to the store and applies it. REQUIRES(!mu_)
+  Result<NodeInfo> changeAdmin(const NodeId& id, NodeAdminOp op, TimePoint deadline);
+  Status persistAdmin(const NodeId& id, const NodeAdmin& admin);  // REQUIRES(mu_)
+  // Ends the decommissions that are due (liveness pass). REQUIRES(!mu_)
+  void checkDecommissions();
 
   // Constant after construction.
   const RmOptions opts_;
   Clock& clock_;
-  MetricsRegistry& metrics_;
   const std::string epoch_;
   const TokenSigner signer_;
   const TimePoint started_;
@@ -111,6 +153,9 @@ class RmCore {
   TimerId liveness_timer_ = 0;          // GUARDED_BY(mu_)
   CapacityListener capacity_listener_;  // GUARDED_BY(mu_)
   NodeLostListener lost_listener_;      // GUARDED_BY(mu_)
+  RunningContainers running_probe_;     // GUARDED_BY(mu_)
+  AdminListener admin_listener_;        // GUARDED_BY(mu_)
+  store::StateStore* store_ = nullptr;  // GUARDED_BY(mu_)
 };
 
 }  // namespace morpheus::rm

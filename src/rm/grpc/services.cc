@@ -90,6 +90,11 @@ grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBas
     resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
     return grpc::Status::OK;
   }
+  if (st.code() == StatusCode::kInfeasible) {  // decommissioned: the NM stops its containers
+    spdlog::warn("heartbeat of {}: {}", req.node_id(), st.message());
+    resp->set_action(v1::NodeHeartbeatResponse::ACTION_SHUTDOWN);
+    return grpc::Status::OK;
+  }
   if (!st.isOk()) return toGrpc(st);
   resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
   *schedule = runtime_ != nullptr;
@@ -159,6 +164,36 @@ grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
   return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
 }
 
+void nodeReport(const NodeInfo& n, v1::NodeReport* r) {
+  r->set_node_id(n.id.value());
+  r->set_container_manager_address(n.container_manager_address);
+  r->set_http_address(n.http_address);
+  toProto(n.total, r->mutable_total());
+  toProto(n.used, r->mutable_used());
+  for (const auto& [k, v] : n.attributes) {
+    auto* a = r->add_attributes();
+    a->set_key(k);
+    a->set_value(v);
+  }
+  switch (n.admin.state) {
+    case NodeAdminState::kDecommissioned:
+      r->set_state(v1::NodeReport::NODE_STATE_DECOMMISSIONED);
+      break;
+    case NodeAdminState::kDecommissioning:
+      r->set_state(n.live ? v1::NodeReport::NODE_STATE_DECOMMISSIONING
+                          : v1::NodeReport::NODE_STATE_LOST);
+      r->set_decommission_deadline_ms(toEpochMs(n.admin.deadline));
+      break;
+    default:
+      r->set_state(n.live ? v1::NodeReport::NODE_STATE_RUNNING : v1::NodeReport::NODE_STATE_LOST);
+  }
+  r->set_drained(n.admin.state != NodeAdminState::kInService);
+  r->set_last_heartbeat_ms(toEpochMs(n.last_heartbeat));
+  r->set_num_containers(n.num_containers);
+  r->set_used_rss_mib(n.used_rss_mib);
+  r->set_used_cpu_vcores(n.used_cpu_vcores);
+}
+
 namespace {
 
 // The classes of the RM's last clustering, for cluster status.
@@ -182,21 +217,7 @@ grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* ctx, const v1::Li
   if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
   for (const auto& n : core_.nodes(req->include_lost())) {
     auto* r = resp->add_nodes();
-    r->set_node_id(n.id.value());
-    r->set_container_manager_address(n.container_manager_address);
-    r->set_http_address(n.http_address);
-    toProto(n.total, r->mutable_total());
-    toProto(n.used, r->mutable_used());
-    for (const auto& [k, v] : n.attributes) {
-      auto* a = r->add_attributes();
-      a->set_key(k);
-      a->set_value(v);
-    }
-    r->set_state(n.live ? v1::NodeReport::NODE_STATE_RUNNING : v1::NodeReport::NODE_STATE_LOST);
-    r->set_last_heartbeat_ms(toEpochMs(n.last_heartbeat));
-    r->set_num_containers(n.num_containers);
-    r->set_used_rss_mib(n.used_rss_mib);
-    r->set_used_cpu_vcores(n.used_cpu_vcores);
+    nodeReport(n, r);
     if (runtime_) r->set_harvest_class(runtime_->harvestClassOf(n.id));
   }
   if (runtime_) addHarvestClasses(*runtime_, resp);

@@ -155,6 +155,11 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   Clock* clock_ = nullptr;
 };
 
+// A node's record with its state (NodeReport.state: RUNNING, LOST,
+// DECOMMISSIONING, DECOMMISSIONED; drained for every admin state but in
+// service). The harvest class is the caller's.
+void nodeReport(const NodeInfo& n, v1::NodeReport* out);
+
 v1::ApplicationState toProto(AppState s);
 void toProto(const AppRecord& a, v1::ApplicationReport* out);
 

@@ -164,28 +164,43 @@ json appJson(const AppRecord& a, const AppManager& apps, const RmRuntime& runtim
           {"morpheusAmAttempt", a.attempt}};
 }
 
+// YARN's node state: an admin's decommission shows as DECOMMISSIONING and
+// DECOMMISSIONED; a drained node is RUNNING (it still runs its containers)
+// with morpheusDrained true.
+std::string yarnNodeState(const NodeInfo& n) {
+  if (n.admin.state == NodeAdminState::kDecommissioned) return "DECOMMISSIONED";
+  if (!n.live) return "LOST";
+  if (n.admin.state == NodeAdminState::kDecommissioning) return "DECOMMISSIONING";
+  return "RUNNING";
+}
+
 json nodeJson(const NodeInfo& n) {
   Resource avail = n.total - n.used;
-  return {{"rack", "/default-rack"},
-          {"state", n.live ? "RUNNING" : "LOST"},
-          {"id", n.id.value()},
-          {"nodeHostName",
-           n.container_manager_address.substr(0, n.container_manager_address.rfind(':'))},
-          {"nodeHTTPAddress", n.http_address},
-          {"lastHealthUpdate", toEpochMs(n.last_heartbeat)},
-          {"version", projectVersion()},
-          {"healthReport", ""},
-          {"numContainers", n.num_containers},
-          {"usedMemoryMB", n.used.memoryMib()},
-          {"availMemoryMB", std::max<int64_t>(0, avail.memoryMib())},
-          {"usedVirtualCores", n.used.vcores()},
-          {"availableVirtualCores", std::max<int64_t>(0, avail.vcores())},
-          {"resourceUtilization",
-           {{"nodePhysicalMemoryMB", n.used_rss_mib},
-            {"nodeCPUUsage", n.used_cpu_vcores},
-            {"containersPhysicalMemoryMB", n.used_rss_mib},
-            {"containersCPUUsage", n.used_cpu_vcores}}},
-          {"morpheusAttributes", n.attributes}};
+  json out = {{"rack", "/default-rack"},
+              {"state", yarnNodeState(n)},
+              {"id", n.id.value()},
+              {"nodeHostName",
+               n.container_manager_address.substr(0, n.container_manager_address.rfind(':'))},
+              {"nodeHTTPAddress", n.http_address},
+              {"lastHealthUpdate", toEpochMs(n.last_heartbeat)},
+              {"version", projectVersion()},
+              {"healthReport", ""},
+              {"numContainers", n.num_containers},
+              {"usedMemoryMB", n.used.memoryMib()},
+              {"availMemoryMB", std::max<int64_t>(0, avail.memoryMib())},
+              {"usedVirtualCores", n.used.vcores()},
+              {"availableVirtualCores", std::max<int64_t>(0, avail.vcores())},
+              {"resourceUtilization",
+               {{"nodePhysicalMemoryMB", n.used_rss_mib},
+                {"nodeCPUUsage", n.used_cpu_vcores},
+                {"containersPhysicalMemoryMB", n.used_rss_mib},
+                {"containersCPUUsage", n.used_cpu_vcores}}},
+              {"morpheusAttributes", n.attributes},
+              {"morpheusDrained", n.admin.state != NodeAdminState::kInService}};
+  if (n.admin.state == NodeAdminState::kDecommissioning) {
+    out["morpheusDecommissionDeadline"] = toEpochMs(n.admin.deadline);
+  }
+  return out;
 }
 
 // The id after "<kBase>/<collection>/" in the request path.
@@ -254,12 +269,12 @@ HttpResponse clusterMetrics(const ClusterRestSources& s) {
                    {"containersAllocated", containers},
                    {"containersReserved", 0},
                    {"containersPending", pending_containers},
-                   {"totalNodes", sum.live_nodes + sum.lost_nodes},
+                   {"totalNodes", sum.live_nodes + sum.lost_nodes + sum.decommissioned_nodes},
                    {"activeNodes", sum.live_nodes},
                    {"lostNodes", sum.lost_nodes},
                    {"unhealthyNodes", 0},
-                   {"decommissioningNodes", 0},
-                   {"decommissionedNodes", 0},
+                   {"decommissioningNodes", sum.decommissioning_nodes},
+                   {"decommissionedNodes", sum.decommissioned_nodes},
                    {"rebootedNodes", 0},
                    {"shutdownNodes", 0},
                    {"morpheusActiveReservations", s.reservations.ids().size()}}}});
@@ -277,7 +292,8 @@ HttpResponse listNodes(const ClusterRestSources& s, const HttpRequest& req) {
   json list = json::array();
   for (const auto& n : s.core.nodes(/*include_lost=*/true)) {
     // YARN lists only active nodes without a filter.
-    if (states.empty() ? !n.live : !states.count(n.live ? "RUNNING" : "LOST")) continue;
+    const std::string state = yarnNodeState(n);
+    if (states.empty() ? !n.live : !states.count(state)) continue;
     list.push_back(nodeJson(n));
   }
   return jsonOk({{"nodes", {{"node", list}}}});

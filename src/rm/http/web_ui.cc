@@ -72,6 +72,7 @@ json nodesJson(const WebUiSources& s) {
   for (const auto& n : s.core->nodes(true)) {
     nodes.push_back({{"id", n.id.value()},
                      {"live", n.live},
+                     {"admin_state", toString(n.admin.state)},
                      {"http_address", n.http_address},
                      {"total", resourceJson(n.total)},
                      {"used", resourceJson(n.used)},

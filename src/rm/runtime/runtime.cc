@@ -214,8 +214,9 @@ void RmRuntime::stop() {
 }
 
 void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
-  Guard lk(*this);
   NodeId id(req.node_id());
+  const bool drained = core_.nodeAdmin(id).state != NodeAdminState::kInService;
+  Guard lk(*this);
   auto [it, added] = nodes_.try_emplace(id);
   Node& n = it->second;
   if (added || !n.live) live_nodes_++;
@@ -239,6 +240,8 @@ void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
     logLater(spdlog::level::warn, "node {} not schedulable: {}", id.value(), st.message());
     return;
   }
+  n.drained = drained;
+  if (drained) MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(id, Resource()), "added above");
   for (const auto& [cid, c] : containers_) {
     if (c.node == id && c.running) account(c);
   }
@@ -458,6 +461,8 @@ bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartb
     live_nodes_++;
     if (Status st = sched_->addNode(nid, node.total, node.attributes); !st.isOk()) {
       logLater(spdlog::level::warn, "node {} not schedulable: {}", nid.value(), st.message());
+    } else if (node.drained) {
+      MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(nid, Resource()), "added above");
     }
   }
   applyContainerStatuses(nid, req, now);
@@ -561,7 +566,7 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
   if (!node.live) return;
   const TimePoint now = clock_.now();
   followPlan(now);
-  placeAms(node, now);
+  if (!node.drained) placeAms(node, now);
   auto result = sched_->nodeUpdate(nid, now);
   if (result.isOk()) {
     for (const auto& a : result->allocations) {
@@ -723,7 +728,30 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   allocated_total_.inc();
 }
 
-void RmRuntime::onNodeLost(const NodeId& node) {
+void RmRuntime::setNodeDrained(const NodeId& node, bool drained) {
+  Guard lk(*this);
+  auto nit = nodes_.find(node);
+  if (nit == nodes_.end() || nit->second.drained == drained) return;
+  Node& n = nit->second;
+  n.drained = drained;
+  // The harvest offer of the node's next heartbeat caps it again when undrained.
+  if (n.live && sched_->nodeUsed(node).isOk()) {
+    if (Status st = sched_->setNodeTotal(node, drained ? Resource() : n.total); !st.isOk()) {
+      logLater(spdlog::level::warn, "node {}: {}", node.value(), st.message());
+    }
+  }
+  logLater(spdlog::level::info, "node {} {}", node.value(),
+           drained ? "drained: no new containers are placed there" : "back in service");
+}
+
+int RmRuntime::runningOn(const NodeId& node) const {
+  Guard lk(*this);
+  int n = 0;
+  for (const auto& [_, c] : containers_) n += c.node == node && c.running ? 1 : 0;
+  return n;
+}
+
+void RmRuntime::onNodeLost(const NodeId& node, const std::string& why) {
   Guard lk(*this);
   auto nit = nodes_.find(node);
   if (nit == nodes_.end()) return;
@@ -738,7 +766,7 @@ void RmRuntime::onNodeLost(const NodeId& node) {
     st.set_state(v1::CONTAINER_COMPLETE);
     st.set_exit_status(-100);
     st.set_exit_reason(v1::EXIT_REASON_NODE_LOST);
-    st.set_diagnostics("node " + node.value() + " lost");
+    st.set_diagnostics(why.empty() ? "node " + node.value() + " lost" : why);
     st.set_start_ms(toEpochMs(c.start));
     st.set_end_ms(toEpochMs(clock_.now()));
     containerDone(c, st);
@@ -879,7 +907,7 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   Guard lk(*this);
   Resource largest;
   for (const auto& [_, n] : nodes_) {
-    if (n.live && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
+    if (n.live && !n.drained && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
   }
   toProto(largest, resp->mutable_max_container());
   for (const auto& [id, c] : containers_) {
@@ -1195,6 +1223,15 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
   cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
   cs.set_diagnostics("AM launch failed: " + error);
   containerDone(it->second, cs);
+}
+
+Status RmRuntime::setQueueConfig(
+    const std::map<std::string, double>& weights,
+    const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies) {
+  std::vector<sched::AdhocQueueConfig> queues = adhocQueues(weights);
+  applyQueuePolicies(queues, policies);
+  Guard lk(*this);
+  return sched_->setAdhocQueues(queues);
 }
 
 std::vector<sched::QueueView> RmRuntime::queues() const {

@@ -110,7 +110,17 @@ class RmRuntime {
   // grants go to the apps, kills to the node's next heartbeat. No-op for a
   // node the RM no longer knows.
   void scheduleNode(const NodeId& node);
-  void onNodeLost(const NodeId& node);
+  // The node's containers are lost (exit reason NODE_LOST; diagnostics `why`,
+  // "" = "node <id> lost") and it leaves the scheduler core.
+  void onNodeLost(const NodeId& node, const std::string& why = "");
+  // An admin drained the node (or decommissions it), or put it back in
+  // service: a node not in service keeps its running containers but gets no
+  // new ones (its schedulable capacity is zero, no AM is placed there).
+  // Registration reads the state from the RmCore, so a node that registers
+  // drained (after an RM restart) is never offered.
+  void setNodeDrained(const NodeId& node, bool drained);
+  // Containers the RM runs on the node (granted or running, AMs included).
+  int runningOn(const NodeId& node) const;
 
   // AM side (the token is checked here: an AM acts only for its own app).
   Status registerAm(const v1::RegisterApplicationMasterRequest& req,
@@ -162,6 +172,13 @@ class RmRuntime {
   // not (or no longer) in the scheduler core.
   sched::AppHint appHint(const AppId& app) const;
 
+  // A config reload: new ad-hoc queue weights and leaf policies (the same
+  // paths as at start-up: sched::Scheduler::setAdhocQueues); INVALID_ARGUMENT
+  // and nothing changes otherwise.
+  Status setQueueConfig(
+      const std::map<std::string, double>& weights,
+      const std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>>& policies);
+
   // The scheduler core's queues (sched::Scheduler::queues): ad-hoc hierarchy,
   // then reservation queues with bound apps.
   std::vector<sched::QueueView> queues() const;
@@ -211,6 +228,7 @@ class RmRuntime {
     std::map<std::string, std::string> attributes;
     bool live = true;
     bool schedule_pending = false;  // onNodeReport asked for a scheduleNode
+    bool drained = false;           // not in service (setNodeDrained)
   };
   struct Cont {
     ContainerId id;

@@ -36,7 +36,7 @@ void RmRuntime::onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest
   harvest_history_.record(node.id, tenant, now, u.cpu_vcores() / cpu_cap,
                           static_cast<double>(u.memory_mib()) / mem_cap);
   tagHarvestNode(node.id, tenant);
-  if (!req.has_harvest_offer()) return;
+  if (!req.has_harvest_offer() || node.drained) return;  // a drained node stays at zero
   // Secondary containers get only what the primary tenant leaves: the
   // scheduler places nothing beyond the NM's offer (never beyond the
   // registered total).

@@ -231,7 +231,8 @@ class InProcessRm {
         rto, *core_, *apps_, clock_, metrics_, nullptr,
         [this](const ReservationId& r) { return reservations_->isPeriodic(r); },
         [this](const ReservationId& r, TimePoint t) { return reservations_->guaranteedAt(r, t); });
-    core_->setNodeLostListener([this](const NodeId& n) { runtime_->onNodeLost(n); });
+    core_->setNodeLostListener(
+        [this](const NodeId& n, const std::string& why) { runtime_->onNodeLost(n, why); });
     runtime_->setStore(store_.get());
     client_ = std::make_unique<rm::ClientServiceImpl>(*core_, access_, apps_.get(), runtime_.get());
     client_->setQueueSources(reservations_.get(), &clock_);

@@ -90,7 +90,11 @@ function renderCluster(c) {
     d.appendChild(el('b', v));
     return d;
   }));
-  fillTable('nodes', c.nodes.map(n => [n.id, n.live ? 'live' : el('span', 'lost', 'lost'),
+  // admin_state: in-service, drained, decommissioning or decommissioned (node-operations.md).
+  const nodeState = n => n.admin_state === 'decommissioned' ? 'decommissioned'
+      : !n.live ? el('span', 'lost', 'lost')
+      : n.admin_state === 'in-service' ? 'live' : n.admin_state;
+  fillTable('nodes', c.nodes.map(n => [n.id, nodeState(n),
                                        res(n.total), res(n.used), n.containers,
                                        time(n.last_heartbeat_ms)]));
   fillTable('queues', c.queues.map(q => [q.name, q.kind, q.kind === 'ad-hoc' ? q.weight : '',

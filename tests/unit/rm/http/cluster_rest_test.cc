@@ -196,7 +196,8 @@ TEST_F(ClusterRestTest, NodesReportTheirUseAndFilterByState) {
                       {"nodeCPUUsage", 1.5},
                       {"containersPhysicalMemoryMB", 2000},
                       {"containersCPUUsage", 1.5}}},
-                    {"morpheusAttributes", {{"zone", "a"}}}};
+                    {"morpheusAttributes", {{"zone", "a"}}},
+                    {"morpheusDrained", false}};
   const json nm2 = {{"rack", "/default-rack"},
                     {"state", "LOST"},
                     {"id", "nm2"},
@@ -215,7 +216,8 @@ TEST_F(ClusterRestTest, NodesReportTheirUseAndFilterByState) {
                       {"nodeCPUUsage", 0},
                       {"containersPhysicalMemoryMB", 0},
                       {"containersCPUUsage", 0}}},
-                    {"morpheusAttributes", json::object()}};
+                    {"morpheusAttributes", json::object()},
+                    {"morpheusDrained", false}};
   auto list = [&](const std::string& query) {
     Reply r = get("/ws/v1/cluster/nodes" + query, kAlice);
     EXPECT_EQ(r.status, 200) << query << ": " << r.show();
