@@ -89,7 +89,8 @@
 // one heartbeat.
 //
 // Policies (ordering_policy.h): the scheduler's and each leaf's policy is
-// looked up once, in create(), for the extension points it provides
+// looked up once, in create() (a leaf's again in setAdhocQueues, which
+// installs its new policy), for the extension points it provides
 // (extensionPoints); every decision then branches on which are present. A
 // point a policy lacks costs nothing: no fair share without a planner, no
 // CRV estimate without constraint-aware ordering, no scoring of asks
@@ -162,7 +163,9 @@ class Scheduler {
   // created with (adding or removing a queue needs a new scheduler);
   // validated as create() does, INVALID_ARGUMENT naming the field
   // ("adhoc_queues[2].weight", or ".path" for a path not configured) and
-  // nothing changes. Every score is re-keyed (O(entities)).
+  // nothing changes. Each leaf's extension points and whether any policy is
+  // constraint-aware are looked up again, as create() does; every score is
+  // re-keyed (O(entities)).
   Status setAdhocQueues(const std::vector<AdhocQueueConfig>& queues);
 
   // ---- Applications ----
