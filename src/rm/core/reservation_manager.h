@@ -30,6 +30,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "planner/planner.h"
+#include "reprovision/review.h"
 #include "rm/core/rm_metrics.h"
 #include "store/state/state_store.h"
 
@@ -309,11 +310,9 @@ class ReservationManager {
   RmLatencyMetrics latency_;
   const int64_t epoch_ms_;
 
-  struct Grant {
-    int64_t count = 0;
-    TimePoint until;
-  };
-  int64_t refundOf(const ReservationId& id, TimePoint now) const;  // REQUIRES(mu_)
+  // DRA budget and grants go through reprovision/review.h, the arithmetic
+  // morpheus-sim shares. The unexpired part of id's grant. REQUIRES(mu_)
+  int64_t refundOf(const ReservationId& id, TimePoint now) const;
 
   const Millis plan_step_;  // planner.step (constant: clones keep the options)
   ReservationMetrics m_;
@@ -331,8 +330,9 @@ class ReservationManager {
   // Bumped by every change of planner_ or records_ (and so of grants_' effect
   // on the plan): a snapshot taken at version v may be installed only while
   // the version is still v.
-  uint64_t plan_version_ = 0;                  // GUARDED_BY(mu_)
-  std::map<ReservationId, Grant> grants_;      // GUARDED_BY(mu_): active DRA grants (not persisted,
+  uint64_t plan_version_ = 0;  // GUARDED_BY(mu_)
+  std::map<ReservationId, reprovision::Grant>
+      grants_;                                 // GUARDED_BY(mu_): active DRA grants (not persisted,
                                                // like the plan's extras: they lapse within T)
   std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)
   std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)

@@ -23,7 +23,7 @@
 //     SIGCOMM'14 §3.1): on each node heartbeat, among the asks of that job
 //     which fit the node, the one whose demand best aligns with the node's
 //     free room (the largest dot product of demand and free vector, both
-//     normalised by the node's capacity) is placed (choosesAsks/askScore);
+//     normalised by the node's capacity) is placed (AskChooser::askScore);
 //     jobs below their need take their asks in priority order (the critical
 //     stages their AM asks first).
 //
@@ -67,25 +67,34 @@ struct CarbynePlan {
 // each stage at a time.
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share);
 
-class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
+// Provides every extension point but the constraint-aware app ordering
+// (ordering_policy.h).
+class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
+                                    public DagPlanner,
+                                    public NoDagPlanner,
+                                    public AppOrdering,
+                                    public UserOrdering,
+                                    public AskChooser {
  public:
   // Scores of jobs in the leftover tier start here (dominant shares are <= 1
   // per unit of weight, so every tier-1 score is below it).
   static constexpr double kLeftoverTier = 1e6;
 
   std::string_view name() const override { return "carbyne"; }
+  // Dominant share / weight (DRF between queues, and users below their need).
   double score(const Resource& used, double weight, const Resource& cluster) const override;
+  // carbynePlan's need and completion time; no hint for an empty DAG.
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
   // need = fair_share, remaining unknown (Millis::max()), from_dag false.
-  bool plansWithoutDag() const override { return true; }
   AppHint planWithoutDag(const Resource& fair_share) const override;
-  // Reads in.used, in.hint and in.cluster only.
+  // Below its need (or no hint): dominant share; at or above it:
+  // kLeftoverTier + remaining seconds. Reads in.used, in.hint and in.cluster
+  // only.
   double appScore(const AppInput& in) const override;
   // best_app in the leftover tier (or +inf): best_app; else used's dominant
   // share / weight.
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
-  bool choosesAsks() const override { return true; }
   // Leftover tier (hint valid and need held): the Tetris alignment
   // sum over resources of need/node_total x node_free/node_total; 0 below
   // the need (priority order decides).

@@ -16,6 +16,7 @@
 #include "common/ignore.h"
 #include "planner/planner.h"
 #include "reprovision/policy.h"
+#include "reprovision/review.h"
 #include "scheduler/policies/policy_factory.h"
 #include "scheduler/scheduler.h"
 #include "sim/engine/fluid_adhoc.h"
@@ -218,17 +219,13 @@ struct ResState {
   Resource guarantee;
   uint64_t gen = 0;
   std::vector<int> live;  // live apps bound to it, by creation
-  // DRA (mirrors rm/core/reservation_manager.cc)
-  int64_t budget = 0, budget_used = 0, budget_instance = -1;
-  int64_t grant_count = 0;
-  TimePoint grant_until;
-  // Jockey's hysteresis state, as DraMonitor keeps it: the allocation the
-  // policy chose at the previous review of instance `chosen_instance`.
-  int64_t chosen_instance = -1, chosen_allocation = 0;
-  // Progress against the plan, as DraMonitor keeps it (Morpheus §7): used and
-  // guaranteed (plan + extra) containers x step, summed over the reviews of
-  // instance `chosen_instance`.
-  int64_t used_ms = 0, guaranteed_ms = 0;
+  // DRA, kept as the RM keeps it (reprovision/review.h): the owner's
+  // per-instance budget, the active grant, and what the reviews of the
+  // current instance carry over (Jockey's previous allocation, progress
+  // against the plan).
+  reprovision::InstanceBudget budget;
+  reprovision::Grant grant;
+  reprovision::ReviewState review;
 };
 
 ReservationId reservationIdOf(const PeriodicJob& job) {
@@ -632,7 +629,7 @@ Result<int> Sim::newReservation(size_t j, const ReservationId& id,
   r.job = static_cast<int>(j);
   r.unit = jobUnit(w_.periodic[j].stages);
   r.period = def.period;
-  r.budget = budget;
+  r.budget.budget_container_ms = budget;
   for (const auto& alloc : placement.allocations) {
     r.boundaries.push_back(alloc.start);
     r.boundaries.push_back(alloc.end);
@@ -1273,7 +1270,7 @@ TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
     best = std::min(best, fromEpochMs(b + k * p));
   };
   for (TimePoint b : r.boundaries) consider(toEpochMs(b));
-  if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
+  if (r.grant.activeAt(t)) best = std::min(best, r.grant.until);
   return best;
 }
 
@@ -1337,7 +1334,7 @@ void Sim::draTick() {
   for (size_t ri = 0; ri < res_.size(); ri++) {
     ResState& r = res_[ri];
     if (r.live.empty()) {
-      if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
+      if (r.grant.activeAt(now_)) releaseExtras(static_cast<int>(ri));
       continue;
     }
     draReview(static_cast<int>(ri));
@@ -1357,9 +1354,7 @@ void Sim::recordGrant(ResState& r, int64_t count, TimePoint until) {
 
 void Sim::releaseExtras(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
-  int64_t refund = r.grant_count * (r.grant_until - now_).count();
-  r.budget_used = std::max<int64_t>(0, r.budget_used - refund);
-  r.grant_count = 0;
+  reprovision::releaseGrant(r.budget, r.grant, now_);
   MORPHEUS_IGNORE_NOT_FOUND(planner_->removeExtra(r.id, now_),
                             "the reservation has no extras left");
   recordGrant(r, 0, now_);
@@ -1400,74 +1395,50 @@ void Sim::rememberStageDurations(const AppState& app) {
   }
 }
 
+// One review on the virtual clock through the RM's review arithmetic
+// (reprovision/review.h; DraMonitor::review and ReservationManager::
+// reprovision run the same functions): the policy's input from this
+// reservation's plan and live apps, its decision, then the grant as a swap
+// within the instance's budget, placed through the planner.
 void Sim::draReview(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
   auto inst = planner_->instanceAt(r.id, now_);
   if (!inst) return;
-  Resource used, pending;
-  std::vector<reprovision::StageState> stages;
+  reprovision::ReviewView view;
+  view.unit = r.unit;
   for (int ai : r.live) {
     const AppState& app = apps_[static_cast<size_t>(ai)];
-    used += app.used;
+    view.used += app.used;
     for (size_t s = 0; s < app.pending.size(); s++) {
-      pending += (*app.stages)[s].task_resource * app.pending[s];
+      view.pending += (*app.stages)[s].task_resource * app.pending[s];
     }
     if (!jockey_) continue;
     // Several apps on one reservation: their DAGs side by side, deps shifted.
-    const size_t base = stages.size();
+    const size_t base = view.stages.size();
     for (auto st : stageStates(ai)) {
       for (size_t& d : st.deps) d += base;
-      stages.push_back(std::move(st));
+      view.stages.push_back(std::move(st));
     }
   }
-  if (r.chosen_instance != inst->index) {
-    r.chosen_instance = inst->index;
-    r.chosen_allocation = 0;
-    r.used_ms = 0;
-    r.guaranteed_ms = 0;
-  }
-  const bool active = r.grant_count > 0 && r.grant_until > now_;
-  const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
-  const int64_t budget_used = r.budget_instance == inst->index ? r.budget_used : 0;
-  reprovision::ReprovisionInput in;
-  in.reservation = r.id;
-  in.now = now_;
-  in.step = o_.step;
-  in.used_containers = used.countCovering(r.unit);
-  in.pending_containers = pending.countCovering(r.unit);
-  in.extra_now = planner_->extraAt(r.id, now_).countCovering(r.unit);
-  in.skyline_now = plannedAt(r, now_).countCovering(r.unit);
-  for (const Resource& p :
-       reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
-                                  inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step)) {
-    in.skyline_recent.push_back(p.countCovering(r.unit));
-  }
-  in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
-  in.deadline = inst->end;
-  in.stages = std::move(stages);
-  in.previous_allocation = r.chosen_allocation;
-  r.used_ms += in.used_containers * o_.step.count();
-  r.guaranteed_ms += (in.skyline_now + in.extra_now) * o_.step.count();
-  in.used_container_ms_so_far = r.used_ms;
-  in.guaranteed_container_ms_so_far = r.guaranteed_ms;
-  auto decision = policy_->decide(in);
-  r.chosen_allocation = decision ? decision->allocation : 0;
+  view.planned_now = plannedAt(r, now_);
+  view.extra_now = planner_->extraAt(r.id, now_);
+  view.planned_recent =
+      reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
+                                 inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step);
+  view.instance = inst->index;
+  view.deadline = inst->end;
+  view.budget_remaining_container_ms = r.budget.remaining(inst->index, r.grant.refundAt(now_));
+  const reprovision::ReprovisionInput in =
+      reprovision::reviewInput(r.id, now_, o_.step, std::move(view), r.review);
+  auto decision = reprovision::decideReview(*policy_, in, r.review);
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
-  // ReservationManager::reprovision: budget per instance, swap through the planner.
-  if (r.budget_instance != inst->index) {
-    r.budget_instance = inst->index;
-    r.budget_used = 0;
-  }
-  const int64_t affordable =
-      std::max<int64_t>(0, r.budget - r.budget_used + refund) / decision->duration.count();
-  const int64_t want = std::min(decision->extra_containers, affordable);
-  if (want <= 0) return;
+  const reprovision::SwapQuote q = reprovision::quoteSwap(
+      r.budget, r.grant, inst->index, decision->extra_containers, decision->duration, now_);
+  if (q.want <= 0) return;
   const TimePoint until = now_ + decision->duration;
-  auto n = planner_->setExtra(r.id, r.unit, want, now_, until, now_, nullptr);
+  auto n = planner_->setExtra(r.id, r.unit, q.want, now_, until, now_, nullptr);
   if (!n.isOk()) return;
-  r.budget_used = std::max<int64_t>(0, r.budget_used - refund + *n * decision->duration.count());
-  r.grant_count = *n;
-  r.grant_until = until;
+  reprovision::settleSwap(r.budget, r.grant, q, *n, decision->duration, now_);
   recordGrant(r, *n, until);
   refreshGuarantee(ri, true);
 }

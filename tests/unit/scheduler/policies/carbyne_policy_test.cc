@@ -136,10 +136,10 @@ TEST(CarbyneOrderingPolicyTest, ScoresDrfBelowNeedAndSrtfAbove) {
   ASSERT_TRUE(h.valid);
   const AppHint none;
   const Resource two = slots(2), four = slots(4), nine = slots(9);
-  EXPECT_DOUBLE_EQ(p.appScore({two, h, cluster, Millis(0), Millis(0), TimePoint{}}), 0.2);
-  EXPECT_DOUBLE_EQ(p.appScore({four, h, cluster, Millis(0), Millis(0), TimePoint{}}),
+  EXPECT_DOUBLE_EQ(p.appScore({two, h, cluster, Millis(0), TimePoint{}}), 0.2);
+  EXPECT_DOUBLE_EQ(p.appScore({four, h, cluster, Millis(0), TimePoint{}}),
                    CarbyneOrderingPolicy::kLeftoverTier + 20.0);
-  EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), Millis(0), TimePoint{}}),
+  EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), TimePoint{}}),
                    0.9);  // no DAG: DRF
 }
 
