@@ -176,6 +176,8 @@ int main(int argc, char** argv) {
          {"throttle_lost_core_s", r->throttle_lost_core_s},
          {"throttled_task_s_by_pattern", breakdown(r->throttled_task_s_by_pattern, patterns)},
          {"jobs_without_class", r->jobs_without_class},
+         {"tasks_outside_class", r->tasks_outside_class},
+         {"tenants_mislabelled", r->tenants_mislabelled},
          {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
          {"kills_by_length", breakdown(r->kills_by_length, lengths)},
          {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
@@ -212,10 +214,12 @@ int main(int argc, char** argv) {
   for (const auto& p : out["placement"]) {
     std::printf(
         "%-16s lost %.1f core-h; throttled %.1f task-h (%.1f core-h slower); memory kills %lld; "
-        "jobs without class %lld; kills on",
+        "jobs without class %lld; tasks outside their classes %lld; tenants misclassified %lld; "
+        "kills on",
         p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
         p["throttled_task_s"].get<double>() / 3600, p["throttle_lost_core_s"].get<double>() / 3600,
-        p["memory_kills"].get<long long>(), p["jobs_without_class"].get<long long>());
+        p["memory_kills"].get<long long>(), p["jobs_without_class"].get<long long>(),
+        p["tasks_outside_class"].get<long long>(), p["tenants_mislabelled"].get<long long>());
     for (const auto& [k, v] : p["kills_by_pattern"].items())
       std::printf(" %s %lld", k.c_str(), v.get<long long>());
     std::printf("; throttled task-h on");

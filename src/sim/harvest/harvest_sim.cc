@@ -250,6 +250,9 @@ class HarvestRun {
           if (servers_[s].tenant == t) class_servers_[c].push_back(static_cast<int>(s));
       }
     }
+    for (size_t c = 0; c < classes_.size(); c++)
+      for (int t : class_tenants_[c])
+        tenants_mislabelled_ += traces_[t].truth != classes_[c].pattern ? 1 : 0;
     server_class_.assign(servers_.size(), -1);
     for (size_t c = 0; c < classes_.size(); c++)
       for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
@@ -330,6 +333,8 @@ class HarvestRun {
     r.throttled_task_s = throttled_ticks_ * tick_s;
     r.throttle_lost_core_s = throttle_lost_ticks_ * tick_s;
     r.jobs_without_class = jobs_without_class_;
+    r.tasks_outside_class = tasks_outside_class_;
+    r.tenants_mislabelled = tenants_mislabelled_;
     double sum = 0;
     for (double v : jct) sum += v;
     r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
@@ -525,11 +530,13 @@ class HarvestRun {
 
   int pickServer(const JobRt& j, int64_t now) {
     std::vector<int> cand;
+    fallback_ = false;
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
         if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
     }
     if (cand.empty()) {
+      if (strategy_ == PlacementStrategy::kHistory && !j.preferred.empty()) fallback_ = true;
       for (size_t s = 0; s < servers_.size(); s++)
         if (room(servers_[s], now) >= 1) cand.push_back(static_cast<int>(s));
     }
@@ -548,6 +555,7 @@ class HarvestRun {
         while (j.pending[st] > 0) {
           int s = pickServer(j, now);
           if (s < 0) break;
+          tasks_outside_class_ += fallback_ ? 1 : 0;
           placeTask(ji, st, s, now);
         }
       }
@@ -579,6 +587,8 @@ class HarvestRun {
   std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
   int64_t states_tick_ = -1;
   int64_t kills_ = 0, tasks_run_ = 0, jobs_without_class_ = 0, memory_kills_ = 0;
+  int64_t tasks_outside_class_ = 0, tenants_mislabelled_ = 0;
+  bool fallback_ = false;  // the last pickServer fell back outside the job's classes
   double lost_ticks_ = 0, throttled_ticks_ = 0, throttle_lost_ticks_ = 0;
   double throttled_by_pattern_[3] = {0, 0, 0};
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};

@@ -162,6 +162,11 @@ struct HarvestSimResult {
   // with room (within no_class_wait); they run without a constraint, i.e.
   // like random placement.
   int64_t jobs_without_class = 0;
+  // History only: tasks placed outside their job's classes because those had
+  // no headroom left (the soft constraint falls back), and tenants whose
+  // class's pattern differs from their generated one (misclassified).
+  int64_t tasks_outside_class = 0;
+  int64_t tenants_mislabelled = 0;
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
