@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
              {"throttled_task_h", r->throttled_task_s / 3600},
              {"throttle_lost_core_h", r->throttle_lost_core_s / 3600},
              {"jobs_without_class", r->jobs_without_class},
+             {"tasks_outside_class", r->tasks_outside_class},
+             {"tenants_mislabelled", r->tenants_mislabelled},
              {"floor_mean_jct_s", r->floor_mean_jct_s},
              {"floor_p95_jct_s", r->floor_p95_jct_s},
              {"floor_long_mean_jct_s", r->floor_mean_jct_by_length_s[kLong]}});
