@@ -509,6 +509,24 @@ struct Scheduler::Impl {
   uint64_t crv_keyed = 0;
   bool crv_waits = false;  // some policy (a leaf's or the scheduler's) is constraint-aware
 
+  // ---- policies ----
+
+  // Installs `p` (null = the scheduler's) as `leaf`'s policy and looks up its
+  // extension points, once: at create() and at each setAdhocQueues.
+  void setLeafPolicy(Queue* leaf, std::shared_ptr<const QueueOrderingPolicy> p) {
+    leaf->points = p != nullptr ? extensionPoints(*p) : PolicyPoints{};
+    leaf->policy = std::move(p);
+  }
+
+  // crv_waits from the installed policies: the scheduler's, or any leaf's
+  // that has its own, provides ConstraintAwareAppOrdering.
+  void updateCrvWaits() {
+    crv_waits = points.constrained_apps != nullptr;
+    for (const auto& [path, q] : queues) {
+      if (q->policy != nullptr && q->points.constrained_apps != nullptr) crv_waits = true;
+    }
+  }
+
   // ---- keys and heap membership ----
 
   // The extension points of the policy ordering the children of `e`'s
@@ -1418,15 +1436,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
   if (policy == nullptr) policy = std::make_shared<DrfOrderingPolicy>();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(policy));
   impl->root = impl->addQueue("root", 1.0);
-  // Each policy's extension points are looked up once, here.
-  impl->crv_waits = impl->points.constrained_apps != nullptr;
   for (const auto& q : impl->opts.adhoc_queues) {
-    Queue* leaf = impl->addQueue(q.path, q.weight);
-    leaf->policy = q.policy;
-    if (q.policy == nullptr) continue;
-    leaf->points = extensionPoints(*q.policy);
-    impl->crv_waits = impl->crv_waits || leaf->points.constrained_apps != nullptr;
+    impl->setLeafPolicy(impl->addQueue(q.path, q.weight), q.policy);
   }
+  impl->updateCrvWaits();
   impl->containers.reserve(1024);
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
@@ -1453,12 +1466,9 @@ Status Scheduler::setAdhocQueues(const std::vector<AdhocQueueConfig>& queues) {
   for (const auto& q : next) {
     Queue* queue = s.queues.at(q.path).get();
     queue->weight = q.weight;
-    queue->policy = q.policy;
+    s.setLeafPolicy(queue, q.policy);
   }
-  s.crv_waits = s.policy->usesConstraintWaits() ||
-                std::any_of(next.begin(), next.end(), [](const AdhocQueueConfig& q) {
-                  return q.policy != nullptr && q.policy->usesConstraintWaits();
-                });
+  s.updateCrvWaits();
   s.crv_keyed = 0;
   s.rekeyAll();
   return Status::ok();
