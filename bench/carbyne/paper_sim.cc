@@ -1,5 +1,7 @@
 #include "paper_sim.h"
 
+#include "carbyne_v0.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -397,9 +399,11 @@ int paperMain(int argc, char** argv) {
   CLI::App app{"bench_carbyne --scenario paper: the Carbyne evaluation's setup (OSDI'16 §5)"};
   std::string scenario = "paper", mix_name = "tpcds", modes_text = "offline,online",
               loads_text = "1,2,4", seeds_text = "1,2,3,4,5",
-              policies_text = "drf,tetris,sjf,carbyne";
+              policies_text = "drf,tetris,sjf,carbyne0,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
-  double cv = 0.1, tetris_eps = 0.1;
+  bool describe = false;
+  double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
+         carbyne_tau = sched::LeftoverPacking{}.tau_s;
   app.add_option("--scenario", scenario, "paper")->capture_default_str();
   app.add_option("--mix", mix_name, "tpcds, tpch or bigbench")->capture_default_str();
   app.add_option("--modes", modes_text, "offline (all at 0) and/or online (Poisson)")
@@ -416,7 +420,14 @@ int paperMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tetris-eps", tetris_eps, "Tetris: weight of the SRTF term")
       ->capture_default_str();
-  app.add_option("--policies", policies_text, "drf, tetris, sjf, carbyne")->capture_default_str();
+  app.add_option("--carbyne-eps", carbyne_eps, "Carbyne leftover packing: weight of the SRTF term")
+      ->capture_default_str();
+  app.add_option("--carbyne-tau", carbyne_tau, "Carbyne leftover packing: SRTF scale, seconds")
+      ->capture_default_str();
+  app.add_flag("--describe", describe, "print the generator's fit and offered load, then exit");
+  app.add_option("--policies", policies_text,
+                 "drf, tetris, sjf, carbyne0 (before cross-job packing), carbyne")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto mix = sim::parseDagMix(mix_name, "--mix");
   if (!mix.isOk()) {
@@ -434,8 +445,9 @@ int paperMain(int argc, char** argv) {
     }
   }
   for (const auto& p : policies) {
-    if (p != "drf" && p != "tetris" && p != "sjf" && p != "carbyne") {
-      std::cerr << "bench_carbyne: --policies: drf, tetris, sjf or carbyne, got '" << p << "'\n";
+    if (p != "drf" && p != "tetris" && p != "sjf" && p != "carbyne0" && p != "carbyne") {
+      std::cerr << "bench_carbyne: --policies: drf, tetris, sjf, carbyne0 or carbyne, got '" << p
+                << "'\n";
       return 2;
     }
   }
@@ -458,6 +470,9 @@ int paperMain(int argc, char** argv) {
   // Generator fit (the TPC-DS-like mix is fitted to the paper's figures).
   {
     std::vector<double> st, cp, src, bar, alone, tasks;
+    // Offered load of the online arrivals at load 1: per resource, the work
+    // (tasks x duration x demand) over the capacity during the arrivals.
+    std::map<std::string, double> work;
     for (uint64_t seed : seeds) {
       sim::DagJobsOptions g;
       g.mix = *mix;
@@ -476,8 +491,33 @@ int paperMain(int argc, char** argv) {
         bar.push_back(static_cast<double>(s.barriers));
         alone.push_back(s.alone_s);
         tasks.push_back(static_cast<double>(s.tasks));
+        for (const auto& stg : j.stages) {
+          const double ts = static_cast<double>(stg.tasks) *
+                            static_cast<double>(stg.task_duration.count()) / 1000.0;
+          work["memory"] += ts * static_cast<double>(stg.task_resource.memoryMib()) /
+                            static_cast<double>(server.memoryMib());
+          work["vcores"] += ts * static_cast<double>(stg.task_resource.vcores()) /
+                            static_cast<double>(server.vcores());
+          for (const auto& [name, v] : stg.task_resource.extended())
+            work[name] +=
+                ts * static_cast<double>(v) / static_cast<double>(server.extendedValue(name));
+        }
       }
     }
+    std::string load_text;
+    double offered = 0;
+    for (auto& [name, w] : work) {
+      // server-seconds per seed over nodes x the arrival span (jobs x gap).
+      const double l = w / static_cast<double>(seeds.size()) /
+                       (static_cast<double>(nodes) * static_cast<double>(jobs_n * interarrival_s));
+      offered = std::max(offered, l);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", load_text.empty() ? "" : ", ", name.c_str(), l);
+      load_text += buf;
+    }
+    std::printf("offered load of the online arrivals at load 1x, per resource: %s\n",
+                load_text.c_str());
+    report.figures()["generator"]["offered_load_online_1x"] = offered;
     std::printf(
         "mix %s, %lld jobs x %zu seeds: stages median %.0f p95 %.0f (paper: >= 7, 23); critical "
         "path median %.0f (5); disjoint paths (scans) median %.0f; barriers median %.0f; tasks "
@@ -486,11 +526,18 @@ int paperMain(int argc, char** argv) {
         quantileOf(st, 0.95), quantileOf(cp, 0.5), quantileOf(src, 0.5), quantileOf(bar, 0.5),
         quantileOf(tasks, 0.5), quantileOf(tasks, 0.95), quantileOf(alone, 0.5),
         quantileOf(alone, 0.05), quantileOf(alone, 0.95));
-    report.figures()["generator"] = {
-        {"stages_median", quantileOf(st, 0.5)},        {"stages_p95", quantileOf(st, 0.95)},
-        {"critical_path_median", quantileOf(cp, 0.5)}, {"sources_median", quantileOf(src, 0.5)},
-        {"barriers_median", quantileOf(bar, 0.5)},     {"alone_s_median", quantileOf(alone, 0.5)}};
+    report.figures()["generator"].update(
+        nlohmann::json{{"stages_median", quantileOf(st, 0.5)},
+                       {"stages_p95", quantileOf(st, 0.95)},
+                       {"critical_path_median", quantileOf(cp, 0.5)},
+                       {"sources_median", quantileOf(src, 0.5)},
+                       {"barriers_median", quantileOf(bar, 0.5)},
+                       {"alone_s_median", quantileOf(alone, 0.5)}});
     std::fflush(stdout);
+    if (describe) {
+      report.emit();
+      return 0;
+    }
   }
 
   nlohmann::json cells = nlohmann::json::array();
@@ -519,7 +566,10 @@ int paperMain(int argc, char** argv) {
           if (pname == "drf") pol = std::make_shared<sched::DrfOrderingPolicy>();
           if (pname == "tetris") pol = std::make_shared<TetrisPolicy>(tetris_eps, w0);
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
-          if (pname == "carbyne") pol = std::make_shared<sched::CarbyneOrderingPolicy>();
+          if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
+          if (pname == "carbyne")
+            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
