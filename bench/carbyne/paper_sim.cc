@@ -370,6 +370,73 @@ double meanOf(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
+// Lower bounds under any policy's JCTs of `jobs` on `nodes` servers:
+// the mean (and p95) of the jobs' critical paths (one wave per stage, as
+// alone on the cluster; every job takes at least that), and for each
+// resource the mean flow time of shortest remaining work first on the
+// cluster as one preemptive machine of that resource's capacity, with the
+// jobs' submit times as release dates (SRPT minimises the mean flow there,
+// and every real schedule is feasible in that relaxation). The average
+// floor is the largest of these.
+struct Floors {
+  double avg = 0, p95 = 0;
+};
+Floors jctFloors(const std::vector<sim::AdhocJob>& jobs, const Resource& server, int64_t nodes) {
+  std::vector<double> cp;
+  std::map<std::string, std::vector<std::pair<double, double>>> work;  // resource -> (release, s)
+  for (const auto& j : jobs) {
+    cp.push_back(sim::dagShape(j).alone_s);
+    std::map<std::string, double> w;
+    for (const auto& st : j.stages) {
+      const double ts =
+          static_cast<double>(st.tasks) * static_cast<double>(st.task_duration.count()) / 1000.0;
+      w["memory"] += ts * static_cast<double>(st.task_resource.memoryMib()) /
+                     static_cast<double>(server.memoryMib());
+      w["vcores"] += ts * static_cast<double>(st.task_resource.vcores()) /
+                     static_cast<double>(server.vcores());
+      for (const auto& [name, v] : st.task_resource.extended())
+        w[name] += ts * static_cast<double>(v) / static_cast<double>(server.extendedValue(name));
+    }
+    for (const auto& [name, x] : w) {
+      work[name].emplace_back(static_cast<double>(j.submit.count()) / 1000.0,
+                              x / static_cast<double>(nodes));
+    }
+  }
+  Floors f;
+  double avg = 0;
+  for (double x : cp) avg += x;
+  f.avg = cp.empty() ? 0 : avg / static_cast<double>(cp.size());
+  std::sort(cp.begin(), cp.end());
+  if (!cp.empty()) {
+    f.p95 = cp[std::min(cp.size() - 1,
+                        static_cast<size_t>(std::ceil(0.95 * static_cast<double>(cp.size()))) - 1)];
+  }
+  for (auto& [name, js] : work) {
+    std::sort(js.begin(), js.end());
+    std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
+                        std::greater<>>
+        ready;
+    double t = 0, flow = 0;
+    size_t next = 0;
+    while (next < js.size() || !ready.empty()) {
+      if (ready.empty()) t = std::max(t, js[next].first);
+      for (; next < js.size() && js[next].first <= t; next++) ready.emplace(js[next].second, next);
+      auto [rem, i] = ready.top();
+      ready.pop();
+      const double until = next < js.size() ? js[next].first : 1e300;
+      if (t + rem <= until) {
+        t += rem;
+        flow += t - js[i].first;
+      } else {
+        ready.emplace(rem - (until - t), i);
+        t = until;
+      }
+    }
+    f.avg = std::max(f.avg, flow / static_cast<double>(js.size()));
+  }
+  return f;
+}
+
 template <typename T>
 std::vector<T> splitList(const std::string& text) {
   std::vector<T> out;
@@ -424,7 +491,8 @@ int paperMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--carbyne-tau", carbyne_tau, "Carbyne leftover packing: SRTF scale, seconds")
       ->capture_default_str();
-  app.add_flag("--describe", describe, "print the generator's fit and offered load, then exit");
+  app.add_flag("--describe", describe,
+               "print the generator's fit, offered load and JCT floors, then exit");
   app.add_option("--policies", policies_text,
                  "drf, tetris, sjf, carbyne0 (before cross-job packing), carbyne")
       ->capture_default_str();
@@ -535,6 +603,28 @@ int paperMain(int argc, char** argv) {
                        {"alone_s_median", quantileOf(alone, 0.5)}});
     std::fflush(stdout);
     if (describe) {
+      // Floors under any policy's average and p95 JCT, per mode and load
+      // (medians over the seeds).
+      for (const auto& mode : modes) {
+        for (double load : loads) {
+          const int64_t n = std::max<int64_t>(1, std::llround(static_cast<double>(nodes) / load));
+          std::vector<double> a, q;
+          for (uint64_t seed : seeds) {
+            sim::DagJobsOptions g;
+            g.mix = *mix;
+            g.jobs = jobs_n;
+            g.seed = seed;
+            g.mean_interarrival = mode == "online" ? Millis(interarrival_s * 1000) : Millis(0);
+            auto js = sim::generateDagJobs(g);
+            if (!js.isOk()) return 2;
+            const Floors f = jctFloors(*js, server, n);
+            a.push_back(f.avg);
+            q.push_back(f.p95);
+          }
+          std::printf("floors, %s load %gx: average JCT %.0f s, p95 JCT %.0f s\n", mode.c_str(),
+                      load, quantileOf(a, 0.5), quantileOf(q, 0.5));
+        }
+      }
       report.emit();
       return 0;
     }

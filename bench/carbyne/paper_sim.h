@@ -17,7 +17,8 @@
 //    runnable tasks (CrossAppPacker), alignment + eps x an SRTF term;
 //  - SJF by critical path: jobs by the critical path of their remaining DAG
 //    (with unlimited resources), shortest first; an upper bound on the
-//    average JCT the paper's Carbyne is measured against.
+//    average JCT the paper's Carbyne is measured against;
+//  - carbyne0: Carbyne before cross-job leftover packing (carbyne_v0.h).
 //
 // Single-threaded; one run allocates its own Scheduler.
 #pragma once
