@@ -11,6 +11,7 @@ PolicyPoints extensionPoints(const QueueOrderingPolicy& policy) {
   p.constrained_apps = dynamic_cast<const ConstraintAwareAppOrdering*>(&policy);
   p.users = dynamic_cast<const UserOrdering*>(&policy);
   p.asks = dynamic_cast<const AskChooser*>(&policy);
+  p.pack = dynamic_cast<const CrossAppPacker*>(&policy);
   return p;
 }
 

@@ -17,6 +17,8 @@
 //                               the app's hard constraints (Phoenix)
 //   UserOrdering                users inside a leaf by their best app (Carbyne)
 //   AskChooser                  which of an app's asks a node takes (Carbyne)
+//   CrossAppPacker              which app's ask a node takes, packing across
+//                               the apps of a leaf (Carbyne's leftover, Tetris)
 //
 // The scheduler looks the points up once, when a policy is installed
 // (extensionPoints), keeps the result per leaf and branches on which are
@@ -137,6 +139,26 @@ class AskChooser {
   virtual double askScore(const AskInput& in) const = 0;
 };
 
+// Extension point: packing across apps (Tetris SIGCOMM'14 §3.1; Carbyne
+// OSDI'16 §4.3, whose leftover step packs the runnable tasks of every job
+// that receives leftover, not one job's at a time). In a leaf whose policy
+// provides it, once the best user with something placeable on the node
+// scores at least packFrom() (Carbyne: its leftover tier; Tetris: every
+// score), the node does not go to the best app: every placeable ask of
+// every app below the leaf that scores at least packFrom() is scored by
+// packScore and the highest is granted (ties: the better app score, then
+// the earlier ask). Apps below packFrom() keep being served first, in
+// score order. Costs O(apps x asks) per grant in the packing tier, so only
+// leaves under such a policy pay it.
+class CrossAppPacker {
+ public:
+  virtual ~CrossAppPacker() = default;
+  // The app and user score from which apps are packed across.
+  virtual double packFrom() const = 0;
+  // Higher is placed first; `in` is the candidate ask's app and the node.
+  virtual double packScore(const AskInput& in) const = 0;
+};
+
 // The extension points one policy provides: `order` is never null, every
 // other pointer is null unless the policy derives from that interface. The
 // pointers live as long as the policy object.
@@ -148,6 +170,7 @@ struct PolicyPoints {
   const ConstraintAwareAppOrdering* constrained_apps = nullptr;
   const UserOrdering* users = nullptr;
   const AskChooser* asks = nullptr;
+  const CrossAppPacker* pack = nullptr;
 };
 
 // Looks up which extension points `policy` derives from (dynamic_cast, once

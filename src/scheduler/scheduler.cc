@@ -128,6 +128,7 @@ class EntityHeap {
   Entity* top() const { return v_.front().e; }
   const Key& topKey() const { return v_.front().key; }
   Entity* at(size_t i) const { return v_[i].e; }
+  const Key& keyAt(size_t i) const { return v_[i].key; }
   void push(Entity* e, Key k);
   void erase(Entity* e);
   void update(Entity* e, Key k);
@@ -878,15 +879,61 @@ struct Scheduler::Impl {
     return best;
   }
 
+  // The CrossAppPacker of the leaf whose users `h` orders, when its best
+  // user `top` (with something placeable) is in the packing tier; else null.
+  const CrossAppPacker* packerAt(const Entity* top, const EntityHeap& h) const {
+    if (top->kind != Kind::kUser) return nullptr;
+    const CrossAppPacker* pk = policyOf(top).pack;
+    return pk != nullptr && h.topKey().score >= pk->packFrom() ? pk : nullptr;
+  }
+
+  // CrossAppPacker: among the apps of every user left in `users` (all at or
+  // beyond the packing tier), the placeable ask on `n` with the highest
+  // packScore (ties: the lower app key, then the earlier ask), or null.
+  // O(apps x asks); apps and users with no need that fits are skipped by
+  // the fit index.
+  App* packAcross(EntityHeap& users, const CrossAppPacker& pk, Node& n, Phase phase, TimePoint now,
+                  int* ask) {
+    App* best = nullptr;
+    double best_score = 0;
+    Key best_key;
+    for (size_t u = 0; u < users.size(); u++) {
+      Entity* user = users.at(u);
+      if (!mayPlace(user, n)) continue;
+      for (size_t i = 0; i < user->children.size(); i++) {
+        auto* a = static_cast<App*>(user->children.at(i));
+        if (!mayPlace(a, n)) continue;
+        const Key& k = user->children.keyAt(i);
+        for (size_t j = 0; j < a->asks.size(); j++) {
+          if (!placeable(a, a->asks[j], n, phase, now)) continue;
+          const double sc =
+              pk.packScore({a->used, a->hint, askNeed(a->asks[j].req), n.free, n.total});
+          if (best == nullptr || sc > best_score || (sc == best_score && k < best_key)) {
+            best = a;
+            best_score = sc;
+            best_key = k;
+            *ask = static_cast<int>(j);
+          }
+        }
+      }
+    }
+    return best;
+  }
+
   // Descends the heap to the best app with an ask placeable on `n`. Subtrees
   // with nothing placeable are taken out of their heaps for the rest of the
-  // phase (restoreSkipped puts them back).
+  // phase (restoreSkipped puts them back). In a leaf whose policy packs
+  // across apps (CrossAppPacker), once the best user is in the packing tier
+  // the app comes from packAcross; when nothing there is placeable the leaf
+  // is skipped as a whole.
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
       if (!mayPlace(e, n) || capFull(e)) {
         // Nothing below fits (the node, or a queue's cap): skipped without
         // visiting its apps.
+      } else if (const CrossAppPacker* pk = packerAt(e, h); pk != nullptr) {
+        return packAcross(h, *pk, n, phase, now, ask);
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);

@@ -94,7 +94,10 @@
 // (extensionPoints); every decision then branches on which are present. A
 // point a policy lacks costs nothing: no fair share without a planner, no
 // CRV estimate without constraint-aware ordering, no scoring of asks
-// without an AskChooser.
+// without an AskChooser. A leaf whose policy packs across apps
+// (CrossAppPacker: Carbyne's leftover, Tetris) grants, once its best user
+// is in the packing tier, the best-scoring placeable ask of all its
+// packing-tier apps on the node, at O(apps x asks) per grant.
 //
 // Thread-safety: none. One thread (the RM's scheduling strand) owns it.
 #pragma once
