@@ -56,7 +56,7 @@ TEST_F(LogRetentionTest, RemovesFinishedContainersPastRetentionOnly) {
   runQuick("old");
   LaunchSpec run = shell("running", "echo still-here; exec sleep 30");
   ASSERT_TRUE(rt_->launch(run).isOk());
-  ASSERT_TRUE(waitForFile(dirOf("running") + "/stdout"));
+  ASSERT_TRUE(waitForText(dirOf("running") + "/stdout", "still-here\n"));
 
   VirtualClock clock(wallNow() + 5s);
   LogRetention retention(*rt_, Millis(1000), clock);

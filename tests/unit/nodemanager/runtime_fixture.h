@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -60,6 +61,19 @@ class RuntimeFixture : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+  }
+  // Until the file holds `text` (a container's stdout exists as soon as the
+  // launcher opens it, before the command wrote anything).
+  static bool waitForText(const std::string& path, const std::string& text,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      std::ifstream f(path);
+      std::string got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (got == text) return true;
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   // Process `pid` has ended (gone, or a zombie nobody has reaped).
   static bool exitedOrZombie(pid_t pid) {
