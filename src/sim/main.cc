@@ -307,10 +307,13 @@ int simulate(const SimFlags& f, bool min_cluster) {
   std::fprintf(stderr, "%zu periodic jobs, %zu ad-hoc jobs; %.1f s wall; report in %s\n",
                workload.periodic.size(), workload.adhoc.size(), wall, f.out.c_str());
   for (const auto& s : summary->strategies) {
-    std::fprintf(stderr, "  %-22s violations %lld/%lld (%.4f), worst case %.4f, util %.3f%s\n",
-                 s.name.c_str(), static_cast<long long>(s.deadline_violations),
-                 static_cast<long long>(s.periodic_instances), s.violation_rate,
-                 s.worst_case_violation_rate, s.utilisation,
+    // The paper's metric first (Morpheus §8 counts worst-case misses).
+    std::fprintf(stderr,
+                 "  %-22s worst-case violations %lld/%lld (%.4f), with the ad-hoc load %lld "
+                 "(%.4f), util %.3f%s\n",
+                 s.name.c_str(), static_cast<long long>(s.worst_case_violations),
+                 static_cast<long long>(s.periodic_instances), s.worst_case_violation_rate,
+                 static_cast<long long>(s.deadline_violations), s.violation_rate, s.utilisation,
                  s.min_nodes_at_baseline_rate
                      ? (", min nodes " + std::to_string(*s.min_nodes_at_baseline_rate)).c_str()
                      : "");
