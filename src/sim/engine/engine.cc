@@ -351,6 +351,9 @@ void summarise(StrategyResult& r) {
   }
   r.adhoc_jct_median_s = percentileOf(jct, 0.5);
   r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
+  int64_t grants = 0;
+  for (const auto& i : r.instances) grants += i.dra_grants;
+  r.extra["dra_grants"] = static_cast<double>(grants);
   r.extra["adhoc_unfinished"] =
       static_cast<double>(r.adhoc.size()) -
       static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {
@@ -579,6 +582,19 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   }
   if (!o.realize) return invalidArgument("realize", "required");
   if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
+  if (o.aggregate_adhoc_step > Millis(0) && o.aggregate_adhoc_step < Millis(1000)) {
+    return invalidArgument("adhoc_step", "must be >= 1 s");
+  }
+  if (o.aggregate_adhoc_step > Millis(0) && o.fluid_adhoc_step > Millis(0)) {
+    return invalidArgument("adhoc_model",
+                           "aggregate replaces the fluid ad-hoc pools: use it with the task or "
+                           "grouped task model, not fluid");
+  }
+  if (o.aggregate_adhoc_step > Millis(0) && o.adhoc_policy != "drf") {
+    return invalidArgument("adhoc_policy",
+                           "the aggregate ad-hoc model shares capacity max-min fairly (drf); '" +
+                               o.adhoc_policy + "' needs the task model");
+  }
   MORPHEUS_RETURN_IF_ERROR(sched::makeOrderingPolicy(o.adhoc_policy, "adhoc_policy").status());
   if (!(o.altruistic_share >= 0 && o.altruistic_share <= 1))
     return invalidArgument("altruistic_share", "must be in [0, 1]");

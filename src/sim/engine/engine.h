@@ -85,6 +85,11 @@ struct ExperimentOptions {
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
   Millis fluid_adhoc_step{0};
+  // `--adhoc-model aggregate` (sim/engine/aggregate_adhoc.h): > 0 takes the
+  // ad-hoc jobs out of the scheduler as capacity over time, recomputed at
+  // this step (ms, >= 1 s; at once when a guarantee lacks room); 0 (default)
+  // keeps them in the scheduler. Not together with fluid_adhoc_step.
+  Millis aggregate_adhoc_step{0};
   // Strategies evaluated side by side (runExperiment): up to this many
   // threads, each running one strategy's simulation at a time (>= 1; 1 =
   // one after the other). The results do not depend on it.
