@@ -103,6 +103,8 @@ struct SimFlags {
   sim::TaskModel task_model;          // --task-model, --task-group (sim/engine/task_model.h)
   // --adhoc-model, --adhoc-step (ExperimentOptions::aggregate_adhoc_step).
   std::string adhoc_model = "task";
+  // min-cluster: --match worst-case|with-adhoc-load.
+  std::string match = "worst-case";
   int64_t adhoc_step_s = 10;
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -204,6 +206,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   addCarbyneFlags(cmd, f);
   addTaskModelFlags(cmd, f.task_model);
   addAdhocModelFlags(cmd, f);
+  cmd->add_option("--match", f.match,
+                  "min-cluster: the baseline's rate to match, worst-case (reserved capacity "
+                  "only, the paper's metric) or with-adhoc-load")
+      ->capture_default_str();
 }
 
 Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size) {
@@ -290,6 +296,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
     return fail("adhoc-model: must be task or aggregate, got '" + f.adhoc_model + "'");
   }
   if (f.adhoc_step_s < 1) return fail("adhoc-step: must be >= 1");
+  if (f.match != "worst-case" && f.match != "with-adhoc-load") {
+    return fail("match: must be worst-case or with-adhoc-load, got '" + f.match + "'");
+  }
   if (aggregate && f.task_model.name == "fluid") {
     return fail(
         "adhoc-model: aggregate replaces the fluid ad-hoc pools; use --task-model task "
@@ -317,6 +326,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.estimate_noise = f.estimate_noise;
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.aggregate_adhoc_step = aggregate ? Millis(f.adhoc_step_s * 1000) : Millis(0);
+  o.min_cluster_worst_case = f.match == "worst-case";
   o.threads = f.threads;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;
