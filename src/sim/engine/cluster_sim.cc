@@ -1740,6 +1740,14 @@ void Sim::recordRun(const AppState& app) {
   rec.container = app.unit;
   for (double b : app.bins) rec.skyline.push_back(b / static_cast<double>(o_.step.count()));
   h.runs[j].push_back(std::move(rec));
+  // Only the last history_runs skylines are fitted (the skyline LP, as
+  // morpheus-inference's skyline.history-runs); SLO inference reads the
+  // runs' times, never their skylines. Older skylines are dropped, so the
+  // history's memory grows with the runs' times and events only, not with
+  // their lengths (the bulk of it on month-long runs).
+  const auto keep = static_cast<size_t>(std::max<int64_t>(1, o_.history_runs));
+  if (h.runs[j].size() > keep)
+    std::vector<double>().swap(h.runs[j][h.runs[j].size() - 1 - keep].skyline);
   auto& tasks = h.last_stage_tasks[j];
   tasks.clear();
   for (const auto& st : app.inst.stages)
