@@ -30,7 +30,17 @@ if [ -z "$BIN" ]; then
 fi
 NODES=(nm1 nm2 nm3)
 
-die() { echo "local-cluster: $*" >&2; exit 1; }
+# A start that fails stops what it started (no daemon is left behind).
+STARTING=0
+die() {
+  echo "local-cluster: $*" >&2
+  if [ "$STARTING" = 1 ]; then
+    STARTING=0
+    stop >/dev/null 2>&1 || true
+    echo "local-cluster: stopped what this start had started" >&2
+  fi
+  exit 1
+}
 
 # The comment at the top of this file, without its "# ".
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
@@ -153,26 +163,78 @@ env_cmd() {
   cat "$VAR/env"
 }
 
+# True once daemon `name` wrote its endpoints file; false when it exited or
+# 20 s passed.
+listening() {
+  local name=$1 component=$1
+  for _ in $(seq 1 200); do
+    [ -s "$VAR/$name/$component.endpoints.json" ] && return 0
+    running "$name" || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# Stops one daemon (TERM, then KILL after 5 s) and forgets its pid.
+stop_daemon() {
+  local d=$1 pid
+  if running "$d"; then
+    pid=$(cat "$VAR/run/$d.pid")
+    kill -TERM "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    echo "local-cluster: stopped $d"
+  fi
+  rm -f "$VAR/run/$d.pid"
+}
+
 start() {
   [ -n "$BIN" ] && [ -x "$BIN/morpheus-rm" ] || die "no binaries found; build first (deploy/build.sh) or set MORPHEUS_BIN"
   mkdir -p "$VAR/log" "$VAR/run"
   make_tokens
   local rm_grpc=8030 rm_http=8088 inf_grpc=8050 inf_http=8051 nm_grpc=8140 nm_http=8240
-  if [ "$PORTS" = auto ]; then
-    read -r rm_grpc inf_grpc < <(free_ports)
-    rm_http=0
-    inf_http=0
+  if running rm || running inference; then
+    die "a cluster already runs under $VAR (stop it first: $0 stop --var $VAR)"
   fi
-  launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
-    --grpc-port "$rm_grpc" --http-port "$rm_http" --set "rm.inference-address=127.0.0.1:$inf_grpc" \
-    --set "rm.token-file=$VAR/tokens" --set "rm.inference-token-file=$VAR/services.token" \
-    ${RM_SETS[@]+"${RM_SETS[@]}"}
-  RM=127.0.0.1:$rm_grpc
-  launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
-    --data-dir "$VAR/inference" --grpc-port "$inf_grpc" --http-port "$inf_http" --rm "$RM" \
-    --token-file "$VAR/tokens" --set "inference.rm-token-file=$VAR/services.token" \
-    ${INF_SETS[@]+"${INF_SETS[@]}"}
-  INFERENCE=127.0.0.1:$inf_grpc
+  STARTING=1
+  # The RM and inference must know each other's gRPC port before either
+  # listens, so with --ports auto both are chosen free beforehand. Another
+  # process may take one in between: then both are started again on new
+  # ports (up to 5 times).
+  local attempt rm_log_at inf_log_at
+  for attempt in 1 2 3 4 5; do
+    # A daemon killed earlier may have left its endpoints file behind.
+    rm -f "$VAR/rm/rm.endpoints.json" "$VAR/inference/inference.endpoints.json"
+    rm_log_at=$(stat -c %s "$VAR/log/rm.log" 2>/dev/null || echo 0)
+    inf_log_at=$(stat -c %s "$VAR/log/inference.log" 2>/dev/null || echo 0)
+    if [ "$PORTS" = auto ]; then
+      read -r rm_grpc inf_grpc < <(free_ports)
+      rm_http=0
+      inf_http=0
+    fi
+    launch rm "$BIN/morpheus-rm" --config "$ROOT/deploy/rm.yaml" --data-dir "$VAR/rm" \
+      --grpc-port "$rm_grpc" --http-port "$rm_http" --set "rm.inference-address=127.0.0.1:$inf_grpc" \
+      --set "rm.token-file=$VAR/tokens" --set "rm.inference-token-file=$VAR/services.token" \
+      ${RM_SETS[@]+"${RM_SETS[@]}"}
+    RM=127.0.0.1:$rm_grpc
+    launch inference "$BIN/morpheus-inference" --config "$ROOT/deploy/inference.yaml" \
+      --data-dir "$VAR/inference" --grpc-port "$inf_grpc" --http-port "$inf_http" --rm "$RM" \
+      --token-file "$VAR/tokens" --set "inference.rm-token-file=$VAR/services.token" \
+      ${INF_SETS[@]+"${INF_SETS[@]}"}
+    INFERENCE=127.0.0.1:$inf_grpc
+    [ "$PORTS" = auto ] || break
+    if listening rm && listening inference; then break; fi
+    # This attempt's log lines only: was it a port taken meanwhile?
+    local lines
+    lines=$(tail -c +$((rm_log_at + 1)) "$VAR/log/rm.log" 2>/dev/null
+      tail -c +$((inf_log_at + 1)) "$VAR/log/inference.log" 2>/dev/null)
+    if [[ "$lines" != *"Address already in use"* ]] || [ "$attempt" = 5 ]; then
+      break  # not a port race: endpoint() below reports the daemon's own error
+    fi
+    echo "local-cluster: a chosen port was taken meanwhile; starting rm and inference on new ports"
+    stop_daemon inference
+    stop_daemon rm
+  done
   # Containers run as the NM's account. As a normal user that is you (one
   # user, nothing to isolate). As root the NM refuses that unless told
   # explicitly: this throw-away demo cluster's users (alice, ...) have no local
@@ -216,6 +278,7 @@ start() {
       echo "local-cluster: morpheusctl reaches it with these (your admin token is also REST's"
       echo "local-cluster: Authorization: Bearer); run them, or: source $VAR/env"
       cat "$VAR/env"
+      STARTING=0
       return 0
     fi
     for d in rm inference "${NODES[@]}"; do
@@ -286,16 +349,7 @@ stop() {
     . "$VAR/cluster.env"
     kill_apps
   fi
-  for d in "${NODES[@]}" inference rm; do
-    if running "$d"; then
-      pid=$(cat "$VAR/run/$d.pid")
-      kill -TERM "$pid"
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-      echo "local-cluster: stopped $d"
-    fi
-    rm -f "$VAR/run/$d.pid"
-  done
+  for d in "${NODES[@]}" inference rm; do stop_daemon "$d"; done
   kill_left_containers
 }
 

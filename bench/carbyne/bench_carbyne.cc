@@ -33,6 +33,7 @@
 #include <sstream>
 
 #include "inference/model/skyline_fit.h"
+#include "paper_sim.h"
 #include "report/bench_report.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/strategy.h"
@@ -319,13 +320,19 @@ std::vector<uint64_t> parseSeeds(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --scenario paper: the paper's own setup (paper_sim.h), its own options.
+  for (int i = 1; i + 1 < argc; i++) {
+    if (std::string(argv[i]) == "--scenario" && std::string(argv[i + 1]) == "paper")
+      return bench::paperMain(argc, argv);
+  }
   bench::BenchReport report("carbyne", &argc, argv);
   CLI::App app{"bench_carbyne: Carbyne vs DRF in morpheus-sim's ad-hoc queue"};
   std::string scenario = "swim", seeds_text = "1,2,3", shapes = "diverse";
   std::string trace = "data/swim/swim-fb2009-24h.tsv";
   int64_t nodes = 20, batch_jobs = 150, window_s = 60;
   double adhoc_load = 0.6, noise = 0.0, altruistic = 1.0;
-  app.add_option("--scenario", scenario, "swim, batch, star or union")->capture_default_str();
+  app.add_option("--scenario", scenario, "swim, batch, star, union or paper (own options)")
+      ->capture_default_str();
   app.add_option("--seeds", seeds_text, "Comma-separated seeds")->capture_default_str();
   app.add_option("--adhoc-trace", trace, "SWIM trace (swim scenario)")->capture_default_str();
   app.add_option("--nodes", nodes)->capture_default_str();

@@ -83,7 +83,8 @@ int runMorpheusctl(int argc, const char* const* argv, CliContext& ctx) {
   app.add_option("--token-file", ctx.token_file, "Read the bearer token from this file");
   app.add_option("--timeout", ctx.timeout,
                  "How long to wait for the RM or inference to accept a connection before "
-                 "saying so, e.g. 500ms, 10s (default 2s)")
+                 "saying so, e.g. 500ms, 10s (default 1500ms: a daemon that is down or misnamed "
+                 "is reported within 2 s)")
       ->check(CLI::Validator(
           [](std::string& v) {
             auto d = parseDurationArg(v, "--timeout");

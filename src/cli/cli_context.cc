@@ -158,6 +158,13 @@ void requireReachable(const CliContext& ctx, const std::vector<std::string>& add
       if (c->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return;
     }
     if (std::chrono::steady_clock::now() >= deadline) break;
+    // A host name that does not resolve will not start answering: no wait.
+    bool all_unnamed = true;
+    for (const auto& p : probes) {
+      MutexLock lk(p->mu);
+      all_unnamed = all_unnamed && p->result == Tcp::kNoName;
+    }
+    if (all_unnamed) break;
     // gRPC deadlines are system_clock time points; 20 ms slices.
     channels[0]->WaitForStateChange(channels[0]->GetState(false),
                                     std::chrono::system_clock::now() + Millis(20));

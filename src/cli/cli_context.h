@@ -36,7 +36,9 @@ struct CliContext {
   bool json = false;       // --json: every command prints format.h's JSON object instead of text
   // --timeout: how long to wait for a daemon to accept a connection before
   // giving up on it (a call, once connected, has its own longer deadline).
-  std::string timeout = "2s";
+  // 1.5 s, so that with the process's start and exit a daemon that is down
+  // is reported within 2 s.
+  std::string timeout = "1500ms";
   // The command line as typed (argv[1..]), so errors name an option the way
   // the user wrote it (typedName).
   std::vector<std::string> args;

@@ -37,8 +37,10 @@ void listQueues(const CliContext& ctx, bool json) {
   auto res = [](const v1::Resource& r) { return formatResource(r.memory_mib(), r.vcores()); };
   Table t({"QUEUE", "KIND", "WEIGHT", "GUARANTEED", "USED", "PENDING", "RUNNING", "WAITING"});
   for (const auto& q : resp.queues()) {
-    char weight[32];
-    std::snprintf(weight, sizeof weight, "%.2f", q.weight());
+    // A reservation queue gets its guarantee, not a share by weight.
+    char weight[32] = "-";
+    if (q.kind().rfind("reservation", 0) != 0)
+      std::snprintf(weight, sizeof weight, "%.2f", q.weight());
     t.add({q.name(), q.kind().empty() ? "-" : q.kind(), weight, res(q.guaranteed()), res(q.used()),
            res(q.pending()), std::to_string(q.running_apps()), std::to_string(q.pending_apps())});
   }

@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
   server.addService(&reservation_service);
   // Operator controls (admin.proto): node drain/decommission, config reload.
   rm::ConfigReloader reloader(configured, config_source,
-                              {authenticator->get(), &access, &runtime, &apps});
+                              {authenticator->get(), &access, &runtime, &apps}, metrics);
   rm::AdminServiceImpl admin_service(core, access, &reloader, &runtime);
   server.addService(&admin_service);
   server.setAuthenticator(authenticator->get());
@@ -326,10 +326,9 @@ int main(int argc, char** argv) {
   }
   rm::registerReservationRest(server.http(), reservation_service, access);
   // The operator's web page and its JSON, at / and /ui/.
-  rm::registerWebUi(server.http(),
-                    {&core, &apps, &runtime, &reservations, &access, &clock, rto.queue_weights,
-                     amo.queues, opts.planner.lcm, opts.planner.step, opts.inference_address,
-                     opts.daemon.tls, *inference_token});
+  rm::registerWebUi(server.http(), {&core, &apps, &runtime, &reservations, &access, &clock,
+                                    amo.queues, opts.planner.lcm, opts.planner.step,
+                                    opts.inference_address, opts.daemon.tls, *inference_token});
   rm::registerClusterRest(server.http(),
                           {core, apps, runtime, reservations, access, clock, clock.now()});
   standby.reset();  // frees the ports the real servers bind now

@@ -1,11 +1,35 @@
-// QueueOrderingPolicy: which sibling in the scheduling tree is served next
-// (docs/design/conventions.md "Small policy interfaces"; docs/design/scheduler.md). The scheduler
-// orders ad-hoc queues among their siblings, users inside a leaf queue, apps
-// inside a user or a reservation queue, and reservations beyond their
-// guarantee by the policy's score, lowest first; ties go to the entity created
-// first, so decisions are deterministic.
+// Ordering policies and their extension points (docs/design/conventions.md
+// "Small policy interfaces"; docs/design/scheduler.md "Policy extension
+// points"). The scheduler orders ad-hoc queues among their siblings, users
+// inside a leaf queue, apps inside a user or a reservation queue, and
+// reservations beyond their guarantee by a policy's scores, lowest first;
+// ties go to the entity created first, so decisions are deterministic.
 //
-// Policies are stateless and may be shared and called re-entrantly.
+// A policy is a QueueOrderingPolicy (a name and the ordering score, which
+// every policy has) that also derives from each extension point it needs,
+// and from no other:
+//
+//   DagPlanner                  a hint from an app's reported DAG (Carbyne)
+//   NoDagPlanner                a hint for an app that reported no DAG (Carbyne)
+//   AppOrdering                 apps inside a user by more than their usage
+//                               (Carbyne's tiers, Phoenix without the CRV)
+//   ConstraintAwareAppOrdering  the same, reading the CRV waiting estimate of
+//                               the app's hard constraints (Phoenix)
+//   UserOrdering                users inside a leaf by their best app (Carbyne)
+//   AskChooser                  which of an app's asks a node takes (Carbyne)
+//   CrossAppPacker              which app's ask a node takes, packing across
+//                               the apps of a leaf (Carbyne's leftover, Tetris)
+//
+// The scheduler looks the points up once, when a policy is installed
+// (extensionPoints), keeps the result per leaf and branches on which are
+// present; a point a policy does not provide costs nothing (no DAG walk, no
+// fair-share computation, no CRV estimate, no scan of the asks). As with the
+// Kubernetes scheduler framework's plugins, a policy declares no capability
+// flags: what it implements is what it does.
+//
+// Contract for every interface here: const methods that are pure functions
+// of their arguments. Policies hold no mutable state, so one object may be
+// shared between schedulers and called re-entrantly from any thread.
 #pragma once
 
 #include <memory>
@@ -19,88 +43,144 @@
 
 namespace morpheus::sched {
 
+// The ordering score: what every policy provides. Orders ad-hoc queues
+// among siblings and reservations beyond their guarantee (the scheduler's
+// policy), and, in a leaf whose policy lacks the finer points below, users
+// (weighted) and apps (weight 1).
 class QueueOrderingPolicy {
  public:
   virtual ~QueueOrderingPolicy() = default;
   virtual std::string_view name() const = 0;
   // Lower is served first. `used`: what the entity holds now; `weight` > 0 its
   // configured weight (1 for users and apps); `cluster` the live cluster total.
-  // Must be a pure function of its arguments.
   virtual double score(const Resource& used, double weight, const Resource& cluster) const = 0;
-
-  // ---- Job-aware hooks. A leaf queue's policy orders the users
-  // and apps inside it with these; the defaults reduce to score(). ----
-
-  // What the policy derives from an app's remaining DAG (Scheduler::reportDag)
-  // given the app's fair share now. Default: no hint (the app is scored by
-  // score()). Pure function of its arguments.
-  virtual AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const {
-    (void)dag;
-    (void)fair_share;
-    return {};
-  }
-  // What the policy derives for an app that has reported no DAG (a
-  // non-altruistic job), given its fair share now; re-derived when its asks
-  // change, only if plansWithoutDag() (the fair share costs a walk up the
-  // queues on every ask update). Default: no hint. Pure function of its
-  // arguments.
-  virtual bool plansWithoutDag() const { return false; }
-  virtual AppHint planWithoutDag(const Resource& fair_share) const {
-    (void)fair_share;
-    return {};
-  }
-  // What an app's order may depend on beyond its usage: the hint of planApp
-  // (Carbyne) and durations, constraint waits and arrival (Phoenix).
-  struct AppInput {
-    const Resource& used;
-    const AppHint& hint;  // planApp's hint for the app's last reported DAG ({} = none)
-    const Resource& cluster;
-    Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
-    Millis estimated_wait;     // CRV waiting estimate of its hard constraints (crv.h)
-    TimePoint since;           // when it joined: the last heartbeat time seen before addApp
-  };
-  // An app inside its user (or reservation queue): lower is served first.
-  // Default: score(used, 1, cluster), so policies that ignore hints, durations
-  // and constraints order apps exactly as users and queues. Must be a pure
-  // function of its arguments.
-  virtual double appScore(const AppInput& in) const { return score(in.used, 1.0, in.cluster); }
-  // True if appScore reads estimated_wait: the scheduler then re-keys apps
-  // with hard constraints once per heartbeat when the CRV changed.
-  virtual bool usesConstraintWaits() const { return false; }
-  // A user inside a leaf; `best_app` is the lowest appScore among the user's
-  // apps with demand (+inf when none). Default score(used, weight, cluster).
-  virtual double userScore(const Resource& used, double weight, const Resource& cluster,
-                           double best_app) const {
-    (void)best_app;
-    return score(used, weight, cluster);
-  }
-
-  // ---- Node-aware choice among an app's asks (Carbyne's
-  // leftover packing, Tetris SIGCOMM'14 §3.1). ----
-
-  // True if the scheduler should offer every ask of an app that can be
-  // placed on a node to askScore and take the highest; false (the default):
-  // the first placeable ask in priority order, as the core always did.
-  virtual bool choosesAsks() const { return false; }
-  struct AskInput {
-    const Resource& used;        // the app's usage now
-    const AppHint& hint;         // its planApp hint ({} = none)
-    const Resource& need;        // room the ask takes on the node (capability x gang)
-    const Resource& node_free;   // the node's free room (need fits in it)
-    const Resource& node_total;  // the node's capacity
-  };
-  // Only called when choosesAsks(): higher is taken first; ties go to the
-  // earlier ask in priority order. Must be a pure function of its arguments.
-  virtual double askScore(const AskInput& in) const {
-    (void)in;
-    return 0.0;
-  }
 };
+
+// Extension point: what the policy derives from an app's remaining DAG
+// (Scheduler::reportDag) given the app's fair share now, the app's AppHint
+// until its next report. Without it a reported DAG leaves the app without a
+// hint (it is ordered by its usage), and the scheduler skips the fair share.
+class DagPlanner {
+ public:
+  virtual ~DagPlanner() = default;
+  virtual AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const = 0;
+};
+
+// Extension point: what the policy derives for an ad-hoc app that has
+// reported no DAG (a non-altruistic job), given its fair share now;
+// re-derived whenever its asks change. The fair share costs a walk up the
+// queues on every ask update, which is why only policies that provide this
+// point pay it.
+class NoDagPlanner {
+ public:
+  virtual ~NoDagPlanner() = default;
+  virtual AppHint planWithoutDag(const Resource& fair_share) const = 0;
+};
+
+// What an app's order may depend on beyond its usage (AppOrdering,
+// ConstraintAwareAppOrdering).
+struct AppInput {
+  const Resource& used;
+  const AppHint& hint;  // the DagPlanner's or NoDagPlanner's hint ({} = none)
+  const Resource& cluster;
+  Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
+  TimePoint since;           // when it joined: the last heartbeat time seen before addApp
+};
+
+// Extension point: orders the apps inside a user (or a reservation queue)
+// by their usage, hint, durations or arrival. Lower is served first.
+// Without it (and without ConstraintAwareAppOrdering) an app scores
+// score(used, 1, cluster), as users and queues do.
+class AppOrdering {
+ public:
+  virtual ~AppOrdering() = default;
+  virtual double appScore(const AppInput& in) const = 0;
+};
+
+// Extension point: app ordering that also reads `estimated_wait`, the CRV
+// waiting estimate of the app's hard constraints (crv.h; the longest over
+// its pending asks). Only apps under a policy with this point cost a CRV
+// estimate per re-key, and only they are re-keyed once per heartbeat when
+// the CRV moved (so their order may lag it by one heartbeat). A policy that
+// also derives from AppOrdering is ordered by this point.
+class ConstraintAwareAppOrdering {
+ public:
+  virtual ~ConstraintAwareAppOrdering() = default;
+  virtual double appScore(const AppInput& in, Millis estimated_wait) const = 0;
+};
+
+// Extension point: orders the users inside a leaf. `best_app` is the lowest
+// app score among the user's apps with demand (+inf when none). Without it
+// a user scores score(used, weight, cluster).
+class UserOrdering {
+ public:
+  virtual ~UserOrdering() = default;
+  virtual double userScore(const Resource& used, double weight, const Resource& cluster,
+                           double best_app) const = 0;
+};
+
+// What an ask's placement on a node may depend on (AskChooser).
+struct AskInput {
+  const Resource& used;        // the app's usage now
+  const AppHint& hint;         // its hint ({} = none)
+  const Resource& need;        // room the ask takes on the node (capability x gang)
+  const Resource& node_free;   // the node's free room (need fits in it)
+  const Resource& node_total;  // the node's capacity
+};
+
+// Extension point: node-aware choice among an app's asks (Carbyne's
+// leftover packing, Tetris SIGCOMM'14 §3.1). Every ask of the app that can
+// be placed on the node is scored and the highest is taken; ties go to the
+// earlier ask in priority order. Without it the first placeable ask in
+// priority order is taken, at no scoring cost.
+class AskChooser {
+ public:
+  virtual ~AskChooser() = default;
+  virtual double askScore(const AskInput& in) const = 0;
+};
+
+// Extension point: packing across apps (Tetris SIGCOMM'14 §3.1; Carbyne
+// OSDI'16 §4.3, whose leftover step packs the runnable tasks of every job
+// that receives leftover, not one job's at a time). In a leaf whose policy
+// provides it, once the best user with something placeable on the node
+// scores at least packFrom() (Carbyne: its leftover tier; Tetris: every
+// score), the node does not go to the best app: every placeable ask of
+// every app below the leaf that scores at least packFrom() is scored by
+// packScore and the highest is granted (ties: the better app score, then
+// the earlier ask). Apps below packFrom() keep being served first, in
+// score order. Costs O(apps x asks) per grant in the packing tier, so only
+// leaves under such a policy pay it.
+class CrossAppPacker {
+ public:
+  virtual ~CrossAppPacker() = default;
+  // The app and user score from which apps are packed across.
+  virtual double packFrom() const = 0;
+  // Higher is placed first; `in` is the candidate ask's app and the node.
+  virtual double packScore(const AskInput& in) const = 0;
+};
+
+// The extension points one policy provides: `order` is never null, every
+// other pointer is null unless the policy derives from that interface. The
+// pointers live as long as the policy object.
+struct PolicyPoints {
+  const QueueOrderingPolicy* order = nullptr;
+  const DagPlanner* dag = nullptr;
+  const NoDagPlanner* no_dag = nullptr;
+  const AppOrdering* apps = nullptr;
+  const ConstraintAwareAppOrdering* constrained_apps = nullptr;
+  const UserOrdering* users = nullptr;
+  const AskChooser* asks = nullptr;
+  const CrossAppPacker* pack = nullptr;
+};
+
+// Looks up which extension points `policy` derives from (dynamic_cast, once
+// per installation, not per decision). Pure.
+PolicyPoints extensionPoints(const QueueOrderingPolicy& policy);
 
 // Weighted Dominant Resource Fairness (Ghodsi et al.): dominant share / weight,
 // dominant share = max over resources of used / cluster total. With equal
 // weights this is DRF between users; with queue weights, siblings converge to
-// capacity proportional to their weights.
+// capacity proportional to their weights. The ordering score only.
 class DrfOrderingPolicy final : public QueueOrderingPolicy {
  public:
   std::string_view name() const override { return "drf"; }
@@ -108,6 +188,7 @@ class DrfOrderingPolicy final : public QueueOrderingPolicy {
 };
 
 // First come, first served: every entity scores 0, so creation order decides.
+// The ordering score only.
 class FifoOrderingPolicy final : public QueueOrderingPolicy {
  public:
   std::string_view name() const override { return "fifo"; }

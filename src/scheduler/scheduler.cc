@@ -128,6 +128,7 @@ class EntityHeap {
   Entity* top() const { return v_.front().e; }
   const Key& topKey() const { return v_.front().key; }
   Entity* at(size_t i) const { return v_[i].e; }
+  const Key& keyAt(size_t i) const { return v_[i].key; }
   void push(Entity* e, Key k);
   void erase(Entity* e);
   void update(Entity* e, Key k);
@@ -231,6 +232,7 @@ struct Queue : Entity {
   std::map<UserId, std::unique_ptr<User>> users;  // leaves only
   // Leaves: orders users and apps inside; null = the scheduler's.
   std::shared_ptr<const QueueOrderingPolicy> policy;
+  PolicyPoints points;          // extensionPoints(*policy), when policy is set
   int32_t apps = 0;             // leaves: apps admitted
   std::optional<Resource> max;  // Scheduler::setQueueMaxResources; none = unlimited
 };
@@ -284,9 +286,9 @@ struct App : Entity {
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
-  AppHint hint;  // the leaf policy's planApp over the last reportDag, else planWithoutDag
+  AppHint hint;  // the leaf policy's DagPlanner over the last reportDag, else its NoDagPlanner
   bool reported_dag = false;
-  TimePoint since;  // Impl::last_now when added (QueueOrderingPolicy::AppInput::since)
+  TimePoint since;  // Impl::last_now when added (AppInput::since)
 };
 
 struct Node {
@@ -443,10 +445,11 @@ struct Scheduler::Impl {
   enum class Phase { kGuaranteed, kAdhoc, kOverage };
 
   Impl(SchedulerOptions o, std::shared_ptr<const QueueOrderingPolicy> p)
-      : opts(std::move(o)), policy(std::move(p)) {}
+      : opts(std::move(o)), policy(std::move(p)), points(extensionPoints(*policy)) {}
 
   const SchedulerOptions opts;
   const std::shared_ptr<const QueueOrderingPolicy> policy;
+  const PolicyPoints points;  // the scheduler's policy's extension points
 
   std::map<NodeId, Node> nodes;
   // Lookup by id without string compares down the tree (the
@@ -505,29 +508,48 @@ struct Scheduler::Impl {
   std::map<uint64_t, App*> constrained_apps;
   TimePoint last_now;  // the latest heartbeat time: the scheduler's notion of now
   uint64_t crv_keyed = 0;
-  bool crv_waits = false;  // some policy (a leaf's or the scheduler's) reads CRV waits
+  bool crv_waits = false;  // some policy (a leaf's or the scheduler's) is constraint-aware
+
+  // ---- policies ----
+
+  // Installs `p` (null = the scheduler's) as `leaf`'s policy and looks up its
+  // extension points, once: at create() and at each setAdhocQueues.
+  void setLeafPolicy(Queue* leaf, std::shared_ptr<const QueueOrderingPolicy> p) {
+    leaf->points = p != nullptr ? extensionPoints(*p) : PolicyPoints{};
+    leaf->policy = std::move(p);
+  }
+
+  // crv_waits from the installed policies: the scheduler's, or any leaf's
+  // that has its own, provides ConstraintAwareAppOrdering.
+  void updateCrvWaits() {
+    crv_waits = points.constrained_apps != nullptr;
+    for (const auto& [path, q] : queues) {
+      if (q->policy != nullptr && q->points.constrained_apps != nullptr) crv_waits = true;
+    }
+  }
 
   // ---- keys and heap membership ----
 
-  // The policy ordering the children of `e`'s parent: a leaf's own policy
-  // for its users and their apps, the scheduler's otherwise.
-  const QueueOrderingPolicy& policyOf(const Entity* e) const {
+  // The extension points of the policy ordering the children of `e`'s
+  // parent: a leaf's own policy for its users and their apps, the
+  // scheduler's otherwise.
+  const PolicyPoints& policyOf(const Entity* e) const {
     const Queue* leaf = nullptr;
     if (e->kind == Kind::kUser) leaf = static_cast<const User*>(e)->leaf;
     if (e->kind == Kind::kApp && static_cast<const App*>(e)->user != nullptr)
       leaf = static_cast<const App*>(e)->user->leaf;
-    return leaf != nullptr && leaf->policy != nullptr ? *leaf->policy : *policy;
+    return leaf != nullptr && leaf->policy != nullptr ? leaf->points : points;
   }
 
   double parentScore(Entity* e) const {
-    const QueueOrderingPolicy& p = policyOf(e);
+    const PolicyPoints& p = policyOf(e);
     if (e->kind == Kind::kApp) return appScore(static_cast<const App*>(e), p);
-    if (e->kind == Kind::kUser) {
+    if (e->kind == Kind::kUser && p.users != nullptr) {
       double best = e->children.empty() ? std::numeric_limits<double>::infinity()
                                         : e->children.topKey().score;
-      return p.userScore(e->used, e->weight, cluster_total, best);
+      return p.users->userScore(e->used, e->weight, cluster_total, best);
     }
-    return p.score(e->used, e->weight, cluster_total);
+    return p.order->score(e->used, e->weight, cluster_total);
   }
 
   Key key(Entity* e, Slot s) const {
@@ -682,28 +704,32 @@ struct Scheduler::Impl {
     return q->weight / sum;
   }
 
-  // `p`'s (the app's leaf policy, policyOf) score of `a`: its hint, the
-  // longest expected run time of its pending asks and, when `p` reads them,
-  // the CRV's waiting estimate of its hard constraints.
-  double appScore(const App* a, const QueueOrderingPolicy& p) const {
+  // `p`'s (the app's leaf policy, policyOf) score of `a`. With an app
+  // ordering: its hint, the longest expected run time of its pending asks
+  // and, for a constraint-aware one, the CRV's waiting estimate of its hard
+  // constraints. Without: the ordering score at weight 1.
+  double appScore(const App* a, const PolicyPoints& p) const {
+    if (p.apps == nullptr && p.constrained_apps == nullptr)
+      return p.order->score(a->used, 1.0, cluster_total);
     Millis duration(0), wait(0);
-    const bool waits = p.usesConstraintWaits();
+    const bool waits = p.constrained_apps != nullptr;
     for (const Ask& ask : a->asks) {
       duration = std::max(duration, ask.req.expected_duration);
       if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
     }
-    return p.appScore({a->used, a->hint, cluster_total, duration, wait, a->since});
+    const AppInput in{a->used, a->hint, cluster_total, duration, a->since};
+    return waits ? p.constrained_apps->appScore(in, wait) : p.apps->appScore(in);
   }
 
   // Once per heartbeat, if the CRV moved: the keys of apps with hard
-  // constraints whose leaf policy reads CRV waits follow its new estimates
-  // (Phoenix §IV reordering); their users' keys follow (userScore may read
-  // the best app's score).
+  // constraints whose leaf policy is constraint-aware follow its new
+  // estimates (Phoenix §IV reordering); their users' keys follow (a
+  // UserOrdering may read the best app's score).
   void rekeyConstrainedApps() {
     if (!crv_waits || crv.version() == crv_keyed) return;
     crv_keyed = crv.version();
     for (auto& [seq, a] : constrained_apps) {
-      if (!policyOf(a).usesConstraintWaits()) continue;
+      if (policyOf(a).constrained_apps == nullptr) continue;
       place(a, kParent);
       if (a->user != nullptr) place(a->user, kParent);
     }
@@ -826,10 +852,10 @@ struct Scheduler::Impl {
 
   // The ask of `a` to place on `n` in `phase`, or -1: the first placeable
   // one in priority order, unless the app's policy chooses among them
-  // (QueueOrderingPolicy::choosesAsks, bestAsk).
+  // (AskChooser, bestAsk).
   int findAsk(App* a, Node& n, Phase phase, TimePoint now) {
-    const QueueOrderingPolicy& p = policyOf(a);
-    if (p.choosesAsks()) return bestAsk(a, p, n, phase, now);
+    const PolicyPoints& p = policyOf(a);
+    if (p.asks != nullptr) return bestAsk(a, *p.asks, n, phase, now);
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (placeable(a, a->asks[i], n, phase, now)) return static_cast<int>(i);
     }
@@ -838,7 +864,7 @@ struct Scheduler::Impl {
 
   // The placeable ask of `a` with the highest askScore of `p` on `n`
   // (earlier asks win ties), or -1. O(asks of `a`).
-  int bestAsk(App* a, const QueueOrderingPolicy& p, Node& n, Phase phase, TimePoint now) {
+  int bestAsk(App* a, const AskChooser& p, Node& n, Phase phase, TimePoint now) {
     int best = -1;
     double best_score = 0.0;
     for (size_t i = 0; i < a->asks.size(); i++) {
@@ -853,15 +879,61 @@ struct Scheduler::Impl {
     return best;
   }
 
+  // The CrossAppPacker of the leaf whose users `h` orders, when its best
+  // user `top` (with something placeable) is in the packing tier; else null.
+  const CrossAppPacker* packerAt(const Entity* top, const EntityHeap& h) const {
+    if (top->kind != Kind::kUser) return nullptr;
+    const CrossAppPacker* pk = policyOf(top).pack;
+    return pk != nullptr && h.topKey().score >= pk->packFrom() ? pk : nullptr;
+  }
+
+  // CrossAppPacker: among the apps of every user left in `users` (all at or
+  // beyond the packing tier), the placeable ask on `n` with the highest
+  // packScore (ties: the lower app key, then the earlier ask), or null.
+  // O(apps x asks); apps and users with no need that fits are skipped by
+  // the fit index.
+  App* packAcross(EntityHeap& users, const CrossAppPacker& pk, Node& n, Phase phase, TimePoint now,
+                  int* ask) {
+    App* best = nullptr;
+    double best_score = 0;
+    Key best_key;
+    for (size_t u = 0; u < users.size(); u++) {
+      Entity* user = users.at(u);
+      if (!mayPlace(user, n)) continue;
+      for (size_t i = 0; i < user->children.size(); i++) {
+        auto* a = static_cast<App*>(user->children.at(i));
+        if (!mayPlace(a, n)) continue;
+        const Key& k = user->children.keyAt(i);
+        for (size_t j = 0; j < a->asks.size(); j++) {
+          if (!placeable(a, a->asks[j], n, phase, now)) continue;
+          const double sc =
+              pk.packScore({a->used, a->hint, askNeed(a->asks[j].req), n.free, n.total});
+          if (best == nullptr || sc > best_score || (sc == best_score && k < best_key)) {
+            best = a;
+            best_score = sc;
+            best_key = k;
+            *ask = static_cast<int>(j);
+          }
+        }
+      }
+    }
+    return best;
+  }
+
   // Descends the heap to the best app with an ask placeable on `n`. Subtrees
   // with nothing placeable are taken out of their heaps for the rest of the
-  // phase (restoreSkipped puts them back).
+  // phase (restoreSkipped puts them back). In a leaf whose policy packs
+  // across apps (CrossAppPacker), once the best user is in the packing tier
+  // the app comes from packAcross; when nothing there is placeable the leaf
+  // is skipped as a whole.
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
       if (!mayPlace(e, n) || capFull(e)) {
         // Nothing below fits (the node, or a queue's cap): skipped without
         // visiting its apps.
+      } else if (const CrossAppPacker* pk = packerAt(e, h); pk != nullptr) {
+        return packAcross(h, *pk, n, phase, now, ask);
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);
@@ -881,7 +953,7 @@ struct Scheduler::Impl {
       it->second->skipped[s] = false;
       place(it->second, s);
     }
-    // A user's key may depend on its best app (QueueOrderingPolicy::userScore):
+    // A user's key may depend on its best app (UserOrdering::userScore):
     // re-key the users of restored apps now that all of them are back.
     for (const auto& [h, e] : skipped) {
       if (e->kind == Kind::kApp && static_cast<App*>(e)->user != nullptr)
@@ -1411,12 +1483,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
   if (policy == nullptr) policy = std::make_shared<DrfOrderingPolicy>();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(policy));
   impl->root = impl->addQueue("root", 1.0);
-  for (const auto& q : impl->opts.adhoc_queues) impl->addQueue(q.path, q.weight)->policy = q.policy;
-  impl->crv_waits = impl->policy->usesConstraintWaits() ||
-                    std::any_of(impl->opts.adhoc_queues.begin(), impl->opts.adhoc_queues.end(),
-                                [](const AdhocQueueConfig& q) {
-                                  return q.policy != nullptr && q.policy->usesConstraintWaits();
-                                });
+  for (const auto& q : impl->opts.adhoc_queues) {
+    impl->setLeafPolicy(impl->addQueue(q.path, q.weight), q.policy);
+  }
+  impl->updateCrvWaits();
   impl->containers.reserve(1024);
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(impl)));
 }
@@ -1443,12 +1513,9 @@ Status Scheduler::setAdhocQueues(const std::vector<AdhocQueueConfig>& queues) {
   for (const auto& q : next) {
     Queue* queue = s.queues.at(q.path).get();
     queue->weight = q.weight;
-    queue->policy = q.policy;
+    s.setLeafPolicy(queue, q.policy);
   }
-  s.crv_waits = s.policy->usesConstraintWaits() ||
-                std::any_of(next.begin(), next.end(), [](const AdhocQueueConfig& q) {
-                  return q.policy != nullptr && q.policy->usesConstraintWaits();
-                });
+  s.updateCrvWaits();
   s.crv_keyed = 0;
   s.rekeyAll();
   return Status::ok();
@@ -1663,8 +1730,15 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
   if (it == s.apps.end()) return notFound("app " + app.value());
   MORPHEUS_RETURN_IF_ERROR(validateDag(stages));
   App* a = it->second.get();
-  const Resource share = a->user != nullptr ? s.adhocFairShare(a) : Resource();
-  a->hint = s.policyOf(a).planApp(stages, share);
+  // Without a DagPlanner a report leaves the app without a hint, and its
+  // fair share is not needed.
+  const PolicyPoints& policy = s.policyOf(a);
+  if (policy.dag != nullptr) {
+    const Resource share = a->user != nullptr ? s.adhocFairShare(a) : Resource();
+    a->hint = policy.dag->planApp(stages, share);
+  } else {
+    a->hint = AppHint{};
+  }
   a->reported_dag = true;
   s.refresh(a);
   return Status::ok();
@@ -1721,9 +1795,9 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));
   }
   s.syncConstrained(a);
-  const QueueOrderingPolicy& policy = s.policyOf(a);
-  if (!a->reported_dag && a->user != nullptr && policy.plansWithoutDag()) {
-    a->hint = policy.planWithoutDag(s.adhocFairShare(a));
+  const PolicyPoints& policy = s.policyOf(a);
+  if (!a->reported_dag && a->user != nullptr && policy.no_dag != nullptr) {
+    a->hint = policy.no_dag->planWithoutDag(s.adhocFairShare(a));
   }
   s.refresh(a);
   return Status::ok();

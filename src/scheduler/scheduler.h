@@ -83,10 +83,21 @@
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
 // ask change, O(constrained resources the node has) per container start or
 // end. Apps with hard constraints whose leaf policy (policyOf: the leaf's
-// AdhocQueueConfig::policy, else the scheduler's) reads CRV waits are
-// re-keyed, with their users, at the start of a heartbeat when the CRV
-// moved: O(constrained apps x log siblings), so the order may lag the CRV by
+// AdhocQueueConfig::policy, else the scheduler's) provides the
+// ConstraintAwareAppOrdering extension point are re-keyed, with their users, at the start of a
+// heartbeat when the CRV moved: O(constrained apps x log siblings), so the order may lag the CRV by
 // one heartbeat.
+//
+// Policies (ordering_policy.h): the scheduler's and each leaf's policy is
+// looked up once, in create() (a leaf's again in setAdhocQueues, which
+// installs its new policy), for the extension points it provides
+// (extensionPoints); every decision then branches on which are present. A
+// point a policy lacks costs nothing: no fair share without a planner, no
+// CRV estimate without constraint-aware ordering, no scoring of asks
+// without an AskChooser. A leaf whose policy packs across apps
+// (CrossAppPacker: Carbyne's leftover, Tetris) grants, once its best user
+// is in the packing tier, the best-scoring placeable ask of all its
+// packing-tier apps on the node, at O(apps x asks) per grant.
 //
 // Thread-safety: none. One thread (the RM's scheduling strand) owns it.
 #pragma once
@@ -112,7 +123,8 @@ class Scheduler {
   // duplicates, weights > 0, grace and delay >= 0); errors are
   // INVALID_ARGUMENT naming the field ("adhoc_queues[2].weight"). `policy`
   // orders siblings; null = DrfOrderingPolicy. The policy is shared, not
-  // copied, and must be stateless.
+  // copied, and must be stateless (ordering_policy.h); its extension points
+  // are looked up here, once.
   static Result<std::unique_ptr<Scheduler>> create(
       SchedulerOptions options, std::shared_ptr<const QueueOrderingPolicy> policy = nullptr);
   ~Scheduler();
@@ -154,7 +166,9 @@ class Scheduler {
   // created with (adding or removing a queue needs a new scheduler);
   // validated as create() does, INVALID_ARGUMENT naming the field
   // ("adhoc_queues[2].weight", or ".path" for a path not configured) and
-  // nothing changes. Every score is re-keyed (O(entities)).
+  // nothing changes. Each leaf's extension points and whether any policy is
+  // constraint-aware are looked up again, as create() does; every score is
+  // re-keyed (O(entities)).
   Status setAdhocQueues(const std::vector<AdhocQueueConfig>& queues);
 
   // ---- Applications ----
@@ -197,12 +211,13 @@ class Scheduler {
   Status recoverContainer(const Allocation& container);
 
   // The app's remaining DAG as its AM reported it (each report
-  // replaces the previous one; empty = no DAG). The policy of the app's leaf
-  // queue turns it into the app's ordering hint (Carbyne: its altruistic
+  // replaces the previous one; empty = no DAG). The DagPlanner of the app's
+  // leaf queue's policy turns it into the app's ordering hint (Carbyne: its altruistic
   // need and remaining time) at the app's fair share now: the cluster not used
   // by reservations, split down the ad-hoc hierarchy by queue weight among
   // the siblings in use (demand or usage; the app's own queues always
   // count), then evenly over the leaf's users, then over the user's apps.
+  // A policy without a DagPlanner leaves the app without a hint.
   // INVALID_ARGUMENT naming the field ("stages[2].deps": out of range, self
   // or a cycle; ".tasks_left", ".task_duration" > 0; ".task" non-zero and
   // non-negative) leaves the previous hint; NOT_FOUND if the app is unknown.

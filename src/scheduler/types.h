@@ -135,15 +135,15 @@ struct DagStage {
   std::vector<size_t> deps;  // indices (in the same report) of stages that must finish first
 };
 
-// What an ordering policy derived from an app's DAG (QueueOrderingPolicy::
-// planApp), or for an app that reported none (planWithoutDag). valid =
+// What an ordering policy derived from an app's DAG (DagPlanner::planApp),
+// or for an app that reported none (NoDagPlanner::planWithoutDag). valid =
 // false: the policy derived nothing and the app is ordered by its usage
 // alone.
 struct AppHint {
   bool valid = false;
   Resource need;         // least allocation now that keeps the estimated completion
   Millis remaining{0};   // estimated time to completion at its fair share (max: unknown)
-  bool from_dag = true;  // false: planWithoutDag's (need = the fair share)
+  bool from_dag = true;  // false: NoDagPlanner's (need = the fair share)
 };
 
 class QueueOrderingPolicy;

@@ -90,7 +90,7 @@ TEST_F(AuthIT, QueueAclRefusesSubmitToAQueueTheUserMayNotUse) {
   // Killed once their AMs run, so every container is known and stopped.
   ASSERT_TRUE(waitFor(
       [&] { return app(bob_app)["state"] == "RUNNING" && app(alice_app)["state"] == "RUNNING"; },
-      30s))
+      90s))  // two AM launches; far longer than needed, for a starved machine
       << rm_.log();
   auto [ck, ok] = ctlAs("bob", {"app", "kill", bob_app});
   EXPECT_EQ(ck, 0) << "the owner kills his own app: " << ok;

@@ -118,6 +118,14 @@ TEST_F(ConfigReloadIT, AdminReloadAppliesWeightsAclsAndTokensAndRefusesABrokenCo
             std::string::npos)
       << wout;
   EXPECT_EQ(weight("root.a"), 3.0);
+  auto metrics = httpRequest(rm_.httpAddress(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("morpheus_rm_config_reloads_total{result=\"applied\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("morpheus_rm_config_reloads_total{result=\"refused\"} 2\n"),
+            std::string::npos)
+      << "the two broken configs; the non-admin's call never reached the reloader\n"
+      << metrics;
 
   // An option that needs a restart is reported and left as it is.
   writeConfig("3", "alice bob", "rm.node-expiry: 42s\n");

@@ -1,6 +1,8 @@
 // Foundation integration tests: the real daemons on loopback.
 #include <gtest/gtest.h>
+
 #include <signal.h>
+#include <chrono>
 
 #include <filesystem>
 #include <fstream>
@@ -237,6 +239,17 @@ TEST(CliTest, UnreachableRmIsAClearError) {
   EXPECT_EQ(code, 1);
   EXPECT_EQ(out.rfind("morpheusctl: cannot reach the RM at 127.0.0.1:1: ", 0), 0u) << out;
   EXPECT_NE(out.find("--rm HOST:PORT or MORPHEUS_RM"), std::string::npos) << out;
+
+  // A host name that does not resolve is reported without waiting out
+  // --timeout: it will not start answering.
+  const auto start = std::chrono::steady_clock::now();
+  auto [ncode, nout] = runCommand({binary("morpheusctl"), "--rm", "no-such-host.invalid:8030",
+                                   "--timeout", "60s", "cluster", "status"});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(ncode, 1) << nout;
+  EXPECT_NE(nout.find("the host name 'no-such-host.invalid' does not resolve"), std::string::npos)
+      << nout;
+  EXPECT_LT(waited, std::chrono::seconds(30)) << "waited out --timeout 60s for an unknown name";
 }
 
 // The example configs in deploy/ load and document every option the daemon has.

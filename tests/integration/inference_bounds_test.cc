@@ -135,10 +135,11 @@ TEST(InferenceBoundsIT, ALongFitStopsForItsCallerItsTimeLimitAndSigterm) {
         << limited.status.error_message();
     EXPECT_NE(limited.status.error_message().find("skyline.max-fit-time"), std::string::npos)
         << limited.status.error_message();
-    EXPECT_TRUE(waitFor([&] { return metric(inf, "morpheus_inference_fits_running") == 0; }, 10s))
+    // Bounds far above the usual milliseconds, for a starved machine.
+    EXPECT_TRUE(waitFor([&] { return metric(inf, "morpheus_inference_fits_running") == 0; }, 30s))
         << metric(inf, "morpheus_inference_fits_running");
     EXPECT_GE(metric(inf, "morpheus_inference_fits_stopped_total"), 2);
-    EXPECT_EQ(inf.signalAndWait(SIGTERM, 10s), 0) << inf.log();
+    EXPECT_EQ(inf.signalAndWait(SIGTERM, 30s), 0) << inf.log();
   }
 
   std::vector<std::string> args = raised;
@@ -150,7 +151,7 @@ TEST(InferenceBoundsIT, ALongFitStopsForItsCallerItsTimeLimitAndSigterm) {
   });
   ASSERT_TRUE(waitFor([&] { return metric(inf, "morpheus_inference_fits_running") == 1; }, 20s))
       << inf.log();
-  EXPECT_EQ(inf.signalAndWait(SIGTERM, 10s), 0) << "SIGTERM did not stop the fit: " << inf.log();
+  EXPECT_EQ(inf.signalAndWait(SIGTERM, 30s), 0) << "SIGTERM did not stop the fit: " << inf.log();
   FitOutcome stopped = running.get();
   EXPECT_FALSE(stopped.status.ok());
   EXPECT_EQ(stopped.response.skyline_size(), 0);

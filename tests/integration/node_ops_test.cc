@@ -108,6 +108,9 @@ TEST_F(NodeOpsIT, DrainedNodeGetsNoNewContainersAndLeavesThePlanUntilUndrained) 
                           "application/json", bearer("alice"));
   EXPECT_NE(rest.body.find("\"morpheusDrained\":true"), std::string::npos) << rest.body;
   EXPECT_NE(rest.body.find("\"state\":\"RUNNING\""), std::string::npos) << rest.body;
+  auto metrics = httpRequest(rm_.httpAddress(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("morpheus_rm_nodes_admin{state=\"drained\"} 1\n"), std::string::npos)
+      << metrics.body;
 
   std::string id = submit(writeJob(kShortJob));
   ASSERT_TRUE(waitFinal(id, 30s)) << rm_.log();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "common/ignore.h"
 
@@ -101,30 +102,24 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   if (!view) return;
   ScopedTimer timer(latency_.dra_decision);
   const Resource& unit = view->unit;
-  Chosen& chosen = chosen_[id];
-  if (chosen.instance != view->instance.index) chosen = {view->instance.index, 0, 0, 0};
-  reprovision::ReprovisionInput in;
-  in.reservation = id;
-  in.now = now;
-  in.step = opts_.interval;
-  in.used_containers = d.used.countCovering(unit);
-  in.pending_containers = d.pending.countCovering(unit);
-  in.am_containers = d.am.countCovering(unit);
-  in.skyline_now = view->planned_now.countCovering(unit);
-  in.extra_now = view->extra_now.countCovering(unit);
-  for (const auto& r : view->planned_recent) in.skyline_recent.push_back(r.countCovering(unit));
-  in.budget_remaining_container_ms = view->budget_remaining_container_ms;
-  in.deadline = view->instance.end;
-  in.stages = d.stages;
-  in.previous_allocation = chosen.allocation;
-  chosen.used_ms += in.used_containers * opts_.interval.count();
-  chosen.guaranteed_ms += (in.skyline_now + in.extra_now) * opts_.interval.count();
-  in.used_container_ms_so_far = chosen.used_ms;
-  in.guaranteed_container_ms_so_far = chosen.guaranteed_ms;
+  reprovision::ReviewView seen;
+  seen.unit = unit;
+  seen.used = d.used;
+  seen.am = d.am;
+  seen.pending = d.pending;
+  seen.planned_now = view->planned_now;
+  seen.extra_now = view->extra_now;
+  seen.planned_recent = std::move(view->planned_recent);
+  seen.instance = view->instance.index;
+  seen.deadline = view->instance.end;
+  seen.budget_remaining_container_ms = view->budget_remaining_container_ms;
+  seen.stages = d.stages;
+  reprovision::ReviewState& chosen = chosen_[id];
+  const reprovision::ReprovisionInput in =
+      reprovision::reviewInput(id, now, opts_.interval, std::move(seen), chosen);
 
   const std::string& policy = policy_->name();
-  auto decision = policy_->decide(in);
-  chosen.allocation = decision ? decision->allocation : 0;
+  auto decision = reprovision::decideReview(*policy_, in, chosen);
   if (!decision) {
     // Would the policy have asked without the budget? Then the budget is
     // what denies it: say so once per instance.

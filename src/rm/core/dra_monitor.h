@@ -30,6 +30,7 @@
 #include "common/mutex.h"
 #include "common/resource.h"
 #include "reprovision/policy.h"
+#include "reprovision/review.h"
 #include "rm/core/reservation_manager.h"
 
 namespace morpheus::rm {
@@ -74,18 +75,9 @@ class DraMonitor {
   void tick();
 
  private:
-  // Per reservation, for its current instance: the allocation the policy
-  // chose at the last review (Jockey's hysteresis state,
-  // ReprovisionInput::previous_allocation) and the progress against the plan
-  // (Morpheus §7): containers used and guaranteed (plan + extra), summed over
-  // the reviews of the instance, x interval, in container-ms
-  // (ReprovisionInput::used_container_ms_so_far, guaranteed_container_ms_so_far).
-  struct Chosen {
-    int64_t instance = -1;
-    int64_t allocation = 0;
-    int64_t used_ms = 0;
-    int64_t guaranteed_ms = 0;
-  };
+  // One reservation's review: the policy's input and decision through
+  // reprovision::reviewInput and decideReview (the arithmetic morpheus-sim
+  // runs too), then the grant through ReservationManager::reprovision.
   void review(const ReservationId& id, const ReservationDemand& d, TimePoint now);
 
   const DraOptions opts_;
@@ -97,7 +89,11 @@ class DraMonitor {
   RmLatencyMetrics latency_;
   DraMetrics m_;
 
-  std::map<ReservationId, Chosen> chosen_;             // owned by the ticking thread
+  // Per reservation, for its current instance: the allocation the policy
+  // chose at the last review and the progress against the plan. Forgotten
+  // when no bound app runs (tick). Owned by the ticking thread, as the two
+  // maps below.
+  std::map<ReservationId, reprovision::ReviewState> chosen_;
   std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once
   std::map<ReservationId, std::string> last_outcome_;  // ditto: renewals are not re-logged
 

@@ -77,6 +77,22 @@ bool validId(const std::string& id) {
   return true;
 }
 
+// The record's DRA budget as reprovision::InstanceBudget, and back.
+reprovision::InstanceBudget budgetOf(const ReservationRecord& r) {
+  return {r.budget_container_ms, r.budget_used_container_ms, r.budget_instance};
+}
+void storeBudget(ReservationRecord& r, const reprovision::InstanceBudget& b) {
+  r.budget_used_container_ms = b.used_container_ms;
+  r.budget_instance = b.instance;
+}
+// A grant of the record's reservation ended early: its unexpired part
+// (ReservationManager::refundOf) goes back to the budget.
+void giveBack(ReservationRecord& r, int64_t refund) {
+  reprovision::InstanceBudget b = budgetOf(r);
+  b.giveBack(refund);
+  storeBudget(r, b);
+}
+
 }  // namespace
 
 ReservationManager::ReservationManager(ReservationManagerOptions opts,
@@ -209,8 +225,7 @@ std::vector<ReservationRecord> ReservationManager::displacedRecords(
   };
   for (const auto& id : rep.extras_released) {
     if (ReservationRecord* r = copy(id)) {
-      r->budget_used_container_ms =
-          std::max<int64_t>(0, r->budget_used_container_ms - refundOf(id, now));
+      giveBack(*r, refundOf(id, now));
     }
   }
   for (const auto& id : rep.replanned) {
@@ -662,8 +677,7 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
   for (const auto& id : report.extras_released) {
     spdlog::warn("reservation {}: DRA extras released by a capacity drop", id.value());
     if (auto it = records_.find(id); it != records_.end()) {
-      it->second.budget_used_container_ms =
-          std::max<int64_t>(0, it->second.budget_used_container_ms - refundOf(id, clock_.now()));
+      giveBack(it->second, refundOf(id, clock_.now()));
     }
     grants_.erase(id);
   }
@@ -834,8 +848,7 @@ Resource containerUnit(const planner::ReservationDefinition& def) {
 
 int64_t ReservationManager::refundOf(const ReservationId& id, TimePoint now) const {
   auto g = grants_.find(id);
-  if (g == grants_.end() || g->second.until <= now) return 0;
-  return g->second.count * (g->second.until - now).count();
+  return g == grants_.end() ? 0 : g->second.refundAt(now);
 }
 
 std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const ReservationId& id,
@@ -856,9 +869,7 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
           REQUIRES(mu_) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); },
       now, inst->start, inst->end, recent, planner_->options().step);
   v.instance = *inst;
-  int64_t used = r.budget_instance == inst->index ? r.budget_used_container_ms : 0;
-  v.budget_remaining_container_ms =
-      std::max<int64_t>(0, r.budget_container_ms - used + refundOf(id, now));
+  v.budget_remaining_container_ms = budgetOf(r).remaining(inst->index, refundOf(id, now));
   for (const auto& a : r.placement.allocations) {
     v.instance_work_container_ms += a.resource.countCovering(v.unit) * (a.end - a.start).count();
   }
@@ -878,36 +889,33 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
   ++plan_version_;  // the record's budget and history, and the plan's extras
   auto inst = planner_->instanceAt(id, now);
   int64_t instance = inst ? inst->index : 0;
-  if (r.budget_instance != instance) {
-    r.budget_instance = instance;
-    r.budget_used_container_ms = 0;
-  }
   const Resource unit = containerUnit(r.def);
-  const int64_t refund = refundOf(id, now);
-  const int64_t affordable =
-      std::max<int64_t>(0, r.budget_container_ms - r.budget_used_container_ms + refund) /
-      duration.count();
+  reprovision::InstanceBudget budget = budgetOf(r);
+  auto g = grants_.find(id);
+  reprovision::Grant grant = g == grants_.end() ? reprovision::Grant{} : g->second;
+  const reprovision::SwapQuote q =
+      reprovision::quoteSwap(budget, grant, instance, count, duration, now);
+  storeBudget(r, budget);
   DraOutcome out;
-  int64_t want = std::min(count, affordable);
-  if (want < count) {
+  if (q.want < count) {
     out.denial = "budget";
-    out.reason = "reprovisioning budget allows " + std::to_string(affordable) + " of " +
+    out.reason = "reprovisioning budget allows " + std::to_string(q.affordable) + " of " +
                  std::to_string(count) + " (" + std::to_string(r.budget_used_container_ms) +
                  " of " + std::to_string(r.budget_container_ms) + " container-ms used)";
   }
-  if (want > 0) {
+  if (q.want > 0) {
     std::string limit;
-    auto n = planner_->setExtra(id, unit, want, now, now + duration, now, &limit);
+    auto n = planner_->setExtra(id, unit, q.want, now, now + duration, now, &limit);
     if (!n.isOk()) return n.status();
     out.granted = *n;
-    if (*n < want) {
+    if (*n < q.want) {
       out.denial = "plan-full";
       out.reason = limit;
     }
-    r.budget_used_container_ms =
-        std::max<int64_t>(0, r.budget_used_container_ms - refund + *n * duration.count());
-    if (*n > 0) {
-      grants_[id] = {*n, now + duration};
+    reprovision::settleSwap(budget, grant, q, *n, duration, now);
+    storeBudget(r, budget);
+    if (grant.count > 0) {
+      grants_[id] = grant;
     } else {
       grants_.erase(id);
     }
@@ -939,7 +947,7 @@ void ReservationManager::releaseExtras(const ReservationId& id) {
   const TimePoint now = clock_.now();
   ReservationRecord& r = it->second;
   ++plan_version_;
-  r.budget_used_container_ms = std::max<int64_t>(0, r.budget_used_container_ms - refundOf(id, now));
+  giveBack(r, refundOf(id, now));
   grants_.erase(id);
   // The record exists, so the planner knows the id: removeExtra cannot fail.
   MORPHEUS_CHECK(planner_->removeExtra(id, now).isOk(), "planner lost reservation " + id.value());

@@ -31,6 +31,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "planner/planner.h"
+#include "reprovision/review.h"
 #include "rm/core/rm_metrics.h"
 #include "store/state/state_store.h"
 
@@ -312,10 +313,8 @@ class ReservationManager {
   RmLatencyMetrics latency_;
   const int64_t epoch_ms_;
 
-  struct Grant {
-    int64_t count = 0;
-    TimePoint until;
-  };
+  // DRA budget and grants go through reprovision/review.h, the arithmetic
+  // morpheus-sim shares. The unexpired part of id's grant.
   int64_t refundOf(const ReservationId& id, TimePoint now) const REQUIRES(mu_);
 
   const Millis plan_step_;  // planner.step (constant: clones keep the options)
@@ -336,7 +335,7 @@ class ReservationManager {
   // on the plan): a snapshot taken at version v may be installed only while
   // the version is still v.
   uint64_t plan_version_ GUARDED_BY(mu_) = 0;
-  std::map<ReservationId, Grant> grants_
+  std::map<ReservationId, reprovision::Grant> grants_
       GUARDED_BY(mu_);  // active DRA grants (not persisted,
                         // like the plan's extras: they lapse within T)
   std::unique_ptr<planner::Planner> planner_ GUARDED_BY(mu_);

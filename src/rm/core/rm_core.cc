@@ -368,6 +368,9 @@ ClusterSummary RmCore::summary() const {
 void RmCore::updateNodeGauges() {
   node_metrics_.live.set(nodes_.liveCount());
   node_metrics_.lost.set(nodes_.lostCount());
+  node_metrics_.drained.set(nodes_.adminCount(NodeAdminState::kDrained));
+  node_metrics_.decommissioning.set(nodes_.adminCount(NodeAdminState::kDecommissioning));
+  node_metrics_.decommissioned.set(nodes_.adminCount(NodeAdminState::kDecommissioned));
   Resource cap = nodes_.liveCapacity();
   node_metrics_.capacity_memory_bytes.set(static_cast<double>(cap.memoryMib()) * kBytesPerMib);
   node_metrics_.capacity_vcores.set(cap.vcores());

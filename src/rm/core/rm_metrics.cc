@@ -18,15 +18,39 @@ RmLatencyMetrics::RmLatencyMetrics(MetricsRegistry& m)
                                "Time of one DRA review of a reservation, seconds",
                                latencyBucketsSeconds())) {}
 
+namespace {
+Gauge& nodesAdmin(MetricsRegistry& m, const char* state) {
+  return m.gauge("morpheus_rm_nodes_admin",
+                 "Registered nodes by admin state (drained, decommissioning, decommissioned); "
+                 "in-service nodes are not counted here",
+                 {{"state", state}});
+}
+}  // namespace
+
 RmNodeMetrics::RmNodeMetrics(MetricsRegistry& m)
     : registrations(m.counter("morpheus_rm_node_registrations_total", "Node registrations")),
       heartbeats(m.counter("morpheus_rm_node_heartbeats_total", "Node heartbeats received")),
       lost_total(m.counter("morpheus_rm_nodes_lost_total", "Nodes declared lost")),
       live(m.gauge("morpheus_rm_nodes_live", "Live nodes")),
       lost(m.gauge("morpheus_rm_nodes_lost", "Nodes declared lost and not re-registered")),
+      drained(nodesAdmin(m, "drained")),
+      decommissioning(nodesAdmin(m, "decommissioning")),
+      decommissioned(nodesAdmin(m, "decommissioned")),
       capacity_memory_bytes(
           m.gauge("morpheus_rm_cluster_capacity_memory_bytes", "Memory of live nodes, bytes")),
       capacity_vcores(m.gauge("morpheus_rm_cluster_capacity_vcores", "Vcores of live nodes")) {}
+
+namespace {
+Counter& reloads(MetricsRegistry& m, const char* result) {
+  return m.counter("morpheus_rm_config_reloads_total",
+                   "Config reloads (morpheusctl admin reload, SIGHUP), by result: applied, or "
+                   "refused (invalid; the running config stayed)",
+                   {{"result", result}});
+}
+}  // namespace
+
+ConfigReloadMetrics::ConfigReloadMetrics(MetricsRegistry& m)
+    : applied(reloads(m, "applied")), refused(reloads(m, "refused")) {}
 
 namespace {
 Counter& planningRefused(MetricsRegistry& m, const char* reason) {
@@ -192,6 +216,7 @@ ResourceMetrics::ResourceMetrics(MetricsRegistry& m)
 void declareRmMetrics(MetricsRegistry& metrics) {
   RmLatencyMetrics latency(metrics);
   RmNodeMetrics nodes(metrics);
+  ConfigReloadMetrics reloads(metrics);
   ReservationMetrics reservations(metrics);
   DraMetrics dra(metrics);
   AppMetrics apps(metrics);

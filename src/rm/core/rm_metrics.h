@@ -44,8 +44,20 @@ struct RmNodeMetrics {
   Counter& lost_total;
   Gauge& live;
   Gauge& lost;
+  // Registered nodes by admin state (morpheusctl node drain|decommission):
+  // morpheus_rm_nodes_admin{state="drained"|"decommissioning"|"decommissioned"}.
+  Gauge& drained;
+  Gauge& decommissioning;
+  Gauge& decommissioned;
   Gauge& capacity_memory_bytes;
   Gauge& capacity_vcores;
+};
+
+// ConfigReloader: `morpheusctl admin reload` and SIGHUP.
+struct ConfigReloadMetrics {
+  explicit ConfigReloadMetrics(MetricsRegistry& metrics);
+  Counter& applied;  // morpheus_rm_config_reloads_total{result="applied"}
+  Counter& refused;  // {result="refused"}: the running config stayed
 };
 
 // ReservationManager: admission, the planning lane and the plan.

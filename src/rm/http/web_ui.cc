@@ -141,9 +141,14 @@ json queuesJson(const WebUiSources& s, const std::map<std::string, QueueUse>& pe
                       {"pending", q.pending},
                       {"used", resourceJson(q.used)}});
   };
+  // Weights as the scheduler runs them now (a config reload may have changed them).
+  std::map<std::string, double> weights;
+  for (const auto& q : s.runtime->queues()) {
+    if (!q.ref.isReservation()) weights[q.ref.adhocPath()] = q.weight;
+  }
   for (const auto& leaf : s.leaf_queues) {
-    auto w = s.queue_weights.find(leaf);
-    add(leaf, "ad-hoc", w == s.queue_weights.end() ? 1.0 : w->second, Resource());
+    auto w = weights.find(leaf);
+    add(leaf, "ad-hoc", w == weights.end() ? 1.0 : w->second, Resource());
   }
   TimePoint now = s.clock->now();
   for (const auto& id : s.reservations->ids()) {

@@ -66,13 +66,12 @@ struct WebUiSources {
   ReservationManager* reservations = nullptr;
   const RmAccess* access = nullptr;
   Clock* clock = nullptr;
-  std::map<std::string, double> queue_weights;  // configured queue path -> weight
-  std::set<std::string> leaf_queues;            // ad-hoc queues accepting apps
-  Millis plan_lcm{86'400'000};                  // planner.lcm: the chart's window
-  Millis plan_step{60'000};                     // planner.step
-  std::string inference_address;                // "" = no inference service configured
-  TlsOptions tls;                               // the RM's TLS, for the inference channel
-  std::string inference_token;                  // rm.inference-token-file's token
+  std::set<std::string> leaf_queues;  // ad-hoc queues accepting apps
+  Millis plan_lcm{86'400'000};        // planner.lcm: the chart's window
+  Millis plan_step{60'000};           // planner.step
+  std::string inference_address;      // "" = no inference service configured
+  TlsOptions tls;                     // the RM's TLS, for the inference channel
+  std::string inference_token;        // rm.inference-token-file's token
 };
 
 void registerWebUi(HttpServer& http, WebUiSources sources);

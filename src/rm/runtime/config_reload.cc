@@ -114,8 +114,12 @@ std::set<std::string> leafQueues(const std::map<std::string, std::string>& queue
   return leaves;
 }
 
-ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets)
-    : source_(std::move(source)), targets_(targets), current_(std::move(running)) {
+ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets,
+                               MetricsRegistry& metrics)
+    : source_(std::move(source)),
+      targets_(targets),
+      metrics_(metrics),
+      current_(std::move(running)) {
   if (!source_.file.empty()) {
     if (auto text = readText(source_.file, "--config"); text.isOk()) file_text_ = *text;
   }
@@ -128,6 +132,7 @@ ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, Rel
 Result<ReloadReport> ConfigReloader::reload() {
   MutexLock lk(mu_);
   auto r = reloadLocked();
+  (r.isOk() ? metrics_.applied : metrics_.refused).inc();
   if (!r.isOk()) {
     spdlog::error("config reload refused, the running config is unchanged: {}",
                   r.status().message());

@@ -36,6 +36,7 @@
 #include "common/mutex.h"
 #include "rm/core/access.h"
 #include "rm/core/app_manager.h"
+#include "rm/core/rm_metrics.h"
 #include "rm/core/rm_options.h"
 #include "rm/runtime/runtime.h"
 
@@ -70,7 +71,9 @@ class ConfigReloader {
  public:
   // `running`: the options the RM started with; `source`: where they came
   // from (parseDaemonCommandLine).
-  ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets);
+  // Counts reloads on `metrics` (ConfigReloadMetrics).
+  ConfigReloader(RmOptions running, DaemonConfigSource source, ReloadTargets targets,
+                 MetricsRegistry& metrics);
 
   // One reload (file comment). The outcome is logged either way.
   Result<ReloadReport> reload();
@@ -81,6 +84,7 @@ class ConfigReloader {
   Mutex mu_;
   const DaemonConfigSource source_;
   const ReloadTargets targets_;
+  ConfigReloadMetrics metrics_;
   RmOptions current_ GUARDED_BY(mu_);  // as last applied
   // The config file the running options came from: a changed option that
   // needs a restart is reported on every reload until the RM restarts.

@@ -1,7 +1,11 @@
 #include "scheduler/policies/carbyne_policy.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
+#include <queue>
+#include <tuple>
 
 namespace morpheus::sched {
 namespace {
@@ -11,88 +15,150 @@ int64_t slotsFor(const Resource& share, const Resource& task) {
   return std::max<int64_t>(1, share.countFitting(task));
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// One group of tasks a list packing started together.
+struct Group {
+  size_t stage;
+  int64_t count;
+  Millis start;
+};
 
-// Length of stage `s` at `share`: its tasks in waves of the slots that fit.
-Millis stageLength(const DagStage& s, const Resource& share) {
-  return s.task_duration * ceilDiv(s.tasks_left, slotsFor(share, s.task));
-}
-
-// Earliest finish of every stage (forward packing, dependencies first).
-std::vector<Millis> earliestFinish(const std::vector<DagStage>& dag, const Resource& share) {
-  std::vector<Millis> ef(dag.size(), Millis(-1));
-  // Iterative DFS in dependency order; `dag` is acyclic.
-  for (size_t root = 0; root < dag.size(); root++) {
-    std::vector<size_t> stack{root};
-    while (!stack.empty()) {
-      size_t i = stack.back();
-      if (ef[i] >= Millis(0)) {
-        stack.pop_back();
-        continue;
-      }
-      Millis start{0};
-      bool ready = true;
-      for (size_t d : dag[i].deps) {
-        if (ef[d] < Millis(0)) {
-          stack.push_back(d);
-          ready = false;
-        } else {
-          start = std::max(start, ef[d]);
+// List packing of `dag` within `share` (Carbyne §4.2, after Tetris): at
+// time 0 and at every task end, the stages whose predecessors (`preds`)
+// have finished start as many tasks as fit in what the share has left, in
+// priority order (higher `prio` first, then index). When nothing runs and
+// no ready task fits (a share smaller than one task), the first ready
+// stage runs one task at a time. Returns the groups started, in start
+// order, and the time the last task ends in `makespan`. O(groups x stages).
+std::vector<Group> listPack(const std::vector<DagStage>& dag,
+                            const std::vector<std::vector<size_t>>& preds,
+                            const std::vector<Millis>& prio, const Resource& share,
+                            Millis* makespan) {
+  const size_t n = dag.size();
+  std::vector<size_t> waiting(n), succ_count(n, 0);
+  std::vector<std::vector<size_t>> succs(n);
+  for (size_t i = 0; i < n; i++) {
+    waiting[i] = preds[i].size();
+    for (size_t p : preds[i]) succs[p].push_back(i);
+  }
+  std::vector<int64_t> left(n), running(n, 0);
+  for (size_t i = 0; i < n; i++) left[i] = dag[i].tasks_left;
+  std::vector<size_t> ready;
+  auto byPrio = [&](size_t a, size_t b) { return prio[a] != prio[b] ? prio[a] > prio[b] : a < b; };
+  for (size_t i = 0; i < n; i++) {
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  std::sort(ready.begin(), ready.end(), byPrio);
+  struct End {
+    Millis at;
+    size_t stage;
+    int64_t count;
+    bool operator>(const End& o) const { return std::tie(at, stage) > std::tie(o.at, o.stage); }
+  };
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+  std::vector<Group> groups;
+  Resource free = share;
+  Millis t(0);
+  while (true) {
+    for (size_t i : ready) {
+      if (left[i] == 0) continue;
+      int64_t k = free.anyNegative() ? 0 : std::min(left[i], free.countFitting(dag[i].task));
+      if (k <= 0 && ends.empty()) k = 1;  // a share below one task: one at a time
+      if (k <= 0) continue;
+      free -= dag[i].task * k;
+      left[i] -= k;
+      running[i] += k;
+      groups.push_back({i, k, t});
+      ends.push({t + dag[i].task_duration, i, k});
+    }
+    if (ends.empty()) break;
+    t = ends.top().at;
+    bool newly_ready = false;
+    while (!ends.empty() && ends.top().at == t) {
+      const End e = ends.top();
+      ends.pop();
+      free += dag[e.stage].task * e.count;
+      running[e.stage] -= e.count;
+      if (left[e.stage] == 0 && running[e.stage] == 0) {
+        for (size_t c : succs[e.stage]) {
+          if (--waiting[c] == 0) {
+            ready.push_back(c);
+            newly_ready = true;
+          }
         }
       }
-      if (!ready) continue;
-      ef[i] = start + stageLength(dag[i], share);
-      stack.pop_back();
     }
+    if (newly_ready) std::sort(ready.begin(), ready.end(), byPrio);
+    ready.erase(std::remove_if(ready.begin(), ready.end(),
+                               [&](size_t i) { return left[i] == 0 && running[i] == 0; }),
+                ready.end());
   }
-  return ef;
+  *makespan = t;
+  return groups;
 }
 
-// Latest finish of every stage that keeps completion `t` (reverse packing
-// from the sinks: a stage must end before each dependent's latest start).
-std::vector<Millis> latestFinish(const std::vector<DagStage>& dag, const Resource& share,
-                                 const std::vector<Millis>& ef, Millis t) {
-  std::vector<size_t> order(dag.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  // Dependents finish after their dependencies: later earliest finish first.
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ef[a] > ef[b]; });
-  std::vector<Millis> lf(dag.size(), t);
-  for (size_t i : order) {
-    const Millis latest_start = lf[i] - stageLength(dag[i], share);
-    for (size_t d : dag[i].deps) lf[d] = std::min(lf[d], latest_start);
-  }
-  return lf;
-}
-
-// Reverse packing of one runnable stage (Carbyne §4.2): from its latest
-// finish LF backwards, waves of the tasks that fit in the fair share fill the
-// floor(LF / d) wave slots latest first, so only the remainder the later
-// waves cannot hold must run now: N - slots * (waves - 1), at most one wave;
-// 0 when the later waves hold every task (the stage has slack: reverse
-// packing places it later, and it runs now only on leftover). The first
-// stage of the critical path has LF = its own length, ceil(N / slots)
-// waves, so it needs 1 to `slots` tasks: a job always holds a task and its
-// AM keeps reporting (a job holding nothing would never be re-planned).
-int64_t tasksNeededNow(const DagStage& s, const Resource& share, Millis latest_finish) {
-  const int64_t waves = std::max<int64_t>(1, latest_finish / s.task_duration);
-  const int64_t slots = slotsFor(share, s.task);
-  const int64_t cap = std::min(s.tasks_left, slots);
-  return std::clamp<int64_t>(s.tasks_left - slots * (waves - 1), 0, cap);
+// Longest path through every stage, its own duration included: from the
+// sources (`up`: its predecessors' side) or to the sinks.
+std::vector<Millis> pathLengths(const std::vector<DagStage>& dag,
+                                const std::vector<std::vector<size_t>>& preds) {
+  std::vector<Millis> len(dag.size(), Millis(-1));
+  std::function<Millis(size_t)> f = [&](size_t i) -> Millis {
+    if (len[i] >= Millis(0)) return len[i];
+    Millis before(0);
+    for (size_t p : preds[i]) before = std::max(before, f(p));
+    return len[i] = before + dag[i].task_duration;
+  };
+  for (size_t i = 0; i < dag.size(); i++) f(i);
+  return len;
 }
 
 }  // namespace
 
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share) {
   CarbynePlan p;
-  const std::vector<Millis> ef = earliestFinish(dag, fair_share);
-  for (Millis f : ef) p.completion = std::max(p.completion, f);
-  p.latest_finish = latestFinish(dag, fair_share, ef, p.completion);
-  p.need_tasks.assign(dag.size(), 0);
-  for (size_t i = 0; i < dag.size(); i++) {
-    if (!dag[i].deps.empty()) continue;  // waits for another stage: needs nothing now
-    p.need_tasks[i] = tasksNeededNow(dag[i], fair_share, p.latest_finish[i]);
-    p.need += dag[i].task * p.need_tasks[i];
+  const size_t n = dag.size();
+  std::vector<std::vector<size_t>> preds(n), succs(n);
+  for (size_t i = 0; i < n; i++) {
+    preds[i] = dag[i].deps;
+    for (size_t d : dag[i].deps) succs[d].push_back(i);
   }
+  // Forward: T, the remaining DAG packed at the share, critical stages
+  // (longest path to the end) first.
+  listPack(dag, preds, pathLengths(dag, succs), fair_share, &p.completion);
+  // Reverse: the DAG packed backwards from T (the stages farthest from now
+  // placed latest), so a task starts at T - its reverse end: as late as the
+  // share allows without passing T.
+  Millis reverse_len(0);
+  const std::vector<Group> rev =
+      listPack(dag, succs, pathLengths(dag, preds), fair_share, &reverse_len);
+  p.latest_finish.assign(n, p.completion);
+  p.need_tasks.assign(n, 0);
+  std::vector<Millis> first_start(n, Millis::max());
+  for (const Group& g : rev) {
+    const Millis end = g.start + dag[g.stage].task_duration;
+    const Millis start = p.completion - end;  // forward start
+    first_start[g.stage] = std::min(first_start[g.stage], start);
+    p.latest_finish[g.stage] = std::min(p.latest_finish[g.stage], p.completion - g.start);
+    // A runnable stage's tasks that must start within their first duration.
+    if (dag[g.stage].deps.empty() && start < dag[g.stage].task_duration)
+      p.need_tasks[g.stage] += g.count;
+  }
+  int64_t needed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!dag[i].deps.empty()) continue;
+    p.need_tasks[i] = std::min(p.need_tasks[i], slotsFor(fair_share, dag[i].task));
+    needed += p.need_tasks[i];
+  }
+  // A job never plans to hold nothing (it would not be re-planned until
+  // something of its own ends): the runnable stage that must start first
+  // keeps one task.
+  if (needed == 0) {
+    size_t first = n;
+    for (size_t i = 0; i < n; i++) {
+      if (dag[i].deps.empty() && (first == n || first_start[i] < first_start[first])) first = i;
+    }
+    if (first < n) p.need_tasks[first] = 1;
+  }
+  for (size_t i = 0; i < n; i++) p.need += dag[i].task * p.need_tasks[i];
   if (!fair_share.isZero()) p.need = Resource::min(p.need, fair_share);
   return p;
 }
@@ -132,6 +198,15 @@ double CarbyneOrderingPolicy::userScore(const Resource& used, double weight,
 double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
   if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return 0.0;
   return tetrisAlignment(in.need, in.node_free, in.node_total);
+}
+
+double CarbyneOrderingPolicy::packFrom() const { return kLeftoverTier; }
+
+double CarbyneOrderingPolicy::packScore(const AskInput& in) const {
+  const double align = tetrisAlignment(in.need, in.node_free, in.node_total);
+  if (!in.hint.valid || in.hint.remaining == Millis::max()) return align - kNoEstimatePenalty;
+  const double rem_s = static_cast<double>(in.hint.remaining.count()) / 1000.0;
+  return align - packing_.eps * std::log1p(rem_s / packing_.tau_s);
 }
 
 double tetrisAlignment(const Resource& need, const Resource& free, const Resource& total) {

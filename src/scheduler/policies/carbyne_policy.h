@@ -8,24 +8,27 @@
 //  2. Intra-job altruism (§4.2): the need is the least allocation NOW that
 //     keeps the job's estimated completion time at its fair share. planApp
 //     estimates that time T by packing the remaining DAG forward at the fair
-//     share (each stage in waves of the tasks that fit in the share), then
-//     packs it in reverse from T (latest finish of every stage, the critical
-//     path at zero slack): a runnable stage with latest finish LF fills the
-//     floor(LF / task duration) waves before LF with full waves (the tasks
-//     that fit in the share) latest first, so only the remainder, tasks -
-//     slots x (waves - 1), must run now (at most a wave; none for a stage
-//     whose later waves hold all its tasks, i.e. with slack; the critical
-//     path's runnable stage always needs at least one). The rest of the
-//     fair share is leftover.
+//     share (a list schedule: at every task end the runnable stages start
+//     as many tasks as fit in what the share has left, stages with the
+//     longest path to the end first, so parallel stages compete for the
+//     share), then packs it in reverse from T (the same list schedule on the
+//     reversed DAG, the stages farthest from now placed latest): a runnable
+//     stage's tasks whose latest start falls within their first duration
+//     must run now (at most what fits in the share); the others have slack
+//     and run now only on leftover. The runnable stage that must start
+//     first always keeps a task. The rest of the fair share is leftover.
 //  3. Leftover redistribution (§4.3), the leftover tier: a job at or above
-//     its need competes only after every job below its need, shortest
-//     estimated remaining time first (SRTF). Then packing (Tetris,
-//     SIGCOMM'14 §3.1): on each node heartbeat, among the asks of that job
-//     which fit the node, the one whose demand best aligns with the node's
-//     free room (the largest dot product of demand and free vector, both
-//     normalised by the node's capacity) is placed (choosesAsks/askScore);
-//     jobs below their need take their asks in priority order (the critical
-//     stages their AM asks first).
+//     its need competes only after every job below its need. Then the
+//     runnable tasks of every job in the leftover tier are packed across
+//     jobs (CrossAppPacker; Tetris, SIGCOMM'14 §3.1): on each node
+//     heartbeat the ask, of any such job, with the highest alignment of
+//     its demand with the node's free room (the dot product of both
+//     normalised by the node's capacity, over all resources) minus an SRTF
+//     term (eps x ln(1 + the job's estimated remaining seconds / tau),
+//     LeftoverPacking) is placed, so leftover favours jobs closest to
+//     completion and tasks that fit the node's free resources. Jobs below
+//     their need take their asks in priority order (the critical stages
+//     their AM asks first).
 //
 // Non-altruistic jobs (no DAG reported) yield nothing: their need is their
 // whole fair share (planWithoutDag), so below it they are in the DRF tier
@@ -63,33 +66,68 @@ struct CarbynePlan {
 };
 
 // Validates nothing: `dag` must satisfy DagStage's contract and be acyclic
-// (Scheduler::reportDag checks). A zero fair share is treated as one task of
-// each stage at a time.
+// (Scheduler::reportDag checks). A share smaller than a task (zero
+// included) runs one task at a time. O(task groups x stages): a group per
+// stage per wave of the tasks that fit in the share.
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share);
 
-class CarbyneOrderingPolicy final : public QueueOrderingPolicy {
+// The SRTF term of the leftover packing score: - eps x ln(1 + remaining
+// seconds / tau), next to an alignment that is at most the number of
+// resources (a task as large as the node on an empty node) and typically
+// 0.05-0.5. Scale-free: a job with half the remaining time of another gains
+// about eps x ln 2 (for remaining times well above tau), so SRTF decides
+// between jobs far apart in remaining time and alignment between jobs close
+// to each other, whatever the load.
+struct LeftoverPacking {
+  double eps = 0.5;
+  double tau_s = 60.0;
+};
+
+// Provides every extension point but the constraint-aware app ordering
+// (ordering_policy.h).
+class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
+                                    public DagPlanner,
+                                    public NoDagPlanner,
+                                    public AppOrdering,
+                                    public UserOrdering,
+                                    public AskChooser,
+                                    public CrossAppPacker {
  public:
+  explicit CarbyneOrderingPolicy(LeftoverPacking packing = {}) : packing_(packing) {}
   // Scores of jobs in the leftover tier start here (dominant shares are <= 1
   // per unit of weight, so every tier-1 score is below it).
   static constexpr double kLeftoverTier = 1e6;
+  // packScore's offset for jobs without a remaining-time estimate.
+  static constexpr double kNoEstimatePenalty = 1e6;
 
   std::string_view name() const override { return "carbyne"; }
+  // Dominant share / weight (DRF between queues, and users below their need).
   double score(const Resource& used, double weight, const Resource& cluster) const override;
+  // carbynePlan's need and completion time; no hint for an empty DAG.
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
   // need = fair_share, remaining unknown (Millis::max()), from_dag false.
-  bool plansWithoutDag() const override { return true; }
   AppHint planWithoutDag(const Resource& fair_share) const override;
-  // Reads in.used, in.hint and in.cluster only.
+  // Below its need (or no hint): dominant share; at or above it:
+  // kLeftoverTier + remaining seconds. Reads in.used, in.hint and in.cluster
+  // only.
   double appScore(const AppInput& in) const override;
   // best_app in the leftover tier (or +inf): best_app; else used's dominant
   // share / weight.
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
-  bool choosesAsks() const override { return true; }
   // Leftover tier (hint valid and need held): the Tetris alignment
   // sum over resources of need/node_total x node_free/node_total; 0 below
   // the need (priority order decides).
   double askScore(const AskInput& in) const override;
+  // The leftover tier is packed across jobs.
+  double packFrom() const override;
+  // Tetris alignment - eps x ln(1 + remaining seconds / tau); a job whose
+  // remaining time is unknown (no DAG) comes after every job with an
+  // estimate (kNoEstimatePenalty), as in the leftover tier's order.
+  double packScore(const AskInput& in) const override;
+
+ private:
+  LeftoverPacking packing_;
 };
 
 // Tetris's alignment of `need` with `free` on a node of capacity `total`:

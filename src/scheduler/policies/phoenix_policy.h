@@ -28,25 +28,39 @@
 // is a pending reason from the scheduler core (Scheduler::pendingReasons), not
 // part of the ordering.
 //
-// Stateless; may be shared and called re-entrantly.
+// Two policies: PhoenixOrderingPolicy ("phoenix") provides the
+// constraint-aware app ordering, so the scheduler keeps its constrained apps
+// keyed to the CRV; PhoenixNoCrvOrderingPolicy ("phoenix-no-crv", the
+// simulator's ablation) the same reordering without the waiting estimate
+// (shortest first only), as a plain app ordering that never reads the CRV.
+//
+// Stateless; may be shared and called re-entrantly from any thread.
 #pragma once
 
 #include "scheduler/ordering_policy.h"
 
 namespace morpheus::sched {
 
-class PhoenixOrderingPolicy final : public QueueOrderingPolicy {
- public:
-  // `use_crv` false: the same reordering without the CRV waiting estimate
-  // (shortest first only) — the simulator's ablation.
-  explicit PhoenixOrderingPolicy(bool use_crv = true) : use_crv_(use_crv) {}
-  std::string_view name() const override { return use_crv_ ? "phoenix" : "phoenix-no-crv"; }
-  double score(const Resource& used, double weight, const Resource& cluster) const override;
-  double appScore(const AppInput& in) const override;
-  bool usesConstraintWaits() const override { return use_crv_; }
+// The virtual deadline above, ms: in.since + in.expected_duration -
+// estimated_wait. Pure.
+double phoenixDeadline(const AppInput& in, Millis estimated_wait);
 
- private:
-  bool use_crv_;
+class PhoenixOrderingPolicy final : public QueueOrderingPolicy, public ConstraintAwareAppOrdering {
+ public:
+  std::string_view name() const override { return "phoenix"; }
+  // Weighted DRF between queues and users.
+  double score(const Resource& used, double weight, const Resource& cluster) const override;
+  // phoenixDeadline(in, estimated_wait).
+  double appScore(const AppInput& in, Millis estimated_wait) const override;
+};
+
+class PhoenixNoCrvOrderingPolicy final : public QueueOrderingPolicy, public AppOrdering {
+ public:
+  std::string_view name() const override { return "phoenix-no-crv"; }
+  // Weighted DRF between queues and users.
+  double score(const Resource& used, double weight, const Resource& cluster) const override;
+  // phoenixDeadline(in, 0).
+  double appScore(const AppInput& in) const override;
 };
 
 }  // namespace morpheus::sched

@@ -1,6 +1,10 @@
 // Ordering policies by config name (scheduler.policy per ad-hoc
 // queue). One line per policy in policy_factory.cc; the list of names in the
-// error message and in policyNames() comes from the same table.
+// error message and in policyNames() comes from the same table. The factory
+// knows nothing of extension points: a policy is returned as its
+// QueueOrderingPolicy, and the scheduler finds the points it provides when
+// it installs it (ordering_policy.h, extensionPoints). Stateless and
+// thread-safe; the returned policies are immutable and may be shared.
 #pragma once
 
 #include <memory>

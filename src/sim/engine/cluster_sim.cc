@@ -16,8 +16,10 @@
 #include "common/ignore.h"
 #include "planner/planner.h"
 #include "reprovision/policy.h"
+#include "reprovision/review.h"
 #include "scheduler/policies/policy_factory.h"
 #include "scheduler/scheduler.h"
+#include "sim/engine/aggregate_adhoc.h"
 #include "sim/engine/fluid_adhoc.h"
 #include "sim/engine/node_set.h"
 #include "sim/workloads/workload_rng.h"
@@ -134,7 +136,8 @@ enum class Ev : uint8_t {
   kPeriodicSubmit,
   kAdhocSubmit,
   kPlanStep,
-  kFluidStep  // fluid ad-hoc pools advance (--task-model fluid only)
+  kFluidStep,     // fluid ad-hoc pools advance (--task-model fluid only)
+  kAggregateStep  // aggregate ad-hoc capacity recomputed (--adhoc-model aggregate only)
 };
 
 struct Event {
@@ -197,6 +200,16 @@ struct FluidState {
   double ended_credit = 0;    // tasks' worth ended, not yet turned over (< 1 after a step)
 };
 
+// One pool of the aggregate ad-hoc model (sim/engine/aggregate_adhoc.h): the
+// ad-hoc jobs of one queue and one task resource as fluid work, and the
+// capacity (in containers of its shape) it holds outside the scheduler.
+struct AggregateState {
+  std::string queue;
+  Resource shape;
+  FluidPool pool;
+  int64_t held = 0;
+};
+
 struct TaskSlot {
   int app = -1;
   int stage = 0;
@@ -218,17 +231,13 @@ struct ResState {
   Resource guarantee;
   uint64_t gen = 0;
   std::vector<int> live;  // live apps bound to it, by creation
-  // DRA (mirrors rm/core/reservation_manager.cc)
-  int64_t budget = 0, budget_used = 0, budget_instance = -1;
-  int64_t grant_count = 0;
-  TimePoint grant_until;
-  // Jockey's hysteresis state, as DraMonitor keeps it: the allocation the
-  // policy chose at the previous review of instance `chosen_instance`.
-  int64_t chosen_instance = -1, chosen_allocation = 0;
-  // Progress against the plan, as DraMonitor keeps it (Morpheus §7): used and
-  // guaranteed (plan + extra) containers x step, summed over the reviews of
-  // instance `chosen_instance`.
-  int64_t used_ms = 0, guaranteed_ms = 0;
+  // DRA, kept as the RM keeps it (reprovision/review.h): the owner's
+  // per-instance budget, the active grant, and what the reviews of the
+  // current instance carry over (Jockey's previous allocation, progress
+  // against the plan).
+  reprovision::InstanceBudget budget;
+  reprovision::Grant grant;
+  reprovision::ReviewState review;
 };
 
 ReservationId reservationIdOf(const PeriodicJob& job) {
@@ -293,6 +302,12 @@ class Sim {
   bool offerNewAsks();                                // whether any node was offered
   int64_t updateNode(int n, bool* killed = nullptr);  // containers granted
   void refreshFree(int n);
+  // What node n offers the scheduler: its size less the ad-hoc capacity the
+  // aggregate model placed on it.
+  Resource nodeTotal(int n) const {
+    return node_hidden_.empty() ? o_.node_size
+                                : o_.node_size - node_hidden_[static_cast<size_t>(n)];
+  }
   void startTask(const sched::Allocation& a);
   // A container granted on a.node becomes task slot (app, stage, task) on it.
   int64_t placeSlot(int app, int stage, int64_t task, const sched::Allocation& a);
@@ -312,6 +327,15 @@ class Sim {
   void fluidStep();
   void startFluid(AppState& app, int app_index, const sched::Allocation& a);
   void releaseFluid(FluidState& f, int64_t count);
+  // --adhoc-model aggregate (sim/engine/aggregate_adhoc.h).
+  Status initAggregate();
+  // Whether a reservation that asked or had its guarantee raised this
+  // instant lacks free room for its need within the guarantee.
+  bool aggregateShortfall() const;
+  // Advances the pools to now on the capacity they held, recomputes their
+  // capacity and places it on the nodes (node totals).
+  void aggregateStep();
+  void placeAggregate();
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
@@ -364,7 +388,18 @@ class Sim {
 
   std::vector<AppState> apps_;
   std::vector<FluidState> pools_;   // --task-model fluid only
-  std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid only)
+  std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid or aggregate)
+  // --adhoc-model aggregate only: the pools; per node the ad-hoc capacity
+  // placed on it (hidden from the scheduler through its node total) and the
+  // total the scheduler sees; their sum; when the pools last advanced; and
+  // what triggers a recomputation in the next round.
+  std::vector<AggregateState> agg_;
+  std::vector<Resource> node_hidden_;
+  Resource hidden_total_;
+  int agg_low_ = -1;  // lowest node index holding ad-hoc capacity (-1: none)
+  TimePoint agg_last_;
+  bool agg_due_ = false;
+  std::vector<int> agg_check_;  // reservations that asked or grew this instant
   // What the jobs' own apps ask for and were not granted (sum of pending
   // tasks' resources): the fluid pools turn containers over only for it.
   Resource pending_tasks_;
@@ -454,6 +489,7 @@ Status Sim::init() {
   }
   now_ = s_.from;
   if (o_.fluid_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initFluid());
+  if (o_.aggregate_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initAggregate());
   if (s_.record_history) {
     out_.history.runs.resize(w_.periodic.size());
     out_.history.runtimes.resize(w_.periodic.size());
@@ -632,7 +668,7 @@ Result<int> Sim::newReservation(size_t j, const ReservationId& id,
   r.job = static_cast<int>(j);
   r.unit = jobUnit(w_.periodic[j].stages);
   r.period = def.period;
-  r.budget = budget;
+  r.budget.budget_container_ms = budget;
   for (const auto& alloc : placement.allocations) {
     r.boundaries.push_back(alloc.start);
     r.boundaries.push_back(alloc.end);
@@ -723,12 +759,25 @@ void Sim::dispatch(const Event& e) {
     case Ev::kFluidStep:
       fluidStep();
       break;
+    case Ev::kAggregateStep:
+      agg_due_ = true;
+      push(now_ + o_.aggregate_adhoc_step, Ev::kAggregateStep, 0);
+      break;
   }
 }
 
 // ---- scheduling ----
 
 void Sim::round() {
+  // The aggregate ad-hoc capacity first: it takes its share of the room that
+  // ended tasks freed before the periodic apps' asks are offered it, and it
+  // yields at once to a guarantee that lacks room (the preemption of ad-hoc
+  // work by reservations, as capacity).
+  if (!agg_.empty() && (agg_due_ || (!agg_check_.empty() && aggregateShortfall()))) {
+    aggregateStep();
+  }
+  agg_due_ = false;
+  agg_check_.clear();
   bool updated = false;
   for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
@@ -766,7 +815,7 @@ bool Sim::offerNewAsks() {
   bool whole_node_declined = false;
   for (int n = free_nodes_.first(); n != NodeSet::kNone && granted < new_asked_;
        n = free_nodes_.next(n)) {
-    const Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+    const Resource free = nodeTotal(n) - node_used_[static_cast<size_t>(n)];
     if (!new_ask_min_.fitsIn(free)) continue;
     // An offer's preemption selection may have noticed containers anywhere.
     const bool any_notices = sched_->anyNodeHasNotices();
@@ -813,7 +862,7 @@ int64_t Sim::updateNode(int n, bool* killed) {
 }
 
 void Sim::refreshFree(int n) {
-  Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+  Resource free = nodeTotal(n) - node_used_[static_cast<size_t>(n)];
   if (!min_task_.isZero() && min_task_.fitsIn(free)) {
     free_nodes_.insert(n);
   } else {
@@ -936,6 +985,7 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
   r.capability = (*app.stages)[s].task_resource;
   r.count = static_cast<int32_t>(app.pending[s]);
   MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app.id, {r}), "the app left the core");
+  if (!agg_.empty() && app.res >= 0 && added > 0) agg_check_.push_back(app.res);
   if (app.reports_dag) reportDag(ai);
   new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
   new_asked_ += added;
@@ -1039,6 +1089,11 @@ void Sim::submitAdhoc(int idx) {
   }
   if (o_.fluid_adhoc_step > Millis(0)) {
     submitFluid(idx);
+    return;
+  }
+  if (!agg_.empty()) {
+    const auto i = static_cast<size_t>(idx);
+    agg_[static_cast<size_t>(pool_of_adhoc_[i])].pool.add(idx, w_.adhoc[i].stages);
     return;
   }
   const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
@@ -1251,6 +1306,151 @@ void Sim::releaseFluid(FluidState& f, int64_t count) {
   for (int64_t i = 0; i < count && !f.held.empty(); i++) endTask(f.held.back(), false);
 }
 
+// ---- aggregate ad-hoc model (--adhoc-model aggregate, sim/engine/aggregate_adhoc.h) ----
+
+// One pool per (queue, task resource) of the ad-hoc jobs, outside the
+// scheduler; the first recomputation is one step in.
+Status Sim::initAggregate() {
+  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
+  for (size_t i = 0; i < w_.adhoc.size(); i++) {
+    const AdhocJob& job = w_.adhoc[i];
+    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
+    for (size_t s = 1; s < job.stages.size(); s++) {
+      if (!(job.stages[s].task_resource == shape)) {
+        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
+                                   std::to_string(s) + "].task_resource",
+                               "the aggregate ad-hoc model needs one task resource per ad-hoc job");
+      }
+    }
+    auto it = std::find_if(agg_.begin(), agg_.end(), [&](const AggregateState& a) {
+      return a.queue == job.queue && a.shape == shape;
+    });
+    if (it == agg_.end()) {
+      agg_.emplace_back();
+      agg_.back().queue = job.queue;
+      agg_.back().shape = shape;
+      it = agg_.end() - 1;
+    }
+    pool_of_adhoc_[i] = static_cast<int>(it - agg_.begin());
+  }
+  if (agg_.empty()) return Status::ok();
+  node_hidden_.assign(static_cast<size_t>(o_.nodes), Resource());
+  agg_last_ = s_.from;
+  push(s_.from + o_.aggregate_adhoc_step, Ev::kAggregateStep, 0);
+  return Status::ok();
+}
+
+bool Sim::aggregateShortfall() const {
+  if (hidden_total_.isZero()) return false;
+  Resource need;
+  std::vector<int> seen;
+  for (int ri : agg_check_) {
+    if (std::find(seen.begin(), seen.end(), ri) != seen.end()) continue;
+    seen.push_back(ri);
+    const ResState& r = res_[static_cast<size_t>(ri)];
+    Resource used, pending;
+    for (int ai : r.live) {
+      const AppState& app = apps_[static_cast<size_t>(ai)];
+      used += app.used;
+      for (size_t st = 0; st < app.pending.size(); st++) {
+        pending += (*app.stages)[st].task_resource * app.pending[st];
+      }
+    }
+    need += Resource::max(Resource::min(r.guarantee, used + pending) - used, Resource());
+  }
+  if (need.isZero()) return false;
+  const Resource free = o_.node_size * o_.nodes - hidden_total_ - sched_->clusterUsed();
+  return !need.fitsIn(free);
+}
+
+void Sim::aggregateStep() {
+  const Millis dt = now_ - agg_last_;
+  if (dt > Millis(0)) {
+    for (AggregateState& a : agg_) {
+      for (const FluidFinished& d : a.pool.advance(now_, dt, a.held)) {
+        const AdhocJob& job = w_.adhoc[static_cast<size_t>(d.job)];
+        out_.result.adhoc.push_back(
+            AdhocOutcome{job.name, job.submit, d.end - fromEpochMs(job.submit.count())});
+      }
+    }
+    agg_last_ = now_;
+  }
+  AggregateInput in;
+  in.capacity = o_.node_size * o_.nodes;
+  for (const ResState& r : res_) {
+    if (r.live.empty()) continue;
+    AggregateReservation ar;
+    ar.guarantee = r.guarantee;
+    for (int ai : r.live) {
+      const AppState& app = apps_[static_cast<size_t>(ai)];
+      ar.used += app.used;
+      for (size_t st = 0; st < app.pending.size(); st++) {
+        ar.pending += (*app.stages)[st].task_resource * app.pending[st];
+      }
+    }
+    in.reservations.push_back(std::move(ar));
+  }
+  for (int ai : live_apps_) {
+    const AppState& app = apps_[static_cast<size_t>(ai)];
+    if (app.job < 0 || app.res >= 0) continue;
+    const std::string& queue = w_.periodic[static_cast<size_t>(app.job)].queue;
+    auto it = std::find_if(in.periodic.begin(), in.periodic.end(),
+                           [&](const AggregateQueueDemand& q) { return q.queue == queue; });
+    if (it == in.periodic.end()) {
+      in.periodic.push_back({queue, Resource(), Resource()});
+      it = in.periodic.end() - 1;
+    }
+    it->used += app.used;
+    for (size_t st = 0; st < app.pending.size(); st++) {
+      it->pending += (*app.stages)[st].task_resource * app.pending[st];
+    }
+  }
+  for (const AggregateState& a : agg_) in.pools.push_back({a.queue, a.shape, a.pool.demand()});
+  const std::vector<int64_t> shares = aggregateAdhocShares(in);
+  for (size_t p = 0; p < agg_.size(); p++) agg_[p].held = shares[p];
+  placeAggregate();
+}
+
+// The pools' capacity goes onto the nodes from the last one down, each node
+// giving what periodic containers leave free on it, so it stays packed on
+// few nodes and moves little between steps (a changed node total re-keys the
+// scheduler's queues). A pool holds what found room (fragments too small
+// for its shape are left out).
+void Sim::placeAggregate() {
+  std::vector<int64_t> left;
+  for (const AggregateState& a : agg_) left.push_back(a.held);
+  int low = -1;
+  hidden_total_ = Resource();
+  for (int n = static_cast<int>(o_.nodes) - 1; n >= 0; n--) {
+    const bool more = std::any_of(left.begin(), left.end(), [](int64_t x) { return x > 0; });
+    if (!more && (agg_low_ < 0 || n < agg_low_)) break;
+    Resource hidden;
+    if (more) {
+      Resource free = o_.node_size - node_used_[static_cast<size_t>(n)];
+      for (size_t p = 0; p < agg_.size(); p++) {
+        if (left[p] <= 0) continue;
+        const int64_t k = std::min(left[p], free.countFitting(agg_[p].shape));
+        if (k <= 0) continue;
+        hidden += agg_[p].shape * k;
+        free -= agg_[p].shape * k;
+        left[p] -= k;
+      }
+      if (!hidden.isZero()) low = n;
+    }
+    Resource& was = node_hidden_[static_cast<size_t>(n)];
+    hidden_total_ += hidden;
+    if (hidden == was) continue;
+    const bool grew_free = !was.fitsIn(hidden);  // the scheduler gets room back
+    was = hidden;
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(nodes_[static_cast<size_t>(n)], nodeTotal(n)),
+                              "never: simulated nodes stay");
+    if (grew_free) dirty_nodes_.insert(n);
+    refreshFree(n);
+  }
+  agg_low_ = low;
+  for (size_t p = 0; p < agg_.size(); p++) agg_[p].held -= left[p];
+}
+
 // ---- reservations: plan follower and DRA ----
 
 Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
@@ -1273,7 +1473,7 @@ TimePoint Sim::nextBoundary(const ResState& r, TimePoint t) const {
     best = std::min(best, fromEpochMs(b + k * p));
   };
   for (TimePoint b : r.boundaries) consider(toEpochMs(b));
-  if (r.grant_count > 0 && r.grant_until > t) best = std::min(best, r.grant_until);
+  if (r.grant.activeAt(t)) best = std::min(best, r.grant.until);
   return best;
 }
 
@@ -1285,6 +1485,7 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
     MORPHEUS_IGNORE_NOT_FOUND(sched_->setReservation(r.id, sched::ReservationKind::kPeriodic, g),
                               "never: ids and guarantees are valid");
     poke_ = true;
+    if (!agg_.empty()) agg_check_.push_back(ri);
   }
   if (!reschedule) return;
   r.gen++;
@@ -1311,8 +1512,10 @@ void Sim::planStep() {
   for (size_t j : off_kilter_) {
     if (Status st = submitOneOffs(j); !st.isOk() && error_.isOk()) error_ = st;
   }
-  Resource total = sched_->clusterTotal();
-  double u = total.isZero() ? 0 : sched_->clusterUsed().dominantShare(total);
+  // The aggregate model's ad-hoc capacity is in use, though the scheduler
+  // does not see it (its node totals leave it out).
+  Resource total = agg_.empty() ? sched_->clusterTotal() : o_.node_size * o_.nodes;
+  double u = total.isZero() ? 0 : (sched_->clusterUsed() + hidden_total_).dominantShare(total);
   util_sum_ += u;
   util_n_++;
   out_.result.utilisation_series.push_back(u);
@@ -1337,7 +1540,7 @@ void Sim::draTick() {
   for (size_t ri = 0; ri < res_.size(); ri++) {
     ResState& r = res_[ri];
     if (r.live.empty()) {
-      if (r.grant_count > 0 && r.grant_until > now_) releaseExtras(static_cast<int>(ri));
+      if (r.grant.activeAt(now_)) releaseExtras(static_cast<int>(ri));
       continue;
     }
     draReview(static_cast<int>(ri));
@@ -1357,9 +1560,7 @@ void Sim::recordGrant(ResState& r, int64_t count, TimePoint until) {
 
 void Sim::releaseExtras(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
-  int64_t refund = r.grant_count * (r.grant_until - now_).count();
-  r.budget_used = std::max<int64_t>(0, r.budget_used - refund);
-  r.grant_count = 0;
+  reprovision::releaseGrant(r.budget, r.grant, now_);
   MORPHEUS_IGNORE_NOT_FOUND(planner_->removeExtra(r.id, now_),
                             "the reservation has no extras left");
   recordGrant(r, 0, now_);
@@ -1400,74 +1601,50 @@ void Sim::rememberStageDurations(const AppState& app) {
   }
 }
 
+// One review on the virtual clock through the RM's review arithmetic
+// (reprovision/review.h; DraMonitor::review and ReservationManager::
+// reprovision run the same functions): the policy's input from this
+// reservation's plan and live apps, its decision, then the grant as a swap
+// within the instance's budget, placed through the planner.
 void Sim::draReview(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
   auto inst = planner_->instanceAt(r.id, now_);
   if (!inst) return;
-  Resource used, pending;
-  std::vector<reprovision::StageState> stages;
+  reprovision::ReviewView view;
+  view.unit = r.unit;
   for (int ai : r.live) {
     const AppState& app = apps_[static_cast<size_t>(ai)];
-    used += app.used;
+    view.used += app.used;
     for (size_t s = 0; s < app.pending.size(); s++) {
-      pending += (*app.stages)[s].task_resource * app.pending[s];
+      view.pending += (*app.stages)[s].task_resource * app.pending[s];
     }
     if (!jockey_) continue;
     // Several apps on one reservation: their DAGs side by side, deps shifted.
-    const size_t base = stages.size();
+    const size_t base = view.stages.size();
     for (auto st : stageStates(ai)) {
       for (size_t& d : st.deps) d += base;
-      stages.push_back(std::move(st));
+      view.stages.push_back(std::move(st));
     }
   }
-  if (r.chosen_instance != inst->index) {
-    r.chosen_instance = inst->index;
-    r.chosen_allocation = 0;
-    r.used_ms = 0;
-    r.guaranteed_ms = 0;
-  }
-  const bool active = r.grant_count > 0 && r.grant_until > now_;
-  const int64_t refund = active ? r.grant_count * (r.grant_until - now_).count() : 0;
-  const int64_t budget_used = r.budget_instance == inst->index ? r.budget_used : 0;
-  reprovision::ReprovisionInput in;
-  in.reservation = r.id;
-  in.now = now_;
-  in.step = o_.step;
-  in.used_containers = used.countCovering(r.unit);
-  in.pending_containers = pending.countCovering(r.unit);
-  in.extra_now = planner_->extraAt(r.id, now_).countCovering(r.unit);
-  in.skyline_now = plannedAt(r, now_).countCovering(r.unit);
-  for (const Resource& p :
-       reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
-                                  inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step)) {
-    in.skyline_recent.push_back(p.countCovering(r.unit));
-  }
-  in.budget_remaining_container_ms = std::max<int64_t>(0, r.budget - budget_used + refund);
-  in.deadline = inst->end;
-  in.stages = std::move(stages);
-  in.previous_allocation = r.chosen_allocation;
-  r.used_ms += in.used_containers * o_.step.count();
-  r.guaranteed_ms += (in.skyline_now + in.extra_now) * o_.step.count();
-  in.used_container_ms_so_far = r.used_ms;
-  in.guaranteed_container_ms_so_far = r.guaranteed_ms;
-  auto decision = policy_->decide(in);
-  r.chosen_allocation = decision ? decision->allocation : 0;
+  view.planned_now = plannedAt(r, now_);
+  view.extra_now = planner_->extraAt(r.id, now_);
+  view.planned_recent =
+      reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
+                                 inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step);
+  view.instance = inst->index;
+  view.deadline = inst->end;
+  view.budget_remaining_container_ms = r.budget.remaining(inst->index, r.grant.refundAt(now_));
+  const reprovision::ReprovisionInput in =
+      reprovision::reviewInput(r.id, now_, o_.step, std::move(view), r.review);
+  auto decision = reprovision::decideReview(*policy_, in, r.review);
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
-  // ReservationManager::reprovision: budget per instance, swap through the planner.
-  if (r.budget_instance != inst->index) {
-    r.budget_instance = inst->index;
-    r.budget_used = 0;
-  }
-  const int64_t affordable =
-      std::max<int64_t>(0, r.budget - r.budget_used + refund) / decision->duration.count();
-  const int64_t want = std::min(decision->extra_containers, affordable);
-  if (want <= 0) return;
+  const reprovision::SwapQuote q = reprovision::quoteSwap(
+      r.budget, r.grant, inst->index, decision->extra_containers, decision->duration, now_);
+  if (q.want <= 0) return;
   const TimePoint until = now_ + decision->duration;
-  auto n = planner_->setExtra(r.id, r.unit, want, now_, until, now_, nullptr);
+  auto n = planner_->setExtra(r.id, r.unit, q.want, now_, until, now_, nullptr);
   if (!n.isOk()) return;
-  r.budget_used = std::max<int64_t>(0, r.budget_used - refund + *n * decision->duration.count());
-  r.grant_count = *n;
-  r.grant_until = until;
+  reprovision::settleSwap(r.budget, r.grant, q, *n, decision->duration, now_);
   recordGrant(r, *n, until);
   refreshGuarantee(ri, true);
 }
@@ -1563,6 +1740,14 @@ void Sim::recordRun(const AppState& app) {
   rec.container = app.unit;
   for (double b : app.bins) rec.skyline.push_back(b / static_cast<double>(o_.step.count()));
   h.runs[j].push_back(std::move(rec));
+  // Only the last history_runs skylines are fitted (the skyline LP, as
+  // morpheus-inference's skyline.history-runs); SLO inference reads the
+  // runs' times, never their skylines. Older skylines are dropped, so the
+  // history's memory grows with the runs' times and events only, not with
+  // their lengths (the bulk of it on month-long runs).
+  const auto keep = static_cast<size_t>(std::max<int64_t>(1, o_.history_runs));
+  if (h.runs[j].size() > keep)
+    std::vector<double>().swap(h.runs[j][h.runs[j].size() - 1 - keep].skyline);
   auto& tasks = h.last_stage_tasks[j];
   tasks.clear();
   for (const auto& st : app.inst.stages)
@@ -1586,6 +1771,12 @@ void Sim::finalize() {
       out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,
                                                w_.adhoc[static_cast<size_t>(app.adhoc)].submit,
                                                Millis(-1)});
+    }
+  }
+  for (const AggregateState& a : agg_) {
+    for (int64_t idx : a.pool.unfinished()) {
+      const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
+      out_.result.adhoc.push_back(AdhocOutcome{job.name, job.submit, Millis(-1)});
     }
   }
   for (const FluidState& f : pools_) {

@@ -351,6 +351,9 @@ void summarise(StrategyResult& r) {
   }
   r.adhoc_jct_median_s = percentileOf(jct, 0.5);
   r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
+  int64_t grants = 0;
+  for (const auto& i : r.instances) grants += i.dra_grants;
+  r.extra["dra_grants"] = static_cast<double>(grants);
   r.extra["adhoc_unfinished"] =
       static_cast<double>(r.adhoc.size()) -
       static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {
@@ -579,6 +582,19 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   }
   if (!o.realize) return invalidArgument("realize", "required");
   if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
+  if (o.aggregate_adhoc_step > Millis(0) && o.aggregate_adhoc_step < Millis(1000)) {
+    return invalidArgument("adhoc_step", "must be >= 1 s");
+  }
+  if (o.aggregate_adhoc_step > Millis(0) && o.fluid_adhoc_step > Millis(0)) {
+    return invalidArgument("adhoc_model",
+                           "aggregate replaces the fluid ad-hoc pools: use it with the task or "
+                           "grouped task model, not fluid");
+  }
+  if (o.aggregate_adhoc_step > Millis(0) && o.adhoc_policy != "drf") {
+    return invalidArgument("adhoc_policy",
+                           "the aggregate ad-hoc model shares capacity max-min fairly (drf); '" +
+                               o.adhoc_policy + "' needs the task model");
+  }
   MORPHEUS_RETURN_IF_ERROR(sched::makeOrderingPolicy(o.adhoc_policy, "adhoc_policy").status());
   if (!(o.altruistic_share >= 0 && o.altruistic_share <= 1))
     return invalidArgument("altruistic_share", "must be in [0, 1]");
@@ -664,19 +680,24 @@ class MinClusterSearch {
     return std::optional<StrategyResult>(finish(w_, e, *l, std::move(out)));
   }
 
+  // The rate min-cluster matches (ExperimentOptions::min_cluster_worst_case).
+  double rateOf(const StrategyResult& r) const {
+    return o_.min_cluster_worst_case ? r.worst_case_violation_rate : r.violation_rate;
+  }
+
   // The smallest node count up to o.nodes at which `spec`'s violation rate
   // is at most `target`, by bisection (rates assumed to fall as nodes grow);
   // the strategy's figures at that size, or at o.nodes when none matches.
   // Interrupted: the smallest size found so far (nullopt before any).
   Result<std::optional<StrategyResult>> smallest(const StrategySpec& spec, double target) {
     MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> best, at(spec, o_.nodes));
-    if (!best || best->violation_rate > target) return best;  // none up to --nodes matches
-    int64_t lo = 0, hi = o_.nodes;  // rate(hi) <= target; lo fails (or is 0)
+    if (!best || rateOf(*best) > target) return best;  // none up to --nodes matches
+    int64_t lo = 0, hi = o_.nodes;                     // rate(hi) <= target; lo fails (or is 0)
     while (hi - lo > 1 && !interrupted()) {
       int64_t mid = lo + (hi - lo) / 2;
       MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, at(spec, mid));
       if (!r) break;
-      if (r->violation_rate <= target) {
+      if (rateOf(*r) <= target) {
         hi = mid;
         best = std::move(r);
       } else {
@@ -685,6 +706,7 @@ class MinClusterSearch {
     }
     best->min_nodes_at_baseline_rate = hi;
     best->extra["nodes"] = static_cast<double>(hi);
+    best->extra["min_cluster_worst_case"] = o_.min_cluster_worst_case ? 1 : 0;
     return best;
   }
 
@@ -746,7 +768,9 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
     summary.interrupted = true;  // nothing to compare with
     return summary;
   }
-  const double target = base->violation_rate + 1e-12;
+  const double target =
+      (options.min_cluster_worst_case ? base->worst_case_violation_rate : base->violation_rate) +
+      1e-12;
   // The searches of the strategies run side by side on up to
   // options.threads threads, each taking the next strategy not started;
   // results by index, so they do not depend on the thread count.

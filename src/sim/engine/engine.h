@@ -85,6 +85,14 @@ struct ExperimentOptions {
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
   Millis fluid_adhoc_step{0};
+  // `--adhoc-model aggregate` (sim/engine/aggregate_adhoc.h): > 0 takes the
+  // ad-hoc jobs out of the scheduler as capacity over time, recomputed at
+  // this step (ms, >= 1 s; at once when a guarantee lacks room); 0 (default)
+  // keeps them in the scheduler. Not together with fluid_adhoc_step.
+  Millis aggregate_adhoc_step{0};
+  // min-cluster: match the baseline's worst-case violation rate (the
+  // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
+  bool min_cluster_worst_case = false;
   // Strategies evaluated side by side (runExperiment): up to this many
   // threads, each running one strategy's simulation at a time (>= 1; 1 =
   // one after the other). The results do not depend on it.
@@ -132,8 +140,9 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 
 // `morpheus-sim min-cluster`: runs the experiment at `options.nodes` for the
 // baseline, then for every other strategy searches (bisection over the node
-// count, assuming violations fall as nodes grow) the smallest cluster whose
-// violation rate is at most the baseline's at options.nodes; the result is in
+// count, one node at a time, assuming violations fall as nodes grow) the
+// smallest cluster whose violation rate (worst case with
+// options.min_cluster_worst_case) is at most the baseline's at options.nodes; the result is in
 // StrategyResult::min_nodes_at_baseline_rate (the baseline's is
 // options.nodes). The other figures of each strategy are those at that size.
 // The strategies' searches run side by side on up to options.threads

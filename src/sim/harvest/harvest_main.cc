@@ -4,10 +4,12 @@
 //   morpheus-harvest-sim --swim FILE [--primary FILE] [--tenants N] [--mix P,C,U]
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
-//       [--drain S] [--weights LENGTH:P,C,U]... [--json]
+//       [--drain S] [--weights LENGTH:P,C,U]... [--mean-util U]
+//       [--cpu-kill-after S] [--primary-memory F] [--replicas N] [--json]
 //
-// Prints, per strategy, task kills, job completion times and harvested
-// utilisation, then the work lost to kills, the jobs Algorithm 1 found no
+// Prints, per strategy (history, primary-aware, random), task kills, job
+// completion times and harvested utilisation, then the work lost to kills
+// and to throttling, the jobs Algorithm 1 found no
 // class for, kills per tenant pattern and per job length; then blocks lost
 // and unavailable per replica placement.
 // Exit codes: 0 done, 2 bad input (one line on stderr).
@@ -87,11 +89,27 @@ int main(int argc, char** argv) {
                  "Algorithm 1's ranking weights of a job length for periodic, constant and "
                  "unpredictable classes, e.g. short:2,3,1 (repeatable; defaults: short:2,1,3 "
                  "medium:3,2,1 long:2,3,1)");
+  app.add_option("--mean-util", gen.mean_util,
+                 "Generated tenants: mean primary CPU share their levels are drawn around "
+                 "(0 = fixed ranges, default)")
+      ->check(CLI::Range(0.0, 0.95));
+  double cpu_kill_after_s = 0;
+  app.add_option("--cpu-kill-after", cpu_kill_after_s,
+                 "The NMs' nm.harvest.cpu-kill-after in seconds: how long secondary tasks run "
+                 "CPU-throttled before the newest are killed; 0 = killed at once (default)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--primary-memory", ho.primary_memory,
+                 "Primary tenant's memory share as a multiple of its CPU share (a memory overlap "
+                 "kills at once; default 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--replicas", ro.replicas, "Replicas per block in the storage simulation")
+      ->check(CLI::Range(1, 16));
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
   ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
+  ho.cpu_kill_after = Millis(static_cast<int64_t>(cpu_kill_after_s * 1000));
   for (const auto& w : weights) {
     if (Status st = sim::parseRankingWeights(w, ho.selection); !st.isOk())
       return fail("--" + st.message());
@@ -137,8 +155,8 @@ int main(int argc, char** argv) {
   const std::array<const char*, 3> lengths = {rm::jobLengthName(rm::JobLength::kShort),
                                               rm::jobLengthName(rm::JobLength::kMedium),
                                               rm::jobLengthName(rm::JobLength::kLong)};
-  for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kRandom,
-                 sim::PlacementStrategy::kPrimaryUnaware}) {
+  for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kPrimaryAware,
+                 sim::PlacementStrategy::kRandom}) {
     auto r = sim::runHarvestSim(traces, *jobs, s, ho);
     if (!r.isOk()) return fail(r.status().message());
     out["placement"].push_back(
@@ -153,7 +171,13 @@ int main(int argc, char** argv) {
          {"harvested_util", r->harvested_util},
          {"primary_util", r->primary_util},
          {"lost_core_s", r->lost_core_s},
+         {"memory_kills", r->memory_kills},
+         {"throttled_task_s", r->throttled_task_s},
+         {"throttle_lost_core_s", r->throttle_lost_core_s},
+         {"throttled_task_s_by_pattern", breakdown(r->throttled_task_s_by_pattern, patterns)},
          {"jobs_without_class", r->jobs_without_class},
+         {"tasks_outside_class", r->tasks_outside_class},
+         {"tenants_mislabelled", r->tenants_mislabelled},
          {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
          {"kills_by_length", breakdown(r->kills_by_length, lengths)},
          {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
@@ -188,11 +212,19 @@ int main(int argc, char** argv) {
                 100 * p["harvested_util"].get<double>());
   }
   for (const auto& p : out["placement"]) {
-    std::printf("%-16s lost %.1f core-h; jobs without class %lld; kills on",
-                p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
-                p["jobs_without_class"].get<long long>());
+    std::printf(
+        "%-16s lost %.1f core-h; throttled %.1f task-h (%.1f core-h slower); memory kills %lld; "
+        "jobs without class %lld; tasks outside their classes %lld; tenants misclassified %lld; "
+        "kills on",
+        p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
+        p["throttled_task_s"].get<double>() / 3600, p["throttle_lost_core_s"].get<double>() / 3600,
+        p["memory_kills"].get<long long>(), p["jobs_without_class"].get<long long>(),
+        p["tasks_outside_class"].get<long long>(), p["tenants_mislabelled"].get<long long>());
     for (const auto& [k, v] : p["kills_by_pattern"].items())
       std::printf(" %s %lld", k.c_str(), v.get<long long>());
+    std::printf("; throttled task-h on");
+    for (const auto& [k, v] : p["throttled_task_s_by_pattern"].items())
+      std::printf(" %s %.0f", k.c_str(), v.get<double>() / 3600);
     std::printf("; per job length (jobs / kills / mean JCT s):");
     for (const char* l : lengths) {
       std::printf(" %s %lld/%lld/%.0f", l, p["jobs_by_length"][l].get<long long>(),

@@ -18,10 +18,10 @@ const char* strategyName(PlacementStrategy s) {
   switch (s) {
     case PlacementStrategy::kHistory:
       return "history";
+    case PlacementStrategy::kPrimaryAware:
+      return "primary-aware";
     case PlacementStrategy::kRandom:
       return "random";
-    case PlacementStrategy::kPrimaryUnaware:
-      return "primary-unaware";
   }
   return "?";
 }
@@ -36,6 +36,11 @@ const char* replicaStrategyName(ReplicaStrategy s) {
       return "best-first";
   }
   return "?";
+}
+
+double throttleSpeed(double cpu_left, int64_t tasks) {
+  if (tasks <= 0 || static_cast<double>(tasks) <= cpu_left) return 1.0;
+  return std::clamp(std::max(0.0, cpu_left) / static_cast<double>(tasks), 0.01, 1.0);
 }
 
 namespace {
@@ -65,6 +70,9 @@ Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions&
   if (o.tenants < 1) return invalidArgument("tenants", "must be >= 1");
   if (o.days < 2)
     return invalidArgument("days", "must be >= 2 (all days but the last are history)");
+  if (!(o.mean_util >= 0 && o.mean_util <= 0.95))
+    return invalidArgument("mean_util", "must be in [0, 0.95] (0 = the fixed ranges)");
+  const double target = o.mean_util;
   const std::vector<rm::UtilPattern> order = patternOrder(o.tenants, o.mix);
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> u(0, 1);
@@ -78,6 +86,10 @@ Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions&
     tr.tenant = std::string(rm::patternName(tr.truth)) + "-" + std::to_string(t);
     if (tr.truth == rm::UtilPattern::kPeriodic) {
       double mean = 0.15 + 0.3 * u(rng), amp = 0.1 + 0.25 * u(rng);
+      if (target > 0) {
+        mean = std::clamp(target + 0.2 * (u(rng) - 0.5), 0.05, 0.95);
+        amp = std::min({amp, 0.98 - mean, mean - 0.02});
+      }
       double phase = (u(rng) - 0.5) * 0.25;  // +-3 h of a common peak
       for (int i = 0; i < n; i++) {
         double x = static_cast<double>(i) / per_day + phase;
@@ -86,13 +98,17 @@ Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions&
       }
     } else if (tr.truth == rm::UtilPattern::kConstant) {
       double level = 0.1 + 0.5 * u(rng);
+      if (target > 0) level = std::clamp(target + 0.3 * (u(rng) - 0.5), 0.05, 0.95);
       for (int i = 0; i < n; i++)
         tr.util.push_back(std::clamp(level + 0.01 * noise(rng), 0.0, 1.0));
     } else {
       double x = 0.1 + 0.5 * u(rng);
+      const double level = std::clamp(target + 0.3 * (u(rng) - 0.5), 0.05, 0.95);
+      if (target > 0) x = level;
       for (int i = 0; i < n; i++) {
         x += 0.06 * noise(rng);
-        if (u(rng) < 0.02) x += 0.5 * u(rng);  // burst
+        if (target > 0) x += 0.05 * (level - x);  // pulled back towards its level
+        if (u(rng) < 0.02) x += 0.5 * u(rng);     // burst
         x = std::clamp(x, 0.05, 0.95);
         tr.util.push_back(x);
       }
@@ -173,8 +189,8 @@ namespace {
 struct Task {
   int job;
   int stage;
-  int64_t end_tick;
-  int64_t start_tick;
+  double work_left;  // ticks at full speed still to run
+  double work;       // ticks at full speed in all
 };
 
 struct JobRt {
@@ -193,6 +209,7 @@ struct JobRt {
 struct Server {
   int tenant;
   std::vector<Task> tasks;  // in start order: newest last
+  int64_t over_since = -1;  // first tick of the current throttled phase (-1: not throttled)
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -233,6 +250,9 @@ class HarvestRun {
           if (servers_[s].tenant == t) class_servers_[c].push_back(static_cast<int>(s));
       }
     }
+    for (size_t c = 0; c < classes_.size(); c++)
+      for (int t : class_tenants_[c])
+        tenants_mislabelled_ += traces_[t].truth != classes_[c].pattern ? 1 : 0;
     server_class_.assign(servers_.size(), -1);
     for (size_t c = 0; c < classes_.size(); c++)
       for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
@@ -271,6 +291,7 @@ class HarvestRun {
       enforce(now);
       complete(now);
       place(now);
+      advance(now);
       if (now >= end_tick) continue;  // draining: the day's utilisation is measured
       for (const auto& s : servers_) {
         secondary += static_cast<double>(s.tasks.size());
@@ -297,6 +318,7 @@ class HarvestRun {
     for (size_t l = 0; l < 3; l++) {
       r.kills_by_pattern[l] = kills_by_pattern_[l];
       r.kills_by_length[l] = kills_by_length_[l];
+      r.throttled_task_s_by_pattern[l] = throttled_by_pattern_[l] * tick_s;
       if (r.jobs_by_length[l] > 0) {
         r.mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
         r.floor_mean_jct_by_length_s[l] /= static_cast<double>(r.jobs_by_length[l]);
@@ -306,8 +328,13 @@ class HarvestRun {
                                        : std::accumulate(floor.begin(), floor.end(), 0.0) /
                                              static_cast<double>(floor.size());
     r.floor_p95_jct_s = percentile(floor, 0.95);
-    r.lost_core_s = static_cast<double>(lost_ticks_ * o_.tick.count()) / 1000.0;
+    r.lost_core_s = lost_ticks_ * tick_s;
+    r.memory_kills = memory_kills_;
+    r.throttled_task_s = throttled_ticks_ * tick_s;
+    r.throttle_lost_core_s = throttle_lost_ticks_ * tick_s;
     r.jobs_without_class = jobs_without_class_;
+    r.tasks_outside_class = tasks_outside_class_;
+    r.tenants_mislabelled = tenants_mislabelled_;
     double sum = 0;
     for (double v : jct) sum += v;
     r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
@@ -342,8 +369,7 @@ class HarvestRun {
   // Cores a new task may use on `s` (the placement view of the strategy).
   int64_t room(const Server& s, int64_t now) const {
     double busy = static_cast<double>(s.tasks.size());
-    if (strategy_ != PlacementStrategy::kPrimaryUnaware)
-      busy += primaryCores(s, now) + o_.reserve_cores;
+    if (strategy_ != PlacementStrategy::kRandom) busy += primaryCores(s, now) + o_.reserve_cores;
     return static_cast<int64_t>(std::floor(o_.cores - busy));
   }
 
@@ -416,21 +442,57 @@ class HarvestRun {
     return false;
   }
 
-  // The NM's harvest guard on every server: newest tasks die first.
+  // The NM's harvest guard on every server (decideHarvest): a memory overlap
+  // kills the newest tasks at once; a CPU overlap throttles them
+  // (advance()) and, once that has lasted cpu_kill_after, kills the newest
+  // until the rest fit.
   void enforce(int64_t now) {
     for (auto& s : servers_) {
-      double limit = o_.cores - primaryCores(s, now) - o_.reserve_cores;
-      while (!s.tasks.empty() && static_cast<double>(s.tasks.size()) > limit) {
-        Task t = s.tasks.back();
-        s.tasks.pop_back();
-        JobRt& j = jobs_[t.job];
-        j.running[t.stage]--;
-        j.pending[t.stage]++;
-        kills_++;
-        kills_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)]++;
-        kills_by_length_[static_cast<size_t>(j.length)]++;
-        lost_ticks_ += now - t.start_tick;
+      const double primary = primaryCores(s, now);
+      const double mem_limit = o_.cores - o_.primary_memory * primary - o_.reserve_cores;
+      while (!s.tasks.empty() && static_cast<double>(s.tasks.size()) > mem_limit) {
+        kill(s, now);
+        memory_kills_++;
       }
+      const double cpu_left = o_.cores - primary - o_.reserve_cores;
+      if (static_cast<double>(s.tasks.size()) <= cpu_left) {
+        s.over_since = -1;
+        continue;
+      }
+      if (s.over_since < 0) s.over_since = now;
+      if ((now - s.over_since) * o_.tick < o_.cpu_kill_after) continue;
+      while (!s.tasks.empty() && static_cast<double>(s.tasks.size()) > cpu_left) kill(s, now);
+      s.over_since = -1;
+    }
+  }
+
+  void kill(Server& s, int64_t now) {
+    (void)now;
+    Task t = s.tasks.back();
+    s.tasks.pop_back();
+    JobRt& j = jobs_[t.job];
+    j.running[t.stage]--;
+    j.pending[t.stage]++;
+    kills_++;
+    kills_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)]++;
+    kills_by_length_[static_cast<size_t>(j.length)]++;
+    lost_ticks_ += t.work - t.work_left;
+  }
+
+  // One tick of running: every task progresses at its server's speed.
+  void advance(int64_t now) {
+    for (auto& s : servers_) {
+      if (s.tasks.empty()) continue;
+      const double cpu_left = o_.cores - primaryCores(s, now) - o_.reserve_cores;
+      const auto n = static_cast<int64_t>(s.tasks.size());
+      const double speed = throttleSpeed(cpu_left, n);
+      if (speed < 1) {
+        throttled_ticks_ += static_cast<double>(n);
+        throttled_by_pattern_[static_cast<size_t>(traces_[s.tenant].truth)] +=
+            static_cast<double>(n);
+        throttle_lost_ticks_ += static_cast<double>(n) * (1 - speed);
+      }
+      for (auto& t : s.tasks) t.work_left -= speed;
     }
   }
 
@@ -438,7 +500,7 @@ class HarvestRun {
     for (auto& s : servers_) {
       for (size_t i = 0; i < s.tasks.size();) {
         Task& t = s.tasks[i];
-        if (t.end_tick > now) {
+        if (t.work_left > 1e-9) {
           i++;
           continue;
         }
@@ -468,11 +530,13 @@ class HarvestRun {
 
   int pickServer(const JobRt& j, int64_t now) {
     std::vector<int> cand;
+    fallback_ = false;
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
         if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
     }
     if (cand.empty()) {
+      if (strategy_ == PlacementStrategy::kHistory && !j.preferred.empty()) fallback_ = true;
       for (size_t s = 0; s < servers_.size(); s++)
         if (room(servers_[s], now) >= 1) cand.push_back(static_cast<int>(s));
     }
@@ -491,6 +555,7 @@ class HarvestRun {
         while (j.pending[st] > 0) {
           int s = pickServer(j, now);
           if (s < 0) break;
+          tasks_outside_class_ += fallback_ ? 1 : 0;
           placeTask(ji, st, s, now);
         }
       }
@@ -500,7 +565,8 @@ class HarvestRun {
 
   void placeTask(int ji, int stage, int s, int64_t now) {
     JobRt& j = jobs_[ji];
-    servers_[s].tasks.push_back({ji, stage, now + j.dur_ticks[stage], now});
+    const auto work = static_cast<double>(j.dur_ticks[stage]);
+    servers_[s].tasks.push_back({ji, stage, work, work});
     j.pending[stage]--;
     j.running[stage]++;
     tasks_run_++;
@@ -520,7 +586,11 @@ class HarvestRun {
   std::vector<int> server_class_;       // class index per server (-1: none)
   std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
   int64_t states_tick_ = -1;
-  int64_t kills_ = 0, tasks_run_ = 0, lost_ticks_ = 0, jobs_without_class_ = 0;
+  int64_t kills_ = 0, tasks_run_ = 0, jobs_without_class_ = 0, memory_kills_ = 0;
+  int64_t tasks_outside_class_ = 0, tenants_mislabelled_ = 0;
+  bool fallback_ = false;  // the last pickServer fell back outside the job's classes
+  double lost_ticks_ = 0, throttled_ticks_ = 0, throttle_lost_ticks_ = 0;
+  double throttled_by_pattern_[3] = {0, 0, 0};
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
 };
 
@@ -536,6 +606,9 @@ Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
     return invalidArgument("tick", "must be > 0 and <= step");
   if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
   if (o.drain.count() < 0) return invalidArgument("drain", "must be >= 0");
+  if (o.cpu_kill_after.count() < 0) return invalidArgument("cpu_kill_after", "must be >= 0");
+  if (!(o.primary_memory >= 0 && o.primary_memory <= 1))
+    return invalidArgument("primary_memory", "must be in [0, 1]");
   const int64_t per_day = Millis(86400000) / o.step;
   if (static_cast<int64_t>(traces.front().util.size()) < 2 * per_day) {
     return invalidArgument("traces", "need two days of samples (day 0 is history)");

@@ -3,8 +3,10 @@
 // jobs harvesting what the primaries leave, and reimaging events hitting a
 // storage layer. Compares
 //  - task placement: history-based class selection (Algorithm 1, the real
-//    rm/harvest_selection code) vs random among nodes with room vs
-//    primary-unaware (ignores the primary when placing; the NM still kills);
+//    rm/harvest_selection code) vs primary-aware (the paper's baseline: YARN
+//    told each primary tenant's current usage, no history; a task goes to a
+//    random server where the primary leaves a core now) vs random (ignores
+//    the primary when placing; the NM still throttles and kills);
 //  - replica placement: Algorithm 2 (rm/harvest_replicas) vs random vs
 //    best-first.
 // Everything runs on a virtual time line; the same seed gives the same
@@ -12,10 +14,18 @@
 //
 // Model (stated assumptions): a server has `cores` cores; its primary uses
 // util(t) * cores, piecewise constant per series step; secondary tasks take
-// one core each; the NM policy of src/nodemanager/harvest_guard.h (kill the
-// newest tasks while primary + reserve + tasks > cores) runs every tick (the
-// CPU throttle phase is not modelled: a kill counts at once). A killed task
-// reruns from scratch. Jobs are SWIM jobs (map stage, then reduce stage). All
+// one core each; the NM policy of src/nodemanager/harvest_guard.h runs every
+// tick: the primary has priority, so while the tasks on a server want more
+// cores than cpu_left = cores - primary - reserve, each runs at
+// cpu_left / tasks of a core (at least 1%, the cgroup quota's floor:
+// harvest_cpu.h) and its remaining work shrinks that much slower; once that
+// has lasted `cpu_kill_after`, the newest are killed until the rest fit.
+// Memory cannot be throttled: a task takes cores-th of the server's memory,
+// the primary `primary_memory` x its CPU share, and the newest tasks are
+// killed at once while they do not fit beside the primary and the reserve
+// (reserve_cores tasks' memory). A killed task reruns from scratch. cpu_kill_after 0 kills at once
+// (no throttled phase). throttleSpeed() is the CPU part, calibrated against
+// the real NM (bench/harvest/calibrate.sh). Jobs are SWIM jobs (map stage, then reduce stage). All
 // days of the series but the last are history (clustering: a daily pattern
 // needs two days to show two cycles); jobs arrive on the last day at their
 // SWIM offsets. A job's length type uses its ideal duration as "last run"
@@ -62,13 +72,20 @@ struct PrimaryGenOptions {
   int days = 3;
   Millis step{Millis(5 * 60 * 1000)};
   uint64_t seed = 1;
+  // > 0: every tenant's level is drawn around this mean CPU share (the
+  // utilisation sweep; see generatePrimaryTraces); 0: the fixed ranges.
+  double mean_util = 0;
 };
 
 // Periodic: a daily wave (mean 0.15-0.45, amplitude 0.1-0.35, phase within
 // +-3 h of a common peak) plus small noise; constant: a level 0.1-0.6 +-0.02;
 // unpredictable: a random walk in [0.05, 0.95] with bursts.
+// With mean_util = U > 0: periodic mean U +- 0.1 (amplitude 0.1-0.35, kept
+// inside [0.02, 0.98]), constant level U +- 0.15, unpredictable a random walk
+// pulled back towards its level U +- 0.15 (5% of the gap per step) with the
+// same noise and bursts; levels clamped to [0.05, 0.95].
 // INVALID_ARGUMENT naming "mix" for negative or all-zero shares, "tenants"
-// below 1, "days" below 2.
+// below 1, "days" below 2, "mean_util" outside [0, 0.95].
 Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o);
 
 // Real series: one line per tenant, "TENANT U0 U1 ..." (whitespace-separated,
@@ -82,8 +99,14 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
 // in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
 Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
 
-enum class PlacementStrategy { kHistory, kRandom, kPrimaryUnaware };
+enum class PlacementStrategy { kHistory, kPrimaryAware, kRandom };
 const char* strategyName(PlacementStrategy s);
+
+// The CPU speed (cores, <= 1) of each of `tasks` one-core secondary tasks on
+// a server whose primary leaves `cpu_left` cores (after the NM's reserve):
+// 1 while they fit, else an equal share of what is left, at least 0.01 (the
+// NM's cgroup quota never goes below 1 ms per 100 ms).
+double throttleSpeed(double cpu_left, int64_t tasks);
 
 struct HarvestSimOptions {
   int servers_per_tenant = 10;
@@ -101,6 +124,12 @@ struct HarvestSimOptions {
   // this long, the primaries repeating that day; 0 = the run stops at the
   // day's end and jobs unfinished then are left out of the JCTs.
   Millis drain{0};
+  // The NM's nm.harvest.cpu-kill-after: how long tasks stay throttled before
+  // the newest are killed; 0 = killed at once (nothing runs throttled).
+  Millis cpu_kill_after{0};
+  // The primary's memory share = this x its CPU share (in [0, 1]); 1 makes a
+  // memory overlap coincide with the CPU one.
+  double primary_memory = 1.0;
   rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
   uint64_t seed = 1;
 };
@@ -117,7 +146,12 @@ struct HarvestSimResult {
   int64_t kills_by_length[3] = {0, 0, 0};
   int64_t jobs_by_length[3] = {0, 0, 0};
   double mean_jct_by_length_s[3] = {0, 0, 0};
-  double lost_core_s = 0;  // core-seconds killed tasks had run (work lost to kills)
+  double lost_core_s = 0;    // core-seconds killed tasks had run (work lost to kills)
+  int64_t memory_kills = 0;  // of task_kills, those for memory (the rest: CPU after the throttle)
+  // Task-seconds run below full speed, and the core-seconds that cost
+  // (sum over throttled ticks of 1 - speed).
+  double throttled_task_s = 0, throttle_lost_core_s = 0;
+  double throttled_task_s_by_pattern[3] = {0, 0, 0};  // by the server's tenant's pattern
   // The same finished jobs had none waited and none been killed: each job's
   // map then reduce task duration in ticks (its JCT on an idle cluster of
   // unbounded size). No placement's JCTs can be below these, so a strategy's
@@ -128,6 +162,11 @@ struct HarvestSimResult {
   // with room (within no_class_wait); they run without a constraint, i.e.
   // like random placement.
   int64_t jobs_without_class = 0;
+  // History only: tasks placed outside their job's classes because those had
+  // no headroom left (the soft constraint falls back), and tenants whose
+  // class's pattern differs from their generated one (misclassified).
+  int64_t tasks_outside_class = 0;
+  int64_t tenants_mislabelled = 0;
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,

@@ -16,7 +16,7 @@ namespace {
 Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std::string& name) {
   if (name == "phoenix-no-crv") {
     return std::shared_ptr<const sched::QueueOrderingPolicy>(
-        std::make_shared<sched::PhoenixOrderingPolicy>(false));
+        std::make_shared<sched::PhoenixNoCrvOrderingPolicy>());
   }
   auto p = sched::makeOrderingPolicy(name, "--policies");
   if (!p.isOk()) {

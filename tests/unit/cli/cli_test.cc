@@ -800,6 +800,11 @@ TEST_F(CliTest, ReservationCreateFromFlags) {
                           {"num_containers", 4},
                           {"min_concurrency", 2},
                           {"duration_ms", 10 * kMin}}}));
+  // Its queue has a guarantee, not a weight: the table prints none.
+  auto qrow = rowOf(ctl({"queue", "list"}).out, id);
+  ASSERT_EQ(qrow.size(), 8u) << id;
+  EXPECT_EQ(qrow[1], "reservation-oneoff");
+  EXPECT_EQ(qrow[2], "-");
 
   // Recurring, ISO times, MiB and a compound duration; the text output.
   CliRun daily = ctl({"reservation", "create", "--start", "1971-02-05T06:00:00Z", "--deadline",

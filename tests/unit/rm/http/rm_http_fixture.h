@@ -167,8 +167,8 @@ class RmHttpTest : public ::testing::Test {
     const testing::InProcRmOptions& wired = rm_->options();
     registerWebUi(
         *http_, {&rm_->core(), &rm_->apps(), &rm_->runtime(), &rm_->reservations(), &rm_->access(),
-                 &clock_, wired.runtime.queue_weights, wired.apps.queues, wired.rm.planner.lcm,
-                 wired.rm.planner.step, inference_address_, TlsOptions{}, kInferenceToken});
+                 &clock_, wired.apps.queues, wired.rm.planner.lcm, wired.rm.planner.step,
+                 inference_address_, TlsOptions{}, kInferenceToken});
     registerClusterRest(*http_, {rm_->core(), rm_->apps(), rm_->runtime(), rm_->reservations(),
                                  rm_->access(), clock_, fromEpochMs(kT0)});
     auto port = http_->start("127.0.0.1", 0);

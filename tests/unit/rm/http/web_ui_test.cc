@@ -188,6 +188,22 @@ TEST_F(WebUiTest, ClusterViewMatchesTheKnownState) {
   EXPECT_EQ(r.parsed(), expected) << r.body;
 }
 
+// A config reload's new weights show on the page at once: the UI reads the
+// scheduler's queues, not the weights the RM started with.
+TEST_F(WebUiTest, QueueWeightsFollowAReload) {
+  ASSERT_NO_FATAL_FAILURE(buildKnownState());
+  ASSERT_TRUE(rm_->runtime().setQueueConfig({{"root.default", 1}, {"root.other", 5}}, {}).isOk());
+  Reply r = get("/ui/api/cluster", kBob);
+  ASSERT_EQ(r.status, 200) << r.show();
+  const json page = r.parsed();
+  std::map<std::string, double> weights;
+  for (const auto& q : page["queues"]) {
+    if (q["kind"] == "ad-hoc") weights[q["name"].get<std::string>()] = q["weight"].get<double>();
+  }
+  EXPECT_EQ(weights, (std::map<std::string, double>{{"root.default", 1}, {"root.other", 5}}))
+      << r.body;
+}
+
 // /ui/api/plan over the LCM day containing now (1 day, 60 s steps: 720
 // points of 2 steps): alice's reservation holds 2 GiB / 2 vcores in the
 // five points of [t0, t0 + 10 min) and nothing elsewhere.

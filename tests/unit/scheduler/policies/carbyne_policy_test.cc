@@ -98,11 +98,15 @@ TEST(CarbynePlanTest, OnlyTheRemainderOfTheLastWavesRunsNow) {
   EXPECT_EQ(p.need, slots(5));
 }
 
-// The need never exceeds the fair share even when runnable stages add up to more.
-TEST(CarbynePlanTest, NeedIsCappedAtFairShare) {
+// Parallel stages compete for the share (forward packing): two stages of
+// 4 x 10 s at 4 slots cannot both run at once, so T = 20 s, not the 10 s
+// each would take alone. Reverse packing from T puts one of them in the
+// last wave, so only the other must run now: the need is 4 slots, within
+// the fair share.
+TEST(CarbynePlanTest, ParallelStagesCompeteForTheShare) {
   CarbynePlan p = carbynePlan({stage(4, 10), stage(4, 10)}, slots(4));
-  EXPECT_EQ(p.completion, Millis(10000));
-  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(p.completion, Millis(20000));
+  EXPECT_EQ(p.need_tasks[0] + p.need_tasks[1], 4);
   EXPECT_EQ(p.need, slots(4));
 }
 
@@ -136,10 +140,10 @@ TEST(CarbyneOrderingPolicyTest, ScoresDrfBelowNeedAndSrtfAbove) {
   ASSERT_TRUE(h.valid);
   const AppHint none;
   const Resource two = slots(2), four = slots(4), nine = slots(9);
-  EXPECT_DOUBLE_EQ(p.appScore({two, h, cluster, Millis(0), Millis(0), TimePoint{}}), 0.2);
-  EXPECT_DOUBLE_EQ(p.appScore({four, h, cluster, Millis(0), Millis(0), TimePoint{}}),
+  EXPECT_DOUBLE_EQ(p.appScore({two, h, cluster, Millis(0), TimePoint{}}), 0.2);
+  EXPECT_DOUBLE_EQ(p.appScore({four, h, cluster, Millis(0), TimePoint{}}),
                    CarbyneOrderingPolicy::kLeftoverTier + 20.0);
-  EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), Millis(0), TimePoint{}}),
+  EXPECT_DOUBLE_EQ(p.appScore({nine, none, cluster, Millis(0), TimePoint{}}),
                    0.9);  // no DAG: DRF
 }
 
@@ -323,6 +327,51 @@ TEST(CarbyneSchedulerTest, LeftoverGoesToBestAlignedAsk) {
   EXPECT_EQ(r.allocations.size(), 4u);
   EXPECT_EQ(on_n2["2048"], 1);
   EXPECT_EQ(on_n2["6144"], 0);
+}
+
+// Leftover packing across jobs (Carbyne §4.3: the runnable tasks of every
+// job in the leftover tier, not one job's at a time). near: A 1 x 100 s
+// (1 GiB, 1 vcore) and M 2 x 10 s (4 GiB, 1 vcore); far: B 1 x 120 s
+// (1 GiB, 1 vcore) and C 2 x 10 s (2 GiB, 4 vcores). Shares (5 GiB, 5
+// vcores): each job needs only its long task (M and C have slack), which
+// n1 (2 GiB, 2 vcores) holds. On n2 (8 GiB, 8 vcores) both jobs are in the
+// leftover tier: C aligns better (2/8 + 4/8 = 0.75) than M (4/8 + 1/8 =
+// 0.625), more than the SRTF term favours near (0.5 x (ln(1 + 120/60) -
+// ln(1 + 100/60)) = 0.058), so far's C goes first, then M (both align
+// 0.4375 then; near is closer to completion), and then nothing fits. Choosing among near's asks
+// alone (SRTF first) would put M and M there.
+TEST(CarbyneSchedulerTest, LeftoverIsPackedAcrossJobs) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back(
+      {"root.default", 1.0, std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0})});
+  auto s = std::move(Scheduler::create(std::move(o))).value();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(2048, 2), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 8), {}).isOk());
+  const Resource a(1024, 1), m(4096, 1), c(2048, 4);
+  auto st = [](int64_t tasks, int64_t secs, Resource r) {
+    DagStage d = stage(tasks, secs);
+    d.task = r;
+    return d;
+  };
+  auto mk = [](std::string id, int32_t count, int32_t prio, Resource r) {
+    ResourceRequest q = ask(count, std::move(id), prio);
+    q.capability = r;
+    return q;
+  };
+  ASSERT_TRUE(s->addApp(AppId("near"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("far"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("near"), {st(1, 100, a), st(2, 10, m)}).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("far"), {st(1, 120, a), st(2, 10, c)}).isOk());
+  EXPECT_EQ(s->appHint(AppId("near")).value().need, a);
+  EXPECT_EQ(s->appHint(AppId("far")).value().need, a);
+  ASSERT_TRUE(s->updateAsks(AppId("near"), {mk("A", 1, 0, a), mk("M", 2, 1, m)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("far"), {mk("B", 1, 0, a), mk("C", 2, 1, c)}).isOk());
+  auto r = s->schedulePass(kT0);
+  std::vector<std::string> on_n2;
+  for (const auto& x : r.allocations) {
+    if (x.node == NodeId("n2")) on_n2.push_back(x.app.value() + ":" + x.request_id);
+  }
+  EXPECT_EQ(on_n2, (std::vector<std::string>{"far:C", "near:M"}));
 }
 
 // The fair share planApp gets follows queue weights and users: 16 slots,

@@ -128,7 +128,9 @@ TEST(SchedulerPhoenixTest, ShortConstrainedJobOvertakesLongQueue) {
 // (which can run anywhere); without the CRV (shortest first only) it does not.
 TEST(SchedulerPhoenixTest, CrvWaitPromotesContendedConstrainedApp) {
   for (bool use_crv : {false, true}) {
-    auto s = make(std::make_shared<PhoenixOrderingPolicy>(use_crv));
+    auto s = make(use_crv ? std::shared_ptr<const QueueOrderingPolicy>(
+                                std::make_shared<PhoenixOrderingPolicy>())
+                          : std::make_shared<PhoenixNoCrvOrderingPolicy>());
     ASSERT_TRUE(s->addNode(NodeId("gpu"), Resource(8192, 2), {{"gpu", "a100"}}).isOk());
     ASSERT_TRUE(s->addNode(NodeId("cpu"), Resource(8192, 2), {}).isOk());
     ASSERT_TRUE(s->addApp(AppId("any"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
@@ -142,18 +144,56 @@ TEST(SchedulerPhoenixTest, CrvWaitPromotesContendedConstrainedApp) {
   }
 }
 
-// scheduler.policy names phoenix like any other leaf policy; it reads CRV
-// waits, the others do not.
+// scheduler.policy names phoenix like any other leaf policy; it provides the
+// constraint-aware app ordering, the others do not.
 TEST(PolicyFactoryTest, PhoenixByNameReadsConstraintWaits) {
   auto p = makeOrderingPolicy("phoenix", "scheduler.policy.root.default");
   ASSERT_TRUE(p.isOk()) << p.status().toString();
   EXPECT_EQ((*p)->name(), "phoenix");
-  EXPECT_TRUE((*p)->usesConstraintWaits());
+  EXPECT_NE(extensionPoints(**p).constrained_apps, nullptr);
   for (const char* n : {"drf", "fifo", "carbyne"}) {
     auto o = makeOrderingPolicy(n, "f");
     ASSERT_TRUE(o.isOk()) << n;
-    EXPECT_FALSE((*o)->usesConstraintWaits()) << n;
+    EXPECT_EQ(extensionPoints(**o).constrained_apps, nullptr) << n;
   }
+}
+
+// Each policy provides exactly the extension points it needs: the scheduler
+// branches on their presence (ordering_policy.h).
+TEST(PolicyFactoryTest, PoliciesProvideTheirExtensionPoints) {
+  struct Want {
+    const char* name;
+    bool dag, no_dag, apps, constrained_apps, users, asks;
+  };
+  for (const Want& w : {Want{"drf", false, false, false, false, false, false},
+                        Want{"fifo", false, false, false, false, false, false},
+                        Want{"carbyne", true, true, true, false, true, true},
+                        Want{"phoenix", false, false, false, true, false, false}}) {
+    auto p = makeOrderingPolicy(w.name, "f");
+    ASSERT_TRUE(p.isOk()) << w.name;
+    const PolicyPoints pts = extensionPoints(**p);
+    EXPECT_EQ(pts.order, p->get()) << w.name;
+    EXPECT_EQ(pts.dag != nullptr, w.dag) << w.name;
+    EXPECT_EQ(pts.no_dag != nullptr, w.no_dag) << w.name;
+    EXPECT_EQ(pts.apps != nullptr, w.apps) << w.name;
+    EXPECT_EQ(pts.constrained_apps != nullptr, w.constrained_apps) << w.name;
+    EXPECT_EQ(pts.users != nullptr, w.users) << w.name;
+    EXPECT_EQ(pts.asks != nullptr, w.asks) << w.name;
+  }
+  const PhoenixNoCrvOrderingPolicy ablation;
+  const PolicyPoints no_crv = extensionPoints(ablation);
+  EXPECT_NE(no_crv.apps, nullptr);
+  EXPECT_EQ(no_crv.constrained_apps, nullptr);
+}
+
+// Both Phoenix policies score the same virtual deadline; only the
+// constraint-aware one is advanced by the CRV wait.
+TEST(PhoenixPolicyTest, DeadlineWithAndWithoutCrv) {
+  const Resource used, cluster(8192, 8);
+  const AppHint none;
+  const AppInput in{used, none, cluster, Millis(5000), TimePoint{} + Millis(100000)};
+  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy().appScore(in, Millis(3000)), 102000.0);
+  EXPECT_DOUBLE_EQ(PhoenixNoCrvOrderingPolicy().appScore(in), 105000.0);
 }
 
 // Only the leaf configured with phoenix orders by CRV waits: the same apps in

@@ -53,6 +53,9 @@ sim::SimSummary summary() {
   s.command = "run";
   s.strategies.push_back(strategy("morpheus", 100, 1));
   s.strategies.back().extra["alpha"] = 0.1;
+  // Worst case and with-ad-hoc ratios differ (5.2x and 13x), so a swap shows.
+  s.strategies.back().worst_case_violations = 5;
+  s.strategies.back().worst_case_violation_rate = 0.05;
   s.strategies.push_back(strategy("baseline", 100, 13));
   s.strategies.back().min_nodes_at_baseline_rate = 50;
   return s;
@@ -61,9 +64,33 @@ sim::SimSummary summary() {
 // summary.json has exactly the documented keys, sorted, with fixed precision, and is byte-identical
 // for equal input.
 TEST(ReportTest, SummaryJsonGolden) {
-  const std::string expected = R"({
+  const std::string expected = R"json({
   "command": "run",
   "days": 10,
+  "headline": {
+    "definition": "worst case (Morpheus OSDI'16 section 8): an instance is judged on its reserved capacity only (its placement and DRA grants), as if no opportunistic (fair-share, ad-hoc) capacity existed; with_adhoc_load: judged on the capacity it actually got in the simulated cluster, ad-hoc load included. Ratios: the baseline's rate over the strategy's (null: the strategy has none left)",
+    "metric": "worst_case_violations",
+    "strategies": {
+      "baseline": {
+        "baseline_over_strategy_with_adhoc_load": 1.000000,
+        "periodic_instances": 100,
+        "violation_rate_with_adhoc_load": 0.130000,
+        "violations_with_adhoc_load": 13,
+        "worst_case_baseline_over_strategy": 1.000000,
+        "worst_case_violation_rate": 0.260000,
+        "worst_case_violations": 26
+      },
+      "morpheus": {
+        "baseline_over_strategy_with_adhoc_load": 13.000000,
+        "periodic_instances": 100,
+        "violation_rate_with_adhoc_load": 0.010000,
+        "violations_with_adhoc_load": 1,
+        "worst_case_baseline_over_strategy": 5.200000,
+        "worst_case_violation_rate": 0.050000,
+        "worst_case_violations": 5
+      }
+    }
+  },
   "interrupted": false,
   "nodes": 50,
   "seed": 42,
@@ -89,13 +116,13 @@ TEST(ReportTest, SummaryJsonGolden) {
       "periodic_instances": 100,
       "utilisation": 0.412500,
       "violation_rate": 0.010000,
-      "worst_case_violation_rate": 0.020000,
-      "worst_case_violations": 2
+      "worst_case_violation_rate": 0.050000,
+      "worst_case_violations": 5
     }
   },
   "train_days": 7
 }
-)";
+)json";
   EXPECT_EQ(sim::summaryJson(summary()), expected);
   EXPECT_EQ(sim::summaryJson(summary()), sim::summaryJson(summary()));
   sim::SimSummary empty;
@@ -103,6 +130,21 @@ TEST(ReportTest, SummaryJsonGolden) {
   empty.interrupted = true;
   EXPECT_NE(sim::summaryJson(empty).find("\"strategies\": {}"), std::string::npos);
   EXPECT_NE(sim::summaryJson(empty).find("\"interrupted\": true"), std::string::npos);
+}
+
+// A strategy with no worst-case violations left has no finite ratio (null); without a baseline
+// no ratio is printed at all.
+TEST(ReportTest, HeadlineRatiosWithoutMissesOrBaseline) {
+  auto s = summary();
+  s.strategies[0].worst_case_violations = 0;
+  s.strategies[0].worst_case_violation_rate = 0;
+  EXPECT_NE(sim::summaryJson(s).find("\"worst_case_baseline_over_strategy\": null"),
+            std::string::npos)
+      << sim::summaryJson(s);
+  s.strategies.erase(s.strategies.begin() + 1);  // the baseline
+  const std::string json = sim::summaryJson(s);
+  EXPECT_EQ(json.find("baseline_over_strategy"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"worst_case_violations\": 0"), std::string::npos) << json;
 }
 
 std::string slurp(const fs::path& p) {
@@ -144,7 +186,15 @@ TEST(ReportTest, WriteReportWithoutGnuplotSaysSo) {
   const std::string md = slurp(out / "report.md");
   EXPECT_NE(md.find("gnuplot is not installed"), std::string::npos);
   EXPECT_EQ(md.find(".png"), std::string::npos);
-  EXPECT_NE(md.find("| morpheus | 100 | 1 | 1.00% | 2 | 2.00% | 13.0x |"), std::string::npos) << md;
+  // The paper's metric leads: worst-case count, rate and ratio, then the same with the ad-hoc load.
+  EXPECT_NE(md.find("| morpheus | 100 | 5 | 5.00% | 5.2x | 1 | 1.00% | 13.0x |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- morpheus: 5 worst-case violations of 100 instances against the "
+                    "baseline's 26 of 100 (baseline / strategy rate: 5.2x); with the ad-hoc load "
+                    "1 against 13 (13.0x)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Morpheus §8's 5-13x"), std::string::npos);
   EXPECT_NE(md.find("50 nodes match the baseline's violation rate"), std::string::npos);
   fs::remove_all(dir);
 }

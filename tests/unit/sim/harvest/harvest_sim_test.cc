@@ -126,8 +126,8 @@ std::vector<SwimJob> longJobs(int n, int64_t tasks) {
 }
 
 // Algorithm 1 in the simulator: long jobs go to the flat tenant (the spiky
-// one's peak leaves no headroom) and are never killed; random placement puts
-// some on the spiky tenant, which kills them at noon (all kills on its pattern).
+// one's peak leaves no headroom) and are never killed; primary-aware
+// placement puts some on the spiky tenant, which kills them at noon (all kills on its pattern).
 TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
   std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
   traces[0].truth = rm::UtilPattern::kUnpredictable;
@@ -137,18 +137,18 @@ TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
   HarvestSimOptions o = minuteTicks(2);
   auto jobs = longJobs(3, 2);
   auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
-  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  auto aware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
   ASSERT_TRUE(history.isOk()) << history.status().message();
-  ASSERT_TRUE(random.isOk());
+  ASSERT_TRUE(aware.isOk());
   EXPECT_EQ(history->jobs_by_length[static_cast<size_t>(rm::JobLength::kLong)], 3);
   EXPECT_EQ(history->task_kills, 0);
   EXPECT_EQ(history->jobs_without_class, 0);
-  EXPECT_GT(random->task_kills, 0) << "seed 1";
-  EXPECT_EQ(random->kills_by_pattern[static_cast<size_t>(rm::UtilPattern::kUnpredictable)],
-            random->task_kills);
-  EXPECT_GT(random->lost_core_s, 0);
-  EXPECT_LT(history->mean_jct_s, random->mean_jct_s);
-  EXPECT_EQ(random->jobs_finished, 3) << "killed tasks rerun";
+  EXPECT_GT(aware->task_kills, 0) << "seed 1";
+  EXPECT_EQ(aware->kills_by_pattern[static_cast<size_t>(rm::UtilPattern::kUnpredictable)],
+            aware->task_kills);
+  EXPECT_GT(aware->lost_core_s, 0);
+  EXPECT_LT(history->mean_jct_s, aware->mean_jct_s);
+  EXPECT_EQ(aware->jobs_finished, 3) << "killed tasks rerun";
 }
 
 // A long job arriving while the flat tenant's headroom is taken (3 slots,
@@ -184,20 +184,20 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
 
 // Within its class a long job uses only the headroom under the class's peak
 // (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
-// nothing; random fills a server up to what the primary leaves now and loses
-// tasks at noon.
+// nothing; primary-aware placement fills a server up to what the primary
+// leaves now and loses tasks at noon.
 TEST(HarvestSimTest, HistoryPlacesLongTasksWithinThePeakHeadroom) {
   std::vector<PrimaryTrace> traces = {middaySpike("wave", 0.5)};
   HarvestSimOptions o = minuteTicks(2);
   auto jobs = longJobs(1, 6);
   auto history = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
-  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  auto aware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
   ASSERT_TRUE(history.isOk()) << history.status().message();
-  ASSERT_TRUE(random.isOk());
+  ASSERT_TRUE(aware.isOk());
   EXPECT_EQ(history->jobs_without_class, 0);
   EXPECT_EQ(history->task_kills, 0);
   EXPECT_EQ(history->tasks_run, 6);
-  EXPECT_GT(random->task_kills, 0) << "seed 1";
+  EXPECT_GT(aware->task_kills, 0) << "seed 1";
 }
 
 // A primary that grows at noon kills tasks placed without regard to it; a
@@ -221,11 +221,11 @@ TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
     jobs.push_back(s);
   }
   HarvestSimOptions o = minuteTicks(2);
-  auto unaware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
-  ASSERT_TRUE(unaware.isOk()) << unaware.status().message();
-  EXPECT_EQ(unaware->jobs_finished, 20);
-  EXPECT_GT(unaware->task_kills, 0);
-  EXPECT_GT(unaware->harvested_util, 0);
+  auto random = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  ASSERT_TRUE(random.isOk()) << random.status().message();
+  EXPECT_EQ(random->jobs_finished, 20);
+  EXPECT_GT(random->task_kills, 0);
+  EXPECT_GT(random->harvested_util, 0);
   for (auto& t : traces) t.util.assign(2 * 288, 0.2);
   auto flat = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   ASSERT_TRUE(flat.isOk());
@@ -236,8 +236,8 @@ TEST(HarvestSimTest, KillsFollowPrimaryGrowthAndJobsRecover) {
   EXPECT_DOUBLE_EQ(flat->floor_mean_jct_s, 15 * 60);
   EXPECT_DOUBLE_EQ(flat->mean_jct_s, flat->floor_mean_jct_s);
   EXPECT_DOUBLE_EQ(flat->p95_jct_s, flat->floor_p95_jct_s);
-  EXPECT_DOUBLE_EQ(unaware->floor_mean_jct_s, 15 * 60);
-  EXPECT_GT(unaware->mean_jct_s, unaware->floor_mean_jct_s);
+  EXPECT_DOUBLE_EQ(random->floor_mean_jct_s, 15 * 60);
+  EXPECT_GT(random->mean_jct_s, random->floor_mean_jct_s);
 }
 
 // A job submitted late on the evaluation day: without a drain the run ends
@@ -252,12 +252,12 @@ TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
   std::vector<SwimJob> jobs = longJobs(1, 2);
   jobs[0].submit = Millis((23 * 60 + 30) * 60 * 1000);
   HarvestSimOptions o = minuteTicks(2);
-  auto cut = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  auto cut = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
   ASSERT_TRUE(cut.isOk()) << cut.status().message();
   EXPECT_EQ(cut->jobs_finished, 0);
   EXPECT_EQ(cut->task_kills, 0);
   o.drain = 12h;
-  auto drained = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
+  auto drained = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
   ASSERT_TRUE(drained.isOk());
   EXPECT_EQ(drained->jobs_finished, 1);
   EXPECT_EQ(drained->task_kills, 2) << "the repeated 01:00 spike";
@@ -267,9 +267,129 @@ TEST(HarvestSimTest, DrainRunsLateJobsToTheEndOnTheRepeatedDay) {
   EXPECT_DOUBLE_EQ(drained->floor_mean_jct_by_length_s[static_cast<size_t>(rm::JobLength::kLong)],
                    3 * 3600);
   o.drain = -1s;
-  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryUnaware, o);
+  auto bad = runHarvestSim(traces, jobs, PlacementStrategy::kRandom, o);
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("drain"), std::string::npos);
+}
+
+// The throttle: tasks that fit run at full speed; past what the primary
+// leaves they share it equally, never below the cgroup quota's 1%.
+TEST(HarvestSimTest, ThrottleSpeedSharesWhatThePrimaryLeaves) {
+  EXPECT_DOUBLE_EQ(throttleSpeed(3, 2), 1.0);
+  EXPECT_DOUBLE_EQ(throttleSpeed(2, 2), 1.0);
+  EXPECT_DOUBLE_EQ(throttleSpeed(1.5, 3), 0.5);
+  EXPECT_DOUBLE_EQ(throttleSpeed(0.5, 1), 0.5);
+  EXPECT_DOUBLE_EQ(throttleSpeed(0.02, 4), 0.01);
+  EXPECT_DOUBLE_EQ(throttleSpeed(-2, 4), 0.01);
+  EXPECT_DOUBLE_EQ(throttleSpeed(-2, 0), 1.0);
+}
+
+// One 1-hour task on an 8-core server from 09:30; 10:00-11:00 the primary
+// takes 6.5 cores, leaving 0.5 after the 1-core reserve.
+struct ThrottleCase {
+  std::vector<PrimaryTrace> traces;
+  std::vector<SwimJob> jobs;
+  HarvestSimOptions o;
+};
+ThrottleCase throttleCase() {
+  ThrottleCase c;
+  c.traces.resize(1);
+  c.traces[0].tenant = "web";
+  c.traces[0].util.assign(2 * 288, 0.1);
+  for (int i = 288 + 120; i < 288 + 132; i++) c.traces[0].util[i] = 6.5 / 8;
+  SwimJob j;
+  j.name = "one";
+  j.submit = Millis((9 * 60 + 30) * 60 * 1000);
+  j.map_tasks = 1;
+  j.map_task_duration = 1h;
+  c.jobs = {j};
+  c.o = minuteTicks(1);
+  c.o.primary_memory = 0.5;  // memory fits: 8 - 3.25 - 1 >= 1 task
+  return c;
+}
+
+// Throttled, not killed: 30 min at full speed, then an hour at half speed
+// for the other 30 min of work: done at 11:00, 90 min after submission.
+TEST(HarvestSimTest, AThrottledTaskRunsAtTheSpeedThePrimaryLeaves) {
+  ThrottleCase c = throttleCase();
+  c.o.cpu_kill_after = 2h;
+  auto r = runHarvestSim(c.traces, c.jobs, PlacementStrategy::kPrimaryAware, c.o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->jobs_finished, 1);
+  EXPECT_EQ(r->task_kills, 0);
+  EXPECT_DOUBLE_EQ(r->mean_jct_s, 90 * 60);
+  EXPECT_DOUBLE_EQ(r->floor_mean_jct_s, 60 * 60);
+  EXPECT_DOUBLE_EQ(r->throttled_task_s, 60 * 60);
+  EXPECT_DOUBLE_EQ(r->throttle_lost_core_s, 30 * 60);
+}
+
+// Throttled for cpu_kill_after (30 min: 15 min of work at half speed), then
+// killed with 45 min of work lost; the primary leaves no core until 11:00,
+// when the task reruns for an hour: done at 12:00.
+TEST(HarvestSimTest, ThrottledPastCpuKillAfterTheTaskIsKilledAndReruns) {
+  ThrottleCase c = throttleCase();
+  c.o.cpu_kill_after = 30min;
+  auto r = runHarvestSim(c.traces, c.jobs, PlacementStrategy::kPrimaryAware, c.o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->task_kills, 1);
+  EXPECT_EQ(r->memory_kills, 0);
+  EXPECT_DOUBLE_EQ(r->lost_core_s, 45 * 60);
+  EXPECT_DOUBLE_EQ(r->throttled_task_s, 30 * 60);
+  EXPECT_DOUBLE_EQ(r->mean_jct_s, 150 * 60);
+  EXPECT_EQ(r->tasks_run, 2);
+}
+
+// Memory is not throttled: a primary whose memory grows with its CPU kills
+// the task at 10:00 whatever cpu_kill_after says; it reruns at 11:00.
+TEST(HarvestSimTest, AMemoryOverlapKillsAtOnce) {
+  ThrottleCase c = throttleCase();
+  c.o.cpu_kill_after = 2h;
+  c.o.primary_memory = 1.0;
+  auto r = runHarvestSim(c.traces, c.jobs, PlacementStrategy::kPrimaryAware, c.o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->task_kills, 1);
+  EXPECT_EQ(r->memory_kills, 1);
+  EXPECT_DOUBLE_EQ(r->throttled_task_s, 0);
+  EXPECT_DOUBLE_EQ(r->lost_core_s, 30 * 60);
+  EXPECT_DOUBLE_EQ(r->mean_jct_s, 150 * 60);
+  c.o.primary_memory = 1.5;
+  auto bad = runHarvestSim(c.traces, c.jobs, PlacementStrategy::kPrimaryAware, c.o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("primary_memory"), std::string::npos);
+  c.o.primary_memory = 0.5;
+  c.o.cpu_kill_after = -1s;
+  bad = runHarvestSim(c.traces, c.jobs, PlacementStrategy::kPrimaryAware, c.o);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("cpu_kill_after"), std::string::npos);
+}
+
+// The sweep's generator: the tenants' mean CPU share lands near the asked
+// mean, and the patterns stay what the classifier recovers.
+TEST(HarvestSimTest, MeanUtilSetsThePrimariesMeanLoad) {
+  for (double want : {0.2, 0.5, 0.8}) {
+    PrimaryGenOptions g;
+    g.tenants = 30;
+    g.seed = 5;
+    g.mean_util = want;
+    auto traces = generatePrimaryTraces(g);
+    ASSERT_TRUE(traces.isOk()) << traces.status().message();
+    double sum = 0, n = 0;
+    int right = 0;
+    for (const auto& t : *traces) {
+      for (double x : t.util) sum += x;
+      n += static_cast<double>(t.util.size());
+      std::vector<double> history(t.util.begin(), t.util.begin() + 2 * 288);
+      auto p = rm::profileTenant({t.tenant, history}, rm::ClassifierOptions{});
+      right += p.isOk() && p->pattern == t.truth ? 1 : 0;
+    }
+    EXPECT_NEAR(sum / n, want, 0.05) << "mean_util " << want;
+    EXPECT_GE(right, 22) << "mean_util " << want << ", seed 5 (23 of 30 at 0.2 and 0.5)";
+  }
+  PrimaryGenOptions g;
+  g.mean_util = 0.99;
+  auto bad = generatePrimaryTraces(g);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("mean_util"), std::string::npos);
 }
 
 // With tenant-wide reimages, best-first (all replicas on the calmest tenant)

@@ -1,0 +1,795 @@
+#include "paper_sim.h"
+
+#include "carbyne_v0.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "scheduler/policies/carbyne_policy.h"
+#include "scheduler/scheduler.h"
+#include "sim/workloads/workload_rng.h"
+
+namespace morpheus::bench {
+namespace {
+
+// Critical path of `dag` in ms, each stage one wave of its task duration.
+Millis criticalPath(const std::vector<sched::DagStage>& dag) {
+  std::vector<Millis> fin(dag.size(), Millis(-1));
+  std::function<Millis(size_t)> f = [&](size_t i) -> Millis {
+    if (fin[i] >= Millis(0)) return fin[i];
+    Millis start(0);
+    for (size_t d : dag[i].deps) start = std::max(start, f(d));
+    return fin[i] = start + dag[i].task_duration;
+  };
+  Millis cp(0);
+  for (size_t i = 0; i < dag.size(); i++) cp = std::max(cp, f(i));
+  return cp;
+}
+
+}  // namespace
+
+double TetrisPolicy::score(const Resource& used, double weight, const Resource& cluster) const {
+  return used.dominantShare(cluster) / weight;
+}
+
+// remaining carries the remaining work in core-milliseconds (bench-local use
+// of the hint: only this policy reads it).
+sched::AppHint TetrisPolicy::planApp(const std::vector<sched::DagStage>& dag,
+                                     const Resource&) const {
+  if (dag.empty()) return {};
+  int64_t work = 0;
+  for (const auto& s : dag) work += s.tasks_left * s.task_duration.count() * s.task.vcores();
+  return sched::AppHint{true, Resource(), Millis(work), true};
+}
+
+double TetrisPolicy::appScore(const sched::AppInput&) const { return 0.0; }
+
+double TetrisPolicy::packFrom() const { return -std::numeric_limits<double>::infinity(); }
+
+double TetrisPolicy::packScore(const sched::AskInput& in) const {
+  const double rem = in.hint.valid ? static_cast<double>(in.hint.remaining.count()) / 1000.0 : 1e18;
+  return sched::tetrisAlignment(in.need, in.node_free, in.node_total) + eps_ * w0_ / (w0_ + rem);
+}
+
+double SjfPolicy::score(const Resource& used, double weight, const Resource& cluster) const {
+  return used.dominantShare(cluster) / weight;
+}
+
+sched::AppHint SjfPolicy::planApp(const std::vector<sched::DagStage>& dag, const Resource&) const {
+  if (dag.empty()) return {};
+  return sched::AppHint{true, Resource(), criticalPath(dag), true};
+}
+
+double SjfPolicy::appScore(const sched::AppInput& in) const {
+  return in.hint.valid ? static_cast<double>(in.hint.remaining.count()) / 1000.0 : 1e18;
+}
+
+double SjfPolicy::userScore(const Resource&, double, const Resource&, double best_app) const {
+  return best_app;
+}
+
+namespace {
+
+struct Job {
+  const sim::AdhocJob* spec = nullptr;
+  AppId id;
+  std::vector<int64_t> unstarted, left, next_task;
+  std::vector<int> parents_left;
+  std::vector<std::vector<int>> children;
+  int64_t stages_left = 0;
+  bool active = false;
+  double share = 0;  // dominant share of the cluster held now
+  Resource used;
+};
+
+struct TaskEnd {
+  int64_t at_ms;
+  uint64_t seq;
+  bool operator>(const TaskEnd& o) const { return std::tie(at_ms, seq) > std::tie(o.at_ms, o.seq); }
+};
+
+struct Running {
+  int job;
+  int stage;
+  int node;
+  Resource res;
+  ContainerId id;
+};
+
+}  // namespace
+
+Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
+                             std::shared_ptr<const sched::QueueOrderingPolicy> policy,
+                             const PaperRun& o) {
+  if (o.nodes < 1) return invalidArgument("nodes", "must be >= 1");
+  for (size_t i = 0; i < jobs.size(); i++) {
+    for (size_t s = 0; s < jobs[i].stages.size(); s++) {
+      if (!jobs[i].stages[s].task_resource.fitsIn(o.node))
+        return invalidArgument("jobs[" + std::to_string(i) + "].stages[" + std::to_string(s) + "]",
+                               "task fits no node");
+    }
+  }
+  sched::SchedulerOptions so;
+  so.adhoc_queues.push_back({"root.default", 1.0, std::move(policy)});
+  MORPHEUS_ASSIGN_OR_RETURN(auto sch, sched::Scheduler::create(so));
+  std::vector<sched::NodeSlot> slots;
+  for (int64_t n = 0; n < o.nodes; n++) {
+    const NodeId id("n" + std::to_string(n));
+    MORPHEUS_RETURN_IF_ERROR(sch->addNode(id, o.node, {}));
+    MORPHEUS_ASSIGN_OR_RETURN(auto slot, sch->nodeSlot(id));
+    slots.push_back(slot);
+  }
+  const Resource cluster = sch->clusterTotal();
+  const int64_t base_ms = 1'000'000'000'000;  // epoch offset of simulated time 0
+
+  std::vector<Job> js(jobs.size());
+  PaperResult res;
+  res.jct_s.assign(jobs.size(), -1);
+  std::priority_queue<TaskEnd, std::vector<TaskEnd>, std::greater<>> ends;
+  std::unordered_map<uint64_t, Running> running;
+  uint64_t seq = 0;
+  int64_t pending = 0;  // tasks asked for, not started
+  std::vector<int> active;
+  // Fairness: each active job's share integrated over the current window.
+  std::vector<double> acc(jobs.size(), 0.0);
+  std::vector<char> in_window(jobs.size(), 0);
+  std::vector<int> window_jobs;
+  double jain_sum = 0;
+  int64_t windows = 0;
+  const int64_t win = o.fairness_window.count();
+  int64_t t = jobs.empty() ? 0 : jobs.front().submit.count();
+  int64_t window_end = t + win;
+  const int64_t first_submit = t;
+
+  auto closeWindow = [&]() {
+    double s = 0, s2 = 0;
+    for (int j : window_jobs) {
+      s += acc[static_cast<size_t>(j)];
+      s2 += acc[static_cast<size_t>(j)] * acc[static_cast<size_t>(j)];
+      acc[static_cast<size_t>(j)] = 0;
+      in_window[static_cast<size_t>(j)] = 0;
+    }
+    if (!window_jobs.empty()) {
+      jain_sum += s2 > 0 ? s * s / (static_cast<double>(window_jobs.size()) * s2) : 1.0;
+      windows++;
+    }
+    window_jobs.clear();
+    for (int j : active) {
+      in_window[static_cast<size_t>(j)] = 1;
+      window_jobs.push_back(j);
+    }
+  };
+  auto advance = [&](int64_t to) {
+    while (t < to) {
+      const int64_t seg = std::min(to, window_end);
+      for (int j : active)
+        acc[static_cast<size_t>(j)] +=
+            js[static_cast<size_t>(j)].share * static_cast<double>(seg - t);
+      t = seg;
+      if (t == window_end) {
+        closeWindow();
+        window_end += win;
+      }
+    }
+  };
+  auto markActive = [&](int j) {
+    if (!in_window[static_cast<size_t>(j)]) {
+      in_window[static_cast<size_t>(j)] = 1;
+      window_jobs.push_back(j);
+    }
+  };
+
+  auto askStage = [&](Job& j, int s) -> Status {
+    const sim::SimStage& st = j.spec->stages[static_cast<size_t>(s)];
+    sched::ResourceRequest r;
+    r.request_id = "s" + std::to_string(s);
+    r.priority = s;  // Tez breadth-first: stages are in BFS order
+    r.capability = st.task_resource;
+    r.count = static_cast<int32_t>(j.unstarted[static_cast<size_t>(s)]);
+    r.expected_duration = st.task_duration;
+    pending += r.count;
+    return sch->updateAsks(j.id, {r});
+  };
+  auto reportDag = [&](const Job& j) -> Status {
+    std::vector<sched::DagStage> dag;
+    std::vector<int64_t> index(j.left.size(), -1);
+    for (size_t s = 0; s < j.left.size(); s++) {
+      if (j.left[s] <= 0) continue;
+      const sim::SimStage& st = j.spec->stages[s];
+      sched::DagStage d;
+      d.tasks_left = j.left[s];
+      d.task_duration = st.task_duration;
+      d.task = st.task_resource;
+      for (int p : st.depends_on) {
+        if (index[static_cast<size_t>(p)] >= 0)
+          d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(p)]));
+      }
+      index[s] = static_cast<int64_t>(dag.size());
+      dag.push_back(std::move(d));
+    }
+    return sch->reportDag(j.id, dag);
+  };
+
+  size_t next_arrival = 0;
+  std::vector<char> dirty(slots.size(), 0);
+  std::vector<int> changed;
+  std::vector<char> is_changed(jobs.size(), 0);
+  size_t rotate = 0;
+  size_t finished = 0;
+  while (finished < jobs.size()) {
+    int64_t now = std::numeric_limits<int64_t>::max();
+    if (next_arrival < jobs.size()) now = jobs[next_arrival].submit.count();
+    if (!ends.empty()) now = std::min(now, ends.top().at_ms);
+    if (now == std::numeric_limits<int64_t>::max()) return internalError("simulation stalled");
+    advance(now);
+    bool new_asks = false;
+    while (next_arrival < jobs.size() && jobs[next_arrival].submit.count() == now) {
+      const int ji = static_cast<int>(next_arrival++);
+      Job& j = js[static_cast<size_t>(ji)];
+      j.spec = &jobs[static_cast<size_t>(ji)];
+      j.id = AppId("app" + std::to_string(ji));
+      const size_t ns = j.spec->stages.size();
+      j.unstarted.assign(ns, 0);
+      j.left.assign(ns, 0);
+      j.next_task.assign(ns, 0);
+      j.parents_left.assign(ns, 0);
+      j.children.assign(ns, {});
+      j.stages_left = static_cast<int64_t>(ns);
+      for (size_t s = 0; s < ns; s++) {
+        j.unstarted[s] = j.left[s] = j.spec->stages[s].tasks;
+        j.parents_left[s] = static_cast<int>(j.spec->stages[s].depends_on.size());
+        for (int p : j.spec->stages[s].depends_on)
+          j.children[static_cast<size_t>(p)].push_back(static_cast<int>(s));
+      }
+      MORPHEUS_RETURN_IF_ERROR(sch->addApp(j.id, UserId("u" + std::to_string(ji)),
+                                           sched::QueueRef::adhoc("root.default")));
+      for (size_t s = 0; s < ns; s++) {
+        if (j.parents_left[s] == 0) MORPHEUS_RETURN_IF_ERROR(askStage(j, static_cast<int>(s)));
+      }
+      j.active = true;
+      active.push_back(ji);
+      markActive(ji);
+      new_asks = true;
+      if (!is_changed[static_cast<size_t>(ji)]) {
+        is_changed[static_cast<size_t>(ji)] = 1;
+        changed.push_back(ji);
+      }
+    }
+    while (!ends.empty() && ends.top().at_ms == now) {
+      const uint64_t key = ends.top().seq;
+      ends.pop();
+      auto it = running.find(key);
+      Running r = std::move(it->second);
+      running.erase(it);
+      MORPHEUS_RETURN_IF_ERROR(sch->containerCompleted(r.id).status());
+      dirty[static_cast<size_t>(r.node)] = 1;
+      Job& j = js[static_cast<size_t>(r.job)];
+      j.used -= r.res;
+      j.share = j.used.dominantShare(cluster);
+      if (--j.left[static_cast<size_t>(r.stage)] == 0) {
+        j.stages_left--;
+        for (int c : j.children[static_cast<size_t>(r.stage)]) {
+          if (--j.parents_left[static_cast<size_t>(c)] == 0) {
+            MORPHEUS_RETURN_IF_ERROR(askStage(j, c));
+            new_asks = true;
+          }
+        }
+      }
+      if (j.stages_left == 0) {
+        MORPHEUS_RETURN_IF_ERROR(sch->removeApp(j.id).status());
+        j.active = false;
+        active.erase(std::find(active.begin(), active.end(), r.job));
+        res.jct_s[static_cast<size_t>(r.job)] =
+            static_cast<double>(now - j.spec->submit.count()) / 1000.0;
+        res.makespan_s = std::max(res.makespan_s, static_cast<double>(now - first_submit) / 1000.0);
+        finished++;
+      } else if (!is_changed[static_cast<size_t>(r.job)]) {
+        is_changed[static_cast<size_t>(r.job)] = 1;
+        changed.push_back(r.job);
+      }
+    }
+    for (int ji : changed) {
+      is_changed[static_cast<size_t>(ji)] = 0;
+      if (js[static_cast<size_t>(ji)].active)
+        MORPHEUS_RETURN_IF_ERROR(reportDag(js[static_cast<size_t>(ji)]));
+    }
+    changed.clear();
+    if (pending > 0) {
+      const TimePoint tp = fromEpochMs(base_ms + now);
+      rotate = (rotate + 7) % slots.size();
+      for (size_t k = 0; k < slots.size() && pending > 0; k++) {
+        const size_t n = (rotate + k) % slots.size();
+        if (!new_asks && !dirty[n]) continue;
+        MORPHEUS_ASSIGN_OR_RETURN(auto out, sch->nodeUpdate(slots[n], tp));
+        for (const auto& a : out.allocations) {
+          const int ji = std::stoi(a.app.value().substr(3));
+          Job& j = js[static_cast<size_t>(ji)];
+          const int s = a.priority;
+          const auto su = static_cast<size_t>(s);
+          const int64_t task = j.next_task[su]++;
+          j.unstarted[su]--;
+          pending--;
+          const sim::SimStage& st = j.spec->stages[su];
+          const sim::rng::Stream draw(o.seed, static_cast<uint64_t>(ji), o.run,
+                                      "carbyne-paper-run");
+          const double z =
+              draw.normal(static_cast<uint64_t>(s) * 1'000'003ULL + static_cast<uint64_t>(task));
+          const double f = std::exp(o.duration_cv * z - o.duration_cv * o.duration_cv / 2);
+          const int64_t d_ms = std::max<int64_t>(
+              1000,
+              1000 * std::llround(static_cast<double>(st.task_duration.count()) * f / 1000.0));
+          j.used += a.resource;
+          j.share = j.used.dominantShare(cluster);
+          const uint64_t key = ++seq;
+          running.emplace(key, Running{ji, s, static_cast<int>(n), a.resource, a.container});
+          ends.push(TaskEnd{now + d_ms, key});
+          res.tasks++;
+          res.grants++;
+        }
+      }
+    }
+    std::fill(dirty.begin(), dirty.end(), 0);
+  }
+  closeWindow();
+  res.jain = windows > 0 ? jain_sum / static_cast<double>(windows) : 1.0;
+  return res;
+}
+
+}  // namespace morpheus::bench
+
+// ---- bench_carbyne --scenario paper ----
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "report/bench_report.h"
+#include "scheduler/policies/carbyne_policy.h"
+#include "sim/workloads/carbyne_dags.h"
+
+namespace morpheus::bench {
+namespace {
+
+double quantileOf(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+double meanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// Lower bounds under any policy's JCTs of `jobs` on `nodes` servers:
+// the mean (and p95) of the jobs' critical paths (one wave per stage, as
+// alone on the cluster; every job takes at least that), and for each
+// resource the mean flow time of shortest remaining work first on the
+// cluster as one preemptive machine of that resource's capacity, with the
+// jobs' submit times as release dates (SRPT minimises the mean flow there,
+// and every real schedule is feasible in that relaxation). The average
+// floor is the largest of these.
+struct Floors {
+  double avg = 0, p95 = 0;
+};
+Floors jctFloors(const std::vector<sim::AdhocJob>& jobs, const Resource& server, int64_t nodes) {
+  std::vector<double> cp;
+  std::map<std::string, std::vector<std::pair<double, double>>> work;  // resource -> (release, s)
+  for (const auto& j : jobs) {
+    cp.push_back(sim::dagShape(j).alone_s);
+    std::map<std::string, double> w;
+    for (const auto& st : j.stages) {
+      const double ts =
+          static_cast<double>(st.tasks) * static_cast<double>(st.task_duration.count()) / 1000.0;
+      w["memory"] += ts * static_cast<double>(st.task_resource.memoryMib()) /
+                     static_cast<double>(server.memoryMib());
+      w["vcores"] += ts * static_cast<double>(st.task_resource.vcores()) /
+                     static_cast<double>(server.vcores());
+      for (const auto& [name, v] : st.task_resource.extended())
+        w[name] += ts * static_cast<double>(v) / static_cast<double>(server.extendedValue(name));
+    }
+    for (const auto& [name, x] : w) {
+      work[name].emplace_back(static_cast<double>(j.submit.count()) / 1000.0,
+                              x / static_cast<double>(nodes));
+    }
+  }
+  Floors f;
+  double avg = 0;
+  for (double x : cp) avg += x;
+  f.avg = cp.empty() ? 0 : avg / static_cast<double>(cp.size());
+  std::sort(cp.begin(), cp.end());
+  if (!cp.empty()) {
+    f.p95 = cp[std::min(cp.size() - 1,
+                        static_cast<size_t>(std::ceil(0.95 * static_cast<double>(cp.size()))) - 1)];
+  }
+  for (auto& [name, js] : work) {
+    std::sort(js.begin(), js.end());
+    std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
+                        std::greater<>>
+        ready;
+    double t = 0, flow = 0;
+    size_t next = 0;
+    while (next < js.size() || !ready.empty()) {
+      if (ready.empty()) t = std::max(t, js[next].first);
+      for (; next < js.size() && js[next].first <= t; next++) ready.emplace(js[next].second, next);
+      auto [rem, i] = ready.top();
+      ready.pop();
+      const double until = next < js.size() ? js[next].first : 1e300;
+      if (t + rem <= until) {
+        t += rem;
+        flow += t - js[i].first;
+      } else {
+        ready.emplace(rem - (until - t), i);
+        t = until;
+      }
+    }
+    f.avg = std::max(f.avg, flow / static_cast<double>(js.size()));
+  }
+  return f;
+}
+
+template <typename T>
+std::vector<T> splitList(const std::string& text) {
+  std::vector<T> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      out.push_back(item);
+    } else {
+      out.push_back(static_cast<T>(std::stod(item)));
+    }
+  }
+  return out;
+}
+
+// One policy's figures for one seed (means over the runs; per-job JCTs
+// averaged over the runs).
+struct SeedFigures {
+  double avg = 0, p95 = 0, median = 0, makespan = 0, jain = 0;
+  std::vector<double> per_job;
+};
+
+}  // namespace
+
+int paperMain(int argc, char** argv) {
+  BenchReport report("carbyne", &argc, argv);
+  CLI::App app{"bench_carbyne --scenario paper: the Carbyne evaluation's setup (OSDI'16 §5)"};
+  std::string scenario = "paper", mix_name = "tpcds", modes_text = "offline,online",
+              loads_text = "1,2,4", seeds_text = "1,2,3,4,5",
+              policies_text = "drf,tetris,sjf,carbyne0,carbyne";
+  int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
+  bool describe = false;
+  double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
+         carbyne_tau = sched::LeftoverPacking{}.tau_s;
+  app.add_option("--scenario", scenario, "paper")->capture_default_str();
+  app.add_option("--mix", mix_name, "tpcds, tpch or bigbench")->capture_default_str();
+  app.add_option("--modes", modes_text, "offline (all at 0) and/or online (Poisson)")
+      ->capture_default_str();
+  app.add_option("--loads", loads_text, "load factors: the cluster has --nodes / load servers")
+      ->capture_default_str();
+  app.add_option("--seeds", seeds_text, "workload seeds")->capture_default_str();
+  app.add_option("--runs", runs, "runs per seed (task durations redrawn)")->capture_default_str();
+  app.add_option("--jobs", jobs_n, "jobs per run")->capture_default_str();
+  app.add_option("--nodes", nodes, "servers at load 1")->capture_default_str();
+  app.add_option("--interarrival", interarrival_s, "online: mean inter-arrival, seconds")
+      ->capture_default_str();
+  app.add_option("--duration-cv", cv, "spread of realised task durations around the estimate")
+      ->capture_default_str();
+  app.add_option("--tetris-eps", tetris_eps, "Tetris: weight of the SRTF term")
+      ->capture_default_str();
+  app.add_option("--carbyne-eps", carbyne_eps, "Carbyne leftover packing: weight of the SRTF term")
+      ->capture_default_str();
+  app.add_option("--carbyne-tau", carbyne_tau, "Carbyne leftover packing: SRTF scale, seconds")
+      ->capture_default_str();
+  app.add_flag("--describe", describe,
+               "print the generator's fit, offered load and JCT floors, then exit");
+  app.add_option("--policies", policies_text,
+                 "drf, tetris, sjf, carbyne0 (before cross-job packing), carbyne")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  auto mix = sim::parseDagMix(mix_name, "--mix");
+  if (!mix.isOk()) {
+    std::cerr << "bench_carbyne: " << mix.status().message() << "\n";
+    return 2;
+  }
+  const auto modes = splitList<std::string>(modes_text);
+  const auto loads = splitList<double>(loads_text);
+  const auto seeds = splitList<uint64_t>(seeds_text);
+  const auto policies = splitList<std::string>(policies_text);
+  for (const auto& m : modes) {
+    if (m != "offline" && m != "online") {
+      std::cerr << "bench_carbyne: --modes: offline or online, got '" << m << "'\n";
+      return 2;
+    }
+  }
+  for (const auto& p : policies) {
+    if (p != "drf" && p != "tetris" && p != "sjf" && p != "carbyne0" && p != "carbyne") {
+      std::cerr << "bench_carbyne: --policies: drf, tetris, sjf, carbyne0 or carbyne, got '" << p
+                << "'\n";
+      return 2;
+    }
+  }
+  for (double l : loads) {
+    if (!(l > 0) || static_cast<int64_t>(std::llround(static_cast<double>(nodes) / l)) < 1) {
+      std::cerr << "bench_carbyne: --loads: each must leave at least one server, got " << l << "\n";
+      return 2;
+    }
+  }
+  if (runs < 1 || jobs_n < 1 || nodes < 1 || interarrival_s <= 0) {
+    std::cerr << "bench_carbyne: --runs, --jobs, --nodes and --interarrival must be >= 1\n";
+    return 2;
+  }
+  const Resource server = sim::carbyneServer();
+  const auto wall0 = std::chrono::steady_clock::now();
+  const int64_t total =
+      static_cast<int64_t>(modes.size() * loads.size() * seeds.size() * policies.size()) * runs;
+  int64_t done = 0;
+
+  // Generator fit (the TPC-DS-like mix is fitted to the paper's figures).
+  {
+    std::vector<double> st, cp, src, bar, alone, tasks;
+    // Offered load of the online arrivals at load 1: per resource, the work
+    // (tasks x duration x demand) over the capacity during the arrivals.
+    std::map<std::string, double> work;
+    for (uint64_t seed : seeds) {
+      sim::DagJobsOptions g;
+      g.mix = *mix;
+      g.jobs = jobs_n;
+      g.seed = seed;
+      auto js = sim::generateDagJobs(g);
+      if (!js.isOk()) {
+        std::cerr << "bench_carbyne: " << js.status().message() << "\n";
+        return 2;
+      }
+      for (const auto& j : *js) {
+        const sim::DagShape s = sim::dagShape(j);
+        st.push_back(static_cast<double>(s.stages));
+        cp.push_back(static_cast<double>(s.critical_path));
+        src.push_back(static_cast<double>(s.sources));
+        bar.push_back(static_cast<double>(s.barriers));
+        alone.push_back(s.alone_s);
+        tasks.push_back(static_cast<double>(s.tasks));
+        for (const auto& stg : j.stages) {
+          const double ts = static_cast<double>(stg.tasks) *
+                            static_cast<double>(stg.task_duration.count()) / 1000.0;
+          work["memory"] += ts * static_cast<double>(stg.task_resource.memoryMib()) /
+                            static_cast<double>(server.memoryMib());
+          work["vcores"] += ts * static_cast<double>(stg.task_resource.vcores()) /
+                            static_cast<double>(server.vcores());
+          for (const auto& [name, v] : stg.task_resource.extended())
+            work[name] +=
+                ts * static_cast<double>(v) / static_cast<double>(server.extendedValue(name));
+        }
+      }
+    }
+    std::string load_text;
+    double offered = 0;
+    for (auto& [name, w] : work) {
+      // server-seconds per seed over nodes x the arrival span (jobs x gap).
+      const double l = w / static_cast<double>(seeds.size()) /
+                       (static_cast<double>(nodes) * static_cast<double>(jobs_n * interarrival_s));
+      offered = std::max(offered, l);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", load_text.empty() ? "" : ", ", name.c_str(), l);
+      load_text += buf;
+    }
+    std::printf("offered load of the online arrivals at load 1x, per resource: %s\n",
+                load_text.c_str());
+    report.figures()["generator"]["offered_load_online_1x"] = offered;
+    std::printf(
+        "mix %s, %lld jobs x %zu seeds: stages median %.0f p95 %.0f (paper: >= 7, 23); critical "
+        "path median %.0f (5); disjoint paths (scans) median %.0f; barriers median %.0f; tasks "
+        "median %.0f p95 %.0f; alone on the cluster median %.0f s, p5 %.0f s, p95 %.0f s\n",
+        mix_name.c_str(), static_cast<long long>(jobs_n), seeds.size(), quantileOf(st, 0.5),
+        quantileOf(st, 0.95), quantileOf(cp, 0.5), quantileOf(src, 0.5), quantileOf(bar, 0.5),
+        quantileOf(tasks, 0.5), quantileOf(tasks, 0.95), quantileOf(alone, 0.5),
+        quantileOf(alone, 0.05), quantileOf(alone, 0.95));
+    report.figures()["generator"].update(
+        nlohmann::json{{"stages_median", quantileOf(st, 0.5)},
+                       {"stages_p95", quantileOf(st, 0.95)},
+                       {"critical_path_median", quantileOf(cp, 0.5)},
+                       {"sources_median", quantileOf(src, 0.5)},
+                       {"barriers_median", quantileOf(bar, 0.5)},
+                       {"alone_s_median", quantileOf(alone, 0.5)}});
+    std::fflush(stdout);
+    if (describe) {
+      // Floors under any policy's average and p95 JCT, per mode and load
+      // (medians over the seeds).
+      for (const auto& mode : modes) {
+        for (double load : loads) {
+          const int64_t n = std::max<int64_t>(1, std::llround(static_cast<double>(nodes) / load));
+          std::vector<double> a, q;
+          for (uint64_t seed : seeds) {
+            sim::DagJobsOptions g;
+            g.mix = *mix;
+            g.jobs = jobs_n;
+            g.seed = seed;
+            g.mean_interarrival = mode == "online" ? Millis(interarrival_s * 1000) : Millis(0);
+            auto js = sim::generateDagJobs(g);
+            if (!js.isOk()) return 2;
+            const Floors f = jctFloors(*js, server, n);
+            a.push_back(f.avg);
+            q.push_back(f.p95);
+          }
+          std::printf("floors, %s load %gx: average JCT %.0f s, p95 JCT %.0f s\n", mode.c_str(),
+                      load, quantileOf(a, 0.5), quantileOf(q, 0.5));
+        }
+      }
+      report.emit();
+      return 0;
+    }
+  }
+
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& mode : modes) {
+    for (double load : loads) {
+      const int64_t n = std::max<int64_t>(1, std::llround(static_cast<double>(nodes) / load));
+      // figures[policy][seed index]
+      std::map<std::string, std::vector<SeedFigures>> fig;
+      for (uint64_t seed : seeds) {
+        sim::DagJobsOptions g;
+        g.mix = *mix;
+        g.jobs = jobs_n;
+        g.seed = seed;
+        g.users = jobs_n;  // one job per user: DRF across jobs, as YARN's DRF in the paper
+        g.mean_interarrival = mode == "online" ? Millis(interarrival_s * 1000) : Millis(0);
+        auto js = sim::generateDagJobs(g);
+        if (!js.isOk()) {
+          std::cerr << "bench_carbyne: " << js.status().message() << "\n";
+          return 2;
+        }
+        double w0 = 0;
+        for (const auto& j : *js) w0 += sim::dagShape(j).work_core_s;
+        w0 /= static_cast<double>(js->size());
+        for (const auto& pname : policies) {
+          std::shared_ptr<const sched::QueueOrderingPolicy> pol;
+          if (pname == "drf") pol = std::make_shared<sched::DrfOrderingPolicy>();
+          if (pname == "tetris") pol = std::make_shared<TetrisPolicy>(tetris_eps, w0);
+          if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
+          if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
+          if (pname == "carbyne")
+            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+          SeedFigures sf;
+          sf.per_job.assign(js->size(), 0.0);
+          for (int64_t r = 0; r < runs; r++) {
+            PaperRun po;
+            po.nodes = n;
+            po.node = server;
+            po.seed = seed;
+            po.run = r;
+            po.duration_cv = cv;
+            const auto t0 = std::chrono::steady_clock::now();
+            auto out = runPaper(*js, pol, po);
+            if (!out.isOk()) {
+              std::cerr << "bench_carbyne: " << out.status().message() << "\n";
+              return 2;
+            }
+            const double wall =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const auto k = static_cast<double>(runs);
+            sf.avg += meanOf(out->jct_s) / k;
+            sf.p95 += quantileOf(out->jct_s, 0.95) / k;
+            sf.median += quantileOf(out->jct_s, 0.5) / k;
+            sf.makespan += out->makespan_s / k;
+            sf.jain += out->jain / k;
+            for (size_t i = 0; i < js->size(); i++) sf.per_job[i] += out->jct_s[i] / k;
+            done++;
+            std::fprintf(stderr,
+                         "[%lld/%lld] %s load %gx (%lld servers) seed %llu run %lld %s: avg JCT "
+                         "%.0f s, makespan %.0f s, Jain %.3f (%.1f s wall)\n",
+                         static_cast<long long>(done), static_cast<long long>(total), mode.c_str(),
+                         load, static_cast<long long>(n), static_cast<unsigned long long>(seed),
+                         static_cast<long long>(r), pname.c_str(), meanOf(out->jct_s),
+                         out->makespan_s, out->jain, wall);
+          }
+          fig[pname].push_back(std::move(sf));
+        }
+      }
+      // Per seed ratios, then the median over seeds.
+      auto med = [&](const std::string& p, auto get) {
+        std::vector<double> v;
+        for (size_t s = 0; s < seeds.size(); s++) v.push_back(get(fig[p][s], s));
+        return quantileOf(v, 0.5);
+      };
+      const bool has_drf = fig.count("drf") > 0, has_sjf = fig.count("sjf") > 0,
+                 has_tetris = fig.count("tetris") > 0;
+      std::printf("\n== %s, load %gx (%lld servers x 20 cores), %zu seeds x %lld runs ==\n",
+                  mode.c_str(), load, static_cast<long long>(n), seeds.size(),
+                  static_cast<long long>(runs));
+      std::printf("%-8s %10s %8s %8s | %10s %8s %8s | %9s | %10s %9s | %6s %7s | %9s\n", "policy",
+                  "avg JCT s", "DRF/x", "x/SJF", "p95 JCT s", "DRF/x", "x/SJF", "median s",
+                  "makespan s", "x/Tetris", "Jain", "-DRF", "job x/DRF");
+      nlohmann::json cell = {{"mode", mode}, {"load", load}, {"servers", n}};
+      for (const auto& p : policies) {
+        auto ratio = [&](const std::string& a, const std::string& b, auto get) {
+          if (!fig.count(a) || !fig.count(b)) return std::nan("");
+          return med(p, [&](const SeedFigures&, size_t s) {
+            return get(fig[a][s]) / std::max(get(fig[b][s]), 1e-9);
+          });
+        };
+        auto avg = [](const SeedFigures& f) { return f.avg; };
+        auto p95 = [](const SeedFigures& f) { return f.p95; };
+        auto mk = [](const SeedFigures& f) { return f.makespan; };
+        const double a = med(p, [](const SeedFigures& f, size_t) { return f.avg; });
+        const double q = med(p, [](const SeedFigures& f, size_t) { return f.p95; });
+        const double md = med(p, [](const SeedFigures& f, size_t) { return f.median; });
+        const double m = med(p, [](const SeedFigures& f, size_t) { return f.makespan; });
+        const double jn = med(p, [](const SeedFigures& f, size_t) { return f.jain; });
+        const double a_gain = has_drf ? ratio("drf", p, avg) : std::nan("");
+        const double a_sjf = has_sjf ? ratio(p, "sjf", avg) : std::nan("");
+        const double q_gain = has_drf ? ratio("drf", p, p95) : std::nan("");
+        const double q_sjf = has_sjf ? ratio(p, "sjf", p95) : std::nan("");
+        const double m_tet = has_tetris ? ratio(p, "tetris", mk) : std::nan("");
+        const double j_drf = has_drf ? med(p, [&](const SeedFigures& f,
+                                                  size_t s) { return f.jain - fig["drf"][s].jain; })
+                                     : std::nan("");
+        // The median job's slowdown against DRF: per seed, the median over jobs
+        // of JCT under p / JCT under DRF.
+        const double slow =
+            has_drf ? med(p,
+                          [&](const SeedFigures& f, size_t s) {
+                            std::vector<double> v;
+                            for (size_t i = 0; i < f.per_job.size(); i++)
+                              v.push_back(f.per_job[i] / std::max(fig["drf"][s].per_job[i], 1e-9));
+                            return quantileOf(v, 0.5);
+                          })
+                    : std::nan("");
+        std::printf(
+            "%-8s %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %9.0f | %10.0f %9.3f | %6.3f %+7.3f | "
+            "%9.3f\n",
+            p.c_str(), a, a_gain, a_sjf, q, q_gain, q_sjf, md, m, m_tet, jn, j_drf, slow);
+        auto num = [](double x) {
+          return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x);
+        };
+        cell[p] = {{"avg_jct_s", a},
+                   {"avg_gain_vs_drf", num(a_gain)},
+                   {"avg_over_sjf", num(a_sjf)},
+                   {"p95_jct_s", q},
+                   {"p95_gain_vs_drf", num(q_gain)},
+                   {"p95_over_sjf", num(q_sjf)},
+                   {"median_jct_s", md},
+                   {"makespan_s", m},
+                   {"makespan_over_tetris", num(m_tet)},
+                   {"jain", jn},
+                   {"jain_minus_drf", num(j_drf)},
+                   {"median_job_slowdown_vs_drf", num(slow)}};
+      }
+      std::printf(
+          "  floors: SJF by critical path is the avg-JCT floor the paper measures against "
+          "(x/SJF above); Tetris the makespan reference (x/Tetris)\n");
+      std::fflush(stdout);
+      cells.push_back(std::move(cell));
+    }
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  std::printf("wall time %.0f s\n", wall_s);
+  report.figures()["scenario"] = "paper";
+  report.figures()["mix"] = mix_name;
+  report.figures()["jobs"] = jobs_n;
+  report.figures()["runs"] = runs;
+  report.figures()["seeds"] = seeds;
+  report.figures()["cells"] = cells;
+  report.figures()["wall_s"] = wall_s;
+  report.targets()["offline_avg_gain_vs_drf_min"] = 1.5;
+  report.targets()["online_avg_gain_vs_drf_min"] = 1.36;
+  report.targets()["online_p95_gain_vs_drf_min"] = 1.88;
+  report.targets()["makespan_over_tetris_max"] = 1.05;
+  report.targets()["jain_minus_drf_min"] = -0.06;
+  report.targets()["median_job_slowdown_vs_drf_max"] = 1.0;
+  report.emit();
+  return 0;
+}
+
+}  // namespace morpheus::bench
