@@ -435,6 +435,37 @@ class Sim {
   int64_t steps_done_ = 0, steps_total_ = 0;
 };
 
+// Groups the ad-hoc jobs into one pool per (queue, task resource) in `pools`
+// (entries with `queue` and `shape`, appended as first seen); the pool index of
+// every job. A job whose stages differ in task resource is INVALID_ARGUMENT
+// naming it: `model` ("fluid task", "aggregate ad-hoc") needs one per job.
+template <typename Pool>
+Result<std::vector<int>> poolAdhocJobs(const std::vector<AdhocJob>& adhoc, const std::string& model,
+                                       std::vector<Pool>* pools) {
+  std::vector<int> pool_of(adhoc.size(), -1);
+  for (size_t i = 0; i < adhoc.size(); i++) {
+    const AdhocJob& job = adhoc[i];
+    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
+    for (size_t s = 1; s < job.stages.size(); s++) {
+      if (!(job.stages[s].task_resource == shape)) {
+        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
+                                   std::to_string(s) + "].task_resource",
+                               "the " + model + " model needs one task resource per ad-hoc job");
+      }
+    }
+    auto it = std::find_if(pools->begin(), pools->end(),
+                           [&](const Pool& p) { return p.queue == job.queue && p.shape == shape; });
+    if (it == pools->end()) {
+      pools->emplace_back();
+      pools->back().queue = job.queue;
+      pools->back().shape = shape;
+      it = pools->end() - 1;
+    }
+    pool_of[i] = static_cast<int>(it - pools->begin());
+  }
+  return pool_of;
+}
+
 Status Sim::init() {
   sched::SchedulerOptions so;
   std::set<std::string> queues;
@@ -1196,28 +1227,7 @@ Status Sim::initFluid() {
                            "jobs (drf); '" +
                                o_.adhoc_policy + "' needs the task model");
   }
-  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
-  for (size_t i = 0; i < w_.adhoc.size(); i++) {
-    const AdhocJob& job = w_.adhoc[i];
-    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
-    for (size_t s = 1; s < job.stages.size(); s++) {
-      if (!(job.stages[s].task_resource == shape)) {
-        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
-                                   std::to_string(s) + "].task_resource",
-                               "the fluid task model needs one task resource per ad-hoc job");
-      }
-    }
-    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const FluidState& f) {
-      return f.queue == job.queue && f.shape == shape;
-    });
-    if (it == pools_.end()) {
-      pools_.emplace_back();
-      pools_.back().queue = job.queue;
-      pools_.back().shape = shape;
-      it = pools_.end() - 1;
-    }
-    pool_of_adhoc_[i] = static_cast<int>(it - pools_.begin());
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(pool_of_adhoc_, poolAdhocJobs(w_.adhoc, "fluid task", &pools_));
   for (size_t p = 0; p < pools_.size(); p++) {
     const int ai = static_cast<int>(apps_.size());
     apps_.emplace_back();
@@ -1311,28 +1321,7 @@ void Sim::releaseFluid(FluidState& f, int64_t count) {
 // One pool per (queue, task resource) of the ad-hoc jobs, outside the
 // scheduler; the first recomputation is one step in.
 Status Sim::initAggregate() {
-  pool_of_adhoc_.assign(w_.adhoc.size(), -1);
-  for (size_t i = 0; i < w_.adhoc.size(); i++) {
-    const AdhocJob& job = w_.adhoc[i];
-    const Resource shape = job.stages.empty() ? Resource() : job.stages[0].task_resource;
-    for (size_t s = 1; s < job.stages.size(); s++) {
-      if (!(job.stages[s].task_resource == shape)) {
-        return invalidArgument("workload.adhoc[" + std::to_string(i) + "].stages[" +
-                                   std::to_string(s) + "].task_resource",
-                               "the aggregate ad-hoc model needs one task resource per ad-hoc job");
-      }
-    }
-    auto it = std::find_if(agg_.begin(), agg_.end(), [&](const AggregateState& a) {
-      return a.queue == job.queue && a.shape == shape;
-    });
-    if (it == agg_.end()) {
-      agg_.emplace_back();
-      agg_.back().queue = job.queue;
-      agg_.back().shape = shape;
-      it = agg_.end() - 1;
-    }
-    pool_of_adhoc_[i] = static_cast<int>(it - agg_.begin());
-  }
+  MORPHEUS_ASSIGN_OR_RETURN(pool_of_adhoc_, poolAdhocJobs(w_.adhoc, "aggregate ad-hoc", &agg_));
   if (agg_.empty()) return Status::ok();
   node_hidden_.assign(static_cast<size_t>(o_.nodes), Resource());
   agg_last_ = s_.from;
