@@ -61,6 +61,11 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMORPHEUS_WERROR=ON >/dev/null || exit 2
 ninja_targets=()
 for t in "${targets[@]}"; do ninja_targets+=("fuzz_$t"); done
+# This is the CI's clang build: it also compiles the daemons' libraries the
+# fuzz targets do not link, so clang's lock checks (-Werror=thread-safety,
+# common/thread_annotations.h) cover every component.
+ninja_targets+=(morpheus_nm morpheus_inference_core morpheus_cli morpheus_provenance_store
+  morpheus_state_store morpheus_rm_services morpheus_rm_ha morpheus_rm_web_ui)
 if ! ninja -C "$dir" -j "$jobs" "${ninja_targets[@]}" >"$dir/fuzz-build.log" 2>&1; then
   tail -n 40 "$dir/fuzz-build.log" >&2
   echo "fuzz: build failed (log: $dir/fuzz-build.log)" >&2

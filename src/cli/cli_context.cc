@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/address_list.h"
+#include "common/mutex.h"
 #include "common/token.h"
 #include "common/wire.h"
 
@@ -30,8 +31,8 @@ int exitCodeOf(const Status& st) { return st.code() == StatusCode::kInvalidArgum
 enum class Tcp { kPending, kNoName, kRefused, kNoAnswer, kConnected, kUnknown };
 
 struct TcpProbe {
-  std::mutex mu;
-  Tcp result = Tcp::kPending;  // GUARDED_BY(mu)
+  Mutex mu;
+  Tcp result GUARDED_BY(mu) = Tcp::kPending;
 };
 
 // "host" and "port" of "host:port" or "[v6]:port"; false for another form.
@@ -53,6 +54,7 @@ std::shared_ptr<TcpProbe> startTcpProbe(const std::string& address, Millis timeo
   auto probe = std::make_shared<TcpProbe>();
   std::string host, port;
   if (!splitHostPort(address, &host, &port)) {
+    MutexLock lk(probe->mu);
     probe->result = Tcp::kUnknown;
     return probe;
   }
@@ -90,7 +92,7 @@ std::shared_ptr<TcpProbe> startTcpProbe(const std::string& address, Millis timeo
       }
       ::freeaddrinfo(res);
     }
-    std::lock_guard<std::mutex> lk(probe->mu);
+    MutexLock lk(probe->mu);
     probe->result = result;
   }).detach();
   return probe;
@@ -159,7 +161,7 @@ void requireReachable(const CliContext& ctx, const std::vector<std::string>& add
     // A host name that does not resolve will not start answering: no wait.
     bool all_unnamed = true;
     for (const auto& p : probes) {
-      std::lock_guard<std::mutex> lk(p->mu);
+      MutexLock lk(p->mu);
       all_unnamed = all_unnamed && p->result == Tcp::kNoName;
     }
     if (all_unnamed) break;
@@ -171,7 +173,7 @@ void requireReachable(const CliContext& ctx, const std::vector<std::string>& add
   for (size_t i = 0; i < addresses.size(); i++) {
     Tcp r;
     {
-      std::lock_guard<std::mutex> lk(probes[i]->mu);
+      MutexLock lk(probes[i]->mu);
       r = probes[i]->result;
     }
     std::string host, port;
@@ -257,14 +259,16 @@ void checkCall(const grpc::Status& st, const std::string& daemon) {
 }
 
 grpc::Status withProgress(const std::string& what, const std::function<grpc::Status()>& call) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;  // GUARDED_BY(mu)
+  // Locals: the analysis guards members only, so `done` is checked by
+  // reading: it is touched only with mu held.
+  Mutex mu;
+  CondVar cv;
+  bool done = false;  // under mu
   auto t0 = std::chrono::steady_clock::now();
   std::thread ticker([&] {
-    std::unique_lock<std::mutex> lk(mu);
+    MutexLock lk(mu);
     auto next = t0 + std::chrono::seconds(2);
-    while (!cv.wait_until(lk, next, [&] { return done; })) {
+    while (!cv.waitUntil(mu, next, [&] { return done; })) {
       auto secs =
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
               .count();
@@ -275,7 +279,7 @@ grpc::Status withProgress(const std::string& what, const std::function<grpc::Sta
   });
   grpc::Status st = call();
   {
-    std::lock_guard<std::mutex> lk(mu);
+    MutexLock lk(mu);
     done = true;
   }
   cv.notify_all();

@@ -4,12 +4,12 @@ namespace morpheus {
 
 void Authenticator::replaceTokens(std::map<std::string, Principal> tokens) {
   auto next = std::make_shared<const std::map<std::string, Principal>>(std::move(tokens));
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   tokens_ = std::move(next);
 }
 
 std::shared_ptr<const std::map<std::string, Principal>> Authenticator::snapshot() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return tokens_;
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "common/http_server.h"
+#include "common/mutex.h"
 #include "common/token.h"
 
 namespace morpheus {
@@ -56,8 +57,8 @@ class Authenticator {
  private:
   std::shared_ptr<const std::map<std::string, Principal>> snapshot() const;
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const std::map<std::string, Principal>> tokens_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::shared_ptr<const std::map<std::string, Principal>> tokens_ GUARDED_BY(mu_);
   bool open_;
   const Clock* clock_;
 };

@@ -24,7 +24,7 @@ RealClock::RealClock() : thread_([this] { run(); }) {}
 
 RealClock::~RealClock() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -38,7 +38,7 @@ TimePoint RealClock::now() const {
 TimerId RealClock::schedule(TimePoint at, std::function<void()> fn) {
   TimerId id;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     id = next_id_++;
     q_.emplace(std::make_pair(at, id), std::move(fn));
   }
@@ -47,20 +47,20 @@ TimerId RealClock::schedule(TimePoint at, std::function<void()> fn) {
 }
 
 bool RealClock::cancel(TimerId id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return eraseTimer(q_, id);
 }
 
 void RealClock::run() {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   while (!stopping_) {
     if (q_.empty()) {
-      cv_.wait(lk);
+      cv_.wait(mu_);
       continue;
     }
     auto due = q_.begin()->first.first;
     if (now() < due) {
-      cv_.wait_until(lk, std::chrono::system_clock::time_point(due));
+      cv_.waitUntil(mu_, std::chrono::system_clock::time_point(due));
       continue;
     }
     auto fn = std::move(q_.begin()->second);
@@ -72,32 +72,32 @@ void RealClock::run() {
 }
 
 TimePoint VirtualClock::now() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return now_;
 }
 
 TimerId VirtualClock::schedule(TimePoint at, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   TimerId id = next_id_++;
   q_.emplace(std::make_pair(at < now_ ? now_ : at, id), std::move(fn));
   return id;
 }
 
 bool VirtualClock::cancel(TimerId id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return eraseTimer(q_, id);
 }
 
 void VirtualClock::advance(Millis d) {
   TimePoint target;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     target = now_ + d;
   }
   for (;;) {
     std::function<void()> fn;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (q_.empty() || q_.begin()->first.first > target) {
         now_ = target;
         return;
@@ -111,7 +111,7 @@ void VirtualClock::advance(Millis d) {
 }
 
 size_t VirtualClock::pendingTimers() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return q_.size();
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include "common/mutex.h"
 
 namespace morpheus {
 
@@ -55,11 +56,11 @@ class RealClock final : public Clock {
  private:
   void run();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                                                  // GUARDED_BY(mu_)
-  TimerId next_id_ = 1;                                                    // GUARDED_BY(mu_)
-  std::multimap<std::pair<TimePoint, TimerId>, std::function<void()>> q_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  TimerId next_id_ GUARDED_BY(mu_) = 1;
+  std::multimap<std::pair<TimePoint, TimerId>, std::function<void()>> q_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -81,7 +82,7 @@ class VirtualClock final : public Clock {
   size_t pendingTimers() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   TimePoint now_;
   TimerId next_id_ = 1;
   std::map<std::pair<TimePoint, TimerId>, std::function<void()>> q_;

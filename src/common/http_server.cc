@@ -264,10 +264,10 @@ struct HttpServer::Impl {
 
   // Connection slots: taken on the I/O thread, released wherever a
   // connection's last reference drops, hence the lock.
-  std::mutex slots_mu;
-  int open_connections = 0;                     // GUARDED_BY(slots_mu)
-  std::map<asio::ip::address, int> per_client;  // GUARDED_BY(slots_mu)
-  std::map<std::string, int> per_principal;     // GUARDED_BY(slots_mu)
+  Mutex slots_mu;
+  int open_connections GUARDED_BY(slots_mu) = 0;
+  std::map<asio::ip::address, int> per_client GUARDED_BY(slots_mu);
+  std::map<std::string, int> per_principal GUARDED_BY(slots_mu);
 
   // I/O thread only. Declared before `io`/`pool` so they outlive the
   // connections those destroy.
@@ -349,7 +349,7 @@ struct HttpServer::Impl {
   bool acquireSlot(const asio::ip::address& peer) {
     Counter* refused = nullptr;
     {
-      std::lock_guard<std::mutex> lk(slots_mu);
+      MutexLock lk(slots_mu);
       int& mine = per_client[peer];
       if (open_connections >= opts.max_connections) {
         refused = &refused_total;
@@ -375,7 +375,7 @@ struct HttpServer::Impl {
   }
 
   void releaseSlot(const asio::ip::address& peer) {
-    std::lock_guard<std::mutex> lk(slots_mu);
+    MutexLock lk(slots_mu);
     auto it = per_client.find(peer);
     if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
     open_connections--;
@@ -385,7 +385,7 @@ struct HttpServer::Impl {
   // Counts a connection for `principal`; false (and counted) at its cap.
   bool acquirePrincipal(const std::string& principal) {
     {
-      std::lock_guard<std::mutex> lk(slots_mu);
+      MutexLock lk(slots_mu);
       int& mine = per_principal[principal];
       if (mine < opts.max_connections_per_principal) {
         mine++;
@@ -404,7 +404,7 @@ struct HttpServer::Impl {
   }
 
   void releasePrincipal(const std::string& principal) {
-    std::lock_guard<std::mutex> lk(slots_mu);
+    MutexLock lk(slots_mu);
     auto it = per_principal.find(principal);
     if (it != per_principal.end() && --it->second <= 0) per_principal.erase(it);
   }
@@ -735,17 +735,17 @@ void HttpServer::stop() {
 }
 
 void Readiness::require(const std::string& name) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   conditions_.emplace(name, false);
 }
 
 void Readiness::set(const std::string& name, bool met) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   conditions_[name] = met;
 }
 
 std::vector<std::string> Readiness::unmet() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<std::string> out;
   for (const auto& [name, met] : conditions_) {
     if (!met) out.push_back(name);

@@ -72,6 +72,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "common/mutex.h"
 
 namespace morpheus {
 
@@ -229,8 +230,8 @@ class Readiness {
   std::vector<std::string> unmet() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, bool> conditions_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, bool> conditions_ GUARDED_BY(mu_);
 };
 
 // Routes, both on the I/O thread (cheap, never queued behind a slow handler):

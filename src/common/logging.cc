@@ -1,4 +1,5 @@
 #include "common/logging.h"
+#include "common/mutex.h"
 
 #include <grpc/support/log.h>
 #include <spdlog/pattern_formatter.h>
@@ -19,9 +20,9 @@ namespace {
 // so reopenLogFile can swap it under the dist_sink's own lock while other
 // threads log.
 struct FileLog {
-  std::mutex mu;
-  LogOptions options;                                   // GUARDED_BY(mu)
-  std::shared_ptr<spdlog::sinks::dist_sink_mt> holder;  // GUARDED_BY(mu); null without a file
+  Mutex mu;
+  LogOptions options GUARDED_BY(mu);
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> holder GUARDED_BY(mu);  // null without a file
 };
 
 FileLog& fileLog() {
@@ -55,12 +56,12 @@ Result<spdlog::sink_ptr> openFileSink(const LogOptions& options) {
 // threads may still log while static objects (spdlog's registry among them)
 // are destroyed at exit; the logger it holds stays alive with it.
 struct GrpcLog {
-  std::mutex mu;
-  std::shared_ptr<spdlog::logger> logger;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::shared_ptr<spdlog::logger> logger GUARDED_BY(mu);
   // A tool prints each distinct line once: gRPC repeats a failed handshake on
   // every reconnect attempt of one command. The last line printed, if so.
-  bool once = false;  // GUARDED_BY(mu)
-  std::string last;   // GUARDED_BY(mu)
+  bool once GUARDED_BY(mu) = false;
+  std::string last GUARDED_BY(mu);
 };
 
 GrpcLog& grpcLog() {
@@ -106,7 +107,7 @@ void logGrpcLine(gpr_log_func_args* args) {
   std::shared_ptr<spdlog::logger> logger;
   {
     GrpcLog& gl = grpcLog();
-    std::lock_guard<std::mutex> lk(gl.mu);
+    MutexLock lk(gl.mu);
     if (gl.once) {
       if (line == gl.last) return;
       gl.last = line;
@@ -121,7 +122,7 @@ void routeGrpcLogs(std::shared_ptr<spdlog::logger> logger, bool once) {
   gpr_log_severity verbosity = grpcVerbosity(logger->level());
   {
     GrpcLog& gl = grpcLog();
-    std::lock_guard<std::mutex> lk(gl.mu);
+    MutexLock lk(gl.mu);
     gl.logger = std::move(logger);
     gl.once = once;
     gl.last.clear();
@@ -163,7 +164,7 @@ Status setupLogging(const std::string& name, const LogOptions& options) {
   logger->set_formatter(utcFormatter());
   logger->flush_on(spdlog::level::info);
   FileLog& fl = fileLog();
-  std::lock_guard<std::mutex> lk(fl.mu);
+  MutexLock lk(fl.mu);
   fl.options = options;
   fl.holder = holder;
   spdlog::set_default_logger(logger);
@@ -180,7 +181,7 @@ Status setupLogging(const std::string& name, const std::string& level, const std
 
 Status reopenLogFile() {
   FileLog& fl = fileLog();
-  std::lock_guard<std::mutex> lk(fl.mu);
+  MutexLock lk(fl.mu);
   if (!fl.holder) return Status::ok();
   auto file = openFileSink(fl.options);
   if (!file.isOk()) return file.status();

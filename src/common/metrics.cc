@@ -181,19 +181,19 @@ Gauge& MetricsRegistry::gaugeLocked(const std::string& name, const std::string& 
 
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return counterLocked(name, help, labels);
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return gaugeLocked(name, help, labels);
 }
 
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       std::vector<double> bounds, const Labels& labels) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto& f = family(name, Type::kHistogram, help, nullptr);
   auto& p = f.histograms[child(f, name, labels)];
   if (!p) p = std::make_unique<Histogram>(std::move(bounds));
@@ -202,30 +202,30 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
 
 CounterFamily MetricsRegistry::counterFamily(const std::string& name, const std::string& help,
                                              std::vector<std::string> label_keys) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   family(name, Type::kCounter, help, &label_keys);
   return CounterFamily(this, name);
 }
 
 GaugeFamily MetricsRegistry::gaugeFamily(const std::string& name, const std::string& help,
                                          std::vector<std::string> label_keys) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   family(name, Type::kGauge, help, &label_keys);
   return GaugeFamily(this, name);
 }
 
 Counter& CounterFamily::with(const Labels& labels) const {
-  std::lock_guard<std::mutex> lk(r_->mu_);
+  MutexLock lk(r_->mu_);
   return r_->counterLocked(name_, "", labels);
 }
 
 Gauge& GaugeFamily::with(const Labels& labels) const {
-  std::lock_guard<std::mutex> lk(r_->mu_);
+  MutexLock lk(r_->mu_);
   return r_->gaugeLocked(name_, "", labels);
 }
 
 void GaugeFamily::replaceAll(const std::vector<std::pair<Labels, double>>& values) const {
-  std::lock_guard<std::mutex> lk(r_->mu_);
+  MutexLock lk(r_->mu_);
   auto& f = r_->families_.at(name_);
   f.gauges.clear();
   f.label_sets.clear();
@@ -233,20 +233,20 @@ void GaugeFamily::replaceAll(const std::vector<std::pair<Labels, double>>& value
 }
 
 MetricsRegistry::Collector::~Collector() {
-  std::lock_guard<std::mutex> lk(r_->collect_mu_);
+  MutexLock lk(r_->collect_mu_);
   r_->collectors_.erase(id_);
 }
 
 std::unique_ptr<MetricsRegistry::Collector> MetricsRegistry::addCollector(
     std::function<void()> collect) {
-  std::lock_guard<std::mutex> lk(collect_mu_);
+  MutexLock lk(collect_mu_);
   uint64_t id = next_collector_++;
   collectors_.emplace(id, std::move(collect));
   return std::unique_ptr<Collector>(new Collector(this, id));
 }
 
 double MetricsRegistry::valueOf(const std::string& name, const Labels& labels) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return -1;
   std::string l = formatLabels(labels);
@@ -261,9 +261,9 @@ const char* typeName(int t) { return t == 0 ? "counter" : t == 1 ? "gauge" : "hi
 }  // namespace
 
 std::string MetricsRegistry::render() const {
-  std::lock_guard<std::mutex> collect(collect_mu_);
+  MutexLock collect(collect_mu_);
   for (const auto& [id, fn] : collectors_) fn();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::ostringstream os;
   for (const auto& [name, f] : families_) {
     os << "# HELP " << name << " " << escapeHelp(f.help) << "\n# TYPE " << name << " "
@@ -286,7 +286,7 @@ std::string MetricsRegistry::render() const {
 }
 
 std::vector<MetricDescription> MetricsRegistry::describe() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<MetricDescription> out;
   for (const auto& [name, f] : families_) {
     MetricDescription d{name, typeName(static_cast<int>(f.type)), f.help, {}, f.open_labels};

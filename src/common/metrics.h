@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace morpheus {
@@ -202,19 +203,23 @@ class MetricsRegistry {
     std::map<std::string, std::unique_ptr<Gauge>> gauges;
     std::map<std::string, std::unique_ptr<Histogram>> histograms;
   };
-  // REQUIRES(mu_). `label_keys` null: take them from the first child.
+  // `label_keys` null: take them from the first child.
   Family& family(const std::string& name, Type type, const std::string& help,
-                 const std::vector<std::string>* label_keys);
-  // REQUIRES(mu_): checks the keys and records the label set; its key.
-  std::string child(Family& f, const std::string& name, const Labels& labels);
-  Counter& counterLocked(const std::string& name, const std::string& help, const Labels& labels);
-  Gauge& gaugeLocked(const std::string& name, const std::string& help, const Labels& labels);
+                 const std::vector<std::string>* label_keys) REQUIRES(mu_);
+  // Checks the keys and records the label set; its key.
+  std::string child(Family& f, const std::string& name, const Labels& labels) REQUIRES(mu_);
+  Counter& counterLocked(const std::string& name, const std::string& help, const Labels& labels)
+      REQUIRES(mu_);
+  Gauge& gaugeLocked(const std::string& name, const std::string& help, const Labels& labels)
+      REQUIRES(mu_);
 
-  mutable std::mutex collect_mu_;  // held while collectors run and render() reads
-  std::map<uint64_t, std::function<void()>> collectors_;  // GUARDED_BY(collect_mu_)
-  uint64_t next_collector_ = 0;                           // GUARDED_BY(collect_mu_)
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;  // GUARDED_BY(mu_)
+  // Lock order: collect_mu_ before mu_ (render() runs the collectors, which
+  // register and set metrics, then reads the families).
+  mutable Mutex collect_mu_;  // held while collectors run and render() reads
+  std::map<uint64_t, std::function<void()>> collectors_ GUARDED_BY(collect_mu_);
+  uint64_t next_collector_ GUARDED_BY(collect_mu_) = 0;
+  mutable Mutex mu_ ACQUIRED_AFTER(collect_mu_);
+  std::map<std::string, Family> families_ GUARDED_BY(mu_);
 };
 
 // The standard process metrics of Prometheus client libraries, declared in

@@ -3,9 +3,9 @@
 // every Lock() unless told not to: every lock of gRPC's (call creation,
 // completion queues, channels) then takes a process-wide lock and allocates
 // graph nodes. Under load that serialised the open-loop generator at ~3,000
-// calls/s against an RM that did nothing. Our own code uses std::mutex and is
-// not affected; this only stops gRPC's internal locks from paying for a debug
-// check.
+// calls/s against an RM that did nothing. Our own locks (morpheus::Mutex,
+// common/mutex.h, over std::mutex) are not affected; this only stops gRPC's
+// internal locks from paying for a debug check.
 //
 // Call once at start-up, before gRPC is used (daemons: via
 // parseDaemonCommandLine; benches and tools that use gRPC call it in main).

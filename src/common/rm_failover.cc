@@ -35,12 +35,12 @@ Result<std::shared_ptr<FailoverChannel>> FailoverChannel::create(const std::stri
 }
 
 std::string FailoverChannel::current() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return addresses_[current_];
 }
 
 size_t FailoverChannel::moveOn(size_t from, const std::string& hint) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (current_ != from) return current_;  // a concurrent call moved on already
   auto it = std::find(addresses_.begin(), addresses_.end(), hint);
   if (!hint.empty() && it != addresses_.end()) {
@@ -58,7 +58,7 @@ grpc::Status FailoverChannel::call(Millis timeout, CallKind kind, const Attempt&
   size_t failed_in_round = 0;
   size_t index;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     index = current_;
   }
   // The last failover's status and address: the answer if the deadline ends

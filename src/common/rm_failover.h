@@ -50,6 +50,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/tls.h"
+#include "common/mutex.h"
 
 namespace morpheus {
 
@@ -115,8 +116,8 @@ class FailoverChannel {
   const std::vector<std::string> addresses_;
   const std::vector<std::shared_ptr<grpc::Channel>> channels_;
   const FailoverOptions opts_;
-  mutable std::mutex mu_;
-  size_t current_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  size_t current_ GUARDED_BY(mu_) = 0;
 };
 
 // The leader hint of a finished call: the `morpheus-leader` trailing metadata

@@ -9,6 +9,7 @@
 #include "common/auth.h"
 #include "common/daemon.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "inference/service/inference_core.h"
 #include "inference/service/inference_options.h"
 #include "inference/service/rm_client.h"
@@ -112,10 +113,10 @@ int main(int argc, char** argv) {
                opts.rm_address, opts.refit_interval.count());
 
   // Periodic refit (Morpheus §4: daily by default) on the clock's thread.
-  std::mutex refit_mu;
-  bool stopped = false;  // GUARDED_BY(refit_mu)
+  Mutex refit_mu;        // a local: the analysis checks members only
+  bool stopped = false;  // under refit_mu
   std::function<void()> refit = [&] {
-    std::lock_guard<std::mutex> lk(refit_mu);
+    MutexLock lk(refit_mu);
     if (stopped) return;
     auto n = core.refit();
     if (!n.isOk()) {
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
   clock.scheduleAfter(std::min(opts.refit_interval, Millis(2000)), refit);
   // One-off reservations of the instances of off-kilter jobs (Morpheus §6).
   std::function<void()> instances = [&] {
-    std::lock_guard<std::mutex> lk(refit_mu);
+    MutexLock lk(refit_mu);
     if (stopped) return;
     auto n = core.submitDueInstances();
     if (!n.isOk()) spdlog::warn("instance reservations: {}", n.status().message());
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
   spdlog::info("morpheus-inference stopping on signal {}", sig);
   core.stop();  // running fits end at their next stop check
   {
-    std::lock_guard<std::mutex> lk(refit_mu);
+    MutexLock lk(refit_mu);
     stopped = true;
   }
   server.shutdown();

@@ -465,6 +465,7 @@ Status ContainerRuntime::init() {
         e.stop_why = sj.value("why", "");
         e.kill_at = fromEpochMs(sj.at("kill_at_ms").get<int64_t>());
       }
+      bool gone = false;
       if (j.contains("completed")) {
         // Completed before the restart and not yet acknowledged by the RM.
         e.snap.running = false;
@@ -475,9 +476,13 @@ Status ContainerRuntime::init() {
       } else if (e.proc_start != 0 && procStartTime(e.pid) == e.proc_start) {
         adopted++;
       } else {
-        completeAdopted(e);
+        gone = true;  // ended while the NM was down
         ended++;
       }
+      // init() runs before any other thread uses the runtime: the lock is
+      // uncontended, taken for the rules completeAdopted relies on.
+      MutexLock lk(mu_);
+      if (gone) completeAdopted(e);
       containers_[e.snap.id] = e;
     } catch (const std::exception& ex) {  // nlohmann::json::exception or a bad enum value
       spdlog::warn("ignoring container record {}: {}", d.path().string(), ex.what());
@@ -502,19 +507,19 @@ Status ContainerRuntime::init() {
 
 void ContainerRuntime::start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     while (!stopping_) {
       lk.unlock();
       monitorOnce();
       lk.lock();
-      cv_.wait_for(lk, interval_, [this] { return stopping_; });
+      cv_.waitFor(mu_, interval_, [this]() REQUIRES(mu_) { return stopping_; });
     }
   });
 }
 
 void ContainerRuntime::shutdown() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -526,7 +531,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
   if (spec.command.empty()) return invalidArgument("launch_context.command", "is required");
   std::string dir = local_dir_ + "/containers/" + spec.id.value();
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (containers_.count(spec.id) || launching_.count(spec.id))
       return alreadyExists("container " + spec.id.value() + " already exists");
     if (removing_.count(spec.id))
@@ -540,7 +545,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     ContainerRuntime& rt;
     const ContainerId& id;
     ~LaunchClaim() {
-      std::lock_guard<std::mutex> lk(rt.mu_);
+      MutexLock lk(rt.mu_);
       rt.launching_.erase(id);
     }
   } claim{*this, spec.id};
@@ -604,7 +609,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     e.snap.end = now();
     // Best effort: the failure is also returned to the caller.
     if (!persist(e)) spdlog::warn("cannot record the failed launch of {}", spec.id.value());
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     containers_[spec.id] = e;
     metrics_.launch_failed.inc();
     return infeasible(e.snap.diagnostics);
@@ -723,7 +728,7 @@ Status ContainerRuntime::launch(const LaunchSpec& spec) {
     waitpid(pid, &st, 0);
     return unavailable("cannot record container " + spec.id.value() + " in " + dir);
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   containers_[spec.id] = e;
   metrics_.launched.inc();
   spdlog::info("container {} of {} started: pid {}, {}", spec.id.value(), spec.app.value(), pid,
@@ -842,7 +847,7 @@ void ContainerRuntime::completeAdopted(Entry& e) {
 }
 
 void ContainerRuntime::monitorOnce() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   static const long hz = sysconf(_SC_CLK_TCK);
   TimePoint t = now();
   for (auto& [id, e] : containers_) {
@@ -892,7 +897,7 @@ void ContainerRuntime::monitorOnce() {
 }
 
 Status ContainerRuntime::stop(const ContainerId& id, ExitReason reason, const std::string& why) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = containers_.find(id);
   if (it == containers_.end()) return notFound("container " + id.value() + " is not on this node");
   Entry& e = it->second;
@@ -921,7 +926,7 @@ void ContainerRuntime::terminate(const Entry& e) const {
 void ContainerRuntime::stopAll(ExitReason reason, const std::string& why) {
   std::vector<ContainerId> ids;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (const auto& [id, e] : containers_) {
       if (e.snap.running) ids.push_back(id);
     }
@@ -932,7 +937,7 @@ void ContainerRuntime::stopAll(ExitReason reason, const std::string& why) {
 }
 
 std::vector<ContainerSnapshot> ContainerRuntime::snapshot() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ContainerSnapshot> out;
   for (const auto& [_, e] : containers_) {
     out.push_back(e.snap);
@@ -942,7 +947,7 @@ std::vector<ContainerSnapshot> ContainerRuntime::snapshot() const {
 }
 
 std::optional<ContainerSnapshot> ContainerRuntime::get(const ContainerId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = containers_.find(id);
   if (it == containers_.end()) return std::nullopt;
   ContainerSnapshot s = it->second.snap;
@@ -951,7 +956,7 @@ std::optional<ContainerSnapshot> ContainerRuntime::get(const ContainerId& id) co
 }
 
 void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& id : ids) {
     auto it = containers_.find(id);
     if (it != containers_.end() && !it->second.snap.running) {
@@ -967,7 +972,7 @@ void ContainerRuntime::acknowledge(const std::vector<ContainerId>& ids) {
 Result<AppId> ContainerRuntime::appOf(const ContainerId& id) const {
   MORPHEUS_RETURN_IF_ERROR(validateContainerId(id.value()));
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (auto it = containers_.find(id); it != containers_.end()) return it->second.snap.app;
   }
   std::string dir = local_dir_ + "/containers/" + id.value();
@@ -988,7 +993,7 @@ Result<std::string> ContainerRuntime::logs(const ContainerId& id, const std::str
     return invalidArgument("stream", "must be stdout or stderr");
   std::string dir;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = containers_.find(id);
     dir = it != containers_.end() ? it->second.snap.work_dir
                                   : local_dir_ + "/containers/" + id.value();
@@ -1002,7 +1007,7 @@ Result<std::string> ContainerRuntime::logs(const ContainerId& id, const std::str
 }
 
 bool ContainerRuntime::claimForRemoval(const ContainerId& id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (launching_.count(id) || removing_.count(id)) return false;
   if (auto it = containers_.find(id); it != containers_.end() && it->second.snap.running)
     return false;
@@ -1011,7 +1016,7 @@ bool ContainerRuntime::claimForRemoval(const ContainerId& id) {
 }
 
 void ContainerRuntime::releaseRemoval(const ContainerId& id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   removing_.erase(id);
 }
 

@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "common/status.h"
 #include "nodemanager/nm_metrics.h"
@@ -213,14 +214,17 @@ class ContainerRuntime {
     std::string run_as;       // the local account it runs as ("" = the NM's)
     TimePoint token_expires;  // LaunchSpec::token_expires
   };
-  void completeAdopted(Entry& e);            // REQUIRES(mu_)
-  void complete(Entry& e, int wait_status);  // REQUIRES(mu_)
+  void completeAdopted(Entry& e) REQUIRES(mu_);
+  void complete(Entry& e, int wait_status) REQUIRES(mu_);
   // Cgroup clean-up and the kernel's OOM verdict, for either completion path.
-  void finishCgroup(Entry& e);  // REQUIRES(mu_)
+  void finishCgroup(Entry& e) REQUIRES(mu_);
   // Rewrites <work_dir>/container.json (temp + fsync + rename): allocation,
   // pid and /proc start time, a pending stop or memory verdict, and the
   // completed status once done, so a restarted NM reports what this one knew.
-  bool persist(const Entry& e) const;  // REQUIRES(mu_) unless e is not yet shared
+  // Touches only `e` and its files: an entry of containers_ needs mu_ held, a
+  // local one not yet inserted does not (so no REQUIRES: the analysis cannot
+  // tell the two apart).
+  bool persist(const Entry& e) const;
 
   // Prepares the directory container cgroups go in (see setDelegatedCgroup);
   // the error says why cgroups cannot be used.
@@ -245,12 +249,12 @@ class ContainerRuntime {
   const Millis grace_;
   ContainerMetrics metrics_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<ContainerId, Entry> containers_;  // GUARDED_BY(mu_)
-  std::set<ContainerId> launching_;          // GUARDED_BY(mu_): launch() under way
-  std::set<ContainerId> removing_;           // GUARDED_BY(mu_): claimForRemoval taken
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<ContainerId, Entry> containers_ GUARDED_BY(mu_);
+  std::set<ContainerId> launching_ GUARDED_BY(mu_);  // launch() under way
+  std::set<ContainerId> removing_ GUARDED_BY(mu_);   // claimForRemoval taken
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -5,17 +5,17 @@
 namespace morpheus::nm {
 
 void TokenKey::set(const std::string& secret) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   signer_.emplace(secret);
 }
 
 bool TokenKey::known() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return signer_.has_value();
 }
 
 Result<ContainerTokenInfo> TokenKey::verify(const std::string& token) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (!signer_) return unavailable("node not registered with the RM yet");
   return verifyContainerToken(*signer_, token);
 }
@@ -50,7 +50,7 @@ grpc::Status ContainerServiceImpl::StartContainers(grpc::ServerContext*,
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node not registered with the RM yet");
   std::string node_id;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     node_id = node_id_;
   }
   for (const auto& r : req->requests()) {

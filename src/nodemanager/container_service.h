@@ -33,6 +33,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/token.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "nodemanager/container_runtime.h"
@@ -49,8 +50,8 @@ class TokenKey {
   Result<ContainerTokenInfo> verify(const std::string& token) const;
 
  private:
-  mutable std::mutex mu_;
-  std::optional<TokenSigner> signer_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::optional<TokenSigner> signer_ GUARDED_BY(mu_);
 };
 
 class ContainerServiceImpl final : public v1::ContainerManager::Service {
@@ -63,7 +64,7 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
       : runtime_(runtime), key_(key), clock_(clock), expired_grace_(expired_grace) {}
   // Set once the NM knows its id (its address when none is configured).
   void setNodeId(const std::string& id) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     node_id_ = id;
   }
   // The CA bundle (PEM) given to every AM container (one whose launch
@@ -95,8 +96,8 @@ class ContainerServiceImpl final : public v1::ContainerManager::Service {
   std::string am_ca_pem_;  // constant after setAmCaBundle
   const Clock& clock_;
   const Millis expired_grace_;
-  mutable std::mutex mu_;
-  std::string node_id_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::string node_id_ GUARDED_BY(mu_);
 };
 
 void toProto(const ContainerSnapshot& s, v1::ContainerStatus* out);

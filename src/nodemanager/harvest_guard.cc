@@ -91,8 +91,8 @@ void HarvestMonitor::start() {
   }
   checkOnce();
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lk(mu_);
-    while (!cv_.wait_for(lk, opts_.interval, [this] { return stopping_; })) {
+    MutexLock lk(mu_);
+    while (!cv_.waitFor(mu_, opts_.interval, [this]() REQUIRES(mu_) { return stopping_; })) {
       lk.unlock();
       checkOnce();
       lk.lock();
@@ -121,7 +121,7 @@ std::unique_ptr<CpuThrottle> HarvestMonitor::pickThrottle() const {
 
 void HarvestMonitor::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -139,7 +139,7 @@ void HarvestMonitor::checkOnce() {
     return;
   }
   std::vector<SecondaryContainer> running;
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& c : runtime_.snapshot()) {
     if (c.running && killed_.count(c.id) == 0) {
       running.push_back({c.id, c.resource, c.start, c.session});
@@ -173,7 +173,7 @@ void HarvestMonitor::applyThrottle(const HarvestDecision& d,
                                    const std::vector<SecondaryContainer>& running) {
   bool was;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     was = throttled_;
     throttled_ = d.throttle;
   }
@@ -204,7 +204,7 @@ void HarvestMonitor::applyThrottle(const HarvestDecision& d,
 }
 
 void HarvestMonitor::fillHeartbeat(v1::NodeHeartbeatRequest* req) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (!last_) return;
   auto* u = req->mutable_primary_usage();
   u->set_tenant(tenant_);

@@ -39,6 +39,7 @@
 #include "nodemanager/harvest_options.h"
 #include "nodemanager/nm_metrics.h"
 #include "nodemanager/primary_usage.h"
+#include "common/mutex.h"
 
 namespace morpheus::nm {
 
@@ -101,15 +102,15 @@ class HarvestMonitor {
   const Clock& clock_;
   std::unique_ptr<CpuThrottle> throttle_;  // null = none; written before the thread starts
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
-  std::optional<PrimaryUsage> last_;         // GUARDED_BY(mu_)
-  TimePoint last_at_;                        // GUARDED_BY(mu_)
-  Resource offer_;                           // GUARDED_BY(mu_)
-  std::optional<TimePoint> cpu_over_since_;  // GUARDED_BY(mu_)
-  bool throttled_ = false;                   // GUARDED_BY(mu_)
-  std::set<ContainerId> killed_;             // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::optional<PrimaryUsage> last_ GUARDED_BY(mu_);
+  TimePoint last_at_ GUARDED_BY(mu_);
+  Resource offer_ GUARDED_BY(mu_);
+  std::optional<TimePoint> cpu_over_since_ GUARDED_BY(mu_);
+  bool throttled_ GUARDED_BY(mu_) = false;
+  std::set<ContainerId> killed_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -170,19 +170,19 @@ LogRetention::Sweep LogRetention::sweepOnce() {
 void LogRetention::start() {
   if (retention_.count() <= 0) return;
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     while (!stopping_) {
       lk.unlock();
       sweepOnce();
       lk.lock();
-      cv_.wait_for(lk, interval(), [this] { return stopping_; });
+      cv_.waitFor(mu_, interval(), [this]() REQUIRES(mu_) { return stopping_; });
     }
   });
 }
 
 void LogRetention::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();

@@ -36,6 +36,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "nodemanager/container_runtime.h"
 
 namespace morpheus::nm {
@@ -71,9 +72,9 @@ class LogRetention {
   ContainerRuntime& runtime_;
   const Millis retention_;
   const Clock& clock_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -61,7 +61,7 @@ void NodeAgent::start() {
 
 void NodeAgent::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -176,8 +176,8 @@ void NodeAgent::run() {
     } else if (!heartbeatOnce()) {
       wait = Millis(0);
     }
-    std::unique_lock<std::mutex> lk(mu_);
-    if (cv_.wait_for(lk, wait, [this] { return stopping_; })) return;
+    MutexLock lk(mu_);
+    if (cv_.waitFor(mu_, wait, [this]() REQUIRES(mu_) { return stopping_; })) return;
   }
 }
 

@@ -21,6 +21,7 @@
 #include "nodemanager/heartbeat_report.h"
 #include "nodemanager/nm_metrics.h"
 #include "nodemanager/nm_options.h"
+#include "common/mutex.h"
 
 namespace morpheus::nm {
 
@@ -78,9 +79,9 @@ class NodeAgent {
   std::function<void(bool)> on_registration_;                        // constant after start()
   std::function<void(v1::NodeHeartbeatRequest*)> extend_heartbeat_;  // constant after start()
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> registered_{false};
   std::string epoch_;         // used only by the agent thread
   int64_t sequence_ = 0;      // used only by the agent thread

@@ -14,6 +14,7 @@
 #include "common/daemon.h"
 #include "common/ignore.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/reservation.grpc.pb.h"
 #include "rm/core/access.h"
@@ -360,10 +361,10 @@ int main(int argc, char** argv) {
     spdlog::info("forwarding application telemetry to inference at {}", opts.inference_address);
   }
   // Plan maintenance every plan step: the one-off horizon rolls forward.
-  std::mutex maintain_mu;
-  bool maintain_stopped = false;  // GUARDED_BY(maintain_mu)
+  Mutex maintain_mu;
+  bool maintain_stopped = false;  // under maintain_mu (a local: not checked)
   std::function<void()> maintain = [&] {
-    std::lock_guard<std::mutex> lk(maintain_mu);
+    MutexLock lk(maintain_mu);
     if (maintain_stopped) return;
     reservations.expire();
     clock.scheduleAfter(opts.planner.step, maintain);
@@ -378,7 +379,7 @@ int main(int argc, char** argv) {
   notifyStopping();
   spdlog::info("morpheus-rm stopping on signal {}", sig);
   {
-    std::lock_guard<std::mutex> lk(maintain_mu);
+    MutexLock lk(maintain_mu);
     maintain_stopped = true;
   }
   dra_monitor.stop();

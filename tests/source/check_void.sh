@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest VoidCastTest: no Status or Result is dropped by a bare `(void)` cast on
-# a call in src/ (docs/design/conventions.md "Errors"). A harmless failure is
+# a call in src/ (nor by `static_cast<void>(call)` or `std::ignore = call`;
+# docs/design/conventions.md "Errors"). A harmless failure is
 # dropped through ignoreError(x, "why"), an expected NOT_FOUND through
 # MORPHEUS_IGNORE_NOT_FOUND(x, "why") (src/common/ignore.h), so every dropped
 # outcome names its reason. `(void)name;` on a variable or parameter (an unused
@@ -13,8 +14,10 @@ set -euo pipefail
 src=${1:?usage: check_void.sh SOURCE_DIR}
 
 # A (void) cast followed by an expression that calls something: an identifier
-# path (a, a.b, a->b, a::b) and an opening parenthesis.
-pattern='\(void\)[[:space:]]*[A-Za-z_][A-Za-z0-9_:.>-]*[[:space:]]*(<[^;]*>)?[[:space:]]*\('
+# path (a, a.b, a->b, a::b) and an opening parenthesis. The same drop spelt
+# `static_cast<void>(call(...))` or `std::ignore = call(...)` is refused too.
+call='[A-Za-z_][A-Za-z0-9_:.>-]*[[:space:]]*(<[^;]*>)?[[:space:]]*\('
+pattern="\\(void\\)[[:space:]]*$call|static_cast<void>[[:space:]]*\\([[:space:]]*$call|std::ignore[[:space:]]*=[[:space:]]*$call"
 
 scan() {
   (cd "$1" && grep -rnE --include='*.cc' --include='*.h' "$pattern" src || true)
@@ -27,11 +30,14 @@ mkdir -p "$tmp/src"
   echo '  (void)sched_->removeApp(app);'
   echo '  (void)persist(e);'
   echo '  (void)google::protobuf::util::MessageToJsonString(m, &t, o);'
+  echo '  static_cast<void>(store_->commit(batch));'
+  echo '  std::ignore = runtime->setQueueMaxResources(old);'
   echo '  (void)unused_parameter;'
+  echo '  static_cast<void>(unused_parameter);'
 } >"$tmp/src/planted.cc"
 got=$(scan "$tmp" | wc -l)
-if (( got != 3 )); then
-  echo "VoidCastTest self-check: found $got of 3 planted casts:" >&2
+if (( got != 5 )); then
+  echo "VoidCastTest self-check: found $got of 5 planted casts:" >&2
   scan "$tmp" >&2
   exit 1
 fi

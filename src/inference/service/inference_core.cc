@@ -274,7 +274,7 @@ Status InferenceCore::ingest(const store::IngestBatch& batch) {
 }
 
 Status InferenceCore::ingestAs(const Principal& who, const store::IngestBatch& batch) {
-  std::lock_guard<std::mutex> lk(ingest_mu_);
+  MutexLock lk(ingest_mu_);
   for (size_t i = 0; i < batch.runs.size(); i++) {
     const auto& r = batch.runs[i];
     if (!who.admin && r.user != who.user) {
@@ -293,7 +293,7 @@ Status InferenceCore::ingestAs(const Principal& who, const store::IngestBatch& b
 ProposalId InferenceCore::newProposalId() {
   uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     seq = next_seq_++;
   }
   char buf[64];
@@ -305,23 +305,23 @@ ProposalId InferenceCore::newProposalId() {
 InferenceCore::JobClaim::~JobClaim() {
   if (core_ == nullptr) return;
   {
-    std::lock_guard<std::mutex> lk(core_->mu_);
+    MutexLock lk(core_->mu_);
     core_->claimed_.erase(job_);
   }
   core_->claims_cv_.notify_all();
 }
 
 InferenceCore::JobClaim InferenceCore::claimJob(const JobKey& job) {
-  std::unique_lock<std::mutex> lk(mu_);
-  claims_cv_.wait(lk, [&] { return claimed_.count(job) == 0; });
+  MutexLock lk(mu_);
+  claims_cv_.wait(mu_, [&]() REQUIRES(mu_) { return claimed_.count(job) == 0; });
   claimed_.insert(job);
   return JobClaim(this, job);
 }
 
 std::optional<InferenceCore::JobClaim> InferenceCore::claimJobIfUnchanged(const JobKey& job,
                                                                           uint64_t generation) {
-  std::unique_lock<std::mutex> lk(mu_);
-  claims_cv_.wait(lk, [&] { return claimed_.count(job) == 0; });
+  MutexLock lk(mu_);
+  claims_cv_.wait(mu_, [&]() REQUIRES(mu_) { return claimed_.count(job) == 0; });
   auto g = generation_.find(job);
   if ((g == generation_.end() ? 0 : g->second) != generation) return std::nullopt;
   claimed_.insert(job);
@@ -329,12 +329,12 @@ std::optional<InferenceCore::JobClaim> InferenceCore::claimJobIfUnchanged(const 
 }
 
 void InferenceCore::bumpGeneration(const JobKey& job) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   generation_[job]++;
 }
 
 void InferenceCore::setRefitHookForTest(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   refit_hook_ = std::move(hook);
 }
 
@@ -376,7 +376,7 @@ Result<std::vector<Proposal>> InferenceCore::proposals(std::optional<store::Prop
 }
 
 std::vector<NotActionable> InferenceCore::notActionable() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return not_actionable_;
 }
 
@@ -895,8 +895,8 @@ Result<int> InferenceCore::refit() {
   std::map<JobKey, uint64_t> generations;
   std::function<void()> hook;
   {
-    std::unique_lock<std::mutex> lk(mu_);
-    claims_cv_.wait(lk, [this] { return !refit_running_; });
+    MutexLock lk(mu_);
+    claims_cv_.wait(mu_, [this]() REQUIRES(mu_) { return !refit_running_; });
     refit_running_ = true;
     generations = generation_;
     hook = refit_hook_;
@@ -905,7 +905,7 @@ Result<int> InferenceCore::refit() {
     InferenceCore* core;
     ~RunningRefit() {
       {
-        std::lock_guard<std::mutex> lk(core->mu_);
+        MutexLock lk(core->mu_);
         core->refit_running_ = false;
       }
       core->claims_cv_.notify_all();
@@ -1097,7 +1097,7 @@ Result<int> InferenceCore::refit() {
   }
   size_t not_actionable_count = not_actionable.size();
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     not_actionable_ = std::move(not_actionable);
   }
   metrics_.jobs_not_actionable.set(static_cast<double>(not_actionable_count));

@@ -42,6 +42,7 @@
 #include "inference/model/slo_inference.h"
 #include "inference/service/rm_client.h"
 #include "store/provenance/provenance_store.h"
+#include "common/mutex.h"
 
 namespace morpheus::inference {
 
@@ -380,16 +381,18 @@ class InferenceCore {
   InferenceMetrics metrics_;
 
   std::atomic<bool> stopping_{false};
-  std::mutex ingest_mu_;  // serialises ingestAs (held across the store's ingest only)
+  // Serialises ingestAs (held across the store's ingest only); a leaf: never
+  // held with mu_.
+  Mutex ingest_mu_;
   // Guards the members below; never held across I/O or a fit.
-  mutable std::mutex mu_;
-  std::condition_variable claims_cv_;          // a claim was released or a refit ended
-  std::vector<NotActionable> not_actionable_;  // GUARDED_BY(mu_), from the last refit
-  uint64_t next_seq_ = 1;                      // GUARDED_BY(mu_)
-  std::map<JobKey, uint64_t> generation_;      // GUARDED_BY(mu_); absent = 0
-  std::set<JobKey> claimed_;                   // GUARDED_BY(mu_): jobs whose claim is held
-  bool refit_running_ = false;                 // GUARDED_BY(mu_)
-  std::function<void()> refit_hook_;           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar claims_cv_;          // a claim was released or a refit ended
+  std::vector<NotActionable> not_actionable_ GUARDED_BY(mu_);  // from the last refit
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  std::map<JobKey, uint64_t> generation_ GUARDED_BY(mu_);  // absent = 0
+  std::set<JobKey> claimed_ GUARDED_BY(mu_);  // jobs whose claim is held
+  bool refit_running_ GUARDED_BY(mu_) = false;
+  std::function<void()> refit_hook_ GUARDED_BY(mu_);
 };
 
 std::string encodePayload(const ProposalPayload& p);

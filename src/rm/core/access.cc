@@ -9,12 +9,12 @@ namespace morpheus::rm {
 
 void RmAccess::reload(std::set<std::string> admins, QueueAcls acls) {
   auto next = std::make_shared<const Policy>(Policy{std::move(admins), std::move(acls)});
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   policy_ = std::move(next);
 }
 
 std::shared_ptr<const RmAccess::Policy> RmAccess::policy() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return policy_;
 }
 

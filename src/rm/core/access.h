@@ -25,6 +25,7 @@
 
 #include "common/auth.h"
 #include "common/http_server.h"
+#include "common/mutex.h"
 #include "rm/core/queue_acls.h"
 
 namespace morpheus::rm {
@@ -71,8 +72,8 @@ class RmAccess {
   std::shared_ptr<const Policy> policy() const;
 
   const Authenticator& auth_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const Policy> policy_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::shared_ptr<const Policy> policy_ GUARDED_BY(mu_);
 };
 
 // The RM's Authenticator from rm.token-file. Secure by default: without a

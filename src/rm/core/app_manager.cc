@@ -141,7 +141,8 @@ AppManager::AppManager(AppManagerOptions opts, store::StateStore& store, Clock& 
       signer_(signer),
       by_key_(std::move(by_key)),
       reservation_(std::move(reservation)),
-      cluster_ts_(toEpochMs(clock.now())) {}
+      cluster_ts_(toEpochMs(clock.now())),
+      limits_(opts_.limits) {}
 
 AppManager::~AppManager() { stop(); }
 
@@ -170,7 +171,7 @@ void AppManager::updateGauges() {
 
 Status AppManager::recover() {
   MORPHEUS_ASSIGN_OR_RETURN(auto rows, store_.list(kNs));
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& [key, value] : rows) {
     auto rec = decode(value);
     if (!rec.isOk()) return rec.status().withContext("app " + key);
@@ -252,7 +253,7 @@ Result<AppRecord> AppManager::submit(const AppSpec& spec, const BindCheck& may_b
   }
   rec.max_attempts = spec.max_attempts > 0 ? spec.max_attempts : opts_.max_am_attempts;
   rec.submit = clock_.now();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   MORPHEUS_RETURN_IF_ERROR(checkUserBounds(spec.user));
   rec.id = newId();
   MORPHEUS_RETURN_IF_ERROR(persist(rec));
@@ -286,7 +287,7 @@ Status AppManager::checkUserBounds(const UserId& user) const {
 }
 
 Result<AppRecord> AppManager::get(const AppId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
   return it->second;
@@ -294,7 +295,7 @@ Result<AppRecord> AppManager::get(const AppId& id) const {
 
 std::vector<AppRecord> AppManager::list(const std::set<AppState>& states,
                                         const std::string& queue) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<AppRecord> out;
   for (const auto& [_, a] : apps_) {
     if (!states.empty() && !states.count(a.state)) continue;
@@ -305,7 +306,7 @@ std::vector<AppRecord> AppManager::list(const std::set<AppState>& states,
 }
 
 Status AppManager::amLaunched(const AppId& id, const ContainerId& container, const NodeId& node) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
   if (it->second.state != AppState::kSubmitted) {
@@ -324,7 +325,7 @@ Status AppManager::amLaunched(const AppId& id, const ContainerId& container, con
 }
 
 Result<AppRecord> AppManager::amAttemptFailed(const AppId& id, const std::string& diagnostics) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
   if (isFinal(it->second.state)) return it->second;
@@ -351,7 +352,7 @@ Result<AppRecord> AppManager::amAttemptFailed(const AppId& id, const std::string
 Status AppManager::finish(const AppId& id, AppState final_state, const std::string& diagnostics) {
   if (!isFinal(final_state))
     return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
   if (isFinal(it->second.state)) return Status::ok();  // idempotent (retried Finish)
@@ -370,7 +371,7 @@ Status AppManager::finish(const AppId& id, AppState final_state, const std::stri
 }
 
 Status AppManager::kill(const AppId& id, const UserId& who, bool admin, const std::string& reason) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return notFound("application " + id.value() + " does not exist");
   if (!admin && it->second.spec.user != who) {
@@ -393,7 +394,7 @@ Status AppManager::kill(const AppId& id, const UserId& who, bool admin, const st
 }
 
 void AppManager::setProgress(const AppId& id, float progress) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it != apps_.end()) it->second.progress = std::clamp(progress, 0.0f, 1.0f);
 }
@@ -422,12 +423,12 @@ const std::map<AppId, std::string>& AppManager::waiting() const {
     in.push_back(
         {a->id, a->spec.user.value(), a->queue, a->state == AppState::kRunning || a->attempt > 0});
   }
-  waiting_ = admit(in, opts_.limits);
+  waiting_ = admit(in, limits_);
   return waiting_;
 }
 
 std::vector<AppRecord> AppManager::startable() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   const auto& held = waiting();
   std::vector<AppRecord> out;
   for (const auto& [id, a] : apps_) {
@@ -444,7 +445,7 @@ std::vector<AppRecord> AppManager::startable() const {
 }
 
 std::string AppManager::waitingReason(const AppId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end() || it->second.state != AppState::kSubmitted) return "";
   const auto& held = waiting();
@@ -453,19 +454,19 @@ std::string AppManager::waitingReason(const AppId& id) const {
 }
 
 void AppManager::setLimits(QueueLimits limits) {
-  std::lock_guard<std::mutex> lk(mu_);
-  opts_.limits = std::move(limits);
+  MutexLock lk(mu_);
+  limits_ = std::move(limits);
   version_++;  // the runtime re-reads startable()
 }
 
 QueueLimits AppManager::limits() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return opts_.limits;
+  MutexLock lk(mu_);
+  return limits_;
 }
 
 void AppManager::addUsage(const AppId& id, int64_t memory_mib_ms, int64_t vcore_ms) {
   if (memory_mib_ms <= 0 && vcore_ms <= 0) return;
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(id);
   if (it == apps_.end()) return;
   it->second.memory_mib_ms += std::max<int64_t>(0, memory_mib_ms);
@@ -482,7 +483,7 @@ void AppManager::addUsage(const AppId& id, int64_t memory_mib_ms, int64_t vcore_
 }
 
 Status AppManager::flushUsage() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (usage_dirty_.empty()) return Status::ok();
   std::vector<store::StateWrite> batch;
   std::vector<AppId> written;
@@ -498,7 +499,7 @@ Status AppManager::flushUsage() {
 }
 
 Result<int64_t> AppManager::trimHistory() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return trimLocked(clock_.now());
 }
 
@@ -541,14 +542,14 @@ void AppManager::tick() {
   if (Status st = flushUsage(); !st.isOk()) spdlog::warn("usage not written: {}", st.message());
   if (auto t = trimHistory(); !t.isOk())
     spdlog::warn("finished applications not trimmed: {}", t.status().message());
-  std::lock_guard<std::mutex> lk(timer_mu_);
+  MutexLock lk(timer_mu_);
   if (!running_) return;
   Millis every = std::clamp(opts_.history_max_age / 4, Millis(100), Millis(10000));
   timer_ = clock_.scheduleAfter(every, [this] { tick(); });
 }
 
 void AppManager::start() {
-  std::lock_guard<std::mutex> lk(timer_mu_);
+  MutexLock lk(timer_mu_);
   if (running_) return;
   running_ = true;
   Millis every = std::clamp(opts_.history_max_age / 4, Millis(100), Millis(10000));
@@ -557,7 +558,7 @@ void AppManager::start() {
 
 void AppManager::stop() {
   {
-    std::lock_guard<std::mutex> lk(timer_mu_);
+    MutexLock lk(timer_mu_);
     if (!running_) return;
     running_ = false;
     clock_.cancel(timer_);
@@ -609,7 +610,7 @@ Status AppManager::checkAmToken(const AppId& app, const std::string& token) cons
   if (tok_app != app.value()) {
     return permissionDenied("am_token: issued for " + tok_app + ", not " + app.value());
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = apps_.find(app);
   if (it == apps_.end()) return notFound("application " + app.value() + " does not exist");
   if (std::to_string(it->second.attempt) != payload->substr(b + 1)) {

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "common/status.h"
 #include "common/token.h"
@@ -213,17 +214,18 @@ class AppManager {
   Status checkAmToken(const AppId& app, const std::string& token) const;
 
  private:
-  Status persist(const AppRecord& rec);              // REQUIRES(mu_)
-  Status checkUserBounds(const UserId& user) const;  // REQUIRES(mu_)
+  Status persist(const AppRecord& rec) REQUIRES(mu_);
+  Status checkUserBounds(const UserId& user) const REQUIRES(mu_);
   // The admission of the current version (recomputed when it changed).
-  const std::map<AppId, std::string>& waiting() const;  // REQUIRES(mu_)
-  Result<int64_t> trimLocked(TimePoint now);            // REQUIRES(mu_)
-  void finishedOne();  // REQUIRES(mu_): an app became final (trims beyond max-apps)
+  const std::map<AppId, std::string>& waiting() const REQUIRES(mu_);
+  Result<int64_t> trimLocked(TimePoint now) REQUIRES(mu_);
+  void finishedOne() REQUIRES(mu_);  // an app became final (trims beyond max-apps)
   void tick();
-  AppId newId();        // REQUIRES(mu_)
-  void updateGauges();  // REQUIRES(mu_)
+  AppId newId() REQUIRES(mu_);
+  void updateGauges() REQUIRES(mu_);
 
-  AppManagerOptions opts_;  // limits GUARDED_BY(mu_) (setLimits); the rest constant
+  // Constant; its `limits` are only the starting value of limits_.
+  const AppManagerOptions opts_;
   store::StateStore& store_;
   Clock& clock_;
   AppMetrics metrics_;
@@ -233,16 +235,19 @@ class AppManager {
   const int64_t cluster_ts_;  // YARN-style id prefix: the RM's start time
 
   std::atomic<uint64_t> version_{0};
-  mutable std::mutex mu_;
-  std::map<AppId, AppRecord> apps_;                  // GUARDED_BY(mu_)
-  int64_t next_seq_ = 1;                             // GUARDED_BY(mu_)
-  std::set<AppId> usage_dirty_;                      // GUARDED_BY(mu_): usage not written yet
-  int64_t finished_ = 0;                             // GUARDED_BY(mu_): apps in a final state
-  mutable std::map<AppId, std::string> waiting_;     // GUARDED_BY(mu_)
-  mutable uint64_t waiting_version_ = ~uint64_t{0};  // GUARDED_BY(mu_)
-  std::mutex timer_mu_;
-  bool running_ = false;  // GUARDED_BY(timer_mu_)
-  TimerId timer_ = 0;     // GUARDED_BY(timer_mu_)
+  mutable Mutex mu_;
+  std::map<AppId, AppRecord> apps_ GUARDED_BY(mu_);
+  int64_t next_seq_ GUARDED_BY(mu_) = 1;
+  std::set<AppId> usage_dirty_ GUARDED_BY(mu_);  // usage not written yet
+  int64_t finished_ GUARDED_BY(mu_) = 0;         // apps in a final state
+  mutable std::map<AppId, std::string> waiting_ GUARDED_BY(mu_);
+  mutable uint64_t waiting_version_ GUARDED_BY(mu_) = ~uint64_t{0};
+  QueueLimits limits_ GUARDED_BY(mu_);  // setLimits
+  // The trim timer: never held with mu_ (tick flushes and trims before
+  // taking it).
+  Mutex timer_mu_;
+  bool running_ GUARDED_BY(timer_mu_) = false;
+  TimerId timer_ GUARDED_BY(timer_mu_) = 0;
 };
 
 // The AppManager's lookups over the RM's reservation system.

@@ -40,20 +40,20 @@ void DraMonitor::start() {
   // on the monitor's own thread.
   auto arm = std::make_shared<std::function<void()>>();
   *arm = [this, arm] {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return;
     due_++;
     cv_.notify_all();
     timer_ = clock_.scheduleAfter(opts_.interval, *arm);
   };
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     timer_ = clock_.scheduleAfter(opts_.interval, *arm);
   }
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     while (true) {
-      cv_.wait(lk, [this] { return stopping_ || due_ > 0; });
+      cv_.wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || due_ > 0; });
       if (stopping_) return;
       due_ = 0;
       lk.unlock();
@@ -67,7 +67,7 @@ void DraMonitor::start() {
 
 void DraMonitor::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return;
     stopping_ = true;
     clock_.cancel(timer_);

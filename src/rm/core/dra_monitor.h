@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "reprovision/policy.h"
 #include "reprovision/review.h"
@@ -96,11 +97,11 @@ class DraMonitor {
   std::map<ReservationId, std::string> last_denial_;   // ditto: budget denials are logged once
   std::map<ReservationId, std::string> last_outcome_;  // ditto: renewals are not re-logged
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  uint64_t due_ = 0;       // GUARDED_BY(mu_): ticks requested by the clock
-  TimerId timer_ = 0;      // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t due_ GUARDED_BY(mu_) = 0;  // ticks requested by the clock
+  TimerId timer_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -110,12 +110,12 @@ ReservationManager::ReservationManager(ReservationManagerOptions opts,
       planning_running_(m_.planning_running),
       planning_requests_(m_.planning_requests),
       planner_(std::move(planner)) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   updateGauges();
 }
 
 Status ReservationManager::recover() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto rows = store_.list(kNs);
   if (!rows.isOk()) return rows.status().withContext("reading reservations from the state store");
   for (const auto& [key, value] : *rows) {
@@ -146,7 +146,7 @@ Status ReservationManager::recover() {
 }
 
 Result<ReservationId> ReservationManager::issueId(const UserId& caller) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   ReservationId id;
   do {
     char buf[64];
@@ -218,7 +218,7 @@ std::vector<ReservationRecord> ReservationManager::displacedRecords(
     const planner::Planner& planned, const planner::DisplacementReport& rep,
     const ReservationId& by, TimePoint now) const {
   std::map<ReservationId, ReservationRecord> out;
-  auto copy = [&](const ReservationId& id) -> ReservationRecord* {
+  auto copy = [&](const ReservationId& id) REQUIRES(mu_) -> ReservationRecord* {
     auto it = records_.find(id);
     if (it == records_.end()) return nullptr;  // `by` itself (update) has its own record
     return &out.emplace(id, it->second).first->second;
@@ -336,7 +336,7 @@ Status ReservationManager::validateRequest(const planner::ReservationDefinition&
 }
 
 Status ReservationManager::enterPlanning(const UserId& user) {
-  std::lock_guard<std::mutex> lk(admission_mu_);
+  MutexLock lk(admission_mu_);
   const ReservationLimits& lim = opts_.limits;
   auto refuse = [](Counter& refused) { refused.inc(); };
   auto it = planning_by_user_.find(user);
@@ -360,7 +360,7 @@ Status ReservationManager::enterPlanning(const UserId& user) {
 }
 
 void ReservationManager::leavePlanning(const UserId& user) {
-  std::lock_guard<std::mutex> lk(admission_mu_);
+  MutexLock lk(admission_mu_);
   auto it = planning_by_user_.find(user);
   MORPHEUS_CHECK(it != planning_by_user_.end() && it->second > 0 && planning_total_ > 0,
                  "planning lane count of " + user.value());
@@ -410,14 +410,14 @@ Result<ReservationRecord> ReservationManager::submitChecked(
   if (def.user.empty()) return invalidArgument("user", "is required");
   MORPHEUS_RETURN_IF_ERROR(enterPlanning(def.user));
   PlanningTicket ticket(*this, def.user);
-  std::lock_guard<std::mutex> lane(planning_mu_);
+  MutexLock lane(planning_mu_);
   for (int attempt = 1;; ++attempt) {
     // Snapshot under mu_: the checks against the records and a copy of the plan.
     std::unique_ptr<planner::Planner> snap;
     uint64_t version = 0;
     TimePoint now;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (records_.count(id)) return alreadyExists("reservation " + id.value() + " exists");
       if (by) MORPHEUS_RETURN_IF_ERROR(mayUseId(id, *by, def));
       int64_t held = 0;
@@ -436,7 +436,7 @@ Result<ReservationRecord> ReservationManager::submitChecked(
     planning_running_.set(1);
     auto placement = snap->submit(id, def, now, explanation, &displaced);
     planning_running_.set(0);
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (plan_version_ != version &&
         (placement.isOk() || placement.status().code() == StatusCode::kInfeasible)) {
       m_.planning_conflicts.inc();
@@ -505,7 +505,7 @@ Result<ReservationRecord> ReservationManager::update(
   MORPHEUS_RETURN_IF_ERROR(validateRequest(def, budget_container_ms));
   MORPHEUS_RETURN_IF_ERROR(enterPlanning(user));
   PlanningTicket ticket(*this, user);
-  std::lock_guard<std::mutex> lane(planning_mu_);
+  MutexLock lane(planning_mu_);
   for (int attempt = 1;; ++attempt) {
     std::unique_ptr<planner::Planner> snap;
     uint64_t version = 0;
@@ -513,7 +513,7 @@ Result<ReservationRecord> ReservationManager::update(
     ReservationRecord old;
     planner::ReservationDefinition nd = def;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       auto it = records_.find(id);
       if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
       old = it->second;
@@ -531,7 +531,7 @@ Result<ReservationRecord> ReservationManager::update(
     planning_running_.set(1);
     auto placement = snap->update(id, nd, now, explanation, &displaced);
     planning_running_.set(0);
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     // An unchanged version also means an unchanged record: `old` and the
     // access check still hold.
     if (plan_version_ != version &&
@@ -573,7 +573,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user) {
 
 Status ReservationManager::remove(const ReservationId& id, const UserId& user,
                                   const AccessCheck& may) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value() + " does not exist");
   MORPHEUS_RETURN_IF_ERROR(may(it->second));
@@ -600,7 +600,7 @@ Status ReservationManager::remove(const ReservationId& id, const UserId& user,
 std::vector<ReservationRecord> ReservationManager::list(const std::string& queue,
                                                         const std::string& id, TimePoint start,
                                                         TimePoint end) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationRecord> out;
   for (const auto& [rid, r] : records_) {
     if (!queue.empty() && r.def.queue != queue) continue;
@@ -627,14 +627,14 @@ std::vector<ReservationRecord> ReservationManager::list(const std::string& queue
 }
 
 std::optional<ReservationRecord> ReservationManager::get(const ReservationId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return std::nullopt;
   return it->second;
 }
 
 PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   PlanSnapshot snap;
   snap.step = planner_->options().step;
   snap.capacity = planner_->capacity();
@@ -651,7 +651,7 @@ PlanSnapshot ReservationManager::plan(TimePoint from, TimePoint to) const {
 }
 
 void ReservationManager::onCapacity(const Resource& live, bool allow_drop) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   Resource current = planner_->capacity();
   if (!allow_drop) {
     Resource target = Resource::max(live, current);
@@ -734,7 +734,7 @@ void ReservationManager::applyCapacityReport(const planner::CapacityChangeReport
 }
 
 void ReservationManager::expire() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   // Trimming load before now alone does not move the version: a snapshot
   // installed later plans nothing before now, and the next call trims it.
   const std::vector<ReservationId> expired = planner_->expire(clock_.now());
@@ -751,12 +751,12 @@ void ReservationManager::expire() {
 }
 
 Resource ReservationManager::guaranteedAt(const ReservationId& id, TimePoint t) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return planner_->guaranteedAt(id, t);
 }
 
 bool ReservationManager::isPeriodic(const ReservationId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   return it != records_.end() && it->second.def.period.count() > 0;
 }
@@ -789,7 +789,7 @@ std::optional<ReservationId> ReservationManager::byRecurrenceKey(const JobKey& k
 std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const JobKey& key) const {
   if (key.empty()) return {};
   const TimePoint now = clock_.now();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   // Prefer the reservation serving the current (or next) instance: a job with
   // per-instance one-off reservations has the next instances'
   // reservations accepted ahead of time, and its run must bind to its own.
@@ -815,7 +815,7 @@ std::vector<ReservationRecord> ReservationManager::recurrenceCandidates(const Jo
 }
 
 std::vector<ReservationManager::Guaranteed> ReservationManager::guaranteesAt(TimePoint t) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<Guaranteed> out;
   for (const auto& [id, r] : records_) {
     Resource g = planner_->guaranteedAt(id, t);
@@ -825,7 +825,7 @@ std::vector<ReservationManager::Guaranteed> ReservationManager::guaranteesAt(Tim
 }
 
 std::vector<ReservationId> ReservationManager::ids() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationId> out;
   for (const auto& [id, _] : records_) out.push_back(id);
   return out;
@@ -854,7 +854,7 @@ int64_t ReservationManager::refundOf(const ReservationId& id, TimePoint now) con
 std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const ReservationId& id,
                                                                            TimePoint now,
                                                                            Millis recent) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return std::nullopt;
   const ReservationRecord& r = it->second;
@@ -865,8 +865,9 @@ std::optional<ReservationManager::DraPlanView> ReservationManager::draView(const
   v.extra_now = planner_->extraAt(id, now);
   v.planned_now = planner_->guaranteedAt(id, now) - v.extra_now;
   v.planned_recent = reprovision::recentPlanned(
-      [&](TimePoint t) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); }, now,
-      inst->start, inst->end, recent, planner_->options().step);
+      [&](TimePoint t)
+          REQUIRES(mu_) { return planner_->guaranteedAt(id, t) - planner_->extraAt(id, t); },
+      now, inst->start, inst->end, recent, planner_->options().step);
   v.instance = *inst;
   v.budget_remaining_container_ms = budgetOf(r).remaining(inst->index, refundOf(id, now));
   for (const auto& a : r.placement.allocations) {
@@ -880,7 +881,7 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
     const std::string& rationale) {
   if (count <= 0) return invalidArgument("count", "must be > 0");
   if (duration <= Millis(0)) return invalidArgument("duration", "must be > 0");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return notFound("reservation " + id.value());
   ReservationRecord& r = it->second;
@@ -940,7 +941,7 @@ Result<ReservationManager::DraOutcome> ReservationManager::reprovision(
 }
 
 void ReservationManager::releaseExtras(const ReservationId& id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(id);
   if (it == records_.end()) return;
   const TimePoint now = clock_.now();
@@ -956,7 +957,7 @@ void ReservationManager::releaseExtras(const ReservationId& id) {
 }
 
 std::vector<ReservationId> ReservationManager::withExtras() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<ReservationId> out;
   const TimePoint now = clock_.now();
   for (const auto& [id, g] : grants_) {

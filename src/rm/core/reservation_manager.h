@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "common/status.h"
 #include "planner/planner.h"
@@ -266,25 +267,26 @@ class ReservationManager {
  private:
   // The check of the user-named overloads: the owner or an rm.admins user.
   AccessCheck ownerOrAdmin(const UserId& user, const std::string& verb) const;
-  Status persist(const ReservationRecord& rec);  // REQUIRES(mu_)
-  // One atomic commit of several records (and `extra` writes). REQUIRES(mu_)
+  Status persist(const ReservationRecord& rec) REQUIRES(mu_);
+  // One atomic commit of several records (and `extra` writes).
   Status persist(const std::vector<ReservationRecord>& recs,
-                 const std::vector<store::StateWrite>& extra = {});
+                 const std::vector<store::StateWrite>& extra = {}) REQUIRES(mu_);
   // Both submit overloads; `by` nullopt = no id ownership check.
   Result<ReservationRecord> submitChecked(const ReservationId& id,
                                           const std::optional<Submitter>& by,
                                           const planner::ReservationDefinition& def,
                                           int64_t budget_container_ms,
                                           planner::InfeasibilityExplanation* explanation);
-  // PERMISSION_DENIED unless `by` may use `id` for `def` (see submit). REQUIRES(mu_)
+  // PERMISSION_DENIED unless `by` may use `id` for `def` (see submit).
   Status mayUseId(const ReservationId& id, const Submitter& by,
-                  const planner::ReservationDefinition& def) const;
+                  const planner::ReservationDefinition& def) const REQUIRES(mu_);
   // Copies of the records a periodic admission by `by` changed (re-placed:
   // new placement in `planned`, "active"; kept: "at-risk" with a reason naming
-  // `by`; DRA extras released: budget refunded), not yet stored. REQUIRES(mu_)
+  // `by`; DRA extras released: budget refunded), not yet stored.
   std::vector<ReservationRecord> displacedRecords(const planner::Planner& planned,
                                                   const planner::DisplacementReport& rep,
-                                                  const ReservationId& by, TimePoint now) const;
+                                                  const ReservationId& by, TimePoint now) const
+      REQUIRES(mu_);
   // Admission control of the planning lane: counts a submit/update of `user`
   // in, or refuses it (UNAVAILABLE naming rm.max-planning-requests-per-user or
   // rm.max-planning-requests) when either bound is reached. Every OK is paired
@@ -292,16 +294,17 @@ class ReservationManager {
   Status enterPlanning(const UserId& user);
   void leavePlanning(const UserId& user);
   class PlanningTicket;
-  // After they were persisted: installs them, ends released grants, logs. REQUIRES(mu_)
+  // After they were persisted: installs them, ends released grants, logs.
   void commitDisplaced(const planner::DisplacementReport& rep,
-                       std::vector<ReservationRecord> changed, const ReservationId& by);
-  void updateGauges();  // REQUIRES(mu_)
+                       std::vector<ReservationRecord> changed, const ReservationId& by)
+      REQUIRES(mu_);
+  void updateGauges() REQUIRES(mu_);
   // Size, string and budget checks of submit/update (no lock, no plan).
   Status validateRequest(const planner::ReservationDefinition& def,
                          int64_t budget_container_ms) const;
   // Sets each record's status from a capacity change and persists changes.
-  void applyCapacityReport(const planner::CapacityChangeReport& report,
-                           const Resource& capacity);  // REQUIRES(mu_)
+  void applyCapacityReport(const planner::CapacityChangeReport& report, const Resource& capacity)
+      REQUIRES(mu_);
 
   const ReservationManagerOptions opts_;
   store::StateStore& store_;
@@ -311,8 +314,8 @@ class ReservationManager {
   const int64_t epoch_ms_;
 
   // DRA budget and grants go through reprovision/review.h, the arithmetic
-  // morpheus-sim shares. The unexpired part of id's grant. REQUIRES(mu_)
-  int64_t refundOf(const ReservationId& id, TimePoint now) const;
+  // morpheus-sim shares. The unexpired part of id's grant.
+  int64_t refundOf(const ReservationId& id, TimePoint now) const REQUIRES(mu_);
 
   const Millis plan_step_;  // planner.step (constant: clones keep the options)
   ReservationMetrics m_;
@@ -321,29 +324,30 @@ class ReservationManager {
 
   // Planning lane: held by the one submit/update planning on a snapshot.
   // Lock order: planning_mu_ before mu_; never taken under mu_.
-  std::mutex planning_mu_;
-  std::mutex admission_mu_;
-  std::map<UserId, int64_t> planning_by_user_;  // GUARDED_BY(admission_mu_)
-  int64_t planning_total_ = 0;                  // GUARDED_BY(admission_mu_)
+  Mutex planning_mu_;
+  // The planning counts: a leaf, never held with planning_mu_ or mu_.
+  Mutex admission_mu_;
+  std::map<UserId, int64_t> planning_by_user_ GUARDED_BY(admission_mu_);
+  int64_t planning_total_ GUARDED_BY(admission_mu_) = 0;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_ ACQUIRED_AFTER(planning_mu_);
   // Bumped by every change of planner_ or records_ (and so of grants_' effect
   // on the plan): a snapshot taken at version v may be installed only while
   // the version is still v.
-  uint64_t plan_version_ = 0;  // GUARDED_BY(mu_)
-  std::map<ReservationId, reprovision::Grant>
-      grants_;                                 // GUARDED_BY(mu_): active DRA grants (not persisted,
-                                               // like the plan's extras: they lapse within T)
-  std::unique_ptr<planner::Planner> planner_;  // GUARDED_BY(mu_)
-  std::map<ReservationId, ReservationRecord> records_;  // GUARDED_BY(mu_)
-  uint64_t next_seq_ = 1;                               // GUARDED_BY(mu_)
+  uint64_t plan_version_ GUARDED_BY(mu_) = 0;
+  std::map<ReservationId, reprovision::Grant> grants_
+      GUARDED_BY(mu_);  // active DRA grants (not persisted,
+                        // like the plan's extras: they lapse within T)
+  std::unique_ptr<planner::Planner> planner_ GUARDED_BY(mu_);
+  std::map<ReservationId, ReservationRecord> records_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   struct IssuedId {
     UserId user;
     TimePoint issued;
   };
-  // Ids issueId handed out and not yet used, persisted. GUARDED_BY(mu_)
-  std::map<ReservationId, IssuedId> issued_;
-  bool reconciled_ = false;  // GUARDED_BY(mu_): statuses checked against capacity since start
+  // Ids issueId handed out and not yet used, persisted.
+  std::map<ReservationId, IssuedId> issued_ GUARDED_BY(mu_);
+  bool reconciled_ GUARDED_BY(mu_) = false;  // statuses checked against capacity since start
 };
 
 }  // namespace morpheus::rm

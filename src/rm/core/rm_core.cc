@@ -64,7 +64,7 @@ std::string RmCore::issueContainerToken(const ContainerTokenInfo& info) const {
   t.expires = clock_.now() + opts_.container_token_expiry;
   const TokenSigner* signer = nullptr;
   {
-    std::lock_guard<std::mutex> lk(keys_mu_);
+    MutexLock lk(keys_mu_);
     auto it = node_signers_.find(info.node);
     if (it == node_signers_.end()) {
       it = node_signers_.emplace(info.node, TokenSigner(nodeKey(info.node))).first;
@@ -75,7 +75,7 @@ std::string RmCore::issueContainerToken(const ContainerTokenInfo& info) const {
 }
 
 void RmCore::start() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   running_ = true;
   liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
     checkLiveness();
@@ -84,7 +84,7 @@ void RmCore::start() {
 }
 
 void RmCore::scheduleLiveness() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (!running_) return;
   liveness_timer_ = clock_.scheduleAfter(opts_.heartbeat_interval, [this] {
     checkLiveness();
@@ -93,14 +93,14 @@ void RmCore::scheduleLiveness() {
 }
 
 void RmCore::stop() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (!running_) return;
   running_ = false;
   clock_.cancel(liveness_timer_);
 }
 
 Status RmCore::registerNode(NodeInfo info) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   NodeId id = info.id;
   Resource total = info.total;
   bool existed = nodes_.find(id).has_value();
@@ -119,7 +119,7 @@ Status RmCore::registerNode(NodeInfo info) {
 
 Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource& used,
                              int64_t rss_mib, double cpu_vcores, int32_t num_containers) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   node_metrics_.heartbeats.inc();
   return nodes_.heartbeat(id, sequence, used, rss_mib, cpu_vcores, num_containers, clock_.now());
 }
@@ -127,7 +127,7 @@ Status RmCore::nodeHeartbeat(const NodeId& id, int64_t sequence, const Resource&
 Status RmCore::unregisterNode(const NodeId& id) {
   NodeLostListener listener;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     MORPHEUS_RETURN_IF_ERROR(nodes_.unregisterNode(id));
     spdlog::info("node {} unregistered", id.value());
     updateNodeGauges();
@@ -144,7 +144,7 @@ void RmCore::checkLiveness() {
   std::vector<NodeId> lost;
   NodeLostListener listener;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     lost = nodes_.expire(clock_.now());
     for (const auto& id : lost) {
       spdlog::warn("node {} lost: no heartbeat for more than {} ms", id.value(),
@@ -166,14 +166,14 @@ constexpr const char* kAdminTable = "node-admin";
 }  // namespace
 
 void RmCore::setStore(store::StateStore* store) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   store_ = store;
 }
 
 Status RmCore::recoverNodeAdmin() {
   store::StateStore* store = nullptr;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     store = store_;
   }
   if (store == nullptr) return Status::ok();
@@ -190,7 +190,7 @@ Status RmCore::recoverNodeAdmin() {
     recovered.emplace_back(NodeId(key),
                            NodeAdmin{*st, fromEpochMs(j["deadline_ms"].get<int64_t>())});
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& [id, a] : recovered) {
     nodes_.setAdmin(id, a);
     spdlog::info("node {} is {} (recovered)", id.value(), toString(a.state));
@@ -221,7 +221,7 @@ Result<NodeInfo> RmCore::changeAdmin(const NodeId& id, NodeAdminOp op, TimePoint
   NodeAdmin next;
   NodeInfo out;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     MORPHEUS_ASSIGN_OR_RETURN(next, nodes_.planAdmin(id, op, deadline));
     NodeAdmin before = nodes_.admin(id);
     if (next.state != before.state || next.deadline != before.deadline) {
@@ -258,17 +258,17 @@ Result<NodeInfo> RmCore::decommissionNode(const NodeId& id, Millis timeout) {
 }
 
 NodeAdmin RmCore::nodeAdmin(const NodeId& id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return nodes_.admin(id);
 }
 
 void RmCore::setRunningContainers(RunningContainers probe) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   running_probe_ = std::move(probe);
 }
 
 void RmCore::setAdminListener(AdminListener listener) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   admin_listener_ = std::move(listener);
 }
 
@@ -278,7 +278,7 @@ void RmCore::checkDecommissions() {
   std::vector<std::pair<NodeId, TimePoint>> pending;
   RunningContainers probe;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     pending = nodes_.decommissioning();
     probe = running_probe_;
   }
@@ -294,7 +294,7 @@ void RmCore::checkDecommissions() {
     if (probe) {
       running = probe(id);
     } else {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (auto n = nodes_.find(id); n && n->live) running = n->num_containers;
     }
     if (running == 0) {
@@ -308,7 +308,7 @@ void RmCore::checkDecommissions() {
     NodeLostListener lost;
     AdminListener admin;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       NodeAdmin a = nodes_.admin(id);
       if (a.state != NodeAdminState::kDecommissioning) continue;  // undrained meanwhile
       a.state = NodeAdminState::kDecommissioned;
@@ -333,12 +333,12 @@ void RmCore::checkDecommissions() {
 }
 
 void RmCore::setNodeLostListener(NodeLostListener listener) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   lost_listener_ = std::move(listener);
 }
 
 void RmCore::setCapacityListener(CapacityListener listener) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   capacity_listener_ = std::move(listener);
   notifyCapacity();
 }
@@ -349,12 +349,12 @@ void RmCore::notifyCapacity() {
 }
 
 std::vector<NodeInfo> RmCore::nodes(bool include_lost) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return nodes_.nodes(include_lost);
 }
 
 ClusterSummary RmCore::summary() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   ClusterSummary s;
   s.live_nodes = nodes_.liveCount();
   s.lost_nodes = nodes_.lostCount();

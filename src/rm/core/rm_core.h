@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/token.h"
 #include "rm/core/node_registry.h"
 #include "rm/core/rm_metrics.h"
@@ -127,13 +128,13 @@ class RmCore {
 
  private:
   void scheduleLiveness();
-  void updateNodeGauges();  // REQUIRES(mu_)
-  void notifyCapacity();    // REQUIRES(mu_)
-  // Plans `op`, commits it to the store and applies it. REQUIRES(!mu_)
-  Result<NodeInfo> changeAdmin(const NodeId& id, NodeAdminOp op, TimePoint deadline);
-  Status persistAdmin(const NodeId& id, const NodeAdmin& admin);  // REQUIRES(mu_)
-  // Ends the decommissions that are due (liveness pass). REQUIRES(!mu_)
-  void checkDecommissions();
+  void updateNodeGauges() REQUIRES(mu_);
+  void notifyCapacity() REQUIRES(mu_);
+  // Plans `op`, commits it to the store and applies it.
+  Result<NodeInfo> changeAdmin(const NodeId& id, NodeAdminOp op, TimePoint deadline) EXCLUDES(mu_);
+  Status persistAdmin(const NodeId& id, const NodeAdmin& admin) REQUIRES(mu_);
+  // Ends the decommissions that are due (liveness pass).
+  void checkDecommissions() EXCLUDES(mu_);
 
   // Constant after construction.
   const RmOptions opts_;
@@ -144,18 +145,19 @@ class RmCore {
   RmLatencyMetrics latency_;
   RmNodeMetrics node_metrics_;
 
-  mutable std::mutex keys_mu_;
-  mutable std::unordered_map<NodeId, TokenSigner> node_signers_;  // GUARDED_BY(keys_mu_)
+  // The per-node signers: a leaf, never held with mu_.
+  mutable Mutex keys_mu_;
+  mutable std::unordered_map<NodeId, TokenSigner> node_signers_ GUARDED_BY(keys_mu_);
 
-  mutable std::mutex mu_;
-  NodeRegistry nodes_;                  // GUARDED_BY(mu_)
-  bool running_ = false;                // GUARDED_BY(mu_)
-  TimerId liveness_timer_ = 0;          // GUARDED_BY(mu_)
-  CapacityListener capacity_listener_;  // GUARDED_BY(mu_)
-  NodeLostListener lost_listener_;      // GUARDED_BY(mu_)
-  RunningContainers running_probe_;     // GUARDED_BY(mu_)
-  AdminListener admin_listener_;        // GUARDED_BY(mu_)
-  store::StateStore* store_ = nullptr;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  NodeRegistry nodes_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;
+  TimerId liveness_timer_ GUARDED_BY(mu_) = 0;
+  CapacityListener capacity_listener_ GUARDED_BY(mu_);
+  NodeLostListener lost_listener_ GUARDED_BY(mu_);
+  RunningContainers running_probe_ GUARDED_BY(mu_);
+  AdminListener admin_listener_ GUARDED_BY(mu_);
+  store::StateStore* store_ GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace morpheus::rm

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -45,7 +46,7 @@ class ArenaMessageAllocator final : public grpc::MessageAllocator<Req, Resp> {
 
   grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (!free_.empty()) {
         Holder* h = free_.back();
         free_.pop_back();
@@ -58,11 +59,11 @@ class ArenaMessageAllocator final : public grpc::MessageAllocator<Req, Resp> {
 
   // Holders ever created (not reused from the pool); for tests and tuning.
   size_t created() const {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return created_;
   }
   size_t pooled() const {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return free_.size();
   }
 
@@ -103,7 +104,7 @@ class ArenaMessageAllocator final : public grpc::MessageAllocator<Req, Resp> {
   void recycle(Holder* h) {
     h->clear();
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (free_.size() < max_pooled_) {
         free_.push_back(h);
         return;
@@ -114,9 +115,9 @@ class ArenaMessageAllocator final : public grpc::MessageAllocator<Req, Resp> {
 
   const size_t block_bytes_;
   const size_t max_pooled_;
-  mutable std::mutex mu_;
-  std::vector<Holder*> free_;  // GUARDED_BY(mu_)
-  size_t created_ = 0;         // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::vector<Holder*> free_ GUARDED_BY(mu_);
+  size_t created_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace morpheus::rm

@@ -14,7 +14,7 @@ LeaderElector::LeaderElector(std::shared_ptr<store::EtcdClient> etcd, LeaderElec
 
 LeaderElector::~LeaderElector() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -24,7 +24,7 @@ LeaderElector::~LeaderElector() {
 Status LeaderElector::ensureLease() {
   int64_t lease;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     lease = lease_;
   }
   if (lease != 0) {
@@ -34,7 +34,7 @@ Status LeaderElector::ensureLease() {
   }
   const int64_t seconds = std::max<int64_t>(1, opts_.lease_ttl.count() / 1000);
   MORPHEUS_ASSIGN_OR_RETURN(lease, etcd_->leaseGrant(seconds));
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   lease_ = lease;
   return Status::ok();
 }
@@ -51,12 +51,12 @@ Result<std::optional<store::EtcdFence>> LeaderElector::tryAcquire() {
   put->set_key(opts_.key);
   put->set_value(opts_.identity);
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     put->set_lease(lease_);
   }
   req.add_failure()->mutable_request_range()->set_key(opts_.key);
   MORPHEUS_ASSIGN_OR_RETURN(auto resp, etcd_->txn(req));
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (resp.succeeded()) {
     leader_ = opts_.identity;
     return std::optional<store::EtcdFence>(store::EtcdFence{opts_.key, resp.header().revision()});
@@ -79,7 +79,7 @@ void LeaderElector::keepAliveLoop(std::function<void()> on_lost) {
   const Millis attempt = std::max(Millis(100), opts_.lease_ttl / 12);
   const Millis give_up = opts_.lease_ttl * 2 / 3;
   TimePoint last_ok = clock_.now();
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   while (!stop_) {
     const int64_t lease = lease_;
     lk.unlock();
@@ -95,14 +95,14 @@ void LeaderElector::keepAliveLoop(std::function<void()> on_lost) {
       return;
     }
     lk.lock();
-    cv_.wait_for(lk, ttl.isOk() ? period : Millis(100), [this] { return stop_; });
+    cv_.waitFor(mu_, ttl.isOk() ? period : Millis(100), [this]() REQUIRES(mu_) { return stop_; });
   }
 }
 
 Status LeaderElector::resign() {
   int64_t lease;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     lease = lease_;
     stop_ = true;
   }
@@ -113,7 +113,7 @@ Status LeaderElector::resign() {
 }
 
 std::string LeaderElector::leader() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return leader_;
 }
 

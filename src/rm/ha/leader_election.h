@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "store/state/etcd_client.h"
 #include "store/state/etcd_state_store.h"
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -65,11 +66,11 @@ class LeaderElector {
   std::shared_ptr<store::EtcdClient> etcd_;
   LeaderElectionOptions opts_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t lease_ = 0;   // GUARDED_BY(mu_)
-  std::string leader_;  // GUARDED_BY(mu_)
-  bool stop_ = false;   // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  int64_t lease_ GUARDED_BY(mu_) = 0;
+  std::string leader_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread keepalive_;
 };
 

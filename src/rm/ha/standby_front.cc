@@ -59,7 +59,7 @@ struct StandbyFront::Refusal : grpc::CallbackGenericService {
     };
     std::string hint;
     {
-      std::lock_guard<std::mutex> lk(front.mu_);
+      MutexLock lk(front.mu_);
       hint = front.leader_.grpc;
     }
     return new Reactor(ctx, hint, front.message(false));
@@ -97,7 +97,7 @@ Result<std::unique_ptr<StandbyFront>> StandbyFront::start(const DaemonOptions& o
 }
 
 std::string StandbyFront::message(bool http) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   const std::string& addr = http ? leader_.http : leader_.grpc;
   if (addr.empty()) return "standby; no active RM yet";
   return "standby; active RM is " + addr;
@@ -108,7 +108,7 @@ void StandbyFront::setLeader(const std::string& record) {
   std::string old_label;
   std::string label;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     leader_ = r;
     old_label = unmet_label_;
     unmet_label_ = "active (" +

@@ -25,6 +25,7 @@
 #include "common/daemon.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -74,9 +75,9 @@ class StandbyFront {
   HaMetrics metrics_;
   std::unique_ptr<Refusal> refusal_;
   std::unique_ptr<DaemonServer> server_;
-  mutable std::mutex mu_;
-  LeaderRecord leader_;      // GUARDED_BY(mu_)
-  std::string unmet_label_;  // GUARDED_BY(mu_): the readiness condition naming the leader
+  mutable Mutex mu_;
+  LeaderRecord leader_ GUARDED_BY(mu_);
+  std::string unmet_label_ GUARDED_BY(mu_);  // the readiness condition naming the leader
 };
 
 }  // namespace morpheus::rm

@@ -12,6 +12,7 @@
 #include "common/wire.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 #include "rm/http/ui_assets.h"
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -341,7 +342,7 @@ class ProposalReader {
                                  "proposals are listed by `morpheusctl slo list` against "
                                  "morpheus-inference"}});
     }
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     const TimePoint now = clock_.now();
     if (!cached_ || now - cached_at_ >= kProposalCacheTtl) {
       cached_ = fetch();
@@ -350,7 +351,7 @@ class ProposalReader {
     return *cached_;
   }
 
-  HttpResponse fetch() {  // REQUIRES(mu_)
+  HttpResponse fetch() REQUIRES(mu_) {
     if (!stub_) stub_ = v1::InferenceService::NewStub(makeChannel(address_, tls_));
     v1::ListProposalsRequest request;
     request.set_state(v1::PROPOSAL_PENDING);
@@ -380,10 +381,10 @@ class ProposalReader {
   const TlsOptions tls_;
   const std::string token_;
   Clock& clock_;
-  std::mutex mu_;
-  std::unique_ptr<v1::InferenceService::Stub> stub_;  // GUARDED_BY(mu_)
-  std::optional<HttpResponse> cached_;                // GUARDED_BY(mu_)
-  TimePoint cached_at_;                               // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::unique_ptr<v1::InferenceService::Stub> stub_ GUARDED_BY(mu_);
+  std::optional<HttpResponse> cached_ GUARDED_BY(mu_);
+  TimePoint cached_at_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -22,14 +22,14 @@ AmLauncher::AmLauncher(AmLauncherOptions opts, Done done) : opts_(std::move(opts
 AmLauncher::~AmLauncher() { stop(); }
 
 void AmLauncher::start() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (dispatcher_.joinable() || stopping_) return;
   dispatcher_ = std::thread([this] { loop(); });
 }
 
 void AmLauncher::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
     nodes_.clear();
     ready_.clear();
@@ -40,7 +40,7 @@ void AmLauncher::stop() {
 
 void AmLauncher::submit(AmLaunch launch) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return;
     NodeQueue& q = nodes_[launch.node];
     const NodeId node = launch.node;
@@ -54,17 +54,17 @@ void AmLauncher::submit(AmLaunch launch) {
 }
 
 int AmLauncher::inFlight() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return in_flight_;
 }
 
 uint64_t AmLauncher::verdicts() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return verdicts_;
 }
 
 size_t AmLauncher::queued() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   size_t n = 0;
   for (const auto& [_, q] : nodes_) n += q.waiting.size();
   return n;
@@ -124,7 +124,7 @@ void AmLauncher::issue(Call* call) {
   call->stub->async()->StartContainers(&call->ctx, &call->launch.request, &call->response,
                                        [this, call](grpc::Status st) {
                                          {
-                                           std::lock_guard<std::mutex> lk(mu_);
+                                           MutexLock lk(mu_);
                                            call->status = std::move(st);
                                            completed_.push_back(call);
                                          }
@@ -148,7 +148,7 @@ void AmLauncher::finish(std::unique_ptr<Call> call) {
             call->response.failed(0).message();
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     in_flight_--;
     auto it = nodes_.find(l.node);
     if (it != nodes_.end()) {  // else dropped by stop()
@@ -163,7 +163,7 @@ void AmLauncher::finish(std::unique_ptr<Call> call) {
     }
   }
   done_(l, error);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   verdicts_++;
 }
 
@@ -175,8 +175,8 @@ void AmLauncher::loop() {
     std::vector<std::unique_ptr<Call>> done;
     std::vector<Call*> to_start, to_cancel;
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] {
+      MutexLock lk(mu_);
+      cv_.wait(mu_, [&]() REQUIRES(mu_) {
         return !completed_.empty() || startable() || (stopping_ && !cancelled) ||
                (stopping_ && running_.empty());
       });

@@ -30,6 +30,7 @@
 #include "common/ids.h"
 #include "common/tls.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -88,26 +89,26 @@ class AmLauncher {
   };
 
   void loop();
-  bool startable() const;                                                 // REQUIRES(mu_)
-  std::vector<Call*> takeStartable();                                     // REQUIRES(mu_)
-  std::shared_ptr<grpc::Channel> channelFor(const std::string& address);  // REQUIRES(mu_)
+  bool startable() const REQUIRES(mu_);
+  std::vector<Call*> takeStartable() REQUIRES(mu_);
+  std::shared_ptr<grpc::Channel> channelFor(const std::string& address) REQUIRES(mu_);
   void issue(Call* call);
   void finish(std::unique_ptr<Call> call);
 
   const AmLauncherOptions opts_;
   const Done done_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<NodeId, NodeQueue> nodes_;  // GUARDED_BY(mu_)
-  std::deque<NodeId> ready_;           // GUARDED_BY(mu_): nodes with waiting launches, round robin
-  std::map<std::string, CachedChannel> channels_;   // GUARDED_BY(mu_)
-  std::list<std::string> lru_;                      // GUARDED_BY(mu_): addresses, most recent first
-  std::map<Call*, std::unique_ptr<Call>> running_;  // GUARDED_BY(mu_)
-  std::vector<Call*> completed_;                    // GUARDED_BY(mu_)
-  int in_flight_ = 0;                               // GUARDED_BY(mu_)
-  uint64_t verdicts_ = 0;                           // GUARDED_BY(mu_)
-  bool stopping_ = false;                           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<NodeId, NodeQueue> nodes_ GUARDED_BY(mu_);
+  std::deque<NodeId> ready_ GUARDED_BY(mu_);  // nodes with waiting launches, round robin
+  std::map<std::string, CachedChannel> channels_ GUARDED_BY(mu_);
+  std::list<std::string> lru_ GUARDED_BY(mu_);  // addresses, most recent first
+  std::map<Call*, std::unique_ptr<Call>> running_ GUARDED_BY(mu_);
+  std::vector<Call*> completed_ GUARDED_BY(mu_);
+  int in_flight_ GUARDED_BY(mu_) = 0;
+  uint64_t verdicts_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread dispatcher_;
 };
 

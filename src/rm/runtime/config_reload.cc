@@ -130,7 +130,7 @@ ConfigReloader::ConfigReloader(RmOptions running, DaemonConfigSource source, Rel
 }
 
 Result<ReloadReport> ConfigReloader::reload() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto r = reloadLocked();
   (r.isOk() ? metrics_.applied : metrics_.refused).inc();
   if (!r.isOk()) {
@@ -222,12 +222,16 @@ Result<ReloadReport> ConfigReloader::reloadLocked() {
         !st.isOk()) {
       auto old = parseQueueLimits(current_.queue_max_running_apps, current_.queue_max_resources,
                                   current_.user_max_running_apps, adhoc_paths);
-      // The old caps were in force a moment ago: putting them back cannot
-      // fail unless the scheduler's queues changed under the reload's lock.
-      Status undo =
+      // The old limits were accepted when they were applied: a refusal to
+      // put them back leaves the runtime half-reloaded, and the caller hears
+      // of both failures.
+      Status back =
           old.isOk() ? targets_.runtime->setQueueMaxResources(old->max_resources) : old.status();
-      if (!undo.isOk()) {
-        spdlog::error("config reload: scheduler.max-resources not restored: {}", undo.message());
+      if (!back.isOk()) {
+        spdlog::error("config reload: the queue limits could not be put back after a refusal: {}",
+                      back.toString());
+        return internalError(st.message() +
+                             "; putting back the queue limits failed: " + back.toString());
       }
       return st;
     }

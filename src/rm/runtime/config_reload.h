@@ -33,6 +33,7 @@
 
 #include "common/auth.h"
 #include "common/daemon.h"
+#include "common/mutex.h"
 #include "rm/core/access.h"
 #include "rm/core/app_manager.h"
 #include "rm/core/rm_metrics.h"
@@ -78,17 +79,17 @@ class ConfigReloader {
   Result<ReloadReport> reload();
 
  private:
-  Result<ReloadReport> reloadLocked();  // REQUIRES(mu_)
+  Result<ReloadReport> reloadLocked() REQUIRES(mu_);
 
-  std::mutex mu_;
+  Mutex mu_;
   const DaemonConfigSource source_;
   const ReloadTargets targets_;
   ConfigReloadMetrics metrics_;
-  RmOptions current_;  // GUARDED_BY(mu_): as last applied
+  RmOptions current_ GUARDED_BY(mu_);  // as last applied
   // The config file the running options came from: a changed option that
   // needs a restart is reported on every reload until the RM restarts.
-  std::string file_text_;   // GUARDED_BY(mu_)
-  std::string token_text_;  // GUARDED_BY(mu_): the token file as last applied
+  std::string file_text_ GUARDED_BY(mu_);
+  std::string token_text_ GUARDED_BY(mu_);  // the token file as last applied
 };
 
 }  // namespace morpheus::rm

@@ -5,7 +5,7 @@ namespace morpheus::rm {
 ReplyQueue::~ReplyQueue() { stop(); }
 
 void ReplyQueue::start() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (running_ || stopping_) return;
   running_ = true;
   thread_ = std::thread([this] { loop(); });
@@ -13,7 +13,7 @@ void ReplyQueue::start() {
 
 void ReplyQueue::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -22,7 +22,7 @@ void ReplyQueue::stop() {
 
 void ReplyQueue::finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (running_ && !stopping_) {
       queue_.emplace_back(reactor, std::move(status));
       cv_.notify_one();
@@ -38,8 +38,8 @@ void ReplyQueue::loop() {
   std::deque<std::pair<grpc::ServerUnaryReactor*, grpc::Status>> batch;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lk(mu_);
+      cv_.wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) {
         running_ = false;
         return;

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include "common/mutex.h"
 
 namespace morpheus::rm {
 
@@ -36,11 +37,11 @@ class ReplyQueue {
  private:
   void loop();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<grpc::ServerUnaryReactor*, grpc::Status>> queue_;  // GUARDED_BY(mu_)
-  bool running_ = false;                                                  // GUARDED_BY(mu_)
-  bool stopping_ = false;                                                 // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::pair<grpc::ServerUnaryReactor*, grpc::Status>> queue_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

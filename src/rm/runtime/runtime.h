@@ -42,6 +42,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "harvest/harvest_series.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
@@ -275,56 +276,58 @@ class RmRuntime {
   // Holds mu_; when released emits the log lines queued under it, so no log
   // I/O (spdlog's sinks take their own lock and write files) happens inside
   // the runtime's critical section.
-  class Guard {
+  class SCOPED_CAPABILITY Guard {
    public:
-    explicit Guard(const RmRuntime& rt);
-    ~Guard();  // release()
+    explicit Guard(const RmRuntime& rt) ACQUIRE(rt.mu_);
+    ~Guard() RELEASE();  // release()
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
-    void release();  // idempotent
+    void release() RELEASE();  // idempotent
 
    private:
     const RmRuntime& rt_;
-    std::unique_lock<std::mutex> lk_;
+    bool held_ = true;
   };
-  // Queues a log line for the holder's Guard to emit. REQUIRES(mu_)
+  // Queues a log line for the holder's Guard to emit.
   template <typename... Args>
   void logLater(spdlog::level::level_enum level, fmt::format_string<Args...> format,
-                Args&&... args) const {
+                Args&&... args) const REQUIRES(mu_) {
     pending_logs_.emplace_back(level, fmt::format(format, std::forward<Args>(args)...));
   }
 
-  AppRt& appRt(const AppId& app);                   // REQUIRES(mu_): with its cache filled
-  void refresh(const AppId& app);                   // REQUIRES(mu_)
-  bool ensureApp(const AppId& app, TimePoint now);  // REQUIRES(mu_)
-  void forgetIfDone(const AppId& app);              // REQUIRES(mu_)
-  void withdrawAsks(const AppId& app);              // REQUIRES(mu_)
-  void pushGuarantee(const ReservationId& id, TimePoint now);            // REQUIRES(mu_)
-  void followPlan(TimePoint now);                                        // REQUIRES(mu_)
-  void placeAms(Node& node, TimePoint now);                              // REQUIRES(mu_)
-  bool startAm(Node& node, const AppRecord& a, const ContainerId& cid);  // REQUIRES(mu_)
-  void grantTask(Node& node, const sched::Allocation& a);                // REQUIRES(mu_)
-  void account(const Cont& c);                                           // REQUIRES(mu_)
+  AppRt& appRt(const AppId& app) REQUIRES(mu_);  // with its cache filled
+  void refresh(const AppId& app) REQUIRES(mu_);
+  bool ensureApp(const AppId& app, TimePoint now) REQUIRES(mu_);
+  void forgetIfDone(const AppId& app) REQUIRES(mu_);
+  void withdrawAsks(const AppId& app) REQUIRES(mu_);
+  void pushGuarantee(const ReservationId& id, TimePoint now) REQUIRES(mu_);
+  void followPlan(TimePoint now) REQUIRES(mu_);
+  void placeAms(Node& node, TimePoint now) REQUIRES(mu_);
+  bool startAm(Node& node, const AppRecord& a, const ContainerId& cid) REQUIRES(mu_);
+  void grantTask(Node& node, const sched::Allocation& a) REQUIRES(mu_);
+  void account(const Cont& c) REQUIRES(mu_);
   // A container of `rt` starts (+1) or ends (-1) running: its use and count,
-  // and the sums of runningUsage. REQUIRES(mu_)
-  void track(AppRt& rt, const Cont& c, int sign);
-  void containerDone(Cont& c, const v1::ContainerStatus& st);  // REQUIRES(mu_)
-  void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
-                             TimePoint now);  // REQUIRES(mu_)
-  void killAppContainers(const AppId& app);   // REQUIRES(mu_)
+  // and the sums of runningUsage.
+  void track(AppRt& rt, const Cont& c, int sign) REQUIRES(mu_);
+  void containerDone(Cont& c, const v1::ContainerStatus& st) REQUIRES(mu_);
+  void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st, TimePoint now)
+      REQUIRES(mu_);
+  void killAppContainers(const AppId& app) REQUIRES(mu_);
   // Harvesting (runtime_harvest.cc): records the primary tenant's
   // usage in harvest_history_ and caps the node's schedulable capacity at
-  // the NM's harvest offer. REQUIRES(mu_)
-  void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now);
-  // onNodeReport's parts. REQUIRES(mu_)
-  void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
-                              TimePoint now);
+  // the NM's harvest offer.
+  void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now)
+      REQUIRES(mu_);
+  // onNodeReport's parts.
+  void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req, TimePoint now)
+      REQUIRES(mu_);
   // Whether `nid` may report on container `cid` (`it` is its entry in
-  // containers_ or end()): only the node it was allocated to. REQUIRES(mu_)
+  // containers_ or end()): only the node it was allocated to.
   bool reportedByItsNode(const NodeId& nid, const ContainerId& cid,
-                         std::unordered_map<ContainerId, Cont>::const_iterator it) const;
-  // Moves the node's due kills and acknowledgements into `resp`. REQUIRES(mu_)
-  void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp);
+                         std::unordered_map<ContainerId, Cont>::const_iterator it) const
+      REQUIRES(mu_);
+  // Moves the node's due kills and acknowledgements into `resp`.
+  void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) REQUIRES(mu_);
   void onLaunched(const AmLaunch& launch, const std::string& error);
   // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
   // sent them (before the harvest-class constraint) and its chosen classes.
@@ -345,17 +348,18 @@ class RmRuntime {
   // Sets the node's harvest-class attribute to its tenant's class of the
   // last clustering when it differs, so a node that reports after the
   // clustering (new, or back after an RM restart) has its class at once.
-  void tagHarvestNode(const NodeId& node, const std::string& tenant);  // REQUIRES(mu_)
+  void tagHarvestNode(const NodeId& node, const std::string& tenant) REQUIRES(mu_);
   // Adds the job's harvest-class soft constraint to `asks` (selecting the
-  // classes on its first asks). REQUIRES(mu_)
-  void harvestAsks(const AppRecord& rec, const AppRt& rt,
-                   std::vector<sched::ResourceRequest>* asks);
+  // classes on its first asks).
+  void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)
+      REQUIRES(mu_);
   std::vector<std::string> selectHarvest(const AppId& app, const HarvestJob& job,
-                                         const AppRt& rt) const;  // REQUIRES(mu_)
-  void applyHarvestClasses(std::vector<HarvestClass> classes);    // REQUIRES(mu_)
-  void reselectHarvest();                                         // REQUIRES(mu_)
-  // Records a successful run's length; the store row for it. REQUIRES(mu_)
-  std::optional<store::StateWrite> recordHarvestRun(const AppRecord& rec, AppState final_state);
+                                         const AppRt& rt) const REQUIRES(mu_);
+  void applyHarvestClasses(std::vector<HarvestClass> classes) REQUIRES(mu_);
+  void reselectHarvest() REQUIRES(mu_);
+  // Records a successful run's length; the store row for it.
+  std::optional<store::StateWrite> recordHarvestRun(const AppRecord& rec, AppState final_state)
+      REQUIRES(mu_);
   Status recoverHarvestRuns();
 
   const RuntimeOptions opts_;
@@ -370,47 +374,49 @@ class RmRuntime {
   RuntimeMetrics m_;
   Counter& allocated_total_;  // m_.containers_allocated
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Log lines queued under mu_ (logLater), emitted by Guard::release.
-  mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_;
-  std::unique_ptr<sched::Scheduler> sched_;  // GUARDED_BY(mu_): every scheduling decision
-  std::map<ReservationId, int> bound_;       // GUARDED_BY(mu_): reservation -> apps in sched_
-  // GUARDED_BY(mu_): the kind and guarantee last set in sched_ per reservation
+  mutable std::vector<std::pair<spdlog::level::level_enum, std::string>> pending_logs_
+      GUARDED_BY(mu_);
+  std::unique_ptr<sched::Scheduler> sched_ GUARDED_BY(mu_);  // every scheduling decision
+  std::map<ReservationId, int> bound_ GUARDED_BY(mu_);       // reservation -> apps in sched_
+  // The kind and guarantee last set in sched_ per reservation
   // (pushed only when it changes).
-  std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_;
-  std::set<AppId> am_asks_;         // GUARDED_BY(mu_): apps with an AM ask in sched_
-  std::string am_address_;          // GUARDED_BY(mu_)
-  std::map<NodeId, Node> nodes_;    // GUARDED_BY(mu_)
-  HarvestHistory harvest_history_;  // GUARDED_BY(mu_): primary tenants' usage
-  int live_nodes_ = 0;              // GUARDED_BY(mu_): nodes_ with live set
+  std::map<ReservationId, std::pair<sched::ReservationKind, Resource>> pushed_ GUARDED_BY(mu_);
+  std::set<AppId> am_asks_ GUARDED_BY(mu_);  // apps with an AM ask in sched_
+  std::string am_address_ GUARDED_BY(mu_);
+  std::map<NodeId, Node> nodes_ GUARDED_BY(mu_);
+  HarvestHistory harvest_history_ GUARDED_BY(mu_);  // primary tenants' usage
+  int live_nodes_ GUARDED_BY(mu_) = 0;              // nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent much of the RM's CPU on key compares).
-  std::unordered_map<ContainerId, Cont> containers_;   // GUARDED_BY(mu_)
-  std::map<AppId, AppRt> rt_;                          // GUARDED_BY(mu_)
-  std::map<NodeId, std::set<std::string>> to_kill_;    // GUARDED_BY(mu_)
-  std::map<NodeId, std::vector<std::string>> to_ack_;  // GUARDED_BY(mu_)
-  std::unordered_set<ContainerId> done_;       // GUARDED_BY(mu_): completed ids seen (dedupe)
-  std::set<ContainerId> preempted_;            // GUARDED_BY(mu_): under a preemption notice
-  std::vector<AppRecord> submitted_;           // GUARDED_BY(mu_): apps waiting for an AM
-  uint64_t submitted_version_ = ~uint64_t{0};  // GUARDED_BY(mu_): AppManager version of submitted_
-  std::deque<AppTelemetryRecord> finished_;    // GUARDED_BY(mu_)
-  ContainerHistory history_;                   // GUARDED_BY(mu_): per-app containers
+  std::unordered_map<ContainerId, Cont> containers_ GUARDED_BY(mu_);
+  std::map<AppId, AppRt> rt_ GUARDED_BY(mu_);
+  std::map<NodeId, std::set<std::string>> to_kill_ GUARDED_BY(mu_);
+  std::map<NodeId, std::vector<std::string>> to_ack_ GUARDED_BY(mu_);
+  std::unordered_set<ContainerId> done_ GUARDED_BY(mu_);       // completed ids seen (dedupe)
+  std::set<ContainerId> preempted_ GUARDED_BY(mu_);            // under a preemption notice
+  std::vector<AppRecord> submitted_ GUARDED_BY(mu_);           // apps waiting for an AM
+  uint64_t submitted_version_ GUARDED_BY(mu_) = ~uint64_t{0};  // AppManager version of submitted_
+  std::deque<AppTelemetryRecord> finished_ GUARDED_BY(mu_);
+  ContainerHistory history_ GUARDED_BY(mu_);  // per-app containers
   // Recurrence key -> stage name -> mean task duration of its last successful
-  // run (from the AM's final stage reports). GUARDED_BY(mu_)
-  std::map<std::string, std::map<std::string, Millis>> stage_history_;
+  // run (from the AM's final stage reports).
+  std::map<std::string, std::map<std::string, Millis>> stage_history_ GUARDED_BY(mu_);
   store::StateStore* store_ = nullptr;
-  // Harvesting classes. GUARDED_BY(mu_)
-  std::vector<HarvestClass> harvest_classes_;
-  std::map<std::string, std::string> harvest_class_of_;  // GUARDED_BY(mu_): tenant -> class id
-  std::map<std::string, Millis> harvest_runs_;           // GUARDED_BY(mu_): job -> last run length
-  std::map<AppId, HarvestJob> harvest_jobs_;             // GUARDED_BY(mu_)
+  // Harvesting classes.
+  std::vector<HarvestClass> harvest_classes_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> harvest_class_of_ GUARDED_BY(mu_);  // tenant -> class id
+  std::map<std::string, Millis> harvest_runs_ GUARDED_BY(mu_);           // job -> last run length
+  std::map<AppId, HarvestJob> harvest_jobs_ GUARDED_BY(mu_);
   // The clustering timer: harvest_mu_ is held for a whole tick, so
-  // stopHarvestClustering waits for a running one.
-  std::mutex harvest_mu_;
-  bool harvest_stopped_ = true;     // GUARDED_BY(harvest_mu_)
-  TimerId harvest_timer_ = 0;       // GUARDED_BY(harvest_mu_)
-  TimerId harvest_save_timer_ = 0;  // GUARDED_BY(harvest_mu_)
-  AmLauncher launcher_;             // internally locked; its callbacks take mu_
+  // stopHarvestClustering waits for a running one. Lock order: harvest_mu_
+  // before mu_ (a tick takes mu_ to read and apply).
+  Mutex harvest_mu_ ACQUIRED_BEFORE(mu_);
+  bool harvest_stopped_ GUARDED_BY(harvest_mu_) = true;
+  TimerId harvest_timer_ GUARDED_BY(harvest_mu_) = 0;
+  TimerId harvest_save_timer_ GUARDED_BY(harvest_mu_) = 0;
+  AmLauncher launcher_;  // internally locked; its callbacks take mu_
 };
 
 }  // namespace morpheus::rm

@@ -49,7 +49,7 @@ void RmRuntime::onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest
 
 void RmRuntime::startHarvestClustering() {
   if (opts_.harvest.cluster_every <= Millis(0)) return;
-  std::lock_guard<std::mutex> lk(harvest_mu_);
+  MutexLock lk(harvest_mu_);
   if (!harvest_stopped_) return;
   harvest_stopped_ = false;
   harvest_timer_ = clock_.scheduleAfter(Millis(0), [this] { harvestTick(); });
@@ -61,7 +61,7 @@ void RmRuntime::startHarvestClustering() {
 
 void RmRuntime::stopHarvestClustering() {
   {
-    std::lock_guard<std::mutex> lk(harvest_mu_);
+    MutexLock lk(harvest_mu_);
     harvest_stopped_ = true;
     clock_.cancel(harvest_timer_);
     clock_.cancel(harvest_save_timer_);
@@ -70,7 +70,7 @@ void RmRuntime::stopHarvestClustering() {
 }
 
 void RmRuntime::harvestSaveTick() {
-  std::lock_guard<std::mutex> lk(harvest_mu_);
+  MutexLock lk(harvest_mu_);
   if (harvest_stopped_) return;
   saveHarvestUsage();
   harvest_save_timer_ =
@@ -129,7 +129,7 @@ void RmRuntime::tagHarvestNode(const NodeId& id, const std::string& tenant) {
 
 // On the clock's thread, never on the scheduler strand.
 void RmRuntime::harvestTick() {
-  std::lock_guard<std::mutex> lk(harvest_mu_);
+  MutexLock lk(harvest_mu_);
   if (harvest_stopped_) return;
   if (Status st = recomputeHarvestClasses(); !st.isOk()) {
     spdlog::warn("harvesting: primary tenants not clustered: {}", st.message());
@@ -149,7 +149,7 @@ Status RmRuntime::recomputeHarvestClasses() {
   if (series.empty()) {
     // No classes yet; drop the jobs of apps that ended without finishAm (killed).
     Guard lk(*this);
-    std::erase_if(harvest_jobs_, [this](const auto& j) {
+    std::erase_if(harvest_jobs_, [this](const auto& j) REQUIRES(mu_) {
       auto r = rt_.find(j.first);
       return r == rt_.end() || !r->second.in_sched;
     });

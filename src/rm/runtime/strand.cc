@@ -14,14 +14,14 @@ Strand::Strand(MetricsRegistry& metrics, size_t max_queued)
 Strand::~Strand() { stop(); }
 
 void Strand::start() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (thread_.joinable() || stopping_) return;
   thread_ = std::thread([this] { loop(); });
 }
 
 void Strand::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -29,7 +29,7 @@ void Strand::stop() {
   // Never started: what was posted still runs (its callers wait for it).
   std::deque<std::function<void()>> left, dropped;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     left.swap(tasks_);
     dropped.swap(background_);  // nobody waits for them (strand.h)
     background_gauge_.set(0);
@@ -42,7 +42,7 @@ void Strand::stop() {
 
 bool Strand::post(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_ || tasks_.size() >= max_queued_) {
       refused_.inc();
       return false;
@@ -56,7 +56,7 @@ bool Strand::post(std::function<void()> task) {
 
 bool Strand::postBackground(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return false;
     background_.push_back(std::move(task));
     background_gauge_.set(static_cast<double>(background_.size()));
@@ -66,7 +66,7 @@ bool Strand::postBackground(std::function<void()> task) {
 }
 
 size_t Strand::queued() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return tasks_.size();
 }
 
@@ -77,8 +77,8 @@ void Strand::loop() {
   std::function<void()> background;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !tasks_.empty() || !background_.empty(); });
+      MutexLock lk(mu_);
+      cv_.wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !tasks_.empty() || !background_.empty(); });
       if (tasks_.empty() && (stopping_ || background_.empty())) return;  // stopping
       batch.swap(tasks_);
       if (!stopping_ && !background_.empty()) {  // stopping: only RPC tasks still run

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "rm/core/rm_metrics.h"
 
 namespace morpheus::rm {
@@ -65,11 +66,11 @@ class Strand {
   Gauge& background_gauge_;
   Counter& refused_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;       // GUARDED_BY(mu_)
-  std::deque<std::function<void()>> background_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                         // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
+  std::deque<std::function<void()>> background_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> outstanding_{0};           // posted, not finished
   std::thread thread_;
 };

@@ -106,7 +106,7 @@ void TelemetryForwarder::start() {
 
 void TelemetryForwarder::stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -114,14 +114,14 @@ void TelemetryForwarder::stop() {
 }
 
 size_t TelemetryForwarder::queued() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return queue_.size();
 }
 
 void TelemetryForwarder::enqueue(AppTelemetryRecord rec) {
   if (address_.empty()) return;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (queue_.size() >= max_queue_) {
       queue_.pop_front();
       metrics_.dropped.inc();
@@ -195,20 +195,20 @@ void TelemetryForwarder::run() {
   for (;;) {
     AppTelemetryRecord rec;
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lk(mu_);
+      cv_.wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
       rec = queue_.front();
     }
     if (send(rec) != SendOutcome::kRetry) {
       backoff = Millis(200);
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       // Only pop if the record was not dropped for overflow meanwhile.
       if (!queue_.empty() && queue_.front().app == rec.app) queue_.pop_front();
       continue;
     }
-    std::unique_lock<std::mutex> lk(mu_);
-    if (cv_.wait_for(lk, backoff, [this] { return stopping_; })) return;
+    MutexLock lk(mu_);
+    if (cv_.waitFor(mu_, backoff, [this]() REQUIRES(mu_) { return stopping_; })) return;
     backoff = std::min(backoff * 2, Millis(30000));
   }
 }

@@ -17,6 +17,7 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/tls.h"
+#include "common/mutex.h"
 
 namespace morpheus::v1 {
 class IngestRunsRequest;
@@ -116,10 +117,10 @@ class TelemetryForwarder {
   const std::string token_;
   TelemetryMetrics metrics_;
   const size_t max_queue_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<AppTelemetryRecord> queue_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                 // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<AppTelemetryRecord> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -12,6 +12,7 @@
 #include "common/ignore.h"
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
+#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -124,10 +125,10 @@ class PostgresProvenanceStore final : public ProvenanceStore {
 
   Status ingest(const IngestBatch& batch) override {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_ASSIGN_OR_RETURN(
-          auto owners, newJobOwners(batch, [&](const JobKey& job) { return ownerOf(job); }));
+          auto owners, newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) { return ownerOf(job); }));
       for (const auto& [job, owner] : owners) {
         auto res = exec("INSERT INTO job_owners(job, owner) VALUES($1, $2)", {job.value(), owner},
                         "record the owner of " + job.value());
@@ -163,9 +164,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<JobKey>> jobs() override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::vector<JobKey> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
                                 exec("SELECT DISTINCT job FROM runs ORDER BY job", {}, "jobs"));
@@ -176,9 +177,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<std::string>> jobOwner(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::optional<std::string> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_ASSIGN_OR_RETURN(out, ownerOf(job));
       return Status::ok();
     }));
@@ -186,9 +187,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<RunRecord>> runs(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::vector<RunRecord> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(
           PgResult r,
@@ -223,9 +224,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<FileEvent>> eventsOfJob(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::vector<FileEvent> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT job, run, path, kind, time_ms FROM events "
                                                  "WHERE job = $1 ORDER BY time_ms, run, path, kind",
@@ -238,8 +239,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   Result<std::vector<FileEvent>> eventsOnPaths(const std::vector<std::string>& paths) override {
     std::vector<FileEvent> out;
     if (paths.empty()) return out;
-    std::lock_guard<std::mutex> lk(mu_);
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MutexLock lk(mu_);
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(
           PgResult r, exec("SELECT job, run, path, kind, time_ms FROM events "
@@ -252,8 +253,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
 
   Status insertProposal(const ProposalRecord& p) override {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
                                 exec("INSERT INTO proposals(" + std::string(kProposalColumns) +
                                          ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
@@ -267,9 +268,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<ProposalRecord>> getProposal(const ProposalId& id) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::vector<ProposalRecord> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT " + std::string(kProposalColumns) +
                                                      " FROM proposals WHERE id = $1",
@@ -281,9 +282,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<ProposalRecord>> listProposals(std::optional<ProposalState> state) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::vector<ProposalRecord> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.clear();
       std::string sql = "SELECT " + std::string(kProposalColumns) + " FROM proposals";
       std::vector<std::string> params;
@@ -300,8 +301,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
 
   Status updateProposal(const ProposalRecord& p, ProposalState expected) override {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_ASSIGN_OR_RETURN(
           PgResult cur, exec("SELECT state FROM proposals WHERE id = $1 FOR UPDATE", {p.id.value()},
                              "read proposal " + p.id.value()));
@@ -324,8 +325,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
 
   Status setRejectFingerprint(const JobKey& job, const std::string& fingerprint) override {
     if (job.empty()) return invalidArgument("job", "must not be empty");
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       return exec(
                  "INSERT INTO reject_fingerprints(job, fingerprint) VALUES($1, $2) "
                  "ON CONFLICT(job) DO UPDATE SET fingerprint = excluded.fingerprint",
@@ -335,9 +336,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<std::string>> rejectFingerprint(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::optional<std::string> out;
-    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() -> Status {
+    MORPHEUS_RETURN_IF_ERROR(withConnection([&]() REQUIRES(mu_) -> Status {
       out.reset();
       MORPHEUS_ASSIGN_OR_RETURN(PgResult r,
                                 exec("SELECT fingerprint FROM reject_fingerprints WHERE job = $1",
@@ -354,17 +355,17 @@ class PostgresProvenanceStore final : public ProvenanceStore {
  private:
   PostgresProvenanceStore(PGconn* conn, std::string name) : name_(std::move(name)), conn_(conn) {}
 
-  // One statement with text parameters. REQUIRES(mu_).
-  // The stored owner of `job`. REQUIRES(mu_), on an open connection.
-  Result<std::optional<std::string>> ownerOf(const JobKey& job) {
+  // The stored owner of `job`, on an open connection.
+  Result<std::optional<std::string>> ownerOf(const JobKey& job) REQUIRES(mu_) {
     MORPHEUS_ASSIGN_OR_RETURN(PgResult r, exec("SELECT owner FROM job_owners WHERE job = $1",
                                                {job.value()}, "owner of " + job.value()));
     if (PQntuples(r.get()) == 0) return std::optional<std::string>();
     return std::optional<std::string>(PQgetvalue(r.get(), 0, 0));
   }
 
+  // One statement with text parameters.
   Result<PgResult> exec(const std::string& sql, const std::vector<std::string>& params,
-                        const std::string& what) {
+                        const std::string& what) REQUIRES(mu_) {
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.c_str());
@@ -376,16 +377,16 @@ class PostgresProvenanceStore final : public ProvenanceStore {
                        trimmed(PQerrorMessage(conn_)));
   }
 
-  // A fixed, parameterless command (BEGIN, COMMIT, a migration). REQUIRES(mu_).
-  Status command(const char* sql, const std::string& what) {
+  // A fixed, parameterless command (BEGIN, COMMIT, a migration).
+  Status command(const char* sql, const std::string& what) REQUIRES(mu_) {
     PgResult r(PQexec(conn_, sql));
     if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return Status::ok();
     return unavailable("provenance store " + name_ + ": " + what + ": " +
                        trimmed(PQerrorMessage(conn_)));
   }
 
-  // Reconnects if the connection is known to be broken. REQUIRES(mu_).
-  Status ensureConnected() {
+  // Reconnects if the connection is known to be broken.
+  Status ensureConnected() REQUIRES(mu_) {
     if (PQstatus(conn_) == CONNECTION_OK) return Status::ok();
     spdlog::warn("provenance store {}: connection lost; reconnecting", name_);
     PQreset(conn_);
@@ -397,9 +398,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   }
 
   // Runs `fn` (statements on conn_); if it fails because the connection
-  // broke, reconnects and runs it once more. REQUIRES(mu_).
+  // broke, reconnects and runs it once more.
   template <typename Fn>
-  Status withConnection(Fn&& fn) {
+  Status withConnection(Fn&& fn) REQUIRES(mu_) {
     Status st;
     for (int attempt = 0; attempt < 2; ++attempt) {
       MORPHEUS_RETURN_IF_ERROR(ensureConnected());
@@ -413,11 +414,11 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   // connection lost before COMMIT was sent means the server rolled back, so
   // the whole transaction is retried once on a new connection; a connection
   // lost during COMMIT leaves the outcome unknown and is reported, not
-  // retried. REQUIRES(mu_).
+  // retried.
   template <typename Body>
-  Status inTransaction(Body&& body) {
+  Status inTransaction(Body&& body) REQUIRES(mu_) {
     bool commit_sent = false;
-    Status st = withConnection([&]() -> Status {
+    Status st = withConnection([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_RETURN_IF_ERROR(command("BEGIN", "begin"));
       Status inner = body();
       if (!inner.isOk()) {
@@ -507,8 +508,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   // Applies the migrations after the stored version up to `target`, all in
   // one transaction; refuses a database newer than this code.
   Status migrate(int target) {
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_RETURN_IF_ERROR(exec("SELECT pg_advisory_xact_lock($1)",
                                     {std::to_string(kMigrationLockKey)}, "migration lock")
                                    .status());
@@ -540,9 +541,9 @@ class PostgresProvenanceStore final : public ProvenanceStore {
   // Constant after construction.
   const std::string name_;  // postgres://host:port/db (no credentials)
 
-  std::mutex mu_;
-  PGconn* const conn_;      // GUARDED_BY(mu_)
-  int schema_version_ = 0;  // GUARDED_BY(mu_) while migrating; constant after open
+  Mutex mu_;
+  PGconn* const conn_ GUARDED_BY(mu_);
+  int schema_version_ = 0;  // written by open() only, before the store is shared
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
 #include "store/sqlite_db.h"
+#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -69,9 +70,9 @@ class SqliteProvenanceStore final : public ProvenanceStore {
 
   Status ingest(const IngestBatch& batch) override {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
-      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
+      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) {
                                   return ownerOf(job);
                                 }));
       Stmt own(db_, "INSERT INTO job_owners(job, owner) VALUES(?1, ?2)");
@@ -122,7 +123,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<JobKey>> jobs() override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     Stmt q(db_, "SELECT DISTINCT job FROM runs ORDER BY job");
     if (!q.prepared()) return error("prepare jobs");
     std::vector<JobKey> out;
@@ -133,12 +134,12 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<std::string>> jobOwner(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return ownerOf(job);
   }
 
   Result<std::vector<RunRecord>> runs(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     Stmt q(db_,
            "SELECT job, run, owner, submit_ms, start_ms, end_ms, step_ms, skyline, container, "
            "status FROM runs WHERE job = ?1 ORDER BY submit_ms, run");
@@ -169,7 +170,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<FileEvent>> eventsOfJob(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     Stmt q(db_,
            "SELECT job, run, path, kind, time_ms FROM events WHERE job = ?1 "
            "ORDER BY time_ms, run, path, kind");
@@ -185,7 +186,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     std::sort(unique.begin(), unique.end());
     unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
     std::vector<FileEvent> out;
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (size_t first = 0; first < unique.size(); first += kPathsPerQuery) {
       size_t n = std::min(kPathsPerQuery, unique.size() - first);
       std::string sql = "SELECT job, run, path, kind, time_ms FROM events WHERE path IN (";
@@ -205,8 +206,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
 
   Status insertProposal(const ProposalRecord& p) override {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       Stmt q(db_,
              "INSERT INTO proposals(id, job, owner, state, reservation_id, reason, auto_update, "
              "created_ms, updated_ms, payload_json) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
@@ -222,7 +223,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<ProposalRecord>> getProposal(const ProposalId& id) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     Stmt q(db_, "SELECT " + std::string(kProposalColumns) + " FROM proposals WHERE id = ?1");
     if (!q.prepared()) return error("prepare proposal");
     q.text(1, id.value());
@@ -233,7 +234,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::vector<ProposalRecord>> listProposals(std::optional<ProposalState> state) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::string sql = "SELECT " + std::string(kProposalColumns) + " FROM proposals";
     if (state) sql += " WHERE state = ?1";
     sql += " ORDER BY created_ms, id";
@@ -247,8 +248,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
 
   Status updateProposal(const ProposalRecord& p, ProposalState expected) override {
     MORPHEUS_RETURN_IF_ERROR(validateProposal(p));
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       Stmt cur(db_, "SELECT state FROM proposals WHERE id = ?1");
       if (!cur.prepared()) return error("prepare proposal");
       cur.text(1, p.id.value());
@@ -273,8 +274,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
 
   Status setRejectFingerprint(const JobKey& job, const std::string& fingerprint) override {
     if (job.empty()) return invalidArgument("job", "must not be empty");
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       Stmt q(db_,
              "INSERT INTO reject_fingerprints(job, fingerprint) VALUES(?1, ?2) "
              "ON CONFLICT(job) DO UPDATE SET fingerprint = excluded.fingerprint");
@@ -286,7 +287,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   }
 
   Result<std::optional<std::string>> rejectFingerprint(const JobKey& job) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     Stmt q(db_, "SELECT fingerprint FROM reject_fingerprints WHERE job = ?1");
     if (!q.prepared()) return error("prepare fingerprint");
     q.text(1, job.value());
@@ -308,8 +309,7 @@ class SqliteProvenanceStore final : public ProvenanceStore {
       : owner_(std::move(db)), db_(owner_->handle()), path_(std::move(path)) {}
 
   Status error(const std::string& what) const { return owner_->error(what); }
-  // REQUIRES(mu_).
-  Result<std::optional<std::string>> ownerOf(const JobKey& job) {
+  Result<std::optional<std::string>> ownerOf(const JobKey& job) REQUIRES(mu_) {
     Stmt q(db_, "SELECT owner FROM job_owners WHERE job = ?1");
     if (!q.prepared()) return error("prepare job owner");
     q.text(1, job.value());
@@ -319,10 +319,11 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     return std::optional<std::string>();
   }
   Status exec(const char* sql) { return owner_->exec(sql); }
-  // REQUIRES(mu_).
   template <typename Body>
-  Status inTransaction(Body&& body) {
-    return owner_->inTransaction(std::forward<Body>(body));
+  Status inTransaction(Body&& body) REQUIRES(mu_) {
+    // The Db runs `body` on this thread, inside the caller's hold of mu_;
+    // the analysis cannot see through its template.
+    return owner_->inTransaction([&]() NO_THREAD_SAFETY_ANALYSIS { return body(); });
   }
 
   static void bindProposal(Stmt& q, const ProposalRecord& p) {
@@ -378,8 +379,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   // Applies the migrations after the stored version up to `target`, all in
   // one transaction; refuses a database newer than this code.
   Status migrate(int target) {
-    std::lock_guard<std::mutex> lk(mu_);
-    return inTransaction([&]() -> Status {
+    MutexLock lk(mu_);
+    return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_RETURN_IF_ERROR(
           exec("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL, "
                "applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"));
@@ -412,8 +413,8 @@ class SqliteProvenanceStore final : public ProvenanceStore {
   sqlite3* const db_;  // owner_'s handle
   const std::string path_;
 
-  std::mutex mu_;
-  int schema_version_ = 0;  // GUARDED_BY(mu_) while migrating; constant after open
+  Mutex mu_;
+  int schema_version_ = 0;  // written by open() only, before the store is shared
 };
 
 }  // namespace

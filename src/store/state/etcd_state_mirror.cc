@@ -14,7 +14,7 @@ EtcdStateMirror::EtcdStateMirror(std::shared_ptr<EtcdClient> client, std::string
 
 EtcdStateMirror::~EtcdStateMirror() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stop_ = true;
     if (stream_ctx_) stream_ctx_->TryCancel();
   }
@@ -23,15 +23,15 @@ EtcdStateMirror::~EtcdStateMirror() {
 }
 
 bool EtcdStateMirror::stopping() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return stop_;
 }
 
 void EtcdStateMirror::run() {
   while (!stopping()) {
     follow();
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, retry_, [this] { return stop_; });
+    MutexLock lk(mu_);
+    cv_.waitFor(mu_, retry_, [this]() REQUIRES(mu_) { return stop_; });
   }
 }
 
@@ -47,7 +47,7 @@ void EtcdStateMirror::follow() {
   grpc::ClientContext ctx;
   auto stream = client_->watch(&ctx);
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (stop_) return;
     records_.clear();
     for (const auto& kv : snap->kvs()) records_[kv.key()] = kv.value();
@@ -67,7 +67,7 @@ void EtcdStateMirror::follow() {
       // 3.4's progress replies carry etcd's current revision even while the
       // watch is still replaying older events.
       if (resp.events_size() == 0) continue;
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       for (const auto& ev : resp.events()) {
         if (ev.type() == mvccpb::Event::PUT) {
           records_[ev.kv().key()] = ev.kv().value();
@@ -80,7 +80,7 @@ void EtcdStateMirror::follow() {
     }
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stream_ctx_ = nullptr;
   }
   ctx.TryCancel();
@@ -88,14 +88,14 @@ void EtcdStateMirror::follow() {
 }
 
 bool EtcdStateMirror::caughtUpTo(int64_t rev, Millis timeout) {
-  std::unique_lock<std::mutex> lk(mu_);
-  auto ready = [&] { return revision_ > 0 && revision_ >= rev; };  // > 0: first Range done
+  MutexLock lk(mu_);
+  auto ready = [&]() REQUIRES(mu_) { return revision_ > 0 && revision_ >= rev; };  // > 0: first Range done
   if (ready()) return true;
-  return cv_.wait_for(lk, timeout, ready);
+  return cv_.waitFor(mu_, timeout, ready);
 }
 
 std::optional<std::string> EtcdStateMirror::get(const std::string& key) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = records_.find(key);
   if (it == records_.end()) return std::nullopt;
   return it->second;
@@ -103,7 +103,7 @@ std::optional<std::string> EtcdStateMirror::get(const std::string& key) const {
 
 std::vector<std::pair<std::string, std::string>> EtcdStateMirror::list(
     const std::string& dir) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = records_.lower_bound(dir); it != records_.end() && it->first.rfind(dir, 0) == 0;
        ++it) {
@@ -113,12 +113,12 @@ std::vector<std::pair<std::string, std::string>> EtcdStateMirror::list(
 }
 
 size_t EtcdStateMirror::size() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return records_.size();
 }
 
 int64_t EtcdStateMirror::revision() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return revision_;
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "store/state/etcd_client.h"
+#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -52,12 +53,12 @@ class EtcdStateMirror {
   std::shared_ptr<EtcdClient> client_;
   std::string prefix_;
   Millis retry_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> records_;  // GUARDED_BY(mu_)
-  int64_t revision_ = 0;                        // GUARDED_BY(mu_)
-  bool stop_ = false;                           // GUARDED_BY(mu_)
-  grpc::ClientContext* stream_ctx_ = nullptr;   // GUARDED_BY(mu_): to cancel
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, std::string> records_ GUARDED_BY(mu_);
+  int64_t revision_ GUARDED_BY(mu_) = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
+  grpc::ClientContext* stream_ctx_ GUARDED_BY(mu_) = nullptr;  // to cancel
   std::thread thread_;
 };
 

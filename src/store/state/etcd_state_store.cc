@@ -1,4 +1,5 @@
 #include "store/state/etcd_state_store.h"
+#include "common/mutex.h"
 
 #include <map>
 #include <mutex>
@@ -45,7 +46,7 @@ class EtcdStateStore final : public StateStore {
     for (const auto& [key, w] : last) addWrite(key, *w, req.add_success());
     MORPHEUS_ASSIGN_OR_RETURN(auto resp, client_->txn(req));
     if (resp.succeeded()) {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       barrier_ = std::max(barrier_, resp.header().revision());
     } else {
       return infeasible("state store fenced: leader key " + fence_->key +
@@ -88,7 +89,7 @@ class EtcdStateStore final : public StateStore {
     if (!mirror_) return false;
     int64_t barrier;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       barrier = barrier_;
     }
     return mirror_->caughtUpTo(barrier, Millis(500));
@@ -122,8 +123,8 @@ class EtcdStateStore final : public StateStore {
   std::string prefix_;
   std::optional<EtcdFence> fence_;
   std::shared_ptr<EtcdStateMirror> mirror_;
-  std::mutex mu_;
-  int64_t barrier_;  // GUARDED_BY(mu_): the revision reads must reflect
+  Mutex mu_;
+  int64_t barrier_ GUARDED_BY(mu_);  // the revision reads must reflect
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "store/state/etcd_state_store.h"
 #include "store/sqlite_db.h"
 #include "store/state/state_store.h"
+#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -104,7 +105,7 @@ class SqliteStateStore final : public StateStore {
   }
 
   Status commit(const std::vector<StateWrite>& batch) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return db_->inTransaction([&]() -> Status {
       for (const auto& w : batch) {
         sqlite::Stmt q(db_->handle(),
@@ -121,7 +122,7 @@ class SqliteStateStore final : public StateStore {
   }
 
   Result<std::optional<std::string>> get(const std::string& ns, const std::string& key) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     sqlite::Stmt q(db_->handle(), "SELECT value FROM records WHERE ns = ?1 AND key = ?2");
     if (!q.prepared()) return db_->error("prepare");
     q.text(1, ns).text(2, key);
@@ -132,7 +133,7 @@ class SqliteStateStore final : public StateStore {
   }
 
   Result<std::vector<std::pair<std::string, std::string>>> list(const std::string& ns) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     sqlite::Stmt q(db_->handle(), "SELECT key, value FROM records WHERE ns = ?1 ORDER BY key");
     if (!q.prepared()) return db_->error("prepare");
     q.text(1, ns);
@@ -177,7 +178,7 @@ class SqliteStateStore final : public StateStore {
   std::unique_ptr<DbLock> lock_;  // released after db_ is closed (declared first)
   std::unique_ptr<sqlite::Db> db_;
   std::string path_;
-  std::mutex mu_;
+  Mutex mu_;
 };
 
 // An etcd store without a leader fence (one writer by construction, e.g.
