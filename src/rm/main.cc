@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
   tracker.setReplyQueue(&replies);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
-  rm::ApplicationMasterServiceImpl am_service(runtime, &strand);
+  rm::ApplicationMasterServiceImpl am_service(runtime, core, &strand);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);
