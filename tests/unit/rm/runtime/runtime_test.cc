@@ -569,6 +569,42 @@ TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
 }
 
+// The edge parses a request before the runtime checks its token, yet a caller
+// hears what is wrong with its request only once it proved to be the AM: a
+// malformed request with another app's token is refused for the token, and
+// nothing of it applies.
+TEST_F(RuntimeTest, AMalformedRequestIsRefusedForItsTokenFirst) {
+  addNode("n1", 4);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  v1::AllocateRequest req;
+  req.set_application_id(b.value());
+  req.set_am_token(rm_->apps().amToken(a, 1));
+  req.set_progress(0.5f);
+  req.add_asks()->set_count(-1);
+  v1::AllocateResponse resp;
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  req.clear_asks();
+  req.add_stages()->set_tasks(1);  // no name
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(rm_->apps().get(b)->progress, 0.0f);
+  v1::FinishApplicationMasterRequest f;
+  f.set_application_id(b.value());
+  f.set_am_token(rm_->apps().amToken(a, 1));  // and no final_status
+  EXPECT_EQ(rm_->finishAm(f).code(), StatusCode::kPermissionDenied);
+  f.set_am_token(rm_->apps().amToken(b, 1));
+  Status st = rm_->finishAm(f);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("final_status", 0), 0u) << st.message();
+  EXPECT_EQ(rm_->apps().get(b)->state, AppState::kRunning);
+  // A finished app's AM is refused as not running before its asks are read.
+  f.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+  ASSERT_TRUE(rm_->finishAm(f).isOk());
+  req.set_am_token(rm_->apps().amToken(b, 1));
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kInfeasible);
+  EXPECT_EQ(resp.ByteSizeLong(), 0u) << "an error leaves the reply untouched";
+}
+
 // A finished app's telemetry record carries the AM's final status, so the
 // inference service can keep failed and killed runs out of its fits.
 TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
