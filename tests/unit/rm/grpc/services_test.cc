@@ -7,11 +7,13 @@
 // container placed by a heartbeat is never launched; tests act as the AM with the token the RM
 // would hand it (AppManager::amToken).
 //
-// What is checked is the edge's contract (services.h, am_service.h,
-// rm/core/access.h): who may call what, that a refused or invalid call changes
-// nothing (in memory and in the state store), and that a node's registration
-// reply carries its own container-token key only.
-#include "rm/grpc/services.h"
+// What is checked is the edge's contract (resource_tracker_service.h,
+// client_service.h, am_service.h, rm/core/access.h): who may call what, that a
+// refused or invalid call changes nothing (in memory and in the state store),
+// and that a node's registration reply carries its own container-token key
+// only.
+#include "rm/grpc/client_service.h"
+#include "rm/grpc/resource_tracker_service.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
