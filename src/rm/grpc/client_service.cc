@@ -1,5 +1,6 @@
 #include "rm/grpc/client_service.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -259,33 +260,57 @@ grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
-                                                      const v1::GetContainerLogAccessRequest* req,
-                                                      v1::GetContainerLogAccessResponse* resp) {
+grpc::Status ClientServiceImpl::readableApp(const grpc::ServerContext& ctx,
+                                            const std::string& application_id,
+                                            const std::string& action,
+                                            const std::function<Status(const AppRecord&)>& validate,
+                                            AppRecord* out) const {
   Principal who;
-  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (grpc::Status st = access_.caller(ctx, &who); !st.ok()) return st;
   if (!apps_ || !runtime_)
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty())
-    return toGrpc(invalidArgument("application_id", "is required"));
-  auto app = apps_->get(AppId(req->application_id()));
+  if (application_id.empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(application_id));
   if (!app.isOk()) return toGrpc(app.status());
-  ContainerId container(req->container_id().empty() ? app->am_container.value()
-                                                    : req->container_id());
-  if (container.empty()) {
-    return toGrpc(notFound("application " + app->id.value() + " has no AM container yet"));
+  if (validate) {
+    if (Status st = validate(*app); !st.isOk()) return toGrpc(st);
   }
-  if (RmRuntime::appOf(container.value()) != app->id) {
-    return toGrpc(invalidArgument(
-        "container_id",
-        "'" + container.value() + "' is not a container of application " + app->id.value()));
-  }
-  std::string action = "read the logs of application " + app->id.value();
-  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue,
+                                         action + " application " + app->id.value());
       !may.isOk()) {
     return toGrpc(may);
   }
-  logTargets(*app, container, req->node_id(), resp);
+  *out = std::move(app).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
+                                                      const v1::GetContainerLogAccessRequest* req,
+                                                      v1::GetContainerLogAccessResponse* resp) {
+  AppRecord app;
+  ContainerId container;
+  // The container is checked before the permission (readableApp): a wrong
+  // one fails alike for every caller and reveals only what GetApplication
+  // shows any user.
+  auto named_container = [req, &container](const AppRecord& a) {
+    container =
+        ContainerId(req->container_id().empty() ? a.am_container.value() : req->container_id());
+    if (container.empty()) {
+      return notFound("application " + a.id.value() + " has no AM container yet");
+    }
+    if (RmRuntime::appOf(container.value()) != a.id) {
+      return invalidArgument(
+          "container_id",
+          "'" + container.value() + "' is not a container of application " + a.id.value());
+    }
+    return Status::ok();
+  };
+  if (grpc::Status st =
+          readableApp(*ctx, req->application_id(), "read the logs of", named_container, &app);
+      !st.ok()) {
+    return st;
+  }
+  logTargets(app, container, req->node_id(), resp);
   if (resp->targets_size() == 0) {
     return toGrpc(notFound(req->node_id().empty() ? "no nodes in the cluster"
                                                   : "node " + req->node_id() + " not found"));
@@ -320,19 +345,12 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
 grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
                                                const v1::ListContainersRequest* req,
                                                v1::ListContainersResponse* resp) {
-  Principal who;
-  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
-  if (!apps_ || !runtime_)
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty())
-    return toGrpc(invalidArgument("application_id", "is required"));
-  auto app = apps_->get(AppId(req->application_id()));
-  if (!app.isOk()) return toGrpc(app.status());
   // The same check as GetContainerLogAccess: the list leads to the logs.
-  std::string action = "list the containers of application " + app->id.value();
-  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
-      !may.isOk()) {
-    return toGrpc(may);
+  AppRecord app;
+  if (grpc::Status st =
+          readableApp(*ctx, req->application_id(), "list the containers of", nullptr, &app);
+      !st.ok()) {
+    return st;
   }
   std::map<NodeId, std::string> addresses;
   for (const auto& n : core_.nodes(/*include_lost=*/true))
@@ -341,7 +359,7 @@ grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
     auto it = addresses.find(n);
     return it == addresses.end() ? std::string() : it->second;
   };
-  const ContainerHistory::AppView view = runtime_->containerHistory(app->id);
+  const ContainerHistory::AppView view = runtime_->containerHistory(app.id);
   bool has_am = false;
   for (const auto& e : view.containers) {
     auto* c = resp->add_containers();
@@ -366,28 +384,28 @@ grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
     toProto(e.resource, c->mutable_resource());
     c->set_am(e.am);
     c->set_start_ms(toEpochMs(e.start));
-    has_am = has_am || e.id == app->am_container;
+    has_am = has_am || e.id == app.am_container;
   }
   // Not in the history (it ended before this RM started, or the history of
   // the app was dropped): the record still names the current AM container.
-  if (!has_am && !app->am_container.empty()) {
+  if (!has_am && !app.am_container.empty()) {
     auto* c = resp->add_containers();
-    c->set_container_id(app->am_container.value());
-    c->set_node_id(app->am_node.value());
-    c->set_container_manager_address(address(app->am_node));
+    c->set_container_id(app.am_container.value());
+    c->set_node_id(app.am_node.value());
+    c->set_container_manager_address(address(app.am_node));
     // A SUBMITTED app with an AM container waits for its next attempt.
-    const bool ended = app->state != AppState::kRunning;
+    const bool ended = app.state != AppState::kRunning;
     c->set_state(ended ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
     c->set_diagnostics("from the application record: this RM did not watch the container");
-    toProto(app->spec.am_resource, c->mutable_resource());
+    toProto(app.spec.am_resource, c->mutable_resource());
     c->set_am(true);
-    c->set_start_ms(toEpochMs(app->start));
-    if (isFinal(app->state)) c->set_end_ms(toEpochMs(app->finish));
+    c->set_start_ms(toEpochMs(app.start));
+    if (isFinal(app.state)) c->set_end_ms(toEpochMs(app.finish));
     has_am = true;
   }
   resp->set_omitted(static_cast<int32_t>(view.omitted));
-  resp->set_partial(app->submit < runtime_->startedAt() ||
-                    (!view.known && !app->am_container.empty()));
+  resp->set_partial(app.submit < runtime_->startedAt() ||
+                    (!view.known && !app.am_container.empty()));
   return grpc::Status::OK;
 }
 

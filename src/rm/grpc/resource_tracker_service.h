@@ -1,5 +1,22 @@
-// gRPC edge of the RM for node managers: ResourceTracker (register,
-// heartbeat, unregister).
+// The RM's ResourceTracker (proto/morpheus/v1/resource_tracker.proto), what
+// node managers call: RegisterNode (a node joins with its capacity and
+// attributes and gets the heartbeat interval, the RM's epoch and its own
+// container-token key), NodeHeartbeat (liveness, usage and container
+// statuses; the answer carries kills, acknowledgements and RESYNC or
+// SHUTDOWN) and UnregisterNode (a node leaves). Protobuf <-> core types
+// (RmCore for the registry and liveness, RmRuntime for containers and
+// scheduling) and Status -> grpc::Status.
+//
+// Who may call: a node manager, as itself only (its node token; the class
+// comment has the rule, and what rm.auth-disabled changes). Users, admins
+// and other nodes are refused with PERMISSION_DENIED, logged, before
+// anything changes.
+//
+// Thread-safety: every RPC may run on any gRPC thread, concurrently.
+// setReplyQueue is for before serving; the arena pool is thread-safe
+// (arena_messages.h); RmCore and RmRuntime are internally locked, and the
+// runtime's part of a heartbeat runs on the strand, in order with the AMs'
+// Allocate calls.
 #pragma once
 
 #include <string>
@@ -56,7 +73,8 @@ class ResourceTrackerService final
                               v1::UnregisterNodeResponse*) override;
 
   // The whole heartbeat on the calling thread: what NodeHeartbeat does on the
-  // gRPC thread and then on the strand (the fuzzer calls it directly).
+  // gRPC thread and then on the strand (the fuzzer calls it directly). It
+  // takes the runtime's lock itself and bypasses the strand's order.
   grpc::Status heartbeat(const grpc::ServerContextBase& ctx, const v1::NodeHeartbeatRequest& req,
                          v1::NodeHeartbeatResponse* resp);
 
