@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -17,22 +18,39 @@
 namespace morpheus::nm {
 namespace {
 
+// cfs_quota_us's "no cap"; cpu.max writes it as "max".
+constexpr int64_t kNoCap = -1;
+
+void forgetAllBut(std::map<ContainerId, int64_t>* written, const std::vector<ContainerId>& live) {
+  std::erase_if(*written, [&](const auto& e) {
+    return std::find(live.begin(), live.end(), e.first) == live.end();
+  });
+}
+
 class V2Throttle final : public CpuThrottle {
  public:
   explicit V2Throttle(std::string parent) : parent_(std::move(parent)) {}
   std::string describe() const override { return "cgroup v2 cpu.max under " + parent_; }
   Status limit(const ContainerId& id, int, std::optional<double> vcores) override {
-    std::string value = vcores ? std::to_string(cpuQuotaUs(*vcores)) : "max";
+    const int64_t quota = vcores ? cpuQuotaUs(*vcores) : kNoCap;
+    if (auto it = written_.find(id); it != written_.end() && it->second == quota) {
+      return Status::ok();
+    }
+    std::string value = vcores ? std::to_string(quota) : "max";
     std::string path = parent_ + "/" + id.value() + "/cpu.max";
     if (!writeControlFile(path, value + " " + std::to_string(kPeriodUs))) {
+      written_.erase(id);
       return unavailable("cannot write " + path + ": " + std::strerror(errno));
     }
+    written_[id] = quota;
     return Status::ok();
   }
-  void prune(const std::vector<ContainerId>&) override {}  // the runtime owns the cgroups
+  // The runtime owns the cgroups: only the record of what was written goes.
+  void prune(const std::vector<ContainerId>& live) override { forgetAllBut(&written_, live); }
 
  private:
   const std::string parent_;
+  std::map<ContainerId, int64_t> written_;  // the quota last written (kNoCap = "max")
 };
 
 class V1Throttle final : public CpuThrottle {
@@ -54,13 +72,18 @@ class V1Throttle final : public CpuThrottle {
                     "a process that ended meanwhile is no error");
       }
     }
+    const int64_t quota = vcores ? cpuQuotaUs(*vcores) : kNoCap;
+    if (auto it = written_.find(id); it != written_.end() && it->second == quota) {
+      return Status::ok();
+    }
+    written_.erase(id);
     if (!writeControlFile(cg + "/cpu.cfs_period_us", std::to_string(kPeriodUs))) {
       return unavailable("cannot write " + cg + "/cpu.cfs_period_us: " + std::strerror(errno));
     }
-    std::string quota = vcores ? std::to_string(cpuQuotaUs(*vcores)) : "-1";
-    if (!writeControlFile(cg + "/cpu.cfs_quota_us", quota)) {
+    if (!writeControlFile(cg + "/cpu.cfs_quota_us", std::to_string(quota))) {
       return unavailable("cannot write " + cg + "/cpu.cfs_quota_us: " + std::strerror(errno));
     }
+    written_[id] = quota;
     return Status::ok();
   }
 
@@ -71,6 +94,7 @@ class V1Throttle final : public CpuThrottle {
         continue;
       }
       remove(dir_ + "/" + it->value());
+      written_.erase(*it);
       it = created_.erase(it);
     }
     if (created_.empty()) ::rmdir(dir_.c_str());  // created again by the next limit()
@@ -90,6 +114,7 @@ class V1Throttle final : public CpuThrottle {
 
   const std::string root_, dir_;
   std::set<ContainerId> created_;
+  std::map<ContainerId, int64_t> written_;  // the quota last written (kNoCap = -1)
 };
 
 }  // namespace

@@ -13,8 +13,12 @@
 //    the container's session into it (again on each call, so processes the
 //    container started since are caught; their children inherit it) and
 //    writes cpu.cfs_period_us and cpu.cfs_quota_us (-1 = no cap).
-//    forget()/prune() and the destructor remove what it created, moving
-//    processes still there back to <root>.
+//    prune() and the destructor remove what it created, moving processes
+//    still there back to <root>.
+// Both write a container's cap only when it differs from the one they last
+// wrote (prune() forgets it): writing the quota refills the period's budget,
+// so rewriting an unchanged cap at every pass would let a capped container
+// run past its cap.
 // Quota: vcores x period (100 ms), at least 1 ms so a capped container still
 // progresses. Thread-safety: none (the HarvestMonitor calls it under its own
 // serialisation: one pass at a time).

@@ -180,6 +180,7 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
       started_ms_(toEpochMs(clock.now())),
       m_(metrics),
       allocated_total_(m_.containers_allocated),
+      harvest_(opts_.harvest, clock_),
       launcher_(launchOptions(opts_),
                 [this](const AmLaunch& l, const std::string& error) { onLaunched(l, error); }) {
   sched::SchedulerOptions so;
@@ -207,11 +208,11 @@ void RmRuntime::setAmAddress(std::string address) {
 
 void RmRuntime::start() {
   launcher_.start();
-  startHarvestClustering();
+  harvest_.start([this] { return recomputeHarvestClasses(); });
 }
 
 void RmRuntime::stop() {
-  stopHarvestClustering();
+  harvest_.stop();
   launcher_.stop();
 }
 
@@ -1083,7 +1084,7 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
       profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
       if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
     }
-    harvest_run = recordHarvestRun(rec, final_state);
+    harvest_run = harvest_.recordRun(rec, final_state);
     // The skyline counts every container of the app, its AM's included (as
     // ReservationDemand::used does): the AM holds reservation capacity for
     // the whole run, so the plan must cover it.
@@ -1144,7 +1145,10 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   return Status::ok();
 }
 
-void RmRuntime::setStore(store::StateStore* store) { store_ = store; }
+void RmRuntime::setStore(store::StateStore* store) {
+  store_ = store;
+  harvest_.setStore(store);
+}
 
 Status RmRuntime::recoverTelemetry() {
   if (!store_) return Status::ok();
@@ -1188,7 +1192,7 @@ Status RmRuntime::recoverTelemetry() {
       history[key][name] = Millis(ms.get<int64_t>());
     }
   }
-  MORPHEUS_RETURN_IF_ERROR(recoverHarvestRuns());
+  MORPHEUS_RETURN_IF_ERROR(harvest_.recover());
   Guard lk(*this);
   finished_.assign(recs.begin(), recs.end());
   stage_history_ = std::move(history);
@@ -1244,6 +1248,118 @@ std::vector<sched::QueueView> RmRuntime::queues() const {
 RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
   Guard lk(*this);
   return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues()};
+}
+
+// ---- Harvesting (OSDI'16 §3 and §4.1): the HarvestTracker decides, these
+// apply its decisions to the nodes and the scheduler core. ----
+
+void RmRuntime::onHarvestReport(Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now) {
+  if (!req.has_primary_usage()) return;
+  const auto& u = req.primary_usage();
+  if (auto cls =
+          harvest_.record(node.id, node.total, u.tenant(), u.cpu_vcores(), u.memory_mib(), now)) {
+    auto a = node.attributes.find(kHarvestClassAttribute);
+    if (*cls != (a == node.attributes.end() ? "" : a->second)) setHarvestClass(node, *cls);
+  }
+  if (!req.has_harvest_offer() || node.drained) return;  // a drained node stays at zero
+  // Secondary containers get only what the primary tenant leaves: the
+  // scheduler places nothing beyond the NM's offer (never beyond the
+  // registered total).
+  Resource offer = Resource::min(fromProto(req.harvest_offer()), node.total);
+  if (Status st = sched_->setNodeTotal(node.id, offer); !st.isOk()) {
+    logLater(spdlog::level::warn, "node {}: harvest offer {} not applied: {}", node.id.value(),
+             offer.toString(), st.message());
+  }
+}
+
+void RmRuntime::setHarvestClass(Node& node, const std::string& cls) {
+  if (cls.empty()) {
+    node.attributes.erase(kHarvestClassAttribute);
+  } else {
+    node.attributes[kHarvestClassAttribute] = cls;
+  }
+  if (!node.live) return;  // re-added with its attributes when it comes back
+  if (Status st = sched_->setNodeAttribute(node.id, kHarvestClassAttribute, cls); !st.isOk()) {
+    logLater(spdlog::level::warn, "node {}: harvest class not set: {}", node.id.value(),
+             st.message());
+  }
+}
+
+std::vector<HarvestNode> RmRuntime::harvestNodes() const {
+  std::vector<HarvestNode> out;
+  for (const auto& [id, n] : nodes_) {
+    auto a = n.attributes.find(kHarvestClassAttribute);
+    if (!n.live || a == n.attributes.end()) continue;
+    auto used = sched_->nodeUsed(id);
+    out.push_back({id, a->second, n.total, 0, used.isOk() ? *used : Resource()});
+  }
+  return out;
+}
+
+void RmRuntime::harvestAsks(const AppRecord& rec, const AppRt& rt,
+                            std::vector<sched::ResourceRequest>* asks) {
+  if (!harvest_.classesOn()) return;
+  if (harvest_.noteAsks(rec, *asks)) {
+    std::string note = harvest_.select(rec.id, harvestNodes(), rt.stages);
+    if (!note.empty()) logLater(spdlog::level::info, "{}", note);
+  }
+  harvest_.constrain(rec.id, asks);
+}
+
+// On the clock's timer thread (HarvestTracker::start), never on the
+// scheduler strand.
+Status RmRuntime::recomputeHarvestClasses() {
+  MORPHEUS_ASSIGN_OR_RETURN(auto classes, harvest_.cluster());
+  const bool clustered = classes.has_value();
+  Guard lk(*this);
+  std::vector<HarvestNode> nodes;
+  if (clustered) {
+    harvest_.setClasses(std::move(*classes));
+    for (auto& [id, node] : nodes_) setHarvestClass(node, harvest_.classOfNode(id));
+    nodes = harvestNodes();
+  }
+  // The jobs of apps that left the scheduler without finishAm (killed) go,
+  // classes or not; the others are selected anew.
+  for (const AppId& app : harvest_.jobs()) {
+    auto r = rt_.find(app);
+    if (r == rt_.end() || !r->second.in_sched) {
+      harvest_.forgetJob(app);
+      continue;
+    }
+    if (!clustered) continue;
+    std::map<std::string, int32_t> pending;
+    for (const auto& [key, a] : r->second.asks) pending[key] = a.count;
+    auto re = harvest_.reselect(app, pending, nodes, r->second.stages);
+    if (!re.note.empty()) logLater(spdlog::level::info, "{}", re.note);
+    if (!re.asks) continue;
+    if (Status st = sched_->updateAsks(app, *re.asks); !st.isOk()) {
+      logLater(spdlog::level::warn, "harvesting: asks of {} not re-constrained: {}", app.value(),
+               st.message());
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<RmRuntime::HarvestClassView> RmRuntime::harvestClasses() const {
+  Guard lk(*this);
+  std::vector<HarvestClassView> out;
+  for (auto& c : harvest_.classes()) {
+    HarvestClassView v{std::move(c), {}};
+    for (const auto& [id, n] : nodes_) {
+      auto a = n.attributes.find(kHarvestClassAttribute);
+      if (a != n.attributes.end() && a->second == v.cls.id) v.nodes.push_back(id);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::string RmRuntime::harvestClassOf(const NodeId& node) const {
+  Guard lk(*this);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return "";
+  auto a = it->second.attributes.find(kHarvestClassAttribute);
+  return a == it->second.attributes.end() ? "" : a->second;
 }
 
 }  // namespace morpheus::rm

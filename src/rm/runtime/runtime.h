@@ -22,6 +22,9 @@
 // Thread-safety: internally locked. NM RPCs (AM launch) are asynchronous
 // calls of the AmLauncher (rm/runtime/am_launcher.h: concurrent, bounded per node and
 // in total, one reused channel per node), never made under the lock.
+// Harvesting's state (usage, classes, job selections and run lengths) is the
+// HarvestTracker's (rm/runtime/harvest_tracker.h), behind its own lock, which
+// is taken inside this one's and never the other way round.
 #pragma once
 
 #include <condition_variable>
@@ -44,7 +47,6 @@
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/tls.h"
-#include "harvest/harvest_series.h"
 #include "morpheus/v1/application_master.grpc.pb.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
@@ -55,6 +57,7 @@
 #include "rm/core/rm_core.h"
 #include "rm/runtime/am_launcher.h"
 #include "rm/runtime/container_history.h"
+#include "rm/runtime/harvest_tracker.h"
 #include "rm/runtime/telemetry.h"
 #include "scheduler/scheduler.h"
 #include "store/state/state_store.h"
@@ -199,14 +202,15 @@ class RmRuntime {
   // (Jockey's job history, EuroSys'12 §4.1).
   std::map<ReservationId, ReservationDemand> reservationDemand() const;
 
-  // ---- Harvesting classes (OSDI'16 §4.1; runtime_harvest.cc) ----
+  // ---- Harvesting classes (OSDI'16 §4.1; the state is the HarvestTracker's) ----
   // Clusters the primary tenants from the CPU history the NMs reported
-  // (clusterTenants), off the scheduler strand: the history is copied under
-  // the lock, clustered without it, and the result applied under it. Every
-  // node whose tenant is in a class gets node attribute harvest-class=<id>
-  // (others lose it), and the class selection of every job with pending asks
-  // is redone. A no-op while no tenant has history. The RM calls it every
-  // rm.harvest.cluster-every (start()).
+  // (HarvestTracker::cluster), off the scheduler strand: the history is
+  // copied under the tracker's lock and clustered without any lock; the
+  // result is applied under the runtime's. Every node whose tenant is in a
+  // class gets node attribute harvest-class=<id> (others lose it), and the
+  // class selection of every job with pending asks is redone. A no-op while
+  // no tenant has history, but for forgetting the jobs of apps that left the
+  // scheduler. The tracker calls it every rm.harvest.cluster-every (start()).
   Status recomputeHarvestClasses();
   struct HarvestClassView {
     HarvestClass cls;
@@ -217,9 +221,13 @@ class RmRuntime {
   // The node's class id ("" = none).
   std::string harvestClassOf(const NodeId& node) const;
   // The classes chosen for the app's asks (empty = no constraint).
-  std::vector<std::string> harvestSelection(const AppId& app) const;
+  std::vector<std::string> harvestSelection(const AppId& app) const {
+    return harvest_.selection(app);
+  }
   // The last successful run length of a job (harvestJobName), if known.
-  std::optional<Millis> harvestLastRun(const std::string& job) const;
+  std::optional<Millis> harvestLastRun(const std::string& job) const {
+    return harvest_.lastRun(job);
+  }
 
  private:
   struct Node {
@@ -313,10 +321,19 @@ class RmRuntime {
   void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st, TimePoint now)
       REQUIRES(mu_);
   void killAppContainers(const AppId& app) REQUIRES(mu_);
-  // Harvesting (runtime_harvest.cc): records the primary tenant's
-  // usage in harvest_history_ and caps the node's schedulable capacity at
+  // Harvesting: records the primary tenant's usage in the tracker, gives
+  // the node its tenant's class, and caps the node's schedulable capacity at
   // the NM's harvest offer.
-  void onHarvestReport(const Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now)
+  void onHarvestReport(Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now)
+      REQUIRES(mu_);
+  // Sets the node's harvest-class attribute ("" removes it), in the
+  // scheduler core too when the node is live.
+  void setHarvestClass(Node& node, const std::string& cls) REQUIRES(mu_);
+  // The nodes as the tracker's class selection reads them.
+  std::vector<HarvestNode> harvestNodes() const REQUIRES(mu_);
+  // Adds the job's harvest-class soft constraint to `asks` (selecting the
+  // classes on its first asks).
+  void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)
       REQUIRES(mu_);
   // onNodeReport's parts.
   void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req, TimePoint now)
@@ -329,38 +346,6 @@ class RmRuntime {
   // Moves the node's due kills and acknowledgements into `resp`.
   void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) REQUIRES(mu_);
   void onLaunched(const AmLaunch& launch, const std::string& error);
-  // Harvesting class selection (runtime_harvest.cc). A job's asks as its AM
-  // sent them (before the harvest-class constraint) and its chosen classes.
-  struct HarvestJob {
-    std::string job;                                     // harvestJobName
-    std::vector<std::string> classes;                    // last selection
-    bool selected = false;                               // selected since the last clustering
-    std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
-  };
-  void startHarvestClustering();
-  // Stops both timers and saves what the last save missed.
-  void stopHarvestClustering();
-  void harvestTick();
-  // Writes the series of the tenants that got samples since the last save
-  // (table harvest-usage; rm.harvest.save-every), one write per tenant.
-  void saveHarvestUsage();
-  void harvestSaveTick();
-  // Sets the node's harvest-class attribute to its tenant's class of the
-  // last clustering when it differs, so a node that reports after the
-  // clustering (new, or back after an RM restart) has its class at once.
-  void tagHarvestNode(const NodeId& node, const std::string& tenant) REQUIRES(mu_);
-  // Adds the job's harvest-class soft constraint to `asks` (selecting the
-  // classes on its first asks).
-  void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)
-      REQUIRES(mu_);
-  std::vector<std::string> selectHarvest(const AppId& app, const HarvestJob& job,
-                                         const AppRt& rt) const REQUIRES(mu_);
-  void applyHarvestClasses(std::vector<HarvestClass> classes) REQUIRES(mu_);
-  void reselectHarvest() REQUIRES(mu_);
-  // Records a successful run's length; the store row for it.
-  std::optional<store::StateWrite> recordHarvestRun(const AppRecord& rec, AppState final_state)
-      REQUIRES(mu_);
-  Status recoverHarvestRuns();
 
   const RuntimeOptions opts_;
   RmCore& core_;
@@ -386,8 +371,7 @@ class RmRuntime {
   std::set<AppId> am_asks_ GUARDED_BY(mu_);  // apps with an AM ask in sched_
   std::string am_address_ GUARDED_BY(mu_);
   std::map<NodeId, Node> nodes_ GUARDED_BY(mu_);
-  HarvestHistory harvest_history_ GUARDED_BY(mu_);  // primary tenants' usage
-  int live_nodes_ GUARDED_BY(mu_) = 0;              // nodes_ with live set
+  int live_nodes_ GUARDED_BY(mu_) = 0;  // nodes_ with live set
   // Hashed: every heartbeat looks up each container its node reports (a
   // string-keyed tree spent much of the RM's CPU on key compares).
   std::unordered_map<ContainerId, Cont> containers_ GUARDED_BY(mu_);
@@ -404,18 +388,9 @@ class RmRuntime {
   // run (from the AM's final stage reports).
   std::map<std::string, std::map<std::string, Millis>> stage_history_ GUARDED_BY(mu_);
   store::StateStore* store_ = nullptr;
-  // Harvesting classes.
-  std::vector<HarvestClass> harvest_classes_ GUARDED_BY(mu_);
-  std::map<std::string, std::string> harvest_class_of_ GUARDED_BY(mu_);  // tenant -> class id
-  std::map<std::string, Millis> harvest_runs_ GUARDED_BY(mu_);           // job -> last run length
-  std::map<AppId, HarvestJob> harvest_jobs_ GUARDED_BY(mu_);
-  // The clustering timer: harvest_mu_ is held for a whole tick, so
-  // stopHarvestClustering waits for a running one. Lock order: harvest_mu_
-  // before mu_ (a tick takes mu_ to read and apply).
-  Mutex harvest_mu_ ACQUIRED_BEFORE(mu_);
-  bool harvest_stopped_ GUARDED_BY(harvest_mu_) = true;
-  TimerId harvest_timer_ GUARDED_BY(harvest_mu_) = 0;
-  TimerId harvest_save_timer_ GUARDED_BY(harvest_mu_) = 0;
+  // Harvesting's state, behind its own lock (a leaf: taken inside mu_, see
+  // harvest_tracker.h).
+  HarvestTracker harvest_;
   AmLauncher launcher_;  // internally locked; its callbacks take mu_
 };
 

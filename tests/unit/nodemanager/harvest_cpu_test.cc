@@ -94,6 +94,50 @@ TEST(HarvestCpuTreeTest, V2WritesCpuMaxOfTheContainersCgroup) {
   fs::remove_all(fs::path(parent).parent_path());
 }
 
+// The quota is written only when the cap changes: a write refills the
+// period's budget at once (the kernel resets the group's runtime to the new
+// quota), so rewriting an unchanged cap at every monitor pass gave a capped
+// container more CPU than its cap. Stand-in files are overwritten with a
+// marker to see whether limit() wrote them again.
+TEST(HarvestCpuTreeTest, QuotaIsWrittenOnlyWhenTheCapChanges) {
+  const std::string parent = tempTree("v2same") + "/morpheus-nm";
+  fs::create_directories(parent + "/c1");
+  auto v2 = makeCgroupV2CpuThrottle(parent);
+  ASSERT_TRUE(v2->limit(ContainerId("c1"), 0, 0.1).isOk());
+  EXPECT_EQ(slurp(parent + "/c1/cpu.max"), "10000 100000");
+  touch(parent + "/c1/cpu.max", "marker");
+  ASSERT_TRUE(v2->limit(ContainerId("c1"), 0, 0.1).isOk());
+  EXPECT_EQ(slurp(parent + "/c1/cpu.max"), "marker") << "same cap: not rewritten";
+  ASSERT_TRUE(v2->limit(ContainerId("c1"), 0, std::nullopt).isOk());
+  EXPECT_EQ(slurp(parent + "/c1/cpu.max"), "max 100000") << "a new cap is written";
+  touch(parent + "/c1/cpu.max", "marker");
+  v2->prune({});
+  ASSERT_TRUE(v2->limit(ContainerId("c1"), 0, std::nullopt).isOk());
+  EXPECT_EQ(slurp(parent + "/c1/cpu.max"), "max 100000") << "forgotten by prune: written again";
+  fs::remove_all(fs::path(parent).parent_path());
+
+  const std::string root = tempTree("v1same");
+  const std::string group = root + "/morpheus-harvest-s";
+  touch(root + "/cpu.cfs_quota_us", "-1");
+  fs::create_directories(group);
+  touch(group + "/cpu.cfs_quota_us", "-1");
+  auto made = makeCgroupV1CpuThrottle(root, "morpheus-harvest-s");
+  ASSERT_TRUE(made.isOk()) << made.status().toString();
+  auto v1 = std::move(made).value();
+  ASSERT_TRUE(v1->limit(ContainerId("c1"), 0, 0.1).isOk());
+  EXPECT_EQ(slurp(group + "/c1/cpu.cfs_quota_us"), "10000");
+  touch(group + "/c1/cpu.cfs_quota_us", "marker");
+  touch(group + "/c1/cpu.cfs_period_us", "marker");
+  ASSERT_TRUE(v1->limit(ContainerId("c1"), 0, 0.1).isOk());
+  EXPECT_EQ(slurp(group + "/c1/cpu.cfs_quota_us"), "marker") << "same cap: not rewritten";
+  EXPECT_EQ(slurp(group + "/c1/cpu.cfs_period_us"), "marker");
+  ASSERT_TRUE(v1->limit(ContainerId("c1"), 0, 0.2).isOk());
+  EXPECT_EQ(slurp(group + "/c1/cpu.cfs_quota_us"), "20000") << "a new cap is written";
+  EXPECT_EQ(slurp(group + "/c1/cpu.cfs_period_us"), "100000");
+  v1.reset();
+  fs::remove_all(root);
+}
+
 // cgroup v2 errors: a container without its cgroup (missing directory) and a
 // cpu.max that cannot be written are UNAVAILABLE naming the file; nothing is
 // created in place of the missing cgroup.

@@ -1,0 +1,194 @@
+// HarvestTracker: the RM's state of history-based harvesting (Zhang et al.,
+// "History-Based Harvesting of Spare Cycles and Storage in Large-Scale
+// Datacenters", OSDI'16 §4): the primary tenants' usage series the NMs report
+// (§3), the classes the periodic clustering puts them in (FFT and k-means,
+// §4.1, harvest_classes.h), each job's last successful run length, and each
+// running job's class selection (Algorithm 1, harvest_selection.h), which
+// becomes a soft constraint on its asks.
+//
+// Why a class of its own: this state has its own life (persisted in its own
+// tables, changed by a daily clustering, redone per job) and its own rules,
+// apart from the scheduling state of RmRuntime. The tracker decides, the
+// runtime applies: it never touches the nodes, their attributes or the
+// scheduler core. The runtime feeds it the heartbeats' primary usage and the
+// apps' asks, hands it the nodes as the selection sees them, and applies what
+// it returns: a node's class (node attribute harvest-class), an app's asks
+// with their new constraint, a run-length row for finishAm's store batch.
+//
+// Thread-safety: internally locked by one mutex, a leaf. The runtime calls
+// the tracker with RmRuntime::mu_ held, so the lock order is RmRuntime::mu_,
+// then the tracker's; the tracker never calls out (the runtime, the state
+// store, the log) while it holds its lock, but for scheduling and cancelling
+// its timers (the clock's lock is a leaf too). The periodic work start()
+// sets up runs on the clock's timer thread without the tracker's lock, and
+// calls the runtime then; stop() waits for a running one, so it must not be
+// called with RmRuntime::mu_ held nor from that work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/mutex.h"
+#include "common/resource.h"
+#include "common/status.h"
+#include "harvest/harvest_classes.h"
+#include "harvest/harvest_series.h"
+#include "reprovision/policy.h"
+#include "rm/core/app_manager.h"
+#include "rm/core/harvest_rm.h"
+#include "scheduler/types.h"
+#include "store/state/state_store.h"
+
+namespace morpheus::rm {
+
+class HarvestTracker {
+ public:
+  HarvestTracker(HarvestRmOptions opts, Clock& clock);
+  // Stops the periodic work (stop() without its final save: the owner
+  // calls stop() while the store is still there).
+  ~HarvestTracker();
+  HarvestTracker(const HarvestTracker&) = delete;
+  HarvestTracker& operator=(const HarvestTracker&) = delete;
+
+  // Whether classes are on (rm.harvest.cluster-every > 0). Off: asks get no
+  // constraint and start() runs nothing; usage is still recorded.
+  bool classesOn() const { return opts_.cluster_every > Millis(0); }
+
+  // ---- State store: tables harvest-runs and harvest-usage ----
+  // Null (the default) persists nothing. Set before recover() and start().
+  void setStore(store::StateStore* store) EXCLUDES(mu_);
+  // Loads the run lengths and the usage series. A run row that does not
+  // decode fails with INTERNAL naming the job, and nothing changes; a usage
+  // row that does not decode is skipped with a warning (the NMs' reports
+  // rebuild the series).
+  Status recover() EXCLUDES(mu_);
+  // Writes the series of each tenant with samples since the last save, one
+  // write per tenant (a tenant's series are up to ~60 KB of JSON; etcd refuses
+  // a transaction beyond its request size). A failed write is logged and the
+  // tenant is written again after its next sample.
+  void saveUsage() EXCLUDES(mu_);
+
+  // ---- Periodic work ----
+  // When classes are on: runs `recluster` at once and then every
+  // rm.harvest.cluster-every (a failure is logged), and saveUsage() every
+  // rm.harvest.save-every (when > 0), on the clock's timer thread, without
+  // the tracker's lock. `recluster` is the runtime's: it calls cluster() and
+  // applies the result. No-op when started already.
+  void start(std::function<Status()> recluster) EXCLUDES(mu_);
+  // Stops both, waits for a running one, then saves what the last save
+  // missed. Idempotent.
+  void stop() EXCLUDES(mu_);
+
+  // ---- Usage and classes (§3, §4.1) ----
+  // Records a heartbeat's primary usage on `node` of capacity `total`:
+  // `cpu_vcores` and `memory_mib` in use by `tenant` ("" = the node is its
+  // own tenant). Returns the class the node's harvest-class attribute should
+  // have ("" = none) once a clustering has run, nullopt before, so a node
+  // that reports after a clustering (new, or back after an RM restart) gets
+  // its class at once.
+  std::optional<std::string> record(const NodeId& node, const Resource& total,
+                                    const std::string& tenant, double cpu_vcores,
+                                    int64_t memory_mib, TimePoint now) EXCLUDES(mu_);
+  // Clusters the tenants' CPU series (clusterTenants): copied under the lock,
+  // clustered without it. nullopt while no tenant has history. Changes
+  // nothing: setClasses() makes them current. Logs each class.
+  Result<std::optional<std::vector<HarvestClass>>> cluster() const EXCLUDES(mu_);
+  void setClasses(std::vector<HarvestClass> classes) EXCLUDES(mu_);
+  // The classes last set, in clusterTenants order.
+  std::vector<HarvestClass> classes() const EXCLUDES(mu_);
+  // The class of the tenant `node` last reported ("" = none).
+  std::string classOfNode(const NodeId& node) const EXCLUDES(mu_);
+
+  // ---- Class selection per job (§4.1, Algorithm 1) ----
+  // The nodes a selection reads are HarvestNode: the live nodes with a
+  // harvest-class attribute, with their registered total and what secondary
+  // containers hold there; `current` is ignored (the tracker's history has
+  // it). `stages` are the app's DAG as its AM reported it (none: what it
+  // asks is all concurrent).
+  //
+  // Notes the asks of one allocate() of `rec`'s app as the AM sent them
+  // (count 0 withdraws an ask), kept for later re-selections. True when the
+  // job's classes are to be selected now (select()): classes exist, the job
+  // has pending asks and was never selected.
+  bool noteAsks(const AppRecord& rec, const std::vector<sched::ResourceRequest>& asks)
+      EXCLUDES(mu_);
+  // Selects the classes of a job noteAsks() said is due. Returns the line to
+  // log ("" when nothing was selected).
+  std::string select(const AppId& app, const std::vector<HarvestNode>& nodes,
+                     const std::vector<reprovision::StageState>& stages) EXCLUDES(mu_);
+  // Adds the job's class constraint (soft, harvestConstraint) to each ask of
+  // `asks` with a count; none without a selection.
+  void constrain(const AppId& app, std::vector<sched::ResourceRequest>* asks) const EXCLUDES(mu_);
+  // The apps with noted asks, in id order (the runtime re-selects them after
+  // a clustering and forgets those that left the scheduler).
+  std::vector<AppId> jobs() const EXCLUDES(mu_);
+  void forgetJob(const AppId& app) EXCLUDES(mu_);
+  // A re-selection after a clustering: the asks to send the scheduler again
+  // with the new constraint (nullopt when the choice did not change or
+  // nothing is pending) and the line to log ("" for none).
+  struct Reselection {
+    std::optional<std::vector<sched::ResourceRequest>> asks;
+    std::string note;
+  };
+  // `pending`: ask key -> the count the scheduler still holds (the core
+  // granted the rest); noted asks not in it are dropped.
+  Reselection reselect(const AppId& app, const std::map<std::string, int32_t>& pending,
+                       const std::vector<HarvestNode>& nodes,
+                       const std::vector<reprovision::StageState>& stages) EXCLUDES(mu_);
+  // The classes chosen for the app's asks (empty = no constraint).
+  std::vector<std::string> selection(const AppId& app) const EXCLUDES(mu_);
+
+  // ---- Job run lengths (the length type of Algorithm 1) ----
+  // The app ended (finishAm): its job entry goes; a successful run's length
+  // is kept under its job name (harvestJobName), and the store row for it
+  // is returned for the caller's batch (nullopt: nothing to persist).
+  std::optional<store::StateWrite> recordRun(const AppRecord& rec, AppState final_state)
+      EXCLUDES(mu_);
+  // The last successful run length of a job (harvestJobName), if known.
+  std::optional<Millis> lastRun(const std::string& job) const EXCLUDES(mu_);
+
+ private:
+  // A job's asks as its AM sent them (before the harvest-class constraint)
+  // and its chosen classes.
+  struct Job {
+    std::string name;                                    // harvestJobName
+    std::vector<std::string> classes;                    // last selection
+    bool selected = false;                               // selected once (asks or clustering)
+    std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
+  };
+  std::vector<std::string> selectLocked(const AppId& app, const Job& job,
+                                        std::vector<HarvestNode> nodes,
+                                        const std::vector<reprovision::StageState>& stages,
+                                        std::string* note) const REQUIRES(mu_);
+  void clusterTick() EXCLUDES(mu_);
+  void saveTick() EXCLUDES(mu_);
+  // stop() without the save: no tick runs or will once it returns.
+  void halt() EXCLUDES(mu_);
+
+  const HarvestRmOptions opts_;
+  Clock& clock_;
+
+  mutable Mutex mu_;  // a leaf: see the thread-safety note above
+  store::StateStore* store_ GUARDED_BY(mu_) = nullptr;
+  HarvestHistory history_ GUARDED_BY(mu_);  // primary tenants' usage
+  std::vector<HarvestClass> classes_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> class_of_ GUARDED_BY(mu_);  // tenant -> class id
+  std::map<std::string, Millis> runs_ GUARDED_BY(mu_);           // job -> last run length
+  std::map<AppId, Job> jobs_ GUARDED_BY(mu_);
+  // The periodic work: stop() sets stopped_ and waits on idle_ until no tick
+  // runs (running_), so it returns only once none runs or will.
+  std::function<Status()> recluster_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = true;
+  int running_ GUARDED_BY(mu_) = 0;
+  CondVar idle_;
+  TimerId cluster_timer_ GUARDED_BY(mu_) = 0;
+  TimerId save_timer_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace morpheus::rm
