@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -308,6 +309,9 @@ LogOptions daemonLogOptions(const DaemonOptions& opts) {
 }
 
 namespace {
+// Set once waitForTerminationSignal returns: the daemon served (daemonExit).
+std::atomic<bool> g_served{false};
+
 sigset_t daemonSignals() {
   sigset_t set;
   sigemptyset(&set);
@@ -329,7 +333,10 @@ int waitForTerminationSignal(const std::function<void()>& on_hup) {
   while (true) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
-    if (sig != SIGHUP) return sig;
+    if (sig != SIGHUP) {
+      g_served = true;
+      return sig;
+    }
     if (Status st = reopenLogFile(); st.isOk()) {
       spdlog::info("log file reopened on SIGHUP");
     } else {
@@ -372,6 +379,20 @@ void declareDaemonMetrics(MetricsRegistry& metrics, const std::string& component
   GrpcGuardMetrics grpc(metrics);
 }
 
+int daemonExit(const std::string& program, DaemonPhase phase, const Status& status) {
+  if (status.isOk()) return kExitStopped;
+  if (phase == DaemonPhase::kValidate) {
+    std::cerr << program << ": config error: " << status.message() << "\n";
+    return kExitNotStarted;
+  }
+  if (!g_served) {
+    std::cerr << program << ": " << status.message() << "\n";
+    return kExitNotStarted;
+  }
+  spdlog::error("{} stopped: {}", program, status.message());
+  return kExitFailedAfterServing;
+}
+
 int parseDaemonCommandLine(int argc, char** argv, const std::string& program, ConfigSchema& schema,
                            const std::vector<FlagAlias>& extra,
                            const MetricsDeclaration& declare_metrics, DaemonConfigSource* source) {
@@ -394,20 +415,27 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
       {"--log-file", "log.file", "Append logs to this file"},
   };
   aliases.insert(aliases.end(), extra.begin(), extra.end());
-  // Overrides are applied in command-line order after the file.
+  // Overrides are applied in command-line order after the file. `flags`: the
+  // dedicated flag that set each one ("" = --set), for its error.
   std::vector<std::pair<std::string, std::string>> overrides;
+  std::vector<std::string> flags;
   for (const auto& a : aliases) {
     app.add_option_function<std::string>(
-        a.flag, [&overrides, key = a.key](const std::string& v) { overrides.emplace_back(key, v); },
+        a.flag,
+        [&overrides, &flags, key = a.key, flag = a.flag](const std::string& v) {
+          overrides.emplace_back(key, v);
+          flags.push_back(flag);
+        },
         a.help + " [config key " + a.key + "]");
   }
   app.add_option_function<std::vector<std::string>>(
       "--set",
-      [&overrides](const std::vector<std::string>& kvs) {
+      [&overrides, &flags](const std::vector<std::string>& kvs) {
         for (const auto& kv : kvs) {
           auto eq = kv.find('=');
           overrides.emplace_back(kv.substr(0, eq),
                                  eq == std::string::npos ? "" : kv.substr(eq + 1));
+          flags.emplace_back();
         }
       },
       "Override any config key: --set key=value (repeatable)");
@@ -419,7 +447,7 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << program << ": " << e.what() << "\n";
-    return 2;
+    return kExitNotStarted;
   }
   if (print_config) {
     std::cout << schema.describe();
@@ -435,17 +463,12 @@ int parseDaemonCommandLine(int argc, char** argv, const std::string& program, Co
   }
   if (!config_file.empty()) {
     Status st = schema.loadYamlFile(config_file);
-    if (!st.isOk()) {
-      std::cerr << program << ": config error: " << st.message() << "\n";
-      return 2;
-    }
+    if (!st.isOk()) return daemonExit(program, DaemonPhase::kValidate, st);
   }
-  for (const auto& [k, v] : overrides) {
-    Status st = schema.set(k, v);
-    if (!st.isOk()) {
-      std::cerr << program << ": config error: " << st.message() << "\n";
-      return 2;
-    }
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    Status st = schema.set(overrides[i].first, overrides[i].second);
+    if (!st.isOk() && !flags[i].empty()) st = st.withContext(flags[i]);
+    if (!st.isOk()) return daemonExit(program, DaemonPhase::kValidate, st);
   }
   if (source != nullptr) *source = {config_file, overrides};
   return -1;

@@ -1,7 +1,8 @@
 // Scaffolding shared by morpheus-rm, morpheus-nm and morpheus-inference:
 // config + flags, logging, data dir, gRPC server (health + reflection),
-// HTTP (/healthz, /metrics), endpoints file, SIGTERM handling. `main()` only
-// wires a component's core objects into this and waits.
+// HTTP (/healthz, /metrics), endpoints file, SIGTERM handling, and how a
+// daemon's main() ends (daemonExit). A daemon's run function only wires its
+// component's core objects into this and waits.
 #pragma once
 
 #include <cstdint>
@@ -127,7 +128,9 @@ LogOptions daemonLogOptions(const DaemonOptions& opts);
 void blockTerminationSignals();
 // Blocks until SIGTERM or SIGINT; returns the signal number. SIGHUP meanwhile
 // reopens the log file (reopenLogFile: after logrotate moved it), then runs
-// `on_hup` when set (the RM's config reload), and waits on.
+// `on_hup` when set (the RM's config reload), and waits on. A daemon calls it
+// once it serves; from its return on, daemonExit counts a failure as one
+// after serving (exit 3).
 int waitForTerminationSignal(const std::function<void()>& on_hup = nullptr);
 
 // The systemd readiness protocol (sd_notify(3), libsystemd) for Type=notify
@@ -167,11 +170,49 @@ void declareDaemonMetrics(MetricsRegistry& metrics, const std::string& component
 // constructs each component's metrics struct.
 using MetricsDeclaration = std::function<void(MetricsRegistry&)>;
 
+// How a daemon's main() is built and ends. main() parses the command line
+// (parseDaemonCommandLine), then calls two functions of the daemon:
+//   Result<XConfig> validateX(options): loads TLS, sets up logging (log.*),
+//     checks every option and reads the files they name; starts nothing,
+//     creates no data dir and opens no state.
+//   Status runX(XConfig): prepares the data dir, opens state, starts the
+//     servers, serves until SIGTERM/SIGINT, stops; OK after a clean stop.
+// and hands each outcome to daemonExit, which prints any error once.
+//
+// Exit codes of morpheus-rm, morpheus-nm and morpheus-inference:
+//   0  stopped by SIGTERM or SIGINT (an RM also when stopped while standby),
+//      or after --help, --version, --print-config, --print-metrics
+//   2  did not start: the command line or config was refused (the line
+//      names the flag, key or file as given), or a start step failed (a
+//      port taken, the data dir or state store locked or unusable)
+//   3  stopped by a failure after it served (the RM: HA leadership lost,
+//      docs/operator/ha.md); a supervisor restarts it
+// A failed start step exits 2 like a refused config (the line, not the code,
+// tells them apart: tests and scripts rely on 2 for both); the systemd units
+// restart on 2 and 3 alike (Restart=on-failure).
+inline constexpr int kExitStopped = 0;
+inline constexpr int kExitNotStarted = 2;
+inline constexpr int kExitFailedAfterServing = 3;
+
+// Which of a daemon's functions a Status comes from (see above).
+enum class DaemonPhase { kValidate, kRun };
+
+// The one place a daemon reports how it ends; returns main()'s exit code.
+// OK: 0, nothing printed. An error of kValidate: the line
+// "<program>: config error: <message>" on stderr, 2. An error of kRun before
+// the daemon served (waitForTerminationSignal had not returned): the line
+// "<program>: <message>" on stderr, 2; after it served, logged as an error
+// "<program> stopped: <message>" (stderr and log.file), 3.
+int daemonExit(const std::string& program, DaemonPhase phase, const Status& status);
+
 // Parses argv: --config FILE, the standard aliases (--grpc-port, --http-port,
 // --data-dir, --log-level) plus `extra`, --set KEY=VALUE (repeatable),
 // --print-config and --print-metrics. Loads the file, then applies flags in
-// order. On error prints one line "<program>: <reason>" to stderr and returns
-// the exit code to use (2); returns -1 when the daemon should start, 0 after
+// order. On error prints one line to stderr and returns the exit code to use
+// (2): "<program>: <reason>" for a command line CLI11 refuses,
+// "<program>: config error: <reason>" for a value the config file or a flag
+// sets (daemonExit; a dedicated flag's error starts with the flag as given,
+// "--grpc-port: grpc.port: ..."). Returns -1 when the daemon should start, 0 after
 // --help, --print-config or --print-metrics. --print-metrics prints every
 // metric the daemon serves (formatDescriptions: declareDaemonMetrics, then
 // `declare_metrics`), one per line. `source` (optional) receives the file and

@@ -1,5 +1,7 @@
 // morpheus-inference: provenance store, SLO/skyline inference, sign-off.
-// main() only wires.
+// validateInference checks the options, runInference wires the components
+// and serves, main() reports how it ended (common/daemon.h: the pattern and
+// the exit codes).
 #include <spdlog/spdlog.h>
 
 #include <functional>
@@ -18,55 +20,52 @@
 
 using namespace morpheus;
 
-int main(int argc, char** argv) {
-  blockTerminationSignals();
-  inference::InferenceOptions opts;
-  ConfigSchema schema("morpheus-inference");
-  inference::declareInferenceOptions(schema, &opts);
+namespace {
+
+constexpr const char* kProgram = "morpheus-inference";
+
+// The options as validateInference accepted them, with what it read.
+struct InferenceConfig {
+  inference::InferenceOptions options;  // TLS loaded
+  inference::InferenceCoreOptions core;
+  std::map<std::string, Principal> tokens;  // inference.token-file (empty = none)
+  std::string rm_token;                     // inference.rm-token-file ("" = none)
+};
+
+// The command line and config file into *opts (parseDaemonCommandLine's
+// return value).
+int parseInferenceCommandLine(int argc, char** argv, inference::InferenceOptions* opts) {
+  ConfigSchema schema(kProgram);
+  inference::declareInferenceOptions(schema, opts);
   std::vector<FlagAlias> extra = {
       {"--rm", "inference.rm-address",
        "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
       {"--token-file", "inference.token-file", "Bearer token file"}};
-  if (int rc =
-          parseDaemonCommandLine(argc, argv, "morpheus-inference", schema, extra,
-                                 [](MetricsRegistry& m) { inference::InferenceMetrics core(m); });
-      rc >= 0) {
-    return rc;
-  }
-  auto fail = [](const std::string& msg) {
-    std::cerr << "morpheus-inference: " << msg << "\n";
-    return 2;
-  };
-  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
-    return fail("config error: " + st.message());
-  }
-  if (Status st = setupLogging("inference", daemonLogOptions(opts.daemon)); !st.isOk()) {
-    return fail(st.message());
-  }
-  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) return fail(st.message());
-  std::map<std::string, Principal> tokens;
-  if (!opts.token_file.empty()) {
-    if (Status st =
-            checkSecretFile(opts.token_file, "inference.token-file", tokenFileCheck(opts.daemon));
-        !st.isOk())
-      return fail("config error: " + st.message());
-    auto t = loadTokenFile(opts.token_file);
-    if (!t.isOk()) return fail("config error: inference.token-file: " + t.status().message());
-    tokens = std::move(t).value();
-  } else if (!opts.open) {
-    return fail(
-        "config error: inference.token-file: required (or set inference.auth-disabled: true for "
-        "single-user development)");
-  }
-  std::string location = opts.store_location;
-  if (location.empty() && opts.store_kind == "sqlite")
-    location = opts.daemon.data_dir + "/provenance.db";
-  auto store = store::openProvenanceStore(opts.store_kind, location);
-  if (!store.isOk()) return fail("provenance store: " + store.status().message());
+  return parseDaemonCommandLine(argc, argv, kProgram, schema, extra,
+                                [](MetricsRegistry& m) { inference::InferenceMetrics core(m); });
+}
 
-  RealClock clock;
-  MetricsRegistry metrics;
-  inference::InferenceCoreOptions core_opts;
+// Loads TLS, sets up logging, then checks the options and reads the token
+// files; INVALID_ARGUMENT (or the file's error) naming the option. Opens no
+// store and creates no data dir.
+Result<InferenceConfig> validateInference(const inference::InferenceOptions& parsed) {
+  InferenceConfig config;
+  config.options = parsed;
+  inference::InferenceOptions& opts = config.options;
+  MORPHEUS_RETURN_IF_ERROR(loadDaemonTls(&opts.daemon));
+  MORPHEUS_RETURN_IF_ERROR(setupLogging("inference", daemonLogOptions(opts.daemon)));
+  if (!opts.token_file.empty()) {
+    MORPHEUS_RETURN_IF_ERROR(
+        checkSecretFile(opts.token_file, "inference.token-file", tokenFileCheck(opts.daemon)));
+    auto t = loadTokenFile(opts.token_file);
+    if (!t.isOk()) return t.status().withContext("inference.token-file");
+    config.tokens = std::move(t).value();
+  } else if (!opts.open) {
+    return invalidArgument("inference.token-file",
+                           "required (or set inference.auth-disabled: true for single-user "
+                           "development)");
+  }
+  inference::InferenceCoreOptions& core_opts = config.core;
   core_opts.step = opts.step;
   core_opts.alpha = opts.alpha;
   core_opts.beta = opts.beta;
@@ -94,21 +93,37 @@ int main(int argc, char** argv) {
   core_opts.max_fit_samples = opts.max_fit_samples;
   core_opts.min_fit_step = opts.min_fit_step;
   core_opts.max_fit_time = opts.max_fit_time;
-  std::string rm_token;
   if (!opts.rm_token_file.empty()) {
-    auto t = readSecretTokenFile(opts.rm_token_file, "inference.rm-token-file",
-                                 tokenFileCheck(opts.daemon));
-    if (!t.isOk()) return fail("config error: " + t.status().message());
-    rm_token = *t;
+    MORPHEUS_ASSIGN_OR_RETURN(config.rm_token,
+                              readSecretTokenFile(opts.rm_token_file, "inference.rm-token-file",
+                                                  tokenFileCheck(opts.daemon)));
   }
-  inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls, rm_token);
+  return config;
+}
+
+// Prepares the data dir, opens the provenance store, starts the server and
+// the periodic refits, serves until SIGTERM/SIGINT and stops. OK after a
+// clean stop.
+Status runInference(InferenceConfig config) {
+  const inference::InferenceOptions& opts = config.options;
+  const inference::InferenceCoreOptions& core_opts = config.core;
+  MORPHEUS_RETURN_IF_ERROR(prepareDataDir(opts.daemon.data_dir));
+  std::string location = opts.store_location;
+  if (location.empty() && opts.store_kind == "sqlite")
+    location = opts.daemon.data_dir + "/provenance.db";
+  auto store = store::openProvenanceStore(opts.store_kind, location);
+  if (!store.isOk()) return store.status().withContext("provenance store");
+
+  RealClock clock;
+  MetricsRegistry metrics;
+  inference::RmReservationClient rm(opts.rm_address, opts.daemon.tls, config.rm_token);
   inference::InferenceCore core(core_opts, **store, rm, clock, metrics);
-  Authenticator auth(tokens, opts.open && tokens.empty());
+  Authenticator auth(config.tokens, opts.open && config.tokens.empty());
   inference::InferenceServiceImpl service(core, auth, core_opts);
   DaemonServer server("inference", opts.daemon, metrics);
   server.addService(&service);
   server.setAuthenticator(&auth);
-  if (Status st = server.start(); !st.isOk()) return fail(st.message());
+  MORPHEUS_RETURN_IF_ERROR(server.start());
   spdlog::info("morpheus-inference started: store {}, RM {}, refit every {} ms", (*store)->name(),
                opts.rm_address, opts.refit_interval.count());
 
@@ -149,5 +164,16 @@ int main(int argc, char** argv) {
     stopped = true;
   }
   server.shutdown();
-  return 0;
+  return Status::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  blockTerminationSignals();
+  inference::InferenceOptions options;
+  if (int rc = parseInferenceCommandLine(argc, argv, &options); rc >= 0) return rc;
+  Result<InferenceConfig> config = validateInference(options);
+  if (!config.isOk()) return daemonExit(kProgram, DaemonPhase::kValidate, config.status());
+  return daemonExit(kProgram, DaemonPhase::kRun, runInference(std::move(config).value()));
 }

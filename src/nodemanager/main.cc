@@ -1,4 +1,6 @@
-// morpheus-nm: the node agent on every machine. main() only wires.
+// morpheus-nm: the node agent on every machine. validateNm checks the
+// options, runNm wires the components and serves, main() reports how it
+// ended (common/daemon.h: the pattern and the exit codes).
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -18,97 +20,99 @@
 
 using namespace morpheus;
 
-int main(int argc, char** argv) {
-  blockTerminationSignals();
-  nm::NmOptions opts;
-  ConfigSchema schema("morpheus-nm");
-  nm::declareNmOptions(schema, &opts);
-  nm::HarvestOptions harvest_opts;
-  nm::declareHarvestOptions(schema, &harvest_opts);
+namespace {
+
+constexpr const char* kProgram = "morpheus-nm";
+
+// The options as validateNm accepted them, with what it read and built.
+struct NmConfig {
+  nm::NmOptions options;       // TLS loaded, node attributes detected, nm.local-dir defaulted
+  nm::HarvestOptions harvest;  // nm.harvest.*; checked by makeHarvestMonitor (runNm)
+  std::string rm_token;        // this node's credential towards the RM ("" = none)
+  nm::RunAsPolicy run_as;
+  std::string delegated_cgroup;  // nm.cgroup-parent: own: this process's cgroup ("" = not)
+};
+
+// The command line and config file into *opts and *harvest
+// (parseDaemonCommandLine's return value).
+int parseNmCommandLine(int argc, char** argv, nm::NmOptions* opts, nm::HarvestOptions* harvest) {
+  ConfigSchema schema(kProgram);
+  nm::declareNmOptions(schema, opts);
+  nm::declareHarvestOptions(schema, harvest);
   std::vector<FlagAlias> extra = {
       {"--rm", "nm.rm-address", "RM gRPC address HOST:PORT (or a comma-separated list of HA RMs)"},
       {"--resources", "nm.resources", "Offered resources, memory=MIB,vcores=N"},
       {"--node-id", "nm.node-id", "Stable node id"},
   };
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-nm", schema, extra,
-                                      [](MetricsRegistry& m) { nm::declareNmMetrics(m); });
-      rc >= 0)
-    return rc;
-  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
-    std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
-    return 2;
-  }
-  if (Status st = setupLogging("nm", daemonLogOptions(opts.daemon)); !st.isOk()) {
-    std::cerr << "morpheus-nm: " << st.message() << "\n";
-    return 2;
+  return parseDaemonCommandLine(argc, argv, kProgram, schema, extra,
+                                [](MetricsRegistry& m) { nm::declareNmMetrics(m); });
+}
+
+// Loads TLS, sets up logging, then checks every option and reads the token
+// file; INVALID_ARGUMENT (or the file's error) naming the option. Starts no
+// container runtime and creates no data dir.
+Result<NmConfig> validateNm(const nm::NmOptions& parsed, const nm::HarvestOptions& harvest) {
+  NmConfig config;
+  config.options = parsed;
+  config.harvest = harvest;
+  nm::NmOptions& opts = config.options;
+  MORPHEUS_RETURN_IF_ERROR(loadDaemonTls(&opts.daemon));
+  MORPHEUS_RETURN_IF_ERROR(setupLogging("nm", daemonLogOptions(opts.daemon)));
+  if (opts.daemon.tls.enabled() && opts.daemon.tls.client_certs == TlsClientCerts::kRequire) {
+    spdlog::warn(
+        "tls.client-certs: require: application masters hold no client certificate, so they "
+        "cannot start containers on this node; set tls.client-certs: request (the default) for "
+        "applications to run");
   }
   if (opts.resources.memoryMib() <= 0 || opts.resources.vcores() <= 0) {
-    std::cerr << "morpheus-nm: config error: nm.resources: memory and vcores must be > 0\n";
-    return 2;
+    return invalidArgument("nm.resources", "memory and vcores must be > 0");
   }
   // Detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
   opts.attributes = nm::mergeAttributes(
       nm::detectNodeAttributes(nm::DetectRoots{}, nm::hostUname()), opts.attributes);
   if (!opts.node_id.empty()) {
-    if (Status st = validateNodeId(opts.node_id, "nm.node-id"); !st.isOk()) {
-      std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
-      return 2;
-    }
+    MORPHEUS_RETURN_IF_ERROR(validateNodeId(opts.node_id, "nm.node-id"));
   }
   // This node's credential towards the RM.
-  std::string rm_token;
   if (!opts.token_file.empty()) {
-    if (Status st = checkSecretFile(opts.token_file, "nm.token-file", tokenFileCheck(opts.daemon));
-        !st.isOk()) {
-      std::cerr << "morpheus-nm: config error: " << st.message() << "\n";
-      return 2;
-    }
-    auto t = nm::readNodeToken(opts.token_file);
-    if (!t.isOk()) {
-      std::cerr << "morpheus-nm: config error: " << t.status().message() << "\n";
-      return 2;
-    }
-    rm_token = std::move(t).value();
+    MORPHEUS_RETURN_IF_ERROR(
+        checkSecretFile(opts.token_file, "nm.token-file", tokenFileCheck(opts.daemon)));
+    MORPHEUS_ASSIGN_OR_RETURN(config.rm_token, nm::readNodeToken(opts.token_file));
   } else if (!opts.auth_disabled) {
-    std::cerr << "morpheus-nm: config error: nm.token-file: required (or set nm.auth-disabled: "
-                 "true for tests and single-user development)\n";
-    return 2;
+    return invalidArgument("nm.token-file",
+                           "required (or set nm.auth-disabled: true for tests and single-user "
+                           "development)");
   }
-  if (opts.auth_disabled && rm_token.empty()) {
+  if (opts.auth_disabled && config.rm_token.empty()) {
     spdlog::warn(
         "nm.auth-disabled: true: registering with the RM without credentials; for tests "
         "and single-user development only");
   }
   if (auto rms = splitAddressList(opts.rm_address, "nm.rm-address"); !rms.isOk()) {
-    std::cerr << "morpheus-nm: config error: " << rms.status().message() << "\n";
-    return 2;
-  }
-  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
-    std::cerr << "morpheus-nm: " << st.message() << "\n";
-    return 2;
+    return rms.status();
   }
   if (opts.local_dir.empty()) opts.local_dir = opts.daemon.data_dir + "/local";
-  auto run_as = nm::RunAsPolicy::make(opts.run_as, ::geteuid());
-  if (!run_as.isOk()) {
-    std::cerr << "morpheus-nm: config error: " << run_as.status().message() << "\n";
-    return 2;
+  MORPHEUS_ASSIGN_OR_RETURN(config.run_as, nm::RunAsPolicy::make(opts.run_as, ::geteuid()));
+  if (opts.cgroup_parent == "own" && opts.memory_enforcement != "monitor") {
+    MORPHEUS_ASSIGN_OR_RETURN(config.delegated_cgroup, nm::readOwnCgroupPath());
   }
+  return config;
+}
+
+// Prepares the data dir, starts the container runtime (re-attaching to the
+// containers of an earlier NM), the server and the node agent, serves until
+// SIGTERM/SIGINT and stops; containers keep running. OK after a clean stop.
+Status runNm(NmConfig config) {
+  nm::NmOptions& opts = config.options;
+  MORPHEUS_RETURN_IF_ERROR(prepareDataDir(opts.daemon.data_dir));
   MetricsRegistry metrics;
   nm::ContainerRuntime runtime(opts.local_dir, opts.monitor_interval, opts.kill_grace, metrics);
-  runtime.setRunAs(*run_as);
+  runtime.setRunAs(config.run_as);
   runtime.setMemoryEnforcement(opts.memory_enforcement, opts.cgroup_root);
   if (opts.cgroup_parent == "own" && opts.memory_enforcement != "monitor") {
-    auto own = nm::readOwnCgroupPath();
-    if (!own.isOk()) {
-      std::cerr << "morpheus-nm: config error: " << own.status().message() << "\n";
-      return 2;
-    }
-    runtime.setDelegatedCgroup(*own);
+    runtime.setDelegatedCgroup(config.delegated_cgroup);
   }
-  if (Status st = runtime.init(); !st.isOk()) {
-    std::cerr << "morpheus-nm: " << st.message() << "\n";
-    return 2;
-  }
+  MORPHEUS_RETURN_IF_ERROR(runtime.init());
   nm::TokenKey token_key;
   RealClock clock;
   DaemonServer server("nm", opts.daemon, metrics);
@@ -116,33 +120,23 @@ int main(int argc, char** argv) {
   // An AM gets the CA bundle only, never this node's certificate or key
   // (common/tls.h); it reaches NMs with container tokens.
   container_manager.setAmCaBundle(opts.daemon.tls.ca_pem);
-  if (opts.daemon.tls.enabled() && opts.daemon.tls.client_certs == TlsClientCerts::kRequire) {
-    spdlog::warn(
-        "tls.client-certs: require: application masters hold no client certificate, so they "
-        "cannot start containers on this node; set tls.client-certs: request (the default) for "
-        "applications to run");
-  }
   server.addService(&container_manager);
   server.readiness().require("registered");
-  if (Status st = server.start(); !st.isOk()) {
-    std::cerr << "morpheus-nm: " << st.message() << "\n";
-    return 2;
-  }
+  MORPHEUS_RETURN_IF_ERROR(server.start());
   std::string cm_address = opts.daemon.grpc_host + ":" + std::to_string(server.grpcPort());
   std::string node_id = opts.node_id.empty() ? cm_address : opts.node_id;
   container_manager.setNodeId(node_id);
   nm::NodeAgent agent(opts, node_id, cm_address,
                       opts.daemon.http_host + ":" + std::to_string(server.httpPort()),
-                      std::move(rm_token), metrics, runtime, token_key);
+                      std::move(config.rm_token), metrics, runtime, token_key);
   agent.setRegistrationListener(
       [&server](bool registered) { server.readiness().set("registered", registered); });
-  // Harvesting a primary tenant's spare resources.
+  // Harvesting a primary tenant's spare resources. Its options are checked
+  // here, not in validateNm: the monitor needs the runtime and the node id,
+  // which is the gRPC address when nm.node-id is unset.
   auto harvest =
-      nm::makeHarvestMonitor(harvest_opts, node_id, opts.resources, runtime, metrics, clock);
-  if (!harvest.isOk()) {
-    std::cerr << "morpheus-nm: config error: " << harvest.status().message() << "\n";
-    return 2;
-  }
+      nm::makeHarvestMonitor(config.harvest, node_id, opts.resources, runtime, metrics, clock);
+  if (!harvest.isOk()) return harvest.status().withContext("config error");
   std::unique_ptr<nm::HarvestMonitor> harvester = std::move(harvest).value();
   if (harvester) {
     agent.setHeartbeatExtension(
@@ -167,5 +161,17 @@ int main(int argc, char** argv) {
   runtime.shutdown();
   server.shutdown();
   spdlog::info("morpheus-nm stopped");
-  return 0;
+  return Status::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  blockTerminationSignals();
+  nm::NmOptions options;
+  nm::HarvestOptions harvest;
+  if (int rc = parseNmCommandLine(argc, argv, &options, &harvest); rc >= 0) return rc;
+  Result<NmConfig> config = validateNm(options, harvest);
+  if (!config.isOk()) return daemonExit(kProgram, DaemonPhase::kValidate, config.status());
+  return daemonExit(kProgram, DaemonPhase::kRun, runNm(std::move(config).value()));
 }

@@ -1,4 +1,6 @@
-// morpheus-rm: the central resource manager daemon. main() only wires.
+// morpheus-rm: the central resource manager daemon. validateRm checks the
+// options, runRm wires the components and serves, main() reports how it
+// ended (common/daemon.h: the pattern and the exit codes).
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -24,8 +26,9 @@
 #include "rm/core/rm_metrics.h"
 #include "rm/grpc/admin_service.h"
 #include "rm/grpc/am_service.h"
+#include "rm/grpc/client_service.h"
 #include "rm/grpc/reservation_service.h"
-#include "rm/grpc/services.h"
+#include "rm/grpc/resource_tracker_service.h"
 #include "rm/ha/ha_session.h"
 #include "rm/ha/standby_front.h"
 #include "rm/http/cluster_rest.h"
@@ -60,133 +63,69 @@ rm::HaOptions haOptions(const rm::RmOptions& opts, rm::StandbyFront& standby) {
   return ha;
 }
 
-}  // namespace
+constexpr const char* kProgram = "morpheus-rm";
 
-int main(int argc, char** argv) {
-  blockTerminationSignals();
-  rm::RmOptions opts;
-  ConfigSchema schema("morpheus-rm");
-  rm::declareRmOptions(schema, &opts);
+// The options as validateRm accepted them, with what it built from them:
+// everything that can refuse a config, made before anything starts.
+struct RmConfig {
+  rm::RmOptions options;      // TLS loaded (options.daemon.tls)
+  rm::RmOptions configured;   // as parsed: what a config reload compares with
+  DaemonConfigSource source;  // read again by a config reload
+  std::unique_ptr<Authenticator> authenticator;
+  rm::QueueAcls acls;
+  std::string inference_token;
+  std::unique_ptr<planner::Planner> planner;
+  rm::ReservationManagerOptions reservations;
+  rm::AppManagerOptions apps;
+  rm::RuntimeOptions runtime;
+  rm::DraOptions dra;
+  std::unique_ptr<reprovision::ReprovisionPolicy> dra_policy;
+};
+
+// The command line and config file into *opts (parseDaemonCommandLine's
+// return value).
+int parseRmCommandLine(int argc, char** argv, rm::RmOptions* opts, DaemonConfigSource* source) {
+  ConfigSchema schema(kProgram);
+  rm::declareRmOptions(schema, opts);
   auto declare_metrics = [](MetricsRegistry& m) {
     rm::declareRmMetrics(m);
     rm::TelemetryMetrics telemetry(m);
     rm::HaMetrics ha(m);
   };
-  DaemonConfigSource config_source;  // read again by a config reload
-  if (int rc = parseDaemonCommandLine(argc, argv, "morpheus-rm", schema, {}, declare_metrics,
-                                      &config_source);
-      rc >= 0)
-    return rc;
-  const rm::RmOptions configured = opts;  // before the HA ports replace the configured ones
-  if (Status st = loadDaemonTls(&opts.daemon); !st.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
-    return 2;
-  }
-  if (Status st = setupLogging("rm", daemonLogOptions(opts.daemon)); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
+  return parseDaemonCommandLine(argc, argv, kProgram, schema, {}, declare_metrics, source);
+}
+
+// Loads TLS, sets up logging, then checks every option and reads the token
+// files; INVALID_ARGUMENT (or the file's error) naming the option. Opens no
+// state and creates no data dir.
+Result<RmConfig> validateRm(const rm::RmOptions& parsed, const DaemonConfigSource& source) {
+  RmConfig config;
+  config.configured = parsed;  // before TLS is loaded and the HA ports replace the configured ones
+  config.source = source;
+  config.options = parsed;
+  rm::RmOptions& opts = config.options;
+  MORPHEUS_RETURN_IF_ERROR(loadDaemonTls(&opts.daemon));
+  MORPHEUS_RETURN_IF_ERROR(setupLogging("rm", daemonLogOptions(opts.daemon)));
   if (opts.daemon.tls.enabled() && opts.daemon.tls.client_certs == TlsClientCerts::kRequire) {
     spdlog::warn(
         "tls.client-certs: require: application masters hold no client certificate (NMs give "
         "them the CA bundle only), so no AM can reach this RM; set tls.client-certs: request "
         "(the default) for applications to run");
   }
-  if (Status st = prepareDataDir(opts.daemon.data_dir); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
-  // Caller identity and queue ACLs of the client surfaces (docs/operator/security.md),
-  // checked before any state is opened.
-  auto authenticator =
-      rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled, tokenFileCheck(opts.daemon));
-  if (!authenticator.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << authenticator.status().message() << "\n";
-    return 2;
-  }
-  auto acls = rm::QueueAcls::parse(opts.queue_acls_submit, opts.queue_acls_administer);
-  if (!acls.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << acls.status().message() << "\n";
-    return 2;
-  }
-  auto inference_token = rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file",
-                                             tokenFileCheck(opts.daemon));
-  if (!inference_token.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << inference_token.status().message() << "\n";
-    return 2;
-  }
-  const bool ran_before = rm::hasSecret(opts.daemon.data_dir);  // then its state DB must exist
-  auto secret = rm::loadOrCreateSecret(opts.daemon.data_dir);
-  if (!secret.isOk()) {
-    std::cerr << "morpheus-rm: " << secret.status().message() << "\n";
-    return 2;
-  }
-  RealClock clock;
-  MetricsRegistry metrics;
-  rm::HaMetrics ha_metrics(metrics);  // 0 until this RM serves as the active one
-  // With etcd the RM is one of an active/standby pair: a standby
-  // listens from the start but only answers UNAVAILABLE naming the active RM
-  // (rm/ha/standby_front.h) until it wins the leader key.
-  std::unique_ptr<rm::HaSession> ha;
-  std::unique_ptr<rm::StandbyFront> standby;
-  Result<std::unique_ptr<store::StateStore>> store = std::unique_ptr<store::StateStore>();
-  if (opts.state_store == "etcd") {
-    auto front = rm::StandbyFront::start(opts.daemon, metrics);
-    if (!front.isOk()) {
-      std::cerr << "morpheus-rm: " << front.status().message() << "\n";
-      return 2;
-    }
-    standby = std::move(*front);
-    opts.daemon.grpc_port = standby->grpcPort();  // the real servers take these over
-    opts.daemon.http_port = standby->httpPort();
-    // Under systemd (Type=notify) a standby is a started service doing its
-    // job; without READY=1 here it would hit TimeoutStartSec while it waits.
-    // READY=1 is sent again with the serving status once it is active.
-    notifyReady("standby: campaigning for the RM leader key");
-    rm::HaOptions ha_opts = haOptions(opts, *standby);
-    auto active = rm::HaSession::becomeActive(ha_opts, clock);
-    if (!active.isOk()) {
-      std::cerr << "morpheus-rm: state store: " << active.status().message() << "\n";
-      return 2;
-    }
-    if (!active->has_value()) return 0;  // stopped while standby
-    ha = std::move(**active);
-    standby->setLeader(ha_opts.election.identity);  // clients wait here while it recovers
-    secret = ha->sharedTokenSecret(*secret);
-    if (!secret.isOk()) {
-      std::cerr << "morpheus-rm: HA token key: " << secret.status().message() << "\n";
-      return 2;
-    }
-  } else {
-    std::string store_location = opts.state_store_location;
-    if (store_location.empty()) store_location = opts.daemon.data_dir + "/rm-state.db";
-    store = store::openStateStore(opts.state_store, store_location,
-                                  {opts.state_store_init, ran_before});
-    if (!store.isOk()) {
-      std::cerr << "morpheus-rm: state store: " << store.status().message() << "\n";
-      return 2;
-    }
-  }
-  store::StateStore& state = ha ? ha->store() : **store;
-  // Made before the components so /readyz can name what is not ready yet.
-  DaemonServer server("rm", opts.daemon, metrics);
-  server.readiness().require("state-store");
-  server.readiness().require("plan");
-  rm::RmCore core(opts, clock, metrics, *secret);
-  core.setStore(&state);  // drained and decommissioned nodes (node_registry.h)
-  if (Status st = core.recoverNodeAdmin(); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
-  server.readiness().set("state-store", true);
+  // Caller identity and queue ACLs of the client surfaces (docs/operator/security.md).
+  MORPHEUS_ASSIGN_OR_RETURN(
+      config.authenticator,
+      rm::loadRmAuthenticator(opts.token_file, opts.auth_disabled, tokenFileCheck(opts.daemon)));
+  MORPHEUS_ASSIGN_OR_RETURN(
+      config.acls, rm::QueueAcls::parse(opts.queue_acls_submit, opts.queue_acls_administer));
+  MORPHEUS_ASSIGN_OR_RETURN(
+      config.inference_token,
+      rm::readBearerToken(opts.inference_token_file, "rm.inference-token-file",
+                          tokenFileCheck(opts.daemon)));
   opts.planner.agent_options.end_points = static_cast<int>(opts.planner_end_points);
   opts.planner.agent_options.tie_break = planner::parseTieBreak(opts.planner_tie_break).value();
-  auto planner = planner::Planner::create(opts.planner, Resource());
-  if (!planner.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << planner.status().message() << "\n";
-    return 2;
-  }
-  rm::ReservationManagerOptions rmo;
+  MORPHEUS_ASSIGN_OR_RETURN(config.planner, planner::Planner::create(opts.planner, Resource()));
+  rm::ReservationManagerOptions& rmo = config.reservations;
   rmo.reservable_queues = {opts.reservable_queues.begin(), opts.reservable_queues.end()};
   rmo.admins = {opts.admins.begin(), opts.admins.end()};
   rmo.limits.max_name_length = opts.max_name_length;
@@ -198,16 +137,7 @@ int main(int argc, char** argv) {
   rmo.limits.max_planning_per_user = opts.max_planning_per_user;
   rmo.limits.max_planning_total = opts.max_planning_total;
   rmo.limits.max_unused_ids_per_user = opts.max_unused_reservation_ids;
-  rm::ReservationManager reservations(rmo, std::move(planner).value(), state, clock, metrics);
-  if (Status st = reservations.recover(); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
-  server.readiness().set("plan", true);
-  core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
-    reservations.onCapacity(live, allow_drop);
-  });
-  rm::AppManagerOptions amo;
+  rm::AppManagerOptions& amo = config.apps;
   amo.max_am_attempts = static_cast<int>(opts.max_am_attempts);
   amo.max_pending_apps_per_user = opts.max_pending_apps_per_user;
   amo.max_apps_per_user = opts.max_apps_per_user;
@@ -217,27 +147,13 @@ int main(int argc, char** argv) {
   amo.queues = rm::leafQueues(opts.queues);
   amo.default_queue = amo.queues.count("root.default") ? "root.default" : *amo.queues.begin();
   // Queue and user limits over every ad-hoc path (parents, leaves, root).
-  auto limits = rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
-                                     opts.user_max_running_apps, rm::adhocQueuePaths(opts.queues));
-  if (!limits.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << limits.status().message() << "\n";
-    return 2;
-  }
-  amo.limits = *limits;
+  MORPHEUS_ASSIGN_OR_RETURN(
+      amo.limits,
+      rm::parseQueueLimits(opts.queue_max_running_apps, opts.queue_max_resources,
+                           opts.user_max_running_apps, rm::adhocQueuePaths(opts.queues)));
   amo.history_max_apps = opts.app_history_max_apps;
   amo.history_max_age = opts.app_history_max_age;
-  rm::AppManager apps(
-      amo, state, clock, metrics, core.signer(),
-      [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
-      [&reservations](const ReservationId& r) { return rm::bindTarget(reservations, r); });
-  if (Status st = apps.recover(); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
-  // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
-  rm::TelemetryForwarder telemetry(opts.inference_address, opts.daemon.tls, metrics, 10000,
-                                   *inference_token);
-  rm::RuntimeOptions rto;
+  rm::RuntimeOptions& rto = config.runtime;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
   rto.tls = opts.daemon.tls;
@@ -246,23 +162,91 @@ int main(int argc, char** argv) {
   rto.launch.timeout = opts.am_launch_timeout;
   rto.launch.max_channels = static_cast<size_t>(opts.am_launch_max_channels);
   rto.harvest = opts.harvest;
-  rto.queue_max_resources = limits->max_resources;
-  if (Status st = rm::validateHarvestRmOptions(rto.harvest); !st.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
-    return 2;
+  rto.queue_max_resources = amo.limits.max_resources;
+  MORPHEUS_RETURN_IF_ERROR(rm::validateHarvestRmOptions(rto.harvest));
+  MORPHEUS_ASSIGN_OR_RETURN(rto.queue_weights, rm::parseQueueWeights(opts.queues));
+  MORPHEUS_RETURN_IF_ERROR(rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto));
+  // Dynamic reprovisioning (Morpheus §7): the monitoring thread's policy.
+  rm::DraOptions& dra = config.dra;
+  dra = opts.dra;
+  if (dra.interval <= Millis(0)) dra.interval = opts.planner.step;
+  dra.jockey.extension = dra.dra.extension;
+  MORPHEUS_ASSIGN_OR_RETURN(config.dra_policy,
+                            reprovision::makePolicy(dra.policy, dra.dra, dra.jockey, "dra.policy"));
+  return config;
+}
+
+// Prepares the data dir, opens the state (or campaigns for the leader key
+// first, with etcd), starts the components and servers, serves until
+// SIGTERM/SIGINT and stops. OK after a clean stop or a stop while standby;
+// the error once leadership is lost (daemonExit: exit 3).
+Status runRm(RmConfig config) {
+  rm::RmOptions& opts = config.options;
+  MORPHEUS_RETURN_IF_ERROR(prepareDataDir(opts.daemon.data_dir));
+  const bool ran_before = rm::hasSecret(opts.daemon.data_dir);  // then its state DB must exist
+  auto secret = rm::loadOrCreateSecret(opts.daemon.data_dir);
+  if (!secret.isOk()) return secret.status();
+  RealClock clock;
+  MetricsRegistry metrics;
+  rm::HaMetrics ha_metrics(metrics);  // 0 until this RM serves as the active one
+  // With etcd the RM is one of an active/standby pair: a standby
+  // listens from the start but only answers UNAVAILABLE naming the active RM
+  // (rm/ha/standby_front.h) until it wins the leader key.
+  std::unique_ptr<rm::HaSession> ha;
+  std::unique_ptr<rm::StandbyFront> standby;
+  Result<std::unique_ptr<store::StateStore>> store = std::unique_ptr<store::StateStore>();
+  if (opts.state_store == "etcd") {
+    auto front = rm::StandbyFront::start(opts.daemon, metrics);
+    if (!front.isOk()) return front.status();
+    standby = std::move(*front);
+    opts.daemon.grpc_port = standby->grpcPort();  // the real servers take these over
+    opts.daemon.http_port = standby->httpPort();
+    // Under systemd (Type=notify) a standby is a started service doing its
+    // job; without READY=1 here it would hit TimeoutStartSec while it waits.
+    // READY=1 is sent again with the serving status once it is active.
+    notifyReady("standby: campaigning for the RM leader key");
+    rm::HaOptions ha_opts = haOptions(opts, *standby);
+    auto active = rm::HaSession::becomeActive(ha_opts, clock);
+    if (!active.isOk()) return active.status().withContext("state store");
+    if (!active->has_value()) return Status::ok();  // stopped while standby
+    ha = std::move(**active);
+    standby->setLeader(ha_opts.election.identity);  // clients wait here while it recovers
+    secret = ha->sharedTokenSecret(*secret);
+    if (!secret.isOk()) return secret.status().withContext("HA token key");
+  } else {
+    std::string store_location = opts.state_store_location;
+    if (store_location.empty()) store_location = opts.daemon.data_dir + "/rm-state.db";
+    store = store::openStateStore(opts.state_store, store_location,
+                                  {opts.state_store_init, ran_before});
+    if (!store.isOk()) return store.status().withContext("state store");
   }
-  auto weights = rm::parseQueueWeights(opts.queues);
-  if (!weights.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << weights.status().message() << "\n";
-    return 2;
-  }
-  rto.queue_weights = *weights;
-  if (Status st = rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto); !st.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << st.message() << "\n";
-    return 2;
-  }
+  store::StateStore& state = ha ? ha->store() : **store;
+  // Made before the components so /readyz can name what is not ready yet.
+  DaemonServer server("rm", opts.daemon, metrics);
+  server.readiness().require("state-store");
+  server.readiness().require("plan");
+  rm::RmCore core(opts, clock, metrics, *secret);
+  core.setStore(&state);  // drained and decommissioned nodes (node_registry.h)
+  MORPHEUS_RETURN_IF_ERROR(core.recoverNodeAdmin());
+  server.readiness().set("state-store", true);
+  rm::ReservationManager reservations(config.reservations, std::move(config.planner), state, clock,
+                                      metrics);
+  MORPHEUS_RETURN_IF_ERROR(reservations.recover());
+  server.readiness().set("plan", true);
+  core.setCapacityListener([&reservations](const Resource& live, bool allow_drop) {
+    reservations.onCapacity(live, allow_drop);
+  });
+  const rm::AppManagerOptions& amo = config.apps;
+  rm::AppManager apps(
+      amo, state, clock, metrics, core.signer(),
+      [&reservations](const JobKey& k) { return rm::bindTargets(reservations, k); },
+      [&reservations](const ReservationId& r) { return rm::bindTarget(reservations, r); });
+  MORPHEUS_RETURN_IF_ERROR(apps.recover());
+  // Telemetry of finished applications to morpheus-inference (Morpheus §4 input).
+  rm::TelemetryForwarder telemetry(opts.inference_address, opts.daemon.tls, metrics, 10000,
+                                   config.inference_token);
   rm::RmRuntime runtime(
-      rto, core, apps, clock, metrics, &telemetry,
+      config.runtime, core, apps, clock, metrics, &telemetry,
       [&reservations](const ReservationId& r) { return reservations.isPeriodic(r); },
       [&reservations](const ReservationId& r, TimePoint t) {
         return reservations.guaranteedAt(r, t);
@@ -274,32 +258,23 @@ int main(int argc, char** argv) {
     runtime.setNodeDrained(n, s != rm::NodeAdminState::kInService);
   });
   runtime.setStore(&state);
-  if (Status st = runtime.recoverTelemetry(); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
+  MORPHEUS_RETURN_IF_ERROR(runtime.recoverTelemetry());
   // Dynamic reprovisioning (Morpheus §7): the monitoring thread.
-  rm::DraOptions dra = opts.dra;
-  if (dra.interval <= Millis(0)) dra.interval = opts.planner.step;
-  dra.jockey.extension = dra.dra.extension;
-  auto policy = reprovision::makePolicy(dra.policy, dra.dra, dra.jockey, "dra.policy");
-  if (!policy.isOk()) {
-    std::cerr << "morpheus-rm: config error: " << policy.status().message() << "\n";
-    return 2;
-  }
+  const rm::DraOptions& dra = config.dra;
   // Cluster, queue and reservation resources, read at each scrape of /metrics.
   rm::ResourceCollector resource_collector(metrics, core, runtime, reservations, clock);
   rm::DraMonitor dra_monitor(
-      dra, std::move(policy).value(), reservations,
+      dra, std::move(config.dra_policy), reservations,
       [&runtime] { return runtime.reservationDemand(); }, clock, metrics);
-  rm::RmAccess access(**authenticator, {opts.admins.begin(), opts.admins.end()}, *acls);
+  const std::unique_ptr<Authenticator>& authenticator = config.authenticator;
+  rm::RmAccess access(*authenticator, {opts.admins.begin(), opts.admins.end()}, config.acls);
   rm::ReservationServiceImpl reservation_service(reservations, access);
   // Node heartbeats' and AM allocates' scheduling runs on one strand
   // (strand.h); up to rm.strand.max-queued calls may wait before the RM answers
   // UNAVAILABLE instead of queueing more.
   rm::Strand strand(metrics, static_cast<size_t>(opts.strand_max_queued));
   strand.start();
-  rm::ResourceTrackerService tracker(core, **authenticator, &runtime, &strand);
+  rm::ResourceTrackerService tracker(core, *authenticator, &runtime, &strand);
   rm::ReplyQueue replies;  // heartbeat replies written off the strand (reply_queue.h)
   replies.start();
   tracker.setReplyQueue(&replies);
@@ -311,14 +286,14 @@ int main(int argc, char** argv) {
   server.addService(&am_service);
   server.addService(&reservation_service);
   // Operator controls (admin.proto): node drain/decommission, config reload.
-  rm::ConfigReloader reloader(configured, config_source,
-                              {authenticator->get(), &access, &runtime, &apps}, metrics);
+  rm::ConfigReloader reloader(config.configured, config.source,
+                              {authenticator.get(), &access, &runtime, &apps}, metrics);
   rm::AdminServiceImpl admin_service(core, access, &reloader, &runtime);
   server.addService(&admin_service);
-  server.setAuthenticator(authenticator->get());
-  if (!(*authenticator)->open()) {
+  server.setAuthenticator(authenticator.get());
+  if (!authenticator->open()) {
     // HTTP connections count per user once authenticated (http.max-connections-per-principal).
-    const Authenticator* auth = authenticator->get();
+    const Authenticator* auth = authenticator.get();
     server.http().setPrincipalOf([auth](const HttpRequest& req) {
       auto who = auth->identify(req);
       return who.isOk() ? who->user : std::string();
@@ -326,16 +301,14 @@ int main(int argc, char** argv) {
   }
   rm::registerReservationRest(server.http(), reservation_service, access);
   // The operator's web page and its JSON, at / and /ui/.
-  rm::registerWebUi(server.http(), {&core, &apps, &runtime, &reservations, &access, &clock,
-                                    amo.queues, opts.planner.lcm, opts.planner.step,
-                                    opts.inference_address, opts.daemon.tls, *inference_token});
+  rm::registerWebUi(
+      server.http(),
+      {&core, &apps, &runtime, &reservations, &access, &clock, amo.queues, opts.planner.lcm,
+       opts.planner.step, opts.inference_address, opts.daemon.tls, config.inference_token});
   rm::registerClusterRest(server.http(),
                           {core, apps, runtime, reservations, access, clock, clock.now()});
   standby.reset();  // frees the ports the real servers bind now
-  if (Status st = server.start(); !st.isOk()) {
-    std::cerr << "morpheus-rm: " << st.message() << "\n";
-    return 2;
-  }
+  MORPHEUS_RETURN_IF_ERROR(server.start());
   ha_metrics.active.set(1);
   runtime.setAmAddress(!opts.ha_rm_addresses.empty()
                            ? opts.ha_rm_addresses
@@ -395,12 +368,23 @@ int main(int argc, char** argv) {
   strand.stop();   // after the server: pending heartbeats finish their calls
   replies.stop();  // after the strand: its last replies are written
   if (leadership_lost) {
-    spdlog::error("morpheus-rm stopped: leadership lost (restart it to rejoin as standby)");
-    return 3;
+    return unavailable("leadership lost (restart it to rejoin as standby)");
   }
   if (ha) {
     if (Status st = ha->resign(); !st.isOk()) spdlog::warn("HA resign: {}", st.message());
   }
   spdlog::info("morpheus-rm stopped");
-  return 0;
+  return Status::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  blockTerminationSignals();
+  rm::RmOptions options;
+  DaemonConfigSource source;
+  if (int rc = parseRmCommandLine(argc, argv, &options, &source); rc >= 0) return rc;
+  Result<RmConfig> config = validateRm(options, source);
+  if (!config.isOk()) return daemonExit(kProgram, DaemonPhase::kValidate, config.status());
+  return daemonExit(kProgram, DaemonPhase::kRun, runRm(std::move(config).value()));
 }

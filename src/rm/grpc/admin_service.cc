@@ -4,7 +4,7 @@
 
 #include "common/validate.h"
 #include "common/wire.h"
-#include "rm/grpc/services.h"
+#include "rm/grpc/node_report.h"
 
 namespace morpheus::rm {
 

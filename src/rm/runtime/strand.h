@@ -1,8 +1,8 @@
 // The RM's scheduling strand (docs/design/conventions.md "One thread owns each
 // piece of mutable state"): one thread that runs posted tasks in order. The
-// heartbeat RPCs (gRPC callback API, services.h) post their scheduling work
-// here, so no gRPC thread waits for the scheduler and the scheduler core runs
-// on one thread at a time.
+// heartbeat RPCs (gRPC callback API, resource_tracker_service.h) post their
+// scheduling work here, so no gRPC thread waits for the scheduler and the
+// scheduler core runs on one thread at a time.
 //
 // Bounded: post() refuses a task when `max_queued` tasks wait (the caller
 // answers UNAVAILABLE; an NM retries at its next heartbeat), so overload shows

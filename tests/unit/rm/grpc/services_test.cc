@@ -7,11 +7,13 @@
 // container placed by a heartbeat is never launched; tests act as the AM with the token the RM
 // would hand it (AppManager::amToken).
 //
-// What is checked is the edge's contract (services.h, am_service.h,
-// rm/core/access.h): who may call what, that a refused or invalid call changes
-// nothing (in memory and in the state store), and that a node's registration
-// reply carries its own container-token key only.
-#include "rm/grpc/services.h"
+// What is checked is the edge's contract (resource_tracker_service.h,
+// client_service.h, am_service.h, rm/core/access.h): who may call what, that a
+// refused or invalid call changes nothing (in memory and in the state store),
+// and that a node's registration reply carries its own container-token key
+// only.
+#include "rm/grpc/client_service.h"
+#include "rm/grpc/resource_tracker_service.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -725,6 +727,35 @@ TEST_F(RmServicesTest, UsersCannotKillOrReadLogsOfAnothersAppUnlessAdmin) {
   ASSERT_TRUE(submit(kBob, restricted, &bobs).ok());
   EXPECT_EQ(kill(kCarol, bobs).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(stateOf(bobs), AppState::kSubmitted);
+}
+
+// A log read names a container of the app, or its AM container when it names
+// none. The request is checked before the permission, for every caller alike:
+// the app and its AM container id are readable by every user (GetApplication),
+// so a wrong container reveals nothing the caller could not read.
+TEST_F(RmServicesTest, LogAccessChecksTheContainerBeforeThePermission) {
+  ASSERT_TRUE(registerNode(kNm1, registerRequest("nm1")).ok());
+  std::string app = submitted(kAlice);
+  std::string other = submitted(kAlice);
+  const std::string foreign = other + "_1_am1";
+  for (const std::string token : {kAlice, kBob}) {
+    SCOPED_TRACE("token " + token);
+    v1::GetContainerLogAccessResponse logs;
+    grpc::Status st = logAccess(token, app, foreign, &logs);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(),
+              "container_id: '" + foreign + "' is not a container of application " + app);
+    // No AM container yet, and none named.
+    st = logAccess(token, app, "", &logs);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(st.error_message(), "application " + app + " has no AM container yet");
+    EXPECT_EQ(logs.targets_size(), 0);
+  }
+  // A container of the app: the permission decides.
+  EXPECT_EQ(logAccess(kBob, app, app + "_1_am1").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(logAccess(kAlice, app, app + "_1_am1").ok());
+  EXPECT_EQ(logAccess(kAlice, "", app + "_1_am1").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(logAccess(kAlice, "application_1_9999", "").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // The container list leads to the logs: the access of GetContainerLogAccess

@@ -1,15 +1,28 @@
-// gRPC edge of the RM: protobuf <-> core types, Status -> grpc::Status.
+// The RM's ResourceTracker (proto/morpheus/v1/resource_tracker.proto), what
+// node managers call: RegisterNode (a node joins with its capacity and
+// attributes and gets the heartbeat interval, the RM's epoch and its own
+// container-token key), NodeHeartbeat (liveness, usage and container
+// statuses; the answer carries kills, acknowledgements and RESYNC or
+// SHUTDOWN) and UnregisterNode (a node leaves). Protobuf <-> core types
+// (RmCore for the registry and liveness, RmRuntime for containers and
+// scheduling) and Status -> grpc::Status.
+//
+// Who may call: a node manager, as itself only (its node token; the class
+// comment has the rule, and what rm.auth-disabled changes). Users, admins
+// and other nodes are refused with PERMISSION_DENIED, logged, before
+// anything changes.
+//
+// Thread-safety: every RPC may run on any gRPC thread, concurrently.
+// setReplyQueue is for before serving; the arena pool is thread-safe
+// (arena_messages.h); RmCore and RmRuntime are internally locked, and the
+// runtime's part of a heartbeat runs on the strand, in order with the AMs'
+// Allocate calls.
 #pragma once
 
-#include <set>
+#include <string>
 
 #include "common/auth.h"
-#include "morpheus/v1/client.grpc.pb.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
-
-#include "rm/core/access.h"
-#include "rm/core/app_manager.h"
-#include "rm/core/reservation_manager.h"
 #include "rm/core/rm_core.h"
 #include "rm/grpc/arena_messages.h"
 #include "rm/runtime/reply_queue.h"
@@ -60,7 +73,8 @@ class ResourceTrackerService final
                               v1::UnregisterNodeResponse*) override;
 
   // The whole heartbeat on the calling thread: what NodeHeartbeat does on the
-  // gRPC thread and then on the strand (the fuzzer calls it directly).
+  // gRPC thread and then on the strand (the fuzzer calls it directly). It
+  // takes the runtime's lock itself and bypasses the strand's order.
   grpc::Status heartbeat(const grpc::ServerContextBase& ctx, const v1::NodeHeartbeatRequest& req,
                          v1::NodeHeartbeatResponse* resp);
 
@@ -89,78 +103,5 @@ class ResourceTrackerService final
   // Finishes on replies_ when set, else inline.
   void finish(grpc::ServerUnaryReactor* reactor, grpc::Status status);
 };
-
-// Every RPC authenticates its caller (RmAccess): any user may read; submit
-// needs submit on the queue; kill and log access need the owner, a queue
-// administrator or an admin.
-class ClientServiceImpl final : public v1::ClientService::Service {
- public:
-  // `apps` null = the application RPCs answer UNIMPLEMENTED. `access` must
-  // outlive the service.
-  ClientServiceImpl(RmCore& core, const RmAccess& access, AppManager* apps = nullptr,
-                    RmRuntime* runtime = nullptr)
-      : core_(core), access_(access), apps_(apps), runtime_(runtime) {}
-  grpc::Status SubmitApplication(grpc::ServerContext*, const v1::SubmitApplicationRequest*,
-                                 v1::SubmitApplicationResponse*) override;
-  grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest*,
-                              v1::ApplicationReport*) override;
-  grpc::Status ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest*,
-                                v1::ListApplicationsResponse*) override;
-  grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest*,
-                               v1::KillApplicationResponse*) override;
-  grpc::Status ListAppTelemetry(grpc::ServerContext*, const v1::ListAppTelemetryRequest*,
-                                v1::ListAppTelemetryResponse*) override;
-  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
-                         v1::ListNodesResponse*) override;
-  grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
-                                 v1::ClusterMetrics*) override;
-  grpc::Status GetContainerLogAccess(grpc::ServerContext*, const v1::GetContainerLogAccessRequest*,
-                                     v1::GetContainerLogAccessResponse*) override;
-  // The app's containers from the runtime's ContainerHistory, plus the app
-  // record's AM container when the history lacks it; the access of
-  // GetContainerLogAccess. Needs `apps` and `runtime`.
-  grpc::Status ListContainers(grpc::ServerContext*, const v1::ListContainersRequest*,
-                              v1::ListContainersResponse*) override;
-  // Every queue (queueReports): ad-hoc hierarchy, then reservation queues.
-  // Needs `apps` and `runtime`; UNIMPLEMENTED without them.
-  grpc::Status ListQueues(grpc::ServerContext*, const v1::ListQueuesRequest*,
-                          v1::ListQueuesResponse*) override;
-  // Accounting per user or queue (aggregateUsage): a user's own apps; an
-  // admin's request covers every user, or the one it names. Needs `apps`.
-  grpc::Status GetUsage(grpc::ServerContext*, const v1::GetUsageRequest*,
-                        v1::GetUsageResponse*) override;
-
-  // Where ListQueues finds reservation queues without bound apps and the
-  // time of their current guarantee. Both must outlive the service; unset =
-  // only the scheduler's reservation queues, at the system clock.
-  void setQueueSources(const ReservationManager* reservations, Clock* clock) {
-    reservations_ = reservations;
-    clock_ = clock;
-  }
-
- private:
-  // The targets of a log read: the container's known node, else `node_id`,
-  // else every node; each with a container token of `app` for that node.
-  void logTargets(const AppRecord& app, const ContainerId& container, const std::string& node_id,
-                  v1::GetContainerLogAccessResponse* resp) const;
-  void addRuntimeView(const AppId& app, v1::ApplicationReport* out) const;
-  // The waiting reason and the accounting, running containers included.
-  void addLimitsAndUsage(const AppRecord& app, v1::ApplicationReport* out) const;
-
-  RmCore& core_;
-  const RmAccess& access_;
-  AppManager* apps_;
-  RmRuntime* runtime_;
-  const ReservationManager* reservations_ = nullptr;
-  Clock* clock_ = nullptr;
-};
-
-// A node's record with its state (NodeReport.state: RUNNING, LOST,
-// DECOMMISSIONING, DECOMMISSIONED; drained for every admin state but in
-// service). The harvest class is the caller's.
-void nodeReport(const NodeInfo& n, v1::NodeReport* out);
-
-v1::ApplicationState toProto(AppState s);
-void toProto(const AppRecord& a, v1::ApplicationReport* out);
 
 }  // namespace morpheus::rm

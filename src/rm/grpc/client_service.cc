@@ -1,198 +1,17 @@
-#include "rm/grpc/services.h"
+#include "rm/grpc/client_service.h"
 
-#include <spdlog/spdlog.h>
-#include <memory>
-#include "common/metrics.h"
-#include "common/token.h"
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/wire.h"
+#include "rm/grpc/node_report.h"
 #include "rm/grpc/queue_report.h"
 
 namespace morpheus::rm {
-
-Status ResourceTrackerService::authorizeNode(const grpc::ServerContextBase& ctx,
-                                             const std::string& node_id) const {
-  // Through identify() even with authentication disabled: it still refuses a
-  // TLS caller without a client certificate then (common/auth.h).
-  auto who = auth_.identify(ctx);
-  Status st = who.isOk() ? Status::ok() : who.status();
-  if (st.isOk() && auth_.open()) return st;
-  if (st.isOk() && !who->node) {
-    st = permissionDenied(who->user +
-                          " is not a node manager: only a node token may register, "
-                          "heartbeat or unregister a node");
-  } else if (st.isOk() && who->user != node_id) {
-    st = permissionDenied("the node token of " + who->user + " may not act as node '" + node_id +
-                          "'");
-  }
-  if (!st.isOk()) spdlog::warn("refused a node RPC from {}: {}", ctx.peer(), st.message());
-  return st;
-}
-
-grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
-                                                  const v1::RegisterNodeRequest* req,
-                                                  v1::RegisterNodeResponse* resp) {
-  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
-  auto total = validatedResource(req->total(), "total");
-  if (!total.isOk()) return toGrpc(total.status());
-  NodeInfo info;
-  info.id = NodeId(req->node_id());
-  info.container_manager_address = req->container_manager_address();
-  info.http_address = req->http_address();
-  info.total = *total;
-  for (const auto& a : req->attributes()) {
-    if (a.key().empty()) return toGrpc(invalidArgument("attributes.key", "must not be empty"));
-    info.attributes[a.key()] = a.value();
-  }
-  Status st = core_.registerNode(std::move(info));
-  if (!st.isOk()) return toGrpc(st);
-  if (runtime_) runtime_->onNodeRegistered(*req);
-  resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
-  resp->set_rm_epoch(core_.epoch());
-  resp->set_container_token_secret(core_.nodeKey(NodeId(req->node_id())));
-  return grpc::Status::OK;
-}
-
-// The node's running containers: counted from a full report, given by the
-// NM with a change report (changes_only).
-Result<int32_t> ResourceTrackerService::runningContainers(const v1::NodeHeartbeatRequest& req) {
-  if (req.changes_only()) {
-    if (req.running_containers() < 0) {
-      return invalidArgument("running_containers", "must be >= 0");
-    }
-    return req.running_containers();
-  }
-  int32_t running = 0;
-  for (const auto& c : req.container_statuses()) {
-    running += c.state() == v1::CONTAINER_RUNNING ? 1 : 0;
-  }
-  return running;
-}
-
-grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBase& ctx,
-                                                    const v1::NodeHeartbeatRequest& req,
-                                                    v1::NodeHeartbeatResponse* resp,
-                                                    bool* schedule) {
-  *schedule = false;
-  if (Status st = authorizeNode(ctx, req.node_id()); !st.isOk()) return toGrpc(st);
-  auto used = validatedResource(req.used(), "used");
-  if (!used.isOk()) return toGrpc(used.status());
-  resp->set_next_heartbeat_interval_ms(core_.heartbeatInterval().count());
-  if (!req.rm_epoch().empty() && req.rm_epoch() != core_.epoch()) {
-    resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
-    return grpc::Status::OK;
-  }
-  auto running = runningContainers(req);
-  if (!running.isOk()) return toGrpc(running.status());
-  Status st = core_.nodeHeartbeat(NodeId(req.node_id()), req.sequence(), *used, req.used_rss_mib(),
-                                  req.used_cpu_vcores(), *running);
-  if (st.code() == StatusCode::kNotFound) {
-    resp->set_action(v1::NodeHeartbeatResponse::ACTION_RESYNC);
-    return grpc::Status::OK;
-  }
-  if (st.code() == StatusCode::kInfeasible) {  // decommissioned: the NM stops its containers
-    spdlog::warn("heartbeat of {}: {}", req.node_id(), st.message());
-    resp->set_action(v1::NodeHeartbeatResponse::ACTION_SHUTDOWN);
-    return grpc::Status::OK;
-  }
-  if (!st.isOk()) return toGrpc(st);
-  resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
-  *schedule = runtime_ != nullptr;
-  return grpc::Status::OK;
-}
-
-grpc::Status ResourceTrackerService::heartbeat(const grpc::ServerContextBase& ctx,
-                                               const v1::NodeHeartbeatRequest& req,
-                                               v1::NodeHeartbeatResponse* resp) {
-  bool schedule = false;
-  grpc::Status st = admitHeartbeat(ctx, req, resp, &schedule);
-  if (st.ok() && schedule) runtime_->onNodeHeartbeat(req, resp);
-  return st;
-}
-
-grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackServerContext* ctx,
-                                                                const v1::NodeHeartbeatRequest* req,
-                                                                v1::NodeHeartbeatResponse* resp) {
-  // Times the whole heartbeat: admission here, the wait on the strand and the
-  // scheduling there (the timer lives as long as the posted task).
-  auto timer = std::make_shared<ScopedTimer>(core_.latency().heartbeat);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  bool schedule = false;
-  grpc::Status st = admitHeartbeat(*ctx, *req, resp, &schedule);
-  if (!st.ok() || !schedule) {
-    reactor->Finish(st);
-    return reactor;
-  }
-  MORPHEUS_CHECK(strand_ != nullptr, "ResourceTrackerService with a runtime needs a strand");
-  // The request, response and context live until Finish. A heartbeat whose
-  // caller gave up while it waited (deadline passed, cancelled) is not
-  // scheduled: the NM sends its changes again (heartbeat_report.h), and an
-  // overloaded strand does not spend itself on answers nobody reads.
-  // The answer goes out after the report; the node is scheduled afterwards
-  // on the strand's background lane (strand.h), as YARN's asynchronous
-  // scheduling does, so no heartbeat waits for other nodes' grants.
-  bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
-    if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
-      finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                   "the heartbeat waited past its deadline for the RM"));
-      return;
-    }
-    NodeId node(req->node_id());  // req is gone once the call finished
-    bool schedule = runtime_->onNodeReport(*req, resp);
-    finish(reactor, grpc::Status::OK);
-    if (schedule) strand_->postBackground([this, node] { runtime_->scheduleNode(node); });
-  });
-  if (!posted) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "the RM's scheduling queue is full: retry at the next heartbeat"));
-  }
-  return reactor;
-}
-
-void ResourceTrackerService::finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) {
-  if (replies_ != nullptr) {
-    replies_->finish(reactor, std::move(status));
-  } else {
-    reactor->Finish(status);
-  }
-}
-
-grpc::Status ResourceTrackerService::UnregisterNode(grpc::ServerContext* ctx,
-                                                    const v1::UnregisterNodeRequest* req,
-                                                    v1::UnregisterNodeResponse*) {
-  if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
-  return toGrpc(core_.unregisterNode(NodeId(req->node_id())));
-}
-
-void nodeReport(const NodeInfo& n, v1::NodeReport* r) {
-  r->set_node_id(n.id.value());
-  r->set_container_manager_address(n.container_manager_address);
-  r->set_http_address(n.http_address);
-  toProto(n.total, r->mutable_total());
-  toProto(n.used, r->mutable_used());
-  for (const auto& [k, v] : n.attributes) {
-    auto* a = r->add_attributes();
-    a->set_key(k);
-    a->set_value(v);
-  }
-  switch (n.admin.state) {
-    case NodeAdminState::kDecommissioned:
-      r->set_state(v1::NodeReport::NODE_STATE_DECOMMISSIONED);
-      break;
-    case NodeAdminState::kDecommissioning:
-      r->set_state(n.live ? v1::NodeReport::NODE_STATE_DECOMMISSIONING
-                          : v1::NodeReport::NODE_STATE_LOST);
-      r->set_decommission_deadline_ms(toEpochMs(n.admin.deadline));
-      break;
-    default:
-      r->set_state(n.live ? v1::NodeReport::NODE_STATE_RUNNING : v1::NodeReport::NODE_STATE_LOST);
-  }
-  r->set_drained(n.admin.state != NodeAdminState::kInService);
-  r->set_last_heartbeat_ms(toEpochMs(n.last_heartbeat));
-  r->set_num_containers(n.num_containers);
-  r->set_used_rss_mib(n.used_rss_mib);
-  r->set_used_cpu_vcores(n.used_cpu_vcores);
-}
 
 namespace {
 
@@ -441,33 +260,57 @@ grpc::Status ClientServiceImpl::ListAppTelemetry(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
-                                                      const v1::GetContainerLogAccessRequest* req,
-                                                      v1::GetContainerLogAccessResponse* resp) {
+grpc::Status ClientServiceImpl::readableApp(const grpc::ServerContext& ctx,
+                                            const std::string& application_id,
+                                            const std::string& action,
+                                            const std::function<Status(const AppRecord&)>& validate,
+                                            AppRecord* out) const {
   Principal who;
-  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
+  if (grpc::Status st = access_.caller(ctx, &who); !st.ok()) return st;
   if (!apps_ || !runtime_)
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty())
-    return toGrpc(invalidArgument("application_id", "is required"));
-  auto app = apps_->get(AppId(req->application_id()));
+  if (application_id.empty()) return toGrpc(invalidArgument("application_id", "is required"));
+  auto app = apps_->get(AppId(application_id));
   if (!app.isOk()) return toGrpc(app.status());
-  ContainerId container(req->container_id().empty() ? app->am_container.value()
-                                                    : req->container_id());
-  if (container.empty()) {
-    return toGrpc(notFound("application " + app->id.value() + " has no AM container yet"));
+  if (validate) {
+    if (Status st = validate(*app); !st.isOk()) return toGrpc(st);
   }
-  if (RmRuntime::appOf(container.value()) != app->id) {
-    return toGrpc(invalidArgument(
-        "container_id",
-        "'" + container.value() + "' is not a container of application " + app->id.value()));
-  }
-  std::string action = "read the logs of application " + app->id.value();
-  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
+  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue,
+                                         action + " application " + app->id.value());
       !may.isOk()) {
     return toGrpc(may);
   }
-  logTargets(*app, container, req->node_id(), resp);
+  *out = std::move(app).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::GetContainerLogAccess(grpc::ServerContext* ctx,
+                                                      const v1::GetContainerLogAccessRequest* req,
+                                                      v1::GetContainerLogAccessResponse* resp) {
+  AppRecord app;
+  ContainerId container;
+  // The container is checked before the permission (readableApp): a wrong
+  // one fails alike for every caller and reveals only what GetApplication
+  // shows any user.
+  auto named_container = [req, &container](const AppRecord& a) {
+    container =
+        ContainerId(req->container_id().empty() ? a.am_container.value() : req->container_id());
+    if (container.empty()) {
+      return notFound("application " + a.id.value() + " has no AM container yet");
+    }
+    if (RmRuntime::appOf(container.value()) != a.id) {
+      return invalidArgument(
+          "container_id",
+          "'" + container.value() + "' is not a container of application " + a.id.value());
+    }
+    return Status::ok();
+  };
+  if (grpc::Status st =
+          readableApp(*ctx, req->application_id(), "read the logs of", named_container, &app);
+      !st.ok()) {
+    return st;
+  }
+  logTargets(app, container, req->node_id(), resp);
   if (resp->targets_size() == 0) {
     return toGrpc(notFound(req->node_id().empty() ? "no nodes in the cluster"
                                                   : "node " + req->node_id() + " not found"));
@@ -502,19 +345,12 @@ void ClientServiceImpl::logTargets(const AppRecord& app, const ContainerId& cont
 grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
                                                const v1::ListContainersRequest* req,
                                                v1::ListContainersResponse* resp) {
-  Principal who;
-  if (grpc::Status st = access_.caller(*ctx, &who); !st.ok()) return st;
-  if (!apps_ || !runtime_)
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "applications are not enabled");
-  if (req->application_id().empty())
-    return toGrpc(invalidArgument("application_id", "is required"));
-  auto app = apps_->get(AppId(req->application_id()));
-  if (!app.isOk()) return toGrpc(app.status());
   // The same check as GetContainerLogAccess: the list leads to the logs.
-  std::string action = "list the containers of application " + app->id.value();
-  if (Status may = access_.mayAdminister(who, app->spec.user.value(), app->queue, action);
-      !may.isOk()) {
-    return toGrpc(may);
+  AppRecord app;
+  if (grpc::Status st =
+          readableApp(*ctx, req->application_id(), "list the containers of", nullptr, &app);
+      !st.ok()) {
+    return st;
   }
   std::map<NodeId, std::string> addresses;
   for (const auto& n : core_.nodes(/*include_lost=*/true))
@@ -523,7 +359,7 @@ grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
     auto it = addresses.find(n);
     return it == addresses.end() ? std::string() : it->second;
   };
-  const ContainerHistory::AppView view = runtime_->containerHistory(app->id);
+  const ContainerHistory::AppView view = runtime_->containerHistory(app.id);
   bool has_am = false;
   for (const auto& e : view.containers) {
     auto* c = resp->add_containers();
@@ -548,28 +384,28 @@ grpc::Status ClientServiceImpl::ListContainers(grpc::ServerContext* ctx,
     toProto(e.resource, c->mutable_resource());
     c->set_am(e.am);
     c->set_start_ms(toEpochMs(e.start));
-    has_am = has_am || e.id == app->am_container;
+    has_am = has_am || e.id == app.am_container;
   }
   // Not in the history (it ended before this RM started, or the history of
   // the app was dropped): the record still names the current AM container.
-  if (!has_am && !app->am_container.empty()) {
+  if (!has_am && !app.am_container.empty()) {
     auto* c = resp->add_containers();
-    c->set_container_id(app->am_container.value());
-    c->set_node_id(app->am_node.value());
-    c->set_container_manager_address(address(app->am_node));
+    c->set_container_id(app.am_container.value());
+    c->set_node_id(app.am_node.value());
+    c->set_container_manager_address(address(app.am_node));
     // A SUBMITTED app with an AM container waits for its next attempt.
-    const bool ended = app->state != AppState::kRunning;
+    const bool ended = app.state != AppState::kRunning;
     c->set_state(ended ? v1::CONTAINER_COMPLETE : v1::CONTAINER_RUNNING);
     c->set_diagnostics("from the application record: this RM did not watch the container");
-    toProto(app->spec.am_resource, c->mutable_resource());
+    toProto(app.spec.am_resource, c->mutable_resource());
     c->set_am(true);
-    c->set_start_ms(toEpochMs(app->start));
-    if (isFinal(app->state)) c->set_end_ms(toEpochMs(app->finish));
+    c->set_start_ms(toEpochMs(app.start));
+    if (isFinal(app.state)) c->set_end_ms(toEpochMs(app.finish));
     has_am = true;
   }
   resp->set_omitted(static_cast<int32_t>(view.omitted));
-  resp->set_partial(app->submit < runtime_->startedAt() ||
-                    (!view.known && !app->am_container.empty()));
+  resp->set_partial(app.submit < runtime_->startedAt() ||
+                    (!view.known && !app.am_container.empty()));
   return grpc::Status::OK;
 }
 
