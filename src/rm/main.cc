@@ -280,7 +280,7 @@ Status runRm(RmConfig config) {
   tracker.setReplyQueue(&replies);
   rm::ClientServiceImpl client(core, access, &apps, &runtime);
   client.setQueueSources(&reservations, &clock);
-  rm::ApplicationMasterServiceImpl am_service(runtime, &strand);
+  rm::ApplicationMasterServiceImpl am_service(runtime, core, &strand);
   server.addService(&tracker);
   server.addService(&client);
   server.addService(&am_service);

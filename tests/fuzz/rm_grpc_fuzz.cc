@@ -272,7 +272,7 @@ void Rm::call(uint8_t selector, std::string_view p) {
       return invoke<v1::AllocateRequest, v1::AllocateResponse>(
           p,
           [this](grpc::ServerContext*, const v1::AllocateRequest* q, v1::AllocateResponse* r) {
-            return toGrpc(rm_->runtime().allocate(*q, r));  // what the callback handler runs
+            return toGrpc(rm_->allocate(*q, r));  // what the callback handler runs
           },
           nullptr, [this](auto* q) { fillAmToken(q->application_id(), q->mutable_am_token()); });
     case kFinishApplicationMaster:

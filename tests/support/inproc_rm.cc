@@ -112,7 +112,7 @@ void InProcRm::makeServices() {
   if (reservations_) {
     reservation_service_ = std::make_unique<rm::ReservationServiceImpl>(*reservations_, *access_);
   }
-  am_ = std::make_unique<rm::ApplicationMasterServiceImpl>(*runtime_, strand_.get());
+  am_ = std::make_unique<rm::ApplicationMasterServiceImpl>(*runtime_, *core_, strand_.get());
 }
 
 InProcRm::~InProcRm() {
@@ -161,6 +161,14 @@ Status InProcRm::registerAm(const AppId& app, int attempt) {
   req.set_am_token(apps_->amToken(app, attempt));
   v1::RegisterApplicationMasterResponse resp;
   return runtime_->registerAm(req, &resp);
+}
+
+Status InProcRm::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
+  return rm::serveAllocate(*runtime_, *core_, req, resp);
+}
+
+Status InProcRm::finishAm(const v1::FinishApplicationMasterRequest& req) {
+  return rm::serveFinishAm(*runtime_, req);
 }
 
 rm::ReservationManager& InProcRm::reservations() {

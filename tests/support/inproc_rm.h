@@ -33,7 +33,7 @@
 // (a test registers the handlers on its own HttpServer over these
 // components). Nodes and AMs are played by the caller: through the services,
 // or by direct calls with the wire messages (registerNode, registerAm,
-// nodeRegistration, taskAsk).
+// allocate, finishAm, nodeRegistration, taskAsk).
 //
 // Thread-safety: start, replaceRuntime and the destructor run on one thread,
 // with no call in flight. The components lock for themselves as in the
@@ -126,6 +126,11 @@ class InProcRm {
   // The AM of `app`'s attempt `attempt` registers with the token the RM
   // hands it.
   Status registerAm(const AppId& app, int attempt = 1);
+  // An AM's Allocate and FinishApplicationMaster as the AM service's
+  // handlers run them without the RPC (am_service.h: parsing into the
+  // runtime's calls, the reply, container tokens), on the caller's thread.
+  Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp);
+  Status finishAm(const v1::FinishApplicationMasterRequest& req);
 
   Clock& clock() { return clock_; }
   MetricsRegistry& metrics() { return metrics_; }

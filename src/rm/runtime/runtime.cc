@@ -9,7 +9,6 @@
 #include "common/ignore.h"
 #include "common/token.h"
 #include "common/wire.h"
-#include "rm/runtime/dag_report.h"
 
 namespace morpheus::rm {
 
@@ -34,47 +33,18 @@ std::string askKey(const std::string& request_id, int32_t priority) {
   return request_id.empty() ? "\x01p" + std::to_string(priority) : request_id;
 }
 
-// The AM's stage reports (AllocateRequest.stages, FinishApplicationMaster-
-// Request.stages) as Jockey's stages, deps as indices within the app.
-// INVALID_ARGUMENT naming the field otherwise.
-Result<std::vector<reprovision::StageState>> stagesFromProto(
-    const google::protobuf::RepeatedPtrField<v1::StageReport>& reports) {
-  std::map<std::string, size_t> index;
-  for (int i = 0; i < reports.size(); i++) {
-    const auto& r = reports[i];
-    std::string f = "stages[" + std::to_string(i) + "]";
-    if (r.name().empty()) return invalidArgument(f + ".name", "is required");
-    if (!index.emplace(r.name(), static_cast<size_t>(i)).second)
-      return invalidArgument(f + ".name", "duplicate stage '" + r.name() + "'");
-  }
-  std::vector<reprovision::StageState> out;
-  out.reserve(static_cast<size_t>(reports.size()));
-  for (int i = 0; i < reports.size(); i++) {
-    const auto& r = reports[i];
-    std::string f = "stages[" + std::to_string(i) + "]";
-    if (r.tasks() <= 0) return invalidArgument(f + ".tasks", "must be > 0");
-    if (r.completed() < 0 || r.completed() > r.tasks())
-      return invalidArgument(f + ".completed", "must be in [0, tasks]");
-    if (r.running_elapsed_ms_size() > r.tasks() - r.completed())
-      return invalidArgument(f + ".running_elapsed_ms", "more running tasks than unfinished ones");
-    if (r.mean_task_ms() < 0) return invalidArgument(f + ".mean_task_ms", "must be >= 0");
-    reprovision::StageState st;
-    st.name = r.name();
-    st.tasks = r.tasks();
-    st.completed = r.completed();
-    st.task_duration = Millis(r.mean_task_ms());
-    for (int64_t e : r.running_elapsed_ms()) {
-      if (e < 0) return invalidArgument(f + ".running_elapsed_ms", "must be >= 0");
-      st.running.push_back(Millis(e));
-    }
-    for (const auto& d : r.depends_on()) {
-      auto it = index.find(d);
-      if (it == index.end() || it->second == static_cast<size_t>(i))
-        return invalidArgument(f + ".depends_on", "unknown stage '" + d + "'");
-      st.deps.push_back(it->second);
-    }
-    out.push_back(std::move(st));
-  }
+// A completed container's status as its AM gets it (state COMPLETE).
+CompletedContainer completedOf(const v1::ContainerStatus& st) {
+  CompletedContainer out;
+  out.id = ContainerId(st.container_id());
+  out.exit_status = st.exit_status();
+  out.exit_reason = st.exit_reason();
+  out.diagnostics = st.diagnostics();
+  out.rss_mib = st.rss_mib();
+  out.cpu_vcores = st.cpu_vcores();
+  out.start = fromEpochMs(st.start_ms());
+  out.end = fromEpochMs(st.end_ms());
+  out.resource = fromProto(st.resource());
   return out;
 }
 
@@ -85,36 +55,6 @@ std::map<std::string, Millis> stageProfile(const std::vector<reprovision::StageS
     if (st.task_duration.count() > 0) out[st.name] = st.task_duration;
   }
   return out;
-}
-
-// Unknown enum values (a newer client) compare as kIn.
-sched::ConstraintOp constraintOp(v1::PlacementConstraintOp op) {
-  switch (op) {
-    case v1::CONSTRAINT_OP_AT_LEAST:
-      return sched::ConstraintOp::kAtLeast;
-    case v1::CONSTRAINT_OP_VERSION_AT_LEAST:
-      return sched::ConstraintOp::kVersionAtLeast;
-    default:
-      return sched::ConstraintOp::kIn;
-  }
-}
-
-sched::ResourceRequest toSched(const v1::ResourceRequest& a) {
-  sched::ResourceRequest r;
-  r.request_id = a.request_id();
-  r.priority = a.priority();
-  r.capability = a.count() > 0 ? fromProto(a.capability()) : Resource();
-  r.count = std::max(0, a.count());
-  r.gang_size = a.gang_size();
-  // Whole gangs only, as before the core: the AM asks for the rest again with
-  // a smaller gang once these are granted.
-  if (r.gang_size > 1) r.count -= r.count % r.gang_size;
-  for (const auto& c : a.constraints()) {
-    r.constraints.push_back({c.key(), {c.values().begin(), c.values().end()}, c.hard()});
-    r.constraints.back().op = constraintOp(c.op());
-  }
-  r.expected_duration = Millis(a.expected_duration_ms());
-  return r;
 }
 
 // The core's ad-hoc hierarchy from the configured weights. "root.default"
@@ -406,13 +346,13 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     forgetIfDone(c.app);
     return;
   }
-  v1::ContainerStatus out = st;
+  CompletedContainer out = completedOf(st);
   if (preempted_.erase(c.id) > 0) {
-    out.set_exit_reason(v1::EXIT_REASON_PREEMPTED);
-    out.set_diagnostics("preempted: capacity taken back by a reservation");
+    out.exit_reason = v1::EXIT_REASON_PREEMPTED;
+    out.diagnostics = "preempted: capacity taken back by a reservation";
     m_.containers_preempted.inc();
   }
-  if (!isFinal(rt.state)) rt.completed.push_back(out);
+  if (!isFinal(rt.state)) rt.completed.push_back(std::move(out));
   forgetIfDone(c.app);
 }
 
@@ -720,14 +660,9 @@ void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
   if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {
     if (--p->second.count <= 0) rt.asks.erase(p);
   }
-  v1::Container out;
-  out.set_container_id(a.container.value());
-  out.set_node_id(node.id.value());
-  out.set_node_address(node.address);
-  toProto(a.resource, out.mutable_resource());
-  out.set_priority(a.priority);
-  out.set_allocation_request_id(a.request_id);
-  rt.allocated.push_back(std::move(out));  // its token is signed by allocate(), outside mu_
+  // Its token is signed by the gRPC edge when the AM's allocate collects it.
+  rt.allocated.push_back(
+      {a.container, node.id, node.address, a.resource, a.priority, a.request_id});
   allocated_total_.inc();
 }
 
@@ -928,214 +863,137 @@ Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
   return Status::ok();
 }
 
-Status RmRuntime::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
-  ScopedTimer timer(core_.latency().allocate);
-  AppId app(req.application_id());
-  if (app.empty()) return invalidArgument("application_id", "is required");
-  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
+Result<AllocateOutcome> RmRuntime::allocate(AllocateCall call) {
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, runningAm(call.app, call.am_token));
+  if (call.progress >= 0) apps_.setProgress(call.app, call.progress);
+  AllocateOutcome out;
+  out.user = rec.spec.user;
+  Guard lk(*this);
+  AppRt& rt = rt_[call.app];
+  if (!rt.registered) {
+    out.unregistered = true;
+    out.resync = resyncDue();
+    return out;
+  }
+  MORPHEUS_RETURN_IF_ERROR(reportStages(call.app, rt, call));
+  MORPHEUS_RETURN_IF_ERROR(recordAsks(rec, rt, std::move(call.asks)));
+  MORPHEUS_RETURN_IF_ERROR(releaseContainers(call.app, call.releases));
+  collectForAm(call.app, rt, &out);
+  lk.release();
+  // Logging needs none of the runtime's state (the edge signs the tokens).
+  for (const auto& n : out.preemptions) {
+    spdlog::info("preempting {} of {} by {}: {}", n.container.value(), call.app.value(),
+                 toEpochMs(n.deadline), n.reason);
+  }
+  return out;
+}
+
+Status RmRuntime::authorizeAm(const AppId& app, const std::string& am_token, bool running) const {
+  if (!running) return apps_.checkAmToken(app, am_token);
+  return runningAm(app, am_token).status();
+}
+
+Result<AppRecord> RmRuntime::runningAm(const AppId& app, const std::string& am_token) const {
+  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, am_token));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   if (rec.state != AppState::kRunning)
     return infeasible("application " + app.value() + " is " + toString(rec.state));
-  for (int i = 0; i < req.asks_size(); i++) {
-    const auto& a = req.asks(i);
-    std::string f = "asks[" + std::to_string(i) + "]";
-    if (a.count() < 0) return invalidArgument(f + ".count", "must be >= 0");
-    if (a.gang_size() < 0) return invalidArgument(f + ".gang_size", "must be >= 0");
-    if (a.count() > 0) {
-      auto cap = validatedResource(a.capability(), f + ".capability");
-      if (!cap.isOk()) return cap.status();
-      if (cap->isZero()) return invalidArgument(f + ".capability", "must not be zero");
-    }
-  }
-  MORPHEUS_ASSIGN_OR_RETURN(auto stages, stagesFromProto(req.stages()));
-  MORPHEUS_ASSIGN_OR_RETURN(auto dag, dagFromStageReports(req.stages()));
-  if (req.progress() >= 0) apps_.setProgress(app, req.progress());
-  Guard lk(*this);
-  AppRt& rt = rt_[app];
-  if (!rt.registered) {
-    // Work-preserving restart: this RM incarnation has not seen the AM
-    // register. Give the NMs a few heartbeats to re-report their running
-    // containers, then order a resync (the AM registers again and learns
-    // which containers survived).
-    Millis grace = std::max(Millis(1000), core_.heartbeatInterval() * 3);
-    if (clock_.now() - fromEpochMs(started_ms_) >= grace) resp->set_resync(true);
-    resp->set_response_id(req.response_id());
-    return Status::ok();
-  }
-  // Carbyne: each report replaces the app's DAG in the core,
-  // before the asks so a refused report (a cycle) changes nothing.
-  if (req.stages_size() > 0 && (rt.in_sched || req.asks_size() > 0)) {
+  return rec;
+}
+
+// Work-preserving restart: this RM incarnation has not seen the AM register.
+// Give the NMs a few heartbeats to re-report their running containers, then
+// order a resync (the AM registers again and learns which containers
+// survived).
+bool RmRuntime::resyncDue() const {
+  Millis grace = std::max(Millis(1000), core_.heartbeatInterval() * 3);
+  return clock_.now() - fromEpochMs(started_ms_) >= grace;
+}
+
+// Before the asks, so a refused report (a cycle) changes nothing.
+Status RmRuntime::reportStages(const AppId& app, AppRt& rt, AllocateCall& call) {
+  if (!call.stages.empty() && (rt.in_sched || !call.asks.empty())) {
     if (!ensureApp(app, clock_.now()))
       return infeasible("application " + app.value() + " is not schedulable");
-    MORPHEUS_RETURN_IF_ERROR(sched_->reportDag(app, dag));
+    MORPHEUS_RETURN_IF_ERROR(sched_->reportDag(app, call.dag));
   }
-  rt.stages = std::move(stages);
-  if (req.asks_size() > 0) {
-    if (!ensureApp(app, clock_.now()))
-      return infeasible("application " + app.value() + " is not schedulable");
-    std::vector<sched::ResourceRequest> asks;
-    asks.reserve(static_cast<size_t>(req.asks_size()));
-    for (const auto& a : req.asks()) asks.push_back(toSched(a));
-    harvestAsks(rec, rt, &asks);  // The job's harvest classes, a soft constraint
-    MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
-    for (const auto& a : asks) {
-      std::string key = askKey(a.request_id, a.priority);
-      if (a.count <= 0) {
-        rt.asks.erase(key);
-      } else {
-        rt.asks[key] = {a.request_id, a.priority, a.capability, a.count};
-      }
+  rt.stages = std::move(call.stages);
+  return Status::ok();
+}
+
+Status RmRuntime::recordAsks(const AppRecord& rec, AppRt& rt,
+                             std::vector<sched::ResourceRequest> asks) {
+  if (asks.empty()) return Status::ok();
+  const AppId& app = rec.id;
+  if (!ensureApp(app, clock_.now()))
+    return infeasible("application " + app.value() + " is not schedulable");
+  harvestAsks(rec, rt, &asks);  // The job's harvest classes, a soft constraint
+  MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
+  for (const auto& a : asks) {
+    std::string key = askKey(a.request_id, a.priority);
+    if (a.count <= 0) {
+      rt.asks.erase(key);
+    } else {
+      rt.asks[key] = {a.request_id, a.priority, a.capability, a.count};
     }
   }
-  for (const auto& id : req.releases()) {
-    auto it = containers_.find(ContainerId(id));
+  return Status::ok();
+}
+
+Status RmRuntime::releaseContainers(const AppId& app, const std::vector<ContainerId>& releases) {
+  for (const auto& id : releases) {
+    auto it = containers_.find(id);
     if (it == containers_.end() || it->second.app != app) {
       return invalidArgument("releases",
-                             "container " + id + " is not a container of " + app.value());
+                             "container " + id.value() + " is not a container of " + app.value());
     }
     if (!it->second.running) continue;
     // Free for the core at once.
     MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app, it->first),
                               "its node was removed from the core");
-    to_kill_[it->second.node].insert(id);
+    to_kill_[it->second.node].insert(id.value());
     // Released is done for the RM at once (YARN): the app's usage, DRA's
     // `used` and the telemetry interval end now. A surplus grant the AM never
     // launched gets no COMPLETE from any NM, and would otherwise count as in
     // use until the app ends; a launched one's later COMPLETE is acknowledged.
     v1::ContainerStatus released;
-    released.set_container_id(id);
+    released.set_container_id(id.value());
     released.set_state(v1::CONTAINER_COMPLETE);
     released.set_exit_reason(v1::EXIT_REASON_KILLED);
     released.set_diagnostics("released by the application master");
     containerDone(it->second, released);
   }
-  std::vector<v1::Container> granted;
-  granted.swap(rt.allocated);
-  for (auto& s : rt.completed) *resp->add_completed() = std::move(s);
-  rt.completed.clear();
-  auto notices = sched_->takePreemptionNotices(app);
-  // Notices are advisory (the scheduler withdraws one no longer needed at its
-  // deadline): a container counts as preempted once it is sent to
-  // kill, not when noticed.
-  for (const auto& n : notices) {
-    auto* out = resp->add_preemptions();
-    out->set_container_id(n.container.value());
-    out->set_deadline_ms(toEpochMs(n.deadline));
-    out->set_reason(n.reason);
-  }
-  resp->set_response_id(req.response_id() + 1);
-  resp->set_num_cluster_nodes(live_nodes_);
-  toProto(Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource()),
-          resp->mutable_available());
-  lk.release();
-  // Signing (HMAC per container) and logging need none of the runtime's state.
-  for (auto& c : granted) {
-    c.set_token(core_.issueContainerToken({ContainerId(c.container_id()),
-                                           app,
-                                           NodeId(c.node_id()),
-                                           fromProto(c.resource()),
-                                           {},
-                                           rec.spec.user.value()}));
-    *resp->add_allocated() = std::move(c);
-  }
-  for (const auto& n : notices) {
-    spdlog::info("preempting {} of {} by {}: {}", n.container.value(), app.value(),
-                 toEpochMs(n.deadline), n.reason);
-  }
   return Status::ok();
 }
 
-Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
-  AppId app(req.application_id());
-  if (app.empty()) return invalidArgument("application_id", "is required");
-  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
-  AppState final_state;
-  switch (req.final_status()) {
-    case v1::FINAL_STATUS_SUCCEEDED:
-      final_state = AppState::kFinished;
-      break;
-    case v1::FINAL_STATUS_FAILED:
-      final_state = AppState::kFailed;
-      break;
-    case v1::FINAL_STATUS_KILLED:
-      final_state = AppState::kKilled;
-      break;
-    default:
-      return invalidArgument("final_status", "must be SUCCEEDED, FAILED or KILLED");
-  }
-  MORPHEUS_ASSIGN_OR_RETURN(auto final_stages, stagesFromProto(req.stages()));
-  MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, final_state, req.diagnostics()));
+void RmRuntime::collectForAm(const AppId& app, AppRt& rt, AllocateOutcome* out) {
+  out->allocated.swap(rt.allocated);
+  out->completed.swap(rt.completed);
+  // Notices are advisory (the scheduler withdraws one no longer needed at its
+  // deadline): a container counts as preempted once it is sent to
+  // kill, not when noticed.
+  out->preemptions = sched_->takePreemptionNotices(app);
+  out->num_cluster_nodes = live_nodes_;
+  out->available = Resource::max(sched_->clusterTotal() - sched_->clusterUsed(), Resource());
+}
+
+Status RmRuntime::finishAm(FinishAmCall call) {
+  const AppId& app = call.app;
+  MORPHEUS_RETURN_IF_ERROR(authorizeAm(app, call.am_token, /*running=*/false));
+  MORPHEUS_RETURN_IF_ERROR(apps_.finish(app, call.final_state, call.diagnostics));
   MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
   AppTelemetryRecord t;
   std::map<std::string, Millis> profile;
   std::optional<store::StateWrite> harvest_run;  // The job's run length
   {
     Guard lk(*this);
-    refresh(app);
-    AppRt& rt = rt_[app];
-    withdrawAsks(app);
-    forgetIfDone(app);  // nothing left running (the AM usually still is)
-    // Task containers still running are stopped; the AM exits on its own.
-    for (const auto& [id, c] : containers_) {
-      if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
-    }
-    // Jockey's history: the stage durations of the last successful run.
-    if (final_state == AppState::kFinished && !rec.spec.recurrence_key.empty()) {
-      profile = stageProfile(req.stages_size() > 0 ? final_stages : rt.stages);
-      if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
-    }
-    harvest_run = harvest_.recordRun(rec, final_state);
-    // The skyline counts every container of the app, its AM's included (as
-    // ReservationDemand::used does): the AM holds reservation capacity for
-    // the whole run, so the plan must cover it.
-    std::vector<ContainerInterval> intervals = rt.intervals;
-    for (const auto& [id, c] : containers_) {
-      if (c.app == app && c.running) intervals.push_back({c.start, rec.finish, c.resource, c.am});
-    }
-    t.app = app;
-    t.recurrence_key = rec.spec.recurrence_key;
-    t.user = rec.spec.user;
-    t.submit = rec.submit;
-    t.start = rec.start;
-    t.finish = rec.finish;
-    t.step = opts_.telemetry_step;
-    t.outcome = final_state == AppState::kFinished ? AppOutcome::kSucceeded
-                : final_state == AppState::kFailed ? AppOutcome::kFailed
-                                                   : AppOutcome::kKilled;
-    t.container = typicalContainer(intervals);
-    t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step, t.container);
+    AppRt& rt = windDown(app);
+    profile = recordStageHistory(rec, call.final_state, call.stages, rt);
+    harvest_run = harvest_.recordRun(rec, call.final_state);
+    t = finishedTelemetry(rec, call.final_state, rt);
   }
-  for (const auto& f : req.files_read())
-    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), false});
-  for (const auto& f : req.files_written())
-    t.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
-  if (store_) {
-    nlohmann::json files = nlohmann::json::array();
-    for (const auto& f : t.files)
-      files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
-    nlohmann::json j = {{"app", t.app.value()},
-                        {"key", t.recurrence_key.value()},
-                        {"user", t.user.value()},
-                        {"submit_ms", toEpochMs(t.submit)},
-                        {"start_ms", toEpochMs(t.start)},
-                        {"finish_ms", toEpochMs(t.finish)},
-                        {"step_ms", t.step.count()},
-                        {"skyline", t.skyline},
-                        {"memory_mib", t.container.memoryMib()},
-                        {"vcores", t.container.vcores()},
-                        {"status", static_cast<int>(t.outcome)},
-                        {"files", files}};
-    std::vector<store::StateWrite> batch = {{"telemetry", t.app.value(), j.dump()}};
-    if (!profile.empty()) {
-      nlohmann::json p = nlohmann::json::object();
-      for (const auto& [name, d] : profile) p[name] = d.count();
-      batch.push_back({"stage-history", t.recurrence_key.value(), p.dump()});
-    }
-    if (harvest_run) batch.push_back(*harvest_run);
-    if (Status st = store_->commit(batch); !st.isOk()) {
-      spdlog::warn("telemetry of {} not persisted: {}", app.value(), st.message());
-    }
-  }
+  t.files = std::move(call.files);
+  persistFinished(t, profile, harvest_run);
   {
     Guard lk(*this);
     finished_.push_back(t);
@@ -1143,6 +1001,85 @@ Status RmRuntime::finishAm(const v1::FinishApplicationMasterRequest& req) {
   }
   if (telemetry_) telemetry_->enqueue(std::move(t));
   return Status::ok();
+}
+
+RmRuntime::AppRt& RmRuntime::windDown(const AppId& app) {
+  refresh(app);
+  AppRt& rt = rt_[app];
+  withdrawAsks(app);
+  forgetIfDone(app);  // nothing left running (the AM usually still is)
+  // Task containers still running are stopped; the AM exits on its own.
+  for (const auto& [id, c] : containers_) {
+    if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
+  }
+  return rt;
+}
+
+std::map<std::string, Millis> RmRuntime::recordStageHistory(
+    const AppRecord& rec, AppState final_state,
+    const std::vector<reprovision::StageState>& final_stages, const AppRt& rt) {
+  std::map<std::string, Millis> profile;
+  if (final_state == AppState::kFinished && !rec.spec.recurrence_key.empty()) {
+    profile = stageProfile(!final_stages.empty() ? final_stages : rt.stages);
+    if (!profile.empty()) stage_history_[rec.spec.recurrence_key.value()] = profile;
+  }
+  return profile;
+}
+
+AppTelemetryRecord RmRuntime::finishedTelemetry(const AppRecord& rec, AppState final_state,
+                                                const AppRt& rt) const {
+  // The skyline counts every container of the app, its AM's included (as
+  // ReservationDemand::used does): the AM holds reservation capacity for
+  // the whole run, so the plan must cover it.
+  std::vector<ContainerInterval> intervals = rt.intervals;
+  for (const auto& [id, c] : containers_) {
+    if (c.app == rec.id && c.running) intervals.push_back({c.start, rec.finish, c.resource, c.am});
+  }
+  AppTelemetryRecord t;
+  t.app = rec.id;
+  t.recurrence_key = rec.spec.recurrence_key;
+  t.user = rec.spec.user;
+  t.submit = rec.submit;
+  t.start = rec.start;
+  t.finish = rec.finish;
+  t.step = opts_.telemetry_step;
+  t.outcome = final_state == AppState::kFinished ? AppOutcome::kSucceeded
+              : final_state == AppState::kFailed ? AppOutcome::kFailed
+                                                 : AppOutcome::kKilled;
+  t.container = typicalContainer(intervals);
+  t.skyline = computeSkyline(intervals, rec.start, rec.finish, opts_.telemetry_step, t.container);
+  return t;
+}
+
+void RmRuntime::persistFinished(const AppTelemetryRecord& t,
+                                const std::map<std::string, Millis>& profile,
+                                const std::optional<store::StateWrite>& harvest_run) {
+  if (!store_) return;
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : t.files)
+    files.push_back({{"path", f.path}, {"time_ms", toEpochMs(f.time)}, {"write", f.write}});
+  nlohmann::json j = {{"app", t.app.value()},
+                      {"key", t.recurrence_key.value()},
+                      {"user", t.user.value()},
+                      {"submit_ms", toEpochMs(t.submit)},
+                      {"start_ms", toEpochMs(t.start)},
+                      {"finish_ms", toEpochMs(t.finish)},
+                      {"step_ms", t.step.count()},
+                      {"skyline", t.skyline},
+                      {"memory_mib", t.container.memoryMib()},
+                      {"vcores", t.container.vcores()},
+                      {"status", static_cast<int>(t.outcome)},
+                      {"files", files}};
+  std::vector<store::StateWrite> batch = {{"telemetry", t.app.value(), j.dump()}};
+  if (!profile.empty()) {
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [name, d] : profile) p[name] = d.count();
+    batch.push_back({"stage-history", t.recurrence_key.value(), p.dump()});
+  }
+  if (harvest_run) batch.push_back(*harvest_run);
+  if (Status st = store_->commit(batch); !st.isOk()) {
+    spdlog::warn("telemetry of {} not persisted: {}", t.app.value(), st.message());
+  }
 }
 
 void RmRuntime::setStore(store::StateStore* store) {

@@ -4,7 +4,8 @@
 // the NMs (ContainerManager, called to launch AM containers).
 //
 // Scheduling is delegated to the scheduler core (scheduler/scheduler.h,
-// docs/design/scheduler.md): this class translates the wire messages into its calls and
+// docs/design/scheduler.md): this class translates the NMs' wire messages and the AMs'
+// typed calls (am_calls.h, parsed by the gRPC edge) into its calls and
 // keeps what the core does not (AM launch, container records for telemetry,
 // acknowledgements, kills, notices buffered for the AM's next allocate()).
 // Every reservation with a bound app is a queue of the core whose guarantee is
@@ -55,6 +56,7 @@
 #include "rm/core/harvest_rm.h"
 #include "rm/core/node_registry.h"
 #include "rm/core/rm_core.h"
+#include "rm/runtime/am_calls.h"
 #include "rm/runtime/am_launcher.h"
 #include "rm/runtime/container_history.h"
 #include "rm/runtime/harvest_tracker.h"
@@ -127,10 +129,28 @@ class RmRuntime {
   int runningOn(const NodeId& node) const;
 
   // AM side (the token is checked here: an AM acts only for its own app).
+  // Allocate and FinishApplicationMaster come as typed calls (am_calls.h)
+  // that the gRPC edge parsed; it builds the replies and signs the tokens.
   Status registerAm(const v1::RegisterApplicationMasterRequest& req,
                     v1::RegisterApplicationMasterResponse* resp);
-  Status allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp);
-  Status finishAm(const v1::FinishApplicationMasterRequest& req);
+  // The AM's asks, releases and stage report; returns what it is owed.
+  // PERMISSION_DENIED for a token not of the app's current attempt,
+  // FAILED_PRECONDITION (infeasible) unless the app is RUNNING and
+  // schedulable, INVALID_ARGUMENT naming `releases` for a container not of
+  // the app, the core's error for a refused DAG (a cycle).
+  Result<AllocateOutcome> allocate(AllocateCall call);
+  // The app ends with the AM's final state: its task containers are stopped,
+  // its telemetry (and, on success, its stage history) recorded and
+  // persisted. PERMISSION_DENIED for a token not of the current attempt; the
+  // AppManager's error when the app cannot finish (already final).
+  Status finishAm(FinishAmCall call);
+  // The checks allocate (`running` true) and finishAm (false) start with:
+  // PERMISSION_DENIED unless `am_token` is the token of `app`'s current
+  // attempt; with `running`, NOT_FOUND / FAILED_PRECONDITION unless the app
+  // is RUNNING. Changes nothing. The edge runs them on a request it could not
+  // parse before it reports why, so the caller hears of its request's form
+  // only once it proved to be the AM, as when the runtime parsed the wire.
+  Status authorizeAm(const AppId& app, const std::string& am_token, bool running) const;
 
   // Containers of an app the client killed are stopped at the next heartbeats.
   void onAppKilled(const AppId& app);
@@ -259,8 +279,8 @@ class RmRuntime {
   };
   struct AppRt {
     std::map<std::string, PendingAsk> asks;       // by the core's ask key
-    std::vector<v1::Container> allocated;         // not yet returned to the AM
-    std::vector<v1::ContainerStatus> completed;   // not yet returned to the AM
+    std::vector<GrantedContainer> allocated;      // not yet returned to the AM
+    std::vector<CompletedContainer> completed;    // not yet returned to the AM
     std::vector<ContainerInterval> intervals;     // ended containers (AMs too), for telemetry
     bool am_pending = false;                      // AM container being launched
     bool am_ask = false;                          // the core holds an ask for the AM
@@ -303,6 +323,35 @@ class RmRuntime {
     pending_logs_.emplace_back(level, fmt::format(format, std::forward<Args>(args)...));
   }
 
+  // ---- allocate's steps, in the order it runs them ----
+  // The app's record if `am_token` is its current attempt's and it is RUNNING.
+  Result<AppRecord> runningAm(const AppId& app, const std::string& am_token) const;
+  // Whether an unregistered AM must register again (the NMs had time to re-report).
+  bool resyncDue() const;
+  // The stage report replaces the app's DAG in the core, then its Jockey stages.
+  Status reportStages(const AppId& app, AppRt& rt, AllocateCall& call) REQUIRES(mu_);
+  // The asks go to the core (harvest classes added) and are mirrored in rt.asks.
+  Status recordAsks(const AppRecord& rec, AppRt& rt, std::vector<sched::ResourceRequest> asks)
+      REQUIRES(mu_);
+  // Released containers are freed, killed and done at once; stops at one not the app's.
+  Status releaseContainers(const AppId& app, const std::vector<ContainerId>& releases)
+      REQUIRES(mu_);
+  // Moves grants, completions, notices and the cluster's headroom into `out`.
+  void collectForAm(const AppId& app, AppRt& rt, AllocateOutcome* out) REQUIRES(mu_);
+  // ---- finishAm's steps, in the order it runs them ----
+  // Asks withdrawn, the app out of the core if idle, its task containers to kill.
+  AppRt& windDown(const AppId& app) REQUIRES(mu_);
+  // On success of a recurring job, its stage durations become its history (returned).
+  std::map<std::string, Millis> recordStageHistory(
+      const AppRecord& rec, AppState final_state,
+      const std::vector<reprovision::StageState>& final_stages, const AppRt& rt) REQUIRES(mu_);
+  // The finished app's telemetry, files aside: a skyline of all its containers, AMs too.
+  AppTelemetryRecord finishedTelemetry(const AppRecord& rec, AppState final_state,
+                                       const AppRt& rt) const REQUIRES(mu_);
+  // One store batch of record, stage history and harvest run; failures logged. No lock.
+  void persistFinished(const AppTelemetryRecord& t, const std::map<std::string, Millis>& profile,
+                       const std::optional<store::StateWrite>& harvest_run);
+  // ---- shared helpers ----
   AppRt& appRt(const AppId& app) REQUIRES(mu_);  // with its cache filled
   void refresh(const AppId& app) REQUIRES(mu_);
   bool ensureApp(const AppId& app, TimePoint now) REQUIRES(mu_);

@@ -239,8 +239,7 @@ class RmHttpTest : public ::testing::Test {
       am_registered_.insert(app.value());
     }
     v1::AllocateResponse resp;
-    Status st =
-        rm_->runtime().allocate(testing::taskAsk(app, rm_->apps().amToken(app, 1), count), &resp);
+    Status st = rm_->allocate(testing::taskAsk(app, rm_->apps().amToken(app, 1), count), &resp);
     ASSERT_TRUE(st.isOk()) << st.toString();
   }
 

@@ -42,8 +42,7 @@ TEST(ResourceCollectorTest, ClusterAndQueueGaugesFollowTheScheduler) {
   heartbeat();  // places the AM
   ASSERT_TRUE(rm->registerAm(app).isOk());
   v1::AllocateResponse resp;
-  ASSERT_TRUE(
-      rm->runtime().allocate(testing::taskAsk(app, rm->apps().amToken(app, 1), 6), &resp).isOk());
+  ASSERT_TRUE(rm->allocate(testing::taskAsk(app, rm->apps().amToken(app, 1), 6), &resp).isOk());
   heartbeat();  // 3 of the 6 tasks fit next to the AM
 
   std::string text = m.render();  // runs the collector

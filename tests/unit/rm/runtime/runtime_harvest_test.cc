@@ -97,7 +97,7 @@ class RuntimeHarvestTest : public ::testing::Test {
       st->set_tasks(tasks);
     }
     v1::AllocateResponse resp;
-    Status st = rm_->runtime().allocate(req, &resp);
+    Status st = rm_->allocate(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
@@ -106,7 +106,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     req.set_application_id(app.value());
     req.set_am_token(rm_->apps().amToken(app, 1));
     req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
-    return rm_->runtime().finishAm(req);
+    return rm_->finishAm(req);
   }
   // A finished run of `name` that took `length`.
   void pastRun(const std::string& name, Millis length) {

@@ -64,7 +64,7 @@ class World {
     v1::AllocateRequest req = testing::taskAsk(app, rm_->apps().amToken(app, 1), count);
     for (const auto& r : releases) req.add_releases(r);
     v1::AllocateResponse resp;
-    ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+    ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
     std::ostringstream line;
     line << "alloc " << app.value() << ":";
     for (const auto& c : resp.allocated()) {

@@ -85,7 +85,7 @@ class RuntimeTest : public ::testing::Test {
       for (auto& c : cons) *a->add_constraints() = c;
     }
     v1::AllocateResponse resp;
-    Status st = rm_->runtime().allocate(req, &resp);
+    Status st = rm_->allocate(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
@@ -95,7 +95,7 @@ class RuntimeTest : public ::testing::Test {
     req.set_am_token(rm_->apps().amToken(app, 1));
     req.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
     *req.mutable_stages() = final_report.stages();
-    return rm_->runtime().finishAm(req);
+    return rm_->finishAm(req);
   }
   // An AllocateRequest of `app` carrying only stage reports.
   v1::AllocateRequest stageReport(const AppId& app) {
@@ -328,7 +328,7 @@ TEST_F(RuntimeTest, ReservationDemandSumsItsBoundApps) {
   toProto(Resource(1024, 1), a->mutable_capability());
   a->set_count(5);
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
   heartbeat("n1");  // 2 of the 5 fit next to the two AMs
   ask(adhoc, 0);
   auto demand = rm_->runtime().reservationDemand();
@@ -349,14 +349,14 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   addStage(req, "map", 4, 4, 10000);
   addStage(req, "reduce", 2, 2, 20000, {"map"});
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
   ASSERT_TRUE(finish(first).isOk());
 
   AppId next = runningApp("root.a", "bob", "n1", "r1", "nightly");
   req = stageReport(next);
   addStage(req, "map", 4, 1, 12000)->add_running_elapsed_ms(3000);
   addStage(req, "reduce", 2, 0, 0, {"map"});
-  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
   auto stages = rm_->runtime().reservationDemand().at(ReservationId("r1")).stages;
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].task_duration, Millis(12000)) << "this run's own measurement";
@@ -370,7 +370,7 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   req = stageReport(next);
   addStage(req, "map", 4, 1, 12000);
   addStage(req, "reduce", 2, 0, 0, {"mapp"});
-  Status st = rm_->runtime().allocate(req, &resp);
+  Status st = rm_->allocate(req, &resp);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("stages[1].depends_on"), std::string::npos) << st.message();
   EXPECT_EQ(rm_->runtime().reservationDemand().at(ReservationId("r1")).stages[0].running.size(),
@@ -379,7 +379,7 @@ TEST_F(RuntimeTest, StageReportsReachDemandWithDurationsFromTheLastRun) {
   auto* over = addStage(req, "map", 4, 3, 0);
   over->add_running_elapsed_ms(1);
   over->add_running_elapsed_ms(1);  // 2 running of 1 unfinished
-  st = rm_->runtime().allocate(req, &resp);
+  st = rm_->allocate(req, &resp);
   EXPECT_NE(st.message().find("stages[0].running_elapsed_ms"), std::string::npos) << st.message();
 }
 
@@ -392,7 +392,7 @@ TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
   auto req = stageReport(first);
   addStage(req, "map", 2, 1, 5000);
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
   auto bad = stageReport(first);
   addStage(bad, "map", 2, 3, 7000);
   Status st = finish(first, bad);
@@ -407,7 +407,7 @@ TEST_F(RuntimeTest, StageHistoryIsRecoveredAfterARestart) {
   ASSERT_TRUE(rm_->registerAm(next).isOk());
   req = stageReport(next);
   addStage(req, "map", 2, 0, 0);
-  ASSERT_TRUE(rm_->runtime().allocate(req, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(req, &resp).isOk());
   auto stages = rm_->runtime().reservationDemand().at(ReservationId("r1")).stages;
   ASSERT_EQ(stages.size(), 1u);
   EXPECT_EQ(stages[0].task_duration, Millis(7000));
@@ -539,7 +539,7 @@ TEST_F(RuntimeTest, ReleasedContainerNeverLaunchedEndsAtTheRelease) {
   v1::AllocateRequest rel = stageReport(app);
   rel.add_releases(granted.allocated(2).container_id());
   v1::AllocateResponse resp;
-  ASSERT_TRUE(rm_->runtime().allocate(rel, &resp).isOk());
+  ASSERT_TRUE(rm_->allocate(rel, &resp).isOk());
   EXPECT_EQ(running(app), 3);
   const Resource unit(1024, 1);
   EXPECT_EQ(rm_->runtime().reservationDemand().at(ReservationId("r1")).used.countCovering(unit), 3);
@@ -559,14 +559,50 @@ TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   req.set_application_id(b.value());
   req.set_am_token(rm_->apps().amToken(a, 1));
   v1::AllocateResponse resp;
-  EXPECT_EQ(rm_->runtime().allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
   req.set_am_token(rm_->apps().amToken(b, 1));
   auto* bad = req.add_asks();
   bad->set_request_id("x");
   bad->set_count(-1);
-  Status st = rm_->runtime().allocate(req, &resp);
+  Status st = rm_->allocate(req, &resp);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("asks[0].count"), std::string::npos) << st.message();
+}
+
+// The edge parses a request before the runtime checks its token, yet a caller
+// hears what is wrong with its request only once it proved to be the AM: a
+// malformed request with another app's token is refused for the token, and
+// nothing of it applies.
+TEST_F(RuntimeTest, AMalformedRequestIsRefusedForItsTokenFirst) {
+  addNode("n1", 4);
+  AppId a = runningApp("root.a", "alice", "n1");
+  AppId b = runningApp("root.b", "bob", "n1");
+  v1::AllocateRequest req;
+  req.set_application_id(b.value());
+  req.set_am_token(rm_->apps().amToken(a, 1));
+  req.set_progress(0.5f);
+  req.add_asks()->set_count(-1);
+  v1::AllocateResponse resp;
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  req.clear_asks();
+  req.add_stages()->set_tasks(1);  // no name
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(rm_->apps().get(b)->progress, 0.0f);
+  v1::FinishApplicationMasterRequest f;
+  f.set_application_id(b.value());
+  f.set_am_token(rm_->apps().amToken(a, 1));  // and no final_status
+  EXPECT_EQ(rm_->finishAm(f).code(), StatusCode::kPermissionDenied);
+  f.set_am_token(rm_->apps().amToken(b, 1));
+  Status st = rm_->finishAm(f);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("final_status", 0), 0u) << st.message();
+  EXPECT_EQ(rm_->apps().get(b)->state, AppState::kRunning);
+  // A finished app's AM is refused as not running before its asks are read.
+  f.set_final_status(v1::FINAL_STATUS_SUCCEEDED);
+  ASSERT_TRUE(rm_->finishAm(f).isOk());
+  req.set_am_token(rm_->apps().amToken(b, 1));
+  EXPECT_EQ(rm_->allocate(req, &resp).code(), StatusCode::kInfeasible);
+  EXPECT_EQ(resp.ByteSizeLong(), 0u) << "an error leaves the reply untouched";
 }
 
 // A finished app's telemetry record carries the AM's final status, so the
@@ -581,7 +617,7 @@ TEST_F(RuntimeTest, TelemetryCarriesTheAppsFinalStatus) {
     f.set_application_id(app.value());
     f.set_am_token(rm_->apps().amToken(app, 1));
     f.set_final_status(status);
-    ASSERT_TRUE(rm_->runtime().finishAm(f).isOk());
+    ASSERT_TRUE(rm_->finishAm(f).isOk());
   };
   finish(ok, v1::FINAL_STATUS_SUCCEEDED);
   finish(failed, v1::FINAL_STATUS_FAILED);
