@@ -634,8 +634,13 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Registers every node, at most 500 calls in flight. Prints the first
-// failure and how many failed to stderr; false when any failed.
+// Registers every node, at most kRegisterInFlight calls in flight: below
+// the RM's default grpc.max-threads (256), since each RegisterNode holds a
+// server thread and a call beyond the bound is answered RESOURCE_EXHAUSTED
+// ("Server Threadpool Exhausted"). Prints the first failure and how many
+// failed to stderr; false when any failed.
+constexpr int kRegisterInFlight = 128;
+
 bool registerNodes(const Options& o, const std::string& cm_addr,
                    const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
   std::atomic<int> ok{0}, left{o.nodes};
@@ -664,7 +669,9 @@ bool registerNodes(const Options& o, const std::string& cm_addr,
           delete call;
           left--;
         });
-    while (i - (o.nodes - left.load()) > 500) std::this_thread::sleep_for(1ms);  // bounded burst
+    while (i - (o.nodes - left.load()) >= kRegisterInFlight) {
+      std::this_thread::sleep_for(1ms);  // bounded burst
+    }
   }
   while (left.load() > 0) std::this_thread::sleep_for(5ms);
   if (ok.load() != o.nodes) {
