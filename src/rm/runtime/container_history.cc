@@ -12,9 +12,17 @@ ContainerHistoryEntry* ContainerHistory::find(const AppId& app, const ContainerI
   return e == a->second.by_id.end() ? nullptr : &*e->second;
 }
 
+void ContainerHistory::openChanged(int64_t before, int64_t after) {
+  if (before == 0 && after != 0) closed_apps_--;
+  if (before != 0 && after == 0) closed_apps_++;
+}
+
 void ContainerHistory::add(const AppId& app, ContainerHistoryEntry e) {
   auto [it, fresh] = apps_.try_emplace(app);
-  if (fresh) order_.push_back(app);
+  if (fresh) {
+    order_.push_back(app);
+    closed_apps_++;  // open == 0 until the entry below counts
+  }
   AppHistory& h = it->second;
   if (h.entries.size() >= kMaxPerApp) {
     auto oldest = std::find_if(h.entries.begin(), h.entries.end(), [](const auto& x) {
@@ -27,7 +35,10 @@ void ContainerHistory::add(const AppId& app, ContainerHistoryEntry e) {
       total_--;
     }
   }
-  if (e.state != ContainerHistoryEntry::State::kComplete) h.open++;
+  if (e.state != ContainerHistoryEntry::State::kComplete) {
+    openChanged(h.open, h.open + 1);
+    h.open++;
+  }
   ContainerId id = e.id;
   h.entries.push_back(std::move(e));
   h.by_id[id] = std::prev(h.entries.end());
@@ -38,8 +49,12 @@ void ContainerHistory::add(const AppId& app, ContainerHistoryEntry e) {
 void ContainerHistory::evict(const AppId& keep) {
   // The first-recorded app with nothing left running goes; when every other
   // app still has containers out, none does (capacity bounds those).
+  auto evictable = [&] {
+    auto k = apps_.find(keep);
+    return closed_apps_ > (k != apps_.end() && k->second.open == 0 ? 1u : 0u);
+  };
   auto from = order_.begin();
-  while ((apps_.size() > kMaxApps || total_ > kMaxEntries) && from != order_.end()) {
+  while ((apps_.size() > kMaxApps || total_ > kMaxEntries) && from != order_.end() && evictable()) {
     from = std::find_if(from, order_.end(), [this, &keep](const AppId& a) {
       auto h = apps_.find(a);
       return a != keep && h != apps_.end() && h->second.open == 0;
@@ -47,6 +62,7 @@ void ContainerHistory::evict(const AppId& keep) {
     if (from == order_.end()) break;
     auto h = apps_.find(*from);
     total_ -= h->second.entries.size();
+    closed_apps_--;
     apps_.erase(h);
     from = order_.erase(from);
   }
@@ -88,7 +104,9 @@ void ContainerHistory::completed(const AppId& app, const ContainerId& id, const 
   e->exit_status = exit_status;
   e->exit_reason = exit_reason;
   e->diagnostics = std::move(diagnostics);
-  apps_[app].open--;
+  AppHistory& h = apps_[app];
+  openChanged(h.open, h.open - 1);
+  h.open--;
 }
 
 ContainerHistory::AppView ContainerHistory::of(const AppId& app) const {

@@ -92,9 +92,15 @@ class ContainerHistory {
   // than `keep`'s, while over kMaxApps or kMaxEntries.
   void evict(const AppId& keep);
 
+  // Counts an app whose containers have all completed (open == 0): evict()
+  // scans for one only when there is one, so a history over its bounds while
+  // every app still runs costs nothing per container.
+  void openChanged(int64_t before, int64_t after);
+
   std::map<AppId, AppHistory> apps_;
   std::deque<AppId> order_;  // apps in the order they were first recorded
   size_t total_ = 0;         // entries over all apps
+  size_t closed_apps_ = 0;   // apps with open == 0
 };
 
 }  // namespace morpheus::rm

@@ -125,5 +125,33 @@ TEST(ContainerHistoryTest, BoundsTheContainersOfAllApplications) {
             ContainerHistory::kMaxPerApp);
 }
 
+// Over kMaxEntries while every app still has containers out, nothing can go;
+// an app whose containers then all complete goes at the next container
+// recorded (the count of finished apps follows each completion).
+TEST(ContainerHistoryTest, AnAppThatFinishesWhileOverTheBoundGoesAtTheNextContainer) {
+  ContainerHistory h;
+  const size_t apps = ContainerHistory::kMaxEntries / ContainerHistory::kMaxPerApp + 1;
+  auto id = [](size_t a, size_t i) {
+    return ContainerId("app_" + std::to_string(a) + "_1_" + std::to_string(i));
+  };
+  for (size_t a = 0; a < apps; a++) {
+    AppId app("app_" + std::to_string(a));
+    for (size_t i = 0; i < ContainerHistory::kMaxPerApp; i++) {
+      h.allocated(app, id(a, i), NodeId("nm1"), Resource(1, 1), false, at(0), true);
+    }
+  }
+  ASSERT_GT(h.entries(), ContainerHistory::kMaxEntries) << "running containers are never dropped";
+  EXPECT_EQ(h.apps(), apps);
+  for (size_t i = 0; i < ContainerHistory::kMaxPerApp; i++) {
+    h.completed(AppId("app_5"), id(5, i), NodeId("nm1"), Resource(1, 1), false, at(0), at(1), 0, 1,
+                "");
+  }
+  EXPECT_TRUE(h.of(AppId("app_5")).known) << "nothing recorded since it finished";
+  h.allocated(AppId("app_0"), id(0, 5000), NodeId("nm1"), Resource(1, 1), false, at(2), false);
+  EXPECT_FALSE(h.of(AppId("app_5")).known) << "the finished app goes at the next container";
+  EXPECT_TRUE(h.of(AppId("app_4")).known);
+  EXPECT_EQ(h.apps(), apps - 1);
+}
+
 }  // namespace
 }  // namespace morpheus::rm
