@@ -71,8 +71,8 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "common/status.h"
 #include "common/mutex.h"
+#include "common/status.h"
 
 namespace morpheus {
 

@@ -48,9 +48,9 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/tls.h"
-#include "common/mutex.h"
 
 namespace morpheus {
 

@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "morpheus/v1/resource_tracker.pb.h"
 #include "nodemanager/container_runtime.h"
@@ -39,7 +40,6 @@
 #include "nodemanager/harvest_options.h"
 #include "nodemanager/nm_metrics.h"
 #include "nodemanager/primary_usage.h"
-#include "common/mutex.h"
 
 namespace morpheus::nm {
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/rm_failover.h"
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "nodemanager/container_runtime.h"
@@ -21,7 +22,6 @@
 #include "nodemanager/heartbeat_report.h"
 #include "nodemanager/nm_metrics.h"
 #include "nodemanager/nm_options.h"
-#include "common/mutex.h"
 
 namespace morpheus::nm {
 

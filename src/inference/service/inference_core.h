@@ -37,12 +37,12 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/token.h"
 #include "inference/model/skyline_fit.h"
 #include "inference/model/slo_inference.h"
 #include "inference/service/rm_client.h"
 #include "store/provenance/provenance_store.h"
-#include "common/mutex.h"
 
 namespace morpheus::inference {
 
@@ -386,11 +386,11 @@ class InferenceCore {
   Mutex ingest_mu_;
   // Guards the members below; never held across I/O or a fit.
   mutable Mutex mu_;
-  CondVar claims_cv_;          // a claim was released or a refit ended
+  CondVar claims_cv_;  // a claim was released or a refit ended
   std::vector<NotActionable> not_actionable_ GUARDED_BY(mu_);  // from the last refit
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   std::map<JobKey, uint64_t> generation_ GUARDED_BY(mu_);  // absent = 0
-  std::set<JobKey> claimed_ GUARDED_BY(mu_);  // jobs whose claim is held
+  std::set<JobKey> claimed_ GUARDED_BY(mu_);               // jobs whose claim is held
   bool refit_running_ GUARDED_BY(mu_) = false;
   std::function<void()> refit_hook_ GUARDED_BY(mu_);
 };

@@ -24,9 +24,9 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "store/state/etcd_client.h"
 #include "store/state/etcd_state_store.h"
-#include "common/mutex.h"
 
 namespace morpheus::rm {
 

@@ -24,8 +24,8 @@
 
 #include "common/daemon.h"
 #include "common/metrics.h"
-#include "common/status.h"
 #include "common/mutex.h"
+#include "common/status.h"
 
 namespace morpheus::rm {
 

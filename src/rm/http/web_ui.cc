@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/mutex.h"
 #include "common/wire.h"
 #include "morpheus/v1/inference.grpc.pb.h"
 #include "rm/http/ui_assets.h"
-#include "common/mutex.h"
 
 namespace morpheus::rm {
 

@@ -28,9 +28,9 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "morpheus/v1/container_manager.grpc.pb.h"
-#include "common/mutex.h"
 
 namespace morpheus::rm {
 

@@ -78,7 +78,9 @@ void Strand::loop() {
   for (;;) {
     {
       MutexLock lk(mu_);
-      cv_.wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !tasks_.empty() || !background_.empty(); });
+      cv_.wait(mu_, [this]() REQUIRES(mu_) {
+        return stopping_ || !tasks_.empty() || !background_.empty();
+      });
       if (tasks_.empty() && (stopping_ || background_.empty())) return;  // stopping
       batch.swap(tasks_);
       if (!stopping_ && !background_.empty()) {  // stopping: only RPC tasks still run

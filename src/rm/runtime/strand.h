@@ -71,7 +71,7 @@ class Strand {
   std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
   std::deque<std::function<void()>> background_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::atomic<int64_t> outstanding_{0};           // posted, not finished
+  std::atomic<int64_t> outstanding_{0};  // posted, not finished
   std::thread thread_;
 };
 

@@ -15,9 +15,9 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/resource.h"
 #include "common/tls.h"
-#include "common/mutex.h"
 
 namespace morpheus::v1 {
 class IngestRunsRequest;

@@ -10,9 +10,9 @@
 #include <mutex>
 
 #include "common/ignore.h"
+#include "common/mutex.h"
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
-#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -128,7 +128,8 @@ class PostgresProvenanceStore final : public ProvenanceStore {
     MutexLock lk(mu_);
     return inTransaction([&]() REQUIRES(mu_) -> Status {
       MORPHEUS_ASSIGN_OR_RETURN(
-          auto owners, newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) { return ownerOf(job); }));
+          auto owners,
+          newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) { return ownerOf(job); }));
       for (const auto& [job, owner] : owners) {
         auto res = exec("INSERT INTO job_owners(job, owner) VALUES($1, $2)", {job.value(), owner},
                         "record the owner of " + job.value());

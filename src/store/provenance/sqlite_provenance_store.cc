@@ -5,10 +5,10 @@
 #include <mutex>
 #include <tuple>
 
+#include "common/mutex.h"
 #include "store/provenance/provenance_store.h"
 #include "store/provenance/provenance_store_internal.h"
 #include "store/sqlite_db.h"
-#include "common/mutex.h"
 
 namespace morpheus::store {
 
@@ -72,9 +72,9 @@ class SqliteProvenanceStore final : public ProvenanceStore {
     MORPHEUS_RETURN_IF_ERROR(validateIngest(batch));
     MutexLock lk(mu_);
     return inTransaction([&]() REQUIRES(mu_) -> Status {
-      MORPHEUS_ASSIGN_OR_RETURN(auto owners, newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) {
-                                  return ownerOf(job);
-                                }));
+      MORPHEUS_ASSIGN_OR_RETURN(
+          auto owners,
+          newJobOwners(batch, [&](const JobKey& job) REQUIRES(mu_) { return ownerOf(job); }));
       Stmt own(db_, "INSERT INTO job_owners(job, owner) VALUES(?1, ?2)");
       if (!own.prepared()) return error("prepare job owners");
       for (const auto& [job, owner] : owners) {

@@ -89,7 +89,9 @@ void EtcdStateMirror::follow() {
 
 bool EtcdStateMirror::caughtUpTo(int64_t rev, Millis timeout) {
   MutexLock lk(mu_);
-  auto ready = [&]() REQUIRES(mu_) { return revision_ > 0 && revision_ >= rev; };  // > 0: first Range done
+  auto ready = [&]() REQUIRES(mu_) {
+    return revision_ > 0 && revision_ >= rev;
+  };  // > 0: first Range done
   if (ready()) return true;
   return cv_.waitFor(mu_, timeout, ready);
 }

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "store/state/etcd_client.h"
 #include "common/mutex.h"
+#include "store/state/etcd_client.h"
 
 namespace morpheus::store {
 

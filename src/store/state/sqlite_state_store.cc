@@ -9,10 +9,10 @@
 #include <cstring>
 #include <mutex>
 
-#include "store/state/etcd_state_store.h"
-#include "store/sqlite_db.h"
-#include "store/state/state_store.h"
 #include "common/mutex.h"
+#include "store/sqlite_db.h"
+#include "store/state/etcd_state_store.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::store {
 
