@@ -5,45 +5,20 @@
 
 namespace morpheus::rm {
 
-ContainerHistoryEntry* ContainerHistory::find(const AppId& app, const ContainerId& id) {
+ContainerHistory::Ref ContainerHistory::find(const AppId& app, const ContainerId& id) {
+  Ref ref;
   auto a = apps_.find(app);
-  if (a == apps_.end()) return nullptr;
+  if (a == apps_.end()) return ref;
   auto e = a->second.by_id.find(id);
-  return e == a->second.by_id.end() ? nullptr : &*e->second;
+  if (e == a->second.by_id.end()) return ref;
+  ref.app_ = &a->second;
+  ref.entry_ = e->second;
+  return ref;
 }
 
 void ContainerHistory::openChanged(int64_t before, int64_t after) {
   if (before == 0 && after != 0) closed_apps_--;
   if (before != 0 && after == 0) closed_apps_++;
-}
-
-void ContainerHistory::add(const AppId& app, ContainerHistoryEntry e) {
-  auto [it, fresh] = apps_.try_emplace(app);
-  if (fresh) {
-    order_.push_back(app);
-    closed_apps_++;  // open == 0 until the entry below counts
-  }
-  AppHistory& h = it->second;
-  if (h.entries.size() >= kMaxPerApp) {
-    auto oldest = std::find_if(h.entries.begin(), h.entries.end(), [](const auto& x) {
-      return x.state == ContainerHistoryEntry::State::kComplete;
-    });
-    if (oldest != h.entries.end()) {
-      h.by_id.erase(oldest->id);
-      h.entries.erase(oldest);
-      h.omitted++;
-      total_--;
-    }
-  }
-  if (e.state != ContainerHistoryEntry::State::kComplete) {
-    openChanged(h.open, h.open + 1);
-    h.open++;
-  }
-  ContainerId id = e.id;
-  h.entries.push_back(std::move(e));
-  h.by_id[id] = std::prev(h.entries.end());
-  total_++;
-  evict(app);
 }
 
 void ContainerHistory::evict(const AppId& keep) {
@@ -68,10 +43,38 @@ void ContainerHistory::evict(const AppId& keep) {
   }
 }
 
-void ContainerHistory::allocated(const AppId& app, const ContainerId& id, const NodeId& node,
-                                 const Resource& resource, bool am, TimePoint start, bool running) {
-  if (find(app, id) != nullptr) return;
-  ContainerHistoryEntry e;
+ContainerHistory::Ref ContainerHistory::allocated(const AppId& app, const ContainerId& id,
+                                                  const NodeId& node, const Resource& resource,
+                                                  bool am, TimePoint start, bool running) {
+  auto [a, fresh] = apps_.try_emplace(app);
+  if (fresh) {
+    order_.push_back(app);
+    closed_apps_++;  // open == 0 until the entry below counts
+  }
+  AppHistory& h = a->second;
+  Ref ref;
+  // One lookup both finds a known id and makes the new one's slot.
+  auto [slot, inserted] = h.by_id.try_emplace(id);
+  if (!inserted) {
+    if (slot->second->state != ContainerHistoryEntry::State::kComplete) {
+      ref.app_ = &h;
+      ref.entry_ = slot->second;
+    }
+    return ref;
+  }
+  if (h.entries.size() >= kMaxPerApp) {
+    // The oldest complete entry goes (never `id`'s: it is not in the list yet).
+    auto oldest = std::find_if(h.entries.begin(), h.entries.end(), [](const auto& x) {
+      return x.state == ContainerHistoryEntry::State::kComplete;
+    });
+    if (oldest != h.entries.end()) {
+      h.by_id.erase(oldest->id);
+      h.entries.erase(oldest);
+      h.omitted++;
+      total_--;
+    }
+  }
+  ContainerHistoryEntry& e = h.entries.emplace_back();
   e.id = id;
   e.node = node;
   e.resource = resource;
@@ -79,13 +82,21 @@ void ContainerHistory::allocated(const AppId& app, const ContainerId& id, const 
   e.start = start;
   e.state =
       running ? ContainerHistoryEntry::State::kRunning : ContainerHistoryEntry::State::kAllocated;
-  add(app, std::move(e));
+  openChanged(h.open, h.open + 1);
+  h.open++;
+  slot->second = std::prev(h.entries.end());
+  total_++;
+  ref.app_ = &h;
+  ref.entry_ = slot->second;
+  evict(app);  // never `app`'s history: it is kept
+  return ref;
 }
 
-void ContainerHistory::running(const AppId& app, const ContainerId& id) {
-  ContainerHistoryEntry* e = find(app, id);
-  if (e != nullptr && e->state == ContainerHistoryEntry::State::kAllocated) {
-    e->state = ContainerHistoryEntry::State::kRunning;
+void ContainerHistory::running(const AppId& app, const ContainerId& id) { running(find(app, id)); }
+
+void ContainerHistory::running(Ref ref) {
+  if (!ref.isNull() && ref.entry_->state == ContainerHistoryEntry::State::kAllocated) {
+    ref.entry_->state = ContainerHistoryEntry::State::kRunning;
   }
 }
 
@@ -93,18 +104,22 @@ void ContainerHistory::completed(const AppId& app, const ContainerId& id, const 
                                  const Resource& resource, bool am, TimePoint start, TimePoint end,
                                  int32_t exit_status, int32_t exit_reason,
                                  std::string diagnostics) {
-  ContainerHistoryEntry* e = find(app, id);
-  if (e == nullptr) {
-    allocated(app, id, node, resource, am, start, /*running=*/true);
-    e = find(app, id);
-  }
-  if (e == nullptr || e->state == ContainerHistoryEntry::State::kComplete) return;
-  e->state = ContainerHistoryEntry::State::kComplete;
-  e->end = end;
-  e->exit_status = exit_status;
-  e->exit_reason = exit_reason;
-  e->diagnostics = std::move(diagnostics);
-  AppHistory& h = apps_[app];
+  Ref ref = find(app, id);
+  if (ref.isNull()) ref = allocated(app, id, node, resource, am, start, /*running=*/true);
+  completed(ref, end, exit_status, exit_reason, std::move(diagnostics));
+}
+
+void ContainerHistory::completed(Ref ref, TimePoint end, int32_t exit_status, int32_t exit_reason,
+                                 std::string diagnostics) {
+  if (ref.isNull()) return;
+  ContainerHistoryEntry& e = *ref.entry_;
+  if (e.state == ContainerHistoryEntry::State::kComplete) return;
+  e.state = ContainerHistoryEntry::State::kComplete;
+  e.end = end;
+  e.exit_status = exit_status;
+  e.exit_reason = exit_reason;
+  e.diagnostics = std::move(diagnostics);
+  AppHistory& h = *ref.app_;
   openChanged(h.open, h.open - 1);
   h.open--;
 }

@@ -52,22 +52,47 @@ struct ContainerHistoryEntry {
 };
 
 class ContainerHistory {
+ private:
+  struct AppHistory;
+
  public:
   static constexpr size_t kMaxPerApp = 1000;
   static constexpr size_t kMaxApps = 10000;
   static constexpr size_t kMaxEntries = 100000;
 
+  // A handle on one container's entry, so the owner, which keeps its own
+  // record of every live container, reaches the entry again without looking
+  // the app and the container id up (three lookups per container otherwise,
+  // on the allocation path). Valid while its entry is not complete: only
+  // complete entries are ever dropped, and completed() through it is the last
+  // use. A null Ref (the id was known and already complete) makes running()
+  // and completed() no-ops, as they are for such an id.
+  class Ref {
+   public:
+    Ref() = default;
+    bool isNull() const { return app_ == nullptr; }
+
+   private:
+    friend class ContainerHistory;
+    AppHistory* app_ = nullptr;
+    std::list<ContainerHistoryEntry>::iterator entry_;
+  };
+
   // A container allocated (or re-adopted, `running` true) to `app`. A known
-  // id is left as it is.
-  void allocated(const AppId& app, const ContainerId& id, const NodeId& node,
-                 const Resource& resource, bool am, TimePoint start, bool running);
+  // id is left as it is; the Ref is its entry's, null when that is complete.
+  Ref allocated(const AppId& app, const ContainerId& id, const NodeId& node,
+                const Resource& resource, bool am, TimePoint start, bool running);
   // Its node reported it running (no-op unless it is kAllocated).
   void running(const AppId& app, const ContainerId& id);
+  void running(Ref ref);
   // It completed; recorded as allocated first when unknown (an AM container
   // that ended while no RM watched it).
   void completed(const AppId& app, const ContainerId& id, const NodeId& node,
                  const Resource& resource, bool am, TimePoint start, TimePoint end,
                  int32_t exit_status, int32_t exit_reason, std::string diagnostics);
+  // The same for the entry `ref` holds (from allocated()); `ref` is spent.
+  void completed(Ref ref, TimePoint end, int32_t exit_status, int32_t exit_reason,
+                 std::string diagnostics);
 
   struct AppView {
     bool known = false;                             // any history of the app
@@ -86,8 +111,7 @@ class ContainerHistory {
     int64_t omitted = 0;
     int64_t open = 0;  // entries not complete
   };
-  ContainerHistoryEntry* find(const AppId& app, const ContainerId& id);
-  void add(const AppId& app, ContainerHistoryEntry e);
+  Ref find(const AppId& app, const ContainerId& id);
   // Drops whole histories of finished apps, first recorded first, other
   // than `keep`'s, while over kMaxApps or kMaxEntries.
   void evict(const AppId& keep);

@@ -316,10 +316,11 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
-  history_.completed(c.app, c.id, c.node, c.resource, c.am, c.start, c.end, st.exit_status(),
-                     preempted_.count(c.id) > 0 ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
-                     preempted_.count(c.id) > 0 ? "preempted: capacity taken back by a reservation"
-                                                : st.diagnostics());
+  const bool preempted = preempted_.count(c.id) > 0;
+  history_.completed(
+      c.history, c.end, st.exit_status(), preempted ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
+      preempted ? "preempted: capacity taken back by a reservation" : st.diagnostics());
+  c.history = {};
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
   track(rt, c, -1);
@@ -375,7 +376,9 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
   auto rec = apps_.get(app);
   if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
   Resource r = fromProto(st.resource());
-  Cont c{cid, app, nid, r, true, true, st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now, {}};
+  const TimePoint start = st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now;
+  Cont c{cid, app, nid, r, true, true, start, {}, false, {}};
+  c.history = history_.allocated(app, cid, nid, r, /*am=*/true, c.start, /*running=*/true);
   if (ensureApp(app, now)) account(c);
   track(rt_[app], c, +1);
   logLater(spdlog::level::info, "AM container {} of {} ended while no RM watched it", cid.value(),
@@ -465,10 +468,12 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
              rec->am_container == cid,
              true,
              st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now,
+             {},
+             false,
              {}};
       c.reported = true;
+      c.history = history_.allocated(app, cid, nid, r, c.am, c.start, /*running=*/true);
       containers_[cid] = c;
-      history_.allocated(app, cid, nid, r, c.am, c.start, /*running=*/true);
       if (ensureApp(app, now)) account(c);
       track(rt_[app], c, +1);
       logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
@@ -477,7 +482,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
       to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
     } else if (it != containers_.end() && !it->second.reported) {
       it->second.reported = true;
-      history_.running(it->second.app, cid);
+      history_.running(it->second.history);
     }
   }
 }
@@ -620,9 +625,10 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   }
   refresh(a.id);
   TimePoint now = clock_.now();
-  Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}};
+  Cont c{cid, a.id, node.id, a.spec.am_resource, true, true, now, {}, false, {}};
+  c.history = history_.allocated(a.id, cid, node.id, c.resource, /*am=*/true, now,
+                                 /*running=*/false);
   containers_[cid] = c;
-  history_.allocated(a.id, cid, node.id, c.resource, /*am=*/true, now, /*running=*/false);
   if (ensureApp(a.id, now)) account(c);
   track(rt, c, +1);
   rt.am_pending = true;
@@ -651,10 +657,10 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
 
 // A task container the core granted: recorded and buffered for the AM.
 void RmRuntime::grantTask(Node& node, const sched::Allocation& a) {
-  Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}};
+  Cont c{a.container, a.app, node.id, a.resource, false, true, clock_.now(), {}, false, {}};
+  c.history = history_.allocated(a.app, a.container, node.id, a.resource, /*am=*/false, c.start,
+                                 /*running=*/false);
   containers_[a.container] = c;
-  history_.allocated(a.app, a.container, node.id, a.resource, /*am=*/false, c.start,
-                     /*running=*/false);
   AppRt& rt = rt_[a.app];
   track(rt, c, +1);
   if (auto p = rt.asks.find(askKey(a.request_id, a.priority)); p != rt.asks.end()) {

@@ -267,7 +267,8 @@ class RmRuntime {
     bool am = false;
     bool running = true;
     TimePoint start, end;
-    bool reported = false;  // its node reported it running (ContainerHistory)
+    bool reported = false;          // its node reported it running (ContainerHistory)
+    ContainerHistory::Ref history;  // its entry in history_, until it completes
   };
   // What the app still asks for, mirrored from its allocate() calls minus what
   // the core granted (for reservationDemand and to withdraw asks).

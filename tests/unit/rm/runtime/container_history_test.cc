@@ -53,6 +53,48 @@ TEST(ContainerHistoryTest, FollowsEachContainerFromAllocationToCompletion) {
   EXPECT_FALSE(h.of(AppId("app_2")).known);
 }
 
+// The runtime keeps the Ref allocated() returns and reaches the entry through
+// it: the same states as by id, a known complete id gives a null Ref, and a
+// Ref stays on its entry while other entries of the app are dropped.
+TEST(ContainerHistoryTest, ARefFollowsItsEntryAndAKnownCompleteIdGivesNone) {
+  ContainerHistory h;
+  const AppId app("app_1");
+  auto ref = h.allocated(app, ContainerId("app_1_1_1"), NodeId("nm1"), Resource(256, 1), false,
+                         at(1), false);
+  ASSERT_FALSE(ref.isNull());
+  // A second allocation of the known id hands out the same entry.
+  auto again =
+      h.allocated(app, ContainerId("app_1_1_1"), NodeId("nm9"), Resource(1, 1), false, at(5), true);
+  ASSERT_FALSE(again.isNull());
+  h.running(again);
+  EXPECT_EQ(h.of(app).containers[0].state, State::kRunning);
+  EXPECT_EQ(h.of(app).containers[0].node.value(), "nm1");
+  // Fill the app to its bound with completed containers and go past it: the
+  // oldest complete ones go, the open one stays and its Ref still works.
+  for (size_t i = 0; i < ContainerHistory::kMaxPerApp + 5; ++i) {
+    auto r = h.allocated(app, ContainerId("app_1_1_x" + std::to_string(i)), NodeId("nm1"),
+                         Resource(1, 1), false, at(2), false);
+    h.completed(r, at(3), 0, 1, "");
+  }
+  h.completed(ref, at(7), 4, 2, "done");
+  auto v = h.of(app);
+  ASSERT_EQ(v.containers.size(), ContainerHistory::kMaxPerApp);
+  EXPECT_EQ(v.containers[0].id.value(), "app_1_1_1");
+  EXPECT_EQ(v.containers[0].state, State::kComplete);
+  EXPECT_EQ(v.containers[0].exit_status, 4);
+  EXPECT_EQ(v.containers[0].end, at(7));
+  EXPECT_EQ(v.omitted, 6);
+  // The completed id allocated again: no Ref, and completing through it or by
+  // id keeps the first end.
+  auto none =
+      h.allocated(app, ContainerId("app_1_1_1"), NodeId("nm1"), Resource(1, 1), false, at(8), true);
+  EXPECT_TRUE(none.isNull());
+  h.completed(none, at(9), 0, 1, "");
+  h.completed(app, ContainerId("app_1_1_1"), NodeId("nm1"), Resource(1, 1), false, at(8), at(9), 0,
+              1, "");
+  EXPECT_EQ(h.of(app).containers[0].end, at(7));
+}
+
 // An AM container that ended while no RM watched it is known by its end.
 TEST(ContainerHistoryTest, ACompletionOfAnUnknownContainerIsRecorded) {
   ContainerHistory h;
