@@ -9,7 +9,7 @@ ContainerHistory::Ref ContainerHistory::find(const AppId& app, const ContainerId
   Ref ref;
   auto a = apps_.find(app);
   if (a == apps_.end()) return ref;
-  auto e = a->second.by_id.find(id);
+  auto e = a->second.by_id.find(id.value());
   if (e == a->second.by_id.end()) return ref;
   ref.app_ = &a->second;
   ref.entry_ = e->second;
@@ -53,22 +53,20 @@ ContainerHistory::Ref ContainerHistory::allocated(const AppId& app, const Contai
   }
   AppHistory& h = a->second;
   Ref ref;
-  // One lookup both finds a known id and makes the new one's slot.
-  auto [slot, inserted] = h.by_id.try_emplace(id);
-  if (!inserted) {
-    if (slot->second->state != ContainerHistoryEntry::State::kComplete) {
+  if (auto known = h.by_id.find(id.value()); known != h.by_id.end()) {
+    if (known->second->state != ContainerHistoryEntry::State::kComplete) {
       ref.app_ = &h;
-      ref.entry_ = slot->second;
+      ref.entry_ = known->second;
     }
     return ref;
   }
   if (h.entries.size() >= kMaxPerApp) {
-    // The oldest complete entry goes (never `id`'s: it is not in the list yet).
+    // The oldest complete entry goes (`id` is not in the list yet).
     auto oldest = std::find_if(h.entries.begin(), h.entries.end(), [](const auto& x) {
       return x.state == ContainerHistoryEntry::State::kComplete;
     });
     if (oldest != h.entries.end()) {
-      h.by_id.erase(oldest->id);
+      h.by_id.erase(oldest->id.value());
       h.entries.erase(oldest);
       h.omitted++;
       total_--;
@@ -84,10 +82,10 @@ ContainerHistory::Ref ContainerHistory::allocated(const AppId& app, const Contai
       running ? ContainerHistoryEntry::State::kRunning : ContainerHistoryEntry::State::kAllocated;
   openChanged(h.open, h.open + 1);
   h.open++;
-  slot->second = std::prev(h.entries.end());
-  total_++;
   ref.app_ = &h;
-  ref.entry_ = slot->second;
+  ref.entry_ = std::prev(h.entries.end());
+  h.by_id.emplace(ref.entry_->id.value(), ref.entry_);
+  total_++;
   evict(app);  // never `app`'s history: it is kept
   return ref;
 }

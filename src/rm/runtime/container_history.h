@@ -28,6 +28,7 @@
 #include <list>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -107,7 +108,9 @@ class ContainerHistory {
  private:
   struct AppHistory {
     std::list<ContainerHistoryEntry> entries;  // allocation order
-    std::unordered_map<ContainerId, std::list<ContainerHistoryEntry>::iterator> by_id;
+    // Keyed by a view of the entry's own id (list nodes do not move): no
+    // second copy of each id on the heap.
+    std::unordered_map<std::string_view, std::list<ContainerHistoryEntry>::iterator> by_id;
     int64_t omitted = 0;
     int64_t open = 0;  // entries not complete
   };
@@ -121,7 +124,10 @@ class ContainerHistory {
   // every app still runs costs nothing per container.
   void openChanged(int64_t before, int64_t after);
 
-  std::map<AppId, AppHistory> apps_;
+  // Hashed, not ordered (order_ keeps the order): one hash per call instead
+  // of a string comparison per tree level. Elements never move, so a Ref's
+  // AppHistory* stays valid across rehashing.
+  std::unordered_map<AppId, AppHistory> apps_;
   std::deque<AppId> order_;  // apps in the order they were first recorded
   size_t total_ = 0;         // entries over all apps
   size_t closed_apps_ = 0;   // apps with open == 0
