@@ -218,29 +218,39 @@ void HarvestMonitor::fillHeartbeat(v1::NodeHeartbeatRequest* req) const {
 
 namespace morpheus::nm {
 
-Result<std::unique_ptr<HarvestMonitor>> makeHarvestMonitor(
-    const HarvestOptions& opts, const std::string& node_id, const Resource& capacity,
-    ContainerRuntime& runtime, MetricsRegistry& metrics, const Clock& clock) {
-  if (opts.source == "none") return std::unique_ptr<HarvestMonitor>();
+Status validateHarvestOptions(const HarvestOptions& opts) {
+  if (opts.source == "none") return Status::ok();
   if (opts.reserve.memoryMib() < 0 || opts.reserve.vcores() < 0) {
     return invalidArgument("nm.harvest.reserve", "must be >= 0, got " + opts.reserve.toString());
   }
-  std::unique_ptr<PrimaryUsageSource> source;
   if (opts.source == "file") {
     if (opts.file.empty()) return invalidArgument("nm.harvest.file", "required by source file");
-    source = makeFileUsageSource(opts.file);
   } else if (opts.source == "cgroup") {
     if (opts.cgroup.empty()) {
       return invalidArgument("nm.harvest.cgroup", "required by source cgroup");
     }
-    source = makeCgroupUsageSource(opts.cgroup);
   } else if (opts.source == "processes") {
     if (opts.processes.empty()) {
       return invalidArgument("nm.harvest.processes", "required by source processes");
     }
-    source = makeProcessSetUsageSource(opts.processes);
   } else {
     return invalidArgument("nm.harvest.source", "unknown source '" + opts.source + "'");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<HarvestMonitor>> makeHarvestMonitor(
+    const HarvestOptions& opts, const std::string& node_id, const Resource& capacity,
+    ContainerRuntime& runtime, MetricsRegistry& metrics, const Clock& clock) {
+  MORPHEUS_RETURN_IF_ERROR(validateHarvestOptions(opts));
+  if (opts.source == "none") return std::unique_ptr<HarvestMonitor>();
+  std::unique_ptr<PrimaryUsageSource> source;
+  if (opts.source == "file") {
+    source = makeFileUsageSource(opts.file);
+  } else if (opts.source == "cgroup") {
+    source = makeCgroupUsageSource(opts.cgroup);
+  } else {
+    source = makeProcessSetUsageSource(opts.processes);
   }
   std::string tenant = opts.tenant.empty() ? node_id : opts.tenant;
   return std::make_unique<HarvestMonitor>(opts, std::move(tenant), capacity, std::move(source),

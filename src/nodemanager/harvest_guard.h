@@ -118,9 +118,14 @@ class HarvestMonitor {
 
 namespace morpheus::nm {
 
+// OK when `opts` are usable, else INVALID_ARGUMENT naming the option as
+// written: an unknown nm.harvest.source, a negative nm.harvest.reserve, or the
+// option a source needs and lacks (nm.harvest.file, nm.harvest.cgroup,
+// nm.harvest.processes). morpheus-nm checks them before it starts serving.
+Status validateHarvestOptions(const HarvestOptions& opts);
+
 // The monitor morpheus-nm runs for `opts` (null for nm.harvest.source: none),
-// or INVALID_ARGUMENT naming the option a source needs and lacks
-// (nm.harvest.file, nm.harvest.cgroup, nm.harvest.processes).
+// or validateHarvestOptions' error.
 Result<std::unique_ptr<HarvestMonitor>> makeHarvestMonitor(
     const HarvestOptions& opts, const std::string& node_id, const Resource& capacity,
     ContainerRuntime& runtime, MetricsRegistry& metrics, const Clock& clock);

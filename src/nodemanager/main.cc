@@ -27,7 +27,7 @@ constexpr const char* kProgram = "morpheus-nm";
 // The options as validateNm accepted them, with what it read and built.
 struct NmConfig {
   nm::NmOptions options;       // TLS loaded, node attributes detected, nm.local-dir defaulted
-  nm::HarvestOptions harvest;  // nm.harvest.*; checked by makeHarvestMonitor (runNm)
+  nm::HarvestOptions harvest;  // nm.harvest.*; checked by validateHarvestOptions
   std::string rm_token;        // this node's credential towards the RM ("" = none)
   nm::RunAsPolicy run_as;
   std::string delegated_cgroup;  // nm.cgroup-parent: own: this process's cgroup ("" = not)
@@ -67,6 +67,7 @@ Result<NmConfig> validateNm(const nm::NmOptions& parsed, const nm::HarvestOption
   if (opts.resources.memoryMib() <= 0 || opts.resources.vcores() <= 0) {
     return invalidArgument("nm.resources", "memory and vcores must be > 0");
   }
+  MORPHEUS_RETURN_IF_ERROR(nm::validateHarvestOptions(config.harvest));
   // Detected ISA, cores, memory, kernel, disks, network, GPUs under nm.attributes.
   opts.attributes = nm::mergeAttributes(
       nm::detectNodeAttributes(nm::DetectRoots{}, nm::hostUname()), opts.attributes);
@@ -131,9 +132,9 @@ Status runNm(NmConfig config) {
                       std::move(config.rm_token), metrics, runtime, token_key);
   agent.setRegistrationListener(
       [&server](bool registered) { server.readiness().set("registered", registered); });
-  // Harvesting a primary tenant's spare resources. Its options are checked
-  // here, not in validateNm: the monitor needs the runtime and the node id,
-  // which is the gRPC address when nm.node-id is unset.
+  // Harvesting a primary tenant's spare resources (its options were checked
+  // by validateNm). Built here: the monitor needs the runtime and the node
+  // id, which is the gRPC address when nm.node-id is unset.
   auto harvest =
       nm::makeHarvestMonitor(config.harvest, node_id, opts.resources, runtime, metrics, clock);
   if (!harvest.isOk()) return harvest.status().withContext("config error");

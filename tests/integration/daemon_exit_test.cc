@@ -54,6 +54,10 @@ TEST_P(DaemonExitIT, BadOptionsExitTwoWithOneLineNamingThem) {
     refused({"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--resources",
              "memory=0,vcores=2"},
             config_error + "nm.resources: memory and vcores must be > 0");
+    // Harvesting's options are checked with the rest, before anything starts.
+    refused({"--rm", "127.0.0.1:1", "--set", "nm.auth-disabled=true", "--set",
+             "nm.harvest.source=file"},
+            config_error + "nm.harvest.file: required by source file");
   }
   if (daemon == "inference") refused({}, config_error + "inference.token-file: required");
 
