@@ -7,15 +7,21 @@
 // same jobs with no wait, no kill, no throttle); then blocks lost and
 // unavailable under reimaging with 3 and 4 replicas, Algorithm 2 against
 // random placement. Prints progress on stderr, tables on stdout, and ends
-// with one JSON line (figures per point, targets, met or not).
+// with one JSON line (figures per point, targets, met or not). Block losses
+// cluster by seed (one seed's reimage times decide which tenant sets lose
+// blocks), so loss ratios come with a 95% interval from resampling seeds;
+// --storage-only runs the storage side alone, e.g. over many seeds.
 //   bench_harvest_sweep --swim data/swim/swim-fb2009-24h.tsv
 //   bench_harvest_sweep --swim FILE --utils 0.2,0.5,0.8 --seeds 1 --tenants 30
+//   bench_harvest_sweep --swim FILE --storage-only --seeds $(seq -s, 1 30) --blocks 20000
 // Exit codes: 0 done (targets met or not), 2 bad input.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -38,6 +44,13 @@ double mean(const std::vector<double>& v) {
 
 constexpr size_t kLong = static_cast<size_t>(rm::JobLength::kLong);
 
+std::string ratioText(double x) {
+  if (!std::isfinite(x)) return "inf";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0fx", x);
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,7 +59,8 @@ int main(int argc, char** argv) {
   std::string swim;
   std::vector<double> utils = {0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
   std::vector<uint64_t> seeds = {1, 2, 3};
-  std::vector<double> mix = {1, 1, 1};
+  std::string mix_spec = "1,1,1";
+  bool storage_only = false;
   int tenants = 100;
   sim::HarvestSimOptions ho;
   ho.servers_per_tenant = 30;
@@ -62,9 +76,10 @@ int main(int argc, char** argv) {
   app.add_option("--tenants", tenants, "Primary tenants")->check(CLI::Range(3, 100000));
   app.add_option("--servers-per-tenant", ho.servers_per_tenant, "Servers per tenant")
       ->check(CLI::Range(1, 100000));
-  app.add_option("--mix", mix, "Shares of periodic, constant, unpredictable tenants")
-      ->delimiter(',')
-      ->expected(3);
+  app.add_option("--mix", mix_spec,
+                 "Relative shares of periodic, constant and unpredictable tenants, P,C,U");
+  app.add_flag("--storage-only", storage_only,
+               "Only the storage side (blocks lost and unavailable), no jobs");
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--duration-scale", duration_scale, "Multiplies SWIM task durations")
@@ -80,11 +95,21 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 7 * 86400.0));
   app.add_option("--blocks", blocks, "Blocks per storage run")->check(CLI::Range(1, 10000000));
   CLI11_PARSE(app, argc, argv);
+  if (utils.empty() || seeds.empty()) {
+    std::cerr << "bench_harvest_sweep: " << (utils.empty() ? "--utils" : "--seeds")
+              << ": at least one value\n";
+    return 2;
+  }
   for (double u : utils) {
     if (!(u > 0 && u <= 0.95)) {
       std::cerr << "bench_harvest_sweep: --utils: " << u << " is not in (0, 0.95]\n";
       return 2;
     }
+  }
+  auto mix = sim::parseClassMix(mix_spec);
+  if (!mix.isOk()) {
+    std::cerr << "bench_harvest_sweep: --" << mix.status().message() << "\n";
+    return 2;
   }
   ho.cpu_kill_after = Millis(static_cast<int64_t>(cpu_kill_after_s * 1000));
   ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
@@ -107,17 +132,18 @@ int main(int argc, char** argv) {
   const size_t runs = utils.size() * seeds.size();
   size_t done = 0;
   std::printf(
-      "%d tenants x %d servers, 16 cores, SWIM x%.0f (sample %.2f), cpu-kill-after %.0f s, "
-      "primary memory %.2f x CPU\n",
-      tenants, ho.servers_per_tenant, duration_scale, ho.job_sample, cpu_kill_after_s,
-      ho.primary_memory);
+      "%d tenants x %d servers, 16 cores, class shares %g,%g,%g (periodic,constant,"
+      "unpredictable), SWIM x%.0f (sample %.2f), cpu-kill-after %.0f s, primary memory %.2f x "
+      "CPU%s\n",
+      tenants, ho.servers_per_tenant, (*mix)[0], (*mix)[1], (*mix)[2], duration_scale,
+      ho.job_sample, cpu_kill_after_s, ho.primary_memory, storage_only ? ", storage only" : "");
   for (double u : utils) {
     // Per strategy, per seed.
     std::map<std::string, std::vector<nlohmann::json>> per;
     for (uint64_t seed : seeds) {
       sim::PrimaryGenOptions gen;
       gen.tenants = tenants;
-      gen.mix = {mix[0], mix[1], mix[2]};
+      gen.mix = *mix;
       gen.seed = seed;
       gen.mean_util = u;
       auto traces = sim::generatePrimaryTraces(gen);
@@ -127,6 +153,7 @@ int main(int argc, char** argv) {
       }
       ho.seed = seed;
       for (auto s : strategies) {
+        if (storage_only) break;
         auto r = sim::runHarvestSim(*traces, *jobs, s, ho);
         if (!r.isOk()) {
           std::cerr << "bench_harvest_sweep: " << r.status().message() << "\n";
@@ -169,7 +196,13 @@ int main(int argc, char** argv) {
           }
           per[std::string("replicas") + std::to_string(replicas) + "-" +
               sim::replicaStrategyName(s)]
-              .push_back({{"seed", seed}, {"lost", r->lost}, {"unavailable", r->unavailable}});
+              .push_back({{"seed", seed},
+                          {"lost", r->lost},
+                          {"lost_1_tenant", r->lost_by_tenants[1]},
+                          {"lost_2_tenants", r->lost_by_tenants[2]},
+                          {"lost_3_tenants", r->lost_by_tenants[3]},
+                          {"lost_4_tenants", r->lost_by_tenants[4]},
+                          {"unavailable", r->unavailable}});
         }
       }
       done++;
@@ -185,6 +218,8 @@ int main(int argc, char** argv) {
         std::vector<double> xs;
         for (const auto& row : rows) xs.push_back(row[k].get<double>());
         m[k] = mean(xs);
+        if (k.rfind("lost", 0) == 0 && name.rfind("replicas", 0) == 0)
+          m[k + "_sum"] = mean(xs) * static_cast<double>(xs.size());
       }
       m["seeds"] = rows;
       point[name] = m;
@@ -194,117 +229,164 @@ int main(int argc, char** argv) {
   const double wall = since(started);
 
   // Tables.
-  std::printf(
-      "\nJCT (mean of %zu seeds; s): strategy mean / p95 / long jobs' mean, and the floor\n",
-      seeds.size());
-  std::printf("%5s %6s | %-23s | %-23s | %-23s | %-23s | %6s %6s %6s\n", "util", "real", "history",
-              "primary-aware", "random", "floor", "PA/H", "R/H", "H/fl");
-  for (const auto& p : points) {
-    auto cell = [&](const char* s) {
-      char b[64];
-      std::snprintf(b, sizeof b, "%7.0f %7.0f %7.0f", p[s]["mean_jct_s"].get<double>(),
-                    p[s]["p95_jct_s"].get<double>(), p[s]["long_mean_jct_s"].get<double>());
-      return std::string(b);
-    };
-    char fl[64];
-    std::snprintf(fl, sizeof fl, "%7.0f %7.0f %7.0f",
-                  p["history"]["floor_mean_jct_s"].get<double>(),
-                  p["history"]["floor_p95_jct_s"].get<double>(),
-                  p["history"]["floor_long_mean_jct_s"].get<double>());
-    const double h = p["history"]["mean_jct_s"], pa = p["primary-aware"]["mean_jct_s"],
-                 r = p["random"]["mean_jct_s"], f = p["history"]["floor_mean_jct_s"];
-    std::printf("%5.2f %5.1f%% | %s | %s | %s | %s | %5.2fx %5.2fx %5.2fx\n",
-                p["target_util"].get<double>(), 100 * p["history"]["primary_util"].get<double>(),
-                cell("history").c_str(), cell("primary-aware").c_str(), cell("random").c_str(), fl,
-                pa / h, r / h, h / f);
+  nlohmann::json gains = nlohmann::json::array();
+  double gain_top = 0, worst_floor = 0, min_kill_cut = 0, min_throttle_cut = 0;
+  bool grows = true;
+  if (!storage_only) {
+    std::printf(
+        "\nJCT (mean of %zu seeds; s): strategy mean / p95 / long jobs' mean, and the floor\n",
+        seeds.size());
+    std::printf("%5s %6s | %-23s | %-23s | %-23s | %-23s | %6s %6s %6s %6s\n", "util", "real",
+                "history", "primary-aware", "random", "floor", "PA/H", "R/H", "H/fl", "PA/fl");
+    for (const auto& p : points) {
+      auto cell = [&](const char* s) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%7.0f %7.0f %7.0f", p[s]["mean_jct_s"].get<double>(),
+                      p[s]["p95_jct_s"].get<double>(), p[s]["long_mean_jct_s"].get<double>());
+        return std::string(b);
+      };
+      char fl[64];
+      std::snprintf(fl, sizeof fl, "%7.0f %7.0f %7.0f",
+                    p["history"]["floor_mean_jct_s"].get<double>(),
+                    p["history"]["floor_p95_jct_s"].get<double>(),
+                    p["history"]["floor_long_mean_jct_s"].get<double>());
+      const double h = p["history"]["mean_jct_s"], pa = p["primary-aware"]["mean_jct_s"],
+                   r = p["random"]["mean_jct_s"], f = p["history"]["floor_mean_jct_s"];
+      std::printf("%5.2f %5.1f%% | %s | %s | %s | %s | %5.2fx %5.2fx %5.2fx %5.2fx\n",
+                  p["target_util"].get<double>(), 100 * p["history"]["primary_util"].get<double>(),
+                  cell("history").c_str(), cell("primary-aware").c_str(), cell("random").c_str(),
+                  fl, pa / h, r / h, h / f, pa / f);
+    }
+    std::printf(
+        "\nKills (memory kills) / throttled task-h / work lost to kills core-h (seed means)\n");
+    std::printf("%5s | %-32s | %-32s | %-32s\n", "util", "history", "primary-aware", "random");
+    for (const auto& p : points) {
+      auto cell = [&](const char* s) {
+        char b[80];
+        std::snprintf(b, sizeof b, "%8.0f (%6.0f) %8.0f %7.0f", p[s]["kills"].get<double>(),
+                      p[s]["memory_kills"].get<double>(), p[s]["throttled_task_h"].get<double>(),
+                      p[s]["lost_core_h"].get<double>());
+        return std::string(b);
+      };
+      std::printf("%5.2f | %s | %s | %s\n", p["target_util"].get<double>(), cell("history").c_str(),
+                  cell("primary-aware").c_str(), cell("random").c_str());
+    }
+    // Targets (OSDI'16: "up to 90%" better JCT at the sweep's end).
+    const auto& top = points.back();
+    gain_top = top["primary-aware"]["mean_jct_s"].get<double>() /
+               std::max(1e-9, top["history"]["mean_jct_s"].get<double>());
+    double prev = 0;
+    for (const auto& p : points) {
+      const double g = p["primary-aware"]["mean_jct_s"].get<double>() /
+                       std::max(1e-9, p["history"]["mean_jct_s"].get<double>());
+      gains.push_back(g);
+      if (g < prev - 0.02) grows = false;
+      prev = std::max(prev, g);
+      worst_floor =
+          std::max(worst_floor, p["history"]["mean_jct_s"].get<double>() /
+                                    std::max(1e-9, p["history"]["floor_mean_jct_s"].get<double>()));
+    }
+    const double pk = top["primary-aware"]["kills"].get<double>(),
+                 hk = top["history"]["kills"].get<double>();
+    const double pt = top["primary-aware"]["throttled_task_h"].get<double>(),
+                 ht = top["history"]["throttled_task_h"].get<double>();
+    min_kill_cut = pk > 0 ? 1 - hk / pk : 0;
+    min_throttle_cut = pt > 0 ? 1 - ht / pt : 0;
   }
+
+  // Storage: counts summed over the seeds; random / Algorithm 2 with its
+  // 95% interval over seed resamples.
   std::printf(
-      "\nKills (memory kills) / throttled task-h / work lost to kills core-h (seed means)\n");
-  std::printf("%5s | %-32s | %-32s | %-32s\n", "util", "history", "primary-aware", "random");
-  for (const auto& p : points) {
-    auto cell = [&](const char* s) {
-      char b[80];
-      std::snprintf(b, sizeof b, "%8.0f (%6.0f) %8.0f %7.0f", p[s]["kills"].get<double>(),
-                    p[s]["memory_kills"].get<double>(), p[s]["throttled_task_h"].get<double>(),
-                    p[s]["lost_core_h"].get<double>());
-      return std::string(b);
-    };
-    std::printf("%5.2f | %s | %s | %s\n", p["target_util"].get<double>(), cell("history").c_str(),
-                cell("primary-aware").c_str(), cell("random").c_str());
-  }
-  std::printf("\nStorage (%lld blocks, seed means): lost / unavailable share of time\n",
-              static_cast<long long>(blocks));
-  std::printf("%5s | %-20s | %-20s | %-20s | %-20s\n", "util", "3 replicas: Alg. 2", "random",
+      "\nStorage (%lld blocks x %zu seeds): blocks lost (sum over seeds) / mean unavailable share "
+      "of time\n",
+      static_cast<long long>(blocks), seeds.size());
+  std::printf("%5s | %-19s | %-19s | %-26s | %-25s | %-19s | %-19s\n", "util", "3 replicas: Alg. 2",
+              "random", "random/Alg. 2 (95% seeds)", "random lost on 1/2/3 ten.",
               "4 replicas: Alg. 2", "random");
+  std::string loss_verdict = "met";
+  nlohmann::json loss_points = nlohmann::json::array();
+  int64_t a2_lost4_all = 0;
   for (const auto& p : points) {
     auto cell = [&](const std::string& s) {
       char b[64];
-      std::snprintf(b, sizeof b, "%7.1f %10.5f%%", p[s]["lost"].get<double>(),
+      std::snprintf(b, sizeof b, "%6.0f %10.5f%%", p[s]["lost_sum"].get<double>(),
                     100 * p[s]["unavailable"].get<double>());
       return std::string(b);
     };
-    std::printf("%5.2f | %s | %s | %s | %s\n", p["target_util"].get<double>(),
-                cell("replicas3-algorithm2").c_str(), cell("replicas3-random").c_str(),
+    std::vector<double> a2, rnd;
+    for (const auto& row : p["replicas3-algorithm2"]["seeds"])
+      a2.push_back(row["lost"].get<double>());
+    for (const auto& row : p["replicas3-random"]["seeds"]) rnd.push_back(row["lost"].get<double>());
+    const double sa = p["replicas3-algorithm2"]["lost_sum"], sr = p["replicas3-random"]["lost_sum"];
+    const double ratio = sa > 0 ? sr / sa : std::numeric_limits<double>::infinity();
+    // No Algorithm 2 loss at all: every resample's ratio is infinite, which
+    // says nothing about how large the ratio is; its lower end is then random's
+    // count over 3, the one-sided 95% Poisson bound of a zero count.
+    const auto [lo, hi] = sa > 0
+                              ? sim::seedRatioInterval(rnd, a2).value()
+                              : std::make_pair(sr / 3.0, std::numeric_limits<double>::infinity());
+    const char* verdict = lo >= 100 ? "met" : hi < 100 ? "not met" : "unresolved";
+    if (std::string(verdict) == "not met" ||
+        (std::string(verdict) == "unresolved" && loss_verdict == "met"))
+      loss_verdict = verdict;
+    a2_lost4_all += static_cast<int64_t>(p["replicas4-algorithm2"]["lost_sum"].get<double>());
+    char rr[64], by[64];
+    std::snprintf(rr, sizeof rr, "%s (%s-%s) %s", ratioText(ratio).c_str(), ratioText(lo).c_str(),
+                  ratioText(hi).c_str(), verdict);
+    std::snprintf(by, sizeof by, "%.0f / %.0f / %.0f",
+                  p["replicas3-random"]["lost_1_tenant_sum"].get<double>(),
+                  p["replicas3-random"]["lost_2_tenants_sum"].get<double>(),
+                  p["replicas3-random"]["lost_3_tenants_sum"].get<double>());
+    std::printf("%5.2f | %s | %s | %-26s | %-25s | %s | %s\n", p["target_util"].get<double>(),
+                cell("replicas3-algorithm2").c_str(), cell("replicas3-random").c_str(), rr, by,
                 cell("replicas4-algorithm2").c_str(), cell("replicas4-random").c_str());
+    loss_points.push_back(
+        {{"target_util", p["target_util"]},
+         {"lost3_algorithm2", sa},
+         {"lost3_random", sr},
+         {"ratio", std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr)},
+         {"ratio_low95", std::isfinite(lo) ? nlohmann::json(lo) : nlohmann::json(nullptr)},
+         {"ratio_high95", std::isfinite(hi) ? nlohmann::json(hi) : nlohmann::json(nullptr)},
+         {"verdict", verdict}});
   }
 
-  // Targets (OSDI'16: "up to 90%" better JCT; "more than two orders of
-  // magnitude" less data loss; none with four replicas).
-  const auto& top = points.back();
-  const double gain_top = top["primary-aware"]["mean_jct_s"].get<double>() /
-                          std::max(1e-9, top["history"]["mean_jct_s"].get<double>());
-  bool grows = true;
-  double prev = 0;
-  double worst_floor = 0;
-  double min_kill_cut = 1, min_throttle_cut = 1;
-  double a2_lost3 = 0, rnd_lost3 = 0, a2_lost4 = 0;
-  nlohmann::json gains = nlohmann::json::array();
-  for (const auto& p : points) {
-    const double g = p["primary-aware"]["mean_jct_s"].get<double>() /
-                     std::max(1e-9, p["history"]["mean_jct_s"].get<double>());
-    gains.push_back(g);
-    if (g < prev - 0.02) grows = false;
-    prev = std::max(prev, g);
-    worst_floor =
-        std::max(worst_floor, p["history"]["mean_jct_s"].get<double>() /
-                                  std::max(1e-9, p["history"]["floor_mean_jct_s"].get<double>()));
-    a2_lost3 += p["replicas3-algorithm2"]["lost"].get<double>();
-    rnd_lost3 += p["replicas3-random"]["lost"].get<double>();
-    a2_lost4 += p["replicas4-algorithm2"]["lost"].get<double>();
+  if (!storage_only) {
+    std::printf(
+        "\nTargets: gain at %.2f = %.2fx (>= 1.9: %s); grows with utilisation: %s; kills cut "
+        "%.0f%%, throttled time cut %.0f%% at the top (>= 80%%: %s); history / floor at most %.3f "
+        "(<= 1.10: %s); ",
+        points.back()["target_util"].get<double>(), gain_top, gain_top >= 1.9 ? "met" : "NOT met",
+        grows ? "yes" : "no", 100 * min_kill_cut, 100 * min_throttle_cut,
+        min_kill_cut >= 0.8 && min_throttle_cut >= 0.8 ? "met" : "NOT met", worst_floor,
+        worst_floor <= 1.10 ? "met" : "NOT met");
+  } else {
+    std::printf("\nTargets: ");
   }
-  const double pk = top["primary-aware"]["kills"].get<double>(),
-               hk = top["history"]["kills"].get<double>();
-  const double pt = top["primary-aware"]["throttled_task_h"].get<double>(),
-               ht = top["history"]["throttled_task_h"].get<double>();
-  min_kill_cut = pk > 0 ? 1 - hk / pk : 0;
-  min_throttle_cut = pt > 0 ? 1 - ht / pt : 0;
-  const double loss_ratio = rnd_lost3 / std::max(1.0, a2_lost3);
   std::printf(
-      "\nTargets: gain at %.2f = %.2fx (>= 1.9: %s); grows with utilisation: %s; kills cut %.0f%%, "
-      "throttled time cut %.0f%% at the top (>= 80%%: %s); history / floor at most %.3f (<= 1.10: "
-      "%s); 3 replicas random / Alg. 2 lost %.0f / %.0f (>= 100x: %s); 4 replicas Alg. 2 lost %.0f "
-      "(0: %s); wall %.0f s\n",
-      top["target_util"].get<double>(), gain_top, gain_top >= 1.9 ? "met" : "NOT met",
-      grows ? "yes" : "no", 100 * min_kill_cut, 100 * min_throttle_cut,
-      min_kill_cut >= 0.8 && min_throttle_cut >= 0.8 ? "met" : "NOT met", worst_floor,
-      worst_floor <= 1.10 ? "met" : "NOT met", rnd_lost3, a2_lost3,
-      loss_ratio >= 100 ? "met" : "NOT met", a2_lost4, a2_lost4 == 0 ? "met" : "NOT met", wall);
+      "3 replicas random / Alg. 2 >= 100x at every point: %s; 4 replicas Alg. 2 lost %lld (0: "
+      "%s); wall %.0f s\n",
+      loss_verdict.c_str(), static_cast<long long>(a2_lost4_all),
+      a2_lost4_all == 0 ? "met" : "NOT met", wall);
 
   report.figures()["points"] = points;
-  report.figures()["gain_by_util"] = gains;
-  report.figures()["gain_top"] = gain_top;
-  report.figures()["gain_grows"] = grows;
-  report.figures()["kill_cut_top"] = min_kill_cut;
-  report.figures()["throttle_cut_top"] = min_throttle_cut;
-  report.figures()["history_over_floor_max"] = worst_floor;
-  report.figures()["lost3_algorithm2_sum"] = a2_lost3;
-  report.figures()["lost3_random_sum"] = rnd_lost3;
-  report.figures()["lost4_algorithm2_sum"] = a2_lost4;
+  report.figures()["storage_only"] = storage_only;
+  report.figures()["mix"] = *mix;
+  if (!storage_only) {
+    report.figures()["gain_by_util"] = gains;
+    report.figures()["gain_top"] = gain_top;
+    report.figures()["gain_grows"] = grows;
+    report.figures()["kill_cut_top"] = min_kill_cut;
+    report.figures()["throttle_cut_top"] = min_throttle_cut;
+    report.figures()["history_over_floor_max"] = worst_floor;
+    report.targets()["gain_top_min"] = 1.9;
+    report.targets()["kill_cut_top_min"] = 0.8;
+    report.targets()["throttle_cut_top_min"] = 0.8;
+    report.targets()["history_over_floor_max"] = 1.10;
+  }
+  report.figures()["loss3_by_point"] = loss_points;
+  report.figures()["loss3_verdict"] = loss_verdict;
+  report.figures()["lost4_algorithm2_sum"] = a2_lost4_all;
   report.figures()["wall_s"] = wall;
-  report.targets()["gain_top_min"] = 1.9;
-  report.targets()["kill_cut_top_min"] = 0.8;
-  report.targets()["throttle_cut_top_min"] = 0.8;
-  report.targets()["history_over_floor_max"] = 1.10;
   report.targets()["lost3_ratio_min"] = 100;
   report.targets()["lost4_algorithm2_max"] = 0;
   report.emit();

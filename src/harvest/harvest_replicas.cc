@@ -98,14 +98,24 @@ Result<std::vector<NodeId>> ReplicaPlacer::PlaceReplicas(const Block& block) {
   std::set<int> used_rc, used_uc;
   std::set<std::pair<int, int>> used_cells;
   std::set<std::string> used_racks;
+  const int uclasses = opts_.util_classes;
+  std::vector<int64_t> free_in(static_cast<size_t>(opts_.reimage_classes * uclasses));
   for (int r = 0; r < block.replicas; r++) {
-    // Free space per cell among servers not holding the block.
-    std::map<std::pair<int, int>, int64_t> cell_free;
+    // Free space per cell among servers not holding the block, in (reimage
+    // class, utilisation class) order; cells without any are left out.
+    std::fill(free_in.begin(), free_in.end(), 0);
     for (size_t i = 0; i < servers_.size(); i++) {
       if (servers_[i].s.free_blocks <= 0 ||
           std::find(chosen.begin(), chosen.end(), i) != chosen.end())
         continue;
-      cell_free[{servers_[i].rc, servers_[i].uc}] += servers_[i].s.free_blocks;
+      free_in[static_cast<size_t>(servers_[i].rc * uclasses + servers_[i].uc)] +=
+          servers_[i].s.free_blocks;
+    }
+    std::vector<std::pair<std::pair<int, int>, int64_t>> cell_free;
+    for (size_t c = 0; c < free_in.size(); c++) {
+      if (free_in[c] > 0)
+        cell_free.push_back(
+            {{static_cast<int>(c) / uclasses, static_cast<int>(c) % uclasses}, free_in[c]});
     }
     // Diversity tiers: 0 = shares no class, 1 = shares one, 2 = new cell, 3 = any.
     auto tier = [&](const std::pair<int, int>& c) {

@@ -57,12 +57,10 @@ int main(int argc, char** argv) {
                  "Real primary-tenant series: lines 'TENANT U0 U1 ...' (fractions, one per 5 min, "
                  ">= 2 days); default: generated");
   app.add_option("--tenants", gen.tenants, "Generated primary tenants");
-  std::vector<double> mix = {1, 1, 1};
+  std::string mix = "1,1,1";
   app.add_option("--mix", mix,
-                 "Relative shares of periodic, constant and unpredictable generated tenants "
-                 "(default 1,1,1)")
-      ->delimiter(',')
-      ->expected(3);
+                 "Relative shares of periodic, constant and unpredictable generated tenants, "
+                 "P,C,U (default 1,1,1)");
   app.add_option("--servers-per-tenant", ho.servers_per_tenant, "Servers per primary tenant");
   app.add_option("--cores", ho.cores, "Cores per server");
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated");
@@ -127,8 +125,9 @@ int main(int argc, char** argv) {
     traces = std::move(t).value();
   } else {
     if (gen.tenants < 3) return fail("--tenants: must be >= 3");
-    if (mix.size() != 3) return fail("--mix: three shares (periodic,constant,unpredictable)");
-    std::copy(mix.begin(), mix.end(), gen.mix.begin());
+    auto m = sim::parseClassMix(mix);
+    if (!m.isOk()) return fail("--" + m.status().message());
+    gen.mix = *m;
     auto t = sim::generatePrimaryTraces(gen);
     if (!t.isOk()) return fail("--" + t.status().message());
     traces = std::move(t).value();

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "harvest/harvest_replicas.h"
@@ -65,8 +67,12 @@ std::vector<rm::UtilPattern> patternOrder(int n, const std::array<double, 3>& mi
 }  // namespace
 
 Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o) {
-  if (o.mix[0] < 0 || o.mix[1] < 0 || o.mix[2] < 0 || o.mix[0] + o.mix[1] + o.mix[2] <= 0)
-    return invalidArgument("mix", "shares must be >= 0 and not all 0");
+  for (double m : o.mix) {
+    if (!(m >= 0) || !std::isfinite(m))
+      return invalidArgument("mix", "shares must be finite and >= 0, not all 0");
+  }
+  if (o.mix[0] + o.mix[1] + o.mix[2] <= 0)
+    return invalidArgument("mix", "shares must be finite and >= 0, not all 0");
   if (o.tenants < 1) return invalidArgument("tenants", "must be >= 1");
   if (o.days < 2)
     return invalidArgument("days", "must be >= 2 (all days but the last are history)");
@@ -157,6 +163,35 @@ Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text) {
   }
   if (out.empty()) return invalidArgument("traces", "no tenant lines");
   return out;
+}
+
+Result<std::array<double, 3>> parseClassMix(const std::string& spec) {
+  const std::string what = "'" + spec + "': ";
+  std::array<double, 3> mix = {0, 0, 0};
+  size_t n = 0, from = 0;
+  while (true) {
+    const size_t comma = spec.find(',', from);
+    std::string v =
+        spec.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    v.erase(0, v.find_first_not_of(' '));
+    v.erase(v.find_last_not_of(' ') + 1);
+    if (n == 3)
+      return invalidArgument("mix", what + "more than 3 shares (periodic,constant,unpredictable)");
+    char* end = nullptr;
+    const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0')
+      return invalidArgument("mix", what + "'" + v + "' is not a number");
+    if (!(x >= 0) || !std::isfinite(x))
+      return invalidArgument("mix", what + "'" + v + "' is not a finite share >= 0");
+    mix[n++] = x;
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (n != 3)
+    return invalidArgument("mix", what + "3 shares wanted (periodic,constant,unpredictable), got " +
+                                      std::to_string(n));
+  if (mix[0] + mix[1] + mix[2] <= 0) return invalidArgument("mix", what + "all shares are 0");
+  return mix;
 }
 
 Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
@@ -669,6 +704,30 @@ bool blockLost(const std::vector<int>& tenants, const ReplicaWorld& w, double wi
 
 }  // namespace
 
+Result<std::pair<double, double>> seedRatioInterval(const std::vector<double>& num,
+                                                    const std::vector<double>& den, int resamples) {
+  if (num.empty() || num.size() != den.size())
+    return invalidArgument("num", "one count per seed in num and den, at least one seed");
+  if (resamples < 1) return invalidArgument("resamples", "must be >= 1");
+  std::mt19937_64 rng(20161102);
+  std::uniform_int_distribution<size_t> pick(0, num.size() - 1);
+  std::vector<double> ratios;
+  for (int b = 0; b < resamples; b++) {
+    double n = 0, d = 0;
+    for (size_t i = 0; i < num.size(); i++) {
+      const size_t k = pick(rng);
+      n += num[k];
+      d += den[k];
+    }
+    ratios.push_back(d > 0 ? n / d : std::numeric_limits<double>::infinity());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const auto at = [&](size_t per_mille) {
+    return ratios[std::min(ratios.size() - 1, ratios.size() * per_mille / 1000)];
+  };
+  return std::make_pair(at(25), at(975));
+}
+
 Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
                                        ReplicaStrategy strategy, const ReplicaSimOptions& o) {
   if (traces.empty()) return invalidArgument("traces", "no primary tenants");
@@ -698,7 +757,11 @@ Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
     std::vector<int> tenants;
     for (const auto& n : *nodes) tenants.push_back(w.tenant_of[index[n.value()]]);
     r.blocks++;
-    if (blockLost(tenants, w, window)) r.lost++;
+    if (blockLost(tenants, w, window)) {
+      r.lost++;
+      const size_t distinct = std::set<int>(tenants.begin(), tenants.end()).size();
+      r.lost_by_tenants[std::min<size_t>(distinct, 4)]++;
+    }
     int64_t down = 0;
     for (size_t i = 0; i < steps; i++) {
       bool all_busy = true;

@@ -46,6 +46,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -84,7 +85,7 @@ struct PrimaryGenOptions {
 // inside [0.02, 0.98]), constant level U +- 0.15, unpredictable a random walk
 // pulled back towards its level U +- 0.15 (5% of the gap per step) with the
 // same noise and bursts; levels clamped to [0.05, 0.95].
-// INVALID_ARGUMENT naming "mix" for negative or all-zero shares, "tenants"
+// INVALID_ARGUMENT naming "mix" for negative, non-finite or all-zero shares, "tenants"
 // below 1, "days" below 2, "mean_util" outside [0, 0.95].
 Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions& o);
 
@@ -93,6 +94,12 @@ Result<std::vector<PrimaryTrace>> generatePrimaryTraces(const PrimaryGenOptions&
 // have the same number of samples; tenant names are unique. INVALID_ARGUMENT
 // naming the line. The classifier labels each loaded tenant (its `truth`).
 Result<std::vector<PrimaryTrace>> parsePrimaryTraces(const std::string& text);
+
+// "P,C,U" (e.g. "2,1,1"): the relative shares of periodic, constant and
+// unpredictable generated tenants (PrimaryGenOptions::mix), each a finite
+// number >= 0, not all 0; spaces around a share are allowed. INVALID_ARGUMENT
+// naming "mix" and the spec (wrong count, not a number, negative, all 0).
+Result<std::array<double, 3>> parseClassMix(const std::string& spec);
 
 // "LENGTH:P,C,U" (e.g. "short:1,3,2"): sets the ranking weights of job
 // length short|medium|long for periodic, constant and unpredictable classes
@@ -193,8 +200,25 @@ struct ReplicaSimOptions {
 struct ReplicaSimResult {
   int64_t blocks = 0;
   int64_t lost = 0;
+  // Of `lost`, by the number of distinct tenants the block's replicas were
+  // on (index 1-4, 4 = four or more; index 0 unused): a tenant-wide reimage
+  // wipes every replica on that tenant at once, so blocks with replicas
+  // sharing a tenant need fewer coincident reimages to be lost.
+  int64_t lost_by_tenants[5] = {0, 0, 0, 0, 0};
   double unavailable = 0;  // mean share of steps a block has no available replica
 };
+
+// The 2.5% and 97.5% points of sum(num) / sum(den) over `resamples`
+// resamples of the seeds with replacement (num[i], den[i]: seed i's counts,
+// e.g. blocks lost by two placements), drawn with a fixed seed so a rerun
+// gives the same interval. Block losses cluster by seed (one seed's reimage
+// times decide which tenant sets lose blocks), so the seeds, not the blocks,
+// are the independent draws. A resample with sum(den) = 0 counts as an
+// infinite ratio. INVALID_ARGUMENT naming "num" (sizes differ or 0) or
+// "resamples" (< 1).
+Result<std::pair<double, double>> seedRatioInterval(const std::vector<double>& num,
+                                                    const std::vector<double>& den,
+                                                    int resamples = 4000);
 
 Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
                                        ReplicaStrategy strategy, const ReplicaSimOptions& o);

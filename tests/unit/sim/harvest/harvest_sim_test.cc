@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "harvest/harvest_selection.h"
 
 namespace morpheus::sim {
@@ -53,6 +56,33 @@ TEST(HarvestSimTest, MixSetsThePatternShares) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("mix"), std::string::npos);
   g.mix = {1, -1, 1};
+  EXPECT_FALSE(generatePrimaryTraces(g).isOk());
+}
+
+// Class shares from the CLI form "P,C,U"; bad specs are refused naming "mix"
+// and the spec, and the generator refuses shares no spec could give.
+TEST(HarvestSimTest, ParsesClassSharesAndNamesBadOnes) {
+  auto m = parseClassMix("2,1,1");
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(*m, (std::array<double, 3>{2, 1, 1}));
+  auto spaced = parseClassMix(" 0.5, 0.3 ,0.2");
+  ASSERT_TRUE(spaced.isOk()) << spaced.status().message();
+  EXPECT_EQ(*spaced, (std::array<double, 3>{0.5, 0.3, 0.2}));
+  auto zero_one = parseClassMix("0,0,1");
+  ASSERT_TRUE(zero_one.isOk()) << "one class alone is a valid mix";
+  for (const std::string bad :
+       {"", "1,1", "1,1,1,1", "1,,1", "a,1,1", "1,1,1x", "-1,1,1", "0,0,0", "nan,1,1", "1,inf,1"}) {
+    auto r = parseClassMix(bad);
+    ASSERT_FALSE(r.isOk()) << "'" << bad << "'";
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().message().rfind("mix: '" + bad + "'", 0), 0u) << r.status().message();
+  }
+  PrimaryGenOptions g;
+  g.mix = {1, std::numeric_limits<double>::quiet_NaN(), 1};
+  auto nan = generatePrimaryTraces(g);
+  ASSERT_FALSE(nan.isOk()) << "a NaN share passes 'x < 0'";
+  EXPECT_NE(nan.status().message().find("mix"), std::string::npos);
+  g.mix = {1, std::numeric_limits<double>::infinity(), 1};
   EXPECT_FALSE(generatePrimaryTraces(g).isOk());
 }
 
@@ -412,6 +442,61 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
   EXPECT_EQ(a2->blocks, 500);
   EXPECT_LE(a2->lost, bf->lost) << "seed 3";
   EXPECT_GT(bf->lost, 0) << "seed 3: best-first keeps every replica in one tenant";
+  // By distinct tenants: best-first's replicas share the calmest tenant,
+  // Algorithm 2's are on three tenants (three reimage classes).
+  EXPECT_EQ(bf->lost_by_tenants[1], bf->lost);
+  EXPECT_EQ(a2->lost_by_tenants[3], a2->lost);
+  for (const auto* r : {&*a2, &*bf}) {
+    EXPECT_EQ(r->lost_by_tenants[0], 0);
+    EXPECT_EQ(r->lost_by_tenants[1] + r->lost_by_tenants[2] + r->lost_by_tenants[3] +
+                  r->lost_by_tenants[4],
+              r->lost);
+  }
+}
+
+// Random placement's losses split by distinct tenants add up, and with few
+// tenants some blocks share one (the cheaper way to lose a block).
+TEST(HarvestSimTest, RandomPlacementLosesBlocksSharingATenant) {
+  PrimaryGenOptions g;
+  g.tenants = 3;
+  g.seed = 5;
+  auto traces = generatePrimaryTraces(g).value();
+  ReplicaSimOptions o;
+  o.servers_per_tenant = 10;
+  o.blocks = 300;
+  o.free_blocks_per_server = 1000;
+  o.days = 365;
+  o.rereplicate = Millis(6 * 3600 * 1000);
+  auto rnd = runReplicaSim(traces, ReplicaStrategy::kRandom, o);
+  ASSERT_TRUE(rnd.isOk());
+  EXPECT_GT(rnd->lost, 0) << "seed 5";
+  EXPECT_GT(rnd->lost_by_tenants[1] + rnd->lost_by_tenants[2], 0) << "seed 5";
+  EXPECT_EQ(rnd->lost_by_tenants[1] + rnd->lost_by_tenants[2] + rnd->lost_by_tenants[3] +
+                rnd->lost_by_tenants[4],
+            rnd->lost);
+}
+
+// The interval of a ratio over seed resamples: equal per-seed ratios give
+// that ratio at both ends; one seed with all the losses widens it to
+// infinity; bad input is named.
+TEST(HarvestSimTest, SeedRatioIntervalResamplesSeeds) {
+  auto same = seedRatioInterval({10, 20, 30}, {1, 2, 3});
+  ASSERT_TRUE(same.isOk());
+  EXPECT_DOUBLE_EQ(same->first, 10);
+  EXPECT_DOUBLE_EQ(same->second, 10);
+  auto spread = seedRatioInterval({50, 50, 50, 50}, {4, 0, 0, 0});
+  ASSERT_TRUE(spread.isOk());
+  // A resample holds the seed with the loss k times: ratio 200 / (4k). k = 3
+  // has 4.7% of the draws and k = 4 0.4%, so the 2.5% point is at k = 3.
+  EXPECT_NEAR(spread->first, 50.0 / 3, 1e-9);
+  EXPECT_TRUE(std::isinf(spread->second)) << "resamples missing the one seed with a loss";
+  EXPECT_EQ(*seedRatioInterval({1, 2}, {1, 2}), *seedRatioInterval({1, 2}, {1, 2}))
+      << "fixed resampling seed";
+  auto bad = seedRatioInterval({1, 2}, {1});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("num"), std::string::npos);
+  EXPECT_FALSE(seedRatioInterval({}, {}).isOk());
+  EXPECT_FALSE(seedRatioInterval({1}, {1}, 0).isOk());
 }
 
 }  // namespace
