@@ -3,14 +3,18 @@
 #include "carbyne_v0.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "scheduler/policies/carbyne_policy.h"
 #include "scheduler/scheduler.h"
+#include "sim/workloads/carbyne_dags.h"
 #include "sim/workloads/workload_rng.h"
 
 namespace morpheus::bench {
@@ -61,7 +65,13 @@ double SjfPolicy::score(const Resource& used, double weight, const Resource& clu
 
 sched::AppHint SjfPolicy::planApp(const std::vector<sched::DagStage>& dag, const Resource&) const {
   if (dag.empty()) return {};
-  return sched::AppHint{true, Resource(), criticalPath(dag), true};
+  if (!by_work_) return sched::AppHint{true, Resource(), criticalPath(dag), true};
+  double work_ms = 0;
+  for (const auto& s : dag) {
+    work_ms += static_cast<double>(s.tasks_left) * static_cast<double>(s.task_duration.count()) *
+               s.task.dominantShare(server_);
+  }
+  return sched::AppHint{true, Resource(), Millis(std::llround(work_ms)), true};
 }
 
 double SjfPolicy::appScore(const sched::AppInput& in) const {
@@ -74,21 +84,44 @@ double SjfPolicy::userScore(const Resource&, double, const Resource&, double bes
 
 namespace {
 
+// The six dimensions as fractions of one server, in a fixed order: memory,
+// vcores, then the four bandwidths (carbyne_dags.h).
+constexpr size_t kDims = 6;
+constexpr size_t kBw = 2;  // first bandwidth dimension
+using Vec = std::array<double, kDims>;
+const char* const kBwNames[4] = {sim::kDiskIn, sim::kDiskOut, sim::kNetIn, sim::kNetOut};
+
+Vec asVec(const Resource& r, const Resource& per) {
+  auto frac = [](int64_t v, int64_t cap) {
+    return cap > 0 ? static_cast<double>(v) / static_cast<double>(cap) : 0.0;
+  };
+  Vec v{frac(r.memoryMib(), per.memoryMib()), frac(r.vcores(), per.vcores()), 0, 0, 0, 0};
+  for (size_t b = 0; b < 4; b++)
+    v[kBw + b] = frac(r.extendedValue(kBwNames[b]), per.extendedValue(kBwNames[b]));
+  return v;
+}
+
 struct Job {
   const sim::AdhocJob* spec = nullptr;
   AppId id;
   std::vector<int64_t> unstarted, left, next_task;
   std::vector<int> parents_left;
+  std::vector<int32_t> priority;  // of each stage's ask (PaperRun::critical_path_first)
   std::vector<std::vector<int>> children;
   int64_t stages_left = 0;
   bool active = false;
   double share = 0;  // dominant share of the cluster held now
   Resource used;
+  // What the job could use now (its running tasks and every unstarted task
+  // of its runnable stages), as fractions of the cluster: what DRF's fair
+  // allocation is computed from.
+  Vec demand{};
 };
 
 struct TaskEnd {
   int64_t at_ms;
   uint64_t seq;
+  uint64_t version;  // stale when the task's end moved since (a slowdown changed)
   bool operator>(const TaskEnd& o) const { return std::tie(at_ms, seq) > std::tie(o.at_ms, o.seq); }
 };
 
@@ -96,11 +129,53 @@ struct Running {
   int job;
   int stage;
   int node;
-  Resource res;
+  Resource res;  // the task's true demand (all six dimensions)
   ContainerId id;
+  double work_ms = 0;  // nominal work left at rate 1, as of `since_ms`
+  int64_t since_ms = 0;
+  uint64_t version = 0;
+};
+
+struct NodeLoad {
+  std::array<int64_t, 4> bw{};  // bandwidth demand of the running tasks (MB/s)
+  double rate = 1.0;            // progress rate of every task on it (< 1: over-subscribed)
+  std::vector<uint64_t> tasks;
 };
 
 }  // namespace
+
+double drfFairLevel(const std::vector<std::array<double, 6>>& demand) {
+  // Jobs by dominant demand D_i; each resource's total at level L is
+  // sum_{D_i <= L} d_i + L x sum_{D_i > L} d_i / D_i, piecewise linear in L.
+  std::vector<std::pair<double, size_t>> by;
+  for (size_t i = 0; i < demand.size(); i++) {
+    double d = 0;
+    for (double x : demand[i]) d = std::max(d, x);
+    if (d > 0) by.emplace_back(d, i);
+  }
+  std::sort(by.begin(), by.end());
+  Vec below{}, slope{};
+  for (const auto& [d, i] : by) {
+    for (size_t r = 0; r < kDims; r++) slope[r] += demand[i][r] / d;
+  }
+  double prev = 0;
+  for (size_t k = 0; k < by.size(); k++) {
+    const double next = by[k].first;
+    // Within [prev, next] the totals are below[r] + L x slope[r].
+    double level = next;
+    for (size_t r = 0; r < kDims; r++) {
+      if (slope[r] > 0) level = std::min(level, (1.0 - below[r]) / slope[r]);
+    }
+    if (level < next) return std::max(level, prev);
+    const size_t i = by[k].second;
+    for (size_t r = 0; r < kDims; r++) {
+      below[r] += demand[i][r];
+      slope[r] -= demand[i][r] / by[k].first;
+    }
+    prev = next;
+  }
+  return std::numeric_limits<double>::infinity();  // every job gets all it can use
+}
 
 Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
                              std::shared_ptr<const sched::QueueOrderingPolicy> policy,
@@ -113,17 +188,23 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
                                "task fits no node");
     }
   }
+  // What the scheduler sees of a node or task: all six dimensions, or (as
+  // YARN's DRF) memory and vcores only.
+  auto seen = [&](const Resource& r) {
+    return o.scheduler_sees_bandwidth ? r : Resource(r.memoryMib(), r.vcores());
+  };
   sched::SchedulerOptions so;
   so.adhoc_queues.push_back({"root.default", 1.0, std::move(policy)});
   MORPHEUS_ASSIGN_OR_RETURN(auto sch, sched::Scheduler::create(so));
   std::vector<sched::NodeSlot> slots;
   for (int64_t n = 0; n < o.nodes; n++) {
     const NodeId id("n" + std::to_string(n));
-    MORPHEUS_RETURN_IF_ERROR(sch->addNode(id, o.node, {}));
+    MORPHEUS_RETURN_IF_ERROR(sch->addNode(id, seen(o.node), {}));
     MORPHEUS_ASSIGN_OR_RETURN(auto slot, sch->nodeSlot(id));
     slots.push_back(slot);
   }
-  const Resource cluster = sch->clusterTotal();
+  const Resource cluster = o.node * o.nodes;  // all six dimensions, whatever the scheduler sees
+  const auto nodes_d = static_cast<double>(o.nodes);
   const int64_t base_ms = 1'000'000'000'000;  // epoch offset of simulated time 0
 
   std::vector<Job> js(jobs.size());
@@ -131,31 +212,49 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   res.jct_s.assign(jobs.size(), -1);
   std::priority_queue<TaskEnd, std::vector<TaskEnd>, std::greater<>> ends;
   std::unordered_map<uint64_t, Running> running;
+  std::vector<NodeLoad> load(static_cast<size_t>(o.nodes));
   uint64_t seq = 0;
   int64_t pending = 0;  // tasks asked for, not started
   std::vector<int> active;
-  // Fairness: each active job's share integrated over the current window.
-  std::vector<double> acc(jobs.size(), 0.0);
+  // Fairness: each active job's share, and its fair share, integrated over
+  // the current window.
+  std::vector<double> acc(jobs.size(), 0.0), acc_fair(jobs.size(), 0.0), fair(jobs.size(), 0.0);
   std::vector<char> in_window(jobs.size(), 0);
   std::vector<int> window_jobs;
-  double jain_sum = 0;
-  int64_t windows = 0;
+  bool fair_dirty = true;
+  double jain_sum = 0, jain_fair_sum = 0;
+  int64_t windows = 0, fair_windows = 0;
+  // Utilisation: allocated fraction of the cluster per dimension, integrated.
+  Vec used_now{}, used_int{};
+  double pending_int = 0, active_int = 0;
   const int64_t win = o.fairness_window.count();
   int64_t t = jobs.empty() ? 0 : jobs.front().submit.count();
   int64_t window_end = t + win;
   const int64_t first_submit = t;
 
   auto closeWindow = [&]() {
-    double s = 0, s2 = 0;
+    double s = 0, s2 = 0, f = 0, f2 = 0;
+    int64_t nf = 0;
     for (int j : window_jobs) {
-      s += acc[static_cast<size_t>(j)];
-      s2 += acc[static_cast<size_t>(j)] * acc[static_cast<size_t>(j)];
-      acc[static_cast<size_t>(j)] = 0;
-      in_window[static_cast<size_t>(j)] = 0;
+      const auto ju = static_cast<size_t>(j);
+      s += acc[ju];
+      s2 += acc[ju] * acc[ju];
+      if (acc_fair[ju] > 0) {
+        const double x = acc[ju] / acc_fair[ju];
+        f += x;
+        f2 += x * x;
+        nf++;
+      }
+      acc[ju] = acc_fair[ju] = 0;
+      in_window[ju] = 0;
     }
     if (!window_jobs.empty()) {
       jain_sum += s2 > 0 ? s * s / (static_cast<double>(window_jobs.size()) * s2) : 1.0;
       windows++;
+    }
+    if (nf > 0) {
+      jain_fair_sum += f2 > 0 ? f * f / (static_cast<double>(nf) * f2) : 1.0;
+      fair_windows++;
     }
     window_jobs.clear();
     for (int j : active) {
@@ -163,12 +262,31 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       window_jobs.push_back(j);
     }
   };
+  auto refreshFair = [&]() {
+    std::vector<Vec> d;
+    d.reserve(active.size());
+    for (int j : active) d.push_back(js[static_cast<size_t>(j)].demand);
+    const double level = drfFairLevel(d);
+    for (size_t k = 0; k < active.size(); k++) {
+      double dom = 0;
+      for (double x : d[k]) dom = std::max(dom, x);
+      fair[static_cast<size_t>(active[k])] = std::min(dom, level);
+    }
+    fair_dirty = false;
+  };
   auto advance = [&](int64_t to) {
+    if (t < to && fair_dirty) refreshFair();
     while (t < to) {
       const int64_t seg = std::min(to, window_end);
-      for (int j : active)
-        acc[static_cast<size_t>(j)] +=
-            js[static_cast<size_t>(j)].share * static_cast<double>(seg - t);
+      const auto dt = static_cast<double>(seg - t);
+      for (int j : active) {
+        const auto ju = static_cast<size_t>(j);
+        acc[ju] += js[ju].share * dt;
+        acc_fair[ju] += fair[ju] * dt;
+      }
+      for (size_t r = 0; r < kDims; r++) used_int[r] += used_now[r] * dt;
+      pending_int += static_cast<double>(pending) * dt;
+      active_int += static_cast<double>(active.size()) * dt;
       t = seg;
       if (t == window_end) {
         closeWindow();
@@ -182,16 +300,48 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       window_jobs.push_back(j);
     }
   };
+  // The node's tasks progress at its new rate from `now` on (bandwidth
+  // over-subscription slows every task on it in proportion); their ends move.
+  auto rerate = [&](size_t n, int64_t now) {
+    NodeLoad& l = load[n];
+    double rate = 1.0;
+    for (size_t b = 0; b < 4; b++) {
+      const int64_t cap = o.node.extendedValue(kBwNames[b]);
+      if (l.bw[b] > cap)
+        rate = std::min(rate, static_cast<double>(cap) / static_cast<double>(l.bw[b]));
+    }
+    if (rate == l.rate) return;
+    for (uint64_t key : l.tasks) {
+      Running& r = running.at(key);
+      r.work_ms = std::max(0.0, r.work_ms - static_cast<double>(now - r.since_ms) * l.rate);
+      r.since_ms = now;
+      r.version++;
+      ends.push(
+          TaskEnd{now + static_cast<int64_t>(std::llround(r.work_ms / rate)), key, r.version});
+    }
+    l.rate = rate;
+  };
+  auto addLoad = [&](size_t n, const Resource& r, int64_t sign) {
+    for (size_t b = 0; b < 4; b++) load[n].bw[b] += sign * r.extendedValue(kBwNames[b]);
+    const Vec v = asVec(r, o.node);
+    for (size_t d = 0; d < kDims; d++) used_now[d] += static_cast<double>(sign) * v[d] / nodes_d;
+  };
+  auto addDemand = [&](Job& j, const Resource& r, int64_t count) {
+    const Vec v = asVec(r, o.node);
+    for (size_t d = 0; d < kDims; d++) j.demand[d] += static_cast<double>(count) * v[d] / nodes_d;
+    fair_dirty = true;
+  };
 
   auto askStage = [&](Job& j, int s) -> Status {
     const sim::SimStage& st = j.spec->stages[static_cast<size_t>(s)];
     sched::ResourceRequest r;
     r.request_id = "s" + std::to_string(s);
-    r.priority = s;  // Tez breadth-first: stages are in BFS order
-    r.capability = st.task_resource;
+    r.priority = j.priority[static_cast<size_t>(s)];
+    r.capability = seen(st.task_resource);
     r.count = static_cast<int32_t>(j.unstarted[static_cast<size_t>(s)]);
     r.expected_duration = st.task_duration;
     pending += r.count;
+    addDemand(j, st.task_resource, r.count);
     return sch->updateAsks(j.id, {r});
   };
   auto reportDag = [&](const Job& j) -> Status {
@@ -221,6 +371,12 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   size_t rotate = 0;
   size_t finished = 0;
   while (finished < jobs.size()) {
+    // Stale ends (their task's end moved) are dropped before choosing the instant.
+    while (!ends.empty()) {
+      auto it = running.find(ends.top().seq);
+      if (it != running.end() && it->second.version == ends.top().version) break;
+      ends.pop();
+    }
     int64_t now = std::numeric_limits<int64_t>::max();
     if (next_arrival < jobs.size()) now = jobs[next_arrival].submit.count();
     if (!ends.empty()) now = std::min(now, ends.top().at_ms);
@@ -239,6 +395,24 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       j.parents_left.assign(ns, 0);
       j.children.assign(ns, {});
       j.stages_left = static_cast<int64_t>(ns);
+      // Tez's breadth-first order: stages are listed breadth-first, so the
+      // index is the priority. Critical path first: by longest path to the
+      // job's end (durations), longest first, then by index.
+      j.priority.resize(ns);
+      std::iota(j.priority.begin(), j.priority.end(), 0);
+      if (o.critical_path_first) {
+        std::vector<int64_t> to_end(ns, 0);
+        for (size_t s = ns; s-- > 0;) {
+          to_end[s] += j.spec->stages[s].task_duration.count();
+          for (int p : j.spec->stages[s].depends_on)
+            to_end[static_cast<size_t>(p)] = std::max(to_end[static_cast<size_t>(p)], to_end[s]);
+        }
+        std::vector<size_t> order(ns);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return to_end[a] > to_end[b]; });
+        for (size_t k = 0; k < ns; k++) j.priority[order[k]] = static_cast<int32_t>(k);
+      }
       for (size_t s = 0; s < ns; s++) {
         j.unstarted[s] = j.left[s] = j.spec->stages[s].tasks;
         j.parents_left[s] = static_cast<int>(j.spec->stages[s].depends_on.size());
@@ -252,6 +426,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       }
       j.active = true;
       active.push_back(ji);
+      fair_dirty = true;
       markActive(ji);
       new_asks = true;
       if (!is_changed[static_cast<size_t>(ji)]) {
@@ -259,17 +434,26 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         changed.push_back(ji);
       }
     }
+    std::vector<size_t> rerated;
     while (!ends.empty() && ends.top().at_ms == now) {
       const uint64_t key = ends.top().seq;
+      const uint64_t version = ends.top().version;
       ends.pop();
       auto it = running.find(key);
+      if (it == running.end() || it->second.version != version) continue;  // moved
       Running r = std::move(it->second);
       running.erase(it);
       MORPHEUS_RETURN_IF_ERROR(sch->containerCompleted(r.id).status());
-      dirty[static_cast<size_t>(r.node)] = 1;
+      const auto nu = static_cast<size_t>(r.node);
+      dirty[nu] = 1;
+      auto& on = load[nu].tasks;
+      on.erase(std::find(on.begin(), on.end(), key));
+      addLoad(nu, r.res, -1);
+      rerated.push_back(nu);
       Job& j = js[static_cast<size_t>(r.job)];
       j.used -= r.res;
       j.share = j.used.dominantShare(cluster);
+      addDemand(j, r.res, -1);
       if (--j.left[static_cast<size_t>(r.stage)] == 0) {
         j.stages_left--;
         for (int c : j.children[static_cast<size_t>(r.stage)]) {
@@ -283,6 +467,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         MORPHEUS_RETURN_IF_ERROR(sch->removeApp(j.id).status());
         j.active = false;
         active.erase(std::find(active.begin(), active.end(), r.job));
+        fair_dirty = true;
         res.jct_s[static_cast<size_t>(r.job)] =
             static_cast<double>(now - j.spec->submit.count()) / 1000.0;
         res.makespan_s = std::max(res.makespan_s, static_cast<double>(now - first_submit) / 1000.0);
@@ -292,6 +477,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         changed.push_back(r.job);
       }
     }
+    for (size_t n : rerated) rerate(n, now);
     for (int ji : changed) {
       is_changed[static_cast<size_t>(ji)] = 0;
       if (js[static_cast<size_t>(ji)].active)
@@ -308,7 +494,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         for (const auto& a : out.allocations) {
           const int ji = std::stoi(a.app.value().substr(3));
           Job& j = js[static_cast<size_t>(ji)];
-          const int s = a.priority;
+          const int s = std::stoi(a.request_id.substr(1));  // "s<stage>"
           const auto su = static_cast<size_t>(s);
           const int64_t task = j.next_task[su]++;
           j.unstarted[su]--;
@@ -322,11 +508,23 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
           const int64_t d_ms = std::max<int64_t>(
               1000,
               1000 * std::llround(static_cast<double>(st.task_duration.count()) * f / 1000.0));
-          j.used += a.resource;
+          j.used += st.task_resource;
           j.share = j.used.dominantShare(cluster);
           const uint64_t key = ++seq;
-          running.emplace(key, Running{ji, s, static_cast<int>(n), a.resource, a.container});
-          ends.push(TaskEnd{now + d_ms, key});
+          Running run{ji, s, static_cast<int>(n), st.task_resource, a.container};
+          run.work_ms = static_cast<double>(d_ms);
+          run.since_ms = now;
+          addLoad(n, st.task_resource, 1);
+          load[n].tasks.push_back(key);
+          const double rate = load[n].rate;
+          running.emplace(key, std::move(run));
+          // At rate 1 the task ends after its duration; a node that is (or
+          // becomes) over-subscribed moves the ends of all its tasks.
+          const int64_t end_ms =
+              rate == 1.0 ? d_ms
+                          : static_cast<int64_t>(std::llround(static_cast<double>(d_ms) / rate));
+          ends.push(TaskEnd{now + end_ms, key, 0});
+          rerate(n, now);
           res.tasks++;
           res.grants++;
         }
@@ -336,6 +534,17 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   }
   closeWindow();
   res.jain = windows > 0 ? jain_sum / static_cast<double>(windows) : 1.0;
+  res.jain_fair = fair_windows > 0 ? jain_fair_sum / static_cast<double>(fair_windows) : 1.0;
+  const double span = static_cast<double>(t - first_submit);
+  if (span > 0) {
+    for (size_t d = 0; d < kDims; d++) {
+      const double u = used_int[d] / span;
+      if (d == 1) res.util_vcores = u;
+      res.util_busiest = std::max(res.util_busiest, u);
+    }
+    res.pending_tasks_avg = pending_int / span;
+    res.active_jobs_avg = active_int / span;
+  }
   return res;
 }
 
@@ -455,7 +664,8 @@ std::vector<T> splitList(const std::string& text) {
 // One policy's figures for one seed (means over the runs; per-job JCTs
 // averaged over the runs).
 struct SeedFigures {
-  double avg = 0, p95 = 0, median = 0, makespan = 0, jain = 0;
+  double avg = 0, p95 = 0, median = 0, makespan = 0, jain = 0, jain_fair = 0;
+  double util_vcores = 0, util_busiest = 0, pending = 0, active = 0;
   std::vector<double> per_job;
 };
 
@@ -466,7 +676,7 @@ int paperMain(int argc, char** argv) {
   CLI::App app{"bench_carbyne --scenario paper: the Carbyne evaluation's setup (OSDI'16 §5)"};
   std::string scenario = "paper", mix_name = "tpcds", modes_text = "offline,online",
               loads_text = "1,2,4", seeds_text = "1,2,3,4,5",
-              policies_text = "drf,tetris,sjf,carbyne0,carbyne";
+              policies_text = "drf,drf2,tetris,sjf,sjfw,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
   bool describe = false;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
@@ -494,7 +704,9 @@ int paperMain(int argc, char** argv) {
   app.add_flag("--describe", describe,
                "print the generator's fit, offered load and JCT floors, then exit");
   app.add_option("--policies", policies_text,
-                 "drf, tetris, sjf, carbyne0 (before cross-job packing), carbyne")
+                 "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
+                 "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
+                 "carbyne0 (before cross-job packing), carbyne")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto mix = sim::parseDagMix(mix_name, "--mix");
@@ -513,9 +725,11 @@ int paperMain(int argc, char** argv) {
     }
   }
   for (const auto& p : policies) {
-    if (p != "drf" && p != "tetris" && p != "sjf" && p != "carbyne0" && p != "carbyne") {
-      std::cerr << "bench_carbyne: --policies: drf, tetris, sjf, carbyne0 or carbyne, got '" << p
-                << "'\n";
+    if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
+        p != "carbyne0" && p != "carbyne") {
+      std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0 or "
+                   "carbyne, got '"
+                << p << "'\n";
       return 2;
     }
   }
@@ -636,6 +850,7 @@ int paperMain(int argc, char** argv) {
       const int64_t n = std::max<int64_t>(1, std::llround(static_cast<double>(nodes) / load));
       // figures[policy][seed index]
       std::map<std::string, std::vector<SeedFigures>> fig;
+      std::vector<double> floor_avg, floor_p95;  // per seed (jctFloors)
       for (uint64_t seed : seeds) {
         sim::DagJobsOptions g;
         g.mix = *mix;
@@ -651,11 +866,16 @@ int paperMain(int argc, char** argv) {
         double w0 = 0;
         for (const auto& j : *js) w0 += sim::dagShape(j).work_core_s;
         w0 /= static_cast<double>(js->size());
+        const Floors fl = jctFloors(*js, server, n);
+        floor_avg.push_back(fl.avg);
+        floor_p95.push_back(fl.p95);
         for (const auto& pname : policies) {
           std::shared_ptr<const sched::QueueOrderingPolicy> pol;
-          if (pname == "drf") pol = std::make_shared<sched::DrfOrderingPolicy>();
+          if (pname == "drf" || pname == "drf2" || pname == "drfcp")
+            pol = std::make_shared<sched::DrfOrderingPolicy>();
           if (pname == "tetris") pol = std::make_shared<TetrisPolicy>(tetris_eps, w0);
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
+          if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
           if (pname == "carbyne")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
@@ -669,6 +889,8 @@ int paperMain(int argc, char** argv) {
             po.seed = seed;
             po.run = r;
             po.duration_cv = cv;
+            po.scheduler_sees_bandwidth = pname != "drf2";
+            po.critical_path_first = pname == "drfcp";
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);
             if (!out.isOk()) {
@@ -683,15 +905,21 @@ int paperMain(int argc, char** argv) {
             sf.median += quantileOf(out->jct_s, 0.5) / k;
             sf.makespan += out->makespan_s / k;
             sf.jain += out->jain / k;
+            sf.jain_fair += out->jain_fair / k;
+            sf.util_vcores += out->util_vcores / k;
+            sf.util_busiest += out->util_busiest / k;
+            sf.pending += out->pending_tasks_avg / k;
+            sf.active += out->active_jobs_avg / k;
             for (size_t i = 0; i < js->size(); i++) sf.per_job[i] += out->jct_s[i] / k;
             done++;
             std::fprintf(stderr,
                          "[%lld/%lld] %s load %gx (%lld servers) seed %llu run %lld %s: avg JCT "
-                         "%.0f s, makespan %.0f s, Jain %.3f (%.1f s wall)\n",
+                         "%.0f s, makespan %.0f s, Jain %.3f / fair %.3f, vcores used %.2f (%.1f s "
+                         "wall)\n",
                          static_cast<long long>(done), static_cast<long long>(total), mode.c_str(),
                          load, static_cast<long long>(n), static_cast<unsigned long long>(seed),
                          static_cast<long long>(r), pname.c_str(), meanOf(out->jct_s),
-                         out->makespan_s, out->jain, wall);
+                         out->makespan_s, out->jain, out->jain_fair, out->util_vcores, wall);
           }
           fig[pname].push_back(std::move(sf));
         }
@@ -707,9 +935,11 @@ int paperMain(int argc, char** argv) {
       std::printf("\n== %s, load %gx (%lld servers x 20 cores), %zu seeds x %lld runs ==\n",
                   mode.c_str(), load, static_cast<long long>(n), seeds.size(),
                   static_cast<long long>(runs));
-      std::printf("%-8s %10s %8s %8s | %10s %8s %8s | %9s | %10s %9s | %6s %7s | %9s\n", "policy",
-                  "avg JCT s", "DRF/x", "x/SJF", "p95 JCT s", "DRF/x", "x/SJF", "median s",
-                  "makespan s", "x/Tetris", "Jain", "-DRF", "job x/DRF");
+      const double f_avg = quantileOf(floor_avg, 0.5), f_p95 = quantileOf(floor_p95, 0.5);
+      std::printf("%-8s %10s %8s %8s %7s | %10s %8s %8s %7s | %9s | %10s %9s | %6s %7s | %9s\n",
+                  "policy", "avg JCT s", "DRF/x", "x/SJF", "x/floor", "p95 JCT s", "DRF/x", "x/SJF",
+                  "x/floor", "median s", "makespan s", "x/Tetris", "Jain", "-DRF", "job x/DRF");
+      std::string second;  // the second table's rows
       nlohmann::json cell = {{"mode", mode}, {"load", load}, {"servers", n}};
       for (const auto& p : policies) {
         auto ratio = [&](const std::string& a, const std::string& b, auto get) {
@@ -726,6 +956,13 @@ int paperMain(int argc, char** argv) {
         const double md = med(p, [](const SeedFigures& f, size_t) { return f.median; });
         const double m = med(p, [](const SeedFigures& f, size_t) { return f.makespan; });
         const double jn = med(p, [](const SeedFigures& f, size_t) { return f.jain; });
+        const double jf = med(p, [](const SeedFigures& f, size_t) { return f.jain_fair; });
+        const double a_floor = med(p, [&](const SeedFigures& f, size_t s) {
+          return f.avg / std::max(floor_avg[s], 1e-9);
+        });
+        const double q_floor = med(p, [&](const SeedFigures& f, size_t s) {
+          return f.p95 / std::max(floor_p95[s], 1e-9);
+        });
         const double a_gain = has_drf ? ratio("drf", p, avg) : std::nan("");
         const double a_sjf = has_sjf ? ratio(p, "sjf", avg) : std::nan("");
         const double q_gain = has_drf ? ratio("drf", p, p95) : std::nan("");
@@ -734,6 +971,22 @@ int paperMain(int argc, char** argv) {
         const double j_drf = has_drf ? med(p, [&](const SeedFigures& f,
                                                   size_t s) { return f.jain - fig["drf"][s].jain; })
                                      : std::nan("");
+        const double jf_drf =
+            has_drf ? med(p, [&](const SeedFigures& f,
+                                 size_t s) { return f.jain_fair - fig["drf"][s].jain_fair; })
+                    : std::nan("");
+        const bool has_drf2 = fig.count("drf2") > 0;
+        const double a_gain2 = has_drf2 ? ratio("drf2", p, avg) : std::nan("");
+        const double q_gain2 = has_drf2 ? ratio("drf2", p, p95) : std::nan("");
+        const double jf_drf2 =
+            has_drf2 ? med(p, [&](const SeedFigures& f,
+                                  size_t s) { return f.jain_fair - fig["drf2"][s].jain_fair; })
+                     : std::nan("");
+        const double a_sjfw = fig.count("sjfw") > 0 ? ratio(p, "sjfw", avg) : std::nan("");
+        const double uv = med(p, [](const SeedFigures& f, size_t) { return f.util_vcores; });
+        const double ub = med(p, [](const SeedFigures& f, size_t) { return f.util_busiest; });
+        const double pend = med(p, [](const SeedFigures& f, size_t) { return f.pending; });
+        const double act = med(p, [](const SeedFigures& f, size_t) { return f.active; });
         // The median job's slowdown against DRF: per seed, the median over jobs
         // of JCT under p / JCT under DRF.
         const double slow =
@@ -746,9 +999,17 @@ int paperMain(int argc, char** argv) {
                           })
                     : std::nan("");
         std::printf(
-            "%-8s %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %9.0f | %10.0f %9.3f | %6.3f %+7.3f | "
-            "%9.3f\n",
-            p.c_str(), a, a_gain, a_sjf, q, q_gain, q_sjf, md, m, m_tet, jn, j_drf, slow);
+            "%-8s %10.0f %8.2f %8.2f %7.2f | %10.0f %8.2f %8.2f %7.2f | %9.0f | %10.0f %9.3f | "
+            "%6.3f "
+            "%+7.3f | %9.3f\n",
+            p.c_str(), a, a_gain, a_sjf, a_floor, q, q_gain, q_sjf, q_floor, md, m, m_tet, jn,
+            j_drf, slow);
+        char row[256];
+        std::snprintf(
+            row, sizeof row,
+            "%-8s %9.3f %+7.3f %+8.3f | %8.2f %8.2f | %8.2f | %7.2f %8.2f | %9.0f %8.1f\n",
+            p.c_str(), jf, jf_drf, jf_drf2, a_gain2, q_gain2, a_sjfw, uv, ub, pend, act);
+        second += row;
         auto num = [](double x) {
           return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x);
         };
@@ -763,11 +1024,37 @@ int paperMain(int argc, char** argv) {
                    {"makespan_over_tetris", num(m_tet)},
                    {"jain", jn},
                    {"jain_minus_drf", num(j_drf)},
-                   {"median_job_slowdown_vs_drf", num(slow)}};
+                   {"median_job_slowdown_vs_drf", num(slow)},
+                   {"avg_over_floor", a_floor},
+                   {"p95_over_floor", q_floor},
+                   {"jain_fair", jf},
+                   {"jain_fair_minus_drf", num(jf_drf)},
+                   {"jain_fair_minus_drf2", num(jf_drf2)},
+                   {"avg_gain_vs_drf2", num(a_gain2)},
+                   {"p95_gain_vs_drf2", num(q_gain2)},
+                   {"avg_over_sjfw", num(a_sjfw)},
+                   {"util_vcores", uv},
+                   {"util_busiest", ub},
+                   {"pending_tasks_avg", pend},
+                   {"active_jobs_avg", act}};
       }
+      cell["floor_avg_jct_s"] = f_avg;
+      cell["floor_p95_jct_s"] = f_p95;
       std::printf(
-          "  floors: SJF by critical path is the avg-JCT floor the paper measures against "
-          "(x/SJF above); Tetris the makespan reference (x/Tetris)\n");
+          "  floors (any policy, median over seeds): average JCT %.0f s, p95 JCT %.0f s (x/floor "
+          "above); SJF by critical path is the paper's reference (x/SJF); Tetris the makespan "
+          "reference (x/Tetris)\n",
+          f_avg, f_p95);
+      std::printf("%-8s %9s %7s %8s | %8s %8s | %8s | %7s %8s | %9s %8s\n", "policy", "Jain/fair",
+                  "-DRF", "-DRF2", "DRF2/x", "p95", "x/SJFw", "vcores", "busiest", "waiting",
+                  "jobs");
+      std::printf("%s", second.c_str());
+      std::printf(
+          "  Jain/fair: Jain's index of each job's share over its DRF fair share; DRF2/x: DRF "
+          "seeing CPU and memory only (as YARN's) over the policy, average and p95 JCT; x/SJFw: "
+          "average JCT over SJF by remaining work's; vcores, "
+          "busiest: mean allocated fraction of the cluster; waiting: mean runnable tasks not "
+          "started; jobs: mean jobs in the system\n");
       std::fflush(stdout);
       cells.push_back(std::move(cell));
     }

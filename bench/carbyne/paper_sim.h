@@ -12,17 +12,23 @@
 // The baselines the paper compares against, as bench-local policies
 // plugged into the same core (carbyne_policy.h is the one under test):
 //  - DRF + breadth-first: sched::DrfOrderingPolicy (YARN's DRF across jobs;
-//    inside a job the asks' priority is Tez's breadth-first order);
+//    inside a job the asks' priority is Tez's breadth-first order), seeing
+//    the six resources (`drf`) or, as YARN's DominantResourceCalculator,
+//    memory and vcores only (`drf2`: disk and network over-subscribed, tasks
+//    slowed, PaperRun::scheduler_sees_bandwidth); `drfcp`, DRF with the
+//    stages of a job critical path first instead (a diagnostic);
 //  - Tetris (SIGCOMM'14 §3, fairness knob 0): packing across every job's
 //    runnable tasks (CrossAppPacker), alignment + eps x an SRTF term;
 //  - SJF by critical path: jobs by the critical path of their remaining DAG
 //    (with unlimited resources), shortest first; an upper bound on the
-//    average JCT the paper's Carbyne is measured against;
+//    average JCT the paper's Carbyne is measured against; and SJF by
+//    remaining work (`sjfw`), a second reference;
 //  - carbyne0: Carbyne before cross-job leftover packing (carbyne_v0.h).
 //
 // Single-threaded; one run allocates its own Scheduler.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,13 +65,19 @@ class TetrisPolicy final : public sched::QueueOrderingPolicy,
 };
 
 // SJF by critical path: an app scores the critical path of its remaining
-// DAG (each stage one wave of its task duration), in seconds.
+// DAG (each stage one wave of its task duration), in seconds. With a
+// `server`, SJF by remaining work instead (`sjfw`): the sum over the tasks
+// left of duration x the task's dominant share of one server, the job's
+// size in server-seconds of its busiest resource (shortest remaining work
+// first; a job short in time may still be wide).
 class SjfPolicy final : public sched::QueueOrderingPolicy,
                         public sched::DagPlanner,
                         public sched::AppOrdering,
                         public sched::UserOrdering {
  public:
-  std::string_view name() const override { return "sjf"; }
+  SjfPolicy() = default;
+  explicit SjfPolicy(const Resource& server) : by_work_(true), server_(server) {}
+  std::string_view name() const override { return by_work_ ? "sjfw" : "sjf"; }
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
                          const Resource& fair_share) const override;
@@ -73,6 +85,10 @@ class SjfPolicy final : public sched::QueueOrderingPolicy,
   // Users by their best app (one job per user in the bench): SJF across jobs.
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
+
+ private:
+  bool by_work_ = false;
+  Resource server_;
 };
 
 struct PaperRun {
@@ -82,15 +98,53 @@ struct PaperRun {
   int64_t run = 0;
   double duration_cv = 0.1;  // realised = nominal x lognormal noise (the AM reports nominal)
   Millis fairness_window{60000};
+  // false: the scheduler sees memory and vcores only, of nodes and asks (as
+  // YARN's DRF, which knows no disk or network), so it may place more
+  // bandwidth on a node than it has. Either way the run models what
+  // over-subscription costs: every task on a node whose running tasks ask
+  // more of a bandwidth than the node has progresses at capacity / demand of
+  // its most over-subscribed one (fluid sharing, Tetris SIGCOMM'14 §2), its
+  // end moving as tasks come and go. With bandwidth seen (and reserved) no
+  // node is ever over-subscribed and every task runs at its duration.
+  bool scheduler_sees_bandwidth = true;
+  // Inside a job, asks by Tez's breadth-first order (false), or critical
+  // path first (true: by each stage's longest path to the job's end, the
+  // order of Carbyne's own plan); a diagnostic of what the breadth-first
+  // order costs DRF.
+  bool critical_path_first = false;
 };
 
 struct PaperResult {
   std::vector<double> jct_s;  // per job, in workload order
   double makespan_s = 0;      // first submit to last finish
-  double jain = 0;            // mean over windows of Jain's index of the active jobs' shares
+  // Jain's index per 60 s window, averaged over the windows, over the jobs
+  // active in the window: `jain` of each job's dominant share (integrated
+  // over the window), `jain_fair` of each job's share over its fair share
+  // (Jain, Chiu, Hawe 1984 normalise each allocation by the fair one): the
+  // DRF allocation of the cluster among the active jobs given what each can
+  // use now (running tasks plus the unstarted tasks of its runnable stages),
+  // integrated over the window. A job that cannot use its equal share is not
+  // counted as short-changed by `jain_fair`; it is by `jain`.
+  double jain = 0;
+  double jain_fair = 0;
+  // Time averages over first submit to last finish: allocated vcores over
+  // the cluster's, the busiest of the six dimensions, tasks runnable but not
+  // started, jobs in the system.
+  double util_vcores = 0;
+  double util_busiest = 0;
+  double pending_tasks_avg = 0;
+  double active_jobs_avg = 0;
   int64_t tasks = 0;
   int64_t grants = 0;
 };
+
+// DRF's fair level among jobs whose demands are `demand` (per job, the six
+// dimensions as fractions of the cluster): the largest dominant share L such
+// that giving each job min(L, its dominant demand), its demand vector scaled
+// to that, fits the cluster in every dimension (progressive filling, Ghodsi
+// et al. NSDI'11; every task asks for all six, so the first dimension to
+// fill stops every job). +infinity when all demands fit together. Pure.
+double drfFairLevel(const std::vector<std::array<double, 6>>& demand);
 
 // Runs `jobs` (sorted by submit) to completion under `policy` on the leaf.
 // INVALID_ARGUMENT naming the field for an empty cluster or a task that fits
