@@ -1563,6 +1563,36 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
   return Status::ok();
 }
 
+Status Scheduler::setNodeTotals(const std::vector<std::pair<NodeSlot, Resource>>& totals) {
+  auto& s = *impl_;
+  for (size_t i = 0; i < totals.size(); i++) {
+    const auto& [slot, total] = totals[i];
+    if (s.slotNode(slot) == nullptr) return notFound("node slot " + std::to_string(slot.value));
+    if (total.anyNegative()) {
+      return invalidArgument("totals[" + std::to_string(i) + "].total",
+                             "must be non-negative, got " + total.toString());
+    }
+  }
+  bool changed = false;
+  for (const auto& [slot, total] : totals) {
+    Node& n = *s.slotNode(slot);
+    if (n.total == total) continue;
+    s.cluster_total -= n.total;
+    s.cluster_total += total;
+    const int64_t old_free_vcores = n.free.vcores();
+    n.total = total;
+    n.free = total - n.used;
+    s.room_slots.set(static_cast<size_t>(n.slot));
+    s.crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
+    changed = true;
+  }
+  // The keys are a function of the state (Key is a total order), so one
+  // re-key after the last change leaves every heap's order as per-node
+  // re-keys would.
+  if (changed) s.rekeyAll();
+  return Status::ok();
+}
+
 Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
                                    const std::string& value) {
   auto& s = *impl_;

@@ -105,6 +105,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -151,6 +152,15 @@ class Scheduler {
   // NOT_FOUND if unknown; INVALID_ARGUMENT ("total") if negative. O(1) when
   // unchanged, else re-sorts queues as addNode does.
   Status setNodeTotal(const NodeId& node, const Resource& total);
+
+  // setNodeTotal for many nodes in one step, by slot (nodeSlot): every score
+  // depends on the cluster total only, so the queues are re-sorted once for
+  // the whole batch instead of once per node; decisions are those of calling
+  // setNodeTotal for each entry in order. All-or-nothing: NOT_FOUND for an
+  // unknown or removed slot, INVALID_ARGUMENT ("totals[i].total") for a
+  // negative total, and then nothing changes. A later entry for the same slot
+  // wins. O(changed nodes) plus one re-sort when any total changed.
+  Status setNodeTotals(const std::vector<std::pair<NodeSlot, Resource>>& totals);
 
   // Harvesting (Zhang et al. OSDI'16 §4.1): the RM tags a node
   // with its primary tenant's class when it recomputes the classes. Sets (or,

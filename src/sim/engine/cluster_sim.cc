@@ -400,6 +400,7 @@ class Sim {
   TimePoint agg_last_;
   bool agg_due_ = false;
   std::vector<int> agg_check_;  // reservations that asked or grew this instant
+  std::vector<std::pair<sched::NodeSlot, Resource>> totals_batch_;  // placeAggregate's, reused
   // What the jobs' own apps ask for and were not granted (sum of pending
   // tasks' resources): the fluid pools turn containers over only for it.
   Resource pending_tasks_;
@@ -1402,14 +1403,16 @@ void Sim::aggregateStep() {
 
 // The pools' capacity goes onto the nodes from the last one down, each node
 // giving what periodic containers leave free on it, so it stays packed on
-// few nodes and moves little between steps (a changed node total re-keys the
-// scheduler's queues). A pool holds what found room (fragments too small
-// for its shape are left out).
+// few nodes and moves little between steps. A pool holds what found room
+// (fragments too small for its shape are left out). The changed node totals
+// go to the scheduler in one batch (one re-sort of its queues per step, not
+// one per node).
 void Sim::placeAggregate() {
   std::vector<int64_t> left;
   for (const AggregateState& a : agg_) left.push_back(a.held);
   int low = -1;
   hidden_total_ = Resource();
+  totals_batch_.clear();
   for (int n = static_cast<int>(o_.nodes) - 1; n >= 0; n--) {
     const bool more = std::any_of(left.begin(), left.end(), [](int64_t x) { return x > 0; });
     if (!more && (agg_low_ < 0 || n < agg_low_)) break;
@@ -1431,11 +1434,11 @@ void Sim::placeAggregate() {
     if (hidden == was) continue;
     const bool grew_free = !was.fitsIn(hidden);  // the scheduler gets room back
     was = hidden;
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(nodes_[static_cast<size_t>(n)], nodeTotal(n)),
-                              "never: simulated nodes stay");
+    totals_batch_.emplace_back(node_handles_[static_cast<size_t>(n)], nodeTotal(n));
     if (grew_free) dirty_nodes_.insert(n);
     refreshFree(n);
   }
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotals(totals_batch_), "never: simulated nodes stay");
   agg_low_ = low;
   for (size_t p = 0; p < agg_.size(); p++) agg_[p].held -= left[p];
 }
