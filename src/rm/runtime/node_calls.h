@@ -39,6 +39,8 @@ struct ContainerReport {
   ContainerId id;         // container_id, never empty
   bool complete = false;  // state COMPLETE; any other state (NEW, RUNNING) counts as alive
   int32_t exit_status = 0;
+  // The wire's enum value, as CompletedContainer's: it goes on unchanged to
+  // the AM and the container history, values newer than this RM included.
   v1::ContainerExitReason exit_reason = v1::EXIT_REASON_UNSPECIFIED;
   std::string diagnostics;
   int64_t rss_mib = 0;    // as the NM last sampled it
