@@ -60,11 +60,7 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
     info.container_manager_address = "127.0.0.1:1";
     info.total = Resource(102400, 40);
     (void)core.registerNode(info);
-    v1::RegisterNodeRequest r;
-    r.set_node_id(info.id.value());
-    r.set_container_manager_address("127.0.0.1:1");
-    toProto(info.total, r.mutable_total());
-    rt.onNodeRegistered(r);
+    rt.onNodeRegistered({info.id, info.container_manager_address, "", info.total, {}});
   }
   std::vector<AppId> ids;
   for (int a = 0; a < kApps; a++) {
@@ -79,33 +75,29 @@ double runOnce(int seconds, int64_t* allocated_out, size_t* in_use_out, double* 
   std::vector<std::vector<Running>> on_node(kNodes);
   std::mt19937_64 rng(7);
   auto beat = [&](int n, bool count_tasks) {
-    v1::NodeHeartbeatRequest req;
-    req.set_node_id("n" + std::to_string(n));
+    NodeHeartbeatCall call;
+    call.node = NodeId("n" + std::to_string(n));
     int64_t now = toEpochMs(clock.now());
     auto& list = on_node[static_cast<size_t>(n)];
     for (auto it = list.begin(); it != list.end();) {
       if (it->end_ms <= now) {
-        auto* st = req.add_container_statuses();
-        st->set_container_id(it->id);
-        st->set_state(v1::CONTAINER_COMPLETE);
+        ContainerReport st;
+        st.id = ContainerId(it->id);
+        st.complete = true;
+        call.containers.push_back(std::move(st));
         it = list.erase(it);
       } else {
         ++it;
       }
     }
-    v1::NodeHeartbeatResponse resp;
-    rt.onNodeHeartbeat(req, &resp);
+    rt.onNodeHeartbeat(std::move(call));
     (void)count_tasks;
   };
   // AMs start and register.
   for (int n = 0; n < kNodes && apps.list({AppState::kSubmitted}, "").size() > 0; n++)
     beat(n, false);
   for (const auto& id : ids) {
-    v1::RegisterApplicationMasterRequest reg;
-    reg.set_application_id(id.value());
-    reg.set_am_token(apps.amToken(id, 1));
-    v1::RegisterApplicationMasterResponse rr;
-    (void)rt.registerAm(reg, &rr);
+    (void)rt.registerAm({id, apps.amToken(id, 1)});
   }
   auto askMore = [&]() {
     int64_t got = 0;

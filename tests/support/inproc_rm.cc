@@ -144,14 +144,16 @@ std::unique_ptr<rm::AppManager> InProcRm::makeAppManager() {
 }
 
 Status InProcRm::registerNode(const v1::RegisterNodeRequest& req) {
-  rm::NodeInfo info;
-  info.id = NodeId(req.node_id());
-  info.container_manager_address = req.container_manager_address();
-  info.http_address = req.http_address();
-  info.total = fromProto(req.total());
-  for (const auto& a : req.attributes()) info.attributes[a.key()] = a.value();
-  MORPHEUS_RETURN_IF_ERROR(core_->registerNode(std::move(info)));
-  runtime_->onNodeRegistered(req);
+  MORPHEUS_ASSIGN_OR_RETURN(rm::NodeRegistration reg, rm::parseNodeRegistration(req));
+  MORPHEUS_RETURN_IF_ERROR(core_->registerNode(rm::nodeInfoOf(reg)));
+  runtime_->onNodeRegistered(reg);
+  return Status::ok();
+}
+
+Status InProcRm::nodeHeartbeat(const v1::NodeHeartbeatRequest& req,
+                               v1::NodeHeartbeatResponse* resp) {
+  MORPHEUS_ASSIGN_OR_RETURN(rm::NodeHeartbeatCall call, rm::parseNodeHeartbeat(req));
+  rm::heartbeatReply(runtime_->onNodeHeartbeat(std::move(call)), resp);
   return Status::ok();
 }
 
@@ -160,7 +162,7 @@ Status InProcRm::registerAm(const AppId& app, int attempt) {
   req.set_application_id(app.value());
   req.set_am_token(apps_->amToken(app, attempt));
   v1::RegisterApplicationMasterResponse resp;
-  return runtime_->registerAm(req, &resp);
+  return rm::serveRegisterAm(*runtime_, req, &resp);
 }
 
 Status InProcRm::allocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {

@@ -32,8 +32,8 @@
 // reservations().expire()), the DRA monitor, the telemetry forwarder, HTTP
 // (a test registers the handlers on its own HttpServer over these
 // components). Nodes and AMs are played by the caller: through the services,
-// or by direct calls with the wire messages (registerNode, registerAm,
-// allocate, finishAm, nodeRegistration, taskAsk).
+// or by direct calls with the wire messages (registerNode, nodeHeartbeat,
+// registerAm, allocate, finishAm, nodeRegistration, taskAsk).
 //
 // Thread-safety: start, replaceRuntime and the destructor run on one thread,
 // with no call in flight. The components lock for themselves as in the
@@ -121,8 +121,16 @@ class InProcRm {
   std::unique_ptr<rm::AppManager> makeAppManager();
 
   // Node `req` registers, as ResourceTrackerService::RegisterNode does it
-  // without the RPC's checks: with the core, then the runtime.
+  // without the RPC's authorization: parsed by the edge, with the core, then
+  // the runtime.
   Status registerNode(const v1::RegisterNodeRequest& req);
+  // The runtime's part of a node's heartbeat as ResourceTrackerService runs
+  // it once the heartbeat is admitted: parsed by the edge
+  // (rm::parseNodeHeartbeat), RmRuntime::onNodeHeartbeat (report, then the
+  // node's scheduling), the answer into `resp`. No liveness in the core
+  // (call core().nodeHeartbeat for that), no authorization. The parse's
+  // INVALID_ARGUMENT, nothing changed then.
+  Status nodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
   // The AM of `app`'s attempt `attempt` registers with the token the RM
   // hands it.
   Status registerAm(const AppId& app, int attempt = 1);

@@ -124,6 +124,14 @@ void completedToProto(const CompletedContainer& c, v1::ContainerStatus* out) {
 
 }  // namespace
 
+Result<RegisterAmCall> parseRegisterAm(const v1::RegisterApplicationMasterRequest& req) {
+  RegisterAmCall call;
+  call.app = AppId(req.application_id());
+  if (call.app.empty()) return invalidArgument("application_id", "is required");
+  call.am_token = req.am_token();
+  return call;
+}
+
 Result<AllocateCall> parseAllocate(const v1::AllocateRequest& req) {
   AllocateCall call;
   call.app = AppId(req.application_id());
@@ -156,6 +164,27 @@ Result<FinishAmCall> parseFinishAm(const v1::FinishApplicationMasterRequest& req
   for (const auto& f : req.files_written())
     call.files.push_back({f.path(), fromEpochMs(f.time_ms()), true});
   return call;
+}
+
+void registerAmReply(RegisterAmOutcome outcome, v1::RegisterApplicationMasterResponse* resp) {
+  resp->set_queue(std::move(outcome.queue));
+  resp->set_reservation_id(outcome.reservation.value());
+  toProto(outcome.max_container, resp->mutable_max_container());
+  for (auto& r : outcome.running) {
+    auto* c = resp->add_running_containers();
+    c->set_container_id(r.id.value());
+    c->set_node_id(r.node.value());
+    c->set_node_address(std::move(r.node_address));
+    toProto(r.resource, c->mutable_resource());
+  }
+}
+
+Status serveRegisterAm(RmRuntime& runtime, const v1::RegisterApplicationMasterRequest& req,
+                       v1::RegisterApplicationMasterResponse* resp) {
+  MORPHEUS_ASSIGN_OR_RETURN(RegisterAmCall call, parseRegisterAm(req));
+  MORPHEUS_ASSIGN_OR_RETURN(RegisterAmOutcome outcome, runtime.registerAm(call));
+  registerAmReply(std::move(outcome), resp);
+  return Status::ok();
 }
 
 void allocateReply(const v1::AllocateRequest& req, AllocateOutcome outcome, const RmCore& core,

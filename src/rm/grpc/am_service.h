@@ -6,12 +6,13 @@
 // its next allocate. Without one (tests, fuzzing) it runs on the gRPC thread.
 // Register and Finish stay synchronous (once per attempt).
 //
-// The edge translates: Allocate and FinishApplicationMaster requests are
-// parsed into the runtime's typed calls (rm/runtime/am_calls.h;
-// INVALID_ARGUMENT naming the field as the request wrote it), the outcome
-// becomes the reply, and the granted containers' tokens are signed here with
-// the RmCore's per-node keys (the key stays in RmCore; the runtime never
-// signs for an Allocate).
+// The edge translates: RegisterApplicationMaster, Allocate and
+// FinishApplicationMaster requests are parsed into the runtime's typed calls
+// (rm/runtime/am_calls.h; INVALID_ARGUMENT naming the field as the request
+// wrote it), the outcome becomes the reply, and the granted containers'
+// tokens are signed here with the RmCore's per-node keys (the key stays in
+// RmCore; the runtime never signs for a reply: it signs only the AM
+// container's token, which goes to the NM in its launch request).
 #pragma once
 
 #include "common/status.h"
@@ -28,15 +29,23 @@ namespace morpheus::rm {
 // The request as the runtime's call. INVALID_ARGUMENT naming the field
 // ("application_id", "asks[2].capability.vcores", "stages[0].depends_on")
 // at the first that is malformed, in field order. Pure.
+Result<RegisterAmCall> parseRegisterAm(const v1::RegisterApplicationMasterRequest& req);
 Result<AllocateCall> parseAllocate(const v1::AllocateRequest& req);
 Result<FinishAmCall> parseFinishAm(const v1::FinishApplicationMasterRequest& req);
 
+// The outcome as the registration's reply (no tokens: the running
+// containers' were handed out with their grants). Pure.
+void registerAmReply(RegisterAmOutcome outcome, v1::RegisterApplicationMasterResponse* resp);
 // The outcome as the reply to `req`: the response id echoed (resync) or
 // advanced, and each granted container with a container token signed by
 // `core` for the app's user. Thread-safe (RmCore::issueContainerToken is).
 void allocateReply(const v1::AllocateRequest& req, AllocateOutcome outcome, const RmCore& core,
                    v1::AllocateResponse* resp);
 
+// One RegisterApplicationMaster as the handler runs it: parse,
+// RmRuntime::registerAm, reply. On an error `resp` is untouched.
+Status serveRegisterAm(RmRuntime& runtime, const v1::RegisterApplicationMasterRequest& req,
+                       v1::RegisterApplicationMasterResponse* resp);
 // One Allocate, all of it, as the handler runs it: parse, RmRuntime::allocate,
 // reply, timed in morpheus_rm_allocate_duration_seconds. A request that does
 // not parse is refused after the runtime's checks of its AM token (and that
@@ -59,7 +68,7 @@ class ApplicationMasterServiceImpl final
   grpc::Status RegisterApplicationMaster(grpc::ServerContext*,
                                          const v1::RegisterApplicationMasterRequest* req,
                                          v1::RegisterApplicationMasterResponse* resp) override {
-    return toGrpc(runtime_.registerAm(*req, resp));
+    return toGrpc(serveRegisterAm(runtime_, *req, resp));
   }
   grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
                                      const v1::AllocateRequest* req,

@@ -2,13 +2,96 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/metrics.h"
 #include "common/wire.h"
 
 namespace morpheus::rm {
+
+namespace {
+
+// container_statuses[i] (field `f`) as the runtime's report.
+Result<ContainerReport> containerReport(const v1::ContainerStatus& st, const std::string& f) {
+  if (st.container_id().empty()) return invalidArgument(f + ".container_id", "is required");
+  ContainerReport out;
+  MORPHEUS_ASSIGN_OR_RETURN(out.resource, validatedResource(st.resource(), f + ".resource"));
+  out.id = ContainerId(st.container_id());
+  out.complete = st.state() == v1::CONTAINER_COMPLETE;
+  out.exit_status = st.exit_status();
+  out.exit_reason = st.exit_reason();
+  out.diagnostics = st.diagnostics();
+  out.rss_mib = st.rss_mib();
+  out.cpu_vcores = st.cpu_vcores();
+  out.start = fromEpochMs(st.start_ms());
+  out.end = fromEpochMs(st.end_ms());
+  return out;
+}
+
+// A heartbeat waiting for the strand: its timer (admission, the wait, the
+// report) and its parsed report, in one allocation per heartbeat.
+struct PendingHeartbeat {
+  explicit PendingHeartbeat(Histogram& latency) : timer(latency) {}
+  ScopedTimer timer;
+  NodeHeartbeatCall call;
+};
+
+}  // namespace
+
+Result<NodeRegistration> parseNodeRegistration(const v1::RegisterNodeRequest& req) {
+  NodeRegistration reg;
+  MORPHEUS_ASSIGN_OR_RETURN(reg.total, validatedResource(req.total(), "total"));
+  for (const auto& a : req.attributes()) {
+    if (a.key().empty()) return invalidArgument("attributes.key", "must not be empty");
+    reg.attributes[a.key()] = a.value();
+  }
+  reg.id = NodeId(req.node_id());
+  reg.container_manager_address = req.container_manager_address();
+  reg.http_address = req.http_address();
+  return reg;
+}
+
+NodeInfo nodeInfoOf(const NodeRegistration& reg) {
+  NodeInfo info;
+  info.id = reg.id;
+  info.container_manager_address = reg.container_manager_address;
+  info.http_address = reg.http_address;
+  info.total = reg.total;
+  info.attributes = reg.attributes;
+  return info;
+}
+
+Result<NodeHeartbeatCall> parseNodeHeartbeat(const v1::NodeHeartbeatRequest& req) {
+  NodeHeartbeatCall call;
+  call.node = NodeId(req.node_id());
+  call.containers.reserve(static_cast<size_t>(req.container_statuses_size()));
+  for (int i = 0; i < req.container_statuses_size(); i++) {
+    MORPHEUS_ASSIGN_OR_RETURN(auto report,
+                              containerReport(req.container_statuses(i),
+                                              "container_statuses[" + std::to_string(i) + "]"));
+    call.containers.push_back(std::move(report));
+  }
+  if (req.has_primary_usage()) {
+    const auto& u = req.primary_usage();
+    if (!std::isfinite(u.cpu_vcores()) || u.cpu_vcores() < 0)
+      return invalidArgument("primary_usage.cpu_vcores", "must be a number >= 0");
+    if (u.memory_mib() < 0) return invalidArgument("primary_usage.memory_mib", "must be >= 0");
+    call.primary_usage = PrimaryUsageReport{u.tenant(), u.cpu_vcores(), u.memory_mib()};
+  }
+  if (req.has_harvest_offer()) {
+    MORPHEUS_ASSIGN_OR_RETURN(call.harvest_offer,
+                              validatedResource(req.harvest_offer(), "harvest_offer"));
+  }
+  return call;
+}
+
+void heartbeatReply(const NodeHeartbeatAnswer& answer, v1::NodeHeartbeatResponse* resp) {
+  for (const auto& id : answer.to_kill) resp->add_containers_to_kill(id.value());
+  for (const auto& id : answer.to_acknowledge) resp->add_containers_to_acknowledge(id.value());
+}
 
 Status ResourceTrackerService::authorizeNode(const grpc::ServerContextBase& ctx,
                                              const std::string& node_id) const {
@@ -33,23 +116,14 @@ grpc::Status ResourceTrackerService::RegisterNode(grpc::ServerContext* ctx,
                                                   const v1::RegisterNodeRequest* req,
                                                   v1::RegisterNodeResponse* resp) {
   if (Status st = authorizeNode(*ctx, req->node_id()); !st.isOk()) return toGrpc(st);
-  auto total = validatedResource(req->total(), "total");
-  if (!total.isOk()) return toGrpc(total.status());
-  NodeInfo info;
-  info.id = NodeId(req->node_id());
-  info.container_manager_address = req->container_manager_address();
-  info.http_address = req->http_address();
-  info.total = *total;
-  for (const auto& a : req->attributes()) {
-    if (a.key().empty()) return toGrpc(invalidArgument("attributes.key", "must not be empty"));
-    info.attributes[a.key()] = a.value();
-  }
-  Status st = core_.registerNode(std::move(info));
+  Result<NodeRegistration> reg = parseNodeRegistration(*req);
+  if (!reg.isOk()) return toGrpc(reg.status());
+  Status st = core_.registerNode(nodeInfoOf(*reg));
   if (!st.isOk()) return toGrpc(st);
-  if (runtime_) runtime_->onNodeRegistered(*req);
+  if (runtime_) runtime_->onNodeRegistered(*reg);
   resp->set_heartbeat_interval_ms(core_.heartbeatInterval().count());
   resp->set_rm_epoch(core_.epoch());
-  resp->set_container_token_secret(core_.nodeKey(NodeId(req->node_id())));
+  resp->set_container_token_secret(core_.nodeKey(reg->id));
   return grpc::Status::OK;
 }
 
@@ -72,7 +146,7 @@ Result<int32_t> ResourceTrackerService::runningContainers(const v1::NodeHeartbea
 grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBase& ctx,
                                                     const v1::NodeHeartbeatRequest& req,
                                                     v1::NodeHeartbeatResponse* resp,
-                                                    bool* schedule) {
+                                                    NodeHeartbeatCall* call, bool* schedule) {
   *schedule = false;
   if (Status st = authorizeNode(ctx, req.node_id()); !st.isOk()) return toGrpc(st);
   auto used = validatedResource(req.used(), "used");
@@ -84,6 +158,10 @@ grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBas
   }
   auto running = runningContainers(req);
   if (!running.isOk()) return toGrpc(running.status());
+  // Parsed before the RmCore records the heartbeat: a malformed report
+  // changes nothing.
+  Result<NodeHeartbeatCall> parsed = parseNodeHeartbeat(req);
+  if (!parsed.isOk()) return toGrpc(parsed.status());
   Status st = core_.nodeHeartbeat(NodeId(req.node_id()), req.sequence(), *used, req.used_rss_mib(),
                                   req.used_cpu_vcores(), *running);
   if (st.code() == StatusCode::kNotFound) {
@@ -98,6 +176,7 @@ grpc::Status ResourceTrackerService::admitHeartbeat(const grpc::ServerContextBas
   if (!st.isOk()) return toGrpc(st);
   resp->set_action(v1::NodeHeartbeatResponse::ACTION_NORMAL);
   *schedule = runtime_ != nullptr;
+  *call = std::move(parsed).value();
   return grpc::Status::OK;
 }
 
@@ -105,8 +184,9 @@ grpc::Status ResourceTrackerService::heartbeat(const grpc::ServerContextBase& ct
                                                const v1::NodeHeartbeatRequest& req,
                                                v1::NodeHeartbeatResponse* resp) {
   bool schedule = false;
-  grpc::Status st = admitHeartbeat(ctx, req, resp, &schedule);
-  if (st.ok() && schedule) runtime_->onNodeHeartbeat(req, resp);
+  NodeHeartbeatCall call;
+  grpc::Status st = admitHeartbeat(ctx, req, resp, &call, &schedule);
+  if (st.ok() && schedule) heartbeatReply(runtime_->onNodeHeartbeat(std::move(call)), resp);
   return st;
 }
 
@@ -115,10 +195,10 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
                                                                 v1::NodeHeartbeatResponse* resp) {
   // Times the whole heartbeat: admission here, the wait on the strand and the
   // scheduling there (the timer lives as long as the posted task).
-  auto timer = std::make_shared<ScopedTimer>(core_.latency().heartbeat);
+  auto pending = std::make_shared<PendingHeartbeat>(core_.latency().heartbeat);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   bool schedule = false;
-  grpc::Status st = admitHeartbeat(*ctx, *req, resp, &schedule);
+  grpc::Status st = admitHeartbeat(*ctx, *req, resp, &pending->call, &schedule);
   if (!st.ok() || !schedule) {
     reactor->Finish(st);
     return reactor;
@@ -131,14 +211,16 @@ grpc::ServerUnaryReactor* ResourceTrackerService::NodeHeartbeat(grpc::CallbackSe
   // The answer goes out after the report; the node is scheduled afterwards
   // on the strand's background lane (strand.h), as YARN's asynchronous
   // scheduling does, so no heartbeat waits for other nodes' grants.
-  bool posted = strand_->post([this, ctx, req, resp, reactor, timer] {
+  bool posted = strand_->post([this, ctx, resp, reactor, pending] {
     if (ctx->IsCancelled() || ctx->deadline() <= std::chrono::system_clock::now()) {
       finish(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                    "the heartbeat waited past its deadline for the RM"));
       return;
     }
-    NodeId node(req->node_id());  // req is gone once the call finished
-    bool schedule = runtime_->onNodeReport(*req, resp);
+    NodeId node = pending->call.node;  // the call is consumed by the report
+    NodeHeartbeatAnswer answer;
+    bool schedule = runtime_->onNodeReport(std::move(pending->call), &answer);
+    heartbeatReply(answer, resp);
     finish(reactor, grpc::Status::OK);
     if (schedule) strand_->postBackground([this, node] { runtime_->scheduleNode(node); });
   });

@@ -7,6 +7,11 @@
 // (RmCore for the registry and liveness, RmRuntime for containers and
 // scheduling) and Status -> grpc::Status.
 //
+// The edge translates: RegisterNode and the heartbeat's report are parsed
+// into the runtime's typed calls (rm/runtime/node_calls.h; INVALID_ARGUMENT
+// naming the field as the NM wrote it, before the RmCore or the runtime
+// changes anything), and the runtime's answer becomes the reply.
+//
 // Who may call: a node manager, as itself only (its node token; the class
 // comment has the rule, and what rm.auth-disabled changes). Users, admins
 // and other nodes are refused with PERMISSION_DENIED, logged, before
@@ -25,11 +30,29 @@
 #include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "rm/core/rm_core.h"
 #include "rm/grpc/arena_messages.h"
+#include "rm/runtime/node_calls.h"
 #include "rm/runtime/reply_queue.h"
 #include "rm/runtime/runtime.h"
 #include "rm/runtime/strand.h"
 
 namespace morpheus::rm {
+
+// The request as the runtime's call. INVALID_ARGUMENT naming the field
+// ("total.vcores", "attributes.key") at the first that is malformed. Pure.
+Result<NodeRegistration> parseNodeRegistration(const v1::RegisterNodeRequest& req);
+// The RmCore's record of the registering node.
+NodeInfo nodeInfoOf(const NodeRegistration& reg);
+// The heartbeat's report as the runtime's call, parsed once per heartbeat
+// (on the gRPC thread, off the strand). INVALID_ARGUMENT naming the field
+// ("container_statuses[3].container_id",
+// "container_statuses[0].resource.vcores", "primary_usage.cpu_vcores",
+// "harvest_offer.memory_mib") at the first that is malformed, in field
+// order. Pure.
+Result<NodeHeartbeatCall> parseNodeHeartbeat(const v1::NodeHeartbeatRequest& req);
+// The runtime's answer as the reply's containers_to_kill and
+// containers_to_acknowledge (appended, in order); the action and the
+// interval are the admission's. Pure.
+void heartbeatReply(const NodeHeartbeatAnswer& answer, v1::NodeHeartbeatResponse* resp);
 
 // Node managers' RPCs. Each needs "authorization: Bearer TOKEN" metadata
 // whose principal has the role node and user == the request's node_id
@@ -81,11 +104,12 @@ class ResourceTrackerService final
  private:
   // OK when the caller may act as node `node_id` (see the class comment).
   Status authorizeNode(const grpc::ServerContextBase& ctx, const std::string& node_id) const;
-  // The gRPC thread's part: authorization, validation, epoch and liveness.
-  // *schedule is true when the runtime must still handle the heartbeat.
+  // The gRPC thread's part: authorization, validation and parsing (into
+  // *call), epoch and liveness. *schedule is true when the runtime must still
+  // handle the heartbeat (*call then holds its report).
   grpc::Status admitHeartbeat(const grpc::ServerContextBase& ctx,
                               const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp,
-                              bool* schedule);
+                              NodeHeartbeatCall* call, bool* schedule);
   // Running containers on the node (full or change report);
   // INVALID_ARGUMENT naming running_containers when negative.
   static Result<int32_t> runningContainers(const v1::NodeHeartbeatRequest& req);

@@ -1,9 +1,11 @@
 // The AM protocol (YARN's ApplicationMasterProtocol) as the RM's runtime takes
-// it: typed calls and outcomes of RmRuntime::allocate and finishAm, in domain
-// values. The gRPC edge (rm/grpc/am_service.h) parses the wire requests into
-// these calls (INVALID_ARGUMENT naming the field as written), turns the
-// outcomes into replies and signs the container tokens; the runtime sees no
-// protobuf message on this path and holds no signing key for it.
+// it: typed calls and outcomes of RmRuntime::registerAm, allocate and
+// finishAm, in domain values. The gRPC edge (rm/grpc/am_service.h) parses the
+// wire requests into these calls (INVALID_ARGUMENT naming the field as
+// written), turns the outcomes into replies and signs the container tokens of
+// the granted ones; the runtime sees no protobuf message on this path and
+// holds no signing key for it. (The AM container's own token is signed by the
+// runtime: it goes to the NM in the launch request, never into a reply.)
 //
 // Plain values: no locking, no invariants beyond those the edge's parsing
 // establishes (listed per field).
@@ -23,6 +25,33 @@
 #include "scheduler/types.h"
 
 namespace morpheus::rm {
+
+// One RegisterApplicationMaster (v1.RegisterApplicationMasterRequest), parsed
+// (tracking_url is not kept).
+struct RegisterAmCall {
+  AppId app;             // application_id, never empty
+  std::string am_token;  // checked by the runtime: the AM acts only for its own app
+};
+
+// A task container of the app still running when its AM registers (after an
+// RM restart, the ones the NMs re-reported). No token: the AM got it with
+// the grant.
+struct RunningContainer {
+  ContainerId id;
+  NodeId node;
+  std::string node_address;  // its NM's ContainerManager, host:port ("" = node unknown)
+  Resource resource;
+};
+
+// What a registration gives the AM.
+struct RegisterAmOutcome {
+  std::string queue;          // the queue the app runs in
+  ReservationId reservation;  // its bound reservation (empty = ad hoc)
+  // The largest container the cluster can grant: the total of the live,
+  // in-service node with the most memory (zero when there is none).
+  Resource max_container;
+  std::vector<RunningContainer> running;  // its task containers still running
+};
 
 // One Allocate of an AM (v1.AllocateRequest), parsed.
 struct AllocateCall {

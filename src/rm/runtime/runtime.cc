@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -34,17 +35,29 @@ std::string askKey(const std::string& request_id, int32_t priority) {
 }
 
 // A completed container's status as its AM gets it (state COMPLETE).
-CompletedContainer completedOf(const v1::ContainerStatus& st) {
+CompletedContainer completedOf(const ContainerReport& st) {
   CompletedContainer out;
-  out.id = ContainerId(st.container_id());
-  out.exit_status = st.exit_status();
-  out.exit_reason = st.exit_reason();
-  out.diagnostics = st.diagnostics();
-  out.rss_mib = st.rss_mib();
-  out.cpu_vcores = st.cpu_vcores();
-  out.start = fromEpochMs(st.start_ms());
-  out.end = fromEpochMs(st.end_ms());
-  out.resource = fromProto(st.resource());
+  out.id = st.id;
+  out.exit_status = st.exit_status;
+  out.exit_reason = st.exit_reason;
+  out.diagnostics = st.diagnostics;
+  out.rss_mib = st.rss_mib;
+  out.cpu_vcores = st.cpu_vcores;
+  out.start = st.start;
+  out.end = st.end;
+  out.resource = st.resource;
+  return out;
+}
+
+// What the RM decided about a container of its own (released, lost, its
+// launch failed): COMPLETE with `reason` and `diagnostics`, nothing measured.
+ContainerReport endedByRm(const ContainerId& id, v1::ContainerExitReason reason,
+                          std::string diagnostics) {
+  ContainerReport out;
+  out.id = id;
+  out.complete = true;
+  out.exit_reason = reason;
+  out.diagnostics = std::move(diagnostics);
   return out;
 }
 
@@ -156,22 +169,21 @@ void RmRuntime::stop() {
   launcher_.stop();
 }
 
-void RmRuntime::onNodeRegistered(const v1::RegisterNodeRequest& req) {
-  NodeId id(req.node_id());
+void RmRuntime::onNodeRegistered(const NodeRegistration& reg) {
+  const NodeId& id = reg.id;
   const bool drained = core_.nodeAdmin(id).state != NodeAdminState::kInService;
   Guard lk(*this);
   auto [it, added] = nodes_.try_emplace(id);
   Node& n = it->second;
   if (added || !n.live) live_nodes_++;
   n.id = id;
-  n.address = req.container_manager_address();
-  n.total = fromProto(req.total());
+  n.address = reg.container_manager_address;
+  n.total = reg.total;
   // The harvest class is the RM's own attribute: kept across a
   // re-registration until the next clustering.
   auto cls = n.attributes.find(kHarvestClassAttribute);
   std::string harvest_class = cls != n.attributes.end() ? cls->second : "";
-  n.attributes.clear();
-  for (const auto& a : req.attributes()) n.attributes[a.key()] = a.value();
+  n.attributes = reg.attributes;
   if (!harvest_class.empty()) n.attributes[kHarvestClassAttribute] = harvest_class;
   n.live = true;
   // (Re-)registration: the core takes the node as announced, with the
@@ -311,15 +323,15 @@ void RmRuntime::account(const Cont& c) {
   }
 }
 
-void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
+void RmRuntime::containerDone(Cont& c, const ContainerReport& st) {
   if (!c.running) return;
   c.running = false;
   c.end = clock_.now();
   done_.insert(c.id);
   const bool preempted = preempted_.count(c.id) > 0;
   history_.completed(
-      c.history, c.end, st.exit_status(), preempted ? v1::EXIT_REASON_PREEMPTED : st.exit_reason(),
-      preempted ? "preempted: capacity taken back by a reservation" : st.diagnostics());
+      c.history, c.end, st.exit_status, preempted ? v1::EXIT_REASON_PREEMPTED : st.exit_reason,
+      preempted ? "preempted: capacity taken back by a reservation" : st.diagnostics);
   c.history = {};
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(c.id), "released or its node removed");
   AppRt& rt = appRt(c.app);
@@ -331,9 +343,9 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
     rt.am_pending = false;
     auto app = apps_.get(c.app);
     if (app.isOk() && !isFinal(app->state) && app->am_container == c.id) {
-      std::string why = st.diagnostics().empty()
-                            ? "AM container exited with status " + std::to_string(st.exit_status())
-                            : st.diagnostics();
+      std::string why = st.diagnostics.empty()
+                            ? "AM container exited with status " + std::to_string(st.exit_status)
+                            : st.diagnostics;
       auto r = apps_.amAttemptFailed(c.app, why);
       refresh(c.app);
       // A failed attempt's containers go with it (YARN semantics).
@@ -359,7 +371,7 @@ void RmRuntime::containerDone(Cont& c, const v1::ContainerStatus& st) {
 
 void RmRuntime::killAppContainers(const AppId& app) {
   for (const auto& [id, c] : containers_) {
-    if (c.app == app && c.running) to_kill_[c.node].insert(id.value());
+    if (c.app == app && c.running) to_kill_[c.node].insert(id);
   }
 }
 
@@ -369,14 +381,13 @@ void RmRuntime::killAppContainers(const AppId& app) {
 // like one this RM watched (containerDone: next attempt or app failed);
 // without this the app would stay RUNNING with no AM. Any other unknown
 // completed container is only acknowledged.
-void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st,
-                                      TimePoint now) {
-  ContainerId cid(st.container_id());
-  AppId app = appOfContainer(st.container_id());
+void RmRuntime::endUnknownAmContainer(const NodeId& nid, const ContainerReport& st, TimePoint now) {
+  const ContainerId& cid = st.id;
+  AppId app = appOfContainer(cid.value());
   auto rec = apps_.get(app);
   if (!rec.isOk() || isFinal(rec->state) || rec->am_container != cid) return;
-  Resource r = fromProto(st.resource());
-  const TimePoint start = st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now;
+  const Resource& r = st.resource;
+  const TimePoint start = toEpochMs(st.start) > 0 ? st.start : now;
   Cont c{cid, app, nid, r, true, true, start, {}, false, {}};
   c.history = history_.allocated(app, cid, nid, r, /*am=*/true, c.start, /*running=*/true);
   if (ensureApp(app, now)) account(c);
@@ -386,18 +397,19 @@ void RmRuntime::endUnknownAmContainer(const NodeId& nid, const v1::ContainerStat
   containerDone(c, st);
 }
 
-void RmRuntime::onNodeHeartbeat(const v1::NodeHeartbeatRequest& req,
-                                v1::NodeHeartbeatResponse* resp) {
-  NodeId nid(req.node_id());
-  onNodeReport(req, resp);  // scheduled right below either way
+NodeHeartbeatAnswer RmRuntime::onNodeHeartbeat(NodeHeartbeatCall call) {
+  NodeHeartbeatAnswer answer;
+  NodeId nid = call.node;
+  onNodeReport(std::move(call), &answer);  // scheduled right below either way
   scheduleNode(nid);
   Guard lk(*this);
-  if (nodes_.count(nid) != 0) flushNodeAnswer(nid, resp);  // the kills scheduling chose
+  if (nodes_.count(nid) != 0) flushNodeAnswer(nid, &answer);  // the kills scheduling chose
+  return answer;
 }
 
-bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp) {
+bool RmRuntime::onNodeReport(NodeHeartbeatCall call, NodeHeartbeatAnswer* answer) {
   Guard lk(*this);
-  NodeId nid(req.node_id());
+  const NodeId& nid = call.node;
   auto nit = nodes_.find(nid);
   if (nit == nodes_.end()) return false;
   Node& node = nit->second;
@@ -411,18 +423,19 @@ bool RmRuntime::onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartb
       MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotal(nid, Resource()), "added above");
     }
   }
-  applyContainerStatuses(nid, req, now);
-  onHarvestReport(node, req, now);
-  flushNodeAnswer(nid, resp);
+  applyContainerStatuses(nid, call.containers, now);
+  onHarvestReport(node, call, now);
+  flushNodeAnswer(nid, answer);
   if (node.schedule_pending) return false;
   node.schedule_pending = true;
   return true;
 }
 
-void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req,
+// A report's id is moved into the answer or the kills once it is last used.
+void RmRuntime::applyContainerStatuses(const NodeId& nid, std::vector<ContainerReport>& reports,
                                        TimePoint now) {
-  for (const auto& st : req.container_statuses()) {
-    ContainerId cid(st.container_id());
+  for (auto& st : reports) {
+    const ContainerId& cid = st.id;
     auto it = containers_.find(cid);
     // A node speaks only for containers the RM allocated to it: a status for
     // one this RM placed on another node (or an AM it launched elsewhere) is
@@ -434,7 +447,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
                cid.value());
       continue;
     }
-    if (st.state() == v1::CONTAINER_COMPLETE) {
+    if (st.complete) {
       if (it == containers_.end() && !done_.count(cid)) endUnknownAmContainer(nid, st, now);
       if (it != containers_.end()) {
         AppId app = it->second.app;
@@ -448,26 +461,26 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
         }
       }
       done_.erase(cid);
-      to_ack_[nid].push_back(st.container_id());
+      to_ack_[nid].push_back(std::move(st.id));
       continue;
     }
     if (it == containers_.end() && !done_.count(cid)) {
       // Running but unknown (reported after an RM restart): re-adopt it if its
       // app still runs, else stop it.
-      AppId app = appOfContainer(st.container_id());
+      AppId app = appOfContainer(cid.value());
       auto rec = apps_.get(app);
       if (!rec.isOk() || isFinal(rec->state)) {
-        to_kill_[nid].insert(st.container_id());
+        to_kill_[nid].insert(std::move(st.id));
         continue;
       }
-      Resource r = fromProto(st.resource());
+      const Resource& r = st.resource;
       Cont c{cid,
              app,
              nid,
              r,
              rec->am_container == cid,
              true,
-             st.start_ms() > 0 ? fromEpochMs(st.start_ms()) : now,
+             toEpochMs(st.start) > 0 ? st.start : now,
              {},
              false,
              {}};
@@ -479,7 +492,7 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbea
       logLater(spdlog::level::info, "re-adopted running container {} of {} on {}", cid.value(),
                app.value(), nid.value());
     } else if (it != containers_.end() && !it->second.running) {
-      to_kill_[nid].insert(st.container_id());  // we consider it done (e.g. node was lost): stop it
+      to_kill_[nid].insert(std::move(st.id));  // we consider it done (e.g. node was lost): stop it
     } else if (it != containers_.end() && !it->second.reported) {
       it->second.reported = true;
       history_.running(it->second.history);
@@ -498,11 +511,17 @@ bool RmRuntime::reportedByItsNode(const NodeId& nid, const ContainerId& cid,
   return rec->am_node == nid;
 }
 
-void RmRuntime::flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) {
-  for (const auto& id : to_kill_[nid]) resp->add_containers_to_kill(id);
-  to_kill_[nid].clear();
-  for (const auto& id : to_ack_[nid]) resp->add_containers_to_acknowledge(id);
-  to_ack_[nid].clear();
+// Moved, not copied: the kills leave their set node by node (in its order),
+// the acknowledgements their vector, which keeps its capacity for the node's
+// next report.
+void RmRuntime::flushNodeAnswer(const NodeId& nid, NodeHeartbeatAnswer* answer) {
+  std::set<ContainerId>& kills = to_kill_[nid];
+  answer->to_kill.reserve(answer->to_kill.size() + kills.size());
+  while (!kills.empty()) answer->to_kill.push_back(std::move(kills.extract(kills.begin()).value()));
+  std::vector<ContainerId>& acks = to_ack_[nid];
+  answer->to_acknowledge.insert(answer->to_acknowledge.end(), std::make_move_iterator(acks.begin()),
+                                std::make_move_iterator(acks.end()));
+  acks.clear();
 }
 
 void RmRuntime::scheduleNode(const NodeId& nid) {
@@ -535,7 +554,7 @@ void RmRuntime::scheduleNode(const NodeId& nid) {
       }
     }
     for (const auto& k : result->to_kill) {
-      to_kill_[nid].insert(k.container.value());
+      to_kill_[nid].insert(k.container);
       preempted_.insert(k.container);
     }
   }
@@ -632,6 +651,10 @@ bool RmRuntime::startAm(Node& node, const AppRecord& a, const ContainerId& cid) 
   if (ensureApp(a.id, now)) account(c);
   track(rt, c, +1);
   rt.am_pending = true;
+  // The launch request is the runtime's own outgoing call to the NM's
+  // ContainerManager (through the AmLauncher), so it is built as the wire
+  // message here; the AM container's token is signed here too, because it
+  // goes to the NM in this request and never into a reply of the edge.
   v1::Container out;
   out.set_container_id(cid.value());
   out.set_node_id(node.id.value());
@@ -705,14 +728,11 @@ void RmRuntime::onNodeLost(const NodeId& node, const std::string& why) {
   MORPHEUS_IGNORE_NOT_FOUND(sched_->removeNode(node), "a node whose registration the core refused");
   for (auto& [id, c] : containers_) {
     if (c.node != node || !c.running) continue;
-    v1::ContainerStatus st;
-    st.set_container_id(id.value());
-    st.set_state(v1::CONTAINER_COMPLETE);
-    st.set_exit_status(-100);
-    st.set_exit_reason(v1::EXIT_REASON_NODE_LOST);
-    st.set_diagnostics(why.empty() ? "node " + node.value() + " lost" : why);
-    st.set_start_ms(toEpochMs(c.start));
-    st.set_end_ms(toEpochMs(clock_.now()));
+    ContainerReport st = endedByRm(id, v1::EXIT_REASON_NODE_LOST,
+                                   why.empty() ? "node " + node.value() + " lost" : why);
+    st.exit_status = -100;
+    st.start = c.start;
+    st.end = clock_.now();
     containerDone(c, st);
   }
   to_kill_.erase(node);
@@ -838,35 +858,28 @@ std::map<ReservationId, ReservationDemand> RmRuntime::reservationDemand() const 
   return out;
 }
 
-Status RmRuntime::registerAm(const v1::RegisterApplicationMasterRequest& req,
-                             v1::RegisterApplicationMasterResponse* resp) {
-  AppId app(req.application_id());
-  if (app.empty()) return invalidArgument("application_id", "is required");
-  MORPHEUS_RETURN_IF_ERROR(apps_.checkAmToken(app, req.am_token()));
-  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, apps_.get(app));
-  if (rec.state != AppState::kRunning)
-    return infeasible("application " + app.value() + " is " + toString(rec.state));
-  resp->set_queue(rec.queue);
-  resp->set_reservation_id(rec.reservation.value());
+Result<RegisterAmOutcome> RmRuntime::registerAm(const RegisterAmCall& call) {
+  const AppId& app = call.app;
+  MORPHEUS_ASSIGN_OR_RETURN(AppRecord rec, runningAm(app, call.am_token));
+  RegisterAmOutcome out;
+  out.queue = rec.queue;
+  out.reservation = rec.reservation;
   Guard lk(*this);
-  Resource largest;
   for (const auto& [_, n] : nodes_) {
-    if (n.live && !n.drained && n.total.memoryMib() >= largest.memoryMib()) largest = n.total;
+    if (n.live && !n.drained && n.total.memoryMib() >= out.max_container.memoryMib())
+      out.max_container = n.total;
   }
-  toProto(largest, resp->mutable_max_container());
   for (const auto& [id, c] : containers_) {
     if (c.app != app || !c.running || c.am) continue;
-    auto* out = resp->add_running_containers();
-    out->set_container_id(id.value());
-    out->set_node_id(c.node.value());
-    if (auto n = nodes_.find(c.node); n != nodes_.end()) out->set_node_address(n->second.address);
-    toProto(c.resource, out->mutable_resource());
+    auto n = nodes_.find(c.node);
+    out.running.push_back(
+        {id, c.node, n != nodes_.end() ? n->second.address : std::string(), c.resource});
   }
   rt_[app].registered = true;
   refresh(app);
   ensureApp(app, clock_.now());  // false: final or not cached; the AM's next allocate retries
   logLater(spdlog::level::info, "AM of {} registered (attempt {})", app.value(), rec.attempt);
-  return Status::ok();
+  return out;
 }
 
 Result<AllocateOutcome> RmRuntime::allocate(AllocateCall call) {
@@ -957,17 +970,13 @@ Status RmRuntime::releaseContainers(const AppId& app, const std::vector<Containe
     // Free for the core at once.
     MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app, it->first),
                               "its node was removed from the core");
-    to_kill_[it->second.node].insert(id.value());
+    to_kill_[it->second.node].insert(id);
     // Released is done for the RM at once (YARN): the app's usage, DRA's
     // `used` and the telemetry interval end now. A surplus grant the AM never
     // launched gets no COMPLETE from any NM, and would otherwise count as in
     // use until the app ends; a launched one's later COMPLETE is acknowledged.
-    v1::ContainerStatus released;
-    released.set_container_id(id.value());
-    released.set_state(v1::CONTAINER_COMPLETE);
-    released.set_exit_reason(v1::EXIT_REASON_KILLED);
-    released.set_diagnostics("released by the application master");
-    containerDone(it->second, released);
+    containerDone(it->second,
+                  endedByRm(id, v1::EXIT_REASON_KILLED, "released by the application master"));
   }
   return Status::ok();
 }
@@ -1016,7 +1025,7 @@ RmRuntime::AppRt& RmRuntime::windDown(const AppId& app) {
   forgetIfDone(app);  // nothing left running (the AM usually still is)
   // Task containers still running are stopped; the AM exits on its own.
   for (const auto& [id, c] : containers_) {
-    if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id.value());
+    if (c.app == app && c.running && !c.am) to_kill_[c.node].insert(id);
   }
   return rt;
 }
@@ -1152,7 +1161,8 @@ std::vector<AppTelemetryRecord> RmRuntime::telemetry(const std::string& key) con
 }
 
 // The AmLauncher's verdict on a launch (its dispatcher thread): a failed
-// launch completes the AM container, so the app retries or fails.
+// launch completes the AM container, so the app retries or fails. (It reads
+// back the launch request startAm built.)
 void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
   const auto& c = l.request.requests(0).container();
   const std::string attempt =
@@ -1166,12 +1176,8 @@ void RmRuntime::onLaunched(const AmLaunch& l, const std::string& error) {
   Guard lk(*this);
   auto it = containers_.find(ContainerId(c.container_id()));
   if (it == containers_.end()) return;
-  v1::ContainerStatus cs;
-  cs.set_container_id(c.container_id());
-  cs.set_state(v1::CONTAINER_COMPLETE);
-  cs.set_exit_reason(v1::EXIT_REASON_LAUNCH_FAILED);
-  cs.set_diagnostics("AM launch failed: " + error);
-  containerDone(it->second, cs);
+  containerDone(it->second,
+                endedByRm(it->first, v1::EXIT_REASON_LAUNCH_FAILED, "AM launch failed: " + error));
 }
 
 Status RmRuntime::setQueueConfig(
@@ -1196,19 +1202,18 @@ RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
 // ---- Harvesting (OSDI'16 §3 and §4.1): the HarvestTracker decides, these
 // apply its decisions to the nodes and the scheduler core. ----
 
-void RmRuntime::onHarvestReport(Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now) {
-  if (!req.has_primary_usage()) return;
-  const auto& u = req.primary_usage();
-  if (auto cls =
-          harvest_.record(node.id, node.total, u.tenant(), u.cpu_vcores(), u.memory_mib(), now)) {
+void RmRuntime::onHarvestReport(Node& node, const NodeHeartbeatCall& call, TimePoint now) {
+  if (!call.primary_usage) return;
+  const PrimaryUsageReport& u = *call.primary_usage;
+  if (auto cls = harvest_.record(node.id, node.total, u.tenant, u.cpu_vcores, u.memory_mib, now)) {
     auto a = node.attributes.find(kHarvestClassAttribute);
     if (*cls != (a == node.attributes.end() ? "" : a->second)) setHarvestClass(node, *cls);
   }
-  if (!req.has_harvest_offer() || node.drained) return;  // a drained node stays at zero
+  if (!call.harvest_offer || node.drained) return;  // a drained node stays at zero
   // Secondary containers get only what the primary tenant leaves: the
   // scheduler places nothing beyond the NM's offer (never beyond the
   // registered total).
-  Resource offer = Resource::min(fromProto(req.harvest_offer()), node.total);
+  Resource offer = Resource::min(*call.harvest_offer, node.total);
   if (Status st = sched_->setNodeTotal(node.id, offer); !st.isOk()) {
     logLater(spdlog::level::warn, "node {}: harvest offer {} not applied: {}", node.id.value(),
              offer.toString(), st.message());

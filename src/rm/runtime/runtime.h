@@ -4,8 +4,8 @@
 // the NMs (ContainerManager, called to launch AM containers).
 //
 // Scheduling is delegated to the scheduler core (scheduler/scheduler.h,
-// docs/design/scheduler.md): this class translates the NMs' wire messages and the AMs'
-// typed calls (am_calls.h, parsed by the gRPC edge) into its calls and
+// docs/design/scheduler.md): this class turns the NMs' and the AMs' typed
+// calls (node_calls.h, am_calls.h) into its calls and
 // keeps what the core does not (AM launch, container records for telemetry,
 // acknowledgements, kills, notices buffered for the AM's next allocate()).
 // Every reservation with a bound app is a queue of the core whose guarantee is
@@ -15,6 +15,14 @@
 // core as AM containers (never preempted); then the core fills the node and
 // selects borrowed containers to preempt for reservations below their
 // guarantee (notices to the AMs, killed after the grace period).
+//
+// Its edge is typed: the gRPC services (rm/grpc/resource_tracker_service.h,
+// am_service.h) parse the wire requests into these calls, report malformed
+// ones, turn the answers and outcomes into replies and sign the tokens of
+// the containers granted to AMs. No protobuf message crosses this interface;
+// the one protobuf message the runtime builds is its own outgoing request,
+// the AM launch to an NM's ContainerManager (AmLauncher), whose container
+// token it signs.
 //
 // Container ids are the core's "<app>_<rm start ms>_<seq>" (AM containers
 // "<app>_<rm start ms>_am<attempt>"), so an RM that restarts can re-attribute
@@ -48,9 +56,6 @@
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/tls.h"
-#include "morpheus/v1/application_master.grpc.pb.h"
-#include "morpheus/v1/container_manager.grpc.pb.h"
-#include "morpheus/v1/resource_tracker.grpc.pb.h"
 #include "rm/core/app_manager.h"
 #include "rm/core/dra_monitor.h"
 #include "rm/core/harvest_rm.h"
@@ -60,6 +65,7 @@
 #include "rm/runtime/am_launcher.h"
 #include "rm/runtime/container_history.h"
 #include "rm/runtime/harvest_tracker.h"
+#include "rm/runtime/node_calls.h"
 #include "rm/runtime/telemetry.h"
 #include "scheduler/scheduler.h"
 #include "store/state/state_store.h"
@@ -99,19 +105,25 @@ class RmRuntime {
   void start();
   void stop();
 
-  // NM side.
-  void onNodeRegistered(const v1::RegisterNodeRequest& req);
-  // One heartbeat, all of it: onNodeReport, then scheduleNode, then the
-  // kills that scheduling chose go into `resp` too.
-  void onNodeHeartbeat(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // NM side (node_calls.h; the RmCore registered the node, or admitted the
+  // heartbeat, first).
+  // The node joins, or joins again (an NM restart, or one that registers
+  // with a new RM): it enters the scheduler core with the containers this RM
+  // knows running there, drained when the RmCore says it is not in service.
+  void onNodeRegistered(const NodeRegistration& node);
+  // One heartbeat, all of it: onNodeReport, then scheduleNode; the answer
+  // holds the kills that scheduling chose too (after the report's).
+  NodeHeartbeatAnswer onNodeHeartbeat(NodeHeartbeatCall call);
   // The heartbeat's report only (YARN's asynchronous scheduling):
-  // liveness, container statuses, and in `resp` the containers to kill and to
-  // acknowledge that are due. The caller answers the NM at once and runs
+  // liveness, container statuses, and in `answer` the containers to kill and
+  // to acknowledge that are due. The caller answers the NM at once and runs
   // scheduleNode afterwards, so a heartbeat never waits for the scheduling of
   // other nodes (the NM gets no grants in its answer: AMs get them in
   // Allocate). True when the node needs a scheduleNode that is not pending
-  // yet (at most one is pending per node).
-  bool onNodeReport(const v1::NodeHeartbeatRequest& req, v1::NodeHeartbeatResponse* resp);
+  // yet (at most one is pending per node). A node the RM does not know gets
+  // an empty answer. The call is consumed (its ids are moved into the RM's
+  // records and the answer).
+  bool onNodeReport(NodeHeartbeatCall call, NodeHeartbeatAnswer* answer);
   // Schedules the node (plan, AM placement, the scheduler core's nodeUpdate):
   // grants go to the apps, kills to the node's next heartbeat. No-op for a
   // node the RM no longer knows.
@@ -129,10 +141,14 @@ class RmRuntime {
   int runningOn(const NodeId& node) const;
 
   // AM side (the token is checked here: an AM acts only for its own app).
-  // Allocate and FinishApplicationMaster come as typed calls (am_calls.h)
-  // that the gRPC edge parsed; it builds the replies and signs the tokens.
-  Status registerAm(const v1::RegisterApplicationMasterRequest& req,
-                    v1::RegisterApplicationMasterResponse* resp);
+  // The calls are typed (am_calls.h): the gRPC edge parsed them, builds the
+  // replies and signs the granted containers' tokens.
+  // The AM registers with this RM incarnation (after an RM restart it must,
+  // before its allocates are served) and learns its queue, reservation, the
+  // largest container and its task containers still running; the app enters
+  // the scheduler core. PERMISSION_DENIED for a token not of the app's
+  // current attempt, FAILED_PRECONDITION (infeasible) unless it is RUNNING.
+  Result<RegisterAmOutcome> registerAm(const RegisterAmCall& call);
   // The AM's asks, releases and stage report; returns what it is owed.
   // PERMISSION_DENIED for a token not of the app's current attempt,
   // FAILED_PRECONDITION (infeasible) unless the app is RUNNING and
@@ -367,15 +383,16 @@ class RmRuntime {
   // A container of `rt` starts (+1) or ends (-1) running: its use and count,
   // and the sums of runningUsage.
   void track(AppRt& rt, const Cont& c, int sign) REQUIRES(mu_);
-  void containerDone(Cont& c, const v1::ContainerStatus& st) REQUIRES(mu_);
-  void endUnknownAmContainer(const NodeId& nid, const v1::ContainerStatus& st, TimePoint now)
+  // The container ended as `st` says (exit status, reason, diagnostics; the
+  // rest of `st` is what its AM hears of a task container).
+  void containerDone(Cont& c, const ContainerReport& st) REQUIRES(mu_);
+  void endUnknownAmContainer(const NodeId& nid, const ContainerReport& st, TimePoint now)
       REQUIRES(mu_);
   void killAppContainers(const AppId& app) REQUIRES(mu_);
   // Harvesting: records the primary tenant's usage in the tracker, gives
   // the node its tenant's class, and caps the node's schedulable capacity at
   // the NM's harvest offer.
-  void onHarvestReport(Node& node, const v1::NodeHeartbeatRequest& req, TimePoint now)
-      REQUIRES(mu_);
+  void onHarvestReport(Node& node, const NodeHeartbeatCall& call, TimePoint now) REQUIRES(mu_);
   // Sets the node's harvest-class attribute ("" removes it), in the
   // scheduler core too when the node is live.
   void setHarvestClass(Node& node, const std::string& cls) REQUIRES(mu_);
@@ -386,15 +403,16 @@ class RmRuntime {
   void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)
       REQUIRES(mu_);
   // onNodeReport's parts.
-  void applyContainerStatuses(const NodeId& nid, const v1::NodeHeartbeatRequest& req, TimePoint now)
-      REQUIRES(mu_);
+  void applyContainerStatuses(const NodeId& nid, std::vector<ContainerReport>& reports,
+                              TimePoint now) REQUIRES(mu_);
   // Whether `nid` may report on container `cid` (`it` is its entry in
   // containers_ or end()): only the node it was allocated to.
   bool reportedByItsNode(const NodeId& nid, const ContainerId& cid,
                          std::unordered_map<ContainerId, Cont>::const_iterator it) const
       REQUIRES(mu_);
-  // Moves the node's due kills and acknowledgements into `resp`.
-  void flushNodeAnswer(const NodeId& nid, v1::NodeHeartbeatResponse* resp) REQUIRES(mu_);
+  // Moves the node's due kills and acknowledgements into `answer` (after
+  // what it holds).
+  void flushNodeAnswer(const NodeId& nid, NodeHeartbeatAnswer* answer) REQUIRES(mu_);
   void onLaunched(const AmLaunch& launch, const std::string& error);
 
   const RuntimeOptions opts_;
@@ -426,8 +444,8 @@ class RmRuntime {
   // string-keyed tree spent much of the RM's CPU on key compares).
   std::unordered_map<ContainerId, Cont> containers_ GUARDED_BY(mu_);
   std::map<AppId, AppRt> rt_ GUARDED_BY(mu_);
-  std::map<NodeId, std::set<std::string>> to_kill_ GUARDED_BY(mu_);
-  std::map<NodeId, std::vector<std::string>> to_ack_ GUARDED_BY(mu_);
+  std::map<NodeId, std::set<ContainerId>> to_kill_ GUARDED_BY(mu_);
+  std::map<NodeId, std::vector<ContainerId>> to_ack_ GUARDED_BY(mu_);
   std::unordered_set<ContainerId> done_ GUARDED_BY(mu_);       // completed ids seen (dedupe)
   std::set<ContainerId> preempted_ GUARDED_BY(mu_);            // under a preemption notice
   std::vector<AppRecord> submitted_ GUARDED_BY(mu_);           // apps waiting for an AM

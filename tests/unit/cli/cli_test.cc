@@ -259,25 +259,16 @@ class InProcessRm {
     info.container_manager_address = "127.0.0.1:1";
     info.attributes = attrs;
     ASSERT_TRUE(core_->registerNode(info).isOk());
-    v1::RegisterNodeRequest r;
-    r.set_node_id(id);
-    r.set_container_manager_address(info.container_manager_address);
-    toProto(info.total, r.mutable_total());
-    for (const auto& [k, v] : attrs) {
-      auto* a = r.add_attributes();
-      a->set_key(k);
-      a->set_value(v);
-    }
-    runtime_->onNodeRegistered(r);
+    runtime_->onNodeRegistered(
+        {info.id, info.container_manager_address, info.http_address, info.total, attrs});
   }
   // One NM heartbeat: liveness and usage to the core, then the runtime's
   // scheduling (places AM containers of submitted apps).
   void heartbeat(const std::string& id, const Resource& used = Resource(), int containers = 0) {
     ASSERT_TRUE(core_->nodeHeartbeat(NodeId(id), ++seq_, used, 0, 0, containers).isOk());
-    v1::NodeHeartbeatRequest req;
-    req.set_node_id(id);
-    v1::NodeHeartbeatResponse resp;
-    runtime_->onNodeHeartbeat(req, &resp);
+    rm::NodeHeartbeatCall call;
+    call.node = NodeId(id);
+    runtime_->onNodeHeartbeat(std::move(call));
   }
   rm::RmCore& core() { return *core_; }
   rm::AppManager& apps() { return *apps_; }

@@ -574,6 +574,38 @@ TEST_F(RmServicesTest, NodeRpcsRefuseBadInputNamingTheFieldAndChangeNothing) {
   st = heartbeat(kNm1, negative_running);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(st.error_message(), "running_containers: must be >= 0");
+  // The report the runtime takes is parsed before the core records anything.
+  const std::vector<std::pair<std::string, std::function<void(v1::NodeHeartbeatRequest*)>>>
+      reports = {
+          {"container_statuses[1].container_id: is required",
+           [](v1::NodeHeartbeatRequest* r) {
+             r->add_container_statuses()->set_container_id("application_1_0001_1_am1");
+             r->add_container_statuses()->set_state(v1::CONTAINER_COMPLETE);
+           }},
+          {"container_statuses[0].resource.vcores: must be >= 0",
+           [](v1::NodeHeartbeatRequest* r) {
+             auto* c = r->add_container_statuses();
+             c->set_container_id("application_1_0001_1_7");
+             c->mutable_resource()->set_vcores(-1);
+           }},
+          {"primary_usage.cpu_vcores: must be a number >= 0",
+           [](v1::NodeHeartbeatRequest* r) { r->mutable_primary_usage()->set_cpu_vcores(-0.5); }},
+          {"primary_usage.memory_mib: must be >= 0",
+           [](v1::NodeHeartbeatRequest* r) { r->mutable_primary_usage()->set_memory_mib(-1); }},
+          {"harvest_offer.memory_mib: must be >= 0",
+           [](v1::NodeHeartbeatRequest* r) {
+             r->mutable_primary_usage()->set_cpu_vcores(1);
+             r->mutable_harvest_offer()->set_memory_mib(-1024);
+           }},
+      };
+  for (const auto& [message, bad] : reports) {
+    SCOPED_TRACE(message);
+    auto req = heartbeatRequest("nm1");
+    bad(&req);
+    st = heartbeat(kNm1, req);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), message);
+  }
   EXPECT_EQ(clusterState(), before);
 }
 

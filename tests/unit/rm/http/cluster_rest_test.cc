@@ -461,7 +461,7 @@ TEST_F(ClusterRestTest, HarvestClassesListTheLastClustering) {
       u->set_cpu_vcores(cpu);
       u->set_memory_mib(100);
       v1::NodeHeartbeatResponse resp;
-      rm_->runtime().onNodeHeartbeat(req, &resp);
+      ASSERT_TRUE(rm_->nodeHeartbeat(req, &resp).isOk());
     }
     clock_.advance(Millis(60'000));
   }

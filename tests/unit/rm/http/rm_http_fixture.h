@@ -212,7 +212,7 @@ class RmHttpTest : public ::testing::Test {
     req.set_sequence(sequence_[id]);
     toProto(used, req.mutable_used());
     v1::NodeHeartbeatResponse resp;
-    rm_->runtime().onNodeHeartbeat(req, &resp);
+    ASSERT_TRUE(rm_->nodeHeartbeat(req, &resp).isOk());
   }
   AppId submitApp(const std::string& user, const std::string& name, const std::string& queue,
                   const std::string& reservation = "",

@@ -37,7 +37,7 @@ TEST(ResourceCollectorTest, ClusterAndQueueGaugesFollowTheScheduler) {
     v1::NodeHeartbeatRequest req;
     req.set_node_id("n1");
     v1::NodeHeartbeatResponse resp;
-    rm->runtime().onNodeHeartbeat(req, &resp);
+    ASSERT_TRUE(rm->nodeHeartbeat(req, &resp).isOk());
   };
   heartbeat();  // places the AM
   ASSERT_TRUE(rm->registerAm(app).isOk());

@@ -53,7 +53,8 @@ class RuntimeHarvestTest : public ::testing::Test {
       u->set_memory_mib(100);
     }
     v1::NodeHeartbeatResponse resp;
-    rm_->runtime().onNodeHeartbeat(req, &resp);
+    Status st = rm_->nodeHeartbeat(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
   }
   // Ten minutes of history: n1's primary tenant uses 5 of 8 vcores, n2's 0.1.
@@ -74,11 +75,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
     heartbeat("am");
     EXPECT_EQ(rm_->apps().get(id)->state, AppState::kRunning);
-    v1::RegisterApplicationMasterRequest reg;
-    reg.set_application_id(id.value());
-    reg.set_am_token(rm_->apps().amToken(id, 1));
-    v1::RegisterApplicationMasterResponse rr;
-    EXPECT_TRUE(rm_->runtime().registerAm(reg, &rr).isOk());
+    EXPECT_TRUE(rm_->runtime().registerAm({id, rm_->apps().amToken(id, 1)}).isOk());
     return id;
   }
   // Asks for `tasks` containers of 1 GiB, 1 vcore, reporting them as one stage.

@@ -96,7 +96,8 @@ class World {
     req.set_changes_only(!full);
     req.set_running_containers(running);
     v1::NodeHeartbeatResponse resp;
-    rm_->runtime().onNodeHeartbeat(req, &resp);
+    Status st = rm_->nodeHeartbeat(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
     std::ostringstream line;
     line << "hb " << node << " kill:";
     for (const auto& k : resp.containers_to_kill()) {

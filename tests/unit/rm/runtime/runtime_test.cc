@@ -55,8 +55,15 @@ class RuntimeTest : public ::testing::Test {
     req.set_node_id(node);
     for (auto& s : statuses) *req.add_container_statuses() = s;
     v1::NodeHeartbeatResponse resp;
-    rm_->runtime().onNodeHeartbeat(req, &resp);
+    Status st = rm_->nodeHeartbeat(req, &resp);
+    EXPECT_TRUE(st.isOk()) << st.toString();
     return resp;
+  }
+  // Node `id` (4 vcores) registers with the runtime only, as after an RM
+  // restart when the core knows it already.
+  void reregister(const std::string& id) {
+    rm_->runtime().onNodeRegistered(
+        {NodeId(id), "127.0.0.1:1", "", Resource(4 * 1024, 4), /*attributes=*/{}});
   }
   // Submits an app and starts its AM (AM container placed by a heartbeat of `node`).
   AppId runningApp(const std::string& queue, const std::string& user, const std::string& node,
@@ -259,12 +266,12 @@ TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
   addNode("n1", 4);
   AppId adhoc = runningApp("root.a", "alice", "n1");
   ask(adhoc, 10);
-  v1::NodeHeartbeatRequest req;
-  req.set_node_id("n1");
-  v1::NodeHeartbeatResponse resp;
+  rm::NodeHeartbeatCall req;  // copied into each report (the runtime consumes it)
+  req.node = NodeId("n1");
+  rm::NodeHeartbeatAnswer resp;
   EXPECT_TRUE(rm_->runtime().onNodeReport(req, &resp));
   EXPECT_EQ(running(adhoc), 1);  // the AM only: nothing granted yet
-  v1::NodeHeartbeatResponse again;
+  rm::NodeHeartbeatAnswer again;
   EXPECT_FALSE(rm_->runtime().onNodeReport(req, &again));  // its scheduling is pending
   rm_->runtime().scheduleNode(NodeId("n1"));
   EXPECT_EQ(running(adhoc), 4);
@@ -279,13 +286,13 @@ TEST_F(RuntimeTest, ReportAnswersAtOnceAndSchedulingFollowsOncePerNode) {
   ASSERT_TRUE(rm_->runtime().onNodeReport(req, &again));
   rm_->runtime().scheduleNode(NodeId("n1"));
   clock_.advance(Millis(1200));
-  v1::NodeHeartbeatResponse before_kill;
+  rm::NodeHeartbeatAnswer before_kill;
   ASSERT_TRUE(rm_->runtime().onNodeReport(req, &before_kill));
-  EXPECT_EQ(before_kill.containers_to_kill_size(), 0);
+  EXPECT_EQ(before_kill.to_kill.size(), 0u);
   rm_->runtime().scheduleNode(NodeId("n1"));  // the grace is over: the victim is chosen now
-  v1::NodeHeartbeatResponse with_kill;
+  rm::NodeHeartbeatAnswer with_kill;
   (void)rm_->runtime().onNodeReport(req, &with_kill);
-  EXPECT_EQ(with_kill.containers_to_kill_size(), 1);
+  EXPECT_EQ(with_kill.to_kill.size(), 1u);
 }
 
 // The reservation's app is gone before the grace ends, so the
@@ -425,8 +432,7 @@ TEST_F(RuntimeTest, AmThatExitedWhileNoRmWatchedEndsItsAttempt) {
   ASSERT_EQ(rm_->apps().get(app)->attempt, 1);
 
   ASSERT_TRUE(rm_->replaceRuntime({}).isOk());
-  rm_->runtime().onNodeRegistered(
-      testing::nodeRegistration("n1", 4));  // the NM re-registers with the new RM
+  reregister("n1");  // the NM re-registers with the new RM
   v1::ContainerStatus exited;
   exited.set_container_id(am.value());
   exited.set_state(v1::CONTAINER_COMPLETE);
@@ -466,8 +472,7 @@ TEST_F(RuntimeTest, AnotherNodesStatusForAContainerIsIgnored) {
 
   // After an RM restart the AM container is known only from the app record.
   ASSERT_TRUE(rm_->replaceRuntime({}).isOk());
-  for (const char* n : {"n1", "n2"})
-    rm_->runtime().onNodeRegistered(testing::nodeRegistration(n, 4));
+  for (const char* n : {"n1", "n2"}) reregister(n);
   EXPECT_EQ(heartbeat("n2", {spoofed}).containers_to_acknowledge_size(), 0);
   EXPECT_EQ(rm_->apps().get(app)->attempt, 1) << "n2 ended n1's AM after a restart";
   EXPECT_EQ(heartbeat("n1", {spoofed}).containers_to_acknowledge_size(), 1);
@@ -649,7 +654,7 @@ TEST_F(RuntimeTest, HarvestOfferCapsPlacementOnTheNode) {
     req.mutable_primary_usage()->set_memory_mib(4096);
     toProto(offer, req.mutable_harvest_offer());
     v1::NodeHeartbeatResponse resp;
-    rm_->runtime().onNodeHeartbeat(req, &resp);
+    ASSERT_TRUE(rm_->nodeHeartbeat(req, &resp).isOk());
   };
   harvestBeat(Resource(3072, 3));
   EXPECT_EQ(running(a), 3);  // the AM and two tasks
