@@ -41,21 +41,24 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
   w.attrs = std::move(attrs);
   w.short_partition = short_partition;
   workers_.push_back(std::move(w));
-  matching_.clear();  // a new worker may match any constraint set
   const auto id = static_cast<int32_t>(workers_.size()) - 1;
+  for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
+    if (meetsAll(m.constraints, workers_.back().attrs)) m.workers.push_back(id);
+  }
   idle_.insert(id);
   return id;
 }
 
-const std::vector<int32_t>& EagleCluster::matching(
-    const std::string& key, const std::vector<sched::PlacementConstraint>& cs) {
+EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
+                                               const std::vector<sched::PlacementConstraint>& cs) {
   auto it = matching_.find(key);
   if (it != matching_.end()) return it->second;
-  std::vector<int32_t> ws;
+  MatchSet m;
+  m.constraints = cs;
   for (size_t i = 0; i < workers_.size(); i++) {
-    if (meetsAll(cs, workers_[i].attrs)) ws.push_back(static_cast<int32_t>(i));
+    if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
-  return matching_.emplace(key, std::move(ws)).first->second;
+  return matching_.emplace(key, std::move(m)).first->second;
 }
 
 // probe_ratio x tasks distinct random matching workers, chosen first among
@@ -87,17 +90,17 @@ std::vector<int32_t> EagleCluster::probeTargets(size_t job,
 
 bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
                           const std::vector<sched::PlacementConstraint>& constraints) {
-  const std::string key = constraintKey(constraints);
-  const std::vector<int32_t>& match = matching(key, constraints);
+  MatchSet& set = matching(constraintKey(constraints), constraints);
+  const std::vector<int32_t>& match = set.workers;
   if (match.empty() || tasks <= 0) return false;
   if (is_long && std::all_of(match.begin(), match.end(), [this](int32_t w) {
         return workers_[static_cast<size_t>(w)].short_partition;
       })) {
     return false;  // only short-partition workers match: no worker may run it
   }
-  jobs_[job] = JobState{is_long, tasks, task_duration, key, constraints};
+  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++};
   if (is_long) {
-    long_queue_.push_back(job);
+    set.long_jobs.push_back(job);
     return true;
   }
   for (int32_t w : probeTargets(job, match)) {
@@ -148,19 +151,19 @@ std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
 }
 
 // The centralized scheduler: the first queued long job with a task left whose
-// constraints `worker` meets (finished jobs leave the queue on the way).
+// constraints `worker` meets — the earliest head among the constraint sets
+// the worker meets (finished jobs leave the queues on the way).
 std::optional<size_t> EagleCluster::nextLong(int32_t worker) {
-  for (auto it = long_queue_.begin(); it != long_queue_.end();) {
-    const JobState& j = jobs_.at(*it);
-    if (j.unlaunched == 0) {
-      it = long_queue_.erase(it);
+  std::optional<size_t> best;
+  for (auto& [key, m] : matching_) {
+    while (!m.long_jobs.empty() && jobs_.at(m.long_jobs.front()).unlaunched == 0)
+      m.long_jobs.pop_front();
+    if (m.long_jobs.empty() || !std::binary_search(m.workers.begin(), m.workers.end(), worker))
       continue;
-    }
-    const auto& match = matching(j.constraint_key, j.constraints);
-    if (std::binary_search(match.begin(), match.end(), worker)) return *it;
-    ++it;
+    const size_t head = m.long_jobs.front();
+    if (!best || jobs_.at(head).seq < jobs_.at(*best).seq) best = head;
   }
-  return std::nullopt;
+  return best;
 }
 
 void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) {

@@ -106,12 +106,17 @@ class EagleCluster {
     bool is_long = false;
     int32_t unlaunched = 0;
     Millis task_duration{0};
-    std::string constraint_key;
+    uint64_t seq = 0;  // submission order
+  };
+  // The workers meeting one set of hard constraints (ascending; kept up to
+  // date as workers are added) and the long jobs queued with that set.
+  struct MatchSet {
     std::vector<sched::PlacementConstraint> constraints;
+    std::vector<int32_t> workers;
+    std::deque<size_t> long_jobs;  // FIFO
   };
 
-  const std::vector<int32_t>& matching(const std::string& key,
-                                       const std::vector<sched::PlacementConstraint>& cs);
+  MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
   std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching) const;
   std::optional<size_t> takeProbe(Worker& w);
   std::optional<size_t> nextLong(int32_t worker);
@@ -121,9 +126,11 @@ class EagleCluster {
   uint64_t seed_;
   std::vector<Worker> workers_;
   std::unordered_map<size_t, JobState> jobs_;
-  std::set<int32_t> idle_;                                // workers running nothing
-  std::deque<size_t> long_queue_;                         // centralized scheduler, FIFO
-  std::map<std::string, std::vector<int32_t>> matching_;  // by constraint set
+  std::set<int32_t> idle_;  // workers running nothing
+  uint64_t next_seq_ = 0;
+  // By constraint set. The centralized scheduler's FIFO of long jobs is the
+  // union of the sets' queues in submission order (seq).
+  std::map<std::string, MatchSet> matching_;
 };
 
 // Runs the workload of `opts` (phoenix_sim.h; the same jobs and nodes as
