@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
   tr->add_flag("--json", json, "Machine-readable summary");
   sim::PhoenixCliFlags phoenix_flags;
   auto* phoenix = sim::addPhoenixCommand(app, phoenix_flags);
+  sim::PhoenixCalibrateFlags calibrate_flags;
+  auto* calibrate = sim::addPhoenixCalibrateCommand(app, calibrate_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -396,6 +398,7 @@ int main(int argc, char** argv) {
   }
   if (tr->parsed()) return traceSummary(trace, json);
   if (phoenix->parsed()) return sim::runPhoenixCommand(phoenix_flags);
+  if (calibrate->parsed()) return sim::runPhoenixCalibrateCommand(calibrate_flags);
   SimFlags& f = run->parsed() ? run_flags : min_flags;
   CLI::App* cmd = run->parsed() ? run : min;
   f.adhoc_trace_given = cmd->count("--adhoc-trace") > 0;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -39,19 +41,24 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
   w.attrs = std::move(attrs);
   w.short_partition = short_partition;
   workers_.push_back(std::move(w));
-  matching_.clear();  // a new worker may match any constraint set
-  return static_cast<int32_t>(workers_.size()) - 1;
+  const auto id = static_cast<int32_t>(workers_.size()) - 1;
+  for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
+    if (meetsAll(m.constraints, workers_.back().attrs)) m.workers.push_back(id);
+  }
+  idle_.insert(id);
+  return id;
 }
 
-const std::vector<int32_t>& EagleCluster::matching(
-    const std::string& key, const std::vector<sched::PlacementConstraint>& cs) {
+EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
+                                               const std::vector<sched::PlacementConstraint>& cs) {
   auto it = matching_.find(key);
   if (it != matching_.end()) return it->second;
-  std::vector<int32_t> ws;
+  MatchSet m;
+  m.constraints = cs;
   for (size_t i = 0; i < workers_.size(); i++) {
-    if (meetsAll(cs, workers_[i].attrs)) ws.push_back(static_cast<int32_t>(i));
+    if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
-  return matching_.emplace(key, std::move(ws)).first->second;
+  return matching_.emplace(key, std::move(m)).first->second;
 }
 
 // probe_ratio x tasks distinct random matching workers, chosen first among
@@ -83,12 +90,17 @@ std::vector<int32_t> EagleCluster::probeTargets(size_t job,
 
 bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
                           const std::vector<sched::PlacementConstraint>& constraints) {
-  const std::string key = constraintKey(constraints);
-  const std::vector<int32_t>& match = matching(key, constraints);
+  MatchSet& set = matching(constraintKey(constraints), constraints);
+  const std::vector<int32_t>& match = set.workers;
   if (match.empty() || tasks <= 0) return false;
-  jobs_[job] = JobState{is_long, tasks, task_duration, key, constraints};
+  if (is_long && std::all_of(match.begin(), match.end(), [this](int32_t w) {
+        return workers_[static_cast<size_t>(w)].short_partition;
+      })) {
+    return false;  // only short-partition workers match: no worker may run it
+  }
+  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++};
   if (is_long) {
-    long_queue_.push_back(job);
+    set.long_jobs.push_back(job);
     return true;
   }
   for (int32_t w : probeTargets(job, match)) {
@@ -103,6 +115,7 @@ void EagleCluster::taskFinished(int32_t worker) {
   if (!w.running_long) w.sticky = w.running;  // SBP: the probe stays
   w.running.reset();
   w.running_long = false;
+  idle_.insert(worker);
 }
 
 int32_t EagleCluster::unlaunched(size_t job) const {
@@ -111,45 +124,46 @@ int32_t EagleCluster::unlaunched(size_t job) const {
 }
 
 // SRPT with starvation prevention; late binding drops probes of jobs with
-// nothing left to launch.
+// nothing left to launch. Dropping them all first picks the same probe as
+// dropping them one by one when reached (a dead probe's remaining work is 0,
+// so SRPT reaches every dead probe before a live one), in one scan.
 std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
-  while (!w.probes.empty()) {
-    auto pick = w.probes.end();
-    for (auto it = w.probes.begin(); it != w.probes.end(); ++it) {
-      if (it->bypassed >= opts_.starvation_bound) {
-        pick = it;  // the oldest starving probe
-        break;
-      }
-      const JobState& j = jobs_.at(it->job);
-      if (pick == w.probes.end() ||
-          j.unlaunched * j.task_duration.count() <
-              jobs_.at(pick->job).unlaunched * jobs_.at(pick->job).task_duration.count()) {
-        pick = it;
-      }
+  std::erase_if(w.probes, [this](const Probe& p) { return jobs_.at(p.job).unlaunched == 0; });
+  if (w.probes.empty()) return std::nullopt;
+  auto pick = w.probes.end();
+  int64_t pick_work = 0;
+  for (auto it = w.probes.begin(); it != w.probes.end(); ++it) {
+    if (it->bypassed >= opts_.starvation_bound) {
+      pick = it;  // the oldest starving probe
+      break;
     }
-    const size_t job = pick->job;
-    w.probes.erase(pick);
-    if (jobs_.at(job).unlaunched == 0) continue;  // late binding: nothing left
-    for (auto& p : w.probes) p.bypassed++;
-    return job;
+    const JobState& j = jobs_.at(it->job);
+    const int64_t work = j.unlaunched * j.task_duration.count();
+    if (pick == w.probes.end() || work < pick_work) {
+      pick = it;
+      pick_work = work;
+    }
   }
-  return std::nullopt;
+  const size_t job = pick->job;
+  w.probes.erase(pick);
+  for (auto& p : w.probes) p.bypassed++;
+  return job;
 }
 
 // The centralized scheduler: the first queued long job with a task left whose
-// constraints `worker` meets (finished jobs leave the queue on the way).
+// constraints `worker` meets — the earliest head among the constraint sets
+// the worker meets (finished jobs leave the queues on the way).
 std::optional<size_t> EagleCluster::nextLong(int32_t worker) {
-  for (auto it = long_queue_.begin(); it != long_queue_.end();) {
-    const JobState& j = jobs_.at(*it);
-    if (j.unlaunched == 0) {
-      it = long_queue_.erase(it);
+  std::optional<size_t> best;
+  for (auto& [key, m] : matching_) {
+    while (!m.long_jobs.empty() && jobs_.at(m.long_jobs.front()).unlaunched == 0)
+      m.long_jobs.pop_front();
+    if (m.long_jobs.empty() || !std::binary_search(m.workers.begin(), m.workers.end(), worker))
       continue;
-    }
-    const auto& match = matching(j.constraint_key, j.constraints);
-    if (std::binary_search(match.begin(), match.end(), worker)) return *it;
-    ++it;
+    const size_t head = m.long_jobs.front();
+    if (!best || jobs_.at(head).seq < jobs_.at(*best).seq) best = head;
   }
-  return std::nullopt;
+  return best;
 }
 
 void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) {
@@ -164,21 +178,22 @@ void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) 
 
 std::vector<EagleCluster::Started> EagleCluster::dispatch() {
   std::vector<Started> out;
-  for (size_t i = 0; i < workers_.size(); i++) {
-    Worker& w = workers_[i];
-    if (w.running) continue;
-    const auto wi = static_cast<int32_t>(i);
+  // Only idle workers take work, in worker order (as a scan over all would).
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    const int32_t wi = *it;
+    Worker& w = workers_[static_cast<size_t>(wi)];
+    const size_t before = out.size();
     if (w.sticky && jobs_.at(*w.sticky).unlaunched > 0) {
       start(wi, *w.sticky, out);
-      continue;
+    } else {
+      w.sticky.reset();
+      if (auto job = takeProbe(w)) {
+        start(wi, *job, out);
+      } else if (!w.short_partition) {
+        if (auto long_job = nextLong(wi)) start(wi, *long_job, out);
+      }
     }
-    w.sticky.reset();
-    if (auto job = takeProbe(w)) {
-      start(wi, *job, out);
-      continue;
-    }
-    if (w.short_partition) continue;
-    if (auto job = nextLong(wi)) start(wi, *job, out);
+    it = out.size() > before ? idle_.erase(it) : std::next(it);
   }
   return out;
 }
@@ -196,10 +211,8 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
   for (int32_t n = 0; n < opts.nodes; n++) {
-    const auto attrs = phoenixNodeAttributes(opts.seed, n);
-    // Spread evenly over the node list: floor((n+1)p) > floor(np).
-    const bool in_short =
-        std::floor((n + 1) * eagle.short_partition) > std::floor(n * eagle.short_partition);
+    const auto attrs = phoenixNodeAttributes(opts, n);
+    const bool in_short = inShortPartition(n, eagle.short_partition);
     for (int64_t k = 0; k < slots; k++) cluster.addWorker(attrs, in_short);
   }
   const TimePoint t0 = fromEpochMs(0);
@@ -209,8 +222,11 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   std::priority_queue<End, std::vector<End>, std::greater<>> ends;
   size_t next = 0, finished = 0;
   TimePoint now = t0;
+  PhoenixProgress progress(opts.progress, out.policy, jobs.size());
+  bool dirty = true;  // something arrived, finished or started since the last round
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
+      dirty = true;
       PhoenixJob& j = jobs[next];
       if (!cluster.submit(next, !j.is_short, j.tasks, j.duration, j.constraints)) {
         j.rejected = true;
@@ -219,6 +235,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       }
     }
     while (!ends.empty() && ends.top().first <= now) {
+      dirty = true;
       const int32_t w = ends.top().second;
       ends.pop();
       PhoenixJob& j = jobs[*cluster.worker(w).running];
@@ -228,13 +245,31 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
         finished++;
       }
     }
-    for (const auto& s : cluster.dispatch()) {
-      PhoenixJob& j = jobs[s.job];
-      ends.emplace(now + phoenixTaskRunTime(opts.seed, s.job, j.started++, j.duration), s.worker);
+    if (dirty) {
+      const auto started = cluster.dispatch();
+      dirty = !started.empty();
+      for (const auto& st : started) {
+        PhoenixJob& j = jobs[st.job];
+        ends.emplace(now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration),
+                     st.worker);
+      }
     }
-    now += Seconds(1);
+    progress.at(now - t0, finished);
+    if (dirty) {
+      now += Seconds(1);
+      continue;
+    }
+    std::optional<TimePoint> at;
+    if (next < jobs.size()) at = jobs[next].submit;
+    if (!ends.empty()) at = at ? std::min(*at, ends.top().first) : ends.top().first;
+    if (!at) {
+      if (finished < jobs.size())
+        return internalError("eagle sim: jobs pending with nothing running or arriving");
+      break;
+    }
+    now = std::max(now + Seconds(1), firstTickAtOrAfter(t0, *at));
   }
-  summarisePhoenixJobs(jobs, out);
+  summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

@@ -38,7 +38,9 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -83,7 +85,8 @@ class EagleCluster {
   // Submits job `job` (ids unique, any order): `tasks` tasks of expected run
   // time `task_duration` that need every hard constraint in `constraints`.
   // Short jobs probe workers now; long ones queue at the centralized
-  // scheduler. False (nothing queued) when no worker meets the constraints.
+  // scheduler. False (nothing queued) when no worker meets the constraints
+  // (for a long job: no worker outside the short partition).
   bool submit(size_t job, bool is_long, int32_t tasks, Millis task_duration,
               const std::vector<sched::PlacementConstraint>& constraints);
 
@@ -103,12 +106,17 @@ class EagleCluster {
     bool is_long = false;
     int32_t unlaunched = 0;
     Millis task_duration{0};
-    std::string constraint_key;
+    uint64_t seq = 0;  // submission order
+  };
+  // The workers meeting one set of hard constraints (ascending; kept up to
+  // date as workers are added) and the long jobs queued with that set.
+  struct MatchSet {
     std::vector<sched::PlacementConstraint> constraints;
+    std::vector<int32_t> workers;
+    std::deque<size_t> long_jobs;  // FIFO
   };
 
-  const std::vector<int32_t>& matching(const std::string& key,
-                                       const std::vector<sched::PlacementConstraint>& cs);
+  MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
   std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching) const;
   std::optional<size_t> takeProbe(Worker& w);
   std::optional<size_t> nextLong(int32_t worker);
@@ -117,16 +125,21 @@ class EagleCluster {
   EagleOptions opts_;
   uint64_t seed_;
   std::vector<Worker> workers_;
-  std::map<size_t, JobState> jobs_;
-  std::deque<size_t> long_queue_;                         // centralized scheduler, FIFO
-  std::map<std::string, std::vector<int32_t>> matching_;  // by constraint set
+  std::unordered_map<size_t, JobState> jobs_;
+  std::set<int32_t> idle_;  // workers running nothing
+  uint64_t next_seq_ = 0;
+  // By constraint set. The centralized scheduler's FIFO of long jobs is the
+  // union of the sets' queues in submission order (seq).
+  std::map<std::string, MatchSet> matching_;
 };
 
 // Runs the workload of `opts` (phoenix_sim.h; the same jobs and nodes as
 // runPhoenixSim) under Eagle-C: every node gives min(vcores, memory / 2 GiB)
 // workers; the short partition is short_partition of the nodes spread evenly
-// over the node list (node n when floor((n+1)p) > floor(np)); 1 s dispatch
-// rounds. policy = "eagle-c".
+// over the node list (inShortPartition; for trace mixes the caller passes
+// opts.short_partition, where short_partition_first kinds put their nodes);
+// 1 s dispatch rounds, skipped when nothing arrived, finished or started
+// since the last (it would start nothing). policy = "eagle-c".
 // INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
 

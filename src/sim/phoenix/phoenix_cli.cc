@@ -1,7 +1,11 @@
 #include "sim/phoenix/phoenix_cli.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -28,7 +32,7 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 }
 
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
-Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixCliFlags& f) {
+Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
   if (name == "floor") return runPhoenixFloor(f.opts);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
@@ -40,30 +44,167 @@ nlohmann::json toJson(const Percentiles& p) {
       {"count", p.count}, {"p50_s", p.p50}, {"p90_s", p.p90}, {"p99_s", p.p99}, {"mean_s", p.mean}};
 }
 
-}  // namespace
+// Relative slowdown of kind k in run r: mean response time of its short jobs
+// over that of unconstrained short jobs (0 when either is unmeasured).
+double slowdown(const PhoenixSimResult& r, size_t k) {
+  if (k >= r.kind_short_mean_s.size() || r.unconstrained_short_mean_s <= 0) return 0;
+  return r.kind_short_mean_s[k] / r.unconstrained_short_mean_s;
+}
 
-CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
-  auto* c = app.add_subcommand(
-      "phoenix", "Constraint-aware ordering (Phoenix) vs FIFO/DRF on a heterogeneous cluster");
+void addSetupFlags(CLI::App* c, PhoenixSetupFlags& f) {
+  f.cmd = c;
+  c->add_option("--mix", f.mix,
+                "Workload: synthetic (100 nodes, 2 h), or a trace mix shaped like google, yahoo, "
+                "cloudera (defaults then: 625 nodes, 12 h, load 0.9)")
+      ->capture_default_str();
+  c->add_option("--calibration", f.calibration,
+                "Trace mixes: constraint kinds from this file (phoenix-calibrate --out); "
+                "without it, Table II's kinds uncalibrated");
   c->add_option("--nodes", f.opts.nodes, "Nodes")->capture_default_str();
   c->add_option("--node-size", f.node_size, "Per node")->capture_default_str();
   c->add_option("--load", f.opts.load, "Offered vcore load (share of the cluster)")
       ->capture_default_str();
   c->add_option("--arrivals-min", f.arrivals_min, "Minutes of job arrivals")->capture_default_str();
-  c->add_option("--short-fraction", f.opts.short_fraction, "Share of short jobs")
-      ->capture_default_str();
-  c->add_option("--isa-rate", f.opts.isa_rate, "Share of short jobs asking isa in {aarch64}")
-      ->capture_default_str();
-  c->add_option("--cores-rate", f.opts.cores_rate, "... cores >= 32")->capture_default_str();
-  c->add_option("--network-rate", f.opts.network_rate, "... network_gbps >= 25")
-      ->capture_default_str();
-  c->add_option("--kernel-rate", f.opts.kernel_rate, "... kernel >= 5.10")->capture_default_str();
-  c->add_option("--seeds", f.seeds, "Workload seeds")->capture_default_str();
   c->add_option("--eagle-short-partition", f.eagle.short_partition,
-                "eagle-c: share of nodes reserved for short jobs")
+                "eagle-c: share of nodes reserved for short jobs (trace mixes: the trace's)")
       ->capture_default_str();
   c->add_option("--eagle-probe-ratio", f.eagle.probe_ratio, "eagle-c: probes per short task")
       ->capture_default_str();
+  c->add_flag("--progress", f.opts.progress, "A line on stderr per simulated hour of each run");
+}
+
+// Applies the trace mix's defaults to the flags not given, loads the
+// calibration and checks the options; bad input names the flag.
+Status resolveSetup(PhoenixSetupFlags& f) {
+  MORPHEUS_ASSIGN_OR_RETURN(f.opts.mix, parsePhoenixMix(f.mix, "--mix"));
+  auto given = [&f](const char* flag) { return f.cmd != nullptr && f.cmd->count(flag) > 0; };
+  if (f.opts.mix != PhoenixMix::kSynthetic) {
+    if (!given("--nodes")) f.opts.nodes = 625;
+    if (!given("--arrivals-min")) f.arrivals_min = 720;
+    if (!given("--load")) f.opts.load = 0.9;
+    if (!given("--eagle-short-partition"))
+      f.eagle.short_partition = traceMixShape(f.opts.mix).short_partition;
+    f.opts.short_partition = f.eagle.short_partition;
+    if (!f.calibration.empty()) {
+      MORPHEUS_ASSIGN_OR_RETURN(f.opts.kinds,
+                                readPhoenixCalibration(f.calibration, f.opts.mix, "--calibration"));
+    } else {
+      f.opts.kinds = tableTwoKinds();
+    }
+  } else if (!f.calibration.empty()) {
+    return invalidArgument("--calibration", "applies to the trace mixes only");
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(f.opts.node_size, Resource::parse(f.node_size, "--node-size"));
+  if (f.arrivals_min <= 0) return invalidArgument("--arrivals-min", "must be > 0");
+  f.opts.arrivals = Millis(f.arrivals_min * 60 * 1000);
+  if (!(f.eagle.short_partition >= 0 && f.eagle.short_partition < 1))
+    return invalidArgument("--eagle-short-partition", "must be in [0, 1)");
+  if (f.eagle.probe_ratio < 1) return invalidArgument("--eagle-probe-ratio", "must be >= 1");
+  if (Status s = validatePhoenixOptions(f.opts); !s.isOk()) {
+    // "load: ..." -> "--load: ...", "isa_rate: ..." -> "--isa-rate: ...".
+    std::string m = s.message();
+    const size_t colon = m.find(':');
+    if (colon != std::string::npos)
+      std::replace(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(colon), '_', '-');
+    return Status(StatusCode::kInvalidArgument, "--" + m);
+  }
+  return Status::ok();
+}
+
+double meanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// Means over seeds per policy, the p99 ratio against eagle-c and the floor's
+// headroom.
+void printSummary(const PhoenixCliFlags& f,
+                  const std::map<std::string, std::vector<PhoenixSimResult>>& by) {
+  std::printf("\nmean over %zu seeds (s)\n%-15s | %6s %7s %8s | %13s | %9s | %s\n", f.seeds.size(),
+              "policy", "p50", "p90", "p99", "constr. p99", "long mean", "rejected");
+  for (const auto& name : f.policies) {
+    auto it = by.find(name);
+    if (it == by.end()) continue;
+    std::vector<double> p50, p90, p99, c99, lm, rej;
+    for (const auto& r : it->second) {
+      p50.push_back(r.short_jobs.p50);
+      p90.push_back(r.short_jobs.p90);
+      p99.push_back(r.short_jobs.p99);
+      c99.push_back(r.short_constrained.p99);
+      lm.push_back(r.long_unconstrained.mean);
+      rej.push_back(static_cast<double>(r.rejected));
+    }
+    std::printf("%-15s | %6.0f %7.0f %8.0f | %13.0f | %9.0f | %.1f\n", name.c_str(), meanOf(p50),
+                meanOf(p90), meanOf(p99), meanOf(c99), meanOf(lm), meanOf(rej));
+  }
+  auto e = by.find("eagle-c");
+  if (e == by.end()) return;
+  auto fl = by.find("floor");
+  for (const auto& name : f.policies) {
+    if (name == "eagle-c" || name == "floor" || by.find(name) == by.end()) continue;
+    const auto& p = by.at(name);
+    std::vector<double> ratios, pp99, ep99, plong, elong;
+    for (size_t i = 0; i < p.size() && i < e->second.size(); i++) {
+      ratios.push_back(e->second[i].short_jobs.p99 / p[i].short_jobs.p99);
+      pp99.push_back(p[i].short_jobs.p99);
+      ep99.push_back(e->second[i].short_jobs.p99);
+      plong.push_back(p[i].long_unconstrained.mean);
+      elong.push_back(e->second[i].long_unconstrained.mean);
+    }
+    std::printf("%s: short p99 eagle-c / %s = %.2fx (of the seed means; per seed", name.c_str(),
+                name.c_str(), meanOf(ep99) / meanOf(pp99));
+    for (double r : ratios) std::printf(" %.2f", r);
+    std::printf("); long mean %s / eagle-c = %.3f\n", name.c_str(), meanOf(plong) / meanOf(elong));
+  }
+  if (fl != by.end()) {
+    std::vector<double> fp99, ep99;
+    for (size_t i = 0; i < fl->second.size() && i < e->second.size(); i++) {
+      fp99.push_back(fl->second[i].short_jobs.p99);
+      ep99.push_back(e->second[i].short_jobs.p99);
+    }
+    std::printf("headroom: short p99 eagle-c / floor = %.2fx (the most any scheduler can gain)\n",
+                meanOf(ep99) / meanOf(fp99));
+  }
+  if (!f.setup.opts.kinds.empty()) {
+    std::printf("\nrelative slowdown per kind (mean over seeds)\n%-15s", "policy");
+    for (const auto& k : f.setup.opts.kinds) std::printf(" %9.9s", k.name.c_str());
+    std::printf("\n%-15s", "Table II");
+    for (const auto& k : f.setup.opts.kinds) std::printf(" %9.2f", k.target_slowdown);
+    std::printf("\n");
+    for (const auto& name : f.policies) {
+      auto it = by.find(name);
+      if (it == by.end() || name == "floor") continue;
+      std::printf("%-15s", name.c_str());
+      for (size_t k = 0; k < f.setup.opts.kinds.size(); k++) {
+        std::vector<double> v;
+        for (const auto& r : it->second) v.push_back(slowdown(r, k));
+        std::printf(" %9.2f", meanOf(v));
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
+  auto* c = app.add_subcommand(
+      "phoenix",
+      "Constraint-aware ordering (Phoenix) vs FIFO/DRF/Eagle-C on a heterogeneous cluster");
+  addSetupFlags(c, f.setup);
+  c->add_option("--short-fraction", f.setup.opts.short_fraction,
+                "synthetic mix: share of short jobs")
+      ->capture_default_str();
+  c->add_option("--isa-rate", f.setup.opts.isa_rate,
+                "synthetic mix: share of short jobs asking isa in {aarch64}")
+      ->capture_default_str();
+  c->add_option("--cores-rate", f.setup.opts.cores_rate, "... cores >= 32")->capture_default_str();
+  c->add_option("--network-rate", f.setup.opts.network_rate, "... network_gbps >= 25")
+      ->capture_default_str();
+  c->add_option("--kernel-rate", f.setup.opts.kernel_rate, "... kernel >= 5.10")
+      ->capture_default_str();
+  c->add_option("--seeds", f.seeds, "Workload seeds")->capture_default_str();
   c->add_option("--policies", f.policies,
                 "fifo, drf, phoenix-no-crv, phoenix, eagle-c; floor: no job waits (the bound under "
                 "every scheduler)")
@@ -72,14 +213,24 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
   return c;
 }
 
+CLI::App* addPhoenixCalibrateCommand(CLI::App& app, PhoenixCalibrateFlags& f) {
+  auto* c = app.add_subcommand(
+      "phoenix-calibrate",
+      "Node shares of Table II's constraint kinds so Eagle-C's slowdowns match it (trace mixes)");
+  addSetupFlags(c, f.setup);
+  c->add_option("--seed", f.seed, "Workload seed of the calibration runs")->capture_default_str();
+  c->add_option("--iterations", f.iterations, "Eagle-C runs at most")->capture_default_str();
+  c->add_option("--tolerance", f.tolerance, "Largest |slowdown / target - 1| accepted")
+      ->capture_default_str();
+  c->add_option("--out", f.out, "Calibration file to write (JSON)")->required();
+  return c;
+}
+
 int runPhoenixCommand(PhoenixCliFlags f) {
-  auto size = Resource::parse(f.node_size, "--node-size");
-  if (!size.isOk()) {
-    std::cerr << "morpheus-sim: " << size.status().message() << "\n";
+  if (Status s = resolveSetup(f.setup); !s.isOk()) {
+    std::cerr << "morpheus-sim: " << s.message() << "\n";
     return 2;
   }
-  f.opts.node_size = *size;
-  f.opts.arrivals = Millis(f.arrivals_min * 60 * 1000);
   for (const auto& name : f.policies) {  // before any output: bad input leaves one line
     if (name == "eagle-c" || name == "floor") continue;
     if (auto p = policyByName(name); !p.isOk()) {
@@ -88,39 +239,183 @@ int runPhoenixCommand(PhoenixCliFlags f) {
     }
   }
   nlohmann::json all = nlohmann::json::array();
+  std::map<std::string, std::vector<PhoenixSimResult>> by;
   if (!f.json) {
-    std::printf("%-15s %4s %5s | %-23s | %-23s | %-23s\n", "policy", "seed", "jobs",
-                "short p50/p90/p99 s", "short constrained p50/p90/p99", "long p50/p90/mean s");
+    std::printf("%-15s %4s %6s | %-23s | %-23s | %-23s | %6s\n", "policy", "seed", "jobs",
+                "short p50/p90/p99 s", "short constrained p50/p90/p99", "long p50/p90/mean s",
+                "wall s");
   }
   for (uint64_t seed : f.seeds) {
     for (const auto& name : f.policies) {
-      f.opts.seed = seed;
-      auto r = runOne(name, f);
+      f.setup.opts.seed = seed;
+      auto r = runOne(name, f.setup);
       if (!r.isOk()) {
         std::cerr << "morpheus-sim: " << r.status().message() << "\n";
         return 2;
       }
+      by[name].push_back(*r);
       const auto &s = r->short_jobs, &c = r->short_constrained, &l = r->long_unconstrained;
       if (f.json) {
-        all.push_back({{"policy", name},
+        nlohmann::json kinds = nlohmann::json::array();
+        for (size_t k = 0; k < f.setup.opts.kinds.size(); k++) {
+          kinds.push_back({{"name", f.setup.opts.kinds[k].name},
+                           {"short_jobs", r->kind_short_count[k]},
+                           {"short_mean_s", r->kind_short_mean_s[k]},
+                           {"slowdown", slowdown(*r, k)}});
+        }
+        all.push_back({{"mix", f.setup.mix},
+                       {"policy", name},
                        {"seed", seed},
                        {"jobs", r->jobs},
                        {"rejected", r->rejected},
                        {"short", toJson(s)},
                        {"short_constrained", toJson(c)},
-                       {"long_unconstrained", toJson(l)},
+                       {"long", toJson(l)},
+                       {"kinds", kinds},
+                       {"unconstrained_short_mean_s", r->unconstrained_short_mean_s},
+                       {"constrained_task_share", r->constrained_task_share},
                        {"makespan_s", r->makespan_s},
                        {"wall_s", r->wall_s}});
       } else {
         std::printf(
-            "%-15s %4llu %5lld | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f\n",
+            "%-15s %4llu %6lld | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f | "
+            "%6.1f\n",
             name.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(r->jobs),
-            s.p50, s.p90, s.p99, c.p50, c.p90, c.p99, l.p50, l.p90, l.mean);
+            s.p50, s.p90, s.p99, c.p50, c.p90, c.p99, l.p50, l.p90, l.mean, r->wall_s);
+        std::fflush(stdout);
       }
     }
   }
-  if (f.json) std::cout << all.dump(2) << "\n";
+  if (f.json) {
+    std::cout << all.dump(2) << "\n";
+  } else {
+    printSummary(f, by);
+  }
   return 0;
+}
+
+int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
+  if (f.setup.mix == "synthetic") {
+    std::cerr << "morpheus-sim: --mix: phoenix-calibrate needs a trace mix (google, yahoo, "
+                 "cloudera)\n";
+    return 2;
+  }
+  if (f.iterations < 1) {
+    std::cerr << "morpheus-sim: --iterations: must be >= 1\n";
+    return 2;
+  }
+  if (!(f.tolerance > 0)) {
+    std::cerr << "morpheus-sim: --tolerance: must be > 0\n";
+    return 2;
+  }
+  if (Status s = resolveSetup(f.setup); !s.isOk()) {
+    std::cerr << "morpheus-sim: " << s.message() << "\n";
+    return 2;
+  }
+  {  // the output must be writable before hours of runs
+    std::ofstream probe(f.out, std::ios::app);
+    if (!probe) {
+      std::cerr << "morpheus-sim: --out: cannot write '" << f.out << "'\n";
+      return 2;
+    }
+  }
+  PhoenixSimOptions& o = f.setup.opts;
+  o.seed = f.seed;
+  std::vector<ConstraintKind>& kinds = o.kinds;
+  const size_t n = kinds.size();
+  // stepNodeShares (phoenix_mixes.h): from the middle of [0.02, 1], or
+  // around the node shares of a given --calibration (to refine it).
+  std::vector<NodeShareBracket> brackets(n);
+  for (size_t k = 0; k < n; k++) {
+    if (f.setup.calibration.empty()) {
+      kinds[k].node_share = std::sqrt(brackets[k].lo * brackets[k].hi);
+    } else {
+      brackets[k].lo = std::max(0.002, kinds[k].node_share / 4);
+      brackets[k].hi = std::min(1.0, kinds[k].node_share * 4);
+    }
+  }
+  std::vector<ConstraintKind> best = kinds;
+  std::vector<double> best_measured(n, 0);
+  double best_err = 1e9;
+  nlohmann::json history = nlohmann::json::array();
+  std::printf("%-4s %-14s", "iter", "kind:");
+  for (const auto& k : kinds) std::printf(" %9.9s", k.name.c_str());
+  std::printf("\n%-4s %-14s", "", "Table II");
+  for (const auto& k : kinds) std::printf(" %9.2f", k.target_slowdown);
+  std::printf("\n");
+  int32_t it = 0;
+  for (; it < f.iterations; it++) {
+    auto r = runEagleSim(o, f.setup.eagle);
+    if (!r.isOk()) {
+      std::cerr << "morpheus-sim: " << r.status().message() << "\n";
+      return 2;
+    }
+    std::vector<double> measured(n);
+    double worst = 0;
+    for (size_t k = 0; k < n; k++) {
+      measured[k] = slowdown(*r, k);
+      worst = std::max(worst, std::abs(measured[k] / kinds[k].target_slowdown - 1));
+    }
+    std::printf("%-4d %-14s", it + 1, "node share");
+    for (const auto& k : kinds) std::printf(" %9.4f", k.node_share);
+    std::printf("\n%-4s %-14s", "", "slowdown");
+    for (double m : measured) std::printf(" %9.2f", m);
+    std::printf("   worst error %.0f%%, %.1f s\n", 100 * worst, r->wall_s);
+    std::fflush(stdout);
+    nlohmann::json row = {{"iteration", it + 1}, {"worst_error", worst}, {"wall_s", r->wall_s}};
+    for (size_t k = 0; k < n; k++) {
+      row["node_share"].push_back(kinds[k].node_share);
+      row["slowdown"].push_back(measured[k]);
+    }
+    history.push_back(row);
+    if (worst < best_err) {
+      best_err = worst;
+      best = kinds;
+      best_measured = measured;
+    }
+    if (worst <= f.tolerance) break;
+    stepNodeShares(kinds, measured, brackets);
+  }
+  std::printf("\ncalibrated (%s, seed %llu, %d nodes, load %.2f, %lld min of arrivals)\n",
+              f.setup.mix.c_str(), static_cast<unsigned long long>(f.seed), o.nodes, o.load,
+              static_cast<long long>(f.setup.arrivals_min));
+  std::printf("%-15s | %8s | %9s | %10s | %12s | %8s | %6s\n", "kind", "Table II", "job share",
+              "node share", "short part.", "Eagle-C", "error");
+  nlohmann::json out_kinds = nlohmann::json::array();
+  for (size_t k = 0; k < n; k++) {
+    const ConstraintKind& c = best[k];
+    const double err = best_measured[k] / c.target_slowdown - 1;
+    std::printf("%-15s | %8.2f | %9.3f | %10.4f | %12s | %8.2f | %+5.0f%%\n", c.name.c_str(),
+                c.target_slowdown, c.job_share, c.node_share,
+                c.short_partition_first ? "all nodes" : "-", best_measured[k], 100 * err);
+    out_kinds.push_back({{"name", c.name},
+                         {"target_slowdown", c.target_slowdown},
+                         {"job_share", c.job_share},
+                         {"node_share", c.node_share},
+                         {"short_partition_first", c.short_partition_first},
+                         {"measured_slowdown", best_measured[k]}});
+  }
+  nlohmann::json file = {{"mix", f.setup.mix},
+                         {"seed", f.seed},
+                         {"nodes", o.nodes},
+                         {"node_size", f.setup.node_size},
+                         {"load", o.load},
+                         {"arrivals_min", f.setup.arrivals_min},
+                         {"eagle_short_partition", f.setup.eagle.short_partition},
+                         {"tolerance", f.tolerance},
+                         {"worst_error", best_err},
+                         {"kinds", out_kinds},
+                         {"history", history}};
+  std::ofstream out(f.out, std::ios::trunc);
+  out << file.dump(2) << "\n";
+  if (!out) {
+    std::cerr << "morpheus-sim: --out: cannot write '" << f.out << "'\n";
+    return 2;
+  }
+  const bool met = best_err <= f.tolerance;
+  std::printf("worst error %.0f%% (tolerance %.0f%%): %s; written to %s\n", 100 * best_err,
+              100 * f.tolerance, met ? "met" : "NOT met", f.out.c_str());
+  return met ? 0 : 1;
 }
 
 }  // namespace morpheus::sim

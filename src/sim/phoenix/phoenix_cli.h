@@ -1,6 +1,15 @@
 // `morpheus-sim phoenix`: runs the Phoenix experiment
 // (sim/phoenix/phoenix_sim.h) for several ordering policies and seeds and prints
-// response-time percentiles (a table, or JSON with --json).
+// response-time percentiles per seed and their means over the seeds, with the
+// Eagle-C / Phoenix ratio and the floor's headroom (a table, or JSON with
+// --json).
+//
+// `morpheus-sim phoenix-calibrate`: for a trace mix (phoenix_mixes.h), runs
+// Eagle-C alone and bisects each constraint kind's node share until the
+// kind's relative slowdown (mean response time of short jobs requiring it
+// over that of unconstrained short jobs) is within --tolerance of Phoenix's
+// Table II, then prints the table and writes the calibration file that
+// `phoenix --calibration` reads. Never runs Phoenix.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,19 +22,38 @@
 
 namespace morpheus::sim {
 
-struct PhoenixCliFlags {
+// The workload flags both commands share.
+struct PhoenixSetupFlags {
   PhoenixSimOptions opts;
   EagleOptions eagle;  // the eagle-c baseline
+  std::string mix = "synthetic";
+  std::string calibration;  // trace mixes: calibration file (phoenix-calibrate --out)
   std::string node_size = "memory=65536,vcores=16";
   int64_t arrivals_min = 120;  // minutes of arrivals
+  CLI::App* cmd = nullptr;     // set by the add* functions: which flags were given
+};
+
+struct PhoenixCliFlags {
+  PhoenixSetupFlags setup;
   std::vector<uint64_t> seeds = {1, 2, 3};
   std::vector<std::string> policies = {"fifo", "drf", "eagle-c", "phoenix-no-crv", "phoenix"};
   bool json = false;
 };
 
-// Registers the subcommand and its flags (bound to `f`).
+struct PhoenixCalibrateFlags {
+  PhoenixSetupFlags setup;
+  uint64_t seed = 1;
+  int32_t iterations = 8;
+  double tolerance = 0.15;  // |measured / target - 1|
+  std::string out;          // calibration file to write
+};
+
+// Registers the subcommands and their flags (bound to `f`).
 CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f);
-// Runs it: 0 done, 2 bad input (one line on stderr).
+CLI::App* addPhoenixCalibrateCommand(CLI::App& app, PhoenixCalibrateFlags& f);
+// Run them: 0 done, 2 bad input (one line on stderr, nothing written);
+// calibrate: 1 when no iteration met the tolerance (the file holds the best).
 int runPhoenixCommand(PhoenixCliFlags f);
+int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f);
 
 }  // namespace morpheus::sim

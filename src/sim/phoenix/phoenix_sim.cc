@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
-#include <map>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -41,8 +42,21 @@ const T& pick(double u, const std::vector<std::pair<double, T>>& table) {
 
 }  // namespace
 
-sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i) {
-  rng::Stream s(seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
+bool inShortPartition(int32_t i, double p) { return std::floor((i + 1) * p) > std::floor(i * p); }
+
+sched::NodeAttributes phoenixNodeAttributes(const PhoenixSimOptions& o, int32_t i) {
+  rng::Stream s(o.seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
+  if (o.mix != PhoenixMix::kSynthetic) {
+    sched::NodeAttributes a;
+    const bool in_short = inShortPartition(i, o.short_partition);
+    for (size_t k = 0; k < o.kinds.size(); k++) {
+      const ConstraintKind& kind = o.kinds[k];
+      const bool has =
+          (kind.short_partition_first && in_short) || s.uniform(10 + k) < kind.node_share;
+      a[kind.name] = has ? "yes" : "no";
+    }
+    return a;
+  }
   return {
       {"isa", s.uniform(0) < 0.15 ? "aarch64" : "x86_64"},
       {"cores", pick<std::string>(s.uniform(1), {{0.6, "16"}, {0.3, "32"}, {0.1, "64"}})},
@@ -55,11 +69,45 @@ namespace {
 
 // Mean vcore-seconds of a job (for the arrival rate): E[tasks] x E[duration]
 // of each class (log-uniform mean (hi - lo) / ln(hi / lo)).
+double logMean(double lo, double hi) { return (hi - lo) / std::log(hi / lo); }
+
 double meanJobWork(const PhoenixSimOptions& o) {
-  auto logMean = [](double lo, double hi) { return (hi - lo) / std::log(hi / lo); };
+  if (o.mix != PhoenixMix::kSynthetic) {
+    const TraceMixShape& m = traceMixShape(o.mix);
+    const double shorts = (1.0 + m.short_tasks_max) / 2.0 * logMean(m.short_task_lo_s, m.cutoff_s);
+    const double longs =
+        (m.long_tasks_lo + m.long_tasks_hi) / 2.0 * logMean(m.cutoff_s, m.long_task_hi_s);
+    return (1 - m.long_job_share) * shorts + m.long_job_share * longs;
+  }
   double shorts = 5.5 * logMean(5, 60);
   double longs = 60.0 * logMean(300, 1200);
   return o.short_fraction * shorts + (1 - o.short_fraction) * longs;
+}
+
+// A trace-mix job (phoenix_sim.h): class, tasks, declared duration and at
+// most one constraint kind.
+void drawTraceJob(const PhoenixSimOptions& o, const rng::Stream& s, PhoenixJob& job) {
+  const TraceMixShape& m = traceMixShape(o.mix);
+  job.is_short = s.uniform(1) >= m.long_job_share;
+  if (job.is_short) {
+    job.tasks = 1 + static_cast<int32_t>(s.below(2, m.short_tasks_max));
+    job.duration =
+        Millis(static_cast<int64_t>(s.logUniform(3, m.short_task_lo_s, m.cutoff_s) * 1000));
+  } else {
+    job.tasks =
+        m.long_tasks_lo + static_cast<int32_t>(s.below(2, m.long_tasks_hi - m.long_tasks_lo + 1));
+    job.duration =
+        Millis(static_cast<int64_t>(s.logUniform(3, m.cutoff_s, m.long_task_hi_s) * 1000));
+  }
+  double u = s.uniform(4);
+  for (size_t k = 0; k < o.kinds.size(); k++) {
+    if (u < o.kinds[k].job_share) {
+      job.kind = static_cast<int32_t>(k);
+      job.constraints.push_back(hard(o.kinds[k].name, "yes", ConstraintOp::kIn));
+      break;
+    }
+    u -= o.kinds[k].job_share;
+  }
 }
 
 }  // namespace
@@ -75,6 +123,11 @@ std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& o, TimePoint t0
     if (t * 1000 >= static_cast<double>(o.arrivals.count())) break;
     PhoenixJob job;
     job.submit = t0 + Millis(static_cast<int64_t>(t * 1000));
+    if (o.mix != PhoenixMix::kSynthetic) {
+      drawTraceJob(o, s, job);
+      jobs.push_back(std::move(job));
+      continue;
+    }
     job.is_short = s.uniform(1) < o.short_fraction;
     if (job.is_short) {
       job.tasks = 1 + static_cast<int32_t>(s.below(2, 10));
@@ -99,6 +152,26 @@ std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& o, TimePoint t0
 Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration) {
   const double jitter = rng::Stream(seed, job, k, "task").uniform(0, 0.8, 1.2);
   return Millis(static_cast<int64_t>(static_cast<double>(duration.count()) * jitter));
+}
+
+TimePoint firstTickAtOrAfter(TimePoint t0, TimePoint t) {
+  const int64_t ms = (t - t0).count();
+  return t0 + Millis((ms + 999) / 1000 * 1000);
+}
+
+PhoenixProgress::PhoenixProgress(bool enabled, std::string name, size_t jobs)
+    : enabled_(enabled),
+      name_(std::move(name)),
+      jobs_(jobs),
+      wall0_(std::chrono::steady_clock::now()) {}
+
+void PhoenixProgress::at(Millis simulated, size_t finished) {
+  if (!enabled_ || simulated.count() < next_hour_ * 3600 * 1000) return;
+  next_hour_ = simulated.count() / (3600 * 1000) + 1;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  std::fprintf(stderr, "  %s: %lld h simulated, %zu/%zu jobs done, %.1f s\n", name_.c_str(),
+               static_cast<long long>(next_hour_ - 1), finished, jobs_, wall);
 }
 
 Percentiles percentilesOf(std::vector<double> v) {
@@ -133,23 +206,51 @@ Status validatePhoenixOptions(const PhoenixSimOptions& o) {
                          {"kernel_rate", o.kernel_rate}}) {
     if (!(r >= 0 && r <= 1)) return invalidArgument(name, "must be in [0, 1]");
   }
+  if (!(o.short_partition >= 0 && o.short_partition < 1))
+    return invalidArgument("short_partition", "must be in [0, 1)");
+  if (o.mix != PhoenixMix::kSynthetic) {
+    if (o.kinds.empty()) return invalidArgument("kinds", "a trace mix needs constraint kinds");
+    MORPHEUS_RETURN_IF_ERROR(validateConstraintKinds(o.kinds));
+  }
   return Status::ok();
 }
 
-void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult& out) {
+void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, size_t kinds,
+                          PhoenixSimResult& out) {
   std::vector<double> shorts, constrained, longs;
+  std::vector<double> kind_sum(kinds, 0);
+  out.kind_short_count.assign(kinds, 0);
+  double free_sum = 0;
+  int64_t free_count = 0, tasks = 0, constrained_tasks = 0;
   TimePoint last = jobs.empty() ? TimePoint{} : jobs[0].submit;
   for (const PhoenixJob& j : jobs) {
     if (j.rejected) continue;
     double r = std::chrono::duration<double>(j.finish - j.submit).count();
     last = std::max(last, j.finish);
+    tasks += j.tasks;
+    if (!j.constraints.empty()) constrained_tasks += j.tasks;
     if (j.is_short) {
       shorts.push_back(r);
       if (!j.constraints.empty()) constrained.push_back(r);
+      if (j.kind >= 0 && static_cast<size_t>(j.kind) < kinds) {
+        kind_sum[static_cast<size_t>(j.kind)] += r;
+        out.kind_short_count[static_cast<size_t>(j.kind)]++;
+      } else if (j.constraints.empty()) {
+        free_sum += r;
+        free_count++;
+      }
     } else {
       longs.push_back(r);
     }
   }
+  out.kind_short_mean_s.assign(kinds, 0);
+  for (size_t k = 0; k < kinds; k++) {
+    if (out.kind_short_count[k] > 0)
+      out.kind_short_mean_s[k] = kind_sum[k] / static_cast<double>(out.kind_short_count[k]);
+  }
+  out.unconstrained_short_mean_s = free_count > 0 ? free_sum / static_cast<double>(free_count) : 0;
+  out.constrained_task_share =
+      tasks > 0 ? static_cast<double>(constrained_tasks) / static_cast<double>(tasks) : 0;
   out.short_jobs = percentilesOf(std::move(shorts));
   out.short_constrained = percentilesOf(std::move(constrained));
   out.long_unconstrained = percentilesOf(std::move(longs));
@@ -162,14 +263,11 @@ Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
   PhoenixSimResult out;
   out.policy = "floor";
   std::vector<sched::NodeAttributes> nodes;
-  for (int32_t i = 0; i < opts.nodes; i++) nodes.push_back(phoenixNodeAttributes(opts.seed, i));
+  for (int32_t i = 0; i < opts.nodes; i++) nodes.push_back(phoenixNodeAttributes(opts, i));
   const TimePoint t0 = fromEpochMs(0);
   std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
   out.jobs = static_cast<int64_t>(jobs.size());
-  auto tick = [t0](TimePoint t) {  // the first 1 s tick at or after t
-    const int64_t ms = (t - t0).count();
-    return t0 + Millis((ms + 999) / 1000 * 1000);
-  };
+  auto tick = [t0](TimePoint t) { return firstTickAtOrAfter(t0, t); };
   for (size_t ji = 0; ji < jobs.size(); ji++) {
     PhoenixJob& j = jobs[ji];
     j.rejected = std::none_of(nodes.begin(), nodes.end(), [&j](const sched::NodeAttributes& a) {
@@ -186,7 +284,7 @@ Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
       end = std::max(end, start + phoenixTaskRunTime(opts.seed, ji, k, j.duration));
     j.finish = tick(end);
   }
-  summarisePhoenixJobs(jobs, out);
+  summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }
@@ -203,20 +301,27 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
   MORPHEUS_ASSIGN_OR_RETURN(auto s, sched::Scheduler::create(std::move(so)));
   for (int32_t i = 0; i < opts.nodes; i++) {
     MORPHEUS_RETURN_IF_ERROR(s->addNode(NodeId("n" + std::to_string(i)), opts.node_size,
-                                        phoenixNodeAttributes(opts.seed, i)));
+                                        phoenixNodeAttributes(opts, i)));
   }
   const TimePoint t0 = fromEpochMs(0);
   std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
   out.jobs = static_cast<int64_t>(jobs.size());
-  using End = std::pair<TimePoint, ContainerId>;
+  struct End {
+    TimePoint at;
+    size_t job;
+    ContainerId container;
+    bool operator>(const End& o) const { return at > o.at; }
+  };
   std::priority_queue<End, std::vector<End>, std::greater<>> ends;
-  std::map<ContainerId, size_t> job_of;
   size_t next = 0, finished = 0;
   TimePoint now = t0;
+  PhoenixProgress progress(opts.progress, out.policy, jobs.size());
   const Resource task(2048, 1);
+  bool dirty = true;  // state changed since the last pass, or it allocated
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
-      const PhoenixJob j = jobs[next];
+      dirty = true;
+      const PhoenixJob& j = jobs[next];
       AppId app("job" + std::to_string(next));
       MORPHEUS_RETURN_IF_ERROR(s->addApp(app, UserId("u"), sched::QueueRef::adhoc("root.default")));
       sched::ResourceRequest r;
@@ -236,28 +341,45 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
         finished++;
       }
     }
-    while (!ends.empty() && ends.top().first <= now) {
-      ContainerId c = ends.top().second;
+    while (!ends.empty() && ends.top().at <= now) {
+      dirty = true;
+      const End e = ends.top();
       ends.pop();
-      MORPHEUS_RETURN_IF_ERROR(s->containerCompleted(c).status());
-      size_t ji = job_of[c];
-      job_of.erase(c);
-      PhoenixJob& j = jobs[ji];
+      MORPHEUS_RETURN_IF_ERROR(s->containerCompleted(e.container).status());
+      PhoenixJob& j = jobs[e.job];
       if (++j.done == j.tasks) {
         j.finish = now;
         finished++;
-        MORPHEUS_RETURN_IF_ERROR(s->removeApp(AppId("job" + std::to_string(ji))).status());
+        MORPHEUS_RETURN_IF_ERROR(s->removeApp(AppId("job" + std::to_string(e.job))).status());
       }
     }
-    for (const auto& a : s->schedulePass(now).allocations) {
-      size_t ji = std::stoul(a.app.value().substr(3));
-      PhoenixJob& j = jobs[ji];
-      ends.emplace(now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), a.container);
-      job_of[a.container] = ji;
+    if (dirty) {
+      const auto allocations = s->schedulePass(now).allocations;
+      dirty = !allocations.empty();
+      for (const auto& a : allocations) {
+        const size_t ji = std::stoul(a.app.value().substr(3));
+        PhoenixJob& j = jobs[ji];
+        ends.push(
+            End{now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), ji, a.container});
+      }
     }
-    now += Seconds(1);
+    progress.at(now - t0, finished);
+    if (dirty) {
+      now += Seconds(1);
+      continue;
+    }
+    // Nothing changes before the next arrival or task end: jump to its tick.
+    std::optional<TimePoint> at;
+    if (next < jobs.size()) at = jobs[next].submit;
+    if (!ends.empty()) at = at ? std::min(*at, ends.top().at) : ends.top().at;
+    if (!at) {
+      if (finished < jobs.size())
+        return internalError("phoenix sim: jobs pending with nothing running or arriving");
+      break;
+    }
+    now = std::max(now + Seconds(1), firstTickAtOrAfter(t0, *at));
   }
-  summarisePhoenixJobs(jobs, out);
+  summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

@@ -31,8 +31,24 @@
 //    `isa_rate`, cores >= 32 `cores_rate`, network_gbps >= 25
 //    `network_rate`, kernel >= 5.10 `kernel_rate`; long jobs never carry
 //    constraints (the paper's constrained short jobs behind long ones).
+//
+// Trace mixes (`mix` google, yahoo, cloudera; phoenix_mixes.h): the jobs are
+// short or long in the trace's proportions (short ones 1..max tasks of a
+// mean duration below the trace's cutoff, long ones above it) and every job,
+// short or long, requires at most one constraint kind of `kinds` (a job
+// draws kind k with probability kinds[k].job_share); node i has kind k when
+// a draw falls below kinds[k].node_share, or always when the kind is
+// short_partition_first and node i is in the short partition of share
+// `short_partition` (Eagle-C's layout, eagle_sim.h). The isa/cores/network/
+// kernel rates above are not used.
+//
+// Runs advance their 1 s ticks from event to event: a tick at which no job
+// arrived, no task finished and the previous pass allocated nothing repeats
+// the previous pass exactly, so it is skipped (results equal a run over
+// every tick).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,6 +59,7 @@
 #include "common/status.h"
 #include "scheduler/ordering_policy.h"
 #include "scheduler/policies/crv.h"
+#include "sim/phoenix/phoenix_mixes.h"
 
 namespace morpheus::sim {
 
@@ -57,6 +74,10 @@ struct PhoenixSimOptions {
   double network_rate = 0.10;                // ... network_gbps >= 25
   double kernel_rate = 0.10;                 // ... kernel >= 5.10
   uint64_t seed = 1;
+  PhoenixMix mix = PhoenixMix::kSynthetic;  // trace mixes: phoenix_mixes.h
+  std::vector<ConstraintKind> kinds;        // trace mixes: the constraint kinds
+  double short_partition = 0.1;             // trace mixes: where short_partition_first nodes are
+  bool progress = false;                    // a line on stderr per simulated hour
 };
 
 struct Percentiles {
@@ -70,9 +91,16 @@ struct PhoenixSimResult {
   int64_t rejected = 0;            // admission control: no node meets their constraints
   Percentiles short_jobs;          // all short jobs
   Percentiles short_constrained;   // short jobs with at least one hard constraint
-  Percentiles long_unconstrained;  // long jobs (never constrained)
+  Percentiles long_unconstrained;  // long jobs (unconstrained in the synthetic mix)
   double makespan_s = 0;           // last finish - first submit
   double wall_s = 0;               // simulator run time
+  // Trace mixes: per constraint kind (index into opts.kinds), the mean
+  // response time of the short jobs requiring it and their count; the mean
+  // of unconstrained short jobs; the share of tasks that are constrained.
+  std::vector<double> kind_short_mean_s;
+  std::vector<int64_t> kind_short_count;
+  double unconstrained_short_mean_s = 0;
+  double constrained_task_share = 0;
 };
 
 // One job of the workload (shared with the Eagle-C baseline, eagle_sim.h).
@@ -82,6 +110,7 @@ struct PhoenixJob {
   int32_t tasks = 0;
   Millis duration{0};  // expected (declared) task run time
   std::vector<sched::PlacementConstraint> constraints;
+  int32_t kind = -1;      // trace mixes: index of its constraint kind, -1 if none
   bool rejected = false;  // admission control: no node meets its constraints
   int32_t started = 0;
   int32_t done = 0;
@@ -95,15 +124,37 @@ Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration)
 
 // The workload described above, deterministic in opts.seed: node i's
 // attributes and the jobs in submission order (from t0).
-sched::NodeAttributes phoenixNodeAttributes(uint64_t seed, int32_t i);
+sched::NodeAttributes phoenixNodeAttributes(const PhoenixSimOptions& opts, int32_t i);
+// Node i in the short partition of share p (spread evenly over the node
+// list: floor((i+1)p) > floor(ip)).
+bool inShortPartition(int32_t i, double p);
 std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& opts, TimePoint t0);
 // INVALID_ARGUMENT naming the field for bad options.
 Status validatePhoenixOptions(const PhoenixSimOptions& opts);
+// The first 1 s tick (counted from t0) at or after t.
+TimePoint firstTickAtOrAfter(TimePoint t0, TimePoint t);
+
+// Progress of one run on stderr when enabled (PhoenixSimOptions::progress):
+// a line per simulated hour with the finished jobs and the wall time so far.
+// Not thread-safe; one per run.
+class PhoenixProgress {
+ public:
+  PhoenixProgress(bool enabled, std::string name, size_t jobs);
+  void at(Millis simulated, size_t finished);
+
+ private:
+  bool enabled_;
+  std::string name_;
+  size_t jobs_;
+  int64_t next_hour_ = 1;
+  std::chrono::steady_clock::time_point wall0_;
+};
+
 // Nearest-rank percentiles (seconds in, seconds out).
 Percentiles percentilesOf(std::vector<double> v);
-// Fills the percentile groups and makespan of `out` from finished jobs
-// (rejected ones are not measured).
-void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, PhoenixSimResult& out);
+// Fills the percentile groups, per-kind means and makespan of `out` from
+// finished jobs (rejected ones are not measured); `kinds` = opts.kinds.size().
+void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, size_t kinds, PhoenixSimResult& out);
 
 // Runs the workload of `opts` under `policy` until every job finished or was
 // turned away by admission control (Scheduler::pendingReasons not empty at

@@ -1,0 +1,104 @@
+// Job mixes and constraint kinds of the Phoenix experiment shaped like the
+// papers' setups (Thinakaran et al., "Phoenix: A Constraint-aware Scheduler for
+// Heterogeneous Datacenters", ICDCS'17 §V, which replays the Google, Yahoo and
+// Cloudera traces of its predecessors Hawk, Delgado et al., ATC'15, and
+// Eagle, Delgado et al., SoCC'16).
+//
+// A trace mix is a parametric job generator, not the trace: each job is short
+// or long as in the trace (the share of long jobs and the share of
+// task-seconds in long jobs, Hawk Table 1), short jobs' mean task duration
+// lies below the trace's short/long cutoff and long jobs' above it (the
+// cutoffs and Eagle's short-partition sizes of the Hawk/Eagle simulator's
+// documented settings), and the long jobs' mean task count is solved so the
+// long share of task-seconds matches the trace. docs/experiments/phoenix.md
+// lists every figure with its source and marks our own choices.
+//
+// Constraint kinds follow Phoenix's Table II (after Sharma et al., SoCC'11):
+// nine node attributes a job can require, each with the relative slowdown
+// (mean response time of short jobs requiring it over that of unconstrained
+// short jobs) the Google trace shows. How many jobs carry a kind
+// (`job_share`) and how many nodes have it (`node_share`) is not published;
+// `morpheus-sim phoenix-calibrate` finds node shares so that Eagle-C
+// reproduces the table's slowdowns, and writes them to a calibration file
+// (readPhoenixCalibration).
+//
+// Pure data and functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace morpheus::sim {
+
+// kSynthetic: the original small-cluster workload of phoenix_sim.h.
+enum class PhoenixMix { kSynthetic, kGoogle, kYahoo, kCloudera };
+
+// One constraint kind: a node attribute `name` ("yes" on the nodes that have
+// it) that a job may require (hard constraint name in {yes}).
+struct ConstraintKind {
+  std::string name;
+  double target_slowdown = 1;  // Table II; what calibration aims at
+  double job_share = 0;        // share of jobs (short and long) requiring it
+  double node_share = 1;       // share of nodes outside the short partition having it, (0, 1]
+  // Every node of Eagle's short partition has it (the kinds whose target is
+  // below 1: only nodes long jobs never use are less loaded than average).
+  bool short_partition_first = false;
+};
+
+// The published shape of one trace (sources in phoenix.md).
+struct TraceMixShape {
+  std::string_view name;
+  double long_job_share;                 // Hawk Table 1: share of jobs that are long
+  double long_task_seconds;              // Hawk Table 1: share of task-seconds in long jobs
+  double cutoff_s;                       // mean task duration separating short from long jobs
+  double short_partition;                // Eagle's short-only partition, share of the nodes
+  double short_task_lo_s;                // ours: shortest mean task duration of a short job
+  double long_task_hi_s;                 // ours: longest mean task duration of a long job
+  int32_t short_tasks_max;               // ours: short jobs have U{1..max} tasks
+  double long_tasks_mean;                // solved: mean task count of long jobs
+  int32_t long_tasks_lo, long_tasks_hi;  // U{lo..hi} around the solved mean
+};
+
+// INVALID_ARGUMENT naming `field` unless "synthetic", "google", "yahoo" or
+// "cloudera".
+Result<PhoenixMix> parsePhoenixMix(const std::string& name, const std::string& field);
+std::string_view phoenixMixName(PhoenixMix mix);
+// The shape of a trace mix (not kSynthetic).
+const TraceMixShape& traceMixShape(PhoenixMix mix);
+
+// Table II's nine kinds with their target slowdowns, before calibration:
+// job shares 0.6 / 9 each (so 60% of the jobs, and about as many of the
+// tasks, are constrained: "more than half"), node shares 0.5, and
+// short_partition_first for the kinds whose target is below 1.
+std::vector<ConstraintKind> tableTwoKinds();
+
+// INVALID_ARGUMENT naming the field ("kinds[i].name", ...) for empty or
+// duplicate names, shares outside their ranges or job shares summing over 1.
+Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
+
+// One step of phoenix-calibrate's search: per kind, a bracket of node
+// shares bisected in log space. A larger share makes a kind's nodes less
+// contended, so its slowdown falls; for short_partition_first kinds the
+// share counts general nodes added to the short partition's, which raises the
+// slowdown towards 1. Given the slowdowns measured at the kinds' current
+// shares, narrows each bracket towards the target (widening it, up to
+// [0.002, 1], when the answer lies outside) and moves each share to its
+// bracket's geometric middle.
+struct NodeShareBracket {
+  double lo = 0.02, hi = 1.0;
+};
+void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
+                    std::vector<NodeShareBracket>& brackets);
+
+// Calibration files (JSON): {"mix": "google", "kinds": [{"name", "target_slowdown",
+// "job_share", "node_share", "short_partition_first", "measured_slowdown"}...],
+// ...}. read: INVALID_ARGUMENT naming `field` and the file for a missing or
+// malformed file, a mix other than `mix`, or bad kinds.
+Result<std::vector<ConstraintKind>> readPhoenixCalibration(const std::string& path, PhoenixMix mix,
+                                                           const std::string& field);
+
+}  // namespace morpheus::sim
