@@ -80,10 +80,21 @@ struct CList {
     size--;
   }
   // Puts `c` back in its allocation-order place (the list is in `order`),
-  // found from the tail: O(members newer than `c`).
+  // searched from both ends at once: O(min(members older, members newer than
+  // `c`)). A withdrawn preemption notice is as often on an old container as
+  // on a new one; from the tail alone, the oldest cost a walk of the list.
   void insertByOrder(Container* c) {
-    Container* after = tail;
-    while (after != nullptr && after->order > c->order) after = (after->*L).prev;
+    Container* after = nullptr;  // the newest member older than `c`
+    for (Container *back = tail, *front = head;; back = (back->*L).prev, front = (front->*L).next) {
+      if (back == nullptr || back->order < c->order) {
+        after = back;
+        break;
+      }
+      if (front->order > c->order) {
+        after = (front->*L).prev;
+        break;
+      }
+    }
     Container* before = after != nullptr ? (after->*L).next : head;
     (c->*L).prev = after;
     (c->*L).next = before;
