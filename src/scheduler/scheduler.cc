@@ -668,6 +668,21 @@ struct Scheduler::Impl {
   }
 
   // The cluster total changed: every score may have.
+  // Sets node `n`'s total (harvesting: what its primary tenant leaves) and
+  // the accounts that follow from it; false when it was already `total`.
+  // The caller re-keys the queues.
+  bool applyNodeTotal(Node& n, const Resource& total) {
+    if (n.total == total) return false;
+    cluster_total -= n.total;
+    cluster_total += total;
+    const int64_t old_free_vcores = n.free.vcores();
+    n.total = total;
+    n.free = total - n.used;
+    room_slots.set(static_cast<size_t>(n.slot));
+    crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
+    return true;
+  }
+
   void rekeyAll() {
     auto rekey = [this](Entity* e) {
       for (int s = 0; s < kSlots; s++) {
@@ -1561,16 +1576,7 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
   if (total.anyNegative()) {
     return invalidArgument("total", "must be non-negative, got " + total.toString());
   }
-  Node& n = it->second;
-  if (n.total == total) return Status::ok();
-  s.cluster_total -= n.total;
-  s.cluster_total += total;
-  const int64_t old_free_vcores = n.free.vcores();
-  n.total = total;
-  n.free = total - n.used;
-  s.room_slots.set(static_cast<size_t>(n.slot));
-  s.crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
-  s.rekeyAll();
+  if (s.applyNodeTotal(it->second, total)) s.rekeyAll();
   return Status::ok();
 }
 
@@ -1586,16 +1592,7 @@ Status Scheduler::setNodeTotals(const std::vector<std::pair<NodeSlot, Resource>>
   }
   bool changed = false;
   for (const auto& [slot, total] : totals) {
-    Node& n = *s.slotNode(slot);
-    if (n.total == total) continue;
-    s.cluster_total -= n.total;
-    s.cluster_total += total;
-    const int64_t old_free_vcores = n.free.vcores();
-    n.total = total;
-    n.free = total - n.used;
-    s.room_slots.set(static_cast<size_t>(n.slot));
-    s.crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
-    changed = true;
+    if (s.applyNodeTotal(*s.slotNode(slot), total)) changed = true;
   }
   // The keys are a function of the state (Key is a total order), so one
   // re-key after the last change leaves every heap's order as per-node

@@ -259,15 +259,14 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       now += Seconds(1);
       continue;
     }
-    std::optional<TimePoint> at;
-    if (next < jobs.size()) at = jobs[next].submit;
-    if (!ends.empty()) at = at ? std::min(*at, ends.top().first) : ends.top().first;
-    if (!at) {
-      if (finished < jobs.size())
-        return internalError("eagle sim: jobs pending with nothing running or arriving");
-      break;
-    }
-    now = std::max(now + Seconds(1), firstTickAtOrAfter(t0, *at));
+    MORPHEUS_ASSIGN_OR_RETURN(
+        std::optional<TimePoint> tick,
+        nextEventTick("eagle sim", t0, now,
+                      next < jobs.size() ? std::optional(jobs[next].submit) : std::nullopt,
+                      ends.empty() ? std::nullopt : std::optional(ends.top().first), finished,
+                      jobs.size()));
+    if (!tick) break;
+    now = *tick;
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

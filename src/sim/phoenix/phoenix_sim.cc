@@ -159,6 +159,21 @@ TimePoint firstTickAtOrAfter(TimePoint t0, TimePoint t) {
   return t0 + Millis((ms + 999) / 1000 * 1000);
 }
 
+Result<std::optional<TimePoint>> nextEventTick(const char* sim, TimePoint t0, TimePoint now,
+                                               std::optional<TimePoint> next_submit,
+                                               std::optional<TimePoint> next_end, size_t finished,
+                                               size_t jobs) {
+  std::optional<TimePoint> at = next_submit;
+  if (next_end) at = at ? std::min(*at, *next_end) : *next_end;
+  if (!at) {
+    if (finished < jobs) {
+      return internalError(std::string(sim) + ": jobs pending with nothing running or arriving");
+    }
+    return std::optional<TimePoint>();
+  }
+  return std::optional<TimePoint>(std::max(now + Seconds(1), firstTickAtOrAfter(t0, *at)));
+}
+
 PhoenixProgress::PhoenixProgress(bool enabled, std::string name, size_t jobs)
     : enabled_(enabled),
       name_(std::move(name)),
@@ -369,15 +384,14 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
       continue;
     }
     // Nothing changes before the next arrival or task end: jump to its tick.
-    std::optional<TimePoint> at;
-    if (next < jobs.size()) at = jobs[next].submit;
-    if (!ends.empty()) at = at ? std::min(*at, ends.top().at) : ends.top().at;
-    if (!at) {
-      if (finished < jobs.size())
-        return internalError("phoenix sim: jobs pending with nothing running or arriving");
-      break;
-    }
-    now = std::max(now + Seconds(1), firstTickAtOrAfter(t0, *at));
+    MORPHEUS_ASSIGN_OR_RETURN(
+        std::optional<TimePoint> tick,
+        nextEventTick("phoenix sim", t0, now,
+                      next < jobs.size() ? std::optional(jobs[next].submit) : std::nullopt,
+                      ends.empty() ? std::nullopt : std::optional(ends.top().at), finished,
+                      jobs.size()));
+    if (!tick) break;
+    now = *tick;
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -51,6 +51,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,14 @@ std::vector<PhoenixJob> makePhoenixJobs(const PhoenixSimOptions& opts, TimePoint
 Status validatePhoenixOptions(const PhoenixSimOptions& opts);
 // The first 1 s tick (counted from t0) at or after t.
 TimePoint firstTickAtOrAfter(TimePoint t0, TimePoint t);
+// Where a run goes after a tick in which nothing changed: the tick of the
+// next arrival or task end, whichever comes first (never before now + 1 s),
+// or nullopt when neither remains and all `jobs` are finished. INTERNAL
+// naming `sim` when jobs are pending with nothing running or arriving.
+Result<std::optional<TimePoint>> nextEventTick(const char* sim, TimePoint t0, TimePoint now,
+                                               std::optional<TimePoint> next_submit,
+                                               std::optional<TimePoint> next_end, size_t finished,
+                                               size_t jobs);
 
 // Progress of one run on stderr when enabled (PhoenixSimOptions::progress):
 // a line per simulated hour with the finished jobs and the wall time so far.
