@@ -15,10 +15,17 @@ namespace morpheus::rm {
 namespace {
 
 // container_statuses[i] (field `f`) as the runtime's report.
-Result<ContainerReport> containerReport(const v1::ContainerStatus& st, const std::string& f) {
-  if (st.container_id().empty()) return invalidArgument(f + ".container_id", "is required");
+// container_statuses[i], parsed. The field names of an error are built only
+// when there is one: this runs for every status of every heartbeat.
+Result<ContainerReport> containerReport(const v1::ContainerStatus& st, int i) {
+  auto field = [i](const char* leaf) {
+    return "container_statuses[" + std::to_string(i) + "]." + leaf;
+  };
+  if (st.container_id().empty()) return invalidArgument(field("container_id"), "is required");
   ContainerReport out;
-  MORPHEUS_ASSIGN_OR_RETURN(out.resource, validatedResource(st.resource(), f + ".resource"));
+  Result<Resource> resource = validatedResource(st.resource(), "resource");
+  if (!resource.isOk()) resource = validatedResource(st.resource(), field("resource"));
+  MORPHEUS_ASSIGN_OR_RETURN(out.resource, std::move(resource));
   out.id = ContainerId(st.container_id());
   out.complete = st.state() == v1::CONTAINER_COMPLETE;
   out.exit_status = st.exit_status();
@@ -69,9 +76,7 @@ Result<NodeHeartbeatCall> parseNodeHeartbeat(const v1::NodeHeartbeatRequest& req
   call.node = NodeId(req.node_id());
   call.containers.reserve(static_cast<size_t>(req.container_statuses_size()));
   for (int i = 0; i < req.container_statuses_size(); i++) {
-    MORPHEUS_ASSIGN_OR_RETURN(auto report,
-                              containerReport(req.container_statuses(i),
-                                              "container_statuses[" + std::to_string(i) + "]"));
+    MORPHEUS_ASSIGN_OR_RETURN(auto report, containerReport(req.container_statuses(i), i));
     call.containers.push_back(std::move(report));
   }
   if (req.has_primary_usage()) {
