@@ -57,14 +57,14 @@ class MorpheusDra final : public ReprovisionPolicy {
   // skyline at t asks for min(demand - skyline(t), rho * max(skyline over
   // R_recent)) for T.
   std::optional<ReprovisionDecision> decide(const ReprovisionInput& in) const override {
-    if (in.used_container_ms_so_far > in.guaranteed_container_ms_so_far) return std::nullopt;
-    int64_t demand = in.used_containers + in.pending_containers;
-    int64_t planned = in.skyline_now;
+    if (!o_.grant_when_ahead && aheadOfPlan(in)) return std::nullopt;
+    const int64_t demand = in.used_containers + in.pending_containers;
+    const int64_t planned = in.skyline_now;
     if (demand <= planned) return std::nullopt;
+    const int64_t want = demand - planned;
     int64_t recent_max = in.skyline_now;
     for (int64_t s : in.skyline_recent) recent_max = std::max(recent_max, s);
     auto cap = static_cast<int64_t>(std::floor(o_.rho * static_cast<double>(recent_max)));
-    int64_t want = demand - planned;
     int64_t extra = std::min(want, cap);
     int64_t affordable = capByBudget(extra, o_.extension, in.budget_remaining_container_ms);
     std::ostringstream why;
@@ -274,6 +274,10 @@ std::optional<Millis> jockeyRemaining(const std::vector<StageState>& stages, int
   auto dur = stageDurations(stages);
   if (!dur || allocation < 1) return std::nullopt;
   return RemainingSim(stages, std::move(*dur)).run(allocation);
+}
+
+bool aheadOfPlan(const ReprovisionInput& in) {
+  return in.used_container_ms_so_far > in.guaranteed_container_ms_so_far;
 }
 
 std::unique_ptr<ReprovisionPolicy> makeMorpheusDra(const MorpheusDraOptions& opts) {

@@ -124,7 +124,24 @@ struct MorpheusDraOptions {
   double rho = 2.0;
   Millis extension{60000};  // T: how long a grant lasts before re-evaluation
   Millis recent{120000};    // R_recent
+  // false (default): no grant to a job ahead of its plan (aheadOfPlan).
+  // true: the rule is off and any job whose demand exceeds its skyline may
+  // get a grant; for measuring what the rule costs jobs that borrowed early
+  // and then fell behind (dra.grant-when-ahead, morpheus-sim
+  // --dra-grant-when-ahead).
+  bool grant_when_ahead = false;
+  // Over how long "ahead" is judged (reviewInput): 0 (default, the RM's)
+  // since the instance's first review; > 0 the last ahead_window only
+  // (morpheus-sim --dra-ahead-window, for measuring whether early borrowing
+  // is what the rule misreads).
+  Millis ahead_window{0};
 };
+
+// The "not ahead of its plan" rule's test: the job used more container-ms so
+// far in its instance than it was guaranteed (plan + extra). Such a job ran
+// ahead on borrowed capacity, even when a late stage now leaves it behind in
+// time; morpheus-dra withholds grants from it unless grant_when_ahead.
+bool aheadOfPlan(const ReprovisionInput& in);
 
 // Jockey (EuroSys'12 §4.3), the control loop run once per review:
 //  - progress p = the fraction of the job's total task time completed

@@ -46,8 +46,8 @@ void releaseGrant(InstanceBudget& budget, Grant& grant, TimePoint now) {
 }
 
 ReprovisionInput reviewInput(const ReservationId& reservation, TimePoint now, Millis step,
-                             ReviewView view, ReviewState& state) {
-  if (state.instance != view.instance) state = {view.instance, 0, 0, 0};
+                             Millis ahead_window, ReviewView view, ReviewState& state) {
+  if (state.instance != view.instance) state = ReviewState{view.instance, 0, 0, 0, {}};
   const Resource& unit = view.unit;
   ReprovisionInput in;
   in.reservation = reservation;
@@ -63,8 +63,19 @@ ReprovisionInput reviewInput(const ReservationId& reservation, TimePoint now, Mi
   in.deadline = view.deadline;
   in.stages = std::move(view.stages);
   in.previous_allocation = state.allocation;
-  state.used_ms += in.used_containers * step.count();
-  state.guaranteed_ms += (in.skyline_now + in.extra_now) * step.count();
+  const int64_t used = in.used_containers * step.count();
+  const int64_t guaranteed = (in.skyline_now + in.extra_now) * step.count();
+  state.used_ms += used;
+  state.guaranteed_ms += guaranteed;
+  if (ahead_window > Millis(0) && step > Millis(0)) {
+    const auto keep = static_cast<size_t>((ahead_window.count() + step.count() - 1) / step.count());
+    state.recent.emplace_back(used, guaranteed);
+    while (state.recent.size() > keep) {
+      state.used_ms -= state.recent.front().first;
+      state.guaranteed_ms -= state.recent.front().second;
+      state.recent.pop_front();
+    }
+  }
   in.used_container_ms_so_far = state.used_ms;
   in.guaranteed_container_ms_so_far = state.guaranteed_ms;
   return in;

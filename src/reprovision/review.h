@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -80,12 +82,16 @@ void releaseGrant(InstanceBudget& budget, Grant& grant, TimePoint now);
 // ReprovisionInput::previous_allocation) and the progress against the plan:
 // containers used and guaranteed (plan + extra) summed over the reviews,
 // x step, in container-ms (ReprovisionInput::used_container_ms_so_far,
-// guaranteed_container_ms_so_far). Reset when the instance changes.
+// guaranteed_container_ms_so_far), since the instance's first review or over
+// the reviews of the last `ahead_window` (reviewInput); `recent` holds each
+// review's (used, guaranteed) of that window, oldest first. Reset when the
+// instance changes.
 struct ReviewState {
   int64_t instance = -1;
   int64_t allocation = 0;
   int64_t used_ms = 0;
   int64_t guaranteed_ms = 0;
+  std::deque<std::pair<int64_t, int64_t>> recent;
 };
 
 // What one review sees, in resources: the plan's side (RM:
@@ -106,9 +112,13 @@ struct ReviewView {
 
 // The policy's input for a review of `reservation` at `now`, reviews `step`
 // apart; resets `state` at a new instance and adds this review to its
-// progress sums. Counts are in `view.unit` (Resource::countCovering).
+// progress sums. `ahead_window` (MorpheusDraOptions::ahead_window) 0: the
+// sums run from the instance's first review; > 0: over the reviews of the
+// last ahead_window only (ceil(ahead_window / step) reviews), so a job that
+// ran ahead early and fell behind later is judged on the later part. Counts
+// are in `view.unit` (Resource::countCovering).
 ReprovisionInput reviewInput(const ReservationId& reservation, TimePoint now, Millis step,
-                             ReviewView view, ReviewState& state);
+                             Millis ahead_window, ReviewView view, ReviewState& state);
 // The policy's decision on `in`, remembered in `state` as the allocation
 // the next review passes back (0 when it decided nothing).
 std::optional<ReprovisionDecision> decideReview(const ReprovisionPolicy& policy,

@@ -111,6 +111,8 @@ struct SimFlags {
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
   // ExperimentOptions::dra_budget_fraction (morpheus-inference's proposal.budget-fraction).
   double dra_budget_fraction = sim::ExperimentOptions{}.dra_budget_fraction;
+  bool dra_grant_when_ahead = false;  // ExperimentOptions::dra_grant_when_ahead
+  double dra_ahead_window_s = 0;      // ExperimentOptions::dra_ahead_window
 };
 
 void addCarbyneFlags(CLI::App* cmd, SimFlags& f) {
@@ -197,6 +199,13 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
                   "DRA budget of each instance as a share of its reserved skyline's area "
                   "(proposal.budget-fraction; 0 to 10)")
       ->capture_default_str();
+  cmd->add_flag("--dra-grant-when-ahead", f.dra_grant_when_ahead,
+                "morpheus-dra also grants to jobs that used more than they were guaranteed so "
+                "far (dra.grant-when-ahead; the rule is on by default)");
+  cmd->add_option("--dra-ahead-window", f.dra_ahead_window_s,
+                  "Seconds over which morpheus-dra judges a job ahead of its plan "
+                  "(0 = since the instance's first review, as the RM; 0 to 86400)")
+      ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--threads", f.threads,
                   "Strategies simulated (run) or searched (min-cluster) side by side "
@@ -276,6 +285,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (!(f.dra_budget_fraction >= 0 && f.dra_budget_fraction <= 10)) {
     return fail("dra-budget-fraction: must be in [0, 10]");
   }
+  if (!(f.dra_ahead_window_s >= 0 && f.dra_ahead_window_s <= 86400)) {
+    return fail("dra-ahead-window: must be in [0, 86400] seconds");
+  }
   auto tie_break = planner::parseTieBreak(f.tie_break);
   if (!tie_break.isOk()) return fail("tie-break: " + tie_break.status().message());
   auto skyline_steps = planner::parseSkylineSteps(f.skyline_steps, "skyline-steps");
@@ -330,6 +342,8 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.threads = f.threads;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;
+  o.dra_grant_when_ahead = f.dra_grant_when_ahead;
+  o.dra_ahead_window = Millis(std::llround(f.dra_ahead_window_s * 1000));
   std::signal(SIGINT, onSigint);
   ProgressBar bar;
   sim::ProgressFn progress = [&bar](const std::string& p, int64_t d, int64_t t) { bar(p, d, t); };

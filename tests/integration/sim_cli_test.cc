@@ -86,6 +86,12 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
   EXPECT_NE(o5.find("dra-budget-fraction: must be in [0, 10]"), std::string::npos) << o5;
   EXPECT_EQ(std::count(o5.begin(), o5.end(), '\n'), 1) << o5;
 
+  auto [c7, o7] =
+      runCommand({binary("morpheus-sim"), "run", "--dra-ahead-window", "-60", "--out", dir});
+  EXPECT_EQ(c7, 2);
+  EXPECT_NE(o7.find("dra-ahead-window: must be in [0, 86400] seconds"), std::string::npos) << o7;
+  EXPECT_EQ(std::count(o7.begin(), o7.end(), '\n'), 1) << o7;
+
   auto [c6, o6] =
       runCommand({binary("morpheus-sim"), "run", "--skyline-steps", "gang", "--out", dir});
   EXPECT_EQ(c6, 2);

@@ -115,8 +115,8 @@ void DraMonitor::review(const ReservationId& id, const ReservationDemand& d, Tim
   seen.budget_remaining_container_ms = view->budget_remaining_container_ms;
   seen.stages = d.stages;
   reprovision::ReviewState& chosen = chosen_[id];
-  const reprovision::ReprovisionInput in =
-      reprovision::reviewInput(id, now, opts_.interval, std::move(seen), chosen);
+  const reprovision::ReprovisionInput in = reprovision::reviewInput(
+      id, now, opts_.interval, opts_.dra.ahead_window, std::move(seen), chosen);
 
   const std::string& policy = policy_->name();
   auto decision = reprovision::decideReview(*policy_, in, chosen);

@@ -341,6 +341,10 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "T: how long a grant lasts before it is re-evaluated (both policies).");
   s.addDuration("dra.recent", &o->dra.dra.recent, Millis(120000), Millis(0),
                 "morpheus-dra: the recent window (R_recent) of the rho cap.");
+  s.addBool("dra.grant-when-ahead", &o->dra.dra.grant_when_ahead, false,
+            "morpheus-dra: also grant to a job that used more than it was guaranteed so far in "
+            "its instance (ran ahead on borrowed capacity); off by default, as such grants "
+            "mostly preempt other reservations' borrowed containers.");
   s.addDouble("dra.jockey.slack", &o->dra.jockey.slack, 0.2, 0, 10, "fraction of predicted time",
               "jockey: the predicted remaining time is multiplied by 1 + slack before it is "
               "compared with the time left to the deadline (Jockey §4.3).");

@@ -178,6 +178,7 @@ struct AppState {
   std::vector<double> bins;  // unit-ms in use per step from start (history)
   double used_unit_ms = 0;
   int64_t dra_grants = 0;
+  int64_t dra_withheld_ahead = 0;  // InstanceOutcome::dra_withheld_ahead
   std::vector<Grant> grants;
   // An ad-hoc job whose AM reports its DAG, and the misestimate
   // factor of each stage's reported task duration.
@@ -364,6 +365,11 @@ class Sim {
   std::unique_ptr<sched::Scheduler> sched_;
   std::unique_ptr<planner::Planner> planner_;
   std::unique_ptr<reprovision::ReprovisionPolicy> policy_;
+  // morpheus-dra with its "not ahead of its plan" rule off, asked beside
+  // policy_ only to count the grants the rule alone withheld
+  // (InstanceOutcome::dra_withheld_ahead); null when the rule is off or the
+  // policy is not morpheus-dra.
+  std::unique_ptr<reprovision::ReprovisionPolicy> without_ahead_rule_;
   bool jockey_ = false;  // the policy reads stage states (filled only then: they cost a slot scan)
   // Jockey's history: per periodic job, each stage's mean task duration in
   // its last successful run (0 = never ran), as the RM keeps "stage-history".
@@ -514,10 +520,16 @@ Status Sim::init() {
   if (!s_.dra.empty()) {
     reprovision::MorpheusDraOptions dra;
     dra.extension = o_.step;
+    dra.grant_when_ahead = o_.dra_grant_when_ahead;
     reprovision::JockeyOptions jockey;
     jockey.extension = o_.step;
     MORPHEUS_ASSIGN_OR_RETURN(policy_, reprovision::makePolicy(s_.dra, dra, jockey, "strategy"));
     jockey_ = policy_->name() == "jockey";
+    if (!jockey_ && !dra.grant_when_ahead) {
+      reprovision::MorpheusDraOptions off = dra;
+      off.grant_when_ahead = true;
+      without_ahead_rule_ = reprovision::makeMorpheusDra(off);
+    }
   }
   now_ = s_.from;
   if (o_.fluid_adhoc_step > Millis(0)) MORPHEUS_RETURN_IF_ERROR(initFluid());
@@ -1627,8 +1639,14 @@ void Sim::draReview(int ri) {
   view.deadline = inst->end;
   view.budget_remaining_container_ms = r.budget.remaining(inst->index, r.grant.refundAt(now_));
   const reprovision::ReprovisionInput in =
-      reprovision::reviewInput(r.id, now_, o_.step, std::move(view), r.review);
+      reprovision::reviewInput(r.id, now_, o_.step, o_.dra_ahead_window, std::move(view), r.review);
   auto decision = reprovision::decideReview(*policy_, in, r.review);
+  if (without_ahead_rule_ != nullptr && !decision && reprovision::aheadOfPlan(in)) {
+    auto would = without_ahead_rule_->decide(in);
+    if (would && would->extra_containers > 0) {
+      for (int ai : r.live) apps_[static_cast<size_t>(ai)].dra_withheld_ahead++;
+    }
+  }
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
   const reprovision::SwapQuote q = reprovision::quoteSwap(
       r.budget, r.grant, inst->index, decision->extra_containers, decision->duration, now_);
@@ -1658,6 +1676,7 @@ void Sim::judge(int ai, bool unfinished) {
   o.met = !unfinished && !app.inst.fails && app.end <= app.inst.deadline;
   o.used_container_s = app.used_unit_ms / 1000.0;
   o.dra_grants = app.dra_grants;
+  o.dra_withheld_ahead = app.dra_withheld_ahead;
   // Reserved capacity for this instance: the guarantee over its own window
   // (baseline: submit..deadline; planned: the placement instance), plus its grants.
   const int ri = app.res;

@@ -352,8 +352,26 @@ void summarise(StrategyResult& r) {
   r.adhoc_jct_median_s = percentileOf(jct, 0.5);
   r.adhoc_jct_p95_s = percentileOf(std::move(jct), 0.95);
   int64_t grants = 0;
-  for (const auto& i : r.instances) grants += i.dra_grants;
+  int64_t withheld = 0, withheld_instances = 0, withheld_missed = 0, withheld_missed_worst = 0;
+  for (const auto& i : r.instances) {
+    grants += i.dra_grants;
+    if (i.failed) continue;
+    withheld += i.dra_withheld_ahead;
+    if (i.dra_withheld_ahead == 0) continue;
+    withheld_instances++;
+    withheld_missed += i.met ? 0 : 1;
+    withheld_missed_worst += i.worst_case_met ? 0 : 1;
+  }
   r.extra["dra_grants"] = static_cast<double>(grants);
+  // What morpheus-dra's "not ahead of its plan" rule withheld: reviews, the
+  // instances it withheld from at least once, and how many of those missed
+  // their deadline (with the ad-hoc load, and in the worst case).
+  if (withheld > 0) {
+    r.extra["dra_withheld_ahead_reviews"] = static_cast<double>(withheld);
+    r.extra["dra_withheld_ahead_instances"] = static_cast<double>(withheld_instances);
+    r.extra["dra_withheld_ahead_missed"] = static_cast<double>(withheld_missed);
+    r.extra["dra_withheld_ahead_worst_case_missed"] = static_cast<double>(withheld_missed_worst);
+  }
   r.extra["adhoc_unfinished"] =
       static_cast<double>(r.adhoc.size()) -
       static_cast<double>(std::count_if(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a) {

@@ -60,7 +60,13 @@ struct ExperimentOptions {
   double dra_budget_fraction = 0.5;  // DRA budget per instance, share of the skyline area
                                      // (inference proposal.budget-fraction default; 0.5
                                      // settled by the sweep in README's simulator section)
-  int64_t history_runs = 30;         // runs fitted per job (inference skyline.history-runs)
+  // morpheus-dra's "not ahead of its plan" rule off (dra.grant-when-ahead):
+  // for measuring what the rule costs; default false, the RM's default.
+  bool dra_grant_when_ahead = false;
+  // Over how long "ahead" is judged (MorpheusDraOptions::ahead_window; 0 =
+  // the whole instance so far, as the RM does).
+  Millis dra_ahead_window{0};
+  int64_t history_runs = 30;  // runs fitted per job (inference skyline.history-runs)
   // LowCost's rule among equally cheap positions (planner.tie-break: latest,
   // earliest, slack); default the planner's own default (slack).
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;

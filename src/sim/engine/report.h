@@ -31,6 +31,9 @@ struct InstanceOutcome {
   double reserved_container_s = 0;  // containers held for it x seconds
   double used_container_s = 0;      // containers it actually used x seconds
   int64_t dra_grants = 0;
+  // Reviews at which morpheus-dra's "not ahead of its plan" rule withheld a
+  // grant the demand above the skyline asked for (reprovision::aheadOfPlan).
+  int64_t dra_withheld_ahead = 0;
 };
 
 struct AdhocOutcome {

@@ -134,6 +134,27 @@ TEST(MorpheusDraTest, NoGrantToAJobAheadOfItsPlan) {
   EXPECT_EQ(behind->extra_containers, 5);
 }
 
+// dra.grant-when-ahead turns the rule off: the job ahead of its plan gets
+// the same grant as one on plan, and aheadOfPlan is the rule's test.
+TEST(MorpheusDraTest, GrantWhenAheadTurnsTheRuleOff) {
+  MorpheusDraOptions o;
+  o.grant_when_ahead = true;
+  auto p = makeMorpheusDra(o);
+  auto in = base();
+  in.used_containers = 10;
+  in.pending_containers = 5;
+  in.guaranteed_container_ms_so_far = 10 * 60000 * 5;
+  in.used_container_ms_so_far = in.guaranteed_container_ms_so_far + 1;
+  EXPECT_TRUE(aheadOfPlan(in));
+  auto ahead = p->decide(in);
+  ASSERT_TRUE(ahead.has_value());
+  EXPECT_EQ(ahead->extra_containers, 5);
+  in.used_container_ms_so_far = in.guaranteed_container_ms_so_far;
+  EXPECT_FALSE(aheadOfPlan(in));
+  in.pending_containers = 0;  // demand within the skyline: nothing, rule or not
+  EXPECT_FALSE(p->decide(in).has_value());
+}
+
 // The 3-stage DAG of the Jockey tests: map 4 x 10 s; reduce 2 x 20 s and
 // report 1 x 30 s both after map. Total task time 40 + 40 + 30 = 110 s.
 // C(p, a) by hand (ready tasks take free containers in stage order):

@@ -111,7 +111,7 @@ TEST(ReviewInputTest, CountsInUnitsAndKeepsProgressPerInstance) {
   const Millis step(60000);
   ReviewState st;
   FixedPolicy p;
-  ReprovisionInput in = reviewInput(ReservationId("r"), at(60), step, view(7, 5, 3), st);
+  ReprovisionInput in = reviewInput(ReservationId("r"), at(60), step, Millis(0), view(7, 5, 3), st);
   EXPECT_EQ(in.used_containers, 5);
   EXPECT_EQ(in.am_containers, 1);
   EXPECT_EQ(in.pending_containers, 3);
@@ -127,7 +127,7 @@ TEST(ReviewInputTest, CountsInUnitsAndKeepsProgressPerInstance) {
   ASSERT_TRUE(decideReview(p, in, st).has_value());
   EXPECT_EQ(st.allocation, 42);
 
-  in = reviewInput(ReservationId("r"), at(120), step, view(7, 7, 0), st);
+  in = reviewInput(ReservationId("r"), at(120), step, Millis(0), view(7, 7, 0), st);
   EXPECT_EQ(in.previous_allocation, 42);
   EXPECT_EQ(in.used_container_ms_so_far, 12 * 60000);
   EXPECT_EQ(in.guaranteed_container_ms_so_far, 12 * 60000);
@@ -135,10 +135,46 @@ TEST(ReviewInputTest, CountsInUnitsAndKeepsProgressPerInstance) {
   EXPECT_EQ(st.allocation, 0);
 
   st.allocation = 9;
-  in = reviewInput(ReservationId("r"), at(180), step, view(8, 1, 1), st);
+  in = reviewInput(ReservationId("r"), at(180), step, Millis(0), view(8, 1, 1), st);
   EXPECT_EQ(in.previous_allocation, 0);
   EXPECT_EQ(in.used_container_ms_so_far, 60000);
   EXPECT_EQ(st.instance, 8);
+}
+
+// With an ahead window the progress sums cover its last reviews only: a job
+// far ahead early (10 used against 2 guaranteed) that then uses less than its
+// guarantee is judged on the later reviews once the early ones leave the
+// window; with no window it stays ahead for the whole instance.
+TEST(ReviewInputTest, AheadWindowJudgesTheLastReviewsOnly) {
+  const Resource unit(1024, 1);
+  auto view = [&](int64_t used) {
+    ReviewView v;
+    v.unit = unit;
+    v.used = unit * used;
+    v.planned_now = unit * 2;
+    v.instance = 3;
+    v.deadline = at(3600);
+    return v;
+  };
+  const Millis step(60000);
+  ReviewState windowed, whole;
+  const int64_t used[] = {10, 10, 1, 1, 1};
+  ReprovisionInput w, a;
+  for (size_t i = 0; i < 5; i++) {
+    w = reviewInput(ReservationId("r"), at(60 * (i + 1)), step, Millis(150000), view(used[i]),
+                    windowed);
+    a = reviewInput(ReservationId("r"), at(60 * (i + 1)), step, Millis(0), view(used[i]), whole);
+    if (i == 1) {
+      EXPECT_TRUE(aheadOfPlan(w));
+    }
+  }
+  // 150 s at 60 s steps: the last 3 reviews, 1 + 1 + 1 used against 2 + 2 + 2.
+  EXPECT_EQ(w.used_container_ms_so_far, 3 * 60000);
+  EXPECT_EQ(w.guaranteed_container_ms_so_far, 6 * 60000);
+  EXPECT_FALSE(aheadOfPlan(w));
+  EXPECT_EQ(windowed.recent.size(), 3u);
+  EXPECT_EQ(a.used_container_ms_so_far, 23 * 60000);
+  EXPECT_TRUE(aheadOfPlan(a));
 }
 
 }  // namespace
