@@ -3,6 +3,7 @@
 #include "scheduler/policies/crv.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <set>
 #include <string>
@@ -31,6 +32,9 @@ struct Link {
 
 struct Container {
   ContainerId id;
+  int32_t slot = -1;        // its index in Impl::container_pool
+  uint32_t generation = 0;  // bumped when it is freed: stale ContainerSlots miss
+  bool live = false;        // holds a container (else its slot is free)
   App* app = nullptr;
   Node* node = nullptr;
   Resource resource;
@@ -95,6 +99,10 @@ struct CList {
         break;
       }
     }
+    insertAfter(c, after);
+  }
+  // Puts `c` right after `after` (at the head when null).
+  void insertAfter(Container* c, Container* after) {
     Container* before = after != nullptr ? (after->*L).next : head;
     (c->*L).prev = after;
     (c->*L).next = before;
@@ -482,7 +490,24 @@ struct Scheduler::Impl {
   std::map<ReservationId, std::unique_ptr<Reservation>> reservations;
   std::unordered_map<AppId, std::unique_ptr<App>>
       apps;  // lookup only: never iterated for decisions
-  std::unordered_map<ContainerId, Container> containers;  // stable element addresses
+  // Containers live in a pool indexed by ContainerSlot (a deque: stable
+  // element addresses); freed slots are reused, their generation bumped.
+  // The id index is for lookups by id only: never iterated.
+  std::deque<Container> container_pool;
+  std::vector<int32_t> free_container_slots;
+  std::unordered_map<ContainerId, int32_t> containers;  // id -> slot (index_container_ids)
+  Status notIndexed() const {
+    return infeasible("containers are addressed by slot only (index_container_ids is off)");
+  }
+  Container* slotContainer(ContainerSlot slot) {
+    if (slot.index < 0 || static_cast<size_t>(slot.index) >= container_pool.size()) return nullptr;
+    Container& c = container_pool[static_cast<size_t>(slot.index)];
+    return c.live && c.generation == slot.generation ? &c : nullptr;
+  }
+  Container* idContainer(const ContainerId& id) {
+    auto it = containers.find(id);
+    return it == containers.end() ? nullptr : &container_pool[static_cast<size_t>(it->second)];
+  }
   // Preemption candidates of ad-hoc apps (no reservation), allocation order.
   CList<&Container::cand_link> adhoc_cands;
   // Sum over reservations below their guarantee with demand (the guaranteed
@@ -993,6 +1018,7 @@ struct Scheduler::Impl {
   Allocation toAllocation(const Container& c) const {
     Allocation a;
     a.container = c.id;
+    a.slot = ContainerSlot{c.slot, c.generation};
     a.app = c.app->id;
     a.node = c.node->id;
     a.resource = c.resource;
@@ -1005,10 +1031,32 @@ struct Scheduler::Impl {
 
   Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r,
                              int32_t priority, const std::string& request_id, bool am) {
-    auto [it, ok] = containers.try_emplace(id);
-    if (!ok) return nullptr;
-    Container& c = it->second;
+    std::unordered_map<ContainerId, int32_t>::iterator it;
+    if (opts.index_container_ids) {
+      bool fresh;
+      std::tie(it, fresh) = containers.try_emplace(id, 0);
+      if (!fresh) return nullptr;
+    }
+    int32_t slot;
+    if (!free_container_slots.empty()) {
+      slot = free_container_slots.back();
+      free_container_slots.pop_back();
+    } else {
+      slot = static_cast<int32_t>(container_pool.size());
+      container_pool.emplace_back();
+    }
+    if (opts.index_container_ids) it->second = slot;
+    // Every field is set: a reused slot keeps only its generation (and the
+    // strings' capacity).
+    Container& c = container_pool[static_cast<size_t>(slot)];
     c.id = id;
+    c.slot = slot;
+    c.live = true;
+    c.preempting = false;
+    c.kill_sent = false;
+    c.source = nullptr;
+    c.kill_deadline = TimePoint();
+    c.node_link = c.app_link = c.cand_link = Link();
     c.app = a;
     c.node = &n;
     c.resource = r;
@@ -1069,6 +1117,12 @@ struct Scheduler::Impl {
   // Takes `c` out of every account and the container map.
   Allocation freeContainer(Container* c) {
     Allocation out = toAllocation(*c);
+    dropContainer(c);
+    return out;
+  }
+
+  // freeContainer without the Allocation (by-slot callers hold it).
+  void dropContainer(Container* c) {
     App* a = c->app;
     Node* n = c->node;
     n->containers.erase(c);
@@ -1086,9 +1140,11 @@ struct Scheduler::Impl {
       if (!c->kill_sent) unmark(*n);
       dropNotice(c);
     }
-    containers.erase(c->id);
+    if (opts.index_container_ids) containers.erase(c->id);
+    c->live = false;
+    c->generation++;
+    free_container_slots.push_back(c->slot);
     refresh(a);
-    return out;
   }
 
   // ---- scheduling ----
@@ -1843,24 +1899,47 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
 
 Result<Allocation> Scheduler::release(const AppId& app, const ContainerId& container) {
   auto& s = *impl_;
-  auto it = s.containers.find(container);
-  if (it == s.containers.end()) return notFound("container " + container.value());
-  if (it->second.app->id != app) {
+  if (!s.opts.index_container_ids) return s.notIndexed();
+  Container* c = s.idContainer(container);
+  if (c == nullptr) return notFound("container " + container.value());
+  if (c->app->id != app) {
     return permissionDenied("container " + container.value() + " does not belong to app " +
                             app.value());
   }
-  return s.freeContainer(&it->second);
+  return s.freeContainer(c);
 }
 
 Result<Allocation> Scheduler::containerCompleted(const ContainerId& container) {
   auto& s = *impl_;
-  auto it = s.containers.find(container);
-  if (it == s.containers.end()) return notFound("container " + container.value());
-  return s.freeContainer(&it->second);
+  if (!s.opts.index_container_ids) return s.notIndexed();
+  Container* c = s.idContainer(container);
+  if (c == nullptr) return notFound("container " + container.value());
+  return s.freeContainer(c);
+}
+
+Status Scheduler::release(const AppId& app, ContainerSlot container) {
+  auto& s = *impl_;
+  Container* c = s.slotContainer(container);
+  if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
+  if (c->app->id != app) {
+    return permissionDenied("container " + c->id.value() + " does not belong to app " +
+                            app.value());
+  }
+  s.dropContainer(c);
+  return Status::ok();
+}
+
+Status Scheduler::containerCompleted(ContainerSlot container) {
+  auto& s = *impl_;
+  Container* c = s.slotContainer(container);
+  if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
+  s.dropContainer(c);
+  return Status::ok();
 }
 
 Status Scheduler::recoverContainer(const Allocation& c) {
   auto& s = *impl_;
+  if (!s.opts.index_container_ids) return s.notIndexed();
   if (c.container.empty()) return invalidArgument("container.container", "empty container id");
   if (!validResource(c.resource)) {
     return invalidArgument("container.resource",
@@ -1962,7 +2041,9 @@ std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app)
 Resource Scheduler::clusterTotal() const { return impl_->cluster_total; }
 Resource Scheduler::clusterUsed() const { return impl_->cluster_used; }
 size_t Scheduler::numNodes() const { return impl_->nodes.size(); }
-size_t Scheduler::numContainers() const { return impl_->containers.size(); }
+size_t Scheduler::numContainers() const {
+  return impl_->container_pool.size() - impl_->free_container_slots.size();
+}
 
 Result<Resource> Scheduler::nodeUsed(const NodeId& node) const {
   auto it = impl_->nodes.find(node);

@@ -217,7 +217,7 @@ struct TaskSlot {
   int node = 0;
   TimePoint start;
   Resource resource;
-  ContainerId container;
+  sched::ContainerSlot container;
   bool alive = false;
   int64_t gen = 0;  // bumped on reuse: a stale task-end event names an older gen
 };
@@ -501,6 +501,9 @@ Status Sim::init() {
   for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0, adhoc_policy});
   so.preemption_grace = o_.preemption_grace;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
+  // Containers are ended and released by slot (TaskSlot::container): no id
+  // index to keep up for millions of containers.
+  so.index_container_ids = false;
   MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
   free_nodes_.resize(static_cast<size_t>(o_.nodes));
   dirty_nodes_.resize(static_cast<size_t>(o_.nodes));
@@ -914,7 +917,8 @@ int64_t Sim::updateNode(int n, bool* killed) {
   for (const auto& a : r->allocations) startTask(a);
   for (const auto& k : r->to_kill) {
     for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
-      if (slots_[static_cast<size_t>(slot)].container == k.container) {
+      const sched::ContainerSlot& c = slots_[static_cast<size_t>(slot)].container;
+      if (c.index == k.slot.index && c.generation == k.slot.generation) {
         preemption_kills_++;
         endTask(slot, true);
         break;
@@ -951,8 +955,7 @@ void Sim::startTask(const sched::Allocation& a) {
     task = app.next_task[s]++;
   } else {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
-                              "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
     return;
   }
   const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
@@ -982,7 +985,7 @@ int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allo
   const int node = nodeIndex(a.node);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
   slots_[static_cast<size_t>(slot)] =
-      TaskSlot{app_index, stage, task, node, now_, a.resource, a.container, true, gen};
+      TaskSlot{app_index, stage, task, node, now_, a.resource, a.slot, true, gen};
   node_slots_[static_cast<size_t>(node)].push_back(slot);
   node_used_[static_cast<size_t>(node)] += a.resource;
   apps_[static_cast<size_t>(app_index)].used += a.resource;
@@ -1336,8 +1339,7 @@ void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
   FluidState& f = pools_[static_cast<size_t>(app.fluid)];
   if (f.asked <= 0) {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
-                              "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
     return;
   }
   f.asked--;
