@@ -76,8 +76,10 @@
 // and a selection O(containers visited x (log lenders + starved needs)) — it
 // never walks containers of reservations within their guarantee (the full
 // walk on every heartbeat dominated the simulator at scale; docs/experiments/simulator.md).
-// Re-checking a notice at its deadline costs the same count; withdrawing it costs
-// O(candidates allocated after it) to put it back in allocation order.
+// Re-checking a notice at its deadline costs the same count; withdrawing it
+// puts it back in allocation order after the older neighbour it had when
+// noticed: O(neighbours under notice or reinserted since), or, when that
+// neighbour has ended, O(min(candidates older, newer than it)).
 // Containers: a grant or an end costs O(1) expected (one id-index update);
 // by ContainerSlot an end needs no id lookup.
 //
