@@ -3,6 +3,7 @@
 #include "scheduler/policies/crv.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <set>
 #include <string>
@@ -31,6 +32,9 @@ struct Link {
 
 struct Container {
   ContainerId id;
+  int32_t slot = -1;        // its index in Impl::container_pool
+  uint32_t generation = 0;  // bumped when it is freed: stale ContainerSlots miss
+  bool live = false;        // holds a container (else its slot is free)
   App* app = nullptr;
   Node* node = nullptr;
   Resource resource;
@@ -45,6 +49,9 @@ struct Container {
   // cand_link: on its owner's list of preemption candidates (not an AM, not
   // under notice) — Reservation::cands or Impl::adhoc_cands.
   Link node_link, app_link, cand_link;
+  // Under notice: its older neighbour on the candidate list when it left it
+  // (a start for putting it back in order if the notice is withdrawn).
+  ContainerSlot cand_hint;
 };
 
 template <Link Container::*L>
@@ -95,6 +102,10 @@ struct CList {
         break;
       }
     }
+    insertAfter(c, after);
+  }
+  // Puts `c` right after `after` (at the head when null).
+  void insertAfter(Container* c, Container* after) {
     Container* before = after != nullptr ? (after->*L).next : head;
     (c->*L).prev = after;
     (c->*L).next = before;
@@ -482,7 +493,24 @@ struct Scheduler::Impl {
   std::map<ReservationId, std::unique_ptr<Reservation>> reservations;
   std::unordered_map<AppId, std::unique_ptr<App>>
       apps;  // lookup only: never iterated for decisions
-  std::unordered_map<ContainerId, Container> containers;  // stable element addresses
+  // Containers live in a pool indexed by ContainerSlot (a deque: stable
+  // element addresses); freed slots are reused, their generation bumped.
+  // The id index is for lookups by id only: never iterated.
+  std::deque<Container> container_pool;
+  std::vector<int32_t> free_container_slots;
+  std::unordered_map<ContainerId, int32_t> containers;  // id -> slot (index_container_ids)
+  Status notIndexed() const {
+    return infeasible("containers are addressed by slot only (index_container_ids is off)");
+  }
+  Container* slotContainer(ContainerSlot slot) {
+    if (slot.index < 0 || static_cast<size_t>(slot.index) >= container_pool.size()) return nullptr;
+    Container& c = container_pool[static_cast<size_t>(slot.index)];
+    return c.live && c.generation == slot.generation ? &c : nullptr;
+  }
+  Container* idContainer(const ContainerId& id) {
+    auto it = containers.find(id);
+    return it == containers.end() ? nullptr : &container_pool[static_cast<size_t>(it->second)];
+  }
   // Preemption candidates of ad-hoc apps (no reservation), allocation order.
   CList<&Container::cand_link> adhoc_cands;
   // Sum over reservations below their guarantee with demand (the guaranteed
@@ -993,6 +1021,7 @@ struct Scheduler::Impl {
   Allocation toAllocation(const Container& c) const {
     Allocation a;
     a.container = c.id;
+    a.slot = ContainerSlot{c.slot, c.generation};
     a.app = c.app->id;
     a.node = c.node->id;
     a.resource = c.resource;
@@ -1005,10 +1034,32 @@ struct Scheduler::Impl {
 
   Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r,
                              int32_t priority, const std::string& request_id, bool am) {
-    auto [it, ok] = containers.try_emplace(id);
-    if (!ok) return nullptr;
-    Container& c = it->second;
+    std::unordered_map<ContainerId, int32_t>::iterator it;
+    if (opts.index_container_ids) {
+      bool fresh;
+      std::tie(it, fresh) = containers.try_emplace(id, 0);
+      if (!fresh) return nullptr;
+    }
+    int32_t slot;
+    if (!free_container_slots.empty()) {
+      slot = free_container_slots.back();
+      free_container_slots.pop_back();
+    } else {
+      slot = static_cast<int32_t>(container_pool.size());
+      container_pool.emplace_back();
+    }
+    if (opts.index_container_ids) it->second = slot;
+    // Every field is set: a reused slot keeps only its generation (and the
+    // strings' capacity).
+    Container& c = container_pool[static_cast<size_t>(slot)];
     c.id = id;
+    c.slot = slot;
+    c.live = true;
+    c.preempting = false;
+    c.kill_sent = false;
+    c.source = nullptr;
+    c.kill_deadline = TimePoint();
+    c.node_link = c.app_link = c.cand_link = Link();
     c.app = a;
     c.node = &n;
     c.resource = r;
@@ -1069,6 +1120,12 @@ struct Scheduler::Impl {
   // Takes `c` out of every account and the container map.
   Allocation freeContainer(Container* c) {
     Allocation out = toAllocation(*c);
+    dropContainer(c);
+    return out;
+  }
+
+  // freeContainer without the Allocation (by-slot callers hold it).
+  void dropContainer(Container* c) {
     App* a = c->app;
     Node* n = c->node;
     n->containers.erase(c);
@@ -1086,9 +1143,11 @@ struct Scheduler::Impl {
       if (!c->kill_sent) unmark(*n);
       dropNotice(c);
     }
-    containers.erase(c->id);
+    if (opts.index_container_ids) containers.erase(c->id);
+    c->live = false;
+    c->generation++;
+    free_container_slots.push_back(c->slot);
     refresh(a);
-    return out;
   }
 
   // ---- scheduling ----
@@ -1180,11 +1239,45 @@ struct Scheduler::Impl {
     c->kill_deadline = TimePoint();
     unmark(*c->node);
     c->node->noticed -= c->resource;
-    candsOf(c).insertByOrder(c);
+    reinsertCand(c);
     dropNotice(c);
     if (a->res == nullptr) return;
     a->res->preempting -= c->resource;
     syncPreemption(a->res);
+  }
+
+  // Puts withdrawn `c` back on its candidate list in allocation order. The
+  // position is found from its hint, the older neighbour it had when marked
+  // (following the hints of neighbours under notice themselves), then
+  // forward past members older than `c` reinserted since: O(those) instead
+  // of a search of the list (a withdrawal in the middle of a list of
+  // thousands led the simulator's profile). A hint that is gone (its
+  // container ended) falls back to CList::insertByOrder. Same place either
+  // way: the list is in allocation order.
+  void reinsertCand(Container* c) {
+    CList<& Container::cand_link>& list = candsOf(c);
+    Container* after = nullptr;
+    for (ContainerSlot h = c->cand_hint;;) {
+      if (h.index < 0) break;  // no older member then: search from the head
+      Container* x = slotContainer(h);
+      if (x == nullptr || x->am || &candsOf(x) != &list) {
+        list.insertByOrder(c);
+        return;
+      }
+      if (!x->preempting) {
+        after = x;
+        break;
+      }
+      h = x->cand_hint;
+    }
+    for (Container* next = after != nullptr ? after->cand_link.next : list.head;
+         next != nullptr && next->order < c->order; next = next->cand_link.next) {
+      after = next;
+    }
+    list.insertAfter(c, after);
+    // O(1): the list stays in allocation order around `c`.
+    MORPHEUS_CHECK(c->cand_link.next == nullptr || c->cand_link.next->order > c->order,
+                   "a withdrawn candidate reinserted out of allocation order");
   }
 
   void dropNotice(const Container* c) {
@@ -1406,6 +1499,9 @@ struct Scheduler::Impl {
   // after the grace period.
   void mark(Container* c, TimePoint now) {
     App* a = c->app;
+    const Container* older = c->cand_link.prev;
+    c->cand_hint =
+        older != nullptr ? ContainerSlot{older->slot, older->generation} : ContainerSlot{};
     candsOf(c).erase(c);
     if (a->res != nullptr) a->res->preempting += c->resource;
     c->preempting = true;
@@ -1843,24 +1939,47 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
 
 Result<Allocation> Scheduler::release(const AppId& app, const ContainerId& container) {
   auto& s = *impl_;
-  auto it = s.containers.find(container);
-  if (it == s.containers.end()) return notFound("container " + container.value());
-  if (it->second.app->id != app) {
+  if (!s.opts.index_container_ids) return s.notIndexed();
+  Container* c = s.idContainer(container);
+  if (c == nullptr) return notFound("container " + container.value());
+  if (c->app->id != app) {
     return permissionDenied("container " + container.value() + " does not belong to app " +
                             app.value());
   }
-  return s.freeContainer(&it->second);
+  return s.freeContainer(c);
 }
 
 Result<Allocation> Scheduler::containerCompleted(const ContainerId& container) {
   auto& s = *impl_;
-  auto it = s.containers.find(container);
-  if (it == s.containers.end()) return notFound("container " + container.value());
-  return s.freeContainer(&it->second);
+  if (!s.opts.index_container_ids) return s.notIndexed();
+  Container* c = s.idContainer(container);
+  if (c == nullptr) return notFound("container " + container.value());
+  return s.freeContainer(c);
+}
+
+Status Scheduler::release(const AppId& app, ContainerSlot container) {
+  auto& s = *impl_;
+  Container* c = s.slotContainer(container);
+  if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
+  if (c->app->id != app) {
+    return permissionDenied("container " + c->id.value() + " does not belong to app " +
+                            app.value());
+  }
+  s.dropContainer(c);
+  return Status::ok();
+}
+
+Status Scheduler::containerCompleted(ContainerSlot container) {
+  auto& s = *impl_;
+  Container* c = s.slotContainer(container);
+  if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
+  s.dropContainer(c);
+  return Status::ok();
 }
 
 Status Scheduler::recoverContainer(const Allocation& c) {
   auto& s = *impl_;
+  if (!s.opts.index_container_ids) return s.notIndexed();
   if (c.container.empty()) return invalidArgument("container.container", "empty container id");
   if (!validResource(c.resource)) {
     return invalidArgument("container.resource",
@@ -1962,7 +2081,9 @@ std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app)
 Resource Scheduler::clusterTotal() const { return impl_->cluster_total; }
 Resource Scheduler::clusterUsed() const { return impl_->cluster_used; }
 size_t Scheduler::numNodes() const { return impl_->nodes.size(); }
-size_t Scheduler::numContainers() const { return impl_->containers.size(); }
+size_t Scheduler::numContainers() const {
+  return impl_->container_pool.size() - impl_->free_container_slots.size();
+}
 
 Result<Resource> Scheduler::nodeUsed(const NodeId& node) const {
   auto it = impl_->nodes.find(node);

@@ -76,8 +76,12 @@
 // and a selection O(containers visited x (log lenders + starved needs)) — it
 // never walks containers of reservations within their guarantee (the full
 // walk on every heartbeat dominated the simulator at scale; docs/experiments/simulator.md).
-// Re-checking a notice at its deadline costs the same count; withdrawing it costs
-// O(candidates allocated after it) to put it back in allocation order.
+// Re-checking a notice at its deadline costs the same count; withdrawing it
+// puts it back in allocation order after the older neighbour it had when
+// noticed: O(neighbours under notice or reinserted since), or, when that
+// neighbour has ended, O(min(candidates older, newer than it)).
+// Containers: a grant or an end costs O(1) expected (one id-index update);
+// by ContainerSlot an end needs no id lookup.
 //
 // Phoenix (crv.h, phoenix_policy.h): the core keeps the Constraint
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
@@ -209,6 +213,13 @@ class Scheduler {
   // The NM reports the container ended (any reason, preemption included):
   // frees its capacity. NOT_FOUND if unknown (e.g. already released).
   Result<Allocation> containerCompleted(const ContainerId& container);
+
+  // release and containerCompleted by the slot the Allocation carries: the
+  // same accounting without the id lookup or returning the container (the
+  // caller holds it). NOT_FOUND for a slot whose container is gone;
+  // PERMISSION_DENIED (release) if it belongs to another app.
+  Status release(const AppId& app, ContainerSlot container);
+  Status containerCompleted(ContainerSlot container);
 
   // Work-preserving RM restart: an NM reports a running container. It is
   // re-accounted to its app, the app's queue (`container.reservation` is

@@ -83,8 +83,19 @@ struct ResourceRequest {
 
 // v1.Container minus the transport fields (address, token): one container the
 // scheduler granted (or re-adopted, or is giving back in a removal result).
+// A handle to a live container of one Scheduler (Allocation::slot), for
+// callers that end very many containers (the simulator): containerCompleted
+// and release by slot skip the id lookup. A slot is reused once its
+// container is gone; the generation tells the new container from the old,
+// so a stale handle is NOT_FOUND, never another container.
+struct ContainerSlot {
+  int32_t index = -1;
+  uint32_t generation = 0;
+};
+
 struct Allocation {
   ContainerId container;
+  ContainerSlot slot;  // set by the scheduler that granted or recovered it
   AppId app;
   NodeId node;
   Resource resource;
@@ -197,6 +208,13 @@ struct SchedulerOptions {
   // window ended, or whose guarantee is below its needs, keeps progressing
   // next to ad-hoc work instead of starving behind it).
   bool borrowing_reservations_share = false;
+  // true (default): containers are found by id (release and
+  // containerCompleted by ContainerId, recoverContainer's duplicate check).
+  // false: the caller addresses them by ContainerSlot only (the simulator,
+  // which starts and ends millions of containers): no id index is kept, and
+  // the calls by id and recoverContainer are INFEASIBLE. Decisions are the
+  // same either way.
+  bool index_container_ids = true;
 };
 
 }  // namespace morpheus::sched

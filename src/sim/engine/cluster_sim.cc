@@ -218,7 +218,7 @@ struct TaskSlot {
   int node = 0;
   TimePoint start;
   Resource resource;
-  ContainerId container;
+  sched::ContainerSlot container;
   bool alive = false;
   int64_t gen = 0;  // bumped on reuse: a stale task-end event names an older gen
 };
@@ -353,6 +353,19 @@ class Sim {
   void recordGrant(ResState& r, int64_t count, TimePoint until);
   void judge(int app, bool unfinished);
   void recordRun(const AppState& app);
+  // The training history's window (ExperimentOptions::history_window): drops
+  // job j's runs submitted before `cutoff` but its min_runs most recent, with
+  // their own file events (SLO inference matches a job's own events to its
+  // runs, so those of a dropped run are never read).
+  void trimRuns(size_t j, TimePoint cutoff);
+  // Drops the file events on a path that no run inference may still read
+  // can reach (every job's runs trimmed first): per path, those before the
+  // earliest start of a kept or unfinished run of a job reading or writing
+  // it (and never within the window), but the last write of each writer
+  // before then (T_inAvail of a later run: the last write by another job
+  // before its start). Reads before then are never a kept run's T_outRead
+  // (it reads after the run's start); a consumer's run goes with its read.
+  void trimPathEvents();
   void finalize();
 
   const Workload& w_;
@@ -374,6 +387,16 @@ class Sim {
   // Jockey's history: per periodic job, each stage's mean task duration in
   // its last successful run (0 = never ran), as the RM keeps "stage-history".
   std::vector<std::vector<Millis>> last_stage_mean_;
+  // The history's window bookkeeping (record_history only): per job, the
+  // own_events size when each kept run was recorded (its events follow) and
+  // the run count after its last trim; per path event, whether a consumer's
+  // run (history.consumer_runs, same order) goes with it; the path events'
+  // count after their last trim; per path, the jobs reading or writing it.
+  std::vector<std::vector<size_t>> run_event_mark_;
+  std::vector<size_t> runs_after_trim_;
+  std::vector<char> with_consumer_run_;
+  size_t path_events_after_trim_ = 0;
+  std::map<std::string, std::vector<size_t>> jobs_of_path_;
   // Per live app, per stage: elapsed time of its running tasks (draTick, Jockey only).
   std::map<int, std::vector<std::vector<Millis>>> running_;
   TimePoint now_;
@@ -484,6 +507,9 @@ Status Sim::init() {
   for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0, adhoc_policy});
   so.preemption_grace = o_.preemption_grace;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
+  // Containers are ended and released by slot (TaskSlot::container): no id
+  // index to keep up for millions of containers.
+  so.index_container_ids = false;
   MORPHEUS_ASSIGN_OR_RETURN(sched_, sched::Scheduler::create(so));
   free_nodes_.resize(static_cast<size_t>(o_.nodes));
   dirty_nodes_.resize(static_cast<size_t>(o_.nodes));
@@ -539,6 +565,15 @@ Status Sim::init() {
     out_.history.runtimes.resize(w_.periodic.size());
     out_.history.own_events.resize(w_.periodic.size());
     out_.history.last_stage_tasks.resize(w_.periodic.size());
+    run_event_mark_.resize(w_.periodic.size());
+    runs_after_trim_.assign(w_.periodic.size(), 0);
+    for (size_t j = 0; j < w_.periodic.size(); j++) {
+      for (const std::string* p : {&w_.periodic[j].input_path, &w_.periodic[j].output_path}) {
+        if (p->empty()) continue;
+        auto& jobs = jobs_of_path_[*p];
+        if (jobs.empty() || jobs.back() != j) jobs.push_back(j);
+      }
+    }
   }
   res_of_job_.assign(w_.periodic.size(), {});
   const std::vector<Admission> admitted = admitPlanned();
@@ -894,7 +929,8 @@ int64_t Sim::updateNode(int n, bool* killed) {
   for (const auto& a : r->allocations) startTask(a);
   for (const auto& k : r->to_kill) {
     for (int64_t slot : node_slots_[static_cast<size_t>(n)]) {
-      if (slots_[static_cast<size_t>(slot)].container == k.container) {
+      const sched::ContainerSlot& c = slots_[static_cast<size_t>(slot)].container;
+      if (c.index == k.slot.index && c.generation == k.slot.generation) {
         preemption_kills_++;
         endTask(slot, true);
         break;
@@ -931,8 +967,7 @@ void Sim::startTask(const sched::Allocation& a) {
     task = app.next_task[s]++;
   } else {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
-                              "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
     return;
   }
   const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
@@ -962,7 +997,7 @@ int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allo
   const int node = nodeIndex(a.node);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
   slots_[static_cast<size_t>(slot)] =
-      TaskSlot{app_index, stage, task, node, now_, a.resource, a.container, true, gen};
+      TaskSlot{app_index, stage, task, node, now_, a.resource, a.slot, true, gen};
   node_slots_[static_cast<size_t>(node)].push_back(slot);
   node_used_[static_cast<size_t>(node)] += a.resource;
   apps_[static_cast<size_t>(app_index)].used += a.resource;
@@ -1316,8 +1351,7 @@ void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
   FluidState& f = pools_[static_cast<size_t>(app.fluid)];
   if (f.asked <= 0) {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.container),
-                              "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
     return;
   }
   f.asked--;
@@ -1722,11 +1756,13 @@ void Sim::recordRun(const AppState& app) {
   const size_t j = static_cast<size_t>(app.job);
   History& h = out_.history;
   RunId run(job.key.value() + "#" + std::to_string(app.inst.index));
+  const size_t own_mark = h.own_events[j].size();
   auto event = [&](const JobKey& who, const std::string& path, store::FileAccess kind,
                    TimePoint t) {
     if (path.empty()) return;
     store::FileEvent e{who, run, path, kind, t};
     h.path_events.push_back(e);
+    with_consumer_run_.push_back(0);
     if (who == job.key) h.own_events[j].push_back(e);
   };
   event(JobKey("producer:" + job.input_path), job.input_path, store::FileAccess::kWrite,
@@ -1738,6 +1774,7 @@ void Sim::recordRun(const AppState& app) {
   // reads the output then, or when the output is late, as soon as it is written.
   if (auto c = consumerRun(job, app.inst, app.end)) {
     h.path_events.push_back(c->read);
+    with_consumer_run_.push_back(1);
     h.consumer_runs.push_back(std::move(c->run));
   }
   store::RunRecord rec;
@@ -1764,6 +1801,106 @@ void Sim::recordRun(const AppState& app) {
   for (const auto& st : app.inst.stages)
     tasks.push_back(static_cast<int64_t>(st.task_durations.size()));
   h.runtimes[j].push_back(app.end - app.start);
+  run_event_mark_[j].push_back(own_mark);
+  // Trimmed when a job's runs or the path events doubled since their last
+  // trim: amortised constant time per run, at most twice the window kept.
+  const TimePoint cutoff = now_ - o_.history_window;
+  if (h.runs[j].size() >= 2 * runs_after_trim_[j] + 16) {
+    trimRuns(j, cutoff);
+    runs_after_trim_[j] = h.runs[j].size();
+  }
+  if (h.path_events.size() >= 2 * path_events_after_trim_ + 1024) {
+    for (size_t k = 0; k < h.runs.size(); k++) {
+      trimRuns(k, cutoff);
+      runs_after_trim_[k] = h.runs[k].size();
+    }
+    trimPathEvents();
+    path_events_after_trim_ = h.path_events.size();
+  }
+}
+
+void Sim::trimRuns(size_t j, TimePoint cutoff) {
+  History& h = out_.history;
+  auto& runs = h.runs[j];
+  // As morpheus-inference's usableRuns: the runs from the back submitted at
+  // or after the cutoff, but at least min_runs. A later cutoff (the end of
+  // training) drops a superset, so trimming early never keeps less than the
+  // end's window.
+  size_t first = runs.size();
+  while (first > 0 && runs[first - 1].submit >= cutoff) first--;
+  const auto floor_runs =
+      static_cast<size_t>(std::max<int64_t>(0, inference::SloParams{}.min_runs));
+  if (runs.size() - first < floor_runs)
+    first = runs.size() > floor_runs ? runs.size() - floor_runs : 0;
+  if (first == 0) return;
+  auto& marks = run_event_mark_[j];
+  const size_t events = first < marks.size() ? marks[first] : h.own_events[j].size();
+  const auto n = static_cast<std::ptrdiff_t>(first);
+  runs.erase(runs.begin(), runs.begin() + n);
+  h.runtimes[j].erase(h.runtimes[j].begin(), h.runtimes[j].begin() + n);
+  marks.erase(marks.begin(), marks.begin() + n);
+  for (size_t& m : marks) m -= events;
+  auto& own = h.own_events[j];
+  own.erase(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(events));
+}
+
+void Sim::trimPathEvents() {
+  History& h = out_.history;
+  // Per job, the earliest start of a run inference may still read: its kept
+  // runs, its unfinished instances (by submit: they start later), and none
+  // after now (later instances are submitted later).
+  std::vector<TimePoint> earliest(w_.periodic.size(), now_);
+  for (size_t j = 0; j < h.runs.size(); j++) {
+    for (const auto& r : h.runs[j]) earliest[j] = std::min(earliest[j], r.start);
+  }
+  for (int ai : live_apps_) {
+    const AppState& app = apps_[static_cast<size_t>(ai)];
+    if (app.job >= 0)
+      earliest[static_cast<size_t>(app.job)] =
+          std::min(earliest[static_cast<size_t>(app.job)], app.submit);
+  }
+  const TimePoint window_start = now_ - o_.history_window;
+  std::map<std::string, TimePoint> keep_from;  // per path
+  for (const auto& [path, jobs] : jobs_of_path_) {
+    TimePoint t = window_start;
+    for (size_t j : jobs) t = std::min(t, earliest[j]);
+    keep_from.emplace(path, t);
+  }
+  auto keepFrom = [&](const std::string& path) {
+    auto it = keep_from.find(path);
+    return it == keep_from.end() ? window_start : it->second;
+  };
+  // The last write of each (path, writer) before the path's keep_from.
+  std::map<std::pair<std::string, std::string>, TimePoint> last_write;
+  for (const auto& e : h.path_events) {
+    if (e.kind != store::FileAccess::kWrite || e.time >= keepFrom(e.path)) continue;
+    auto [it, fresh] = last_write.try_emplace({e.path, e.job.value()}, e.time);
+    if (!fresh) it->second = std::max(it->second, e.time);
+  }
+  size_t out = 0, consumer_in = 0, consumer_out = 0;
+  for (size_t i = 0; i < h.path_events.size(); i++) {
+    const store::FileEvent& e = h.path_events[i];
+    bool keep = e.time >= keepFrom(e.path);
+    if (!keep && e.kind == store::FileAccess::kWrite)
+      keep = last_write.at({e.path, e.job.value()}) == e.time;
+    if (with_consumer_run_[i]) {
+      if (keep) {
+        if (consumer_out != consumer_in)
+          h.consumer_runs[consumer_out] = std::move(h.consumer_runs[consumer_in]);
+        consumer_out++;
+      }
+      consumer_in++;
+    }
+    if (!keep) continue;
+    if (out != i) {
+      h.path_events[out] = std::move(h.path_events[i]);
+      with_consumer_run_[out] = with_consumer_run_[i];
+    }
+    out++;
+  }
+  h.path_events.resize(out);
+  with_consumer_run_.resize(out);
+  h.consumer_runs.resize(consumer_out);
 }
 
 void Sim::finalize() {
@@ -1795,6 +1932,11 @@ void Sim::finalize() {
       const AdhocJob& job = w_.adhoc[static_cast<size_t>(idx)];
       out_.result.adhoc.push_back(AdhocOutcome{job.name, job.submit, Millis(-1)});
     }
+  }
+  // The window inference reads at the end of training (its refit then).
+  if (s_.record_history) {
+    for (size_t j = 0; j < out_.history.runs.size(); j++) trimRuns(j, s_.to - o_.history_window);
+    trimPathEvents();
   }
   std::stable_sort(out_.history.path_events.begin(), out_.history.path_events.end(),
                    [](const auto& a, const auto& b) { return a.time < b.time; });

@@ -599,6 +599,7 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     return invalidArgument("step", "must be > 0 and divide a day");
   }
   if (!o.realize) return invalidArgument("realize", "required");
+  if (o.history_window <= Millis(0)) return invalidArgument("history_window", "must be > 0");
   if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
   if (o.aggregate_adhoc_step > Millis(0) && o.aggregate_adhoc_step < Millis(1000)) {
     return invalidArgument("adhoc_step", "must be >= 1 s");

@@ -67,6 +67,14 @@ struct ExperimentOptions {
   // the whole instance so far, as the RM does).
   Millis dra_ahead_window{0};
   int64_t history_runs = 30;  // runs fitted per job (inference skyline.history-runs)
+  // The training runs SLO inference and the skyline fits read: each job's
+  // succeeded runs submitted within this window before the end of training,
+  // but at least its inference::SloParams::min_runs most recent ones, as
+  // morpheus-inference reads its store (slo.history-window, default 30 days).
+  // The training history keeps only those runs and the file events their
+  // inference can read, so its memory is bounded by the window, not by the
+  // training's length. A 30-day experiment's 21 training days never leave it.
+  Millis history_window{int64_t{30} * 86'400'000};
   // LowCost's rule among equally cheap positions (planner.tie-break: latest,
   // earliest, slack); default the planner's own default (slack).
   planner::TieBreak tie_break = planner::AgentOptions{}.tie_break;

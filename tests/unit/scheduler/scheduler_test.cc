@@ -656,6 +656,80 @@ TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
   EXPECT_EQ(s->clusterUsed(), Resource());
 }
 
+// By slot: release and completion free the same capacity as by id; a slot
+// whose container ended is NOT_FOUND, also once a new container reuses it
+// (its generation differs), and the new container is untouched.
+TEST(SchedulerTest, ReleaseAndCompleteBySlotMissStaleSlots) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(10)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 4u);
+  EXPECT_EQ(s->release(AppId("b"), r.allocations[0].slot).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(s->release(AppId("a"), r.allocations[0].slot).isOk());
+  ASSERT_TRUE(s->containerCompleted(r.allocations[1].slot).isOk());
+  EXPECT_EQ(s->nodeUsed(NodeId("n1")).value(), Resource(2048, 2));
+  EXPECT_EQ(s->numContainers(), 2u);
+  EXPECT_EQ(s->containerCompleted(r.allocations[1].slot).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->containerCompleted(r.allocations[1].container).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(s->containerCompleted(ContainerSlot{}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->containerCompleted(ContainerSlot{1000, 0}).code(), StatusCode::kNotFound);
+  // The freed slots are reused by the next grants, with a new generation.
+  auto again = beat(*s, "n1", kT0);
+  ASSERT_EQ(again.allocations.size(), 2u);
+  bool reused = false;
+  for (const auto& n : again.allocations) {
+    for (int i = 0; i < 2; i++) {
+      const ContainerSlot old = r.allocations[static_cast<size_t>(i)].slot;
+      if (n.slot.index != old.index) continue;
+      reused = true;
+      EXPECT_NE(n.slot.generation, old.generation);
+    }
+  }
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(s->release(AppId("a"), r.allocations[0].slot).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->containerCompleted(r.allocations[1].slot).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->numContainers(), 4u);
+  EXPECT_EQ(s->clusterUsed(), Resource(4096, 4));
+  // By id, a container granted on a reused slot is found and freed.
+  ASSERT_TRUE(s->containerCompleted(again.allocations[0].container).isOk());
+  EXPECT_EQ(s->containerCompleted(again.allocations[0].slot).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(s->containerCompleted(again.allocations[1].slot).isOk());
+  EXPECT_EQ(s->clusterUsed(), Resource(2048, 2));
+}
+
+// Without the id index (SchedulerOptions::index_container_ids off), slots
+// work as with it and the calls by id are refused, changing nothing.
+TEST(SchedulerTest, WithoutTheIdIndexContainersGoBySlotOnly) {
+  SchedulerOptions o;
+  o.index_container_ids = false;
+  auto s = make(o);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(3)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 3u);
+  EXPECT_EQ(s->numContainers(), 3u);
+  EXPECT_EQ(s->containerCompleted(r.allocations[0].container).status().code(),
+            StatusCode::kInfeasible);
+  EXPECT_EQ(s->release(AppId("a"), r.allocations[0].container).status().code(),
+            StatusCode::kInfeasible);
+  EXPECT_EQ(s->recoverContainer(r.allocations[0]).code(), StatusCode::kInfeasible);
+  EXPECT_EQ(s->numContainers(), 3u);
+  ASSERT_TRUE(s->containerCompleted(r.allocations[0].slot).isOk());
+  ASSERT_TRUE(s->release(AppId("a"), r.allocations[1].slot).isOk());
+  EXPECT_EQ(s->numContainers(), 1u);
+  EXPECT_EQ(s->clusterUsed(), Resource(1024, 1));
+  auto gone = s->removeApp(AppId("a"));
+  ASSERT_TRUE(gone.isOk());
+  ASSERT_EQ(gone->size(), 1u);
+  EXPECT_EQ(gone->front().container, r.allocations[2].container);
+  EXPECT_EQ(s->numContainers(), 0u);
+}
+
 // Asks with the same request id (or priority when ids are empty) replace earlier ones.
 TEST(SchedulerTest, AsksReplaceByRequestIdAndPriority) {
   auto s = make();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "planner/reservation.h"
 #include "sim/engine/cluster_sim.h"
@@ -657,6 +658,123 @@ TEST(SimEngineTest, LateJobGetsItsConsumersScheduledStartAsDeadline) {
   auto v = inferTrainingSlos(w, out->history);
   ASSERT_TRUE(v[0].slo.has_value()) << v[0].reason;
   EXPECT_EQ(v[0].slo->deadline_offset, Millis(30 * kMin));
+}
+
+// The training history is windowed as morpheus-inference reads its store
+// (ExperimentOptions::history_window): after 8 days of two 5-minute jobs
+// (the second reads the first's output), a 1-day window keeps each job's
+// runs of the last day only, and far fewer file events than were recorded;
+// SLO inference on what is kept gives exactly the verdicts of inference on
+// the whole history with only the window's runs (the daemon's view: every
+// event, the runs within the window).
+TEST(SimEngineTest, TrainingHistoryKeepsOnlyTheWindowInferenceReads) {
+  constexpr int64_t kDay = 86'400'000;
+  Workload w;
+  w.periodic.push_back(job("a", Millis(5 * kMin), Millis(0), Millis(4 * kMin), {stage(1, 1)}, 1));
+  PeriodicJob b = job("b", Millis(5 * kMin), Millis(2 * kMin), Millis(5 * kMin), {stage(1, 1)}, 1);
+  b.input_path = "/out/a";
+  b.input_available = Millis(0);  // its inputs are written before its submission
+  w.periodic.push_back(b);
+  auto train = [&](Millis window) {
+    ExperimentOptions o = options(1, 9);
+    o.history_window = window;
+    RunSetup setup;
+    setup.from = fromEpochMs(0);
+    // Off the instances' grid: the first run in the window had its inputs
+    // written before the window (T_inAvail from a write before the cutoff).
+    setup.to = fromEpochMs(8 * kDay + 2 * kMin);
+    setup.provisions.resize(2);
+    setup.record_history = true;
+    auto out = simulateRun(w, o, setup, "training", nullptr, nullptr);
+    EXPECT_TRUE(out.isOk()) << out.status().message();
+    return std::move(out->history);
+  };
+  const History all = train(Millis(100 * kDay));
+  const History day = train(Millis(kDay));
+  const auto per_day = static_cast<size_t>(kDay / (5 * kMin));  // 288 instances
+  // The daemon's view: every event, each job's runs submitted within the day.
+  History reference = all;
+  for (auto& runs : reference.runs) {
+    ASSERT_GT(runs.size(), 7 * per_day);
+    runs.erase(
+        std::remove_if(runs.begin(), runs.end(),
+                       [&](const auto& r) { return r.submit < fromEpochMs(7 * kDay + 2 * kMin); }),
+        runs.end());
+  }
+  for (size_t j = 0; j < 2; j++) {
+    EXPECT_EQ(day.runs[j].size(), per_day) << j;
+    EXPECT_EQ(day.runs[j].size(), reference.runs[j].size()) << j;
+    EXPECT_EQ(day.runtimes[j].size(), per_day) << j;
+    EXPECT_LT(day.own_events[j].size(), all.own_events[j].size() / 2) << j;
+  }
+  EXPECT_LT(day.path_events.size(), all.path_events.size() / 2);
+  EXPECT_LT(day.consumer_runs.size(), all.consumer_runs.size() / 2);
+  // What inference reads for each kept run is all there: its own events, the
+  // last write by another job to its input before its start (T_inAvail), the
+  // first read by another job of its output after it wrote it (T_outRead),
+  // and that reader's run record when it is a consumer's.
+  auto lastWrite = [](const History& h, const PeriodicJob& pj, const store::RunRecord& r) {
+    std::optional<TimePoint> t;
+    for (const auto& e : h.path_events) {
+      if (e.path == pj.input_path && e.kind == store::FileAccess::kWrite && e.job != pj.key &&
+          e.time <= r.start && (!t || e.time > *t))
+        t = e.time;
+    }
+    return t;
+  };
+  auto firstRead = [](const History& h, const PeriodicJob& pj, const store::RunRecord& r) {
+    std::optional<std::pair<TimePoint, std::string>> t;
+    for (const auto& e : h.path_events) {
+      if (e.path == pj.output_path && e.kind == store::FileAccess::kRead && e.job != pj.key &&
+          e.time >= r.end && (!t || e.time < t->first))
+        t = std::make_pair(e.time, e.job.value() + "/" + e.run.value());
+    }
+    return t;
+  };
+  auto consumerStart = [](const History& h, const std::string& who) {
+    std::optional<TimePoint> t;
+    for (const auto& c : h.consumer_runs) {
+      if (c.job.value() + "/" + c.run.value() == who) t = c.start;
+    }
+    return t;
+  };
+  auto ownEvents = [](const History& h, size_t j, const store::RunRecord& r) {
+    return std::count_if(h.own_events[j].begin(), h.own_events[j].end(),
+                         [&](const auto& e) { return e.run == r.run; });
+  };
+  for (size_t j = 0; j < 2; j++) {
+    for (const auto& r : day.runs[j]) {
+      SCOPED_TRACE(r.run.value());
+      EXPECT_EQ(ownEvents(day, j, r), ownEvents(all, j, r));
+      EXPECT_EQ(lastWrite(day, w.periodic[j], r), lastWrite(all, w.periodic[j], r));
+      auto read = firstRead(day, w.periodic[j], r);
+      EXPECT_EQ(read, firstRead(all, w.periodic[j], r));
+      if (read) {
+        EXPECT_EQ(consumerStart(day, read->second), consumerStart(all, read->second));
+      }
+    }
+  }
+  auto got = inferTrainingSlos(w, day);
+  auto want = inferTrainingSlos(w, reference);
+  auto whole = inferTrainingSlos(w, all);
+  for (size_t j = 0; j < 2; j++) {
+    ASSERT_TRUE(want[j].slo.has_value()) << want[j].reason;
+    ASSERT_TRUE(got[j].slo.has_value()) << got[j].reason;
+    EXPECT_EQ(got[j].slo->period, want[j].slo->period) << j;
+    EXPECT_EQ(got[j].slo->start_offset, want[j].slo->start_offset) << j;
+    EXPECT_EQ(got[j].slo->deadline_offset, want[j].slo->deadline_offset) << j;
+    EXPECT_EQ(got[j].slo->problematic, want[j].slo->problematic) << j;
+    EXPECT_EQ(got[j].slo->outread_cv, want[j].slo->outread_cv) << j;
+    EXPECT_EQ(got[j].slo->runs_used, static_cast<int>(per_day)) << j;
+    ASSERT_TRUE(whole[j].slo.has_value()) << whole[j].reason;
+    EXPECT_GT(whole[j].slo->runs_used, got[j].slo->runs_used) << j;
+  }
+  ExperimentOptions bad = options(1, 4);
+  bad.history_window = Millis(0);
+  auto refused = runExperiment(w, bad, only("baseline"));
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message().rfind("history_window", 0), 0u)
+      << refused.status().message();
 }
 
 // Noisy but seeded realisation for the determinism test.
