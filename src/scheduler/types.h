@@ -81,8 +81,6 @@ struct ResourceRequest {
   Millis expected_duration{0};
 };
 
-// v1.Container minus the transport fields (address, token): one container the
-// scheduler granted (or re-adopted, or is giving back in a removal result).
 // A handle to a live container of one Scheduler (Allocation::slot), for
 // callers that end very many containers (the simulator): containerCompleted
 // and release by slot skip the id lookup. A slot is reused once its
@@ -93,6 +91,8 @@ struct ContainerSlot {
   uint32_t generation = 0;
 };
 
+// v1.Container minus the transport fields (address, token): one container the
+// scheduler granted (or re-adopted, or is giving back in a removal result).
 struct Allocation {
   ContainerId container;
   ContainerSlot slot;  // set by the scheduler that granted or recovered it
