@@ -960,8 +960,11 @@ struct Scheduler::Impl {
         const Key& k = user->children.keyAt(i);
         for (size_t j = 0; j < a->asks.size(); j++) {
           if (!placeable(a, a->asks[j], n, phase, now)) continue;
-          const double sc =
-              pk.packScore({a->used, a->hint, askNeed(a->asks[j].req), n.free, n.total});
+          // askNeed without its copy for a single container (the common case).
+          const ResourceRequest& req = a->asks[j].req;
+          const Resource gang = req.gang_size > 1 ? askNeed(req) : Resource();
+          const double sc = pk.packScore(
+              {a->used, a->hint, req.gang_size > 1 ? gang : req.capability, n.free, n.total});
           if (best == nullptr || sc > best_score || (sc == best_score && k < best_key)) {
             best = a;
             best_score = sc;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <string>
 #include <tuple>
 
 namespace morpheus::sched {
@@ -22,19 +23,61 @@ struct Group {
   Millis start;
 };
 
+// The share and the stages' tasks as rows of one integer table, one column
+// per dimension any of them uses (memory, vcores, then the extended
+// resources by name; a dimension a resource does not list is zero). The
+// list packing's arithmetic on it is exact and gives what Resource's
+// operators give, without Resource's lookups of extended resources by name
+// (the packing does up to stages x groups of them per plan).
+struct Dims {
+  size_t width = 2;
+  std::vector<int64_t> share;  // width
+  std::vector<int64_t> task;   // stages x width, stage-major
+
+  Dims(const std::vector<DagStage>& dag, const Resource& fair_share) {
+    std::vector<std::string> names;
+    auto collect = [&names](const Resource& r) {
+      for (const auto& [name, v] : r.extended()) names.push_back(name);
+    };
+    collect(fair_share);
+    for (const DagStage& st : dag) collect(st.task);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    width = 2 + names.size();
+    auto row = [&](const Resource& r, int64_t* out) {
+      out[0] = r.memoryMib();
+      out[1] = r.vcores();
+      for (const auto& [name, v] : r.extended()) {
+        out[2 + static_cast<size_t>(std::lower_bound(names.begin(), names.end(), name) -
+                                    names.begin())] = v;
+      }
+    };
+    share.assign(width, 0);
+    row(fair_share, share.data());
+    task.assign(dag.size() * width, 0);
+    for (size_t i = 0; i < dag.size(); i++) {
+      MORPHEUS_CHECK(!dag[i].task.isZero() && !dag[i].task.anyNegative(),
+                     "countFitting: unit must be positive");
+      row(dag[i].task, &task[i * width]);
+    }
+  }
+  const int64_t* of(size_t stage) const { return &task[stage * width]; }
+};
+
 // List packing of `dag` within `share` (Carbyne §4.2, after Tetris): at
 // time 0 and at every task end, the stages whose predecessors (`preds`)
 // have finished start as many tasks as fit in what the share has left, in
 // priority order (higher `prio` first, then index). When nothing runs and
 // no ready task fits (a share smaller than one task), the first ready
 // stage runs one task at a time. Returns the groups started, in start
-// order, and the time the last task ends in `makespan`. O(groups x stages).
+// order, and the time the last task ends in `makespan`. O(groups x stages
+// x dimensions). `dims` holds the share and the tasks of `dag` (Dims).
 std::vector<Group> listPack(const std::vector<DagStage>& dag,
                             const std::vector<std::vector<size_t>>& preds,
-                            const std::vector<Millis>& prio, const Resource& share,
-                            Millis* makespan) {
+                            const std::vector<Millis>& prio, const Dims& dims, Millis* makespan) {
   const size_t n = dag.size();
-  std::vector<size_t> waiting(n), succ_count(n, 0);
+  const size_t w = dims.width;
+  std::vector<size_t> waiting(n);
   std::vector<std::vector<size_t>> succs(n);
   for (size_t i = 0; i < n; i++) {
     waiting[i] = preds[i].size();
@@ -56,15 +99,34 @@ std::vector<Group> listPack(const std::vector<DagStage>& dag,
   };
   std::priority_queue<End, std::vector<End>, std::greater<>> ends;
   std::vector<Group> groups;
-  Resource free = share;
+  std::vector<int64_t> free = dims.share;
+  // Resource::anyNegative and countFitting on the table's rows.
+  auto anyNegative = [&]() {
+    for (size_t d = 0; d < w; d++) {
+      if (free[d] < 0) return true;
+    }
+    return false;
+  };
+  auto countFitting = [&](const int64_t* unit) {
+    int64_t fit = std::numeric_limits<int64_t>::max();
+    for (size_t d = 0; d < w; d++) {
+      if (unit[d] > 0) fit = std::min(fit, free[d] <= 0 ? 0 : free[d] / unit[d]);
+    }
+    return fit;
+  };
   Millis t(0);
   while (true) {
     for (size_t i : ready) {
       if (left[i] == 0) continue;
-      int64_t k = free.anyNegative() ? 0 : std::min(left[i], free.countFitting(dag[i].task));
+      const bool negative = anyNegative();
+      // Nothing more starts this instant: free stays negative (no stage
+      // starts at k = 0) and something runs (no one-at-a-time start).
+      if (negative && !ends.empty()) break;
+      int64_t k = negative ? 0 : std::min(left[i], countFitting(dims.of(i)));
       if (k <= 0 && ends.empty()) k = 1;  // a share below one task: one at a time
       if (k <= 0) continue;
-      free -= dag[i].task * k;
+      const int64_t* task = dims.of(i);
+      for (size_t d = 0; d < w; d++) free[d] -= task[d] * k;
       left[i] -= k;
       running[i] += k;
       groups.push_back({i, k, t});
@@ -72,13 +134,15 @@ std::vector<Group> listPack(const std::vector<DagStage>& dag,
     }
     if (ends.empty()) break;
     t = ends.top().at;
-    bool newly_ready = false;
+    bool newly_ready = false, stage_done = false;
     while (!ends.empty() && ends.top().at == t) {
       const End e = ends.top();
       ends.pop();
-      free += dag[e.stage].task * e.count;
+      const int64_t* task = dims.of(e.stage);
+      for (size_t d = 0; d < w; d++) free[d] += task[d] * e.count;
       running[e.stage] -= e.count;
       if (left[e.stage] == 0 && running[e.stage] == 0) {
+        stage_done = true;
         for (size_t c : succs[e.stage]) {
           if (--waiting[c] == 0) {
             ready.push_back(c);
@@ -88,9 +152,12 @@ std::vector<Group> listPack(const std::vector<DagStage>& dag,
       }
     }
     if (newly_ready) std::sort(ready.begin(), ready.end(), byPrio);
-    ready.erase(std::remove_if(ready.begin(), ready.end(),
-                               [&](size_t i) { return left[i] == 0 && running[i] == 0; }),
-                ready.end());
+    // Only a stage whose last task ended this instant leaves the list.
+    if (stage_done) {
+      ready.erase(std::remove_if(ready.begin(), ready.end(),
+                                 [&](size_t i) { return left[i] == 0 && running[i] == 0; }),
+                  ready.end());
+    }
   }
   *makespan = t;
   return groups;
@@ -123,13 +190,13 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
   }
   // Forward: T, the remaining DAG packed at the share, critical stages
   // (longest path to the end) first.
-  listPack(dag, preds, pathLengths(dag, succs), fair_share, &p.completion);
+  const Dims dims(dag, fair_share);
+  listPack(dag, preds, pathLengths(dag, succs), dims, &p.completion);
   // Reverse: the DAG packed backwards from T (the stages farthest from now
   // placed latest), so a task starts at T - its reverse end: as late as the
   // share allows without passing T.
   Millis reverse_len(0);
-  const std::vector<Group> rev =
-      listPack(dag, succs, pathLengths(dag, preds), fair_share, &reverse_len);
+  const std::vector<Group> rev = listPack(dag, succs, pathLengths(dag, preds), dims, &reverse_len);
   p.latest_finish.assign(n, p.completion);
   p.need_tasks.assign(n, 0);
   std::vector<Millis> first_start(n, Millis::max());
@@ -217,8 +284,24 @@ double tetrisAlignment(const Resource& need, const Resource& free, const Resourc
   };
   double sum = term(need.memoryMib(), free.memoryMib(), total.memoryMib()) +
                term(need.vcores(), free.vcores(), total.vcores());
+  // Extended resources are sorted by name in each Resource: one merge walk
+  // finds need's in free and total (what extendedValue finds, in need's order).
+  const auto& fe = free.extended();
+  const auto& te = total.extended();
+  auto fi = fe.begin();
+  auto ti = te.begin();
   for (const auto& [name, v] : need.extended()) {
-    sum += term(v, free.extendedValue(name), total.extendedValue(name));
+    // Usually the same names in the same places: equality first, the
+    // ordered search only when it misses.
+    if (fi == fe.end() || fi->first != name) {
+      while (fi != fe.end() && fi->first < name) ++fi;
+    }
+    if (ti == te.end() || ti->first != name) {
+      while (ti != te.end() && ti->first < name) ++ti;
+    }
+    const int64_t f = fi != fe.end() && fi->first == name ? fi->second : 0;
+    const int64_t t = ti != te.end() && ti->first == name ? ti->second : 0;
+    sum += term(v, f, t);
   }
   return sum;
 }

@@ -131,6 +131,29 @@ TEST(CarbynePlanTest, NoisyEstimatesKeepPlanInvariants) {
   }
 }
 
+// Extended resources limit the packing as memory and vcores do, each stage
+// by its own: A (4 x 10 s, 100 MB/s of disk read each) and B (4 x 10 s,
+// 100 MB/s of network in each) side by side at a share of 8 vcores, 200 MB/s
+// of disk and 400 MB/s of network: A runs 2 at a time (2 waves), B all 4 at
+// once; T = 20 s, A's second wave must start now (2 tasks) and B has slack.
+// A share that lists no disk read fits no task of A (Resource::countFitting:
+// an absent dimension is zero): A runs one task at a time, T = 40 s.
+TEST(CarbynePlanTest, ExtendedResourcesLimitEachStage) {
+  DagStage a = stage(4, 10);
+  a.task.setExtended("disk_in", 100);
+  DagStage b = stage(4, 10);
+  b.task.setExtended("net_in", 100);
+  Resource share = slots(8);
+  share.setExtended("disk_in", 200);
+  share.setExtended("net_in", 400);
+  CarbynePlan p = carbynePlan({a, b}, share);
+  EXPECT_EQ(p.completion, Millis(20000));
+  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{2, 0}));
+  CarbynePlan q = carbynePlan({a}, slots(8));
+  EXPECT_EQ(q.completion, Millis(40000));
+  EXPECT_EQ(q.need_tasks, (std::vector<int64_t>{1}));
+}
+
 // Below its need a job is scored by DRF; at or above it by its remaining time
 // in the leftover tier, after every DRF-tier job.
 TEST(CarbyneOrderingPolicyTest, ScoresDrfBelowNeedAndSrtfAbove) {
