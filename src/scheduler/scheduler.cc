@@ -285,6 +285,9 @@ struct Ask {
   ResourceRequest req;   // req.count = containers still wanted
   bool waiting = false;  // passed over on a node not matching its soft constraints
   TimePoint wait_since;
+  // The CRV's resources of req.constraints (ConstraintResourceVector::Resolved;
+  // req.constraints never change once the ask is created).
+  mutable ConstraintResourceVector::Resolved crv_resolved;
 };
 
 struct App : Entity {
@@ -741,7 +744,7 @@ struct Scheduler::Impl {
     const bool waits = p.constrained_apps != nullptr;
     for (const Ask& ask : a->asks) {
       duration = std::max(duration, ask.req.expected_duration);
-      if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
+      if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints, ask.crv_resolved));
     }
     const AppInput in{a->used, a->hint, cluster_total, duration, a->since};
     return waits ? p.constrained_apps->appScore(in, wait) : p.apps->appScore(in);

@@ -99,6 +99,103 @@ TEST(CrvTest, RatioAndWaitFollowDemandAndSupply) {
   EXPECT_EQ(crv.estimatedWait({c}), Millis(0));
 }
 
+// Describing a constraint: kIn sorts its values (so the CRV keys equal sets
+// alike), the bounds read their one value as given, an empty kIn is
+// presence.
+TEST(ConstraintMatchTest, DescriptionsOfEachOperator) {
+  EXPECT_EQ(describeConstraint(hard("isa", {"x86_64", "aarch64", "riscv"})),
+            "isa in {aarch64,riscv,x86_64}");
+  EXPECT_EQ(describeConstraint(hard("isa", {"aarch64"})), "isa in {aarch64}");
+  EXPECT_EQ(describeConstraint(hard("gpu", {})), "gpu present");
+  EXPECT_EQ(describeConstraint(hard("cores", {"32"}, ConstraintOp::kAtLeast)), "cores >= 32");
+  EXPECT_EQ(describeConstraint(hard("cores", {}, ConstraintOp::kAtLeast)), "cores >= ?");
+  EXPECT_EQ(describeConstraint(hard("kernel", {}, ConstraintOp::kVersionAtLeast)), "kernel >= v?");
+}
+
+// estimatedWait through a Resolved cache kept across every kind of CRV
+// change (resources tracked and forgotten, nodes added and removed, free
+// capacity moving) equals the lookup from scratch, for constraint lists
+// naming tracked, untracked, soft and unsorted-kIn constraints.
+TEST(CrvTest, ResolvedWaitsEqualFreshLookupsThroughEveryChange) {
+  ConstraintResourceVector crv;
+  const std::vector<std::vector<PlacementConstraint>> lists = {
+      {hard("isa", {"aarch64"})},
+      {hard("isa", {"x86_64", "aarch64"})},  // the same resource as {aarch64,x86_64}
+      {hard("isa", {"aarch64", "x86_64"}), hard("cores", {"32"}, ConstraintOp::kAtLeast)},
+      {hard("cores", {"32"}, ConstraintOp::kAtLeast)},
+      {hard("kernel", {"5.10"}, ConstraintOp::kVersionAtLeast)},
+      {[] {
+        auto c = hard("isa", {"aarch64"});
+        c.hard = false;  // soft: never a CRV resource
+        return c;
+      }()},
+      {},
+  };
+  std::vector<ConstraintResourceVector::Resolved> caches(lists.size());
+  std::vector<ConstraintResourceVector::NodeSlot*> slots;
+  uint64_t x = 12345;
+  auto next = [&x](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  const char* isas[] = {"aarch64", "x86_64"};
+  const char* cores[] = {"16", "32", "64"};
+  const char* kernels[] = {"5.4", "5.10", "6.1"};
+  // Per list, the (count, duration) of each arrival still pending.
+  std::vector<std::vector<std::pair<int64_t, Millis>>> outstanding(lists.size());
+  int compared = 0, nonzero = 0;
+  for (int step = 0; step < 3000; step++) {
+    switch (next(5)) {
+      case 0: {  // a node joins
+        const std::string id = "n" + std::to_string(slots.size());
+        slots.push_back(crv.addNode(
+            NodeId(id),
+            {{"isa", isas[next(2)]}, {"cores", cores[next(3)]}, {"kernel", kernels[next(3)]}},
+            static_cast<int64_t>(next(16))));
+        break;
+      }
+      case 1:  // a node leaves
+        if (!slots.empty()) {
+          const size_t i = next(slots.size());
+          if (slots[i] != nullptr) crv.removeNode(NodeId("n" + std::to_string(i)));
+          slots[i] = nullptr;
+        }
+        break;
+      case 2:  // free capacity moves
+        if (!slots.empty()) {
+          const size_t i = next(slots.size());
+          crv.nodeFreeChanged(slots[i], static_cast<int64_t>(next(9)) - 4);
+        }
+        break;
+      case 3: {  // asks arrive
+        const size_t l = next(lists.size());
+        const int64_t n = 1 + static_cast<int64_t>(next(3));
+        const Millis d(1000 * (1 + static_cast<int64_t>(next(60))));
+        crv.changeDemand(lists[l], 1, d, n);
+        outstanding[l].emplace_back(n, d);
+        break;
+      }
+      case 4: {  // asks leave (all of one arrival, so demand may drop to 0)
+        const size_t l = next(lists.size());
+        if (outstanding[l].empty()) break;
+        crv.changeDemand(lists[l], 1, outstanding[l].back().second, -outstanding[l].back().first);
+        outstanding[l].pop_back();
+        break;
+      }
+    }
+    // Not every list every step: caches also go stale across several changes.
+    for (size_t l = 0; l < lists.size(); l++) {
+      if (next(3) != 0) continue;
+      const Millis fresh = crv.estimatedWait(lists[l]);
+      ASSERT_EQ(crv.estimatedWait(lists[l], caches[l]), fresh) << "list " << l << " step " << step;
+      compared++;
+      if (fresh.count() > 0) nonzero++;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(nonzero, 100);  // the comparison saw real estimates, not only zeros
+}
+
 // Phoenix reordering: a short constrained job submitted after two long jobs
 // gets the matching node first; FIFO gives it to the long jobs.
 TEST(SchedulerPhoenixTest, ShortConstrainedJobOvertakesLongQueue) {
