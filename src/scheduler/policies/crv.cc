@@ -240,7 +240,13 @@ Millis ConstraintResourceVector::estimatedWait(const std::vector<PlacementConstr
     cache.layout = layout_;
   }
   Millis out(0);
-  for (const Tracked* r : cache.resources) out = std::max(out, waitOf(*r));
+  for (const Tracked* r : cache.resources) {
+    if (r->wait_version != version_) {
+      r->wait = waitOf(*r);
+      r->wait_version = version_;
+    }
+    out = std::max(out, r->wait);
+  }
   return out;
 }
 

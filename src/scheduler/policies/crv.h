@@ -75,6 +75,10 @@ class ConstraintResourceVector {
     double sum_s2 = 0;  // sum over pending containers of S^2 (ms^2)
     int64_t supply_vcores = 0;
     std::vector<NodeId> nodes;  // nodes that have it
+    // waitOf(*this) at version() == wait_version (estimatedWait with a
+    // Resolved cache: one computation per resource per change, not per ask).
+    mutable uint64_t wait_version = ~uint64_t{0};
+    mutable Millis wait{0};
   };
   // A registered node; the handle stays valid until removeNode.
   struct NodeSlot {

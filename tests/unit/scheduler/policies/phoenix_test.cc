@@ -340,6 +340,44 @@ TEST(SchedulerPhoenixTest, PendingReasonForUnmeetableHardConstraint) {
   EXPECT_EQ(s->pendingReasons(AppId("nope")).status().code(), StatusCode::kNotFound);
 }
 
+// Which nodes meet an ask's constraints is remembered per node between
+// heartbeats (shared by asks with equal lists) and must follow attribute
+// changes and new nodes: a node that gains the attribute serves the ask, one
+// that loses it no longer serves the next ask with the same list, and a soft
+// constraint still only delays.
+TEST(SchedulerPhoenixTest, ConstraintMatchesFollowAttributeChangesAndNewNodes) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.default", 1.0, std::make_shared<PhoenixOrderingPolicy>()});
+  o.soft_constraint_delay = Millis(5000);
+  auto created = Scheduler::create(std::move(o));
+  ASSERT_TRUE(created.isOk());
+  Scheduler& s = **created;
+  ASSERT_TRUE(s.addNode(NodeId("n1"), Resource(8192, 4), {{"isa", "x86_64"}}).isOk());
+  auto ask = [&s](const std::string& app, bool hard_c) {
+    EXPECT_TRUE(s.addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    auto c = hard("isa", {"aarch64"});
+    c.hard = hard_c;
+    EXPECT_TRUE(s.updateAsks(AppId(app), {job(1, Millis(1000), {c})}).isOk());
+  };
+  ask("a", true);
+  EXPECT_TRUE(grantOrder(s, "n1", kT0).empty());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(1)).empty());  // the remembered miss
+  ASSERT_TRUE(s.setNodeAttribute(NodeId("n1"), "isa", "aarch64").isOk());
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(2)), std::vector<std::string>{"a"});
+  ask("b", true);  // the same list as a's
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(3)), std::vector<std::string>{"b"});
+  ask("c", true);
+  ASSERT_TRUE(s.setNodeAttribute(NodeId("n1"), "isa", "x86_64").isOk());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(4)).empty());
+  ASSERT_TRUE(s.addNode(NodeId("n2"), Resource(8192, 4), {{"isa", "aarch64"}}).isOk());
+  EXPECT_EQ(grantOrder(s, "n2", kT0 + Seconds(5)), std::vector<std::string>{"c"});
+  // Soft: passed over on n1 (x86_64) until the delay ends, then placed there.
+  ask("d", false);
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(6)).empty());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(8)).empty());
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(12)), std::vector<std::string>{"d"});
+}
+
 // A lower bound that is not a number is INVALID_ARGUMENT naming the field and
 // leaves the app's asks and the CRV untouched.
 TEST(SchedulerPhoenixTest, RejectsMalformedLowerBound) {
