@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -292,10 +293,28 @@ struct Reservation : Entity {
   Resource tentative;  // scratch of selectVictims: its candidates taken, not yet marked
 };
 
+// Which nodes meet one list of placement constraints (Impl::placeable's
+// check), by node slot: 0 = not yet known, else kFitKnown with kFitHard if
+// every hard constraint matches and kFitSoft if every soft one does. Shared
+// by the asks with the same list (Impl::fitOf); valid while `epoch` is
+// Impl::attrs_epoch (a node's attributes changed: everything is unknown
+// again). Matching strings against each node's attribute map for every ask
+// a node's phase passes over led morpheus-sim's profile on the Phoenix
+// trace mixes.
+struct ConstraintFit {
+  static constexpr uint8_t kFitKnown = 1, kFitHard = 2, kFitSoft = 4;
+  uint64_t epoch = 0;
+  std::vector<uint8_t> by_slot;
+};
+
 struct Ask {
   ResourceRequest req;   // req.count = containers still wanted
   bool waiting = false;  // passed over on a node not matching its soft constraints
   TimePoint wait_since;
+  // The CRV's resources of req.constraints (ConstraintResourceVector::Resolved;
+  // req.constraints never change once the ask is created).
+  mutable ConstraintResourceVector::Resolved crv_resolved;
+  std::shared_ptr<ConstraintFit> fit;  // of req.constraints; null without constraints
 };
 
 struct App : Entity {
@@ -545,7 +564,12 @@ struct Scheduler::Impl {
   // its estimates, and the CRV version they were keyed at.
   ConstraintResourceVector crv;
   std::map<uint64_t, App*> constrained_apps;
-  TimePoint last_now;  // the latest heartbeat time: the scheduler's notion of now
+  // ConstraintFit of each constraint list in use, by an exact encoding of the
+  // list (fitOf); entries whose asks are all gone are swept as the map grows.
+  std::map<std::string, std::weak_ptr<ConstraintFit>> fits;
+  size_t fits_live = 0;      // entries alive at the last sweep
+  uint64_t attrs_epoch = 1;  // bumped when a node's attributes change
+  TimePoint last_now;        // the latest heartbeat time: the scheduler's notion of now
   uint64_t crv_keyed = 0;
   bool crv_waits = false;  // some policy (a leaf's or the scheduler's) is constraint-aware
 
@@ -769,7 +793,7 @@ struct Scheduler::Impl {
     const bool waits = p.constrained_apps != nullptr;
     for (const Ask& ask : a->asks) {
       duration = std::max(duration, ask.req.expected_duration);
-      if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints));
+      if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints, ask.crv_resolved));
     }
     const AppInput in{a->used, a->hint, cluster_total, duration, a->since};
     return waits ? p.constrained_apps->appScore(in, wait) : p.apps->appScore(in);
@@ -865,14 +889,9 @@ struct Scheduler::Impl {
     const ResourceRequest& r = ask.req;
     const Resource need = askNeed(r);
     if (!need.fitsIn(n.free)) return false;
-    bool hard_ok = true;
-    bool soft_ok = true;
-    for (const auto& c : r.constraints) {
-      bool m = matches(c, n.attrs);
-      if (c.hard && !m) hard_ok = false;
-      if (!c.hard && !m) soft_ok = false;
-    }
-    if (!hard_ok) return false;
+    const uint8_t fit = constraintFit(ask, n);
+    const bool soft_ok = (fit & ConstraintFit::kFitSoft) != 0;
+    if ((fit & ConstraintFit::kFitHard) == 0) return false;
     if (!withinCaps(a, need)) return false;
     if (!soft_ok) {
       if (!ask.waiting) {
@@ -882,6 +901,60 @@ struct Scheduler::Impl {
       if (now - ask.wait_since < opts.soft_constraint_delay) return false;
     }
     return phase != Phase::kGuaranteed || (a->res->used + need).fitsIn(a->res->guarantee);
+  }
+
+  // ConstraintFit bits of `ask`'s constraints on `n`, computed on the first
+  // visit of the node since the last attribute change.
+  uint8_t constraintFit(const Ask& ask, const Node& n) const {
+    constexpr uint8_t kAll =
+        ConstraintFit::kFitKnown | ConstraintFit::kFitHard | ConstraintFit::kFitSoft;
+    if (ask.fit == nullptr) return kAll;
+    ConstraintFit& f = *ask.fit;
+    if (f.epoch != attrs_epoch) {
+      f.by_slot.clear();
+      f.epoch = attrs_epoch;
+    }
+    const size_t slot = static_cast<size_t>(n.slot);
+    if (slot >= f.by_slot.size()) f.by_slot.resize(std::max(node_slots.size(), slot + 1), 0);
+    uint8_t& bits = f.by_slot[slot];
+    if (bits == 0) {
+      bits = kAll;
+      for (const auto& c : ask.req.constraints) {
+        if (!matches(c, n.attrs))
+          bits &=
+              static_cast<uint8_t>(~(c.hard ? ConstraintFit::kFitHard : ConstraintFit::kFitSoft));
+      }
+    }
+    return bits;
+  }
+
+  // The ConstraintFit shared by the asks with `constraints` (null for none).
+  std::shared_ptr<ConstraintFit> fitOf(const std::vector<PlacementConstraint>& constraints) {
+    if (constraints.empty()) return nullptr;
+    std::string code;  // length-prefixed fields: equal codes iff equal lists
+    auto field = [&code](const std::string& v) {
+      code += std::to_string(v.size());
+      code += ':';
+      code += v;
+    };
+    for (const auto& c : constraints) {
+      code += c.hard ? 'H' : 'S';
+      code += std::to_string(static_cast<int>(c.op));
+      field(c.key);
+      code += std::to_string(c.values.size());
+      code += '[';
+      for (const auto& v : c.values) field(v);
+    }
+    std::weak_ptr<ConstraintFit>& slot = fits[code];
+    std::shared_ptr<ConstraintFit> f = slot.lock();
+    if (f != nullptr) return f;
+    f = std::make_shared<ConstraintFit>();
+    slot = f;
+    if (fits.size() > 2 * std::max<size_t>(64, fits_live)) {
+      std::erase_if(fits, [](const auto& kv) { return kv.second.expired(); });
+      fits_live = fits.size();
+    }
+    return f;
   }
 
   // `need` more keeps every capped ad-hoc queue above `a` within its cap
@@ -1012,9 +1085,16 @@ struct Scheduler::Impl {
     }
     // A user's key may depend on its best app (UserOrdering::userScore):
     // re-key the users of restored apps now that all of them are back.
+    // Once per run of apps of one user: placing is idempotent (nothing
+    // changes between the calls), and a node's phase may skip thousands of
+    // one user's apps.
+    const Entity* last = nullptr;
     for (const auto& [h, e] : skipped) {
-      if (e->kind == Kind::kApp && static_cast<App*>(e)->user != nullptr)
-        place(static_cast<App*>(e)->user, kParent);
+      if (e->kind != Kind::kApp) continue;
+      User* u = static_cast<App*>(e)->user;
+      if (u == nullptr || u == last) continue;
+      place(u, kParent);
+      last = u;
     }
     skipped.clear();
   }
@@ -1715,6 +1795,7 @@ Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
   } else {
     n.attrs[key] = value;
   }
+  s.attrs_epoch++;  // every ConstraintFit is recomputed
   // The CRV's supply follows the node's attributes: re-register its slot.
   s.crv.removeNode(node);
   n.crv = s.crv.addNode(node, n.attrs, n.free.vcores());
@@ -1927,6 +2008,7 @@ Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest
     if (r.count == 0) continue;
     Ask ask;
     ask.req = r;
+    ask.fit = s.fitOf(r.constraints);
     s.addShape(a, r);
     s.askDemand(a, r, r.count);
     a->asks.insert(std::upper_bound(a->asks.begin(), a->asks.end(), ask, askOrder), std::move(ask));

@@ -69,21 +69,48 @@ bool constraintMatches(const PlacementConstraint& c, const NodeAttributes& attrs
   return false;
 }
 
-std::string describeConstraint(const PlacementConstraint& c) {
+namespace {
+
+// describeConstraint(c) appended to `out`, for `c` whose values are sorted
+// (kIn sorts them; the other operators read values[0] as given).
+void appendDescription(const PlacementConstraint& c, std::string& out) {
+  out += c.key;
   switch (c.op) {
     case ConstraintOp::kAtLeast:
-      return c.key + " >= " + (c.values.empty() ? "?" : c.values[0]);
+      out += " >= ";
+      out += c.values.empty() ? "?" : c.values[0];
+      return;
     case ConstraintOp::kVersionAtLeast:
-      return c.key + " >= v" + (c.values.empty() ? "?" : c.values[0]);
+      out += " >= v";
+      out += c.values.empty() ? "?" : c.values[0];
+      return;
     case ConstraintOp::kIn:
       break;
   }
-  if (c.values.empty()) return c.key + " present";
-  std::vector<std::string> v = c.values;
-  std::sort(v.begin(), v.end());
-  std::string out = c.key + " in {";
-  for (size_t i = 0; i < v.size(); i++) out += (i > 0 ? "," : "") + v[i];
-  return out + "}";
+  if (c.values.empty()) {
+    out += " present";
+    return;
+  }
+  out += " in {";
+  for (size_t i = 0; i < c.values.size(); i++) {
+    if (i > 0) out += ',';
+    out += c.values[i];
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string describeConstraint(const PlacementConstraint& c) {
+  std::string out;
+  if (c.op != ConstraintOp::kIn || std::is_sorted(c.values.begin(), c.values.end())) {
+    appendDescription(c, out);
+    return out;
+  }
+  PlacementConstraint sorted = c;
+  std::sort(sorted.values.begin(), sorted.values.end());
+  appendDescription(sorted, out);
+  return out;
 }
 
 ConstraintResourceVector::NodeSlot* ConstraintResourceVector::addNode(const NodeId& node,
@@ -121,11 +148,25 @@ void ConstraintResourceVector::nodeFreeChanged(NodeSlot* node, int64_t delta) {
   if (!node->resources.empty()) version_++;
 }
 
-ConstraintResourceVector::Tracked& ConstraintResourceVector::track(const PlacementConstraint& c) {
+const std::string& ConstraintResourceVector::nameOf(const PlacementConstraint& c) const {
+  scratch_.clear();
+  if (std::is_sorted(c.values.begin(), c.values.end())) {
+    // hardForm(c) has c's values: its description is c's.
+    appendDescription(c, scratch_);
+  } else {
+    scratch_ = describeConstraint(hardForm(c));
+  }
+  return scratch_;
+}
+
+std::map<std::string, ConstraintResourceVector::Tracked>::iterator ConstraintResourceVector::track(
+    const PlacementConstraint& c) {
+  auto it = resources_.find(nameOf(c));
+  if (it != resources_.end()) return it;
   PlacementConstraint h = hardForm(c);
-  auto [it, fresh] = resources_.try_emplace(describeConstraint(h));
+  it = resources_.try_emplace(describeConstraint(h)).first;
+  layout_++;
   Tracked& r = it->second;
-  if (!fresh) return r;
   r.constraint = std::move(h);
   for (auto& [id, n] : nodes_) {
     if (!constraintMatches(r.constraint, n.attrs)) continue;
@@ -133,7 +174,7 @@ ConstraintResourceVector::Tracked& ConstraintResourceVector::track(const Placeme
     r.nodes.push_back(id);
     r.supply_vcores += n.free_vcores;
   }
-  return r;
+  return it;
 }
 
 void ConstraintResourceVector::untrack(std::map<std::string, Tracked>::iterator it) {
@@ -143,6 +184,7 @@ void ConstraintResourceVector::untrack(std::map<std::string, Tracked>::iterator 
     v.erase(std::find(v.begin(), v.end(), r));
   }
   resources_.erase(it);
+  layout_++;
 }
 
 void ConstraintResourceVector::changeDemand(const std::vector<PlacementConstraint>& constraints,
@@ -152,12 +194,13 @@ void ConstraintResourceVector::changeDemand(const std::vector<PlacementConstrain
   const double n = static_cast<double>(count);
   for (const auto& c : constraints) {
     if (!c.hard) continue;
-    Tracked& r = track(c);
+    auto it = track(c);
+    Tracked& r = it->second;
     r.refs += count;
     r.demand_vcores += std::max<int64_t>(1, vcores) * count;
     r.sum_s += s * n;
     r.sum_s2 += s * s * n;
-    if (r.refs == 0) untrack(resources_.find(describeConstraint(r.constraint)));
+    if (r.refs == 0) untrack(it);
   }
   version_++;
 }
@@ -179,8 +222,30 @@ Millis ConstraintResourceVector::estimatedWait(
   Millis out(0);
   for (const auto& c : constraints) {
     if (!c.hard) continue;
-    auto it = resources_.find(describeConstraint(hardForm(c)));
+    auto it = resources_.find(nameOf(c));
     if (it != resources_.end()) out = std::max(out, waitOf(it->second));
+  }
+  return out;
+}
+
+Millis ConstraintResourceVector::estimatedWait(const std::vector<PlacementConstraint>& constraints,
+                                               Resolved& cache) const {
+  if (cache.layout != layout_) {
+    cache.resources.clear();
+    for (const auto& c : constraints) {
+      if (!c.hard) continue;
+      auto it = resources_.find(nameOf(c));
+      if (it != resources_.end()) cache.resources.push_back(&it->second);
+    }
+    cache.layout = layout_;
+  }
+  Millis out(0);
+  for (const Tracked* r : cache.resources) {
+    if (r->wait_version != version_) {
+      r->wait = waitOf(*r);
+      r->wait_version = version_;
+    }
+    out = std::max(out, r->wait);
   }
   return out;
 }

@@ -75,6 +75,10 @@ class ConstraintResourceVector {
     double sum_s2 = 0;  // sum over pending containers of S^2 (ms^2)
     int64_t supply_vcores = 0;
     std::vector<NodeId> nodes;  // nodes that have it
+    // waitOf(*this) at version() == wait_version (estimatedWait with a
+    // Resolved cache: one computation per resource per change, not per ask).
+    mutable uint64_t wait_version = ~uint64_t{0};
+    mutable Millis wait{0};
   };
   // A registered node; the handle stays valid until removeNode.
   struct NodeSlot {
@@ -100,6 +104,20 @@ class ConstraintResourceVector {
   // admission control, not of ordering); 0 without hard constraints.
   Millis estimatedWait(const std::vector<PlacementConstraint>& constraints) const;
 
+  // The tracked resources of one constraint list's hard constraints, as
+  // estimatedWait last looked them up: kept by the caller beside the list
+  // (the scheduler's asks), read only by the CRV.
+  struct Resolved {
+    uint64_t layout = 0;  // layout_ at resolution (0: never resolved)
+    std::vector<const Tracked*> resources;
+  };
+  // estimatedWait(constraints), looking the resources up only when `cache`
+  // was resolved before a resource was last tracked or untracked (else no
+  // name is built and no map searched: apps are re-keyed for every skipped
+  // app and every CRV change, the scheduler's hot path under Phoenix).
+  // `cache` must only ever be used with this `constraints` (same contents).
+  Millis estimatedWait(const std::vector<PlacementConstraint>& constraints, Resolved& cache) const;
+
   // Bumped on every change: the scheduler re-keys apps whose order depends
   // on the estimates when it moved.
   uint64_t version() const { return version_; }
@@ -109,7 +127,14 @@ class ConstraintResourceVector {
   std::vector<Entry> entries() const;
 
  private:
-  Tracked& track(const PlacementConstraint& c);
+  // The entry of c's hard form, created (with the nodes that have it) on
+  // first use.
+  std::map<std::string, Tracked>::iterator track(const PlacementConstraint& c);
+  // describeConstraint(hard form of c), the key of resources_, built in
+  // scratch_ (no allocation once it has grown: the lookups on the scheduling
+  // path, estimatedWait once per app key, led morpheus-sim's profile when
+  // each built its strings anew). Valid until the next call.
+  const std::string& nameOf(const PlacementConstraint& c) const;
   void untrack(std::map<std::string, Tracked>::iterator it);
   static Millis waitOf(const Tracked& r);
   static Entry entryOf(const Tracked& r);
@@ -117,6 +142,8 @@ class ConstraintResourceVector {
   std::map<NodeId, NodeSlot> nodes_;
   std::map<std::string, Tracked> resources_;  // by describeConstraint (hard form)
   uint64_t version_ = 0;
+  uint64_t layout_ = 1;          // bumped when resources_ gains or loses an entry (Resolved)
+  mutable std::string scratch_;  // nameOf's buffer
 };
 
 }  // namespace morpheus::sched

@@ -44,6 +44,12 @@ nlohmann::json toJson(const Percentiles& p) {
       {"count", p.count}, {"p50_s", p.p50}, {"p90_s", p.p90}, {"p99_s", p.p99}, {"mean_s", p.mean}};
 }
 
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 // Relative slowdown of kind k in run r: mean response time of its short jobs
 // over that of unconstrained short jobs (0 when either is unmeasured).
 double slowdown(const PhoenixSimResult& r, size_t k) {
@@ -275,6 +281,7 @@ int runPhoenixCommand(PhoenixCliFlags f) {
                        {"unconstrained_short_mean_s", r->unconstrained_short_mean_s},
                        {"constrained_task_share", r->constrained_task_share},
                        {"makespan_s", r->makespan_s},
+                       {"finish_digest", hex(r->finish_digest)},
                        {"wall_s", r->wall_s}});
       } else {
         std::printf(

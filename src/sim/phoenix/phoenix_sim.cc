@@ -238,6 +238,20 @@ void summarisePhoenixJobs(const std::vector<PhoenixJob>& jobs, size_t kinds,
   double free_sum = 0;
   int64_t free_count = 0, tasks = 0, constrained_tasks = 0;
   TimePoint last = jobs.empty() ? TimePoint{} : jobs[0].submit;
+  uint64_t digest = 14695981039346656037ULL;
+  auto mix = [&digest](uint64_t v) {
+    for (int b = 0; b < 8; b++) {
+      digest ^= (v >> (8 * b)) & 0xff;
+      digest *= 1099511628211ULL;
+    }
+  };
+  for (size_t ji = 0; ji < jobs.size(); ji++) {
+    const PhoenixJob& j = jobs[ji];
+    mix(ji);
+    mix(j.rejected ? 1 : 0);
+    mix(static_cast<uint64_t>((j.finish - j.submit).count()));
+  }
+  out.finish_digest = digest;
   for (const PhoenixJob& j : jobs) {
     if (j.rejected) continue;
     double r = std::chrono::duration<double>(j.finish - j.submit).count();

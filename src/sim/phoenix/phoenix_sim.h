@@ -102,6 +102,10 @@ struct PhoenixSimResult {
   std::vector<int64_t> kind_short_count;
   double unconstrained_short_mean_s = 0;
   double constrained_task_share = 0;
+  // FNV-1a over every job's (index, rejected, finish ms since its submit):
+  // two runs scheduled every job alike iff (but for collisions) the digests
+  // match. Identity checks of changes meant not to alter decisions.
+  uint64_t finish_digest = 0;
 };
 
 // One job of the workload (shared with the Eagle-C baseline, eagle_sim.h).

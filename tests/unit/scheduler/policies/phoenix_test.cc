@@ -99,6 +99,103 @@ TEST(CrvTest, RatioAndWaitFollowDemandAndSupply) {
   EXPECT_EQ(crv.estimatedWait({c}), Millis(0));
 }
 
+// Describing a constraint: kIn sorts its values (so the CRV keys equal sets
+// alike), the bounds read their one value as given, an empty kIn is
+// presence.
+TEST(ConstraintMatchTest, DescriptionsOfEachOperator) {
+  EXPECT_EQ(describeConstraint(hard("isa", {"x86_64", "aarch64", "riscv"})),
+            "isa in {aarch64,riscv,x86_64}");
+  EXPECT_EQ(describeConstraint(hard("isa", {"aarch64"})), "isa in {aarch64}");
+  EXPECT_EQ(describeConstraint(hard("gpu", {})), "gpu present");
+  EXPECT_EQ(describeConstraint(hard("cores", {"32"}, ConstraintOp::kAtLeast)), "cores >= 32");
+  EXPECT_EQ(describeConstraint(hard("cores", {}, ConstraintOp::kAtLeast)), "cores >= ?");
+  EXPECT_EQ(describeConstraint(hard("kernel", {}, ConstraintOp::kVersionAtLeast)), "kernel >= v?");
+}
+
+// estimatedWait through a Resolved cache kept across every kind of CRV
+// change (resources tracked and forgotten, nodes added and removed, free
+// capacity moving) equals the lookup from scratch, for constraint lists
+// naming tracked, untracked, soft and unsorted-kIn constraints.
+TEST(CrvTest, ResolvedWaitsEqualFreshLookupsThroughEveryChange) {
+  ConstraintResourceVector crv;
+  const std::vector<std::vector<PlacementConstraint>> lists = {
+      {hard("isa", {"aarch64"})},
+      {hard("isa", {"x86_64", "aarch64"})},  // the same resource as {aarch64,x86_64}
+      {hard("isa", {"aarch64", "x86_64"}), hard("cores", {"32"}, ConstraintOp::kAtLeast)},
+      {hard("cores", {"32"}, ConstraintOp::kAtLeast)},
+      {hard("kernel", {"5.10"}, ConstraintOp::kVersionAtLeast)},
+      {[] {
+        auto c = hard("isa", {"aarch64"});
+        c.hard = false;  // soft: never a CRV resource
+        return c;
+      }()},
+      {},
+  };
+  std::vector<ConstraintResourceVector::Resolved> caches(lists.size());
+  std::vector<ConstraintResourceVector::NodeSlot*> slots;
+  uint64_t x = 12345;
+  auto next = [&x](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  const char* isas[] = {"aarch64", "x86_64"};
+  const char* cores[] = {"16", "32", "64"};
+  const char* kernels[] = {"5.4", "5.10", "6.1"};
+  // Per list, the (count, duration) of each arrival still pending.
+  std::vector<std::vector<std::pair<int64_t, Millis>>> outstanding(lists.size());
+  int compared = 0, nonzero = 0;
+  for (int step = 0; step < 3000; step++) {
+    switch (next(5)) {
+      case 0: {  // a node joins
+        const std::string id = "n" + std::to_string(slots.size());
+        slots.push_back(crv.addNode(
+            NodeId(id),
+            {{"isa", isas[next(2)]}, {"cores", cores[next(3)]}, {"kernel", kernels[next(3)]}},
+            static_cast<int64_t>(next(16))));
+        break;
+      }
+      case 1:  // a node leaves
+        if (!slots.empty()) {
+          const size_t i = next(slots.size());
+          if (slots[i] != nullptr) crv.removeNode(NodeId("n" + std::to_string(i)));
+          slots[i] = nullptr;
+        }
+        break;
+      case 2:  // free capacity moves
+        if (!slots.empty()) {
+          const size_t i = next(slots.size());
+          crv.nodeFreeChanged(slots[i], static_cast<int64_t>(next(9)) - 4);
+        }
+        break;
+      case 3: {  // asks arrive
+        const size_t l = next(lists.size());
+        const int64_t n = 1 + static_cast<int64_t>(next(3));
+        const Millis d(1000 * (1 + static_cast<int64_t>(next(60))));
+        crv.changeDemand(lists[l], 1, d, n);
+        outstanding[l].emplace_back(n, d);
+        break;
+      }
+      case 4: {  // asks leave (all of one arrival, so demand may drop to 0)
+        const size_t l = next(lists.size());
+        if (outstanding[l].empty()) break;
+        crv.changeDemand(lists[l], 1, outstanding[l].back().second, -outstanding[l].back().first);
+        outstanding[l].pop_back();
+        break;
+      }
+    }
+    // Not every list every step: caches also go stale across several changes.
+    for (size_t l = 0; l < lists.size(); l++) {
+      if (next(3) != 0) continue;
+      const Millis fresh = crv.estimatedWait(lists[l]);
+      ASSERT_EQ(crv.estimatedWait(lists[l], caches[l]), fresh) << "list " << l << " step " << step;
+      compared++;
+      if (fresh.count() > 0) nonzero++;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(nonzero, 100);  // the comparison saw real estimates, not only zeros
+}
+
 // Phoenix reordering: a short constrained job submitted after two long jobs
 // gets the matching node first; FIFO gives it to the long jobs.
 TEST(SchedulerPhoenixTest, ShortConstrainedJobOvertakesLongQueue) {
@@ -241,6 +338,44 @@ TEST(SchedulerPhoenixTest, PendingReasonForUnmeetableHardConstraint) {
   EXPECT_TRUE(s->pendingReasons(AppId("a"))->empty());
   EXPECT_EQ(grantOrder(*s, "n2", kT0).size(), 1u);
   EXPECT_EQ(s->pendingReasons(AppId("nope")).status().code(), StatusCode::kNotFound);
+}
+
+// Which nodes meet an ask's constraints is remembered per node between
+// heartbeats (shared by asks with equal lists) and must follow attribute
+// changes and new nodes: a node that gains the attribute serves the ask, one
+// that loses it no longer serves the next ask with the same list, and a soft
+// constraint still only delays.
+TEST(SchedulerPhoenixTest, ConstraintMatchesFollowAttributeChangesAndNewNodes) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.default", 1.0, std::make_shared<PhoenixOrderingPolicy>()});
+  o.soft_constraint_delay = Millis(5000);
+  auto created = Scheduler::create(std::move(o));
+  ASSERT_TRUE(created.isOk());
+  Scheduler& s = **created;
+  ASSERT_TRUE(s.addNode(NodeId("n1"), Resource(8192, 4), {{"isa", "x86_64"}}).isOk());
+  auto ask = [&s](const std::string& app, bool hard_c) {
+    EXPECT_TRUE(s.addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    auto c = hard("isa", {"aarch64"});
+    c.hard = hard_c;
+    EXPECT_TRUE(s.updateAsks(AppId(app), {job(1, Millis(1000), {c})}).isOk());
+  };
+  ask("a", true);
+  EXPECT_TRUE(grantOrder(s, "n1", kT0).empty());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(1)).empty());  // the remembered miss
+  ASSERT_TRUE(s.setNodeAttribute(NodeId("n1"), "isa", "aarch64").isOk());
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(2)), std::vector<std::string>{"a"});
+  ask("b", true);  // the same list as a's
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(3)), std::vector<std::string>{"b"});
+  ask("c", true);
+  ASSERT_TRUE(s.setNodeAttribute(NodeId("n1"), "isa", "x86_64").isOk());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(4)).empty());
+  ASSERT_TRUE(s.addNode(NodeId("n2"), Resource(8192, 4), {{"isa", "aarch64"}}).isOk());
+  EXPECT_EQ(grantOrder(s, "n2", kT0 + Seconds(5)), std::vector<std::string>{"c"});
+  // Soft: passed over on n1 (x86_64) until the delay ends, then placed there.
+  ask("d", false);
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(6)).empty());
+  EXPECT_TRUE(grantOrder(s, "n1", kT0 + Seconds(8)).empty());
+  EXPECT_EQ(grantOrder(s, "n1", kT0 + Seconds(12)), std::vector<std::string>{"d"});
 }
 
 // A lower bound that is not a number is INVALID_ARGUMENT naming the field and
