@@ -758,7 +758,11 @@ struct Scheduler::Impl {
   // not use, split down the queue hierarchy by weight among the siblings in
   // use (with demand or usage; `a`'s own line always counts), then evenly
   // over the leaf's users and the user's apps (Carbyne §4.1: DRF between
-  // users, then between a user's jobs). O(queues x depth).
+  // users, then between a user's jobs). Every dimension is scaled by the same
+  // fraction, extended resources included: Carbyne §4 packs the remaining DAG
+  // at the share over all resources, and a dimension missing from the share
+  // would count as zero, so no task asking for it would ever fit.
+  // O(queues x depth + extended resources).
   Resource adhocFairShare(const App* a) const {
     const Resource adhoc = clampZero(cluster_total - (cluster_used - root->used));
     double frac = 1.0;
@@ -768,8 +772,10 @@ struct Scheduler::Impl {
     const User* u = a->user;
     frac /= static_cast<double>(std::max<size_t>(1, u->leaf->users.size())) *
             static_cast<double>(std::max<int32_t>(1, u->apps));
-    return Resource(static_cast<int64_t>(static_cast<double>(adhoc.memoryMib()) * frac),
-                    static_cast<int64_t>(static_cast<double>(adhoc.vcores()) * frac));
+    auto scale = [frac](int64_t v) { return static_cast<int64_t>(static_cast<double>(v) * frac); };
+    Resource share(scale(adhoc.memoryMib()), scale(adhoc.vcores()));
+    for (const auto& [name, value] : adhoc.extended()) share.setExtended(name, scale(value));
+    return share;
   }
 
   // `q`'s weight over the weights of its siblings in use and its own.

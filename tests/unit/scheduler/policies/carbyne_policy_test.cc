@@ -423,6 +423,34 @@ TEST(CarbyneSchedulerTest, FairShareFollowsQueueWeightsAndUsers) {
   EXPECT_EQ(s->appHint(AppId("nope")).status().code(), StatusCode::kNotFound);
 }
 
+// The fair share carries every resource of the cluster, extended ones
+// included, scaled like memory and vcores (Carbyne §4 packs the remaining DAG
+// at the share over all resources). 16 slots and disk_in 800; each task of
+// 48 x 10 s asks 1 slot and disk_in 100. Alone the job's share holds 8 tasks
+// (disk binds): 6 waves, T = 60 s, need 8. With a second user in the leaf the
+// share halves in every dimension: 4 tasks, T = 120 s, need 4. A share
+// without disk_in would fit no task: need 1 task, T = 480 s.
+TEST(CarbyneSchedulerTest, FairShareCarriesExtendedResources) {
+  auto s = carbyneScheduler();
+  Resource node = slots(16);
+  node.setExtended("disk_in", 800);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), node, {}).isOk());
+  Resource task = kTask;
+  task.setExtended("disk_in", 100);
+  DagStage st = stage(48, 10);
+  st.task = task;
+  ASSERT_TRUE(s->addApp(AppId("x"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("x"), {st}).isOk());
+  AppHint h = s->appHint(AppId("x")).value();
+  EXPECT_EQ(h.need, task * 8);
+  EXPECT_EQ(h.remaining, Millis(60'000));
+  ASSERT_TRUE(s->addApp(AppId("y"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("x"), {st}).isOk());
+  h = s->appHint(AppId("x")).value();
+  EXPECT_EQ(h.need, task * 4);
+  EXPECT_EQ(h.remaining, Millis(120'000));
+}
+
 // Fairness between users: 8 slots, u1 with three jobs, u2 with one, each a
 // single stage of 40 x 10 s. Shares: 4 slots per user, so u1's jobs get 4/3
 // (1 slot: need 1, T = 400 s) and u2's job 4 (need 4, T = 100 s). Users
