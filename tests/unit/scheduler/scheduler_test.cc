@@ -631,15 +631,22 @@ TEST(SchedulerTest, RecoverContainerReaccounts) {
   EXPECT_EQ(done->reservation, ReservationId("r1"));
 }
 
+// One 4-vcore node, apps "a" and "b" of one user, and "a"'s first heartbeat:
+// four 1-vcore containers of "a" (the node full).
+void fourContainersOfA(Scheduler& s, NodeUpdateResult& r) {
+  ASSERT_TRUE(s.addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s.addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s.addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s.updateAsks(AppId("a"), {ask(10)}).isOk());
+  r = beat(s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 4u);
+}
+
 // Release and completion free capacity for the next heartbeat.
 TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
   auto s = make();
-  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(10)}).isOk());
-  auto r = beat(*s, "n1", kT0);
-  ASSERT_EQ(r.allocations.size(), 4u);
+  NodeUpdateResult r;
+  ASSERT_NO_FATAL_FAILURE(fourContainersOfA(*s, r));
   EXPECT_TRUE(beat(*s, "n1", kT0).allocations.empty());
   EXPECT_EQ(s->release(AppId("b"), r.allocations[0].container).status().code(),
             StatusCode::kPermissionDenied);
@@ -661,12 +668,8 @@ TEST(SchedulerTest, ReleaseAndCompleteFreeCapacity) {
 // (its generation differs), and the new container is untouched.
 TEST(SchedulerTest, ReleaseAndCompleteBySlotMissStaleSlots) {
   auto s = make();
-  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
-  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->addApp(AppId("b"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(10)}).isOk());
-  auto r = beat(*s, "n1", kT0);
-  ASSERT_EQ(r.allocations.size(), 4u);
+  NodeUpdateResult r;
+  ASSERT_NO_FATAL_FAILURE(fourContainersOfA(*s, r));
   EXPECT_EQ(s->release(AppId("b"), r.allocations[0].slot).code(), StatusCode::kPermissionDenied);
   ASSERT_TRUE(s->release(AppId("a"), r.allocations[0].slot).isOk());
   ASSERT_TRUE(s->containerCompleted(r.allocations[1].slot).isOk());
