@@ -180,7 +180,8 @@ std::vector<Millis> pathLengths(const std::vector<DagStage>& dag,
 
 }  // namespace
 
-CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share) {
+CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
+                        Millis must_start_within) {
   CarbynePlan p;
   const size_t n = dag.size();
   std::vector<std::vector<size_t>> preds(n), succs(n);
@@ -191,7 +192,9 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
   // Forward: T, the remaining DAG packed at the share, critical stages
   // (longest path to the end) first.
   const Dims dims(dag, fair_share);
-  listPack(dag, preds, pathLengths(dag, succs), dims, &p.completion);
+  for (const Group& g : listPack(dag, preds, pathLengths(dag, succs), dims, &p.completion)) {
+    if (g.start == Millis(0)) p.start += dag[g.stage].task * g.count;
+  }
   // Reverse: the DAG packed backwards from T (the stages farthest from now
   // placed latest), so a task starts at T - its reverse end: as late as the
   // share allows without passing T.
@@ -206,8 +209,9 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
     first_start[g.stage] = std::min(first_start[g.stage], start);
     p.latest_finish[g.stage] = std::min(p.latest_finish[g.stage], p.completion - g.start);
     // A runnable stage's tasks that must start within their first duration.
-    if (dag[g.stage].deps.empty() && start < dag[g.stage].task_duration)
-      p.need_tasks[g.stage] += g.count;
+    const Millis within =
+        must_start_within < Millis(0) ? dag[g.stage].task_duration : must_start_within;
+    if (dag[g.stage].deps.empty() && start < within) p.need_tasks[g.stage] += g.count;
   }
   int64_t needed = 0;
   for (size_t i = 0; i < n; i++) {

@@ -63,13 +63,18 @@ struct CarbynePlan {
   std::vector<Millis> latest_finish;  // per stage: latest finish keeping T
   std::vector<int64_t> need_tasks;    // per stage: tasks needed now (0: not runnable, or slack)
   Resource need;                      // sum of need_tasks x task, capped at the fair share
+  Resource start;  // what the forward packing starts now: the most of the share the job can use
 };
 
 // Validates nothing: `dag` must satisfy DagStage's contract and be acyclic
 // (Scheduler::reportDag checks). A share smaller than a task (zero
 // included) runs one task at a time. O(task groups x stages): a group per
 // stage per wave of the tasks that fit in the share.
-CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share);
+// `must_start_within`: a runnable stage's tasks whose latest start is
+// below it are needed now; Millis(-1) (the policy's rule): below the
+// stage's task duration. Other values are for measurements of the rule.
+CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
+                        Millis must_start_within = Millis(-1));
 
 // The SRTF term of the leftover packing score: - eps x ln(1 + remaining
 // seconds / tau), next to an alignment that is at most the number of
