@@ -492,6 +492,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       d.tasks_left = j.left[s];
       d.task_duration = st.task_duration;
       d.task = st.task_resource;
+      d.request_id = "s" + std::to_string(s);  // askStage's
       for (int p : st.depends_on) {
         if (index[static_cast<size_t>(p)] >= 0)
           d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(p)]));

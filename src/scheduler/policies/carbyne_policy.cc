@@ -243,7 +243,13 @@ AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
                                        const Resource& fair_share) const {
   if (dag.empty()) return {};
   CarbynePlan p = carbynePlan(dag, fair_share);
-  return AppHint{true, std::move(p.need), p.completion};
+  AppHint h{true, std::move(p.need), p.completion};
+  for (size_t i = 0; i < dag.size(); i++) {
+    if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
+  }
+  std::sort(h.needed.begin(), h.needed.end());
+  h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
+  return h;
 }
 
 AppHint CarbyneOrderingPolicy::planWithoutDag(const Resource& fair_share) const {
@@ -267,7 +273,14 @@ double CarbyneOrderingPolicy::userScore(const Resource& used, double weight,
 }
 
 double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
-  if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return 0.0;
+  if (!in.hint.valid) return 0.0;
+  if (!in.hint.need.fitsIn(in.used)) {
+    // Below the need: the need is the tasks the reverse packing starts now
+    // (§4.2), so the asks of those stages come first; a stage with slack
+    // runs on this allocation only when none of them is placeable here.
+    const auto& n = in.hint.needed;
+    return std::binary_search(n.begin(), n.end(), in.request_id) ? 1.0 : 0.0;
+  }
   return tetrisAlignment(in.need, in.node_free, in.node_total);
 }
 
