@@ -59,6 +59,54 @@ double TetrisPolicy::packScore(const sched::AskInput& in) const {
   return sched::tetrisAlignment(in.need, in.node_free, in.node_total) + eps_ * w0_ / (w0_ + rem);
 }
 
+namespace {
+
+// Diagnostic `carbyne-now`: Carbyne with the strict must-start-now rule
+// (only tasks whose latest start is now are needed; carbynePlan's
+// must_start_within), everything else the policy's own.
+class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
+                               public sched::DagPlanner,
+                               public sched::NoDagPlanner,
+                               public sched::AppOrdering,
+                               public sched::UserOrdering,
+                               public sched::AskChooser,
+                               public sched::CrossAppPacker {
+ public:
+  explicit CarbyneNowPolicy(sched::LeftoverPacking p) : c_(p) {}
+  std::string_view name() const override { return "carbyne-now"; }
+  double score(const Resource& used, double weight, const Resource& cluster) const override {
+    return c_.score(used, weight, cluster);
+  }
+  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
+                         const Resource& fair_share) const override {
+    if (dag.empty()) return {};
+    sched::CarbynePlan p = sched::carbynePlan(dag, fair_share, Millis(1));
+    sched::AppHint h = c_.planApp(dag, fair_share);  // the needed stages' names
+    h.need = p.need;
+    h.needed.clear();
+    for (size_t i = 0; i < dag.size(); i++) {
+      if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
+    }
+    std::sort(h.needed.begin(), h.needed.end());
+    h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
+    return h;
+  }
+  sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
+  double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
+  double userScore(const Resource& used, double weight, const Resource& cluster,
+                   double best_app) const override {
+    return c_.userScore(used, weight, cluster, best_app);
+  }
+  double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
+  double packFrom() const override { return c_.packFrom(); }
+  double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+
+ private:
+  sched::CarbyneOrderingPolicy c_;
+};
+
+}  // namespace
+
 double SjfPolicy::score(const Resource& used, double weight, const Resource& cluster) const {
   return used.dominantShare(cluster) / weight;
 }
@@ -999,7 +1047,8 @@ int paperMain(int argc, char** argv) {
   app.add_option("--policies", policies_text,
                  "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
-                 "carbyne0 (before cross-job packing), carbyne")
+                 "carbyne0 (before cross-job packing), carbyne, carbyne-now (diagnostic: only "
+                 "tasks whose latest start is now are needed)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto mix = sim::parseDagMix(mix_name, "--mix");
@@ -1019,9 +1068,9 @@ int paperMain(int argc, char** argv) {
   }
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
-        p != "carbyne0" && p != "carbyne") {
-      std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0 or "
-                   "carbyne, got '"
+        p != "carbyne0" && p != "carbyne" && p != "carbyne-now") {
+      std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
+                   "carbyne or carbyne-now, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1172,6 +1221,9 @@ int paperMain(int argc, char** argv) {
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
           if (pname == "carbyne")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+          if (pname == "carbyne-now")
+            pol = std::make_shared<CarbyneNowPolicy>(
                 sched::LeftoverPacking{carbyne_eps, carbyne_tau});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
