@@ -147,7 +147,7 @@ struct DagStage {
   // The request id of the ask carrying the stage's tasks (the AM's stage
   // name); empty when unknown. Lets a policy tell the asks of the stages
   // its plan needs now from the others (AppHint::needed).
-  std::string request_id;
+  std::string request_id{};
 };
 
 // What an ordering policy derived from an app's DAG (DagPlanner::planApp),
