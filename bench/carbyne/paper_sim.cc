@@ -59,6 +59,54 @@ double TetrisPolicy::packScore(const sched::AskInput& in) const {
   return sched::tetrisAlignment(in.need, in.node_free, in.node_total) + eps_ * w0_ / (w0_ + rem);
 }
 
+namespace {
+
+// Diagnostic `carbyne-now`: Carbyne with the strict must-start-now rule
+// (only tasks whose latest start is now are needed; carbynePlan's
+// must_start_within), everything else the policy's own.
+class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
+                               public sched::DagPlanner,
+                               public sched::NoDagPlanner,
+                               public sched::AppOrdering,
+                               public sched::UserOrdering,
+                               public sched::AskChooser,
+                               public sched::CrossAppPacker {
+ public:
+  explicit CarbyneNowPolicy(sched::LeftoverPacking p) : c_(p) {}
+  std::string_view name() const override { return "carbyne-now"; }
+  double score(const Resource& used, double weight, const Resource& cluster) const override {
+    return c_.score(used, weight, cluster);
+  }
+  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
+                         const Resource& fair_share) const override {
+    if (dag.empty()) return {};
+    sched::CarbynePlan p = sched::carbynePlan(dag, fair_share, Millis(1));
+    sched::AppHint h = c_.planApp(dag, fair_share);  // the needed stages' names
+    h.need = p.need;
+    h.needed.clear();
+    for (size_t i = 0; i < dag.size(); i++) {
+      if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
+    }
+    std::sort(h.needed.begin(), h.needed.end());
+    h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
+    return h;
+  }
+  sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
+  double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
+  double userScore(const Resource& used, double weight, const Resource& cluster,
+                   double best_app) const override {
+    return c_.userScore(used, weight, cluster, best_app);
+  }
+  double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
+  double packFrom() const override { return c_.packFrom(); }
+  double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+
+ private:
+  sched::CarbyneOrderingPolicy c_;
+};
+
+}  // namespace
+
 double SjfPolicy::score(const Resource& used, double weight, const Resource& cluster) const {
   return used.dominantShare(cluster) / weight;
 }
@@ -116,6 +164,15 @@ struct Job {
   // of its runnable stages), as fractions of the cluster: what DRF's fair
   // allocation is computed from.
   Vec demand{};
+  // PaperRun::ledger: the hint of the last report, its need as fractions of
+  // the cluster, and the ledger's per-job figures of that report.
+  bool planned = false;
+  sched::AppHint hint;
+  Vec need{};
+  double share_ds = 0, share_drf_ds = 0, need_drf_ds = 0, start_ds = 0, need_strict_ds = 0;
+  bool capped = false;
+  Vec waiting{};                    // runnable tasks not started, as fractions of the cluster
+  std::vector<int64_t> need_tasks;  // per stage: CarbynePlan::need_tasks of the last report
 };
 
 struct TaskEnd {
@@ -222,6 +279,10 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   std::vector<char> in_window(jobs.size(), 0);
   std::vector<int> window_jobs;
   bool fair_dirty = true;
+  double fair_level = 0;  // refreshFair's drfFairLevel
+  // PaperRun::ledger: the current window's integrals and their duration.
+  CarbyneLedgerWindow lw;
+  double lw_dt = 0, lw_left_rem = 0, lw_left_n = 0, lw_lent_rem = 0;
   double jain_sum = 0, jain_fair_sum = 0;
   int64_t windows = 0, fair_windows = 0;
   // Utilisation: allocated fraction of the cluster per dimension, integrated.
@@ -261,12 +322,29 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       in_window[static_cast<size_t>(j)] = 1;
       window_jobs.push_back(j);
     }
+    if (o.ledger && lw_dt > 0) {
+      for (double* x :
+           {&lw.jobs,          &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
+            &lw.share,         &lw.need,          &lw.start,       &lw.need_strict,
+            &lw.share_drf,     &lw.need_at_drf,   &lw.held,        &lw.drf_held,
+            &lw.drf_over_need, &lw.drf_short,     &lw.left_need,   &lw.lent,
+            &lw.vcores,        &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
+            &lw.shortq_waiting})
+        *x /= lw_dt;
+      lw.left_remaining_s = lw_left_n > 0 ? lw_left_rem / lw_left_n : 0;
+      lw.lent_remaining_s = lw.lent > 0 ? lw_lent_rem / (lw.lent * lw_dt) : 0;
+      res.ledger.push_back(lw);
+    }
+    lw = CarbyneLedgerWindow{};
+    lw.start_s = static_cast<double>(window_end - first_submit) / 1000.0;
+    lw_dt = lw_left_rem = lw_left_n = lw_lent_rem = 0;
   };
   auto refreshFair = [&]() {
     std::vector<Vec> d;
     d.reserve(active.size());
     for (int j : active) d.push_back(js[static_cast<size_t>(j)].demand);
     const double level = drfFairLevel(d);
+    fair_level = level;
     for (size_t k = 0; k < active.size(); k++) {
       double dom = 0;
       for (double x : d[k]) dom = std::max(dom, x);
@@ -285,6 +363,63 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         acc_fair[ju] += fair[ju] * dt;
       }
       for (size_t r = 0; r < kDims; r++) used_int[r] += used_now[r] * dt;
+      if (o.ledger && dt > 0) {
+        lw_dt += dt;
+        lw.vcores += used_now[1] * dt;
+        std::vector<std::pair<int64_t, double>> left_rem;  // leftover tier: (remaining, lent)
+        std::vector<double> left_wait;
+        for (int ji : active) {
+          const Job& j = js[static_cast<size_t>(ji)];
+          lw.demand_vcores += j.demand[1] * dt;
+          if (!j.planned) continue;
+          const Vec u = asVec(j.used, cluster);
+          double held = 0, need = 0;
+          bool left = true;
+          for (size_t d = 0; d < kDims; d++) {
+            held = std::max(held, u[d]);
+            need = std::max(need, j.need[d]);
+            left = left && j.need[d] <= u[d];
+          }
+          lw.jobs += dt;
+          lw.share += j.share_ds * dt;
+          lw.need += need * dt;
+          lw.start += j.start_ds * dt;
+          lw.need_strict += j.need_strict_ds * dt;
+          lw.share_drf += j.share_drf_ds * dt;
+          lw.need_at_drf += j.need_drf_ds * dt;
+          lw.held += held * dt;
+          if (j.capped) lw.capped_jobs += dt;
+          const double rem_s = static_cast<double>(j.hint.remaining.count()) / 1000.0;
+          if (left) {
+            lw.left_jobs += dt;
+            lw.left_need += need * dt;
+            lw.lent += (held - need) * dt;
+            lw_lent_rem += (held - need) * rem_s * dt;
+            lw_left_rem += rem_s * dt;
+            lw_left_n += dt;
+            left_rem.emplace_back(j.hint.remaining.count(), held - need);
+            left_wait.push_back(*std::max_element(j.waiting.begin(), j.waiting.end()));
+          } else {
+            lw.drf_jobs += dt;
+            lw.drf_held += held * dt;
+            lw.drf_over_need += std::max(0.0, held - need) * dt;
+            lw.drf_short += std::max(0.0, need - held) * dt;
+          }
+        }
+        if (!left_rem.empty()) {
+          std::vector<size_t> order(left_rem.size());
+          std::iota(order.begin(), order.end(), 0);
+          std::sort(order.begin(), order.end(),
+                    [&](size_t a, size_t b) { return left_rem[a].first < left_rem[b].first; });
+          for (size_t k = 0; k < (order.size() + 3) / 4; k++) {
+            lw.lent_shortq += left_rem[order[k]].second * dt;
+            if (left_wait[order[k]] > 0) {
+              lw.shortq_waiting_jobs += dt;
+              lw.shortq_waiting += left_wait[order[k]] * dt;
+            }
+          }
+        }
+      }
       pending_int += static_cast<double>(pending) * dt;
       active_int += static_cast<double>(active.size()) * dt;
       t = seg;
@@ -342,9 +477,60 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
     r.expected_duration = st.task_duration;
     pending += r.count;
     addDemand(j, st.task_resource, r.count);
+    if (o.ledger) {
+      const Vec v = asVec(st.task_resource, cluster);
+      for (size_t d = 0; d < kDims; d++) j.waiting[d] += static_cast<double>(r.count) * v[d];
+    }
     return sch->updateAsks(j.id, {r});
   };
-  auto reportDag = [&](const Job& j) -> Status {
+  // PaperRun::ledger, after `j`'s report of `dag`: the hint, the share the
+  // scheduler planned at (its equal split of the cluster over the leaf's
+  // users, one per active job; Scheduler's adhocFairShare, every dimension
+  // scaled by the same fraction), checked by planning again here, and the
+  // need at DRF's progressive-filling level instead.
+  auto ledgerPlan = [&](Job& j, const std::vector<sched::DagStage>& dag,
+                        const std::vector<int64_t>& index) -> Status {
+    MORPHEUS_ASSIGN_OR_RETURN(j.hint, sch->appHint(j.id));
+    if (!j.hint.valid || !j.hint.from_dag) return Status::ok();
+    auto scaled = [&](double frac) {
+      auto f = [frac](int64_t v) { return static_cast<int64_t>(static_cast<double>(v) * frac); };
+      Resource r(f(cluster.memoryMib()), f(cluster.vcores()));
+      for (const auto& [name, v] : cluster.extended()) r.setExtended(name, f(v));
+      return r;
+    };
+    const double equal = 1.0 / static_cast<double>(active.size());
+    const Resource share = scaled(equal);
+    lw.reports++;
+    const sched::CarbynePlan plan = sched::carbynePlan(dag, share);
+    if (!(plan.need == j.hint.need)) lw.plan_mismatches++;
+    j.start_ds = plan.start.dominantShare(cluster);
+    j.need_strict_ds = sched::carbynePlan(dag, share, Millis(1)).need.dominantShare(cluster);
+    j.need_tasks.assign(index.size(), 0);
+    for (size_t st = 0; st < index.size(); st++) {
+      if (index[st] >= 0) j.need_tasks[st] = plan.need_tasks[static_cast<size_t>(index[st])];
+    }
+    j.planned = true;
+    j.need = asVec(j.hint.need, cluster);
+    j.share_ds = share.dominantShare(cluster);
+    j.capped = j.hint.need.dominantShare(cluster) >= 0.99 * j.start_ds;
+    if (fair_dirty) refreshFair();
+    double level = fair_level;
+    if (!std::isfinite(level)) {  // every job's demand fits: what the others leave
+      level = 1.0;
+      for (int k : active) {
+        if (&js[static_cast<size_t>(k)] == &j) continue;
+        double dom = 0;
+        for (double x : js[static_cast<size_t>(k)].demand) dom = std::max(dom, x);
+        level -= dom;
+      }
+    }
+    level = std::min(1.0, std::max(level, equal));
+    const Resource drf_share = scaled(level);
+    j.share_drf_ds = drf_share.dominantShare(cluster);
+    j.need_drf_ds = sched::carbynePlan(dag, drf_share).need.dominantShare(cluster);
+    return Status::ok();
+  };
+  auto reportDag = [&](Job& j) -> Status {
     std::vector<sched::DagStage> dag;
     std::vector<int64_t> index(j.left.size(), -1);
     for (size_t s = 0; s < j.left.size(); s++) {
@@ -354,6 +540,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       d.tasks_left = j.left[s];
       d.task_duration = st.task_duration;
       d.task = st.task_resource;
+      d.request_id = "s" + std::to_string(s);  // askStage's
       for (int p : st.depends_on) {
         if (index[static_cast<size_t>(p)] >= 0)
           d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(p)]));
@@ -361,7 +548,68 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       index[s] = static_cast<int64_t>(dag.size());
       dag.push_back(std::move(d));
     }
-    return sch->reportDag(j.id, dag);
+    MORPHEUS_RETURN_IF_ERROR(sch->reportDag(j.id, dag));
+    if (o.ledger) MORPHEUS_RETURN_IF_ERROR(ledgerPlan(j, dag, index));
+    if (o.ledger && o.needed_first && j.planned) {
+      std::vector<sched::ResourceRequest> asks;
+      for (size_t st = 0; st < j.left.size(); st++) {
+        if (j.parents_left[st] != 0 || j.unstarted[st] <= 0) continue;
+        const bool needed = j.need_tasks[st] > j.left[st] - j.unstarted[st];
+        sched::ResourceRequest r;
+        r.request_id = "s" + std::to_string(st);
+        r.priority = j.priority[st] + (needed ? 0 : 100000);
+        r.capability = seen(j.spec->stages[st].task_resource);
+        r.count = static_cast<int32_t>(j.unstarted[st]);
+        r.expected_duration = j.spec->stages[st].task_duration;
+        asks.push_back(std::move(r));
+      }
+      if (!asks.empty()) MORPHEUS_RETURN_IF_ERROR(sch->updateAsks(j.id, asks));
+    }
+    return Status::ok();
+  };
+
+  // PaperRun::ledger: what runs on each node, and the tier and SRTF rank of
+  // each grant (PaperResult::grants_*), before the grant of a task of
+  // stage `stage` of job `ji` on node `n`.
+  std::vector<Resource> node_used(o.ledger ? slots.size() : 0);
+  auto inLeftoverTier = [&](const Job& j) { return j.hint.need.fitsIn(j.used); };
+  auto ledgerGrant = [&](int ji, size_t n, size_t stage) {
+    const Job& j = js[static_cast<size_t>(ji)];
+    if (!inLeftoverTier(j)) {
+      res.grants_drf++;
+      auto short_of = [&](size_t s) {
+        return j.need_tasks[s] > j.left[s] - j.unstarted[s] && j.unstarted[s] > 0;
+      };
+      if (short_of(stage)) {
+        res.grants_drf_needed++;
+      } else {
+        for (size_t s = 0; s < j.need_tasks.size(); s++) {
+          if (short_of(s)) {
+            res.grants_drf_slack_first++;
+            break;
+          }
+        }
+      }
+      return;
+    }
+    res.grants_left++;
+    const Resource free = o.node - node_used[n];  // never negative: the scheduler fits
+    int64_t shorter = 0, candidates = 0;
+    for (int k : active) {
+      const Job& c = js[static_cast<size_t>(k)];
+      if (!c.planned || !inLeftoverTier(c)) continue;
+      bool fits = false;
+      for (size_t s = 0; s < c.unstarted.size() && !fits; s++) {
+        fits = c.parents_left[s] == 0 && c.unstarted[s] > 0 &&
+               c.spec->stages[s].task_resource.fitsIn(free);
+      }
+      if (!fits) continue;
+      candidates++;
+      if (c.hint.remaining < j.hint.remaining) shorter++;
+    }
+    if (shorter > 0) res.grants_inverted++;
+    if (candidates > 1)
+      res.grants_left_rank += static_cast<double>(shorter) / static_cast<double>(candidates - 1);
   };
 
   size_t next_arrival = 0;
@@ -449,6 +697,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       auto& on = load[nu].tasks;
       on.erase(std::find(on.begin(), on.end(), key));
       addLoad(nu, r.res, -1);
+      if (o.ledger) node_used[nu] -= r.res;
       rerated.push_back(nu);
       Job& j = js[static_cast<size_t>(r.job)];
       j.used -= r.res;
@@ -496,9 +745,14 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
           Job& j = js[static_cast<size_t>(ji)];
           const int s = std::stoi(a.request_id.substr(1));  // "s<stage>"
           const auto su = static_cast<size_t>(s);
+          if (o.ledger && j.planned) ledgerGrant(ji, static_cast<size_t>(n), su);
           const int64_t task = j.next_task[su]++;
           j.unstarted[su]--;
           pending--;
+          if (o.ledger) {
+            const Vec v = asVec(j.spec->stages[su].task_resource, cluster);
+            for (size_t d = 0; d < kDims; d++) j.waiting[d] = std::max(0.0, j.waiting[d] - v[d]);
+          }
           const sim::SimStage& st = j.spec->stages[su];
           const sim::rng::Stream draw(o.seed, static_cast<uint64_t>(ji), o.run,
                                       "carbyne-paper-run");
@@ -515,6 +769,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
           run.work_ms = static_cast<double>(d_ms);
           run.since_ms = now;
           addLoad(n, st.task_resource, 1);
+          if (o.ledger) node_used[n] += st.task_resource;
           load[n].tasks.push_back(key);
           const double rate = load[n].rate;
           running.emplace(key, std::move(run));
@@ -661,6 +916,86 @@ std::vector<T> splitList(const std::string& text) {
   return out;
 }
 
+// --ledger: one run's windows, then their mean (every window counts once).
+void printLedger(const std::vector<CarbyneLedgerWindow>& w, const std::string& mode, double load,
+                 uint64_t seed, int64_t run, const std::string& policy) {
+  std::printf(
+      "\n== ledger: %s, load %gx, seed %llu run %lld, %s (sums over active jobs of dominant "
+      "shares of the cluster, time averages per window) ==\n",
+      mode.c_str(), load, static_cast<unsigned long long>(seed), static_cast<long long>(run),
+      policy.c_str());
+  std::printf(
+      "%7s %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s | %6s %6s %6s %6s %6s %6s | %6s %6s | "
+      "%7s "
+      "%7s | %6s %6s %6s | %5s %4s\n",
+      "t s", "jobs", "drfT", "leftT", "noslak", "share", "start", "need", "free", "shDRF", "ndDRF",
+      "ndNow", "held", "drfH", "drf>nd", "drfShr", "leftNd", "lent", "vcores", "demand", "remLT s",
+      "remLent", "lentQ", "Qwait", "QwaitR", "rep", "mis");
+  CarbyneLedgerWindow m;
+  int64_t reports = 0, mis = 0;
+  auto row = [](const CarbyneLedgerWindow& x, const char* label) {
+    std::printf(
+        "%7s %6.1f %6.1f %6.1f %6.1f | %6.3f %6.3f %6.3f %6.3f | %6.3f %6.3f %6.3f | %6.3f %6.3f "
+        "%6.3f %6.3f "
+        "%6.3f %6.3f | %6.3f %6.3f | %7.0f %7.0f | %6.3f %6.1f %6.3f |",
+        label, x.jobs, x.drf_jobs, x.left_jobs, x.capped_jobs, x.share, x.start, x.need,
+        x.share - x.need, x.share_drf, x.need_at_drf, x.need_strict, x.held, x.drf_held,
+        x.drf_over_need, x.drf_short, x.left_need, x.lent, x.vcores, x.demand_vcores,
+        x.left_remaining_s, x.lent_remaining_s, x.lent_shortq, x.shortq_waiting_jobs,
+        x.shortq_waiting);
+  };
+  for (const auto& x : w) {
+    row(x, std::to_string(static_cast<int64_t>(x.start_s)).c_str());
+    std::printf(" %5lld %4lld\n", static_cast<long long>(x.reports),
+                static_cast<long long>(x.plan_mismatches));
+    reports += x.reports;
+    mis += x.plan_mismatches;
+    const auto k = static_cast<double>(w.size());
+    for (auto [to, from] : std::initializer_list<std::pair<double*, double>>{
+             {&m.jobs, x.jobs},
+             {&m.drf_jobs, x.drf_jobs},
+             {&m.left_jobs, x.left_jobs},
+             {&m.capped_jobs, x.capped_jobs},
+             {&m.share, x.share},
+             {&m.start, x.start},
+             {&m.need, x.need},
+             {&m.share_drf, x.share_drf},
+             {&m.need_at_drf, x.need_at_drf},
+             {&m.need_strict, x.need_strict},
+             {&m.held, x.held},
+             {&m.drf_held, x.drf_held},
+             {&m.drf_over_need, x.drf_over_need},
+             {&m.drf_short, x.drf_short},
+             {&m.left_need, x.left_need},
+             {&m.lent, x.lent},
+             {&m.vcores, x.vcores},
+             {&m.demand_vcores, x.demand_vcores},
+             {&m.left_remaining_s, x.left_remaining_s},
+             {&m.lent_remaining_s, x.lent_remaining_s},
+             {&m.lent_shortq, x.lent_shortq},
+             {&m.shortq_waiting_jobs, x.shortq_waiting_jobs},
+             {&m.shortq_waiting, x.shortq_waiting}})
+      *to += from / k;
+  }
+  row(m, "mean");
+  std::printf(" %5lld %4lld\n", static_cast<long long>(reports), static_cast<long long>(mis));
+  std::printf(
+      "  jobs: active (planned), in the DRF tier (need not held), in the leftover tier, whose need "
+      "is all the forward packing starts now (no slack found); share: the plans' share (equal "
+      "split); start: what the plans' forward packing starts now; need: their needs; free: share "
+      "- need; shDRF, ndDRF: DRF's progressive-filling level and the need a plan finds at it; "
+      "ndNow: the need when only tasks whose latest start is now must start; "
+      "held: what the jobs hold; drfH, drf>nd, drfShr: held by DRF-tier jobs, beyond and short of "
+      "their needs; leftNd, lent: leftover-tier jobs' needs and what they hold beyond them; "
+      "vcores, demand: allocated and wanted (running + runnable) vcores over the cluster's; "
+      "remLT, remLent: leftover-tier jobs' mean estimated remaining time, plain and weighted by "
+      "what each is lent; lentQ, Qwait, QwaitR: the quarter of the leftover-tier jobs with the "
+      "least remaining time: what they are lent, how many have runnable tasks not started, and "
+      "those tasks' dominant shares; rep, mis: reports, and plans at the bench's share that differ "
+      "from the "
+      "scheduler's\n");
+}
+
 // One policy's figures for one seed (means over the runs; per-job JCTs
 // averaged over the runs).
 struct SeedFigures {
@@ -678,7 +1013,7 @@ int paperMain(int argc, char** argv) {
               loads_text = "1,2,4", seeds_text = "1,2,3,4,5",
               policies_text = "drf,drf2,tetris,sjf,sjfw,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
-  bool describe = false;
+  bool describe = false, ledger = false, needed_first = false;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
          carbyne_tau = sched::LeftoverPacking{}.tau_s;
   app.add_option("--scenario", scenario, "paper")->capture_default_str();
@@ -703,10 +1038,17 @@ int paperMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--describe", describe,
                "print the generator's fit, offered load and JCT floors, then exit");
+  app.add_flag("--ledger", ledger,
+               "per run of a planning policy (carbyne): per 60 s window, the shares its plans "
+               "were given, their needs, the tiers and the leftover lent (CarbyneLedgerWindow)");
+  app.add_flag("--needed-first", needed_first,
+               "diagnostic, with --ledger: the AM re-ranks its asks after every report, the stages "
+               "its plan needs now first (PaperRun::needed_first)");
   app.add_option("--policies", policies_text,
                  "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
-                 "carbyne0 (before cross-job packing), carbyne")
+                 "carbyne0 (before cross-job packing), carbyne, carbyne-now (diagnostic: only "
+                 "tasks whose latest start is now are needed)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto mix = sim::parseDagMix(mix_name, "--mix");
@@ -726,9 +1068,9 @@ int paperMain(int argc, char** argv) {
   }
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
-        p != "carbyne0" && p != "carbyne") {
-      std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0 or "
-                   "carbyne, got '"
+        p != "carbyne0" && p != "carbyne" && p != "carbyne-now") {
+      std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
+                   "carbyne or carbyne-now, got '"
                 << p << "'\n";
       return 2;
     }
@@ -880,6 +1222,9 @@ int paperMain(int argc, char** argv) {
           if (pname == "carbyne")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
                 sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+          if (pname == "carbyne-now")
+            pol = std::make_shared<CarbyneNowPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
@@ -891,6 +1236,8 @@ int paperMain(int argc, char** argv) {
             po.duration_cv = cv;
             po.scheduler_sees_bandwidth = pname != "drf2";
             po.critical_path_first = pname == "drfcp";
+            po.ledger = ledger;
+            po.needed_first = needed_first;
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);
             if (!out.isOk()) {
@@ -899,6 +1246,25 @@ int paperMain(int argc, char** argv) {
             }
             const double wall =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const bool planned = std::any_of(out->ledger.begin(), out->ledger.end(),
+                                             [](const auto& w) { return w.reports > 0; });
+            if (planned) {
+              printLedger(out->ledger, mode, load, seed, r, pname);
+              std::printf(
+                  "  grants: %lld to DRF-tier jobs, %lld to leftover-tier jobs, of which %lld "
+                  "(%.1f%%) while a leftover-tier job with less remaining time had a runnable task "
+                  "fitting the node; chosen job's mean rank among those %.3f (0 shortest, 1 "
+                  "longest); of the DRF-tier grants %lld of a stage short of its need, %lld of "
+                  "another stage while one was\n",
+                  static_cast<long long>(out->grants_drf), static_cast<long long>(out->grants_left),
+                  static_cast<long long>(out->grants_inverted),
+                  100.0 * static_cast<double>(out->grants_inverted) /
+                      static_cast<double>(std::max<int64_t>(1, out->grants_left)),
+                  out->grants_left_rank /
+                      static_cast<double>(std::max<int64_t>(1, out->grants_left)),
+                  static_cast<long long>(out->grants_drf_needed),
+                  static_cast<long long>(out->grants_drf_slack_first));
+            }
             const auto k = static_cast<double>(runs);
             sf.avg += meanOf(out->jct_s) / k;
             sf.p95 += quantileOf(out->jct_s, 0.95) / k;

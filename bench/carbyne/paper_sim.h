@@ -112,6 +112,55 @@ struct PaperRun {
   // order of Carbyne's own plan); a diagnostic of what the breadth-first
   // order costs DRF.
   bool critical_path_first = false;
+  // Record CarbyneLedgerWindow figures (PaperResult::ledger) for a policy
+  // that plans (a DagPlanner): what its plans were given and what they
+  // freed, read through Scheduler::appHint after every report. Costs a
+  // second plan per report and a pass over the active jobs per event.
+  bool ledger = false;
+  // Diagnostic (with `ledger`): after every report the AM re-ranks its asks
+  // so the stages the plan needs now beyond what runs of them come first
+  // (breadth-first among them), the others after, so a job below its need
+  // spends its DRF-tier grants on the tasks its plan needs now.
+  bool needed_first = false;
+};
+
+// Over one window (PaperRun::fairness_window), time averages of sums over
+// the active jobs of dominant shares of the cluster (fractions; the share
+// is an equal split, so `share` is about 1). A job is in the DRF tier
+// while its hint's need does not fit in what it holds (every resource),
+// else in the leftover tier (carbyne_policy.h).
+struct CarbyneLedgerWindow {
+  double start_s = 0;
+  double jobs = 0, drf_jobs = 0, left_jobs = 0;
+  double capped_jobs = 0;  // jobs whose need is their whole share (no slack found)
+  double share = 0;        // the share the plans were given (Scheduler's equal split)
+  double need = 0;         // the plans' needs
+  double start = 0;        // what the plans' forward packing starts now (CarbynePlan::start)
+  // DRF's progressive filling level among the active jobs given what each
+  // can use now (drfFairLevel, at least the equal split): the dominant
+  // share DRF gives a job that could use more, and the need the same plan
+  // finds at that share (the cluster scaled by it).
+  double share_drf = 0, need_at_drf = 0;
+  // The need the same plan finds when only tasks whose latest start is now
+  // (not within their first duration) must start now.
+  double need_strict = 0;
+  double held = 0;           // what the jobs hold
+  double drf_held = 0;       // held by DRF-tier jobs
+  double drf_over_need = 0;  // DRF-tier jobs: held beyond their need's dominant share
+  double drf_short = 0;      // DRF-tier jobs: their need's dominant share not yet held
+  double left_need = 0;      // leftover-tier jobs' needs
+  double lent = 0;           // leftover-tier jobs: held beyond their need (the leftover lent)
+  double vcores = 0;         // allocated vcores over the cluster's
+  double demand_vcores = 0;  // vcores of running + runnable unstarted tasks, over the cluster's
+  // Leftover-tier jobs' estimated remaining seconds: plain mean, and the
+  // mean weighted by what each was lent (below the plain mean: the
+  // leftover goes to the jobs closest to completion).
+  double left_remaining_s = 0, lent_remaining_s = 0;
+  // The quarter of the leftover-tier jobs with the least estimated remaining
+  // time (the ones SRTF serves first): what they are lent, how many of them
+  // have runnable tasks not started, and those tasks' dominant share.
+  double lent_shortq = 0, shortq_waiting_jobs = 0, shortq_waiting = 0;
+  int64_t reports = 0, plan_mismatches = 0;  // bench plan at the bench's share != the hint's
 };
 
 struct PaperResult {
@@ -136,6 +185,19 @@ struct PaperResult {
   double active_jobs_avg = 0;
   int64_t tasks = 0;
   int64_t grants = 0;
+  std::vector<CarbyneLedgerWindow> ledger;  // PaperRun::ledger
+  // PaperRun::ledger, per grant: to a job in the DRF tier or the leftover
+  // tier (as it stood before the grant); of the leftover-tier grants, how
+  // many went to a job while a leftover-tier job with a shorter estimated
+  // remaining time had a runnable task that fitted the node's free room
+  // (an SRTF inversion), and the chosen job's mean rank among those that
+  // had one (0: the shortest, 1: the longest).
+  int64_t grants_drf = 0, grants_left = 0, grants_inverted = 0;
+  double grants_left_rank = 0;
+  // Of the DRF-tier grants: a task of a stage the plan needs now beyond
+  // what the job runs of it, and a task of another stage (one with slack)
+  // while a needed stage still had tasks not started.
+  int64_t grants_drf_needed = 0, grants_drf_slack_first = 0;
 };
 
 // DRF's fair level among jobs whose demands are `demand` (per job, the six

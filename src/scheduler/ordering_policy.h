@@ -126,6 +126,9 @@ struct AskInput {
   const Resource& need;        // room the ask takes on the node (capability x gang)
   const Resource& node_free;   // the node's free room (need fits in it)
   const Resource& node_total;  // the node's capacity
+  // The ask's ResourceRequest::request_id in askScore's input (Carbyne
+  // matches it against AppHint::needed); empty in packScore's.
+  std::string_view request_id{};
 };
 
 // Extension point: node-aware choice among an app's asks (Carbyne's

@@ -1003,7 +1003,8 @@ struct Scheduler::Impl {
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (!placeable(a, a->asks[i], n, phase, now)) continue;
       const Resource need = askNeed(a->asks[i].req);
-      const double sc = p.askScore({a->used, a->hint, need, n.free, n.total});
+      const double sc =
+          p.askScore({a->used, a->hint, need, n.free, n.total, a->asks[i].req.request_id});
       if (best < 0 || sc > best_score) {
         best = static_cast<int>(i);
         best_score = sc;

@@ -144,6 +144,10 @@ struct DagStage {
   Millis task_duration{0};   // estimated duration of one task, > 0
   Resource task;             // resources of one task, not zero
   std::vector<size_t> deps;  // indices (in the same report) of stages that must finish first
+  // The request id of the ask carrying the stage's tasks (the AM's stage
+  // name); empty when unknown. Lets a policy tell the asks of the stages
+  // its plan needs now from the others (AppHint::needed).
+  std::string request_id{};
 };
 
 // What an ordering policy derived from an app's DAG (DagPlanner::planApp),
@@ -155,6 +159,9 @@ struct AppHint {
   Resource need;         // least allocation now that keeps the estimated completion
   Millis remaining{0};   // estimated time to completion at its fair share (max: unknown)
   bool from_dag = true;  // false: NoDagPlanner's (need = the fair share)
+  // Request ids (DagStage::request_id) of the stages whose tasks make up
+  // `need`, sorted; empty when the report named none.
+  std::vector<std::string> needed{};
 };
 
 class QueueOrderingPolicy;

@@ -27,6 +27,7 @@ Result<std::vector<sched::DagStage>> dagFromStageReports(
     st.tasks_left = r.tasks() - r.completed();
     st.task_duration = Millis(ms);
     st.task = task;
+    st.request_id = r.name();  // the DAG AM asks for a stage's tasks under its name
     index.emplace(r.name(), dag.size());
     dag.push_back(std::move(st));
   }

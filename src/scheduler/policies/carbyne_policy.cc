@@ -180,7 +180,8 @@ std::vector<Millis> pathLengths(const std::vector<DagStage>& dag,
 
 }  // namespace
 
-CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share) {
+CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
+                        Millis must_start_within) {
   CarbynePlan p;
   const size_t n = dag.size();
   std::vector<std::vector<size_t>> preds(n), succs(n);
@@ -191,7 +192,9 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
   // Forward: T, the remaining DAG packed at the share, critical stages
   // (longest path to the end) first.
   const Dims dims(dag, fair_share);
-  listPack(dag, preds, pathLengths(dag, succs), dims, &p.completion);
+  for (const Group& g : listPack(dag, preds, pathLengths(dag, succs), dims, &p.completion)) {
+    if (g.start == Millis(0)) p.start += dag[g.stage].task * g.count;
+  }
   // Reverse: the DAG packed backwards from T (the stages farthest from now
   // placed latest), so a task starts at T - its reverse end: as late as the
   // share allows without passing T.
@@ -206,8 +209,9 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
     first_start[g.stage] = std::min(first_start[g.stage], start);
     p.latest_finish[g.stage] = std::min(p.latest_finish[g.stage], p.completion - g.start);
     // A runnable stage's tasks that must start within their first duration.
-    if (dag[g.stage].deps.empty() && start < dag[g.stage].task_duration)
-      p.need_tasks[g.stage] += g.count;
+    const Millis within =
+        must_start_within < Millis(0) ? dag[g.stage].task_duration : must_start_within;
+    if (dag[g.stage].deps.empty() && start < within) p.need_tasks[g.stage] += g.count;
   }
   int64_t needed = 0;
   for (size_t i = 0; i < n; i++) {
@@ -239,7 +243,13 @@ AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
                                        const Resource& fair_share) const {
   if (dag.empty()) return {};
   CarbynePlan p = carbynePlan(dag, fair_share);
-  return AppHint{true, std::move(p.need), p.completion};
+  AppHint h{true, std::move(p.need), p.completion};
+  for (size_t i = 0; i < dag.size(); i++) {
+    if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
+  }
+  std::sort(h.needed.begin(), h.needed.end());
+  h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
+  return h;
 }
 
 AppHint CarbyneOrderingPolicy::planWithoutDag(const Resource& fair_share) const {
@@ -263,7 +273,14 @@ double CarbyneOrderingPolicy::userScore(const Resource& used, double weight,
 }
 
 double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
-  if (!in.hint.valid || !in.hint.need.fitsIn(in.used)) return 0.0;
+  if (!in.hint.valid) return 0.0;
+  if (!in.hint.need.fitsIn(in.used)) {
+    // Below the need: the need is the tasks the reverse packing starts now
+    // (§4.2), so the asks of those stages come first; a stage with slack
+    // runs on this allocation only when none of them is placeable here.
+    const auto& n = in.hint.needed;
+    return std::binary_search(n.begin(), n.end(), in.request_id) ? 1.0 : 0.0;
+  }
   return tetrisAlignment(in.need, in.node_free, in.node_total);
 }
 

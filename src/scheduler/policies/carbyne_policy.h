@@ -27,8 +27,10 @@
 //     term (eps x ln(1 + the job's estimated remaining seconds / tau),
 //     LeftoverPacking) is placed, so leftover favours jobs closest to
 //     completion and tasks that fit the node's free resources. Jobs below
-//     their need take their asks in priority order (the critical stages
-//     their AM asks first).
+//     their need take the asks of the stages their plan needs now first
+//     (AppHint::needed, matched by DagStage::request_id), then priority
+//     order; a stage with slack is served on that allocation only when no
+//     needed stage's task fits the node.
 //
 // Non-altruistic jobs (no DAG reported) yield nothing: their need is their
 // whole fair share (planWithoutDag), so below it they are in the DRF tier
@@ -63,13 +65,18 @@ struct CarbynePlan {
   std::vector<Millis> latest_finish;  // per stage: latest finish keeping T
   std::vector<int64_t> need_tasks;    // per stage: tasks needed now (0: not runnable, or slack)
   Resource need;                      // sum of need_tasks x task, capped at the fair share
+  Resource start;  // what the forward packing starts now: the most of the share the job can use
 };
 
 // Validates nothing: `dag` must satisfy DagStage's contract and be acyclic
 // (Scheduler::reportDag checks). A share smaller than a task (zero
 // included) runs one task at a time. O(task groups x stages): a group per
 // stage per wave of the tasks that fit in the share.
-CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share);
+// `must_start_within`: a runnable stage's tasks whose latest start is
+// below it are needed now; Millis(-1) (the policy's rule): below the
+// stage's task duration. Other values are for measurements of the rule.
+CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
+                        Millis must_start_within = Millis(-1));
 
 // The SRTF term of the leftover packing score: - eps x ln(1 + remaining
 // seconds / tau), next to an alignment that is at most the number of
@@ -116,8 +123,12 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
   double userScore(const Resource& used, double weight, const Resource& cluster,
                    double best_app) const override;
   // Leftover tier (hint valid and need held): the Tetris alignment
-  // sum over resources of need/node_total x node_free/node_total; 0 below
-  // the need (priority order decides).
+  // sum over resources of need/node_total x node_free/node_total. Below the
+  // need: 1 for an ask of a stage the plan needs now (its request id in
+  // hint.needed; the policy does not see how many of the stage's tasks
+  // run), else 0, so a job below its need spends its DRF-tier allocation on
+  // the tasks its plan must start now whatever its AM's priority order (Tez
+  // asks breadth-first); priority order decides among equals.
   double askScore(const AskInput& in) const override;
   // The leftover tier is packed across jobs.
   double packFrom() const override;

@@ -37,6 +37,9 @@ TEST(DagReportTest, UnfinishedStagesWithReindexedDeps) {
   EXPECT_EQ((*dag)[1].task_duration, Millis(5000));
   EXPECT_EQ((*dag)[1].deps, (std::vector<size_t>{0}));
   EXPECT_EQ((*dag)[1].task, Resource(256, 1));
+  // Each stage carries its name: the DAG AM's request id for its tasks.
+  EXPECT_EQ((*dag)[0].request_id, "side");
+  EXPECT_EQ((*dag)[1].request_id, "reduce");
 }
 
 // A stage without an estimate makes the app non-altruistic (no DAG); a

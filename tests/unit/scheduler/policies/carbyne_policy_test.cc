@@ -193,6 +193,26 @@ TEST(CarbynePackingTest, AlignmentIsNormalisedDotProduct) {
   const Resource need(4096, 1), below(2048, 1);
   EXPECT_DOUBLE_EQ(p.askScore({need, h, need, free, total}), 0.0234375);  // at its need
   EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total}), 0.0);       // below: priority
+  // Below the need, an ask of a stage the plan needs now comes first.
+  h.needed = {"b", "d"};
+  EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total, "b"}), 1.0);
+  EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total, "c"}), 0.0);
+  EXPECT_DOUBLE_EQ(p.askScore({need, h, need, free, total, "c"}), 0.0234375);  // at its need
+}
+
+// The hint names the stages whose tasks make up the need (by request id):
+// A (2 x 10 s) has slack next to B (1 x 60 s) at 4 slots, so only B is
+// needed; a stage without a request id is never named.
+TEST(CarbyneOrderingPolicyTest, HintNamesTheNeededStages) {
+  CarbyneOrderingPolicy p;
+  DagStage a = stage(2, 10), b = stage(1, 60);
+  a.request_id = "a";
+  b.request_id = "b";
+  AppHint h = p.planApp({a, b}, slots(4));
+  EXPECT_EQ(h.need, slots(1));
+  EXPECT_EQ(h.needed, (std::vector<std::string>{"b"}));
+  b.request_id.clear();
+  EXPECT_TRUE(p.planApp({a, b}, slots(4)).needed.empty());
 }
 
 // The factory knows drf, fifo, carbyne and phoenix; anything else names the field.
@@ -252,6 +272,37 @@ TEST(CarbyneSchedulerTest, AltruisticJobYieldsLeftoverToOtherJob) {
   auto m = grantsByApp(*s, kT0);
   EXPECT_EQ(m["short"], 6);
   EXPECT_EQ(m["alt"], 2);
+}
+
+// A job below its need runs the tasks its plan needs now, not the stage its
+// AM asks first. alt: A (2 x 10 s, asked first, priority 0) has slack next
+// to B (1 x 60 s, priority 1): at 4 slots T = 60 s and only B's task is
+// needed now. short: 6 x 10 s, need 3. On 8 slots alt's DRF-tier grant
+// goes to B; then short, closest to completion, takes 6 and alt's A the
+// last slot. Taking asks in priority order instead, alt got two A tasks and
+// B waited: alt's need (one task's worth) was held by A's task, so alt left
+// the DRF tier with its critical stage not started.
+TEST(CarbyneSchedulerTest, JobBelowItsNeedRunsTheNeededStageFirst) {
+  auto s = carbyneScheduler();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("alt"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->addApp(AppId("short"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage a = stage(2, 10), b = stage(1, 60);
+  a.request_id = "a";
+  b.request_id = "b";
+  ASSERT_TRUE(s->reportDag(AppId("alt"), {a, b}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("alt"), {ask(2, "a", 0), ask(1, "b", 1)}).isOk());
+  ASSERT_TRUE(s->reportDag(AppId("short"), {stage(6, 10)}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("short"), {ask(6)}).isOk());
+  auto r = s->schedulePass(kT0);
+  std::map<std::string, int> alt, by_app;
+  for (const auto& g : r.allocations) {
+    by_app[g.app.value()]++;
+    if (g.app.value() == "alt") alt[g.request_id]++;
+  }
+  EXPECT_EQ(by_app["short"], 6);
+  EXPECT_EQ(alt["b"], 1);
+  EXPECT_EQ(alt["a"], 1);
 }
 
 // The same jobs under DRF split the node 4 / 4 (the baseline the test above differs from).
