@@ -223,6 +223,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   size_t next = 0, finished = 0;
   TimePoint now = t0;
   PhoenixProgress progress(opts.progress, out.policy, jobs.size());
+  KindLongOccupancy occupancy(opts, t0);
   bool dirty = true;  // something arrived, finished or started since the last round
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
@@ -239,6 +240,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       const int32_t w = ends.top().second;
       ends.pop();
       PhoenixJob& j = jobs[*cluster.worker(w).running];
+      if (!j.is_short) occupancy.change(static_cast<int32_t>(w / slots), -1, now);
       cluster.taskFinished(w);
       if (++j.done == j.tasks) {
         j.finish = now;
@@ -250,6 +252,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       dirty = !started.empty();
       for (const auto& st : started) {
         PhoenixJob& j = jobs[st.job];
+        if (!j.is_short) occupancy.change(static_cast<int32_t>(st.worker / slots), 1, now);
         ends.emplace(now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration),
                      st.worker);
       }
@@ -269,6 +272,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
     now = *tick;
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
+  occupancy.finish(now, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

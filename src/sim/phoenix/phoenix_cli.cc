@@ -264,10 +264,16 @@ int runPhoenixCommand(PhoenixCliFlags f) {
       if (f.json) {
         nlohmann::json kinds = nlohmann::json::array();
         for (size_t k = 0; k < f.setup.opts.kinds.size(); k++) {
-          kinds.push_back({{"name", f.setup.opts.kinds[k].name},
-                           {"short_jobs", r->kind_short_count[k]},
-                           {"short_mean_s", r->kind_short_mean_s[k]},
-                           {"slowdown", slowdown(*r, k)}});
+          kinds.push_back(
+              {{"name", f.setup.opts.kinds[k].name},
+               {"short_jobs", r->kind_short_count[k]},
+               {"short_mean_s", r->kind_short_mean_s[k]},
+               {"slowdown", slowdown(*r, k)},
+               {"nodes", r->kind_nodes.size() > k ? r->kind_nodes[k] : 0},
+               {"long_share", r->kind_long_share.size() > k ? r->kind_long_share[k] : 0},
+               {"long_90_time", r->kind_long_90_time.size() > k ? r->kind_long_90_time[k] : 0},
+               {"long_full_time",
+                r->kind_long_full_time.size() > k ? r->kind_long_full_time[k] : 0}});
         }
         all.push_back({{"mix", f.setup.mix},
                        {"policy", name},
