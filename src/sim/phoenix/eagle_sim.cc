@@ -36,6 +36,23 @@ bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
 
 }  // namespace
 
+const char* eaglePolicyName(EagleQueueOrder order) {
+  switch (order) {
+    case EagleQueueOrder::kCrv:
+      return "phoenix-hybrid";
+    case EagleQueueOrder::kConstrainedFirst:
+      return "phoenix-hybrid-no-crv";
+    case EagleQueueOrder::kSrpt:
+      break;
+  }
+  return "eagle-c";
+}
+
+EagleCluster::EagleCluster(EagleOptions opts, uint64_t seed) : opts_(opts), seed_(seed) {
+  if (opts_.order == EagleQueueOrder::kCrv)
+    crv_ = std::make_unique<sched::ConstraintResourceVector>();
+}
+
 int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partition) {
   Worker w;
   w.attrs = std::move(attrs);
@@ -46,6 +63,10 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
     if (meetsAll(m.constraints, workers_.back().attrs)) m.workers.push_back(id);
   }
   idle_.insert(id);
+  if (crv_) {
+    crv_nodes_.push_back(
+        crv_->addNode(NodeId("w" + std::to_string(id)), workers_.back().attrs, /*free_vcores=*/1));
+  }
   return id;
 }
 
@@ -55,6 +76,7 @@ EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
   if (it != matching_.end()) return it->second;
   MatchSet m;
   m.constraints = cs;
+  m.constrained = std::any_of(cs.begin(), cs.end(), [](const auto& c) { return c.hard; });
   for (size_t i = 0; i < workers_.size(); i++) {
     if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
@@ -98,7 +120,8 @@ bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_d
       })) {
     return false;  // only short-partition workers match: no worker may run it
   }
-  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++};
+  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++, &set};
+  if (crv_) crv_->changeDemand(set.constraints, 1, task_duration, tasks);
   if (is_long) {
     set.long_jobs.push_back(job);
     return true;
@@ -116,6 +139,7 @@ void EagleCluster::taskFinished(int32_t worker) {
   w.running.reset();
   w.running_long = false;
   idle_.insert(worker);
+  if (crv_) crv_->nodeFreeChanged(crv_nodes_[static_cast<size_t>(worker)], 1);
 }
 
 int32_t EagleCluster::unlaunched(size_t job) const {
@@ -123,10 +147,32 @@ int32_t EagleCluster::unlaunched(size_t job) const {
   return it == jobs_.end() ? 0 : it->second.unlaunched;
 }
 
-// SRPT with starvation prevention; late binding drops probes of jobs with
-// nothing left to launch. Dropping them all first picks the same probe as
-// dropping them one by one when reached (a dead probe's remaining work is 0,
-// so SRPT reaches every dead probe before a live one), in one scan.
+Millis EagleCluster::estimatedWait(size_t job) const {
+  auto it = jobs_.find(job);
+  if (!crv_ || it == jobs_.end()) return Millis(0);
+  return crv_->estimatedWait(it->second.set->constraints, it->second.set->crv_ids);
+}
+
+int64_t EagleCluster::probeKey(const JobState& j) const {
+  const int64_t work = j.unlaunched * j.task_duration.count();
+  switch (opts_.order) {
+    case EagleQueueOrder::kCrv:
+      return work - crv_->estimatedWait(j.set->constraints, j.set->crv_ids).count();
+    case EagleQueueOrder::kConstrainedFirst:
+      // Unconstrained work after every constrained one (remaining work stays
+      // far below 2^62 ms).
+      return j.set->constrained ? work : work + (int64_t{1} << 62);
+    case EagleQueueOrder::kSrpt:
+      break;
+  }
+  return work;
+}
+
+// SRPT (or Phoenix's key, probeKey) with starvation prevention; late
+// binding drops probes of jobs with nothing left to launch. Dropping them all
+// first picks the same probe as dropping them one by one when reached: a dead
+// probe never launches a task and its job never gains one, so it only ever
+// leaves the queue, whichever order reaches it; in one scan.
 std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
   std::erase_if(w.probes, [this](const Probe& p) { return jobs_.at(p.job).unlaunched == 0; });
   if (w.probes.empty()) return std::nullopt;
@@ -137,8 +183,7 @@ std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
       pick = it;  // the oldest starving probe
       break;
     }
-    const JobState& j = jobs_.at(it->job);
-    const int64_t work = j.unlaunched * j.task_duration.count();
+    const int64_t work = probeKey(jobs_.at(it->job));
     if (pick == w.probes.end() || work < pick_work) {
       pick = it;
       pick_work = work;
@@ -173,6 +218,10 @@ void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) 
   w.running = job;
   w.running_long = j.is_long;
   w.sticky.reset();
+  if (crv_) {
+    crv_->changeDemand(j.set->constraints, 1, j.task_duration, -1);
+    crv_->nodeFreeChanged(crv_nodes_[static_cast<size_t>(worker)], -1);
+  }
   out.push_back(Started{job, worker});
 }
 
@@ -206,7 +255,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
-  out.policy = "eagle-c";
+  out.policy = eaglePolicyName(eagle.order);
   EagleCluster cluster(eagle, opts.seed);
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
