@@ -36,10 +36,10 @@ bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
 
 }  // namespace
 
-const char* eaglePolicyName(EagleQueueOrder order) {
-  switch (order) {
+const char* eaglePolicyName(const EagleOptions& opts) {
+  switch (opts.order) {
     case EagleQueueOrder::kCrv:
-      return "phoenix-hybrid";
+      return opts.crv_placement ? "phoenix-hybrid-placement" : "phoenix-hybrid";
     case EagleQueueOrder::kConstrainedFirst:
       return "phoenix-hybrid-no-crv";
     case EagleQueueOrder::kSrpt:
@@ -59,8 +59,12 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
   w.short_partition = short_partition;
   workers_.push_back(std::move(w));
   const auto id = static_cast<int32_t>(workers_.size()) - 1;
+  const bool placing = crv_ && opts_.crv_placement;
+  if (placing) worker_sets_.emplace_back();
   for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
-    if (meetsAll(m.constraints, workers_.back().attrs)) m.workers.push_back(id);
+    if (!meetsAll(m.constraints, workers_.back().attrs)) continue;
+    m.workers.push_back(id);
+    if (placing && m.constrained) worker_sets_.back().push_back(&m);
   }
   idle_.insert(id);
   if (crv_) {
@@ -80,26 +84,47 @@ EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
   for (size_t i = 0; i < workers_.size(); i++) {
     if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
-  return matching_.emplace(key, std::move(m)).first->second;
+  MatchSet& set = matching_.emplace(key, std::move(m)).first->second;
+  if (crv_ && opts_.crv_placement && set.constrained) {
+    for (int32_t w : set.workers) worker_sets_[static_cast<size_t>(w)].push_back(&set);
+  }
+  return set;
 }
 
 // probe_ratio x tasks distinct random matching workers, chosen first among
 // those not running long tasks (SSS: the short partition and idle or
 // short-busy general workers); only when these are too few, the rest among
 // matching workers running long tasks (the probe waits for the long task:
-// the head-of-line blocking Phoenix's reordering addresses).
-std::vector<int32_t> EagleCluster::probeTargets(size_t job,
-                                                const std::vector<int32_t>& match) const {
-  std::vector<int32_t> free, behind_long;
-  for (int32_t w : match) {
-    (workers_[static_cast<size_t>(w)].running_long ? behind_long : free).push_back(w);
-  }
+// the head-of-line blocking Phoenix's reordering addresses). phoenix-hybrid
+// splits the first group: workers without another constrained resource
+// under pressure first (eagle_sim.h); Eagle-C's draws are unchanged (the
+// middle pool is empty and draws nothing).
+std::vector<int32_t> EagleCluster::probeTargets(size_t job, const std::vector<int32_t>& match) {
+  std::vector<int32_t> free, pressured, behind_long;
   const JobState& j = jobs_.at(job);
+  const bool placing = crv_ && opts_.crv_placement;
+  if (placing) {  // CRV-aware placement: calm workers first
+    for (auto& [key, m] : matching_) {
+      m.pressured =
+          m.constrained && &m != j.set && crv_->estimatedWait(m.constraints, m.crv_ids) > Millis(0);
+    }
+  }
+  for (int32_t w : match) {
+    if (workers_[static_cast<size_t>(w)].running_long) {
+      behind_long.push_back(w);
+    } else if (placing && std::any_of(worker_sets_[static_cast<size_t>(w)].begin(),
+                                      worker_sets_[static_cast<size_t>(w)].end(),
+                                      [](const MatchSet* m) { return m->pressured; })) {
+      pressured.push_back(w);
+    } else {
+      free.push_back(w);
+    }
+  }
   size_t want = static_cast<size_t>(opts_.probe_ratio) * static_cast<size_t>(j.unlaunched);
   rng::Stream s(seed_, job, -1, "eagle-probe");
   uint64_t draw = 0;
   std::vector<int32_t> out;
-  for (auto* pool : {&free, &behind_long}) {
+  for (auto* pool : {&free, &pressured, &behind_long}) {
     const size_t n = std::min(pool->size(), want - out.size());
     for (size_t i = 0; i < n; i++) {
       size_t k = i + static_cast<size_t>(s.below(draw++, static_cast<int64_t>(pool->size() - i)));
@@ -255,7 +280,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
-  out.policy = eaglePolicyName(eagle.order);
+  out.policy = eaglePolicyName(eagle);
   EagleCluster cluster(eagle, opts.seed);
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);

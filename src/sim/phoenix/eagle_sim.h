@@ -55,7 +55,17 @@
 //    constrained probe whose scarce resource is expected to make it wait
 //    runs before probes of work that could run elsewhere, and with no
 //    constraint pressure (every estimate 0) the order is Eagle's SRPT.
-//  - Not modelled: CRV-aware probe placement (probes go where Eagle-C's go).
+//  - CRV-aware probe placement (the paper places probes with the CRV; its
+//    rule is not in this repository): not part of phoenix-hybrid, whose
+//    probes go where Eagle-C's go. Our candidate rule, measured apart as
+//    "phoenix-hybrid-placement" (crv_placement): among the workers SSS lets
+//    a job probe first (those not running long tasks), it probes first
+//    those that have no constrained resource, other than the ones it needs
+//    itself, with pending demand (CRV estimate > 0), then the others, then —
+//    as in Eagle-C — workers running long tasks, so work that can run
+//    elsewhere leaves the scarce workers to the tasks that can only run
+//    there. It cost short-job p99 in our runs (docs/experiments/phoenix.md),
+//    so the paper's Phoenix is modelled without it.
 //  - kConstrainedFirst ("phoenix-hybrid-no-crv", the ablation): reordering
 //    without the estimate — probes of jobs with a hard constraint before the
 //    others, SRPT within each group; no CRV is kept.
@@ -89,11 +99,13 @@ struct EagleOptions {
   int32_t probe_ratio = 2;       // probes per short task (Eagle/Sparrow: 2), >= 1
   int32_t starvation_bound = 5;  // times a probe may be passed over before it runs, >= 0
   EagleQueueOrder order = EagleQueueOrder::kSrpt;  // kSrpt: Eagle-C
+  bool crv_placement = false;                      // kCrv only: CRV-aware probe placement (above)
 };
 
-// The policy name of a run with `order`: "eagle-c", "phoenix-hybrid",
+// The policy name of a run with `opts`: "eagle-c", "phoenix-hybrid",
+// "phoenix-hybrid-placement" (kCrv with crv_placement),
 // "phoenix-hybrid-no-crv".
-const char* eaglePolicyName(EagleQueueOrder order);
+const char* eaglePolicyName(const EagleOptions& opts);
 
 // The distributed/centralized scheduling state of an Eagle-C cluster on a
 // virtual time line; the caller owns time and task completion (runEagleSim,
@@ -160,12 +172,13 @@ class EagleCluster {
     std::vector<int32_t> workers;
     std::deque<size_t> long_jobs;                       // FIFO
     sched::ConstraintResourceVector::Resolved crv_ids;  // kCrv: estimatedWait's cache
+    bool pressured = false;  // kCrv: CRV estimate > 0 at the last probe placement
   };
   // The queue key of a live probe's job (lower runs first).
   int64_t probeKey(const JobState& j) const;
 
   MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
-  std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching) const;
+  std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching);
   std::optional<size_t> takeProbe(Worker& w);
   std::optional<size_t> nextLong(int32_t worker);
   void start(int32_t worker, size_t job, std::vector<Started>& out);
@@ -176,6 +189,8 @@ class EagleCluster {
   // node each, crv_nodes_[worker]).
   std::unique_ptr<sched::ConstraintResourceVector> crv_;
   std::vector<sched::ConstraintResourceVector::NodeSlot*> crv_nodes_;
+  // kCrv with crv_placement: per worker, the constrained sets it meets.
+  std::vector<std::vector<MatchSet*>> worker_sets_;
   std::vector<Worker> workers_;
   std::unordered_map<size_t, JobState> jobs_;
   std::set<int32_t> idle_;  // workers running nothing
@@ -191,7 +206,7 @@ class EagleCluster {
 // over the node list (inShortPartition; for trace mixes the caller passes
 // opts.short_partition, where short_partition_first kinds put their nodes);
 // 1 s dispatch rounds, skipped when nothing arrived, finished or started
-// since the last (it would start nothing). policy = eaglePolicyName(order).
+// since the last (it would start nothing). policy = eaglePolicyName(eagle).
 // INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
 

@@ -26,7 +26,8 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
   if (!p.isOk()) {
     return invalidArgument("--policies", "unknown policy '" + name +
                                              "' (fifo, drf, carbyne, phoenix, phoenix-no-crv, "
-                                             "eagle-c, phoenix-hybrid, phoenix-hybrid-no-crv, "
+                                             "eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+                                             "phoenix-hybrid-no-crv, "
                                              "floor)");
   }
   return p;
@@ -35,11 +36,13 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
-  for (auto order : {EagleQueueOrder::kCrv, EagleQueueOrder::kConstrainedFirst}) {
-    if (name != eaglePolicyName(order)) continue;
+  for (auto [order, placement] : {std::pair{EagleQueueOrder::kCrv, false},
+                                  {EagleQueueOrder::kCrv, true},
+                                  {EagleQueueOrder::kConstrainedFirst, false}}) {
     EagleOptions e = f.eagle;
     e.order = order;
-    return runEagleSim(f.opts, e);
+    e.crv_placement = placement;
+    if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
@@ -221,7 +224,8 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
   c->add_option("--policies", f.policies,
                 "fifo, drf, phoenix-no-crv, phoenix (scheduler core); eagle-c, phoenix-hybrid "
                 "(the paper's Phoenix: Eagle-C with CRV worker-queue reordering), "
-                "phoenix-hybrid-no-crv; floor: no job waits (the bound under every scheduler)")
+                "phoenix-hybrid-placement, phoenix-hybrid-no-crv; floor: no job waits (the bound "
+                "under every scheduler)")
       ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
@@ -247,7 +251,7 @@ int runPhoenixCommand(PhoenixCliFlags f) {
   }
   for (const auto& name : f.policies) {  // before any output: bad input leaves one line
     if (name == "eagle-c" || name == "floor" || name == "phoenix-hybrid" ||
-        name == "phoenix-hybrid-no-crv")
+        name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-no-crv")
       continue;
     if (auto p = policyByName(name); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";

@@ -232,6 +232,36 @@ TEST(EagleSimTest, CrvTracksPendingTasksAndIdleWorkers) {
   EXPECT_EQ(c.estimatedWait(1), Millis(38000));
 }
 
+// CRV-aware probe placement (phoenix-hybrid-placement): while aarch64 tasks
+// are pending (the aarch64 workers' resource is under pressure), an
+// unconstrained job probes the x86_64 workers (free of pressure) first;
+// Eagle-C probes all four alike.
+TEST(EagleSimTest, CrvPlacementLeavesPressuredWorkersToConstrainedWork) {
+  auto probes = [](EagleQueueOrder order, uint64_t seed) {
+    EagleOptions o;
+    o.order = order;
+    o.crv_placement = true;  // ignored by Eagle-C
+    EagleCluster c(o, seed);
+    c.addWorker(isa("aarch64"), false);
+    c.addWorker(isa("aarch64"), false);
+    c.addWorker(isa("x86_64"), false);
+    c.addWorker(isa("x86_64"), false);
+    EXPECT_TRUE(c.submit(0, false, 4, Millis(5000), {isaIn("aarch64")}));
+    if (order == EagleQueueOrder::kCrv) {
+      EXPECT_GT(c.estimatedWait(0), Millis(0));
+    }
+    EXPECT_TRUE(c.submit(1, false, 1, Millis(1000), {}));
+    return probedWorkers(c, 4, 1);
+  };
+  bool eagle_used_aarch64 = false;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    EXPECT_EQ(probes(EagleQueueOrder::kCrv, seed), (std::set<int32_t>{2, 3})) << seed;
+    const auto e = probes(EagleQueueOrder::kSrpt, seed);
+    eagle_used_aarch64 = eagle_used_aarch64 || e.count(0) > 0 || e.count(1) > 0;
+  }
+  EXPECT_TRUE(eagle_used_aarch64);
+}
+
 // With no constraint pressure (no job has a constraint, so every estimate
 // is 0) Phoenix's queues keep Eagle's SRPT order: the same jobs finish at
 // the same times (equal digests), while with contended constraints the two
