@@ -36,16 +36,41 @@ bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
 
 }  // namespace
 
+const char* eaglePolicyName(const EagleOptions& opts) {
+  switch (opts.order) {
+    case EagleQueueOrder::kCrv:
+      return opts.crv_placement ? "phoenix-hybrid-placement" : "phoenix-hybrid";
+    case EagleQueueOrder::kConstrainedFirst:
+      return "phoenix-hybrid-no-crv";
+    case EagleQueueOrder::kSrpt:
+      break;
+  }
+  return "eagle-c";
+}
+
+EagleCluster::EagleCluster(EagleOptions opts, uint64_t seed) : opts_(opts), seed_(seed) {
+  if (opts_.order == EagleQueueOrder::kCrv)
+    crv_ = std::make_unique<sched::ConstraintResourceVector>();
+}
+
 int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partition) {
   Worker w;
   w.attrs = std::move(attrs);
   w.short_partition = short_partition;
   workers_.push_back(std::move(w));
   const auto id = static_cast<int32_t>(workers_.size()) - 1;
+  const bool placing = crv_ && opts_.crv_placement;
+  if (placing) worker_sets_.emplace_back();
   for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
-    if (meetsAll(m.constraints, workers_.back().attrs)) m.workers.push_back(id);
+    if (!meetsAll(m.constraints, workers_.back().attrs)) continue;
+    m.workers.push_back(id);
+    if (placing && m.constrained) worker_sets_.back().push_back(&m);
   }
   idle_.insert(id);
+  if (crv_) {
+    crv_nodes_.push_back(
+        crv_->addNode(NodeId("w" + std::to_string(id)), workers_.back().attrs, /*free_vcores=*/1));
+  }
   return id;
 }
 
@@ -55,29 +80,51 @@ EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
   if (it != matching_.end()) return it->second;
   MatchSet m;
   m.constraints = cs;
+  m.constrained = std::any_of(cs.begin(), cs.end(), [](const auto& c) { return c.hard; });
   for (size_t i = 0; i < workers_.size(); i++) {
     if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
-  return matching_.emplace(key, std::move(m)).first->second;
+  MatchSet& set = matching_.emplace(key, std::move(m)).first->second;
+  if (crv_ && opts_.crv_placement && set.constrained) {
+    for (int32_t w : set.workers) worker_sets_[static_cast<size_t>(w)].push_back(&set);
+  }
+  return set;
 }
 
 // probe_ratio x tasks distinct random matching workers, chosen first among
 // those not running long tasks (SSS: the short partition and idle or
 // short-busy general workers); only when these are too few, the rest among
 // matching workers running long tasks (the probe waits for the long task:
-// the head-of-line blocking Phoenix's reordering addresses).
-std::vector<int32_t> EagleCluster::probeTargets(size_t job,
-                                                const std::vector<int32_t>& match) const {
-  std::vector<int32_t> free, behind_long;
-  for (int32_t w : match) {
-    (workers_[static_cast<size_t>(w)].running_long ? behind_long : free).push_back(w);
-  }
+// the head-of-line blocking Phoenix's reordering addresses). phoenix-hybrid
+// splits the first group: workers without another constrained resource
+// under pressure first (eagle_sim.h); Eagle-C's draws are unchanged (the
+// middle pool is empty and draws nothing).
+std::vector<int32_t> EagleCluster::probeTargets(size_t job, const std::vector<int32_t>& match) {
+  std::vector<int32_t> free, pressured, behind_long;
   const JobState& j = jobs_.at(job);
+  const bool placing = crv_ && opts_.crv_placement;
+  if (placing) {  // CRV-aware placement: calm workers first
+    for (auto& [key, m] : matching_) {
+      m.pressured =
+          m.constrained && &m != j.set && crv_->estimatedWait(m.constraints, m.crv_ids) > Millis(0);
+    }
+  }
+  for (int32_t w : match) {
+    if (workers_[static_cast<size_t>(w)].running_long) {
+      behind_long.push_back(w);
+    } else if (placing && std::any_of(worker_sets_[static_cast<size_t>(w)].begin(),
+                                      worker_sets_[static_cast<size_t>(w)].end(),
+                                      [](const MatchSet* m) { return m->pressured; })) {
+      pressured.push_back(w);
+    } else {
+      free.push_back(w);
+    }
+  }
   size_t want = static_cast<size_t>(opts_.probe_ratio) * static_cast<size_t>(j.unlaunched);
   rng::Stream s(seed_, job, -1, "eagle-probe");
   uint64_t draw = 0;
   std::vector<int32_t> out;
-  for (auto* pool : {&free, &behind_long}) {
+  for (auto* pool : {&free, &pressured, &behind_long}) {
     const size_t n = std::min(pool->size(), want - out.size());
     for (size_t i = 0; i < n; i++) {
       size_t k = i + static_cast<size_t>(s.below(draw++, static_cast<int64_t>(pool->size() - i)));
@@ -98,7 +145,8 @@ bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_d
       })) {
     return false;  // only short-partition workers match: no worker may run it
   }
-  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++};
+  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++, &set};
+  if (crv_) crv_->changeDemand(set.constraints, 1, task_duration, tasks);
   if (is_long) {
     set.long_jobs.push_back(job);
     return true;
@@ -116,6 +164,7 @@ void EagleCluster::taskFinished(int32_t worker) {
   w.running.reset();
   w.running_long = false;
   idle_.insert(worker);
+  if (crv_) crv_->nodeFreeChanged(crv_nodes_[static_cast<size_t>(worker)], 1);
 }
 
 int32_t EagleCluster::unlaunched(size_t job) const {
@@ -123,10 +172,32 @@ int32_t EagleCluster::unlaunched(size_t job) const {
   return it == jobs_.end() ? 0 : it->second.unlaunched;
 }
 
-// SRPT with starvation prevention; late binding drops probes of jobs with
-// nothing left to launch. Dropping them all first picks the same probe as
-// dropping them one by one when reached (a dead probe's remaining work is 0,
-// so SRPT reaches every dead probe before a live one), in one scan.
+Millis EagleCluster::estimatedWait(size_t job) const {
+  auto it = jobs_.find(job);
+  if (!crv_ || it == jobs_.end()) return Millis(0);
+  return crv_->estimatedWait(it->second.set->constraints, it->second.set->crv_ids);
+}
+
+int64_t EagleCluster::probeKey(const JobState& j) const {
+  const int64_t work = j.unlaunched * j.task_duration.count();
+  switch (opts_.order) {
+    case EagleQueueOrder::kCrv:
+      return work - crv_->estimatedWait(j.set->constraints, j.set->crv_ids).count();
+    case EagleQueueOrder::kConstrainedFirst:
+      // Unconstrained work after every constrained one (remaining work stays
+      // far below 2^62 ms).
+      return j.set->constrained ? work : work + (int64_t{1} << 62);
+    case EagleQueueOrder::kSrpt:
+      break;
+  }
+  return work;
+}
+
+// SRPT (or Phoenix's key, probeKey) with starvation prevention; late
+// binding drops probes of jobs with nothing left to launch. Dropping them all
+// first picks the same probe as dropping them one by one when reached: a dead
+// probe never launches a task and its job never gains one, so it only ever
+// leaves the queue, whichever order reaches it; in one scan.
 std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
   std::erase_if(w.probes, [this](const Probe& p) { return jobs_.at(p.job).unlaunched == 0; });
   if (w.probes.empty()) return std::nullopt;
@@ -137,8 +208,7 @@ std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
       pick = it;  // the oldest starving probe
       break;
     }
-    const JobState& j = jobs_.at(it->job);
-    const int64_t work = j.unlaunched * j.task_duration.count();
+    const int64_t work = probeKey(jobs_.at(it->job));
     if (pick == w.probes.end() || work < pick_work) {
       pick = it;
       pick_work = work;
@@ -173,6 +243,10 @@ void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) 
   w.running = job;
   w.running_long = j.is_long;
   w.sticky.reset();
+  if (crv_) {
+    crv_->changeDemand(j.set->constraints, 1, j.task_duration, -1);
+    crv_->nodeFreeChanged(crv_nodes_[static_cast<size_t>(worker)], -1);
+  }
   out.push_back(Started{job, worker});
 }
 
@@ -206,7 +280,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
-  out.policy = "eagle-c";
+  out.policy = eaglePolicyName(eagle);
   EagleCluster cluster(eagle, opts.seed);
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
@@ -223,6 +297,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   size_t next = 0, finished = 0;
   TimePoint now = t0;
   PhoenixProgress progress(opts.progress, out.policy, jobs.size());
+  KindLongOccupancy occupancy(opts, t0);
   bool dirty = true;  // something arrived, finished or started since the last round
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
@@ -239,6 +314,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       const int32_t w = ends.top().second;
       ends.pop();
       PhoenixJob& j = jobs[*cluster.worker(w).running];
+      if (!j.is_short) occupancy.change(static_cast<int32_t>(w / slots), -1, now);
       cluster.taskFinished(w);
       if (++j.done == j.tasks) {
         j.finish = now;
@@ -250,6 +326,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       dirty = !started.empty();
       for (const auto& st : started) {
         PhoenixJob& j = jobs[st.job];
+        if (!j.is_short) occupancy.change(static_cast<int32_t>(st.worker / slots), 1, now);
         ends.emplace(now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration),
                      st.worker);
       }
@@ -269,6 +346,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
     now = *tick;
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
+  occupancy.finish(now, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

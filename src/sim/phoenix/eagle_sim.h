@@ -31,12 +31,52 @@
 // Simplifications (stated, all in Eagle's favour): SSS is exact (no stale
 // view, so no rejected probes and no re-probing), messages take no time.
 //
+// Phoenix as its paper defines it ("phoenix-hybrid"; Thinakaran et al.,
+// ICDCS'17 §IV: "a constraint-aware hybrid scheduler" built on Eagle) is
+// this cluster with one change, the order of each worker's probe queue
+// (EagleQueueOrder::kCrv). Everything else — partitions, the centralized
+// FCFS long-job scheduler, SSS, constraint-aware probing, late binding, SBP,
+// the starvation bound — is Eagle-C's, unchanged.
+//  - What the paper specifies: a Constraint Resource Vector per constrained
+//    resource (demand over supply), an M/G/1 estimate of the waiting time of
+//    the tasks needing it, and worker queues reordered with it so short and
+//    constrained tasks at constrained workers do not wait behind others.
+//  - Our choices (the paper's exact rule, thresholds and CRV refresh period
+//    are not in this repository): the CRV is sched::ConstraintResourceVector
+//    (crv.h, the scheduler core's), one CRV node per worker with 1 vcore free
+//    when idle and 0 when running a task; demand = every task not yet
+//    launched (short jobs' and queued long jobs') of 1 vcore and its job's
+//    expected duration, so supply is the idle matching workers and the
+//    estimate is exact at every decision (no refresh period). A worker picks
+//    the probe of least  remaining work - estimated wait  (remaining work =
+//    unlaunched tasks x expected task duration, Eagle's SRPT key; estimated
+//    wait = CRV M/G/1 wait of the job's hard constraints, ms, 0 without
+//    any), ties to the oldest probe, with Eagle's starvation bound kept: a
+//    constrained probe whose scarce resource is expected to make it wait
+//    runs before probes of work that could run elsewhere, and with no
+//    constraint pressure (every estimate 0) the order is Eagle's SRPT.
+//  - CRV-aware probe placement (the paper places probes with the CRV; its
+//    rule is not in this repository): not part of phoenix-hybrid, whose
+//    probes go where Eagle-C's go. Our candidate rule, measured apart as
+//    "phoenix-hybrid-placement" (crv_placement): among the workers SSS lets
+//    a job probe first (those not running long tasks), it probes first
+//    those that have no constrained resource, other than the ones it needs
+//    itself, with pending demand (CRV estimate > 0), then the others, then —
+//    as in Eagle-C — workers running long tasks, so work that can run
+//    elsewhere leaves the scarce workers to the tasks that can only run
+//    there. It cost short-job p99 in our runs (docs/experiments/phoenix.md),
+//    so the paper's Phoenix is modelled without it.
+//  - kConstrainedFirst ("phoenix-hybrid-no-crv", the ablation): reordering
+//    without the estimate — probes of jobs with a hard constraint before the
+//    others, SRPT within each group; no CRV is kept.
+//
 // Thread-safety: none; one simulation per object.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -50,11 +90,22 @@
 
 namespace morpheus::sim {
 
+// A worker's probe queue order: Eagle's SRPT, Phoenix's CRV reordering, or
+// the reordering without the CRV estimate (above).
+enum class EagleQueueOrder { kSrpt, kCrv, kConstrainedFirst };
+
 struct EagleOptions {
   double short_partition = 0.1;  // share of nodes reserved for short work, [0, 1)
   int32_t probe_ratio = 2;       // probes per short task (Eagle/Sparrow: 2), >= 1
   int32_t starvation_bound = 5;  // times a probe may be passed over before it runs, >= 0
+  EagleQueueOrder order = EagleQueueOrder::kSrpt;  // kSrpt: Eagle-C
+  bool crv_placement = false;                      // kCrv only: CRV-aware probe placement (above)
 };
+
+// The policy name of a run with `opts`: "eagle-c", "phoenix-hybrid",
+// "phoenix-hybrid-placement" (kCrv with crv_placement),
+// "phoenix-hybrid-no-crv".
+const char* eaglePolicyName(const EagleOptions& opts);
 
 // The distributed/centralized scheduling state of an Eagle-C cluster on a
 // virtual time line; the caller owns time and task completion (runEagleSim,
@@ -78,7 +129,7 @@ class EagleCluster {
     int32_t worker = 0;
   };
 
-  EagleCluster(EagleOptions opts, uint64_t seed) : opts_(opts), seed_(seed) {}
+  EagleCluster(EagleOptions opts, uint64_t seed);
 
   int32_t addWorker(sched::NodeAttributes attrs, bool short_partition);
 
@@ -100,30 +151,46 @@ class EagleCluster {
 
   const Worker& worker(int32_t w) const { return workers_[static_cast<size_t>(w)]; }
   int32_t unlaunched(size_t job) const;
+  // kCrv: the CRV's M/G/1 wait estimate of job `job`'s hard constraints now
+  // (0 for other orders or an unknown job).
+  Millis estimatedWait(size_t job) const;
 
  private:
+  struct MatchSet;
   struct JobState {
     bool is_long = false;
     int32_t unlaunched = 0;
     Millis task_duration{0};
-    uint64_t seq = 0;  // submission order
+    uint64_t seq = 0;         // submission order
+    MatchSet* set = nullptr;  // its constraint set (std::map values do not move)
   };
   // The workers meeting one set of hard constraints (ascending; kept up to
   // date as workers are added) and the long jobs queued with that set.
   struct MatchSet {
     std::vector<sched::PlacementConstraint> constraints;
+    bool constrained = false;  // has a hard constraint
     std::vector<int32_t> workers;
-    std::deque<size_t> long_jobs;  // FIFO
+    std::deque<size_t> long_jobs;                       // FIFO
+    sched::ConstraintResourceVector::Resolved crv_ids;  // kCrv: estimatedWait's cache
+    bool pressured = false;  // kCrv: CRV estimate > 0 at the last probe placement
   };
+  // The queue key of a live probe's job (lower runs first).
+  int64_t probeKey(const JobState& j) const;
 
   MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
-  std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching) const;
+  std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching);
   std::optional<size_t> takeProbe(Worker& w);
   std::optional<size_t> nextLong(int32_t worker);
   void start(int32_t worker, size_t job, std::vector<Started>& out);
 
   EagleOptions opts_;
   uint64_t seed_;
+  // kCrv only: demand = unlaunched tasks, supply = idle workers (one CRV
+  // node each, crv_nodes_[worker]).
+  std::unique_ptr<sched::ConstraintResourceVector> crv_;
+  std::vector<sched::ConstraintResourceVector::NodeSlot*> crv_nodes_;
+  // kCrv with crv_placement: per worker, the constrained sets it meets.
+  std::vector<std::vector<MatchSet*>> worker_sets_;
   std::vector<Worker> workers_;
   std::unordered_map<size_t, JobState> jobs_;
   std::set<int32_t> idle_;  // workers running nothing
@@ -139,7 +206,7 @@ class EagleCluster {
 // over the node list (inShortPartition; for trace mixes the caller passes
 // opts.short_partition, where short_partition_first kinds put their nodes);
 // 1 s dispatch rounds, skipped when nothing arrived, finished or started
-// since the last (it would start nothing). policy = "eagle-c".
+// since the last (it would start nothing). policy = eaglePolicyName(eagle).
 // INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
 

@@ -26,7 +26,9 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
   if (!p.isOk()) {
     return invalidArgument("--policies", "unknown policy '" + name +
                                              "' (fifo, drf, carbyne, phoenix, phoenix-no-crv, "
-                                             "eagle-c, floor)");
+                                             "eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+                                             "phoenix-hybrid-no-crv, "
+                                             "floor)");
   }
   return p;
 }
@@ -34,6 +36,14 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
+  for (auto [order, placement] : {std::pair{EagleQueueOrder::kCrv, false},
+                                  {EagleQueueOrder::kCrv, true},
+                                  {EagleQueueOrder::kConstrainedFirst, false}}) {
+    EagleOptions e = f.eagle;
+    e.order = order;
+    e.crv_placement = placement;
+    if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
+  }
   if (name == "floor") return runPhoenixFloor(f.opts);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
   return runPhoenixSim(f.opts, policy);
@@ -212,8 +222,10 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
       ->capture_default_str();
   c->add_option("--seeds", f.seeds, "Workload seeds")->capture_default_str();
   c->add_option("--policies", f.policies,
-                "fifo, drf, phoenix-no-crv, phoenix, eagle-c; floor: no job waits (the bound under "
-                "every scheduler)")
+                "fifo, drf, phoenix-no-crv, phoenix (scheduler core); eagle-c, phoenix-hybrid "
+                "(the paper's Phoenix: Eagle-C with CRV worker-queue reordering), "
+                "phoenix-hybrid-placement, phoenix-hybrid-no-crv; floor: no job waits (the bound "
+                "under every scheduler)")
       ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
@@ -238,7 +250,9 @@ int runPhoenixCommand(PhoenixCliFlags f) {
     return 2;
   }
   for (const auto& name : f.policies) {  // before any output: bad input leaves one line
-    if (name == "eagle-c" || name == "floor") continue;
+    if (name == "eagle-c" || name == "floor" || name == "phoenix-hybrid" ||
+        name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-no-crv")
+      continue;
     if (auto p = policyByName(name); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";
       return 2;
@@ -264,10 +278,16 @@ int runPhoenixCommand(PhoenixCliFlags f) {
       if (f.json) {
         nlohmann::json kinds = nlohmann::json::array();
         for (size_t k = 0; k < f.setup.opts.kinds.size(); k++) {
-          kinds.push_back({{"name", f.setup.opts.kinds[k].name},
-                           {"short_jobs", r->kind_short_count[k]},
-                           {"short_mean_s", r->kind_short_mean_s[k]},
-                           {"slowdown", slowdown(*r, k)}});
+          kinds.push_back(
+              {{"name", f.setup.opts.kinds[k].name},
+               {"short_jobs", r->kind_short_count[k]},
+               {"short_mean_s", r->kind_short_mean_s[k]},
+               {"slowdown", slowdown(*r, k)},
+               {"nodes", r->kind_nodes.size() > k ? r->kind_nodes[k] : 0},
+               {"long_share", r->kind_long_share.size() > k ? r->kind_long_share[k] : 0},
+               {"long_90_time", r->kind_long_90_time.size() > k ? r->kind_long_90_time[k] : 0},
+               {"long_full_time",
+                r->kind_long_full_time.size() > k ? r->kind_long_full_time[k] : 0}});
         }
         all.push_back({{"mix", f.setup.mix},
                        {"policy", name},

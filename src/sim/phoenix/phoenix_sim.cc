@@ -189,6 +189,64 @@ void PhoenixProgress::at(Millis simulated, size_t finished) {
                static_cast<long long>(next_hour_ - 1), finished, jobs_, wall);
 }
 
+KindLongOccupancy::KindLongOccupancy(const PhoenixSimOptions& opts, TimePoint t0)
+    : start_(t0), end_(t0 + opts.arrivals), last_(t0) {
+  const size_t kinds = opts.mix == PhoenixMix::kSynthetic ? 0 : opts.kinds.size();
+  capacity_.assign(kinds, 0);
+  held_.assign(kinds, 0);
+  nodes_.assign(kinds, 0);
+  area_.assign(kinds, 0);
+  t90_.assign(kinds, 0);
+  tfull_.assign(kinds, 0);
+  if (kinds == 0) return;
+  for (int32_t i = 0; i < opts.nodes; i++) {
+    const auto attrs = phoenixNodeAttributes(opts, i);
+    std::vector<size_t> has;
+    for (size_t k = 0; k < kinds; k++) {
+      auto it = attrs.find(opts.kinds[k].name);
+      if (it == attrs.end() || it->second != "yes") continue;
+      has.push_back(k);
+      capacity_[k] += opts.node_size.vcores();
+      nodes_[k]++;
+    }
+    node_kinds_.push_back(std::move(has));
+  }
+}
+
+void KindLongOccupancy::advance(TimePoint now) {
+  const TimePoint to = std::min(now, end_);
+  if (to <= last_) return;
+  const auto dt = static_cast<double>((to - last_).count());
+  for (size_t k = 0; k < held_.size(); k++) {
+    area_[k] += dt * static_cast<double>(held_[k]);
+    if (capacity_[k] > 0 && held_[k] * 10 >= capacity_[k] * 9) t90_[k] += dt;
+    if (capacity_[k] > 0 && held_[k] >= capacity_[k]) tfull_[k] += dt;
+  }
+  last_ = to;
+}
+
+void KindLongOccupancy::change(int32_t node, int64_t delta, TimePoint now) {
+  if (node_kinds_.empty()) return;
+  advance(now);
+  for (size_t k : node_kinds_[static_cast<size_t>(node)]) held_[k] += delta;
+}
+
+void KindLongOccupancy::finish(TimePoint now, PhoenixSimResult& out) {
+  advance(now);
+  const auto window = static_cast<double>((last_ - start_).count());
+  out.kind_nodes = nodes_;
+  out.kind_long_share.assign(held_.size(), 0);
+  out.kind_long_90_time.assign(held_.size(), 0);
+  out.kind_long_full_time.assign(held_.size(), 0);
+  if (window <= 0) return;
+  for (size_t k = 0; k < held_.size(); k++) {
+    if (capacity_[k] > 0)
+      out.kind_long_share[k] = area_[k] / window / static_cast<double>(capacity_[k]);
+    out.kind_long_90_time[k] = t90_[k] / window;
+    out.kind_long_full_time[k] = tfull_[k] / window;
+  }
+}
+
 Percentiles percentilesOf(std::vector<double> v) {
   Percentiles p;
   p.count = static_cast<int64_t>(v.size());
@@ -339,6 +397,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
     TimePoint at;
     size_t job;
     ContainerId container;
+    int32_t node;
     bool operator>(const End& o) const { return at > o.at; }
   };
   std::priority_queue<End, std::vector<End>, std::greater<>> ends;
@@ -346,6 +405,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
   TimePoint now = t0;
   PhoenixProgress progress(opts.progress, out.policy, jobs.size());
   const Resource task(2048, 1);
+  KindLongOccupancy occupancy(opts, t0);
   bool dirty = true;  // state changed since the last pass, or it allocated
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
@@ -376,6 +436,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
       ends.pop();
       MORPHEUS_RETURN_IF_ERROR(s->containerCompleted(e.container).status());
       PhoenixJob& j = jobs[e.job];
+      if (!j.is_short) occupancy.change(e.node, -task.vcores(), now);
       if (++j.done == j.tasks) {
         j.finish = now;
         finished++;
@@ -388,8 +449,10 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
       for (const auto& a : allocations) {
         const size_t ji = std::stoul(a.app.value().substr(3));
         PhoenixJob& j = jobs[ji];
-        ends.push(
-            End{now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), ji, a.container});
+        const auto node = static_cast<int32_t>(std::stol(a.node.value().substr(1)));
+        if (!j.is_short) occupancy.change(node, task.vcores(), now);
+        ends.push(End{now + phoenixTaskRunTime(opts.seed, ji, j.started++, j.duration), ji,
+                      a.container, node});
       }
     }
     progress.at(now - t0, finished);
@@ -408,6 +471,7 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
     now = *tick;
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
+  occupancy.finish(now, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

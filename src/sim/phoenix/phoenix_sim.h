@@ -102,6 +102,15 @@ struct PhoenixSimResult {
   std::vector<int64_t> kind_short_count;
   double unconstrained_short_mean_s = 0;
   double constrained_task_share = 0;
+  // Trace mixes, per constraint kind: how much of the vcores of the nodes
+  // having it long tasks hold, over the arrival window (KindLongOccupancy):
+  // the time-average share, and the share of the window during which they
+  // hold at least 90% and all of them. The cause Phoenix's losses on the
+  // scheduler core were ascribed to, measured (no decision depends on it).
+  std::vector<int32_t> kind_nodes;
+  std::vector<double> kind_long_share;
+  std::vector<double> kind_long_90_time;
+  std::vector<double> kind_long_full_time;
   // FNV-1a over every job's (index, rejected, finish ms since its submit):
   // two runs scheduled every job alike iff (but for collisions) the digests
   // match. Identity checks of changes meant not to alter decisions.
@@ -161,6 +170,29 @@ class PhoenixProgress {
   size_t jobs_;
   int64_t next_hour_ = 1;
   std::chrono::steady_clock::time_point wall0_;
+};
+
+// Long-task occupancy of each constraint kind's nodes (the kind_long_*
+// fields of PhoenixSimResult), accumulated as tasks start and end on a
+// virtual time line over [t0, t0 + opts.arrivals): every change of a node's
+// long vcores adds the elapsed interval at the previous level. Kinds are the
+// trace mixes' (a node has kind k when its attribute kinds[k].name is
+// "yes"); empty for the synthetic mix. Not thread-safe; one per run.
+class KindLongOccupancy {
+ public:
+  KindLongOccupancy(const PhoenixSimOptions& opts, TimePoint t0);
+  // Long tasks on node `node` hold `delta` vcores more (negative: fewer) from `now`.
+  void change(int32_t node, int64_t delta, TimePoint now);
+  // Closes the window (at its end, or `now` if earlier) into out.kind_*.
+  void finish(TimePoint now, PhoenixSimResult& out);
+
+ private:
+  void advance(TimePoint now);
+  TimePoint start_, end_, last_;
+  std::vector<std::vector<size_t>> node_kinds_;  // kinds each node has
+  std::vector<int64_t> capacity_, held_;         // vcores per kind
+  std::vector<int32_t> nodes_;
+  std::vector<double> area_, t90_, tfull_;  // vcore-ms, ms, ms
 };
 
 // Nearest-rank percentiles (seconds in, seconds out).

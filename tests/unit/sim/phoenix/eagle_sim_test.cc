@@ -176,6 +176,115 @@ TEST(EagleSimTest, PhoenixBeatsEagleCOnConstrainedShortTail) {
   EXPECT_LE(p->long_unconstrained.mean, e->long_unconstrained.mean);
 }
 
+// Phoenix (the paper's, on Eagle-C): two single-worker kinds, both busy; an
+// unconstrained 1 s job probes both, then a job needing the only aarch64
+// worker (2 tasks of 5 s, more remaining work) probes it. Eagle's SRPT runs
+// the unconstrained probe there first; under the CRV the aarch64 resource is
+// saturated (2 tasks pending, no idle worker has it: rho at the cap, wait
+// 19 x E[S^2] / 2E[S] = 47.5 s), so the constrained probe jumps ahead; the
+// reordering without the estimate puts it first as well.
+TEST(EagleSimTest, CrvMovesAConstrainedProbeAheadAtAScarceWorker) {
+  auto firstAtScarceWorker = [](EagleQueueOrder order, Millis* wait_b, Millis* wait_a) {
+    EagleOptions o;
+    o.order = order;
+    EagleCluster c(o, 1);
+    c.addWorker(isa("aarch64"), false);                      // worker 0
+    c.addWorker(isa("x86_64"), false);                       // worker 1
+    EXPECT_TRUE(c.submit(10, false, 2, Millis(60000), {}));  // occupies both
+    EXPECT_EQ(c.dispatch().size(), 2u);
+    EXPECT_TRUE(c.submit(1, false, 1, Millis(1000), {}));                  // A: probes both
+    EXPECT_TRUE(c.submit(2, false, 2, Millis(5000), {isaIn("aarch64")}));  // B: worker 0
+    EXPECT_EQ(probedWorkers(c, 2, 2), (std::set<int32_t>{0}));
+    *wait_b = c.estimatedWait(2);
+    *wait_a = c.estimatedWait(1);
+    c.taskFinished(0);
+    auto started = c.dispatch();
+    EXPECT_EQ(started.size(), 1u);
+    return started.empty() ? size_t{99} : started[0].job;
+  };
+  Millis wb(0), wa(0);
+  EXPECT_EQ(firstAtScarceWorker(EagleQueueOrder::kSrpt, &wb, &wa), 1u);
+  EXPECT_EQ(wb, Millis(0));  // Eagle-C keeps no CRV
+  EXPECT_EQ(firstAtScarceWorker(EagleQueueOrder::kCrv, &wb, &wa), 2u);
+  EXPECT_EQ(wb, Millis(47500));
+  EXPECT_EQ(wa, Millis(0));
+  EXPECT_EQ(firstAtScarceWorker(EagleQueueOrder::kConstrainedFirst, &wb, &wa), 2u);
+}
+
+// The CRV's supply is the idle matching workers: with one aarch64 worker
+// idle for two pending aarch64 tasks the estimate is rho = 2 / 1 capped at
+// 0.95; once the worker runs the first task and the second is pending
+// (demand 1, supply 0) it stays at the cap; with nothing pending it is 0.
+TEST(EagleSimTest, CrvTracksPendingTasksAndIdleWorkers) {
+  EagleOptions o;
+  o.order = EagleQueueOrder::kCrv;
+  EagleCluster c(o, 1);
+  c.addWorker(isa("aarch64"), false);
+  c.addWorker(isa("aarch64"), false);
+  c.addWorker(isa("x86_64"), false);
+  ASSERT_TRUE(c.submit(0, false, 1, Millis(4000), {isaIn("aarch64")}));
+  // demand 1 vcore over 2 idle aarch64 workers: rho 0.5, wait = 1 x 4000 / 2.
+  EXPECT_EQ(c.estimatedWait(0), Millis(2000));
+  ASSERT_EQ(c.dispatch().size(), 1u);
+  EXPECT_EQ(c.estimatedWait(0), Millis(0));  // nothing pending
+  ASSERT_TRUE(c.submit(1, false, 3, Millis(4000), {isaIn("aarch64")}));
+  // demand 3 over 1 idle worker: at the cap, 19 x 4000 / 2.
+  EXPECT_EQ(c.estimatedWait(1), Millis(38000));
+}
+
+// CRV-aware probe placement (phoenix-hybrid-placement): while aarch64 tasks
+// are pending (the aarch64 workers' resource is under pressure), an
+// unconstrained job probes the x86_64 workers (free of pressure) first;
+// Eagle-C probes all four alike.
+TEST(EagleSimTest, CrvPlacementLeavesPressuredWorkersToConstrainedWork) {
+  auto probes = [](EagleQueueOrder order, uint64_t seed) {
+    EagleOptions o;
+    o.order = order;
+    o.crv_placement = true;  // ignored by Eagle-C
+    EagleCluster c(o, seed);
+    c.addWorker(isa("aarch64"), false);
+    c.addWorker(isa("aarch64"), false);
+    c.addWorker(isa("x86_64"), false);
+    c.addWorker(isa("x86_64"), false);
+    EXPECT_TRUE(c.submit(0, false, 4, Millis(5000), {isaIn("aarch64")}));
+    if (order == EagleQueueOrder::kCrv) {
+      EXPECT_GT(c.estimatedWait(0), Millis(0));
+    }
+    EXPECT_TRUE(c.submit(1, false, 1, Millis(1000), {}));
+    return probedWorkers(c, 4, 1);
+  };
+  bool eagle_used_aarch64 = false;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    EXPECT_EQ(probes(EagleQueueOrder::kCrv, seed), (std::set<int32_t>{2, 3})) << seed;
+    const auto e = probes(EagleQueueOrder::kSrpt, seed);
+    eagle_used_aarch64 = eagle_used_aarch64 || e.count(0) > 0 || e.count(1) > 0;
+  }
+  EXPECT_TRUE(eagle_used_aarch64);
+}
+
+// With no constraint pressure (no job has a constraint, so every estimate
+// is 0) Phoenix's queues keep Eagle's SRPT order: the same jobs finish at
+// the same times (equal digests), while with contended constraints the two
+// runs differ.
+TEST(EagleSimTest, CrvOrderEqualsSrptWithoutConstraints) {
+  PhoenixSimOptions o = small(2);
+  o.isa_rate = o.cores_rate = o.network_rate = o.kernel_rate = 0;
+  EagleOptions srpt, crv;
+  crv.order = EagleQueueOrder::kCrv;
+  auto e = runEagleSim(o, srpt);
+  auto p = runEagleSim(o, crv);
+  ASSERT_TRUE(e.isOk() && p.isOk());
+  EXPECT_EQ(e->policy, "eagle-c");
+  EXPECT_EQ(p->policy, "phoenix-hybrid");
+  EXPECT_EQ(e->finish_digest, p->finish_digest);
+  o = small(2);  // half the short jobs need aarch64 (15% of the nodes)
+  auto ec = runEagleSim(o, srpt);
+  auto pc = runEagleSim(o, crv);
+  ASSERT_TRUE(ec.isOk() && pc.isOk());
+  EXPECT_NE(ec->finish_digest, pc->finish_digest);
+  EXPECT_EQ(pc->short_jobs.count + pc->long_unconstrained.count + pc->rejected, pc->jobs);
+}
+
 // Bad Eagle options are INVALID_ARGUMENT naming the field.
 TEST(EagleSimTest, RejectsBadOptions) {
   EagleOptions o;

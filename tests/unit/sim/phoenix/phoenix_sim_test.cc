@@ -104,5 +104,42 @@ TEST(PhoenixSimTest, RejectsBadOptions) {
   EXPECT_NE(r.status().message().find("load"), std::string::npos);
 }
 
+// Long-task occupancy of a kind's nodes: the time-average share of their
+// vcores held by long tasks, and the shares of the window at >= 90% and at
+// all of them, clipped to the arrival window; nodes without the kind and
+// the synthetic mix count nothing.
+TEST(PhoenixSimTest, KindLongOccupancyAveragesOverTheArrivalWindow) {
+  PhoenixSimOptions o;
+  o.mix = PhoenixMix::kGoogle;
+  o.nodes = 3;
+  o.node_size = Resource(65536, 10);
+  o.arrivals = Millis(100000);
+  o.short_partition = 0;
+  ConstraintKind all{"all", 1, 0.1, 1.0, false};
+  ConstraintKind none{"none", 1, 0.1, 1e-9, false};
+  o.kinds = {all, none};
+  const TimePoint t0 = fromEpochMs(0);
+  KindLongOccupancy occ(o, t0);
+  occ.change(0, 10, t0);                    // node 0 full from 0 s
+  occ.change(1, 10, t0 + Millis(40000));    // node 1 full from 40 s
+  occ.change(2, 7, t0 + Millis(50000));     // node 2 at 70% from 50 s
+  occ.change(0, -10, t0 + Millis(150000));  // after the window: not counted
+  PhoenixSimResult r;
+  occ.finish(t0 + Millis(200000), r);
+  ASSERT_EQ(r.kind_long_share.size(), 2u);
+  EXPECT_EQ(r.kind_nodes, (std::vector<int32_t>{3, 0}));
+  // (10 x 100 + 10 x 60 + 7 x 50) / 100 / 30 vcores.
+  EXPECT_NEAR(r.kind_long_share[0], 1950.0 / 3000.0, 1e-9);
+  EXPECT_NEAR(r.kind_long_90_time[0], 0.5, 1e-9);  // 27 of 30 from 50 s
+  EXPECT_NEAR(r.kind_long_full_time[0], 0.0, 1e-9);
+  EXPECT_EQ(r.kind_long_share[1], 0.0);
+  o.mix = PhoenixMix::kSynthetic;
+  KindLongOccupancy synthetic(o, t0);
+  synthetic.change(0, 10, t0);
+  PhoenixSimResult s;
+  synthetic.finish(t0 + Millis(200000), s);
+  EXPECT_TRUE(s.kind_long_share.empty());
+}
+
 }  // namespace
 }  // namespace morpheus::sim
