@@ -51,6 +51,15 @@ bool RealClock::cancel(TimerId id) {
   return eraseTimer(q_, id);
 }
 
+bool RealClock::cancelAndWait(TimerId id) {
+  MutexLock lk(mu_);
+  const bool cancelled = eraseTimer(q_, id);
+  if (std::this_thread::get_id() != thread_.get_id()) {
+    done_.wait(mu_, [&]() REQUIRES(mu_) { return id == 0 || running_ != id; });
+  }
+  return cancelled;
+}
+
 void RealClock::run() {
   MutexLock lk(mu_);
   while (!stopping_) {
@@ -63,11 +72,15 @@ void RealClock::run() {
       cv_.waitUntil(mu_, std::chrono::system_clock::time_point(due));
       continue;
     }
+    running_ = q_.begin()->first.second;
     auto fn = std::move(q_.begin()->second);
     q_.erase(q_.begin());
     lk.unlock();
     fn();
+    fn = nullptr;  // what the callback captured is released before waiters wake
     lk.lock();
+    running_ = 0;
+    done_.notify_all();
   }
 }
 
@@ -88,6 +101,15 @@ bool VirtualClock::cancel(TimerId id) {
   return eraseTimer(q_, id);
 }
 
+bool VirtualClock::cancelAndWait(TimerId id) {
+  MutexLock lk(mu_);
+  const bool cancelled = eraseTimer(q_, id);
+  if (std::this_thread::get_id() != runner_) {
+    done_.wait(mu_, [&]() REQUIRES(mu_) { return id == 0 || running_ != id; });
+  }
+  return cancelled;
+}
+
 void VirtualClock::advance(Millis d) {
   TimePoint target;
   {
@@ -103,10 +125,17 @@ void VirtualClock::advance(Millis d) {
         return;
       }
       now_ = q_.begin()->first.first;
+      running_ = q_.begin()->first.second;
+      runner_ = std::this_thread::get_id();
       fn = std::move(q_.begin()->second);
       q_.erase(q_.begin());
     }
     fn();
+    fn = nullptr;
+    MutexLock lk(mu_);
+    running_ = 0;
+    runner_ = std::thread::id();
+    done_.notify_all();
   }
 }
 

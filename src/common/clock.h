@@ -36,8 +36,17 @@ class Clock {
   TimerId scheduleAfter(Millis delay, std::function<void()> fn) {
     return schedule(now() + delay, std::move(fn));
   }
-  // Returns true if the timer had not yet run and will now never run.
+  // Returns true if the timer had not yet run and will now never run. False
+  // also while its callback is running on another thread: cancel() does not
+  // wait for it (use cancelAndWait() before freeing what the callback uses).
   virtual bool cancel(TimerId id) = 0;
+  // cancel(), then, if the callback of `id` is running on another thread,
+  // blocks until it has returned. After it returns the callback neither runs
+  // nor is running, so an owner's stop() can free what the callback uses.
+  // Called from inside that callback it does not wait (it would never
+  // return). The caller must not hold a lock the callback takes. Id 0 (never
+  // issued: ids start at 1) names no timer and returns false at once.
+  virtual bool cancelAndWait(TimerId id) = 0;
 };
 
 // Wall-clock time with one timer thread. Destruction stops the thread; timers
@@ -52,14 +61,17 @@ class RealClock final : public Clock {
   TimePoint now() const override;
   TimerId schedule(TimePoint at, std::function<void()> fn) override;
   bool cancel(TimerId id) override;
+  bool cancelAndWait(TimerId id) override;
 
  private:
   void run();
 
   Mutex mu_;
   CondVar cv_;
+  CondVar done_;  // signalled when a callback returns
   bool stopping_ GUARDED_BY(mu_) = false;
   TimerId next_id_ GUARDED_BY(mu_) = 1;
+  TimerId running_ GUARDED_BY(mu_) = 0;  // the callback run() is in, 0 if none
   std::multimap<std::pair<TimePoint, TimerId>, std::function<void()>> q_ GUARDED_BY(mu_);
   std::thread thread_;
 };
@@ -72,6 +84,7 @@ class VirtualClock final : public Clock {
   TimePoint now() const override;
   TimerId schedule(TimePoint at, std::function<void()> fn) override;
   bool cancel(TimerId id) override;
+  bool cancelAndWait(TimerId id) override;
 
   // Moves time forward by `d`, running every timer due at or before the new
   // time in deadline order; `now()` inside a callback is that timer's deadline.
@@ -83,9 +96,14 @@ class VirtualClock final : public Clock {
 
  private:
   mutable Mutex mu_;
+  CondVar done_;  // signalled when a callback returns
   TimePoint now_;
   TimerId next_id_ = 1;
   std::map<std::pair<TimePoint, TimerId>, std::function<void()>> q_;
+  // The callback advance() is in and the thread running it (advance() may be
+  // called from a test's worker thread while another thread stops an owner).
+  TimerId running_ GUARDED_BY(mu_) = 0;
+  std::thread::id runner_ GUARDED_BY(mu_);
 };
 
 }  // namespace morpheus

@@ -557,12 +557,16 @@ void AppManager::start() {
 }
 
 void AppManager::stop() {
+  TimerId timer;
   {
     MutexLock lk(timer_mu_);
     if (!running_) return;
     running_ = false;
-    clock_.cancel(timer_);
+    timer = timer_;
   }
+  // A tick already running flushes and trims, then takes timer_mu_ and does
+  // not reschedule; it must have returned before the manager is destroyed.
+  clock_.cancelAndWait(timer);
   if (Status st = flushUsage(); !st.isOk()) spdlog::warn("usage not written: {}", st.message());
 }
 

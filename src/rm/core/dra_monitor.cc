@@ -66,12 +66,16 @@ void DraMonitor::start() {
 }
 
 void DraMonitor::stop() {
+  TimerId timer;
   {
     MutexLock lk(mu_);
     if (stopping_) return;
     stopping_ = true;
-    clock_.cancel(timer_);
+    timer = timer_;
   }
+  // An arming callback already running takes mu_, sees stopping_ and returns;
+  // it must have returned before the monitor may be destroyed.
+  clock_.cancelAndWait(timer);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

@@ -93,10 +93,16 @@ void RmCore::scheduleLiveness() {
 }
 
 void RmCore::stop() {
-  MutexLock lk(mu_);
-  if (!running_) return;
-  running_ = false;
-  clock_.cancel(liveness_timer_);
+  TimerId timer;
+  {
+    MutexLock lk(mu_);
+    if (!running_) return;
+    running_ = false;
+    timer = liveness_timer_;
+  }
+  // A liveness pass already running takes mu_ and must finish before the
+  // caller may destroy the core; it does not reschedule (running_ is false).
+  clock_.cancelAndWait(timer);
 }
 
 Status RmCore::registerNode(NodeInfo info) {

@@ -6,9 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -190,6 +192,86 @@ TEST(VirtualClockTest, TimersScheduledDuringAdvanceRun) {
   clock.advance(Millis(1000));
   EXPECT_EQ(ticks, 10);
   EXPECT_EQ(clock.pendingTimers(), 1u);
+}
+
+// cancel() does not wait for a callback already running; cancelAndWait()
+// returns only after it has, so an owner's stop() can free what it uses.
+TEST(RealClockTest, CancelAndWaitWaitsForARunningCallback) {
+  RealClock clock;
+  std::atomic<bool> started{false}, release{false}, finished{false};
+  TimerId id = clock.scheduleAfter(Millis(0), [&] {
+    started = true;
+    while (!release) std::this_thread::sleep_for(Millis(1));
+    std::this_thread::sleep_for(Millis(20));
+    finished = true;
+  });
+  while (!started) std::this_thread::sleep_for(Millis(1));
+  EXPECT_FALSE(clock.cancel(id));  // running: too late, and cancel() returns at once
+  std::atomic<bool> returned{false};
+  bool finished_when_returned = false;
+  std::thread stopper([&] {
+    EXPECT_FALSE(clock.cancelAndWait(id));
+    finished_when_returned = finished;
+    returned = true;
+  });
+  std::this_thread::sleep_for(Millis(50));
+  EXPECT_FALSE(returned) << "cancelAndWait returned while the callback was still running";
+  release = true;
+  stopper.join();
+  EXPECT_TRUE(finished_when_returned);
+}
+
+// A pending timer is cancelled at once; from inside its own callback
+// cancelAndWait() does not wait for itself.
+TEST(RealClockTest, CancelAndWaitPendingOrFromItsOwnCallback) {
+  RealClock clock;
+  std::atomic<int> ran{0};
+  TimerId late = clock.scheduleAfter(Millis(60000), [&] { ran++; });
+  EXPECT_TRUE(clock.cancelAndWait(late));
+  EXPECT_FALSE(clock.cancelAndWait(0));  // an owner that never armed its timer
+  std::atomic<bool> done{false};
+  auto self = std::make_shared<TimerId>(0);
+  std::atomic<bool> armed{false};
+  *self = clock.scheduleAfter(Millis(0), [&, self] {
+    while (!armed) std::this_thread::sleep_for(Millis(1));
+    EXPECT_FALSE(clock.cancelAndWait(*self));
+    done = true;
+  });
+  armed = true;
+  for (int i = 0; i < 5000 && !done; i++) std::this_thread::sleep_for(Millis(1));
+  EXPECT_TRUE(done) << "cancelAndWait from its own callback deadlocked";
+  EXPECT_EQ(ran, 0);
+}
+
+// The virtual clock's callbacks run inside advance(): a stop on another
+// thread waits for the one running, and one inside a callback does not.
+TEST(VirtualClockTest, CancelAndWaitWaitsForTheAdvancingThread) {
+  VirtualClock clock;
+  std::atomic<bool> started{false}, release{false}, finished{false};
+  TimerId id = clock.scheduleAfter(Millis(10), [&] {
+    started = true;
+    while (!release) std::this_thread::sleep_for(Millis(1));
+    finished = true;
+  });
+  std::thread advancer([&] { clock.advance(Millis(10)); });
+  while (!started) std::this_thread::sleep_for(Millis(1));
+  std::atomic<bool> returned{false};
+  std::thread stopper([&] {
+    clock.cancelAndWait(id);
+    returned = true;
+  });
+  std::this_thread::sleep_for(Millis(50));
+  EXPECT_FALSE(returned);
+  release = true;
+  stopper.join();
+  advancer.join();
+  EXPECT_TRUE(finished);
+  bool inner = false;
+  auto self = std::make_shared<TimerId>(0);
+  *self = clock.scheduleAfter(Millis(1), [&, self] { inner = !clock.cancelAndWait(*self); });
+  clock.advance(Millis(1));
+  EXPECT_TRUE(inner);
+  EXPECT_FALSE(clock.cancelAndWait(0));  // no timer: returns, nothing running
 }
 
 // Prometheus text has HELP/TYPE lines, labels and histogram buckets.
