@@ -132,7 +132,8 @@ TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {
   auto [c2, o2] = runCommand({binary("morpheus-sim"), "phoenix", "--policies", "eagle"});
   EXPECT_EQ(c2, 2);
   EXPECT_NE(o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
-                    "phoenix-no-crv, eagle-c, floor)"),
+                    "phoenix-no-crv, eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+                    "phoenix-hybrid-no-crv, floor)"),
             std::string::npos)
       << o2;
   EXPECT_EQ(std::count(o2.begin(), o2.end(), '\n'), 1) << o2;
