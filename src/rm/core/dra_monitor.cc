@@ -38,17 +38,9 @@ void DraMonitor::start() {
   if (!opts_.enabled || thread_.joinable()) return;
   // The clock only signals (its timer thread must not block); the pass runs
   // on the monitor's own thread.
-  auto arm = std::make_shared<std::function<void()>>();
-  *arm = [this, arm] {
-    MutexLock lk(mu_);
-    if (stopping_) return;
-    due_++;
-    cv_.notify_all();
-    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
-  };
   {
     MutexLock lk(mu_);
-    timer_ = clock_.scheduleAfter(opts_.interval, *arm);
+    timer_ = clock_.scheduleAfter(opts_.interval, [this] { requestTick(); });
   }
   thread_ = std::thread([this] {
     MutexLock lk(mu_);
@@ -63,6 +55,14 @@ void DraMonitor::start() {
   });
   spdlog::info("dynamic reprovisioning on: policy {}, every {} ms", policy_->name(),
                opts_.interval.count());
+}
+
+void DraMonitor::requestTick() {
+  MutexLock lk(mu_);
+  if (stopping_) return;
+  due_++;
+  cv_.notify_all();
+  timer_ = clock_.scheduleAfter(opts_.interval, [this] { requestTick(); });
 }
 
 void DraMonitor::stop() {

@@ -79,6 +79,11 @@ class DraMonitor {
   // reprovision::reviewInput and decideReview (the arithmetic morpheus-sim
   // runs too), then the grant through ReservationManager::reprovision.
   void review(const ReservationId& id, const ReservationDemand& d, TimePoint now);
+  // The clock's timer callback: asks the monitoring thread for a pass and
+  // arms the next timer, unless stopping. It captures only `this`, which
+  // stop() keeps alive until a running callback has returned
+  // (Clock::cancelAndWait).
+  void requestTick() EXCLUDES(mu_);
 
   const DraOptions opts_;
   const std::unique_ptr<reprovision::ReprovisionPolicy> policy_;
