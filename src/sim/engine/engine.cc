@@ -801,6 +801,7 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
         spec.dra.empty()) {
       StrategyResult b = *base;
       b.min_nodes_at_baseline_rate = options.nodes;
+      b.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
       found[i] = std::optional<StrategyResult>(std::move(b));
     } else {
       found[i] = search.smallest(spec, target);

@@ -954,6 +954,8 @@ TEST(SimEngineTest, MinClusterOnWorstCaseMatchesTheWorstCaseRate) {
   const int64_t n = *nd.min_nodes_at_baseline_rate;
   EXPECT_LE(nd.worst_case_violation_rate, base.worst_case_violation_rate + 1e-12);
   EXPECT_EQ(nd.extra.at("min_cluster_worst_case"), 1);
+  // The baseline's own line names the same metric (the report reads it).
+  EXPECT_EQ(base.extra.at("min_cluster_worst_case"), 1);
   EXPECT_EQ(n, 3);
   ExperimentOptions smaller = o;
   smaller.nodes = n - 1;
@@ -964,6 +966,7 @@ TEST(SimEngineTest, MinClusterOnWorstCaseMatchesTheWorstCaseRate) {
   auto adhoc = runMinCluster(w, o, *specs);
   ASSERT_TRUE(adhoc.isOk());
   EXPECT_EQ(adhoc->strategies[1].extra.at("min_cluster_worst_case"), 0);
+  EXPECT_EQ(adhoc->strategies[0].extra.at("min_cluster_worst_case"), 0);
 }
 
 // min-cluster matches the metric it is asked for; the two metrics give
