@@ -106,8 +106,36 @@ Result<std::array<double, 3>> parseClassMix(const std::string& spec);
 // in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
 Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
 
-enum class PlacementStrategy { kHistory, kPrimaryAware, kRandom };
+// Task placement. kHistory, kPrimaryAware and kRandom are described at the
+// top of this file. The clairvoyant strategies are not realisable policies:
+// at a task's placement they read every server's actual future primary
+// series and the task's true work W (its stage's duration at full speed),
+// so they bound what a placement that predicts the primaries from history
+// could do with perfect predictions. Among the servers where the primary
+// leaves a core now, a server *fits* when, at every tick of [now, now + W),
+// the primary leaves a core for the task beside the tasks already there
+// (each counted until its remaining work would end at full speed): the task
+// then runs throttle-free for its whole duration. Its *future headroom* is
+// the least number of cores the primary, the reserve, those tasks and this
+// one leave free over that window. kClairvoyantBestFit takes the fitting
+// server with the least future headroom (best fit: big gaps stay for later
+// tasks), kClairvoyantMostRoom the one with the most; ties are drawn at
+// random. When no server fits, both take the server that adds the fewest
+// throttled task-ticks over the window (this task's and those it slows
+// down on that server).
+enum class PlacementStrategy {
+  kHistory,
+  kPrimaryAware,
+  kRandom,
+  kClairvoyantBestFit,
+  kClairvoyantMostRoom
+};
+// "history", "primary-aware", "random", "clairvoyant-best-fit",
+// "clairvoyant-most-room".
 const char* strategyName(PlacementStrategy s);
+// The inverse of strategyName; INVALID_ARGUMENT naming "strategy" and the
+// known names for any other text.
+Result<PlacementStrategy> parsePlacementStrategy(const std::string& name);
 
 // The CPU speed (cores, <= 1) of each of `tasks` one-core secondary tasks on
 // a server whose primary leaves `cpu_left` cores (after the NM's reserve):

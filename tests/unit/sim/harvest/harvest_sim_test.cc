@@ -393,6 +393,115 @@ TEST(HarvestSimTest, AMemoryOverlapKillsAtOnce) {
   EXPECT_NE(bad.status().message().find("cpu_kill_after"), std::string::npos);
 }
 
+// Two days of 8-core servers: `base` all day but `high` over minutes
+// [from, to) of each day.
+PrimaryTrace stepUp(const std::string& name, double base, double high, int from, int to) {
+  PrimaryTrace t;
+  t.tenant = name;
+  t.util.assign(2 * 288, base);
+  for (int d = 0; d < 2; d++)
+    for (int i = from / 5; i < to / 5; i++) t.util[d * 288 + i] = high;
+  return t;
+}
+
+// One job of `tasks` map tasks of `minutes`, submitted at `at` (minutes into the day).
+SwimJob mapJob(const std::string& name, int at, int64_t tasks, int minutes) {
+  SwimJob j;
+  j.name = name;
+  j.submit = Millis(static_cast<int64_t>(at) * 60 * 1000);
+  j.map_tasks = tasks;
+  j.map_task_duration = Millis(static_cast<int64_t>(minutes) * 60 * 1000);
+  return j;
+}
+
+// Throttled only (never killed), the primary's memory at half its CPU share.
+HarvestSimOptions throttleOnly() {
+  HarvestSimOptions o = minuteTicks(1);
+  o.primary_memory = 0.5;
+  o.cpu_kill_after = 48h;
+  return o;
+}
+
+// A 1-hour task at 09:30. "idle" leaves 6.2 cores now and "tight" exactly
+// one, but both leave half a core from 10:00 to 11:00; "steady" leaves 3
+// all day. Only steady fits the task's whole hour: both clairvoyant rules
+// put it there (no throttle, the floor's JCT), whatever the seed, while a
+// placement that sees only the present picks idle (most room now) or tight
+// (best fit now), and primary-aware draws among all three.
+TEST(HarvestSimTest, ClairvoyantPlacementAvoidsTheComingPeakPrimaryAwareDoesNot) {
+  std::vector<PrimaryTrace> traces = {stepUp("idle", 0.1, 6.5 / 8, 600, 660),
+                                      stepUp("tight", 6.0 / 8, 6.5 / 8, 600, 660),
+                                      stepUp("steady", 0.5, 0.5, 0, 0)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  double aware_throttled = 0;
+  for (uint64_t seed = 1; seed <= 8; seed++) {
+    HarvestSimOptions o = throttleOnly();
+    o.seed = seed;
+    for (auto s :
+         {PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+      auto r = runHarvestSim(traces, jobs, s, o);
+      ASSERT_TRUE(r.isOk()) << r.status().message();
+      EXPECT_EQ(r->jobs_finished, 1);
+      EXPECT_EQ(r->throttled_task_s, 0) << strategyName(s) << " seed " << seed;
+      EXPECT_DOUBLE_EQ(r->mean_jct_s, r->floor_mean_jct_s) << strategyName(s) << " seed " << seed;
+    }
+    auto aware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
+    ASSERT_TRUE(aware.isOk());
+    aware_throttled += aware->throttled_task_s;
+  }
+  EXPECT_GT(aware_throttled, 0) << "primary-aware lands on idle or tight in some of 8 seeds";
+}
+
+// No server fits: "short" is busy 10:00-10:10 and "long" 10:00-10:30 (half
+// a core left), so the 1-hour task goes where it adds the fewest throttled
+// ticks: short, 10 min at half speed.
+TEST(HarvestSimTest, ClairvoyantPlacementWithoutAFitTakesTheLeastThrottle) {
+  std::vector<PrimaryTrace> traces = {stepUp("long", 0.1, 6.5 / 8, 600, 630),
+                                      stepUp("short", 0.1, 6.5 / 8, 600, 610)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  for (auto s : {PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+    auto r = runHarvestSim(traces, jobs, s, throttleOnly());
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    EXPECT_DOUBLE_EQ(r->throttled_task_s, 10 * 60) << strategyName(s);
+    EXPECT_DOUBLE_EQ(r->mean_jct_s, 65 * 60) << strategyName(s);
+  }
+}
+
+// Best fit keeps the big gap: a 20-min task at 09:30 fits "narrow" (one core,
+// none from 10:00 to 11:00) and "wide" (5 cores all day). Best fit takes
+// narrow, so at 09:35 the five 1-hour tasks of the next job all fit wide;
+// most room takes wide, leaving it 4 cores until 09:50, and the fifth task
+// runs throttled (on narrow from 10:00, the least throttle then).
+TEST(HarvestSimTest, ClairvoyantBestFitKeepsRoomForLaterTasks) {
+  std::vector<PrimaryTrace> traces = {stepUp("narrow", 6.0 / 8, 7.0 / 8, 600, 660),
+                                      stepUp("wide", 0.25, 0.25, 0, 0)};
+  std::vector<SwimJob> jobs = {mapJob("first", 9 * 60 + 30, 1, 20),
+                               mapJob("next", 9 * 60 + 35, 5, 60)};
+  auto best = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantBestFit, throttleOnly());
+  auto most = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantMostRoom, throttleOnly());
+  ASSERT_TRUE(best.isOk()) << best.status().message();
+  ASSERT_TRUE(most.isOk());
+  EXPECT_EQ(best->throttled_task_s, 0);
+  EXPECT_DOUBLE_EQ(best->mean_jct_s, best->floor_mean_jct_s);
+  EXPECT_GT(most->throttled_task_s, 0);
+  EXPECT_GT(most->mean_jct_s, best->mean_jct_s);
+}
+
+TEST(HarvestSimTest, ParsesStrategyNamesAndNamesBadOnes) {
+  for (auto s :
+       {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware, PlacementStrategy::kRandom,
+        PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+    auto p = parsePlacementStrategy(strategyName(s));
+    ASSERT_TRUE(p.isOk()) << strategyName(s);
+    EXPECT_EQ(*p, s);
+  }
+  auto bad = parsePlacementStrategy("clairvoyant");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("strategy"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("'clairvoyant'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("clairvoyant-best-fit"), std::string::npos);
+}
+
 // The sweep's generator: the tenants' mean CPU share lands near the asked
 // mean, and the patterns stay what the classifier recovers.
 TEST(HarvestSimTest, MeanUtilSetsThePrimariesMeanLoad) {
