@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   for (const auto& name : strategy_names) {
     auto s = sim::parsePlacementStrategy(name);
     if (!s.isOk()) {
-      std::cerr << "bench_harvest_sweep: --strategies: " << s.status().message() << "\n";
+      std::cerr << "bench_harvest_sweep: --strategies: '" << name << "' is not one of history, "
+                << "primary-aware, random, clairvoyant-best-fit, clairvoyant-most-room\n";
       return 2;
     }
     if (std::find(strategies.begin(), strategies.end(), *s) != strategies.end()) {
