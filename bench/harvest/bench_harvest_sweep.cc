@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-storage", no_storage, "Only the jobs, no storage side");
   app.add_option("--strategies", strategy_names,
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
-                 "clairvoyant-most-room")
+                 "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated")
       ->check(CLI::Range(0.0, 1.0));
@@ -127,7 +127,8 @@ int main(int argc, char** argv) {
     auto s = sim::parsePlacementStrategy(name);
     if (!s.isOk()) {
       std::cerr << "bench_harvest_sweep: --strategies: '" << name << "' is not one of history, "
-                << "primary-aware, random, clairvoyant-best-fit, clairvoyant-most-room\n";
+                << "primary-aware, random, clairvoyant-best-fit, clairvoyant-most-room, "
+                   "clairvoyant-wait\n";
       return 2;
     }
     if (std::find(strategies.begin(), strategies.end(), *s) != strategies.end()) {

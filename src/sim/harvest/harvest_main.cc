@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   app.add_option("--strategies", strategy_names,
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
-                 "clairvoyant-most-room")
+                 "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     if (!s.isOk())
       return fail("--strategies: '" + name +
                   "' is not one of history, primary-aware, random, clairvoyant-best-fit, "
-                  "clairvoyant-most-room");
+                  "clairvoyant-most-room, clairvoyant-wait");
     strategies.push_back(*s);
   }
   if (strategies.empty()) return fail("--strategies: at least one value");

@@ -28,15 +28,17 @@ const char* strategyName(PlacementStrategy s) {
       return "clairvoyant-best-fit";
     case PlacementStrategy::kClairvoyantMostRoom:
       return "clairvoyant-most-room";
+    case PlacementStrategy::kClairvoyantWait:
+      return "clairvoyant-wait";
   }
   return "?";
 }
 
 Result<PlacementStrategy> parsePlacementStrategy(const std::string& name) {
   std::string known;
-  for (auto s :
-       {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware, PlacementStrategy::kRandom,
-        PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+  for (auto s : {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware,
+                 PlacementStrategy::kRandom, PlacementStrategy::kClairvoyantBestFit,
+                 PlacementStrategy::kClairvoyantMostRoom, PlacementStrategy::kClairvoyantWait}) {
     if (name == strategyName(s)) return s;
     known += (known.empty() ? "" : ", ") + std::string(strategyName(s));
   }
@@ -423,7 +425,8 @@ class HarvestRun {
   }
   bool clairvoyant() const {
     return strategy_ == PlacementStrategy::kClairvoyantBestFit ||
-           strategy_ == PlacementStrategy::kClairvoyantMostRoom;
+           strategy_ == PlacementStrategy::kClairvoyantMostRoom ||
+           strategy_ == PlacementStrategy::kClairvoyantWait;
   }
 
   // The clairvoyant strategies' view of the future, per tenant over steps
@@ -487,10 +490,12 @@ class HarvestRun {
   }
 
   // The clairvoyant strategies (PlacementStrategy): a task of `work` ticks
-  // placed at `now`. Each server's tasks are counted until their remaining
-  // work would end at full speed.
+  // placed at `now`; -1 holds it (kClairvoyantWait without a fitting
+  // server, or no server with a core now). Each server's tasks are counted
+  // until their remaining work would end at full speed.
   int pickClairvoyant(int64_t work, int64_t now) {
-    const bool best_fit = strategy_ == PlacementStrategy::kClairvoyantBestFit;
+    const bool best_fit = strategy_ != PlacementStrategy::kClairvoyantMostRoom;
+    const bool wait = strategy_ == PlacementStrategy::kClairvoyantWait;
     int fit = -1, fallback = -1;
     double fit_room = 0, fallback_cost = 0;
     int64_t fit_ties = 0, fallback_ties = 0;
@@ -532,7 +537,7 @@ class HarvestRun {
             fit_room = least;
           }
         }
-      } else if (fit < 0) {
+      } else if (fit < 0 && !wait) {
         const bool better = fallback < 0 || cost < fallback_cost;
         if (better || cost == fallback_cost) {
           fallback_ties = better ? 1 : fallback_ties + 1;

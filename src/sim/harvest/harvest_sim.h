@@ -122,16 +122,19 @@ Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
 // tasks), kClairvoyantMostRoom the one with the most; ties are drawn at
 // random. When no server fits, both take the server that adds the fewest
 // throttled task-ticks over the window (this task's and those it slows
-// down on that server).
+// down on that server). kClairvoyantWait is best fit that instead holds the
+// task (tried again every tick) until a server fits: it trades throttled
+// time for waiting.
 enum class PlacementStrategy {
   kHistory,
   kPrimaryAware,
   kRandom,
   kClairvoyantBestFit,
-  kClairvoyantMostRoom
+  kClairvoyantMostRoom,
+  kClairvoyantWait
 };
 // "history", "primary-aware", "random", "clairvoyant-best-fit",
-// "clairvoyant-most-room".
+// "clairvoyant-most-room", "clairvoyant-wait".
 const char* strategyName(PlacementStrategy s);
 // The inverse of strategyName; INVALID_ARGUMENT naming "strategy" and the
 // known names for any other text.

@@ -487,10 +487,26 @@ TEST(HarvestSimTest, ClairvoyantBestFitKeepsRoomForLaterTasks) {
   EXPECT_GT(most->mean_jct_s, best->mean_jct_s);
 }
 
+// The primary leaves no core from 10:00 to 11:00. Best fit places the
+// 1-hour task of 09:30 at once (no server fits) and it runs throttled through
+// that hour; clairvoyant-wait holds it until its whole hour fits, 11:00 to
+// 12:00: no throttle, 150 min after submission.
+TEST(HarvestSimTest, ClairvoyantWaitHoldsATaskUntilItFits) {
+  std::vector<PrimaryTrace> traces = {stepUp("web", 0.1, 7.0 / 8, 600, 660)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  auto wait = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantWait, throttleOnly());
+  auto now = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantBestFit, throttleOnly());
+  ASSERT_TRUE(wait.isOk()) << wait.status().message();
+  ASSERT_TRUE(now.isOk());
+  EXPECT_EQ(wait->throttled_task_s, 0);
+  EXPECT_DOUBLE_EQ(wait->mean_jct_s, 150 * 60);
+  EXPECT_DOUBLE_EQ(now->throttled_task_s, 60 * 60);
+}
+
 TEST(HarvestSimTest, ParsesStrategyNamesAndNamesBadOnes) {
-  for (auto s :
-       {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware, PlacementStrategy::kRandom,
-        PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+  for (auto s : {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware,
+                 PlacementStrategy::kRandom, PlacementStrategy::kClairvoyantBestFit,
+                 PlacementStrategy::kClairvoyantMostRoom, PlacementStrategy::kClairvoyantWait}) {
     auto p = parsePlacementStrategy(strategyName(s));
     ASSERT_TRUE(p.isOk()) << strategyName(s);
     EXPECT_EQ(*p, s);
