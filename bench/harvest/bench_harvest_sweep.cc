@@ -228,15 +228,21 @@ int main(int argc, char** argv) {
             std::cerr << "bench_harvest_sweep: " << r.status().message() << "\n";
             return 2;
           }
+          nlohmann::json row = {{"seed", seed},
+                                {"lost", r->lost},
+                                {"lost_1_tenant", r->lost_by_tenants[1]},
+                                {"lost_2_tenants", r->lost_by_tenants[2]},
+                                {"lost_3_tenants", r->lost_by_tenants[3]},
+                                {"lost_4_tenants", r->lost_by_tenants[4]},
+                                {"unavailable", r->unavailable}};
+          // Where the fourth replica went: by its tenant's reimage rate.
+          for (size_t i = 0; i < r->fourth_by_rate.size(); i++) {
+            row["placed_fourth_rate" + std::to_string(i)] = r->fourth_by_rate[i];
+            row["lost_fourth_rate" + std::to_string(i)] = r->lost_fourth_by_rate[i];
+          }
           per[std::string("replicas") + std::to_string(replicas) + "-" +
               sim::replicaStrategyName(s)]
-              .push_back({{"seed", seed},
-                          {"lost", r->lost},
-                          {"lost_1_tenant", r->lost_by_tenants[1]},
-                          {"lost_2_tenants", r->lost_by_tenants[2]},
-                          {"lost_3_tenants", r->lost_by_tenants[3]},
-                          {"lost_4_tenants", r->lost_by_tenants[4]},
-                          {"unavailable", r->unavailable}});
+              .push_back(row);
         }
       }
       done++;
@@ -387,6 +393,27 @@ int main(int argc, char** argv) {
          {"ratio_low95", std::isfinite(lo) ? nlohmann::json(lo) : nlohmann::json(nullptr)},
          {"ratio_high95", std::isfinite(hi) ? nlohmann::json(hi) : nlohmann::json(nullptr)},
          {"verdict", verdict}});
+  }
+
+  if (!no_storage) {
+    const std::vector<double> rates = sim::ReplicaSimOptions{}.reimage_rates;
+    std::printf(
+        "\n4 replicas, Algorithm 2: the fourth replica's tenant by reimage rate (a month), share "
+        "of blocks / blocks lost (sum over seeds)\n");
+    for (const auto& p : points) {
+      const auto& a2 = p["replicas4-algorithm2"];
+      double placed = 0;
+      for (size_t i = 0; i < rates.size(); i++)
+        placed += a2.value("placed_fourth_rate" + std::to_string(i), 0.0);
+      std::printf("%5.2f |", p["target_util"].get<double>());
+      for (size_t i = 0; i < rates.size(); i++) {
+        const std::string k = std::to_string(i);
+        std::printf(" %g: %.3f / %.0f |", rates[i],
+                    placed > 0 ? a2.value("placed_fourth_rate" + k, 0.0) / placed : 0.0,
+                    a2.value("lost_fourth_rate" + k + "_sum", 0.0));
+      }
+      std::printf("\n");
+    }
   }
 
   std::printf("\nTargets: ");

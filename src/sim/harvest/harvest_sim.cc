@@ -911,7 +911,15 @@ Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
     std::vector<int> tenants;
     for (const auto& n : *nodes) tenants.push_back(w.tenant_of[index[n.value()]]);
     r.blocks++;
-    if (blockLost(tenants, w, window)) {
+    const bool lost = blockLost(tenants, w, window);
+    if (tenants.size() >= 4) {
+      const size_t rate = (static_cast<size_t>(tenants[3]) / 3) % o.reimage_rates.size();
+      r.fourth_by_rate.resize(o.reimage_rates.size());
+      r.lost_fourth_by_rate.resize(o.reimage_rates.size());
+      r.fourth_by_rate[rate]++;
+      r.lost_fourth_by_rate[rate] += lost ? 1 : 0;
+    }
+    if (lost) {
       r.lost++;
       const size_t distinct = std::set<int>(tenants.begin(), tenants.end()).size();
       r.lost_by_tenants[std::min<size_t>(distinct, 4)]++;

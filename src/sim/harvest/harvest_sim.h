@@ -237,6 +237,11 @@ struct ReplicaSimResult {
   // sharing a tenant need fewer coincident reimages to be lost.
   int64_t lost_by_tenants[5] = {0, 0, 0, 0, 0};
   double unavailable = 0;  // mean share of steps a block has no available replica
+  // With 4 or more replicas: blocks (and lost blocks) by the reimage rate of
+  // the fourth replica's tenant (index into ReplicaSimOptions::reimage_rates).
+  // Algorithm 2 has used every reimage class by then, so the fourth repeats
+  // one, and the rate of the one it repeats sets the block's loss odds.
+  std::vector<int64_t> fourth_by_rate, lost_fourth_by_rate;
 };
 
 // The 2.5% and 97.5% points of sum(num) / sum(den) over `resamples`

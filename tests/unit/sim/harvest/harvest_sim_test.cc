@@ -579,6 +579,39 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
   }
 }
 
+// With four replicas, Algorithm 2's fourth repeats a reimage class: every
+// block is counted once by the rate of its fourth replica's tenant, losses
+// too; with three replicas nothing is counted. With best-first, whose
+// replicas all sit on the least reimaged tenant, every fourth is in the 0.5
+// class.
+TEST(HarvestSimTest, FourthReplicasAreCountedByTheirReimageRate) {
+  PrimaryGenOptions g;
+  g.tenants = 9;
+  g.seed = 3;
+  auto traces = generatePrimaryTraces(g).value();
+  ReplicaSimOptions o;
+  o.servers_per_tenant = 4;
+  o.blocks = 300;
+  o.replicas = 4;
+  o.days = 365;
+  o.rereplicate = Millis(24 * 3600 * 1000);
+  auto a2 = runReplicaSim(traces, ReplicaStrategy::kAlgorithm2, o);
+  auto bf = runReplicaSim(traces, ReplicaStrategy::kBestFirst, o);
+  ASSERT_TRUE(a2.isOk());
+  ASSERT_TRUE(bf.isOk());
+  ASSERT_EQ(a2->fourth_by_rate.size(), 3u);
+  EXPECT_EQ(a2->fourth_by_rate[0] + a2->fourth_by_rate[1] + a2->fourth_by_rate[2], 300);
+  EXPECT_EQ(a2->lost_fourth_by_rate[0] + a2->lost_fourth_by_rate[1] + a2->lost_fourth_by_rate[2],
+            a2->lost);
+  for (size_t i = 0; i < 3; i++) EXPECT_GT(a2->fourth_by_rate[i], 0) << "rate class " << i;
+  ASSERT_EQ(bf->fourth_by_rate.size(), 3u);
+  EXPECT_EQ(bf->fourth_by_rate[0], 300);
+  o.replicas = 3;
+  auto three = runReplicaSim(traces, ReplicaStrategy::kAlgorithm2, o);
+  ASSERT_TRUE(three.isOk());
+  EXPECT_TRUE(three->fourth_by_rate.empty());
+}
+
 // Random placement's losses split by distinct tenants add up, and with few
 // tenants some blocks share one (the cheaper way to lose a block).
 TEST(HarvestSimTest, RandomPlacementLosesBlocksSharingATenant) {
