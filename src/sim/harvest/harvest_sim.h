@@ -6,7 +6,8 @@
 //    rm/harvest_selection code) vs primary-aware (the paper's baseline: YARN
 //    told each primary tenant's current usage, no history; a task goes to a
 //    random server where the primary leaves a core now) vs random (ignores
-//    the primary when placing; the NM still throttles and kills);
+//    the primary when placing; the NM still throttles and kills) vs the
+//    clairvoyant bounds (the primaries' future known; PlacementStrategy);
 //  - replica placement: Algorithm 2 (rm/harvest_replicas) vs random vs
 //    best-first.
 // Everything runs on a virtual time line; the same seed gives the same
