@@ -10,8 +10,14 @@
 // with one JSON line (figures per point, targets, met or not). Block losses
 // cluster by seed (one seed's reimage times decide which tenant sets lose
 // blocks), so loss ratios come with a 95% interval from resampling seeds;
-// --storage-only runs the storage side alone, e.g. over many seeds.
+// --storage-only runs the storage side alone, e.g. over many seeds;
+// --no-storage the jobs alone. --strategies picks the task placements
+// (default history, primary-aware, random; the clairvoyant bounds of
+// sim/harvest/harvest_sim.h on request); the targets need history and
+// primary-aware.
 //   bench_harvest_sweep --swim data/swim/swim-fb2009-24h.tsv
+//   bench_harvest_sweep --swim FILE --utils 0.8 --no-storage --strategies
+//     clairvoyant-best-fit,clairvoyant-most-room
 //   bench_harvest_sweep --swim FILE --utils 0.2,0.5,0.8 --seeds 1 --tenants 30
 //   bench_harvest_sweep --swim FILE --storage-only --seeds $(seq -s, 1 30) --blocks 20000
 // Exit codes: 0 done (targets met or not), 2 bad input.
@@ -60,7 +66,8 @@ int main(int argc, char** argv) {
   std::vector<double> utils = {0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
   std::vector<uint64_t> seeds = {1, 2, 3};
   std::string mix_spec = "1,1,1";
-  bool storage_only = false;
+  bool storage_only = false, no_storage = false;
+  std::vector<std::string> strategy_names = {"history", "primary-aware", "random"};
   int tenants = 100;
   sim::HarvestSimOptions ho;
   ho.servers_per_tenant = 30;
@@ -80,6 +87,11 @@ int main(int argc, char** argv) {
                  "Relative shares of periodic, constant and unpredictable tenants, P,C,U");
   app.add_flag("--storage-only", storage_only,
                "Only the storage side (blocks lost and unavailable), no jobs");
+  app.add_flag("--no-storage", no_storage, "Only the jobs, no storage side");
+  app.add_option("--strategies", strategy_names,
+                 "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
+                 "clairvoyant-most-room, clairvoyant-wait")
+      ->delimiter(',');
   app.add_option("--job-sample", ho.job_sample, "Share of SWIM jobs simulated")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--duration-scale", duration_scale, "Multiplies SWIM task durations")
@@ -106,6 +118,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (storage_only && no_storage) {
+    std::cerr << "bench_harvest_sweep: --no-storage: cannot be combined with --storage-only\n";
+    return 2;
+  }
+  std::vector<sim::PlacementStrategy> strategies;
+  for (const auto& name : strategy_names) {
+    auto s = sim::parsePlacementStrategy(name);
+    if (!s.isOk()) {
+      std::cerr << "bench_harvest_sweep: --strategies: '" << name << "' is not one of history, "
+                << "primary-aware, random, clairvoyant-best-fit, clairvoyant-most-room, "
+                   "clairvoyant-wait\n";
+      return 2;
+    }
+    if (std::find(strategies.begin(), strategies.end(), *s) != strategies.end()) {
+      std::cerr << "bench_harvest_sweep: --strategies: '" << name << "' is given twice\n";
+      return 2;
+    }
+    strategies.push_back(*s);
+  }
+  if (strategies.empty() && !storage_only) {
+    std::cerr << "bench_harvest_sweep: --strategies: at least one value\n";
+    return 2;
+  }
   auto mix = sim::parseClassMix(mix_spec);
   if (!mix.isOk()) {
     std::cerr << "bench_harvest_sweep: --" << mix.status().message() << "\n";
@@ -125,9 +160,6 @@ int main(int argc, char** argv) {
         static_cast<int64_t>(static_cast<double>(j.reduce_task_duration.count()) * duration_scale));
   }
   const auto started = std::chrono::steady_clock::now();
-  const std::vector<sim::PlacementStrategy> strategies = {sim::PlacementStrategy::kHistory,
-                                                          sim::PlacementStrategy::kPrimaryAware,
-                                                          sim::PlacementStrategy::kRandom};
   nlohmann::json points = nlohmann::json::array();
   const size_t runs = utils.size() * seeds.size();
   size_t done = 0;
@@ -136,7 +168,8 @@ int main(int argc, char** argv) {
       "unpredictable), SWIM x%.0f (sample %.2f), cpu-kill-after %.0f s, primary memory %.2f x "
       "CPU%s\n",
       tenants, ho.servers_per_tenant, (*mix)[0], (*mix)[1], (*mix)[2], duration_scale,
-      ho.job_sample, cpu_kill_after_s, ho.primary_memory, storage_only ? ", storage only" : "");
+      ho.job_sample, cpu_kill_after_s, ho.primary_memory,
+      storage_only ? ", storage only" : (no_storage ? ", no storage" : ""));
   for (double u : utils) {
     // Per strategy, per seed.
     std::map<std::string, std::vector<nlohmann::json>> per;
@@ -181,6 +214,7 @@ int main(int argc, char** argv) {
              {"floor_long_mean_jct_s", r->floor_mean_jct_by_length_s[kLong]}});
       }
       for (int replicas : {3, 4}) {
+        if (no_storage) break;
         sim::ReplicaSimOptions ro;
         ro.servers_per_tenant = ho.servers_per_tenant;
         ro.blocks = blocks;
@@ -194,15 +228,21 @@ int main(int argc, char** argv) {
             std::cerr << "bench_harvest_sweep: " << r.status().message() << "\n";
             return 2;
           }
+          nlohmann::json row = {{"seed", seed},
+                                {"lost", r->lost},
+                                {"lost_1_tenant", r->lost_by_tenants[1]},
+                                {"lost_2_tenants", r->lost_by_tenants[2]},
+                                {"lost_3_tenants", r->lost_by_tenants[3]},
+                                {"lost_4_tenants", r->lost_by_tenants[4]},
+                                {"unavailable", r->unavailable}};
+          // Where the fourth replica went: by its tenant's reimage rate.
+          for (size_t i = 0; i < r->fourth_by_rate.size(); i++) {
+            row["placed_fourth_rate" + std::to_string(i)] = r->fourth_by_rate[i];
+            row["lost_fourth_rate" + std::to_string(i)] = r->lost_fourth_by_rate[i];
+          }
           per[std::string("replicas") + std::to_string(replicas) + "-" +
               sim::replicaStrategyName(s)]
-              .push_back({{"seed", seed},
-                          {"lost", r->lost},
-                          {"lost_1_tenant", r->lost_by_tenants[1]},
-                          {"lost_2_tenants", r->lost_by_tenants[2]},
-                          {"lost_3_tenants", r->lost_by_tenants[3]},
-                          {"lost_4_tenants", r->lost_by_tenants[4]},
-                          {"unavailable", r->unavailable}});
+              .push_back(row);
         }
       }
       done++;
@@ -228,49 +268,52 @@ int main(int argc, char** argv) {
   }
   const double wall = since(started);
 
-  // Tables.
+  // Tables: per point, the floor, then one row per strategy run.
   nlohmann::json gains = nlohmann::json::array();
   double gain_top = 0, worst_floor = 0, min_kill_cut = 0, min_throttle_cut = 0;
   bool grows = true;
+  std::vector<std::string> names;
+  for (auto s : strategies) names.push_back(sim::strategyName(s));
+  const bool with_pa = std::find(names.begin(), names.end(), "primary-aware") != names.end();
+  const bool targets =
+      !storage_only && with_pa && std::find(names.begin(), names.end(), "history") != names.end();
   if (!storage_only) {
     std::printf(
-        "\nJCT (mean of %zu seeds; s): strategy mean / p95 / long jobs' mean, and the floor\n",
+        "\nJCT (mean of %zu seeds; s): mean / p95 / long jobs' mean | kills (memory kills) / "
+        "throttled task-h / work lost to kills core-h | mean over the floor's, primary-aware's "
+        "mean over this one's, throttled task-h against primary-aware's\n",
         seeds.size());
-    std::printf("%5s %6s | %-23s | %-23s | %-23s | %-23s | %6s %6s %6s %6s\n", "util", "real",
-                "history", "primary-aware", "random", "floor", "PA/H", "R/H", "H/fl", "PA/fl");
+    std::printf("%5s %6s %-22s | %7s %7s %7s | %7s %7s %8s %7s | %6s %6s %7s\n", "util", "real",
+                "strategy", "mean", "p95", "long", "kills", "(mem)", "thr-h", "lost-h", "x/fl",
+                "PA/x", "thr/PA");
     for (const auto& p : points) {
-      auto cell = [&](const char* s) {
-        char b[64];
-        std::snprintf(b, sizeof b, "%7.0f %7.0f %7.0f", p[s]["mean_jct_s"].get<double>(),
-                      p[s]["p95_jct_s"].get<double>(), p[s]["long_mean_jct_s"].get<double>());
-        return std::string(b);
-      };
-      char fl[64];
-      std::snprintf(fl, sizeof fl, "%7.0f %7.0f %7.0f",
-                    p["history"]["floor_mean_jct_s"].get<double>(),
-                    p["history"]["floor_p95_jct_s"].get<double>(),
-                    p["history"]["floor_long_mean_jct_s"].get<double>());
-      const double h = p["history"]["mean_jct_s"], pa = p["primary-aware"]["mean_jct_s"],
-                   r = p["random"]["mean_jct_s"], f = p["history"]["floor_mean_jct_s"];
-      std::printf("%5.2f %5.1f%% | %s | %s | %s | %s | %5.2fx %5.2fx %5.2fx %5.2fx\n",
-                  p["target_util"].get<double>(), 100 * p["history"]["primary_util"].get<double>(),
-                  cell("history").c_str(), cell("primary-aware").c_str(), cell("random").c_str(),
-                  fl, pa / h, r / h, h / f, pa / f);
+      const auto& first = p[names.front()];
+      const double f = first["floor_mean_jct_s"].get<double>();
+      std::printf("%5.2f %5.1f%% %-22s | %7.0f %7.0f %7.0f |\n", p["target_util"].get<double>(),
+                  100 * first["primary_util"].get<double>(), "floor", f,
+                  first["floor_p95_jct_s"].get<double>(),
+                  first["floor_long_mean_jct_s"].get<double>());
+      for (const auto& n : names) {
+        const auto& x = p[n];
+        char vs[48] = "     -      -       -";
+        if (with_pa) {
+          const auto& pa = p["primary-aware"];
+          const double pt = pa["throttled_task_h"].get<double>();
+          std::snprintf(
+              vs, sizeof vs, "%5.2fx %+6.0f%%",
+              pa["mean_jct_s"].get<double>() / std::max(1e-9, x["mean_jct_s"].get<double>()),
+              pt > 0 ? 100 * (x["throttled_task_h"].get<double>() / pt - 1) : 0.0);
+        }
+        std::printf("%5s %6s %-22s | %7.0f %7.0f %7.0f | %7.0f %7.0f %8.0f %7.0f | %5.2fx %s\n", "",
+                    "", n.c_str(), x["mean_jct_s"].get<double>(), x["p95_jct_s"].get<double>(),
+                    x["long_mean_jct_s"].get<double>(), x["kills"].get<double>(),
+                    x["memory_kills"].get<double>(), x["throttled_task_h"].get<double>(),
+                    x["lost_core_h"].get<double>(),
+                    x["mean_jct_s"].get<double>() / std::max(1e-9, f), vs);
+      }
     }
-    std::printf(
-        "\nKills (memory kills) / throttled task-h / work lost to kills core-h (seed means)\n");
-    std::printf("%5s | %-32s | %-32s | %-32s\n", "util", "history", "primary-aware", "random");
-    for (const auto& p : points) {
-      auto cell = [&](const char* s) {
-        char b[80];
-        std::snprintf(b, sizeof b, "%8.0f (%6.0f) %8.0f %7.0f", p[s]["kills"].get<double>(),
-                      p[s]["memory_kills"].get<double>(), p[s]["throttled_task_h"].get<double>(),
-                      p[s]["lost_core_h"].get<double>());
-        return std::string(b);
-      };
-      std::printf("%5.2f | %s | %s | %s\n", p["target_util"].get<double>(), cell("history").c_str(),
-                  cell("primary-aware").c_str(), cell("random").c_str());
-    }
+  }
+  if (targets) {
     // Targets (OSDI'16: "up to 90%" better JCT at the sweep's end).
     const auto& top = points.back();
     gain_top = top["primary-aware"]["mean_jct_s"].get<double>() /
@@ -296,17 +339,19 @@ int main(int argc, char** argv) {
 
   // Storage: counts summed over the seeds; random / Algorithm 2 with its
   // 95% interval over seed resamples.
-  std::printf(
-      "\nStorage (%lld blocks x %zu seeds): blocks lost (sum over seeds) / mean unavailable share "
-      "of time\n",
-      static_cast<long long>(blocks), seeds.size());
-  std::printf("%5s | %-19s | %-19s | %-26s | %-25s | %-19s | %-19s\n", "util", "3 replicas: Alg. 2",
-              "random", "random/Alg. 2 (95% seeds)", "random lost on 1/2/3 ten.",
-              "4 replicas: Alg. 2", "random");
+  if (!no_storage) {
+    std::printf(
+        "\nStorage (%lld blocks x %zu seeds): blocks lost (sum over seeds) / mean unavailable "
+        "share of time\n",
+        static_cast<long long>(blocks), seeds.size());
+    std::printf("%5s | %-19s | %-19s | %-26s | %-25s | %-19s | %-19s\n", "util",
+                "3 replicas: Alg. 2", "random", "random/Alg. 2 (95% seeds)",
+                "random lost on 1/2/3 ten.", "4 replicas: Alg. 2", "random");
+  }
   std::string loss_verdict = "met";
   nlohmann::json loss_points = nlohmann::json::array();
   int64_t a2_lost4_all = 0;
-  for (const auto& p : points) {
+  for (const auto& p : no_storage ? nlohmann::json::array() : points) {
     auto cell = [&](const std::string& s) {
       char b[64];
       std::snprintf(b, sizeof b, "%6.0f %10.5f%%", p[s]["lost_sum"].get<double>(),
@@ -350,28 +395,55 @@ int main(int argc, char** argv) {
          {"verdict", verdict}});
   }
 
-  if (!storage_only) {
+  if (!no_storage) {
+    const std::vector<double> rates = sim::ReplicaSimOptions{}.reimage_rates;
     std::printf(
-        "\nTargets: gain at %.2f = %.2fx (>= 1.9: %s); grows with utilisation: %s; kills cut "
+        "\n4 replicas, Algorithm 2: the fourth replica's tenant by reimage rate (a month), share "
+        "of blocks / blocks lost (sum over seeds)\n");
+    for (const auto& p : points) {
+      const auto& a2 = p["replicas4-algorithm2"];
+      double placed = 0;
+      for (size_t i = 0; i < rates.size(); i++)
+        placed += a2.value("placed_fourth_rate" + std::to_string(i), 0.0);
+      std::printf("%5.2f |", p["target_util"].get<double>());
+      for (size_t i = 0; i < rates.size(); i++) {
+        const std::string k = std::to_string(i);
+        std::printf(" %g: %.3f / %.0f |", rates[i],
+                    placed > 0 ? a2.value("placed_fourth_rate" + k, 0.0) / placed : 0.0,
+                    a2.value("lost_fourth_rate" + k + "_sum", 0.0));
+      }
+      std::printf("\n");
+    }
+  }
+
+  std::printf("\nTargets: ");
+  if (targets) {
+    std::printf(
+        "gain at %.2f = %.2fx (>= 1.9: %s); grows with utilisation: %s; kills cut "
         "%.0f%%, throttled time cut %.0f%% at the top (>= 80%%: %s); history / floor at most %.3f "
         "(<= 1.10: %s); ",
         points.back()["target_util"].get<double>(), gain_top, gain_top >= 1.9 ? "met" : "NOT met",
         grows ? "yes" : "no", 100 * min_kill_cut, 100 * min_throttle_cut,
         min_kill_cut >= 0.8 && min_throttle_cut >= 0.8 ? "met" : "NOT met", worst_floor,
         worst_floor <= 1.10 ? "met" : "NOT met");
-  } else {
-    std::printf("\nTargets: ");
+  } else if (!storage_only) {
+    std::printf("job targets need history and primary-aware; ");
   }
-  std::printf(
-      "3 replicas random / Alg. 2 >= 100x at every point: %s; 4 replicas Alg. 2 lost %lld (0: "
-      "%s); wall %.0f s\n",
-      loss_verdict.c_str(), static_cast<long long>(a2_lost4_all),
-      a2_lost4_all == 0 ? "met" : "NOT met", wall);
+  if (!no_storage) {
+    std::printf(
+        "3 replicas random / Alg. 2 >= 100x at every point: %s; 4 replicas Alg. 2 lost %lld (0: "
+        "%s); ",
+        loss_verdict.c_str(), static_cast<long long>(a2_lost4_all),
+        a2_lost4_all == 0 ? "met" : "NOT met");
+  }
+  std::printf("wall %.0f s\n", wall);
 
   report.figures()["points"] = points;
   report.figures()["storage_only"] = storage_only;
+  report.figures()["no_storage"] = no_storage;
+  report.figures()["strategies"] = names;
   report.figures()["mix"] = *mix;
-  if (!storage_only) {
+  if (targets) {
     report.figures()["gain_by_util"] = gains;
     report.figures()["gain_top"] = gain_top;
     report.figures()["gain_grows"] = grows;
@@ -383,12 +455,14 @@ int main(int argc, char** argv) {
     report.targets()["throttle_cut_top_min"] = 0.8;
     report.targets()["history_over_floor_max"] = 1.10;
   }
-  report.figures()["loss3_by_point"] = loss_points;
-  report.figures()["loss3_verdict"] = loss_verdict;
-  report.figures()["lost4_algorithm2_sum"] = a2_lost4_all;
+  if (!no_storage) {
+    report.figures()["loss3_by_point"] = loss_points;
+    report.figures()["loss3_verdict"] = loss_verdict;
+    report.figures()["lost4_algorithm2_sum"] = a2_lost4_all;
+    report.targets()["lost3_ratio_min"] = 100;
+    report.targets()["lost4_algorithm2_max"] = 0;
+  }
   report.figures()["wall_s"] = wall;
-  report.targets()["lost3_ratio_min"] = 100;
-  report.targets()["lost4_algorithm2_max"] = 0;
   report.emit();
   return 0;
 }

@@ -5,9 +5,11 @@
 //       [--servers-per-tenant K] [--cores C] [--job-sample F] [--seed S]
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
 //       [--drain S] [--weights LENGTH:P,C,U]... [--mean-util U]
-//       [--cpu-kill-after S] [--primary-memory F] [--replicas N] [--json]
+//       [--cpu-kill-after S] [--primary-memory F] [--replicas N]
+//       [--strategies NAME,...] [--json]
 //
-// Prints, per strategy (history, primary-aware, random), task kills, job
+// Prints, per strategy (history, primary-aware, random; --strategies picks
+// others, e.g. the clairvoyant bounds of harvest_sim.h), task kills, job
 // completion times and harvested utilisation, then the work lost to kills
 // and to throttling, the jobs Algorithm 1 found no
 // class for, kills per tenant pattern and per job length; then blocks lost
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   sim::HarvestSimOptions ho;
   sim::ReplicaSimOptions ro;
   bool json = false;
+  std::vector<std::string> strategy_names = {"history", "primary-aware", "random"};
   double duration_scale = 1;
   app.add_option("--swim", swim, "SWIM trace (TSV) of the batch jobs")->required();
   app.add_option("--primary", primary,
@@ -102,6 +105,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--replicas", ro.replicas, "Replicas per block in the storage simulation")
       ->check(CLI::Range(1, 16));
+  app.add_option("--strategies", strategy_names,
+                 "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
+                 "clairvoyant-most-room, clairvoyant-wait")
+      ->delimiter(',');
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   ho.seed = ro.seed = gen.seed;
@@ -113,6 +120,16 @@ int main(int argc, char** argv) {
       return fail("--" + st.message());
   }
   ro.servers_per_tenant = ho.servers_per_tenant;
+  std::vector<sim::PlacementStrategy> strategies;
+  for (const auto& name : strategy_names) {
+    auto s = sim::parsePlacementStrategy(name);
+    if (!s.isOk())
+      return fail("--strategies: '" + name +
+                  "' is not one of history, primary-aware, random, clairvoyant-best-fit, "
+                  "clairvoyant-most-room, clairvoyant-wait");
+    strategies.push_back(*s);
+  }
+  if (strategies.empty()) return fail("--strategies: at least one value");
 
   std::vector<sim::PrimaryTrace> traces;
   if (!primary.empty()) {
@@ -154,8 +171,7 @@ int main(int argc, char** argv) {
   const std::array<const char*, 3> lengths = {rm::jobLengthName(rm::JobLength::kShort),
                                               rm::jobLengthName(rm::JobLength::kMedium),
                                               rm::jobLengthName(rm::JobLength::kLong)};
-  for (auto s : {sim::PlacementStrategy::kHistory, sim::PlacementStrategy::kPrimaryAware,
-                 sim::PlacementStrategy::kRandom}) {
+  for (auto s : strategies) {
     auto r = sim::runHarvestSim(traces, *jobs, s, ho);
     if (!r.isOk()) return fail(r.status().message());
     out["placement"].push_back(
@@ -200,10 +216,10 @@ int main(int argc, char** argv) {
   }
   std::printf("seed %llu, %zu primary tenants\n", static_cast<unsigned long long>(gen.seed),
               traces.size());
-  std::printf("%-16s %6s %8s %8s %8s %10s %10s %10s %9s\n", "placement", "jobs", "finished",
+  std::printf("%-22s %6s %8s %8s %8s %10s %10s %10s %9s\n", "placement", "jobs", "finished",
               "tasks", "kills", "mean JCT s", "p50 JCT s", "p95 JCT s", "harvested");
   for (const auto& p : out["placement"]) {
-    std::printf("%-16s %6lld %8lld %8lld %8lld %10.1f %10.1f %10.1f %8.1f%%\n",
+    std::printf("%-22s %6lld %8lld %8lld %8lld %10.1f %10.1f %10.1f %8.1f%%\n",
                 p["strategy"].get<std::string>().c_str(), p["jobs"].get<long long>(),
                 p["jobs_finished"].get<long long>(), p["tasks_run"].get<long long>(),
                 p["task_kills"].get<long long>(), p["mean_jct_s"].get<double>(),
@@ -212,7 +228,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& p : out["placement"]) {
     std::printf(
-        "%-16s lost %.1f core-h; throttled %.1f task-h (%.1f core-h slower); memory kills %lld; "
+        "%-22s lost %.1f core-h; throttled %.1f task-h (%.1f core-h slower); memory kills %lld; "
         "jobs without class %lld; tasks outside their classes %lld; tenants misclassified %lld; "
         "kills on",
         p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
@@ -238,16 +254,16 @@ int main(int argc, char** argv) {
     const double fm = p["floor_mean_jct_s"].get<double>(), fp = p["floor_p95_jct_s"].get<double>(),
                  fl = p["floor_mean_jct_by_length_s"]["long"].get<double>();
     std::printf(
-        "%-16s floor (no wait, no kill) mean %.1f s, p95 %.1f s, long jobs %.0f s: JCT over floor "
+        "%-22s floor (no wait, no kill) mean %.1f s, p95 %.1f s, long jobs %.0f s: JCT over floor "
         "mean %.2fx, p95 %.2fx, long %.2fx\n",
         p["strategy"].get<std::string>().c_str(), fm, fp, fl,
         p["mean_jct_s"].get<double>() / std::max(fm, 1e-9),
         p["p95_jct_s"].get<double>() / std::max(fp, 1e-9),
         p["mean_jct_by_length_s"]["long"].get<double>() / std::max(fl, 1e-9));
   }
-  std::printf("%-16s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
+  std::printf("%-22s %8s %8s %12s\n", "replicas", "blocks", "lost", "unavailable");
   for (const auto& p : out["replicas"]) {
-    std::printf("%-16s %8lld %8lld %11.4f%%\n", p["strategy"].get<std::string>().c_str(),
+    std::printf("%-22s %8lld %8lld %11.4f%%\n", p["strategy"].get<std::string>().c_str(),
                 p["blocks"].get<long long>(), p["lost"].get<long long>(),
                 100 * p["unavailable"].get<double>());
   }

@@ -24,8 +24,25 @@ const char* strategyName(PlacementStrategy s) {
       return "primary-aware";
     case PlacementStrategy::kRandom:
       return "random";
+    case PlacementStrategy::kClairvoyantBestFit:
+      return "clairvoyant-best-fit";
+    case PlacementStrategy::kClairvoyantMostRoom:
+      return "clairvoyant-most-room";
+    case PlacementStrategy::kClairvoyantWait:
+      return "clairvoyant-wait";
   }
   return "?";
+}
+
+Result<PlacementStrategy> parsePlacementStrategy(const std::string& name) {
+  std::string known;
+  for (auto s : {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware,
+                 PlacementStrategy::kRandom, PlacementStrategy::kClairvoyantBestFit,
+                 PlacementStrategy::kClairvoyantMostRoom, PlacementStrategy::kClairvoyantWait}) {
+    if (name == strategyName(s)) return s;
+    known += (known.empty() ? "" : ", ") + std::string(strategyName(s));
+  }
+  return invalidArgument("strategy", "'" + name + "' is not one of " + known);
 }
 
 const char* replicaStrategyName(ReplicaStrategy s) {
@@ -314,6 +331,11 @@ class HarvestRun {
               [](const JobRt& a, const JobRt& b) { return a.submit_tick < b.submit_tick; });
     const int64_t end_tick = static_cast<int64_t>(traces_.front().util.size()) * ticks_per_step_;
     const int64_t drain_until = end_tick + o_.drain / o_.tick;
+    if (clairvoyant()) {
+      int64_t longest = 1;
+      for (const auto& j : jobs_) longest = std::max({longest, j.dur_ticks[0], j.dur_ticks[1]});
+      buildFuture(drain_until + longest + 1);
+    }
     size_t next_job = 0;
     double secondary = 0, primary = 0;
     int64_t measured = 0;
@@ -401,6 +423,134 @@ class HarvestRun {
       i = u.size() - static_cast<size_t>(per_day_) + (i - u.size()) % static_cast<size_t>(per_day_);
     return u[i] * o_.cores;
   }
+  bool clairvoyant() const {
+    return strategy_ == PlacementStrategy::kClairvoyantBestFit ||
+           strategy_ == PlacementStrategy::kClairvoyantMostRoom ||
+           strategy_ == PlacementStrategy::kClairvoyantWait;
+  }
+
+  // The clairvoyant strategies' view of the future, per tenant over steps
+  // 0 .. the last tick any task can run (the series, then the repeated last
+  // day as primaryCores() has it): over_[t][k][i] counts the steps before i
+  // where `k` tasks would be throttled (k > what the primary and the reserve
+  // leave, the test advance() applies), and max_[t][l][i] is the largest
+  // primary (cores) over steps [i, i + 2^l) (a sparse table).
+  void buildFuture(int64_t ticks) {
+    const int64_t steps = (ticks + ticks_per_step_ - 1) / ticks_per_step_ + 1;
+    const int kmax = o_.cores + 2;
+    over_.assign(traces_.size(), std::vector<std::vector<int32_t>>(
+                                     static_cast<size_t>(kmax),
+                                     std::vector<int32_t>(static_cast<size_t>(steps) + 1, 0)));
+    max_.assign(traces_.size(), {});
+    Server probe{0, {}};
+    for (size_t t = 0; t < traces_.size(); t++) {
+      probe.tenant = static_cast<int>(t);
+      std::vector<double> prim(static_cast<size_t>(steps));
+      for (int64_t i = 0; i < steps; i++)
+        prim[static_cast<size_t>(i)] = primaryCores(probe, i * ticks_per_step_);
+      for (int k = 0; k < kmax; k++) {
+        auto& c = over_[t][static_cast<size_t>(k)];
+        for (size_t i = 0; i < prim.size(); i++) {
+          const double cpu_left = o_.cores - prim[i] - o_.reserve_cores;
+          c[i + 1] = c[i] + (static_cast<double>(k) > cpu_left ? 1 : 0);
+        }
+      }
+      auto& m = max_[t];
+      m.push_back(prim);
+      for (size_t len = 2; len <= prim.size(); len *= 2) {
+        const auto& prev = m.back();
+        std::vector<double> next(prim.size() - len + 1);
+        for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
+        m.push_back(std::move(next));
+      }
+    }
+  }
+
+  // Ticks in [a, b) at which `k` tasks on a server of tenant `t` run throttled.
+  int64_t ticksOver(int t, int64_t k, int64_t a, int64_t b) const {
+    if (a >= b || k <= 0) return 0;
+    const auto& c =
+        over_[static_cast<size_t>(t)]
+             [static_cast<size_t>(std::min<int64_t>(k, static_cast<int64_t>(over_[0].size()) - 1))];
+    const int64_t sa = a / ticks_per_step_, sb = (b - 1) / ticks_per_step_;
+    auto over = [&](int64_t s) { return static_cast<int64_t>(c[s + 1] - c[s]); };
+    if (sa == sb) return (b - a) * over(sa);
+    return ((sa + 1) * ticks_per_step_ - a) * over(sa) + (b - sb * ticks_per_step_) * over(sb) +
+           ticks_per_step_ * static_cast<int64_t>(c[sb] - c[sa + 1]);
+  }
+
+  // The primary's largest use (cores) over ticks [a, b), a < b.
+  double maxPrimary(int t, int64_t a, int64_t b) const {
+    const auto& m = max_[static_cast<size_t>(t)];
+    const auto sa = static_cast<size_t>(a / ticks_per_step_);
+    const auto sb = static_cast<size_t>((b - 1) / ticks_per_step_) + 1;
+    size_t l = 0;
+    while ((size_t{2} << l) <= sb - sa) l++;
+    return std::max(m[l][sa], m[l][sb - (size_t{1} << l)]);
+  }
+
+  // The clairvoyant strategies (PlacementStrategy): a task of `work` ticks
+  // placed at `now`; -1 holds it (kClairvoyantWait without a fitting
+  // server, or no server with a core now). Each server's tasks are counted
+  // until their remaining work would end at full speed.
+  int pickClairvoyant(int64_t work, int64_t now) {
+    const bool best_fit = strategy_ != PlacementStrategy::kClairvoyantMostRoom;
+    const bool wait = strategy_ == PlacementStrategy::kClairvoyantWait;
+    int fit = -1, fallback = -1;
+    double fit_room = 0, fallback_cost = 0;
+    int64_t fit_ties = 0, fallback_ties = 0;
+    std::vector<int64_t> ends;
+    for (size_t si = 0; si < servers_.size(); si++) {
+      const Server& s = servers_[si];
+      if (room(s, now) < 1) continue;
+      ends.clear();
+      for (const auto& t : s.tasks)
+        ends.push_back(static_cast<int64_t>(std::ceil(t.work_left - 1e-9)));
+      std::sort(ends.begin(), ends.end());
+      // Segments of [now, now + work) with n tasks already there.
+      auto n = static_cast<int64_t>(ends.size());
+      int64_t from = 0;
+      size_t next = 0;
+      bool fits = true;
+      double least = std::numeric_limits<double>::infinity();
+      double cost = 0;
+      while (from < work) {
+        while (next < ends.size() && ends[next] <= from) {
+          next++;
+          n--;
+        }
+        const int64_t to = next < ends.size() ? std::min(work, ends[next]) : work;
+        const int64_t a = now + from, b = now + to;
+        const int64_t over_new = ticksOver(s.tenant, n + 1, a, b);
+        if (over_new > 0) fits = false;
+        cost += static_cast<double>((n + 1) * over_new - n * ticksOver(s.tenant, n, a, b));
+        least = std::min(least, o_.cores - o_.reserve_cores - static_cast<double>(n + 1) -
+                                    maxPrimary(s.tenant, a, b));
+        from = to;
+      }
+      if (fits) {
+        const bool better = fit < 0 || (best_fit ? least < fit_room : least > fit_room);
+        if (better || least == fit_room) {
+          fit_ties = better ? 1 : fit_ties + 1;
+          if (better || std::uniform_int_distribution<int64_t>(1, fit_ties)(rng_) == 1) {
+            fit = static_cast<int>(si);
+            fit_room = least;
+          }
+        }
+      } else if (fit < 0 && !wait) {
+        const bool better = fallback < 0 || cost < fallback_cost;
+        if (better || cost == fallback_cost) {
+          fallback_ties = better ? 1 : fallback_ties + 1;
+          if (better || std::uniform_int_distribution<int64_t>(1, fallback_ties)(rng_) == 1) {
+            fallback = static_cast<int>(si);
+            fallback_cost = cost;
+          }
+        }
+      }
+    }
+    return fit >= 0 ? fit : fallback;
+  }
+
   // Cores a new task may use on `s` (the placement view of the strategy).
   int64_t room(const Server& s, int64_t now) const {
     double busy = static_cast<double>(s.tasks.size());
@@ -563,9 +713,10 @@ class HarvestRun {
         std::floor(o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size())));
   }
 
-  int pickServer(const JobRt& j, int64_t now) {
-    std::vector<int> cand;
+  int pickServer(const JobRt& j, int stage, int64_t now) {
     fallback_ = false;
+    if (clairvoyant()) return pickClairvoyant(j.dur_ticks[stage], now);
+    std::vector<int> cand;
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
         if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
@@ -588,7 +739,7 @@ class HarvestRun {
       if (held(j, now)) continue;
       for (int st = 0; st < 2; st++) {
         while (j.pending[st] > 0) {
-          int s = pickServer(j, now);
+          int s = pickServer(j, st, now);
           if (s < 0) break;
           tasks_outside_class_ += fallback_ ? 1 : 0;
           placeTask(ji, st, s, now);
@@ -627,6 +778,9 @@ class HarvestRun {
   double lost_ticks_ = 0, throttled_ticks_ = 0, throttle_lost_ticks_ = 0;
   double throttled_by_pattern_[3] = {0, 0, 0};
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
+  // Clairvoyant strategies only (buildFuture).
+  std::vector<std::vector<std::vector<int32_t>>> over_;
+  std::vector<std::vector<std::vector<double>>> max_;
 };
 
 }  // namespace
@@ -757,7 +911,15 @@ Result<ReplicaSimResult> runReplicaSim(const std::vector<PrimaryTrace>& traces,
     std::vector<int> tenants;
     for (const auto& n : *nodes) tenants.push_back(w.tenant_of[index[n.value()]]);
     r.blocks++;
-    if (blockLost(tenants, w, window)) {
+    const bool lost = blockLost(tenants, w, window);
+    if (tenants.size() >= 4) {
+      const size_t rate = (static_cast<size_t>(tenants[3]) / 3) % o.reimage_rates.size();
+      r.fourth_by_rate.resize(o.reimage_rates.size());
+      r.lost_fourth_by_rate.resize(o.reimage_rates.size());
+      r.fourth_by_rate[rate]++;
+      r.lost_fourth_by_rate[rate] += lost ? 1 : 0;
+    }
+    if (lost) {
       r.lost++;
       const size_t distinct = std::set<int>(tenants.begin(), tenants.end()).size();
       r.lost_by_tenants[std::min<size_t>(distinct, 4)]++;

@@ -6,7 +6,8 @@
 //    rm/harvest_selection code) vs primary-aware (the paper's baseline: YARN
 //    told each primary tenant's current usage, no history; a task goes to a
 //    random server where the primary leaves a core now) vs random (ignores
-//    the primary when placing; the NM still throttles and kills);
+//    the primary when placing; the NM still throttles and kills) vs the
+//    clairvoyant bounds (the primaries' future known; PlacementStrategy);
 //  - replica placement: Algorithm 2 (rm/harvest_replicas) vs random vs
 //    best-first.
 // Everything runs on a virtual time line; the same seed gives the same
@@ -106,8 +107,39 @@ Result<std::array<double, 3>> parseClassMix(const std::string& spec);
 // in `o`. INVALID_ARGUMENT naming "weights" (and the spec); `o` unchanged.
 Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o);
 
-enum class PlacementStrategy { kHistory, kPrimaryAware, kRandom };
+// Task placement. kHistory, kPrimaryAware and kRandom are described at the
+// top of this file. The clairvoyant strategies are not realisable policies:
+// at a task's placement they read every server's actual future primary
+// series and the task's true work W (its stage's duration at full speed),
+// so they bound what a placement that predicts the primaries from history
+// could do with perfect predictions. Among the servers where the primary
+// leaves a core now, a server *fits* when, at every tick of [now, now + W),
+// the primary leaves a core for the task beside the tasks already there
+// (each counted until its remaining work would end at full speed): the task
+// then runs throttle-free for its whole duration. Its *future headroom* is
+// the least number of cores the primary, the reserve, those tasks and this
+// one leave free over that window. kClairvoyantBestFit takes the fitting
+// server with the least future headroom (best fit: big gaps stay for later
+// tasks), kClairvoyantMostRoom the one with the most; ties are drawn at
+// random. When no server fits, both take the server that adds the fewest
+// throttled task-ticks over the window (this task's and those it slows
+// down on that server). kClairvoyantWait is best fit that instead holds the
+// task (tried again every tick) until a server fits: it trades throttled
+// time for waiting.
+enum class PlacementStrategy {
+  kHistory,
+  kPrimaryAware,
+  kRandom,
+  kClairvoyantBestFit,
+  kClairvoyantMostRoom,
+  kClairvoyantWait
+};
+// "history", "primary-aware", "random", "clairvoyant-best-fit",
+// "clairvoyant-most-room", "clairvoyant-wait".
 const char* strategyName(PlacementStrategy s);
+// The inverse of strategyName; INVALID_ARGUMENT naming "strategy" and the
+// known names for any other text.
+Result<PlacementStrategy> parsePlacementStrategy(const std::string& name);
 
 // The CPU speed (cores, <= 1) of each of `tasks` one-core secondary tasks on
 // a server whose primary leaves `cpu_left` cores (after the NM's reserve):
@@ -206,6 +238,11 @@ struct ReplicaSimResult {
   // sharing a tenant need fewer coincident reimages to be lost.
   int64_t lost_by_tenants[5] = {0, 0, 0, 0, 0};
   double unavailable = 0;  // mean share of steps a block has no available replica
+  // With 4 or more replicas: blocks (and lost blocks) by the reimage rate of
+  // the fourth replica's tenant (index into ReplicaSimOptions::reimage_rates).
+  // Algorithm 2 has used every reimage class by then, so the fourth repeats
+  // one, and the rate of the one it repeats sets the block's loss odds.
+  std::vector<int64_t> fourth_by_rate, lost_fourth_by_rate;
 };
 
 // The 2.5% and 97.5% points of sum(num) / sum(den) over `resamples`

@@ -393,6 +393,131 @@ TEST(HarvestSimTest, AMemoryOverlapKillsAtOnce) {
   EXPECT_NE(bad.status().message().find("cpu_kill_after"), std::string::npos);
 }
 
+// Two days of 8-core servers: `base` all day but `high` over minutes
+// [from, to) of each day.
+PrimaryTrace stepUp(const std::string& name, double base, double high, int from, int to) {
+  PrimaryTrace t;
+  t.tenant = name;
+  t.util.assign(2 * 288, base);
+  for (int d = 0; d < 2; d++)
+    for (int i = from / 5; i < to / 5; i++) t.util[d * 288 + i] = high;
+  return t;
+}
+
+// One job of `tasks` map tasks of `minutes`, submitted at `at` (minutes into the day).
+SwimJob mapJob(const std::string& name, int at, int64_t tasks, int minutes) {
+  SwimJob j;
+  j.name = name;
+  j.submit = Millis(static_cast<int64_t>(at) * 60 * 1000);
+  j.map_tasks = tasks;
+  j.map_task_duration = Millis(static_cast<int64_t>(minutes) * 60 * 1000);
+  return j;
+}
+
+// Throttled only (never killed), the primary's memory at half its CPU share.
+HarvestSimOptions throttleOnly() {
+  HarvestSimOptions o = minuteTicks(1);
+  o.primary_memory = 0.5;
+  o.cpu_kill_after = 48h;
+  return o;
+}
+
+// A 1-hour task at 09:30. "idle" leaves 6.2 cores now and "tight" exactly
+// one, but both leave half a core from 10:00 to 11:00; "steady" leaves 3
+// all day. Only steady fits the task's whole hour: both clairvoyant rules
+// put it there (no throttle, the floor's JCT), whatever the seed, while a
+// placement that sees only the present picks idle (most room now) or tight
+// (best fit now), and primary-aware draws among all three.
+TEST(HarvestSimTest, ClairvoyantPlacementAvoidsTheComingPeakPrimaryAwareDoesNot) {
+  std::vector<PrimaryTrace> traces = {stepUp("idle", 0.1, 6.5 / 8, 600, 660),
+                                      stepUp("tight", 6.0 / 8, 6.5 / 8, 600, 660),
+                                      stepUp("steady", 0.5, 0.5, 0, 0)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  double aware_throttled = 0;
+  for (uint64_t seed = 1; seed <= 8; seed++) {
+    HarvestSimOptions o = throttleOnly();
+    o.seed = seed;
+    for (auto s :
+         {PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+      auto r = runHarvestSim(traces, jobs, s, o);
+      ASSERT_TRUE(r.isOk()) << r.status().message();
+      EXPECT_EQ(r->jobs_finished, 1);
+      EXPECT_EQ(r->throttled_task_s, 0) << strategyName(s) << " seed " << seed;
+      EXPECT_DOUBLE_EQ(r->mean_jct_s, r->floor_mean_jct_s) << strategyName(s) << " seed " << seed;
+    }
+    auto aware = runHarvestSim(traces, jobs, PlacementStrategy::kPrimaryAware, o);
+    ASSERT_TRUE(aware.isOk());
+    aware_throttled += aware->throttled_task_s;
+  }
+  EXPECT_GT(aware_throttled, 0) << "primary-aware lands on idle or tight in some of 8 seeds";
+}
+
+// No server fits: "short" is busy 10:00-10:10 and "long" 10:00-10:30 (half
+// a core left), so the 1-hour task goes where it adds the fewest throttled
+// ticks: short, 10 min at half speed.
+TEST(HarvestSimTest, ClairvoyantPlacementWithoutAFitTakesTheLeastThrottle) {
+  std::vector<PrimaryTrace> traces = {stepUp("long", 0.1, 6.5 / 8, 600, 630),
+                                      stepUp("short", 0.1, 6.5 / 8, 600, 610)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  for (auto s : {PlacementStrategy::kClairvoyantBestFit, PlacementStrategy::kClairvoyantMostRoom}) {
+    auto r = runHarvestSim(traces, jobs, s, throttleOnly());
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    EXPECT_DOUBLE_EQ(r->throttled_task_s, 10 * 60) << strategyName(s);
+    EXPECT_DOUBLE_EQ(r->mean_jct_s, 65 * 60) << strategyName(s);
+  }
+}
+
+// Best fit keeps the big gap: a 20-min task at 09:30 fits "narrow" (one core,
+// none from 10:00 to 11:00) and "wide" (5 cores all day). Best fit takes
+// narrow, so at 09:35 the five 1-hour tasks of the next job all fit wide;
+// most room takes wide, leaving it 4 cores until 09:50, and the fifth task
+// runs throttled (on narrow from 10:00, the least throttle then).
+TEST(HarvestSimTest, ClairvoyantBestFitKeepsRoomForLaterTasks) {
+  std::vector<PrimaryTrace> traces = {stepUp("narrow", 6.0 / 8, 7.0 / 8, 600, 660),
+                                      stepUp("wide", 0.25, 0.25, 0, 0)};
+  std::vector<SwimJob> jobs = {mapJob("first", 9 * 60 + 30, 1, 20),
+                               mapJob("next", 9 * 60 + 35, 5, 60)};
+  auto best = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantBestFit, throttleOnly());
+  auto most = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantMostRoom, throttleOnly());
+  ASSERT_TRUE(best.isOk()) << best.status().message();
+  ASSERT_TRUE(most.isOk());
+  EXPECT_EQ(best->throttled_task_s, 0);
+  EXPECT_DOUBLE_EQ(best->mean_jct_s, best->floor_mean_jct_s);
+  EXPECT_GT(most->throttled_task_s, 0);
+  EXPECT_GT(most->mean_jct_s, best->mean_jct_s);
+}
+
+// The primary leaves no core from 10:00 to 11:00. Best fit places the
+// 1-hour task of 09:30 at once (no server fits) and it runs throttled through
+// that hour; clairvoyant-wait holds it until its whole hour fits, 11:00 to
+// 12:00: no throttle, 150 min after submission.
+TEST(HarvestSimTest, ClairvoyantWaitHoldsATaskUntilItFits) {
+  std::vector<PrimaryTrace> traces = {stepUp("web", 0.1, 7.0 / 8, 600, 660)};
+  std::vector<SwimJob> jobs = {mapJob("one", 9 * 60 + 30, 1, 60)};
+  auto wait = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantWait, throttleOnly());
+  auto now = runHarvestSim(traces, jobs, PlacementStrategy::kClairvoyantBestFit, throttleOnly());
+  ASSERT_TRUE(wait.isOk()) << wait.status().message();
+  ASSERT_TRUE(now.isOk());
+  EXPECT_EQ(wait->throttled_task_s, 0);
+  EXPECT_DOUBLE_EQ(wait->mean_jct_s, 150 * 60);
+  EXPECT_DOUBLE_EQ(now->throttled_task_s, 60 * 60);
+}
+
+TEST(HarvestSimTest, ParsesStrategyNamesAndNamesBadOnes) {
+  for (auto s : {PlacementStrategy::kHistory, PlacementStrategy::kPrimaryAware,
+                 PlacementStrategy::kRandom, PlacementStrategy::kClairvoyantBestFit,
+                 PlacementStrategy::kClairvoyantMostRoom, PlacementStrategy::kClairvoyantWait}) {
+    auto p = parsePlacementStrategy(strategyName(s));
+    ASSERT_TRUE(p.isOk()) << strategyName(s);
+    EXPECT_EQ(*p, s);
+  }
+  auto bad = parsePlacementStrategy("clairvoyant");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("strategy"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("'clairvoyant'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("clairvoyant-best-fit"), std::string::npos);
+}
+
 // The sweep's generator: the tenants' mean CPU share lands near the asked
 // mean, and the patterns stay what the classifier recovers.
 TEST(HarvestSimTest, MeanUtilSetsThePrimariesMeanLoad) {
@@ -452,6 +577,39 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
                   r->lost_by_tenants[4],
               r->lost);
   }
+}
+
+// With four replicas, Algorithm 2's fourth repeats a reimage class: every
+// block is counted once by the rate of its fourth replica's tenant, losses
+// too; with three replicas nothing is counted. With best-first, whose
+// replicas all sit on the least reimaged tenant, every fourth is in the 0.5
+// class.
+TEST(HarvestSimTest, FourthReplicasAreCountedByTheirReimageRate) {
+  PrimaryGenOptions g;
+  g.tenants = 9;
+  g.seed = 3;
+  auto traces = generatePrimaryTraces(g).value();
+  ReplicaSimOptions o;
+  o.servers_per_tenant = 4;
+  o.blocks = 300;
+  o.replicas = 4;
+  o.days = 365;
+  o.rereplicate = Millis(24 * 3600 * 1000);
+  auto a2 = runReplicaSim(traces, ReplicaStrategy::kAlgorithm2, o);
+  auto bf = runReplicaSim(traces, ReplicaStrategy::kBestFirst, o);
+  ASSERT_TRUE(a2.isOk());
+  ASSERT_TRUE(bf.isOk());
+  ASSERT_EQ(a2->fourth_by_rate.size(), 3u);
+  EXPECT_EQ(a2->fourth_by_rate[0] + a2->fourth_by_rate[1] + a2->fourth_by_rate[2], 300);
+  EXPECT_EQ(a2->lost_fourth_by_rate[0] + a2->lost_fourth_by_rate[1] + a2->lost_fourth_by_rate[2],
+            a2->lost);
+  for (size_t i = 0; i < 3; i++) EXPECT_GT(a2->fourth_by_rate[i], 0) << "rate class " << i;
+  ASSERT_EQ(bf->fourth_by_rate.size(), 3u);
+  EXPECT_EQ(bf->fourth_by_rate[0], 300);
+  o.replicas = 3;
+  auto three = runReplicaSim(traces, ReplicaStrategy::kAlgorithm2, o);
+  ASSERT_TRUE(three.isOk());
+  EXPECT_TRUE(three->fourth_by_rate.empty());
 }
 
 // Random placement's losses split by distinct tenants add up, and with few
