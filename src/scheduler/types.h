@@ -192,6 +192,32 @@ struct QueueView {
   std::optional<Resource> max_resources;
 };
 
+// Node reservations for ad-hoc work, as the YARN Fair Scheduler's reserved
+// container: when the app a leaf would serve next on a node has no pending
+// ask that fits the node's free room, the node is reserved for it, and the
+// free room it needs (up to its largest pending need that fits the node) is
+// kept from every other ad-hoc app while other containers end there, until
+// the app's ask fits; then the app is served on that node before anyone
+// else and the reservation ends. Without it the room freed on a full node
+// goes to whichever app's ask fits it, so an app whose containers are larger
+// than what frees up at a time waits while smaller ones pass it.
+//  - Which app: the first app in the leaf's order (its best user's best
+//    app). In a leaf whose policy packs across apps (CrossAppPacker:
+//    Carbyne's leftover), only once the walk reaches the packing tier:
+//    the packing tier's best app (Carbyne: the leftover job with the least
+//    remaining time), so jobs below their altruistic need are never held up
+//    for it elsewhere than on the reserved node.
+//  - Bounds: one app per node; an app holds at most
+//    ceil(reservable_nodes x nodes) nodes (YARN's
+//    yarn.scheduler.fair.reservable-nodes, 0.05 there too); a reservation
+//    ends after `timeout` (YARN has none), when the app is served on the
+//    node, or when it has no pending ask that fits the node's capacity.
+struct NodeReservationOptions {
+  bool enabled = false;
+  double reservable_nodes = 0.05;  // fraction of the nodes one app may hold, > 0
+  Millis timeout{60000};           // > 0
+};
+
 struct SchedulerOptions {
   // Ad-hoc hierarchy. Apps go to leaves only. Empty = a single leaf
   // "root.default" with weight 1.
@@ -222,6 +248,8 @@ struct SchedulerOptions {
   // the calls by id and recoverContainer are INFEASIBLE. Decisions are the
   // same either way.
   bool index_container_ids = true;
+  // Node reservations for ad-hoc apps (off by default; NodeReservationOptions).
+  NodeReservationOptions node_reservation;
 };
 
 }  // namespace morpheus::sched
