@@ -1059,7 +1059,9 @@ int paperMain(int argc, char** argv) {
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
                  "carbyne0 (before cross-job packing), carbyne, carbyne-now (diagnostic: only "
                  "tasks whose latest start is now are needed), carbyne-resv and drf-resv (carbyne "
-                 "and drf with YARN-style node reservations, --resv-nodes, --resv-timeout)")
+                 "and drf with YARN-style node reservations, --resv-nodes, --resv-timeout; "
+                 "carbyne-resv for the leftover tier's shortest job only, carbyne-resv-all for "
+                 "the first job in Carbyne's order, DRF tier included)")
       ->capture_default_str();
   app.add_option("--resv-nodes", resv.reservable_nodes,
                  "carbyne-resv, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
@@ -1096,9 +1098,9 @@ int paperMain(int argc, char** argv) {
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
         p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-resv" &&
-        p != "drf-resv") {
+        p != "drf-resv" && p != "carbyne-resv-all") {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
-                   "carbyne, carbyne-now, carbyne-resv or drf-resv, got '"
+                   "carbyne, carbyne-now, carbyne-resv, carbyne-resv-all or drf-resv, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1247,7 +1249,7 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          if (pname == "carbyne" || pname == "carbyne-resv")
+          if (pname == "carbyne" || pname == "carbyne-resv" || pname == "carbyne-resv-all")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
                 sched::LeftoverPacking{carbyne_eps, carbyne_tau});
           if (pname == "carbyne-now")
@@ -1267,7 +1269,9 @@ int paperMain(int argc, char** argv) {
             po.ledger = ledger;
             po.needed_first = needed_first;
             po.node_reservation = resv;
-            po.node_reservation.enabled = pname == "carbyne-resv" || pname == "drf-resv";
+            po.node_reservation.enabled =
+                pname == "carbyne-resv" || pname == "carbyne-resv-all" || pname == "drf-resv";
+            po.node_reservation.packing_tier_only = pname != "carbyne-resv-all";
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);
             if (!out.isOk()) {

@@ -1100,11 +1100,14 @@ struct Scheduler::Impl {
 
   // `user`, the best user left in its leaf's heap `h`: reserves `n` for its
   // best app when none of that app's pending needs fits the node's free room
-  // (in a packing leaf only from the packing tier on) and the app holds
+  // (in a packing leaf, with packing_tier_only, only from the packing tier
+  // on) and the app holds
   // fewer than its bound of nodes; the kept room leaves n.free at once.
   void maybeReserve(Entity* user, const EntityHeap& h, Node& n, TimePoint now) {
     const CrossAppPacker* pk = policyOf(user).pack;
-    if (pk != nullptr && h.topKey().score < pk->packFrom()) return;
+    if (pk != nullptr && opts.node_reservation.packing_tier_only &&
+        h.topKey().score < pk->packFrom())
+      return;
     if (user->children.empty()) return;
     auto* a = static_cast<App*>(user->children.top());
     if (a->fit.anyFits(n.free)) return;

@@ -201,12 +201,13 @@ struct QueueView {
 // else and the reservation ends. Without it the room freed on a full node
 // goes to whichever app's ask fits it, so an app whose containers are larger
 // than what frees up at a time waits while smaller ones pass it.
-//  - Which app: the first app in the leaf's order (its best user's best
-//    app). In a leaf whose policy packs across apps (CrossAppPacker:
-//    Carbyne's leftover), only once the walk reaches the packing tier:
-//    the packing tier's best app (Carbyne: the leftover job with the least
-//    remaining time), so jobs below their altruistic need are never held up
-//    for it elsewhere than on the reserved node.
+//  - Which app: the first app in the leaf's order the walk reaches (its
+//    best user's best app) when none of its needs fits. In a leaf whose
+//    policy packs across apps (CrossAppPacker: Carbyne's leftover), with
+//    `packing_tier_only` only once the walk reaches the packing tier: the
+//    packing tier's best app (Carbyne: the leftover job with the least
+//    remaining time); apps below the packing tier (Carbyne: jobs below
+//    their altruistic need) then never get a reservation.
 //  - Bounds: one app per node; an app holds at most
 //    ceil(reservable_nodes x nodes) nodes (YARN's
 //    yarn.scheduler.fair.reservable-nodes, 0.05 there too); a reservation
@@ -216,6 +217,7 @@ struct NodeReservationOptions {
   bool enabled = false;
   double reservable_nodes = 0.05;  // fraction of the nodes one app may hold, > 0
   Millis timeout{60000};           // > 0
+  bool packing_tier_only = true;
 };
 
 struct SchedulerOptions {
