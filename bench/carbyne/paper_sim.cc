@@ -325,11 +325,11 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
     }
     if (o.ledger && lw_dt > 0) {
       for (double* x :
-           {&lw.jobs,          &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
-            &lw.share,         &lw.need,          &lw.start,       &lw.need_strict,
-            &lw.share_drf,     &lw.need_at_drf,   &lw.held,        &lw.drf_held,
-            &lw.drf_over_need, &lw.drf_short,     &lw.left_need,   &lw.lent,
-            &lw.vcores,        &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
+           {&lw.jobs,           &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
+            &lw.share,          &lw.need,          &lw.start,       &lw.need_strict,
+            &lw.share_drf,      &lw.need_at_drf,   &lw.held,        &lw.drf_held,
+            &lw.drf_over_need,  &lw.drf_short,     &lw.left_need,   &lw.lent,
+            &lw.vcores,         &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
             &lw.shortq_waiting, &lw.reserved_nodes})
         *x /= lw_dt;
       lw.left_remaining_s = lw_left_n > 0 ? lw_left_rem / lw_left_n : 0;
@@ -1249,12 +1249,19 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          if (pname == "carbyne" || pname == "carbyne-resv" || pname == "carbyne-resv-all")
+          // `carbyne` without node reservations (as measured before them);
+          // `carbyne-resv` the policy's default, reserving for the leftover's
+          // shortest job; `carbyne-resv-all` reserving through the
+          // scheduler's option for the first job of either tier.
+          if (pname == "carbyne" || pname == "carbyne-resv-all")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
+          if (pname == "carbyne-resv")
+            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, true});
           if (pname == "carbyne-now")
             pol = std::make_shared<CarbyneNowPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
@@ -1269,8 +1276,7 @@ int paperMain(int argc, char** argv) {
             po.ledger = ledger;
             po.needed_first = needed_first;
             po.node_reservation = resv;
-            po.node_reservation.enabled =
-                pname == "carbyne-resv" || pname == "carbyne-resv-all" || pname == "drf-resv";
+            po.node_reservation.enabled = pname == "carbyne-resv-all" || pname == "drf-resv";
             po.node_reservation.packing_tier_only = pname != "carbyne-resv-all";
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);

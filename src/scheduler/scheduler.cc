@@ -330,7 +330,7 @@ struct App : Entity {
   std::vector<PreemptionNotice> notices;
   AppHint hint;  // the leaf policy's DagPlanner over the last reportDag, else its NoDagPlanner
   bool reported_dag = false;
-  TimePoint since;  // Impl::last_now when added (AppInput::since)
+  TimePoint since;              // Impl::last_now when added (AppInput::since)
   std::vector<Node*> reserved;  // nodes reserved for it (NodeReservationOptions)
 };
 
@@ -1075,8 +1075,7 @@ struct Scheduler::Impl {
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
-      if (opts.node_reservation.enabled && phase == Phase::kAdhoc && e->kind == Kind::kUser &&
-          n.resv_app == nullptr)
+      if (phase == Phase::kAdhoc && e->kind == Kind::kUser && n.resv_app == nullptr)
         maybeReserve(e, h, n, now);
       if (!mayPlace(e, n) || capFull(e)) {
         // Nothing below fits (the node, or a queue's cap): skipped without
@@ -1098,14 +1097,18 @@ struct Scheduler::Impl {
 
   // ---- node reservations (NodeReservationOptions) ----
 
-  // `user`, the best user left in its leaf's heap `h`: reserves `n` for its
-  // best app when none of that app's pending needs fits the node's free room
-  // (in a packing leaf, with packing_tier_only, only from the packing tier
-  // on) and the app holds
-  // fewer than its bound of nodes; the kept room leaves n.free at once.
+  // `user`, the best user left in its leaf's heap `h`, in a leaf that
+  // reserves nodes (NodeReservationOptions::enabled, or its policy's
+  // CrossAppPacker::reservesNodes): reserves `n` for its best app when none
+  // of that app's pending needs fits the node's free room (in a packing
+  // leaf, with packing_tier_only or by its policy, only from the packing
+  // tier on) and the app holds fewer than its bound of nodes; the kept room
+  // leaves n.free at once.
   void maybeReserve(Entity* user, const EntityHeap& h, Node& n, TimePoint now) {
     const CrossAppPacker* pk = policyOf(user).pack;
-    if (pk != nullptr && opts.node_reservation.packing_tier_only &&
+    const bool by_policy = pk != nullptr && pk->reservesNodes();
+    if (!by_policy && !opts.node_reservation.enabled) return;
+    if (pk != nullptr && (by_policy || opts.node_reservation.packing_tier_only) &&
         h.topKey().score < pk->packFrom())
       return;
     if (user->children.empty()) return;

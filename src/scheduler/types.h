@@ -193,7 +193,10 @@ struct QueueView {
 };
 
 // Node reservations for ad-hoc work, as the YARN Fair Scheduler's reserved
-// container: when the app a leaf would serve next on a node has no pending
+// container, in every ad-hoc leaf with `enabled`, and in the leaves whose
+// policy asks for them for its packing tier (CrossAppPacker::reservesNodes:
+// Carbyne's leftover) whatever `enabled` says; the bounds below hold for
+// both. When the app a leaf would serve next on a node has no pending
 // ask that fits the node's free room, the node is reserved for it, and the
 // free room it needs (up to its largest pending need that fits the node) is
 // kept from every other ad-hoc app while other containers end there, until
@@ -204,7 +207,8 @@ struct QueueView {
 //  - Which app: the first app in the leaf's order the walk reaches (its
 //    best user's best app) when none of its needs fits. In a leaf whose
 //    policy packs across apps (CrossAppPacker: Carbyne's leftover), with
-//    `packing_tier_only` only once the walk reaches the packing tier: the
+//    `packing_tier_only` (always, when the policy asks for them) only once
+//    the walk reaches the packing tier: the
 //    packing tier's best app (Carbyne: the leftover job with the least
 //    remaining time); apps below the packing tier (Carbyne: jobs below
 //    their altruistic need) then never get a reservation.
@@ -213,6 +217,10 @@ struct QueueView {
 //    yarn.scheduler.fair.reservable-nodes, 0.05 there too); a reservation
 //    ends after `timeout` (YARN has none), when the app is served on the
 //    node, or when it has no pending ask that fits the node's capacity.
+//    After a timeout the node's room goes to the app first in the leaf's
+//    order at that heartbeat, which may reserve it again (the same app if
+//    it is still first and still does not fit): the timeout bounds how long
+//    a node is held for an app that is no longer first.
 struct NodeReservationOptions {
   bool enabled = false;
   double reservable_nodes = 0.05;  // fraction of the nodes one app may hold, > 0
