@@ -653,6 +653,35 @@ TEST(CarbyneReservationTest, WithoutReservationsTheLongerJobTakesTheFreedSlot) {
   EXPECT_EQ(reserved, 0);
 }
 
+// Carbyne reserves only for the leftover tier: a job below its need whose
+// needed task (2 slots) does not fit the slot that frees is not reserved
+// for, and the slot goes to the leftover (long), as without reservations.
+TEST(CarbyneReservationTest, JobBelowItsNeedIsNotReservedFor) {
+  auto s = reservingScheduler(std::make_shared<CarbyneOrderingPolicy>(), false);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  DagStage la = stage(1, 100), lb = stage(12, 10);
+  la.request_id = "a";
+  lb.request_id = "b";
+  ASSERT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
+  std::vector<ContainerId> long_c = containersOf(s->schedulePass(kT0), "long");
+  ASSERT_EQ(long_c.size(), 8u);
+  ASSERT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage na = stage(1, 30);
+  na.request_id = "a";
+  na.task = kTask * 2;
+  ASSERT_TRUE(s->reportDag(AppId("near"), {na}).isOk());
+  ResourceRequest big = ask(1, "a", 0);
+  big.capability = kTask * 2;
+  ASSERT_TRUE(s->updateAsks(AppId("near"), {big}).isOk());
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  auto r = s->schedulePass(kT0 + Millis(1000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "long");
+  EXPECT_EQ(s->numReservedNodes(), 0);
+}
+
 // A DRF leaf (YARN's Fair Scheduler case): "big" (nothing held, first by
 // DRF) asks a 4-slot container on a node full of "small"'s 1-slot ones. Each
 // slot that frees is kept for big until its container fits; then big is
