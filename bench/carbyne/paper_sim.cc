@@ -252,6 +252,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   };
   sched::SchedulerOptions so;
   so.adhoc_queues.push_back({"root.default", 1.0, std::move(policy)});
+  so.node_reservation = o.node_reservation;
   MORPHEUS_ASSIGN_OR_RETURN(auto sch, sched::Scheduler::create(so));
   std::vector<sched::NodeSlot> slots;
   for (int64_t n = 0; n < o.nodes; n++) {
@@ -287,7 +288,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   int64_t windows = 0, fair_windows = 0;
   // Utilisation: allocated fraction of the cluster per dimension, integrated.
   Vec used_now{}, used_int{};
-  double pending_int = 0, active_int = 0;
+  double pending_int = 0, active_int = 0, reserved_int = 0;
   const int64_t win = o.fairness_window.count();
   int64_t t = jobs.empty() ? 0 : jobs.front().submit.count();
   int64_t window_end = t + win;
@@ -324,12 +325,12 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
     }
     if (o.ledger && lw_dt > 0) {
       for (double* x :
-           {&lw.jobs,          &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
-            &lw.share,         &lw.need,          &lw.start,       &lw.need_strict,
-            &lw.share_drf,     &lw.need_at_drf,   &lw.held,        &lw.drf_held,
-            &lw.drf_over_need, &lw.drf_short,     &lw.left_need,   &lw.lent,
-            &lw.vcores,        &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
-            &lw.shortq_waiting})
+           {&lw.jobs,           &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
+            &lw.share,          &lw.need,          &lw.start,       &lw.need_strict,
+            &lw.share_drf,      &lw.need_at_drf,   &lw.held,        &lw.drf_held,
+            &lw.drf_over_need,  &lw.drf_short,     &lw.left_need,   &lw.lent,
+            &lw.vcores,         &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
+            &lw.shortq_waiting, &lw.reserved_nodes})
         *x /= lw_dt;
       lw.left_remaining_s = lw_left_n > 0 ? lw_left_rem / lw_left_n : 0;
       lw.lent_remaining_s = lw.lent > 0 ? lw_lent_rem / (lw.lent * lw_dt) : 0;
@@ -363,8 +364,11 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         acc_fair[ju] += fair[ju] * dt;
       }
       for (size_t r = 0; r < kDims; r++) used_int[r] += used_now[r] * dt;
+      const auto reserved_now = static_cast<double>(sch->numReservedNodes());
+      reserved_int += reserved_now * dt;
       if (o.ledger && dt > 0) {
         lw_dt += dt;
+        lw.reserved_nodes += reserved_now * dt;
         lw.vcores += used_now[1] * dt;
         std::vector<std::pair<int64_t, double>> left_rem;  // leftover tier: (remaining, lent)
         std::vector<double> left_wait;
@@ -798,6 +802,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       res.util_busiest = std::max(res.util_busiest, u);
     }
     res.pending_tasks_avg = pending_int / span;
+    res.reserved_nodes_avg = reserved_int / span;
     res.active_jobs_avg = active_int / span;
   }
   return res;
@@ -974,11 +979,14 @@ void printLedger(const std::vector<CarbyneLedgerWindow>& w, const std::string& m
              {&m.lent_remaining_s, x.lent_remaining_s},
              {&m.lent_shortq, x.lent_shortq},
              {&m.shortq_waiting_jobs, x.shortq_waiting_jobs},
-             {&m.shortq_waiting, x.shortq_waiting}})
+             {&m.shortq_waiting, x.shortq_waiting},
+             {&m.reserved_nodes, x.reserved_nodes}})
       *to += from / k;
   }
   row(m, "mean");
   std::printf(" %5lld %4lld\n", static_cast<long long>(reports), static_cast<long long>(mis));
+  std::printf("  nodes reserved for a job (node reservations), mean over the windows: %.2f\n",
+              m.reserved_nodes);
   std::printf(
       "  jobs: active (planned), in the DRF tier (need not held), in the leftover tier, whose need "
       "is all the forward packing starts now (no slack found); share: the plans' share (equal "
@@ -1014,6 +1022,8 @@ int paperMain(int argc, char** argv) {
               policies_text = "drf,drf2,tetris,sjf,sjfw,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
   bool describe = false, ledger = false, needed_first = false;
+  sched::NodeReservationOptions resv;
+  double resv_timeout_s = static_cast<double>(resv.timeout.count()) / 1000.0;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
          carbyne_tau = sched::LeftoverPacking{}.tau_s;
   app.add_option("--scenario", scenario, "paper")->capture_default_str();
@@ -1048,9 +1058,28 @@ int paperMain(int argc, char** argv) {
                  "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
                  "carbyne0 (before cross-job packing), carbyne, carbyne-now (diagnostic: only "
-                 "tasks whose latest start is now are needed)")
+                 "tasks whose latest start is now are needed), carbyne-resv and drf-resv (carbyne "
+                 "and drf with YARN-style node reservations, --resv-nodes, --resv-timeout; "
+                 "carbyne-resv for the leftover tier's shortest job only, carbyne-resv-all for "
+                 "the first job in Carbyne's order, DRF tier included)")
+      ->capture_default_str();
+  app.add_option("--resv-nodes", resv.reservable_nodes,
+                 "carbyne-resv, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
+      ->capture_default_str();
+  app.add_option("--resv-timeout", resv_timeout_s,
+                 "carbyne-resv, drf-resv: a node reservation ends after this many seconds, > 0")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!(resv.reservable_nodes > 0 && resv.reservable_nodes <= 1)) {
+    std::cerr << "bench_carbyne: --resv-nodes: must be in (0, 1], got " << resv.reservable_nodes
+              << "\n";
+    return 2;
+  }
+  if (!(resv_timeout_s > 0)) {
+    std::cerr << "bench_carbyne: --resv-timeout: must be > 0, got " << resv_timeout_s << "\n";
+    return 2;
+  }
+  resv.timeout = Millis(std::llround(resv_timeout_s * 1000));
   auto mix = sim::parseDagMix(mix_name, "--mix");
   if (!mix.isOk()) {
     std::cerr << "bench_carbyne: " << mix.status().message() << "\n";
@@ -1068,9 +1097,10 @@ int paperMain(int argc, char** argv) {
   }
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
-        p != "carbyne0" && p != "carbyne" && p != "carbyne-now") {
+        p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-resv" &&
+        p != "drf-resv" && p != "carbyne-resv-all") {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
-                   "carbyne or carbyne-now, got '"
+                   "carbyne, carbyne-now, carbyne-resv, carbyne-resv-all or drf-resv, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1213,18 +1243,25 @@ int paperMain(int argc, char** argv) {
         floor_p95.push_back(fl.p95);
         for (const auto& pname : policies) {
           std::shared_ptr<const sched::QueueOrderingPolicy> pol;
-          if (pname == "drf" || pname == "drf2" || pname == "drfcp")
+          if (pname == "drf" || pname == "drf2" || pname == "drfcp" || pname == "drf-resv")
             pol = std::make_shared<sched::DrfOrderingPolicy>();
           if (pname == "tetris") pol = std::make_shared<TetrisPolicy>(tetris_eps, w0);
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          if (pname == "carbyne")
+          // `carbyne` without node reservations (as measured before them);
+          // `carbyne-resv` the policy's default, reserving for the leftover's
+          // shortest job; `carbyne-resv-all` reserving through the
+          // scheduler's option for the first job of either tier.
+          if (pname == "carbyne" || pname == "carbyne-resv-all")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
+          if (pname == "carbyne-resv")
+            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, true});
           if (pname == "carbyne-now")
             pol = std::make_shared<CarbyneNowPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
@@ -1238,6 +1275,9 @@ int paperMain(int argc, char** argv) {
             po.critical_path_first = pname == "drfcp";
             po.ledger = ledger;
             po.needed_first = needed_first;
+            po.node_reservation = resv;
+            po.node_reservation.enabled = pname == "carbyne-resv-all" || pname == "drf-resv";
+            po.node_reservation.packing_tier_only = pname != "carbyne-resv-all";
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);
             if (!out.isOk()) {
@@ -1280,12 +1320,13 @@ int paperMain(int argc, char** argv) {
             done++;
             std::fprintf(stderr,
                          "[%lld/%lld] %s load %gx (%lld servers) seed %llu run %lld %s: avg JCT "
-                         "%.0f s, makespan %.0f s, Jain %.3f / fair %.3f, vcores used %.2f (%.1f s "
-                         "wall)\n",
+                         "%.0f s, makespan %.0f s, Jain %.3f / fair %.3f, vcores used %.2f, "
+                         "nodes reserved %.1f (%.1f s wall)\n",
                          static_cast<long long>(done), static_cast<long long>(total), mode.c_str(),
                          load, static_cast<long long>(n), static_cast<unsigned long long>(seed),
                          static_cast<long long>(r), pname.c_str(), meanOf(out->jct_s),
-                         out->makespan_s, out->jain, out->jain_fair, out->util_vcores, wall);
+                         out->makespan_s, out->jain, out->jain_fair, out->util_vcores,
+                         out->reserved_nodes_avg, wall);
           }
           fig[pname].push_back(std::move(sf));
         }

@@ -122,6 +122,11 @@ struct PaperRun {
   // (breadth-first among them), the others after, so a job below its need
   // spends its DRF-tier grants on the tasks its plan needs now.
   bool needed_first = false;
+  // The scheduler's node reservations (`carbyne-resv`, `drf-resv`;
+  // sched::NodeReservationOptions): a node whose free room the next app in
+  // the leaf's order (Carbyne: the leftover job with the least remaining
+  // time) cannot use is held for it until its task fits.
+  sched::NodeReservationOptions node_reservation;
 };
 
 // Over one window (PaperRun::fairness_window), time averages of sums over
@@ -161,6 +166,7 @@ struct CarbyneLedgerWindow {
   // have runnable tasks not started, and those tasks' dominant share.
   double lent_shortq = 0, shortq_waiting_jobs = 0, shortq_waiting = 0;
   int64_t reports = 0, plan_mismatches = 0;  // bench plan at the bench's share != the hint's
+  double reserved_nodes = 0;  // nodes reserved for an app (PaperRun::node_reservation), time avg
 };
 
 struct PaperResult {
@@ -198,6 +204,8 @@ struct PaperResult {
   // what the job runs of it, and a task of another stage (one with slack)
   // while a needed stage still had tasks not started.
   int64_t grants_drf_needed = 0, grants_drf_slack_first = 0;
+  // Time average of the nodes reserved for an app (PaperRun::node_reservation).
+  double reserved_nodes_avg = 0;
 };
 
 // DRF's fair level among jobs whose demands are `demand` (per job, the six

@@ -160,6 +160,11 @@ class CrossAppPacker {
   virtual double packFrom() const = 0;
   // Higher is placed first; `in` is the candidate ask's app and the node.
   virtual double packScore(const AskInput& in) const = 0;
+  // Whether the leaf reserves a node for its packing tier's best app when
+  // none of that app's asks fits the node's free room (types.h
+  // NodeReservationOptions: the bounds), whatever
+  // SchedulerOptions::node_reservation.enabled says. Default: no.
+  virtual bool reservesNodes() const { return false; }
 };
 
 // The extension points one policy provides: `order` is never null, every

@@ -3,6 +3,7 @@
 #include "scheduler/policies/crv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -329,7 +330,8 @@ struct App : Entity {
   std::vector<PreemptionNotice> notices;
   AppHint hint;  // the leaf policy's DagPlanner over the last reportDag, else its NoDagPlanner
   bool reported_dag = false;
-  TimePoint since;  // Impl::last_now when added (AppInput::since)
+  TimePoint since;              // Impl::last_now when added (AppInput::since)
+  std::vector<Node*> reserved;  // nodes reserved for it (NodeReservationOptions)
 };
 
 struct Node {
@@ -348,6 +350,12 @@ struct Node {
   // borrowers get only the free room beyond them (Impl::update).
   Resource hold;
   std::vector<Container*> taken;
+  // NodeReservationOptions: the app it is reserved for (null: none), the
+  // need it keeps room for, until when, and the room kept from the phases
+  // of the heartbeat under way (given back when they end).
+  App* resv_app = nullptr;
+  Resource resv_need, resv_kept;
+  TimePoint resv_until;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
   int32_t slot = -1;                                  // in Impl::node_slots
 };
@@ -548,6 +556,7 @@ struct Scheduler::Impl {
   mutable RoomSlots room_slots;             // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;         // one per cover pass (Node::rem_epoch)
   int64_t marked_total = 0;                 // sum of Node::marked
+  int64_t reserved_nodes = 0;               // nodes with Node::resv_app set
   void unmark(Node& n) {
     n.marked--;
     marked_total--;
@@ -1066,6 +1075,8 @@ struct Scheduler::Impl {
   App* descend(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     while (!h.empty()) {
       Entity* e = h.top();
+      if (phase == Phase::kAdhoc && e->kind == Kind::kUser && n.resv_app == nullptr)
+        maybeReserve(e, h, n, now);
       if (!mayPlace(e, n) || capFull(e)) {
         // Nothing below fits (the node, or a queue's cap): skipped without
         // visiting its apps.
@@ -1082,6 +1093,72 @@ struct Scheduler::Impl {
       skipped.emplace_back(&h, e);
     }
     return nullptr;
+  }
+
+  // ---- node reservations (NodeReservationOptions) ----
+
+  // `user`, the best user left in its leaf's heap `h`, in a leaf that
+  // reserves nodes (NodeReservationOptions::enabled, or its policy's
+  // CrossAppPacker::reservesNodes): reserves `n` for its best app when none
+  // of that app's pending needs fits the node's free room (in a packing
+  // leaf, with packing_tier_only or by its policy, only from the packing
+  // tier on) and the app holds fewer than its bound of nodes; the kept room
+  // leaves n.free at once.
+  void maybeReserve(Entity* user, const EntityHeap& h, Node& n, TimePoint now) {
+    const CrossAppPacker* pk = policyOf(user).pack;
+    const bool by_policy = pk != nullptr && pk->reservesNodes();
+    if (!by_policy && !opts.node_reservation.enabled) return;
+    if (pk != nullptr && (by_policy || opts.node_reservation.packing_tier_only) &&
+        h.topKey().score < pk->packFrom())
+      return;
+    if (user->children.empty()) return;
+    auto* a = static_cast<App*>(user->children.top());
+    if (a->fit.anyFits(n.free)) return;
+    const Resource need = a->fit.largestWithin(n.total);
+    if (need.isZero() || !withinCaps(a, need)) return;
+    const auto bound = static_cast<size_t>(
+        std::ceil(opts.node_reservation.reservable_nodes * static_cast<double>(nodes.size())));
+    if (a->reserved.size() >= bound) return;
+    n.resv_app = a;
+    n.resv_need = need;
+    n.resv_until = now + opts.node_reservation.timeout;
+    a->reserved.push_back(&n);
+    reserved_nodes++;
+    keepReserved(n);
+  }
+
+  void keepReserved(Node& n) {
+    const Resource kept = Resource::min(n.free, n.resv_need);
+    n.free -= kept;
+    n.resv_kept += kept;
+  }
+
+  void unreserve(Node& n) {
+    App* a = n.resv_app;
+    if (a == nullptr) return;
+    a->reserved.erase(std::find(a->reserved.begin(), a->reserved.end(), &n));
+    n.resv_app = nullptr;
+    n.resv_need = Resource();
+    reserved_nodes--;
+  }
+
+  // At the start of `n`'s ad-hoc phases: the reservation ends when it timed
+  // out or its app has no pending need that fits the node; the app is
+  // served first (and the reservation ends) once a need of its fits the free
+  // room; else the room its need takes is kept from the phases.
+  void serveReservation(Node& n, TimePoint now, NodeUpdateResult& out) {
+    App* a = n.resv_app;
+    if (now >= n.resv_until || !a->fit.anyFits(n.total)) {
+      unreserve(n);
+      return;
+    }
+    if (a->fit.anyFits(n.free)) {
+      const int ask = findAsk(a, n, Phase::kAdhoc, now);
+      unreserve(n);
+      if (ask >= 0) grant(a, ask, n, out);
+      return;
+    }
+    keepReserved(n);
   }
 
   void restoreSkipped() {
@@ -1618,12 +1695,15 @@ struct Scheduler::Impl {
     if (n.noticed.isZero()) n.hold = Resource();
     const Resource kept = Resource::min(n.free, clampZero(n.hold - n.noticed));
     n.free -= kept;
+    if (n.resv_app != nullptr) serveReservation(n, now, out);
     if (opts.borrowing_reservations_share) {
       runShared(n, now, out);
     } else {
       runPhase(Phase::kAdhoc, root->children, n, now, out);
       runPhase(Phase::kOverage, overage, n, now, out);
     }
+    n.free += n.resv_kept;
+    n.resv_kept = Resource();
     n.free += kept;
   }
 
@@ -1682,6 +1762,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
     return invalidArgument("preemption_grace", "must be >= 0");
   if (options.soft_constraint_delay.count() < 0)
     return invalidArgument("soft_constraint_delay", "must be >= 0");
+  if (!(options.node_reservation.reservable_nodes > 0 &&
+        options.node_reservation.reservable_nodes <= 1))
+    return invalidArgument("node_reservation.reservable_nodes", "must be in (0, 1]");
+  if (options.node_reservation.timeout.count() <= 0)
+    return invalidArgument("node_reservation.timeout", "must be > 0");
   if (options.adhoc_queues.empty()) options.adhoc_queues.push_back({"root.default", 1.0});
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < options.adhoc_queues.size(); i++) {
@@ -1817,6 +1902,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   std::vector<Allocation> lost;
   lost.reserve(n.containers.size);
   while (n.containers.head != nullptr) lost.push_back(s.freeContainer(n.containers.head));
+  s.unreserve(n);
   s.cluster_total -= n.total;
   s.crv.removeNode(node);
   s.node_index.erase(node);
@@ -1890,6 +1976,7 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
     s.askDemand(a, ask.req, -ask.req.count);
   }
   a->asks.clear();
+  while (!a->reserved.empty()) s.unreserve(*a->reserved.back());
   s.constrained_apps.erase(a->seq);
   s.refresh(a);
   MORPHEUS_CHECK(a->pos[kParent] < 0, "removed app still in a heap");
@@ -2151,6 +2238,8 @@ bool Scheduler::nodeHasNotices(NodeSlot slot) const {
 }
 
 bool Scheduler::anyNodeHasNotices() const { return impl_->marked_total > 0; }
+
+int64_t Scheduler::numReservedNodes() const { return impl_->reserved_nodes; }
 
 NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
   NodeUpdateResult all;

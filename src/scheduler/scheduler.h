@@ -54,6 +54,12 @@
 // Allocation is heartbeat driven (YARN style): nodeUpdate fills one node.
 // Gangs are granted all-or-none within that pass, so a gang must fit on the
 // node. schedulePass runs nodeUpdate over every node in NodeId order.
+// With SchedulerOptions::node_reservation (off by default) a node whose free
+// room the next ad-hoc app in its leaf's order cannot use is reserved for it,
+// as YARN's Fair Scheduler reserves a node (types.h NodeReservationOptions:
+// which app, the bounds); a reserved node keeps the room that app needs from
+// every other ad-hoc app and serves it first once its ask fits. O(1) per
+// heartbeat without a reservation, O(the app's distinct needs) with one.
 //
 // Determinism: every decision is a function of the sequence of calls and
 // their arguments (ties go to the entity created first; no hash-order
@@ -295,6 +301,9 @@ class Scheduler {
   bool nodeHasNotices(NodeSlot slot) const;
   // Whether any node does (nodeHasNotices for some slot). O(1).
   bool anyNodeHasNotices() const;
+
+  // Nodes reserved for an app now (SchedulerOptions::node_reservation). O(1).
+  int64_t numReservedNodes() const;
 
   // nodeUpdate for every node, in NodeId order; results concatenated.
   NodeUpdateResult schedulePass(TimePoint now);

@@ -192,6 +192,42 @@ struct QueueView {
   std::optional<Resource> max_resources;
 };
 
+// Node reservations for ad-hoc work, as the YARN Fair Scheduler's reserved
+// container, in every ad-hoc leaf with `enabled`, and in the leaves whose
+// policy asks for them for its packing tier (CrossAppPacker::reservesNodes:
+// Carbyne's leftover) whatever `enabled` says; the bounds below hold for
+// both. When the app a leaf would serve next on a node has no pending
+// ask that fits the node's free room, the node is reserved for it, and the
+// free room it needs (up to its largest pending need that fits the node) is
+// kept from every other ad-hoc app while other containers end there, until
+// the app's ask fits; then the app is served on that node before anyone
+// else and the reservation ends. Without it the room freed on a full node
+// goes to whichever app's ask fits it, so an app whose containers are larger
+// than what frees up at a time waits while smaller ones pass it.
+//  - Which app: the first app in the leaf's order the walk reaches (its
+//    best user's best app) when none of its needs fits. In a leaf whose
+//    policy packs across apps (CrossAppPacker: Carbyne's leftover), with
+//    `packing_tier_only` (always, when the policy asks for them) only once
+//    the walk reaches the packing tier: the
+//    packing tier's best app (Carbyne: the leftover job with the least
+//    remaining time); apps below the packing tier (Carbyne: jobs below
+//    their altruistic need) then never get a reservation.
+//  - Bounds: one app per node; an app holds at most
+//    ceil(reservable_nodes x nodes) nodes (YARN's
+//    yarn.scheduler.fair.reservable-nodes, 0.05 there too); a reservation
+//    ends after `timeout` (YARN has none), when the app is served on the
+//    node, or when it has no pending ask that fits the node's capacity.
+//    After a timeout the node's room goes to the app first in the leaf's
+//    order at that heartbeat, which may reserve it again (the same app if
+//    it is still first and still does not fit): the timeout bounds how long
+//    a node is held for an app that is no longer first.
+struct NodeReservationOptions {
+  bool enabled = false;
+  double reservable_nodes = 0.05;  // fraction of the nodes one app may hold, > 0
+  Millis timeout{60000};           // > 0
+  bool packing_tier_only = true;
+};
+
 struct SchedulerOptions {
   // Ad-hoc hierarchy. Apps go to leaves only. Empty = a single leaf
   // "root.default" with weight 1.
@@ -222,6 +258,8 @@ struct SchedulerOptions {
   // the calls by id and recoverContainer are INFEASIBLE. Decisions are the
   // same either way.
   bool index_container_ids = true;
+  // Node reservations for ad-hoc apps (off by default; NodeReservationOptions).
+  NodeReservationOptions node_reservation;
 };
 
 }  // namespace morpheus::sched

@@ -30,7 +30,12 @@
 //     their need take the asks of the stages their plan needs now first
 //     (AppHint::needed, matched by DagStage::request_id), then priority
 //     order; a stage with slack is served on that allocation only when no
-//     needed stage's task fits the node.
+//     needed stage's task fits the node. A node none of whose free room the
+//     leftover's best job (least remaining time) can use is reserved for it
+//     (LeftoverPacking::reserve_nodes, on by default; YARN's reserved
+//     container): the room that frees there is kept from every other job
+//     until its task fits, within the bounds of
+//     SchedulerOptions::node_reservation.
 //
 // Non-altruistic jobs (no DAG reported) yield nothing: their need is their
 // whole fair share (planWithoutDag), so below it they are in the DRF tier
@@ -85,9 +90,18 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
 // about eps x ln 2 (for remaining times well above tau), so SRTF decides
 // between jobs far apart in remaining time and alignment between jobs close
 // to each other, whatever the load.
+// `reserve_nodes`: when the leftover's best job (the least remaining time)
+// has no task that fits a node's free room, the node is reserved for it and
+// the room that frees there is kept for it until its task fits (YARN's
+// reserved container; types.h NodeReservationOptions, the bounds). At 0.99
+// of the vcores allocated the room that frees on a node at a time is rarely
+// as large as the shortest jobs' tasks, and without it the leftover went to
+// the shortest job whose task fitted, so the jobs SRTF should serve first
+// got little of it (docs/experiments/carbyne.md).
 struct LeftoverPacking {
   double eps = 0.5;
   double tau_s = 60.0;
+  bool reserve_nodes = true;
 };
 
 // Provides every extension point but the constraint-aware app ordering
@@ -136,6 +150,8 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
   // remaining time is unknown (no DAG) comes after every job with an
   // estimate (kNoEstimatePenalty), as in the leftover tier's order.
   double packScore(const AskInput& in) const override;
+  // LeftoverPacking::reserve_nodes.
+  bool reservesNodes() const override { return packing_.reserve_nodes; }
 
  private:
   LeftoverPacking packing_;

@@ -541,5 +541,253 @@ TEST(CarbyneSchedulerTest, BadDagReportNamesFieldAndChangesNothing) {
   EXPECT_EQ(s->reportDag(AppId("nope"), {}).code(), StatusCode::kNotFound);
 }
 
+// ---- Node reservations (SchedulerOptions::node_reservation) ----
+
+std::unique_ptr<Scheduler> reservingScheduler(std::shared_ptr<const QueueOrderingPolicy> policy,
+                                              bool reserve, double reservable_nodes = 0.05,
+                                              Millis timeout = Millis(60000)) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.default", 1.0, std::move(policy)});
+  o.node_reservation.enabled = reserve;
+  o.node_reservation.reservable_nodes = reservable_nodes;
+  o.node_reservation.timeout = timeout;
+  auto s = Scheduler::create(std::move(o));
+  EXPECT_TRUE(s.isOk());
+  return std::move(s).value();
+}
+
+// The ids of `app`'s containers among `r`'s grants.
+std::vector<ContainerId> containersOf(const NodeUpdateResult& r, const std::string& app) {
+  std::vector<ContainerId> out;
+  for (const auto& a : r.allocations) {
+    if (a.app.value() == app) out.push_back(a.container);
+  }
+  return out;
+}
+
+// The leftover's shortest job, whose slack task (2 slots) is larger than
+// what frees at a time on a full node, gets the node reserved and the room
+// kept for it instead of lent to a longer job. 8 slots; "long" (1 x 100 s
+// critical + 12 x 10 s slack) fills the node; "near" (1 x 30 s critical +
+// 2 x 10 s slack of 2 slots each) arrives and gets its needed task on the
+// first slot that frees (DRF tier), then holds its need (leftover tier,
+// remaining 30 s against long's 100 s). The next slot that frees: without
+// reservations it goes to long (near's 2-slot task does not fit); with
+// them the node is reserved for near, nothing is granted, and once a
+// second slot frees near's 2-slot task starts there.
+void leftoverHeadScenario(bool reserve, NodeUpdateResult* second, NodeUpdateResult* third,
+                          int64_t* reserved_after_second) {
+  // The policy's default reserves nodes for the leftover (the scheduler's
+  // option stays off); the baseline turns it off.
+  auto s = reservingScheduler(
+      reserve ? std::make_shared<CarbyneOrderingPolicy>()
+              : std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, false}),
+      false);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  DagStage la = stage(1, 100), lb = stage(12, 10);
+  la.request_id = "a";
+  lb.request_id = "b";
+  ASSERT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
+  auto first = s->schedulePass(kT0);
+  std::vector<ContainerId> long_c = containersOf(first, "long");
+  ASSERT_EQ(long_c.size(), 8u);
+
+  ASSERT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage na = stage(1, 30), nb = stage(2, 10);
+  na.request_id = "a";
+  nb.request_id = "b";
+  nb.task = kTask * 2;
+  ASSERT_TRUE(s->reportDag(AppId("near"), {na, nb}).isOk());
+  ResourceRequest big = ask(2, "b", 1);
+  big.capability = kTask * 2;
+  ASSERT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), big}).isOk());
+  ASSERT_EQ(s->appHint(AppId("near")).value().need, kTask);  // its critical task only
+
+  // The first slot that frees: near's needed task (DRF tier).
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  long_c.pop_back();
+  auto r1 = s->schedulePass(kT0 + Millis(1000));
+  ASSERT_EQ(containersOf(r1, "near").size(), 1u);
+  ASSERT_TRUE(containersOf(r1, "long").empty());
+  ASSERT_TRUE(s->appUsed(AppId("near")).value() == kTask);
+
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  long_c.pop_back();
+  *second = s->schedulePass(kT0 + Millis(2000));
+  *reserved_after_second = s->numReservedNodes();
+  for (const auto& a : second->allocations) {
+    if (a.app.value() == "long") {
+      ASSERT_TRUE(s->containerCompleted(a.container).isOk());
+    }
+  }
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  *third = s->schedulePass(kT0 + Millis(3000));
+  if (reserve) {
+    EXPECT_EQ(s->numReservedNodes(), 0);
+  }
+}
+
+TEST(CarbyneReservationTest, LeftoverShortestJobGetsTheNodeReservedUntilItsTaskFits) {
+  NodeUpdateResult second, third;
+  int64_t reserved = -1;
+  leftoverHeadScenario(true, &second, &third, &reserved);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(second.allocations.empty());  // the freed slot is kept for near
+  EXPECT_EQ(reserved, 1);
+  ASSERT_EQ(third.allocations.size(), 1u);
+  EXPECT_EQ(third.allocations[0].app.value(), "near");
+  EXPECT_TRUE(third.allocations[0].resource == kTask * 2);
+}
+
+// The baseline the test above differs from: without reservations the slot
+// goes to long, and near's 2-slot task still does not fit afterwards.
+TEST(CarbyneReservationTest, WithoutReservationsTheLongerJobTakesTheFreedSlot) {
+  NodeUpdateResult second, third;
+  int64_t reserved = -1;
+  leftoverHeadScenario(false, &second, &third, &reserved);
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(second.allocations.size(), 1u);
+  EXPECT_EQ(second.allocations[0].app.value(), "long");
+  EXPECT_EQ(reserved, 0);
+}
+
+// Carbyne reserves only for the leftover tier: a job below its need whose
+// needed task (2 slots) does not fit the slot that frees is not reserved
+// for, and the slot goes to the leftover (long), as without reservations.
+TEST(CarbyneReservationTest, JobBelowItsNeedIsNotReservedFor) {
+  auto s = reservingScheduler(std::make_shared<CarbyneOrderingPolicy>(), false);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  DagStage la = stage(1, 100), lb = stage(12, 10);
+  la.request_id = "a";
+  lb.request_id = "b";
+  ASSERT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
+  std::vector<ContainerId> long_c = containersOf(s->schedulePass(kT0), "long");
+  ASSERT_EQ(long_c.size(), 8u);
+  ASSERT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage na = stage(1, 30);
+  na.request_id = "a";
+  na.task = kTask * 2;
+  ASSERT_TRUE(s->reportDag(AppId("near"), {na}).isOk());
+  ResourceRequest big = ask(1, "a", 0);
+  big.capability = kTask * 2;
+  ASSERT_TRUE(s->updateAsks(AppId("near"), {big}).isOk());
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  auto r = s->schedulePass(kT0 + Millis(1000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "long");
+  EXPECT_EQ(s->numReservedNodes(), 0);
+}
+
+// A DRF leaf (YARN's Fair Scheduler case): "big" (nothing held, first by
+// DRF) asks a 4-slot container on a node full of "small"'s 1-slot ones. Each
+// slot that frees is kept for big until its container fits; then big is
+// served and the reservation ends. Removing the app ends its reservations.
+TEST(CarbyneReservationTest, DrfLeafKeepsFreedRoomForTheFirstApp) {
+  auto s = reservingScheduler(std::make_shared<DrfOrderingPolicy>(), true);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("small"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("small"), {ask(20)}).isOk());
+  std::vector<ContainerId> c = containersOf(s->schedulePass(kT0), "small");
+  ASSERT_EQ(c.size(), 4u);
+  ASSERT_TRUE(s->addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ResourceRequest big = ask(1);
+  big.capability = kTask * 4;
+  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  for (int i = 0; i < 3; i++) {
+    ASSERT_TRUE(s->containerCompleted(c[static_cast<size_t>(i)]).isOk());
+    EXPECT_TRUE(s->schedulePass(kT0 + Millis(1000 * (i + 1))).allocations.empty()) << i;
+    EXPECT_EQ(s->numReservedNodes(), 1);
+  }
+  ASSERT_TRUE(s->containerCompleted(c[3]).isOk());
+  auto r = s->schedulePass(kT0 + Millis(4000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "big");
+  EXPECT_EQ(s->numReservedNodes(), 0);
+
+  // Reserved again for a second big container; removing big ends it.
+  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  ASSERT_TRUE(s->release(AppId("big"), r.allocations[0].container).isOk());
+  auto r2 = s->schedulePass(kT0 + Millis(5000));
+  ASSERT_EQ(r2.allocations.size(), 1u);  // big, first by DRF, takes the node again
+  ASSERT_TRUE(s->containerCompleted(r2.allocations[0].container).isOk());
+  ASSERT_TRUE(s->removeApp(AppId("big")).isOk());
+  EXPECT_EQ(s->numReservedNodes(), 0);
+  EXPECT_EQ(s->schedulePass(kT0 + Millis(6000)).allocations.size(), 4u);
+}
+
+// The bound: an app holds at most ceil(reservable_nodes x nodes) nodes
+// (here 1 of 2): the slot that frees on the second node goes to small.
+TEST(CarbyneReservationTest, ReservationsAreBoundedPerApp) {
+  auto s = reservingScheduler(std::make_shared<DrfOrderingPolicy>(), true, 0.5);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(4), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), slots(4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("small"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("small"), {ask(20)}).isOk());
+  auto first = s->schedulePass(kT0);
+  ASSERT_EQ(first.allocations.size(), 8u);
+  ASSERT_TRUE(s->addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ResourceRequest big = ask(2);
+  big.capability = kTask * 4;
+  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  ContainerId on_n1, on_n2;
+  for (const auto& a : first.allocations) (a.node.value() == "n1" ? on_n1 : on_n2) = a.container;
+  ASSERT_TRUE(s->containerCompleted(on_n1).isOk());
+  ASSERT_TRUE(s->containerCompleted(on_n2).isOk());
+  auto r = s->schedulePass(kT0 + Millis(1000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].node.value(), "n2");
+  EXPECT_EQ(r.allocations[0].app.value(), "small");
+  EXPECT_EQ(s->numReservedNodes(), 1);
+}
+
+// A reservation ends at its timeout and the node goes to the app first in
+// the order then. n1 is reserved for big (first by DRF, holding nothing);
+// big is then served on a new node n2 and holds half the cluster, so small
+// (3 of 8 slots) is first. Until the timeout n1 keeps its slot for big; at
+// it the slot goes to small.
+TEST(CarbyneReservationTest, ReservationEndsAtItsTimeout) {
+  auto s = reservingScheduler(std::make_shared<DrfOrderingPolicy>(), true, 1.0, Millis(10000));
+  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("small"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("small"), {ask(20)}).isOk());
+  std::vector<ContainerId> c = containersOf(s->schedulePass(kT0), "small");
+  ASSERT_EQ(c.size(), 4u);
+  ASSERT_TRUE(s->addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ResourceRequest big = ask(2);
+  big.capability = kTask * 4;
+  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  ASSERT_TRUE(s->containerCompleted(c[0]).isOk());
+  EXPECT_TRUE(s->schedulePass(kT0 + Millis(1000)).allocations.empty());
+  EXPECT_EQ(s->numReservedNodes(), 1);
+  ASSERT_TRUE(s->addNode(NodeId("n2"), slots(4), {}).isOk());
+  auto on_n2 = s->schedulePass(kT0 + Millis(2000));
+  ASSERT_EQ(on_n2.allocations.size(), 1u);
+  EXPECT_EQ(on_n2.allocations[0].app.value(), "big");
+  EXPECT_EQ(on_n2.allocations[0].node.value(), "n2");
+  EXPECT_TRUE(s->schedulePass(kT0 + Millis(10999)).allocations.empty());
+  auto late = s->schedulePass(kT0 + Millis(11000));
+  ASSERT_EQ(late.allocations.size(), 1u);
+  EXPECT_EQ(late.allocations[0].node.value(), "n1");
+  EXPECT_EQ(late.allocations[0].app.value(), "small");
+  EXPECT_EQ(s->numReservedNodes(), 0);
+}
+
+TEST(CarbyneReservationTest, BadOptionsNameTheField) {
+  SchedulerOptions o;
+  o.node_reservation.reservable_nodes = 0;
+  auto r = Scheduler::create(o);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("node_reservation.reservable_nodes"), std::string::npos);
+  o.node_reservation.reservable_nodes = 0.05;
+  o.node_reservation.timeout = Millis(0);
+  auto t = Scheduler::create(o);
+  ASSERT_FALSE(t.isOk());
+  EXPECT_NE(t.status().message().find("node_reservation.timeout"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace morpheus::sched
