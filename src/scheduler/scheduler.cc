@@ -437,7 +437,9 @@ void EntityHeap::erase(Entity* e) {
 
 void EntityHeap::update(Entity* e, Key k) {
   size_t i = static_cast<size_t>(e->pos[slot_]);
-  // The same key leaves the heap as it is (most refreshes). The score is
+  // The same key leaves the heap as it is (the sifts would move nothing:
+  // the heap is ordered after every push, erase and update), so a refresh
+  // that does not change an entity's score costs no sift. The score is
   // compared bit for bit: -0.0 and 0.0, or two NaNs, are stored as given.
   const Key& old = v_[i].key;
   if (k.tier == old.tier && k.seq == old.seq &&
