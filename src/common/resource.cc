@@ -7,86 +7,78 @@
 namespace morpheus {
 
 int64_t Resource::extendedValue(const std::string& name) const {
-  for (const auto& [n, v] : extended_) {
+  for (const auto& [n, v] : extended()) {
     if (n == name) return v;
   }
   return 0;
 }
 
 void Resource::setExtended(const std::string& name, int64_t value) {
-  auto it = std::lower_bound(extended_.begin(), extended_.end(), name,
+  if (extended_ == nullptr) {
+    if (value != 0) extended_ = std::make_unique<Extended>(Extended{{name, value}});
+    return;
+  }
+  Extended& ext = *extended_;
+  auto it = std::lower_bound(ext.begin(), ext.end(), name,
                              [](const auto& e, const std::string& n) { return e.first < n; });
-  if (it != extended_.end() && it->first == name) {
+  if (it != ext.end() && it->first == name) {
     if (value == 0) {
-      extended_.erase(it);
+      ext.erase(it);
+      if (ext.empty()) extended_.reset();  // null while empty (isZero, the fast paths)
     } else {
       it->second = value;
     }
   } else if (value != 0) {
-    extended_.insert(it, {name, value});
+    ext.insert(it, {name, value});
   }
 }
 
 bool Resource::anyNegative() const {
   if (memory_mib_ < 0 || vcores_ < 0) return true;
-  return std::any_of(extended_.begin(), extended_.end(),
-                     [](const auto& e) { return e.second < 0; });
+  const Extended& ext = extended();
+  return std::any_of(ext.begin(), ext.end(), [](const auto& e) { return e.second < 0; });
 }
 
-Resource& Resource::operator+=(const Resource& o) {
-  memory_mib_ += o.memory_mib_;
-  vcores_ += o.vcores_;
-  for (const auto& [n, v] : o.extended_) setExtended(n, extendedValue(n) + v);
-  return *this;
+void Resource::addExtended(const Resource& o, int64_t sign) {
+  if (&o == this) {  // r += r: read a copy while r's list changes
+    const Resource copy = o;
+    addExtended(copy, sign);
+    return;
+  }
+  for (const auto& [n, v] : o.extended()) setExtended(n, extendedValue(n) + sign * v);
 }
 
-Resource& Resource::operator-=(const Resource& o) {
-  memory_mib_ -= o.memory_mib_;
-  vcores_ -= o.vcores_;
-  for (const auto& [n, v] : o.extended_) setExtended(n, extendedValue(n) - v);
-  return *this;
-}
-
-Resource Resource::operator*(int64_t k) const {
+Resource Resource::scaledExtended(int64_t k) const {
   Resource r(memory_mib_ * k, vcores_ * k);
-  for (const auto& [n, v] : extended_) r.setExtended(n, v * k);
+  for (const auto& [n, v] : extended()) r.setExtended(n, v * k);
   return r;
 }
 
-bool Resource::fitsIn(const Resource& capacity) const {
-  if (memory_mib_ > capacity.memory_mib_ || vcores_ > capacity.vcores_) return false;
-  for (const auto& [n, v] : extended_) {
+bool Resource::extendedFitsIn(const Resource& capacity) const {
+  for (const auto& [n, v] : extended()) {
     if (v > capacity.extendedValue(n)) return false;
   }
   // Negative extended values in *this are always within capacity >= 0; nothing else to check.
   return true;
 }
 
-Resource Resource::max(const Resource& a, const Resource& b) {
+Resource Resource::maxExtended(const Resource& a, const Resource& b) {
   Resource r(std::max(a.memory_mib_, b.memory_mib_), std::max(a.vcores_, b.vcores_));
-  for (const auto& [n, v] : a.extended_) r.setExtended(n, std::max(v, b.extendedValue(n)));
-  for (const auto& [n, v] : b.extended_) r.setExtended(n, std::max(v, a.extendedValue(n)));
+  for (const auto& [n, v] : a.extended()) r.setExtended(n, std::max(v, b.extendedValue(n)));
+  for (const auto& [n, v] : b.extended()) r.setExtended(n, std::max(v, a.extendedValue(n)));
   return r;
 }
 
-Resource Resource::min(const Resource& a, const Resource& b) {
+Resource Resource::minExtended(const Resource& a, const Resource& b) {
   Resource r(std::min(a.memory_mib_, b.memory_mib_), std::min(a.vcores_, b.vcores_));
-  for (const auto& [n, v] : a.extended_) r.setExtended(n, std::min(v, b.extendedValue(n)));
-  for (const auto& [n, v] : b.extended_) r.setExtended(n, std::min(v, a.extendedValue(n)));
+  for (const auto& [n, v] : a.extended()) r.setExtended(n, std::min(v, b.extendedValue(n)));
+  for (const auto& [n, v] : b.extended()) r.setExtended(n, std::min(v, a.extendedValue(n)));
   return r;
 }
 
-namespace {
-double share(int64_t used, int64_t cap) {
-  if (used <= 0) return 0.0;
-  if (cap <= 0) return std::numeric_limits<double>::infinity();
-  return static_cast<double>(used) / static_cast<double>(cap);
-}
-}  // namespace
-
-double Resource::dominantShare(const Resource& capacity) const {
-  double s = std::max(share(memory_mib_, capacity.memory_mib_), share(vcores_, capacity.vcores_));
-  for (const auto& [n, v] : extended_) s = std::max(s, share(v, capacity.extendedValue(n)));
+double Resource::extendedDominantShare(const Resource& capacity, double base) const {
+  double s = base;
+  for (const auto& [n, v] : extended()) s = std::max(s, shareOf(v, capacity.extendedValue(n)));
   return s;
 }
 
@@ -98,7 +90,7 @@ int64_t Resource::countFitting(const Resource& unit) const {
   };
   lim(memory_mib_, unit.memory_mib_);
   lim(vcores_, unit.vcores_);
-  for (const auto& [name, v] : unit.extended_) lim(extendedValue(name), v);
+  for (const auto& [name, v] : unit.extended()) lim(extendedValue(name), v);
   return n;
 }
 
@@ -110,14 +102,14 @@ int64_t Resource::countCovering(const Resource& unit) const {
   };
   cover(memory_mib_, unit.memory_mib_);
   cover(vcores_, unit.vcores_);
-  for (const auto& [name, v] : unit.extended_) cover(extendedValue(name), v);
+  for (const auto& [name, v] : unit.extended()) cover(extendedValue(name), v);
   return n;
 }
 
 std::string Resource::toString() const {
   std::ostringstream os;
   os << "<memory:" << memory_mib_ << " MiB, vcores:" << vcores_;
-  for (const auto& [n, v] : extended_) os << ", " << n << ":" << v;
+  for (const auto& [n, v] : extended()) os << ", " << n << ":" << v;
   os << ">";
   return os.str();
 }

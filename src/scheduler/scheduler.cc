@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -444,6 +445,15 @@ void EntityHeap::erase(Entity* e) {
 
 void EntityHeap::update(Entity* e, Key k) {
   size_t i = static_cast<size_t>(e->pos[slot_]);
+  // The same key leaves the heap as it is (the sifts would move nothing:
+  // the heap is ordered after every push, erase and update), so a refresh
+  // that does not change an entity's score costs no sift. The score is
+  // compared bit for bit: -0.0 and 0.0, or two NaNs, are stored as given.
+  const Key& old = v_[i].key;
+  if (k.tier == old.tier && k.seq == old.seq &&
+      std::memcmp(&k.score, &old.score, sizeof k.score) == 0) {
+    return;
+  }
   v_[i].key = k;
   siftDown(i);
   siftUp(static_cast<size_t>(e->pos[slot_]));
@@ -1247,7 +1257,10 @@ struct Scheduler::Impl {
   }
 
   ContainerId nextId(const App* a) {
-    std::string s = a->id.value();
+    // One allocation: room for the app id and both numbers.
+    std::string s;
+    s.reserve(a->id.value().size() + 42);
+    s += a->id.value();
     s += '_';
     s += std::to_string(opts.container_id_epoch);
     s += '_';

@@ -123,6 +123,51 @@ TEST(ResourceTest, ArithmeticHandlesExtendedDimensions) {
       }());
 }
 
+// The inline paths for memory and vcores and the out-of-line ones for
+// extended dimensions agree: copies are deep, the list goes with its last
+// entry (isZero, ==), and r += r / r -= r read r as it was.
+TEST(ResourceTest, ExtendedListIsCopiedDeepAndDroppedWithItsLastEntry) {
+  Resource a(10, 1);
+  a.setExtended("gpu", 2);
+  Resource b = a;
+  b.setExtended("gpu", 3);
+  EXPECT_EQ(a.extendedValue("gpu"), 2);
+  Resource c(1, 1);
+  c = a;
+  EXPECT_EQ(c, a);
+  c.setExtended("fpga", 1);
+  EXPECT_FALSE(c == a);
+  EXPECT_EQ(a.extendedValue("fpga"), 0);
+  c = Resource(10, 1);
+  EXPECT_TRUE(c.extended().empty());
+  EXPECT_FALSE(c == a);
+  EXPECT_EQ(c, Resource(10, 1));
+
+  Resource z;
+  z.setExtended("gpu", 1);
+  EXPECT_FALSE(z.isZero());
+  z.setExtended("gpu", 0);
+  EXPECT_TRUE(z.isZero());
+  EXPECT_EQ(z, Resource());
+
+  Resource r(4, 2);
+  r.setExtended("gpu", 2);
+  r += r;
+  EXPECT_EQ(r.memoryMib(), 8);
+  EXPECT_EQ(r.extendedValue("gpu"), 4);
+  r -= r;
+  EXPECT_TRUE(r.isZero());
+
+  EXPECT_TRUE(Resource(1, 1).fitsIn(a));
+  EXPECT_FALSE(a.fitsIn(Resource(100, 100)));
+  EXPECT_TRUE(Resource::min(a, Resource(5, 5)).extended().empty());
+  EXPECT_EQ(Resource::min(a, Resource(5, 5)), Resource(5, 1));
+  EXPECT_EQ((a * 2).extendedValue("gpu"), 4);
+  EXPECT_TRUE((Resource(1, 1) * 0).isZero());
+  Resource moved = std::move(b);
+  EXPECT_EQ(moved.extendedValue("gpu"), 3);
+}
+
 // countFitting is the per-dimension floor minimum.
 TEST(ResourceTest, CountFittingUsesScarcestDimension) {
   EXPECT_EQ(Resource(10240, 3).countFitting(Resource(1024, 1)), 3);
