@@ -92,6 +92,33 @@ TEST(HarvestClassesTest, LabelsThreePatterns) {
   EXPECT_FALSE(profileTenant({"empty", {}}, o).isOk());
 }
 
+// A daily wave over two days of 5-minute samples (576, padded to 1024 for
+// the FFT) is periodic at every phase, with a one-day period: its frequency
+// lies between padded bins 3 and 4, and read off bin 3 unrounded the series
+// would hold 1.69 cycles, fewer than the 2 required, so most phases were
+// labelled unpredictable.
+TEST(HarvestClassesTest, DailyWaveOverTwoDaysIsPeriodicAtEveryPhase) {
+  ClassifierOptions o;
+  for (int k = 0; k < 24; k++) {
+    const double phase = k / 24.0;
+    std::vector<double> v;
+    for (int i = 0; i < 576; i++)
+      v.push_back(0.6 + 0.2 * std::sin(2 * std::numbers::pi * (i / 288.0 + phase)));
+    auto p = profileTenant({"web", v}, o);
+    ASSERT_TRUE(p.isOk());
+    EXPECT_EQ(p->pattern, UtilPattern::kPeriodic) << "phase " << phase;
+    EXPECT_DOUBLE_EQ(p->period_samples, 288) << "phase " << phase;
+  }
+  // One cycle over the whole series stays below 2: it peaks at padded bin
+  // 2, 1.1 cycles, rounded to 1.
+  std::vector<double> one;
+  for (int i = 0; i < 576; i++)
+    one.push_back(0.6 + 0.2 * std::sin(2 * std::numbers::pi * i / 576.0));
+  auto p = profileTenant({"batch", one}, o);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->pattern, UtilPattern::kUnpredictable);
+}
+
 // k-means separates low and high constant tenants and tags each class.
 TEST(HarvestClassesTest, KMeansSplitsLowAndHighWithinALabel) {
   ClassifierOptions o;
