@@ -255,6 +255,36 @@ TEST(HarvestSelectionTest, SlotsTakenByOtherJobsLeaveTheHeadroom) {
             std::vector<std::string>{"periodic-0"});
 }
 
+// Given per node, the free slots are whole containers per node: 30 nodes
+// of 16 slots with a long headroom of 1 - 0.89 = 1.76 slots each, 1 taken
+// by the reserve, hold no container (0.76 each); pooled, the class would
+// count floor(0.11 x 480) - 30 = 22 slots and take a 20-wide long job that
+// none of its nodes has room for.
+TEST(HarvestSelectionTest, FreeSlotsCountWholeContainersPerNode) {
+  SelectionOptions o;
+  ClassState periodic = state("periodic-0", UtilPattern::kPeriodic, 0.6, 0.89, 0.6, 30 * 16);
+  periodic.taken_slots = 30;
+  ClassState constant = state("constant-0", UtilPattern::kConstant, 0.7, 0.7, 0.7, 10 * 16);
+  constant.taken_slots = 10;
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 22);  // pooled
+  for (int i = 0; i < 30; i++) periodic.nodes.push_back({0.6, 16, 1});
+  for (int i = 0; i < 10; i++) constant.nodes.push_back({0.7, 16, 1});
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 0);
+  EXPECT_EQ(freeSlots(JobLength::kLong, constant), 30);        // floor(0.3 x 16) - 1 = 3 per node
+  EXPECT_EQ(freeSlots(JobLength::kMedium, periodic), 30 * 5);  // floor(0.4 x 16) - 1
+  // Each node's own current: one node at 0.95 now has no short room left.
+  periodic.nodes[0].current = 0.95;
+  EXPECT_EQ(freeSlots(JobLength::kShort, periodic), 29 * 5);
+  // A node over its headroom does not take room from the others.
+  constant.nodes[0].taken_slots = 9;
+  EXPECT_EQ(freeSlots(JobLength::kLong, constant), 27);
+  o.weights[JobLength::kLong] = {{UtilPattern::kPeriodic, 3}, {UtilPattern::kConstant, 1}};
+  for (double d : {0.0, 0.5, 0.99}) {
+    EXPECT_EQ(selectClasses(JobLength::kLong, 20, {periodic, constant}, o, d),
+              std::vector<std::string>{"constant-0"});
+  }
+}
+
 std::vector<StorageServer> grid() {
   // 9 servers, 3 reimage rates x 3 peak utilisations, 3 racks.
   std::vector<StorageServer> s;
