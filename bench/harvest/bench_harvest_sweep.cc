@@ -106,9 +106,9 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain_s, "Seconds jobs may run on after the day")
       ->check(CLI::Range(0.0, 7 * 86400.0));
   app.add_option("--blocks", blocks, "Blocks per storage run")->check(CLI::Range(1, 10000000));
-  std::string fallback_name = "headroom";
+  std::string fallback_name = "ranked";
   app.add_option("--history-fallback", fallback_name,
-                 "History placement outside the job's classes: headroom (default) or any");
+                 "History placement outside the job's classes: ranked (default) or any");
   CLI11_PARSE(app, argc, argv);
   if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
     ho.history_fallback = *f;

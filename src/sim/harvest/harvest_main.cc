@@ -6,7 +6,7 @@
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
 //       [--drain S] [--weights LENGTH:P,C,U]... [--mean-util U]
 //       [--cpu-kill-after S] [--primary-memory F] [--replicas N]
-//       [--strategies NAME,...] [--history-fallback headroom|any] [--json]
+//       [--strategies NAME,...] [--history-fallback ranked|any] [--json]
 //
 // Prints, per strategy (history, primary-aware, random; --strategies picks
 // others, e.g. the clairvoyant bounds of harvest_sim.h), task kills, job
@@ -109,12 +109,12 @@ int main(int argc, char** argv) {
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
                  "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
-  std::string fallback_name = "headroom";
+  std::string fallback_name = "ranked";
   app.add_option("--history-fallback", fallback_name,
                  "History placement, a task its job's classes have no room for (or of a job "
-                 "without classes): 'headroom' = the server with a core now with the most room "
-                 "within the job's length-type headroom (default), 'any' = any server with a "
-                 "core now");
+                 "without classes): 'ranked' = a server with a core now whose class ranks "
+                 "highest for the job's length type, the one with the most room within that "
+                 "type's headroom (default); 'any' = any server with a core now");
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {

@@ -46,13 +46,13 @@ Result<PlacementStrategy> parsePlacementStrategy(const std::string& name) {
 }
 
 const char* historyFallbackName(HistoryFallback f) {
-  return f == HistoryFallback::kAnyServer ? "any" : "headroom";
+  return f == HistoryFallback::kAnyServer ? "any" : "ranked";
 }
 
 Result<HistoryFallback> parseHistoryFallback(const std::string& name) {
-  for (auto f : {HistoryFallback::kLeastOverHeadroom, HistoryFallback::kAnyServer})
+  for (auto f : {HistoryFallback::kRanked, HistoryFallback::kAnyServer})
     if (name == historyFallbackName(f)) return f;
-  return invalidArgument("history-fallback", "'" + name + "' is not one of headroom, any");
+  return invalidArgument("history-fallback", "'" + name + "' is not one of ranked, any");
 }
 
 const char* replicaStrategyName(ReplicaStrategy s) {
@@ -750,6 +750,17 @@ class HarvestRun {
     return o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size());
   }
 
+  // Algorithm 1's ranking weight of `server`'s class for jobs of `type`
+  // (0 without a class or weight).
+  double rankWeight(int server, rm::JobLength type) const {
+    const int c = server_class_[static_cast<size_t>(server)];
+    if (c < 0) return 0;
+    auto t = o_.selection.weights.find(type);
+    if (t == o_.selection.weights.end()) return 0;
+    auto w = t->second.find(classes_[static_cast<size_t>(c)].pattern);
+    return w == t->second.end() ? 0 : w->second;
+  }
+
   int pickServer(const JobRt& j, int stage, int64_t now) {
     fallback_ = false;
     if (clairvoyant()) return pickClairvoyant(j.dur_ticks[stage], now);
@@ -759,22 +770,25 @@ class HarvestRun {
         if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
     }
     if (cand.empty() && strategy_ == PlacementStrategy::kHistory &&
-        o_.history_fallback == HistoryFallback::kLeastOverHeadroom) {
-      // Outside the classes (or without any): the server with a core now
-      // whose room within the job's length-type headroom is the largest,
-      // i.e. where the class's history predicts the task the least over it.
+        o_.history_fallback == HistoryFallback::kRanked) {
+      // Outside the classes (or without any), in Algorithm 1's order for
+      // combining classes: the servers whose class has the highest ranking
+      // weight for the job's length type, and among them the one with a
+      // core now and the most room left within the type's headroom.
       fallback_ = !j.preferred.empty();
       int best = -1;
-      double best_room = 0;
+      double best_weight = 0, best_room = 0;
       int64_t ties = 0;
       for (size_t s = 0; s < servers_.size(); s++) {
         if (room(servers_[s], now) < 1) continue;
+        const double w = rankWeight(static_cast<int>(s), j.length);
         const double r = headroomMargin(servers_[s], static_cast<int>(s), j.length, now);
-        const bool better = best < 0 || r > best_room;
-        if (better || r == best_room) {
+        const bool better = best < 0 || w > best_weight || (w == best_weight && r > best_room);
+        if (better || (w == best_weight && r == best_room)) {
           ties = better ? 1 : ties + 1;
           if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {
             best = static_cast<int>(s);
+            best_weight = w;
             best_room = r;
           }
         }

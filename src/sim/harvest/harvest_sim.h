@@ -39,11 +39,13 @@
 // among them; Algorithm 1 counts a class's room the same way, in whole
 // cores per server. When none has such room, or no class fitted, the soft
 // constraint falls back (our scheduler's delay, 3 s, is below one tick):
-// by default (HistoryFallback::kLeastOverHeadroom) to the server with a
-// core now whose room within the job's length-type headroom, by its own
-// class's tags, is the largest (the least negative: where the classes'
-// history predicts the task the least over what the primary leaves it);
-// with kAnyServer to any server with a core now, as primary-aware places.
+// by default (HistoryFallback::kRanked) in the order in which Algorithm 1
+// combines classes, to a server with a core now whose class has the
+// highest ranking weight for the job's length type and, among those, the
+// most room within that type's headroom by its class's tags (the least
+// negative: where the class's history predicts the task the least over
+// what the primary leaves it); with kAnyServer to any server with a core
+// now, as primary-aware places.
 // Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
 // per tenant); a wiped replica is back after `rereplicate`; a block is
 // lost when all its replicas are wiped at once, and unavailable while every
@@ -155,8 +157,8 @@ double throttleSpeed(double cpu_left, int64_t tasks);
 
 // Where history places a task its job's classes have no room for (or of
 // a job without classes); see the top of this file.
-enum class HistoryFallback { kLeastOverHeadroom, kAnyServer };
-// "headroom", "any"; parseHistoryFallback: INVALID_ARGUMENT naming
+enum class HistoryFallback { kRanked, kAnyServer };
+// "ranked", "any"; parseHistoryFallback: INVALID_ARGUMENT naming
 // "history-fallback" and both names for any other text.
 const char* historyFallbackName(HistoryFallback f);
 Result<HistoryFallback> parseHistoryFallback(const std::string& name);
@@ -184,7 +186,7 @@ struct HarvestSimOptions {
   // memory overlap coincide with the CPU one.
   double primary_memory = 1.0;
   rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
-  HistoryFallback history_fallback = HistoryFallback::kLeastOverHeadroom;
+  HistoryFallback history_fallback = HistoryFallback::kRanked;
   uint64_t seed = 1;
 };
 

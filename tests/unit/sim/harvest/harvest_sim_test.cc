@@ -215,11 +215,14 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
 // A long job of 3 tasks fits no class: the flat tenant (0.5, once 0.625 in
 // its history) has 8 - 5 - 1 = 2 cores under its peak, the spiky one none.
 // Falling back to any server with a core now, tasks land on the spiky
-// tenant (6 cores free at 10:00) and die at its noon peak; falling back to
-// the server the least over the length type's headroom (flat: 2, 1, then 0
-// cores left under its peak; spiky: -0.6), all three run on the flat one,
-// which has 3 cores now and keeps them.
-TEST(HarvestSimTest, HistoryFallsBackWhereItsClassesPredictTheLeastOverHeadroom) {
+// tenant (6 cores free at 10:00) and die at its noon peak. Falling back in
+// Algorithm 1's ranking (long jobs: constant first), then the most room
+// under the length type's headroom (flat: 2, 1, then 0 cores left under its
+// peak; spiky: -0.6), all three run on the flat one, which has 3 cores now
+// and keeps them. With equal weights the headroom alone picks the flat
+// tenant; with weights that rank the spiky tenant's class first, the
+// ranking wins and the tasks die at noon.
+TEST(HarvestSimTest, HistoryFallsBackInAlgorithm1sRankingThenByHeadroom) {
   std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
   traces[1].tenant = "flat";
   traces[1].util.assign(2 * 288, 0.5);
@@ -228,17 +231,33 @@ TEST(HarvestSimTest, HistoryFallsBackWhereItsClassesPredictTheLeastOverHeadroom)
   auto jobs = longJobs(1, 3);
   o.history_fallback = HistoryFallback::kAnyServer;
   auto any = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
-  o.history_fallback = HistoryFallback::kLeastOverHeadroom;
-  auto least = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.history_fallback = HistoryFallback::kRanked;
+  auto ranked = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   ASSERT_TRUE(any.isOk()) << any.status().message();
-  ASSERT_TRUE(least.isOk());
-  EXPECT_EQ(least->jobs_without_class, 1);
-  EXPECT_EQ(least->tasks_by_placement[2], 3);
-  EXPECT_EQ(least->task_kills, 0);
-  EXPECT_EQ(least->tasks_run, 3);
+  ASSERT_TRUE(ranked.isOk());
+  EXPECT_EQ(ranked->jobs_without_class, 1);
+  EXPECT_EQ(ranked->tasks_by_placement[2], 3);
+  EXPECT_EQ(ranked->task_kills, 0);
+  EXPECT_EQ(ranked->tasks_run, 3);
   EXPECT_GT(any->task_kills, 0) << "seed 1";
-  EXPECT_LT(least->mean_jct_s, any->mean_jct_s);
+  EXPECT_LT(ranked->mean_jct_s, any->mean_jct_s);
+  o.selection.weights[rm::JobLength::kLong] = {{rm::UtilPattern::kPeriodic, 1},
+                                               {rm::UtilPattern::kConstant, 1},
+                                               {rm::UtilPattern::kUnpredictable, 1}};
+  for (uint64_t seed : {1, 2, 3}) {
+    o.seed = seed;
+    auto equal = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+    ASSERT_TRUE(equal.isOk());
+    EXPECT_EQ(equal->task_kills, 0) << "seed " << seed;
+  }
+  o.selection.weights[rm::JobLength::kLong] = {{rm::UtilPattern::kPeriodic, 3},
+                                               {rm::UtilPattern::kConstant, 1},
+                                               {rm::UtilPattern::kUnpredictable, 3}};
+  auto spiky_first = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(spiky_first.isOk());
+  EXPECT_GT(spiky_first->task_kills, 0);
   EXPECT_EQ(historyFallbackName(*parseHistoryFallback("any")), std::string("any"));
+  EXPECT_EQ(historyFallbackName(*parseHistoryFallback("ranked")), std::string("ranked"));
   auto bad = parseHistoryFallback("random");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("history-fallback"), std::string::npos);
