@@ -84,7 +84,7 @@ struct ClassState {
   // current, the class's average and peak) and ignores the three totals
   // above. Pooled, a class of nodes each with 0.7 of a container's headroom
   // would count 0.7 x nodes containers that no node can hold.
-  std::vector<NodeSlots> nodes;
+  std::vector<NodeSlots> nodes{};
 };
 
 struct StageShape {
