@@ -215,8 +215,8 @@ struct HarvestSimResult {
   double floor_mean_jct_s = 0, floor_p95_jct_s = 0;
   double floor_mean_jct_by_length_s[3] = {0, 0, 0};
   // History only: jobs for which Algorithm 1 found no class (or combination)
-  // with room (within no_class_wait); they run without a constraint, i.e.
-  // like random placement.
+  // with room (within no_class_wait); their tasks all take the fallback
+  // (HarvestSimOptions::history_fallback).
   int64_t jobs_without_class = 0;
   // History only: tasks placed outside their job's classes because those had
   // no headroom left (the soft constraint falls back), and tenants whose
