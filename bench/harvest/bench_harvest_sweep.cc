@@ -106,7 +106,16 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain_s, "Seconds jobs may run on after the day")
       ->check(CLI::Range(0.0, 7 * 86400.0));
   app.add_option("--blocks", blocks, "Blocks per storage run")->check(CLI::Range(1, 10000000));
+  std::string fallback_name = "ranked";
+  app.add_option("--history-fallback", fallback_name,
+                 "History placement outside the job's classes: ranked (default) or any");
   CLI11_PARSE(app, argc, argv);
+  if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
+    ho.history_fallback = *f;
+  } else {
+    std::cerr << "bench_harvest_sweep: --" << f.status().message() << "\n";
+    return 2;
+  }
   if (utils.empty() || seeds.empty()) {
     std::cerr << "bench_harvest_sweep: " << (utils.empty() ? "--utils" : "--seeds")
               << ": at least one value\n";
@@ -166,9 +175,10 @@ int main(int argc, char** argv) {
   std::printf(
       "%d tenants x %d servers, 16 cores, class shares %g,%g,%g (periodic,constant,"
       "unpredictable), SWIM x%.0f (sample %.2f), cpu-kill-after %.0f s, primary memory %.2f x "
-      "CPU%s\n",
+      "CPU, history fallback %s%s\n",
       tenants, ho.servers_per_tenant, (*mix)[0], (*mix)[1], (*mix)[2], duration_scale,
       ho.job_sample, cpu_kill_after_s, ho.primary_memory,
+      sim::historyFallbackName(ho.history_fallback),
       storage_only ? ", storage only" : (no_storage ? ", no storage" : ""));
   for (double u : utils) {
     // Per strategy, per seed.
@@ -209,6 +219,9 @@ int main(int argc, char** argv) {
              {"jobs_without_class", r->jobs_without_class},
              {"tasks_outside_class", r->tasks_outside_class},
              {"tenants_mislabelled", r->tenants_mislabelled},
+             {"tasks_outside_classes_throttled_task_h", r->throttled_task_s_by_placement[1] / 3600},
+             {"tasks_without_class_throttled_task_h", r->throttled_task_s_by_placement[2] / 3600},
+             {"long_throttled_task_h", r->throttled_task_s_by_length[kLong] / 3600},
              {"floor_mean_jct_s", r->floor_mean_jct_s},
              {"floor_p95_jct_s", r->floor_p95_jct_s},
              {"floor_long_mean_jct_s", r->floor_mean_jct_by_length_s[kLong]}});

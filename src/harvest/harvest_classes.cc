@@ -70,12 +70,18 @@ UtilPattern spectralLabel(const std::vector<double>& util, double mean, const Cl
   }
   double band =
       power[best] + (best > 1 ? power[best - 1] : 0) + (best < half ? power[best + 1] : 0);
-  // Frequency bin k of the padded length n: period n/k samples; the series
-  // holds util.size()/period cycles.
-  double p = static_cast<double>(n) / static_cast<double>(best);
-  double cycles = static_cast<double>(util.size()) / p;
+  // Frequency bin k of the padded length n: k/n cycles per sample, so the
+  // series holds util.size() * k / n cycles. Padding only interpolates the spectrum:
+  // a series of N samples resolves frequencies to one cycle per N samples,
+  // so the cycles it can show are a whole number, the nearest one. Taken
+  // unrounded, the padded grid misplaces the frequency by up to half a
+  // padded bin: a daily wave over two days (N = 576, n = 1024) peaks between
+  // bins 3 and 4, and at bin 3 it would count 1.69 cycles, below 2. The
+  // period follows from the whole cycles (576 / 2 = 288 samples, a day).
+  const double cycles = std::round(static_cast<double>(util.size()) * static_cast<double>(best) /
+                                   static_cast<double>(n));
   if (band / total >= o.periodic_min_power_share && cycles >= o.periodic_min_cycles) {
-    *period = p;
+    *period = static_cast<double>(util.size()) / cycles;
     return UtilPattern::kPeriodic;
   }
   return UtilPattern::kUnpredictable;

@@ -76,6 +76,15 @@ double headroom(JobLength type, const HarvestClass& c, double current) {
 }
 
 int64_t freeSlots(JobLength type, const ClassState& c) {
+  if (!c.nodes.empty()) {
+    int64_t sum = 0;
+    for (const auto& n : c.nodes) {
+      auto slots = static_cast<int64_t>(
+          std::floor(headroom(type, c.cls, n.current) * static_cast<double>(n.capacity_slots)));
+      sum += std::max<int64_t>(0, slots - n.taken_slots);
+    }
+    return sum;
+  }
   auto slots = static_cast<int64_t>(
       std::floor(headroom(type, c.cls, c.current) * static_cast<double>(c.capacity_slots)));
   return std::max<int64_t>(0, slots - c.taken_slots);

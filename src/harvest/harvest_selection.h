@@ -12,7 +12,8 @@
 //     times the class's capacity in containers of the job's size, minus the
 //     containers other secondaries (and the NMs' reserves) already hold
 //     there: the headroom is the primary's, so what earlier jobs took from
-//     it is gone for this one;
+//     it is gone for this one (counted node by node when the nodes are
+//     given: a container does not span nodes);
 //  4. among classes whose headroom holds the whole job, one is drawn with
 //     probability proportional to its ranking weight for the type (options);
 //     when none holds it alone, classes are combined in decreasing weight
@@ -62,6 +63,13 @@ struct SelectionOptions {
   };
 };
 
+// One node of a class as the selector sees it now (ClassState::nodes).
+struct NodeSlots {
+  double current = 0;          // its primary's current utilisation (fraction)
+  int64_t capacity_slots = 0;  // containers of the job's size it holds when idle
+  int64_t taken_slots = 0;     // of them, held by other secondaries or the NM's reserve
+};
+
 // The class as the selector sees it now.
 struct ClassState {
   HarvestClass cls;
@@ -70,6 +78,13 @@ struct ClassState {
   // Containers of the job's size the class's nodes already give to other
   // secondary containers or keep as the NMs' reserve (0 = none).
   int64_t taken_slots = 0;
+  // Optional: the same per node. A container runs on one node, so the
+  // class's room in containers is the sum of each node's whole containers;
+  // with nodes given, freeSlots counts them node by node (each node's own
+  // current, the class's average and peak) and ignores the three totals
+  // above. Pooled, a class of nodes each with 0.7 of a container's headroom
+  // would count 0.7 x nodes containers that no node can hold.
+  std::vector<NodeSlots> nodes{};
 };
 
 struct StageShape {
@@ -83,7 +98,8 @@ JobLength lengthType(std::optional<Millis> last_run, const SelectionOptions& o);
 // INVALID_ARGUMENT naming "stages[i].depends_on" for an unknown stage or a cycle.
 Result<int64_t> maxConcurrentContainers(const std::vector<StageShape>& stages);
 double headroom(JobLength type, const HarvestClass& c, double current);
-// floor(headroom * capacity_slots) - taken_slots, at least 0.
+// floor(headroom * capacity_slots) - taken_slots, at least 0; with
+// c.nodes, the sum of that over the nodes (each at least 0).
 int64_t freeSlots(JobLength type, const ClassState& c);
 
 // The chosen class ids (empty = nothing fits). `draw` in [0, 1).

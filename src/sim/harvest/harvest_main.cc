@@ -6,7 +6,7 @@
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
 //       [--drain S] [--weights LENGTH:P,C,U]... [--mean-util U]
 //       [--cpu-kill-after S] [--primary-memory F] [--replicas N]
-//       [--strategies NAME,...] [--json]
+//       [--strategies NAME,...] [--history-fallback ranked|any] [--json]
 //
 // Prints, per strategy (history, primary-aware, random; --strategies picks
 // others, e.g. the clairvoyant bounds of harvest_sim.h), task kills, job
@@ -109,8 +109,19 @@ int main(int argc, char** argv) {
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
                  "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
+  std::string fallback_name = "ranked";
+  app.add_option("--history-fallback", fallback_name,
+                 "History placement, a task its job's classes have no room for (or of a job "
+                 "without classes): 'ranked' = a server with a core now whose class ranks "
+                 "highest for the job's length type, the one with the most room within that "
+                 "type's headroom (default); 'any' = any server with a core now");
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
+  if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
+    ho.history_fallback = *f;
+  } else {
+    return fail("--" + f.status().message());
+  }
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
   ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
@@ -171,6 +182,7 @@ int main(int argc, char** argv) {
   const std::array<const char*, 3> lengths = {rm::jobLengthName(rm::JobLength::kShort),
                                               rm::jobLengthName(rm::JobLength::kMedium),
                                               rm::jobLengthName(rm::JobLength::kLong)};
+  const std::array<const char*, 3> placements = {"in-class", "outside-classes", "no-class"};
   for (auto s : strategies) {
     auto r = sim::runHarvestSim(traces, *jobs, s, ho);
     if (!r.isOk()) return fail(r.status().message());
@@ -193,6 +205,9 @@ int main(int argc, char** argv) {
          {"jobs_without_class", r->jobs_without_class},
          {"tasks_outside_class", r->tasks_outside_class},
          {"tenants_mislabelled", r->tenants_mislabelled},
+         {"tasks_by_placement", breakdown(r->tasks_by_placement, placements)},
+         {"throttled_task_s_by_placement", breakdown(r->throttled_task_s_by_placement, placements)},
+         {"throttled_task_s_by_length", breakdown(r->throttled_task_s_by_length, lengths)},
          {"kills_by_pattern", breakdown(r->kills_by_pattern, patterns)},
          {"kills_by_length", breakdown(r->kills_by_length, lengths)},
          {"jobs_by_length", breakdown(r->jobs_by_length, lengths)},
@@ -240,11 +255,19 @@ int main(int argc, char** argv) {
     std::printf("; throttled task-h on");
     for (const auto& [k, v] : p["throttled_task_s_by_pattern"].items())
       std::printf(" %s %.0f", k.c_str(), v.get<double>() / 3600);
-    std::printf("; per job length (jobs / kills / mean JCT s):");
+    std::printf("; per job length (jobs / kills / mean JCT s / throttled task-h):");
     for (const char* l : lengths) {
-      std::printf(" %s %lld/%lld/%.0f", l, p["jobs_by_length"][l].get<long long>(),
+      std::printf(" %s %lld/%lld/%.0f/%.0f", l, p["jobs_by_length"][l].get<long long>(),
                   p["kills_by_length"][l].get<long long>(),
-                  p["mean_jct_by_length_s"][l].get<double>());
+                  p["mean_jct_by_length_s"][l].get<double>(),
+                  p["throttled_task_s_by_length"][l].get<double>() / 3600);
+    }
+    if (p["strategy"] == "history") {
+      std::printf("; tasks placed (throttled task-h)");
+      for (const char* k : placements) {
+        std::printf(" %s %lld (%.0f)", k, p["tasks_by_placement"][k].get<long long>(),
+                    p["throttled_task_s_by_placement"][k].get<double>() / 3600);
+      }
     }
     std::printf("\n");
   }

@@ -45,6 +45,16 @@ Result<PlacementStrategy> parsePlacementStrategy(const std::string& name) {
   return invalidArgument("strategy", "'" + name + "' is not one of " + known);
 }
 
+const char* historyFallbackName(HistoryFallback f) {
+  return f == HistoryFallback::kAnyServer ? "any" : "ranked";
+}
+
+Result<HistoryFallback> parseHistoryFallback(const std::string& name) {
+  for (auto f : {HistoryFallback::kRanked, HistoryFallback::kAnyServer})
+    if (name == historyFallbackName(f)) return f;
+  return invalidArgument("history-fallback", "'" + name + "' is not one of ranked, any");
+}
+
 const char* replicaStrategyName(ReplicaStrategy s) {
   switch (s) {
     case ReplicaStrategy::kAlgorithm2:
@@ -243,6 +253,7 @@ struct Task {
   int stage;
   double work_left;  // ticks at full speed still to run
   double work;       // ticks at full speed in all
+  int placed = 0;    // history: 0 in its job's classes, 1 outside them, 2 job without class
 };
 
 struct JobRt {
@@ -306,8 +317,13 @@ class HarvestRun {
       for (int t : class_tenants_[c])
         tenants_mislabelled_ += traces_[t].truth != classes_[c].pattern ? 1 : 0;
     server_class_.assign(servers_.size(), -1);
-    for (size_t c = 0; c < classes_.size(); c++)
-      for (int s : class_servers_[c]) server_class_[s] = static_cast<int>(c);
+    server_pos_.assign(servers_.size(), -1);
+    for (size_t c = 0; c < classes_.size(); c++) {
+      for (size_t i = 0; i < class_servers_[c].size(); i++) {
+        server_class_[class_servers_[c][i]] = static_cast<int>(c);
+        server_pos_[class_servers_[c][i]] = static_cast<int>(i);
+      }
+    }
     return Status::ok();
   }
 
@@ -392,6 +408,11 @@ class HarvestRun {
     r.jobs_without_class = jobs_without_class_;
     r.tasks_outside_class = tasks_outside_class_;
     r.tenants_mislabelled = tenants_mislabelled_;
+    for (size_t k = 0; k < 3; k++) {
+      r.tasks_by_placement[k] = tasks_by_placement_[k];
+      r.throttled_task_s_by_placement[k] = throttled_by_placement_[k] * tick_s;
+      r.throttled_task_s_by_length[k] = throttled_by_length_[k] * tick_s;
+    }
     double sum = 0;
     for (double v : jct) sum += v;
     r.mean_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
@@ -569,8 +590,13 @@ class HarvestRun {
       double cur = 0;
       int64_t used = 0;
       for (int s : class_servers_[c]) {
-        cur += primaryCores(servers_[s], now) / o_.cores;
-        used += static_cast<int64_t>(servers_[s].tasks.size());
+        const double current = primaryCores(servers_[s], now) / o_.cores;
+        const auto tasks = static_cast<int64_t>(servers_[s].tasks.size());
+        cur += current;
+        used += tasks;
+        // Counted per server as placement counts them (headroomRoom): a
+        // task takes a whole core of one server.
+        st.nodes.push_back({current, o_.cores, o_.reserve_cores + tasks});
       }
       st.current =
           class_servers_[c].empty() ? 0 : cur / static_cast<double>(class_servers_[c].size());
@@ -677,6 +703,13 @@ class HarvestRun {
             static_cast<double>(n);
         throttle_lost_ticks_ += static_cast<double>(n) * (1 - speed);
       }
+      if (speed < 1) {
+        for (const auto& t : s.tasks) {
+          throttled_by_length_[static_cast<size_t>(jobs_[t.job].length)] += 1;
+          if (strategy_ == PlacementStrategy::kHistory)
+            throttled_by_placement_[static_cast<size_t>(t.placed)] += 1;
+        }
+      }
       for (auto& t : s.tasks) t.work_left -= speed;
     }
   }
@@ -705,12 +738,27 @@ class HarvestRun {
   // above what the class's peak leaves, so the primary's return to its peak
   // does not kill it.
   int64_t headroomRoom(const Server& s, int server, rm::JobLength type, int64_t now) const {
+    return static_cast<int64_t>(std::floor(headroomMargin(s, server, type, now)));
+  }
+  // The same unrounded: cores left within the headroom (negative: how far
+  // the tasks there already exceed it).
+  double headroomMargin(const Server& s, int server, rm::JobLength type, int64_t now) const {
     const int c = server_class_[server];
-    if (c < 0) return room(s, now);
+    if (c < 0) return static_cast<double>(room(s, now));
     const double current = primaryCores(s, now) / o_.cores;
     const double used = (1.0 - rm::headroom(type, classes_[c], current)) * o_.cores;
-    return static_cast<int64_t>(
-        std::floor(o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size())));
+    return o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size());
+  }
+
+  // Algorithm 1's ranking weight of `server`'s class for jobs of `type`
+  // (0 without a class or weight).
+  double rankWeight(int server, rm::JobLength type) const {
+    const int c = server_class_[static_cast<size_t>(server)];
+    if (c < 0) return 0;
+    auto t = o_.selection.weights.find(type);
+    if (t == o_.selection.weights.end()) return 0;
+    auto w = t->second.find(classes_[static_cast<size_t>(c)].pattern);
+    return w == t->second.end() ? 0 : w->second;
   }
 
   int pickServer(const JobRt& j, int stage, int64_t now) {
@@ -720,6 +768,32 @@ class HarvestRun {
     if (strategy_ == PlacementStrategy::kHistory) {
       for (int s : j.preferred)
         if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
+    }
+    if (cand.empty() && strategy_ == PlacementStrategy::kHistory &&
+        o_.history_fallback == HistoryFallback::kRanked) {
+      // Outside the classes (or without any), in Algorithm 1's order for
+      // combining classes: the servers whose class has the highest ranking
+      // weight for the job's length type, and among them the one with a
+      // core now and the most room left within the type's headroom.
+      fallback_ = !j.preferred.empty();
+      int best = -1;
+      double best_weight = 0, best_room = 0;
+      int64_t ties = 0;
+      for (size_t s = 0; s < servers_.size(); s++) {
+        if (room(servers_[s], now) < 1) continue;
+        const double w = rankWeight(static_cast<int>(s), j.length);
+        const double r = headroomMargin(servers_[s], static_cast<int>(s), j.length, now);
+        const bool better = best < 0 || w > best_weight || (w == best_weight && r > best_room);
+        if (better || (w == best_weight && r == best_room)) {
+          ties = better ? 1 : ties + 1;
+          if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {
+            best = static_cast<int>(s);
+            best_weight = w;
+            best_room = r;
+          }
+        }
+      }
+      return best;
     }
     if (cand.empty()) {
       if (strategy_ == PlacementStrategy::kHistory && !j.preferred.empty()) fallback_ = true;
@@ -752,11 +826,17 @@ class HarvestRun {
   void placeTask(int ji, int stage, int s, int64_t now) {
     JobRt& j = jobs_[ji];
     const auto work = static_cast<double>(j.dur_ticks[stage]);
-    servers_[s].tasks.push_back({ji, stage, work, work});
+    const int placed = j.preferred.empty() ? 2 : (fallback_ ? 1 : 0);
+    servers_[s].tasks.push_back({ji, stage, work, work, placed});
+    if (strategy_ == PlacementStrategy::kHistory) tasks_by_placement_[placed]++;
     j.pending[stage]--;
     j.running[stage]++;
     tasks_run_++;
-    if (states_tick_ == now && server_class_[s] >= 0) states_[server_class_[s]].taken_slots++;
+    if (states_tick_ == now && server_class_[s] >= 0) {
+      auto& st = states_[static_cast<size_t>(server_class_[s])];
+      st.taken_slots++;
+      st.nodes[static_cast<size_t>(server_pos_[static_cast<size_t>(s)])].taken_slots++;
+    }
   }
 
   const std::vector<PrimaryTrace>& traces_;
@@ -770,10 +850,13 @@ class HarvestRun {
   std::vector<rm::HarvestClass> classes_;
   std::vector<std::vector<int>> class_servers_, class_tenants_;
   std::vector<int> server_class_;       // class index per server (-1: none)
+  std::vector<int> server_pos_;         // its index in class_servers_ (ClassState::nodes)
   std::vector<rm::ClassState> states_;  // classStates() cache, valid at states_tick_
   int64_t states_tick_ = -1;
   int64_t kills_ = 0, tasks_run_ = 0, jobs_without_class_ = 0, memory_kills_ = 0;
   int64_t tasks_outside_class_ = 0, tenants_mislabelled_ = 0;
+  int64_t tasks_by_placement_[3] = {0, 0, 0};
+  double throttled_by_length_[3] = {0, 0, 0}, throttled_by_placement_[3] = {0, 0, 0};
   bool fallback_ = false;  // the last pickServer fell back outside the job's classes
   double lost_ticks_ = 0, throttled_ticks_ = 0, throttle_lost_ticks_ = 0;
   double throttled_by_pattern_[3] = {0, 0, 0};

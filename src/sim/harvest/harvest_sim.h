@@ -35,9 +35,17 @@
 // tasks already in the class); the job's tasks then go to servers of its
 // classes only within the headroom of its length type, with the tags of the
 // server's class (short: what the primary leaves now; medium: below
-// max(average, current); long: below max(peak, current)); when none has such
-// room, or no class fitted, they go anywhere with room now (the soft
-// constraint falls back; our scheduler's delay, 3 s, is below one tick).
+// max(average, current); long: below max(peak, current)), drawn at random
+// among them; Algorithm 1 counts a class's room the same way, in whole
+// cores per server. When none has such room, or no class fitted, the soft
+// constraint falls back (our scheduler's delay, 3 s, is below one tick):
+// by default (HistoryFallback::kRanked) in the order in which Algorithm 1
+// combines classes, to a server with a core now whose class has the
+// highest ranking weight for the job's length type and, among those, the
+// most room within that type's headroom by its class's tags (the least
+// negative: where the class's history predicts the task the least over
+// what the primary leaves it); with kAnyServer to any server with a core
+// now, as primary-aware places.
 // Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
 // per tenant); a wiped replica is back after `rereplicate`; a block is
 // lost when all its replicas are wiped at once, and unavailable while every
@@ -147,6 +155,14 @@ Result<PlacementStrategy> parsePlacementStrategy(const std::string& name);
 // NM's cgroup quota never goes below 1 ms per 100 ms).
 double throttleSpeed(double cpu_left, int64_t tasks);
 
+// Where history places a task its job's classes have no room for (or of
+// a job without classes); see the top of this file.
+enum class HistoryFallback { kRanked, kAnyServer };
+// "ranked", "any"; parseHistoryFallback: INVALID_ARGUMENT naming
+// "history-fallback" and both names for any other text.
+const char* historyFallbackName(HistoryFallback f);
+Result<HistoryFallback> parseHistoryFallback(const std::string& name);
+
 struct HarvestSimOptions {
   int servers_per_tenant = 10;
   int cores = 16;
@@ -170,6 +186,7 @@ struct HarvestSimOptions {
   // memory overlap coincide with the CPU one.
   double primary_memory = 1.0;
   rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
+  HistoryFallback history_fallback = HistoryFallback::kRanked;
   uint64_t seed = 1;
 };
 
@@ -198,14 +215,21 @@ struct HarvestSimResult {
   double floor_mean_jct_s = 0, floor_p95_jct_s = 0;
   double floor_mean_jct_by_length_s[3] = {0, 0, 0};
   // History only: jobs for which Algorithm 1 found no class (or combination)
-  // with room (within no_class_wait); they run without a constraint, i.e.
-  // like random placement.
+  // with room (within no_class_wait); their tasks all take the fallback
+  // (HarvestSimOptions::history_fallback).
   int64_t jobs_without_class = 0;
   // History only: tasks placed outside their job's classes because those had
   // no headroom left (the soft constraint falls back), and tenants whose
   // class's pattern differs from their generated one (misclassified).
   int64_t tasks_outside_class = 0;
   int64_t tenants_mislabelled = 0;
+  // History only, index 0/1/2 = placed within the job's classes, outside
+  // them (the classes were full), for a job without classes: tasks placed
+  // (a rerun counts again) and task-seconds they ran throttled.
+  int64_t tasks_by_placement[3] = {0, 0, 0};
+  double throttled_task_s_by_placement[3] = {0, 0, 0};
+  // Task-seconds run throttled by the job's rm::JobLength (every strategy).
+  double throttled_task_s_by_length[3] = {0, 0, 0};
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,

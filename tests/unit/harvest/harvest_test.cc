@@ -92,6 +92,33 @@ TEST(HarvestClassesTest, LabelsThreePatterns) {
   EXPECT_FALSE(profileTenant({"empty", {}}, o).isOk());
 }
 
+// A daily wave over two days of 5-minute samples (576, padded to 1024 for
+// the FFT) is periodic at every phase, with a one-day period: its frequency
+// lies between padded bins 3 and 4, and read off bin 3 unrounded the series
+// would hold 1.69 cycles, fewer than the 2 required, so most phases were
+// labelled unpredictable.
+TEST(HarvestClassesTest, DailyWaveOverTwoDaysIsPeriodicAtEveryPhase) {
+  ClassifierOptions o;
+  for (int k = 0; k < 24; k++) {
+    const double phase = k / 24.0;
+    std::vector<double> v;
+    for (int i = 0; i < 576; i++)
+      v.push_back(0.6 + 0.2 * std::sin(2 * std::numbers::pi * (i / 288.0 + phase)));
+    auto p = profileTenant({"web", v}, o);
+    ASSERT_TRUE(p.isOk());
+    EXPECT_EQ(p->pattern, UtilPattern::kPeriodic) << "phase " << phase;
+    EXPECT_DOUBLE_EQ(p->period_samples, 288) << "phase " << phase;
+  }
+  // One cycle over the whole series stays below 2: it peaks at padded bin
+  // 2, 1.1 cycles, rounded to 1.
+  std::vector<double> one;
+  for (int i = 0; i < 576; i++)
+    one.push_back(0.6 + 0.2 * std::sin(2 * std::numbers::pi * i / 576.0));
+  auto p = profileTenant({"batch", one}, o);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->pattern, UtilPattern::kUnpredictable);
+}
+
 // k-means separates low and high constant tenants and tags each class.
 TEST(HarvestClassesTest, KMeansSplitsLowAndHighWithinALabel) {
   ClassifierOptions o;
@@ -226,6 +253,36 @@ TEST(HarvestSelectionTest, SlotsTakenByOtherJobsLeaveTheHeadroom) {
   periodic.taken_slots = 0;
   EXPECT_EQ(selectClasses(JobLength::kLong, 20, {periodic, constant}, o, 0.0),
             std::vector<std::string>{"periodic-0"});
+}
+
+// Given per node, the free slots are whole containers per node: 30 nodes
+// of 16 slots with a long headroom of 1 - 0.89 = 1.76 slots each, 1 taken
+// by the reserve, hold no container (0.76 each); pooled, the class would
+// count floor(0.11 x 480) - 30 = 22 slots and take a 20-wide long job that
+// none of its nodes has room for.
+TEST(HarvestSelectionTest, FreeSlotsCountWholeContainersPerNode) {
+  SelectionOptions o;
+  ClassState periodic = state("periodic-0", UtilPattern::kPeriodic, 0.6, 0.89, 0.6, 30 * 16);
+  periodic.taken_slots = 30;
+  ClassState constant = state("constant-0", UtilPattern::kConstant, 0.7, 0.7, 0.7, 10 * 16);
+  constant.taken_slots = 10;
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 22);  // pooled
+  for (int i = 0; i < 30; i++) periodic.nodes.push_back({0.6, 16, 1});
+  for (int i = 0; i < 10; i++) constant.nodes.push_back({0.7, 16, 1});
+  EXPECT_EQ(freeSlots(JobLength::kLong, periodic), 0);
+  EXPECT_EQ(freeSlots(JobLength::kLong, constant), 30);        // floor(0.3 x 16) - 1 = 3 per node
+  EXPECT_EQ(freeSlots(JobLength::kMedium, periodic), 30 * 5);  // floor(0.4 x 16) - 1
+  // Each node's own current: one node at 0.95 now has no short room left.
+  periodic.nodes[0].current = 0.95;
+  EXPECT_EQ(freeSlots(JobLength::kShort, periodic), 29 * 5);
+  // A node over its headroom does not take room from the others.
+  constant.nodes[0].taken_slots = 9;
+  EXPECT_EQ(freeSlots(JobLength::kLong, constant), 27);
+  o.weights[JobLength::kLong] = {{UtilPattern::kPeriodic, 3}, {UtilPattern::kConstant, 1}};
+  for (double d : {0.0, 0.5, 0.99}) {
+    EXPECT_EQ(selectClasses(JobLength::kLong, 20, {periodic, constant}, o, d),
+              std::vector<std::string>{"constant-0"});
+  }
 }
 
 std::vector<StorageServer> grid() {

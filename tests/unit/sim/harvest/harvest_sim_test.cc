@@ -212,6 +212,80 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
   EXPECT_NE(bad.status().message().find("no_class_wait"), std::string::npos);
 }
 
+// A long job of 3 tasks fits no class: the flat tenant (0.5, once 0.625 in
+// its history) has 8 - 5 - 1 = 2 cores under its peak, the spiky one none.
+// Falling back to any server with a core now, tasks land on the spiky
+// tenant (6 cores free at 10:00) and die at its noon peak. Falling back in
+// Algorithm 1's ranking (long jobs: constant first), then the most room
+// under the length type's headroom (flat: 2, 1, then 0 cores left under its
+// peak; spiky: -0.6), all three run on the flat one, which has 3 cores now
+// and keeps them. With equal weights the headroom alone picks the flat
+// tenant; with weights that rank the spiky tenant's class first, the
+// ranking wins and the tasks die at noon.
+TEST(HarvestSimTest, HistoryFallsBackInAlgorithm1sRankingThenByHeadroom) {
+  std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
+  traces[1].tenant = "flat";
+  traces[1].util.assign(2 * 288, 0.5);
+  traces[1].util[100] = 0.625;  // history (day 0) only
+  HarvestSimOptions o = minuteTicks(1);
+  auto jobs = longJobs(1, 3);
+  o.history_fallback = HistoryFallback::kAnyServer;
+  auto any = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.history_fallback = HistoryFallback::kRanked;
+  auto ranked = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(any.isOk()) << any.status().message();
+  ASSERT_TRUE(ranked.isOk());
+  EXPECT_EQ(ranked->jobs_without_class, 1);
+  EXPECT_EQ(ranked->tasks_by_placement[2], 3);
+  EXPECT_EQ(ranked->task_kills, 0);
+  EXPECT_EQ(ranked->tasks_run, 3);
+  EXPECT_GT(any->task_kills, 0) << "seed 1";
+  EXPECT_LT(ranked->mean_jct_s, any->mean_jct_s);
+  o.selection.weights[rm::JobLength::kLong] = {{rm::UtilPattern::kPeriodic, 1},
+                                               {rm::UtilPattern::kConstant, 1},
+                                               {rm::UtilPattern::kUnpredictable, 1}};
+  for (uint64_t seed : {1, 2, 3}) {
+    o.seed = seed;
+    auto equal = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+    ASSERT_TRUE(equal.isOk());
+    EXPECT_EQ(equal->task_kills, 0) << "seed " << seed;
+  }
+  o.selection.weights[rm::JobLength::kLong] = {{rm::UtilPattern::kPeriodic, 3},
+                                               {rm::UtilPattern::kConstant, 1},
+                                               {rm::UtilPattern::kUnpredictable, 3}};
+  auto spiky_first = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(spiky_first.isOk());
+  EXPECT_GT(spiky_first->task_kills, 0);
+  EXPECT_EQ(historyFallbackName(*parseHistoryFallback("any")), std::string("any"));
+  EXPECT_EQ(historyFallbackName(*parseHistoryFallback("ranked")), std::string("ranked"));
+  auto bad = parseHistoryFallback("random");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("history-fallback"), std::string::npos);
+}
+
+// Algorithm 1 in the simulator counts a class's room in whole cores per
+// server, as its tasks are then placed: the "tight" tenant (0.5, once 0.85
+// in its history) leaves 8 x 0.15 - 1 = 0.2 of a core under its peak on
+// each of its 10 servers, none for a task, though pooled the class would
+// count floor(0.15 x 80) - 10 = 2 slots and take some of six 2-task long
+// jobs, whose tasks then fall outside their class. Counted per server,
+// every job goes to the flat tenant (3 cores under its peak per server).
+TEST(HarvestSimTest, HistoryCountsClassRoomInWholeCoresPerServer) {
+  std::vector<PrimaryTrace> traces(2);
+  traces[0].tenant = "tight";
+  traces[0].util.assign(2 * 288, 0.5);
+  traces[0].util[100] = 0.85;  // history (day 0) only
+  traces[1].tenant = "flat";
+  traces[1].util.assign(2 * 288, 0.5);
+  HarvestSimOptions o = minuteTicks(10);
+  auto r = runHarvestSim(traces, longJobs(6, 2), PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->jobs_without_class, 0);
+  EXPECT_EQ(r->tasks_outside_class, 0);
+  EXPECT_EQ(r->tasks_by_placement[0], 12);
+  EXPECT_EQ(r->task_kills, 0);
+}
+
 // Within its class a long job uses only the headroom under the class's peak
 // (8 cores - 0.5 peak - 1 reserve = 3 per server), so the noon peak kills
 // nothing; primary-aware placement fills a server up to what the primary
