@@ -165,8 +165,10 @@ std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
       members++;
       current += n.current;
       int64_t fit = slotsIn(n.total, container);
+      int64_t taken = fit - slotsIn(Resource::max(n.total - n.used, Resource()), container);
       st.capacity_slots += fit;
-      st.taken_slots += fit - slotsIn(Resource::max(n.total - n.used, Resource()), container);
+      st.taken_slots += taken;
+      st.nodes.push_back({n.current, fit, taken});
     }
     st.current = members > 0 ? current / members : 0;
     out.push_back(std::move(st));

@@ -96,7 +96,10 @@ struct HarvestNode {
 // and its capacity in containers of `container` (sum over its nodes of the
 // containers that fit the node's registered total) and the containers of
 // that size other secondaries already take there. Classes without nodes
-// get capacity 0.
+// get capacity 0. The same per node in ClassState::nodes, so Algorithm 1
+// counts the containers each node can hold under its own headroom (a
+// container runs on one node; a class's room pooled over nodes that each
+// hold less than one would count containers no node can run).
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,
                                     const Resource& container);

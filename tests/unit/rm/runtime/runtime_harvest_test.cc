@@ -312,6 +312,23 @@ TEST(HarvestRmTest, ClassStatesCountContainersAndAverageCurrent) {
   EXPECT_EQ(st[0].taken_slots, 1);  // n2's secondaries leave room for 1 of its 2
   EXPECT_DOUBLE_EQ(st[0].current, 0.3);
   EXPECT_EQ(st[1].capacity_slots, 0);
+  EXPECT_TRUE(st[1].nodes.empty());
+  // Per node, for Algorithm 1's per-node count: n1 and n2, in node order.
+  ASSERT_EQ(st[0].nodes.size(), 2u);
+  EXPECT_DOUBLE_EQ(st[0].nodes[0].current, 0.2);
+  EXPECT_EQ(st[0].nodes[0].capacity_slots, 4);
+  EXPECT_EQ(st[0].nodes[0].taken_slots, 0);
+  EXPECT_DOUBLE_EQ(st[0].nodes[1].current, 0.4);
+  EXPECT_EQ(st[0].nodes[1].capacity_slots, 2);
+  EXPECT_EQ(st[0].nodes[1].taken_slots, 1);
+  // Pooled, the class's half-container headroom on each of its two nodes
+  // would count one container; per node there is none.
+  HarvestClass half{"constant-1", UtilPattern::kConstant, {"t4"}, 0.5, 0.5};
+  std::vector<HarvestNode> two = {{NodeId("m1"), "constant-1", Resource(2048, 1), 0.5, Resource()},
+                                  {NodeId("m2"), "constant-1", Resource(2048, 1), 0.5, Resource()}};
+  auto hs = classStates({half}, two, Resource(2048, 1));
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(freeSlots(JobLength::kLong, hs[0]), 0);
   double d = harvestDraw("app_1");
   EXPECT_GE(d, 0.0);
   EXPECT_LT(d, 1.0);
