@@ -1250,8 +1250,8 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
           // `carbyne` without node reservations (as measured before them);
-          // `carbyne-resv` the policy's default, reserving for the leftover's
-          // shortest job; `carbyne-resv-all` reserving through the
+          // `carbyne-resv` reserving for the leftover's shortest job (the
+          // policy's option, off by default); `carbyne-resv-all` reserving through the
           // scheduler's option for the first job of either tier.
           if (pname == "carbyne" || pname == "carbyne-resv-all")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(

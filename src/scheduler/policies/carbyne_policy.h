@@ -32,7 +32,7 @@
 //     order; a stage with slack is served on that allocation only when no
 //     needed stage's task fits the node. A node none of whose free room the
 //     leftover's best job (least remaining time) can use is reserved for it
-//     (LeftoverPacking::reserve_nodes, on by default; YARN's reserved
+//     (LeftoverPacking::reserve_nodes, off by default; YARN's reserved
 //     container): the room that frees there is kept from every other job
 //     until its task fits, within the bounds of
 //     SchedulerOptions::node_reservation.
@@ -97,11 +97,16 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
 // of the vcores allocated the room that frees on a node at a time is rarely
 // as large as the shortest jobs' tasks, and without it the leftover went to
 // the shortest job whose task fitted, so the jobs SRTF should serve first
-// got little of it (docs/experiments/carbyne.md).
+// got little of it (docs/experiments/carbyne.md). Off by default: the kept
+// room is kept from every ad-hoc app, jobs below their need and new jobs'
+// AMs included, and on a cluster whose bound rounds up to every node (one
+// node: ceil(0.05 x 1)) a reservation re-made at each timeout for a job
+// still first kept a new job's AM from starting at all. Keeping it only
+// from the leftover tier is needed before the RM and the simulator use it.
 struct LeftoverPacking {
   double eps = 0.5;
   double tau_s = 60.0;
-  bool reserve_nodes = true;
+  bool reserve_nodes = false;
 };
 
 // Provides every extension point but the constraint-aware app ordering

@@ -577,12 +577,10 @@ std::vector<ContainerId> containersOf(const NodeUpdateResult& r, const std::stri
 // second slot frees near's 2-slot task starts there.
 void leftoverHeadScenario(bool reserve, NodeUpdateResult* second, NodeUpdateResult* third,
                           int64_t* reserved_after_second) {
-  // The policy's default reserves nodes for the leftover (the scheduler's
-  // option stays off); the baseline turns it off.
+  // The policy reserves nodes for the leftover when asked (the scheduler's
+  // option stays off); the baseline does not.
   auto s = reservingScheduler(
-      reserve ? std::make_shared<CarbyneOrderingPolicy>()
-              : std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, false}),
-      false);
+      std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, reserve}), false);
   ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
   ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
   DagStage la = stage(1, 100), lb = stage(12, 10);
@@ -657,7 +655,8 @@ TEST(CarbyneReservationTest, WithoutReservationsTheLongerJobTakesTheFreedSlot) {
 // needed task (2 slots) does not fit the slot that frees is not reserved
 // for, and the slot goes to the leftover (long), as without reservations.
 TEST(CarbyneReservationTest, JobBelowItsNeedIsNotReservedFor) {
-  auto s = reservingScheduler(std::make_shared<CarbyneOrderingPolicy>(), false);
+  auto s = reservingScheduler(
+      std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, true}), false);
   ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
   ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
   DagStage la = stage(1, 100), lb = stage(12, 10);
