@@ -370,8 +370,19 @@ void RmRuntime::containerDone(Cont& c, const ContainerReport& st) {
 }
 
 void RmRuntime::killAppContainers(const AppId& app) {
-  for (const auto& [id, c] : containers_) {
-    if (c.app == app && c.running) to_kill_[c.node].insert(id);
+  for (auto& [id, c] : containers_) {
+    if (c.app != app || !c.running) continue;
+    to_kill_[c.node].insert(id);
+    // A grant its node has not reported yet may never start (its AM is
+    // gone, or going): it is done for the RM now, as a release is; no node
+    // reports a grant that never started, so nothing else would end it. If
+    // it starts after all, its node's report is answered with a kill
+    // (onNodeReport).
+    if (!c.reported && !c.am) {
+      MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app, id), "its node was removed from the core");
+      containerDone(c, endedByRm(id, v1::EXIT_REASON_KILLED,
+                                 "its application ended before the container started"));
+    }
   }
 }
 
@@ -496,6 +507,11 @@ void RmRuntime::applyContainerStatuses(const NodeId& nid, std::vector<ContainerR
     } else if (it != containers_.end() && !it->second.reported) {
       it->second.reported = true;
       history_.running(it->second.history);
+      // Its app ended before the node first reported it: the kill went out
+      // while the container was not started there yet (its AM's start raced
+      // the kill), and the node dropped it as unknown. Stop it now.
+      auto rec = apps_.get(it->second.app);
+      if (!rec.isOk() || isFinal(rec->state)) to_kill_[nid].insert(cid);
     }
   }
 }

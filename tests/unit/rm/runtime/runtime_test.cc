@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -554,6 +555,36 @@ TEST_F(RuntimeTest, ReleasedContainerNeverLaunchedEndsAtTheRelease) {
   ASSERT_EQ(runs.size(), 1u);
   ASSERT_EQ(runs[0].skyline.size(), 1u);
   EXPECT_DOUBLE_EQ(runs[0].skyline[0], 3.0) << "the released container is not in the skyline";
+}
+
+// An app killed after its AM was granted a task container but before the
+// node first reported it: the grant may never start (its AM is gone), so it
+// ends for the RM at the kill and the app's running count drops to its AM
+// (before, nothing ended it, and a killed app kept showing it running). If the AM's start of it
+// raced the kill, the node drops the kill (it did not know the container yet) and the RM kills it
+// when the node first reports it running.
+TEST_F(RuntimeTest, ContainerFirstReportedAfterItsAppWasKilledIsKilled) {
+  addNode("n1", 8);
+  AppId app = runningApp("root.a", "bob", "n1");
+  ask(app, 1);
+  heartbeat("n1");
+  auto granted = ask(app, 0);
+  ASSERT_EQ(granted.allocated_size(), 1);
+  ASSERT_EQ(running(app), 2) << "AM + the task";
+  const std::string task = granted.allocated(0).container_id();
+  ASSERT_TRUE(rm_->apps().kill(app, UserId("bob"), true, "test").isOk());
+  rm_->runtime().onAppKilled(app);  // as the client service does after a kill
+  EXPECT_EQ(running(app), 1) << "the task the node never reported ended at the kill";
+  (void)heartbeat("n1");  // the kills go out; the node knows no task yet
+  v1::ContainerStatus st;
+  st.set_container_id(task);
+  st.set_state(v1::CONTAINER_RUNNING);
+  auto resp = heartbeat("n1", {st});
+  std::vector<std::string> kills(resp.containers_to_kill().begin(),
+                                 resp.containers_to_kill().end());
+  EXPECT_NE(std::find(kills.begin(), kills.end(), task), kills.end())
+      << "a container of a killed app started after the kill is stopped";
+  EXPECT_EQ(running(app), 1);
 }
 
 TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
