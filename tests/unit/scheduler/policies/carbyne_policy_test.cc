@@ -556,6 +556,14 @@ std::unique_ptr<Scheduler> reservingScheduler(std::shared_ptr<const QueueOrderin
   return std::move(s).value();
 }
 
+// "big" (user u2) asks `count` 4-slot containers.
+void addBig(Scheduler& s, int32_t count) {
+  ASSERT_TRUE(s.addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  ResourceRequest big = ask(count);
+  big.capability = kTask * 4;
+  ASSERT_TRUE(s.updateAsks(AppId("big"), {big}).isOk());
+}
+
 // The ids of `app`'s containers among `r`'s grants.
 std::vector<ContainerId> containersOf(const NodeUpdateResult& r, const std::string& app) {
   std::vector<ContainerId> out;
@@ -728,10 +736,7 @@ TEST(CarbyneReservationTest, ReservationsAreBoundedPerApp) {
   ASSERT_TRUE(s->updateAsks(AppId("small"), {ask(20)}).isOk());
   auto first = s->schedulePass(kT0);
   ASSERT_EQ(first.allocations.size(), 8u);
-  ASSERT_TRUE(s->addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
-  ResourceRequest big = ask(2);
-  big.capability = kTask * 4;
-  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  ASSERT_NO_FATAL_FAILURE(addBig(*s, 2));
   ContainerId on_n1, on_n2;
   for (const auto& a : first.allocations) (a.node.value() == "n1" ? on_n1 : on_n2) = a.container;
   ASSERT_TRUE(s->containerCompleted(on_n1).isOk());
@@ -755,10 +760,7 @@ TEST(CarbyneReservationTest, ReservationEndsAtItsTimeout) {
   ASSERT_TRUE(s->updateAsks(AppId("small"), {ask(20)}).isOk());
   std::vector<ContainerId> c = containersOf(s->schedulePass(kT0), "small");
   ASSERT_EQ(c.size(), 4u);
-  ASSERT_TRUE(s->addApp(AppId("big"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
-  ResourceRequest big = ask(2);
-  big.capability = kTask * 4;
-  ASSERT_TRUE(s->updateAsks(AppId("big"), {big}).isOk());
+  ASSERT_NO_FATAL_FAILURE(addBig(*s, 2));
   ASSERT_TRUE(s->containerCompleted(c[0]).isOk());
   EXPECT_TRUE(s->schedulePass(kT0 + Millis(1000)).allocations.empty());
   EXPECT_EQ(s->numReservedNodes(), 1);

@@ -621,13 +621,18 @@ TEST(HarvestSimTest, MeanUtilSetsThePrimariesMeanLoad) {
   EXPECT_NE(bad.status().message().find("mean_util"), std::string::npos);
 }
 
-// With tenant-wide reimages, best-first (all replicas on the calmest tenant)
-// loses at least as many blocks as Algorithm 2, which spreads them.
-TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
+// The storage tests' primaries: nine generated tenants, seed 3.
+std::vector<PrimaryTrace> nineTenants() {
   PrimaryGenOptions g;
   g.tenants = 9;
   g.seed = 3;
-  auto traces = generatePrimaryTraces(g).value();
+  return generatePrimaryTraces(g).value();
+}
+
+// With tenant-wide reimages, best-first (all replicas on the calmest tenant)
+// loses at least as many blocks as Algorithm 2, which spreads them.
+TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
+  auto traces = nineTenants();
   ReplicaSimOptions o;
   o.servers_per_tenant = 4;
   o.blocks = 500;
@@ -659,10 +664,7 @@ TEST(HarvestSimTest, Algorithm2LosesNoMoreBlocksThanBestFirst) {
 // replicas all sit on the least reimaged tenant, every fourth is in the 0.5
 // class.
 TEST(HarvestSimTest, FourthReplicasAreCountedByTheirReimageRate) {
-  PrimaryGenOptions g;
-  g.tenants = 9;
-  g.seed = 3;
-  auto traces = generatePrimaryTraces(g).value();
+  auto traces = nineTenants();
   ReplicaSimOptions o;
   o.servers_per_tenant = 4;
   o.blocks = 300;
