@@ -361,8 +361,10 @@ class HarvestRun {
         admit(static_cast<int>(next_job), now);
         active_.push_back(static_cast<int>(next_job++));
       }
-      enforce(now);
+      // A task whose work ran out during the last tick has ended: it holds
+      // no memory or CPU at this tick's checks.
       complete(now);
+      enforce(now);
       place(now);
       advance(now);
       if (now >= end_tick) continue;  // draining: the day's utilisation is measured
