@@ -98,21 +98,21 @@ struct Cand {
   int64_t slots;
 };
 
-double weightOf(const SelectionOptions& o, JobLength t, UtilPattern p) {
-  auto it = o.weights.find(t);
+}  // namespace
+
+double rankingWeight(const SelectionOptions& o, JobLength type, UtilPattern p) {
+  auto it = o.weights.find(type);
   if (it == o.weights.end()) return 0;
   auto jt = it->second.find(p);
   return jt == it->second.end() ? 0 : jt->second;
 }
-
-}  // namespace
 
 std::vector<std::string> selectClasses(JobLength type, int64_t max_concurrent,
                                        const std::vector<ClassState>& classes,
                                        const SelectionOptions& o, double draw) {
   std::vector<Cand> cands;
   for (const auto& c : classes) {
-    double w = weightOf(o, type, c.cls.pattern);
+    double w = rankingWeight(o, type, c.cls.pattern);
     if (w <= 0) continue;
     int64_t slots = freeSlots(type, c);
     if (slots > 0) cands.push_back({c.cls.id, w, slots});
@@ -147,6 +147,52 @@ std::vector<std::string> selectClasses(JobLength type, int64_t max_concurrent,
     if (sum >= max_concurrent) return out;
   }
   return {};
+}
+
+double headroomMargin(JobLength type, const HarvestClass& c, const NodeSlots& n) {
+  const auto cap = static_cast<double>(n.capacity_slots);
+  const double used = (1.0 - headroom(type, c, n.current)) * cap;
+  return cap - used - static_cast<double>(n.taken_slots);
+}
+
+int64_t openSlots(const NodeSlots& n) {
+  if (n.open_slots >= 0) return n.open_slots;
+  const auto now = static_cast<int64_t>(
+      std::floor(std::clamp(1.0 - n.current, 0.0, 1.0) * static_cast<double>(n.capacity_slots)));
+  return std::max<int64_t>(0, now - n.taken_slots);
+}
+
+bool ranksBefore(double weight_a, double margin_a, double weight_b, double margin_b) {
+  if (weight_a != weight_b) return weight_a > weight_b;
+  return margin_a > margin_b;
+}
+
+std::vector<std::string> rankedFallback(JobLength type, const std::vector<ClassState>& classes,
+                                        const SelectionOptions& o) {
+  struct Ranked {
+    const std::string* id;
+    double weight, margin;
+  };
+  std::vector<Ranked> ranked;
+  for (const auto& c : classes) {
+    const double w = rankingWeight(o, type, c.cls.pattern);
+    std::optional<double> best;
+    for (const auto& n : c.nodes) {
+      if (openSlots(n) < 1) continue;
+      const double m = headroomMargin(type, c.cls, n);
+      if (!best || m > *best) best = m;
+    }
+    if (best) ranked.push_back({&c.cls.id, w, *best});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (ranksBefore(a.weight, a.margin, b.weight, b.margin)) return true;
+    if (ranksBefore(b.weight, b.margin, a.weight, a.margin)) return false;
+    return *a.id < *b.id;
+  });
+  std::vector<std::string> out;
+  out.reserve(ranked.size());
+  for (const auto& r : ranked) out.push_back(*r.id);
+  return out;
 }
 
 std::optional<sched::PlacementConstraint> harvestConstraint(

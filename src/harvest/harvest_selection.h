@@ -68,6 +68,10 @@ struct NodeSlots {
   double current = 0;          // its primary's current utilisation (fraction)
   int64_t capacity_slots = 0;  // containers of the job's size it holds when idle
   int64_t taken_slots = 0;     // of them, held by other secondaries or the NM's reserve
+  // Containers of the job's size the node can take now, whatever its class's
+  // history says (the NM's offer less what runs there); -1 = unknown, taken
+  // as floor((1 - current) x capacity_slots) - taken_slots (openSlots).
+  int64_t open_slots = -1;
 };
 
 // The class as the selector sees it now.
@@ -106,6 +110,35 @@ int64_t freeSlots(JobLength type, const ClassState& c);
 std::vector<std::string> selectClasses(JobLength type, int64_t max_concurrent,
                                        const std::vector<ClassState>& classes,
                                        const SelectionOptions& o, double draw);
+
+// ---- The ranked fallback ----
+// Where a job's containers go when no node of its chosen classes can take
+// one now (or Algorithm 1 chose none): Algorithm 1's order for combining
+// classes (step 4 above) applied node by node. A node ranks by its class's
+// ranking weight for the job's length type, then by its headroomMargin (the
+// room its class's history predicts under that type's headroom; the least
+// negative is the least predicted overrun). The simulator places each such
+// task on the best-ranked node with a container of room now
+// (HistoryFallback::kRanked); the RM, which constrains classes rather than
+// nodes, adds the class of that node to the job's soft constraint.
+
+// The ranking weight of classes of `p` for jobs of `type` (0 when none).
+double rankingWeight(const SelectionOptions& o, JobLength type, UtilPattern p);
+// The room left on `n` (a node of class `c`) under the headroom of `type`, in
+// containers of the job's size, unrounded: (1 - used) x capacity_slots -
+// taken_slots with used = 1 - headroom(type, c, n.current); negative: how
+// far the containers there already exceed it.
+double headroomMargin(JobLength type, const HarvestClass& c, const NodeSlots& n);
+// Containers of the job's size `n` can take now: n.open_slots when known,
+// else floor((1 - n.current) x capacity_slots) - taken_slots; at least 0.
+int64_t openSlots(const NodeSlots& n);
+// True when node (weight_a, margin_a) ranks before (weight_b, margin_b).
+bool ranksBefore(double weight_a, double margin_a, double weight_b, double margin_b);
+// The classes with a node that can take a container now (openSlots >= 1),
+// ordered by their best such node's rank (ranksBefore), best first; equal
+// ranks by class id. Classes without such a node are left out.
+std::vector<std::string> rankedFallback(JobLength type, const std::vector<ClassState>& classes,
+                                        const SelectionOptions& o);
 
 // A soft constraint on node attribute "harvest-class" with `classes` as
 // values; nullopt for no classes (no constraint).

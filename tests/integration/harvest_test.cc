@@ -1,4 +1,4 @@
-// Harvesting end to end: a real RM, two NMs each sharing its
+// Harvesting end to end: a real RM, two NMs (three for the ranked fallback) each sharing its
 // machine with a primary tenant whose agent writes its usage to a file
 // (nm.harvest.source: file), and the DAG AM. A load spike of one primary
 // tenant kills only the secondary containers on its node, newest first, with
@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,14 +33,16 @@ class HarvestIT : public ClusterTest {
     std::filesystem::rename(tmp, path);
   }
   // `cpu[i]`: the vcores nm<i+1>'s primary tenant uses at start (default 0.2).
-  // `nm_extra`: more NM arguments (both NMs).
+  // Two NMs, or one per entry of `cpu` when it has more. `nm_extra`: more NM
+  // arguments (every NM; a later --set wins).
   void startHarvestCluster(std::vector<std::string> rm_args = {}, std::vector<double> cpu = {},
                            std::vector<std::string> nm_extra = {}) {
     std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
     args.insert(args.end(), rm_args.begin(), rm_args.end());
     rm_ = Process::startDaemon("rm", freshDir("rm"), args);
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
-    for (int i = 0; i < 2; i++) {
+    const int nodes = std::max(2, static_cast<int>(cpu.size()));
+    for (int i = 0; i < nodes; i++) {
       std::string node = "nm" + std::to_string(i + 1);
       usage_.push_back(freshDir("tenant-" + node) + "/usage");
       writeUsage(usage_.back(),
@@ -59,7 +62,7 @@ class HarvestIT : public ClusterTest {
       nms_.push_back(Process::startDaemon("nm", freshDir("nm"), nm_args));
       ASSERT_FALSE(nms_.back().grpcAddress().empty()) << nms_.back().log();
     }
-    ASSERT_TRUE(waitLiveNodes(2)) << rm_.log();
+    ASSERT_TRUE(waitLiveNodes(nodes)) << rm_.log();
   }
   std::vector<std::string> usage_;
 };
@@ -219,6 +222,74 @@ TEST_F(HarvestIT, LongJobRunsOnTheClassWithHeadroom) {
       << rm_.log();
   EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
   EXPECT_EQ(tasksStarted(nms_[1].log(), id), 5) << nms_[1].log();
+}
+
+// The ranked fallback (OSDI'16 §4.1's combining order): three constant
+// classes, nm1 idle (0.1 of 8 vcores), nm2 at 2.2, nm3 at 5.0, and an NM
+// reserve of 2 vcores. A long job of 6 concurrent containers fits only nm1's
+// class by Algorithm 1 (7 under its peak, 6 with the AM there; nm2's holds
+// 5, nm3's 3), but nm1 offers 5 vcores now (8 - 0.1 - 2), 4 with the AM, so
+// one or two containers find no room. The RM then adds the class ranked
+// next, before the scheduler's soft-constraint delay (3 s) would let them
+// go anywhere: all constant (the same weight), nm2's node has the most room
+// under its peak (5.8 containers against nm3's 3), so they run on nm2 and
+// none on nm3, which has room for one now. The first clustering runs 10 s
+// after the RM starts and the next 10 s later, so no re-selection comes
+// between the job's asks and its placement.
+TEST_F(HarvestIT, FullClassFallsBackToTheNextRankedClass) {
+  ASSERT_NO_FATAL_FAILURE(
+      startHarvestCluster({"--set", "rm.harvest.cluster-every=10s", "--set",
+                           "rm.harvest.short-max=100ms", "--set", "rm.harvest.long-min=500ms"},
+                          {0.1, 2.2, 5.0}, {"--set", "nm.harvest.reserve=memory=256,vcores=2"}));
+  auto job = [this](int tasks) {
+    return writeJob(
+        "name: nightly-etl\n"
+        "stages:\n"
+        "  - name: work\n"
+        "    tasks: " +
+        std::to_string(tasks) +
+        "\n"
+        "    command: \"sleep 5\"\n"
+        "    resources: {memory_mib: 256, vcores: 1}\n");
+  };
+  auto run = [this](const std::string& file) {
+    auto [code, out] = ctl({"app", "submit", file});
+    EXPECT_EQ(code, 0) << out;
+    std::string id = out.substr(0, out.find('\n'));
+    EXPECT_TRUE(waitFinal(id, 40s)) << rm_.log();
+    EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
+    return id;
+  };
+  run(job(1));  // before the classes: its length (> 5 s) makes the job long
+  std::map<std::string, std::string> class_of;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto [c, o] = ctl({"cluster", "status", "--json"});
+        json s = json::parse(o, nullptr, false);
+        if (s.is_discarded() || s["harvest_classes"].size() != 3) return false;
+        for (const auto& n : s["nodes"]) class_of[n["node_id"]] = n["harvest_class"];
+        return !class_of["nm1"].empty() && !class_of["nm2"].empty() && !class_of["nm3"].empty();
+      },
+      20s))
+      << rm_.log();
+  std::string id = run(job(6));
+  const std::string log = rm_.log();
+  const size_t chose = log.find(id + " (long job 'nightly-etl', 6 concurrent container(s)");
+  ASSERT_NE(chose, std::string::npos) << log;
+  const std::string line = log.substr(chose, log.find('\n', chose) - chose);
+  const std::string want = "prefers classes " + class_of["nm1"];  // nm1's alone
+  EXPECT_EQ(line.substr(line.size() - std::min(line.size(), want.size())), want) << line;
+  EXPECT_NE(
+      log.find(id + " (long job 'nightly-etl'): classes " + class_of["nm1"] + " have no room"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(log.find("falls back to class " + class_of["nm2"] + " (ranked)"), std::string::npos)
+      << log;
+  const int on1 = tasksStarted(nms_[0].log(), id), on2 = tasksStarted(nms_[1].log(), id);
+  EXPECT_GE(on1, 4) << nms_[0].log();
+  EXPECT_GE(on2, 1) << nms_[1].log();
+  EXPECT_EQ(on1 + on2, 6);
+  EXPECT_EQ(tasksStarted(nms_[2].log(), id), 0) << nms_[2].log();
 }
 
 int64_t nrThrottled(const std::string& cgroup) {

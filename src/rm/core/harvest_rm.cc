@@ -168,7 +168,9 @@ std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
       int64_t taken = fit - slotsIn(Resource::max(n.total - n.used, Resource()), container);
       st.capacity_slots += fit;
       st.taken_slots += taken;
-      st.nodes.push_back({n.current, fit, taken});
+      const int64_t open =
+          n.free ? slotsIn(Resource::max(*n.free, Resource()), container) : int64_t{-1};
+      st.nodes.push_back({n.current, fit, taken, open});
     }
     st.current = members > 0 ? current / members : 0;
     out.push_back(std::move(st));

@@ -8,6 +8,7 @@
 // input. Pure: no I/O, no clock, no locks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,10 @@ struct HarvestNode {
   Resource total;      // registered capacity
   double current = 0;  // its primary tenant's latest CPU utilisation (fraction)
   Resource used;       // what secondary containers hold on it now
+  // What the scheduler can still place on it now (its NM's harvest offer
+  // less `used`); nullopt = unknown (the ranked fallback then reads
+  // `current`: NodeSlots::open_slots).
+  std::optional<Resource> free{};
 };
 
 // Each class with its members' current utilisation (mean over its nodes)
@@ -99,7 +104,8 @@ struct HarvestNode {
 // get capacity 0. The same per node in ClassState::nodes, so Algorithm 1
 // counts the containers each node can hold under its own headroom (a
 // container runs on one node; a class's room pooled over nodes that each
-// hold less than one would count containers no node can run).
+// hold less than one would count containers no node can run). Each node's
+// NodeSlots::open_slots is the containers its `free` holds (-1 without).
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,
                                     const Resource& container);

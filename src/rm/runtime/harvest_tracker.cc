@@ -223,19 +223,40 @@ std::vector<std::string> HarvestTracker::selectLocked(
     auto m = maxConcurrentContainers(stageShapes(stages));
     if (m.isOk() && *m > 0) concurrent = *m;
   }
-  for (auto& n : nodes) {
-    const UtilSeries* cpu = history_.nodeCpu(n.id);
-    n.current = cpu != nullptr && !cpu->buckets().empty() ? cpu->buckets().back().avg : 0;
-  }
-  auto run = runs_.find(job.name);
-  JobLength type = lengthType(
-      run == runs_.end() ? std::nullopt : std::optional<Millis>(run->second), opts_.selection);
+  nodes = withCurrent(std::move(nodes));
+  const JobLength type = typeOf(job);
   auto chosen = selectClasses(type, concurrent, classStates(classes_, nodes, container),
                               opts_.selection, harvestDraw(app.value()));
   *note = fmt::format(
       "harvesting: {} ({} job '{}', {} concurrent container(s) of {}) prefers classes {}",
       app.value(), jobLengthName(type), job.name, concurrent, container.toString(), joined(chosen));
   return chosen;
+}
+
+JobLength HarvestTracker::typeOf(const Job& job) const {
+  auto run = runs_.find(job.name);
+  return lengthType(run == runs_.end() ? std::nullopt : std::optional<Millis>(run->second),
+                    opts_.selection);
+}
+
+std::vector<HarvestNode> HarvestTracker::withCurrent(std::vector<HarvestNode> nodes) const {
+  for (auto& n : nodes) {
+    const UtilSeries* cpu = history_.nodeCpu(n.id);
+    n.current = cpu != nullptr && !cpu->buckets().empty() ? cpu->buckets().back().avg : 0;
+  }
+  return nodes;
+}
+
+std::vector<sched::ResourceRequest> HarvestTracker::constrained(const Job& job) {
+  std::vector<std::string> classes = job.classes;
+  if (!job.fallback.empty()) classes.push_back(job.fallback);
+  auto c = harvestConstraint(classes);
+  std::vector<sched::ResourceRequest> asks;
+  for (const auto& [key, a] : job.base) {
+    asks.push_back(a);
+    if (c) asks.back().constraints.push_back(*c);
+  }
+  return asks;
 }
 
 bool HarvestTracker::noteAsks(const AppRecord& rec,
@@ -273,7 +294,9 @@ void HarvestTracker::constrain(const AppId& app, std::vector<sched::ResourceRequ
     MutexLock lk(mu_);
     auto it = jobs_.find(app);
     if (it == jobs_.end()) return;
-    c = harvestConstraint(it->second.classes);
+    std::vector<std::string> classes = it->second.classes;
+    if (!it->second.fallback.empty()) classes.push_back(it->second.fallback);
+    c = harvestConstraint(classes);
   }
   if (!c) return;
   for (auto& a : *asks) {
@@ -314,17 +337,79 @@ HarvestTracker::Reselection HarvestTracker::reselect(
   }
   auto chosen = selectLocked(app, job, nodes, stages, &out.note);
   job.selected = true;
-  if (chosen != job.classes && !job.base.empty()) {
-    auto c = harvestConstraint(chosen);
-    std::vector<sched::ResourceRequest> asks;
-    for (const auto& [key, a] : job.base) {
-      asks.push_back(a);
-      if (c) asks.back().constraints.push_back(*c);
-    }
-    out.asks = std::move(asks);
-  }
+  if (chosen == job.classes) return out;
+  // New classes start without a fallback (the next fallBack() adds one if due).
   job.classes = std::move(chosen);
+  job.fallback.clear();
+  if (!job.base.empty()) out.asks = constrained(job);
   return out;
+}
+
+bool HarvestTracker::fallbackDue(const AppId& app) const {
+  MutexLock lk(mu_);
+  auto it = jobs_.find(app);
+  return it != jobs_.end() && it->second.selected && !it->second.base.empty() && !classes_.empty();
+}
+
+HarvestTracker::Reselection HarvestTracker::fallBack(const AppId& app,
+                                                     const std::map<std::string, int32_t>& pending,
+                                                     const std::vector<HarvestNode>& nodes) {
+  Reselection out;
+  MutexLock lk(mu_);
+  auto it = jobs_.find(app);
+  if (it == jobs_.end() || !it->second.selected || classes_.empty()) return out;
+  Job& job = it->second;
+  for (auto b = job.base.begin(); b != job.base.end();) {
+    auto p = pending.find(b->first);
+    if (p == pending.end() || p->second <= 0) {
+      b = job.base.erase(b);
+    } else {
+      b->second.count = p->second;
+      ++b;
+    }
+  }
+  if (job.base.empty()) return out;
+  Resource container;
+  for (const auto& [key, a] : job.base) container = Resource::max(container, a.capability);
+  const JobLength type = typeOf(job);
+  const auto states = classStates(classes_, withCurrent(nodes), container);
+  auto chosen = [&job](const std::string& id) {
+    return std::find(job.classes.begin(), job.classes.end(), id) != job.classes.end();
+  };
+  bool room = false;
+  for (const auto& st : states) {
+    if (!chosen(st.cls.id)) continue;
+    for (const auto& n : st.nodes) room = room || openSlots(n) >= 1;
+  }
+  std::string next;  // stays "" when a chosen class has room
+  if (!room) {
+    for (const auto& id : rankedFallback(type, states, opts_.selection)) {
+      if (!chosen(id)) {
+        next = id;
+        break;
+      }
+    }
+    // No class has room now: the constraint stays as it is.
+    if (next.empty()) return out;
+  }
+  if (next == job.fallback) return out;
+  out.note = next.empty()
+                 ? fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
+                               app.value(), joined(job.classes), job.fallback)
+                 : fmt::format(
+                       "harvesting: {} ({} job '{}'): classes {} have no room for a container "
+                       "of {}; falls back to class {} (ranked)",
+                       app.value(), jobLengthName(type), job.name, joined(job.classes),
+                       container.toString(), next);
+  job.fallback = std::move(next);
+  out.asks = constrained(job);
+  return out;
+}
+
+std::string HarvestTracker::fallbackClass(const AppId& app) const {
+  MutexLock lk(mu_);
+  auto it = jobs_.find(app);
+  return it == jobs_.end() ? "" : it->second.fallback;
 }
 
 std::vector<std::string> HarvestTracker::selection(const AppId& app) const {

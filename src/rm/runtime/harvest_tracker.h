@@ -131,7 +131,8 @@ class HarvestTracker {
   void forgetJob(const AppId& app) EXCLUDES(mu_);
   // A re-selection after a clustering: the asks to send the scheduler again
   // with the new constraint (nullopt when the choice did not change or
-  // nothing is pending) and the line to log ("" for none).
+  // nothing is pending) and the line to log ("" for none). A changed choice
+  // drops the ranked fallback's class (fallBack() adds one again if due).
   struct Reselection {
     std::optional<std::vector<sched::ResourceRequest>> asks;
     std::string note;
@@ -141,8 +142,30 @@ class HarvestTracker {
   Reselection reselect(const AppId& app, const std::map<std::string, int32_t>& pending,
                        const std::vector<HarvestNode>& nodes,
                        const std::vector<reprovision::StageState>& stages) EXCLUDES(mu_);
-  // The classes chosen for the app's asks (empty = no constraint).
+  // The classes chosen for the app's asks (empty = none chosen).
   std::vector<std::string> selection(const AppId& app) const EXCLUDES(mu_);
+
+  // ---- The ranked fallback (rankedFallback in harvest_selection.h) ----
+  // While no node of the job's chosen classes can take one of its containers
+  // now (its NM's offer less what runs there), or Algorithm 1 chose none,
+  // the job's constraint also holds the class ranked first among the others
+  // with a node that can: the highest ranking weight for the job's length
+  // type, then the most room under that type's headroom. Once a chosen
+  // class has room again, the chosen classes alone. The scheduler's
+  // soft-constraint delay still places an ask anywhere once it has waited
+  // that long with no match. `pending` and `nodes` as for reselect(). The
+  // asks to send the scheduler again when the constraint changed (nullopt:
+  // unchanged, or nothing pending) and the line to log ("" for none).
+  // O(nodes x classes); the runtime calls it on each allocate of a job with
+  // pending asks (fallbackDue).
+  Reselection fallBack(const AppId& app, const std::map<std::string, int32_t>& pending,
+                       const std::vector<HarvestNode>& nodes) EXCLUDES(mu_);
+  // Whether fallBack() can change the app's constraint: classes exist and
+  // the job has asks and was selected (the runtime skips building the
+  // nodes otherwise).
+  bool fallbackDue(const AppId& app) const EXCLUDES(mu_);
+  // The class the ranked fallback added to the app's constraint ("" = none).
+  std::string fallbackClass(const AppId& app) const EXCLUDES(mu_);
 
   // ---- Job run lengths (the length type of Algorithm 1) ----
   // The app ended (finishAm): its job entry goes; a successful run's length
@@ -159,6 +182,7 @@ class HarvestTracker {
   struct Job {
     std::string name;                                    // harvestJobName
     std::vector<std::string> classes;                    // last selection
+    std::string fallback;                                // fallBack()'s class ("" = none)
     bool selected = false;                               // selected once (asks or clustering)
     std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
   };
@@ -166,6 +190,12 @@ class HarvestTracker {
                                         std::vector<HarvestNode> nodes,
                                         const std::vector<reprovision::StageState>& stages,
                                         std::string* note) const REQUIRES(mu_);
+  // The job's length type from its last run (unseen: medium).
+  JobLength typeOf(const Job& job) const REQUIRES(mu_);
+  // `nodes` with each one's latest CPU utilisation from the history.
+  std::vector<HarvestNode> withCurrent(std::vector<HarvestNode> nodes) const REQUIRES(mu_);
+  // The job's base asks with its constraint (its classes and fallback).
+  static std::vector<sched::ResourceRequest> constrained(const Job& job);
   void clusterTick() EXCLUDES(mu_);
   void saveTick() EXCLUDES(mu_);
   // stop() without the save: no tick runs or will once it returns.

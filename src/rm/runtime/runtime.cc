@@ -179,6 +179,7 @@ void RmRuntime::onNodeRegistered(const NodeRegistration& reg) {
   n.id = id;
   n.address = reg.container_manager_address;
   n.total = reg.total;
+  n.offer.reset();  // the core takes the registered total until the next offer
   // The harvest class is the RM's own attribute: kept across a
   // re-registration until the next clustering.
   auto cls = n.attributes.find(kHarvestClassAttribute);
@@ -717,6 +718,7 @@ void RmRuntime::setNodeDrained(const NodeId& node, bool drained) {
   if (nit == nodes_.end() || nit->second.drained == drained) return;
   Node& n = nit->second;
   n.drained = drained;
+  n.offer.reset();
   // The harvest offer of the node's next heartbeat caps it again when undrained.
   if (n.live && sched_->nodeUsed(node).isOk()) {
     if (Status st = sched_->setNodeTotal(node, drained ? Resource() : n.total); !st.isOk()) {
@@ -912,6 +914,7 @@ Result<AllocateOutcome> RmRuntime::allocate(AllocateCall call) {
   }
   MORPHEUS_RETURN_IF_ERROR(reportStages(call.app, rt, call));
   MORPHEUS_RETURN_IF_ERROR(recordAsks(rec, rt, std::move(call.asks)));
+  applyHarvestFallback(call.app, rt);
   MORPHEUS_RETURN_IF_ERROR(releaseContainers(call.app, call.releases));
   collectForAm(call.app, rt, &out);
   lk.release();
@@ -1233,7 +1236,9 @@ void RmRuntime::onHarvestReport(Node& node, const NodeHeartbeatCall& call, TimeP
   if (Status st = sched_->setNodeTotal(node.id, offer); !st.isOk()) {
     logLater(spdlog::level::warn, "node {}: harvest offer {} not applied: {}", node.id.value(),
              offer.toString(), st.message());
+    return;
   }
+  node.offer = offer;
 }
 
 void RmRuntime::setHarvestClass(Node& node, const std::string& cls) {
@@ -1255,9 +1260,27 @@ std::vector<HarvestNode> RmRuntime::harvestNodes() const {
     auto a = n.attributes.find(kHarvestClassAttribute);
     if (!n.live || a == n.attributes.end()) continue;
     auto used = sched_->nodeUsed(id);
-    out.push_back({id, a->second, n.total, 0, used.isOk() ? *used : Resource()});
+    const Resource u = used.isOk() ? *used : Resource();
+    // The scheduler's total for the node: zero drained, else the offer.
+    const Resource cap = n.drained ? Resource() : n.offer.value_or(n.total);
+    out.push_back({id, a->second, n.total, 0, u, Resource::max(cap - u, Resource())});
   }
   return out;
+}
+
+void RmRuntime::applyHarvestFallback(const AppId& app, const AppRt& rt) {
+  if (!harvest_.classesOn() || !rt.in_sched || rt.asks.empty() || !harvest_.fallbackDue(app)) {
+    return;
+  }
+  std::map<std::string, int32_t> pending;
+  for (const auto& [key, a] : rt.asks) pending[key] = a.count;
+  auto re = harvest_.fallBack(app, pending, harvestNodes());
+  if (!re.note.empty()) logLater(spdlog::level::info, "{}", re.note);
+  if (!re.asks) return;
+  if (Status st = sched_->updateAsks(app, *re.asks); !st.isOk()) {
+    logLater(spdlog::level::warn, "harvesting: asks of {} not re-constrained: {}", app.value(),
+             st.message());
+  }
 }
 
 void RmRuntime::harvestAsks(const AppRecord& rec, const AppRt& rt,

@@ -256,10 +256,12 @@ class RmRuntime {
   std::vector<HarvestClassView> harvestClasses() const;
   // The node's class id ("" = none).
   std::string harvestClassOf(const NodeId& node) const;
-  // The classes chosen for the app's asks (empty = no constraint).
+  // The classes chosen for the app's asks (empty = none chosen).
   std::vector<std::string> harvestSelection(const AppId& app) const {
     return harvest_.selection(app);
   }
+  // The class the ranked fallback added to the app's asks ("" = none).
+  std::string harvestFallbackClass(const AppId& app) const { return harvest_.fallbackClass(app); }
   // The last successful run length of a job (harvestJobName), if known.
   std::optional<Millis> harvestLastRun(const std::string& job) const {
     return harvest_.lastRun(job);
@@ -274,6 +276,7 @@ class RmRuntime {
     bool live = true;
     bool schedule_pending = false;  // onNodeReport asked for a scheduleNode
     bool drained = false;           // not in service (setNodeDrained)
+    std::optional<Resource> offer;  // the NM's last harvest offer as applied (none: total)
   };
   struct Cont {
     ContainerId id;
@@ -402,6 +405,9 @@ class RmRuntime {
   // classes on its first asks).
   void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)
       REQUIRES(mu_);
+  // The ranked fallback (HarvestTracker::fallBack) on each allocate(): the
+  // app's asks get its fallback class while its chosen classes are full.
+  void applyHarvestFallback(const AppId& app, const AppRt& rt) REQUIRES(mu_);
   // onNodeReport's parts.
   void applyContainerStatuses(const NodeId& nid, std::vector<ContainerReport>& reports,
                               TimePoint now) REQUIRES(mu_);

@@ -361,8 +361,10 @@ class HarvestRun {
         admit(static_cast<int>(next_job), now);
         active_.push_back(static_cast<int>(next_job++));
       }
-      enforce(now);
+      // A task whose work ran out during the last tick has ended: it holds
+      // no memory or CPU at this tick's checks.
       complete(now);
+      enforce(now);
       place(now);
       advance(now);
       if (now >= end_tick) continue;  // draining: the day's utilisation is measured
@@ -742,12 +744,13 @@ class HarvestRun {
   }
   // The same unrounded: cores left within the headroom (negative: how far
   // the tasks there already exceed it).
+  // (rm::headroomMargin, the ranked fallback's, on the server's own counts.)
   double headroomMargin(const Server& s, int server, rm::JobLength type, int64_t now) const {
     const int c = server_class_[server];
     if (c < 0) return static_cast<double>(room(s, now));
-    const double current = primaryCores(s, now) / o_.cores;
-    const double used = (1.0 - rm::headroom(type, classes_[c], current)) * o_.cores;
-    return o_.cores - used - o_.reserve_cores - static_cast<double>(s.tasks.size());
+    const rm::NodeSlots n{primaryCores(s, now) / o_.cores, o_.cores,
+                          o_.reserve_cores + static_cast<int64_t>(s.tasks.size())};
+    return rm::headroomMargin(type, classes_[static_cast<size_t>(c)], n);
   }
 
   // Algorithm 1's ranking weight of `server`'s class for jobs of `type`
@@ -755,10 +758,7 @@ class HarvestRun {
   double rankWeight(int server, rm::JobLength type) const {
     const int c = server_class_[static_cast<size_t>(server)];
     if (c < 0) return 0;
-    auto t = o_.selection.weights.find(type);
-    if (t == o_.selection.weights.end()) return 0;
-    auto w = t->second.find(classes_[static_cast<size_t>(c)].pattern);
-    return w == t->second.end() ? 0 : w->second;
+    return rm::rankingWeight(o_.selection, type, classes_[static_cast<size_t>(c)].pattern);
   }
 
   int pickServer(const JobRt& j, int stage, int64_t now) {
@@ -772,9 +772,10 @@ class HarvestRun {
     if (cand.empty() && strategy_ == PlacementStrategy::kHistory &&
         o_.history_fallback == HistoryFallback::kRanked) {
       // Outside the classes (or without any), in Algorithm 1's order for
-      // combining classes: the servers whose class has the highest ranking
-      // weight for the job's length type, and among them the one with a
-      // core now and the most room left within the type's headroom.
+      // combining classes (rm::rankedFallback, node by node): the servers
+      // whose class has the highest ranking weight for the job's length
+      // type, and among them the one with a core now and the most room left
+      // within the type's headroom.
       fallback_ = !j.preferred.empty();
       int best = -1;
       double best_weight = 0, best_room = 0;
@@ -783,7 +784,7 @@ class HarvestRun {
         if (room(servers_[s], now) < 1) continue;
         const double w = rankWeight(static_cast<int>(s), j.length);
         const double r = headroomMargin(servers_[s], static_cast<int>(s), j.length, now);
-        const bool better = best < 0 || w > best_weight || (w == best_weight && r > best_room);
+        const bool better = best < 0 || rm::ranksBefore(w, r, best_weight, best_room);
         if (better || (w == best_weight && r == best_room)) {
           ties = better ? 1 : ties + 1;
           if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {

@@ -24,7 +24,9 @@
 // Memory cannot be throttled: a task takes cores-th of the server's memory,
 // the primary `primary_memory` x its CPU share, and the newest tasks are
 // killed at once while they do not fit beside the primary and the reserve
-// (reserve_cores tasks' memory). A killed task reruns from scratch. cpu_kill_after 0 kills at once
+// (reserve_cores tasks' memory). A task whose work runs out during a tick
+// has ended before the next tick's checks. A killed task reruns from
+// scratch. cpu_kill_after 0 kills at once
 // (no throttled phase). throttleSpeed() is the CPU part, calibrated against
 // the real NM (bench/harvest/calibrate.sh). Jobs are SWIM jobs (map stage, then reduce stage). All
 // days of the series but the last are history (clustering: a daily pattern

@@ -285,6 +285,57 @@ TEST(HarvestSelectionTest, FreeSlotsCountWholeContainersPerNode) {
   }
 }
 
+// The ranked fallback, Algorithm 1's combining order node by node: the
+// ranking weight for the job's length type first, then the most room under
+// that type's headroom on a node that can take a container now; a class
+// without such a node is left out. open_slots, when known (the NM's offer),
+// says which nodes can take one.
+TEST(HarvestSelectionTest, RankedFallbackOrdersByWeightThenHeadroom) {
+  SelectionOptions o;  // long: constant 3, periodic 2, unpredictable 1
+  ClassState bursty = state("unpredictable-0", UtilPattern::kUnpredictable, 0.2, 0.95, 0.1, 16);
+  bursty.nodes = {{0.1, 16, 0}};  // long margin 16 x 0.05 = 0.8
+  ClassState tight = state("constant-0", UtilPattern::kConstant, 0.7, 0.75, 0.7, 32);
+  // Margins 0 (not open: floor(0.3 x 16) - 4 = 0) and 1 (open).
+  tight.nodes = {{0.7, 16, 4}, {0.7, 16, 3}};
+  ClassState roomy = state("constant-1", UtilPattern::kConstant, 0.3, 0.4, 0.3, 16);
+  roomy.nodes = {{0.3, 16, 2}};  // margin 16 x 0.6 - 2 = 7.6
+  ClassState wave = state("periodic-0", UtilPattern::kPeriodic, 0.3, 0.5, 0.3, 16);
+  wave.nodes = {{0.3, 16, 0}};  // margin 8, but a lower weight
+  ClassState full = state("constant-2", UtilPattern::kConstant, 0.1, 0.1, 0.1, 16);
+  full.nodes = {{0.1, 16, 14}};  // floor(0.9 x 16) - 14 = 0 open
+  const std::vector<ClassState> all = {bursty, tight, roomy, wave, full};
+  EXPECT_EQ(
+      rankedFallback(JobLength::kLong, all, o),
+      (std::vector<std::string>{"constant-1", "constant-0", "periodic-0", "unpredictable-0"}));
+  EXPECT_EQ(
+      rankedFallback(JobLength::kShort, all, o),
+      (std::vector<std::string>{"unpredictable-0", "periodic-0", "constant-1", "constant-0"}));
+  EXPECT_DOUBLE_EQ(headroomMargin(JobLength::kLong, tight.cls, tight.nodes[0]), 0.0);
+  EXPECT_NEAR(headroomMargin(JobLength::kLong, bursty.cls, bursty.nodes[0]), 0.8, 1e-9);
+  EXPECT_NEAR(headroomMargin(JobLength::kLong, roomy.cls, roomy.nodes[0]), 7.6, 1e-9);
+  EXPECT_EQ(openSlots(tight.nodes[0]), 0);
+  EXPECT_EQ(openSlots(tight.nodes[1]), 1);
+  // The NM's offer says roomy's node is full, tight's first node has room.
+  std::vector<ClassState> offered = all;
+  offered[2].nodes[0].open_slots = 0;
+  offered[1].nodes[0].open_slots = 2;
+  EXPECT_EQ(rankedFallback(JobLength::kLong, offered, o),
+            (std::vector<std::string>{"constant-0", "periodic-0", "unpredictable-0"}));
+  // Equal weights: the headroom alone; equal ranks by id.
+  o.weights[JobLength::kLong] = {
+      {UtilPattern::kPeriodic, 1}, {UtilPattern::kConstant, 1}, {UtilPattern::kUnpredictable, 1}};
+  EXPECT_EQ(
+      rankedFallback(JobLength::kLong, all, o),
+      (std::vector<std::string>{"periodic-0", "constant-1", "constant-0", "unpredictable-0"}));
+  ClassState twin = roomy;
+  twin.cls.id = "constant-3";
+  EXPECT_EQ(rankedFallback(JobLength::kLong, {twin, roomy}, o),
+            (std::vector<std::string>{"constant-1", "constant-3"}));
+  EXPECT_EQ(rankingWeight(o, JobLength::kLong, UtilPattern::kConstant), 1);
+  o.weights[JobLength::kLong].erase(UtilPattern::kUnpredictable);
+  EXPECT_EQ(rankingWeight(o, JobLength::kLong, UtilPattern::kUnpredictable), 0);
+}
+
 std::vector<StorageServer> grid() {
   // 9 servers, 3 reimage rates x 3 peak utilisations, 3 racks.
   std::vector<StorageServer> s;

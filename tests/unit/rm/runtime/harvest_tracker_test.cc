@@ -162,6 +162,54 @@ TEST(HarvestTrackerTest, ReselectionResendsAsksOnlyWhenTheChoiceChanges) {
   EXPECT_TRUE(t.jobs().empty());
 }
 
+// The ranked fallback: while the chosen (idle) class has no node that can
+// take a container now, the constraint also holds the class ranked next with
+// one (here the busy class, the only other); unchanged state, unchanged
+// asks; with no class open anywhere the constraint stays; once the idle
+// node has room again the fallback goes.
+TEST(HarvestTrackerTest, FullClassesFallBackToTheNextRankedClassUntilRoomReturns) {
+  VirtualClock clock(fromEpochMs(kStartMs));
+  HarvestTracker t(options(), clock);
+  ASSERT_TRUE(t.recordRun(app("a0", "etl", Millis(120000)), AppState::kFinished).has_value());
+  ASSERT_NO_FATAL_FAILURE(clustered(t));
+  const std::string busy = t.classOfNode(NodeId("n1"));
+  const std::string idle = t.classOfNode(NodeId("n2"));
+  const AppRecord rec = app("a1", "etl");
+  ASSERT_TRUE(t.noteAsks(rec, {tasks(5)}));
+  t.select(rec.id, nodes(t), {});
+  ASSERT_EQ(t.selection(rec.id), std::vector<std::string>{idle});
+  EXPECT_FALSE(t.fallbackDue(AppId("a9")));
+  ASSERT_TRUE(t.fallbackDue(rec.id));
+  auto at = [&t](int64_t n1_free, int64_t n2_free) {
+    auto n = nodes(t);
+    n[0].free = Resource(8192, n1_free);
+    n[1].free = Resource(8192, n2_free);
+    return n;
+  };
+  EXPECT_FALSE(t.fallBack(rec.id, {{"tasks", 5}}, at(2, 3)).asks.has_value()) << "idle has room";
+  EXPECT_EQ(t.fallbackClass(rec.id), "");
+  auto full = t.fallBack(rec.id, {{"tasks", 2}}, at(2, 0));
+  ASSERT_TRUE(full.asks.has_value());
+  ASSERT_EQ(full.asks->size(), 1u);
+  EXPECT_EQ((*full.asks)[0].count, 2);
+  ASSERT_EQ((*full.asks)[0].constraints.size(), 1u);
+  EXPECT_EQ((*full.asks)[0].constraints[0].values, (std::vector<std::string>{idle, busy}));
+  EXPECT_NE(full.note.find("falls back to class " + busy), std::string::npos) << full.note;
+  EXPECT_EQ(t.fallbackClass(rec.id), busy);
+  std::vector<sched::ResourceRequest> asks = {tasks(2)};
+  t.constrain(rec.id, &asks);
+  EXPECT_EQ(asks[0].constraints[0].values, (std::vector<std::string>{idle, busy}));
+  EXPECT_FALSE(t.fallBack(rec.id, {{"tasks", 2}}, at(2, 0)).asks.has_value()) << "unchanged";
+  EXPECT_FALSE(t.fallBack(rec.id, {{"tasks", 2}}, at(0, 0)).asks.has_value()) << "none open";
+  EXPECT_EQ(t.fallbackClass(rec.id), busy);
+  auto back = t.fallBack(rec.id, {{"tasks", 1}}, at(0, 1));
+  ASSERT_TRUE(back.asks.has_value());
+  EXPECT_EQ((*back.asks)[0].constraints[0].values, std::vector<std::string>{idle});
+  EXPECT_EQ(t.fallbackClass(rec.id), "");
+  EXPECT_FALSE(t.fallBack(rec.id, {}, at(2, 0)).asks.has_value()) << "nothing pending";
+  EXPECT_FALSE(t.fallbackDue(rec.id));
+}
+
 // stop() saves each tenant's series (one row per tenant); another tracker
 // recovers them and the run lengths, and clusters into the same classes. A
 // run row that does not decode refuses the recovery naming the job.

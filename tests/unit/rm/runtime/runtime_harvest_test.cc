@@ -42,8 +42,9 @@ class RuntimeHarvestTest : public ::testing::Test {
     Status st = rm_->registerNode(testing::nodeRegistration(id, vcores));
     ASSERT_TRUE(st.isOk()) << st.toString();
   }
-  // `cpu` < 0: no primary tenant on the node.
-  v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1) {
+  // `cpu` < 0: no primary tenant on the node. `offer` >= 0: the NM's
+  // harvest offer, that many vcores (and 6 GiB).
+  v1::NodeHeartbeatResponse heartbeat(const std::string& node, double cpu = -1, int offer = -1) {
     v1::NodeHeartbeatRequest req;
     req.set_node_id(node);
     if (cpu >= 0) {
@@ -52,6 +53,7 @@ class RuntimeHarvestTest : public ::testing::Test {
       u->set_cpu_vcores(cpu);
       u->set_memory_mib(100);
     }
+    if (offer >= 0) toProto(Resource(6144, offer), req.mutable_harvest_offer());
     v1::NodeHeartbeatResponse resp;
     Status st = rm_->nodeHeartbeat(req, &resp);
     EXPECT_TRUE(st.isOk()) << st.toString();
@@ -152,7 +154,8 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
 }
 
 // The constraint is soft: when the preferred class is full, the busy node
-// gets the rest once the scheduler's soft-constraint delay has passed.
+// gets the rest (the ranked fallback adds its class, the only other, at
+// once; the scheduler's soft-constraint delay would too).
 TEST_F(RuntimeHarvestTest, SoftConstraintFallsBackToAnyNodeAfterTheDelay) {
   addNode("n1", 8);
   addNode("n2", 8);
@@ -173,6 +176,42 @@ TEST_F(RuntimeHarvestTest, SoftConstraintFallsBackToAnyNodeAfterTheDelay) {
   auto r = ask(app, 0);
   EXPECT_GT(r.allocated_size(), 0) << "already placed: " << before;
   for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n1");
+}
+
+// The ranked fallback, before the soft-constraint delay. A long job of 7
+// containers fits only the idle class (n2: 7 under its peak), whose NM
+// offers 6 now (its reserve). Once n2 holds 6, the job's next allocate adds
+// the class ranked next: both others are constant (the same weight for long
+// jobs), and n3's (2 of 8 vcores) leaves 6 containers under its peak
+// against busy n1's 3. So n1's heartbeat gets none and n3's the seventh.
+TEST_F(RuntimeHarvestTest, FullClassFallsBackToTheNextRankedClassBeforeTheDelay) {
+  addNode("n1", 8);
+  addNode("n2", 8);
+  addNode("n3", 8);
+  addNode("am", 4);
+  for (int i = 0; i < 10; i++) {
+    heartbeat("n1", 5.0);
+    heartbeat("n2", 0.1);
+    heartbeat("n3", 2.0);
+    clock_.advance(Millis(60000));
+  }
+  ASSERT_NO_FATAL_FAILURE(pastRun("etl", Millis(120000)));
+  ASSERT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+  const std::string idle = rm_->runtime().harvestClassOf(NodeId("n2"));
+  const std::string mid = rm_->runtime().harvestClassOf(NodeId("n3"));
+  ASSERT_EQ(rm_->runtime().harvestClasses().size(), 3u);
+  AppId app = runningApp("etl");
+  ask(app, 7);
+  EXPECT_EQ(rm_->runtime().harvestSelection(app), std::vector<std::string>{idle});
+  heartbeat("n2", 0.1, 6);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 6);
+  EXPECT_EQ(rm_->runtime().harvestFallbackClass(app), mid);
+  heartbeat("n1", 5.0, 2);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+  heartbeat("n3", 2.0, 5);
+  auto r = ask(app, 0);
+  ASSERT_EQ(r.allocated_size(), 1);
+  EXPECT_EQ(r.allocated(0).node_id(), "n3");
 }
 
 // Asks made before any clustering carry no constraint; the clustering

@@ -488,6 +488,33 @@ SwimJob mapJob(const std::string& name, int at, int64_t tasks, int minutes) {
   return j;
 }
 
+// A task whose work ran out during the tick before the primary grows has
+// ended: at the next tick's memory check (09:30, the primary at 5.5 of 8
+// cores, memory for 8 - 5.5 - 1 = 1.5 tasks) only the other task is there,
+// and it fits. Counted, the two would not, and the newest would die: the
+// 1-hour task when the short one came first, the finished short task itself
+// (rerun from scratch) when it came last.
+TEST(HarvestSimTest, ATaskDoneDuringATickHoldsNoMemoryAtTheNextCheck) {
+  PrimaryTrace web;
+  web.tenant = "web";
+  web.util.assign(2 * 288, 0.1);
+  for (int i = 288 + 114; i < 288 + 126; i++) web.util[i] = 5.5 / 8;  // 09:30-10:30
+  HarvestSimOptions o = minuteTicks(1);
+  o.primary_memory = 1.0;
+  o.cpu_kill_after = 48h;
+  const std::vector<std::vector<SwimJob>> cases = {
+      {mapJob("short", 9 * 60, 1, 30), mapJob("long", 9 * 60 + 1, 1, 60)},
+      {mapJob("long", 9 * 60, 1, 60), mapJob("short", 9 * 60 + 1, 1, 29)}};
+  for (size_t k = 0; k < cases.size(); k++) {
+    auto r = runHarvestSim({web}, cases[k], PlacementStrategy::kPrimaryAware, o);
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    EXPECT_EQ(r->task_kills, 0) << "case " << k;
+    EXPECT_EQ(r->tasks_run, 2) << "case " << k;
+    EXPECT_EQ(r->jobs_finished, 2) << "case " << k;
+    EXPECT_DOUBLE_EQ(r->mean_jct_s, r->floor_mean_jct_s) << "case " << k;
+  }
+}
+
 // Throttled only (never killed), the primary's memory at half its CPU share.
 HarvestSimOptions throttleOnly() {
   HarvestSimOptions o = minuteTicks(1);
