@@ -965,6 +965,7 @@ Status RmRuntime::recordAsks(const AppRecord& rec, AppRt& rt,
   const AppId& app = rec.id;
   if (!ensureApp(app, clock_.now()))
     return infeasible("application " + app.value() + " is not schedulable");
+  discountUndelivered(rt, &asks);
   harvestAsks(rec, rt, &asks);  // The job's harvest classes, a soft constraint
   MORPHEUS_RETURN_IF_ERROR(sched_->updateAsks(app, asks));
   for (const auto& a : asks) {
@@ -1280,6 +1281,21 @@ void RmRuntime::applyHarvestFallback(const AppId& app, const AppRt& rt) {
   if (Status st = sched_->updateAsks(app, *re.asks); !st.isOk()) {
     logLater(spdlog::level::warn, "harvesting: asks of {} not re-constrained: {}", app.value(),
              st.message());
+  }
+}
+
+void RmRuntime::discountUndelivered(const AppRt& rt,
+                                    std::vector<sched::ResourceRequest>* asks) const {
+  if (rt.allocated.empty()) return;
+  std::map<std::string, int32_t> undelivered;
+  for (const auto& g : rt.allocated) undelivered[askKey(g.request_id, g.priority)]++;
+  for (auto& a : *asks) {
+    if (a.count <= 0) continue;
+    auto it = undelivered.find(askKey(a.request_id, a.priority));
+    if (it == undelivered.end()) continue;
+    const int32_t left = std::max(0, a.count - it->second);
+    if (a.gang_size > 1 && left % a.gang_size != 0) continue;
+    a.count = left;
   }
 }
 

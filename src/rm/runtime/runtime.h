@@ -401,6 +401,15 @@ class RmRuntime {
   void setHarvestClass(Node& node, const std::string& cls) REQUIRES(mu_);
   // The nodes as the tracker's class selection reads them.
   std::vector<HarvestNode> harvestNodes() const REQUIRES(mu_);
+  // An AM's ask counts what it still needs as of the last allocate response
+  // it read; the grants buffered for it since (rt.allocated) satisfy some of
+  // that need already. Each ask's count is lowered by the undelivered grants
+  // of its ask key (not below 0), so a heartbeat that crosses a grant does
+  // not ask for the same container twice (YARN's AMs receive such surplus
+  // grants and release them). A gang ask keeps its count when the result
+  // would not be a whole number of gangs.
+  void discountUndelivered(const AppRt& rt, std::vector<sched::ResourceRequest>* asks) const
+      REQUIRES(mu_);
   // Adds the job's harvest-class soft constraint to `asks` (selecting the
   // classes on its first asks).
   void harvestAsks(const AppRecord& rec, const AppRt& rt, std::vector<sched::ResourceRequest>* asks)

@@ -587,6 +587,30 @@ TEST_F(RuntimeTest, ContainerFirstReportedAfterItsAppWasKilledIsKilled) {
   EXPECT_EQ(running(app), 1);
 }
 
+// An AM's heartbeat that crosses a grant still counts the granted task as
+// pending: the grant buffered for it covers that ask, so no second container
+// is granted for the same task (the AM would release it). A need beyond the
+// undelivered grants is still asked for.
+TEST_F(RuntimeTest, AnAskThatCrossesAGrantIsNotGrantedTwice) {
+  addNode("n1", 8);
+  AppId app = runningApp("root.a", "bob", "n1");
+  ask(app, 1);
+  heartbeat("n1");         // grants the task; the AM has not read it yet
+  auto got = ask(app, 1);  // still one task pending as far as the AM knows
+  ASSERT_EQ(got.allocated_size(), 1);
+  heartbeat("n1");
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0) << "the delivered grant covered the repeated ask";
+  EXPECT_EQ(running(app), 2) << "AM + the task";
+
+  ask(app, 1);
+  heartbeat("n1");
+  got = ask(app, 2);  // the undelivered grant and one more
+  ASSERT_EQ(got.allocated_size(), 1);
+  heartbeat("n1");
+  EXPECT_EQ(ask(app, 0).allocated_size(), 1) << "the need beyond the undelivered grant";
+  EXPECT_EQ(running(app), 4);
+}
+
 TEST_F(RuntimeTest, AnAmActsOnlyForItsOwnApp) {
   addNode("n1", 4);
   AppId a = runningApp("root.a", "alice", "n1");
