@@ -287,7 +287,7 @@ nlohmann::json runOne(Config c) {
   o.node_size = node_size;
   o.days = days;
   o.seed = seed;
-  o.realize = sim::groupRealize(sim::drawInstance, original, model, node_size);
+  o.realize = sim::groupDraw(original, model, node_size);
   o.fluid_adhoc_step = sim::fluidAdhocStep(model);
   o.aggregate_adhoc_step = c.adhoc_model == "aggregate" ? Millis(c.adhoc_step_s * 1000) : Millis(0);
   o.threads = threads;

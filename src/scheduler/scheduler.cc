@@ -34,7 +34,10 @@ struct Link {
 };
 
 struct Container {
+  // Its id when given (recovered) or indexed (index_container_ids); empty
+  // otherwise: Impl::containerId formats it from id_no when asked.
   ContainerId id;
+  uint64_t id_no = 0;       // its grant's sequence number (0: recovered)
   int32_t slot = -1;        // its index in Impl::container_pool
   uint32_t generation = 0;  // bumped when it is freed: stale ContainerSlots miss
   bool live = false;        // holds a container (else its slot is free)
@@ -333,6 +336,7 @@ struct App : Entity {
   bool reported_dag = false;
   TimePoint since;              // Impl::last_now when added (AppInput::since)
   std::vector<Node*> reserved;  // nodes reserved for it (NodeReservationOptions)
+  int32_t slot = -1;            // in Impl::app_slots
 };
 
 struct Node {
@@ -530,6 +534,22 @@ struct Scheduler::Impl {
   std::map<ReservationId, std::unique_ptr<Reservation>> reservations;
   std::unordered_map<AppId, std::unique_ptr<App>>
       apps;  // lookup only: never iterated for decisions
+  // The live apps by AppSlot; a removed app's slot is reused with its
+  // generation bumped.
+  struct AppSlotEntry {
+    App* app = nullptr;
+    uint32_t generation = 0;
+  };
+  std::vector<AppSlotEntry> app_slots;
+  std::vector<int32_t> free_app_slots;
+  App* slotApp(AppSlot slot) const {
+    if (slot.index < 0 || static_cast<size_t>(slot.index) >= app_slots.size()) return nullptr;
+    const AppSlotEntry& e = app_slots[static_cast<size_t>(slot.index)];
+    return e.generation == slot.generation ? e.app : nullptr;
+  }
+  AppSlot appSlotOf(const App* a) const {
+    return AppSlot{a->slot, app_slots[static_cast<size_t>(a->slot)].generation};
+  }
   // Containers live in a pool indexed by ContainerSlot (a deque: stable
   // element addresses); freed slots are reused, their generation bumped.
   // The id index is for lookups by id only: never iterated.
@@ -566,7 +586,11 @@ struct Scheduler::Impl {
   mutable RoomSlots room_slots;             // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;         // one per cover pass (Node::rem_epoch)
   int64_t marked_total = 0;                 // sum of Node::marked
-  int64_t reserved_nodes = 0;               // nodes with Node::resv_app set
+  int64_t untaken_notices = 0;              // sum of the apps' notices (App::notices)
+  // Set during a nodeUpdate into a SlotUpdate: grants and kills go there
+  // instead of the NodeUpdateResult.
+  SlotUpdate* slot_out = nullptr;
+  int64_t reserved_nodes = 0;  // nodes with Node::resv_app set
   void unmark(Node& n) {
     n.marked--;
     marked_total--;
@@ -732,8 +756,17 @@ struct Scheduler::Impl {
       const bool lends = !below && src->cands.head != nullptr && canSpare(r, src->shape);
       const uint64_t key = lends ? src->cands.tail->order : 0;
       if (key == src->key) continue;
-      if (src->key != 0) lenders.erase({src->key, src.get()});
-      if (key != 0) lenders.emplace(key, src.get());
+      if (src->key != 0 && key != 0) {
+        // Re-keyed in place (its newest candidate changed at each grant and
+        // end): the set's node is moved, not freed and allocated again.
+        auto node = lenders.extract({src->key, src.get()});
+        node.value().first = key;
+        lenders.insert(std::move(node));
+      } else if (src->key != 0) {
+        lenders.erase({src->key, src.get()});
+      } else {
+        lenders.emplace(key, src.get());
+      }
       src->key = key;
     }
   }
@@ -884,9 +917,13 @@ struct Scheduler::Impl {
   bool mayPlace(const Entity* e, const Node& n) const { return e->fit.anyFits(n.free); }
   // Cheap pre-check: could any pending ask fit in `free`? (Extended resources
   // are checked later, per ask.)
+  // The shapes are in memory order: the walk ends at the first with more
+  // memory than `free` (at scale there are many, and most are too large for
+  // a nearly full node).
   bool anyShapeFits(const Resource& free) const {
     for (const auto& [shape, n] : shapes) {
-      if (shape.first <= free.memoryMib() && shape.second <= free.vcores()) return true;
+      if (shape.first > free.memoryMib()) return false;
+      if (shape.second <= free.vcores()) return true;
     }
     return false;
   }
@@ -1197,7 +1234,7 @@ struct Scheduler::Impl {
 
   Allocation toAllocation(const Container& c) const {
     Allocation a;
-    a.container = c.id;
+    a.container = containerId(c);
     a.slot = ContainerSlot{c.slot, c.generation};
     a.app = c.app->id;
     a.node = c.node->id;
@@ -1209,8 +1246,11 @@ struct Scheduler::Impl {
     return a;
   }
 
-  Container* insertContainer(const ContainerId& id, App* a, Node& n, const Resource& r,
-                             int32_t priority, const std::string& request_id, bool am) {
+  // `id_no`: the grant's sequence number (0 for a recovered container, whose
+  // `id` is given).
+  Container* insertContainer(const ContainerId& id, uint64_t id_no, App* a, Node& n,
+                             const Resource& r, int32_t priority, const std::string& request_id,
+                             bool am) {
     std::unordered_map<ContainerId, int32_t>::iterator it;
     if (opts.index_container_ids) {
       bool fresh;
@@ -1230,6 +1270,7 @@ struct Scheduler::Impl {
     // strings' capacity).
     Container& c = container_pool[static_cast<size_t>(slot)];
     c.id = id;
+    c.id_no = id_no;
     c.slot = slot;
     c.live = true;
     c.preempting = false;
@@ -1256,7 +1297,9 @@ struct Scheduler::Impl {
     return &c;
   }
 
-  ContainerId nextId(const App* a) {
+  // The id of the container granted to `a` as grant number `no`:
+  // "<app>_<container_id_epoch>_<no>".
+  ContainerId formatId(const App* a, uint64_t no) const {
     // One allocation: room for the app id and both numbers.
     std::string s;
     s.reserve(a->id.value().size() + 42);
@@ -1264,8 +1307,11 @@ struct Scheduler::Impl {
     s += '_';
     s += std::to_string(opts.container_id_epoch);
     s += '_';
-    s += std::to_string(++id_seq);
+    s += std::to_string(no);
     return ContainerId(std::move(s));
+  }
+  ContainerId containerId(const Container& c) const {
+    return c.id.empty() ? formatId(c.app, c.id_no) : c.id;
   }
 
   // Grants one container (or one gang) of `a->asks[idx]` on `n`.
@@ -1275,10 +1321,18 @@ struct Scheduler::Impl {
     for (int32_t i = 0; i < g; i++) {
       Container* c = nullptr;
       while (c == nullptr) {
-        c = insertContainer(nextId(a), a, n, ask.req.capability, ask.req.priority,
-                            ask.req.request_id, false);
+        const uint64_t no = ++id_seq;
+        // Without the index nothing looks the id up: it is formatted when
+        // an Allocation or a notice names the container.
+        c = insertContainer(opts.index_container_ids ? formatId(a, no) : ContainerId(), no, a, n,
+                            ask.req.capability, ask.req.priority, ask.req.request_id, false);
       }
-      out.allocations.push_back(toAllocation(*c));
+      if (slot_out != nullptr) {
+        slot_out->grants.push_back(SlotGrant{ContainerSlot{c->slot, c->generation}, appSlotOf(a),
+                                             c->resource, c->priority});
+      } else {
+        out.allocations.push_back(toAllocation(*c));
+      }
     }
     ask.req.count -= g;
     // Delay scheduling: the wait ends when the ask is served where it
@@ -1398,7 +1452,11 @@ struct Scheduler::Impl {
       }
       c->kill_sent = true;
       unmark(n);
-      out.to_kill.push_back(toAllocation(*c));
+      if (slot_out != nullptr) {
+        slot_out->to_kill.push_back(ContainerSlot{c->slot, c->generation});
+      } else {
+        out.to_kill.push_back(toAllocation(*c));
+      }
     }
   }
 
@@ -1462,9 +1520,12 @@ struct Scheduler::Impl {
 
   void dropNotice(const Container* c) {
     auto& ns = c->app->notices;
-    ns.erase(std::remove_if(ns.begin(), ns.end(),
-                            [c](const PreemptionNotice& p) { return p.container == c->id; }),
-             ns.end());
+    if (ns.empty()) return;
+    const ContainerId id = containerId(*c);
+    const auto gone = std::remove_if(
+        ns.begin(), ns.end(), [&id](const PreemptionNotice& p) { return p.container == id; });
+    untaken_notices -= ns.end() - gone;
+    ns.erase(gone, ns.end());
   }
 
   // ---- preemption (node-aware, after YARN's fair-scheduler preemption,
@@ -1690,8 +1751,9 @@ struct Scheduler::Impl {
     marked_total++;
     c->node->noticed += c->resource;
     room_slots.set(static_cast<size_t>(c->node->slot));
-    a->notices.push_back(PreemptionNotice{c->id, a->id, c->node->id, c->kill_deadline,
+    a->notices.push_back(PreemptionNotice{containerId(*c), a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});
+    untaken_notices++;
   }
 
   // Steps 2 and 3 of the order of guarantees: ad-hoc work, and reservations
@@ -1754,6 +1816,9 @@ struct Scheduler::Impl {
     queues.emplace(path, std::move(q));
     return raw;
   }
+
+  // Scheduler::updateAsks for a known app.
+  Status updateAsks(App* a, const std::vector<ResourceRequest>& asks);
 
   void maybeDropReservation(Reservation* r) {
     if (!r->removed || r->apps > 0) return;
@@ -1972,6 +2037,14 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
   a->user = u;
   a->res = res;
   a->since = s.last_now;
+  if (s.free_app_slots.empty()) {
+    a->slot = static_cast<int32_t>(s.app_slots.size());
+    s.app_slots.emplace_back();
+  } else {
+    a->slot = s.free_app_slots.back();
+    s.free_app_slots.pop_back();
+  }
+  s.app_slots[static_cast<size_t>(a->slot)].app = a.get();
   s.apps.emplace(app, std::move(a));
   return Status::ok();
 }
@@ -1995,6 +2068,11 @@ Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
   MORPHEUS_CHECK(a->pos[kParent] < 0, "removed app still in a heap");
   std::unique_ptr<App> owned = std::move(it->second);
   s.apps.erase(it);
+  s.untaken_notices -= static_cast<int64_t>(owned->notices.size());
+  Impl::AppSlotEntry& slot = s.app_slots[static_cast<size_t>(owned->slot)];
+  slot.app = nullptr;
+  slot.generation++;
+  s.free_app_slots.push_back(owned->slot);
   if (owned->user != nullptr) {
     User* u = owned->user;
     u->leaf->apps--;
@@ -2070,36 +2148,52 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
 }
 
 Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest>& asks) {
-  auto& s = *impl_;
-  auto it = s.apps.find(app);
-  if (it == s.apps.end()) return notFound("app " + app.value());
-  App* a = it->second.get();
+  auto it = impl_->apps.find(app);
+  if (it == impl_->apps.end()) return notFound("app " + app.value());
+  return impl_->updateAsks(it->second.get(), asks);
+}
+
+Result<AppSlot> Scheduler::appSlot(const AppId& app) const {
+  auto it = impl_->apps.find(app);
+  if (it == impl_->apps.end()) return notFound("app " + app.value());
+  return impl_->appSlotOf(it->second.get());
+}
+
+Status Scheduler::updateAsks(AppSlot app, const std::vector<ResourceRequest>& asks) {
+  App* a = impl_->slotApp(app);
+  if (a == nullptr) return notFound("app slot " + std::to_string(app.index));
+  return impl_->updateAsks(a, asks);
+}
+
+Status Scheduler::Impl::updateAsks(App* a, const std::vector<ResourceRequest>& asks) {
+  auto& s = *this;
   // Validate everything before changing anything.
   for (size_t i = 0; i < asks.size(); i++) {
     const auto& r = asks[i];
-    std::string f = "asks[" + std::to_string(i) + "]";
-    if (r.count < 0) return invalidArgument(f + ".count", "must be >= 0");
-    if (r.gang_size < 0) return invalidArgument(f + ".gang_size", "must be >= 0");
+    // Error paths only: the field's name is built when an ask is refused.
+    const auto bad = [i](const char* field, const std::string& why) {
+      return invalidArgument("asks[" + std::to_string(i) + "]" + field, why);
+    };
+    if (r.count < 0) return bad(".count", "must be >= 0");
+    if (r.gang_size < 0) return bad(".gang_size", "must be >= 0");
     if (r.count > 0 && !validResource(r.capability)) {
-      return invalidArgument(f + ".capability",
-                             "must be non-negative and non-zero, got " + r.capability.toString());
+      return bad(".capability",
+                 "must be non-negative and non-zero, got " + r.capability.toString());
     }
     if (r.gang_size > 1 && r.count % r.gang_size != 0) {
-      return invalidArgument(f + ".count",
-                             "must be a multiple of gang_size " + std::to_string(r.gang_size));
+      return bad(".count", "must be a multiple of gang_size " + std::to_string(r.gang_size));
     }
-    if (r.expected_duration.count() < 0)
-      return invalidArgument(f + ".expected_duration", "must be >= 0");
+    if (r.expected_duration.count() < 0) return bad(".expected_duration", "must be >= 0");
     for (size_t j = 0; j < r.constraints.size(); j++) {
-      MORPHEUS_RETURN_IF_ERROR(
-          validateConstraint(r.constraints[j], f + ".constraints[" + std::to_string(j) + "]"));
+      MORPHEUS_RETURN_IF_ERROR(validateConstraint(
+          r.constraints[j],
+          "asks[" + std::to_string(i) + "].constraints[" + std::to_string(j) + "]"));
     }
     for (size_t j = 0; j < i; j++) {
       const auto& o = asks[j];
       bool same = r.request_id.empty() ? (o.request_id.empty() && o.priority == r.priority)
                                        : o.request_id == r.request_id;
-      if (same)
-        return invalidArgument(f + ".request_id", "duplicates asks[" + std::to_string(j) + "]");
+      if (same) return bad(".request_id", "duplicates asks[" + std::to_string(j) + "]");
     }
   }
   for (const auto& r : asks) {
@@ -2154,7 +2248,7 @@ Status Scheduler::release(const AppId& app, ContainerSlot container) {
   Container* c = s.slotContainer(container);
   if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
   if (c->app->id != app) {
-    return permissionDenied("container " + c->id.value() + " does not belong to app " +
+    return permissionDenied("container " + s.containerId(*c).value() + " does not belong to app " +
                             app.value());
   }
   s.dropContainer(c);
@@ -2183,7 +2277,7 @@ Status Scheduler::recoverContainer(const Allocation& c) {
   if (node == s.nodes.end()) return notFound("node " + c.node.value());
   if (s.containers.count(c.container) != 0)
     return alreadyExists("container " + c.container.value());
-  Container* k = s.insertContainer(c.container, app->second.get(), node->second, c.resource,
+  Container* k = s.insertContainer(c.container, 0, app->second.get(), node->second, c.resource,
                                    c.priority, c.request_id, c.am);
   MORPHEUS_CHECK(k != nullptr, "container insert after existence check");
   s.refresh(app->second.get());
@@ -2245,12 +2339,25 @@ Result<NodeUpdateResult> Scheduler::nodeUpdate(NodeSlot slot, TimePoint now) {
   return impl_->update(*n, now);
 }
 
+Status Scheduler::nodeUpdate(NodeSlot slot, TimePoint now, SlotUpdate* out) {
+  out->grants.clear();
+  out->to_kill.clear();
+  Node* n = impl_->slotNode(slot);
+  if (n == nullptr) return notFound("node slot " + std::to_string(slot.value));
+  impl_->slot_out = out;
+  impl_->update(*n, now);
+  impl_->slot_out = nullptr;
+  return Status::ok();
+}
+
 bool Scheduler::nodeHasNotices(NodeSlot slot) const {
   const Node* n = impl_->slotNode(slot);
   return n != nullptr && n->marked > 0;
 }
 
 bool Scheduler::anyNodeHasNotices() const { return impl_->marked_total > 0; }
+
+int64_t Scheduler::numUntakenNotices() const { return impl_->untaken_notices; }
 
 int64_t Scheduler::numReservedNodes() const { return impl_->reserved_nodes; }
 
@@ -2269,6 +2376,7 @@ NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
 std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app) {
   auto it = impl_->apps.find(app);
   if (it == impl_->apps.end()) return {};
+  impl_->untaken_notices -= static_cast<int64_t>(it->second->notices.size());
   return std::exchange(it->second->notices, {});
 }
 

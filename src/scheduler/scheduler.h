@@ -87,7 +87,10 @@
 // noticed: O(neighbours under notice or reinserted since), or, when that
 // neighbour has ended, O(min(candidates older, newer than it)).
 // Containers: a grant or an end costs O(1) expected (one id-index update);
-// by ContainerSlot an end needs no id lookup.
+// by ContainerSlot an end needs no id lookup. Without the id index
+// (SchedulerOptions::index_container_ids off) a container's id is formatted
+// only when an Allocation or a notice names it, so a grant by slot
+// (SlotUpdate) builds no string.
 //
 // Phoenix (crv.h, phoenix_policy.h): the core keeps the Constraint
 // Resource Vector of pending hard-constrained asks — O(hard constraints) per
@@ -227,6 +230,12 @@ class Scheduler {
   Status release(const AppId& app, ContainerSlot container);
   Status containerCompleted(ContainerSlot container);
 
+  // The slot of a live app (NOT_FOUND if unknown), and updateAsks by slot:
+  // the same validation and decisions without the id lookup. NOT_FOUND for
+  // the slot of a removed app (the generation differs once it is reused).
+  Result<AppSlot> appSlot(const AppId& app) const;
+  Status updateAsks(AppSlot app, const std::vector<ResourceRequest>& asks);
+
   // Work-preserving RM restart: an NM reports a running container. It is
   // re-accounted to its app, the app's queue (`container.reservation` is
   // ignored: the app's queue decides) and its node, even if that over-commits
@@ -294,6 +303,11 @@ class Scheduler {
   // removed node or one this scheduler never gave.
   Result<NodeSlot> nodeSlot(const NodeId& node) const;
   Result<NodeUpdateResult> nodeUpdate(NodeSlot slot, TimePoint now);
+  // nodeUpdate by slot into `out` (cleared first; the capacity of its
+  // vectors is reused): the same decisions, the containers by slot and
+  // without their ids' strings (SlotUpdate). NOT_FOUND as above, and `out`
+  // is then left empty.
+  Status nodeUpdate(NodeSlot slot, TimePoint now, SlotUpdate* out);
 
   // Whether the node holds containers under preemption notice not yet sent
   // to kill: a nodeUpdate there may kill them or silently withdraw their
@@ -301,6 +315,9 @@ class Scheduler {
   bool nodeHasNotices(NodeSlot slot) const;
   // Whether any node does (nodeHasNotices for some slot). O(1).
   bool anyNodeHasNotices() const;
+  // Preemption notices of all apps not yet taken (takePreemptionNotices),
+  // withdrawn or ended ones dropped. O(1).
+  int64_t numUntakenNotices() const;
 
   // Nodes reserved for an app now (SchedulerOptions::node_reservation). O(1).
   int64_t numReservedNodes() const;

@@ -127,6 +127,33 @@ struct NodeSlot {
   int32_t value = -1;
 };
 
+// A handle to an app of one Scheduler (Scheduler::appSlot), for callers that
+// address the same apps very often (the simulator): no id lookup per call. A
+// slot is reused once its app is removed; the generation tells the new app
+// from the old, so a stale handle is NOT_FOUND, never another app.
+struct AppSlot {
+  int32_t index = -1;
+  uint32_t generation = 0;
+  bool operator==(const AppSlot&) const = default;
+};
+
+// One container of a heartbeat by slot (Scheduler::nodeUpdate into a
+// SlotUpdate): the Allocation's accounting fields without its strings, for
+// callers that address containers and apps by slot and start millions of
+// containers (the simulator).
+struct SlotGrant {
+  ContainerSlot container;
+  AppSlot app;
+  Resource resource;
+  int32_t priority = 0;  // the ask's
+};
+
+// NodeUpdateResult by slot: the same containers in the same order.
+struct SlotUpdate {
+  std::vector<SlotGrant> grants;
+  std::vector<ContainerSlot> to_kill;
+};
+
 // What one node heartbeat produced.
 struct NodeUpdateResult {
   // New containers, in grant order. Gang members are contiguous.

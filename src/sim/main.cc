@@ -332,7 +332,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.seed = f.seed;
   o.tie_break = *tie_break;
   o.skyline_steps = *skyline_steps;
-  o.realize = sim::groupRealize(sim::drawInstance, original, f.task_model, *node_size);
+  o.realize = sim::groupDraw(original, f.task_model, *node_size);
   o.adhoc_policy = f.adhoc_policy;
   o.altruistic_share = f.altruistic_share;
   o.estimate_noise = f.estimate_noise;

@@ -258,9 +258,10 @@ struct Grant {
 
 struct AppState {
   AppId id;
-  int job = -1;    // periodic job index, or -1
-  int adhoc = -1;  // ad-hoc job index, or -1
-  int res = -1;    // reservation index, or -1
+  sched::AppSlot slot;  // the scheduler's, once added
+  int job = -1;         // periodic job index, or -1
+  int adhoc = -1;       // ad-hoc job index, or -1
+  int res = -1;         // reservation index, or -1
   const std::vector<SimStage>* stages = nullptr;
   RealizedInstance inst;  // periodic: the realisation; ad hoc: nominal durations
   Resource unit;
@@ -410,9 +411,11 @@ class Sim {
     return node_hidden_.empty() ? o_.node_size
                                 : o_.node_size - node_hidden_[static_cast<size_t>(n)];
   }
-  void startTask(const sched::Allocation& a);
-  // A container granted on a.node becomes task slot (app, stage, task) on it.
-  int64_t placeSlot(int app, int stage, int64_t task, const sched::Allocation& a);
+  // A container granted on node n: a task of its app's stage (the ask's
+  // priority: askStage asks for stage s at priority s).
+  void startTask(int n, const sched::SlotGrant& g);
+  // A container granted on node n becomes task slot (app, stage, task) on it.
+  int64_t placeSlot(int app, int stage, int64_t task, int n, const sched::SlotGrant& g);
   void endTask(int64_t slot, bool killed);
   void accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight);
   void releaseStage(int app, size_t s);
@@ -427,7 +430,7 @@ class Sim {
   Status initFluid();
   void submitFluid(int idx);
   void fluidStep();
-  void startFluid(AppState& app, int app_index, const sched::Allocation& a);
+  void startFluid(AppState& app, int app_index, int n, const sched::SlotGrant& g);
   void releaseFluid(FluidState& f, int64_t count);
   // --adhoc-model aggregate (sim/engine/aggregate_adhoc.h).
   Status initAggregate();
@@ -438,6 +441,14 @@ class Sim {
   // capacity and places it on the nodes (node totals).
   void aggregateStep();
   void placeAggregate();
+  // App ai was added to the scheduler: its slot, and the slot's app.
+  void bindSlot(int ai) {
+    AppState& app = apps_[static_cast<size_t>(ai)];
+    app.slot = sched_->appSlot(app.id).value();
+    const auto i = static_cast<size_t>(app.slot.index);
+    if (i >= app_of_slot_.size()) app_of_slot_.resize(i + 1, -1);
+    app_of_slot_[i] = ai;
+  }
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
@@ -539,6 +550,10 @@ class Sim {
   // Per scheduler container slot (sched::ContainerSlot::index), the live
   // task slot holding it, or -1.
   std::vector<int64_t> slot_of_container_;
+  // Per scheduler app slot (sched::AppSlot::index), the app holding it last.
+  std::vector<int> app_of_slot_;
+  sched::SlotUpdate update_;                  // updateNode's, reused
+  std::vector<sched::ResourceRequest> asks_;  // askStage's, reused
   std::set<int> live_apps_;
 
   std::vector<ResState> res_;
@@ -1031,25 +1046,26 @@ bool Sim::offerNewAsks() {
 }
 
 int64_t Sim::updateNode(int n, bool* killed) {
-  auto r = sched_->nodeUpdate(node_handles_[static_cast<size_t>(n)], now_);
-  if (!r.isOk()) return 0;
-  if (killed != nullptr) *killed = !r->to_kill.empty();
-  for (const auto& a : r->allocations) startTask(a);
-  for (const auto& k : r->to_kill) {
+  if (!sched_->nodeUpdate(node_handles_[static_cast<size_t>(n)], now_, &update_).isOk()) return 0;
+  if (killed != nullptr) *killed = !update_.to_kill.empty();
+  // startTask and endTask call the scheduler (release, updateAsks), never
+  // nodeUpdate: update_ stays as it is while it is read.
+  for (const auto& g : update_.grants) startTask(n, g);
+  for (const auto& k : update_.to_kill) {
     // The live task slot on node n holding the container, if any.
-    const auto ci = static_cast<size_t>(k.slot.index);
-    if (k.slot.index < 0 || ci >= slot_of_container_.size()) continue;
+    const auto ci = static_cast<size_t>(k.index);
+    if (k.index < 0 || ci >= slot_of_container_.size()) continue;
     const int64_t slot = slot_of_container_[ci];
     if (slot < 0) continue;
     const TaskSlot& t = slots_[static_cast<size_t>(slot)];
-    if (t.alive && t.node == n && t.container.index == k.slot.index &&
-        t.container.generation == k.slot.generation) {
+    if (t.alive && t.node == n && t.container.index == k.index &&
+        t.container.generation == k.generation) {
       preemption_kills_++;
       endTask(slot, true);
     }
   }
   refreshFree(n);
-  return static_cast<int64_t>(r->allocations.size());
+  return static_cast<int64_t>(update_.grants.size());
 }
 
 void Sim::refreshFree(int n) {
@@ -1061,15 +1077,14 @@ void Sim::refreshFree(int n) {
   }
 }
 
-void Sim::startTask(const sched::Allocation& a) {
-  // App ids are "a<index>:<name>".
-  const int app_index = static_cast<int>(digitsAt(a.app.value(), 1));
+void Sim::startTask(int n, const sched::SlotGrant& g) {
+  const int app_index = app_of_slot_[static_cast<size_t>(g.app.index)];
   AppState& app = apps_[static_cast<size_t>(app_index)];
   if (app.fluid >= 0) {
-    startFluid(app, app_index, a);
+    startFluid(app, app_index, n, g);
     return;
   }
-  size_t s = static_cast<size_t>(digitsAt(a.request_id, 1));
+  const auto s = static_cast<size_t>(g.priority);
   int64_t task;
   if (!app.requeued[s].empty()) {
     task = app.requeued[s].back();
@@ -1078,10 +1093,11 @@ void Sim::startTask(const sched::Allocation& a) {
     task = app.next_task[s]++;
   } else {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, g.container),
+                              "the core granted it this call");
     return;
   }
-  const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, a);
+  const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, n, g);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
   app.pending[s]--;
   pending_tasks_ -= (*app.stages)[s].task_resource;
@@ -1096,7 +1112,8 @@ void Sim::startTask(const sched::Allocation& a) {
        gen);
 }
 
-int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allocation& a) {
+int64_t Sim::placeSlot(int app_index, int stage, int64_t task, int node,
+                       const sched::SlotGrant& g) {
   int64_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -1105,15 +1122,14 @@ int64_t Sim::placeSlot(int app_index, int stage, int64_t task, const sched::Allo
     slot = static_cast<int64_t>(slots_.size());
     slots_.emplace_back();
   }
-  const int node = nodeIndex(a.node);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen + 1;
   slots_[static_cast<size_t>(slot)] =
-      TaskSlot{app_index, stage, task, node, now_, a.resource, a.slot, true, gen};
-  const auto ci = static_cast<size_t>(a.slot.index);
+      TaskSlot{app_index, stage, task, node, now_, g.resource, g.container, true, gen};
+  const auto ci = static_cast<size_t>(g.container.index);
   if (ci >= slot_of_container_.size()) slot_of_container_.resize(ci + 1, -1);
   slot_of_container_[ci] = slot;
-  node_used_[static_cast<size_t>(node)] += a.resource;
-  apps_[static_cast<size_t>(app_index)].used += a.resource;
+  node_used_[static_cast<size_t>(node)] += g.resource;
+  apps_[static_cast<size_t>(app_index)].used += g.resource;
   return slot;
 }
 
@@ -1171,12 +1187,13 @@ void Sim::endTask(int64_t slot, bool killed) {
 
 void Sim::askStage(int ai, size_t s, int64_t added) {
   AppState& app = apps_[static_cast<size_t>(ai)];
-  sched::ResourceRequest r;
+  asks_.resize(1);
+  sched::ResourceRequest& r = asks_[0];
   r.request_id = "s" + std::to_string(s);
   r.priority = static_cast<int32_t>(s);
   r.capability = (*app.stages)[s].task_resource;
   r.count = static_cast<int32_t>(app.pending[s]);
-  MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app.id, {r}), "the app left the core");
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app.slot, asks_), "the app left the core");
   if (!agg_.empty() && app.res >= 0 && added > 0) agg_check_.push_back(app.res);
   if (app.reports_dag) reportDag(ai);
   new_ask_min_ = new_asked_ == 0 ? r.capability : Resource::min(new_ask_min_, r.capability);
@@ -1240,6 +1257,7 @@ int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueR
     live_apps_.erase(ai);
     return ai;
   }
+  bindSlot(ai);
   if (n == 0) {
     finishApp(ai);
     return ai;
@@ -1403,6 +1421,7 @@ Status Sim::initFluid() {
     pools_[p].app = ai;
     MORPHEUS_RETURN_IF_ERROR(
         sched_->addApp(app.id, UserId("fluid-adhoc"), sched::QueueRef::adhoc(pools_[p].queue)));
+    bindSlot(ai);
     live_apps_.insert(ai);
   }
   if (!pools_.empty()) push(s_.from + o_.fluid_adhoc_step, Ev::kFluidStep, 0);
@@ -1460,15 +1479,16 @@ void Sim::fluidStep() {
   push(now_ + dt, Ev::kFluidStep, 0);
 }
 
-void Sim::startFluid(AppState& app, int app_index, const sched::Allocation& a) {
+void Sim::startFluid(AppState& app, int app_index, int n, const sched::SlotGrant& g) {
   FluidState& f = pools_[static_cast<size_t>(app.fluid)];
   if (f.asked <= 0) {
     // More granted than asked: give it back.
-    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, a.slot), "the core granted it this call");
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, g.container),
+                              "the core granted it this call");
     return;
   }
   f.asked--;
-  const int64_t slot = placeSlot(app_index, 0, static_cast<int64_t>(f.held.size()), a);
+  const int64_t slot = placeSlot(app_index, 0, static_cast<int64_t>(f.held.size()), n, g);
   f.held.push_back(slot);
 }
 
@@ -1645,7 +1665,10 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
 }
 
 void Sim::collectNotices() {
-  for (int ai : live_apps_) {
+  // Apps hold no notices once none is left untaken: the walk ends there.
+  for (auto it = live_apps_.begin(); it != live_apps_.end() && sched_->numUntakenNotices() > 0;
+       ++it) {
+    const int ai = *it;
     for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
       const int node = nodeIndex(n.node);
       preemption_notices_++;

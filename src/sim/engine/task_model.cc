@@ -85,4 +85,18 @@ RealizeFn groupRealize(RealizeFn inner, std::shared_ptr<const Workload> original
   };
 }
 
+RealizeFn groupDraw(std::shared_ptr<const Workload> original, const TaskModel& model,
+                    const Resource& node_size) {
+  if (!grouped(model)) return drawInstance;
+  std::vector<int64_t> group;
+  group.reserve(original->periodic.size());
+  for (const auto& job : original->periodic) {
+    group.push_back(jobGroup(model, job.stages, node_size));
+  }
+  return [original = std::move(original), group = std::move(group)](
+             const PeriodicJob&, size_t job_index, int64_t k, uint64_t seed) {
+    return drawGroupedInstance(original->periodic[job_index], job_index, k, seed, group[job_index]);
+  };
+}
+
 }  // namespace morpheus::sim

@@ -82,4 +82,9 @@ Workload groupWorkload(const Workload& workload, const TaskModel& model, const R
 RealizeFn groupRealize(RealizeFn inner, std::shared_ptr<const Workload> original,
                        const TaskModel& model, const Resource& node_size);
 
+// groupRealize(drawInstance, ...) by drawGroupedInstance (the same
+// durations, fewer draws), each job's group computed once.
+RealizeFn groupDraw(std::shared_ptr<const Workload> original, const TaskModel& model,
+                    const Resource& node_size);
+
 }  // namespace morpheus::sim

@@ -110,6 +110,12 @@ struct Workload {
 
 // Deterministic realisation of instance k of periodic job number `job_index`.
 RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t k, uint64_t seed);
+// drawInstance with each stage's durations grouped in consecutive runs of
+// `group` (>= 1), each run's duration its longest: the same durations as
+// grouping drawInstance's, with fewer draws completed (only those that may
+// be their run's longest).
+RealizedInstance drawGroupedInstance(const PeriodicJob& job, size_t job_index, int64_t k,
+                                     uint64_t seed, int64_t group);
 
 // The consumer of instance `inst`'s output (Morpheus §4: production
 // pipelines, where the dependent job is itself scheduled): a job of its own,

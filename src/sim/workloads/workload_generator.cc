@@ -398,45 +398,146 @@ DraftJob draftJob(const GeneratorOptions& o, size_t i, int64_t users) {
 
 }  // namespace
 
-RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t k, uint64_t seed) {
+namespace {
+
+// The draws of one instance (drawInstance): its header, and each task's
+// duration before rounding, as a function of its stage and index.
+struct InstanceDraws {
+  InstanceDraws(const PeriodicJob& job, size_t job_index, int64_t k, uint64_t seed)
+      : job(job), noise(seed, job_index, k, "noise"), straggler(seed, job_index, k, "straggler") {
+    r.index = k;
+    const int64_t start = k * job.period.count();
+    r.submit = fromEpochMs(start + job.submit_offset.count());
+    r.input_available = fromEpochMs(start + job.input_available.count());
+    r.deadline = fromEpochMs(start + job.deadline.count());
+    const int64_t day = (start + job.submit_offset.count()) / kDayMs;
+    r.fails = rng::Stream(seed, job_index, k, "fail").uniform(0) < job.failure_probability;
+    // A code change scales durations from its day.
+    // Input growth compounds daily, bounded at 1000x so a long run of a fast-
+    // growing job stays finite.
+    growth =
+        std::min(kMaxGrowth, std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day)));
+    code = job.code_change_day >= 0 && day >= job.code_change_day ? job.code_change_factor : 1.0;
+    // Lognormal with mean 1 and coefficient of variation cv.
+    sigma = std::sqrt(std::log1p(job.duration_noise_cv * job.duration_noise_cv));
+    mu = -0.5 * sigma * sigma;
+    r.stages.resize(job.stages.size());
+  }
+  int64_t tasks(size_t s) const {
+    return std::max<int64_t>(
+        1, static_cast<int64_t>(std::llround(static_cast<double>(job.stages[s].tasks) * growth)));
+  }
+  double base(size_t s) const {
+    return static_cast<double>(job.stages[s].task_duration.count()) * code;
+  }
+  static uint64_t draw(size_t s, int64_t t) {
+    return (static_cast<uint64_t>(s) << 40) | static_cast<uint64_t>(t);
+  }
+  bool straggles(uint64_t i) const { return straggler.uniform(i) < job.straggler_probability; }
+  // Task i's duration from its noise exponent x (mu + sigma x a standard normal).
+  double fromExponent(double base, double x, bool straggles) const {
+    double ms = base * std::exp(x);
+    if (straggles) ms *= job.straggler_factor;
+    return ms;
+  }
+  double ms(double base, uint64_t i) const {
+    double ms = sigma > 0 ? base * std::exp(mu + sigma * noise.normal(i)) : base;
+    if (straggles(i)) ms *= job.straggler_factor;
+    return ms;
+  }
+  static Millis rounded(double ms) { return Millis(std::max<int64_t>(1, std::llround(ms))); }
+
+  const PeriodicJob& job;
+  const rng::Stream noise, straggler;
   RealizedInstance r;
-  r.index = k;
-  const int64_t start = k * job.period.count();
-  r.submit = fromEpochMs(start + job.submit_offset.count());
-  r.input_available = fromEpochMs(start + job.input_available.count());
-  r.deadline = fromEpochMs(start + job.deadline.count());
-  const int64_t day = (start + job.submit_offset.count()) / kDayMs;
-  r.fails = rng::Stream(seed, job_index, k, "fail").uniform(0) < job.failure_probability;
+  double growth = 1, code = 1, sigma = 0, mu = 0;
+};
 
-  // A code change scales durations from its day.
-  // Input growth compounds daily, bounded at 1000x so a long run of a fast-
-  // growing job stays finite.
-  const double growth =
-      std::min(kMaxGrowth, std::pow(1.0 + job.input_growth_per_day, static_cast<double>(day)));
-  const double code =
-      job.code_change_day >= 0 && day >= job.code_change_day ? job.code_change_factor : 1.0;
-  // Lognormal with mean 1 and coefficient of variation cv.
-  const double sigma = std::sqrt(std::log1p(job.duration_noise_cv * job.duration_noise_cv));
-  const double mu = -0.5 * sigma * sigma;
-  const rng::Stream noise(seed, job_index, k, "noise");
-  const rng::Stream straggler(seed, job_index, k, "straggler");
+}  // namespace
 
-  r.stages.resize(job.stages.size());
+RealizedInstance drawInstance(const PeriodicJob& job, size_t job_index, int64_t k, uint64_t seed) {
+  InstanceDraws d(job, job_index, k, seed);
   for (size_t s = 0; s < job.stages.size(); s++) {
-    const SimStage& st = job.stages[s];
-    const auto tasks = std::max<int64_t>(
-        1, static_cast<int64_t>(std::llround(static_cast<double>(st.tasks) * growth)));
-    const double base = static_cast<double>(st.task_duration.count()) * code;
-    auto& out = r.stages[s].task_durations;
+    const int64_t tasks = d.tasks(s);
+    const double base = d.base(s);
+    auto& out = d.r.stages[s].task_durations;
     out.reserve(static_cast<size_t>(tasks));
-    for (int64_t t = 0; t < tasks; t++) {
-      const uint64_t i = (static_cast<uint64_t>(s) << 40) | static_cast<uint64_t>(t);
-      double ms = sigma > 0 ? base * std::exp(mu + sigma * noise.normal(i)) : base;
-      if (straggler.uniform(i) < job.straggler_probability) ms *= job.straggler_factor;
-      out.push_back(Millis(std::max<int64_t>(1, std::llround(ms))));
+    for (int64_t t = 0; t < tasks; t++) out.push_back(d.rounded(d.ms(base, d.draw(s, t))));
+  }
+  return std::move(d.r);
+}
+
+// The longest of a run is found without completing every draw: rounding is
+// monotone, so the run's longest is the rounding of its largest unrounded
+// duration, and within stragglers or non-stragglers that duration grows
+// with the noise exponent x = mu + sigma z, z = sqrt(-2 ln u1) cos(2 pi u2)
+// (normal's Box-Muller; every step is a monotone rounding: base >= 0,
+// straggler_factor >= 0, sigma > 0). A task is completed only when an upper
+// bound of its x (0 for z while cos(2 pi u2) < 0, at u2 in [0.26, 0.74];
+// else sqrt(-2 ln u1), as cos <= 1) is within a margin of the best x of its
+// class so far; the margin (1e-9 relative) is far beyond exp's error (about
+// one ulp), so a skipped task's computed duration is below the best's.
+RealizedInstance drawGroupedInstance(const PeriodicJob& job, size_t job_index, int64_t k,
+                                     uint64_t seed, int64_t group) {
+  InstanceDraws d(job, job_index, k, seed);
+  const auto g = std::max<int64_t>(1, group);
+  const bool bounded = d.sigma > 0 && std::isfinite(d.sigma) && std::isfinite(d.mu) &&
+                       job.straggler_factor >= 0 && std::isfinite(job.straggler_factor);
+  for (size_t s = 0; s < job.stages.size(); s++) {
+    const int64_t tasks = d.tasks(s);
+    const double base = d.base(s);
+    auto& out = d.r.stages[s].task_durations;
+    out.reserve(static_cast<size_t>((tasks + g - 1) / g));
+    const bool fast = bounded && base >= 0 && std::isfinite(base);
+    for (int64_t t0 = 0; t0 < tasks; t0 += g) {
+      const int64_t t1 = std::min(tasks, t0 + g);
+      double best = 0;
+      bool any = false;
+      if (!fast) {
+        for (int64_t t = t0; t < t1; t++) {
+          const double ms = d.ms(base, d.draw(s, t));
+          if (!any || ms > best) best = ms;
+          any = true;
+        }
+        out.push_back(d.rounded(best));
+        continue;
+      }
+      // Per class (0: no straggler, 1: straggler): the best x and duration.
+      double best_x[2] = {0, 0}, best_ms[2] = {0, 0};
+      bool seen[2] = {false, false};
+      for (int64_t t = t0; t < t1; t++) {
+        const uint64_t i = d.draw(s, t);
+        const int c = d.straggles(i) ? 1 : 0;
+        // normal(i)'s two uniforms.
+        const double u1 = 1.0 - d.noise.uniform(2 * i);
+        const double u2 = d.noise.uniform(2 * i + 1);
+        double radius = -1;  // sqrt(-2 ln u1), once computed
+        if (seen[c]) {
+          const double floor = best_x[c] - 1e-9 * std::max(1.0, std::abs(best_x[c]));
+          double z_bound = 0;
+          if (u2 < 0.26 || u2 > 0.74) {
+            radius = std::sqrt(-2.0 * std::log(u1));
+            z_bound = radius;
+          }
+          if (d.mu + d.sigma * z_bound < floor) continue;
+        }
+        if (radius < 0) radius = std::sqrt(-2.0 * std::log(u1));
+        const double x = d.mu + d.sigma * (radius * std::cos(6.283185307179586 * u2));
+        const double ms = d.fromExponent(base, x, c == 1);
+        if (!seen[c] || ms > best_ms[c]) {
+          best_ms[c] = ms;
+          best_x[c] = x;
+        }
+        seen[c] = true;
+      }
+      for (int c = 0; c < 2; c++) {
+        if (seen[c] && (!any || best_ms[c] > best)) best = best_ms[c];
+        any = any || seen[c];
+      }
+      out.push_back(d.rounded(best));
     }
   }
-  return r;
+  return std::move(d.r);
 }
 
 std::optional<ConsumerRun> consumerRun(const PeriodicJob& job, const RealizedInstance& inst,

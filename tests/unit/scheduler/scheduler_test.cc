@@ -733,6 +733,139 @@ TEST(SchedulerTest, WithoutTheIdIndexContainersGoBySlotOnly) {
   EXPECT_EQ(s->numContainers(), 0u);
 }
 
+// By slot (appSlot, updateAsks by AppSlot, nodeUpdate into a SlotUpdate,
+// containerCompleted by ContainerSlot) without the id index, a scheduler
+// decides as one driven by ids with the index: the same containers in the
+// same order on every heartbeat (slots, apps, resources, priorities), the
+// same kills and notices (the lazily formatted ids equal the indexed ones),
+// and the same containers returned by removeApp. Reservations lend to ad-hoc
+// apps and take their guarantee back, so notices, kills and withdrawals all
+// occur.
+TEST(SchedulerTest, BySlotWithoutTheIndexDecidesAsByIdWithIt) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    SchedulerOptions by_id_opts;
+    by_id_opts.preemption_grace = Millis(2000);
+    SchedulerOptions by_slot_opts = by_id_opts;
+    by_slot_opts.index_container_ids = false;
+    auto by_id = make(by_id_opts);
+    auto by_slot = make(by_slot_opts);
+    std::mt19937 rng(seed);
+    std::vector<NodeSlot> nodes;
+    for (int i = 0; i < 6; i++) {
+      for (Scheduler* s : {by_id.get(), by_slot.get()}) {
+        ASSERT_TRUE(s->addNode(NodeId("n" + std::to_string(i)), Resource(8192, 8), {}).isOk());
+      }
+      nodes.push_back(*by_slot->nodeSlot(NodeId("n" + std::to_string(i))));
+    }
+    for (Scheduler* s : {by_id.get(), by_slot.get()}) {
+      ASSERT_TRUE(
+          s->setReservation(ReservationId("r"), ReservationKind::kPeriodic, Resource()).isOk());
+    }
+    std::vector<AppId> ids;
+    std::vector<AppSlot> slots;
+    std::vector<Allocation> by_id_live;  // by_id's live containers (completed at random)
+    std::vector<ContainerSlot> by_slot_live;
+    int64_t taken = 0;
+    for (int step = 0; step < 60; step++) {
+      const TimePoint now = kT0 + Seconds(step);
+      // Apps come and go; the reservation's guarantee moves (lending, then
+      // preemption when it rises).
+      if (step % 7 == 0) {
+        const AppId id("app" + std::to_string(step));
+        const QueueRef q = step % 14 == 0 ? QueueRef::reservation(ReservationId("r"))
+                                          : QueueRef::adhoc("root.default");
+        for (Scheduler* s : {by_id.get(), by_slot.get()}) {
+          ASSERT_TRUE(s->addApp(id, UserId("u" + std::to_string(step % 3)), q).isOk());
+        }
+        ids.push_back(id);
+        slots.push_back(*by_slot->appSlot(id));
+      }
+      if (step % 10 == 5) {
+        const Resource g(1024 * static_cast<int64_t>(rng() % 40), static_cast<int64_t>(rng() % 40));
+        for (Scheduler* s : {by_id.get(), by_slot.get()}) {
+          ASSERT_TRUE(s->setReservation(ReservationId("r"), ReservationKind::kPeriodic, g).isOk());
+        }
+      }
+      for (size_t i = 0; i < ids.size(); i++) {
+        if (rng() % 3 != 0) continue;
+        const std::vector<ResourceRequest> asks = {
+            ask(static_cast<int32_t>(rng() % 16), Resource(1024 * (1 + rng() % 3), 1 + rng() % 2),
+                static_cast<int32_t>(rng() % 2))};
+        const Status a = by_id->updateAsks(ids[i], asks);
+        const Status b = by_slot->updateAsks(slots[i], asks);
+        ASSERT_EQ(a.code(), b.code());
+      }
+      if (step % 13 == 12 && !ids.empty()) {
+        const size_t i = rng() % ids.size();
+        auto a = by_id->removeApp(ids[i]);
+        auto b = by_slot->removeApp(ids[i]);
+        ASSERT_TRUE(a.isOk() && b.isOk());
+        ASSERT_EQ(a->size(), b->size());
+        for (size_t k = 0; k < a->size(); k++) {
+          EXPECT_EQ((*a)[k].container, (*b)[k].container);
+          EXPECT_EQ((*a)[k].slot.index, (*b)[k].slot.index);
+        }
+        std::erase_if(by_id_live, [&](const Allocation& x) { return x.app == ids[i]; });
+        by_slot_live.resize(by_id_live.size());
+        for (size_t k = 0; k < by_id_live.size(); k++) by_slot_live[k] = by_id_live[k].slot;
+        // A removed app's slot is stale, also once a later app reuses it.
+        EXPECT_EQ(by_slot->updateAsks(slots[i], {ask(1)}).code(), StatusCode::kNotFound);
+        ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(i));
+        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      SlotUpdate u;
+      for (size_t n = 0; n < nodes.size(); n++) {
+        auto a = by_id->nodeUpdate(NodeId("n" + std::to_string(n)), now);
+        ASSERT_TRUE(a.isOk());
+        ASSERT_TRUE(by_slot->nodeUpdate(nodes[n], now, &u).isOk());
+        ASSERT_EQ(a->allocations.size(), u.grants.size());
+        for (size_t k = 0; k < u.grants.size(); k++) {
+          const Allocation& x = a->allocations[k];
+          const SlotGrant& y = u.grants[k];
+          EXPECT_EQ(x.slot.index, y.container.index);
+          EXPECT_EQ(x.slot.generation, y.container.generation);
+          EXPECT_EQ(*by_slot->appSlot(x.app), y.app);
+          EXPECT_EQ(x.resource, y.resource);
+          EXPECT_EQ(x.priority, y.priority);
+          by_id_live.push_back(x);
+          by_slot_live.push_back(y.container);
+        }
+        ASSERT_EQ(a->to_kill.size(), u.to_kill.size());
+        for (size_t k = 0; k < u.to_kill.size(); k++) {
+          EXPECT_EQ(a->to_kill[k].slot.index, u.to_kill[k].index);
+          ASSERT_TRUE(by_id->containerCompleted(a->to_kill[k].container).isOk());
+          ASSERT_TRUE(by_slot->containerCompleted(u.to_kill[k]).isOk());
+        }
+      }
+      // Some containers end.
+      for (size_t k = 0; k < by_id_live.size();) {
+        if (rng() % 6 != 0) {
+          k++;
+          continue;
+        }
+        const StatusCode a = by_id->containerCompleted(by_id_live[k].container).status().code();
+        EXPECT_EQ(by_slot->containerCompleted(by_slot_live[k]).code(), a);
+        by_id_live.erase(by_id_live.begin() + static_cast<std::ptrdiff_t>(k));
+        by_slot_live.erase(by_slot_live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      EXPECT_EQ(by_slot->numUntakenNotices(), by_id->numUntakenNotices());
+      if (step % 3 == 0) {
+        for (const AppId& id : ids) {
+          const auto a = by_id->takePreemptionNotices(id);
+          const auto b = by_slot->takePreemptionNotices(id);
+          ASSERT_EQ(a.size(), b.size());
+          taken += static_cast<int64_t>(a.size());
+          for (size_t k = 0; k < a.size(); k++) EXPECT_EQ(a[k].container, b[k].container);
+        }
+        EXPECT_EQ(by_slot->numUntakenNotices(), 0);
+      }
+      EXPECT_EQ(by_slot->clusterUsed(), by_id->clusterUsed());
+    }
+    EXPECT_GT(taken, 0);  // preemption happened
+  }
+}
+
 // Asks with the same request id (or priority when ids are empty) replace earlier ones.
 TEST(SchedulerTest, AsksReplaceByRequestIdAndPriority) {
   auto s = make();

@@ -89,5 +89,55 @@ TEST(TaskModelTest, GroupedRealisationLastsAsLongAsTheSlowestMember) {
   EXPECT_EQ(static_cast<int64_t>(r.stages[0].task_durations.size()), g.periodic[0].stages[0].tasks);
 }
 
+// groupDraw (drawGroupedInstance, which completes only the draws that may be
+// their run's longest) gives exactly groupRealize(drawInstance)'s durations:
+// generated jobs (noise, stragglers, input growth, code changes), groups from
+// 1 to 24, many instances; and jobs without noise or with a straggler factor
+// below 1.
+TEST(TaskModelTest, GroupDrawEqualsGroupingEveryDraw) {
+  GeneratorOptions o;
+  o.periodic_jobs = 40;
+  o.days = 30;
+  o.seed = 3;
+  o.node_size = kNode;
+  o.nodes = 100;
+  auto generated = generatePeriodic(o);
+  ASSERT_TRUE(generated.isOk()) << generated.status().toString();
+  auto w = std::make_shared<Workload>(std::move(*generated));
+  PeriodicJob quiet = w->periodic[0];
+  quiet.duration_noise_cv = 0;
+  quiet.straggler_probability = 0.3;
+  w->periodic.push_back(quiet);
+  PeriodicJob shrinking = w->periodic[1];
+  shrinking.straggler_probability = 0.5;
+  shrinking.straggler_factor = 0.25;
+  w->periodic.push_back(shrinking);
+  int64_t compared = 0;
+  for (int64_t g : {1, 2, 3, 7, 16, 24}) {
+    const TaskModel m = groupedBy(g);
+    const Workload grouped = groupWorkload(*w, m, kNode);
+    RealizeFn every = groupRealize(drawInstance, w, m, kNode);
+    RealizeFn fast = groupDraw(w, m, kNode);
+    for (size_t j = 0; j < w->periodic.size(); j++) {
+      for (int64_t k : {0, 1, 5, 29, 700}) {
+        const RealizedInstance a = every(grouped.periodic[j], j, k, 11);
+        const RealizedInstance b = fast(grouped.periodic[j], j, k, 11);
+        ASSERT_EQ(a.stages.size(), b.stages.size());
+        for (size_t s = 0; s < a.stages.size(); s++) {
+          ASSERT_EQ(a.stages[s].task_durations, b.stages[s].task_durations)
+              << "group " << g << " job " << j << " instance " << k << " stage " << s;
+          compared += static_cast<int64_t>(a.stages[s].task_durations.size());
+        }
+        EXPECT_EQ(a.submit, b.submit);
+        EXPECT_EQ(a.deadline, b.deadline);
+        EXPECT_EQ(a.input_available, b.input_available);
+        EXPECT_EQ(a.fails, b.fails);
+        EXPECT_EQ(a.index, b.index);
+      }
+    }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
 }  // namespace
 }  // namespace morpheus::sim
