@@ -107,11 +107,12 @@ class CarbyneIT : public ClusterTest {
   }
 
   // Submits "long" and waits until it fills the 8-vcore NM: its AM, its
-  // critical task (300 s, so it stays in the leftover tier with the most
-  // remaining time) and 6 of its 30 side tasks (1 vcore). Side task i runs
-  // 6 + i seconds, so they end about a second apart and a heartbeat frees
-  // one vcore at a time.
-  std::string fillWithLong() {
+  // critical task (`critical_vcores`, 300 s, so it stays in the leftover
+  // tier with the most remaining time) and as many of its 30 side tasks (1
+  // vcore) as fit, `running` containers in all. Side task i runs 6 + i
+  // seconds, so they end about a second apart and a heartbeat frees one
+  // vcore at a time.
+  std::string fillWithLong(int critical_vcores, int running) {
     const std::string id = submit(
         "name: long\n"
         "stages:\n"
@@ -119,13 +120,15 @@ class CarbyneIT : public ClusterTest {
         "    tasks: 1\n"
         "    command: \"sleep 300\"\n"
         "    estimated_task_ms: 300000\n"
-        "    resources: {memory_mib: 256, vcores: 1}\n"
+        "    resources: {memory_mib: 256, vcores: " +
+        std::to_string(critical_vcores) +
+        "}\n"
         "  - name: side\n"
         "    tasks: 30\n"
         "    command: \"sleep $((6 + MORPHEUS_TASK_INDEX))\"\n"
         "    estimated_task_ms: 6000\n"
         "    resources: {memory_mib: 256, vcores: 1}\n");
-    EXPECT_TRUE(waitRunning(id, 8, 20s)) << rm_.log();
+    EXPECT_TRUE(waitRunning(id, running, 20s)) << rm_.log();
     return id;
   }
 
@@ -356,7 +359,7 @@ TEST_F(CarbyneIT, ReservedNodeServesTheLeftoversBestJobBeforeSmallerTasks) {
   ASSERT_NO_FATAL_FAILURE(startCluster(
       1, {"--set", "scheduler.policy=root.default=carbyne", "--set", "rm.heartbeat-interval=300ms"},
       "memory=8192,vcores=8"));
-  const std::string longjob = fillWithLong();
+  const std::string longjob = fillWithLong(1, 8);
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(reservedNodes(), 0);
   const std::string near = submitNear(60, 3);
@@ -374,18 +377,18 @@ TEST_F(CarbyneIT, ReservedNodeServesTheLeftoversBestJobBeforeSmallerTasks) {
 }
 
 // A reservation for the leftover keeps nothing from a new job: the node is
-// reserved for near, whose 5-vcore task can never fit while long's and
-// near's AMs and critical tasks hold 4 of the 8 vcores, and a job submitted
-// then (below its need: its AM and two tasks) starts on that node's room
-// while the reservation stands. Were the room kept from every app, the new
+// reserved for near, whose 3-vcore task can never fit while long's AM and
+// 3-vcore critical task and near's AM and critical task hold 6 of the 8
+// vcores, and a job submitted then (below its need) starts its AM and a
+// task on that node's room while the reservation stands. Were the room kept from every app, the new
 // job's tasks would wait for the reservation's 60 s timeout.
 TEST_F(CarbyneIT, NewJobStartsWhileTheLeftoverHoldsAReservation) {
   ASSERT_NO_FATAL_FAILURE(startCluster(
       1, {"--set", "scheduler.policy=root.default=carbyne", "--set", "rm.heartbeat-interval=300ms"},
       "memory=8192,vcores=8"));
-  const std::string longjob = fillWithLong();
+  const std::string longjob = fillWithLong(3, 6);
   ASSERT_FALSE(HasFailure());
-  const std::string near = submitNear(120, 5);
+  const std::string near = submitNear(120, 3);
   ASSERT_TRUE(waitFor([&] { return reservedNodes() == 1; }, 30s))
       << "near: " << app(near).dump() << "\n"
       << rm_.log();
@@ -398,9 +401,9 @@ TEST_F(CarbyneIT, NewJobStartsWhileTheLeftoverHoldsAReservation) {
       "    command: \"sleep 30\"\n"
       "    estimated_task_ms: 30000\n"
       "    resources: {memory_mib: 256, vcores: 1}\n");
-  ASSERT_TRUE(waitRunning(fresh, 3, 20s)) << "fresh: " << app(fresh).dump() << "\n" << rm_.log();
+  ASSERT_TRUE(waitRunning(fresh, 2, 20s)) << "fresh: " << app(fresh).dump() << "\n" << rm_.log();
   EXPECT_EQ(reservedNodes(), 1) << "the reservation stood meanwhile";
-  EXPECT_EQ(app(near)["running_containers"].get<int>(), 2) << "near's 5-vcore task never fit";
+  EXPECT_EQ(app(near)["running_containers"].get<int>(), 2) << "near's 3-vcore task never fit";
   for (const auto& id : {fresh, near, longjob}) ASSERT_EQ(ctl({"app", "kill", id}).first, 0);
   for (const auto& id : {fresh, near, longjob}) ASSERT_TRUE(waitFinal(id, 20s)) << rm_.log();
 }
