@@ -1057,17 +1057,19 @@ int paperMain(int argc, char** argv) {
   app.add_option("--policies", policies_text,
                  "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
-                 "carbyne0 (before cross-job packing), carbyne, carbyne-now (diagnostic: only "
-                 "tasks whose latest start is now are needed), carbyne-resv and drf-resv (carbyne "
-                 "and drf with YARN-style node reservations, --resv-nodes, --resv-timeout; "
-                 "carbyne-resv for the leftover tier's shortest job only, carbyne-resv-all for "
-                 "the first job in Carbyne's order, DRF tier included)")
+                 "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
+                 "reservations for the leftover tier's shortest job, kept from the leftover tier "
+                 "only), carbyne-noresv (carbyne without them), carbyne-now (diagnostic: only "
+                 "tasks whose latest start is now are needed, no reservations), drf-resv (drf "
+                 "with YARN-style node reservations) and carbyne-resv-all (reserving for the first "
+                 "job in Carbyne's order, DRF tier included); reservations' bounds: --resv-nodes, "
+                 "--resv-timeout")
       ->capture_default_str();
   app.add_option("--resv-nodes", resv.reservable_nodes,
-                 "carbyne-resv, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
+                 "carbyne, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
       ->capture_default_str();
   app.add_option("--resv-timeout", resv_timeout_s,
-                 "carbyne-resv, drf-resv: a node reservation ends after this many seconds, > 0")
+                 "carbyne, drf-resv: a node reservation ends after this many seconds, > 0")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!(resv.reservable_nodes > 0 && resv.reservable_nodes <= 1)) {
@@ -1097,10 +1099,10 @@ int paperMain(int argc, char** argv) {
   }
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
-        p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-resv" &&
+        p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-noresv" &&
         p != "drf-resv" && p != "carbyne-resv-all") {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
-                   "carbyne, carbyne-now, carbyne-resv, carbyne-resv-all or drf-resv, got '"
+                   "carbyne, carbyne-noresv, carbyne-now, carbyne-resv-all or drf-resv, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1249,16 +1251,16 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          // `carbyne` without node reservations (as measured before them);
-          // `carbyne-resv` reserving for the leftover's shortest job (the
-          // policy's option, off by default); `carbyne-resv-all` reserving through the
-          // scheduler's option for the first job of either tier.
-          if (pname == "carbyne" || pname == "carbyne-resv-all")
-            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
-          if (pname == "carbyne-resv")
+          // `carbyne` reserving for the leftover's shortest job (the
+          // policy's default); `carbyne-noresv` without node reservations;
+          // `carbyne-resv-all` reserving through the scheduler's option for
+          // the first job of either tier.
+          if (pname == "carbyne")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
                 sched::LeftoverPacking{carbyne_eps, carbyne_tau, true});
+          if (pname == "carbyne-noresv" || pname == "carbyne-resv-all")
+            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
           if (pname == "carbyne-now")
             pol = std::make_shared<CarbyneNowPolicy>(
                 sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});

@@ -122,10 +122,11 @@ struct PaperRun {
   // (breadth-first among them), the others after, so a job below its need
   // spends its DRF-tier grants on the tasks its plan needs now.
   bool needed_first = false;
-  // The scheduler's node reservations (`carbyne-resv`, `drf-resv`;
-  // sched::NodeReservationOptions): a node whose free room the next app in
-  // the leaf's order (Carbyne: the leftover job with the least remaining
-  // time) cannot use is held for it until its task fits.
+  // The scheduler's node reservations (sched::NodeReservationOptions; the
+  // bounds of `carbyne`'s, `enabled` for `drf-resv` and `carbyne-resv-all`):
+  // a node whose free room the next app in the leaf's order (Carbyne: the
+  // leftover job with the least remaining time) cannot use is held for it
+  // until its task fits.
   sched::NodeReservationOptions node_reservation;
 };
 

@@ -161,9 +161,10 @@ class CrossAppPacker {
   // Higher is placed first; `in` is the candidate ask's app and the node.
   virtual double packScore(const AskInput& in) const = 0;
   // Whether the leaf reserves a node for its packing tier's best app when
-  // none of that app's asks fits the node's free room (types.h
-  // NodeReservationOptions: the bounds), whatever
-  // SchedulerOptions::node_reservation.enabled says. Default: no.
+  // none of that app's asks fits the node's free room, keeping the room from
+  // the leaf's packing tier only (types.h NodeReservationOptions: whom it is
+  // kept from, the bounds), whatever SchedulerOptions::node_reservation.enabled
+  // says. Default: no.
   virtual bool reservesNodes() const { return false; }
 };
 

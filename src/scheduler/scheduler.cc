@@ -356,11 +356,13 @@ struct Node {
   Resource hold;
   std::vector<Container*> taken;
   // NodeReservationOptions: the app it is reserved for (null: none), the
-  // need it keeps room for, until when, and the room kept from the phases
-  // of the heartbeat under way (given back when they end).
+  // need it keeps room for, until when, whether the room is kept from its
+  // leaf's packing tier only (else from its whole leaf), and the room kept
+  // from the part of the walk under way (given back when it ends).
   App* resv_app = nullptr;
   Resource resv_need, resv_kept;
   TimePoint resv_until;
+  bool resv_packing = false;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
   int32_t slot = -1;                                  // in Impl::node_slots
 };
@@ -1128,11 +1130,11 @@ struct Scheduler::Impl {
         // Nothing below fits (the node, or a queue's cap): skipped without
         // visiting its apps.
       } else if (const CrossAppPacker* pk = packerAt(e, h); pk != nullptr) {
-        return packAcross(h, *pk, n, phase, now, ask);
+        return packTier(h, *pk, n, phase, now, ask);
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);
-      } else if (App* a = descend(e->children, n, phase, now, ask)) {
+      } else if (App* a = descendInto(e, n, phase, now, ask)) {
         return a;
       }
       h.erase(e);
@@ -1149,15 +1151,16 @@ struct Scheduler::Impl {
   // CrossAppPacker::reservesNodes): reserves `n` for its best app when none
   // of that app's pending needs fits the node's free room (in a packing
   // leaf, with packing_tier_only or by its policy, only from the packing
-  // tier on) and the app holds fewer than its bound of nodes; the kept room
-  // leaves n.free at once.
+  // tier on) and the app holds fewer than its bound of nodes. A reservation
+  // of the packing tier keeps its room from the leaf's packing (packTier);
+  // any other keeps it from the rest of the leaf's walk at once
+  // (descendInto gives it back).
   void maybeReserve(Entity* user, const EntityHeap& h, Node& n, TimePoint now) {
     const CrossAppPacker* pk = policyOf(user).pack;
     const bool by_policy = pk != nullptr && pk->reservesNodes();
     if (!by_policy && !opts.node_reservation.enabled) return;
-    if (pk != nullptr && (by_policy || opts.node_reservation.packing_tier_only) &&
-        h.topKey().score < pk->packFrom())
-      return;
+    const bool packing = pk != nullptr && (by_policy || opts.node_reservation.packing_tier_only);
+    if (packing && h.topKey().score < pk->packFrom()) return;
     if (user->children.empty()) return;
     auto* a = static_cast<App*>(user->children.top());
     if (a->fit.anyFits(n.free)) return;
@@ -1169,15 +1172,22 @@ struct Scheduler::Impl {
     n.resv_app = a;
     n.resv_need = need;
     n.resv_until = now + opts.node_reservation.timeout;
+    n.resv_packing = packing;
     a->reserved.push_back(&n);
     reserved_nodes++;
-    keepReserved(n);
+    if (!packing) keepReserved(n);
   }
 
+  // Takes the room the reservation keeps out of n.free until releaseKept.
   void keepReserved(Node& n) {
     const Resource kept = Resource::min(n.free, n.resv_need);
     n.free -= kept;
     n.resv_kept += kept;
+  }
+
+  void releaseKept(Node& n) {
+    n.free += n.resv_kept;
+    n.resv_kept = Resource();
   }
 
   void unreserve(Node& n) {
@@ -1186,26 +1196,68 @@ struct Scheduler::Impl {
     a->reserved.erase(std::find(a->reserved.begin(), a->reserved.end(), &n));
     n.resv_app = nullptr;
     n.resv_need = Resource();
+    n.resv_packing = false;
     reserved_nodes--;
   }
 
   // At the start of `n`'s ad-hoc phases: the reservation ends when it timed
-  // out or its app has no pending need that fits the node; the app is
-  // served first (and the reservation ends) once a need of its fits the free
-  // room; else the room its need takes is kept from the phases.
-  void serveReservation(Node& n, TimePoint now, NodeUpdateResult& out) {
+  // out or its app has no pending need that fits the node. Its app is
+  // served, and its room kept, where the walk reaches the part of its leaf
+  // the reservation is kept from (packTier, descendInto).
+  void expireReservation(Node& n, TimePoint now) {
+    if (now >= n.resv_until || !n.resv_app->fit.anyFits(n.total)) unreserve(n);
+  }
+
+  // The ad-hoc leaf holding the reservation of `n`, if it is kept from the
+  // part of the walk `packing` names (the leaf's packing tier, or its whole
+  // walk); else null.
+  const Entity* reservingLeaf(const Node& n, Phase phase, bool packing) const {
+    if (phase != Phase::kAdhoc || n.resv_app == nullptr || n.resv_packing != packing)
+      return nullptr;
+    const User* u = n.resv_app->user;
+    return u == nullptr ? nullptr : u->leaf;
+  }
+
+  // The reserved app of `n` and its ask once one fits the node's whole
+  // free room (the reservation ends), else null.
+  App* serveReserved(Node& n, Phase phase, TimePoint now, int* ask) {
     App* a = n.resv_app;
-    if (now >= n.resv_until || !a->fit.anyFits(n.total)) {
-      unreserve(n);
-      return;
-    }
-    if (a->fit.anyFits(n.free)) {
-      const int ask = findAsk(a, n, Phase::kAdhoc, now);
-      unreserve(n);
-      if (ask >= 0) grant(a, ask, n, out);
-      return;
-    }
+    if (!a->fit.anyFits(n.free)) return nullptr;
+    *ask = findAsk(a, n, phase, now);
+    if (*ask < 0) return nullptr;
+    unreserve(n);
+    return a;
+  }
+
+  // The packing tier of the leaf whose users `users` orders: when the node
+  // is reserved for this tier of this leaf, its app is served first once
+  // its ask fits, else the room it keeps is withheld from the packing
+  // (NodeReservationOptions: apps served before the packing tier see the
+  // whole room).
+  App* packTier(EntityHeap& users, const CrossAppPacker& pk, Node& n, Phase phase, TimePoint now,
+                int* ask) {
+    if (reservingLeaf(n, phase, true) != users.top()->parent)
+      return packAcross(users, pk, n, phase, now, ask);
+    if (App* a = serveReserved(n, phase, now, ask)) return a;
     keepReserved(n);
+    App* a = packAcross(users, pk, n, phase, now, ask);
+    releaseKept(n);
+    return a;
+  }
+
+  // descend into `e`'s children; into the leaf holding a reservation that
+  // is kept from its whole walk, its app first once its ask fits, else with
+  // the room it keeps withheld.
+  App* descendInto(Entity* e, Node& n, Phase phase, TimePoint now, int* ask) {
+    if (e->kind != Kind::kQueue || !static_cast<const Queue*>(e)->leaf)
+      return descend(e->children, n, phase, now, ask);
+    if (reservingLeaf(n, phase, false) == e) {
+      if (App* a = serveReserved(n, phase, now, ask)) return a;
+      keepReserved(n);
+    }
+    App* a = descend(e->children, n, phase, now, ask);
+    releaseKept(n);
+    return a;
   }
 
   void restoreSkipped() {
@@ -1427,7 +1479,7 @@ struct Scheduler::Impl {
       }
       Entity* e = h->top();
       const Phase phase = h == &adhoc ? Phase::kAdhoc : Phase::kOverage;
-      App* app = mayPlace(e, n) ? descend(e->children, n, phase, now, &ask) : nullptr;
+      App* app = mayPlace(e, n) ? descendInto(e, n, phase, now, &ask) : nullptr;
       if (app == nullptr) {
         h->erase(e);
         e->skipped[h->slot()] = true;
@@ -1770,15 +1822,17 @@ struct Scheduler::Impl {
     if (n.noticed.isZero()) n.hold = Resource();
     const Resource kept = Resource::min(n.free, clampZero(n.hold - n.noticed));
     n.free -= kept;
-    if (n.resv_app != nullptr) serveReservation(n, now, out);
+    if (n.resv_app != nullptr) expireReservation(n, now);
     if (opts.borrowing_reservations_share) {
       runShared(n, now, out);
     } else {
       runPhase(Phase::kAdhoc, root->children, n, now, out);
+      // Borrowers beyond their guarantee take only what no ad-hoc app asked
+      // for: a node reservation's room is kept from them.
+      if (n.resv_app != nullptr) keepReserved(n);
       runPhase(Phase::kOverage, overage, n, now, out);
     }
-    n.free += n.resv_kept;
-    n.resv_kept = Resource();
+    releaseKept(n);
     n.free += kept;
   }
 
@@ -2139,6 +2193,14 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
   if (policy.dag != nullptr) {
     const Resource share = a->user != nullptr ? s.adhocFairShare(a) : Resource();
     a->hint = policy.dag->planApp(stages, share);
+    // The plan sees the job's tasks, what the app holds (AppInput::used)
+    // its AM container too: the need counts it, so a new job holding only
+    // its AM is below its need. O(the app's containers).
+    if (a->hint.valid) {
+      for (const Container* c = a->containers.head; c != nullptr; c = c->app_link.next) {
+        if (c->am) a->hint.need += c->resource;
+      }
+    }
   } else {
     a->hint = AppHint{};
   }

@@ -54,11 +54,14 @@
 // Allocation is heartbeat driven (YARN style): nodeUpdate fills one node.
 // Gangs are granted all-or-none within that pass, so a gang must fit on the
 // node. schedulePass runs nodeUpdate over every node in NodeId order.
-// With SchedulerOptions::node_reservation (off by default) a node whose free
-// room the next ad-hoc app in its leaf's order cannot use is reserved for it,
-// as YARN's Fair Scheduler reserves a node (types.h NodeReservationOptions:
-// which app, the bounds); a reserved node keeps the room that app needs from
-// every other ad-hoc app and serves it first once its ask fits. O(1) per
+// With SchedulerOptions::node_reservation (off by default), or in a leaf
+// whose policy asks for it for its packing tier (Carbyne's leftover), a node
+// whose free room the next ad-hoc app in its leaf's order cannot use is
+// reserved for it, as YARN's Fair Scheduler reserves a node (types.h
+// NodeReservationOptions: which app, whom the room is kept from, the
+// bounds); a reserved node keeps the room that app needs from the apps of
+// its leaf that would otherwise take it in its stead (in a packing leaf, the
+// packing tier only) and serves it first there once its ask fits. O(1) per
 // heartbeat without a reservation, O(the app's distinct needs) with one.
 //
 // Determinism: every decision is a function of the sequence of calls and
@@ -253,6 +256,8 @@ class Scheduler {
   // by reservations, split down the ad-hoc hierarchy by queue weight among
   // the siblings in use (demand or usage; the app's own queues always
   // count), then evenly over the leaf's users, then over the user's apps.
+  // The hint's need also counts the app's AM containers (recoverContainer
+  // with `am`) at the time of the report, as the app's usage does.
   // A policy without a DagPlanner leaves the app without a hint.
   // INVALID_ARGUMENT naming the field ("stages[2].deps": out of range, self
   // or a cycle; ".tasks_left", ".task_duration" > 0; ".task" non-zero and

@@ -183,7 +183,10 @@ struct DagStage {
 // alone.
 struct AppHint {
   bool valid = false;
-  Resource need;         // least allocation now that keeps the estimated completion
+  // Least allocation now that keeps the estimated completion. From a DAG
+  // the scheduler adds the app's AM containers (Scheduler::reportDag): the
+  // plan sees tasks, the app's usage counts its AM too.
+  Resource need;
   Millis remaining{0};   // estimated time to completion at its fair share (max: unknown)
   bool from_dag = true;  // false: NoDagPlanner's (need = the fair share)
   // Request ids (DagStage::request_id) of the stages whose tasks make up
@@ -223,22 +226,41 @@ struct QueueView {
 // container, in every ad-hoc leaf with `enabled`, and in the leaves whose
 // policy asks for them for its packing tier (CrossAppPacker::reservesNodes:
 // Carbyne's leftover) whatever `enabled` says; the bounds below hold for
-// both. When the app a leaf would serve next on a node has no pending
-// ask that fits the node's free room, the node is reserved for it, and the
-// free room it needs (up to its largest pending need that fits the node) is
-// kept from every other ad-hoc app while other containers end there, until
-// the app's ask fits; then the app is served on that node before anyone
-// else and the reservation ends. Without it the room freed on a full node
-// goes to whichever app's ask fits it, so an app whose containers are larger
-// than what frees up at a time waits while smaller ones pass it.
+// both. When the app a leaf would serve next on a node has no pending ask
+// that fits the node's free room, the node is reserved for it, and the free
+// room it needs (up to its largest pending need that fits the node) is kept
+// for it, as other containers end there, from the apps that would otherwise
+// take it in its stead (below), until the app's ask fits; then the app is
+// served on that node before them and the reservation ends. Without it the
+// room freed on a full node goes to whichever app's ask fits it, so an app
+// whose containers are larger than what frees up at a time waits while
+// smaller ones pass it.
 //  - Which app: the first app in the leaf's order the walk reaches (its
 //    best user's best app) when none of its needs fits. In a leaf whose
 //    policy packs across apps (CrossAppPacker: Carbyne's leftover), with
 //    `packing_tier_only` (always, when the policy asks for them) only once
-//    the walk reaches the packing tier: the
-//    packing tier's best app (Carbyne: the leftover job with the least
-//    remaining time); apps below the packing tier (Carbyne: jobs below
-//    their altruistic need) then never get a reservation.
+//    the walk reaches the packing tier: the packing tier's best app
+//    (Carbyne: the leftover job with the least remaining time); apps below
+//    the packing tier (Carbyne: jobs below their altruistic need, new jobs
+//    and their AMs) then never get a reservation.
+//  - Whom the room is kept from. A reservation made in the packing tier:
+//    only from the packing of its own leaf (the allocation that would
+//    otherwise give the room to another packing-tier app of the leaf); the
+//    reserved app is served there first once its ask fits the node's whole
+//    free room. Any other reservation (a leaf without a packer, or
+//    `packing_tier_only` off): from every app of its own leaf; the reserved
+//    app is served first when the walk enters the leaf. Either way it is
+//    also kept from reservation queues beyond their guarantee served after
+//    the ad-hoc hierarchy (they borrow only what no ad-hoc app asked for;
+//    with SchedulerOptions::borrowing_reservations_share they are siblings
+//    of the top-level queues and see the whole room, as other queues do).
+//    Everything else sees the node's whole free room: the apps of the leaf
+//    the policy serves before its packing tier (Carbyne's DRF tier), and
+//    every other leaf and queue, whatever its policy or tier. So a
+//    reservation never lets one leaf's leftover (or first app) take room
+//    from another queue's fair share, nor from its own leaf's apps served
+//    before it; when they take the room the app waits for, the reservation
+//    holds on until its app fits or it times out.
 //  - Bounds: one app per node; an app holds at most
 //    ceil(reservable_nodes x nodes) nodes (YARN's
 //    yarn.scheduler.fair.reservable-nodes, 0.05 there too); a reservation
@@ -285,7 +307,8 @@ struct SchedulerOptions {
   // the calls by id and recoverContainer are INFEASIBLE. Decisions are the
   // same either way.
   bool index_container_ids = true;
-  // Node reservations for ad-hoc apps (off by default; NodeReservationOptions).
+  // Node reservations for ad-hoc apps in every leaf (off by default; a
+  // policy may ask for them for its packing tier: NodeReservationOptions).
   NodeReservationOptions node_reservation;
 };
 

@@ -172,6 +172,9 @@ ResourceMetrics::ResourceMetrics(MetricsRegistry& m)
       reserved_vcores(m.gauge("morpheus_rm_cluster_reserved_vcores",
                               "Vcores the plan guarantees reservations now")),
       containers(m.gauge("morpheus_rm_containers_running", "Containers allocated and not ended")),
+      node_reservations(m.gauge("morpheus_rm_node_reservations_active",
+                                "Nodes reserved for one ad-hoc app until its container fits "
+                                "their free room (Carbyne's leftover: its shortest job)")),
       queue_allocated_memory_bytes(m.gaugeFamily(
           "morpheus_rm_queue_allocated_memory_bytes",
           "Memory held by the ad-hoc queue's containers (descendants included), bytes", {"queue"})),

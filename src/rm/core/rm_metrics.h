@@ -134,6 +134,9 @@ struct ResourceMetrics {
   Gauge& reserved_memory_bytes;
   Gauge& reserved_vcores;
   Gauge& containers;
+  // Nodes reserved for one ad-hoc app whose container does not fit their
+  // free room yet (sched::NodeReservationOptions; Carbyne's leftover).
+  Gauge& node_reservations;
   // Per ad-hoc queue {queue}: the leaf or parent path (root.a.b).
   GaugeFamily queue_allocated_memory_bytes;
   GaugeFamily queue_allocated_vcores;

@@ -35,6 +35,7 @@ void ResourceCollector::collect() {
   m_.allocated_memory_bytes.set(bytes(totals.allocated));
   m_.allocated_vcores.set(totals.allocated.vcores());
   m_.containers.set(static_cast<double>(totals.containers));
+  m_.node_reservations.set(static_cast<double>(totals.reserved_nodes));
 
   // The plan's guarantees now, and the queue of each reservation.
   std::map<ReservationId, ReservationManager::Guaranteed> guaranteed;

@@ -1216,7 +1216,8 @@ std::vector<sched::QueueView> RmRuntime::queues() const {
 
 RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
   Guard lk(*this);
-  return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues()};
+  return {sched_->clusterUsed(), sched_->numContainers(), sched_->queues(),
+          sched_->numReservedNodes()};
 }
 
 // ---- Harvesting (OSDI'16 §3 and §4.1): the HarvestTracker decides, these

@@ -228,6 +228,7 @@ class RmRuntime {
     Resource allocated;  // sched::Scheduler::clusterUsed
     size_t containers = 0;
     std::vector<sched::QueueView> queues;
+    int64_t reserved_nodes = 0;  // sched::Scheduler::numReservedNodes
   };
   SchedulerTotals schedulerTotals() const;
 

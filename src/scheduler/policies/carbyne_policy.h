@@ -32,10 +32,11 @@
 //     order; a stage with slack is served on that allocation only when no
 //     needed stage's task fits the node. A node none of whose free room the
 //     leftover's best job (least remaining time) can use is reserved for it
-//     (LeftoverPacking::reserve_nodes, off by default; YARN's reserved
-//     container): the room that frees there is kept from every other job
-//     until its task fits, within the bounds of
-//     SchedulerOptions::node_reservation.
+//     (LeftoverPacking::reserve_nodes, on by default; YARN's reserved
+//     container): the room that frees there is kept from the other
+//     leftover-tier jobs until its task fits, within the bounds of
+//     SchedulerOptions::node_reservation; jobs below their need (new jobs
+//     and their AMs among them) and other queues still use it.
 //
 // Non-altruistic jobs (no DAG reported) yield nothing: their need is their
 // whole fair share (planWithoutDag), so below it they are in the DRF tier
@@ -92,21 +93,20 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
 // to each other, whatever the load.
 // `reserve_nodes`: when the leftover's best job (the least remaining time)
 // has no task that fits a node's free room, the node is reserved for it and
-// the room that frees there is kept for it until its task fits (YARN's
-// reserved container; types.h NodeReservationOptions, the bounds). At 0.99
+// the room that frees there is kept for it from the leftover tier's packing
+// until its task fits (YARN's reserved container; types.h
+// NodeReservationOptions: whom the room is kept from, the bounds). At 0.99
 // of the vcores allocated the room that frees on a node at a time is rarely
 // as large as the shortest jobs' tasks, and without it the leftover went to
 // the shortest job whose task fitted, so the jobs SRTF should serve first
-// got little of it (docs/experiments/carbyne.md). Off by default: the kept
-// room is kept from every ad-hoc app, jobs below their need and new jobs'
-// AMs included, and on a cluster whose bound rounds up to every node (one
-// node: ceil(0.05 x 1)) a reservation re-made at each timeout for a job
-// still first kept a new job's AM from starting at all. Keeping it only
-// from the leftover tier is needed before the RM and the simulator use it.
+// got little of it (docs/experiments/carbyne.md). The room is not kept from
+// jobs below their need (§4.1 serves them before any leftover; a new job
+// and its AM among them) nor from other queues, so a reservation never
+// delays a job's fair share.
 struct LeftoverPacking {
   double eps = 0.5;
   double tau_s = 60.0;
-  bool reserve_nodes = false;
+  bool reserve_nodes = true;
 };
 
 // Provides every extension point but the constraint-aware app ordering

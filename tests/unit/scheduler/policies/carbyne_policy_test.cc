@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -775,6 +776,131 @@ TEST(CarbyneReservationTest, ReservationEndsAtItsTimeout) {
   EXPECT_EQ(late.allocations[0].node.value(), "n1");
   EXPECT_EQ(late.allocations[0].app.value(), "small");
   EXPECT_EQ(s->numReservedNodes(), 0);
+}
+
+// leftoverHeadScenario's first two heartbeats with the policy reserving,
+// in leaf `leaf` of a scheduler with `queues` (each with its policy): long
+// (user u1) holds 6 of the 8 slots of n1 (its containers in *long_c), near
+// (u2) its critical slot, and n1, reserved for near's 2-slot task, keeps
+// its one free slot for it.
+std::unique_ptr<Scheduler> reservedForNear(std::vector<AdhocQueueConfig> queues,
+                                           const std::string& leaf,
+                                           std::vector<ContainerId>* long_c) {
+  SchedulerOptions o;
+  o.adhoc_queues = std::move(queues);
+  auto created = Scheduler::create(std::move(o));
+  EXPECT_TRUE(created.isOk());
+  if (!created.isOk()) return nullptr;
+  std::unique_ptr<Scheduler> s = std::move(created).value();
+  EXPECT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  EXPECT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc(leaf)).isOk());
+  DagStage la = stage(1, 100), lb = stage(12, 10);
+  la.request_id = "a";
+  lb.request_id = "b";
+  EXPECT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
+  EXPECT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
+  *long_c = containersOf(s->schedulePass(kT0), "long");
+  EXPECT_EQ(long_c->size(), 8u);
+  EXPECT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc(leaf)).isOk());
+  DagStage na = stage(1, 30), nb = stage(2, 10);
+  na.request_id = "a";
+  nb.request_id = "b";
+  nb.task = kTask * 2;
+  EXPECT_TRUE(s->reportDag(AppId("near"), {na, nb}).isOk());
+  ResourceRequest big = ask(2, "b", 1);
+  big.capability = kTask * 2;
+  EXPECT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), big}).isOk());
+  for (int i = 1; i <= 2; i++) {
+    EXPECT_TRUE(s->containerCompleted(long_c->back()).isOk());
+    long_c->pop_back();
+    auto r = s->schedulePass(kT0 + Millis(1000 * i));
+    EXPECT_EQ(containersOf(r, "near").size(), i == 1 ? 1u : 0u) << i;
+    EXPECT_TRUE(containersOf(r, "long").empty()) << i;
+  }
+  EXPECT_EQ(s->numReservedNodes(), 1);
+  return s;
+}
+
+std::shared_ptr<const QueueOrderingPolicy> reservingCarbyne() {
+  return std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, true});
+}
+
+std::vector<AdhocQueueConfig> oneCarbyneLeaf() {
+  return {{"root.default", 1.0, reservingCarbyne()}};
+}
+
+// The room kept for the leftover's best job is not kept from a job below its
+// need (a new job, served before any leftover): "fresh" (one 50 s task, its
+// need) takes the free slot of the node reserved for near, and the
+// reservation stands. The slot that frees next is kept from the leftover
+// tier (long, whose slack tasks fit it; fresh, now holding its need); once
+// two slots are free near's 2-slot task is served there.
+TEST(CarbyneReservationTest, JobBelowItsNeedTakesRoomReservedForTheLeftover) {
+  std::vector<ContainerId> long_c;
+  auto s = reservedForNear(oneCarbyneLeaf(), "root.default", &long_c);
+  ASSERT_NE(s, nullptr);
+  if (HasFailure()) return;
+  ASSERT_TRUE(s->addApp(AppId("fresh"), UserId("u3"), QueueRef::adhoc("root.default")).isOk());
+  DagStage fa = stage(1, 50);
+  fa.request_id = "a";
+  ASSERT_TRUE(s->reportDag(AppId("fresh"), {fa}).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("fresh"), {ask(1, "a", 0)}).isOk());
+  ASSERT_EQ(s->appHint(AppId("fresh")).value().need, kTask);
+  auto r = s->schedulePass(kT0 + Millis(3000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "fresh");
+  EXPECT_EQ(s->numReservedNodes(), 1);
+
+  // Another leftover-tier job cannot take the reserved room.
+  ASSERT_TRUE(s->updateAsks(AppId("fresh"), {ask(1, "b", 1)}).isOk());
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  long_c.pop_back();
+  EXPECT_TRUE(s->schedulePass(kT0 + Millis(4000)).allocations.empty());
+  EXPECT_EQ(s->numReservedNodes(), 1);
+
+  // The reservation is served when its task fits.
+  ASSERT_TRUE(s->containerCompleted(long_c.back()).isOk());
+  long_c.pop_back();
+  auto served = s->schedulePass(kT0 + Millis(5000));
+  ASSERT_FALSE(served.allocations.empty());
+  EXPECT_EQ(served.allocations[0].app.value(), "near");
+  EXPECT_TRUE(served.allocations[0].resource == kTask * 2);
+  EXPECT_EQ(served.allocations[0].node.value(), "n1");
+}
+
+// A new job's AM (its app has reported no DAG yet, so it is below its need,
+// its whole fair share) takes the slot of the node reserved for the
+// leftover's best job.
+TEST(CarbyneReservationTest, NewJobsAmTakesRoomReservedForTheLeftover) {
+  std::vector<ContainerId> long_c;
+  auto s = reservedForNear(oneCarbyneLeaf(), "root.default", &long_c);
+  ASSERT_NE(s, nullptr);
+  if (HasFailure()) return;
+  ASSERT_TRUE(s->addApp(AppId("fresh"), UserId("u3"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(
+      s->updateAsks(AppId("fresh"), {ask(1, "am", std::numeric_limits<int32_t>::min())}).isOk());
+  auto r = s->schedulePass(kT0 + Millis(3000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "fresh");
+  EXPECT_EQ(r.allocations[0].request_id, "am");
+  EXPECT_EQ(s->numReservedNodes(), 1);
+}
+
+// A reservation for one leaf's leftover keeps nothing from another queue:
+// root.b's app takes the free slot of the node reserved for near in root.a.
+TEST(CarbyneReservationTest, OtherQueuesSeeTheWholeRoom) {
+  std::vector<ContainerId> long_c;
+  auto s = reservedForNear(
+      {{"root.a", 1.0, reservingCarbyne()}, {"root.b", 1.0, std::make_shared<DrfOrderingPolicy>()}},
+      "root.a", &long_c);
+  ASSERT_NE(s, nullptr);
+  if (HasFailure()) return;
+  ASSERT_TRUE(s->addApp(AppId("other"), UserId("u3"), QueueRef::adhoc("root.b")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("other"), {ask(3)}).isOk());
+  auto r = s->schedulePass(kT0 + Millis(3000));
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app.value(), "other");
+  EXPECT_EQ(s->numReservedNodes(), 1);
 }
 
 TEST(CarbyneReservationTest, BadOptionsNameTheField) {
