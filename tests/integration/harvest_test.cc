@@ -64,6 +64,27 @@ class HarvestIT : public ClusterTest {
     }
     ASSERT_TRUE(waitLiveNodes(nodes)) << rm_.log();
   }
+  // A one-stage job of `tasks` tasks of 256 MiB and 1 vcore running
+  // `command`, as a job file.
+  std::string etlJob(int tasks, const std::string& command) {
+    return writeJob(
+        "name: nightly-etl\n"
+        "stages:\n"
+        "  - name: work\n"
+        "    tasks: " +
+        std::to_string(tasks) + "\n    command: \"" + command +
+        "\"\n"
+        "    resources: {memory_mib: 256, vcores: 1}\n");
+  }
+  // Submits `file` and waits up to `timeout` for the app to finish; its id.
+  std::string runToEnd(const std::string& file, std::chrono::seconds timeout) {
+    auto [code, out] = ctl({"app", "submit", file});
+    EXPECT_EQ(code, 0) << out;
+    std::string id = out.substr(0, out.find('\n'));
+    EXPECT_TRUE(waitFinal(id, timeout)) << rm_.log();
+    EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
+    return id;
+  }
   std::vector<std::string> usage_;
 };
 
@@ -156,25 +177,8 @@ TEST_F(HarvestIT, LongJobRunsOnTheClassWithHeadroom) {
       startHarvestCluster({"--set", "rm.harvest.cluster-every=1s", "--set",
                            "rm.harvest.short-max=100ms", "--set", "rm.harvest.long-min=500ms"},
                           {4.0, 0.1}));
-  auto job = [this](int tasks) {
-    return writeJob(
-        "name: nightly-etl\n"
-        "stages:\n"
-        "  - name: work\n"
-        "    tasks: " +
-        std::to_string(tasks) +
-        "\n"
-        "    command: \"sleep 2\"\n"
-        "    resources: {memory_mib: 256, vcores: 1}\n");
-  };
-  auto run = [this](const std::string& file) {
-    auto [code, out] = ctl({"app", "submit", file});
-    EXPECT_EQ(code, 0) << out;
-    std::string id = out.substr(0, out.find('\n'));
-    EXPECT_TRUE(waitFinal(id, 20s)) << rm_.log();
-    EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
-    return id;
-  };
+  auto job = [this](int tasks) { return etlJob(tasks, "sleep 2"); };
+  auto run = [this](const std::string& file) { return runToEnd(file, 20s); };
   run(job(1));  // the job's first run: its length (> 2 s) makes it long
   json classes;
   std::map<std::string, std::string> class_of;
@@ -241,25 +245,8 @@ TEST_F(HarvestIT, FullClassFallsBackToTheNextRankedClass) {
       startHarvestCluster({"--set", "rm.harvest.cluster-every=10s", "--set",
                            "rm.harvest.short-max=100ms", "--set", "rm.harvest.long-min=500ms"},
                           {0.1, 2.2, 5.0}, {"--set", "nm.harvest.reserve=memory=256,vcores=2"}));
-  auto job = [this](int tasks) {
-    return writeJob(
-        "name: nightly-etl\n"
-        "stages:\n"
-        "  - name: work\n"
-        "    tasks: " +
-        std::to_string(tasks) +
-        "\n"
-        "    command: \"sleep 5\"\n"
-        "    resources: {memory_mib: 256, vcores: 1}\n");
-  };
-  auto run = [this](const std::string& file) {
-    auto [code, out] = ctl({"app", "submit", file});
-    EXPECT_EQ(code, 0) << out;
-    std::string id = out.substr(0, out.find('\n'));
-    EXPECT_TRUE(waitFinal(id, 40s)) << rm_.log();
-    EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
-    return id;
-  };
+  auto job = [this](int tasks) { return etlJob(tasks, "sleep 5"); };
+  auto run = [this](const std::string& file) { return runToEnd(file, 40s); };
   run(job(1));  // before the classes: its length (> 5 s) makes the job long
   std::map<std::string, std::string> class_of;
   ASSERT_TRUE(waitFor(

@@ -574,6 +574,30 @@ std::vector<ContainerId> containersOf(const NodeUpdateResult& r, const std::stri
   return out;
 }
 
+// On n1 (8 slots) of `s`: "long" (user u1; 1 x 100 s critical + 12 x 10 s
+// slack) takes all 8 slots (its containers in *long_c), then "near" (u2; 1 x
+// 30 s critical + 2 x 10 s slack of 2 slots each) arrives, in leaf `leaf`.
+void addLongThenNear(Scheduler* s, const std::string& leaf, std::vector<ContainerId>* long_c) {
+  EXPECT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
+  EXPECT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc(leaf)).isOk());
+  DagStage la = stage(1, 100), lb = stage(12, 10);
+  la.request_id = "a";
+  lb.request_id = "b";
+  EXPECT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
+  EXPECT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
+  *long_c = containersOf(s->schedulePass(kT0), "long");
+  EXPECT_EQ(long_c->size(), 8u);
+  EXPECT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc(leaf)).isOk());
+  DagStage na = stage(1, 30), nb = stage(2, 10);
+  na.request_id = "a";
+  nb.request_id = "b";
+  nb.task = kTask * 2;
+  EXPECT_TRUE(s->reportDag(AppId("near"), {na, nb}).isOk());
+  ResourceRequest big = ask(2, "b", 1);
+  big.capability = kTask * 2;
+  EXPECT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), big}).isOk());
+}
+
 // The leftover's shortest job, whose slack task (2 slots) is larger than
 // what frees at a time on a full node, gets the node reserved and the room
 // kept for it instead of lent to a longer job. 8 slots; "long" (1 x 100 s
@@ -590,26 +614,9 @@ void leftoverHeadScenario(bool reserve, NodeUpdateResult* second, NodeUpdateResu
   // option stays off); the baseline does not.
   auto s = reservingScheduler(
       std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, reserve}), false);
-  ASSERT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
-  ASSERT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
-  DagStage la = stage(1, 100), lb = stage(12, 10);
-  la.request_id = "a";
-  lb.request_id = "b";
-  ASSERT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
-  ASSERT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
-  auto first = s->schedulePass(kT0);
-  std::vector<ContainerId> long_c = containersOf(first, "long");
-  ASSERT_EQ(long_c.size(), 8u);
-
-  ASSERT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
-  DagStage na = stage(1, 30), nb = stage(2, 10);
-  na.request_id = "a";
-  nb.request_id = "b";
-  nb.task = kTask * 2;
-  ASSERT_TRUE(s->reportDag(AppId("near"), {na, nb}).isOk());
-  ResourceRequest big = ask(2, "b", 1);
-  big.capability = kTask * 2;
-  ASSERT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), big}).isOk());
+  std::vector<ContainerId> long_c;
+  addLongThenNear(s.get(), "root.default", &long_c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_EQ(s->appHint(AppId("near")).value().need, kTask);  // its critical task only
 
   // The first slot that frees: near's needed task (DRF tier).
@@ -792,24 +799,7 @@ std::unique_ptr<Scheduler> reservedForNear(std::vector<AdhocQueueConfig> queues,
   EXPECT_TRUE(created.isOk());
   if (!created.isOk()) return nullptr;
   std::unique_ptr<Scheduler> s = std::move(created).value();
-  EXPECT_TRUE(s->addNode(NodeId("n1"), slots(8), {}).isOk());
-  EXPECT_TRUE(s->addApp(AppId("long"), UserId("u1"), QueueRef::adhoc(leaf)).isOk());
-  DagStage la = stage(1, 100), lb = stage(12, 10);
-  la.request_id = "a";
-  lb.request_id = "b";
-  EXPECT_TRUE(s->reportDag(AppId("long"), {la, lb}).isOk());
-  EXPECT_TRUE(s->updateAsks(AppId("long"), {ask(1, "a", 0), ask(12, "b", 1)}).isOk());
-  *long_c = containersOf(s->schedulePass(kT0), "long");
-  EXPECT_EQ(long_c->size(), 8u);
-  EXPECT_TRUE(s->addApp(AppId("near"), UserId("u2"), QueueRef::adhoc(leaf)).isOk());
-  DagStage na = stage(1, 30), nb = stage(2, 10);
-  na.request_id = "a";
-  nb.request_id = "b";
-  nb.task = kTask * 2;
-  EXPECT_TRUE(s->reportDag(AppId("near"), {na, nb}).isOk());
-  ResourceRequest big = ask(2, "b", 1);
-  big.capability = kTask * 2;
-  EXPECT_TRUE(s->updateAsks(AppId("near"), {ask(1, "a", 0), big}).isOk());
+  addLongThenNear(s.get(), leaf, long_c);
   for (int i = 1; i <= 2; i++) {
     EXPECT_TRUE(s->containerCompleted(long_c->back()).isOk());
     long_c->pop_back();
