@@ -251,8 +251,8 @@ class RmHttpTest : public ::testing::Test {
   //               [t0, t0 + 10 min); alice submits app "etl" (root.default,
   //               tags nightly and team=data, priority 3), nm1's heartbeat
   //               starts its AM; the AM asks 2 tasks, the next heartbeat
-  //               grants both (3 containers: 3 GiB, 3 vcores), then the AM
-  //               asks 50 more (pending).
+  //               grants both (3 containers: 3 GiB, 3 vcores), the AM
+  //               reads them, then asks 50 more (pending).
   //  t1 = t0+11s  nm1 reports 3 GiB / 3 vcores in use, 3 containers, RSS
   //               2000 MiB, 1.5 cores; nm2 never reported and is lost. bob
   //               submits "probe" to root.other, alice "in-res" into the
@@ -275,6 +275,7 @@ class RmHttpTest : public ::testing::Test {
     ASSERT_EQ(rm_->apps().get(etl_)->state, AppState::kRunning);
     ASSERT_NO_FATAL_FAILURE(amAsks(etl_, 2));
     ASSERT_NO_FATAL_FAILURE(heartbeat("nm1", Resource(1024, 1), 0, 0, 1, true));
+    ASSERT_NO_FATAL_FAILURE(amAsks(etl_, 0));  // reads the two grants
     ASSERT_NO_FATAL_FAILURE(amAsks(etl_, 50));
 
     clock_.advance(Millis(11'000));
