@@ -314,12 +314,16 @@ nlohmann::json runOne(Config c) {
     }
   });
   std::string last_phase;
+  double last_print = 0;  // wall seconds of the last progress line
+  // The engine calls this under its own lock (one call at a time). A line at
+  // each phase's start and end, and at least every 30 s between.
   auto s = sim::runExperiment(
       workload, o, *specs,
       [&](const std::string& p, int64_t d, int64_t t) {
         if (p != last_phase && !last_phase.empty()) steps_before += steps_phase;
         steps_phase = d;
-        if (p != last_phase || d == t) {
+        if (p != last_phase || d == t || since(t1) - last_print >= 30) {
+          last_print = since(t1);
           std::fprintf(stderr, "  %s %lld/%lld steps at %.1f s\n", p.c_str(),
                        static_cast<long long>(d), static_cast<long long>(t), since(t1));
           last_phase = p;
