@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::string fallback_name = "hold";
   app.add_option("--history-fallback", fallback_name,
                  "History placement outside the job's classes: hold (default), ranked or any");
-  double history_hold_s = 1800;
+  double history_hold_s = 86400;
   app.add_option("--history-hold", history_hold_s,
                  "Seconds a task no server is predicted to fit is held (--history-fallback hold)")
       ->check(CLI::NonNegativeNumber);

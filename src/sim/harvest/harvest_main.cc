@@ -118,10 +118,10 @@ int main(int argc, char** argv) {
                  "'ranked' = a server with a core now whose class ranks highest for the job's "
                  "length type, the one with the most room within that type's headroom; 'any' = "
                  "any server with a core now");
-  double history_hold_s = 1800;
+  double history_hold_s = 86400;
   app.add_option("--history-hold", history_hold_s,
                  "Seconds a task no server is predicted to fit is held before the ranked "
-                 "fallback (--history-fallback hold; default 1800)")
+                 "fallback (--history-fallback hold; default 86400)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--history-rise-quantile", ho.history_rise_quantile,
                  "Quantile of the history's rises over a task's run that --history-fallback hold "

@@ -213,7 +213,7 @@ struct HarvestSimOptions {
   // kHold only: how long a stage's tasks are held while no server is
   // predicted to fit them before they take the ranked fallback (0: at once,
   // which still prefers servers predicted to fit).
-  Millis history_hold{Millis(30 * 60 * 1000)};
+  Millis history_hold{Millis(24 * 3600 * 1000)};
   // kHold only: the quantile of the history's rises over a run's span that
   // predicts a constant or unpredictable primary (in [0, 1]; 0.9: a rise
   // seen in at most a tenth of the history's windows is not planned for).
