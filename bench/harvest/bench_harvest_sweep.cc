@@ -106,10 +106,19 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain_s, "Seconds jobs may run on after the day")
       ->check(CLI::Range(0.0, 7 * 86400.0));
   app.add_option("--blocks", blocks, "Blocks per storage run")->check(CLI::Range(1, 10000000));
-  std::string fallback_name = "ranked";
+  std::string fallback_name = "hold";
   app.add_option("--history-fallback", fallback_name,
-                 "History placement outside the job's classes: ranked (default) or any");
+                 "History placement outside the job's classes: hold (default), ranked or any");
+  double history_hold_s = 86400;
+  app.add_option("--history-hold", history_hold_s,
+                 "Seconds a task no server is predicted to fit is held (--history-fallback hold)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--history-rise-quantile", ho.history_rise_quantile,
+                 "Quantile of the history's rises predicted for constant and unpredictable "
+                 "primaries (--history-fallback hold)")
+      ->check(CLI::Range(0.0, 1.0));
   CLI11_PARSE(app, argc, argv);
+  ho.history_hold = Millis(static_cast<int64_t>(history_hold_s * 1000));
   if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
     ho.history_fallback = *f;
   } else {
@@ -175,10 +184,10 @@ int main(int argc, char** argv) {
   std::printf(
       "%d tenants x %d servers, 16 cores, class shares %g,%g,%g (periodic,constant,"
       "unpredictable), SWIM x%.0f (sample %.2f), cpu-kill-after %.0f s, primary memory %.2f x "
-      "CPU, history fallback %s%s\n",
+      "CPU, history fallback %s (hold %.0f s, rise quantile %.2f)%s\n",
       tenants, ho.servers_per_tenant, (*mix)[0], (*mix)[1], (*mix)[2], duration_scale,
       ho.job_sample, cpu_kill_after_s, ho.primary_memory,
-      sim::historyFallbackName(ho.history_fallback),
+      sim::historyFallbackName(ho.history_fallback), history_hold_s, ho.history_rise_quantile,
       storage_only ? ", storage only" : (no_storage ? ", no storage" : ""));
   for (double u : utils) {
     // Per strategy, per seed.
@@ -219,6 +228,8 @@ int main(int argc, char** argv) {
              {"jobs_without_class", r->jobs_without_class},
              {"tasks_outside_class", r->tasks_outside_class},
              {"tenants_mislabelled", r->tenants_mislabelled},
+             {"held_task_h", r->held_task_s / 3600},
+             {"tasks_placed_after_hold", r->tasks_placed_after_hold},
              {"tasks_outside_classes_throttled_task_h", r->throttled_task_s_by_placement[1] / 3600},
              {"tasks_without_class_throttled_task_h", r->throttled_task_s_by_placement[2] / 3600},
              {"long_throttled_task_h", r->throttled_task_s_by_length[kLong] / 3600},
@@ -456,6 +467,9 @@ int main(int argc, char** argv) {
   report.figures()["no_storage"] = no_storage;
   report.figures()["strategies"] = names;
   report.figures()["mix"] = *mix;
+  report.figures()["history_fallback"] = sim::historyFallbackName(ho.history_fallback);
+  report.figures()["history_hold_s"] = history_hold_s;
+  report.figures()["history_rise_quantile"] = ho.history_rise_quantile;
   if (targets) {
     report.figures()["gain_by_util"] = gains;
     report.figures()["gain_top"] = gain_top;

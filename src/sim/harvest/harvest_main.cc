@@ -6,7 +6,8 @@
 //       [--blocks B] [--days D] [--duration-scale F] [--no-class-wait S]
 //       [--drain S] [--weights LENGTH:P,C,U]... [--mean-util U]
 //       [--cpu-kill-after S] [--primary-memory F] [--replicas N]
-//       [--strategies NAME,...] [--history-fallback ranked|any] [--json]
+//       [--strategies NAME,...] [--history-fallback hold|ranked|any]
+//       [--history-hold S] [--history-rise-quantile Q] [--json]
 //
 // Prints, per strategy (history, primary-aware, random; --strategies picks
 // others, e.g. the clairvoyant bounds of harvest_sim.h), task kills, job
@@ -109,12 +110,23 @@ int main(int argc, char** argv) {
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
                  "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
-  std::string fallback_name = "ranked";
+  std::string fallback_name = "hold";
   app.add_option("--history-fallback", fallback_name,
                  "History placement, a task its job's classes have no room for (or of a job "
-                 "without classes): 'ranked' = a server with a core now whose class ranks "
-                 "highest for the job's length type, the one with the most room within that "
-                 "type's headroom (default); 'any' = any server with a core now");
+                 "without classes): 'hold' = only servers predicted to leave it a core for its "
+                 "expected run, in the ranked order, else held for --history-hold (default); "
+                 "'ranked' = a server with a core now whose class ranks highest for the job's "
+                 "length type, the one with the most room within that type's headroom; 'any' = "
+                 "any server with a core now");
+  double history_hold_s = 86400;
+  app.add_option("--history-hold", history_hold_s,
+                 "Seconds a task no server is predicted to fit is held before the ranked "
+                 "fallback (--history-fallback hold; default 86400)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--history-rise-quantile", ho.history_rise_quantile,
+                 "Quantile of the history's rises over a task's run that --history-fallback hold "
+                 "predicts for constant and unpredictable primaries (default 0.9)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
   if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
@@ -124,6 +136,7 @@ int main(int argc, char** argv) {
   }
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
+  ho.history_hold = Millis(static_cast<int64_t>(history_hold_s * 1000));
   ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
   ho.cpu_kill_after = Millis(static_cast<int64_t>(cpu_kill_after_s * 1000));
   for (const auto& w : weights) {
@@ -205,6 +218,8 @@ int main(int argc, char** argv) {
          {"jobs_without_class", r->jobs_without_class},
          {"tasks_outside_class", r->tasks_outside_class},
          {"tenants_mislabelled", r->tenants_mislabelled},
+         {"held_task_s", r->held_task_s},
+         {"tasks_placed_after_hold", r->tasks_placed_after_hold},
          {"tasks_by_placement", breakdown(r->tasks_by_placement, placements)},
          {"throttled_task_s_by_placement", breakdown(r->throttled_task_s_by_placement, placements)},
          {"throttled_task_s_by_length", breakdown(r->throttled_task_s_by_length, lengths)},
@@ -245,11 +260,12 @@ int main(int argc, char** argv) {
     std::printf(
         "%-22s lost %.1f core-h; throttled %.1f task-h (%.1f core-h slower); memory kills %lld; "
         "jobs without class %lld; tasks outside their classes %lld; tenants misclassified %lld; "
-        "kills on",
+        "held %.1f task-h, %lld tasks placed after the hold; kills on",
         p["strategy"].get<std::string>().c_str(), p["lost_core_s"].get<double>() / 3600,
         p["throttled_task_s"].get<double>() / 3600, p["throttle_lost_core_s"].get<double>() / 3600,
         p["memory_kills"].get<long long>(), p["jobs_without_class"].get<long long>(),
-        p["tasks_outside_class"].get<long long>(), p["tenants_mislabelled"].get<long long>());
+        p["tasks_outside_class"].get<long long>(), p["tenants_mislabelled"].get<long long>(),
+        p["held_task_s"].get<double>() / 3600, p["tasks_placed_after_hold"].get<long long>());
     for (const auto& [k, v] : p["kills_by_pattern"].items())
       std::printf(" %s %lld", k.c_str(), v.get<long long>());
     std::printf("; throttled task-h on");

@@ -46,13 +46,21 @@ Result<PlacementStrategy> parsePlacementStrategy(const std::string& name) {
 }
 
 const char* historyFallbackName(HistoryFallback f) {
-  return f == HistoryFallback::kAnyServer ? "any" : "ranked";
+  switch (f) {
+    case HistoryFallback::kRanked:
+      return "ranked";
+    case HistoryFallback::kAnyServer:
+      return "any";
+    case HistoryFallback::kHold:
+      return "hold";
+  }
+  return "?";
 }
 
 Result<HistoryFallback> parseHistoryFallback(const std::string& name) {
-  for (auto f : {HistoryFallback::kRanked, HistoryFallback::kAnyServer})
+  for (auto f : {HistoryFallback::kRanked, HistoryFallback::kAnyServer, HistoryFallback::kHold})
     if (name == historyFallbackName(f)) return f;
-  return invalidArgument("history-fallback", "'" + name + "' is not one of ranked, any");
+  return invalidArgument("history-fallback", "'" + name + "' is not one of ranked, any, hold");
 }
 
 const char* replicaStrategyName(ReplicaStrategy s) {
@@ -251,9 +259,10 @@ namespace {
 struct Task {
   int job;
   int stage;
-  double work_left;  // ticks at full speed still to run
-  double work;       // ticks at full speed in all
-  int placed = 0;    // history: 0 in its job's classes, 1 outside them, 2 job without class
+  double work_left;          // ticks at full speed still to run
+  double work;               // ticks at full speed in all
+  int placed = 0;            // history: 0 in its job's classes, 1 outside them, 2 job without class
+  int64_t expected_end = 0;  // start tick + work: when history expects it to end
 };
 
 struct JobRt {
@@ -265,6 +274,9 @@ struct JobRt {
   int64_t dur_ticks[2] = {1, 1};
   std::vector<int> preferred;  // servers of the chosen classes (history)
   int64_t hold_until = -1;     // history: held without a class until this tick
+  // History with kHold: the tick since which the stage has held tasks no
+  // server was predicted to fit (-1: none held).
+  int64_t held_since[2] = {-1, -1};
   int64_t finish_tick = -1;
   rm::JobLength length = rm::JobLength::kMedium;
 };
@@ -316,6 +328,7 @@ class HarvestRun {
     for (size_t c = 0; c < classes_.size(); c++)
       for (int t : class_tenants_[c])
         tenants_mislabelled_ += traces_[t].truth != classes_[c].pattern ? 1 : 0;
+    buildPrediction();
     server_class_.assign(servers_.size(), -1);
     server_pos_.assign(servers_.size(), -1);
     for (size_t c = 0; c < classes_.size(); c++) {
@@ -410,6 +423,8 @@ class HarvestRun {
     r.jobs_without_class = jobs_without_class_;
     r.tasks_outside_class = tasks_outside_class_;
     r.tenants_mislabelled = tenants_mislabelled_;
+    r.held_task_s = held_ticks_ * tick_s;
+    r.tasks_placed_after_hold = tasks_after_hold_;
     for (size_t k = 0; k < 3; k++) {
       r.tasks_by_placement[k] = tasks_by_placement_[k];
       r.throttled_task_s_by_placement[k] = throttled_by_placement_[k] * tick_s;
@@ -753,6 +768,126 @@ class HarvestRun {
     return rm::headroomMargin(type, classes_[static_cast<size_t>(c)], n);
   }
 
+  // kHold's tables (see rise_ and profile_), from the history days only.
+  void buildPrediction() {
+    const auto n = static_cast<size_t>(historySteps());
+    const auto day = static_cast<size_t>(per_day_);
+    rise_.assign(traces_.size(), {});
+    profile_.assign(traces_.size(), {});
+    for (size_t t = 0; t < traces_.size(); t++) {
+      const auto& h = traces_[t].util;
+      auto& r = rise_[t];
+      r.assign(std::max<size_t>(n, 1), 0.0);
+      std::vector<double> top(h.begin(), h.begin() + static_cast<long>(n)), rises;
+      for (size_t k = 1; k < n; k++) {
+        rises.clear();
+        for (size_t i = 0; i + k < n; i++) {
+          top[i] = std::max(top[i], h[i + k]);
+          rises.push_back(top[i] - h[i]);
+        }
+        const auto q = static_cast<size_t>(
+            std::ceil(o_.history_rise_quantile * static_cast<double>(rises.size() - 1)));
+        std::nth_element(rises.begin(), rises.begin() + static_cast<long>(q), rises.end());
+        r[k] = std::max(r[k - 1], rises[q]);
+      }
+      std::vector<double> tod(2 * day, 0.0);
+      for (size_t i = 0; i < n; i++) tod[i % day] = std::max(tod[i % day], h[i]);
+      for (size_t i = 0; i < day; i++) tod[day + i] = tod[i];
+      auto& m = profile_[t];
+      m.push_back(tod);
+      for (size_t len = 2; len <= tod.size(); len *= 2) {
+        const auto& prev = m.back();
+        std::vector<double> next(tod.size() - len + 1);
+        for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
+        m.push_back(std::move(next));
+      }
+    }
+  }
+
+  // The steps a run of `work` ticks from `now` spans after the current one.
+  int64_t spanSteps(int64_t work, int64_t now) const {
+    return (now + std::max<int64_t>(work, 1) - 1) / ticks_per_step_ - now / ticks_per_step_;
+  }
+
+  // kHold's predicted primary share on `server` over a run of `work` ticks
+  // from `now` (see the top of harvest_sim.h).
+  double predictedShare(int server, int64_t work, int64_t now) const {
+    const Server& s = servers_[static_cast<size_t>(server)];
+    const auto t = static_cast<size_t>(s.tenant);
+    const double current = primaryCores(s, now) / o_.cores;
+    const int64_t k = spanSteps(work, now);
+    const int c = server_class_[static_cast<size_t>(server)];
+    if (c >= 0 && classes_[static_cast<size_t>(c)].pattern == rm::UtilPattern::kPeriodic) {
+      const auto& m = profile_[t];
+      const auto day = static_cast<size_t>(per_day_);
+      const auto len = static_cast<size_t>(std::min<int64_t>(k + 1, per_day_));
+      const size_t from = static_cast<size_t>(now / ticks_per_step_) % day;
+      size_t l = 0;
+      while ((size_t{2} << l) <= len) l++;
+      return std::max(current, std::max(m[l][from], m[l][from + len - (size_t{1} << l)]));
+    }
+    const auto& r = rise_[t];
+    return std::min(1.0, current + r[std::min(static_cast<size_t>(k), r.size() - 1)]);
+  }
+
+  // The fewest cores left on `server` over a run of `work` ticks from `now`
+  // beside the primary's predicted share, the reserve and the tasks there:
+  // each task counts until its expected end (start + its expected run; one
+  // past it, throttled, counts for the whole run), and the share is
+  // predicted over [now, b) for every b at which the tasks counted change.
+  double predictedMargin(int server, int64_t work, int64_t now) {
+    const Server& s = servers_[static_cast<size_t>(server)];
+    ends_.clear();
+    for (const auto& t : s.tasks)
+      ends_.push_back(t.expected_end > now ? t.expected_end - now : work);
+    std::sort(ends_.begin(), ends_.end());
+    auto n = static_cast<int64_t>(ends_.size());
+    double least = std::numeric_limits<double>::infinity();
+    size_t next = 0;
+    int64_t from = 0;
+    while (from < work) {
+      while (next < ends_.size() && ends_[next] <= from) {
+        next++;
+        n--;
+      }
+      const int64_t to = next < ends_.size() ? std::min(work, ends_[next]) : work;
+      least = std::min(least, o_.cores * (1 - predictedShare(server, to, now)) - o_.reserve_cores -
+                                  static_cast<double>(n));
+      from = to;
+    }
+    return least;
+  }
+
+  // kHold outside the job's classes: among the servers predicted to fit a
+  // task of `work` ticks, the first in the ranked order (ranking weight for
+  // `type`, then the most predicted room); ties drawn at random. -1: none.
+  int pickPredicted(rm::JobLength type, int64_t work, int64_t now) {
+    if (fit_failed_tick_ == now && work >= fit_failed_work_) return -1;
+    int best = -1;
+    double best_weight = 0, best_room = 0;
+    int64_t ties = 0;
+    for (size_t s = 0; s < servers_.size(); s++) {
+      if (room(servers_[s], now) < 1) continue;
+      const double r = predictedMargin(static_cast<int>(s), work, now);
+      if (r < 1) continue;
+      const double w = rankWeight(static_cast<int>(s), type);
+      const bool better = best < 0 || rm::ranksBefore(w, r, best_weight, best_room);
+      if (better || (w == best_weight && r == best_room)) {
+        ties = better ? 1 : ties + 1;
+        if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {
+          best = static_cast<int>(s);
+          best_weight = w;
+          best_room = r;
+        }
+      }
+    }
+    if (best < 0 && (fit_failed_tick_ != now || work < fit_failed_work_)) {
+      fit_failed_tick_ = now;
+      fit_failed_work_ = work;
+    }
+    return best;
+  }
+
   // Algorithm 1's ranking weight of `server`'s class for jobs of `type`
   // (0 without a class or weight).
   double rankWeight(int server, rm::JobLength type) const {
@@ -761,16 +896,34 @@ class HarvestRun {
     return rm::rankingWeight(o_.selection, type, classes_[static_cast<size_t>(c)].pattern);
   }
 
-  int pickServer(const JobRt& j, int stage, int64_t now) {
+  int pickServer(JobRt& j, int stage, int64_t now) {
     fallback_ = false;
+    held_ = false;
+    after_hold_ = false;
     if (clairvoyant()) return pickClairvoyant(j.dur_ticks[stage], now);
+    const bool history = strategy_ == PlacementStrategy::kHistory;
+    const bool hold = history && o_.history_fallback == HistoryFallback::kHold;
+    const int64_t work = j.dur_ticks[stage];
     std::vector<int> cand;
-    if (strategy_ == PlacementStrategy::kHistory) {
-      for (int s : j.preferred)
-        if (headroomRoom(servers_[s], s, j.length, now) >= 1) cand.push_back(s);
+    if (history) {
+      for (int s : j.preferred) {
+        if (headroomRoom(servers_[s], s, j.length, now) < 1) continue;
+        if (hold && predictedMargin(s, work, now) < 1) continue;
+        cand.push_back(s);
+      }
     }
-    if (cand.empty() && strategy_ == PlacementStrategy::kHistory &&
-        o_.history_fallback == HistoryFallback::kRanked) {
+    if (cand.empty() && hold) {
+      fallback_ = !j.preferred.empty();
+      const int best = pickPredicted(j.length, work, now);
+      if (best >= 0) return best;
+      if (j.held_since[stage] < 0) j.held_since[stage] = now;
+      if ((now - j.held_since[stage]) * o_.tick < o_.history_hold) {
+        held_ = true;
+        return -1;
+      }
+      after_hold_ = true;  // held long enough: the ranked fallback below
+    }
+    if (cand.empty() && history && o_.history_fallback != HistoryFallback::kAnyServer) {
       // Outside the classes (or without any), in Algorithm 1's order for
       // combining classes (rm::rankedFallback, node by node): the servers
       // whose class has the highest ranking weight for the job's length
@@ -815,10 +968,15 @@ class HarvestRun {
       for (int st = 0; st < 2; st++) {
         while (j.pending[st] > 0) {
           int s = pickServer(j, st, now);
-          if (s < 0) break;
+          if (s < 0) {
+            if (held_) held_ticks_ += static_cast<double>(j.pending[st]);
+            break;
+          }
           tasks_outside_class_ += fallback_ ? 1 : 0;
+          tasks_after_hold_ += after_hold_ ? 1 : 0;
           placeTask(ji, st, s, now);
         }
+        if (j.pending[st] == 0) j.held_since[st] = -1;
       }
     }
     active_ = std::move(still);
@@ -828,7 +986,7 @@ class HarvestRun {
     JobRt& j = jobs_[ji];
     const auto work = static_cast<double>(j.dur_ticks[stage]);
     const int placed = j.preferred.empty() ? 2 : (fallback_ ? 1 : 0);
-    servers_[s].tasks.push_back({ji, stage, work, work, placed});
+    servers_[s].tasks.push_back({ji, stage, work, work, placed, now + j.dur_ticks[stage]});
     if (strategy_ == PlacementStrategy::kHistory) tasks_by_placement_[placed]++;
     j.pending[stage]--;
     j.running[stage]++;
@@ -858,7 +1016,22 @@ class HarvestRun {
   int64_t tasks_outside_class_ = 0, tenants_mislabelled_ = 0;
   int64_t tasks_by_placement_[3] = {0, 0, 0};
   double throttled_by_length_[3] = {0, 0, 0}, throttled_by_placement_[3] = {0, 0, 0};
-  bool fallback_ = false;  // the last pickServer fell back outside the job's classes
+  bool fallback_ = false;    // the last pickServer fell back outside the job's classes
+  bool held_ = false;        // the last pickServer held the task (kHold: no server fits)
+  bool after_hold_ = false;  // the last pickServer's task took the ranked fallback after the hold
+  double held_ticks_ = 0;
+  int64_t tasks_after_hold_ = 0;
+  // kHold's prediction from the history days, per tenant: rise_[t][k] the
+  // largest rise of its share over any k steps; profile_[t][l][i] the largest
+  // of its per-time-of-day maximum over steps [i, i + 2^l) of two days
+  // (a sparse table, so a window crossing midnight is one query).
+  std::vector<std::vector<double>> rise_;
+  std::vector<std::vector<std::vector<double>>> profile_;
+  std::vector<int64_t> ends_;  // predictedMargin's scratch
+  // The shortest run (ticks) no server was predicted to fit at
+  // fit_failed_tick_: placements within a tick only take room, and a longer
+  // run is predicted no more room, so longer ones fail too.
+  int64_t fit_failed_tick_ = -1, fit_failed_work_ = 0;
   double lost_ticks_ = 0, throttled_ticks_ = 0, throttle_lost_ticks_ = 0;
   double throttled_by_pattern_[3] = {0, 0, 0};
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
@@ -880,6 +1053,9 @@ Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,
   if (o.no_class_wait.count() < 0) return invalidArgument("no_class_wait", "must be >= 0");
   if (o.drain.count() < 0) return invalidArgument("drain", "must be >= 0");
   if (o.cpu_kill_after.count() < 0) return invalidArgument("cpu_kill_after", "must be >= 0");
+  if (o.history_hold.count() < 0) return invalidArgument("history_hold", "must be >= 0");
+  if (!(o.history_rise_quantile >= 0 && o.history_rise_quantile <= 1))
+    return invalidArgument("history_rise_quantile", "must be in [0, 1]");
   if (!(o.primary_memory >= 0 && o.primary_memory <= 1))
     return invalidArgument("primary_memory", "must be in [0, 1]");
   const int64_t per_day = Millis(86400000) / o.step;

@@ -40,14 +40,35 @@
 // max(average, current); long: below max(peak, current)), drawn at random
 // among them; Algorithm 1 counts a class's room the same way, in whole
 // cores per server. When none has such room, or no class fitted, the soft
-// constraint falls back (our scheduler's delay, 3 s, is below one tick):
-// by default (HistoryFallback::kRanked) in the order in which Algorithm 1
-// combines classes, to a server with a core now whose class has the
-// highest ranking weight for the job's length type and, among those, the
-// most room within that type's headroom by its class's tags (the least
-// negative: where the class's history predicts the task the least over
-// what the primary leaves it); with kAnyServer to any server with a core
-// now, as primary-aware places.
+// constraint falls back (our scheduler's delay, 3 s, is below one tick).
+// HistoryFallback::kRanked: in the order in which Algorithm 1 combines
+// classes, to a server with a core now whose class has the highest ranking
+// weight for the job's length type and, among those, the most room within
+// that type's headroom by its class's tags (the least negative: where the
+// class's history predicts the task the least over what the primary leaves
+// it). kAnyServer: to any server with a core now, as primary-aware places.
+// kHold (the default) avoids creating stragglers: a task goes only to a
+// server where the primary is predicted to leave it a core for its whole
+// expected run, in its classes as above or, failing that, outside them in
+// the ranked order (ranking weight, then the most predicted room); when no
+// server is predicted to fit, the task is held and tried again every tick,
+// and once its stage has held tasks for `history_hold` it takes the kRanked
+// fallback. The prediction reads only the history days of the series (the
+// usage the RM records), the server's class pattern and the task's expected
+// run W, its stage's task duration in the job's last run (the SWIM duration,
+// as for the length type): with c the primary's current share and k the
+// 5-minute steps the run spans after the current one,
+//  - periodic class: max(c, the largest share the tenant's history days
+//    show over the same times of day, [now, now + W) modulo the day);
+//  - constant or unpredictable class: c + the rise of the tenant's history
+//    over k steps at `history_rise_quantile` (over every start step i of
+//    the history, the largest share over steps i..i+k less the share at i;
+//    quantile 1 is the largest rise seen; capped at 1).
+// It fits when, for every b in (0, W], cores x (1 - the share predicted
+// over [now, now + b)) - reserve - the server's tasks expected to run
+// still at now + b >= 1 (a task is expected to end at its start plus its
+// own expected run; one already past that counts for the whole run).
+// Only a held task waits: the rest of the job's tasks are placed as they fit.
 // Storage: a tenant's reimage wipes all its servers at once (Poisson, rate
 // per tenant); a wiped replica is back after `rereplicate`; a block is
 // lost when all its replicas are wiped at once, and unavailable while every
@@ -159,9 +180,9 @@ double throttleSpeed(double cpu_left, int64_t tasks);
 
 // Where history places a task its job's classes have no room for (or of
 // a job without classes); see the top of this file.
-enum class HistoryFallback { kRanked, kAnyServer };
-// "ranked", "any"; parseHistoryFallback: INVALID_ARGUMENT naming
-// "history-fallback" and both names for any other text.
+enum class HistoryFallback { kRanked, kAnyServer, kHold };
+// "ranked", "any", "hold"; parseHistoryFallback: INVALID_ARGUMENT naming
+// "history-fallback" and the names for any other text.
 const char* historyFallbackName(HistoryFallback f);
 Result<HistoryFallback> parseHistoryFallback(const std::string& name);
 
@@ -188,7 +209,15 @@ struct HarvestSimOptions {
   // memory overlap coincide with the CPU one.
   double primary_memory = 1.0;
   rm::SelectionOptions selection;  // Algorithm 1's length thresholds and ranking weights
-  HistoryFallback history_fallback = HistoryFallback::kRanked;
+  HistoryFallback history_fallback = HistoryFallback::kHold;
+  // kHold only: how long a stage's tasks are held while no server is
+  // predicted to fit them before they take the ranked fallback (0: at once,
+  // which still prefers servers predicted to fit).
+  Millis history_hold{Millis(24 * 3600 * 1000)};
+  // kHold only: the quantile of the history's rises over a run's span that
+  // predicts a constant or unpredictable primary (in [0, 1]; 0.9: a rise
+  // seen in at most a tenth of the history's windows is not planned for).
+  double history_rise_quantile = 0.9;
   uint64_t seed = 1;
 };
 
@@ -232,6 +261,11 @@ struct HarvestSimResult {
   double throttled_task_s_by_placement[3] = {0, 0, 0};
   // Task-seconds run throttled by the job's rm::JobLength (every strategy).
   double throttled_task_s_by_length[3] = {0, 0, 0};
+  // History with kHold only: task-seconds tasks spent held because no server
+  // was predicted to fit them, and tasks placed by the ranked fallback after
+  // `history_hold` (on a server not predicted to fit).
+  double held_task_s = 0;
+  int64_t tasks_placed_after_hold = 0;
 };
 
 Result<HarvestSimResult> runHarvestSim(const std::vector<PrimaryTrace>& traces,

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "harvest/harvest_selection.h"
 
@@ -183,8 +184,11 @@ TEST(HarvestSimTest, HistoryKeepsLongJobsOffTheSpikyTenant) {
 
 // A long job arriving while the flat tenant's headroom is taken (3 slots,
 // all held by an earlier 1-hour job) fits no class: run unconstrained at
-// once, its only room is on the spiky tenant, which kills it at noon; held
-// (no_class_wait), it waits until 11:00, then runs on the flat tenant unharmed.
+// once by the ranked fallback, its only room is on the spiky tenant, which
+// kills it at noon; held (no_class_wait), it waits until 11:00, then runs
+// on the flat tenant unharmed. The hold fallback, run at once, keeps its
+// tasks off the spiky tenant too: its history's rise (0.85 within a step)
+// leaves them no predicted core.
 TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
   std::vector<PrimaryTrace> traces = {middaySpike("spiky", 0.95), {}};
   traces[1].tenant = "flat";
@@ -195,6 +199,9 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
   jobs[1].name = "late";
   jobs[1].submit = Millis((10 * 60 + 30) * 60 * 1000);
   HarvestSimOptions o = minuteTicks(1);
+  o.history_fallback = HistoryFallback::kHold;
+  auto hold = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
+  o.history_fallback = HistoryFallback::kRanked;
   auto at_once = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
   o.no_class_wait = 1h;
   auto held = runHarvestSim(traces, jobs, PlacementStrategy::kHistory, o);
@@ -202,6 +209,9 @@ TEST(HarvestSimTest, HoldingAJobNoClassFitsAvoidsTheSpikyTenant) {
   ASSERT_TRUE(held.isOk());
   EXPECT_EQ(at_once->jobs_without_class, 1);
   EXPECT_EQ(at_once->task_kills, 2);
+  ASSERT_TRUE(hold.isOk());
+  EXPECT_EQ(hold->jobs_without_class, 1);
+  EXPECT_EQ(hold->task_kills, 0) << "the spiky tenant's history predicts its noon peak";
   EXPECT_EQ(held->jobs_without_class, 0);
   EXPECT_EQ(held->task_kills, 0);
   EXPECT_EQ(held->jobs_finished, 2);
@@ -602,6 +612,51 @@ TEST(HarvestSimTest, ClairvoyantWaitHoldsATaskUntilItFits) {
   EXPECT_EQ(wait->throttled_task_s, 0);
   EXPECT_DOUBLE_EQ(wait->mean_jct_s, 150 * 60);
   EXPECT_DOUBLE_EQ(now->throttled_task_s, 60 * 60);
+}
+
+// A daily wave: 0.5 - 0.45 cos(2 pi t / day), 0.05 at midnight, 0.95 at
+// noon, over three days (two of history: the classifier labels it
+// periodic; jobs run on the third). A 3-hour task
+// submitted at 06:00 (long: no class holds it under its 0.95 peak) finds 3
+// cores now, but the wave leaves it less than a core from about 08:15 to
+// 15:45. The ranked fallback places it at once and it runs throttled. The
+// hold predicts that from the history day (the largest share over the same
+// 3 hours of the day, counted for every tick of the run) and holds the task
+// until a 3-hour window fits (from 15:45: the wave falls from 0.75), so it
+// runs at full speed; held for only 1 hour, it then takes the ranked
+// fallback and runs throttled.
+TEST(HarvestSimTest, HoldKeepsATaskOffAServerItsHistoryPredictsWillThrottleIt) {
+  PrimaryTrace wave;
+  wave.tenant = "wave";
+  for (int i = 0; i < 3 * 288; i++)
+    wave.util.push_back(0.5 - 0.45 * std::cos(2 * std::numbers::pi * i / 288.0));
+  std::vector<SwimJob> jobs = {mapJob("etl", 6 * 60, 1, 180)};
+  HarvestSimOptions o = throttleOnly();
+  o.history_fallback = HistoryFallback::kRanked;
+  auto ranked = runHarvestSim({wave}, jobs, PlacementStrategy::kHistory, o);
+  o.history_fallback = HistoryFallback::kHold;
+  o.history_hold = 12h;
+  auto hold = runHarvestSim({wave}, jobs, PlacementStrategy::kHistory, o);
+  o.history_hold = 1h;
+  auto short_hold = runHarvestSim({wave}, jobs, PlacementStrategy::kHistory, o);
+  ASSERT_TRUE(ranked.isOk()) << ranked.status().message();
+  ASSERT_TRUE(hold.isOk());
+  ASSERT_TRUE(short_hold.isOk());
+  EXPECT_EQ(ranked->jobs_without_class, 1);
+  EXPECT_GT(ranked->throttled_task_s, 3600);
+  EXPECT_EQ(ranked->held_task_s, 0);
+  EXPECT_EQ(hold->jobs_finished, 1);
+  EXPECT_EQ(hold->throttled_task_s, 0);
+  EXPECT_EQ(hold->tasks_placed_after_hold, 0);
+  // Held from 06:00 until the window from about 15:45 fits.
+  EXPECT_GT(hold->held_task_s, 9 * 3600);
+  EXPECT_LT(hold->held_task_s, 10 * 3600);
+  EXPECT_DOUBLE_EQ(hold->mean_jct_s, hold->held_task_s + 3 * 3600);
+  EXPECT_DOUBLE_EQ(short_hold->held_task_s, 3600);
+  EXPECT_EQ(short_hold->tasks_placed_after_hold, 1);
+  EXPECT_GT(short_hold->throttled_task_s, 0);
+  EXPECT_EQ(historyFallbackName(*parseHistoryFallback("hold")), std::string("hold"));
+  EXPECT_EQ(HarvestSimOptions{}.history_fallback, HistoryFallback::kHold);
 }
 
 TEST(HarvestSimTest, ParsesStrategyNamesAndNamesBadOnes) {
