@@ -165,7 +165,8 @@ Result<RmConfig> validateRm(const rm::RmOptions& parsed, const DaemonConfigSourc
   rto.queue_max_resources = amo.limits.max_resources;
   MORPHEUS_RETURN_IF_ERROR(rm::validateHarvestRmOptions(rto.harvest));
   MORPHEUS_ASSIGN_OR_RETURN(rto.queue_weights, rm::parseQueueWeights(opts.queues));
-  MORPHEUS_RETURN_IF_ERROR(rm::resolveQueuePolicies(opts.queue_policies, amo.queues, &rto));
+  MORPHEUS_RETURN_IF_ERROR(
+      rm::resolveQueuePolicies(opts.queue_policies, amo.queues, opts.carbyne, &rto));
   // Dynamic reprovisioning (Morpheus §7): the monitoring thread's policy.
   rm::DraOptions& dra = config.dra;
   dra = opts.dra;

@@ -14,6 +14,16 @@
 
 namespace morpheus::rm {
 
+// Node reservations of the ad-hoc leaves under scheduler.policy carbyne
+// (sched::LeftoverPacking::reserve_nodes; the bounds are
+// sched::NodeReservationOptions'). Read at start-up only: a reload reports a
+// change as needing a restart.
+struct CarbyneRmOptions {
+  bool node_reservations = true;           // scheduler.carbyne.node-reservations
+  double reservable_nodes = 0.05;          // scheduler.carbyne.reservable-nodes, (0, 1]
+  Millis node_reservation_timeout{60000};  // scheduler.carbyne.node-reservation-timeout, > 0
+};
+
 struct RmOptions {
   DaemonOptions daemon;
   Millis node_expiry{10000};                                 // rm.node-expiry
@@ -36,6 +46,7 @@ struct RmOptions {
   Millis preemption_grace{15000};                            // rm.preemption-grace
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
   std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
+  CarbyneRmOptions carbyne;                                  // scheduler.carbyne.*
   // Queue and user limits (rm/core/queue_limits.h) and finished-app history.
   std::map<std::string, std::string> queue_max_running_apps;  // scheduler.max-running-apps
   std::map<std::string, std::string> queue_max_resources;     // scheduler.max-resources
@@ -175,6 +186,25 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "phoenix: constraint-aware (apps by arrival + expected duration - CRV waiting estimate "
       "of their hard constraints, DRF between users). Unlisted leaves use drf. Default: {} (drf "
       "everywhere).");
+  s.addBool("scheduler.carbyne.node-reservations", &o->carbyne.node_reservations, true,
+            "carbyne leaves: when the leftover's best job (the least estimated remaining time) "
+            "has no task that fits a node's free room, reserve the node for it (YARN's reserved "
+            "container): the room that frees there is kept from the leaf's other leftover-tier "
+            "jobs until the task fits. Jobs below their altruistic need (new jobs and their AMs "
+            "among them) and other queues still use the room. false: no node reservations, the "
+            "leftover goes to the shortest job whose task fits the node. Read at start-up.");
+  s.addDouble("scheduler.carbyne.reservable-nodes", &o->carbyne.reservable_nodes, 0.05, 0, 1,
+              "fraction of the nodes",
+              "carbyne leaves: most nodes reserved for one job at once, as a fraction of the "
+              "cluster's nodes, rounded up (at least one node; YARN's "
+              "yarn.scheduler.fair.reservable-nodes). A node is reserved for one job at a time. "
+              "Must be > 0 (scheduler.carbyne.node-reservations: false turns them off). Read at "
+              "start-up.");
+  s.addDuration("scheduler.carbyne.node-reservation-timeout", &o->carbyne.node_reservation_timeout,
+                Millis(60000), Millis(1),
+                "carbyne leaves: a node reservation ends after this long if its job's task has "
+                "not fitted by then; the node's room then goes to the job first in the leaf's "
+                "order at that heartbeat, which may reserve it again. Read at start-up.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

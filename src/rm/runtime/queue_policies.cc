@@ -1,19 +1,41 @@
 #include "rm/runtime/queue_policies.h"
 
+#include <sstream>
+
 #include "scheduler/policies/policy_factory.h"
 
 namespace morpheus::rm {
 
+Status validateCarbyneRmOptions(const CarbyneRmOptions& carbyne) {
+  if (!(carbyne.reservable_nodes > 0 && carbyne.reservable_nodes <= 1)) {
+    std::ostringstream v;
+    v << carbyne.reservable_nodes;
+    return invalidArgument("scheduler.carbyne.reservable-nodes",
+                           v.str() +
+                               " is out of range (0, 1] (to turn node reservations off, set "
+                               "scheduler.carbyne.node-reservations: false)");
+  }
+  if (carbyne.node_reservation_timeout <= Millis(0))
+    return invalidArgument("scheduler.carbyne.node-reservation-timeout", "must be > 0");
+  return Status::ok();
+}
+
 Status resolveQueuePolicies(const std::map<std::string, std::string>& by_path,
-                            const std::set<std::string>& leaves, RuntimeOptions* out) {
+                            const std::set<std::string>& leaves, const CarbyneRmOptions& carbyne,
+                            RuntimeOptions* out) {
+  MORPHEUS_RETURN_IF_ERROR(validateCarbyneRmOptions(carbyne));
+  sched::PolicySettings settings;
+  settings.carbyne.reserve_nodes = carbyne.node_reservations;
   std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> policies;
   for (const auto& [path, name] : by_path) {
     const std::string field = "scheduler.policy." + path;
     if (leaves.count(path) == 0)
       return invalidArgument(field, "'" + path + "' is not an ad-hoc leaf queue");
-    MORPHEUS_ASSIGN_OR_RETURN(policies[path], sched::makeOrderingPolicy(name, field));
+    MORPHEUS_ASSIGN_OR_RETURN(policies[path], sched::makeOrderingPolicy(name, field, settings));
   }
   out->queue_policies = std::move(policies);
+  out->node_reservation.reservable_nodes = carbyne.reservable_nodes;
+  out->node_reservation.timeout = carbyne.node_reservation_timeout;
   return Status::ok();
 }
 

@@ -79,6 +79,9 @@ struct RuntimeOptions {
   // Ad-hoc leaf path -> ordering policy of its users and apps
   // (scheduler.policy); leaves not listed use DRF.
   std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> queue_policies;
+  // Bounds of node reservations (scheduler.carbyne.reservable-nodes and
+  // node-reservation-timeout; sched::SchedulerOptions::node_reservation).
+  sched::NodeReservationOptions node_reservation;
   TlsOptions tls;  // the RM's mutual TLS, used for AM launches on NMs (plaintext when off)
   // Bounds and deadline of AM launches (AmLauncherOptions; its tls is
   // replaced by `tls` above).

@@ -3,24 +3,26 @@
 #include <functional>
 #include <utility>
 
-#include "scheduler/policies/carbyne_policy.h"
 #include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::sched {
 namespace {
 
-using Maker = std::function<std::shared_ptr<const QueueOrderingPolicy>()>;
+using Maker = std::function<std::shared_ptr<const QueueOrderingPolicy>(const PolicySettings&)>;
 
 template <typename P>
 std::pair<std::string_view, Maker> entry(std::string_view name) {
-  return {name, [] { return std::make_shared<const P>(); }};
+  return {name, [](const PolicySettings&) { return std::make_shared<const P>(); }};
 }
 
 const std::vector<std::pair<std::string_view, Maker>>& table() {
   static const std::vector<std::pair<std::string_view, Maker>> t = {
       entry<DrfOrderingPolicy>("drf"),
       entry<FifoOrderingPolicy>("fifo"),
-      entry<CarbyneOrderingPolicy>("carbyne"),
+      {"carbyne",
+       [](const PolicySettings& s) {
+         return std::make_shared<const CarbyneOrderingPolicy>(s.carbyne);
+       }},
       entry<PhoenixOrderingPolicy>("phoenix"),
   };
   return t;
@@ -34,10 +36,10 @@ std::vector<std::string> policyNames() {
   return names;
 }
 
-Result<std::shared_ptr<const QueueOrderingPolicy>> makeOrderingPolicy(std::string_view name,
-                                                                      std::string_view field) {
+Result<std::shared_ptr<const QueueOrderingPolicy>> makeOrderingPolicy(
+    std::string_view name, std::string_view field, const PolicySettings& settings) {
   for (const auto& [known, make] : table()) {
-    if (known == name) return make();
+    if (known == name) return make(settings);
   }
   std::string list;
   for (const auto& n : policyNames()) list += (list.empty() ? "" : ", ") + n;

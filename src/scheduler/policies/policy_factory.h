@@ -14,15 +14,24 @@
 
 #include "common/status.h"
 #include "scheduler/ordering_policy.h"
+#include "scheduler/policies/carbyne_policy.h"
 
 namespace morpheus::sched {
+
+// Settings of the policies that take any, applied to every policy of that
+// name the factory makes (the RM's scheduler.carbyne.* keys).
+struct PolicySettings {
+  LeftoverPacking carbyne;  // carbyne: the leftover's SRTF weight, node reservations
+};
 
 // Every accepted name, in table order ("drf", "fifo", "carbyne", ...).
 std::vector<std::string> policyNames();
 
-// The policy called `name`; INVALID_ARGUMENT naming `field` (e.g.
-// "scheduler.policy.root.default") for an unknown name, listing the known ones.
-Result<std::shared_ptr<const QueueOrderingPolicy>> makeOrderingPolicy(std::string_view name,
-                                                                      std::string_view field);
+// The policy called `name`, built with `settings`; INVALID_ARGUMENT naming
+// `field` (e.g. "scheduler.policy.root.default") for an unknown name, listing
+// the known ones. `settings` is not validated (LeftoverPacking has no
+// invalid value).
+Result<std::shared_ptr<const QueueOrderingPolicy>> makeOrderingPolicy(
+    std::string_view name, std::string_view field, const PolicySettings& settings = {});
 
 }  // namespace morpheus::sched

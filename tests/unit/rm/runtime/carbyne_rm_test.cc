@@ -1,9 +1,12 @@
 // The RM's Carbyne edge: stage reports -> the core's DAG, and the
-// scheduler.policy config key.
+// scheduler.policy and scheduler.carbyne.* config keys.
 #include <gtest/gtest.h>
 
+#include "common/config.h"
+#include "rm/core/rm_options.h"
 #include "rm/runtime/dag_report.h"
 #include "rm/runtime/queue_policies.h"
+#include "scheduler/ordering_policy.h"
 
 namespace morpheus::rm {
 namespace {
@@ -60,22 +63,93 @@ TEST(DagReportTest, MissingEstimateGivesNoDagNegativeIsRefused) {
 // path names the key and leaves the options unchanged.
 TEST(QueuePoliciesTest, ResolvesLeavesAndNamesBadEntries) {
   RuntimeOptions o;
-  ASSERT_TRUE(resolveQueuePolicies({{"root.default", "carbyne"}}, {"root.default"}, &o).isOk());
+  ASSERT_TRUE(resolveQueuePolicies({{"root.default", "carbyne"}}, {"root.default"}, {}, &o).isOk());
   ASSERT_EQ(o.queue_policies.size(), 1u);
   EXPECT_EQ(o.queue_policies["root.default"]->name(), "carbyne");
-  Status bad = resolveQueuePolicies({{"root.default", "lifo"}}, {"root.default"}, &o);
+  Status bad = resolveQueuePolicies({{"root.default", "lifo"}}, {"root.default"}, {}, &o);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("scheduler.policy.root.default"), std::string::npos);
-  Status parent = resolveQueuePolicies({{"root.prod", "drf"}}, {"root.prod.etl"}, &o);
+  Status parent = resolveQueuePolicies({{"root.prod", "drf"}}, {"root.prod.etl"}, {}, &o);
   EXPECT_NE(parent.message().find("scheduler.policy.root.prod"), std::string::npos);
   EXPECT_EQ(o.queue_policies["root.default"]->name(), "carbyne");
   // Phoenix is one more leaf policy, next to carbyne.
   RuntimeOptions mixed;
   ASSERT_TRUE(resolveQueuePolicies({{"root.a", "phoenix"}, {"root.b", "carbyne"}},
-                                   {"root.a", "root.b"}, &mixed)
+                                   {"root.a", "root.b"}, {}, &mixed)
                   .isOk());
   EXPECT_EQ(mixed.queue_policies["root.a"]->name(), "phoenix");
   EXPECT_EQ(mixed.queue_policies["root.b"]->name(), "carbyne");
+}
+
+// Whether the carbyne policy of `o`'s leaf `path` reserves nodes.
+bool reservesNodes(const RuntimeOptions& o, const std::string& path) {
+  const auto* pk = dynamic_cast<const sched::CrossAppPacker*>(o.queue_policies.at(path).get());
+  return pk != nullptr && pk->reservesNodes();
+}
+
+// The RM's options after `yaml`, or the schema's error.
+Result<RmOptions> loadRm(const std::string& yaml) {
+  RmOptions opts;
+  ConfigSchema s("morpheus-rm");
+  declareRmOptions(s, &opts);
+  MORPHEUS_RETURN_IF_ERROR(s.loadYamlString(yaml, "rm.yaml"));
+  return opts;
+}
+
+// scheduler.carbyne.*: by default carbyne leaves reserve nodes within 5% of
+// the nodes a job and 60 s; the keys turn them off or change the bounds,
+// which reach the scheduler's options; a value out of range is refused
+// naming the key as written, and leaves the options unchanged.
+TEST(QueuePoliciesTest, CarbyneNodeReservationKeysReachTheSchedulerOptions) {
+  auto def = loadRm("scheduler.policy: {root.default: carbyne}\n");
+  ASSERT_TRUE(def.isOk()) << def.status().toString();
+  RuntimeOptions o;
+  ASSERT_TRUE(resolveQueuePolicies(def->queue_policies, {"root.default"}, def->carbyne, &o).isOk());
+  EXPECT_TRUE(reservesNodes(o, "root.default"));
+  EXPECT_FALSE(o.node_reservation.enabled) << "only carbyne leaves reserve";
+  EXPECT_DOUBLE_EQ(o.node_reservation.reservable_nodes, 0.05);
+  EXPECT_EQ(o.node_reservation.timeout, Millis(60000));
+
+  auto set = loadRm(
+      "scheduler.policy: {root.default: carbyne}\n"
+      "scheduler:\n"
+      "  carbyne:\n"
+      "    node-reservations: false\n"
+      "    reservable-nodes: 0.2\n"
+      "    node-reservation-timeout: 90s\n");
+  ASSERT_TRUE(set.isOk()) << set.status().toString();
+  ASSERT_TRUE(resolveQueuePolicies(set->queue_policies, {"root.default"}, set->carbyne, &o).isOk());
+  EXPECT_FALSE(reservesNodes(o, "root.default"));
+  EXPECT_DOUBLE_EQ(o.node_reservation.reservable_nodes, 0.2);
+  EXPECT_EQ(o.node_reservation.timeout, Millis(90000));
+
+  // The schema's bounds, then the ones it cannot express.
+  for (const std::string& bad : std::vector<std::string>{
+           "scheduler.carbyne.reservable-nodes: 1.5", "scheduler.carbyne.reservable-nodes: -0.1",
+           "scheduler.carbyne.node-reservation-timeout: 0s",
+           "scheduler.carbyne.node-reservations: maybe"}) {
+    auto r = loadRm(bad + "\n");
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find(bad.substr(0, bad.find(':'))), std::string::npos)
+        << r.status().message();
+  }
+  auto zero = loadRm(
+      "scheduler.policy: {root.default: carbyne}\n"
+      "scheduler.carbyne.reservable-nodes: 0\n");
+  ASSERT_TRUE(zero.isOk()) << zero.status().toString();
+  Status st = resolveQueuePolicies(zero->queue_policies, {"root.default"}, zero->carbyne, &o);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("scheduler.carbyne.reservable-nodes"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("node-reservations: false"), std::string::npos) << st.message();
+  EXPECT_DOUBLE_EQ(o.node_reservation.reservable_nodes, 0.2) << "unchanged";
+  EXPECT_FALSE(reservesNodes(o, "root.default")) << "unchanged";
+  CarbyneRmOptions no_timeout;
+  no_timeout.node_reservation_timeout = Millis(0);
+  st = validateCarbyneRmOptions(no_timeout);
+  EXPECT_NE(st.message().find("scheduler.carbyne.node-reservation-timeout"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace
