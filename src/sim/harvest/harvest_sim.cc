@@ -256,6 +256,33 @@ Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
 
 namespace {
 
+// The largest value of a series over any range, in O(1) per query after
+// O(n log n) preparation (a sparse table: level l holds the largest of
+// every 2^l consecutive values).
+class RangeMax {
+ public:
+  RangeMax() = default;
+  explicit RangeMax(std::vector<double> series) {
+    levels_.push_back(std::move(series));
+    const size_t n = levels_[0].size();
+    for (size_t len = 2; len <= n; len *= 2) {
+      const auto& prev = levels_.back();
+      std::vector<double> next(n - len + 1);
+      for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
+      levels_.push_back(std::move(next));
+    }
+  }
+  // The largest of values [from, from + len); len >= 1 and inside the series.
+  double max(size_t from, size_t len) const {
+    size_t l = 0;
+    while ((size_t{2} << l) <= len) l++;
+    return std::max(levels_[l][from], levels_[l][from + len - (size_t{1} << l)]);
+  }
+
+ private:
+  std::vector<std::vector<double>> levels_;
+};
+
 struct Task {
   int job;
   int stage;
@@ -471,8 +498,8 @@ class HarvestRun {
   // 0 .. the last tick any task can run (the series, then the repeated last
   // day as primaryCores() has it): over_[t][k][i] counts the steps before i
   // where `k` tasks would be throttled (k > what the primary and the reserve
-  // leave, the test advance() applies), and max_[t][l][i] is the largest
-  // primary (cores) over steps [i, i + 2^l) (a sparse table).
+  // leave, the test advance() applies), and max_[t] gives the largest
+  // primary (cores) over any range of steps.
   void buildFuture(int64_t ticks) {
     const int64_t steps = (ticks + ticks_per_step_ - 1) / ticks_per_step_ + 1;
     const int kmax = o_.cores + 2;
@@ -493,14 +520,7 @@ class HarvestRun {
           c[i + 1] = c[i] + (static_cast<double>(k) > cpu_left ? 1 : 0);
         }
       }
-      auto& m = max_[t];
-      m.push_back(prim);
-      for (size_t len = 2; len <= prim.size(); len *= 2) {
-        const auto& prev = m.back();
-        std::vector<double> next(prim.size() - len + 1);
-        for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
-        m.push_back(std::move(next));
-      }
+      max_[t] = RangeMax(std::move(prim));
     }
   }
 
@@ -519,12 +539,9 @@ class HarvestRun {
 
   // The primary's largest use (cores) over ticks [a, b), a < b.
   double maxPrimary(int t, int64_t a, int64_t b) const {
-    const auto& m = max_[static_cast<size_t>(t)];
     const auto sa = static_cast<size_t>(a / ticks_per_step_);
     const auto sb = static_cast<size_t>((b - 1) / ticks_per_step_) + 1;
-    size_t l = 0;
-    while ((size_t{2} << l) <= sb - sa) l++;
-    return std::max(m[l][sa], m[l][sb - (size_t{1} << l)]);
+    return max_[static_cast<size_t>(t)].max(sa, sb - sa);
   }
 
   // The clairvoyant strategies (PlacementStrategy): a task of `work` ticks
@@ -793,14 +810,7 @@ class HarvestRun {
       std::vector<double> tod(2 * day, 0.0);
       for (size_t i = 0; i < n; i++) tod[i % day] = std::max(tod[i % day], h[i]);
       for (size_t i = 0; i < day; i++) tod[day + i] = tod[i];
-      auto& m = profile_[t];
-      m.push_back(tod);
-      for (size_t len = 2; len <= tod.size(); len *= 2) {
-        const auto& prev = m.back();
-        std::vector<double> next(tod.size() - len + 1);
-        for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
-        m.push_back(std::move(next));
-      }
+      profile_[t] = RangeMax(std::move(tod));
     }
   }
 
@@ -818,13 +828,10 @@ class HarvestRun {
     const int64_t k = spanSteps(work, now);
     const int c = server_class_[static_cast<size_t>(server)];
     if (c >= 0 && classes_[static_cast<size_t>(c)].pattern == rm::UtilPattern::kPeriodic) {
-      const auto& m = profile_[t];
       const auto day = static_cast<size_t>(per_day_);
       const auto len = static_cast<size_t>(std::min<int64_t>(k + 1, per_day_));
       const size_t from = static_cast<size_t>(now / ticks_per_step_) % day;
-      size_t l = 0;
-      while ((size_t{2} << l) <= len) l++;
-      return std::max(current, std::max(m[l][from], m[l][from + len - (size_t{1} << l)]));
+      return std::max(current, profile_[t].max(from, len));
     }
     const auto& r = rise_[t];
     return std::min(1.0, current + r[std::min(static_cast<size_t>(k), r.size() - 1)]);
@@ -1022,11 +1029,11 @@ class HarvestRun {
   double held_ticks_ = 0;
   int64_t tasks_after_hold_ = 0;
   // kHold's prediction from the history days, per tenant: rise_[t][k] the
-  // largest rise of its share over any k steps; profile_[t][l][i] the largest
-  // of its per-time-of-day maximum over steps [i, i + 2^l) of two days
-  // (a sparse table, so a window crossing midnight is one query).
+  // largest rise of its share over any k steps; profile_[t] the largest
+  // of its per-time-of-day maximum over any range of steps of two days (so
+  // a window crossing midnight is one query).
   std::vector<std::vector<double>> rise_;
-  std::vector<std::vector<std::vector<double>>> profile_;
+  std::vector<RangeMax> profile_;
   std::vector<int64_t> ends_;  // predictedMargin's scratch
   // The shortest run (ticks) no server was predicted to fit at
   // fit_failed_tick_: placements within a tick only take room, and a longer
@@ -1037,7 +1044,7 @@ class HarvestRun {
   int64_t kills_by_pattern_[3] = {0, 0, 0}, kills_by_length_[3] = {0, 0, 0};
   // Clairvoyant strategies only (buildFuture).
   std::vector<std::vector<std::vector<int32_t>>> over_;
-  std::vector<std::vector<std::vector<double>>> max_;
+  std::vector<RangeMax> max_;
 };
 
 }  // namespace
