@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/bench_report.h"
+#include "sim/harvest/harvest_cli.h"
 #include "sim/harvest/harvest_sim.h"
 
 using namespace morpheus;
@@ -106,23 +107,11 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain_s, "Seconds jobs may run on after the day")
       ->check(CLI::Range(0.0, 7 * 86400.0));
   app.add_option("--blocks", blocks, "Blocks per storage run")->check(CLI::Range(1, 10000000));
-  std::string fallback_name = "hold";
-  app.add_option("--history-fallback", fallback_name,
-                 "History placement outside the job's classes: hold (default), ranked or any");
-  double history_hold_s = 86400;
-  app.add_option("--history-hold", history_hold_s,
-                 "Seconds a task no server is predicted to fit is held (--history-fallback hold)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--history-rise-quantile", ho.history_rise_quantile,
-                 "Quantile of the history's rises predicted for constant and unpredictable "
-                 "primaries (--history-fallback hold)")
-      ->check(CLI::Range(0.0, 1.0));
+  sim::HistoryCli history_cli;
+  sim::addHistoryOptions(app, &history_cli, &ho);
   CLI11_PARSE(app, argc, argv);
-  ho.history_hold = Millis(static_cast<int64_t>(history_hold_s * 1000));
-  if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
-    ho.history_fallback = *f;
-  } else {
-    std::cerr << "bench_harvest_sweep: --" << f.status().message() << "\n";
+  if (Status st = sim::applyHistoryOptions(history_cli, &ho); !st.isOk()) {
+    std::cerr << "bench_harvest_sweep: --" << st.message() << "\n";
     return 2;
   }
   if (utils.empty() || seeds.empty()) {
@@ -187,7 +176,7 @@ int main(int argc, char** argv) {
       "CPU, history fallback %s (hold %.0f s, rise quantile %.2f)%s\n",
       tenants, ho.servers_per_tenant, (*mix)[0], (*mix)[1], (*mix)[2], duration_scale,
       ho.job_sample, cpu_kill_after_s, ho.primary_memory,
-      sim::historyFallbackName(ho.history_fallback), history_hold_s, ho.history_rise_quantile,
+      sim::historyFallbackName(ho.history_fallback), history_cli.hold_s, ho.history_rise_quantile,
       storage_only ? ", storage only" : (no_storage ? ", no storage" : ""));
   for (double u : utils) {
     // Per strategy, per seed.
@@ -468,7 +457,7 @@ int main(int argc, char** argv) {
   report.figures()["strategies"] = names;
   report.figures()["mix"] = *mix;
   report.figures()["history_fallback"] = sim::historyFallbackName(ho.history_fallback);
-  report.figures()["history_hold_s"] = history_hold_s;
+  report.figures()["history_hold_s"] = history_cli.hold_s;
   report.figures()["history_rise_quantile"] = ho.history_rise_quantile;
   if (targets) {
     report.figures()["gain_by_util"] = gains;

@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "harvest/harvest_selection.h"
+#include "sim/harvest/harvest_cli.h"
 #include "sim/harvest/harvest_sim.h"
 
 using namespace morpheus;
@@ -110,33 +111,14 @@ int main(int argc, char** argv) {
                  "Task placements run: history, primary-aware, random, clairvoyant-best-fit, "
                  "clairvoyant-most-room, clairvoyant-wait")
       ->delimiter(',');
-  std::string fallback_name = "hold";
-  app.add_option("--history-fallback", fallback_name,
-                 "History placement, a task its job's classes have no room for (or of a job "
-                 "without classes): 'hold' = only servers predicted to leave it a core for its "
-                 "expected run, in the ranked order, else held for --history-hold (default); "
-                 "'ranked' = a server with a core now whose class ranks highest for the job's "
-                 "length type, the one with the most room within that type's headroom; 'any' = "
-                 "any server with a core now");
-  double history_hold_s = 86400;
-  app.add_option("--history-hold", history_hold_s,
-                 "Seconds a task no server is predicted to fit is held before the ranked "
-                 "fallback (--history-fallback hold; default 86400)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--history-rise-quantile", ho.history_rise_quantile,
-                 "Quantile of the history's rises over a task's run that --history-fallback hold "
-                 "predicts for constant and unpredictable primaries (default 0.9)")
-      ->check(CLI::Range(0.0, 1.0));
+  sim::HistoryCli history_cli;
+  sim::addHistoryOptions(app, &history_cli, &ho);
   app.add_flag("--json", json, "JSON output");
   CLI11_PARSE(app, argc, argv);
-  if (auto f = sim::parseHistoryFallback(fallback_name); f.isOk()) {
-    ho.history_fallback = *f;
-  } else {
-    return fail("--" + f.status().message());
-  }
+  if (Status st = sim::applyHistoryOptions(history_cli, &ho); !st.isOk())
+    return fail("--" + st.message());
   ho.seed = ro.seed = gen.seed;
   ho.no_class_wait = Millis(static_cast<int64_t>(no_class_wait_s * 1000));
-  ho.history_hold = Millis(static_cast<int64_t>(history_hold_s * 1000));
   ho.drain = Millis(static_cast<int64_t>(drain_s * 1000));
   ho.cpu_kill_after = Millis(static_cast<int64_t>(cpu_kill_after_s * 1000));
   for (const auto& w : weights) {
