@@ -4,7 +4,8 @@
 //   morpheus-sim run --nodes N [--node-size memory=MIB,vcores=V] --days D
 //       --periodic-jobs J [--adhoc-trace FILE] [--adhoc-load F] [--strategy S]...
 //       [--alpha LIST] [--seed S] --out DIR
-//   morpheus-sim min-cluster (same flags)
+//   morpheus-sim min-cluster (same flags) [--match worst-case|with-adhoc-load]
+//       [--sizes N,N,...]
 //   morpheus-sim trace --trace FILE [--json]     (summary of a SWIM trace)
 //
 // Exit codes: 0 done (also after Ctrl-C: what was done is written), 1 the
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "common/version.h"
@@ -105,6 +107,10 @@ struct SimFlags {
   std::string adhoc_model = "task";
   // min-cluster: --match worst-case|with-adhoc-load.
   std::string match = "worst-case";
+  // min-cluster: --sizes a,b,... (ExperimentOptions::min_cluster_sizes);
+  // empty: search.
+  std::string sizes;
+  bool sizes_given = false;
   int64_t adhoc_step_s = 10;
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -221,6 +227,36 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
 }
 
+// --sizes: node counts, comma-separated, each in [1, nodes], none twice.
+// Errors name the flag.
+Result<std::vector<int64_t>> parseSizes(const std::string& text, int64_t nodes) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      return invalidArgument("sizes", "'" + item + "' is not a node count (expected e.g. 12,15)");
+    }
+    if (v < 1 || v > nodes) {
+      return invalidArgument(
+          "sizes", std::to_string(v) + " is not in [1, --nodes = " + std::to_string(nodes) + "]");
+    }
+    if (std::find(out.begin(), out.end(), v) != out.end()) {
+      return invalidArgument("sizes", std::to_string(v) + " is given twice");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return invalidArgument("sizes", "empty list (expected e.g. 12,15)");
+  return out;
+}
+
 Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size) {
   sim::Workload w;
   if (!f.workload.empty()) {
@@ -311,6 +347,12 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.match != "worst-case" && f.match != "with-adhoc-load") {
     return fail("match: must be worst-case or with-adhoc-load, got '" + f.match + "'");
   }
+  std::vector<int64_t> sizes;
+  if (f.sizes_given) {
+    auto parsed = parseSizes(f.sizes, f.nodes);
+    if (!parsed.isOk()) return fail(parsed.status().message());
+    sizes = std::move(*parsed);
+  }
   if (aggregate && f.task_model.name == "fluid") {
     return fail(
         "adhoc-model: aggregate replaces the fluid ad-hoc pools; use --task-model task "
@@ -339,6 +381,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.aggregate_adhoc_step = aggregate ? Millis(f.adhoc_step_s * 1000) : Millis(0);
   o.min_cluster_worst_case = f.match == "worst-case";
+  o.min_cluster_sizes = sizes;
   o.threads = f.threads;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;
@@ -362,6 +405,12 @@ int simulate(const SimFlags& f, bool min_cluster) {
   std::fprintf(stderr, "%zu periodic jobs, %zu ad-hoc jobs; %.1f s wall; report in %s\n",
                workload.periodic.size(), workload.adhoc.size(), wall, f.out.c_str());
   for (const auto& s : summary->strategies) {
+    std::string tail;
+    if (s.min_nodes_at_baseline_rate) {
+      tail = ", min nodes " + std::to_string(*s.min_nodes_at_baseline_rate);
+    } else if (auto m = s.extra.find("matches_baseline_rate"); m != s.extra.end()) {
+      tail = m->second > 0 ? ", matches the baseline's rate" : ", above the baseline's rate";
+    }
     // The paper's metric first (Morpheus §8 counts worst-case misses).
     std::fprintf(stderr,
                  "  %-22s worst-case violations %lld/%lld (%.4f), with the ad-hoc load %lld "
@@ -369,9 +418,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
                  s.name.c_str(), static_cast<long long>(s.worst_case_violations),
                  static_cast<long long>(s.periodic_instances), s.worst_case_violation_rate,
                  static_cast<long long>(s.deadline_violations), s.violation_rate, s.utilisation,
-                 s.min_nodes_at_baseline_rate
-                     ? (", min nodes " + std::to_string(*s.min_nodes_at_baseline_rate)).c_str()
-                     : "");
+                 tail.c_str());
   }
   return 0;
 }
@@ -389,6 +436,13 @@ int main(int argc, char** argv) {
   auto* min = app.add_subcommand(
       "min-cluster", "Smallest cluster at which each strategy matches the baseline's violations");
   addFlags(min, min_flags);
+  min->add_option("--sizes", min_flags.sizes,
+                  "No search: evaluate every strategy but the baseline at exactly these node "
+                  "counts (comma-separated, each in [1, --nodes]), one result per size named "
+                  "STRATEGY@N that says whether it matches the baseline's rate. Checks an "
+                  "answer A cheaply: rates assumed not to rise with nodes (as the search "
+                  "assumes), matching at A+1 and not at A-2 puts the smallest size in "
+                  "[A-1, A+1]");
   std::string trace;
   bool json = false;
   auto* tr = app.add_subcommand("trace", "Summarise a SWIM trace");
@@ -416,5 +470,6 @@ int main(int argc, char** argv) {
   SimFlags& f = run->parsed() ? run_flags : min_flags;
   CLI::App* cmd = run->parsed() ? run : min;
   f.adhoc_trace_given = cmd->count("--adhoc-trace") > 0;
+  f.sizes_given = min->parsed() && min->count("--sizes") > 0;
   return simulate(f, min->parsed());
 }

@@ -99,6 +99,18 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
       << o6;
   EXPECT_EQ(std::count(o6.begin(), o6.end(), '\n'), 1) << o6;
 
+  for (const auto& [sizes, why] : std::vector<std::pair<std::string, std::string>>{
+           {"12,x", "sizes: 'x' is not a node count"},
+           {"0", "sizes: 0 is not in [1, --nodes = 20]"},
+           {"12,12", "sizes: 12 is given twice"},
+           {"", "sizes: empty list"}}) {
+    auto [c, o] =
+        runCommand({binary("morpheus-sim"), "min-cluster", "--sizes", sizes, "--out", dir});
+    EXPECT_EQ(c, 2) << sizes;
+    EXPECT_NE(o.find(why), std::string::npos) << o;
+    EXPECT_EQ(std::count(o.begin(), o.end(), '\n'), 1) << o;
+  }
+
   std::string trace = dir + "/bad.tsv";
   {
     std::ofstream f(trace);

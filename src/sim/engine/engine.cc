@@ -601,6 +601,17 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   if (!o.realize) return invalidArgument("realize", "required");
   if (o.history_window <= Millis(0)) return invalidArgument("history_window", "must be > 0");
   if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
+  for (size_t i = 0; i < o.min_cluster_sizes.size(); i++) {
+    const int64_t n = o.min_cluster_sizes[i];
+    if (n < 1 || n > o.nodes) {
+      return invalidArgument("min_cluster_sizes", std::to_string(n) + " is not in [1, nodes = " +
+                                                      std::to_string(o.nodes) + "]");
+    }
+    if (std::find(o.min_cluster_sizes.begin(), o.min_cluster_sizes.begin() + i, n) !=
+        o.min_cluster_sizes.begin() + i) {
+      return invalidArgument("min_cluster_sizes", std::to_string(n) + " is given twice");
+    }
+  }
   if (o.aggregate_adhoc_step > Millis(0) && o.aggregate_adhoc_step < Millis(1000)) {
     return invalidArgument("adhoc_step", "must be >= 1 s");
   }
@@ -790,6 +801,53 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   const double target =
       (options.min_cluster_worst_case ? base->worst_case_violation_rate : base->violation_rate) +
       1e-12;
+  const auto is_baseline = [&](const StrategySpec& spec) {
+    return spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
+           spec.dra.empty();
+  };
+  const auto baseline_row = [&] {
+    StrategyResult b = *base;
+    b.min_nodes_at_baseline_rate = options.nodes;
+    b.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
+    return b;
+  };
+  if (!options.min_cluster_sizes.empty()) {
+    std::vector<int64_t> sizes = options.min_cluster_sizes;
+    std::sort(sizes.begin(), sizes.end());
+    // One run per (strategy, size), side by side on up to options.threads
+    // threads; results by index, so they do not depend on the thread count.
+    std::vector<std::pair<size_t, int64_t>> runs;
+    for (size_t i = 0; i < strategies.size(); i++) {
+      if (is_baseline(strategies[i])) continue;
+      for (int64_t n : sizes) runs.emplace_back(i, n);
+    }
+    std::vector<std::optional<Result<std::optional<StrategyResult>>>> at(runs.size());
+    forEachOnThreads(runs.size(), options.threads, [&](size_t k) {
+      if (search.interrupted()) return false;
+      at[k] = search.at(strategies[runs[k].first], runs[k].second);
+      return true;
+    });
+    size_t k = 0;
+    for (size_t i = 0; i < strategies.size(); i++) {
+      if (is_baseline(strategies[i])) {
+        summary.strategies.push_back(baseline_row());
+        continue;
+      }
+      for (; k < runs.size() && runs[k].first == i; k++) {
+        if (!at[k]) continue;  // not started: interrupted
+        MORPHEUS_RETURN_IF_ERROR(at[k]->status());
+        if (!**at[k]) continue;  // interrupted before that size's training was complete
+        StrategyResult r = std::move(***at[k]);
+        r.name += "@" + std::to_string(runs[k].second);
+        r.extra["nodes"] = static_cast<double>(runs[k].second);
+        r.extra["matches_baseline_rate"] = search.rateOf(r) <= target ? 1 : 0;
+        r.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
+        summary.strategies.push_back(std::move(r));
+      }
+    }
+    summary.interrupted = search.interrupted();
+    return summary;
+  }
   // The searches of the strategies run side by side on up to
   // options.threads threads, each taking the next strategy not started;
   // results by index, so they do not depend on the thread count.
@@ -797,12 +855,8 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
   forEachOnThreads(strategies.size(), options.threads, [&](size_t i) {
     const StrategySpec& spec = strategies[i];
     if (search.interrupted()) return false;
-    if (spec.provisioning == Provisioning::kUserReservation && spec.agent == baseline.agent &&
-        spec.dra.empty()) {
-      StrategyResult b = *base;
-      b.min_nodes_at_baseline_rate = options.nodes;
-      b.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
-      found[i] = std::optional<StrategyResult>(std::move(b));
+    if (is_baseline(spec)) {
+      found[i] = std::optional<StrategyResult>(baseline_row());
     } else {
       found[i] = search.smallest(spec, target);
     }

@@ -107,6 +107,12 @@ struct ExperimentOptions {
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;
+  // min-cluster: empty (default) searches every strategy's smallest size.
+  // Otherwise no search: every strategy but the baseline is evaluated at
+  // exactly these node counts (each in [1, nodes], none twice), for
+  // checking a given answer where a search costs too much (see
+  // runMinCluster).
+  std::vector<int64_t> min_cluster_sizes;
   // Strategies evaluated side by side (runExperiment): up to this many
   // threads, each running one strategy's simulation at a time (>= 1; 1 =
   // one after the other). The results do not depend on it.
@@ -162,6 +168,17 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 // The strategies' searches run side by side on up to options.threads
 // threads (trainings shared per size, GLPK on one thread at a time); the
 // result does not depend on the thread count.
+//
+// With options.min_cluster_sizes, nothing is searched: every strategy but
+// the baseline is evaluated at each of those sizes, one result per size
+// named "<strategy>@<nodes>" (in strategy order, sizes ascending) whose
+// extra["nodes"] is the size and extra["matches_baseline_rate"] is 1 when
+// its rate is at most the baseline's, 0 when not; min_nodes_at_baseline_rate
+// is left unset on them (no smallest size is claimed). The bisection's
+// assumption turns two sizes into a check of an answer A: matching at A+1
+// and not at A-2 puts the smallest size in [A-1, A+1], within one step of A.
+// The (strategy, size) runs share trainings per size and run side by side
+// on up to options.threads threads; the result does not depend on it.
 Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress = nullptr,

@@ -455,12 +455,27 @@ std::string ratioTable(const SimSummary& s) {
 
 std::string minClusterSection(const SimSummary& s) {
   std::string md;
+  const StrategyResult* base = baselineOf(s);
   for (const auto& r : s.strategies) {
+    auto wc = r.extra.find("min_cluster_worst_case");
+    const bool worst = wc != r.extra.end() && wc->second > 0;
+    auto matches = r.extra.find("matches_baseline_rate");
+    auto nodes = r.extra.find("nodes");
+    if (!r.min_nodes_at_baseline_rate && matches != r.extra.end() && nodes != r.extra.end()) {
+      // `--sizes`: one given size, no search.
+      const auto rate = [worst](const StrategyResult& x) {
+        return worst ? x.worst_case_violation_rate : x.violation_rate;
+      };
+      md += "- " + r.name + ": at " + std::to_string(std::llround(nodes->second)) + " nodes its " +
+            (worst ? "worst-case violation rate" : "violation rate with the ad-hoc load") + " " +
+            percent(rate(r)) + (matches->second > 0 ? " matches" : " is above") +
+            " the baseline's" + (base ? " " + percent(rate(*base)) : std::string()) + " at " +
+            std::to_string(s.nodes) + " nodes\n";
+      continue;
+    }
     if (!r.min_nodes_at_baseline_rate) continue;
     const double smaller = 1.0 - static_cast<double>(*r.min_nodes_at_baseline_rate) /
                                      static_cast<double>(std::max<int64_t>(1, s.nodes));
-    auto wc = r.extra.find("min_cluster_worst_case");
-    const bool worst = wc != r.extra.end() && wc->second > 0;
     md += "- " + r.name + ": " + std::to_string(*r.min_nodes_at_baseline_rate) +
           " nodes match the baseline's " +
           (worst ? "worst-case violation rate" : "violation rate with the ad-hoc load") + " at " +

@@ -1025,6 +1025,72 @@ TEST(SimEngineTest, MinClusterMatchesTheMetricItIsAskedFor) {
   EXPECT_GT(r->strategies[0].worst_case_violation_rate, base.worst_case_violation_rate);
 }
 
+// min-cluster --sizes: no search, one result per given size, each saying
+// whether it matches the baseline's rate. On the workload of the test above
+// (worst case: no-dra matches from one node, slo-packing from three) the
+// answers read off the sizes are the search's, the rows are those of plain
+// runs at those sizes, and the summary is the same bytes on any thread
+// count. Sizes outside [1, nodes] or given twice are refused naming the field.
+TEST(SimEngineTest, MinClusterAtGivenSizesSaysWhichMatch) {
+  Workload w;
+  w.periodic.push_back(
+      job("wide", Millis(3600'000), Millis(30 * kMin), Millis(55 * kMin), {stage(24, 20)}, 24));
+  w.periodic.push_back(
+      job("narrow", Millis(3600'000), Millis(0), Millis(25 * kMin), {stage(12, 10)}, 2));
+  ExperimentOptions o = options(4, 4);
+  o.min_cluster_worst_case = true;
+  o.min_cluster_sizes = {3, 2};
+  auto specs = parseStrategies({"baseline", "no-dra", "slo-packing"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto s = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  ASSERT_EQ(s->strategies.size(), 5u);
+  EXPECT_EQ(s->strategies[0].name, "baseline");
+  EXPECT_EQ(s->strategies[0].min_nodes_at_baseline_rate, std::optional<int64_t>(4));
+  const std::vector<std::pair<std::string, int>> rows = {
+      {"no-dra@2", 1}, {"no-dra@3", 1}, {"slo-packing@2", 0}, {"slo-packing@3", 1}};
+  for (size_t i = 0; i < rows.size(); i++) {
+    const StrategyResult& r = s->strategies[i + 1];
+    EXPECT_EQ(r.name, rows[i].first);
+    EXPECT_FALSE(r.min_nodes_at_baseline_rate.has_value()) << r.name;
+    EXPECT_EQ(r.extra.at("matches_baseline_rate"), rows[i].second) << r.name;
+    EXPECT_EQ(r.extra.at("min_cluster_worst_case"), 1) << r.name;
+  }
+  EXPECT_EQ(s->strategies[1].extra.at("nodes"), 2);
+  EXPECT_EQ(s->strategies[4].extra.at("nodes"), 3);
+  // slo-packing@2's row is a plain run at two nodes.
+  ExperimentOptions two = o;
+  two.nodes = 2;
+  two.min_cluster_sizes.clear();
+  auto r = runExperiment(w, two, {specs->at(2)});
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(s->strategies[3].worst_case_violations, r->strategies[0].worst_case_violations);
+  EXPECT_EQ(s->strategies[3].deadline_violations, r->strategies[0].deadline_violations);
+  EXPECT_GT(s->strategies[3].worst_case_violation_rate, s->strategies[0].worst_case_violation_rate);
+  // Rates as the search reads them: with the ad-hoc load both match at three.
+  o.min_cluster_worst_case = false;
+  o.min_cluster_sizes = {2, 3};
+  auto adhoc = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(adhoc.isOk());
+  ASSERT_EQ(adhoc->strategies.size(), 5u);
+  EXPECT_EQ(adhoc->strategies[1].extra.at("matches_baseline_rate"), 0);  // no-dra@2
+  EXPECT_EQ(adhoc->strategies[2].extra.at("matches_baseline_rate"), 1);  // no-dra@3
+  EXPECT_EQ(adhoc->strategies[4].extra.at("matches_baseline_rate"), 1);  // slo-packing@3
+  o.threads = 3;
+  auto three = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(three.isOk());
+  EXPECT_EQ(summaryJson(*adhoc), summaryJson(*three));
+
+  for (const std::vector<int64_t>& bad :
+       {std::vector<int64_t>{0}, std::vector<int64_t>{5}, std::vector<int64_t>{2, 3, 2}}) {
+    o.min_cluster_sizes = bad;
+    auto refused = runMinCluster(w, o, *specs);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_NE(refused.status().message().find("min_cluster_sizes"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 // min-cluster's searches run side by side (--threads): the strategies share
 // the trainings per size and GLPK runs on one thread at a time; the summary
 // is the same bytes as one search after another.
