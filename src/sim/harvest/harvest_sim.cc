@@ -283,6 +283,26 @@ class RangeMax {
   std::vector<std::vector<double>> levels_;
 };
 
+// Walks [0, work) in the segments over which the number of tasks still on
+// a server is constant: `ends` are the tasks' ends relative to now, sorted;
+// f(from, to, n) is called for each segment [from, to) with n the tasks
+// whose end is after `from`.
+template <typename F>
+void forEachSegment(const std::vector<int64_t>& ends, int64_t work, F&& f) {
+  auto n = static_cast<int64_t>(ends.size());
+  size_t next = 0;
+  int64_t from = 0;
+  while (from < work) {
+    while (next < ends.size() && ends[next] <= from) {
+      next++;
+      n--;
+    }
+    const int64_t to = next < ends.size() ? std::min(work, ends[next]) : work;
+    f(from, to, n);
+    from = to;
+  }
+}
+
 struct Task {
   int job;
   int stage;
@@ -563,26 +583,17 @@ class HarvestRun {
         ends.push_back(static_cast<int64_t>(std::ceil(t.work_left - 1e-9)));
       std::sort(ends.begin(), ends.end());
       // Segments of [now, now + work) with n tasks already there.
-      auto n = static_cast<int64_t>(ends.size());
-      int64_t from = 0;
-      size_t next = 0;
       bool fits = true;
       double least = std::numeric_limits<double>::infinity();
       double cost = 0;
-      while (from < work) {
-        while (next < ends.size() && ends[next] <= from) {
-          next++;
-          n--;
-        }
-        const int64_t to = next < ends.size() ? std::min(work, ends[next]) : work;
+      forEachSegment(ends, work, [&](int64_t from, int64_t to, int64_t n) {
         const int64_t a = now + from, b = now + to;
         const int64_t over_new = ticksOver(s.tenant, n + 1, a, b);
         if (over_new > 0) fits = false;
         cost += static_cast<double>((n + 1) * over_new - n * ticksOver(s.tenant, n, a, b));
         least = std::min(least, o_.cores - o_.reserve_cores - static_cast<double>(n + 1) -
                                     maxPrimary(s.tenant, a, b));
-        from = to;
-      }
+      });
       if (fits) {
         const bool better = fit < 0 || (best_fit ? least < fit_room : least > fit_room);
         if (better || least == fit_room) {
@@ -848,20 +859,11 @@ class HarvestRun {
     for (const auto& t : s.tasks)
       ends_.push_back(t.expected_end > now ? t.expected_end - now : work);
     std::sort(ends_.begin(), ends_.end());
-    auto n = static_cast<int64_t>(ends_.size());
     double least = std::numeric_limits<double>::infinity();
-    size_t next = 0;
-    int64_t from = 0;
-    while (from < work) {
-      while (next < ends_.size() && ends_[next] <= from) {
-        next++;
-        n--;
-      }
-      const int64_t to = next < ends_.size() ? std::min(work, ends_[next]) : work;
+    forEachSegment(ends_, work, [&](int64_t, int64_t to, int64_t n) {
       least = std::min(least, o_.cores * (1 - predictedShare(server, to, now)) - o_.reserve_cores -
                                   static_cast<double>(n));
-      from = to;
-    }
+    });
     return least;
   }
 
