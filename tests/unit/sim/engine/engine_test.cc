@@ -969,6 +969,17 @@ TEST(SimEngineTest, MinClusterOnWorstCaseMatchesTheWorstCaseRate) {
   EXPECT_EQ(adhoc->strategies[0].extra.at("min_cluster_worst_case"), 0);
 }
 
+// The two hourly jobs the min-cluster tests below search over: "wide"
+// (24 containers from minute 30) and "narrow" (2 containers from minute 0).
+Workload wideAndNarrow() {
+  Workload w;
+  w.periodic.push_back(
+      job("wide", Millis(3600'000), Millis(30 * kMin), Millis(55 * kMin), {stage(24, 20)}, 24));
+  w.periodic.push_back(
+      job("narrow", Millis(3600'000), Millis(0), Millis(25 * kMin), {stage(12, 10)}, 2));
+  return w;
+}
+
 // min-cluster matches the metric it is asked for; the two metrics give
 // different sizes here, so a search that read one metric for the other (the
 // target, the strategies' rates, or both) finds another size. "wide" needs
@@ -984,11 +995,7 @@ TEST(SimEngineTest, MinClusterOnWorstCaseMatchesTheWorstCaseRate) {
 // worst-case rate is 0.5 from three nodes (1 below) while it meets every
 // deadline from three (0.5 below).
 TEST(SimEngineTest, MinClusterMatchesTheMetricItIsAskedFor) {
-  Workload w;
-  w.periodic.push_back(
-      job("wide", Millis(3600'000), Millis(30 * kMin), Millis(55 * kMin), {stage(24, 20)}, 24));
-  w.periodic.push_back(
-      job("narrow", Millis(3600'000), Millis(0), Millis(25 * kMin), {stage(12, 10)}, 2));
+  Workload w = wideAndNarrow();
   ExperimentOptions o = options(4, 4);
   auto specs = parseStrategies({"baseline", "no-dra", "slo-packing"}, {}, 0.5);
   ASSERT_TRUE(specs.isOk());
@@ -1032,11 +1039,7 @@ TEST(SimEngineTest, MinClusterMatchesTheMetricItIsAskedFor) {
 // runs at those sizes, and the summary is the same bytes on any thread
 // count. Sizes outside [1, nodes] or given twice are refused naming the field.
 TEST(SimEngineTest, MinClusterAtGivenSizesSaysWhichMatch) {
-  Workload w;
-  w.periodic.push_back(
-      job("wide", Millis(3600'000), Millis(30 * kMin), Millis(55 * kMin), {stage(24, 20)}, 24));
-  w.periodic.push_back(
-      job("narrow", Millis(3600'000), Millis(0), Millis(25 * kMin), {stage(12, 10)}, 2));
+  Workload w = wideAndNarrow();
   ExperimentOptions o = options(4, 4);
   o.min_cluster_worst_case = true;
   o.min_cluster_sizes = {3, 2};
