@@ -7,6 +7,7 @@
 #include <map>
 #include <numbers>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -872,27 +873,42 @@ class HarvestRun {
   // `type`, then the most predicted room); ties drawn at random. -1: none.
   int pickPredicted(rm::JobLength type, int64_t work, int64_t now) {
     if (fit_failed_tick_ == now && work >= fit_failed_work_) return -1;
+    const int best = pickRanked(type, now, [&](int s) -> std::optional<double> {
+      const double r = predictedMargin(s, work, now);
+      if (r < 1) return std::nullopt;
+      return r;
+    });
+    if (best < 0 && (fit_failed_tick_ != now || work < fit_failed_work_)) {
+      fit_failed_tick_ = now;
+      fit_failed_work_ = work;
+    }
+    return best;
+  }
+
+  // The server first in Algorithm 1's order for combining classes among
+  // those with a core now that `margin` accepts: the highest ranking weight
+  // for `type`, then the largest margin (rm::ranksBefore); ties drawn at
+  // random. `margin(server)` gives the server's room, or nullopt to pass it
+  // over. -1: none.
+  template <typename Margin>
+  int pickRanked(rm::JobLength type, int64_t now, Margin&& margin) {
     int best = -1;
     double best_weight = 0, best_room = 0;
     int64_t ties = 0;
     for (size_t s = 0; s < servers_.size(); s++) {
       if (room(servers_[s], now) < 1) continue;
-      const double r = predictedMargin(static_cast<int>(s), work, now);
-      if (r < 1) continue;
+      const std::optional<double> r = margin(static_cast<int>(s));
+      if (!r) continue;
       const double w = rankWeight(static_cast<int>(s), type);
-      const bool better = best < 0 || rm::ranksBefore(w, r, best_weight, best_room);
-      if (better || (w == best_weight && r == best_room)) {
+      const bool better = best < 0 || rm::ranksBefore(w, *r, best_weight, best_room);
+      if (better || (w == best_weight && *r == best_room)) {
         ties = better ? 1 : ties + 1;
         if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {
           best = static_cast<int>(s);
           best_weight = w;
-          best_room = r;
+          best_room = *r;
         }
       }
-    }
-    if (best < 0 && (fit_failed_tick_ != now || work < fit_failed_work_)) {
-      fit_failed_tick_ = now;
-      fit_failed_work_ = work;
     }
     return best;
   }
@@ -939,24 +955,9 @@ class HarvestRun {
       // type, and among them the one with a core now and the most room left
       // within the type's headroom.
       fallback_ = !j.preferred.empty();
-      int best = -1;
-      double best_weight = 0, best_room = 0;
-      int64_t ties = 0;
-      for (size_t s = 0; s < servers_.size(); s++) {
-        if (room(servers_[s], now) < 1) continue;
-        const double w = rankWeight(static_cast<int>(s), j.length);
-        const double r = headroomMargin(servers_[s], static_cast<int>(s), j.length, now);
-        const bool better = best < 0 || rm::ranksBefore(w, r, best_weight, best_room);
-        if (better || (w == best_weight && r == best_room)) {
-          ties = better ? 1 : ties + 1;
-          if (better || std::uniform_int_distribution<int64_t>(1, ties)(rng_) == 1) {
-            best = static_cast<int>(s);
-            best_weight = w;
-            best_room = r;
-          }
-        }
-      }
-      return best;
+      return pickRanked(j.length, now, [&](int s) -> std::optional<double> {
+        return headroomMargin(servers_[s], s, j.length, now);
+      });
     }
     if (cand.empty()) {
       if (strategy_ == PlacementStrategy::kHistory && !j.preferred.empty()) fallback_ = true;
