@@ -145,6 +145,7 @@ TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {
   EXPECT_EQ(c2, 2);
   EXPECT_NE(o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
                     "phoenix-no-crv, eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+                    "phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
                     "phoenix-hybrid-no-crv, floor)"),
             std::string::npos)
       << o2;

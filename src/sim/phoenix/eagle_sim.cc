@@ -39,6 +39,8 @@ bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
 const char* eaglePolicyName(const EagleOptions& opts) {
   switch (opts.order) {
     case EagleQueueOrder::kCrv:
+      if (opts.crv_long_steering)
+        return opts.crv_placement ? "phoenix-hybrid-placement-steer" : "phoenix-hybrid-steer";
       return opts.crv_placement ? "phoenix-hybrid-placement" : "phoenix-hybrid";
     case EagleQueueOrder::kConstrainedFirst:
       return "phoenix-hybrid-no-crv";
@@ -59,12 +61,12 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
   w.short_partition = short_partition;
   workers_.push_back(std::move(w));
   const auto id = static_cast<int32_t>(workers_.size()) - 1;
-  const bool placing = crv_ && opts_.crv_placement;
-  if (placing) worker_sets_.emplace_back();
+  const bool tracking = crv_ && (opts_.crv_placement || opts_.crv_long_steering);
+  if (tracking) worker_sets_.emplace_back();
   for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
     if (!meetsAll(m.constraints, workers_.back().attrs)) continue;
     m.workers.push_back(id);
-    if (placing && m.constrained) worker_sets_.back().push_back(&m);
+    if (tracking && m.constrained) worker_sets_.back().push_back(&m);
   }
   idle_.insert(id);
   if (crv_) {
@@ -85,7 +87,7 @@ EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
     if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
   MatchSet& set = matching_.emplace(key, std::move(m)).first->second;
-  if (crv_ && opts_.crv_placement && set.constrained) {
+  if (crv_ && (opts_.crv_placement || opts_.crv_long_steering) && set.constrained) {
     for (int32_t w : set.workers) worker_sets_[static_cast<size_t>(w)].push_back(&set);
   }
   return set;
@@ -223,17 +225,28 @@ std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
 // The centralized scheduler: the first queued long job with a task left whose
 // constraints `worker` meets — the earliest head among the constraint sets
 // the worker meets (finished jobs leave the queues on the way).
-std::optional<size_t> EagleCluster::nextLong(int32_t worker) {
+std::optional<size_t> EagleCluster::nextLong(int32_t worker, bool constrained_only) {
   std::optional<size_t> best;
   for (auto& [key, m] : matching_) {
     while (!m.long_jobs.empty() && jobs_.at(m.long_jobs.front()).unlaunched == 0)
       m.long_jobs.pop_front();
-    if (m.long_jobs.empty() || !std::binary_search(m.workers.begin(), m.workers.end(), worker))
+    if (m.long_jobs.empty() || (constrained_only && !m.constrained) ||
+        !std::binary_search(m.workers.begin(), m.workers.end(), worker))
       continue;
     const size_t head = m.long_jobs.front();
     if (!best || jobs_.at(head).seq < jobs_.at(*best).seq) best = head;
   }
   return best;
+}
+
+bool EagleCluster::scarcePressured(int32_t worker) {
+  if (!crv_ || !opts_.crv_long_steering) return false;
+  for (MatchSet* m : worker_sets_[static_cast<size_t>(worker)]) {
+    if (2 * m->workers.size() < workers_.size() &&
+        crv_->estimatedWait(m->constraints, m->crv_ids) > Millis(0))
+      return true;
+  }
+  return false;
 }
 
 void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) {
@@ -264,7 +277,7 @@ std::vector<EagleCluster::Started> EagleCluster::dispatch() {
       if (auto job = takeProbe(w)) {
         start(wi, *job, out);
       } else if (!w.short_partition) {
-        if (auto long_job = nextLong(wi)) start(wi, *long_job, out);
+        if (auto long_job = nextLong(wi, scarcePressured(wi))) start(wi, *long_job, out);
       }
     }
     it = out.size() > before ? idle_.erase(it) : std::next(it);

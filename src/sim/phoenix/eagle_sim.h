@@ -66,6 +66,15 @@
 //    elsewhere leaves the scarce workers to the tasks that can only run
 //    there. It cost short-job p99 in our runs (docs/experiments/phoenix.md),
 //    so the paper's Phoenix is modelled without it.
+//  - CRV-aware long placement (crv_long_steering, "phoenix-hybrid-steer";
+//    ours, measured apart, not the paper's stated rule): the centralized
+//    long-job scheduler is constraint-aware too. An idle general worker
+//    that meets a scarce constrained resource under pressure (a hard
+//    constraint met by fewer than half of the workers, whose CRV estimate
+//    is > 0 now) takes only long tasks that need a hard constraint; an
+//    unconstrained long task waits for another worker. The scarce workers
+//    then stay free of long work that could run elsewhere, so constrained
+//    short probes find them without waiting behind a long task.
 //  - kConstrainedFirst ("phoenix-hybrid-no-crv", the ablation): reordering
 //    without the estimate — probes of jobs with a hard constraint before the
 //    others, SRPT within each group; no CRV is kept.
@@ -100,11 +109,14 @@ struct EagleOptions {
   int32_t starvation_bound = 5;  // times a probe may be passed over before it runs, >= 0
   EagleQueueOrder order = EagleQueueOrder::kSrpt;  // kSrpt: Eagle-C
   bool crv_placement = false;                      // kCrv only: CRV-aware probe placement (above)
+  bool crv_long_steering =
+      false;  // kCrv only: scarce workers refuse unconstrained long tasks (above)
 };
 
 // The policy name of a run with `opts`: "eagle-c", "phoenix-hybrid",
 // "phoenix-hybrid-placement" (kCrv with crv_placement),
-// "phoenix-hybrid-no-crv".
+// "phoenix-hybrid-steer" (kCrv with crv_long_steering),
+// "phoenix-hybrid-placement-steer" (both), "phoenix-hybrid-no-crv".
 const char* eaglePolicyName(const EagleOptions& opts);
 
 // The distributed/centralized scheduling state of an Eagle-C cluster on a
@@ -180,7 +192,10 @@ class EagleCluster {
   MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
   std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching);
   std::optional<size_t> takeProbe(Worker& w);
-  std::optional<size_t> nextLong(int32_t worker);
+  std::optional<size_t> nextLong(int32_t worker, bool constrained_only);
+  // crv_long_steering: `worker` meets a scarce constrained set whose CRV
+  // estimate is > 0 now.
+  bool scarcePressured(int32_t worker);
   void start(int32_t worker, size_t job, std::vector<Started>& out);
 
   EagleOptions opts_;
@@ -189,7 +204,8 @@ class EagleCluster {
   // node each, crv_nodes_[worker]).
   std::unique_ptr<sched::ConstraintResourceVector> crv_;
   std::vector<sched::ConstraintResourceVector::NodeSlot*> crv_nodes_;
-  // kCrv with crv_placement: per worker, the constrained sets it meets.
+  // kCrv with crv_placement or crv_long_steering: per worker, the
+  // constrained sets it meets.
   std::vector<std::vector<MatchSet*>> worker_sets_;
   std::vector<Worker> workers_;
   std::unordered_map<size_t, JobState> jobs_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "scheduler/policies/phoenix_policy.h"
 #include "scheduler/policies/policy_factory.h"
@@ -27,6 +28,8 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
     return invalidArgument("--policies", "unknown policy '" + name +
                                              "' (fifo, drf, carbyne, phoenix, phoenix-no-crv, "
                                              "eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+                                             "phoenix-hybrid-steer, "
+                                             "phoenix-hybrid-placement-steer, "
                                              "phoenix-hybrid-no-crv, "
                                              "floor)");
   }
@@ -36,12 +39,15 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
-  for (auto [order, placement] : {std::pair{EagleQueueOrder::kCrv, false},
-                                  {EagleQueueOrder::kCrv, true},
-                                  {EagleQueueOrder::kConstrainedFirst, false}}) {
+  for (auto [order, placement, steering] : {std::tuple{EagleQueueOrder::kCrv, false, false},
+                                            {EagleQueueOrder::kCrv, true, false},
+                                            {EagleQueueOrder::kCrv, false, true},
+                                            {EagleQueueOrder::kCrv, true, true},
+                                            {EagleQueueOrder::kConstrainedFirst, false, false}}) {
     EagleOptions e = f.eagle;
     e.order = order;
     e.crv_placement = placement;
+    e.crv_long_steering = steering;
     if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
@@ -224,7 +230,8 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
   c->add_option("--policies", f.policies,
                 "fifo, drf, phoenix-no-crv, phoenix (scheduler core); eagle-c, phoenix-hybrid "
                 "(the paper's Phoenix: Eagle-C with CRV worker-queue reordering), "
-                "phoenix-hybrid-placement, phoenix-hybrid-no-crv; floor: no job waits (the bound "
+                "phoenix-hybrid-placement, phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
+                "phoenix-hybrid-no-crv; floor: no job waits (the bound "
                 "under every scheduler)")
       ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
@@ -251,7 +258,8 @@ int runPhoenixCommand(PhoenixCliFlags f) {
   }
   for (const auto& name : f.policies) {  // before any output: bad input leaves one line
     if (name == "eagle-c" || name == "floor" || name == "phoenix-hybrid" ||
-        name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-no-crv")
+        name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-steer" ||
+        name == "phoenix-hybrid-placement-steer" || name == "phoenix-hybrid-no-crv")
       continue;
     if (auto p = policyByName(name); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";

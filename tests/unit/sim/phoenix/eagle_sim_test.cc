@@ -265,6 +265,35 @@ TEST(EagleSimTest, CrvPlacementLeavesPressuredWorkersToConstrainedWork) {
   EXPECT_TRUE(eagle_used_aarch64);
 }
 
+// CRV-aware long placement: the scarce aarch64 worker (1 of 3), with a
+// constrained long task pending for it, refuses the earlier unconstrained
+// long job and runs the constrained one; without steering the centralized
+// scheduler's FIFO gives it the unconstrained job. The x86_64 workers take
+// the unconstrained job either way.
+TEST(EagleSimTest, CrvLongSteeringKeepsScarceWorkersForConstrainedLongWork) {
+  auto firstOnScarce = [](bool steering) {
+    EagleOptions o;
+    o.order = EagleQueueOrder::kCrv;
+    o.crv_long_steering = steering;
+    EagleCluster c(o, 1);
+    c.addWorker(isa("aarch64"), false);
+    c.addWorker(isa("x86_64"), false);
+    c.addWorker(isa("x86_64"), false);
+    EXPECT_TRUE(c.submit(0, true, 3, Millis(60000), {}));
+    EXPECT_TRUE(c.submit(1, true, 1, Millis(60000), {isaIn("aarch64")}));
+    EXPECT_EQ(c.dispatch().size(), 3u);
+    EXPECT_EQ(*c.worker(1).running, 0u);
+    EXPECT_EQ(*c.worker(2).running, 0u);
+    return *c.worker(0).running;
+  };
+  EXPECT_EQ(firstOnScarce(false), 0u);
+  EXPECT_EQ(firstOnScarce(true), 1u);
+  EagleOptions o;
+  o.order = EagleQueueOrder::kCrv;
+  o.crv_long_steering = true;
+  EXPECT_STREQ(eaglePolicyName(o), "phoenix-hybrid-steer");
+}
+
 // With no constraint pressure (no job has a constraint, so every estimate
 // is 0) Phoenix's queues keep Eagle's SRPT order: the same jobs finish at
 // the same times (equal digests), while with contended constraints the two
