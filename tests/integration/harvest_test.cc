@@ -325,8 +325,11 @@ TEST_F(HarvestIT, HoldKeepsTheJobOffANodeWhoseHistoryPredictsAThrottle) {
                               {"harvest-usage", "web-nm2", usageRecord(steady)}})
                     .isOk());
   }
-  ASSERT_NO_FATAL_FAILURE(
-      startHarvestCluster({"--set", "rm.harvest.cluster-every=10s"}, {1.0, 7.5}));
+  // The job's AM may land on nm2, whose primary leaves no CPU: a long
+  // nm.harvest.cpu-kill-after keeps nm2's NM from killing it (it throttles
+  // it at most).
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster({"--set", "rm.harvest.cluster-every=10s"}, {1.0, 7.5},
+                                              {"--set", "nm.harvest.cpu-kill-after=1h"}));
   std::string job = writeJob(
       "name: nightly-etl\n"
       "stages:\n"
