@@ -14,8 +14,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
 
 #include "harness.h"
+#include "store/state/state_store.h"
 
 namespace morpheus::testing {
 namespace {
@@ -39,7 +42,7 @@ class HarvestIT : public ClusterTest {
                            std::vector<std::string> nm_extra = {}) {
     std::vector<std::string> args = {"--set", "rm.token-file=" + testTokenFile()};
     args.insert(args.end(), rm_args.begin(), rm_args.end());
-    rm_ = Process::startDaemon("rm", freshDir("rm"), args);
+    rm_ = Process::startDaemon("rm", rm_dir_.empty() ? freshDir("rm") : rm_dir_, args);
     ASSERT_FALSE(rm_.grpcAddress().empty()) << rm_.log();
     const int nodes = std::max(2, static_cast<int>(cpu.size()));
     for (int i = 0; i < nodes; i++) {
@@ -86,6 +89,7 @@ class HarvestIT : public ClusterTest {
     return id;
   }
   std::vector<std::string> usage_;
+  std::string rm_dir_;  // the RM's data dir ("" = a fresh one)
 };
 
 TEST_F(HarvestIT, PrimarySpikeKillsOnlyItsNodesSecondaryContainersAndTheJobRecovers) {
@@ -277,6 +281,83 @@ TEST_F(HarvestIT, FullClassFallsBackToTheNextRankedClass) {
   EXPECT_GE(on2, 1) << nms_[1].log();
   EXPECT_EQ(on1 + on2, 6);
   EXPECT_EQ(tasksStarted(nms_[2].log(), id), 0) << nms_[2].log();
+}
+
+// A tenant's usage series as the RM saves it in table harvest-usage (see
+// encodeTenantUsage): one bucket a minute over the cpu.size() minutes before
+// the current one, the CPU as given, memory at 0.1.
+std::string usageRecord(const std::vector<double>& cpu) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t first = (now / 60000 - static_cast<int64_t>(cpu.size())) * 60000;
+  json c = json::array(), m = json::array();
+  for (size_t i = 0; i < cpu.size(); i++) {
+    const int64_t at = first + static_cast<int64_t>(i) * 60000;
+    c.push_back(json::array({at, cpu[i], cpu[i], 1}));
+    m.push_back(json::array({at, 0.1, 0.1, 1}));
+  }
+  return json{{"cpu", {{"step_ms", 60000}, {"buckets", c}}},
+              {"memory", {{"step_ms", 60000}, {"buckets", m}}}}
+      .dump();
+}
+
+// The hold (rm.harvest.hold, default 1 day) with real daemons. The RM
+// starts with forty minutes of its tenants' usage in its state store, as a
+// restarted RM finds it: nm1's tenant jumps at random between 1 and 7.5 of
+// 8 vcores, nm2's stays at 1. Now nm1's primary uses 1 vcore (its NM offers
+// 6) and nm2's 7.5 (its NM offers nothing). The job's task, expected to
+// run 2 minutes (expected_task_ms), is predicted a throttle on nm1 (1/8 now
+// plus a rise of 6.5/8 within 2 minutes) and has no room on nm2: it is held,
+// and nm1 runs none of it however long past the scheduler's
+// soft-constraint delay. Once nm2's primary drops back to 1 vcore, nm2 is
+// predicted to fit, the task runs there and the job finishes.
+TEST_F(HarvestIT, HoldKeepsTheJobOffANodeWhoseHistoryPredictsAThrottle) {
+  rm_dir_ = freshDir("rm");
+  {
+    std::mt19937 rng(7);
+    std::vector<double> bursty, steady(40, 1.0 / 8);
+    for (int i = 0; i < 40; i++) bursty.push_back(rng() % 100 < 45 ? 7.5 / 8 : 1.0 / 8);
+    auto store = store::openStateStore("sqlite", rm_dir_ + "/rm-state.db");
+    ASSERT_TRUE(store.isOk()) << store.status().toString();
+    ASSERT_TRUE((*store)
+                    ->commit({{"harvest-usage", "web-nm1", usageRecord(bursty)},
+                              {"harvest-usage", "web-nm2", usageRecord(steady)}})
+                    .isOk());
+  }
+  // The job's AM may land on nm2, whose primary leaves no CPU: a long
+  // nm.harvest.cpu-kill-after keeps nm2's NM from killing it (it throttles
+  // it at most).
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster({"--set", "rm.harvest.cluster-every=10s"}, {1.0, 7.5},
+                                              {"--set", "nm.harvest.cpu-kill-after=1h"}));
+  std::string job = writeJob(
+      "name: nightly-etl\n"
+      "stages:\n"
+      "  - name: work\n"
+      "    tasks: 1\n"
+      "    command: \"sleep 1\"\n"
+      "    expected_task_ms: 120000\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n");
+  auto [code, out] = ctl({"app", "submit", job});
+  ASSERT_EQ(code, 0) << out;
+  std::string id = out.substr(0, out.find('\n'));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return rm_.log().find(id + " (medium job 'nightly-etl', container") != std::string::npos &&
+               rm_.log().find("; held for at most") != std::string::npos;
+      },
+      30s))
+      << rm_.log();
+  std::this_thread::sleep_for(6s);  // twice the soft-constraint delay, many heartbeats
+  EXPECT_EQ(app(id)["state"], "RUNNING") << rm_.log();
+  EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
+  EXPECT_EQ(tasksStarted(nms_[1].log(), id), 0) << nms_[1].log();
+  writeUsage(usage_[1], 1.0, 100);
+  ASSERT_TRUE(waitFinal(id, 40s)) << rm_.log();
+  EXPECT_EQ(app(id)["state"], "FINISHED") << rm_.log();
+  EXPECT_NE(rm_.log().find("predicted to fit; released after"), std::string::npos) << rm_.log();
+  EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
+  EXPECT_EQ(tasksStarted(nms_[1].log(), id), 1) << nms_[1].log();
 }
 
 int64_t nrThrottled(const std::string& cgroup) {

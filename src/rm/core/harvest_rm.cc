@@ -24,6 +24,13 @@ void declareHarvestRmOptions(ConfigSchema& s, HarvestRmOptions* o) {
                 "are saved in the state store (table harvest-usage), so the classes come back "
                 "after an RM restart or failover; at most this much history is lost on a crash. "
                 "0 = only when the RM stops.");
+  s.addDuration("rm.harvest.hold", &o->hold, Millis(86400000), Millis(0),
+                "Harvesting: a job's asks go only to nodes whose primary tenant's history "
+                "predicts a core for the job's expected container run (its asks' expected "
+                "duration, else its last successful run, else rm.harvest.long-min); while no node "
+                "fits they are held, past the scheduler's soft-constraint delay, for at most this "
+                "long, then take the ranked fallback. 0 = no prediction: the ranked fallback at "
+                "once.");
   s.addInt("rm.harvest.max-classes-per-label", &o->max_classes_per_label, 4, 1, 64, "classes",
            "Harvesting: most classes per utilisation pattern (periodic, constant, "
            "unpredictable), the k of the k-means.");
@@ -138,18 +145,13 @@ double harvestDraw(const std::string& app_id) {
   return static_cast<double>(h >> 11) / static_cast<double>(uint64_t{1} << 53);
 }
 
-namespace {
-
-// Containers of `container` that fit in `room` (0 for a zero container).
-int64_t slotsIn(const Resource& room, const Resource& container) {
+int64_t containersIn(const Resource& room, const Resource& container) {
   if (container.isZero()) return 0;
   int64_t fit = std::numeric_limits<int64_t>::max();
   if (container.memoryMib() > 0) fit = room.memoryMib() / container.memoryMib();
   if (container.vcores() > 0) fit = std::min(fit, room.vcores() / container.vcores());
   return std::max<int64_t>(0, fit);
 }
-
-}  // namespace
 
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,
@@ -164,18 +166,27 @@ std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
       if (n.cls != c.id) continue;
       members++;
       current += n.current;
-      int64_t fit = slotsIn(n.total, container);
-      int64_t taken = fit - slotsIn(Resource::max(n.total - n.used, Resource()), container);
+      int64_t fit = containersIn(n.total, container);
+      int64_t taken = fit - containersIn(Resource::max(n.total - n.used, Resource()), container);
       st.capacity_slots += fit;
       st.taken_slots += taken;
       const int64_t open =
-          n.free ? slotsIn(Resource::max(*n.free, Resource()), container) : int64_t{-1};
+          n.free ? containersIn(Resource::max(*n.free, Resource()), container) : int64_t{-1};
       st.nodes.push_back({n.current, fit, taken, open});
     }
     st.current = members > 0 ? current / members : 0;
     out.push_back(std::move(st));
   }
   return out;
+}
+
+double harvestNodeMargin(TenantForecast& forecast, UtilPattern pattern, const HarvestNode& n,
+                         const Resource& container, TimePoint now, Millis run) {
+  const int64_t capacity = containersIn(n.total, container);
+  const int64_t taken =
+      capacity - containersIn(Resource::max(n.total - n.used, Resource()), container);
+  return predictedMargin(forecast, pattern, n.current, static_cast<double>(capacity),
+                         static_cast<double>(taken), {}, now, run);
 }
 
 }  // namespace morpheus::rm

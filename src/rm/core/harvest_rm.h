@@ -18,6 +18,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "harvest/harvest_classes.h"
+#include "harvest/harvest_forecast.h"
 #include "harvest/harvest_selection.h"
 #include "harvest/harvest_series.h"
 #include "reprovision/policy.h"
@@ -26,6 +27,10 @@ namespace morpheus::rm {
 
 // The node attribute the RM sets to the node's primary-tenant class id.
 inline constexpr const char* kHarvestClassAttribute = "harvest-class";
+// The node attribute the RM sets to the node's own id on every node with a
+// class, so the hold (rm.harvest.hold) can name the nodes a job may use in
+// a hard constraint.
+inline constexpr const char* kHarvestNodeAttribute = "harvest-node";
 // State-store namespace: job name -> {"length_ms": <last successful run>}.
 inline constexpr const char* kHarvestRunsTable = "harvest-runs";
 // State-store namespace: primary tenant -> its CPU and memory series
@@ -48,6 +53,12 @@ struct HarvestRmOptions {
   // the RM stops). What a crash loses is at most this much history; each
   // save writes up to ~60 KB per tenant.
   Millis save_every{Millis(3600000)};
+  // rm.harvest.hold: how long a job's asks are held while no node is
+  // predicted to leave one of its containers a core for the container's
+  // whole expected run (harvest_forecast.h) before the ranked fallback
+  // applies (ms; default 1 d; 0 = no prediction: the ranked fallback at
+  // once). Restart-only, like the other rm.harvest.* keys.
+  Millis hold{Millis(86400000)};
   ClassifierOptions classifier() const;
 };
 
@@ -84,6 +95,9 @@ std::vector<StageShape> stageShapes(const std::vector<reprovision::StageState>& 
 // same app gets the same choice on every re-selection and in every run.
 double harvestDraw(const std::string& app_id);
 
+// Containers of `container` that fit in `room` (0 for a zero container).
+int64_t containersIn(const Resource& room, const Resource& container);
+
 // One node as the selector sees it.
 struct HarvestNode {
   NodeId id;
@@ -109,5 +123,15 @@ struct HarvestNode {
 std::vector<ClassState> classStates(const std::vector<HarvestClass>& classes,
                                     const std::vector<HarvestNode>& nodes,
                                     const Resource& container);
+
+// The hold's margin of `n` (predictedMargin) for a container of
+// `container` expected to run `run` from `now`, its tenant's history
+// `forecast` and its class's `pattern`: capacity = the containers its
+// registered total holds; taken = those `used` holds, for the whole run (the
+// RM does not know when the containers there end, nor the NM's reserve:
+// the NM's offer nets the reserve off at placement, the prediction does
+// not). The node fits when the margin is >= 1.
+double harvestNodeMargin(TenantForecast& forecast, UtilPattern pattern, const HarvestNode& n,
+                         const Resource& container, TimePoint now, Millis run);
 
 }  // namespace morpheus::rm

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/config.h"
 #include "harvest/harvest_selection.h"
 
 namespace morpheus::rm {
@@ -15,6 +16,10 @@ namespace {
 std::string harvestAskKey(const sched::ResourceRequest& a) {
   return a.request_id.empty() ? "\x01p" + std::to_string(a.priority) : a.request_id;
 }
+
+// The rise quantile of the hold's prediction (morpheus-harvest-sim's
+// default, --history-rise-quantile).
+constexpr double kHoldRiseQuantile = 0.9;
 
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
@@ -247,14 +252,26 @@ std::vector<HarvestNode> HarvestTracker::withCurrent(std::vector<HarvestNode> no
   return nodes;
 }
 
-std::vector<sched::ResourceRequest> HarvestTracker::constrained(const Job& job) {
+std::vector<sched::PlacementConstraint> HarvestTracker::constraintsOf(const Job& job) {
   std::vector<std::string> classes = job.classes;
   if (!job.fallback.empty()) classes.push_back(job.fallback);
-  auto c = harvestConstraint(classes);
+  std::vector<sched::PlacementConstraint> out;
+  if (auto c = harvestConstraint(classes)) out.push_back(*c);
+  if (job.fit) {
+    // Held: a value no node has ("" is no node id), so no node matches.
+    out.push_back({kHarvestNodeAttribute,
+                   job.fit->empty() ? std::vector<std::string>{""} : *job.fit, true,
+                   sched::ConstraintOp::kIn});
+  }
+  return out;
+}
+
+std::vector<sched::ResourceRequest> HarvestTracker::constrained(const Job& job) {
+  const auto cs = constraintsOf(job);
   std::vector<sched::ResourceRequest> asks;
   for (const auto& [key, a] : job.base) {
     asks.push_back(a);
-    if (c) asks.back().constraints.push_back(*c);
+    asks.back().constraints.insert(asks.back().constraints.end(), cs.begin(), cs.end());
   }
   return asks;
 }
@@ -289,18 +306,16 @@ std::string HarvestTracker::select(const AppId& app, const std::vector<HarvestNo
 }
 
 void HarvestTracker::constrain(const AppId& app, std::vector<sched::ResourceRequest>* asks) const {
-  std::optional<sched::PlacementConstraint> c;
+  std::vector<sched::PlacementConstraint> cs;
   {
     MutexLock lk(mu_);
     auto it = jobs_.find(app);
     if (it == jobs_.end()) return;
-    std::vector<std::string> classes = it->second.classes;
-    if (!it->second.fallback.empty()) classes.push_back(it->second.fallback);
-    c = harvestConstraint(classes);
+    cs = constraintsOf(it->second);
   }
-  if (!c) return;
+  if (cs.empty()) return;
   for (auto& a : *asks) {
-    if (a.count > 0) a.constraints.push_back(*c);
+    if (a.count > 0) a.constraints.insert(a.constraints.end(), cs.begin(), cs.end());
   }
 }
 
@@ -368,10 +383,27 @@ HarvestTracker::Reselection HarvestTracker::fallBack(const AppId& app,
       ++b;
     }
   }
-  if (job.base.empty()) return out;
+  if (job.base.empty()) {
+    // Nothing pending: the next asks start a new hold.
+    job.held_since.reset();
+    job.held = false;
+    job.hold_over = false;
+    return out;
+  }
   Resource container;
   for (const auto& [key, a] : job.base) container = Resource::max(container, a.capability);
   const JobLength type = typeOf(job);
+  std::string hold_note;  // the hold ran out now: logged before the fallback's line
+  if (opts_.hold > Millis(0) && !job.hold_over) {
+    const auto fit = job.fit;
+    const std::string fallback = job.fallback;
+    if (holdLocked(app, job, type, container, withCurrent(nodes), &out.note)) {
+      if (job.fit != fit || job.fallback != fallback) out.asks = constrained(job);
+      return out;
+    }
+    hold_note = std::move(out.note);
+    out.note.clear();
+  }
   const auto states = classStates(classes_, withCurrent(nodes), container);
   auto chosen = [&job](const std::string& id) {
     return std::find(job.classes.begin(), job.classes.end(), id) != job.classes.end();
@@ -389,21 +421,144 @@ HarvestTracker::Reselection HarvestTracker::fallBack(const AppId& app,
         break;
       }
     }
-    // No class has room now: the constraint stays as it is.
-    if (next.empty()) return out;
+    // No class has room now: the class constraint stays as it is.
+    if (next.empty()) next = job.fallback;
   }
-  if (next == job.fallback) return out;
-  out.note = next.empty()
-                 ? fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
-                               app.value(), joined(job.classes), job.fallback)
-                 : fmt::format(
-                       "harvesting: {} ({} job '{}'): classes {} have no room for a container "
-                       "of {}; falls back to class {} (ranked)",
-                       app.value(), jobLengthName(type), job.name, joined(job.classes),
-                       container.toString(), next);
+  if (next == job.fallback && hold_note.empty()) return out;
+  if (next == job.fallback) {
+    out.note = std::move(hold_note);
+    out.asks = constrained(job);
+    return out;
+  }
+  if (!hold_note.empty()) hold_note += "; ";
+  out.note =
+      hold_note +
+      (next.empty()
+           ? fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
+                         app.value(), joined(job.classes), job.fallback)
+           : fmt::format("harvesting: {} ({} job '{}'): classes {} have no room for a container "
+                         "of {}; falls back to class {} (ranked)",
+                         app.value(), jobLengthName(type), job.name, joined(job.classes),
+                         container.toString(), next));
   job.fallback = std::move(next);
   out.asks = constrained(job);
   return out;
+}
+
+bool HarvestTracker::holdLocked(const AppId& app, Job& job, JobLength type,
+                                const Resource& container, const std::vector<HarvestNode>& nodes,
+                                std::string* note) {
+  const TimePoint now = clock_.now();
+  const Millis run = expectedRun(job);
+  std::map<std::string, UtilPattern> pattern_of;
+  for (const auto& c : classes_) pattern_of[c.id] = c.pattern;
+  auto chosen = [&job](const std::string& id) {
+    return std::find(job.classes.begin(), job.classes.end(), id) != job.classes.end();
+  };
+  std::vector<std::string> fit;
+  bool open_in_class = false, open_any = false;
+  std::string best;  // the class of the fitting node ranked first outside the chosen ones
+  double best_weight = 0, best_margin = 0;
+  for (const auto& n : nodes) {
+    auto p = pattern_of.find(n.cls);
+    if (p == pattern_of.end()) continue;
+    TenantForecast* f = forecastOf(history_.tenantOf(n.id));
+    if (f == nullptr) continue;
+    const double margin = harvestNodeMargin(*f, p->second, n, container, now, run);
+    if (margin < 1) continue;
+    fit.push_back(n.id.value());
+    if (n.free && containersIn(Resource::max(*n.free, Resource()), container) < 1) continue;
+    open_any = true;
+    if (chosen(n.cls)) {
+      open_in_class = true;
+      continue;
+    }
+    const double w = rankingWeight(opts_.selection, type, p->second);
+    if (best.empty() || ranksBefore(w, margin, best_weight, best_margin) ||
+        (w == best_weight && margin == best_margin && n.cls < best)) {
+      best = n.cls;
+      best_weight = w;
+      best_margin = margin;
+    }
+  }
+  std::sort(fit.begin(), fit.end());
+  const std::string what =
+      fmt::format("harvesting: {} ({} job '{}', container {}, expected run {})", app.value(),
+                  jobLengthName(type), job.name, container.toString(), formatDuration(run));
+  if (!open_any) {
+    if (!job.held_since) job.held_since = now;
+    if (now - *job.held_since >= opts_.hold) {
+      *note = fmt::format(
+          "{}: held {} with no node predicted to fit; hold over (rm.harvest.hold "
+          "{}), the ranked fallback applies",
+          what, formatDuration(now - *job.held_since), formatDuration(opts_.hold));
+      job.hold_over = true;
+      job.held = false;
+      job.fit.reset();
+      return false;
+    }
+    if (!job.held) {
+      *note = fmt::format(
+          "{}: no node with room predicted to leave it a core for its expected run "
+          "({} predicted to fit); held for at most {} more",
+          what, fit.size(), formatDuration(opts_.hold - (now - *job.held_since)));
+    }
+    job.held = true;
+    job.fallback.clear();
+    job.fit = std::move(fit);
+    return true;
+  }
+  std::vector<std::string> notes;
+  if (job.held) {
+    notes.push_back(fmt::format("{}: {} node(s) predicted to fit; released after {} held", what,
+                                fit.size(), formatDuration(now - *job.held_since)));
+  }
+  std::string next = open_in_class ? "" : best;
+  if (next != job.fallback && !next.empty()) {
+    notes.push_back(fmt::format(
+        "harvesting: {} ({} job '{}'): classes {} have no room for a container of {}; falls "
+        "back to class {} (ranked)",
+        app.value(), jobLengthName(type), job.name, joined(job.classes), container.toString(),
+        next));
+  } else if (next != job.fallback) {
+    notes.push_back(fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
+                                app.value(), joined(job.classes), job.fallback));
+  }
+  for (const auto& n : notes) *note += (note->empty() ? "" : "; ") + n;
+  job.held = false;
+  job.fit = std::move(fit);
+  job.fallback = std::move(next);
+  return true;
+}
+
+Millis HarvestTracker::expectedRun(const Job& job) const {
+  Millis longest{0};
+  for (const auto& [key, a] : job.base) longest = std::max(longest, a.expected_duration);
+  if (longest > Millis(0)) return longest;
+  auto run = runs_.find(job.name);
+  return run != runs_.end() ? run->second : opts_.selection.long_min;
+}
+
+TenantForecast* HarvestTracker::forecastOf(const std::string& tenant) {
+  const UtilSeries* s = history_.tenantCpu(tenant);
+  if (s == nullptr || s->buckets().empty()) return nullptr;
+  const TimePoint last = s->buckets().back().start;
+  auto it = forecasts_.find(tenant);
+  if (it != forecasts_.end() && it->second.last == last && it->second.step == s->step()) {
+    return &it->second.forecast;
+  }
+  if (it != forecasts_.end()) forecasts_.erase(it);
+  auto added =
+      forecasts_.emplace(tenant, Forecast{last, s->step(),
+                                          TenantForecast(s->regular(), s->buckets().front().start,
+                                                         s->step(), kHoldRiseQuantile)});
+  return &added.first->second.forecast;
+}
+
+std::optional<std::vector<std::string>> HarvestTracker::holdNodes(const AppId& app) const {
+  MutexLock lk(mu_);
+  auto it = jobs_.find(app);
+  return it == jobs_.end() ? std::nullopt : it->second.fit;
 }
 
 std::string HarvestTracker::fallbackClass(const AppId& app) const {

@@ -38,6 +38,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "harvest/harvest_classes.h"
+#include "harvest/harvest_forecast.h"
 #include "harvest/harvest_series.h"
 #include "reprovision/policy.h"
 #include "rm/core/app_manager.h"
@@ -145,19 +146,37 @@ class HarvestTracker {
   // The classes chosen for the app's asks (empty = none chosen).
   std::vector<std::string> selection(const AppId& app) const EXCLUDES(mu_);
 
-  // ---- The ranked fallback (rankedFallback in harvest_selection.h) ----
-  // While no node of the job's chosen classes can take one of its containers
-  // now (its NM's offer less what runs there), or Algorithm 1 chose none,
-  // the job's constraint also holds the class ranked first among the others
+  // ---- The hold and the ranked fallback (harvest_forecast.h,
+  // rankedFallback in harvest_selection.h) ----
+  // With rm.harvest.hold > 0, the job's asks get a hard constraint on node
+  // attribute harvest-node: the nodes predicted to leave one of its
+  // containers a core for its whole expected run (predictedMargin >= 1 with
+  // the tenant's usage series in the tracker, the node's current share and
+  // the containers on it; the expected run: the largest expected_duration of
+  // its asks, else its last successful run, else rm.harvest.long-min).
+  // Among them the job's classes' nodes first (the class constraint stays
+  // soft); when none of those can take a container now, the constraint also
+  // holds the class of the fitting node ranked first outside them (ranking
+  // weight, then the most predicted room). While no fitting node can take
+  // one now, the job is held: the hard constraint keeps the scheduler's
+  // soft-constraint delay from placing it anywhere. The hold clock starts at
+  // the first such call and runs until the job has nothing pending; once it
+  // has run rm.harvest.hold, the hard constraint goes and the ranked
+  // fallback below applies until the job has nothing pending.
+  // The ranked fallback (rm.harvest.hold 0, or after the hold): while no
+  // node of the job's chosen classes can take one of its containers now
+  // (its NM's offer less what runs there), or Algorithm 1 chose none, the
+  // job's constraint also holds the class ranked first among the others
   // with a node that can: the highest ranking weight for the job's length
   // type, then the most room under that type's headroom. Once a chosen
   // class has room again, the chosen classes alone. The scheduler's
   // soft-constraint delay still places an ask anywhere once it has waited
-  // that long with no match. `pending` and `nodes` as for reselect(). The
-  // asks to send the scheduler again when the constraint changed (nullopt:
-  // unchanged, or nothing pending) and the line to log ("" for none).
-  // O(nodes x classes); the runtime calls it on each allocate of a job with
-  // pending asks (fallbackDue).
+  // that long with no match. `pending` and `nodes` as for reselect(); times
+  // are the tracker's clock. The asks to send the scheduler again when the
+  // constraint changed (nullopt: unchanged, or nothing pending) and the line
+  // to log ("" for none). O(nodes x classes) plus, per tenant whose series
+  // gained a bucket, O(history x span) to rebuild its forecast; the runtime
+  // calls it on each allocate of a job with pending asks (fallbackDue).
   Reselection fallBack(const AppId& app, const std::map<std::string, int32_t>& pending,
                        const std::vector<HarvestNode>& nodes) EXCLUDES(mu_);
   // Whether fallBack() can change the app's constraint: classes exist and
@@ -166,6 +185,9 @@ class HarvestTracker {
   bool fallbackDue(const AppId& app) const EXCLUDES(mu_);
   // The class the ranked fallback added to the app's constraint ("" = none).
   std::string fallbackClass(const AppId& app) const EXCLUDES(mu_);
+  // The nodes the hold lets the app's asks use, sorted (nullopt: no hold
+  // constraint; empty: held, no node may take them).
+  std::optional<std::vector<std::string>> holdNodes(const AppId& app) const EXCLUDES(mu_);
 
   // ---- Job run lengths (the length type of Algorithm 1) ----
   // The app ended (finishAm): its job entry goes; a successful run's length
@@ -180,9 +202,17 @@ class HarvestTracker {
   // A job's asks as its AM sent them (before the harvest-class constraint)
   // and its chosen classes.
   struct Job {
-    std::string name;                                    // harvestJobName
-    std::vector<std::string> classes;                    // last selection
-    std::string fallback;                                // fallBack()'s class ("" = none)
+    std::string name;                  // harvestJobName
+    std::vector<std::string> classes;  // last selection
+    std::string fallback;              // fallBack()'s class ("" = none)
+    // The hold: the nodes predicted to fit (nullopt: no hold constraint),
+    // since when the job has been held (nullopt: not since it last had
+    // nothing pending), whether it is held now, and whether its hold ran
+    // out (the ranked fallback applies until nothing is pending).
+    std::optional<std::vector<std::string>> fit;
+    std::optional<TimePoint> held_since;
+    bool held = false;
+    bool hold_over = false;
     bool selected = false;                               // selected once (asks or clustering)
     std::map<std::string, sched::ResourceRequest> base;  // by ask key, count as last sent
   };
@@ -194,8 +224,22 @@ class HarvestTracker {
   JobLength typeOf(const Job& job) const REQUIRES(mu_);
   // `nodes` with each one's latest CPU utilisation from the history.
   std::vector<HarvestNode> withCurrent(std::vector<HarvestNode> nodes) const REQUIRES(mu_);
-  // The job's base asks with its constraint (its classes and fallback).
+  // The job's base asks with its constraint (its classes and fallback,
+  // and the hold's nodes).
   static std::vector<sched::ResourceRequest> constrained(const Job& job);
+  // The constraints the job's asks get (none, the soft class one, the hard
+  // node one of the hold).
+  static std::vector<sched::PlacementConstraint> constraintsOf(const Job& job);
+  // The hold's part of fallBack(): updates job.fit, job.fallback and the
+  // hold clock. False when the hold ran out now (job.hold_over set, fit
+  // cleared): the ranked fallback applies.
+  bool holdLocked(const AppId& app, Job& job, JobLength type, const Resource& container,
+                  const std::vector<HarvestNode>& nodes, std::string* note) REQUIRES(mu_);
+  // The expected run of one of the job's containers (see fallBack()).
+  Millis expectedRun(const Job& job) const REQUIRES(mu_);
+  // The tenant's forecast from its CPU series, rebuilt when the series
+  // gained a bucket or changed its step; null without samples.
+  TenantForecast* forecastOf(const std::string& tenant) REQUIRES(mu_);
   void clusterTick() EXCLUDES(mu_);
   void saveTick() EXCLUDES(mu_);
   // stop() without the save: no tick runs or will once it returns.
@@ -211,6 +255,12 @@ class HarvestTracker {
   std::map<std::string, std::string> class_of_ GUARDED_BY(mu_);  // tenant -> class id
   std::map<std::string, Millis> runs_ GUARDED_BY(mu_);           // job -> last run length
   std::map<AppId, Job> jobs_ GUARDED_BY(mu_);
+  struct Forecast {
+    TimePoint last;  // the series' newest bucket's start when built
+    Millis step;
+    TenantForecast forecast;
+  };
+  std::map<std::string, Forecast> forecasts_ GUARDED_BY(mu_);  // by tenant
   // The periodic work: stop() sets stopped_ and waits on idle_ until no tick
   // runs (running_), so it returns only once none runs or will.
   std::function<Status()> recluster_ GUARDED_BY(mu_);

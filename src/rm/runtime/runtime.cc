@@ -186,7 +186,10 @@ void RmRuntime::onNodeRegistered(const NodeRegistration& reg) {
   auto cls = n.attributes.find(kHarvestClassAttribute);
   std::string harvest_class = cls != n.attributes.end() ? cls->second : "";
   n.attributes = reg.attributes;
-  if (!harvest_class.empty()) n.attributes[kHarvestClassAttribute] = harvest_class;
+  if (!harvest_class.empty()) {
+    n.attributes[kHarvestClassAttribute] = harvest_class;
+    n.attributes[kHarvestNodeAttribute] = id.value();
+  }
   n.live = true;
   // (Re-)registration: the core takes the node as announced, with the
   // containers this RM knows running there.
@@ -1245,13 +1248,22 @@ void RmRuntime::onHarvestReport(Node& node, const NodeHeartbeatCall& call, TimeP
 }
 
 void RmRuntime::setHarvestClass(Node& node, const std::string& cls) {
+  // A node with a class also carries its own id (harvest-node), which the
+  // hold's hard constraint names.
   if (cls.empty()) {
     node.attributes.erase(kHarvestClassAttribute);
+    node.attributes.erase(kHarvestNodeAttribute);
   } else {
     node.attributes[kHarvestClassAttribute] = cls;
+    node.attributes[kHarvestNodeAttribute] = node.id.value();
   }
   if (!node.live) return;  // re-added with its attributes when it comes back
-  if (Status st = sched_->setNodeAttribute(node.id, kHarvestClassAttribute, cls); !st.isOk()) {
+  Status st = sched_->setNodeAttribute(node.id, kHarvestClassAttribute, cls);
+  if (st.isOk()) {
+    st = sched_->setNodeAttribute(node.id, kHarvestNodeAttribute,
+                                  cls.empty() ? "" : node.id.value());
+  }
+  if (!st.isOk()) {
     logLater(spdlog::level::warn, "node {}: harvest class not set: {}", node.id.value(),
              st.message());
   }

@@ -266,6 +266,10 @@ class RmRuntime {
   }
   // The class the ranked fallback added to the app's asks ("" = none).
   std::string harvestFallbackClass(const AppId& app) const { return harvest_.fallbackClass(app); }
+  // The nodes the hold lets the app's asks use (HarvestTracker::holdNodes).
+  std::optional<std::vector<std::string>> harvestHoldNodes(const AppId& app) const {
+    return harvest_.holdNodes(app);
+  }
   // The last successful run length of a job (harvestJobName), if known.
   std::optional<Millis> harvestLastRun(const std::string& job) const {
     return harvest_.lastRun(job);

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "harvest/harvest_forecast.h"
 #include "harvest/harvest_replicas.h"
 #include "harvest/harvest_selection.h"
 
@@ -257,52 +258,8 @@ Status parseRankingWeights(const std::string& spec, rm::SelectionOptions& o) {
 
 namespace {
 
-// The largest value of a series over any range, in O(1) per query after
-// O(n log n) preparation (a sparse table: level l holds the largest of
-// every 2^l consecutive values).
-class RangeMax {
- public:
-  RangeMax() = default;
-  explicit RangeMax(std::vector<double> series) {
-    levels_.push_back(std::move(series));
-    const size_t n = levels_[0].size();
-    for (size_t len = 2; len <= n; len *= 2) {
-      const auto& prev = levels_.back();
-      std::vector<double> next(n - len + 1);
-      for (size_t i = 0; i < next.size(); i++) next[i] = std::max(prev[i], prev[i + len / 2]);
-      levels_.push_back(std::move(next));
-    }
-  }
-  // The largest of values [from, from + len); len >= 1 and inside the series.
-  double max(size_t from, size_t len) const {
-    size_t l = 0;
-    while ((size_t{2} << l) <= len) l++;
-    return std::max(levels_[l][from], levels_[l][from + len - (size_t{1} << l)]);
-  }
-
- private:
-  std::vector<std::vector<double>> levels_;
-};
-
-// Walks [0, work) in the segments over which the number of tasks still on
-// a server is constant: `ends` are the tasks' ends relative to now, sorted;
-// f(from, to, n) is called for each segment [from, to) with n the tasks
-// whose end is after `from`.
-template <typename F>
-void forEachSegment(const std::vector<int64_t>& ends, int64_t work, F&& f) {
-  auto n = static_cast<int64_t>(ends.size());
-  size_t next = 0;
-  int64_t from = 0;
-  while (from < work) {
-    while (next < ends.size() && ends[next] <= from) {
-      next++;
-      n--;
-    }
-    const int64_t to = next < ends.size() ? std::min(work, ends[next]) : work;
-    f(from, to, n);
-    from = to;
-  }
-}
+using rm::forEachSegment;
+using rm::RangeMax;
 
 struct Task {
   int job;
@@ -797,75 +754,33 @@ class HarvestRun {
     return rm::headroomMargin(type, classes_[static_cast<size_t>(c)], n);
   }
 
-  // kHold's tables (see rise_ and profile_), from the history days only.
+  // kHold's prediction per tenant (rm::TenantForecast), from the history
+  // days only; tick 0 is a midnight.
   void buildPrediction() {
-    const auto n = static_cast<size_t>(historySteps());
-    const auto day = static_cast<size_t>(per_day_);
-    rise_.assign(traces_.size(), {});
-    profile_.assign(traces_.size(), {});
-    for (size_t t = 0; t < traces_.size(); t++) {
-      const auto& h = traces_[t].util;
-      auto& r = rise_[t];
-      r.assign(std::max<size_t>(n, 1), 0.0);
-      std::vector<double> top(h.begin(), h.begin() + static_cast<long>(n)), rises;
-      for (size_t k = 1; k < n; k++) {
-        rises.clear();
-        for (size_t i = 0; i + k < n; i++) {
-          top[i] = std::max(top[i], h[i + k]);
-          rises.push_back(top[i] - h[i]);
-        }
-        const auto q = static_cast<size_t>(
-            std::ceil(o_.history_rise_quantile * static_cast<double>(rises.size() - 1)));
-        std::nth_element(rises.begin(), rises.begin() + static_cast<long>(q), rises.end());
-        r[k] = std::max(r[k - 1], rises[q]);
-      }
-      std::vector<double> tod(2 * day, 0.0);
-      for (size_t i = 0; i < n; i++) tod[i % day] = std::max(tod[i % day], h[i]);
-      for (size_t i = 0; i < day; i++) tod[day + i] = tod[i];
-      profile_[t] = RangeMax(std::move(tod));
+    const auto n = static_cast<long>(historySteps());
+    forecasts_.clear();
+    for (const auto& tr : traces_) {
+      forecasts_.emplace_back(std::vector<double>(tr.util.begin(), tr.util.begin() + n),
+                              fromEpochMs(0), o_.tick * ticks_per_step_, o_.history_rise_quantile);
     }
-  }
-
-  // The steps a run of `work` ticks from `now` spans after the current one.
-  int64_t spanSteps(int64_t work, int64_t now) const {
-    return (now + std::max<int64_t>(work, 1) - 1) / ticks_per_step_ - now / ticks_per_step_;
-  }
-
-  // kHold's predicted primary share on `server` over a run of `work` ticks
-  // from `now` (see the top of harvest_sim.h).
-  double predictedShare(int server, int64_t work, int64_t now) const {
-    const Server& s = servers_[static_cast<size_t>(server)];
-    const auto t = static_cast<size_t>(s.tenant);
-    const double current = primaryCores(s, now) / o_.cores;
-    const int64_t k = spanSteps(work, now);
-    const int c = server_class_[static_cast<size_t>(server)];
-    if (c >= 0 && classes_[static_cast<size_t>(c)].pattern == rm::UtilPattern::kPeriodic) {
-      const auto day = static_cast<size_t>(per_day_);
-      const auto len = static_cast<size_t>(std::min<int64_t>(k + 1, per_day_));
-      const size_t from = static_cast<size_t>(now / ticks_per_step_) % day;
-      return std::max(current, profile_[t].max(from, len));
-    }
-    const auto& r = rise_[t];
-    return std::min(1.0, current + r[std::min(static_cast<size_t>(k), r.size() - 1)]);
   }
 
   // The fewest cores left on `server` over a run of `work` ticks from `now`
-  // beside the primary's predicted share, the reserve and the tasks there:
-  // each task counts until its expected end (start + its expected run; one
-  // past it, throttled, counts for the whole run), and the share is
-  // predicted over [now, b) for every b at which the tasks counted change.
+  // beside the primary's predicted share, the reserve and the tasks there
+  // (rm::predictedMargin): each task counts until its expected end (start +
+  // its expected run; one past it, throttled, counts for the whole run).
   double predictedMargin(int server, int64_t work, int64_t now) {
     const Server& s = servers_[static_cast<size_t>(server)];
     ends_.clear();
     for (const auto& t : s.tasks)
-      ends_.push_back(t.expected_end > now ? t.expected_end - now : work);
+      ends_.push_back(o_.tick * (t.expected_end > now ? t.expected_end - now : work));
     std::sort(ends_.begin(), ends_.end());
-    double least = std::numeric_limits<double>::infinity();
-    forEachSegment(ends_, work, [&](int64_t, int64_t to, int64_t n) {
-      least = std::min(least, o_.cores * (1 - predictedShare(server, to, now)) - o_.reserve_cores -
-                                  static_cast<double>(n));
-    });
-    return least;
+    const int c = server_class_[static_cast<size_t>(server)];
+    const rm::UtilPattern pattern =
+        c >= 0 ? classes_[static_cast<size_t>(c)].pattern : rm::UtilPattern::kUnpredictable;
+    return rm::predictedMargin(forecasts_[static_cast<size_t>(s.tenant)], pattern,
+                               primaryCores(s, now) / o_.cores, o_.cores, o_.reserve_cores, ends_,
+                               fromEpochMs(0) + o_.tick * now, o_.tick * work);
   }
 
   // kHold outside the job's classes: among the servers predicted to fit a
@@ -1031,13 +946,8 @@ class HarvestRun {
   bool after_hold_ = false;  // the last pickServer's task took the ranked fallback after the hold
   double held_ticks_ = 0;
   int64_t tasks_after_hold_ = 0;
-  // kHold's prediction from the history days, per tenant: rise_[t][k] the
-  // largest rise of its share over any k steps; profile_[t] the largest
-  // of its per-time-of-day maximum over any range of steps of two days (so
-  // a window crossing midnight is one query).
-  std::vector<std::vector<double>> rise_;
-  std::vector<RangeMax> profile_;
-  std::vector<int64_t> ends_;  // predictedMargin's scratch
+  std::vector<rm::TenantForecast> forecasts_;  // kHold's prediction, per tenant
+  std::vector<Millis> ends_;                   // predictedMargin's scratch
   // The shortest run (ticks) no server was predicted to fit at
   // fit_failed_tick_: placements within a tick only take room, and a longer
   // run is predicted no more room, so longer ones fail too.

@@ -53,11 +53,13 @@
 // the ranked order (ranking weight, then the most predicted room); when no
 // server is predicted to fit, the task is held and tried again every tick,
 // and once its stage has held tasks for `history_hold` it takes the kRanked
-// fallback. The prediction reads only the history days of the series (the
-// usage the RM records), the server's class pattern and the task's expected
-// run W, its stage's task duration in the job's last run (the SWIM duration,
-// as for the length type): with c the primary's current share and k the
-// 5-minute steps the run spans after the current one,
+// fallback. The prediction (harvest_forecast.h: TenantForecast and
+// predictedMargin; the RM's rm.harvest.hold runs the same code) reads only
+// the history days of the series (the usage the RM records), the server's
+// class pattern and the task's expected run W, its stage's task duration
+// in the job's last run (the SWIM duration, as for the length type): with c
+// the primary's current share and k the 5-minute steps the run spans after
+// the current one,
 //  - periodic class: max(c, the largest share the tenant's history days
 //    show over the same times of day, [now, now + W) modulo the day);
 //  - constant or unpredictable class: c + the rise of the tenant's history

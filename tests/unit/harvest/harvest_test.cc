@@ -1,7 +1,7 @@
 // Harvesting in the RM (Zhang et al., OSDI'16 §4): bounded
 // downsampled utilisation series, FFT labelling and k-means classes (§4.1),
-// class selection (Algorithm 1) and replica placement (Algorithm 2), on
-// hand-made series and clusters.
+// class selection (Algorithm 1), replica placement (Algorithm 2) and the
+// hold's prediction (harvest_forecast.h), on hand-made series and clusters.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <set>
 
 #include "harvest/harvest_classes.h"
+#include "harvest/harvest_forecast.h"
 #include "harvest/harvest_replicas.h"
 #include "harvest/harvest_selection.h"
 #include "harvest/harvest_series.h"
@@ -400,6 +401,73 @@ TEST(ReplicaPlacerTest, BaselinesBestFirstAndRandom) {
   auto rnd = placeRandom(s, {"b", 3}, 42);
   ASSERT_TRUE(rnd.isOk());
   EXPECT_EQ(std::set<NodeId>(rnd->begin(), rnd->end()).size(), 3u);
+}
+
+// ---- The hold's prediction (harvest_forecast.h) ----
+
+// A constant or unpredictable tenant: the current share plus the rise its
+// history shows over the run's span at the quantile. Every other step of
+// the history jumps from 0.1 to 0.9, so half the one-step windows rise 0.8
+// and the rest not at all: the 0.9 quantile plans for the jump, the 0.4
+// quantile does not. A run within the current step spans no step: no rise.
+TEST(TenantForecastTest, NonPeriodicAddsTheHistorysRiseAtTheQuantile) {
+  std::vector<double> h;
+  for (int i = 0; i < 40; i++) h.push_back(i % 2 == 0 ? 0.1 : 0.9);
+  const TimePoint start = fromEpochMs(0);
+  const TimePoint now = start + 100min;  // the start of a step
+  TenantForecast f(h, start, 1min, 0.9);
+  EXPECT_NEAR(f.share(UtilPattern::kConstant, 0.1, now, 2min), 0.9, 1e-9);
+  EXPECT_NEAR(f.share(UtilPattern::kUnpredictable, 0.1, now, 2min), 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kConstant, 0.1, now, 1min), 0.1);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kConstant, 0.5, now, 30min), 1.0);  // capped
+  TenantForecast low(h, start, 1min, 0.4);
+  EXPECT_DOUBLE_EQ(low.share(UtilPattern::kConstant, 0.1, now, 2min), 0.1);
+  // A flat history predicts what the primary uses now.
+  TenantForecast flat(std::vector<double>(40, 0.3), start, 1min, 0.9);
+  EXPECT_DOUBLE_EQ(flat.share(UtilPattern::kConstant, 0.6, now, 20min), 0.6);
+}
+
+// A periodic tenant: the largest share its history shows over the run's
+// times of day (or what it uses now, if more). Two days of 5-minute steps
+// at 0.2 but for 12:00-13:00 at 0.8: a run from 11:00 that reaches noon
+// plans for 0.8, one that ends before it does not, and a run from 23:30
+// crossing midnight reads the next morning.
+TEST(TenantForecastTest, PeriodicTakesTheLargestShareOverTheSameTimesOfDay) {
+  std::vector<double> h;
+  for (int i = 0; i < 2 * 288; i++) h.push_back(i % 288 >= 144 && i % 288 < 156 ? 0.8 : 0.2);
+  const TimePoint midnight = fromEpochMs(1800000000000 - 1800000000000 % 86400000);
+  TenantForecast f(h, midnight, 5min, 0.9);
+  const TimePoint day3 = midnight + 72h;
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kPeriodic, 0.1, day3 + 11h, 90min), 0.8);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kPeriodic, 0.1, day3 + 11h, 55min), 0.2);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kPeriodic, 0.5, day3 + 11h, 55min), 0.5);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kPeriodic, 0.1, day3 + 23h + 30min, 13h), 0.8);
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kPeriodic, 0.1, day3 + 23h + 30min, 2h), 0.2);
+  // The same tenant read as constant adds its largest rise at the quantile.
+  EXPECT_DOUBLE_EQ(f.share(UtilPattern::kConstant, 0.2, day3 + 11h, 55min), 0.2);
+}
+
+// The margin counts the node's containers until their expected ends: a
+// node of 10 containers, 1 taken for the whole run, a tenant predicted at
+// 0.5 over any span and two containers ending after 10 and 20 minutes
+// leaves 10 x 0.5 - 1 - 2 = 2 at first; one ending later than the run
+// counts for all of it.
+TEST(TenantForecastTest, MarginCountsContainersUntilTheirExpectedEnds) {
+  TenantForecast f(std::vector<double>(20, 0.5), fromEpochMs(0), 1min, 0.9);
+  const TimePoint now = fromEpochMs(0) + 60min;
+  EXPECT_DOUBLE_EQ(
+      predictedMargin(f, UtilPattern::kConstant, 0.5, 10, 1, {10min, 20min}, now, 30min), 2.0);
+  EXPECT_DOUBLE_EQ(predictedMargin(f, UtilPattern::kConstant, 0.5, 10, 1, {}, now, 30min), 4.0);
+  EXPECT_DOUBLE_EQ(
+      predictedMargin(f, UtilPattern::kConstant, 0.5, 10, 1, {40min, 40min}, now, 30min), 2.0);
+  // A rising tenant: the margin is the least over the run, at its end.
+  std::vector<double> h;
+  for (int i = 0; i < 40; i++) h.push_back(i % 2 == 0 ? 0.1 : 0.6);
+  TenantForecast rising(h, fromEpochMs(0), 1min, 1.0);
+  EXPECT_NEAR(predictedMargin(rising, UtilPattern::kConstant, 0.1, 10, 0, {}, now, 5min), 4.0,
+              1e-9);
+  EXPECT_NEAR(predictedMargin(rising, UtilPattern::kConstant, 0.1, 10, 0, {}, now, 1min), 9.0,
+              1e-9);
 }
 
 }  // namespace

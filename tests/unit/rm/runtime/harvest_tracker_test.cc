@@ -166,10 +166,13 @@ TEST(HarvestTrackerTest, ReselectionResendsAsksOnlyWhenTheChoiceChanges) {
 // take a container now, the constraint also holds the class ranked next with
 // one (here the busy class, the only other); unchanged state, unchanged
 // asks; with no class open anywhere the constraint stays; once the idle
-// node has room again the fallback goes.
+// node has room again the fallback goes. rm.harvest.hold 0: the ranked
+// fallback alone, without the hold's prediction.
 TEST(HarvestTrackerTest, FullClassesFallBackToTheNextRankedClassUntilRoomReturns) {
   VirtualClock clock(fromEpochMs(kStartMs));
-  HarvestTracker t(options(), clock);
+  HarvestRmOptions o = options();
+  o.hold = Millis(0);
+  HarvestTracker t(o, clock);
   ASSERT_TRUE(t.recordRun(app("a0", "etl", Millis(120000)), AppState::kFinished).has_value());
   ASSERT_NO_FATAL_FAILURE(clustered(t));
   const std::string busy = t.classOfNode(NodeId("n1"));

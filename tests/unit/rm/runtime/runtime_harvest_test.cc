@@ -5,6 +5,8 @@
 // tenants by the heartbeats' primary_usage.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "../test_db.h"
 #include "common/wire.h"
 #include "inproc_rm.h"
@@ -27,6 +29,7 @@ class RuntimeHarvestTest : public ::testing::Test {
     o.apps.queues = {"root.default"};
     o.runtime.harvest.selection.short_max = Millis(10000);
     o.runtime.harvest.selection.long_min = Millis(60000);
+    if (hold_) o.runtime.harvest.hold = *hold_;
     o.scripted_plan =
         testing::ScriptedPlan{// no reservation exists
                               [](const JobKey&) { return std::vector<BindTarget>(); },
@@ -114,7 +117,57 @@ class RuntimeHarvestTest : public ::testing::Test {
     ASSERT_TRUE(finish(a).isOk());
   }
 
+  // Forty minutes of history: n1's primary tenant jumps between 1 and 7.5
+  // of 8 vcores at random (about a quarter of its one- and two-minute
+  // windows rise by 6.5, so the 0.9 quantile of its rises plans for that),
+  // n2's stays at 1.
+  void burstyAndSteadyHistory() {
+    std::mt19937 rng(7);
+    for (int i = 0; i < 40; i++) {
+      heartbeat("n1", rng() % 100 < 45 ? 7.5 : 1.0);
+      heartbeat("n2", 1.0);
+      clock_.advance(Millis(60000));
+    }
+  }
+  // The hold's set-up: n1 (bursty) and n2 (steady) with a class each, a
+  // long job "etl" whose last run took 2 minutes, n2's primary busy now
+  // (7.9 of 8 vcores, no offer) and n1's at 1 (an offer of 6 vcores), and
+  // the job's 2 asks: no node is predicted to leave a container a core for
+  // its 2 minutes (n1: 1/8 now + a rise of 6.5/8).
+  AppId heldJob() {
+    addNode("n1", 8);
+    addNode("n2", 8);
+    addNode("am", 4);
+    burstyAndSteadyHistory();
+    pastRun("etl", Millis(120000));
+    EXPECT_TRUE(rm_->runtime().recomputeHarvestClasses().isOk());
+    EXPECT_FALSE(rm_->runtime().harvestClassOf(NodeId("n1")).empty());
+    EXPECT_FALSE(rm_->runtime().harvestClassOf(NodeId("n2")).empty());
+    for (const auto& c : rm_->runtime().harvestClasses()) {
+      EXPECT_NE(c.cls.pattern, UtilPattern::kPeriodic) << c.cls.id;
+    }
+    heartbeat("n2", 7.9, 0);
+    heartbeat("n1", 1.0, 6);
+    AppId app = runningApp("etl");
+    ask(app, 2);
+    return app;
+  }
+  // Heartbeats of n1 and the AM's node (no class) for `span`, past the
+  // scheduler's soft-constraint delay (3 s): the containers they got.
+  int offersOfN1AndAm(Millis span, const AppId& app) {
+    int got = 0;
+    for (Millis t{0}; t < span; t += Millis(1000)) {
+      clock_.advance(Millis(1000));
+      heartbeat("n1", 1.0, 6);
+      heartbeat("am");
+      heartbeat("n2", 7.9, 0);
+      got += ask(app, 0).allocated_size();
+    }
+    return got;
+  }
+
   VirtualClock clock_{fromEpochMs(1800000000000)};
+  std::optional<Millis> hold_;
   std::string path_;
   std::unique_ptr<testing::InProcRm> rm_;
 };
@@ -153,10 +206,15 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
   for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
 }
 
-// The constraint is soft: when the preferred class is full, the busy node
-// gets the rest (the ranked fallback adds its class, the only other, at
-// once; the scheduler's soft-constraint delay would too).
+// With rm.harvest.hold 0 the constraint is soft: when the preferred class
+// is full, the busy node gets the rest (the ranked fallback adds its class,
+// the only other, at once; the scheduler's soft-constraint delay would
+// too). With the hold, n1 would not: its primary's 5 vcores and the other
+// job's 4 containers there leave none of the job's expected run.
 TEST_F(RuntimeHarvestTest, SoftConstraintFallsBackToAnyNodeAfterTheDelay) {
+  hold_ = Millis(0);
+  close();
+  open();
   addNode("n1", 8);
   addNode("n2", 8);
   addNode("am", 4);
@@ -230,6 +288,63 @@ TEST_F(RuntimeHarvestTest, ReclusteringReselectsPendingAsks) {
             std::vector<std::string>{rm_->runtime().harvestClassOf(NodeId("n2"))});
   heartbeat("n1", 5.0);
   EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+}
+
+// The hold (rm.harvest.hold): n1 has room now but its tenant's history
+// predicts a burst within the job's expected run, n2 is busy; the job's
+// asks are held off both and off the AM's node (no class) even long after
+// the scheduler's soft-constraint delay, which would place them on any
+// node. Once n2's primary drops back, n2 is predicted to fit, and the job
+// takes it at its next heartbeat, n1 still none.
+TEST_F(RuntimeHarvestTest, HoldKeepsAJobOffNodesItsHistoryPredictsWillThrottleIt) {
+  AppId app = heldJob();
+  EXPECT_EQ(rm_->runtime().harvestHoldNodes(app), std::vector<std::string>());
+  EXPECT_EQ(offersOfN1AndAm(Millis(20000), app), 0);
+  clock_.advance(Millis(40000));  // a new minute: n2's current share is 1/8
+  heartbeat("n2", 1.0, 6);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+  EXPECT_EQ(rm_->runtime().harvestHoldNodes(app), std::vector<std::string>{"n2"});
+  heartbeat("n1", 1.0, 6);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+  heartbeat("n2", 1.0, 6);
+  auto r = ask(app, 0);
+  ASSERT_EQ(r.allocated_size(), 2);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
+}
+
+// After rm.harvest.hold the held job takes the ranked fallback: the hard
+// constraint goes, and the class of n1 (the only one with room now) joins
+// the job's constraint, so n1's next heartbeat gets both containers.
+TEST_F(RuntimeHarvestTest, HeldJobTakesTheRankedFallbackAfterTheHold) {
+  hold_ = Millis(60000);
+  close();
+  open();
+  AppId app = heldJob();
+  EXPECT_EQ(offersOfN1AndAm(Millis(50000), app), 0);
+  EXPECT_EQ(rm_->runtime().harvestHoldNodes(app), std::vector<std::string>());
+  clock_.advance(Millis(10000));  // 60 s since the hold began
+  heartbeat("n2", 7.9, 0);
+  EXPECT_EQ(ask(app, 0).allocated_size(), 0);
+  EXPECT_EQ(rm_->runtime().harvestHoldNodes(app), std::nullopt);
+  EXPECT_EQ(rm_->runtime().harvestFallbackClass(app), rm_->runtime().harvestClassOf(NodeId("n1")));
+  heartbeat("n1", 1.0, 6);
+  auto r = ask(app, 0);
+  ASSERT_EQ(r.allocated_size(), 2);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n1");
+}
+
+// rm.harvest.hold 0: no prediction, the ranked fallback at once (n1 has
+// room now, so its class joins the constraint and n1 gets both).
+TEST_F(RuntimeHarvestTest, HoldZeroTakesTheRankedFallbackAtOnce) {
+  hold_ = Millis(0);
+  close();
+  open();
+  AppId app = heldJob();
+  EXPECT_EQ(rm_->runtime().harvestHoldNodes(app), std::nullopt);
+  heartbeat("n1", 1.0, 6);
+  auto r = ask(app, 0);
+  ASSERT_EQ(r.allocated_size(), 2);
+  for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n1");
 }
 
 // An unseen job is medium, a job's last successful run decides its length
@@ -376,6 +491,28 @@ TEST(HarvestRmTest, ClassStatesCountContainersAndAverageCurrent) {
 }
 
 // rm.harvest.long-min must be above rm.harvest.short-max.
+// rm.harvest.hold: a duration >= 0 (default 1 d); a bad value is refused
+// naming the key as written, and the option keeps its value.
+TEST(HarvestRmTest, HoldIsADurationAndBadValuesNameTheKey) {
+  HarvestRmOptions o;
+  ConfigSchema s("rm");
+  declareHarvestRmOptions(s, &o);
+  EXPECT_EQ(o.hold, Millis(86400000));
+  ASSERT_TRUE(s.set("rm.harvest.hold", "30m").isOk());
+  EXPECT_EQ(o.hold, Millis(1800000));
+  ASSERT_TRUE(s.loadYamlString("rm:\n  harvest:\n    hold: 0\n", "test.yaml").isOk());
+  EXPECT_EQ(o.hold, Millis(0));
+  for (const std::string bad : {"-1s", "soon"}) {
+    Status st = s.set("rm.harvest.hold", bad);
+    ASSERT_FALSE(st.isOk()) << bad;
+    EXPECT_NE(st.message().find("rm.harvest.hold"), std::string::npos) << st.message();
+  }
+  Status st = s.loadYamlString("rm.harvest.hold: 2 days\n", "test.yaml");
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("rm.harvest.hold"), std::string::npos) << st.message();
+  EXPECT_EQ(o.hold, Millis(0));
+}
+
 TEST(HarvestRmTest, LongMinNotAboveShortMaxIsRefused) {
   HarvestRmOptions o;
   o.selection.short_max = Millis(5000);
