@@ -988,11 +988,13 @@ void Sim::round() {
   // ended tasks freed before the periodic apps' asks are offered it, and it
   // yields at once to a guarantee that lacks room (the preemption of ad-hoc
   // work by reservations, as capacity).
+  // The refill goes first: a reservation that asked this instant and finds
+  // the freed room taken by it triggers the recomputation below, which
+  // serves the guarantee before the pools.
+  if (!agg_due_ && !agg_freed_.empty()) refillAggregateNodes();
+  agg_freed_.clear();
   if (!agg_.empty() && (agg_due_ || (!agg_check_.empty() && aggregateShortfall()))) {
     aggregateStep();
-    agg_freed_.clear();
-  } else if (!agg_freed_.empty()) {
-    refillAggregateNodes();
   }
   agg_due_ = false;
   agg_check_.clear();

@@ -272,6 +272,62 @@ TEST(AggregateAdhocTest, CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare) {
   EXPECT_LE(kept.back(), 5 * 61) << "refill off: 4 waves on 32 vcores";
 }
 
+// A reserved job's second stage asks in the instant its first stage's
+// tasks end, while an unreserved job holds the ad-hoc queue's share (so the
+// freed capacity would refill the ad-hoc load): the guarantee is served
+// first, and the second stage starts at once (2 x 61 s), not at the next
+// step.
+TEST(AggregateAdhocTest, RefillNeverDelaysAGuaranteeAskingInTheSameInstant) {
+  Workload w;
+  PeriodicJob j;
+  j.key = JobKey("reserved");
+  j.owner = UserId("owner");
+  j.period = Millis(3600'000);
+  j.submit_offset = Millis(5 * kMin);
+  j.input_available = j.submit_offset;
+  j.deadline = Millis(35 * kMin);
+  SimStage first = stage(16, 1);
+  first.task_duration = Millis(61'000);
+  SimStage second = first;
+  second.depends_on = {0};
+  j.stages = {first, second};
+  j.input_path = "/in/reserved";
+  j.output_path = "/out/reserved";
+  j.user_containers = 16;
+  j.user_container_resource = kTask;
+  w.periodic.push_back(j);
+  PeriodicJob greedy = j;
+  greedy.key = JobKey("greedy");
+  greedy.submit_offset = Millis(0);
+  greedy.input_available = greedy.submit_offset;
+  greedy.deadline = Millis(55 * kMin);
+  greedy.stages = {stage(64, 50)};
+  greedy.input_path = "/in/greedy";
+  greedy.output_path = "/out/greedy";
+  greedy.user_containers = 64;  // refused: runs unreserved
+  w.periodic.push_back(greedy);
+  for (int i = 0; i < 4 * 24 * 12; i++) {
+    AdhocJob a;
+    a.name = "flood" + std::to_string(i);
+    a.user = UserId("adhoc");
+    a.submit = Millis(static_cast<int64_t>(i) * 5 * kMin);
+    a.stages = {stage(16, 6)};
+    w.adhoc.push_back(a);
+  }
+  auto specs = parseStrategies({"baseline"}, {}, 0.01);
+  ASSERT_TRUE(specs.isOk());
+  auto r = runExperiment(w, aggregateOptions(), *specs);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->strategies[0].extra.at("unreserved_jobs"), 1);
+  int reserved = 0;
+  for (const auto& i : r->strategies[0].instances) {
+    if (i.job != "reserved") continue;
+    reserved++;
+    EXPECT_EQ(i.runtime.count(), 2 * 61'000) << "instance " << i.index;
+  }
+  EXPECT_EQ(reserved, 48);
+}
+
 TEST(AggregateAdhocTest, RefusalsNameTheField) {
   ExperimentOptions o = aggregateOptions();
   o.fluid_adhoc_step = Millis(10'000);
