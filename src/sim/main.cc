@@ -112,6 +112,8 @@ struct SimFlags {
   std::string sizes;
   bool sizes_given = false;
   int64_t adhoc_step_s = 10;
+  // --adhoc-refill on|off (ExperimentOptions::aggregate_adhoc_refill).
+  std::string adhoc_refill = "on";
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
@@ -164,6 +166,11 @@ void addAdhocModelFlags(CLI::App* cmd, SimFlags& f) {
       ->capture_default_str();
   cmd->add_option("--adhoc-step", f.adhoc_step_s,
                   "aggregate ad-hoc model: seconds between its steps (>= 1)")
+      ->capture_default_str();
+  cmd->add_option("--adhoc-refill", f.adhoc_refill,
+                  "aggregate ad-hoc model: on: capacity periodic tasks free between steps goes "
+                  "to ad-hoc pools below their fair share first; off: to the periodic apps "
+                  "until the next step")
       ->capture_default_str();
 }
 
@@ -344,6 +351,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
     return fail("adhoc-model: must be task or aggregate, got '" + f.adhoc_model + "'");
   }
   if (f.adhoc_step_s < 1) return fail("adhoc-step: must be >= 1");
+  if (f.adhoc_refill != "on" && f.adhoc_refill != "off") {
+    return fail("adhoc-refill: must be on or off, got '" + f.adhoc_refill + "'");
+  }
   if (f.match != "worst-case" && f.match != "with-adhoc-load") {
     return fail("match: must be worst-case or with-adhoc-load, got '" + f.match + "'");
   }
@@ -380,6 +390,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.estimate_noise = f.estimate_noise;
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.aggregate_adhoc_step = aggregate ? Millis(f.adhoc_step_s * 1000) : Millis(0);
+  o.aggregate_adhoc_refill = f.adhoc_refill == "on";
   o.min_cluster_worst_case = f.match == "worst-case";
   o.min_cluster_sizes = sizes;
   o.threads = f.threads;

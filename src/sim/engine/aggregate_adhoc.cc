@@ -25,8 +25,14 @@ std::vector<double> maxMinShares(const std::vector<double>& want, double total) 
 }
 
 std::vector<int64_t> aggregateAdhocShares(const AggregateInput& in) {
-  std::vector<int64_t> out(in.pools.size(), 0);
-  if (in.capacity.isZero() || in.pools.empty()) return out;
+  return aggregateAdhocSplit(in).held;
+}
+
+AggregateSplit aggregateAdhocSplit(const AggregateInput& in) {
+  AggregateSplit split;
+  split.held.assign(in.pools.size(), 0);
+  split.fair.assign(in.pools.size(), 0);
+  if (in.capacity.isZero() || in.pools.empty()) return split;
   auto share = [&](const Resource& r) { return r.dominantShare(in.capacity); };
   auto positive = [](const Resource& r) { return Resource::max(r, Resource()); };
 
@@ -81,6 +87,7 @@ std::vector<int64_t> aggregateAdhocShares(const AggregateInput& in) {
   }
 
   // 4. Never over periodic containers, nor over the reservations' unmet need.
+  split.unmet = unmet;
   Resource free = positive(in.capacity - periodic_used - unmet);
   for (size_t p = 0; p < in.pools.size(); p++) {
     const AggregatePool& pool = in.pools[p];
@@ -88,13 +95,34 @@ std::vector<int64_t> aggregateAdhocShares(const AggregateInput& in) {
     const double unit = share(pool.shape);
     // The tolerance absorbs rounding of the shares (a pool given its whole
     // demand must get all of it).
-    auto n = static_cast<int64_t>(std::floor(pool_share[p] / unit + 1e-9));
-    n = std::min({n, pool.demand, free.countFitting(pool.shape)});
-    n = std::max<int64_t>(0, n);
-    out[p] = n;
+    auto fair = static_cast<int64_t>(std::floor(pool_share[p] / unit + 1e-9));
+    fair = std::max<int64_t>(0, std::min(fair, pool.demand));
+    const int64_t n = std::max<int64_t>(0, std::min(fair, free.countFitting(pool.shape)));
+    split.fair[p] = fair;
+    split.held[p] = n;
     free -= pool.shape * n;
   }
-  return out;
+  return split;
+}
+
+Resource refillAggregate(Resource room, const std::vector<Resource>& shapes,
+                         const std::vector<int64_t>& fair, std::vector<int64_t>& held,
+                         Resource& unmet) {
+  auto positive = [](const Resource& r) { return Resource::max(r, Resource()); };
+  room = positive(room);
+  const Resource served = Resource::min(room, unmet);
+  room -= served;
+  unmet -= served;
+  Resource taken;
+  for (size_t p = 0; p < shapes.size(); p++) {
+    if (shapes[p].isZero() || held[p] >= fair[p]) continue;
+    const int64_t k = std::min(fair[p] - held[p], room.countFitting(shapes[p]));
+    if (k <= 0) continue;
+    held[p] += k;
+    room -= shapes[p] * k;
+    taken += shapes[p] * k;
+  }
+  return taken;
 }
 
 }  // namespace morpheus::sim

@@ -22,6 +22,10 @@
 //     scheduler preempts only for guarantees), nor what reservations below
 //     their guarantee still need: pools are capped, in order, by the free
 //     capacity net of that need.
+//  5. between steps, capacity periodic tasks free goes first to the unmet
+//     need of step 4, then to pools below their fair share of steps 2-3
+//     (refillAggregate; the task model's DRF ordering serves the queue
+//     furthest below its share first), then to the periodic apps.
 // What this costs against the task model (docs/experiments/simulator.md,
 // "Aggregate ad-hoc model"): ad-hoc work yields to a guarantee at once (no
 // preemption grace, no lost work), fair shares are reached within a step
@@ -65,9 +69,32 @@ struct AggregateInput {
   std::vector<AggregatePool> pools;
 };
 
-// Containers of capacity each pool gets (same order as input.pools), each
-// in [0, demand].
+// The split of one step, per pool in input.pools' order.
+struct AggregateSplit {
+  // Containers of capacity it gets now, in [0, fair].
+  std::vector<int64_t> held;
+  // Its max-min fair share (steps 2-3) in containers, capped by its demand
+  // but not by what periodic containers hold (step 4): what it is owed.
+  std::vector<int64_t> fair;
+  // What reservations below their guarantee still need (claim - used, summed):
+  // capacity freed before the next step serves it before the pools.
+  Resource unmet;
+};
+
+AggregateSplit aggregateAdhocSplit(const AggregateInput& input);
+
+// Containers of capacity each pool gets (aggregateAdhocSplit's held).
 std::vector<int64_t> aggregateAdhocShares(const AggregateInput& input);
+
+// Capacity freed inside a step (periodic tasks ending on a node) goes where
+// the scheduler's fair ordering would send it: first to what reservations
+// below their guarantee still need (`unmet`, reduced by what it takes), then
+// to the pools below their fair share (`held` raised toward `fair`, in pool
+// order), the rest to the periodic apps. Returns the capacity the pools take
+// out of `room`, in whole containers of their shapes.
+Resource refillAggregate(Resource room, const std::vector<Resource>& shapes,
+                         const std::vector<int64_t>& fair, std::vector<int64_t>& held,
+                         Resource& unmet);
 
 // Max-min fair split of `total` among demands `want` (equal weights): each
 // gets min(want, level) with the level where the sum reaches `total` (or

@@ -311,6 +311,9 @@ struct AggregateState {
   Resource shape;
   FluidPool pool;
   int64_t held = 0;
+  int64_t fair = 0;      // its fair share at the last step (AggregateSplit::fair)
+  double held_ms = 0;    // containers x ms held since the pool last advanced
+  TimePoint held_since;  // when `held` last changed
 };
 
 struct TaskSlot {
@@ -441,6 +444,9 @@ class Sim {
   // capacity and places it on the nodes (node totals).
   void aggregateStep();
   void placeAggregate();
+  // Capacity periodic tasks freed this instant on agg_freed_'s nodes goes to
+  // pools below their fair share (refillAggregate), on those nodes.
+  void refillAggregateNodes();
   // App ai was added to the scheduler: its slot, and the slot's app.
   void bindSlot(int ai) {
     AppState& app = apps_[static_cast<size_t>(ai)];
@@ -540,6 +546,13 @@ class Sim {
   TimePoint agg_last_;
   bool agg_due_ = false;
   std::vector<int> agg_check_;  // reservations that asked or grew this instant
+  // --adhoc-refill: nodes where periodic tasks ended this instant while a
+  // pool was below its fair share (agg_lacking_), and what reservations
+  // below their guarantee still needed at the last step, less what freed
+  // capacity served since.
+  std::vector<int> agg_freed_;
+  bool agg_lacking_ = false;
+  Resource agg_unmet_;
   std::vector<std::pair<sched::NodeSlot, Resource>> totals_batch_;  // placeAggregate's, reused
   // What the jobs' own apps ask for and were not granted (sum of pending
   // tasks' resources): the fluid pools turn containers over only for it.
@@ -975,6 +988,11 @@ void Sim::round() {
   // ended tasks freed before the periodic apps' asks are offered it, and it
   // yields at once to a guarantee that lacks room (the preemption of ad-hoc
   // work by reservations, as capacity).
+  // The refill goes first: a reservation that asked this instant and finds
+  // the freed room taken by it triggers the recomputation below, which
+  // serves the guarantee before the pools.
+  if (!agg_due_ && !agg_freed_.empty()) refillAggregateNodes();
+  agg_freed_.clear();
   if (!agg_.empty() && (agg_due_ || (!agg_check_.empty() && aggregateShortfall()))) {
     aggregateStep();
   }
@@ -1158,6 +1176,7 @@ void Sim::endTask(int64_t slot, bool killed) {
   free_slots_.push_back(slot);
   node_used_[static_cast<size_t>(t.node)] -= t.resource;
   dirty_nodes_.insert(t.node);
+  if (agg_lacking_ && !killed) agg_freed_.push_back(t.node);
   AppState& app = apps_[static_cast<size_t>(t.app)];
   app.used -= t.resource;
   if (app.fluid >= 0) {
@@ -1505,6 +1524,7 @@ Status Sim::initAggregate() {
   if (agg_.empty()) return Status::ok();
   node_hidden_.assign(static_cast<size_t>(o_.nodes), Resource());
   agg_last_ = s_.from;
+  for (AggregateState& a : agg_) a.held_since = s_.from;
   push(s_.from + o_.aggregate_adhoc_step, Ev::kAggregateStep, 0);
   return Status::ok();
 }
@@ -1536,7 +1556,11 @@ void Sim::aggregateStep() {
   const Millis dt = now_ - agg_last_;
   if (dt > Millis(0)) {
     for (AggregateState& a : agg_) {
-      for (const FluidFinished& d : a.pool.advance(now_, dt, a.held)) {
+      a.held_ms += static_cast<double>(a.held) * static_cast<double>((now_ - a.held_since).count());
+      const double mean = a.held_ms / static_cast<double>(dt.count());
+      a.held_ms = 0;
+      a.held_since = now_;
+      for (const FluidFinished& d : a.pool.advanceMean(now_, dt, mean)) {
         const AdhocJob& job = w_.adhoc[static_cast<size_t>(d.job)];
         out_.result.adhoc.push_back(
             AdhocOutcome{job.name, job.submit, d.end - fromEpochMs(job.submit.count())});
@@ -1575,9 +1599,58 @@ void Sim::aggregateStep() {
     }
   }
   for (const AggregateState& a : agg_) in.pools.push_back({a.queue, a.shape, a.pool.demand()});
-  const std::vector<int64_t> shares = aggregateAdhocShares(in);
-  for (size_t p = 0; p < agg_.size(); p++) agg_[p].held = shares[p];
+  const AggregateSplit split = aggregateAdhocSplit(in);
+  for (size_t p = 0; p < agg_.size(); p++) {
+    agg_[p].held = split.held[p];
+    agg_[p].fair = split.fair[p];
+  }
+  agg_unmet_ = split.unmet;
   placeAggregate();
+  agg_lacking_ = false;
+  if (o_.aggregate_adhoc_refill) {
+    for (const AggregateState& a : agg_) agg_lacking_ = agg_lacking_ || a.held < a.fair;
+  }
+}
+
+// Each freed node (in index order, once) gives its free room, less what
+// reservations below their guarantee still need, to the pools below their
+// fair share; the pools hold it there until the next step re-packs them.
+void Sim::refillAggregateNodes() {
+  std::sort(agg_freed_.begin(), agg_freed_.end());
+  agg_freed_.erase(std::unique(agg_freed_.begin(), agg_freed_.end()), agg_freed_.end());
+  std::vector<Resource> shapes;
+  std::vector<int64_t> fair, held;
+  for (const AggregateState& a : agg_) {
+    shapes.push_back(a.shape);
+    fair.push_back(a.fair);
+    held.push_back(a.held);
+  }
+  totals_batch_.clear();
+  for (int n : agg_freed_) {
+    const size_t i = static_cast<size_t>(n);
+    const Resource room = o_.node_size - node_hidden_[i] - node_used_[i];
+    const Resource taken = refillAggregate(room, shapes, fair, held, agg_unmet_);
+    if (taken.isZero()) continue;
+    node_hidden_[i] += taken;
+    hidden_total_ += taken;
+    totals_batch_.emplace_back(node_handles_[i], nodeTotal(n));
+    refreshFree(n);
+    agg_low_ = agg_low_ < 0 ? n : std::min(agg_low_, n);
+  }
+  agg_freed_.clear();
+  if (!totals_batch_.empty()) {
+    MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotals(totals_batch_), "never: simulated nodes stay");
+  }
+  agg_lacking_ = false;
+  for (size_t p = 0; p < agg_.size(); p++) {
+    AggregateState& a = agg_[p];
+    if (held[p] != a.held) {
+      a.held_ms += static_cast<double>(a.held) * static_cast<double>((now_ - a.held_since).count());
+      a.held_since = now_;
+      a.held = held[p];
+    }
+    agg_lacking_ = agg_lacking_ || a.held < a.fair;
+  }
 }
 
 // The pools' capacity goes onto the nodes from the last one down, each node

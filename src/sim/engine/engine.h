@@ -104,6 +104,11 @@ struct ExperimentOptions {
   // this step (ms, >= 1 s; at once when a guarantee lacks room); 0 (default)
   // keeps them in the scheduler. Not together with fluid_adhoc_step.
   Millis aggregate_adhoc_step{0};
+  // `--adhoc-refill` (aggregate model only): capacity periodic tasks free
+  // between steps goes to pools below their fair share before the periodic
+  // apps (refillAggregate); false leaves it to the periodic apps until the
+  // next step.
+  bool aggregate_adhoc_refill = true;
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;

@@ -112,10 +112,13 @@ bool FluidPool::runJob(Job& job, double alloc, Millis dt, double& completions) {
 }
 
 std::vector<FluidFinished> FluidPool::advance(TimePoint now, Millis dt, int64_t held) {
+  return advanceMean(now, dt, static_cast<double>(std::max<int64_t>(0, held)));
+}
+
+std::vector<FluidFinished> FluidPool::advanceMean(TimePoint now, Millis dt, double held) {
   std::vector<int64_t> want(jobs_.size());
   for (size_t i = 0; i < jobs_.size(); i++) want[i] = jobDemand(jobs_[i]);
-  const std::vector<double> share =
-      waterFill(want, static_cast<double>(std::max<int64_t>(0, held)));
+  const std::vector<double> share = waterFill(want, std::max(0.0, held));
   last_completions_ = 0;
   std::vector<FluidFinished> done;
   std::vector<Job> live;

@@ -60,6 +60,10 @@ class FluidPool {
   // Runs one step of length dt ending at `now` with `held` containers (>= 0)
   // and returns the jobs that finished in it, in the order they were added.
   std::vector<FluidFinished> advance(TimePoint now, Millis dt, int64_t held);
+  // The same with the containers held averaged over the step (>= 0, may be
+  // fractional): a pool whose capacity changed inside the step does the
+  // work of its time-weighted mean.
+  std::vector<FluidFinished> advanceMean(TimePoint now, Millis dt, double held);
 
   // Tasks that ended in the last advance(): the work done in it, in task
   // durations, summed over stages (a fluid figure: may be fractional).

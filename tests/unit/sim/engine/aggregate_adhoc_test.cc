@@ -4,6 +4,8 @@
 // and the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/engine/aggregate_adhoc.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
@@ -72,6 +74,43 @@ TEST(AggregateAdhocTest, NeverOverPeriodicContainersOrUnmetGuarantees) {
   in.periodic.clear();
   in.reservations.push_back({kTask * 30, kTask * 20, kTask * 5});  // 5 unmet within 30
   EXPECT_EQ(aggregateAdhocShares(in), (std::vector<int64_t>{39}));
+}
+
+// What a pool is owed (fair) is its max-min share, also when periodic
+// containers hold that capacity now and it gets less (held).
+TEST(AggregateAdhocTest, FairShareIsKeptWhenPeriodicContainersHoldIt) {
+  AggregateInput in = oneTaskPool(64);
+  in.periodic.push_back({"root.prod", kTask * 60, kTask * 40});
+  const AggregateSplit split = aggregateAdhocSplit(in);
+  EXPECT_EQ(split.held, (std::vector<int64_t>{4}));
+  EXPECT_EQ(split.fair, (std::vector<int64_t>{32}));
+  EXPECT_EQ(split.unmet, Resource());
+  in.periodic.clear();
+  in.reservations.push_back({kTask * 30, kTask * 20, kTask * 5});
+  EXPECT_EQ(aggregateAdhocSplit(in).unmet, kTask * 5);
+}
+
+// Freed capacity serves the reservations' unmet need first, then the pools
+// below their fair share up to it, in whole containers; the rest is left.
+TEST(AggregateAdhocTest, RefillServesUnmetNeedThenPoolsBelowTheirShare) {
+  const Resource big(2048, 2);
+  const std::vector<Resource> shapes = {kTask, big};
+  const std::vector<int64_t> fair = {4, 10};
+  std::vector<int64_t> held = {1, 10};
+  Resource unmet = kTask * 2;
+  // 8 vcores freed: 2 for the unmet need, 3 to the first pool (to its
+  // share), none to the second (at its share), 3 left to periodic apps.
+  EXPECT_EQ(refillAggregate(kTask * 8, shapes, fair, held, unmet), kTask * 3);
+  EXPECT_EQ(held, (std::vector<int64_t>{4, 10}));
+  EXPECT_EQ(unmet, Resource());
+  held = {4, 7};
+  // 3 vcores: one container of the second pool's shape fits, not two.
+  EXPECT_EQ(refillAggregate(kTask * 3, shapes, fair, held, unmet), big);
+  EXPECT_EQ(held, (std::vector<int64_t>{4, 8}));
+  // Nothing freed, nothing taken; negative room counts as none.
+  EXPECT_EQ(refillAggregate(Resource(), shapes, fair, held, unmet), Resource());
+  EXPECT_EQ(refillAggregate(Resource() - kTask, shapes, fair, held, unmet), Resource());
+  EXPECT_EQ(held, (std::vector<int64_t>{4, 8}));
 }
 
 // ---- through the engine ----
@@ -176,6 +215,117 @@ TEST(AggregateAdhocTest, UnreservedJobMissesUnderTheFlood) {
   EXPECT_EQ(r->strategies[0].extra.at("unreserved_jobs"), 1);
   EXPECT_EQ(r->strategies[0].worst_case_violations, 48);
   EXPECT_GT(r->strategies[0].deadline_violations, 24);
+}
+
+// An hourly job left unreserved takes the whole cluster (32 vcores) for
+// its 128 tasks of 61 s before an ad-hoc job of 32 long tasks arrives. The
+// ad-hoc queue's fair share is then half, held by the job's containers: as
+// its tasks end between steps, the freed capacity goes to the ad-hoc load
+// up to its share (the task model's DRF ordering serves the queue below its
+// share first), so the job runs its other 96 tasks on 16 vcores (about
+// 7 waves). Left to the periodic app (refill off), it keeps all 32 (4 waves).
+TEST(AggregateAdhocTest, CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare) {
+  Workload w;
+  PeriodicJob j;
+  j.key = JobKey("hourly");
+  j.owner = UserId("owner");
+  j.period = Millis(3600'000);
+  j.submit_offset = Millis(5 * kMin);
+  j.input_available = j.submit_offset;
+  j.deadline = Millis(45 * kMin);
+  SimStage wave = stage(128, 1);
+  wave.task_duration = Millis(61'000);
+  j.stages = {wave};
+  j.input_path = "/in/hourly";
+  j.output_path = "/out/hourly";
+  j.user_containers = 64;  // a request the plan cannot hold: unreserved
+  j.user_container_resource = kTask;
+  w.periodic.push_back(j);
+  for (int h = 0; h < 4 * 24; h++) {
+    AdhocJob a;
+    a.name = "late" + std::to_string(h);
+    a.user = UserId("adhoc");
+    a.submit = Millis(static_cast<int64_t>(h) * 3600'000 + 5 * kMin + 30'000);
+    a.stages = {stage(32, 20)};
+    w.adhoc.push_back(a);
+  }
+  auto specs = parseStrategies({"baseline"}, {}, 0.01);
+  ASSERT_TRUE(specs.isOk());
+  auto runtimes = [&](bool refill) {
+    ExperimentOptions o = aggregateOptions();
+    o.aggregate_adhoc_refill = refill;
+    auto r = runExperiment(w, o, *specs);
+    EXPECT_TRUE(r.isOk()) << r.status().message();
+    std::vector<int64_t> out;
+    if (!r.isOk()) return out;
+    EXPECT_EQ(r->strategies[0].extra.at("unreserved_jobs"), 1);
+    for (const auto& i : r->strategies[0].instances) out.push_back(i.runtime.count() / 1000);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<int64_t> shared = runtimes(true);
+  ASSERT_EQ(shared.size(), 48u);
+  EXPECT_GE(shared.front(), 7 * 61) << "refill on: 1 wave on 32 vcores, 6 on 16";
+  EXPECT_LE(shared.back(), 8 * 61);
+  const std::vector<int64_t> kept = runtimes(false);
+  ASSERT_EQ(kept.size(), 48u);
+  EXPECT_LE(kept.back(), 5 * 61) << "refill off: 4 waves on 32 vcores";
+}
+
+// A reserved job's second stage asks in the instant its first stage's
+// tasks end, while an unreserved job holds the ad-hoc queue's share (so the
+// freed capacity would refill the ad-hoc load): the guarantee is served
+// first, and the second stage starts at once (2 x 61 s), not at the next
+// step.
+TEST(AggregateAdhocTest, RefillNeverDelaysAGuaranteeAskingInTheSameInstant) {
+  Workload w;
+  PeriodicJob j;
+  j.key = JobKey("reserved");
+  j.owner = UserId("owner");
+  j.period = Millis(3600'000);
+  j.submit_offset = Millis(5 * kMin);
+  j.input_available = j.submit_offset;
+  j.deadline = Millis(35 * kMin);
+  SimStage first = stage(16, 1);
+  first.task_duration = Millis(61'000);
+  SimStage second = first;
+  second.depends_on = {0};
+  j.stages = {first, second};
+  j.input_path = "/in/reserved";
+  j.output_path = "/out/reserved";
+  j.user_containers = 16;
+  j.user_container_resource = kTask;
+  w.periodic.push_back(j);
+  PeriodicJob greedy = j;
+  greedy.key = JobKey("greedy");
+  greedy.submit_offset = Millis(0);
+  greedy.input_available = greedy.submit_offset;
+  greedy.deadline = Millis(55 * kMin);
+  greedy.stages = {stage(64, 50)};
+  greedy.input_path = "/in/greedy";
+  greedy.output_path = "/out/greedy";
+  greedy.user_containers = 64;  // refused: runs unreserved
+  w.periodic.push_back(greedy);
+  for (int i = 0; i < 4 * 24 * 12; i++) {
+    AdhocJob a;
+    a.name = "flood" + std::to_string(i);
+    a.user = UserId("adhoc");
+    a.submit = Millis(static_cast<int64_t>(i) * 5 * kMin);
+    a.stages = {stage(16, 6)};
+    w.adhoc.push_back(a);
+  }
+  auto specs = parseStrategies({"baseline"}, {}, 0.01);
+  ASSERT_TRUE(specs.isOk());
+  auto r = runExperiment(w, aggregateOptions(), *specs);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->strategies[0].extra.at("unreserved_jobs"), 1);
+  int reserved = 0;
+  for (const auto& i : r->strategies[0].instances) {
+    if (i.job != "reserved") continue;
+    reserved++;
+    EXPECT_EQ(i.runtime.count(), 2 * 61'000) << "instance " << i.index;
+  }
+  EXPECT_EQ(reserved, 48);
 }
 
 TEST(AggregateAdhocTest, RefusalsNameTheField) {

@@ -50,6 +50,18 @@ TEST(FluidPoolTest, StageTakesItsDurationOrItsWorkOverTheContainers) {
   EXPECT_EQ(stepsUntilDone(narrow, 0, 2), 6);  // 120 task-s on 2 containers
 }
 
+// A step on a time-weighted mean of 2.5 containers (the aggregate model's
+// pools when their capacity changed inside the step) does 2.5 containers'
+// work: 25 task-s of 10 s tasks.
+TEST(FluidPoolTest, MeanCapacityDoesItsFractionalWork) {
+  FluidPool pool;
+  pool.add(0, {stage(10, 10)});
+  EXPECT_TRUE(pool.advanceMean(fromEpochMs(10'000), kStep, 2.5).empty());
+  EXPECT_DOUBLE_EQ(pool.lastCompletions(), 2.5);
+  pool.advanceMean(fromEpochMs(20'000), kStep, -1.0);  // counts as none
+  EXPECT_DOUBLE_EQ(pool.lastCompletions(), 0.0);
+}
+
 // Held containers go max-min fairly to the jobs: a job wanting 1 gets 1, the
 // other the remaining 4 (100 task-s done in 3 steps: 40 + 40 + 20).
 TEST(FluidPoolTest, HeldContainersAreSharedMaxMinFairly) {
