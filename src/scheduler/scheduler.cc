@@ -378,6 +378,9 @@ class RoomSlots {
   void reset(size_t i) {
     if (i / 64 < words_.size()) words_[i / 64] &= ~(uint64_t{1} << (i % 64));
   }
+  bool test(size_t i) const {
+    return i / 64 < words_.size() && ((words_[i / 64] >> (i % 64)) & 1) != 0;
+  }
   // Calls f(slot) for each set slot in increasing order while f returns
   // true; f may reset any slot (a word is read before its slots are visited).
   template <typename F>
@@ -402,6 +405,16 @@ struct Starved {
 };
 
 constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
+
+// How many containers of `shape` the rooms of the nodes cover may visit
+// hold: per node slot fitCount(room, shape) while the slot is in room_slots
+// (0 otherwise), and their sum, kept as rooms change (Impl::countRoom).
+struct ShapeRooms {
+  Resource shape;
+  std::vector<int64_t> count;
+  int64_t total = 0;
+  uint64_t last_used = 0;
+};
 
 // Impl::cover's last walk that placed every starved container: the starved
 // containers it was given and the node slot where it ended. Its answer (0)
@@ -556,6 +569,15 @@ struct Scheduler::Impl {
     const auto slot = static_cast<size_t>(n.slot);
     slot_room[slot] = n.free + n.noticed;
     room_changed_low = std::min(room_changed_low, slot);
+    countRoom(slot);
+  }
+  // Brings every ShapeRooms' count of `slot` to its room and bit.
+  void countRoom(size_t slot) const {
+    for (ShapeRooms& sr : shape_rooms) {
+      const int64_t now = room_slots.test(slot) ? fitCount(slot_room[slot], sr.shape) : 0;
+      sr.total += now - sr.count[slot];
+      sr.count[slot] = now;
+    }
   }
   Node* slotNode(NodeSlot slot) const {
     if (slot.value < 0 || static_cast<size_t>(slot.value) >= node_slots.size()) return nullptr;
@@ -628,6 +650,11 @@ struct Scheduler::Impl {
   // whose room changed since (kNoSlot: none).
   mutable CoverMemo cover_memo;
   mutable size_t room_changed_low = kNoSlot;
+  // The largest open shapes of recent counts (at most kShapeRooms, the
+  // least recently used replaced), for coveredByCount.
+  static constexpr size_t kShapeRooms = 4;
+  mutable std::vector<ShapeRooms> shape_rooms;
+  mutable uint64_t shape_rooms_clock = 0;
   int64_t marked_total = 0;     // sum of Node::marked
   int64_t untaken_notices = 0;  // sum of the apps' notices (App::notices)
   // Set during a nodeUpdate into a SlotUpdate: grants and kills go there
@@ -825,8 +852,8 @@ struct Scheduler::Impl {
     const int64_t old_free_vcores = n.free.vcores();
     n.total = total;
     n.free = total - n.used;
-    syncRoom(n);
     room_slots.set(static_cast<size_t>(n.slot));
+    syncRoom(n);
     crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
     return true;
   }
@@ -1690,6 +1717,55 @@ struct Scheduler::Impl {
     return placed;
   }
 
+  // Whether cover's walk would place all `uncovered` starved containers,
+  // known without walking: when the rooms it visits hold that many
+  // containers of a shape at least as large as every open one (L), the walk
+  // places them all, since a node whose room holds f containers of L takes
+  // at least min(f, the containers still open): with fewer placed, its room
+  // left would still hold L, so every open reservation would have taken all
+  // its containers there. Only when every open shape has memory and vcores.
+  // False says nothing (the walk decides). O(kShapeRooms) with a counted
+  // shape at least L, else O(nodes) to count L (replacing the least
+  // recently used).
+  bool coveredByCount(int64_t uncovered, const Container* without) const {
+    Resource large;
+    for (const Starved& st : starved) {
+      if (st.uncovered == 0) continue;
+      if (st.shape.memoryMib() <= 0 || st.shape.vcores() <= 0) return false;
+      large = Resource::max(large, st.shape);
+    }
+    ShapeRooms* use = nullptr;
+    for (ShapeRooms& sr : shape_rooms) {
+      if (large.fitsIn(sr.shape) && (use == nullptr || sr.total > use->total)) use = &sr;
+    }
+    if (use == nullptr) {
+      if (shape_rooms.size() < kShapeRooms) {
+        shape_rooms.emplace_back();
+        use = &shape_rooms.back();
+      } else {
+        use = &*std::min_element(
+            shape_rooms.begin(), shape_rooms.end(),
+            [](const ShapeRooms& a, const ShapeRooms& b) { return a.last_used < b.last_used; });
+      }
+      use->shape = large;
+      use->count.assign(slot_room.size(), 0);
+      use->total = 0;
+      for (size_t slot = 0; slot < slot_room.size(); slot++) {
+        if (!room_slots.test(slot)) continue;
+        use->count[slot] = fitCount(slot_room[slot], large);
+        use->total += use->count[slot];
+      }
+    }
+    use->last_used = ++shape_rooms_clock;
+    int64_t held = use->total;
+    if (without != nullptr) {
+      const auto w = static_cast<size_t>(without->node->slot);
+      held -= use->count[w];
+      if (room_slots.test(w)) held += fitCount(slot_room[w] - without->resource, use->shape);
+    }
+    return held >= uncovered;
+  }
+
   // Collects the starved reservations and places their containers in every
   // node's room (free plus under notice), nodes in slot order; `without`, if
   // set, is a noticed container whose room is left out. Returns the starved
@@ -1719,6 +1795,7 @@ struct Scheduler::Impl {
     const size_t without_slot =
         without != nullptr ? static_cast<size_t>(without->node->slot) : kNoSlot;
     if (cover_memo.holds(starved, room_changed_low, without_slot)) return 0;
+    if (coveredByCount(uncovered, without)) return 0;
     cover_memo.starved = starved;  // before the walk spends them
     room_changed_low = kNoSlot;
     auto setRem = [&](size_t slot) -> Resource& {
@@ -1916,8 +1993,8 @@ struct Scheduler::Impl {
     c->node->marked++;
     marked_total++;
     c->node->noticed += c->resource;
-    syncRoom(*c->node);
     room_slots.set(static_cast<size_t>(c->node->slot));
+    syncRoom(*c->node);
     a->notices.push_back(PreemptionNotice{containerId(*c), a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});
     untaken_notices++;
@@ -2086,6 +2163,8 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   n.total = total;
   n.free = total;
   s.room_slots.set(static_cast<size_t>(n.slot));
+  for (ShapeRooms& sr : s.shape_rooms) sr.count.push_back(0);
+  s.countRoom(static_cast<size_t>(n.slot));
   n.attrs = std::move(attributes);
   n.crv = s.crv.addNode(node, n.attrs, total.vcores());
   s.cluster_total += total;
@@ -2162,6 +2241,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.node_slots[static_cast<size_t>(n.slot)] = nullptr;
   s.slot_room[static_cast<size_t>(n.slot)] = Resource();
   s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
+  s.countRoom(static_cast<size_t>(n.slot));
   s.room_slots.reset(static_cast<size_t>(n.slot));
   s.nodes.erase(it);
   s.rekeyAll();
