@@ -346,11 +346,9 @@ struct Node {
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
   Resource noticed;    // containers under preemption notice, until they end (kills included)
-  // Scratch of the preemption pass (Impl::cover, selectVictims): its room
-  // left after the starved containers placed on it, and the candidates taken
-  // on it, not yet marked.
-  Resource rem, tentative;
-  uint64_t rem_epoch = 0;  // rem is this pass's when equal to Impl::cover_epoch
+  // Scratch of the preemption pass (Impl::selectVictims): the candidates
+  // taken on it, not yet marked (its room left is Impl::slot_rem).
+  Resource tentative;
   // The starved containers its notices make room for (while it has notices):
   // borrowers get only the free room beyond them (Impl::update).
   Resource hold;
@@ -380,6 +378,9 @@ class RoomSlots {
   void reset(size_t i) {
     if (i / 64 < words_.size()) words_[i / 64] &= ~(uint64_t{1} << (i % 64));
   }
+  bool test(size_t i) const {
+    return i / 64 < words_.size() && ((words_[i / 64] >> (i % 64)) & 1) != 0;
+  }
   // Calls f(slot) for each set slot in increasing order while f returns
   // true; f may reset any slot (a word is read before its slots are visited).
   template <typename F>
@@ -401,6 +402,39 @@ struct Starved {
   Reservation* r;
   Resource shape;
   int64_t uncovered;
+};
+
+constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
+
+// How many containers of `shape` the rooms of the nodes cover may visit
+// hold: per node slot fitCount(room, shape) while the slot is in room_slots
+// (0 otherwise), and their sum, kept as rooms change (Impl::countRoom).
+struct ShapeRooms {
+  Resource shape;
+  std::vector<int64_t> count;
+  int64_t total = 0;
+  uint64_t last_used = 0;
+};
+
+// Impl::cover's last walk that placed every starved container: the starved
+// containers it was given and the node slot where it ended. Its answer (0)
+// holds for the same starved containers (reservation, shape and count, in
+// order) while no node up to `end` changed its room and the container left
+// out is beyond `end`: the walk reads nothing else and stops at `end`.
+struct CoverMemo {
+  bool valid = false;
+  size_t end = 0;
+  std::vector<Starved> starved;
+  bool holds(const std::vector<Starved>& now, size_t changed_low, size_t without_slot) const {
+    if (!valid || changed_low <= end || without_slot <= end || now.size() != starved.size())
+      return false;
+    for (size_t i = 0; i < now.size(); i++) {
+      if (now[i].r != starved[i].r || !(now[i].shape == starved[i].shape) ||
+          now[i].uncovered != starved[i].uncovered)
+        return false;
+    }
+    return true;
+  }
 };
 
 void EntityHeap::set(size_t i, Item it) {
@@ -526,6 +560,25 @@ struct Scheduler::Impl {
     return it == node_index.end() ? nullptr : it->second;
   }
   std::vector<Node*> node_slots;  // by NodeSlot; null once removed, never reused
+  // Per node slot, the node's room for cover (free + noticed; zero once
+  // removed), kept equal to it at every change (syncRoom): cover reads this
+  // dense copy instead of every Node, and visits only the nodes whose room
+  // may fit a starved shape.
+  std::vector<Resource> slot_room;
+  void syncRoom(const Node& n) {
+    const auto slot = static_cast<size_t>(n.slot);
+    slot_room[slot] = n.free + n.noticed;
+    room_changed_low = std::min(room_changed_low, slot);
+    countRoom(slot);
+  }
+  // Brings every ShapeRooms' count of `slot` to its room and bit.
+  void countRoom(size_t slot) const {
+    for (ShapeRooms& sr : shape_rooms) {
+      const int64_t now = room_slots.test(slot) ? fitCount(slot_room[slot], sr.shape) : 0;
+      sr.total += now - sr.count[slot];
+      sr.count[slot] = now;
+    }
+  }
   Node* slotNode(NodeSlot slot) const {
     if (slot.value < 0 || static_cast<size_t>(slot.value) >= node_slots.size()) return nullptr;
     return node_slots[static_cast<size_t>(slot.value)];
@@ -587,9 +640,23 @@ struct Scheduler::Impl {
   mutable std::vector<Starved> starved;        // scratch of cover and selectVictims
   mutable std::vector<Starved*> open_starved;  // scratch of cover: those with containers uncovered
   mutable RoomSlots room_slots;                // nodes cover may place on (RoomSlots)
-  mutable uint64_t cover_epoch = 0;            // one per cover pass (Node::rem_epoch)
-  int64_t marked_total = 0;                    // sum of Node::marked
-  int64_t untaken_notices = 0;                 // sum of the apps' notices (App::notices)
+  mutable uint64_t cover_epoch = 0;            // one per cover pass (slot_rem_epoch)
+  // Per node slot, the room left after cover's placements (scratch of
+  // cover and selectVictims), this pass's when slot_rem_epoch equals
+  // cover_epoch.
+  mutable std::vector<Resource> slot_rem;
+  mutable std::vector<uint64_t> slot_rem_epoch;
+  // The last walk of cover() that covered everything, and the lowest slot
+  // whose room changed since (kNoSlot: none).
+  mutable CoverMemo cover_memo;
+  mutable size_t room_changed_low = kNoSlot;
+  // The largest open shapes of recent counts (at most kShapeRooms, the
+  // least recently used replaced), for coveredByCount.
+  static constexpr size_t kShapeRooms = 4;
+  mutable std::vector<ShapeRooms> shape_rooms;
+  mutable uint64_t shape_rooms_clock = 0;
+  int64_t marked_total = 0;     // sum of Node::marked
+  int64_t untaken_notices = 0;  // sum of the apps' notices (App::notices)
   // Set during a nodeUpdate into a SlotUpdate: grants and kills go there
   // instead of the NodeUpdateResult.
   SlotUpdate* slot_out = nullptr;
@@ -786,6 +853,7 @@ struct Scheduler::Impl {
     n.total = total;
     n.free = total - n.used;
     room_slots.set(static_cast<size_t>(n.slot));
+    syncRoom(n);
     crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
     return true;
   }
@@ -1183,11 +1251,13 @@ struct Scheduler::Impl {
   void keepReserved(Node& n) {
     const Resource kept = Resource::min(n.free, n.resv_need);
     n.free -= kept;
+    syncRoom(n);
     n.resv_kept += kept;
   }
 
   void releaseKept(Node& n) {
     n.free += n.resv_kept;
+    syncRoom(n);
     n.resv_kept = Resource();
   }
 
@@ -1344,6 +1414,7 @@ struct Scheduler::Impl {
     if (!am) candsOf(&c).pushBack(&c);
     n.used += r;
     n.free -= r;
+    syncRoom(n);
     crv.nodeFreeChanged(n.crv, -r.vcores());
     cluster_used += r;
     addUsed(a, r);
@@ -1430,6 +1501,7 @@ struct Scheduler::Impl {
       if (!c->kill_sent) unmark(*n);
       dropNotice(c);
     }
+    syncRoom(*n);
     if (opts.index_container_ids) containers.erase(c->id);
     c->live = false;
     c->generation++;
@@ -1530,6 +1602,7 @@ struct Scheduler::Impl {
     c->kill_deadline = TimePoint();
     unmark(*c->node);
     c->node->noticed -= c->resource;
+    syncRoom(*c->node);
     reinsertCand(c);
     dropNotice(c);
     if (a->res == nullptr) return;
@@ -1630,18 +1703,67 @@ struct Scheduler::Impl {
            (shape.vcores() <= 0 || room.vcores() >= shape.vcores());
   }
 
-  // Places the starved containers (collectStarved) in `n`'s room left (rem),
-  // in order, as many of each as fit. Returns how many it placed.
-  int64_t placeStarved(Node& n) const {
+  // Places the starved containers (collectStarved) in a node's room left
+  // (`rem`), in order, as many of each as fit. Returns how many it placed.
+  int64_t placeStarved(Resource& rem) const {
     int64_t placed = 0;
     for (Starved& st : starved) {
-      if (st.uncovered == 0 || !fitsOne(n.rem, st.shape)) continue;
-      const int64_t k = std::min(st.uncovered, fitCount(n.rem, st.shape));
-      n.rem -= st.shape * k;
+      if (st.uncovered == 0 || !fitsOne(rem, st.shape)) continue;
+      const int64_t k = std::min(st.uncovered, fitCount(rem, st.shape));
+      rem -= st.shape * k;
       st.uncovered -= k;
       placed += k;
     }
     return placed;
+  }
+
+  // Whether cover's walk would place all `uncovered` starved containers,
+  // known without walking: when the rooms it visits hold that many
+  // containers of a shape at least as large as every open one (L), the walk
+  // places them all, since a node whose room holds f containers of L takes
+  // at least min(f, the containers still open): with fewer placed, its room
+  // left would still hold L, so every open reservation would have taken all
+  // its containers there. Only when every open shape has memory and vcores.
+  // False says nothing (the walk decides). O(kShapeRooms) with a counted
+  // shape at least L, else O(nodes) to count L (replacing the least
+  // recently used).
+  bool coveredByCount(int64_t uncovered, const Container* without) const {
+    Resource large;
+    for (const Starved& st : starved) {
+      if (st.uncovered == 0) continue;
+      if (st.shape.memoryMib() <= 0 || st.shape.vcores() <= 0) return false;
+      large = Resource::max(large, st.shape);
+    }
+    ShapeRooms* use = nullptr;
+    for (ShapeRooms& sr : shape_rooms) {
+      if (large.fitsIn(sr.shape) && (use == nullptr || sr.total > use->total)) use = &sr;
+    }
+    if (use == nullptr) {
+      if (shape_rooms.size() < kShapeRooms) {
+        shape_rooms.emplace_back();
+        use = &shape_rooms.back();
+      } else {
+        use = &*std::min_element(
+            shape_rooms.begin(), shape_rooms.end(),
+            [](const ShapeRooms& a, const ShapeRooms& b) { return a.last_used < b.last_used; });
+      }
+      use->shape = large;
+      use->count.assign(slot_room.size(), 0);
+      use->total = 0;
+      for (size_t slot = 0; slot < slot_room.size(); slot++) {
+        if (!room_slots.test(slot)) continue;
+        use->count[slot] = fitCount(slot_room[slot], large);
+        use->total += use->count[slot];
+      }
+    }
+    use->last_used = ++shape_rooms_clock;
+    int64_t held = use->total;
+    if (without != nullptr) {
+      const auto w = static_cast<size_t>(without->node->slot);
+      held -= use->count[w];
+      if (room_slots.test(w)) held += fitCount(slot_room[w] - without->resource, use->shape);
+    }
+    return held >= uncovered;
   }
 
   // Collects the starved reservations and places their containers in every
@@ -1649,33 +1771,48 @@ struct Scheduler::Impl {
   // set, is a noticed container whose room is left out. Returns the starved
   // containers left without room. A node without memory or vcores in its
   // room fits no starved shape (each has both, else every node is walked),
-  // so only the nodes of room_slots are visited; the others' rem is taken
-  // as free + noticed when selectVictims first touches them (Node::rem_epoch).
-  // When every shape has both, a node is offered only the reservations with
-  // containers still uncovered (open_starved, in order: the same placements
-  // as placeStarved's walk over all of them), and none once its room is
-  // below their least memory or least vcores (a walk over every starved
-  // reservation at every node led the simulator's profile at 5,000 nodes).
-  // O(nodes with room x open reservations + nodes / 64).
+  // so only the nodes of room_slots are visited; the others' room left
+  // (slot_rem) is taken as free + noticed when selectVictims first touches
+  // them (slot_rem_epoch). When every shape has both, a node is offered only
+  // the reservations with containers still uncovered (open_starved, in order:
+  // the same placements as placeStarved's walk over all of them), and none
+  // once its room is below their least memory or least vcores (a walk over
+  // every starved reservation at every node led the simulator's profile at
+  // 5,000 nodes); a node whose room is below that least shape is not visited
+  // at all. The rooms are read from slot_room, not from the nodes.
+  // A walk that covered everything is remembered (CoverMemo): the next call
+  // with the same starved containers, no room changed up to the slot where
+  // that walk ended and `without` beyond it gives the same 0 without a walk
+  // (the simulator asks at every heartbeat, mostly after changes on other
+  // nodes). O(nodes with room x open reservations + nodes / 64), O(starved
+  // reservations) when remembered.
   int64_t cover(const Container* without = nullptr) const {
     collectStarved();
     cover_epoch++;
     int64_t uncovered = 0;
     for (const Starved& st : starved) uncovered += st.uncovered;
     if (uncovered == 0) return 0;
-    auto setRem = [&](Node* n) {
-      n->rem = n->free + n->noticed;
-      if (without != nullptr && without->node == n) n->rem -= without->resource;
-      n->rem_epoch = cover_epoch;
+    const size_t without_slot =
+        without != nullptr ? static_cast<size_t>(without->node->slot) : kNoSlot;
+    if (cover_memo.holds(starved, room_changed_low, without_slot)) return 0;
+    if (coveredByCount(uncovered, without)) return 0;
+    cover_memo.starved = starved;  // before the walk spends them
+    room_changed_low = kNoSlot;
+    auto setRem = [&](size_t slot) -> Resource& {
+      Resource& rem = slot_rem[slot];
+      rem = slot_room[slot];
+      if (slot == without_slot) rem -= without->resource;
+      slot_rem_epoch[slot] = cover_epoch;
+      return rem;
     };
     const bool all_need_both = std::all_of(starved.begin(), starved.end(), [](const Starved& st) {
       return st.shape.memoryMib() > 0 && st.shape.vcores() > 0;
     });
     if (!all_need_both) {
-      for (Node* n : node_slots) {
-        if (n == nullptr) continue;
-        setRem(n);
-        uncovered -= placeStarved(*n);
+      cover_memo.valid = false;
+      for (size_t slot = 0; slot < node_slots.size(); slot++) {
+        if (node_slots[slot] == nullptr) continue;
+        uncovered -= placeStarved(setRem(slot));
         if (uncovered <= 0) break;
       }
       return uncovered;
@@ -1693,24 +1830,33 @@ struct Scheduler::Impl {
       for (const Starved* st : open) low = Resource::min(low, st->shape);
     };
     lowOfOpen();
+    size_t last = 0;  // the slot where the walk ended
     room_slots.forEach([&](size_t slot) {
-      Node* n = node_slots[slot];
-      if (n == nullptr || !hasRoom(*n)) {
+      const Resource& room = slot_room[slot];
+      if (room.memoryMib() <= 0 || room.vcores() <= 0) {  // no room (or removed)
         room_slots.reset(slot);
         return true;
       }
-      setRem(n);
+      // A room below the least open shape takes nothing: not visited (its
+      // slot_rem is read as free + noticed by take(), as setRem would set it).
+      if (slot != without_slot &&
+          (room.memoryMib() < low.memoryMib() || room.vcores() < low.vcores()))
+        return true;
+      Resource& rem = setRem(slot);
       bool closed = false;
       for (Starved* st : open) {
-        if (n->rem.memoryMib() < low.memoryMib() || n->rem.vcores() < low.vcores()) break;
-        if (!fitsOne(n->rem, st->shape)) continue;
-        const int64_t k = std::min(st->uncovered, fitCount(n->rem, st->shape));
-        n->rem -= st->shape * k;
+        if (rem.memoryMib() < low.memoryMib() || rem.vcores() < low.vcores()) break;
+        if (!fitsOne(rem, st->shape)) continue;
+        const int64_t k = std::min(st->uncovered, fitCount(rem, st->shape));
+        rem -= st->shape * k;
         st->uncovered -= k;
         uncovered -= k;
         closed = closed || st->uncovered == 0;
       }
-      if (uncovered <= 0) return false;
+      if (uncovered <= 0) {
+        last = slot;
+        return false;
+      }
       if (closed) {
         open.erase(std::remove_if(open.begin(), open.end(),
                                   [](const Starved* st) { return st->uncovered == 0; }),
@@ -1719,12 +1865,9 @@ struct Scheduler::Impl {
       }
       return true;
     });
+    cover_memo.valid = uncovered <= 0 && without_slot > last;
+    cover_memo.end = last;
     return uncovered;
-  }
-
-  static bool hasRoom(const Node& n) {
-    return n.free.memoryMib() + n.noticed.memoryMib() > 0 &&
-           n.free.vcores() + n.noticed.vcores() > 0;
   }
 
   // Reservations below their guarantee whose containers find no room —
@@ -1806,9 +1949,11 @@ struct Scheduler::Impl {
   int64_t take(Container* c, std::vector<Node*>& nodes_taken, std::vector<Reservation*>& touched,
                TimePoint now) {
     Node& n = *c->node;
-    if (n.rem_epoch != cover_epoch) {  // not visited by this pass's cover: nothing placed
-      n.rem = n.free + n.noticed;
-      n.rem_epoch = cover_epoch;
+    const auto slot = static_cast<size_t>(n.slot);
+    Resource& rem = slot_rem[slot];
+    if (slot_rem_epoch[slot] != cover_epoch) {  // not visited by this pass's cover: nothing placed
+      rem = slot_room[slot];
+      slot_rem_epoch[slot] = cover_epoch;
     }
     if (n.taken.empty()) nodes_taken.push_back(&n);
     n.taken.push_back(c);
@@ -1818,7 +1963,7 @@ struct Scheduler::Impl {
       if (r->tentative.isZero()) touched.push_back(r);
       r->tentative += c->resource;
     }
-    const Resource room = n.rem + n.tentative;
+    const Resource room = rem + n.tentative;
     if (std::none_of(starved.begin(), starved.end(),
                      [&](const Starved& st) { return st.uncovered > 0 && st.shape.fitsIn(room); }))
       return 0;
@@ -1828,9 +1973,9 @@ struct Scheduler::Impl {
     }
     n.taken.clear();
     n.tentative = Resource();
-    n.rem = room;
-    const int64_t placed = placeStarved(n);
-    n.hold += room - n.rem;
+    rem = room;
+    const int64_t placed = placeStarved(rem);
+    n.hold += room - rem;
     return placed;
   }
 
@@ -1849,6 +1994,7 @@ struct Scheduler::Impl {
     marked_total++;
     c->node->noticed += c->resource;
     room_slots.set(static_cast<size_t>(c->node->slot));
+    syncRoom(*c->node);
     a->notices.push_back(PreemptionNotice{containerId(*c), a->id, c->node->id, c->kill_deadline,
                                           "a reservation reclaims its guaranteed capacity"});
     untaken_notices++;
@@ -1868,6 +2014,7 @@ struct Scheduler::Impl {
     if (n.noticed.isZero()) n.hold = Resource();
     const Resource kept = Resource::min(n.free, clampZero(n.hold - n.noticed));
     n.free -= kept;
+    syncRoom(n);
     if (n.resv_app != nullptr) expireReservation(n, now);
     if (opts.borrowing_reservations_share) {
       runShared(n, now, out);
@@ -1880,6 +2027,7 @@ struct Scheduler::Impl {
     }
     releaseKept(n);
     n.free += kept;
+    syncRoom(n);
   }
 
   NodeUpdateResult update(Node& n, TimePoint now) {
@@ -2007,10 +2155,16 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   s.node_index.emplace(node, &n);
   n.slot = static_cast<int32_t>(s.node_slots.size());
   s.node_slots.push_back(&n);
+  s.slot_room.push_back(total);
+  s.slot_rem.emplace_back();
+  s.slot_rem_epoch.push_back(0);
+  s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
   n.id = node;
   n.total = total;
   n.free = total;
   s.room_slots.set(static_cast<size_t>(n.slot));
+  for (ShapeRooms& sr : s.shape_rooms) sr.count.push_back(0);
+  s.countRoom(static_cast<size_t>(n.slot));
   n.attrs = std::move(attributes);
   n.crv = s.crv.addNode(node, n.attrs, total.vcores());
   s.cluster_total += total;
@@ -2085,6 +2239,9 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.crv.removeNode(node);
   s.node_index.erase(node);
   s.node_slots[static_cast<size_t>(n.slot)] = nullptr;
+  s.slot_room[static_cast<size_t>(n.slot)] = Resource();
+  s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
+  s.countRoom(static_cast<size_t>(n.slot));
   s.room_slots.reset(static_cast<size_t>(n.slot));
   s.nodes.erase(it);
   s.rekeyAll();

@@ -372,6 +372,36 @@ TEST(SchedulerTest, FragmentedFreeRoomDoesNotStarveAReservation) {
   expectReservationServed(*s, "n2", kT0 + Seconds(17));
 }
 
+// cover() remembers a walk that found room for every starved container
+// (CoverMemo) and answers from it while nothing it read changed. Here the
+// starved container fits n1's free room, so heartbeats of the full n2 notice
+// nothing, for as long as n1 (before n2 in slot order) keeps that room; once
+// n1's room shrinks (its total, as harvesting sets it) the same starved
+// container has no room and the next heartbeat of n2 must take it from the
+// borrowed containers there, not answer from the remembered walk.
+TEST(SchedulerTest, CoverRemembersNoRoomChangeBeforeWhereItsWalkEnded) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 8), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  ASSERT_EQ(beat(*s, "n2", kT0).allocations.size(), 8u);
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {}).isOk());
+  starveOneContainer(*s, Resource(2048, 2));
+  for (int i = 1; i <= 3; i++) {
+    EXPECT_TRUE(beat(*s, "n2", kT0 + Seconds(i)).allocations.empty());
+    EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty()) << "heartbeat " << i;
+  }
+  ASSERT_TRUE(s->setNodeTotal(NodeId("n1"), Resource(1024, 1)).isOk());
+  beat(*s, "n2", kT0 + Seconds(4));
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 2u);  // two 1-vcore containers make room for the 2-vcore one
+  auto kill = beat(*s, "n2", kT0 + Seconds(20));
+  ASSERT_EQ(kill.to_kill.size(), 2u);
+  for (const auto& k : kill.to_kill) ASSERT_TRUE(s->containerCompleted(k.container).isOk());
+  expectReservationServed(*s, "n2", kT0 + Seconds(21));
+}
+
 // Victims are chosen per node: the newest borrowed container sits on n1,
 // whose other containers are AMs, so killing it cannot make room for the
 // reservation's 2-vcore container and it is spared; the two newest on n2 are
