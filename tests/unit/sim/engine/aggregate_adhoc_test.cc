@@ -126,6 +126,26 @@ SimStage stage(int64_t tasks, int64_t minutes) {
   return s;
 }
 
+// An hourly job `key` of `stages`, submitted at minute 5 with its input
+// ready, due `deadline_min` minutes into its hour, its owner asking for
+// `user_containers` containers of kTask.
+PeriodicJob hourlyJob(const std::string& key, std::vector<SimStage> stages, int64_t deadline_min,
+                      int64_t user_containers) {
+  PeriodicJob j;
+  j.key = JobKey(key);
+  j.owner = UserId("owner");
+  j.period = Millis(3600'000);
+  j.submit_offset = Millis(5 * kMin);
+  j.input_available = j.submit_offset;
+  j.deadline = Millis(deadline_min * kMin);
+  j.stages = std::move(stages);
+  j.input_path = "/in/" + key;
+  j.output_path = "/out/" + key;
+  j.user_containers = user_containers;
+  j.user_container_resource = kTask;
+  return j;
+}
+
 RealizedInstance exact(const PeriodicJob& j, size_t, int64_t k, uint64_t) {
   RealizedInstance r;
   r.index = k;
@@ -226,21 +246,10 @@ TEST(AggregateAdhocTest, UnreservedJobMissesUnderTheFlood) {
 // 7 waves). Left to the periodic app (refill off), it keeps all 32 (4 waves).
 TEST(AggregateAdhocTest, CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare) {
   Workload w;
-  PeriodicJob j;
-  j.key = JobKey("hourly");
-  j.owner = UserId("owner");
-  j.period = Millis(3600'000);
-  j.submit_offset = Millis(5 * kMin);
-  j.input_available = j.submit_offset;
-  j.deadline = Millis(45 * kMin);
   SimStage wave = stage(128, 1);
   wave.task_duration = Millis(61'000);
-  j.stages = {wave};
-  j.input_path = "/in/hourly";
-  j.output_path = "/out/hourly";
-  j.user_containers = 64;  // a request the plan cannot hold: unreserved
-  j.user_container_resource = kTask;
-  w.periodic.push_back(j);
+  // 64 containers: a request the plan cannot hold, so it runs unreserved.
+  w.periodic.push_back(hourlyJob("hourly", {wave}, 45, 64));
   for (int h = 0; h < 4 * 24; h++) {
     AdhocJob a;
     a.name = "late" + std::to_string(h);
@@ -279,32 +288,14 @@ TEST(AggregateAdhocTest, CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare) {
 // step.
 TEST(AggregateAdhocTest, RefillNeverDelaysAGuaranteeAskingInTheSameInstant) {
   Workload w;
-  PeriodicJob j;
-  j.key = JobKey("reserved");
-  j.owner = UserId("owner");
-  j.period = Millis(3600'000);
-  j.submit_offset = Millis(5 * kMin);
-  j.input_available = j.submit_offset;
-  j.deadline = Millis(35 * kMin);
   SimStage first = stage(16, 1);
   first.task_duration = Millis(61'000);
   SimStage second = first;
   second.depends_on = {0};
-  j.stages = {first, second};
-  j.input_path = "/in/reserved";
-  j.output_path = "/out/reserved";
-  j.user_containers = 16;
-  j.user_container_resource = kTask;
-  w.periodic.push_back(j);
-  PeriodicJob greedy = j;
-  greedy.key = JobKey("greedy");
+  w.periodic.push_back(hourlyJob("reserved", {first, second}, 35, 16));
+  PeriodicJob greedy = hourlyJob("greedy", {stage(64, 50)}, 55, 64);  // refused: runs unreserved
   greedy.submit_offset = Millis(0);
   greedy.input_available = greedy.submit_offset;
-  greedy.deadline = Millis(55 * kMin);
-  greedy.stages = {stage(64, 50)};
-  greedy.input_path = "/in/greedy";
-  greedy.output_path = "/out/greedy";
-  greedy.user_containers = 64;  // refused: runs unreserved
   w.periodic.push_back(greedy);
   for (int i = 0; i < 4 * 24 * 12; i++) {
     AdhocJob a;
