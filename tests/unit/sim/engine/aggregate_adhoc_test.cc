@@ -159,25 +159,9 @@ RealizedInstance exact(const PeriodicJob& j, size_t, int64_t k, uint64_t) {
   return r;
 }
 
-// One hourly job needing 24 of the 32 vcores for 20 of its 30 minutes, and
-// ad-hoc jobs of 16 six-minute tasks every 5 minutes: 19 vcores on average,
-// more than the job leaves while it runs.
-Workload flooded() {
-  Workload w;
-  PeriodicJob j;
-  j.key = JobKey("hourly");
-  j.owner = UserId("owner");
-  j.period = Millis(3600'000);
-  j.submit_offset = Millis(5 * kMin);
-  j.input_available = j.submit_offset;
-  j.deadline = Millis(35 * kMin);
-  j.stages = {stage(24, 20)};
-  j.input_path = "/in/hourly";
-  j.output_path = "/out/hourly";
-  j.user_containers = 24;
-  j.user_container_resource = kTask;
-  w.periodic.push_back(j);
-  for (int i = 0; i < 4 * 24 * 12; i++) {  // every 5 minutes for 4 days
+// Ad-hoc jobs of 16 six-minute tasks every 5 minutes for 4 days.
+void addFlood(Workload& w) {
+  for (int i = 0; i < 4 * 24 * 12; i++) {
     AdhocJob a;
     a.name = "flood" + std::to_string(i);
     a.user = UserId("adhoc");
@@ -185,6 +169,15 @@ Workload flooded() {
     a.stages = {stage(16, 6)};
     w.adhoc.push_back(a);
   }
+}
+
+// One hourly job needing 24 of the 32 vcores for 20 of its 30 minutes, and
+// ad-hoc jobs of 16 six-minute tasks every 5 minutes: 19 vcores on average,
+// more than the job leaves while it runs.
+Workload flooded() {
+  Workload w;
+  w.periodic.push_back(hourlyJob("hourly", {stage(24, 20)}, 35, 24));
+  addFlood(w);
   return w;
 }
 
@@ -297,14 +290,7 @@ TEST(AggregateAdhocTest, RefillNeverDelaysAGuaranteeAskingInTheSameInstant) {
   greedy.submit_offset = Millis(0);
   greedy.input_available = greedy.submit_offset;
   w.periodic.push_back(greedy);
-  for (int i = 0; i < 4 * 24 * 12; i++) {
-    AdhocJob a;
-    a.name = "flood" + std::to_string(i);
-    a.user = UserId("adhoc");
-    a.submit = Millis(static_cast<int64_t>(i) * 5 * kMin);
-    a.stages = {stage(16, 6)};
-    w.adhoc.push_back(a);
-  }
+  addFlood(w);
   auto specs = parseStrategies({"baseline"}, {}, 0.01);
   ASSERT_TRUE(specs.isOk());
   auto r = runExperiment(w, aggregateOptions(), *specs);
