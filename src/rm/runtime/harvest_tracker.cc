@@ -27,6 +27,21 @@ std::string joined(const std::vector<std::string>& v) {
   return out.empty() ? "none" : out;
 }
 
+// The log line of a job's fallback class changing from `from` to `to`
+// ("" for none) while its chosen `classes` have no room, or room again.
+std::string fallbackNote(const AppId& app, JobLength type, const std::string& name,
+                         const std::vector<std::string>& classes, const Resource& container,
+                         const std::string& from, const std::string& to) {
+  if (to.empty()) {
+    return fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
+                       app.value(), joined(classes), from);
+  }
+  return fmt::format(
+      "harvesting: {} ({} job '{}'): classes {} have no room for a container of {}; falls back "
+      "to class {} (ranked)",
+      app.value(), jobLengthName(type), name, joined(classes), container.toString(), to);
+}
+
 }  // namespace
 
 HarvestTracker::HarvestTracker(HarvestRmOptions opts, Clock& clock)
@@ -432,14 +447,7 @@ HarvestTracker::Reselection HarvestTracker::fallBack(const AppId& app,
   }
   if (!hold_note.empty()) hold_note += "; ";
   out.note =
-      hold_note +
-      (next.empty()
-           ? fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
-                         app.value(), joined(job.classes), job.fallback)
-           : fmt::format("harvesting: {} ({} job '{}'): classes {} have no room for a container "
-                         "of {}; falls back to class {} (ranked)",
-                         app.value(), jobLengthName(type), job.name, joined(job.classes),
-                         container.toString(), next));
+      hold_note + fallbackNote(app, type, job.name, job.classes, container, job.fallback, next);
   job.fallback = std::move(next);
   out.asks = constrained(job);
   return out;
@@ -514,15 +522,8 @@ bool HarvestTracker::holdLocked(const AppId& app, Job& job, JobLength type,
                                 fit.size(), formatDuration(now - *job.held_since)));
   }
   std::string next = open_in_class ? "" : best;
-  if (next != job.fallback && !next.empty()) {
-    notes.push_back(fmt::format(
-        "harvesting: {} ({} job '{}'): classes {} have no room for a container of {}; falls "
-        "back to class {} (ranked)",
-        app.value(), jobLengthName(type), job.name, joined(job.classes), container.toString(),
-        next));
-  } else if (next != job.fallback) {
-    notes.push_back(fmt::format("harvesting: {}: classes {} have room again; fallback {} dropped",
-                                app.value(), joined(job.classes), job.fallback));
+  if (next != job.fallback) {
+    notes.push_back(fallbackNote(app, type, job.name, job.classes, container, job.fallback, next));
   }
   for (const auto& n : notes) *note += (note->empty() ? "" : "; ") + n;
   job.held = false;
