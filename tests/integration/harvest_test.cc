@@ -158,16 +158,21 @@ TEST_F(HarvestIT, PrimarySpikeKillsOnlyItsNodesSecondaryContainersAndTheJobRecov
   EXPECT_EQ(logs.find("failed attempt 1/"), std::string::npos) << logs;
 }
 
-// Task containers of `app` the NM's log shows started (its AM's excluded).
-int tasksStarted(const std::string& log, const std::string& app) {
+// Containers of `app` the NM's log says it started: its tasks, or (`am`)
+// its AM attempts.
+int containersStarted(const std::string& log, const std::string& app, bool am) {
   int n = 0;
   const std::string tail = " of " + app + " started";
   for (size_t at = log.find(tail); at != std::string::npos; at = log.find(tail, at + 1)) {
     size_t line = log.rfind('\n', at);
     std::string head = log.substr(line == std::string::npos ? 0 : line, at - line);
-    if (head.find("_am") == std::string::npos) n++;
+    if ((head.find("_am") != std::string::npos) == am) n++;
   }
   return n;
+}
+// Task containers of `app` the NM's log shows started (its AM's excluded).
+int tasksStarted(const std::string& log, const std::string& app) {
+  return containersStarted(log, app, /*am=*/false);
 }
 
 // OSDI'16 §4.1: the RM clusters the primary tenants (a short
@@ -325,11 +330,9 @@ TEST_F(HarvestIT, HoldKeepsTheJobOffANodeWhoseHistoryPredictsAThrottle) {
                               {"harvest-usage", "web-nm2", usageRecord(steady)}})
                     .isOk());
   }
-  // The job's AM may land on nm2, whose primary leaves no CPU: a long
-  // nm.harvest.cpu-kill-after keeps nm2's NM from killing it (it throttles
-  // it at most).
-  ASSERT_NO_FATAL_FAILURE(startHarvestCluster({"--set", "rm.harvest.cluster-every=10s"}, {1.0, 7.5},
-                                              {"--set", "nm.harvest.cpu-kill-after=1h"}));
+  // The job's AM starts on nm1: nm2's NM offers no vcores.
+  ASSERT_NO_FATAL_FAILURE(
+      startHarvestCluster({"--set", "rm.harvest.cluster-every=10s"}, {1.0, 7.5}));
   std::string job = writeJob(
       "name: nightly-etl\n"
       "stages:\n"
@@ -358,6 +361,7 @@ TEST_F(HarvestIT, HoldKeepsTheJobOffANodeWhoseHistoryPredictsAThrottle) {
   EXPECT_NE(rm_.log().find("predicted to fit; released after"), std::string::npos) << rm_.log();
   EXPECT_EQ(tasksStarted(nms_[0].log(), id), 0) << nms_[0].log();
   EXPECT_EQ(tasksStarted(nms_[1].log(), id), 1) << nms_[1].log();
+  EXPECT_EQ(containersStarted(nms_[1].log(), id, /*am=*/true), 0) << nms_[1].log();
 }
 
 int64_t nrThrottled(const std::string& cgroup) {

@@ -629,7 +629,10 @@ void RmRuntime::placeAms(Node& node, TimePoint now) {
   if (submitted_.empty()) return;
   auto used = sched_->nodeUsed(node.id);
   if (!used.isOk()) return;
-  Resource free = node.total - *used;
+  // An AM gets only what the node may run for secondary work: a node whose
+  // primary tenant leaves no room (an offer of zero) starts no AM, which its
+  // NM would throttle or kill.
+  Resource free = Resource::max(node.schedulable() - *used, Resource());
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     const AppRecord a = *it;
     if (rt_[a.id].am_pending || !a.spec.am_resource.fitsIn(free) ||
@@ -1276,9 +1279,7 @@ std::vector<HarvestNode> RmRuntime::harvestNodes() const {
     if (!n.live || a == n.attributes.end()) continue;
     auto used = sched_->nodeUsed(id);
     const Resource u = used.isOk() ? *used : Resource();
-    // The scheduler's total for the node: zero drained, else the offer.
-    const Resource cap = n.drained ? Resource() : n.offer.value_or(n.total);
-    out.push_back({id, a->second, n.total, 0, u, Resource::max(cap - u, Resource())});
+    out.push_back({id, a->second, n.total, 0, u, Resource::max(n.schedulable() - u, Resource())});
   }
   return out;
 }

@@ -285,6 +285,9 @@ class RmRuntime {
     bool schedule_pending = false;  // onNodeReport asked for a scheduleNode
     bool drained = false;           // not in service (setNodeDrained)
     std::optional<Resource> offer;  // the NM's last harvest offer as applied (none: total)
+    // What the scheduler core may place on the node: zero drained, else the
+    // NM's harvest offer, else the registered total.
+    Resource schedulable() const { return drained ? Resource() : offer.value_or(total); }
   };
   struct Cont {
     ContainerId id;

@@ -206,6 +206,28 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
   for (const auto& c : r.allocated()) EXPECT_EQ(c.node_id(), "n2");
 }
 
+// An AM is secondary work too: a node whose NM offers no vcores (its
+// primary tenant uses them) starts none, however much of its registered
+// total is free; once the offer is back the AM starts there.
+TEST_F(RuntimeHarvestTest, NoAmStartsOnANodeWhoseOfferLeavesItNoRoom) {
+  addNode("n1", 8);
+  heartbeat("n1", 7.9, 0);
+  AppSpec s;
+  s.name = "etl";
+  s.user = UserId("alice");
+  s.am_resource = Resource(1024, 1);
+  s.am_launch_context = "x";
+  AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+  for (int i = 0; i < 5; i++) {
+    clock_.advance(Millis(1000));
+    heartbeat("n1", 7.9, 0);
+  }
+  EXPECT_EQ(rm_->apps().get(id)->state, AppState::kSubmitted);
+  clock_.advance(Millis(1000));
+  heartbeat("n1", 1.0, 6);
+  EXPECT_EQ(rm_->apps().get(id)->state, AppState::kRunning);
+}
+
 // With rm.harvest.hold 0 the constraint is soft: when the preferred class
 // is full, the busy node gets the rest (the ranked fallback adds its class,
 // the only other, at once; the scheduler's soft-constraint delay would
