@@ -205,7 +205,13 @@ void HarvestMonitor::applyThrottle(const HarvestDecision& d,
 
 void HarvestMonitor::fillHeartbeat(v1::NodeHeartbeatRequest* req) const {
   MutexLock lk(mu_);
-  if (!last_) return;
+  // The primary's usage unknown (never sampled, or no good sample for
+  // kStaleSamples intervals): nothing is offered, so no new secondary work
+  // lands on a primary the NM cannot see.
+  if (!last_ || clock_.now() - last_at_ > opts_.interval * kStaleSamples) {
+    toProto(Resource(), req->mutable_harvest_offer());
+    return;
+  }
   auto* u = req->mutable_primary_usage();
   u->set_tenant(tenant_);
   u->set_cpu_vcores(last_->cpu_vcores);

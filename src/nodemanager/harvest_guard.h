@@ -85,9 +85,11 @@ class HarvestMonitor {
   void stop();
   // One pass: sample, decide, throttle, kill.
   void checkOnce();
-  // Adds the last good sample and the offer to a heartbeat (nothing before
-  // the first good sample).
+  // Adds the last good sample and the offer to a heartbeat; an offer of
+  // zero (and no sample) before the first good sample and while the last
+  // one is more than kStaleSamples intervals old.
   void fillHeartbeat(v1::NodeHeartbeatRequest* req) const;
+  static constexpr int kStaleSamples = 3;
 
  private:
   void applyThrottle(const HarvestDecision& d, const std::vector<SecondaryContainer>& running);

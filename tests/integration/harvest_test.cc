@@ -175,6 +175,26 @@ int tasksStarted(const std::string& log, const std::string& app) {
   return containersStarted(log, app, /*am=*/false);
 }
 
+// An NM that cannot read its primary tenant's usage offers nothing: with
+// nm2's usage file gone, a job wider than nm1's offer runs all of its
+// containers on nm1 (none on nm2, AM included, though nm2's last good
+// sample left it 6 vcores); once the file is back, nm2 takes work again.
+TEST_F(HarvestIT, NodeWhoseUsageCannotBeReadOffersNothingUntilItCanAgain) {
+  ASSERT_NO_FATAL_FAILURE(startHarvestCluster());
+  std::filesystem::remove(usage_[1]);
+  ASSERT_TRUE(
+      waitFor([&] { return nms_[1].log().find("usage not sampled") != std::string::npos; }, 10s))
+      << nms_[1].log();
+  std::this_thread::sleep_for(1s);  // past the staleness bound and a few heartbeats
+  std::string blind = runToEnd(etlJob(10, "sleep 2"), 90s);
+  EXPECT_EQ(tasksStarted(nms_[0].log(), blind), 10) << nms_[0].log();
+  EXPECT_EQ(tasksStarted(nms_[1].log(), blind), 0) << nms_[1].log();
+  EXPECT_EQ(containersStarted(nms_[1].log(), blind, /*am=*/true), 0) << nms_[1].log();
+  writeUsage(usage_[1], 0.2, 100);
+  std::string seen = runToEnd(etlJob(10, "sleep 3"), 90s);
+  EXPECT_GT(tasksStarted(nms_[1].log(), seen), 0) << nms_[1].log() << rm_.log();
+}
+
 // OSDI'16 §4.1: the RM clusters the primary tenants (a short
 // rm.harvest.cluster-every here) into a busy constant class (nm1: 4 of 8
 // vcores) and an idle one (nm2); `cluster status` shows them. A job whose

@@ -1231,12 +1231,15 @@ RmRuntime::SchedulerTotals RmRuntime::schedulerTotals() const {
 // apply its decisions to the nodes and the scheduler core. ----
 
 void RmRuntime::onHarvestReport(Node& node, const NodeHeartbeatCall& call, TimePoint now) {
-  if (!call.primary_usage) return;
-  const PrimaryUsageReport& u = *call.primary_usage;
-  if (auto cls = harvest_.record(node.id, node.total, u.tenant, u.cpu_vcores, u.memory_mib, now)) {
-    auto a = node.attributes.find(kHarvestClassAttribute);
-    if (*cls != (a == node.attributes.end() ? "" : a->second)) setHarvestClass(node, *cls);
+  if (call.primary_usage) {
+    const PrimaryUsageReport& u = *call.primary_usage;
+    if (auto cls =
+            harvest_.record(node.id, node.total, u.tenant, u.cpu_vcores, u.memory_mib, now)) {
+      auto a = node.attributes.find(kHarvestClassAttribute);
+      if (*cls != (a == node.attributes.end() ? "" : a->second)) setHarvestClass(node, *cls);
+    }
   }
+  // An offer without usage: the NM cannot see its primary now (zero).
   if (!call.harvest_offer || node.drained) return;  // a drained node stays at zero
   // Secondary containers get only what the primary tenant leaves: the
   // scheduler places nothing beyond the NM's offer (never beyond the
