@@ -1059,7 +1059,9 @@ int paperMain(int argc, char** argv) {
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
                  "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
                  "reservations for the leftover tier's shortest job, kept from the leftover tier "
-                 "only), carbyne-noresv (carbyne without them), carbyne-now (diagnostic: only "
+                 "only), carbyne-noresv (carbyne without them), carbyne-decline and "
+                 "carbyne-nodecline (carbyne whose jobs below their need decline, or take, the "
+                 "tasks of stages with slack on their share), carbyne-now (diagnostic: only "
                  "tasks whose latest start is now are needed, no reservations), drf-resv (drf "
                  "with YARN-style node reservations) and carbyne-resv-all (reserving for the first "
                  "job in Carbyne's order, DRF tier included); reservations' bounds: --resv-nodes, "
@@ -1100,9 +1102,11 @@ int paperMain(int argc, char** argv) {
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
         p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-noresv" &&
-        p != "drf-resv" && p != "carbyne-resv-all") {
+        p != "carbyne-decline" && p != "carbyne-nodecline" && p != "drf-resv" &&
+        p != "carbyne-resv-all") {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
-                   "carbyne, carbyne-noresv, carbyne-now, carbyne-resv-all or drf-resv, got '"
+                   "carbyne, carbyne-noresv, carbyne-decline, carbyne-nodecline, carbyne-now, "
+                   "carbyne-resv-all or drf-resv, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1251,19 +1255,24 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          // `carbyne` reserving for the leftover's shortest job (the
-          // policy's default); `carbyne-noresv` without node reservations;
-          // `carbyne-resv-all` reserving through the scheduler's option for
-          // the first job of either tier.
-          if (pname == "carbyne")
+          // `carbyne` reserving for the leftover's shortest job and
+          // declining slack or not as the policy's default has it;
+          // `carbyne-decline` / `carbyne-nodecline` the same with
+          // LeftoverPacking::decline_slack on / off; `carbyne-noresv`
+          // without node reservations; `carbyne-resv-all` reserving through
+          // the scheduler's option for the first job of either tier.
+          const bool decline =
+              pname == "carbyne-decline" ||
+              (pname != "carbyne-nodecline" && sched::LeftoverPacking{}.decline_slack);
+          if (pname == "carbyne" || pname == "carbyne-decline" || pname == "carbyne-nodecline")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, true});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, true, decline});
           if (pname == "carbyne-noresv" || pname == "carbyne-resv-all")
             pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false, decline});
           if (pname == "carbyne-now")
             pol = std::make_shared<CarbyneNowPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false});
+                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false, decline});
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {

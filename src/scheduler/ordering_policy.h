@@ -32,6 +32,7 @@
 // shared between schedulers and called re-entrantly from any thread.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -136,8 +137,20 @@ struct AskInput {
 // be placed on the node is scored and the highest is taken; ties go to the
 // earlier ask in priority order. Without it the first placeable ask in
 // priority order is taken, at no scoring cost.
+//
+// An ask scored kDecline is not taken in the app's own turn (Carbyne: a
+// task with slack is not run on a job's fair share). When every placeable
+// ask of the app is declined the app passes on the node for the rest of
+// the heartbeat's phase, and its declined asks are offered after the rest
+// of its leaf: in a leaf whose policy packs across apps (CrossAppPacker)
+// they compete in the packing tier by packScore with that tier's asks;
+// otherwise the first declining app's first placeable ask in priority
+// order is taken once no other app of the leaf has anything placeable on
+// the node. A decline defers an ask; it never leaves room unused that the
+// declined ask could take.
 class AskChooser {
  public:
+  static constexpr double kDecline = -std::numeric_limits<double>::infinity();
   virtual ~AskChooser() = default;
   virtual double askScore(const AskInput& in) const = 0;
 };

@@ -670,6 +670,11 @@ struct Scheduler::Impl {
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
   FitIndex reservation_fit;  // needs of the pending asks of reservation apps (all reservations)
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
+  // Scratch of the current phase: apps that declined every placeable ask on
+  // the node (AskChooser::kDecline), in the order the walk met them, and
+  // whether the walk of the leaf under way reached its packing tier.
+  std::vector<App*> declined;
+  bool packed = false;
   uint64_t entity_seq = 0;
   uint64_t id_seq = 0;
   // Phoenix: the Constraint Resource Vector of the pending asks,
@@ -1112,10 +1117,10 @@ struct Scheduler::Impl {
 
   // The ask of `a` to place on `n` in `phase`, or -1: the first placeable
   // one in priority order, unless the app's policy chooses among them
-  // (AskChooser, bestAsk).
-  int findAsk(App* a, Node& n, Phase phase, TimePoint now) {
+  // (AskChooser, bestAsk). Declined asks count only with `take_declined`.
+  int findAsk(App* a, Node& n, Phase phase, TimePoint now, bool take_declined = false) {
     const PolicyPoints& p = policyOf(a);
-    if (p.asks != nullptr) return bestAsk(a, *p.asks, n, phase, now);
+    if (p.asks != nullptr) return bestAsk(a, *p.asks, n, phase, now, take_declined);
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (placeable(a, a->asks[i], n, phase, now)) return static_cast<int>(i);
     }
@@ -1123,21 +1128,51 @@ struct Scheduler::Impl {
   }
 
   // The placeable ask of `a` with the highest askScore of `p` on `n`
-  // (earlier asks win ties), or -1. O(asks of `a`).
-  int bestAsk(App* a, const AskChooser& p, Node& n, Phase phase, TimePoint now) {
+  // (earlier asks win ties), or -1. Without `take_declined`, in an ad-hoc
+  // leaf, an ask scored AskChooser::kDecline is passed over, and an app
+  // whose placeable asks are all declined joins `declined` (takeDeclined,
+  // packAcross offer them later in the phase). O(asks of `a`).
+  int bestAsk(App* a, const AskChooser& p, Node& n, Phase phase, TimePoint now,
+              bool take_declined) {
     int best = -1;
     double best_score = 0.0;
+    bool any_declined = false;
+    const bool may_decline = !take_declined && a->user != nullptr;
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (!placeable(a, a->asks[i], n, phase, now)) continue;
       const Resource need = askNeed(a->asks[i].req);
       const double sc =
           p.askScore({a->used, a->hint, need, n.free, n.total, a->asks[i].req.request_id});
+      if (sc == AskChooser::kDecline && may_decline) {
+        any_declined = true;
+        continue;
+      }
       if (best < 0 || sc > best_score) {
         best = static_cast<int>(i);
         best_score = sc;
       }
     }
+    if (best < 0 && any_declined) declined.push_back(a);
     return best;
+  }
+
+  // The app of leaf `leaf` and its ask to take on `n` from the apps that
+  // declined every placeable ask there in this phase, once the rest of the
+  // leaf's walk found nothing placeable (AskChooser::kDecline), or null: in
+  // a packing leaf by packScore (packTier), else the first such app's first
+  // placeable ask in priority order.
+  App* takeDeclined(Entity* leaf, Node& n, Phase phase, TimePoint now, int* ask) {
+    auto of_leaf = [leaf](const App* a) { return a->user != nullptr && a->user->leaf == leaf; };
+    const auto first = std::find_if(declined.begin(), declined.end(), of_leaf);
+    if (first == declined.end()) return nullptr;
+    if (const CrossAppPacker* pk = policyOf(*first).pack; pk != nullptr)
+      return packTier(leaf, leaf->children, *pk, n, phase, now, ask);
+    for (App* a : declined) {
+      if (!of_leaf(a) || !mayPlace(a, n)) continue;
+      *ask = findAsk(a, n, phase, now, true);
+      if (*ask >= 0) return a;
+    }
+    return nullptr;
   }
 
   // The CrossAppPacker of the leaf whose users `h` orders, when its best
@@ -1149,37 +1184,41 @@ struct Scheduler::Impl {
   }
 
   // CrossAppPacker: among the apps of every user left in `users` (all at or
-  // beyond the packing tier), the placeable ask on `n` with the highest
-  // packScore (ties: the lower app key, then the earlier ask), or null.
-  // O(apps x asks); apps and users with no need that fits are skipped by
-  // the fit index.
-  App* packAcross(EntityHeap& users, const CrossAppPacker& pk, Node& n, Phase phase, TimePoint now,
-                  int* ask) {
+  // beyond the packing tier) and the apps of `leaf` that declined their
+  // asks on `n` in this phase (AskChooser::kDecline), the placeable ask on
+  // `n` with the highest packScore (ties: the lower app key, then the
+  // earlier ask), or null. O(apps x asks); apps and users with no need that
+  // fits are skipped by the fit index.
+  App* packAcross(const Entity* leaf, EntityHeap& users, const CrossAppPacker& pk, Node& n,
+                  Phase phase, TimePoint now, int* ask) {
     App* best = nullptr;
     double best_score = 0;
     Key best_key;
+    auto consider = [&](App* a, const Key& k) {
+      if (!mayPlace(a, n)) return;
+      for (size_t j = 0; j < a->asks.size(); j++) {
+        if (!placeable(a, a->asks[j], n, phase, now)) continue;
+        // askNeed without its copy for a single container (the common case).
+        const ResourceRequest& req = a->asks[j].req;
+        const Resource gang = req.gang_size > 1 ? askNeed(req) : Resource();
+        const double sc = pk.packScore(
+            {a->used, a->hint, req.gang_size > 1 ? gang : req.capability, n.free, n.total});
+        if (best == nullptr || sc > best_score || (sc == best_score && k < best_key)) {
+          best = a;
+          best_score = sc;
+          best_key = k;
+          *ask = static_cast<int>(j);
+        }
+      }
+    };
     for (size_t u = 0; u < users.size(); u++) {
       Entity* user = users.at(u);
       if (!mayPlace(user, n)) continue;
-      for (size_t i = 0; i < user->children.size(); i++) {
-        auto* a = static_cast<App*>(user->children.at(i));
-        if (!mayPlace(a, n)) continue;
-        const Key& k = user->children.keyAt(i);
-        for (size_t j = 0; j < a->asks.size(); j++) {
-          if (!placeable(a, a->asks[j], n, phase, now)) continue;
-          // askNeed without its copy for a single container (the common case).
-          const ResourceRequest& req = a->asks[j].req;
-          const Resource gang = req.gang_size > 1 ? askNeed(req) : Resource();
-          const double sc = pk.packScore(
-              {a->used, a->hint, req.gang_size > 1 ? gang : req.capability, n.free, n.total});
-          if (best == nullptr || sc > best_score || (sc == best_score && k < best_key)) {
-            best = a;
-            best_score = sc;
-            best_key = k;
-            *ask = static_cast<int>(j);
-          }
-        }
-      }
+      for (size_t i = 0; i < user->children.size(); i++)
+        consider(static_cast<App*>(user->children.at(i)), user->children.keyAt(i));
+    }
+    for (App* a : declined) {
+      if (a->user != nullptr && a->user->leaf == leaf) consider(a, key(a, kParent));
     }
     return best;
   }
@@ -1199,7 +1238,7 @@ struct Scheduler::Impl {
         // Nothing below fits (the node, or a queue's cap): skipped without
         // visiting its apps.
       } else if (const CrossAppPacker* pk = packerAt(e, h); pk != nullptr) {
-        return packTier(h, *pk, n, phase, now, ask);
+        return packTier(e->parent, h, *pk, n, phase, now, ask);
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) return static_cast<App*>(e);
@@ -1290,35 +1329,39 @@ struct Scheduler::Impl {
   }
 
   // The reserved app of `n` and its ask once one fits the node's whole
-  // free room (the reservation ends), else null.
+  // free room (the reservation ends), else null. The node is kept for the
+  // app, so an ask it declines (AskChooser::kDecline) is taken too.
   App* serveReserved(Node& n, Phase phase, TimePoint now, int* ask) {
     App* a = n.resv_app;
     if (!a->fit.anyFits(n.free)) return nullptr;
-    *ask = findAsk(a, n, phase, now);
+    *ask = findAsk(a, n, phase, now, true);
     if (*ask < 0) return nullptr;
     unreserve(n);
     return a;
   }
 
-  // The packing tier of the leaf whose users `users` orders: when the node
-  // is reserved for this tier of this leaf, its app is served first once
-  // its ask fits, else the room it keeps is withheld from the packing
-  // (NodeReservationOptions: apps served before the packing tier see the
-  // whole room).
-  App* packTier(EntityHeap& users, const CrossAppPacker& pk, Node& n, Phase phase, TimePoint now,
-                int* ask) {
-    if (reservingLeaf(n, phase, true) != users.top()->parent)
-      return packAcross(users, pk, n, phase, now, ask);
+  // The packing tier of leaf `leaf`, whose users left in the walk `users`
+  // orders: when the node is reserved for this tier of this leaf, its app
+  // is served first once its ask fits, else the room it keeps is withheld
+  // from the packing (NodeReservationOptions: apps served before the
+  // packing tier see the whole room).
+  App* packTier(const Entity* leaf, EntityHeap& users, const CrossAppPacker& pk, Node& n,
+                Phase phase, TimePoint now, int* ask) {
+    packed = true;
+    if (reservingLeaf(n, phase, true) != leaf)
+      return packAcross(leaf, users, pk, n, phase, now, ask);
     if (App* a = serveReserved(n, phase, now, ask)) return a;
     keepReserved(n);
-    App* a = packAcross(users, pk, n, phase, now, ask);
+    App* a = packAcross(leaf, users, pk, n, phase, now, ask);
     releaseKept(n);
     return a;
   }
 
   // descend into `e`'s children; into the leaf holding a reservation that
   // is kept from its whole walk, its app first once its ask fits, else with
-  // the room it keeps withheld.
+  // the room it keeps withheld. In a leaf, the asks its apps declined come
+  // last (takeDeclined) unless the walk reached its packing tier, which
+  // offers them.
   App* descendInto(Entity* e, Node& n, Phase phase, TimePoint now, int* ask) {
     if (e->kind != Kind::kQueue || !static_cast<const Queue*>(e)->leaf)
       return descend(e->children, n, phase, now, ask);
@@ -1326,7 +1369,9 @@ struct Scheduler::Impl {
       if (App* a = serveReserved(n, phase, now, ask)) return a;
       keepReserved(n);
     }
+    packed = false;
     App* a = descend(e->children, n, phase, now, ask);
+    if (a == nullptr && !packed && !declined.empty()) a = takeDeclined(e, n, phase, now, ask);
     releaseKept(n);
     return a;
   }
@@ -1351,6 +1396,7 @@ struct Scheduler::Impl {
       last = u;
     }
     skipped.clear();
+    declined.clear();
   }
 
   // ---- containers ----

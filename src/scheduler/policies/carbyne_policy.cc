@@ -279,7 +279,8 @@ double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
     // (§4.2), so the asks of those stages come first; a stage with slack
     // runs on this allocation only when none of them is placeable here.
     const auto& n = in.hint.needed;
-    return std::binary_search(n.begin(), n.end(), in.request_id) ? 1.0 : 0.0;
+    if (std::binary_search(n.begin(), n.end(), in.request_id)) return 1.0;
+    return packing_.decline_slack && !n.empty() && !in.request_id.empty() ? kDecline : 0.0;
   }
   return tetrisAlignment(in.need, in.node_free, in.node_total);
 }

@@ -30,7 +30,9 @@
 //     their need take the asks of the stages their plan needs now first
 //     (AppHint::needed, matched by DagStage::request_id), then priority
 //     order; a stage with slack is served on that allocation only when no
-//     needed stage's task fits the node. A node none of whose free room the
+//     needed stage's task fits the node, or, with
+//     LeftoverPacking::decline_slack, not at all: its tasks wait for the
+//     leftover tier. A node none of whose free room the
 //     leftover's best job (least remaining time) can use is reserved for it
 //     (LeftoverPacking::reserve_nodes, on by default; YARN's reserved
 //     container): the room that frees there is kept from the other
@@ -103,10 +105,18 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
 // jobs below their need (§4.1 serves them before any leftover; a new job
 // and its AM among them) nor from other queues, so a reservation never
 // delays a job's fair share.
+// `decline_slack`: below its need a job declines (AskChooser::kDecline) the
+// asks of stages its plan does not need now, so on a node where none of its
+// needed stages' tasks fits, the room goes to the other jobs below their
+// need, then to the leftover tier, where the declined tasks compete as
+// leftover (§4.2: a job lends what it does not need to keep its
+// completion estimate). Only a job whose hint names its needed stages
+// (AppHint::needed) declines, and only asks with a request id.
 struct LeftoverPacking {
   double eps = 0.5;
   double tau_s = 60.0;
   bool reserve_nodes = true;
+  bool decline_slack = false;
 };
 
 // Provides every extension point but the constraint-aware app ordering
@@ -147,7 +157,9 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
   // hint.needed; the policy does not see how many of the stage's tasks
   // run), else 0, so a job below its need spends its DRF-tier allocation on
   // the tasks its plan must start now whatever its AM's priority order (Tez
-  // asks breadth-first); priority order decides among equals.
+  // asks breadth-first); priority order decides among equals. With
+  // LeftoverPacking::decline_slack, kDecline instead of 0 when hint.needed
+  // is not empty and the ask has a request id.
   double askScore(const AskInput& in) const override;
   // The leftover tier is packed across jobs.
   double packFrom() const override;

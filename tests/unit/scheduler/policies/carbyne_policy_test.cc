@@ -199,6 +199,15 @@ TEST(CarbynePackingTest, AlignmentIsNormalisedDotProduct) {
   EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total, "b"}), 1.0);
   EXPECT_DOUBLE_EQ(p.askScore({below, h, need, free, total, "c"}), 0.0);
   EXPECT_DOUBLE_EQ(p.askScore({need, h, need, free, total, "c"}), 0.0234375);  // at its need
+  // Declining slack: below the need a stage the plan does not need is
+  // declined, unless the hint names no stage or the ask has no request id.
+  CarbyneOrderingPolicy d(LeftoverPacking{0.5, 60.0, true, true});
+  EXPECT_DOUBLE_EQ(d.askScore({below, h, need, free, total, "b"}), 1.0);
+  EXPECT_EQ(d.askScore({below, h, need, free, total, "c"}), AskChooser::kDecline);
+  EXPECT_DOUBLE_EQ(d.askScore({below, h, need, free, total}), 0.0);
+  EXPECT_DOUBLE_EQ(d.askScore({need, h, need, free, total, "c"}), 0.0234375);
+  h.needed.clear();
+  EXPECT_DOUBLE_EQ(d.askScore({below, h, need, free, total, "c"}), 0.0);
 }
 
 // The hint names the stages whose tasks make up the need (by request id):
@@ -321,6 +330,57 @@ TEST(CarbyneSchedulerTest, DrfLeafSplitsEvenlyWithSameReports) {
   auto m = grantsByApp(*s, kT0);
   EXPECT_EQ(m["short"], 4);
   EXPECT_EQ(m["alt"], 4);
+}
+
+// Declining slack (LeftoverPacking::decline_slack). n1 (4 GiB, 4 vcores)
+// and n2 (8 GiB, 8 vcores). other: X 1 x 100 s (needed) and Y 8 x 10 s
+// (slack), T = 100 s; a heartbeat of n2 gives it X (its need) and then 7
+// Y as leftover. alt: A 4 x 10 s (1 GiB; asked first) and B 1 x 120 s
+// (5 GiB; needed), T = 120 s, need B. On n1, where B does not fit, alt is
+// below its need: taking A there runs all 4 A tasks on alt's share and
+// other's last Y waits; declining them, n1's room goes to the leftover
+// tier, where other's Y (closer to completion) goes first and alt's A take
+// the rest, so no room stays unused.
+std::map<std::string, int> declineScenario(bool decline) {
+  SchedulerOptions o;
+  o.adhoc_queues.push_back(
+      {"root.default", 1.0,
+       std::make_shared<CarbyneOrderingPolicy>(LeftoverPacking{0.5, 60.0, true, decline})});
+  auto s = std::move(Scheduler::create(std::move(o))).value();
+  EXPECT_TRUE(s->addNode(NodeId("n1"), slots(4), {}).isOk());
+  EXPECT_TRUE(s->addNode(NodeId("n2"), slots(8), {}).isOk());
+  EXPECT_TRUE(s->addApp(AppId("alt"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  EXPECT_TRUE(s->addApp(AppId("other"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage x = stage(1, 100), y = stage(8, 10);
+  x.request_id = "x";
+  y.request_id = "y";
+  EXPECT_TRUE(s->reportDag(AppId("other"), {x, y}).isOk());
+  EXPECT_EQ(s->appHint(AppId("other")).value().needed, (std::vector<std::string>{"x"}));
+  EXPECT_TRUE(s->updateAsks(AppId("other"), {ask(1, "x", 0), ask(8, "y", 1)}).isOk());
+  auto first = s->nodeUpdate(NodeId("n2"), kT0);
+  EXPECT_TRUE(first.isOk());
+  EXPECT_EQ(first->allocations.size(), 8u);
+  DagStage a = stage(4, 10), b = stage(1, 120);
+  a.request_id = "a";
+  b.request_id = "b";
+  b.task = Resource(5120, 1);
+  EXPECT_TRUE(s->reportDag(AppId("alt"), {a, b}).isOk());
+  const AppHint h = s->appHint(AppId("alt")).value();
+  EXPECT_EQ(h.need, Resource(5120, 1));
+  EXPECT_EQ(h.needed, (std::vector<std::string>{"b"}));
+  ResourceRequest big = ask(1, "b", 1);
+  big.capability = Resource(5120, 1);
+  EXPECT_TRUE(s->updateAsks(AppId("alt"), {ask(4, "a", 0), big}).isOk());
+  auto second = s->nodeUpdate(NodeId("n1"), kT0);
+  EXPECT_TRUE(second.isOk());
+  std::map<std::string, int> m;
+  for (const auto& g : second->allocations) m[g.app.value() + ":" + g.request_id]++;
+  return m;
+}
+
+TEST(CarbyneSchedulerTest, JobBelowItsNeedDeclinesSlackWhereItsNeededTaskDoesNotFit) {
+  EXPECT_EQ(declineScenario(true), (std::map<std::string, int>{{"alt:a", 3}, {"other:y", 1}}));
+  EXPECT_EQ(declineScenario(false), (std::map<std::string, int>{{"alt:a", 4}}));
 }
 
 // Leftover goes shortest-remaining-time first: two jobs at their need, the
