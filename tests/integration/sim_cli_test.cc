@@ -146,10 +146,35 @@ TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {
   EXPECT_NE(o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
                     "phoenix-no-crv, eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
                     "phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
-                    "phoenix-hybrid-no-crv, floor)"),
+                    "phoenix-hybrid-no-crv, phoenix-hybrid-steal, eagle-c-steal, floor)"),
             std::string::npos)
       << o2;
   EXPECT_EQ(std::count(o2.begin(), o2.end(), '\n'), 1) << o2;
+}
+
+// morpheus-sim phoenix --wait-breakdown: the Eagle runs carry the p95 and p99
+// tails' breakdown, whose parts add up to the tail's mean response time; the
+// stealing policy runs by name.
+TEST(SimCliTest, PhoenixWaitBreakdownPartsAddUpInJson) {
+  auto [code, out] = runCommand({binary("morpheus-sim"), "phoenix", "--nodes", "20",
+                                 "--arrivals-min", "20", "--seeds", "2", "--policies", "eagle-c",
+                                 "phoenix-hybrid-steal", "--wait-breakdown", "--json"});
+  ASSERT_EQ(code, 0) << out;
+  auto rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  EXPECT_EQ(rows[1]["policy"], "phoenix-hybrid-steal");
+  for (const auto& row : rows) {
+    ASSERT_EQ(row["wait_breakdown"].size(), 2u) << row.dump();
+    for (const auto& t : row["wait_breakdown"]) {
+      double sum = 0;
+      for (const char* k : {"behind_long_full_s", "behind_long_free_s", "behind_short_full_s",
+                            "behind_short_free_s", "own_tasks_s", "dispatch_s", "run_s"})
+        sum += t[k].get<double>();
+      EXPECT_NEAR(sum, t["response_mean_s"].get<double>(), 1e-6) << t.dump();
+      EXPECT_GE(t["jobs"].get<int64_t>(), 1);
+    }
+    EXPECT_EQ(row["wait_breakdown"][1]["quantile"], 0.99);
+  }
 }
 
 }  // namespace

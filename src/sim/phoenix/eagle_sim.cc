@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <queue>
+#include <tuple>
 #include <utility>
 
 #include "sim/workloads/workload_rng.h"
@@ -34,11 +35,82 @@ bool meetsAll(const std::vector<sched::PlacementConstraint>& cs,
   });
 }
 
+// wait_breakdown: over virtual time (ms since t0), when a constraint set had
+// an idle worker; the state sampled after each dispatch round holds until
+// the next round.
+class IdleLog {
+ public:
+  void sample(int64_t now, bool idle) {
+    if (!t_.empty() && idle == state_.back()) return;
+    cum_.push_back(cumAt(now));
+    t_.push_back(now);
+    state_.push_back(idle);
+  }
+  // Milliseconds in [a, b] with an idle worker (0 before the first sample).
+  int64_t idleBetween(int64_t a, int64_t b) const { return cumAt(b) - cumAt(a); }
+
+ private:
+  int64_t cumAt(int64_t x) const {
+    auto it = std::upper_bound(t_.begin(), t_.end(), x);
+    if (it == t_.begin()) return 0;
+    const size_t i = static_cast<size_t>(std::distance(t_.begin(), it)) - 1;
+    return cum_[i] + (state_[i] ? x - t_[i] : 0);
+  }
+  std::vector<int64_t> t_, cum_;
+  std::vector<bool> state_;
+};
+
+// wait_breakdown: one task as a worker ran it (ms since t0).
+struct TaskSpan {
+  int64_t start = 0, end = 0;
+  size_t job = 0;
+};
+
 }  // namespace
+
+ShortWaitSummary summariseShortWaits(const std::vector<ShortJobWait>& waits, double q) {
+  ShortWaitSummary out;
+  if (waits.empty()) return out;
+  std::vector<double> r;
+  for (const auto& w : waits) r.push_back(w.response_s);
+  std::sort(r.begin(), r.end());
+  const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(r.size()))) - 1;
+  out.threshold_s = r[std::min(i, r.size() - 1)];
+  int64_t probes = 0, behind = 0;
+  ShortJobWait& m = out.mean;
+  for (const auto& w : waits) {
+    if (w.response_s < out.threshold_s) continue;
+    out.jobs++;
+    if (w.constrained) out.constrained++;
+    out.tasks += w.tasks;
+    out.long_starts_while_waiting += static_cast<double>(w.long_starts_while_waiting);
+    probes += w.probes;
+    behind += w.probes_behind_long;
+    m.response_s += w.response_s;
+    m.behind_long_full_s += w.behind_long_full_s;
+    m.behind_long_free_s += w.behind_long_free_s;
+    m.behind_short_full_s += w.behind_short_full_s;
+    m.behind_short_free_s += w.behind_short_free_s;
+    m.own_tasks_s += w.own_tasks_s;
+    m.dispatch_s += w.dispatch_s;
+    m.run_s += w.run_s;
+  }
+  const auto n = static_cast<double>(out.jobs);
+  out.tasks /= n;
+  out.long_starts_while_waiting /= n;
+  out.probes_behind_long_share =
+      probes > 0 ? static_cast<double>(behind) / static_cast<double>(probes) : 0;
+  for (double* x :
+       {&m.response_s, &m.behind_long_full_s, &m.behind_long_free_s, &m.behind_short_full_s,
+        &m.behind_short_free_s, &m.own_tasks_s, &m.dispatch_s, &m.run_s})
+    *x /= n;
+  return out;
+}
 
 const char* eaglePolicyName(const EagleOptions& opts) {
   switch (opts.order) {
     case EagleQueueOrder::kCrv:
+      if (opts.steal) return "phoenix-hybrid-steal";
       if (opts.crv_long_steering)
         return opts.crv_placement ? "phoenix-hybrid-placement-steer" : "phoenix-hybrid-steer";
       return opts.crv_placement ? "phoenix-hybrid-placement" : "phoenix-hybrid";
@@ -47,10 +119,11 @@ const char* eaglePolicyName(const EagleOptions& opts) {
     case EagleQueueOrder::kSrpt:
       break;
   }
-  return "eagle-c";
+  return opts.steal ? "eagle-c-steal" : "eagle-c";
 }
 
-EagleCluster::EagleCluster(EagleOptions opts, uint64_t seed) : opts_(opts), seed_(seed) {
+EagleCluster::EagleCluster(EagleOptions opts, uint64_t seed)
+    : opts_(opts), seed_(seed), members_(opts.wait_breakdown || opts.steal) {
   if (opts_.order == EagleQueueOrder::kCrv)
     crv_ = std::make_unique<sched::ConstraintResourceVector>();
 }
@@ -63,12 +136,15 @@ int32_t EagleCluster::addWorker(sched::NodeAttributes attrs, bool short_partitio
   const auto id = static_cast<int32_t>(workers_.size()) - 1;
   const bool tracking = crv_ && (opts_.crv_placement || opts_.crv_long_steering);
   if (tracking) worker_sets_.emplace_back();
+  if (members_) member_of_.emplace_back();
   for (auto& [key, m] : matching_) {  // ids ascend: the lists stay sorted
     if (!meetsAll(m.constraints, workers_.back().attrs)) continue;
     m.workers.push_back(id);
     if (tracking && m.constrained) worker_sets_.back().push_back(&m);
+    if (members_) member_of_.back().push_back(&m);
   }
   idle_.insert(id);
+  idleChanged(id, 1);
   if (crv_) {
     crv_nodes_.push_back(
         crv_->addNode(NodeId("w" + std::to_string(id)), workers_.back().attrs, /*free_vcores=*/1));
@@ -86,9 +162,17 @@ EagleCluster::MatchSet& EagleCluster::matching(const std::string& key,
   for (size_t i = 0; i < workers_.size(); i++) {
     if (meetsAll(cs, workers_[i].attrs)) m.workers.push_back(static_cast<int32_t>(i));
   }
+  m.index = set_list_.size();
   MatchSet& set = matching_.emplace(key, std::move(m)).first->second;
+  set_list_.push_back(&set);
   if (crv_ && (opts_.crv_placement || opts_.crv_long_steering) && set.constrained) {
     for (int32_t w : set.workers) worker_sets_[static_cast<size_t>(w)].push_back(&set);
+  }
+  if (members_) {
+    for (int32_t w : set.workers) {
+      member_of_[static_cast<size_t>(w)].push_back(&set);
+      if (idle_.count(w) > 0) set.idle++;
+    }
   }
   return set;
 }
@@ -147,14 +231,23 @@ bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_d
       })) {
     return false;  // only short-partition workers match: no worker may run it
   }
-  jobs_[job] = JobState{is_long, tasks, task_duration, next_seq_++, &set};
+  JobState& js = jobs_[job];
+  js.is_long = is_long;
+  js.unlaunched = tasks;
+  js.task_duration = task_duration;
+  js.seq = next_seq_++;
+  js.set = &set;
   if (crv_) crv_->changeDemand(set.constraints, 1, task_duration, tasks);
   if (is_long) {
     set.long_jobs.push_back(job);
     return true;
   }
+  if (opts_.steal) set.waiting.emplace(js.seq, job);
   for (int32_t w : probeTargets(job, match)) {
-    workers_[static_cast<size_t>(w)].probes.push_back(Probe{job, 0});
+    Worker& target = workers_[static_cast<size_t>(w)];
+    target.probes.push_back(Probe{job, 0});
+    js.probes++;
+    if (target.running_long) js.probes_behind_long++;
   }
   return true;
 }
@@ -166,12 +259,31 @@ void EagleCluster::taskFinished(int32_t worker) {
   w.running.reset();
   w.running_long = false;
   idle_.insert(worker);
+  idleChanged(worker, 1);
   if (crv_) crv_->nodeFreeChanged(crv_nodes_[static_cast<size_t>(worker)], 1);
 }
 
 int32_t EagleCluster::unlaunched(size_t job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? 0 : it->second.unlaunched;
+}
+
+size_t EagleCluster::matchSetOf(size_t job) const { return jobs_.at(job).set->index; }
+
+std::vector<size_t> EagleCluster::matchSetsOf(int32_t worker) const {
+  std::vector<size_t> out;
+  for (const MatchSet* m : member_of_[static_cast<size_t>(worker)]) out.push_back(m->index);
+  return out;
+}
+
+std::pair<int32_t, int32_t> EagleCluster::probesSent(size_t job) const {
+  const JobState& j = jobs_.at(job);
+  return {j.probes, j.probes_behind_long};
+}
+
+void EagleCluster::idleChanged(int32_t worker, int32_t delta) {
+  if (!members_) return;
+  for (MatchSet* m : member_of_[static_cast<size_t>(worker)]) m->idle += delta;
 }
 
 Millis EagleCluster::estimatedWait(size_t job) const {
@@ -239,6 +351,16 @@ std::optional<size_t> EagleCluster::nextLong(int32_t worker, bool constrained_on
   return best;
 }
 
+std::optional<size_t> EagleCluster::stealable(int32_t worker) const {
+  std::optional<std::pair<uint64_t, size_t>> best;
+  for (const MatchSet* m : member_of_[static_cast<size_t>(worker)]) {
+    if (!m->waiting.empty() && (!best || m->waiting.begin()->first < best->first))
+      best = *m->waiting.begin();
+  }
+  if (!best) return std::nullopt;
+  return best->second;
+}
+
 bool EagleCluster::scarcePressured(int32_t worker) {
   if (!crv_ || !opts_.crv_long_steering) return false;
   for (MatchSet* m : worker_sets_[static_cast<size_t>(worker)]) {
@@ -253,6 +375,7 @@ void EagleCluster::start(int32_t worker, size_t job, std::vector<Started>& out) 
   Worker& w = workers_[static_cast<size_t>(worker)];
   JobState& j = jobs_.at(job);
   j.unlaunched--;
+  if (opts_.steal && !j.is_long && j.unlaunched == 0) j.set->waiting.erase(j.seq);
   w.running = job;
   w.running_long = j.is_long;
   w.sticky.reset();
@@ -276,11 +399,18 @@ std::vector<EagleCluster::Started> EagleCluster::dispatch() {
       w.sticky.reset();
       if (auto job = takeProbe(w)) {
         start(wi, *job, out);
+      } else if (auto stolen = opts_.steal ? stealable(wi) : std::nullopt) {
+        start(wi, *stolen, out);
       } else if (!w.short_partition) {
         if (auto long_job = nextLong(wi, scarcePressured(wi))) start(wi, *long_job, out);
       }
     }
-    it = out.size() > before ? idle_.erase(it) : std::next(it);
+    if (out.size() > before) {
+      idleChanged(wi, -1);
+      it = idle_.erase(it);
+    } else {
+      ++it;
+    }
   }
   return out;
 }
@@ -291,6 +421,9 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
     return invalidArgument("short_partition", "must be in [0, 1)");
   if (eagle.probe_ratio < 1) return invalidArgument("probe_ratio", "must be >= 1");
   if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
+  if (eagle.steal && (eagle.crv_placement || eagle.crv_long_steering ||
+                      eagle.order == EagleQueueOrder::kConstrainedFirst))
+    return invalidArgument("steal", "combines with kSrpt or kCrv alone");
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
   out.policy = eaglePolicyName(eagle);
@@ -311,6 +444,19 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   TimePoint now = t0;
   PhoenixProgress progress(opts.progress, out.policy, jobs.size());
   KindLongOccupancy occupancy(opts, t0);
+  // wait_breakdown: each worker's tasks in start order, each job's critical
+  // task (its latest end, then latest start) and worker, each set's idle log.
+  const bool breakdown = eagle.wait_breakdown;
+  std::vector<std::vector<TaskSpan>> spans(breakdown ? cluster.workerCount() : 0);
+  struct Critical {
+    int64_t start = -1, end = -1;
+    int32_t worker = -1;
+  };
+  std::vector<Critical> critical(breakdown ? jobs.size() : 0);
+  std::vector<IdleLog> idle_logs;
+  // Per set, (round ms, long tasks started on its workers up to that round).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> long_starts;
+  auto ms = [t0](TimePoint t) { return (t - t0).count(); };
   bool dirty = true;  // something arrived, finished or started since the last round
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
@@ -340,8 +486,27 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
       for (const auto& st : started) {
         PhoenixJob& j = jobs[st.job];
         if (!j.is_short) occupancy.change(static_cast<int32_t>(st.worker / slots), 1, now);
-        ends.emplace(now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration),
-                     st.worker);
+        const TimePoint end = now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration);
+        ends.emplace(end, st.worker);
+        if (breakdown) {
+          if (!j.is_short) {
+            long_starts.resize(cluster.matchSetCount());
+            for (size_t k : cluster.matchSetsOf(st.worker)) {
+              auto& v = long_starts[k];
+              if (v.empty() || v.back().first != ms(now))
+                v.emplace_back(ms(now), v.empty() ? 0 : v.back().second);
+              v.back().second++;
+            }
+          }
+          spans[static_cast<size_t>(st.worker)].push_back(TaskSpan{ms(now), ms(end), st.job});
+          Critical& c = critical[st.job];
+          if (ms(end) >= c.end) c = Critical{ms(now), ms(end), st.worker};
+        }
+      }
+      if (breakdown) {
+        idle_logs.resize(cluster.matchSetCount());
+        for (size_t k = 0; k < idle_logs.size(); k++)
+          idle_logs[k].sample(ms(now), cluster.matchSetHasIdle(k));
       }
     }
     progress.at(now - t0, finished);
@@ -360,6 +525,63 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   occupancy.finish(now, out);
+  for (size_t ji = 0; breakdown && ji < jobs.size(); ji++) {
+    const PhoenixJob& j = jobs[ji];
+    if (j.rejected || !j.is_short) continue;
+    const Critical& c = critical[ji];
+    const IdleLog& idle = idle_logs[cluster.matchSetOf(ji)];
+    ShortJobWait w;
+    w.job = ji;
+    w.kind = j.kind;
+    w.constrained = !j.constraints.empty();
+    w.tasks = j.tasks;
+    std::tie(w.probes, w.probes_behind_long) = cluster.probesSent(ji);
+    const int64_t submit = ms(j.submit);
+    int64_t dispatch = ms(j.finish) - c.end, own = 0, long_full = 0, long_free = 0, short_full = 0,
+            short_free = 0;
+    // What the critical worker ran in [submit, c.start]; the gaps are idle.
+    const auto& ws = spans[static_cast<size_t>(c.worker)];
+    auto it = std::upper_bound(ws.begin(), ws.end(), submit,
+                               [](int64_t t, const TaskSpan& sp) { return t < sp.end; });
+    int64_t at = submit;
+    for (; it != ws.end() && it->start < c.start; ++it) {
+      const int64_t a = std::max(it->start, submit), b = std::min(it->end, c.start);
+      dispatch += a - at;
+      at = b;
+      if (it->job == ji) {
+        own += b - a;
+        continue;
+      }
+      const int64_t free_ms = idle.idleBetween(a, b);
+      if (jobs[it->job].is_short) {
+        short_free += free_ms;
+        short_full += b - a - free_ms;
+      } else {
+        long_free += free_ms;
+        long_full += b - a - free_ms;
+      }
+    }
+    dispatch += c.start - at;
+    // Long starts on its workers in [submit, c.start): up to the round before
+    // c.start minus up to the round before submit.
+    if (const size_t k = cluster.matchSetOf(ji); k < long_starts.size()) {
+      auto upTo = [&v = long_starts[k]](int64_t t) -> int64_t {
+        auto i = std::lower_bound(v.begin(), v.end(), std::pair<int64_t, int64_t>(t, INT64_MIN));
+        return i == v.begin() ? 0 : std::prev(i)->second;
+      };
+      w.long_starts_while_waiting = upTo(c.start) - upTo(submit);
+    }
+    auto sec = [](int64_t v) { return static_cast<double>(v) / 1000.0; };
+    w.response_s = sec(ms(j.finish) - submit);
+    w.run_s = sec(c.end - c.start);
+    w.own_tasks_s = sec(own);
+    w.dispatch_s = sec(dispatch);
+    w.behind_long_full_s = sec(long_full);
+    w.behind_long_free_s = sec(long_free);
+    w.behind_short_full_s = sec(short_full);
+    w.behind_short_free_s = sec(short_free);
+    out.short_waits.push_back(w);
+  }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

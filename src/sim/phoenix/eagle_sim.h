@@ -75,9 +75,39 @@
 //    unconstrained long task waits for another worker. The scarce workers
 //    then stay free of long work that could run elsewhere, so constrained
 //    short probes find them without waiting behind a long task.
+//  - Stealing (steal, "phoenix-hybrid-steal" with kCrv, "eagle-c-steal"
+//    with kSrpt; ours, after Hawk's work stealing, Eagle's predecessor):
+//    a worker left idle with no SBP task and an empty probe queue, before it
+//    asks the centralized scheduler for long work, steals the oldest
+//    (earliest submitted) short job that still has a task to launch and
+//    whose hard constraints it meets, and runs one of its tasks. The job's
+//    probes stay where they are (late binding drops them once it has no
+//    task left). Stealing is exact (the worker knows every waiting job, as
+//    SSS is exact here) and free. It answers what the wait breakdown
+//    measured: the tail's probes wait behind long tasks while other
+//    matching workers free up and take new long tasks. Not combined with
+//    placement, steering or kConstrainedFirst.
 //  - kConstrainedFirst ("phoenix-hybrid-no-crv", the ablation): reordering
 //    without the estimate — probes of jobs with a hard constraint before the
 //    others, SRPT within each group; no CRV is kept.
+//
+// Wait breakdown (EagleOptions::wait_breakdown, a measurement: no decision
+// depends on it). For every finished short job: its critical task is the one
+// that ended last (the later-started on a tie), started at S on worker w and
+// ended at E; the job is seen finished at the tick F >= E. Its response time
+// F - submit is split, with no overlap and nothing left over, into
+//  - run_s = E - S, the critical task's own run time;
+//  - the time in [submit, S] during which w ran a long task (behind_long_*),
+//    another short job's task (behind_short_*; SRPT, SBP and starvation
+//    order decide these), or the job's own earlier tasks (own_tasks_s: the
+//    job had more tasks than probes at free workers);
+//  - dispatch_s: w idle in [submit, S] (waiting for the next 1 s round) and
+//    F - E;
+//  and the behind_* parts split again by whether at that moment some worker
+//  meeting the job's constraints was idle after the dispatch round (*_free_s:
+//  the job could have run there, but had no probe there, probes being bound
+//  at submission) or none was (*_full_s: every matching worker busy, which
+//  for a constrained job is the wait "for a constrained worker at all").
 //
 // Thread-safety: none; one simulation per object.
 #pragma once
@@ -110,13 +140,31 @@ struct EagleOptions {
   EagleQueueOrder order = EagleQueueOrder::kSrpt;  // kSrpt: Eagle-C
   bool crv_placement = false;                      // kCrv only: CRV-aware probe placement (above)
   bool crv_long_steering =
-      false;  // kCrv only: scarce workers refuse unconstrained long tasks (above)
+      false;                    // kCrv only: scarce workers refuse unconstrained long tasks (above)
+  bool wait_breakdown = false;  // runEagleSim: fill PhoenixSimResult::short_waits (above)
+  bool steal = false;  // kSrpt or kCrv alone: idle workers steal waiting short jobs (above)
 };
+
+// Means over the short jobs whose response time is at least the `q`
+// quantile (nearest rank, as percentilesOf) of all of them: the tail the
+// p99 (q = 0.99) or p95 sits in. Parts in seconds per job.
+struct ShortWaitSummary {
+  int64_t jobs = 0;
+  int64_t constrained = 0;
+  double threshold_s = 0;                // the quantile's response time
+  double tasks = 0;                      // mean tasks per job
+  double probes_behind_long_share = 0;   // of all their probes
+  double long_starts_while_waiting = 0;  // mean per job (ShortJobWait)
+  ShortJobWait mean;                     // mean of each part and of response_s
+};
+ShortWaitSummary summariseShortWaits(const std::vector<ShortJobWait>& waits, double q);
 
 // The policy name of a run with `opts`: "eagle-c", "phoenix-hybrid",
 // "phoenix-hybrid-placement" (kCrv with crv_placement),
 // "phoenix-hybrid-steer" (kCrv with crv_long_steering),
-// "phoenix-hybrid-placement-steer" (both), "phoenix-hybrid-no-crv".
+// "phoenix-hybrid-placement-steer" (both), "phoenix-hybrid-no-crv",
+// "phoenix-hybrid-steal" (kCrv with steal), "eagle-c-steal" (kSrpt with
+// steal).
 const char* eaglePolicyName(const EagleOptions& opts);
 
 // The distributed/centralized scheduling state of an Eagle-C cluster on a
@@ -162,10 +210,21 @@ class EagleCluster {
   std::vector<Started> dispatch();
 
   const Worker& worker(int32_t w) const { return workers_[static_cast<size_t>(w)]; }
+  size_t workerCount() const { return workers_.size(); }
   int32_t unlaunched(size_t job) const;
   // kCrv: the CRV's M/G/1 wait estimate of job `job`'s hard constraints now
   // (0 for other orders or an unknown job).
   Millis estimatedWait(size_t job) const;
+
+  // wait_breakdown only. A job's constraint set (an index below
+  // matchSetCount()), whether a set has an idle worker now, and the probes a
+  // short job sent at submission (all, and to workers running long tasks).
+  size_t matchSetOf(size_t job) const;
+  size_t matchSetCount() const { return set_list_.size(); }
+  bool matchSetHasIdle(size_t set) const { return set_list_[set]->idle > 0; }
+  std::pair<int32_t, int32_t> probesSent(size_t job) const;
+  // The constraint sets `worker` meets (indices).
+  std::vector<size_t> matchSetsOf(int32_t worker) const;
 
  private:
   struct MatchSet;
@@ -173,8 +232,10 @@ class EagleCluster {
     bool is_long = false;
     int32_t unlaunched = 0;
     Millis task_duration{0};
-    uint64_t seq = 0;         // submission order
-    MatchSet* set = nullptr;  // its constraint set (std::map values do not move)
+    uint64_t seq = 0;                // submission order
+    MatchSet* set = nullptr;         // its constraint set (std::map values do not move)
+    int32_t probes = 0;              // wait_breakdown: probes sent at submission
+    int32_t probes_behind_long = 0;  // ... to workers running a long task
   };
   // The workers meeting one set of hard constraints (ascending; kept up to
   // date as workers are added) and the long jobs queued with that set.
@@ -184,7 +245,10 @@ class EagleCluster {
     std::vector<int32_t> workers;
     std::deque<size_t> long_jobs;                       // FIFO
     sched::ConstraintResourceVector::Resolved crv_ids;  // kCrv: estimatedWait's cache
-    bool pressured = false;  // kCrv: CRV estimate > 0 at the last probe placement
+    bool pressured = false;              // kCrv: CRV estimate > 0 at the last probe placement
+    size_t index = 0;                    // in set_list_
+    std::map<uint64_t, size_t> waiting;  // steal: short jobs with a task left, by seq
+    int32_t idle = 0;                    // wait_breakdown: idle workers in `workers`
   };
   // The queue key of a live probe's job (lower runs first).
   int64_t probeKey(const JobState& j) const;
@@ -193,10 +257,14 @@ class EagleCluster {
   std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching);
   std::optional<size_t> takeProbe(Worker& w);
   std::optional<size_t> nextLong(int32_t worker, bool constrained_only);
+  // steal: the oldest waiting short job `worker` meets.
+  std::optional<size_t> stealable(int32_t worker) const;
   // crv_long_steering: `worker` meets a scarce constrained set whose CRV
   // estimate is > 0 now.
   bool scarcePressured(int32_t worker);
   void start(int32_t worker, size_t job, std::vector<Started>& out);
+  // wait_breakdown: `worker` became idle (+1) or busy (-1).
+  void idleChanged(int32_t worker, int32_t delta);
 
   EagleOptions opts_;
   uint64_t seed_;
@@ -214,6 +282,10 @@ class EagleCluster {
   // By constraint set. The centralized scheduler's FIFO of long jobs is the
   // union of the sets' queues in submission order (seq).
   std::map<std::string, MatchSet> matching_;
+  std::vector<MatchSet*> set_list_;  // by MatchSet::index
+  // wait_breakdown or steal: per worker, the sets it meets.
+  std::vector<std::vector<MatchSet*>> member_of_;
+  bool members_ = false;  // member_of_ and MatchSet::idle kept
 };
 
 // Runs the workload of `opts` (phoenix_sim.h; the same jobs and nodes as

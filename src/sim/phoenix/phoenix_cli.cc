@@ -30,8 +30,8 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
                                              "eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
                                              "phoenix-hybrid-steer, "
                                              "phoenix-hybrid-placement-steer, "
-                                             "phoenix-hybrid-no-crv, "
-                                             "floor)");
+                                             "phoenix-hybrid-no-crv, phoenix-hybrid-steal, "
+                                             "eagle-c-steal, floor)");
   }
   return p;
 }
@@ -39,6 +39,12 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
   if (name == "eagle-c") return runEagleSim(f.opts, f.eagle);
+  if (name == "eagle-c-steal" || name == "phoenix-hybrid-steal") {
+    EagleOptions e = f.eagle;
+    e.order = name == "eagle-c-steal" ? EagleQueueOrder::kSrpt : EagleQueueOrder::kCrv;
+    e.steal = true;
+    return runEagleSim(f.opts, e);
+  }
   for (auto [order, placement, steering] : {std::tuple{EagleQueueOrder::kCrv, false, false},
                                             {EagleQueueOrder::kCrv, true, false},
                                             {EagleQueueOrder::kCrv, false, true},
@@ -58,6 +64,44 @@ Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags
 nlohmann::json toJson(const Percentiles& p) {
   return {
       {"count", p.count}, {"p50_s", p.p50}, {"p90_s", p.p90}, {"p99_s", p.p99}, {"mean_s", p.mean}};
+}
+
+// The tail's wait breakdown (eagle_sim.h): jobs at or above quantile q.
+nlohmann::json waitJson(const std::vector<ShortJobWait>& waits, double q) {
+  const ShortWaitSummary t = summariseShortWaits(waits, q);
+  const ShortJobWait& m = t.mean;
+  return {{"quantile", q},
+          {"threshold_s", t.threshold_s},
+          {"jobs", t.jobs},
+          {"constrained_jobs", t.constrained},
+          {"tasks_mean", t.tasks},
+          {"probes_behind_long_share", t.probes_behind_long_share},
+          {"long_starts_while_waiting", t.long_starts_while_waiting},
+          {"response_mean_s", m.response_s},
+          {"behind_long_full_s", m.behind_long_full_s},
+          {"behind_long_free_s", m.behind_long_free_s},
+          {"behind_short_full_s", m.behind_short_full_s},
+          {"behind_short_free_s", m.behind_short_free_s},
+          {"own_tasks_s", m.own_tasks_s},
+          {"dispatch_s", m.dispatch_s},
+          {"run_s", m.run_s}};
+}
+
+void printWaits(const std::string& policy, uint64_t seed, const std::vector<ShortJobWait>& waits) {
+  for (double q : {0.95, 0.99}) {
+    const ShortWaitSummary t = summariseShortWaits(waits, q);
+    const ShortJobWait& m = t.mean;
+    std::printf(
+        "  wait breakdown %s seed %llu, short jobs >= p%.0f (%.0f s; %lld jobs, %lld constrained, "
+        "%.1f tasks, %.0f%% of probes behind long, %.0f long starts on its workers while it "
+        "waited): mean %.0f s = long %.0f (no matching idle) + "
+        "%.0f (one idle) + short %.0f + %.0f + own tasks %.0f + dispatch %.0f + run %.0f\n",
+        policy.c_str(), static_cast<unsigned long long>(seed), 100 * q, t.threshold_s,
+        static_cast<long long>(t.jobs), static_cast<long long>(t.constrained), t.tasks,
+        100 * t.probes_behind_long_share, t.long_starts_while_waiting, m.response_s,
+        m.behind_long_full_s, m.behind_long_free_s, m.behind_short_full_s, m.behind_short_free_s,
+        m.own_tasks_s, m.dispatch_s, m.run_s);
+  }
 }
 
 std::string hex(uint64_t v) {
@@ -231,9 +275,13 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
                 "fifo, drf, phoenix-no-crv, phoenix (scheduler core); eagle-c, phoenix-hybrid "
                 "(the paper's Phoenix: Eagle-C with CRV worker-queue reordering), "
                 "phoenix-hybrid-placement, phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
-                "phoenix-hybrid-no-crv; floor: no job waits (the bound "
+                "phoenix-hybrid-no-crv, phoenix-hybrid-steal, eagle-c-steal (idle workers steal "
+                "waiting short jobs); floor: no job waits (the bound "
                 "under every scheduler)")
       ->capture_default_str();
+  c->add_flag("--wait-breakdown", f.setup.eagle.wait_breakdown,
+              "eagle-c and phoenix-hybrid*: where the short jobs at or above p95 and p99 spent "
+              "their response time (wait_breakdown in --json)");
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
 }
@@ -259,7 +307,8 @@ int runPhoenixCommand(PhoenixCliFlags f) {
   for (const auto& name : f.policies) {  // before any output: bad input leaves one line
     if (name == "eagle-c" || name == "floor" || name == "phoenix-hybrid" ||
         name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-steer" ||
-        name == "phoenix-hybrid-placement-steer" || name == "phoenix-hybrid-no-crv")
+        name == "phoenix-hybrid-placement-steer" || name == "phoenix-hybrid-no-crv" ||
+        name == "phoenix-hybrid-steal" || name == "eagle-c-steal")
       continue;
     if (auto p = policyByName(name); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";
@@ -311,12 +360,17 @@ int runPhoenixCommand(PhoenixCliFlags f) {
                        {"makespan_s", r->makespan_s},
                        {"finish_digest", hex(r->finish_digest)},
                        {"wall_s", r->wall_s}});
+        if (!r->short_waits.empty()) {
+          all.back()["wait_breakdown"] = {waitJson(r->short_waits, 0.95),
+                                          waitJson(r->short_waits, 0.99)};
+        }
       } else {
         std::printf(
             "%-15s %4llu %6lld | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f | %6.0f %7.0f %8.0f | "
             "%6.1f\n",
             name.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(r->jobs),
             s.p50, s.p90, s.p99, c.p50, c.p90, c.p99, l.p50, l.p90, l.mean, r->wall_s);
+        if (!r->short_waits.empty()) printWaits(name, seed, r->short_waits);
         std::fflush(stdout);
       }
     }

@@ -86,6 +86,35 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0;  // seconds
 };
 
+// Where one short job's response time (finish - submit) went, in seconds,
+// under Eagle-C or a hybrid (EagleOptions::wait_breakdown; eagle_sim.h
+// defines each part). The parts sum to response_s.
+struct ShortJobWait {
+  size_t job = 0;
+  int32_t kind = -1;  // trace mixes: its constraint kind, -1 if none
+  bool constrained = false;
+  int32_t tasks = 0;
+  int32_t probes = 0;              // probes sent at submission
+  int32_t probes_behind_long = 0;  // of those, to workers running a long task
+  // Long tasks started on workers meeting its constraints between its
+  // submission and its critical task's start: workers that freed up while
+  // it waited and went to long work (a measure, not a part).
+  int64_t long_starts_while_waiting = 0;
+  double response_s = 0;
+  // The parts.
+  double behind_long_full_s = 0;   // critical worker ran a long task, no matching worker idle
+  double behind_long_free_s = 0;   // ... while some matching worker was idle
+  double behind_short_full_s = 0;  // ran another short job's task, no matching worker idle
+  double behind_short_free_s = 0;  // ... while some matching worker was idle
+  double own_tasks_s = 0;          // ran the job's own earlier tasks
+  double dispatch_s = 0;           // idle before the start, and the end-to-tick rounding
+  double run_s = 0;                // the critical task's run time
+  double partsSum() const {
+    return behind_long_full_s + behind_long_free_s + behind_short_full_s + behind_short_free_s +
+           own_tasks_s + dispatch_s + run_s;
+  }
+};
+
 struct PhoenixSimResult {
   std::string policy;
   int64_t jobs = 0;
@@ -115,6 +144,9 @@ struct PhoenixSimResult {
   // two runs scheduled every job alike iff (but for collisions) the digests
   // match. Identity checks of changes meant not to alter decisions.
   uint64_t finish_digest = 0;
+  // Eagle-C and hybrid runs with EagleOptions::wait_breakdown: every
+  // finished short job's breakdown, in job order; empty otherwise.
+  std::vector<ShortJobWait> short_waits;
 };
 
 // One job of the workload (shared with the Eagle-C baseline, eagle_sim.h).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "scheduler/policies/phoenix_policy.h"
@@ -315,6 +316,130 @@ TEST(EagleSimTest, CrvOrderEqualsSrptWithoutConstraints) {
   ASSERT_TRUE(ec.isOk() && pc.isOk());
   EXPECT_NE(ec->finish_digest, pc->finish_digest);
   EXPECT_EQ(pc->short_jobs.count + pc->long_unconstrained.count + pc->rejected, pc->jobs);
+}
+
+// The wait breakdown measures and decides nothing: the same finishes with it
+// as without. Every finished short job gets one, and its parts sum to its
+// response time; on this contended run some tail time is spent behind long
+// tasks and behind other short jobs.
+TEST(EagleSimTest, WaitBreakdownPartsSumToTheResponseTime) {
+  for (auto order : {EagleQueueOrder::kSrpt, EagleQueueOrder::kCrv}) {
+    EagleOptions plain, measured;
+    plain.order = measured.order = order;
+    measured.wait_breakdown = true;
+    PhoenixSimOptions o = small(3);
+    o.short_fraction = 0.9;  // long tasks hold workers that short probes wait for
+    auto a = runEagleSim(o, plain);
+    auto b = runEagleSim(o, measured);
+    ASSERT_TRUE(a.isOk() && b.isOk());
+    EXPECT_EQ(a->finish_digest, b->finish_digest);
+    EXPECT_TRUE(a->short_waits.empty());
+    ASSERT_EQ(static_cast<int64_t>(b->short_waits.size()), b->short_jobs.count);
+    double behind_long = 0, behind_short = 0;
+    for (const ShortJobWait& w : b->short_waits) {
+      EXPECT_NEAR(w.partsSum(), w.response_s, 1e-6) << "job " << w.job;
+      EXPECT_GT(w.run_s, 0);
+      EXPECT_GE(w.dispatch_s, 0);
+      EXPECT_GE(w.probes, w.tasks);
+      EXPECT_GE(w.long_starts_while_waiting, 0);
+      behind_long += w.behind_long_full_s + w.behind_long_free_s;
+      behind_short += w.behind_short_full_s + w.behind_short_free_s;
+    }
+    EXPECT_GT(behind_long, 0);
+    EXPECT_GT(behind_short, 0);
+    const ShortWaitSummary tail = summariseShortWaits(b->short_waits, 0.99);
+    EXPECT_EQ(tail.threshold_s, b->short_jobs.p99);
+    EXPECT_GE(tail.jobs, 1);
+    EXPECT_NEAR(tail.mean.partsSum(), tail.mean.response_s, 1e-6);
+  }
+}
+
+// On a single worker every task runs there, one after the other, so each
+// short job's breakdown is known: no worker is ever idle while it waits (no
+// *_free part), and its own earlier tasks plus the critical one are all its
+// tasks' run times.
+TEST(EagleSimTest, WaitBreakdownOnOneWorkerIsTheJobsOwnSerialWork) {
+  PhoenixSimOptions o = small(4);
+  o.nodes = 1;
+  o.node_size = Resource(2048, 1);
+  o.arrivals = Millis(10 * 3600 * 1000);
+  o.load = 0.9;
+  o.short_fraction = 0.95;
+  EagleOptions e;
+  e.short_partition = 0;
+  e.wait_breakdown = true;
+  auto r = runEagleSim(o, e);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const auto jobs = makePhoenixJobs(o, fromEpochMs(0));
+  ASSERT_GT(r->short_waits.size(), 3u);
+  int waited = 0;
+  for (const ShortJobWait& w : r->short_waits) {
+    const PhoenixJob& j = jobs[w.job];
+    Millis work{0};
+    for (int32_t k = 0; k < j.tasks; k++) work += phoenixTaskRunTime(o.seed, w.job, k, j.duration);
+    EXPECT_NEAR(w.own_tasks_s + w.run_s, static_cast<double>(work.count()) / 1000, 1e-6);
+    EXPECT_EQ(w.behind_long_free_s, 0);
+    EXPECT_EQ(w.behind_short_free_s, 0);
+    EXPECT_NEAR(w.partsSum(), w.response_s, 1e-6);
+    if (w.behind_long_full_s + w.behind_short_full_s > 0) waited++;
+  }
+  EXPECT_GT(waited, 0) << r->short_waits.size() << " short jobs";
+}
+
+// Stealing: three general workers run a long job's tasks; two short jobs
+// (the older needs aarch64, which worker 2 lacks) have their probes behind
+// long tasks and a second long job waits at the centralized scheduler.
+// When a worker holding none of their probes frees up, Eagle-C gives it the
+// long job; with stealing it runs the oldest waiting short job it meets
+// (the aarch64 one, on an aarch64 worker; the x86 worker 2 skips it for the
+// younger unconstrained one).
+TEST(EagleSimTest, StealingIdleWorkerRunsTheOldestWaitingShortJobItMeets) {
+  int cases = 0;
+  for (int32_t freed : {0, 1, 2}) {
+    // The job the freed worker starts, or nullopt when it holds a probe.
+    auto nextOnFreed = [freed](bool steal) -> std::optional<size_t> {
+      EagleOptions o;
+      o.probe_ratio = 1;
+      o.steal = steal;
+      EagleCluster c(o, 7);
+      c.addWorker(isa("aarch64"), false);
+      c.addWorker(isa("aarch64"), false);
+      c.addWorker(isa("x86_64"), false);
+      c.addWorker(isa("x86_64"), true);  // short partition
+      EXPECT_TRUE(c.submit(0, true, 3, Millis(600000), {}));
+      EXPECT_EQ(c.dispatch().size(), 3u);
+      EXPECT_TRUE(c.submit(9, false, 1, Millis(500000), {}));  // SSS: worker 3
+      EXPECT_EQ(c.dispatch().size(), 1u);
+      EXPECT_TRUE(c.submit(1, false, 1, Millis(1000), {isaIn("aarch64")}));  // behind long
+      EXPECT_TRUE(c.submit(2, false, 1, Millis(1000), {}));                  // behind job 9
+      EXPECT_TRUE(c.submit(3, true, 1, Millis(600000), {}));
+      if (probedWorkers(c, 4, 1).count(freed) > 0) return std::nullopt;
+      c.taskFinished(freed);
+      auto started = c.dispatch();
+      EXPECT_EQ(started.size(), 1u);
+      if (started.empty()) return size_t{99};
+      EXPECT_EQ(started[0].worker, freed);
+      return started[0].job;
+    };
+    const auto plain = nextOnFreed(false);
+    if (!plain) continue;
+    cases++;
+    EXPECT_EQ(*plain, 3u) << "freed worker " << freed;
+    EXPECT_EQ(nextOnFreed(true), freed == 2 ? 2u : 1u) << "freed worker " << freed;
+  }
+  EXPECT_EQ(cases, 2);  // worker 2 and the aarch64 worker without job 1's probe
+  EagleOptions bad;
+  bad.steal = true;
+  bad.crv_long_steering = true;
+  bad.order = EagleQueueOrder::kCrv;
+  auto r = runEagleSim(small(1), bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("steal"), std::string::npos);
+  EagleOptions named;
+  named.steal = true;
+  EXPECT_STREQ(eaglePolicyName(named), "eagle-c-steal");
+  named.order = EagleQueueOrder::kCrv;
+  EXPECT_STREQ(eaglePolicyName(named), "phoenix-hybrid-steal");
 }
 
 // Bad Eagle options are INVALID_ARGUMENT naming the field.
