@@ -57,6 +57,7 @@ struct ExperimentOptions {
   uint64_t seed = 1;                 // passed to the realisation function
   Millis step{60000};                // plan step and DRA interval; default 60 s
   Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
+  Millis preemption_interval{3000};  // between preemption checks; default 3 s (rm default)
   double dra_budget_fraction = 0.5;  // DRA budget per instance, share of the skyline area
                                      // (inference proposal.budget-fraction default; 0.5
                                      // settled by the sweep in README's simulator section)
