@@ -96,6 +96,10 @@ struct ExperimentOptions {
   // Optional (benchmarks): every simulated run, training included, adds the
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;
+  // Optional (benchmarks): each strategy's own evaluation progress, called
+  // just before the summed "evaluation" progress it is part of, under the
+  // same lock: the strategy's name, its simulated plan steps, its total.
+  std::function<void(const std::string& strategy, int64_t done, int64_t total)> strategy_progress;
   // Scale (sim/engine/task_model.h, sim/engine/fluid_adhoc.h): > 0 simulates
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.
