@@ -23,11 +23,14 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "inference/model/skyline_fit.h"
 #include "report/bench_report.h"
@@ -70,6 +73,7 @@ struct Config {
   sim::TaskModel model;
   std::string adhoc_model = "task";
   int64_t adhoc_step_s = 10;
+  double preemption_interval_s = 3;  // ExperimentOptions::preemption_interval
 };
 
 // Runs one experiment; prints its figures and returns them as JSON ({} and
@@ -174,6 +178,11 @@ int main(int argc, char** argv) {
                  "sim/engine/aggregate_adhoc.h)")
       ->capture_default_str();
   app.add_option("--adhoc-step", cfg.adhoc_step_s, "aggregate ad-hoc model: seconds per step")
+      ->capture_default_str();
+  app.add_option("--preemption-interval", cfg.preemption_interval_s,
+                 "Seconds between the scheduler's preemption checks, 0 = at every node "
+                 "heartbeat (rm.preemption-interval)")
+      ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (Status st = sim::validateTaskModel(model); !st.isOk()) {
@@ -291,6 +300,7 @@ nlohmann::json runOne(Config c) {
   o.fluid_adhoc_step = sim::fluidAdhocStep(model);
   o.aggregate_adhoc_step = c.adhoc_model == "aggregate" ? Millis(c.adhoc_step_s * 1000) : Millis(0);
   o.threads = threads;
+  o.preemption_interval = Millis(std::llround(c.preemption_interval_s * 1000));
   std::atomic<int64_t> events_all{0};
   o.events_processed = &events_all;
   // Simulated plan steps of the whole experiment: training, then each strategy.
@@ -315,8 +325,22 @@ nlohmann::json runOne(Config c) {
   });
   std::string last_phase;
   double last_print = 0;  // wall seconds of the last progress line
+  // Each strategy's evaluation steps, in the order they were first reported
+  // (strategy_progress comes just before the summed "evaluation" progress,
+  // under the same lock).
+  std::vector<std::pair<std::string, int64_t>> per_strategy;
+  o.strategy_progress = [&](const std::string& name, int64_t d, int64_t) {
+    auto it = std::find_if(per_strategy.begin(), per_strategy.end(),
+                           [&](const auto& e) { return e.first == name; });
+    if (it == per_strategy.end()) {
+      per_strategy.emplace_back(name, d);
+    } else {
+      it->second = d;
+    }
+  };
   // The engine calls this under its own lock (one call at a time). A line at
-  // each phase's start and end, and at least every 30 s between.
+  // each phase's start and end, and at least every 30 s between; in the
+  // evaluation, each strategy's steps too (which strategy the time goes to).
   auto s = sim::runExperiment(
       workload, o, *specs,
       [&](const std::string& p, int64_t d, int64_t t) {
@@ -324,8 +348,14 @@ nlohmann::json runOne(Config c) {
         steps_phase = d;
         if (p != last_phase || d == t || since(t1) - last_print >= 30) {
           last_print = since(t1);
-          std::fprintf(stderr, "  %s %lld/%lld steps at %.1f s\n", p.c_str(),
-                       static_cast<long long>(d), static_cast<long long>(t), since(t1));
+          std::string each;
+          for (const auto& [name, k] : per_strategy) {
+            each += " " + name + " " + std::to_string(k);
+          }
+          if (!each.empty()) each = " (" + each.substr(1) + ")";
+          std::fprintf(stderr, "  %s %lld/%lld steps%s at %.1f s\n", p.c_str(),
+                       static_cast<long long>(d), static_cast<long long>(t), each.c_str(),
+                       since(t1));
           last_phase = p;
         }
       },
@@ -387,6 +417,7 @@ nlohmann::json runOne(Config c) {
       {"fluid_step_s", model.name == "fluid" ? model.fluid_step.count() / 1000 : 0},
       {"adhoc_model", c.adhoc_model},
       {"adhoc_step_s", c.adhoc_model == "aggregate" ? c.adhoc_step_s : 0},
+      {"preemption_interval_s", c.preemption_interval_s},
       {"seed", seed},
       {"threads", threads},
       {"generate_s", gen_s},

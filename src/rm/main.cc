@@ -156,6 +156,7 @@ Result<RmConfig> validateRm(const rm::RmOptions& parsed, const DaemonConfigSourc
   rm::RuntimeOptions& rto = config.runtime;
   rto.telemetry_step = opts.planner.step;
   rto.preemption_grace = opts.preemption_grace;
+  rto.preemption_interval = opts.preemption_interval;
   rto.tls = opts.daemon.tls;
   rto.launch.max_in_flight = static_cast<int>(opts.am_launch_max_in_flight);
   rto.launch.per_node_in_flight = static_cast<int>(opts.am_launch_per_node);

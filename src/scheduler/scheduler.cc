@@ -688,6 +688,9 @@ struct Scheduler::Impl {
   size_t fits_live = 0;      // entries alive at the last sweep
   uint64_t attrs_epoch = 1;  // bumped when a node's attributes change
   TimePoint last_now;        // the latest heartbeat time: the scheduler's notion of now
+  // The first heartbeat time at which preemptIfNeeded checks again
+  // (SchedulerOptions::preemption_interval after its last check).
+  TimePoint next_preemption_check = TimePoint::min();
   uint64_t crv_keyed = 0;
   bool crv_waits = false;  // some policy (a leaf's or the scheduler's) is constraint-aware
 
@@ -1925,8 +1928,14 @@ struct Scheduler::Impl {
   // constraints are not checked. O(1) without a reservation below its
   // guarantee with demand, cover's cost (O(nodes with room x starved
   // reservations + nodes / 64)) plus the selection's with one.
+  // With SchedulerOptions::preemption_interval, a heartbeat earlier than
+  // that interval after the last check skips it (the count included): a
+  // reservation that starves waits at most one interval longer for its
+  // notices, and a notice's re-check at its deadline (stillNeeded) is not
+  // gated.
   void preemptIfNeeded(TimePoint now) {
-    if (need_total.isZero()) return;
+    if (need_total.isZero() || now < next_preemption_check) return;
+    next_preemption_check = now + opts.preemption_interval;
     const int64_t uncovered = cover();
     if (uncovered > 0) selectVictims(uncovered, now);
   }
@@ -2132,6 +2141,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
     SchedulerOptions options, std::shared_ptr<const QueueOrderingPolicy> policy) {
   if (options.preemption_grace.count() < 0)
     return invalidArgument("preemption_grace", "must be >= 0");
+  if (options.preemption_interval.count() < 0)
+    return invalidArgument("preemption_interval", "must be >= 0");
   if (options.soft_constraint_delay.count() < 0)
     return invalidArgument("soft_constraint_delay", "must be >= 0");
   if (!(options.node_reservation.reservable_nodes > 0 &&

@@ -20,7 +20,10 @@
 // Inside an app, asks go by priority (lower first), then request id.
 //
 // Work conserving with preemption: capacity a reservation does not use is
-// lent. Each reservation below its guarantee with demand needs containers of
+// lent. The preemption check below runs at a node heartbeat, at most once per
+// SchedulerOptions::preemption_interval (0: at every heartbeat; the RM's
+// rm.preemption-interval, 3 s, as YARN's preemption monitor), over every
+// node. Each reservation below its guarantee with demand needs containers of
 // its largest pending need that keeps it within its guarantee; they are
 // placed in the nodes' room (free plus containers already under notice;
 // free fragments too small for them count for nothing). While some have no
@@ -79,7 +82,8 @@
 // docs/experiments/simulator.md).
 // Decisions are exactly those of the full walk (SchedulerAskIndexTest).
 // Preemption: the need is kept incrementally, so a heartbeat without a
-// reservation below its guarantee with demand costs O(1); with one, counting
+// reservation below its guarantee with demand, or within preemption_interval
+// of the last check, costs O(1); with one, counting
 // the usable room costs O(nodes with room x starved needs + nodes / 64) (a
 // bitset of the nodes whose room may have grown; full nodes are skipped),
 // and a selection O(containers visited x (log lenders + starved needs)) — it

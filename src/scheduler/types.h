@@ -285,6 +285,15 @@ struct SchedulerOptions {
   // list, if it is still needed then (scheduler.h). Default 15 s
   // (rm.preemption-grace).
   Millis preemption_grace{15000};
+  // How often the preemption check runs (scheduler.h): at a node heartbeat
+  // only when `preemption_interval` has passed since the last heartbeat that
+  // ran it with a reservation below its guarantee with demand (the TimePoints
+  // given to nodeUpdate). 0 (the default here): at every heartbeat. The RM
+  // and morpheus-sim give 3 s (rm.preemption-interval), as YARN's
+  // ProportionalCapacityPreemptionPolicy runs on its monitoring interval
+  // (yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval,
+  // 3 s there too) instead of at every heartbeat. >= 0.
+  Millis preemption_interval{0};
   // Delay scheduling for soft constraints: an ask whose soft constraints do
   // not match a node may use it once it has been passed over for this long
   // (measured with the TimePoints given to nodeUpdate). Default 3 s, three

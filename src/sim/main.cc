@@ -117,6 +117,8 @@ struct SimFlags {
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
+  // ExperimentOptions::preemption_interval (rm.preemption-interval).
+  double preemption_interval_s = 3;
   // ExperimentOptions::dra_budget_fraction (morpheus-inference's proposal.budget-fraction).
   double dra_budget_fraction = sim::ExperimentOptions{}.dra_budget_fraction;
   bool dra_grant_when_ahead = false;  // ExperimentOptions::dra_grant_when_ahead
@@ -207,6 +209,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--preemption-grace", f.preemption_grace_s,
                   "Seconds a preempted container has to finish before it is killed "
                   "(rm.preemption-grace; 0 to 86400)")
+      ->capture_default_str();
+  cmd->add_option("--preemption-interval", f.preemption_interval_s,
+                  "Seconds between the scheduler's preemption checks, 0 = at every node "
+                  "heartbeat (rm.preemption-interval; 0 to 86400)")
       ->capture_default_str();
   cmd->add_option("--dra-budget-fraction", f.dra_budget_fraction,
                   "DRA budget of each instance as a share of its reserved skyline's area "
@@ -325,6 +331,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (!(f.preemption_grace_s >= 0 && f.preemption_grace_s <= 86400)) {
     return fail("preemption-grace: must be in [0, 86400] seconds");
   }
+  if (!(f.preemption_interval_s >= 0 && f.preemption_interval_s <= 86400)) {
+    return fail("preemption-interval: must be in [0, 86400] seconds");
+  }
   if (!(f.dra_budget_fraction >= 0 && f.dra_budget_fraction <= 10)) {
     return fail("dra-budget-fraction: must be in [0, 10]");
   }
@@ -395,6 +404,7 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.min_cluster_sizes = sizes;
   o.threads = f.threads;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
+  o.preemption_interval = Millis(std::llround(f.preemption_interval_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;
   o.dra_grant_when_ahead = f.dra_grant_when_ahead;
   o.dra_ahead_window = Millis(std::llround(f.dra_ahead_window_s * 1000));

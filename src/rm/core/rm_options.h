@@ -44,6 +44,7 @@ struct RmOptions {
   std::string inference_address;                             // rm.inference-address
   int64_t max_am_attempts = 2;                               // rm.max-am-attempts
   Millis preemption_grace{15000};                            // rm.preemption-grace
+  Millis preemption_interval{3000};                          // rm.preemption-interval
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
   std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
   CarbyneRmOptions carbyne;                                  // scheduler.carbyne.*
@@ -169,6 +170,10 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDuration("rm.preemption-grace", &o->preemption_grace, Millis(15000), Millis(0),
                 "Time between the preemption notice to an AM and the kill of a borrowed container "
                 "a reservation needs back.");
+  s.addDuration("rm.preemption-interval", &o->preemption_interval, Millis(3000), Millis(0),
+                "How often the scheduler checks whether reservations below their guarantee need "
+                "borrowed containers back: at a node heartbeat at least this long after the last "
+                "check (as YARN's preemption monitoring interval); 0 = at every heartbeat.");
   s.addStringMap(
       "scheduler.queues", &o->queues,
       "Ad-hoc queue hierarchy and weights, a mapping path: weight (e.g. {root.prod: 3, "

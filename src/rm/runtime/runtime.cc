@@ -140,6 +140,7 @@ RmRuntime::RmRuntime(RuntimeOptions opts, RmCore& core, AppManager& apps, Clock&
   so.adhoc_queues = adhocQueues(opts_.queue_weights);
   applyQueuePolicies(so.adhoc_queues, opts_.queue_policies);
   so.preemption_grace = opts_.preemption_grace;
+  so.preemption_interval = opts_.preemption_interval;
   so.node_reservation = opts_.node_reservation;
   so.soft_constraint_delay = std::max(Millis(1000), core_.heartbeatInterval() * 3);
   so.container_id_epoch = started_ms_;

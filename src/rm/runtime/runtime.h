@@ -75,6 +75,7 @@ namespace morpheus::rm {
 struct RuntimeOptions {
   Millis telemetry_step{60000};                 // skyline step of finished apps (= planner.step)
   Millis preemption_grace{15000};               // notice to kill of a borrowed container
+  Millis preemption_interval{3000};             // between preemption checks (0: every heartbeat)
   std::map<std::string, double> queue_weights;  // ad-hoc queue path -> weight (default 1)
   // Ad-hoc leaf path -> ordering policy of its users and apps
   // (scheduler.policy); leaves not listed use DRF.

@@ -636,6 +636,7 @@ Status Sim::init() {
                             sched::makeOrderingPolicy(o_.adhoc_policy, "adhoc_policy"));
   for (const auto& q : queues) so.adhoc_queues.push_back({q, 1.0, adhoc_policy});
   so.preemption_grace = o_.preemption_grace;
+  so.preemption_interval = o_.preemption_interval;
   so.borrowing_reservations_share = true;  // the RM daemon's behaviour
   // Containers are ended and released by slot (TaskSlot::container): no id
   // index to keep up for millions of containers.

@@ -520,9 +520,10 @@ std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
   std::mutex mu;
   forEachOnThreads(evals.size(), o.threads, [&](size_t i) {
     if (stop != nullptr && stop->load()) return false;
-    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t) {
+    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
       std::lock_guard<std::mutex> lk(mu);
       done[i] = d;
+      if (o.strategy_progress) o.strategy_progress(evals[i].spec->name, d, t);
       int64_t all_done = 0;
       for (int64_t k : done) all_done += k;
       if (progress) progress("evaluation", all_done, all_steps);

@@ -57,6 +57,7 @@ struct ExperimentOptions {
   uint64_t seed = 1;                 // passed to the realisation function
   Millis step{60000};                // plan step and DRA interval; default 60 s
   Millis preemption_grace{15000};    // scheduler preemption grace; default 15 s (rm default)
+  Millis preemption_interval{3000};  // between preemption checks; default 3 s (rm default)
   double dra_budget_fraction = 0.5;  // DRA budget per instance, share of the skyline area
                                      // (inference proposal.budget-fraction default; 0.5
                                      // settled by the sweep in README's simulator section)
@@ -95,6 +96,10 @@ struct ExperimentOptions {
   // Optional (benchmarks): every simulated run, training included, adds the
   // events it processed here when it ends (interrupted runs too). Not owned.
   std::atomic<int64_t>* events_processed = nullptr;
+  // Optional (benchmarks): each strategy's own evaluation progress, called
+  // just before the summed "evaluation" progress it is part of, under the
+  // same lock: the strategy's name, its simulated plan steps, its total.
+  std::function<void(const std::string& strategy, int64_t done, int64_t total)> strategy_progress;
   // Scale (sim/engine/task_model.h, sim/engine/fluid_adhoc.h): > 0 simulates
   // the ad-hoc jobs as fluid pools advanced at this step (ms, >= 1 s); 0
   // (default) simulates every ad-hoc task.

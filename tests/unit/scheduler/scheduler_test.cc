@@ -223,6 +223,37 @@ TEST(SchedulerTest, LendingPreemptionNoticeAndKillAfterGrace) {
   EXPECT_EQ(s->queueUsed(QueueRef::reservation(ReservationId("r1"))).value(), Resource(4096, 4));
 }
 
+// With a preemption interval the check runs at a heartbeat only once the
+// interval has passed since the last one that ran it: a need that grows
+// within the interval gets its notices at the first heartbeat after it, not
+// at the next one (rm.preemption-interval, as YARN's monitoring interval).
+TEST(SchedulerTest, PreemptionCheckRunsOncePerInterval) {
+  SchedulerOptions o;
+  o.preemption_interval = Millis(-1);
+  EXPECT_NE(Scheduler::create(o).status().message().find("preemption_interval"), std::string::npos);
+  o.preemption_interval = Seconds(3);
+  auto s = make(o);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(65536, 8), {}).isOk());
+  ASSERT_TRUE(
+      s->setReservation(ReservationId("r1"), ReservationKind::kPeriodic, Resource(4096, 4)).isOk());
+  ASSERT_TRUE(
+      s->addApp(AppId("res"), UserId("u"), QueueRef::reservation(ReservationId("r1"))).isOk());
+  ASSERT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("adhoc"), {ask(8)}).isOk());
+  ASSERT_EQ(beat(*s, "n1", kT0).allocations.size(), 8u);
+  // No reservation starved at kT0, so that heartbeat did not start an
+  // interval: the first starvation is checked at once.
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(2)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(1));
+  EXPECT_EQ(s->takePreemptionNotices(AppId("adhoc")).size(), 2u);
+  ASSERT_TRUE(s->updateAsks(AppId("res"), {ask(4)}).isOk());
+  beat(*s, "n1", kT0 + Seconds(2));
+  beat(*s, "n1", kT0 + Millis(3999));
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("adhoc")).empty());
+  beat(*s, "n1", kT0 + Seconds(4));
+  EXPECT_EQ(s->takePreemptionNotices(AppId("adhoc")).size(), 2u);
+}
+
 // 8 ad-hoc containers fill n1 (8 vcores); reservation r1
 // (guarantee 4 containers) then asks `res_ask`, and the newest ad-hoc
 // containers get notices at kT0 + 1 s, deadline kT0 + 16 s. `notices`
