@@ -70,14 +70,18 @@ class RuntimeHarvestTest : public ::testing::Test {
       clock_.advance(Millis(60000));
     }
   }
-  // Submits an app named `name` and starts its AM on node "am".
-  AppId runningApp(const std::string& name) {
+  // Submits an app named `name` of alice whose AM asks 1 GiB and 1 vcore.
+  AppId submitApp(const std::string& name) {
     AppSpec s;
     s.name = name;
     s.user = UserId("alice");
     s.am_resource = Resource(1024, 1);
     s.am_launch_context = "x";
-    AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+    return rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+  }
+  // Submits an app named `name` and starts its AM on node "am".
+  AppId runningApp(const std::string& name) {
+    AppId id = submitApp(name);
     heartbeat("am");
     EXPECT_EQ(rm_->apps().get(id)->state, AppState::kRunning);
     EXPECT_TRUE(rm_->runtime().registerAm({id, rm_->apps().amToken(id, 1)}).isOk());
@@ -212,12 +216,7 @@ TEST_F(RuntimeHarvestTest, LongJobPrefersTheClassWithHeadroom) {
 TEST_F(RuntimeHarvestTest, NoAmStartsOnANodeWhoseOfferLeavesItNoRoom) {
   addNode("n1", 8);
   heartbeat("n1", 7.9, 0);
-  AppSpec s;
-  s.name = "etl";
-  s.user = UserId("alice");
-  s.am_resource = Resource(1024, 1);
-  s.am_launch_context = "x";
-  AppId id = rm_->apps().submit(s, [](const BindTarget&) { return Status::ok(); })->id;
+  AppId id = submitApp("etl");
   for (int i = 0; i < 5; i++) {
     clock_.advance(Millis(1000));
     heartbeat("n1", 7.9, 0);
