@@ -146,8 +146,9 @@ enum class Ev : uint8_t {
   kPeriodicSubmit,
   kAdhocSubmit,
   kPlanStep,
-  kFluidStep,     // fluid ad-hoc pools advance (--task-model fluid only)
-  kAggregateStep  // aggregate ad-hoc capacity recomputed (--adhoc-model aggregate only)
+  kFluidStep,      // fluid ad-hoc pools advance (--task-model fluid only)
+  kAggregateStep,  // aggregate ad-hoc capacity recomputed (--adhoc-model aggregate only)
+  kOneOffCheck     // per-instance jobs' one-offs submitted (RunSetup::one_off_check)
 };
 
 struct Event {
@@ -350,12 +351,9 @@ ReservationId reservationIdOf(const PeriodicJob& job) {
   return ReservationId("res-" + job.key.value());
 }
 
-// Instance i of the day of a job admitted per instance (Sim::admitInstances).
-ReservationId instanceIdOf(const PeriodicJob& job, size_t i) {
-  return ReservationId("res-" + job.key.value() + "@" + std::to_string(i));
-}
-
-// The one-off of instance k of an off-kilter job (JobProvision::kPerInstance).
+// The one-off of instance k of a job reserved per instance (an off-kilter
+// one, JobProvision::kPerInstance, or one whose recurring reservation the
+// plan refused).
 ReservationId oneOffIdOf(const PeriodicJob& job, int64_t k) {
   return ReservationId("res-" + job.key.value() + "#" + std::to_string(k));
 }
@@ -375,18 +373,17 @@ class Sim {
     std::optional<planner::Placement> placement;
     const planner::ReservationDefinition* def = nullptr;
     bool fallback = false;  // the user's own request, not the strategy's
-    // Per instance of the day (admitInstances), when the plan refused the
-    // whole recurring reservation: each instance's definition and, if
-    // admitted, its placement.
-    std::vector<planner::ReservationDefinition> instance_defs;
-    std::vector<std::optional<planner::Placement>> instances;
-    bool anyInstance() const {
-      return std::any_of(instances.begin(), instances.end(),
-                         [](const auto& i) { return i.has_value(); });
-    }
+    // The plan refused the whole recurring reservation and held a one-off
+    // of at least one instance due at the start (admitPerInstance).
+    bool per_instance = false;
   };
-  std::vector<Admission> admitPlanned();
-  void admitInstances(size_t j, Admission& a);
+  Result<std::vector<Admission>> admitPlanned();
+  // RunSetup::admit_per_instance: job j's instances due at the start get
+  // one-offs (submitOneOffs); true when the plan held any, else the job is
+  // not reserved per instance (its one-offs, none, are forgotten).
+  Result<bool> admitPerInstance(size_t j);
+  // Re-reads the placements of the one-offs a periodic admission displaced.
+  void replanned(const planner::DisplacementReport& d);
   // Binds reservation `id` (admitted as `def` at `placement`) to job j, as
   // its next instance of the day (res_of_job_).
   Status addReservation(size_t j, const ReservationId& id,
@@ -396,9 +393,13 @@ class Sim {
   Result<int> newReservation(size_t j, const ReservationId& id,
                              const planner::ReservationDefinition& def,
                              const planner::Placement& placement, int64_t budget);
-  // Submits the one-offs of off-kilter job j (JobProvision::kPerInstance)
-  // whose windows start within the lead and have not opened.
-  Status submitOneOffs(size_t j);
+  // Submits a one-off for each instance of per-instance job j whose window
+  // opens after `after` and within RunSetup::one_off_lead of now, unless it
+  // holds one: an instance the plan refused is submitted again at every
+  // call until its window opens (morpheus-inference's submitInstancesOf).
+  // Returns how many were reserved.
+  Result<int> submitOneOffs(size_t j, TimePoint after);
+  void oneOffCheck();
   std::vector<size_t> admissionOrder() const;
   void push(TimePoint t, Ev type, int64_t a, int64_t b = 0) {
     q_.push(toEpochMs(t), Event{type, a, b});
@@ -576,14 +577,41 @@ class Sim {
   std::vector<std::vector<int>> res_of_job_;
   int64_t unreserved_ = 0;
   int64_t fallback_ = 0;
-  int64_t per_instance_jobs_ = 0;     // jobs admitted per instance
-  int64_t per_instance_refused_ = 0;  // their instances of the day left unreserved
-  // Off-kilter jobs (JobProvision::kPerInstance): per job, instance k -> its
-  // one-off in res_ (-1: refused), and the next instance to submit.
+  int64_t per_instance_jobs_ = 0;  // planned jobs admitted per instance
+  // Jobs reserved per instance: the template of instance 0 (window after the
+  // epoch, the job's period) and its in-order alternative, per job; instance
+  // k -> its one-off in res_ (-1: refused so far), per job.
+  struct OneOffTemplate {
+    planner::ReservationDefinition def;
+    std::optional<planner::ReservationDefinition> in_order;
+  };
+  std::vector<std::optional<OneOffTemplate>> one_off_template_;
   std::vector<std::map<int64_t, int>> res_of_instance_;
-  std::vector<int64_t> next_one_off_;
-  std::vector<size_t> off_kilter_;  // the jobs
-  int64_t one_offs_reserved_ = 0, one_offs_refused_ = 0;
+  std::vector<size_t> off_kilter_;    // JobProvision::kPerInstance jobs
+  std::vector<size_t> one_off_jobs_;  // every job reserved per instance, ascending
+  int64_t one_offs_reserved_ = 0;     // instances reserved, at any submission
+  int64_t one_offs_refused_ = 0;      // instances the plan refused at their first submission
+  int64_t one_offs_on_retry_ = 0;     // of those, reserved by a later check
+  // Plan capacity freed ahead of now (DRA extras released, one-offs moved),
+  // in order: freed_[i] has sequence number freed_base_ + i. An instance
+  // the planner refused for want of room (kInfeasible) records the sequence
+  // number at its last refusal in tried_at_ and is submitted again only once
+  // some later interval overlaps its window. Until then its window's
+  // residual only shrank, so the planner (which admits on the residual; its
+  // agents are taken to place nothing into less room that they could not
+  // place into more) refuses it again: skipping that submission saves a
+  // full planner search (an every-minute retry of each refused instance
+  // otherwise costs most of a run).
+  struct Freed {
+    TimePoint from, to;
+  };
+  std::deque<Freed> freed_;
+  int64_t freed_base_ = 0;
+  std::map<std::pair<size_t, int64_t>, int64_t> tried_at_;
+  void freedPlan(TimePoint from, TimePoint to) {
+    if (!tried_at_.empty() && from < to) freed_.push_back(Freed{from, to});
+  }
+  bool freedSince(int64_t seq, TimePoint from, TimePoint to) const;
   Status error_ = Status::ok();     // a failure inside an event: the run stops with it
   int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
   int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
@@ -705,8 +733,11 @@ Status Sim::init() {
       }
     }
   }
+  if (s_.one_off_check <= Millis(0)) return invalidArgument("one_off_check", "must be > 0");
   res_of_job_.assign(w_.periodic.size(), {});
-  const std::vector<Admission> admitted = admitPlanned();
+  res_of_instance_.assign(w_.periodic.size(), {});
+  one_off_template_.assign(w_.periodic.size(), std::nullopt);
+  MORPHEUS_ASSIGN_OR_RETURN(const std::vector<Admission> admitted, admitPlanned());
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
     const Admission& a = admitted[j];
@@ -717,32 +748,23 @@ Status Sim::init() {
                                               a.fallback ? 0 : p.budget_container_ms));
     } else if (p.kind == JobProvision::Kind::kPerInstance) {
       off_kilter_.push_back(j);
-    } else if (a.anyInstance()) {
+    } else if (a.per_instance) {
       per_instance_jobs_++;
-      for (size_t i = 0; i < a.instances.size(); i++) {
-        if (!a.instances[i]) {
-          res_of_job_[j].push_back(-1);
-          per_instance_refused_++;
-          continue;
-        }
-        MORPHEUS_RETURN_IF_ERROR(addReservation(j, instanceIdOf(w_.periodic[j], i),
-                                                a.instance_defs[i], *a.instances[i],
-                                                p.budget_container_ms));
-      }
     } else {
       unreserved_++;
     }
   }
-  res_of_instance_.assign(w_.periodic.size(), {});
-  next_one_off_.assign(w_.periodic.size(), 0);
   for (size_t j : off_kilter_) {
     const JobProvision& p = s_.provisions[j];
     if (p.def.period <= Millis(0)) return invalidArgument("provisions", "per-instance period <= 0");
-    // The first instance whose window has not opened at the start.
-    const int64_t rel = toEpochMs(s_.from) - toEpochMs(p.def.arrival);
-    next_one_off_[j] = rel < 0 ? 0 : rel / p.def.period.count() + 1;
-    MORPHEUS_RETURN_IF_ERROR(submitOneOffs(j));
+    one_off_template_[j] = OneOffTemplate{p.def, p.in_order};
+    // Signed off as the run starts: an instance opening at the start is due.
+    MORPHEUS_RETURN_IF_ERROR(submitOneOffs(j, s_.from - Millis(1)).status());
   }
+  for (size_t j = 0; j < w_.periodic.size(); j++) {
+    if (one_off_template_[j]) one_off_jobs_.push_back(j);
+  }
+  if (!one_off_jobs_.empty()) push(s_.from + s_.one_off_check, Ev::kOneOffCheck, 0);
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const PeriodicJob& job = w_.periodic[j];
     int64_t k = 0;
@@ -770,10 +792,12 @@ Status Sim::init() {
 // over-provisioned many times, Morpheus Fig. 2a) never takes the room of a
 // reservation the strategy derived — as Morpheus would migrate jobs onto
 // inferred reservations before keeping any user request.
-std::vector<Sim::Admission> Sim::admitPlanned() {
+Result<std::vector<Sim::Admission>> Sim::admitPlanned() {
   std::vector<Admission> out(w_.periodic.size());
   auto tryAdmit = [&](size_t j, const planner::ReservationDefinition& def, bool fallback) {
-    auto got = planner_->submit(reservationIdOf(w_.periodic[j]), def, s_.from);
+    planner::DisplacementReport displaced;
+    auto got = planner_->submit(reservationIdOf(w_.periodic[j]), def, s_.from, nullptr, &displaced);
+    replanned(displaced);
     if (!got.isOk()) return;
     out[j].placement = std::move(*got);
     out[j].def = &def;
@@ -787,46 +811,68 @@ std::vector<Sim::Admission> Sim::admitPlanned() {
     if (!out[j].placement && p.in_order) tryAdmit(j, *p.in_order, false);
   }
   if (s_.admit_per_instance) {
-    for (size_t j : order) admitInstances(j, out[j]);
+    for (size_t j : order) {
+      if (out[j].placement || s_.provisions[j].kind != JobProvision::Kind::kPlanned) continue;
+      MORPHEUS_ASSIGN_OR_RETURN(out[j].per_instance, admitPerInstance(j));
+    }
   }
   for (size_t j = 0; j < w_.periodic.size(); j++) {
     const JobProvision& p = s_.provisions[j];
     if (p.kind == JobProvision::Kind::kPerInstance) continue;  // its one-offs come later
-    if (!out[j].placement && !out[j].anyInstance() && p.fallback) {
+    if (!out[j].placement && !out[j].per_instance && p.fallback) {
       tryAdmit(j, *p.fallback, true);
     }
   }
   return out;
 }
 
-// A job whose whole recurring reservation the plan refused gets its instances
-// over the day admitted one by one (planner::instancesOverLcm: a daily
-// reservation per instance offset, the in-order alternative of a reshaped
-// skyline tried at once), so the plan holds every instance it can instead of
-// none (a refused hourly job missed every instance in its ad-hoc
-// queue). Instances the plan cannot hold run unreserved.
-void Sim::admitInstances(size_t j, Admission& a) {
+// A job whose whole recurring reservation the plan refused gets a one-off
+// reservation per instance, as morpheus-inference's acceptPerInstance gives
+// it: the instances due at the sign-off (the start) are submitted at once,
+// later ones and refused ones at every check (submitOneOffs), so the plan
+// holds every instance it has room for instead of none. When the plan
+// refuses every instance due at the start, the daemon keeps the proposal
+// pending: the job gets no one-off at all.
+Result<bool> Sim::admitPerInstance(size_t j) {
   const JobProvision& p = s_.provisions[j];
-  // Instances are told apart by k mod (day / period) (submitPeriodic): only
-  // a reservation recurring with the job's own period maps onto them.
-  if (a.placement || p.kind != JobProvision::Kind::kPlanned ||
-      p.def.period != w_.periodic[j].period) {
-    return;
+  const int64_t period = p.def.period.count();
+  const int64_t from = toEpochMs(s_.from);
+  // Instance k of the job is submitted k periods after the epoch; the
+  // template is instance 0's window, so the start must fall on a period.
+  if (period <= 0 || p.def.period != w_.periodic[j].period || from % period != 0) return false;
+  auto fromEpoch = [&](planner::ReservationDefinition def) {
+    def.arrival = fromEpochMs(toEpochMs(def.arrival) - from);
+    def.deadline = fromEpochMs(toEpochMs(def.deadline) - from);
+    return def;
+  };
+  OneOffTemplate t{fromEpoch(p.def), std::nullopt};
+  if (p.in_order) t.in_order = fromEpoch(*p.in_order);
+  one_off_template_[j] = std::move(t);
+  const int64_t refused = one_offs_refused_;
+  MORPHEUS_ASSIGN_OR_RETURN(int reserved, submitOneOffs(j, s_.from - Millis(1)));
+  if (reserved > 0 || one_offs_refused_ == refused) return true;
+  one_offs_refused_ = refused;  // a pending proposal: its refusals are not the job's one-offs
+  res_of_instance_[j].clear();
+  one_off_template_[j].reset();
+  for (auto it = tried_at_.begin(); it != tried_at_.end();) {
+    it = it->first.first == j ? tried_at_.erase(it) : std::next(it);
   }
-  const Millis lcm = planner_->options().lcm;
-  a.instance_defs = planner::instancesOverLcm(p.def, lcm);
-  const std::vector<planner::ReservationDefinition> in_order =
-      p.in_order ? planner::instancesOverLcm(*p.in_order, lcm)
-                 : std::vector<planner::ReservationDefinition>{};
-  a.instances.resize(a.instance_defs.size());
-  for (size_t i = 0; i < a.instance_defs.size(); i++) {
-    const ReservationId id = instanceIdOf(w_.periodic[j], i);
-    auto got = planner_->submit(id, a.instance_defs[i], s_.from);
-    if (!got.isOk() && i < in_order.size()) {
-      got = planner_->submit(id, in_order[i], s_.from);
-      if (got.isOk()) a.instance_defs[i] = in_order[i];
+  return false;
+}
+
+void Sim::replanned(const planner::DisplacementReport& d) {
+  if (!d.empty()) freedPlan(TimePoint::min(), TimePoint::max());
+  for (const ReservationId& id : d.replanned) {
+    const planner::Placement* placement = planner_->placement(id);
+    for (size_t ri = 0; ri < res_.size() && placement != nullptr; ri++) {
+      if (res_[ri].id != id) continue;
+      res_[ri].boundaries.clear();
+      for (const auto& alloc : placement->allocations) {
+        res_[ri].boundaries.push_back(alloc.start);
+        res_[ri].boundaries.push_back(alloc.end);
+      }
+      refreshGuarantee(static_cast<int>(ri), true);
     }
-    if (got.isOk()) a.instances[i] = std::move(*got);
   }
 }
 
@@ -838,35 +884,83 @@ Status Sim::addReservation(size_t j, const ReservationId& id,
   return Status::ok();
 }
 
-Status Sim::submitOneOffs(size_t j) {
-  const JobProvision& p = s_.provisions[j];
+Result<int> Sim::submitOneOffs(size_t j, TimePoint after) {
+  const OneOffTemplate& t = *one_off_template_[j];
+  const Millis period = t.def.period;
   // Instance k of a template: its window shifted by k periods, period 0.
-  auto instance = [&p](const planner::ReservationDefinition& t, int64_t k) {
-    planner::ReservationDefinition def = t;
+  auto instance = [period](const planner::ReservationDefinition& d, int64_t k) {
+    planner::ReservationDefinition def = d;
     def.period = Millis(0);
-    def.arrival = t.arrival + p.def.period * k;
-    def.deadline = t.deadline + p.def.period * k;
+    def.arrival = d.arrival + period * k;
+    def.deadline = d.deadline + period * k;
     return def;
   };
-  for (int64_t& k = next_one_off_[j];; k++) {
-    planner::ReservationDefinition def = instance(p.def, k);
-    if (def.arrival > now_ + s_.one_off_lead) return Status::ok();
-    if (def.arrival <= now_) continue;  // opened before it was due (a lead < step)
+  std::map<int64_t, int>& mine = res_of_instance_[j];
+  // The first instance whose window opens after `after`.
+  const int64_t rel = toEpochMs(after) - toEpochMs(t.def.arrival);
+  int reserved = 0;
+  for (int64_t k = rel < 0 ? 0 : rel / period.count() + 1;; k++) {
+    planner::ReservationDefinition def = instance(t.def, k);
+    if (def.arrival > now_ + s_.one_off_lead) return reserved;
+    auto held = mine.find(k);
+    if (held != mine.end() && held->second >= 0) continue;
+    const auto tried = tried_at_.find({j, k});
+    if (tried != tried_at_.end() && !freedSince(tried->second, def.arrival, def.deadline)) continue;
     const ReservationId id = oneOffIdOf(w_.periodic[j], k);
     auto got = planner_->submit(id, def, now_);
-    if (!got.isOk() && p.in_order) {  // a reshaped skyline: its in-order alternative
-      def = instance(*p.in_order, k);
+    if (!got.isOk() && t.in_order) {  // a reshaped skyline: its in-order alternative
+      def = instance(*t.in_order, k);
       got = planner_->submit(id, def, now_);
     }
     if (!got.isOk()) {
-      res_of_instance_[j][k] = -1;
-      one_offs_refused_++;
+      if (held == mine.end()) {
+        mine[k] = -1;
+        one_offs_refused_++;
+      }
+      // Refused for want of room: submitted again once room is freed in its
+      // window. Otherwise (a window beyond the planner's horizon) at every check.
+      if (got.status().code() == StatusCode::kInfeasible) {
+        tried_at_[{j, k}] = freed_base_ + static_cast<int64_t>(freed_.size());
+      }
       continue;
     }
-    MORPHEUS_ASSIGN_OR_RETURN(int ri, newReservation(j, id, def, *got, p.budget_container_ms));
-    res_of_instance_[j][k] = ri;
+    if (tried != tried_at_.end()) tried_at_.erase(tried);
+    MORPHEUS_ASSIGN_OR_RETURN(
+        int ri, newReservation(j, id, def, *got, s_.provisions[j].budget_container_ms));
+    one_offs_on_retry_ += held == mine.end() ? 0 : 1;
+    mine[k] = ri;
     one_offs_reserved_++;
+    reserved++;
   }
+}
+
+void Sim::oneOffCheck() {
+  for (size_t j : one_off_jobs_) {
+    auto n = submitOneOffs(j, now_);
+    if (!n.isOk() && error_.isOk()) error_ = n.status();
+  }
+  // Instances whose window opened are not submitted again; freed capacity
+  // no pending refusal predates is not looked at again.
+  int64_t oldest = freed_base_ + static_cast<int64_t>(freed_.size());
+  for (auto it = tried_at_.begin(); it != tried_at_.end();) {
+    const OneOffTemplate& t = *one_off_template_[it->first.first];
+    if (t.def.arrival + t.def.period * it->first.second <= now_) {
+      it = tried_at_.erase(it);
+      continue;
+    }
+    oldest = std::min(oldest, it->second);
+    ++it;
+  }
+  for (; freed_base_ < oldest; freed_base_++) freed_.pop_front();
+  push(now_ + s_.one_off_check, Ev::kOneOffCheck, 0);
+}
+
+bool Sim::freedSince(int64_t seq, TimePoint from, TimePoint to) const {
+  for (auto i = static_cast<size_t>(std::max<int64_t>(0, seq - freed_base_)); i < freed_.size();
+       i++) {
+    if (freed_[i].from < to && freed_[i].to > from) return true;
+  }
+  return false;
 }
 
 Result<int> Sim::newReservation(size_t j, const ReservationId& id,
@@ -978,6 +1072,9 @@ void Sim::dispatch(const Event& e) {
     case Ev::kAggregateStep:
       agg_due_ = true;
       push(now_ + o_.aggregate_adhoc_step, Ev::kAggregateStep, 0);
+      break;
+    case Ev::kOneOffCheck:
+      oneOffCheck();
       break;
   }
 }
@@ -1293,11 +1390,10 @@ void Sim::submitPeriodic(int j, int64_t k) {
   push(now_ + job.period, Ev::kPeriodicSubmit, j, k + 1);
   RealizedInstance inst = o_.realize(job, static_cast<size_t>(j), k, o_.seed);
   const std::vector<int>& per = res_of_job_[static_cast<size_t>(j)];
-  // Instance k starts k periods after the epoch, a day multiple: k mod
-  // (day / period) is its instance of the day; an off-kilter job's instance
-  // has its own one-off.
+  // A recurring reservation holds every instance; a job reserved per
+  // instance has a one-off per instance.
   int r = per.empty() ? -1 : per[static_cast<size_t>(k) % per.size()];
-  if (s_.provisions[static_cast<size_t>(j)].kind == JobProvision::Kind::kPerInstance) {
+  if (one_off_template_[static_cast<size_t>(j)]) {
     const auto& mine = res_of_instance_[static_cast<size_t>(j)];
     auto it = mine.find(k);
     r = it == mine.end() ? -1 : it->second;
@@ -1757,9 +1853,6 @@ void Sim::planStep() {
     return;
   }
   if (policy_) draTick();
-  for (size_t j : off_kilter_) {
-    if (Status st = submitOneOffs(j); !st.isOk() && error_.isOk()) error_ = st;
-  }
   // The aggregate model's ad-hoc capacity is in use, though the scheduler
   // does not see it (its node totals leave it out).
   Resource total = agg_.empty() ? sched_->clusterTotal() : o_.node_size * o_.nodes;
@@ -1808,6 +1901,7 @@ void Sim::recordGrant(ResState& r, int64_t count, TimePoint until) {
 
 void Sim::releaseExtras(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
+  freedPlan(now_, r.grant.until);
   reprovision::releaseGrant(r.budget, r.grant, now_);
   MORPHEUS_IGNORE_NOT_FOUND(planner_->removeExtra(r.id, now_),
                             "the reservation has no extras left");
@@ -1896,6 +1990,7 @@ void Sim::draReview(int ri) {
       r.budget, r.grant, inst->index, decision->extra_containers, decision->duration, now_);
   if (q.want <= 0) return;
   const TimePoint until = now_ + decision->duration;
+  if (r.grant.activeAt(now_)) freedPlan(now_, r.grant.until);  // the swap releases it first
   auto n = planner_->setExtra(r.id, r.unit, q.want, now_, until, now_, nullptr);
   if (!n.isOk()) return;
   reprovision::settleSwap(r.budget, r.grant, q, *n, decision->duration, now_);
@@ -2162,15 +2257,21 @@ void Sim::finalize() {
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
-  if (!off_kilter_.empty()) {
-    r.extra["off_kilter_jobs"] = static_cast<double>(off_kilter_.size());
-    r.extra["off_kilter_one_offs_reserved"] = static_cast<double>(one_offs_reserved_);
-    r.extra["off_kilter_one_offs_refused"] = static_cast<double>(one_offs_refused_);
-  }
-  if (s_.admit_per_instance) {
-    r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
-    r.extra["per_instance_unreserved_instances_per_day"] =
-        static_cast<double>(per_instance_refused_);
+  if (!off_kilter_.empty()) r.extra["off_kilter_jobs"] = static_cast<double>(off_kilter_.size());
+  if (s_.admit_per_instance) r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
+  if (!one_off_jobs_.empty()) {
+    // Instances still refused when their window opened run unreserved.
+    int64_t unreserved = 0;
+    for (size_t j : one_off_jobs_) {
+      const OneOffTemplate& t = *one_off_template_[j];
+      for (const auto& [k, ri] : res_of_instance_[j]) {
+        unreserved += ri < 0 && t.def.arrival + t.def.period * k < s_.to ? 1 : 0;
+      }
+    }
+    r.extra["one_offs_reserved"] = static_cast<double>(one_offs_reserved_);
+    r.extra["one_offs_refused_first"] = static_cast<double>(one_offs_refused_);
+    r.extra["one_offs_reserved_on_retry"] = static_cast<double>(one_offs_on_retry_);
+    r.extra["one_offs_unreserved"] = static_cast<double>(unreserved);
   }
   r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
   r.extra["preemption_notices"] = static_cast<double>(preemption_notices_);

@@ -54,10 +54,11 @@ struct JobProvision {
     // template of instance 0 (window [a, d] after the epoch, period = the
     // job's own); instance k gets a one-off reservation (period 0) of the
     // window shifted by k x period, submitted once its window start is
-    // within RunSetup::one_off_lead and not yet open, as morpheus-inference
-    // does (checked every plan step; its default check is every minute).
-    // One-offs are planned on the residual of every periodic reservation
-    // (periodic jobs have strict priority). No user fallback.
+    // within RunSetup::one_off_lead and not yet open, and submitted again at
+    // every check (RunSetup::one_off_check) while the plan refuses it and
+    // its window has not opened, as morpheus-inference's submitDueInstances
+    // does. One-offs are planned on the residual of every periodic
+    // reservation (periodic jobs have strict priority). No user fallback.
     kPerInstance,
   };
   Kind kind = Kind::kNone;
@@ -86,13 +87,19 @@ struct RunSetup {
   // workload order (users submitting their own requests, the baseline).
   bool admit_smallest_first = false;
   // A planned job whose whole recurring reservation the plan refuses gets
-  // its instances over the day admitted one by one (planner::instancesOverLcm)
-  // instead of running unreserved; as Morpheus's own reservations, not the
-  // users' (the baseline's requests stay whole or refused).
+  // a one-off reservation per instance instead, as a kPerInstance job does
+  // (morpheus-inference's acceptPerInstance), if the plan holds at least one
+  // of the instances due when the run starts; otherwise its user fallback
+  // (the daemon keeps such a proposal pending). As Morpheus's own
+  // reservations, not the users' (the baseline's requests stay whole or
+  // refused).
   bool admit_per_instance = false;
-  // How far ahead the one-offs of kPerInstance jobs are submitted
+  // How far ahead the one-offs of per-instance jobs are submitted
   // (morpheus-inference's inference.one-off-lead-time, default one day).
   Millis one_off_lead{86'400'000};
+  // How often refused one-offs are submitted again and newly due ones
+  // submitted (inference.one-off-check-interval, default one minute).
+  Millis one_off_check{60'000};
 };
 
 struct RunOutput {

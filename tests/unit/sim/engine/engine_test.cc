@@ -357,7 +357,7 @@ TEST(SimEngineTest, RefusedRecurringJobIsReservedPerInstanceWhereThePlanHoldsIt)
     EXPECT_EQ(reserved, per_instance ? 23 : 0);
     if (per_instance) {
       EXPECT_EQ(out->result.extra.at("per_instance_jobs"), 1);
-      EXPECT_EQ(out->result.extra.at("per_instance_unreserved_instances_per_day"), 1);
+      EXPECT_EQ(out->result.extra.at("one_offs_unreserved"), 1);
     }
   }
 }
@@ -401,10 +401,48 @@ TEST(SimEngineTest, OffKilterJobGetsAOneOffPerInstanceWithinTheLead) {
     }
     EXPECT_EQ(instances, 7);  // 0:05, 7:05, ..., 42:05
     EXPECT_EQ(out->result.extra.at("off_kilter_jobs"), 1);
-    EXPECT_EQ(out->result.extra.at("off_kilter_one_offs_refused"), 1);
-    EXPECT_EQ(out->result.extra.at("off_kilter_one_offs_reserved"), lead_h == 2 ? 7 : 10);
+    EXPECT_EQ(out->result.extra.at("one_offs_refused_first"), 1);
+    EXPECT_EQ(out->result.extra.at("one_offs_reserved"), lead_h == 2 ? 7 : 10);
     EXPECT_EQ(out->result.extra.at("unreserved_jobs"), 0);
   }
+}
+
+// morpheus-inference submits a refused one-off again at every check until
+// the instance's window opens. With a lead of 8 days, beyond the planner's
+// 7-day one-off horizon, a 7-hourly job's instances 24-27 (days 7-8) are
+// refused when first submitted at the start, as are later ones when they come
+// within the lead; each is reserved by the first check at which the horizon
+// reaches its deadline, so every instance of the 8-day run meets its
+// deadline on reserved capacity. Submitted once, instances 24-27 would run
+// unreserved.
+TEST(SimEngineTest, RefusedOneOffIsReservedByALaterCheckOnceThePlanCanHoldIt) {
+  const Millis hour(60 * kMin);
+  Workload w;
+  w.periodic.push_back(
+      job("seven", hour * 7, Millis(5 * kMin), Millis(35 * kMin), {stage(4, 5)}, 4));
+  JobProvision seven;
+  seven.kind = JobProvision::Kind::kPerInstance;
+  seven.def = dailyDef("seven", Millis(35 * kMin));
+  seven.def.period = hour * 7;
+  seven.def.arrival = fromEpochMs(5 * kMin);
+  seven.def.stages.push_back(planner::ReservationStage{Resource(1024, 1), 4, 4, Millis(5 * kMin)});
+  RunSetup setup = firstDay(false);
+  setup.to = fromEpochMs(8 * 86400'000LL);
+  setup.one_off_lead = hour * (8 * 24);
+  setup.provisions = {seven};
+  auto out = simulateRun(w, options(1, 8), setup, "test", nullptr, nullptr);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  int64_t instances = 0;
+  for (const auto& i : out->result.instances) {
+    instances++;
+    EXPECT_TRUE(i.worst_case_met) << "instance " << i.index;
+  }
+  EXPECT_EQ(instances, 28);  // 0:05, 7:05, ..., 189:05
+  // Refused first: instances 24-54 (windows opening by 2 x 8 days); reserved
+  // on a retry: 24-51 (deadlines within 7 days of the run's last check).
+  EXPECT_EQ(out->result.extra.at("one_offs_refused_first"), 31);
+  EXPECT_EQ(out->result.extra.at("one_offs_reserved_on_retry"), 28);
+  EXPECT_EQ(out->result.extra.at("one_offs_unreserved"), 0);
 }
 
 // The same through inference: the 7-hourly job's SLO is off-kilter, and
