@@ -807,6 +807,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -1055,6 +1056,7 @@ int paperMain(int argc, char** argv) {
               policies_text = "drf,drf2,tetris,sjf,sjfw,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
   bool describe = false, ledger = false, needed_first = false;
+  std::string jobs_out_path;
   sched::NodeReservationOptions resv;
   double resv_timeout_s = static_cast<double>(resv.timeout.count()) / 1000.0;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
@@ -1084,6 +1086,10 @@ int paperMain(int argc, char** argv) {
   app.add_flag("--ledger", ledger,
                "per run of a planning policy (carbyne): per 60 s window, the shares its plans "
                "were given, their needs, the tiers and the leftover lent (CarbyneLedgerWindow)");
+  app.add_option("--jobs-out", jobs_out_path,
+                 "write one CSV row per (cell, seed, policy, job): mode, load, seed, policy, job, "
+                 "submit_s, stages, critical_path (stages), sources, tasks, alone_s, "
+                 "work_core_s, jct_s (the mean over runs)");
   app.add_flag("--needed-first", needed_first,
                "diagnostic, with --ledger: the AM re-ranks its asks after every report, the stages "
                "its plan needs now first (PaperRun::needed_first)");
@@ -1118,6 +1124,16 @@ int paperMain(int argc, char** argv) {
     return 2;
   }
   resv.timeout = Millis(std::llround(resv_timeout_s * 1000));
+  std::ofstream jobs_out;
+  if (!jobs_out_path.empty()) {
+    jobs_out.open(jobs_out_path);
+    if (!jobs_out) {
+      std::cerr << "bench_carbyne: --jobs-out: cannot write " << jobs_out_path << "\n";
+      return 2;
+    }
+    jobs_out << "mode,load,seed,policy,job,submit_s,stages,critical_path,sources,tasks,alone_s,"
+                "work_core_s,jct_s\n";
+  }
   auto mix = sim::parseDagMix(mix_name, "--mix");
   if (!mix.isOk()) {
     std::cerr << "bench_carbyne: " << mix.status().message() << "\n";
@@ -1365,6 +1381,16 @@ int paperMain(int argc, char** argv) {
                          static_cast<long long>(r), pname.c_str(), meanOf(out->jct_s),
                          out->makespan_s, out->jain, out->jain_fair, out->util_vcores,
                          out->reserved_nodes_avg, wall);
+          }
+          if (jobs_out.is_open()) {
+            for (size_t i = 0; i < js->size(); i++) {
+              const sim::AdhocJob& job = (*js)[i];
+              const sim::DagShape sh = sim::dagShape(job);
+              jobs_out << mode << ',' << load << ',' << seed << ',' << pname << ',' << i << ','
+                       << static_cast<double>(job.submit.count()) / 1000.0 << ',' << sh.stages
+                       << ',' << sh.critical_path << ',' << sh.sources << ',' << sh.tasks << ','
+                       << sh.alone_s << ',' << sh.work_core_s << ',' << sf.per_job[i] << '\n';
+            }
           }
           fig[pname].push_back(std::move(sf));
         }
