@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -80,16 +81,7 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
   sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
                          const Resource& fair_share) const override {
     if (dag.empty()) return {};
-    sched::CarbynePlan p = sched::carbynePlan(dag, fair_share, Millis(1));
-    sched::AppHint h = c_.planApp(dag, fair_share);  // the needed stages' names
-    h.need = p.need;
-    h.needed.clear();
-    for (size_t i = 0; i < dag.size(); i++) {
-      if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
-    }
-    std::sort(h.needed.begin(), h.needed.end());
-    h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
-    return h;
+    return sched::carbyneHint(dag, sched::carbynePlan(dag, fair_share, Millis(1)));
   }
   sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
   double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
@@ -815,6 +807,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -1012,6 +1005,47 @@ struct SeedFigures {
   std::vector<double> per_job;
 };
 
+// One `carbyne` policy of --policies: "carbyne" and any of the suffixes
+// -noresv, -resv-all, -now, -decline, -nodecline, -count, -nocount
+// ("carbyne-count-decline"); the policy's defaults for the rest.
+struct CarbyneVariant {
+  sched::LeftoverPacking packing;  // eps and tau from the flags
+  bool now = false;                // CarbyneNowPolicy (no reservations)
+  bool resv_all = false;           // the scheduler's reservations for either tier
+};
+
+std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
+  static const std::string kBase = "carbyne";
+  if (name.compare(0, kBase.size(), kBase) != 0) return std::nullopt;
+  CarbyneVariant v;
+  std::string rest = name.substr(kBase.size());
+  while (!rest.empty()) {
+    bool matched = false;
+    for (const char* t :
+         {"-noresv", "-resv-all", "-now", "-decline", "-nodecline", "-count", "-nocount"}) {
+      const std::string tok = t;
+      if (rest.compare(0, tok.size(), tok) != 0) continue;
+      if (rest.size() > tok.size() && rest[tok.size()] != '-') continue;
+      if (tok == "-noresv") v.packing.reserve_nodes = false;
+      if (tok == "-resv-all") {
+        v.packing.reserve_nodes = false;
+        v.resv_all = true;
+      }
+      if (tok == "-now") {
+        v.packing.reserve_nodes = false;
+        v.now = true;
+      }
+      if (tok == "-decline" || tok == "-nodecline") v.packing.decline_slack = tok == "-decline";
+      if (tok == "-count" || tok == "-nocount") v.packing.count_needed = tok == "-count";
+      rest = rest.substr(tok.size());
+      matched = true;
+      break;
+    }
+    if (!matched) return std::nullopt;
+  }
+  return v;
+}
+
 }  // namespace
 
 int paperMain(int argc, char** argv) {
@@ -1022,6 +1056,7 @@ int paperMain(int argc, char** argv) {
               policies_text = "drf,drf2,tetris,sjf,sjfw,carbyne";
   int64_t jobs_n = 250, nodes = 100, runs = 3, interarrival_s = 20;
   bool describe = false, ledger = false, needed_first = false;
+  std::string jobs_out_path;
   sched::NodeReservationOptions resv;
   double resv_timeout_s = static_cast<double>(resv.timeout.count()) / 1000.0;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
@@ -1051,6 +1086,10 @@ int paperMain(int argc, char** argv) {
   app.add_flag("--ledger", ledger,
                "per run of a planning policy (carbyne): per 60 s window, the shares its plans "
                "were given, their needs, the tiers and the leftover lent (CarbyneLedgerWindow)");
+  app.add_option("--jobs-out", jobs_out_path,
+                 "write one CSV row per (cell, seed, policy, job): mode, load, seed, policy, job, "
+                 "submit_s, stages, critical_path (stages), sources, tasks, alone_s, "
+                 "work_core_s, jct_s (the mean over runs)");
   app.add_flag("--needed-first", needed_first,
                "diagnostic, with --ledger: the AM re-ranks its asks after every report, the stages "
                "its plan needs now first (PaperRun::needed_first)");
@@ -1059,13 +1098,14 @@ int paperMain(int argc, char** argv) {
                  "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
                  "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
                  "reservations for the leftover tier's shortest job, kept from the leftover tier "
-                 "only), carbyne-noresv (carbyne without them), carbyne-decline and "
-                 "carbyne-nodecline (carbyne whose jobs below their need decline, or take, the "
-                 "tasks of stages with slack on their share), carbyne-now (diagnostic: only "
-                 "tasks whose latest start is now are needed, no reservations), drf-resv (drf "
-                 "with YARN-style node reservations) and carbyne-resv-all (reserving for the first "
-                 "job in Carbyne's order, DRF tier included); reservations' bounds: --resv-nodes, "
-                 "--resv-timeout")
+                 "only), drf-resv (drf with YARN-style node reservations); carbyne takes any of "
+                 "the suffixes -noresv (without reservations), -resv-all (reserving for the first "
+                 "job in Carbyne's order, DRF tier included), -now (diagnostic: only tasks whose "
+                 "latest start is now are needed, no reservations), -decline / -nodecline (jobs "
+                 "below their need decline, or take, the tasks of stages with slack on their "
+                 "share), -count / -nocount (a needed stage's tasks beyond the count its plan "
+                 "runs now have slack, or not), e.g. carbyne-count-decline; reservations' bounds: "
+                 "--resv-nodes, --resv-timeout")
       ->capture_default_str();
   app.add_option("--resv-nodes", resv.reservable_nodes,
                  "carbyne, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
@@ -1084,6 +1124,16 @@ int paperMain(int argc, char** argv) {
     return 2;
   }
   resv.timeout = Millis(std::llround(resv_timeout_s * 1000));
+  std::ofstream jobs_out;
+  if (!jobs_out_path.empty()) {
+    jobs_out.open(jobs_out_path);
+    if (!jobs_out) {
+      std::cerr << "bench_carbyne: --jobs-out: cannot write " << jobs_out_path << "\n";
+      return 2;
+    }
+    jobs_out << "mode,load,seed,policy,job,submit_s,stages,critical_path,sources,tasks,alone_s,"
+                "work_core_s,jct_s\n";
+  }
   auto mix = sim::parseDagMix(mix_name, "--mix");
   if (!mix.isOk()) {
     std::cerr << "bench_carbyne: " << mix.status().message() << "\n";
@@ -1101,12 +1151,10 @@ int paperMain(int argc, char** argv) {
   }
   for (const auto& p : policies) {
     if (p != "drf" && p != "drf2" && p != "drfcp" && p != "tetris" && p != "sjf" && p != "sjfw" &&
-        p != "carbyne0" && p != "carbyne" && p != "carbyne-now" && p != "carbyne-noresv" &&
-        p != "carbyne-decline" && p != "carbyne-nodecline" && p != "drf-resv" &&
-        p != "carbyne-resv-all") {
+        p != "carbyne0" && p != "drf-resv" && !parseCarbyneVariant(p).has_value()) {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
-                   "carbyne, carbyne-noresv, carbyne-decline, carbyne-nodecline, carbyne-now, "
-                   "carbyne-resv-all or drf-resv, got '"
+                   "drf-resv, or carbyne with any of the suffixes -noresv, -resv-all, -now, "
+                   "-decline, -nodecline, -count, -nocount, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1255,24 +1303,18 @@ int paperMain(int argc, char** argv) {
           if (pname == "sjf") pol = std::make_shared<SjfPolicy>();
           if (pname == "sjfw") pol = std::make_shared<SjfPolicy>(server);
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
-          // `carbyne` reserving for the leftover's shortest job and
-          // declining slack or not as the policy's default has it;
-          // `carbyne-decline` / `carbyne-nodecline` the same with
-          // LeftoverPacking::decline_slack on / off; `carbyne-noresv`
-          // without node reservations; `carbyne-resv-all` reserving through
-          // the scheduler's option for the first job of either tier.
-          const bool decline =
-              pname == "carbyne-decline" ||
-              (pname != "carbyne-nodecline" && sched::LeftoverPacking{}.decline_slack);
-          if (pname == "carbyne" || pname == "carbyne-decline" || pname == "carbyne-nodecline")
-            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, true, decline});
-          if (pname == "carbyne-noresv" || pname == "carbyne-resv-all")
-            pol = std::make_shared<sched::CarbyneOrderingPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false, decline});
-          if (pname == "carbyne-now")
-            pol = std::make_shared<CarbyneNowPolicy>(
-                sched::LeftoverPacking{carbyne_eps, carbyne_tau, false, decline});
+          // The carbyne variants (parseCarbyneVariant).
+          const std::optional<CarbyneVariant> cv_opt = parseCarbyneVariant(pname);
+          if (cv_opt.has_value()) {
+            sched::LeftoverPacking lp = cv_opt->packing;
+            lp.eps = carbyne_eps;
+            lp.tau_s = carbyne_tau;
+            if (cv_opt->now) {
+              pol = std::make_shared<CarbyneNowPolicy>(lp);
+            } else {
+              pol = std::make_shared<sched::CarbyneOrderingPolicy>(lp);
+            }
+          }
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
@@ -1287,8 +1329,9 @@ int paperMain(int argc, char** argv) {
             po.ledger = ledger;
             po.needed_first = needed_first;
             po.node_reservation = resv;
-            po.node_reservation.enabled = pname == "carbyne-resv-all" || pname == "drf-resv";
-            po.node_reservation.packing_tier_only = pname != "carbyne-resv-all";
+            const bool resv_all = cv_opt.has_value() && cv_opt->resv_all;
+            po.node_reservation.enabled = resv_all || pname == "drf-resv";
+            po.node_reservation.packing_tier_only = !resv_all;
             const auto t0 = std::chrono::steady_clock::now();
             auto out = runPaper(*js, pol, po);
             if (!out.isOk()) {
@@ -1338,6 +1381,16 @@ int paperMain(int argc, char** argv) {
                          static_cast<long long>(r), pname.c_str(), meanOf(out->jct_s),
                          out->makespan_s, out->jain, out->jain_fair, out->util_vcores,
                          out->reserved_nodes_avg, wall);
+          }
+          if (jobs_out.is_open()) {
+            for (size_t i = 0; i < js->size(); i++) {
+              const sim::AdhocJob& job = (*js)[i];
+              const sim::DagShape sh = sim::dagShape(job);
+              jobs_out << mode << ',' << load << ',' << seed << ',' << pname << ',' << i << ','
+                       << static_cast<double>(job.submit.count()) / 1000.0 << ',' << sh.stages
+                       << ',' << sh.critical_path << ',' << sh.sources << ',' << sh.tasks << ','
+                       << sh.alone_s << ',' << sh.work_core_s << ',' << sf.per_job[i] << '\n';
+            }
           }
           fig[pname].push_back(std::move(sf));
         }

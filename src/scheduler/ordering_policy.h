@@ -130,6 +130,10 @@ struct AskInput {
   // The ask's ResourceRequest::request_id in askScore's input (Carbyne
   // matches it against AppHint::needed); empty in packScore's.
   std::string_view request_id{};
+  // The app's live containers granted for that request id (Carbyne counts
+  // them against AppHint::needed_tasks); 0 without a request id and in
+  // packScore's input.
+  int64_t running = 0;
 };
 
 // Extension point: node-aware choice among an app's asks (Carbyne's

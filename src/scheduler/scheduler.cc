@@ -333,6 +333,9 @@ struct App : Entity {
   CList<&Container::app_link> containers;
   std::vector<PreemptionNotice> notices;
   AppHint hint;  // the leaf policy's DagPlanner over the last reportDag, else its NoDagPlanner
+  // Its live containers per non-empty request id, sorted by id, no zero
+  // counts (AskInput::running): one entry per stage name an AM asks under.
+  std::vector<std::pair<std::string, int64_t>> running_by_request;
   bool reported_dag = false;
   TimePoint since;              // Impl::last_now when added (AppInput::since)
   std::vector<Node*> reserved;  // nodes reserved for it (NodeReservationOptions)
@@ -1144,8 +1147,8 @@ struct Scheduler::Impl {
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (!placeable(a, a->asks[i], n, phase, now)) continue;
       const Resource need = askNeed(a->asks[i].req);
-      const double sc =
-          p.askScore({a->used, a->hint, need, n.free, n.total, a->asks[i].req.request_id});
+      const std::string& id = a->asks[i].req.request_id;
+      const double sc = p.askScore({a->used, a->hint, need, n.free, n.total, id, runningOf(a, id)});
       if (sc == AskChooser::kDecline && may_decline) {
         any_declined = true;
         continue;
@@ -1418,6 +1421,27 @@ struct Scheduler::Impl {
     return a;
   }
 
+  // App::running_by_request: `delta` containers of `request_id` start (> 0)
+  // or end (< 0). Empty ids are not counted. O(log entries).
+  static void countRunning(App* a, const std::string& request_id, int64_t delta) {
+    if (request_id.empty()) return;
+    auto& v = a->running_by_request;
+    auto it = std::lower_bound(v.begin(), v.end(), request_id,
+                               [](const auto& e, const std::string& id) { return e.first < id; });
+    if (it == v.end() || it->first != request_id) it = v.insert(it, {request_id, 0});
+    it->second += delta;
+    if (it->second <= 0) v.erase(it);
+  }
+
+  // The live containers of `a` granted for `request_id` (0 for an empty id).
+  static int64_t runningOf(const App* a, std::string_view request_id) {
+    if (request_id.empty()) return 0;
+    const auto& v = a->running_by_request;
+    auto it = std::lower_bound(v.begin(), v.end(), request_id,
+                               [](const auto& e, std::string_view id) { return e.first < id; });
+    return it != v.end() && it->first == request_id ? it->second : 0;
+  }
+
   // `id_no`: the grant's sequence number (0 for a recovered container, whose
   // `id` is given).
   Container* insertContainer(const ContainerId& id, uint64_t id_no, App* a, Node& n,
@@ -1459,6 +1483,7 @@ struct Scheduler::Impl {
     c.order = ++order_seq;
     n.containers.pushBack(&c);
     a->containers.pushBack(&c);
+    countRunning(a, request_id, 1);
     if (a->res != nullptr) c.source = sourceOf(a->res, r);
     if (!am) candsOf(&c).pushBack(&c);
     n.used += r;
@@ -1537,6 +1562,7 @@ struct Scheduler::Impl {
     Node* n = c->node;
     n->containers.erase(c);
     a->containers.erase(c);
+    countRunning(a, c->request_id, -1);
     if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;

@@ -192,6 +192,10 @@ struct AppHint {
   // Request ids (DagStage::request_id) of the stages whose tasks make up
   // `need`, sorted; empty when the report named none.
   std::vector<std::string> needed{};
+  // Per entry of `needed`: how many of that stage's tasks the plan runs now
+  // (its running tasks included), so tasks beyond that many have slack
+  // (AskInput::running counts them). Empty: the counts are unknown.
+  std::vector<int64_t> needed_tasks{};
 };
 
 class QueueOrderingPolicy;

@@ -14,14 +14,18 @@
 
 namespace morpheus::rm {
 
-// Node reservations of the ad-hoc leaves under scheduler.policy carbyne
-// (sched::LeftoverPacking::reserve_nodes; the bounds are
-// sched::NodeReservationOptions'). Read at start-up only: a reload reports a
-// change as needing a restart.
+// Settings of the ad-hoc leaves under scheduler.policy carbyne: node
+// reservations (sched::LeftoverPacking::reserve_nodes; the bounds are
+// sched::NodeReservationOptions'), declining slack and counting needed
+// tasks (LeftoverPacking::decline_slack, count_needed; the defaults are the
+// policy's). Read at start-up only: a reload reports a change as needing a
+// restart.
 struct CarbyneRmOptions {
   bool node_reservations = true;           // scheduler.carbyne.node-reservations
   double reservable_nodes = 0.05;          // scheduler.carbyne.reservable-nodes, (0, 1]
   Millis node_reservation_timeout{60000};  // scheduler.carbyne.node-reservation-timeout, > 0
+  bool decline_slack = false;              // scheduler.carbyne.decline-slack
+  bool count_needed_tasks = false;         // scheduler.carbyne.count-needed-tasks
 };
 
 struct RmOptions {
@@ -210,6 +214,19 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
                 "carbyne leaves: a node reservation ends after this long if its job's task has "
                 "not fitted by then; the node's room then goes to the job first in the leaf's "
                 "order at that heartbeat, which may reserve it again. Read at start-up.");
+  s.addBool("scheduler.carbyne.decline-slack", &o->carbyne.decline_slack,
+            CarbyneRmOptions{}.decline_slack,
+            "carbyne leaves: a job below its altruistic need does not run the tasks of stages its "
+            "plan does not need now on its fair share: on a node where none of its needed tasks "
+            "fits, the room goes to the other jobs below their need, then to the leftover, where "
+            "those tasks compete with the other leftover jobs'. false: it runs them there. Read "
+            "at start-up.");
+  s.addBool("scheduler.carbyne.count-needed-tasks", &o->carbyne.count_needed_tasks,
+            CarbyneRmOptions{}.count_needed_tasks,
+            "carbyne leaves: a needed stage's tasks count as needed only until as many of them "
+            "run as the job's plan runs now; further ones have slack (run after the needed "
+            "tasks of its other stages, or declined with scheduler.carbyne.decline-slack). "
+            "false: every task of a needed stage counts as needed. Read at start-up.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

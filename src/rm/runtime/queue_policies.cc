@@ -26,6 +26,8 @@ Status resolveQueuePolicies(const std::map<std::string, std::string>& by_path,
   MORPHEUS_RETURN_IF_ERROR(validateCarbyneRmOptions(carbyne));
   sched::PolicySettings settings;
   settings.carbyne.reserve_nodes = carbyne.node_reservations;
+  settings.carbyne.decline_slack = carbyne.decline_slack;
+  settings.carbyne.count_needed = carbyne.count_needed_tasks;
   std::map<std::string, std::shared_ptr<const sched::QueueOrderingPolicy>> policies;
   for (const auto& [path, name] : by_path) {
     const std::string field = "scheduler.policy." + path;

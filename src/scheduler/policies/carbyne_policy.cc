@@ -7,6 +7,7 @@
 #include <queue>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace morpheus::sched {
 namespace {
@@ -239,17 +240,29 @@ double CarbyneOrderingPolicy::score(const Resource& used, double weight,
   return used.dominantShare(cluster) / weight;
 }
 
+AppHint carbyneHint(const std::vector<DagStage>& dag, CarbynePlan plan) {
+  AppHint h{true, std::move(plan.need), plan.completion};
+  std::vector<std::pair<std::string, int64_t>> named;
+  for (size_t i = 0; i < dag.size() && i < plan.need_tasks.size(); i++) {
+    if (plan.need_tasks[i] > 0 && !dag[i].request_id.empty())
+      named.emplace_back(dag[i].request_id, plan.need_tasks[i]);
+  }
+  std::sort(named.begin(), named.end());
+  for (const auto& [id, tasks] : named) {
+    if (!h.needed.empty() && h.needed.back() == id) {
+      h.needed_tasks.back() += tasks;
+    } else {
+      h.needed.push_back(id);
+      h.needed_tasks.push_back(tasks);
+    }
+  }
+  return h;
+}
+
 AppHint CarbyneOrderingPolicy::planApp(const std::vector<DagStage>& dag,
                                        const Resource& fair_share) const {
   if (dag.empty()) return {};
-  CarbynePlan p = carbynePlan(dag, fair_share);
-  AppHint h{true, std::move(p.need), p.completion};
-  for (size_t i = 0; i < dag.size(); i++) {
-    if (p.need_tasks[i] > 0 && !dag[i].request_id.empty()) h.needed.push_back(dag[i].request_id);
-  }
-  std::sort(h.needed.begin(), h.needed.end());
-  h.needed.erase(std::unique(h.needed.begin(), h.needed.end()), h.needed.end());
-  return h;
+  return carbyneHint(dag, carbynePlan(dag, fair_share));
 }
 
 AppHint CarbyneOrderingPolicy::planWithoutDag(const Resource& fair_share) const {
@@ -278,8 +291,15 @@ double CarbyneOrderingPolicy::askScore(const AskInput& in) const {
     // Below the need: the need is the tasks the reverse packing starts now
     // (§4.2), so the asks of those stages come first; a stage with slack
     // runs on this allocation only when none of them is placeable here.
+    // With count_needed, once the stage runs the tasks its plan needs now
+    // its further tasks have slack.
     const auto& n = in.hint.needed;
-    if (std::binary_search(n.begin(), n.end(), in.request_id)) return 1.0;
+    const auto it = std::lower_bound(n.begin(), n.end(), in.request_id);
+    if (it != n.end() && *it == in.request_id) {
+      const auto k = static_cast<size_t>(it - n.begin());
+      const auto& counts = in.hint.needed_tasks;
+      if (!packing_.count_needed || counts.size() != n.size() || in.running < counts[k]) return 1.0;
+    }
     return packing_.decline_slack && !n.empty() && !in.request_id.empty() ? kDecline : 0.0;
   }
   return tetrisAlignment(in.need, in.node_free, in.node_total);

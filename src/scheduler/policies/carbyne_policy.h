@@ -28,9 +28,10 @@
 //     LeftoverPacking) is placed, so leftover favours jobs closest to
 //     completion and tasks that fit the node's free resources. Jobs below
 //     their need take the asks of the stages their plan needs now first
-//     (AppHint::needed, matched by DagStage::request_id), then priority
-//     order; a stage with slack is served on that allocation only when no
-//     needed stage's task fits the node, or, with
+//     (AppHint::needed, matched by DagStage::request_id; with
+//     LeftoverPacking::count_needed only while fewer of the stage's tasks
+//     run than the plan runs now), then priority order; a stage with slack is served on that
+//     allocation only when no needed stage's task fits the node, or, with
 //     LeftoverPacking::decline_slack, not at all: its tasks wait for the
 //     leftover tier. A node none of whose free room the
 //     leftover's best job (least remaining time) can use is reserved for it
@@ -86,6 +87,12 @@ struct CarbynePlan {
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
                         Millis must_start_within = Millis(-1));
 
+// The hint of `plan` for `dag` (the DAG it was planned from): its need and
+// completion, and the request ids of the stages it needs now with their
+// task counts (AppHint::needed, needed_tasks; stages sharing an id add up;
+// stages without one are not named). Pure.
+AppHint carbyneHint(const std::vector<DagStage>& dag, CarbynePlan plan);
+
 // The SRTF term of the leftover packing score: - eps x ln(1 + remaining
 // seconds / tau), next to an alignment that is at most the number of
 // resources (a task as large as the node on an empty node) and typically
@@ -112,11 +119,19 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
 // leftover (§4.2: a job lends what it does not need to keep its
 // completion estimate). Only a job whose hint names its needed stages
 // (AppHint::needed) declines, and only asks with a request id.
+// `count_needed`: a needed stage's task is needed only while fewer of the
+// stage's tasks run than the plan runs now (AppHint::needed_tasks against
+// AskInput::running, the job's live containers of the stage's request id);
+// beyond that many its further tasks have slack (declined with
+// `decline_slack`). Off: every task of a needed stage counts as needed, so a
+// job below its need takes further tasks of a stage that already runs what
+// its plan needs before a stage with slack.
 struct LeftoverPacking {
   double eps = 0.5;
   double tau_s = 60.0;
   bool reserve_nodes = true;
   bool decline_slack = false;
+  bool count_needed = false;
 };
 
 // Provides every extension point but the constraint-aware app ordering
@@ -139,7 +154,7 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
   std::string_view name() const override { return "carbyne"; }
   // Dominant share / weight (DRF between queues, and users below their need).
   double score(const Resource& used, double weight, const Resource& cluster) const override;
-  // carbynePlan's need and completion time; no hint for an empty DAG.
+  // carbyneHint of carbynePlan at the fair share; no hint for an empty DAG.
   AppHint planApp(const std::vector<DagStage>& dag, const Resource& fair_share) const override;
   // need = fair_share, remaining unknown (Millis::max()), from_dag false.
   AppHint planWithoutDag(const Resource& fair_share) const override;
@@ -154,12 +169,13 @@ class CarbyneOrderingPolicy final : public QueueOrderingPolicy,
   // Leftover tier (hint valid and need held): the Tetris alignment
   // sum over resources of need/node_total x node_free/node_total. Below the
   // need: 1 for an ask of a stage the plan needs now (its request id in
-  // hint.needed; the policy does not see how many of the stage's tasks
-  // run), else 0, so a job below its need spends its DRF-tier allocation on
-  // the tasks its plan must start now whatever its AM's priority order (Tez
-  // asks breadth-first); priority order decides among equals. With
-  // LeftoverPacking::decline_slack, kDecline instead of 0 when hint.needed
-  // is not empty and the ask has a request id.
+  // hint.needed; with LeftoverPacking::count_needed only while in.running
+  // is below the stage's hint.needed_tasks), else 0, so a job below its
+  // need spends its DRF-tier allocation on the tasks its plan must start
+  // now whatever its AM's priority order (Tez asks breadth-first); priority
+  // order decides among equals. With LeftoverPacking::decline_slack,
+  // kDecline instead of 0 when hint.needed is not empty and the ask has a
+  // request id.
   double askScore(const AskInput& in) const override;
   // The leftover tier is packed across jobs.
   double packFrom() const override;

@@ -1444,7 +1444,10 @@ void Sim::submitAdhoc(int idx) {
 }
 
 // The AM's report (rm/runtime/dag_report.cc): unfinished stages, their remaining
-// tasks, estimated durations and task resources, deps among them.
+// tasks, estimated durations and task resources, deps among them, and the
+// request id each stage's ask carries (askStage's), so a Carbyne leaf tells
+// the stages its plan needs now from the others and counts their running
+// tasks (AppHint::needed, needed_tasks), as in the RM.
 void Sim::reportDag(int ai) {
   const AppState& app = apps_[static_cast<size_t>(ai)];
   std::vector<sched::DagStage> dag;
@@ -1458,6 +1461,7 @@ void Sim::reportDag(int ai) {
         Millis(1), Millis(static_cast<int64_t>(static_cast<double>(st.task_duration.count()) *
                                                app.estimate_factor[s])));
     d.task = st.task_resource;
+    d.request_id = "s" + std::to_string(s);
     for (int dep : st.depends_on) {
       if (index[static_cast<size_t>(dep)] >= 0)
         d.deps.push_back(static_cast<size_t>(index[static_cast<size_t>(dep)]));

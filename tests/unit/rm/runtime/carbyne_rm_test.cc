@@ -7,6 +7,7 @@
 #include "rm/runtime/dag_report.h"
 #include "rm/runtime/queue_policies.h"
 #include "scheduler/ordering_policy.h"
+#include "scheduler/policies/carbyne_policy.h"
 
 namespace morpheus::rm {
 namespace {
@@ -150,6 +151,61 @@ TEST(QueuePoliciesTest, CarbyneNodeReservationKeysReachTheSchedulerOptions) {
   st = validateCarbyneRmOptions(no_timeout);
   EXPECT_NE(st.message().find("scheduler.carbyne.node-reservation-timeout"), std::string::npos)
       << st.message();
+}
+
+// The askScore of `o`'s leaf `path` for an ask of a job below its need:
+// stage "b" is needed now, one task of it (AppHint::needed_tasks), and
+// `running` of its tasks run; "c" has slack.
+double belowNeedScore(const RuntimeOptions& o, const std::string& path, const char* stage,
+                      int64_t running) {
+  const auto* ac = dynamic_cast<const sched::AskChooser*>(o.queue_policies.at(path).get());
+  EXPECT_NE(ac, nullptr);
+  sched::AppHint h{true, Resource(4096, 4), Millis(1000)};
+  h.needed = {"b"};
+  h.needed_tasks = {1};
+  const Resource used(1024, 1), task(1024, 1), node(8192, 8);
+  return ac->askScore({used, h, task, node, node, stage, running});
+}
+
+// scheduler.carbyne.decline-slack and count-needed-tasks default to the
+// policy's LeftoverPacking and reach every carbyne leaf's policy: a slack
+// stage's task is declined below the need, and a needed stage's task beyond
+// the count its plan runs now has slack; a value that is not a boolean is
+// refused naming the key.
+TEST(QueuePoliciesTest, CarbyneDeclineAndCountKeysReachThePolicy) {
+  EXPECT_EQ(CarbyneRmOptions{}.decline_slack, sched::LeftoverPacking{}.decline_slack);
+  EXPECT_EQ(CarbyneRmOptions{}.count_needed_tasks, sched::LeftoverPacking{}.count_needed);
+  auto off = loadRm(
+      "scheduler.policy: {root.default: carbyne}\n"
+      "scheduler.carbyne.decline-slack: false\n"
+      "scheduler.carbyne.count-needed-tasks: false\n");
+  ASSERT_TRUE(off.isOk()) << off.status().toString();
+  RuntimeOptions o;
+  ASSERT_TRUE(resolveQueuePolicies(off->queue_policies, {"root.default"}, off->carbyne, &o).isOk());
+  EXPECT_DOUBLE_EQ(belowNeedScore(o, "root.default", "c", 0), 0.0);
+  EXPECT_DOUBLE_EQ(belowNeedScore(o, "root.default", "b", 1), 1.0);
+
+  auto on = loadRm(
+      "scheduler.policy: {root.default: carbyne}\n"
+      "scheduler:\n"
+      "  carbyne:\n"
+      "    decline-slack: true\n"
+      "    count-needed-tasks: true\n");
+  ASSERT_TRUE(on.isOk()) << on.status().toString();
+  ASSERT_TRUE(resolveQueuePolicies(on->queue_policies, {"root.default"}, on->carbyne, &o).isOk());
+  EXPECT_EQ(belowNeedScore(o, "root.default", "c", 0), sched::AskChooser::kDecline);
+  EXPECT_DOUBLE_EQ(belowNeedScore(o, "root.default", "b", 0), 1.0);
+  EXPECT_EQ(belowNeedScore(o, "root.default", "b", 1), sched::AskChooser::kDecline);
+
+  for (const std::string& bad :
+       std::vector<std::string>{"scheduler.carbyne.decline-slack: sometimes",
+                                "scheduler.carbyne.count-needed-tasks: 2"}) {
+    auto r = loadRm(bad + "\n");
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find(bad.substr(0, bad.find(':'))), std::string::npos)
+        << r.status().message();
+  }
 }
 
 }  // namespace

@@ -210,6 +210,34 @@ TEST(CarbynePackingTest, AlignmentIsNormalisedDotProduct) {
   EXPECT_DOUBLE_EQ(d.askScore({below, h, need, free, total, "c"}), 0.0);
 }
 
+// Needed tasks by count (LeftoverPacking::count_needed): below the need, a
+// task of a needed stage is needed only while fewer of the stage's tasks
+// run than the plan runs now; beyond that it has slack (declined with
+// decline_slack). Without the option, or without counts in the hint, every
+// task of a needed stage is needed.
+TEST(CarbynePackingTest, NeededStageBeyondItsCountHasSlack) {
+  const Resource total(65536, 16), free(16384, 2), need(4096, 2), below(2048, 1);
+  AppHint h{true, need, Millis(1000)};
+  h.needed = {"b", "d"};
+  h.needed_tasks = {2, 1};
+  LeftoverPacking count;
+  count.count_needed = true;
+  const CarbyneOrderingPolicy c(count);
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "b", 0}), 1.0);
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "b", 1}), 1.0);
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "b", 2}), 0.0);
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "d", 0}), 1.0);
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "d", 1}), 0.0);
+  count.decline_slack = true;
+  const CarbyneOrderingPolicy cd(count);
+  EXPECT_DOUBLE_EQ(cd.askScore({below, h, need, free, total, "b", 1}), 1.0);
+  EXPECT_EQ(cd.askScore({below, h, need, free, total, "b", 2}), AskChooser::kDecline);
+  const CarbyneOrderingPolicy plain;
+  EXPECT_DOUBLE_EQ(plain.askScore({below, h, need, free, total, "b", 2}), 1.0);
+  h.needed_tasks.clear();
+  EXPECT_DOUBLE_EQ(c.askScore({below, h, need, free, total, "b", 2}), 1.0);
+}
+
 // The hint names the stages whose tasks make up the need (by request id):
 // A (2 x 10 s) has slack next to B (1 x 60 s) at 4 slots, so only B is
 // needed; a stage without a request id is never named.
@@ -221,8 +249,15 @@ TEST(CarbyneOrderingPolicyTest, HintNamesTheNeededStages) {
   AppHint h = p.planApp({a, b}, slots(4));
   EXPECT_EQ(h.need, slots(1));
   EXPECT_EQ(h.needed, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(h.needed_tasks, (std::vector<int64_t>{1}));
   b.request_id.clear();
   EXPECT_TRUE(p.planApp({a, b}, slots(4)).needed.empty());
+  // Stages under one request id add up: 8 x 10 s at 4 slots needs 4 now.
+  DagStage c = stage(8, 10), d = stage(8, 10);
+  c.request_id = d.request_id = "cd";
+  h = p.planApp({c, d}, slots(8));
+  EXPECT_EQ(h.needed, (std::vector<std::string>{"cd"}));
+  EXPECT_EQ(h.needed_tasks, (std::vector<int64_t>{8}));
 }
 
 // The factory knows drf, fifo, carbyne and phoenix; anything else names the field.
@@ -376,6 +411,55 @@ std::map<std::string, int> declineScenario(bool decline) {
   std::map<std::string, int> m;
   for (const auto& g : second->allocations) m[g.app.value() + ":" + g.request_id]++;
   return m;
+}
+
+// Needed tasks by count through the scheduler core (the running count is
+// the job's live containers of the ask's request id). n2 (10 GiB, 10
+// vcores) is taken by "other"; "alt" reports A 2 x 60 s, B 1 x 100 s
+// (5 GiB) and C 2 x 10 s at a 6-slot share: its plan runs one A and B now
+// (need 6 GiB), C has slack. On n1 (2 slots), where B does not fit, alt
+// stays below its need: counting, its second grant is C (first in its AM's
+// order once A runs the one task its plan needs); without counting, A's
+// second task, whose stage already runs what the plan needs.
+std::map<std::string, int> countScenario(bool count) {
+  LeftoverPacking lp;
+  lp.count_needed = count;
+  SchedulerOptions o;
+  o.adhoc_queues.push_back({"root.default", 1.0, std::make_shared<CarbyneOrderingPolicy>(lp)});
+  auto s = std::move(Scheduler::create(std::move(o))).value();
+  EXPECT_TRUE(s->addNode(NodeId("n1"), slots(2), {}).isOk());
+  EXPECT_TRUE(s->addNode(NodeId("n2"), slots(10), {}).isOk());
+  EXPECT_TRUE(s->addApp(AppId("other"), UserId("u2"), QueueRef::adhoc("root.default")).isOk());
+  DagStage x = stage(10, 100);
+  x.request_id = "x";
+  EXPECT_TRUE(s->reportDag(AppId("other"), {x}).isOk());
+  EXPECT_TRUE(s->updateAsks(AppId("other"), {ask(10, "x", 0)}).isOk());
+  auto first = s->nodeUpdate(NodeId("n2"), kT0);
+  EXPECT_TRUE(first.isOk());
+  EXPECT_EQ(first->allocations.size(), 10u);
+  EXPECT_TRUE(s->addApp(AppId("alt"), UserId("u1"), QueueRef::adhoc("root.default")).isOk());
+  DagStage a = stage(2, 60), b = stage(1, 100), c = stage(2, 10);
+  a.request_id = "a";
+  b.request_id = "b";
+  c.request_id = "c";
+  b.task = Resource(5120, 1);
+  EXPECT_TRUE(s->reportDag(AppId("alt"), {a, b, c}).isOk());
+  const AppHint h = s->appHint(AppId("alt")).value();
+  EXPECT_EQ(h.needed, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(h.needed_tasks, (std::vector<int64_t>{1, 1}));
+  ResourceRequest big = ask(1, "b", 2);
+  big.capability = Resource(5120, 1);
+  EXPECT_TRUE(s->updateAsks(AppId("alt"), {ask(2, "c", 0), ask(2, "a", 1), big}).isOk());
+  auto second = s->nodeUpdate(NodeId("n1"), kT0);
+  EXPECT_TRUE(second.isOk());
+  std::map<std::string, int> m;
+  for (const auto& g : second->allocations) m[g.app.value() + ":" + g.request_id]++;
+  return m;
+}
+
+TEST(CarbyneSchedulerTest, NeededStageRunningItsCountLeavesFurtherTasksSlack) {
+  EXPECT_EQ(countScenario(true), (std::map<std::string, int>{{"alt:a", 1}, {"alt:c", 1}}));
+  EXPECT_EQ(countScenario(false), (std::map<std::string, int>{{"alt:a", 2}}));
 }
 
 TEST(CarbyneSchedulerTest, JobBelowItsNeedDeclinesSlackWhereItsNeededTaskDoesNotFit) {

@@ -33,7 +33,8 @@ RealizedInstance unused(const PeriodicJob&, size_t, int64_t, uint64_t) { return 
 // DRF splits 3 / 3, and the side tasks' freed slots go back to alt (it
 // holds less) until its side stage is running out at 2 min: short's 4th task
 // starts then and ends at 5 min.
-std::map<std::string, double> jctMinutes(const std::string& policy) {
+// `side_first`: alt's side stage is its first (its AM asks it first).
+std::map<std::string, double> jctMinutes(const std::string& policy, bool side_first = false) {
   Workload w;
   AdhocJob alt;
   alt.name = "alt";
@@ -41,6 +42,7 @@ std::map<std::string, double> jctMinutes(const std::string& policy) {
   alt.submit = Millis(kDayMs);
   alt.stages = {stage(1, 8), stage(4, 1)};
   AdhocJob shortjob = alt;
+  if (side_first) alt.stages = {stage(4, 1), stage(1, 8)};
   shortjob.name = "short";
   shortjob.user = UserId("u2");
   shortjob.stages = {stage(4, 3)};
@@ -69,6 +71,17 @@ TEST(CarbyneSimTest, AltruisticJobYieldsWithoutFinishingLater) {
   EXPECT_NEAR(car["short"], 3.0, 0.05);
   EXPECT_NEAR(drf["alt"], 8.0, 0.05);
   EXPECT_NEAR(car["alt"], 8.0, 0.05);
+}
+
+// The simulator's AM names each stage's ask in its report (as the RM's
+// dag_report does), so alt runs the task its plan needs now (the critical
+// one) though its AM asks the side stage first: alt still ends at 8 min.
+// Without the names it ran side tasks first on its share, held its need
+// with them, and its critical task started later: 10 min.
+TEST(CarbyneSimTest, NeededStageRunsBeforeTheAmsFirstAsk) {
+  auto car = jctMinutes("carbyne", true);
+  EXPECT_NEAR(car["alt"], 8.0, 0.05);
+  EXPECT_NEAR(car["short"], 3.0, 0.05);
 }
 
 // Unknown policy and out-of-range knobs name the option.
