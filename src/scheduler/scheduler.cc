@@ -348,7 +348,11 @@ struct Node {
   std::map<std::string, std::string> attrs;
   CList<&Container::node_link> containers;
   int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
-  Resource noticed;    // containers under preemption notice, until they end (kills included)
+  // At or before the earliest kill deadline of those `marked` containers
+  // (TimePoint::max() when none is known): Impl::collectKills scans the
+  // node's containers only from then on.
+  TimePoint kill_due = TimePoint::max();
+  Resource noticed;  // containers under preemption notice, until they end (kills included)
   // Scratch of the preemption pass (Impl::selectVictims): the candidates
   // taken on it, not yet marked (its room left is Impl::slot_rem).
   Resource tentative;
@@ -430,6 +434,34 @@ struct CoverMemo {
   std::vector<Starved> starved;
   bool holds(const std::vector<Starved>& now, size_t changed_low, size_t without_slot) const {
     if (!valid || changed_low <= end || without_slot <= end || now.size() != starved.size())
+      return false;
+    for (size_t i = 0; i < now.size(); i++) {
+      if (now[i].r != starved[i].r || !(now[i].shape == starved[i].shape) ||
+          now[i].uncovered != starved[i].uncovered)
+        return false;
+    }
+    return true;
+  }
+};
+
+// Impl::stillNeeded's last answer: whether cover, with `without`'s room
+// left out, left some of the given starved containers without room. It holds
+// while the starved containers (reservation, shape and count, in order), the
+// rooms (Impl::room_version) and the left-out room (node slot and resource)
+// are the same: the walk and the counts read nothing else. Consecutive
+// notices of one node whose grace ended together are re-checked against
+// the same rooms while none is withdrawn (a kill leaves the room as it is).
+struct RecheckMemo {
+  bool valid = false;
+  uint64_t room_version = 0;
+  size_t without_slot = 0;
+  Resource without;
+  std::vector<Starved> starved;
+  int64_t uncovered = 0;
+  bool holds(const std::vector<Starved>& now, uint64_t version, size_t slot,
+             const Resource& res) const {
+    if (!valid || version != room_version || slot != without_slot || !(res == without) ||
+        now.size() != starved.size())
       return false;
     for (size_t i = 0; i < now.size(); i++) {
       if (now[i].r != starved[i].r || !(now[i].shape == starved[i].shape) ||
@@ -568,9 +600,15 @@ struct Scheduler::Impl {
   // dense copy instead of every Node, and visits only the nodes whose room
   // may fit a starved shape.
   std::vector<Resource> slot_room;
+  // room_version counts the changes of slot_room and node_slots.
+  uint64_t room_version = 0;
   void syncRoom(const Node& n) {
     const auto slot = static_cast<size_t>(n.slot);
-    slot_room[slot] = n.free + n.noticed;
+    const Resource room = n.free + n.noticed;
+    if (!(room == slot_room[slot])) {
+      slot_room[slot] = room;
+      room_version++;
+    }
     room_changed_low = std::min(room_changed_low, slot);
     countRoom(slot);
   }
@@ -652,10 +690,12 @@ struct Scheduler::Impl {
   // The last walk of cover() that covered everything, and the lowest slot
   // whose room changed since (kNoSlot: none).
   mutable CoverMemo cover_memo;
+  mutable RecheckMemo recheck_memo;
   mutable size_t room_changed_low = kNoSlot;
-  // The largest open shapes of recent counts (at most kShapeRooms, the
-  // least recently used replaced), for coveredByCount.
-  static constexpr size_t kShapeRooms = 4;
+  // The open shapes of recent counts (at most kShapeRooms, the least
+  // recently used replaced), for coveredByCount and shortByCount.
+  static constexpr size_t kShapeRooms = 8;
+  static constexpr size_t kShapesChecked = 4;
   mutable std::vector<ShapeRooms> shape_rooms;
   mutable uint64_t shape_rooms_clock = 0;
   int64_t marked_total = 0;     // sum of Node::marked
@@ -1641,11 +1681,19 @@ struct Scheduler::Impl {
 
   // The containers of `n` whose grace ended by `now`, in the node's
   // allocation order: killed if still needed (stillNeeded), else their notice
-  // is withdrawn.
+  // is withdrawn. Before the node's kill_due no grace has ended and the
+  // containers are not scanned (a scan at every heartbeat of a node under
+  // notice led the simulator's profile at 5,000 nodes); a scan sets kill_due
+  // to the earliest deadline it leaves pending.
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
-    if (n.marked == 0) return;
+    if (n.marked == 0 || now < n.kill_due) return;
+    n.kill_due = TimePoint::max();
     for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
-      if (!c->preempting || c->kill_sent || c->kill_deadline > now) continue;
+      if (!c->preempting || c->kill_sent) continue;
+      if (c->kill_deadline > now) {
+        n.kill_due = std::min(n.kill_due, c->kill_deadline);
+        continue;
+      }
       if (!stillNeeded(c)) {
         withdraw(c);
         continue;
@@ -1666,7 +1714,7 @@ struct Scheduler::Impl {
   bool stillNeeded(const Container* c) const {
     const Reservation* r = c->app->res;
     if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) return false;
-    return !need_total.isZero() && cover(c) > 0;
+    return !need_total.isZero() && cover(c, /*only_whether=*/true) > 0;
   }
 
   // Undoes mark(c) as if no notice had been sent: `c` is a candidate again.
@@ -1792,6 +1840,57 @@ struct Scheduler::Impl {
     return placed;
   }
 
+  // A ShapeRooms for counting the rooms in containers of a shape that
+  // `usable` accepts, the one `better` prefers among those counted, else
+  // `shape` counted now (O(nodes)), replacing the least recently used.
+  template <typename Usable, typename Better>
+  ShapeRooms& shapeRooms(const Resource& shape, Usable usable, Better better) const {
+    ShapeRooms* use = nullptr;
+    for (ShapeRooms& sr : shape_rooms) {
+      if (usable(sr.shape) && (use == nullptr || better(sr, *use))) use = &sr;
+    }
+    if (use == nullptr) {
+      if (shape_rooms.size() < kShapeRooms) {
+        shape_rooms.emplace_back();
+        use = &shape_rooms.back();
+      } else {
+        use = &*std::min_element(
+            shape_rooms.begin(), shape_rooms.end(),
+            [](const ShapeRooms& a, const ShapeRooms& b) { return a.last_used < b.last_used; });
+      }
+      use->shape = shape;
+      use->count.assign(slot_room.size(), 0);
+      use->total = 0;
+      for (size_t slot = 0; slot < slot_room.size(); slot++) {
+        if (!room_slots.test(slot)) continue;
+        use->count[slot] = fitCount(slot_room[slot], shape);
+        use->total += use->count[slot];
+      }
+    }
+    use->last_used = ++shape_rooms_clock;
+    return *use;
+  }
+
+  // How many containers of `sr`'s shape the rooms cover visits hold, with
+  // `without`'s room (if set) left out.
+  int64_t heldWithout(const ShapeRooms& sr, const Container* without) const {
+    int64_t held = sr.total;
+    if (without != nullptr) {
+      const auto w = static_cast<size_t>(without->node->slot);
+      held -= sr.count[w];
+      if (room_slots.test(w)) held += fitCount(slot_room[w] - without->resource, sr.shape);
+    }
+    return held;
+  }
+
+  // Whether every open starved shape has memory and vcores (the walk over
+  // room_slots, and the counts below, need both).
+  bool openNeedBoth() const {
+    return std::all_of(starved.begin(), starved.end(), [](const Starved& st) {
+      return st.uncovered == 0 || (st.shape.memoryMib() > 0 && st.shape.vcores() > 0);
+    });
+  }
+
   // Whether cover's walk would place all `uncovered` starved containers,
   // known without walking: when the rooms it visits hold that many
   // containers of a shape at least as large as every open one (L), the walk
@@ -1803,42 +1902,60 @@ struct Scheduler::Impl {
   // shape at least L, else O(nodes) to count L (replacing the least
   // recently used).
   bool coveredByCount(int64_t uncovered, const Container* without) const {
+    if (!openNeedBoth()) return false;
     Resource large;
     for (const Starved& st : starved) {
+      if (st.uncovered > 0) large = Resource::max(large, st.shape);
+    }
+    const ShapeRooms& use = shapeRooms(
+        large, [&](const Resource& shape) { return large.fitsIn(shape); },
+        [](const ShapeRooms& a, const ShapeRooms& b) { return a.total > b.total; });
+    return heldWithout(use, without) >= uncovered;
+  }
+
+  // Whether cover's walk would leave some starved containers without room,
+  // known without walking: when, for some counted shape S, the open
+  // containers of shapes at least S in both dimensions outnumber the
+  // containers of S the rooms it visits hold. A node takes k of those
+  // containers only while its room holds k x S, so the walk places at most
+  // the rooms' count of S of them. The shapes counted first: the least
+  // memory and the least vcores of the open shapes (S below all of them),
+  // and each of the first kShapesChecked distinct open shapes (S its own).
+  // Only when every open shape has memory and vcores. False says nothing
+  // (the walk decides). O(kShapeRooms x starved reservations) with those
+  // shapes counted, else O(nodes) per shape to count.
+  bool shortByCount(const Container* without) const {
+    if (!openNeedBoth()) return false;
+    Resource small;
+    bool first = true;
+    for (const Starved& st : starved) {
       if (st.uncovered == 0) continue;
-      if (st.shape.memoryMib() <= 0 || st.shape.vcores() <= 0) return false;
-      large = Resource::max(large, st.shape);
+      small = first ? st.shape : Resource::min(small, st.shape);
+      first = false;
     }
-    ShapeRooms* use = nullptr;
-    for (ShapeRooms& sr : shape_rooms) {
-      if (large.fitsIn(sr.shape) && (use == nullptr || sr.total > use->total)) use = &sr;
+    auto least = [](const ShapeRooms& a, const ShapeRooms& b) { return a.total < b.total; };
+    shapeRooms(
+        small, [&](const Resource& shape) { return shape.fitsIn(small); }, least);
+    size_t checked = 0;
+    for (size_t i = 0; i < starved.size() && checked < kShapesChecked; i++) {
+      const Resource& shape = starved[i].shape;
+      if (starved[i].uncovered == 0) continue;
+      bool seen = false;
+      for (size_t j = 0; j < i && !seen; j++)
+        seen = starved[j].uncovered > 0 && starved[j].shape == shape;
+      if (seen) continue;
+      checked++;
+      shapeRooms(
+          shape, [&](const Resource& s) { return s == shape; }, least);
     }
-    if (use == nullptr) {
-      if (shape_rooms.size() < kShapeRooms) {
-        shape_rooms.emplace_back();
-        use = &shape_rooms.back();
-      } else {
-        use = &*std::min_element(
-            shape_rooms.begin(), shape_rooms.end(),
-            [](const ShapeRooms& a, const ShapeRooms& b) { return a.last_used < b.last_used; });
+    for (const ShapeRooms& sr : shape_rooms) {
+      int64_t want = 0;
+      for (const Starved& st : starved) {
+        if (st.uncovered > 0 && sr.shape.fitsIn(st.shape)) want += st.uncovered;
       }
-      use->shape = large;
-      use->count.assign(slot_room.size(), 0);
-      use->total = 0;
-      for (size_t slot = 0; slot < slot_room.size(); slot++) {
-        if (!room_slots.test(slot)) continue;
-        use->count[slot] = fitCount(slot_room[slot], large);
-        use->total += use->count[slot];
-      }
+      if (want > heldWithout(sr, without)) return true;
     }
-    use->last_used = ++shape_rooms_clock;
-    int64_t held = use->total;
-    if (without != nullptr) {
-      const auto w = static_cast<size_t>(without->node->slot);
-      held -= use->count[w];
-      if (room_slots.test(w)) held += fitCount(slot_room[w] - without->resource, use->shape);
-    }
-    return held >= uncovered;
+    return false;
   }
 
   // Collects the starved reservations and places their containers in every
@@ -1859,9 +1976,14 @@ struct Scheduler::Impl {
   // with the same starved containers, no room changed up to the slot where
   // that walk ended and `without` beyond it gives the same 0 without a walk
   // (the simulator asks at every heartbeat, mostly after changes on other
-  // nodes). O(nodes with room x open reservations + nodes / 64), O(starved
-  // reservations) when remembered.
-  int64_t cover(const Container* without = nullptr) const {
+  // nodes). With `only_whether` (stillNeeded), only whether the result is
+  // above 0 is meant, and the room left (slot_rem, which only selectVictims
+  // reads) is not: a count of the rooms too small for the starved containers
+  // (shortByCount) answers `uncovered` without the walk, and the answer is
+  // remembered for the same starved containers, rooms and left-out room
+  // (RecheckMemo). O(nodes with room x open reservations + nodes / 64),
+  // O(starved reservations) when remembered or counted.
+  int64_t cover(const Container* without = nullptr, bool only_whether = false) const {
     collectStarved();
     cover_epoch++;
     int64_t uncovered = 0;
@@ -1869,8 +1991,27 @@ struct Scheduler::Impl {
     if (uncovered == 0) return 0;
     const size_t without_slot =
         without != nullptr ? static_cast<size_t>(without->node->slot) : kNoSlot;
+    if (!only_whether) return coverFrom(uncovered, without, without_slot, false);
+    const Resource without_res = without != nullptr ? without->resource : Resource();
+    RecheckMemo& m = recheck_memo;
+    if (m.holds(starved, room_version, without_slot, without_res)) return m.uncovered;
+    m.starved = starved;  // before the walk spends them
+    m.room_version = room_version;
+    m.without_slot = without_slot;
+    m.without = without_res;
+    m.uncovered = coverFrom(uncovered, without, without_slot, true);
+    m.valid = true;
+    return m.uncovered;
+  }
+
+  // cover past the collection of the starved containers (`uncovered` of
+  // them, `without` in slot `without_slot`): remembered (CoverMemo), counted
+  // (coveredByCount, shortByCount) or walked.
+  int64_t coverFrom(int64_t uncovered, const Container* without, size_t without_slot,
+                    bool only_whether) const {
     if (cover_memo.holds(starved, room_changed_low, without_slot)) return 0;
     if (coveredByCount(uncovered, without)) return 0;
+    if (only_whether && shortByCount(without)) return uncovered;
     cover_memo.starved = starved;  // before the walk spends them
     room_changed_low = kNoSlot;
     auto setRem = [&](size_t slot) -> Resource& {
@@ -2072,6 +2213,7 @@ struct Scheduler::Impl {
     c->preempting = true;
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
+    c->node->kill_due = std::min(c->node->kill_due, c->kill_deadline);
     marked_total++;
     c->node->noticed += c->resource;
     room_slots.set(static_cast<size_t>(c->node->slot));
@@ -2239,6 +2381,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
   n.slot = static_cast<int32_t>(s.node_slots.size());
   s.node_slots.push_back(&n);
   s.slot_room.push_back(total);
+  s.room_version++;
   s.slot_rem.emplace_back();
   s.slot_rem_epoch.push_back(0);
   s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
@@ -2323,6 +2466,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.node_index.erase(node);
   s.node_slots[static_cast<size_t>(n.slot)] = nullptr;
   s.slot_room[static_cast<size_t>(n.slot)] = Resource();
+  s.room_version++;
   s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
   s.countRoom(static_cast<size_t>(n.slot));
   s.room_slots.reset(static_cast<size_t>(n.slot));

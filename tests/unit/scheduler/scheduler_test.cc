@@ -361,6 +361,57 @@ TEST(SchedulerTest, NoticeWithdrawnWhenTheVictimsReservationIsWithinItsGuarantee
   EXPECT_EQ(s->appUsed(AppId("b")).value(), Resource(8192, 8));
 }
 
+// The kill re-check with starved shapes of two sizes. 16 ad-hoc containers
+// of (1024, 1) fill n1, then n2; r1 then starves for one (2048, 2) and r2
+// for one (1024, 1), and n2's three newest containers (c14, c15, c16) get
+// notices. When one container of n1 has ended by the deadline, c14's room is
+// not needed: without it, n1 takes r2's container and n2 (c15 and c16) r1's,
+// so its notice is withdrawn, and then c15 and c16 are both needed. The
+// rooms without c14 hold one (2048, 2) for the two starved containers, so a
+// count in the largest starved shape would call them short and kill c14;
+// the count that may skip the walk is in the smallest shape (three).
+// Without that ended container, all three are killed. `fill`: the ad-hoc
+// containers, n1's first.
+std::unique_ptr<Scheduler> twoShapesStarved(std::vector<Allocation>* fill) {
+  auto s = make();
+  EXPECT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 8), {}).isOk());
+  EXPECT_TRUE(s->addNode(NodeId("n2"), Resource(8192, 8), {}).isOk());
+  EXPECT_TRUE(s->addApp(AppId("adhoc"), UserId("v"), QueueRef::adhoc("root.default")).isOk());
+  EXPECT_TRUE(s->updateAsks(AppId("adhoc"), {ask(16)}).isOk());
+  *fill = beat(*s, "n1", kT0).allocations;
+  for (const auto& a : beat(*s, "n2", kT0).allocations) fill->push_back(a);
+  EXPECT_EQ(fill->size(), 16u);
+  for (const std::string r : {"r1", "r2"}) {
+    const Resource g = r == "r1" ? Resource(2048, 2) : Resource(1024, 1);
+    EXPECT_TRUE(s->setReservation(ReservationId(r), ReservationKind::kPeriodic, g).isOk());
+    EXPECT_TRUE(
+        s->addApp(AppId(r + "a"), UserId("u"), QueueRef::reservation(ReservationId(r))).isOk());
+    EXPECT_TRUE(s->updateAsks(AppId(r + "a"), {ask(1, g)}).isOk());
+  }
+  EXPECT_TRUE(beat(*s, "n1", kT0 + Seconds(1)).allocations.empty());
+  std::vector<ContainerId> noticed;
+  for (const auto& n : s->takePreemptionNotices(AppId("adhoc"))) noticed.push_back(n.container);
+  std::sort(noticed.begin(), noticed.end());
+  std::vector<ContainerId> newest;
+  for (size_t i = 13; i < fill->size(); i++) newest.push_back((*fill)[i].container);
+  std::sort(newest.begin(), newest.end());
+  EXPECT_EQ(noticed, newest);
+  return s;
+}
+
+TEST(SchedulerTest, KillRecheckCountsRoomInTheSmallestStarvedShape) {
+  std::vector<Allocation> fill;
+  auto s = twoShapesStarved(&fill);
+  ASSERT_EQ(fill.size(), 16u);
+  ASSERT_TRUE(s->containerCompleted(fill[0].container).isOk());
+  std::vector<ContainerId> kills;
+  for (const auto& k : beat(*s, "n2", kT0 + Seconds(16)).to_kill) kills.push_back(k.container);
+  EXPECT_EQ(kills, (std::vector<ContainerId>{fill[14].container, fill[15].container}));
+
+  auto short_of_room = twoShapesStarved(&fill);
+  EXPECT_EQ(beat(*short_of_room, "n2", kT0 + Seconds(16)).to_kill.size(), 3u);
+}
+
 // Containers of a reservation within its guarantee are never preempted for
 // another reservation; only its part beyond the guarantee is.
 TEST(SchedulerTest, PreemptsOnlyBorrowedPartOfReservations) {
