@@ -34,9 +34,34 @@ struct Learned {
   std::vector<inference::SloVerdict> verdicts;  // parallel to workload.periodic
 };
 
+// The inference's input, one per periodic job: each job's runs and own file
+// events moved out of `history` (inferTrainingSlos copies them instead).
+std::vector<inference::JobHistory> takeJobHistories(const Workload& w, History& history) {
+  std::vector<inference::JobHistory> jobs(w.periodic.size());
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    jobs[j].job = w.periodic[j].key;
+    jobs[j].runs = std::move(history.runs[j]);
+    jobs[j].events = std::move(history.own_events[j]);
+  }
+  return jobs;
+}
+
+// SLO inference on the training's history, as inferTrainingSlos, without a
+// second copy of its runs and events (millions at 10,000 jobs). What is kept
+// afterwards is what the strategies read (runs for the skyline fits,
+// runtimes, last task counts); the file events and the consumers' runs,
+// read by the inference only, are freed before any evaluation allocates.
 Learned learn(const Workload& w, History history) {
   Learned l;
-  l.verdicts = inferTrainingSlos(w, history);
+  std::vector<inference::JobHistory> jobs = takeJobHistories(w, history);
+  l.verdicts = inference::inferSlos(jobs, history.path_events, inference::SloParams{},
+                                    history.consumer_runs);
+  for (size_t j = 0; j < jobs.size(); j++) history.runs[j] = std::move(jobs[j].runs);
+  jobs.clear();
+  jobs.shrink_to_fit();
+  history.own_events = {};
+  history.path_events = {};
+  history.consumer_runs = {};
   l.history = std::move(history);
   return l;
 }
