@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -152,8 +153,9 @@ int main(int argc, char** argv) {
   app.add_option("--adhoc-trace", trace, "SWIM trace; '' for none")->capture_default_str();
   app.add_option("--strategy", strategies, "Strategies (default: baseline, morpheus)");
   app.add_option("--seed", seed)->capture_default_str();
-  app.add_option("--threads", threads,
-                 "Strategies simulated side by side after training (default: the cores)")
+  app.add_option(
+         "--threads", threads,
+         "Strategies simulated side by side, the baseline beside the training (default: the cores)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--max-wall", max_wall,
@@ -308,7 +310,10 @@ nlohmann::json runOne(Config c) {
   const int64_t train_days = sim::trainDays(o);
   const int64_t steps_total =
       steps_per_day * (train_days + (days - train_days) * static_cast<int64_t>(specs->size()));
-  int64_t steps_before = 0, steps_phase = 0;  // steps of finished phases; of the current one
+  // The latest steps reported per phase ("training", "evaluation"): the
+  // baseline's evaluation runs beside the training with --threads >= 2, so
+  // their reports interleave.
+  std::map<std::string, int64_t> steps_of;
   std::atomic<bool> stop{false};
   auto t1 = std::chrono::steady_clock::now();
   const double cpu1 = cpuSeconds();
@@ -323,7 +328,6 @@ nlohmann::json runOne(Config c) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
-  std::string last_phase;
   double last_print = 0;  // wall seconds of the last progress line
   // Each strategy's evaluation steps, in the order they were first reported
   // (strategy_progress comes just before the summed "evaluation" progress,
@@ -344,9 +348,9 @@ nlohmann::json runOne(Config c) {
   auto s = sim::runExperiment(
       workload, o, *specs,
       [&](const std::string& p, int64_t d, int64_t t) {
-        if (p != last_phase && !last_phase.empty()) steps_before += steps_phase;
-        steps_phase = d;
-        if (p != last_phase || d == t || since(t1) - last_print >= 30) {
+        const bool first = steps_of.count(p) == 0;
+        steps_of[p] = d;
+        if (first || d == t || since(t1) - last_print >= 30) {
           last_print = since(t1);
           std::string each;
           for (const auto& [name, k] : per_strategy) {
@@ -356,7 +360,6 @@ nlohmann::json runOne(Config c) {
           std::fprintf(stderr, "  %s %lld/%lld steps%s at %.1f s\n", p.c_str(),
                        static_cast<long long>(d), static_cast<long long>(t), each.c_str(),
                        since(t1));
-          last_phase = p;
         }
       },
       &stop);
@@ -368,9 +371,10 @@ nlohmann::json runOne(Config c) {
   }
   const double run_s = since(t1);
   const double cpu_s = cpuSeconds() - cpu1;
-  const double done = steps_total > 0 ? static_cast<double>(steps_before + steps_phase) /
-                                            static_cast<double>(steps_total)
-                                      : 1.0;
+  int64_t steps_done = 0;
+  for (const auto& [phase, d] : steps_of) steps_done += d;
+  const double done =
+      steps_total > 0 ? static_cast<double>(steps_done) / static_cast<double>(steps_total) : 1.0;
   const double events = static_cast<double>(events_all.load());
   nlohmann::json per = nlohmann::json::object();
   for (const auto& r : s->strategies) {

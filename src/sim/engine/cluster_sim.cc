@@ -533,7 +533,9 @@ class Sim {
   int64_t new_asked_ = 0;
   Resource new_ask_min_;
 
-  std::vector<AppState> apps_;
+  // Every app of the run, finished ones included (millions at scale): a
+  // deque, so growing it never copies them all into a buffer twice as large.
+  std::deque<AppState> apps_;
   std::vector<FluidState> pools_;   // --task-model fluid only
   std::vector<int> pool_of_adhoc_;  // per ad-hoc job: its pool (fluid or aggregate)
   // --adhoc-model aggregate only: the pools; per node the ad-hoc capacity

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <map>
@@ -33,9 +34,34 @@ struct Learned {
   std::vector<inference::SloVerdict> verdicts;  // parallel to workload.periodic
 };
 
+// The inference's input, one per periodic job: each job's runs and own file
+// events moved out of `history` (inferTrainingSlos copies them instead).
+std::vector<inference::JobHistory> takeJobHistories(const Workload& w, History& history) {
+  std::vector<inference::JobHistory> jobs(w.periodic.size());
+  for (size_t j = 0; j < w.periodic.size(); j++) {
+    jobs[j].job = w.periodic[j].key;
+    jobs[j].runs = std::move(history.runs[j]);
+    jobs[j].events = std::move(history.own_events[j]);
+  }
+  return jobs;
+}
+
+// SLO inference on the training's history, as inferTrainingSlos, without a
+// second copy of its runs and events (millions at 10,000 jobs). What is kept
+// afterwards is what the strategies read (runs for the skyline fits,
+// runtimes, last task counts); the file events and the consumers' runs,
+// read by the inference only, are freed before any evaluation allocates.
 Learned learn(const Workload& w, History history) {
   Learned l;
-  l.verdicts = inferTrainingSlos(w, history);
+  std::vector<inference::JobHistory> jobs = takeJobHistories(w, history);
+  l.verdicts = inference::inferSlos(jobs, history.path_events, inference::SloParams{},
+                                    history.consumer_runs);
+  for (size_t j = 0; j < jobs.size(); j++) history.runs[j] = std::move(jobs[j].runs);
+  jobs.clear();
+  jobs.shrink_to_fit();
+  history.own_events = {};
+  history.path_events = {};
+  history.consumer_runs = {};
   l.history = std::move(history);
   return l;
 }
@@ -504,36 +530,6 @@ void forEachOnThreads(size_t count, int threads, const std::function<bool(size_t
   for (auto& t : pool) t.join();
 }
 
-// The simulations of `evals` on up to o.threads threads, each taking the next
-// strategy not started; outputs by index. Progress is summed over them under
-// one lock as phase "evaluation". A strategy not started when `stop` is set
-// stays empty (nullopt).
-std::vector<std::optional<Result<RunOutput>>> simulateAll(const Workload& w,
-                                                          const ExperimentOptions& o,
-                                                          const std::vector<Evaluation>& evals,
-                                                          const ProgressFn& progress,
-                                                          const std::atomic<bool>* stop) {
-  std::vector<std::optional<Result<RunOutput>>> outs(evals.size());
-  std::vector<int64_t> done(evals.size(), 0);
-  int64_t all_steps = 0;  // plan steps of every strategy's evaluation days
-  for (const auto& e : evals) all_steps += (e.setup.to - e.setup.from) / o.step;
-  std::mutex mu;
-  forEachOnThreads(evals.size(), o.threads, [&](size_t i) {
-    if (stop != nullptr && stop->load()) return false;
-    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
-      std::lock_guard<std::mutex> lk(mu);
-      done[i] = d;
-      if (o.strategy_progress) o.strategy_progress(evals[i].spec->name, d, t);
-      int64_t all_done = 0;
-      for (int64_t k : done) all_done += k;
-      if (progress) progress("evaluation", all_done, all_steps);
-    };
-    outs[i] = simulateRun(w, o, evals[i].setup, evals[i].spec->name, mine, stop);
-    return true;
-  });
-  return outs;
-}
-
 SimSummary header(const ExperimentOptions& o, const std::string& command) {
   SimSummary s;
   s.seed = o.seed;
@@ -653,21 +649,89 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
                                  const ProgressFn& progress, const std::atomic<bool>* stop) {
   MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
   SimSummary summary = header(options, "run");
+  // One pool of options.threads threads takes, in this order, the training
+  // (then its SLO inference and every learned strategy's fits), the
+  // strategies provisioned from the users' requests alone (the baseline:
+  // nothing of the training reaches their evaluation, so they run beside
+  // it), then the learned strategies, which wait for the training. Every
+  // simulation is its own Sim, so the results do not depend on the order or
+  // the thread count. Progress is serialised under one lock.
+  std::mutex progress_mu;
+  ProgressFn locked;
+  if (progress) {
+    locked = [&](const std::string& phase, int64_t done, int64_t total) {
+      std::lock_guard<std::mutex> lk(progress_mu);
+      progress(phase, done, total);
+    };
+  }
+  const Learned none;
+  std::vector<Evaluation> evals(strategies.size());
+  std::vector<size_t> order;  // strategy indexes, users' requests first
+  for (size_t i = 0; i < strategies.size(); i++) {
+    if (strategies[i].provisioning == Provisioning::kUserReservation) {
+      evals[i] = prepare(workload, options, strategies[i], none);
+      order.push_back(i);
+    }
+  }
+  for (size_t i = 0; i < strategies.size(); i++) {
+    if (strategies[i].provisioning != Provisioning::kUserReservation) order.push_back(i);
+  }
+  std::vector<std::optional<Result<RunOutput>>> outs(strategies.size());
+  std::vector<int64_t> done(strategies.size(), 0);
+  // Plan steps of every strategy's evaluation days.
+  const int64_t all_steps = (kDay * (options.days - trainDays(options))) / options.step *
+                            static_cast<int64_t>(strategies.size());
+  Result<Learned> learned = Learned{};
   bool interrupted = false;
-  MORPHEUS_ASSIGN_OR_RETURN(Learned learned,
-                            train(workload, options, progress, stop, &interrupted));
+  // Set once the training and the learned strategies' preparation ended
+  // (successfully or not); the learned strategies' simulations wait for it.
+  std::mutex trained_mu;
+  std::condition_variable trained_cv;
+  bool trained = false;
+  forEachOnThreads(order.size() + 1, options.threads, [&](size_t k) {
+    if (k == 0) {
+      learned = train(workload, options, locked, stop, &interrupted);
+      if (learned.isOk() && !interrupted) {
+        for (size_t i = 0; i < strategies.size(); i++) {
+          if (strategies[i].provisioning != Provisioning::kUserReservation)
+            evals[i] = prepare(workload, options, strategies[i], *learned);
+        }
+      }
+      std::lock_guard<std::mutex> lk(trained_mu);
+      trained = true;
+      trained_cv.notify_all();
+      return true;
+    }
+    const size_t i = order[k - 1];
+    if (strategies[i].provisioning != Provisioning::kUserReservation) {
+      std::unique_lock<std::mutex> lk(trained_mu);
+      trained_cv.wait(lk, [&] { return trained; });
+      if (!learned.isOk() || interrupted) return false;
+    }
+    if (stop != nullptr && stop->load()) return false;
+    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
+      std::lock_guard<std::mutex> lk(progress_mu);
+      done[i] = d;
+      if (options.strategy_progress) options.strategy_progress(strategies[i].name, d, t);
+      int64_t all_done = 0;
+      for (int64_t n : done) all_done += n;
+      if (progress) progress("evaluation", all_done, all_steps);
+    };
+    outs[i] = simulateRun(workload, options, evals[i].setup, strategies[i].name, mine, stop);
+    return true;
+  });
+  MORPHEUS_RETURN_IF_ERROR(learned.status());
+  // An interrupted training leaves no strategy: nothing was learned to
+  // summarise them against (the baseline's SLO-job figures need the SLOs).
   if (!interrupted) {
-    std::vector<Evaluation> evals;
-    for (const auto& spec : strategies) evals.push_back(prepare(workload, options, spec, learned));
-    auto outs = simulateAll(workload, options, evals, progress, stop);
-    for (size_t i = 0; i < evals.size(); i++) {
+    for (size_t i = 0; i < strategies.size(); i++) {
       if (!outs[i]) {
         interrupted = true;
         continue;
       }
       MORPHEUS_RETURN_IF_ERROR(outs[i]->status());
       interrupted = interrupted || (*outs[i])->interrupted;
-      summary.strategies.push_back(finish(workload, evals[i], learned, std::move(**outs[i])));
+      summary.strategies.push_back(finish(workload, evals[i], *learned, std::move(**outs[i])));
     }
   }
   summary.interrupted = interrupted;

@@ -156,8 +156,11 @@ Status validateExperiment(const Workload& workload, const ExperimentOptions& opt
 // Runs the training phase once, then every strategy: their provisioning
 // (SLO inference, skyline fits) one after the other, their simulations on up
 // to options.threads threads; results in strategy order, the same whatever
-// the thread count. Progress: "training", then "evaluation" over all
-// strategies' steps.
+// the thread count. Strategies provisioned from the users' requests alone
+// (the baseline) do not read the training, so with threads >= 2 their
+// evaluation runs beside the training. Progress (one call at a time):
+// "training", and "evaluation" over all strategies' steps, interleaved when
+// an evaluation runs beside the training.
 // `stop` (may be null) is polled every simulated instant (between the events
 // of two instants): once set, the runs in progress end there, results so far
 // are returned (strategies not started are left out), summary.interrupted is

@@ -907,6 +907,43 @@ TEST(SimEngineTest, SameSeedGivesIdenticalResultsOnAnyThreadCount) {
   EXPECT_NE(bad.status().message().find("threads"), std::string::npos);
 }
 
+// The baseline's evaluation reads nothing of the training, so with 2
+// threads it runs beside the training: its evaluation progress is reported
+// before the training's last step (one evaluation day against nine training
+// days), and every result is that of the strategies run one after the other
+// after the training.
+TEST(SimEngineTest, BaselineEvaluationRunsBesideTheTrainingWithTheSameResults) {
+  Workload w = mixed();
+  ExperimentOptions o = options(3, 10);
+  o.train_fraction = 0.9;
+  o.realize = noisy;
+  auto specs = parseStrategies({"morpheus", "baseline"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runExperiment(w, o, *specs);
+  o.threads = 2;
+  int64_t evaluation_before_training_ended = 0;
+  int64_t training_done = 0, training_total = 0;
+  auto progress = [&](const std::string& phase, int64_t done, int64_t total) {
+    if (phase == "training") {
+      training_done = done;
+      training_total = total;
+    } else if (training_done < training_total || training_total == 0) {
+      evaluation_before_training_ended = std::max(evaluation_before_training_ended, done);
+    }
+  };
+  auto two = runExperiment(w, o, *specs, progress);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  ASSERT_TRUE(two.isOk()) << two.status().message();
+  ASSERT_EQ(two->strategies.size(), 2u);
+  EXPECT_EQ(two->strategies[0].name, "morpheus");
+  EXPECT_EQ(two->strategies[1].name, "baseline");
+  expectSameOutcomes(*one, *two);
+  EXPECT_EQ(summaryJson(*one), summaryJson(*two));
+  EXPECT_EQ(training_done, 9 * 1440);
+  EXPECT_GT(evaluation_before_training_ended, 0)
+      << "the baseline's evaluation waited for the training";
+}
+
 // Scale: skipping offers of new asks to free nodes that cannot
 // change anything (no more room than a node that just declined, no notice
 // to withdraw) leaves every decision as offering each node does.
