@@ -21,7 +21,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/version.h"
 #include "inference/model/skyline_fit.h"
@@ -303,23 +306,42 @@ Result<sim::Workload> buildWorkload(const SimFlags& f, const Resource& node_size
   return w;
 }
 
+// One line per group of phases that run at the same time (with --threads
+// >= 2 the baseline's evaluation runs beside the training): every phase
+// reported since the line began, each with its own bar; the line ends once
+// all of them are done. The caller serialises calls.
 class ProgressBar {
  public:
   void operator()(const std::string& phase, int64_t done, int64_t total) {
-    int pct = total > 0 ? static_cast<int>(done * 100 / total) : 100;
-    if (phase == phase_ && pct == pct_) return;
-    phase_ = phase;
-    pct_ = pct;
-    std::string bar(static_cast<size_t>(pct / 5), '#');
-    bar.resize(20, '.');
-    std::fprintf(stderr, "\r%-20s [%s] %3d%%%s", phase.c_str(), bar.c_str(), pct,
-                 done >= total ? "\n" : "");
+    const int pct =
+        total > 0 ? static_cast<int>(std::min<int64_t>(done, total) * 100 / total) : 100;
+    auto it = std::find_if(phases_.begin(), phases_.end(),
+                           [&](const auto& p) { return p.first == phase; });
+    if (it == phases_.end()) {
+      phases_.emplace_back(phase, pct);
+    } else if (it->second == pct) {
+      return;
+    } else {
+      it->second = pct;
+    }
+    std::string line;
+    bool all_done = true;
+    for (const auto& [name, p] : phases_) {
+      std::string bar(static_cast<size_t>(p / 5), '#');
+      bar.resize(20, '.');
+      char part[160];
+      std::snprintf(part, sizeof part, "%s%-20s [%s] %3d%%", line.empty() ? "" : "  ", name.c_str(),
+                    bar.c_str(), p);
+      line += part;
+      all_done = all_done && p >= 100;
+    }
+    std::fprintf(stderr, "\r%s%s", line.c_str(), all_done ? "\n" : "");
     std::fflush(stderr);
+    if (all_done) phases_.clear();
   }
 
  private:
-  std::string phase_;
-  int pct_ = -1;
+  std::vector<std::pair<std::string, int>> phases_;  // in the order first reported
 };
 
 int simulate(const SimFlags& f, bool min_cluster) {
