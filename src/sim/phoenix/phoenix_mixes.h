@@ -80,19 +80,36 @@ std::vector<ConstraintKind> tableTwoKinds();
 // duplicate names, shares outside their ranges or job shares summing over 1.
 Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 
-// One step of phoenix-calibrate's search: per kind, a bracket of node
-// shares bisected in log space. A larger share makes a kind's nodes less
-// contended, so its slowdown falls; for short_partition_first kinds the
-// share counts general nodes added to the short partition's, which raises the
-// slowdown towards 1. Given the slowdowns measured at the kinds' current
-// shares, narrows each bracket towards the target (widening it, up to
-// [0.002, 1], when the answer lies outside) and moves each share to its
-// bracket's geometric middle.
-struct NodeShareBracket {
-  double lo = 0.02, hi = 1.0;
+// phoenix-calibrate's search for one kind's node share: a safeguarded
+// secant (regula falsi, Illinois variant) in log space. x = ln(node share),
+// f = the log error ln(slowdown / target), signed so f rises with x (a larger
+// share makes a kind's nodes less contended, so its slowdown falls; for
+// short_partition_first kinds the share counts general nodes added to the
+// short partition's, which raises the slowdown towards 1).
+//
+// Each measurement at the current share replaces the bracket end of its
+// sign (the newest measurement wins: the other kinds move too) and drops
+// the other end if it lies on the wrong side of it. With both
+// ends known the next share is the secant root between them, kept inside
+// the bracket's middle 80% (an end kept twice in a row has its f halved, so
+// the bracket shrinks from both sides). With one end known it extrapolates
+// along the slope through the last two measurements (or a slope of 1 when
+// that slope is outside (0.02, 50): the wrong sign or noise), at most a
+// factor of 1.5 in share per step.
+// Shares stay in [kMinNodeShare, 1]. Deterministic; a kind already within
+// `tolerance` moves by the same rule (its step is small).
+inline constexpr double kMinNodeShare = 0.002;
+struct NodeShareSearch {
+  bool has_lo = false, has_hi = false;  // ends with f < 0 and f > 0
+  double lo_x = 0, lo_f = 0, hi_x = 0, hi_f = 0;
+  int kept_lo = 0, kept_hi = 0;  // steps each end survived unchanged
+  bool has_prev = false;
+  double prev_x = 0, prev_f = 0;  // the measurement before the last
 };
+// Given the slowdown measured at each kind's current node share, records it
+// and moves every share to its next candidate.
 void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
-                    std::vector<NodeShareBracket>& brackets);
+                    std::vector<NodeShareSearch>& search);
 
 // Calibration files (JSON): {"mix": "google", "kinds": [{"name", "target_slowdown",
 // "job_share", "node_share", "short_partition_first", "measured_slowdown"}...],
