@@ -395,12 +395,14 @@ int runPhoenixCommand(PhoenixCliFlags f) {
 namespace {
 
 // Slowdowns of the kinds at the current shares: one Eagle-C run per seed,
-// the per-seed slowdowns averaged. Prints a progress line per run.
+// the per-seed slowdowns averaged over the seeds that measured them (0 when
+// none did: no short job of the kind). Prints a progress line per run.
 Result<std::vector<double>> measureSlowdowns(PhoenixCalibrateFlags& f,
                                              const std::vector<uint64_t>& seeds, double& cpu_s) {
   PhoenixSimOptions& o = f.setup.opts;
   const size_t n = o.kinds.size();
   std::vector<double> sum(n, 0);
+  std::vector<int32_t> runs(n, 0);
   for (uint64_t seed : seeds) {
     o.seed = seed;
     const std::clock_t c0 = std::clock();
@@ -409,13 +411,17 @@ Result<std::vector<double>> measureSlowdowns(PhoenixCalibrateFlags& f,
     cpu_s += cpu;
     std::printf("%-4s %-14s", "", ("seed " + std::to_string(seed)).c_str());
     for (size_t k = 0; k < n; k++) {
-      sum[k] += slowdown(r, k);
-      std::printf(" %9.2f", slowdown(r, k));
+      const double v = slowdown(r, k);
+      if (v > 0) {
+        sum[k] += v;
+        runs[k]++;
+      }
+      std::printf(" %9.2f", v);
     }
     std::printf("   %.1f s CPU\n", cpu);
     std::fflush(stdout);
   }
-  for (double& v : sum) v /= static_cast<double>(seeds.size());
+  for (size_t k = 0; k < n; k++) sum[k] = runs[k] > 0 ? sum[k] / runs[k] : 0;
   return sum;
 }
 

@@ -120,7 +120,23 @@ void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double
     if (!(measured[k] > 0)) continue;  // unmeasured: keep the share
     const double x = std::log(kind.node_share);
     const double e = std::log(measured[k] / kind.target_slowdown);
-    const double f = kind.short_partition_first ? e : -e;
+    if (!b.direction_set) {
+      b.rises = kind.short_partition_first;
+      b.direction_set = true;
+    }
+    // A short_partition_first kind whose slowdown moved clearly against the
+    // assumed direction between two distinct shares: flip it, forget the
+    // bracket.
+    if (kind.short_partition_first && b.has_prev && std::abs(x - b.prev_x) > 0.05) {
+      const double de = e - b.prev_e;
+      if (std::abs(de) > kFlipThreshold && (de > 0) != ((x > b.prev_x) == b.rises)) {
+        b.rises = !b.rises;
+        b.has_lo = b.has_hi = false;
+        b.flips++;
+      }
+    }
+    const double f = b.rises ? e : -e;
+    const double prev_f = b.rises ? b.prev_e : -b.prev_e;
     // Bracket update; the Illinois halving of an end kept twice in a row.
     // An end on the wrong side of the new measurement (stale: the other
     // kinds moved since) is dropped.
@@ -147,14 +163,14 @@ void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double
     } else {
       double slope = 1;
       if (b.has_prev && std::abs(x - b.prev_x) > 1e-9) {
-        const double s = (f - b.prev_f) / (x - b.prev_x);
+        const double s = (f - prev_f) / (x - b.prev_x);
         if (s > 0.02 && s < 50) slope = s;
       }
       next = x - std::clamp(f / slope, -max_step, max_step);
     }
     b.has_prev = true;
     b.prev_x = x;
-    b.prev_f = f;
+    b.prev_e = e;
     kind.node_share = std::exp(std::clamp(next, x_min, 0.0));
   }
 }

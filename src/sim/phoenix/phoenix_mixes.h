@@ -85,7 +85,7 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 // f = the log error ln(slowdown / target), signed so f rises with x (a larger
 // share makes a kind's nodes less contended, so its slowdown falls; for
 // short_partition_first kinds the share counts general nodes added to the
-// short partition's, which raises the slowdown towards 1).
+// short partition's, first assumed to raise the slowdown towards 1; below).
 //
 // Each measurement at the current share replaces the bracket end of its
 // sign (the newest measurement wins: the other kinds move too) and drops
@@ -97,14 +97,26 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 // that slope is outside (0.02, 50): the wrong sign or noise), at most a
 // factor of 1.5 in share per step.
 // Shares stay in [kMinNodeShare, 1]. Deterministic; a kind already within
-// `tolerance` moves by the same rule (its step is small).
+// the tolerance moves by the same rule (its step is small).
+//
+// The direction of a short_partition_first kind is an assumption, not
+// physics: its short jobs gain the short partition but lose the general
+// nodes its own long jobs fill, so its slowdown may fall as general nodes
+// are added. When two measurements at shares more than 5% apart move its log
+// error by more than kFlipThreshold against the assumed direction, the
+// search flips the direction and drops the bracket. Other kinds never flip
+// (fewer nodes is more contention), so noise cannot turn them round.
 inline constexpr double kMinNodeShare = 0.002;
+inline constexpr double kFlipThreshold = 0.01;
 struct NodeShareSearch {
+  bool direction_set = false;
+  bool rises = false;                   // the slowdown rises with the share
+  int flips = 0;                        // direction changes so far
   bool has_lo = false, has_hi = false;  // ends with f < 0 and f > 0
   double lo_x = 0, lo_f = 0, hi_x = 0, hi_f = 0;
   int kept_lo = 0, kept_hi = 0;  // steps each end survived unchanged
   bool has_prev = false;
-  double prev_x = 0, prev_f = 0;  // the measurement before the last
+  double prev_x = 0, prev_e = 0;  // the measurement before the last (log error)
 };
 // Given the slowdown measured at each kind's current node share, records it
 // and moves every share to its next candidate.

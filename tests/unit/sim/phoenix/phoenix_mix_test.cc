@@ -183,6 +183,34 @@ TEST(PhoenixMixTest, NodeShareSearchConvergesOnASteepCoupledModel) {
   }
 }
 
+// A short_partition_first kind whose slowdown falls as general nodes are
+// added (its own long jobs fill the few it has): the search flips its
+// assumed direction and still lands within 2%; the other kinds keep theirs.
+TEST(PhoenixMixTest, NodeShareSearchFlipsAShortPartitionKindThatFallsWithItsShare) {
+  std::vector<ConstraintKind> kinds = tableTwoKinds();
+  for (auto& k : kinds) k.node_share = 0.1;
+  auto model = [](const ConstraintKind& k, const std::vector<ConstraintKind>&) {
+    return k.short_partition_first ? 1.3 - 0.5 * k.node_share : 1 + 0.15 / k.node_share;
+  };
+  std::vector<NodeShareSearch> search(kinds.size());
+  int steps = 0;
+  for (; steps < 16; steps++) {
+    std::vector<double> measured;
+    for (const auto& k : kinds) measured.push_back(model(k, kinds));
+    bool all = true;
+    for (size_t k = 0; k < kinds.size(); k++)
+      all = all && std::abs(measured[k] / kinds[k].target_slowdown - 1) <= 0.02;
+    if (all) break;
+    stepNodeShares(kinds, measured, search);
+  }
+  EXPECT_LT(steps, 16);
+  ASSERT_TRUE(kinds[8].short_partition_first);
+  EXPECT_NEAR(kinds[8].node_share, 0.78, 0.05);
+  EXPECT_EQ(search[8].flips, 1);
+  EXPECT_FALSE(search[8].rises);
+  for (size_t k = 0; k < 8; k++) EXPECT_EQ(search[k].flips, 0) << kinds[k].name;
+}
+
 // Once a kind's share is bracketed (one measurement on each side of its
 // target), every further step stays strictly inside the bracket; a step
 // without a bracket moves the share by at most a factor of 1.5.
