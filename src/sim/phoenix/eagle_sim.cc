@@ -430,8 +430,9 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   EagleCluster cluster(eagle, opts.seed);
   const int64_t slots =
       std::min<int64_t>(opts.node_size.vcores(), opts.node_size.memoryMib() / 2048);
+  const std::vector<sched::NodeAttributes> node_attrs = phoenixClusterAttributes(opts);
   for (int32_t n = 0; n < opts.nodes; n++) {
-    const auto attrs = phoenixNodeAttributes(opts, n);
+    const auto& attrs = node_attrs[static_cast<size_t>(n)];
     const bool in_short = inShortPartition(n, eagle.short_partition);
     for (int64_t k = 0; k < slots; k++) cluster.addWorker(attrs, in_short);
   }

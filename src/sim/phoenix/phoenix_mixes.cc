@@ -111,20 +111,67 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds) {
 }
 
 void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
-                    std::vector<NodeShareBracket>& brackets) {
-  for (size_t k = 0; k < kinds.size() && k < measured.size() && k < brackets.size(); k++) {
+                    std::vector<NodeShareSearch>& search) {
+  const double max_step = std::log(1.5);
+  const double x_min = std::log(kMinNodeShare);
+  for (size_t k = 0; k < kinds.size() && k < measured.size() && k < search.size(); k++) {
     ConstraintKind& kind = kinds[k];
-    NodeShareBracket& b = brackets[k];
-    double& s = kind.node_share;
-    const bool need_larger = (measured[k] > kind.target_slowdown) != kind.short_partition_first;
-    if (need_larger) {
-      if (s >= b.hi * 0.99) b.hi = std::min(1.0, b.hi * 2);
-      b.lo = s;
-    } else {
-      if (s <= b.lo * 1.01) b.lo = std::max(0.002, b.lo / 2);
-      b.hi = s;
+    NodeShareSearch& b = search[k];
+    if (!(measured[k] > 0)) continue;  // unmeasured: keep the share
+    const double x = std::log(kind.node_share);
+    const double e = std::log(measured[k] / kind.target_slowdown);
+    if (!b.direction_set) {
+      b.rises = kind.short_partition_first;
+      b.direction_set = true;
     }
-    s = std::sqrt(b.lo * b.hi);
+    // A short_partition_first kind whose slowdown moved clearly against the
+    // assumed direction between two distinct shares: flip it, forget the
+    // bracket.
+    if (kind.short_partition_first && b.has_prev && std::abs(x - b.prev_x) > 0.05) {
+      const double de = e - b.prev_e;
+      if (std::abs(de) > kFlipThreshold && (de > 0) != ((x > b.prev_x) == b.rises)) {
+        b.rises = !b.rises;
+        b.has_lo = b.has_hi = false;
+        b.flips++;
+      }
+    }
+    const double f = b.rises ? e : -e;
+    const double prev_f = b.rises ? b.prev_e : -b.prev_e;
+    // Bracket update; the Illinois halving of an end kept twice in a row.
+    // An end on the wrong side of the new measurement (stale: the other
+    // kinds moved since) is dropped.
+    if (f < 0) {
+      b.has_lo = true;
+      b.lo_x = x;
+      b.lo_f = f;
+      b.kept_lo = 0;
+      if (b.has_hi && b.hi_x <= x) b.has_hi = false;
+      if (b.has_hi && ++b.kept_hi >= 2) b.hi_f /= 2;
+    } else {
+      b.has_hi = true;
+      b.hi_x = x;
+      b.hi_f = f;
+      b.kept_hi = 0;
+      if (b.has_lo && b.lo_x >= x) b.has_lo = false;
+      if (b.has_lo && ++b.kept_lo >= 2) b.lo_f /= 2;
+    }
+    double next;
+    if (b.has_lo && b.has_hi) {
+      const double w = b.hi_x - b.lo_x;
+      next = b.lo_x - b.lo_f * w / (b.hi_f - b.lo_f);
+      next = std::clamp(next, b.lo_x + 0.1 * w, b.hi_x - 0.1 * w);
+    } else {
+      double slope = 1;
+      if (b.has_prev && std::abs(x - b.prev_x) > 1e-9) {
+        const double s = (f - prev_f) / (x - b.prev_x);
+        if (s > 0.02 && s < 50) slope = s;
+      }
+      next = x - std::clamp(f / slope, -max_step, max_step);
+    }
+    b.has_prev = true;
+    b.prev_x = x;
+    b.prev_e = e;
+    kind.node_share = std::exp(std::clamp(next, x_min, 0.0));
   }
 }
 

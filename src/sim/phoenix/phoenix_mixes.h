@@ -80,19 +80,48 @@ std::vector<ConstraintKind> tableTwoKinds();
 // duplicate names, shares outside their ranges or job shares summing over 1.
 Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 
-// One step of phoenix-calibrate's search: per kind, a bracket of node
-// shares bisected in log space. A larger share makes a kind's nodes less
-// contended, so its slowdown falls; for short_partition_first kinds the
-// share counts general nodes added to the short partition's, which raises the
-// slowdown towards 1. Given the slowdowns measured at the kinds' current
-// shares, narrows each bracket towards the target (widening it, up to
-// [0.002, 1], when the answer lies outside) and moves each share to its
-// bracket's geometric middle.
-struct NodeShareBracket {
-  double lo = 0.02, hi = 1.0;
+// phoenix-calibrate's search for one kind's node share: a safeguarded
+// secant (regula falsi, Illinois variant) in log space. x = ln(node share),
+// f = the log error ln(slowdown / target), signed so f rises with x (a larger
+// share makes a kind's nodes less contended, so its slowdown falls; for
+// short_partition_first kinds the share counts general nodes added to the
+// short partition's, first assumed to raise the slowdown towards 1; below).
+//
+// Each measurement at the current share replaces the bracket end of its
+// sign (the newest measurement wins: the other kinds move too) and drops
+// the other end if it lies on the wrong side of it. With both
+// ends known the next share is the secant root between them, kept inside
+// the bracket's middle 80% (an end kept twice in a row has its f halved, so
+// the bracket shrinks from both sides). With one end known it extrapolates
+// along the slope through the last two measurements (or a slope of 1 when
+// that slope is outside (0.02, 50): the wrong sign or noise), at most a
+// factor of 1.5 in share per step.
+// Shares stay in [kMinNodeShare, 1]. Deterministic; a kind already within
+// the tolerance moves by the same rule (its step is small).
+//
+// The direction of a short_partition_first kind is an assumption, not
+// physics: its short jobs gain the short partition but lose the general
+// nodes its own long jobs fill, so its slowdown may fall as general nodes
+// are added. When two measurements at shares more than 5% apart move its log
+// error by more than kFlipThreshold against the assumed direction, the
+// search flips the direction and drops the bracket. Other kinds never flip
+// (fewer nodes is more contention), so noise cannot turn them round.
+inline constexpr double kMinNodeShare = 0.002;
+inline constexpr double kFlipThreshold = 0.01;
+struct NodeShareSearch {
+  bool direction_set = false;
+  bool rises = false;                   // the slowdown rises with the share
+  int flips = 0;                        // direction changes so far
+  bool has_lo = false, has_hi = false;  // ends with f < 0 and f > 0
+  double lo_x = 0, lo_f = 0, hi_x = 0, hi_f = 0;
+  int kept_lo = 0, kept_hi = 0;  // steps each end survived unchanged
+  bool has_prev = false;
+  double prev_x = 0, prev_e = 0;  // the measurement before the last (log error)
 };
+// Given the slowdown measured at each kind's current node share, records it
+// and moves every share to its next candidate.
 void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
-                    std::vector<NodeShareBracket>& brackets);
+                    std::vector<NodeShareSearch>& search);
 
 // Calibration files (JSON): {"mix": "google", "kinds": [{"name", "target_slowdown",
 // "job_share", "node_share", "short_partition_first", "measured_slowdown"}...],

@@ -44,25 +44,46 @@ const T& pick(double u, const std::vector<std::pair<double, T>>& table) {
 
 bool inShortPartition(int32_t i, double p) { return std::floor((i + 1) * p) > std::floor(i * p); }
 
-sched::NodeAttributes phoenixNodeAttributes(const PhoenixSimOptions& o, int32_t i) {
-  rng::Stream s(o.seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
-  if (o.mix != PhoenixMix::kSynthetic) {
-    sched::NodeAttributes a;
-    const bool in_short = inShortPartition(i, o.short_partition);
-    for (size_t k = 0; k < o.kinds.size(); k++) {
-      const ConstraintKind& kind = o.kinds[k];
-      const bool has =
-          (kind.short_partition_first && in_short) || s.uniform(10 + k) < kind.node_share;
-      a[kind.name] = has ? "yes" : "no";
+std::vector<sched::NodeAttributes> phoenixClusterAttributes(const PhoenixSimOptions& o) {
+  std::vector<sched::NodeAttributes> out(static_cast<size_t>(o.nodes));
+  if (o.mix == PhoenixMix::kSynthetic) {
+    for (int32_t i = 0; i < o.nodes; i++) {
+      rng::Stream s(o.seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
+      out[static_cast<size_t>(i)] = {
+          {"isa", s.uniform(0) < 0.15 ? "aarch64" : "x86_64"},
+          {"cores", pick<std::string>(s.uniform(1), {{0.6, "16"}, {0.3, "32"}, {0.1, "64"}})},
+          {"network_gbps",
+           pick<std::string>(s.uniform(2), {{0.7, "10"}, {0.2, "25"}, {0.1, "40"}})},
+          {"kernel", pick<std::string>(s.uniform(3), {{0.4, "5.4"}, {0.4, "5.10"}, {0.2, "6.1"}})},
+      };
     }
-    return a;
+    return out;
   }
-  return {
-      {"isa", s.uniform(0) < 0.15 ? "aarch64" : "x86_64"},
-      {"cores", pick<std::string>(s.uniform(1), {{0.6, "16"}, {0.3, "32"}, {0.1, "64"}})},
-      {"network_gbps", pick<std::string>(s.uniform(2), {{0.7, "10"}, {0.2, "25"}, {0.1, "40"}})},
-      {"kernel", pick<std::string>(s.uniform(3), {{0.4, "5.4"}, {0.4, "5.10"}, {0.2, "6.1"}})},
-  };
+  // Per kind and pool (short partition, general nodes): the round(share x n)
+  // nodes of lowest draw have it.
+  std::vector<int32_t> pools[2];
+  for (int32_t i = 0; i < o.nodes; i++)
+    pools[inShortPartition(i, o.short_partition) ? 0 : 1].push_back(i);
+  for (size_t k = 0; k < o.kinds.size(); k++) {
+    const ConstraintKind& kind = o.kinds[k];
+    for (int pool = 0; pool < 2; pool++) {
+      std::vector<std::pair<double, int32_t>> draws;
+      for (int32_t i : pools[pool]) {
+        rng::Stream s(o.seed, kNodeStream + static_cast<uint64_t>(i), -1, "node");
+        draws.emplace_back(s.uniform(10 + k), i);
+      }
+      std::sort(draws.begin(), draws.end());
+      size_t have = draws.size();
+      if (pool == 1 || !kind.short_partition_first) {
+        have =
+            static_cast<size_t>(std::llround(kind.node_share * static_cast<double>(draws.size())));
+        have = std::min(have, draws.size());
+      }
+      for (size_t r = 0; r < draws.size(); r++)
+        out[static_cast<size_t>(draws[r].second)][kind.name] = r < have ? "yes" : "no";
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -199,8 +220,9 @@ KindLongOccupancy::KindLongOccupancy(const PhoenixSimOptions& opts, TimePoint t0
   t90_.assign(kinds, 0);
   tfull_.assign(kinds, 0);
   if (kinds == 0) return;
+  const std::vector<sched::NodeAttributes> node_attrs = phoenixClusterAttributes(opts);
   for (int32_t i = 0; i < opts.nodes; i++) {
-    const auto attrs = phoenixNodeAttributes(opts, i);
+    const auto& attrs = node_attrs[static_cast<size_t>(i)];
     std::vector<size_t> has;
     for (size_t k = 0; k < kinds; k++) {
       auto it = attrs.find(opts.kinds[k].name);
@@ -349,8 +371,7 @@ Result<PhoenixSimResult> runPhoenixFloor(const PhoenixSimOptions& opts) {
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
   out.policy = "floor";
-  std::vector<sched::NodeAttributes> nodes;
-  for (int32_t i = 0; i < opts.nodes; i++) nodes.push_back(phoenixNodeAttributes(opts, i));
+  const std::vector<sched::NodeAttributes> nodes = phoenixClusterAttributes(opts);
   const TimePoint t0 = fromEpochMs(0);
   std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);
   out.jobs = static_cast<int64_t>(jobs.size());
@@ -386,9 +407,10 @@ Result<PhoenixSimResult> runPhoenixSim(const PhoenixSimOptions& opts,
   sched::SchedulerOptions so;
   so.adhoc_queues.push_back({"root.default", 1.0, policy});
   MORPHEUS_ASSIGN_OR_RETURN(auto s, sched::Scheduler::create(std::move(so)));
+  const std::vector<sched::NodeAttributes> node_attrs = phoenixClusterAttributes(opts);
   for (int32_t i = 0; i < opts.nodes; i++) {
     MORPHEUS_RETURN_IF_ERROR(s->addNode(NodeId("n" + std::to_string(i)), opts.node_size,
-                                        phoenixNodeAttributes(opts, i)));
+                                        node_attrs[static_cast<size_t>(i)]));
   }
   const TimePoint t0 = fromEpochMs(0);
   std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, t0);

@@ -36,11 +36,14 @@
 // short or long in the trace's proportions (short ones 1..max tasks of a
 // mean duration below the trace's cutoff, long ones above it) and every job,
 // short or long, requires at most one constraint kind of `kinds` (a job
-// draws kind k with probability kinds[k].job_share); node i has kind k when
-// a draw falls below kinds[k].node_share, or always when the kind is
-// short_partition_first and node i is in the short partition of share
-// `short_partition` (Eagle-C's layout, eagle_sim.h). The isa/cores/network/
-// kernel rates above are not used.
+// draws kind k with probability kinds[k].job_share). Kind k is on exactly
+// round(node_share x n) of the n nodes of the short partition of share
+// `short_partition` (Eagle-C's layout, eagle_sim.h) and on exactly
+// round(node_share x n) of the n general nodes, the nodes
+// of lowest per-node draw; a short_partition_first kind is on every
+// short-partition node instead. Exact counts: every seed has the node shares
+// the calibration set, so seeds differ only in which nodes and which jobs.
+// The isa/cores/network/kernel rates above are not used.
 //
 // Runs advance their 1 s ticks from event to event: a tick at which no job
 // arrived, no task finished and the previous pass allocated nothing repeats
@@ -168,9 +171,9 @@ struct PhoenixJob {
 // workload (scheduler core, Eagle-C, floor), so all see equal work.
 Millis phoenixTaskRunTime(uint64_t seed, size_t job, int32_t k, Millis duration);
 
-// The workload described above, deterministic in opts.seed: node i's
-// attributes and the jobs in submission order (from t0).
-sched::NodeAttributes phoenixNodeAttributes(const PhoenixSimOptions& opts, int32_t i);
+// The workload described above, deterministic in opts.seed: every node's
+// attributes (index = node) and the jobs in submission order (from t0).
+std::vector<sched::NodeAttributes> phoenixClusterAttributes(const PhoenixSimOptions& opts);
 // Node i in the short partition of share p (spread evenly over the node
 // list: floor((i+1)p) > floor(ip)).
 bool inShortPartition(int32_t i, double p);
