@@ -409,6 +409,7 @@ struct Starved {
   Reservation* r;
   Resource shape;
   int64_t uncovered;
+  bool operator==(const Starved&) const = default;
 };
 
 constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
@@ -433,14 +434,7 @@ struct CoverMemo {
   size_t end = 0;
   std::vector<Starved> starved;
   bool holds(const std::vector<Starved>& now, size_t changed_low, size_t without_slot) const {
-    if (!valid || changed_low <= end || without_slot <= end || now.size() != starved.size())
-      return false;
-    for (size_t i = 0; i < now.size(); i++) {
-      if (now[i].r != starved[i].r || !(now[i].shape == starved[i].shape) ||
-          now[i].uncovered != starved[i].uncovered)
-        return false;
-    }
-    return true;
+    return valid && changed_low > end && without_slot > end && now == starved;
   }
 };
 
@@ -460,15 +454,8 @@ struct RecheckMemo {
   int64_t uncovered = 0;
   bool holds(const std::vector<Starved>& now, uint64_t version, size_t slot,
              const Resource& res) const {
-    if (!valid || version != room_version || slot != without_slot || !(res == without) ||
-        now.size() != starved.size())
-      return false;
-    for (size_t i = 0; i < now.size(); i++) {
-      if (now[i].r != starved[i].r || !(now[i].shape == starved[i].shape) ||
-          now[i].uncovered != starved[i].uncovered)
-        return false;
-    }
-    return true;
+    return valid && version == room_version && slot == without_slot && res == without &&
+           now == starved;
   }
 };
 
