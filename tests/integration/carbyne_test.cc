@@ -178,6 +178,18 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
       "    command: \"sleep 300\"\n"
       "    resources: {memory_mib: 256, vcores: 1}\n");
   ASSERT_TRUE(waitRunning(filler, 6, 20s)) << rm_.log();
+  // A second filler takes the node's last 2 vcores while the two jobs below
+  // are submitted, so both AMs start together when it is killed, before
+  // either asks for a task: the AM started first would otherwise take the
+  // vcore left beside the other's AM for its first task.
+  const std::string gate = submit(
+      "name: gate\n"
+      "stages:\n"
+      "  - name: hold\n"
+      "    tasks: 1\n"
+      "    command: \"sleep 300\"\n"
+      "    resources: {memory_mib: 256, vcores: 1}\n");
+  ASSERT_TRUE(waitRunning(gate, 2, 20s)) << rm_.log();
 
   const std::string altruist = submit(
       "name: altruist\n"
@@ -200,6 +212,7 @@ TEST_F(CarbyneIT, AltruisticDagJobYieldsContainersWithoutFinishingLater) {
       "    command: \"sleep 4\"\n"
       "    estimated_task_ms: 4000\n"
       "    resources: {memory_mib: 256, vcores: 1}\n");
+  ASSERT_EQ(ctl({"app", "kill", gate}).first, 0);
   // Both AMs run and have asked for all their tasks (5 + 4 vcores).
   ASSERT_TRUE(waitFor([&] { return pendingVcores() >= 9; }, 20s)) << rm_.log();
   // The altruist's estimates reach the RM with its AM's next allocate call,
