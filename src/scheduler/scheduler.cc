@@ -1448,13 +1448,19 @@ struct Scheduler::Impl {
     return a;
   }
 
+  // The first entry of App::running_by_request not below `request_id`.
+  template <typename Vec>
+  static auto requestEntry(Vec& v, std::string_view request_id) {
+    return std::lower_bound(v.begin(), v.end(), request_id,
+                            [](const auto& e, std::string_view id) { return e.first < id; });
+  }
+
   // App::running_by_request: `delta` containers of `request_id` start (> 0)
   // or end (< 0). Empty ids are not counted. O(log entries).
   static void countRunning(App* a, const std::string& request_id, int64_t delta) {
     if (request_id.empty()) return;
     auto& v = a->running_by_request;
-    auto it = std::lower_bound(v.begin(), v.end(), request_id,
-                               [](const auto& e, const std::string& id) { return e.first < id; });
+    auto it = requestEntry(v, request_id);
     if (it == v.end() || it->first != request_id) it = v.insert(it, {request_id, 0});
     it->second += delta;
     if (it->second <= 0) v.erase(it);
@@ -1463,10 +1469,8 @@ struct Scheduler::Impl {
   // The live containers of `a` granted for `request_id` (0 for an empty id).
   static int64_t runningOf(const App* a, std::string_view request_id) {
     if (request_id.empty()) return 0;
-    const auto& v = a->running_by_request;
-    auto it = std::lower_bound(v.begin(), v.end(), request_id,
-                               [](const auto& e, std::string_view id) { return e.first < id; });
-    return it != v.end() && it->first == request_id ? it->second : 0;
+    auto it = requestEntry(a->running_by_request, request_id);
+    return it != a->running_by_request.end() && it->first == request_id ? it->second : 0;
   }
 
   // `id_no`: the grant's sequence number (0 for a recovered container, whose
