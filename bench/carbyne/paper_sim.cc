@@ -111,6 +111,61 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
   bool no_need_ = false;
 };
 
+// Diagnostic `carbyne-deadline`: Carbyne whose promise is a deadline, not
+// a completion re-estimated from every report. A job's deadline is the
+// latest completion its plans have estimated (now + T at the share of the
+// moment: set at its first report, moved later when the share shrinks or
+// the job falls behind, never earlier), and its need is what keeps that
+// deadline (carbynePlan's `slack` = deadline - now - T), so a job ahead of
+// its promised completion (leftover it got, a share that grew since) lends
+// more. Stateful: the driver names the job and the time before each report
+// (PaperRun::before_report); one run at a time.
+class CarbyneDeadlinePolicy final : public sched::QueueOrderingPolicy,
+                                    public sched::DagPlanner,
+                                    public sched::NoDagPlanner,
+                                    public sched::AppOrdering,
+                                    public sched::UserOrdering,
+                                    public sched::AskChooser,
+                                    public sched::CrossAppPacker {
+ public:
+  explicit CarbyneDeadlinePolicy(sched::LeftoverPacking p) : c_(p) {}
+  std::string_view name() const override { return "carbyne-deadline"; }
+  // The job and time of the next planApp.
+  void at(size_t job, int64_t now_ms) {
+    if (job >= deadline_.size()) deadline_.resize(job + 1, -1);
+    job_ = job;
+    now_ms_ = now_ms;
+  }
+  double score(const Resource& used, double weight, const Resource& cluster) const override {
+    return c_.score(used, weight, cluster);
+  }
+  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
+                         const Resource& fair_share) const override {
+    if (dag.empty()) return {};
+    const sched::CarbynePlan plain = sched::carbynePlan(dag, fair_share);
+    int64_t& d = deadline_[job_];
+    d = std::max(d, now_ms_ + plain.completion.count());
+    const Millis slack(d - now_ms_ - plain.completion.count());
+    return sched::carbyneHint(dag, sched::carbynePlan(dag, fair_share, Millis(-1), slack));
+  }
+  sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
+  double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
+  double userScore(const Resource& used, double weight, const Resource& cluster,
+                   double best_app) const override {
+    return c_.userScore(used, weight, cluster, best_app);
+  }
+  double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
+  double packFrom() const override { return c_.packFrom(); }
+  double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+  bool reservesNodes() const override { return c_.reservesNodes(); }
+
+ private:
+  sched::CarbyneOrderingPolicy c_;
+  mutable std::vector<int64_t> deadline_;  // per job, ms; -1 before its first report
+  size_t job_ = 0;
+  int64_t now_ms_ = 0;
+};
+
 }  // namespace
 
 double SjfPolicy::score(const Resource& used, double weight, const Resource& cluster) const {
@@ -606,6 +661,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       index[s] = static_cast<int64_t>(dag.size());
       dag.push_back(std::move(d));
     }
+    if (o.before_report) o.before_report(static_cast<size_t>(&j - js.data()), t);
     MORPHEUS_RETURN_IF_ERROR(sch->reportDag(j.id, dag));
     if (o.ledger) MORPHEUS_RETURN_IF_ERROR(ledgerPlan(j, dag, index));
     if (o.ledger && o.needed_first && j.planned) {
@@ -1094,13 +1150,15 @@ struct SeedFigures {
 };
 
 // One `carbyne` policy of --policies: "carbyne" and any of the suffixes
-// -noresv, -resv-all, -now, -noneed, -decline, -nodecline, -count, -nocount
+// -noresv, -resv-all, -now, -noneed, -deadline, -decline, -nodecline, -count,
+// -nocount
 // ("carbyne-count-decline"); the policy's defaults for the rest.
 struct CarbyneVariant {
   sched::LeftoverPacking packing;  // eps and tau from the flags
   bool now = false;                // CarbyneNowPolicy (no reservations)
   bool resv_all = false;           // the scheduler's reservations for either tier
   bool no_need = false;            // CarbyneNowPolicy's `carbyne-noneed`
+  bool deadline = false;           // CarbyneDeadlinePolicy
 };
 
 std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
@@ -1110,8 +1168,8 @@ std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
   std::string rest = name.substr(kBase.size());
   while (!rest.empty()) {
     bool matched = false;
-    for (const char* t : {"-noresv", "-resv-all", "-now", "-noneed", "-decline", "-nodecline",
-                          "-count", "-nocount"}) {
+    for (const char* t : {"-noresv", "-resv-all", "-now", "-noneed", "-deadline", "-decline",
+                          "-nodecline", "-count", "-nocount"}) {
       const std::string tok = t;
       if (rest.compare(0, tok.size(), tok) != 0) continue;
       if (rest.size() > tok.size() && rest[tok.size()] != '-') continue;
@@ -1125,6 +1183,7 @@ std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
         v.now = true;
       }
       if (tok == "-noneed") v.no_need = true;
+      if (tok == "-deadline") v.deadline = true;
       if (tok == "-decline" || tok == "-nodecline") v.packing.decline_slack = tok == "-decline";
       if (tok == "-count" || tok == "-nocount") v.packing.count_needed = tok == "-count";
       rest = rest.substr(tok.size());
@@ -1184,20 +1243,23 @@ int paperMain(int argc, char** argv) {
   app.add_flag("--needed-first", needed_first,
                "diagnostic, with --ledger: the AM re-ranks its asks after every report, the stages "
                "its plan needs now first (PaperRun::needed_first)");
-  app.add_option("--policies", policies_text,
-                 "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
-                 "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
-                 "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
-                 "reservations for the leftover tier's shortest job, kept from the leftover tier "
-                 "only), drf-resv (drf with YARN-style node reservations); carbyne takes any of "
-                 "the suffixes -noresv (without reservations), -resv-all (reserving for the first "
-                 "job in Carbyne's order, DRF tier included), -now (diagnostic: only tasks whose "
-                 "latest start is now are needed, no reservations), -noneed (diagnostic: every "
-                 "need zero, the whole cluster packed as leftover), -decline / -nodecline (jobs "
-                 "below their need decline, or take, the tasks of stages with slack on their "
-                 "share), -count / -nocount (a needed stage's tasks beyond the count its plan "
-                 "runs now have slack, or not), e.g. carbyne-count-decline; reservations' bounds: "
-                 "--resv-nodes, --resv-timeout")
+  app.add_option(
+         "--policies", policies_text,
+         "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
+         "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
+         "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
+         "reservations for the leftover tier's shortest job, kept from the leftover tier "
+         "only), drf-resv (drf with YARN-style node reservations); carbyne takes any of "
+         "the suffixes -noresv (without reservations), -resv-all (reserving for the first "
+         "job in Carbyne's order, DRF tier included), -now (diagnostic: only tasks whose "
+         "latest start is now are needed, no reservations), -noneed (diagnostic: every "
+         "need zero, the whole cluster packed as leftover), -deadline (diagnostic: the need "
+         "keeps the latest completion the job's plans estimated, not a fresh one), "
+         "-decline / -nodecline (jobs "
+         "below their need decline, or take, the tasks of stages with slack on their "
+         "share), -count / -nocount (a needed stage's tasks beyond the count its plan "
+         "runs now have slack, or not), e.g. carbyne-count-decline; reservations' bounds: "
+         "--resv-nodes, --resv-timeout")
       ->capture_default_str();
   app.add_option("--resv-nodes", resv.reservable_nodes,
                  "carbyne, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
@@ -1246,7 +1308,7 @@ int paperMain(int argc, char** argv) {
         p != "carbyne0" && p != "drf-resv" && !parseCarbyneVariant(p).has_value()) {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
                    "drf-resv, or carbyne with any of the suffixes -noresv, -resv-all, -now, "
-                   "-noneed, -decline, -nodecline, -count, -nocount, got '"
+                   "-noneed, -deadline, -decline, -nodecline, -count, -nocount, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1397,11 +1459,15 @@ int paperMain(int argc, char** argv) {
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
           // The carbyne variants (parseCarbyneVariant).
           const std::optional<CarbyneVariant> cv_opt = parseCarbyneVariant(pname);
+          std::shared_ptr<CarbyneDeadlinePolicy> deadline_pol;
           if (cv_opt.has_value()) {
             sched::LeftoverPacking lp = cv_opt->packing;
             lp.eps = carbyne_eps;
             lp.tau_s = carbyne_tau;
-            if (cv_opt->now || cv_opt->no_need) {
+            if (cv_opt->deadline) {
+              deadline_pol = std::make_shared<CarbyneDeadlinePolicy>(lp);
+              pol = deadline_pol;
+            } else if (cv_opt->now || cv_opt->no_need) {
               pol = std::make_shared<CarbyneNowPolicy>(lp, cv_opt->no_need);
             } else {
               pol = std::make_shared<sched::CarbyneOrderingPolicy>(lp);
@@ -1425,8 +1491,15 @@ int paperMain(int argc, char** argv) {
             const bool resv_all = cv_opt.has_value() && cv_opt->resv_all;
             po.node_reservation.enabled = resv_all || pname == "drf-resv";
             po.node_reservation.packing_tier_only = !resv_all;
+            std::shared_ptr<CarbyneDeadlinePolicy> run_pol;
+            if (deadline_pol) {  // a fresh policy (its deadlines) per run
+              run_pol = std::make_shared<CarbyneDeadlinePolicy>(*deadline_pol);
+              po.before_report = [run_pol](size_t job, int64_t now_ms) {
+                run_pol->at(job, now_ms);
+              };
+            }
             const auto t0 = std::chrono::steady_clock::now();
-            auto out = runPaper(*js, pol, po);
+            auto out = runPaper(*js, run_pol ? run_pol : pol, po);
             if (!out.isOk()) {
               std::cerr << "bench_carbyne: " << out.status().message() << "\n";
               return 2;

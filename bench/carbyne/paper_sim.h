@@ -29,6 +29,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -128,6 +129,10 @@ struct PaperRun {
   // leftover job with the least remaining time) cannot use is held for it
   // until its task fits.
   sched::NodeReservationOptions node_reservation;
+  // Called before each report of job `job` (its index in the jobs) at
+  // simulated time `now_ms`: a stateful bench policy's hook
+  // (`carbyne-deadline`). Empty: nothing.
+  std::function<void(size_t job, int64_t now_ms)> before_report;
 };
 
 // Over one window (PaperRun::fairness_window), time averages of sums over
