@@ -244,6 +244,23 @@ TEST(CarbynePaperTest, LedgerSplitsTheVcoresByTierAndByRemainingWork) {
   EXPECT_DOUBLE_EQ(plain->est_s[0], -1.0);
 }
 
+TEST(CarbynePaperTest, TheHookNamesEachReportsJobAndTime) {
+  // Job 0: two 100 s tasks in a chain; job 1: one 50 s task. Reports: both
+  // on arrival (0 s), job 0 when its first task ends (100 s); a job's last
+  // task end removes it without a report.
+  sim::AdhocJob a = diskJob({100, 100}, 10);
+  a.stages[1].depends_on = {0};
+  sim::AdhocJob b = diskJob({50}, 10);
+  b.name = "b";
+  b.user = UserId("b");
+  PaperRun o = oneServer(true);
+  std::vector<std::pair<size_t, int64_t>> calls;
+  o.before_report = [&calls](size_t job, int64_t now_ms) { calls.emplace_back(job, now_ms); };
+  auto r = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(calls, (std::vector<std::pair<size_t, int64_t>>{{0, 0}, {1, 0}, {0, 100000}}));
+}
+
 TEST(CarbynePaperTest, RejectsATaskThatFitsNoServer) {
   sim::AdhocJob j = diskJob({10}, 2000);
   auto r = runPaper({j}, std::make_shared<sched::DrfOrderingPolicy>(), oneServer(true));
