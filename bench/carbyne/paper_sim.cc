@@ -105,6 +105,8 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
   double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
   double packFrom() const override { return c_.packFrom(); }
   double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+  // LeftoverPacking::reserve_nodes (`-now` turns it off, `-noneed` keeps it).
+  bool reservesNodes() const override { return c_.reservesNodes(); }
 
  private:
   sched::CarbyneOrderingPolicy c_;
