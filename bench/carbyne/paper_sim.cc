@@ -64,7 +64,8 @@ namespace {
 
 // Diagnostic `carbyne-now`: Carbyne with the strict must-start-now rule
 // (only tasks whose latest start is now are needed; carbynePlan's
-// must_start_within), everything else the policy's own.
+// must_start_within), everything else the policy's own. Diagnostic
+// `carbyne-noneed`: every need zero (below).
 class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
                                public sched::DagPlanner,
                                public sched::NoDagPlanner,
@@ -73,15 +74,27 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
                                public sched::AskChooser,
                                public sched::CrossAppPacker {
  public:
-  explicit CarbyneNowPolicy(sched::LeftoverPacking p) : c_(p) {}
-  std::string_view name() const override { return "carbyne-now"; }
+  // `no_need`: the diagnostic `carbyne-noneed` instead: every job's need is
+  // zero, so every job is in the leftover tier and the whole cluster is
+  // packed across jobs by the leftover's score (alignment and the SRTF term
+  // on the completion estimate); altruism without the fair-share guarantee.
+  explicit CarbyneNowPolicy(sched::LeftoverPacking p, bool no_need = false)
+      : c_(p), no_need_(no_need) {}
+  std::string_view name() const override { return no_need_ ? "carbyne-noneed" : "carbyne-now"; }
   double score(const Resource& used, double weight, const Resource& cluster) const override {
     return c_.score(used, weight, cluster);
   }
   sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
                          const Resource& fair_share) const override {
     if (dag.empty()) return {};
-    return sched::carbyneHint(dag, sched::carbynePlan(dag, fair_share, Millis(1)));
+    sched::AppHint h = sched::carbyneHint(
+        dag, sched::carbynePlan(dag, fair_share, no_need_ ? Millis(-1) : Millis(1)));
+    if (no_need_) {
+      h.need = Resource();
+      h.needed.clear();
+      h.needed_tasks.clear();
+    }
+    return h;
   }
   sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
   double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
@@ -92,9 +105,67 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
   double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
   double packFrom() const override { return c_.packFrom(); }
   double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+  // LeftoverPacking::reserve_nodes (`-now` turns it off, `-noneed` keeps it).
+  bool reservesNodes() const override { return c_.reservesNodes(); }
 
  private:
   sched::CarbyneOrderingPolicy c_;
+  bool no_need_ = false;
+};
+
+// Diagnostic `carbyne-deadline`: Carbyne whose promise is a deadline, not
+// a completion re-estimated from every report. A job's deadline is the
+// latest completion its plans have estimated (now + T at the share of the
+// moment: set at its first report, moved later when the share shrinks or
+// the job falls behind, never earlier), and its need is what keeps that
+// deadline (carbynePlan's `slack` = deadline - now - T), so a job ahead of
+// its promised completion (leftover it got, a share that grew since) lends
+// more. Stateful: the driver names the job and the time before each report
+// (PaperRun::before_report); one run at a time.
+class CarbyneDeadlinePolicy final : public sched::QueueOrderingPolicy,
+                                    public sched::DagPlanner,
+                                    public sched::NoDagPlanner,
+                                    public sched::AppOrdering,
+                                    public sched::UserOrdering,
+                                    public sched::AskChooser,
+                                    public sched::CrossAppPacker {
+ public:
+  explicit CarbyneDeadlinePolicy(sched::LeftoverPacking p) : c_(p) {}
+  std::string_view name() const override { return "carbyne-deadline"; }
+  // The job and time of the next planApp.
+  void at(size_t job, int64_t now_ms) {
+    if (job >= deadline_.size()) deadline_.resize(job + 1, -1);
+    job_ = job;
+    now_ms_ = now_ms;
+  }
+  double score(const Resource& used, double weight, const Resource& cluster) const override {
+    return c_.score(used, weight, cluster);
+  }
+  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
+                         const Resource& fair_share) const override {
+    if (dag.empty()) return {};
+    const sched::CarbynePlan plain = sched::carbynePlan(dag, fair_share);
+    int64_t& d = deadline_[job_];
+    d = std::max(d, now_ms_ + plain.completion.count());
+    const Millis slack(d - now_ms_ - plain.completion.count());
+    return sched::carbyneHint(dag, sched::carbynePlan(dag, fair_share, Millis(-1), slack));
+  }
+  sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
+  double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
+  double userScore(const Resource& used, double weight, const Resource& cluster,
+                   double best_app) const override {
+    return c_.userScore(used, weight, cluster, best_app);
+  }
+  double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
+  double packFrom() const override { return c_.packFrom(); }
+  double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
+  bool reservesNodes() const override { return c_.reservesNodes(); }
+
+ private:
+  sched::CarbyneOrderingPolicy c_;
+  mutable std::vector<int64_t> deadline_;  // per job, ms; -1 before its first report
+  size_t job_ = 0;
+  int64_t now_ms_ = 0;
 };
 
 }  // namespace
@@ -260,6 +331,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
   std::vector<Job> js(jobs.size());
   PaperResult res;
   res.jct_s.assign(jobs.size(), -1);
+  res.est_s.assign(jobs.size(), -1);
   std::priority_queue<TaskEnd, std::vector<TaskEnd>, std::greater<>> ends;
   std::unordered_map<uint64_t, Running> running;
   std::vector<NodeLoad> load(static_cast<size_t>(o.nodes));
@@ -317,13 +389,18 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
     }
     if (o.ledger && lw_dt > 0) {
       for (double* x :
-           {&lw.jobs,           &lw.drf_jobs,      &lw.left_jobs,   &lw.capped_jobs,
-            &lw.share,          &lw.need,          &lw.start,       &lw.need_strict,
-            &lw.share_drf,      &lw.need_at_drf,   &lw.held,        &lw.drf_held,
-            &lw.drf_over_need,  &lw.drf_short,     &lw.left_need,   &lw.lent,
-            &lw.vcores,         &lw.demand_vcores, &lw.lent_shortq, &lw.shortq_waiting_jobs,
-            &lw.shortq_waiting, &lw.reserved_nodes})
+           {&lw.jobs,           &lw.drf_jobs,       &lw.left_jobs,   &lw.capped_jobs,
+            &lw.share,          &lw.need,           &lw.start,       &lw.need_strict,
+            &lw.share_drf,      &lw.need_at_drf,    &lw.held,        &lw.drf_held,
+            &lw.drf_over_need,  &lw.drf_short,      &lw.left_need,   &lw.lent,
+            &lw.vcores,         &lw.demand_vcores,  &lw.lent_shortq, &lw.shortq_waiting_jobs,
+            &lw.shortq_waiting, &lw.reserved_nodes, &lw.v_drf,       &lw.v_left_need,
+            &lw.v_lent,         &lw.v_lent_behind})
         *x /= lw_dt;
+      for (size_t f = 0; f < 5; f++) {
+        lw.v_fifth[f] /= lw_dt;
+        lw.v_fifth_waiting[f] /= lw_dt;
+      }
       lw.left_remaining_s = lw_left_n > 0 ? lw_left_rem / lw_left_n : 0;
       lw.lent_remaining_s = lw.lent > 0 ? lw_lent_rem / (lw.lent * lw_dt) : 0;
       res.ledger.push_back(lw);
@@ -364,6 +441,35 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
         lw.vcores += used_now[1] * dt;
         std::vector<std::pair<int64_t, double>> left_rem;  // leftover tier: (remaining, lent)
         std::vector<double> left_wait;
+        std::vector<double> left_lent_v;  // leftover tier: vcores held beyond the need's
+        const auto cluster_v = static_cast<double>(cluster.vcores());
+        {
+          // (remaining work, job) of every active job; CarbyneLedgerWindow::v_fifth.
+          std::vector<std::pair<double, int>> by_work;
+          for (int ji : active) {
+            const Job& j = js[static_cast<size_t>(ji)];
+            double w = 0;
+            for (size_t s = 0; s < j.left.size(); s++) {
+              const sim::SimStage& st = j.spec->stages[s];
+              w += static_cast<double>(j.left[s]) * static_cast<double>(st.task_duration.count()) *
+                   st.task_resource.dominantShare(o.node);
+            }
+            by_work.emplace_back(w, ji);
+          }
+          std::sort(by_work.begin(), by_work.end());
+          for (size_t k = 0; k < by_work.size(); k++) {
+            const Job& j = js[static_cast<size_t>(by_work[k].second)];
+            const size_t f = k * 5 / by_work.size();
+            lw.v_fifth[f] += static_cast<double>(j.used.vcores()) / cluster_v * dt;
+            double wait_v = 0;
+            for (size_t s = 0; s < j.unstarted.size(); s++) {
+              if (j.parents_left[s] == 0 && j.unstarted[s] > 0)
+                wait_v +=
+                    static_cast<double>(j.unstarted[s] * j.spec->stages[s].task_resource.vcores());
+            }
+            lw.v_fifth_waiting[f] += wait_v / cluster_v * dt;
+          }
+        }
         for (int ji : active) {
           const Job& j = js[static_cast<size_t>(ji)];
           lw.demand_vcores += j.demand[1] * dt;
@@ -395,7 +501,13 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
             lw_left_n += dt;
             left_rem.emplace_back(j.hint.remaining.count(), held - need);
             left_wait.push_back(*std::max_element(j.waiting.begin(), j.waiting.end()));
+            const auto uv = static_cast<double>(j.used.vcores());
+            const double nv = std::min(uv, static_cast<double>(j.hint.need.vcores()));
+            lw.v_left_need += nv / cluster_v * dt;
+            lw.v_lent += (uv - nv) / cluster_v * dt;
+            left_lent_v.push_back((uv - nv) / cluster_v);
           } else {
+            lw.v_drf += static_cast<double>(j.used.vcores()) / cluster_v * dt;
             lw.drf_jobs += dt;
             lw.drf_held += held * dt;
             lw.drf_over_need += std::max(0.0, held - need) * dt;
@@ -407,6 +519,11 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
           std::iota(order.begin(), order.end(), 0);
           std::sort(order.begin(), order.end(),
                     [&](size_t a, size_t b) { return left_rem[a].first < left_rem[b].first; });
+          bool waiting_before = false;  // a job ahead in SRTF order has tasks not started
+          for (size_t k : order) {
+            if (waiting_before) lw.v_lent_behind += left_lent_v[k] * dt;
+            waiting_before = waiting_before || left_wait[k] > 0;
+          }
           for (size_t k = 0; k < (order.size() + 3) / 4; k++) {
             lw.lent_shortq += left_rem[order[k]].second * dt;
             if (left_wait[order[k]] > 0) {
@@ -488,6 +605,8 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
                         const std::vector<int64_t>& index) -> Status {
     MORPHEUS_ASSIGN_OR_RETURN(j.hint, sch->appHint(j.id));
     if (!j.hint.valid || !j.hint.from_dag) return Status::ok();
+    double& est = res.est_s[static_cast<size_t>(&j - js.data())];
+    if (est < 0) est = static_cast<double>(j.hint.remaining.count()) / 1000.0;
     auto scaled = [&](double frac) {
       auto f = [frac](int64_t v) { return static_cast<int64_t>(static_cast<double>(v) * frac); };
       Resource r(f(cluster.memoryMib()), f(cluster.vcores()));
@@ -544,6 +663,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       index[s] = static_cast<int64_t>(dag.size());
       dag.push_back(std::move(d));
     }
+    if (o.before_report) o.before_report(static_cast<size_t>(&j - js.data()), t);
     MORPHEUS_RETURN_IF_ERROR(sch->reportDag(j.id, dag));
     if (o.ledger) MORPHEUS_RETURN_IF_ERROR(ledgerPlan(j, dag, index));
     if (o.ledger && o.needed_first && j.planned) {
@@ -591,9 +711,14 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
     res.grants_left++;
     const Resource free = o.node - node_used[n];  // never negative: the scheduler fits
     int64_t shorter = 0, candidates = 0;
+    bool behind = false;
     for (int k : active) {
       const Job& c = js[static_cast<size_t>(k)];
       if (!c.planned || !inLeftoverTier(c)) continue;
+      if (!behind && c.hint.remaining < j.hint.remaining) {
+        for (size_t s = 0; s < c.unstarted.size() && !behind; s++)
+          behind = c.parents_left[s] == 0 && c.unstarted[s] > 0;
+      }
       bool fits = false;
       for (size_t s = 0; s < c.unstarted.size() && !fits; s++) {
         fits = c.parents_left[s] == 0 && c.unstarted[s] > 0 &&
@@ -604,6 +729,7 @@ Result<PaperResult> runPaper(const std::vector<sim::AdhocJob>& jobs,
       if (c.hint.remaining < j.hint.remaining) shorter++;
     }
     if (shorter > 0) res.grants_inverted++;
+    if (behind) res.grants_behind++;
     if (candidates > 1)
       res.grants_left_rank += static_cast<double>(shorter) / static_cast<double>(candidates - 1);
   };
@@ -973,13 +1099,32 @@ void printLedger(const std::vector<CarbyneLedgerWindow>& w, const std::string& m
              {&m.lent_shortq, x.lent_shortq},
              {&m.shortq_waiting_jobs, x.shortq_waiting_jobs},
              {&m.shortq_waiting, x.shortq_waiting},
-             {&m.reserved_nodes, x.reserved_nodes}})
+             {&m.reserved_nodes, x.reserved_nodes},
+             {&m.v_drf, x.v_drf},
+             {&m.v_left_need, x.v_left_need},
+             {&m.v_lent, x.v_lent},
+             {&m.v_lent_behind, x.v_lent_behind}})
       *to += from / k;
+    for (size_t f = 0; f < 5; f++) {
+      m.v_fifth[f] += x.v_fifth[f] / k;
+      m.v_fifth_waiting[f] += x.v_fifth_waiting[f] / k;
+    }
   }
   row(m, "mean");
   std::printf(" %5lld %4lld\n", static_cast<long long>(reports), static_cast<long long>(mis));
   std::printf("  nodes reserved for a job (node reservations), mean over the windows: %.2f\n",
               m.reserved_nodes);
+  std::printf(
+      "  the cluster's vcores, mean over the windows: DRF-tier jobs %.3f; leftover-tier jobs up to "
+      "their need %.3f, beyond it (lent) %.3f, of which %.3f to a job behind one in SRTF order "
+      "with tasks not started; idle %.3f\n",
+      m.v_drf, m.v_left_need, m.v_lent, m.v_lent_behind, 1.0 - m.vcores);
+  std::printf(
+      "  the cluster's vcores held by the active jobs in fifths by remaining work (least first), "
+      "mean over the windows: %.3f %.3f %.3f %.3f %.3f; their runnable tasks not started: %.3f "
+      "%.3f %.3f %.3f %.3f\n",
+      m.v_fifth[0], m.v_fifth[1], m.v_fifth[2], m.v_fifth[3], m.v_fifth[4], m.v_fifth_waiting[0],
+      m.v_fifth_waiting[1], m.v_fifth_waiting[2], m.v_fifth_waiting[3], m.v_fifth_waiting[4]);
   std::printf(
       "  jobs: active (planned), in the DRF tier (need not held), in the leftover tier, whose need "
       "is all the forward packing starts now (no slack found); share: the plans' share (equal "
@@ -1003,15 +1148,19 @@ struct SeedFigures {
   double avg = 0, p95 = 0, median = 0, makespan = 0, jain = 0, jain_fair = 0;
   double util_vcores = 0, util_busiest = 0, pending = 0, active = 0;
   std::vector<double> per_job;
+  std::vector<double> per_job_est;  // PaperResult::est_s, mean over the runs
 };
 
 // One `carbyne` policy of --policies: "carbyne" and any of the suffixes
-// -noresv, -resv-all, -now, -decline, -nodecline, -count, -nocount
+// -noresv, -resv-all, -now, -noneed, -deadline, -decline, -nodecline, -count,
+// -nocount
 // ("carbyne-count-decline"); the policy's defaults for the rest.
 struct CarbyneVariant {
   sched::LeftoverPacking packing;  // eps and tau from the flags
   bool now = false;                // CarbyneNowPolicy (no reservations)
   bool resv_all = false;           // the scheduler's reservations for either tier
+  bool no_need = false;            // CarbyneNowPolicy's `carbyne-noneed`
+  bool deadline = false;           // CarbyneDeadlinePolicy
 };
 
 std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
@@ -1021,8 +1170,8 @@ std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
   std::string rest = name.substr(kBase.size());
   while (!rest.empty()) {
     bool matched = false;
-    for (const char* t :
-         {"-noresv", "-resv-all", "-now", "-decline", "-nodecline", "-count", "-nocount"}) {
+    for (const char* t : {"-noresv", "-resv-all", "-now", "-noneed", "-deadline", "-decline",
+                          "-nodecline", "-count", "-nocount"}) {
       const std::string tok = t;
       if (rest.compare(0, tok.size(), tok) != 0) continue;
       if (rest.size() > tok.size() && rest[tok.size()] != '-') continue;
@@ -1035,6 +1184,8 @@ std::optional<CarbyneVariant> parseCarbyneVariant(const std::string& name) {
         v.packing.reserve_nodes = false;
         v.now = true;
       }
+      if (tok == "-noneed") v.no_need = true;
+      if (tok == "-deadline") v.deadline = true;
       if (tok == "-decline" || tok == "-nodecline") v.packing.decline_slack = tok == "-decline";
       if (tok == "-count" || tok == "-nocount") v.packing.count_needed = tok == "-count";
       rest = rest.substr(tok.size());
@@ -1089,23 +1240,28 @@ int paperMain(int argc, char** argv) {
   app.add_option("--jobs-out", jobs_out_path,
                  "write one CSV row per (cell, seed, policy, job): mode, load, seed, policy, job, "
                  "submit_s, stages, critical_path (stages), sources, tasks, alone_s, "
-                 "work_core_s, jct_s (the mean over runs)");
+                 "work_core_s, jct_s (the mean over runs), est_s (with --ledger: the policy's "
+                 "estimated remaining time at the job's first report, mean over runs; else -1)");
   app.add_flag("--needed-first", needed_first,
                "diagnostic, with --ledger: the AM re-ranks its asks after every report, the stages "
                "its plan needs now first (PaperRun::needed_first)");
-  app.add_option("--policies", policies_text,
-                 "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
-                 "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
-                 "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
-                 "reservations for the leftover tier's shortest job, kept from the leftover tier "
-                 "only), drf-resv (drf with YARN-style node reservations); carbyne takes any of "
-                 "the suffixes -noresv (without reservations), -resv-all (reserving for the first "
-                 "job in Carbyne's order, DRF tier included), -now (diagnostic: only tasks whose "
-                 "latest start is now are needed, no reservations), -decline / -nodecline (jobs "
-                 "below their need decline, or take, the tasks of stages with slack on their "
-                 "share), -count / -nocount (a needed stage's tasks beyond the count its plan "
-                 "runs now have slack, or not), e.g. carbyne-count-decline; reservations' bounds: "
-                 "--resv-nodes, --resv-timeout")
+  app.add_option(
+         "--policies", policies_text,
+         "drf, drf2 (DRF seeing CPU and memory only, as YARN's), drfcp (DRF, stages "
+         "critical path first), tetris, sjf (by critical path), sjfw (by remaining work), "
+         "carbyne0 (before cross-job packing), carbyne (the policy's default: node "
+         "reservations for the leftover tier's shortest job, kept from the leftover tier "
+         "only), drf-resv (drf with YARN-style node reservations); carbyne takes any of "
+         "the suffixes -noresv (without reservations), -resv-all (reserving for the first "
+         "job in Carbyne's order, DRF tier included), -now (diagnostic: only tasks whose "
+         "latest start is now are needed, no reservations), -noneed (diagnostic: every "
+         "need zero, the whole cluster packed as leftover), -deadline (diagnostic: the need "
+         "keeps the latest completion the job's plans estimated, not a fresh one), "
+         "-decline / -nodecline (jobs "
+         "below their need decline, or take, the tasks of stages with slack on their "
+         "share), -count / -nocount (a needed stage's tasks beyond the count its plan "
+         "runs now have slack, or not), e.g. carbyne-count-decline; reservations' bounds: "
+         "--resv-nodes, --resv-timeout")
       ->capture_default_str();
   app.add_option("--resv-nodes", resv.reservable_nodes,
                  "carbyne, drf-resv: fraction of the nodes one job may hold reserved, (0, 1]")
@@ -1132,7 +1288,7 @@ int paperMain(int argc, char** argv) {
       return 2;
     }
     jobs_out << "mode,load,seed,policy,job,submit_s,stages,critical_path,sources,tasks,alone_s,"
-                "work_core_s,jct_s\n";
+                "work_core_s,jct_s,est_s\n";
   }
   auto mix = sim::parseDagMix(mix_name, "--mix");
   if (!mix.isOk()) {
@@ -1154,7 +1310,7 @@ int paperMain(int argc, char** argv) {
         p != "carbyne0" && p != "drf-resv" && !parseCarbyneVariant(p).has_value()) {
       std::cerr << "bench_carbyne: --policies: drf, drf2, drfcp, tetris, sjf, sjfw, carbyne0, "
                    "drf-resv, or carbyne with any of the suffixes -noresv, -resv-all, -now, "
-                   "-decline, -nodecline, -count, -nocount, got '"
+                   "-noneed, -deadline, -decline, -nodecline, -count, -nocount, got '"
                 << p << "'\n";
       return 2;
     }
@@ -1305,18 +1461,23 @@ int paperMain(int argc, char** argv) {
           if (pname == "carbyne0") pol = std::make_shared<v0::CarbyneV0Policy>();
           // The carbyne variants (parseCarbyneVariant).
           const std::optional<CarbyneVariant> cv_opt = parseCarbyneVariant(pname);
+          std::shared_ptr<CarbyneDeadlinePolicy> deadline_pol;
           if (cv_opt.has_value()) {
             sched::LeftoverPacking lp = cv_opt->packing;
             lp.eps = carbyne_eps;
             lp.tau_s = carbyne_tau;
-            if (cv_opt->now) {
-              pol = std::make_shared<CarbyneNowPolicy>(lp);
+            if (cv_opt->deadline) {
+              deadline_pol = std::make_shared<CarbyneDeadlinePolicy>(lp);
+              pol = deadline_pol;
+            } else if (cv_opt->now || cv_opt->no_need) {
+              pol = std::make_shared<CarbyneNowPolicy>(lp, cv_opt->no_need);
             } else {
               pol = std::make_shared<sched::CarbyneOrderingPolicy>(lp);
             }
           }
           SeedFigures sf;
           sf.per_job.assign(js->size(), 0.0);
+          sf.per_job_est.assign(js->size(), 0.0);
           for (int64_t r = 0; r < runs; r++) {
             PaperRun po;
             po.nodes = n;
@@ -1332,8 +1493,15 @@ int paperMain(int argc, char** argv) {
             const bool resv_all = cv_opt.has_value() && cv_opt->resv_all;
             po.node_reservation.enabled = resv_all || pname == "drf-resv";
             po.node_reservation.packing_tier_only = !resv_all;
+            std::shared_ptr<CarbyneDeadlinePolicy> run_pol;
+            if (deadline_pol) {  // a fresh policy (its deadlines) per run
+              run_pol = std::make_shared<CarbyneDeadlinePolicy>(*deadline_pol);
+              po.before_report = [run_pol](size_t job, int64_t now_ms) {
+                run_pol->at(job, now_ms);
+              };
+            }
             const auto t0 = std::chrono::steady_clock::now();
-            auto out = runPaper(*js, pol, po);
+            auto out = runPaper(*js, run_pol ? run_pol : pol, po);
             if (!out.isOk()) {
               std::cerr << "bench_carbyne: " << out.status().message() << "\n";
               return 2;
@@ -1347,12 +1515,15 @@ int paperMain(int argc, char** argv) {
               std::printf(
                   "  grants: %lld to DRF-tier jobs, %lld to leftover-tier jobs, of which %lld "
                   "(%.1f%%) while a leftover-tier job with less remaining time had a runnable task "
-                  "fitting the node; chosen job's mean rank among those %.3f (0 shortest, 1 "
-                  "longest); of the DRF-tier grants %lld of a stage short of its need, %lld of "
-                  "another stage while one was\n",
+                  "fitting the node and %lld (%.1f%%) while one had a runnable task at all; chosen "
+                  "job's mean rank among those %.3f (0 shortest, 1 longest); of the DRF-tier "
+                  "grants %lld of a stage short of its need, %lld of another stage while one was\n",
                   static_cast<long long>(out->grants_drf), static_cast<long long>(out->grants_left),
                   static_cast<long long>(out->grants_inverted),
                   100.0 * static_cast<double>(out->grants_inverted) /
+                      static_cast<double>(std::max<int64_t>(1, out->grants_left)),
+                  static_cast<long long>(out->grants_behind),
+                  100.0 * static_cast<double>(out->grants_behind) /
                       static_cast<double>(std::max<int64_t>(1, out->grants_left)),
                   out->grants_left_rank /
                       static_cast<double>(std::max<int64_t>(1, out->grants_left)),
@@ -1370,7 +1541,10 @@ int paperMain(int argc, char** argv) {
             sf.util_busiest += out->util_busiest / k;
             sf.pending += out->pending_tasks_avg / k;
             sf.active += out->active_jobs_avg / k;
-            for (size_t i = 0; i < js->size(); i++) sf.per_job[i] += out->jct_s[i] / k;
+            for (size_t i = 0; i < js->size(); i++) {
+              sf.per_job[i] += out->jct_s[i] / k;
+              sf.per_job_est[i] += out->est_s[i] / k;
+            }
             done++;
             std::fprintf(stderr,
                          "[%lld/%lld] %s load %gx (%lld servers) seed %llu run %lld %s: avg JCT "
@@ -1389,7 +1563,8 @@ int paperMain(int argc, char** argv) {
               jobs_out << mode << ',' << load << ',' << seed << ',' << pname << ',' << i << ','
                        << static_cast<double>(job.submit.count()) / 1000.0 << ',' << sh.stages
                        << ',' << sh.critical_path << ',' << sh.sources << ',' << sh.tasks << ','
-                       << sh.alone_s << ',' << sh.work_core_s << ',' << sf.per_job[i] << '\n';
+                       << sh.alone_s << ',' << sh.work_core_s << ',' << sf.per_job[i] << ','
+                       << sf.per_job_est[i] << '\n';
             }
           }
           fig[pname].push_back(std::move(sf));

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -128,6 +129,10 @@ struct PaperRun {
   // leftover job with the least remaining time) cannot use is held for it
   // until its task fits.
   sched::NodeReservationOptions node_reservation;
+  // Called before each report of job `job` (its index in the jobs) at
+  // simulated time `now_ms`: a stateful bench policy's hook
+  // (`carbyne-deadline`). Empty: nothing.
+  std::function<void(size_t job, int64_t now_ms)> before_report;
 };
 
 // Over one window (PaperRun::fairness_window), time averages of sums over
@@ -168,11 +173,25 @@ struct CarbyneLedgerWindow {
   double lent_shortq = 0, shortq_waiting_jobs = 0, shortq_waiting = 0;
   int64_t reports = 0, plan_mismatches = 0;  // bench plan at the bench's share != the hint's
   double reserved_nodes = 0;  // nodes reserved for an app (PaperRun::node_reservation), time avg
+  // The cluster's vcores (fractions, time averages): held by DRF-tier jobs;
+  // held by leftover-tier jobs up to their need's vcores and beyond it (the
+  // leftover lent); of the lent, held by a job while a leftover-tier job
+  // with less estimated remaining time had runnable tasks not started (not
+  // the SRTF-first). Idle is 1 - vcores.
+  double v_drf = 0, v_left_need = 0, v_lent = 0, v_lent_behind = 0;
+  // Every active job (planned or not), by its remaining work (tasks not
+  // finished x duration x the task's dominant share of a server, as `sjfw`
+  // ranks) in five equal groups, least first: the cluster's vcores each
+  // group holds and the vcores of its runnable tasks not started.
+  std::array<double, 5> v_fifth{}, v_fifth_waiting{};
 };
 
 struct PaperResult {
   std::vector<double> jct_s;  // per job, in workload order
-  double makespan_s = 0;      // first submit to last finish
+  // PaperRun::ledger, per job: the hint's estimated remaining time at its
+  // first report (its completion estimate on arrival), seconds; -1 without.
+  std::vector<double> est_s;
+  double makespan_s = 0;  // first submit to last finish
   // Jain's index per 60 s window, averaged over the windows, over the jobs
   // active in the window: `jain` of each job's dominant share (integrated
   // over the window), `jain_fair` of each job's share over its fair share
@@ -199,7 +218,10 @@ struct PaperResult {
   // remaining time had a runnable task that fitted the node's free room
   // (an SRTF inversion), and the chosen job's mean rank among those that
   // had one (0: the shortest, 1: the longest).
-  int64_t grants_drf = 0, grants_left = 0, grants_inverted = 0;
+  // grants_behind: leftover-tier grants while a leftover-tier job with less
+  // remaining time had a runnable task not started, fitting the node or
+  // not (grants_behind - grants_inverted: none of its tasks fitted).
+  int64_t grants_drf = 0, grants_left = 0, grants_inverted = 0, grants_behind = 0;
   double grants_left_rank = 0;
   // Of the DRF-tier grants: a task of a stage the plan needs now beyond
   // what the job runs of it, and a task of another stage (one with slack)

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "scheduler/policies/carbyne_policy.h"
 #include "sim/workloads/carbyne_dags.h"
 
 namespace morpheus::bench {
@@ -197,6 +198,67 @@ TEST(CarbynePaperTest, SjfRanksByCriticalPathOrByRemainingWork) {
   EXPECT_EQ(by_work.planApp(wide, Resource()).remaining, Millis(50000));
   EXPECT_EQ(by_work.planApp(narrow, Resource()).remaining, Millis(6000));
   EXPECT_EQ(by_work.name(), "sjfw");
+}
+
+TEST(CarbynePaperTest, LedgerSplitsTheVcoresByTierAndByRemainingWork) {
+  // Two jobs of four 100 s tasks of 1 vcore on one server of 20 under
+  // Carbyne: each plan's share is half the server, all eight tasks start at
+  // 0, and each job's estimate on arrival is one wave, 100 s. Each holds its
+  // need (its four tasks), so its 4 vcores are leftover-tier vcores up to the
+  // need, none lent, none in the DRF tier; by remaining work the two jobs
+  // are the first and third fifths (of two).
+  sim::AdhocJob a;
+  a.name = "a";
+  a.user = UserId("a");
+  sim::SimStage s;
+  s.name = "scan";
+  s.tasks = 4;
+  s.task_duration = Millis(100000);
+  s.task_resource = Resource(1024, 1);
+  a.stages.push_back(s);
+  sim::AdhocJob b = a;
+  b.name = "b";
+  b.user = UserId("b");
+  b.stages[0].tasks = 4;
+  PaperRun o = oneServer(true);
+  o.ledger = true;
+  auto r = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  ASSERT_EQ(r->est_s.size(), 2u);
+  EXPECT_DOUBLE_EQ(r->est_s[0], 100.0);
+  EXPECT_DOUBLE_EQ(r->est_s[1], 100.0);
+  ASSERT_FALSE(r->ledger.empty());
+  const CarbyneLedgerWindow& w = r->ledger.front();  // 0-60 s
+  EXPECT_NEAR(w.vcores, 8.0 / 20.0, 1e-9);
+  EXPECT_NEAR(w.v_left_need, 8.0 / 20.0, 1e-9);
+  EXPECT_NEAR(w.v_lent, 0.0, 1e-9);
+  EXPECT_NEAR(w.v_drf, 0.0, 1e-9);
+  EXPECT_NEAR(w.v_fifth[0], 4.0 / 20.0, 1e-9);
+  EXPECT_NEAR(w.v_fifth[2], 4.0 / 20.0, 1e-9);
+  EXPECT_NEAR(w.v_fifth[1] + w.v_fifth[3] + w.v_fifth[4], 0.0, 1e-9);
+  EXPECT_NEAR(w.v_fifth_waiting[0] + w.v_fifth_waiting[2], 0.0, 1e-9);
+  // Without the ledger no estimate is recorded.
+  o.ledger = false;
+  auto plain = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  EXPECT_DOUBLE_EQ(plain->est_s[0], -1.0);
+}
+
+TEST(CarbynePaperTest, TheHookNamesEachReportsJobAndTime) {
+  // Job 0: two 100 s tasks in a chain; job 1: one 50 s task. Reports: both
+  // on arrival (0 s), job 0 when its first task ends (100 s); a job's last
+  // task end removes it without a report.
+  sim::AdhocJob a = diskJob({100, 100}, 10);
+  a.stages[1].depends_on = {0};
+  sim::AdhocJob b = diskJob({50}, 10);
+  b.name = "b";
+  b.user = UserId("b");
+  PaperRun o = oneServer(true);
+  std::vector<std::pair<size_t, int64_t>> calls;
+  o.before_report = [&calls](size_t job, int64_t now_ms) { calls.emplace_back(job, now_ms); };
+  auto r = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(calls, (std::vector<std::pair<size_t, int64_t>>{{0, 0}, {1, 0}, {0, 100000}}));
 }
 
 TEST(CarbynePaperTest, RejectsATaskThatFitsNoServer) {

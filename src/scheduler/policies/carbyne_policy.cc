@@ -182,7 +182,7 @@ std::vector<Millis> pathLengths(const std::vector<DagStage>& dag,
 }  // namespace
 
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
-                        Millis must_start_within) {
+                        Millis must_start_within, Millis slack) {
   CarbynePlan p;
   const size_t n = dag.size();
   std::vector<std::vector<size_t>> preds(n), succs(n);
@@ -212,7 +212,7 @@ CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_s
     // A runnable stage's tasks that must start within their first duration.
     const Millis within =
         must_start_within < Millis(0) ? dag[g.stage].task_duration : must_start_within;
-    if (dag[g.stage].deps.empty() && start < within) p.need_tasks[g.stage] += g.count;
+    if (dag[g.stage].deps.empty() && start + slack < within) p.need_tasks[g.stage] += g.count;
   }
   int64_t needed = 0;
   for (size_t i = 0; i < n; i++) {

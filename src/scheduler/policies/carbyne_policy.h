@@ -84,8 +84,12 @@ struct CarbynePlan {
 // `must_start_within`: a runnable stage's tasks whose latest start is
 // below it are needed now; Millis(-1) (the policy's rule): below the
 // stage's task duration. Other values are for measurements of the rule.
+// `slack` (>= 0): time the job may finish after T and still keep its
+// promised completion (a deadline later than now + T); every task's latest
+// start moves later by it, so fewer tasks are needed now. 0 is the
+// policy's rule; other values are for measurements.
 CarbynePlan carbynePlan(const std::vector<DagStage>& dag, const Resource& fair_share,
-                        Millis must_start_within = Millis(-1));
+                        Millis must_start_within = Millis(-1), Millis slack = Millis(0));
 
 // The hint of `plan` for `dag` (the DAG it was planned from): its need and
 // completion, and the request ids of the stages it needs now with their

@@ -40,6 +40,19 @@ TEST(CarbynePlanTest, SingleStageWithoutSlackNeedsItsWholeShare) {
   EXPECT_EQ(p.need, slots(4));
 }
 
+// The same stage with a deadline 10 s after T (slack 10 s): every task's
+// latest start moves 10 s later, the first wave's to 10 s, a full duration
+// away, so nothing must start now but the one task a job always keeps; with
+// 5 s of slack the first wave still must start within its duration.
+TEST(CarbynePlanTest, SlackBeforeTheDeadlineLowersTheNeed) {
+  CarbynePlan p = carbynePlan({stage(8, 10)}, slots(4), Millis(-1), Millis(10000));
+  EXPECT_EQ(p.completion, Millis(20000));
+  EXPECT_EQ(p.need_tasks, (std::vector<int64_t>{1}));
+  EXPECT_EQ(p.need, slots(1));
+  CarbynePlan q = carbynePlan({stage(8, 10)}, slots(4), Millis(-1), Millis(5000));
+  EXPECT_EQ(q.need_tasks, (std::vector<int64_t>{4}));
+}
+
 // map (4 x 10 s) -> reduce (2 x 30 s), and a side stage X (2 x 10 s) with no
 // dependents, at 8 slots: T = 40 s (critical path map + reduce). map must end
 // by 10 s: all 4 now. X may end as late as 40 s: its one wave fits in the
