@@ -132,7 +132,10 @@ void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double
     const double x = std::log(kind.node_share);
     const double e = std::log(measured[k] / kind.target_slowdown);
     if (!b.direction_set) {
-      b.rises = kind.short_partition_first;
+      // On every node a kind is no constraint: its slowdown is 1 at share 1,
+      // so a short_partition_first kind first moves towards 1 as general
+      // nodes are added (rises from below 1, falls from above).
+      b.rises = kind.short_partition_first && measured[k] < 1;
       b.direction_set = true;
     }
     // A short_partition_first kind whose slowdown moved clearly against the

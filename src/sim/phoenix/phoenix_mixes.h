@@ -91,7 +91,8 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 // f = the log error ln(slowdown / target), signed so f rises with x (a larger
 // share makes a kind's nodes less contended, so its slowdown falls; for
 // short_partition_first kinds the share counts general nodes added to the
-// short partition's, first assumed to raise the slowdown towards 1; below).
+// short partition's, first assumed to move the slowdown towards 1, its value
+// when the kind is on every node; below).
 //
 // Each measurement at the current share replaces the bracket end of its
 // sign (the newest measurement wins: the other kinds move too) and drops
@@ -107,8 +108,8 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 //
 // The direction of a short_partition_first kind is an assumption, not
 // physics: its short jobs gain the short partition but lose the general
-// nodes its own long jobs fill, so its slowdown may fall as general nodes
-// are added. When two measurements at shares more than 5% apart move its log
+// nodes its own long jobs fill, so below 1 its slowdown may fall as general
+// nodes are added. When two measurements at shares more than 5% apart move its log
 // error by more than kFlipThreshold against the assumed direction, the
 // search flips the direction and drops the bracket. Other kinds never flip
 // (fewer nodes is more contention), so noise cannot turn them round.
