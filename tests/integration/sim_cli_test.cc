@@ -204,6 +204,18 @@ TEST(SimCliTest, PhoenixCalibrateChecksOnAHeldOutSeedAndWritesTheFile) {
   EXPECT_GE(measured, 5) << j.dump();
   EXPECT_GE(j["history"].size(), 1u);
   EXPECT_LE(j["history"].size(), 2u);
+  for (const auto& k : j["kinds"]) EXPECT_GE(k["short_nodes"].get<int>(), -1) << k.dump();
+  // After the first step every kind's short-partition count is fixed: the
+  // short partition of 40 nodes at 17% has 6, all of them min disks'.
+  if (j["history"].size() == 2) {
+    const auto& counts = j["history"][1]["short_nodes"];
+    ASSERT_EQ(counts.size(), 9u);
+    for (const auto& c : counts) {
+      EXPECT_GE(c.get<int>(), 0) << counts.dump();
+      EXPECT_LE(c.get<int>(), 6) << counts.dump();
+    }
+    EXPECT_EQ(counts[8].get<int>(), 6) << counts.dump();
+  }
   EXPECT_EQ(code == 0,
             j["worst_error"].get<double>() <= 0.15 && j["check_worst_error"].get<double>() <= 0.15)
       << j.dump();

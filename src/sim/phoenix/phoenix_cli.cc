@@ -498,6 +498,7 @@ int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
                            {"job_share", c.job_share},
                            {"node_share", c.node_share},
                            {"short_partition_first", c.short_partition_first},
+                           {"short_nodes", c.short_nodes},
                            {"measured_slowdown", best_measured[k]}});
       if (check != nullptr) out_kinds.back()["check_slowdown"] = (*check)[k];
     }
@@ -532,6 +533,14 @@ int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
   for (; it < f.iterations; it++) {
     std::printf("%-4d %-14s", it + 1, "node share");
     for (const auto& k : kinds) std::printf(" %9.4f", k.node_share);
+    std::printf("\n%-4s %-14s", "", "short nodes");
+    for (const auto& k : kinds) {
+      if (k.short_nodes >= 0) {
+        std::printf(" %9d", k.short_nodes);
+      } else {
+        std::printf(" %9s", k.short_partition_first ? "all" : "share");
+      }
+    }
     std::printf("\n");
     auto m = measureSlowdowns(f, f.seeds, cpu_s);
     if (!m.isOk()) {
@@ -551,6 +560,7 @@ int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
     nlohmann::json row = {{"iteration", it + 1}, {"worst_error", worst}};
     for (size_t k = 0; k < n; k++) {
       row["node_share"].push_back(kinds[k].node_share);
+      row["short_nodes"].push_back(kinds[k].short_nodes);
       row["slowdown"].push_back(measured[k]);
     }
     history.push_back(row);
@@ -565,7 +575,7 @@ int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
       return 2;
     }
     if (worst <= f.search_tolerance) break;
-    stepNodeShares(kinds, measured, search);
+    stepNodeShares(kinds, measured, search, shortPartitionNodes(o.nodes, o.short_partition));
   }
   // The final check: the kept shares on a seed the search never ran.
   kinds = best;
@@ -591,8 +601,10 @@ int runPhoenixCalibrateCommand(PhoenixCalibrateFlags f) {
     const double cerr = (*check)[k] / c.target_slowdown - 1;
     std::printf("%-15s | %8.2f | %9.3f | %10.4f | %12s | %8.2f | %+5.0f%% | %8.2f | %+5.0f%%\n",
                 c.name.c_str(), c.target_slowdown, c.job_share, c.node_share,
-                c.short_partition_first ? "all nodes" : "-", best_measured[k], 100 * err,
-                (*check)[k], 100 * cerr);
+                c.short_nodes >= 0        ? (std::to_string(c.short_nodes) + " nodes").c_str()
+                : c.short_partition_first ? "all nodes"
+                                          : "share",
+                best_measured[k], 100 * err, (*check)[k], 100 * cerr);
   }
   if (!write(&*check, check_err)) {
     std::cerr << "morpheus-sim: --out: cannot write '" << f.out << "'\n";

@@ -103,6 +103,7 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds) {
       return invalidArgument(f + ".job_share", "must be in [0, 1]");
     if (!(k.node_share > 0 && k.node_share <= 1))
       return invalidArgument(f + ".node_share", "must be in (0, 1]");
+    if (k.short_nodes < -1) return invalidArgument(f + ".short_nodes", "must be >= -1");
     if (!(k.target_slowdown > 0)) return invalidArgument(f + ".target_slowdown", "must be > 0");
     total += k.job_share;
   }
@@ -110,18 +111,31 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds) {
   return Status::ok();
 }
 
+int32_t shortPartitionNodes(int32_t nodes, double short_partition) {
+  return static_cast<int32_t>(std::floor(static_cast<double>(nodes) * short_partition));
+}
+
 void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
-                    std::vector<NodeShareSearch>& search) {
+                    std::vector<NodeShareSearch>& search, int32_t short_pool) {
   const double max_step = std::log(1.5);
   const double x_min = std::log(kMinNodeShare);
   for (size_t k = 0; k < kinds.size() && k < measured.size() && k < search.size(); k++) {
     ConstraintKind& kind = kinds[k];
     NodeShareSearch& b = search[k];
     if (!(measured[k] > 0)) continue;  // unmeasured: keep the share
+    if (short_pool > 0 && kind.short_nodes < 0) {
+      kind.short_nodes = kind.short_partition_first
+                             ? short_pool
+                             : static_cast<int32_t>(
+                                   std::llround(kind.node_share * static_cast<double>(short_pool)));
+    }
     const double x = std::log(kind.node_share);
     const double e = std::log(measured[k] / kind.target_slowdown);
     if (!b.direction_set) {
-      b.rises = kind.short_partition_first;
+      // On every node a kind is no constraint: its slowdown is 1 at share 1,
+      // so a short_partition_first kind first moves towards 1 as general
+      // nodes are added (rises from below 1, falls from above).
+      b.rises = kind.short_partition_first && measured[k] < 1;
       b.direction_set = true;
     }
     // A short_partition_first kind whose slowdown moved clearly against the
@@ -171,6 +185,18 @@ void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double
     b.has_prev = true;
     b.prev_x = x;
     b.prev_e = e;
+    // The general share pinned at a bound and still asked to go past it: the
+    // short partition takes the step instead, one node.
+    if (short_pool > 0 && !kind.short_partition_first) {
+      const bool more = next > 0 && x >= -1e-9 && kind.short_nodes < short_pool;
+      const bool fewer = next < x_min && x <= x_min + 1e-9 && kind.short_nodes > 0;
+      if (more || fewer) {
+        kind.short_nodes += more ? 1 : -1;
+        b.count_steps++;
+        b.has_lo = b.has_hi = b.has_prev = false;
+        b.kept_lo = b.kept_hi = 0;
+      }
+    }
     kind.node_share = std::exp(std::clamp(next, x_min, 0.0));
   }
 }
@@ -209,6 +235,13 @@ Result<std::vector<ConstraintKind>> readPhoenixCalibration(const std::string& pa
                                           "].short_partition_first must be true or false");
       }
       k.short_partition_first = e["short_partition_first"].get<bool>();
+    }
+    if (e.contains("short_nodes")) {
+      if (!e["short_nodes"].is_number_integer()) {
+        return invalidArgument(field, "'" + path + "': kinds[" + std::to_string(kinds.size()) +
+                                          "].short_nodes must be an integer");
+      }
+      k.short_nodes = e["short_nodes"].get<int32_t>();
     }
     kinds.push_back(k);
   }

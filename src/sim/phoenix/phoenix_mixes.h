@@ -47,6 +47,12 @@ struct ConstraintKind {
   // Every node of Eagle's short partition has it (the kinds whose target is
   // below 1: only nodes long jobs never use are less loaded than average).
   bool short_partition_first = false;
+  // Nodes of the short partition having it (clamped to the partition's
+  // size); -1: round(node_share x n) of its n nodes, or every node for a
+  // short_partition_first kind. Setting it apart from node_share lets a
+  // kind's short-partition nodes and general nodes be calibrated separately
+  // (a short partition of 12 nodes moves a kind's slowdown by a step per node).
+  int32_t short_nodes = -1;
 };
 
 // The published shape of one trace (sources in phoenix.md).
@@ -85,7 +91,8 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 // f = the log error ln(slowdown / target), signed so f rises with x (a larger
 // share makes a kind's nodes less contended, so its slowdown falls; for
 // short_partition_first kinds the share counts general nodes added to the
-// short partition's, first assumed to raise the slowdown towards 1; below).
+// short partition's, first assumed to move the slowdown towards 1, its value
+// when the kind is on every node; below).
 //
 // Each measurement at the current share replaces the bracket end of its
 // sign (the newest measurement wins: the other kinds move too) and drops
@@ -101,8 +108,8 @@ Status validateConstraintKinds(const std::vector<ConstraintKind>& kinds);
 //
 // The direction of a short_partition_first kind is an assumption, not
 // physics: its short jobs gain the short partition but lose the general
-// nodes its own long jobs fill, so its slowdown may fall as general nodes
-// are added. When two measurements at shares more than 5% apart move its log
+// nodes its own long jobs fill, so below 1 its slowdown may fall as general
+// nodes are added. When two measurements at shares more than 5% apart move its log
 // error by more than kFlipThreshold against the assumed direction, the
 // search flips the direction and drops the bracket. Other kinds never flip
 // (fewer nodes is more contention), so noise cannot turn them round.
@@ -112,19 +119,37 @@ struct NodeShareSearch {
   bool direction_set = false;
   bool rises = false;                   // the slowdown rises with the share
   int flips = 0;                        // direction changes so far
+  int count_steps = 0;                  // short_nodes changes so far
   bool has_lo = false, has_hi = false;  // ends with f < 0 and f > 0
   double lo_x = 0, lo_f = 0, hi_x = 0, hi_f = 0;
   int kept_lo = 0, kept_hi = 0;  // steps each end survived unchanged
   bool has_prev = false;
   double prev_x = 0, prev_e = 0;  // the measurement before the last (log error)
 };
+//
+// The two pools of a kind (short_pool > 0: the short partition's node
+// count) are searched apart. At the first step a kind's short_nodes is fixed
+// at the count its share gives (-1 resolved: round(node_share x
+// short_pool), or short_pool for a short_partition_first kind); from then on
+// the secant moves only node_share, the general nodes, whose share moves
+// the slowdown smoothly (one short-partition node of 12 is a step). The
+// count moves by one node only when node_share is pinned at a bound and the
+// error still asks for more of it (at 1 and too slow: one short node more;
+// at kMinNodeShare and too fast: one fewer), and the kind's bracket is then
+// dropped (its curve moved). A short_partition_first kind keeps every short
+// node. short_pool = 0: short_nodes is left as it is.
+//
 // Given the slowdown measured at each kind's current node share, records it
 // and moves every share to its next candidate.
 void stepNodeShares(std::vector<ConstraintKind>& kinds, const std::vector<double>& measured,
-                    std::vector<NodeShareSearch>& search);
+                    std::vector<NodeShareSearch>& search, int32_t short_pool = 0);
+// The number of nodes of Eagle's short partition of share `short_partition`
+// in a cluster of `nodes` (inShortPartition's count).
+int32_t shortPartitionNodes(int32_t nodes, double short_partition);
 
 // Calibration files (JSON): {"mix": "google", "kinds": [{"name", "target_slowdown",
-// "job_share", "node_share", "short_partition_first", "measured_slowdown"}...],
+// "job_share", "node_share", "short_partition_first", "short_nodes" (optional,
+// -1 when absent), "measured_slowdown"}...],
 // ...}. read: INVALID_ARGUMENT naming `field` and the file for a missing or
 // malformed file, a mix other than `mix`, or bad kinds.
 Result<std::vector<ConstraintKind>> readPhoenixCalibration(const std::string& path, PhoenixMix mix,

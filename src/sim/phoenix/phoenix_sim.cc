@@ -74,7 +74,9 @@ std::vector<sched::NodeAttributes> phoenixClusterAttributes(const PhoenixSimOpti
       }
       std::sort(draws.begin(), draws.end());
       size_t have = draws.size();
-      if (pool == 1 || !kind.short_partition_first) {
+      if (pool == 0 && kind.short_nodes >= 0) {
+        have = std::min(static_cast<size_t>(kind.short_nodes), draws.size());
+      } else if (pool == 1 || !kind.short_partition_first) {
         have =
             static_cast<size_t>(std::llround(kind.node_share * static_cast<double>(draws.size())));
         have = std::min(have, draws.size());

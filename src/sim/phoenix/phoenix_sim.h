@@ -41,7 +41,8 @@
 // `short_partition` (Eagle-C's layout, eagle_sim.h) and on exactly
 // round(node_share x n) of the n general nodes, the nodes
 // of lowest per-node draw; a short_partition_first kind is on every
-// short-partition node instead. Exact counts: every seed has the node shares
+// short-partition node instead, and a kind with short_nodes >= 0 on that
+// many of them (the lowest draws). Exact counts: every seed has the node shares
 // the calibration set, so seeds differ only in which nodes and which jobs.
 // The isa/cores/network/kernel rates above are not used.
 //

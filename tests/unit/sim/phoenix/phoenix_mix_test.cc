@@ -183,32 +183,45 @@ TEST(PhoenixMixTest, NodeShareSearchConvergesOnASteepCoupledModel) {
   }
 }
 
-// A short_partition_first kind whose slowdown falls as general nodes are
-// added (its own long jobs fill the few it has): the search flips its
-// assumed direction and still lands within 2%; the other kinds keep theirs.
+// A short_partition_first kind's first direction is towards 1 (its
+// slowdown on every node): from above 1 it falls with its share and needs no
+// flip; from below 1 it is first assumed to rise, and when its slowdown falls
+// instead (its own long jobs fill the few general nodes it has) the search
+// flips it. Both land within 2%; the other kinds never flip.
 TEST(PhoenixMixTest, NodeShareSearchFlipsAShortPartitionKindThatFallsWithItsShare) {
-  std::vector<ConstraintKind> kinds = tableTwoKinds();
-  for (auto& k : kinds) k.node_share = 0.1;
-  auto model = [](const ConstraintKind& k, const std::vector<ConstraintKind>&) {
-    return k.short_partition_first ? 1.3 - 0.5 * k.node_share : 1 + 0.15 / k.node_share;
+  struct Case {
+    double (*curve)(double share);
+    int flips;
+    double lands_at;
   };
-  std::vector<NodeShareSearch> search(kinds.size());
-  int steps = 0;
-  for (; steps < 16; steps++) {
-    std::vector<double> measured;
-    for (const auto& k : kinds) measured.push_back(model(k, kinds));
-    bool all = true;
-    for (size_t k = 0; k < kinds.size(); k++)
-      all = all && std::abs(measured[k] / kinds[k].target_slowdown - 1) <= 0.02;
-    if (all) break;
-    stepNodeShares(kinds, measured, search);
+  const Case cases[] = {
+      {[](double g) { return 1.3 - 0.5 * g; }, 0, 0.78},                // from 1.25, above 1
+      {[](double g) { return 0.98 - 0.6 * std::sqrt(g); }, 1, 0.0136},  // from 0.79, below 1
+  };
+  for (const Case& c : cases) {
+    std::vector<ConstraintKind> kinds = tableTwoKinds();
+    for (auto& k : kinds) k.node_share = 0.1;
+    auto model = [&c](const ConstraintKind& k) {
+      return k.short_partition_first ? c.curve(k.node_share) : 1 + 0.15 / k.node_share;
+    };
+    std::vector<NodeShareSearch> search(kinds.size());
+    int steps = 0;
+    for (; steps < 16; steps++) {
+      std::vector<double> measured;
+      for (const auto& k : kinds) measured.push_back(model(k));
+      bool all = true;
+      for (size_t k = 0; k < kinds.size(); k++)
+        all = all && std::abs(measured[k] / kinds[k].target_slowdown - 1) <= 0.02;
+      if (all) break;
+      stepNodeShares(kinds, measured, search);
+    }
+    EXPECT_LT(steps, 16) << c.lands_at;
+    ASSERT_TRUE(kinds[8].short_partition_first);
+    EXPECT_NEAR(kinds[8].node_share / c.lands_at, 1.0, 0.4) << kinds[8].node_share;
+    EXPECT_EQ(search[8].flips, c.flips) << c.lands_at;
+    EXPECT_FALSE(search[8].rises) << c.lands_at;
+    for (size_t k = 0; k < 8; k++) EXPECT_EQ(search[k].flips, 0) << kinds[k].name;
   }
-  EXPECT_LT(steps, 16);
-  ASSERT_TRUE(kinds[8].short_partition_first);
-  EXPECT_NEAR(kinds[8].node_share, 0.78, 0.05);
-  EXPECT_EQ(search[8].flips, 1);
-  EXPECT_FALSE(search[8].rises);
-  for (size_t k = 0; k < 8; k++) EXPECT_EQ(search[k].flips, 0) << kinds[k].name;
 }
 
 // Once a kind's share is bracketed (one measurement on each side of its
@@ -236,6 +249,99 @@ TEST(PhoenixMixTest, NodeShareSearchStaysInsideItsBracket) {
   }
 }
 
+// Yahoo's kernel: a short partition of 12 nodes gives the kind
+// round(share x 12) of them, and the slowdown steps by 0.5 between one and
+// two nodes; the target lies inside the step. Searched with one share for
+// both pools, the search never gets within 2%; with the pools apart
+// (short_pool 12) the count stays at its first value and the general share
+// alone brings the kind within 2%.
+TEST(PhoenixMixTest, NodeShareSearchSetsTheShortPartitionApartFromTheGeneralShare) {
+  auto model = [](const ConstraintKind& k) {
+    const double n = k.short_nodes >= 0 ? k.short_nodes : std::llround(12 * k.node_share);
+    return 1.5 + 0.12 / k.node_share - 0.5 * n;
+  };
+  auto run = [&model](int32_t short_pool, std::vector<ConstraintKind>& kinds) {
+    std::vector<NodeShareSearch> search(1);
+    for (int step = 0; step < 12; step++) {
+      const double m = model(kinds[0]);
+      if (std::abs(m / kinds[0].target_slowdown - 1) <= 0.02) return step;
+      stepNodeShares(kinds, {m}, search, short_pool);
+    }
+    return -1;
+  };
+  std::vector<ConstraintKind> one = {tableTwoKinds()[5]};  // kernel, 1.77
+  ASSERT_EQ(one[0].name, "kernel");
+  one[0].node_share = 0.1;
+  std::vector<ConstraintKind> apart = one;
+  EXPECT_EQ(run(0, one), -1) << "one share for both pools: " << one[0].node_share;
+  EXPECT_EQ(one[0].short_nodes, -1);
+  const int steps = run(12, apart);
+  EXPECT_GE(steps, 1);
+  EXPECT_EQ(apart[0].short_nodes, 1);  // round(0.1 x 12), fixed
+  EXPECT_NEAR(model(apart[0]) / 1.77, 1.0, 0.02) << apart[0].node_share;
+}
+
+// A kind whose general share is pinned at 1 and is still too slow gets one
+// more short-partition node per step until the general share can reach the
+// target again; a short_partition_first kind keeps every short node.
+TEST(PhoenixMixTest, NodeShareSearchStepsTheShortCountWhenTheGeneralShareIsPinned) {
+  std::vector<ConstraintKind> kinds = {tableTwoKinds()[0], tableTwoKinds()[8]};  // isa, min disks
+  kinds[0].node_share = 0.5;
+  kinds[0].short_nodes = 0;
+  kinds[1].node_share = 0.1;
+  auto model = [](const ConstraintKind& k) {
+    if (k.short_partition_first) return 1.3 - 0.5 * k.node_share;
+    return 1 + 2.4 / (1 + k.short_nodes) + 0.5 * (1 - k.node_share);
+  };
+  std::vector<NodeShareSearch> search(2);
+  int steps = 0;
+  for (; steps < 20; steps++) {
+    const std::vector<double> m = {model(kinds[0]), model(kinds[1])};
+    if (std::abs(m[0] / kinds[0].target_slowdown - 1) <= 0.02 &&
+        std::abs(m[1] / kinds[1].target_slowdown - 1) <= 0.02) {
+      break;
+    }
+    stepNodeShares(kinds, m, search, 12);
+    EXPECT_GE(kinds[0].short_nodes, 0);
+    EXPECT_LE(kinds[0].short_nodes, 12);
+  }
+  EXPECT_LT(steps, 20);
+  EXPECT_EQ(kinds[0].short_nodes, 2);  // 0 and 1 node: too slow even on every general node
+  EXPECT_EQ(search[0].count_steps, 2);
+  EXPECT_NEAR(kinds[0].node_share, 0.54, 0.03);
+  EXPECT_EQ(kinds[1].short_nodes, 12);
+  EXPECT_EQ(search[1].count_steps, 0);
+}
+
+// short_nodes puts a kind on exactly that many short-partition nodes,
+// whatever its share (and for a short_partition_first kind too), and leaves
+// its general nodes at round(share x n).
+TEST(PhoenixMixTest, ShortNodesSetTheShortPartitionCountApartFromTheShare) {
+  PhoenixSimOptions o = traceOptions(PhoenixMix::kYahoo, 625, 60, 4);
+  ASSERT_EQ(shortPartitionNodes(625, o.short_partition), 12);
+  o.kinds[5].node_share = 0.2;  // kernel
+  o.kinds[5].short_nodes = 1;
+  o.kinds[8].node_share = 0.1;  // min disks
+  o.kinds[8].short_nodes = 5;
+  o.kinds[0].node_share = 0.3;  // isa: round(0.3 x 12) short nodes
+  const auto nodes = phoenixClusterAttributes(o);
+  int64_t short_nodes = 0, kernel_s = 0, kernel_g = 0, min_s = 0, min_g = 0, isa_s = 0;
+  for (int32_t i = 0; i < o.nodes; i++) {
+    const auto& a = nodes[static_cast<size_t>(i)];
+    const bool s = inShortPartition(i, o.short_partition);
+    short_nodes += s;
+    (s ? kernel_s : kernel_g) += a.at("kernel") == "yes";
+    (s ? min_s : min_g) += a.at("min_disks") == "yes";
+    if (s) isa_s += a.at("isa") == "yes";
+  }
+  EXPECT_EQ(short_nodes, 12);
+  EXPECT_EQ(kernel_s, 1);
+  EXPECT_EQ(kernel_g, std::llround(0.2 * 613));
+  EXPECT_EQ(min_s, 5);
+  EXPECT_EQ(min_g, std::llround(0.1 * 613));
+  EXPECT_EQ(isa_s, std::llround(0.3 * 12));
+}
+
 // Calibration files: read back what phoenix-calibrate writes; a file of
 // another mix, a missing field or bad shares are INVALID_ARGUMENT naming the
 // flag and the file.
@@ -243,7 +349,8 @@ TEST(PhoenixMixTest, CalibrationFilesAreReadOrRejectedByName) {
   const std::string path = ::testing::TempDir() + "phoenix_calibration_test.json";
   auto write = [&path](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
   write(R"({"mix": "yahoo", "kinds": [
-      {"name": "isa", "target_slowdown": 2.03, "job_share": 0.3, "node_share": 0.12},
+      {"name": "isa", "target_slowdown": 2.03, "job_share": 0.3, "node_share": 0.12,
+       "short_nodes": 2},
       {"name": "min_disks", "target_slowdown": 0.91, "job_share": 0.3, "node_share": 0.4,
        "short_partition_first": true}]})");
   auto k = readPhoenixCalibration(path, PhoenixMix::kYahoo, "--calibration");
@@ -251,6 +358,8 @@ TEST(PhoenixMixTest, CalibrationFilesAreReadOrRejectedByName) {
   ASSERT_EQ(k->size(), 2u);
   EXPECT_DOUBLE_EQ((*k)[0].node_share, 0.12);
   EXPECT_TRUE((*k)[1].short_partition_first);
+  EXPECT_EQ((*k)[0].short_nodes, 2);
+  EXPECT_EQ((*k)[1].short_nodes, -1);  // absent: from the share
 
   auto other = readPhoenixCalibration(path, PhoenixMix::kGoogle, "--calibration");
   ASSERT_FALSE(other.isOk());
@@ -274,6 +383,13 @@ TEST(PhoenixMixTest, CalibrationFilesAreReadOrRejectedByName) {
   auto zero = readPhoenixCalibration(path, PhoenixMix::kYahoo, "--calibration");
   ASSERT_FALSE(zero.isOk());
   EXPECT_NE(zero.status().message().find("kinds[0].node_share"), std::string::npos);
+
+  write(R"({"mix": "yahoo", "kinds": [
+      {"name": "isa", "target_slowdown": 2, "job_share": 0.1, "node_share": 0.1,
+       "short_nodes": 1.5}]})");
+  auto frac = readPhoenixCalibration(path, PhoenixMix::kYahoo, "--calibration");
+  ASSERT_FALSE(frac.isOk());
+  EXPECT_NE(frac.status().message().find("kinds[0].short_nodes"), std::string::npos);
 
   write("not json");
   EXPECT_FALSE(readPhoenixCalibration(path, PhoenixMix::kYahoo, "--calibration").isOk());
