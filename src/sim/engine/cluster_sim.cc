@@ -306,6 +306,13 @@ struct AppState {
   // An ad-hoc job whose AM reports its DAG, and the misestimate
   // factor of each stage's reported task duration.
   bool reports_dag = false;
+  // Whether its asks carry request ids ("s<stage>"): an ad-hoc app's (its
+  // DAG report names its stages by them). A periodic app never reports its
+  // DAG, and one ask per stage at priority = stage makes the priority name
+  // the ask, so its asks carry none: nothing the scheduler decides reads the
+  // id then (only Carbyne's askScore, and only for an app with a DAG), and
+  // it keeps no per-request count and copies no id per container.
+  bool names_asks = false;
   std::vector<double> estimate_factor;
   // --task-model fluid: the index of the fluid pool this app holds
   // containers for (cluster_sim's pools_), or -1 for a job's own app.
@@ -476,8 +483,11 @@ class Sim {
     if (i >= app_of_slot_.size()) app_of_slot_.resize(i + 1, -1);
     app_of_slot_[i] = ai;
   }
+  // A job's app, asking for its first stages at once; `names_asks`:
+  // AppState::names_asks.
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
-             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
+             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit,
+             bool names_asks);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
   Resource plannedAt(const ResState& r, TimePoint t) const;
   TimePoint nextBoundary(const ResState& r, TimePoint t) const;
@@ -1338,7 +1348,11 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
   AppState& app = apps_[static_cast<size_t>(ai)];
   asks_.resize(1);
   sched::ResourceRequest& r = asks_[0];
-  r.request_id = "s" + std::to_string(s);
+  if (app.names_asks) {
+    r.request_id = "s" + std::to_string(s);
+  } else {
+    r.request_id.clear();
+  }
   r.priority = static_cast<int32_t>(s);
   r.capability = app.run[s].task;
   r.count = static_cast<int32_t>(app.run[s].pending);
@@ -1372,10 +1386,12 @@ void Sim::stageDone(int ai, size_t s) {
 }
 
 int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
-                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit) {
+                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit,
+                bool names_asks) {
   int ai = static_cast<int>(apps_.size());
   apps_.emplace_back();
   AppState& app = apps_.back();
+  app.names_asks = names_asks;
   app.id = AppId("a" + std::to_string(ai) + ":" + name);
   app.stages = &stages;
   app.inst = std::move(inst);
@@ -1432,7 +1448,7 @@ void Sim::submitPeriodic(int j, int64_t k) {
   auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
                       : sched::QueueRef::adhoc(job.queue);
   int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
-                  std::move(inst), now_);
+                  std::move(inst), now_, false);
   AppState& app = apps_[static_cast<size_t>(ai)];
   app.job = j;
   app.res = r;
@@ -1460,7 +1476,7 @@ void Sim::submitAdhoc(int idx) {
         static_cast<size_t>(std::max<int64_t>(0, st.tasks)), st.task_duration)});
   }
   int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
-                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
+                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_, true);
   AppState& app = apps_[static_cast<size_t>(ai)];
   app.adhoc = idx;
   // Which jobs report their DAG, and how wrong their estimates are
