@@ -14,6 +14,10 @@
 //                                  stops each after 15 min and reports how
 //                                  much of it was simulated by then
 // Wall time on a shared machine depends on the other load; cpu_s does not.
+// training_cpu_s is the process's CPU when the training's last plan step is
+// reported, evaluation_cpu_s its CPU from the first evaluation report after
+// that (plan step 60) to the end; with --threads 1 and one learned strategy
+// they split the run into its phases.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -329,6 +333,11 @@ nlohmann::json runOne(Config c) {
     }
   });
   double last_print = 0;  // wall seconds of the last progress line
+  // When the training's last plan step was reported (process CPU and wall
+  // seconds since t1; with --threads >= 2 the CPU includes what ran beside
+  // it), and when the first evaluation step after it was: between them the
+  // SLO inference, the skyline fits and the evaluations' admissions.
+  double training_cpu_s = -1, training_wall_s = -1, evaluation_start_cpu_s = -1;
   // Each strategy's evaluation steps, in the order they were first reported
   // (strategy_progress comes just before the summed "evaluation" progress,
   // under the same lock).
@@ -350,6 +359,12 @@ nlohmann::json runOne(Config c) {
       [&](const std::string& p, int64_t d, int64_t t) {
         const bool first = steps_of.count(p) == 0;
         steps_of[p] = d;
+        if (p == "training" && d == t) {
+          training_cpu_s = cpuSeconds() - cpu1;
+          training_wall_s = since(t1);
+        } else if (p == "evaluation" && training_cpu_s >= 0 && evaluation_start_cpu_s < 0) {
+          evaluation_start_cpu_s = cpuSeconds() - cpu1;
+        }
         if (first || d == t || since(t1) - last_print >= 30) {
           last_print = since(t1);
           std::string each;
@@ -427,6 +442,12 @@ nlohmann::json runOne(Config c) {
       {"generate_s", gen_s},
       {"wall_s", run_s},
       {"cpu_s", cpu_s},
+      {"training_cpu_s", training_cpu_s >= 0 ? nlohmann::json(training_cpu_s) : nlohmann::json()},
+      {"training_wall_s",
+       training_wall_s >= 0 ? nlohmann::json(training_wall_s) : nlohmann::json()},
+      {"evaluation_cpu_s", evaluation_start_cpu_s >= 0
+                               ? nlohmann::json(cpu_s - evaluation_start_cpu_s)
+                               : nlohmann::json()},
       {"events", events},
       {"events_per_s", run_s > 0 ? events / run_s : 0},
       {"events_per_cpu_s", cpu_s > 0 ? events / cpu_s : 0},

@@ -167,10 +167,11 @@ struct Event {
 // last time opened sit in a ring indexed by the second (no lookup); the
 // others (off the grid, further out, or pushed before the first open) in a
 // hash map. A time is in one place only: a grid time that went to the map
-// keeps its bucket there.
+// keeps its bucket there. A ring entry holds its time beside its bucket, so
+// a push to a second far ahead (a task's end) reads one entry, not two arrays.
 class EventQueue {
  public:
-  EventQueue() : ring_(kRing), ring_time_(kRing, kFree) {}
+  EventQueue() : ring_(kRing) {}
 
   void push(int64_t t, const Event& e) { bucketFor(t).push_back(e); }
   bool empty() const { return times_.empty(); }
@@ -187,9 +188,9 @@ class EventQueue {
     open_ring_ = -1;
     if (t % kGridMs == 0 && t >= 0) {
       const auto i = static_cast<size_t>((t / kGridMs) & (kRing - 1));
-      if (ring_time_[i] == t) {
+      if (ring_[i].time == t) {
         open_ring_ = static_cast<int64_t>(i);
-        open_ = &ring_[i];
+        open_ = &ring_[i].events;
         return *open_;
       }
     }
@@ -202,7 +203,7 @@ class EventQueue {
     open_->clear();
     spare_.push_back(std::move(*open_));
     if (open_ring_ >= 0) {
-      ring_time_[static_cast<size_t>(open_ring_)] = kFree;
+      ring_[static_cast<size_t>(open_ring_)].time = kFree;
     } else {
       other_.erase(open_time_);
     }
@@ -215,15 +216,15 @@ class EventQueue {
 
   std::vector<Event>& bucketFor(int64_t t) {
     if (t % kGridMs == 0 && t >= 0 && t / kGridMs >= lo_ && t / kGridMs - lo_ < kRing) {
-      const auto i = static_cast<size_t>((t / kGridMs) & (kRing - 1));
-      if (ring_time_[i] == t) return ring_[i];
+      Slot& slot = ring_[static_cast<size_t>((t / kGridMs) & (kRing - 1))];
+      if (slot.time == t) return slot.events;
       // Free: every pending ring time is within kRing seconds from lo_.
       if (other_.empty() || other_.find(t) == other_.end()) {
-        MORPHEUS_CHECK(ring_time_[i] == kFree, "two pending times share a ring bucket");
-        ring_time_[i] = t;
-        ring_[i] = takeSpare();
+        MORPHEUS_CHECK(slot.time == kFree, "two pending times share a ring bucket");
+        slot.time = t;
+        slot.events = takeSpare();
         times_.push(t);
-        return ring_[i];
+        return slot.events;
       }
     }
     auto [it, fresh] = other_.try_emplace(t);
@@ -240,10 +241,15 @@ class EventQueue {
     return v;
   }
 
+  // A ring bucket and its time (kFree if none).
+  struct Slot {
+    int64_t time = kFree;
+    std::vector<Event> events;
+  };
+
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> times_;
-  std::vector<std::vector<Event>> ring_;
-  std::vector<int64_t> ring_time_;  // the time of each ring bucket, kFree if none
-  int64_t lo_ = 0;                  // the second of the latest time opened
+  std::vector<Slot> ring_;
+  int64_t lo_ = 0;  // the second of the latest time opened
   std::unordered_map<int64_t, std::vector<Event>> other_;
   std::vector<Event>* open_ = nullptr;     // the opened bucket
   int64_t open_time_ = 0;                  // its time
@@ -257,6 +263,21 @@ struct Grant {
   int64_t count;
 };
 
+// One stage of a live app: what starting and ending its tasks reads and
+// writes, together (one cache line or two per task, not one per field).
+struct StageRun {
+  Resource task;                      // the stage's task resource
+  const Millis* durations = nullptr;  // the instance's task durations (AppState::inst)
+  int64_t tasks = 0;                  // how many
+  int64_t next_task = 0;              // the first task never started
+  int64_t pending = 0;                // tasks asked for and not granted
+  int64_t remaining = 0;              // tasks not yet succeeded
+  // Jockey's recorded durations: tasks that succeeded, and their time.
+  int64_t done_count = 0;
+  Millis done_time{0};
+  std::vector<int64_t> requeued;  // killed tasks to start again
+};
+
 struct AppState {
   AppId id;
   sched::AppSlot slot;  // the scheduler's, once added
@@ -266,13 +287,12 @@ struct AppState {
   const std::vector<SimStage>* stages = nullptr;
   RealizedInstance inst;  // periodic: the realisation; ad hoc: nominal durations
   Resource unit;
-  std::vector<int64_t> next_task, pending, remaining, unmet;
-  std::vector<std::vector<int64_t>> requeued;
+  std::vector<StageRun> run;   // per stage
+  std::vector<int64_t> unmet;  // per stage: the stages it waits for
+  // The resources of the pending tasks: the sum over stages of the stage's
+  // task resource x its pending tasks, kept equal to it at every change.
+  Resource pending_res;
   std::vector<std::vector<int>> dependents;
-  std::vector<Millis> stage_max;  // longest task of each stage (critical path)
-  // Jockey's recorded durations: tasks of each stage that succeeded, and their time.
-  std::vector<int64_t> done_count;
-  std::vector<Millis> done_time;
   size_t stages_left = 0;
   int64_t tasks_total = 0, tasks_done = 0;
   Resource used;
@@ -286,6 +306,13 @@ struct AppState {
   // An ad-hoc job whose AM reports its DAG, and the misestimate
   // factor of each stage's reported task duration.
   bool reports_dag = false;
+  // Whether its asks carry request ids ("s<stage>"): an ad-hoc app's (its
+  // DAG report names its stages by them). A periodic app never reports its
+  // DAG, and one ask per stage at priority = stage makes the priority name
+  // the ask, so its asks carry none: nothing the scheduler decides reads the
+  // id then (only Carbyne's askScore, and only for an app with a DAG), and
+  // it keeps no per-request count and copies no id per container.
+  bool names_asks = false;
   std::vector<double> estimate_factor;
   // --task-model fluid: the index of the fluid pool this app holds
   // containers for (cluster_sim's pools_), or -1 for a job's own app.
@@ -456,8 +483,11 @@ class Sim {
     if (i >= app_of_slot_.size()) app_of_slot_.resize(i + 1, -1);
     app_of_slot_[i] = ai;
   }
+  // A job's app, asking for its first stages at once; `names_asks`:
+  // AppState::names_asks.
   int newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
-             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit);
+             const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit,
+             bool names_asks);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
   Resource plannedAt(const ResState& r, TimePoint t) const;
   TimePoint nextBoundary(const ResState& r, TimePoint t) const;
@@ -563,8 +593,9 @@ class Sim {
 
   std::vector<TaskSlot> slots_;
   std::vector<int64_t> free_slots_;
-  // Per scheduler container slot (sched::ContainerSlot::index), the live
-  // task slot holding it, or -1.
+  // Per scheduler container slot (sched::ContainerSlot::index), the task
+  // slot that held it last, or -1: the holder only if that task slot is
+  // alive and its container is the same (index and generation).
   std::vector<int64_t> slot_of_container_;
   // Per scheduler app slot (sched::AppSlot::index), the app holding it last.
   std::vector<int> app_of_slot_;
@@ -1203,12 +1234,13 @@ void Sim::startTask(int n, const sched::SlotGrant& g) {
     return;
   }
   const auto s = static_cast<size_t>(g.priority);
+  StageRun& st = app.run[s];
   int64_t task;
-  if (!app.requeued[s].empty()) {
-    task = app.requeued[s].back();
-    app.requeued[s].pop_back();
-  } else if (app.next_task[s] < static_cast<int64_t>(app.inst.stages[s].task_durations.size())) {
-    task = app.next_task[s]++;
+  if (!st.requeued.empty()) {
+    task = st.requeued.back();
+    st.requeued.pop_back();
+  } else if (st.next_task < st.tasks) {
+    task = st.next_task++;
   } else {
     // More granted than asked: give it back.
     MORPHEUS_IGNORE_NOT_FOUND(sched_->release(app.id, g.container),
@@ -1217,15 +1249,15 @@ void Sim::startTask(int n, const sched::SlotGrant& g) {
   }
   const int64_t slot = placeSlot(app_index, static_cast<int>(s), task, n, g);
   const int64_t gen = slots_[static_cast<size_t>(slot)].gen;
-  app.pending[s]--;
-  pending_tasks_ -= (*app.stages)[s].task_resource;
+  st.pending--;
+  app.pending_res -= st.task;
+  pending_tasks_ -= st.task;
   if (!app.started) {
     app.started = true;
     app.start = now_;
   }
   // The NM reports a container's end on its next heartbeat (1 s grid).
-  const int64_t end =
-      toEpochMs(now_ + app.inst.stages[s].task_durations[static_cast<size_t>(task)]);
+  const int64_t end = toEpochMs(now_ + st.durations[task]);
   push(fromEpochMs((end + kHeartbeatMs - 1) / kHeartbeatMs * kHeartbeatMs), Ev::kTaskEnd, slot,
        gen);
 }
@@ -1254,15 +1286,20 @@ int64_t Sim::placeSlot(int app_index, int stage, int64_t task, int node,
 void Sim::accountUsage(AppState& app, TimePoint from, TimePoint to, int64_t weight) {
   app.used_unit_ms += static_cast<double>(weight) * static_cast<double>((to - from).count());
   if (!s_.record_history || to <= from) return;
+  // Steps first..last from the app's start, the first and last in part: each
+  // step gets weight x the time of [from, to) inside it, one addition each.
   const int64_t step = o_.step.count();
-  int64_t a = (from - app.start).count(), b = (to - app.start).count();
-  while (a < b) {
-    size_t bin = static_cast<size_t>(a / step);
-    int64_t edge = std::min(b, (a / step + 1) * step);
-    if (app.bins.size() <= bin) app.bins.resize(bin + 1, 0.0);
-    app.bins[bin] += static_cast<double>(weight) * static_cast<double>(edge - a);
-    a = edge;
+  const int64_t a = (from - app.start).count(), b = (to - app.start).count();
+  const auto first = static_cast<size_t>(a / step), last = static_cast<size_t>((b - 1) / step);
+  if (app.bins.size() <= last) app.bins.resize(last + 1, 0.0);
+  const auto w = static_cast<double>(weight);
+  if (first == last) {
+    app.bins[first] += w * static_cast<double>(b - a);
+    return;
   }
+  app.bins[first] += w * static_cast<double>(static_cast<int64_t>(first + 1) * step - a);
+  for (size_t k = first + 1; k < last; k++) app.bins[k] += w * static_cast<double>(step);
+  app.bins[last] += w * static_cast<double>(b - static_cast<int64_t>(last) * step);
 }
 
 void Sim::endTask(int64_t slot, bool killed) {
@@ -1271,8 +1308,9 @@ void Sim::endTask(int64_t slot, bool killed) {
   t.alive = false;
   MORPHEUS_IGNORE_NOT_FOUND(sched_->containerCompleted(t.container),
                             "released or its node removed");
-  int64_t& holder = slot_of_container_[static_cast<size_t>(t.container.index)];
-  if (holder == slot) holder = -1;
+  // slot_of_container_ keeps naming this slot: a kill looked up there is
+  // taken only if the slot is alive and holds that very container
+  // (updateNode), which a freed or reused slot never does.
   free_slots_.push_back(slot);
   node_used_[static_cast<size_t>(t.node)] -= t.resource;
   dirty_nodes_.insert(t.node);
@@ -1290,17 +1328,19 @@ void Sim::endTask(int64_t slot, bool killed) {
   }
   accountUsage(app, t.start, now_, weightOf(t.resource, app.unit));
   size_t s = static_cast<size_t>(t.stage);
+  StageRun& st = app.run[s];
   if (killed) {
-    app.requeued[s].push_back(t.task);
-    app.pending[s]++;
-    pending_tasks_ += (*app.stages)[s].task_resource;
+    st.requeued.push_back(t.task);
+    st.pending++;
+    app.pending_res += st.task;
+    pending_tasks_ += st.task;
     askStage(t.app, s, 1);
     return;
   }
   app.tasks_done++;
-  app.done_count[s]++;
-  app.done_time[s] += now_ - t.start;
-  if (--app.remaining[s] == 0) stageDone(t.app, s);
+  st.done_count++;
+  st.done_time += now_ - t.start;
+  if (--st.remaining == 0) stageDone(t.app, s);
   if (app.reports_dag && !app.done) reportDag(t.app);
 }
 
@@ -1308,10 +1348,14 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
   AppState& app = apps_[static_cast<size_t>(ai)];
   asks_.resize(1);
   sched::ResourceRequest& r = asks_[0];
-  r.request_id = "s" + std::to_string(s);
+  if (app.names_asks) {
+    r.request_id = "s" + std::to_string(s);
+  } else {
+    r.request_id.clear();
+  }
   r.priority = static_cast<int32_t>(s);
-  r.capability = (*app.stages)[s].task_resource;
-  r.count = static_cast<int32_t>(app.pending[s]);
+  r.capability = app.run[s].task;
+  r.count = static_cast<int32_t>(app.run[s].pending);
   MORPHEUS_IGNORE_NOT_FOUND(sched_->updateAsks(app.slot, asks_), "the app left the core");
   if (!agg_.empty() && app.res >= 0 && added > 0) agg_check_.push_back(app.res);
   if (app.reports_dag) reportDag(ai);
@@ -1321,13 +1365,15 @@ void Sim::askStage(int ai, size_t s, int64_t added) {
 
 void Sim::releaseStage(int ai, size_t s) {
   AppState& app = apps_[static_cast<size_t>(ai)];
-  if (app.remaining[s] == 0) {
+  StageRun& st = app.run[s];
+  if (st.remaining == 0) {
     stageDone(ai, s);
     return;
   }
-  app.pending[s] = app.remaining[s];
-  pending_tasks_ += (*app.stages)[s].task_resource * app.pending[s];
-  askStage(ai, s, app.pending[s]);
+  app.pending_res += st.task * (st.remaining - st.pending);
+  st.pending = st.remaining;
+  pending_tasks_ += st.task * st.pending;
+  askStage(ai, s, st.pending);
 }
 
 void Sim::stageDone(int ai, size_t s) {
@@ -1340,31 +1386,30 @@ void Sim::stageDone(int ai, size_t s) {
 }
 
 int Sim::newApp(const std::string& name, const UserId& user, const sched::QueueRef& queue,
-                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit) {
+                const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit,
+                bool names_asks) {
   int ai = static_cast<int>(apps_.size());
   apps_.emplace_back();
   AppState& app = apps_.back();
+  app.names_asks = names_asks;
   app.id = AppId("a" + std::to_string(ai) + ":" + name);
   app.stages = &stages;
   app.inst = std::move(inst);
   app.unit = jobUnit(stages);
   app.submit = submit;
   const size_t n = stages.size();
-  app.next_task.assign(n, 0);
-  app.pending.assign(n, 0);
-  app.remaining.assign(n, 0);
+  app.run.resize(n);
   app.unmet.assign(n, 0);
-  app.requeued.assign(n, {});
   app.dependents.assign(n, {});
   app.stages_left = n;
-  app.stage_max.assign(n, Millis(0));
-  app.done_count.assign(n, 0);
-  app.done_time.assign(n, Millis(0));
   for (size_t s = 0; s < n; s++) {
-    for (Millis d : app.inst.stages[s].task_durations)
-      app.stage_max[s] = std::max(app.stage_max[s], d);
-    app.remaining[s] = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
-    app.tasks_total += app.remaining[s];
+    StageRun& st = app.run[s];
+    const std::vector<Millis>& durations = app.inst.stages[s].task_durations;
+    st.task = stages[s].task_resource;
+    st.durations = durations.data();
+    st.tasks = static_cast<int64_t>(durations.size());
+    st.remaining = st.tasks;
+    app.tasks_total += st.remaining;
     app.unmet[s] = static_cast<int64_t>(stages[s].depends_on.size());
     for (int d : stages[s].depends_on)
       app.dependents[static_cast<size_t>(d)].push_back(static_cast<int>(s));
@@ -1403,7 +1448,7 @@ void Sim::submitPeriodic(int j, int64_t k) {
   auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
                       : sched::QueueRef::adhoc(job.queue);
   int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
-                  std::move(inst), now_);
+                  std::move(inst), now_, false);
   AppState& app = apps_[static_cast<size_t>(ai)];
   app.job = j;
   app.res = r;
@@ -1431,7 +1476,7 @@ void Sim::submitAdhoc(int idx) {
         static_cast<size_t>(std::max<int64_t>(0, st.tasks)), st.task_duration)});
   }
   int ai = newApp("adhoc-" + std::to_string(idx) + "-" + job.name, job.user,
-                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_);
+                  sched::QueueRef::adhoc(job.queue), job.stages, std::move(inst), now_, true);
   AppState& app = apps_[static_cast<size_t>(ai)];
   app.adhoc = idx;
   // Which jobs report their DAG, and how wrong their estimates are
@@ -1453,12 +1498,12 @@ void Sim::submitAdhoc(int idx) {
 void Sim::reportDag(int ai) {
   const AppState& app = apps_[static_cast<size_t>(ai)];
   std::vector<sched::DagStage> dag;
-  std::vector<int64_t> index(app.remaining.size(), -1);
-  for (size_t s = 0; s < app.remaining.size(); s++) {
-    if (app.remaining[s] <= 0) continue;
+  std::vector<int64_t> index(app.run.size(), -1);
+  for (size_t s = 0; s < app.run.size(); s++) {
+    if (app.run[s].remaining <= 0) continue;
     const SimStage& st = (*app.stages)[s];
     sched::DagStage d;
-    d.tasks_left = app.remaining[s];
+    d.tasks_left = app.run[s].remaining;
     d.task_duration = std::max(
         Millis(1), Millis(static_cast<int64_t>(static_cast<double>(st.task_duration.count()) *
                                                app.estimate_factor[s])));
@@ -1504,15 +1549,10 @@ void Sim::releaseRunState(AppState& app) {
   auto drop = [](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); };
   drop(app.bins);
   drop(app.inst.stages);
-  drop(app.next_task);
-  drop(app.pending);
-  drop(app.remaining);
+  drop(app.run);
+  app.pending_res = Resource();
   drop(app.unmet);
-  drop(app.requeued);
   drop(app.dependents);
-  drop(app.stage_max);
-  drop(app.done_count);
-  drop(app.done_time);
   drop(app.grants);
   drop(app.estimate_factor);
 }
@@ -1644,9 +1684,7 @@ bool Sim::aggregateShortfall() const {
     for (int ai : r.live) {
       const AppState& app = apps_[static_cast<size_t>(ai)];
       used += app.used;
-      for (size_t st = 0; st < app.pending.size(); st++) {
-        pending += (*app.stages)[st].task_resource * app.pending[st];
-      }
+      pending += app.pending_res;
     }
     need += Resource::max(Resource::min(r.guarantee, used + pending) - used, Resource());
   }
@@ -1680,9 +1718,7 @@ void Sim::aggregateStep() {
     for (int ai : r.live) {
       const AppState& app = apps_[static_cast<size_t>(ai)];
       ar.used += app.used;
-      for (size_t st = 0; st < app.pending.size(); st++) {
-        ar.pending += (*app.stages)[st].task_resource * app.pending[st];
-      }
+      ar.pending += app.pending_res;
     }
     in.reservations.push_back(std::move(ar));
   }
@@ -1697,9 +1733,7 @@ void Sim::aggregateStep() {
       it = in.periodic.end() - 1;
     }
     it->used += app.used;
-    for (size_t st = 0; st < app.pending.size(); st++) {
-      it->pending += (*app.stages)[st].task_resource * app.pending[st];
-    }
+    it->pending += app.pending_res;
   }
   for (const AggregateState& a : agg_) in.pools.push_back({a.queue, a.shape, a.pool.demand()});
   const AggregateSplit split = aggregateAdhocSplit(in);
@@ -1926,11 +1960,12 @@ std::vector<reprovision::StageState> Sim::stageStates(int ai) const {
     reprovision::StageState& st = out[s];
     st.name = (*app.stages)[s].name;
     for (int d : (*app.stages)[s].depends_on) st.deps.push_back(static_cast<size_t>(d));
-    st.tasks = static_cast<int64_t>(app.inst.stages[s].task_durations.size());
-    st.completed = app.done_count[s];
+    const StageRun& mine = app.run[s];
+    st.tasks = mine.tasks;
+    st.completed = mine.done_count;
     if (run != running_.end() && s < run->second.size()) st.running = run->second[s];
-    if (app.done_count[s] > 0) {
-      st.task_duration = app.done_time[s] / app.done_count[s];
+    if (mine.done_count > 0) {
+      st.task_duration = mine.done_time / mine.done_count;
     } else if (app.job >= 0 && static_cast<size_t>(app.job) < last_stage_mean_.size() &&
                s < last_stage_mean_[static_cast<size_t>(app.job)].size()) {
       st.task_duration = last_stage_mean_[static_cast<size_t>(app.job)][s];
@@ -1943,9 +1978,10 @@ void Sim::rememberStageDurations(const AppState& app) {
   const size_t j = static_cast<size_t>(app.job);
   if (last_stage_mean_.size() <= j) last_stage_mean_.resize(j + 1);
   auto& means = last_stage_mean_[j];
-  means.resize(app.done_count.size(), Millis(0));
+  means.resize(app.run.size(), Millis(0));
   for (size_t s = 0; s < means.size(); s++) {
-    if (app.done_count[s] > 0) means[s] = app.done_time[s] / app.done_count[s];
+    const StageRun& st = app.run[s];
+    if (st.done_count > 0) means[s] = st.done_time / st.done_count;
   }
 }
 
@@ -1963,9 +1999,7 @@ void Sim::draReview(int ri) {
   for (int ai : r.live) {
     const AppState& app = apps_[static_cast<size_t>(ai)];
     view.used += app.used;
-    for (size_t s = 0; s < app.pending.size(); s++) {
-      view.pending += (*app.stages)[s].task_resource * app.pending[s];
-    }
+    view.pending += app.pending_res;
     if (!jockey_) continue;
     // Several apps on one reservation: their DAGs side by side, deps shifted.
     const size_t base = view.stages.size();

@@ -11,6 +11,8 @@
 #include <set>
 #include <thread>
 
+#include <glpk.h>
+
 #include "inference/model/skyline_fit.h"
 #include "inference/model/skyline_reshape.h"
 #include "inference/model/slo_inference.h"
@@ -332,23 +334,55 @@ JobProvision derivedProvision(const StrategySpec& spec, const PeriodicJob& job, 
   return p;
 }
 
+// Calls `item(i)` for every i < count on up to `threads` threads (this one
+// included), each taking the next index not started; returns when all ended.
+// `item` stops early by returning false (no further index is started). Each
+// thread it starts frees its GLPK environment (one per thread: GLPK keeps it
+// in thread-local storage) before it ends, so skyline fits on those threads
+// leave nothing behind.
+void forEachOnThreads(size_t count, int threads, const std::function<bool(size_t)>& item) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
+  auto work = [&] {
+    for (size_t i = next++; i < count && !stopped.load(); i = next++) {
+      if (!item(i)) stopped = true;
+    }
+  };
+  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; t++) {
+    pool.emplace_back([&] {
+      work();
+      glp_free_env();
+    });
+  }
+  work();
+  for (auto& t : pool) t.join();
+}
+
+// Every job's provision, on up to `threads` threads for a learned strategy:
+// each job's skyline fit reads only its own runs (GLPK keeps one environment
+// per thread), and each job's reasons are counted apart and summed in job
+// order afterwards, so the result is the same on any thread count.
 std::vector<JobProvision> provisionsFor(const StrategySpec& spec, const Workload& w,
                                         const Learned& l, TimePoint from,
                                         const ExperimentOptions& o,
-                                        std::map<std::string, double>& why) {
-  std::vector<JobProvision> out;
-  if (spec.provisioning != Provisioning::kUserReservation) {
-    for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter, kReshaped}) why[k] = 0;
+                                        std::map<std::string, double>& why, int threads) {
+  std::vector<JobProvision> out(w.periodic.size());
+  if (spec.provisioning == Provisioning::kUserReservation) {
+    for (size_t j = 0; j < w.periodic.size(); j++) out[j] = userReservation(w.periodic[j], from, o);
+    return out;
   }
-  for (size_t j = 0; j < w.periodic.size(); j++) {
+  for (const char* k : {kNoSlo, kNoSkyline, kWindow, kOffKilter, kReshaped}) why[k] = 0;
+  std::vector<std::map<std::string, double>> why_of(w.periodic.size());
+  forEachOnThreads(w.periodic.size(), threads, [&](size_t j) {
     const PeriodicJob& job = w.periodic[j];
-    if (spec.provisioning == Provisioning::kUserReservation) {
-      out.push_back(userReservation(job, from, o));
-      continue;
-    }
-    JobProvision p = derivedProvision(spec, job, j, l, from, o, why);
-    p.fallback = userDef(job, from, o);
-    out.push_back(std::move(p));
+    out[j] = derivedProvision(spec, job, j, l, from, o, why_of[j]);
+    out[j].fallback = userDef(job, from, o);
+    return true;
+  });
+  for (const auto& mine : why_of) {
+    for (const auto& [k, n] : mine) why[k] += n;
   }
   return out;
 }
@@ -479,7 +513,7 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
 }
 
 // One strategy's evaluation days, provisioned from what training learned
-// (SLO inference, skyline LP fits: GLPK, so never on two threads at once).
+// (its skyline LP fits on up to `threads` threads: provisionsFor).
 struct Evaluation {
   const StrategySpec* spec = nullptr;
   RunSetup setup;
@@ -487,7 +521,7 @@ struct Evaluation {
 };
 
 Evaluation prepare(const Workload& w, const ExperimentOptions& o, const StrategySpec& spec,
-                   const Learned& l) {
+                   const Learned& l, int threads = 1) {
   Evaluation e;
   e.spec = &spec;
   e.setup.from = fromEpochMs(0) + kDay * trainDays(o);
@@ -496,7 +530,7 @@ Evaluation prepare(const Workload& w, const ExperimentOptions& o, const Strategy
   e.setup.dra = spec.dra;
   e.setup.admit_smallest_first = spec.provisioning != Provisioning::kUserReservation;
   e.setup.admit_per_instance = e.setup.admit_smallest_first;
-  e.setup.provisions = provisionsFor(spec, w, l, e.setup.from, o, e.why);
+  e.setup.provisions = provisionsFor(spec, w, l, e.setup.from, o, e.why, threads);
   return e;
 }
 
@@ -510,24 +544,6 @@ StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, 
   summariseSloJobs(r, w, l);
   summariseSlack(r, w);
   return r;
-}
-
-// Calls `item(i)` for every i < count on up to `threads` threads (this one
-// included), each taking the next index not started; returns when all ended.
-// `item` stops early by returning false (no further index is started).
-void forEachOnThreads(size_t count, int threads, const std::function<bool(size_t)>& item) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> stopped{false};
-  auto work = [&] {
-    for (size_t i = next++; i < count && !stopped.load(); i = next++) {
-      if (!item(i)) stopped = true;
-    }
-  };
-  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; t++) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
 }
 
 SimSummary header(const ExperimentOptions& o, const std::string& command) {
@@ -694,7 +710,7 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
       if (learned.isOk() && !interrupted) {
         for (size_t i = 0; i < strategies.size(); i++) {
           if (strategies[i].provisioning != Provisioning::kUserReservation)
-            evals[i] = prepare(workload, options, strategies[i], *learned);
+            evals[i] = prepare(workload, options, strategies[i], *learned, options.threads);
         }
       }
       std::lock_guard<std::mutex> lk(trained_mu);

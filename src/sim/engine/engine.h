@@ -154,7 +154,8 @@ int64_t trainDays(const ExperimentOptions& options);
 Status validateExperiment(const Workload& workload, const ExperimentOptions& options);
 
 // Runs the training phase once, then every strategy: their provisioning
-// (SLO inference, skyline fits) one after the other, their simulations on up
+// one after the other (SLO inference once; each strategy's skyline fits,
+// job by job, on up to options.threads threads), their simulations on up
 // to options.threads threads; results in strategy order, the same whatever
 // the thread count. Strategies provisioned from the users' requests alone
 // (the baseline) do not read the training, so with threads >= 2 their

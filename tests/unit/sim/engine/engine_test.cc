@@ -873,10 +873,11 @@ void expectSameOutcomes(const SimSummary& a, const SimSummary& b) {
 }
 
 // Same seed and inputs: identical results for every strategy, in the same
-// order and with the same summary.json bytes, whether the strategies run one
-// after the other or side by side on 3 threads; the progress then adds up
-// every strategy's steps under one phase; threads < 1 is refused naming the
-// field.
+// order and with the same summary.json bytes (the reasons jobs went
+// unplanned included), whether the strategies and each learned strategy's
+// skyline fits run one after the other or side by side on 3 threads; the
+// progress then adds up every strategy's steps under one phase; threads < 1
+// is refused naming the field.
 TEST(SimEngineTest, SameSeedGivesIdenticalResultsOnAnyThreadCount) {
   Workload w = mixed();
   ExperimentOptions o = options(3, 4);
