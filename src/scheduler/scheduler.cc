@@ -1,5 +1,6 @@
 #include "scheduler/scheduler.h"
 
+#include "scheduler/floor_div.h"
 #include "scheduler/policies/crv.h"
 
 #include <algorithm>
@@ -412,6 +413,15 @@ struct Starved {
   bool operator==(const Starved&) const = default;
 };
 
+// A starved reservation with containers uncovered, in Impl::walkWhether:
+// its shape's memory and vcores, and how many of its containers are still
+// uncovered (`left`, written back to `st` when the walk leaves it).
+struct OpenStarved {
+  int64_t mem, vc, left;
+  double inv_mem, inv_vc;  // 1 / mem, 1 / vc (floorDiv)
+  Starved* st;
+};
+
 constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
 
 // How many containers of `shape` the rooms of the nodes cover may visit
@@ -589,13 +599,25 @@ struct Scheduler::Impl {
   std::vector<Resource> slot_room;
   // room_version counts the changes of slot_room and node_slots.
   uint64_t room_version = 0;
+  // The node whose room runBorrowers takes out of n.free for its phases
+  // only (kNoSlot: none): its slot_room is brought up to date once, when
+  // the phases end. Nothing reads slot_room in between (cover runs before
+  // and after a node's phases, never within), so the memos see one change
+  // (none when the phases granted nothing) instead of the room going down
+  // and back up.
+  size_t room_deferred = kNoSlot;
+  // An unchanged room leaves room_version, room_changed_low and the
+  // ShapeRooms counts as they are: a count is fitCount of the room while the
+  // slot is in room_slots, and a slot leaves room_slots only with no room
+  // (fitCount 0), so setting its bit again without a change of room leaves
+  // the count at 0.
   void syncRoom(const Node& n) {
     const auto slot = static_cast<size_t>(n.slot);
+    if (slot == room_deferred) return;
     const Resource room = n.free + n.noticed;
-    if (!(room == slot_room[slot])) {
-      slot_room[slot] = room;
-      room_version++;
-    }
+    if (room == slot_room[slot]) return;
+    slot_room[slot] = room;
+    room_version++;
     room_changed_low = std::min(room_changed_low, slot);
     countRoom(slot);
   }
@@ -667,6 +689,7 @@ struct Scheduler::Impl {
   std::vector<Node*> victim_nodes;             // scratch of selectVictims
   mutable std::vector<Starved> starved;        // scratch of cover and selectVictims
   mutable std::vector<Starved*> open_starved;  // scratch of cover: those with containers uncovered
+  mutable std::vector<OpenStarved> walk_open;  // scratch of walkWhether
   mutable RoomSlots room_slots;                // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;            // one per cover pass (slot_rem_epoch)
   // Per node slot, the room left after cover's placements (scratch of
@@ -2024,6 +2047,7 @@ struct Scheduler::Impl {
       }
       return uncovered;
     }
+    if (only_whether) return walkWhether(uncovered, without, without_slot);
     std::vector<Starved*>& open = open_starved;
     open.clear();
     for (Starved& st : starved) {
@@ -2072,6 +2096,83 @@ struct Scheduler::Impl {
       }
       return true;
     });
+    cover_memo.valid = uncovered <= 0 && without_slot > last;
+    cover_memo.end = last;
+    return uncovered;
+  }
+
+  // coverFrom's walk when only whether it leaves containers uncovered is
+  // meant (every starved shape has memory and vcores): the same placements
+  // node by node, on memory and vcores held as plain counts (a starved
+  // container is placed by those two only), without the room left of the
+  // nodes (slot_rem, which only selectVictims reads after a cover that is
+  // not only_whether). Spends `starved` and remembers the walk
+  // (cover_memo) as coverFrom does.
+  int64_t walkWhether(int64_t uncovered, const Container* without, size_t without_slot) const {
+    using Open = OpenStarved;
+    std::vector<Open>& open = walk_open;
+    open.clear();
+    for (Starved& st : starved) {
+      if (st.uncovered > 0) {
+        const int64_t mem = st.shape.memoryMib(), vc = st.shape.vcores();
+        open.push_back({mem, vc, st.uncovered, 1.0 / static_cast<double>(mem),
+                        1.0 / static_cast<double>(vc), &st});
+      }
+    }
+    int64_t low_mem = 0, low_vc = 0;
+    auto lowOfOpen = [&] {
+      low_mem = open.front().mem;
+      low_vc = open.front().vc;
+      for (const Open& o : open) {
+        low_mem = std::min(low_mem, o.mem);
+        low_vc = std::min(low_vc, o.vc);
+      }
+    };
+    lowOfOpen();
+    const int64_t without_mem = without != nullptr ? without->resource.memoryMib() : 0;
+    const int64_t without_vc = without != nullptr ? without->resource.vcores() : 0;
+    size_t last = 0;
+    room_slots.forEach([&](size_t slot) {
+      const Resource& room = slot_room[slot];
+      int64_t mem = room.memoryMib(), vc = room.vcores();
+      if (mem <= 0 || vc <= 0) {  // no room (or removed)
+        room_slots.reset(slot);
+        return true;
+      }
+      if (slot == without_slot) {
+        mem -= without_mem;
+        vc -= without_vc;
+      } else if (mem < low_mem || vc < low_vc) {
+        return true;
+      }
+      bool closed = false;
+      for (Open& o : open) {
+        if (mem < low_mem || vc < low_vc) break;
+        if (mem < o.mem || vc < o.vc || o.left == 0) continue;
+        const int64_t k = std::min(
+            o.left, std::min(floorDiv(mem, o.mem, o.inv_mem), floorDiv(vc, o.vc, o.inv_vc)));
+        mem -= o.mem * k;
+        vc -= o.vc * k;
+        o.left -= k;
+        uncovered -= k;
+        closed = closed || o.left == 0;
+      }
+      if (uncovered <= 0) {
+        last = slot;
+        return false;
+      }
+      if (closed) {
+        open.erase(std::remove_if(open.begin(), open.end(),
+                                  [](const Open& o) {
+                                    if (o.left == 0) o.st->uncovered = 0;
+                                    return o.left == 0;
+                                  }),
+                   open.end());
+        lowOfOpen();
+      }
+      return true;
+    });
+    for (const Open& o : open) o.st->uncovered = o.left;
     cover_memo.valid = uncovered <= 0 && without_slot > last;
     cover_memo.end = last;
     return uncovered;
@@ -2227,8 +2328,8 @@ struct Scheduler::Impl {
   void runBorrowers(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.noticed.isZero()) n.hold = Resource();
     const Resource kept = Resource::min(n.free, clampZero(n.hold - n.noticed));
+    room_deferred = static_cast<size_t>(n.slot);
     n.free -= kept;
-    syncRoom(n);
     if (n.resv_app != nullptr) expireReservation(n, now);
     if (opts.borrowing_reservations_share) {
       runShared(n, now, out);
@@ -2241,6 +2342,7 @@ struct Scheduler::Impl {
     }
     releaseKept(n);
     n.free += kept;
+    room_deferred = kNoSlot;
     syncRoom(n);
   }
 

@@ -1,9 +1,11 @@
 // Scheduler core (docs/design/scheduler.md): order of guarantees, fairness, lending and
 // preemption with virtual time, gangs, constraints, accounting.
 #include "scheduler/scheduler.h"
+#include "scheduler/floor_div.h"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -1192,6 +1194,42 @@ TEST(SchedulerTest, QueuesReadViewReportsUsagePendingAndApps) {
   EXPECT_EQ(r1.used + r1.pending, Resource(2 * 1024, 2));
   EXPECT_EQ(r1.pending_containers, r1.pending.vcores());
   EXPECT_EQ(etl.used + r1.used, Resource(4096, 4));
+}
+
+}  // namespace
+}  // namespace morpheus::sched
+
+namespace morpheus::sched {
+namespace {
+
+// floorDiv (the kill re-check walk's division) equals integer division on
+// the quotients next to every multiple of the divisor, on random operands
+// up to 2^52 and beyond, and on the bounds.
+TEST(FloorDivTest, EqualsIntegerDivision) {
+  std::mt19937_64 rng(7);
+  auto check = [](int64_t a, int64_t b) {
+    ASSERT_EQ(floorDiv(a, b, 1.0 / static_cast<double>(b)), a / b) << a << " / " << b;
+  };
+  for (int64_t b = 1; b <= 300; b++) {
+    for (int64_t q = 0; q <= 300; q++) {
+      for (int64_t d = -1; d <= 1; d++) {
+        if (q * b + d >= 0) check(q * b + d, b);
+      }
+    }
+  }
+  for (int i = 0; i < 200000; i++) {
+    const int shift = static_cast<int>(rng() % 62);
+    const auto a = static_cast<int64_t>(rng() >> (2 + shift % 62));
+    const auto b = static_cast<int64_t>(rng() >> (2 + rng() % 61)) + 1;
+    check(a, b);
+    check((a / b) * b, b);
+    check((a / b) * b - ((a / b) * b > 0 ? 1 : 0), b);
+  }
+  check(0, 1);
+  check((int64_t{1} << 52) - 1, 3);
+  check(int64_t{1} << 52, 3);
+  check(std::numeric_limits<int64_t>::max(), 1);
+  check(std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace
