@@ -62,39 +62,19 @@ double TetrisPolicy::packScore(const sched::AskInput& in) const {
 
 namespace {
 
-// Diagnostic `carbyne-now`: Carbyne with the strict must-start-now rule
-// (only tasks whose latest start is now are needed; carbynePlan's
-// must_start_within), everything else the policy's own. Diagnostic
-// `carbyne-noneed`: every need zero (below).
-class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
-                               public sched::DagPlanner,
-                               public sched::NoDagPlanner,
-                               public sched::AppOrdering,
-                               public sched::UserOrdering,
-                               public sched::AskChooser,
-                               public sched::CrossAppPacker {
+// Forwards every Carbyne interface to the policy itself; a diagnostic
+// overrides planApp (and its name) only.
+class CarbyneForwarder : public sched::QueueOrderingPolicy,
+                         public sched::DagPlanner,
+                         public sched::NoDagPlanner,
+                         public sched::AppOrdering,
+                         public sched::UserOrdering,
+                         public sched::AskChooser,
+                         public sched::CrossAppPacker {
  public:
-  // `no_need`: the diagnostic `carbyne-noneed` instead: every job's need is
-  // zero, so every job is in the leftover tier and the whole cluster is
-  // packed across jobs by the leftover's score (alignment and the SRTF term
-  // on the completion estimate); altruism without the fair-share guarantee.
-  explicit CarbyneNowPolicy(sched::LeftoverPacking p, bool no_need = false)
-      : c_(p), no_need_(no_need) {}
-  std::string_view name() const override { return no_need_ ? "carbyne-noneed" : "carbyne-now"; }
+  explicit CarbyneForwarder(sched::LeftoverPacking p) : c_(p) {}
   double score(const Resource& used, double weight, const Resource& cluster) const override {
     return c_.score(used, weight, cluster);
-  }
-  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
-                         const Resource& fair_share) const override {
-    if (dag.empty()) return {};
-    sched::AppHint h = sched::carbyneHint(
-        dag, sched::carbynePlan(dag, fair_share, no_need_ ? Millis(-1) : Millis(1)));
-    if (no_need_) {
-      h.need = Resource();
-      h.needed.clear();
-      h.needed_tasks.clear();
-    }
-    return h;
   }
   sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
   double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
@@ -108,8 +88,37 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
   // LeftoverPacking::reserve_nodes (`-now` turns it off, `-noneed` keeps it).
   bool reservesNodes() const override { return c_.reservesNodes(); }
 
- private:
+ protected:
   sched::CarbyneOrderingPolicy c_;
+};
+
+// Diagnostic `carbyne-now`: Carbyne with the strict must-start-now rule
+// (only tasks whose latest start is now are needed; carbynePlan's
+// must_start_within), everything else the policy's own. Diagnostic
+// `carbyne-noneed`: every need zero (below).
+class CarbyneNowPolicy final : public CarbyneForwarder {
+ public:
+  // `no_need`: the diagnostic `carbyne-noneed` instead: every job's need is
+  // zero, so every job is in the leftover tier and the whole cluster is
+  // packed across jobs by the leftover's score (alignment and the SRTF term
+  // on the completion estimate); altruism without the fair-share guarantee.
+  explicit CarbyneNowPolicy(sched::LeftoverPacking p, bool no_need = false)
+      : CarbyneForwarder(p), no_need_(no_need) {}
+  std::string_view name() const override { return no_need_ ? "carbyne-noneed" : "carbyne-now"; }
+  sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
+                         const Resource& fair_share) const override {
+    if (dag.empty()) return {};
+    sched::AppHint h = sched::carbyneHint(
+        dag, sched::carbynePlan(dag, fair_share, no_need_ ? Millis(-1) : Millis(1)));
+    if (no_need_) {
+      h.need = Resource();
+      h.needed.clear();
+      h.needed_tasks.clear();
+    }
+    return h;
+  }
+
+ private:
   bool no_need_ = false;
 };
 
@@ -122,24 +131,15 @@ class CarbyneNowPolicy final : public sched::QueueOrderingPolicy,
 // its promised completion (leftover it got, a share that grew since) lends
 // more. Stateful: the driver names the job and the time before each report
 // (PaperRun::before_report); one run at a time.
-class CarbyneDeadlinePolicy final : public sched::QueueOrderingPolicy,
-                                    public sched::DagPlanner,
-                                    public sched::NoDagPlanner,
-                                    public sched::AppOrdering,
-                                    public sched::UserOrdering,
-                                    public sched::AskChooser,
-                                    public sched::CrossAppPacker {
+class CarbyneDeadlinePolicy final : public CarbyneForwarder {
  public:
-  explicit CarbyneDeadlinePolicy(sched::LeftoverPacking p) : c_(p) {}
+  explicit CarbyneDeadlinePolicy(sched::LeftoverPacking p) : CarbyneForwarder(p) {}
   std::string_view name() const override { return "carbyne-deadline"; }
   // The job and time of the next planApp.
   void at(size_t job, int64_t now_ms) {
     if (job >= deadline_.size()) deadline_.resize(job + 1, -1);
     job_ = job;
     now_ms_ = now_ms;
-  }
-  double score(const Resource& used, double weight, const Resource& cluster) const override {
-    return c_.score(used, weight, cluster);
   }
   sched::AppHint planApp(const std::vector<sched::DagStage>& dag,
                          const Resource& fair_share) const override {
@@ -150,19 +150,8 @@ class CarbyneDeadlinePolicy final : public sched::QueueOrderingPolicy,
     const Millis slack(d - now_ms_ - plain.completion.count());
     return sched::carbyneHint(dag, sched::carbynePlan(dag, fair_share, Millis(-1), slack));
   }
-  sched::AppHint planWithoutDag(const Resource& s) const override { return c_.planWithoutDag(s); }
-  double appScore(const sched::AppInput& in) const override { return c_.appScore(in); }
-  double userScore(const Resource& used, double weight, const Resource& cluster,
-                   double best_app) const override {
-    return c_.userScore(used, weight, cluster, best_app);
-  }
-  double askScore(const sched::AskInput& in) const override { return c_.askScore(in); }
-  double packFrom() const override { return c_.packFrom(); }
-  double packScore(const sched::AskInput& in) const override { return c_.packScore(in); }
-  bool reservesNodes() const override { return c_.reservesNodes(); }
 
  private:
-  sched::CarbyneOrderingPolicy c_;
   mutable std::vector<int64_t> deadline_;  // per job, ms; -1 before its first report
   size_t job_ = 0;
   int64_t now_ms_ = 0;
