@@ -70,6 +70,25 @@ PaperRun oneServer(bool sees_bandwidth) {
   return o;
 }
 
+// Two one-stage jobs, users "a" and "b", of 100 s tasks of 1 vcore:
+// `a_tasks` and `b_tasks` tasks.
+std::vector<sim::AdhocJob> twoScanJobs(int a_tasks, int b_tasks) {
+  sim::AdhocJob a;
+  a.name = "a";
+  a.user = UserId("a");
+  sim::SimStage s;
+  s.name = "scan";
+  s.tasks = a_tasks;
+  s.task_duration = Millis(100000);
+  s.task_resource = Resource(1024, 1);
+  a.stages.push_back(s);
+  sim::AdhocJob b = a;
+  b.name = "b";
+  b.user = UserId("b");
+  b.stages[0].tasks = b_tasks;
+  return {a, b};
+}
+
 TEST(CarbynePaperTest, ASchedulerBlindToBandwidthOverSubscribesAndTasksSlowDown) {
   // Two 100 s tasks of 600 MB/s on a 1000 MB/s disk: placed together, each
   // progresses at 1000 / 1200 of its speed and both end at 120 s.
@@ -109,21 +128,8 @@ TEST(CarbynePaperTest, JainOverFairSharesDoesNotCountASmallJobAsShortChanged) {
   // Job a wants 1 vcore, job b 19 (one server of 20): each gets what it
   // wants, which is its fair share. Their raw dominant shares (0.05, 0.95)
   // are far from equal; relative to the fair shares they are equal.
-  sim::AdhocJob a;
-  a.name = "a";
-  a.user = UserId("a");
-  sim::SimStage s;
-  s.name = "scan";
-  s.tasks = 1;
-  s.task_duration = Millis(100000);
-  s.task_resource = Resource(1024, 1);
-  a.stages.push_back(s);
-  sim::AdhocJob b = a;
-  b.name = "b";
-  b.user = UserId("b");
-  b.stages[0].tasks = 19;
   PaperRun o = oneServer(true);
-  auto r = runPaper({a, b}, std::make_shared<sched::DrfOrderingPolicy>(), o);
+  auto r = runPaper(twoScanJobs(1, 19), std::make_shared<sched::DrfOrderingPolicy>(), o);
   ASSERT_TRUE(r.isOk()) << r.status().message();
   EXPECT_GT(r->jain_fair, 0.99);
   EXPECT_LT(r->jain, 0.6);
@@ -207,22 +213,9 @@ TEST(CarbynePaperTest, LedgerSplitsTheVcoresByTierAndByRemainingWork) {
   // need (its four tasks), so its 4 vcores are leftover-tier vcores up to the
   // need, none lent, none in the DRF tier; by remaining work the two jobs
   // are the first and third fifths (of two).
-  sim::AdhocJob a;
-  a.name = "a";
-  a.user = UserId("a");
-  sim::SimStage s;
-  s.name = "scan";
-  s.tasks = 4;
-  s.task_duration = Millis(100000);
-  s.task_resource = Resource(1024, 1);
-  a.stages.push_back(s);
-  sim::AdhocJob b = a;
-  b.name = "b";
-  b.user = UserId("b");
-  b.stages[0].tasks = 4;
   PaperRun o = oneServer(true);
   o.ledger = true;
-  auto r = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  auto r = runPaper(twoScanJobs(4, 4), std::make_shared<sched::CarbyneOrderingPolicy>(), o);
   ASSERT_TRUE(r.isOk()) << r.status().message();
   ASSERT_EQ(r->est_s.size(), 2u);
   EXPECT_DOUBLE_EQ(r->est_s[0], 100.0);
@@ -239,7 +232,7 @@ TEST(CarbynePaperTest, LedgerSplitsTheVcoresByTierAndByRemainingWork) {
   EXPECT_NEAR(w.v_fifth_waiting[0] + w.v_fifth_waiting[2], 0.0, 1e-9);
   // Without the ledger no estimate is recorded.
   o.ledger = false;
-  auto plain = runPaper({a, b}, std::make_shared<sched::CarbyneOrderingPolicy>(), o);
+  auto plain = runPaper(twoScanJobs(4, 4), std::make_shared<sched::CarbyneOrderingPolicy>(), o);
   ASSERT_TRUE(plain.isOk()) << plain.status().message();
   EXPECT_DOUBLE_EQ(plain->est_s[0], -1.0);
 }
