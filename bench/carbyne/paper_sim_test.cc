@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "scheduler/policies/carbyne_policy.h"
 #include "sim/workloads/carbyne_dags.h"
@@ -138,21 +140,11 @@ TEST(CarbynePaperTest, JainOverFairSharesDoesNotCountASmallJobAsShortChanged) {
 TEST(CarbynePaperTest, JainOverFairSharesSeesAJobStarvedOfItsShare) {
   // FIFO serves b (first) before a: a's fair share is half the server, it
   // gets nothing while b holds all 20 vcores.
-  sim::AdhocJob b;
-  b.name = "b";
-  b.user = UserId("b");
-  sim::SimStage s;
-  s.name = "scan";
-  s.tasks = 40;
-  s.task_duration = Millis(100000);
-  s.task_resource = Resource(1024, 1);
-  b.stages.push_back(s);
-  sim::AdhocJob a = b;
-  a.name = "a";
-  a.user = UserId("a");
-  auto fifo = runPaper({b, a}, std::make_shared<sched::FifoOrderingPolicy>(), oneServer(true));
+  std::vector<sim::AdhocJob> jobs = twoScanJobs(40, 40);
+  std::swap(jobs[0], jobs[1]);  // b first
+  auto fifo = runPaper(jobs, std::make_shared<sched::FifoOrderingPolicy>(), oneServer(true));
   ASSERT_TRUE(fifo.isOk()) << fifo.status().message();
-  auto drf = runPaper({b, a}, std::make_shared<sched::DrfOrderingPolicy>(), oneServer(true));
+  auto drf = runPaper(jobs, std::make_shared<sched::DrfOrderingPolicy>(), oneServer(true));
   ASSERT_TRUE(drf.isOk()) << drf.status().message();
   EXPECT_GT(drf->jain_fair, 0.99);
   EXPECT_LT(fifo->jain_fair, drf->jain_fair - 0.2);
