@@ -332,7 +332,13 @@ struct App : Entity {
   std::vector<Ask> asks;  // sorted by (priority, request_id)
   int64_t pending = 0;    // sum of ask counts
   CList<&Container::app_link> containers;
-  std::vector<PreemptionNotice> notices;
+  // Its preemption notices not yet taken, by container and deadline: the
+  // PreemptionNotice (with the ids' strings) is built when taken.
+  struct Notice {
+    ContainerSlot container;
+    TimePoint deadline;
+  };
+  std::vector<Notice> notices;
   AppHint hint;  // the leaf policy's DagPlanner over the last reportDag, else its NoDagPlanner
   // Its live containers per non-empty request id, sorted by id, no zero
   // counts (AskInput::running): one entry per stage name an AM asks under.
@@ -348,10 +354,11 @@ struct Node {
   Resource total, used, free;
   std::map<std::string, std::string> attrs;
   CList<&Container::node_link> containers;
-  int32_t marked = 0;  // containers under preemption notice, not yet sent to kill
+  int32_t marked = 0;                   // containers under preemption notice, not yet sent to kill
+  std::vector<Container*> notice_list;  // those `marked` containers, in no order
   // At or before the earliest kill deadline of those `marked` containers
-  // (TimePoint::max() when none is known): Impl::collectKills scans the
-  // node's containers only from then on.
+  // (TimePoint::max() when none is known): Impl::collectKills reads
+  // notice_list only from then on.
   TimePoint kill_due = TimePoint::max();
   Resource noticed;  // containers under preemption notice, until they end (kills included)
   // Scratch of the preemption pass (Impl::selectVictims): the candidates
@@ -377,11 +384,20 @@ struct Node {
 // superset by design: a slot is set wherever a node's room (free + noticed)
 // may have grown, and cleared only when cover visits the node and finds no
 // room (memory or vcores at or below zero). Iterated in slot order.
+// Each word of 64 slots has a stamp that moves when one of its bits is set
+// again or when touch() reports a change of one of its slots' rooms: what
+// is read of a word (its bits and its rooms) is unchanged while its stamp
+// is (Impl::walkWhether's WordPlace).
 class RoomSlots {
  public:
   void set(size_t i) {
-    if (words_.size() <= i / 64) words_.resize(i / 64 + 1, 0);
-    words_[i / 64] |= uint64_t{1} << (i % 64);
+    if (words_.size() <= i / 64) {
+      words_.resize(i / 64 + 1, 0);
+      stamps_.resize(i / 64 + 1, 0);
+    }
+    const uint64_t bit = uint64_t{1} << (i % 64);
+    if ((words_[i / 64] & bit) == 0) stamps_[i / 64] = ++clock_;
+    words_[i / 64] |= bit;
   }
   void reset(size_t i) {
     if (i / 64 < words_.size()) words_[i / 64] &= ~(uint64_t{1} << (i % 64));
@@ -389,6 +405,13 @@ class RoomSlots {
   bool test(size_t i) const {
     return i / 64 < words_.size() && ((words_[i / 64] >> (i % 64)) & 1) != 0;
   }
+  // The room of slot `i` changed.
+  void touch(size_t i) {
+    if (i / 64 < stamps_.size()) stamps_[i / 64] = ++clock_;
+  }
+  size_t numWords() const { return words_.size(); }
+  uint64_t word(size_t w) const { return words_[w]; }
+  uint64_t stamp(size_t w) const { return stamps_[w]; }
   // Calls f(slot) for each set slot in increasing order while f returns
   // true; f may reset any slot (a word is read before its slots are visited).
   template <typename F>
@@ -402,6 +425,8 @@ class RoomSlots {
 
  private:
   std::vector<uint64_t> words_;
+  std::vector<uint64_t> stamps_;  // per word, from clock_ (0: never stamped)
+  uint64_t clock_ = 0;
 };
 
 // A reservation below its guarantee with demand, in containers of its
@@ -423,6 +448,21 @@ struct OpenStarved {
 };
 
 constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
+
+// What Impl::walkWhether places in one word of 64 node slots (or one block
+// of 8) when no open starved container runs out there: per open starved
+// reservation (by its place in `shapes`), the containers the unit's rooms
+// take with every count taken as unbounded (`d`), and their sum. A function
+// of the open reservations' shapes in order (`shapes`: memory, vcores) and
+// of the word's bits and rooms (RoomSlots::stamp): valid while both are the
+// same.
+struct WordPlace {
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  uint64_t stamp = 0;  // 0: empty (RoomSlots stamps from 1)
+  uint64_t last_used = 0;
+  int64_t total = 0;
+  std::vector<int64_t> d;
+};
 
 // How many containers of `shape` the rooms of the nodes cover may visit
 // hold: per node slot fitCount(room, shape) while the slot is in room_slots
@@ -619,6 +659,7 @@ struct Scheduler::Impl {
     slot_room[slot] = room;
     room_version++;
     room_changed_low = std::min(room_changed_low, slot);
+    room_slots.touch(slot);
     countRoom(slot);
   }
   // Brings every ShapeRooms' count of `slot` to its room and bit.
@@ -690,8 +731,15 @@ struct Scheduler::Impl {
   mutable std::vector<Starved> starved;        // scratch of cover and selectVictims
   mutable std::vector<Starved*> open_starved;  // scratch of cover: those with containers uncovered
   mutable std::vector<OpenStarved> walk_open;  // scratch of walkWhether
-  mutable RoomSlots room_slots;                // nodes cover may place on (RoomSlots)
-  mutable uint64_t cover_epoch = 0;            // one per cover pass (slot_rem_epoch)
+  // walkWhether's placements per word (kWordPlaces per word, the least
+  // recently used replaced), and per block of 8 slots.
+  static constexpr size_t kWordPlaces = 4;
+  mutable std::vector<WordPlace> word_places;
+  mutable std::vector<WordPlace> block_places;
+  mutable std::vector<std::pair<int64_t, int64_t>> open_shapes;  // scratch of walkWhether
+  mutable uint64_t place_clock = 0;
+  mutable RoomSlots room_slots;      // nodes cover may place on (RoomSlots)
+  mutable uint64_t cover_epoch = 0;  // one per cover pass (slot_rem_epoch)
   // Per node slot, the room left after cover's placements (scratch of
   // cover and selectVictims), this pass's when slot_rem_epoch equals
   // cover_epoch.
@@ -714,10 +762,17 @@ struct Scheduler::Impl {
   // instead of the NodeUpdateResult.
   SlotUpdate* slot_out = nullptr;
   int64_t reserved_nodes = 0;  // nodes with Node::resv_app set
-  void unmark(Node& n) {
+  // `c` is no longer under a notice not yet sent to kill (killed, withdrawn
+  // or ended).
+  void unmark(Container* c) {
+    Node& n = *c->node;
     n.marked--;
     marked_total--;
+    auto it = std::find(n.notice_list.begin(), n.notice_list.end(), c);
+    *it = n.notice_list.back();
+    n.notice_list.pop_back();
   }
+  std::vector<Container*> kills_due;   // scratch of collectKills
   EntityHeap guaranteed{kGuaranteed};  // reservations below guarantee with demand
   EntityHeap overage{kOverage};        // reservations with demand
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
@@ -1627,7 +1682,7 @@ struct Scheduler::Impl {
     if (c->preempting) {
       n->noticed -= c->resource;
       if (a->res != nullptr) a->res->preempting -= c->resource;
-      if (!c->kill_sent) unmark(*n);
+      if (!c->kill_sent) unmark(c);
       dropNotice(c);
     }
     syncRoom(*n);
@@ -1695,25 +1750,33 @@ struct Scheduler::Impl {
 
   // The containers of `n` whose grace ended by `now`, in the node's
   // allocation order: killed if still needed (stillNeeded), else their notice
-  // is withdrawn. Before the node's kill_due no grace has ended and the
-  // containers are not scanned (a scan at every heartbeat of a node under
-  // notice led the simulator's profile at 5,000 nodes); a scan sets kill_due
-  // to the earliest deadline it leaves pending.
+  // is withdrawn. Before the node's kill_due no grace has ended and nothing
+  // is read (a scan at every heartbeat of a node under notice led the
+  // simulator's profile at 5,000 nodes); then the node's containers under
+  // notice (notice_list, not all its containers) are read, and kill_due set
+  // to the earliest deadline left pending. The node's container list is in
+  // allocation order (`order`), so the due ones are re-checked by `order`.
   void collectKills(Node& n, TimePoint now, NodeUpdateResult& out) {
     if (n.marked == 0 || now < n.kill_due) return;
     n.kill_due = TimePoint::max();
-    for (Container* c = n.containers.head; c != nullptr; c = c->node_link.next) {
-      if (!c->preempting || c->kill_sent) continue;
+    std::vector<Container*>& due = kills_due;
+    due.clear();
+    for (Container* c : n.notice_list) {
       if (c->kill_deadline > now) {
         n.kill_due = std::min(n.kill_due, c->kill_deadline);
-        continue;
+      } else {
+        due.push_back(c);
       }
+    }
+    std::sort(due.begin(), due.end(),
+              [](const Container* a, const Container* b) { return a->order < b->order; });
+    for (Container* c : due) {
       if (!stillNeeded(c)) {
         withdraw(c);
         continue;
       }
       c->kill_sent = true;
-      unmark(n);
+      unmark(c);
       if (slot_out != nullptr) {
         slot_out->to_kill.push_back(ContainerSlot{c->slot, c->generation});
       } else {
@@ -1737,7 +1800,7 @@ struct Scheduler::Impl {
     App* a = c->app;
     c->preempting = false;
     c->kill_deadline = TimePoint();
-    unmark(*c->node);
+    unmark(c);
     c->node->noticed -= c->resource;
     syncRoom(*c->node);
     reinsertCand(c);
@@ -1784,9 +1847,10 @@ struct Scheduler::Impl {
   void dropNotice(const Container* c) {
     auto& ns = c->app->notices;
     if (ns.empty()) return;
-    const ContainerId id = containerId(*c);
-    const auto gone = std::remove_if(
-        ns.begin(), ns.end(), [&id](const PreemptionNotice& p) { return p.container == id; });
+    const ContainerSlot slot{c->slot, c->generation};
+    const auto gone = std::remove_if(ns.begin(), ns.end(), [&slot](const App::Notice& p) {
+      return p.container.index == slot.index && p.container.generation == slot.generation;
+    });
     untaken_notices -= ns.end() - gone;
     ns.erase(gone, ns.end());
   }
@@ -2108,6 +2172,17 @@ struct Scheduler::Impl {
   // nodes (slot_rem, which only selectVictims reads after a cover that is
   // not only_whether). Spends `starved` and remembers the walk
   // (cover_memo) as coverFrom does.
+  // A word of 64 slots is taken whole from its WordPlace when every open
+  // reservation has at least its `d` there left and some container stays
+  // open after it: then no count runs out inside the word, so each node
+  // places what it would with the counts unbounded, and the word places
+  // exactly `d` (by induction over the nodes in slot order and the
+  // reservations in order). A word where a count runs out is taken by its
+  // blocks of 8 slots the same way; the word of `without` and a block where
+  // a count runs out are walked node by node. A re-check keeps its notice
+  // when the walk runs to the end, and between two re-checks few words
+  // change: the others cost O(open reservations) instead of a visit of each
+  // node.
   int64_t walkWhether(int64_t uncovered, const Container* without, size_t without_slot) const {
     using Open = OpenStarved;
     std::vector<Open>& open = walk_open;
@@ -2123,16 +2198,19 @@ struct Scheduler::Impl {
     auto lowOfOpen = [&] {
       low_mem = open.front().mem;
       low_vc = open.front().vc;
+      open_shapes.clear();
       for (const Open& o : open) {
         low_mem = std::min(low_mem, o.mem);
         low_vc = std::min(low_vc, o.vc);
+        open_shapes.emplace_back(o.mem, o.vc);
       }
     };
     lowOfOpen();
     const int64_t without_mem = without != nullptr ? without->resource.memoryMib() : 0;
     const int64_t without_vc = without != nullptr ? without->resource.vcores() : 0;
     size_t last = 0;
-    room_slots.forEach([&](size_t slot) {
+    // One node: false once every starved container is placed.
+    auto visit = [&](size_t slot) {
       const Resource& room = slot_room[slot];
       int64_t mem = room.memoryMib(), vc = room.vcores();
       if (mem <= 0 || vc <= 0) {  // no room (or removed)
@@ -2162,20 +2240,113 @@ struct Scheduler::Impl {
         return false;
       }
       if (closed) {
-        open.erase(std::remove_if(open.begin(), open.end(),
-                                  [](const Open& o) {
-                                    if (o.left == 0) o.st->uncovered = 0;
-                                    return o.left == 0;
-                                  }),
-                   open.end());
+        closeSpent(open);
         lowOfOpen();
       }
       return true;
-    });
+    };
+    // Whether the walk takes a word's (or a block's) placements `p` whole
+    // (and takes them).
+    auto takeWhole = [&](const WordPlace& p) {
+      if (p.total >= uncovered) return false;
+      for (size_t i = 0; i < open.size(); i++) {
+        if (open[i].left < p.d[i]) return false;
+      }
+      bool closed = false;
+      for (size_t i = 0; i < open.size(); i++) {
+        open[i].left -= p.d[i];
+        closed = closed || open[i].left == 0;
+      }
+      uncovered -= p.total;
+      if (closed) {
+        closeSpent(open);
+        lowOfOpen();
+      }
+      return true;
+    };
+    const size_t without_word = without_slot == kNoSlot ? kNoSlot : without_slot / 64;
+    bool more = true;
+    for (size_t w = 0; w < room_slots.numWords() && more; w++) {
+      if (room_slots.word(w) == 0) continue;
+      if (w != without_word) {
+        if (takeWhole(unitPlace(w, 64, open))) continue;
+        // A count runs out in this word: its blocks of 8 slots, walked node
+        // by node only where one runs out.
+        for (size_t b = 0; b < 8 && more; b++) {
+          const uint64_t bits = (room_slots.word(w) >> (8 * b)) & 0xff;
+          if (bits == 0 || takeWhole(unitPlace(w * 8 + b, 8, open))) continue;
+          for (uint64_t left = bits; left != 0 && more; left &= left - 1)
+            more = visit(w * 64 + 8 * b + static_cast<size_t>(__builtin_ctzll(left)));
+        }
+        continue;
+      }
+      for (uint64_t bits = room_slots.word(w); bits != 0 && more; bits &= bits - 1)
+        more = visit(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+    }
     for (const Open& o : open) o.st->uncovered = o.left;
     cover_memo.valid = uncovered <= 0 && without_slot > last;
     cover_memo.end = last;
     return uncovered;
+  }
+
+  // Drops the open reservations of walkWhether whose containers are all
+  // placed (their Starved count set to 0).
+  static void closeSpent(std::vector<OpenStarved>& open) {
+    open.erase(std::remove_if(open.begin(), open.end(),
+                              [](const OpenStarved& o) {
+                                if (o.left == 0) o.st->uncovered = 0;
+                                return o.left == 0;
+                              }),
+               open.end());
+  }
+
+  // The WordPlace of unit `u` of `size` slots (64: word u; 8: block u % 8
+  // of word u / 8) for the open reservations `open` (their shapes in
+  // open_shapes), counted now (O(the unit's set slots x open)) unless
+  // remembered. Counting resets the bits of slots without room, as the walk
+  // does.
+  const WordPlace& unitPlace(size_t u, size_t size, const std::vector<OpenStarved>& open) const {
+    const size_t w = size == 64 ? u : u / 8;
+    std::vector<WordPlace>& cache = size == 64 ? word_places : block_places;
+    if (cache.size() < room_slots.numWords() * (64 / size) * kWordPlaces)
+      cache.resize(room_slots.numWords() * (64 / size) * kWordPlaces);
+    WordPlace* first = &cache[u * kWordPlaces];
+    const uint64_t stamp = room_slots.stamp(w);
+    WordPlace* use = first;
+    for (WordPlace* p = first; p != first + kWordPlaces; p++) {
+      if (p->stamp == stamp && p->shapes == open_shapes) {
+        p->last_used = ++place_clock;
+        return *p;
+      }
+      if (p->last_used < use->last_used) use = p;
+    }
+    use->shapes = open_shapes;
+    use->stamp = stamp;
+    use->last_used = ++place_clock;
+    use->total = 0;
+    use->d.assign(open.size(), 0);
+    const size_t base = u * size;
+    const uint64_t bits =
+        size == 64 ? room_slots.word(w) : (room_slots.word(w) >> (base % 64)) & 0xff;
+    for (uint64_t left = bits; left != 0; left &= left - 1) {
+      const size_t slot = base + static_cast<size_t>(__builtin_ctzll(left));
+      const Resource& room = slot_room[slot];
+      int64_t mem = room.memoryMib(), vc = room.vcores();
+      if (mem <= 0 || vc <= 0) {
+        room_slots.reset(slot);
+        continue;
+      }
+      for (size_t i = 0; i < open.size(); i++) {
+        const OpenStarved& o = open[i];
+        if (mem < o.mem || vc < o.vc) continue;
+        const int64_t k = std::min(floorDiv(mem, o.mem, o.inv_mem), floorDiv(vc, o.vc, o.inv_vc));
+        mem -= o.mem * k;
+        vc -= o.vc * k;
+        use->d[i] += k;
+        use->total += k;
+      }
+    }
+    return *use;
   }
 
   // Reservations below their guarantee whose containers find no room —
@@ -2305,13 +2476,13 @@ struct Scheduler::Impl {
     c->preempting = true;
     c->kill_deadline = now + opts.preemption_grace;
     c->node->marked++;
+    c->node->notice_list.push_back(c);
     c->node->kill_due = std::min(c->node->kill_due, c->kill_deadline);
     marked_total++;
     c->node->noticed += c->resource;
     room_slots.set(static_cast<size_t>(c->node->slot));
     syncRoom(*c->node);
-    a->notices.push_back(PreemptionNotice{containerId(*c), a->id, c->node->id, c->kill_deadline,
-                                          "a reservation reclaims its guaranteed capacity"});
+    a->notices.push_back(App::Notice{ContainerSlot{c->slot, c->generation}, c->kill_deadline});
     untaken_notices++;
   }
 
@@ -2561,6 +2732,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
   s.slot_room[static_cast<size_t>(n.slot)] = Resource();
   s.room_version++;
   s.room_changed_low = std::min(s.room_changed_low, static_cast<size_t>(n.slot));
+  s.room_slots.touch(static_cast<size_t>(n.slot));
   s.countRoom(static_cast<size_t>(n.slot));
   s.room_slots.reset(static_cast<size_t>(n.slot));
   s.nodes.erase(it);
@@ -2961,8 +3133,19 @@ NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
 std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app) {
   auto it = impl_->apps.find(app);
   if (it == impl_->apps.end()) return {};
-  impl_->untaken_notices -= static_cast<int64_t>(it->second->notices.size());
-  return std::exchange(it->second->notices, {});
+  App& a = *it->second;
+  impl_->untaken_notices -= static_cast<int64_t>(a.notices.size());
+  std::vector<PreemptionNotice> out;
+  out.reserve(a.notices.size());
+  for (const App::Notice& n : a.notices) {
+    // A notice leaves with its container (dropNotice): the slot is live.
+    const Container* c = impl_->slotContainer(n.container);
+    MORPHEUS_CHECK(c != nullptr, "a preemption notice outlived its container");
+    out.push_back(PreemptionNotice{impl_->containerId(*c), a.id, c->node->id, n.deadline,
+                                   "a reservation reclaims its guaranteed capacity"});
+  }
+  a.notices.clear();
+  return out;
 }
 
 Resource Scheduler::clusterTotal() const { return impl_->cluster_total; }

@@ -89,7 +89,10 @@
 // and a selection O(containers visited x (log lenders + starved needs)) — it
 // never walks containers of reservations within their guarantee (the full
 // walk on every heartbeat dominated the simulator at scale; docs/experiments/simulator.md).
-// Re-checking a notice at its deadline costs the same count; withdrawing it
+// Re-checking a notice at its deadline costs the same count, where a word of
+// 64 nodes whose rooms did not change since an earlier re-check with the
+// same starved shapes costs O(starved reservations) (its placements are
+// remembered) instead of a visit of its nodes; withdrawing it
 // puts it back in allocation order after the older neighbour it had when
 // noticed: O(neighbours under notice or reinserted since), or, when that
 // neighbour has ended, O(min(candidates older, newer than it)).

@@ -316,6 +316,27 @@ TEST(SchedulerTest, NoticeWithdrawnWhenTheAskIsCancelled) {
   EXPECT_EQ(s->appUsed(AppId("adhoc")).value(), Resource(8192, 8));
 }
 
+// A noticed container ends before the AM took its notice: the notice is
+// dropped (numUntakenNotices counts it no more), and a container granted
+// next, in the freed container slot, carries none; the other notice is
+// handed out whole (id, node, deadline).
+TEST(SchedulerTest, NoticeOfAnEndedContainerIsDroppedBeforeItIsTaken) {
+  std::vector<Allocation> fill;
+  auto s = lentAndNoticed(2, &fill, nullptr);
+  ASSERT_EQ(s->numUntakenNotices(), 2);
+  ASSERT_TRUE(s->containerCompleted(fill[7].container).isOk());
+  EXPECT_EQ(s->numUntakenNotices(), 1);
+  EXPECT_EQ(countByApp(beat(*s, "n1", kT0 + Seconds(2)).allocations)["res"], 1);
+  auto notices = s->takePreemptionNotices(AppId("adhoc"));
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].container, fill[6].container);
+  EXPECT_EQ(notices[0].app, AppId("adhoc"));
+  EXPECT_EQ(notices[0].node, NodeId("n1"));
+  EXPECT_EQ(notices[0].deadline, kT0 + Seconds(16));
+  EXPECT_EQ(s->numUntakenNotices(), 0);
+  EXPECT_TRUE(s->takePreemptionNotices(AppId("res")).empty());
+}
+
 // Two containers noticed, the need shrinks to one before the
 // deadline: exactly one is killed, the newest (the node's older one is
 // checked first and spared), and the spared one is a candidate again.
