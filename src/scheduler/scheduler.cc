@@ -251,6 +251,7 @@ struct Entity {
   FitIndex fit;                  // needs of the pending asks below (itself for an app)
   int32_t pos[kSlots] = {-1, -1, -1};
   bool skipped[kSlots] = {false, false, false};  // out of the heap for the current phase
+  bool stale = false;  // on Impl::stale: its refresh is deferred to Impl::flushStale
 };
 
 struct User;
@@ -778,6 +779,14 @@ struct Scheduler::Impl {
   std::map<std::pair<int64_t, int64_t>, int64_t> shapes;  // (MiB, vcores) of pending asks -> #asks
   FitIndex reservation_fit;  // needs of the pending asks of reservation apps (all reservations)
   std::vector<std::pair<EntityHeap*, Entity*>> skipped;  // scratch of the current phase
+  // Entities whose refresh is deferred (dropContainerDeferred) until the
+  // next call that reads or changes the scheduling state (flushStale), and
+  // the scratch of their parents for flushStale.
+  std::vector<Entity*> stale, stale_next;
+  // Scratch of descendInPlace, one per level of the descent: heap indices
+  // still to visit (a deque: a deeper level's growing it moves no level).
+  std::deque<std::vector<uint32_t>> frontiers;
+  size_t frontier_depth = 0;
   // Scratch of the current phase: apps that declined every placeable ask on
   // the node (AskChooser::kDecline), in the order the walk met them, and
   // whether the walk of the leaf under way reached its packing tier.
@@ -887,15 +896,44 @@ struct Scheduler::Impl {
   // After `e`'s usage or demand changed: fixes demand flags, keys and heap
   // membership from `e` up to its top.
   void refresh(Entity* e) {
-    for (; e != nullptr; e = e->parent) {
-      bool demand =
-          e->kind == Kind::kApp ? static_cast<App*>(e)->pending > 0 : e->demand_children > 0;
-      if (demand != e->has_demand) {
-        e->has_demand = demand;
-        if (e->parent != nullptr) e->parent->demand_children += demand ? 1 : -1;
+    for (; e != nullptr; e = e->parent) refreshOne(e);
+  }
+  // refresh of `e` alone.
+  void refreshOne(Entity* e) {
+    bool demand =
+        e->kind == Kind::kApp ? static_cast<App*>(e)->pending > 0 : e->demand_children > 0;
+    if (demand != e->has_demand) {
+      e->has_demand = demand;
+      if (e->parent != nullptr) e->parent->demand_children += demand ? 1 : -1;
+    }
+    for (int s = 0; s < kSlots; s++) place(e, static_cast<Slot>(s));
+    if (e->kind == Kind::kReservation) syncPreemption(static_cast<Reservation*>(e));
+  }
+
+  // The deferred refreshes of dropContainerDeferred. A container's end
+  // changes only usage (never demand), and refresh's outcome — keys, heap
+  // membership, need and lenders — is a function of the state it reads
+  // (usage, demand, guarantees, notices, candidates), not of the changes
+  // that led there, and the order of a heap's entries depends on their keys
+  // only (keys are a total order), never on its layout. So one refresh per
+  // stale entity, children before their parents, leaves the scheduler as a
+  // refresh at every end would: entities are refreshed level by level from
+  // the stale apps up, each parent after its stale children (an entity
+  // reached again from a deeper child is refreshed again). Nothing reads
+  // those fields between the ends and the flush: every public call but
+  // containerCompleted by slot flushes first.
+  void flushStale() {
+    while (!stale.empty()) {
+      stale_next.clear();
+      for (Entity* e : stale) {
+        e->stale = false;
+        refreshOne(e);
+        if (Entity* p = e->parent; p != nullptr && !p->stale) {
+          p->stale = true;
+          stale_next.push_back(p);
+        }
       }
-      for (int s = 0; s < kSlots; s++) place(e, static_cast<Slot>(s));
-      if (e->kind == Kind::kReservation) syncPreemption(static_cast<Reservation*>(e));
+      stale.swap(stale_next);
     }
   }
 
@@ -1363,6 +1401,83 @@ struct Scheduler::Impl {
     return nullptr;
   }
 
+  // Whether, during a phase, only descend reads the heap of `e`'s children
+  // (their order and which are left): then a child with nothing placeable
+  // may stay in the heap, flagged skipped (descendInPlace), instead of
+  // leaving it. Not so for a leaf's users or a user's apps when the leaf's
+  // policy packs across apps (packerAt, packAcross read the heap), with
+  // node reservations (maybeReserve reads its top), or for a user's apps
+  // under a UserOrdering (a user's score reads its best app's key).
+  bool skipsInPlace(const Entity* e) const {
+    if (e->kind == Kind::kReservation) return true;
+    if (opts.node_reservation.enabled) return false;
+    if (e->kind == Kind::kQueue) {
+      const auto* q = static_cast<const Queue*>(e);
+      if (!q->leaf) return true;
+      return (q->policy != nullptr ? q->points : points).pack == nullptr;
+    }
+    if (e->kind == Kind::kUser) {
+      const PolicyPoints& p = policyOf(e);
+      return p.pack == nullptr && p.users == nullptr;
+    }
+    return false;
+  }
+
+  // descend over a heap that only descend reads (skipsInPlace): the same
+  // visits in the same order, but a child with nothing placeable stays in
+  // the heap, flagged skipped (or, when nothing below it fits the node, not
+  // even flagged), instead of being erased and pushed back by restoreSkipped
+  // (which then only re-keys it). The heap's entries are
+  // visited in key order by a best-first walk of the heap's tree from its
+  // root (a child's key is never below its parent's), passing over flagged
+  // entries: the unflagged ones come in the order successive tops would.
+  // The heap does not change during the walk (grants come after it), and a
+  // flagged entry's key is left as it was (place skips it), which keeps the
+  // heap ordered.
+  App* descendInPlace(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
+    if (h.empty()) return nullptr;
+    if (frontiers.size() <= frontier_depth) frontiers.emplace_back();
+    std::vector<uint32_t>& fr = frontiers[frontier_depth];
+    fr.clear();
+    fr.push_back(0);
+    const auto later = [&h](uint32_t a, uint32_t b) { return h.keyAt(b) < h.keyAt(a); };
+    const Slot slot = h.slot();
+    App* found = nullptr;
+    frontier_depth++;
+    while (!fr.empty()) {
+      std::pop_heap(fr.begin(), fr.end(), later);
+      const uint32_t i = fr.back();
+      fr.pop_back();
+      for (uint32_t c = 2 * i + 1; c <= 2 * i + 2 && c < h.size(); c++) {
+        fr.push_back(c);
+        std::push_heap(fr.begin(), fr.end(), later);
+      }
+      Entity* e = h.at(i);
+      if (e->skipped[slot]) continue;
+      // Nothing below fits the node: not flagged either. Within a phase a
+      // heap's walks see the node's free room only shrink and the needs
+      // below `e` only leave, so every later walk of the phase finds the
+      // same, and restoreSkipped has nothing to re-key.
+      if (!mayPlace(e, n)) continue;
+      if (capFull(e)) {
+        // Nothing below fits a queue's cap.
+      } else if (e->kind == Kind::kApp) {
+        *ask = findAsk(static_cast<App*>(e), n, phase, now);
+        if (*ask >= 0) {
+          found = static_cast<App*>(e);
+          break;
+        }
+      } else if (App* a = descendInto(e, n, phase, now, ask)) {
+        found = a;
+        break;
+      }
+      e->skipped[slot] = true;
+      skipped.emplace_back(&h, e);
+    }
+    frontier_depth--;
+    return found;
+  }
+
   // ---- node reservations (NodeReservationOptions) ----
 
   // `user`, the best user left in its leaf's heap `h`, in a leaf that
@@ -1475,16 +1590,21 @@ struct Scheduler::Impl {
   // offers them.
   App* descendInto(Entity* e, Node& n, Phase phase, TimePoint now, int* ask) {
     if (e->kind != Kind::kQueue || !static_cast<const Queue*>(e)->leaf)
-      return descend(e->children, n, phase, now, ask);
+      return descendChildren(e, n, phase, now, ask);
     if (reservingLeaf(n, phase, false) == e) {
       if (App* a = serveReserved(n, phase, now, ask)) return a;
       keepReserved(n);
     }
     packed = false;
-    App* a = descend(e->children, n, phase, now, ask);
+    App* a = descendChildren(e, n, phase, now, ask);
     if (a == nullptr && !packed && !declined.empty()) a = takeDeclined(e, n, phase, now, ask);
     releaseKept(n);
     return a;
+  }
+
+  App* descendChildren(Entity* e, Node& n, Phase phase, TimePoint now, int* ask) {
+    return skipsInPlace(e) ? descendInPlace(e->children, n, phase, now, ask)
+                           : descend(e->children, n, phase, now, ask);
   }
 
   void restoreSkipped() {
@@ -1574,7 +1694,7 @@ struct Scheduler::Impl {
     // Every field is set: a reused slot keeps only its generation (and the
     // strings' capacity).
     Container& c = container_pool[static_cast<size_t>(slot)];
-    c.id = id;
+    if (!(c.id.empty() && id.empty())) c.id = id;  // no copy of an empty id into an empty one
     c.id_no = id_no;
     c.slot = slot;
     c.live = true;
@@ -1587,7 +1707,7 @@ struct Scheduler::Impl {
     c.node = &n;
     c.resource = r;
     c.priority = priority;
-    c.request_id = request_id;
+    if (!(c.request_id.empty() && request_id.empty())) c.request_id = request_id;
     c.am = am;
     c.order = ++order_seq;
     n.containers.pushBack(&c);
@@ -1668,6 +1788,23 @@ struct Scheduler::Impl {
   // freeContainer without the Allocation (by-slot callers hold it).
   void dropContainer(Container* c) {
     App* a = c->app;
+    unaccount(c);
+    refresh(a);
+  }
+  // dropContainer with its app's refresh deferred to flushStale: the ends
+  // of one instant (many, at scale) then re-key each app once and their
+  // users, queues and reservations once, not once per end.
+  void dropContainerDeferred(Container* c) {
+    App* a = c->app;
+    unaccount(c);
+    if (!a->stale) {
+      a->stale = true;
+      stale.push_back(a);
+    }
+  }
+  // dropContainer but its app's refresh.
+  void unaccount(Container* c) {
+    App* a = c->app;
     Node* n = c->node;
     n->containers.erase(c);
     a->containers.erase(c);
@@ -1690,7 +1827,6 @@ struct Scheduler::Impl {
     c->live = false;
     c->generation++;
     free_container_slots.push_back(c->slot);
-    refresh(a);
   }
 
   // ---- scheduling ----
@@ -2604,6 +2740,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(
 }
 
 Status Scheduler::setAdhocQueues(const std::vector<AdhocQueueConfig>& queues) {
+  impl_->flushStale();
   auto& s = *impl_;
   std::vector<AdhocQueueConfig> next = queues;
   if (next.empty()) next.push_back({"root.default", 1.0});
@@ -2635,6 +2772,7 @@ Status Scheduler::setAdhocQueues(const std::vector<AdhocQueueConfig>& queues) {
 
 Status Scheduler::addNode(const NodeId& node, const Resource& total,
                           std::map<std::string, std::string> attributes) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (node.empty()) return invalidArgument("node", "empty node id");
   if (!validResource(total))
@@ -2663,6 +2801,7 @@ Status Scheduler::addNode(const NodeId& node, const Resource& total,
 }
 
 Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
+  impl_->flushStale();
   auto& s = *impl_;
   auto it = s.nodes.find(node);
   if (it == s.nodes.end()) return notFound("node " + node.value());
@@ -2674,6 +2813,7 @@ Status Scheduler::setNodeTotal(const NodeId& node, const Resource& total) {
 }
 
 Status Scheduler::setNodeTotals(const std::vector<std::pair<NodeSlot, Resource>>& totals) {
+  impl_->flushStale();
   auto& s = *impl_;
   for (size_t i = 0; i < totals.size(); i++) {
     const auto& [slot, total] = totals[i];
@@ -2696,6 +2836,7 @@ Status Scheduler::setNodeTotals(const std::vector<std::pair<NodeSlot, Resource>>
 
 Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
                                    const std::string& value) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (key.empty()) return invalidArgument("key", "is required");
   auto it = s.nodes.find(node);
@@ -2717,6 +2858,7 @@ Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
 }
 
 Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
+  impl_->flushStale();
   auto& s = *impl_;
   auto it = s.nodes.find(node);
   if (it == s.nodes.end()) return notFound("node " + node.value());
@@ -2741,6 +2883,7 @@ Result<std::vector<Allocation>> Scheduler::removeNode(const NodeId& node) {
 }
 
 Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& queue) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (app.empty()) return invalidArgument("app", "empty application id");
   if (user.empty()) return invalidArgument("user", "empty user");
@@ -2799,6 +2942,7 @@ Status Scheduler::addApp(const AppId& app, const UserId& user, const QueueRef& q
 }
 
 Result<std::vector<Allocation>> Scheduler::removeApp(const AppId& app) {
+  impl_->flushStale();
   auto& s = *impl_;
   auto it = s.apps.find(app);
   if (it == s.apps.end()) return notFound("app " + app.value());
@@ -2877,6 +3021,7 @@ Status validateDag(const std::vector<DagStage>& stages) {
 }  // namespace
 
 Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stages) {
+  impl_->flushStale();
   auto& s = *impl_;
   auto it = s.apps.find(app);
   if (it == s.apps.end()) return notFound("app " + app.value());
@@ -2905,6 +3050,7 @@ Status Scheduler::reportDag(const AppId& app, const std::vector<DagStage>& stage
 }
 
 Status Scheduler::updateAsks(const AppId& app, const std::vector<ResourceRequest>& asks) {
+  impl_->flushStale();
   auto it = impl_->apps.find(app);
   if (it == impl_->apps.end()) return notFound("app " + app.value());
   return impl_->updateAsks(it->second.get(), asks);
@@ -2917,6 +3063,7 @@ Result<AppSlot> Scheduler::appSlot(const AppId& app) const {
 }
 
 Status Scheduler::updateAsks(AppSlot app, const std::vector<ResourceRequest>& asks) {
+  impl_->flushStale();
   App* a = impl_->slotApp(app);
   if (a == nullptr) return notFound("app slot " + std::to_string(app.index));
   return impl_->updateAsks(a, asks);
@@ -2981,6 +3128,7 @@ Status Scheduler::Impl::updateAsks(App* a, const std::vector<ResourceRequest>& a
 }
 
 Result<Allocation> Scheduler::release(const AppId& app, const ContainerId& container) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (!s.opts.index_container_ids) return s.notIndexed();
   Container* c = s.idContainer(container);
@@ -2993,6 +3141,7 @@ Result<Allocation> Scheduler::release(const AppId& app, const ContainerId& conta
 }
 
 Result<Allocation> Scheduler::containerCompleted(const ContainerId& container) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (!s.opts.index_container_ids) return s.notIndexed();
   Container* c = s.idContainer(container);
@@ -3001,6 +3150,7 @@ Result<Allocation> Scheduler::containerCompleted(const ContainerId& container) {
 }
 
 Status Scheduler::release(const AppId& app, ContainerSlot container) {
+  impl_->flushStale();
   auto& s = *impl_;
   Container* c = s.slotContainer(container);
   if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
@@ -3016,11 +3166,12 @@ Status Scheduler::containerCompleted(ContainerSlot container) {
   auto& s = *impl_;
   Container* c = s.slotContainer(container);
   if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
-  s.dropContainer(c);
+  s.dropContainerDeferred(c);
   return Status::ok();
 }
 
 Status Scheduler::recoverContainer(const Allocation& c) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (!s.opts.index_container_ids) return s.notIndexed();
   if (c.container.empty()) return invalidArgument("container.container", "empty container id");
@@ -3043,6 +3194,7 @@ Status Scheduler::recoverContainer(const Allocation& c) {
 
 Status Scheduler::setReservation(const ReservationId& id, ReservationKind kind,
                                  const Resource& guaranteed) {
+  impl_->flushStale();
   auto& s = *impl_;
   if (id.empty()) return invalidArgument("reservation_id", "empty reservation id");
   if (guaranteed.anyNegative())
@@ -3066,6 +3218,7 @@ Status Scheduler::setReservation(const ReservationId& id, ReservationKind kind,
 }
 
 Status Scheduler::removeReservation(const ReservationId& id) {
+  impl_->flushStale();
   auto& s = *impl_;
   auto it = s.reservations.find(id);
   if (it == s.reservations.end() || it->second->removed)
@@ -3079,6 +3232,7 @@ Status Scheduler::removeReservation(const ReservationId& id) {
 }
 
 Result<NodeUpdateResult> Scheduler::nodeUpdate(const NodeId& node, TimePoint now) {
+  impl_->flushStale();
   Node* n = impl_->findNode(node);
   if (n == nullptr) return notFound("node " + node.value());
   return impl_->update(*n, now);
@@ -3091,12 +3245,14 @@ Result<NodeSlot> Scheduler::nodeSlot(const NodeId& node) const {
 }
 
 Result<NodeUpdateResult> Scheduler::nodeUpdate(NodeSlot slot, TimePoint now) {
+  impl_->flushStale();
   Node* n = impl_->slotNode(slot);
   if (n == nullptr) return notFound("node slot " + std::to_string(slot.value));
   return impl_->update(*n, now);
 }
 
 Status Scheduler::nodeUpdate(NodeSlot slot, TimePoint now, SlotUpdate* out) {
+  impl_->flushStale();
   out->grants.clear();
   out->to_kill.clear();
   Node* n = impl_->slotNode(slot);
@@ -3119,6 +3275,7 @@ int64_t Scheduler::numUntakenNotices() const { return impl_->untaken_notices; }
 int64_t Scheduler::numReservedNodes() const { return impl_->reserved_nodes; }
 
 NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
+  impl_->flushStale();
   NodeUpdateResult all;
   for (auto& [id, n] : impl_->nodes) {
     NodeUpdateResult r = impl_->update(n, now);
@@ -3131,6 +3288,7 @@ NodeUpdateResult Scheduler::schedulePass(TimePoint now) {
 }
 
 std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app) {
+  impl_->flushStale();
   auto it = impl_->apps.find(app);
   if (it == impl_->apps.end()) return {};
   App& a = *it->second;
@@ -3245,6 +3403,7 @@ Result<std::vector<std::string>> Scheduler::pendingReasons(const AppId& app) con
 }
 
 Status Scheduler::setQueueMaxResources(const std::string& path, std::optional<Resource> max) {
+  impl_->flushStale();
   auto it = impl_->queues.find(path);
   if (it == impl_->queues.end()) return notFound("ad-hoc queue " + path);
   if (max && max->anyNegative())

@@ -97,7 +97,9 @@
 // noticed: O(neighbours under notice or reinserted since), or, when that
 // neighbour has ended, O(min(candidates older, newer than it)).
 // Containers: a grant or an end costs O(1) expected (one id-index update);
-// by ContainerSlot an end needs no id lookup. Without the id index
+// by ContainerSlot an end needs no id lookup, and its app's re-keying waits
+// for the next other call, which re-keys each app and ancestor once however
+// many ends came first (the same decisions). Without the id index
 // (SchedulerOptions::index_container_ids off) a container's id is formatted
 // only when an Allocation or a notice names it, so a grant by slot
 // (SlotUpdate) builds no string.
