@@ -347,15 +347,20 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
 //  - "srpt": Eagle-C itself (its SRPT key and starvation bound);
 //  - "edf": every job's class is its floor finish (submission + its longest
 //    task), so the job that can finish first is served first;
-//  - "tail-k", k = 1..tail_passes: absolute priority (class 0, SRPT among
-//    them) to the union of the short jobs at or above the short-job p99 of
-//    every pass so far, the others after them.
+//  - "sacrifice": edf's classes, but the 0.9% of short jobs with the most
+//    work (tasks x expected duration) after every other job: a p99 lets 1%
+//    of the jobs be late, and these are the ones that delay others most;
+//  - "repair-k", k = 1..repair_passes: sacrifice's classes, each other short
+//    job at or above the previous pass's short-job p99 moved earlier by what
+//    it took beyond that pass's p95 (cumulative over the passes), so the jobs
+//    that formed the tail are served sooner and the others keep their
+//    deadlines.
 // The best order found is the pass of least short-job p99: not a bound,
 // since other orders may do better. What bounds every order is the
 // placement bound of a pass (above), under that pass's long tasks.
 // Returns the best pass's result with policy "queue-order-bound" and every
 // pass in `passes`. INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runQueueOrderSearch(const PhoenixSimOptions& opts,
-                                             const EagleOptions& eagle, int32_t tail_passes);
+                                             const EagleOptions& eagle, int32_t repair_passes);
 
 }  // namespace morpheus::sim

@@ -40,7 +40,7 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // Bench-only: the best short-job p99 worker-queue orders reach with Eagle-C's
 // placement, and the passes' placement bounds (runQueueOrderSearch).
 constexpr const char* kQueueOrderBound = "queue-order-bound";
-constexpr int32_t kTailPasses = 3;
+constexpr int32_t kRepairPasses = 3;
 
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
@@ -63,7 +63,7 @@ Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags
     if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
-  if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, kTailPasses);
+  if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, kRepairPasses);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
   return runPhoenixSim(f.opts, policy);
 }

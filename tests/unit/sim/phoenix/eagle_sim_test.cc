@@ -533,10 +533,11 @@ TEST(EagleSimTest, QueueOrderSearchKeepsTheBestPass) {
   auto r = runQueueOrderSearch(o, EagleOptions{}, 2);
   ASSERT_TRUE(eagle.isOk() && r.isOk()) << r.status().toString();
   EXPECT_EQ(r->policy, "queue-order-bound");
-  ASSERT_EQ(r->passes.size(), 4u);
+  ASSERT_EQ(r->passes.size(), 5u);
   EXPECT_EQ(r->passes[0].order, "srpt");
   EXPECT_EQ(r->passes[1].order, "edf");
-  EXPECT_EQ(r->passes[3].order, "tail-2");
+  EXPECT_EQ(r->passes[2].order, "sacrifice");
+  EXPECT_EQ(r->passes[4].order, "repair-2");
   EXPECT_EQ(r->passes[0].short_p99_s, eagle->short_jobs.p99);
   double best = r->passes[0].short_p99_s;
   for (const auto& p : r->passes) {
