@@ -40,7 +40,6 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
 // Bench-only: the best short-job p99 worker-queue orders reach with Eagle-C's
 // placement, and the passes' placement bounds (runQueueOrderSearch).
 constexpr const char* kQueueOrderBound = "queue-order-bound";
-constexpr int32_t kRepairPasses = 3;
 
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
@@ -63,7 +62,7 @@ Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags
     if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
-  if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, kRepairPasses);
+  if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, f.repair_passes);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
   return runPhoenixSim(f.opts, policy);
 }
@@ -173,6 +172,7 @@ Status resolveSetup(PhoenixSetupFlags& f) {
   if (!(f.eagle.short_partition >= 0 && f.eagle.short_partition < 1))
     return invalidArgument("--eagle-short-partition", "must be in [0, 1)");
   if (f.eagle.probe_ratio < 1) return invalidArgument("--eagle-probe-ratio", "must be >= 1");
+  if (f.repair_passes < 0) return invalidArgument("--repair-passes", "must be >= 0");
   if (Status s = validatePhoenixOptions(f.opts); !s.isOk()) {
     // "load: ..." -> "--load: ...", "isa_rate: ..." -> "--isa-rate: ...".
     std::string m = s.message();
@@ -290,6 +290,9 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
   c->add_flag("--wait-breakdown", f.setup.eagle.wait_breakdown,
               "eagle-c and phoenix-hybrid*: where the short jobs at or above p95 and p99 spent "
               "their response time (wait_breakdown in --json)");
+  c->add_option("--repair-passes", f.setup.repair_passes,
+                "queue-order-bound: deadline-repair passes after srpt, edf and sacrifice")
+      ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
 }
@@ -400,7 +403,7 @@ int runPhoenixCommand(PhoenixCliFlags f) {
         if (!r->short_waits.empty()) printWaits(name, seed, r->short_waits);
         for (const auto& p : r->passes) {
           std::printf(
-              "  %s seed %llu, order %-7s: short p99 %.0f s, placement bound p99 %.0f s, "
+              "  %s seed %llu, order %-9s: short p99 %.0f s, placement bound p99 %.0f s, "
               "long mean %.0f s\n",
               name.c_str(), static_cast<unsigned long long>(seed), p.order.c_str(), p.short_p99_s,
               p.bound_p99_s, p.long_mean_s);
