@@ -143,11 +143,13 @@ TEST(SimCliTest, PhoenixPrintsTheNoWaitFloorAndRejectsUnknownPolicies) {
 
   auto [c2, o2] = runCommand({binary("morpheus-sim"), "phoenix", "--policies", "eagle"});
   EXPECT_EQ(c2, 2);
-  EXPECT_NE(o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
-                    "phoenix-no-crv, eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
-                    "phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
-                    "phoenix-hybrid-no-crv, phoenix-hybrid-steal, eagle-c-steal, floor)"),
-            std::string::npos)
+  EXPECT_NE(
+      o2.find("--policies: unknown policy 'eagle' (fifo, drf, carbyne, phoenix, "
+              "phoenix-no-crv, eagle-c, phoenix-hybrid, phoenix-hybrid-placement, "
+              "phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
+              "phoenix-hybrid-no-crv, phoenix-hybrid-steal, eagle-c-steal, queue-order-bound, "
+              "floor)"),
+      std::string::npos)
       << o2;
   EXPECT_EQ(std::count(o2.begin(), o2.end(), '\n'), 1) << o2;
 }
@@ -175,6 +177,30 @@ TEST(SimCliTest, PhoenixWaitBreakdownPartsAddUpInJson) {
     }
     EXPECT_EQ(row["wait_breakdown"][1]["quantile"], 0.99);
   }
+}
+
+// morpheus-sim phoenix --policies queue-order-bound (bench-only): every
+// pass's p99 and placement-bound p99, the first pass Eagle-C itself, the
+// row the best pass, no pass below its own bound.
+TEST(SimCliTest, PhoenixQueueOrderBoundPrintsEveryPassAndItsBound) {
+  auto [code, out] =
+      runCommand({binary("morpheus-sim"), "phoenix", "--nodes", "20", "--arrivals-min", "20",
+                  "--seeds", "2", "--policies", "eagle-c", "queue-order-bound", "--json"});
+  ASSERT_EQ(code, 0) << out;
+  auto rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  const auto& q = rows[1];
+  EXPECT_EQ(q["policy"], "queue-order-bound");
+  ASSERT_EQ(q["passes"].size(), 6u) << q.dump();
+  EXPECT_EQ(q["passes"][0]["order"], "srpt");
+  EXPECT_EQ(q["passes"][0]["short_p99_s"], rows[0]["short"]["p99_s"]);
+  double best = 1e18;
+  for (const auto& p : q["passes"]) {
+    EXPECT_LE(p["bound_p99_s"].get<double>(), p["short_p99_s"].get<double>()) << p.dump();
+    best = std::min(best, p["short_p99_s"].get<double>());
+  }
+  EXPECT_EQ(q["short"]["p99_s"].get<double>(), best);
+  EXPECT_LE(q["bound_short_p99_s"].get<double>(), best);
 }
 
 // morpheus-sim phoenix-calibrate: runs every calibration seed per

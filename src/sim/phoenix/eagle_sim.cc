@@ -116,6 +116,8 @@ const char* eaglePolicyName(const EagleOptions& opts) {
       return opts.crv_placement ? "phoenix-hybrid-placement" : "phoenix-hybrid";
     case EagleQueueOrder::kConstrainedFirst:
       return "phoenix-hybrid-no-crv";
+    case EagleQueueOrder::kOracle:
+      return "queue-order-oracle";
     case EagleQueueOrder::kSrpt:
       break;
   }
@@ -246,6 +248,7 @@ bool EagleCluster::submit(size_t job, bool is_long, int32_t tasks, Millis task_d
   for (int32_t w : probeTargets(job, match)) {
     Worker& target = workers_[static_cast<size_t>(w)];
     target.probes.push_back(Probe{job, 0});
+    if (opts_.job_bounds) js.probed.push_back(w);
     js.probes++;
     if (target.running_long) js.probes_behind_long++;
   }
@@ -302,9 +305,15 @@ int64_t EagleCluster::probeKey(const JobState& j) const {
       // far below 2^62 ms).
       return j.set->constrained ? work : work + (int64_t{1} << 62);
     case EagleQueueOrder::kSrpt:
+    case EagleQueueOrder::kOracle:  // takeProbe orders by (class, work)
       break;
   }
   return work;
+}
+
+int64_t EagleCluster::oracleClass(size_t job) const {
+  const auto& keys = *opts_.oracle_key;
+  return job < keys.size() ? keys[job] : INT64_MAX;
 }
 
 // SRPT (or Phoenix's key, probeKey) with starvation prevention; late
@@ -315,6 +324,22 @@ int64_t EagleCluster::probeKey(const JobState& j) const {
 std::optional<size_t> EagleCluster::takeProbe(Worker& w) {
   std::erase_if(w.probes, [this](const Probe& p) { return jobs_.at(p.job).unlaunched == 0; });
   if (w.probes.empty()) return std::nullopt;
+  if (opts_.order == EagleQueueOrder::kOracle) {  // (class, work, oldest); no starvation bound
+    auto key = [this](const Probe& p) {
+      return std::pair(oracleClass(p.job), probeKey(jobs_.at(p.job)));
+    };
+    auto best = w.probes.begin();
+    auto best_key = key(*best);
+    for (auto it = std::next(best); it != w.probes.end(); ++it) {
+      if (auto k = key(*it); k < best_key) {
+        best = it;
+        best_key = k;
+      }
+    }
+    const size_t job = best->job;
+    w.probes.erase(best);
+    return job;
+  }
   auto pick = w.probes.end();
   int64_t pick_work = 0;
   for (auto it = w.probes.begin(); it != w.probes.end(); ++it) {
@@ -422,8 +447,11 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   if (eagle.probe_ratio < 1) return invalidArgument("probe_ratio", "must be >= 1");
   if (eagle.starvation_bound < 0) return invalidArgument("starvation_bound", "must be >= 0");
   if (eagle.steal && (eagle.crv_placement || eagle.crv_long_steering ||
-                      eagle.order == EagleQueueOrder::kConstrainedFirst))
+                      eagle.order == EagleQueueOrder::kConstrainedFirst ||
+                      eagle.order == EagleQueueOrder::kOracle))
     return invalidArgument("steal", "combines with kSrpt or kCrv alone");
+  if (eagle.order == EagleQueueOrder::kOracle && !eagle.oracle_key)
+    return invalidArgument("oracle_key", "required with kOracle");
   const auto wall0 = std::chrono::steady_clock::now();
   PhoenixSimResult out;
   out.policy = eaglePolicyName(eagle);
@@ -458,6 +486,10 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   // Per set, (round ms, long tasks started on its workers up to that round).
   std::vector<std::vector<std::pair<int64_t, int64_t>>> long_starts;
   auto ms = [t0](TimePoint t) { return (t - t0).count(); };
+  // job_bounds: when the long task each worker runs ends; each job's bound.
+  const bool bounds = eagle.job_bounds;
+  std::vector<TimePoint> long_end(bounds ? cluster.workerCount() : 0, t0);
+  std::vector<double> bound_s(bounds ? jobs.size() : 0, -1);
   bool dirty = true;  // something arrived, finished or started since the last round
   while (finished < jobs.size()) {
     for (; next < jobs.size() && jobs[next].submit <= now; next++) {
@@ -467,6 +499,17 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
         j.rejected = true;
         out.rejected++;
         finished++;
+      } else if (bounds && j.is_short) {
+        std::vector<int64_t> free_at, runs;
+        for (int32_t w : cluster.probedWorkers(next)) {
+          const TimePoint f = cluster.worker(w).running_long
+                                  ? std::max(now, long_end[static_cast<size_t>(w)])
+                                  : now;
+          free_at.push_back((f - j.submit).count());
+        }
+        for (int32_t k = 0; k < j.tasks; k++)
+          runs.push_back(phoenixTaskRunTime(opts.seed, next, k, j.duration).count());
+        bound_s[next] = static_cast<double>(placementBoundMs(std::move(free_at), runs)) / 1000.0;
       }
     }
     while (!ends.empty() && ends.top().first <= now) {
@@ -489,6 +532,7 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
         if (!j.is_short) occupancy.change(static_cast<int32_t>(st.worker / slots), 1, now);
         const TimePoint end = now + phoenixTaskRunTime(opts.seed, st.job, j.started++, j.duration);
         ends.emplace(end, st.worker);
+        if (bounds && !j.is_short) long_end[static_cast<size_t>(st.worker)] = end;
         if (breakdown) {
           if (!j.is_short) {
             long_starts.resize(cluster.matchSetCount());
@@ -526,6 +570,19 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   }
   summarisePhoenixJobs(jobs, opts.kinds.size(), out);
   occupancy.finish(now, out);
+  if (bounds) {
+    out.job_response_s.assign(jobs.size(), -1);
+    out.job_bound_s.assign(jobs.size(), -1);
+    std::vector<double> short_bounds;
+    for (size_t ji = 0; ji < jobs.size(); ji++) {
+      const PhoenixJob& j = jobs[ji];
+      if (j.rejected || !j.is_short) continue;
+      out.job_response_s[ji] = static_cast<double>((j.finish - j.submit).count()) / 1000.0;
+      out.job_bound_s[ji] = bound_s[ji];
+      short_bounds.push_back(bound_s[ji]);
+    }
+    out.bound_short_p99_s = percentilesOf(std::move(short_bounds)).p99;
+  }
   for (size_t ji = 0; breakdown && ji < jobs.size(); ji++) {
     const PhoenixJob& j = jobs[ji];
     if (j.rejected || !j.is_short) continue;
@@ -585,6 +642,104 @@ Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleO
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
+}
+
+int64_t placementBoundMs(std::vector<int64_t> free_at, const std::vector<int64_t>& runs) {
+  if (free_at.empty() || runs.empty()) return 0;
+  std::sort(free_at.begin(), free_at.end());
+  int64_t work = 0, longest = 0;
+  for (int64_t r : runs) {
+    work += r;
+    longest = std::max(longest, r);
+  }
+  // Water level: with the m earliest workers busy from their free times
+  // until T, T = (work + their free times) / m; the first m whose T does not
+  // reach the next worker's free time.
+  int64_t sum = 0, level = 0;
+  const auto n = static_cast<int64_t>(free_at.size());
+  for (int64_t m = 1; m <= n; m++) {
+    sum += free_at[static_cast<size_t>(m - 1)];
+    level = (work + sum) / m;
+    if (m == n || level <= free_at[static_cast<size_t>(m)]) break;
+  }
+  return std::max(free_at.front() + longest, level);
+}
+
+// sacrifice: added to a sacrificed job's class (far above any time in ms).
+constexpr int64_t kSacrificed = int64_t{1} << 50;
+
+Result<PhoenixSimResult> runQueueOrderSearch(const PhoenixSimOptions& opts,
+                                             const EagleOptions& eagle, int32_t repair_passes) {
+  if (eagle.steal || eagle.crv_placement || eagle.crv_long_steering)
+    return invalidArgument("eagle", "steal and the CRV options must be off");
+  if (repair_passes < 0) return invalidArgument("repair_passes", "must be >= 0");
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixOptions(opts));
+  const std::vector<PhoenixJob> jobs = makePhoenixJobs(opts, fromEpochMs(0));
+  std::optional<PhoenixSimResult> best;
+  std::vector<QueueOrderPass> passes;
+  std::vector<double> last;  // the last pass's job_response_s
+  double last_p99 = 0;
+  auto pass = [&](const std::string& order, EagleOptions e) -> Status {
+    e.job_bounds = true;
+    MORPHEUS_ASSIGN_OR_RETURN(PhoenixSimResult r, runEagleSim(opts, e));
+    passes.push_back(
+        QueueOrderPass{order, r.short_jobs.p99, r.bound_short_p99_s, r.long_unconstrained.mean});
+    last = r.job_response_s;
+    last_p99 = r.short_jobs.p99;
+    if (!best || r.short_jobs.p99 < best->short_jobs.p99) best = std::move(r);
+    return Status::ok();
+  };
+  EagleOptions srpt = eagle;
+  srpt.order = EagleQueueOrder::kSrpt;
+  srpt.oracle_key.reset();
+  MORPHEUS_RETURN_IF_ERROR(pass("srpt", srpt));
+  std::vector<int64_t> keys(jobs.size(), 0);  // edf: the floor finish, ms
+  for (size_t i = 0; i < jobs.size(); i++) {
+    int64_t longest = 0;
+    for (int32_t k = 0; k < jobs[i].tasks; k++)
+      longest = std::max(longest, phoenixTaskRunTime(opts.seed, i, k, jobs[i].duration).count());
+    keys[i] = (jobs[i].submit - fromEpochMs(0)).count() + longest;
+  }
+  EagleOptions oracle = srpt;
+  oracle.order = EagleQueueOrder::kOracle;
+  oracle.oracle_key = std::make_shared<const std::vector<int64_t>>(keys);
+  MORPHEUS_RETURN_IF_ERROR(pass("edf", oracle));
+  // sacrifice: the short jobs of most work (tasks x expected duration), 0.9%
+  // of them, after every other job; their response times lie above the p99
+  // in any case.
+  std::vector<std::pair<int64_t, size_t>> work;
+  for (size_t i = 0; i < jobs.size(); i++) {
+    if (jobs[i].is_short) work.emplace_back(jobs[i].tasks * jobs[i].duration.count(), i);
+  }
+  std::sort(work.begin(), work.end(), std::greater<>());
+  std::vector<bool> sacrificed(jobs.size(), false);
+  const auto n_sacrificed = static_cast<size_t>(0.009 * static_cast<double>(work.size()));
+  for (size_t k = 0; k < n_sacrificed; k++) {
+    sacrificed[work[k].second] = true;
+    keys[work[k].second] += kSacrificed;
+  }
+  oracle.oracle_key = std::make_shared<const std::vector<int64_t>>(keys);
+  MORPHEUS_RETURN_IF_ERROR(pass("sacrifice", oracle));
+  for (int32_t k = 1; k <= repair_passes; k++) {
+    // The last pass's p95 (nearest rank) over its short jobs.
+    std::vector<double> r;
+    for (double v : last) {
+      if (v >= 0) r.push_back(v);
+    }
+    if (r.empty()) break;
+    std::sort(r.begin(), r.end());
+    const double p95 = r[std::min(
+        r.size() - 1, static_cast<size_t>(std::ceil(0.95 * static_cast<double>(r.size()))) - 1)];
+    for (size_t i = 0; i < jobs.size(); i++) {
+      if (last[i] >= last_p99 && !sacrificed[i])
+        keys[i] -= static_cast<int64_t>(std::llround((last[i] - p95) * 1000));
+    }
+    oracle.oracle_key = std::make_shared<const std::vector<int64_t>>(keys);
+    MORPHEUS_RETURN_IF_ERROR(pass("repair-" + std::to_string(k), oracle));
+  }
+  best->policy = "queue-order-bound";
+  best->passes = std::move(passes);
+  return *std::move(best);
 }
 
 }  // namespace morpheus::sim

@@ -91,6 +91,27 @@
 //    without the estimate — probes of jobs with a hard constraint before the
 //    others, SRPT within each group; no CRV is kept.
 //
+// What any worker-queue order could reach (kOracle, runQueueOrderSearch;
+// bench-only, a bound search and never a scheduler: it reads each job's
+// future). kOracle serves a worker's probes by a caller-given class per job
+// (EagleOptions::oracle_key, lower first), SRPT within a class, then the
+// oldest probe; Eagle's starvation bound is not applied (an order, not a
+// rule). Everything else is Eagle-C's: partitions, SSS, constraint-aware
+// probing, late binding, SBP, the centralized FCFS long scheduler.
+//
+// Placement bound (EagleOptions::job_bounds, a measurement: no decision
+// depends on it). A short job's tasks run only on the workers it probed
+// (late binding and SBP keep them there; no stealing), one task at a time
+// per worker, and a long task is never preempted. So with the probes it sent
+// and the long tasks running on them at its submission (each ending at the
+// time it ends in that run), no order of the queues finishes it before
+// placementBoundMs of those workers' free times and its tasks' run times.
+// The probes depend only on which workers run long tasks at submission, so
+// this holds for every queue order that leaves the run's long tasks where
+// and when they ran; an order that moves the long tasks changes the bound.
+// The p99 of the bounds over the short jobs is then a lower bound of the
+// short-job p99 of every such order (order statistics are monotone).
+//
 // Wait breakdown (EagleOptions::wait_breakdown, a measurement: no decision
 // depends on it). For every finished short job: its critical task is the one
 // that ended last (the later-started on a tie), started at S on worker w and
@@ -129,9 +150,9 @@
 
 namespace morpheus::sim {
 
-// A worker's probe queue order: Eagle's SRPT, Phoenix's CRV reordering, or
-// the reordering without the CRV estimate (above).
-enum class EagleQueueOrder { kSrpt, kCrv, kConstrainedFirst };
+// A worker's probe queue order: Eagle's SRPT, Phoenix's CRV reordering, the
+// reordering without the CRV estimate, or a caller-given oracle (above).
+enum class EagleQueueOrder { kSrpt, kCrv, kConstrainedFirst, kOracle };
 
 struct EagleOptions {
   double short_partition = 0.1;  // share of nodes reserved for short work, [0, 1)
@@ -143,7 +164,22 @@ struct EagleOptions {
       false;                    // kCrv only: scarce workers refuse unconstrained long tasks (above)
   bool wait_breakdown = false;  // runEagleSim: fill PhoenixSimResult::short_waits (above)
   bool steal = false;  // kSrpt or kCrv alone: idle workers steal waiting short jobs (above)
+  // kOracle: the class of job i (index as in runEagleSim) is (*oracle_key)[i];
+  // jobs beyond it are in the last class. Required with kOracle.
+  std::shared_ptr<const std::vector<int64_t>> oracle_key;
+  bool job_bounds = false;  // runEagleSim: fill PhoenixSimResult::job_* (placement bound)
 };
+
+// The placement bound of one short job (above), in ms after its submission:
+// `free_at` holds, per probed worker, the earliest time (ms after submission,
+// >= 0) it can start one of the job's tasks (when the long task it runs
+// ends; the submission tick otherwise), `runs` the run times of the job's
+// tasks (ms). The job cannot finish before its longest task has run from
+// the earliest free time, nor before the workers, each from its free time,
+// have together run all its work (the least T with sum max(0, T - free_i) >=
+// sum runs, rounded down). The larger of the two; 0 without workers or
+// tasks.
+int64_t placementBoundMs(std::vector<int64_t> free_at, const std::vector<int64_t>& runs);
 
 // Means over the short jobs whose response time is at least the `q`
 // quantile (nearest rank, as percentilesOf) of all of them: the tail the
@@ -223,6 +259,8 @@ class EagleCluster {
   size_t matchSetCount() const { return set_list_.size(); }
   bool matchSetHasIdle(size_t set) const { return set_list_[set]->idle > 0; }
   std::pair<int32_t, int32_t> probesSent(size_t job) const;
+  // job_bounds only: the workers short job `job` probed at submission.
+  const std::vector<int32_t>& probedWorkers(size_t job) const { return jobs_.at(job).probed; }
   // The constraint sets `worker` meets (indices).
   std::vector<size_t> matchSetsOf(int32_t worker) const;
 
@@ -236,6 +274,7 @@ class EagleCluster {
     MatchSet* set = nullptr;         // its constraint set (std::map values do not move)
     int32_t probes = 0;              // wait_breakdown: probes sent at submission
     int32_t probes_behind_long = 0;  // ... to workers running a long task
+    std::vector<int32_t> probed;     // job_bounds: the workers it probed
   };
   // The workers meeting one set of hard constraints (ascending; kept up to
   // date as workers are added) and the long jobs queued with that set.
@@ -252,6 +291,8 @@ class EagleCluster {
   };
   // The queue key of a live probe's job (lower runs first).
   int64_t probeKey(const JobState& j) const;
+  // kOracle: job `job`'s class (EagleOptions::oracle_key).
+  int64_t oracleClass(size_t job) const;
 
   MatchSet& matching(const std::string& key, const std::vector<sched::PlacementConstraint>& cs);
   std::vector<int32_t> probeTargets(size_t job, const std::vector<int32_t>& matching);
@@ -297,5 +338,29 @@ class EagleCluster {
 // since the last (it would start nothing). policy = eaglePolicyName(eagle).
 // INVALID_ARGUMENT naming the field for bad options.
 Result<PhoenixSimResult> runEagleSim(const PhoenixSimOptions& opts, const EagleOptions& eagle);
+
+// What worker-queue orders reach with Eagle-C's placement rules (kOracle,
+// above; bench-only): runs the workload of `opts` under `eagle` (its
+// partition and probe ratio; order and oracle_key are set here, steal and
+// the CRV options must be off) with these queue orders, each with
+// job_bounds:
+//  - "srpt": Eagle-C itself (its SRPT key and starvation bound);
+//  - "edf": every job's class is its floor finish (submission + its longest
+//    task), so the job that can finish first is served first;
+//  - "sacrifice": edf's classes, but the 0.9% of short jobs with the most
+//    work (tasks x expected duration) after every other job: a p99 lets 1%
+//    of the jobs be late, and these are the ones that delay others most;
+//  - "repair-k", k = 1..repair_passes: sacrifice's classes, each other short
+//    job at or above the previous pass's short-job p99 moved earlier by what
+//    it took beyond that pass's p95 (cumulative over the passes), so the jobs
+//    that formed the tail are served sooner and the others keep their
+//    deadlines.
+// The best order found is the pass of least short-job p99: not a bound,
+// since other orders may do better. What bounds every order is the
+// placement bound of a pass (above), under that pass's long tasks.
+// Returns the best pass's result with policy "queue-order-bound" and every
+// pass in `passes`. INVALID_ARGUMENT naming the field for bad options.
+Result<PhoenixSimResult> runQueueOrderSearch(const PhoenixSimOptions& opts,
+                                             const EagleOptions& eagle, int32_t repair_passes);
 
 }  // namespace morpheus::sim

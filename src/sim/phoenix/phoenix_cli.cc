@@ -32,10 +32,14 @@ Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std
                                              "phoenix-hybrid-steer, "
                                              "phoenix-hybrid-placement-steer, "
                                              "phoenix-hybrid-no-crv, phoenix-hybrid-steal, "
-                                             "eagle-c-steal, floor)");
+                                             "eagle-c-steal, queue-order-bound, floor)");
   }
   return p;
 }
+
+// Bench-only: the best short-job p99 worker-queue orders reach with Eagle-C's
+// placement, and the passes' placement bounds (runQueueOrderSearch).
+constexpr const char* kQueueOrderBound = "queue-order-bound";
 
 // One run: the Eagle-C baseline (eagle_sim.h) or a policy of the scheduler core.
 Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags& f) {
@@ -58,6 +62,7 @@ Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags
     if (name == eaglePolicyName(e)) return runEagleSim(f.opts, e);
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
+  if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, f.repair_passes);
   MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
   return runPhoenixSim(f.opts, policy);
 }
@@ -167,6 +172,7 @@ Status resolveSetup(PhoenixSetupFlags& f) {
   if (!(f.eagle.short_partition >= 0 && f.eagle.short_partition < 1))
     return invalidArgument("--eagle-short-partition", "must be in [0, 1)");
   if (f.eagle.probe_ratio < 1) return invalidArgument("--eagle-probe-ratio", "must be >= 1");
+  if (f.repair_passes < 0) return invalidArgument("--repair-passes", "must be >= 0");
   if (Status s = validatePhoenixOptions(f.opts); !s.isOk()) {
     // "load: ..." -> "--load: ...", "isa_rate: ..." -> "--isa-rate: ...".
     std::string m = s.message();
@@ -277,12 +283,16 @@ CLI::App* addPhoenixCommand(CLI::App& app, PhoenixCliFlags& f) {
                 "(the paper's Phoenix: Eagle-C with CRV worker-queue reordering), "
                 "phoenix-hybrid-placement, phoenix-hybrid-steer, phoenix-hybrid-placement-steer, "
                 "phoenix-hybrid-no-crv, phoenix-hybrid-steal, eagle-c-steal (idle workers steal "
-                "waiting short jobs); floor: no job waits (the bound "
-                "under every scheduler)")
+                "waiting short jobs); queue-order-bound (bench-only: the best short-job p99 "
+                "found by oracle worker-queue orders with Eagle-C's placement, and their "
+                "placement bounds); floor: no job waits (the bound under every scheduler)")
       ->capture_default_str();
   c->add_flag("--wait-breakdown", f.setup.eagle.wait_breakdown,
               "eagle-c and phoenix-hybrid*: where the short jobs at or above p95 and p99 spent "
               "their response time (wait_breakdown in --json)");
+  c->add_option("--repair-passes", f.setup.repair_passes,
+                "queue-order-bound: deadline-repair passes after srpt, edf and sacrifice")
+      ->capture_default_str();
   c->add_flag("--json", f.json, "Machine-readable results");
   return c;
 }
@@ -317,7 +327,7 @@ int runPhoenixCommand(PhoenixCliFlags f) {
     if (name == "eagle-c" || name == "floor" || name == "phoenix-hybrid" ||
         name == "phoenix-hybrid-placement" || name == "phoenix-hybrid-steer" ||
         name == "phoenix-hybrid-placement-steer" || name == "phoenix-hybrid-no-crv" ||
-        name == "phoenix-hybrid-steal" || name == "eagle-c-steal")
+        name == "phoenix-hybrid-steal" || name == "eagle-c-steal" || name == kQueueOrderBound)
       continue;
     if (auto p = policyByName(name); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";
@@ -369,6 +379,17 @@ int runPhoenixCommand(PhoenixCliFlags f) {
                        {"makespan_s", r->makespan_s},
                        {"finish_digest", hex(r->finish_digest)},
                        {"wall_s", r->wall_s}});
+        if (!r->passes.empty()) {
+          all.back()["bound_short_p99_s"] = r->bound_short_p99_s;
+          nlohmann::json passes = nlohmann::json::array();
+          for (const auto& p : r->passes) {
+            passes.push_back({{"order", p.order},
+                              {"short_p99_s", p.short_p99_s},
+                              {"bound_p99_s", p.bound_p99_s},
+                              {"long_mean_s", p.long_mean_s}});
+          }
+          all.back()["passes"] = passes;
+        }
         if (!r->short_waits.empty()) {
           all.back()["wait_breakdown"] = {waitJson(r->short_waits, 0.95),
                                           waitJson(r->short_waits, 0.99)};
@@ -380,6 +401,13 @@ int runPhoenixCommand(PhoenixCliFlags f) {
             name.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(r->jobs),
             s.p50, s.p90, s.p99, c.p50, c.p90, c.p99, l.p50, l.p90, l.mean, r->wall_s);
         if (!r->short_waits.empty()) printWaits(name, seed, r->short_waits);
+        for (const auto& p : r->passes) {
+          std::printf(
+              "  %s seed %llu, order %-9s: short p99 %.0f s, placement bound p99 %.0f s, "
+              "long mean %.0f s\n",
+              name.c_str(), static_cast<unsigned long long>(seed), p.order.c_str(), p.short_p99_s,
+              p.bound_p99_s, p.long_mean_s);
+        }
         std::fflush(stdout);
       }
     }

@@ -36,6 +36,7 @@ struct PhoenixSetupFlags {
   std::string calibration;  // trace mixes: calibration file (phoenix-calibrate --out)
   std::string node_size = "memory=65536,vcores=16";
   int64_t arrivals_min = 120;  // minutes of arrivals
+  int32_t repair_passes = 3;   // queue-order-bound: deadline-repair passes (runQueueOrderSearch)
   CLI::App* cmd = nullptr;     // set by the add* functions: which flags were given
 };
 

@@ -119,6 +119,14 @@ struct ShortJobWait {
   }
 };
 
+// One pass of runQueueOrderSearch (eagle_sim.h).
+struct QueueOrderPass {
+  std::string order;       // srpt, edf, tail-1, tail-2, ...
+  double short_p99_s = 0;  // its short-job p99
+  double bound_p99_s = 0;  // the p99 of its short jobs' placement bounds
+  double long_mean_s = 0;  // its long jobs' mean response time
+};
+
 struct PhoenixSimResult {
   std::string policy;
   int64_t jobs = 0;
@@ -151,6 +159,13 @@ struct PhoenixSimResult {
   // Eagle-C and hybrid runs with EagleOptions::wait_breakdown: every
   // finished short job's breakdown, in job order; empty otherwise.
   std::vector<ShortJobWait> short_waits;
+  // Eagle-C-family runs with EagleOptions::job_bounds, per job index: a
+  // short job's response time and its placement bound (eagle_sim.h), -1 for
+  // long and rejected jobs; the p99 of the short jobs' bounds.
+  std::vector<double> job_response_s, job_bound_s;
+  double bound_short_p99_s = 0;
+  // runQueueOrderSearch: every pass, in run order.
+  std::vector<QueueOrderPass> passes;
 };
 
 // One job of the workload (shared with the Eagle-C baseline, eagle_sim.h).

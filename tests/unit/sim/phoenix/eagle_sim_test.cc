@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -440,6 +441,113 @@ TEST(EagleSimTest, StealingIdleWorkerRunsTheOldestWaitingShortJobItMeets) {
   EXPECT_STREQ(eaglePolicyName(named), "eagle-c-steal");
   named.order = EagleQueueOrder::kCrv;
   EXPECT_STREQ(eaglePolicyName(named), "phoenix-hybrid-steal");
+}
+
+// The placement bound on hand-built cases: one worker runs the tasks in
+// series; two free workers run two tasks side by side; a worker busy with a
+// long task until 10 s does not help a 4 s task another worker can start at
+// once; with workers free at 3 s and 10 s, three 6 s tasks cannot finish
+// before the water level (18 + 3 + 10) / 2 = 15.5 s (15,500 ms; the best
+// schedule ends at 16 s), above the longest-task bound 3 + 6 = 9 s; a
+// worker free after the level is never counted.
+TEST(EagleSimTest, PlacementBoundOnHandBuiltCases) {
+  EXPECT_EQ(placementBoundMs({0}, {5000, 5000}), 10000);
+  EXPECT_EQ(placementBoundMs({0, 0}, {5000, 5000}), 5000);
+  EXPECT_EQ(placementBoundMs({10000, 0}, {4000}), 4000);
+  EXPECT_EQ(placementBoundMs({3000, 10000}, {6000, 6000, 6000}), 15500);
+  EXPECT_EQ(placementBoundMs({10000, 3000, 40000}, {6000, 6000, 6000}), 15500);
+  // All probed workers behind long tasks: the job waits for the first to end.
+  EXPECT_EQ(placementBoundMs({30000, 20000}, {1000}), 21000);
+  EXPECT_EQ(placementBoundMs({}, {1000}), 0);
+  EXPECT_EQ(placementBoundMs({0}, {}), 0);
+}
+
+// The bound under every queue order of a run: each short job's response time
+// is at least its placement bound, under Eagle-C and under oracle orders, and
+// the bound is not the floor: some jobs' bound exceeds their own longest
+// task by a long task's wait. The oracle's classes run lower first.
+TEST(EagleSimTest, EveryShortJobTakesAtLeastItsPlacementBound) {
+  PhoenixSimOptions o = small(3);
+  const auto jobs = makePhoenixJobs(o, fromEpochMs(0));
+  auto reversed = std::make_shared<std::vector<int64_t>>(jobs.size());
+  for (size_t i = 0; i < jobs.size(); i++) (*reversed)[i] = -static_cast<int64_t>(i);
+  for (auto order : {EagleQueueOrder::kSrpt, EagleQueueOrder::kOracle}) {
+    EagleOptions e;
+    e.order = order;
+    e.oracle_key = reversed;  // the newest job first: far from SRPT
+    e.job_bounds = true;
+    auto r = runEagleSim(o, e);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ASSERT_EQ(r->job_bound_s.size(), jobs.size());
+    int64_t short_jobs = 0, behind_long = 0;
+    for (size_t i = 0; i < jobs.size(); i++) {
+      if (r->job_response_s[i] < 0) continue;
+      short_jobs++;
+      EXPECT_GE(r->job_response_s[i], r->job_bound_s[i]) << "job " << i;
+      int64_t longest = 0;
+      for (int32_t k = 0; k < jobs[i].tasks; k++)
+        longest = std::max(longest, phoenixTaskRunTime(o.seed, i, k, jobs[i].duration).count());
+      EXPECT_GE(r->job_bound_s[i] * 1000, static_cast<double>(longest)) << "job " << i;
+      if (r->job_bound_s[i] * 1000 > static_cast<double>(longest) + 1000) behind_long++;
+    }
+    EXPECT_EQ(short_jobs, r->short_jobs.count);
+    EXPECT_GT(behind_long, 0);
+    EXPECT_LE(r->bound_short_p99_s, r->short_jobs.p99);
+  }
+}
+
+// kOracle: a worker serves the lowest class first, SRPT within a class, and
+// never applies the starvation bound.
+TEST(EagleSimTest, OracleOrderServesTheLowestClassFirst) {
+  EagleOptions o;
+  o.order = EagleQueueOrder::kOracle;
+  o.starvation_bound = 0;  // would run the oldest probe under SRPT
+  o.oracle_key = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{0, 5, 1, 1});
+  EagleCluster c(o, 1);
+  c.addWorker(isa("x86_64"), true);
+  ASSERT_TRUE(c.submit(0, false, 1, Millis(1000), {}));
+  ASSERT_EQ(c.dispatch().size(), 1u);
+  ASSERT_TRUE(c.submit(1, false, 1, Millis(1000), {}));   // class 5, the least work
+  ASSERT_TRUE(c.submit(2, false, 1, Millis(30000), {}));  // class 1
+  ASSERT_TRUE(c.submit(3, false, 1, Millis(20000), {}));  // class 1, less work
+  std::vector<size_t> order;
+  for (int i = 0; i < 3; i++) {
+    c.taskFinished(0);
+    auto s = c.dispatch();
+    ASSERT_EQ(s.size(), 1u);
+    order.push_back(s[0].job);
+  }
+  EXPECT_EQ(order, (std::vector<size_t>{3, 2, 1}));
+  EXPECT_STREQ(eaglePolicyName(o), "queue-order-oracle");
+  o.oracle_key.reset();
+  auto r = runEagleSim(small(1), o);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("oracle_key"), std::string::npos);
+}
+
+// The search: its srpt pass is Eagle-C exactly, every pass's p99 is at least
+// its bound's, and the result is the best pass.
+TEST(EagleSimTest, QueueOrderSearchKeepsTheBestPass) {
+  const PhoenixSimOptions o = small(2);
+  auto eagle = runEagleSim(o, EagleOptions{});
+  auto r = runQueueOrderSearch(o, EagleOptions{}, 2);
+  ASSERT_TRUE(eagle.isOk() && r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->policy, "queue-order-bound");
+  ASSERT_EQ(r->passes.size(), 5u);
+  EXPECT_EQ(r->passes[0].order, "srpt");
+  EXPECT_EQ(r->passes[1].order, "edf");
+  EXPECT_EQ(r->passes[2].order, "sacrifice");
+  EXPECT_EQ(r->passes[4].order, "repair-2");
+  EXPECT_EQ(r->passes[0].short_p99_s, eagle->short_jobs.p99);
+  double best = r->passes[0].short_p99_s;
+  for (const auto& p : r->passes) {
+    EXPECT_LE(p.bound_p99_s, p.short_p99_s) << p.order;
+    best = std::min(best, p.short_p99_s);
+  }
+  EXPECT_EQ(r->short_jobs.p99, best);
+  EagleOptions stealing;
+  stealing.steal = true;
+  EXPECT_FALSE(runQueueOrderSearch(o, stealing, 1).isOk());
 }
 
 // Bad Eagle options are INVALID_ARGUMENT naming the field.
