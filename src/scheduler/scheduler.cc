@@ -34,31 +34,68 @@ struct Link {
   Container* next = nullptr;
 };
 
+// One granted (or recovered) container, pooled by slot. Its two strings
+// (the id when given or indexed, the request id) are in
+// Impl::container_names, by slot, when `named`: a scheduler without the id
+// index rarely has either, and inline they would add 64 bytes to the 152
+// that the accounting of a grant and an end (which also reads and relinks
+// its list neighbours) brings into cache.
 struct Container {
-  // Its id when given (recovered) or indexed (index_container_ids); empty
-  // otherwise: Impl::containerId formats it from id_no when asked.
-  ContainerId id;
-  uint64_t id_no = 0;       // its grant's sequence number (0: recovered)
-  int32_t slot = -1;        // its index in Impl::container_pool
+  // What a grant and an end touch first (an end reads the flags, the
+  // owners, the resource and the three links), then what preemption and the
+  // ids read.
   uint32_t generation = 0;  // bumped when it is freed: stale ContainerSlots miss
-  bool live = false;        // holds a container (else its slot is free)
+  int32_t slot = -1;        // its index in Impl::container_pool
   App* app = nullptr;
   Node* node = nullptr;
   Resource resource;
-  int32_t priority = 0;
-  std::string request_id;
-  bool am = false;                  // an AM container: never preempted
-  bool preempting = false;          // a notice went out
-  bool kill_sent = false;           // returned in a to_kill list
-  uint64_t order = 0;               // allocation (or recovery) order: the newer, the larger
-  struct Source* source = nullptr;  // its reservation's candidates of its shape (null: ad hoc)
-  TimePoint kill_deadline;
   // cand_link: on its owner's list of preemption candidates (not an AM, not
   // under notice) — Reservation::cands or Impl::adhoc_cands.
   Link node_link, app_link, cand_link;
+  struct Source* source = nullptr;  // its reservation's candidates of its shape (null: ad hoc)
+  int32_t priority = 0;
+  bool live = false;        // holds a container (else its slot is free)
+  bool named = false;       // has an id or a request id (Impl::container_names)
+  bool am = false;          // an AM container: never preempted
+  bool preempting = false;  // a notice went out
+  uint64_t id_no = 0;       // its grant's sequence number (0: recovered)
+  uint64_t order = 0;       // allocation (or recovery) order: the newer, the larger
+  TimePoint kill_deadline;
   // Under notice: its older neighbour on the candidate list when it left it
   // (a start for putting it back in order if the notice is withdrawn).
   ContainerSlot cand_hint;
+  bool kill_sent = false;  // returned in a to_kill list
+};
+static_assert(sizeof(Container) <= 152, "a pooled container takes 152 bytes (see above)");
+
+// The containers by slot, in chunks of kChunk: their addresses are stable,
+// and the table of chunks (8 bytes per 256 containers) stays in cache at
+// scale, so a lookup by slot misses at most on the container itself (a
+// std::deque's table, a pointer per 3 containers, misses on most).
+class ContainerPool {
+ public:
+  size_t size() const { return size_; }
+  Container& operator[](size_t i) { return chunks_[i >> kShift][i & (kChunk - 1)]; }
+  const Container& operator[](size_t i) const { return chunks_[i >> kShift][i & (kChunk - 1)]; }
+  // One more slot, default-constructed.
+  void emplaceBack() {
+    if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Container[]>(kChunk));
+    size_++;
+  }
+
+ private:
+  static constexpr size_t kShift = 8;
+  static constexpr size_t kChunk = size_t{1} << kShift;
+  std::vector<std::unique_ptr<Container[]>> chunks_;
+  size_t size_ = 0;
+};
+
+// The strings of a named Container (Impl::container_names).
+struct ContainerNames {
+  // Its id when given (recovered) or indexed (index_container_ids); empty
+  // otherwise: Impl::containerId formats it from id_no when asked.
+  ContainerId id;
+  std::string request_id;
 };
 
 template <Link Container::*L>
@@ -158,14 +195,26 @@ class EntityHeap {
   const Key& topKey() const { return v_.front().key; }
   Entity* at(size_t i) const { return v_[i].e; }
   const Key& keyAt(size_t i) const { return v_[i].key; }
+  // False when no pending need below entry `i` fits `free` (its entity's
+  // FitIndex bounds, copied into the entry): a walk passes over it without
+  // reading the entity. True says nothing.
+  bool mayFit(size_t i, const Resource& free) const {
+    return v_[i].min_memory <= free.memoryMib() && v_[i].min_vcores <= free.vcores();
+  }
   void push(Entity* e, Key k);
   void erase(Entity* e);
   void update(Entity* e, Key k);
+  // `e` (in this heap) has new FitIndex bounds: copies them into its entry.
+  void syncBounds(const Entity* e);
 
  private:
+  // An entry keeps its entity's FitIndex bounds equal to the entity's
+  // (push, syncBounds) while the entity is in the heap.
   struct Item {
     Key key;
     Entity* e;
+    int64_t min_memory;
+    int64_t min_vcores;
   };
   void set(size_t i, Item it);
   void siftUp(size_t i);
@@ -185,6 +234,10 @@ enum class Kind : uint8_t { kQueue, kUser, kApp, kReservation };
 // skipped it after visiting every app below it. Kept incrementally: an ask
 // entering or leaving an app's list updates the app and its ancestors,
 // O(depth * distinct needs).
+//
+// Beside the needs it keeps the least memory and the fewest vcores of any
+// (a bound, not a need: they may come from two needs), so that anyFits
+// answers "no" for a free room below either without reading the needs.
 class FitIndex {
  public:
   void add(const Resource& need) {
@@ -195,12 +248,19 @@ class FitIndex {
       }
     }
     needs_.emplace_back(need, 1);
+    min_memory_ = std::min(min_memory_, need.memoryMib());
+    min_vcores_ = std::min(min_vcores_, need.vcores());
   }
   void remove(const Resource& need) {
     for (size_t i = 0; i < needs_.size(); i++) {
       if (needs_[i].first == need && --needs_[i].second == 0) {
         needs_[i] = std::move(needs_.back());
         needs_.pop_back();
+        min_memory_ = min_vcores_ = kNone;
+        for (const auto& [r, n] : needs_) {
+          min_memory_ = std::min(min_memory_, r.memoryMib());
+          min_vcores_ = std::min(min_vcores_, r.vcores());
+        }
         return;
       }
     }
@@ -224,8 +284,12 @@ class FitIndex {
     }
     return false;
   }
+  // The least memory and the fewest vcores of any need (kNone when none).
+  int64_t minMemory() const { return min_memory_; }
+  int64_t minVcores() const { return min_vcores_; }
   // Some pending ask's need fits `free`.
   bool anyFits(const Resource& free) const {
+    if (min_memory_ > free.memoryMib() || min_vcores_ > free.vcores()) return false;
     for (const auto& [r, n] : needs_) {
       if (r.fitsIn(free)) return true;
     }
@@ -233,25 +297,33 @@ class FitIndex {
   }
 
  private:
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  // The least memory and vcores over needs_ (kNone when there is none).
+  int64_t min_memory_ = kNone;
+  int64_t min_vcores_ = kNone;
   std::vector<std::pair<Resource, int64_t>> needs_;  // distinct needs, ask counts > 0
 };
 
 // A node of the scheduling tree: ad-hoc queue, user (inside a leaf), app, or
 // reservation queue. `used` includes all descendants.
-struct Entity {
+//
+// A walk passes over most entities it meets after reading their first cache
+// line (its flags and the bounds of `fit`): those come first, and an entity
+// starts a line.
+struct alignas(64) Entity {
   Entity(Kind k, Entity* p, uint64_t s) : kind(k), parent(p), seq(s) {}
   Kind kind;
-  Entity* parent;  // null for the ad-hoc root and reservation queues
-  uint64_t seq;    // creation order: the tie-break
+  bool skipped[kSlots] = {false, false, false};  // out of the heap for the current phase
+  bool has_demand = false;
+  bool stale = false;           // on Impl::stale: its refresh is deferred to Impl::flushStale
+  int32_t demand_children = 0;  // children with has_demand
+  FitIndex fit;                 // needs of the pending asks below (itself for an app)
+  Entity* parent;               // null for the ad-hoc root and reservation queues
+  uint64_t seq;                 // creation order: the tie-break
   double weight = 1.0;
   Resource used;
-  int32_t demand_children = 0;  // children with has_demand
-  bool has_demand = false;
   EntityHeap children{kParent};  // children with demand, by policy score
-  FitIndex fit;                  // needs of the pending asks below (itself for an app)
   int32_t pos[kSlots] = {-1, -1, -1};
-  bool skipped[kSlots] = {false, false, false};  // out of the heap for the current phase
-  bool stale = false;  // on Impl::stale: its refresh is deferred to Impl::flushStale
 };
 
 struct User;
@@ -541,8 +613,14 @@ void EntityHeap::siftDown(size_t i) {
 }
 
 void EntityHeap::push(Entity* e, Key k) {
-  v_.push_back({k, e});
+  v_.push_back({k, e, e->fit.minMemory(), e->fit.minVcores()});
   siftUp(v_.size() - 1);
+}
+
+void EntityHeap::syncBounds(const Entity* e) {
+  Item& it = v_[static_cast<size_t>(e->pos[slot_])];
+  it.min_memory = e->fit.minMemory();
+  it.min_vcores = e->fit.minVcores();
 }
 
 void EntityHeap::erase(Entity* e) {
@@ -697,12 +775,19 @@ struct Scheduler::Impl {
   AppSlot appSlotOf(const App* a) const {
     return AppSlot{a->slot, app_slots[static_cast<size_t>(a->slot)].generation};
   }
-  // Containers live in a pool indexed by ContainerSlot (a deque: stable
-  // element addresses); freed slots are reused, their generation bumped.
+  // Containers live in a pool indexed by ContainerSlot (stable element
+  // addresses); freed slots are reused, their generation bumped.
   // The id index is for lookups by id only: never iterated.
-  std::deque<Container> container_pool;
+  ContainerPool container_pool;
   std::vector<int32_t> free_container_slots;
   std::unordered_map<ContainerId, int32_t> containers;  // id -> slot (index_container_ids)
+  // The strings of the named containers, by slot (sized to the highest
+  // named slot; an entry is read only while its container is named).
+  std::vector<ContainerNames> container_names;
+  static inline const std::string kNoRequestId;
+  const std::string& requestIdOf(const Container& c) const {
+    return c.named ? container_names[static_cast<size_t>(c.slot)].request_id : kNoRequestId;
+  }
   Status notIndexed() const {
     return infeasible("containers are addressed by slot only (index_container_ids is off)");
   }
@@ -874,6 +959,14 @@ struct Scheduler::Impl {
       return !r->guarantee.fitsIn(r->used);
     }
     return true;
+  }
+
+  // `e`'s FitIndex changed: the entries of the heaps it is in follow.
+  void syncBounds(Entity* e) {
+    for (int s = 0; s < kSlots; s++) {
+      if (e->pos[s] < 0) continue;
+      if (EntityHeap* h = heapOf(e, static_cast<Slot>(s))) h->syncBounds(e);
+    }
   }
 
   // Puts `e` in, out of, or at its new key in the heap of slot `s`. Entities
@@ -1123,14 +1216,20 @@ struct Scheduler::Impl {
   void addShape(App* a, const ResourceRequest& r) {
     shapes[{r.capability.memoryMib(), r.capability.vcores()}]++;
     const Resource need = askNeed(r);
-    for (Entity* e = a; e != nullptr; e = e->parent) e->fit.add(need);
+    for (Entity* e = a; e != nullptr; e = e->parent) {
+      e->fit.add(need);
+      syncBounds(e);
+    }
     if (a->res != nullptr) reservation_fit.add(need);
   }
   void removeShape(App* a, const ResourceRequest& r) {
     auto it = shapes.find({r.capability.memoryMib(), r.capability.vcores()});
     if (it != shapes.end() && --it->second == 0) shapes.erase(it);
     const Resource need = askNeed(r);
-    for (Entity* e = a; e != nullptr; e = e->parent) e->fit.remove(need);
+    for (Entity* e = a; e != nullptr; e = e->parent) {
+      e->fit.remove(need);
+      syncBounds(e);
+    }
     if (a->res != nullptr) reservation_fit.remove(need);
   }
   // The index says something below `e` may be placeable on `n` (false:
@@ -1427,52 +1526,60 @@ struct Scheduler::Impl {
   // visits in the same order, but a child with nothing placeable stays in
   // the heap, flagged skipped (or, when nothing below it fits the node, not
   // even flagged), instead of being erased and pushed back by restoreSkipped
-  // (which then only re-keys it). The heap's entries are
-  // visited in key order by a best-first walk of the heap's tree from its
-  // root (a child's key is never below its parent's), passing over flagged
-  // entries: the unflagged ones come in the order successive tops would.
-  // The heap does not change during the walk (grants come after it), and a
-  // flagged entry's key is left as it was (place skips it), which keeps the
-  // heap ordered.
+  // (which then only re-keys it). The heap's entries are visited in key
+  // order by a best-first walk of the heap's tree from its root (a child's
+  // key is never below its parent's), passing over flagged entries and
+  // those with nothing below that fits the node (h.mayFit, then mayPlace):
+  // the others come in the order successive tops would. The heap does not
+  // change during the walk (grants come after it), and a flagged entry's
+  // key is left as it was (place skips it), which keeps the heap ordered.
   App* descendInPlace(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     if (h.empty()) return nullptr;
     if (frontiers.size() <= frontier_depth) frontiers.emplace_back();
     std::vector<uint32_t>& fr = frontiers[frontier_depth];
     fr.clear();
-    fr.push_back(0);
-    const auto later = [&h](uint32_t a, uint32_t b) { return h.keyAt(b) < h.keyAt(a); };
     const Slot slot = h.slot();
     App* found = nullptr;
-    frontier_depth++;
-    while (!fr.empty()) {
-      std::pop_heap(fr.begin(), fr.end(), later);
-      const uint32_t i = fr.back();
-      fr.pop_back();
-      for (uint32_t c = 2 * i + 1; c <= 2 * i + 2 && c < h.size(); c++) {
-        fr.push_back(c);
-        std::push_heap(fr.begin(), fr.end(), later);
-      }
+    // Visits entry `i`: true when it gives the app (`found`). An entry with
+    // nothing below that fits the node is passed over and not flagged
+    // either: within a phase a heap's walks see the node's free room only
+    // shrink and the needs below it only leave, so every later walk of the
+    // phase finds the same, and restoreSkipped has nothing to re-key.
+    // h.mayFit reads that from the heap's entry: most entries a walk passes
+    // over it never reads.
+    const auto visit = [&](uint32_t i) {
       Entity* e = h.at(i);
-      if (e->skipped[slot]) continue;
-      // Nothing below fits the node: not flagged either. Within a phase a
-      // heap's walks see the node's free room only shrink and the needs
-      // below `e` only leave, so every later walk of the phase finds the
-      // same, and restoreSkipped has nothing to re-key.
-      if (!mayPlace(e, n)) continue;
+      if (!h.mayFit(i, n.free) || e->skipped[slot] || !mayPlace(e, n)) return false;
       if (capFull(e)) {
         // Nothing below fits a queue's cap.
       } else if (e->kind == Kind::kApp) {
         *ask = findAsk(static_cast<App*>(e), n, phase, now);
         if (*ask >= 0) {
           found = static_cast<App*>(e);
-          break;
+          return true;
         }
       } else if (App* a = descendInto(e, n, phase, now, ask)) {
         found = a;
-        break;
+        return true;
       }
       e->skipped[slot] = true;
       skipped.emplace_back(&h, e);
+      return false;
+    };
+    frontier_depth++;
+    const auto later = [&h](uint32_t a, uint32_t b) { return h.keyAt(b) < h.keyAt(a); };
+    fr.push_back(0);
+    while (!fr.empty()) {
+      std::pop_heap(fr.begin(), fr.end(), later);
+      const uint32_t i = fr.back();
+      fr.pop_back();
+      if (visit(i)) break;
+      // Its children come after it in key order: added once it is passed
+      // over (a walk that ends at it never needs them).
+      for (uint32_t c = 2 * i + 1; c <= 2 * i + 2 && c < h.size(); c++) {
+        fr.push_back(c);
+        std::push_heap(fr.begin(), fr.end(), later);
+      }
     }
     frontier_depth--;
     return found;
@@ -1640,7 +1747,7 @@ struct Scheduler::Impl {
     a.node = c.node->id;
     a.resource = c.resource;
     a.priority = c.priority;
-    a.request_id = c.request_id;
+    a.request_id = requestIdOf(c);
     if (c.app->res != nullptr) a.reservation = c.app->res->id;
     a.am = c.am;
     return a;
@@ -1688,13 +1795,21 @@ struct Scheduler::Impl {
       free_container_slots.pop_back();
     } else {
       slot = static_cast<int32_t>(container_pool.size());
-      container_pool.emplace_back();
+      container_pool.emplaceBack();
     }
     if (opts.index_container_ids) it->second = slot;
-    // Every field is set: a reused slot keeps only its generation (and the
-    // strings' capacity).
+    // Every field is set: a reused slot keeps only its generation (and its
+    // names' capacity).
     Container& c = container_pool[static_cast<size_t>(slot)];
-    if (!(c.id.empty() && id.empty())) c.id = id;  // no copy of an empty id into an empty one
+    c.named = !(id.empty() && request_id.empty());
+    if (c.named) {
+      if (container_names.size() <= static_cast<size_t>(slot)) {
+        container_names.resize(static_cast<size_t>(slot) + 1);
+      }
+      ContainerNames& names = container_names[static_cast<size_t>(slot)];
+      names.id = id;
+      names.request_id = request_id;
+    }
     c.id_no = id_no;
     c.slot = slot;
     c.live = true;
@@ -1707,7 +1822,6 @@ struct Scheduler::Impl {
     c.node = &n;
     c.resource = r;
     c.priority = priority;
-    if (!(c.request_id.empty() && request_id.empty())) c.request_id = request_id;
     c.am = am;
     c.order = ++order_seq;
     n.containers.pushBack(&c);
@@ -1738,7 +1852,11 @@ struct Scheduler::Impl {
     return ContainerId(std::move(s));
   }
   ContainerId containerId(const Container& c) const {
-    return c.id.empty() ? formatId(c.app, c.id_no) : c.id;
+    if (c.named) {
+      const ContainerId& id = container_names[static_cast<size_t>(c.slot)].id;
+      if (!id.empty()) return id;
+    }
+    return formatId(c.app, c.id_no);
   }
 
   // Grants one container (or one gang) of `a->asks[idx]` on `n`.
@@ -1808,7 +1926,7 @@ struct Scheduler::Impl {
     Node* n = c->node;
     n->containers.erase(c);
     a->containers.erase(c);
-    countRunning(a, c->request_id, -1);
+    countRunning(a, requestIdOf(*c), -1);
     if (!c->preempting && !c->am) candsOf(c).erase(c);
     n->used -= c->resource;
     n->free += c->resource;
@@ -1823,7 +1941,8 @@ struct Scheduler::Impl {
       dropNotice(c);
     }
     syncRoom(*n);
-    if (opts.index_container_ids) containers.erase(c->id);
+    if (opts.index_container_ids)
+      containers.erase(container_names[static_cast<size_t>(c->slot)].id);
     c->live = false;
     c->generation++;
     free_container_slots.push_back(c->slot);
@@ -3168,6 +3287,29 @@ Status Scheduler::containerCompleted(ContainerSlot container) {
   if (c == nullptr) return notFound("container slot " + std::to_string(container.index));
   s.dropContainerDeferred(c);
   return Status::ok();
+}
+
+void Scheduler::prefetchContainer(ContainerSlot container) const {
+  const auto& pool = impl_->container_pool;
+  if (container.index < 0 || static_cast<size_t>(container.index) >= pool.size()) return;
+  const char* p = reinterpret_cast<const char*>(&pool[static_cast<size_t>(container.index)]);
+  // An end reads the first 112 bytes (Container's layout): up to three lines.
+  __builtin_prefetch(p, 1);
+  __builtin_prefetch(p + 56, 1);
+  __builtin_prefetch(p + 111, 1);
+}
+
+void Scheduler::prefetchNeighbours(ContainerSlot container) const {
+  const auto& pool = impl_->container_pool;
+  if (container.index < 0 || static_cast<size_t>(container.index) >= pool.size()) return;
+  const Container& c = pool[static_cast<size_t>(container.index)];
+  if (!c.live || c.generation != container.generation) return;
+  // The neighbours' link an end writes, on each of the three lists.
+  for (Link Container::*m : {&Container::node_link, &Container::app_link, &Container::cand_link}) {
+    const Link& l = c.*m;
+    if (l.prev != nullptr) __builtin_prefetch(&(l.prev->*m), 1);
+    if (l.next != nullptr) __builtin_prefetch(&(l.next->*m), 1);
+  }
 }
 
 Status Scheduler::recoverContainer(const Allocation& c) {

@@ -242,6 +242,14 @@ class Scheduler {
   Status release(const AppId& app, ContainerSlot container);
   Status containerCompleted(ContainerSlot container);
 
+  // Hints for a caller about to end very many containers by slot (the
+  // simulator, a few events ahead): fetch the container's memory
+  // (prefetchContainer), then, once it is cached, its list neighbours'
+  // (prefetchNeighbours), which an end relinks. They change nothing and
+  // never fail: any slot, stale or out of range, is accepted.
+  void prefetchContainer(ContainerSlot container) const;
+  void prefetchNeighbours(ContainerSlot container) const;
+
   // The slot of a live app (NOT_FOUND if unknown), and updateAsks by slot:
   // the same validation and decisions without the id lookup. NOT_FOUND for
   // the slot of a removed app (the generation differs once it is reused).

@@ -900,6 +900,54 @@ TEST(SchedulerTest, WithoutTheIdIndexContainersGoBySlotOnly) {
   EXPECT_EQ(s->numContainers(), 0u);
 }
 
+// A container's strings (its id, its request id) are kept beside the pool
+// by slot, only for containers that have one: a slot reused by a container
+// without them names none of the old one's.
+TEST(SchedulerTest, AReusedContainerSlotKeepsNoneOfTheOldStrings) {
+  SchedulerOptions o;
+  o.index_container_ids = false;
+  auto s = make(o);
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(1, Resource(1024, 1), 1, "stage-x")}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].request_id, "stage-x");
+  ASSERT_TRUE(s->containerCompleted(r.allocations[0].slot).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(1, Resource(1024, 1), 2)}).isOk());
+  auto again = beat(*s, "n1", kT0 + Seconds(1));
+  ASSERT_EQ(again.allocations.size(), 1u);
+  EXPECT_EQ(again.allocations[0].slot.index, r.allocations[0].slot.index);
+  EXPECT_EQ(again.allocations[0].request_id, "");
+  EXPECT_NE(again.allocations[0].container, r.allocations[0].container);
+  auto gone = s->removeApp(AppId("a"));
+  ASSERT_TRUE(gone.isOk());
+  ASSERT_EQ(gone->size(), 1u);
+  EXPECT_EQ(gone->front().request_id, "");
+  EXPECT_EQ(gone->front().container, again.allocations[0].container);
+}
+
+// The prefetch hints take any slot (live, stale, out of range) and change
+// nothing.
+TEST(SchedulerTest, PrefetchHintsTakeAnySlotAndChangeNothing) {
+  auto s = make();
+  ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(4096, 4), {}).isOk());
+  ASSERT_TRUE(s->addApp(AppId("a"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+  ASSERT_TRUE(s->updateAsks(AppId("a"), {ask(3)}).isOk());
+  auto r = beat(*s, "n1", kT0);
+  ASSERT_EQ(r.allocations.size(), 3u);
+  ASSERT_TRUE(s->containerCompleted(r.allocations[1].slot).isOk());
+  for (ContainerSlot c : {r.allocations[0].slot, r.allocations[1].slot, ContainerSlot{-1, 0},
+                          ContainerSlot{1 << 20, 0}}) {
+    s->prefetchContainer(c);
+    s->prefetchNeighbours(c);
+  }
+  EXPECT_EQ(s->numContainers(), 2u);
+  EXPECT_EQ(s->clusterUsed(), Resource(2048, 2));
+  ASSERT_TRUE(s->containerCompleted(r.allocations[2].slot).isOk());
+  EXPECT_EQ(s->clusterUsed(), Resource(1024, 1));
+}
+
 // By slot (appSlot, updateAsks by AppSlot, nodeUpdate into a SlotUpdate,
 // containerCompleted by ContainerSlot) without the id index, a scheduler
 // decides as one driven by ids with the index: the same containers in the
