@@ -86,6 +86,8 @@ struct AppInput {
   const Resource& cluster;
   Millis expected_duration;  // longest expected run time of its pending asks (0 = unknown)
   TimePoint since;           // when it joined: the last heartbeat time seen before addApp
+  // Containers its asks still want (Phoenix's remaining work).
+  int64_t pending_containers = 0;
 };
 
 // Extension point: orders the apps inside a user (or a reservation queue)

@@ -1171,7 +1171,7 @@ struct Scheduler::Impl {
       duration = std::max(duration, ask.req.expected_duration);
       if (waits) wait = std::max(wait, crv.estimatedWait(ask.req.constraints, ask.crv_resolved));
     }
-    const AppInput in{a->used, a->hint, cluster_total, duration, a->since};
+    const AppInput in{a->used, a->hint, cluster_total, duration, a->since, a->pending};
     return waits ? p.constrained_apps->appScore(in, wait) : p.apps->appScore(in);
   }
 

@@ -1,11 +1,20 @@
 #include "scheduler/policies/phoenix_policy.h"
 
+#include <algorithm>
+
 namespace morpheus::sched {
 
-double phoenixDeadline(const AppInput& in, Millis estimated_wait) {
+double phoenixRemainingWork(const AppInput& in) {
+  return static_cast<double>(std::max<int64_t>(0, in.pending_containers)) *
+         static_cast<double>(std::max<int64_t>(0, in.expected_duration.count()));
+}
+
+double phoenixKey(const AppInput& in, Millis estimated_wait, Millis bypass_bound) {
   const double since = static_cast<double>(toEpochMs(in.since));
-  return since + static_cast<double>(in.expected_duration.count()) -
-         static_cast<double>(estimated_wait.count());
+  const double advance =
+      std::clamp(phoenixRemainingWork(in) - static_cast<double>(estimated_wait.count()), 0.0,
+                 static_cast<double>(std::max<int64_t>(0, bypass_bound.count())));
+  return since + advance;
 }
 
 double PhoenixOrderingPolicy::score(const Resource& used, double weight,
@@ -14,7 +23,7 @@ double PhoenixOrderingPolicy::score(const Resource& used, double weight,
 }
 
 double PhoenixOrderingPolicy::appScore(const AppInput& in, Millis estimated_wait) const {
-  return phoenixDeadline(in, estimated_wait);
+  return phoenixKey(in, estimated_wait, bypass_bound_);
 }
 
 double PhoenixNoCrvOrderingPolicy::score(const Resource& used, double weight,
@@ -23,7 +32,7 @@ double PhoenixNoCrvOrderingPolicy::score(const Resource& used, double weight,
 }
 
 double PhoenixNoCrvOrderingPolicy::appScore(const AppInput& in) const {
-  return phoenixDeadline(in, Millis(0));
+  return phoenixKey(in, Millis(0), bypass_bound_);
 }
 
 }  // namespace morpheus::sched

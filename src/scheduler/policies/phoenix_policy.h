@@ -5,24 +5,35 @@
 // The paper (§IV) keeps a Constraint Resource Vector per constrained resource
 // (demand over supply), estimates the waiting time of constrained tasks with
 // an M/G/1 model and reorders worker queues so short and constrained tasks are
-// not stuck behind long ones. Here the "worker queue" is the pending apps of
-// a user in an ad-hoc leaf queue, which every node heartbeat scans in score
-// order, and the CRV is kept by the scheduler core (crv.h). An app's score is
+// not stuck behind long ones: its queue order is Eagle's shortest remaining
+// work first, with constrained tasks moved ahead by their estimated wait.
+// Here the "worker queue" is the pending apps of a user in an ad-hoc leaf
+// queue, which every node heartbeat scans in key order, and the CRV is kept
+// by the scheduler core (crv.h). An app's key is
 //
-//   score = since + expected_duration - estimated_wait   (ms, lower first)
+//   work = pending_containers x expected_duration          (ms of one slot)
+//   key  = since + clamp(work - estimated_wait, 0, bypass_bound)   (ms, lower first)
 //
-// i.e. a virtual deadline: shorter expected run time first (the reordering),
-// advanced by the time its hard-constrained resource is expected to make it
-// wait (M/G/1 from the CRV) — an app that can only run on scarce nodes takes
-// such a node when one frees instead of leaving it to work that could run
-// anywhere — and aged by its arrival `since`, so an app is overtaken only by
-// apps that arrived less than its own expected duration (plus their wait
-// advantage) after it: bounded bypass, no starvation of long or of the longer
-// short jobs (pure shortest-first starved them in the simulator). Apps
-// without durations count 0 (unknown = not known to be long). Ties go to the
-// app created first (FIFO). Between users and queues Phoenix keeps
-// weighted DRF (score()), so it changes the order of work inside a user, not
-// the fairness between users.
+// - Remaining work first (SRPT): an app that still wants little work goes
+//   before one that wants much, whatever their arrival order within the
+//   bound, so a new short job goes ahead of a backlog of long ones; the key
+//   falls as the app's containers are granted, so a started app is finished
+//   before a fresh one of the same size.
+// - The CRV on top: the time the app's hard-constrained resource is expected
+//   to make it wait (M/G/1 from the CRV, the longest over its pending asks)
+//   is taken off its work, so an app that can only run on scarce nodes takes
+//   such a node when one frees instead of leaving it to work that could run
+//   anywhere.
+// - Bounded bypass: the advance over `since` is at most `bypass_bound`
+//   (kPhoenixBypassBound unless given), so an app is overtaken only by apps
+//   that joined less than bypass_bound after it: no app starves, however
+//   much work it wants. The clamp at 0 keeps the same bound for apps whose
+//   wait exceeds their work.
+//
+// Apps without durations or pending containers have work 0 (unknown = not
+// known to be long). Ties go to the app created first (FIFO). Between users
+// and queues Phoenix keeps weighted DRF (score()), so it changes the order
+// of work inside a user, not the fairness between users.
 //
 // Admission control (asks whose hard constraints no registered node can meet)
 // is a pending reason from the scheduler core (Scheduler::pendingReasons), not
@@ -31,8 +42,9 @@
 // Two policies: PhoenixOrderingPolicy ("phoenix") provides the
 // constraint-aware app ordering, so the scheduler keeps its constrained apps
 // keyed to the CRV; PhoenixNoCrvOrderingPolicy ("phoenix-no-crv", the
-// simulator's ablation) the same reordering without the waiting estimate
-// (shortest first only), as a plain app ordering that never reads the CRV.
+// simulator's ablation) the same key with an estimated wait of 0 (remaining
+// work first and the bypass bound only), as a plain app ordering that never
+// reads the CRV.
 //
 // Stateless; may be shared and called re-entrantly from any thread.
 #pragma once
@@ -41,26 +53,47 @@
 
 namespace morpheus::sched {
 
-// The virtual deadline above, ms: in.since + in.expected_duration -
-// estimated_wait. Pure.
-double phoenixDeadline(const AppInput& in, Millis estimated_wait);
+// Remaining work of an app, ms of one container: pending_containers x
+// expected_duration (0 when either is unknown or 0). Pure.
+double phoenixRemainingWork(const AppInput& in);
+
+// The key above, ms: in.since + clamp(phoenixRemainingWork(in) -
+// estimated_wait, 0, bypass_bound). Pure.
+double phoenixKey(const AppInput& in, Millis estimated_wait, Millis bypass_bound);
+
+// The bypass bound of both policies unless given: 12 h. On the calibrated
+// mixes (docs/experiments/phoenix.md) tighter bounds cost the short-job tail
+// (2 h and 6 h on seed 1) and a 12 h bound still binds on yahoo.
+inline constexpr Millis kPhoenixBypassBound{12 * 3600 * 1000};
 
 class PhoenixOrderingPolicy final : public QueueOrderingPolicy, public ConstraintAwareAppOrdering {
  public:
+  explicit PhoenixOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound)
+      : bypass_bound_(bypass_bound) {}
   std::string_view name() const override { return "phoenix"; }
   // Weighted DRF between queues and users.
   double score(const Resource& used, double weight, const Resource& cluster) const override;
-  // phoenixDeadline(in, estimated_wait).
+  // phoenixKey(in, estimated_wait, bypass bound).
   double appScore(const AppInput& in, Millis estimated_wait) const override;
+  Millis bypassBound() const { return bypass_bound_; }
+
+ private:
+  Millis bypass_bound_;
 };
 
 class PhoenixNoCrvOrderingPolicy final : public QueueOrderingPolicy, public AppOrdering {
  public:
+  explicit PhoenixNoCrvOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound)
+      : bypass_bound_(bypass_bound) {}
   std::string_view name() const override { return "phoenix-no-crv"; }
   // Weighted DRF between queues and users.
   double score(const Resource& used, double weight, const Resource& cluster) const override;
-  // phoenixDeadline(in, 0).
+  // phoenixKey(in, 0, bypass bound).
   double appScore(const AppInput& in) const override;
+  Millis bypassBound() const { return bypass_bound_; }
+
+ private:
+  Millis bypass_bound_;
 };
 
 }  // namespace morpheus::sched

@@ -132,12 +132,12 @@ ResourceRequest job(int32_t count, Millis duration, std::vector<PlacementConstra
 
 // A leaf switched from DRF to phoenix by a reload is constraint-aware from
 // then on: when the CRV moves, its constrained apps are re-keyed at the next
-// heartbeat (as in a leaf created with phoenix). "needs" (30 s, hard gpu)
-// at first waits little (2 vcores of demand on 8 of supply: W = 5 s, so its
-// deadline is 5 s behind "any"'s 20 s); once three of the four gpu nodes
-// lose the attribute (supply 2, rho capped at 0.95: W = 285 s) it goes first
-// on the gpu node. setNodeAttribute re-keys nothing itself, so only the
-// heartbeat's CRV re-key can change the order.
+// heartbeat (as in a leaf created with phoenix). "needs" (2 x 60 s, hard
+// gpu) at first waits little (2 vcores of demand on 8 of supply: W = 10 s, so
+// its key, 120 - 10 s of remaining work, is behind "any"'s 4 x 20 s); once
+// three of the four gpu nodes lose the attribute (supply 2, rho capped at
+// 0.95: W = 570 s) it goes first on the gpu node. setNodeAttribute re-keys nothing itself, so only
+// the heartbeat's CRV re-key can change the order.
 TEST(AdhocReloadTest, LeafReloadedToPhoenixFollowsTheCrv) {
   struct Case {
     bool reload, crv_moves;
@@ -161,7 +161,7 @@ TEST(AdhocReloadTest, LeafReloadedToPhoenixFollowsTheCrv) {
     ASSERT_TRUE(s->addApp(AppId("any"), UserId("u"), QueueRef::adhoc("root.a")).isOk());
     ASSERT_TRUE(s->addApp(AppId("needs"), UserId("u"), QueueRef::adhoc("root.a")).isOk());
     ASSERT_TRUE(s->updateAsks(AppId("any"), {job(4, Millis(20000))}).isOk());
-    ASSERT_TRUE(s->updateAsks(AppId("needs"), {job(2, Millis(30000), {hardGpu()})}).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("needs"), {job(2, Millis(60000), {hardGpu()})}).isOk());
     if (c.reload) {
       ASSERT_TRUE(
           s->setAdhocQueues({{"root.a", 1, std::make_shared<PhoenixOrderingPolicy>()}}).isOk());

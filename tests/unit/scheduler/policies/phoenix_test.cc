@@ -283,14 +283,111 @@ TEST(PolicyFactoryTest, PoliciesProvideTheirExtensionPoints) {
   EXPECT_EQ(no_crv.constrained_apps, nullptr);
 }
 
-// Both Phoenix policies score the same virtual deadline; only the
-// constraint-aware one is advanced by the CRV wait.
-TEST(PhoenixPolicyTest, DeadlineWithAndWithoutCrv) {
+// Both Phoenix policies key an app by since + its remaining work (pending
+// containers x expected duration) less the CRV wait, clamped to [0, bound];
+// only the constraint-aware one reads the wait.
+TEST(PhoenixPolicyTest, RemainingWorkLessWaitWithinTheBypassBound) {
   const Resource used, cluster(8192, 8);
   const AppHint none;
-  const AppInput in{used, none, cluster, Millis(5000), TimePoint{} + Millis(100000)};
-  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy().appScore(in, Millis(3000)), 102000.0);
+  const TimePoint since = TimePoint{} + Millis(100000);
+  AppInput in{used, none, cluster, Millis(5000), since, 4};  // work 20,000 ms
+  EXPECT_DOUBLE_EQ(phoenixRemainingWork(in), 20000.0);
+  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy().appScore(in, Millis(3000)), 117000.0);
+  EXPECT_DOUBLE_EQ(PhoenixNoCrvOrderingPolicy().appScore(in), 120000.0);
+  // The bound caps the advance over since; a wait beyond the work clamps to since.
+  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy(Millis(10000)).appScore(in, Millis(3000)), 110000.0);
+  EXPECT_DOUBLE_EQ(PhoenixNoCrvOrderingPolicy(Millis(10000)).appScore(in), 110000.0);
+  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy().appScore(in, Millis(30000)), 100000.0);
+  // Fewer pending containers, less work: a started app moves ahead.
+  in.pending_containers = 1;
   EXPECT_DOUBLE_EQ(PhoenixNoCrvOrderingPolicy().appScore(in), 105000.0);
+  // Unknown duration or nothing pending: work 0.
+  in.expected_duration = Millis(0);
+  EXPECT_DOUBLE_EQ(PhoenixOrderingPolicy().appScore(in, Millis(0)), 100000.0);
+  EXPECT_EQ(PhoenixOrderingPolicy().bypassBound(), kPhoenixBypassBound);
+  EXPECT_EQ(PhoenixNoCrvOrderingPolicy().bypassBound(), kPhoenixBypassBound);
+}
+
+// One grant on a one-vcore node at `t`: the app that got it and its container.
+std::pair<std::string, ContainerId> grantOne(Scheduler& s, TimePoint t) {
+  auto r = s.nodeUpdate(NodeId("n1"), t);
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  if (!r.isOk() || r->allocations.size() != 1) {
+    ADD_FAILURE() << "expected one grant at " << toEpochMs(t);
+    return {"", ContainerId("")};
+  }
+  return {r->allocations[0].app.value(), r->allocations[0].container};
+}
+
+// A new short job overtakes a backlog of long jobs that joined two hours
+// earlier: their remaining work (100 x 10 min) puts them behind it. FIFO,
+// and a deadline of since + expected duration (10 min), would serve them
+// first.
+TEST(SchedulerPhoenixTest, ShortJobOvertakesOlderLongBacklog) {
+  for (const char* policy : {"fifo", "phoenix", "phoenix-no-crv"}) {
+    std::shared_ptr<const QueueOrderingPolicy> p;
+    if (std::string(policy) == "phoenix-no-crv") {
+      p = std::make_shared<PhoenixNoCrvOrderingPolicy>();
+    } else {
+      auto made = makeOrderingPolicy(policy, "test");
+      ASSERT_TRUE(made.isOk());
+      p = *made;
+    }
+    auto s = make(p);
+    ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 1), {}).isOk());
+    ASSERT_TRUE(s->nodeUpdate(NodeId("n1"), kT0).isOk());
+    for (const char* app : {"long1", "long2"}) {
+      ASSERT_TRUE(s->addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+      ASSERT_TRUE(s->updateAsks(AppId(app), {job(100, Millis(600000))}).isOk());
+    }
+    auto [first, c1] = grantOne(*s, kT0);
+    EXPECT_EQ(first, "long1") << policy;
+    const TimePoint later = kT0 + Millis(2 * 3600 * 1000);
+    ASSERT_TRUE(s->nodeUpdate(NodeId("n1"), later).isOk());
+    ASSERT_TRUE(s->addApp(AppId("short"), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("short"), {job(1, Millis(5000))}).isOk());
+    ASSERT_TRUE(s->containerCompleted(c1).isOk());
+    auto [next, c2] = grantOne(*s, later + Millis(1000));
+    EXPECT_EQ(next, std::string(policy) == "fifo" ? "long1" : "short") << policy;
+  }
+}
+
+// The bypass bound: with a 1 h bound a long app (work far above it) is
+// overtaken by a short app that joined 30 min after it, but not by one that
+// joined 61 min after it; with a 24 h bound both overtake it.
+TEST(SchedulerPhoenixTest, LongJobIsNotBypassedBeyondTheBound) {
+  for (bool with_crv : {false, true}) {
+    for (int64_t bound_h : {1, 24}) {
+      const Millis bound(bound_h * 3600 * 1000);
+      auto s = make(with_crv ? std::shared_ptr<const QueueOrderingPolicy>(
+                                   std::make_shared<PhoenixOrderingPolicy>(bound))
+                             : std::make_shared<PhoenixNoCrvOrderingPolicy>(bound));
+      auto add = [&](const char* app, int32_t n, Millis d) {
+        ASSERT_TRUE(s->addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+        ASSERT_TRUE(s->updateAsks(AppId(app), {job(n, d)}).isOk());
+      };
+      ASSERT_TRUE(s->addNode(NodeId("n1"), Resource(8192, 1), {}).isOk());
+      ASSERT_TRUE(s->nodeUpdate(NodeId("n1"), kT0).isOk());
+      add("busy", 1, Millis(1000));
+      auto [busy, c] = grantOne(*s, kT0);
+      ASSERT_EQ(busy, "busy");
+      add("long", 100, Millis(600000));
+      ASSERT_TRUE(s->nodeUpdate(NodeId("n1"), kT0 + Millis(30 * 60 * 1000)).isOk());
+      add("early", 1, Millis(5000));
+      const TimePoint t = kT0 + Millis(61 * 60 * 1000);
+      ASSERT_TRUE(s->nodeUpdate(NodeId("n1"), t).isOk());
+      add("late", 1, Millis(5000));
+      std::vector<std::string> order;
+      for (int i = 0; i < 2; i++) {
+        ASSERT_TRUE(s->containerCompleted(c).isOk());
+        auto [app, next] = grantOne(*s, t + Millis(1000 * (i + 1)));
+        order.push_back(app);
+        c = next;
+      }
+      const std::vector<std::string> want{"early", bound_h == 1 ? "long" : "late"};
+      EXPECT_EQ(order, want) << "crv " << with_crv << " bound " << bound_h << " h";
+    }
+  }
 }
 
 // Only the leaf configured with phoenix orders by CRV waits: the same apps in
