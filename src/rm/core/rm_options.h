@@ -192,8 +192,9 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
       "fifo: submission order; carbyne: altruistic scheduling (Grandl et al., OSDI'16) -- "
       "DRF between jobs for the least share that keeps each job's estimated completion "
       "(from its AM's stage reports), the leftover to the jobs closest to completion; "
-      "phoenix: constraint-aware (apps by arrival + expected duration - CRV waiting estimate "
-      "of their hard constraints, DRF between users). Unlisted leaves use drf. Default: {} (drf "
+      "phoenix: constraint-aware (apps by remaining work first: arrival + pending containers x "
+      "expected duration - CRV waiting estimate of their hard constraints, the advance held "
+      "within 12 h; DRF between users). Unlisted leaves use drf. Default: {} (drf "
       "everywhere).");
   s.addBool("scheduler.carbyne.node-reservations", &o->carbyne.node_reservations, true,
             "carbyne leaves: when the leftover's best job (the least estimated remaining time) "
