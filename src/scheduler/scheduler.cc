@@ -2,6 +2,7 @@
 
 #include "scheduler/floor_div.h"
 #include "scheduler/policies/crv.h"
+#include "scheduler/shape_lists.h"
 
 #include <algorithm>
 #include <cmath>
@@ -524,13 +525,13 @@ constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
 
 // What Impl::walkWhether places in one word of 64 node slots (or one block
 // of 8) when no open starved container runs out there: per open starved
-// reservation (by its place in `shapes`), the containers the unit's rooms
-// take with every count taken as unbounded (`d`), and their sum. A function
-// of the open reservations' shapes in order (`shapes`: memory, vcores) and
-// of the word's bits and rooms (RoomSlots::stamp): valid while both are the
-// same.
+// reservation (by its place in the open shapes), the containers the unit's
+// rooms take with every count taken as unbounded (`d`), and their sum. A
+// function of the open reservations' shapes in order (`shapes`: their
+// ShapeLists id) and of the word's bits and rooms (RoomSlots::stamp): valid
+// while both are the same.
 struct WordPlace {
-  std::vector<std::pair<int64_t, int64_t>> shapes;
+  uint64_t shapes = 0;
   uint64_t stamp = 0;  // 0: empty (RoomSlots stamps from 1)
   uint64_t last_used = 0;
   int64_t total = 0;
@@ -823,6 +824,8 @@ struct Scheduler::Impl {
   mutable std::vector<WordPlace> word_places;
   mutable std::vector<WordPlace> block_places;
   mutable std::vector<std::pair<int64_t, int64_t>> open_shapes;  // scratch of walkWhether
+  mutable ShapeLists shape_lists;                                // ids of open_shapes
+  mutable uint64_t open_shapes_id = 0;                           // of open_shapes
   mutable uint64_t place_clock = 0;
   mutable RoomSlots room_slots;      // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;  // one per cover pass (slot_rem_epoch)
@@ -2025,11 +2028,16 @@ struct Scheduler::Impl {
     }
     std::sort(due.begin(), due.end(),
               [](const Container* a, const Container* b) { return a->order < b->order; });
+    // A kill changes nothing the starved containers are collected from: after
+    // one, the next re-check's are those of the re-check before (RecheckMemo).
+    bool killed = false;
     for (Container* c : due) {
-      if (!stillNeeded(c)) {
+      if (!stillNeeded(c, killed)) {
         withdraw(c);
+        killed = false;
         continue;
       }
+      killed = true;
       c->kill_sent = true;
       unmark(c);
       if (slot_out != nullptr) {
@@ -2043,10 +2051,12 @@ struct Scheduler::Impl {
   // Whether noticed `c` must still make room: its reservation (if any) stays
   // within its guarantee without it, and preemptIfNeeded's shortfall would not
   // be covered without its notice (the other notices, killed or not, count).
-  bool stillNeeded(const Container* c) const {
+  // With `after_kill`, the last call said true and only the kill of its
+  // container (collectKills) happened since.
+  bool stillNeeded(const Container* c, bool after_kill = false) const {
     const Reservation* r = c->app->res;
     if (r != nullptr && !r->guarantee.fitsIn(r->used - r->preempting)) return false;
-    return !need_total.isZero() && cover(c, /*only_whether=*/true) > 0;
+    return !need_total.isZero() && cover(c, /*only_whether=*/true, after_kill) > 0;
   }
 
   // Undoes mark(c) as if no notice had been sent: `c` is a candidate again.
@@ -2316,8 +2326,23 @@ struct Scheduler::Impl {
   // remembered for the same starved containers, rooms and left-out room
   // (RecheckMemo). O(nodes with room x open reservations + nodes / 64),
   // O(starved reservations) when remembered or counted.
-  int64_t cover(const Container* without = nullptr, bool only_whether = false) const {
-    collectStarved();
+  // With `after_kill` (only_whether), the last call was a stillNeeded's
+  // that found containers uncovered (so it set RecheckMemo) and only kills
+  // happened since: they change neither the rooms nor what the starved
+  // containers are collected from, so those are the memo's, taken without
+  // collecting them, and the memo holds for the same left-out room.
+  int64_t cover(const Container* without = nullptr, bool only_whether = false,
+                bool after_kill = false) const {
+    if (after_kill) {
+      const RecheckMemo& m = recheck_memo;
+      const size_t slot = static_cast<size_t>(without->node->slot);
+      if (m.room_version == room_version && m.without_slot == slot &&
+          m.without == without->resource)
+        return m.uncovered;
+      starved = m.starved;
+    } else {
+      collectStarved();
+    }
     cover_epoch++;
     int64_t uncovered = 0;
     for (const Starved& st : starved) uncovered += st.uncovered;
@@ -2459,6 +2484,7 @@ struct Scheduler::Impl {
         low_vc = std::min(low_vc, o.vc);
         open_shapes.emplace_back(o.mem, o.vc);
       }
+      open_shapes_id = shape_lists.idOf(open_shapes);
     };
     lowOfOpen();
     const int64_t without_mem = without != nullptr ? without->resource.memoryMib() : 0;
@@ -2569,13 +2595,13 @@ struct Scheduler::Impl {
     const uint64_t stamp = room_slots.stamp(w);
     WordPlace* use = first;
     for (WordPlace* p = first; p != first + kWordPlaces; p++) {
-      if (p->stamp == stamp && p->shapes == open_shapes) {
+      if (p->stamp == stamp && p->shapes == open_shapes_id) {
         p->last_used = ++place_clock;
         return *p;
       }
       if (p->last_used < use->last_used) use = p;
     }
-    use->shapes = open_shapes;
+    use->shapes = open_shapes_id;
     use->stamp = stamp;
     use->last_used = ++place_clock;
     use->total = 0;
@@ -3446,6 +3472,22 @@ std::vector<PreemptionNotice> Scheduler::takePreemptionNotices(const AppId& app)
   }
   a.notices.clear();
   return out;
+}
+
+void Scheduler::takePreemptionNotices(std::vector<SlotNotice>* out) {
+  impl_->flushStale();
+  for (size_t i = 0; i < impl_->app_slots.size() && impl_->untaken_notices > 0; i++) {
+    App* a = impl_->app_slots[i].app;
+    if (a == nullptr || a->notices.empty()) continue;
+    const AppSlot slot = impl_->appSlotOf(a);
+    impl_->untaken_notices -= static_cast<int64_t>(a->notices.size());
+    for (const App::Notice& n : a->notices) {
+      const Container* c = impl_->slotContainer(n.container);
+      MORPHEUS_CHECK(c != nullptr, "a preemption notice outlived its container");
+      out->push_back(SlotNotice{n.container, slot, NodeSlot{c->node->slot}, n.deadline});
+    }
+    a->notices.clear();
+  }
 }
 
 Resource Scheduler::clusterTotal() const { return impl_->cluster_total; }

@@ -351,6 +351,10 @@ class Scheduler {
   // selection order). Notices of containers that ended meanwhile, or whose
   // notice was withdrawn, are dropped.
   std::vector<PreemptionNotice> takePreemptionNotices(const AppId& app);
+  // takePreemptionNotices for every app, by slot, appended to `out`: each
+  // app's notices in selection order, the apps by AppSlot index. Builds no
+  // string; O(notices taken + app slots up to the last app with one).
+  void takePreemptionNotices(std::vector<SlotNotice>* out);
 
   // ---- Read view (metrics, reports, tests) ----
 

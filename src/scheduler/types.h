@@ -137,6 +137,17 @@ struct AppSlot {
   bool operator==(const AppSlot&) const = default;
 };
 
+// A PreemptionNotice by slot (Scheduler::takePreemptionNotices into a
+// vector): its container, app and node, and the kill deadline, without the
+// ids' strings, for callers that address them by slot (the simulator takes
+// millions of notices).
+struct SlotNotice {
+  ContainerSlot container;
+  AppSlot app;
+  NodeSlot node;
+  TimePoint deadline;
+};
+
 // One container of a heartbeat by slot (Scheduler::nodeUpdate into a
 // SlotUpdate): the Allocation's accounting fields without its strings, for
 // callers that address containers and apps by slot and start millions of

@@ -118,26 +118,12 @@ namespace {
 constexpr int64_t kHeartbeatMs = 1000;  // NM heartbeat interval (rm default)
 
 // Simulated nodes are named "node<index, 6+ digits>" (sorted like their
-// indices); the index is read back from the name, with no lookup per
-// allocation or notice.
+// indices).
 NodeId nodeName(int64_t index) {
   char name[32];
   std::snprintf(name, sizeof name, "node%06lld", static_cast<long long>(index));
   return NodeId(name);
 }
-
-// The decimal number at `text` + `from` (digits up to the first non-digit),
-// as strtol reads the non-negative ones the simulator writes into its ids,
-// without its locale and sign handling (one call per container started).
-int64_t digitsAt(const std::string& text, size_t from) {
-  int64_t v = 0;
-  for (size_t i = from; i < text.size() && text[i] >= '0' && text[i] <= '9'; i++) {
-    v = v * 10 + (text[i] - '0');
-  }
-  return v;
-}
-
-int nodeIndex(const NodeId& node) { return static_cast<int>(digitsAt(node.value(), 4)); }
 
 enum class Ev : uint8_t {
   kTaskEnd,
@@ -556,6 +542,8 @@ class Sim {
 
   std::vector<NodeId> nodes_;
   std::vector<sched::NodeSlot> node_handles_;  // the scheduler's slot of each node
+  std::vector<int> node_of_slot_;              // the node of each scheduler slot
+  std::vector<sched::SlotNotice> notices_;     // scratch of collectNotices
   std::vector<Resource> node_used_;
   NodeSet free_nodes_, dirty_nodes_;  // dense node indices (sim/engine/node_set.h)
   Resource min_task_;
@@ -713,6 +701,9 @@ Status Sim::init() {
     MORPHEUS_RETURN_IF_ERROR(sched_->addNode(nodes_.back(), o_.node_size, {}));
     MORPHEUS_ASSIGN_OR_RETURN(sched::NodeSlot handle, sched_->nodeSlot(nodes_.back()));
     node_handles_.push_back(handle);
+    if (node_of_slot_.size() <= static_cast<size_t>(handle.value))
+      node_of_slot_.resize(static_cast<size_t>(handle.value) + 1, -1);
+    node_of_slot_[static_cast<size_t>(handle.value)] = static_cast<int>(i);
     node_used_.emplace_back();
     free_nodes_.insert(static_cast<int>(i));
   }
@@ -1893,16 +1884,23 @@ void Sim::refreshGuarantee(int ri, bool reschedule) {
   if (next < s_.to) push(next, Ev::kGuarantee, ri, static_cast<int64_t>(r.gen));
 }
 
+// Every app's notices by slot, in the order of the live apps (app index),
+// each app's in selection order: the heartbeats are pushed as a walk over
+// the live apps taking each one's notices would push them.
 void Sim::collectNotices() {
-  // Apps hold no notices once none is left untaken: the walk ends there.
-  for (auto it = live_apps_.begin(); it != live_apps_.end() && sched_->numUntakenNotices() > 0;
-       ++it) {
-    const int ai = *it;
-    for (const auto& n : sched_->takePreemptionNotices(apps_[static_cast<size_t>(ai)].id)) {
-      const int node = nodeIndex(n.node);
-      preemption_notices_++;
-      push(std::max(now_, n.deadline), Ev::kHeartbeat, node);
-    }
+  if (sched_->numUntakenNotices() == 0) return;
+  std::vector<sched::SlotNotice>& taken = notices_;
+  taken.clear();
+  sched_->takePreemptionNotices(&taken);
+  std::stable_sort(taken.begin(), taken.end(),
+                   [this](const sched::SlotNotice& a, const sched::SlotNotice& b) {
+                     return app_of_slot_[static_cast<size_t>(a.app.index)] <
+                            app_of_slot_[static_cast<size_t>(b.app.index)];
+                   });
+  for (const sched::SlotNotice& n : taken) {
+    preemption_notices_++;
+    push(std::max(now_, n.deadline), Ev::kHeartbeat,
+         node_of_slot_[static_cast<size_t>(n.node.value)]);
   }
 }
 

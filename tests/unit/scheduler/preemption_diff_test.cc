@@ -227,9 +227,11 @@ class Instance {
   // Nodes: min_nodes plus up to extra_nodes - 1 more, named in slot order
   // ("n000", "n001", ...: the reference walks them by name); asks and
   // guarantees are multiplied by `scale` to fill them.
+  // With `by_slot`, notices are taken by slot (takePreemptionNotices into
+  // a vector) and matched to the reference's per app by node and order.
   explicit Instance(uint32_t seed, int min_nodes = 2, int extra_nodes = 4, int scale = 1,
-                    int reservations = 3)
-      : rng_(seed), scale_(scale) {
+                    int reservations = 3, bool by_slot = false)
+      : rng_(seed), scale_(scale), by_slot_(by_slot) {
     SchedulerOptions o;
     o.adhoc_queues = {{"root.a", 1.0}, {"root.b", 2.0}};
     o.preemption_grace = Millis(2000);
@@ -369,6 +371,36 @@ class Instance {
     killed_.clear();
   }
 
+  // The victims `want` (the reference's) against the notices taken by slot:
+  // per app, the same number, on the same nodes, in the same order.
+  void beatBySlot(const std::vector<ContainerId>& want) {
+    std::vector<SlotNotice> taken;
+    s_->takePreemptionNotices(&taken);
+    EXPECT_EQ(s_->numUntakenNotices(), 0);
+    ASSERT_EQ(taken.size(), want.size());
+    for (const auto& a : apps_) {
+      const AppSlot slot = s_->appSlot(a).value();
+      std::vector<ModelContainer*> want_app;
+      for (const auto& id : want) {
+        for (auto& c : all_) {
+          if (c.id == id && c.app == a) want_app.push_back(&c);
+        }
+      }
+      size_t i = 0;
+      for (const auto& n : taken) {
+        if (!(n.app == slot)) continue;
+        ASSERT_LT(i, want_app.size()) << "app " << a.value();
+        EXPECT_EQ(n.node.value, s_->nodeSlot(want_app[i]->node).value().value) << a.value();
+        EXPECT_EQ(n.deadline, now_ + Millis(2000));
+        want_app[i]->noticed = true;
+        want_app[i]->deadline = n.deadline;
+        i++;
+      }
+      EXPECT_EQ(i, want_app.size()) << "app " << a.value();
+    }
+    victims_ += static_cast<int64_t>(taken.size());
+  }
+
   void beat() {
     const NodeId& n = nodes_[static_cast<size_t>(pick(static_cast<int>(nodes_.size())))];
     // Kills come first in a heartbeat, before any grant.
@@ -390,6 +422,10 @@ class Instance {
         referenceVictims(all_, accounts(*s_, all_, model_apps_, nodes_, kNodeTotal));
     std::vector<ContainerId> got;
     std::vector<PreemptionNotice> notices;
+    if (by_slot_) {
+      beatBySlot(want);
+      return;
+    }
     for (const auto& a : apps_) {
       std::vector<ContainerId> per_app;
       for (const auto& notice : s_->takePreemptionNotices(a)) {
@@ -428,6 +464,7 @@ class Instance {
  private:
   std::mt19937 rng_;
   int scale_ = 1;
+  bool by_slot_ = false;
   std::unique_ptr<Scheduler> s_;
   TimePoint now_ = fromEpochMs(1'800'000'000'000);
   std::vector<NodeId> nodes_;
@@ -491,6 +528,20 @@ TEST(SchedulerPreemptionTest, SameKillsWithManyStarvedShapesOverManyWords) {
   EXPECT_GT(victims, 200);
   EXPECT_GT(kills, 50);
   EXPECT_LT(kills, victims);
+}
+
+// The same instances with the notices taken by slot, for every app at once
+// (what the simulator does): each app's notices are the reference's
+// victims of that app, on their nodes, in selection order, and none is left.
+TEST(SchedulerPreemptionTest, NoticesBySlotAreThePerAppNotices) {
+  int64_t victims = 0;
+  for (uint32_t seed = 1; seed <= 60; seed++) {
+    Instance inst(seed, 2, 4, 1, 3, /*by_slot=*/true);
+    for (int i = 0; i < 300 && !::testing::Test::HasFatalFailure(); i++) inst.step();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "seed " << seed;
+    victims += inst.victims_;
+  }
+  EXPECT_GT(victims, 200);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // preemption with virtual time, gangs, constraints, accounting.
 #include "scheduler/scheduler.h"
 #include "scheduler/floor_div.h"
+#include "scheduler/shape_lists.h"
 
 #include <gtest/gtest.h>
 
@@ -1299,6 +1300,31 @@ TEST(FloorDivTest, EqualsIntegerDivision) {
   check(int64_t{1} << 52, 3);
   check(std::numeric_limits<int64_t>::max(), 1);
   check(std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max());
+}
+
+// ShapeLists against a plain record of every id given: an id always names
+// one list (two different lists never share one), and a list asked for
+// again at once gets the id it just got; random lists of a few shapes, so
+// that lists collide in the table and replace each other.
+TEST(ShapeListsTest, AnIdNamesOneList) {
+  std::mt19937 rng(11);
+  ShapeLists lists;
+  std::map<uint64_t, ShapeLists::List> named;
+  int64_t repeats = 0;
+  for (int i = 0; i < 200000; i++) {
+    ShapeLists::List list(rng() % 6);
+    for (auto& [mem, vc] : list) {
+      mem = 1024 * static_cast<int64_t>(1 + rng() % 3);
+      vc = static_cast<int64_t>(1 + rng() % 2);
+    }
+    const uint64_t id = lists.idOf(list);
+    ASSERT_NE(id, 0u);
+    auto [it, fresh] = named.emplace(id, list);
+    if (!fresh) repeats++;
+    ASSERT_EQ(it->second, list) << "id " << id << " names two lists";
+    ASSERT_EQ(lists.idOf(list), id);
+  }
+  EXPECT_GT(repeats, 40000);  // many lookups find their list's id again
 }
 
 }  // namespace
