@@ -11,10 +11,11 @@ namespace morpheus::sched {
 // Ids of lists of open shapes (memory, vcores; in order) for the kill
 // re-check walk's remembered placements (Scheduler::Impl's WordPlace): two
 // lists with the same id are equal, so a word's placements are matched by
-// comparing one number instead of the lists (the comparisons of the lists,
-// dozens of shapes long at 5,000 nodes, were half of the walk's counting). Lists are kept in a
-// table of kLists entries by their hash (a list replaces the one in its entry); an id is never
-// given twice, so a list seen again after it was replaced gets a new one, and placements remembered
+// comparing one number instead of the lists (dozens of shapes long at
+// 5,000 nodes, where comparing them costs as much as the rest of the walk's
+// counting). Lists are kept in a table of kLists entries by their hash (a
+// list replaces the one in its entry); an id is never given twice, so a list
+// seen again after it was replaced gets a new one, and placements remembered
 // under the old id are no longer matched. O(list) per lookup.
 class ShapeLists {
  public:
