@@ -39,6 +39,16 @@ bool Resource::anyNegative() const {
   return std::any_of(ext.begin(), ext.end(), [](const auto& e) { return e.second < 0; });
 }
 
+void Resource::copyExtended(const Resource& o) {
+  if (o.extended_ == nullptr) {
+    extended_.reset();
+  } else if (extended_ != nullptr) {
+    *extended_ = *o.extended_;
+  } else {
+    extended_ = std::make_unique<Extended>(*o.extended_);
+  }
+}
+
 void Resource::addExtended(const Resource& o, int64_t sign) {
   if (&o == this) {  // r += r: read a copy while r's list changes
     const Resource copy = o;

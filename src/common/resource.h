@@ -25,22 +25,18 @@ class Resource {
 
   Resource() = default;
   Resource(int64_t memory_mib, int64_t vcores) : memory_mib_(memory_mib), vcores_(vcores) {}
-  Resource(const Resource& o)
-      : memory_mib_(o.memory_mib_),
-        vcores_(o.vcores_),
-        extended_(o.extended_ != nullptr ? std::make_unique<Extended>(*o.extended_) : nullptr) {}
+  // Copies are inline for the two base dimensions (the scheduler and the
+  // simulator copy resources per container); an extended list on either
+  // side takes the out-of-line path.
+  Resource(const Resource& o) : memory_mib_(o.memory_mib_), vcores_(o.vcores_) {
+    if (o.extended_ != nullptr) copyExtended(o);
+  }
   Resource(Resource&&) noexcept = default;
   Resource& operator=(Resource&&) noexcept = default;
   Resource& operator=(const Resource& o) {
     memory_mib_ = o.memory_mib_;
     vcores_ = o.vcores_;
-    if (o.extended_ == nullptr) {
-      extended_.reset();
-    } else if (extended_ != nullptr) {
-      *extended_ = *o.extended_;
-    } else {
-      extended_ = std::make_unique<Extended>(*o.extended_);
-    }
+    if (o.extended_ != nullptr || extended_ != nullptr) copyExtended(o);
     return *this;
   }
   ~Resource() = default;
@@ -134,6 +130,8 @@ class Resource {
   // The out-of-line halves of the inline operations above, for resources
   // with extended dimensions.
   void addExtended(const Resource& o, int64_t sign);
+  // extended_ = a copy of o's list (reset when o has none).
+  void copyExtended(const Resource& o);
   Resource scaledExtended(int64_t k) const;
   bool extendedFitsIn(const Resource& capacity) const;
   static Resource maxExtended(const Resource& a, const Resource& b);

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include "scheduler/floor_div.h"
+#include "scheduler/key_frontier.h"
 #include "scheduler/policies/crv.h"
 #include "scheduler/shape_lists.h"
 
@@ -202,6 +203,8 @@ class EntityHeap {
   bool mayFit(size_t i, const Resource& free) const {
     return v_[i].min_memory <= free.memoryMib() && v_[i].min_vcores <= free.vcores();
   }
+  // How many entries have a key with a tier other than 0.
+  size_t tiered() const { return tiered_; }
   void push(Entity* e, Key k);
   void erase(Entity* e);
   void update(Entity* e, Key k);
@@ -222,6 +225,7 @@ class EntityHeap {
   void siftDown(size_t i);
   Slot slot_;
   std::vector<Item> v_;
+  size_t tiered_ = 0;  // entries whose key's tier is not 0
 };
 
 enum class Kind : uint8_t { kQueue, kUser, kApp, kReservation };
@@ -614,6 +618,7 @@ void EntityHeap::siftDown(size_t i) {
 }
 
 void EntityHeap::push(Entity* e, Key k) {
+  if (k.tier != 0) tiered_++;
   v_.push_back({k, e, e->fit.minMemory(), e->fit.minVcores()});
   siftUp(v_.size() - 1);
 }
@@ -627,6 +632,7 @@ void EntityHeap::syncBounds(const Entity* e) {
 void EntityHeap::erase(Entity* e) {
   size_t i = static_cast<size_t>(e->pos[slot_]);
   e->pos[slot_] = -1;
+  if (v_[i].key.tier != 0) tiered_--;
   Item last = v_.back();
   v_.pop_back();
   if (i == v_.size()) return;
@@ -646,6 +652,7 @@ void EntityHeap::update(Entity* e, Key k) {
       std::memcmp(&k.score, &old.score, sizeof k.score) == 0) {
     return;
   }
+  tiered_ += static_cast<size_t>(k.tier != 0) - static_cast<size_t>(old.tier != 0);
   v_[i].key = k;
   siftDown(i);
   siftUp(static_cast<size_t>(e->pos[slot_]));
@@ -825,7 +832,8 @@ struct Scheduler::Impl {
   mutable std::vector<WordPlace> block_places;
   mutable std::vector<std::pair<int64_t, int64_t>> open_shapes;  // scratch of walkWhether
   mutable ShapeLists shape_lists;                                // ids of open_shapes
-  mutable uint64_t open_shapes_id = 0;                           // of open_shapes
+  mutable uint64_t open_shapes_id = 0;  // of walkWhether's open shapes (open_shapes is not kept)
+  mutable std::vector<uint32_t> closed_at;  // scratch of walkWhether
   mutable uint64_t place_clock = 0;
   mutable RoomSlots room_slots;      // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;  // one per cover pass (slot_rem_epoch)
@@ -871,9 +879,10 @@ struct Scheduler::Impl {
   // next call that reads or changes the scheduling state (flushStale), and
   // the scratch of their parents for flushStale.
   std::vector<Entity*> stale, stale_next;
-  // Scratch of descendInPlace, one per level of the descent: heap indices
-  // still to visit (a deque: a deeper level's growing it moves no level).
-  std::deque<std::vector<uint32_t>> frontiers;
+  // Scratch of the in-place walks (descendInPlace, runShared), one per walk
+  // under way: heap indices still to visit, by key (a deque: a deeper
+  // level's growing it moves no level).
+  std::deque<KeyFrontier<Key>> frontiers;
   size_t frontier_depth = 0;
   // Scratch of the current phase: apps that declined every placeable ask on
   // the node (AskChooser::kDecline), in the order the walk met them, and
@@ -1525,67 +1534,70 @@ struct Scheduler::Impl {
     return false;
   }
 
-  // descend over a heap that only descend reads (skipsInPlace): the same
-  // visits in the same order, but a child with nothing placeable stays in
-  // the heap, flagged skipped (or, when nothing below it fits the node, not
-  // even flagged), instead of being erased and pushed back by restoreSkipped
-  // (which then only re-keys it). The heap's entries are visited in key
-  // order by a best-first walk of the heap's tree from its root (a child's
-  // key is never below its parent's), passing over flagged entries and
-  // those with nothing below that fits the node (h.mayFit, then mayPlace):
-  // the others come in the order successive tops would. The heap does not
-  // change during the walk (grants come after it), and a flagged entry's
-  // key is left as it was (place skips it), which keeps the heap ordered.
+  // descend over a heap that only descend reads (skipsInPlace, and a
+  // phase's heap: phaseInPlace): the same visits in the same order, but a child with nothing
+  // placeable stays in the heap, flagged skipped (or, when nothing below it fits the node, not even
+  // flagged), instead of being erased and pushed back by restoreSkipped (which then only re-keys
+  // it). The heap's entries are visited in key order by a best-first walk of the heap's tree from
+  // its root (a child's key is never below its parent's), passing over flagged entries and those
+  // with nothing below that fits the node (h.mayFit, then mayPlace): the others come in the order
+  // successive tops would (KeyFrontier holds the entries still to visit). The heap does not change
+  // during the walk (grants come after it), and a flagged entry's key is left as it was (place
+  // skips it), which keeps the heap ordered.
   App* descendInPlace(EntityHeap& h, Node& n, Phase phase, TimePoint now, int* ask) {
     if (h.empty()) return nullptr;
-    if (frontiers.size() <= frontier_depth) frontiers.emplace_back();
-    std::vector<uint32_t>& fr = frontiers[frontier_depth];
-    fr.clear();
-    const Slot slot = h.slot();
+    KeyFrontier<Key>& fr = takeFrontier(h, n);
     App* found = nullptr;
-    // Visits entry `i`: true when it gives the app (`found`). An entry with
-    // nothing below that fits the node is passed over and not flagged
-    // either: within a phase a heap's walks see the node's free room only
-    // shrink and the needs below it only leave, so every later walk of the
-    // phase finds the same, and restoreSkipped has nothing to re-key.
-    // h.mayFit reads that from the heap's entry: most entries a walk passes
-    // over it never reads.
-    const auto visit = [&](uint32_t i) {
-      Entity* e = h.at(i);
-      if (!h.mayFit(i, n.free) || e->skipped[slot] || !mayPlace(e, n)) return false;
-      if (capFull(e)) {
-        // Nothing below fits a queue's cap.
-      } else if (e->kind == Kind::kApp) {
-        *ask = findAsk(static_cast<App*>(e), n, phase, now);
-        if (*ask >= 0) {
-          found = static_cast<App*>(e);
-          return true;
-        }
-      } else if (App* a = descendInto(e, n, phase, now, ask)) {
-        found = a;
-        return true;
-      }
-      e->skipped[slot] = true;
-      skipped.emplace_back(&h, e);
-      return false;
-    };
-    frontier_depth++;
-    const auto later = [&h](uint32_t a, uint32_t b) { return h.keyAt(b) < h.keyAt(a); };
-    fr.push_back(0);
+    const auto may_fit = [&h, &n](size_t i) { return h.mayFit(i, n.free); };
     while (!fr.empty()) {
-      std::pop_heap(fr.begin(), fr.end(), later);
-      const uint32_t i = fr.back();
-      fr.pop_back();
-      if (visit(i)) break;
+      if (visitInPlace(h, fr.top(), n, phase, now, ask, &found)) break;
       // Its children come after it in key order: added once it is passed
       // over (a walk that ends at it never needs them).
-      for (uint32_t c = 2 * i + 1; c <= 2 * i + 2 && c < h.size(); c++) {
-        fr.push_back(c);
-        std::push_heap(fr.begin(), fr.end(), later);
-      }
+      fr.passTopOf(h, may_fit);
     }
     frontier_depth--;
     return found;
+  }
+
+  // A frontier for a walk of `h` from its root on node `n`
+  // (frontiers[frontier_depth], then one level deeper); the walk gives it
+  // back with frontier_depth--. Entries with nothing below that fits the
+  // node (h.mayFit) never join it (KeyFrontier::offer): the walk would pass
+  // over them without reading their entities (visitInPlace).
+  KeyFrontier<Key>& takeFrontier(const EntityHeap& h, const Node& n) {
+    if (frontiers.size() <= frontier_depth) frontiers.emplace_back();
+    KeyFrontier<Key>& fr = frontiers[frontier_depth++];
+    fr.startAt(h, [&h, &n](size_t i) { return h.mayFit(i, n.free); });
+    return fr;
+  }
+
+  // Visits entry `i` of `h` in an in-place walk (descendInPlace): true when
+  // it gives the app (`*found`). An entry with nothing below that fits the
+  // node is passed over and not flagged either: within a phase a heap's
+  // walks see the node's free room only shrink and the needs below it only
+  // leave, so every later walk of the phase finds the same, and
+  // restoreSkipped has nothing to re-key. h.mayFit reads that from the
+  // heap's entry: most entries a walk passes over it never reads.
+  bool visitInPlace(EntityHeap& h, uint32_t i, Node& n, Phase phase, TimePoint now, int* ask,
+                    App** found) {
+    Entity* e = h.at(i);
+    const Slot slot = h.slot();
+    if (!h.mayFit(i, n.free) || e->skipped[slot] || !mayPlace(e, n)) return false;
+    if (capFull(e)) {
+      // Nothing below fits a queue's cap.
+    } else if (e->kind == Kind::kApp) {
+      *ask = findAsk(static_cast<App*>(e), n, phase, now);
+      if (*ask >= 0) {
+        *found = static_cast<App*>(e);
+        return true;
+      }
+    } else if (App* a = descendInto(e, n, phase, now, ask)) {
+      *found = a;
+      return true;
+    }
+    e->skipped[slot] = true;
+    skipped.emplace_back(&h, e);
+    return false;
   }
 
   // ---- node reservations (NodeReservationOptions) ----
@@ -1960,11 +1972,18 @@ struct Scheduler::Impl {
     return phase == Phase::kAdhoc ? root->fit.anyFits(n.free) : reservation_fit.anyFits(n.free);
   }
 
+  // A phase's heap `h` (the guaranteed or overage reservations, or the
+  // ad-hoc root's children) walked in place (descendInPlace), unless its
+  // entries are users (a root without queues below it: node reservations
+  // and packing read a leaf's heap of users).
+  bool phaseInPlace(const EntityHeap& h) const { return &h != &root->children || !root->leaf; }
+
   void runPhase(Phase phase, EntityHeap& h, Node& n, TimePoint now, NodeUpdateResult& out) {
     if (!phaseMayPlace(phase, n)) return;
     int ask = -1;
+    const bool in_place = phaseInPlace(h);
     while (!h.empty() && anyShapeFits(n.free)) {
-      App* a = descend(h, n, phase, now, &ask);
+      App* a = in_place ? descendInPlace(h, n, phase, now, &ask) : descend(h, n, phase, now, &ask);
       if (a == nullptr) break;
       grant(a, ask, n, out);
     }
@@ -1982,6 +2001,15 @@ struct Scheduler::Impl {
     const bool adhoc_on = phaseMayPlace(Phase::kAdhoc, n);
     const bool overage_on = phaseMayPlace(Phase::kOverage, n);
     int ask = -1;
+    if (phaseInPlace(adhoc)) {
+      while (anyShapeFits(n.free)) {
+        App* app = sharedInPlace(n, adhoc_on, overage_on, now, &ask);
+        if (app == nullptr) break;
+        grant(app, ask, n, out);
+      }
+      restoreSkipped();
+      return;
+    }
     auto live = [](bool on, const EntityHeap& h) { return on && !h.empty(); };
     while (anyShapeFits(n.free) && (live(adhoc_on, adhoc) || live(overage_on, overage))) {
       EntityHeap* h = &adhoc;
@@ -2004,6 +2032,85 @@ struct Scheduler::Impl {
       grant(app, ask, n, out);
     }
     restoreSkipped();
+  }
+
+  // One walk of runShared in place: the ad-hoc root's children (when
+  // `adhoc_on`) and the overage reservations (when `overage_on`), each in
+  // its key order (as descendInPlace walks one heap), merged as runShared
+  // takes their tops (the smaller score, then creation order); the app and
+  // its ask (`*ask`) the first entry with something placeable gives, or
+  // null. runShared's erased tops are the entries flagged skipped. An entry
+  // left in the walk of a side whose order is that of its score and
+  // creation (every key of the side in tier 0: the ad-hoc side always)
+  // changes no comparison of the merge once passed over, so such a side
+  // passes over flagged entries and those with nothing below that fits
+  // the node (h.mayFit, never joining the frontier) in place. With tier 1
+  // keys in the overage heap, a top runShared would not erase (nothing
+  // fits below it, not visited yet) can still hold back the ad-hoc side:
+  // that side keeps such entries in the frontier, flags every entry it
+  // visits as runShared erases it, and only flagged entries never join.
+  App* sharedInPlace(Node& n, bool adhoc_on, bool overage_on, TimePoint now, int* ask) {
+    EntityHeap& adhoc = root->children;
+    const bool overage_ordered = overage.tiered() == 0;
+    const auto may_fit = [&n](const EntityHeap& h) {
+      return [&h, &n](size_t i) { return h.mayFit(i, n.free); };
+    };
+    const auto unflagged = [](const EntityHeap& h) {
+      return [&h](size_t i) { return !h.at(i)->skipped[kOverage]; };
+    };
+    KeyFrontier<Key>& fa = takeFrontier(adhoc, n);
+    if (frontiers.size() <= frontier_depth) frontiers.emplace_back();
+    KeyFrontier<Key>& fo = frontiers[frontier_depth++];
+    if (overage_ordered) {
+      fo.startAt(overage, may_fit(overage));
+    } else {
+      fo.startAt(overage, unflagged(overage));
+    }
+    if (!adhoc_on) fa.clear();
+    if (!overage_on) fo.clear();
+    App* found = nullptr;
+    while (!fa.empty() || !fo.empty()) {
+      bool take_overage = fa.empty();
+      if (!fa.empty() && !fo.empty()) {
+        const Key& a = fa.topKey();
+        const Key& o = fo.topKey();
+        take_overage = std::tie(o.score, o.seq) < std::tie(a.score, a.seq);
+      }
+      if (!take_overage) {
+        if (visitShared(adhoc, fa.top(), n, Phase::kAdhoc, now, ask, false, &found)) break;
+        fa.passTopOf(adhoc, may_fit(adhoc));
+      } else if (overage_ordered) {
+        if (visitShared(overage, fo.top(), n, Phase::kOverage, now, ask, false, &found)) break;
+        fo.passTopOf(overage, may_fit(overage));
+      } else {
+        if (visitShared(overage, fo.top(), n, Phase::kOverage, now, ask, true, &found)) break;
+        fo.passTopOf(overage, unflagged(overage));
+      }
+    }
+    frontier_depth -= 2;
+    return found;
+  }
+
+  // Visits entry `i` of `h` in sharedInPlace: runShared's visit of a top
+  // (no queue cap checked). An entry with nothing below that fits the node
+  // is passed over without flagging it, unless `flag_all` (then every entry
+  // that gives no app is flagged, as runShared erases it).
+  bool visitShared(EntityHeap& h, uint32_t i, Node& n, Phase phase, TimePoint now, int* ask,
+                   bool flag_all, App** found) {
+    Entity* e = h.at(i);
+    const Slot slot = h.slot();
+    if (e->skipped[slot]) return false;
+    const bool fits = h.mayFit(i, n.free) && mayPlace(e, n);
+    if (!fits && !flag_all) return false;
+    if (fits) {
+      if (App* a = descendInto(e, n, phase, now, ask)) {
+        *found = a;
+        return true;
+      }
+    }
+    e->skipped[slot] = true;
+    skipped.emplace_back(&h, e);
+    return false;
   }
 
   // The containers of `n` whose grace ended by `now`, in the node's
@@ -2478,15 +2585,25 @@ struct Scheduler::Impl {
     auto lowOfOpen = [&] {
       low_mem = open.front().mem;
       low_vc = open.front().vc;
-      open_shapes.clear();
       for (const Open& o : open) {
         low_mem = std::min(low_mem, o.mem);
         low_vc = std::min(low_vc, o.vc);
-        open_shapes.emplace_back(o.mem, o.vc);
       }
-      open_shapes_id = shape_lists.idOf(open_shapes);
+    };
+    auto makeShapes = [&]() -> const ShapeLists::List& {
+      open_shapes.clear();
+      for (const Open& o : open) open_shapes.emplace_back(o.mem, o.vc);
+      return open_shapes;
     };
     lowOfOpen();
+    open_shapes_id = shape_lists.idOf(makeShapes());
+    // Drops the open reservations just closed; the open list's id follows
+    // from the one before and the positions closed (ShapeLists::idWithout).
+    auto close = [&] {
+      closeSpent(open, closed_at);
+      lowOfOpen();
+      open_shapes_id = shape_lists.idWithout(open_shapes_id, closed_at, makeShapes);
+    };
     const int64_t without_mem = without != nullptr ? without->resource.memoryMib() : 0;
     const int64_t without_vc = without != nullptr ? without->resource.vcores() : 0;
     size_t last = 0;
@@ -2520,10 +2637,7 @@ struct Scheduler::Impl {
         last = slot;
         return false;
       }
-      if (closed) {
-        closeSpent(open);
-        lowOfOpen();
-      }
+      if (closed) close();
       return true;
     };
     // Whether the walk takes a word's (or a block's) placements `p` whole
@@ -2539,10 +2653,7 @@ struct Scheduler::Impl {
         closed = closed || open[i].left == 0;
       }
       uncovered -= p.total;
-      if (closed) {
-        closeSpent(open);
-        lowOfOpen();
-      }
+      if (closed) close();
       return true;
     };
     const size_t without_word = without_slot == kNoSlot ? kNoSlot : without_slot / 64;
@@ -2571,8 +2682,13 @@ struct Scheduler::Impl {
   }
 
   // Drops the open reservations of walkWhether whose containers are all
-  // placed (their Starved count set to 0).
-  static void closeSpent(std::vector<OpenStarved>& open) {
+  // placed (their Starved count set to 0); `closed_at` gets their positions
+  // in `open` before, increasing.
+  static void closeSpent(std::vector<OpenStarved>& open, std::vector<uint32_t>& closed_at) {
+    closed_at.clear();
+    for (size_t i = 0; i < open.size(); i++) {
+      if (open[i].left == 0) closed_at.push_back(static_cast<uint32_t>(i));
+    }
     open.erase(std::remove_if(open.begin(), open.end(),
                               [](const OpenStarved& o) {
                                 if (o.left == 0) o.st->uncovered = 0;
@@ -2582,8 +2698,8 @@ struct Scheduler::Impl {
   }
 
   // The WordPlace of unit `u` of `size` slots (64: word u; 8: block u % 8
-  // of word u / 8) for the open reservations `open` (their shapes in
-  // open_shapes), counted now (O(the unit's set slots x open)) unless
+  // of word u / 8) for the open reservations `open` (the id of their list
+  // of shapes in open_shapes_id), counted now (O(the unit's set slots x open)) unless
   // remembered. Counting resets the bits of slots without room, as the walk
   // does.
   const WordPlace& unitPlace(size_t u, size_t size, const std::vector<OpenStarved>& open) const {

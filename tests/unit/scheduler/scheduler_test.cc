@@ -2,6 +2,7 @@
 // preemption with virtual time, gangs, constraints, accounting.
 #include "scheduler/scheduler.h"
 #include "scheduler/floor_div.h"
+#include "scheduler/key_frontier.h"
 #include "scheduler/shape_lists.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -1325,6 +1327,126 @@ TEST(ShapeListsTest, AnIdNamesOneList) {
     ASSERT_EQ(lists.idOf(list), id);
   }
   EXPECT_GT(repeats, 40000);  // many lookups find their list's id again
+}
+
+// ShapeLists::idWithout against the plain record of every id given: the id
+// derived from a list's id and the positions closed names that list without
+// them (a remembered pair never gives another list's id), and the same
+// closings of the same list, repeated at once, are answered from the
+// remembered pairs without building the list. Lists of a few random shapes,
+// closings of random positions.
+TEST(ShapeListsTest, ADerivedIdNamesTheListWithoutTheClosed) {
+  std::mt19937 rng(12);
+  ShapeLists lists;
+  std::map<uint64_t, ShapeLists::List> named;
+  auto record = [&](uint64_t id, const ShapeLists::List& list) {
+    return named.emplace(id, list).first->second == list;
+  };
+  int64_t derived = 0, built_again = 0;
+  for (int i = 0; i < 50000; i++) {
+    ShapeLists::List first(1 + rng() % 6);
+    for (auto& [mem, vc] : first) {
+      mem = 1024 * static_cast<int64_t>(1 + rng() % 3);
+      vc = static_cast<int64_t>(1 + rng() % 2);
+    }
+    std::vector<std::vector<uint32_t>> closings;
+    for (size_t size = first.size(); size > 1;) {
+      std::vector<uint32_t> closed;
+      for (uint32_t k = 0; k < size; k++) {
+        if (rng() % 3 == 0 && closed.size() + 1 < size) closed.push_back(k);
+      }
+      size -= closed.size();
+      closings.push_back(std::move(closed));
+    }
+    std::vector<uint64_t> ids;
+    for (int pass = 0; pass < 2; pass++) {
+      ShapeLists::List list = first;
+      uint64_t id = lists.idOf(list);
+      ASSERT_TRUE(record(id, list));
+      for (size_t c = 0; c < closings.size(); c++) {
+        ShapeLists::List rest;
+        for (uint32_t k = 0; k < list.size(); k++) {
+          if (!std::binary_search(closings[c].begin(), closings[c].end(), k))
+            rest.push_back(list[k]);
+        }
+        derived++;
+        id = lists.idWithout(id, closings[c], [&]() -> const ShapeLists::List& {
+          if (pass == 1) built_again++;
+          return rest;
+        });
+        ASSERT_NE(id, 0u);
+        ASSERT_TRUE(record(id, rest)) << "id " << id << " names two lists";
+        if (pass == 0) ids.push_back(id);
+        if (pass == 1 && built_again == 0) {
+          ASSERT_EQ(id, ids[c]);
+        }
+        list = rest;
+      }
+    }
+  }
+  EXPECT_GT(derived, 100000);
+  EXPECT_LT(built_again, derived / 100);  // repeated closings are remembered
+}
+
+// KeyFrontier's walk of a binary min-heap (startAt, passTopOf) against the
+// heap's keys sorted: it gives every entry `wanted` accepts once, in key
+// order, and no other, for random heaps of distinct keys and random
+// acceptances (none, some, all); and its push, pop and replaceTop against a
+// sorted set.
+TEST(KeyFrontierTest, WalksAHeapInKeyOrder) {
+  using K = std::pair<double, uint64_t>;
+  struct Keys {
+    std::vector<K> v;
+    size_t size() const { return v.size(); }
+    const K& keyAt(size_t i) const { return v[i]; }
+  };
+  std::mt19937 rng(13);
+  KeyFrontier<K> fr;
+  for (int round = 0; round < 3000; round++) {
+    Keys h;
+    const size_t n = rng() % 100;
+    for (uint64_t k = 0; k < n; k++) h.v.emplace_back(static_cast<double>(rng() % 20), k);
+    std::make_heap(h.v.begin(), h.v.end(), std::greater<>());
+    const uint32_t share = rng() % 5;  // of 4: 0 none, 4 all
+    std::vector<bool> accept(n);
+    std::vector<K> want;
+    for (size_t i = 0; i < n; i++) {
+      accept[i] = rng() % 4 < share;
+      if (accept[i]) want.push_back(h.v[i]);
+    }
+    std::sort(want.begin(), want.end());
+    const auto wanted = [&](size_t i) { return static_cast<bool>(accept[i]); };
+    std::vector<K> got;
+    fr.startAt(h, wanted);
+    while (!fr.empty()) {
+      ASSERT_EQ(fr.topKey(), h.keyAt(fr.top()));
+      got.push_back(fr.topKey());
+      fr.passTopOf(h, wanted);
+    }
+    ASSERT_EQ(got, want);
+  }
+  std::set<std::pair<int, uint32_t>> ref;
+  KeyFrontier<std::pair<int, uint32_t>> f;
+  for (uint32_t i = 0; i < 200000; i++) {
+    const std::pair<int, uint32_t> k{static_cast<int>(rng() % 50), i};
+    const uint32_t op = ref.empty() ? 0 : rng() % 3;
+    if (op == 0) {
+      f.push(k, i);
+      ref.insert(k);
+    } else if (op == 1) {
+      f.pop();
+      ref.erase(ref.begin());
+    } else {
+      f.replaceTop(k, i);
+      ref.erase(ref.begin());
+      ref.insert(k);
+    }
+    ASSERT_EQ(f.size(), ref.size());
+    if (!ref.empty()) {
+      ASSERT_EQ(f.topKey(), *ref.begin());
+      ASSERT_EQ(f.top(), ref.begin()->second);
+    }
+  }
 }
 
 }  // namespace
