@@ -39,8 +39,8 @@ struct PhoenixSetupFlags {
   int64_t arrivals_min = 120;  // minutes of arrivals
   int32_t repair_passes = 3;   // queue-order-bound: deadline-repair passes (runQueueOrderSearch)
   // phoenix, phoenix-no-crv: the long-work rule (phoenix_policy.h); trace
-  // mixes default long_task to the trace's short/long cutoff, as an
-  // operator sets scheduler.phoenix.long-task-ms to its workload's.
+  // mixes default long_task to the trace's short/long cutoff (the workload's
+  // cutoff, as Eagle's simulator is given it per trace).
   sched::PhoenixLongWork phoenix_long;
   double phoenix_long_task_s = 0;
   CLI::App* cmd = nullptr;  // set by the add* functions: which flags were given
