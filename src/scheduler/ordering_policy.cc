@@ -12,6 +12,7 @@ PolicyPoints extensionPoints(const QueueOrderingPolicy& policy) {
   p.users = dynamic_cast<const UserOrdering*>(&policy);
   p.asks = dynamic_cast<const AskChooser*>(&policy);
   p.pack = dynamic_cast<const CrossAppPacker*>(&policy);
+  p.long_cap = dynamic_cast<const LongWorkCap*>(&policy);
   return p;
 }
 

@@ -19,6 +19,8 @@
 //   AskChooser                  which of an app's asks a node takes (Carbyne)
 //   CrossAppPacker              which app's ask a node takes, packing across
 //                               the apps of a leaf (Carbyne's leftover, Tetris)
+//   LongWorkCap                 how much of a scarce constraint kind's nodes
+//                               long work may hold (Phoenix)
 //
 // The scheduler looks the points up once, when a policy is installed
 // (extensionPoints), keeps the result per leaf and branches on which are
@@ -187,6 +189,23 @@ class CrossAppPacker {
   virtual bool reservesNodes() const { return false; }
 };
 
+// Extension point: keeps part of each scarce constraint kind's nodes from
+// long work (Phoenix). An ask is long when its expected_duration is above
+// longTask() (0: no ask is); a kind is a hard constraint some ask has
+// carried, scarce while fewer than half of the registered nodes meet it
+// (crv.h). A long ask, constrained or not, is not placed on a node when the
+// long work of the leaves under such policies on some scarce kind the node
+// meets would then hold more than longShare() of that kind's vcores; short
+// asks may take any node they fit. Read per app and node visit of a leaf
+// under the policy (findAsk); the other leaves pay one null check there.
+class LongWorkCap {
+ public:
+  virtual ~LongWorkCap() = default;
+  virtual Millis longTask() const = 0;
+  // In (0, 1]; 1 keeps no node from long work.
+  virtual double longShare() const = 0;
+};
+
 // The extension points one policy provides: `order` is never null, every
 // other pointer is null unless the policy derives from that interface. The
 // pointers live as long as the policy object.
@@ -199,6 +218,7 @@ struct PolicyPoints {
   const UserOrdering* users = nullptr;
   const AskChooser* asks = nullptr;
   const CrossAppPacker* pack = nullptr;
+  const LongWorkCap* long_cap = nullptr;
 };
 
 // Looks up which extension points `policy` derives from (dynamic_cast, once

@@ -67,6 +67,7 @@ struct Container {
   // (a start for putting it back in order if the notice is withdrawn).
   ContainerSlot cand_hint;
   bool kill_sent = false;  // returned in a to_kill list
+  bool long_work = false;  // counted in Impl::crv's long work (LongWorkCap)
 };
 static_assert(sizeof(Container) <= 152, "a pooled container takes 152 bytes (see above)");
 
@@ -1381,8 +1382,26 @@ struct Scheduler::Impl {
   int findAsk(App* a, Node& n, Phase phase, TimePoint now, bool take_declined = false) {
     const PolicyPoints& p = policyOf(a);
     if (p.asks != nullptr) return bestAsk(a, *p.asks, n, phase, now, take_declined);
+    if (p.long_cap != nullptr) return cappedAsk(a, *p.long_cap, n, phase, now);
     for (size_t i = 0; i < a->asks.size(); i++) {
       if (placeable(a, a->asks[i], n, phase, now)) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // Whether `r` is long work of a leaf under `cap` (LongWorkCap).
+  static bool isLong(const LongWorkCap& cap, const ResourceRequest& r) {
+    return cap.longTask() > Millis(0) && r.expected_duration > cap.longTask();
+  }
+  // findAsk under a LongWorkCap: the first placeable ask in priority order
+  // that is not long work beyond the cap of a scarce kind `n` meets.
+  int cappedAsk(App* a, const LongWorkCap& cap, Node& n, Phase phase, TimePoint now) {
+    for (size_t i = 0; i < a->asks.size(); i++) {
+      Ask& ask = a->asks[i];
+      if (!placeable(a, ask, n, phase, now)) continue;
+      if (!isLong(cap, ask.req) ||
+          crv.mayHoldLong(n.crv, askNeed(ask.req).vcores(), cap.longShare()))
+        return static_cast<int>(i);
     }
     return -1;
   }
@@ -1830,6 +1849,7 @@ struct Scheduler::Impl {
     c.live = true;
     c.preempting = false;
     c.kill_sent = false;
+    c.long_work = false;
     c.source = nullptr;
     c.kill_deadline = TimePoint();
     c.node_link = c.app_link = c.cand_link = Link();
@@ -1878,6 +1898,8 @@ struct Scheduler::Impl {
   void grant(App* a, int idx, Node& n, NodeUpdateResult& out) {
     Ask& ask = a->asks[static_cast<size_t>(idx)];
     int32_t g = std::max(1, ask.req.gang_size);
+    const LongWorkCap* cap = policyOf(a).long_cap;
+    const bool long_work = cap != nullptr && isLong(*cap, ask.req);
     for (int32_t i = 0; i < g; i++) {
       Container* c = nullptr;
       while (c == nullptr) {
@@ -1886,6 +1908,10 @@ struct Scheduler::Impl {
         // an Allocation or a notice names the container.
         c = insertContainer(opts.index_container_ids ? formatId(a, no) : ContainerId(), no, a, n,
                             ask.req.capability, ask.req.priority, ask.req.request_id, false);
+      }
+      if (long_work) {
+        c->long_work = true;
+        crv.longHeldChanged(n.crv, c->resource.vcores());
       }
       if (slot_out != nullptr) {
         slot_out->grants.push_back(SlotGrant{ContainerSlot{c->slot, c->generation}, appSlotOf(a),
@@ -1947,6 +1973,7 @@ struct Scheduler::Impl {
     n->free += c->resource;
     room_slots.set(static_cast<size_t>(n->slot));
     crv.nodeFreeChanged(n->crv, c->resource.vcores());
+    if (c->long_work) crv.longHeldChanged(n->crv, -c->resource.vcores());
     cluster_used -= c->resource;
     subUsed(a, c->resource);
     if (c->preempting) {
@@ -3113,8 +3140,7 @@ Status Scheduler::setNodeAttribute(const NodeId& node, const std::string& key,
   }
   s.attrs_epoch++;  // every ConstraintFit is recomputed
   // The CRV's supply follows the node's attributes: re-register its slot.
-  s.crv.removeNode(node);
-  n.crv = s.crv.addNode(node, n.attrs, n.free.vcores());
+  n.crv = s.crv.setAttributes(node, n.attrs);
   return Status::ok();
 }
 

@@ -115,16 +115,26 @@ std::string describeConstraint(const PlacementConstraint& c) {
 
 ConstraintResourceVector::NodeSlot* ConstraintResourceVector::addNode(const NodeId& node,
                                                                       const NodeAttributes& attrs,
-                                                                      int64_t free_vcores) {
+                                                                      int64_t free_vcores,
+                                                                      int64_t vcores) {
   NodeSlot& n = nodes_[node];
   n.attrs = attrs;
   n.free_vcores = free_vcores;
+  n.vcores = vcores < 0 ? free_vcores : vcores;
+  n.long_vcores = 0;
   n.resources.clear();
+  n.kinds.clear();
   for (auto& [name, r] : resources_) {
     if (!constraintMatches(r.constraint, attrs)) continue;
     n.resources.push_back(&r);
     r.nodes.push_back(node);
     r.supply_vcores += free_vcores;
+  }
+  for (auto& [name, k] : kinds_) {
+    if (!constraintMatches(k.constraint, attrs)) continue;
+    n.kinds.push_back(&k);
+    k.nodes++;
+    k.vcores += n.vcores;
   }
   version_++;
   return &n;
@@ -137,8 +147,64 @@ void ConstraintResourceVector::removeNode(const NodeId& node) {
     r->supply_vcores -= it->second.free_vcores;
     r->nodes.erase(std::find(r->nodes.begin(), r->nodes.end(), node));
   }
+  for (Kind* k : it->second.kinds) {
+    k->nodes--;
+    k->vcores -= it->second.vcores;
+    k->long_vcores -= it->second.long_vcores;
+  }
   nodes_.erase(it);
   version_++;
+}
+
+ConstraintResourceVector::NodeSlot* ConstraintResourceVector::setAttributes(
+    const NodeId& node, const NodeAttributes& attrs) {
+  auto it = nodes_.find(node);
+  const int64_t free_vcores = it == nodes_.end() ? 0 : it->second.free_vcores;
+  const int64_t vcores = it == nodes_.end() ? 0 : it->second.vcores;
+  const int64_t long_vcores = it == nodes_.end() ? 0 : it->second.long_vcores;
+  removeNode(node);
+  NodeSlot* n = addNode(node, attrs, free_vcores, vcores);
+  longHeldChanged(n, long_vcores);
+  return n;
+}
+
+void ConstraintResourceVector::longHeldChanged(NodeSlot* node, int64_t delta) {
+  if (node == nullptr || delta == 0) return;
+  node->long_vcores += delta;
+  for (Kind* k : node->kinds) k->long_vcores += delta;
+}
+
+bool ConstraintResourceVector::mayHoldLong(const NodeSlot* node, int64_t vcores,
+                                           double share) const {
+  if (node == nullptr) return true;
+  for (const Kind* k : node->kinds) {
+    if (scarce(*k) &&
+        static_cast<double>(k->long_vcores + vcores) > share * static_cast<double>(k->vcores))
+      return false;
+  }
+  return true;
+}
+
+std::vector<ConstraintResourceVector::KindEntry> ConstraintResourceVector::kinds() const {
+  std::vector<KindEntry> out;
+  out.reserve(kinds_.size());
+  for (const auto& [name, k] : kinds_)
+    out.push_back({name, k.nodes, k.vcores, k.long_vcores, scarce(k)});
+  return out;
+}
+
+void ConstraintResourceVector::noteKind(const std::string& name, const PlacementConstraint& hard) {
+  auto [it, added] = kinds_.try_emplace(name);
+  if (!added) return;
+  Kind& k = it->second;
+  k.constraint = hard;
+  for (auto& [id, n] : nodes_) {
+    if (!constraintMatches(k.constraint, n.attrs)) continue;
+    n.kinds.push_back(&k);
+    k.nodes++;
+    k.vcores += n.vcores;
+    k.long_vcores += n.long_vcores;
+  }
 }
 
 void ConstraintResourceVector::nodeFreeChanged(NodeSlot* node, int64_t delta) {
@@ -166,6 +232,7 @@ std::map<std::string, ConstraintResourceVector::Tracked>::iterator ConstraintRes
   PlacementConstraint h = hardForm(c);
   it = resources_.try_emplace(describeConstraint(h)).first;
   layout_++;
+  noteKind(it->first, h);
   Tracked& r = it->second;
   r.constraint = std::move(h);
   for (auto& [id, n] : nodes_) {

@@ -22,7 +22,13 @@
 // find those that have it).
 //
 // Also the matching of constraints against node attributes (one definition
-// for the scheduler core, the CRV and admission control).
+// for the scheduler core, the CRV and admission control), and the long work
+// held on each constraint kind's nodes (LongWorkCap, ordering_policy.h):
+// every hard constraint an ask has ever carried is a kind, kept for the
+// CRV's life (a kind with no pending demand still keeps its nodes from long
+// work, so the next constrained job finds them); a kind is scarce while
+// fewer than half of the registered nodes meet it. Long work is counted in
+// vcores of the containers the scheduler reports (longHeldChanged).
 //
 // Thread-safety: none; owned by the scheduler core's thread.
 #pragma once
@@ -80,16 +86,48 @@ class ConstraintResourceVector {
     mutable uint64_t wait_version = ~uint64_t{0};
     mutable Millis wait{0};
   };
+  // A constraint kind (the hard form of one constraint ever asked for) and
+  // the long work on its nodes.
+  struct Kind {
+    PlacementConstraint constraint;
+    int32_t nodes = 0;        // registered nodes that meet it
+    int64_t vcores = 0;       // their capacity
+    int64_t long_vcores = 0;  // held by long work on them (longHeldChanged)
+  };
   // A registered node; the handle stays valid until removeNode.
   struct NodeSlot {
     NodeAttributes attrs;
     int64_t free_vcores = 0;
+    int64_t vcores = 0;               // capacity
+    int64_t long_vcores = 0;          // held by long work (longHeldChanged)
     std::vector<Tracked*> resources;  // tracked resources it has
+    std::vector<Kind*> kinds;         // kinds it meets
   };
-  // Nodes: `free_vcores` is what the node has free now. The caller keeps the
+  // Nodes: `free_vcores` is what the node has free now, `vcores` its
+  // capacity (-1: free_vcores, a node added empty). The caller keeps the
   // handle for nodeFreeChanged (no lookup on the allocation path).
-  NodeSlot* addNode(const NodeId& node, const NodeAttributes& attrs, int64_t free_vcores);
+  NodeSlot* addNode(const NodeId& node, const NodeAttributes& attrs, int64_t free_vcores,
+                    int64_t vcores = -1);
   void removeNode(const NodeId& node);
+  // The node's attributes changed: its resources and kinds follow, its free
+  // vcores, capacity and long work stay. The old handle is invalid.
+  NodeSlot* setAttributes(const NodeId& node, const NodeAttributes& attrs);
+
+  // Long work (LongWorkCap): `delta` more (negative: fewer) vcores of long
+  // containers on `node`. O(kinds the node meets).
+  void longHeldChanged(NodeSlot* node, int64_t delta);
+  // Whether `vcores` more of long work on `node` keeps the long work of every
+  // scarce kind the node meets at or below `share` of that kind's vcores.
+  // O(kinds the node meets).
+  bool mayHoldLong(const NodeSlot* node, int64_t vcores, double share) const;
+  // Every kind in describeConstraint order, with whether it is scarce.
+  struct KindEntry {
+    std::string resource;
+    int32_t nodes = 0;
+    int64_t vcores = 0, long_vcores = 0;
+    bool scarce = false;
+  };
+  std::vector<KindEntry> kinds() const;
   // The node's free vcores changed by `delta` (negative when allocating).
   void nodeFreeChanged(NodeSlot* node, int64_t delta);
 
@@ -139,8 +177,14 @@ class ConstraintResourceVector {
   static Millis waitOf(const Tracked& r);
   static Entry entryOf(const Tracked& r);
 
+  // The Kind of c's hard form (name: its describeConstraint), created with
+  // the nodes that meet it on first use.
+  void noteKind(const std::string& name, const PlacementConstraint& hard);
+  bool scarce(const Kind& k) const { return 2 * static_cast<size_t>(k.nodes) < nodes_.size(); }
+
   std::map<NodeId, NodeSlot> nodes_;
   std::map<std::string, Tracked> resources_;  // by describeConstraint (hard form)
+  std::map<std::string, Kind> kinds_;         // by describeConstraint (hard form); never erased
   uint64_t version_ = 0;
   uint64_t layout_ = 1;          // bumped when resources_ gains or loses an entry (Resolved)
   mutable std::string scratch_;  // nameOf's buffer

@@ -30,6 +30,22 @@
 //   much work it wants. The clamp at 0 keeps the same bound for apps whose
 //   wait exceeds their work.
 //
+// Placement (LongWorkCap, ordering_policy.h): the key decides who takes a
+// node when it frees, not whether long work has filled a constrained kind's
+// few nodes before a constrained short job arrives (then it waits for a
+// long task to end). So long work — an ask whose expected task duration is
+// above `long_task`, the workload's short/long cutoff (an operator setting,
+// as Eagle's cutoff is; 0 turns the rule off) — may hold at most
+// `long_share` of the vcores of each scarce constraint kind (a hard
+// constraint some ask has carried that fewer than half of the nodes meet;
+// crv.h), whether or not it is constrained itself; short work may use all
+// of it. Constrained long work is capped too: a kind's own long jobs are
+// what fill its nodes (exempting them left the kinds' nodes about 92% held
+// by long work on the calibrated yahoo mix, docs/experiments/phoenix.md).
+// The task duration, not the app's remaining work, marks long work: a
+// container holds its node for its own duration, and a long job's last
+// containers hold nodes as long as its first.
+//
 // Apps without durations or pending containers have work 0 (unknown = not
 // known to be long). Ties go to the app created first (FIFO). Between users
 // and queues Phoenix keeps weighted DRF (score()), so it changes the order
@@ -66,34 +82,57 @@ double phoenixKey(const AppInput& in, Millis estimated_wait, Millis bypass_bound
 // (2 h and 6 h on seed 1) and a 12 h bound still binds on yahoo.
 inline constexpr Millis kPhoenixBypassBound{12 * 3600 * 1000};
 
-class PhoenixOrderingPolicy final : public QueueOrderingPolicy, public ConstraintAwareAppOrdering {
+// The share of a scarce kind's vcores long work may hold unless given
+// (tuned on seed 1 of the calibrated mixes, docs/experiments/phoenix.md).
+inline constexpr double kPhoenixLongShare = 0.9;
+
+// The placement rule's settings (above; PolicySettings::phoenix, not among the
+// RM's configuration keys: RM phoenix leaves run with long_task 0).
+struct PhoenixLongWork {
+  Millis long_task{0};  // expected task duration above which an ask is long; 0: rule off
+  double long_share = kPhoenixLongShare;  // in (0, 1]
+};
+
+class PhoenixOrderingPolicy final : public QueueOrderingPolicy,
+                                    public ConstraintAwareAppOrdering,
+                                    public LongWorkCap {
  public:
-  explicit PhoenixOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound)
-      : bypass_bound_(bypass_bound) {}
+  explicit PhoenixOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound,
+                                 PhoenixLongWork long_work = {})
+      : bypass_bound_(bypass_bound), long_work_(long_work) {}
   std::string_view name() const override { return "phoenix"; }
   // Weighted DRF between queues and users.
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   // phoenixKey(in, estimated_wait, bypass bound).
   double appScore(const AppInput& in, Millis estimated_wait) const override;
   Millis bypassBound() const { return bypass_bound_; }
+  Millis longTask() const override { return long_work_.long_task; }
+  double longShare() const override { return long_work_.long_share; }
 
  private:
   Millis bypass_bound_;
+  PhoenixLongWork long_work_;
 };
 
-class PhoenixNoCrvOrderingPolicy final : public QueueOrderingPolicy, public AppOrdering {
+class PhoenixNoCrvOrderingPolicy final : public QueueOrderingPolicy,
+                                         public AppOrdering,
+                                         public LongWorkCap {
  public:
-  explicit PhoenixNoCrvOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound)
-      : bypass_bound_(bypass_bound) {}
+  explicit PhoenixNoCrvOrderingPolicy(Millis bypass_bound = kPhoenixBypassBound,
+                                      PhoenixLongWork long_work = {})
+      : bypass_bound_(bypass_bound), long_work_(long_work) {}
   std::string_view name() const override { return "phoenix-no-crv"; }
   // Weighted DRF between queues and users.
   double score(const Resource& used, double weight, const Resource& cluster) const override;
   // phoenixKey(in, 0, bypass bound).
   double appScore(const AppInput& in) const override;
   Millis bypassBound() const { return bypass_bound_; }
+  Millis longTask() const override { return long_work_.long_task; }
+  double longShare() const override { return long_work_.long_share; }
 
  private:
   Millis bypass_bound_;
+  PhoenixLongWork long_work_;
 };
 
 }  // namespace morpheus::sched

@@ -3,8 +3,6 @@
 #include <functional>
 #include <utility>
 
-#include "scheduler/policies/phoenix_policy.h"
-
 namespace morpheus::sched {
 namespace {
 
@@ -23,7 +21,10 @@ const std::vector<std::pair<std::string_view, Maker>>& table() {
        [](const PolicySettings& s) {
          return std::make_shared<const CarbyneOrderingPolicy>(s.carbyne);
        }},
-      entry<PhoenixOrderingPolicy>("phoenix"),
+      {"phoenix",
+       [](const PolicySettings& s) {
+         return std::make_shared<const PhoenixOrderingPolicy>(kPhoenixBypassBound, s.phoenix);
+       }},
   };
   return t;
 }

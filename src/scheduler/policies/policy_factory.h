@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "scheduler/ordering_policy.h"
 #include "scheduler/policies/carbyne_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::sched {
 
@@ -22,6 +23,7 @@ namespace morpheus::sched {
 // name the factory makes (the RM's scheduler.carbyne.* keys).
 struct PolicySettings {
   LeftoverPacking carbyne;  // carbyne: the leftover's SRTF weight, node reservations
+  PhoenixLongWork phoenix;  // phoenix: long work on scarce constraint kinds
 };
 
 // Every accepted name, in table order ("drf", "fifo", "carbyne", ...).

@@ -19,12 +19,15 @@ namespace morpheus::sim {
 
 namespace {
 
-Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(const std::string& name) {
+Result<std::shared_ptr<const sched::QueueOrderingPolicy>> policyByName(
+    const std::string& name, const sched::PhoenixLongWork& long_work) {
   if (name == "phoenix-no-crv") {
     return std::shared_ptr<const sched::QueueOrderingPolicy>(
-        std::make_shared<sched::PhoenixNoCrvOrderingPolicy>());
+        std::make_shared<sched::PhoenixNoCrvOrderingPolicy>(sched::kPhoenixBypassBound, long_work));
   }
-  auto p = sched::makeOrderingPolicy(name, "--policies");
+  sched::PolicySettings settings;
+  settings.phoenix = long_work;
+  auto p = sched::makeOrderingPolicy(name, "--policies", settings);
   if (!p.isOk()) {
     return invalidArgument("--policies", "unknown policy '" + name +
                                              "' (fifo, drf, carbyne, phoenix, phoenix-no-crv, "
@@ -63,7 +66,7 @@ Result<PhoenixSimResult> runOne(const std::string& name, const PhoenixSetupFlags
   }
   if (name == "floor") return runPhoenixFloor(f.opts);
   if (name == kQueueOrderBound) return runQueueOrderSearch(f.opts, f.eagle, f.repair_passes);
-  MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name));
+  MORPHEUS_ASSIGN_OR_RETURN(auto policy, policyByName(name, f.phoenix_long));
   return runPhoenixSim(f.opts, policy);
 }
 
@@ -142,6 +145,13 @@ void addSetupFlags(CLI::App* c, PhoenixSetupFlags& f) {
       ->capture_default_str();
   c->add_option("--eagle-probe-ratio", f.eagle.probe_ratio, "eagle-c: probes per short task")
       ->capture_default_str();
+  c->add_option("--phoenix-long-share", f.phoenix_long.long_share,
+                "phoenix, phoenix-no-crv: share of a scarce constraint kind's vcores long work "
+                "may hold (1: no cap)")
+      ->capture_default_str();
+  c->add_option("--phoenix-long-task-s", f.phoenix_long_task_s,
+                "phoenix, phoenix-no-crv: expected task duration above which work is long "
+                "(0: no cap; trace mixes default to the trace's short/long cutoff)");
   c->add_flag("--progress", f.opts.progress, "A line on stderr per simulated hour of each run");
 }
 
@@ -157,6 +167,7 @@ Status resolveSetup(PhoenixSetupFlags& f) {
     if (!given("--eagle-short-partition"))
       f.eagle.short_partition = traceMixShape(f.opts.mix).short_partition;
     f.opts.short_partition = f.eagle.short_partition;
+    if (!given("--phoenix-long-task-s")) f.phoenix_long_task_s = traceMixShape(f.opts.mix).cutoff_s;
     if (!f.calibration.empty()) {
       MORPHEUS_ASSIGN_OR_RETURN(f.opts.kinds,
                                 readPhoenixCalibration(f.calibration, f.opts.mix, "--calibration"));
@@ -173,6 +184,12 @@ Status resolveSetup(PhoenixSetupFlags& f) {
     return invalidArgument("--eagle-short-partition", "must be in [0, 1)");
   if (f.eagle.probe_ratio < 1) return invalidArgument("--eagle-probe-ratio", "must be >= 1");
   if (f.repair_passes < 0) return invalidArgument("--repair-passes", "must be >= 0");
+  if (!(f.phoenix_long.long_share > 0 && f.phoenix_long.long_share <= 1))
+    return invalidArgument("--phoenix-long-share", "must be in (0, 1]");
+  if (!(f.phoenix_long_task_s >= 0))
+    return invalidArgument("--phoenix-long-task-s", "must be >= 0");
+  f.phoenix_long.long_task =
+      Millis(static_cast<int64_t>(std::llround(f.phoenix_long_task_s * 1000)));
   if (Status s = validatePhoenixOptions(f.opts); !s.isOk()) {
     // "load: ..." -> "--load: ...", "isa_rate: ..." -> "--isa-rate: ...".
     std::string m = s.message();
@@ -329,7 +346,7 @@ int runPhoenixCommand(PhoenixCliFlags f) {
         name == "phoenix-hybrid-placement-steer" || name == "phoenix-hybrid-no-crv" ||
         name == "phoenix-hybrid-steal" || name == "eagle-c-steal" || name == kQueueOrderBound)
       continue;
-    if (auto p = policyByName(name); !p.isOk()) {
+    if (auto p = policyByName(name, {}); !p.isOk()) {
       std::cerr << "morpheus-sim: " << p.status().message() << "\n";
       return 2;
     }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/policies/phoenix_policy.h"
 #include "sim/phoenix/eagle_sim.h"
 #include "sim/phoenix/phoenix_sim.h"
 
@@ -37,7 +38,12 @@ struct PhoenixSetupFlags {
   std::string node_size = "memory=65536,vcores=16";
   int64_t arrivals_min = 120;  // minutes of arrivals
   int32_t repair_passes = 3;   // queue-order-bound: deadline-repair passes (runQueueOrderSearch)
-  CLI::App* cmd = nullptr;     // set by the add* functions: which flags were given
+  // phoenix, phoenix-no-crv: the long-work rule (phoenix_policy.h); trace
+  // mixes default long_task to the trace's short/long cutoff (the workload's
+  // cutoff, as Eagle's simulator is given it per trace).
+  sched::PhoenixLongWork phoenix_long;
+  double phoenix_long_task_s = 0;
+  CLI::App* cmd = nullptr;  // set by the add* functions: which flags were given
 };
 
 struct PhoenixCliFlags {

@@ -260,12 +260,12 @@ TEST(PolicyFactoryTest, PhoenixByNameReadsConstraintWaits) {
 TEST(PolicyFactoryTest, PoliciesProvideTheirExtensionPoints) {
   struct Want {
     const char* name;
-    bool dag, no_dag, apps, constrained_apps, users, asks;
+    bool dag, no_dag, apps, constrained_apps, users, asks, long_cap;
   };
-  for (const Want& w : {Want{"drf", false, false, false, false, false, false},
-                        Want{"fifo", false, false, false, false, false, false},
-                        Want{"carbyne", true, true, true, false, true, true},
-                        Want{"phoenix", false, false, false, true, false, false}}) {
+  for (const Want& w : {Want{"drf", false, false, false, false, false, false, false},
+                        Want{"fifo", false, false, false, false, false, false, false},
+                        Want{"carbyne", true, true, true, false, true, true, false},
+                        Want{"phoenix", false, false, false, true, false, false, true}}) {
     auto p = makeOrderingPolicy(w.name, "f");
     ASSERT_TRUE(p.isOk()) << w.name;
     const PolicyPoints pts = extensionPoints(**p);
@@ -276,11 +276,129 @@ TEST(PolicyFactoryTest, PoliciesProvideTheirExtensionPoints) {
     EXPECT_EQ(pts.constrained_apps != nullptr, w.constrained_apps) << w.name;
     EXPECT_EQ(pts.users != nullptr, w.users) << w.name;
     EXPECT_EQ(pts.asks != nullptr, w.asks) << w.name;
+    EXPECT_EQ(pts.long_cap != nullptr, w.long_cap) << w.name;
   }
   const PhoenixNoCrvOrderingPolicy ablation;
   const PolicyPoints no_crv = extensionPoints(ablation);
   EXPECT_NE(no_crv.apps, nullptr);
   EXPECT_EQ(no_crv.constrained_apps, nullptr);
+  EXPECT_NE(no_crv.long_cap, nullptr);
+}
+
+// The factory's phoenix takes PolicySettings::phoenix (the RM's
+// scheduler.phoenix.* keys); by default the cap is off (no cutoff).
+TEST(PolicyFactoryTest, PhoenixTakesItsLongWorkSettings) {
+  auto def = makeOrderingPolicy("phoenix", "f");
+  ASSERT_TRUE(def.isOk());
+  const LongWorkCap* cap = extensionPoints(**def).long_cap;
+  ASSERT_NE(cap, nullptr);
+  EXPECT_EQ(cap->longTask(), Millis(0));
+  EXPECT_DOUBLE_EQ(cap->longShare(), kPhoenixLongShare);
+  PolicySettings set;
+  set.phoenix = {Millis(90000), 0.8};
+  auto p = makeOrderingPolicy("phoenix", "f", set);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(extensionPoints(**p).long_cap->longTask(), Millis(90000));
+  EXPECT_DOUBLE_EQ(extensionPoints(**p).long_cap->longShare(), 0.8);
+}
+
+// The long work of a scarce kind (a hard constraint fewer than half of the
+// nodes meet): counted per node and kind, kept while the kind has no
+// demand, capped at the share only on scarce kinds' nodes, and carried
+// through attribute changes and node removal.
+TEST(CrvTest, LongWorkHoldsAtMostItsShareOfScarceKinds) {
+  ConstraintResourceVector crv;
+  auto* gpu = crv.addNode(NodeId("gpu"), {{"gpu", "yes"}, {"ssd", "yes"}}, 8);
+  auto* cpu1 = crv.addNode(NodeId("cpu1"), {{"ssd", "yes"}}, 8);
+  crv.addNode(NodeId("cpu2"), {{"ssd", "yes"}}, 8);
+  crv.addNode(NodeId("cpu3"), {}, 8);
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 8, 0.5));  // no kind known yet
+  const auto g = hard("gpu", {"yes"}), ssd = hard("ssd", {"yes"});
+  crv.changeDemand({g}, 1, Millis(5000), 1);
+  crv.changeDemand({g}, 1, Millis(5000), -1);
+  crv.changeDemand({ssd}, 1, Millis(5000), 1);
+  EXPECT_EQ(crv.entries().size(), 1u);  // gpu has no demand: not in the CRV
+  auto kinds = crv.kinds();             // ... but still a kind
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].resource, "gpu in {yes}");
+  EXPECT_EQ(kinds[0].nodes, 1);
+  EXPECT_EQ(kinds[0].vcores, 8);
+  EXPECT_TRUE(kinds[0].scarce);
+  EXPECT_EQ(kinds[1].nodes, 3);
+  EXPECT_FALSE(kinds[1].scarce);  // 3 of 4 nodes
+  // 4 of gpu's 8 vcores at share 0.5, not one more; ssd is not capped.
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 4, 0.5));
+  crv.longHeldChanged(gpu, 3);
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 1, 0.5));
+  EXPECT_FALSE(crv.mayHoldLong(gpu, 2, 0.5));
+  crv.longHeldChanged(gpu, 1);
+  EXPECT_FALSE(crv.mayHoldLong(gpu, 1, 0.5));
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 4, 1.0));
+  EXPECT_TRUE(crv.mayHoldLong(cpu1, 8, 0.5));
+  crv.longHeldChanged(cpu1, 8);
+  EXPECT_EQ(crv.kinds()[1].long_vcores, 12);
+  // A new kind counts the long work already on its nodes.
+  crv.changeDemand({hard("gpu", {"yes"}), hard("ssd", {"yes"})}, 1, Millis(5000), 1);
+  const auto fast = hard("net", {"40"});
+  crv.changeDemand({fast}, 1, Millis(5000), 1);
+  EXPECT_EQ(crv.kinds().size(), 3u);
+  // Attribute changes keep the node's long work; removal takes it away.
+  gpu = crv.setAttributes(NodeId("gpu"), {{"gpu", "yes"}, {"net", "40"}});
+  kinds = crv.kinds();
+  EXPECT_EQ(kinds[0].long_vcores, 4);  // gpu
+  EXPECT_EQ(kinds[1].long_vcores, 4);  // net
+  EXPECT_EQ(kinds[2].long_vcores, 8);  // ssd: cpu1 only now
+  EXPECT_EQ(kinds[2].nodes, 2);
+  EXPECT_FALSE(crv.mayHoldLong(gpu, 1, 0.5));
+  crv.longHeldChanged(gpu, -4);
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 4, 0.5));
+  crv.removeNode(NodeId("cpu1"));
+  EXPECT_EQ(crv.kinds()[2].long_vcores, 0);
+  EXPECT_EQ(crv.kinds()[2].vcores, 8);
+}
+
+// The scheduler core under phoenix with the long-work cap: long work
+// (constrained or not) holds at most half of the scarce gpu kind's vcores
+// (2 of 5 nodes meet it), so the second gpu node stays free of it and a
+// constrained short job that arrives later runs there at once, while the
+// long work waits; short work may take every vcore long work leaves. Without
+// the cap (long_task 0) long work fills both gpu nodes and the short job
+// waits.
+TEST(SchedulerPhoenixTest, ConstrainedShortJobFindsScarceNodeFreeWhileLongWaits) {
+  for (bool capped : {false, true}) {
+    const PhoenixLongWork lw{capped ? Millis(60000) : Millis(0), 0.5};
+    auto s = make(std::make_shared<PhoenixOrderingPolicy>(kPhoenixBypassBound, lw));
+    for (const char* n : {"gpu", "gpu2"})
+      ASSERT_TRUE(s->addNode(NodeId(n), Resource(8192, 4), {{"gpu", "yes"}}).isOk());
+    for (const char* n : {"cpu1", "cpu2", "cpu3"})
+      ASSERT_TRUE(s->addNode(NodeId(n), Resource(8192, 4), {}).isOk());
+    for (const char* app : {"long", "longgpu", "short", "burst"})
+      ASSERT_TRUE(s->addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(s->updateAsks(AppId("long"), {job(20, Millis(600000))}).isOk());
+    ASSERT_TRUE(
+        s->updateAsks(AppId("longgpu"), {job(20, Millis(600000), {hard("gpu", {"yes"})})}).isOk());
+    auto first = s->nodeUpdate(NodeId("gpu"), kT0);
+    ASSERT_TRUE(first.isOk());
+    EXPECT_EQ(first->allocations.size(), 4u) << capped;
+    EXPECT_EQ(grantOrder(*s, "gpu2", kT0).size(), capped ? 0u : 4u);
+    ASSERT_TRUE(
+        s->updateAsks(AppId("short"), {job(2, Millis(5000), {hard("gpu", {"yes"})})}).isOk());
+    auto second = grantOrder(*s, "gpu2", kT0 + Millis(1000));
+    if (capped) {
+      EXPECT_EQ(second, (std::vector<std::string>{"short", "short"}));
+    } else {
+      EXPECT_TRUE(second.empty());
+      continue;
+    }
+    // A long container ends: its room goes back to long work (4 of 8 again).
+    ASSERT_TRUE(s->containerCompleted(first->allocations[0].container).isOk());
+    auto third = grantOrder(*s, "gpu", kT0 + Millis(2000));
+    ASSERT_EQ(third.size(), 1u);
+    EXPECT_NE(third[0], "short");
+    // Short work takes the rest of the kind's vcores.
+    ASSERT_TRUE(s->updateAsks(AppId("burst"), {job(4, Millis(5000))}).isOk());
+    EXPECT_EQ(grantOrder(*s, "gpu2", kT0 + Millis(3000)), (std::vector<std::string>(2, "burst")));
+  }
 }
 
 // Both Phoenix policies key an app by since + its remaining work (pending
