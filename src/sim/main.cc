@@ -117,6 +117,9 @@ struct SimFlags {
   int64_t adhoc_step_s = 10;
   // --adhoc-refill on|off (ExperimentOptions::aggregate_adhoc_refill).
   std::string adhoc_refill = "on";
+  // --train-adhoc-model same|task|aggregate
+  // (ExperimentOptions::training_aggregate_adhoc_step).
+  std::string train_adhoc_model = "same";
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
@@ -176,6 +179,11 @@ void addAdhocModelFlags(CLI::App* cmd, SimFlags& f) {
                   "aggregate ad-hoc model: on: capacity periodic tasks free between steps goes "
                   "to ad-hoc pools below their fair share first; off: to the periodic apps "
                   "until the next step")
+      ->capture_default_str();
+  cmd->add_option("--train-adhoc-model", f.train_adhoc_model,
+                  "the ad-hoc model of the training days alone: same (as --adhoc-model), "
+                  "task or aggregate (at --adhoc-step); crossing the models separates what a "
+                  "model does to what the training teaches from what it does to the evaluation")
       ->capture_default_str();
 }
 
@@ -382,6 +390,22 @@ int simulate(const SimFlags& f, bool min_cluster) {
     return fail("adhoc-model: must be task or aggregate, got '" + f.adhoc_model + "'");
   }
   if (f.adhoc_step_s < 1) return fail("adhoc-step: must be >= 1");
+  if (f.train_adhoc_model != "same" && f.train_adhoc_model != "task" &&
+      f.train_adhoc_model != "aggregate") {
+    return fail("train-adhoc-model: must be same, task or aggregate, got '" + f.train_adhoc_model +
+                "'");
+  }
+  if (f.train_adhoc_model == "aggregate" && f.task_model.name == "fluid") {
+    return fail(
+        "train-adhoc-model: aggregate replaces the fluid ad-hoc pools; use --task-model "
+        "task or grouped with it");
+  }
+  if (f.train_adhoc_model == "aggregate" && f.adhoc_policy != "drf") {
+    return fail(
+        "train-adhoc-model: aggregate shares ad-hoc capacity max-min (drf); "
+        "--adhoc-policy '" +
+        f.adhoc_policy + "' needs task");
+  }
   if (f.adhoc_refill != "on" && f.adhoc_refill != "off") {
     return fail("adhoc-refill: must be on or off, got '" + f.adhoc_refill + "'");
   }
@@ -422,6 +446,10 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.aggregate_adhoc_step = aggregate ? Millis(f.adhoc_step_s * 1000) : Millis(0);
   o.aggregate_adhoc_refill = f.adhoc_refill == "on";
+  if (f.train_adhoc_model == "task") o.training_aggregate_adhoc_step = Millis(0);
+  if (f.train_adhoc_model == "aggregate") {
+    o.training_aggregate_adhoc_step = Millis(f.adhoc_step_s * 1000);
+  }
   o.min_cluster_worst_case = f.match == "worst-case";
   o.min_cluster_sizes = sizes;
   o.threads = f.threads;

@@ -502,7 +502,12 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   for (const auto& job : w.periodic) {
     setup.provisions.push_back(userReservation(job, setup.from, o));
   }
-  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out, simulateRun(w, o, setup, "training", progress, stop));
+  ExperimentOptions training = o;
+  if (o.training_aggregate_adhoc_step) {
+    training.aggregate_adhoc_step = *o.training_aggregate_adhoc_step;
+  }
+  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
+                            simulateRun(w, training, setup, "training", progress, stop));
   *interrupted = out.interrupted;
   // Interrupted: no strategy runs, so the SLO inference and skyline fits of
   // every job (minutes at 10,000 jobs) would only delay the stop.
@@ -623,6 +628,14 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
     if (std::find(o.min_cluster_sizes.begin(), o.min_cluster_sizes.begin() + i, n) !=
         o.min_cluster_sizes.begin() + i) {
       return invalidArgument("min_cluster_sizes", std::to_string(n) + " is given twice");
+    }
+  }
+  if (o.training_aggregate_adhoc_step) {
+    ExperimentOptions training = o;
+    training.aggregate_adhoc_step = *o.training_aggregate_adhoc_step;
+    training.training_aggregate_adhoc_step.reset();
+    if (Status st = validateExperiment(w, training); !st.isOk()) {
+      return invalidArgument("training_adhoc_model", st.message());
     }
   }
   if (o.aggregate_adhoc_step > Millis(0) && o.aggregate_adhoc_step < Millis(1000)) {

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,12 @@ struct ExperimentOptions {
   // apps (refillAggregate); false leaves it to the periodic apps until the
   // next step.
   bool aggregate_adhoc_refill = true;
+  // `--train-adhoc-model`: the ad-hoc model of the training days alone, as
+  // aggregate_adhoc_step (0: task; > 0: aggregate at that step). Unset
+  // (default): the training runs under the evaluation's model. Crossing the
+  // two separates what a model does to what the training teaches (SLOs,
+  // skylines) from what it does to the evaluation.
+  std::optional<Millis> training_aggregate_adhoc_step;
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;

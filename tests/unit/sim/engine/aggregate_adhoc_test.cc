@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/engine/aggregate_adhoc.h"
 #include "sim/engine/engine.h"
@@ -215,6 +216,52 @@ TEST(AggregateAdhocTest, ReservedJobMeetsItsDeadlinesUnderAnAdhocFlood) {
   auto two = runExperiment(w, o, *specs);
   ASSERT_TRUE(two.isOk());
   EXPECT_EQ(summaryJson(*one), summaryJson(*two));
+}
+
+// The training's ad-hoc model is its own option. The job below runs
+// unreserved in training beside long ad-hoc jobs; under the aggregate model
+// the refill decides whether it gets 4 or 7 waves there (see
+// CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare), so what morpheus
+// learns depends on the refill only when the training runs under that
+// model. Naming the evaluation's model changes no byte; a step the model
+// refuses is refused by the option's name.
+TEST(AggregateAdhocTest, TheTrainingsAdhocModelIsItsOwnOption) {
+  Workload w;
+  SimStage wave = stage(128, 1);
+  wave.task_duration = Millis(61'000);
+  w.periodic.push_back(hourlyJob("hourly", {wave}, 45, 64));
+  for (int h = 0; h < 4 * 24; h++) {
+    AdhocJob a;
+    a.name = "late" + std::to_string(h);
+    a.user = UserId("adhoc");
+    a.submit = Millis(static_cast<int64_t>(h) * 3600'000 + 5 * kMin + 30'000);
+    a.stages = {stage(32, 20)};
+    w.adhoc.push_back(a);
+  }
+  auto specs = parseStrategies({"morpheus"}, {}, 0.01);
+  ASSERT_TRUE(specs.isOk());
+  auto run = [&](std::optional<Millis> training_step, Millis step, bool refill) {
+    ExperimentOptions o = aggregateOptions();
+    o.aggregate_adhoc_step = step;
+    o.aggregate_adhoc_refill = refill;
+    o.training_aggregate_adhoc_step = training_step;
+    auto r = runExperiment(w, o, *specs);
+    EXPECT_TRUE(r.isOk()) << r.status().message();
+    return r.isOk() ? summaryJson(*r) : std::string();
+  };
+  const Millis aggregate(10'000), task(0);
+  // Evaluated under the task model: the refill can only act through a
+  // training run under the aggregate model.
+  EXPECT_EQ(run(std::nullopt, task, true), run(std::nullopt, task, false));
+  EXPECT_NE(run(aggregate, task, true), run(aggregate, task, false));
+  EXPECT_EQ(run(aggregate, aggregate, true), run(std::nullopt, aggregate, true));
+
+  ExperimentOptions bad = aggregateOptions();
+  bad.training_aggregate_adhoc_step = Millis(500);
+  auto refused = runExperiment(w, bad, *specs);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("training_adhoc_model"), std::string::npos)
+      << refused.status().message();
 }
 
 // Without the reservation (a job left unreserved competes for its fair
