@@ -167,7 +167,7 @@ Result<RmConfig> validateRm(const rm::RmOptions& parsed, const DaemonConfigSourc
   MORPHEUS_RETURN_IF_ERROR(rm::validateHarvestRmOptions(rto.harvest));
   MORPHEUS_ASSIGN_OR_RETURN(rto.queue_weights, rm::parseQueueWeights(opts.queues));
   MORPHEUS_RETURN_IF_ERROR(
-      rm::resolveQueuePolicies(opts.queue_policies, amo.queues, opts.carbyne, &rto));
+      rm::resolveQueuePolicies(opts.queue_policies, amo.queues, opts.carbyne, &rto, opts.phoenix));
   // Dynamic reprovisioning (Morpheus §7): the monitoring thread's policy.
   rm::DraOptions& dra = config.dra;
   dra = opts.dra;

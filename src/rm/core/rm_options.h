@@ -28,6 +28,14 @@ struct CarbyneRmOptions {
   bool count_needed_tasks = false;         // scheduler.carbyne.count-needed-tasks
 };
 
+// Settings of the ad-hoc leaves under scheduler.policy phoenix: how much of
+// each scarce constraint kind's nodes long work may hold
+// (sched::PhoenixLongWork; its defaults, checked by a test).
+struct PhoenixRmOptions {
+  Millis long_task{0};      // scheduler.phoenix.long-task, >= 0 (0: no cap)
+  double long_share = 0.9;  // scheduler.phoenix.long-share, (0, 1]
+};
+
 struct RmOptions {
   DaemonOptions daemon;
   Millis node_expiry{10000};                                 // rm.node-expiry
@@ -52,6 +60,7 @@ struct RmOptions {
   std::map<std::string, std::string> queues;                 // scheduler.queues (path -> weight)
   std::map<std::string, std::string> queue_policies;         // scheduler.policy (leaf -> name)
   CarbyneRmOptions carbyne;                                  // scheduler.carbyne.*
+  PhoenixRmOptions phoenix;                                  // scheduler.phoenix.*
   // Queue and user limits (rm/core/queue_limits.h) and finished-app history.
   std::map<std::string, std::string> queue_max_running_apps;  // scheduler.max-running-apps
   std::map<std::string, std::string> queue_max_resources;     // scheduler.max-resources
@@ -228,6 +237,18 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
             "run as the job's plan runs now; further ones have slack (run after the needed "
             "tasks of its other stages, or declined with scheduler.carbyne.decline-slack). "
             "false: every task of a needed stage counts as needed. Read at start-up.");
+  s.addDuration("scheduler.phoenix.long-task", &o->phoenix.long_task, PhoenixRmOptions{}.long_task,
+                Millis(0),
+                "phoenix leaves: an ask whose expected task duration is above this is long work, "
+                "which may hold at most scheduler.phoenix.long-share of the vcores of each scarce "
+                "constraint kind (a hard constraint some ask has carried that fewer than half of "
+                "the nodes meet), so constrained short jobs find such nodes free; set it to the "
+                "workload's short/long cutoff. 0 = no cap. Read at start-up.");
+  s.addDouble("scheduler.phoenix.long-share", &o->phoenix.long_share, PhoenixRmOptions{}.long_share,
+              0, 1, "fraction of the vcores",
+              "phoenix leaves: the most of a scarce constraint kind's vcores long work (above "
+              "scheduler.phoenix.long-task) may hold; short work may use all of them. Must be > "
+              "0; 1 = no cap. Read at start-up.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

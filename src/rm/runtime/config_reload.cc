@@ -170,13 +170,15 @@ Result<ReloadReport> ConfigReloader::reloadLocked() {
   if (queue_set_changed) {
     MORPHEUS_ASSIGN_OR_RETURN(weights, parseQueueWeights(current_.queues));
   }
-  // scheduler.carbyne.* are read at start-up: new carbyne leaves get the
-  // running settings, and a changed key is reported as needing a restart
-  // (refused now if the restart would refuse it).
+  // scheduler.carbyne.* and scheduler.phoenix.* are read at start-up: new
+  // carbyne and phoenix leaves get the running settings, and a changed key
+  // is reported as needing a restart (refused now if the restart would
+  // refuse it).
   MORPHEUS_RETURN_IF_ERROR(validateCarbyneRmOptions(next.carbyne));
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixRmOptions(next.phoenix));
   RuntimeOptions policies;
-  MORPHEUS_RETURN_IF_ERROR(
-      resolveQueuePolicies(next.queue_policies, leaves, current_.carbyne, &policies));
+  MORPHEUS_RETURN_IF_ERROR(resolveQueuePolicies(next.queue_policies, leaves, current_.carbyne,
+                                                &policies, current_.phoenix));
   // Limits name the queues the RM runs (the set is fixed until a restart).
   const std::set<std::string> adhoc_paths = adhocQueuePaths(current_.queues);
   MORPHEUS_ASSIGN_OR_RETURN(QueueLimits limits,

@@ -20,11 +20,20 @@ Status validateCarbyneRmOptions(const CarbyneRmOptions& carbyne) {
   return Status::ok();
 }
 
+Status validatePhoenixRmOptions(const PhoenixRmOptions& phoenix) {
+  if (!(phoenix.long_share > 0 && phoenix.long_share <= 1))
+    return invalidArgument("scheduler.phoenix.long-share", "must be in (0, 1]");
+  return Status::ok();
+}
+
 Status resolveQueuePolicies(const std::map<std::string, std::string>& by_path,
                             const std::set<std::string>& leaves, const CarbyneRmOptions& carbyne,
-                            RuntimeOptions* out) {
+                            RuntimeOptions* out, const PhoenixRmOptions& phoenix) {
   MORPHEUS_RETURN_IF_ERROR(validateCarbyneRmOptions(carbyne));
+  MORPHEUS_RETURN_IF_ERROR(validatePhoenixRmOptions(phoenix));
   sched::PolicySettings settings;
+  settings.phoenix.long_task = phoenix.long_task;
+  settings.phoenix.long_share = phoenix.long_share;
   settings.carbyne.reserve_nodes = carbyne.node_reservations;
   settings.carbyne.decline_slack = carbyne.decline_slack;
   settings.carbyne.count_needed = carbyne.count_needed_tasks;

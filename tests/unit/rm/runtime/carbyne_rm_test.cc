@@ -8,6 +8,7 @@
 #include "rm/runtime/queue_policies.h"
 #include "scheduler/ordering_policy.h"
 #include "scheduler/policies/carbyne_policy.h"
+#include "scheduler/policies/phoenix_policy.h"
 
 namespace morpheus::rm {
 namespace {
@@ -206,6 +207,33 @@ TEST(QueuePoliciesTest, CarbyneDeclineAndCountKeysReachThePolicy) {
     EXPECT_NE(r.status().message().find(bad.substr(0, bad.find(':'))), std::string::npos)
         << r.status().message();
   }
+}
+
+// scheduler.phoenix.long-task and long-share reach every phoenix leaf's
+// long-work cap; their defaults are the policy's (cap off, share 0.9); a
+// share of 0 is refused naming the key.
+TEST(QueuePoliciesTest, PhoenixLongWorkKeysReachThePolicy) {
+  EXPECT_EQ(PhoenixRmOptions{}.long_task, sched::PhoenixLongWork{}.long_task);
+  EXPECT_DOUBLE_EQ(PhoenixRmOptions{}.long_share, sched::PhoenixLongWork{}.long_share);
+  auto set = loadRm(
+      "scheduler.policy: {root.default: phoenix}\n"
+      "scheduler.phoenix.long-task: 90s\n"
+      "scheduler.phoenix.long-share: 0.8\n");
+  ASSERT_TRUE(set.isOk()) << set.status().toString();
+  RuntimeOptions o;
+  ASSERT_TRUE(
+      resolveQueuePolicies(set->queue_policies, {"root.default"}, set->carbyne, &o, set->phoenix)
+          .isOk());
+  const sched::LongWorkCap* cap =
+      sched::extensionPoints(*o.queue_policies["root.default"]).long_cap;
+  ASSERT_NE(cap, nullptr);
+  EXPECT_EQ(cap->longTask(), Millis(90000));
+  EXPECT_DOUBLE_EQ(cap->longShare(), 0.8);
+  auto zero = loadRm("scheduler.phoenix.long-share: 0\n");
+  ASSERT_TRUE(zero.isOk()) << zero.status().toString();
+  Status st = resolveQueuePolicies({}, {"root.default"}, zero->carbyne, &o, zero->phoenix);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("scheduler.phoenix.long-share"), std::string::npos) << st.message();
 }
 
 }  // namespace
