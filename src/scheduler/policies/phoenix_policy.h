@@ -86,8 +86,9 @@ inline constexpr Millis kPhoenixBypassBound{12 * 3600 * 1000};
 // (tuned on seed 1 of the calibrated mixes, docs/experiments/phoenix.md).
 inline constexpr double kPhoenixLongShare = 0.9;
 
-// The placement rule's settings (above; PolicySettings::phoenix, not among the
-// RM's configuration keys: RM phoenix leaves run with long_task 0).
+// The placement rule's settings (above; PolicySettings::phoenix: the RM's
+// scheduler.phoenix.long-task and scheduler.phoenix.long-share, morpheus-sim
+// phoenix's per-trace cutoff).
 struct PhoenixLongWork {
   Millis long_task{0};  // expected task duration above which an ask is long; 0: rule off
   double long_share = kPhoenixLongShare;  // in (0, 1]
