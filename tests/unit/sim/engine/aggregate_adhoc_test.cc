@@ -218,17 +218,14 @@ TEST(AggregateAdhocTest, ReservedJobMeetsItsDeadlinesUnderAnAdhocFlood) {
   EXPECT_EQ(summaryJson(*one), summaryJson(*two));
 }
 
-// The training's ad-hoc model is its own option. The job below runs
-// unreserved in training beside long ad-hoc jobs; under the aggregate model
-// the refill decides whether it gets 4 or 7 waves there (see
-// CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare), so what morpheus
-// learns depends on the refill only when the training runs under that
-// model. Naming the evaluation's model changes no byte; a step the model
-// refuses is refused by the option's name.
-TEST(AggregateAdhocTest, TheTrainingsAdhocModelIsItsOwnOption) {
+// An hourly job of 128 tasks of 61 s asking 64 containers (a request the
+// plan cannot hold, so it runs unreserved under the baseline), and every
+// hour, 5.5 minutes in, an ad-hoc job of 32 twenty-minute tasks.
+Workload wavesBesideLongAdhocJobs() {
   Workload w;
   SimStage wave = stage(128, 1);
   wave.task_duration = Millis(61'000);
+  // 64 containers: a request the plan cannot hold, so it runs unreserved.
   w.periodic.push_back(hourlyJob("hourly", {wave}, 45, 64));
   for (int h = 0; h < 4 * 24; h++) {
     AdhocJob a;
@@ -238,6 +235,18 @@ TEST(AggregateAdhocTest, TheTrainingsAdhocModelIsItsOwnOption) {
     a.stages = {stage(32, 20)};
     w.adhoc.push_back(a);
   }
+  return w;
+}
+
+// The training's ad-hoc model is its own option. The job below runs
+// unreserved in training beside long ad-hoc jobs; under the aggregate model
+// the refill decides whether it gets 4 or 7 waves there (see
+// CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare), so what morpheus
+// learns depends on the refill only when the training runs under that
+// model. Naming the evaluation's model changes no byte; a step the model
+// refuses is refused by the option's name.
+TEST(AggregateAdhocTest, TheTrainingsAdhocModelIsItsOwnOption) {
+  const Workload w = wavesBesideLongAdhocJobs();
   auto specs = parseStrategies({"morpheus"}, {}, 0.01);
   ASSERT_TRUE(specs.isOk());
   auto run = [&](std::optional<Millis> training_step, Millis step, bool refill) {
@@ -285,19 +294,7 @@ TEST(AggregateAdhocTest, UnreservedJobMissesUnderTheFlood) {
 // share first), so the job runs its other 96 tasks on 16 vcores (about
 // 7 waves). Left to the periodic app (refill off), it keeps all 32 (4 waves).
 TEST(AggregateAdhocTest, CapacityFreedBetweenStepsGoesToTheLoadBelowItsShare) {
-  Workload w;
-  SimStage wave = stage(128, 1);
-  wave.task_duration = Millis(61'000);
-  // 64 containers: a request the plan cannot hold, so it runs unreserved.
-  w.periodic.push_back(hourlyJob("hourly", {wave}, 45, 64));
-  for (int h = 0; h < 4 * 24; h++) {
-    AdhocJob a;
-    a.name = "late" + std::to_string(h);
-    a.user = UserId("adhoc");
-    a.submit = Millis(static_cast<int64_t>(h) * 3600'000 + 5 * kMin + 30'000);
-    a.stages = {stage(32, 20)};
-    w.adhoc.push_back(a);
-  }
+  const Workload w = wavesBesideLongAdhocJobs();
   auto specs = parseStrategies({"baseline"}, {}, 0.01);
   ASSERT_TRUE(specs.isOk());
   auto runtimes = [&](bool refill) {
