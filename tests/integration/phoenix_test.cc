@@ -44,13 +44,16 @@ class PhoenixIT : public ClusterTest {
     return out.substr(0, out.find('\n'));
   }
 
-  // A long job: many 1 vcore tasks of 2 s each, declared as 10 min long.
+  // A long job: many 1 vcore tasks of 2 s each, declared as 10 min long. 64
+  // tasks per job keep both long jobs draining for about a minute on the four
+  // task slots, so the first one still runs when a short job that overtakes
+  // it ends, even on a loaded machine where starting its AM takes seconds.
   static std::string longJob(const std::string& name) {
     return "name: " + name +
            "\n"
            "stages:\n"
            "  - name: work\n"
-           "    tasks: 16\n"
+           "    tasks: 64\n"
            "    command: \"sleep 2\"\n"
            "    expected_task_ms: 600000\n"
            "    resources: {memory_mib: 256, vcores: 1}\n";
@@ -58,7 +61,7 @@ class PhoenixIT : public ClusterTest {
 };
 
 // A short job that needs the aarch64 node, submitted behind two long jobs
-// (16 tasks of 2 s each on 5 vcores) that keep every slot busy, finishes
+// (64 tasks of 2 s each on 5 vcores) that keep every slot busy, finishes
 // while the first long job still runs (under FIFO its AM and task would wait
 // for every task of both long jobs to be placed);
 // an ask no node can meet shows a pending reason in `app status`; node
