@@ -530,8 +530,8 @@ std::string markdown(const SimSummary& s, const std::vector<Plot>& plots,
         " evaluated).";
   if (s.train_segments > 1) {
     md += " Training in " + std::to_string(s.train_segments) +
-          " segments, each from a cold cluster with " + std::to_string(s.train_warmup_days) +
-          " warm-up days.";
+          " segments, each from a cold cluster after a warm-up of " +
+          std::to_string(s.train_warmup_days) + (s.train_warmup_days == 1 ? " day." : " days.");
   }
   if (s.interrupted) md += " **Interrupted: partial results, only what finished is shown.**";
   md += "\n\n## Deadline violations, worst case first (cf. Morpheus §8, Fig. 10a)\n\n" +
