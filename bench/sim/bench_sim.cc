@@ -9,7 +9,9 @@
 //     ad-hoc:   5,000 nodes, 30 days, 1,000 periodic jobs, the SWIM ad-hoc
 //               load scaled to the cluster (--adhoc-model aggregate), <= 4 GiB;
 //     periodic: 50,000 nodes, 30 days, 10,000 periodic jobs, no ad-hoc load,
-//               tasks grouped (--task-model grouped --task-group 16).
+//               tasks grouped (--task-model grouped --task-group 16), the
+//               training in 2 segments with 1 warm-up day
+//               (--train-segments 2, validated in docs/experiments/simulator.md).
 //   bench_sim --scale --max-wall 900
 //                                  stops each after 15 min and reports how
 //                                  much of it was simulated by then
@@ -79,6 +81,8 @@ struct Config {
   std::string adhoc_model = "task";
   int64_t adhoc_step_s = 10;
   double preemption_interval_s = 3;  // ExperimentOptions::preemption_interval
+  // ExperimentOptions::train_segments, train_warmup_days.
+  int64_t train_segments = 1, train_warmup_days = 1;
 };
 
 // Runs one experiment; prints its figures and returns them as JSON ({} and
@@ -190,6 +194,15 @@ int main(int argc, char** argv) {
                  "heartbeat (rm.preemption-interval)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  app.add_option("--train-segments", cfg.train_segments,
+                 "Training in this many consecutive segments simulated side by side "
+                 "(ExperimentOptions::train_segments; 1 = one simulation)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--train-warmup-days", cfg.train_warmup_days,
+                 "Warm-up days of each segment but the first, not recorded")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (Status st = sim::validateTaskModel(model); !st.isOk()) {
     std::cerr << "bench_sim: " << st.message() << "\n";
@@ -225,6 +238,10 @@ int main(int argc, char** argv) {
   periodic.model = sim::TaskModel{};
   periodic.model.name = "grouped";
   periodic.model.group = 16;
+  // The periodic run's training in two segments side by side (the choice
+  // validated at 100 and 1,000 nodes in docs/experiments/simulator.md).
+  periodic.train_segments = 2;
+  periodic.train_warmup_days = 1;
   std::fprintf(stderr, "scale 1/2: 5,000 nodes x 30 days x 1,000 jobs + SWIM (aggregate)\n");
   nlohmann::json a = runInChild(adhoc);
   std::fprintf(stderr, "scale 2/2: 50,000 nodes x 30 days x 10,000 jobs, periodic only\n");
@@ -307,13 +324,22 @@ nlohmann::json runOne(Config c) {
   o.aggregate_adhoc_step = c.adhoc_model == "aggregate" ? Millis(c.adhoc_step_s * 1000) : Millis(0);
   o.threads = threads;
   o.preemption_interval = Millis(std::llround(c.preemption_interval_s * 1000));
+  o.train_segments = c.train_segments;
+  o.train_warmup_days = c.train_warmup_days;
+  if (Status st = sim::validateExperiment(workload, o); !st.isOk()) {
+    std::cerr << "bench_sim: " << st.message() << "\n";
+    return {};
+  }
   std::atomic<int64_t> events_all{0};
   o.events_processed = &events_all;
-  // Simulated plan steps of the whole experiment: training, then each strategy.
+  // Simulated plan steps of the whole experiment: training (its segments'
+  // spans, warm-ups included, once the training reports them), then each
+  // strategy's evaluation days.
   const int64_t steps_per_day = 86'400'000 / o.step.count();
   const int64_t train_days = sim::trainDays(o);
-  const int64_t steps_total =
-      steps_per_day * (train_days + (days - train_days) * static_cast<int64_t>(specs->size()));
+  int64_t training_steps_total = steps_per_day * train_days;
+  const int64_t evaluation_steps_total =
+      steps_per_day * (days - train_days) * static_cast<int64_t>(specs->size());
   // The latest steps reported per phase ("training", "evaluation"): the
   // baseline's evaluation runs beside the training with --threads >= 2, so
   // their reports interleave.
@@ -359,6 +385,7 @@ nlohmann::json runOne(Config c) {
       [&](const std::string& p, int64_t d, int64_t t) {
         const bool first = steps_of.count(p) == 0;
         steps_of[p] = d;
+        if (p == "training") training_steps_total = t;
         if (p == "training" && d == t) {
           training_cpu_s = cpuSeconds() - cpu1;
           training_wall_s = since(t1);
@@ -388,6 +415,7 @@ nlohmann::json runOne(Config c) {
   const double cpu_s = cpuSeconds() - cpu1;
   int64_t steps_done = 0;
   for (const auto& [phase, d] : steps_of) steps_done += d;
+  const int64_t steps_total = training_steps_total + evaluation_steps_total;
   const double done =
       steps_total > 0 ? static_cast<double>(steps_done) / static_cast<double>(steps_total) : 1.0;
   const double events = static_cast<double>(events_all.load());
@@ -437,6 +465,8 @@ nlohmann::json runOne(Config c) {
       {"adhoc_model", c.adhoc_model},
       {"adhoc_step_s", c.adhoc_model == "aggregate" ? c.adhoc_step_s : 0},
       {"preemption_interval_s", c.preemption_interval_s},
+      {"train_segments", c.train_segments},
+      {"train_warmup_days", c.train_segments > 1 ? c.train_warmup_days : 0},
       {"seed", seed},
       {"threads", threads},
       {"generate_s", gen_s},

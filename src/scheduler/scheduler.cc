@@ -456,7 +456,10 @@ struct Node {
   TimePoint resv_until;
   bool resv_packing = false;
   ConstraintResourceVector::NodeSlot* crv = nullptr;  // its slot in Impl::crv
-  int32_t slot = -1;                                  // in Impl::node_slots
+  // Changes of the free vcores not yet given to Impl::crv while it is
+  // dormant (ConstraintResourceVector::deferFreeChanges).
+  int64_t crv_deferred = 0;
+  int32_t slot = -1;  // in Impl::node_slots
 };
 
 // Node slots with room a starved container may fit (Impl::cover). A
@@ -704,7 +707,13 @@ struct Scheduler::Impl {
   enum class Phase { kGuaranteed, kAdhoc, kOverage };
 
   Impl(SchedulerOptions o, std::shared_ptr<const QueueOrderingPolicy> p)
-      : opts(std::move(o)), policy(std::move(p)), points(extensionPoints(*policy)) {}
+      : opts(std::move(o)), policy(std::move(p)), points(extensionPoints(*policy)) {
+    crv.deferFreeChanges([this](const NodeId& id) -> int64_t {
+      Node* n = findNode(id);
+      if (n == nullptr) return 0;
+      return std::exchange(n->crv_deferred, 0);
+    });
+  }
 
   const SchedulerOptions opts;
   const std::shared_ptr<const QueueOrderingPolicy> policy;
@@ -1105,6 +1114,16 @@ struct Scheduler::Impl {
   // Sets node `n`'s total (harvesting: what its primary tenant leaves) and
   // the accounts that follow from it; false when it was already `total`.
   // The caller re-keys the queues.
+  // The CRV's account of n's free vcores follows a change by `delta`
+  // (kept on n while the CRV is dormant: deferFreeChanges).
+  void crvFreeChanged(Node& n, int64_t delta) {
+    if (crv.dormant()) {
+      n.crv_deferred += delta;
+    } else {
+      crv.nodeFreeChanged(n.crv, delta);
+    }
+  }
+
   bool applyNodeTotal(Node& n, const Resource& total) {
     if (n.total == total) return false;
     cluster_total -= n.total;
@@ -1114,7 +1133,7 @@ struct Scheduler::Impl {
     n.free = total - n.used;
     room_slots.set(static_cast<size_t>(n.slot));
     syncRoom(n);
-    crv.nodeFreeChanged(n.crv, n.free.vcores() - old_free_vcores);
+    crvFreeChanged(n, n.free.vcores() - old_free_vcores);
     return true;
   }
 
@@ -1867,7 +1886,7 @@ struct Scheduler::Impl {
     n.used += r;
     n.free -= r;
     syncRoom(n);
-    crv.nodeFreeChanged(n.crv, -r.vcores());
+    crvFreeChanged(n, -r.vcores());
     cluster_used += r;
     addUsed(a, r);
     return &c;
@@ -1972,7 +1991,7 @@ struct Scheduler::Impl {
     n->used -= c->resource;
     n->free += c->resource;
     room_slots.set(static_cast<size_t>(n->slot));
-    crv.nodeFreeChanged(n->crv, c->resource.vcores());
+    crvFreeChanged(*n, c->resource.vcores());
     if (c->long_work) crv.longHeldChanged(n->crv, -c->resource.vcores());
     cluster_used -= c->resource;
     subUsed(a, c->resource);

@@ -120,6 +120,9 @@ struct SimFlags {
   // --train-adhoc-model same|task|aggregate
   // (ExperimentOptions::training_aggregate_adhoc_step).
   std::string train_adhoc_model = "same";
+  // ExperimentOptions::train_segments, train_warmup_days.
+  int64_t train_segments = sim::ExperimentOptions{}.train_segments;
+  int64_t train_warmup_days = sim::ExperimentOptions{}.train_warmup_days;
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
@@ -240,6 +243,16 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--threads", f.threads,
                   "Strategies simulated (run) or searched (min-cluster) side by side "
                   "(default: the machine's cores); results do not depend on it")
+      ->capture_default_str();
+  cmd->add_option("--train-segments", f.train_segments,
+                  "Split the training days into this many consecutive segments, each "
+                  "simulated from a cold cluster (side by side on --threads) and their "
+                  "histories merged before SLO inference: a fidelity choice for scale, see "
+                  "docs/experiments/simulator.md (1 = one simulation of every training day)")
+      ->capture_default_str();
+  cmd->add_option("--train-warmup-days", f.train_warmup_days,
+                  "With --train-segments > 1: days each segment but the first is simulated "
+                  "before its first recorded day, not recorded (>= 0)")
       ->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   addCarbyneFlags(cmd, f);
@@ -453,6 +466,13 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.min_cluster_worst_case = f.match == "worst-case";
   o.min_cluster_sizes = sizes;
   o.threads = f.threads;
+  if (f.train_segments < 1 || f.train_segments > sim::trainDays(o)) {
+    return fail("train-segments: must be in [1, training days = " +
+                std::to_string(sim::trainDays(o)) + "], got " + std::to_string(f.train_segments));
+  }
+  if (f.train_warmup_days < 0) return fail("train-warmup-days: must be >= 0");
+  o.train_segments = f.train_segments;
+  o.train_warmup_days = f.train_warmup_days;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   o.preemption_interval = Millis(std::llround(f.preemption_interval_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;

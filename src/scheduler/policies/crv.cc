@@ -207,6 +207,12 @@ void ConstraintResourceVector::noteKind(const std::string& name, const Placement
   }
 }
 
+void ConstraintResourceVector::deferFreeChanges(
+    std::function<int64_t(const NodeId&)> take_deferred) {
+  take_deferred_ = std::move(take_deferred);
+  dormant_ = take_deferred_ && resources_.empty() && layout_ == 1;
+}
+
 void ConstraintResourceVector::nodeFreeChanged(NodeSlot* node, int64_t delta) {
   if (node == nullptr || delta == 0) return;
   node->free_vcores += delta;
@@ -230,6 +236,10 @@ std::map<std::string, ConstraintResourceVector::Tracked>::iterator ConstraintRes
   auto it = resources_.find(nameOf(c));
   if (it != resources_.end()) return it;
   PlacementConstraint h = hardForm(c);
+  if (dormant_) {
+    for (auto& [id, n] : nodes_) n.free_vcores += take_deferred_(id);
+    dormant_ = false;
+  }
   it = resources_.try_emplace(describeConstraint(h)).first;
   layout_++;
   noteKind(it->first, h);

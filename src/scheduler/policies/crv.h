@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -130,6 +131,19 @@ class ConstraintResourceVector {
   std::vector<KindEntry> kinds() const;
   // The node's free vcores changed by `delta` (negative when allocating).
   void nodeFreeChanged(NodeSlot* node, int64_t delta);
+  // Deferred free-vcore changes. Only tracked resources read the nodes'
+  // free vcores, and a workload without hard constraints never tracks one;
+  // nodeFreeChanged on every container start and end then costs a cache
+  // miss on the node's slot for nothing. With `take_deferred` set, the CRV
+  // is dormant until it first tracks a resource: the caller keeps the
+  // changes of each node's free vcores itself instead of calling
+  // nodeFreeChanged, and at that first track the CRV adds, per node,
+  // take_deferred(node) (the sum of the changes kept since the node was
+  // added, which the caller then forgets) to the node's free vcores once;
+  // from then on it is not dormant. Every node's free vcores, hence every
+  // estimate, are those of calling nodeFreeChanged on every change.
+  void deferFreeChanges(std::function<int64_t(const NodeId&)> take_deferred);
+  bool dormant() const { return dormant_; }
 
   // `count` more (negative: fewer) pending containers of `vcores` each and
   // expected run time `duration` need every hard constraint in `constraints`
@@ -183,6 +197,10 @@ class ConstraintResourceVector {
   bool scarce(const Kind& k) const { return 2 * static_cast<size_t>(k.nodes) < nodes_.size(); }
 
   std::map<NodeId, NodeSlot> nodes_;
+  // deferFreeChanges's; dormant_ while it is set and no resource was ever
+  // tracked (the nodes' free_vcores then lack the deferred changes).
+  std::function<int64_t(const NodeId&)> take_deferred_;
+  bool dormant_ = false;
   std::map<std::string, Tracked> resources_;  // by describeConstraint (hard form)
   std::map<std::string, Kind> kinds_;         // by describeConstraint (hard form); never erased
   uint64_t version_ = 0;

@@ -593,6 +593,15 @@ class Sim {
   sched::SlotUpdate update_;                  // updateNode's, reused
   std::vector<sched::ResourceRequest> asks_;  // askStage's, reused
   std::set<int> live_apps_;
+  // RunSetup::record_until only: periodic instances submitted before it and
+  // not yet ended; the run ends once it is 0 at or after record_until.
+  int64_t recorded_live_ = 0;
+  bool drained_ = false;  // the run ended so (not at RunSetup::to)
+  // Whether `app`'s run enters the history (RunSetup::record_from, record_until).
+  bool recorded(const AppState& app) const {
+    return (!s_.record_from || app.submit >= *s_.record_from) &&
+           (!s_.record_until || app.submit < *s_.record_until);
+  }
 
   std::vector<ResState> res_;
   // Per periodic job, the reservation of each of its instances over the day
@@ -1072,9 +1081,13 @@ Result<RunOutput> Sim::run() {
     }
     q_.close();
     round();
+    if (s_.record_until && now_ >= *s_.record_until && recorded_live_ == 0) {
+      drained_ = true;
+      break;
+    }
   }
   MORPHEUS_RETURN_IF_ERROR(error_);
-  if (!out_.interrupted) now_ = s_.to;
+  if (!out_.interrupted && !drained_) now_ = s_.to;
   if (o_.events_processed != nullptr) o_.events_processed->fetch_add(out_.events);
   finalize();
   return std::move(out_);
@@ -1457,6 +1470,7 @@ void Sim::submitPeriodic(int j, int64_t k) {
   }
   auto queue = r >= 0 ? sched::QueueRef::reservation(res_[static_cast<size_t>(r)].id)
                       : sched::QueueRef::adhoc(job.queue);
+  if (s_.record_until && now_ < *s_.record_until) recorded_live_++;
   int ai = newApp(job.key.value() + "#" + std::to_string(k), job.owner, queue, job.stages,
                   std::move(inst), now_, false);
   AppState& app = apps_[static_cast<size_t>(ai)];
@@ -1541,8 +1555,9 @@ void Sim::finishApp(int ai) {
     live.erase(std::remove(live.begin(), live.end(), ai), live.end());
   }
   if (app.job >= 0) {
+    if (s_.record_until && app.submit < *s_.record_until) recorded_live_--;
     if (!app.inst.fails) rememberStageDurations(app);
-    if (s_.record_history) recordRun(app);
+    if (s_.record_history && recorded(app)) recordRun(app);
     judge(ai, false);
   } else if (app.adhoc >= 0) {
     out_.result.adhoc.push_back(AdhocOutcome{w_.adhoc[static_cast<size_t>(app.adhoc)].name,

@@ -82,6 +82,15 @@ struct RunSetup {
   std::string agent = "lowcost";         // planner agent
   std::string dra;                       // "" = none, else reprovision::makePolicy name
   bool record_history = false;
+  // A segment of a segmented training (ExperimentOptions::train_segments):
+  // only the runs of instances submitted in [record_from, record_until)
+  // enter the history; those submitted before record_from (the segment's
+  // warm-up) or after record_until are simulated and not recorded. With
+  // record_until set, the run ends at the first instant at or after it at
+  // which every periodic instance submitted before it has ended (or at
+  // `to`), so the runs straddling record_until are recorded whole.
+  std::optional<TimePoint> record_from;
+  std::optional<TimePoint> record_until;
   // Admit the strategy's own reservations smallest instance first (a batch
   // of derived reservations, as Morpheus submits after a refit) instead of
   // workload order (users submitting their own requests, the baseline).

@@ -487,15 +487,60 @@ void summariseSlack(StrategyResult& r, const Workload& w) {
       jobs > 0 ? static_cast<double>(twice) / static_cast<double>(jobs) : 0;
 }
 
-// The status quo's training days simulated, then what they teach (learn:
-// SLO inference and skyline fits, GLPK, under `glpk` when given).
-Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
-                      const std::atomic<bool>* stop, bool* interrupted,
-                      std::mutex* glpk = nullptr) {
+// "training" progress over every segment of the training: the plan steps
+// the segments simulated over the sum of their spans; a segment that ended
+// before its `to` (its drain) counts whole once it ended. Calls `progress`
+// under `mu`, one call at a time.
+class TrainingProgress {
+ public:
+  TrainingProgress(const std::vector<TrainSegment>& segs, Millis step, ProgressFn progress,
+                   std::mutex* mu)
+      : done_(segs.size(), 0), total_(segs.size(), 0), out_(std::move(progress)), mu_(mu) {
+    for (size_t s = 0; s < segs.size(); s++) total_[s] = (segs[s].to - segs[s].from) / step;
+  }
+
+  // Segment s's progress callback (null when no progress is reported).
+  ProgressFn of(size_t s) {
+    if (!out_) return nullptr;
+    return [this, s](const std::string&, int64_t d, int64_t) { report(s, d); };
+  }
+
+  void ended(size_t s) {
+    if (out_) report(s, total_[s]);
+  }
+
+ private:
+  void report(size_t s, int64_t d) {
+    std::lock_guard<std::mutex> lk(*mu_);
+    if (d == done_[s] && d == total_[s]) return;  // its end, reported already
+    done_[s] = d;
+    int64_t done = 0, total = 0;
+    for (size_t k = 0; k < done_.size(); k++) {
+      done += done_[k];
+      total += total_[k];
+    }
+    out_("training", done, total);
+  }
+
+  std::vector<int64_t> done_, total_;
+  ProgressFn out_;
+  std::mutex* mu_;
+};
+
+// Segment s of the status quo's training days simulated: the baseline's
+// provisioning and agent, user reservations from the segment's start.
+Result<RunOutput> simulateSegment(const Workload& w, const ExperimentOptions& o,
+                                  const std::vector<TrainSegment>& segs, size_t s,
+                                  const ProgressFn& progress, const std::atomic<bool>* stop) {
+  const TrainSegment& seg = segs[s];
   RunSetup setup;
-  setup.from = fromEpochMs(0);
-  setup.to = fromEpochMs(0) + kDay * trainDays(o);
+  setup.from = seg.from;
+  setup.to = seg.to;
   setup.record_history = true;
+  if (segs.size() > 1) {
+    setup.record_from = seg.record_from;
+    if (s + 1 < segs.size()) setup.record_until = seg.record_until;
+  }
   // Training runs under the status quo: the baseline's provisioning and agent.
   const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();
   setup.agent = baseline.agent;
@@ -506,15 +551,51 @@ Result<Learned> train(const Workload& w, const ExperimentOptions& o, const Progr
   if (o.training_aggregate_adhoc_step) {
     training.aggregate_adhoc_step = *o.training_aggregate_adhoc_step;
   }
-  MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
-                            simulateRun(w, training, setup, "training", progress, stop));
-  *interrupted = out.interrupted;
+  return simulateRun(w, training, setup, "training", progress, stop);
+}
+
+// The segments' runs as one history (the one run's as it is when the
+// training is not segmented). `interrupted` is set when any was.
+Result<History> mergedHistory(std::vector<std::optional<Result<RunOutput>>>& outs,
+                              const ExperimentOptions& o, bool* interrupted) {
+  std::vector<History> histories;
+  for (auto& out : outs) {
+    if (!out) {  // not started: the stop came first
+      *interrupted = true;
+      continue;
+    }
+    MORPHEUS_RETURN_IF_ERROR(out->status());
+    *interrupted = *interrupted || (*out)->interrupted;
+    histories.push_back(std::move((*out)->history));
+  }
+  if (*interrupted) return History{};
+  if (histories.size() == 1) return std::move(histories.front());
+  return mergeSegments(std::move(histories), fromEpochMs(0) + kDay * trainDays(o), o);
+}
+
+// The status quo's training days simulated (its segments one after the
+// other), then what they teach (learn: SLO inference and skyline fits,
+// GLPK, under `glpk` when given).
+Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
+                      const std::atomic<bool>* stop, bool* interrupted,
+                      std::mutex* glpk = nullptr) {
+  const std::vector<TrainSegment> segs = trainSegments(o);
+  std::mutex mu;
+  TrainingProgress tp(segs, o.step, progress, &mu);
+  std::vector<std::optional<Result<RunOutput>>> outs(segs.size());
+  for (size_t s = 0; s < segs.size(); s++) {
+    outs[s] = simulateSegment(w, o, segs, s, tp.of(s), stop);
+    if (!outs[s]->isOk() || (*outs[s])->interrupted) break;
+    tp.ended(s);
+  }
+  *interrupted = false;
+  MORPHEUS_ASSIGN_OR_RETURN(History history, mergedHistory(outs, o, interrupted));
   // Interrupted: no strategy runs, so the SLO inference and skyline fits of
   // every job (minutes at 10,000 jobs) would only delay the stop.
-  if (out.interrupted) return Learned{};
+  if (*interrupted) return Learned{};
   std::unique_lock<std::mutex> lk;
   if (glpk != nullptr) lk = std::unique_lock<std::mutex>(*glpk);
-  return learn(w, std::move(out.history));
+  return learn(w, std::move(history));
 }
 
 // One strategy's evaluation days, provisioned from what training learned
@@ -557,6 +638,8 @@ SimSummary header(const ExperimentOptions& o, const std::string& command) {
   s.nodes = o.nodes;
   s.days = o.days;
   s.train_days = trainDays(o);
+  s.train_segments = o.train_segments;
+  s.train_warmup_days = o.train_segments > 1 ? o.train_warmup_days : 0;
   s.command = command;
   return s;
 }
@@ -579,6 +662,92 @@ std::vector<inference::SloVerdict> inferTrainingSlos(const Workload& w, const Hi
 int64_t trainDays(const ExperimentOptions& o) {
   auto t = static_cast<int64_t>(std::floor(static_cast<double>(o.days) * o.train_fraction));
   return std::clamp<int64_t>(t, 1, std::max<int64_t>(1, o.days - 1));
+}
+
+std::vector<TrainSegment> trainSegments(const ExperimentOptions& o) {
+  const int64_t days = trainDays(o);
+  const int64_t k = std::clamp<int64_t>(o.train_segments, 1, days);
+  const TimePoint end = fromEpochMs(0) + kDay * days;
+  std::vector<TrainSegment> segs;
+  int64_t first = 0;  // the segment's first recorded day
+  for (int64_t s = 0; s < k; s++) {
+    const int64_t len = days / k + (s < days % k ? 1 : 0);
+    const int64_t warmup = s > 0 ? std::max<int64_t>(0, o.train_warmup_days) : 0;
+    TrainSegment seg;
+    seg.record_from = fromEpochMs(0) + kDay * first;
+    seg.record_until = seg.record_from + kDay * len;
+    seg.from = fromEpochMs(0) + kDay * std::max<int64_t>(0, first - warmup);
+    seg.to = s + 1 < k ? std::min(seg.record_until + kDay, end) : end;
+    segs.push_back(seg);
+    first += len;
+  }
+  return segs;
+}
+
+History mergeSegments(std::vector<History> segments, TimePoint end, const ExperimentOptions& o) {
+  History h;
+  if (segments.empty()) return h;
+  const size_t jobs = segments.front().runs.size();
+  h.runs.resize(jobs);
+  h.runtimes.resize(jobs);
+  h.own_events.resize(jobs);
+  h.last_stage_tasks.resize(jobs);
+  auto append = [](auto& to, auto& from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    std::remove_reference_t<decltype(from)>().swap(from);
+  };
+  for (History& seg : segments) {
+    for (size_t j = 0; j < jobs; j++) {
+      append(h.runs[j], seg.runs[j]);
+      append(h.runtimes[j], seg.runtimes[j]);
+      append(h.own_events[j], seg.own_events[j]);
+      if (j < seg.last_stage_tasks.size() && !seg.last_stage_tasks[j].empty())
+        h.last_stage_tasks[j] = std::move(seg.last_stage_tasks[j]);
+    }
+    append(h.path_events, seg.path_events);
+    append(h.consumer_runs, seg.consumer_runs);
+  }
+  std::stable_sort(h.path_events.begin(), h.path_events.end(),
+                   [](const auto& a, const auto& b) { return a.time < b.time; });
+  std::stable_sort(h.consumer_runs.begin(), h.consumer_runs.end(),
+                   [](const auto& a, const auto& b) { return a.submit < b.submit; });
+  // The window, as one Sim trims at the end of training: each job's runs
+  // submitted at or after the cutoff, but at least min_runs; with a dropped
+  // run go the own events recorded before the first kept run's (its own
+  // events are the first with its run id: one Sim records a run's events
+  // together, in the order it records the runs).
+  const TimePoint cutoff = end - o.history_window;
+  const auto floor_runs =
+      static_cast<size_t>(std::max<int64_t>(0, inference::SloParams{}.min_runs));
+  for (size_t j = 0; j < jobs; j++) {
+    auto& runs = h.runs[j];
+    size_t first = runs.size();
+    while (first > 0 && runs[first - 1].submit >= cutoff) first--;
+    if (runs.size() - first < floor_runs)
+      first = runs.size() > floor_runs ? runs.size() - floor_runs : 0;
+    if (first == 0) continue;
+    auto& own = h.own_events[j];
+    const RunId& kept = runs[first].run;
+    const auto mark = std::find_if(own.begin(), own.end(),
+                                   [&](const store::FileEvent& e) { return e.run == kept; });
+    if (mark != own.end()) own.erase(own.begin(), mark);
+    const auto n = static_cast<std::ptrdiff_t>(first);
+    runs.erase(runs.begin(), runs.begin() + n);
+    h.runtimes[j].erase(h.runtimes[j].begin(), h.runtimes[j].begin() + n);
+  }
+  return h;
+}
+
+Result<History> trainingHistory(const Workload& w, const ExperimentOptions& o, bool* interrupted) {
+  MORPHEUS_RETURN_IF_ERROR(validateExperiment(w, o));
+  const std::vector<TrainSegment> segs = trainSegments(o);
+  std::vector<std::optional<Result<RunOutput>>> outs(segs.size());
+  forEachOnThreads(segs.size(), o.threads, [&](size_t s) {
+    outs[s] = simulateSegment(w, o, segs, s, nullptr, nullptr);
+    return true;
+  });
+  *interrupted = false;
+  return mergedHistory(outs, o, interrupted);
 }
 
 namespace {
@@ -619,6 +788,15 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   if (!o.realize) return invalidArgument("realize", "required");
   if (o.history_window <= Millis(0)) return invalidArgument("history_window", "must be > 0");
   if (o.threads < 1) return invalidArgument("threads", "must be >= 1");
+  if (o.train_segments < 1 || o.train_segments > trainDays(o)) {
+    return invalidArgument("train_segments",
+                           "must be in [1, training days = " + std::to_string(trainDays(o)) +
+                               "], got " + std::to_string(o.train_segments));
+  }
+  if (o.train_warmup_days < 0) {
+    return invalidArgument("train_warmup_days",
+                           "must be >= 0, got " + std::to_string(o.train_warmup_days));
+  }
   for (size_t i = 0; i < o.min_cluster_sizes.size(); i++) {
     const int64_t n = o.min_cluster_sizes[i];
     if (n < 1 || n > o.nodes) {
@@ -678,21 +856,15 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
                                  const ProgressFn& progress, const std::atomic<bool>* stop) {
   MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
   SimSummary summary = header(options, "run");
-  // One pool of options.threads threads takes, in this order, the training
-  // (then its SLO inference and every learned strategy's fits), the
+  // One pool of options.threads threads takes, in this order, the
+  // training's segments (the one that ends last then merges their histories
+  // and runs the SLO inference and every learned strategy's fits), the
   // strategies provisioned from the users' requests alone (the baseline:
   // nothing of the training reaches their evaluation, so they run beside
   // it), then the learned strategies, which wait for the training. Every
   // simulation is its own Sim, so the results do not depend on the order or
   // the thread count. Progress is serialised under one lock.
   std::mutex progress_mu;
-  ProgressFn locked;
-  if (progress) {
-    locked = [&](const std::string& phase, int64_t done, int64_t total) {
-      std::lock_guard<std::mutex> lk(progress_mu);
-      progress(phase, done, total);
-    };
-  }
   const Learned none;
   std::vector<Evaluation> evals(strategies.size());
   std::vector<size_t> order;  // strategy indexes, users' requests first
@@ -717,10 +889,24 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   std::mutex trained_mu;
   std::condition_variable trained_cv;
   bool trained = false;
-  forEachOnThreads(order.size() + 1, options.threads, [&](size_t k) {
-    if (k == 0) {
-      learned = train(workload, options, locked, stop, &interrupted);
-      if (learned.isOk() && !interrupted) {
+  const std::vector<TrainSegment> segs = trainSegments(options);
+  TrainingProgress training_progress(segs, options.step, progress, &progress_mu);
+  std::vector<std::optional<Result<RunOutput>>> seg_outs(segs.size());
+  std::atomic<size_t> segments_left{segs.size()};
+  forEachOnThreads(segs.size() + order.size(), options.threads, [&](size_t k) {
+    if (k < segs.size()) {
+      // A segment the stop came before is left unset (mergedHistory: interrupted).
+      if (stop == nullptr || !stop->load()) {
+        seg_outs[k] = simulateSegment(workload, options, segs, k, training_progress.of(k), stop);
+        if (seg_outs[k]->isOk() && !(*seg_outs[k])->interrupted) training_progress.ended(k);
+      }
+      if (--segments_left > 0) return true;
+      auto history = mergedHistory(seg_outs, options, &interrupted);
+      seg_outs.clear();
+      if (!history.isOk()) {
+        learned = history.status();
+      } else if (!interrupted) {
+        learned = learn(workload, std::move(*history));
         for (size_t i = 0; i < strategies.size(); i++) {
           if (strategies[i].provisioning != Provisioning::kUserReservation)
             evals[i] = prepare(workload, options, strategies[i], *learned, options.threads);
@@ -731,7 +917,7 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
       trained_cv.notify_all();
       return true;
     }
-    const size_t i = order[k - 1];
+    const size_t i = order[k - segs.size()];
     if (strategies[i].provisioning != Provisioning::kUserReservation) {
       std::unique_lock<std::mutex> lk(trained_mu);
       trained_cv.wait(lk, [&] { return trained; });

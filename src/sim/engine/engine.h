@@ -121,6 +121,17 @@ struct ExperimentOptions {
   // two separates what a model does to what the training teaches (SLOs,
   // skylines) from what it does to the evaluation.
   std::optional<Millis> training_aggregate_adhoc_step;
+  // `--train-segments`, `--train-warmup-days`: the training days split into
+  // this many consecutive segments (trainSegments), each simulated as a Sim
+  // of its own from a cold cluster, side by side on the threads, their
+  // histories merged in time order before SLO inference (mergeSegments).
+  // A fidelity choice for scale (validated in docs/experiments/simulator.md,
+  // "The periodic run"): 1 (default) is one Sim over every training day.
+  // Never derived from `threads`: the results do not depend on it. Each
+  // segment but the first starts `train_warmup_days` earlier (not before
+  // day 0), its warm-up simulated and not recorded.
+  int64_t train_segments = 1;
+  int64_t train_warmup_days = 1;
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;
@@ -141,6 +152,41 @@ struct ExperimentOptions {
 };
 
 struct History;  // sim/engine/cluster_sim.h
+
+// One segment of the training (ExperimentOptions::train_segments): simulated
+// over [from, to), recording the runs of instances submitted in
+// [record_from, record_until). The recorded spans are consecutive and cover
+// the training days, split into whole days as evenly as possible (the first
+// segments take the extra days); `from` is record_from less the warm-up
+// days, but not before day 0. Every segment but the last runs past
+// record_until until its recorded instances have ended, at most one day
+// (`to`; a generated job's window never exceeds its period, at most a day),
+// so the runs straddling a boundary are recorded whole; the last ends with
+// the training, as an unsegmented one does.
+struct TrainSegment {
+  TimePoint from, record_from, record_until, to;
+};
+
+// The segments of options' training (one spanning every training day when
+// train_segments is 1). Options must be valid (validateExperiment).
+std::vector<TrainSegment> trainSegments(const ExperimentOptions& options);
+
+// The segments' histories (in segment order) as one: each job's runs,
+// runtimes and own events in segment order (the recorded spans are
+// consecutive), the path events by time and the consumers' runs by submit
+// (stable), each job's last stage tasks from its latest run; then each job's
+// runs windowed as one Sim's are at the end of training `end`
+// (ExperimentOptions::history_window, at least SloParams::min_runs), with
+// the own events of the runs dropped. Path events no kept run reads may
+// remain (SLO inference never reads them).
+History mergeSegments(std::vector<History> segments, TimePoint end,
+                      const ExperimentOptions& options);
+
+// The training's history as runExperiment learns from it: its segments
+// simulated on up to options.threads threads and merged (one Sim when
+// train_segments is 1). `interrupted` is set when `stop` ended a segment.
+Result<History> trainingHistory(const Workload& workload, const ExperimentOptions& options,
+                                bool* interrupted);
 
 // The SLO inference of the training phase (Morpheus §4), one verdict per
 // periodic job in workload order: each job's runs and file events, every

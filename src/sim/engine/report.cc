@@ -528,6 +528,11 @@ std::string markdown(const SimSummary& s, const std::vector<Plot>& plots,
         std::to_string(s.nodes) + " nodes, " + std::to_string(s.days) + " days (" +
         std::to_string(s.train_days) + " training, " + std::to_string(s.days - s.train_days) +
         " evaluated).";
+  if (s.train_segments > 1) {
+    md += " Training in " + std::to_string(s.train_segments) +
+          " segments, each from a cold cluster after a warm-up of " +
+          std::to_string(s.train_warmup_days) + (s.train_warmup_days == 1 ? " day." : " days.");
+  }
   if (s.interrupted) md += " **Interrupted: partial results, only what finished is shown.**";
   md += "\n\n## Deadline violations, worst case first (cf. Morpheus §8, Fig. 10a)\n\n" +
         headline(s) + strategyTable(s) +
@@ -592,6 +597,10 @@ std::string summaryJson(const SimSummary& summary) {
       {"strategies", renderObject(strategies, 1)},
       {"headline", renderHeadline(summary, 1)},
   };
+  if (summary.train_segments > 1) {
+    top.emplace("train_segments", std::to_string(summary.train_segments));
+    top.emplace("train_warmup_days", std::to_string(summary.train_warmup_days));
+  }
   return renderObject(top, 0) + "\n";
 }
 

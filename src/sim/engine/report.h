@@ -66,6 +66,10 @@ struct SimSummary {
   int64_t nodes = 0;
   int64_t days = 0;
   int64_t train_days = 0;
+  // ExperimentOptions::train_segments and train_warmup_days; in summary.json
+  // and the report only when the training was segmented (segments > 1).
+  int64_t train_segments = 1;
+  int64_t train_warmup_days = 0;
   std::string command;                     // "run" or "min-cluster"
   std::vector<StrategyResult> strategies;  // in the order they were run
   bool interrupted = false;                // Ctrl-C: what was done so far

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/policies/crv.h"
@@ -97,6 +98,39 @@ TEST(CrvTest, RatioAndWaitFollowDemandAndSupply) {
   crv.changeDemand({c}, 1, Millis(10000), -4);
   EXPECT_TRUE(crv.entries().empty());
   EXPECT_EQ(crv.estimatedWait({c}), Millis(0));
+}
+
+// Deferred free-vcore changes (deferFreeChanges): while no resource was ever
+// tracked the CRV is dormant and the caller keeps each node's changes; at
+// the first track the CRV takes them, so its supply is that of a CRV told of
+// every change, and from then on changes are applied as they come.
+TEST(CrvTest, DeferredFreeChangesGiveTheSupplyOfEveryChangeApplied) {
+  ConstraintResourceVector eager, lazy;
+  std::map<std::string, int64_t> kept;
+  lazy.deferFreeChanges([&](const NodeId& id) { return std::exchange(kept[id.value()], 0); });
+  EXPECT_TRUE(lazy.dormant());
+  EXPECT_FALSE(eager.dormant());
+  auto* eager_fast = eager.addNode(NodeId("fast"), {{"network_gbps", "40"}}, 8);
+  auto* lazy_fast = lazy.addNode(NodeId("fast"), {{"network_gbps", "40"}}, 8);
+  eager.addNode(NodeId("slow"), {{"network_gbps", "10"}}, 8);
+  lazy.addNode(NodeId("slow"), {{"network_gbps", "10"}}, 8);
+  for (int64_t delta : {-5, 2, -1}) {
+    eager.nodeFreeChanged(eager_fast, delta);
+    kept["fast"] += delta;
+  }
+  const auto c = hard("network_gbps", {"25"}, ConstraintOp::kAtLeast);
+  eager.changeDemand({c}, 1, Millis(10000), 4);
+  lazy.changeDemand({c}, 1, Millis(10000), 4);
+  EXPECT_FALSE(lazy.dormant());
+  EXPECT_EQ(kept["fast"], 0);
+  ASSERT_EQ(lazy.entries().size(), 1u);
+  EXPECT_EQ(lazy.entries()[0].supply_vcores, 4);
+  EXPECT_EQ(eager.entries()[0].supply_vcores, 4);
+  EXPECT_EQ(lazy.estimatedWait({c}), eager.estimatedWait({c}));
+  eager.nodeFreeChanged(eager_fast, 3);
+  lazy.nodeFreeChanged(lazy_fast, 3);
+  EXPECT_EQ(lazy.entries()[0].supply_vcores, 7);
+  EXPECT_EQ(lazy.estimatedWait({c}), eager.estimatedWait({c}));
 }
 
 // Describing a constraint: kIn sorts its values (so the CRV keys equal sets

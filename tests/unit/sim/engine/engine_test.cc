@@ -945,6 +945,149 @@ TEST(SimEngineTest, BaselineEvaluationRunsBesideTheTrainingWithTheSameResults) {
       << "the baseline's evaluation waited for the training";
 }
 
+// A segmented training (ExperimentOptions::train_segments): 4 training days
+// in 2 segments, the second with 1 warm-up day, on a cluster with room for
+// everything (so a run's times do not depend on what ran before it). An
+// hourly job, and a daily one whose instance submitted at 23:30 of day 1
+// runs an hour, across the segments' boundary (day 2). The merged history
+// holds every run of the training exactly once, in submit order: none from
+// the warm-up day (recorded by the first segment), the straddling run whole
+// (the first segment runs on until it ends); runs, runtimes, own events,
+// path events and consumers' runs are those of one Sim over the 4 days.
+// One segment is that Sim's history exactly.
+TEST(SimEngineTest, SegmentedTrainingRecordsEveryRunOnceInTimeOrder) {
+  constexpr int64_t kDay = 86'400'000;
+  Workload w;
+  w.periodic.push_back(
+      job("hourly", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  w.periodic.push_back(job("daily", Millis(kDay), Millis(23 * 60 * kMin + 30 * kMin), Millis(kDay),
+                           {stage(1, 60)}, 1));
+  ExperimentOptions o = options(2, 8);
+  ASSERT_EQ(trainDays(o), 4);
+  RunSetup setup;
+  setup.from = fromEpochMs(0);
+  setup.to = fromEpochMs(4 * kDay);
+  setup.record_history = true;
+  setup.provisions.resize(2);
+  auto one_sim = simulateRun(w, o, setup, "training", nullptr, nullptr);
+  ASSERT_TRUE(one_sim.isOk()) << one_sim.status().message();
+  const History& want = one_sim->history;
+
+  o.train_segments = 2;
+  o.train_warmup_days = 1;
+  const std::vector<TrainSegment> segs = trainSegments(o);
+  ASSERT_EQ(segs.size(), 2u);
+  EXPECT_EQ(segs[0].from, fromEpochMs(0));
+  EXPECT_EQ(segs[0].record_until, fromEpochMs(2 * kDay));
+  EXPECT_EQ(segs[0].to, fromEpochMs(3 * kDay));
+  EXPECT_EQ(segs[1].from, fromEpochMs(kDay));
+  EXPECT_EQ(segs[1].record_from, fromEpochMs(2 * kDay));
+  EXPECT_EQ(segs[1].to, fromEpochMs(4 * kDay));
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    o.threads = threads;
+    bool interrupted = true;
+    auto got = trainingHistory(w, o, &interrupted);
+    ASSERT_TRUE(got.isOk()) << got.status().message();
+    EXPECT_FALSE(interrupted);
+    ASSERT_EQ(got->runs.size(), 2u);
+    EXPECT_EQ(got->runs[0].size(), 96u) << "hourly: every instance of the 4 days once";
+    EXPECT_EQ(got->runs[1].size(), 3u) << "daily: days 0-2 (day 3's ends after the training)";
+    for (size_t j = 0; j < 2; j++) {
+      for (size_t i = 1; i < got->runs[j].size(); i++) {
+        EXPECT_LT(got->runs[j][i - 1].submit, got->runs[j][i].submit) << j << " " << i;
+      }
+      ASSERT_EQ(got->runs[j].size(), want.runs[j].size()) << j;
+      for (size_t i = 0; i < want.runs[j].size(); i++) {
+        EXPECT_EQ(got->runs[j][i].run, want.runs[j][i].run);
+        EXPECT_EQ(got->runs[j][i].start, want.runs[j][i].start);
+        EXPECT_EQ(got->runs[j][i].end, want.runs[j][i].end);
+      }
+      EXPECT_EQ(got->runtimes[j], want.runtimes[j]) << j;
+      EXPECT_EQ(got->own_events[j].size(), want.own_events[j].size()) << j;
+      EXPECT_EQ(got->last_stage_tasks[j], want.last_stage_tasks[j]) << j;
+    }
+    ASSERT_EQ(got->path_events.size(), want.path_events.size());
+    for (size_t i = 0; i < want.path_events.size(); i++) {
+      EXPECT_EQ(got->path_events[i].time, want.path_events[i].time) << i;
+    }
+    EXPECT_EQ(got->consumer_runs.size(), want.consumer_runs.size());
+  }
+  o.train_segments = 1;
+  bool interrupted = true;
+  auto whole = trainingHistory(w, o, &interrupted);
+  ASSERT_TRUE(whole.isOk()) << whole.status().message();
+  for (size_t j = 0; j < 2; j++) {
+    ASSERT_EQ(whole->runs[j].size(), want.runs[j].size());
+    for (size_t i = 0; i < want.runs[j].size(); i++) {
+      EXPECT_EQ(whole->runs[j][i].run, want.runs[j][i].run);
+      EXPECT_EQ(whole->runs[j][i].end, want.runs[j][i].end);
+    }
+    EXPECT_EQ(whole->own_events[j].size(), want.own_events[j].size());
+  }
+  EXPECT_EQ(whole->path_events.size(), want.path_events.size());
+  o.train_segments = 5;
+  auto refused = trainingHistory(w, o, &interrupted);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message().rfind("train_segments", 0), 0u)
+      << refused.status().message();
+}
+
+// The merged history is windowed as one Sim's (ExperimentOptions::
+// history_window): with a 1-day window over 4 training days in 2 segments,
+// each job keeps the runs of the last day only, and the own events of the
+// runs dropped go with them.
+TEST(SimEngineTest, SegmentedTrainingKeepsOnlyTheWindowOfTheWholeTraining) {
+  constexpr int64_t kDay = 86'400'000;
+  Workload w;
+  w.periodic.push_back(
+      job("hourly", Millis(3600'000), Millis(0), Millis(30 * kMin), {stage(1, 10)}, 1));
+  ExperimentOptions o = options(2, 8);
+  o.history_window = Millis(kDay);
+  o.train_segments = 2;
+  bool interrupted = true;
+  auto got = trainingHistory(w, o, &interrupted);
+  ASSERT_TRUE(got.isOk()) << got.status().message();
+  ASSERT_EQ(got->runs[0].size(), 24u);
+  EXPECT_EQ(got->runs[0].front().submit, fromEpochMs(3 * kDay));
+  EXPECT_EQ(got->runtimes[0].size(), 24u);
+  EXPECT_EQ(got->own_events[0].size(), 48u) << "each kept run's read and write";
+}
+
+// Segmented training: the same results on any thread count (the segments
+// and the strategies side by side or one after the other), and progress
+// that reaches the segments' whole span once.
+TEST(SimEngineTest, SegmentedTrainingGivesIdenticalResultsOnAnyThreadCount) {
+  Workload w = mixed();
+  ExperimentOptions o = options(3, 10);
+  o.train_fraction = 0.9;
+  o.realize = noisy;
+  o.train_segments = 3;
+  o.train_warmup_days = 1;
+  auto specs = parseStrategies({"morpheus", "baseline"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runExperiment(w, o, *specs);
+  o.threads = 2;
+  std::mutex mu;
+  int64_t training_done = 0, training_total = 0;
+  auto progress = [&](const std::string& phase, int64_t done, int64_t total) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (phase != "training") return;
+    EXPECT_GE(done, training_done);
+    training_done = done;
+    training_total = total;
+  };
+  auto two = runExperiment(w, o, *specs, progress);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  ASSERT_TRUE(two.isOk()) << two.status().message();
+  expectSameOutcomes(*one, *two);
+  EXPECT_EQ(summaryJson(*one), summaryJson(*two));
+  EXPECT_NE(summaryJson(*one).find("\"train_segments\": 3"), std::string::npos);
+  // 9 days in 3 segments of 3: spans [0, 4), [2, 7), [5, 9) days.
+  EXPECT_EQ(training_total, (4 + 5 + 4) * 1440);
+  EXPECT_EQ(training_done, training_total);
+}
+
 // Scale: skipping offers of new asks to free nodes that cannot
 // change anything (no more room than a node that just declined, no notice
 // to withdraw) leaves every decision as offering each node does.
