@@ -195,15 +195,22 @@ class CrossAppPacker {
 // carried, scarce while fewer than half of the registered nodes meet it
 // (crv.h). A long ask, constrained or not, is not placed on a node when the
 // long work of the leaves under such policies on some scarce kind the node
-// meets would then hold more than longShare() of that kind's vcores; short
-// asks may take any node they fit. Read per app and node visit of a leaf
-// under the policy (findAsk); the other leaves pay one null check there.
+// meets would then hold more than longShareOf(s) of that kind's vcores, s
+// being the short share of the work granted to those leaves' asks that
+// require the kind (vcores x expected duration, decayed with half-life
+// shortShareHalfLife(); < 0 before any); short asks may take any node they
+// fit. Read per app and node visit of a leaf under the policy (findAsk);
+// the other leaves pay one null check there.
 class LongWorkCap {
  public:
   virtual ~LongWorkCap() = default;
   virtual Millis longTask() const = 0;
-  // In (0, 1]; 1 keeps no node from long work.
+  // In (0, 1]; 1 keeps no node from long work. The least longShareOf gives.
   virtual double longShare() const = 0;
+  // In [longShare(), 1] for any s.
+  virtual double longShareOf(double /*short_share*/) const { return longShare(); }
+  // > 0.
+  virtual Millis shortShareHalfLife() const { return Millis(3600 * 1000); }
 };
 
 // The extension points one policy provides: `order` is never null, every

@@ -1413,13 +1413,14 @@ struct Scheduler::Impl {
     return cap.longTask() > Millis(0) && r.expected_duration > cap.longTask();
   }
   // findAsk under a LongWorkCap: the first placeable ask in priority order
-  // that is not long work beyond the cap of a scarce kind `n` meets.
+  // that is not long work beyond the cap of a scarce kind `n` meets (each
+  // kind's cap from its short share of the work granted, longShareOf).
   int cappedAsk(App* a, const LongWorkCap& cap, Node& n, Phase phase, TimePoint now) {
+    const auto share_of = [&cap](double short_share) { return cap.longShareOf(short_share); };
     for (size_t i = 0; i < a->asks.size(); i++) {
       Ask& ask = a->asks[i];
       if (!placeable(a, ask, n, phase, now)) continue;
-      if (!isLong(cap, ask.req) ||
-          crv.mayHoldLong(n.crv, askNeed(ask.req).vcores(), cap.longShare()))
+      if (!isLong(cap, ask.req) || crv.mayHoldLong(n.crv, askNeed(ask.req).vcores(), share_of))
         return static_cast<int>(i);
     }
     return -1;
@@ -1919,6 +1920,15 @@ struct Scheduler::Impl {
     int32_t g = std::max(1, ask.req.gang_size);
     const LongWorkCap* cap = policyOf(a).long_cap;
     const bool long_work = cap != nullptr && isLong(*cap, ask.req);
+    if (cap != nullptr && cap->longTask() > Millis(0) && !ask.req.constraints.empty()) {
+      // The kinds' short shares (LongWorkCap::longShareOf).
+      crv.workGranted(
+          ask.req.constraints,
+          static_cast<double>(g) *
+              static_cast<double>(std::max<int64_t>(1, ask.req.capability.vcores())) *
+              static_cast<double>(std::max<int64_t>(0, ask.req.expected_duration.count())),
+          long_work, last_now, cap->shortShareHalfLife());
+    }
     for (int32_t i = 0; i < g; i++) {
       Container* c = nullptr;
       while (c == nullptr) {

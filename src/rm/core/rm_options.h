@@ -32,8 +32,9 @@ struct CarbyneRmOptions {
 // each scarce constraint kind's nodes long work may hold
 // (sched::PhoenixLongWork; its defaults, checked by a test).
 struct PhoenixRmOptions {
-  Millis long_task{0};      // scheduler.phoenix.long-task, >= 0 (0: no cap)
-  double long_share = 0.9;  // scheduler.phoenix.long-share, (0, 1]
+  Millis long_task{0};          // scheduler.phoenix.long-task, >= 0 (0: no cap)
+  double long_share = 0.9;      // scheduler.phoenix.long-share, (0, 1]
+  double reserve_factor = 3.0;  // scheduler.phoenix.reserve-factor, >= 0
 };
 
 struct RmOptions {
@@ -240,15 +241,25 @@ inline void declareRmOptions(ConfigSchema& s, RmOptions* o) {
   s.addDuration("scheduler.phoenix.long-task", &o->phoenix.long_task, PhoenixRmOptions{}.long_task,
                 Millis(0),
                 "phoenix leaves: an ask whose expected task duration is above this is long work, "
-                "which may hold at most scheduler.phoenix.long-share of the vcores of each scarce "
-                "constraint kind (a hard constraint some ask has carried that fewer than half of "
-                "the nodes meet), so constrained short jobs find such nodes free; set it to the "
-                "workload's short/long cutoff. 0 = no cap. Read at start-up.");
+                "which is kept from a reserve of the vcores of each scarce constraint kind (a "
+                "hard constraint some ask has carried that fewer than half of the nodes meet; "
+                "scheduler.phoenix.long-share, scheduler.phoenix.reserve-factor), so constrained "
+                "short jobs find such nodes free; set it to the workload's short/long cutoff. 0 = "
+                "no cap. Read at start-up.");
   s.addDouble("scheduler.phoenix.long-share", &o->phoenix.long_share, PhoenixRmOptions{}.long_share,
               0, 1, "fraction of the vcores",
-              "phoenix leaves: the most of a scarce constraint kind's vcores long work (above "
-              "scheduler.phoenix.long-task) may hold; short work may use all of them. Must be > "
-              "0; 1 = no cap. Read at start-up.");
+              "phoenix leaves: the least share of a scarce constraint kind's vcores long work "
+              "(above scheduler.phoenix.long-task) may hold, and what it may hold until the "
+              "kind's short share is known (scheduler.phoenix.reserve-factor); short work may "
+              "use all of them. Must be > 0; 1 = no cap. Read at start-up.");
+  s.addDouble("scheduler.phoenix.reserve-factor", &o->phoenix.reserve_factor,
+              PhoenixRmOptions{}.reserve_factor, 0, 100, "times the short share",
+              "phoenix leaves: the reserve of a scarce constraint kind (the share of its vcores "
+              "long work may not hold) is this many times short work's share of the work "
+              "granted to asks requiring the kind (vcores x expected duration, decayed with a "
+              "half-life of 1 h, known once its grants span 1 h), at most 1 - "
+              "scheduler.phoenix.long-share, so a kind whose demand is mostly long keeps little "
+              "from long work. 0 = always 1 - scheduler.phoenix.long-share. Read at start-up.");
   s.addStringList("rm.admins", &o->admins, {},
                   "Users who are admins like a token with role admin: they may act for other "
                   "users and kill, change or delete anyone's applications and reservations.");

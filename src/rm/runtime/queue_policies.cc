@@ -1,5 +1,6 @@
 #include "rm/runtime/queue_policies.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "scheduler/policies/policy_factory.h"
@@ -23,6 +24,8 @@ Status validateCarbyneRmOptions(const CarbyneRmOptions& carbyne) {
 Status validatePhoenixRmOptions(const PhoenixRmOptions& phoenix) {
   if (!(phoenix.long_share > 0 && phoenix.long_share <= 1))
     return invalidArgument("scheduler.phoenix.long-share", "must be in (0, 1]");
+  if (!(phoenix.reserve_factor >= 0 && std::isfinite(phoenix.reserve_factor)))
+    return invalidArgument("scheduler.phoenix.reserve-factor", "must be a number >= 0");
   return Status::ok();
 }
 
@@ -34,6 +37,7 @@ Status resolveQueuePolicies(const std::map<std::string, std::string>& by_path,
   sched::PolicySettings settings;
   settings.phoenix.long_task = phoenix.long_task;
   settings.phoenix.long_share = phoenix.long_share;
+  settings.phoenix.reserve_factor = phoenix.reserve_factor;
   settings.carbyne.reserve_nodes = carbyne.node_reservations;
   settings.carbyne.decline_slack = carbyne.decline_slack;
   settings.carbyne.count_needed = carbyne.count_needed_tasks;

@@ -189,8 +189,36 @@ std::vector<ConstraintResourceVector::KindEntry> ConstraintResourceVector::kinds
   std::vector<KindEntry> out;
   out.reserve(kinds_.size());
   for (const auto& [name, k] : kinds_)
-    out.push_back({name, k.nodes, k.vcores, k.long_vcores, scarce(k)});
+    out.push_back({name, k.nodes, k.vcores, k.long_vcores, scarce(k), shortWorkShare(k)});
   return out;
+}
+
+void ConstraintResourceVector::workGranted(const std::vector<PlacementConstraint>& constraints,
+                                           double vcore_ms, bool long_work, TimePoint now,
+                                           Millis half_life) {
+  for (const auto& c : constraints) {
+    if (!c.hard) continue;
+    auto it = kinds_.find(nameOf(c));
+    if (it == kinds_.end()) continue;
+    Kind& k = it->second;
+    if (k.work_half_life == Millis(0)) k.work_since = k.work_at = now;
+    k.work_half_life = half_life;
+    if (now > k.work_at) {
+      const double d = std::exp2(-static_cast<double>((now - k.work_at).count()) /
+                                 static_cast<double>(std::max<int64_t>(1, half_life.count())));
+      k.short_work *= d;
+      k.long_work *= d;
+      k.work_at = now;
+    }
+    (long_work ? k.long_work : k.short_work) += vcore_ms;
+  }
+}
+
+double ConstraintResourceVector::shortWorkShare(const Kind& k) {
+  const double all = k.short_work + k.long_work;
+  if (all <= 0 || k.work_half_life <= Millis(0) || k.work_at - k.work_since < k.work_half_life)
+    return -1;
+  return k.short_work / all;
 }
 
 void ConstraintResourceVector::noteKind(const std::string& name, const PlacementConstraint& hard) {

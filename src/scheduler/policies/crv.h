@@ -28,7 +28,9 @@
 // CRV's life (a kind with no pending demand still keeps its nodes from long
 // work, so the next constrained job finds them); a kind is scarce while
 // fewer than half of the registered nodes meet it. Long work is counted in
-// vcores of the containers the scheduler reports (longHeldChanged).
+// vcores of the containers the scheduler reports (longHeldChanged), and the
+// short and long work granted to asks requiring a kind (workGranted) in
+// vcore-ms, exponentially decayed.
 //
 // Thread-safety: none; owned by the scheduler core's thread.
 #pragma once
@@ -94,6 +96,12 @@ class ConstraintResourceVector {
     int32_t nodes = 0;        // registered nodes that meet it
     int64_t vcores = 0;       // their capacity
     int64_t long_vcores = 0;  // held by long work on them (longHeldChanged)
+    // Work granted to asks requiring it (workGranted), vcore-ms decayed to
+    // work_at (the last grant), counted since work_since (the first) over
+    // half-lives of work_half_life.
+    double short_work = 0, long_work = 0;
+    TimePoint work_at{}, work_since{};
+    Millis work_half_life{0};
   };
   // A registered node; the handle stays valid until removeNode.
   struct NodeSlot {
@@ -121,12 +129,34 @@ class ConstraintResourceVector {
   // scarce kind the node meets at or below `share` of that kind's vcores.
   // O(kinds the node meets).
   bool mayHoldLong(const NodeSlot* node, int64_t vcores, double share) const;
+  // The same with each kind's share given by `share_of(s)`, s the kind's
+  // shortWorkShare.
+  template <class ShareOf>
+  bool mayHoldLong(const NodeSlot* node, int64_t vcores, const ShareOf& share_of) const {
+    if (node == nullptr) return true;
+    for (const Kind* k : node->kinds) {
+      if (scarce(*k) && static_cast<double>(k->long_vcores + vcores) >
+                            share_of(shortWorkShare(*k)) * static_cast<double>(k->vcores))
+        return false;
+    }
+    return true;
+  }
+  // `vcore_ms` of short or long work granted at `now` to an ask requiring
+  // every hard constraint in `constraints`: added to those kinds' counts,
+  // which decay by half every `half_life` (> 0). O(hard constraints x log
+  // kinds).
+  void workGranted(const std::vector<PlacementConstraint>& constraints, double vcore_ms,
+                   bool long_work, TimePoint now, Millis half_life);
+  // short_work / (short_work + long_work) of `k`; -1 (unknown) until its
+  // grants span one half-life, or when both are 0.
+  static double shortWorkShare(const Kind& k);
   // Every kind in describeConstraint order, with whether it is scarce.
   struct KindEntry {
     std::string resource;
     int32_t nodes = 0;
     int64_t vcores = 0, long_vcores = 0;
     bool scarce = false;
+    double short_share = -1;  // shortWorkShare
   };
   std::vector<KindEntry> kinds() const;
   // The node's free vcores changed by `delta` (negative when allocating).

@@ -17,6 +17,11 @@ double phoenixKey(const AppInput& in, Millis estimated_wait, Millis bypass_bound
   return since + advance;
 }
 
+double phoenixKindLongShare(const PhoenixLongWork& long_work, double short_share) {
+  if (long_work.reserve_factor <= 0 || short_share < 0) return long_work.long_share;
+  return std::clamp(1.0 - long_work.reserve_factor * short_share, long_work.long_share, 1.0);
+}
+
 double PhoenixOrderingPolicy::score(const Resource& used, double weight,
                                     const Resource& cluster) const {
   return used.dominantShare(cluster) / weight;

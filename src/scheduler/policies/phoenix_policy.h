@@ -35,8 +35,8 @@
 // few nodes before a constrained short job arrives (then it waits for a
 // long task to end). So long work — an ask whose expected task duration is
 // above `long_task`, the workload's short/long cutoff (an operator setting,
-// as Eagle's cutoff is; 0 turns the rule off) — may hold at most
-// `long_share` of the vcores of each scarce constraint kind (a hard
+// as Eagle's cutoff is; 0 turns the rule off) — may hold at most a share
+// (below, at least `long_share`) of the vcores of each scarce constraint kind (a hard
 // constraint some ask has carried that fewer than half of the nodes meet;
 // crv.h), whether or not it is constrained itself; short work may use all
 // of it. Constrained long work is capped too: a kind's own long jobs are
@@ -45,6 +45,25 @@
 // The task duration, not the app's remaining work, marks long work: a
 // container holds its node for its own duration, and a long job's last
 // containers hold nodes as long as its first.
+//
+// The reserve of each kind (the share long work may not hold) is sized by
+// the short work that needs it, as Eagle sizes its short partition by the
+// short load: with s the short share of the work started on containers
+// whose asks require the kind (vcores x expected duration, long or short by
+// the cutoff, counted at the grant, decayed with half-life
+// kPhoenixShortShareHalfLife), long work may hold
+//
+//   phoenixKindLongShare = max(long_share, 1 - reserve_factor x s)
+//
+// of the kind's vcores: a kind whose demand is almost all long keeps little
+// from long work (whose capacity the reserve would otherwise take), and no
+// kind keeps more than 1 - long_share. Until the kind's grants span one
+// half-life (s unknown: a few early long jobs would read as a share of 0 and
+// open the kind to long work) the reserve is 1 - long_share; reserve_factor 0
+// keeps it there whatever s (the fixed cap). On the calibrated yahoo mix
+// (short work 1.7% of the task-seconds) a fixed 10% reserve slowed long
+// jobs by 13% over ten seeds; cloudera (7%) needs the full 10% for its
+// short-job tail (docs/experiments/phoenix.md).
 //
 // Apps without durations or pending containers have work 0 (unknown = not
 // known to be long). Ties go to the app created first (FIFO). Between users
@@ -86,13 +105,28 @@ inline constexpr Millis kPhoenixBypassBound{12 * 3600 * 1000};
 // (tuned on seed 1 of the calibrated mixes, docs/experiments/phoenix.md).
 inline constexpr double kPhoenixLongShare = 0.9;
 
+// The reserve per unit of short share unless given (above; tuned on seed 1
+// of the calibrated mixes, docs/experiments/phoenix.md).
+inline constexpr double kPhoenixReserveFactor = 3.0;
+
+// Half-life of the work counts the short share is measured from: the
+// reserve follows a change of mix within hours, not the whole history.
+inline constexpr Millis kPhoenixShortShareHalfLife{3600 * 1000};
+
 // The placement rule's settings (above; PolicySettings::phoenix: the RM's
-// scheduler.phoenix.long-task and scheduler.phoenix.long-share, morpheus-sim
-// phoenix's per-trace cutoff).
+// scheduler.phoenix.long-task, scheduler.phoenix.long-share and
+// scheduler.phoenix.reserve-factor, morpheus-sim phoenix's per-trace cutoff).
 struct PhoenixLongWork {
   Millis long_task{0};  // expected task duration above which an ask is long; 0: rule off
-  double long_share = kPhoenixLongShare;  // in (0, 1]
+  double long_share = kPhoenixLongShare;          // in (0, 1]: the least long work may hold
+  double reserve_factor = kPhoenixReserveFactor;  // >= 0; 0: the reserve is 1 - long_share
 };
+
+// The share of a scarce kind's vcores long work may hold when short work is
+// `short_share` of the work started on the kind (< 0: none started yet):
+// max(long_share, 1 - reserve_factor x short_share), or long_share when
+// reserve_factor is 0 or short_share < 0. In [long_share, 1]. Pure.
+double phoenixKindLongShare(const PhoenixLongWork& long_work, double short_share);
 
 class PhoenixOrderingPolicy final : public QueueOrderingPolicy,
                                     public ConstraintAwareAppOrdering,
@@ -109,6 +143,10 @@ class PhoenixOrderingPolicy final : public QueueOrderingPolicy,
   Millis bypassBound() const { return bypass_bound_; }
   Millis longTask() const override { return long_work_.long_task; }
   double longShare() const override { return long_work_.long_share; }
+  double longShareOf(double short_share) const override {
+    return phoenixKindLongShare(long_work_, short_share);
+  }
+  Millis shortShareHalfLife() const override { return kPhoenixShortShareHalfLife; }
 
  private:
   Millis bypass_bound_;
@@ -130,6 +168,10 @@ class PhoenixNoCrvOrderingPolicy final : public QueueOrderingPolicy,
   Millis bypassBound() const { return bypass_bound_; }
   Millis longTask() const override { return long_work_.long_task; }
   double longShare() const override { return long_work_.long_share; }
+  double longShareOf(double short_share) const override {
+    return phoenixKindLongShare(long_work_, short_share);
+  }
+  Millis shortShareHalfLife() const override { return kPhoenixShortShareHalfLife; }
 
  private:
   Millis bypass_bound_;

@@ -149,6 +149,11 @@ void addSetupFlags(CLI::App* c, PhoenixSetupFlags& f) {
                 "phoenix, phoenix-no-crv: share of a scarce constraint kind's vcores long work "
                 "may hold (1: no cap)")
       ->capture_default_str();
+  c->add_option("--phoenix-reserve-factor", f.phoenix_long.reserve_factor,
+                "phoenix, phoenix-no-crv: a scarce kind's reserve from long work is this many "
+                "times short work's share of the work granted on the kind, at most 1 - "
+                "--phoenix-long-share (0: always 1 - --phoenix-long-share)")
+      ->capture_default_str();
   c->add_option("--phoenix-long-task-s", f.phoenix_long_task_s,
                 "phoenix, phoenix-no-crv: expected task duration above which work is long "
                 "(0: no cap; trace mixes default to the trace's short/long cutoff)");
@@ -186,6 +191,8 @@ Status resolveSetup(PhoenixSetupFlags& f) {
   if (f.repair_passes < 0) return invalidArgument("--repair-passes", "must be >= 0");
   if (!(f.phoenix_long.long_share > 0 && f.phoenix_long.long_share <= 1))
     return invalidArgument("--phoenix-long-share", "must be in (0, 1]");
+  if (!(f.phoenix_long.reserve_factor >= 0 && std::isfinite(f.phoenix_long.reserve_factor)))
+    return invalidArgument("--phoenix-reserve-factor", "must be a number >= 0");
   if (!(f.phoenix_long_task_s >= 0))
     return invalidArgument("--phoenix-long-task-s", "must be >= 0");
   f.phoenix_long.long_task =

@@ -209,16 +209,19 @@ TEST(QueuePoliciesTest, CarbyneDeclineAndCountKeysReachThePolicy) {
   }
 }
 
-// scheduler.phoenix.long-task and long-share reach every phoenix leaf's
-// long-work cap; their defaults are the policy's (cap off, share 0.9); a
-// share of 0 is refused naming the key.
+// scheduler.phoenix.long-task, long-share and reserve-factor reach every
+// phoenix leaf's long-work cap; their defaults are the policy's (cap off,
+// share 0.9, factor 3); a share of 0 and a negative factor are refused
+// naming the key.
 TEST(QueuePoliciesTest, PhoenixLongWorkKeysReachThePolicy) {
   EXPECT_EQ(PhoenixRmOptions{}.long_task, sched::PhoenixLongWork{}.long_task);
   EXPECT_DOUBLE_EQ(PhoenixRmOptions{}.long_share, sched::PhoenixLongWork{}.long_share);
+  EXPECT_DOUBLE_EQ(PhoenixRmOptions{}.reserve_factor, sched::PhoenixLongWork{}.reserve_factor);
   auto set = loadRm(
       "scheduler.policy: {root.default: phoenix}\n"
       "scheduler.phoenix.long-task: 90s\n"
-      "scheduler.phoenix.long-share: 0.8\n");
+      "scheduler.phoenix.long-share: 0.8\n"
+      "scheduler.phoenix.reserve-factor: 2\n");
   ASSERT_TRUE(set.isOk()) << set.status().toString();
   RuntimeOptions o;
   ASSERT_TRUE(
@@ -229,6 +232,14 @@ TEST(QueuePoliciesTest, PhoenixLongWorkKeysReachThePolicy) {
   ASSERT_NE(cap, nullptr);
   EXPECT_EQ(cap->longTask(), Millis(90000));
   EXPECT_DOUBLE_EQ(cap->longShare(), 0.8);
+  EXPECT_DOUBLE_EQ(cap->longShareOf(0.05), 0.9);  // 1 - 2 x 0.05
+  auto negative = loadRm("scheduler.phoenix.reserve-factor: -1\n");
+  EXPECT_FALSE(negative.isOk());
+  if (!negative.isOk()) {
+    EXPECT_NE(negative.status().message().find("scheduler.phoenix.reserve-factor"),
+              std::string::npos)
+        << negative.status().message();
+  }
   auto zero = loadRm("scheduler.phoenix.long-share: 0\n");
   ASSERT_TRUE(zero.isOk()) << zero.status().toString();
   Status st = resolveQueuePolicies({}, {"root.default"}, zero->carbyne, &o, zero->phoenix);

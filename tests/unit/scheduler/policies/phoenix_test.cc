@@ -329,11 +329,13 @@ TEST(PolicyFactoryTest, PhoenixTakesItsLongWorkSettings) {
   EXPECT_EQ(cap->longTask(), Millis(0));
   EXPECT_DOUBLE_EQ(cap->longShare(), kPhoenixLongShare);
   PolicySettings set;
-  set.phoenix = {Millis(90000), 0.8};
+  EXPECT_DOUBLE_EQ(cap->longShareOf(0.01), 1 - kPhoenixReserveFactor * 0.01);
+  set.phoenix = {Millis(90000), 0.8, 2.0};
   auto p = makeOrderingPolicy("phoenix", "f", set);
   ASSERT_TRUE(p.isOk());
   EXPECT_EQ(extensionPoints(**p).long_cap->longTask(), Millis(90000));
   EXPECT_DOUBLE_EQ(extensionPoints(**p).long_cap->longShare(), 0.8);
+  EXPECT_DOUBLE_EQ(extensionPoints(**p).long_cap->longShareOf(0.05), 0.9);
 }
 
 // The long work of a scarce kind (a hard constraint fewer than half of the
@@ -389,6 +391,99 @@ TEST(CrvTest, LongWorkHoldsAtMostItsShareOfScarceKinds) {
   crv.removeNode(NodeId("cpu1"));
   EXPECT_EQ(crv.kinds()[2].long_vcores, 0);
   EXPECT_EQ(crv.kinds()[2].vcores, 8);
+}
+
+// A kind's short share of the work granted to asks requiring it: unknown
+// until the grants span one half-life, then short / (short + long) with each
+// count halved per half-life since it was added; soft constraints and kinds
+// never asked for count nothing. mayHoldLong with a share per kind hands
+// each scarce kind its own short share.
+TEST(CrvTest, ShortShareOfGrantedWorkDecaysAndWaitsOneHalfLife) {
+  ConstraintResourceVector crv;
+  auto* gpu = crv.addNode(NodeId("gpu"), {{"gpu", "yes"}}, 8);
+  for (const char* n : {"cpu1", "cpu2", "cpu3"}) crv.addNode(NodeId(n), {}, 8);
+  const auto g = hard("gpu", {"yes"});
+  const Millis h(1000);
+  crv.workGranted({g}, 100, false, kT0, h);  // kind not asked for yet: nothing
+  crv.changeDemand({g}, 1, Millis(5000), 1);
+  ASSERT_EQ(crv.kinds().size(), 1u);
+  EXPECT_DOUBLE_EQ(crv.kinds()[0].short_share, -1);
+  PlacementConstraint soft = g;
+  soft.hard = false;
+  crv.workGranted({soft}, 100, false, kT0, h);
+  EXPECT_DOUBLE_EQ(crv.kinds()[0].short_share, -1);
+  crv.workGranted({g}, 100, false, kT0, h);
+  crv.workGranted({g}, 100, true, kT0, h);
+  EXPECT_DOUBLE_EQ(crv.kinds()[0].short_share, -1);  // spans 0 < one half-life
+  crv.workGranted({g}, 100, true, kT0 + Millis(999), h);
+  EXPECT_DOUBLE_EQ(crv.kinds()[0].short_share, -1);
+  crv.workGranted({g}, 0, true, kT0 + h, h);
+  // 100 short and 100 + 100 long at t0 + 999 ms, each decayed to t0 + 1 s.
+  const double d = std::exp2(-1.0 / 1000);
+  EXPECT_NEAR(crv.kinds()[0].short_share, 50.0 / (50.0 + 50.0 + 100.0 * d), 1e-9);
+  crv.workGranted({g}, 200, false, kT0 + 2 * h, h);
+  const double sh = 25 + 200, lo = (50 + 100 * d) / 2;
+  EXPECT_NEAR(crv.kinds()[0].short_share, sh / (sh + lo), 1e-9);
+  // 8 vcores; no long work held: share_of gets the kind's short share.
+  double seen = -2;
+  auto share_of = [&seen](double s) {
+    seen = s;
+    return s > 0.5 ? 0.25 : 1.0;
+  };
+  EXPECT_TRUE(crv.mayHoldLong(gpu, 2, share_of));
+  EXPECT_NEAR(seen, sh / (sh + lo), 1e-9);
+  EXPECT_FALSE(crv.mayHoldLong(gpu, 3, share_of));
+}
+
+// The share long work may hold of a kind: 1 - reserve_factor x the short
+// share, never below long_share nor above 1; long_share while the share is
+// unknown or with reserve_factor 0 (the fixed cap).
+TEST(PhoenixPolicyTest, KindLongShareFollowsShortShare) {
+  const PhoenixLongWork lw{Millis(60000), 0.9, 3.0};
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare(lw, -1), 0.9);
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare(lw, 0), 1.0);
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare(lw, 0.02), 0.94);
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare(lw, 0.04), 0.9);  // 0.88 below long_share
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare(lw, 0.5), 0.9);
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare({Millis(60000), 0.9, 0.0}, 0.0), 0.9);
+  EXPECT_DOUBLE_EQ(phoenixKindLongShare({Millis(60000), 0.5, 10.0}, 0.02), 0.8);
+  const PhoenixOrderingPolicy p(kPhoenixBypassBound, lw);
+  EXPECT_DOUBLE_EQ(p.longShareOf(0.02), 0.94);
+  EXPECT_EQ(p.shortShareHalfLife(), kPhoenixShortShareHalfLife);
+  const PhoenixNoCrvOrderingPolicy q(kPhoenixBypassBound, lw);
+  EXPECT_DOUBLE_EQ(q.longShareOf(0.02), 0.94);
+}
+
+// The scheduler core sizes a kind's reserve by its granted work: the gpu
+// kind (2 of 5 nodes, 8 vcores) first keeps half of its vcores from long
+// work (long_share 0.5; the short share is unknown for one half-life), then,
+// its granted work being almost all long, lets long work take all but what
+// the short share reserves (reserve_factor 3: about 99% of the kind, 7 of 8
+// vcores); with reserve_factor 0 it keeps half all along.
+TEST(SchedulerPhoenixTest, KindWhoseWorkIsMostlyLongKeepsLittleFromLongWork) {
+  for (double factor : {0.0, 3.0}) {
+    const PhoenixLongWork lw{Millis(60000), 0.5, factor};
+    auto s = make(std::make_shared<PhoenixOrderingPolicy>(kPhoenixBypassBound, lw));
+    for (const char* n : {"gpu", "gpu2"})
+      ASSERT_TRUE(s->addNode(NodeId(n), Resource(8192, 4), {{"gpu", "yes"}}).isOk());
+    for (const char* n : {"cpu1", "cpu2", "cpu3"})
+      ASSERT_TRUE(s->addNode(NodeId(n), Resource(8192, 4), {}).isOk());
+    for (const char* app : {"longgpu", "short"})
+      ASSERT_TRUE(s->addApp(AppId(app), UserId("u"), QueueRef::adhoc("root.default")).isOk());
+    ASSERT_TRUE(
+        s->updateAsks(AppId("longgpu"), {job(20, Millis(3 * 3600 * 1000), {hard("gpu", {"yes"})})})
+            .isOk());
+    EXPECT_EQ(grantOrder(*s, "gpu", kT0).size(), 4u) << factor;
+    EXPECT_TRUE(grantOrder(*s, "gpu2", kT0 + Millis(1000)).empty()) << factor;
+    ASSERT_TRUE(
+        s->updateAsks(AppId("short"), {job(1, Millis(5000), {hard("gpu", {"yes"})})}).isOk());
+    const auto later = grantOrder(*s, "gpu2", kT0 + kPhoenixShortShareHalfLife);
+    if (factor == 0) {
+      EXPECT_EQ(later, (std::vector<std::string>{"short"}));
+    } else {
+      EXPECT_EQ(later, (std::vector<std::string>{"short", "longgpu", "longgpu", "longgpu"}));
+    }
+  }
 }
 
 // The scheduler core under phoenix with the long-work cap: long work
