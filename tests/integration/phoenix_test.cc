@@ -62,7 +62,7 @@ class PhoenixIT : public ClusterTest {
 
 // A short job that needs the aarch64 node, submitted behind two long jobs
 // (64 tasks of 2 s each on 5 vcores) that keep every slot busy, finishes
-// while the first long job still runs (under FIFO its AM and task would wait
+// while the long job that started first still runs (under FIFO its AM and task would wait
 // for every task of both long jobs to be placed);
 // an ask no node can meet shows a pending reason in `app status`; node
 // attributes are listed by `cluster status`.
@@ -73,7 +73,23 @@ TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
 
   std::string l1 = submit(longJob("long-1"));
   std::string l2 = submit(longJob("long-2"));
-  ASSERT_TRUE(waitRunning(l1, 2, 20s)) << rm_.log();
+  // Whichever long job's AM asks first runs first (Phoenix keeps a started
+  // long job ahead of a fresh one of equal work), so "the first" is the one
+  // that has containers running, not the one submitted first.
+  std::string first;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (const std::string& id : {l1, l2}) {
+          nlohmann::json a = app(id);
+          if (!a.is_discarded() && a["running_containers"].get<double>() >= 2) {
+            first = id;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s))
+      << rm_.log();
   std::string s = submit(
       "name: short-arm\n"
       "stages:\n"
@@ -85,7 +101,7 @@ TEST_F(PhoenixIT, ConstrainedShortJobOvertakesLongQueue) {
       "    constraints: [{key: isa, values: [aarch64], hard: true}]\n");
   ASSERT_TRUE(waitFinal(s, 20s)) << rm_.log();
   EXPECT_EQ(app(s)["state"], "FINISHED");
-  EXPECT_EQ(app(l1)["state"], "RUNNING") << "the short job did not overtake long-1";
+  EXPECT_EQ(app(first)["state"], "RUNNING") << "the short job did not overtake " << first;
 
   // Admission control: nothing has isa sparc, so the app says why it waits.
   std::string u = submit(
