@@ -176,13 +176,7 @@ void ConstraintResourceVector::longHeldChanged(NodeSlot* node, int64_t delta) {
 
 bool ConstraintResourceVector::mayHoldLong(const NodeSlot* node, int64_t vcores,
                                            double share) const {
-  if (node == nullptr) return true;
-  for (const Kind* k : node->kinds) {
-    if (scarce(*k) &&
-        static_cast<double>(k->long_vcores + vcores) > share * static_cast<double>(k->vcores))
-      return false;
-  }
-  return true;
+  return mayHoldLong(node, vcores, [share](double) { return share; });
 }
 
 std::vector<ConstraintResourceVector::KindEntry> ConstraintResourceVector::kinds() const {
