@@ -531,13 +531,81 @@ struct OpenStarved {
 
 constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
 
+// The open starved reservations of Impl::walkWhether (OpenStarved, by
+// their places in its list) grouped by shape. Offered a node's room in
+// order, a reservation takes containers only while it is the first open one
+// of its shape (its group's head): the head takes all that fit or all it has
+// left, so a later one of the same shape finds room below the shape unless
+// the head closed. A node's placements are therefore the heads', taken in
+// the order of their places among those that still fit, a closed head
+// replaced by the next of its group where that one stands: the same
+// placements as offering the node every open reservation in order, in
+// O(groups x (groups + closed)) instead of O(open reservations) (at 50,000
+// nodes thousands of reservations are starved at once, of a few shapes).
+// Only a head ever has its count changed, so every member from the head on
+// has containers uncovered.
+struct OpenGroups {
+  struct Group {
+    int64_t mem, vc;
+    double inv_mem, inv_vc;  // 1 / mem, 1 / vc (floorDiv)
+    uint32_t head, end;      // members[head, end): its open reservations' places, increasing
+  };
+  std::vector<Group> groups;
+  std::vector<uint32_t> members;  // places in the open list, group by group
+  // The groups with a head, by the head's place, and their least memory and
+  // vcores (a room below either fits none of them).
+  std::vector<uint32_t> order;
+  int64_t low_mem = 0, low_vc = 0;
+  std::vector<std::tuple<int64_t, int64_t, uint32_t>> by_shape;  // scratch of build
+
+  uint32_t headPlace(uint32_t g) const { return members[groups[g].head]; }
+
+  // Groups `open` (every count above 0). O(open log open).
+  void build(const std::vector<OpenStarved>& open) {
+    by_shape.clear();
+    for (size_t i = 0; i < open.size(); i++)
+      by_shape.emplace_back(open[i].mem, open[i].vc, static_cast<uint32_t>(i));
+    std::sort(by_shape.begin(), by_shape.end());
+    groups.clear();
+    members.clear();
+    for (const auto& [mem, vc, at] : by_shape) {
+      const auto n = static_cast<uint32_t>(members.size());
+      if (groups.empty() || groups.back().mem != mem || groups.back().vc != vc)
+        groups.push_back({mem, vc, open[at].inv_mem, open[at].inv_vc, n, n});
+      members.push_back(at);
+      groups.back().end = n + 1;
+    }
+    reorder(open);
+  }
+
+  // Moves each group's head past its reservations with nothing left and
+  // orders the groups that still have one. O(groups log groups + closed).
+  void reorder(const std::vector<OpenStarved>& open) {
+    order.clear();
+    for (size_t g = 0; g < groups.size(); g++) {
+      Group& gr = groups[g];
+      while (gr.head < gr.end && open[members[gr.head]].left == 0) gr.head++;
+      if (gr.head < gr.end) order.push_back(static_cast<uint32_t>(g));
+    }
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return headPlace(a) < headPlace(b); });
+    if (order.empty()) return;
+    low_mem = groups[order.front()].mem;
+    low_vc = groups[order.front()].vc;
+    for (uint32_t g : order) {
+      low_mem = std::min(low_mem, groups[g].mem);
+      low_vc = std::min(low_vc, groups[g].vc);
+    }
+  }
+};
+
 // What Impl::walkWhether places in one word of 64 node slots (or one block
-// of 8) when no open starved container runs out there: per open starved
-// reservation (by its place in the open shapes), the containers the unit's
-// rooms take with every count taken as unbounded (`d`), and their sum. A
-// function of the open reservations' shapes in order (`shapes`: their
-// ShapeLists id) and of the word's bits and rooms (RoomSlots::stamp): valid
-// while both are the same.
+// of 8) when no open starved container runs out there: per group of open
+// starved reservations of one shape (OpenGroups, by its place in the
+// groups' order), the containers the unit's rooms take from its head with
+// every count taken as unbounded (`d`), and their sum. A function of the
+// groups' shapes in order (`shapes`: their ShapeLists id) and of the word's
+// bits and rooms (RoomSlots::stamp): valid while both are the same.
 struct WordPlace {
   uint64_t shapes = 0;
   uint64_t stamp = 0;  // 0: empty (RoomSlots stamps from 1)
@@ -833,8 +901,9 @@ struct Scheduler::Impl {
   std::vector<Reservation*> victim_owners;     // scratch of selectVictims
   std::vector<Node*> victim_nodes;             // scratch of selectVictims
   mutable std::vector<Starved> starved;        // scratch of cover and selectVictims
-  mutable std::vector<Starved*> open_starved;  // scratch of cover: those with containers uncovered
   mutable std::vector<OpenStarved> walk_open;  // scratch of walkWhether
+  mutable OpenGroups open_groups;              // scratch of walkWhether: walk_open by shape
+  mutable std::vector<uint32_t> visit_groups;  // scratch of walkWhether
   // walkWhether's placements per word (kWordPlaces per word, the least
   // recently used replaced), and per block of 8 slots.
   static constexpr size_t kWordPlaces = 4;
@@ -842,8 +911,7 @@ struct Scheduler::Impl {
   mutable std::vector<WordPlace> block_places;
   mutable std::vector<std::pair<int64_t, int64_t>> open_shapes;  // scratch of walkWhether
   mutable ShapeLists shape_lists;                                // ids of open_shapes
-  mutable uint64_t open_shapes_id = 0;  // of walkWhether's open shapes (open_shapes is not kept)
-  mutable std::vector<uint32_t> closed_at;  // scratch of walkWhether
+  mutable uint64_t open_shapes_id = 0;  // of open_groups' heads' shapes in order (not kept)
   mutable uint64_t place_clock = 0;
   mutable RoomSlots room_slots;      // nodes cover may place on (RoomSlots)
   mutable uint64_t cover_epoch = 0;  // one per cover pass (slot_rem_epoch)
@@ -2472,12 +2540,13 @@ struct Scheduler::Impl {
   // so only the nodes of room_slots are visited; the others' room left
   // (slot_rem) is taken as free + noticed when selectVictims first touches
   // them (slot_rem_epoch). When every shape has both, a node is offered only
-  // the reservations with containers still uncovered (open_starved, in order:
-  // the same placements as placeStarved's walk over all of them), and none
-  // once its room is below their least memory or least vcores (a walk over
-  // every starved reservation at every node led the simulator's profile at
-  // 5,000 nodes); a node whose room is below that least shape is not visited
-  // at all. The rooms are read from slot_room, not from the nodes.
+  // the first reservation of each shape with containers still uncovered
+  // (placeHeads: the same placements as placeStarved's walk over all of
+  // them; a walk over every starved reservation at every node led the
+  // simulator's profile at 5,000 nodes, and one over the open ones at
+  // 50,000), and none once its room is below their least memory or least
+  // vcores; a node whose room is below that least shape is not visited at
+  // all. The rooms are read from slot_room, not from the nodes.
   // A walk that covered everything is remembered (CoverMemo): the next call
   // with the same starved containers, no room changed up to the slot where
   // that walk ended and `without` beyond it gives the same 0 without a walk
@@ -2487,8 +2556,10 @@ struct Scheduler::Impl {
   // reads) is not: a count of the rooms too small for the starved containers
   // (shortByCount) answers `uncovered` without the walk, and the answer is
   // remembered for the same starved containers, rooms and left-out room
-  // (RecheckMemo). O(nodes with room x open reservations + nodes / 64),
-  // O(starved reservations) when remembered or counted.
+  // (RecheckMemo). O(nodes with room x shapes^2 + closed reservations x
+  // shapes + starved reservations x log + nodes / 64) with `shapes` the
+  // distinct open shapes, O(starved reservations) when remembered or
+  // counted.
   // With `after_kill` (only_whether), the last call was a stillNeeded's
   // that found containers uncovered (so it set RecheckMemo) and only kills
   // happened since: they change neither the rooms nor what the starved
@@ -2555,19 +2626,8 @@ struct Scheduler::Impl {
       return uncovered;
     }
     if (only_whether) return walkWhether(uncovered, without, without_slot);
-    std::vector<Starved*>& open = open_starved;
-    open.clear();
-    for (Starved& st : starved) {
-      if (st.uncovered > 0) open.push_back(&st);
-    }
-    // The least memory and the least vcores of the open shapes: a room below
-    // either fits none of them.
-    Resource low;
-    auto lowOfOpen = [&] {
-      low = open.front()->shape;
-      for (const Starved* st : open) low = Resource::min(low, st->shape);
-    };
-    lowOfOpen();
+    std::vector<OpenStarved>& open = openByShape();
+    OpenGroups& og = open_groups;
     size_t last = 0;  // the slot where the walk ended
     room_slots.forEach([&](size_t slot) {
       const Resource& room = slot_room[slot];
@@ -2577,58 +2637,70 @@ struct Scheduler::Impl {
       }
       // A room below the least open shape takes nothing: not visited (its
       // slot_rem is read as free + noticed by take(), as setRem would set it).
-      if (slot != without_slot &&
-          (room.memoryMib() < low.memoryMib() || room.vcores() < low.vcores()))
+      if (slot != without_slot && (room.memoryMib() < og.low_mem || room.vcores() < og.low_vc))
         return true;
       Resource& rem = setRem(slot);
-      bool closed = false;
-      for (Starved* st : open) {
-        if (rem.memoryMib() < low.memoryMib() || rem.vcores() < low.vcores()) break;
-        if (!fitsOne(rem, st->shape)) continue;
-        const int64_t k = std::min(st->uncovered, fitCount(rem, st->shape));
-        rem -= st->shape * k;
-        st->uncovered -= k;
-        uncovered -= k;
-        closed = closed || st->uncovered == 0;
-      }
+      int64_t mem = rem.memoryMib(), vc = rem.vcores();
+      const bool closed =
+          mem >= og.low_mem && vc >= og.low_vc && placeHeads(mem, vc, open, uncovered);
+      rem = Resource(mem, vc);
       if (uncovered <= 0) {
         last = slot;
         return false;
       }
-      if (closed) {
-        open.erase(std::remove_if(open.begin(), open.end(),
-                                  [](const Starved* st) { return st->uncovered == 0; }),
-                   open.end());
-        lowOfOpen();
-      }
+      if (closed) og.reorder(open);
       return true;
     });
+    for (const OpenStarved& o : open) o.st->uncovered = o.left;
     cover_memo.valid = uncovered <= 0 && without_slot > last;
     cover_memo.end = last;
     return uncovered;
   }
 
-  // coverFrom's walk when only whether it leaves containers uncovered is
-  // meant (every starved shape has memory and vcores): the same placements
-  // node by node, on memory and vcores held as plain counts (a starved
-  // container is placed by those two only), without the room left of the
-  // nodes (slot_rem, which only selectVictims reads after a cover that is
-  // not only_whether). Spends `starved` and remembers the walk
-  // (cover_memo) as coverFrom does.
-  // A word of 64 slots is taken whole from its WordPlace when every open
-  // reservation has at least its `d` there left and some container stays
-  // open after it: then no count runs out inside the word, so each node
-  // places what it would with the counts unbounded, and the word places
-  // exactly `d` (by induction over the nodes in slot order and the
-  // reservations in order). A word where a count runs out is taken by its
-  // blocks of 8 slots the same way; the word of `without` and a block where
-  // a count runs out are walked node by node. A re-check keeps its notice
-  // when the walk runs to the end, and between two re-checks few words
-  // change: the others cost O(open reservations) instead of a visit of each
-  // node.
-  int64_t walkWhether(int64_t uncovered, const Container* without, size_t without_slot) const {
-    using Open = OpenStarved;
-    std::vector<Open>& open = walk_open;
+  // Places the open starved containers (`open`, grouped in open_groups) in
+  // a node's room of `mem` MiB and `vc` vcores, as offering every open
+  // reservation in order would (OpenGroups): the heads that fit, by place,
+  // each taking as many as fit or all it has left. Takes what it places off
+  // the room, the heads' counts and `uncovered`; a closed head is replaced
+  // by the next of its group, the order of the groups is left as it was
+  // (OpenGroups::reorder). Returns whether a head closed. O(groups x
+  // (groups + closed)).
+  bool placeHeads(int64_t& mem, int64_t& vc, std::vector<OpenStarved>& open,
+                  int64_t& uncovered) const {
+    OpenGroups& og = open_groups;
+    std::vector<uint32_t>& fits = visit_groups;
+    fits.clear();
+    for (uint32_t g : og.order) {
+      if (mem >= og.groups[g].mem && vc >= og.groups[g].vc) fits.push_back(g);
+    }
+    bool closed = false;
+    for (;;) {
+      // The head with the least place among the groups that still fit.
+      OpenGroups::Group* best = nullptr;
+      for (uint32_t g : fits) {
+        OpenGroups::Group& gr = og.groups[g];
+        if (gr.head == gr.end || mem < gr.mem || vc < gr.vc) continue;
+        if (best == nullptr || og.members[gr.head] < og.members[best->head]) best = &gr;
+      }
+      if (best == nullptr) return closed;
+      OpenStarved& o = open[og.members[best->head]];
+      const int64_t k = std::min(o.left, std::min(floorDiv(mem, best->mem, best->inv_mem),
+                                                  floorDiv(vc, best->vc, best->inv_vc)));
+      mem -= best->mem * k;
+      vc -= best->vc * k;
+      o.left -= k;
+      uncovered -= k;
+      if (o.left == 0) {
+        best->head++;  // the next member has containers uncovered
+        closed = true;
+      }
+    }
+  }
+
+  // The open starved reservations (walk_open), from `starved`, grouped by
+  // shape (open_groups); every starved shape has memory and vcores.
+  std::vector<OpenStarved>& openByShape() const {
+    std::vector<OpenStarved>& open = walk_open;
     open.clear();
     for (Starved& st : starved) {
       if (st.uncovered > 0) {
@@ -2637,28 +2709,42 @@ struct Scheduler::Impl {
                         1.0 / static_cast<double>(vc), &st});
       }
     }
-    int64_t low_mem = 0, low_vc = 0;
-    auto lowOfOpen = [&] {
-      low_mem = open.front().mem;
-      low_vc = open.front().vc;
-      for (const Open& o : open) {
-        low_mem = std::min(low_mem, o.mem);
-        low_vc = std::min(low_vc, o.vc);
-      }
-    };
-    auto makeShapes = [&]() -> const ShapeLists::List& {
+    open_groups.build(open);
+    return open;
+  }
+
+  // coverFrom's walk when only whether it leaves containers uncovered is
+  // meant (every starved shape has memory and vcores): the same placements
+  // node by node, on memory and vcores held as plain counts (a starved
+  // container is placed by those two only), without the room left of the
+  // nodes (slot_rem, which only selectVictims reads after a cover that is
+  // not only_whether), the open reservations offered by shape (OpenGroups).
+  // Spends `starved` and remembers the walk (cover_memo) as coverFrom does.
+  // A word of 64 slots is taken whole from its WordPlace when every group's
+  // head has at least its `d` there left and some container stays open
+  // after it: then no count runs out inside the word, so each node places
+  // what it would with the counts unbounded, and the word places exactly
+  // `d` (by induction over the nodes in slot order and the heads in order).
+  // A word where a count runs out is taken by its blocks of 8 slots the
+  // same way; the word of `without` and a block where a count runs out are
+  // walked node by node. A re-check keeps its notice when the walk runs to
+  // the end, and between two re-checks few words change: the others cost
+  // O(groups) instead of a visit of each node.
+  int64_t walkWhether(int64_t uncovered, const Container* without, size_t without_slot) const {
+    using Open = OpenStarved;
+    std::vector<Open>& open = openByShape();
+    OpenGroups& og = open_groups;
+    auto shapesId = [&] {
       open_shapes.clear();
-      for (const Open& o : open) open_shapes.emplace_back(o.mem, o.vc);
-      return open_shapes;
+      for (uint32_t g : og.order) open_shapes.emplace_back(og.groups[g].mem, og.groups[g].vc);
+      open_shapes_id = shape_lists.idOf(open_shapes);
     };
-    lowOfOpen();
-    open_shapes_id = shape_lists.idOf(makeShapes());
-    // Drops the open reservations just closed; the open list's id follows
-    // from the one before and the positions closed (ShapeLists::idWithout).
+    shapesId();
+    // After reservations closed: the heads moved, so the order, the least
+    // shape and the order's id.
     auto close = [&] {
-      closeSpent(open, closed_at);
-      lowOfOpen();
-      open_shapes_id = shape_lists.idWithout(open_shapes_id, closed_at, makeShapes);
+      og.reorder(open);
+      shapesId();
     };
     const int64_t without_mem = without != nullptr ? without->resource.memoryMib() : 0;
     const int64_t without_vc = without != nullptr ? without->resource.vcores() : 0;
@@ -2674,21 +2760,9 @@ struct Scheduler::Impl {
       if (slot == without_slot) {
         mem -= without_mem;
         vc -= without_vc;
-      } else if (mem < low_mem || vc < low_vc) {
-        return true;
       }
-      bool closed = false;
-      for (Open& o : open) {
-        if (mem < low_mem || vc < low_vc) break;
-        if (mem < o.mem || vc < o.vc || o.left == 0) continue;
-        const int64_t k = std::min(
-            o.left, std::min(floorDiv(mem, o.mem, o.inv_mem), floorDiv(vc, o.vc, o.inv_vc)));
-        mem -= o.mem * k;
-        vc -= o.vc * k;
-        o.left -= k;
-        uncovered -= k;
-        closed = closed || o.left == 0;
-      }
+      if (mem < og.low_mem || vc < og.low_vc) return true;
+      const bool closed = placeHeads(mem, vc, open, uncovered);
       if (uncovered <= 0) {
         last = slot;
         return false;
@@ -2700,13 +2774,14 @@ struct Scheduler::Impl {
     // (and takes them).
     auto takeWhole = [&](const WordPlace& p) {
       if (p.total >= uncovered) return false;
-      for (size_t i = 0; i < open.size(); i++) {
-        if (open[i].left < p.d[i]) return false;
+      for (size_t i = 0; i < og.order.size(); i++) {
+        if (open[og.headPlace(og.order[i])].left < p.d[i]) return false;
       }
       bool closed = false;
-      for (size_t i = 0; i < open.size(); i++) {
-        open[i].left -= p.d[i];
-        closed = closed || open[i].left == 0;
+      for (size_t i = 0; i < og.order.size(); i++) {
+        Open& o = open[og.headPlace(og.order[i])];
+        o.left -= p.d[i];
+        closed = closed || o.left == 0;
       }
       uncovered -= p.total;
       if (closed) close();
@@ -2717,12 +2792,12 @@ struct Scheduler::Impl {
     for (size_t w = 0; w < room_slots.numWords() && more; w++) {
       if (room_slots.word(w) == 0) continue;
       if (w != without_word) {
-        if (takeWhole(unitPlace(w, 64, open))) continue;
+        if (takeWhole(unitPlace(w, 64))) continue;
         // A count runs out in this word: its blocks of 8 slots, walked node
         // by node only where one runs out.
         for (size_t b = 0; b < 8 && more; b++) {
           const uint64_t bits = (room_slots.word(w) >> (8 * b)) & 0xff;
-          if (bits == 0 || takeWhole(unitPlace(w * 8 + b, 8, open))) continue;
+          if (bits == 0 || takeWhole(unitPlace(w * 8 + b, 8))) continue;
           for (uint64_t left = bits; left != 0 && more; left &= left - 1)
             more = visit(w * 64 + 8 * b + static_cast<size_t>(__builtin_ctzll(left)));
         }
@@ -2737,28 +2812,14 @@ struct Scheduler::Impl {
     return uncovered;
   }
 
-  // Drops the open reservations of walkWhether whose containers are all
-  // placed (their Starved count set to 0); `closed_at` gets their positions
-  // in `open` before, increasing.
-  static void closeSpent(std::vector<OpenStarved>& open, std::vector<uint32_t>& closed_at) {
-    closed_at.clear();
-    for (size_t i = 0; i < open.size(); i++) {
-      if (open[i].left == 0) closed_at.push_back(static_cast<uint32_t>(i));
-    }
-    open.erase(std::remove_if(open.begin(), open.end(),
-                              [](const OpenStarved& o) {
-                                if (o.left == 0) o.st->uncovered = 0;
-                                return o.left == 0;
-                              }),
-               open.end());
-  }
-
   // The WordPlace of unit `u` of `size` slots (64: word u; 8: block u % 8
-  // of word u / 8) for the open reservations `open` (the id of their list
-  // of shapes in open_shapes_id), counted now (O(the unit's set slots x open)) unless
-  // remembered. Counting resets the bits of slots without room, as the walk
-  // does.
-  const WordPlace& unitPlace(size_t u, size_t size, const std::vector<OpenStarved>& open) const {
+  // of word u / 8) for the heads of open_groups in their order (the id of
+  // their list of shapes in open_shapes_id), counted now (O(the unit's set
+  // slots x groups)) unless remembered: a reservation after its group's
+  // head places nothing with the counts unbounded (the head leaves room
+  // below their shape). Counting resets the bits of slots without room, as
+  // the walk does.
+  const WordPlace& unitPlace(size_t u, size_t size) const {
     const size_t w = size == 64 ? u : u / 8;
     std::vector<WordPlace>& cache = size == 64 ? word_places : block_places;
     if (cache.size() < room_slots.numWords() * (64 / size) * kWordPlaces)
@@ -2773,11 +2834,12 @@ struct Scheduler::Impl {
       }
       if (p->last_used < use->last_used) use = p;
     }
+    const OpenGroups& og = open_groups;
     use->shapes = open_shapes_id;
     use->stamp = stamp;
     use->last_used = ++place_clock;
     use->total = 0;
-    use->d.assign(open.size(), 0);
+    use->d.assign(og.order.size(), 0);
     const size_t base = u * size;
     const uint64_t bits =
         size == 64 ? room_slots.word(w) : (room_slots.word(w) >> (base % 64)) & 0xff;
@@ -2789,12 +2851,12 @@ struct Scheduler::Impl {
         room_slots.reset(slot);
         continue;
       }
-      for (size_t i = 0; i < open.size(); i++) {
-        const OpenStarved& o = open[i];
-        if (mem < o.mem || vc < o.vc) continue;
-        const int64_t k = std::min(floorDiv(mem, o.mem, o.inv_mem), floorDiv(vc, o.vc, o.inv_vc));
-        mem -= o.mem * k;
-        vc -= o.vc * k;
+      for (size_t i = 0; i < og.order.size(); i++) {
+        const OpenGroups::Group& g = og.groups[og.order[i]];
+        if (mem < g.mem || vc < g.vc) continue;
+        const int64_t k = std::min(floorDiv(mem, g.mem, g.inv_mem), floorDiv(vc, g.vc, g.inv_vc));
+        mem -= g.mem * k;
+        vc -= g.vc * k;
         use->d[i] += k;
         use->total += k;
       }

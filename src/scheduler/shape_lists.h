@@ -11,12 +11,10 @@ namespace morpheus::sched {
 // Ids of lists of open shapes (memory, vcores; in order) for the kill
 // re-check walk's remembered placements (Scheduler::Impl's WordPlace): two
 // lists with the same id are equal, so a word's placements are matched by
-// comparing one number instead of the lists (dozens of shapes long at
-// 5,000 nodes, where comparing them costs as much as the rest of the walk's
-// counting). Lists are kept in a table of kLists entries by their hash (a
-// list replaces the one in its entry); an id is never given twice, so a list
-// seen again after it was replaced gets a new one, and placements remembered
-// under the old id are no longer matched. O(list) per lookup.
+// comparing one number instead of the lists. Lists are kept in a table of kLists entries by their
+// hash (a list replaces the one in its entry); an id is never given twice, so a list seen again
+// after it was replaced gets a new one, and placements remembered under the old id are no longer
+// matched. O(list) per lookup.
 class ShapeLists {
  public:
   using List = std::vector<std::pair<int64_t, int64_t>>;
@@ -37,42 +35,13 @@ class ShapeLists {
     return e.id;
   }
 
-  // The id of the list that id `parent` names with its entries at
-  // `closed` (positions in that list, increasing) removed, which is `list`:
-  // remembered per (parent, closed) in a table of kDerived entries by their
-  // hash, so a walk that closes the same reservations of the same list as
-  // an earlier walk takes the id without reading `list`. `make_list()`
-  // gives the list (a const List&) and is called only when the pair is not
-  // remembered (then the id is idOf's). An id names one list, so a pair
-  // names one list too: a remembered pair is never stale. O(closed) when
-  // remembered, O(list) otherwise.
-  template <typename MakeList>
-  uint64_t idWithout(uint64_t parent, const std::vector<uint32_t>& closed, MakeList make_list) {
-    uint64_t h = (1469598103934665603ULL ^ parent) * 1099511628211ULL;  // FNV-1a
-    for (uint32_t i : closed) h = (h ^ i) * 1099511628211ULL;
-    if (derived_.empty()) derived_.resize(kDerived);
-    Derived& d = derived_[h % kDerived];
-    if (d.id != 0 && d.parent == parent && d.closed == closed) return d.id;
-    d.parent = parent;
-    d.closed = closed;
-    d.id = idOf(make_list());
-    return d.id;
-  }
-  static constexpr size_t kDerived = 1024;
-
  private:
   struct Entry {
     uint64_t hash = 0;
     List list;
     uint64_t id = 0;  // 0: empty
   };
-  struct Derived {
-    uint64_t parent = 0;
-    std::vector<uint32_t> closed;
-    uint64_t id = 0;  // 0: empty
-  };
   std::vector<Entry> entries_;
-  std::vector<Derived> derived_;
   uint64_t next_id_ = 0;
 };
 

@@ -230,7 +230,7 @@ class Instance {
   // With `by_slot`, notices are taken by slot (takePreemptionNotices into
   // a vector) and matched to the reference's per app by node and order.
   explicit Instance(uint32_t seed, int min_nodes = 2, int extra_nodes = 4, int scale = 1,
-                    int reservations = 3, bool by_slot = false)
+                    int reservations = 3, bool by_slot = false, int apps = 7)
       : rng_(seed), scale_(scale), by_slot_(by_slot) {
     SchedulerOptions o;
     o.adhoc_queues = {{"root.a", 1.0}, {"root.b", 2.0}};
@@ -245,10 +245,13 @@ class Instance {
       EXPECT_TRUE(s_->addNode(nodes_.back(), kNodeTotal, {}).isOk());
     }
     for (int i = 0; i < reservations; i++) {
-      reservations_.emplace_back("r" + std::to_string(i));
+      // The model takes the reservations in name order as creation order.
+      char name[16];
+      std::snprintf(name, sizeof name, reservations > 10 ? "r%02d" : "r%d", i);
+      reservations_.emplace_back(name);
       setGuarantee(i);
     }
-    for (int i = 0; i < 7; i++) addApp();
+    for (int i = 0; i < apps; i++) addApp();
   }
 
   // One random operation; heartbeats compare the victims with the reference.
@@ -418,8 +421,9 @@ class Instance {
     ASSERT_EQ(kills, want_kills);
     killed_.insert(killed_.end(), kills.begin(), kills.end());
     kills_ += static_cast<int64_t>(kills.size());
-    std::vector<ContainerId> want =
-        referenceVictims(all_, accounts(*s_, all_, model_apps_, nodes_, kNodeTotal));
+    const Accounts now_accounts = accounts(*s_, all_, model_apps_, nodes_, kNodeTotal);
+    max_starved_ = std::max(max_starved_, static_cast<int64_t>(now_accounts.starved.size()));
+    std::vector<ContainerId> want = referenceVictims(all_, now_accounts);
     std::vector<ContainerId> got;
     std::vector<PreemptionNotice> notices;
     if (by_slot_) {
@@ -460,6 +464,7 @@ class Instance {
  public:
   int64_t victims_ = 0;
   int64_t kills_ = 0;
+  int64_t max_starved_ = 0;  // the most starved reservations at one heartbeat
 
  private:
   std::mt19937 rng_;
@@ -525,6 +530,27 @@ TEST(SchedulerPreemptionTest, SameKillsWithManyStarvedShapesOverManyWords) {
     victims += inst.victims_;
     kills += inst.kills_;
   }
+  EXPECT_GT(victims, 200);
+  EXPECT_GT(kills, 50);
+  EXPECT_LT(kills, victims);
+}
+
+// The same with 40 reservations of four shapes and 200 apps on 100 to 129
+// nodes (up to 16 reservations starved at once): the re-check's walk groups the open starved
+// reservations by shape and offers a node only each group's first (OpenGroups), several of one
+// shape closing on one node; it must kill exactly what the reference's
+// walk over every reservation in order kills.
+TEST(SchedulerPreemptionTest, SameKillsWithManyStarvedReservationsOfFewShapes) {
+  int64_t victims = 0, kills = 0, max_starved = 0;
+  for (uint32_t seed = 1; seed <= 6; seed++) {
+    Instance inst(seed, 100, 30, 60, 40, false, 200);
+    for (int i = 0; i < 300 && !::testing::Test::HasFatalFailure(); i++) inst.step(20);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "seed " << seed;
+    victims += inst.victims_;
+    kills += inst.kills_;
+    max_starved = std::max(max_starved, inst.max_starved_);
+  }
+  EXPECT_GT(max_starved, 12);  // many reservations per shape at once
   EXPECT_GT(victims, 200);
   EXPECT_GT(kills, 50);
   EXPECT_LT(kills, victims);

@@ -1329,65 +1329,6 @@ TEST(ShapeListsTest, AnIdNamesOneList) {
   EXPECT_GT(repeats, 40000);  // many lookups find their list's id again
 }
 
-// ShapeLists::idWithout against the plain record of every id given: the id
-// derived from a list's id and the positions closed names that list without
-// them (a remembered pair never gives another list's id), and the same
-// closings of the same list, repeated at once, are answered from the
-// remembered pairs without building the list. Lists of a few random shapes,
-// closings of random positions.
-TEST(ShapeListsTest, ADerivedIdNamesTheListWithoutTheClosed) {
-  std::mt19937 rng(12);
-  ShapeLists lists;
-  std::map<uint64_t, ShapeLists::List> named;
-  auto record = [&](uint64_t id, const ShapeLists::List& list) {
-    return named.emplace(id, list).first->second == list;
-  };
-  int64_t derived = 0, built_again = 0;
-  for (int i = 0; i < 50000; i++) {
-    ShapeLists::List first(1 + rng() % 6);
-    for (auto& [mem, vc] : first) {
-      mem = 1024 * static_cast<int64_t>(1 + rng() % 3);
-      vc = static_cast<int64_t>(1 + rng() % 2);
-    }
-    std::vector<std::vector<uint32_t>> closings;
-    for (size_t size = first.size(); size > 1;) {
-      std::vector<uint32_t> closed;
-      for (uint32_t k = 0; k < size; k++) {
-        if (rng() % 3 == 0 && closed.size() + 1 < size) closed.push_back(k);
-      }
-      size -= closed.size();
-      closings.push_back(std::move(closed));
-    }
-    std::vector<uint64_t> ids;
-    for (int pass = 0; pass < 2; pass++) {
-      ShapeLists::List list = first;
-      uint64_t id = lists.idOf(list);
-      ASSERT_TRUE(record(id, list));
-      for (size_t c = 0; c < closings.size(); c++) {
-        ShapeLists::List rest;
-        for (uint32_t k = 0; k < list.size(); k++) {
-          if (!std::binary_search(closings[c].begin(), closings[c].end(), k))
-            rest.push_back(list[k]);
-        }
-        derived++;
-        id = lists.idWithout(id, closings[c], [&]() -> const ShapeLists::List& {
-          if (pass == 1) built_again++;
-          return rest;
-        });
-        ASSERT_NE(id, 0u);
-        ASSERT_TRUE(record(id, rest)) << "id " << id << " names two lists";
-        if (pass == 0) ids.push_back(id);
-        if (pass == 1 && built_again == 0) {
-          ASSERT_EQ(id, ids[c]);
-        }
-        list = rest;
-      }
-    }
-  }
-  EXPECT_GT(derived, 100000);
-  EXPECT_LT(built_again, derived / 100);  // repeated closings are remembered
-}
-
 // KeyFrontier's walk of a binary min-heap (startAt, passTopOf) against the
 // heap's keys sorted: it gives every entry `wanted` accepts once, in key
 // order, and no other, for random heaps of distinct keys and random
