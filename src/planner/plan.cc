@@ -21,6 +21,37 @@ Plan::Plan(const PlanOptions& options, const Resource& capacity)
   lcm_steps_ = options.lcm.count() / step_ms_;
 }
 
+Plan::Plan(const Plan& other)
+    : options_(other.options_),
+      step_ms_(other.step_ms_),
+      lcm_steps_(other.lcm_steps_),
+      capacity_(other.capacity_),
+      periodic_(other.periodic_),
+      one_off_(other.one_off_),
+      trimmed_before_(other.trimmed_before_),
+      reservations_(other.reservations_) {
+  reindex();
+}
+
+Plan& Plan::operator=(const Plan& other) {
+  if (this == &other) return *this;
+  options_ = other.options_;
+  step_ms_ = other.step_ms_;
+  lcm_steps_ = other.lcm_steps_;
+  capacity_ = other.capacity_;
+  periodic_ = other.periodic_;
+  one_off_ = other.one_off_;
+  trimmed_before_ = other.trimmed_before_;
+  reservations_ = other.reservations_;
+  reindex();
+  return *this;
+}
+
+void Plan::reindex() {
+  by_seq_.clear();
+  for (const auto& [id, r] : reservations_) by_seq_.emplace(std::make_pair(r.accepted_seq, id), &r);
+}
+
 int64_t Plan::stepFloor(TimePoint t) const { return floorDiv(toEpochMs(t), step_ms_); }
 int64_t Plan::stepCeil(TimePoint t) const { return -floorDiv(-toEpochMs(t), step_ms_); }
 
@@ -70,43 +101,54 @@ const PlannedReservation* Plan::find(const ReservationId& id) const {
 
 std::vector<const PlannedReservation*> Plan::reservations() const {
   std::vector<const PlannedReservation*> out;
-  out.reserve(reservations_.size());
-  for (const auto& [id, r] : reservations_) out.push_back(&r);
-  std::sort(out.begin(), out.end(),
-            [](const auto* a, const auto* b) { return a->accepted_seq < b->accepted_seq; });
+  out.reserve(by_seq_.size());
+  for (const auto& [key, r] : by_seq_) out.push_back(r);
   return out;
 }
 
 std::optional<InstanceWindow> Plan::instanceAt(const ReservationId& id, TimePoint t) const {
   const PlannedReservation* r = find(id);
   if (r == nullptr) return std::nullopt;
-  if (r->def.period.count() == 0) return InstanceWindow{0, r->def.arrival, r->def.deadline};
-  int64_t p = r->def.period.count();
-  int64_t k = floorDiv(toEpochMs(t) - toEpochMs(r->def.arrival), p);
-  return InstanceWindow{k, r->def.arrival + Millis(k * p), r->def.deadline + Millis(k * p)};
+  return instanceOf(*r, t);
+}
+
+InstanceWindow Plan::instanceOf(const PlannedReservation& r, TimePoint t) const {
+  if (r.def.period.count() == 0) return InstanceWindow{0, r.def.arrival, r.def.deadline};
+  int64_t p = r.def.period.count();
+  int64_t k = floorDiv(toEpochMs(t) - toEpochMs(r.def.arrival), p);
+  return InstanceWindow{k, r.def.arrival + Millis(k * p), r.def.deadline + Millis(k * p)};
 }
 
 Resource Plan::guaranteedAt(const ReservationId& id, TimePoint t) const {
   const PlannedReservation* r = find(id);
   if (r == nullptr) return Resource();
+  return guaranteedOf(*r, t);
+}
+
+Resource Plan::guaranteedOf(const PlannedReservation& r, TimePoint t) const {
   TimePoint tt = t;
-  if (r->def.period.count() > 0) {
-    int64_t p = r->def.period.count();
-    int64_t k = floorDiv(toEpochMs(t) - toEpochMs(r->def.arrival), p);
+  if (r.def.period.count() > 0) {
+    int64_t p = r.def.period.count();
+    int64_t k = floorDiv(toEpochMs(t) - toEpochMs(r.def.arrival), p);
     tt = t - Millis(k * p);
   }
   Resource g;
-  const auto& allocs = r->placement.allocations;
+  const auto& allocs = r.placement.allocations;
   auto it = std::upper_bound(allocs.begin(), allocs.end(), tt,
                              [](TimePoint v, const AllocationInterval& a) { return v < a.start; });
   if (it != allocs.begin() && tt < std::prev(it)->end) g = std::prev(it)->resource;
-  if (!r->extras.empty()) {
-    int64_t s = stepFloor(t);
-    for (const auto& e : r->extras) {
-      if (e.start_step <= s && s < e.end_step) g += e.resource;
-    }
-  }
+  if (!r.extras.empty()) g += extraOf(r, t);
   return g;
+}
+
+Resource Plan::extraOf(const PlannedReservation& r, TimePoint t) const {
+  Resource out;
+  if (r.extras.empty()) return out;
+  const int64_t s = stepFloor(t);
+  for (const auto& e : r.extras) {
+    if (e.start_step <= s && s < e.end_step) out += e.resource;
+  }
+  return out;
 }
 
 PlanningProblem Plan::problemFor(const ReservationDefinition& def, TimePoint now) const {
@@ -215,7 +257,9 @@ Status Plan::add(const ReservationId& id, const ReservationDefinition& def,
     prev_end = a.end;
   }
   apply(def, placement, +1);
-  reservations_.emplace(id, PlannedReservation{id, def, placement, accepted_seq, {}});
+  auto it =
+      reservations_.emplace(id, PlannedReservation{id, def, placement, accepted_seq, {}}).first;
+  by_seq_.emplace(std::make_pair(accepted_seq, id), &it->second);
   return Status::ok();
 }
 
@@ -224,6 +268,7 @@ Status Plan::remove(const ReservationId& id) {
   if (it == reservations_.end()) return notFound("reservation " + id.value());
   apply(it->second.def, it->second.placement, -1);
   for (const auto& e : it->second.extras) applyOneOff(e.start_step, e.end_step, e.resource * -1);
+  by_seq_.erase(std::make_pair(it->second.accepted_seq, id));
   reservations_.erase(it);
   return Status::ok();
 }

@@ -412,13 +412,7 @@ Result<int64_t> Planner::setExtra(const ReservationId& id, const Resource& unit,
 
 Resource Planner::extraAt(const ReservationId& id, TimePoint t) const {
   const PlannedReservation* r = plan_.find(id);
-  Resource out;
-  if (r == nullptr) return out;
-  int64_t s = plan_.stepFloor(t);
-  for (const auto& e : r->extras) {
-    if (e.start_step <= s && s < e.end_step) out += e.resource;
-  }
-  return out;
+  return r == nullptr ? Resource() : plan_.extraOf(*r, t);
 }
 
 Status Planner::removeExtra(const ReservationId& id, TimePoint from) {

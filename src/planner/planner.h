@@ -176,6 +176,16 @@ class Planner {
   std::optional<InstanceWindow> instanceAt(const ReservationId& id, TimePoint t) const {
     return plan_.instanceAt(id, t);
   }
+  // The admitted reservation `id` (nullptr when unknown), for the by-reference
+  // queries below; valid until the next change to the plan.
+  const PlannedReservation* find(const ReservationId& id) const { return plan_.find(id); }
+  Resource guaranteedOf(const PlannedReservation& r, TimePoint t) const {
+    return plan_.guaranteedOf(r, t);
+  }
+  InstanceWindow instanceOf(const PlannedReservation& r, TimePoint t) const {
+    return plan_.instanceOf(r, t);
+  }
+  Resource extraOf(const PlannedReservation& r, TimePoint t) const { return plan_.extraOf(r, t); }
   Resource loadAt(TimePoint t) const { return plan_.loadAt(t); }
   std::vector<AllocationInterval> planLoad(TimePoint from, TimePoint to) const {
     return plan_.planLoad(from, to);

@@ -478,7 +478,6 @@ class Sim {
              const std::vector<SimStage>& stages, RealizedInstance inst, TimePoint submit,
              bool names_asks);
   Resource guaranteeAt(const ResState& r, TimePoint t) const;
-  Resource plannedAt(const ResState& r, TimePoint t) const;
   TimePoint nextBoundary(const ResState& r, TimePoint t) const;
   void refreshGuarantee(int r, bool reschedule);
   void planStep();
@@ -1859,10 +1858,6 @@ void Sim::placeAggregate() {
 
 // ---- reservations: plan follower and DRA ----
 
-Resource Sim::plannedAt(const ResState& r, TimePoint t) const {
-  return planner_->guaranteedAt(r.id, t) - planner_->extraAt(r.id, t);
-}
-
 Resource Sim::guaranteeAt(const ResState& r, TimePoint t) const {
   return planner_->guaranteedAt(r.id, t);
 }
@@ -2024,8 +2019,14 @@ void Sim::rememberStageDurations(const AppState& app) {
 // within the instance's budget, placed through the planner.
 void Sim::draReview(int ri) {
   ResState& r = res_[static_cast<size_t>(ri)];
-  auto inst = planner_->instanceAt(r.id, now_);
-  if (!inst) return;
+  // Found once: the review reads the plan several times and changes it only
+  // at the end (setExtra), after its last read.
+  const planner::PlannedReservation* pr = planner_->find(r.id);
+  if (pr == nullptr) return;
+  const planner::InstanceWindow inst = planner_->instanceOf(*pr, now_);
+  auto plannedOf = [&](TimePoint t) {
+    return planner_->guaranteedOf(*pr, t) - planner_->extraOf(*pr, t);
+  };
   reprovision::ReviewView view;
   view.unit = r.unit;
   for (int ai : r.live) {
@@ -2040,14 +2041,13 @@ void Sim::draReview(int ri) {
       view.stages.push_back(std::move(st));
     }
   }
-  view.planned_now = plannedAt(r, now_);
-  view.extra_now = planner_->extraAt(r.id, now_);
-  view.planned_recent =
-      reprovision::recentPlanned([&](TimePoint t) { return plannedAt(r, t); }, now_, inst->start,
-                                 inst->end, reprovision::MorpheusDraOptions{}.recent, o_.step);
-  view.instance = inst->index;
-  view.deadline = inst->end;
-  view.budget_remaining_container_ms = r.budget.remaining(inst->index, r.grant.refundAt(now_));
+  view.planned_now = plannedOf(now_);
+  view.extra_now = planner_->extraOf(*pr, now_);
+  view.planned_recent = reprovision::recentPlanned(
+      plannedOf, now_, inst.start, inst.end, reprovision::MorpheusDraOptions{}.recent, o_.step);
+  view.instance = inst.index;
+  view.deadline = inst.end;
+  view.budget_remaining_container_ms = r.budget.remaining(inst.index, r.grant.refundAt(now_));
   const reprovision::ReprovisionInput in =
       reprovision::reviewInput(r.id, now_, o_.step, o_.dra_ahead_window, std::move(view), r.review);
   auto decision = reprovision::decideReview(*policy_, in, r.review);
@@ -2059,7 +2059,7 @@ void Sim::draReview(int ri) {
   }
   if (!decision || decision->extra_containers <= 0 || decision->duration <= Millis(0)) return;
   const reprovision::SwapQuote q = reprovision::quoteSwap(
-      r.budget, r.grant, inst->index, decision->extra_containers, decision->duration, now_);
+      r.budget, r.grant, inst.index, decision->extra_containers, decision->duration, now_);
   if (q.want <= 0) return;
   const TimePoint until = now_ + decision->duration;
   if (r.grant.activeAt(now_)) freedPlan(now_, r.grant.until);  // the swap releases it first
@@ -2094,20 +2094,19 @@ void Sim::judge(int ai, bool unfinished) {
   const ResState* r = ri >= 0 ? &res_[static_cast<size_t>(ri)] : nullptr;
   // The window whose reserved capacity serves this instance.
   TimePoint win_from = app.submit, win_to = app.inst.deadline;
-  if (r != nullptr) {
-    auto win = planner_->instanceAt(r->id, app.inst.deadline - Millis(1));
-    if (!win) win = planner_->instanceAt(r->id, app.submit);
-    if (win) {
-      win_from = win->start;
-      win_to = win->end;
-    } else {
-      win_to = win_from;
-    }
+  // Found once for the walk over the window below (judging reads the plan only).
+  const planner::PlannedReservation* pr = r != nullptr ? planner_->find(r->id) : nullptr;
+  if (pr != nullptr) {
+    const planner::InstanceWindow win = planner_->instanceOf(*pr, app.inst.deadline - Millis(1));
+    win_from = win.start;
+    win_to = win.end;
+  } else if (r != nullptr) {
+    win_to = win_from;  // a reservation the plan no longer holds: nothing reserved
   }
   auto reservedAt = [&](TimePoint t) -> int64_t {
     int64_t units = 0;
-    if (r != nullptr && t >= win_from && t < win_to) {
-      units = plannedAt(*r, t).countCovering(r->unit);
+    if (pr != nullptr && t >= win_from && t < win_to) {
+      units = (planner_->guaranteedOf(*pr, t) - planner_->extraOf(*pr, t)).countCovering(r->unit);
     }
     for (const auto& g : app.grants) {
       if (t >= g.from && t < g.to) units += g.count;

@@ -602,5 +602,53 @@ TEST(PlanTest, ExpireDropsFinishedOneOffs) {
   EXPECT_EQ(p->loadAt(minute(1440 + 30)), containers(10));
 }
 
+// placements() lists in acceptance order (not id order) whatever was removed
+// or updated since, and a clone lists its own reservations: after the
+// original drops one, the clone's list still reads it (Plan's order index
+// points into the plan that holds it).
+TEST(PlanTest, PlacementsKeepAcceptanceOrderAndCloneListsItsOwn) {
+  auto p = makePlanner("lowcost");
+  for (const char* id : {"c", "a", "d", "b"}) {
+    ASSERT_TRUE(p->submit(ReservationId(id), block(1, 0, 60), kNow).isOk()) << id;
+  }
+  auto ids = [](const Planner& q) {
+    std::vector<std::string> out;
+    for (const auto& s : q.placements()) out.push_back(s.id.value());
+    return out;
+  };
+  EXPECT_EQ(ids(*p), (std::vector<std::string>{"c", "a", "d", "b"}));
+  ASSERT_TRUE(p->remove(ReservationId("a")).isOk());
+  ASSERT_TRUE(p->update(ReservationId("c"), block(2, 0, 60), kNow).isOk());
+  EXPECT_EQ(ids(*p), (std::vector<std::string>{"c", "d", "b"})) << "update keeps c's place";
+  auto snap = p->clone();
+  ASSERT_TRUE(p->remove(ReservationId("d")).isOk());
+  ASSERT_TRUE(p->submit(ReservationId("a"), block(1, 0, 60), kNow).isOk());
+  EXPECT_EQ(ids(*p), (std::vector<std::string>{"c", "b", "a"}));
+  ASSERT_EQ(ids(*snap), (std::vector<std::string>{"c", "d", "b"}));
+  EXPECT_EQ(snap->placements()[1].placement->allocations.front().resource, containers(1));
+}
+
+// The by-reference queries (find, guaranteedOf, extraOf, instanceOf) answer
+// as the by-id ones, extras included.
+TEST(PlanTest, ByReferenceQueriesMatchTheByIdOnes) {
+  auto p = makePlanner("lowcost");
+  ASSERT_TRUE(p->submit(ReservationId("a"), block(10, 30, 40), kNow).isOk());
+  auto n = p->setExtra(ReservationId("a"), containers(1), 3, minute(32), minute(36), kNow, nullptr);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(p->find(ReservationId("zz")), nullptr);
+  const PlannedReservation* r = p->find(ReservationId("a"));
+  ASSERT_NE(r, nullptr);
+  for (int64_t m : {-1440 + 35, 0, 29, 30, 32, 35, 36, 39, 40, 1440 * 2 + 33}) {
+    EXPECT_EQ(p->guaranteedOf(*r, minute(m)), p->guaranteedAt(ReservationId("a"), minute(m))) << m;
+    EXPECT_EQ(p->extraOf(*r, minute(m)), p->extraAt(ReservationId("a"), minute(m))) << m;
+    const auto w = p->instanceAt(ReservationId("a"), minute(m));
+    ASSERT_TRUE(w.has_value());
+    EXPECT_EQ(p->instanceOf(*r, minute(m)).index, w->index) << m;
+    EXPECT_EQ(p->instanceOf(*r, minute(m)).start, w->start) << m;
+  }
+  EXPECT_EQ(p->extraOf(*r, minute(33)), containers(*n));
+  EXPECT_EQ(p->guaranteedOf(*r, minute(33)), containers(10 + *n));
+}
+
 }  // namespace
 }  // namespace morpheus::planner
