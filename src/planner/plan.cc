@@ -21,35 +21,52 @@ Plan::Plan(const PlanOptions& options, const Resource& capacity)
   lcm_steps_ = options.lcm.count() / step_ms_;
 }
 
-Plan::Plan(const Plan& other)
-    : options_(other.options_),
-      step_ms_(other.step_ms_),
-      lcm_steps_(other.lcm_steps_),
-      capacity_(other.capacity_),
-      periodic_(other.periodic_),
-      one_off_(other.one_off_),
-      trimmed_before_(other.trimmed_before_),
-      reservations_(other.reservations_) {
+ReservationTable::ReservationTable(const ReservationTable& other) : by_id_(other.by_id_) {
   reindex();
 }
 
-Plan& Plan::operator=(const Plan& other) {
+ReservationTable& ReservationTable::operator=(const ReservationTable& other) {
   if (this == &other) return *this;
-  options_ = other.options_;
-  step_ms_ = other.step_ms_;
-  lcm_steps_ = other.lcm_steps_;
-  capacity_ = other.capacity_;
-  periodic_ = other.periodic_;
-  one_off_ = other.one_off_;
-  trimmed_before_ = other.trimmed_before_;
-  reservations_ = other.reservations_;
+  by_id_ = other.by_id_;
   reindex();
   return *this;
 }
 
-void Plan::reindex() {
-  by_seq_.clear();
-  for (const auto& [id, r] : reservations_) by_seq_.emplace(std::make_pair(r.accepted_seq, id), &r);
+void ReservationTable::reindex() {
+  order_.clear();
+  for (const auto& [id, r] : by_id_) order_.emplace(std::make_pair(r.accepted_seq, id), &r);
+}
+
+const PlannedReservation* ReservationTable::find(const ReservationId& id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &it->second;
+}
+
+PlannedReservation* ReservationTable::find(const ReservationId& id) {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &it->second;
+}
+
+void ReservationTable::add(PlannedReservation r) {
+  const ReservationId id = r.id;
+  const uint64_t seq = r.accepted_seq;
+  auto [it, added] = by_id_.emplace(id, std::move(r));
+  MORPHEUS_CHECK(added, "reservation " + id.value() + " added twice");
+  order_.emplace(std::make_pair(seq, id), &it->second);
+}
+
+void ReservationTable::erase(const ReservationId& id) {
+  auto it = by_id_.find(id);
+  MORPHEUS_CHECK(it != by_id_.end(), "erasing unknown reservation " + id.value());
+  order_.erase(std::make_pair(it->second.accepted_seq, id));
+  by_id_.erase(it);
+}
+
+std::vector<const PlannedReservation*> ReservationTable::inOrder() const {
+  std::vector<const PlannedReservation*> out;
+  out.reserve(order_.size());
+  for (const auto& [key, r] : order_) out.push_back(r);
+  return out;
 }
 
 int64_t Plan::stepFloor(TimePoint t) const { return floorDiv(toEpochMs(t), step_ms_); }
@@ -95,15 +112,11 @@ std::vector<AllocationInterval> Plan::planLoad(TimePoint from, TimePoint to) con
 }
 
 const PlannedReservation* Plan::find(const ReservationId& id) const {
-  auto it = reservations_.find(id);
-  return it == reservations_.end() ? nullptr : &it->second;
+  return reservations_.find(id);
 }
 
 std::vector<const PlannedReservation*> Plan::reservations() const {
-  std::vector<const PlannedReservation*> out;
-  out.reserve(by_seq_.size());
-  for (const auto& [key, r] : by_seq_) out.push_back(r);
-  return out;
+  return reservations_.inOrder();
 }
 
 std::optional<InstanceWindow> Plan::instanceAt(const ReservationId& id, TimePoint t) const {
@@ -126,6 +139,12 @@ Resource Plan::guaranteedAt(const ReservationId& id, TimePoint t) const {
 }
 
 Resource Plan::guaranteedOf(const PlannedReservation& r, TimePoint t) const {
+  Resource g = placedOf(r, t);
+  if (!r.extras.empty()) g += extraOf(r, t);
+  return g;
+}
+
+Resource Plan::placedOf(const PlannedReservation& r, TimePoint t) const {
   TimePoint tt = t;
   if (r.def.period.count() > 0) {
     int64_t p = r.def.period.count();
@@ -137,7 +156,6 @@ Resource Plan::guaranteedOf(const PlannedReservation& r, TimePoint t) const {
   auto it = std::upper_bound(allocs.begin(), allocs.end(), tt,
                              [](TimePoint v, const AllocationInterval& a) { return v < a.start; });
   if (it != allocs.begin() && tt < std::prev(it)->end) g = std::prev(it)->resource;
-  if (!r.extras.empty()) g += extraOf(r, t);
   return g;
 }
 
@@ -232,7 +250,7 @@ void Plan::apply(const ReservationDefinition& def, const Placement& placement, i
 
 Status Plan::add(const ReservationId& id, const ReservationDefinition& def,
                  const Placement& placement, uint64_t accepted_seq) {
-  if (reservations_.count(id) != 0) return alreadyExists("reservation " + id.value());
+  if (reservations_.find(id) != nullptr) return alreadyExists("reservation " + id.value());
   if (placement.period != def.period) {
     return invalidArgument("placement.period", "does not match the definition's period");
   }
@@ -257,38 +275,35 @@ Status Plan::add(const ReservationId& id, const ReservationDefinition& def,
     prev_end = a.end;
   }
   apply(def, placement, +1);
-  auto it =
-      reservations_.emplace(id, PlannedReservation{id, def, placement, accepted_seq, {}}).first;
-  by_seq_.emplace(std::make_pair(accepted_seq, id), &it->second);
+  reservations_.add(PlannedReservation{id, def, placement, accepted_seq, {}});
   return Status::ok();
 }
 
 Status Plan::remove(const ReservationId& id) {
-  auto it = reservations_.find(id);
-  if (it == reservations_.end()) return notFound("reservation " + id.value());
-  apply(it->second.def, it->second.placement, -1);
-  for (const auto& e : it->second.extras) applyOneOff(e.start_step, e.end_step, e.resource * -1);
-  by_seq_.erase(std::make_pair(it->second.accepted_seq, id));
-  reservations_.erase(it);
+  const PlannedReservation* r = reservations_.find(id);
+  if (r == nullptr) return notFound("reservation " + id.value());
+  apply(r->def, r->placement, -1);
+  for (const auto& e : r->extras) applyOneOff(e.start_step, e.end_step, e.resource * -1);
+  reservations_.erase(id);
   return Status::ok();
 }
 
 Status Plan::addExtra(const ReservationId& id, const Resource& extra, TimePoint from,
                       TimePoint to) {
-  auto it = reservations_.find(id);
-  if (it == reservations_.end()) return notFound("reservation " + id.value());
+  PlannedReservation* r = reservations_.find(id);
+  if (r == nullptr) return notFound("reservation " + id.value());
   Extra e{stepFloor(from), stepCeil(to), extra};
   if (e.start_step >= e.end_step || extra.isZero()) return Status::ok();
   applyOneOff(e.start_step, e.end_step, extra);
-  it->second.extras.push_back(std::move(e));
+  r->extras.push_back(std::move(e));
   return Status::ok();
 }
 
 Status Plan::removeExtrasFrom(const ReservationId& id, TimePoint from) {
-  auto it = reservations_.find(id);
-  if (it == reservations_.end()) return notFound("reservation " + id.value());
+  PlannedReservation* r = reservations_.find(id);
+  if (r == nullptr) return notFound("reservation " + id.value());
   int64_t s = stepFloor(from);
-  auto& extras = it->second.extras;
+  auto& extras = r->extras;
   for (auto& e : extras) {
     if (e.end_step <= s) continue;
     int64_t cut = std::max(e.start_step, s);

@@ -112,13 +112,36 @@ class PlanEdit : public PlanView {
   virtual Status removeExtrasFrom(const ReservationId& id, TimePoint from) = 0;
 };
 
+// The admitted reservations by id, with their acceptance order (ties by id)
+// kept as they are added and erased: Plan::reservations() reads it instead
+// of sorting every reservation at each call (once per admission, quadratic
+// over 10,000 admissions). A copy (Planner::clone) orders its own
+// reservations, not the source's.
+class ReservationTable {
+ public:
+  ReservationTable() = default;
+  ReservationTable(const ReservationTable& other);
+  ReservationTable& operator=(const ReservationTable& other);
+
+  const PlannedReservation* find(const ReservationId& id) const;
+  PlannedReservation* find(const ReservationId& id);
+  // Requires an id not in the table.
+  void add(PlannedReservation r);
+  // Requires an id in the table.
+  void erase(const ReservationId& id);
+  std::vector<const PlannedReservation*> inOrder() const;
+
+ private:
+  void reindex();
+  std::unordered_map<ReservationId, PlannedReservation> by_id_;
+  // Pointers into by_id_'s nodes, which a rehash does not move.
+  std::map<std::pair<uint64_t, ReservationId>, const PlannedReservation*> order_;
+};
+
 class Plan final : public PlanEdit {
  public:
   // `options` must be valid (positive step dividing lcm); checked with MORPHEUS_CHECK.
   Plan(const PlanOptions& options, const Resource& capacity);
-  // A copy (Planner::clone) indexes its own reservations, not the source's.
-  Plan(const Plan& other);
-  Plan& operator=(const Plan& other);
 
   const PlanOptions& options() const override { return options_; }
   const Resource& capacity() const override { return capacity_; }
@@ -131,11 +154,13 @@ class Plan final : public PlanEdit {
   std::optional<InstanceWindow> instanceAt(const ReservationId& id, TimePoint t) const override;
   PlanningProblem problemFor(const ReservationDefinition& def, TimePoint now) const override;
   // guaranteedAt and instanceAt of a reservation already found (find), and
-  // its DRA extras alone at t: for a caller asking several times of one
+  // the two parts of its guarantee at t: its placement's (placedOf) and its
+  // DRA extras' (extraOf). For a caller asking several times of one
   // reservation (the simulator's DRA review), without a lookup by id each.
   // `r` must be this plan's, unchanged since it was found. O(log n).
   Resource guaranteedOf(const PlannedReservation& r, TimePoint t) const;
   InstanceWindow instanceOf(const PlannedReservation& r, TimePoint t) const;
+  Resource placedOf(const PlannedReservation& r, TimePoint t) const;
   Resource extraOf(const PlannedReservation& r, TimePoint t) const;
 
   Status add(const ReservationId& id, const ReservationDefinition& def, const Placement& placement,
@@ -167,9 +192,6 @@ class Plan final : public PlanEdit {
   // One-off edits are clipped to steps >= trimmed_before_ (load before it is gone).
   void applyOneOff(int64_t start_step, int64_t end_step, const Resource& r);
 
-  // Rebuilds by_seq_ from reservations_.
-  void reindex();
-
   PlanOptions options_;
   int64_t step_ms_;
   int64_t lcm_steps_;
@@ -177,12 +199,7 @@ class Plan final : public PlanEdit {
   RleResource periodic_;  // keys: offset steps in [0, lcm_steps_)
   RleResource one_off_;   // keys: absolute plan steps (one-off placements and extras)
   int64_t trimmed_before_ = INT64_MIN;
-  std::unordered_map<ReservationId, PlannedReservation> reservations_;
-  // reservations_ in acceptance order (ties by id), kept by add and remove:
-  // reservations() copies it instead of sorting the map at every call (once
-  // per admission, quadratic over 10,000 admissions). The pointers are into
-  // reservations_'s nodes, which a rehash does not move.
-  std::map<std::pair<uint64_t, ReservationId>, const PlannedReservation*> by_seq_;
+  ReservationTable reservations_;
 };
 
 }  // namespace morpheus::planner

@@ -185,6 +185,7 @@ class Planner {
   InstanceWindow instanceOf(const PlannedReservation& r, TimePoint t) const {
     return plan_.instanceOf(r, t);
   }
+  Resource placedOf(const PlannedReservation& r, TimePoint t) const { return plan_.placedOf(r, t); }
   Resource extraOf(const PlannedReservation& r, TimePoint t) const { return plan_.extraOf(r, t); }
   Resource loadAt(TimePoint t) const { return plan_.loadAt(t); }
   std::vector<AllocationInterval> planLoad(TimePoint from, TimePoint to) const {

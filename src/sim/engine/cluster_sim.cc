@@ -2024,9 +2024,7 @@ void Sim::draReview(int ri) {
   const planner::PlannedReservation* pr = planner_->find(r.id);
   if (pr == nullptr) return;
   const planner::InstanceWindow inst = planner_->instanceOf(*pr, now_);
-  auto plannedOf = [&](TimePoint t) {
-    return planner_->guaranteedOf(*pr, t) - planner_->extraOf(*pr, t);
-  };
+  auto plannedOf = [&](TimePoint t) { return planner_->placedOf(*pr, t); };
   reprovision::ReviewView view;
   view.unit = r.unit;
   for (int ai : r.live) {
@@ -2106,7 +2104,7 @@ void Sim::judge(int ai, bool unfinished) {
   auto reservedAt = [&](TimePoint t) -> int64_t {
     int64_t units = 0;
     if (pr != nullptr && t >= win_from && t < win_to) {
-      units = (planner_->guaranteedOf(*pr, t) - planner_->extraOf(*pr, t)).countCovering(r->unit);
+      units = planner_->placedOf(*pr, t).countCovering(r->unit);
     }
     for (const auto& g : app.grants) {
       if (t >= g.from && t < g.to) units += g.count;

@@ -629,7 +629,8 @@ TEST(PlanTest, PlacementsKeepAcceptanceOrderAndCloneListsItsOwn) {
 }
 
 // The by-reference queries (find, guaranteedOf, extraOf, instanceOf) answer
-// as the by-id ones, extras included.
+// as the by-id ones, extras included, and the placement's part and the
+// extras' add up to the guarantee.
 TEST(PlanTest, ByReferenceQueriesMatchTheByIdOnes) {
   auto p = makePlanner("lowcost");
   ASSERT_TRUE(p->submit(ReservationId("a"), block(10, 30, 40), kNow).isOk());
@@ -641,12 +642,16 @@ TEST(PlanTest, ByReferenceQueriesMatchTheByIdOnes) {
   for (int64_t m : {-1440 + 35, 0, 29, 30, 32, 35, 36, 39, 40, 1440 * 2 + 33}) {
     EXPECT_EQ(p->guaranteedOf(*r, minute(m)), p->guaranteedAt(ReservationId("a"), minute(m))) << m;
     EXPECT_EQ(p->extraOf(*r, minute(m)), p->extraAt(ReservationId("a"), minute(m))) << m;
+    EXPECT_EQ(p->placedOf(*r, minute(m)) + p->extraOf(*r, minute(m)),
+              p->guaranteedOf(*r, minute(m)))
+        << m;
     const auto w = p->instanceAt(ReservationId("a"), minute(m));
     ASSERT_TRUE(w.has_value());
     EXPECT_EQ(p->instanceOf(*r, minute(m)).index, w->index) << m;
     EXPECT_EQ(p->instanceOf(*r, minute(m)).start, w->start) << m;
   }
   EXPECT_EQ(p->extraOf(*r, minute(33)), containers(*n));
+  EXPECT_EQ(p->placedOf(*r, minute(33)), containers(10));
   EXPECT_EQ(p->guaranteedOf(*r, minute(33)), containers(10 + *n));
 }
 
