@@ -275,6 +275,8 @@ Status Plan::add(const ReservationId& id, const ReservationDefinition& def,
     prev_end = a.end;
   }
   apply(def, placement, +1);
+  if (def.period.count() == 0) displaceable_++;
+  edits_++;
   reservations_.add(PlannedReservation{id, def, placement, accepted_seq, {}});
   return Status::ok();
 }
@@ -284,6 +286,8 @@ Status Plan::remove(const ReservationId& id) {
   if (r == nullptr) return notFound("reservation " + id.value());
   apply(r->def, r->placement, -1);
   for (const auto& e : r->extras) applyOneOff(e.start_step, e.end_step, e.resource * -1);
+  if (r->def.period.count() == 0 || !r->extras.empty()) displaceable_--;
+  edits_++;
   reservations_.erase(id);
   return Status::ok();
 }
@@ -295,6 +299,7 @@ Status Plan::addExtra(const ReservationId& id, const Resource& extra, TimePoint 
   Extra e{stepFloor(from), stepCeil(to), extra};
   if (e.start_step >= e.end_step || extra.isZero()) return Status::ok();
   applyOneOff(e.start_step, e.end_step, extra);
+  if (r->def.period.count() != 0 && r->extras.empty()) displaceable_++;
   r->extras.push_back(std::move(e));
   return Status::ok();
 }
@@ -310,9 +315,11 @@ Status Plan::removeExtrasFrom(const ReservationId& id, TimePoint from) {
     applyOneOff(cut, e.end_step, e.resource * -1);
     e.end_step = cut;
   }
+  const bool had = !extras.empty();
   extras.erase(std::remove_if(extras.begin(), extras.end(),
                               [](const Extra& e) { return e.start_step >= e.end_step; }),
                extras.end());
+  if (r->def.period.count() != 0 && had && extras.empty()) displaceable_--;
   return Status::ok();
 }
 

@@ -184,6 +184,15 @@ class Plan final : public PlanEdit {
   void oneOffDense(int64_t from, int64_t to, std::vector<Resource>& out) const;
   // Drops one-off load before step s (the rolling horizon moves on).
   void trimBefore(int64_t s);
+  // Whether some reservation is a one-off or holds DRA extras (what a
+  // periodic admission may displace), without a walk over the reservations
+  // (Planner::displaceOneOffs asked at every admission). O(1).
+  bool hasDisplaceable() const { return displaceable_ > 0; }
+  // Counts the reservations added and removed: a pointer find gave stays
+  // valid while this is unchanged (extras are changed in place), so a
+  // caller may keep it instead of looking the id up again. Of this object
+  // only (a copy's pointers are its own).
+  uint64_t edits() const { return edits_; }
 
  private:
   // Adds (sign=+1) or removes (sign=-1) a placement's load.
@@ -200,6 +209,9 @@ class Plan final : public PlanEdit {
   RleResource one_off_;   // keys: absolute plan steps (one-off placements and extras)
   int64_t trimmed_before_ = INT64_MIN;
   ReservationTable reservations_;
+  // The reservations that are one-offs or hold extras (hasDisplaceable).
+  int64_t displaceable_ = 0;
+  uint64_t edits_ = 0;  // edits()
 };
 
 }  // namespace morpheus::planner

@@ -224,11 +224,7 @@ DisplacementReport Planner::displaceOneOffs(const ReservationId& id, TimePoint n
   // (periodic reservations only, Morpheus' common case) repairOneOffs would
   // scan the whole one-off horizon and find nothing (a visible share of a
   // LowCost admission).
-  bool displaceable = false;
-  for (const PlannedReservation* o : plan_.reservations()) {
-    displaceable = displaceable || o->def.period.count() == 0 || !o->extras.empty();
-  }
-  if (!displaceable) return {};
+  if (!plan_.hasDisplaceable()) return {};
   return repairOneOffs(now, periodicOffsets(*r));
 }
 

@@ -179,6 +179,9 @@ class Planner {
   // The admitted reservation `id` (nullptr when unknown), for the by-reference
   // queries below; valid until the next change to the plan.
   const PlannedReservation* find(const ReservationId& id) const { return plan_.find(id); }
+  // Changes whenever a reservation is added or removed (Plan::edits): find's
+  // answer stays valid, and the same, while this is unchanged.
+  uint64_t planEdits() const { return plan_.edits(); }
   Resource guaranteedOf(const PlannedReservation& r, TimePoint t) const {
     return plan_.guaranteedOf(r, t);
   }

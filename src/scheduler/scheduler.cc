@@ -361,11 +361,15 @@ struct User : Entity {
 // All of them pass or fail the "only what is beyond the guarantee" check
 // together, so a selection takes or skips the list as a whole.
 struct Reservation;
+struct Source;
+// Impl::lenders: sources by the allocation order of their newest candidate.
+using LenderSet = std::set<std::pair<uint64_t, Source*>>;
 struct Source {
   Reservation* owner = nullptr;
   Resource shape;
   CList<&Container::cand_link> cands;
   uint64_t key = 0;  // its key in Impl::lenders (its newest candidate's order), 0 = not there
+  LenderSet::iterator in_lenders;  // its entry there while key != 0
 };
 
 struct Reservation : Entity {
@@ -906,7 +910,7 @@ struct Scheduler::Impl {
   // guarantee with demand, non-empty, and whose shape the reservation can
   // spare net of containers already under notice; by the allocation order of
   // their newest candidate.
-  std::set<std::pair<uint64_t, Source*>> lenders;
+  LenderSet lenders;
   uint64_t order_seq = 0;
   std::vector<Container*> victim_heap;      // scratch of selectVictims
   std::vector<Reservation*> victim_owners;  // scratch of selectVictims
@@ -1179,17 +1183,28 @@ struct Scheduler::Impl {
       if (key == src->key) continue;
       if (src->key != 0 && key != 0) {
         // Re-keyed in place (its newest candidate changed at each grant and
-        // end): the set's node is moved, not freed and allocated again.
-        auto node = lenders.extract({src->key, src.get()});
+        // end): the set's node is moved, not freed and allocated again, and
+        // found from the source's own iterator, not searched for.
+        auto node = lenders.extract(src->in_lenders);
         node.value().first = key;
-        lenders.insert(std::move(node));
+        src->in_lenders = lenders.insert(lenderHint(key), std::move(node));
       } else if (src->key != 0) {
-        lenders.erase({src->key, src.get()});
+        lenders.erase(src->in_lenders);
       } else {
-        lenders.emplace(key, src.get());
+        src->in_lenders = lenders.emplace_hint(lenderHint(key), key, src.get());
       }
       src->key = key;
     }
+  }
+
+  // Where `key` goes in lenders when it is the newest there (a grant made its
+  // container the source's newest candidate: the usual re-key): the end, an
+  // insertion without a search (amortized O(1)). Else its place, searched
+  // for (O(log lenders)).
+  LenderSet::const_iterator lenderHint(uint64_t key) const {
+    return lenders.empty() || std::prev(lenders.end())->first < key
+               ? lenders.end()
+               : lenders.lower_bound({key, nullptr});
   }
 
   // The cluster total changed: every score may have.

@@ -655,5 +655,51 @@ TEST(PlanTest, ByReferenceQueriesMatchTheByIdOnes) {
   EXPECT_EQ(p->guaranteedOf(*r, minute(33)), containers(10 + *n));
 }
 
+// hasDisplaceable follows every edit that makes or unmakes a reservation
+// a periodic admission may displace (a one-off, or a periodic reservation
+// holding extras), and edits() moves on adding and removing a reservation
+// only: find's pointer is kept over extras, which change in place.
+TEST(PlanTest, DisplaceableCountAndEditsFollowEveryEdit) {
+  Plan plan(PlanOptions{}, containers(100));
+  auto placed = [](int64_t from, int64_t to, Millis period) {
+    Placement pl;
+    pl.period = period;
+    pl.allocations.push_back({minute(from), minute(to), containers(2)});
+    return pl;
+  };
+  const Millis day(86'400'000);
+  EXPECT_FALSE(plan.hasDisplaceable());
+  const uint64_t e0 = plan.edits();
+  ASSERT_TRUE(plan.add(ReservationId("p"), block(2, 0, 60), placed(0, 60, day), 1).isOk());
+  EXPECT_FALSE(plan.hasDisplaceable()) << "a periodic reservation without extras";
+  EXPECT_EQ(plan.edits(), e0 + 1);
+  const PlannedReservation* p = plan.find(ReservationId("p"));
+  ASSERT_TRUE(plan.addExtra(ReservationId("p"), containers(1), minute(10), minute(20)).isOk());
+  EXPECT_TRUE(plan.hasDisplaceable()) << "its extras may be displaced";
+  ASSERT_TRUE(plan.addExtra(ReservationId("p"), containers(1), minute(30), minute(40)).isOk());
+  EXPECT_EQ(plan.edits(), e0 + 1) << "extras change the reservation in place";
+  EXPECT_EQ(plan.find(ReservationId("p")), p);
+  ASSERT_TRUE(plan.removeExtrasFrom(ReservationId("p"), minute(35)).isOk());
+  EXPECT_TRUE(plan.hasDisplaceable()) << "extras left before minute 35";
+  ASSERT_TRUE(plan.removeExtrasFrom(ReservationId("p"), minute(0)).isOk());
+  EXPECT_FALSE(plan.hasDisplaceable()) << "every extra released";
+  ASSERT_TRUE(
+      plan.add(ReservationId("o"), def(0, 60, {stage(2, 2, 60)}), placed(0, 60, Millis(0)), 2)
+          .isOk());
+  EXPECT_TRUE(plan.hasDisplaceable()) << "a one-off";
+  ASSERT_TRUE(plan.addExtra(ReservationId("o"), containers(1), minute(10), minute(20)).isOk());
+  ASSERT_TRUE(plan.removeExtrasFrom(ReservationId("o"), minute(0)).isOk());
+  EXPECT_TRUE(plan.hasDisplaceable()) << "still a one-off without its extras";
+  ASSERT_TRUE(plan.addExtra(ReservationId("p"), containers(1), minute(10), minute(20)).isOk());
+  ASSERT_TRUE(plan.remove(ReservationId("o")).isOk());
+  EXPECT_TRUE(plan.hasDisplaceable()) << "p's extras";
+  ASSERT_TRUE(plan.remove(ReservationId("p")).isOk());
+  EXPECT_FALSE(plan.hasDisplaceable());
+  EXPECT_EQ(plan.edits(), e0 + 4);
+  EXPECT_FALSE(plan.add(ReservationId("x"), block(2, 0, 60), placed(0, 60, Millis(0)), 3).isOk());
+  EXPECT_EQ(plan.edits(), e0 + 4) << "a refused add changes nothing";
+  EXPECT_FALSE(plan.hasDisplaceable());
+}
+
 }  // namespace
 }  // namespace morpheus::planner
