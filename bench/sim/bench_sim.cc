@@ -83,6 +83,8 @@ struct Config {
   double preemption_interval_s = 3;  // ExperimentOptions::preemption_interval
   // ExperimentOptions::train_segments, train_warmup_days.
   int64_t train_segments = 1, train_warmup_days = 1;
+  // ExperimentOptions::eval_segments, eval_warmup_days.
+  int64_t eval_segments = 1, eval_warmup_days = 1;
 };
 
 // Runs one experiment; prints its figures and returns them as JSON ({} and
@@ -201,6 +203,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--train-warmup-days", cfg.train_warmup_days,
                  "Warm-up days of each segment but the first, not recorded")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--eval-segments", cfg.eval_segments,
+                 "Each strategy's evaluation in this many consecutive segments simulated side "
+                 "by side (ExperimentOptions::eval_segments; 1 = one simulation)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--eval-warmup-days", cfg.eval_warmup_days,
+                 "Warm-up days of each evaluation segment but the first, not recorded")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -326,6 +337,8 @@ nlohmann::json runOne(Config c) {
   o.preemption_interval = Millis(std::llround(c.preemption_interval_s * 1000));
   o.train_segments = c.train_segments;
   o.train_warmup_days = c.train_warmup_days;
+  o.eval_segments = c.eval_segments;
+  o.eval_warmup_days = c.eval_warmup_days;
   if (Status st = sim::validateExperiment(workload, o); !st.isOk()) {
     std::cerr << "bench_sim: " << st.message() << "\n";
     return {};
@@ -334,12 +347,14 @@ nlohmann::json runOne(Config c) {
   o.events_processed = &events_all;
   // Simulated plan steps of the whole experiment: training (its segments'
   // spans, warm-ups included, once the training reports them), then each
-  // strategy's evaluation days.
+  // strategy's evaluation segments (their spans, warm-ups included).
   const int64_t steps_per_day = 86'400'000 / o.step.count();
   const int64_t train_days = sim::trainDays(o);
   int64_t training_steps_total = steps_per_day * train_days;
-  const int64_t evaluation_steps_total =
-      steps_per_day * (days - train_days) * static_cast<int64_t>(specs->size());
+  int64_t evaluation_steps_total = 0;
+  for (const sim::DaySegment& seg : sim::evalSegments(o)) {
+    evaluation_steps_total += (seg.to - seg.from) / o.step * static_cast<int64_t>(specs->size());
+  }
   // The latest steps reported per phase ("training", "evaluation"): the
   // baseline's evaluation runs beside the training with --threads >= 2, so
   // their reports interleave.
@@ -467,6 +482,8 @@ nlohmann::json runOne(Config c) {
       {"preemption_interval_s", c.preemption_interval_s},
       {"train_segments", c.train_segments},
       {"train_warmup_days", c.train_segments > 1 ? c.train_warmup_days : 0},
+      {"eval_segments", c.eval_segments},
+      {"eval_warmup_days", c.eval_segments > 1 ? c.eval_warmup_days : 0},
       {"seed", seed},
       {"threads", threads},
       {"generate_s", gen_s},

@@ -123,6 +123,9 @@ struct SimFlags {
   // ExperimentOptions::train_segments, train_warmup_days.
   int64_t train_segments = sim::ExperimentOptions{}.train_segments;
   int64_t train_warmup_days = sim::ExperimentOptions{}.train_warmup_days;
+  // ExperimentOptions::eval_segments, eval_warmup_days (run only).
+  int64_t eval_segments = sim::ExperimentOptions{}.eval_segments;
+  int64_t eval_warmup_days = sim::ExperimentOptions{}.eval_warmup_days;
   // Strategies simulated side by side (ExperimentOptions::threads).
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double preemption_grace_s = 15;  // ExperimentOptions::preemption_grace (rm.preemption-grace)
@@ -253,6 +256,17 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--train-warmup-days", f.train_warmup_days,
                   "With --train-segments > 1: days each segment but the first is simulated "
                   "before its first recorded day, not recorded (>= 0)")
+      ->capture_default_str();
+  cmd->add_option("--eval-segments", f.eval_segments,
+                  "run only: split each strategy's evaluation days into this many consecutive "
+                  "segments, each simulated from a cold cluster with the strategy's "
+                  "reservations admitted at its start (side by side on --threads), their "
+                  "results merged: a fidelity choice for scale, see "
+                  "docs/experiments/simulator.md (1 = one simulation of the evaluation days)")
+      ->capture_default_str();
+  cmd->add_option("--eval-warmup-days", f.eval_warmup_days,
+                  "With --eval-segments > 1: days each evaluation segment but the first is "
+                  "simulated before its first recorded day, not recorded (>= 0)")
       ->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   addCarbyneFlags(cmd, f);
@@ -473,6 +487,17 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.train_warmup_days < 0) return fail("train-warmup-days: must be >= 0");
   o.train_segments = f.train_segments;
   o.train_warmup_days = f.train_warmup_days;
+  const int64_t eval_days = f.days - sim::trainDays(o);
+  if (f.eval_segments < 1 || f.eval_segments > eval_days) {
+    return fail("eval-segments: must be in [1, evaluation days = " + std::to_string(eval_days) +
+                "], got " + std::to_string(f.eval_segments));
+  }
+  if (min_cluster && f.eval_segments != 1) {
+    return fail("eval-segments: run only (min-cluster evaluates each size in one simulation)");
+  }
+  if (f.eval_warmup_days < 0) return fail("eval-warmup-days: must be >= 0");
+  o.eval_segments = f.eval_segments;
+  o.eval_warmup_days = f.eval_warmup_days;
   o.preemption_grace = Millis(std::llround(f.preemption_grace_s * 1000));
   o.preemption_interval = Millis(std::llround(f.preemption_interval_s * 1000));
   o.dra_budget_fraction = f.dra_budget_fraction;

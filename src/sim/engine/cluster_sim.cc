@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -604,11 +605,13 @@ class Sim {
   // not yet ended; the run ends once it is 0 at or after record_until.
   int64_t recorded_live_ = 0;
   bool drained_ = false;  // the run ended so (not at RunSetup::to)
-  // Whether `app`'s run enters the history (RunSetup::record_from, record_until).
-  bool recorded(const AppState& app) const {
-    return (!s_.record_from || app.submit >= *s_.record_from) &&
-           (!s_.record_until || app.submit < *s_.record_until);
+  // Whether `t` is in the recorded span (RunSetup::record_from, record_until;
+  // all of the run when neither is set).
+  bool inRecordedSpan(TimePoint t) const {
+    return (!s_.record_from || t >= *s_.record_from) && (!s_.record_until || t < *s_.record_until);
   }
+  // Whether `app`'s run enters the history, or is judged.
+  bool recorded(const AppState& app) const { return inRecordedSpan(app.submit); }
 
   std::vector<ResState> res_;
   // Per periodic job, the reservation of each of its instances over the day
@@ -655,6 +658,20 @@ class Sim {
   Status error_ = Status::ok();     // a failure inside an event: the run stops with it
   int64_t preemption_kills_ = 0;    // tasks killed by the scheduler's to_kill
   int64_t preemption_notices_ = 0;  // notices taken (a withdrawn one is not killed)
+  // The counters above as a run reports them: over its recorded span only
+  // (RunSetup::record_from, record_until), from their values at the plan
+  // steps where the span begins and ends (zero, and the end of the run, when
+  // unset).
+  struct Counted {
+    int64_t one_offs_reserved = 0, one_offs_refused = 0, one_offs_on_retry = 0;
+    int64_t preemption_kills = 0, preemption_notices = 0;
+  };
+  Counted counted() const {
+    return {one_offs_reserved_, one_offs_refused_, one_offs_on_retry_, preemption_kills_,
+            preemption_notices_};
+  }
+  Counted counted_from_;
+  std::optional<Counted> counted_until_;
 
   RunOutput out_;
   std::vector<std::pair<std::pair<int, int64_t>, InstanceOutcome>> outcomes_;
@@ -1938,13 +1955,17 @@ void Sim::planStep() {
     return;
   }
   if (policy_) draTick();
-  // The aggregate model's ad-hoc capacity is in use, though the scheduler
-  // does not see it (its node totals leave it out).
-  Resource total = agg_.empty() ? sched_->clusterTotal() : o_.node_size * o_.nodes;
-  double u = total.isZero() ? 0 : (sched_->clusterUsed() + hidden_total_).dominantShare(total);
-  util_sum_ += u;
-  util_n_++;
-  out_.result.utilisation_series.push_back(u);
+  if (s_.record_from && now_ == *s_.record_from) counted_from_ = counted();
+  if (s_.record_until && now_ == *s_.record_until) counted_until_ = counted();
+  if (inRecordedSpan(now_)) {
+    // The aggregate model's ad-hoc capacity is in use, though the scheduler
+    // does not see it (its node totals leave it out).
+    Resource total = agg_.empty() ? sched_->clusterTotal() : o_.node_size * o_.nodes;
+    double u = total.isZero() ? 0 : (sched_->clusterUsed() + hidden_total_).dominantShare(total);
+    util_sum_ += u;
+    util_n_++;
+    out_.result.utilisation_series.push_back(u);
+  }
   poke_ = true;
   steps_done_++;
   if (progress_ && (steps_done_ % 60 == 0 || steps_done_ == steps_total_)) {
@@ -2092,7 +2113,7 @@ void Sim::judge(int ai, bool unfinished) {
   const AppState& app = apps_[static_cast<size_t>(ai)];
   const PeriodicJob& job = w_.periodic[static_cast<size_t>(app.job)];
   if (s_.record_history) return;
-  if (app.inst.deadline > s_.to || app.submit < s_.from) return;
+  if (app.inst.deadline > s_.to || app.submit < s_.from || !recorded(app)) return;
   InstanceOutcome o;
   o.job = job.key.value();
   o.index = app.inst.index;
@@ -2338,6 +2359,11 @@ void Sim::finalize() {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   StrategyResult& r = out_.result;
   for (auto& [key, o] : outcomes_) r.instances.push_back(std::move(o));
+  r.adhoc.erase(std::remove_if(r.adhoc.begin(), r.adhoc.end(),
+                               [this](const AdhocOutcome& a) {
+                                 return !inRecordedSpan(fromEpochMs(a.submit.count()));
+                               }),
+                r.adhoc.end());
   std::sort(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a, const AdhocOutcome& b) {
     return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
   });
@@ -2346,22 +2372,27 @@ void Sim::finalize() {
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);
   if (!off_kilter_.empty()) r.extra["off_kilter_jobs"] = static_cast<double>(off_kilter_.size());
   if (s_.admit_per_instance) r.extra["per_instance_jobs"] = static_cast<double>(per_instance_jobs_);
+  const Counted until = counted_until_.value_or(counted());
+  auto countedSpan = [&](int64_t Counted::*c) {
+    return static_cast<double>(until.*c - counted_from_.*c);
+  };
   if (!one_off_jobs_.empty()) {
     // Instances still refused when their window opened run unreserved.
     int64_t unreserved = 0;
     for (size_t j : one_off_jobs_) {
       const OneOffTemplate& t = *one_off_template_[j];
       for (const auto& [k, ri] : res_of_instance_[j]) {
-        unreserved += ri < 0 && t.def.arrival + t.def.period * k < s_.to ? 1 : 0;
+        const TimePoint opens = t.def.arrival + t.def.period * k;
+        unreserved += ri < 0 && opens < s_.to && inRecordedSpan(opens) ? 1 : 0;
       }
     }
-    r.extra["one_offs_reserved"] = static_cast<double>(one_offs_reserved_);
-    r.extra["one_offs_refused_first"] = static_cast<double>(one_offs_refused_);
-    r.extra["one_offs_reserved_on_retry"] = static_cast<double>(one_offs_on_retry_);
+    r.extra["one_offs_reserved"] = countedSpan(&Counted::one_offs_reserved);
+    r.extra["one_offs_refused_first"] = countedSpan(&Counted::one_offs_refused);
+    r.extra["one_offs_reserved_on_retry"] = countedSpan(&Counted::one_offs_on_retry);
     r.extra["one_offs_unreserved"] = static_cast<double>(unreserved);
   }
-  r.extra["preemption_kills"] = static_cast<double>(preemption_kills_);
-  r.extra["preemption_notices"] = static_cast<double>(preemption_notices_);
+  r.extra["preemption_kills"] = countedSpan(&Counted::preemption_kills);
+  r.extra["preemption_notices"] = countedSpan(&Counted::preemption_notices);
 }
 
 }  // namespace

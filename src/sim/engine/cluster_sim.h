@@ -82,10 +82,14 @@ struct RunSetup {
   std::string agent = "lowcost";         // planner agent
   std::string dra;                       // "" = none, else reprovision::makePolicy name
   bool record_history = false;
-  // A segment of a segmented training (ExperimentOptions::train_segments):
-  // only the runs of instances submitted in [record_from, record_until)
-  // enter the history; those submitted before record_from (the segment's
-  // warm-up) or after record_until are simulated and not recorded. With
+  // A segment of a segmented training or evaluation (ExperimentOptions::
+  // train_segments, eval_segments): only the runs of instances submitted in
+  // [record_from, record_until) enter the history, or, in an evaluation, are
+  // judged; those submitted before record_from (the segment's warm-up) or
+  // after record_until are simulated and not recorded. In an evaluation the
+  // same span also bounds the ad-hoc jobs reported (by submit), the plan
+  // steps of the utilisation and the preemptions and one-offs counted (by
+  // when they happen; unreserved one-offs by their window's start). With
   // record_until set, the run ends at the first instant at or after it at
   // which every periodic instance submitted before it has ended (or at
   // `to`), so the runs straddling record_until are recorded whole.

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -493,7 +494,7 @@ void summariseSlack(StrategyResult& r, const Workload& w) {
 // under `mu`, one call at a time.
 class TrainingProgress {
  public:
-  TrainingProgress(const std::vector<TrainSegment>& segs, Millis step, ProgressFn progress,
+  TrainingProgress(const std::vector<DaySegment>& segs, Millis step, ProgressFn progress,
                    std::mutex* mu)
       : done_(segs.size(), 0), total_(segs.size(), 0), out_(std::move(progress)), mu_(mu) {
     for (size_t s = 0; s < segs.size(); s++) total_[s] = (segs[s].to - segs[s].from) / step;
@@ -530,9 +531,9 @@ class TrainingProgress {
 // Segment s of the status quo's training days simulated: the baseline's
 // provisioning and agent, user reservations from the segment's start.
 Result<RunOutput> simulateSegment(const Workload& w, const ExperimentOptions& o,
-                                  const std::vector<TrainSegment>& segs, size_t s,
+                                  const std::vector<DaySegment>& segs, size_t s,
                                   const ProgressFn& progress, const std::atomic<bool>* stop) {
-  const TrainSegment& seg = segs[s];
+  const DaySegment& seg = segs[s];
   RunSetup setup;
   setup.from = seg.from;
   setup.to = seg.to;
@@ -579,7 +580,7 @@ Result<History> mergedHistory(std::vector<std::optional<Result<RunOutput>>>& out
 Result<Learned> train(const Workload& w, const ExperimentOptions& o, const ProgressFn& progress,
                       const std::atomic<bool>* stop, bool* interrupted,
                       std::mutex* glpk = nullptr) {
-  const std::vector<TrainSegment> segs = trainSegments(o);
+  const std::vector<DaySegment> segs = trainSegments(o);
   std::mutex mu;
   TrainingProgress tp(segs, o.step, progress, &mu);
   std::vector<std::optional<Result<RunOutput>>> outs(segs.size());
@@ -620,6 +621,84 @@ Evaluation prepare(const Workload& w, const ExperimentOptions& o, const Strategy
   return e;
 }
 
+// Segment s of an evaluation (ExperimentOptions::eval_segments): the whole
+// evaluation's setup over the segment's span, recording its days. The
+// reservations are those derived for the evaluation's start, their windows
+// moved by the whole days from there to the segment's start, as if derived
+// at it (a planned window and the user's request are placed from the start
+// they are derived at; an off-kilter job's template counts from the epoch
+// and stays). The first segment starts with the evaluation: its setup is the
+// whole one's but for its end.
+RunSetup segmentSetup(const RunSetup& whole, const std::vector<DaySegment>& segs, size_t s) {
+  RunSetup setup = whole;
+  if (segs.size() == 1) return setup;
+  const DaySegment& seg = segs[s];
+  setup.from = seg.from;
+  setup.to = seg.to;
+  if (s > 0) setup.record_from = seg.record_from;
+  if (s + 1 < segs.size()) setup.record_until = seg.record_until;
+  const Millis shift = seg.from - whole.from;
+  auto move = [shift](planner::ReservationDefinition& def) {
+    def.arrival += shift;
+    def.deadline += shift;
+  };
+  for (JobProvision& p : setup.provisions) {
+    if (p.kind == JobProvision::Kind::kPlanned) {
+      move(p.def);
+      if (p.in_order) move(*p.in_order);
+    }
+    if (p.fallback) move(*p.fallback);
+  }
+  return setup;
+}
+
+// The segments' outputs (in segment order) as one evaluation's: the judged
+// instances in workload order (job, then instance index) as one Sim gives
+// them, the ad-hoc jobs by submit (then name), the plan steps in time order
+// and the utilisation over them, the counted events summed; the counts of
+// jobs by how the run's start admitted them are the first segment's, whose
+// start is the evaluation's.
+RunOutput mergeEvaluation(std::vector<RunOutput> parts, const Workload& w) {
+  if (parts.size() == 1) return std::move(parts.front());
+  static const std::set<std::string> kAtStart = {"unreserved_jobs", "user_reservation_jobs",
+                                                 "off_kilter_jobs", "per_instance_jobs"};
+  std::map<std::string, size_t> job_index;
+  for (size_t j = 0; j < w.periodic.size(); j++) job_index[w.periodic[j].key.value()] = j;
+  RunOutput out;
+  StrategyResult& r = out.result;
+  for (size_t s = 0; s < parts.size(); s++) {
+    RunOutput& part = parts[s];
+    StrategyResult& p = part.result;
+    out.events += part.events;
+    out.interrupted = out.interrupted || part.interrupted;
+    std::move(p.instances.begin(), p.instances.end(), std::back_inserter(r.instances));
+    std::move(p.adhoc.begin(), p.adhoc.end(), std::back_inserter(r.adhoc));
+    r.utilisation_series.insert(r.utilisation_series.end(), p.utilisation_series.begin(),
+                                p.utilisation_series.end());
+    for (const auto& [key, value] : p.extra) {
+      if (kAtStart.count(key) == 0) {
+        r.extra[key] += value;
+      } else if (s == 0) {
+        r.extra[key] = value;
+      }
+    }
+  }
+  std::stable_sort(r.instances.begin(), r.instances.end(),
+                   [&](const InstanceOutcome& a, const InstanceOutcome& b) {
+                     const size_t ja = job_index[a.job], jb = job_index[b.job];
+                     return ja != jb ? ja < jb : a.index < b.index;
+                   });
+  std::stable_sort(r.adhoc.begin(), r.adhoc.end(),
+                   [](const AdhocOutcome& a, const AdhocOutcome& b) {
+                     return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
+                   });
+  double sum = 0;
+  for (double u : r.utilisation_series) sum += u;
+  r.utilisation =
+      r.utilisation_series.empty() ? 0 : sum / static_cast<double>(r.utilisation_series.size());
+  return out;
+}
+
 StrategyResult finish(const Workload& w, const Evaluation& e, const Learned& l, RunOutput out) {
   StrategyResult r = std::move(out.result);
   r.name = e.spec->name;
@@ -640,6 +719,10 @@ SimSummary header(const ExperimentOptions& o, const std::string& command) {
   s.train_days = trainDays(o);
   s.train_segments = o.train_segments;
   s.train_warmup_days = o.train_segments > 1 ? o.train_warmup_days : 0;
+  if (command == "run") {
+    s.eval_segments = o.eval_segments;
+    s.eval_warmup_days = o.eval_segments > 1 ? o.eval_warmup_days : 0;
+  }
   s.command = command;
   return s;
 }
@@ -664,24 +747,39 @@ int64_t trainDays(const ExperimentOptions& o) {
   return std::clamp<int64_t>(t, 1, std::max<int64_t>(1, o.days - 1));
 }
 
-std::vector<TrainSegment> trainSegments(const ExperimentOptions& o) {
-  const int64_t days = trainDays(o);
-  const int64_t k = std::clamp<int64_t>(o.train_segments, 1, days);
-  const TimePoint end = fromEpochMs(0) + kDay * days;
-  std::vector<TrainSegment> segs;
-  int64_t first = 0;  // the segment's first recorded day
+namespace {
+
+// Days [first_day, end_day) in `segments` consecutive segments (DaySegment),
+// each but the first warmed up by `warmup_days`, not before first_day.
+std::vector<DaySegment> daySegments(int64_t first_day, int64_t end_day, int64_t segments,
+                                    int64_t warmup_days) {
+  const int64_t days = end_day - first_day;
+  const int64_t k = std::clamp<int64_t>(segments, 1, days);
+  const TimePoint end = fromEpochMs(0) + kDay * end_day;
+  std::vector<DaySegment> segs;
+  int64_t first = first_day;  // the segment's first recorded day
   for (int64_t s = 0; s < k; s++) {
     const int64_t len = days / k + (s < days % k ? 1 : 0);
-    const int64_t warmup = s > 0 ? std::max<int64_t>(0, o.train_warmup_days) : 0;
-    TrainSegment seg;
+    const int64_t warmup = s > 0 ? std::max<int64_t>(0, warmup_days) : 0;
+    DaySegment seg;
     seg.record_from = fromEpochMs(0) + kDay * first;
     seg.record_until = seg.record_from + kDay * len;
-    seg.from = fromEpochMs(0) + kDay * std::max<int64_t>(0, first - warmup);
+    seg.from = fromEpochMs(0) + kDay * std::max<int64_t>(first_day, first - warmup);
     seg.to = s + 1 < k ? std::min(seg.record_until + kDay, end) : end;
     segs.push_back(seg);
     first += len;
   }
   return segs;
+}
+
+}  // namespace
+
+std::vector<DaySegment> trainSegments(const ExperimentOptions& o) {
+  return daySegments(0, trainDays(o), o.train_segments, o.train_warmup_days);
+}
+
+std::vector<DaySegment> evalSegments(const ExperimentOptions& o) {
+  return daySegments(trainDays(o), o.days, o.eval_segments, o.eval_warmup_days);
 }
 
 History mergeSegments(std::vector<History> segments, TimePoint end, const ExperimentOptions& o) {
@@ -740,7 +838,7 @@ History mergeSegments(std::vector<History> segments, TimePoint end, const Experi
 
 Result<History> trainingHistory(const Workload& w, const ExperimentOptions& o, bool* interrupted) {
   MORPHEUS_RETURN_IF_ERROR(validateExperiment(w, o));
-  const std::vector<TrainSegment> segs = trainSegments(o);
+  const std::vector<DaySegment> segs = trainSegments(o);
   std::vector<std::optional<Result<RunOutput>>> outs(segs.size());
   forEachOnThreads(segs.size(), o.threads, [&](size_t s) {
     outs[s] = simulateSegment(w, o, segs, s, nullptr, nullptr);
@@ -796,6 +894,16 @@ Status validateExperiment(const Workload& w, const ExperimentOptions& o) {
   if (o.train_warmup_days < 0) {
     return invalidArgument("train_warmup_days",
                            "must be >= 0, got " + std::to_string(o.train_warmup_days));
+  }
+  const int64_t eval_days = o.days - trainDays(o);
+  if (o.eval_segments < 1 || o.eval_segments > eval_days) {
+    return invalidArgument("eval_segments",
+                           "must be in [1, evaluation days = " + std::to_string(eval_days) +
+                               "], got " + std::to_string(o.eval_segments));
+  }
+  if (o.eval_warmup_days < 0) {
+    return invalidArgument("eval_warmup_days",
+                           "must be >= 0, got " + std::to_string(o.eval_warmup_days));
   }
   for (size_t i = 0; i < o.min_cluster_sizes.size(); i++) {
     const int64_t n = o.min_cluster_sizes[i];
@@ -859,11 +967,12 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   // One pool of options.threads threads takes, in this order, the
   // training's segments (the one that ends last then merges their histories
   // and runs the SLO inference and every learned strategy's fits), the
-  // strategies provisioned from the users' requests alone (the baseline:
-  // nothing of the training reaches their evaluation, so they run beside
-  // it), then the learned strategies, which wait for the training. Every
-  // simulation is its own Sim, so the results do not depend on the order or
-  // the thread count. Progress is serialised under one lock.
+  // evaluation segments of the strategies provisioned from the users'
+  // requests alone (the baseline: nothing of the training reaches their
+  // evaluation, so they run beside it), then those of the learned
+  // strategies, which wait for the training. Every simulation is its own
+  // Sim, so the results do not depend on the order or the thread count.
+  // Progress is serialised under one lock.
   std::mutex progress_mu;
   const Learned none;
   std::vector<Evaluation> evals(strategies.size());
@@ -877,11 +986,19 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   for (size_t i = 0; i < strategies.size(); i++) {
     if (strategies[i].provisioning != Provisioning::kUserReservation) order.push_back(i);
   }
-  std::vector<std::optional<Result<RunOutput>>> outs(strategies.size());
-  std::vector<int64_t> done(strategies.size(), 0);
-  // Plan steps of every strategy's evaluation days.
-  const int64_t all_steps = (kDay * (options.days - trainDays(options))) / options.step *
-                            static_cast<int64_t>(strategies.size());
+  const std::vector<DaySegment> esegs = evalSegments(options);
+  const size_t ne = esegs.size();
+  // Per strategy and evaluation segment: its output, its simulated plan
+  // steps and their total (the segment's span, warm-up included).
+  std::vector<std::vector<std::optional<Result<RunOutput>>>> outs(
+      strategies.size(), std::vector<std::optional<Result<RunOutput>>>(ne));
+  std::vector<std::vector<int64_t>> done(strategies.size(), std::vector<int64_t>(ne, 0));
+  std::vector<int64_t> seg_steps(ne);
+  int64_t all_steps = 0;  // of every strategy's evaluation segments
+  for (size_t e = 0; e < ne; e++) {
+    seg_steps[e] = (esegs[e].to - esegs[e].from) / options.step;
+    all_steps += seg_steps[e] * static_cast<int64_t>(strategies.size());
+  }
   Result<Learned> learned = Learned{};
   bool interrupted = false;
   // Set once the training and the learned strategies' preparation ended
@@ -889,11 +1006,11 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   std::mutex trained_mu;
   std::condition_variable trained_cv;
   bool trained = false;
-  const std::vector<TrainSegment> segs = trainSegments(options);
+  const std::vector<DaySegment> segs = trainSegments(options);
   TrainingProgress training_progress(segs, options.step, progress, &progress_mu);
   std::vector<std::optional<Result<RunOutput>>> seg_outs(segs.size());
   std::atomic<size_t> segments_left{segs.size()};
-  forEachOnThreads(segs.size() + order.size(), options.threads, [&](size_t k) {
+  forEachOnThreads(segs.size() + order.size() * ne, options.threads, [&](size_t k) {
     if (k < segs.size()) {
       // A segment the stop came before is left unset (mergedHistory: interrupted).
       if (stop == nullptr || !stop->load()) {
@@ -917,22 +1034,32 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
       trained_cv.notify_all();
       return true;
     }
-    const size_t i = order[k - segs.size()];
+    const size_t i = order[(k - segs.size()) / ne], e = (k - segs.size()) % ne;
     if (strategies[i].provisioning != Provisioning::kUserReservation) {
       std::unique_lock<std::mutex> lk(trained_mu);
       trained_cv.wait(lk, [&] { return trained; });
       if (!learned.isOk() || interrupted) return false;
     }
     if (stop != nullptr && stop->load()) return false;
-    ProgressFn mine = [&, i](const std::string&, int64_t d, int64_t t) {
+    auto report = [&, i, e](int64_t d) {
       std::lock_guard<std::mutex> lk(progress_mu);
-      done[i] = d;
-      if (options.strategy_progress) options.strategy_progress(strategies[i].name, d, t);
-      int64_t all_done = 0;
-      for (int64_t n : done) all_done += n;
+      done[i][e] = d;
+      int64_t mine = 0, all_done = 0;
+      for (int64_t n : done[i]) mine += n;
+      for (const auto& of : done) {
+        for (int64_t n : of) all_done += n;
+      }
+      if (options.strategy_progress) {
+        options.strategy_progress(strategies[i].name, mine,
+                                  all_steps / static_cast<int64_t>(strategies.size()));
+      }
       if (progress) progress("evaluation", all_done, all_steps);
     };
-    outs[i] = simulateRun(workload, options, evals[i].setup, strategies[i].name, mine, stop);
+    ProgressFn mine = [&report](const std::string&, int64_t d, int64_t) { report(d); };
+    outs[i][e] = simulateRun(workload, options, segmentSetup(evals[i].setup, esegs, e),
+                             strategies[i].name, mine, stop);
+    // A segment that drained before its end counts whole once it ended.
+    if (ne > 1 && outs[i][e]->isOk() && !(*outs[i][e])->interrupted) report(seg_steps[e]);
     return true;
   });
   MORPHEUS_RETURN_IF_ERROR(learned.status());
@@ -940,13 +1067,19 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
   // summarise them against (the baseline's SLO-job figures need the SLOs).
   if (!interrupted) {
     for (size_t i = 0; i < strategies.size(); i++) {
-      if (!outs[i]) {
-        interrupted = true;
-        continue;
+      std::vector<RunOutput> parts;
+      for (auto& out : outs[i]) {
+        if (!out) {
+          interrupted = true;
+          break;
+        }
+        MORPHEUS_RETURN_IF_ERROR(out->status());
+        interrupted = interrupted || (*out)->interrupted;
+        parts.push_back(std::move(**out));
       }
-      MORPHEUS_RETURN_IF_ERROR(outs[i]->status());
-      interrupted = interrupted || (*outs[i])->interrupted;
-      summary.strategies.push_back(finish(workload, evals[i], *learned, std::move(**outs[i])));
+      if (parts.size() < ne) continue;
+      summary.strategies.push_back(
+          finish(workload, evals[i], *learned, mergeEvaluation(std::move(parts), workload)));
     }
   }
   summary.interrupted = interrupted;
@@ -1070,6 +1203,11 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress, const std::atomic<bool>* stop) {
   MORPHEUS_RETURN_IF_ERROR(validateExperiment(workload, options));
+  if (options.eval_segments != 1) {
+    return invalidArgument("eval_segments",
+                           "min-cluster evaluates each size in one simulation; got " +
+                               std::to_string(options.eval_segments));
+  }
   SimSummary summary = header(options, "min-cluster");
   MinClusterSearch search(workload, options, progress, stop);
   const StrategySpec baseline = *parseStrategies({"baseline"}, {}, 0.5)->begin();

@@ -132,6 +132,18 @@ struct ExperimentOptions {
   // day 0), its warm-up simulated and not recorded.
   int64_t train_segments = 1;
   int64_t train_warmup_days = 1;
+  // `--eval-segments`, `--eval-warmup-days`: each strategy's evaluation days
+  // split the same way (evalSegments), each segment a Sim of its own from a
+  // cold cluster with the strategy's reservations admitted at its start,
+  // side by side on the threads; their results merged (the instances, ad-hoc
+  // jobs, plan steps and counted events of each segment's recorded days).
+  // Every segment but the first starts `eval_warmup_days` earlier (not
+  // before the evaluation's first day). A fidelity choice for scale
+  // (validated in docs/experiments/simulator.md, "Evaluation in segments");
+  // 1 (default) is one Sim over the evaluation days. Never derived from
+  // `threads`. runExperiment only (min-cluster evaluates each size whole).
+  int64_t eval_segments = 1;
+  int64_t eval_warmup_days = 1;
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;
@@ -153,23 +165,27 @@ struct ExperimentOptions {
 
 struct History;  // sim/engine/cluster_sim.h
 
-// One segment of the training (ExperimentOptions::train_segments): simulated
-// over [from, to), recording the runs of instances submitted in
-// [record_from, record_until). The recorded spans are consecutive and cover
-// the training days, split into whole days as evenly as possible (the first
-// segments take the extra days); `from` is record_from less the warm-up
-// days, but not before day 0. Every segment but the last runs past
-// record_until until its recorded instances have ended, at most one day
-// (`to`; a generated job's window never exceeds its period, at most a day),
-// so the runs straddling a boundary are recorded whole; the last ends with
-// the training, as an unsegmented one does.
-struct TrainSegment {
+// One segment of the training or of an evaluation (ExperimentOptions::
+// train_segments, eval_segments): simulated over [from, to), recording the
+// instances submitted in [record_from, record_until). The recorded spans are
+// consecutive and cover the phase's days, split into whole days as evenly as
+// possible (the first segments take the extra days); `from` is record_from
+// less the warm-up days, but not before the phase's first day. Every segment
+// but the last runs past record_until until its recorded instances have
+// ended, at most one day (`to`; a generated job's window never exceeds its
+// period, at most a day), so the instances straddling a boundary are
+// recorded whole; the last ends with the phase, as an unsegmented one does.
+struct DaySegment {
   TimePoint from, record_from, record_until, to;
 };
 
 // The segments of options' training (one spanning every training day when
 // train_segments is 1). Options must be valid (validateExperiment).
-std::vector<TrainSegment> trainSegments(const ExperimentOptions& options);
+std::vector<DaySegment> trainSegments(const ExperimentOptions& options);
+
+// The segments of options' evaluation days (one spanning all of them when
+// eval_segments is 1). Options must be valid (validateExperiment).
+std::vector<DaySegment> evalSegments(const ExperimentOptions& options);
 
 // The segments' histories (in segment order) as one: each job's runs,
 // runtimes and own events in segment order (the recorded spans are
@@ -246,6 +262,7 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 // and not at A-2 puts the smallest size in [A-1, A+1], within one step of A.
 // The (strategy, size) runs share trainings per size and run side by side
 // on up to options.threads threads; the result does not depend on it.
+// INVALID_ARGUMENT naming eval_segments when it is not 1.
 Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptions& options,
                                  const std::vector<StrategySpec>& strategies,
                                  const ProgressFn& progress = nullptr,

@@ -533,6 +533,11 @@ std::string markdown(const SimSummary& s, const std::vector<Plot>& plots,
           " segments, each from a cold cluster after a warm-up of " +
           std::to_string(s.train_warmup_days) + (s.train_warmup_days == 1 ? " day." : " days.");
   }
+  if (s.eval_segments > 1) {
+    md += " Each evaluation in " + std::to_string(s.eval_segments) +
+          " segments, each from a cold cluster after a warm-up of " +
+          std::to_string(s.eval_warmup_days) + (s.eval_warmup_days == 1 ? " day." : " days.");
+  }
   if (s.interrupted) md += " **Interrupted: partial results, only what finished is shown.**";
   md += "\n\n## Deadline violations, worst case first (cf. Morpheus §8, Fig. 10a)\n\n" +
         headline(s) + strategyTable(s) +
@@ -600,6 +605,10 @@ std::string summaryJson(const SimSummary& summary) {
   if (summary.train_segments > 1) {
     top.emplace("train_segments", std::to_string(summary.train_segments));
     top.emplace("train_warmup_days", std::to_string(summary.train_warmup_days));
+  }
+  if (summary.eval_segments > 1) {
+    top.emplace("eval_segments", std::to_string(summary.eval_segments));
+    top.emplace("eval_warmup_days", std::to_string(summary.eval_warmup_days));
   }
   return renderObject(top, 0) + "\n";
 }

@@ -70,6 +70,10 @@ struct SimSummary {
   // and the report only when the training was segmented (segments > 1).
   int64_t train_segments = 1;
   int64_t train_warmup_days = 0;
+  // ExperimentOptions::eval_segments and eval_warmup_days (`run` only); the
+  // same way in summary.json and the report only when segments > 1.
+  int64_t eval_segments = 1;
+  int64_t eval_warmup_days = 0;
   std::string command;                     // "run" or "min-cluster"
   std::vector<StrategyResult> strategies;  // in the order they were run
   bool interrupted = false;                // Ctrl-C: what was done so far

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -975,7 +976,7 @@ TEST(SimEngineTest, SegmentedTrainingRecordsEveryRunOnceInTimeOrder) {
 
   o.train_segments = 2;
   o.train_warmup_days = 1;
-  const std::vector<TrainSegment> segs = trainSegments(o);
+  const std::vector<DaySegment> segs = trainSegments(o);
   ASSERT_EQ(segs.size(), 2u);
   EXPECT_EQ(segs[0].from, fromEpochMs(0));
   EXPECT_EQ(segs[0].record_until, fromEpochMs(2 * kDay));
@@ -1086,6 +1087,119 @@ TEST(SimEngineTest, SegmentedTrainingGivesIdenticalResultsOnAnyThreadCount) {
   // 9 days in 3 segments of 3: spans [0, 4), [2, 7), [5, 9) days.
   EXPECT_EQ(training_total, (4 + 5 + 4) * 1440);
   EXPECT_EQ(training_done, training_total);
+}
+
+// A segmented evaluation (ExperimentOptions::eval_segments) on a cluster
+// with room for everything, where an instance's run does not depend on what
+// ran before it: 4 evaluation days in 2 segments, the second with 1 warm-up
+// day. Every instance of the evaluation is judged exactly once, the daily
+// one submitted at 23:30 of day 5 (across the boundary) whole, and every
+// figure is one Sim's but the events simulated (the warm-up's are extra):
+// the instances, the plan steps' utilisation, the counted preemptions.
+TEST(SimEngineTest, SegmentedEvaluationJudgesEveryInstanceOnceAsOneSim) {
+  constexpr int64_t kDay = 86'400'000;
+  Workload w;
+  w.periodic.push_back(job("hourly", Millis(3600'000), Millis(5 * kMin), Millis(45 * kMin),
+                           {stage(4, 10), stage(2, 5, {0})}, 6));
+  w.periodic.push_back(job("daily", Millis(kDay), Millis(23 * 60 * kMin + 30 * kMin), Millis(kDay),
+                           {stage(1, 60)}, 1));
+  ExperimentOptions o = options(20, 8);
+  ASSERT_EQ(trainDays(o), 4);
+  auto specs = parseStrategies({"baseline", "morpheus"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runExperiment(w, o, *specs);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+
+  o.eval_segments = 2;
+  o.eval_warmup_days = 1;
+  const std::vector<DaySegment> segs = evalSegments(o);
+  ASSERT_EQ(segs.size(), 2u);
+  EXPECT_EQ(segs[0].from, fromEpochMs(4 * kDay));
+  EXPECT_EQ(segs[0].record_until, fromEpochMs(6 * kDay));
+  EXPECT_EQ(segs[0].to, fromEpochMs(7 * kDay));
+  EXPECT_EQ(segs[1].from, fromEpochMs(5 * kDay));
+  EXPECT_EQ(segs[1].record_from, fromEpochMs(6 * kDay));
+  EXPECT_EQ(segs[1].to, fromEpochMs(8 * kDay));
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    o.threads = threads;
+    auto two = runExperiment(w, o, *specs);
+    ASSERT_TRUE(two.isOk()) << two.status().message();
+    ASSERT_EQ(two->strategies.size(), one->strategies.size());
+    for (size_t i = 0; i < one->strategies.size(); i++) {
+      const StrategyResult &x = one->strategies[i], &y = two->strategies[i];
+      SCOPED_TRACE(x.name);
+      EXPECT_EQ(y.name, x.name);
+      EXPECT_EQ(y.periodic_instances, 4 * 24 + 4) << "hourly and daily, 4 days";
+      ASSERT_EQ(y.instances.size(), x.instances.size());
+      for (size_t k = 0; k < x.instances.size(); k++) {
+        EXPECT_EQ(y.instances[k].job, x.instances[k].job) << k;
+        EXPECT_EQ(y.instances[k].index, x.instances[k].index) << k;
+        EXPECT_EQ(y.instances[k].runtime, x.instances[k].runtime) << k;
+        EXPECT_EQ(y.instances[k].met, x.instances[k].met) << k;
+        EXPECT_EQ(y.instances[k].worst_case_met, x.instances[k].worst_case_met) << k;
+        EXPECT_EQ(y.instances[k].reserved_container_s, x.instances[k].reserved_container_s) << k;
+        EXPECT_EQ(y.instances[k].dra_grants, x.instances[k].dra_grants) << k;
+      }
+      EXPECT_EQ(y.deadline_violations, x.deadline_violations);
+      EXPECT_EQ(y.worst_case_violations, x.worst_case_violations);
+      EXPECT_EQ(y.utilisation_series, x.utilisation_series);
+      EXPECT_EQ(y.utilisation, x.utilisation);
+      std::map<std::string, double> xe = x.extra, ye = y.extra;
+      EXPECT_GT(ye["events"], xe["events"]) << "the warm-up day is simulated too";
+      xe.erase("events");
+      ye.erase("events");
+      EXPECT_EQ(ye, xe);
+    }
+    EXPECT_NE(summaryJson(*two).find("\"eval_segments\": 2"), std::string::npos);
+  }
+}
+
+// A segmented evaluation on a contended cluster with the ad-hoc load: the
+// same results on any thread count, progress that reaches every segment's
+// span once, and bad segment counts refused naming the field (min-cluster
+// evaluates each size whole).
+TEST(SimEngineTest, SegmentedEvaluationGivesIdenticalResultsOnAnyThreadCount) {
+  Workload w = mixed();
+  ExperimentOptions o = options(3, 8);
+  o.realize = noisy;
+  o.eval_segments = 3;
+  o.eval_warmup_days = 1;
+  auto specs = parseStrategies({"morpheus", "baseline"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto one = runExperiment(w, o, *specs);
+  o.threads = 2;
+  std::mutex mu;
+  int64_t evaluation_done = 0, evaluation_total = 0;
+  auto progress = [&](const std::string& phase, int64_t done, int64_t total) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (phase != "evaluation") return;
+    EXPECT_GE(done, evaluation_done);
+    evaluation_done = done;
+    evaluation_total = total;
+  };
+  auto two = runExperiment(w, o, *specs, progress);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  ASSERT_TRUE(two.isOk()) << two.status().message();
+  expectSameOutcomes(*one, *two);
+  EXPECT_EQ(summaryJson(*one), summaryJson(*two));
+  // 4 evaluation days in 3 segments recording days 4-5, 6 and 7: spans
+  // [4, 7), [5, 8) and [6, 8) days (the first two run on up to a day past
+  // their recorded days), two strategies.
+  EXPECT_EQ(evaluation_total, 2 * (3 + 3 + 2) * 1440);
+  EXPECT_EQ(evaluation_done, evaluation_total);
+
+  for (int64_t bad : {0, 5}) {
+    o.eval_segments = bad;
+    auto refused = runExperiment(w, o, *specs);
+    ASSERT_FALSE(refused.isOk()) << bad;
+    EXPECT_EQ(refused.status().message().rfind("eval_segments", 0), 0u)
+        << refused.status().message();
+  }
+  o.eval_segments = 2;
+  auto min = runMinCluster(w, o, *specs);
+  ASSERT_FALSE(min.isOk());
+  EXPECT_EQ(min.status().message().rfind("eval_segments", 0), 0u) << min.status().message();
 }
 
 // Scale: skipping offers of new asks to free nodes that cannot
