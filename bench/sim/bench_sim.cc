@@ -10,8 +10,9 @@
 //               load scaled to the cluster (--adhoc-model aggregate), <= 4 GiB;
 //     periodic: 50,000 nodes, 30 days, 10,000 periodic jobs, no ad-hoc load,
 //               tasks grouped (--task-model grouped --task-group 16), the
-//               training in 2 segments with 1 warm-up day
-//               (--train-segments 2, validated in docs/experiments/simulator.md).
+//               training and each evaluation in 2 segments with 1 warm-up
+//               day (--train-segments 2 --eval-segments 2, validated in
+//               docs/experiments/simulator.md).
 //   bench_sim --scale --max-wall 900
 //                                  stops each after 15 min and reports how
 //                                  much of it was simulated by then
@@ -249,10 +250,13 @@ int main(int argc, char** argv) {
   periodic.model = sim::TaskModel{};
   periodic.model.name = "grouped";
   periodic.model.group = 16;
-  // The periodic run's training in two segments side by side (the choice
-  // validated at 100 and 1,000 nodes in docs/experiments/simulator.md).
+  // The periodic run's training and evaluations in two segments side by
+  // side (the choices validated at 100 and 1,000 nodes in
+  // docs/experiments/simulator.md).
   periodic.train_segments = 2;
   periodic.train_warmup_days = 1;
+  periodic.eval_segments = 2;
+  periodic.eval_warmup_days = 1;
   std::fprintf(stderr, "scale 1/2: 5,000 nodes x 30 days x 1,000 jobs + SWIM (aggregate)\n");
   nlohmann::json a = runInChild(adhoc);
   std::fprintf(stderr, "scale 2/2: 50,000 nodes x 30 days x 10,000 jobs, periodic only\n");
