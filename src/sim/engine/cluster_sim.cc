@@ -2364,9 +2364,7 @@ void Sim::finalize() {
                                  return !inRecordedSpan(fromEpochMs(a.submit.count()));
                                }),
                 r.adhoc.end());
-  std::sort(r.adhoc.begin(), r.adhoc.end(), [](const AdhocOutcome& a, const AdhocOutcome& b) {
-    return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
-  });
+  std::sort(r.adhoc.begin(), r.adhoc.end(), adhocBefore);
   r.utilisation = util_n_ > 0 ? util_sum_ / static_cast<double>(util_n_) : 0;
   r.extra["unreserved_jobs"] = static_cast<double>(unreserved_);
   r.extra["user_reservation_jobs"] = static_cast<double>(fallback_);

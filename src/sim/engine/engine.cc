@@ -688,10 +688,7 @@ RunOutput mergeEvaluation(std::vector<RunOutput> parts, const Workload& w) {
                      const size_t ja = job_index[a.job], jb = job_index[b.job];
                      return ja != jb ? ja < jb : a.index < b.index;
                    });
-  std::stable_sort(r.adhoc.begin(), r.adhoc.end(),
-                   [](const AdhocOutcome& a, const AdhocOutcome& b) {
-                     return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
-                   });
+  std::stable_sort(r.adhoc.begin(), r.adhoc.end(), adhocBefore);
   double sum = 0;
   for (double u : r.utilisation_series) sum += u;
   r.utilisation =
@@ -719,10 +716,8 @@ SimSummary header(const ExperimentOptions& o, const std::string& command) {
   s.train_days = trainDays(o);
   s.train_segments = o.train_segments;
   s.train_warmup_days = o.train_segments > 1 ? o.train_warmup_days : 0;
-  if (command == "run") {
-    s.eval_segments = o.eval_segments;
-    s.eval_warmup_days = o.eval_segments > 1 ? o.eval_warmup_days : 0;
-  }
+  s.eval_segments = o.eval_segments;  // min-cluster refuses any but 1
+  s.eval_warmup_days = o.eval_segments > 1 ? o.eval_warmup_days : 0;
   s.command = command;
   return s;
 }

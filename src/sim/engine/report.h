@@ -42,6 +42,11 @@ struct AdhocOutcome {
   Millis completion{0};  // job completion time (end - submit); -1 ms if unfinished at the end
 };
 
+// The order of StrategyResult::adhoc: by submit, then job name.
+inline bool adhocBefore(const AdhocOutcome& a, const AdhocOutcome& b) {
+  return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
+}
+
 struct StrategyResult {
   std::string name;
   int64_t periodic_instances = 0;  // evaluated (successful or missed; failed runs excluded)
