@@ -5,6 +5,7 @@
 //       --periodic-jobs J [--adhoc-trace FILE] [--adhoc-load F] [--strategy S]...
 //       [--alpha LIST] [--seed S] --out DIR
 //   morpheus-sim min-cluster (same flags) [--match worst-case|with-adhoc-load]
+//       [--train-size nodes|each]
 //       [--sizes N,N,...]
 //   morpheus-sim trace --trace FILE [--json]     (summary of a SWIM trace)
 //
@@ -110,6 +111,8 @@ struct SimFlags {
   std::string adhoc_model = "task";
   // min-cluster: --match worst-case|with-adhoc-load.
   std::string match = "worst-case";
+  // min-cluster: --train-size nodes|each (ExperimentOptions::min_cluster_retrain).
+  std::string train_size = "nodes";
   // min-cluster: --sizes a,b,... (ExperimentOptions::min_cluster_sizes);
   // empty: search.
   std::string sizes;
@@ -117,6 +120,8 @@ struct SimFlags {
   int64_t adhoc_step_s = 10;
   // --adhoc-refill on|off (ExperimentOptions::aggregate_adhoc_refill).
   std::string adhoc_refill = "on";
+  // --adhoc-fill on|off (ExperimentOptions::aggregate_adhoc_fill).
+  std::string adhoc_fill = "off";
   // --train-adhoc-model same|task|aggregate
   // (ExperimentOptions::training_aggregate_adhoc_step).
   std::string train_adhoc_model = "same";
@@ -185,6 +190,11 @@ void addAdhocModelFlags(CLI::App* cmd, SimFlags& f) {
                   "aggregate ad-hoc model: on: capacity periodic tasks free between steps goes "
                   "to ad-hoc pools below their fair share first; off: to the periodic apps "
                   "until the next step")
+      ->capture_default_str();
+  cmd->add_option("--adhoc-fill", f.adhoc_fill,
+                  "aggregate ad-hoc model: on: room a scheduling pass leaves on a node goes to "
+                  "ad-hoc pools with demand beyond their share until the next step; off: it "
+                  "stays idle")
       ->capture_default_str();
   cmd->add_option("--train-adhoc-model", f.train_adhoc_model,
                   "the ad-hoc model of the training days alone: same (as --adhoc-model), "
@@ -275,6 +285,10 @@ void addFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--match", f.match,
                   "min-cluster: the baseline's rate to match, worst-case (reserved capacity "
                   "only, the paper's metric) or with-adhoc-load")
+      ->capture_default_str();
+  cmd->add_option("--train-size", f.train_size,
+                  "min-cluster: nodes: every size plans from one training at --nodes (the "
+                  "cluster's own history); each: every size is trained anew at its size")
       ->capture_default_str();
 }
 
@@ -436,6 +450,12 @@ int simulate(const SimFlags& f, bool min_cluster) {
   if (f.adhoc_refill != "on" && f.adhoc_refill != "off") {
     return fail("adhoc-refill: must be on or off, got '" + f.adhoc_refill + "'");
   }
+  if (f.adhoc_fill != "on" && f.adhoc_fill != "off") {
+    return fail("adhoc-fill: must be on or off, got '" + f.adhoc_fill + "'");
+  }
+  if (f.train_size != "nodes" && f.train_size != "each") {
+    return fail("train-size: must be nodes or each, got '" + f.train_size + "'");
+  }
   if (f.match != "worst-case" && f.match != "with-adhoc-load") {
     return fail("match: must be worst-case or with-adhoc-load, got '" + f.match + "'");
   }
@@ -473,11 +493,13 @@ int simulate(const SimFlags& f, bool min_cluster) {
   o.fluid_adhoc_step = sim::fluidAdhocStep(f.task_model);
   o.aggregate_adhoc_step = aggregate ? Millis(f.adhoc_step_s * 1000) : Millis(0);
   o.aggregate_adhoc_refill = f.adhoc_refill == "on";
+  o.aggregate_adhoc_fill = f.adhoc_fill == "on";
   if (f.train_adhoc_model == "task") o.training_aggregate_adhoc_step = Millis(0);
   if (f.train_adhoc_model == "aggregate") {
     o.training_aggregate_adhoc_step = Millis(f.adhoc_step_s * 1000);
   }
   o.min_cluster_worst_case = f.match == "worst-case";
+  o.min_cluster_retrain = f.train_size == "each";
   o.min_cluster_sizes = sizes;
   o.threads = f.threads;
   if (f.train_segments < 1 || f.train_segments > sim::trainDays(o)) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -107,6 +108,15 @@ TEST(SimCliTest, BadInputsExitTwoWithOneLine) {
     auto [c, o] =
         runCommand({binary("morpheus-sim"), "min-cluster", "--sizes", sizes, "--out", dir});
     EXPECT_EQ(c, 2) << sizes;
+    EXPECT_NE(o.find(why), std::string::npos) << o;
+    EXPECT_EQ(std::count(o.begin(), o.end(), '\n'), 1) << o;
+  }
+
+  for (const auto& [flag, value, why] : std::vector<std::array<std::string, 3>>{
+           {"--train-size", "half", "train-size: must be nodes or each, got 'half'"},
+           {"--adhoc-fill", "yes", "adhoc-fill: must be on or off, got 'yes'"}}) {
+    auto [c, o] = runCommand({binary("morpheus-sim"), "min-cluster", flag, value, "--out", dir});
+    EXPECT_EQ(c, 2) << flag;
     EXPECT_NE(o.find(why), std::string::npos) << o;
     EXPECT_EQ(std::count(o.begin(), o.end(), '\n'), 1) << o;
   }

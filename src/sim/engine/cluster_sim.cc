@@ -327,6 +327,7 @@ struct AggregateState {
   FluidPool pool;
   int64_t held = 0;
   int64_t fair = 0;      // its fair share at the last step (AggregateSplit::fair)
+  int64_t demand = 0;    // its demand at the last step (FluidPool::demand)
   double held_ms = 0;    // containers x ms held since the pool last advanced
   TimePoint held_since;  // when `held` last changed
 };
@@ -468,6 +469,9 @@ class Sim {
   // Capacity periodic tasks freed this instant on agg_freed_'s nodes goes to
   // pools below their fair share (refillAggregate), on those nodes.
   void refillAggregateNodes();
+  // --adhoc-fill: room the scheduling pass left on agg_touched_'s nodes goes
+  // to pools whose demand exceeds what they hold (sim/engine/engine.h).
+  void fillAggregateHoles();
   // App ai was added to the scheduler: its slot, and the slot's app.
   void bindSlot(int ai) {
     AppState& app = apps_[static_cast<size_t>(ai)];
@@ -585,6 +589,8 @@ class Sim {
   std::vector<int> agg_freed_;
   bool agg_lacking_ = false;
   Resource agg_unmet_;
+  // --adhoc-fill: nodes the scheduler was offered this round.
+  std::vector<int> agg_touched_;
   std::vector<std::pair<sched::NodeSlot, Resource>> totals_batch_;  // placeAggregate's, reused
   // What the jobs' own apps ask for and were not granted (sum of pending
   // tasks' resources): the fluid pools turn containers over only for it.
@@ -1192,6 +1198,7 @@ void Sim::round() {
   for (int n = dirty_nodes_.popFirst(); n != NodeSet::kNone; n = dirty_nodes_.popFirst()) {
     updateNode(n);
   }
+  if (!agg_touched_.empty()) fillAggregateHoles();
 }
 
 // New asks are offered to the free nodes they fit, in node order, until as
@@ -1243,6 +1250,7 @@ bool Sim::offerNewAsks() {
 
 int64_t Sim::updateNode(int n, bool* killed) {
   if (!sched_->nodeUpdate(node_handles_[static_cast<size_t>(n)], now_, &update_).isOk()) return 0;
+  if (o_.aggregate_adhoc_fill && !agg_.empty()) agg_touched_.push_back(n);
   if (killed != nullptr) *killed = !update_.to_kill.empty();
   // startTask and endTask call the scheduler (release, updateAsks), never
   // nodeUpdate: update_ stays as it is while it is read.
@@ -1784,7 +1792,10 @@ void Sim::aggregateStep() {
     it->used += app.used;
     it->pending += app.pending_res;
   }
-  for (const AggregateState& a : agg_) in.pools.push_back({a.queue, a.shape, a.pool.demand()});
+  for (AggregateState& a : agg_) {
+    a.demand = a.pool.demand();
+    in.pools.push_back({a.queue, a.shape, a.demand});
+  }
   const AggregateSplit split = aggregateAdhocSplit(in);
   for (size_t p = 0; p < agg_.size(); p++) {
     agg_[p].held = split.held[p];
@@ -1836,6 +1847,57 @@ void Sim::refillAggregateNodes() {
       a.held = held[p];
     }
     agg_lacking_ = agg_lacking_ || a.held < a.fair;
+  }
+}
+
+// After the pass, the room left on an offered node is room no periodic ask
+// took (every ask that fits a node is granted when it is offered). The pools
+// with demand beyond what they hold take it, one container at a time to the
+// pool holding least above its fair share, so a hole only ad-hoc tasks fit is
+// not left idle; the next step re-places the pools at their shares.
+void Sim::fillAggregateHoles() {
+  std::sort(agg_touched_.begin(), agg_touched_.end());
+  agg_touched_.erase(std::unique(agg_touched_.begin(), agg_touched_.end()), agg_touched_.end());
+  std::vector<int64_t> held, want;
+  bool any = false;
+  for (const AggregateState& a : agg_) {
+    held.push_back(a.held);
+    want.push_back(a.shape.isZero() ? 0 : std::max<int64_t>(0, a.demand - a.held));
+    any = any || want.back() > 0;
+  }
+  totals_batch_.clear();
+  for (int n : any ? agg_touched_ : std::vector<int>{}) {
+    const size_t i = static_cast<size_t>(n);
+    Resource room = nodeTotal(n) - node_used_[i];
+    Resource taken;
+    for (;;) {
+      size_t best = agg_.size();
+      for (size_t p = 0; p < agg_.size(); p++) {
+        if (want[p] <= 0 || !agg_[p].shape.fitsIn(room)) continue;
+        if (best == agg_.size() || held[p] - agg_[p].fair < held[best] - agg_[best].fair) best = p;
+      }
+      if (best == agg_.size()) break;
+      held[best]++;
+      want[best]--;
+      room -= agg_[best].shape;
+      taken += agg_[best].shape;
+    }
+    if (taken.isZero()) continue;
+    node_hidden_[i] += taken;
+    hidden_total_ += taken;
+    totals_batch_.emplace_back(node_handles_[i], nodeTotal(n));
+    refreshFree(n);
+    agg_low_ = agg_low_ < 0 ? n : std::min(agg_low_, n);
+  }
+  agg_touched_.clear();
+  if (totals_batch_.empty()) return;
+  MORPHEUS_IGNORE_NOT_FOUND(sched_->setNodeTotals(totals_batch_), "never: simulated nodes stay");
+  for (size_t p = 0; p < agg_.size(); p++) {
+    AggregateState& a = agg_[p];
+    if (held[p] == a.held) continue;
+    a.held_ms += static_cast<double>(a.held) * static_cast<double>((now_ - a.held_since).count());
+    a.held_since = now_;
+    a.held = held[p];
   }
 }
 

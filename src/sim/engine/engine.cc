@@ -1105,7 +1105,7 @@ class MinClusterSearch {
   Result<std::optional<StrategyResult>> at(const StrategySpec& spec, int64_t nodes) {
     ExperimentOptions o = o_;
     o.nodes = nodes;
-    MORPHEUS_ASSIGN_OR_RETURN(const Learned* l, trained(o));
+    MORPHEUS_ASSIGN_OR_RETURN(const Learned* l, trained(o_.min_cluster_retrain ? o : o_));
     if (l == nullptr) return std::optional<StrategyResult>();
     Evaluation e;
     {
@@ -1145,6 +1145,7 @@ class MinClusterSearch {
     best->min_nodes_at_baseline_rate = hi;
     best->extra["nodes"] = static_cast<double>(hi);
     best->extra["min_cluster_worst_case"] = o_.min_cluster_worst_case ? 1 : 0;
+    best->extra["min_cluster_retrain"] = o_.min_cluster_retrain ? 1 : 0;
     return best;
   }
 
@@ -1222,6 +1223,7 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
     StrategyResult b = *base;
     b.min_nodes_at_baseline_rate = options.nodes;
     b.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
+    b.extra["min_cluster_retrain"] = options.min_cluster_retrain ? 1 : 0;
     return b;
   };
   if (!options.min_cluster_sizes.empty()) {
@@ -1255,6 +1257,7 @@ Result<SimSummary> runMinCluster(const Workload& workload, const ExperimentOptio
         r.extra["nodes"] = static_cast<double>(runs[k].second);
         r.extra["matches_baseline_rate"] = search.rateOf(r) <= target ? 1 : 0;
         r.extra["min_cluster_worst_case"] = options.min_cluster_worst_case ? 1 : 0;
+        r.extra["min_cluster_retrain"] = options.min_cluster_retrain ? 1 : 0;
         summary.strategies.push_back(std::move(r));
       }
     }

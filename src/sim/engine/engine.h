@@ -115,6 +115,12 @@ struct ExperimentOptions {
   // apps (refillAggregate); false leaves it to the periodic apps until the
   // next step.
   bool aggregate_adhoc_refill = true;
+  // `--adhoc-fill` (aggregate model only): room a scheduling pass leaves on
+  // a node it offered (no periodic ask took it) goes to pools with demand
+  // beyond what they hold, above their fair share, until the next step, as
+  // the task model's scheduler gives a hole no periodic ask fits to the
+  // ad-hoc queues; false leaves it idle until the next step.
+  bool aggregate_adhoc_fill = false;
   // `--train-adhoc-model`: the ad-hoc model of the training days alone, as
   // aggregate_adhoc_step (0: task; > 0: aggregate at that step). Unset
   // (default): the training runs under the evaluation's model. Crossing the
@@ -147,6 +153,14 @@ struct ExperimentOptions {
   // min-cluster: match the baseline's worst-case violation rate (the
   // paper's metric, Morpheus §8) instead of its rate with the ad-hoc load.
   bool min_cluster_worst_case = false;
+  // min-cluster: where the sizes' SLOs and skylines come from. false
+  // (default, `--train-size nodes`): one training at `nodes`, the history
+  // of the cluster as it is, which every smaller size plans from (Morpheus
+  // §8 infers from the production traces and then varies the cluster).
+  // true (`--train-size each`): every size is trained anew at its size, so
+  // a size also changes what the inference sees (a job that starves there
+  // may get no SLO).
+  bool min_cluster_retrain = false;
   // min-cluster: empty (default) searches every strategy's smallest size.
   // Otherwise no search: every strategy but the baseline is evaluated at
   // exactly these node counts (each in [1, nodes], none twice), for
@@ -248,8 +262,10 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 // options.min_cluster_worst_case) is at most the baseline's at options.nodes; the result is in
 // StrategyResult::min_nodes_at_baseline_rate (the baseline's is
 // options.nodes). The other figures of each strategy are those at that size.
+// Every size plans from the training at options.nodes, or, with
+// options.min_cluster_retrain, from a training of its own at that size.
 // The strategies' searches run side by side on up to options.threads
-// threads (trainings shared per size, GLPK on one thread at a time); the
+// threads (trainings shared, GLPK on one thread at a time); the
 // result does not depend on the thread count.
 //
 // With options.min_cluster_sizes, nothing is searched: every strategy but

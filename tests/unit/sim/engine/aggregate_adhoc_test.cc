@@ -273,6 +273,54 @@ TEST(AggregateAdhocTest, TheTrainingsAdhocModelIsItsOwnOption) {
       << refused.status().message();
 }
 
+// An hourly job left unreserved whose tasks take 5 of a node's 8 vcores
+// (one a node), beside ad-hoc jobs of 1-vcore tasks: the job's asks never
+// fit the 3 vcores its tasks leave on a node, so that room is a hole only
+// ad-hoc tasks fit. With the fill the pools take it between steps (the task
+// model's scheduler gives such a hole to the ad-hoc queue): the ad-hoc jobs
+// finish sooner, and the job, which could not use the holes, misses no more.
+TEST(AggregateAdhocTest, HolesNoPeriodicAskFitsGoToTheAdhocLoad) {
+  Workload w;
+  SimStage wide = stage(8, 20);
+  wide.task_resource = Resource(1024, 5);
+  w.periodic.push_back(hourlyJob("wide", {wide}, 60, 64));
+  for (int i = 0; i < 4 * 24 * 6; i++) {
+    AdhocJob a;
+    a.name = "narrow" + std::to_string(i);
+    a.user = UserId("adhoc");
+    a.submit = Millis(static_cast<int64_t>(i) * 10 * kMin);
+    a.stages = {stage(40, 4)};
+    w.adhoc.push_back(a);
+  }
+  auto specs = parseStrategies({"baseline"}, {}, 0.01);
+  ASSERT_TRUE(specs.isOk());
+  auto run = [&](bool fill, int threads) {
+    ExperimentOptions o = aggregateOptions();
+    o.aggregate_adhoc_fill = fill;
+    o.threads = threads;
+    auto r = runExperiment(w, o, *specs);
+    EXPECT_TRUE(r.isOk()) << r.status().message();
+    return r;
+  };
+  auto meanJct = [](const StrategyResult& r) {
+    double sum = 0;
+    for (const AdhocOutcome& a : r.adhoc) sum += static_cast<double>(a.completion.count());
+    return r.adhoc.empty() ? 0.0 : sum / static_cast<double>(r.adhoc.size()) / 1000.0;
+  };
+  auto off = run(false, 1);
+  auto on = run(true, 1);
+  ASSERT_TRUE(off.isOk() && on.isOk());
+  const StrategyResult& a = off->strategies[0];
+  const StrategyResult& b = on->strategies[0];
+  EXPECT_EQ(a.extra.at("unreserved_jobs"), 1);
+  EXPECT_EQ(a.adhoc.size(), b.adhoc.size());
+  EXPECT_LT(meanJct(b), 0.9 * meanJct(a)) << "fill off " << meanJct(a) << " s, on " << meanJct(b);
+  EXPECT_LE(b.deadline_violations, a.deadline_violations);
+  auto two = run(true, 2);
+  ASSERT_TRUE(two.isOk());
+  EXPECT_EQ(summaryJson(*on), summaryJson(*two));
+}
+
 // Without the reservation (a job left unreserved competes for its fair
 // share), the flood makes it miss: the load is really there.
 TEST(AggregateAdhocTest, UnreservedJobMissesUnderTheFlood) {

@@ -1330,6 +1330,7 @@ Workload wideAndNarrow() {
 TEST(SimEngineTest, MinClusterMatchesTheMetricItIsAskedFor) {
   Workload w = wideAndNarrow();
   ExperimentOptions o = options(4, 4);
+  o.min_cluster_retrain = true;  // the sizes above are those of each size's own training
   auto specs = parseStrategies({"baseline", "no-dra", "slo-packing"}, {}, 0.5);
   ASSERT_TRUE(specs.isOk());
   o.min_cluster_worst_case = true;
@@ -1375,6 +1376,7 @@ TEST(SimEngineTest, MinClusterAtGivenSizesSaysWhichMatch) {
   Workload w = wideAndNarrow();
   ExperimentOptions o = options(4, 4);
   o.min_cluster_worst_case = true;
+  o.min_cluster_retrain = true;  // each size trained anew: a row is a plain run at its size
   o.min_cluster_sizes = {3, 2};
   auto specs = parseStrategies({"baseline", "no-dra", "slo-packing"}, {}, 0.5);
   ASSERT_TRUE(specs.isOk());
@@ -1425,6 +1427,41 @@ TEST(SimEngineTest, MinClusterAtGivenSizesSaysWhichMatch) {
     EXPECT_NE(refused.status().message().find("min_cluster_sizes"), std::string::npos)
         << refused.status().message();
   }
+}
+
+// By default every size plans from the one training at --nodes: the SLOs
+// and skylines a size's run uses are those of the cluster as it is, so a
+// row at --nodes is the plain run there and a smaller size keeps every SLO
+// the full-size training gave. Trained anew at each size (retrain), the
+// training on the small cluster is what the inference sees.
+TEST(SimEngineTest, MinClusterPlansEverySizeFromTheTrainingAtNodes) {
+  Workload w = wideAndNarrow();
+  ExperimentOptions o = options(4, 4);
+  o.min_cluster_sizes = {1, 4};
+  auto specs = parseStrategies({"baseline", "morpheus"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto kept = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(kept.isOk()) << kept.status().message();
+  ASSERT_EQ(kept->strategies.size(), 3u);
+  const StrategyResult& at1 = kept->strategies[1];
+  const StrategyResult& at4 = kept->strategies[2];
+  EXPECT_EQ(at1.name, "morpheus@1");
+  EXPECT_EQ(at1.extra.at("min_cluster_retrain"), 0);
+  ExperimentOptions four = o;
+  four.min_cluster_sizes.clear();
+  auto plain = runExperiment(w, four, {specs->at(1)});
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_EQ(at4.worst_case_violations, plain->strategies[0].worst_case_violations);
+  EXPECT_EQ(at4.deadline_violations, plain->strategies[0].deadline_violations);
+  EXPECT_EQ(at1.extra.at("slo_jobs"), plain->strategies[0].extra.at("slo_jobs"));
+  o.min_cluster_retrain = true;
+  auto retrained = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(retrained.isOk());
+  EXPECT_EQ(retrained->strategies[1].extra.at("min_cluster_retrain"), 1);
+  // On one node one of the two jobs starves in that training: no SLO.
+  EXPECT_EQ(at1.extra.at("slo_jobs"), 2);
+  EXPECT_EQ(retrained->strategies[1].extra.at("slo_jobs"), 1);
+  EXPECT_EQ(summaryJson(*kept).find("\"min_cluster_retrain\": 1"), std::string::npos);
 }
 
 // min-cluster's searches run side by side (--threads): the strategies share
