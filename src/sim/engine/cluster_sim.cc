@@ -1851,7 +1851,7 @@ void Sim::refillAggregateNodes() {
 }
 
 // After the pass, the room left on an offered node is room no periodic ask
-// took (every ask that fits a node is granted when it is offered). The pools
+// took when the scheduler was offered the node. The pools
 // with demand beyond what they hold take it, one container at a time to the
 // pool holding least above its fair share, so a hole only ad-hoc tasks fit is
 // not left idle; the next step re-places the pools at their shares.
