@@ -557,6 +557,9 @@ int simulate(const SimFlags& f, bool min_cluster) {
                  static_cast<long long>(s.periodic_instances), s.worst_case_violation_rate,
                  static_cast<long long>(s.deadline_violations), s.violation_rate, s.utilisation,
                  tail.c_str());
+    if (!s.min_cluster_search.empty()) {
+      std::fprintf(stderr, "    searched: %s\n", sim::searchTrail(s).c_str());
+    }
   }
   return 0;
 }

@@ -1112,8 +1112,10 @@ class MinClusterSearch {
       std::lock_guard<std::mutex> lk(glpk_mu_);
       e = prepare(w_, o, spec, *l);
     }
-    MORPHEUS_ASSIGN_OR_RETURN(RunOutput out,
-                              simulateRun(w_, o, e.setup, spec.name, progress_, stop_));
+    // The progress phase names the size: a search evaluates one after another.
+    MORPHEUS_ASSIGN_OR_RETURN(
+        RunOutput out,
+        simulateRun(w_, o, e.setup, spec.name + "@" + std::to_string(nodes), progress_, stop_));
     if (out.interrupted) interrupted_ = true;
     return std::optional<StrategyResult>(finish(w_, e, *l, std::move(out)));
   }
@@ -1127,13 +1129,25 @@ class MinClusterSearch {
   // is at most `target`, by bisection (rates assumed to fall as nodes grow);
   // the strategy's figures at that size, or at o.nodes when none matches.
   // Interrupted: the smallest size found so far (nullopt before any).
+  // Every size evaluated is kept, in order, in the result's
+  // min_cluster_search.
   Result<std::optional<StrategyResult>> smallest(const StrategySpec& spec, double target) {
-    MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> best, at(spec, o_.nodes));
-    if (!best || rateOf(*best) > target) return best;  // none up to --nodes matches
-    int64_t lo = 0, hi = o_.nodes;                     // rate(hi) <= target; lo fails (or is 0)
+    std::vector<SearchStep> trail;
+    const auto visit = [&](int64_t nodes) -> Result<std::optional<StrategyResult>> {
+      MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, at(spec, nodes));
+      if (r) trail.push_back({nodes, rateOf(*r), rateOf(*r) <= target});
+      return r;
+    };
+    MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> best, visit(o_.nodes));
+    if (!best) return best;
+    if (rateOf(*best) > target) {  // none up to --nodes matches
+      best->min_cluster_search = std::move(trail);
+      return best;
+    }
+    int64_t lo = 0, hi = o_.nodes;  // rate(hi) <= target; lo fails (or is 0)
     while (hi - lo > 1 && !interrupted()) {
       int64_t mid = lo + (hi - lo) / 2;
-      MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, at(spec, mid));
+      MORPHEUS_ASSIGN_OR_RETURN(std::optional<StrategyResult> r, visit(mid));
       if (!r) break;
       if (rateOf(*r) <= target) {
         hi = mid;
@@ -1142,6 +1156,7 @@ class MinClusterSearch {
         lo = mid;
       }
     }
+    best->min_cluster_search = std::move(trail);
     best->min_nodes_at_baseline_rate = hi;
     best->extra["nodes"] = static_cast<double>(hi);
     best->extra["min_cluster_worst_case"] = o_.min_cluster_worst_case ? 1 : 0;

@@ -264,6 +264,8 @@ Result<SimSummary> runExperiment(const Workload& workload, const ExperimentOptio
 // options.nodes). The other figures of each strategy are those at that size.
 // Every size plans from the training at options.nodes, or, with
 // options.min_cluster_retrain, from a training of its own at that size.
+// Every size a strategy's search evaluated, with its rate and whether it
+// matched, is in its StrategyResult::min_cluster_search, in search order.
 // The strategies' searches run side by side on up to options.threads
 // threads (trainings shared, GLPK on one thread at a time); the
 // result does not depend on the thread count.

@@ -146,6 +146,20 @@ std::string renderStrategy(const StrategyResult& r, int depth) {
   if (r.min_nodes_at_baseline_rate) {
     f["min_nodes_at_baseline_rate"] = std::to_string(*r.min_nodes_at_baseline_rate);
   }
+  if (!r.min_cluster_search.empty()) {
+    // An array in search order, one object per size evaluated.
+    const std::string pad(static_cast<size_t>(2 * (depth + 2)), ' ');
+    std::string steps = "[\n";
+    for (size_t i = 0; i < r.min_cluster_search.size(); i++) {
+      const SearchStep& st = r.min_cluster_search[i];
+      steps += pad + renderObject({{"matches", st.matches ? "true" : "false"},
+                                   {"nodes", std::to_string(st.nodes)},
+                                   {"rate", fixed(st.rate)}},
+                                  depth + 2);
+      steps += i + 1 < r.min_cluster_search.size() ? ",\n" : "\n";
+    }
+    f["min_cluster_search"] = steps + std::string(static_cast<size_t>(2 * (depth + 1)), ' ') + "]";
+  }
   if (!r.extra.empty()) {
     std::map<std::string, std::string> extra;
     for (const auto& [k, v] : r.extra) extra[k] = fixed(v);
@@ -480,6 +494,7 @@ std::string minClusterSection(const SimSummary& s) {
           " nodes match the baseline's " +
           (worst ? "worst-case violation rate" : "violation rate with the ad-hoc load") + " at " +
           std::to_string(s.nodes) + " nodes (" + fixed(100.0 * smaller, 1) + "% smaller)\n";
+    if (!r.min_cluster_search.empty()) md += "  - searched: " + searchTrail(r) + "\n";
   }
   if (md.empty()) return "";
   return "## Smallest cluster at the baseline's violation rate (cf. Fig. 10b)\n\n" + md + "\n";
@@ -586,6 +601,16 @@ std::string drawPlots(const fs::path& dir, std::vector<Plot>& plots) {
 }
 
 }  // namespace
+
+std::string searchTrail(const StrategyResult& r) {
+  std::string out;
+  for (const SearchStep& st : r.min_cluster_search) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(st.nodes) + " nodes " + percent(st.rate) +
+           (st.matches ? " (matches)" : " (above)");
+  }
+  return out;
+}
 
 std::string summaryJson(const SimSummary& summary) {
   // Strategy names are unique (writeReport refuses repeats); were one

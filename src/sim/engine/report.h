@@ -47,6 +47,15 @@ inline bool adhocBefore(const AdhocOutcome& a, const AdhocOutcome& b) {
   return a.submit != b.submit ? a.submit < b.submit : a.job < b.job;
 }
 
+// One size a min-cluster search evaluated: its node count, the rate it
+// matched against the baseline's (worst case or with the ad-hoc load, as
+// the search was asked) and whether that rate is at most the baseline's.
+struct SearchStep {
+  int64_t nodes = 0;
+  double rate = 0;
+  bool matches = false;
+};
+
 struct StrategyResult {
   std::string name;
   int64_t periodic_instances = 0;  // evaluated (successful or missed; failed runs excluded)
@@ -58,6 +67,9 @@ struct StrategyResult {
   double adhoc_jct_median_s = 0;
   double adhoc_jct_p95_s = 0;
   std::optional<int64_t> min_nodes_at_baseline_rate;  // min-cluster only
+  // min-cluster's search only: every size it evaluated, in the order it
+  // evaluated them (--nodes first, then the bisection's); empty otherwise.
+  std::vector<SearchStep> min_cluster_search;
   std::vector<InstanceOutcome> instances;
   std::vector<AdhocOutcome> adhoc;
   // Cluster utilisation per plan step over the evaluation days (for plots).
@@ -89,6 +101,11 @@ struct SimSummary {
 // report says when it is not) and report.md into `dir` (created if needed).
 // UNAVAILABLE naming the path when it cannot be written.
 Status writeReport(const std::string& dir, const SimSummary& summary);
+
+// A min-cluster search's sizes in search order, one line:
+// "1000 nodes 10.89% (matches), 500 nodes 31.20% (above), ..."; empty
+// when the result has no search (StrategyResult::min_cluster_search).
+std::string searchTrail(const StrategyResult& r);
 
 // summary.json alone (what tests compare byte for byte).
 std::string summaryJson(const SimSummary& summary);

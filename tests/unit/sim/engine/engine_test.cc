@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "planner/reservation.h"
 #include "sim/engine/cluster_sim.h"
@@ -1263,6 +1264,53 @@ TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
     ASSERT_TRUE(r.isOk());
     EXPECT_GT(r->strategies[0].violation_rate, base.violation_rate);
   }
+}
+
+// min-cluster keeps every size its bisection evaluated: --nodes first, each
+// with the rate it matched and whether it matched; the answer is the
+// smallest matching size of the trail, one node fewer is in it and does not
+// match, and the strategy's figures are those of the answer's run. --sizes
+// and the baseline have no trail.
+TEST(SimEngineTest, MinClusterKeepsEverySizeItSearched) {
+  Workload w = mixed();
+  ExperimentOptions o = options(8, 4);
+  o.realize = noisy;
+  auto specs = parseStrategies({"baseline", "no-dra"}, {}, 0.5);
+  ASSERT_TRUE(specs.isOk());
+  auto s = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  ASSERT_EQ(s->strategies.size(), 2u);
+  const StrategyResult& base = s->strategies[0];
+  EXPECT_TRUE(base.min_cluster_search.empty());
+  const StrategyResult& nd = s->strategies[1];
+  ASSERT_TRUE(nd.min_nodes_at_baseline_rate.has_value());
+  const int64_t n = *nd.min_nodes_at_baseline_rate;
+  ASSERT_LT(n, 8) << "the workload must let the search go below --nodes";
+  const std::vector<SearchStep>& trail = nd.min_cluster_search;
+  ASSERT_GE(trail.size(), 2u);
+  EXPECT_EQ(trail.front().nodes, 8);
+  std::set<int64_t> seen;
+  for (const SearchStep& st : trail) {
+    EXPECT_TRUE(seen.insert(st.nodes).second) << st.nodes << " evaluated twice";
+    EXPECT_EQ(st.matches, st.rate <= base.violation_rate + 1e-12) << st.nodes;
+    EXPECT_EQ(st.matches, st.nodes >= n) << st.nodes;  // bisection: consistent brackets
+    if (st.nodes == n) {
+      EXPECT_DOUBLE_EQ(st.rate, nd.violation_rate);
+    }
+  }
+  EXPECT_TRUE(seen.count(n));
+  if (n > 1) {
+    EXPECT_TRUE(seen.count(n - 1)) << "the bracket below the answer";
+  }
+  // Bisection over [0, 8]: at most 1 + ceil(log2(8)) sizes.
+  EXPECT_LE(trail.size(), 4u);
+
+  o.min_cluster_sizes = {n};
+  auto at = runMinCluster(w, o, *specs);
+  ASSERT_TRUE(at.isOk()) << at.status().message();
+  ASSERT_EQ(at->strategies.size(), 2u);
+  EXPECT_TRUE(at->strategies[1].min_cluster_search.empty());
+  EXPECT_DOUBLE_EQ(at->strategies[1].violation_rate, nd.violation_rate);
 }
 
 // min-cluster on the paper's metric: the size found matches the baseline's

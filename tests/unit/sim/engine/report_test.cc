@@ -165,6 +165,50 @@ fs::path tempDir(const std::string& name) {
   return d;
 }
 
+// A min-cluster search's sizes are kept in search order: an array in summary.json, one line in
+// report.md and from searchTrail; a result without a search has neither.
+TEST(ReportTest, MinClusterSearchTrailInSummaryAndReport) {
+  auto s = summary();
+  s.command = "min-cluster";
+  sim::StrategyResult& m = s.strategies[0];
+  m.min_nodes_at_baseline_rate = 25;
+  m.min_cluster_search = {{50, 0.01, true}, {25, 0.125, true}, {12, 0.5, false}};
+  const std::string json = sim::summaryJson(s);
+  EXPECT_NE(json.find(R"json(      "min_cluster_search": [
+        {
+          "matches": true,
+          "nodes": 50,
+          "rate": 0.010000
+        },
+        {
+          "matches": true,
+          "nodes": 25,
+          "rate": 0.125000
+        },
+        {
+          "matches": false,
+          "nodes": 12,
+          "rate": 0.500000
+        }
+      ],
+      "min_nodes_at_baseline_rate": 25,)json"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("min_cluster_search"), json.rfind("min_cluster_search"));  // baseline: none
+  EXPECT_EQ(sim::searchTrail(m),
+            "50 nodes 1.00% (matches), 25 nodes 12.50% (matches), 12 nodes 50.00% (above)");
+  EXPECT_EQ(sim::searchTrail(s.strategies[1]), "");
+  const fs::path dir = tempDir("report-search");
+  ASSERT_TRUE(sim::writeReport((dir / "out").string(), s).isOk());
+  const std::string md = slurp(dir / "out" / "report.md");
+  EXPECT_NE(md.find("- morpheus: 25 nodes match the baseline's violation rate with the ad-hoc "
+                    "load at 50 nodes (50.0% smaller)\n  - searched: 50 nodes 1.00% (matches), "
+                    "25 nodes 12.50% (matches), 12 nodes 50.00% (above)\n"),
+            std::string::npos)
+      << md;
+  fs::remove_all(dir);
+}
+
 // Without gnuplot on PATH the report says so and links no image; the CSVs and summary are written.
 TEST(ReportTest, WriteReportWithoutGnuplotSaysSo) {
   const fs::path dir = tempDir("report-nognuplot");
