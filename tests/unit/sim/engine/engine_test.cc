@@ -1239,15 +1239,24 @@ TEST(SimEngineTest, SkippedOffersChangeNoDecision) {
   expectSameOutcomes(*skipping, *every);
 }
 
+// The min-cluster searches below: baseline and no-dra on the mixed workload
+// with noisy runtimes, 4 days on `nodes` nodes.
+struct NoDraSearch {
+  explicit NoDraSearch(int64_t nodes) : o(options(nodes, 4)) { o.realize = noisy; }
+  Result<SimSummary> run() const { return runMinCluster(w, o, specs); }
+  Workload w = mixed();
+  ExperimentOptions o;
+  std::vector<StrategySpec> specs = *parseStrategies({"baseline", "no-dra"}, {}, 0.5);
+};
+
 // min-cluster: the baseline keeps --nodes; every other strategy's size, when
 // found, is the smallest whose violation rate is at most the baseline's.
 TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
-  Workload w = mixed();
-  ExperimentOptions o = options(4, 4);
-  o.realize = noisy;
-  auto specs = parseStrategies({"baseline", "no-dra"}, {}, 0.5);
-  ASSERT_TRUE(specs.isOk());
-  auto s = runMinCluster(w, o, *specs);
+  NoDraSearch search(4);
+  const Workload& w = search.w;
+  const ExperimentOptions& o = search.o;
+  const auto* specs = &search.specs;
+  auto s = search.run();
   ASSERT_TRUE(s.isOk()) << s.status().message();
   ASSERT_EQ(s->strategies.size(), 2u);
   const StrategyResult& base = s->strategies[0];
@@ -1272,12 +1281,8 @@ TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
 // match, and the strategy's figures are those of the answer's run. --sizes
 // and the baseline have no trail.
 TEST(SimEngineTest, MinClusterKeepsEverySizeItSearched) {
-  Workload w = mixed();
-  ExperimentOptions o = options(8, 4);
-  o.realize = noisy;
-  auto specs = parseStrategies({"baseline", "no-dra"}, {}, 0.5);
-  ASSERT_TRUE(specs.isOk());
-  auto s = runMinCluster(w, o, *specs);
+  NoDraSearch search(8);
+  auto s = search.run();
   ASSERT_TRUE(s.isOk()) << s.status().message();
   ASSERT_EQ(s->strategies.size(), 2u);
   const StrategyResult& base = s->strategies[0];
@@ -1305,8 +1310,8 @@ TEST(SimEngineTest, MinClusterKeepsEverySizeItSearched) {
   // Bisection over [0, 8]: at most 1 + ceil(log2(8)) sizes.
   EXPECT_LE(trail.size(), 4u);
 
-  o.min_cluster_sizes = {n};
-  auto at = runMinCluster(w, o, *specs);
+  search.o.min_cluster_sizes = {n};
+  auto at = search.run();
   ASSERT_TRUE(at.isOk()) << at.status().message();
   ASSERT_EQ(at->strategies.size(), 2u);
   EXPECT_TRUE(at->strategies[1].min_cluster_search.empty());
