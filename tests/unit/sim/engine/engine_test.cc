@@ -1253,9 +1253,6 @@ struct NoDraSearch {
 // found, is the smallest whose violation rate is at most the baseline's.
 TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
   NoDraSearch search(4);
-  const Workload& w = search.w;
-  const ExperimentOptions& o = search.o;
-  const auto* specs = &search.specs;
   auto s = search.run();
   ASSERT_TRUE(s.isOk()) << s.status().message();
   ASSERT_EQ(s->strategies.size(), 2u);
@@ -1267,9 +1264,9 @@ TEST(SimEngineTest, MinClusterFindsSmallestSizeAtBaselineRate) {
   EXPECT_LE(nd.violation_rate, base.violation_rate + 1e-12);
   if (n > 1) {
     // One node fewer misses more often than the baseline.
-    ExperimentOptions smaller = o;
+    ExperimentOptions smaller = search.o;
     smaller.nodes = n - 1;
-    auto r = runExperiment(w, smaller, {specs->at(1)});
+    auto r = runExperiment(search.w, smaller, {search.specs.at(1)});
     ASSERT_TRUE(r.isOk());
     EXPECT_GT(r->strategies[0].violation_rate, base.violation_rate);
   }
