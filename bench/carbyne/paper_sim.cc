@@ -1199,6 +1199,7 @@ int paperMain(int argc, char** argv) {
   std::string jobs_out_path;
   sched::NodeReservationOptions resv;
   double resv_timeout_s = static_cast<double>(resv.timeout.count()) / 1000.0;
+  double size_sigma = 0, size_scale = 1;
   double cv = 0.1, tetris_eps = 0.1, carbyne_eps = sched::LeftoverPacking{}.eps,
          carbyne_tau = sched::LeftoverPacking{}.tau_s;
   app.add_option("--scenario", scenario, "paper")->capture_default_str();
@@ -1212,6 +1213,14 @@ int paperMain(int argc, char** argv) {
   app.add_option("--jobs", jobs_n, "jobs per run")->capture_default_str();
   app.add_option("--nodes", nodes, "servers at load 1")->capture_default_str();
   app.add_option("--interarrival", interarrival_s, "online: mean inter-arrival, seconds")
+      ->capture_default_str();
+  app.add_option(
+         "--size-sigma", size_sigma,
+         "spread of job sizes: each job's scans read f x the tasks drawn, f log-normal "
+         "with mean --size-scale and this sigma, in [0, 3] (sim::DagJobsOptions::size_sigma)")
+      ->capture_default_str();
+  app.add_option("--size-scale", size_scale,
+                 "mean of that factor, in (0, 10] (sim::DagJobsOptions::size_scale)")
       ->capture_default_str();
   app.add_option("--duration-cv", cv, "spread of realised task durations around the estimate")
       ->capture_default_str();
@@ -1269,6 +1278,14 @@ int paperMain(int argc, char** argv) {
     return 2;
   }
   resv.timeout = Millis(std::llround(resv_timeout_s * 1000));
+  if (!(size_sigma >= 0 && size_sigma <= 3)) {
+    std::cerr << "bench_carbyne: --size-sigma: must be in [0, 3], got " << size_sigma << "\n";
+    return 2;
+  }
+  if (!(size_scale > 0 && size_scale <= 10)) {
+    std::cerr << "bench_carbyne: --size-scale: must be in (0, 10], got " << size_scale << "\n";
+    return 2;
+  }
   std::ofstream jobs_out;
   if (!jobs_out_path.empty()) {
     jobs_out.open(jobs_out_path);
@@ -1331,6 +1348,8 @@ int paperMain(int argc, char** argv) {
       g.mix = *mix;
       g.jobs = jobs_n;
       g.seed = seed;
+      g.size_sigma = size_sigma;
+      g.size_scale = size_scale;
       auto js = sim::generateDagJobs(g);
       if (!js.isOk()) {
         std::cerr << "bench_carbyne: " << js.status().message() << "\n";
@@ -1399,6 +1418,8 @@ int paperMain(int argc, char** argv) {
             g.mix = *mix;
             g.jobs = jobs_n;
             g.seed = seed;
+            g.size_sigma = size_sigma;
+            g.size_scale = size_scale;
             g.mean_interarrival = mode == "online" ? Millis(interarrival_s * 1000) : Millis(0);
             auto js = sim::generateDagJobs(g);
             if (!js.isOk()) return 2;
@@ -1427,6 +1448,8 @@ int paperMain(int argc, char** argv) {
         g.mix = *mix;
         g.jobs = jobs_n;
         g.seed = seed;
+        g.size_sigma = size_sigma;
+        g.size_scale = size_scale;
         g.users = jobs_n;  // one job per user: DRF across jobs, as YARN's DRF in the paper
         g.mean_interarrival = mode == "online" ? Millis(interarrival_s * 1000) : Millis(0);
         auto js = sim::generateDagJobs(g);
@@ -1699,6 +1722,8 @@ int paperMain(int argc, char** argv) {
   std::printf("wall time %.0f s\n", wall_s);
   report.figures()["scenario"] = "paper";
   report.figures()["mix"] = mix_name;
+  report.figures()["size_sigma"] = size_sigma;
+  report.figures()["size_scale"] = size_scale;
   report.figures()["jobs"] = jobs_n;
   report.figures()["runs"] = runs;
   report.figures()["seeds"] = seeds;

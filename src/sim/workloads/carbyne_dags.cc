@@ -94,7 +94,15 @@ Resource taskShape(const rng::Stream& r, uint64_t k, Kind kind) {
 // aggregation) and side branches of 1-3 stages, each starting with its own
 // scan, joining the spine at a stage deep enough that the branch does not
 // lengthen the critical path.
-std::vector<SimStage> drawStages(const MixParams& m, const rng::Stream& r) {
+std::vector<SimStage> drawStages(const MixParams& m, const rng::Stream& r, double size_sigma,
+                                 double size_scale) {
+  // The job's size factor (DagJobsOptions::size_sigma, size_scale):
+  // log-normal with mean size_scale.
+  const double f =
+      size_scale * (size_sigma > 0
+                        ? std::exp(size_sigma * r.normal(5000) - 0.5 * size_sigma * size_sigma)
+                        : 1.0);
+  const double mid_cap = 400.0 * std::max(1.0, f);
   const double z = r.normal(1);
   const auto stages = std::clamp<int64_t>(
       static_cast<int64_t>(std::llround(m.stage_median * std::exp(m.stage_sigma * z))),
@@ -160,6 +168,9 @@ std::vector<SimStage> drawStages(const MixParams& m, const rng::Stream& r) {
       case Kind::kScan:
         s.name = "scan";
         tasks[i] = static_cast<int64_t>(r.logUniform(k, m.scan_tasks_lo, m.scan_tasks_hi));
+        if (f != 1.0) {
+          tasks[i] = std::max<int64_t>(1, std::llround(static_cast<double>(tasks[i]) * f));
+        }
         lo = m.scan_s_lo;
         hi = m.scan_s_hi;
         break;
@@ -175,7 +186,8 @@ std::vector<SimStage> drawStages(const MixParams& m, const rng::Stream& r) {
         int64_t in = 0;
         for (int p : x.deps) in += tasks[static_cast<size_t>(p)];
         tasks[i] = std::clamp<int64_t>(
-            static_cast<int64_t>(static_cast<double>(in) / r.logUniform(k, 1.5, 6.0)), 1, 400);
+            static_cast<int64_t>(static_cast<double>(in) / r.logUniform(k, 1.5, 6.0)), 1,
+            static_cast<int64_t>(mid_cap));
         if (x.kind == Kind::kUdf) {
           lo = 300;
           hi = 900;
@@ -227,6 +239,12 @@ Result<std::vector<AdhocJob>> generateDagJobs(const DagJobsOptions& o) {
   if (o.jobs < 1) return invalidArgument("jobs", "must be >= 1");
   if (o.users < 1) return invalidArgument("users", "must be >= 1");
   if (o.mean_interarrival < Millis(0)) return invalidArgument("mean_interarrival", "must be >= 0");
+  if (!(o.size_sigma >= 0 && o.size_sigma <= 3)) {
+    return invalidArgument("size_sigma", "must be in [0, 3]");
+  }
+  if (!(o.size_scale > 0 && o.size_scale <= 10)) {
+    return invalidArgument("size_scale", "must be in (0, 10]");
+  }
   const MixParams m = paramsOf(o.mix);
   std::vector<AdhocJob> jobs;
   double t_ms = 0;
@@ -240,7 +258,7 @@ Result<std::vector<AdhocJob>> generateDagJobs(const DagJobsOptions& o) {
     j.name = std::string(dagMixName(o.mix)) + "-" + std::to_string(i);
     j.user = UserId("user" + std::to_string(i % o.users));
     j.submit = Millis(static_cast<int64_t>(t_ms));
-    j.stages = drawStages(m, r);
+    j.stages = drawStages(m, r, o.size_sigma, o.size_scale);
     jobs.push_back(std::move(j));
   }
   return jobs;

@@ -63,6 +63,14 @@ struct DagJobsOptions {
   // inter-arrival (online; the paper: 20 s), the first job at 0.
   Millis mean_interarrival{0};
   int64_t users = 10;  // jobs go to users round robin (>= 1)
+  // Job sizes: each job's scans read f times the tasks drawn (and its joins
+  // may grow to f x 400 tasks), f log-normal with mean size_scale and
+  // spread size_sigma, drawn per job; the defaults (0 and 1) keep every job
+  // as drawn. Task durations, and so a job's critical path alone, do not
+  // change. INVALID_ARGUMENT naming "size_sigma" outside [0, 3] or
+  // "size_scale" outside (0, 10].
+  double size_sigma = 0;
+  double size_scale = 1;
 };
 
 // The jobs, sorted by submit, named "<mix>-<i>", stages in breadth-first

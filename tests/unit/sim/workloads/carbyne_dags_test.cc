@@ -131,6 +131,60 @@ TEST(CarbyneDagsTest, DeterministicInTheSeed) {
   EXPECT_TRUE(differs);
 }
 
+// The size factor (DagJobsOptions::size_sigma, size_scale) scales each
+// job's scans and leaves the plan and its durations as drawn; its spread
+// widens the work per job around the mean size_scale.
+TEST(CarbyneDagsTest, SizeSpreadScalesScansAndKeepsPlansAndDurations) {
+  sim::DagJobsOptions base;
+  base.seed = 4;
+  base.jobs = 2000;
+  sim::DagJobsOptions wide = base;
+  wide.size_sigma = 1.6;
+  wide.size_scale = 0.7;
+  auto a = sim::generateDagJobs(base);
+  auto b = sim::generateDagJobs(wide);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  std::vector<double> ratio;
+  double scan_a = 0, scan_b = 0;
+  for (size_t i = 0; i < a->size(); i++) {
+    const auto& ja = (*a)[i];
+    const auto& jb = (*b)[i];
+    ASSERT_EQ(ja.stages.size(), jb.stages.size()) << ja.name;
+    EXPECT_EQ(ja.submit, jb.submit);
+    double sa = 0, sb = 0;
+    for (size_t k = 0; k < ja.stages.size(); k++) {
+      EXPECT_EQ(ja.stages[k].depends_on, jb.stages[k].depends_on);
+      EXPECT_EQ(ja.stages[k].task_duration, jb.stages[k].task_duration);
+      EXPECT_EQ(ja.stages[k].task_resource, jb.stages[k].task_resource);
+      EXPECT_GE(jb.stages[k].tasks, 1);
+      if (ja.stages[k].depends_on.empty()) {
+        sa += static_cast<double>(ja.stages[k].tasks);
+        sb += static_cast<double>(jb.stages[k].tasks);
+      }
+    }
+    ratio.push_back(sb / sa);
+    scan_a += sa;
+    scan_b += sb;
+  }
+  // Mean 0.7 (rounding to whole tasks, at least one, moves it a little).
+  EXPECT_NEAR(scan_b / scan_a, 0.7, 0.1);
+  // Log-normal with sigma 1.6: the median factor is 0.7 exp(-1.28) = 0.19,
+  // the 95th percentile 0.7 exp(-1.28 + 1.645 x 1.6) = 2.7.
+  EXPECT_NEAR(quantile(ratio, 0.5), 0.19, 0.05);
+  EXPECT_NEAR(quantile(ratio, 0.95), 2.7, 0.6);
+  // The defaults keep every job as drawn.
+  sim::DagJobsOptions same = base;
+  same.size_sigma = 0;
+  same.size_scale = 1;
+  auto c = sim::generateDagJobs(same);
+  ASSERT_TRUE(c.isOk());
+  for (size_t i = 0; i < a->size(); i++) {
+    for (size_t k = 0; k < (*a)[i].stages.size(); k++) {
+      EXPECT_EQ((*a)[i].stages[k].tasks, (*c)[i].stages[k].tasks);
+    }
+  }
+}
+
 TEST(CarbyneDagsTest, BadOptionsNameTheOption) {
   sim::DagJobsOptions o;
   o.jobs = 0;
@@ -142,6 +196,16 @@ TEST(CarbyneDagsTest, BadOptionsNameTheOption) {
   r = sim::generateDagJobs(o);
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("mean_interarrival"), std::string::npos);
+  o.mean_interarrival = Millis(0);
+  o.size_sigma = -0.5;
+  r = sim::generateDagJobs(o);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("size_sigma"), std::string::npos);
+  o.size_sigma = 1;
+  o.size_scale = 0;
+  r = sim::generateDagJobs(o);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("size_scale"), std::string::npos);
   auto m = sim::parseDagMix("tpc-ds", "--mix");
   ASSERT_FALSE(m.isOk());
   EXPECT_NE(m.status().message().find("--mix"), std::string::npos);
